@@ -1,0 +1,21 @@
+//! nsys-lens: is the host (CPU) the bottleneck of an LLM serving run, and what regressed?
+//!
+//! The data flow is importer → tables → metrics, kept apart:
+//! - [`trace`] opens an Nsight Systems SQLite export and loads it into the columnar [`model`];
+//! - [`detect`] computes the host-overhead verdict (SPEC §2) in the `standard` or
+//!   `trtllm-skill` profile;
+//! - [`report`] renders results as text;
+//! - [`synth`] writes synthetic exports with known answers for tests and benchmarks.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the map.
+
+pub mod detect;
+pub mod error;
+pub mod synth;
+pub mod model;
+pub mod pyfmt;
+pub mod report;
+pub mod sqlike;
+pub mod trace;
+
+pub use error::{Error, Result};

@@ -1,0 +1,404 @@
+//! The in-memory trace: columnar event tables loaded from an nsys export.
+//!
+//! Everything the analyses read lives here, decoupled from SQLite: `trace::load` fills these
+//! vectors with plain `SELECT`s, and `detect`/later analyses only ever see this model. Columns are
+//! parallel `Vec`s (struct-of-arrays) so a multi-million-row table costs a few dozen bytes per
+//! event and scans stay cache-friendly. Times are integer nanoseconds throughout.
+
+pub mod intervals;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+/// A timestamp or duration in nanoseconds, as nsys stores them.
+pub type Ns = i64;
+
+/// Index into [`Strings`]; `NO_NAME` marks a missing/NULL name.
+pub type NameId = u32;
+pub const NO_NAME: NameId = u32::MAX;
+
+/// Index into [`Processes`].
+pub type ProcessIdx = u32;
+/// Index into [`Threads`].
+pub type ThreadIdx = u32;
+
+/// Upper 40 bits of a `globalTid` identify the process (`globalPid`).
+pub const GLOBAL_PID_MASK: i64 = 0xFFFF_FFFF_FF00_0000_u64 as i64;
+
+/// OS process id packed in a `globalTid`/`globalPid`: bits 24..48.
+pub fn os_pid(global_id: i64) -> u32 {
+    ((global_id >> 24) & 0xFF_FFFF) as u32
+}
+
+/// OS thread id packed in a `globalTid`: bits 0..24.
+pub fn os_tid(global_tid: i64) -> u32 {
+    (global_tid & 0xFF_FFFF) as u32
+}
+
+/// The string table: nsys `StringIds` plus interned inline NVTX `text` values.
+#[derive(Debug, Default, Clone)]
+pub struct Strings {
+    values: Vec<Box<str>>,
+    /// StringIds.id → index, when ids are dense (the usual case) ...
+    dense: Vec<NameId>,
+    /// ... or a map when they are not.
+    sparse: HashMap<i64, NameId>,
+    /// Inline texts already interned (NVTX `text` column).
+    interned: HashMap<Box<str>, NameId>,
+}
+
+impl Strings {
+    /// Builds the table from `(id, value)` rows of `StringIds`.
+    pub fn from_rows(rows: Vec<(i64, String)>) -> Strings {
+        let mut s = Strings::default();
+        let max_id = rows.iter().map(|(id, _)| *id).max().unwrap_or(-1);
+        let dense_ok = max_id >= 0 && (max_id as usize) < rows.len().saturating_mul(2) + 1024;
+        if dense_ok {
+            s.dense = vec![NO_NAME; max_id as usize + 1];
+        }
+        for (id, value) in rows {
+            let idx = s.values.len() as NameId;
+            s.values.push(value.into_boxed_str());
+            if dense_ok && id >= 0 {
+                s.dense[id as usize] = idx;
+            } else {
+                s.sparse.insert(id, idx);
+            }
+        }
+        s
+    }
+
+    /// Maps a `StringIds.id` to a [`NameId`]; unknown ids give `NO_NAME`.
+    pub fn resolve(&self, sqlite_id: i64) -> NameId {
+        if sqlite_id >= 0 && (sqlite_id as usize) < self.dense.len() {
+            return self.dense[sqlite_id as usize];
+        }
+        self.sparse.get(&sqlite_id).copied().unwrap_or(NO_NAME)
+    }
+
+    /// Interns an inline string (NVTX `text`), reusing an earlier copy.
+    pub fn intern(&mut self, text: &str) -> NameId {
+        if let Some(&id) = self.interned.get(text) {
+            return id;
+        }
+        let id = self.values.len() as NameId;
+        self.values.push(text.into());
+        self.interned.insert(text.into(), id);
+        id
+    }
+
+    /// The string for `id`; `""` for `NO_NAME` or an out-of-range id.
+    pub fn get(&self, id: NameId) -> &str {
+        self.values.get(id as usize).map(|s| &**s).unwrap_or("")
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Evaluates `pred` once per distinct string: a lookup table indexed by [`NameId`].
+    pub fn classify(&self, pred: impl Fn(&str) -> bool) -> Vec<bool> {
+        self.values.iter().map(|v| pred(v)).collect()
+    }
+}
+
+/// Looks up a per-name flag built by [`Strings::classify`]; `NO_NAME` is never matched.
+pub fn flag(table: &[bool], id: NameId) -> bool {
+    table.get(id as usize).copied().unwrap_or(false)
+}
+
+/// Processes seen in any event table, keyed by `globalPid`.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Processes {
+    /// `globalPid` (upper bits of `globalTid`), as a string because it exceeds 2^53.
+    #[serde(skip)]
+    pub global_pid: Vec<i64>,
+    /// OS process id.
+    pub pid: Vec<u32>,
+    /// Process name from `PROCESSES`, when present.
+    pub name: Vec<String>,
+    #[serde(skip)]
+    index: HashMap<i64, ProcessIdx>,
+}
+
+impl Processes {
+    /// The index of the process holding `global_id` (a globalPid or a globalTid), added if new.
+    pub fn intern(&mut self, global_id: i64) -> ProcessIdx {
+        let gpid = global_id & GLOBAL_PID_MASK;
+        if let Some(&i) = self.index.get(&gpid) {
+            return i;
+        }
+        let i = self.global_pid.len() as ProcessIdx;
+        self.global_pid.push(gpid);
+        self.pid.push(os_pid(gpid));
+        self.name.push(String::new());
+        self.index.insert(gpid, i);
+        i
+    }
+
+    pub fn find(&self, global_id: i64) -> Option<ProcessIdx> {
+        self.index.get(&(global_id & GLOBAL_PID_MASK)).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.global_pid.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.global_pid.is_empty()
+    }
+}
+
+/// Threads seen in the runtime and NVTX tables, keyed by `globalTid`.
+#[derive(Debug, Default, Clone)]
+pub struct Threads {
+    pub global_tid: Vec<i64>,
+    pub process: Vec<ProcessIdx>,
+    /// Thread name from `ThreadNames`, or `NO_NAME`.
+    pub name: Vec<NameId>,
+    index: HashMap<i64, ThreadIdx>,
+}
+
+impl Threads {
+    /// The index of `global_tid`, added (with its process) if new.
+    pub fn intern(&mut self, global_tid: i64, processes: &mut Processes) -> ThreadIdx {
+        if let Some(&i) = self.index.get(&global_tid) {
+            return i;
+        }
+        let i = self.global_tid.len() as ThreadIdx;
+        self.global_tid.push(global_tid);
+        self.process.push(processes.intern(global_tid));
+        self.name.push(NO_NAME);
+        self.index.insert(global_tid, i);
+        i
+    }
+
+    pub fn find(&self, global_tid: i64) -> Option<ThreadIdx> {
+        self.index.get(&global_tid).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.global_tid.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.global_tid.is_empty()
+    }
+}
+
+/// GPU kernels (`CUPTI_ACTIVITY_KIND_KERNEL`), in table order.
+#[derive(Debug, Default, Clone)]
+pub struct Kernels {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub device: Vec<u32>,
+    pub stream: Vec<u32>,
+    pub process: Vec<ProcessIdx>,
+    /// `correlationId`, joining the runtime call that launched the kernel (within a process).
+    pub correlation: Vec<u32>,
+    pub short_name: Vec<NameId>,
+    pub demangled_name: Vec<NameId>,
+    /// `graphNodeId` (0 when NULL or absent).
+    pub graph_node: Vec<u64>,
+    /// `graphId` (0 when NULL or absent; only nsys ≥ 2026.1 has the column).
+    pub graph_id: Vec<u32>,
+}
+
+impl Kernels {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// Devices that ran at least one kernel, ascending.
+    pub fn devices(&self) -> Vec<u32> {
+        let mut d = self.device.clone();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+}
+
+/// CUDA runtime/driver API calls (`CUPTI_ACTIVITY_KIND_RUNTIME`).
+#[derive(Debug, Default, Clone)]
+pub struct RuntimeCalls {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub thread: Vec<ThreadIdx>,
+    pub correlation: Vec<u32>,
+    pub name: Vec<NameId>,
+}
+
+impl RuntimeCalls {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// NVTX events that have an end (ranges); marks and domain rows are not kept.
+#[derive(Debug, Default, Clone)]
+pub struct NvtxRanges {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub thread: Vec<ThreadIdx>,
+    pub event_type: Vec<u8>,
+    pub domain: Vec<u32>,
+    /// The range's name as a user sees it: `text` when non-NULL, else `StringIds[textId]`.
+    pub name: Vec<NameId>,
+    /// `StringIds[textId]` only (`NO_NAME` when `textId` is NULL): what the reference scripts see.
+    pub text_id_name: Vec<NameId>,
+}
+
+impl NvtxRanges {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// NVTX event types that are ranges: push/pop, start/end and their NVTXT-imported variants.
+pub const NVTX_RANGE_TYPES: [u8; 4] = [59, 60, 70, 71];
+
+/// Memory copies or memsets (`CUPTI_ACTIVITY_KIND_MEMCPY` / `_MEMSET`).
+#[derive(Debug, Default, Clone)]
+pub struct MemOps {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub device: Vec<u32>,
+    pub stream: Vec<u32>,
+    pub process: Vec<ProcessIdx>,
+    pub correlation: Vec<u32>,
+    pub bytes: Vec<u64>,
+    /// `copyKind` for memcpy (ENUM_CUDA_MEMCPY_OPER), 0 for memset.
+    pub kind: Vec<u8>,
+    /// `srcKind` / `memKind` (ENUM_CUDA_MEM_KIND; 0 = pageable), 255 when unknown.
+    pub src_mem: Vec<u8>,
+    pub dst_mem: Vec<u8>,
+}
+
+impl MemOps {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// CUDA synchronization events (`CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`).
+#[derive(Debug, Default, Clone)]
+pub struct Syncs {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub device: Vec<u32>,
+    pub stream: Vec<u32>,
+    pub process: Vec<ProcessIdx>,
+    pub correlation: Vec<u32>,
+    pub sync_type: Vec<u8>,
+}
+
+impl Syncs {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// One GPU from `TARGET_INFO_GPU` (or `TARGET_INFO_CUDA_DEVICE`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GpuInfo {
+    pub id: i64,
+    pub name: String,
+    pub bus_location: Option<String>,
+    pub sm_count: Option<i64>,
+    pub total_memory: Option<i64>,
+}
+
+/// Facts about the export itself: version, capture options, which tables exist.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct TraceMeta {
+    /// `EXPORT_PRODUCT_VERSION`, e.g. `2025.3.1.90`.
+    pub nsys_version: Option<String>,
+    /// `EXPORT_SCHEMA_VERSION`, e.g. `3.20.2`.
+    pub schema_version: Option<String>,
+    /// Which metadata table held the version (`META_DATA_EXPORT` or the old `EXPORT_META_DATA`).
+    pub metadata_table: Option<String>,
+    /// `META_DATA_CAPTURE` rows (name, value), in table order.
+    pub capture: Vec<(String, String)>,
+    /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`, to align several files.
+    pub session_start_utc_ns: Option<i64>,
+    /// All tables in the file, sorted.
+    pub tables: Vec<String>,
+}
+
+impl TraceMeta {
+    /// The first capture option with this name.
+    pub fn capture_option(&self, name: &str) -> Option<&str> {
+        self.capture.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One thing that could not be loaded or computed, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CoverageNote {
+    /// What is affected (a table, a metric, a phase ...).
+    pub subject: String,
+    /// Why, and what it means for the results.
+    pub reason: String,
+}
+
+/// A whole loaded trace.
+#[derive(Debug, Default, Clone)]
+pub struct Trace {
+    pub meta: TraceMeta,
+    pub strings: Strings,
+    pub processes: Processes,
+    pub threads: Threads,
+    pub kernels: Kernels,
+    pub runtime: RuntimeCalls,
+    pub nvtx: NvtxRanges,
+    pub memcpy: MemOps,
+    pub memset: MemOps,
+    pub syncs: Syncs,
+    pub gpus: Vec<GpuInfo>,
+    /// What was missing while loading (tables, columns), as facts rather than errors.
+    pub coverage: Vec<CoverageNote>,
+    /// Which of the event tables were present in the file.
+    pub present: PresentTables,
+}
+
+/// Which event tables exist (a missing table differs from an empty one).
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct PresentTables {
+    pub kernels: bool,
+    pub runtime: bool,
+    pub nvtx: bool,
+    pub memcpy: bool,
+    pub memset: bool,
+    pub syncs: bool,
+}
+
+impl Trace {
+    pub fn note(&mut self, subject: impl Into<String>, reason: impl Into<String>) {
+        self.coverage.push(CoverageNote { subject: subject.into(), reason: reason.into() });
+    }
+}

@@ -1,0 +1,189 @@
+//! Interval unions: the one geometric primitive every metric is built on.
+//!
+//! An [`IntervalSet`] is a sorted list of disjoint, non-touching half-open `[start, end)` ns
+//! intervals. Building one sorts and merges (touching intervals merge, as in the reference
+//! scripts); set operations are linear merges of two sorted lists.
+
+use super::Ns;
+
+/// Sorted, disjoint, non-touching `[start, end)` intervals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IntervalSet {
+    spans: Vec<(Ns, Ns)>,
+}
+
+impl IntervalSet {
+    pub fn new() -> IntervalSet {
+        IntervalSet::default()
+    }
+
+    /// One interval (empty when `end <= start`).
+    pub fn single(start: Ns, end: Ns) -> IntervalSet {
+        if end > start { IntervalSet { spans: vec![(start, end)] } } else { IntervalSet::default() }
+    }
+
+    /// The union of arbitrary intervals. Zero-length and inverted intervals are dropped.
+    pub fn from_unsorted(mut spans: Vec<(Ns, Ns)>) -> IntervalSet {
+        spans.retain(|&(s, e)| e > s);
+        spans.sort_unstable();
+        IntervalSet::from_sorted_iter(spans)
+    }
+
+    /// The union of intervals already sorted by start (ties in any order).
+    pub fn from_sorted_iter(spans: impl IntoIterator<Item = (Ns, Ns)>) -> IntervalSet {
+        let mut out: Vec<(Ns, Ns)> = Vec::new();
+        for (s, e) in spans {
+            if e <= s {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => out.push((s, e)),
+            }
+        }
+        IntervalSet { spans: out }
+    }
+
+    pub fn spans(&self) -> &[(Ns, Ns)] {
+        &self.spans
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Total covered time in ns.
+    pub fn measure(&self) -> Ns {
+        self.spans.iter().map(|&(s, e)| e - s).sum()
+    }
+
+    /// `[first start, last end]`, if any.
+    pub fn hull(&self) -> Option<(Ns, Ns)> {
+        Some((self.spans.first()?.0, self.spans.last()?.1))
+    }
+
+    /// Time covered by both sets.
+    pub fn intersection(&self, other: &IntervalSet) -> IntervalSet {
+        let (a, b) = (&self.spans, &other.spans);
+        let (mut i, mut j) = (0, 0);
+        let mut out = Vec::new();
+        while i < a.len() && j < b.len() {
+            let s = a[i].0.max(b[j].0);
+            let e = a[i].1.min(b[j].1);
+            if e > s {
+                out.push((s, e));
+            }
+            if a[i].1 < b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        IntervalSet { spans: out }
+    }
+
+    /// Measure of the intersection, without building it.
+    pub fn intersection_measure(&self, other: &IntervalSet) -> Ns {
+        let (a, b) = (&self.spans, &other.spans);
+        let (mut i, mut j, mut total) = (0, 0, 0);
+        while i < a.len() && j < b.len() {
+            let s = a[i].0.max(b[j].0);
+            let e = a[i].1.min(b[j].1);
+            if e > s {
+                total += e - s;
+            }
+            if a[i].1 < b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        total
+    }
+
+    /// Time in `self` not covered by `other`.
+    pub fn difference(&self, other: &IntervalSet) -> IntervalSet {
+        let mut out = Vec::new();
+        let mut j = 0;
+        for &(s0, e0) in &self.spans {
+            let mut s = s0;
+            while j < other.spans.len() && other.spans[j].1 <= s {
+                j += 1;
+            }
+            let mut k = j;
+            while k < other.spans.len() && other.spans[k].0 < e0 {
+                let (os, oe) = other.spans[k];
+                if os > s {
+                    out.push((s, os));
+                }
+                s = s.max(oe);
+                if s >= e0 {
+                    break;
+                }
+                k += 1;
+            }
+            if s < e0 {
+                out.push((s, e0));
+            }
+        }
+        IntervalSet { spans: out }
+    }
+
+    /// The union of two sets.
+    pub fn union(&self, other: &IntervalSet) -> IntervalSet {
+        let mut merged = Vec::with_capacity(self.spans.len() + other.spans.len());
+        let (mut i, mut j) = (0, 0);
+        while i < self.spans.len() || j < other.spans.len() {
+            let take_a = j >= other.spans.len()
+                || (i < self.spans.len() && self.spans[i].0 <= other.spans[j].0);
+            if take_a {
+                merged.push(self.spans[i]);
+                i += 1;
+            } else {
+                merged.push(other.spans[j]);
+                j += 1;
+            }
+        }
+        IntervalSet::from_sorted_iter(merged)
+    }
+
+    /// Strictly positive gaps between consecutive intervals (not before the first or after the last).
+    pub fn interior_gaps(&self) -> IntervalSet {
+        IntervalSet { spans: self.spans.windows(2).map(|w| (w[0].1, w[1].0)).collect() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[(Ns, Ns)]) -> IntervalSet {
+        IntervalSet::from_unsorted(v.to_vec())
+    }
+
+    #[test]
+    fn union_merges_overlapping_and_touching() {
+        let s = set(&[(5, 7), (0, 2), (2, 3), (6, 10), (20, 20)]);
+        assert_eq!(s.spans(), &[(0, 3), (5, 10)]);
+        assert_eq!(s.measure(), 8);
+        assert_eq!(s.interior_gaps().spans(), &[(3, 5)]);
+    }
+
+    #[test]
+    fn intersection_and_difference_partition_the_set() {
+        let a = set(&[(0, 10), (20, 30), (40, 50)]);
+        let b = set(&[(5, 25), (28, 45), (60, 70)]);
+        assert_eq!(a.intersection(&b).spans(), &[(5, 10), (20, 25), (28, 30), (40, 45)]);
+        assert_eq!(a.intersection_measure(&b), 17);
+        assert_eq!(a.difference(&b).spans(), &[(0, 5), (25, 28), (45, 50)]);
+        assert_eq!(a.intersection_measure(&b) + a.difference(&b).measure(), a.measure());
+        assert_eq!(a.union(&b).spans(), &[(0, 50), (60, 70)]);
+    }
+
+    #[test]
+    fn difference_with_other_covering_everything_is_empty() {
+        let a = set(&[(3, 4), (6, 9)]);
+        assert!(a.difference(&set(&[(0, 100)])).is_empty());
+        assert_eq!(a.difference(&IntervalSet::new()), a);
+    }
+}

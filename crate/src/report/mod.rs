@@ -1,0 +1,3 @@
+//! Rendering results for people: the CLI's text report.
+
+pub mod text;

@@ -1,0 +1,1 @@
+//! Text report of a detection result.

@@ -1,0 +1,1 @@
+//! Synthetic nsys exports with known answers (SPEC §7).

@@ -1,0 +1,400 @@
+//! Loading event tables into the columnar [`Trace`] with plain streaming `SELECT`s.
+//!
+//! No `GROUP BY`, `JOIN` or `ORDER BY` runs inside SQLite: in wasm those are an order of magnitude
+//! slower than a Rust pass over the streamed rows. Absent columns are selected as `NULL`, so one
+//! loader serves every nsys version; absent tables become coverage notes.
+
+use rusqlite::Connection;
+use rusqlite::types::ValueRef;
+
+use super::open::sqlite_error;
+use super::schema::{Schema, read_meta, text_of};
+use crate::error::{Error, Result};
+use crate::model::{GpuInfo, MemOps, NO_NAME, Trace};
+
+/// Which optional tables to load (detection needs only kernels, runtime and NVTX).
+#[derive(Debug, Clone, Copy)]
+pub struct LoadOptions {
+    pub memory_ops: bool,
+    pub syncs: bool,
+}
+
+impl LoadOptions {
+    pub fn all() -> LoadOptions {
+        LoadOptions { memory_ops: true, syncs: true }
+    }
+
+    pub fn detect() -> LoadOptions {
+        LoadOptions { memory_ops: false, syncs: false }
+    }
+}
+
+/// A loading step, reported so a UI can show progress.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub step: &'static str,
+    pub done: u64,
+    /// Estimated total rows of this step (0 when unknown).
+    pub total: u64,
+}
+
+/// Receives progress; returning `false` cancels the load.
+pub type ProgressFn<'a> = &'a mut dyn FnMut(Progress) -> bool;
+
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+pub const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+pub const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+pub const NVTX_TABLE: &str = "NVTX_EVENTS";
+pub const MEMCPY_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
+pub const MEMSET_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+pub const SYNC_TABLE: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+
+/// Loads a whole trace from an open, read-only connection.
+pub fn load(conn: &Connection, path: &str, opts: LoadOptions, progress: ProgressFn<'_>) -> Result<Trace> {
+    let mut ctx = Loader { conn, path, progress };
+    ctx.report("probing schema", 0, 0)?;
+    let schema = Schema::probe(conn, path)?;
+    if !schema.is_nsys_export() {
+        return Err(Error::NotNsysExport { path: path.into() });
+    }
+    let mut trace = Trace { meta: read_meta(conn, &schema, path)?, ..Trace::default() };
+    ctx.load_strings(&schema, &mut trace)?;
+    ctx.load_kernels(&schema, &mut trace)?;
+    ctx.load_runtime(&schema, &mut trace)?;
+    ctx.load_nvtx(&schema, &mut trace)?;
+    if opts.memory_ops {
+        trace.memcpy = ctx.load_memops(&schema, &mut trace, MEMCPY_TABLE)?;
+        trace.memset = ctx.load_memops(&schema, &mut trace, MEMSET_TABLE)?;
+    }
+    if opts.syncs {
+        ctx.load_syncs(&schema, &mut trace)?;
+    }
+    ctx.load_gpus(&schema, &mut trace)?;
+    ctx.load_names(&schema, &mut trace)?;
+    ctx.report("done", 1, 1)?;
+    Ok(trace)
+}
+
+struct Loader<'c, 'p> {
+    conn: &'c Connection,
+    path: &'c str,
+    progress: ProgressFn<'p>,
+}
+
+/// An integer column value; NULL, text and blobs read as `default` (odd columns never panic).
+fn int(v: ValueRef<'_>, default: i64) -> i64 {
+    match v {
+        ValueRef::Integer(i) => i,
+        ValueRef::Real(f) if f.is_finite() => f as i64,
+        ValueRef::Text(t) => std::str::from_utf8(t).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default),
+        _ => default,
+    }
+}
+
+fn opt_int(v: ValueRef<'_>) -> Option<i64> {
+    match v {
+        ValueRef::Null => None,
+        other => Some(int(other, 0)),
+    }
+}
+
+fn small(v: ValueRef<'_>) -> u32 {
+    u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
+}
+
+impl Loader<'_, '_> {
+    fn report(&mut self, step: &'static str, done: u64, total: u64) -> Result<()> {
+        if (self.progress)(Progress { step, done, total }) { Ok(()) } else { Err(Error::Cancelled) }
+    }
+
+    fn err(&self, what: &str) -> impl Fn(rusqlite::Error) -> Error + '_ {
+        let what = what.to_string();
+        move |e| sqlite_error(self.path, &what, &e)
+    }
+
+    /// `SELECT` list with `NULL` standing in for absent columns.
+    fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
+        let cols: Vec<String> = columns
+            .iter()
+            .map(|c| if schema.has_column(table, c) { format!("\"{c}\"") } else { "NULL".to_string() })
+            .collect();
+        format!("SELECT {} FROM {table} {filter}", cols.join(", "))
+    }
+
+    /// Row-count estimate (max rowid: O(log n), unlike COUNT(*)) for reservations and progress.
+    fn estimate_rows(&self, table: &str) -> u64 {
+        self.conn
+            .query_row(&format!("SELECT max(rowid) FROM {table}"), [], |r| r.get::<_, Option<i64>>(0))
+            .ok()
+            .flatten()
+            .map_or(0, |n| n.clamp(0, 500_000_000) as u64)
+    }
+
+    /// Streams rows of `sql` into `each`, reporting progress under `step`.
+    fn stream(
+        &mut self,
+        step: &'static str,
+        table: &str,
+        sql: &str,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
+    ) -> Result<()> {
+        let total = self.estimate_rows(table);
+        self.report(step, 0, total)?;
+        let conn = self.conn;
+        let mut stmt = conn.prepare(sql).map_err(self.err(table))?;
+        let mut rows = stmt.query([]).map_err(self.err(table))?;
+        let mut done = 0u64;
+        while let Some(row) = rows.next().map_err(self.err(table))? {
+            each(row).map_err(self.err(table))?;
+            done += 1;
+            if done % PROGRESS_EVERY == 0 {
+                self.report(step, done, total)?;
+            }
+        }
+        self.report(step, done, total)
+    }
+
+    fn load_strings(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if !(schema.has_column("StringIds", "id") && schema.has_column("StringIds", "value")) {
+            trace.note("StringIds", "no StringIds table: kernel, API and registered NVTX names are unknown");
+            return Ok(());
+        }
+        let mut rows = Vec::new();
+        self.stream("loading strings", "StringIds", "SELECT id, value FROM StringIds", |r| {
+            rows.push((int(r.get_ref(0)?, -1), text_of(r.get_ref(1)?)));
+            Ok(())
+        })?;
+        trace.strings = crate::model::Strings::from_rows(rows);
+        Ok(())
+    }
+
+    fn load_kernels(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if !schema.has_table(KERNEL_TABLE) {
+            trace.note(KERNEL_TABLE, "no kernel table: the capture recorded no GPU kernels (CUDA trace off or failed)");
+            return Ok(());
+        }
+        trace.present.kernels = true;
+        for col in ["deviceId", "streamId", "globalPid", "correlationId"] {
+            if !schema.has_column(KERNEL_TABLE, col) {
+                trace.note(format!("{KERNEL_TABLE}.{col}"), format!("column {col} is absent: treated as 0 for every kernel"));
+            }
+        }
+        let sql = Self::select(
+            schema,
+            KERNEL_TABLE,
+            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "shortName", "demangledName", "graphNodeId", "graphId"],
+            "",
+        );
+        let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
+        let Trace { kernels: k, strings, processes, .. } = trace;
+        k.start.reserve_exact(reserve);
+        k.end.reserve_exact(reserve);
+        k.device.reserve_exact(reserve);
+        k.stream.reserve_exact(reserve);
+        k.process.reserve_exact(reserve);
+        k.correlation.reserve_exact(reserve);
+        k.short_name.reserve_exact(reserve);
+        k.demangled_name.reserve_exact(reserve);
+        k.graph_node.reserve_exact(reserve);
+        k.graph_id.reserve_exact(reserve);
+        let mut last_gpid = i64::MIN;
+        let mut last_proc = 0;
+        self.stream("loading kernels", KERNEL_TABLE, &sql, |r| {
+            k.start.push(int(r.get_ref(0)?, 0));
+            k.end.push(int(r.get_ref(1)?, 0));
+            k.device.push(small(r.get_ref(2)?));
+            k.stream.push(small(r.get_ref(3)?));
+            let gpid = int(r.get_ref(4)?, 0);
+            if gpid != last_gpid {
+                last_gpid = gpid;
+                last_proc = processes.intern(gpid);
+            }
+            k.process.push(last_proc);
+            k.correlation.push(small(r.get_ref(5)?));
+            k.short_name.push(opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            k.demangled_name.push(opt_int(r.get_ref(7)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            k.graph_node.push(opt_int(r.get_ref(8)?).map_or(0, |g| g as u64));
+            k.graph_id.push(opt_int(r.get_ref(9)?).map_or(0, |g| g as u32));
+            Ok(())
+        })
+    }
+
+    fn load_runtime(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if !schema.has_table(RUNTIME_TABLE) {
+            trace.note(RUNTIME_TABLE, "no CUDA runtime API table: launch overhead (M2) not computable");
+            return Ok(());
+        }
+        trace.present.runtime = true;
+        let sql = Self::select(schema, RUNTIME_TABLE, &["start", "end", "globalTid", "correlationId", "nameId"], "");
+        let reserve = self.estimate_rows(RUNTIME_TABLE) as usize;
+        let Trace { runtime: rt, strings, processes, threads, .. } = trace;
+        rt.start.reserve_exact(reserve);
+        rt.end.reserve_exact(reserve);
+        rt.thread.reserve_exact(reserve);
+        rt.correlation.reserve_exact(reserve);
+        rt.name.reserve_exact(reserve);
+        let mut last_tid = i64::MIN;
+        let mut last_thread = 0;
+        self.stream("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
+            rt.start.push(int(r.get_ref(0)?, 0));
+            rt.end.push(int(r.get_ref(1)?, 0));
+            let gtid = int(r.get_ref(2)?, 0);
+            if gtid != last_tid {
+                last_tid = gtid;
+                last_thread = threads.intern(gtid, processes);
+            }
+            rt.thread.push(last_thread);
+            rt.correlation.push(small(r.get_ref(3)?));
+            rt.name.push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            Ok(())
+        })
+    }
+
+    fn load_nvtx(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if !schema.has_table(NVTX_TABLE) {
+            trace.note(NVTX_TABLE, "no NVTX_EVENTS table: phase and host-prep metrics not computable");
+            return Ok(());
+        }
+        trace.present.nvtx = true;
+        let sql = Self::select(
+            schema,
+            NVTX_TABLE,
+            &["start", "end", "globalTid", "eventType", "domainId", "text", "textId"],
+            "WHERE \"end\" IS NOT NULL",
+        );
+        let Trace { nvtx: n, strings, processes, threads, .. } = trace;
+        let mut last_tid = i64::MIN;
+        let mut last_thread = 0;
+        self.stream("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
+            n.start.push(int(r.get_ref(0)?, 0));
+            n.end.push(int(r.get_ref(1)?, 0));
+            let gtid = int(r.get_ref(2)?, 0);
+            if gtid != last_tid {
+                last_tid = gtid;
+                last_thread = threads.intern(gtid, processes);
+            }
+            n.thread.push(last_thread);
+            n.event_type.push(u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0));
+            n.domain.push(small(r.get_ref(4)?));
+            let by_id = opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id));
+            let name = match r.get_ref(5)? {
+                ValueRef::Text(t) => strings.intern(&String::from_utf8_lossy(t)),
+                _ => by_id,
+            };
+            n.name.push(name);
+            n.text_id_name.push(by_id);
+            Ok(())
+        })
+    }
+
+    fn load_memops(&mut self, schema: &Schema, trace: &mut Trace, table: &'static str) -> Result<MemOps> {
+        let mut ops = MemOps::default();
+        if !schema.has_table(table) {
+            trace.note(table, format!("no {table} table: no such operations were recorded"));
+            return Ok(ops);
+        }
+        let is_memcpy = table == MEMCPY_TABLE;
+        if is_memcpy {
+            trace.present.memcpy = true;
+        } else {
+            trace.present.memset = true;
+        }
+        let cols: &[&str] = if is_memcpy {
+            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "bytes", "copyKind", "srcKind", "dstKind"]
+        } else {
+            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "bytes", "NULL", "memKind", "memKind"]
+        };
+        let sql = Self::select(schema, table, cols, "");
+        let processes = &mut trace.processes;
+        let step = if is_memcpy { "loading memcpy" } else { "loading memset" };
+        let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
+        self.stream(step, table, &sql, |r| {
+            ops.start.push(int(r.get_ref(0)?, 0));
+            ops.end.push(int(r.get_ref(1)?, 0));
+            ops.device.push(small(r.get_ref(2)?));
+            ops.stream.push(small(r.get_ref(3)?));
+            ops.process.push(processes.intern(int(r.get_ref(4)?, 0)));
+            ops.correlation.push(small(r.get_ref(5)?));
+            ops.bytes.push(u64::try_from(int(r.get_ref(6)?, 0)).unwrap_or(0));
+            ops.kind.push(kind(r.get_ref(7)?));
+            ops.src_mem.push(kind(r.get_ref(8)?));
+            ops.dst_mem.push(kind(r.get_ref(9)?));
+            Ok(())
+        })?;
+        Ok(ops)
+    }
+
+    fn load_syncs(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if !schema.has_table(SYNC_TABLE) {
+            trace.note(SYNC_TABLE, "no synchronization table: CUDA sync events were not recorded");
+            return Ok(());
+        }
+        trace.present.syncs = true;
+        let sql = Self::select(
+            schema,
+            SYNC_TABLE,
+            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "syncType"],
+            "",
+        );
+        let Trace { syncs: s, processes, .. } = trace;
+        self.stream("loading synchronization", SYNC_TABLE, &sql, |r| {
+            s.start.push(int(r.get_ref(0)?, 0));
+            s.end.push(int(r.get_ref(1)?, 0));
+            s.device.push(small(r.get_ref(2)?));
+            s.stream.push(small(r.get_ref(3)?));
+            s.process.push(processes.intern(int(r.get_ref(4)?, 0)));
+            s.correlation.push(small(r.get_ref(5)?));
+            s.sync_type.push(u8::try_from(int(r.get_ref(6)?, 0)).unwrap_or(255));
+            Ok(())
+        })
+    }
+
+    fn load_gpus(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        const T: &str = "TARGET_INFO_GPU";
+        if !schema.has_column(T, "id") {
+            trace.note(T, "no TARGET_INFO_GPU table: GPU models are unknown (devices are named by id only)");
+            return Ok(());
+        }
+        let sql = Self::select(schema, T, &["id", "name", "busLocation", "smCount", "totalMemory"], "");
+        let gpus = &mut trace.gpus;
+        self.stream("loading GPU info", T, &sql, |r| {
+            let text = |v: ValueRef<'_>| match v {
+                ValueRef::Null => None,
+                other => Some(text_of(other)),
+            };
+            gpus.push(GpuInfo {
+                id: int(r.get_ref(0)?, -1),
+                name: text(r.get_ref(1)?).unwrap_or_default(),
+                bus_location: text(r.get_ref(2)?),
+                sm_count: opt_int(r.get_ref(3)?),
+                total_memory: opt_int(r.get_ref(4)?),
+            });
+            Ok(())
+        })
+    }
+
+    /// Thread names (`ThreadNames`) and process names (`PROCESSES`).
+    fn load_names(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if schema.has_column("ThreadNames", "nameId") && schema.has_column("ThreadNames", "globalTid") {
+            let Trace { threads, strings, processes, .. } = trace;
+            self.stream("loading thread names", "ThreadNames", "SELECT globalTid, nameId FROM ThreadNames", |r| {
+                let (Some(gtid), Some(name)) = (opt_int(r.get_ref(0)?), opt_int(r.get_ref(1)?)) else { return Ok(()) };
+                let t = threads.intern(gtid, processes) as usize;
+                threads.name[t] = strings.resolve(name);
+                Ok(())
+            })?;
+        }
+        if schema.has_column("PROCESSES", "globalPid") && schema.has_column("PROCESSES", "name") {
+            let processes = &mut trace.processes;
+            self.stream("loading process names", "PROCESSES", "SELECT globalPid, name FROM PROCESSES", |r| {
+                let Some(gpid) = opt_int(r.get_ref(0)?) else { return Ok(()) };
+                if let Some(p) = processes.find(gpid) {
+                    processes.name[p as usize] = text_of(r.get_ref(1)?);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+}

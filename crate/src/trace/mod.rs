@@ -1,0 +1,26 @@
+//! Importing an nsys SQLite export: recognise the file, probe its schema, load its columns.
+//!
+//! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
+//! never see a connection.
+
+mod load;
+mod open;
+mod schema;
+
+pub use load::{
+    KERNEL_TABLE, LoadOptions, NVTX_TABLE, Progress, ProgressFn, RUNTIME_TABLE, load,
+};
+#[cfg(not(target_arch = "wasm32"))]
+pub use open::open_path;
+pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
+pub use schema::{Schema, read_meta};
+
+use crate::error::Result;
+use crate::model::Trace;
+
+/// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn load_path(path: &std::path::Path, opts: LoadOptions) -> Result<Trace> {
+    let conn = open_path(path)?;
+    load(&conn, &path.display().to_string(), opts, &mut |_| true)
+}
