@@ -1,20 +1,176 @@
 //! Phase 1: is host (CPU) overhead the bottleneck? Metrics M1–M5, verdicts, phases (SPEC §2).
 //!
-//! One implementation serves both profiles; [`config::Switches`] say where they differ.
+//! One implementation serves both profiles; [`config::Switches`] say where they differ:
+//! [`measure`] computes a scope's metrics, [`steps`] finds the phases, [`verdict`] applies
+//! thresholds, and this module assembles the [`DetectReport`].
 
 pub mod config;
+mod evidence;
+pub mod measure;
+pub mod names;
 pub mod result;
+pub mod steps;
+pub mod verdict;
 
 pub use config::{DetectConfig, Profile, ScopeThresholds, ThresholdOverrides, Thresholds};
 pub use result::DetectReport;
 
+use measure::{Prepared, ScopeMeasure};
+use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
+use steps::PhaseSteps;
+
 use crate::error::{Error, Result};
-use crate::model::Trace;
+use crate::model::intervals::IntervalSet;
+use crate::model::{CoverageNote, Trace};
+use crate::pyfmt;
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     if trace.kernels.is_empty() {
-        return Err(Error::NoKernels { path: cfg.file_label.clone(), why: "kernel table is empty".into() });
+        let why = if trace.present.kernels { "the kernel table is empty" } else { "no CUPTI_ACTIVITY_KIND_KERNEL table" };
+        return Err(Error::NoKernels { path: cfg.file_label.clone(), why: why.into() });
     }
-    todo!()
+    let sw = cfg.profile.switches();
+    let thresholds = cfg.thresholds.resolve(&sw);
+    let prepared = Prepared::new(trace, sw, cfg.skip_m3);
+    let (window, window_source) = aggregate_window(trace, cfg);
+
+    let aggregate = prepared.measure(&window);
+    let (steps, raw_steps) = steps::forward_steps(&trace.nvtx, &prepared.names, &sw);
+    let (context, generation) = steps::phases(&steps, &sw);
+    let phase = |p: Option<PhaseSteps>, t: &Thresholds| p.map(|p| phase_result(&prepared, &p, t, raw_steps));
+    let phases = Phases {
+        context: phase(context, &thresholds.context),
+        generation: phase(generation, &thresholds.generation),
+    };
+
+    let outcome = verdict::apply(&aggregate.metrics, &thresholds.aggregate);
+    let overall = verdict::overall(
+        [Some(outcome.verdict), phases.context.as_ref().map(|p| p.verdict), phases.generation.as_ref().map(|p| p.verdict)]
+            .into_iter()
+            .flatten(),
+    );
+    let mut coverage = trace.coverage.clone();
+    coverage.extend(detect_coverage(&prepared, &aggregate, &phases, steps.len()));
+    let warnings = evidence::warnings(&prepared, &aggregate, raw_steps, steps.len());
+
+    Ok(DetectReport {
+        verdict: overall,
+        aggregate_metrics: output_metrics(&aggregate.metrics, &sw),
+        crossed_count: outcome.crossed_count,
+        applicable_count: outcome.applicable_count,
+        host_prep_confirmed: outcome.host_prep_confirmed,
+        nccl_caveat: outcome.nccl_caveat,
+        crossed_details: outcome.crossed,
+        phases,
+        profile: cfg.profile.name(),
+        window: window_info(&window, aggregate.window_us, window_source),
+        thresholds,
+        evidence: evidence::table(&aggregate, &thresholds.aggregate, &outcome),
+        per_device: evidence::devices(&prepared, &aggregate),
+        per_process: evidence::processes(&prepared, &aggregate),
+        trace: facts(trace, cfg, steps.len()),
+        coverage,
+        warnings,
+    })
+}
+
+/// `[first kernel start, last kernel end]` over all devices, unless the user chose a window.
+fn aggregate_window(trace: &Trace, cfg: &DetectConfig) -> (IntervalSet, &'static str) {
+    if let Some((s, e)) = cfg.window {
+        return (IntervalSet::single(s, e), "user");
+    }
+    let k = &trace.kernels;
+    let start = k.start.iter().copied().min().unwrap_or(0);
+    let end = k.end.iter().copied().max().unwrap_or(0);
+    (IntervalSet::single(start, end), "kernels")
+}
+
+fn phase_result(prepared: &Prepared<'_>, p: &PhaseSteps, t: &Thresholds, raw_steps: usize) -> PhaseResult {
+    let m = prepared.measure(&p.window);
+    let o = verdict::apply(&m.metrics, t);
+    let source = if prepared.sw.phase_window == config::PhaseWindow::Span { "steps-span" } else { "steps-union" };
+    let raw_in_phase: u64 = p.steps.iter().map(|s| u64::from(s.ranks)).sum();
+    let _ = raw_steps;
+    PhaseResult {
+        iteration_count: p.steps.len() as u64,
+        verdict: o.verdict,
+        crossed_count: o.crossed_count,
+        applicable_count: o.applicable_count,
+        host_prep_confirmed: o.host_prep_confirmed,
+        metrics: output_metrics(&m.metrics, &prepared.sw),
+        nccl_caveat: o.nccl_caveat,
+        crossed_details: o.crossed,
+        window: window_info(&p.window, m.window_us, source),
+        thresholds: *t,
+        evidence: evidence::table(&m, t, &o),
+        per_device: evidence::devices(prepared, &m),
+        per_process: evidence::processes(prepared, &m),
+        raw_step_count: raw_in_phase,
+    }
+}
+
+/// Reference keys carry 4-decimal values in `trtllm-skill`, unrounded values in `standard`.
+fn output_metrics(m: &Metrics, sw: &config::Switches) -> Metrics {
+    if !sw.round_4dp {
+        return *m;
+    }
+    let r = |v: Option<f64>| v.map(|x| pyfmt::round(x, 4));
+    Metrics {
+        gpu_idle_ratio: r(m.gpu_idle_ratio),
+        launch_overhead_ratio: r(m.launch_overhead_ratio),
+        gpu_utilization: r(m.gpu_utilization),
+        nccl_ratio: r(m.nccl_ratio),
+        host_prep_exposed_ratio: r(m.host_prep_exposed_ratio),
+        host_prep_perf_impact: r(m.host_prep_perf_impact),
+        host_prep_idle_attribution: r(m.host_prep_idle_attribution),
+    }
+}
+
+fn window_info(w: &IntervalSet, duration_us: f64, source: &'static str) -> WindowInfo {
+    let (start_ns, end_ns) = w.hull().unwrap_or((0, 0));
+    WindowInfo { start_ns, end_ns, duration_us, intervals: w.spans().len(), source }
+}
+
+/// What detection itself could not compute, beyond what loading recorded.
+fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, phases: &Phases, steps: usize) -> Vec<CoverageNote> {
+    let mut notes = Vec::new();
+    let mut note = |subject: &str, reason: String| notes.push(CoverageNote { subject: subject.into(), reason });
+    if p.trace.present.nvtx && steps == 0 {
+        let how = if p.sw.nvtx_text_fallback { "" } else { " with a textId name (this profile ignores inline NVTX text)" };
+        note("phases", format!("no `[Executor] _forward_step N: C ctx reqs, G gen reqs` NVTX ranges{how}: context/generation phases not computed"));
+    } else if !p.trace.present.nvtx {
+        note("phases", "no NVTX_EVENTS table: context/generation phases not computed".into());
+    }
+    if p.skip_m3 {
+        note("host_prep", "--no-m3: host-prep metrics (M3a/b/c) skipped".into());
+    } else if agg.metrics.host_prep_exposed_ratio.is_none() {
+        let why = if p.trace.present.nvtx {
+            "no NVTX range named *_prepare_tp_inputs / *_prepare_inputs / *prepare_inputs in the window"
+        } else {
+            "no NVTX_EVENTS table"
+        };
+        note("host_prep", format!("{why}: host-prep metrics (M3a/b/c) not applicable"));
+    }
+    if !p.trace.present.runtime {
+        note("launch_overhead_ratio", "no CUDA runtime API table: launch overhead (M2) not computable".into());
+    }
+    let _ = phases;
+    notes
+}
+
+fn facts(trace: &Trace, cfg: &DetectConfig, steps: usize) -> TraceFacts {
+    TraceFacts {
+        file: cfg.file_label.clone(),
+        nsys_version: trace.meta.nsys_version.clone(),
+        schema_version: trace.meta.schema_version.clone(),
+        gpus: trace.gpus.iter().map(|g| g.name.clone()).collect(),
+        devices: trace.kernels.devices(),
+        processes: trace.processes.len(),
+        kernels: trace.kernels.len() as u64,
+        runtime_calls: trace.runtime.len() as u64,
+        nvtx_ranges: trace.nvtx.len() as u64,
+        forward_steps: steps as u64,
+        cuda_graph_trace: trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE").map(str::to_string),
+    }
 }

@@ -1,0 +1,163 @@
+//! Evidence behind the numbers: numerator/denominator per metric, per-device and per-process
+//! rows, and warnings about what a profile cannot see.
+
+use std::collections::BTreeMap;
+
+use super::config::{LaunchApis, Thresholds};
+use super::measure::{Prepared, ScopeMeasure};
+use super::result::{DeviceMetrics, Evidence, ProcessMetrics};
+use super::verdict::Outcome;
+
+/// One line per metric on what it means, shown beside the number.
+const MEANINGS: [(&str, &str); 7] = [
+    ("gpu_idle_ratio", "share of the window in which the GPU ran no kernel"),
+    ("launch_overhead_ratio", "share of the window the CPU spent inside kernel-launch API calls"),
+    ("gpu_utilization", "share of the window in which the GPU ran at least one kernel"),
+    ("nccl_ratio", "share of GPU busy time spent in NCCL kernels (communication); caveat only"),
+    ("host_prep_exposed_ratio", "share of host input preparation that ran while the GPU was idle"),
+    ("host_prep_perf_impact", "exposed host preparation as a share of the whole window"),
+    ("host_prep_idle_attribution", "share of GPU idle time explained by host input preparation"),
+];
+
+/// The evidence table of one scope.
+pub fn table(m: &ScopeMeasure, t: &Thresholds, o: &Outcome) -> BTreeMap<&'static str, Evidence> {
+    let values = [
+        m.metrics.gpu_idle_ratio,
+        m.metrics.launch_overhead_ratio,
+        m.metrics.gpu_utilization,
+        m.metrics.nccl_ratio,
+        m.metrics.host_prep_exposed_ratio,
+        m.metrics.host_prep_perf_impact,
+        m.metrics.host_prep_idle_attribution,
+    ];
+    let thresholds = [
+        t.gpu_idle_ratio,
+        t.launch_overhead_ratio,
+        t.gpu_utilization,
+        t.nccl_ratio_caveat,
+        t.host_prep_exposed_ratio,
+        t.host_prep_perf_impact,
+        t.host_prep_idle_attribution,
+    ];
+    let crossed = [
+        o.crossed.gpu_idle_ratio,
+        o.crossed.launch_overhead_ratio,
+        o.crossed.gpu_utilization,
+        None,
+        o.crossed.host_prep_exposed_ratio,
+        o.crossed.host_prep_perf_impact,
+        o.crossed.host_prep_idle_attribution,
+    ];
+    MEANINGS
+        .iter()
+        .enumerate()
+        .map(|(i, &(key, meaning))| {
+            let ev = Evidence {
+                value: values[i],
+                numerator_us: values[i].and(m.numerators.get(key).copied()),
+                denominator_us: values[i].and(m.denominators.get(key).copied()),
+                threshold: thresholds[i],
+                direction: if key == "gpu_utilization" { "below" } else { "above" },
+                crossed: crossed[i],
+                meaning,
+            };
+            (key, ev)
+        })
+        .collect()
+}
+
+pub fn devices(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<DeviceMetrics> {
+    m.devices
+        .iter()
+        .filter_map(|d| {
+            let device = d.device?;
+            let gpu_name = p.trace.gpus.iter().find(|g| g.id == i64::from(device)).map(|g| g.name.clone());
+            Some(DeviceMetrics {
+                device,
+                gpu_name,
+                kernels: d.kernels,
+                busy_us: d.busy_us,
+                window_us: m.window_us,
+                gpu_idle_ratio: d.gpu_idle_ratio,
+                gpu_utilization: d.gpu_utilization,
+                nccl_us: d.nccl_us,
+                nccl_ratio: d.nccl_ratio,
+            })
+        })
+        .collect()
+}
+
+pub fn processes(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<ProcessMetrics> {
+    if !p.sw.per_device {
+        return Vec::new();
+    }
+    let procs = &p.trace.processes;
+    m.processes
+        .iter()
+        .map(|pm| {
+            let i = pm.process as usize;
+            let prep = pm.prep.as_ref();
+            ProcessMetrics {
+                pid: procs.pid.get(i).copied().unwrap_or(0),
+                global_pid: procs.global_pid.get(i).map_or_else(String::new, |g| g.to_string()),
+                name: procs.name.get(i).cloned().unwrap_or_default(),
+                devices: pm.devices.clone(),
+                launch_calls: pm.launch_calls,
+                launch_us: pm.launch_us,
+                launch_overhead_ratio: pm.launch_ratio,
+                host_prep_pattern: prep.map(|x| x.pattern.to_string()),
+                host_prep_us: prep.map(|x| x.prep_us),
+                host_prep_exposed_us: prep.map(|x| x.exposed_us),
+                idle_us: prep.map(|x| x.idle_us),
+                host_prep_exposed_ratio: prep.map(|x| x.exposed_ratio),
+                host_prep_perf_impact: prep.map(|x| x.perf_impact),
+                host_prep_idle_attribution: prep.map(|x| x.idle_attribution),
+            }
+        })
+        .collect()
+}
+
+/// Things the user should know when reading the numbers.
+pub fn warnings(p: &Prepared<'_>, agg: &ScopeMeasure, raw_steps: usize, steps: usize) -> Vec<String> {
+    let mut w = Vec::new();
+    let trace = p.trace;
+    let devices = trace.kernels.devices();
+    if !p.sw.per_device && devices.len() > 1 {
+        w.push(format!(
+            "{} devices are pooled into one busy union (trtllm-skill rule): GPU idle is the time no device ran a kernel; the standard profile measures each device",
+            devices.len()
+        ));
+    }
+    if p.sw.launch_apis == LaunchApis::ExactCudaLaunchKernel {
+        let versioned = trace.runtime.name.iter().any(|&n| {
+            let s = trace.strings.get(n);
+            s.starts_with("cudaLaunchKernel_v") || s.starts_with("cuLaunchKernel") || s.starts_with("cudaGraphLaunch")
+        });
+        if versioned {
+            w.push("launch calls carry versioned or driver/graph names (e.g. cudaLaunchKernel_v7000, cuLaunchKernel, cudaGraphLaunch): the trtllm-skill profile counts only the exact name cudaLaunchKernel, so its launch overhead ratio misses them".into());
+        }
+    }
+    if !p.sw.nvtx_text_fallback && trace.nvtx.text_id_name.iter().zip(&trace.nvtx.name).any(|(&a, &b)| a != b) {
+        w.push("some NVTX ranges carry their name only in the inline `text` column: the trtllm-skill profile (textId names only) does not see them".into());
+    }
+    if p.sw.dedup_steps && raw_steps > steps {
+        w.push(format!("{raw_steps} forward-step ranges were merged into {steps} steps (TP ranks' copies of the same step)"));
+    } else if !p.sw.dedup_steps && raw_steps > 0 {
+        let dedup = super::steps::dedup_tp_steps(&super::steps::forward_steps(&trace.nvtx, &p.names, &p.sw).0).len();
+        if dedup < raw_steps {
+            w.push(format!("iteration counts include TP-rank duplicates ({raw_steps} ranges for {dedup} distinct steps; trtllm-skill rule)"));
+        }
+    }
+    if let Some(nccl) = agg.metrics.nccl_ratio
+        && nccl > 0.20
+    {
+        w.push(format!("NCCL kernels take {:.1}% of GPU busy time: idle gaps may be communication waits rather than host overhead", nccl * 100.0));
+    }
+    if trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE") == Some("Graph") && trace.kernels.graph_node.iter().all(|&g| g == 0) {
+        let graph_launches = trace.runtime.name.iter().any(|&n| trace.strings.get(n).starts_with("cudaGraphLaunch"));
+        if graph_launches {
+            w.push("CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph): kernels inside graphs are not recorded individually; re-capture with --cuda-graph-trace=node for kernel-level detail".into());
+        }
+    }
+    w
+}

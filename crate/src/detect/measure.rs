@@ -1,0 +1,452 @@
+//! Measuring one scope (the aggregate window or a phase window): M1–M5 per device, per
+//! process and aggregated, with their numerators and denominators.
+//!
+//! [`Prepared`] indexes the trace once (kernels grouped and sorted, launch calls and host-prep
+//! ranges per process); [`Prepared::measure`] then runs per window. The profile's switches
+//! decide grouping (per device or pooled), clipping, and the launch/prep rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::config::Switches;
+use super::names::{NameTables, PREP_PATTERNS};
+use super::result::Metrics;
+use super::steps::visible_name;
+use crate::model::intervals::IntervalSet;
+use crate::model::{Ns, ProcessIdx, Trace};
+use crate::pyfmt::naive_sum;
+
+/// Kernels of one device (or of all devices, pooled), sorted by `(start, end)`.
+struct KernelGroup {
+    device: Option<u32>,
+    idx: Vec<u32>,
+}
+
+/// Host-prep ranges of one process (or of all, pooled), per pattern, in table order.
+#[derive(Default)]
+struct PrepRanges {
+    by_pattern: [Vec<(Ns, Ns)>; 3],
+}
+
+/// The trace indexed for repeated scope measurements.
+pub struct Prepared<'t> {
+    pub trace: &'t Trace,
+    pub sw: Switches,
+    pub names: NameTables,
+    groups: Vec<KernelGroup>,
+    /// Per process: union of its kernel-launch API calls (standard).
+    launch_sets: Vec<IntervalSet>,
+    /// Per process: number of launch calls.
+    launch_counts: Vec<u64>,
+    /// Launch calls `(start, end)` sorted by start, all processes (trtllm-skill plain sum).
+    launch_calls: Vec<(Ns, Ns)>,
+    /// Per process (standard) or one pooled entry at index 0 (trtllm-skill).
+    prep: Vec<PrepRanges>,
+    pub skip_m3: bool,
+}
+
+/// Per-device figures of a scope, in ns.
+#[derive(Debug, Clone)]
+pub struct DeviceMeasure {
+    pub device: Option<u32>,
+    pub kernels: u64,
+    pub busy_ns: Ns,
+    pub busy_us: f64,
+    pub nccl_us: f64,
+    pub gpu_idle_ratio: f64,
+    pub gpu_utilization: f64,
+    pub nccl_ratio: f64,
+    busy: IntervalSet,
+}
+
+/// Per-process figures of a scope.
+#[derive(Debug, Clone)]
+pub struct ProcessMeasure {
+    pub process: ProcessIdx,
+    pub devices: Vec<u32>,
+    pub launch_calls: u64,
+    pub launch_us: Option<f64>,
+    pub launch_ratio: Option<f64>,
+    pub prep: Option<PrepMeasure>,
+}
+
+/// Host-prep exposure of one process (or pooled).
+#[derive(Debug, Clone, Copy)]
+pub struct PrepMeasure {
+    pub pattern: &'static str,
+    pub prep_us: f64,
+    pub exposed_us: f64,
+    pub idle_us: f64,
+    pub exposed_ratio: f64,
+    pub perf_impact: f64,
+    pub idle_attribution: f64,
+}
+
+/// Everything measured in one scope.
+#[derive(Debug, Clone)]
+pub struct ScopeMeasure {
+    pub window_us: f64,
+    pub metrics: Metrics,
+    pub devices: Vec<DeviceMeasure>,
+    pub processes: Vec<ProcessMeasure>,
+    /// Aggregate numerators (µs) per metric key, for the evidence table.
+    pub numerators: BTreeMap<&'static str, f64>,
+    pub denominators: BTreeMap<&'static str, f64>,
+}
+
+impl<'t> Prepared<'t> {
+    pub fn new(trace: &'t Trace, sw: Switches, skip_m3: bool) -> Prepared<'t> {
+        let names = NameTables::build(&trace.strings, &sw);
+        let groups = group_kernels(trace, sw.per_device);
+        let (launch_sets, launch_counts, launch_calls) = index_launches(trace, &names, &sw);
+        let prep = if skip_m3 { Vec::new() } else { index_prep(trace, &names, &sw) };
+        Prepared { trace, sw, names, groups, launch_sets, launch_counts, launch_calls, prep, skip_m3 }
+    }
+
+    /// Measures every metric inside `window`.
+    pub fn measure(&self, window: &IntervalSet) -> ScopeMeasure {
+        let window_ns = window.measure();
+        let window_us = if self.sw.clip_to_window {
+            window_ns as f64 / 1000.0
+        } else {
+            let (s, e) = window.hull().unwrap_or((0, 0));
+            (e - s) as f64 / 1000.0
+        };
+        if window_us <= 0.0 {
+            return ScopeMeasure::zero(window_us);
+        }
+        let mut devices: Vec<DeviceMeasure> =
+            self.groups.iter().filter_map(|g| self.measure_group(g, window, window_us)).collect();
+        // Devices that ran kernels in this window; a window without any kernel is all idle.
+        if devices.iter().any(|d| d.kernels > 0) {
+            devices.retain(|d| d.kernels > 0);
+        }
+        let processes = if self.sw.per_device {
+            self.measure_processes(window, window_us, &devices)
+        } else {
+            vec![self.measure_pooled(window, window_us, &devices)]
+        };
+        ScopeMeasure::combine(window_us, devices, processes, self.trace.present.runtime)
+    }
+
+    /// Busy union, kernel count and NCCL time of one kernel group inside the window.
+    fn measure_group(&self, g: &KernelGroup, window: &IntervalSet, window_us: f64) -> Option<DeviceMeasure> {
+        let k = &self.trace.kernels;
+        let (hs, he) = window.hull()?;
+        let upto = g.idx.partition_point(|&i| k.start[i as usize] < he);
+        let candidates = &g.idx[..upto];
+        let selected: Vec<u32> = if self.sw.clip_to_window {
+            candidates
+                .iter()
+                .copied()
+                .filter(|&i| k.end[i as usize] > hs && overlaps(window, k.start[i as usize], k.end[i as usize]))
+                .collect()
+        } else {
+            candidates.iter().copied().filter(|&i| in_window(window, k.start[i as usize])).collect()
+        };
+        let spans = selected.iter().map(|&i| (k.start[i as usize], k.end[i as usize]));
+        let mut busy = IntervalSet::from_sorted_iter(spans);
+        let nccl: Vec<u32> = selected.iter().copied().filter(|&i| self.names.is_nccl(k.short_name[i as usize])).collect();
+        let (busy_us, nccl_us, busy_ns);
+        if self.sw.clip_to_window {
+            busy = busy.intersection(window);
+            busy_ns = busy.measure();
+            busy_us = busy_ns as f64 / 1000.0;
+            let nccl_set = IntervalSet::from_sorted_iter(nccl.iter().map(|&i| (k.start[i as usize], k.end[i as usize])));
+            nccl_us = nccl_set.intersection_measure(window) as f64 / 1000.0;
+        } else {
+            busy_ns = busy.measure();
+            busy_us = naive_sum(busy.spans().iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
+            nccl_us = nccl.iter().map(|&i| k.end[i as usize] - k.start[i as usize]).sum::<Ns>() as f64 / 1000.0;
+        }
+        let idle_us = window_us - busy_us;
+        Some(DeviceMeasure {
+            device: g.device,
+            kernels: selected.len() as u64,
+            busy_ns,
+            busy_us,
+            nccl_us,
+            gpu_idle_ratio: idle_us / window_us,
+            gpu_utilization: busy_us / window_us,
+            nccl_ratio: if busy_us > 0.0 { nccl_us / busy_us } else { 0.0 },
+            busy,
+        })
+    }
+
+    /// Standard: M2 and M3 per process that ran kernels in the window.
+    fn measure_processes(&self, window: &IntervalSet, window_us: f64, devices: &[DeviceMeasure]) -> Vec<ProcessMeasure> {
+        let owners = self.kernel_owners(window);
+        owners
+            .into_iter()
+            .map(|(p, devs)| {
+                let launch_us = self.trace.present.runtime.then(|| {
+                    self.launch_sets.get(p as usize).map_or(0, |s| s.intersection_measure(window)) as f64 / 1000.0
+                });
+                let busy_sets: Vec<&IntervalSet> =
+                    devices.iter().filter(|d| d.device.is_some_and(|id| devs.contains(&id))).map(|d| &d.busy).collect();
+                let prep = self.prep.get(p as usize).and_then(|r| self.prep_clipped(r, window, window_us, &busy_sets));
+                ProcessMeasure {
+                    process: p,
+                    devices: devs.into_iter().collect(),
+                    launch_calls: self.launch_counts.get(p as usize).copied().unwrap_or(0),
+                    launch_us,
+                    launch_ratio: launch_us.map(|u| u / window_us),
+                    prep,
+                }
+            })
+            .collect()
+    }
+
+    /// Processes owning kernels that overlap the window, with the devices they ran on.
+    fn kernel_owners(&self, window: &IntervalSet) -> BTreeMap<ProcessIdx, BTreeSet<u32>> {
+        let k = &self.trace.kernels;
+        let mut owners: BTreeMap<ProcessIdx, BTreeSet<u32>> = BTreeMap::new();
+        let Some((hs, he)) = window.hull() else { return owners };
+        for g in &self.groups {
+            let upto = g.idx.partition_point(|&i| k.start[i as usize] < he);
+            for &i in &g.idx[..upto] {
+                let i = i as usize;
+                if k.end[i] > hs && overlaps(window, k.start[i], k.end[i]) {
+                    owners.entry(k.process[i]).or_default().insert(k.device[i]);
+                }
+            }
+        }
+        owners
+    }
+
+    /// Standard M3 of one process: prep ranges clipped to the window, exposed where all of
+    /// its devices are idle.
+    fn prep_clipped(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, busy: &[&IntervalSet]) -> Option<PrepMeasure> {
+        let (pattern, prep) = PREP_PATTERNS.iter().zip(&r.by_pattern).find_map(|(pat, ranges)| {
+            let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
+            (!set.is_empty()).then_some((*pat, set))
+        })?;
+        let busy_union = busy.iter().fold(IntervalSet::new(), |acc, b| acc.union(b));
+        let idle = window.difference(&busy_union);
+        let exposed_us = prep.intersection_measure(&idle) as f64 / 1000.0;
+        let prep_us = prep.measure() as f64 / 1000.0;
+        let idle_us = idle.measure() as f64 / 1000.0;
+        Some(PrepMeasure {
+            pattern,
+            prep_us,
+            exposed_us,
+            idle_us,
+            exposed_ratio: exposed_us / prep_us,
+            perf_impact: exposed_us / window_us,
+            idle_attribution: if idle_us > 0.0 { exposed_us / idle_us } else { 0.0 },
+        })
+    }
+
+    /// trtllm-skill: M2 as a plain sum over all launch calls and M3 over pooled ranges.
+    fn measure_pooled(&self, window: &IntervalSet, window_us: f64, devices: &[DeviceMeasure]) -> ProcessMeasure {
+        let calls = self.launch_calls.iter().filter(|&&(s, _)| in_window(window, s));
+        let (count, sum) = calls.fold((0u64, 0i64), |(c, t), &(s, e)| (c + 1, t + (e - s)));
+        let launch_us = self.trace.present.runtime.then_some(sum as f64 / 1000.0);
+        let prep = devices.first().and_then(|d| {
+            let idle_us = window_us - d.busy_us;
+            self.prep.first().and_then(|r| self.prep_interior(r, window, window_us, &d.busy, idle_us))
+        });
+        ProcessMeasure {
+            process: 0,
+            devices: devices.iter().filter_map(|d| d.device).collect(),
+            launch_calls: count,
+            launch_us,
+            launch_ratio: launch_us.map(|u| u / window_us),
+            prep,
+        }
+    }
+
+    /// Reference M3: ranges fully inside the window, exposure over interior kernel gaps,
+    /// accumulated in the reference's nested order.
+    fn prep_interior(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, busy: &IntervalSet, idle_us: f64) -> Option<PrepMeasure> {
+        let (ws, we) = window.hull()?;
+        let (pattern, ranges) = PREP_PATTERNS.iter().zip(&r.by_pattern).find_map(|(pat, ranges)| {
+            let inside: Vec<(Ns, Ns)> = ranges.iter().copied().filter(|&(s, e)| s >= ws && e <= we).collect();
+            (!inside.is_empty()).then_some((*pat, inside))
+        })?;
+        let prep_us = naive_sum(ranges.iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
+        if prep_us <= 0.0 {
+            return None;
+        }
+        let gaps = busy.interior_gaps();
+        let gaps = gaps.spans();
+        let mut exposed_us = 0.0;
+        for &(s, e) in &ranges {
+            let first = gaps.partition_point(|&(_, ge)| ge <= s);
+            for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
+                exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
+            }
+        }
+        Some(PrepMeasure {
+            pattern,
+            prep_us,
+            exposed_us,
+            idle_us,
+            exposed_ratio: exposed_us / prep_us,
+            perf_impact: exposed_us / window_us,
+            idle_attribution: if idle_us > 0.0 { exposed_us / idle_us } else { 0.0 },
+        })
+    }
+}
+
+impl ScopeMeasure {
+    fn zero(window_us: f64) -> ScopeMeasure {
+        ScopeMeasure {
+            window_us,
+            metrics: Metrics {
+                gpu_idle_ratio: Some(0.0),
+                launch_overhead_ratio: Some(0.0),
+                gpu_utilization: Some(0.0),
+                nccl_ratio: Some(0.0),
+                ..Metrics::default()
+            },
+            devices: Vec::new(),
+            processes: Vec::new(),
+            numerators: BTreeMap::new(),
+            denominators: BTreeMap::new(),
+        }
+    }
+
+    /// Aggregates per-device and per-process values: means, with summed numerators.
+    fn combine(window_us: f64, devices: Vec<DeviceMeasure>, processes: Vec<ProcessMeasure>, has_runtime: bool) -> ScopeMeasure {
+        let mut num = BTreeMap::new();
+        let mut den = BTreeMap::new();
+        let nd = devices.len() as f64;
+        let dev_mean = |f: fn(&DeviceMeasure) -> f64| (nd > 0.0).then(|| devices.iter().map(f).sum::<f64>() / nd);
+        let idle_sum: f64 = devices.iter().map(|d| window_us - d.busy_us).sum();
+        let busy_sum: f64 = devices.iter().map(|d| d.busy_us).sum();
+        num.insert("gpu_idle_ratio", idle_sum);
+        den.insert("gpu_idle_ratio", window_us * nd);
+        num.insert("gpu_utilization", busy_sum);
+        den.insert("gpu_utilization", window_us * nd);
+        num.insert("nccl_ratio", devices.iter().map(|d| d.nccl_us).sum());
+        den.insert("nccl_ratio", busy_sum);
+
+        let launch: Vec<&ProcessMeasure> = processes.iter().filter(|p| p.launch_us.is_some()).collect();
+        let launch_ratio = (has_runtime && !launch.is_empty())
+            .then(|| launch.iter().filter_map(|p| p.launch_ratio).sum::<f64>() / launch.len() as f64);
+        num.insert("launch_overhead_ratio", launch.iter().filter_map(|p| p.launch_us).sum());
+        den.insert("launch_overhead_ratio", window_us * launch.len() as f64);
+
+        let preps: Vec<&PrepMeasure> = processes.iter().filter_map(|p| p.prep.as_ref()).collect();
+        let n = preps.len() as f64;
+        let prep_mean = |f: fn(&PrepMeasure) -> f64| (n > 0.0).then(|| preps.iter().map(|p| f(p)).sum::<f64>() / n);
+        let exposed: f64 = preps.iter().map(|p| p.exposed_us).sum();
+        if n > 0.0 {
+            num.insert("host_prep_exposed_ratio", exposed);
+            den.insert("host_prep_exposed_ratio", preps.iter().map(|p| p.prep_us).sum());
+            num.insert("host_prep_perf_impact", exposed);
+            den.insert("host_prep_perf_impact", window_us * n);
+            num.insert("host_prep_idle_attribution", exposed);
+            den.insert("host_prep_idle_attribution", preps.iter().map(|p| p.idle_us).sum());
+        }
+        let metrics = Metrics {
+            gpu_idle_ratio: dev_mean(|d| d.gpu_idle_ratio),
+            launch_overhead_ratio: launch_ratio,
+            gpu_utilization: dev_mean(|d| d.gpu_utilization),
+            nccl_ratio: dev_mean(|d| d.nccl_ratio),
+            host_prep_exposed_ratio: prep_mean(|p| p.exposed_ratio),
+            host_prep_perf_impact: prep_mean(|p| p.perf_impact),
+            host_prep_idle_attribution: prep_mean(|p| p.idle_attribution),
+        };
+        ScopeMeasure { window_us, metrics, devices, processes, numerators: num, denominators: den }
+    }
+}
+
+/// Whether `t` lies in one of the window's `[start, end)` intervals.
+fn in_window(window: &IntervalSet, t: Ns) -> bool {
+    let spans = window.spans();
+    let i = spans.partition_point(|&(_, e)| e <= t);
+    i < spans.len() && spans[i].0 <= t
+}
+
+/// Whether `[s, e)` overlaps the window (zero-length intervals count when they lie inside).
+fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
+    let spans = window.spans();
+    let i = spans.partition_point(|&(_, we)| we <= s);
+    i < spans.len() && (spans[i].0 < e || (s == e && spans[i].0 <= s))
+}
+
+/// Groups kernel indices per device (or pooled) and sorts each group by `(start, end)`.
+fn group_kernels(trace: &Trace, per_device: bool) -> Vec<KernelGroup> {
+    let k = &trace.kernels;
+    let mut groups: Vec<KernelGroup> = if per_device {
+        let mut by_device: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for i in 0..k.len() {
+            by_device.entry(k.device[i]).or_default().push(i as u32);
+        }
+        by_device.into_iter().map(|(d, idx)| KernelGroup { device: Some(d), idx }).collect()
+    } else {
+        vec![KernelGroup { device: None, idx: (0..k.len() as u32).collect() }]
+    };
+    for g in &mut groups {
+        let key = |&i: &u32| (k.start[i as usize], k.end[i as usize]);
+        if !g.idx.is_sorted_by_key(key) {
+            g.idx.sort_unstable_by_key(key);
+        }
+    }
+    groups
+}
+
+/// Kernel-launch API calls: per-process unions and counts (standard), and a flat sorted list.
+fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<IntervalSet>, Vec<u64>, Vec<(Ns, Ns)>) {
+    let rt = &trace.runtime;
+    let nproc = trace.processes.len();
+    let mut per_process: Vec<Vec<(Ns, Ns)>> = vec![Vec::new(); if sw.launch_union_per_process { nproc } else { 0 }];
+    let mut counts = vec![0u64; nproc];
+    let mut flat = Vec::new();
+    for i in 0..rt.len() {
+        if !names.is_launch(rt.name[i]) {
+            continue;
+        }
+        let p = trace.threads.process.get(rt.thread[i] as usize).copied().unwrap_or(0) as usize;
+        if let Some(c) = counts.get_mut(p) {
+            *c += 1;
+        }
+        if sw.launch_union_per_process {
+            if let Some(v) = per_process.get_mut(p) {
+                v.push((rt.start[i], rt.end[i]));
+            }
+        } else {
+            flat.push((rt.start[i], rt.end[i]));
+        }
+    }
+    flat.sort_unstable();
+    let sets = per_process.into_iter().map(IntervalSet::from_unsorted).collect();
+    (sets, counts, flat)
+}
+
+/// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.
+fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Vec<PrepRanges> {
+    let nv = &trace.nvtx;
+    let slots = if sw.prep_per_process { trace.processes.len() } else { 1 };
+    let mut out: Vec<PrepRanges> = (0..slots).map(|_| PrepRanges::default()).collect();
+    for i in 0..nv.len() {
+        let Some(name) = visible_name(nv, i, sw) else { continue };
+        let slot = if sw.prep_per_process {
+            trace.threads.process.get(nv.thread[i] as usize).copied().unwrap_or(0) as usize
+        } else {
+            0
+        };
+        for (p, table) in names.prep.iter().enumerate() {
+            if crate::model::flag(table, name)
+                && let Some(r) = out.get_mut(slot)
+            {
+                r.by_pattern[p].push((nv.start[i], nv.end[i]));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_membership_is_half_open() {
+        let w = IntervalSet::from_unsorted(vec![(10, 20), (30, 40)]);
+        assert!(in_window(&w, 10) && in_window(&w, 19) && in_window(&w, 30));
+        assert!(!in_window(&w, 20) && !in_window(&w, 25) && !in_window(&w, 40) && !in_window(&w, 5));
+        assert!(overlaps(&w, 15, 35) && overlaps(&w, 19, 21) && !overlaps(&w, 20, 30) && !overlaps(&w, 0, 10));
+    }
+}

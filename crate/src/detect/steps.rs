@@ -1,0 +1,119 @@
+//! Forward steps and the phases they form (context vs generation).
+
+use super::config::{PhaseWindow, Switches};
+use super::names::{NameTables, StepName};
+use crate::model::intervals::IntervalSet;
+use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges};
+
+/// TP ranks' copies of one step start within this much of each other (reference: 100 µs).
+pub const TP_DEDUP_NS: Ns = 100_000;
+
+/// One forward step (possibly merged from several TP ranks' ranges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub start: Ns,
+    pub end: Ns,
+    pub name: StepName,
+    /// How many raw NVTX ranges were merged into this step.
+    pub ranks: u32,
+}
+
+/// Which NVTX rows a profile can see, and under which name.
+pub fn visible_name(nvtx: &NvtxRanges, i: usize, sw: &Switches) -> Option<NameId> {
+    if sw.nvtx_range_types_only && !NVTX_RANGE_TYPES.contains(&nvtx.event_type[i]) {
+        return None;
+    }
+    // Reference filter `n.end > 0`; ranges that end before they start are damaged rows.
+    if nvtx.end[i] <= 0 || nvtx.end[i] < nvtx.start[i] {
+        return None;
+    }
+    let name = if sw.nvtx_text_fallback { nvtx.name[i] } else { nvtx.text_id_name[i] };
+    (name != crate::model::NO_NAME).then_some(name)
+}
+
+/// All forward-step ranges in start order, TP-deduplicated when the profile says so.
+pub fn forward_steps(nvtx: &NvtxRanges, names: &NameTables, sw: &Switches) -> (Vec<Step>, usize) {
+    let mut raw: Vec<Step> = (0..nvtx.len())
+        .filter_map(|i| {
+            let name = names.step(visible_name(nvtx, i, sw)?)?;
+            Some(Step { start: nvtx.start[i], end: nvtx.end[i], name, ranks: 1 })
+        })
+        .collect();
+    raw.sort_by_key(|s| (s.start, s.end));
+    let raw_count = raw.len();
+    let steps = if sw.dedup_steps { dedup_tp_steps(&raw) } else { raw };
+    (steps, raw_count)
+}
+
+/// Merges consecutive ranges with the same step number starting < 100 µs after the group's
+/// first (reference `dedup_tp_steps`): one step from the min start to the max end.
+pub fn dedup_tp_steps(steps: &[Step]) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    let mut i = 0;
+    while i < steps.len() {
+        let first = steps[i];
+        let mut merged = first;
+        let mut j = i + 1;
+        while j < steps.len()
+            && (steps[j].start - first.start).abs() < TP_DEDUP_NS
+            && steps[j].name.step == first.name.step
+        {
+            merged.start = merged.start.min(steps[j].start);
+            merged.end = merged.end.max(steps[j].end);
+            merged.ranks += 1;
+            j += 1;
+        }
+        out.push(merged);
+        i = j;
+    }
+    out
+}
+
+/// The steps of one phase and the window its metrics are measured in.
+#[derive(Debug, Clone)]
+pub struct PhaseSteps {
+    pub steps: Vec<Step>,
+    pub window: IntervalSet,
+}
+
+/// Splits steps into context (C > 0) and generation (C == 0, G > 0); idle steps are skipped.
+pub fn phases(steps: &[Step], sw: &Switches) -> (Option<PhaseSteps>, Option<PhaseSteps>) {
+    let context: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx > 0).collect();
+    let generation: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx == 0 && s.name.gen_reqs > 0).collect();
+    (phase(context, sw), phase(generation, sw))
+}
+
+fn phase(steps: Vec<Step>, sw: &Switches) -> Option<PhaseSteps> {
+    if steps.is_empty() {
+        return None;
+    }
+    let window = match sw.phase_window {
+        PhaseWindow::UnionOfSteps => IntervalSet::from_unsorted(steps.iter().map(|s| (s.start, s.end)).collect()),
+        PhaseWindow::Span => {
+            let start = steps.iter().map(|s| s.start).min().unwrap_or(0);
+            let end = steps.iter().map(|s| s.end).max().unwrap_or(0);
+            IntervalSet::single(start, end)
+        }
+    };
+    Some(PhaseSteps { steps, window })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(start: Ns, end: Ns, n: u64) -> Step {
+        Step { start, end, name: StepName { step: n, ctx: 0, gen_reqs: 8 }, ranks: 1 }
+    }
+
+    #[test]
+    fn dedup_merges_same_step_within_100us_only() {
+        let raw = [step(0, 500, 1), step(99_999, 700, 1), step(100_000, 900, 1), step(1_000_000, 1_100_000, 2), step(1_000_010, 1_090_000, 3)];
+        let d = dedup_tp_steps(&raw);
+        assert_eq!(d.len(), 4);
+        assert_eq!((d[0].start, d[0].end, d[0].ranks), (0, 700, 2));
+        assert_eq!((d[1].start, d[1].ranks), (100_000, 1));
+        assert_eq!(d[2].name.step, 2);
+        assert_eq!(d[3].name.step, 3);
+    }
+}
