@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use nsys_lens::detect::{self, DetectConfig, Profile, ThresholdOverrides};
 use nsys_lens::error::{Error, Result};
 use nsys_lens::report;
+use nsys_lens::synth;
 use nsys_lens::trace::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -167,9 +168,21 @@ fn run_detect(args: &DetectArgs) -> Result<()> {
     emit(&text, args.output.as_deref())
 }
 
-fn run_gen(_args: &GenArgs) -> Result<()> {
-    // TEMP until synth lands
-    Err(Error::Usage("gen: not available yet".into()))
+fn run_gen(args: &GenArgs) -> Result<()> {
+    if args.list {
+        for (name, about) in synth::scenarios() {
+            println!("{name:<22} {about}");
+        }
+        return Ok(());
+    }
+    let (Some(scenario), Some(out)) = (args.scenario.as_deref(), args.out.as_deref()) else {
+        return Err(Error::Usage("gen needs SCENARIO and OUT (or --list)".into()));
+    };
+    let opts = synth::GenOptions { scale: args.scale, seed: args.seed };
+    let answers = synth::generate(scenario, out, &opts)?;
+    let kernels = answers.get("kernels").and_then(|k| k.as_u64()).unwrap_or(0);
+    eprintln!("wrote {} ({kernels} kernels) and {}", out.display(), synth::answers_path(out).display());
+    Ok(())
 }
 
 /// Writes to the file given with `-o`, or to stdout.

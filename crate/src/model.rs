@@ -192,6 +192,9 @@ impl Threads {
 }
 
 /// GPU kernels (`CUPTI_ACTIVITY_KIND_KERNEL`), in table order.
+///
+/// `stream`, `correlation` and `demangled_name` are empty when loaded with
+/// `LoadOptions::detect()` (see `trace::LoadOptions::event_details`).
 #[derive(Debug, Default, Clone)]
 pub struct Kernels {
     pub start: Vec<Ns>,
@@ -203,9 +206,9 @@ pub struct Kernels {
     pub correlation: Vec<u32>,
     pub short_name: Vec<NameId>,
     pub demangled_name: Vec<NameId>,
-    /// `graphNodeId` (0 when NULL or absent).
+    /// `graphNodeId` (0 when NULL). Empty when no kernel has one: most traces pay nothing.
     pub graph_node: Vec<u64>,
-    /// `graphId` (0 when NULL or absent; only nsys ≥ 2026.1 has the column).
+    /// `graphId` (0 when NULL; only nsys ≥ 2026.1 has the column). Empty when none is set.
     pub graph_id: Vec<u32>,
 }
 
@@ -218,12 +221,28 @@ impl Kernels {
         self.start.is_empty()
     }
 
+    /// The kernel's `graphNodeId`, 0 when none.
+    pub fn graph_node_of(&self, i: usize) -> u64 {
+        self.graph_node.get(i).copied().unwrap_or(0)
+    }
+
+    /// The kernel's `graphId`, 0 when none.
+    pub fn graph_id_of(&self, i: usize) -> u32 {
+        self.graph_id.get(i).copied().unwrap_or(0)
+    }
+
     /// Devices that ran at least one kernel, ascending.
     pub fn devices(&self) -> Vec<u32> {
-        let mut d = self.device.clone();
-        d.sort_unstable();
-        d.dedup();
-        d
+        let mut seen: Vec<u32> = Vec::new();
+        let mut last = None;
+        for &d in &self.device {
+            if last != Some(d) && !seen.contains(&d) {
+                seen.push(d);
+            }
+            last = Some(d);
+        }
+        seen.sort_unstable();
+        seen
     }
 }
 
@@ -351,9 +370,10 @@ pub struct TraceMeta {
 }
 
 impl TraceMeta {
-    /// The first capture option with this name.
+    /// The first capture option with this name, also as a per-process key (`PROCESS_0:NAME`).
     pub fn capture_option(&self, name: &str) -> Option<&str> {
-        self.capture.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        let matches = |k: &str| k == name || k.strip_suffix(name).is_some_and(|p| p.starts_with("PROCESS_") && p.ends_with(':'));
+        self.capture.iter().find(|(k, _)| matches(k)).map(|(_, v)| v.as_str())
     }
 }
 

@@ -1,1 +1,220 @@
-fn main() {}
+//! `cargo xtask`: the project's task runner (the alias is in `.cargo/config.toml`).
+//!
+//! One function per task, plain `std::process::Command`, no shell: a fresh Debian machine (or
+//! CI) needs nothing but cargo to run it.
+//!
+//! - `setup`: install the tools the build needs but cargo cannot fetch (see [`setup::TOOLS`]).
+//! - `test`:  setup, every test of the workspace, and the wasm32 build of the core.
+//! - `lint`:  rustfmt check and clippy with warnings denied.
+//! - `bench`: the large-trace benchmark (figures for the README; not a pass/fail test).
+
+mod bench;
+mod setup;
+
+use std::env;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+/// A task's failure: one line saying which step failed and why.
+pub type Result<T> = std::result::Result<T, String>;
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  setup                 install missing tools (clang, the wasm32 target); report what could not be installed
+  test                  setup, then `cargo test --workspace`, then the wasm32 build of the core library
+  lint                  `cargo fmt --all -- --check` and `cargo clippy --workspace --all-targets -- -D warnings`
+  bench [--scale N] [--runs N]
+                        generate a large host-bound trace (cached under target/bench/) and measure
+                        the bare SQLite scan, `nsys-lens detect` wall time and peak RSS
+                        (defaults: --scale {SCALE}, --runs 3)
+  help                  this text";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let Some(task) = args.first() else {
+        return usage_error("no task given");
+    };
+    let rest = &args[1..];
+    if matches!(task.as_str(), "setup" | "test" | "lint")
+        && let Some(arg) = rest.first()
+    {
+        return usage_error(&format!("`{task}` takes no options (got `{arg}`)"));
+    }
+    let outcome = match task.as_str() {
+        "setup" => setup::setup(),
+        "test" => test(),
+        "lint" => lint(),
+        "bench" => match bench::Options::parse(rest) {
+            Ok(opts) => bench::bench(&opts),
+            Err(msg) => return usage_error(&msg),
+        },
+        // Internal: the bench runs the bare scan in a child so that its time and memory are
+        // measured the same way as `nsys-lens detect`.
+        bench::SCAN_CHILD => bench::scan_child(rest),
+        "help" | "-h" | "--help" => {
+            println!("{}", usage());
+            return ExitCode::SUCCESS;
+        }
+        other => return usage_error(&format!("unknown task `{other}`")),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("xtask {task}: FAILED: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() -> String {
+    USAGE.replace("{SCALE}", &bench::DEFAULT_SCALE.to_string())
+}
+
+/// Unknown task or bad option: usage on stderr, exit 2 (as the product's CLI does).
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("xtask: {msg}\n\n{}", usage());
+    ExitCode::from(2)
+}
+
+/// `cargo xtask test`: what CI runs (`.ci/run`). Stops at the first failing step.
+///
+/// The wasm32 build is part of the test because the analysis core must stay portable to the
+/// browser: a native-only dependency or API in the library fails here, not months later.
+/// Clippy is deliberately not here (see [`lint`]): a new compiler's new lint must not turn a
+/// correct tree red.
+fn test() -> Result<()> {
+    let mut summary = Summary::default();
+    let result = (|| {
+        summary.step("setup", setup::setup)?;
+        summary.step("cargo test --workspace", || {
+            run(cargo().args(["test", "--workspace"]))
+        })?;
+        summary.step("wasm32 build of the core library", || {
+            run(cargo().args([
+                "build",
+                "-p",
+                "nsys-lens",
+                "--lib",
+                "--target",
+                "wasm32-unknown-unknown",
+            ]))
+        })
+    })();
+    summary.print();
+    result
+}
+
+/// `cargo xtask lint`: formatting and clippy. Both run even if the first fails, so one pass
+/// shows everything to fix.
+fn lint() -> Result<()> {
+    let mut summary = Summary::default();
+    let fmt = summary.step("cargo fmt --check", || {
+        run(cargo().args(["fmt", "--all", "--", "--check"]))
+    });
+    let clippy = summary.step("cargo clippy -D warnings", || {
+        run(cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    });
+    summary.print();
+    fmt.and(clippy)
+        .map_err(|_| "lint found problems (see above)".to_string())
+}
+
+/// Timed steps of a task, printed as one summary line each.
+#[derive(Default)]
+struct Summary {
+    lines: Vec<String>,
+}
+
+impl Summary {
+    /// Runs one step between a header and a result line, and records the result line.
+    fn step(&mut self, name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+        println!("\n==> {name}");
+        let started = Instant::now();
+        let result = f();
+        let secs = started.elapsed().as_secs_f64();
+        let line = match &result {
+            Ok(()) => format!("ok      {name} ({secs:.1} s)"),
+            Err(e) => format!("FAILED  {name} ({secs:.1} s): {e}"),
+        };
+        println!("<== {line}");
+        self.lines.push(line);
+        result
+    }
+
+    fn print(&self) {
+        println!("\nsummary:");
+        for line in &self.lines {
+            println!("  {line}");
+        }
+    }
+}
+
+/// The repository root (xtask lives one level below it).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask has a parent directory")
+        .to_path_buf()
+}
+
+/// Cargo's target directory, honouring `CARGO_TARGET_DIR` like cargo does.
+pub fn target_dir() -> PathBuf {
+    match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root().join(dir),
+        None => root().join("target"),
+    }
+}
+
+/// The cargo that started us (`$CARGO`), so the same toolchain builds everything; runs in the root.
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Runs a command with inherited stdio, echoing it first; a non-zero exit is an error.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    let shown = show(cmd);
+    println!("$ {shown}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start `{shown}`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{shown}` exited with {status}"))
+    }
+}
+
+/// Whether a command can be started and exits 0 (its output is discarded): tool detection.
+pub fn succeeds(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A command as a readable one-liner for logs.
+pub fn show(cmd: &Command) -> String {
+    let program = cmd.get_program();
+    let program = Path::new(program).file_name().unwrap_or(program);
+    std::iter::once(program)
+        .chain(cmd.get_args())
+        .map(OsStr::to_string_lossy)
+        .collect::<Vec<_>>()
+        .join(" ")
+}

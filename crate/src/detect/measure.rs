@@ -11,7 +11,7 @@ use super::config::Switches;
 use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
 use super::steps::visible_name;
-use crate::model::intervals::IntervalSet;
+use crate::model::intervals::{IntervalSet, MergeSorted, overlap_with};
 use crate::model::{Ns, ProcessIdx, Trace};
 use crate::pyfmt::naive_sum;
 
@@ -33,12 +33,10 @@ pub struct Prepared<'t> {
     pub sw: Switches,
     pub names: NameTables,
     groups: Vec<KernelGroup>,
-    /// Per process: union of its kernel-launch API calls (standard).
-    launch_sets: Vec<IntervalSet>,
+    /// Per process: its kernel-launch API calls (runtime row indices sorted by start; standard).
+    launch_idx: Vec<Vec<u32>>,
     /// Per process: number of launch calls.
     launch_counts: Vec<u64>,
-    /// Launch calls `(start, end)` sorted by start, all processes (trtllm-skill plain sum).
-    launch_calls: Vec<(Ns, Ns)>,
     /// Per process (standard) or one pooled entry at index 0 (trtllm-skill).
     prep: Vec<PrepRanges>,
     pub skip_m3: bool,
@@ -55,7 +53,6 @@ pub struct DeviceMeasure {
     pub gpu_idle_ratio: f64,
     pub gpu_utilization: f64,
     pub nccl_ratio: f64,
-    busy: IntervalSet,
 }
 
 /// Per-process figures of a scope.
@@ -97,9 +94,9 @@ impl<'t> Prepared<'t> {
     pub fn new(trace: &'t Trace, sw: Switches, skip_m3: bool) -> Prepared<'t> {
         let names = NameTables::build(&trace.strings, &sw);
         let groups = group_kernels(trace, sw.per_device);
-        let (launch_sets, launch_counts, launch_calls) = index_launches(trace, &names, &sw);
+        let (launch_idx, launch_counts) = index_launches(trace, &names, &sw);
         let prep = if skip_m3 { Vec::new() } else { index_prep(trace, &names, &sw) };
-        Prepared { trace, sw, names, groups, launch_sets, launch_counts, launch_calls, prep, skip_m3 }
+        Prepared { trace, sw, names, groups, launch_idx, launch_counts, prep, skip_m3 }
     }
 
     /// Measures every metric inside `window`.
@@ -121,69 +118,92 @@ impl<'t> Prepared<'t> {
             devices.retain(|d| d.kernels > 0);
         }
         let processes = if self.sw.per_device {
-            self.measure_processes(window, window_us, &devices)
+            self.measure_processes(window, window_us)
         } else {
             vec![self.measure_pooled(window, window_us, &devices)]
         };
         ScopeMeasure::combine(window_us, devices, processes, self.trace.present.runtime)
     }
 
-    /// Busy union, kernel count and NCCL time of one kernel group inside the window.
+    /// Busy union, kernel count and NCCL time of one kernel group inside the window, in one
+    /// streaming pass (the union is stored only when host-prep exposure needs it).
     fn measure_group(&self, g: &KernelGroup, window: &IntervalSet, window_us: f64) -> Option<DeviceMeasure> {
         let k = &self.trace.kernels;
         let (hs, he) = window.hull()?;
         let upto = g.idx.partition_point(|&i| k.start[i as usize] < he);
-        let candidates = &g.idx[..upto];
-        let selected: Vec<u32> = if self.sw.clip_to_window {
-            candidates
-                .iter()
-                .copied()
-                .filter(|&i| k.end[i as usize] > hs && overlaps(window, k.start[i as usize], k.end[i as usize]))
-                .collect()
+        let clip = self.sw.clip_to_window;
+        let selected = g.idx[..upto].iter().map(|&i| i as usize).filter(|&i| {
+            if clip { k.end[i] > hs && overlaps(window, k.start[i], k.end[i]) } else { in_window(window, k.start[i]) }
+        });
+        let mut count = 0u64;
+        let mut nccl_raw: Ns = 0;
+        let mut nccl_spans: Vec<(Ns, Ns)> = Vec::new();
+        let spans = selected.map(|i| {
+            count += 1;
+            if self.names.is_nccl(k.short_name[i]) {
+                nccl_raw += k.end[i] - k.start[i];
+                if clip {
+                    nccl_spans.push((k.start[i], k.end[i]));
+                }
+            }
+            (k.start[i], k.end[i])
+        });
+        let merged = MergeSorted::new(spans);
+        let (busy_ns, busy_us) = if clip {
+            let ns = overlap_with(merged, window);
+            (ns, ns as f64 / 1000.0)
         } else {
-            candidates.iter().copied().filter(|&i| in_window(window, k.start[i as usize])).collect()
+            // Reference order: a float sum over the merged intervals, ascending.
+            merged.fold((0, 0.0), |(ns, us), (s, e)| (ns + (e - s), us + (e - s) as f64 / 1000.0))
         };
-        let spans = selected.iter().map(|&i| (k.start[i as usize], k.end[i as usize]));
-        let mut busy = IntervalSet::from_sorted_iter(spans);
-        let nccl: Vec<u32> = selected.iter().copied().filter(|&i| self.names.is_nccl(k.short_name[i as usize])).collect();
-        let (busy_us, nccl_us, busy_ns);
-        if self.sw.clip_to_window {
-            busy = busy.intersection(window);
-            busy_ns = busy.measure();
-            busy_us = busy_ns as f64 / 1000.0;
-            let nccl_set = IntervalSet::from_sorted_iter(nccl.iter().map(|&i| (k.start[i as usize], k.end[i as usize])));
-            nccl_us = nccl_set.intersection_measure(window) as f64 / 1000.0;
+        let nccl_us = if clip {
+            overlap_with(MergeSorted::new(nccl_spans.into_iter()), window) as f64 / 1000.0
         } else {
-            busy_ns = busy.measure();
-            busy_us = naive_sum(busy.spans().iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
-            nccl_us = nccl.iter().map(|&i| k.end[i as usize] - k.start[i as usize]).sum::<Ns>() as f64 / 1000.0;
-        }
+            nccl_raw as f64 / 1000.0
+        };
         let idle_us = window_us - busy_us;
         Some(DeviceMeasure {
             device: g.device,
-            kernels: selected.len() as u64,
+            kernels: count,
             busy_ns,
             busy_us,
             nccl_us,
             gpu_idle_ratio: idle_us / window_us,
             gpu_utilization: busy_us / window_us,
             nccl_ratio: if busy_us > 0.0 { nccl_us / busy_us } else { 0.0 },
-            busy,
         })
     }
 
+    /// Kernel intervals of a group that start before `end`, in `(start, end)` order.
+    fn group_spans<'a>(&'a self, g: &'a KernelGroup, end: Ns) -> impl Iterator<Item = (Ns, Ns)> + 'a {
+        let k = &self.trace.kernels;
+        let upto = g.idx.partition_point(|&i| k.start[i as usize] < end);
+        g.idx[..upto].iter().map(move |&i| (k.start[i as usize], k.end[i as usize]))
+    }
+
+    /// Busy time of the union of `devices` inside `window` and inside `prep` (⊆ window).
+    fn busy_overlaps(&self, devices: &BTreeSet<u32>, window: &IntervalSet, prep: &IntervalSet) -> (Ns, Ns) {
+        let end = window.hull().map_or(0, |(_, e)| e);
+        let groups: Vec<&KernelGroup> =
+            self.groups.iter().filter(|g| g.device.is_some_and(|d| devices.contains(&d))).collect();
+        if let [g] = groups[..] {
+            let in_window = overlap_with(MergeSorted::new(self.group_spans(g, end)), window);
+            let in_prep = overlap_with(MergeSorted::new(self.group_spans(g, end)), prep);
+            return (in_window, in_prep);
+        }
+        let mut all: Vec<(Ns, Ns)> = groups.iter().flat_map(|g| self.group_spans(g, end)).collect();
+        all.sort_unstable();
+        (overlap_with(MergeSorted::new(all.iter().copied()), window), overlap_with(MergeSorted::new(all.iter().copied()), prep))
+    }
+
     /// Standard: M2 and M3 per process that ran kernels in the window.
-    fn measure_processes(&self, window: &IntervalSet, window_us: f64, devices: &[DeviceMeasure]) -> Vec<ProcessMeasure> {
+    fn measure_processes(&self, window: &IntervalSet, window_us: f64) -> Vec<ProcessMeasure> {
         let owners = self.kernel_owners(window);
         owners
             .into_iter()
             .map(|(p, devs)| {
-                let launch_us = self.trace.present.runtime.then(|| {
-                    self.launch_sets.get(p as usize).map_or(0, |s| s.intersection_measure(window)) as f64 / 1000.0
-                });
-                let busy_sets: Vec<&IntervalSet> =
-                    devices.iter().filter(|d| d.device.is_some_and(|id| devs.contains(&id))).map(|d| &d.busy).collect();
-                let prep = self.prep.get(p as usize).and_then(|r| self.prep_clipped(r, window, window_us, &busy_sets));
+                let launch_us = self.trace.present.runtime.then(|| self.launch_overlap(p, window) as f64 / 1000.0);
+                let prep = self.prep.get(p as usize).and_then(|r| self.prep_clipped(r, window, window_us, &devs));
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
@@ -194,6 +214,14 @@ impl<'t> Prepared<'t> {
                 }
             })
             .collect()
+    }
+
+    /// Time inside the window covered by the process's launch calls (their union).
+    fn launch_overlap(&self, p: ProcessIdx, window: &IntervalSet) -> Ns {
+        let rt = &self.trace.runtime;
+        let Some(idx) = self.launch_idx.get(p as usize) else { return 0 };
+        let spans = idx.iter().map(|&i| (rt.start[i as usize], rt.end[i as usize]));
+        overlap_with(MergeSorted::new(spans), window)
     }
 
     /// Processes owning kernels that overlap the window, with the devices they ran on.
@@ -215,16 +243,16 @@ impl<'t> Prepared<'t> {
 
     /// Standard M3 of one process: prep ranges clipped to the window, exposed where all of
     /// its devices are idle.
-    fn prep_clipped(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, busy: &[&IntervalSet]) -> Option<PrepMeasure> {
+    fn prep_clipped(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, devices: &BTreeSet<u32>) -> Option<PrepMeasure> {
         let (pattern, prep) = PREP_PATTERNS.iter().zip(&r.by_pattern).find_map(|(pat, ranges)| {
             let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
             (!set.is_empty()).then_some((*pat, set))
         })?;
-        let busy_union = busy.iter().fold(IntervalSet::new(), |acc, b| acc.union(b));
-        let idle = window.difference(&busy_union);
-        let exposed_us = prep.intersection_measure(&idle) as f64 / 1000.0;
-        let prep_us = prep.measure() as f64 / 1000.0;
-        let idle_us = idle.measure() as f64 / 1000.0;
+        let (busy_in_window, busy_in_prep) = self.busy_overlaps(devices, window, &prep);
+        let prep_ns = prep.measure();
+        let exposed_us = (prep_ns - busy_in_prep) as f64 / 1000.0;
+        let prep_us = prep_ns as f64 / 1000.0;
+        let idle_us = (window.measure() - busy_in_window) as f64 / 1000.0;
         Some(PrepMeasure {
             pattern,
             prep_us,
@@ -238,12 +266,13 @@ impl<'t> Prepared<'t> {
 
     /// trtllm-skill: M2 as a plain sum over all launch calls and M3 over pooled ranges.
     fn measure_pooled(&self, window: &IntervalSet, window_us: f64, devices: &[DeviceMeasure]) -> ProcessMeasure {
-        let calls = self.launch_calls.iter().filter(|&&(s, _)| in_window(window, s));
-        let (count, sum) = calls.fold((0u64, 0i64), |(c, t), &(s, e)| (c + 1, t + (e - s)));
+        let rt = &self.trace.runtime;
+        let calls = (0..rt.len()).filter(|&i| self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i]));
+        let (count, sum) = calls.fold((0u64, 0i64), |(c, t), i| (c + 1, t + (rt.end[i] - rt.start[i])));
         let launch_us = self.trace.present.runtime.then_some(sum as f64 / 1000.0);
         let prep = devices.first().and_then(|d| {
             let idle_us = window_us - d.busy_us;
-            self.prep.first().and_then(|r| self.prep_interior(r, window, window_us, &d.busy, idle_us))
+            self.prep.first().and_then(|r| self.prep_interior(r, window, window_us, idle_us))
         });
         ProcessMeasure {
             process: 0,
@@ -257,7 +286,7 @@ impl<'t> Prepared<'t> {
 
     /// Reference M3: ranges fully inside the window, exposure over interior kernel gaps,
     /// accumulated in the reference's nested order.
-    fn prep_interior(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, busy: &IntervalSet, idle_us: f64) -> Option<PrepMeasure> {
+    fn prep_interior(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, idle_us: f64) -> Option<PrepMeasure> {
         let (ws, we) = window.hull()?;
         let (pattern, ranges) = PREP_PATTERNS.iter().zip(&r.by_pattern).find_map(|(pat, ranges)| {
             let inside: Vec<(Ns, Ns)> = ranges.iter().copied().filter(|&(s, e)| s >= ws && e <= we).collect();
@@ -267,8 +296,7 @@ impl<'t> Prepared<'t> {
         if prep_us <= 0.0 {
             return None;
         }
-        let gaps = busy.interior_gaps();
-        let gaps = gaps.spans();
+        let gaps = self.interior_gaps_touching(window, &IntervalSet::from_unsorted(ranges.clone()));
         let mut exposed_us = 0.0;
         for &(s, e) in &ranges {
             let first = gaps.partition_point(|&(_, ge)| ge <= s);
@@ -285,6 +313,26 @@ impl<'t> Prepared<'t> {
             perf_impact: exposed_us / window_us,
             idle_attribution: if idle_us > 0.0 { exposed_us / idle_us } else { 0.0 },
         })
+    }
+
+    /// Gaps between consecutive merged (pooled, start-in-window) kernel intervals that touch
+    /// `near`; gaps far from any host-prep range add nothing, so they are not stored.
+    fn interior_gaps_touching(&self, window: &IntervalSet, near: &IntervalSet) -> Vec<(Ns, Ns)> {
+        let Some(g) = self.groups.first() else { return Vec::new() };
+        let end = window.hull().map_or(0, |(_, e)| e);
+        let spans = self.group_spans(g, end).filter(|&(s, _)| in_window(window, s));
+        let mut gaps = Vec::new();
+        let mut prev_end: Option<Ns> = None;
+        for (s, e) in MergeSorted::new(spans) {
+            if let Some(pe) = prev_end
+                && s > pe
+                && overlaps(near, pe, s)
+            {
+                gaps.push((pe, s));
+            }
+            prev_end = Some(e);
+        }
+        gaps
     }
 }
 
@@ -387,13 +435,12 @@ fn group_kernels(trace: &Trace, per_device: bool) -> Vec<KernelGroup> {
     groups
 }
 
-/// Kernel-launch API calls: per-process unions and counts (standard), and a flat sorted list.
-fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<IntervalSet>, Vec<u64>, Vec<(Ns, Ns)>) {
+/// Kernel-launch API calls: per-process row indices sorted by start (standard) and counts.
+fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<u32>>, Vec<u64>) {
     let rt = &trace.runtime;
     let nproc = trace.processes.len();
-    let mut per_process: Vec<Vec<(Ns, Ns)>> = vec![Vec::new(); if sw.launch_union_per_process { nproc } else { 0 }];
+    let mut per_process: Vec<Vec<u32>> = vec![Vec::new(); if sw.launch_union_per_process { nproc } else { 0 }];
     let mut counts = vec![0u64; nproc];
-    let mut flat = Vec::new();
     for i in 0..rt.len() {
         if !names.is_launch(rt.name[i]) {
             continue;
@@ -402,17 +449,17 @@ fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Inte
         if let Some(c) = counts.get_mut(p) {
             *c += 1;
         }
-        if sw.launch_union_per_process {
-            if let Some(v) = per_process.get_mut(p) {
-                v.push((rt.start[i], rt.end[i]));
-            }
-        } else {
-            flat.push((rt.start[i], rt.end[i]));
+        if let Some(v) = per_process.get_mut(p) {
+            v.push(i as u32);
         }
     }
-    flat.sort_unstable();
-    let sets = per_process.into_iter().map(IntervalSet::from_unsorted).collect();
-    (sets, counts, flat)
+    for idx in &mut per_process {
+        let key = |&i: &u32| (rt.start[i as usize], rt.end[i as usize]);
+        if !idx.is_sorted_by_key(key) {
+            idx.sort_unstable_by_key(key);
+        }
+    }
+    (per_process, counts)
 }
 
 /// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.

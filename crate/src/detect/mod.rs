@@ -38,7 +38,7 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     let aggregate = prepared.measure(&window);
     let (steps, raw_steps) = steps::forward_steps(&trace.nvtx, &prepared.names, &sw);
     let (context, generation) = steps::phases(&steps, &sw);
-    let phase = |p: Option<PhaseSteps>, t: &Thresholds| p.map(|p| phase_result(&prepared, &p, t, raw_steps));
+    let phase = |p: Option<PhaseSteps>, t: &Thresholds| p.map(|p| phase_result(&prepared, &p, t));
     let phases = Phases {
         context: phase(context, &thresholds.context),
         generation: phase(generation, &thresholds.generation),
@@ -51,7 +51,7 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
             .flatten(),
     );
     let mut coverage = trace.coverage.clone();
-    coverage.extend(detect_coverage(&prepared, &aggregate, &phases, steps.len()));
+    coverage.extend(detect_coverage(&prepared, &aggregate, steps.len()));
     let warnings = evidence::warnings(&prepared, &aggregate, raw_steps, steps.len());
 
     Ok(DetectReport {
@@ -86,12 +86,11 @@ fn aggregate_window(trace: &Trace, cfg: &DetectConfig) -> (IntervalSet, &'static
     (IntervalSet::single(start, end), "kernels")
 }
 
-fn phase_result(prepared: &Prepared<'_>, p: &PhaseSteps, t: &Thresholds, raw_steps: usize) -> PhaseResult {
+fn phase_result(prepared: &Prepared<'_>, p: &PhaseSteps, t: &Thresholds) -> PhaseResult {
     let m = prepared.measure(&p.window);
     let o = verdict::apply(&m.metrics, t);
     let source = if prepared.sw.phase_window == config::PhaseWindow::Span { "steps-span" } else { "steps-union" };
     let raw_in_phase: u64 = p.steps.iter().map(|s| u64::from(s.ranks)).sum();
-    let _ = raw_steps;
     PhaseResult {
         iteration_count: p.steps.len() as u64,
         verdict: o.verdict,
@@ -133,7 +132,7 @@ fn window_info(w: &IntervalSet, duration_us: f64, source: &'static str) -> Windo
 }
 
 /// What detection itself could not compute, beyond what loading recorded.
-fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, phases: &Phases, steps: usize) -> Vec<CoverageNote> {
+fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, steps: usize) -> Vec<CoverageNote> {
     let mut notes = Vec::new();
     let mut note = |subject: &str, reason: String| notes.push(CoverageNote { subject: subject.into(), reason });
     if p.trace.present.nvtx && steps == 0 {
@@ -155,7 +154,6 @@ fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, phases: &Phases, steps:
     if !p.trace.present.runtime {
         note("launch_overhead_ratio", "no CUDA runtime API table: launch overhead (M2) not computable".into());
     }
-    let _ = phases;
     notes
 }
 

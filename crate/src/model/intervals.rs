@@ -187,3 +187,72 @@ mod tests {
         assert_eq!(a.difference(&IntervalSet::new()), a);
     }
 }
+
+/// Merges intervals sorted by start into disjoint unions on the fly (touching intervals merge),
+/// so a union's measure can be taken without storing it.
+pub struct MergeSorted<I: Iterator<Item = (Ns, Ns)>> {
+    inner: I,
+    current: Option<(Ns, Ns)>,
+}
+
+impl<I: Iterator<Item = (Ns, Ns)>> MergeSorted<I> {
+    pub fn new(inner: I) -> MergeSorted<I> {
+        MergeSorted { inner, current: None }
+    }
+}
+
+impl<I: Iterator<Item = (Ns, Ns)>> Iterator for MergeSorted<I> {
+    type Item = (Ns, Ns);
+
+    fn next(&mut self) -> Option<(Ns, Ns)> {
+        for (s, e) in self.inner.by_ref() {
+            if e <= s {
+                continue;
+            }
+            match &mut self.current {
+                Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
+                Some(cur) => {
+                    let done = *cur;
+                    *cur = (s, e);
+                    return Some(done);
+                }
+                None => self.current = Some((s, e)),
+            }
+        }
+        self.current.take()
+    }
+}
+
+/// Total overlap of ascending disjoint intervals with `window`, in one forward pass.
+pub fn overlap_with(merged: impl Iterator<Item = (Ns, Ns)>, window: &IntervalSet) -> Ns {
+    let w = window.spans();
+    let mut j = 0;
+    let mut total = 0;
+    for (s, e) in merged {
+        while j < w.len() && w[j].1 <= s {
+            j += 1;
+        }
+        let mut k = j;
+        while k < w.len() && w[k].0 < e {
+            total += e.min(w[k].1) - s.max(w[k].0);
+            k += 1;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod streaming_tests {
+    use super::*;
+
+    #[test]
+    fn merge_sorted_matches_the_materialized_union() {
+        let spans = vec![(0, 2), (1, 3), (3, 4), (6, 6), (7, 9), (8, 12), (20, 21)];
+        let merged: Vec<_> = MergeSorted::new(spans.iter().copied()).collect();
+        assert_eq!(merged, IntervalSet::from_unsorted(spans.clone()).spans());
+        let window = IntervalSet::from_unsorted(vec![(1, 8), (10, 30)]);
+        let expected = IntervalSet::from_unsorted(spans).intersection_measure(&window);
+        assert_eq!(overlap_with(merged.into_iter(), &window), expected);
+        assert_eq!(expected, 3 + 1 + 2 + 1);
+    }
+}

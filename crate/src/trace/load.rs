@@ -12,20 +12,25 @@ use super::schema::{Schema, read_meta, text_of};
 use crate::error::{Error, Result};
 use crate::model::{GpuInfo, MemOps, NO_NAME, Trace};
 
-/// Which optional tables to load (detection needs only kernels, runtime and NVTX).
+/// What to load. Decoding a column costs time per row, so the verdict loads only what it reads.
 #[derive(Debug, Clone, Copy)]
 pub struct LoadOptions {
     pub memory_ops: bool,
     pub syncs: bool,
+    /// Kernel `streamId`, `correlationId`, `demangledName`, graph ids, runtime `correlationId` and
+    /// NVTX `domainId`. When false those columns stay empty vectors.
+    pub event_details: bool,
 }
 
 impl LoadOptions {
+    /// Every table and column the model holds.
     pub fn all() -> LoadOptions {
-        LoadOptions { memory_ops: true, syncs: true }
+        LoadOptions { memory_ops: true, syncs: true, event_details: true }
     }
 
+    /// Only what detection reads: kernel start/end/device/process/name, launch calls, NVTX ranges.
     pub fn detect() -> LoadOptions {
-        LoadOptions { memory_ops: false, syncs: false }
+        LoadOptions { memory_ops: false, syncs: false, event_details: false }
     }
 }
 
@@ -60,9 +65,9 @@ pub fn load(conn: &Connection, path: &str, opts: LoadOptions, progress: Progress
     }
     let mut trace = Trace { meta: read_meta(conn, &schema, path)?, ..Trace::default() };
     ctx.load_strings(&schema, &mut trace)?;
-    ctx.load_kernels(&schema, &mut trace)?;
-    ctx.load_runtime(&schema, &mut trace)?;
-    ctx.load_nvtx(&schema, &mut trace)?;
+    ctx.load_kernels(&schema, &mut trace, opts.event_details)?;
+    ctx.load_runtime(&schema, &mut trace, opts.event_details)?;
+    ctx.load_nvtx(&schema, &mut trace, opts.event_details)?;
     if opts.memory_ops {
         trace.memcpy = ctx.load_memops(&schema, &mut trace, MEMCPY_TABLE)?;
         trace.memset = ctx.load_memops(&schema, &mut trace, MEMSET_TABLE)?;
@@ -99,6 +104,14 @@ fn opt_int(v: ValueRef<'_>) -> Option<i64> {
     }
 }
 
+/// Sets `column[row]`, growing a lazily allocated column (zeros for earlier rows).
+fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
+    if column.len() <= row {
+        column.resize(row + 1, T::default());
+    }
+    column[row] = value;
+}
+
 fn small(v: ValueRef<'_>) -> u32 {
     u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
 }
@@ -106,11 +119,6 @@ fn small(v: ValueRef<'_>) -> u32 {
 impl Loader<'_, '_> {
     fn report(&mut self, step: &'static str, done: u64, total: u64) -> Result<()> {
         if (self.progress)(Progress { step, done, total }) { Ok(()) } else { Err(Error::Cancelled) }
-    }
-
-    fn err(&self, what: &str) -> impl Fn(rusqlite::Error) -> Error + '_ {
-        let what = what.to_string();
-        move |e| sqlite_error(self.path, &what, &e)
     }
 
     /// `SELECT` list with `NULL` standing in for absent columns.
@@ -141,12 +149,13 @@ impl Loader<'_, '_> {
     ) -> Result<()> {
         let total = self.estimate_rows(table);
         self.report(step, 0, total)?;
-        let conn = self.conn;
-        let mut stmt = conn.prepare(sql).map_err(self.err(table))?;
-        let mut rows = stmt.query([]).map_err(self.err(table))?;
+        let (conn, path) = (self.conn, self.path);
+        let fail = |e: rusqlite::Error| sqlite_error(path, table, &e);
+        let mut stmt = conn.prepare(sql).map_err(fail)?;
+        let mut rows = stmt.query([]).map_err(fail)?;
         let mut done = 0u64;
-        while let Some(row) = rows.next().map_err(self.err(table))? {
-            each(row).map_err(self.err(table))?;
+        while let Some(row) = rows.next().map_err(fail)? {
+            each(row).map_err(fail)?;
             done += 1;
             if done % PROGRESS_EVERY == 0 {
                 self.report(step, done, total)?;
@@ -169,7 +178,7 @@ impl Loader<'_, '_> {
         Ok(())
     }
 
-    fn load_kernels(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+    fn load_kernels(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
         if !schema.has_table(KERNEL_TABLE) {
             trace.note(KERNEL_TABLE, "no kernel table: the capture recorded no GPU kernels (CUDA trace off or failed)");
             return Ok(());
@@ -180,60 +189,74 @@ impl Loader<'_, '_> {
                 trace.note(format!("{KERNEL_TABLE}.{col}"), format!("column {col} is absent: treated as 0 for every kernel"));
             }
         }
-        let sql = Self::select(
-            schema,
-            KERNEL_TABLE,
-            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "shortName", "demangledName", "graphNodeId", "graphId"],
-            "",
-        );
+        let mut cols = vec!["start", "end", "deviceId", "globalPid", "shortName"];
+        if details {
+            cols.extend(["streamId", "correlationId", "demangledName", "graphNodeId", "graphId"]);
+        }
+        let sql = Self::select(schema, KERNEL_TABLE, &cols, "");
         let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
         let Trace { kernels: k, strings, processes, .. } = trace;
         k.start.reserve_exact(reserve);
         k.end.reserve_exact(reserve);
         k.device.reserve_exact(reserve);
-        k.stream.reserve_exact(reserve);
         k.process.reserve_exact(reserve);
-        k.correlation.reserve_exact(reserve);
         k.short_name.reserve_exact(reserve);
-        k.demangled_name.reserve_exact(reserve);
-        k.graph_node.reserve_exact(reserve);
-        k.graph_id.reserve_exact(reserve);
+        if details {
+            k.stream.reserve_exact(reserve);
+            k.correlation.reserve_exact(reserve);
+            k.demangled_name.reserve_exact(reserve);
+        }
         let mut last_gpid = i64::MIN;
         let mut last_proc = 0;
         self.stream("loading kernels", KERNEL_TABLE, &sql, |r| {
             k.start.push(int(r.get_ref(0)?, 0));
             k.end.push(int(r.get_ref(1)?, 0));
             k.device.push(small(r.get_ref(2)?));
-            k.stream.push(small(r.get_ref(3)?));
-            let gpid = int(r.get_ref(4)?, 0);
+            let gpid = int(r.get_ref(3)?, 0);
             if gpid != last_gpid {
                 last_gpid = gpid;
                 last_proc = processes.intern(gpid);
             }
             k.process.push(last_proc);
-            k.correlation.push(small(r.get_ref(5)?));
-            k.short_name.push(opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            k.short_name.push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            if !details {
+                return Ok(());
+            }
+            k.stream.push(small(r.get_ref(5)?));
+            k.correlation.push(small(r.get_ref(6)?));
             k.demangled_name.push(opt_int(r.get_ref(7)?).map_or(NO_NAME, |id| strings.resolve(id)));
-            k.graph_node.push(opt_int(r.get_ref(8)?).map_or(0, |g| g as u64));
-            k.graph_id.push(opt_int(r.get_ref(9)?).map_or(0, |g| g as u32));
+            let row = k.start.len() - 1;
+            if let Some(g) = opt_int(r.get_ref(8)?) {
+                set_sparse(&mut k.graph_node, row, g as u64);
+            }
+            if let Some(g) = opt_int(r.get_ref(9)?) {
+                set_sparse(&mut k.graph_id, row, g as u32);
+            }
             Ok(())
         })
     }
 
-    fn load_runtime(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+    fn load_runtime(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
         if !schema.has_table(RUNTIME_TABLE) {
             trace.note(RUNTIME_TABLE, "no CUDA runtime API table: launch overhead (M2) not computable");
             return Ok(());
         }
         trace.present.runtime = true;
-        let sql = Self::select(schema, RUNTIME_TABLE, &["start", "end", "globalTid", "correlationId", "nameId"], "");
+        let cols: &[&str] = if details {
+            &["start", "end", "globalTid", "nameId", "correlationId"]
+        } else {
+            &["start", "end", "globalTid", "nameId"]
+        };
+        let sql = Self::select(schema, RUNTIME_TABLE, cols, "");
         let reserve = self.estimate_rows(RUNTIME_TABLE) as usize;
         let Trace { runtime: rt, strings, processes, threads, .. } = trace;
         rt.start.reserve_exact(reserve);
         rt.end.reserve_exact(reserve);
         rt.thread.reserve_exact(reserve);
-        rt.correlation.reserve_exact(reserve);
         rt.name.reserve_exact(reserve);
+        if details {
+            rt.correlation.reserve_exact(reserve);
+        }
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
         self.stream("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
@@ -245,13 +268,15 @@ impl Loader<'_, '_> {
                 last_thread = threads.intern(gtid, processes);
             }
             rt.thread.push(last_thread);
-            rt.correlation.push(small(r.get_ref(3)?));
-            rt.name.push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            rt.name.push(opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            if details {
+                rt.correlation.push(small(r.get_ref(4)?));
+            }
             Ok(())
         })
     }
 
-    fn load_nvtx(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+    fn load_nvtx(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
         if !schema.has_table(NVTX_TABLE) {
             trace.note(NVTX_TABLE, "no NVTX_EVENTS table: phase and host-prep metrics not computable");
             return Ok(());
@@ -260,7 +285,7 @@ impl Loader<'_, '_> {
         let sql = Self::select(
             schema,
             NVTX_TABLE,
-            &["start", "end", "globalTid", "eventType", "domainId", "text", "textId"],
+            &["start", "end", "globalTid", "eventType", if details { "domainId" } else { "NULL" }, "text", "textId"],
             "WHERE \"end\" IS NOT NULL",
         );
         let Trace { nvtx: n, strings, processes, threads, .. } = trace;
@@ -276,7 +301,9 @@ impl Loader<'_, '_> {
             }
             n.thread.push(last_thread);
             n.event_type.push(u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0));
-            n.domain.push(small(r.get_ref(4)?));
+            if details {
+                n.domain.push(small(r.get_ref(4)?));
+            }
             let by_id = opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id));
             let name = match r.get_ref(5)? {
                 ValueRef::Text(t) => strings.intern(&String::from_utf8_lossy(t)),

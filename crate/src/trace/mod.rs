@@ -15,12 +15,9 @@ pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use schema::{Schema, read_meta};
 
-use crate::error::Result;
-use crate::model::Trace;
-
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]
-pub fn load_path(path: &std::path::Path, opts: LoadOptions) -> Result<Trace> {
+pub fn load_path(path: &std::path::Path, opts: LoadOptions) -> crate::error::Result<crate::model::Trace> {
     let conn = open_path(path)?;
     load(&conn, &path.display().to_string(), opts, &mut |_| true)
 }

@@ -4,7 +4,7 @@
 //! not tell a user what to do, so the header is checked first: empty, `.nsys-rep`, not SQLite,
 //! or shorter than the header says (truncated download).
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 
@@ -69,6 +69,7 @@ pub fn configure(conn: &Connection, path: &str) -> Result<()> {
 /// Opens a file on disk read-only after checking its header.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn open_path(path: &std::path::Path) -> Result<Connection> {
+    use rusqlite::OpenFlags;
     use std::io::Read;
 
     let shown = path.display().to_string();
@@ -90,6 +91,7 @@ pub fn open_path(path: &std::path::Path) -> Result<Connection> {
 }
 
 /// Escapes the characters that are special in an SQLite URI path.
+#[cfg(not(target_arch = "wasm32"))]
 fn uri_escape(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for c in path.chars() {

@@ -1,0 +1,59 @@
+//! Interval arithmetic for the oracle, deliberately naive: sort, merge, two-pointer intersect.
+//!
+//! This is the test oracle's own code (the analyzer's `model::intervals` is not used), kept
+//! small enough to check by eye. Intervals are half-open `[s, e)` in ns; empty ones are dropped.
+
+use crate::synth::timeline::Ns;
+
+pub type Iv = (Ns, Ns);
+
+/// The union of `v` as sorted, disjoint, non-touching intervals.
+pub fn union(mut v: Vec<Iv>) -> Vec<Iv> {
+    v.retain(|&(s, e)| e > s);
+    v.sort_unstable();
+    let mut out: Vec<Iv> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Intersection of two sorted disjoint lists.
+pub fn intersect(a: &[Iv], b: &[Iv]) -> Vec<Iv> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        let s = a[i].0.max(b[j].0);
+        let e = a[i].1.min(b[j].1);
+        if e > s {
+            out.push((s, e));
+        }
+        if a[i].1 < b[j].1 { i += 1 } else { j += 1 }
+    }
+    out
+}
+
+/// Total length.
+pub fn measure(v: &[Iv]) -> Ns {
+    v.iter().map(|&(s, e)| e - s).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_merges_touching_and_overlapping() {
+        assert_eq!(union(vec![(5, 7), (0, 2), (2, 3), (6, 9), (4, 4)]), vec![(0, 3), (5, 9)]);
+    }
+
+    #[test]
+    fn intersect_and_measure() {
+        let a = vec![(0, 10), (20, 30)];
+        let b = vec![(5, 25)];
+        assert_eq!(intersect(&a, &b), vec![(5, 10), (20, 25)]);
+        assert_eq!(measure(&intersect(&a, &b)), 10);
+    }
+}

@@ -1,0 +1,233 @@
+//! A tiny host/GPU simulator that places rows the way a real capture records them.
+//!
+//! Each process has a host clock (its main thread); each device has a "free at" clock for its
+//! one compute stream. A launch API call runs on the host clock, and its kernel starts no earlier
+//! than the call's end plus a launch latency and no earlier than the stream is free — so kernels
+//! on a device never overlap and every kernel follows the call that launched it, with the same
+//! correlation id in the same process.
+
+use std::collections::HashMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::kinds::{self, KernelKind};
+use super::timeline::{
+    Api, Kernel, MemOp, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, Ns, Nvtx, SyncOp, Timeline, US,
+};
+
+/// Time from a launch call's return to the earliest start of its kernel.
+pub const LAUNCH_LATENCY: Ns = 4 * US;
+/// The compute stream every kernel runs on (one stream per device keeps kernels disjoint).
+pub const STREAM: u8 = 7;
+/// Where captures begin on the host clock: ~15 s, like real exports' session-relative times.
+pub const T0: Ns = 15_000_000_000;
+
+/// NVTX domain id used for TensorRT-LLM ranges (0 is the default domain).
+const DOMAIN: u32 = 0;
+
+/// Places events on a [`Timeline`] with per-process host clocks and per-device stream clocks.
+pub struct Sim {
+    pub tl: Timeline,
+    pub rng: ChaCha8Rng,
+    host: Vec<Ns>,
+    gpu_free: Vec<Ns>,
+    kind_ids: HashMap<&'static str, (u32, u32, u16)>,
+    /// Whether NVTX names go inline (`text`) rather than registered (`textId`).
+    pub inline_nvtx: bool,
+}
+
+impl Sim {
+    /// A simulator whose clocks all start at [`T0`]; `seed` drives every random choice.
+    pub fn new(tl: Timeline, seed: u64, inline_nvtx: bool) -> Sim {
+        let n = tl.procs.len();
+        let devices = tl.procs.iter().map(|p| p.device as usize + 1).max().unwrap_or(1);
+        Sim {
+            tl,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            host: vec![T0; n],
+            gpu_free: vec![T0; devices],
+            kind_ids: HashMap::new(),
+            inline_nvtx,
+        }
+    }
+
+    pub fn now(&self, p: usize) -> Ns {
+        self.host[p]
+    }
+
+    pub fn advance(&mut self, p: usize, dt: Ns) {
+        self.host[p] += dt.max(0);
+    }
+
+    /// Blocks process `p`'s host until `t` (no-op if already later).
+    pub fn wait_until(&mut self, p: usize, t: Ns) {
+        self.host[p] = self.host[p].max(t);
+    }
+
+    /// When device `d`'s stream is next free.
+    pub fn gpu_free(&self, d: u32) -> Ns {
+        self.gpu_free[d as usize]
+    }
+
+    pub fn set_gpu_free(&mut self, d: u32, t: Ns) {
+        self.gpu_free[d as usize] = t;
+    }
+
+    /// A uniform draw in `[lo, hi]` (ns).
+    pub fn uniform(&mut self, lo: Ns, hi: Ns) -> Ns {
+        if hi <= lo { lo } else { self.rng.random_range(lo..=hi) }
+    }
+
+    /// `base` ± `pct` percent.
+    pub fn jitter(&mut self, base: Ns, pct: i64) -> Ns {
+        let d = base * pct / 100;
+        self.uniform(base - d, base + d)
+    }
+
+    fn nvtx_row(&mut self, p: usize, name: &str, start: Ns, end: Option<Ns>, event_type: u8, inline: bool) -> usize {
+        let name = self.tl.names.id(name);
+        let tid = self.tl.procs[p].main_tid();
+        self.tl.nvtx.push(Nvtx { start, end, name, inline, event_type, proc: p as u8, tid, domain: DOMAIN });
+        self.tl.nvtx.len() - 1
+    }
+
+    /// A push/pop range of `dur` on `p`'s main thread at its host clock; the clock advances.
+    pub fn range(&mut self, p: usize, name: &str, dur: Ns) -> (Ns, Ns) {
+        let s = self.host[p];
+        let inline = self.inline_nvtx;
+        self.nvtx_row(p, name, s, Some(s + dur), NVTX_PUSH_POP, inline);
+        self.host[p] = s + dur;
+        (s, s + dur)
+    }
+
+    /// Opens a push/pop range now; [`Sim::close`] sets its end.
+    pub fn open(&mut self, p: usize, name: &str) -> usize {
+        let s = self.host[p];
+        let inline = self.inline_nvtx;
+        self.nvtx_row(p, name, s, Some(s), NVTX_PUSH_POP, inline)
+    }
+
+    /// Closes a range opened by [`Sim::open`] at `p`'s host clock.
+    pub fn close(&mut self, p: usize, idx: usize) -> (Ns, Ns) {
+        let end = self.host[p];
+        let r = &mut self.tl.nvtx[idx];
+        r.end = Some(end);
+        (r.start, end)
+    }
+
+    /// An NVTX mark (eventType 34, `end` NULL) at `p`'s host clock.
+    pub fn mark(&mut self, p: usize, name: &str) {
+        let s = self.host[p];
+        self.nvtx_row(p, name, s, None, NVTX_MARK, true);
+    }
+
+    /// An NVTX domain creation (eventType 75, `end` NULL, name inline as nsys writes it).
+    pub fn domain_create(&mut self, p: usize, name: &str) {
+        let s = self.host[p];
+        self.nvtx_row(p, name, s, None, NVTX_DOMAIN_CREATE, true);
+    }
+
+    fn kind_id(&mut self, k: &KernelKind) -> (u32, u32, u16) {
+        if let Some(&ids) = self.kind_ids.get(k.short) {
+            return ids;
+        }
+        let ids = (self.tl.names.id(k.short), self.tl.names.id(k.demangled), self.tl.geometry.len() as u16);
+        self.tl.geometry.push([k.registers, k.grid_x, k.block_x]);
+        self.kind_ids.insert(k.short, ids);
+        ids
+    }
+
+    /// A runtime API row on `p`'s main thread; returns its correlation id. The host clock is untouched.
+    pub fn api_row(&mut self, p: usize, name: &str, start: Ns, end: Ns) -> u32 {
+        let name = self.tl.names.id(name);
+        let corr = self.tl.next_corr(p);
+        let tid = self.tl.procs[p].main_tid();
+        self.tl.apis.push(Api { start, end, corr, name, tid, proc: p as u8 });
+        corr
+    }
+
+    /// A kernel row at an explicit place, attributed to launch `corr` of process `p`.
+    pub fn kernel_row(&mut self, p: usize, k: &KernelKind, start: Ns, end: Ns, corr: u32, graph_node: u32) {
+        let (short, demangled, kind) = self.kind_id(k);
+        let device = self.tl.procs[p].device as u8;
+        self.tl.kernels.push(Kernel { start, end, corr, short, demangled, graph_node, kind, proc: p as u8, device, stream: STREAM });
+    }
+
+    /// An eager launch: the call `api` takes `api_dur` on the host, then the kernel runs `dur` on
+    /// the process's device once the call has returned and the stream is free (plus `gap`).
+    /// Returns the kernel's `(start, end)`.
+    pub fn launch(&mut self, p: usize, api: &str, api_dur: Ns, k: &KernelKind, dur: Ns, gap: Ns) -> (Ns, Ns) {
+        let s = self.host[p];
+        let corr = self.api_row(p, api, s, s + api_dur);
+        self.host[p] = s + api_dur;
+        let d = self.tl.procs[p].device;
+        let ks = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + gap);
+        self.kernel_row(p, k, ks, ks + dur, corr, 0);
+        self.set_gpu_free(d, ks + dur);
+        (ks, ks + dur)
+    }
+
+    /// A CUDA graph replay in node-level tracing: one `cudaGraphLaunch` call, then each node's
+    /// kernel back to back (separated by `gap`), all sharing the call's correlation id and each
+    /// carrying its `graphNodeId`.
+    pub fn graph_launch(&mut self, p: usize, api_dur: Ns, nodes: &[(KernelKind, Ns, u32)], gap: Ns) -> (Ns, Ns) {
+        let s = self.host[p];
+        let corr = self.api_row(p, kinds::GRAPH_LAUNCH, s, s + api_dur);
+        self.host[p] = s + api_dur;
+        let d = self.tl.procs[p].device;
+        let first = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + gap);
+        let mut t = first;
+        for (i, (k, dur, node)) in nodes.iter().enumerate() {
+            if i > 0 {
+                t += gap;
+            }
+            self.kernel_row(p, k, t, t + dur, corr, *node);
+            t += dur;
+        }
+        self.set_gpu_free(d, t);
+        (first, t)
+    }
+
+    /// A non-launch API call of `dur` on the host (e.g. `cudaEventRecord`).
+    pub fn host_api(&mut self, p: usize, name: &str, dur: Ns) {
+        let s = self.host[p];
+        self.api_row(p, name, s, s + dur);
+        self.host[p] = s + dur;
+    }
+
+    /// `cudaMemcpyAsync` device-to-host of `bytes`, queued on the compute stream.
+    pub fn memcpy_dtoh(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) {
+        let s = self.host[p];
+        let corr = self.api_row(p, kinds::MEMCPY_ASYNC, s, s + api_dur);
+        self.host[p] = s + api_dur;
+        let d = self.tl.procs[p].device;
+        let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
+        let op = MemOp { start: ms, end: ms + dur, corr, bytes, kind: 2, proc: p as u8, device: d as u8, stream: STREAM };
+        self.tl.memcpy.push(op);
+        self.set_gpu_free(d, ms + dur);
+    }
+
+    /// `cudaMemsetAsync` of `bytes`, queued on the compute stream.
+    pub fn memset(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) {
+        let s = self.host[p];
+        let corr = self.api_row(p, kinds::MEMSET_ASYNC, s, s + api_dur);
+        self.host[p] = s + api_dur;
+        let d = self.tl.procs[p].device;
+        let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
+        let op = MemOp { start: ms, end: ms + dur, corr, bytes, kind: 1, proc: p as u8, device: d as u8, stream: STREAM };
+        self.tl.memset.push(op);
+        self.set_gpu_free(d, ms + dur);
+    }
+
+    /// `cudaStreamSynchronize` that blocks the host until `until` (at least 2 µs), with the
+    /// matching SYNCHRONIZATION activity row.
+    pub fn stream_sync(&mut self, p: usize, until: Ns) {
+        let s = self.host[p];
+        let e = (until + 2 * US).max(s + 2 * US);
+        let corr = self.api_row(p, kinds::STREAM_SYNC, s, e);
+        let d = self.tl.procs[p].device as u8;
+        self.tl.syncs.push(SyncOp { start: s, end: e - US, corr, sync_type: 3, proc: p as u8, device: d, stream: STREAM });
+        self.host[p] = e;
+    }
+}

@@ -1,0 +1,197 @@
+//! Inputs that cannot be analysed: `nsys-lens detect` must exit 3 with exactly one line on
+//! stderr saying what is wrong and what to do, and never panic. Usage errors exit 2.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{
+    EXIT_INPUT, EXIT_USAGE, assert_one_line_error, describe, lcg_bytes, nsys_lens, public_trace,
+};
+use tempfile::TempDir;
+
+/// A small real export with kernels (2 kernels, no NVTX table).
+const REAL_EXPORT: &str = "GindaChen_nsys-ai__mock.sqlite";
+
+/// Runs `detect PATH` and checks the one-line refusal; returns the line.
+fn refused(path: &Path, needle: Option<&str>) -> String {
+    let args = [OsStr::new("detect"), path.as_os_str()];
+    let out = nsys_lens(args);
+    assert!(
+        out.stdout.is_empty(),
+        "nothing belongs on stdout when the input is refused:\n{}",
+        describe(&args, &out)
+    );
+    assert_one_line_error(&args, &out, EXIT_INPUT, needle)
+}
+
+/// The same refusal must hold with `--json` (errors are not JSON; they go to stderr).
+fn refused_json(path: &Path, needle: Option<&str>) -> String {
+    let args = [OsStr::new("detect"), path.as_os_str(), OsStr::new("--json")];
+    let out = nsys_lens(args);
+    assert_one_line_error(&args, &out, EXIT_INPUT, needle)
+}
+
+fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// A writable copy of a public export (the originals are read-only).
+fn copy_real_export(dir: &TempDir, name: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    fs::copy(public_trace(REAL_EXPORT), &path).unwrap();
+    let mut perms = fs::metadata(&path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    fs::set_permissions(&path, perms).unwrap();
+    path
+}
+
+#[test]
+fn empty_file() {
+    let dir = TempDir::new().unwrap();
+    let path = write(&dir, "empty.sqlite", b"");
+    refused(&path, Some("empty"));
+    refused_json(&path, Some("empty"));
+}
+
+#[test]
+fn random_bytes() {
+    let dir = TempDir::new().unwrap();
+    let path = write(&dir, "random.sqlite", &lcg_bytes(1, 4096));
+    refused(&path, Some("not an SQLite database"));
+    refused_json(&path, Some("not an SQLite database"));
+}
+
+#[test]
+fn truncated_export() {
+    let dir = TempDir::new().unwrap();
+    let path = copy_real_export(&dir, "truncated.sqlite");
+    let full = fs::metadata(&path).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(full / 2)
+        .unwrap();
+    refused(&path, Some("truncated"));
+}
+
+#[test]
+fn nsys_rep_report_instead_of_its_export() {
+    let dir = TempDir::new().unwrap();
+    let path = write(&dir, "x.nsys-rep", &lcg_bytes(2, 4096));
+    refused(&path, Some("nsys export"));
+}
+
+#[test]
+fn sqlite_database_that_is_not_an_nsys_export() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("foo.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE foo(a, b); INSERT INTO foo VALUES (1, 'x'), (2, 'y');")
+        .unwrap();
+    conn.close().unwrap();
+    refused(&path, Some("not an Nsight Systems export"));
+}
+
+#[test]
+fn nsys_export_with_an_empty_kernel_table() {
+    let dir = TempDir::new().unwrap();
+    let path = copy_real_export(&dir, "no-kernels.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;")
+        .unwrap();
+    conn.close().unwrap();
+    refused(&path, Some("no GPU kernels"));
+    refused_json(&path, Some("no GPU kernels"));
+}
+
+#[test]
+fn directory_instead_of_a_file() {
+    let dir = TempDir::new().unwrap();
+    let sub = dir.path().join("trace.sqlite");
+    fs::create_dir(&sub).unwrap();
+    refused(&sub, None);
+}
+
+#[test]
+fn nonexistent_path() {
+    let dir = TempDir::new().unwrap();
+    refused(
+        &dir.path().join("does-not-exist.sqlite"),
+        Some("does-not-exist.sqlite"),
+    );
+}
+
+/// A valid SQLite header (from a real export) followed by garbage, with the header's page count
+/// matching the file size, so the damage is only found once SQLite reads the pages.
+#[test]
+fn sqlite_header_then_garbage() {
+    let dir = TempDir::new().unwrap();
+    let mut header = fs::read(public_trace(REAL_EXPORT)).unwrap();
+    header.truncate(100);
+    let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+        1 => 65_536,
+        n => usize::from(n),
+    };
+    let pages: u32 = 8;
+    header[28..32].copy_from_slice(&pages.to_be_bytes());
+    // The page count is trusted only when "version-valid-for" equals the change counter.
+    let counter: [u8; 4] = header[24..28].try_into().unwrap();
+    header[92..96].copy_from_slice(&counter);
+    let mut bytes = header;
+    bytes.extend(lcg_bytes(3, page_size * pages as usize - 100));
+    let path = write(&dir, "garbage.sqlite", &bytes);
+    refused(&path, None);
+    refused_json(&path, None);
+}
+
+fn usage_error(args: &[&OsStr]) {
+    let out = nsys_lens(args);
+    let ctx = describe(args, &out);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "the CLI panicked:\n{ctx}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_USAGE),
+        "a usage error must exit 2:\n{ctx}"
+    );
+    assert!(
+        !out.stderr.is_empty(),
+        "a usage error must say what is wrong on stderr:\n{ctx}"
+    );
+}
+
+#[test]
+fn detect_without_a_file_is_a_usage_error() {
+    usage_error(&[OsStr::new("detect")]);
+}
+
+#[test]
+fn unknown_profile_is_a_usage_error() {
+    let trace = public_trace(REAL_EXPORT);
+    usage_error(&[
+        OsStr::new("detect"),
+        trace.as_os_str(),
+        OsStr::new("--profile"),
+        OsStr::new("foo"),
+    ]);
+}
+
+#[test]
+fn non_numeric_threshold_is_a_usage_error() {
+    let trace = public_trace(REAL_EXPORT);
+    usage_error(&[
+        OsStr::new("detect"),
+        trace.as_os_str(),
+        OsStr::new("--gpu-idle-threshold"),
+        OsStr::new("lots"),
+    ]);
+}

@@ -1,0 +1,124 @@
+//! Helpers shared by the CLI integration tests: running the binary, locating the shared public
+//! traces, and checking the "one clear line, no panic" contract for unusable input.
+
+// Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `nsys-lens` binary cargo built for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_nsys-lens");
+
+/// Exit status for input that cannot be analysed.
+pub const EXIT_INPUT: i32 = 3;
+/// Exit status for usage errors.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Runs `nsys-lens ARGS…` to completion and captures its output.
+pub fn nsys_lens<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("failed to start the nsys-lens binary")
+}
+
+/// The command line and everything the process printed, for assertion messages.
+pub fn describe(args: &[&OsStr], out: &Output) -> String {
+    let args: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+    format!(
+        "`nsys-lens {}` exited with {:?}\n--- stderr ---\n{}\n--- stdout (first 2000 bytes) ---\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(2000)]),
+    )
+}
+
+/// The folder of real public exports: `$NSYS_LENS_SHARED/traces/public`, else the `shared`
+/// folder beside the repository. Panics with a clear message when it is missing, so a CI
+/// machine without the data fails loudly instead of testing nothing.
+pub fn public_traces_dir() -> PathBuf {
+    let dir = match std::env::var_os("NSYS_LENS_SHARED") {
+        Some(shared) => PathBuf::from(shared).join("traces/public"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/public"),
+    };
+    assert!(
+        dir.join("MANIFEST.json").is_file(),
+        "public traces not found: {} has no MANIFEST.json. Put the shared folder beside the \
+         repository (../shared) or set NSYS_LENS_SHARED to it",
+        dir.display()
+    );
+    dir
+}
+
+/// A public export by file name.
+pub fn public_trace(name: &str) -> PathBuf {
+    let path = public_traces_dir().join(name);
+    assert!(path.is_file(), "missing public trace {}", path.display());
+    path
+}
+
+/// Checks the contract for unusable input: exit status `code`, exactly one non-empty line on
+/// stderr, no panic, and (when given) the line contains `needle`, ignoring case.
+/// Returns the line, or what is wrong with the full output.
+pub fn check_one_line_error(
+    args: &[&OsStr],
+    out: &Output,
+    code: i32,
+    needle: Option<&str>,
+) -> Result<String, String> {
+    let ctx = || describe(args, out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("panicked") {
+        return Err(format!("the CLI panicked:\n{}", ctx()));
+    }
+    if out.status.code() != Some(code) {
+        return Err(format!("expected exit status {code}:\n{}", ctx()));
+    }
+    let lines: Vec<&str> = stderr.lines().collect();
+    if lines.len() != 1 || lines[0].trim().is_empty() {
+        return Err(format!(
+            "expected exactly one non-empty line on stderr, got {}:\n{}",
+            lines.len(),
+            ctx()
+        ));
+    }
+    if let Some(needle) = needle
+        && !lines[0].to_lowercase().contains(&needle.to_lowercase())
+    {
+        return Err(format!(
+            "the error line should mention {needle:?}:\n{}",
+            ctx()
+        ));
+    }
+    Ok(lines[0].to_string())
+}
+
+/// [`check_one_line_error`], panicking on failure.
+pub fn assert_one_line_error(
+    args: &[&OsStr],
+    out: &Output,
+    code: i32,
+    needle: Option<&str>,
+) -> String {
+    check_one_line_error(args, out, code, needle).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Deterministic pseudo-random bytes (64-bit LCG, Knuth's MMIX constants; high bytes only).
+pub fn lcg_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 56) as u8
+        })
+        .collect()
+}

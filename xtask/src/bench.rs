@@ -1,0 +1,425 @@
+//! `cargo xtask bench`: how fast and how lean `nsys-lens detect` is on a multi-million-kernel trace.
+//!
+//! Figures, not a pass/fail test (timings on shared 2-core machines are too noisy to gate on).
+//! Two yardsticks make the figures meaningful on any machine:
+//! - the **bare scan**: the cheapest possible read of the same rows (`SELECT start, "end"` from
+//!   the kernel, runtime and NVTX tables, values discarded) — the I/O and SQLite-decoding floor.
+//!   `detect` should stay within 3× of it;
+//! - **bytes per loaded event**: detect's peak RSS minus SQLite's page cache and the binary's
+//!   baseline, divided by the rows loaded — the columnar model should stay under 64 bytes.
+//!
+//! Both the scan and detect run as child processes, timed from spawn to exit, with their peak
+//! RSS from `wait4(2)`'s `ru_maxrss`; each is run `--runs` times and the median reported.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::{Result, cargo, run, show, target_dir};
+
+/// `--scale` of `nsys-lens gen host-bound` that writes at least 5 million kernels
+/// (measured: 1,280 kernels per unit, so 4000 gives 5,120,000).
+pub const DEFAULT_SCALE: u32 = 4000;
+const DEFAULT_RUNS: usize = 3;
+
+/// The hidden subcommand the bench re-invokes itself with to run the bare scan in a child.
+pub const SCAN_CHILD: &str = "__bench-scan";
+
+/// The tables whose rows `detect` loads for a verdict, i.e. what "loaded events" counts.
+const TABLES: [&str; 3] = [
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "NVTX_EVENTS",
+];
+
+/// SQLite's page cache as nsys-lens configures it (`PRAGMA cache_size=-2000`, i.e. 2000 KiB).
+const SQLITE_CACHE_BYTES: u64 = 2000 * 1024;
+
+pub struct Options {
+    pub scale: u32,
+    pub runs: usize,
+}
+
+impl Options {
+    /// Parses `[--scale N] [--runs N]`; the error is a usage message.
+    pub fn parse(args: &[String]) -> std::result::Result<Options, String> {
+        let mut opts = Options {
+            scale: DEFAULT_SCALE,
+            runs: DEFAULT_RUNS,
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let (name, inline) = match arg.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (arg.as_str(), None),
+            };
+            let mut value = || {
+                inline
+                    .clone()
+                    .or_else(|| args.next().cloned())
+                    .ok_or(format!("`{name}` needs a value"))
+            };
+            match name {
+                "--scale" => opts.scale = positive(name, &value()?)?,
+                "--runs" => opts.runs = positive(name, &value()?)? as usize,
+                _ => return Err(format!("bench: unknown option `{arg}`")),
+            }
+        }
+        Ok(opts)
+    }
+}
+
+fn positive(name: &str, value: &str) -> std::result::Result<u32, String> {
+    match value.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{name}` needs a positive integer, got `{value}`")),
+    }
+}
+
+/// Builds the release binary, makes (or reuses) the trace, measures, prints a Markdown table.
+pub fn bench(opts: &Options) -> Result<()> {
+    run(cargo().args(["build", "--release", "-p", "nsys-lens"]))?;
+    let bin = target_dir().join("release").join("nsys-lens");
+    let trace = ensure_trace(&bin, opts.scale)?;
+    let size = fs::metadata(&trace)
+        .map_err(|e| format!("{}: {e}", trace.display()))?
+        .len();
+    let counts = count_rows(&trace)?;
+    let events: u64 = counts.iter().sum();
+    println!(
+        "trace: {} ({}), rows: {}",
+        trace.display(),
+        mib(size),
+        describe_counts(&counts)
+    );
+    if counts[0] < 5_000_000 {
+        println!(
+            "note: only {} kernels; raise --scale to reach the 5 million the benchmark is meant for",
+            group(counts[0])
+        );
+    }
+
+    let self_exe =
+        std::env::current_exe().map_err(|e| format!("cannot locate the xtask binary: {e}"))?;
+    let baseline = repeat(opts.runs, || measure(Command::new(&bin).arg("--version")))?;
+    let scan = repeat(opts.runs, || {
+        let out = measure(Command::new(&self_exe).arg(SCAN_CHILD).arg(&trace))?;
+        let read: u64 = out
+            .stdout
+            .split_whitespace()
+            .filter_map(|w| w.parse::<u64>().ok())
+            .sum();
+        if read != events {
+            return Err(format!(
+                "the bare scan read {read} rows, count(*) says {events}"
+            ));
+        }
+        Ok(out)
+    })?;
+    let detect = repeat(opts.runs, || {
+        measure(
+            Command::new(&bin)
+                .arg("detect")
+                .arg(&trace)
+                .args(["--json", "-o", "/dev/null"]),
+        )
+    })?;
+
+    let ratio = detect.wall.as_secs_f64() / scan.wall.as_secs_f64();
+    let model_bytes = detect
+        .max_rss
+        .saturating_sub(SQLITE_CACHE_BYTES + baseline.max_rss);
+    let per_event = model_bytes as f64 / events.max(1) as f64;
+    let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+
+    println!();
+    println!(
+        "Machine: {}; median of {} runs; file in the OS page cache.",
+        machine(),
+        opts.runs
+    );
+    println!();
+    println!(
+        "| `nsys-lens detect` on `gen host-bound --scale {}` | value | goal |",
+        opts.scale
+    );
+    println!("|---|---:|---|");
+    println!("| file size | {} | |", mib(size));
+    println!("| kernels | {} | ≥ 5,000,000 |", group(counts[0]));
+    println!("| runtime API calls | {} | |", group(counts[1]));
+    println!("| NVTX events | {} | |", group(counts[2]));
+    println!(
+        "| bare scan (`SELECT start, end` of the 3 tables) | {} | |",
+        secs(scan.wall)
+    );
+    println!("| `detect --json` wall time | {} | |", secs(detect.wall));
+    println!(
+        "| detect / bare scan | {ratio:.2}× | ≤ 3× ({}) |",
+        verdict(ratio <= 3.0)
+    );
+    println!("| `detect` peak RSS | {} | |", mib(detect.max_rss));
+    println!(
+        "| baseline RSS (`nsys-lens --version`) | {} | |",
+        mib(baseline.max_rss)
+    );
+    println!(
+        "| bytes per loaded event ((peak − 2 MB cache − baseline) / rows) | {per_event:.1} | < 64 ({}) |",
+        verdict(per_event < 64.0)
+    );
+    Ok(())
+}
+
+/// The trace for a scale, generated once: `target/bench/host-bound-scale{N}.sqlite`.
+///
+/// Generation takes tens of seconds, so the file is reused; it is written under a temporary
+/// name and renamed when complete, so an interrupted run never leaves a file that looks done.
+fn ensure_trace(bin: &Path, scale: u32) -> Result<PathBuf> {
+    let dir = target_dir().join("bench");
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let trace = dir.join(format!("host-bound-scale{scale}.sqlite"));
+    if fs::metadata(&trace).is_ok_and(|m| m.len() > 0) {
+        println!("reusing {}", trace.display());
+        return Ok(trace);
+    }
+    let partial = dir.join(format!("host-bound-scale{scale}.partial.sqlite"));
+    for leftover in [
+        &partial,
+        &partial.with_extension("sqlite-journal"),
+        &partial.with_extension("answers.json"),
+    ] {
+        let _ = fs::remove_file(leftover);
+    }
+    let started = Instant::now();
+    run(Command::new(bin)
+        .args(["gen", "host-bound"])
+        .arg(&partial)
+        .args(["--scale", &scale.to_string()]))?;
+    println!("generated in {}", secs(started.elapsed()));
+    // The generator writes its known answers beside the trace (`NAME.answers.json`); keep the pair.
+    let answers = |p: &Path| p.with_extension("answers.json");
+    if answers(&partial).exists() {
+        fs::rename(answers(&partial), answers(&trace))
+            .map_err(|e| format!("rename answers: {e}"))?;
+    }
+    fs::rename(&partial, &trace).map_err(|e| format!("rename to {}: {e}", trace.display()))?;
+    Ok(trace)
+}
+
+/// Opens a trace the way nsys-lens does: read-only, immutable, 2000 KiB page cache.
+fn open(path: &Path) -> Result<Connection> {
+    let uri = format!(
+        "file:{}?immutable=1",
+        path.display()
+            .to_string()
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23")
+    );
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn =
+        Connection::open_with_flags(uri, flags).map_err(|e| format!("{}: {e}", path.display()))?;
+    conn.execute_batch("PRAGMA cache_size=-2000;")
+        .map_err(|e| e.to_string())?;
+    Ok(conn)
+}
+
+fn has_table(conn: &Connection, table: &str) -> Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1",
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(|e| e.to_string())
+}
+
+/// `SELECT count(*)` of each of [`TABLES`] (0 when a table is absent).
+fn count_rows(path: &Path) -> Result<[u64; 3]> {
+    let conn = open(path)?;
+    let mut counts = [0; 3];
+    for (count, table) in counts.iter_mut().zip(TABLES) {
+        if has_table(&conn, table)? {
+            let n: i64 = conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .map_err(|e| e.to_string())?;
+            *count = n as u64;
+        }
+    }
+    Ok(counts)
+}
+
+/// The bare scan, run in a child process: every row's `start` and `end`, read and discarded.
+/// Prints `TABLE ROWS` per table for the parent to check.
+pub fn scan_child(args: &[String]) -> Result<()> {
+    let [path] = args else {
+        return Err(format!("usage: xtask {SCAN_CHILD} TRACE"));
+    };
+    let conn = open(Path::new(path))?;
+    let mut checksum = 0i64;
+    for table in TABLES {
+        let mut rows_read = 0u64;
+        if has_table(&conn, table)? {
+            let mut stmt = conn
+                .prepare(&format!("SELECT start, \"end\" FROM {table}"))
+                .map_err(|e| e.to_string())?;
+            let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
+            while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+                for col in 0..2 {
+                    if let ValueRef::Integer(v) = row.get_ref(col).map_err(|e| e.to_string())? {
+                        checksum = checksum.wrapping_add(v);
+                    }
+                }
+                rows_read += 1;
+            }
+        }
+        println!("{table} {rows_read}");
+    }
+    std::hint::black_box(checksum);
+    Ok(())
+}
+
+/// One child run: wall time from spawn to exit, and peak RSS in bytes.
+struct Measured {
+    wall: Duration,
+    max_rss: u64,
+    stdout: String,
+}
+
+/// Runs `f` `runs` times and returns the run with the median wall time, and the median peak RSS.
+fn repeat(runs: usize, mut f: impl FnMut() -> Result<Measured>) -> Result<Measured> {
+    let mut all = (0..runs).map(|_| f()).collect::<Result<Vec<_>>>()?;
+    let mut rss: Vec<u64> = all.iter().map(|m| m.max_rss).collect();
+    rss.sort_unstable();
+    all.sort_by_key(|m| m.wall);
+    let mut median = all.swap_remove(runs / 2);
+    median.max_rss = rss[runs / 2];
+    Ok(median)
+}
+
+/// Spawns the command and reaps it with `wait4(2)`, which returns the child's resource usage:
+/// `ru_maxrss` is its peak resident set (KiB on Linux). Polling `/proc/PID/status` cannot see
+/// the peak reliably (the process may exit between polls); wait4 can.
+fn measure(cmd: &mut Command) -> Result<Measured> {
+    let shown = show(cmd);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start `{shown}`: {e}"))?;
+    // Drain both pipes while the child runs, so a chatty child never blocks on a full pipe.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; zero is a valid value for every field.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: pid is our own unreaped child; both out-pointers are valid for writes.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(format!("wait4 on `{shown}`: {err}"));
+        }
+    }
+    let wall = started.elapsed();
+    // The child is reaped; `child` must not be waited on again (dropping it does not wait).
+    drop(child);
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        let how = if libc::WIFEXITED(status) {
+            format!("exit status {}", libc::WEXITSTATUS(status))
+        } else {
+            format!("signal {}", libc::WTERMSIG(status))
+        };
+        return Err(format!("`{shown}` failed ({how}): {}", stderr.trim()));
+    }
+    Ok(Measured {
+        wall,
+        max_rss: usage.ru_maxrss as u64 * 1024,
+        stdout,
+    })
+}
+
+fn describe_counts(counts: &[u64; 3]) -> String {
+    TABLES
+        .iter()
+        .zip(counts)
+        .map(|(t, n)| format!("{t} {}", group(*n)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// CPU model and core count, for the table's caption.
+fn machine() -> String {
+    let cpu = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpu}, {cores} cores")
+}
+
+/// 5000000 → "5,000,000".
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.3} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
