@@ -137,6 +137,20 @@ fn one_line(s: &str) -> String {
 }
 
 fn run_detect(args: &DetectArgs) -> Result<()> {
+    if matches!(args.profile, ProfileArg::TrtllmSkill) {
+        let standard_only = [
+            ("--gen-gpu-idle-threshold", args.gen_gpu_idle_threshold),
+            ("--gen-gpu-util-threshold", args.gen_gpu_util_threshold),
+            ("--host-prep-exposed-threshold", args.host_prep_exposed_threshold),
+            ("--host-prep-impact-threshold", args.host_prep_impact_threshold),
+            ("--host-prep-idle-threshold", args.host_prep_idle_threshold),
+        ];
+        if let Some((flag, _)) = standard_only.iter().find(|(_, v)| v.is_some()) {
+            return Err(Error::Usage(format!(
+                "{flag} applies to the standard profile only: the reference scripts (trtllm-skill) fix that threshold"
+            )));
+        }
+    }
     let label = args.trace.display().to_string();
     let loaded = trace::load_path(&args.trace, LoadOptions::detect())?;
     let cfg = DetectConfig {

@@ -220,3 +220,39 @@ pub struct DetectConfig {
     /// The file's name as shown in the report.
     pub file_label: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trtllm_generation_ignores_cli_idle_and_util_but_not_launch() {
+        let o = ThresholdOverrides {
+            gpu_idle_ratio: Some(0.9),
+            gpu_utilization: Some(0.1),
+            launch_overhead_ratio: Some(0.2),
+            generation_gpu_idle_ratio: Some(0.5),
+            host_prep_perf_impact: Some(0.4),
+            ..ThresholdOverrides::default()
+        };
+        let t = o.resolve(&Profile::TrtllmSkill.switches());
+        assert_eq!((t.aggregate.gpu_idle_ratio, t.context.gpu_utilization), (0.9, 0.1));
+        assert_eq!((t.generation.gpu_idle_ratio, t.generation.gpu_utilization), (0.15, 0.80));
+        assert_eq!(t.generation.launch_overhead_ratio, 0.2);
+        assert_eq!(t.aggregate.host_prep_perf_impact, 0.05);
+    }
+
+    #[test]
+    fn standard_thresholds_are_configurable_per_phase() {
+        let o = ThresholdOverrides {
+            gpu_idle_ratio: Some(0.9),
+            generation_gpu_idle_ratio: Some(0.5),
+            host_prep_perf_impact: Some(0.4),
+            ..ThresholdOverrides::default()
+        };
+        let t = o.resolve(&Profile::Standard.switches());
+        assert_eq!((t.aggregate.gpu_idle_ratio, t.generation.gpu_idle_ratio, t.generation.gpu_utilization), (0.9, 0.5, 0.80));
+        assert_eq!(t.context.host_prep_perf_impact, 0.4);
+        assert_eq!(t.generation.host_prep_perf_impact, 0.4);
+    }
+}

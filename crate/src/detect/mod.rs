@@ -157,6 +157,17 @@ fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, steps: usize) -> Vec<Co
     notes
 }
 
+/// Processes that launched at least one kernel (the export also lists every other process).
+fn gpu_processes(trace: &Trace) -> usize {
+    let mut seen = vec![false; trace.processes.len()];
+    for &p in &trace.kernels.process {
+        if let Some(s) = seen.get_mut(p as usize) {
+            *s = true;
+        }
+    }
+    seen.iter().filter(|&&s| s).count()
+}
+
 fn facts(trace: &Trace, cfg: &DetectConfig, steps: usize) -> TraceFacts {
     TraceFacts {
         file: cfg.file_label.clone(),
@@ -164,7 +175,7 @@ fn facts(trace: &Trace, cfg: &DetectConfig, steps: usize) -> TraceFacts {
         schema_version: trace.meta.schema_version.clone(),
         gpus: trace.gpus.iter().map(|g| g.name.clone()).collect(),
         devices: trace.kernels.devices(),
-        processes: trace.processes.len(),
+        processes: gpu_processes(trace),
         kernels: trace.kernels.len() as u64,
         runtime_calls: trace.runtime.len() as u64,
         nvtx_ranges: trace.nvtx.len() as u64,

@@ -141,6 +141,7 @@ pub struct TraceFacts {
     pub schema_version: Option<String>,
     pub gpus: Vec<String>,
     pub devices: Vec<u32>,
+    /// Processes that launched kernels.
     pub processes: usize,
     pub kernels: u64,
     pub runtime_calls: u64,
