@@ -8,32 +8,54 @@ use thiserror::Error;
 /// Why a file cannot be analysed. `Display` is the one line a user sees.
 #[derive(Debug, Error)]
 pub enum Error {
-    #[error("{path}: the file is empty (0 bytes). Export the report again: nsys export --type sqlite -o trace.sqlite trace.nsys-rep")]
+    #[error(
+        "{path}: the file is empty (0 bytes). Export the report again: nsys export --type sqlite -o trace.sqlite trace.nsys-rep"
+    )]
     Empty { path: String },
 
-    #[error("{path}: this is an Nsight Systems report (.nsys-rep/.qdrep), not its SQLite export. Convert it first: nsys export --type sqlite -o trace.sqlite {path}")]
+    #[error(
+        "{path}: this is an Nsight Systems report (.nsys-rep/.qdrep), not its SQLite export. Convert it first: nsys export --type sqlite -o trace.sqlite {path}"
+    )]
     NsysRep { path: String },
 
-    #[error("{path}: not an SQLite database (it does not start with the SQLite header). nsys-lens reads the SQLite export of an Nsight Systems report: nsys export --type sqlite -o trace.sqlite trace.nsys-rep")]
+    #[error(
+        "{path}: not an SQLite database (it does not start with the SQLite header). nsys-lens reads the SQLite export of an Nsight Systems report: nsys export --type sqlite -o trace.sqlite trace.nsys-rep"
+    )]
     NotSqlite { path: String },
 
-    #[error("{path}: the SQLite file is truncated ({actual} bytes, but its header says {expected}). Copy or download it again, or re-export it: nsys export --type sqlite -o trace.sqlite trace.nsys-rep")]
-    Truncated { path: String, expected: u64, actual: u64 },
+    #[error(
+        "{path}: the SQLite file is truncated ({actual} bytes, but its header says {expected}). Copy or download it again, or re-export it: nsys export --type sqlite -o trace.sqlite trace.nsys-rep"
+    )]
+    Truncated {
+        path: String,
+        expected: u64,
+        actual: u64,
+    },
 
-    #[error("{path}: the SQLite file is damaged ({detail}). Re-export it: nsys export --type sqlite -o trace.sqlite trace.nsys-rep")]
+    #[error(
+        "{path}: the SQLite file is damaged ({detail}). Re-export it: nsys export --type sqlite -o trace.sqlite trace.nsys-rep"
+    )]
     Corrupt { path: String, detail: String },
 
-    #[error("{path}: an SQLite database, but not an Nsight Systems export (no StringIds table and no CUPTI_*/NVTX_* tables). Export the report with: nsys export --type sqlite -o trace.sqlite trace.nsys-rep")]
+    #[error(
+        "{path}: an SQLite database, but not an Nsight Systems export (no StringIds table and no CUPTI_*/NVTX_* tables). Export the report with: nsys export --type sqlite -o trace.sqlite trace.nsys-rep"
+    )]
     NotNsysExport { path: String },
 
-    #[error("{path}: no GPU kernels in this export ({why}), so GPU idle time cannot be measured. Capture with CUDA tracing on (nsys profile --trace=cuda,nvtx ...) and export again")]
+    #[error(
+        "{path}: no GPU kernels in this export ({why}), so GPU idle time cannot be measured. Capture with CUDA tracing on (nsys profile --trace=cuda,nvtx ...) and export again"
+    )]
     NoKernels { path: String, why: String },
 
     #[error("{path}: cannot read the file: {detail}")]
     Io { path: String, detail: String },
 
     #[error("{path}: SQLite error while reading {what}: {detail}")]
-    Sqlite { path: String, what: String, detail: String },
+    Sqlite {
+        path: String,
+        what: String,
+        detail: String,
+    },
 
     #[error("the analysis was cancelled")]
     Cancelled,

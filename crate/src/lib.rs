@@ -11,11 +11,11 @@
 
 pub mod detect;
 pub mod error;
-pub mod synth;
 pub mod model;
 pub mod pyfmt;
 pub mod report;
 pub mod sqlike;
+pub mod synth;
 pub mod trace;
 
 pub use error::{Error, Result};

@@ -16,7 +16,11 @@ use nsys_lens::synth;
 use nsys_lens::trace::{self, LoadOptions};
 
 #[derive(Parser)]
-#[command(name = "nsys-lens", version, about = "Is the CPU the bottleneck? Host-overhead analysis of Nsight Systems SQLite exports.")]
+#[command(
+    name = "nsys-lens",
+    version,
+    about = "Is the CPU the bottleneck? Host-overhead analysis of Nsight Systems SQLite exports."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -104,13 +108,23 @@ struct GenArgs {
 
 fn ratio(s: &str) -> std::result::Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if v.is_finite() && (0.0..=1.0).contains(&v) { Ok(v) } else { Err(format!("`{s}` must be a ratio between 0 and 1")) }
+    if v.is_finite() && (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` must be a ratio between 0 and 1"))
+    }
 }
 
 fn window(s: &str) -> std::result::Result<(i64, i64), String> {
     let (a, b) = s.split_once(':').ok_or("expected START_NS:END_NS")?;
-    let start: i64 = a.trim().parse().map_err(|_| format!("`{a}` is not an integer ns timestamp"))?;
-    let end: i64 = b.trim().parse().map_err(|_| format!("`{b}` is not an integer ns timestamp"))?;
+    let start: i64 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{a}` is not an integer ns timestamp"))?;
+    let end: i64 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{b}` is not an integer ns timestamp"))?;
     if end <= start {
         return Err("the window's end must be after its start".into());
     }
@@ -141,8 +155,14 @@ fn run_detect(args: &DetectArgs) -> Result<()> {
         let standard_only = [
             ("--gen-gpu-idle-threshold", args.gen_gpu_idle_threshold),
             ("--gen-gpu-util-threshold", args.gen_gpu_util_threshold),
-            ("--host-prep-exposed-threshold", args.host_prep_exposed_threshold),
-            ("--host-prep-impact-threshold", args.host_prep_impact_threshold),
+            (
+                "--host-prep-exposed-threshold",
+                args.host_prep_exposed_threshold,
+            ),
+            (
+                "--host-prep-impact-threshold",
+                args.host_prep_impact_threshold,
+            ),
             ("--host-prep-idle-threshold", args.host_prep_idle_threshold),
         ];
         if let Some((flag, _)) = standard_only.iter().find(|(_, v)| v.is_some()) {
@@ -175,7 +195,9 @@ fn run_detect(args: &DetectArgs) -> Result<()> {
     };
     let result = detect::detect(&loaded, &cfg)?;
     let text = if args.json {
-        serde_json::to_string_pretty(&result).map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))? + "\n"
+        serde_json::to_string_pretty(&result)
+            .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
+            + "\n"
     } else {
         report::text::detect_report(&result)
     };
@@ -190,23 +212,40 @@ fn run_gen(args: &GenArgs) -> Result<()> {
         return Ok(());
     }
     let (Some(scenario), Some(out)) = (args.scenario.as_deref(), args.out.as_deref()) else {
-        return Err(Error::Usage("gen needs SCENARIO and OUT (or --list)".into()));
+        return Err(Error::Usage(
+            "gen needs SCENARIO and OUT (or --list)".into(),
+        ));
     };
-    let opts = synth::GenOptions { scale: args.scale, seed: args.seed };
+    let opts = synth::GenOptions {
+        scale: args.scale,
+        seed: args.seed,
+    };
     let answers = synth::generate(scenario, out, &opts)?;
     let kernels = answers.get("kernels").and_then(|k| k.as_u64()).unwrap_or(0);
-    eprintln!("wrote {} ({kernels} kernels) and {}", out.display(), synth::answers_path(out).display());
+    eprintln!(
+        "wrote {} ({kernels} kernels) and {}",
+        out.display(),
+        synth::answers_path(out).display()
+    );
     Ok(())
 }
 
 /// Writes to the file given with `-o`, or to stdout.
 fn emit(text: &str, output: Option<&Path>) -> Result<()> {
-    let io = |path: String| move |e: std::io::Error| Error::Io { path, detail: e.to_string() };
+    let io = |path: String| {
+        move |e: std::io::Error| Error::Io {
+            path,
+            detail: e.to_string(),
+        }
+    };
     match output {
         Some(path) => std::fs::write(path, text).map_err(io(path.display().to_string())),
         None => {
             let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+            match stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 other => other.map_err(io("stdout".into())),
             }

@@ -372,8 +372,15 @@ pub struct TraceMeta {
 impl TraceMeta {
     /// The first capture option with this name, also as a per-process key (`PROCESS_0:NAME`).
     pub fn capture_option(&self, name: &str) -> Option<&str> {
-        let matches = |k: &str| k == name || k.strip_suffix(name).is_some_and(|p| p.starts_with("PROCESS_") && p.ends_with(':'));
-        self.capture.iter().find(|(k, _)| matches(k)).map(|(_, v)| v.as_str())
+        let matches = |k: &str| {
+            k == name
+                || k.strip_suffix(name)
+                    .is_some_and(|p| p.starts_with("PROCESS_") && p.ends_with(':'))
+        };
+        self.capture
+            .iter()
+            .find(|(k, _)| matches(k))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -419,6 +426,9 @@ pub struct PresentTables {
 
 impl Trace {
     pub fn note(&mut self, subject: impl Into<String>, reason: impl Into<String>) {
-        self.coverage.push(CoverageNote { subject: subject.into(), reason: reason.into() });
+        self.coverage.push(CoverageNote {
+            subject: subject.into(),
+            reason: reason.into(),
+        });
     }
 }

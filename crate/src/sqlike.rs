@@ -13,7 +13,9 @@ pub struct Like {
 
 impl Like {
     pub fn new(pattern: &str) -> Like {
-        Like { pattern: pattern.chars().collect() }
+        Like {
+            pattern: pattern.chars().collect(),
+        }
     }
 
     /// Whether `text LIKE pattern` is true in SQLite (default `case_sensitive_like=OFF`).

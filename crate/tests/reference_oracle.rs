@@ -71,20 +71,35 @@ fn compare(trace: &Path, extra: &[&str]) -> bool {
     };
     let got = ours(trace, extra);
     for key in REFERENCE_KEYS {
-        let got_value = if key == "phases" { reference_view(&got[key], &expected[key]) } else { got[key].clone() };
-        assert_eq!(got_value, expected[key], "{} ({extra:?}): key `{key}` differs from the reference", trace.display());
+        let got_value = if key == "phases" {
+            reference_view(&got[key], &expected[key])
+        } else {
+            got[key].clone()
+        };
+        assert_eq!(
+            got_value,
+            expected[key],
+            "{} ({extra:?}): key `{key}` differs from the reference",
+            trace.display()
+        );
     }
     true
 }
 
 /// Our phase entries restricted to the keys the reference emits (nsys-lens adds evidence keys).
 fn reference_view(ours: &Value, reference: &Value) -> Value {
-    let (Some(ours), Some(reference)) = (ours.as_object(), reference.as_object()) else { return ours.clone() };
+    let (Some(ours), Some(reference)) = (ours.as_object(), reference.as_object()) else {
+        return ours.clone();
+    };
     let mut out = serde_json::Map::new();
     for (phase, value) in ours {
         let keys = reference.get(phase).and_then(Value::as_object);
         let view = match (value.as_object(), keys) {
-            (Some(v), Some(k)) => Value::Object(k.keys().filter_map(|key| Some((key.clone(), v.get(key)?.clone()))).collect()),
+            (Some(v), Some(k)) => Value::Object(
+                k.keys()
+                    .filter_map(|key| Some((key.clone(), v.get(key)?.clone())))
+                    .collect(),
+            ),
             _ => value.clone(),
         };
         out.insert(phase.clone(), view);
@@ -125,9 +140,16 @@ fn generated_scenarios_match_the_reference_exactly() {
     assert!(scenarios.len() >= 7);
     for (name, _) in scenarios {
         let path = dir.path().join(format!("{name}.sqlite"));
-        nsys_lens::synth::generate(name, &path, &nsys_lens::synth::GenOptions { scale: 1, seed: 7 })
-            .unwrap_or_else(|e| panic!("generate {name}: {e}"));
+        nsys_lens::synth::generate(
+            name,
+            &path,
+            &nsys_lens::synth::GenOptions { scale: 1, seed: 7 },
+        )
+        .unwrap_or_else(|e| panic!("generate {name}: {e}"));
         assert!(compare(&path, &[]), "{name}: the reference could not run");
-        assert!(compare(&path, &["--no-m3"]), "{name} --no-m3: the reference could not run");
+        assert!(
+            compare(&path, &["--no-m3"]),
+            "{name} --no-m3: the reference could not run"
+        );
     }
 }

@@ -8,12 +8,16 @@ use nsys_lens::synth::{self, GenOptions};
 use nsys_lens::trace::{LoadOptions, load_path};
 use serde_json::Value;
 
-const PROFILES: [(Profile, &str); 2] = [(Profile::Standard, "standard"), (Profile::TrtllmSkill, "trtllm-skill")];
+const PROFILES: [(Profile, &str); 2] = [
+    (Profile::Standard, "standard"),
+    (Profile::TrtllmSkill, "trtllm-skill"),
+];
 const FLOAT_TOL: f64 = 1e-6;
 
 fn gen_into(dir: &Path, scenario: &str, opts: &GenOptions) -> (PathBuf, Value) {
     let path = dir.join(format!("{scenario}.sqlite"));
-    let answers = synth::generate(scenario, &path, opts).unwrap_or_else(|e| panic!("generate {scenario}: {e}"));
+    let answers = synth::generate(scenario, &path, opts)
+        .unwrap_or_else(|e| panic!("generate {scenario}: {e}"));
     (path, answers)
 }
 
@@ -27,9 +31,14 @@ fn compare(path: &str, want: &Value, got: Option<&Value>, errors: &mut Vec<Strin
         Value::Object(map) => {
             if path.ends_with("phases") {
                 let want_keys: Vec<&String> = map.keys().collect();
-                let got_keys: Vec<&String> = got.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+                let got_keys: Vec<&String> = got
+                    .as_object()
+                    .map(|m| m.keys().collect())
+                    .unwrap_or_default();
                 if want_keys != got_keys {
-                    errors.push(format!("{path}: phases {want_keys:?} expected, detect has {got_keys:?}"));
+                    errors.push(format!(
+                        "{path}: phases {want_keys:?} expected, detect has {got_keys:?}"
+                    ));
                 }
             }
             for (k, v) in map {
@@ -39,7 +48,10 @@ fn compare(path: &str, want: &Value, got: Option<&Value>, errors: &mut Vec<Strin
         Value::Array(items) => {
             let n = got.as_array().map_or(0, Vec::len);
             if n != items.len() {
-                errors.push(format!("{path}: {} elements expected, detect has {n}", items.len()));
+                errors.push(format!(
+                    "{path}: {} elements expected, detect has {n}",
+                    items.len()
+                ));
             }
             for (i, v) in items.iter().enumerate() {
                 compare(&format!("{path}[{i}]"), v, got.get(i), errors);
@@ -75,7 +87,9 @@ fn check_margins(scenario: &str, profile: &str, answers: &Value, errors: &mut Ve
         ];
         for (key, t) in thresholds {
             if let Some(v) = m[key].as_f64().filter(|v| (v - t).abs() < 1e-3) {
-                errors.push(format!("{scenario}/{profile}/{scope}.{key} = {v} is within 1e-3 of its threshold {t}"));
+                errors.push(format!(
+                    "{scenario}/{profile}/{scope}.{key} = {v} is within 1e-3 of its threshold {t}"
+                ));
             }
         }
     }
@@ -85,7 +99,10 @@ fn check_margins(scenario: &str, profile: &str, answers: &Value, errors: &mut Ve
 fn env_options() -> GenOptions {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
     let d = GenOptions::default();
-    GenOptions { scale: var("SYNTH_SCALE").map_or(d.scale, |s| s as u32), seed: var("SYNTH_SEED").unwrap_or(d.seed) }
+    GenOptions {
+        scale: var("SYNTH_SCALE").map_or(d.scale, |s| s as u32),
+        seed: var("SYNTH_SEED").unwrap_or(d.seed),
+    }
 }
 
 #[test]
@@ -95,20 +112,46 @@ fn every_scenario_matches_its_answers() {
     let opts = env_options();
     for &(scenario, _) in synth::scenarios() {
         let (path, answers) = gen_into(dir.path(), scenario, &opts);
-        let trace = load_path(&path, LoadOptions::all()).unwrap_or_else(|e| panic!("load {scenario}: {e}"));
+        let trace =
+            load_path(&path, LoadOptions::all()).unwrap_or_else(|e| panic!("load {scenario}: {e}"));
         for (profile, key) in PROFILES {
             check_margins(scenario, key, &answers, &mut errors);
-            let cfg = DetectConfig { profile, file_label: scenario.to_string(), ..Default::default() };
-            let report = detect(&trace, &cfg).unwrap_or_else(|e| panic!("detect {scenario} {key}: {e}"));
-            assert_eq!(report.trace.kernels, answers["kernels"].as_u64().unwrap_or(0), "{scenario}: kernel count");
-            let devices: Vec<u64> = answers["devices"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
-            let got_devices: Vec<u64> = report.trace.devices.iter().map(|&d| u64::from(d)).collect();
+            let cfg = DetectConfig {
+                profile,
+                file_label: scenario.to_string(),
+                ..Default::default()
+            };
+            let report =
+                detect(&trace, &cfg).unwrap_or_else(|e| panic!("detect {scenario} {key}: {e}"));
+            assert_eq!(
+                report.trace.kernels,
+                answers["kernels"].as_u64().unwrap_or(0),
+                "{scenario}: kernel count"
+            );
+            let devices: Vec<u64> = answers["devices"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_u64)
+                .collect();
+            let got_devices: Vec<u64> =
+                report.trace.devices.iter().map(|&d| u64::from(d)).collect();
             assert_eq!(got_devices, devices, "{scenario}: devices");
             let got = serde_json::to_value(&report).expect("report serializes");
-            compare(&format!("{scenario}/{key}"), &answers["profiles"][key], Some(&got), &mut errors);
+            compare(
+                &format!("{scenario}/{key}"),
+                &answers["profiles"][key],
+                Some(&got),
+                &mut errors,
+            );
         }
     }
-    assert!(errors.is_empty(), "{} mismatches:\n{}", errors.len(), errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{} mismatches:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
 }
 
 #[test]
@@ -128,8 +171,14 @@ fn answers_are_written_beside_the_trace() {
     let (path, answers) = gen_into(dir.path(), "gaps", &GenOptions::default());
     let on_disk = std::fs::read_to_string(synth::answers_path(&path)).expect("answers file");
     // Compared as text: parsing floats back is not bit-exact without serde_json's float_roundtrip.
-    assert_eq!(on_disk, serde_json::to_string_pretty(&answers).expect("serializes") + "\n");
-    assert_eq!(synth::answers_path(Path::new("/x/t.sqlite")), Path::new("/x/t.answers.json"));
+    assert_eq!(
+        on_disk,
+        serde_json::to_string_pretty(&answers).expect("serializes") + "\n"
+    );
+    assert_eq!(
+        synth::answers_path(Path::new("/x/t.sqlite")),
+        Path::new("/x/t.answers.json")
+    );
 }
 
 #[test]
@@ -145,17 +194,36 @@ fn scale_multiplies_the_kernels() {
 #[test]
 fn same_seed_same_answers() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let a = gen_into(dir.path(), "tp2-straggler", &GenOptions { scale: 1, seed: 7 }).1;
-    let b = gen_into(dir.path(), "tp2-straggler", &GenOptions { scale: 1, seed: 7 }).1;
+    let a = gen_into(
+        dir.path(),
+        "tp2-straggler",
+        &GenOptions { scale: 1, seed: 7 },
+    )
+    .1;
+    let b = gen_into(
+        dir.path(),
+        "tp2-straggler",
+        &GenOptions { scale: 1, seed: 7 },
+    )
+    .1;
     assert_eq!(a, b);
-    let c = gen_into(dir.path(), "tp2-straggler", &GenOptions { scale: 1, seed: 8 }).1;
-    assert_eq!(c["kernels"], a["kernels"], "the seed changes durations, not the structure");
+    let c = gen_into(
+        dir.path(),
+        "tp2-straggler",
+        &GenOptions { scale: 1, seed: 8 },
+    )
+    .1;
+    assert_eq!(
+        c["kernels"], a["kernels"],
+        "the seed changes durations, not the structure"
+    );
 }
 
 #[test]
 fn unknown_scenario_lists_the_known_ones() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let err = synth::generate("nope", &dir.path().join("x.sqlite"), &GenOptions::default()).expect_err("unknown");
+    let err = synth::generate("nope", &dir.path().join("x.sqlite"), &GenOptions::default())
+        .expect_err("unknown");
     let msg = err.to_string();
     assert!(msg.contains("host-bound") && msg.contains("gaps"), "{msg}");
 }
@@ -165,7 +233,12 @@ fn scenario_specific_answers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = GenOptions::default();
     let gaps = gen_into(dir.path(), "gaps", &opts).1;
-    let counts: Vec<u64> = gaps["gap_buckets"].as_array().into_iter().flatten().filter_map(|b| b["count"].as_u64()).collect();
+    let counts: Vec<u64> = gaps["gap_buckets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["count"].as_u64())
+        .collect();
     assert_eq!(counts, vec![30, 30, 25, 25, 20, 15, 10, 6, 3]);
     let graphs = gen_into(dir.path(), "cuda-graphs", &opts).1;
     assert_eq!(graphs["cuda_graphs"]["graph_kernels"], 40 * 14);
@@ -178,8 +251,16 @@ fn scenario_specific_answers() {
     let target = gen_into(dir.path(), "regression-target", &opts).1;
     assert_eq!(base["per_step"]["kernels_per_step"], 6.0);
     assert_eq!(target["per_step"]["kernels_per_step"], 22.0);
-    assert!(target["per_step"]["nvtx_us_per_step"].get("broadcast_requests").is_some());
-    assert!(base["per_step"]["nvtx_us_per_step"].get("broadcast_requests").is_none());
+    assert!(
+        target["per_step"]["nvtx_us_per_step"]
+            .get("broadcast_requests")
+            .is_some()
+    );
+    assert!(
+        base["per_step"]["nvtx_us_per_step"]
+            .get("broadcast_requests")
+            .is_none()
+    );
 }
 
 /// Benchmark: `cargo test --release --test scenarios -- --ignored --nocapture big_host_bound`
@@ -188,10 +269,17 @@ fn scenario_specific_answers() {
 #[ignore]
 fn big_host_bound() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scale = std::env::var("SYNTH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(4000);
+    let scale = std::env::var("SYNTH_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4000);
     let t = std::time::Instant::now();
     let answers = gen_into(dir.path(), "host-bound", &GenOptions { scale, seed: 42 }).1;
-    eprintln!("host-bound --scale {scale}: {} kernels (file + answers) in {:?}", answers["kernels"], t.elapsed());
+    eprintln!(
+        "host-bound --scale {scale}: {} kernels (file + answers) in {:?}",
+        answers["kernels"],
+        t.elapsed()
+    );
 }
 
 /// Prints every scenario's answers; with `SYNTH_DIR=/some/dir` the files are kept there.
@@ -202,6 +290,9 @@ fn dump_answers() {
     let dir = std::env::var_os("SYNTH_DIR").map_or_else(|| tmp.path().to_path_buf(), PathBuf::from);
     for &(scenario, _) in synth::scenarios() {
         let answers = gen_into(&dir, scenario, &GenOptions::default()).1;
-        println!("{}", serde_json::to_string_pretty(&answers).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&answers).unwrap_or_default()
+        );
     }
 }

@@ -144,8 +144,11 @@ impl Thresholds {
     };
 
     /// The reference defaults with `GEN_OVERRIDES` applied (generation phase).
-    pub const GENERATION: Thresholds =
-        Thresholds { gpu_idle_ratio: 0.15, gpu_utilization: 0.80, ..Thresholds::DEFAULT };
+    pub const GENERATION: Thresholds = Thresholds {
+        gpu_idle_ratio: 0.15,
+        gpu_utilization: 0.80,
+        ..Thresholds::DEFAULT
+    };
 }
 
 /// User overrides of thresholds; `None` keeps the default.
@@ -184,9 +187,15 @@ impl ThresholdOverrides {
         set(&mut base.launch_overhead_ratio, self.launch_overhead_ratio);
         set(&mut base.gpu_utilization, self.gpu_utilization);
         if !switches.generation_ignores_cli {
-            set(&mut base.host_prep_exposed_ratio, self.host_prep_exposed_ratio);
+            set(
+                &mut base.host_prep_exposed_ratio,
+                self.host_prep_exposed_ratio,
+            );
             set(&mut base.host_prep_perf_impact, self.host_prep_perf_impact);
-            set(&mut base.host_prep_idle_attribution, self.host_prep_idle_attribution);
+            set(
+                &mut base.host_prep_idle_attribution,
+                self.host_prep_idle_attribution,
+            );
             set(&mut base.nccl_ratio_caveat, self.nccl_ratio_caveat);
         }
         let mut generation = Thresholds {
@@ -195,10 +204,20 @@ impl ThresholdOverrides {
             ..base
         };
         if !switches.generation_ignores_cli {
-            set(&mut generation.gpu_idle_ratio, self.generation_gpu_idle_ratio);
-            set(&mut generation.gpu_utilization, self.generation_gpu_utilization);
+            set(
+                &mut generation.gpu_idle_ratio,
+                self.generation_gpu_idle_ratio,
+            );
+            set(
+                &mut generation.gpu_utilization,
+                self.generation_gpu_utilization,
+            );
         }
-        ScopeThresholds { aggregate: base, context: base, generation }
+        ScopeThresholds {
+            aggregate: base,
+            context: base,
+            generation,
+        }
     }
 }
 
@@ -236,8 +255,14 @@ mod tests {
             ..ThresholdOverrides::default()
         };
         let t = o.resolve(&Profile::TrtllmSkill.switches());
-        assert_eq!((t.aggregate.gpu_idle_ratio, t.context.gpu_utilization), (0.9, 0.1));
-        assert_eq!((t.generation.gpu_idle_ratio, t.generation.gpu_utilization), (0.15, 0.80));
+        assert_eq!(
+            (t.aggregate.gpu_idle_ratio, t.context.gpu_utilization),
+            (0.9, 0.1)
+        );
+        assert_eq!(
+            (t.generation.gpu_idle_ratio, t.generation.gpu_utilization),
+            (0.15, 0.80)
+        );
         assert_eq!(t.generation.launch_overhead_ratio, 0.2);
         assert_eq!(t.aggregate.host_prep_perf_impact, 0.05);
     }
@@ -251,7 +276,14 @@ mod tests {
             ..ThresholdOverrides::default()
         };
         let t = o.resolve(&Profile::Standard.switches());
-        assert_eq!((t.aggregate.gpu_idle_ratio, t.generation.gpu_idle_ratio, t.generation.gpu_utilization), (0.9, 0.5, 0.80));
+        assert_eq!(
+            (
+                t.aggregate.gpu_idle_ratio,
+                t.generation.gpu_idle_ratio,
+                t.generation.gpu_utilization
+            ),
+            (0.9, 0.5, 0.80)
+        );
         assert_eq!(t.context.host_prep_perf_impact, 0.4);
         assert_eq!(t.generation.host_prep_perf_impact, 0.4);
     }

@@ -10,13 +10,34 @@ use super::verdict::Outcome;
 
 /// One line per metric on what it means, shown beside the number.
 const MEANINGS: [(&str, &str); 7] = [
-    ("gpu_idle_ratio", "share of the window in which the GPU ran no kernel"),
-    ("launch_overhead_ratio", "share of the window the CPU spent inside kernel-launch API calls"),
-    ("gpu_utilization", "share of the window in which the GPU ran at least one kernel"),
-    ("nccl_ratio", "share of GPU busy time spent in NCCL kernels (communication); caveat only"),
-    ("host_prep_exposed_ratio", "share of host input preparation that ran while the GPU was idle"),
-    ("host_prep_perf_impact", "exposed host preparation as a share of the whole window"),
-    ("host_prep_idle_attribution", "share of GPU idle time explained by host input preparation"),
+    (
+        "gpu_idle_ratio",
+        "share of the window in which the GPU ran no kernel",
+    ),
+    (
+        "launch_overhead_ratio",
+        "share of the window the CPU spent inside kernel-launch API calls",
+    ),
+    (
+        "gpu_utilization",
+        "share of the window in which the GPU ran at least one kernel",
+    ),
+    (
+        "nccl_ratio",
+        "share of GPU busy time spent in NCCL kernels (communication); caveat only",
+    ),
+    (
+        "host_prep_exposed_ratio",
+        "share of host input preparation that ran while the GPU was idle",
+    ),
+    (
+        "host_prep_perf_impact",
+        "exposed host preparation as a share of the whole window",
+    ),
+    (
+        "host_prep_idle_attribution",
+        "share of GPU idle time explained by host input preparation",
+    ),
 ];
 
 /// The evidence table of one scope.
@@ -57,7 +78,11 @@ pub fn table(m: &ScopeMeasure, t: &Thresholds, o: &Outcome) -> BTreeMap<&'static
                 numerator_us: values[i].and(m.numerators.get(key).copied()),
                 denominator_us: values[i].and(m.denominators.get(key).copied()),
                 threshold: thresholds[i],
-                direction: if key == "gpu_utilization" { "below" } else { "above" },
+                direction: if key == "gpu_utilization" {
+                    "below"
+                } else {
+                    "above"
+                },
                 crossed: crossed[i],
                 meaning,
             };
@@ -71,7 +96,12 @@ pub fn devices(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<DeviceMetrics> {
         .iter()
         .filter_map(|d| {
             let device = d.device?;
-            let gpu_name = p.trace.gpus.iter().find(|g| g.id == i64::from(device)).map(|g| g.name.clone());
+            let gpu_name = p
+                .trace
+                .gpus
+                .iter()
+                .find(|g| g.id == i64::from(device))
+                .map(|g| g.name.clone());
             Some(DeviceMetrics {
                 device,
                 gpu_name,
@@ -99,7 +129,10 @@ pub fn processes(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<ProcessMetrics> {
             let prep = pm.prep.as_ref();
             ProcessMetrics {
                 pid: procs.pid.get(i).copied().unwrap_or(0),
-                global_pid: procs.global_pid.get(i).map_or_else(String::new, |g| g.to_string()),
+                global_pid: procs
+                    .global_pid
+                    .get(i)
+                    .map_or_else(String::new, |g| g.to_string()),
                 name: procs.name.get(i).cloned().unwrap_or_default(),
                 devices: pm.devices.clone(),
                 launch_calls: pm.launch_calls,
@@ -118,7 +151,12 @@ pub fn processes(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<ProcessMetrics> {
 }
 
 /// Things the user should know when reading the numbers.
-pub fn warnings(p: &Prepared<'_>, agg: &ScopeMeasure, raw_steps: usize, steps: usize) -> Vec<String> {
+pub fn warnings(
+    p: &Prepared<'_>,
+    agg: &ScopeMeasure,
+    raw_steps: usize,
+    steps: usize,
+) -> Vec<String> {
     let mut w = Vec::new();
     let trace = p.trace;
     let devices = trace.kernels.devices();
@@ -131,19 +169,31 @@ pub fn warnings(p: &Prepared<'_>, agg: &ScopeMeasure, raw_steps: usize, steps: u
     if p.sw.launch_apis == LaunchApis::ExactCudaLaunchKernel {
         let versioned = trace.runtime.name.iter().any(|&n| {
             let s = trace.strings.get(n);
-            s.starts_with("cudaLaunchKernel_v") || s.starts_with("cuLaunchKernel") || s.starts_with("cudaGraphLaunch")
+            s.starts_with("cudaLaunchKernel_v")
+                || s.starts_with("cuLaunchKernel")
+                || s.starts_with("cudaGraphLaunch")
         });
         if versioned {
             w.push("launch calls carry versioned or driver/graph names (e.g. cudaLaunchKernel_v7000, cuLaunchKernel, cudaGraphLaunch): the trtllm-skill profile counts only the exact name cudaLaunchKernel, so its launch overhead ratio misses them".into());
         }
     }
-    if !p.sw.nvtx_text_fallback && trace.nvtx.text_id_name.iter().zip(&trace.nvtx.name).any(|(&a, &b)| a != b) {
+    if !p.sw.nvtx_text_fallback
+        && trace
+            .nvtx
+            .text_id_name
+            .iter()
+            .zip(&trace.nvtx.name)
+            .any(|(&a, &b)| a != b)
+    {
         w.push("some NVTX ranges carry their name only in the inline `text` column: the trtllm-skill profile (textId names only) does not see them".into());
     }
     if p.sw.dedup_steps && raw_steps > steps {
         w.push(format!("{raw_steps} forward-step ranges were merged into {steps} steps (TP ranks' copies of the same step)"));
     } else if !p.sw.dedup_steps && raw_steps > 0 {
-        let dedup = super::steps::dedup_tp_steps(&super::steps::forward_steps(&trace.nvtx, &p.names, &p.sw).0).len();
+        let dedup = super::steps::dedup_tp_steps(
+            &super::steps::forward_steps(&trace.nvtx, &p.names, &p.sw).0,
+        )
+        .len();
         if dedup < raw_steps {
             w.push(format!("iteration counts include TP-rank duplicates ({raw_steps} ranges for {dedup} distinct steps; trtllm-skill rule)"));
         }
@@ -153,8 +203,14 @@ pub fn warnings(p: &Prepared<'_>, agg: &ScopeMeasure, raw_steps: usize, steps: u
     {
         w.push(format!("NCCL kernels take {:.1}% of GPU busy time: idle gaps may be communication waits rather than host overhead", nccl * 100.0));
     }
-    if trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE") == Some("Graph") && trace.kernels.graph_node.iter().all(|&g| g == 0) {
-        let graph_launches = trace.runtime.name.iter().any(|&n| trace.strings.get(n).starts_with("cudaGraphLaunch"));
+    if trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE") == Some("Graph")
+        && trace.kernels.graph_node.iter().all(|&g| g == 0)
+    {
+        let graph_launches = trace
+            .runtime
+            .name
+            .iter()
+            .any(|&n| trace.strings.get(n).starts_with("cudaGraphLaunch"));
         if graph_launches {
             w.push("CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph): kernels inside graphs are not recorded individually; re-capture with --cuda-graph-trace=node for kernel-level detail".into());
         }

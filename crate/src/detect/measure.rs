@@ -95,8 +95,21 @@ impl<'t> Prepared<'t> {
         let names = NameTables::build(&trace.strings, &sw);
         let groups = group_kernels(trace, sw.per_device);
         let (launch_idx, launch_counts) = index_launches(trace, &names, &sw);
-        let prep = if skip_m3 { Vec::new() } else { index_prep(trace, &names, &sw) };
-        Prepared { trace, sw, names, groups, launch_idx, launch_counts, prep, skip_m3 }
+        let prep = if skip_m3 {
+            Vec::new()
+        } else {
+            index_prep(trace, &names, &sw)
+        };
+        Prepared {
+            trace,
+            sw,
+            names,
+            groups,
+            launch_idx,
+            launch_counts,
+            prep,
+            skip_m3,
+        }
     }
 
     /// Measures every metric inside `window`.
@@ -111,8 +124,11 @@ impl<'t> Prepared<'t> {
         if window_us <= 0.0 {
             return ScopeMeasure::zero(window_us);
         }
-        let mut devices: Vec<DeviceMeasure> =
-            self.groups.iter().filter_map(|g| self.measure_group(g, window, window_us)).collect();
+        let mut devices: Vec<DeviceMeasure> = self
+            .groups
+            .iter()
+            .filter_map(|g| self.measure_group(g, window, window_us))
+            .collect();
         // Devices that ran kernels in this window; a window without any kernel is all idle.
         if devices.iter().any(|d| d.kernels > 0) {
             devices.retain(|d| d.kernels > 0);
@@ -127,13 +143,22 @@ impl<'t> Prepared<'t> {
 
     /// Busy union, kernel count and NCCL time of one kernel group inside the window, in one
     /// streaming pass (the union is stored only when host-prep exposure needs it).
-    fn measure_group(&self, g: &KernelGroup, window: &IntervalSet, window_us: f64) -> Option<DeviceMeasure> {
+    fn measure_group(
+        &self,
+        g: &KernelGroup,
+        window: &IntervalSet,
+        window_us: f64,
+    ) -> Option<DeviceMeasure> {
         let k = &self.trace.kernels;
         let (hs, he) = window.hull()?;
         let upto = g.idx.partition_point(|&i| k.start[i as usize] < he);
         let clip = self.sw.clip_to_window;
         let selected = g.idx[..upto].iter().map(|&i| i as usize).filter(|&i| {
-            if clip { k.end[i] > hs && overlaps(window, k.start[i], k.end[i]) } else { in_window(window, k.start[i]) }
+            if clip {
+                k.end[i] > hs && overlaps(window, k.start[i], k.end[i])
+            } else {
+                in_window(window, k.start[i])
+            }
         });
         let mut count = 0u64;
         let mut nccl_raw: Ns = 0;
@@ -154,7 +179,9 @@ impl<'t> Prepared<'t> {
             (ns, ns as f64 / 1000.0)
         } else {
             // Reference order: a float sum over the merged intervals, ascending.
-            merged.fold((0, 0.0), |(ns, us), (s, e)| (ns + (e - s), us + (e - s) as f64 / 1000.0))
+            merged.fold((0, 0.0), |(ns, us), (s, e)| {
+                (ns + (e - s), us + (e - s) as f64 / 1000.0)
+            })
         };
         let nccl_us = if clip {
             overlap_with(MergeSorted::new(nccl_spans.into_iter()), window) as f64 / 1000.0
@@ -170,30 +197,54 @@ impl<'t> Prepared<'t> {
             nccl_us,
             gpu_idle_ratio: idle_us / window_us,
             gpu_utilization: busy_us / window_us,
-            nccl_ratio: if busy_us > 0.0 { nccl_us / busy_us } else { 0.0 },
+            nccl_ratio: if busy_us > 0.0 {
+                nccl_us / busy_us
+            } else {
+                0.0
+            },
         })
     }
 
     /// Kernel intervals of a group that start before `end`, in `(start, end)` order.
-    fn group_spans<'a>(&'a self, g: &'a KernelGroup, end: Ns) -> impl Iterator<Item = (Ns, Ns)> + 'a {
+    fn group_spans<'a>(
+        &'a self,
+        g: &'a KernelGroup,
+        end: Ns,
+    ) -> impl Iterator<Item = (Ns, Ns)> + 'a {
         let k = &self.trace.kernels;
         let upto = g.idx.partition_point(|&i| k.start[i as usize] < end);
-        g.idx[..upto].iter().map(move |&i| (k.start[i as usize], k.end[i as usize]))
+        g.idx[..upto]
+            .iter()
+            .map(move |&i| (k.start[i as usize], k.end[i as usize]))
     }
 
     /// Busy time of the union of `devices` inside `window` and inside `prep` (⊆ window).
-    fn busy_overlaps(&self, devices: &BTreeSet<u32>, window: &IntervalSet, prep: &IntervalSet) -> (Ns, Ns) {
+    fn busy_overlaps(
+        &self,
+        devices: &BTreeSet<u32>,
+        window: &IntervalSet,
+        prep: &IntervalSet,
+    ) -> (Ns, Ns) {
         let end = window.hull().map_or(0, |(_, e)| e);
-        let groups: Vec<&KernelGroup> =
-            self.groups.iter().filter(|g| g.device.is_some_and(|d| devices.contains(&d))).collect();
+        let groups: Vec<&KernelGroup> = self
+            .groups
+            .iter()
+            .filter(|g| g.device.is_some_and(|d| devices.contains(&d)))
+            .collect();
         if let [g] = groups[..] {
             let in_window = overlap_with(MergeSorted::new(self.group_spans(g, end)), window);
             let in_prep = overlap_with(MergeSorted::new(self.group_spans(g, end)), prep);
             return (in_window, in_prep);
         }
-        let mut all: Vec<(Ns, Ns)> = groups.iter().flat_map(|g| self.group_spans(g, end)).collect();
+        let mut all: Vec<(Ns, Ns)> = groups
+            .iter()
+            .flat_map(|g| self.group_spans(g, end))
+            .collect();
         all.sort_unstable();
-        (overlap_with(MergeSorted::new(all.iter().copied()), window), overlap_with(MergeSorted::new(all.iter().copied()), prep))
+        (
+            overlap_with(MergeSorted::new(all.iter().copied()), window),
+            overlap_with(MergeSorted::new(all.iter().copied()), prep),
+        )
     }
 
     /// Standard: M2 and M3 per process that ran kernels in the window.
@@ -202,8 +253,15 @@ impl<'t> Prepared<'t> {
         owners
             .into_iter()
             .map(|(p, devs)| {
-                let launch_us = self.trace.present.runtime.then(|| self.launch_overlap(p, window) as f64 / 1000.0);
-                let prep = self.prep.get(p as usize).and_then(|r| self.prep_clipped(r, window, window_us, &devs));
+                let launch_us = self
+                    .trace
+                    .present
+                    .runtime
+                    .then(|| self.launch_overlap(p, window) as f64 / 1000.0);
+                let prep = self
+                    .prep
+                    .get(p as usize)
+                    .and_then(|r| self.prep_clipped(r, window, window_us, &devs));
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
@@ -219,8 +277,12 @@ impl<'t> Prepared<'t> {
     /// Time inside the window covered by the process's launch calls (their union).
     fn launch_overlap(&self, p: ProcessIdx, window: &IntervalSet) -> Ns {
         let rt = &self.trace.runtime;
-        let Some(idx) = self.launch_idx.get(p as usize) else { return 0 };
-        let spans = idx.iter().map(|&i| (rt.start[i as usize], rt.end[i as usize]));
+        let Some(idx) = self.launch_idx.get(p as usize) else {
+            return 0;
+        };
+        let spans = idx
+            .iter()
+            .map(|&i| (rt.start[i as usize], rt.end[i as usize]));
         overlap_with(MergeSorted::new(spans), window)
     }
 
@@ -228,7 +290,9 @@ impl<'t> Prepared<'t> {
     fn kernel_owners(&self, window: &IntervalSet) -> BTreeMap<ProcessIdx, BTreeSet<u32>> {
         let k = &self.trace.kernels;
         let mut owners: BTreeMap<ProcessIdx, BTreeSet<u32>> = BTreeMap::new();
-        let Some((hs, he)) = window.hull() else { return owners };
+        let Some((hs, he)) = window.hull() else {
+            return owners;
+        };
         for g in &self.groups {
             let upto = g.idx.partition_point(|&i| k.start[i as usize] < he);
             for &i in &g.idx[..upto] {
@@ -243,11 +307,21 @@ impl<'t> Prepared<'t> {
 
     /// Standard M3 of one process: prep ranges clipped to the window, exposed where all of
     /// its devices are idle.
-    fn prep_clipped(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, devices: &BTreeSet<u32>) -> Option<PrepMeasure> {
-        let (pattern, prep) = PREP_PATTERNS.iter().zip(&r.by_pattern).find_map(|(pat, ranges)| {
-            let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
-            (!set.is_empty()).then_some((*pat, set))
-        })?;
+    fn prep_clipped(
+        &self,
+        r: &PrepRanges,
+        window: &IntervalSet,
+        window_us: f64,
+        devices: &BTreeSet<u32>,
+    ) -> Option<PrepMeasure> {
+        let (pattern, prep) =
+            PREP_PATTERNS
+                .iter()
+                .zip(&r.by_pattern)
+                .find_map(|(pat, ranges)| {
+                    let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
+                    (!set.is_empty()).then_some((*pat, set))
+                })?;
         let (busy_in_window, busy_in_prep) = self.busy_overlaps(devices, window, &prep);
         let prep_ns = prep.measure();
         let exposed_us = (prep_ns - busy_in_prep) as f64 / 1000.0;
@@ -260,19 +334,33 @@ impl<'t> Prepared<'t> {
             idle_us,
             exposed_ratio: exposed_us / prep_us,
             perf_impact: exposed_us / window_us,
-            idle_attribution: if idle_us > 0.0 { exposed_us / idle_us } else { 0.0 },
+            idle_attribution: if idle_us > 0.0 {
+                exposed_us / idle_us
+            } else {
+                0.0
+            },
         })
     }
 
     /// trtllm-skill: M2 as a plain sum over all launch calls and M3 over pooled ranges.
-    fn measure_pooled(&self, window: &IntervalSet, window_us: f64, devices: &[DeviceMeasure]) -> ProcessMeasure {
+    fn measure_pooled(
+        &self,
+        window: &IntervalSet,
+        window_us: f64,
+        devices: &[DeviceMeasure],
+    ) -> ProcessMeasure {
         let rt = &self.trace.runtime;
-        let calls = (0..rt.len()).filter(|&i| self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i]));
-        let (count, sum) = calls.fold((0u64, 0i64), |(c, t), i| (c + 1, t + (rt.end[i] - rt.start[i])));
+        let calls = (0..rt.len())
+            .filter(|&i| self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i]));
+        let (count, sum) = calls.fold((0u64, 0i64), |(c, t), i| {
+            (c + 1, t + (rt.end[i] - rt.start[i]))
+        });
         let launch_us = self.trace.present.runtime.then_some(sum as f64 / 1000.0);
         let prep = devices.first().and_then(|d| {
             let idle_us = window_us - d.busy_us;
-            self.prep.first().and_then(|r| self.prep_interior(r, window, window_us, idle_us))
+            self.prep
+                .first()
+                .and_then(|r| self.prep_interior(r, window, window_us, idle_us))
         });
         ProcessMeasure {
             process: 0,
@@ -286,12 +374,26 @@ impl<'t> Prepared<'t> {
 
     /// Reference M3: ranges fully inside the window, exposure over interior kernel gaps,
     /// accumulated in the reference's nested order.
-    fn prep_interior(&self, r: &PrepRanges, window: &IntervalSet, window_us: f64, idle_us: f64) -> Option<PrepMeasure> {
+    fn prep_interior(
+        &self,
+        r: &PrepRanges,
+        window: &IntervalSet,
+        window_us: f64,
+        idle_us: f64,
+    ) -> Option<PrepMeasure> {
         let (ws, we) = window.hull()?;
-        let (pattern, ranges) = PREP_PATTERNS.iter().zip(&r.by_pattern).find_map(|(pat, ranges)| {
-            let inside: Vec<(Ns, Ns)> = ranges.iter().copied().filter(|&(s, e)| s >= ws && e <= we).collect();
-            (!inside.is_empty()).then_some((*pat, inside))
-        })?;
+        let (pattern, ranges) =
+            PREP_PATTERNS
+                .iter()
+                .zip(&r.by_pattern)
+                .find_map(|(pat, ranges)| {
+                    let inside: Vec<(Ns, Ns)> = ranges
+                        .iter()
+                        .copied()
+                        .filter(|&(s, e)| s >= ws && e <= we)
+                        .collect();
+                    (!inside.is_empty()).then_some((*pat, inside))
+                })?;
         let prep_us = naive_sum(ranges.iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
         if prep_us <= 0.0 {
             return None;
@@ -311,16 +413,24 @@ impl<'t> Prepared<'t> {
             idle_us,
             exposed_ratio: exposed_us / prep_us,
             perf_impact: exposed_us / window_us,
-            idle_attribution: if idle_us > 0.0 { exposed_us / idle_us } else { 0.0 },
+            idle_attribution: if idle_us > 0.0 {
+                exposed_us / idle_us
+            } else {
+                0.0
+            },
         })
     }
 
     /// Gaps between consecutive merged (pooled, start-in-window) kernel intervals that touch
     /// `near`; gaps far from any host-prep range add nothing, so they are not stored.
     fn interior_gaps_touching(&self, window: &IntervalSet, near: &IntervalSet) -> Vec<(Ns, Ns)> {
-        let Some(g) = self.groups.first() else { return Vec::new() };
+        let Some(g) = self.groups.first() else {
+            return Vec::new();
+        };
         let end = window.hull().map_or(0, |(_, e)| e);
-        let spans = self.group_spans(g, end).filter(|&(s, _)| in_window(window, s));
+        let spans = self
+            .group_spans(g, end)
+            .filter(|&(s, _)| in_window(window, s));
         let mut gaps = Vec::new();
         let mut prev_end: Option<Ns> = None;
         for (s, e) in MergeSorted::new(spans) {
@@ -355,11 +465,18 @@ impl ScopeMeasure {
     }
 
     /// Aggregates per-device and per-process values: means, with summed numerators.
-    fn combine(window_us: f64, devices: Vec<DeviceMeasure>, processes: Vec<ProcessMeasure>, has_runtime: bool) -> ScopeMeasure {
+    fn combine(
+        window_us: f64,
+        devices: Vec<DeviceMeasure>,
+        processes: Vec<ProcessMeasure>,
+        has_runtime: bool,
+    ) -> ScopeMeasure {
         let mut num = BTreeMap::new();
         let mut den = BTreeMap::new();
         let nd = devices.len() as f64;
-        let dev_mean = |f: fn(&DeviceMeasure) -> f64| (nd > 0.0).then(|| devices.iter().map(f).sum::<f64>() / nd);
+        let dev_mean = |f: fn(&DeviceMeasure) -> f64| {
+            (nd > 0.0).then(|| devices.iter().map(f).sum::<f64>() / nd)
+        };
         let idle_sum: f64 = devices.iter().map(|d| window_us - d.busy_us).sum();
         let busy_sum: f64 = devices.iter().map(|d| d.busy_us).sum();
         num.insert("gpu_idle_ratio", idle_sum);
@@ -369,23 +486,36 @@ impl ScopeMeasure {
         num.insert("nccl_ratio", devices.iter().map(|d| d.nccl_us).sum());
         den.insert("nccl_ratio", busy_sum);
 
-        let launch: Vec<&ProcessMeasure> = processes.iter().filter(|p| p.launch_us.is_some()).collect();
-        let launch_ratio = (has_runtime && !launch.is_empty())
-            .then(|| launch.iter().filter_map(|p| p.launch_ratio).sum::<f64>() / launch.len() as f64);
-        num.insert("launch_overhead_ratio", launch.iter().filter_map(|p| p.launch_us).sum());
+        let launch: Vec<&ProcessMeasure> =
+            processes.iter().filter(|p| p.launch_us.is_some()).collect();
+        let launch_ratio = (has_runtime && !launch.is_empty()).then(|| {
+            launch.iter().filter_map(|p| p.launch_ratio).sum::<f64>() / launch.len() as f64
+        });
+        num.insert(
+            "launch_overhead_ratio",
+            launch.iter().filter_map(|p| p.launch_us).sum(),
+        );
         den.insert("launch_overhead_ratio", window_us * launch.len() as f64);
 
         let preps: Vec<&PrepMeasure> = processes.iter().filter_map(|p| p.prep.as_ref()).collect();
         let n = preps.len() as f64;
-        let prep_mean = |f: fn(&PrepMeasure) -> f64| (n > 0.0).then(|| preps.iter().map(|p| f(p)).sum::<f64>() / n);
+        let prep_mean = |f: fn(&PrepMeasure) -> f64| {
+            (n > 0.0).then(|| preps.iter().map(|p| f(p)).sum::<f64>() / n)
+        };
         let exposed: f64 = preps.iter().map(|p| p.exposed_us).sum();
         if n > 0.0 {
             num.insert("host_prep_exposed_ratio", exposed);
-            den.insert("host_prep_exposed_ratio", preps.iter().map(|p| p.prep_us).sum());
+            den.insert(
+                "host_prep_exposed_ratio",
+                preps.iter().map(|p| p.prep_us).sum(),
+            );
             num.insert("host_prep_perf_impact", exposed);
             den.insert("host_prep_perf_impact", window_us * n);
             num.insert("host_prep_idle_attribution", exposed);
-            den.insert("host_prep_idle_attribution", preps.iter().map(|p| p.idle_us).sum());
+            den.insert(
+                "host_prep_idle_attribution",
+                preps.iter().map(|p| p.idle_us).sum(),
+            );
         }
         let metrics = Metrics {
             gpu_idle_ratio: dev_mean(|d| d.gpu_idle_ratio),
@@ -396,7 +526,14 @@ impl ScopeMeasure {
             host_prep_perf_impact: prep_mean(|p| p.perf_impact),
             host_prep_idle_attribution: prep_mean(|p| p.idle_attribution),
         };
-        ScopeMeasure { window_us, metrics, devices, processes, numerators: num, denominators: den }
+        ScopeMeasure {
+            window_us,
+            metrics,
+            devices,
+            processes,
+            numerators: num,
+            denominators: den,
+        }
     }
 }
 
@@ -422,9 +559,18 @@ fn group_kernels(trace: &Trace, per_device: bool) -> Vec<KernelGroup> {
         for i in 0..k.len() {
             by_device.entry(k.device[i]).or_default().push(i as u32);
         }
-        by_device.into_iter().map(|(d, idx)| KernelGroup { device: Some(d), idx }).collect()
+        by_device
+            .into_iter()
+            .map(|(d, idx)| KernelGroup {
+                device: Some(d),
+                idx,
+            })
+            .collect()
     } else {
-        vec![KernelGroup { device: None, idx: (0..k.len() as u32).collect() }]
+        vec![KernelGroup {
+            device: None,
+            idx: (0..k.len() as u32).collect(),
+        }]
     };
     for g in &mut groups {
         let key = |&i: &u32| (k.start[i as usize], k.end[i as usize]);
@@ -439,13 +585,25 @@ fn group_kernels(trace: &Trace, per_device: bool) -> Vec<KernelGroup> {
 fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<u32>>, Vec<u64>) {
     let rt = &trace.runtime;
     let nproc = trace.processes.len();
-    let mut per_process: Vec<Vec<u32>> = vec![Vec::new(); if sw.launch_union_per_process { nproc } else { 0 }];
+    let mut per_process: Vec<Vec<u32>> = vec![
+        Vec::new();
+        if sw.launch_union_per_process {
+            nproc
+        } else {
+            0
+        }
+    ];
     let mut counts = vec![0u64; nproc];
     for i in 0..rt.len() {
         if !names.is_launch(rt.name[i]) {
             continue;
         }
-        let p = trace.threads.process.get(rt.thread[i] as usize).copied().unwrap_or(0) as usize;
+        let p = trace
+            .threads
+            .process
+            .get(rt.thread[i] as usize)
+            .copied()
+            .unwrap_or(0) as usize;
         if let Some(c) = counts.get_mut(p) {
             *c += 1;
         }
@@ -465,12 +623,23 @@ fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<
 /// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.
 fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Vec<PrepRanges> {
     let nv = &trace.nvtx;
-    let slots = if sw.prep_per_process { trace.processes.len() } else { 1 };
+    let slots = if sw.prep_per_process {
+        trace.processes.len()
+    } else {
+        1
+    };
     let mut out: Vec<PrepRanges> = (0..slots).map(|_| PrepRanges::default()).collect();
     for i in 0..nv.len() {
-        let Some(name) = visible_name(nv, i, sw) else { continue };
+        let Some(name) = visible_name(nv, i, sw) else {
+            continue;
+        };
         let slot = if sw.prep_per_process {
-            trace.threads.process.get(nv.thread[i] as usize).copied().unwrap_or(0) as usize
+            trace
+                .threads
+                .process
+                .get(nv.thread[i] as usize)
+                .copied()
+                .unwrap_or(0) as usize
         } else {
             0
         };
@@ -493,7 +662,14 @@ mod tests {
     fn window_membership_is_half_open() {
         let w = IntervalSet::from_unsorted(vec![(10, 20), (30, 40)]);
         assert!(in_window(&w, 10) && in_window(&w, 19) && in_window(&w, 30));
-        assert!(!in_window(&w, 20) && !in_window(&w, 25) && !in_window(&w, 40) && !in_window(&w, 5));
-        assert!(overlaps(&w, 15, 35) && overlaps(&w, 19, 21) && !overlaps(&w, 20, 30) && !overlaps(&w, 0, 10));
+        assert!(
+            !in_window(&w, 20) && !in_window(&w, 25) && !in_window(&w, 40) && !in_window(&w, 5)
+        );
+        assert!(
+            overlaps(&w, 15, 35)
+                && overlaps(&w, 19, 21)
+                && !overlaps(&w, 20, 30)
+                && !overlaps(&w, 0, 10)
+        );
     }
 }

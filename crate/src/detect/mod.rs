@@ -27,8 +27,15 @@ use crate::pyfmt;
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     if trace.kernels.is_empty() {
-        let why = if trace.present.kernels { "the kernel table is empty" } else { "no CUPTI_ACTIVITY_KIND_KERNEL table" };
-        return Err(Error::NoKernels { path: cfg.file_label.clone(), why: why.into() });
+        let why = if trace.present.kernels {
+            "the kernel table is empty"
+        } else {
+            "no CUPTI_ACTIVITY_KIND_KERNEL table"
+        };
+        return Err(Error::NoKernels {
+            path: cfg.file_label.clone(),
+            why: why.into(),
+        });
     }
     let sw = cfg.profile.switches();
     let thresholds = cfg.thresholds.resolve(&sw);
@@ -46,9 +53,13 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
 
     let outcome = verdict::apply(&aggregate.metrics, &thresholds.aggregate);
     let overall = verdict::overall(
-        [Some(outcome.verdict), phases.context.as_ref().map(|p| p.verdict), phases.generation.as_ref().map(|p| p.verdict)]
-            .into_iter()
-            .flatten(),
+        [
+            Some(outcome.verdict),
+            phases.context.as_ref().map(|p| p.verdict),
+            phases.generation.as_ref().map(|p| p.verdict),
+        ]
+        .into_iter()
+        .flatten(),
     );
     let mut coverage = trace.coverage.clone();
     coverage.extend(detect_coverage(&prepared, &aggregate, steps.len()));
@@ -89,7 +100,11 @@ fn aggregate_window(trace: &Trace, cfg: &DetectConfig) -> (IntervalSet, &'static
 fn phase_result(prepared: &Prepared<'_>, p: &PhaseSteps, t: &Thresholds) -> PhaseResult {
     let m = prepared.measure(&p.window);
     let o = verdict::apply(&m.metrics, t);
-    let source = if prepared.sw.phase_window == config::PhaseWindow::Span { "steps-span" } else { "steps-union" };
+    let source = if prepared.sw.phase_window == config::PhaseWindow::Span {
+        "steps-span"
+    } else {
+        "steps-union"
+    };
     let raw_in_phase: u64 = p.steps.iter().map(|s| u64::from(s.ranks)).sum();
     PhaseResult {
         iteration_count: p.steps.len() as u64,
@@ -128,31 +143,63 @@ fn output_metrics(m: &Metrics, sw: &config::Switches) -> Metrics {
 
 fn window_info(w: &IntervalSet, duration_us: f64, source: &'static str) -> WindowInfo {
     let (start_ns, end_ns) = w.hull().unwrap_or((0, 0));
-    WindowInfo { start_ns, end_ns, duration_us, intervals: w.spans().len(), source }
+    WindowInfo {
+        start_ns,
+        end_ns,
+        duration_us,
+        intervals: w.spans().len(),
+        source,
+    }
 }
 
 /// What detection itself could not compute, beyond what loading recorded.
 fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, steps: usize) -> Vec<CoverageNote> {
     let mut notes = Vec::new();
-    let mut note = |subject: &str, reason: String| notes.push(CoverageNote { subject: subject.into(), reason });
+    let mut note = |subject: &str, reason: String| {
+        notes.push(CoverageNote {
+            subject: subject.into(),
+            reason,
+        })
+    };
     if p.trace.present.nvtx && steps == 0 {
-        let how = if p.sw.nvtx_text_fallback { "" } else { " with a textId name (this profile ignores inline NVTX text)" };
-        note("phases", format!("no `[Executor] _forward_step N: C ctx reqs, G gen reqs` NVTX ranges{how}: context/generation phases not computed"));
+        let how = if p.sw.nvtx_text_fallback {
+            ""
+        } else {
+            " with a textId name (this profile ignores inline NVTX text)"
+        };
+        note(
+            "phases",
+            format!(
+                "no `[Executor] _forward_step N: C ctx reqs, G gen reqs` NVTX ranges{how}: context/generation phases not computed"
+            ),
+        );
     } else if !p.trace.present.nvtx {
-        note("phases", "no NVTX_EVENTS table: context/generation phases not computed".into());
+        note(
+            "phases",
+            "no NVTX_EVENTS table: context/generation phases not computed".into(),
+        );
     }
     if p.skip_m3 {
-        note("host_prep", "--no-m3: host-prep metrics (M3a/b/c) skipped".into());
+        note(
+            "host_prep",
+            "--no-m3: host-prep metrics (M3a/b/c) skipped".into(),
+        );
     } else if agg.metrics.host_prep_exposed_ratio.is_none() {
         let why = if p.trace.present.nvtx {
             "no NVTX range named *_prepare_tp_inputs / *_prepare_inputs / *prepare_inputs in the window"
         } else {
             "no NVTX_EVENTS table"
         };
-        note("host_prep", format!("{why}: host-prep metrics (M3a/b/c) not applicable"));
+        note(
+            "host_prep",
+            format!("{why}: host-prep metrics (M3a/b/c) not applicable"),
+        );
     }
     if !p.trace.present.runtime {
-        note("launch_overhead_ratio", "no CUDA runtime API table: launch overhead (M2) not computable".into());
+        note(
+            "launch_overhead_ratio",
+            "no CUDA runtime API table: launch overhead (M2) not computable".into(),
+        );
     }
     notes
 }
@@ -180,6 +227,9 @@ fn facts(trace: &Trace, cfg: &DetectConfig, steps: usize) -> TraceFacts {
         runtime_calls: trace.runtime.len() as u64,
         nvtx_ranges: trace.nvtx.len() as u64,
         forward_steps: steps as u64,
-        cuda_graph_trace: trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE").map(str::to_string),
+        cuda_graph_trace: trace
+            .meta
+            .capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE")
+            .map(str::to_string),
     }
 }

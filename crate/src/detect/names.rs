@@ -45,7 +45,11 @@ fn launch_regex() -> &'static Regex {
 pub fn parse_step(name: &str) -> Option<StepName> {
     let c = step_regex().captures(name)?;
     let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
-    Some(StepName { step: num(1)?, ctx: num(2)?, gen_reqs: num(3)? })
+    Some(StepName {
+        step: num(1)?,
+        ctx: num(2)?,
+        gen_reqs: num(3)?,
+    })
 }
 
 /// Whether an API name launches kernels under the profile's rules.
@@ -94,7 +98,12 @@ impl NameTables {
                 parse_step(s)
             })
             .collect();
-        NameTables { launch, nccl, prep, steps }
+        NameTables {
+            launch,
+            nccl,
+            prep,
+            steps,
+        }
     }
 
     pub fn is_launch(&self, id: NameId) -> bool {
@@ -116,23 +125,50 @@ mod tests {
 
     #[test]
     fn launch_apis_by_profile() {
-        for name in ["cudaLaunchKernel", "cudaLaunchKernel_v7000", "cuLaunchKernelEx", "cudaGraphLaunch_v10000", "cudaLaunchKernel_ptsz_v7000"] {
+        for name in [
+            "cudaLaunchKernel",
+            "cudaLaunchKernel_v7000",
+            "cuLaunchKernelEx",
+            "cudaGraphLaunch_v10000",
+            "cudaLaunchKernel_ptsz_v7000",
+        ] {
             assert!(is_launch_api(name, LaunchApis::AllVersioned), "{name}");
         }
-        for name in ["cudaLaunchHostFunc_v10000", "cudaMemcpyAsync_v3020", "cudaLaunchKernelFoo"] {
+        for name in [
+            "cudaLaunchHostFunc_v10000",
+            "cudaMemcpyAsync_v3020",
+            "cudaLaunchKernelFoo",
+        ] {
             assert!(!is_launch_api(name, LaunchApis::AllVersioned), "{name}");
         }
-        assert!(is_launch_api("cudaLaunchKernel", LaunchApis::ExactCudaLaunchKernel));
-        assert!(!is_launch_api("cudaLaunchKernel_v7000", LaunchApis::ExactCudaLaunchKernel));
+        assert!(is_launch_api(
+            "cudaLaunchKernel",
+            LaunchApis::ExactCudaLaunchKernel
+        ));
+        assert!(!is_launch_api(
+            "cudaLaunchKernel_v7000",
+            LaunchApis::ExactCudaLaunchKernel
+        ));
     }
 
     #[test]
     fn parses_forward_steps_anywhere_in_the_name() {
         assert_eq!(
             parse_step("[Executor] _forward_step 12: 3 ctx reqs, 61 gen reqs"),
-            Some(StepName { step: 12, ctx: 3, gen_reqs: 61 })
+            Some(StepName {
+                step: 12,
+                ctx: 3,
+                gen_reqs: 61
+            })
         );
-        assert_eq!(parse_step("x _forward_step  7:  0  ctx reqs,  8 gen reqs tail"), Some(StepName { step: 7, ctx: 0, gen_reqs: 8 }));
+        assert_eq!(
+            parse_step("x _forward_step  7:  0  ctx reqs,  8 gen reqs tail"),
+            Some(StepName {
+                step: 7,
+                ctx: 0,
+                gen_reqs: 8
+            })
+        );
         assert_eq!(parse_step("[Executor] _forward_step 12"), None);
     }
 }

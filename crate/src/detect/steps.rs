@@ -27,7 +27,11 @@ pub fn visible_name(nvtx: &NvtxRanges, i: usize, sw: &Switches) -> Option<NameId
     if nvtx.end[i] <= 0 || nvtx.end[i] < nvtx.start[i] {
         return None;
     }
-    let name = if sw.nvtx_text_fallback { nvtx.name[i] } else { nvtx.text_id_name[i] };
+    let name = if sw.nvtx_text_fallback {
+        nvtx.name[i]
+    } else {
+        nvtx.text_id_name[i]
+    };
     (name != crate::model::NO_NAME).then_some(name)
 }
 
@@ -36,12 +40,21 @@ pub fn forward_steps(nvtx: &NvtxRanges, names: &NameTables, sw: &Switches) -> (V
     let mut raw: Vec<Step> = (0..nvtx.len())
         .filter_map(|i| {
             let name = names.step(visible_name(nvtx, i, sw)?)?;
-            Some(Step { start: nvtx.start[i], end: nvtx.end[i], name, ranks: 1 })
+            Some(Step {
+                start: nvtx.start[i],
+                end: nvtx.end[i],
+                name,
+                ranks: 1,
+            })
         })
         .collect();
     raw.sort_by_key(|s| (s.start, s.end));
     let raw_count = raw.len();
-    let steps = if sw.dedup_steps { dedup_tp_steps(&raw) } else { raw };
+    let steps = if sw.dedup_steps {
+        dedup_tp_steps(&raw)
+    } else {
+        raw
+    };
     (steps, raw_count)
 }
 
@@ -79,7 +92,11 @@ pub struct PhaseSteps {
 /// Splits steps into context (C > 0) and generation (C == 0, G > 0); idle steps are skipped.
 pub fn phases(steps: &[Step], sw: &Switches) -> (Option<PhaseSteps>, Option<PhaseSteps>) {
     let context: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx > 0).collect();
-    let generation: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx == 0 && s.name.gen_reqs > 0).collect();
+    let generation: Vec<Step> = steps
+        .iter()
+        .copied()
+        .filter(|s| s.name.ctx == 0 && s.name.gen_reqs > 0)
+        .collect();
     (phase(context, sw), phase(generation, sw))
 }
 
@@ -88,7 +105,9 @@ fn phase(steps: Vec<Step>, sw: &Switches) -> Option<PhaseSteps> {
         return None;
     }
     let window = match sw.phase_window {
-        PhaseWindow::UnionOfSteps => IntervalSet::from_unsorted(steps.iter().map(|s| (s.start, s.end)).collect()),
+        PhaseWindow::UnionOfSteps => {
+            IntervalSet::from_unsorted(steps.iter().map(|s| (s.start, s.end)).collect())
+        }
         PhaseWindow::Span => {
             let start = steps.iter().map(|s| s.start).min().unwrap_or(0);
             let end = steps.iter().map(|s| s.end).max().unwrap_or(0);
@@ -103,12 +122,27 @@ mod tests {
     use super::*;
 
     fn step(start: Ns, end: Ns, n: u64) -> Step {
-        Step { start, end, name: StepName { step: n, ctx: 0, gen_reqs: 8 }, ranks: 1 }
+        Step {
+            start,
+            end,
+            name: StepName {
+                step: n,
+                ctx: 0,
+                gen_reqs: 8,
+            },
+            ranks: 1,
+        }
     }
 
     #[test]
     fn dedup_merges_same_step_within_100us_only() {
-        let raw = [step(0, 500, 1), step(99_999, 700, 1), step(100_000, 900, 1), step(1_000_000, 1_100_000, 2), step(1_000_010, 1_090_000, 3)];
+        let raw = [
+            step(0, 500, 1),
+            step(99_999, 700, 1),
+            step(100_000, 900, 1),
+            step(1_000_000, 1_100_000, 2),
+            step(1_000_010, 1_090_000, 3),
+        ];
         let d = dedup_tp_steps(&raw);
         assert_eq!(d.len(), 4);
         assert_eq!((d[0].start, d[0].end, d[0].ranks), (0, 700, 2));

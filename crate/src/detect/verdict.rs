@@ -25,7 +25,10 @@ pub fn apply(m: &Metrics, t: &Thresholds) -> Outcome {
         gpu_utilization: below(m.gpu_utilization, t.gpu_utilization),
         host_prep_exposed_ratio: above(m.host_prep_exposed_ratio, t.host_prep_exposed_ratio),
         host_prep_perf_impact: above(m.host_prep_perf_impact, t.host_prep_perf_impact),
-        host_prep_idle_attribution: above(m.host_prep_idle_attribution, t.host_prep_idle_attribution),
+        host_prep_idle_attribution: above(
+            m.host_prep_idle_attribution,
+            t.host_prep_idle_attribution,
+        ),
     };
     let all = [
         crossed.gpu_idle_ratio,
@@ -50,7 +53,11 @@ pub fn apply(m: &Metrics, t: &Thresholds) -> Outcome {
 
 /// Overall verdict: YES if any scope says YES (a phase elevates, never demotes).
 pub fn overall<'a>(scopes: impl IntoIterator<Item = &'a str>) -> &'static str {
-    if scopes.into_iter().any(|v| v == "YES") { "YES" } else { "NO" }
+    if scopes.into_iter().any(|v| v == "YES") {
+        "YES"
+    } else {
+        "NO"
+    }
 }
 
 #[cfg(test)]
@@ -72,20 +79,53 @@ mod tests {
 
     #[test]
     fn example_1_host_bound_aggregate() {
-        let o = apply(&m(0.421, 0.120, Some((0.60, 0.150, 0.85)), 0.579, 0.0), &Thresholds::DEFAULT);
-        assert_eq!((o.verdict, o.crossed_count, o.applicable_count, o.host_prep_confirmed), ("YES", 6, 6, true));
+        let o = apply(
+            &m(0.421, 0.120, Some((0.60, 0.150, 0.85)), 0.579, 0.0),
+            &Thresholds::DEFAULT,
+        );
+        assert_eq!(
+            (
+                o.verdict,
+                o.crossed_count,
+                o.applicable_count,
+                o.host_prep_confirmed
+            ),
+            ("YES", 6, 6, true)
+        );
     }
 
     #[test]
     fn example_2_gpu_bound_aggregate() {
-        let o = apply(&m(0.080, 0.020, Some((0.10, 0.005, 0.06)), 0.920, 0.0), &Thresholds::DEFAULT);
-        assert_eq!((o.verdict, o.crossed_count, o.applicable_count, o.host_prep_confirmed), ("NO", 0, 6, false));
+        let o = apply(
+            &m(0.080, 0.020, Some((0.10, 0.005, 0.06)), 0.920, 0.0),
+            &Thresholds::DEFAULT,
+        );
+        assert_eq!(
+            (
+                o.verdict,
+                o.crossed_count,
+                o.applicable_count,
+                o.host_prep_confirmed
+            ),
+            ("NO", 0, 6, false)
+        );
     }
 
     #[test]
     fn example_3_communication_dominated() {
-        let o = apply(&m(0.350, 0.015, Some((0.40, 0.080, 0.23)), 0.650, 0.45), &Thresholds::DEFAULT);
-        assert_eq!((o.verdict, o.crossed_count, o.host_prep_confirmed, o.nccl_caveat), ("YES", 2, false, true));
+        let o = apply(
+            &m(0.350, 0.015, Some((0.40, 0.080, 0.23)), 0.650, 0.45),
+            &Thresholds::DEFAULT,
+        );
+        assert_eq!(
+            (
+                o.verdict,
+                o.crossed_count,
+                o.host_prep_confirmed,
+                o.nccl_caveat
+            ),
+            ("YES", 2, false, true)
+        );
         assert_eq!(o.crossed.gpu_idle_ratio, Some(true));
         assert_eq!(o.crossed.host_prep_perf_impact, Some(true));
         assert_eq!(o.crossed.host_prep_exposed_ratio, Some(false));
@@ -94,18 +134,38 @@ mod tests {
     #[test]
     fn example_4_context_only_bottleneck_elevates_overall() {
         let agg = apply(&m(0.25, 0.0, None, 0.75, 0.0), &Thresholds::DEFAULT);
-        assert_eq!((agg.verdict, agg.crossed_count, agg.applicable_count), ("NO", 0, 3));
-        let ctx = apply(&m(0.482, 0.085, Some((0.62, 0.22, 0.88)), 0.518, 0.0), &Thresholds::DEFAULT);
-        assert_eq!((ctx.verdict, ctx.crossed_count, ctx.applicable_count, ctx.host_prep_confirmed), ("YES", 5, 6, true));
+        assert_eq!(
+            (agg.verdict, agg.crossed_count, agg.applicable_count),
+            ("NO", 0, 3)
+        );
+        let ctx = apply(
+            &m(0.482, 0.085, Some((0.62, 0.22, 0.88)), 0.518, 0.0),
+            &Thresholds::DEFAULT,
+        );
+        assert_eq!(
+            (
+                ctx.verdict,
+                ctx.crossed_count,
+                ctx.applicable_count,
+                ctx.host_prep_confirmed
+            ),
+            ("YES", 5, 6, true)
+        );
         let gen_ = apply(&m(0.051, 0.008, None, 0.949, 0.0), &Thresholds::GENERATION);
-        assert_eq!((gen_.verdict, gen_.crossed_count, gen_.applicable_count), ("NO", 0, 3));
+        assert_eq!(
+            (gen_.verdict, gen_.crossed_count, gen_.applicable_count),
+            ("NO", 0, 3)
+        );
         assert_eq!(overall([agg.verdict, ctx.verdict, gen_.verdict]), "YES");
     }
 
     #[test]
     fn example_5_both_phases() {
         let ctx = apply(&m(0.45, 0.0, None, 0.55, 0.0), &Thresholds::DEFAULT);
-        assert_eq!((ctx.verdict, ctx.crossed_count, ctx.applicable_count), ("YES", 2, 3));
+        assert_eq!(
+            (ctx.verdict, ctx.crossed_count, ctx.applicable_count),
+            ("YES", 2, 3)
+        );
         let gen_ = apply(&m(0.32, 0.15, None, 0.68, 0.0), &Thresholds::GENERATION);
         assert_eq!((gen_.verdict, gen_.crossed_count), ("YES", 3));
     }
@@ -121,7 +181,12 @@ mod tests {
 
     #[test]
     fn interplay_table_only_first_row_confirms() {
-        let rows = [((0.95, 0.20, 0.85), true), ((0.10, 0.01, 0.05), false), ((0.90, 0.02, 0.15), false), ((0.60, 0.08, 0.25), false)];
+        let rows = [
+            ((0.95, 0.20, 0.85), true),
+            ((0.10, 0.01, 0.05), false),
+            ((0.90, 0.02, 0.15), false),
+            ((0.60, 0.08, 0.25), false),
+        ];
         for (m3, confirmed) in rows {
             let o = apply(&m(0.0, 0.0, Some(m3), 1.0, 0.0), &Thresholds::DEFAULT);
             assert_eq!(o.host_prep_confirmed, confirmed, "{m3:?}");
@@ -130,7 +195,10 @@ mod tests {
 
     #[test]
     fn comparisons_are_strict() {
-        let o = apply(&m(0.30, 0.10, Some((0.50, 0.05, 0.50)), 0.60, 0.20), &Thresholds::DEFAULT);
+        let o = apply(
+            &m(0.30, 0.10, Some((0.50, 0.05, 0.50)), 0.60, 0.20),
+            &Thresholds::DEFAULT,
+        );
         assert_eq!((o.crossed_count, o.nccl_caveat), (0, false));
     }
 }

@@ -19,7 +19,13 @@ impl IntervalSet {
 
     /// One interval (empty when `end <= start`).
     pub fn single(start: Ns, end: Ns) -> IntervalSet {
-        if end > start { IntervalSet { spans: vec![(start, end)] } } else { IntervalSet::default() }
+        if end > start {
+            IntervalSet {
+                spans: vec![(start, end)],
+            }
+        } else {
+            IntervalSet::default()
+        }
     }
 
     /// The union of arbitrary intervals. Zero-length and inverted intervals are dropped.
@@ -149,7 +155,9 @@ impl IntervalSet {
 
     /// Strictly positive gaps between consecutive intervals (not before the first or after the last).
     pub fn interior_gaps(&self) -> IntervalSet {
-        IntervalSet { spans: self.spans.windows(2).map(|w| (w[0].1, w[1].0)).collect() }
+        IntervalSet {
+            spans: self.spans.windows(2).map(|w| (w[0].1, w[1].0)).collect(),
+        }
     }
 }
 
@@ -173,10 +181,16 @@ mod tests {
     fn intersection_and_difference_partition_the_set() {
         let a = set(&[(0, 10), (20, 30), (40, 50)]);
         let b = set(&[(5, 25), (28, 45), (60, 70)]);
-        assert_eq!(a.intersection(&b).spans(), &[(5, 10), (20, 25), (28, 30), (40, 45)]);
+        assert_eq!(
+            a.intersection(&b).spans(),
+            &[(5, 10), (20, 25), (28, 30), (40, 45)]
+        );
         assert_eq!(a.intersection_measure(&b), 17);
         assert_eq!(a.difference(&b).spans(), &[(0, 5), (25, 28), (45, 50)]);
-        assert_eq!(a.intersection_measure(&b) + a.difference(&b).measure(), a.measure());
+        assert_eq!(
+            a.intersection_measure(&b) + a.difference(&b).measure(),
+            a.measure()
+        );
         assert_eq!(a.union(&b).spans(), &[(0, 50), (60, 70)]);
     }
 
@@ -197,7 +211,10 @@ pub struct MergeSorted<I: Iterator<Item = (Ns, Ns)>> {
 
 impl<I: Iterator<Item = (Ns, Ns)>> MergeSorted<I> {
     pub fn new(inner: I) -> MergeSorted<I> {
-        MergeSorted { inner, current: None }
+        MergeSorted {
+            inner,
+            current: None,
+        }
     }
 }
 

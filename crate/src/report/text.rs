@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::detect::result::{DeviceMetrics, Evidence, PhaseResult, ProcessMetrics};
 use crate::detect::DetectReport;
+use crate::detect::result::{DeviceMetrics, Evidence, PhaseResult, ProcessMetrics};
 
 /// Metric keys in display order, with their labels.
 const ROWS: [(&str, &str); 7] = [
@@ -12,7 +12,10 @@ const ROWS: [(&str, &str); 7] = [
     ("launch_overhead_ratio", "Launch overhead ratio (M2)"),
     ("host_prep_exposed_ratio", "Host prep exposed ratio (M3a)"),
     ("host_prep_perf_impact", "Host prep perf impact (M3b)"),
-    ("host_prep_idle_attribution", "Host prep idle attribution (M3c)"),
+    (
+        "host_prep_idle_attribution",
+        "Host prep idle attribution (M3c)",
+    ),
     ("gpu_utilization", "GPU utilization (M4)"),
     ("nccl_ratio", "NCCL share of GPU time (M5)"),
 ];
@@ -21,22 +24,42 @@ const ROWS: [(&str, &str); 7] = [
 pub fn detect_report(r: &DetectReport) -> String {
     let mut out = String::new();
     let o = &mut out;
-    line(o, &format!("Host overhead verdict: {}   (profile: {})", r.verdict, r.profile));
+    line(
+        o,
+        &format!(
+            "Host overhead verdict: {}   (profile: {})",
+            r.verdict, r.profile
+        ),
+    );
     trace_line(o, r);
     let window = format!(
         "{} from {} to {} (ns, {})",
         duration(r.window.duration_us),
         r.window.start_ns,
         r.window.end_ns,
-        if r.window.source == "user" { "chosen window" } else { "first kernel start to last kernel end" }
+        if r.window.source == "user" {
+            "chosen window"
+        } else {
+            "first kernel start to last kernel end"
+        }
     );
-    scope_header(o, "Aggregate", r.verdict_of_aggregate(), r.crossed_count, r.applicable_count, r.host_prep_confirmed);
+    scope_header(
+        o,
+        "Aggregate",
+        r.verdict_of_aggregate(),
+        r.crossed_count,
+        r.applicable_count,
+        r.host_prep_confirmed,
+    );
     line(o, &format!("  window: {window}"));
     metric_table(o, &r.evidence);
     summed_note(o, r.per_device.len(), r.per_process.len());
     devices(o, &r.per_device);
     processes(o, &r.per_process);
-    for (name, phase) in [("Context", &r.phases.context), ("Generation", &r.phases.generation)] {
+    for (name, phase) in [
+        ("Context", &r.phases.context),
+        ("Generation", &r.phases.generation),
+    ] {
         if let Some(p) = phase {
             phase_section(o, name, p);
         }
@@ -61,7 +84,11 @@ fn line(o: &mut String, s: &str) {
 fn trace_line(o: &mut String, r: &DetectReport) {
     let t = &r.trace;
     let version = t.nsys_version.as_deref().unwrap_or("unknown nsys version");
-    let gpus = if t.gpus.is_empty() { "GPU models unknown".to_string() } else { dedup_join(&t.gpus) };
+    let gpus = if t.gpus.is_empty() {
+        "GPU models unknown".to_string()
+    } else {
+        dedup_join(&t.gpus)
+    };
     line(
         o,
         &format!(
@@ -83,23 +110,58 @@ fn dedup_join(names: &[String]) -> String {
             None => seen.push((n.clone(), 1)),
         }
     }
-    seen.iter().map(|(n, c)| if *c > 1 { format!("{c}× {n}") } else { n.clone() }).collect::<Vec<_>>().join(", ")
+    seen.iter()
+        .map(|(n, c)| {
+            if *c > 1 {
+                format!("{c}× {n}")
+            } else {
+                n.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn scope_header(o: &mut String, name: &str, verdict: &str, crossed: u32, applicable: u32, confirmed: bool) {
+fn scope_header(
+    o: &mut String,
+    name: &str,
+    verdict: &str,
+    crossed: u32,
+    applicable: u32,
+    confirmed: bool,
+) {
     line(o, "");
-    let confirm = if confirmed { "; host prep confirmed as a bottleneck (M3b and M3c crossed)" } else { "" };
-    line(o, &format!("{name}: {verdict} ({crossed} of {applicable} applicable metrics crossed{confirm})"));
+    let confirm = if confirmed {
+        "; host prep confirmed as a bottleneck (M3b and M3c crossed)"
+    } else {
+        ""
+    };
+    line(
+        o,
+        &format!(
+            "{name}: {verdict} ({crossed} of {applicable} applicable metrics crossed{confirm})"
+        ),
+    );
 }
 
 fn metric_table(o: &mut String, ev: &std::collections::BTreeMap<&'static str, Evidence>) {
-    line(o, &format!("  {:<34} {:>9}  {:<10} {:<8} {}", "Metric", "Value", "Threshold", "Crossed", "Numerator / denominator"));
+    line(
+        o,
+        &format!(
+            "  {:<34} {:>9}  {:<10} {:<8} {}",
+            "Metric", "Value", "Threshold", "Crossed", "Numerator / denominator"
+        ),
+    );
     for (key, label) in ROWS {
         let Some(e) = ev.get(key) else { continue };
         let op = if e.direction == "below" { "<" } else { ">" };
         let threshold = format!("{op} {}", percent(e.threshold));
         let (value, crossed, evidence) = match e.value {
-            None => ("n/a".to_string(), "n/a".to_string(), "not applicable".to_string()),
+            None => (
+                "n/a".to_string(),
+                "n/a".to_string(),
+                "not applicable".to_string(),
+            ),
             Some(v) => (
                 percent(v),
                 match e.crossed {
@@ -114,7 +176,10 @@ fn metric_table(o: &mut String, ev: &std::collections::BTreeMap<&'static str, Ev
                 },
             ),
         };
-        line(o, &format!("  {label:<34} {value:>9}  {threshold:<10} {crossed:<8} {evidence}"));
+        line(
+            o,
+            &format!("  {label:<34} {value:>9}  {threshold:<10} {crossed:<8} {evidence}"),
+        );
     }
 }
 
@@ -124,7 +189,9 @@ fn summed_note(o: &mut String, devices: usize, processes: usize) {
     if devices > 1 || processes > 1 {
         line(
             o,
-            &format!("  (values are means over {devices} device(s) / {processes} process(es); numerators and denominators are their sums)"),
+            &format!(
+                "  (values are means over {devices} device(s) / {processes} process(es); numerators and denominators are their sums)"
+            ),
         );
     }
 }
@@ -135,7 +202,11 @@ fn devices(o: &mut String, devices: &[DeviceMetrics]) {
     }
     line(o, "  per device:");
     for d in devices {
-        let name = d.gpu_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+        let name = d
+            .gpu_name
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
         line(
             o,
             &format!(
@@ -158,17 +229,42 @@ fn processes(o: &mut String, procs: &[ProcessMetrics]) {
     line(o, "  per process:");
     for p in procs {
         let launch = p.launch_overhead_ratio.map_or("n/a".into(), percent);
-        let prep = match (p.host_prep_pattern.as_deref(), p.host_prep_us, p.host_prep_exposed_us) {
-            (Some(pat), Some(prep), Some(exp)) => format!(", host prep {pat}: {} of which {} exposed", duration(prep), duration(exp)),
+        let prep = match (
+            p.host_prep_pattern.as_deref(),
+            p.host_prep_us,
+            p.host_prep_exposed_us,
+        ) {
+            (Some(pat), Some(prep), Some(exp)) => format!(
+                ", host prep {pat}: {} of which {} exposed",
+                duration(prep),
+                duration(exp)
+            ),
             _ => String::new(),
         };
-        let name = if p.name.is_empty() { String::new() } else { format!(" {}", p.name) };
-        line(o, &format!("    pid {}{name} on device(s) {:?}: launch overhead {launch}{prep}", p.pid, p.devices));
+        let name = if p.name.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", p.name)
+        };
+        line(
+            o,
+            &format!(
+                "    pid {}{name} on device(s) {:?}: launch overhead {launch}{prep}",
+                p.pid, p.devices
+            ),
+        );
     }
 }
 
 fn phase_section(o: &mut String, name: &str, p: &PhaseResult) {
-    scope_header(o, &format!("{name} phase"), p.verdict, p.crossed_count, p.applicable_count, p.host_prep_confirmed);
+    scope_header(
+        o,
+        &format!("{name} phase"),
+        p.verdict,
+        p.crossed_count,
+        p.applicable_count,
+        p.host_prep_confirmed,
+    );
     let dedup = if p.raw_step_count > p.iteration_count {
         format!(" ({} ranges before TP de-duplication)", p.raw_step_count)
     } else {
@@ -179,7 +275,14 @@ fn phase_section(o: &mut String, name: &str, p: &PhaseResult) {
     } else {
         "span from first step start to last step end".to_string()
     };
-    line(o, &format!("  {} steps{dedup}; window {} ({shape})", p.iteration_count, duration(p.window.duration_us)));
+    line(
+        o,
+        &format!(
+            "  {} steps{dedup}; window {} ({shape})",
+            p.iteration_count,
+            duration(p.window.duration_us)
+        ),
+    );
     metric_table(o, &p.evidence);
     summed_note(o, p.per_device.len(), p.per_process.len());
     devices(o, &p.per_device);
@@ -187,9 +290,17 @@ fn phase_section(o: &mut String, name: &str, p: &PhaseResult) {
 
 fn notes(o: &mut String, r: &DetectReport) {
     if r.nccl_caveat {
-        let share = r.aggregate_metrics.nccl_ratio.map_or(String::new(), percent);
+        let share = r
+            .aggregate_metrics
+            .nccl_ratio
+            .map_or(String::new(), percent);
         line(o, "");
-        line(o, &format!("Caveat: NCCL communication accounts for {share} of GPU active time; GPU idle gaps may be partly communication stalls."));
+        line(
+            o,
+            &format!(
+                "Caveat: NCCL communication accounts for {share} of GPU active time; GPU idle gaps may be partly communication stalls."
+            ),
+        );
     }
     if !r.warnings.is_empty() {
         line(o, "");
@@ -211,14 +322,33 @@ fn next_steps(o: &mut String, r: &DetectReport) {
     line(o, "");
     line(o, "Next steps:");
     if r.verdict == "YES" {
-        line(o, "  Host overhead is a bottleneck. Compare per-step host time with a known-good trace (NVTX ranges");
-        line(o, "  between forward steps), then profile the host code: when host prep is confirmed, start with");
-        line(o, "  TLLM_LINE_PROFILER_FUNCTIONS=PyTorchModelEngine._prepare_tp_inputs.");
-        if r.phases.generation.as_ref().is_some_and(|p| p.verdict == "YES") {
-            line(o, "  The generation phase is host-bound: check that CUDA graphs are enabled and replaying.");
+        line(
+            o,
+            "  Host overhead is a bottleneck. Compare per-step host time with a known-good trace (NVTX ranges",
+        );
+        line(
+            o,
+            "  between forward steps), then profile the host code: when host prep is confirmed, start with",
+        );
+        line(
+            o,
+            "  TLLM_LINE_PROFILER_FUNCTIONS=PyTorchModelEngine._prepare_tp_inputs.",
+        );
+        if r.phases
+            .generation
+            .as_ref()
+            .is_some_and(|p| p.verdict == "YES")
+        {
+            line(
+                o,
+                "  The generation phase is host-bound: check that CUDA graphs are enabled and replaying.",
+            );
         }
     } else {
-        line(o, "  Host overhead is not the bottleneck. Look at kernel efficiency (Nsight Compute, SOL%)");
+        line(
+            o,
+            "  Host overhead is not the bottleneck. Look at kernel efficiency (Nsight Compute, SOL%)",
+        );
         line(o, "  or at communication if the NCCL share is high.");
     }
 }

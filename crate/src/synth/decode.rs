@@ -14,7 +14,11 @@ use super::timeline::{Ns, US};
 #[derive(Debug, Clone)]
 pub enum Launch {
     /// An eager launch through `api` of a kernel running `dur`.
-    Eager { api: &'static str, kind: KernelKind, dur: Ns },
+    Eager {
+        api: &'static str,
+        kind: KernelKind,
+        dur: Ns,
+    },
     /// A CUDA graph replay: `(kernel, duration, graphNodeId)` per node.
     Graph { nodes: Vec<(KernelKind, Ns, u32)> },
 }
@@ -52,10 +56,18 @@ pub struct Pacing {
 }
 
 /// Launches as fast as a C++ runtime issues them.
-pub const DEFAULT_PACING: Pacing = Pacing { api: 6 * US, between: 3 * US, gpu_gap: 2 * US };
+pub const DEFAULT_PACING: Pacing = Pacing {
+    api: 6 * US,
+    between: 3 * US,
+    gpu_gap: 2 * US,
+};
 /// PyTorch eager: ~45 µs of Python between launches, so launch calls are a small share of the
 /// forward step even when the step is mostly launching.
-pub const PYTORCH_EAGER: Pacing = Pacing { api: 5 * US, between: 45 * US, gpu_gap: 2 * US };
+pub const PYTORCH_EAGER: Pacing = Pacing {
+    api: 5 * US,
+    between: 45 * US,
+    gpu_gap: 2 * US,
+};
 
 /// Placement facts of one step, for the oracle's per-step extras.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +90,11 @@ pub fn run(sim: &mut Sim, p: usize, steps: &[Step]) -> Vec<StepPlaced> {
         // None: wait for this step's own GPU work; Some(t): for an earlier step's (0 if none).
         let wait_for = match step.sync_lag {
             0 => None,
-            lag => Some(i.checked_sub(lag).and_then(|j| placed.get(j)).map_or(0, |s| s.gpu_end)),
+            lag => Some(
+                i.checked_sub(lag)
+                    .and_then(|j| placed.get(j))
+                    .map_or(0, |s| s.gpu_end),
+            ),
         };
         placed.push(run_step(sim, p, step, wait_for));
     }
@@ -103,7 +119,11 @@ fn run_step(sim: &mut Sim, p: usize, step: &Step, wait_for: Option<Ns>) -> StepP
     for (name, dur) in &step.after {
         sim.range(p, name, *dur);
     }
-    StepPlaced { start, end, gpu_end }
+    StepPlaced {
+        start,
+        end,
+        gpu_end,
+    }
 }
 
 fn submit(sim: &mut Sim, p: usize, launch: &Launch, pacing: Pacing) {
@@ -133,7 +153,14 @@ pub fn sample(sim: &mut Sim, p: usize, work: Ns, wait_for: Option<Ns>) -> Ns {
 /// the GPU is already busy when step 0 prepares its inputs, as in a real serving run.
 pub fn warmup(sim: &mut Sim, p: usize, api: &'static str, n: usize, dur: Ns) {
     for _ in 0..n {
-        sim.launch(p, api, DEFAULT_PACING.api, &kinds::GEMM, dur, DEFAULT_PACING.gpu_gap);
+        sim.launch(
+            p,
+            api,
+            DEFAULT_PACING.api,
+            &kinds::GEMM,
+            dur,
+            DEFAULT_PACING.gpu_gap,
+        );
         sim.advance(p, DEFAULT_PACING.between);
     }
 }

@@ -13,8 +13,20 @@ pub struct KernelKind {
     pub block_x: u32,
 }
 
-const fn kind(short: &'static str, demangled: &'static str, registers: u32, grid_x: u32, block_x: u32) -> KernelKind {
-    KernelKind { short, demangled, registers, grid_x, block_x }
+const fn kind(
+    short: &'static str,
+    demangled: &'static str,
+    registers: u32,
+    grid_x: u32,
+    block_x: u32,
+) -> KernelKind {
+    KernelKind {
+        short,
+        demangled,
+        registers,
+        grid_x,
+        block_x,
+    }
 }
 
 pub const GEMM: KernelKind = kind(

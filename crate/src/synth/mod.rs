@@ -13,8 +13,8 @@
 pub mod answers;
 pub mod decode;
 pub mod kinds;
-pub mod schema;
 mod scenarios;
+pub mod schema;
 pub mod sim;
 pub mod timeline;
 pub mod writer;
@@ -44,13 +44,22 @@ pub const HOST_BOUND_KERNELS_PER_SCALE: u64 = 1280;
 
 /// The known scenarios as `(name, one-line description)`.
 pub fn scenarios() -> &'static [(&'static str, &'static str)] {
-    static LIST: std::sync::OnceLock<Vec<(&'static str, &'static str)>> = std::sync::OnceLock::new();
-    LIST.get_or_init(|| scenarios::SCENARIOS.iter().map(|(n, d, _)| (*n, *d)).collect())
+    static LIST: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
+        std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        scenarios::SCENARIOS
+            .iter()
+            .map(|(n, d, _)| (*n, *d))
+            .collect()
+    })
 }
 
 /// `OUT.sqlite` → `OUT.answers.json` (any other name gets `.answers.json` appended).
 pub fn answers_path(out: &Path) -> PathBuf {
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let stem = name.strip_suffix(".sqlite").unwrap_or(&name);
     out.with_file_name(format!("{stem}.answers.json"))
 }
@@ -59,7 +68,10 @@ pub fn answers_path(out: &Path) -> PathBuf {
 pub fn generate(scenario: &str, out: &Path, opts: &GenOptions) -> Result<Value> {
     let Some(&(name, _, build)) = scenarios::SCENARIOS.iter().find(|s| s.0 == scenario) else {
         let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.0).collect();
-        return Err(Error::Usage(format!("unknown scenario '{scenario}'; known scenarios: {}", known.join(", "))));
+        return Err(Error::Usage(format!(
+            "unknown scenario '{scenario}'; known scenarios: {}",
+            known.join(", ")
+        )));
     };
     if opts.scale == 0 {
         return Err(Error::Usage("--scale must be at least 1".into()));
@@ -72,7 +84,10 @@ pub fn generate(scenario: &str, out: &Path, opts: &GenOptions) -> Result<Value> 
 }
 
 fn write_answers(path: &Path, doc: &Value) -> Result<()> {
-    let io = |detail: String| Error::Io { path: path.display().to_string(), detail };
+    let io = |detail: String| Error::Io {
+        path: path.display().to_string(),
+        detail,
+    };
     let text = serde_json::to_string_pretty(doc).map_err(|e| io(e.to_string()))?;
     std::fs::write(path, text + "\n").map_err(|e| io(e.to_string()))
 }

@@ -39,13 +39,18 @@ pub fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
 /// Writes META_DATA_*, TARGET_INFO_*, PROCESSES, ThreadNames and ENUM_NSYS_EVENT_TYPE.
 /// Thread names are `StringIds` references, so their strings must be interned before
 /// `StringIds` is written: call this first.
-pub fn write_descriptive(conn: &Connection, tl: &mut Timeline, scenario: &str) -> rusqlite::Result<()> {
+pub fn write_descriptive(
+    conn: &Connection,
+    tl: &mut Timeline,
+    scenario: &str,
+) -> rusqlite::Result<()> {
     write_export_meta(conn, scenario)?;
     write_capture_meta(conn, tl)?;
     write_session(conn, tl)?;
     write_gpus(conn, tl)?;
     write_processes(conn, tl)?;
-    let mut stmt = conn.prepare("INSERT INTO ENUM_NSYS_EVENT_TYPE (id, name, label) VALUES (?1, ?2, ?3)")?;
+    let mut stmt =
+        conn.prepare("INSERT INTO ENUM_NSYS_EVENT_TYPE (id, name, label) VALUES (?1, ?2, ?3)")?;
     for (id, name, label) in EVENT_TYPES {
         stmt.execute(params![id, name, label])?;
     }
@@ -53,7 +58,9 @@ pub fn write_descriptive(conn: &Connection, tl: &mut Timeline, scenario: &str) -
 }
 
 fn name_values(conn: &Connection, table: &str, rows: &[(&str, String)]) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare(&format!("INSERT INTO {table} (name, value) VALUES (?1, ?2)"))?;
+    let mut stmt = conn.prepare(&format!(
+        "INSERT INTO {table} (name, value) VALUES (?1, ?2)"
+    ))?;
     for (name, value) in rows {
         stmt.execute(params![name, value])?;
     }
@@ -71,7 +78,13 @@ fn write_export_meta(conn: &Connection, scenario: &str) -> rusqlite::Result<()> 
         ("EXPORT_SCHEMA_VERSION_MICRO", "2".to_string()),
         ("EXPORT_PLATFORM", "linux-desktop".to_string()),
         ("EXPORT_ARCH", "x64".to_string()),
-        ("EXPORT_GENERATOR", format!("nsys-lens synth {} (scenario {scenario})", env!("CARGO_PKG_VERSION"))),
+        (
+            "EXPORT_GENERATOR",
+            format!(
+                "nsys-lens synth {} (scenario {scenario})",
+                env!("CARGO_PKG_VERSION")
+            ),
+        ),
     ];
     name_values(conn, "META_DATA_EXPORT", &rows)
 }
@@ -81,7 +94,10 @@ fn write_capture_meta(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> 
         ("CAPTURE_EVENT_TYPE", "NvtxEvents".to_string()),
         ("CAPTURE_EVENT_TYPE", "Cuda".to_string()),
         ("DEVICE_TYPE", "Unix".to_string()),
-        ("CUDA_GRAPH_TRACE_OPTIONS:MODE", tl.graph_trace_mode.to_string()),
+        (
+            "CUDA_GRAPH_TRACE_OPTIONS:MODE",
+            tl.graph_trace_mode.to_string(),
+        ),
     ];
     name_values(conn, "META_DATA_CAPTURE", &rows)
 }
@@ -112,8 +128,10 @@ fn write_gpus(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
 }
 
 fn write_processes(conn: &Connection, tl: &mut Timeline) -> rusqlite::Result<()> {
-    let mut procs = conn.prepare("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?1, ?2, ?3)")?;
-    let mut threads = conn.prepare("INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)")?;
+    let mut procs =
+        conn.prepare("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?1, ?2, ?3)")?;
+    let mut threads =
+        conn.prepare("INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)")?;
     for i in 0..tl.procs.len() {
         let p = tl.procs[i].clone();
         procs.execute(params![p.global_pid(), p.pid, p.name])?;

@@ -13,7 +13,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::kinds::{self, KernelKind};
 use super::timeline::{
-    Api, Kernel, MemOp, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, Ns, Nvtx, SyncOp, Timeline, US,
+    Api, Kernel, MemOp, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, Ns, Nvtx, SyncOp, Timeline,
+    US,
 };
 
 /// Time from a launch call's return to the earliest start of its kernel.
@@ -41,7 +42,12 @@ impl Sim {
     /// A simulator whose clocks all start at [`T0`]; `seed` drives every random choice.
     pub fn new(tl: Timeline, seed: u64, inline_nvtx: bool) -> Sim {
         let n = tl.procs.len();
-        let devices = tl.procs.iter().map(|p| p.device as usize + 1).max().unwrap_or(1);
+        let devices = tl
+            .procs
+            .iter()
+            .map(|p| p.device as usize + 1)
+            .max()
+            .unwrap_or(1);
         Sim {
             tl,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -76,7 +82,11 @@ impl Sim {
 
     /// A uniform draw in `[lo, hi]` (ns).
     pub fn uniform(&mut self, lo: Ns, hi: Ns) -> Ns {
-        if hi <= lo { lo } else { self.rng.random_range(lo..=hi) }
+        if hi <= lo {
+            lo
+        } else {
+            self.rng.random_range(lo..=hi)
+        }
     }
 
     /// `base` ± `pct` percent.
@@ -85,10 +95,27 @@ impl Sim {
         self.uniform(base - d, base + d)
     }
 
-    fn nvtx_row(&mut self, p: usize, name: &str, start: Ns, end: Option<Ns>, event_type: u8, inline: bool) -> usize {
+    fn nvtx_row(
+        &mut self,
+        p: usize,
+        name: &str,
+        start: Ns,
+        end: Option<Ns>,
+        event_type: u8,
+        inline: bool,
+    ) -> usize {
         let name = self.tl.names.id(name);
         let tid = self.tl.procs[p].main_tid();
-        self.tl.nvtx.push(Nvtx { start, end, name, inline, event_type, proc: p as u8, tid, domain: DOMAIN });
+        self.tl.nvtx.push(Nvtx {
+            start,
+            end,
+            name,
+            inline,
+            event_type,
+            proc: p as u8,
+            tid,
+            domain: DOMAIN,
+        });
         self.tl.nvtx.len() - 1
     }
 
@@ -132,7 +159,11 @@ impl Sim {
         if let Some(&ids) = self.kind_ids.get(k.short) {
             return ids;
         }
-        let ids = (self.tl.names.id(k.short), self.tl.names.id(k.demangled), self.tl.geometry.len() as u16);
+        let ids = (
+            self.tl.names.id(k.short),
+            self.tl.names.id(k.demangled),
+            self.tl.geometry.len() as u16,
+        );
         self.tl.geometry.push([k.registers, k.grid_x, k.block_x]);
         self.kind_ids.insert(k.short, ids);
         ids
@@ -143,21 +174,55 @@ impl Sim {
         let name = self.tl.names.id(name);
         let corr = self.tl.next_corr(p);
         let tid = self.tl.procs[p].main_tid();
-        self.tl.apis.push(Api { start, end, corr, name, tid, proc: p as u8 });
+        self.tl.apis.push(Api {
+            start,
+            end,
+            corr,
+            name,
+            tid,
+            proc: p as u8,
+        });
         corr
     }
 
     /// A kernel row at an explicit place, attributed to launch `corr` of process `p`.
-    pub fn kernel_row(&mut self, p: usize, k: &KernelKind, start: Ns, end: Ns, corr: u32, graph_node: u32) {
+    pub fn kernel_row(
+        &mut self,
+        p: usize,
+        k: &KernelKind,
+        start: Ns,
+        end: Ns,
+        corr: u32,
+        graph_node: u32,
+    ) {
         let (short, demangled, kind) = self.kind_id(k);
         let device = self.tl.procs[p].device as u8;
-        self.tl.kernels.push(Kernel { start, end, corr, short, demangled, graph_node, kind, proc: p as u8, device, stream: STREAM });
+        self.tl.kernels.push(Kernel {
+            start,
+            end,
+            corr,
+            short,
+            demangled,
+            graph_node,
+            kind,
+            proc: p as u8,
+            device,
+            stream: STREAM,
+        });
     }
 
     /// An eager launch: the call `api` takes `api_dur` on the host, then the kernel runs `dur` on
     /// the process's device once the call has returned and the stream is free (plus `gap`).
     /// Returns the kernel's `(start, end)`.
-    pub fn launch(&mut self, p: usize, api: &str, api_dur: Ns, k: &KernelKind, dur: Ns, gap: Ns) -> (Ns, Ns) {
+    pub fn launch(
+        &mut self,
+        p: usize,
+        api: &str,
+        api_dur: Ns,
+        k: &KernelKind,
+        dur: Ns,
+        gap: Ns,
+    ) -> (Ns, Ns) {
         let s = self.host[p];
         let corr = self.api_row(p, api, s, s + api_dur);
         self.host[p] = s + api_dur;
@@ -171,7 +236,13 @@ impl Sim {
     /// A CUDA graph replay in node-level tracing: one `cudaGraphLaunch` call, then each node's
     /// kernel back to back (separated by `gap`), all sharing the call's correlation id and each
     /// carrying its `graphNodeId`.
-    pub fn graph_launch(&mut self, p: usize, api_dur: Ns, nodes: &[(KernelKind, Ns, u32)], gap: Ns) -> (Ns, Ns) {
+    pub fn graph_launch(
+        &mut self,
+        p: usize,
+        api_dur: Ns,
+        nodes: &[(KernelKind, Ns, u32)],
+        gap: Ns,
+    ) -> (Ns, Ns) {
         let s = self.host[p];
         let corr = self.api_row(p, kinds::GRAPH_LAUNCH, s, s + api_dur);
         self.host[p] = s + api_dur;
@@ -203,7 +274,16 @@ impl Sim {
         self.host[p] = s + api_dur;
         let d = self.tl.procs[p].device;
         let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
-        let op = MemOp { start: ms, end: ms + dur, corr, bytes, kind: 2, proc: p as u8, device: d as u8, stream: STREAM };
+        let op = MemOp {
+            start: ms,
+            end: ms + dur,
+            corr,
+            bytes,
+            kind: 2,
+            proc: p as u8,
+            device: d as u8,
+            stream: STREAM,
+        };
         self.tl.memcpy.push(op);
         self.set_gpu_free(d, ms + dur);
     }
@@ -215,7 +295,16 @@ impl Sim {
         self.host[p] = s + api_dur;
         let d = self.tl.procs[p].device;
         let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
-        let op = MemOp { start: ms, end: ms + dur, corr, bytes, kind: 1, proc: p as u8, device: d as u8, stream: STREAM };
+        let op = MemOp {
+            start: ms,
+            end: ms + dur,
+            corr,
+            bytes,
+            kind: 1,
+            proc: p as u8,
+            device: d as u8,
+            stream: STREAM,
+        };
         self.tl.memset.push(op);
         self.set_gpu_free(d, ms + dur);
     }
@@ -227,7 +316,15 @@ impl Sim {
         let e = (until + 2 * US).max(s + 2 * US);
         let corr = self.api_row(p, kinds::STREAM_SYNC, s, e);
         let d = self.tl.procs[p].device as u8;
-        self.tl.syncs.push(SyncOp { start: s, end: e - US, corr, sync_type: 3, proc: p as u8, device: d, stream: STREAM });
+        self.tl.syncs.push(SyncOp {
+            start: s,
+            end: e - US,
+            corr,
+            sync_type: 3,
+            proc: p as u8,
+            device: d,
+            stream: STREAM,
+        });
         self.host[p] = e;
     }
 }

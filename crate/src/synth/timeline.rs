@@ -42,12 +42,17 @@ impl Names {
 
     /// The string of an id handed out by [`Names::id`]; `""` otherwise.
     pub fn get(&self, id: u32) -> &str {
-        id.checked_sub(1).and_then(|i| self.values.get(i as usize)).map_or("", String::as_str)
+        id.checked_sub(1)
+            .and_then(|i| self.values.get(i as usize))
+            .map_or("", String::as_str)
     }
 
     /// `(id, value)` rows in id order.
     pub fn rows(&self) -> impl Iterator<Item = (u32, &str)> {
-        self.values.iter().enumerate().map(|(i, v)| (i as u32 + 1, v.as_str()))
+        self.values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u32 + 1, v.as_str()))
     }
 }
 
@@ -68,7 +73,12 @@ pub const FIRST_CORRELATION_ID: u32 = 121;
 
 impl Proc {
     pub fn new(pid: u32, name: &'static str, device: u32) -> Proc {
-        Proc { pid, name, device, next_corr: FIRST_CORRELATION_ID }
+        Proc {
+            pid,
+            name,
+            device,
+            next_corr: FIRST_CORRELATION_ID,
+        }
     }
 
     /// `globalPid`: bit 48 set as in real exports (`0x1000090000000`-style), pid in bits 24..48.
@@ -178,7 +188,10 @@ impl Timeline {
     /// An empty timeline with one process per `(pid, name, device)`.
     pub fn new(procs: &[(u32, &'static str, u32)]) -> Timeline {
         Timeline {
-            procs: procs.iter().map(|&(pid, name, dev)| Proc::new(pid, name, dev)).collect(),
+            procs: procs
+                .iter()
+                .map(|&(pid, name, dev)| Proc::new(pid, name, dev))
+                .collect(),
             graph_trace_mode: "Graph",
             session_start_utc_ns: 1_763_683_200_000_000_000,
             ..Timeline::default()

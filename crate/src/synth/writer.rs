@@ -22,11 +22,17 @@ pub fn write(tl: &mut Timeline, out: &Path, scenario: &str) -> Result<()> {
     let sql_err = |what: &str| {
         let path = path.clone();
         let what = what.to_string();
-        move |e: rusqlite::Error| Error::Sqlite { path: path.clone(), what: what.clone(), detail: e.to_string() }
+        move |e: rusqlite::Error| Error::Sqlite {
+            path: path.clone(),
+            what: what.clone(),
+            detail: e.to_string(),
+        }
     };
     let mut conn = Connection::open(out).map_err(sql_err("creating the file"))?;
-    conn.pragma_update(None, "journal_mode", "OFF").map_err(sql_err("PRAGMA journal_mode"))?;
-    conn.pragma_update(None, "synchronous", "OFF").map_err(sql_err("PRAGMA synchronous"))?;
+    conn.pragma_update(None, "journal_mode", "OFF")
+        .map_err(sql_err("PRAGMA journal_mode"))?;
+    conn.pragma_update(None, "synchronous", "OFF")
+        .map_err(sql_err("PRAGMA synchronous"))?;
     schema::create_tables(&conn).map_err(sql_err("creating tables"))?;
     let tx = conn.transaction().map_err(sql_err("BEGIN"))?;
     schema::write_descriptive(&tx, tl, scenario).map_err(sql_err("metadata tables"))?;
@@ -38,19 +44,34 @@ fn remove_old(out: &Path, path: &str) -> Result<()> {
     match std::fs::remove_file(out) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::Io { path: path.to_string(), detail: format!("cannot replace the file: {e}") }),
+        Err(e) => Err(Error::Io {
+            path: path.to_string(),
+            detail: format!("cannot replace the file: {e}"),
+        }),
     }
 }
 
 fn write_events(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
     let gpids: Vec<i64> = tl.procs.iter().map(|p| p.global_pid()).collect();
     write_strings(conn, tl)?;
-    insert_all(conn, &KERNELS, &tl.kernels, |st, o, k| bind_kernel(st, o, k, tl, &gpids))?;
-    insert_all(conn, &RUNTIME, &tl.apis, |st, o, a| bind_api(st, o, a, &gpids))?;
-    insert_all(conn, &NVTX, &tl.nvtx, |st, o, n| bind_nvtx(st, o, n, tl, &gpids))?;
-    insert_all(conn, &MEMCPY, &tl.memcpy, |st, o, m| bind_memcpy(st, o, m, &gpids))?;
-    insert_all(conn, &MEMSET, &tl.memset, |st, o, m| bind_memop_common(st, o, m, &gpids))?;
-    insert_all(conn, &SYNCS, &tl.syncs, |st, o, s| bind_sync(st, o, s, &gpids))
+    insert_all(conn, &KERNELS, &tl.kernels, |st, o, k| {
+        bind_kernel(st, o, k, tl, &gpids)
+    })?;
+    insert_all(conn, &RUNTIME, &tl.apis, |st, o, a| {
+        bind_api(st, o, a, &gpids)
+    })?;
+    insert_all(conn, &NVTX, &tl.nvtx, |st, o, n| {
+        bind_nvtx(st, o, n, tl, &gpids)
+    })?;
+    insert_all(conn, &MEMCPY, &tl.memcpy, |st, o, m| {
+        bind_memcpy(st, o, m, &gpids)
+    })?;
+    insert_all(conn, &MEMSET, &tl.memset, |st, o, m| {
+        bind_memop_common(st, o, m, &gpids)
+    })?;
+    insert_all(conn, &SYNCS, &tl.syncs, |st, o, s| {
+        bind_sync(st, o, s, &gpids)
+    })
 }
 
 fn write_strings(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
@@ -76,11 +97,18 @@ impl TableSpec {
 
     fn sql(&self, rows: usize) -> String {
         let values = vec![self.row; rows].join(",");
-        format!("INSERT INTO {} ({}) VALUES {values}", self.table, self.columns)
+        format!(
+            "INSERT INTO {} ({}) VALUES {values}",
+            self.table, self.columns
+        )
     }
 }
 
-const STRINGS: TableSpec = TableSpec { table: "StringIds", columns: "id, value", row: "(?,?)" };
+const STRINGS: TableSpec = TableSpec {
+    table: "StringIds",
+    columns: "id, value",
+    row: "(?,?)",
+};
 
 const KERNELS: TableSpec = TableSpec {
     table: "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -157,8 +185,18 @@ fn gpid(gpids: &[i64], proc: u8) -> i64 {
     gpids.get(proc as usize).copied().unwrap_or(0)
 }
 
-fn bind_kernel(st: &mut Statement<'_>, o: usize, k: &Kernel, tl: &Timeline, gpids: &[i64]) -> rusqlite::Result<()> {
-    let geometry = tl.geometry.get(k.kind as usize).copied().unwrap_or([32, 1, 128]);
+fn bind_kernel(
+    st: &mut Statement<'_>,
+    o: usize,
+    k: &Kernel,
+    tl: &Timeline,
+    gpids: &[i64],
+) -> rusqlite::Result<()> {
+    let geometry = tl
+        .geometry
+        .get(k.kind as usize)
+        .copied()
+        .unwrap_or([32, 1, 128]);
     bind(st, o + 1, k.start)?;
     bind(st, o + 2, k.end)?;
     bind(st, o + 3, k.device)?;
@@ -177,23 +215,46 @@ fn bind_kernel(st: &mut Statement<'_>, o: usize, k: &Kernel, tl: &Timeline, gpid
 fn bind_api(st: &mut Statement<'_>, o: usize, a: &Api, gpids: &[i64]) -> rusqlite::Result<()> {
     bind(st, o + 1, a.start)?;
     bind(st, o + 2, a.end)?;
-    bind(st, o + 3, gpid(gpids, a.proc) | i64::from(a.tid & 0xFF_FFFF))?;
+    bind(
+        st,
+        o + 3,
+        gpid(gpids, a.proc) | i64::from(a.tid & 0xFF_FFFF),
+    )?;
     bind(st, o + 4, a.corr)?;
     bind(st, o + 5, a.name)
 }
 
-fn bind_nvtx(st: &mut Statement<'_>, o: usize, n: &Nvtx, tl: &Timeline, gpids: &[i64]) -> rusqlite::Result<()> {
-    let (text, text_id) = if n.inline { (Some(tl.names.get(n.name)), None) } else { (None, Some(n.name)) };
+fn bind_nvtx(
+    st: &mut Statement<'_>,
+    o: usize,
+    n: &Nvtx,
+    tl: &Timeline,
+    gpids: &[i64],
+) -> rusqlite::Result<()> {
+    let (text, text_id) = if n.inline {
+        (Some(tl.names.get(n.name)), None)
+    } else {
+        (None, Some(n.name))
+    };
     bind(st, o + 1, n.start)?;
     bind(st, o + 2, n.end)?;
     bind(st, o + 3, n.event_type)?;
     bind(st, o + 4, text)?;
-    bind(st, o + 5, gpid(gpids, n.proc) | i64::from(n.tid & 0xFF_FFFF))?;
+    bind(
+        st,
+        o + 5,
+        gpid(gpids, n.proc) | i64::from(n.tid & 0xFF_FFFF),
+    )?;
     bind(st, o + 6, text_id)?;
     bind(st, o + 7, n.domain)
 }
 
-fn bind_memop_common(st: &mut Statement<'_>, o: usize, m: &MemOp, gpids: &[i64]) -> rusqlite::Result<()> {
+fn bind_memop_common(
+    st: &mut Statement<'_>,
+    o: usize,
+    m: &MemOp,
+    gpids: &[i64],
+) -> rusqlite::Result<()> {
     bind(st, o + 1, m.start)?;
     bind(st, o + 2, m.end)?;
     bind(st, o + 3, m.device)?;

@@ -25,12 +25,20 @@ pub struct LoadOptions {
 impl LoadOptions {
     /// Every table and column the model holds.
     pub fn all() -> LoadOptions {
-        LoadOptions { memory_ops: true, syncs: true, event_details: true }
+        LoadOptions {
+            memory_ops: true,
+            syncs: true,
+            event_details: true,
+        }
     }
 
     /// Only what detection reads: kernel start/end/device/process/name, launch calls, NVTX ranges.
     pub fn detect() -> LoadOptions {
-        LoadOptions { memory_ops: false, syncs: false, event_details: false }
+        LoadOptions {
+            memory_ops: false,
+            syncs: false,
+            event_details: false,
+        }
     }
 }
 
@@ -56,14 +64,26 @@ pub const MEMSET_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
 pub const SYNC_TABLE: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
 
 /// Loads a whole trace from an open, read-only connection.
-pub fn load(conn: &Connection, path: &str, opts: LoadOptions, progress: ProgressFn<'_>) -> Result<Trace> {
-    let mut ctx = Loader { conn, path, progress };
+pub fn load(
+    conn: &Connection,
+    path: &str,
+    opts: LoadOptions,
+    progress: ProgressFn<'_>,
+) -> Result<Trace> {
+    let mut ctx = Loader {
+        conn,
+        path,
+        progress,
+    };
     ctx.report("probing schema", 0, 0)?;
     let schema = Schema::probe(conn, path)?;
     if !schema.is_nsys_export() {
         return Err(Error::NotNsysExport { path: path.into() });
     }
-    let mut trace = Trace { meta: read_meta(conn, &schema, path)?, ..Trace::default() };
+    let mut trace = Trace {
+        meta: read_meta(conn, &schema, path)?,
+        ..Trace::default()
+    };
     ctx.load_strings(&schema, &mut trace)?;
     ctx.load_kernels(&schema, &mut trace, opts.event_details)?;
     ctx.load_runtime(&schema, &mut trace, opts.event_details)?;
@@ -92,7 +112,10 @@ fn int(v: ValueRef<'_>, default: i64) -> i64 {
     match v {
         ValueRef::Integer(i) => i,
         ValueRef::Real(f) if f.is_finite() => f as i64,
-        ValueRef::Text(t) => std::str::from_utf8(t).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default),
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(default),
         _ => default,
     }
 }
@@ -118,14 +141,24 @@ fn small(v: ValueRef<'_>) -> u32 {
 
 impl Loader<'_, '_> {
     fn report(&mut self, step: &'static str, done: u64, total: u64) -> Result<()> {
-        if (self.progress)(Progress { step, done, total }) { Ok(()) } else { Err(Error::Cancelled) }
+        if (self.progress)(Progress { step, done, total }) {
+            Ok(())
+        } else {
+            Err(Error::Cancelled)
+        }
     }
 
     /// `SELECT` list with `NULL` standing in for absent columns.
     fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
         let cols: Vec<String> = columns
             .iter()
-            .map(|c| if schema.has_column(table, c) { format!("\"{c}\"") } else { "NULL".to_string() })
+            .map(|c| {
+                if schema.has_column(table, c) {
+                    format!("\"{c}\"")
+                } else {
+                    "NULL".to_string()
+                }
+            })
             .collect();
         format!("SELECT {} FROM {table} {filter}", cols.join(", "))
     }
@@ -133,7 +166,9 @@ impl Loader<'_, '_> {
     /// Row-count estimate (max rowid: O(log n), unlike COUNT(*)) for reservations and progress.
     fn estimate_rows(&self, table: &str) -> u64 {
         self.conn
-            .query_row(&format!("SELECT max(rowid) FROM {table}"), [], |r| r.get::<_, Option<i64>>(0))
+            .query_row(&format!("SELECT max(rowid) FROM {table}"), [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
             .ok()
             .flatten()
             .map_or(0, |n| n.clamp(0, 500_000_000) as u64)
@@ -157,7 +192,7 @@ impl Loader<'_, '_> {
         while let Some(row) = rows.next().map_err(fail)? {
             each(row).map_err(fail)?;
             done += 1;
-            if done % PROGRESS_EVERY == 0 {
+            if done.is_multiple_of(PROGRESS_EVERY) {
                 self.report(step, done, total)?;
             }
         }
@@ -166,36 +201,61 @@ impl Loader<'_, '_> {
 
     fn load_strings(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
         if !(schema.has_column("StringIds", "id") && schema.has_column("StringIds", "value")) {
-            trace.note("StringIds", "no StringIds table: kernel, API and registered NVTX names are unknown");
+            trace.note(
+                "StringIds",
+                "no StringIds table: kernel, API and registered NVTX names are unknown",
+            );
             return Ok(());
         }
         let mut rows = Vec::new();
-        self.stream("loading strings", "StringIds", "SELECT id, value FROM StringIds", |r| {
-            rows.push((int(r.get_ref(0)?, -1), text_of(r.get_ref(1)?)));
-            Ok(())
-        })?;
+        self.stream(
+            "loading strings",
+            "StringIds",
+            "SELECT id, value FROM StringIds",
+            |r| {
+                rows.push((int(r.get_ref(0)?, -1), text_of(r.get_ref(1)?)));
+                Ok(())
+            },
+        )?;
         trace.strings = crate::model::Strings::from_rows(rows);
         Ok(())
     }
 
     fn load_kernels(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
         if !schema.has_table(KERNEL_TABLE) {
-            trace.note(KERNEL_TABLE, "no kernel table: the capture recorded no GPU kernels (CUDA trace off or failed)");
+            trace.note(
+                KERNEL_TABLE,
+                "no kernel table: the capture recorded no GPU kernels (CUDA trace off or failed)",
+            );
             return Ok(());
         }
         trace.present.kernels = true;
         for col in ["deviceId", "streamId", "globalPid", "correlationId"] {
             if !schema.has_column(KERNEL_TABLE, col) {
-                trace.note(format!("{KERNEL_TABLE}.{col}"), format!("column {col} is absent: treated as 0 for every kernel"));
+                trace.note(
+                    format!("{KERNEL_TABLE}.{col}"),
+                    format!("column {col} is absent: treated as 0 for every kernel"),
+                );
             }
         }
         let mut cols = vec!["start", "end", "deviceId", "globalPid", "shortName"];
         if details {
-            cols.extend(["streamId", "correlationId", "demangledName", "graphNodeId", "graphId"]);
+            cols.extend([
+                "streamId",
+                "correlationId",
+                "demangledName",
+                "graphNodeId",
+                "graphId",
+            ]);
         }
         let sql = Self::select(schema, KERNEL_TABLE, &cols, "");
         let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
-        let Trace { kernels: k, strings, processes, .. } = trace;
+        let Trace {
+            kernels: k,
+            strings,
+            processes,
+            ..
+        } = trace;
         k.start.reserve_exact(reserve);
         k.end.reserve_exact(reserve);
         k.device.reserve_exact(reserve);
@@ -218,13 +278,15 @@ impl Loader<'_, '_> {
                 last_proc = processes.intern(gpid);
             }
             k.process.push(last_proc);
-            k.short_name.push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            k.short_name
+                .push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
             if !details {
                 return Ok(());
             }
             k.stream.push(small(r.get_ref(5)?));
             k.correlation.push(small(r.get_ref(6)?));
-            k.demangled_name.push(opt_int(r.get_ref(7)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            k.demangled_name
+                .push(opt_int(r.get_ref(7)?).map_or(NO_NAME, |id| strings.resolve(id)));
             let row = k.start.len() - 1;
             if let Some(g) = opt_int(r.get_ref(8)?) {
                 set_sparse(&mut k.graph_node, row, g as u64);
@@ -238,7 +300,10 @@ impl Loader<'_, '_> {
 
     fn load_runtime(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
         if !schema.has_table(RUNTIME_TABLE) {
-            trace.note(RUNTIME_TABLE, "no CUDA runtime API table: launch overhead (M2) not computable");
+            trace.note(
+                RUNTIME_TABLE,
+                "no CUDA runtime API table: launch overhead (M2) not computable",
+            );
             return Ok(());
         }
         trace.present.runtime = true;
@@ -249,7 +314,13 @@ impl Loader<'_, '_> {
         };
         let sql = Self::select(schema, RUNTIME_TABLE, cols, "");
         let reserve = self.estimate_rows(RUNTIME_TABLE) as usize;
-        let Trace { runtime: rt, strings, processes, threads, .. } = trace;
+        let Trace {
+            runtime: rt,
+            strings,
+            processes,
+            threads,
+            ..
+        } = trace;
         rt.start.reserve_exact(reserve);
         rt.end.reserve_exact(reserve);
         rt.thread.reserve_exact(reserve);
@@ -268,7 +339,8 @@ impl Loader<'_, '_> {
                 last_thread = threads.intern(gtid, processes);
             }
             rt.thread.push(last_thread);
-            rt.name.push(opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            rt.name
+                .push(opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id)));
             if details {
                 rt.correlation.push(small(r.get_ref(4)?));
             }
@@ -278,17 +350,34 @@ impl Loader<'_, '_> {
 
     fn load_nvtx(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
         if !schema.has_table(NVTX_TABLE) {
-            trace.note(NVTX_TABLE, "no NVTX_EVENTS table: phase and host-prep metrics not computable");
+            trace.note(
+                NVTX_TABLE,
+                "no NVTX_EVENTS table: phase and host-prep metrics not computable",
+            );
             return Ok(());
         }
         trace.present.nvtx = true;
         let sql = Self::select(
             schema,
             NVTX_TABLE,
-            &["start", "end", "globalTid", "eventType", if details { "domainId" } else { "NULL" }, "text", "textId"],
+            &[
+                "start",
+                "end",
+                "globalTid",
+                "eventType",
+                if details { "domainId" } else { "NULL" },
+                "text",
+                "textId",
+            ],
             "WHERE \"end\" IS NOT NULL",
         );
-        let Trace { nvtx: n, strings, processes, threads, .. } = trace;
+        let Trace {
+            nvtx: n,
+            strings,
+            processes,
+            threads,
+            ..
+        } = trace;
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
         self.stream("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
@@ -300,7 +389,8 @@ impl Loader<'_, '_> {
                 last_thread = threads.intern(gtid, processes);
             }
             n.thread.push(last_thread);
-            n.event_type.push(u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0));
+            n.event_type
+                .push(u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0));
             if details {
                 n.domain.push(small(r.get_ref(4)?));
             }
@@ -315,10 +405,18 @@ impl Loader<'_, '_> {
         })
     }
 
-    fn load_memops(&mut self, schema: &Schema, trace: &mut Trace, table: &'static str) -> Result<MemOps> {
+    fn load_memops(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        table: &'static str,
+    ) -> Result<MemOps> {
         let mut ops = MemOps::default();
         if !schema.has_table(table) {
-            trace.note(table, format!("no {table} table: no such operations were recorded"));
+            trace.note(
+                table,
+                format!("no {table} table: no such operations were recorded"),
+            );
             return Ok(ops);
         }
         let is_memcpy = table == MEMCPY_TABLE;
@@ -328,13 +426,39 @@ impl Loader<'_, '_> {
             trace.present.memset = true;
         }
         let cols: &[&str] = if is_memcpy {
-            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "bytes", "copyKind", "srcKind", "dstKind"]
+            &[
+                "start",
+                "end",
+                "deviceId",
+                "streamId",
+                "globalPid",
+                "correlationId",
+                "bytes",
+                "copyKind",
+                "srcKind",
+                "dstKind",
+            ]
         } else {
-            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "bytes", "NULL", "memKind", "memKind"]
+            &[
+                "start",
+                "end",
+                "deviceId",
+                "streamId",
+                "globalPid",
+                "correlationId",
+                "bytes",
+                "NULL",
+                "memKind",
+                "memKind",
+            ]
         };
         let sql = Self::select(schema, table, cols, "");
         let processes = &mut trace.processes;
-        let step = if is_memcpy { "loading memcpy" } else { "loading memset" };
+        let step = if is_memcpy {
+            "loading memcpy"
+        } else {
+            "loading memset"
+        };
         let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
         self.stream(step, table, &sql, |r| {
             ops.start.push(int(r.get_ref(0)?, 0));
@@ -343,7 +467,8 @@ impl Loader<'_, '_> {
             ops.stream.push(small(r.get_ref(3)?));
             ops.process.push(processes.intern(int(r.get_ref(4)?, 0)));
             ops.correlation.push(small(r.get_ref(5)?));
-            ops.bytes.push(u64::try_from(int(r.get_ref(6)?, 0)).unwrap_or(0));
+            ops.bytes
+                .push(u64::try_from(int(r.get_ref(6)?, 0)).unwrap_or(0));
             ops.kind.push(kind(r.get_ref(7)?));
             ops.src_mem.push(kind(r.get_ref(8)?));
             ops.dst_mem.push(kind(r.get_ref(9)?));
@@ -354,17 +479,32 @@ impl Loader<'_, '_> {
 
     fn load_syncs(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
         if !schema.has_table(SYNC_TABLE) {
-            trace.note(SYNC_TABLE, "no synchronization table: CUDA sync events were not recorded");
+            trace.note(
+                SYNC_TABLE,
+                "no synchronization table: CUDA sync events were not recorded",
+            );
             return Ok(());
         }
         trace.present.syncs = true;
         let sql = Self::select(
             schema,
             SYNC_TABLE,
-            &["start", "end", "deviceId", "streamId", "globalPid", "correlationId", "syncType"],
+            &[
+                "start",
+                "end",
+                "deviceId",
+                "streamId",
+                "globalPid",
+                "correlationId",
+                "syncType",
+            ],
             "",
         );
-        let Trace { syncs: s, processes, .. } = trace;
+        let Trace {
+            syncs: s,
+            processes,
+            ..
+        } = trace;
         self.stream("loading synchronization", SYNC_TABLE, &sql, |r| {
             s.start.push(int(r.get_ref(0)?, 0));
             s.end.push(int(r.get_ref(1)?, 0));
@@ -372,7 +512,8 @@ impl Loader<'_, '_> {
             s.stream.push(small(r.get_ref(3)?));
             s.process.push(processes.intern(int(r.get_ref(4)?, 0)));
             s.correlation.push(small(r.get_ref(5)?));
-            s.sync_type.push(u8::try_from(int(r.get_ref(6)?, 0)).unwrap_or(255));
+            s.sync_type
+                .push(u8::try_from(int(r.get_ref(6)?, 0)).unwrap_or(255));
             Ok(())
         })
     }
@@ -380,10 +521,18 @@ impl Loader<'_, '_> {
     fn load_gpus(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
         const T: &str = "TARGET_INFO_GPU";
         if !schema.has_column(T, "id") {
-            trace.note(T, "no TARGET_INFO_GPU table: GPU models are unknown (devices are named by id only)");
+            trace.note(
+                T,
+                "no TARGET_INFO_GPU table: GPU models are unknown (devices are named by id only)",
+            );
             return Ok(());
         }
-        let sql = Self::select(schema, T, &["id", "name", "busLocation", "smCount", "totalMemory"], "");
+        let sql = Self::select(
+            schema,
+            T,
+            &["id", "name", "busLocation", "smCount", "totalMemory"],
+            "",
+        );
         let gpus = &mut trace.gpus;
         self.stream("loading GPU info", T, &sql, |r| {
             let text = |v: ValueRef<'_>| match v {
@@ -403,24 +552,46 @@ impl Loader<'_, '_> {
 
     /// Thread names (`ThreadNames`) and process names (`PROCESSES`).
     fn load_names(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
-        if schema.has_column("ThreadNames", "nameId") && schema.has_column("ThreadNames", "globalTid") {
-            let Trace { threads, strings, processes, .. } = trace;
-            self.stream("loading thread names", "ThreadNames", "SELECT globalTid, nameId FROM ThreadNames", |r| {
-                let (Some(gtid), Some(name)) = (opt_int(r.get_ref(0)?), opt_int(r.get_ref(1)?)) else { return Ok(()) };
-                let t = threads.intern(gtid, processes) as usize;
-                threads.name[t] = strings.resolve(name);
-                Ok(())
-            })?;
+        if schema.has_column("ThreadNames", "nameId")
+            && schema.has_column("ThreadNames", "globalTid")
+        {
+            let Trace {
+                threads,
+                strings,
+                processes,
+                ..
+            } = trace;
+            self.stream(
+                "loading thread names",
+                "ThreadNames",
+                "SELECT globalTid, nameId FROM ThreadNames",
+                |r| {
+                    let (Some(gtid), Some(name)) = (opt_int(r.get_ref(0)?), opt_int(r.get_ref(1)?))
+                    else {
+                        return Ok(());
+                    };
+                    let t = threads.intern(gtid, processes) as usize;
+                    threads.name[t] = strings.resolve(name);
+                    Ok(())
+                },
+            )?;
         }
         if schema.has_column("PROCESSES", "globalPid") && schema.has_column("PROCESSES", "name") {
             let processes = &mut trace.processes;
-            self.stream("loading process names", "PROCESSES", "SELECT globalPid, name FROM PROCESSES", |r| {
-                let Some(gpid) = opt_int(r.get_ref(0)?) else { return Ok(()) };
-                if let Some(p) = processes.find(gpid) {
-                    processes.name[p as usize] = text_of(r.get_ref(1)?);
-                }
-                Ok(())
-            })?;
+            self.stream(
+                "loading process names",
+                "PROCESSES",
+                "SELECT globalPid, name FROM PROCESSES",
+                |r| {
+                    let Some(gpid) = opt_int(r.get_ref(0)?) else {
+                        return Ok(());
+                    };
+                    if let Some(p) = processes.find(gpid) {
+                        processes.name[p as usize] = text_of(r.get_ref(1)?);
+                    }
+                    Ok(())
+                },
+            )?;
         }
         Ok(())
     }

@@ -7,9 +7,7 @@ mod load;
 mod open;
 mod schema;
 
-pub use load::{
-    KERNEL_TABLE, LoadOptions, NVTX_TABLE, Progress, ProgressFn, RUNTIME_TABLE, load,
-};
+pub use load::{KERNEL_TABLE, LoadOptions, NVTX_TABLE, Progress, ProgressFn, RUNTIME_TABLE, load};
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
@@ -17,7 +15,10 @@ pub use schema::{Schema, read_meta};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]
-pub fn load_path(path: &std::path::Path, opts: LoadOptions) -> crate::error::Result<crate::model::Trace> {
+pub fn load_path(
+    path: &std::path::Path,
+    opts: LoadOptions,
+) -> crate::error::Result<crate::model::Trace> {
     let conn = open_path(path)?;
     load(&conn, &path.display().to_string(), opts, &mut |_| true)
 }

@@ -30,12 +30,20 @@ pub fn check_header(name: &str, head: &[u8], size: u64) -> Result<()> {
         return Err(Error::NotSqlite { path });
     }
     if head.len() < HEADER_LEN {
-        return Err(Error::Truncated { path, expected: HEADER_LEN as u64, actual: size });
+        return Err(Error::Truncated {
+            path,
+            expected: HEADER_LEN as u64,
+            actual: size,
+        });
     }
     if let Some(expected) = expected_size(head)
         && size < expected
     {
-        return Err(Error::Truncated { path, expected, actual: size });
+        return Err(Error::Truncated {
+            path,
+            expected,
+            actual: size,
+        });
     }
     Ok(())
 }
@@ -57,7 +65,8 @@ fn expected_size(head: &[u8]) -> Option<u64> {
     let change_counter = &head[24..28];
     let version_valid_for = &head[92..96];
     let page_count = u32::from_be_bytes([head[28], head[29], head[30], head[31]]);
-    (change_counter == version_valid_for && page_count > 0).then(|| page_size * u64::from(page_count))
+    (change_counter == version_valid_for && page_count > 0)
+        .then(|| page_size * u64::from(page_count))
 }
 
 /// Read-only pragmas: never write, and keep SQLite's temporary storage and cache small.
@@ -73,19 +82,31 @@ pub fn open_path(path: &std::path::Path) -> Result<Connection> {
     use std::io::Read;
 
     let shown = path.display().to_string();
-    let io = |e: std::io::Error| Error::Io { path: shown.clone(), detail: e.to_string() };
+    let io = |e: std::io::Error| Error::Io {
+        path: shown.clone(),
+        detail: e.to_string(),
+    };
     let mut file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     if file.metadata().map_err(io)?.is_dir() {
-        return Err(Error::Io { path: shown, detail: "is a directory, not a file".into() });
+        return Err(Error::Io {
+            path: shown,
+            detail: "is a directory, not a file".into(),
+        });
     }
     let mut head = Vec::with_capacity(HEADER_LEN);
-    file.by_ref().take(HEADER_LEN as u64).read_to_end(&mut head).map_err(io)?;
+    file.by_ref()
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(io)?;
     check_header(&shown, &head, size)?;
 
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let uri = format!("file:{}?immutable=1", uri_escape(&path.to_string_lossy()));
-    let conn = Connection::open_with_flags(uri, flags).map_err(|e| sqlite_error(&shown, "the file", &e))?;
+    let conn = Connection::open_with_flags(uri, flags)
+        .map_err(|e| sqlite_error(&shown, "the file", &e))?;
     configure(&conn, &shown)?;
     Ok(conn)
 }
@@ -112,13 +133,20 @@ pub fn sqlite_error(path: &str, what: &str, e: &rusqlite::Error) -> Error {
     if let rusqlite::Error::SqliteFailure(f, _) = e {
         match f.code {
             ErrorCode::DatabaseCorrupt => {
-                return Error::Corrupt { path: path.into(), detail: format!("{detail} while reading {what}") };
+                return Error::Corrupt {
+                    path: path.into(),
+                    detail: format!("{detail} while reading {what}"),
+                };
             }
             ErrorCode::NotADatabase => return Error::NotSqlite { path: path.into() },
             _ => {}
         }
     }
-    Error::Sqlite { path: path.into(), what: what.into(), detail }
+    Error::Sqlite {
+        path: path.into(),
+        what: what.into(),
+        detail,
+    }
 }
 
 #[cfg(test)]
@@ -137,21 +165,41 @@ mod tests {
 
     #[test]
     fn classifies_headers() {
-        assert!(matches!(check_header("a.sqlite", &[], 0), Err(Error::Empty { .. })));
-        assert!(matches!(check_header("r.nsys-rep", b"garbage", 7), Err(Error::NsysRep { .. })));
-        assert!(matches!(check_header("r.bin", b"garbage", 7), Err(Error::NotSqlite { .. })));
+        assert!(matches!(
+            check_header("a.sqlite", &[], 0),
+            Err(Error::Empty { .. })
+        ));
+        assert!(matches!(
+            check_header("r.nsys-rep", b"garbage", 7),
+            Err(Error::NsysRep { .. })
+        ));
+        assert!(matches!(
+            check_header("r.bin", b"garbage", 7),
+            Err(Error::NotSqlite { .. })
+        ));
         let h = header(4096, 10);
         assert!(matches!(check_header("t.sqlite", &h, 40960), Ok(())));
         match check_header("t.sqlite", &h, 40959) {
-            Err(Error::Truncated { expected, actual, .. }) => assert_eq!((expected, actual), (40960, 40959)),
+            Err(Error::Truncated {
+                expected, actual, ..
+            }) => assert_eq!((expected, actual), (40960, 40959)),
             other => panic!("expected Truncated, got {other:?}"),
         }
-        assert!(matches!(check_header("t.sqlite", &h[..50], 50), Err(Error::Truncated { .. })));
+        assert!(matches!(
+            check_header("t.sqlite", &h[..50], 50),
+            Err(Error::Truncated { .. })
+        ));
     }
 
     #[test]
     fn page_size_one_means_64k() {
         let h = header(1, 2);
-        assert!(matches!(check_header("t.sqlite", &h, 65_536), Err(Error::Truncated { expected: 131_072, .. })));
+        assert!(matches!(
+            check_header("t.sqlite", &h, 65_536),
+            Err(Error::Truncated {
+                expected: 131_072,
+                ..
+            })
+        ));
     }
 }

@@ -24,12 +24,20 @@ impl Schema {
         let mut stmt = conn
             .prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
             .map_err(err)?;
-        let names: Vec<String> =
-            stmt.query_map([], |r| r.get(0)).map_err(err)?.collect::<rusqlite::Result<_>>().map_err(err)?;
+        let names: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .map_err(err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(err)?;
         let mut tables = BTreeMap::new();
         for name in names {
             let mut cols = BTreeSet::new();
-            let mut info = conn.prepare(&format!("PRAGMA table_info(\"{}\")", name.replace('"', "\"\""))).map_err(err)?;
+            let mut info = conn
+                .prepare(&format!(
+                    "PRAGMA table_info(\"{}\")",
+                    name.replace('"', "\"\"")
+                ))
+                .map_err(err)?;
             let rows = info.query_map([], |r| r.get::<_, String>(1)).map_err(err)?;
             for c in rows {
                 cols.insert(c.map_err(err)?);
@@ -55,21 +63,30 @@ impl Schema {
     /// Whether this looks like an nsys export at all.
     pub fn is_nsys_export(&self) -> bool {
         self.has_table("StringIds")
-            || self.tables.keys().any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_") || t.starts_with("NVTX_"))
+            || self
+                .tables
+                .keys()
+                .any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_") || t.starts_with("NVTX_"))
     }
 
     /// The first of `candidates` present in `table`, for renamed columns.
     pub fn first_column<'a>(&self, table: &str, candidates: &[&'a str]) -> Option<&'a str> {
-        candidates.iter().copied().find(|c| self.has_column(table, c))
+        candidates
+            .iter()
+            .copied()
+            .find(|c| self.has_column(table, c))
     }
 }
 
 /// Reads version, capture options and session start into [`TraceMeta`]; missing pieces stay `None`.
 pub fn read_meta(conn: &Connection, schema: &Schema, path: &str) -> Result<TraceMeta> {
-    let mut meta = TraceMeta { tables: schema.table_names(), ..TraceMeta::default() };
-    let export_table = ["META_DATA_EXPORT", "EXPORT_META_DATA"].into_iter().find(|t| {
-        schema.has_column(t, "name") && schema.has_column(t, "value")
-    });
+    let mut meta = TraceMeta {
+        tables: schema.table_names(),
+        ..TraceMeta::default()
+    };
+    let export_table = ["META_DATA_EXPORT", "EXPORT_META_DATA"]
+        .into_iter()
+        .find(|t| schema.has_column(t, "name") && schema.has_column(t, "value"));
     if let Some(table) = export_table {
         meta.metadata_table = Some(table.to_string());
         for (name, value) in name_values(conn, table, path)? {
@@ -80,7 +97,9 @@ pub fn read_meta(conn: &Connection, schema: &Schema, path: &str) -> Result<Trace
             }
         }
     }
-    if schema.has_column("META_DATA_CAPTURE", "name") && schema.has_column("META_DATA_CAPTURE", "value") {
+    if schema.has_column("META_DATA_CAPTURE", "name")
+        && schema.has_column("META_DATA_CAPTURE", "value")
+    {
         meta.capture = name_values(conn, "META_DATA_CAPTURE", path)?
             .into_iter()
             .filter(|(k, _)| !k.ends_with(":ENVIRONMENT_VARIABLE"))
@@ -88,9 +107,11 @@ pub fn read_meta(conn: &Connection, schema: &Schema, path: &str) -> Result<Trace
     }
     if schema.has_column("TARGET_INFO_SESSION_START_TIME", "utcEpochNs") {
         meta.session_start_utc_ns = conn
-            .query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })
+            .query_row(
+                "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1",
+                [],
+                |r| r.get::<_, Option<i64>>(0),
+            )
             .unwrap_or(None);
     }
     Ok(meta)
@@ -99,11 +120,11 @@ pub fn read_meta(conn: &Connection, schema: &Schema, path: &str) -> Result<Trace
 /// `(name, value)` rows of a metadata table; NULL values read as `""`.
 fn name_values(conn: &Connection, table: &str, path: &str) -> Result<Vec<(String, String)>> {
     let err = |e: rusqlite::Error| sqlite_error(path, table, &e);
-    let mut stmt = conn.prepare(&format!("SELECT name, value FROM {table}")).map_err(err)?;
+    let mut stmt = conn
+        .prepare(&format!("SELECT name, value FROM {table}"))
+        .map_err(err)?;
     let rows = stmt
-        .query_map([], |r| {
-            Ok((text_of(r.get_ref(0)?), text_of(r.get_ref(1)?)))
-        })
+        .query_map([], |r| Ok((text_of(r.get_ref(0)?), text_of(r.get_ref(1)?))))
         .map_err(err)?;
     rows.collect::<rusqlite::Result<_>>().map_err(err)
 }

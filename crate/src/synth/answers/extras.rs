@@ -23,14 +23,20 @@ pub const BUCKETS: [(&str, f64, Option<f64>); 9] = [
 
 /// Which bucket a gap of `g` ns falls in (half-open).
 pub fn bucket_of(g: Ns) -> usize {
-    BUCKETS.iter().rposition(|b| g >= (b.1 * 1000.0) as Ns).unwrap_or(0)
+    BUCKETS
+        .iter()
+        .rposition(|b| g >= (b.1 * 1000.0) as Ns)
+        .unwrap_or(0)
 }
 
 /// `gap_buckets`: gaps between consecutive kernels per (device, stream), by bucket.
 pub fn gap_buckets(tl: &Timeline) -> Value {
     let mut lanes: BTreeMap<(u8, u8), Vec<(Ns, Ns)>> = BTreeMap::new();
     for k in &tl.kernels {
-        lanes.entry((k.device, k.stream)).or_default().push((k.start, k.end));
+        lanes
+            .entry((k.device, k.stream))
+            .or_default()
+            .push((k.start, k.end));
     }
     let mut count = [0u64; 9];
     let mut total = [0 as Ns; 9];
@@ -54,7 +60,12 @@ pub fn gap_buckets(tl: &Timeline) -> Value {
 pub fn graph_counts(tl: &Timeline) -> Value {
     let graph = tl.kernels.iter().filter(|k| k.graph_node != 0).count();
     let eager = tl.kernels.len() - graph;
-    let calls = |prefix: &str| tl.apis.iter().filter(|a| tl.names.get(a.name).starts_with(prefix)).count();
+    let calls = |prefix: &str| {
+        tl.apis
+            .iter()
+            .filter(|a| tl.names.get(a.name).starts_with(prefix))
+            .count()
+    };
     json!({
         "graph_kernels": graph,
         "eager_kernels": eager,
@@ -68,7 +79,11 @@ pub fn graph_counts(tl: &Timeline) -> Value {
 /// last is that collective's straggler, late by (its start − the earliest start).
 pub fn stragglers(tl: &Timeline) -> Value {
     let mut per_dev: BTreeMap<u8, Vec<Ns>> = BTreeMap::new();
-    for k in tl.kernels.iter().filter(|k| tl.names.get(k.short).to_ascii_lowercase().contains("nccl")) {
+    for k in tl
+        .kernels
+        .iter()
+        .filter(|k| tl.names.get(k.short).to_ascii_lowercase().contains("nccl"))
+    {
         per_dev.entry(k.device).or_default().push(k.start);
     }
     per_dev.values_mut().for_each(|v| v.sort_unstable());
@@ -76,13 +91,19 @@ pub fn stragglers(tl: &Timeline) -> Value {
     let mut last: BTreeMap<u8, (u64, Ns)> = per_dev.keys().map(|&d| (d, (0, 0))).collect();
     for i in 0..n {
         let starts: Vec<(Ns, u8)> = per_dev.iter().map(|(&d, v)| (v[i], d)).collect();
-        let (Some(&(late, dev)), Some(&(early, _))) = (starts.iter().max(), starts.iter().min()) else { continue };
+        let (Some(&(late, dev)), Some(&(early, _))) = (starts.iter().max(), starts.iter().min())
+        else {
+            continue;
+        };
         if let Some(e) = last.get_mut(&dev) {
             e.0 += 1;
             e.1 += late - early;
         }
     }
-    let (dev, (count, late_ns)) = last.iter().max_by_key(|(_, c)| c.0).map_or((0, (0, 0)), |(&d, &c)| (d, c));
+    let (dev, (count, late_ns)) = last
+        .iter()
+        .max_by_key(|(_, c)| c.0)
+        .map_or((0, (0, 0)), |(&d, &c)| (d, c));
     json!({
         "collectives": n,
         "last_count_by_device": last.iter().map(|(d, c)| json!({"device": d, "count": c.0})).collect::<Vec<_>>(),
@@ -98,7 +119,9 @@ pub fn regression_figures(tl: &Timeline) -> Value {
     steps.sort_by_key(|s| s.start);
     let max_gen = steps.iter().map(|s| s.generation).max().unwrap_or(0);
     steps.retain(|s| s.ctx == 0 && s.generation == max_gen);
-    let (Some(first), Some(last)) = (steps.first(), steps.last()) else { return Value::Null };
+    let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
+        return Value::Null;
+    };
     let n = steps.len() as f64;
     let (span_s, span_e) = (first.start, last.end);
     let mut gaps: Vec<Ns> = steps.windows(2).map(|w| w[1].start - w[0].end).collect();
@@ -120,8 +143,16 @@ fn kernels_in_steps(tl: &Timeline, steps: &[super::Step]) -> usize {
         let i = steps.partition_point(|s| s.end < t);
         steps.get(i).is_some_and(|s| s.start <= t)
     };
-    let launched: HashSet<(u8, u32)> = tl.apis.iter().filter(|a| inside(a.start)).map(|a| (a.proc, a.corr)).collect();
-    tl.kernels.iter().filter(|k| launched.contains(&(k.proc, k.corr))).count()
+    let launched: HashSet<(u8, u32)> = tl
+        .apis
+        .iter()
+        .filter(|a| inside(a.start))
+        .map(|a| (a.proc, a.corr))
+        .collect();
+    tl.kernels
+        .iter()
+        .filter(|k| launched.contains(&(k.proc, k.corr)))
+        .count()
 }
 
 /// Per NVTX op inside the steady span: total µs divided by `per` steps, or per call when `None`.
@@ -138,6 +169,11 @@ fn nvtx_per_step(tl: &Timeline, span_s: Ns, span_e: Ns, per: Option<f64>) -> Val
     }
     per_op
         .into_iter()
-        .map(|(k, (ns, calls))| (k.to_string(), json!(ns as f64 / 1000.0 / per.unwrap_or(calls as f64))))
+        .map(|(k, (ns, calls))| {
+            (
+                k.to_string(),
+                json!(ns as f64 / 1000.0 / per.unwrap_or(calls as f64)),
+            )
+        })
         .collect()
 }

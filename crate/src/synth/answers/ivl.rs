@@ -46,7 +46,10 @@ mod tests {
 
     #[test]
     fn union_merges_touching_and_overlapping() {
-        assert_eq!(union(vec![(5, 7), (0, 2), (2, 3), (6, 9), (4, 4)]), vec![(0, 3), (5, 9)]);
+        assert_eq!(
+            union(vec![(5, 7), (0, 2), (2, 3), (6, 9), (4, 4)]),
+            vec![(0, 3), (5, 9)]
+        );
     }
 
     #[test]

@@ -32,25 +32,46 @@ pub struct Step {
 /// otherwise only registered (`textId`) rows, as the reference script joins on `textId` alone.
 /// Rows need a positive end and an event type accepted by `type_ok`.
 pub fn parse_steps(tl: &Timeline, text_fallback: bool, type_ok: impl Fn(u8) -> bool) -> Vec<Step> {
-    let re = regex::Regex::new(r"_forward_step\s+(\d+):\s+(\d+)\s+ctx reqs,\s+(\d+)\s+gen reqs").expect("constant regex");
-    let mut cache: std::collections::HashMap<u32, Option<(u64, u64, u64)>> = std::collections::HashMap::new();
+    let re = regex::Regex::new(r"_forward_step\s+(\d+):\s+(\d+)\s+ctx reqs,\s+(\d+)\s+gen reqs")
+        .expect("constant regex");
+    let mut cache: std::collections::HashMap<u32, Option<(u64, u64, u64)>> =
+        std::collections::HashMap::new();
     let mut out = Vec::new();
-    for n in tl.nvtx.iter().filter(|n| (text_fallback || !n.inline) && type_ok(n.event_type)) {
-        let Some(end) = n.end.filter(|&e| e > 0) else { continue };
+    for n in tl
+        .nvtx
+        .iter()
+        .filter(|n| (text_fallback || !n.inline) && type_ok(n.event_type))
+    {
+        let Some(end) = n.end.filter(|&e| e > 0) else {
+            continue;
+        };
         let parsed = *cache.entry(n.name).or_insert_with(|| {
             let c = re.captures(tl.names.get(n.name))?;
             let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
             Some((num(1)?, num(2)?, num(3)?))
         });
         if let Some((number, ctx, generation)) = parsed {
-            out.push(Step { name: n.name, number, ctx, generation, start: n.start, end });
+            out.push(Step {
+                name: n.name,
+                number,
+                ctx,
+                generation,
+                start: n.start,
+                end,
+            });
         }
     }
     out
 }
 
 /// The whole answers document: facts, both profiles' DETECT-SUBSETs, then scenario `extras`.
-pub fn document(tl: &Timeline, scenario: &str, seed: u64, scale: u32, extras: Map<String, Value>) -> Value {
+pub fn document(
+    tl: &Timeline,
+    scenario: &str,
+    seed: u64,
+    scale: u32,
+    extras: Map<String, Value>,
+) -> Value {
     let mut doc = json!({
         "scenario": scenario,
         "seed": seed,
@@ -69,4 +90,3 @@ pub fn document(tl: &Timeline, scenario: &str, seed: u64, scale: u32, extras: Ma
     }
     doc
 }
-

@@ -13,7 +13,11 @@ use super::verdict::{self, Metrics};
 use super::{Step, parse_steps};
 use crate::synth::timeline::{Ns, Timeline};
 
-const PREP_LIKE: [&str; 3] = ["%_prepare_tp_inputs%", "%_prepare_inputs%", "%prepare_inputs%"];
+const PREP_LIKE: [&str; 3] = [
+    "%_prepare_tp_inputs%",
+    "%_prepare_inputs%",
+    "%prepare_inputs%",
+];
 const FORWARD_LIKE: &str = "%[Executor] _forward_step%";
 
 /// SQLite `LIKE` without ESCAPE: `%` any run, `_` one character, ASCII case folding.
@@ -47,23 +51,44 @@ fn build(tl: &Timeline) -> Rows {
     let mut kernels: Vec<(Ns, Ns, bool)> = tl
         .kernels
         .iter()
-        .map(|k| (k.start, k.end, *is_nccl.entry(k.short).or_insert_with(|| like("%nccl%", tl.names.get(k.short)))))
+        .map(|k| {
+            (
+                k.start,
+                k.end,
+                *is_nccl
+                    .entry(k.short)
+                    .or_insert_with(|| like("%nccl%", tl.names.get(k.short))),
+            )
+        })
         .collect();
     kernels.sort_unstable();
-    let mut launches: Vec<(Ns, Ns)> =
-        tl.apis.iter().filter(|a| tl.names.get(a.name) == "cudaLaunchKernel").map(|a| (a.start, a.end)).collect();
+    let mut launches: Vec<(Ns, Ns)> = tl
+        .apis
+        .iter()
+        .filter(|a| tl.names.get(a.name) == "cudaLaunchKernel")
+        .map(|a| (a.start, a.end))
+        .collect();
     launches.sort_unstable();
     let mut cache: HashMap<(u32, usize), bool> = HashMap::new();
     let mut prep: [Vec<(Ns, Ns)>; 3] = Default::default();
     for n in tl.nvtx.iter().filter(|n| !n.inline) {
-        let Some(end) = n.end.filter(|&e| e > 0) else { continue };
+        let Some(end) = n.end.filter(|&e| e > 0) else {
+            continue;
+        };
         for (i, pat) in PREP_LIKE.iter().enumerate() {
-            if *cache.entry((n.name, i)).or_insert_with(|| like(pat, tl.names.get(n.name))) {
+            if *cache
+                .entry((n.name, i))
+                .or_insert_with(|| like(pat, tl.names.get(n.name)))
+            {
                 prep[i].push((n.start, end));
             }
         }
     }
-    Rows { kernels, launches, prep }
+    Rows {
+        kernels,
+        launches,
+        prep,
+    }
 }
 
 /// `compute_phase_metrics(ws, we, total_us)` of the script.
@@ -73,7 +98,9 @@ fn compute(r: &Rows, ws: Ns, we: Ns) -> Metrics {
     let hi = r.kernels.partition_point(|k| k.0 < we);
     let sel = &r.kernels[lo..hi];
     let merged = merge(sel);
-    let active = merged.iter().fold(0.0, |acc, &(s, e)| acc + (e - s) as f64 / 1000.0);
+    let active = merged
+        .iter()
+        .fold(0.0, |acc, &(s, e)| acc + (e - s) as f64 / 1000.0);
     let idle = total - active;
     let l0 = r.launches.partition_point(|a| a.0 < ws);
     let l1 = r.launches.partition_point(|a| a.0 < we);
@@ -107,17 +134,35 @@ fn merge(sel: &[(Ns, Ns, bool)]) -> Vec<(Ns, Ns)> {
     out
 }
 
-fn host_prep(r: &Rows, ws: Ns, we: Ns, merged: &[(Ns, Ns)], total: f64, idle: f64) -> Option<[f64; 3]> {
+fn host_prep(
+    r: &Rows,
+    ws: Ns,
+    we: Ns,
+    merged: &[(Ns, Ns)],
+    total: f64,
+    idle: f64,
+) -> Option<[f64; 3]> {
     let ranges: Vec<(Ns, Ns)> = r
         .prep
         .iter()
-        .map(|rows| rows.iter().copied().filter(|&(s, e)| s >= ws && e <= we).collect::<Vec<_>>())
+        .map(|rows| {
+            rows.iter()
+                .copied()
+                .filter(|&(s, e)| s >= ws && e <= we)
+                .collect::<Vec<_>>()
+        })
         .find(|v| !v.is_empty())?;
-    let prep_total = ranges.iter().fold(0.0, |acc, &(s, e)| acc + (e - s) as f64 / 1000.0);
+    let prep_total = ranges
+        .iter()
+        .fold(0.0, |acc, &(s, e)| acc + (e - s) as f64 / 1000.0);
     if prep_total <= 0.0 {
         return None;
     }
-    let gaps: Vec<(Ns, Ns)> = merged.windows(2).map(|w| (w[0].1, w[1].0)).filter(|g| g.1 > g.0).collect();
+    let gaps: Vec<(Ns, Ns)> = merged
+        .windows(2)
+        .map(|w| (w[0].1, w[1].0))
+        .filter(|g| g.1 > g.0)
+        .collect();
     let mut exposed = 0.0;
     for &(rs, re) in &ranges {
         // Gaps not overlapping the range add exactly 0.0, so only the overlapping ones are visited.
@@ -141,14 +186,28 @@ pub fn answers(tl: &Timeline) -> Value {
     let steps = parse_steps(tl, false, |_| true);
     let steps: Vec<Step> = steps
         .into_iter()
-        .filter(|s| *cache.entry(s.name).or_insert_with(|| like(FORWARD_LIKE, tl.names.get(s.name))))
+        .filter(|s| {
+            *cache
+                .entry(s.name)
+                .or_insert_with(|| like(FORWARD_LIKE, tl.names.get(s.name)))
+        })
         .collect();
     let ctx: Vec<Step> = steps.iter().filter(|s| s.ctx > 0).copied().collect();
-    let generation: Vec<Step> = steps.iter().filter(|s| s.ctx == 0 && s.generation > 0).copied().collect();
+    let generation: Vec<Step> = steps
+        .iter()
+        .filter(|s| s.ctx == 0 && s.generation > 0)
+        .copied()
+        .collect();
     let mut phases = serde_json::Map::new();
     let mut any_phase_yes = false;
-    for (key, list, thr) in [("context", ctx, verdict::DEFAULT), ("generation", generation, verdict::GENERATION)] {
-        let (Some(s), Some(e)) = (list.iter().map(|s| s.start).min(), list.iter().map(|s| s.end).max()) else {
+    for (key, list, thr) in [
+        ("context", ctx, verdict::DEFAULT),
+        ("generation", generation, verdict::GENERATION),
+    ] {
+        let (Some(s), Some(e)) = (
+            list.iter().map(|s| s.start).min(),
+            list.iter().map(|s| s.end).max(),
+        ) else {
             continue;
         };
         let (value, yes) = verdict::phase_json(list.len(), &compute(&r, s, e), &thr, true);
@@ -176,7 +235,10 @@ mod tests {
         assert!(!like("%_prepare_tp_inputs%", "prepare_tp_inputs"));
         assert!(like("%nccl%", "ncclDevKernel_AllReduce"));
         assert!(like("%NCCL%", "ncclDev"));
-        assert!(like("%[Executor] _forward_step%", "[executor] Xforward-step 3"));
+        assert!(like(
+            "%[Executor] _forward_step%",
+            "[executor] Xforward-step 3"
+        ));
         assert!(!like("%[Executor] _forward_step%", "_forward_step 3"));
     }
 }

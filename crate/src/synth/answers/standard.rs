@@ -44,22 +44,39 @@ fn build(tl: &Timeline) -> Model {
     for k in &tl.kernels {
         let d = u32::from(k.device);
         busy.entry(d).or_default().push((k.start, k.end));
-        if *is_nccl.entry(k.short).or_insert_with(|| tl.names.get(k.short).to_ascii_lowercase().contains("nccl")) {
+        if *is_nccl
+            .entry(k.short)
+            .or_insert_with(|| tl.names.get(k.short).to_ascii_lowercase().contains("nccl"))
+        {
             nccl.entry(d).or_default().push((k.start, k.end));
         }
-        pk.entry(k.proc).or_default().entry(d).or_default().push((k.start, k.end));
+        pk.entry(k.proc)
+            .or_default()
+            .entry(d)
+            .or_default()
+            .push((k.start, k.end));
     }
     let launch_re = regex::Regex::new(LAUNCH_RE).expect("constant regex");
     let mut launches: BTreeMap<u8, Vec<Iv>> = BTreeMap::new();
     let mut is_launch: HashMap<u32, bool> = HashMap::new();
-    for a in tl.apis.iter().filter(|a| *is_launch.entry(a.name).or_insert_with(|| launch_re.is_match(tl.names.get(a.name)))) {
+    for a in tl.apis.iter().filter(|a| {
+        *is_launch
+            .entry(a.name)
+            .or_insert_with(|| launch_re.is_match(tl.names.get(a.name)))
+    }) {
         launches.entry(a.proc).or_default().push((a.start, a.end));
     }
     let mut prep: BTreeMap<u8, [Vec<Iv>; 3]> = BTreeMap::new();
     let mut matches: HashMap<u32, [bool; 3]> = HashMap::new();
-    for n in tl.nvtx.iter().filter(|n| RANGE_TYPES.contains(&n.event_type)) {
+    for n in tl
+        .nvtx
+        .iter()
+        .filter(|n| RANGE_TYPES.contains(&n.event_type))
+    {
         let Some(end) = n.end else { continue };
-        let hit = *matches.entry(n.name).or_insert_with(|| PREP_PATTERNS.map(|p| tl.names.get(n.name).contains(p)));
+        let hit = *matches
+            .entry(n.name)
+            .or_insert_with(|| PREP_PATTERNS.map(|p| tl.names.get(n.name).contains(p)));
         let lists = prep.entry(n.proc).or_default();
         for (i, _) in hit.iter().enumerate().filter(|(_, h)| **h) {
             lists[i].push((n.start, end));
@@ -73,7 +90,10 @@ fn build(tl: &Timeline) -> Model {
             .map(|(p, per_dev)| (p, per_dev.into_iter().map(|(d, v)| (d, union(v))).collect()))
             .collect(),
         launches: launches.into_iter().map(|(p, v)| (p, union(v))).collect(),
-        prep: prep.into_iter().map(|(p, lists)| (p, lists.map(union))).collect(),
+        prep: prep
+            .into_iter()
+            .map(|(p, lists)| (p, lists.map(union)))
+            .collect(),
     }
 }
 
@@ -103,12 +123,20 @@ fn scope(m: &Model, w: &[Iv]) -> Scope {
         nccl_ratios.push(n as f64 / b as f64);
         busy_in_w.insert(d, clipped);
     }
-    let procs: Vec<u8> = m.proc_kernels.keys().copied().filter(|&p| !devices_in(m, p, w).is_empty()).collect();
+    let procs: Vec<u8> = m
+        .proc_kernels
+        .keys()
+        .copied()
+        .filter(|&p| !devices_in(m, p, w).is_empty())
+        .collect();
     let launch: Vec<f64> = procs
         .iter()
         .map(|p| m.launches.get(p).map_or(0, |l| measure(&intersect(l, w))) as f64 / wlen)
         .collect();
-    let prep: Vec<[f64; 3]> = procs.iter().filter_map(|&p| host_prep(m, p, w, &busy_in_w)).collect();
+    let prep: Vec<[f64; 3]> = procs
+        .iter()
+        .filter_map(|&p| host_prep(m, p, w, &busy_in_w))
+        .collect();
     let col = |i: usize| mean(&prep.iter().map(|x| x[i]).collect::<Vec<_>>());
     let metrics = Metrics {
         gpu_idle_ratio: mean(&per_device.iter().map(|x| x.1).collect::<Vec<_>>()),
@@ -119,22 +147,36 @@ fn scope(m: &Model, w: &[Iv]) -> Scope {
         host_prep_perf_impact: col(1),
         host_prep_idle_attribution: col(2),
     };
-    Scope { metrics, per_device }
+    Scope {
+        metrics,
+        per_device,
+    }
 }
 
 /// The devices on which process `p` ran a kernel overlapping `w`.
 fn devices_in(m: &Model, p: u8, w: &[Iv]) -> Vec<u32> {
     m.proc_kernels.get(&p).map_or_else(Vec::new, |per_dev| {
-        per_dev.iter().filter(|(_, k)| measure(&intersect(k, w)) > 0).map(|(&d, _)| d).collect()
+        per_dev
+            .iter()
+            .filter(|(_, k)| measure(&intersect(k, w)) > 0)
+            .map(|(&d, _)| d)
+            .collect()
     })
 }
 
 /// `[M3a, M3b, M3c]` of process `p` in `w`, or `None` when it has no host-prep range there.
 fn host_prep(m: &Model, p: u8, w: &[Iv], busy_in_w: &BTreeMap<u32, Vec<Iv>>) -> Option<[f64; 3]> {
     // A pattern is chosen when some range of it overlaps W, i.e. its union meets W.
-    let prep = m.prep.get(&p)?.iter().map(|u| intersect(u, w)).find(|x| measure(x) > 0)?;
-    let own_busy: Vec<Iv> =
-        devices_in(m, p, w).iter().flat_map(|d| busy_in_w.get(d).cloned().unwrap_or_default()).collect();
+    let prep = m
+        .prep
+        .get(&p)?
+        .iter()
+        .map(|u| intersect(u, w))
+        .find(|x| measure(x) > 0)?;
+    let own_busy: Vec<Iv> = devices_in(m, p, w)
+        .iter()
+        .flat_map(|d| busy_in_w.get(d).cloned().unwrap_or_default())
+        .collect();
     let own_busy = union(own_busy);
     let wlen = measure(w) as f64;
     let idle = wlen - measure(&own_busy) as f64;
@@ -175,8 +217,15 @@ pub fn answers(tl: &Timeline) -> Value {
     let mut phases = serde_json::Map::new();
     let mut any_phase_yes = false;
     let ctx: Vec<Step> = steps.iter().filter(|s| s.ctx > 0).copied().collect();
-    let generation: Vec<Step> = steps.iter().filter(|s| s.ctx == 0 && s.generation > 0).copied().collect();
-    for (key, list, thr) in [("context", ctx, verdict::DEFAULT), ("generation", generation, verdict::GENERATION)] {
+    let generation: Vec<Step> = steps
+        .iter()
+        .filter(|s| s.ctx == 0 && s.generation > 0)
+        .copied()
+        .collect();
+    for (key, list, thr) in [
+        ("context", ctx, verdict::DEFAULT),
+        ("generation", generation, verdict::GENERATION),
+    ] {
         if let Some((value, yes)) = phase(&m, &list, &thr) {
             any_phase_yes |= yes;
             phases.insert(key.to_string(), value);

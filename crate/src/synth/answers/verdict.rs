@@ -26,9 +26,20 @@ pub struct Thresholds {
 }
 
 /// Aggregate and context thresholds (reference `DEFAULTS`).
-pub const DEFAULT: Thresholds = Thresholds { idle: 0.30, launch: 0.10, exposed: 0.50, perf: 0.05, attr: 0.50, util: 0.60 };
+pub const DEFAULT: Thresholds = Thresholds {
+    idle: 0.30,
+    launch: 0.10,
+    exposed: 0.50,
+    perf: 0.05,
+    attr: 0.50,
+    util: 0.60,
+};
 /// Generation thresholds (`GEN_OVERRIDES`: idle 0.15, utilization 0.80).
-pub const GENERATION: Thresholds = Thresholds { idle: 0.15, util: 0.80, ..DEFAULT };
+pub const GENERATION: Thresholds = Thresholds {
+    idle: 0.15,
+    util: 0.80,
+    ..DEFAULT
+};
 /// `nccl_caveat` when the NCCL ratio exceeds this.
 pub const NCCL_CAVEAT: f64 = 0.20;
 
@@ -55,7 +66,12 @@ pub fn judge(m: &Metrics, t: &Thresholds) -> Verdict {
     let applicable = checks.iter().flatten().count() as u32;
     let crossed = checks.iter().flatten().filter(|&&c| c).count() as u32;
     let confirmed = checks[4] == Some(true) && checks[5] == Some(true);
-    Verdict { crossed, applicable, confirmed, yes: crossed >= 2 }
+    Verdict {
+        crossed,
+        applicable,
+        confirmed,
+        yes: crossed >= 2,
+    }
 }
 
 pub fn yes_no(yes: bool) -> &'static str {

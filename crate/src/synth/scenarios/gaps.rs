@@ -10,7 +10,7 @@ use super::Built;
 use crate::synth::answers;
 use crate::synth::kinds;
 use crate::synth::sim::{LAUNCH_LATENCY, Sim, T0};
-use crate::synth::timeline::{Ns, Timeline, MS, US};
+use crate::synth::timeline::{MS, Ns, Timeline, US};
 
 /// Gaps per bucket at scale 1, and the range (ns) each bucket's gaps are drawn from.
 const PLAN: [(u32, Ns, Ns); 9] = [

@@ -25,7 +25,9 @@ fn layer_kernels(sim: &mut Sim, layers: usize, lo: Ns, hi: Ns) -> Vec<(KernelKin
 }
 
 fn eager(api: &'static str, ks: Vec<(KernelKind, Ns)>) -> Vec<Launch> {
-    ks.into_iter().map(|(kind, dur)| Launch::Eager { api, kind, dur }).collect()
+    ks.into_iter()
+        .map(|(kind, dur)| Launch::Eager { api, kind, dur })
+        .collect()
 }
 
 /// Named host ranges with their durations, in order.
@@ -33,8 +35,14 @@ type HostRanges = Vec<(&'static str, Ns)>;
 
 /// The usual inter-step host work before and after a forward step (jittered ±10 %).
 fn host_ranges(sim: &mut Sim) -> (HostRanges, HostRanges) {
-    let before = vec![("_schedule", sim.jitter(120 * US, 10)), ("_fetch_new_requests", sim.jitter(40 * US, 10))];
-    let after = vec![("_update_requests", sim.jitter(250 * US, 10)), ("_handle_responses", sim.jitter(120 * US, 10))];
+    let before = vec![
+        ("_schedule", sim.jitter(120 * US, 10)),
+        ("_fetch_new_requests", sim.jitter(40 * US, 10)),
+    ];
+    let after = vec![
+        ("_update_requests", sim.jitter(250 * US, 10)),
+        ("_handle_responses", sim.jitter(120 * US, 10)),
+    ];
     (before, after)
 }
 
@@ -46,17 +54,51 @@ struct Flow {
     pacing: Pacing,
 }
 
-const LOCKSTEP: Flow = Flow { sync_lag: 0, pacing: DEFAULT_PACING };
+const LOCKSTEP: Flow = Flow {
+    sync_lag: 0,
+    pacing: DEFAULT_PACING,
+};
 /// Host-bound decode: quick launch calls, so M2 stays clearly under its threshold.
-const LOCKSTEP_QUICK: Flow = Flow { sync_lag: 0, pacing: Pacing { api: 5 * US, between: 4 * US, gpu_gap: 2 * US } };
-const AHEAD: Flow = Flow { sync_lag: 1, pacing: DEFAULT_PACING };
-const AHEAD_EAGER: Flow = Flow { sync_lag: 1, pacing: PYTORCH_EAGER };
+const LOCKSTEP_QUICK: Flow = Flow {
+    sync_lag: 0,
+    pacing: Pacing {
+        api: 5 * US,
+        between: 4 * US,
+        gpu_gap: 2 * US,
+    },
+};
+const AHEAD: Flow = Flow {
+    sync_lag: 1,
+    pacing: DEFAULT_PACING,
+};
+const AHEAD_EAGER: Flow = Flow {
+    sync_lag: 1,
+    pacing: PYTORCH_EAGER,
+};
 
-fn step(sim: &mut Sim, number: u64, (ctx, generation): (u32, u32), prep: Ns, launches: Vec<Launch>, flow: Flow) -> Step {
+fn step(
+    sim: &mut Sim,
+    number: u64,
+    (ctx, generation): (u32, u32),
+    prep: Ns,
+    launches: Vec<Launch>,
+    flow: Flow,
+) -> Step {
     let (before, after) = host_ranges(sim);
     let sample = sim.jitter(150 * US, 10);
     let Flow { sync_lag, pacing } = flow;
-    Step { number, ctx, generation, before, prep, launches, sample, after, sync_lag, pacing }
+    Step {
+        number,
+        ctx,
+        generation,
+        before,
+        prep,
+        launches,
+        sample,
+        after,
+        sync_lag,
+        pacing,
+    }
 }
 
 fn start(seed: u64, pid: u32, inline: bool) -> Sim {
@@ -81,11 +123,22 @@ pub fn host_bound(seed: u64, scale: u32) -> Built {
     let mut steps = Vec::new();
     for i in 0..total {
         let is_ctx = i < n_ctx;
-        let (prep, lo, hi) = if is_ctx { (1600, 15, 40) } else { (1100, 5, 15) };
+        let (prep, lo, hi) = if is_ctx {
+            (1600, 15, 40)
+        } else {
+            (1100, 5, 15)
+        };
         let prep = sim.jitter(prep * US, 5);
         let ks = layer_kernels(&mut sim, 3, lo, hi);
         let reqs = if is_ctx { (8, 56) } else { (0, 64) };
-        steps.push(step(&mut sim, i + 1, reqs, prep, eager(kinds::LAUNCH_EXACT, ks), LOCKSTEP_QUICK));
+        steps.push(step(
+            &mut sim,
+            i + 1,
+            reqs,
+            prep,
+            eager(kinds::LAUNCH_EXACT, ks),
+            LOCKSTEP_QUICK,
+        ));
     }
     decode::run(&mut sim, 0, &steps);
     finish(sim, Map::new())
@@ -104,7 +157,14 @@ pub fn gpu_bound(seed: u64, scale: u32) -> Built {
         let prep = sim.jitter(300 * US, 5);
         let ks = layer_kernels(&mut sim, 3, 150, 400);
         let reqs = if i < n_ctx { (4, 60) } else { (0, 64) };
-        steps.push(step(&mut sim, i + 1, reqs, prep, eager(kinds::LAUNCH_VERSIONED, ks), AHEAD_EAGER));
+        steps.push(step(
+            &mut sim,
+            i + 1,
+            reqs,
+            prep,
+            eager(kinds::LAUNCH_VERSIONED, ks),
+            AHEAD_EAGER,
+        ));
     }
     decode::run(&mut sim, 0, &steps);
     finish(sim, Map::new())
@@ -121,11 +181,25 @@ pub fn context_only(seed: u64, scale: u32) -> Built {
         let s = if i < n_ctx {
             let prep = sim.jitter(2500 * US, 5);
             let ks = layer_kernels(&mut sim, 3, 10, 30);
-            step(&mut sim, i + 1, (8, 56), prep, eager(kinds::LAUNCH_EXACT, ks), LOCKSTEP)
+            step(
+                &mut sim,
+                i + 1,
+                (8, 56),
+                prep,
+                eager(kinds::LAUNCH_EXACT, ks),
+                LOCKSTEP,
+            )
         } else {
             let prep = sim.jitter(400 * US, 5);
             let ks = layer_kernels(&mut sim, 3, 150, 400);
-            step(&mut sim, i + 1, (0, 64), prep, eager(kinds::LAUNCH_EXACT, ks), AHEAD_EAGER)
+            step(
+                &mut sim,
+                i + 1,
+                (0, 64),
+                prep,
+                eager(kinds::LAUNCH_EXACT, ks),
+                AHEAD_EAGER,
+            )
         };
         steps.push(s);
     }
@@ -151,11 +225,24 @@ struct RegressionHost {
     tiny_kernels: usize,
 }
 
-const BASELINE: RegressionHost = RegressionHost { fetch: 36, broadcast: None, update: 413, tiny_kernels: 0 };
-const TARGET: RegressionHost = RegressionHost { fetch: 270, broadcast: Some(250), update: 723, tiny_kernels: 16 };
+const BASELINE: RegressionHost = RegressionHost {
+    fetch: 36,
+    broadcast: None,
+    update: 413,
+    tiny_kernels: 0,
+};
+const TARGET: RegressionHost = RegressionHost {
+    fetch: 270,
+    broadcast: Some(250),
+    update: 723,
+    tiny_kernels: 16,
+};
 
 fn regression_step(number: u64, reqs: (u32, u32), h: &RegressionHost) -> Step {
-    let mut before = vec![("_schedule", 120 * US), ("_fetch_new_requests", h.fetch * US)];
+    let mut before = vec![
+        ("_schedule", 120 * US),
+        ("_fetch_new_requests", h.fetch * US),
+    ];
     if let Some(b) = h.broadcast {
         before.push(("broadcast_requests", b * US));
     }
@@ -169,7 +256,10 @@ fn regression_step(number: u64, reqs: (u32, u32), h: &RegressionHost) -> Step {
         prep: 400 * US,
         launches: eager(kinds::LAUNCH_EXACT, ks),
         sample: 150 * US,
-        after: vec![("_update_requests", h.update * US), ("_handle_responses", 350 * US)],
+        after: vec![
+            ("_update_requests", h.update * US),
+            ("_handle_responses", 350 * US),
+        ],
         sync_lag: 0,
         pacing: DEFAULT_PACING,
     }
@@ -179,8 +269,9 @@ fn regression(seed: u64, scale: u32, pid: u32, h: &RegressionHost) -> Built {
     let mut sim = start(seed, pid, false);
     let n_ctx = 3 * scale as u64;
     let total = 43 * scale as u64;
-    let steps: Vec<Step> =
-        (0..total).map(|i| regression_step(i + 1, if i < n_ctx { (8, 56) } else { (0, 64) }, h)).collect();
+    let steps: Vec<Step> = (0..total)
+        .map(|i| regression_step(i + 1, if i < n_ctx { (8, 56) } else { (0, 64) }, h))
+        .collect();
     decode::run(&mut sim, 0, &steps);
     let mut extras = Map::new();
     extras.insert("per_step".into(), answers::regression_figures(&sim.tl));
@@ -211,7 +302,14 @@ pub fn cuda_graphs(seed: u64, scale: u32) -> Built {
         let s = if i < n_ctx {
             let prep = sim.jitter(900 * US, 5);
             let ks = layer_kernels(&mut sim, 3, 20, 60);
-            step(&mut sim, i + 1, (6, 58), prep, eager(kinds::LAUNCH_VERSIONED, ks), LOCKSTEP)
+            step(
+                &mut sim,
+                i + 1,
+                (6, 58),
+                prep,
+                eager(kinds::LAUNCH_VERSIONED, ks),
+                LOCKSTEP,
+            )
         } else {
             let prep = sim.jitter(250 * US, 5);
             let launches = graph_step_launches(&mut sim, &base);
@@ -227,10 +325,22 @@ pub fn cuda_graphs(seed: u64, scale: u32) -> Built {
 
 /// One eager input kernel, the graph replay (node ids 5001…), one eager sampler kernel.
 fn graph_step_launches(sim: &mut Sim, base: &[(KernelKind, Ns)]) -> Vec<Launch> {
-    let nodes = base.iter().enumerate().map(|(i, &(k, d))| (k, sim.jitter(d, 5), 5001 + i as u32)).collect();
+    let nodes = base
+        .iter()
+        .enumerate()
+        .map(|(i, &(k, d))| (k, sim.jitter(d, 5), 5001 + i as u32))
+        .collect();
     vec![
-        Launch::Eager { api: kinds::LAUNCH_VERSIONED, kind: kinds::ELEMENTWISE, dur: 3 * US },
+        Launch::Eager {
+            api: kinds::LAUNCH_VERSIONED,
+            kind: kinds::ELEMENTWISE,
+            dur: 3 * US,
+        },
         Launch::Graph { nodes },
-        Launch::Eager { api: kinds::LAUNCH_VERSIONED, kind: kinds::SAMPLER, dur: 20 * US },
+        Launch::Eager {
+            api: kinds::LAUNCH_VERSIONED,
+            kind: kinds::SAMPLER,
+            dur: 20 * US,
+        },
     ]
 }

@@ -18,12 +18,44 @@ type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
 pub const SCENARIOS: [(&str, &str, Builder); 8] = [
-    ("host-bound", "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)", loops::host_bound),
-    ("gpu-bound", "long back-to-back kernels, host one step ahead, inline NVTX text, cudaLaunchKernel_v7000: NO", loops::gpu_bound),
-    ("context-only", "context steps host-bound with heavy _prepare_tp_inputs, generation GPU-bound: aggregate NO, context YES", loops::context_only),
-    ("tp2-straggler", "TP=2, two ranks on devices 0/1, NCCL allreduce per layer, rank 1 arrives last at 90% of collectives", tp2::tp2_straggler),
-    ("regression-baseline", "TP=1 loop, v1.1-like host work (_fetch_new_requests 36 us, _update_requests 413 us, 6 launches/step)", loops::regression_baseline),
-    ("regression-target", "same GPU work as regression-baseline, more host work (+broadcast_requests, 270/723 us, 22 launches/step)", loops::regression_target),
-    ("cuda-graphs", "node-level graph tracing: 14-node cudaGraphLaunch replays plus eager cudaLaunchKernel_v7000 kernels", loops::cuda_graphs),
-    ("gaps", "one device, one stream, inter-kernel gaps of known sizes in all nine buckets", gaps::gaps),
+    (
+        "host-bound",
+        "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
+        loops::host_bound,
+    ),
+    (
+        "gpu-bound",
+        "long back-to-back kernels, host one step ahead, inline NVTX text, cudaLaunchKernel_v7000: NO",
+        loops::gpu_bound,
+    ),
+    (
+        "context-only",
+        "context steps host-bound with heavy _prepare_tp_inputs, generation GPU-bound: aggregate NO, context YES",
+        loops::context_only,
+    ),
+    (
+        "tp2-straggler",
+        "TP=2, two ranks on devices 0/1, NCCL allreduce per layer, rank 1 arrives last at 90% of collectives",
+        tp2::tp2_straggler,
+    ),
+    (
+        "regression-baseline",
+        "TP=1 loop, v1.1-like host work (_fetch_new_requests 36 us, _update_requests 413 us, 6 launches/step)",
+        loops::regression_baseline,
+    ),
+    (
+        "regression-target",
+        "same GPU work as regression-baseline, more host work (+broadcast_requests, 270/723 us, 22 launches/step)",
+        loops::regression_target,
+    ),
+    (
+        "cuda-graphs",
+        "node-level graph tracing: 14-node cudaGraphLaunch replays plus eager cudaLaunchKernel_v7000 kernels",
+        loops::cuda_graphs,
+    ),
+    (
+        "gaps",
+        "one device, one stream, inter-kernel gaps of known sizes in all nine buckets",
+        gaps::gaps,
+    ),
 ];

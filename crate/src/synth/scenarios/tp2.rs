@@ -47,7 +47,11 @@ fn run_step(sim: &mut Sim, number: u64, (ctx, generation): (u32, u32), collectiv
     realign(sim, 0);
     let offset = sim.uniform(5 * US, 20 * US);
     sim.advance(1, offset);
-    let before = [("_schedule", sim.jitter(120 * US, 10)), ("_fetch_new_requests", sim.jitter(40 * US, 10)), ("broadcast_requests", sim.jitter(250 * US, 10))];
+    let before = [
+        ("_schedule", sim.jitter(120 * US, 10)),
+        ("_fetch_new_requests", sim.jitter(40 * US, 10)),
+        ("broadcast_requests", sim.jitter(250 * US, 10)),
+    ];
     let prep = sim.jitter(if ctx > 0 { 1500 * US } else { 500 * US }, 5);
     let mut fwd = [0usize; RANKS];
     for (p, slot) in fwd.iter_mut().enumerate() {
@@ -60,9 +64,15 @@ fn run_step(sim: &mut Sim, number: u64, (ctx, generation): (u32, u32), collectiv
     for _ in 0..LAYERS {
         layer(sim, ctx > 0, collective);
     }
-    let tail = [(kinds::RMS_NORM, sim.uniform(4 * US, 8 * US)), (kinds::SAMPLER, sim.uniform(4 * US, 8 * US))];
+    let tail = [
+        (kinds::RMS_NORM, sim.uniform(4 * US, 8 * US)),
+        (kinds::SAMPLER, sim.uniform(4 * US, 8 * US)),
+    ];
     let sample = sim.jitter(150 * US, 10);
-    let after = [("_update_requests", sim.jitter(250 * US, 10)), ("_handle_responses", sim.jitter(120 * US, 10))];
+    let after = [
+        ("_update_requests", sim.jitter(250 * US, 10)),
+        ("_handle_responses", sim.jitter(120 * US, 10)),
+    ];
     for (p, &f) in fwd.iter().enumerate() {
         compute(sim, p, &tail);
         sim.host_api(p, kinds::EVENT_RECORD, 3 * US);
@@ -85,8 +95,15 @@ fn compute(sim: &mut Sim, p: usize, ks: &[(KernelKind, Ns)]) {
 
 /// One decoder layer on both ranks, then the allreduce with a straggler.
 fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) {
-    let (lo, hi) = if is_ctx { (6 * US, 8 * US) } else { (4 * US, 8 * US) };
-    let ks: Vec<(KernelKind, Ns)> = kinds::LAYER.iter().map(|&k| (k, sim.uniform(lo, hi))).collect();
+    let (lo, hi) = if is_ctx {
+        (6 * US, 8 * US)
+    } else {
+        (4 * US, 8 * US)
+    };
+    let ks: Vec<(KernelKind, Ns)> = kinds::LAYER
+        .iter()
+        .map(|&k| (k, sim.uniform(lo, hi)))
+        .collect();
     for p in 0..RANKS {
         compute(sim, p, &ks);
     }
@@ -108,7 +125,10 @@ fn allreduce(sim: &mut Sim) {
         let corr = sim.api_row(p, kinds::LAUNCH_EXACT, s, s + pace.api);
         sim.advance(p, pace.api);
         let dev = sim.tl.procs[p].device;
-        *slot = ((s + pace.api + LAUNCH_LATENCY).max(sim.gpu_free(dev) + pace.gpu_gap), corr);
+        *slot = (
+            (s + pace.api + LAUNCH_LATENCY).max(sim.gpu_free(dev) + pace.gpu_gap),
+            corr,
+        );
     }
     let end = arrivals.iter().map(|a| a.0).max().unwrap_or(0) + sim.uniform(15 * US, 25 * US);
     for (p, &(start, corr)) in arrivals.iter().enumerate() {
