@@ -40,6 +40,8 @@ pub fn os_tid(global_tid: i64) -> u32 {
 #[derive(Debug, Default, Clone)]
 pub struct Strings {
     values: Vec<Box<str>>,
+    /// `StringIds.id` of each value (`i64::MIN` for interned inline texts).
+    sqlite_ids: Vec<i64>,
     /// StringIds.id → index, when ids are dense (the usual case) ...
     dense: Vec<NameId>,
     /// ... or a map when they are not.
@@ -60,6 +62,7 @@ impl Strings {
         for (id, value) in rows {
             let idx = s.values.len() as NameId;
             s.values.push(value.into_boxed_str());
+            s.sqlite_ids.push(id);
             if dense_ok && id >= 0 {
                 s.dense[id as usize] = idx;
             } else {
@@ -84,6 +87,7 @@ impl Strings {
         }
         let id = self.values.len() as NameId;
         self.values.push(text.into());
+        self.sqlite_ids.push(i64::MIN);
         self.interned.insert(text.into(), id);
         id
     }
@@ -99,6 +103,16 @@ impl Strings {
 
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
+    }
+
+    /// The `StringIds.id`s whose value satisfies `pred` (for pushing a filter into SQL).
+    pub fn sqlite_ids_where(&self, pred: impl Fn(&str) -> bool) -> Vec<i64> {
+        self.values
+            .iter()
+            .zip(&self.sqlite_ids)
+            .filter(|&(v, &id)| id != i64::MIN && pred(v))
+            .map(|(_, &id)| id)
+            .collect()
     }
 
     /// Evaluates `pred` once per distinct string: a lookup table indexed by [`NameId`].

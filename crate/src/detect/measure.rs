@@ -46,6 +46,8 @@ pub struct Prepared<'t> {
 #[derive(Debug, Clone)]
 pub struct DeviceMeasure {
     pub device: Option<u32>,
+    /// Processes whose kernels ran on this device in the window.
+    pub processes: Vec<ProcessIdx>,
     pub kernels: u64,
     pub busy_ns: Ns,
     pub busy_us: f64,
@@ -134,7 +136,7 @@ impl<'t> Prepared<'t> {
             devices.retain(|d| d.kernels > 0);
         }
         let processes = if self.sw.per_device {
-            self.measure_processes(window, window_us)
+            self.measure_processes(window, window_us, &devices)
         } else {
             vec![self.measure_pooled(window, window_us, &devices)]
         };
@@ -163,8 +165,12 @@ impl<'t> Prepared<'t> {
         let mut count = 0u64;
         let mut nccl_raw: Ns = 0;
         let mut nccl_spans: Vec<(Ns, Ns)> = Vec::new();
+        let mut processes: Vec<ProcessIdx> = Vec::new();
         let spans = selected.map(|i| {
             count += 1;
+            if processes.last() != Some(&k.process[i]) {
+                processes.push(k.process[i]);
+            }
             if self.names.is_nccl(k.short_name[i]) {
                 nccl_raw += k.end[i] - k.start[i];
                 if clip {
@@ -189,8 +195,11 @@ impl<'t> Prepared<'t> {
             nccl_raw as f64 / 1000.0
         };
         let idle_us = window_us - busy_us;
+        processes.sort_unstable();
+        processes.dedup();
         Some(DeviceMeasure {
             device: g.device,
+            processes,
             kernels: count,
             busy_ns,
             busy_us,
@@ -224,6 +233,7 @@ impl<'t> Prepared<'t> {
         devices: &BTreeSet<u32>,
         window: &IntervalSet,
         prep: &IntervalSet,
+        measured: &[DeviceMeasure],
     ) -> (Ns, Ns) {
         let end = window.hull().map_or(0, |(_, e)| e);
         let groups: Vec<&KernelGroup> = self
@@ -232,7 +242,11 @@ impl<'t> Prepared<'t> {
             .filter(|g| g.device.is_some_and(|d| devices.contains(&d)))
             .collect();
         if let [g] = groups[..] {
-            let in_window = overlap_with(MergeSorted::new(self.group_spans(g, end)), window);
+            // One device: its busy time in the window was measured already.
+            let in_window = measured.iter().find(|d| d.device == g.device).map_or_else(
+                || overlap_with(MergeSorted::new(self.group_spans(g, end)), window),
+                |d| d.busy_ns,
+            );
             let in_prep = overlap_with(MergeSorted::new(self.group_spans(g, end)), prep);
             return (in_window, in_prep);
         }
@@ -248,8 +262,13 @@ impl<'t> Prepared<'t> {
     }
 
     /// Standard: M2 and M3 per process that ran kernels in the window.
-    fn measure_processes(&self, window: &IntervalSet, window_us: f64) -> Vec<ProcessMeasure> {
-        let owners = self.kernel_owners(window);
+    fn measure_processes(
+        &self,
+        window: &IntervalSet,
+        window_us: f64,
+        devices: &[DeviceMeasure],
+    ) -> Vec<ProcessMeasure> {
+        let owners = Self::kernel_owners(devices);
         owners
             .into_iter()
             .map(|(p, devs)| {
@@ -261,7 +280,7 @@ impl<'t> Prepared<'t> {
                 let prep = self
                     .prep
                     .get(p as usize)
-                    .and_then(|r| self.prep_clipped(r, window, window_us, &devs));
+                    .and_then(|r| self.prep_clipped(r, window, window_us, &devs, devices));
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
@@ -286,20 +305,13 @@ impl<'t> Prepared<'t> {
         overlap_with(MergeSorted::new(spans), window)
     }
 
-    /// Processes owning kernels that overlap the window, with the devices they ran on.
-    fn kernel_owners(&self, window: &IntervalSet) -> BTreeMap<ProcessIdx, BTreeSet<u32>> {
-        let k = &self.trace.kernels;
+    /// Processes owning kernels in the window, with the devices they ran on (from the device pass).
+    fn kernel_owners(devices: &[DeviceMeasure]) -> BTreeMap<ProcessIdx, BTreeSet<u32>> {
         let mut owners: BTreeMap<ProcessIdx, BTreeSet<u32>> = BTreeMap::new();
-        let Some((hs, he)) = window.hull() else {
-            return owners;
-        };
-        for g in &self.groups {
-            let upto = g.idx.partition_point(|&i| k.start[i as usize] < he);
-            for &i in &g.idx[..upto] {
-                let i = i as usize;
-                if k.end[i] > hs && overlaps(window, k.start[i], k.end[i]) {
-                    owners.entry(k.process[i]).or_default().insert(k.device[i]);
-                }
+        for d in devices {
+            let Some(device) = d.device else { continue };
+            for &p in &d.processes {
+                owners.entry(p).or_default().insert(device);
             }
         }
         owners
@@ -313,6 +325,7 @@ impl<'t> Prepared<'t> {
         window: &IntervalSet,
         window_us: f64,
         devices: &BTreeSet<u32>,
+        measured: &[DeviceMeasure],
     ) -> Option<PrepMeasure> {
         let (pattern, prep) =
             PREP_PATTERNS
@@ -322,7 +335,7 @@ impl<'t> Prepared<'t> {
                     let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
                     (!set.is_empty()).then_some((*pat, set))
                 })?;
-        let (busy_in_window, busy_in_prep) = self.busy_overlaps(devices, window, &prep);
+        let (busy_in_window, busy_in_prep) = self.busy_overlaps(devices, window, &prep, measured);
         let prep_ns = prep.measure();
         let exposed_us = (prep_ns - busy_in_prep) as f64 / 1000.0;
         let prep_us = prep_ns as f64 / 1000.0;

@@ -43,6 +43,9 @@ fn launch_regex() -> &'static Regex {
 
 /// Parses a forward-step range name (regex *search*, as the reference's `re.search`).
 pub fn parse_step(name: &str) -> Option<StepName> {
+    if !name.contains("_forward_step") {
+        return None;
+    }
     let c = step_regex().captures(name)?;
     let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
     Some(StepName {

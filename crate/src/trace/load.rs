@@ -20,6 +20,8 @@ pub struct LoadOptions {
     /// Kernel `streamId`, `correlationId`, `demangledName`, graph ids, runtime `correlationId` and
     /// NVTX `domainId`. When false those columns stay empty vectors.
     pub event_details: bool,
+    /// Load only kernel-launch API calls from the runtime table (filtered in SQL by name id).
+    pub launch_calls_only: bool,
 }
 
 impl LoadOptions {
@@ -29,6 +31,7 @@ impl LoadOptions {
             memory_ops: true,
             syncs: true,
             event_details: true,
+            launch_calls_only: false,
         }
     }
 
@@ -38,6 +41,7 @@ impl LoadOptions {
             memory_ops: false,
             syncs: false,
             event_details: false,
+            launch_calls_only: true,
         }
     }
 }
@@ -86,7 +90,7 @@ pub fn load(
     };
     ctx.load_strings(&schema, &mut trace)?;
     ctx.load_kernels(&schema, &mut trace, opts.event_details)?;
-    ctx.load_runtime(&schema, &mut trace, opts.event_details)?;
+    ctx.load_runtime(&schema, &mut trace, opts)?;
     ctx.load_nvtx(&schema, &mut trace, opts.event_details)?;
     if opts.memory_ops {
         trace.memcpy = ctx.load_memops(&schema, &mut trace, MEMCPY_TABLE)?;
@@ -298,7 +302,8 @@ impl Loader<'_, '_> {
         })
     }
 
-    fn load_runtime(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
+    fn load_runtime(&mut self, schema: &Schema, trace: &mut Trace, opts: LoadOptions) -> Result<()> {
+        let details = opts.event_details;
         if !schema.has_table(RUNTIME_TABLE) {
             trace.note(
                 RUNTIME_TABLE,
@@ -312,8 +317,17 @@ impl Loader<'_, '_> {
         } else {
             &["start", "end", "globalTid", "nameId"]
         };
-        let sql = Self::select(schema, RUNTIME_TABLE, cols, "");
-        let reserve = self.estimate_rows(RUNTIME_TABLE) as usize;
+        let filter = if opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId") {
+            let ids = trace.strings.sqlite_ids_where(|s| {
+                crate::detect::names::is_launch_api(s, crate::detect::config::LaunchApis::AllVersioned)
+            });
+            let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+            format!("WHERE nameId IN ({})", list.join(","))
+        } else {
+            String::new()
+        };
+        let sql = Self::select(schema, RUNTIME_TABLE, cols, &filter);
+        let reserve = if filter.is_empty() { self.estimate_rows(RUNTIME_TABLE) as usize } else { 0 };
         let Trace {
             runtime: rt,
             strings,
