@@ -224,7 +224,7 @@ fn facts(trace: &Trace, cfg: &DetectConfig, steps: usize) -> TraceFacts {
         devices: trace.kernels.devices(),
         processes: gpu_processes(trace),
         kernels: trace.kernels.len() as u64,
-        runtime_calls: trace.runtime.len() as u64,
+        launch_api_calls: trace.runtime.len() as u64,
         nvtx_ranges: trace.nvtx.len() as u64,
         forward_steps: steps as u64,
         cuda_graph_trace: trace

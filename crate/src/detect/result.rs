@@ -144,7 +144,8 @@ pub struct TraceFacts {
     /// Processes that launched kernels.
     pub processes: usize,
     pub kernels: u64,
-    pub runtime_calls: u64,
+    /// Kernel-launch API calls (detection loads only those from the runtime table).
+    pub launch_api_calls: u64,
     pub nvtx_ranges: u64,
     pub forward_steps: u64,
     /// `CUDA_GRAPH_TRACE_OPTIONS:MODE` (`Graph` or `Node`) when the capture recorded it.

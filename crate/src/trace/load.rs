@@ -10,7 +10,7 @@ use rusqlite::types::ValueRef;
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
 use crate::error::{Error, Result};
-use crate::model::{GpuInfo, MemOps, NO_NAME, Trace};
+use crate::model::{GpuInfo, MemOps, NO_NAME, Strings, Trace};
 
 /// What to load. Decoding a column costs time per row, so the verdict loads only what it reads.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +67,7 @@ pub const MEMCPY_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
 pub const MEMSET_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
 pub const SYNC_TABLE: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
 
-/// Loads a whole trace from an open, read-only connection.
+/// Loads a whole trace from an open, read-only connection, one table after another.
 pub fn load(
     conn: &Connection,
     path: &str,
@@ -79,30 +79,73 @@ pub fn load(
         path,
         progress,
     };
-    ctx.report("probing schema", 0, 0)?;
-    let schema = Schema::probe(conn, path)?;
-    if !schema.is_nsys_export() {
-        return Err(Error::NotNsysExport { path: path.into() });
-    }
-    let mut trace = Trace {
-        meta: read_meta(conn, &schema, path)?,
-        ..Trace::default()
-    };
-    ctx.load_strings(&schema, &mut trace)?;
-    ctx.load_kernels(&schema, &mut trace, opts.event_details)?;
-    ctx.load_runtime(&schema, &mut trace, opts)?;
-    ctx.load_nvtx(&schema, &mut trace, opts.event_details)?;
-    if opts.memory_ops {
-        trace.memcpy = ctx.load_memops(&schema, &mut trace, MEMCPY_TABLE)?;
-        trace.memset = ctx.load_memops(&schema, &mut trace, MEMSET_TABLE)?;
-    }
-    if opts.syncs {
-        ctx.load_syncs(&schema, &mut trace)?;
-    }
-    ctx.load_gpus(&schema, &mut trace)?;
-    ctx.load_names(&schema, &mut trace)?;
-    ctx.report("done", 1, 1)?;
+    let (schema, mut trace) = ctx.begin()?;
+    let strings = std::mem::take(&mut trace.strings);
+    ctx.load_kernels(&schema, &strings, &mut trace, opts.event_details)?;
+    ctx.load_runtime(&schema, &strings, &mut trace, opts)?;
+    trace.strings = strings;
+    ctx.finish(&schema, &mut trace, opts)?;
     Ok(trace)
+}
+
+/// Like [`load`], but reads the kernel table on a second connection in a second thread while
+/// this thread reads the runtime table: the two largest tables, decoded on two cores.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn load_parallel(
+    conn: &Connection,
+    path: &std::path::Path,
+    opts: LoadOptions,
+) -> Result<Trace> {
+    let label = path.display().to_string();
+    let mut quiet = |_: Progress| true;
+    let mut ctx = Loader {
+        conn,
+        path: &label,
+        progress: &mut quiet,
+    };
+    let (schema, mut trace) = ctx.begin()?;
+    let strings = std::mem::take(&mut trace.strings);
+    let kernels = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| -> Result<Trace> {
+            let conn = super::open::open_path(path)?;
+            let mut quiet = |_: Progress| true;
+            let mut loader = Loader {
+                conn: &conn,
+                path: &label,
+                progress: &mut quiet,
+            };
+            let mut part = Trace::default();
+            loader.load_kernels(&schema, &strings, &mut part, opts.event_details)?;
+            Ok(part)
+        });
+        let runtime = ctx.load_runtime(&schema, &strings, &mut trace, opts);
+        let kernels = worker.join().map_err(|_| Error::Io {
+            path: label.clone(),
+            detail: "the kernel-loading thread failed".into(),
+        })?;
+        runtime.and(kernels)
+    })?;
+    trace.strings = strings;
+    merge_kernels(&mut trace, kernels);
+    ctx.finish(&schema, &mut trace, opts)?;
+    Ok(trace)
+}
+
+/// Moves kernels loaded into a separate [`Trace`] into `trace`, re-keying their processes.
+#[cfg(not(target_arch = "wasm32"))]
+fn merge_kernels(trace: &mut Trace, part: Trace) {
+    let map: Vec<crate::model::ProcessIdx> = part
+        .processes
+        .global_pid
+        .iter()
+        .map(|&g| trace.processes.intern(g))
+        .collect();
+    trace.kernels = part.kernels;
+    for p in &mut trace.kernels.process {
+        *p = map.get(*p as usize).copied().unwrap_or(0);
+    }
+    trace.present.kernels = part.present.kernels;
+    trace.coverage.extend(part.coverage);
 }
 
 struct Loader<'c, 'p> {
@@ -144,6 +187,38 @@ fn small(v: ValueRef<'_>) -> u32 {
 }
 
 impl Loader<'_, '_> {
+    /// Schema, metadata and strings: what every table loader needs first.
+    fn begin(&mut self) -> Result<(Schema, Trace)> {
+        self.report("probing schema", 0, 0)?;
+        let schema = Schema::probe(self.conn, self.path)?;
+        if !schema.is_nsys_export() {
+            return Err(Error::NotNsysExport {
+                path: self.path.into(),
+            });
+        }
+        let mut trace = Trace {
+            meta: read_meta(self.conn, &schema, self.path)?,
+            ..Trace::default()
+        };
+        self.load_strings(&schema, &mut trace)?;
+        Ok((schema, trace))
+    }
+
+    /// Everything after kernels and runtime calls.
+    fn finish(&mut self, schema: &Schema, trace: &mut Trace, opts: LoadOptions) -> Result<()> {
+        self.load_nvtx(schema, trace, opts.event_details)?;
+        if opts.memory_ops {
+            trace.memcpy = self.load_memops(schema, trace, MEMCPY_TABLE)?;
+            trace.memset = self.load_memops(schema, trace, MEMSET_TABLE)?;
+        }
+        if opts.syncs {
+            self.load_syncs(schema, trace)?;
+        }
+        self.load_gpus(schema, trace)?;
+        self.load_names(schema, trace)?;
+        self.report("done", 1, 1)
+    }
+
     fn report(&mut self, step: &'static str, done: u64, total: u64) -> Result<()> {
         if (self.progress)(Progress { step, done, total }) {
             Ok(())
@@ -225,7 +300,13 @@ impl Loader<'_, '_> {
         Ok(())
     }
 
-    fn load_kernels(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
+    fn load_kernels(
+        &mut self,
+        schema: &Schema,
+        strings: &Strings,
+        trace: &mut Trace,
+        details: bool,
+    ) -> Result<()> {
         if !schema.has_table(KERNEL_TABLE) {
             trace.note(
                 KERNEL_TABLE,
@@ -256,7 +337,6 @@ impl Loader<'_, '_> {
         let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
         let Trace {
             kernels: k,
-            strings,
             processes,
             ..
         } = trace;
@@ -302,7 +382,13 @@ impl Loader<'_, '_> {
         })
     }
 
-    fn load_runtime(&mut self, schema: &Schema, trace: &mut Trace, opts: LoadOptions) -> Result<()> {
+    fn load_runtime(
+        &mut self,
+        schema: &Schema,
+        strings: &Strings,
+        trace: &mut Trace,
+        opts: LoadOptions,
+    ) -> Result<()> {
         let details = opts.event_details;
         if !schema.has_table(RUNTIME_TABLE) {
             trace.note(
@@ -318,8 +404,11 @@ impl Loader<'_, '_> {
             &["start", "end", "globalTid", "nameId"]
         };
         let filter = if opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId") {
-            let ids = trace.strings.sqlite_ids_where(|s| {
-                crate::detect::names::is_launch_api(s, crate::detect::config::LaunchApis::AllVersioned)
+            let ids = strings.sqlite_ids_where(|s| {
+                crate::detect::names::is_launch_api(
+                    s,
+                    crate::detect::config::LaunchApis::AllVersioned,
+                )
             });
             let list: Vec<String> = ids.iter().map(i64::to_string).collect();
             format!("WHERE nameId IN ({})", list.join(","))
@@ -327,10 +416,13 @@ impl Loader<'_, '_> {
             String::new()
         };
         let sql = Self::select(schema, RUNTIME_TABLE, cols, &filter);
-        let reserve = if filter.is_empty() { self.estimate_rows(RUNTIME_TABLE) as usize } else { 0 };
+        let reserve = if filter.is_empty() {
+            self.estimate_rows(RUNTIME_TABLE) as usize
+        } else {
+            0
+        };
         let Trace {
             runtime: rt,
-            strings,
             processes,
             threads,
             ..

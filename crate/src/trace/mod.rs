@@ -20,5 +20,5 @@ pub fn load_path(
     opts: LoadOptions,
 ) -> crate::error::Result<crate::model::Trace> {
     let conn = open_path(path)?;
-    load(&conn, &path.display().to_string(), opts, &mut |_| true)
+    load::load_parallel(&conn, path, opts)
 }
