@@ -143,8 +143,8 @@ impl<'t> Prepared<'t> {
         ScopeMeasure::combine(window_us, devices, processes, self.trace.present.runtime)
     }
 
-    /// Busy union, kernel count and NCCL time of one kernel group inside the window, in one
-    /// streaming pass (the union is stored only when host-prep exposure needs it).
+    /// Busy time, kernel count, owning processes and NCCL time of one kernel group inside the
+    /// window, in one streaming pass (the union itself is never stored).
     fn measure_group(
         &self,
         g: &KernelGroup,
