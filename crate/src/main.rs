@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use nsys_lens::detect::names::{StepMarker, StepsPhase};
 use nsys_lens::detect::{self, DetectConfig, Profile, ThresholdOverrides};
 use nsys_lens::error::{Error, Result};
 use nsys_lens::report;
@@ -40,6 +41,12 @@ enum ProfileArg {
     Standard,
     /// The reference scripts' numbers and JSON exactly.
     TrtllmSkill,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StepsPhaseArg {
+    Context,
+    Generation,
 }
 
 #[derive(Args)]
@@ -82,6 +89,16 @@ struct DetectArgs {
     /// M3c threshold (standard profile; default 0.50).
     #[arg(long, value_name = "F", value_parser = ratio)]
     host_prep_idle_threshold: Option<f64>,
+    /// Step markers of another framework: `pytorch` (ProfilerStep#N). Standard profile only.
+    #[arg(long, value_name = "NAME", conflicts_with = "step_regex")]
+    phase_map: Option<String>,
+    /// Custom step marker: a regex over NVTX range names with optional named groups `step`,
+    /// `ctx` and `gen` (request counts). Standard profile only.
+    #[arg(long, value_name = "REGEX")]
+    step_regex: Option<String>,
+    /// Phase of steps whose marker has no `ctx`/`gen` counts.
+    #[arg(long, value_enum, default_value = "generation")]
+    steps_phase: StepsPhaseArg,
     /// Analyse only this window instead of first-kernel..last-kernel (ns, as in the export).
     #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
     window: Option<(i64, i64)>,
@@ -165,6 +182,12 @@ fn run_detect(args: &DetectArgs) -> Result<()> {
             ),
             ("--host-prep-idle-threshold", args.host_prep_idle_threshold),
         ];
+        let marker = args.phase_map.is_some() || args.step_regex.is_some();
+        if marker {
+            return Err(Error::Usage(
+                "--phase-map and --step-regex apply to the standard profile only: the reference scripts (trtllm-skill) know only TensorRT-LLM's _forward_step ranges".into(),
+            ));
+        }
         if let Some((flag, _)) = standard_only.iter().find(|(_, v)| v.is_some()) {
             return Err(Error::Usage(format!(
                 "{flag} applies to the standard profile only: the reference scripts (trtllm-skill) fix that threshold"
@@ -192,6 +215,7 @@ fn run_detect(args: &DetectArgs) -> Result<()> {
         skip_m3: args.no_m3,
         window: args.window,
         file_label: label,
+        step_marker: step_marker(args)?,
     };
     let result = detect::detect(&loaded, &cfg)?;
     let text = if args.json {
@@ -228,6 +252,25 @@ fn run_gen(args: &GenArgs) -> Result<()> {
         synth::answers_path(out).display()
     );
     Ok(())
+}
+
+/// The step marker chosen with `--phase-map` or `--step-regex`, if any.
+fn step_marker(args: &DetectArgs) -> Result<Option<StepMarker>> {
+    let phase = match args.steps_phase {
+        StepsPhaseArg::Context => StepsPhase::Context,
+        StepsPhaseArg::Generation => StepsPhase::Generation,
+    };
+    if let Some(name) = &args.phase_map {
+        return StepMarker::builtin(name).map(Some).ok_or_else(|| {
+            Error::Usage(format!(
+                "unknown --phase-map `{name}` (known: pytorch; or give --step-regex)"
+            ))
+        });
+    }
+    args.step_regex
+        .as_deref()
+        .map(|re| StepMarker::new(re, phase).map_err(Error::Usage))
+        .transpose()
 }
 
 /// Writes to the file given with `-o`, or to stdout.

@@ -238,6 +238,8 @@ pub struct DetectConfig {
     pub window: Option<(Ns, Ns)>,
     /// The file's name as shown in the report.
     pub file_label: String,
+    /// Another framework's step marker instead of TRT-LLM's `_forward_step` (standard profile).
+    pub step_marker: Option<super::names::StepMarker>,
 }
 
 #[cfg(test)]

@@ -93,8 +93,13 @@ pub struct ScopeMeasure {
 }
 
 impl<'t> Prepared<'t> {
-    pub fn new(trace: &'t Trace, sw: Switches, skip_m3: bool) -> Prepared<'t> {
-        let names = NameTables::build(&trace.strings, &sw);
+    pub fn new(
+        trace: &'t Trace,
+        sw: Switches,
+        skip_m3: bool,
+        marker: Option<&super::names::StepMarker>,
+    ) -> Prepared<'t> {
+        let names = NameTables::build(&trace.strings, &sw, marker);
         let groups = group_kernels(trace, sw.per_device);
         let (launch_idx, launch_counts) = index_launches(trace, &names, &sw);
         let prep = if skip_m3 {

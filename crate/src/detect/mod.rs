@@ -39,7 +39,12 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     }
     let sw = cfg.profile.switches();
     let thresholds = cfg.thresholds.resolve(&sw);
-    let prepared = Prepared::new(trace, sw, cfg.skip_m3);
+    let marker = if sw.name_match == config::NameMatch::Substring {
+        cfg.step_marker.as_ref()
+    } else {
+        None
+    };
+    let prepared = Prepared::new(trace, sw, cfg.skip_m3, marker);
     let (window, window_source) = aggregate_window(trace, cfg);
 
     let aggregate = prepared.measure(&window);
@@ -62,7 +67,12 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
         .flatten(),
     );
     let mut coverage = trace.coverage.clone();
-    coverage.extend(detect_coverage(&prepared, &aggregate, steps.len()));
+    coverage.extend(detect_coverage(
+        &prepared,
+        &aggregate,
+        steps.len(),
+        marker.is_some(),
+    ));
     let warnings = evidence::warnings(&prepared, &aggregate, raw_steps, steps.len());
 
     Ok(DetectReport {
@@ -153,7 +163,12 @@ fn window_info(w: &IntervalSet, duration_us: f64, source: &'static str) -> Windo
 }
 
 /// What detection itself could not compute, beyond what loading recorded.
-fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, steps: usize) -> Vec<CoverageNote> {
+fn detect_coverage(
+    p: &Prepared<'_>,
+    agg: &ScopeMeasure,
+    steps: usize,
+    custom_marker: bool,
+) -> Vec<CoverageNote> {
     let mut notes = Vec::new();
     let mut note = |subject: &str, reason: String| {
         notes.push(CoverageNote {
@@ -161,7 +176,13 @@ fn detect_coverage(p: &Prepared<'_>, agg: &ScopeMeasure, steps: usize) -> Vec<Co
             reason,
         })
     };
-    if p.trace.present.nvtx && steps == 0 {
+    if p.trace.present.nvtx && steps == 0 && custom_marker {
+        note(
+            "phases",
+            "no NVTX range matches the chosen step marker: context/generation phases not computed"
+                .into(),
+        );
+    } else if p.trace.present.nvtx && steps == 0 {
         let how = if p.sw.nvtx_text_fallback {
             ""
         } else {

@@ -41,6 +41,62 @@ fn launch_regex() -> &'static Regex {
     })
 }
 
+/// Which phase steps belong to when their marker carries no request counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StepsPhase {
+    Context,
+    #[default]
+    Generation,
+}
+
+/// A user-defined step marker (another framework's NVTX step ranges): a regex with optional
+/// named groups `step`, `ctx` and `gen`. Without `ctx`/`gen`, every step joins `default_phase`.
+#[derive(Debug, Clone)]
+pub struct StepMarker {
+    regex: Regex,
+    default_phase: StepsPhase,
+}
+
+impl StepMarker {
+    /// Compiles the marker; a bad regex is a usage error worth showing verbatim.
+    pub fn new(pattern: &str, default_phase: StepsPhase) -> Result<StepMarker, String> {
+        let regex =
+            Regex::new(pattern).map_err(|e| format!("invalid step regex `{pattern}`: {e}"))?;
+        Ok(StepMarker {
+            regex,
+            default_phase,
+        })
+    }
+
+    /// Built-in markers by framework name.
+    pub fn builtin(name: &str) -> Option<StepMarker> {
+        let (pattern, phase) = match name {
+            "pytorch" => (r"^ProfilerStep#(?P<step>\d+)$", StepsPhase::Generation),
+            _ => return None,
+        };
+        StepMarker::new(pattern, phase).ok()
+    }
+
+    pub fn parse(&self, name: &str) -> Option<StepName> {
+        let c = self.regex.captures(name)?;
+        let group = |g: &str| c.name(g).and_then(|m| m.as_str().parse::<u64>().ok());
+        let has_counts = c.name("ctx").is_some() || c.name("gen").is_some();
+        let (ctx, gen_reqs) = if has_counts {
+            (group("ctx").unwrap_or(0), group("gen").unwrap_or(0))
+        } else {
+            match self.default_phase {
+                StepsPhase::Context => (1, 0),
+                StepsPhase::Generation => (0, 1),
+            }
+        };
+        Some(StepName {
+            step: group("step").unwrap_or(0),
+            ctx,
+            gen_reqs,
+        })
+    }
+}
+
 /// Parses a forward-step range name (regex *search*, as the reference's `re.search`).
 pub fn parse_step(name: &str) -> Option<StepName> {
     if !name.contains("_forward_step") {
@@ -74,7 +130,7 @@ pub struct NameTables {
 }
 
 impl NameTables {
-    pub fn build(strings: &Strings, sw: &Switches) -> NameTables {
+    pub fn build(strings: &Strings, sw: &Switches, marker: Option<&StepMarker>) -> NameTables {
         let like = sw.name_match == NameMatch::SqliteLike;
         let launch = strings.classify(|s| is_launch_api(s, sw.launch_apis));
         let nccl = if like {
@@ -98,7 +154,10 @@ impl NameTables {
                 if like && !prefilter.matches(s) {
                     return None;
                 }
-                parse_step(s)
+                match marker {
+                    Some(m) => m.parse(s),
+                    None => parse_step(s),
+                }
             })
             .collect();
         NameTables {
@@ -152,6 +211,43 @@ mod tests {
             "cudaLaunchKernel_v7000",
             LaunchApis::ExactCudaLaunchKernel
         ));
+    }
+
+    #[test]
+    fn custom_markers_take_counts_or_a_default_phase() {
+        let torch = StepMarker::builtin("pytorch").expect("builtin");
+        assert_eq!(
+            torch.parse("ProfilerStep#12"),
+            Some(StepName {
+                step: 12,
+                ctx: 0,
+                gen_reqs: 1
+            })
+        );
+        assert_eq!(torch.parse("ProfilerStep#12 extra"), None);
+        let ctx = StepMarker::new(r"prefill (?P<step>\d+)", StepsPhase::Context).expect("regex");
+        assert_eq!(
+            ctx.parse("prefill 3"),
+            Some(StepName {
+                step: 3,
+                ctx: 1,
+                gen_reqs: 0
+            })
+        );
+        let counts = StepMarker::new(
+            r"step (?P<step>\d+) c=(?P<ctx>\d+) g=(?P<gen>\d+)",
+            StepsPhase::Generation,
+        )
+        .expect("regex");
+        assert_eq!(
+            counts.parse("step 9 c=0 g=4"),
+            Some(StepName {
+                step: 9,
+                ctx: 0,
+                gen_reqs: 4
+            })
+        );
+        assert!(StepMarker::new("(", StepsPhase::Generation).is_err());
     }
 
     #[test]
