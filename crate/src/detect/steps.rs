@@ -16,6 +16,8 @@ pub struct Step {
     pub name: StepName,
     /// How many raw NVTX ranges were merged into this step.
     pub ranks: u32,
+    /// The (first) range's NVTX name.
+    pub name_id: NameId,
 }
 
 /// Which NVTX rows a profile can see, and under which name.
@@ -39,12 +41,14 @@ pub fn visible_name(nvtx: &NvtxRanges, i: usize, sw: &Switches) -> Option<NameId
 pub fn forward_steps(nvtx: &NvtxRanges, names: &NameTables, sw: &Switches) -> (Vec<Step>, usize) {
     let mut raw: Vec<Step> = (0..nvtx.len())
         .filter_map(|i| {
-            let name = names.step(visible_name(nvtx, i, sw)?)?;
+            let name_id = visible_name(nvtx, i, sw)?;
+            let name = names.step(name_id)?;
             Some(Step {
                 start: nvtx.start[i],
                 end: nvtx.end[i],
                 name,
                 ranks: 1,
+                name_id,
             })
         })
         .collect();
@@ -131,6 +135,7 @@ mod tests {
                 gen_reqs: 8,
             },
             ranks: 1,
+            name_id: 0,
         }
     }
 

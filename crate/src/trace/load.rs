@@ -35,6 +35,16 @@ impl LoadOptions {
         }
     }
 
+    /// What the page shows: detection plus kernel streams and ids for the timeline.
+    pub fn page() -> LoadOptions {
+        LoadOptions {
+            memory_ops: false,
+            syncs: false,
+            event_details: true,
+            launch_calls_only: true,
+        }
+    }
+
     /// Only what detection reads: kernel start/end/device/process/name, launch calls, NVTX ranges.
     pub fn detect() -> LoadOptions {
         LoadOptions {
