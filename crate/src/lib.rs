@@ -10,12 +10,17 @@
 //! See `ARCHITECTURE.md` at the repository root for the map.
 
 pub mod detect;
+pub mod drill;
 pub mod error;
 pub mod model;
+pub mod plot;
 pub mod pyfmt;
 pub mod report;
 pub mod sqlike;
 pub mod synth;
+pub mod timeline;
 pub mod trace;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
 
 pub use error::{Error, Result};

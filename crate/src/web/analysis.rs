@@ -1,0 +1,215 @@
+//! `Analysis`: one trace, opened in the worker, queried by the page with JSON in and out.
+
+use rusqlite::{Connection, OpenFlags};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+use web_sys::File;
+
+use super::vfs::{self, Registration};
+use super::{from_json, init, js_error, to_json};
+use crate::detect::{self, DetectConfig, Profile, ThresholdOverrides};
+use crate::drill::gaps::idle_gap_histogram;
+use crate::error::Error;
+use crate::model::{Ns, Trace};
+use crate::timeline::Timeline;
+use crate::trace::{self, HEADER_LEN, LoadOptions, Progress};
+
+/// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
+#[wasm_bindgen]
+pub struct Analysis {
+    name: String,
+    trace: Trace,
+    registration: Registration,
+}
+
+/// `detect`'s options from the page: `{"profile", "no_m3", "thresholds"}`, all optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct DetectOptions {
+    profile: Profile,
+    no_m3: bool,
+    thresholds: ThresholdOverrides,
+}
+
+#[derive(Serialize)]
+struct Extent {
+    start_ns: Ns,
+    end_ns: Ns,
+}
+
+/// Times from JS are doubles; anything beyond ±2^62 ns (146 years) is clamped so that the
+/// timeline's arithmetic cannot overflow.
+const NS_LIMIT: f64 = (1u64 << 62) as f64;
+
+#[wasm_bindgen]
+impl Analysis {
+    /// Opens `file` read-only through the blob VFS (no copy into wasm memory) and loads what the
+    /// page shows. `onProgress(step, done, total)` returning `false` cancels.
+    pub fn open(
+        file: File,
+        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+    ) -> Result<Analysis, JsError> {
+        init();
+        let name = file.name();
+        check_header(&file, &name).map_err(js_error)?;
+        let registration = vfs::register(&file)
+            .map_err(|detail| Error::Io {
+                path: name.clone(),
+                detail,
+            })
+            .map_err(js_error)?;
+        let trace = load(&registration, &name, &on_progress).map_err(js_error)?;
+        Ok(Analysis {
+            name,
+            trace,
+            registration,
+        })
+    }
+
+    /// The verdict as `DetectReport` JSON. `optionsJson`: `{"profile": "standard" |
+    /// "trtllm-skill", "no_m3": bool, "thresholds": {...}}`, every key optional (`"{}"`).
+    pub fn detect(
+        &self,
+        #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
+    ) -> Result<String, JsError> {
+        let opts: DetectOptions = from_json("detect options", options_json)?;
+        let cfg = DetectConfig {
+            profile: opts.profile,
+            thresholds: opts.thresholds,
+            skip_m3: opts.no_m3,
+            file_label: self.name.clone(),
+            ..DetectConfig::default()
+        };
+        let report = detect::detect(&self.trace, &cfg).map_err(js_error)?;
+        to_json(&report)
+    }
+
+    /// `{"start_ns", "end_ns"}`: first kernel start to last kernel end.
+    #[wasm_bindgen(js_name = timelineExtent)]
+    pub fn timeline_extent(&self) -> Result<String, JsError> {
+        let (start_ns, end_ns) = Timeline::new(&self.trace).extent();
+        to_json(&Extent { start_ns, end_ns })
+    }
+
+    /// `TimelineView` JSON of `[startNs, endNs)` in `columns` pixel columns.
+    pub fn timeline(
+        &self,
+        #[wasm_bindgen(js_name = startNs)] start_ns: f64,
+        #[wasm_bindgen(js_name = endNs)] end_ns: f64,
+        columns: u32,
+    ) -> Result<String, JsError> {
+        let start = ns_arg("startNs", start_ns)?;
+        let end = ns_arg("endNs", end_ns)?;
+        if end <= start {
+            return Err(js_error(format!(
+                "empty time range: endNs ({end}) must be after startNs ({start})"
+            )));
+        }
+        to_json(&Timeline::new(&self.trace).view(start, end, columns))
+    }
+
+    /// The event under the pointer as `Hit` JSON, or `null`.
+    pub fn hover(
+        &self,
+        lane: u32,
+        #[wasm_bindgen(js_name = tNs)] t_ns: f64,
+        #[wasm_bindgen(js_name = slackNs)] slack_ns: f64,
+    ) -> Result<String, JsError> {
+        let t = ns_arg("tNs", t_ns)?;
+        let slack = ns_arg("slackNs", slack_ns)?.max(0);
+        to_json(&Timeline::new(&self.trace).hit(lane, t, slack))
+    }
+
+    /// `GapHistogram` JSON: GPU-idle gaps of every device, bucketed.
+    pub fn gaps(&self) -> Result<String, JsError> {
+        to_json(&idle_gap_histogram(&self.trace, None))
+    }
+
+    /// The file's name as the user chose it.
+    #[wasm_bindgen(js_name = fileName)]
+    pub fn file_name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// `{"size", "reads", "bytes", "ms"}`: how much of the file the blob VFS read (diagnostics:
+    /// a lazy open reads a fraction of a large file).
+    #[wasm_bindgen(js_name = readStats)]
+    pub fn read_stats(&self) -> Result<String, JsError> {
+        to_json(&self.registration.stats())
+    }
+}
+
+/// Classifies the file from its first bytes before SQLite sees it, for errors a user can act on
+/// (empty, `.nsys-rep`, not SQLite, truncated).
+fn check_header(file: &File, name: &str) -> Result<(), Error> {
+    let size = vfs::blob_size(file);
+    let io = |detail: String| Error::Io {
+        path: name.to_string(),
+        detail,
+    };
+    let head = if size == 0 {
+        Vec::new()
+    } else {
+        let reader = vfs::reader().map_err(io)?;
+        vfs::read_slice(&reader, file, 0, size.min(HEADER_LEN as u64)).map_err(io)?
+    };
+    trace::check_header(name, &head, size)
+}
+
+/// Opens the registered file read-only and loads the tables the page uses. The connection is
+/// closed afterwards: the page works on the loaded columns, and closing frees SQLite's page
+/// cache and the VFS's block cache.
+fn load(
+    registration: &Registration,
+    name: &str,
+    on_progress: &js_sys::Function,
+) -> Result<Trace, Error> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags_and_vfs(registration.uri(), flags, vfs::VFS_NAME)
+        .map_err(|e| trace::sqlite_error(name, "the file", &e))?;
+    trace::configure(&conn, name)?;
+    let mut progress = |p: Progress| report_progress(on_progress, p);
+    trace::load(&conn, name, page_load_options(), &mut progress)
+}
+
+/// What the page needs: detection plus kernel streams and names for the timeline.
+fn page_load_options() -> LoadOptions {
+    LoadOptions {
+        event_details: true,
+        launch_calls_only: true,
+        memory_ops: false,
+        syncs: false,
+    }
+}
+
+/// Calls the page's progress callback; `false` from it (or a throw) cancels the load.
+fn report_progress(callback: &js_sys::Function, p: Progress) -> bool {
+    let result = callback.call3(
+        &JsValue::NULL,
+        &JsValue::from_str(p.step),
+        &JsValue::from_f64(p.done as f64),
+        &JsValue::from_f64(p.total as f64),
+    );
+    match result {
+        Ok(v) => v.as_bool() != Some(false),
+        Err(e) => {
+            web_sys::console::error_2(
+                &"nsys-lens: the progress callback threw; cancelling:".into(),
+                &e,
+            );
+            false
+        }
+    }
+}
+
+/// A time argument in ns: finite, clamped to ±2^62.
+fn ns_arg(what: &str, value: f64) -> Result<Ns, JsError> {
+    if !value.is_finite() {
+        return Err(js_error(format!(
+            "{what} must be a finite number of nanoseconds (got {value})"
+        )));
+    }
+    Ok(value.clamp(-NS_LIMIT, NS_LIMIT) as Ns)
+}

@@ -1,0 +1,54 @@
+//! The browser build: the JavaScript API of the page (wasm-bindgen, `--target web`).
+//!
+//! Two instances of the same module run in the page:
+//! - in a dedicated Web Worker, [`Analysis`] holds one trace, opened lazily from the user's
+//!   `File` through the read-only blob VFS ([`vfs`]), and answers with JSON strings (ids such as
+//!   `globalPid` exceed 2^53, so numbers must not pass through JS values);
+//! - on the main thread, [`draw`] renders views the worker computed onto canvases with plotters.
+//!
+//! API boundary rule: a panic kills the wasm instance, so every export returns
+//! `Result<_, JsError>` and nothing here unwraps or indexes input-derived data. A panic hook still
+//! logs to the console, so a bug elsewhere is visible rather than a bare "unreachable".
+
+mod analysis;
+// TEMP until crate::plot lands: mod draw;
+pub mod vfs;
+
+pub use analysis::Analysis;
+// TEMP pub use draw::{draw_gap_histogram, draw_timeline, timeline_layout, version};
+
+use std::fmt::Display;
+use std::sync::Once;
+
+use wasm_bindgen::JsError;
+
+/// Installs the panic hook once per instance; every entry point calls it.
+pub(crate) fn init() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            web_sys::console::error_1(
+                &format!("nsys-lens panicked (a bug, please report it): {info}").into(),
+            );
+        }));
+    });
+}
+
+/// Any displayable error as a JS `Error` carrying that text.
+pub(crate) fn js_error(e: impl Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// `value` as JSON text (the exchange format of every export).
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, JsError> {
+    serde_json::to_string(value)
+        .map_err(|e| js_error(format!("cannot encode the result as JSON: {e}")))
+}
+
+/// Parses JSON handed in by the page, naming the argument in the error.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    text: &str,
+) -> Result<T, JsError> {
+    serde_json::from_str(text).map_err(|e| js_error(format!("invalid {what} JSON: {e}")))
+}
