@@ -345,19 +345,9 @@ impl<'t> Prepared<'t> {
         let exposed_us = (prep_ns - busy_in_prep) as f64 / 1000.0;
         let prep_us = prep_ns as f64 / 1000.0;
         let idle_us = (window.measure() - busy_in_window) as f64 / 1000.0;
-        Some(PrepMeasure {
-            pattern,
-            prep_us,
-            exposed_us,
-            idle_us,
-            exposed_ratio: exposed_us / prep_us,
-            perf_impact: exposed_us / window_us,
-            idle_attribution: if idle_us > 0.0 {
-                exposed_us / idle_us
-            } else {
-                0.0
-            },
-        })
+        Some(PrepMeasure::new(
+            pattern, prep_us, exposed_us, idle_us, window_us,
+        ))
     }
 
     /// trtllm-skill: M2 as a plain sum over all launch calls and M3 over pooled ranges.
@@ -424,19 +414,9 @@ impl<'t> Prepared<'t> {
                 exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
             }
         }
-        Some(PrepMeasure {
-            pattern,
-            prep_us,
-            exposed_us,
-            idle_us,
-            exposed_ratio: exposed_us / prep_us,
-            perf_impact: exposed_us / window_us,
-            idle_attribution: if idle_us > 0.0 {
-                exposed_us / idle_us
-            } else {
-                0.0
-            },
-        })
+        Some(PrepMeasure::new(
+            pattern, prep_us, exposed_us, idle_us, window_us,
+        ))
     }
 
     /// Gaps between consecutive merged (pooled, start-in-window) kernel intervals that touch
@@ -461,6 +441,31 @@ impl<'t> Prepared<'t> {
             prev_end = Some(e);
         }
         gaps
+    }
+}
+
+impl PrepMeasure {
+    /// M3a/b/c from the exposed, prep, idle and window times (µs).
+    fn new(
+        pattern: &'static str,
+        prep_us: f64,
+        exposed_us: f64,
+        idle_us: f64,
+        window_us: f64,
+    ) -> PrepMeasure {
+        PrepMeasure {
+            pattern,
+            prep_us,
+            exposed_us,
+            idle_us,
+            exposed_ratio: exposed_us / prep_us,
+            perf_impact: exposed_us / window_us,
+            idle_attribution: if idle_us > 0.0 {
+                exposed_us / idle_us
+            } else {
+                0.0
+            },
+        }
     }
 }
 
