@@ -161,64 +161,49 @@ fn draw_ruler<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Bars of idle time per bucket, labelled with their gap counts.
-pub fn draw_gap_histogram<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    hist: &GapHistogram,
-) -> DrawResult {
+/// Approximate width of `text` at `px` font size. Text is only ever drawn left/top-anchored
+/// at positions computed from this estimate: plotters' exact measurement needs the DOM (a
+/// styled `<span>`), which the page's Content-Security-Policy forbids.
+fn text_width(text: &str, px: f64) -> f64 {
+    text.chars().count() as f64 * px * 0.56
+}
+
+/// Bars of idle time per bucket, labelled with their gap counts; axes drawn by hand.
+pub fn draw_gap_histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, hist: &GapHistogram) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
-    let max = hist
-        .buckets
-        .iter()
-        .map(|b| b.total_us)
-        .fold(0.0, f64::max)
-        .max(1.0)
-        / 1000.0;
-    let n = hist.buckets.len().max(1) as f64;
-    let labels: Vec<String> = hist.buckets.iter().map(|b| b.label.clone()).collect();
-    let mut chart = ChartBuilder::on(root)
-        .margin(10)
-        .caption(
-            "GPU idle gaps by size",
-            ("sans-serif", 15).into_font().color(&INK),
-        )
-        .x_label_area_size(34)
-        .y_label_area_size(56)
-        .build_cartesian_2d(-0.5f64..n - 0.5, 0f64..max * 1.15)
+    let (w, h) = root.dim_in_pixel();
+    let (left, right, top, bottom) = (52.0, 10.0, 30.0, 40.0);
+    let plot_w = (f64::from(w) - left - right).max(10.0);
+    let plot_h = (f64::from(h) - top - bottom).max(10.0);
+    let max_ms = hist.buckets.iter().map(|b| b.total_us / 1000.0).fold(0.0, f64::max).max(1e-3) * 1.15;
+    let y_of = |ms: f64| (top + plot_h - ms / max_ms * plot_h) as i32;
+    let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
+    root.draw(&Text::new("GPU idle time by gap size (ms), gap counts above bars", (left as i32, 6), font(13)))
         .map_err(err)?;
-    let label_of = |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            labels.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(labels.len() * 2 + 1)
-        .x_label_formatter(&label_of)
-        .y_desc("idle time (ms)")
-        .label_style(("sans-serif", 11).into_font().color(&INK))
-        .draw()
-        .map_err(err)?;
-    let bars = hist.buckets.iter().enumerate().map(|(i, b)| {
-        let x = i as f64;
-        Rectangle::new(
-            [(x - 0.38, 0.0), (x + 0.38, b.total_us / 1000.0)],
-            KERNEL.mix(0.8).filled(),
-        )
-    });
-    chart.draw_series(bars).map_err(err)?;
-    let counts = hist.buckets.iter().enumerate().map(|(i, b)| {
-        Text::new(
-            format!("{}", b.count),
-            (i as f64 - 0.2, b.total_us / 1000.0 + max * 0.08),
-            ("sans-serif", 11).into_font().color(&INK),
-        )
-    });
-    chart.draw_series(counts).map_err(err)?;
+    for t in 0..=4 {
+        let ms = max_ms / 1.15 * f64::from(t) / 4.0;
+        let y = y_of(ms);
+        root.draw(&PathElement::new(vec![(left as i32, y), ((left + plot_w) as i32, y)], GRID)).map_err(err)?;
+        let label = format!("{ms:.1}");
+        let x = (left - 6.0 - text_width(&label, 11.0)) as i32;
+        root.draw(&Text::new(label, (x, y - 6), font(11))).map_err(err)?;
+    }
+    let slot = plot_w / hist.buckets.len().max(1) as f64;
+    for (i, b) in hist.buckets.iter().enumerate() {
+        let x0 = left + slot * i as f64;
+        let (bx0, bx1) = ((x0 + slot * 0.14) as i32, (x0 + slot * 0.86) as i32);
+        let y = y_of(b.total_us / 1000.0);
+        root.draw(&Rectangle::new([(bx0, y), (bx1, y_of(0.0))], KERNEL.mix(0.85).filled())).map_err(err)?;
+        let count = b.count.to_string();
+        let cx = (x0 + (slot - text_width(&count, 11.0)) / 2.0) as i32;
+        root.draw(&Text::new(count, (cx, y - 15), font(11))).map_err(err)?;
+        // Alternate two label rows when the slots are too narrow for the labels.
+        let row = if text_width(&b.label, 11.0) > slot * 0.95 && i % 2 == 1 { 14 } else { 0 };
+        let lx = (x0 + (slot - text_width(&b.label, 11.0)) / 2.0) as i32;
+        root.draw(&Text::new(b.label.clone(), (lx, (top + plot_h) as i32 + 6 + row), font(11))).map_err(err)?;
+    }
+    let axis = vec![(left as i32, top as i32), (left as i32, y_of(0.0)), ((left + plot_w) as i32, y_of(0.0))];
+    root.draw(&PathElement::new(axis, INK)).map_err(err)?;
     Ok(())
 }
 
@@ -239,6 +224,22 @@ mod tests {
             top: vec![-1; n],
             idle,
         }
+    }
+
+    #[test]
+    fn histogram_draws_nine_bars_with_labels() {
+        let trace = crate::model::Trace::default();
+        let mut hist = crate::drill::gaps::idle_gap_histogram(&trace, None);
+        hist.buckets[2].count = 4;
+        hist.buckets[2].total_us = 30.0;
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (420, 240)).into_drawing_area();
+            draw_gap_histogram(&root, &hist).expect("draw");
+        }
+        assert_eq!(svg.matches("<rect").count(), 1 + 9, "background + one bar per bucket");
+        assert!(svg.contains("500 µs–1 ms"), "{svg}");
+        assert!(svg.lines().any(|l| l.trim() == "4"), "the count of the populated bucket: {svg}");
     }
 
     #[test]

@@ -1,0 +1,203 @@
+// Shared pieces of the end-to-end tests: a static server over dist/, headless Chromium through
+// playwright-core, the CLI as the oracle, and the public traces.
+
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const DIST = process.env.NSYS_LENS_DIST ? path.resolve(process.env.NSYS_LENS_DIST) : path.join(ROOT, 'dist');
+export const ARTIFACTS = path.join(ROOT, 'tests', 'artifacts');
+export const SHARED = process.env.NSYS_LENS_SHARED ? path.resolve(process.env.NSYS_LENS_SHARED) : path.resolve(ROOT, '..', 'shared');
+export const PUBLIC_TRACES = path.join(SHARED, 'traces', 'public');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+export const METRIC_KEYS = [
+  'gpu_idle_ratio',
+  'launch_overhead_ratio',
+  'gpu_utilization',
+  'nccl_ratio',
+  'host_prep_exposed_ratio',
+  'host_prep_perf_impact',
+  'host_prep_idle_attribution',
+];
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.json': 'application/json',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+// Fails with an actionable message when the site was not built.
+export function requireDist() {
+  const need = ['index.html', 'app.js', 'worker.js', 'pkg/nsys_lens.js', 'pkg/nsys_lens_bg.wasm'];
+  const missing = need.filter((f) => !fs.existsSync(path.join(DIST, f)));
+  if (missing.length) {
+    throw new Error(
+      `the site is not built: ${missing.map((f) => path.join(DIST, f)).join(', ')} missing. ` +
+        'Run `cargo xtask dist` (or `cargo xtask test`, which builds it first), then `node --test tests/e2e/`.',
+    );
+  }
+}
+
+// A static file server over `root` on 127.0.0.1 and a free port.
+export async function serve(root = DIST) {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    let rel = decodeURIComponent(url.pathname);
+    if (rel.endsWith('/')) rel += 'index.html';
+    const file = path.resolve(root, `.${rel}`);
+    if (!file.startsWith(path.resolve(root) + path.sep)) {
+      res.writeHead(403).end();
+      return;
+    }
+    fs.stat(file, (err, st) => {
+      if (err || !st.isFile()) {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': TYPES[path.extname(file)] || 'application/octet-stream',
+        'content-length': st.size,
+        'cache-control': 'no-cache',
+      });
+      if (req.method === 'HEAD') res.end();
+      else fs.createReadStream(file).pipe(res);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  return { server, port, origin: `http://127.0.0.1:${port}`, close: () => {
+      server.closeAllConnections?.();
+      return new Promise((r) => server.close(r));
+    },
+  };
+}
+
+export async function launch() {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium chromium-driver (or set CHROMIUM)`);
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--allow-file-access-from-files',
+    ],
+  });
+}
+
+// The CLI binary, built on demand.
+export function cli() {
+  const exe = path.join(ROOT, 'target', 'debug', process.platform === 'win32' ? 'nsys-lens.exe' : 'nsys-lens');
+  if (!fs.existsSync(exe)) execFileSync('cargo', ['build', '--quiet', '--bin', 'nsys-lens'], { cwd: ROOT, stdio: 'inherit' });
+  return exe;
+}
+
+export function detectJson(file, profile = 'standard') {
+  const out = execFileSync(cli(), ['detect', file, '--json', '--profile', profile], { cwd: ROOT, maxBuffer: 64 << 20 });
+  return JSON.parse(out.toString('utf8'));
+}
+
+export function generate(scenario, out) {
+  execFileSync(cli(), ['gen', scenario, out], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  return out;
+}
+
+export function publicTrace(name) {
+  const file = path.join(PUBLIC_TRACES, name);
+  if (!fs.existsSync(file)) throw new Error(`public trace missing: ${file} (set NSYS_LENS_SHARED to the shared folder)`);
+  return file;
+}
+
+export function artifact(name) {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  return path.join(ARTIFACTS, name);
+}
+
+// Records every request of a context; `outside(origin)` lists those that left the page's origin.
+export function recordRequests(context) {
+  const urls = [];
+  context.on('request', (req) => urls.push(req.url()));
+  return {
+    urls,
+    outside(origin) {
+      return urls.filter((u) => !(u.startsWith(`${origin}/`) || u.startsWith('blob:') || u.startsWith('data:')));
+    },
+  };
+}
+
+// The page's cards and table cells, as {scope: {metric: value string}}.
+export async function readCards(page) {
+  return page.evaluate(() => {
+    const out = {};
+    for (const box of document.querySelectorAll('#cards [data-scope]')) {
+      const scope = box.dataset.scope;
+      for (const card of box.querySelectorAll('[data-metric]')) {
+        (out[scope] ||= {})[card.dataset.metric] = card.dataset.value;
+      }
+    }
+    return out;
+  });
+}
+
+// What the cards must say, from the CLI report.
+export function expectedCards(report) {
+  const out = { aggregate: {} };
+  for (const k of METRIC_KEYS) out.aggregate[k] = report.aggregate_metrics[k];
+  for (const phase of ['context', 'generation']) {
+    const p = report.phases?.[phase];
+    if (!p) continue;
+    out[phase] = {};
+    for (const k of METRIC_KEYS) out[phase][k] = p.metrics[k];
+  }
+  return out;
+}
+
+export function parseValue(s) {
+  return s === '' || s === undefined ? null : Number.parseFloat(s);
+}
+
+// Loads `file` through the page's file input and waits for the result (or the error).
+export async function openTrace(page, file, { expect = 'done', timeout = 120_000 } = {}) {
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
+  await page.setInputFiles('#file-input', file);
+  // body[data-run] counts analyses started: wait for this one, then for its outcome.
+  await page.waitForFunction(
+    ([r, want]) => Number(document.body.dataset.run || 0) > r && document.body.dataset.state === want,
+    [run, expect],
+    { timeout },
+  );
+}
+
+// Pixels of a canvas that differ from white, and a hash of its content.
+export async function canvasStats(page, selector) {
+  return page.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const ctx = c.getContext('2d');
+    const { data } = ctx.getImageData(0, 0, c.width, c.height);
+    let ink = 0;
+    let hash = 2166136261;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i] < 245 || data[i + 1] < 245 || data[i + 2] < 245) ink++;
+      hash = Math.imul(hash ^ (data[i] + 3 * data[i + 1] + 7 * data[i + 2]), 16777619) >>> 0;
+    }
+    return { width: c.width, height: c.height, ink, hash, drawn: c.dataset.drawn || '' };
+  }, selector);
+}

@@ -1,0 +1,86 @@
+// End-to-end: dist/nsys-lens-offline.html opened from file:// with every network request
+// blocked analyses a trace exactly like the CLI.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  DIST,
+  launch,
+  detectJson,
+  generate,
+  publicTrace,
+  artifact,
+  readCards,
+  expectedCards,
+  parseValue,
+  openTrace,
+  canvasStats,
+  METRIC_KEYS,
+} from './helpers.mjs';
+
+const TIMEOUT = 240_000;
+const OFFLINE = path.join(DIST, 'nsys-lens-offline.html');
+let browser;
+let tmp;
+
+before(async () => {
+  if (!fs.existsSync(OFFLINE)) {
+    throw new Error(`${OFFLINE} missing: run \`cargo xtask dist\` (or \`cargo xtask test\`) first`);
+  }
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-offline-'));
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test('offline single file from file:// analyses traces with the network blocked', { timeout: TIMEOUT }, async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const requests = [];
+  const pageUrl = pathToFileURL(OFFLINE).href;
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    requests.push(url);
+    // Only the page itself (file://) and in-memory URLs; everything else is refused.
+    if (url === pageUrl || url.startsWith('blob:') || url.startsWith('data:')) return route.continue();
+    return route.abort('blockedbyclient');
+  });
+  context.on('request', (r) => requests.push(r.url()));
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+  });
+  await page.goto(pageUrl);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+
+  for (const file of [
+    generate('host-bound', path.join(tmp, 'host-bound.sqlite')),
+    publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite'),
+  ]) {
+    await openTrace(page, file, { timeout: TIMEOUT });
+    const report = detectJson(file);
+    assert.equal(await page.textContent('[data-testid=verdict]'), report.verdict);
+    const cards = await readCards(page);
+    const want = expectedCards(report);
+    assert.deepEqual(Object.keys(cards).sort(), Object.keys(want).sort());
+    for (const [scope, metrics] of Object.entries(want)) {
+      for (const key of METRIC_KEYS) assert.equal(parseValue(cards[scope][key]), metrics[key], `${scope}.${key}`);
+    }
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=timeline]').dataset.drawn || 0) > 0, null, { timeout: 60_000 });
+    assert.ok((await canvasStats(page, '[data-testid=timeline]')).ink > 500, 'timeline drawn');
+  }
+  await page.screenshot({ path: artifact('offline-file-url.png') });
+
+  const outside = requests.filter((u) => !(u === pageUrl || u.startsWith('blob:') || u.startsWith('data:')));
+  assert.deepEqual([...new Set(outside)], [], 'requests other than the page itself');
+  assert.deepEqual(problems, [], 'page errors / console errors');
+  await context.close();
+});

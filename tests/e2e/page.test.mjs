@@ -1,0 +1,278 @@
+// End-to-end: the page served from dist/ on 127.0.0.1, in headless Chromium, against the CLI.
+//
+// For every trace the page's verdict and every metric card's data-value must equal the CLI's
+// `detect --json` (aggregate and phases), and nothing may be requested outside 127.0.0.1.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import {
+  requireDist,
+  serve,
+  launch,
+  detectJson,
+  generate,
+  publicTrace,
+  artifact,
+  recordRequests,
+  readCards,
+  expectedCards,
+  parseValue,
+  openTrace,
+  canvasStats,
+  METRIC_KEYS,
+} from './helpers.mjs';
+
+const TIMEOUT = 240_000;
+let srv;
+let browser;
+let context;
+let page;
+let requests;
+let tmp;
+const problems = []; // page errors and console errors, checked at the end
+
+before(async () => {
+  requireDist();
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-e2e-'));
+  srv = await serve();
+  browser = await launch();
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  requests = recordRequests(context);
+  // Block (and so also record) anything that is not the local site.
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${srv.origin}/`) || url.startsWith('blob:') || url.startsWith('data:')) return route.continue();
+    return route.abort('blockedbyclient');
+  });
+  page = await context.newPage();
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+  });
+  await page.goto(`${srv.origin}/`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await srv?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+// The page's numbers against the CLI's report for the same file.
+async function assertMatchesCli(file, profile = 'standard') {
+  const report = detectJson(file, profile);
+  const verdict = await page.textContent('[data-testid=verdict]');
+  assert.equal(verdict, report.verdict, `verdict of ${path.basename(file)} (${profile})`);
+  assert.ok(verdict === 'YES' || verdict === 'NO');
+  const cards = await readCards(page);
+  const want = expectedCards(report);
+  assert.deepEqual(Object.keys(cards).sort(), Object.keys(want).sort(), `scopes with cards for ${path.basename(file)}`);
+  let compared = 0;
+  for (const [scope, metrics] of Object.entries(want)) {
+    for (const key of METRIC_KEYS) {
+      assert.ok(key in cards[scope], `${scope} card ${key} missing`);
+      const got = parseValue(cards[scope][key]);
+      assert.equal(got, metrics[key], `${path.basename(file)} ${profile} ${scope}.${key}: page ${cards[scope][key]} vs CLI ${metrics[key]}`);
+      compared++;
+    }
+  }
+  // Per-scope verdicts too.
+  for (const phase of ['context', 'generation']) {
+    if (!report.phases?.[phase]) continue;
+    assert.equal(await page.textContent(`[data-testid=verdict-${phase}]`), report.phases[phase].verdict, `${phase} verdict`);
+  }
+  return { report, compared };
+}
+
+async function load(file, expect = 'done') {
+  await openTrace(page, file, { expect, timeout: TIMEOUT });
+}
+
+test('generated host-bound trace: verdict YES and every card equals the CLI', { timeout: TIMEOUT }, async () => {
+  const file = generate('host-bound', path.join(tmp, 'host-bound.sqlite'));
+  await load(file);
+  const { report, compared } = await assertMatchesCli(file);
+  assert.equal(report.verdict, 'YES');
+  assert.equal(compared, 21, 'aggregate + context + generation × 7 metrics');
+  assert.ok(await page.isVisible('[data-testid=callout-host-prep-aggregate]'), 'host-prep confirmation callout');
+  await page.screenshot({ path: artifact('host-bound-top.png') });
+  await page.screenshot({ path: artifact('host-bound-full.png'), fullPage: true });
+});
+
+test('timeline: drawn, wheel zoom redraws, hover shows a kernel', { timeout: TIMEOUT }, async () => {
+  const canvas = '[data-testid=timeline]';
+  await page.waitForFunction((sel) => Number(document.querySelector(sel).dataset.drawn || 0) > 0, canvas, { timeout: 60_000 });
+  const first = await canvasStats(page, canvas);
+  assert.ok(first.ink > 500, `the timeline has drawn pixels (${first.ink})`);
+  const range0 = await page.textContent('[data-testid=timeline-range]');
+  const fullSpan = await page.evaluate((sel) => {
+    const d = document.querySelector(sel).dataset;
+    return Number(d.end) - Number(d.start);
+  }, canvas);
+
+  await page.locator(canvas).scrollIntoViewIfNeeded();
+  const box = await page.locator(canvas).boundingBox();
+  const layout = await page.evaluate(() => ({ lanes: Number(document.querySelector('[data-testid=timeline]').dataset.lanes) }));
+  assert.ok(layout.lanes >= 1, 'at least one lane');
+  // Zoom in around a point in the plot area, several wheel steps.
+  const x = box.x + 150 + (box.width - 150) * 0.4;
+  const y = box.y + 22 + 24 * Math.min(1, layout.lanes - 1) + 10;
+  await page.mouse.move(x, y);
+  for (let i = 0; i < 4; i++) {
+    await page.mouse.wheel(0, -400);
+    await page.waitForTimeout(80);
+  }
+  await page.waitForFunction(
+    ([sel, drawn]) => Number(document.querySelector(sel).dataset.drawn || 0) > drawn,
+    [canvas, Number(first.drawn)],
+    { timeout: 30_000 },
+  );
+  await page.waitForTimeout(300);
+  const zoomed = await canvasStats(page, canvas);
+  assert.notEqual(zoomed.hash, first.hash, 'zoom changed the drawn pixels');
+  assert.notEqual(await page.textContent('[data-testid=timeline-range]'), range0, 'the visible range changed');
+  const span = await page.evaluate((sel) => {
+    const d = document.querySelector(sel).dataset;
+    return Number(d.end) - Number(d.start);
+  }, canvas);
+  assert.ok(span < fullSpan / 2, `zoomed in: ${span} ns of ${fullSpan} ns`);
+  await page.screenshot({ path: artifact('timeline-zoomed.png'), clip: { x: 0, y: Math.max(0, box.y - 60), width: 1280, height: box.height + 80 } });
+
+  // Drag pans; double-click resets.
+  const beforePan = await page.evaluate((sel) => document.querySelector(sel).dataset.start, canvas);
+  await page.mouse.move(x, y);
+  await page.mouse.down();
+  await page.mouse.move(x + 120, y, { steps: 6 });
+  await page.mouse.up();
+  await page.waitForFunction(([sel, s]) => document.querySelector(sel).dataset.start !== s, [canvas, beforePan], { timeout: 30_000 });
+  await page.mouse.dblclick(x, y);
+  await page.waitForFunction((sel) => !/×/.test(document.querySelector('[data-testid=timeline-range]').textContent), canvas, { timeout: 30_000 });
+
+  // Hover over busy columns until the tooltip names a kernel.
+  let named = null;
+  for (let i = 0; i < 40 && !named; i++) {
+    const hx = box.x + 152 + ((box.width - 154) * i) / 40;
+    await page.mouse.move(hx, y);
+    await page.waitForTimeout(120);
+    if (await page.isVisible('[data-testid=tooltip]')) named = await page.textContent('[data-testid=tooltip-name]');
+  }
+  assert.ok(named && named.length > 0, 'the tooltip shows a kernel name');
+  await page.screenshot({ path: artifact('timeline-hover.png'), clip: { x: 0, y: Math.max(0, box.y - 60), width: 1280, height: box.height + 140 } });
+});
+
+test('gap histogram: drawn, nine buckets in the table', { timeout: TIMEOUT }, async () => {
+  const stats = await canvasStats(page, '[data-testid=gap-histogram]');
+  assert.ok(stats.ink > 500, `the histogram has drawn pixels (${stats.ink})`);
+  const rows = await page.$$eval('[data-testid=gap-table] tbody tr', (trs) => trs.length);
+  assert.equal(rows, 9);
+});
+
+test('profile switch to trtllm-skill recomputes without reloading', { timeout: TIMEOUT }, async () => {
+  const file = path.join(tmp, 'host-bound.sqlite');
+  await page.check('[data-testid=profile-trtllm-skill]');
+  await page.waitForSelector('body[data-profile="trtllm-skill"][data-state="done"]', { timeout: 60_000 });
+  const { report } = await assertMatchesCli(file, 'trtllm-skill');
+  const std = detectJson(file, 'standard');
+  assert.notEqual(report.aggregate_metrics.gpu_idle_ratio, std.aggregate_metrics.gpu_idle_ratio, 'the profiles differ on this trace');
+  await page.screenshot({ path: artifact('host-bound-trtllm-skill.png') });
+  await page.check('[data-testid=profile-standard]');
+  await page.waitForSelector('body[data-profile="standard"][data-state="done"]', { timeout: 60_000 });
+  await assertMatchesCli(file, 'standard');
+});
+
+test('editing a threshold recomputes the verdict', { timeout: TIMEOUT }, async () => {
+  await page.click('#thresholds summary');
+  const input = '[data-testid=threshold-gpu_idle_ratio]';
+  await page.fill(input, '95');
+  await page.waitForFunction(() => document.querySelector('[data-scope=aggregate] [data-metric=gpu_idle_ratio]')?.dataset.crossed === 'false', null, { timeout: 60_000 });
+  await page.waitForSelector('body[data-state="done"]');
+  await page.click('#thresholds-reset');
+  await page.waitForFunction(() => document.querySelector('[data-scope=aggregate] [data-metric=gpu_idle_ratio]')?.dataset.crossed === 'true', null, { timeout: 60_000 });
+  await page.click('#thresholds summary');
+});
+
+test('generated gpu-bound trace: verdict NO, equals the CLI', { timeout: TIMEOUT }, async () => {
+  const file = generate('gpu-bound', path.join(tmp, 'gpu-bound.sqlite'));
+  await load(file);
+  const { report } = await assertMatchesCli(file);
+  assert.equal(report.verdict, 'NO');
+  await page.screenshot({ path: artifact('gpu-bound-top.png') });
+});
+
+for (const name of [
+  'GindaChen_nsys-ai__mfu_2gpu_before.sqlite',
+  'brycelelbach_nsightful__power_iteration__baseline.sqlite',
+  'LeiWang1999_memfusion_artifact__report1.sqlite',
+]) {
+  test(`public trace ${name}: equals the CLI`, { timeout: TIMEOUT }, async () => {
+    const file = publicTrace(name);
+    await load(file);
+    const { report } = await assertMatchesCli(file);
+    // What was not computed is said on the page.
+    const coverage = await page.textContent('[data-testid=coverage]');
+    for (const c of report.coverage) assert.ok(coverage.includes(c.reason), `coverage note shown: ${c.reason}`);
+    const version = await page.textContent('[data-testid=fact-nsys-version]');
+    assert.equal(version, report.trace.nsys_version || 'unknown');
+    await page.screenshot({ path: artifact(`public-${name.replace(/\.sqlite$/, '')}.png`), fullPage: true });
+  });
+}
+
+test('random bytes: a clear error, then the next file analyses normally', { timeout: TIMEOUT }, async () => {
+  const junk = path.join(tmp, 'random.sqlite');
+  fs.writeFileSync(junk, crypto.randomBytes(64 * 1024));
+  await load(junk, 'error');
+  const message = (await page.textContent('[data-testid=error]')).trim();
+  assert.ok(message.length > 20, `an error message is shown: ${message}`);
+  assert.ok(await page.isVisible('[data-testid=error]'));
+  await page.screenshot({ path: artifact('error-random-bytes.png') });
+
+  const rep = path.join(tmp, 'trace.nsys-rep');
+  fs.writeFileSync(rep, Buffer.concat([Buffer.from('NSYS-REPORT'), crypto.randomBytes(4096)]));
+  await load(rep, 'error');
+  assert.match(await page.textContent('[data-testid=error]'), /export|sqlite/i, 'the .nsys-rep message says how to export');
+
+  const empty = path.join(tmp, 'empty.sqlite');
+  fs.writeFileSync(empty, '');
+  await load(empty, 'error');
+
+  const file = path.join(tmp, 'host-bound.sqlite');
+  await load(file);
+  assert.ok(await page.isHidden('[data-testid=error]'), 'the error is gone');
+  await assertMatchesCli(file);
+});
+
+test('several files: the first is analysed, the others listed', { timeout: TIMEOUT }, async () => {
+  const a = path.join(tmp, 'host-bound.sqlite');
+  const b = path.join(tmp, 'gpu-bound.sqlite');
+  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
+  await page.setInputFiles('#file-input', [b, a]);
+  await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'done', run, { timeout: TIMEOUT });
+  await page.waitForFunction(() => document.querySelector('[data-testid=file-name]').textContent === 'gpu-bound.sqlite', null, { timeout: TIMEOUT });
+  assert.match(await page.textContent('[data-testid=others]'), /host-bound\.sqlite/);
+  await assertMatchesCli(b);
+});
+
+test('cancel stops a running analysis and the page stays usable', { timeout: TIMEOUT }, async () => {
+  const big = path.join(tmp, 'big.sqlite');
+  const { execFileSync } = await import('node:child_process');
+  const { cli } = await import('./helpers.mjs');
+  execFileSync(cli(), ['gen', 'host-bound', big, '--scale', '1000'], { stdio: 'ignore' });
+  await page.setInputFiles('#file-input', big);
+  await page.waitForSelector('body[data-state="loading"]', { timeout: 30_000 });
+  await page.click('[data-testid=cancel]');
+  await page.waitForSelector('body[data-state="idle"]', { timeout: 30_000 });
+  const file = path.join(tmp, 'host-bound.sqlite');
+  await load(file);
+  await assertMatchesCli(file);
+});
+
+test('no request left 127.0.0.1 and the page logged no errors', () => {
+  assert.ok(requests.urls.length > 5, 'requests were recorded');
+  assert.deepEqual(requests.outside(srv.origin), [], 'requests outside the local site');
+  assert.deepEqual(problems, [], 'page errors / console errors');
+});

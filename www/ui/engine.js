@@ -1,0 +1,157 @@
+// The page's side of the analysis worker: request/response by id, progress, cancel, and
+// recreation of the worker when it dies or does not answer a cancel.
+
+const CANCEL_GRACE_MS = 400;
+
+export class WorkerEngine {
+  // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null
+  constructor(makeWorker, wasm) {
+    this.makeWorker = makeWorker;
+    this.wasm = wasm;
+    this.worker = null;
+    this.nextId = 1;
+    this.pending = new Map(); // id -> {resolve, reject, onProgress}
+    this.openId = 0;
+    this.cancelFlag = null;
+    this.start();
+  }
+
+  start() {
+    const w = this.makeWorker();
+    this.worker = w;
+    // Requests wait for the worker's 'alive' message: a message posted before the worker module
+    // finished evaluating (top-level await in its imports) could be lost.
+    this.alive = false;
+    this.queue = [];
+    w.onmessage = (ev) => this.onMessage(ev.data || {});
+    w.onerror = (ev) => {
+      ev.preventDefault?.();
+      this.fail(new Error(`the analysis worker failed: ${ev.message || 'unknown error'}`));
+    };
+    w.onmessageerror = () => this.fail(new Error('the analysis worker sent an unreadable message'));
+    this.initPromise = this.request('init', { wasm: this.wasm });
+    this.initPromise.catch(() => {});
+  }
+
+  // Kill the worker, reject everything in flight, start a fresh one.
+  restart(reason) {
+    const err = reason instanceof Error ? reason : new Error(String(reason || 'restarted'));
+    if (this.worker) this.worker.terminate();
+    this.worker = null;
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of pending) p.reject(err);
+    this.start();
+  }
+
+  fail(err) {
+    if (!this.alive) {
+      // The worker could not even start (its script or the glue failed to load): do not loop;
+      // report, and try a fresh worker on the next request.
+      this.worker?.terminate();
+      this.worker = null;
+      const pending = [...this.pending.values()];
+      this.pending.clear();
+      for (const p of pending) p.reject(err);
+      return;
+    }
+    // A crashed worker (wasm trap, out of memory) cannot be trusted: replace it.
+    this.restart(err);
+  }
+
+  onMessage(msg) {
+    if (msg.type === 'alive') {
+      this.alive = true;
+      for (const m of this.queue.splice(0)) this.worker.postMessage(m);
+      return;
+    }
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    if (msg.type === 'progress') {
+      p.onProgress?.(msg.step, msg.done, msg.total);
+    } else if (msg.type === 'cancel-ack') {
+      /* the worker saw the cancel; the open request settles with 'cancelled' */
+    } else if (msg.type === 'result') {
+      this.pending.delete(msg.id);
+      if (msg.ok) p.resolve(msg.result);
+      else p.reject(new Error(msg.error));
+      // A wasm trap (a panic in the core) leaves the instance unusable: start a fresh worker.
+      if (!msg.ok && msg.fatal) this.restart(new Error(msg.error));
+    }
+  }
+
+  request(type, payload = {}, onProgress = null) {
+    if (!this.worker) this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onProgress, type });
+      try {
+        const m = { id, type, ...payload };
+        if (this.alive) this.worker.postMessage(m);
+        else this.queue.push(m);
+      } catch (e) {
+        this.pending.delete(id);
+        reject(e);
+      }
+    });
+  }
+
+  async open(file, options, onProgress) {
+    await this.initPromise.catch((e) => {
+      // A failed init (wasm missing) is fatal for this worker; try once more with a fresh one.
+      this.restart(e);
+      return this.initPromise;
+    });
+    let cancelFlag;
+    if (globalThis.crossOriginIsolated && typeof SharedArrayBuffer === 'function') {
+      this.cancelFlag = new Int32Array(new SharedArrayBuffer(4));
+      cancelFlag = this.cancelFlag.buffer;
+    } else {
+      this.cancelFlag = null;
+    }
+    const id = this.nextId;
+    this.openId = id;
+    try {
+      return await this.request('open', { file, options, cancelFlag }, onProgress);
+    } finally {
+      if (this.openId === id) this.openId = 0;
+    }
+  }
+
+  // Cancel the analysis in progress. Resolves when the worker is free again.
+  async cancel() {
+    const id = this.openId;
+    if (!id || !this.pending.has(id)) return;
+    if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 1);
+    if (this.alive) this.worker.postMessage({ id, type: 'cancel' });
+    const settled = new Promise((resolve) => {
+      const p = this.pending.get(id);
+      const { resolve: res, reject: rej } = p;
+      p.resolve = (v) => {
+        resolve();
+        res(v);
+      };
+      p.reject = (e) => {
+        resolve();
+        rej(e);
+      };
+    });
+    const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), CANCEL_GRACE_MS));
+    if ((await Promise.race([settled, timeout])) === 'timeout' && this.pending.has(id)) {
+      // The core is inside a synchronous step and cannot read our message: replace the worker.
+      this.restart(new Error('cancelled'));
+    }
+  }
+
+  detect(options) {
+    return this.request('detect', { options });
+  }
+
+  timeline(start, end, columns) {
+    return this.request('timeline', { start, end, columns });
+  }
+
+  hover(lane, t, slack) {
+    return this.request('hover', { lane, t, slack });
+  }
+}

@@ -1,0 +1,91 @@
+// Small display helpers shared by the UI modules. Numbers are only rounded here, for display;
+// data-* attributes always carry the core's values unchanged.
+
+export const METRICS = [
+  { key: 'gpu_idle_ratio', id: 'M1', title: 'GPU idle ratio' },
+  { key: 'launch_overhead_ratio', id: 'M2', title: 'Launch overhead ratio' },
+  { key: 'gpu_utilization', id: 'M4', title: 'GPU utilization' },
+  { key: 'nccl_ratio', id: 'M5', title: 'NCCL share of GPU time' },
+  { key: 'host_prep_exposed_ratio', id: 'M3a', title: 'Host prep exposed ratio' },
+  { key: 'host_prep_perf_impact', id: 'M3b', title: 'Host prep perf impact' },
+  { key: 'host_prep_idle_attribution', id: 'M3c', title: 'Host prep idle attribution' },
+];
+
+export const SCOPES = [
+  { key: 'aggregate', title: 'Aggregate' },
+  { key: 'context', title: 'Context' },
+  { key: 'generation', title: 'Generation' },
+];
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else if (k.startsWith('on') && typeof v === 'function') node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+export function isNum(v) {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+export function pct(v, digits = 1) {
+  return isNum(v) ? `${(v * 100).toFixed(digits)}%` : '—';
+}
+
+// µs → readable duration
+export function us(v) {
+  if (!isNum(v)) return '—';
+  const a = Math.abs(v);
+  if (a === 0) return '0 µs';
+  if (a >= 1e6) return `${(v / 1e6).toFixed(3)} s`;
+  if (a >= 1e3) return `${(v / 1e3).toFixed(2)} ms`;
+  if (a >= 1) return `${v.toFixed(1)} µs`;
+  return `${(v * 1e3).toFixed(0)} ns`;
+}
+
+export function ns(v) {
+  return isNum(v) ? us(v / 1e3) : '—';
+}
+
+export function int(v) {
+  return isNum(v) ? Math.round(v).toLocaleString('en-US') : '—';
+}
+
+// The exact value for a data-value attribute: the number as JSON wrote it (shortest round-trip
+// form), or empty for null.
+export function rawValue(v) {
+  return isNum(v) ? String(v) : '';
+}
+
+export function directionSign(direction) {
+  return direction === 'below' ? '<' : '>';
+}
+
+export function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+  return node;
+}
+
+// Size a canvas to its container's width and the given height. The core draws in canvas pixels
+// with fixed font sizes, so the backing store is 1:1 with CSS pixels.
+export function fitCanvas(canvas, cssHeight) {
+  const dpr = 1;
+  const cssWidth = Math.max(320, Math.floor(canvas.parentElement.clientWidth || canvas.clientWidth || 800));
+  const w = Math.floor(cssWidth * dpr);
+  const h = Math.floor(cssHeight * dpr);
+  if (canvas.width !== w) canvas.width = w;
+  if (canvas.height !== h) canvas.height = h;
+  canvas.style.width = `${cssWidth}px`;
+  canvas.style.height = `${cssHeight}px`;
+  return dpr;
+}

@@ -1,0 +1,271 @@
+// Kernel timeline. The worker aggregates kernels per pixel column (never individual kernels); the
+// core draws the view on this canvas. Here: the visible window, zoom (wheel, around the pointer),
+// pan (drag), reset (double-click), request throttling (one request in flight, coalesced per
+// animation frame, stale answers dropped) and the hover tooltip.
+
+import { el, ns, us, clear, isNum } from './format.js';
+
+const MIN_SPAN_NS = 2000; // 2 µs across the whole width
+const ZOOM_PER_PIXEL = 0.0015;
+const HOVER_SLACK_PX = 3;
+
+export class TimelinePanel {
+  // engine: the worker client; wasm: {drawTimeline, timelineLayout}
+  constructor({ canvas, tooltip, rangeLabel, resetButton, engine, wasm }) {
+    this.canvas = canvas;
+    this.tooltip = tooltip;
+    this.rangeLabel = rangeLabel;
+    this.engine = engine;
+    this.wasm = wasm;
+    this.layout = JSON.parse(wasm.timelineLayout());
+    this.extent = null;
+    this.view = null; // {start, end} in ns
+    this.lanes = 0;
+    this.viewJson = null;
+    this.seq = 0;
+    this.drawnSeq = 0;
+    this.inFlight = false;
+    this.dirty = false;
+    this.frame = 0;
+    this.hoverFrame = 0;
+    this.hoverSeq = 0;
+    this.drag = null;
+    this.generation = 0; // bumps on every new trace
+
+    canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
+    canvas.addEventListener('pointerdown', (e) => this.onPointerDown(e));
+    canvas.addEventListener('pointermove', (e) => this.onPointerMove(e));
+    canvas.addEventListener('pointerup', (e) => this.onPointerUp(e));
+    canvas.addEventListener('pointercancel', (e) => this.onPointerUp(e));
+    canvas.addEventListener('pointerleave', () => this.hideTooltip());
+    canvas.addEventListener('dblclick', () => this.reset());
+    resetButton?.addEventListener('click', () => this.reset());
+    window.addEventListener('resize', () => {
+      if (this.extent) this.schedule();
+    });
+  }
+
+  // A new trace: extent = {start_ns, end_ns}
+  setTrace(extent, engine) {
+    this.engine = engine || this.engine;
+    this.generation++;
+    this.extent = { start: extent.start_ns, end: Math.max(extent.end_ns, extent.start_ns + 1) };
+    this.view = { ...this.extent };
+    this.lanes = 0;
+    this.viewJson = null;
+    this.hideTooltip();
+    this.schedule();
+  }
+
+  clearTrace() {
+    this.generation++;
+    this.extent = null;
+    this.view = null;
+    this.viewJson = null;
+    const ctx = this.canvas.getContext('2d');
+    ctx?.clearRect(0, 0, this.canvas.width, this.canvas.height);
+    this.rangeLabel.textContent = '';
+    this.hideTooltip();
+  }
+
+  reset() {
+    if (!this.extent) return;
+    this.view = { ...this.extent };
+    this.schedule();
+  }
+
+  // The core lays the timeline out in fixed canvas pixels (12 px labels), so the canvas is
+  // sized 1:1 with CSS pixels: height = ruler + one row per lane + 4 (plot::timeline_height).
+  cssHeight() {
+    const { top_px: top, lane_height_px: lane } = this.layout;
+    return top + Math.max(this.lanes, 1) * lane + 4;
+  }
+
+  columns() {
+    return Math.max(1, Math.floor(this.canvas.width - this.layout.label_width_px));
+  }
+
+  schedule() {
+    this.dirty = true;
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.pump());
+  }
+
+  async pump() {
+    this.frame = 0;
+    if (!this.dirty || this.inFlight || !this.view) return;
+    this.dirty = false;
+    this.inFlight = true;
+    const gen = this.generation;
+    const seq = ++this.seq;
+    this.fit();
+    const { start, end } = this.view;
+    const columns = this.columns();
+    this.updateRange();
+    try {
+      const { view } = await this.engine.timeline(start, end, columns);
+      if (gen !== this.generation || seq < this.drawnSeq) return; // stale
+      const parsed = JSON.parse(view);
+      this.drawnSeq = seq;
+      this.viewJson = view;
+      this.parsed = parsed;
+      const lanes = (parsed.lanes || []).length;
+      if (lanes !== this.lanes) {
+        this.lanes = lanes;
+        this.fit();
+      }
+      this.wasm.drawTimeline(this.canvas, view);
+      this.canvas.dataset.drawn = String(seq);
+      this.canvas.dataset.lanes = String(lanes);
+      this.canvas.dataset.start = String(parsed.start_ns);
+      this.canvas.dataset.end = String(parsed.end_ns);
+    } catch (e) {
+      if (gen === this.generation) this.rangeLabel.textContent = `timeline unavailable: ${e.message}`;
+    } finally {
+      this.inFlight = false;
+      if (this.dirty) this.schedule();
+    }
+  }
+
+  fit() {
+    const cssWidth = Math.max(320, Math.floor(this.canvas.parentElement.clientWidth || 800));
+    const w = cssWidth;
+    const cssH = this.cssHeight();
+    const h = cssH;
+    if (this.canvas.width !== w) this.canvas.width = w;
+    if (this.canvas.height !== h) this.canvas.height = h;
+    this.canvas.style.width = `${cssWidth}px`;
+    this.canvas.style.height = `${cssH}px`;
+  }
+
+  updateRange() {
+    if (!this.view || !this.extent) return;
+    const from = this.view.start - this.extent.start;
+    const to = this.view.end - this.extent.start;
+    const zoom = (this.extent.end - this.extent.start) / (this.view.end - this.view.start);
+    this.rangeLabel.textContent = `${ns(from)} – ${ns(to)} of ${ns(this.extent.end - this.extent.start)} · span ${ns(
+      this.view.end - this.view.start,
+    )}${zoom > 1.001 ? ` · ×${zoom < 10 ? zoom.toFixed(1) : Math.round(zoom).toLocaleString('en-US')}` : ''}`;
+  }
+
+  // Pointer position → {x: canvas px inside the plot, t: ns, lane: index or -1}
+  locate(e) {
+    const rect = this.canvas.getBoundingClientRect();
+    const sx = this.canvas.width / rect.width;
+    const sy = this.canvas.height / rect.height;
+    const px = (e.clientX - rect.left) * sx;
+    const py = (e.clientY - rect.top) * sy;
+    const x = px - this.layout.label_width_px;
+    const cols = this.columns();
+    const span = this.view.end - this.view.start;
+    const t = this.view.start + (Math.min(Math.max(x, 0), cols) / cols) * span;
+    const laneF = (py - this.layout.top_px) / this.layout.lane_height_px;
+    const lane = laneF >= 0 && laneF < this.lanes ? Math.floor(laneF) : -1;
+    return { x, t, lane, inPlot: x >= 0 && x <= cols, nsPerPx: span / cols, sx };
+  }
+
+  clampView(start, end) {
+    const full = this.extent.end - this.extent.start;
+    let span = Math.min(Math.max(end - start, Math.min(MIN_SPAN_NS, full)), full);
+    let s = start;
+    if (s < this.extent.start) s = this.extent.start;
+    if (s + span > this.extent.end) s = this.extent.end - span;
+    return { start: s, end: s + span };
+  }
+
+  onWheel(e) {
+    if (!this.view) return;
+    e.preventDefault();
+    const loc = this.locate(e);
+    const delta = e.deltaMode === 1 ? e.deltaY * 16 : e.deltaMode === 2 ? e.deltaY * 400 : e.deltaY;
+    const factor = Math.exp(delta * ZOOM_PER_PIXEL);
+    const t = loc.t;
+    const start = t - (t - this.view.start) * factor;
+    const end = t + (this.view.end - t) * factor;
+    this.view = this.clampView(start, end);
+    this.hideTooltip();
+    this.schedule();
+  }
+
+  onPointerDown(e) {
+    if (!this.view || e.button !== 0) return;
+    this.canvas.setPointerCapture?.(e.pointerId);
+    this.drag = { x: e.clientX, view: { ...this.view }, moved: false };
+    this.canvas.classList.add('dragging');
+    this.hideTooltip();
+  }
+
+  onPointerMove(e) {
+    if (!this.view) return;
+    if (this.drag) {
+      const loc = this.locate(e);
+      const dxCanvas = (e.clientX - this.drag.x) * loc.sx;
+      if (Math.abs(dxCanvas) > 1) this.drag.moved = true;
+      const span = this.drag.view.end - this.drag.view.start;
+      const shift = (dxCanvas / this.columns()) * span;
+      this.view = this.clampView(this.drag.view.start - shift, this.drag.view.end - shift);
+      this.schedule();
+      return;
+    }
+    this.pendingHover = e;
+    if (!this.hoverFrame) this.hoverFrame = requestAnimationFrame(() => this.hover());
+  }
+
+  onPointerUp(e) {
+    if (!this.drag) return;
+    this.canvas.releasePointerCapture?.(e.pointerId);
+    this.drag = null;
+    this.canvas.classList.remove('dragging');
+  }
+
+  async hover() {
+    this.hoverFrame = 0;
+    const e = this.pendingHover;
+    if (!e || !this.view) return;
+    const loc = this.locate(e);
+    if (!loc.inPlot || loc.lane < 0) {
+      this.hideTooltip();
+      return;
+    }
+    const seq = ++this.hoverSeq;
+    const gen = this.generation;
+    try {
+      const { hit } = await this.engine.hover(loc.lane, loc.t, loc.nsPerPx * HOVER_SLACK_PX);
+      if (seq !== this.hoverSeq || gen !== this.generation || this.drag) return;
+      const h = hit ? JSON.parse(hit) : null;
+      if (!h) {
+        this.hideTooltip();
+        return;
+      }
+      this.showTooltip(h, e, loc);
+    } catch {
+      this.hideTooltip();
+    }
+  }
+
+  showTooltip(h, e, loc) {
+    const tip = this.tooltip;
+    clear(tip);
+    const lane = this.parsed?.lanes?.[loc.lane];
+    const where = [
+      isNum(h.device) ? `device ${h.device}` : null,
+      isNum(h.stream) ? `stream ${h.stream}` : null,
+    ].filter(Boolean);
+    tip.append(
+      el('div', { class: 'tip-name', 'data-testid': 'tooltip-name', text: h.name }),
+      el('div', { class: 'tip-row mono' }, `${us(h.duration_us)}`, where.length ? ` · ${where.join(', ')}` : '', lane?.kind === 'steps' ? ' · step' : ''),
+      el('div', { class: 'tip-row mono muted', text: `at ${ns(h.start_ns - this.extent.start)}` }),
+    );
+    tip.hidden = false;
+    const wrap = this.canvas.parentElement.getBoundingClientRect();
+    let left = e.clientX - wrap.left + 14;
+    const top = e.clientY - wrap.top + 14;
+    const maxLeft = wrap.width - tip.offsetWidth - 4;
+    if (left > maxLeft) left = Math.max(4, e.clientX - wrap.left - tip.offsetWidth - 14);
+    tip.style.left = `${left}px`;
+    tip.style.top = `${top}px`;
+  }
+
+  hideTooltip() {
+    this.tooltip.hidden = true;
+  }
+}

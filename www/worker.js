@@ -1,0 +1,137 @@
+// nsys-lens analysis worker (module worker).
+//
+// Owns the wasm `Analysis` of the open trace. The main thread never sees the trace: it posts the
+// `File` object (read lazily here through the core's read-only SQLite VFS) and gets back JSON
+// strings (detect report, aggregated timeline view, gap histogram, hover hit).
+//
+// Offline single-file build: the next line is the ONLY reference to the wasm-bindgen glue. The
+// inliner (or app.js at run time) replaces this whole line with the glue's source text; the glue
+// declares `__wbg_init` and `Analysis` at its top level, so the names below keep working.
+import __wbg_init, { Analysis } from './pkg/nsys_lens.js';
+
+let ready = null; // Promise of the wasm init
+let analysis = null; // the open Analysis, or null
+let cancelFlag = null; // Int32Array over a SharedArrayBuffer when the page is cross-origin isolated
+let cancelled = false; // set by a 'cancel' message (only seen when the core yields between steps)
+
+function initWasm(wasm) {
+  if (!ready) ready = wasm ? __wbg_init({ module_or_path: wasm }) : __wbg_init();
+  return ready;
+}
+
+function errorMessage(e) {
+  if (e instanceof Error) return e.message || String(e);
+  if (typeof e === 'string') return e;
+  try {
+    return JSON.stringify(e);
+  } catch {
+    return String(e);
+  }
+}
+
+// Times cross the boundary as JS numbers (ns, exact below 2^53); if the binding wants i64, the
+// call is retried with BigInts.
+let nsAsBigInt = false;
+function withNs(call) {
+  const big = (x) => BigInt(Math.round(x));
+  const num = (x) => Math.round(x);
+  if (nsAsBigInt) return call(big);
+  try {
+    return call(num);
+  } catch (e) {
+    if (!/BigInt/i.test(errorMessage(e))) throw e;
+    nsAsBigInt = true;
+    return call(big);
+  }
+}
+
+function freeAnalysis() {
+  if (analysis) {
+    try {
+      analysis.free();
+    } catch {
+      /* already freed */
+    }
+    analysis = null;
+  }
+}
+
+async function handle(msg) {
+  const { id, type } = msg;
+  switch (type) {
+    case 'init': {
+      await initWasm(msg.wasm);
+      return {};
+    }
+    case 'open': {
+      await initWasm();
+      freeAnalysis();
+      cancelled = false;
+      cancelFlag = msg.cancelFlag ? new Int32Array(msg.cancelFlag) : null;
+      const onProgress = (step, done, total) => {
+        self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total) });
+        if (cancelFlag && Atomics.load(cancelFlag, 0) !== 0) cancelled = true;
+        return !cancelled;
+      };
+      const opened = await Analysis.open(msg.file, onProgress);
+      if (cancelled) {
+        try {
+          opened.free();
+        } catch {
+          /* ignore */
+        }
+        throw new Error('cancelled');
+      }
+      analysis = opened;
+      self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
+      const detect = analysis.detect(msg.options);
+      const extent = analysis.timelineExtent();
+      let gaps = null;
+      let gapsError = null;
+      try {
+        gaps = analysis.gaps();
+      } catch (e) {
+        gapsError = errorMessage(e);
+      }
+      let fileName = msg.file && msg.file.name;
+      try {
+        fileName = analysis.fileName();
+      } catch {
+        /* keep the File's name */
+      }
+      return { detect, extent, gaps, gapsError, fileName };
+    }
+    case 'detect':
+      if (!analysis) throw new Error('no trace is open');
+      return { detect: analysis.detect(msg.options) };
+    case 'timeline':
+      if (!analysis) throw new Error('no trace is open');
+      return { view: withNs((ns) => analysis.timeline(ns(msg.start), ns(msg.end), msg.columns)) };
+    case 'hover':
+      if (!analysis) return { hit: 'null' };
+      return { hit: withNs((ns) => analysis.hover(msg.lane, ns(msg.t), ns(msg.slack))) };
+    case 'close':
+      freeAnalysis();
+      return {};
+    default:
+      throw new Error(`unknown request ${type}`);
+  }
+}
+
+self.onmessage = async (ev) => {
+  const msg = ev.data || {};
+  if (msg.type === 'cancel') {
+    cancelled = true;
+    self.postMessage({ id: msg.id, type: 'cancel-ack' });
+    return;
+  }
+  try {
+    const result = await handle(msg);
+    self.postMessage({ id: msg.id, type: 'result', ok: true, result });
+  } catch (e) {
+    const fatal = typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;
+    self.postMessage({ id: msg.id, type: 'result', ok: false, error: errorMessage(e), fatal });
+  }
+};
+
+self.postMessage({ type: 'alive' });
