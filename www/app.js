@@ -70,29 +70,8 @@ const engineReady = new Promise((resolve) => {
   resolveReady = resolve;
 });
 
-// plotters measures text with a <span> whose style it sets through setAttribute('style', …),
-// which the CSP (style-src 'self', no inline styles) refuses. Setting the same declarations through
-// CSSOM (element.style.cssText) is allowed, so while the core draws, setAttribute('style') is
-// routed there. Nothing else changes; the shim is removed right after the call.
-function withCssomStyles(draw) {
-  const proto = Element.prototype;
-  const original = proto.setAttribute;
-  proto.setAttribute = function setAttributeViaCssom(name, value) {
-    if (String(name).toLowerCase() === 'style' && this.style) {
-      this.style.cssText = String(value);
-      return undefined;
-    }
-    return original.call(this, name, value);
-  };
-  try {
-    return draw();
-  } finally {
-    proto.setAttribute = original;
-  }
-}
-
-const drawTimelineCsp = (canvas, json) => withCssomStyles(() => drawTimeline(canvas, json));
-const drawGapHistogramCsp = (canvas, json) => withCssomStyles(() => drawGapHistogram(canvas, json));
+// The core draws text only at positions it computes itself (plotters' exact text measurement
+// needs a styled <span>, which the CSP forbids), so the drawing exports are called directly.
 
 function setState(s) {
   document.body.dataset.state = s;
@@ -236,7 +215,7 @@ function renderGaps(gapsJson, gapsError) {
   }
   renderGapTable($('gap-table'), $('gaps-summary'), JSON.parse(gapsJson));
   try {
-    drawGaps(canvas, gapsJson, drawGapHistogramCsp);
+    drawGaps(canvas, gapsJson, drawGapHistogram);
     canvas.dataset.drawn = '1';
   } catch (e) {
     $('gaps-summary').textContent += ` (histogram could not be drawn: ${e.message || e})`;
@@ -432,7 +411,7 @@ async function main() {
     rangeLabel: $('timeline-range'),
     resetButton: $('timeline-reset'),
     engine: appState.engine,
-    wasm: { drawTimeline: drawTimelineCsp, timelineLayout },
+    wasm: { drawTimeline, timelineLayout },
   });
   registerServiceWorker(inline);
   document.body.dataset.ready = '1';

@@ -3,6 +3,11 @@
 //! Exit status: 0 for any analysed trace (YES or NO), 2 for usage errors, 3 for input that
 //! cannot be analysed (with one line on stderr saying what is wrong and what to do).
 
+// The CLI is native only. `cargo test --target wasm32-unknown-unknown --test web` still builds
+// the package's binaries, so on wasm32 this crate is empty (and has no `main`).
+#![cfg_attr(target_arch = "wasm32", no_main)]
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

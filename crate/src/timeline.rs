@@ -50,9 +50,8 @@ pub struct Hit {
     pub stream: Option<u32>,
 }
 
-/// Lanes indexed once; views are computed on demand.
-pub struct Timeline<'t> {
-    trace: &'t Trace,
+/// Lanes indexed once; views are computed on demand from the same trace.
+pub struct Timeline {
     lanes: Vec<Lane>,
     extent: (Ns, Ns),
 }
@@ -78,10 +77,10 @@ enum Events {
 /// Most columns a view may ask for (a 8K-wide canvas).
 pub const MAX_COLUMNS: u32 = 8192;
 
-impl<'t> Timeline<'t> {
+impl Timeline {
     /// Indexes the trace: one lane per (device, stream), plus a forward-step lane when the trace
     /// has TensorRT-LLM step ranges (TP copies merged).
-    pub fn new(trace: &'t Trace) -> Timeline<'t> {
+    pub fn new(trace: &Trace) -> Timeline {
         let mut lanes = Vec::new();
         if let Some(lane) = steps_lane(trace) {
             lanes.push(lane);
@@ -92,11 +91,7 @@ impl<'t> Timeline<'t> {
             k.start.iter().copied().min().unwrap_or(0),
             k.end.iter().copied().max().unwrap_or(0),
         );
-        Timeline {
-            trace,
-            lanes,
-            extent,
-        }
+        Timeline { lanes, extent }
     }
 
     /// First kernel start to last kernel end.
@@ -108,8 +103,8 @@ impl<'t> Timeline<'t> {
         self.lanes.len()
     }
 
-    /// Aggregates `[start, end)` into `columns` per lane.
-    pub fn view(&self, start: Ns, end: Ns, columns: u32) -> TimelineView {
+    /// Aggregates `[start, end)` into `columns` per lane (`trace` is the one indexed).
+    pub fn view(&self, trace: &Trace, start: Ns, end: Ns, columns: u32) -> TimelineView {
         let columns = columns.clamp(1, MAX_COLUMNS);
         let end = end.max(start + 1);
         let grid = Grid {
@@ -121,7 +116,7 @@ impl<'t> Timeline<'t> {
         let mut lanes: Vec<LaneView> = self
             .lanes
             .iter()
-            .map(|lane| self.lane_view(lane, &grid, &mut names))
+            .map(|lane| lane_view(trace, lane, &grid, &mut names))
             .collect();
         mark_idle(&mut lanes);
         TimelineView {
@@ -134,13 +129,13 @@ impl<'t> Timeline<'t> {
     }
 
     /// The event of `lane` at time `t` (or within `slack` of it), preferring one that contains `t`.
-    pub fn hit(&self, lane: u32, t: Ns, slack: Ns) -> Option<Hit> {
+    pub fn hit(&self, trace: &Trace, lane: u32, t: Ns, slack: Ns) -> Option<Hit> {
         let l = self.lanes.get(lane as usize)?;
         let slack = slack.max(0);
-        let upto = self.partition(l, t.saturating_add(slack));
+        let upto = partition(trace, l, t.saturating_add(slack));
         let mut best: Option<(Ns, usize)> = None;
         for i in (0..upto).rev() {
-            let (s, e, _) = self.event(l, i);
+            let (s, e, _) = event(trace, l, i);
             if e < t.saturating_sub(slack) && s < t.saturating_sub(slack + l.max_len) {
                 break;
             }
@@ -156,10 +151,10 @@ impl<'t> Timeline<'t> {
             }
         }
         let (_, i) = best?;
-        let (start_ns, end_ns, name) = self.event(l, i);
+        let (start_ns, end_ns, name) = event(trace, l, i);
         Some(Hit {
             lane,
-            name: self.trace.strings.get(name).to_string(),
+            name: trace.strings.get(name).to_string(),
             start_ns,
             end_ns,
             duration_us: (end_ns - start_ns) as f64 / 1000.0,
@@ -167,75 +162,75 @@ impl<'t> Timeline<'t> {
             stream: l.stream,
         })
     }
+}
 
-    fn event(&self, lane: &Lane, i: usize) -> (Ns, Ns, u32) {
-        let k = &self.trace.kernels;
-        match &lane.events {
-            Events::Kernels(idx) => {
-                let j = idx[i] as usize;
-                (k.start[j], k.end[j], k.short_name[j])
+fn event(trace: &Trace, lane: &Lane, i: usize) -> (Ns, Ns, u32) {
+    let k = &trace.kernels;
+    match &lane.events {
+        Events::Kernels(idx) => {
+            let j = idx[i] as usize;
+            (k.start[j], k.end[j], k.short_name[j])
+        }
+        Events::Steps(steps) => steps[i],
+    }
+}
+
+fn lane_len(lane: &Lane) -> usize {
+    match &lane.events {
+        Events::Kernels(idx) => idx.len(),
+        Events::Steps(steps) => steps.len(),
+    }
+}
+
+/// Number of events starting before `t`.
+fn partition(trace: &Trace, lane: &Lane, t: Ns) -> usize {
+    let k = &trace.kernels;
+    match &lane.events {
+        Events::Kernels(idx) => idx.partition_point(|&j| k.start[j as usize] < t),
+        Events::Steps(steps) => steps.partition_point(|s| s.0 < t),
+    }
+}
+
+fn lane_view(trace: &Trace, lane: &Lane, grid: &Grid, names: &mut NameIndex) -> LaneView {
+    let n = grid.columns as usize;
+    let mut covered = vec![0.0f64; n];
+    let mut count = vec![0u32; n];
+    let mut top: Vec<(Ns, i32)> = vec![(0, -1); n];
+    let first = partition(trace, lane, grid.start.saturating_sub(lane.max_len));
+    let last = partition(trace, lane, grid.end);
+    for i in first..last.min(lane_len(lane)) {
+        let (s, e, name) = event(trace, lane, i);
+        let (s, e) = (s.max(grid.start), e.min(grid.end));
+        if e <= s {
+            continue;
+        }
+        let (c0, c1) = (grid.column(s), grid.column(e - 1));
+        for c in c0..=c1 {
+            let (cs, ce) = grid.bounds(c);
+            covered[c] += (e.min(ce) - s.max(cs)).max(0) as f64;
+            count[c] += 1;
+            if e - s > top[c].0 {
+                top[c] = (e - s, names.index(&trace.strings, name));
             }
-            Events::Steps(steps) => steps[i],
         }
     }
-
-    fn len(lane: &Lane) -> usize {
-        match &lane.events {
-            Events::Kernels(idx) => idx.len(),
-            Events::Steps(steps) => steps.len(),
-        }
-    }
-
-    /// Number of events starting before `t`.
-    fn partition(&self, lane: &Lane, t: Ns) -> usize {
-        let k = &self.trace.kernels;
-        match &lane.events {
-            Events::Kernels(idx) => idx.partition_point(|&j| k.start[j as usize] < t),
-            Events::Steps(steps) => steps.partition_point(|s| s.0 < t),
-        }
-    }
-
-    fn lane_view(&self, lane: &Lane, grid: &Grid, names: &mut NameIndex) -> LaneView {
-        let n = grid.columns as usize;
-        let mut covered = vec![0.0f64; n];
-        let mut count = vec![0u32; n];
-        let mut top: Vec<(Ns, i32)> = vec![(0, -1); n];
-        let first = self.partition(lane, grid.start.saturating_sub(lane.max_len));
-        let last = self.partition(lane, grid.end);
-        for i in first..last.min(Self::len(lane)) {
-            let (s, e, name) = self.event(lane, i);
-            let (s, e) = (s.max(grid.start), e.min(grid.end));
-            if e <= s {
-                continue;
-            }
-            let (c0, c1) = (grid.column(s), grid.column(e - 1));
-            for c in c0..=c1 {
-                let (cs, ce) = grid.bounds(c);
-                covered[c] += (e.min(ce) - s.max(cs)).max(0) as f64;
-                count[c] += 1;
-                if e - s > top[c].0 {
-                    top[c] = (e - s, names.index(&self.trace.strings, name));
-                }
-            }
-        }
-        let busy = covered
-            .iter()
-            .enumerate()
-            .map(|(c, &ns)| {
-                let (cs, ce) = grid.bounds(c);
-                (ns / (ce - cs).max(1) as f64).min(1.0) as f32
-            })
-            .collect();
-        LaneView {
-            label: lane.label.clone(),
-            kind: lane.kind.to_string(),
-            device: lane.device,
-            stream: lane.stream,
-            busy,
-            count,
-            top: top.into_iter().map(|(_, t)| t).collect(),
-            idle: vec![false; n],
-        }
+    let busy = covered
+        .iter()
+        .enumerate()
+        .map(|(c, &ns)| {
+            let (cs, ce) = grid.bounds(c);
+            (ns / (ce - cs).max(1) as f64).min(1.0) as f32
+        })
+        .collect();
+    LaneView {
+        label: lane.label.clone(),
+        kind: lane.kind.to_string(),
+        device: lane.device,
+        stream: lane.stream,
+        busy,
+        count,
+        top: top.into_iter().map(|(_, t)| t).collect(),
+        idle: vec![false; n],
     }
 }
 

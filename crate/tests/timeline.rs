@@ -16,7 +16,7 @@ fn columns_preserve_busy_time_per_device() {
     let (start, end) = timeline.extent();
     let window_ns = (end - start) as f64;
     for columns in [1200u32, 333] {
-        let view = timeline.view(start, end, columns);
+        let view = timeline.view(&trace, start, end, columns);
         assert_eq!(view.lanes[0].kind, "steps", "forward steps first");
         for device in answers["profiles"]["standard"]["per_device"]
             .as_array()
@@ -60,15 +60,15 @@ fn zoomed_views_and_hits_find_the_kernel_under_the_pointer() {
     let (s, e) = (k.start[i], k.end[i]);
     let lane = (0..timeline.lane_count() as u32).find(|&l| {
         timeline
-            .hit(l, (s + e) / 2, 0)
+            .hit(&trace, l, (s + e) / 2, 0)
             .is_some_and(|h| h.start_ns == s)
     });
     let lane = lane.expect("a kernel lane holds the kernel");
-    let hit = timeline.hit(lane, (s + e) / 2, 0).expect("hit");
+    let hit = timeline.hit(&trace, lane, (s + e) / 2, 0).expect("hit");
     assert_eq!((hit.start_ns, hit.end_ns), (s, e));
     assert_eq!(hit.name, trace.strings.get(k.short_name[i]));
     // Zoomed to the kernel alone: its columns are fully busy.
-    let view = timeline.view(s, e, 10);
+    let view = timeline.view(&trace, s, e, 10);
     let kernels = &view.lanes[lane as usize];
     assert!(
         kernels.busy.iter().all(|&b| (b - 1.0).abs() < 1e-6),
@@ -80,6 +80,7 @@ fn zoomed_views_and_hits_find_the_kernel_under_the_pointer() {
     assert!(
         timeline
             .hit(
+                &trace,
                 lane,
                 k.start.iter().copied().min().unwrap_or(0) - 10_000_000,
                 1_000

@@ -7,9 +7,12 @@
 //! - `test`:  setup, every test of the workspace, and the wasm32 build of the core.
 //! - `lint`:  rustfmt check and clippy with warnings denied.
 //! - `bench`: the large-trace benchmark (figures for the README; not a pass/fail test).
+//! - `web`, `dist`, `serve`: the static page (see [`web`] and [`serve`]).
 
 mod bench;
+mod serve;
 mod setup;
+mod web;
 
 use std::env;
 use std::ffi::OsStr;
@@ -24,8 +27,13 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  setup                 install missing tools (clang, the wasm32 target); report what could not be installed
-  test                  setup, then `cargo test --workspace`, then the wasm32 build of the core library
+  setup                 install missing tools (clang, the wasm32 target, wasm-bindgen-cli, binaryen,
+                        chromium + chromedriver, playwright-core); report what could not be installed
+  test                  setup, `cargo test --workspace`, the wasm32 build, the wasm tests in headless
+                        Chromium, `dist`, and the page's end-to-end tests (tests/e2e/, when present)
+  web                   build the page into dist/ (wasm32 release build, wasm-bindgen, wasm-opt, www/ + static/)
+  dist                  web, plus dist/nsys-lens-offline.html: one self-contained file for file:// use
+  serve [--port N]      dist, then serve dist/ at http://127.0.0.1:N/ (default {PORT})
   lint                  `cargo fmt --all -- --check` and `cargo clippy --workspace --all-targets -- -D warnings`
   bench [--scale N] [--runs N]
                         generate a large host-bound trace (cached under target/bench/) and measure
@@ -39,7 +47,7 @@ fn main() -> ExitCode {
         return usage_error("no task given");
     };
     let rest = &args[1..];
-    if matches!(task.as_str(), "setup" | "test" | "lint")
+    if matches!(task.as_str(), "setup" | "test" | "lint" | "web" | "dist")
         && let Some(arg) = rest.first()
     {
         return usage_error(&format!("`{task}` takes no options (got `{arg}`)"));
@@ -48,6 +56,12 @@ fn main() -> ExitCode {
         "setup" => setup::setup(),
         "test" => test(),
         "lint" => lint(),
+        "web" => web::web(),
+        "dist" => web::dist(),
+        "serve" => match serve::Options::parse(rest) {
+            Ok(opts) => serve::serve(&opts),
+            Err(msg) => return usage_error(&msg),
+        },
         "bench" => match bench::Options::parse(rest) {
             Ok(opts) => bench::bench(&opts),
             Err(msg) => return usage_error(&msg),
@@ -71,7 +85,9 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> String {
-    USAGE.replace("{SCALE}", &bench::DEFAULT_SCALE.to_string())
+    USAGE
+        .replace("{SCALE}", &bench::DEFAULT_SCALE.to_string())
+        .replace("{PORT}", &serve::DEFAULT_PORT.to_string())
 }
 
 /// Unknown task or bad option: usage on stderr, exit 2 (as the product's CLI does).
@@ -102,7 +118,18 @@ fn test() -> Result<()> {
                 "--target",
                 "wasm32-unknown-unknown",
             ]))
-        })
+        })?;
+        summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;
+        summary.step("cargo xtask dist", web::dist)?;
+        if web::test::e2e_present() {
+            summary.step(
+                "page end-to-end tests (node --test tests/e2e/)",
+                web::test::e2e,
+            )?;
+        } else {
+            println!("\nnote: no tests/e2e/*.mjs yet; page end-to-end tests skipped");
+        }
+        Ok(())
     })();
     summary.print();
     result

@@ -1,9 +1,9 @@
 //! `cargo xtask setup`: install what the build needs beyond cargo's own crates.
 //!
 //! Each tool is one row of [`TOOLS`]: how to tell it is there, how to install it, and what to
-//! run by hand when that fails. Later tasks add rows (wasm-bindgen-cli of a pinned version via
-//! `cargo install`, npm packages for the page, Debian's chromium for browser tests) without
-//! touching the loop.
+//! run by hand when that fails: clang and the wasm32 target for the core; wasm-bindgen-cli
+//! (pinned, via `cargo install`) and npm's binaryen for the page; Debian's chromium and
+//! chromedriver and npm's playwright-core for the browser tests.
 
 use std::cell::Cell;
 use std::process::Command;
@@ -37,6 +37,52 @@ pub const TOOLS: &[Tool] = &[
         check: wasm32_target_installed,
         install: || run(Command::new("rustup").args(["target", "add", WASM32])),
         manual: "rustup target add wasm32-unknown-unknown",
+    },
+    Tool {
+        name: "wasm-bindgen-cli 0.2.130",
+        why: "turns the wasm32 build into the page's ES module (must equal the wasm-bindgen crate's version); its wasm-bindgen-test-runner runs the browser tests",
+        check: || crate::web::wasm_bindgen_path().is_some(),
+        install: || {
+            run(crate::cargo().args([
+                "install",
+                "wasm-bindgen-cli",
+                "--version",
+                crate::web::WASM_BINDGEN_VERSION,
+            ]))
+        },
+        manual: "cargo install wasm-bindgen-cli --version 0.2.130   (not --locked: it fails)",
+    },
+    Tool {
+        name: "wasm-opt (npm binaryen)",
+        why: "optimizes the page's wasm module (Debian's and crates.io's wasm-opt reject wasm-bindgen's output)",
+        check: || crate::web::wasm_opt_path().is_some(),
+        install: install_binaryen,
+        manual: "npm install --prefix target/tools --no-save binaryen",
+    },
+    Tool {
+        name: "chromium",
+        why: "runs the wasm tests and the page's end-to-end tests headless",
+        check: || succeeds("chromium", &["--version"]),
+        install: || apt_install(&["chromium"]),
+        manual: "sudo apt-get install -y chromium",
+    },
+    Tool {
+        name: "chromedriver",
+        why: "wasm-bindgen-test-runner drives Chromium through it",
+        check: || succeeds("chromedriver", &["--version"]),
+        install: || apt_install(&["chromium-driver"]),
+        manual: "sudo apt-get install -y chromium-driver",
+    },
+    Tool {
+        name: "playwright-core (npm)",
+        why: "drives Chromium in the page's end-to-end tests (tests/e2e/); it downloads no browser",
+        check: || {
+            crate::root()
+                .join("node_modules/playwright-core/package.json")
+                .is_file()
+        },
+        install: install_playwright_core,
+        manual: "npm install --save-dev playwright-core   (in the repository root)",
     },
 ];
 
@@ -135,4 +181,45 @@ fn apt_install(packages: &[&str]) -> Result<()> {
         run(apt().args(["update", "-q"]))?;
     }
     run(apt().args(["install", "-y", "-q"]).args(packages))
+}
+
+/// npm's `binaryen` into `target/tools` (build-only; kept out of the page's package.json).
+fn install_binaryen() -> Result<()> {
+    npm_present()?;
+    let dir = crate::web::tools_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    run(Command::new("npm")
+        .args([
+            "install",
+            "--no-save",
+            "--no-fund",
+            "--no-audit",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .arg("binaryen"))
+}
+
+/// `playwright-core` in the repository's `node_modules`: `npm install` when package.json lists
+/// it, else added to package.json as a dev dependency.
+fn install_playwright_core() -> Result<()> {
+    npm_present()?;
+    let root = crate::root();
+    let listed = std::fs::read_to_string(root.join("package.json"))
+        .is_ok_and(|text| text.contains("\"playwright-core\""));
+    let mut cmd = Command::new("npm");
+    cmd.current_dir(&root)
+        .args(["install", "--no-fund", "--no-audit"]);
+    if !listed {
+        cmd.args(["--save-dev", "playwright-core"]);
+    }
+    run(&mut cmd)
+}
+
+fn npm_present() -> Result<()> {
+    if succeeds("npm", &["--version"]) {
+        Ok(())
+    } else {
+        Err("npm not found (install Node.js: sudo apt-get install -y nodejs npm)".into())
+    }
 }

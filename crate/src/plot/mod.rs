@@ -169,40 +169,76 @@ fn text_width(text: &str, px: f64) -> f64 {
 }
 
 /// Bars of idle time per bucket, labelled with their gap counts; axes drawn by hand.
-pub fn draw_gap_histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, hist: &GapHistogram) -> DrawResult {
+pub fn draw_gap_histogram<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    hist: &GapHistogram,
+) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let (w, h) = root.dim_in_pixel();
     let (left, right, top, bottom) = (52.0, 10.0, 30.0, 40.0);
     let plot_w = (f64::from(w) - left - right).max(10.0);
     let plot_h = (f64::from(h) - top - bottom).max(10.0);
-    let max_ms = hist.buckets.iter().map(|b| b.total_us / 1000.0).fold(0.0, f64::max).max(1e-3) * 1.15;
+    let max_ms = hist
+        .buckets
+        .iter()
+        .map(|b| b.total_us / 1000.0)
+        .fold(0.0, f64::max)
+        .max(1e-3)
+        * 1.15;
     let y_of = |ms: f64| (top + plot_h - ms / max_ms * plot_h) as i32;
     let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
-    root.draw(&Text::new("GPU idle time by gap size (ms), gap counts above bars", (left as i32, 6), font(13)))
-        .map_err(err)?;
+    root.draw(&Text::new(
+        "GPU idle time by gap size (ms), gap counts above bars",
+        (left as i32, 6),
+        font(13),
+    ))
+    .map_err(err)?;
     for t in 0..=4 {
         let ms = max_ms / 1.15 * f64::from(t) / 4.0;
         let y = y_of(ms);
-        root.draw(&PathElement::new(vec![(left as i32, y), ((left + plot_w) as i32, y)], GRID)).map_err(err)?;
+        root.draw(&PathElement::new(
+            vec![(left as i32, y), ((left + plot_w) as i32, y)],
+            GRID,
+        ))
+        .map_err(err)?;
         let label = format!("{ms:.1}");
         let x = (left - 6.0 - text_width(&label, 11.0)) as i32;
-        root.draw(&Text::new(label, (x, y - 6), font(11))).map_err(err)?;
+        root.draw(&Text::new(label, (x, y - 6), font(11)))
+            .map_err(err)?;
     }
     let slot = plot_w / hist.buckets.len().max(1) as f64;
     for (i, b) in hist.buckets.iter().enumerate() {
         let x0 = left + slot * i as f64;
         let (bx0, bx1) = ((x0 + slot * 0.14) as i32, (x0 + slot * 0.86) as i32);
         let y = y_of(b.total_us / 1000.0);
-        root.draw(&Rectangle::new([(bx0, y), (bx1, y_of(0.0))], KERNEL.mix(0.85).filled())).map_err(err)?;
+        root.draw(&Rectangle::new(
+            [(bx0, y), (bx1, y_of(0.0))],
+            KERNEL.mix(0.85).filled(),
+        ))
+        .map_err(err)?;
         let count = b.count.to_string();
         let cx = (x0 + (slot - text_width(&count, 11.0)) / 2.0) as i32;
-        root.draw(&Text::new(count, (cx, y - 15), font(11))).map_err(err)?;
+        root.draw(&Text::new(count, (cx, y - 15), font(11)))
+            .map_err(err)?;
         // Alternate two label rows when the slots are too narrow for the labels.
-        let row = if text_width(&b.label, 11.0) > slot * 0.95 && i % 2 == 1 { 14 } else { 0 };
+        let row = if text_width(&b.label, 11.0) > slot * 0.95 && i % 2 == 1 {
+            14
+        } else {
+            0
+        };
         let lx = (x0 + (slot - text_width(&b.label, 11.0)) / 2.0) as i32;
-        root.draw(&Text::new(b.label.clone(), (lx, (top + plot_h) as i32 + 6 + row), font(11))).map_err(err)?;
+        root.draw(&Text::new(
+            b.label.clone(),
+            (lx, (top + plot_h) as i32 + 6 + row),
+            font(11),
+        ))
+        .map_err(err)?;
     }
-    let axis = vec![(left as i32, top as i32), (left as i32, y_of(0.0)), ((left + plot_w) as i32, y_of(0.0))];
+    let axis = vec![
+        (left as i32, top as i32),
+        (left as i32, y_of(0.0)),
+        ((left + plot_w) as i32, y_of(0.0)),
+    ];
     root.draw(&PathElement::new(axis, INK)).map_err(err)?;
     Ok(())
 }
@@ -237,9 +273,16 @@ mod tests {
             let root = SVGBackend::with_string(&mut svg, (420, 240)).into_drawing_area();
             draw_gap_histogram(&root, &hist).expect("draw");
         }
-        assert_eq!(svg.matches("<rect").count(), 1 + 9, "background + one bar per bucket");
+        assert_eq!(
+            svg.matches("<rect").count(),
+            1 + 9,
+            "background + one bar per bucket"
+        );
         assert!(svg.contains("500 µs–1 ms"), "{svg}");
-        assert!(svg.lines().any(|l| l.trim() == "4"), "the count of the populated bucket: {svg}");
+        assert!(
+            svg.lines().any(|l| l.trim() == "4"),
+            "the count of the populated bucket: {svg}"
+        );
     }
 
     #[test]

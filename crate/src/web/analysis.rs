@@ -5,20 +5,20 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use web_sys::File;
 
+use super::indexed::Indexed;
 use super::vfs::{self, Registration};
 use super::{from_json, init, js_error, to_json};
 use crate::detect::{self, DetectConfig, Profile, ThresholdOverrides};
 use crate::drill::gaps::idle_gap_histogram;
 use crate::error::Error;
 use crate::model::{Ns, Trace};
-use crate::timeline::Timeline;
 use crate::trace::{self, HEADER_LEN, LoadOptions, Progress};
 
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
 #[wasm_bindgen]
 pub struct Analysis {
     name: String,
-    trace: Trace,
+    trace: Indexed,
     registration: Registration,
 }
 
@@ -37,9 +37,9 @@ struct Extent {
     end_ns: Ns,
 }
 
-/// Times from JS are doubles; anything beyond ±2^62 ns (146 years) is clamped so that the
-/// timeline's arithmetic cannot overflow.
-const NS_LIMIT: f64 = (1u64 << 62) as f64;
+/// Times from JS are doubles; anything beyond ±2^61 ns (73 years) is clamped so that the
+/// timeline's arithmetic (`end - start`, `start + span`) cannot overflow an i64.
+const NS_LIMIT: f64 = (1u64 << 61) as f64;
 
 #[wasm_bindgen]
 impl Analysis {
@@ -61,7 +61,7 @@ impl Analysis {
         let trace = load(&registration, &name, &on_progress).map_err(js_error)?;
         Ok(Analysis {
             name,
-            trace,
+            trace: Indexed::new(trace),
             registration,
         })
     }
@@ -80,14 +80,14 @@ impl Analysis {
             file_label: self.name.clone(),
             ..DetectConfig::default()
         };
-        let report = detect::detect(&self.trace, &cfg).map_err(js_error)?;
+        let report = detect::detect(self.trace.trace(), &cfg).map_err(js_error)?;
         to_json(&report)
     }
 
     /// `{"start_ns", "end_ns"}`: first kernel start to last kernel end.
     #[wasm_bindgen(js_name = timelineExtent)]
     pub fn timeline_extent(&self) -> Result<String, JsError> {
-        let (start_ns, end_ns) = Timeline::new(&self.trace).extent();
+        let (start_ns, end_ns) = self.trace.timeline().extent();
         to_json(&Extent { start_ns, end_ns })
     }
 
@@ -105,7 +105,12 @@ impl Analysis {
                 "empty time range: endNs ({end}) must be after startNs ({start})"
             )));
         }
-        to_json(&Timeline::new(&self.trace).view(start, end, columns))
+        to_json(
+            &self
+                .trace
+                .timeline()
+                .view(self.trace.trace(), start, end, columns),
+        )
     }
 
     /// The event under the pointer as `Hit` JSON, or `null`.
@@ -117,12 +122,17 @@ impl Analysis {
     ) -> Result<String, JsError> {
         let t = ns_arg("tNs", t_ns)?;
         let slack = ns_arg("slackNs", slack_ns)?.max(0);
-        to_json(&Timeline::new(&self.trace).hit(lane, t, slack))
+        to_json(
+            &self
+                .trace
+                .timeline()
+                .hit(self.trace.trace(), lane, t, slack),
+        )
     }
 
     /// `GapHistogram` JSON: GPU-idle gaps of every device, bucketed.
     pub fn gaps(&self) -> Result<String, JsError> {
-        to_json(&idle_gap_histogram(&self.trace, None))
+        to_json(&idle_gap_histogram(self.trace.trace(), None))
     }
 
     /// The file's name as the user chose it.
@@ -171,17 +181,7 @@ fn load(
         .map_err(|e| trace::sqlite_error(name, "the file", &e))?;
     trace::configure(&conn, name)?;
     let mut progress = |p: Progress| report_progress(on_progress, p);
-    trace::load(&conn, name, page_load_options(), &mut progress)
-}
-
-/// What the page needs: detection plus kernel streams and names for the timeline.
-fn page_load_options() -> LoadOptions {
-    LoadOptions {
-        event_details: true,
-        launch_calls_only: true,
-        memory_ops: false,
-        syncs: false,
-    }
+    trace::load(&conn, name, LoadOptions::page(), &mut progress)
 }
 
 /// Calls the page's progress callback; `false` from it (or a throw) cancels the load.
@@ -204,7 +204,7 @@ fn report_progress(callback: &js_sys::Function, p: Progress) -> bool {
     }
 }
 
-/// A time argument in ns: finite, clamped to ±2^62.
+/// A time argument in ns: finite, clamped to ±2^61.
 fn ns_arg(what: &str, value: f64) -> Result<Ns, JsError> {
     if !value.is_finite() {
         return Err(js_error(format!(

@@ -13,7 +13,10 @@ use crate::timeline::TimelineView;
 
 /// Draws a `TimelineView` (JSON from `Analysis.timeline`) onto `canvas`.
 #[wasm_bindgen(js_name = drawTimeline)]
-pub fn draw_timeline(canvas: HtmlCanvasElement, #[wasm_bindgen(js_name = viewJson)] view_json: &str) -> Result<(), JsError> {
+pub fn draw_timeline(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = viewJson)] view_json: &str,
+) -> Result<(), JsError> {
     init();
     let view: TimelineView = from_json("timeline view", view_json)?;
     let root = backend(canvas)?.into_drawing_area();
@@ -23,7 +26,10 @@ pub fn draw_timeline(canvas: HtmlCanvasElement, #[wasm_bindgen(js_name = viewJso
 
 /// Draws a `GapHistogram` (JSON from `Analysis.gaps`) onto `canvas`.
 #[wasm_bindgen(js_name = drawGapHistogram)]
-pub fn draw_gap_histogram(canvas: HtmlCanvasElement, #[wasm_bindgen(js_name = histJson)] hist_json: &str) -> Result<(), JsError> {
+pub fn draw_gap_histogram(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = histJson)] hist_json: &str,
+) -> Result<(), JsError> {
     init();
     let hist: GapHistogram = from_json("gap histogram", hist_json)?;
     let root = backend(canvas)?.into_drawing_area();
@@ -39,12 +45,7 @@ pub fn timeline_layout() -> Result<String, JsError> {
     to_json(&plot::TIMELINE_LAYOUT)
 }
 
-/// The crate's version.
-#[wasm_bindgen]
-pub fn version() -> String {
-    env!("CARGO_PKG_VERSION").to_string()
-}
-
 fn backend(canvas: HtmlCanvasElement) -> Result<CanvasBackend, JsError> {
-    CanvasBackend::with_canvas_object(canvas).ok_or_else(|| js_error("the canvas has no 2D context"))
+    CanvasBackend::with_canvas_object(canvas)
+        .ok_or_else(|| js_error("the canvas has no 2D context"))
 }

@@ -11,16 +11,23 @@
 //! logs to the console, so a bug elsewhere is visible rather than a bare "unreachable".
 
 mod analysis;
-// TEMP until crate::plot lands: mod draw;
+mod draw;
+mod indexed;
 pub mod vfs;
 
 pub use analysis::Analysis;
-// TEMP pub use draw::{draw_gap_histogram, draw_timeline, timeline_layout, version};
+pub use draw::{draw_gap_histogram, draw_timeline, timeline_layout};
 
 use std::fmt::Display;
 use std::sync::Once;
 
-use wasm_bindgen::JsError;
+use wasm_bindgen::prelude::*;
+
+/// The crate's version (the page shows it).
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
 
 /// Installs the panic hook once per instance; every entry point calls it.
 pub(crate) fn init() {

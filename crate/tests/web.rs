@@ -1,0 +1,296 @@
+//! The browser API (`nsys_lens::web`) in a real browser: headless Chromium through chromedriver,
+//! inside a dedicated worker (where `FileReaderSync`, and so the blob VFS, exists).
+//!
+//! Run by `cargo xtask test`, which first writes the fixture this file embeds
+//! (`nsys-lens gen host-bound target/web-fixtures/host-bound.sqlite --scale 16`, with its answers
+//! file): `CHROMEDRIVER=/usr/bin/chromedriver cargo test -p nsys-lens --target wasm32-unknown-unknown --test web`.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Array, Function, Uint8Array};
+use nsys_lens::web::Analysis;
+use nsys_lens::web::vfs;
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+use wasm_bindgen::{JsCast, JsError, JsValue};
+use wasm_bindgen_test::*;
+use web_sys::File;
+
+wasm_bindgen_test_configure!(run_in_dedicated_worker);
+
+const FIXTURE: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../target/web-fixtures/host-bound.sqlite"
+));
+const ANSWERS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../target/web-fixtures/host-bound.answers.json"
+));
+
+fn file(bytes: &[u8], name: &str) -> File {
+    let parts = Array::of1(&Uint8Array::from(bytes));
+    File::new_with_u8_array_sequence(&parts, name).expect("a File from bytes")
+}
+
+/// A progress callback that always continues (or always cancels).
+fn progress(keep_going: bool) -> Function {
+    Function::new_with_args("step, done, total", &format!("return {keep_going};"))
+}
+
+fn open(bytes: &[u8], name: &str) -> Result<Analysis, String> {
+    Analysis::open(file(bytes, name), progress(true)).map_err(message)
+}
+
+/// The message of the JS `Error` an export threw.
+fn message(e: JsError) -> String {
+    let value = JsValue::from(e);
+    value
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .unwrap_or_else(|| format!("{value:?}"))
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).expect("valid JSON")
+}
+
+fn answers() -> Value {
+    json(ANSWERS)
+}
+
+/// Reference keys of the report equal the generator's answers (ratios within 1e-6).
+fn assert_matches_answers(report: &Value, expected: &Value) {
+    for key in [
+        "verdict",
+        "crossed_count",
+        "applicable_count",
+        "host_prep_confirmed",
+        "nccl_caveat",
+    ] {
+        assert_eq!(report[key], expected[key], "{key}");
+    }
+    let metrics = expected["aggregate_metrics"]
+        .as_object()
+        .expect("answers have metrics");
+    for (name, want) in metrics {
+        let got = &report["aggregate_metrics"][name];
+        match (got.as_f64(), want.as_f64()) {
+            (Some(g), Some(w)) => assert!((g - w).abs() < 1e-6, "{name}: {g} vs {w}"),
+            _ => assert_eq!(got, want, "{name}"),
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn detects_the_generated_trace_like_the_answers_say() {
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    assert_eq!(a.file_name(), "host-bound.sqlite");
+    let ans = answers();
+    let standard = json(&a.detect("{}").expect("detect"));
+    assert_eq!(standard["profile"], "standard");
+    assert_eq!(standard["trace"]["kernels"], ans["kernels"]);
+    assert_eq!(standard["trace"]["file"], "host-bound.sqlite");
+    assert_matches_answers(&standard, &ans["profiles"]["standard"]);
+    let skill = json(
+        &a.detect(r#"{"profile":"trtllm-skill"}"#)
+            .expect("detect trtllm-skill"),
+    );
+    assert_matches_answers(&skill, &ans["profiles"]["trtllm-skill"]);
+}
+
+#[wasm_bindgen_test]
+fn detect_options_are_applied() {
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let report = json(
+        &a.detect(r#"{"no_m3":true,"thresholds":{"gpu_idle_ratio":0.95}}"#)
+            .expect("detect"),
+    );
+    assert_eq!(report["thresholds"]["aggregate"]["gpu_idle_ratio"], 0.95);
+    assert!(
+        report["aggregate_metrics"]["host_prep_exposed_ratio"].is_null(),
+        "--no-m3 skips M3"
+    );
+}
+
+#[wasm_bindgen_test]
+fn bad_detect_options_are_errors() {
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    for bad in [
+        "",
+        "not json",
+        r#"{"profile":"fast"}"#,
+        r#"{"no_m3":"yes"}"#,
+        r#"{"unknown":1}"#,
+        "42",
+    ] {
+        let err = message(a.detect(bad).expect_err(bad));
+        assert!(err.contains("invalid detect options JSON"), "{bad}: {err}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn timeline_hover_and_gaps_answer_json() {
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let extent = json(&a.timeline_extent().expect("extent"));
+    let (start, end) = (
+        extent["start_ns"].as_f64().unwrap(),
+        extent["end_ns"].as_f64().unwrap(),
+    );
+    assert!(end > start);
+    let view = json(&a.timeline(start, end, 400).expect("view"));
+    assert_eq!(view["columns"], 400);
+    let lanes = view["lanes"].as_array().expect("lanes");
+    assert!(!lanes.is_empty());
+    let kernels: u64 = lanes
+        .iter()
+        .filter(|l| l["kind"] == "kernels")
+        .flat_map(|l| {
+            l["busy"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| u64::from(b.as_f64().unwrap() > 0.0))
+        })
+        .sum();
+    assert!(kernels > 0, "some column is busy");
+    // A point inside the extent on a kernel lane, with a generous slack, hits something.
+    let lane = lanes.iter().position(|l| l["kind"] == "kernels").unwrap() as u32;
+    let hit = json(&a.hover(lane, start, 1e9).expect("hover"));
+    assert!(hit["name"].is_string(), "{hit}");
+    assert_eq!(a.hover(999, start, 0.0).expect("hover on no lane"), "null");
+    let gaps = json(&a.gaps().expect("gaps"));
+    assert_eq!(gaps["buckets"].as_array().map(Vec::len), Some(9));
+    // Inputs the page should never send are errors, not panics.
+    assert!(a.timeline(end, start, 10).is_err());
+    assert!(a.timeline(f64::NAN, end, 10).is_err());
+    assert!(a.hover(0, f64::INFINITY, 0.0).is_err());
+    assert!(
+        a.timeline(-1e300, 1e300, u32::MAX).is_ok(),
+        "huge ranges are clamped"
+    );
+}
+
+#[wasm_bindgen_test]
+fn opening_reads_lazily() {
+    // Open and read the schema only: a fraction of the file is read.
+    let reg = vfs::register(&file(FIXTURE, "x.sqlite")).expect("register");
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags_and_vfs(reg.uri(), flags, vfs::VFS_NAME).expect("open");
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+        .expect("schema");
+    assert!(tables > 5);
+    let s = reg.stats();
+    assert_eq!(s.size, FIXTURE.len() as u64);
+    assert!(
+        FIXTURE.len() as u64 > 2 * vfs::BLOCK_SIZE,
+        "the fixture spans several blocks"
+    );
+    assert!(
+        s.bytes <= vfs::BLOCK_SIZE,
+        "read {} of {} bytes to open",
+        s.bytes,
+        s.size
+    );
+    drop(conn);
+
+    // A whole load reads each block at most once (the LRU holds the file).
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let stats = json(&a.read_stats().expect("stats"));
+    let (bytes, size) = (
+        stats["bytes"].as_u64().unwrap(),
+        stats["size"].as_u64().unwrap(),
+    );
+    assert!(bytes <= size, "read {bytes} of {size}");
+}
+
+#[wasm_bindgen_test]
+fn freeing_unregisters_the_file() {
+    let reg = vfs::register(&file(FIXTURE, "x.sqlite")).expect("register");
+    let uri = reg.uri();
+    drop(reg);
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    assert!(Connection::open_with_flags_and_vfs(uri, flags, vfs::VFS_NAME).is_err());
+}
+
+#[wasm_bindgen_test]
+fn cancelling_from_the_progress_callback() {
+    let err = message(
+        Analysis::open(file(FIXTURE, "t.sqlite"), progress(false))
+            .err()
+            .expect("cancelled"),
+    );
+    assert_eq!(err, "the analysis was cancelled");
+    let throws = Function::new_with_args("s, d, t", "throw new Error('boom')");
+    let err = message(
+        Analysis::open(file(FIXTURE, "t.sqlite"), throws)
+            .err()
+            .expect("cancelled"),
+    );
+    assert_eq!(err, "the analysis was cancelled");
+}
+
+#[wasm_bindgen_test]
+fn bad_files_are_clear_errors() {
+    let err = open(&[], "empty.sqlite").err().expect("empty");
+    assert!(err.contains("empty.sqlite: the file is empty"), "{err}");
+
+    let random: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let err = open(&random, "random.bin").err().expect("random bytes");
+    assert!(err.contains("not an SQLite database"), "{err}");
+
+    let err = open(b"garbage", "trace.nsys-rep").err().expect("nsys-rep");
+    assert!(err.contains(".nsys-rep"), "{err}");
+
+    let err = open(&FIXTURE[..FIXTURE.len() / 2], "half.sqlite")
+        .err()
+        .expect("truncated");
+    assert!(err.contains("truncated"), "{err}");
+}
+
+#[wasm_bindgen_test]
+fn sqlite_header_with_garbage_is_an_error_not_a_panic() {
+    // The fixture's header (page count rewritten to match) over noise.
+    let page = usize::from(u16::from_be_bytes([FIXTURE[16], FIXTURE[17]]));
+    let pages = 8u32;
+    let mut bytes: Vec<u8> = (0..page as u32 * pages)
+        .map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8)
+        .collect();
+    bytes[..100].copy_from_slice(&FIXTURE[..100]);
+    bytes[28..32].copy_from_slice(&pages.to_be_bytes());
+    let err = open(&bytes, "noise.sqlite")
+        .err()
+        .expect("garbage after the header");
+    assert!(err.starts_with("noise.sqlite: "), "{err}");
+
+    // Only the fixture's first pages: a valid prefix whose tables point past the end.
+    let mut cut = FIXTURE[..page * 4].to_vec();
+    cut[28..32].copy_from_slice(&4u32.to_be_bytes());
+    let err = open(&cut, "cut.sqlite").err().expect("cut file");
+    assert!(err.starts_with("cut.sqlite: "), "{err}");
+}
+
+#[wasm_bindgen_test]
+fn an_sqlite_file_that_is_not_an_export() {
+    // A tiny real database built here (in the in-memory VFS), then read through the blob VFS.
+    let mut conn = Connection::open_in_memory().expect("memory db");
+    conn.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .expect("create");
+    let bytes = conn
+        .serialize(rusqlite::MAIN_DB)
+        .expect("serialize")
+        .to_vec();
+    let err = open(&bytes, "other.sqlite").err().expect("not an export");
+    assert!(err.contains("not an Nsight Systems export"), "{err}");
+}
+
+#[wasm_bindgen_test]
+fn main_thread_helpers() {
+    assert_eq!(nsys_lens::web::version(), env!("CARGO_PKG_VERSION"));
+    let layout = json(&nsys_lens::web::timeline_layout().expect("layout"));
+    assert!(
+        layout.as_object().is_some_and(|o| !o.is_empty()),
+        "{layout}"
+    );
+}

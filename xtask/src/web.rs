@@ -1,0 +1,206 @@
+//! `cargo xtask web` and `cargo xtask dist`: the static page.
+//!
+//! `web` builds the core for wasm32, runs the wasm-bindgen CLI (`--target web`) and binaryen's
+//! `wasm-opt`, and assembles `dist/` = `www/**` + `static/**` + `pkg/`. No bundler: the page is
+//! plain ES modules.
+//!
+//! `dist` also writes `dist/nsys-lens-offline.html`, one self-contained file that works from
+//! `file://` with no network (see [`offline`] for what it inlines and the contract with `www/`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{Result, cargo, root, run, target_dir};
+
+mod codec;
+pub mod offline;
+pub mod test;
+
+/// The wasm-bindgen CLI must be exactly the version of the `wasm-bindgen` crate in Cargo.lock.
+pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
+const WASM32: &str = "wasm32-unknown-unknown";
+/// The module's name as wasm-bindgen writes it: `pkg/nsys_lens.js`, `pkg/nsys_lens_bg.wasm`.
+pub const MODULE: &str = "nsys_lens";
+
+/// `dist/` at the repository root.
+pub fn dist_dir() -> PathBuf {
+    root().join("dist")
+}
+
+/// `cargo xtask web`: build and assemble `dist/`.
+pub fn web() -> Result<()> {
+    let wasm = build_wasm()?;
+    let pkg = target_dir().join("web/pkg");
+    bindgen(&wasm, &pkg)?;
+    optimize(&pkg.join(format!("{MODULE}_bg.wasm")))?;
+    assemble(&pkg, &dist_dir())?;
+    println!("page assembled in {}", dist_dir().display());
+    Ok(())
+}
+
+/// `cargo xtask dist`: `web`, then the single-file offline page.
+pub fn dist() -> Result<()> {
+    web()?;
+    let out = offline::write(&dist_dir())?;
+    println!("offline page: {}", out.display());
+    Ok(())
+}
+
+/// Release build of the library for wasm32. Fat LTO and one codegen unit make the module
+/// smaller and faster; set through the environment so the native release profile is untouched.
+fn build_wasm() -> Result<PathBuf> {
+    run(cargo()
+        .args([
+            "build",
+            "-p",
+            "nsys-lens",
+            "--lib",
+            "--release",
+            "--target",
+            WASM32,
+        ])
+        .env("CARGO_PROFILE_RELEASE_LTO", "fat")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1"))?;
+    let wasm = target_dir()
+        .join(WASM32)
+        .join("release")
+        .join(format!("{MODULE}.wasm"));
+    if wasm.is_file() {
+        Ok(wasm)
+    } else {
+        Err(format!("the build did not produce {}", wasm.display()))
+    }
+}
+
+/// `wasm-bindgen --target web`: the JS glue and the processed module, in a fresh `pkg`.
+fn bindgen(wasm: &Path, pkg: &Path) -> Result<()> {
+    let tool = wasm_bindgen_path().ok_or_else(|| {
+        format!(
+            "wasm-bindgen {WASM_BINDGEN_VERSION} not found; run `cargo xtask setup` \
+             (or `cargo install wasm-bindgen-cli --version {WASM_BINDGEN_VERSION}`)"
+        )
+    })?;
+    remove_dir(pkg)?;
+    run(Command::new(tool)
+        .args(["--target", "web", "--out-name", MODULE, "--out-dir"])
+        .arg(pkg)
+        .arg(wasm))?;
+    if pkg.join("snippets").exists() {
+        return Err(
+            "wasm-bindgen wrote JS snippets (pkg/snippets): the offline page cannot inline them; \
+                    remove the inline_js / module= binding that needs them"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// The wasm-bindgen CLI of the pinned version: on `PATH` or in cargo's bin directory.
+pub fn wasm_bindgen_path() -> Option<PathBuf> {
+    let mut candidates = vec![PathBuf::from("wasm-bindgen")];
+    if let Some(home) = cargo_home() {
+        candidates.push(home.join("bin/wasm-bindgen"));
+    }
+    candidates
+        .into_iter()
+        .find(|c| tool_version(c, "--version").is_some_and(|v| v.contains(WASM_BINDGEN_VERSION)))
+}
+
+fn cargo_home() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+}
+
+/// What `TOOL ARG` prints on stdout, when it runs and exits 0.
+fn tool_version(tool: &Path, arg: &str) -> Option<String> {
+    let out = Command::new(tool).arg(arg).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Where npm's `binaryen` puts `wasm-opt`: the repository's `node_modules` or `target/tools`.
+/// (Debian's and crates.io's wasm-opt are too old for wasm-bindgen's output.)
+pub fn wasm_opt_path() -> Option<PathBuf> {
+    [
+        root().join("node_modules"),
+        tools_dir().join("node_modules"),
+    ]
+    .into_iter()
+    .map(|dir| dir.join(".bin/wasm-opt"))
+    .find(|p| tool_version(p, "--version").is_some())
+}
+
+/// Tools installed for the build only (npm `binaryen`), outside the page's `package.json`.
+pub fn tools_dir() -> PathBuf {
+    target_dir().join("tools")
+}
+
+/// `wasm-opt -O3` in place, with the features rustc's wasm32 target emits by default.
+fn optimize(wasm: &Path) -> Result<()> {
+    let tool = wasm_opt_path()
+        .ok_or("wasm-opt (npm package binaryen) not found; run `cargo xtask setup`")?;
+    let before = file_size(wasm);
+    let tmp = wasm.with_extension("opt.wasm");
+    run(Command::new(tool)
+        .arg("-O3")
+        .args([
+            "--enable-bulk-memory",
+            "--enable-mutable-globals",
+            "--enable-nontrapping-float-to-int",
+            "--enable-sign-ext",
+            "--enable-reference-types",
+            "--enable-multivalue",
+        ])
+        .arg(wasm)
+        .arg("-o")
+        .arg(&tmp))?;
+    fs::rename(&tmp, wasm).map_err(|e| format!("cannot replace {}: {e}", wasm.display()))?;
+    println!("wasm-opt: {} → {} bytes", before, file_size(wasm));
+    Ok(())
+}
+
+fn file_size(path: &Path) -> u64 {
+    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// `dist/` = `www/**` + `static/**` + `pkg/` (rebuilt from scratch so no stale file survives).
+fn assemble(pkg: &Path, dist: &Path) -> Result<()> {
+    remove_dir(dist)?;
+    for dir in ["www", "static"] {
+        let src = root().join(dir);
+        if src.is_dir() {
+            copy_tree(&src, dist)?;
+        } else {
+            println!("note: {dir}/ does not exist yet; nothing copied from it");
+        }
+    }
+    copy_tree(pkg, &dist.join("pkg"))
+}
+
+fn remove_dir(dir: &Path) -> Result<()> {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+    }
+}
+
+/// Copies the files below `src` into `dst` (created), keeping the relative layout.
+pub fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
+    fs::create_dir_all(dst).map_err(|e| format!("cannot create {}: {e}", dst.display()))?;
+    let entries = fs::read_dir(src).map_err(|e| format!("cannot list {}: {e}", src.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", src.display()))?;
+        let (from, to) = (entry.path(), dst.join(entry.file_name()));
+        if from.is_dir() {
+            copy_tree(&from, &to)?;
+        } else {
+            fs::copy(&from, &to)
+                .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+        }
+    }
+    Ok(())
+}
