@@ -21,6 +21,8 @@ pub struct Tool {
     pub install: fn() -> Result<()>,
     /// What a person can run when `install` is not possible here.
     pub manual: &'static str,
+    /// Needed to build the page (`web`, `dist`, `serve`); the others only run tests.
+    pub builds_page: bool,
 }
 
 pub const TOOLS: &[Tool] = &[
@@ -30,6 +32,7 @@ pub const TOOLS: &[Tool] = &[
         check: || succeeds("clang", &["--version"]),
         install: || apt_install(&["clang"]),
         manual: "sudo apt-get install -y clang",
+        builds_page: true,
     },
     Tool {
         name: "rust target wasm32-unknown-unknown",
@@ -37,6 +40,7 @@ pub const TOOLS: &[Tool] = &[
         check: wasm32_target_installed,
         install: || run(Command::new("rustup").args(["target", "add", WASM32])),
         manual: "rustup target add wasm32-unknown-unknown",
+        builds_page: true,
     },
     Tool {
         name: "wasm-bindgen-cli 0.2.130",
@@ -51,6 +55,7 @@ pub const TOOLS: &[Tool] = &[
             ]))
         },
         manual: "cargo install wasm-bindgen-cli --version 0.2.130   (not --locked: it fails)",
+        builds_page: true,
     },
     Tool {
         name: "wasm-opt (npm binaryen)",
@@ -58,6 +63,7 @@ pub const TOOLS: &[Tool] = &[
         check: || crate::web::wasm_opt_path().is_some(),
         install: install_binaryen,
         manual: "npm install --prefix target/tools --no-save binaryen",
+        builds_page: true,
     },
     Tool {
         name: "chromium",
@@ -65,6 +71,7 @@ pub const TOOLS: &[Tool] = &[
         check: || succeeds("chromium", &["--version"]),
         install: || apt_install(&["chromium"]),
         manual: "sudo apt-get install -y chromium",
+        builds_page: false,
     },
     Tool {
         name: "chromedriver",
@@ -72,6 +79,7 @@ pub const TOOLS: &[Tool] = &[
         check: || succeeds("chromedriver", &["--version"]),
         install: || apt_install(&["chromium-driver"]),
         manual: "sudo apt-get install -y chromium-driver",
+        builds_page: false,
     },
     Tool {
         name: "playwright-core (npm)",
@@ -83,6 +91,7 @@ pub const TOOLS: &[Tool] = &[
         },
         install: install_playwright_core,
         manual: "npm install --save-dev playwright-core   (in the repository root)",
+        builds_page: false,
     },
 ];
 
@@ -90,8 +99,17 @@ const WASM32: &str = "wasm32-unknown-unknown";
 
 /// Checks every tool, installs the missing ones, and fails listing those still missing.
 pub fn setup() -> Result<()> {
+    install(TOOLS.iter())
+}
+
+/// Only the tools that building the page needs (what `serve` must install on a fresh machine).
+pub fn setup_page_build() -> Result<()> {
+    install(TOOLS.iter().filter(|t| t.builds_page))
+}
+
+fn install<'a>(tools: impl Iterator<Item = &'a Tool>) -> Result<()> {
     let mut missing = Vec::new();
-    for tool in TOOLS {
+    for tool in tools {
         if (tool.check)() {
             println!("  present    {}", tool.name);
             continue;

@@ -30,6 +30,7 @@ pub fn dist_dir() -> PathBuf {
 
 /// `cargo xtask web`: build and assemble `dist/`.
 pub fn web() -> Result<()> {
+    crate::setup::setup_page_build()?;
     let wasm = build_wasm()?;
     let pkg = target_dir().join("web/pkg");
     bindgen(&wasm, &pkg)?;
