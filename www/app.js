@@ -287,6 +287,7 @@ async function analyse(files) {
   appState.overrides = {};
   appState.scope = 'aggregate';
 
+  performance.mark('nsys-lens:open');
   try {
     const res = await appState.engine.open(file, detectOptions(), (step, done, total) => {
       $('progress-step').textContent = total > 0 ? `${step} (${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')})` : step;
@@ -301,6 +302,7 @@ async function analyse(files) {
     $('intro').hidden = true;
     $('results').hidden = false;
     renderReport(JSON.parse(res.detect));
+    performance.mark('nsys-lens:verdict'); // benchmarks measure open → verdict → first timeline paint
     renderGaps(res.gaps, res.gapsError);
     appState.timeline.setTrace(JSON.parse(res.extent), appState.engine);
     appState.busy = false;

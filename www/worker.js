@@ -15,7 +15,13 @@ let cancelFlag = null; // Int32Array over a SharedArrayBuffer when the page is c
 let cancelled = false; // set by a 'cancel' message (only seen when the core yields between steps)
 
 function initWasm(wasm) {
-  if (!ready) ready = wasm ? __wbg_init({ module_or_path: wasm }) : __wbg_init();
+  if (!ready) {
+    ready = (wasm ? __wbg_init({ module_or_path: wasm }) : __wbg_init()).then((exports) => {
+      // Read by the benchmark: wasm memory only grows, so its size after a run is the peak.
+      self.nsysLensWasmMemoryBytes = () => exports.memory.buffer.byteLength;
+      return exports;
+    });
+  }
   return ready;
 }
 

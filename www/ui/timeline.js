@@ -114,6 +114,7 @@ export class TimelinePanel {
         this.fit();
       }
       this.wasm.drawTimeline(this.canvas, view);
+      performance.mark('nsys-lens:timeline');
       this.canvas.dataset.drawn = String(seq);
       this.canvas.dataset.lanes = String(lanes);
       this.canvas.dataset.start = String(parsed.start_ns);
