@@ -154,8 +154,8 @@ pub fn processes(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<ProcessMetrics> {
 pub fn warnings(
     p: &Prepared<'_>,
     agg: &ScopeMeasure,
+    steps: &[super::steps::Step],
     raw_steps: usize,
-    steps: usize,
 ) -> Vec<String> {
     let mut w = Vec::new();
     let trace = p.trace;
@@ -167,8 +167,7 @@ pub fn warnings(
         ));
     }
     if p.sw.launch_apis == LaunchApis::ExactCudaLaunchKernel {
-        let versioned = trace.runtime.name.iter().any(|&n| {
-            let s = trace.strings.get(n);
+        let versioned = any_runtime_name(trace, |s| {
             s.starts_with("cudaLaunchKernel_v")
                 || s.starts_with("cuLaunchKernel")
                 || s.starts_with("cudaGraphLaunch")
@@ -187,13 +186,11 @@ pub fn warnings(
     {
         w.push("some NVTX ranges carry their name only in the inline `text` column: the trtllm-skill profile (textId names only) does not see them".into());
     }
-    if p.sw.dedup_steps && raw_steps > steps {
-        w.push(format!("{raw_steps} forward-step ranges were merged into {steps} steps (TP ranks' copies of the same step)"));
+    if p.sw.dedup_steps && raw_steps > steps.len() {
+        let merged = steps.len();
+        w.push(format!("{raw_steps} forward-step ranges were merged into {merged} steps (TP ranks' copies of the same step)"));
     } else if !p.sw.dedup_steps && raw_steps > 0 {
-        let dedup = super::steps::dedup_tp_steps(
-            &super::steps::forward_steps(&trace.nvtx, &p.names, &p.sw).0,
-        )
-        .len();
+        let dedup = super::steps::dedup_tp_steps(steps).len();
         if dedup < raw_steps {
             w.push(format!("iteration counts include TP-rank duplicates ({raw_steps} ranges for {dedup} distinct steps; trtllm-skill rule)"));
         }
@@ -206,14 +203,20 @@ pub fn warnings(
     if trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE") == Some("Graph")
         && trace.kernels.graph_node.iter().all(|&g| g == 0)
     {
-        let graph_launches = trace
-            .runtime
-            .name
-            .iter()
-            .any(|&n| trace.strings.get(n).starts_with("cudaGraphLaunch"));
+        let graph_launches = any_runtime_name(trace, |s| s.starts_with("cudaGraphLaunch"));
         if graph_launches {
             w.push("CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph): kernels inside graphs are not recorded individually; re-capture with --cuda-graph-trace=node for kernel-level detail".into());
         }
     }
     w
+}
+
+/// Whether any runtime call's name satisfies `pred` (evaluated once per distinct name).
+fn any_runtime_name(trace: &crate::model::Trace, pred: impl Fn(&str) -> bool) -> bool {
+    let names = trace.strings.classify(pred);
+    trace
+        .runtime
+        .name
+        .iter()
+        .any(|&n| crate::model::flag(&names, n))
 }

@@ -73,7 +73,7 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
         steps.len(),
         marker.is_some(),
     ));
-    let warnings = evidence::warnings(&prepared, &aggregate, raw_steps, steps.len());
+    let warnings = evidence::warnings(&prepared, &aggregate, &steps, raw_steps);
 
     Ok(DetectReport {
         verdict: overall,

@@ -269,44 +269,42 @@ impl Sim {
 
     /// `cudaMemcpyAsync` device-to-host of `bytes`, queued on the compute stream.
     pub fn memcpy_dtoh(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) {
-        let s = self.host[p];
-        let corr = self.api_row(p, kinds::MEMCPY_ASYNC, s, s + api_dur);
-        self.host[p] = s + api_dur;
-        let d = self.tl.procs[p].device;
-        let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
-        let op = MemOp {
-            start: ms,
-            end: ms + dur,
-            corr,
-            bytes,
-            kind: 2,
-            proc: p as u8,
-            device: d as u8,
-            stream: STREAM,
-        };
+        let op = self.mem_op(p, kinds::MEMCPY_ASYNC, 2, bytes, api_dur, dur);
         self.tl.memcpy.push(op);
-        self.set_gpu_free(d, ms + dur);
     }
 
     /// `cudaMemsetAsync` of `bytes`, queued on the compute stream.
     pub fn memset(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) {
+        let op = self.mem_op(p, kinds::MEMSET_ASYNC, 1, bytes, api_dur, dur);
+        self.tl.memset.push(op);
+    }
+
+    /// The API call of an async memory operation and the operation it queues on the device.
+    fn mem_op(
+        &mut self,
+        p: usize,
+        api: &'static str,
+        kind: u8,
+        bytes: i64,
+        api_dur: Ns,
+        dur: Ns,
+    ) -> MemOp {
         let s = self.host[p];
-        let corr = self.api_row(p, kinds::MEMSET_ASYNC, s, s + api_dur);
+        let corr = self.api_row(p, api, s, s + api_dur);
         self.host[p] = s + api_dur;
         let d = self.tl.procs[p].device;
         let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
-        let op = MemOp {
+        self.set_gpu_free(d, ms + dur);
+        MemOp {
             start: ms,
             end: ms + dur,
             corr,
             bytes,
-            kind: 1,
+            kind,
             proc: p as u8,
             device: d as u8,
             stream: STREAM,
-        };
-        self.tl.memset.push(op);
-        self.set_gpu_free(d, ms + dur);
+        }
     }
 
     /// `cudaStreamSynchronize` that blocks the host until `until` (at least 2 µs), with the

@@ -541,34 +541,23 @@ impl Loader<'_, '_> {
         } else {
             trace.present.memset = true;
         }
-        let cols: &[&str] = if is_memcpy {
-            &[
-                "start",
-                "end",
-                "deviceId",
-                "streamId",
-                "globalPid",
-                "correlationId",
-                "bytes",
-                "copyKind",
-                "srcKind",
-                "dstKind",
-            ]
+        // memset has no copy kind and one memory kind for both ends.
+        let kinds: [&str; 3] = if is_memcpy {
+            ["copyKind", "srcKind", "dstKind"]
         } else {
-            &[
-                "start",
-                "end",
-                "deviceId",
-                "streamId",
-                "globalPid",
-                "correlationId",
-                "bytes",
-                "NULL",
-                "memKind",
-                "memKind",
-            ]
+            ["NULL", "memKind", "memKind"]
         };
-        let sql = Self::select(schema, table, cols, "");
+        let mut cols = vec![
+            "start",
+            "end",
+            "deviceId",
+            "streamId",
+            "globalPid",
+            "correlationId",
+            "bytes",
+        ];
+        cols.extend(kinds);
+        let sql = Self::select(schema, table, &cols, "");
         let processes = &mut trace.processes;
         let step = if is_memcpy {
             "loading memcpy"
