@@ -90,3 +90,34 @@ fn bad_markers_are_usage_errors() {
         2
     );
 }
+
+#[test]
+fn trtllm_skill_warns_about_tp_duplicated_steps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tp2.sqlite");
+    let answers = nsys_lens::synth::generate(
+        "tp2-straggler",
+        &path,
+        &nsys_lens::synth::GenOptions { scale: 1, seed: 42 },
+    )
+    .expect("generate");
+    let count = |profile: &str| -> u64 {
+        let phases = &answers["profiles"][profile]["phases"];
+        ["context", "generation"]
+            .iter()
+            .filter_map(|p| phases[p]["iteration_count"].as_u64())
+            .sum()
+    };
+    let (raw, distinct) = (count("trtllm-skill"), count("standard"));
+    assert!(raw > distinct);
+    let (code, json) = detect(&path, &["--profile", "trtllm-skill"]);
+    assert_eq!(code, 0);
+    let expected = format!("({raw} ranges for {distinct} distinct steps");
+    let warnings = json["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains(&expected))),
+        "{warnings:?}"
+    );
+}
