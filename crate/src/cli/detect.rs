@@ -1,0 +1,151 @@
+//! `nsys-lens detect`: the host-overhead verdict (SPEC §2).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use nsys_lens::detect::names::{StepMarker, StepsPhase};
+use nsys_lens::detect::{self, DetectConfig, ThresholdOverrides};
+use nsys_lens::error::{Error, Result};
+use nsys_lens::report;
+use nsys_lens::trace::{self, LoadOptions};
+
+use super::{ProfileArg, emit, ratio, window};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum StepsPhaseArg {
+    Context,
+    Generation,
+}
+
+#[derive(Args)]
+pub struct DetectArgs {
+    /// The SQLite export (`nsys export --type sqlite -o trace.sqlite trace.nsys-rep`).
+    pub trace: PathBuf,
+    /// Metric definitions to use.
+    #[arg(long, value_enum, default_value = "standard")]
+    pub profile: ProfileArg,
+    /// Print the JSON result instead of the readable report.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the output to this file instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Skip the host-prep metrics (M3a/b/c).
+    #[arg(long)]
+    pub no_m3: bool,
+    /// M1 threshold (aggregate and context; default 0.30).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub gpu_idle_threshold: Option<f64>,
+    /// M2 threshold (all scopes; default 0.10).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub launch_threshold: Option<f64>,
+    /// M4 threshold (aggregate and context; default 0.60).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub gpu_util_threshold: Option<f64>,
+    /// Generation-phase M1 threshold (standard profile; default 0.15).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub gen_gpu_idle_threshold: Option<f64>,
+    /// Generation-phase M4 threshold (standard profile; default 0.80).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub gen_gpu_util_threshold: Option<f64>,
+    /// M3a threshold (standard profile; default 0.50).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub host_prep_exposed_threshold: Option<f64>,
+    /// M3b threshold (standard profile; default 0.05).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub host_prep_impact_threshold: Option<f64>,
+    /// M3c threshold (standard profile; default 0.50).
+    #[arg(long, value_name = "F", value_parser = ratio)]
+    pub host_prep_idle_threshold: Option<f64>,
+    /// Step markers of another framework: `pytorch` (ProfilerStep#N). Standard profile only.
+    #[arg(long, value_name = "NAME", conflicts_with = "step_regex")]
+    pub phase_map: Option<String>,
+    /// Custom step marker: a regex over NVTX range names with optional named groups `step`,
+    /// `ctx` and `gen` (request counts). Standard profile only.
+    #[arg(long, value_name = "REGEX")]
+    pub step_regex: Option<String>,
+    /// Phase of steps whose marker has no `ctx`/`gen` counts.
+    #[arg(long, value_enum, default_value = "generation")]
+    pub steps_phase: StepsPhaseArg,
+    /// Analyse only this window instead of first-kernel..last-kernel (ns, as in the export).
+    #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
+    pub window: Option<(i64, i64)>,
+}
+
+pub fn run(args: &DetectArgs) -> Result<()> {
+    if matches!(args.profile, ProfileArg::TrtllmSkill) {
+        let standard_only = [
+            ("--gen-gpu-idle-threshold", args.gen_gpu_idle_threshold),
+            ("--gen-gpu-util-threshold", args.gen_gpu_util_threshold),
+            (
+                "--host-prep-exposed-threshold",
+                args.host_prep_exposed_threshold,
+            ),
+            (
+                "--host-prep-impact-threshold",
+                args.host_prep_impact_threshold,
+            ),
+            ("--host-prep-idle-threshold", args.host_prep_idle_threshold),
+        ];
+        let marker = args.phase_map.is_some() || args.step_regex.is_some();
+        if marker {
+            return Err(Error::Usage(
+                "--phase-map and --step-regex apply to the standard profile only: the reference scripts (trtllm-skill) know only TensorRT-LLM's _forward_step ranges".into(),
+            ));
+        }
+        if let Some((flag, _)) = standard_only.iter().find(|(_, v)| v.is_some()) {
+            return Err(Error::Usage(format!(
+                "{flag} applies to the standard profile only: the reference scripts (trtllm-skill) fix that threshold"
+            )));
+        }
+    }
+    let label = args.trace.display().to_string();
+    let loaded = trace::load_path(&args.trace, LoadOptions::detect())?;
+    let cfg = DetectConfig {
+        profile: args.profile.into(),
+        thresholds: ThresholdOverrides {
+            gpu_idle_ratio: args.gpu_idle_threshold,
+            launch_overhead_ratio: args.launch_threshold,
+            gpu_utilization: args.gpu_util_threshold,
+            host_prep_exposed_ratio: args.host_prep_exposed_threshold,
+            host_prep_perf_impact: args.host_prep_impact_threshold,
+            host_prep_idle_attribution: args.host_prep_idle_threshold,
+            nccl_ratio_caveat: None,
+            generation_gpu_idle_ratio: args.gen_gpu_idle_threshold,
+            generation_gpu_utilization: args.gen_gpu_util_threshold,
+        },
+        skip_m3: args.no_m3,
+        window: args.window,
+        file_label: label,
+        step_marker: step_marker(args)?,
+    };
+    let result = detect::detect(&loaded, &cfg)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&result)
+            .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
+            + "\n"
+    } else {
+        report::text::detect_report(&result)
+    };
+    emit(&text, args.output.as_deref())
+}
+
+/// The step marker chosen with `--phase-map` or `--step-regex`, if any.
+fn step_marker(args: &DetectArgs) -> Result<Option<StepMarker>> {
+    let phase = match args.steps_phase {
+        StepsPhaseArg::Context => StepsPhase::Context,
+        StepsPhaseArg::Generation => StepsPhase::Generation,
+    };
+    if let Some(name) = &args.phase_map {
+        return StepMarker::builtin(name).map(Some).ok_or_else(|| {
+            Error::Usage(format!(
+                "unknown --phase-map `{name}` (known: pytorch; or give --step-regex)"
+            ))
+        });
+    }
+    args.step_regex
+        .as_deref()
+        .map(|re| StepMarker::new(re, phase).map_err(Error::Usage))
+        .transpose()
+}

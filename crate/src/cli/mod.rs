@@ -1,0 +1,79 @@
+//! The CLI's subcommands, one file each; shared argument parsers and output here.
+
+pub mod detect;
+pub mod generate;
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::ValueEnum;
+
+use nsys_lens::detect::Profile;
+use nsys_lens::error::{Error, Result};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProfileArg {
+    /// The reference rules measured correctly on multi-rank exports (default).
+    Standard,
+    /// The reference scripts' numbers and JSON exactly.
+    TrtllmSkill,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Profile {
+        match p {
+            ProfileArg::Standard => Profile::Standard,
+            ProfileArg::TrtllmSkill => Profile::TrtllmSkill,
+        }
+    }
+}
+
+/// A ratio argument in [0, 1].
+pub fn ratio(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if v.is_finite() && (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` must be a ratio between 0 and 1"))
+    }
+}
+
+/// A `START_NS:END_NS` window argument.
+pub fn window(s: &str) -> std::result::Result<(i64, i64), String> {
+    let (a, b) = s.split_once(':').ok_or("expected START_NS:END_NS")?;
+    let start: i64 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{a}` is not an integer ns timestamp"))?;
+    let end: i64 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{b}` is not an integer ns timestamp"))?;
+    if end <= start {
+        return Err("the window's end must be after its start".into());
+    }
+    Ok((start, end))
+}
+
+/// Writes to the file given with `-o`, or to stdout.
+pub fn emit(text: &str, output: Option<&Path>) -> Result<()> {
+    let io = |path: String| {
+        move |e: std::io::Error| Error::Io {
+            path,
+            detail: e.to_string(),
+        }
+    };
+    match output {
+        Some(path) => std::fs::write(path, text).map_err(io(path.display().to_string())),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.map_err(io("stdout".into())),
+            }
+        }
+    }
+}
