@@ -9,9 +9,11 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map.
 
+pub mod analyze;
 pub mod detect;
 pub mod drill;
 pub mod error;
+pub mod iterations;
 pub mod model;
 pub mod plot;
 pub mod pyfmt;

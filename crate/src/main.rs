@@ -29,6 +29,8 @@ struct Cli {
 enum Command {
     /// Give the host-overhead verdict for one trace (SPEC §2).
     Detect(cli::detect::DetectArgs),
+    /// Find the root cause per step: one trace, or a baseline vs a target (SPEC §3).
+    Analyze(cli::analyze::AnalyzeArgs),
     /// Write a synthetic nsys export with known answers (for tests and benchmarks).
     Gen(cli::generate::GenArgs),
 }
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Detect(args) => cli::detect::run(&args),
+        Command::Analyze(args) => cli::analyze::run(&args),
         Command::Gen(args) => cli::generate::run(&args),
     };
     match result {

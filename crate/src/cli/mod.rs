@@ -1,5 +1,6 @@
 //! The CLI's subcommands, one file each; shared argument parsers and output here.
 
+pub mod analyze;
 pub mod detect;
 pub mod generate;
 

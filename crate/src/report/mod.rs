@@ -1,3 +1,4 @@
 //! Rendering results for people: the CLI's text report.
 
+pub mod analyze;
 pub mod text;

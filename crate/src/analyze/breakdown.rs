@@ -1,0 +1,203 @@
+//! The per-trace breakdown (`T` of the JSON): the keys first, then what the
+//! text reports, the comparability check and the page need.
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+use super::handoff::Handoff;
+use super::stats::{Percentiles, Stats};
+use super::workload::Workload;
+use crate::detect::Profile;
+use crate::iterations::Method;
+use crate::model::Ns;
+
+/// `{name: value}` in a meaningful order (largest first), serialized as a JSON object.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PerName(pub Vec<(String, f64)>);
+
+impl PerName {
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for PerName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// One name's totals inside the steady state: an NVTX op, a kernel or a CUDA API.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpRow {
+    pub name: String,
+    /// Time per step (µs): `total_us / divisor`, where the divisor is the step count (times
+    /// `--tp-size` for NVTX in `trtllm-skill`).
+    pub us_per_step: f64,
+    pub calls_per_step: f64,
+    /// Time over the whole steady state (µs), before any `--tp-size` division.
+    pub total_us: f64,
+    /// Calls (NVTX instances, kernels, API calls), before any `--tp-size` division.
+    pub calls: u64,
+}
+
+/// A window in trace time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WindowNs {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+}
+
+/// One phase of iterations (between pauses > 100 ms).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PhaseInfo {
+    pub first: usize,
+    pub last: usize,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Iterations at the trace's most common size.
+    pub at_common_size: usize,
+}
+
+/// How the iterations were isolated, and what the benchmark phase looks like.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IsolationInfo {
+    pub reason: String,
+    pub total_iterations: usize,
+    /// Most common allreduce kernels per iteration (1 for NVTX steps, 0 without iterations).
+    pub common_size: u32,
+    pub phases: Vec<PhaseInfo>,
+    pub benchmark_phase: Option<usize>,
+    /// First kernel start: the reference prints times relative to it.
+    pub t0_ns: Ns,
+    /// Benchmark iterations' wall times (allreduce span or longest rank's step), µs.
+    pub iteration_wall_us: Stats,
+    /// Pauses between consecutive benchmark iterations, µs.
+    pub iteration_gap_us: Stats,
+    /// Forward steps (TP ranks merged) overlapping the benchmark window, for the cross-check
+    /// against the allreduce iteration count (`standard`, allreduce method).
+    pub nvtx_steps_in_window: Option<usize>,
+}
+
+/// The steady-state steps the per-step figures come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SteadyInfo {
+    /// The largest generation batch (`gen reqs`) among the candidate steps.
+    pub max_gen: u64,
+    /// Steady ranges before TP de-duplication.
+    pub ranges: usize,
+    /// The divisor of every per-step figure: steady steps (`trtllm-skill`) or complete steady
+    /// step cycles (`standard`: a steady step start to the next step's start).
+    pub per_step_divisor: usize,
+    /// Forward-step durations (longest rank's in `trtllm-skill`, merged span in `standard`), µs.
+    pub step_duration_us: Stats,
+    /// `next.start − prev.end` between steady steps, µs.
+    pub inter_step_gap_us: Stats,
+    /// The window the breakdowns are measured in.
+    pub window: WindowNs,
+    /// Time the breakdown window covers, µs (the reference's steady-state wall time).
+    pub window_us: f64,
+}
+
+/// The root-cause breakdown of one trace (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceBreakdown {
+    pub label: String,
+    pub iteration_method: Method,
+    /// Iterations in the benchmark phase (null without one).
+    pub iterations: Option<usize>,
+    pub benchmark_window: Option<WindowNs>,
+    /// Steady-state steps after TP de-duplication (null when not computed).
+    pub steady_steps: Option<usize>,
+    pub wall_time_per_step_us: Option<f64>,
+    pub inter_step_gap_us: Option<Percentiles>,
+    pub kernels_per_step: Option<f64>,
+    pub nvtx_per_step_us: PerName,
+    pub kernel_time_per_step_us: PerName,
+    pub api_time_per_step_us: PerName,
+    pub warnings: Vec<String>,
+    // ---- added keys ----
+    pub profile: &'static str,
+    /// The `--tp-size` divisor applied to NVTX figures (`trtllm-skill`; 1 in `standard`).
+    pub tp_size: u32,
+    pub isolation: IsolationInfo,
+    pub steady: Option<SteadyInfo>,
+    /// Kernel time per step over the kernels counted (top 15 names in `trtllm-skill`).
+    pub gpu_time_per_step_us: Option<f64>,
+    pub nvtx_ops: Vec<OpRow>,
+    pub kernel_ops: Vec<OpRow>,
+    pub api_ops: Vec<OpRow>,
+    /// Wall time of each steady step cycle (its start to the next step's start), µs, in order:
+    /// the per-step plot's series.
+    pub step_wall_times_us: Vec<f64>,
+    pub workload: Workload,
+    pub handoff: Handoff,
+}
+
+impl TraceBreakdown {
+    /// A breakdown holding the isolation facts, with nothing measured yet.
+    pub fn new(
+        label: &str,
+        profile: Profile,
+        tp_size: u32,
+        method: Method,
+        isolation: IsolationInfo,
+        workload: Workload,
+    ) -> TraceBreakdown {
+        TraceBreakdown {
+            label: label.to_string(),
+            iteration_method: method,
+            iterations: None,
+            benchmark_window: None,
+            steady_steps: None,
+            wall_time_per_step_us: None,
+            inter_step_gap_us: None,
+            kernels_per_step: None,
+            nvtx_per_step_us: PerName::default(),
+            kernel_time_per_step_us: PerName::default(),
+            api_time_per_step_us: PerName::default(),
+            warnings: Vec::new(),
+            profile: profile.name(),
+            tp_size,
+            isolation,
+            steady: None,
+            gpu_time_per_step_us: None,
+            nvtx_ops: Vec::new(),
+            kernel_ops: Vec::new(),
+            api_ops: Vec::new(),
+            step_wall_times_us: Vec::new(),
+            workload,
+            handoff: Handoff::default(),
+        }
+    }
+
+    /// Whether the benchmark phase was found (the reference's `bench_found`).
+    pub fn benchmark_found(&self) -> bool {
+        self.isolation.benchmark_phase.is_some()
+    }
+
+    /// Mean forward-step duration of the steady steps, µs.
+    pub fn step_duration_avg_us(&self) -> Option<f64> {
+        self.steady
+            .as_ref()
+            .filter(|_| self.wall_time_per_step_us.is_some())
+            .map(|s| s.step_duration_us.avg)
+    }
+}
+
+/// Per-name rows as `{name: us per step}`.
+pub fn per_step_map(rows: &[OpRow]) -> PerName {
+    PerName(
+        rows.iter()
+            .map(|r| (r.name.clone(), r.us_per_step))
+            .collect(),
+    )
+}

@@ -1,0 +1,438 @@
+//! Baseline vs target (reference §8.4): per-step deltas, per-op statuses, the conclusion and the
+//! comparability check.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::breakdown::{PerName, TraceBreakdown};
+use super::handoff::{Criteria, Handoff, HandoffOp};
+use super::workload::comparability;
+use crate::detect::Profile;
+
+/// Above this growth an op is a REGRESSION (percent).
+pub const REGRESSION_PCT: f64 = 50.0;
+/// Below this change an op is IMPROVED (percent).
+pub const IMPROVED_PCT: f64 = -30.0;
+/// Regression sources listed in the summary.
+pub const TOP_SOURCES: usize = 5;
+
+/// How an op changed (first matching rule wins: NEW, REMOVED, REGRESSION, IMPROVED).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Status {
+    #[serde(rename = "NEW")]
+    New,
+    #[serde(rename = "REMOVED")]
+    Removed,
+    #[serde(rename = "REGRESSION")]
+    Regression,
+    #[serde(rename = "IMPROVED")]
+    Improved,
+    #[serde(rename = "unchanged")]
+    Unchanged,
+}
+
+impl Status {
+    /// The reference's rule on per-step values (`b`, `t` ≥ 0).
+    pub fn of(b: f64, t: f64) -> Status {
+        if b == 0.0 {
+            return Status::New;
+        }
+        if t == 0.0 {
+            return Status::Removed;
+        }
+        let pct = (t - b) / b * 100.0;
+        if pct > REGRESSION_PCT {
+            Status::Regression
+        } else if pct < IMPROVED_PCT {
+            Status::Improved
+        } else {
+            Status::Unchanged
+        }
+    }
+
+    /// The JSON value (`unchanged` rather than the reference's empty label).
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Unchanged => "unchanged",
+            s => s.label(),
+        }
+    }
+
+    /// The label the reference prints (empty when unchanged).
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::New => "NEW",
+            Status::Removed => "REMOVED",
+            Status::Regression => "REGRESSION",
+            Status::Improved => "IMPROVED",
+            Status::Unchanged => "",
+        }
+    }
+}
+
+/// A figure in both traces.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Delta {
+    pub baseline: Option<f64>,
+    pub target: Option<f64>,
+    /// `(target − baseline) / baseline · 100`; the reference prints 0 for a zero baseline,
+    /// `standard` gives null.
+    pub delta_pct: Option<f64>,
+    /// `target − baseline` in the figure's unit.
+    pub delta: Option<f64>,
+}
+
+impl Delta {
+    fn new(baseline: Option<f64>, target: Option<f64>, profile: Profile) -> Delta {
+        let delta = baseline.zip(target).map(|(b, t)| t - b);
+        let delta_pct = baseline.zip(delta).and_then(|(b, d)| match profile {
+            _ if b != 0.0 => Some(d / b * 100.0),
+            Profile::TrtllmSkill => Some(0.0),
+            Profile::Standard => None,
+        });
+        Delta {
+            baseline,
+            target,
+            delta_pct,
+            delta,
+        }
+    }
+}
+
+/// One row of the NVTX, kernel or API table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpDelta {
+    pub name: String,
+    pub baseline_us_per_step: f64,
+    pub target_us_per_step: f64,
+    pub delta_us: f64,
+    pub status: Status,
+    /// Null when the op is new (no baseline).
+    pub delta_pct: Option<f64>,
+}
+
+/// The comparison (`C` of the JSON), then added keys.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub wall_time_per_step_us: Delta,
+    /// Every op of either trace, by |Δ| descending (name ascending on ties).
+    pub nvtx: Vec<OpDelta>,
+    pub kernels: Vec<OpDelta>,
+    pub api: Vec<OpDelta>,
+    pub kernels_per_step: Delta,
+    pub conclusion: String,
+    pub comparability: Vec<String>,
+    // ---- added keys ----
+    /// `inter-step host overhead`, `step execution`, or in `standard` also `GPU execution` /
+    /// `launch count`; null when the figures are missing.
+    pub primary_cause: Option<&'static str>,
+    /// Both traces have a benchmark phase (else the reference stops: "Cannot compare").
+    pub benchmark_found: bool,
+    pub iterations: Delta,
+    pub iteration_wall_us: Delta,
+    pub iteration_gap_avg_us: Delta,
+    pub iteration_gap_p50_us: Delta,
+    pub step_duration_us: Delta,
+    pub inter_step_gap_p50_us: Delta,
+    pub gpu_time_per_step_us: Delta,
+    /// Launch-API time per step (µs; `standard`'s launch-count attribution).
+    pub launch_api_time_per_step_us: Delta,
+    /// NVTX ops that grew, largest growth first (the reference prints five).
+    pub top_regressions: Vec<OpDelta>,
+    pub handoff: Handoff,
+}
+
+/// Compares two breakdowns made with the same profile.
+pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comparison {
+    let d = |x: Option<f64>, y: Option<f64>| Delta::new(x, y, profile);
+    let iso = |f: fn(&TraceBreakdown) -> f64| {
+        let g = |x: &TraceBreakdown| x.benchmark_found().then(|| f(x));
+        d(g(b), g(t))
+    };
+    let nvtx = rows(&b.nvtx_per_step_us, &t.nvtx_per_step_us);
+    let top_regressions: Vec<OpDelta> = regressions(&nvtx);
+    let mut c = Comparison {
+        wall_time_per_step_us: d(b.wall_time_per_step_us, t.wall_time_per_step_us),
+        kernels: rows(&b.kernel_time_per_step_us, &t.kernel_time_per_step_us),
+        api: rows(&b.api_time_per_step_us, &t.api_time_per_step_us),
+        kernels_per_step: d(b.kernels_per_step, t.kernels_per_step),
+        conclusion: String::new(),
+        comparability: comparability(&b.workload, &t.workload),
+        primary_cause: None,
+        benchmark_found: b.benchmark_found() && t.benchmark_found(),
+        iterations: d(
+            b.iterations.map(|n| n as f64),
+            t.iterations.map(|n| n as f64),
+        ),
+        iteration_wall_us: iso(|x| x.isolation.iteration_wall_us.avg),
+        iteration_gap_avg_us: iso(|x| x.isolation.iteration_gap_us.avg),
+        iteration_gap_p50_us: iso(|x| x.isolation.iteration_gap_us.p50),
+        step_duration_us: d(b.step_duration_avg_us(), t.step_duration_avg_us()),
+        inter_step_gap_p50_us: d(
+            b.inter_step_gap_us.map(|g| g.p50),
+            t.inter_step_gap_us.map(|g| g.p50),
+        ),
+        gpu_time_per_step_us: d(b.gpu_time_per_step_us, t.gpu_time_per_step_us),
+        launch_api_time_per_step_us: d(launch_api_time(b), launch_api_time(t)),
+        handoff: handoff(&top_regressions, b, t),
+        top_regressions,
+        nvtx,
+    };
+    let (cause, text) = conclusion(&c, b, t, profile);
+    c.primary_cause = cause;
+    c.conclusion = text;
+    c
+}
+
+/// Union of names, by |Δ| descending then name; missing values are 0.
+fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
+    let names: BTreeSet<&str> = b.0.iter().chain(&t.0).map(|(n, _)| n.as_str()).collect();
+    let mut out: Vec<OpDelta> = names
+        .into_iter()
+        .map(|name| {
+            let bv = b.get(name).unwrap_or(0.0);
+            let tv = t.get(name).unwrap_or(0.0);
+            OpDelta {
+                name: name.to_string(),
+                baseline_us_per_step: bv,
+                target_us_per_step: tv,
+                delta_us: tv - bv,
+                status: Status::of(bv, tv),
+                delta_pct: (bv > 0.0).then(|| (tv - bv) / bv * 100.0),
+            }
+        })
+        .collect();
+    // Stable sort over name-ordered rows: ties keep name order.
+    out.sort_by(|x, y| y.delta_us.abs().total_cmp(&x.delta_us.abs()));
+    out
+}
+
+/// Rows that grew, largest growth first (every row, not only the printed 20).
+fn regressions(rows: &[OpDelta]) -> Vec<OpDelta> {
+    let mut grew: Vec<OpDelta> = rows.iter().filter(|r| r.delta_us > 0.0).cloned().collect();
+    grew.sort_by(|x, y| y.delta_us.total_cmp(&x.delta_us));
+    grew
+}
+
+/// Time per step in kernel-launch API calls (`cudaLaunchKernel*`, `cuLaunchKernel*`, graph launches).
+fn launch_api_time(b: &TraceBreakdown) -> Option<f64> {
+    b.wall_time_per_step_us?;
+    Some(
+        b.api_ops
+            .iter()
+            .filter(|r| {
+                crate::detect::names::is_launch_api(
+                    &r.name,
+                    crate::detect::config::LaunchApis::AllVersioned,
+                )
+            })
+            .map(|r| r.us_per_step)
+            .sum(),
+    )
+}
+
+fn handoff(top: &[OpDelta], b: &TraceBreakdown, t: &TraceBreakdown) -> Handoff {
+    let ops = top
+        .iter()
+        .map(|r| HandoffOp::new(&r.name, r.target_us_per_step, Some(r.delta_us)))
+        .collect();
+    let seen_prep = b
+        .nvtx_per_step_us
+        .0
+        .iter()
+        .chain(&t.nvtx_per_step_us.0)
+        .any(|(n, _)| n.contains("_prepare_tp_inputs"));
+    Handoff::new(
+        ops,
+        true,
+        seen_prep,
+        Criteria {
+            wall_time_per_step_us: t.wall_time_per_step_us,
+            inter_step_gap_p50_us: t.inter_step_gap_us.map(|g| g.p50),
+            kernels_per_step: t.kernels_per_step,
+        },
+    )
+}
+
+/// The conclusion line and its cause.
+fn conclusion(
+    c: &Comparison,
+    b: &TraceBreakdown,
+    t: &TraceBreakdown,
+    profile: Profile,
+) -> (Option<&'static str>, String) {
+    if !c.benchmark_found {
+        return (
+            None,
+            "Cannot compare: benchmark phase not found in one or both traces.".into(),
+        );
+    }
+    let wall = c.wall_time_per_step_us;
+    let (Some(wall_delta), Some(dur), Some(gap)) = (
+        wall.delta,
+        c.step_duration_us.delta,
+        c.inter_step_gap_p50_us.delta,
+    ) else {
+        return (
+            None,
+            format!(
+                "Cannot compare per step: no steady-state steps in {}.",
+                missing(b, t)
+            ),
+        );
+    };
+    match profile {
+        Profile::TrtllmSkill => reference_conclusion(gap, dur),
+        Profile::Standard => standard_conclusion(c, wall_delta, dur, gap),
+    }
+}
+
+fn missing(b: &TraceBreakdown, t: &TraceBreakdown) -> String {
+    match (
+        b.wall_time_per_step_us.is_none(),
+        t.wall_time_per_step_us.is_none(),
+    ) {
+        (true, true) => format!("{} and {}", b.label, t.label),
+        (true, false) => b.label.clone(),
+        _ => t.label.clone(),
+    }
+}
+
+/// Reference §8.4: the inter-step gap (p50) grew more than the step duration (mean), or not.
+fn reference_conclusion(gap_delta: f64, dur_delta: f64) -> (Option<&'static str>, String) {
+    if gap_delta > dur_delta {
+        (
+            Some("inter-step host overhead"),
+            "Regression is primarily in INTER-STEP HOST OVERHEAD. The gap between forward steps increased more than step execution.".into(),
+        )
+    } else {
+        (
+            Some("step execution"),
+            "Regression is primarily in STEP EXECUTION TIME. Forward step duration increased more than inter-step gap.".into(),
+        )
+    }
+}
+
+/// `standard`: the same split, and inside a step, launch-call time against GPU kernel time.
+fn standard_conclusion(
+    c: &Comparison,
+    wall: f64,
+    dur: f64,
+    gap: f64,
+) -> (Option<&'static str>, String) {
+    let pct = c
+        .wall_time_per_step_us
+        .delta_pct
+        .map_or_else(String::new, |p| format!(" ({p:+.1}%)"));
+    let change = if wall > 0.0 { "rose" } else { "fell" };
+    let head = format!("Wall time per step {change} by {wall:+.1} µs{pct}");
+    let launch = c.launch_api_time_per_step_us.delta.unwrap_or(0.0);
+    let gpu = c.gpu_time_per_step_us.delta.unwrap_or(0.0);
+    let kernels = match (c.kernels_per_step.baseline, c.kernels_per_step.target) {
+        (Some(b), Some(t)) => format!("; kernels per step {b:.1} → {t:.1}"),
+        _ => String::new(),
+    };
+    let detail = format!(
+        "inter-step gap p50 {gap:+.1} µs, step duration {dur:+.1} µs (launch calls {launch:+.1} µs, GPU kernel time {gpu:+.1} µs per step{kernels})"
+    );
+    let cause = if gap > dur {
+        "inter-step host overhead"
+    } else if launch >= gpu {
+        "launch count"
+    } else {
+        "GPU execution"
+    };
+    let what = match cause {
+        "inter-step host overhead" => {
+            "INTER-STEP HOST OVERHEAD: the host work between forward steps grew more than the steps"
+        }
+        "launch count" => {
+            "KERNEL LAUNCHES: the steps grew, and more of it in launch calls than in GPU kernel time"
+        }
+        _ => {
+            "GPU EXECUTION: the steps grew, and more of it in GPU kernel time than in launch calls"
+        }
+    };
+    (Some(cause), format!("{head}; primarily {what}: {detail}."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The case study's NVTX rows (reference §12.2) and the statuses the rules give.
+    #[test]
+    fn case_study_statuses() {
+        let b = PerName(vec![
+            ("_fetch_new_requests".into(), 36.0),
+            ("_update_requests".into(), 413.0),
+            ("_sample_async".into(), 1163.0),
+            ("_process_requests".into(), 1056.0),
+            ("_schedule".into(), 121.0),
+        ]);
+        let t = PerName(vec![
+            ("_fetch_new_requests".into(), 270.0),
+            ("broadcast_requests".into(), 250.0),
+            ("_update_requests".into(), 723.0),
+            ("_sample_async".into(), 720.0),
+            ("_process_requests".into(), 390.0),
+            ("_schedule".into(), 120.0),
+        ]);
+        let r = rows(&b, &t);
+        let status = |n: &str| r.iter().find(|x| x.name == n).map(|x| x.status);
+        assert_eq!(status("_fetch_new_requests"), Some(Status::Regression));
+        assert_eq!(status("broadcast_requests"), Some(Status::New));
+        assert_eq!(status("_update_requests"), Some(Status::Regression));
+        assert_eq!(status("_sample_async"), Some(Status::Improved));
+        assert_eq!(status("_process_requests"), Some(Status::Improved));
+        assert_eq!(status("_schedule"), Some(Status::Unchanged));
+        let order: Vec<&str> = r.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            order[0], "_process_requests",
+            "largest |Δ| first: {order:?}"
+        );
+        let grew = regressions(&r);
+        let top: Vec<&str> = grew.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            top,
+            [
+                "_update_requests",
+                "broadcast_requests",
+                "_fetch_new_requests"
+            ]
+        );
+    }
+
+    #[test]
+    fn status_boundaries_are_strict() {
+        assert_eq!(Status::of(100.0, 150.0), Status::Unchanged);
+        assert_eq!(Status::of(100.0, 150.0001), Status::Regression);
+        assert_eq!(Status::of(100.0, 70.0), Status::Unchanged);
+        assert_eq!(Status::of(100.0, 69.999), Status::Improved);
+        assert_eq!(Status::of(0.0, 5.0), Status::New);
+        assert_eq!(Status::of(5.0, 0.0), Status::Removed);
+    }
+
+    #[test]
+    fn percent_of_a_zero_baseline() {
+        let skill = Delta::new(Some(0.0), Some(3.0), Profile::TrtllmSkill);
+        assert_eq!((skill.delta, skill.delta_pct), (Some(3.0), Some(0.0)));
+        let std = Delta::new(Some(0.0), Some(3.0), Profile::Standard);
+        assert_eq!(std.delta_pct, None);
+        assert_eq!(
+            Delta::new(Some(4.0), Some(5.0), Profile::Standard).delta_pct,
+            Some(25.0)
+        );
+        assert_eq!(Delta::new(None, Some(5.0), Profile::Standard).delta, None);
+    }
+
+    #[test]
+    fn reference_conclusion_needs_the_gap_to_grow_strictly_more() {
+        assert_eq!(
+            reference_conclusion(10.0, 5.0).0,
+            Some("inter-step host overhead")
+        );
+        assert_eq!(reference_conclusion(5.0, 5.0).0, Some("step execution"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Phase 2, root cause (SPEC §3, reference §7–§8): per-step breakdown of one trace, and the
+//! comparison of a baseline with a target.
+//!
+//! [`crate::iterations`] isolates the benchmark; [`analyze_trace`] measures its steady state
+//! per step (wall time, gaps, NVTX ops, kernels, CUDA APIs) in one of two profiles:
+//! `trtllm-skill` reproduces `analyze_host_overhead.py` number for number (`skill`), `standard`
+//! measures the same quantities with the reference's defects fixed (`standard`). [`compare`]
+//! turns two breakdowns into deltas, statuses, a conclusion and comparability warnings. Pure
+//! functions over a loaded [`Trace`]: the page calls them as the CLI does.
+
+pub mod breakdown;
+pub mod compare;
+pub mod handoff;
+mod ops;
+mod skill;
+mod standard;
+pub mod stats;
+pub mod workload;
+
+pub use breakdown::TraceBreakdown;
+pub use compare::{Comparison, compare};
+
+use serde::Serialize;
+
+use breakdown::{IsolationInfo, OpRow, PhaseInfo, per_step_map};
+use handoff::{Criteria, Handoff, HandoffOp};
+use stats::Stats;
+
+use crate::detect::Profile;
+use crate::error::{Error, Result};
+use crate::iterations::Isolation;
+use crate::model::{Ns, Trace};
+
+/// Settings of one trace's analysis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalyzeConfig {
+    pub profile: Profile,
+    /// `trtllm-skill` only: divides NVTX totals and counts (the reference's `--tp-size`).
+    pub tp_size: u32,
+    /// The trace's label in reports (`baseline`, `target`, a version …).
+    pub label: String,
+    /// Where the trace came from, for error messages (a path or a file name).
+    pub source: String,
+}
+
+impl Default for AnalyzeConfig {
+    fn default() -> AnalyzeConfig {
+        AnalyzeConfig {
+            profile: Profile::Standard,
+            tp_size: 1,
+            label: "baseline".into(),
+            source: "trace".into(),
+        }
+    }
+}
+
+/// The whole result: `{"profile", "baseline", "target", "comparison"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnalyzeReport {
+    pub profile: &'static str,
+    pub baseline: TraceBreakdown,
+    pub target: Option<TraceBreakdown>,
+    pub comparison: Option<Comparison>,
+}
+
+impl AnalyzeReport {
+    /// Assembles the report, comparing when there is a target.
+    pub fn new(
+        profile: Profile,
+        baseline: TraceBreakdown,
+        target: Option<TraceBreakdown>,
+    ) -> AnalyzeReport {
+        let comparison = target.as_ref().map(|t| compare(&baseline, t, profile));
+        AnalyzeReport {
+            profile: profile.name(),
+            baseline,
+            target,
+            comparison,
+        }
+    }
+}
+
+/// The per-step breakdown of one trace. Fails only without kernels (nothing to isolate) or
+/// with a zero `tp_size`.
+pub fn analyze_trace(trace: &Trace, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
+    if trace.kernels.is_empty() {
+        let why = if trace.present.kernels {
+            "the kernel table is empty"
+        } else {
+            "no CUPTI_ACTIVITY_KIND_KERNEL table"
+        };
+        return Err(Error::NoKernels {
+            path: cfg.source.clone(),
+            why: why.into(),
+        });
+    }
+    if cfg.tp_size == 0 {
+        return Err(Error::Usage("--tp-size must be at least 1".into()));
+    }
+    Ok(match cfg.profile {
+        Profile::TrtllmSkill => skill::breakdown(trace, cfg),
+        Profile::Standard => standard::breakdown(trace, cfg),
+    })
+}
+
+/// Phases, benchmark iteration statistics and the explanation of the method.
+fn isolation_info(
+    iso: &Isolation,
+    t0_ns: Ns,
+    nvtx_steps_in_window: Option<usize>,
+) -> IsolationInfo {
+    let phases = iso
+        .phases
+        .iter()
+        .map(|p| PhaseInfo {
+            first: p.first,
+            last: p.last,
+            start_ns: iso.iterations.get(p.first).map_or(0, |i| i.start),
+            end_ns: iso.iterations.get(p.last).map_or(0, |i| i.end),
+            at_common_size: iso.common_count(p),
+        })
+        .collect();
+    let bench = iso.benchmark_iterations();
+    let walls: Vec<f64> = bench.iter().map(|i| i.wall_ns as f64 / 1000.0).collect();
+    let gaps: Vec<f64> = bench
+        .windows(2)
+        .map(|w| (w[1].start - w[0].end) as f64 / 1000.0)
+        .collect();
+    IsolationInfo {
+        reason: iso.reason.clone(),
+        total_iterations: iso.iterations.len(),
+        common_size: iso.common_size,
+        phases,
+        benchmark_phase: iso.benchmark,
+        t0_ns,
+        iteration_wall_us: Stats::of(&walls),
+        iteration_gap_us: Stats::of(&gaps),
+        nvtx_steps_in_window,
+    }
+}
+
+/// The single-trace hand-off block: the heaviest NVTX ops per step.
+fn single_handoff(nvtx: &[OpRow], c: Criteria) -> Handoff {
+    let mut rows: Vec<&OpRow> = nvtx.iter().collect();
+    rows.sort_by(|a, b| {
+        b.us_per_step
+            .total_cmp(&a.us_per_step)
+            .then(a.name.cmp(&b.name))
+    });
+    let ops = rows
+        .iter()
+        .map(|r| HandoffOp::new(&r.name, r.us_per_step, None))
+        .collect();
+    let seen_prep = nvtx.iter().any(|r| r.name.contains("_prepare_tp_inputs"));
+    Handoff::new(ops, false, seen_prep, c)
+}
+
+/// Fills the per-name maps and the hand-off block from the rows.
+fn finish(mut b: TraceBreakdown) -> TraceBreakdown {
+    b.nvtx_per_step_us = per_step_map(&b.nvtx_ops);
+    b.kernel_time_per_step_us = per_step_map(&b.kernel_ops);
+    b.api_time_per_step_us = per_step_map(&b.api_ops);
+    b.handoff = single_handoff(
+        &b.nvtx_ops,
+        Criteria {
+            wall_time_per_step_us: b.wall_time_per_step_us,
+            inter_step_gap_p50_us: b.inter_step_gap_us.map(|g| g.p50),
+            kernels_per_step: b.kernels_per_step,
+        },
+    );
+    b
+}

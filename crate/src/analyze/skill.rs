@@ -1,0 +1,202 @@
+//! The `trtllm-skill` profile: `analyze_host_overhead.py`'s `analyze_single_trace` (reference
+//! §8.2), number for number, including its known defects (§4 rows 12–15): steady state over
+//! the whole trace, TP duplicates divided by `--tp-size`, top-15 kernels and APIs only.
+
+use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
+use super::ops::Tallies;
+use super::stats::Stats;
+use super::workload::Workload;
+use super::{AnalyzeConfig, finish, isolation_info};
+use crate::detect::Profile;
+use crate::detect::steps::visible_name;
+use crate::iterations::steps::{MergedStep, dedup, raw_steps, steady_reference};
+use crate::iterations::{Isolation, allreduce, isolate};
+use crate::model::{NO_NAME, Ns, Trace};
+use crate::pyfmt;
+use crate::sqlike::Like;
+
+/// NVTX rows kept in the breakdown, kernel and API rows kept (the script's `LIMIT`s).
+const NVTX_LIMIT: usize = 30;
+const KERNEL_LIMIT: usize = 15;
+const API_LIMIT: usize = 15;
+/// The script analyses the steady state only with at least this many unique steady steps.
+const MIN_STEADY: usize = 5;
+
+pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
+    let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
+    let raw = raw_steps(trace, Profile::TrtllmSkill);
+    let merged = dedup(&raw);
+    let iso = isolate(&allreduce::allreduce_kernels(trace), &merged, raw.len());
+    let context = merged.iter().filter(|m| m.step.name.ctx > 0).count();
+    let generation = merged.len() - context;
+    let steady = (!raw.is_empty()).then(|| steady_reference(&raw));
+    let workload = Workload::of(
+        trace,
+        steady.as_ref().map(|s| s.max_gen),
+        context,
+        generation,
+    );
+    let mut b = empty(trace, cfg, &iso, t0, workload);
+    if b.isolation.benchmark_phase.is_none() {
+        b.warnings.push(format!(
+            "Could not identify benchmark phase: no phase of ≥ 5 iterations with at least half at the most common size ({} iterations in {} phases); the reference skips the steady-state analysis",
+            iso.iterations.len(),
+            iso.phases.len()
+        ));
+        return finish(b);
+    }
+    b.iterations = Some(iso.benchmark_iterations().len());
+    b.benchmark_window = iso
+        .benchmark_window()
+        .map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
+    let Some(steady) = steady else {
+        b.warnings
+            .push("No [Executor] _forward_step NVTX ranges found.".into());
+        b.steady_steps = Some(0);
+        return finish(b);
+    };
+    let n = steady.steps.len();
+    b.steady_steps = Some(n);
+    if n < MIN_STEADY {
+        b.steady = Some(SteadyInfo {
+            max_gen: steady.max_gen,
+            ranges: steady.raw_count,
+            per_step_divisor: n,
+            step_duration_us: Stats::default(),
+            inter_step_gap_us: Stats::default(),
+            window: WindowNs {
+                start_ns: 0,
+                end_ns: 0,
+            },
+            window_us: 0.0,
+        });
+        b.warnings.push(format!(
+            "only {n} unique steady-state steps (0 ctx, {} gen): the reference needs at least {MIN_STEADY} for per-step figures",
+            steady.max_gen
+        ));
+        return finish(b);
+    }
+    per_step(
+        trace,
+        cfg,
+        &mut b,
+        &steady.steps,
+        steady.max_gen,
+        steady.raw_count,
+    );
+    finish(b)
+}
+
+/// Everything but the per-step figures.
+fn empty(
+    trace: &Trace,
+    cfg: &AnalyzeConfig,
+    iso: &Isolation,
+    t0: Ns,
+    workload: Workload,
+) -> TraceBreakdown {
+    let mut warnings = Vec::new();
+    let inline_only = (0..trace.nvtx.len())
+        .filter(|&i| trace.nvtx.text_id_name[i] == NO_NAME && trace.nvtx.name[i] != NO_NAME)
+        .count();
+    if inline_only > 0 {
+        warnings.push(format!(
+            "{inline_only} NVTX ranges carry their name only in the `text` column: the reference joins on textId and does not see them (the standard profile does)"
+        ));
+    }
+    let mut b = TraceBreakdown::new(
+        &cfg.label,
+        Profile::TrtllmSkill,
+        cfg.tp_size,
+        iso.method,
+        isolation_info(iso, t0, None),
+        workload,
+    );
+    b.warnings = warnings;
+    b
+}
+
+/// Reference §8.2 step 6, for at least five unique steady steps.
+fn per_step(
+    trace: &Trace,
+    cfg: &AnalyzeConfig,
+    b: &mut TraceBreakdown,
+    unique: &[MergedStep],
+    max_gen: u64,
+    raw_count: usize,
+) {
+    let n = unique.len() as f64;
+    let durations: Vec<f64> = unique
+        .iter()
+        .map(|m| m.longest_ns as f64 / 1000.0)
+        .collect();
+    let gaps: Vec<f64> = unique
+        .windows(2)
+        .map(|w| (w[1].step.start - w[0].step.end) as f64 / 1000.0)
+        .collect();
+    let (ss_start, ss_end) = match (unique.first(), unique.last()) {
+        (Some(f), Some(l)) => (f.step.start, l.step.end),
+        _ => return,
+    };
+    let ss_wall = (ss_end - ss_start) as f64 / 1000.0;
+    let gap_stats = Stats::of(&gaps);
+    b.steady = Some(SteadyInfo {
+        max_gen,
+        ranges: raw_count,
+        per_step_divisor: unique.len(),
+        step_duration_us: Stats::of(&durations),
+        inter_step_gap_us: gap_stats,
+        window: WindowNs {
+            start_ns: ss_start,
+            end_ns: ss_end,
+        },
+        window_us: ss_wall,
+    });
+    b.wall_time_per_step_us = Some(ss_wall / n);
+    b.inter_step_gap_us = Some(gap_stats.percentiles());
+    b.step_wall_times_us = unique
+        .windows(2)
+        .map(|w| (w[1].step.start - w[0].step.start) as f64 / 1000.0)
+        .collect();
+    let tp = f64::from(cfg.tp_size);
+    b.nvtx_ops = nvtx_rows(trace, ss_start, ss_end, |v| v / tp / n);
+    b.kernel_ops = kernel_rows(trace, ss_start, ss_end, n);
+    b.api_ops = api_rows(trace, ss_start, ss_end, n);
+    b.gpu_time_per_step_us = Some(pyfmt::naive_sum(b.kernel_ops.iter().map(|r| r.total_us)) / n);
+    b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
+}
+
+/// Ranges fully inside `[ss_start, ss_end]` not named `LIKE '%[Executor]%'`, top 30 by total.
+fn nvtx_rows(trace: &Trace, ss_start: Ns, ss_end: Ns, per_step: impl Fn(f64) -> f64) -> Vec<OpRow> {
+    let sw = Profile::TrtllmSkill.switches();
+    let executor = Like::new("%[Executor]%");
+    let excluded = trace.strings.classify(|s| executor.matches(s));
+    let nvtx = &trace.nvtx;
+    let mut t = Tallies::default();
+    for i in 0..nvtx.len() {
+        let Some(name) = visible_name(nvtx, i, &sw) else {
+            continue;
+        };
+        let (s, e) = (nvtx.start[i], nvtx.end[i]);
+        if s >= ss_start && e <= ss_end && !crate::model::flag(&excluded, name) {
+            t.add(trace.strings.get(name), e - s);
+        }
+    }
+    t.rows(Some(NVTX_LIMIT), per_step)
+}
+
+/// Kernels starting in `[ss_start, ss_end)`, by short name, top 15 by total.
+fn kernel_rows(trace: &Trace, ss_start: Ns, ss_end: Ns, n: f64) -> Vec<OpRow> {
+    let k = &trace.kernels;
+    let keep = |i: usize| (ss_start..ss_end).contains(&k.start[i]) && k.short_name[i] != NO_NAME;
+    Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), keep)
+        .rows(Some(KERNEL_LIMIT), |v| v / n)
+}
+
+/// Every CUDA API call starting in `[ss_start, ss_end)`, by name, top 15 by total.
+fn api_rows(trace: &Trace, ss_start: Ns, ss_end: Ns, n: f64) -> Vec<OpRow> {
+    let r = &trace.runtime;
+    let keep = |i: usize| (ss_start..ss_end).contains(&r.start[i]) && r.name[i] != NO_NAME;
+    Tallies::of_events(&trace.strings, &r.name, (&r.start, &r.end), keep)
+        .rows(Some(API_LIMIT), |v| v / n)
+}

@@ -1,0 +1,314 @@
+//! The `standard` profile: the reference's quantities with its defects fixed (reference §4).
+//!
+//! - Steps come from the benchmark window only (row 13), and with the allreduce method their
+//!   count is cross-checked against the allreduce iterations.
+//! - Per-step figures divide by complete step *cycles* (a steady step's start to the next
+//!   step's start), so every cycle holds one of each inter-step op: `_fetch_new_requests` at 36
+//!   µs per call reads 36 µs per step, not 36·(n−1)/n.
+//! - TP ranks' copies of an NVTX op (same name, other process, starting within 100 µs) count
+//!   once, at the longest copy, instead of dividing by `--tp-size` (row 14).
+//! - Kernels count by when they were *launched* (their runtime call, joined on correlation id
+//!   and process), all names, all devices (row 15); every CUDA API name is listed.
+//! - NVTX names include inline `text`; only push/pop and start/end ranges count.
+
+use std::collections::HashMap;
+
+use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
+use super::ops::{Tallies, contains, overlap};
+use super::stats::Stats;
+use super::workload::Workload;
+use super::{AnalyzeConfig, finish, isolation_info};
+use crate::detect::Profile;
+use crate::detect::config::LaunchApis;
+use crate::detect::names::{StepName, is_launch_api};
+use crate::detect::steps::{Step, TP_DEDUP_NS, visible_name};
+use crate::iterations::steps::{MergedStep, dedup, raw_steps};
+use crate::iterations::{Isolation, Iteration, Method, allreduce, isolate};
+use crate::model::intervals::IntervalSet;
+use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace, flag};
+
+/// Per-step figures need at least this many steady steps (as the reference).
+const MIN_STEADY: usize = 5;
+
+pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
+    let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
+    let raw = raw_steps(trace, Profile::Standard);
+    let steps = dedup(&raw);
+    let iso = isolate(&allreduce::allreduce_kernels(trace), &steps, raw.len());
+    let mut warnings = Vec::new();
+    let window = iso.benchmark_window();
+    let mut in_window: Vec<MergedStep> = window.map_or_else(Vec::new, |(ws, we)| {
+        steps
+            .iter()
+            .copied()
+            .filter(|m| m.step.end > ws && m.step.start < we)
+            .collect()
+    });
+    let cross_check = (iso.method == Method::Allreduce).then_some(in_window.len());
+    if let Some(w) = check_agreement(&iso, &in_window, window.is_some()) {
+        warnings.push(w);
+    }
+    if window.is_some() && in_window.is_empty() {
+        in_window = iteration_steps(iso.benchmark_iterations());
+    }
+    let max_gen = in_window.iter().map(|m| m.step.name.gen_reqs).max();
+    let context = in_window.iter().filter(|m| m.step.name.ctx > 0).count();
+    let generation = in_window.len() - context;
+    let batch = max_gen.filter(|&g| g > 0);
+    let mut b = TraceBreakdown::new(
+        &cfg.label,
+        Profile::Standard,
+        1,
+        iso.method,
+        isolation_info(&iso, t0, cross_check),
+        Workload::of(trace, batch, context, generation),
+    );
+    b.warnings = warnings;
+    b.iterations = window.map(|_| iso.benchmark_iterations().len());
+    b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
+    match window {
+        None => b.warnings.push(no_benchmark(&iso)),
+        Some(_) => steady_state(trace, &mut b, &in_window, max_gen.unwrap_or(0), &raw),
+    }
+    finish(b)
+}
+
+fn no_benchmark(iso: &Isolation) -> String {
+    if iso.method == Method::None {
+        return format!("{}; per-step figures not computed", iso.reason);
+    }
+    format!(
+        "no benchmark phase: no phase of at least 5 iterations with at least half at the most common size ({} iterations in {} phases); per-step figures not computed",
+        iso.iterations.len(),
+        iso.phases.len()
+    )
+}
+
+/// The documented cross-check (reference §7.4): allreduce iterations in the benchmark window
+/// against the forward steps there.
+fn check_agreement(iso: &Isolation, in_window: &[MergedStep], has_window: bool) -> Option<String> {
+    if iso.method != Method::Allreduce || !has_window {
+        return None;
+    }
+    let iterations = iso.benchmark_iterations().len();
+    if in_window.is_empty() {
+        return Some(format!(
+            "no forward-step NVTX ranges in the benchmark window: its {iterations} allreduce iterations are used as the steps (no steady-state filter by batch)"
+        ));
+    }
+    (in_window.len() != iterations).then(|| {
+        format!(
+            "the benchmark window holds {iterations} allreduce iterations but {} forward steps (TP ranks merged): the iteration grouping or the NVTX steps are off (a step with no allreduce, or a gap > 1 ms inside a step)",
+            in_window.len()
+        )
+    })
+}
+
+/// Allreduce iterations standing in for forward steps (no counts: all steady).
+fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
+    its.iter()
+        .enumerate()
+        .map(|(i, it)| MergedStep {
+            step: Step {
+                start: it.start,
+                end: it.end,
+                name: StepName {
+                    step: i as u64,
+                    ctx: 0,
+                    gen_reqs: 0,
+                },
+                ranks: 1,
+                name_id: NO_NAME,
+            },
+            longest_ns: it.end - it.start,
+        })
+        .collect()
+}
+
+/// Steady steps (ctx 0, gen = the window's max) and their cycles; then every breakdown.
+fn steady_state(
+    trace: &Trace,
+    b: &mut TraceBreakdown,
+    steps: &[MergedStep],
+    max_gen: u64,
+    raw: &[Step],
+) {
+    let is_steady = |m: &MergedStep| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen;
+    let steady: Vec<&MergedStep> = steps.iter().filter(|m| is_steady(m)).collect();
+    b.steady_steps = Some(steady.len());
+    // A cycle: a steady step's start to the next step's start (the next step in the window).
+    let cycles: Vec<(Ns, Ns, Ns)> = steps
+        .windows(2)
+        .filter(|w| is_steady(&w[0]))
+        .map(|w| (w[0].step.start, w[1].step.start, w[0].step.end))
+        .collect();
+    if steady.len() < MIN_STEADY || cycles.is_empty() {
+        b.warnings.push(format!(
+            "only {} steady-state steps (0 ctx, {max_gen} gen) with {} complete cycles in the benchmark window: at least {MIN_STEADY} steps are needed for per-step figures",
+            steady.len(),
+            cycles.len()
+        ));
+        return;
+    }
+    let n = cycles.len() as f64;
+    let walls: Vec<f64> = cycles
+        .iter()
+        .map(|&(s, e, _)| (e - s) as f64 / 1000.0)
+        .collect();
+    let gaps: Vec<f64> = cycles
+        .iter()
+        .map(|&(_, next, end)| (next - end) as f64 / 1000.0)
+        .collect();
+    let durations: Vec<f64> = steady
+        .iter()
+        .map(|m| (m.step.end - m.step.start) as f64 / 1000.0)
+        .collect();
+    let set = IntervalSet::from_unsorted(cycles.iter().map(|&(s, e, _)| (s, e)).collect());
+    let (start_ns, end_ns) = set.hull().unwrap_or((0, 0));
+    let gap_stats = Stats::of(&gaps);
+    b.steady = Some(SteadyInfo {
+        max_gen,
+        ranges: steady.iter().map(|m| m.step.ranks as usize).sum(),
+        per_step_divisor: cycles.len(),
+        step_duration_us: Stats::of(&durations),
+        inter_step_gap_us: gap_stats,
+        window: WindowNs { start_ns, end_ns },
+        window_us: set.measure() as f64 / 1000.0,
+    });
+    b.wall_time_per_step_us = Some(set.measure() as f64 / 1000.0 / n);
+    b.inter_step_gap_us = Some(gap_stats.percentiles());
+    b.step_wall_times_us = walls;
+    let spans = set.spans();
+    b.nvtx_ops = nvtx_rows(trace, spans, raw, n);
+    b.kernel_ops = kernel_rows(trace, spans, n);
+    b.api_ops = api_rows(trace, spans, n);
+    b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
+    b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
+}
+
+/// NVTX time per op inside the cycles (clipped), TP ranks' copies merged.
+fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpRow> {
+    let sw = Profile::Standard.switches();
+    let step_names: Vec<NameId> = {
+        let mut v: Vec<NameId> = raw.iter().map(|s| s.name_id).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let nvtx = &trace.nvtx;
+    let mut per_name: HashMap<NameId, Vec<(Ns, Ns, ProcessIdx)>> = HashMap::new();
+    for i in 0..nvtx.len() {
+        let Some(name) = visible_name(nvtx, i, &sw) else {
+            continue;
+        };
+        let (s, e) = (nvtx.start[i], nvtx.end[i]);
+        let inside = overlap(spans, s, e);
+        if (inside > 0 || contains(spans, s)) && step_names.binary_search(&name).is_err() {
+            let process = process_of(trace, nvtx.thread[i]);
+            per_name.entry(name).or_default().push((s, inside, process));
+        }
+    }
+    let mut t = Tallies::default();
+    for (name, copies) in per_name {
+        for dur in merge_rank_copies(copies) {
+            t.add(trace.strings.get(name), dur);
+        }
+    }
+    t.rows(None, |v| v / n)
+}
+
+/// One instance per group of copies from different processes starting within 100 µs of the
+/// group's first; the instance lasts as long as its longest copy.
+fn merge_rank_copies(mut copies: Vec<(Ns, Ns, ProcessIdx)>) -> Vec<Ns> {
+    copies.sort_unstable_by_key(|c| c.0);
+    let mut out = Vec::new();
+    let mut group: Option<(Ns, Ns, Vec<ProcessIdx>)> = None;
+    for (start, dur, process) in copies {
+        if let Some((first, longest, procs)) = group.as_mut()
+            && start - *first < TP_DEDUP_NS
+            && !procs.contains(&process)
+        {
+            *longest = (*longest).max(dur);
+            procs.push(process);
+            continue;
+        }
+        if let Some((_, longest, _)) = group.take() {
+            out.push(longest);
+        }
+        group = Some((start, dur, vec![process]));
+    }
+    out.extend(group.map(|g| g.1));
+    out
+}
+
+/// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
+/// when no call matches), every name, all devices.
+fn kernel_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
+    let launched_at = launch_times(trace);
+    let k = &trace.kernels;
+    let keep = |i: usize| {
+        let key = (k.process[i], k.correlation.get(i).copied().unwrap_or(0));
+        contains(spans, launched_at.get(&key).copied().unwrap_or(k.start[i]))
+    };
+    Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), keep)
+        .rows(None, |v| v / n)
+}
+
+/// `(process, correlationId)` → start of the kernel-launch call (any launch API version).
+fn launch_times(trace: &Trace) -> HashMap<(ProcessIdx, u32), Ns> {
+    let r = &trace.runtime;
+    if r.correlation.len() != r.len() || trace.kernels.correlation.is_empty() {
+        return HashMap::new();
+    }
+    let is_launch = trace
+        .strings
+        .classify(|s| is_launch_api(s, LaunchApis::AllVersioned));
+    (0..r.len())
+        .filter(|&i| flag(&is_launch, r.name[i]) && r.correlation[i] != 0)
+        .map(|i| {
+            (
+                (process_of(trace, r.thread[i]), r.correlation[i]),
+                r.start[i],
+            )
+        })
+        .collect()
+}
+
+/// The process of a runtime or NVTX thread.
+fn process_of(trace: &Trace, thread: ThreadIdx) -> ProcessIdx {
+    trace
+        .threads
+        .process
+        .get(thread as usize)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Every CUDA API call starting inside the cycles, by name.
+fn api_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
+    let r = &trace.runtime;
+    let keep = |i: usize| contains(spans, r.start[i]);
+    Tallies::of_events(&trace.strings, &r.name, (&r.start, &r.end), keep).rows(None, |v| v / n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_copies_merge_at_the_longest_but_one_process_never_merges_with_itself() {
+        let copies = vec![
+            (0, 30, 0),
+            (20_000, 50, 1), // rank 1's copy, 20 µs later: merged, longest 50
+            (50_000, 10, 0), // rank 0 again within 100 µs: a new instance
+            (500_000, 40, 1),
+        ];
+        assert_eq!(merge_rank_copies(copies), vec![50, 10, 40]);
+        // 100 µs apart: two instances.
+        assert_eq!(
+            merge_rank_copies(vec![(0, 5, 0), (100_000, 7, 1)]),
+            vec![5, 7]
+        );
+        assert!(merge_rank_copies(Vec::new()).is_empty());
+    }
+}

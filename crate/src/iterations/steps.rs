@@ -1,0 +1,219 @@
+//! Technique 2: forward-step NVTX ranges (reference §7.2), TP-rank de-duplication and the
+//! steady state (ctx = 0, gen = max).
+
+use super::Iteration;
+use crate::detect::Profile;
+use crate::detect::names::{NameTables, StepName, parse_step};
+use crate::detect::steps::{Step, dedup_tp_steps, forward_steps};
+use crate::model::{NameId, Ns, Trace};
+use crate::sqlike::Like;
+
+/// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
+pub const UNPARSED: u64 = u64::MAX;
+
+/// A forward step merged over TP ranks, with its longest rank's duration (the reference's
+/// `dur_us` of a merged step is the longest member's, not the merged span).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergedStep {
+    pub step: Step,
+    pub longest_ns: Ns,
+}
+
+/// Every forward-step range the profile sees, by start (then end), not merged.
+///
+/// `trtllm-skill`: rows whose `textId` name is `LIKE '%[Executor] _forward_step%'`, any event
+/// type, unparsable names kept as step −1 with 0/0 requests. `standard`: push/pop and start/end
+/// ranges named (inline text or `textId`) `… _forward_step N: C ctx reqs, G gen reqs`.
+pub fn raw_steps(trace: &Trace, profile: Profile) -> Vec<Step> {
+    let mut sw = profile.switches();
+    sw.dedup_steps = false;
+    let names = match profile {
+        Profile::TrtllmSkill => NameTables {
+            launch: Vec::new(),
+            nccl: Vec::new(),
+            prep: [Vec::new(), Vec::new(), Vec::new()],
+            steps: reference_step_names(trace),
+        },
+        Profile::Standard => NameTables::build(&trace.strings, &sw, None),
+    };
+    forward_steps(&trace.nvtx, &names, &sw).0
+}
+
+/// Per string: `LIKE '%[Executor] _forward_step%'` matches, parsed or as an unparsed step.
+fn reference_step_names(trace: &Trace) -> Vec<Option<StepName>> {
+    let marker = Like::new("%[Executor] _forward_step%");
+    (0..trace.strings.len() as NameId)
+        .map(|id| {
+            let s = trace.strings.get(id);
+            marker.matches(s).then(|| {
+                parse_step(s).unwrap_or(StepName {
+                    step: UNPARSED,
+                    ctx: 0,
+                    gen_reqs: 0,
+                })
+            })
+        })
+        .collect()
+}
+
+/// TP de-duplication (`detect::steps::dedup_tp_steps`: same step number, starts < 100 µs after
+/// the group's first) keeping each group's longest member duration.
+pub fn dedup(raw: &[Step]) -> Vec<MergedStep> {
+    let merged = dedup_tp_steps(raw);
+    let mut at = 0;
+    merged
+        .into_iter()
+        .map(|step| {
+            let n = step.ranks as usize;
+            let longest_ns = raw
+                .get(at..at + n)
+                .unwrap_or(&[])
+                .iter()
+                .map(|s| s.end - s.start)
+                .max()
+                .unwrap_or(step.end - step.start);
+            at += n;
+            MergedStep { step, longest_ns }
+        })
+        .collect()
+}
+
+/// NVTX iterations: one per merged step, wall time = its longest rank's duration.
+pub fn iterations(steps: &[MergedStep]) -> Vec<Iteration> {
+    steps
+        .iter()
+        .map(|m| Iteration {
+            start: m.step.start,
+            end: m.step.end,
+            kernel_count: 1,
+            wall_ns: m.longest_ns,
+        })
+        .collect()
+}
+
+/// The steady state: context-free steps at the largest generation batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Steady {
+    /// The largest `gen reqs` among the candidate steps.
+    pub max_gen: u64,
+    /// Candidate ranges at steady state before TP de-duplication.
+    pub raw_count: usize,
+    pub steps: Vec<MergedStep>,
+}
+
+/// The reference's order (§4 row 12): `max_gen` over the *raw* ranges of the whole trace, filter
+/// (`ctx == 0 && gen == max_gen`; unparsed ranges count as 0/0), then de-duplicate.
+pub fn steady_reference(raw: &[Step]) -> Steady {
+    let max_gen = raw.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
+    let steady: Vec<Step> = raw
+        .iter()
+        .copied()
+        .filter(|s| s.name.ctx == 0 && s.name.gen_reqs == max_gen)
+        .collect();
+    Steady {
+        max_gen,
+        raw_count: steady.len(),
+        steps: dedup(&steady),
+    }
+}
+
+/// The documented order (reference §7.2): among already merged `steps`, those with ctx == 0
+/// and gen == the largest gen among them.
+pub fn steady_merged(steps: &[MergedStep]) -> Steady {
+    let max_gen = steps
+        .iter()
+        .map(|m| m.step.name.gen_reqs)
+        .max()
+        .unwrap_or(0);
+    let chosen: Vec<MergedStep> = steps
+        .iter()
+        .copied()
+        .filter(|m| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen)
+        .collect();
+    Steady {
+        max_gen,
+        raw_count: chosen.iter().map(|m| m.step.ranks as usize).sum(),
+        steps: chosen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(start: Ns, end: Ns, n: u64, ctx: u64, gen_reqs: u64) -> Step {
+        Step {
+            start,
+            end,
+            name: StepName {
+                step: n,
+                ctx,
+                gen_reqs,
+            },
+            ranks: 1,
+            name_id: 0,
+        }
+    }
+
+    #[test]
+    fn dedup_keeps_the_longest_rank_and_the_merged_span() {
+        let raw = [
+            step(0, 500, 1, 0, 8),
+            step(40_000, 900, 1, 0, 8), // same step, 40 µs later, ends later
+            step(1_000_000, 1_200_000, 2, 0, 8),
+            step(1_099_999, 1_150_000, 2, 0, 8), // 99.999 µs: merged
+            step(1_100_000, 1_300_000, 2, 0, 8), // 100 µs: a new step
+        ];
+        let m = dedup(&raw);
+        assert_eq!(m.len(), 3);
+        assert_eq!(
+            (m[0].step.start, m[0].step.end, m[0].step.ranks),
+            (0, 900, 2)
+        );
+        assert_eq!(
+            m[0].longest_ns, 500,
+            "max member duration, not the merged span"
+        );
+        assert_eq!(m[1].step.ranks, 2);
+        assert_eq!(m[1].longest_ns, 200_000);
+        assert_eq!(m[2].step.start, 1_100_000);
+        let its = iterations(&m);
+        assert_eq!(its[0].wall_ns, 500);
+        assert_eq!(its[0].kernel_count, 1);
+    }
+
+    #[test]
+    fn dedup_needs_the_same_step_number() {
+        let raw = [step(0, 10, 1, 0, 8), step(5, 10, 2, 0, 8)];
+        assert_eq!(dedup(&raw).len(), 2);
+    }
+
+    #[test]
+    fn steady_state_is_ctx_zero_at_the_largest_batch() {
+        let raw = [
+            step(0, 10, 1, 4, 60),  // context
+            step(20, 30, 2, 0, 64), // steady
+            step(22, 32, 2, 0, 64), // its TP copy
+            step(40, 50, 3, 0, 64), // steady
+            step(60, 70, 4, 0, 32), // drain
+        ];
+        let s = steady_reference(&raw);
+        assert_eq!(s.max_gen, 64);
+        assert_eq!(s.raw_count, 3);
+        assert_eq!(s.steps.len(), 2);
+        let merged = steady_merged(&dedup(&raw));
+        assert_eq!(merged.max_gen, 64);
+        assert_eq!(merged.steps, s.steps);
+        assert_eq!(merged.raw_count, 3);
+    }
+
+    #[test]
+    fn unparsed_steps_are_steady_only_when_no_step_has_generation_requests() {
+        let unparsed = step(0, 10, UNPARSED, 0, 0);
+        let s = steady_reference(&[unparsed, step(20, 30, 1, 1, 0)]);
+        assert_eq!((s.max_gen, s.steps.len()), (0, 1));
+        let s = steady_reference(&[unparsed, step(20, 30, 1, 0, 3)]);
+        assert_eq!((s.max_gen, s.steps.len()), (3, 1));
+        assert_eq!(s.steps[0].step.start, 20);
+    }
+}
