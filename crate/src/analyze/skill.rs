@@ -76,6 +76,9 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         ));
         return finish(b);
     }
+    if let Some(w) = outside_benchmark(&steady.steps, iso.benchmark_window()) {
+        b.warnings.push(w);
+    }
     per_step(
         trace,
         cfg,
@@ -85,6 +88,22 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         steady.raw_count,
     );
     finish(b)
+}
+
+/// The reference takes the steady state from the whole trace (§4 row 13): say so when that
+/// pulls in steps outside the benchmark window (warm-up, teardown), and the pauses with them.
+fn outside_benchmark(steady: &[MergedStep], window: Option<(Ns, Ns)>) -> Option<String> {
+    let (ws, we) = window?;
+    let outside = steady
+        .iter()
+        .filter(|m| m.step.end <= ws || m.step.start >= we)
+        .count();
+    (outside > 0).then(|| {
+        format!(
+            "{outside} of the {} steady-state steps lie outside the benchmark window: the reference's steady-state span covers them and the pauses around them, inflating the per-step figures (the standard profile measures inside the benchmark window only)",
+            steady.len()
+        )
+    })
 }
 
 /// Everything but the per-step figures.

@@ -4,12 +4,14 @@
 //! intersect); it never calls the analyzer (`detect`, `model::intervals`), so the scenario tests
 //! compare two independent derivations of the same definitions.
 
+mod analyze;
 mod extras;
 mod ivl;
 mod skill;
 mod standard;
 mod verdict;
 
+pub use analyze::{PlacedStep, Placement, analyze_answers, expected_comparison};
 pub use extras::{gap_buckets, graph_counts, regression_figures, stragglers};
 
 use serde_json::{Map, Value, json};

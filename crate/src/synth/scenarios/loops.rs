@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::Built;
-use crate::synth::answers;
+use crate::synth::answers::{self, PlacedStep, Placement};
 use crate::synth::decode::{self, DEFAULT_PACING, Launch, PYTORCH_EAGER, Pacing, Step};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::Sim;
@@ -272,9 +272,28 @@ fn regression(seed: u64, scale: u32, pid: u32, h: &RegressionHost) -> Built {
     let steps: Vec<Step> = (0..total)
         .map(|i| regression_step(i + 1, if i < n_ctx { (8, 56) } else { (0, 64) }, h))
         .collect();
-    decode::run(&mut sim, 0, &steps);
+    let placed = decode::run(&mut sim, 0, &steps);
+    let placement = Placement {
+        steps: steps
+            .iter()
+            .zip(&placed)
+            .map(|(s, p)| PlacedStep {
+                ctx: s.ctx,
+                generation: s.generation,
+                phase: 0,
+                ranks: vec![(p.start, p.end)],
+                allreduce: None,
+            })
+            .collect(),
+        phases: 1,
+        benchmark_phase: 0,
+    };
     let mut extras = Map::new();
     extras.insert("per_step".into(), answers::regression_figures(&sim.tl));
+    extras.insert(
+        "analyze".into(),
+        answers::analyze_answers(&sim.tl, &placement),
+    );
     finish(sim, extras)
 }
 
@@ -284,8 +303,15 @@ pub fn regression_baseline(seed: u64, scale: u32) -> Built {
 }
 
 /// The regression pair's target: same GPU work, more host work and 16 extra tiny launches.
+/// Its answers also hold what comparing it with the baseline (same seed and scale) must give.
 pub fn regression_target(seed: u64, scale: u32) -> Built {
-    regression(seed, scale, 31341, &TARGET)
+    let mut built = regression(seed, scale, 31341, &TARGET);
+    let baseline = regression(seed, scale, 31340, &BASELINE);
+    if let (Some(b), Some(t)) = (baseline.extras.get("analyze"), built.extras.get("analyze")) {
+        let expected = answers::expected_comparison(b, t);
+        built.extras.insert("versus_baseline".into(), expected);
+    }
+    built
 }
 
 /// Node-level graph tracing: generation steps replay a 14-node CUDA graph (kernels share the

@@ -17,7 +17,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 8] = [
+pub const SCENARIOS: [(&str, &str, Builder); 9] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -37,6 +37,11 @@ pub const SCENARIOS: [(&str, &str, Builder); 8] = [
         "tp2-straggler",
         "TP=2, two ranks on devices 0/1, NCCL allreduce per layer, rank 1 arrives last at 90% of collectives",
         tp2::tp2_straggler,
+    ),
+    (
+        "tp2-phases",
+        "TP=2 serving run in three allreduce phases 150/120 ms apart: CUDA-graph warm-up (4 steps), benchmark (3 ctx, 30 steady at gen 32, 3 drain), teardown (2 steps)",
+        tp2::tp2_phases,
     ),
     (
         "regression-baseline",

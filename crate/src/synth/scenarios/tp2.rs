@@ -5,36 +5,116 @@
 //! the collectives force in practice); before a collective the designated straggler loses
 //! 30–80 µs on the host, so its allreduce kernel starts that much later while the other rank's
 //! kernel waits inside NCCL. Both kernels end together, when the last rank has arrived.
+//!
+//! `tp2-phases` runs the same steps in three phases separated by idle pauses (warm-up,
+//! benchmark, teardown), for iteration isolation.
 
 use serde_json::Map;
 
 use super::Built;
-use crate::synth::answers;
+use crate::synth::answers::{self, PlacedStep, Placement};
 use crate::synth::decode::{self, DEFAULT_PACING};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{LAUNCH_LATENCY, Sim};
-use crate::synth::timeline::{Ns, Timeline, US};
+use crate::synth::timeline::{MS, Ns, Timeline, US};
 
 const RANKS: usize = 2;
 const LAYERS: usize = 4;
 
 /// Builds the scenario; `scale` multiplies the number of steps.
 pub fn tp2_straggler(seed: u64, scale: u32) -> Built {
-    let tl = Timeline::new(&[(50001, "python3", 0), (50002, "python3", 1)]);
-    let mut sim = Sim::new(tl, seed, false);
-    for p in 0..RANKS {
-        sim.domain_create(p, "TensorRT-LLM");
-    }
-    sim.mark(0, "executor loop start");
+    let mut run = Tp2::new(seed);
     let n_ctx = 3 * scale as u64;
-    let mut collective = 0u64;
     for i in 0..33 * scale as u64 {
         let reqs = if i < n_ctx { (4, 28) } else { (0, 32) };
-        run_step(&mut sim, i + 1, reqs, &mut collective);
+        run.step(reqs);
     }
-    let mut extras = Map::new();
-    extras.insert("stragglers".into(), answers::stragglers(&sim.tl));
-    Built { tl: sim.tl, extras }
+    run.finish(1, 0)
+}
+
+/// A serving run in three phases separated by pauses longer than 100 ms: CUDA-graph warm-up
+/// (batches 32, 16, 8, 4), the benchmark (ramp-up, steady state at 32, drain at 16) and a
+/// teardown of two steps. The benchmark is not the last phase: the teardown is too short.
+pub fn tp2_phases(seed: u64, scale: u32) -> Built {
+    let mut run = Tp2::new(seed);
+    for generation in [32, 16, 8, 4] {
+        run.step((0, generation));
+    }
+    run.pause(150 * MS);
+    for _ in 0..3 {
+        run.step((4, 28));
+    }
+    for _ in 0..30 * scale {
+        run.step((0, 32));
+    }
+    for _ in 0..3 {
+        run.step((0, 16));
+    }
+    run.pause(120 * MS);
+    for _ in 0..2 {
+        run.step((0, 8));
+    }
+    run.finish(3, 1)
+}
+
+/// Two ranks stepping together, and where their steps landed.
+struct Tp2 {
+    sim: Sim,
+    collective: u64,
+    phase: usize,
+    placement: Placement,
+}
+
+impl Tp2 {
+    fn new(seed: u64) -> Tp2 {
+        let tl = Timeline::new(&[(50001, "python3", 0), (50002, "python3", 1)]);
+        let mut sim = Sim::new(tl, seed, false);
+        for p in 0..RANKS {
+            sim.domain_create(p, "TensorRT-LLM");
+        }
+        sim.mark(0, "executor loop start");
+        Tp2 {
+            sim,
+            collective: 0,
+            phase: 0,
+            placement: Placement::default(),
+        }
+    }
+
+    fn step(&mut self, reqs: (u32, u32)) {
+        let number = self.placement.steps.len() as u64 + 1;
+        let (ranks, allreduce) = run_step(&mut self.sim, number, reqs, &mut self.collective);
+        self.placement.steps.push(PlacedStep {
+            ctx: reqs.0,
+            generation: reqs.1,
+            phase: self.phase,
+            ranks,
+            allreduce: Some(allreduce),
+        });
+    }
+
+    /// Both ranks idle for `dt` (no kernels, no NVTX): the next steps form a new phase.
+    fn pause(&mut self, dt: Ns) {
+        realign(&mut self.sim, dt);
+        self.phase += 1;
+    }
+
+    /// The built scenario with its `phases` and which of them is the benchmark.
+    fn finish(self, phases: usize, benchmark_phase: usize) -> Built {
+        let mut placement = self.placement;
+        placement.phases = phases;
+        placement.benchmark_phase = benchmark_phase;
+        let mut extras = Map::new();
+        extras.insert("stragglers".into(), answers::stragglers(&self.sim.tl));
+        extras.insert(
+            "analyze".into(),
+            answers::analyze_answers(&self.sim.tl, &placement),
+        );
+        Built {
+            tl: self.sim.tl,
+            extras,
+        }
+    }
 }
 
 /// Both hosts resume together at the later one's clock plus `extra`.
@@ -43,7 +123,14 @@ fn realign(sim: &mut Sim, extra: Ns) {
     (0..RANKS).for_each(|p| sim.wait_until(p, t));
 }
 
-fn run_step(sim: &mut Sim, number: u64, (ctx, generation): (u32, u32), collective: &mut u64) {
+/// One step on both ranks: each rank's forward-step range and the step's allreduce kernels
+/// `(first start, last end, count)`.
+fn run_step(
+    sim: &mut Sim,
+    number: u64,
+    (ctx, generation): (u32, u32),
+    collective: &mut u64,
+) -> (Vec<(Ns, Ns)>, (Ns, Ns, u32)) {
     realign(sim, 0);
     let offset = sim.uniform(5 * US, 20 * US);
     sim.advance(1, offset);
@@ -61,8 +148,12 @@ fn run_step(sim: &mut Sim, number: u64, (ctx, generation): (u32, u32), collectiv
         *slot = sim.open(p, &decode::forward_name(number, ctx, generation));
         sim.range(p, "_prepare_tp_inputs", prep);
     }
+    let mut allreduce: Option<(Ns, Ns, u32)> = None;
     for _ in 0..LAYERS {
-        layer(sim, ctx > 0, collective);
+        let (s, e) = layer(sim, ctx > 0, collective);
+        allreduce = Some(allreduce.map_or((s, e, RANKS as u32), |(a, b, n)| {
+            (a.min(s), b.max(e), n + RANKS as u32)
+        }));
     }
     let tail = [
         (kinds::RMS_NORM, sim.uniform(4 * US, 8 * US)),
@@ -73,16 +164,18 @@ fn run_step(sim: &mut Sim, number: u64, (ctx, generation): (u32, u32), collectiv
         ("_update_requests", sim.jitter(250 * US, 10)),
         ("_handle_responses", sim.jitter(120 * US, 10)),
     ];
+    let mut ranks = Vec::with_capacity(RANKS);
     for (p, &f) in fwd.iter().enumerate() {
         compute(sim, p, &tail);
         sim.host_api(p, kinds::EVENT_RECORD, 3 * US);
         sim.advance(p, 5 * US);
-        sim.close(p, f);
+        ranks.push(sim.close(p, f));
         decode::sample(sim, p, sample, None);
         for (name, dur) in after {
             sim.range(p, name, dur);
         }
     }
+    (ranks, allreduce.unwrap_or((0, 0, 0)))
 }
 
 fn compute(sim: &mut Sim, p: usize, ks: &[(KernelKind, Ns)]) {
@@ -93,8 +186,9 @@ fn compute(sim: &mut Sim, p: usize, ks: &[(KernelKind, Ns)]) {
     }
 }
 
-/// One decoder layer on both ranks, then the allreduce with a straggler.
-fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) {
+/// One decoder layer on both ranks, then the allreduce with a straggler; returns the
+/// allreduce kernels' first start and end.
+fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) -> (Ns, Ns) {
     let (lo, hi) = if is_ctx {
         (6 * US, 8 * US)
     } else {
@@ -111,12 +205,14 @@ fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) {
     *collective += 1;
     let late = sim.uniform(30 * US, 80 * US);
     sim.advance(straggler, late);
-    allreduce(sim);
+    let span = allreduce(sim);
     realign(sim, 30 * US);
+    span
 }
 
 /// Each rank launches its allreduce; each kernel starts on arrival and all end together.
-fn allreduce(sim: &mut Sim) {
+/// Returns the first start and the common end.
+fn allreduce(sim: &mut Sim) -> (Ns, Ns) {
     let pace = DEFAULT_PACING;
     let mut arrivals = [(0 as Ns, 0u32); RANKS];
     for (p, slot) in arrivals.iter_mut().enumerate() {
@@ -136,4 +232,6 @@ fn allreduce(sim: &mut Sim) {
         let dev = sim.tl.procs[p].device;
         sim.set_gpu_free(dev, end);
     }
+    let first = arrivals.iter().map(|a| a.0).min().unwrap_or(end);
+    (first, end)
 }

@@ -1,0 +1,746 @@
+//! `nsys-lens analyze` against the generator's answers (regression pair, TP=2 traces), the
+//! JSON shape of the issue, the text layouts, every public export, and bad input.
+//!
+//! The answers come from `synth::answers::analyze`, which derives them from where the scenario
+//! placed its steps (it never runs the analysis).
+
+mod common;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use common::{
+    EXIT_INPUT, EXIT_USAGE, assert_one_line_error, check_one_line_error, describe, nsys_lens,
+    public_trace, public_traces_dir,
+};
+use nsys_lens::synth::{self, GenOptions};
+use serde_json::Value;
+use tempfile::TempDir;
+
+const PROFILES: [&str; 2] = ["standard", "trtllm-skill"];
+/// The issue's `T` keys, in order.
+const T_KEYS: [&str; 12] = [
+    "label",
+    "iteration_method",
+    "iterations",
+    "benchmark_window",
+    "steady_steps",
+    "wall_time_per_step_us",
+    "inter_step_gap_us",
+    "kernels_per_step",
+    "nvtx_per_step_us",
+    "kernel_time_per_step_us",
+    "api_time_per_step_us",
+    "warnings",
+];
+/// Figures computed in µs from integer ns by both sides: equal up to float rounding.
+const REL_TOL: f64 = 1e-9;
+
+fn generate(dir: &Path, scenario: &str) -> (PathBuf, Value) {
+    let path = dir.join(format!("{scenario}.sqlite"));
+    let answers = synth::generate(scenario, &path, &GenOptions { scale: 1, seed: 42 })
+        .unwrap_or_else(|e| panic!("generate {scenario}: {e}"));
+    (path, answers)
+}
+
+/// Runs `nsys-lens analyze ARGS` and returns stdout; the command must succeed.
+fn analyze_ok<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> String {
+    let mut all: Vec<std::ffi::OsString> = vec!["analyze".into()];
+    all.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+    let refs: Vec<&OsStr> = all.iter().map(|a| a.as_os_str()).collect();
+    let out = nsys_lens(&refs);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&refs, &out));
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn analyze_json(paths: &[&Path], profile: &str, extra: &[&str]) -> Value {
+    let mut args: Vec<&OsStr> = paths.iter().map(|p| p.as_os_str()).collect();
+    args.extend([
+        OsStr::new("--json"),
+        OsStr::new("--profile"),
+        OsStr::new(profile),
+    ]);
+    args.extend(extra.iter().map(OsStr::new));
+    serde_json::from_str(&analyze_ok(args)).expect("analyze --json prints JSON")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= REL_TOL * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Compares a number, or every key of a `{name: number}` map (same key set), or equal values.
+fn check(what: &str, got: &Value, want: &Value, errors: &mut Vec<String>) {
+    match (got, want) {
+        (Value::Number(g), Value::Number(w)) => {
+            let (g, w) = (
+                g.as_f64().unwrap_or(f64::NAN),
+                w.as_f64().unwrap_or(f64::NAN),
+            );
+            if !close(g, w) {
+                errors.push(format!("{what}: analyze {g}, answers {w}"));
+            }
+        }
+        (Value::Object(g), Value::Object(w)) => {
+            let (gk, wk): (Vec<&String>, Vec<&String>) = (g.keys().collect(), w.keys().collect());
+            let (mut gs, mut ws) = (gk.clone(), wk.clone());
+            gs.sort();
+            ws.sort();
+            if gs != ws {
+                errors.push(format!("{what}: keys {gk:?}, answers {wk:?}"));
+            }
+            for (k, wv) in w {
+                if let Some(gv) = g.get(k) {
+                    check(&format!("{what}.{k}"), gv, wv, errors);
+                }
+            }
+        }
+        _ if got == want => {}
+        _ => errors.push(format!("{what}: analyze {got}, answers {want}")),
+    }
+}
+
+/// Every per-trace figure the answers state, against the breakdown `t`.
+fn check_breakdown(label: &str, t: &Value, answers: &Value, errors: &mut Vec<String>) {
+    let keys = T_KEYS[1..11].iter().chain(["step_wall_times_us"].iter());
+    for &key in keys {
+        let Some(want) = answers.get(key) else {
+            continue;
+        };
+        match (&t[key], want) {
+            (Value::Array(g), Value::Array(w)) => {
+                if g.len() != w.len() {
+                    errors.push(format!(
+                        "{label}.{key}: {} values, answers {}",
+                        g.len(),
+                        w.len()
+                    ));
+                }
+                for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
+                    check(&format!("{label}.{key}[{i}]"), gv, wv, errors);
+                }
+            }
+            (got, want) => check(&format!("{label}.{key}"), got, want, errors),
+        }
+    }
+    let iso = &t["isolation"];
+    check(
+        &format!("{label}.phases"),
+        &json_len(&iso["phases"]),
+        &answers["phases"],
+        errors,
+    );
+    check(
+        &format!("{label}.benchmark_phase"),
+        &iso["benchmark_phase"],
+        &answers["benchmark_phase"],
+        errors,
+    );
+    check(
+        &format!("{label}.total_iterations"),
+        &iso["total_iterations"],
+        &answers["total_iterations"],
+        errors,
+    );
+    check(
+        &format!("{label}.common_size"),
+        &iso["common_size"],
+        &answers["common_size"],
+        errors,
+    );
+    let dur = t["steady"]["step_duration_us"]["avg"].clone();
+    check(
+        &format!("{label}.step_duration_avg"),
+        &dur,
+        &answers["step_duration_avg_us"],
+        errors,
+    );
+}
+
+/// A JSON document with object keys in text order (`serde_json::Value` sorts them).
+enum Node {
+    Map(Vec<(String, Node)>),
+    Seq(Vec<Node>),
+    Leaf,
+}
+
+impl<'de> serde::Deserialize<'de> for Node {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Node;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Node, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, Node>()? {
+                    out.push((k, v));
+                }
+                Ok(Node::Map(out))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Node, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = s.next_element::<Node>()? {
+                    out.push(v);
+                }
+                Ok(Node::Seq(out))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_unit<E>(self) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Node {
+    fn get(&self, key: &str) -> &Node {
+        match self {
+            Node::Map(m) => m
+                .iter()
+                .find(|(k, _)| k == key)
+                .map_or(&Node::Leaf, |(_, v)| v),
+            _ => &Node::Leaf,
+        }
+    }
+
+    fn items(&self) -> &[Node] {
+        match self {
+            Node::Seq(v) => v,
+            _ => &[],
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        match self {
+            Node::Map(m) => m.iter().map(|(k, _)| k.as_str()).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn json_len(v: &Value) -> Value {
+    Value::from(v.as_array().map_or(0, Vec::len))
+}
+
+fn assert_no_errors(errors: Vec<String>) {
+    assert!(errors.is_empty(), "mismatches:\n{}", errors.join("\n"));
+}
+
+#[test]
+fn regression_pair_reproduces_the_generator_in_both_profiles() {
+    let dir = TempDir::new().unwrap();
+    let (base, base_answers) = generate(dir.path(), "regression-baseline");
+    let (target, target_answers) = generate(dir.path(), "regression-target");
+    let mut errors = Vec::new();
+    for profile in PROFILES {
+        let r = analyze_json(&[&base, &target], profile, &[]);
+        assert_eq!(r["profile"], profile);
+        let (b, t, c) = (&r["baseline"], &r["target"], &r["comparison"]);
+        check_breakdown(
+            &format!("{profile}.baseline"),
+            b,
+            &base_answers["analyze"][profile],
+            &mut errors,
+        );
+        check_breakdown(
+            &format!("{profile}.target"),
+            t,
+            &target_answers["analyze"][profile],
+            &mut errors,
+        );
+        let expected = &target_answers["versus_baseline"][profile];
+        let statuses: serde_json::Map<String, Value> = c["nvtx"]
+            .as_array()
+            .expect("nvtx rows")
+            .iter()
+            .map(|row| {
+                (
+                    row["name"].as_str().unwrap_or("").to_string(),
+                    row["status"].clone(),
+                )
+            })
+            .collect();
+        check(
+            &format!("{profile}.statuses"),
+            &Value::Object(statuses),
+            &expected["nvtx_status"],
+            &mut errors,
+        );
+        let host = expected["host_overhead_dominates"].as_bool() == Some(true);
+        assert!(
+            host,
+            "the scenario is built so that host overhead dominates"
+        );
+        assert_eq!(c["primary_cause"], "inter-step host overhead", "{profile}");
+        assert!(
+            c["comparability"].as_array().is_some_and(Vec::is_empty),
+            "{profile}: {}",
+            c["comparability"]
+        );
+        let wall = &c["wall_time_per_step_us"];
+        let (bw, tw) = (
+            base_answers["analyze"][profile]["wall_time_per_step_us"]
+                .as_f64()
+                .unwrap_or(0.0),
+            target_answers["analyze"][profile]["wall_time_per_step_us"]
+                .as_f64()
+                .unwrap_or(0.0),
+        );
+        check(
+            &format!("{profile}.delta_pct"),
+            &wall["delta_pct"],
+            &Value::from((tw - bw) / bw * 100.0),
+            &mut errors,
+        );
+    }
+    assert_no_errors(errors);
+}
+
+/// The issue's numbers: `_fetch_new_requests` 36 → 270 µs/step, `broadcast_requests` NEW at
+/// 250, `_update_requests` 413 → 723, more kernels per step (standard counts each once per step).
+#[test]
+fn regression_pair_shows_the_issue_numbers_in_standard() {
+    let dir = TempDir::new().unwrap();
+    let (base, _) = generate(dir.path(), "regression-baseline");
+    let (target, _) = generate(dir.path(), "regression-target");
+    let r = analyze_json(&[&base, &target], "standard", &[]);
+    let row = |name: &str| {
+        r["comparison"]["nvtx"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|x| x["name"] == name))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    for (name, b, t, status) in [
+        ("_fetch_new_requests", 36.0, 270.0, "REGRESSION"),
+        ("broadcast_requests", 0.0, 250.0, "NEW"),
+        ("_update_requests", 413.0, 723.0, "REGRESSION"),
+    ] {
+        let x = row(name);
+        assert!(
+            close(x["baseline_us_per_step"].as_f64().unwrap_or(-1.0), b),
+            "{x}"
+        );
+        assert!(
+            close(x["target_us_per_step"].as_f64().unwrap_or(-1.0), t),
+            "{x}"
+        );
+        assert_eq!(x["status"], status, "{x}");
+    }
+    let k = &r["comparison"]["kernels_per_step"];
+    assert_eq!(
+        (k["baseline"].as_f64(), k["target"].as_f64()),
+        (Some(6.0), Some(22.0))
+    );
+    let top: Vec<&str> = r["comparison"]["handoff"]["top_ops"]
+        .as_array()
+        .map(|v| v.iter().filter_map(|o| o["nvtx_name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        top,
+        [
+            "_update_requests",
+            "broadcast_requests",
+            "_fetch_new_requests"
+        ]
+    );
+    let line = r["comparison"]["handoff"]["line_profiler"]
+        .as_str()
+        .unwrap_or("");
+    assert!(line.starts_with("TLLM_LINE_PROFILER_FUNCTIONS=\"tensorrt_llm._torch.pyexecutor.py_executor.PyExecutor._update_requests,"), "{line}");
+}
+
+#[test]
+fn tp2_traces_reproduce_the_generator_with_allreduce_grouping_and_rank_dedup() {
+    let dir = TempDir::new().unwrap();
+    let mut errors = Vec::new();
+    for scenario in ["tp2-straggler", "tp2-phases"] {
+        let (path, answers) = generate(dir.path(), scenario);
+        for profile in PROFILES {
+            let r = analyze_json(&[&path], profile, &[]);
+            let t = &r["baseline"];
+            let want = &answers["analyze"][profile];
+            check_breakdown(&format!("{scenario}.{profile}"), t, want, &mut errors);
+            assert_eq!(t["iteration_method"], "allreduce");
+            assert_eq!(t["isolation"]["common_size"], 8, "4 layers × 2 ranks");
+            // Each steady step was recorded by both ranks and merged into one.
+            let steady = t["steady_steps"].as_u64().unwrap_or(0);
+            assert_eq!(
+                t["steady"]["ranges"].as_u64(),
+                Some(2 * steady),
+                "{scenario} {profile}"
+            );
+            assert!(r["target"].is_null() && r["comparison"].is_null());
+        }
+        let standard = analyze_json(&[&path], "standard", &[]);
+        let iso = &standard["baseline"]["isolation"];
+        assert_eq!(
+            iso["nvtx_steps_in_window"], answers["analyze"]["standard"]["iterations"],
+            "cross-check"
+        );
+        let warnings = standard["baseline"]["warnings"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(
+            warnings, 0,
+            "allreduce iterations and NVTX steps agree: {}",
+            standard["baseline"]["warnings"]
+        );
+    }
+    assert_no_errors(errors);
+}
+
+/// The warm-up phase has a steady-sized step: the reference's whole-trace steady state takes it
+/// in (and the 150 ms pause after it), which the trtllm-skill profile reproduces and flags.
+#[test]
+fn tp2_phases_benchmark_is_not_the_last_phase() {
+    let dir = TempDir::new().unwrap();
+    let (path, answers) = generate(dir.path(), "tp2-phases");
+    assert_eq!(answers["analyze"]["standard"]["benchmark_phase"], 1);
+    assert_eq!(answers["analyze"]["standard"]["phases"], 3);
+    let skill = analyze_json(&[&path], "trtllm-skill", &[]);
+    let std = analyze_json(&[&path], "standard", &[]);
+    assert_eq!(skill["baseline"]["isolation"]["benchmark_phase"], 1);
+    let (ws, ss) = (
+        std["baseline"]["wall_time_per_step_us"]
+            .as_f64()
+            .unwrap_or(0.0),
+        skill["baseline"]["wall_time_per_step_us"]
+            .as_f64()
+            .unwrap_or(0.0),
+    );
+    assert!(
+        ss > 3.0 * ws,
+        "the reference's span includes the warm-up pause: {ss} vs {ws}"
+    );
+    let warned = skill["baseline"]["warnings"].as_array().is_some_and(|w| {
+        w.iter().any(|w| {
+            w.as_str()
+                .is_some_and(|s| s.contains("outside the benchmark window"))
+        })
+    });
+    assert!(warned, "{}", skill["baseline"]["warnings"]);
+}
+
+/// The reference divides NVTX totals by `--tp-size` (and nothing else).
+#[test]
+fn tp_size_divides_nvtx_in_trtllm_skill_only() {
+    let dir = TempDir::new().unwrap();
+    let (path, answers) = generate(dir.path(), "tp2-straggler");
+    let r = analyze_json(&[&path], "trtllm-skill", &["--tp-size", "2"]);
+    let want = &answers["analyze"]["trtllm-skill"];
+    let mut errors = Vec::new();
+    let halved: serde_json::Map<String, Value> = want["nvtx_per_step_us"]
+        .as_object()
+        .expect("nvtx answers")
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from(v.as_f64().unwrap_or(0.0) / 2.0)))
+        .collect();
+    check(
+        "nvtx/2",
+        &r["baseline"]["nvtx_per_step_us"],
+        &Value::Object(halved),
+        &mut errors,
+    );
+    check(
+        "kernels",
+        &r["baseline"]["kernel_time_per_step_us"],
+        &want["kernel_time_per_step_us"],
+        &mut errors,
+    );
+    assert_no_errors(errors);
+    let args = [
+        OsStr::new("analyze"),
+        path.as_os_str(),
+        OsStr::new("--tp-size"),
+        OsStr::new("2"),
+    ];
+    let out = nsys_lens(args);
+    let line = assert_one_line_error(&args, &out, EXIT_USAGE, Some("trtllm-skill"));
+    assert!(line.contains("--tp-size"), "{line}");
+}
+
+/// The JSON is `{"profile", "baseline": T, "target": T|null, "comparison": C|null}` with the
+/// issue's keys first, in the issue's order.
+#[test]
+fn json_shape_is_the_issues() {
+    let dir = TempDir::new().unwrap();
+    let (base, _) = generate(dir.path(), "regression-baseline");
+    let (target, _) = generate(dir.path(), "regression-target");
+    let starts_with = |v: &Node, want: &[&str]| {
+        let got = v.keys();
+        assert!(
+            got.len() >= want.len() && got[..want.len()] == *want,
+            "keys {got:?} must start with {want:?}"
+        );
+    };
+    for profile in PROFILES {
+        let text = analyze_ok([
+            base.as_os_str(),
+            target.as_os_str(),
+            OsStr::new("--json"),
+            OsStr::new("--profile"),
+            OsStr::new(profile),
+        ]);
+        let r: Node = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(r.keys(), ["profile", "baseline", "target", "comparison"]);
+        for t in [r.get("baseline"), r.get("target")] {
+            starts_with(t, &T_KEYS);
+            assert_eq!(t.get("benchmark_window").keys(), ["start_ns", "end_ns"]);
+            assert_eq!(t.get("inter_step_gap_us").keys(), ["p50", "p90"]);
+            assert!(matches!(t.get("warnings"), Node::Seq(_)));
+        }
+        let c = r.get("comparison");
+        starts_with(
+            c,
+            &[
+                "wall_time_per_step_us",
+                "nvtx",
+                "kernels",
+                "api",
+                "kernels_per_step",
+                "conclusion",
+                "comparability",
+            ],
+        );
+        starts_with(
+            c.get("wall_time_per_step_us"),
+            &["baseline", "target", "delta_pct"],
+        );
+        starts_with(
+            c.get("kernels_per_step"),
+            &["baseline", "target", "delta_pct"],
+        );
+        for table in ["nvtx", "kernels", "api"] {
+            let rows = c.get(table).items();
+            assert!(!rows.is_empty(), "{table}");
+            for row in rows {
+                starts_with(
+                    row,
+                    &[
+                        "name",
+                        "baseline_us_per_step",
+                        "target_us_per_step",
+                        "delta_us",
+                        "status",
+                    ],
+                );
+            }
+        }
+        let r: Value = serde_json::from_str(&text).expect("JSON");
+        let c = &r["comparison"];
+        assert!(c["conclusion"].is_string() && c["comparability"].is_array());
+        let single = analyze_json(&[&base], profile, &[]);
+        assert!(single["target"].is_null() && single["comparison"].is_null());
+        assert_eq!(
+            single["baseline"], r["baseline"],
+            "the baseline does not depend on the target"
+        );
+    }
+}
+
+#[test]
+fn trtllm_skill_text_is_the_reference_layout() {
+    let dir = TempDir::new().unwrap();
+    let (base, ba) = generate(dir.path(), "regression-baseline");
+    let (target, ta) = generate(dir.path(), "regression-target");
+    let text = analyze_ok([
+        base.as_os_str(),
+        target.as_os_str(),
+        OsStr::new("--profile"),
+        OsStr::new("trtllm-skill"),
+        OsStr::new("--baseline-label"),
+        OsStr::new("v1.1"),
+        OsStr::new("--target-label"),
+        OsStr::new("main"),
+    ]);
+    let rule = "=".repeat(80);
+    assert!(
+        text.starts_with(&format!("\n\n{rule}\nANALYSIS: v1.1\n{rule}\n")),
+        "{text}"
+    );
+    let wall = |a: &Value| {
+        a["analyze"]["trtllm-skill"]["wall_time_per_step_us"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    let (bw, tw) = (wall(&ba), wall(&ta));
+    for needle in [
+        "\n--- Iteration Detection (method: nvtx) ---\n  Total iterations: 43\n  Phases detected: 1\n".to_string(),
+        "  Benchmark phase: iters 0-42 (43 iters)\n".to_string(),
+        "  Max generation requests observed: 64\n  Steady-state steps (0 ctx, 64 gen): 40\n  Unique steady-state steps: 40\n".to_string(),
+        format!("  Wall time per step: {bw:.1} us\n"),
+        format!("COMPARISON: v1.1 vs main\n{rule}\n"),
+        format!("  Wall time per step: {bw:.1} vs {tw:.1} us  ({:+.1} us, {:+.1}%)\n", tw - bw, (tw - bw) / bw * 100.0),
+        "  Operation                                  Baseline     Target      Delta   Delta%  Status\n".to_string(),
+        "  CONCLUSION: Regression is primarily in INTER-STEP HOST OVERHEAD.\n    The gap between forward steps increased more than step execution.\n".to_string(),
+        "    broadcast_requests: NEW  (+".to_string(),
+    ] {
+        assert!(text.contains(&needle), "missing {needle:?} in:\n{text}");
+    }
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("  _fetch_new_requests "))
+        .unwrap_or("");
+    assert!(row.ends_with("+650%  REGRESSION"), "{row:?}");
+}
+
+#[test]
+fn standard_text_states_the_facts() {
+    let dir = TempDir::new().unwrap();
+    let (base, _) = generate(dir.path(), "regression-baseline");
+    let (target, _) = generate(dir.path(), "regression-target");
+    let out = dir.path().join("report.txt");
+    let stdout = analyze_ok([
+        base.as_os_str(),
+        target.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    assert!(stdout.is_empty(), "-o writes the report to the file only");
+    let text = std::fs::read_to_string(&out).expect("report written");
+    for needle in [
+        "Root cause: baseline   (profile: standard)",
+        "Iterations: nvtx — no allreduce kernels",
+        "wall time per step           2642.0 µs",
+        "Comparison: baseline → target",
+        "primarily INTER-STEP HOST OVERHEAD",
+        "Comparability: same batch",
+        "_update_requests                              413.0      723.0     +310.0     +75%  REGRESSION",
+        "broadcast_requests                              0.0      250.0     +250.0      NEW  NEW",
+        "TLLM_LINE_PROFILER_FUNCTIONS=\"",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+/// Every public export: analysed (exit 0, JSON) in both profiles, or refused with one line when
+/// it has no kernels.
+#[test]
+fn every_public_export_is_analysed_or_refused_clearly() {
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(public_traces_dir().join("MANIFEST.json")).expect("manifest"),
+    )
+    .expect("manifest JSON");
+    let mut analysed = 0;
+    for entry in manifest.as_array().expect("manifest list") {
+        let file = entry["file"].as_str().expect("file");
+        let kernels = entry["counts"]["CUPTI_ACTIVITY_KIND_KERNEL"]
+            .as_u64()
+            .unwrap_or(0);
+        let path = public_trace(file);
+        for profile in PROFILES {
+            let args = [
+                OsStr::new("analyze"),
+                path.as_os_str(),
+                OsStr::new("--json"),
+                OsStr::new("--profile"),
+                OsStr::new(profile),
+            ];
+            let out = nsys_lens(args);
+            if kernels == 0 {
+                if let Err(e) =
+                    check_one_line_error(&args, &out, EXIT_INPUT, Some("no GPU kernels"))
+                {
+                    panic!("{e}");
+                }
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+            let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            let t = &r["baseline"];
+            assert!(
+                ["allreduce", "nvtx", "none"]
+                    .contains(&t["iteration_method"].as_str().unwrap_or(""))
+            );
+            let without = t["wall_time_per_step_us"].is_null();
+            let warned = t["warnings"].as_array().is_some_and(|w| !w.is_empty());
+            assert!(
+                !without || warned,
+                "{file} {profile}: no per-step figures must come with a reason"
+            );
+            analysed += 1;
+        }
+        // Text output must not panic either.
+        let out = nsys_lens([OsStr::new("analyze"), path.as_os_str()]);
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+            "{file}"
+        );
+    }
+    assert!(analysed >= 16, "only {analysed} analyses");
+}
+
+#[test]
+fn bad_inputs_exit_3_with_one_line() {
+    let dir = TempDir::new().unwrap();
+    let empty = dir.path().join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    let rep = dir.path().join("x.nsys-rep");
+    std::fs::write(&rep, common::lcg_bytes(2, 4096)).unwrap();
+    let random = dir.path().join("random.sqlite");
+    std::fs::write(&random, common::lcg_bytes(1, 4096)).unwrap();
+    let missing = dir.path().join("does-not-exist.sqlite");
+    let (good, _) = generate(dir.path(), "regression-baseline");
+    for (path, needle) in [
+        (&empty, "empty"),
+        (&rep, "nsys export"),
+        (&random, "not an SQLite database"),
+        (&missing, "does-not-exist.sqlite"),
+    ] {
+        for args in [
+            vec![OsStr::new("analyze"), path.as_os_str()],
+            vec![
+                OsStr::new("analyze"),
+                good.as_os_str(),
+                path.as_os_str(),
+                OsStr::new("--json"),
+            ],
+        ] {
+            let out = nsys_lens(&args);
+            assert!(out.stdout.is_empty(), "{}", describe(&args, &out));
+            assert_one_line_error(&args, &out, EXIT_INPUT, Some(needle));
+        }
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = TempDir::new().unwrap();
+    let (good, _) = generate(dir.path(), "regression-baseline");
+    for args in [
+        vec!["analyze"],
+        vec!["analyze", "--profile", "foo"],
+        vec!["analyze", "--profile", "trtllm-skill", "--tp-size", "0"],
+        vec!["analyze", "--profile", "trtllm-skill", "--tp-size", "two"],
+    ] {
+        let mut args: Vec<&OsStr> = args.into_iter().map(OsStr::new).collect();
+        if args.len() > 1 {
+            args.insert(1, good.as_os_str());
+        }
+        let out = nsys_lens(&args);
+        let ctx = describe(&args, &out);
+        assert_eq!(out.status.code(), Some(EXIT_USAGE), "{ctx}");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+            "{ctx}"
+        );
+        assert!(!out.stderr.is_empty(), "{ctx}");
+    }
+}
