@@ -4,6 +4,8 @@
 //! Inputs are already aggregated ([`TimelineView`], [`GapHistogram`]), so drawing costs one
 //! rectangle per run of equal pixel columns, never one per kernel.
 
+pub mod steps;
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;

@@ -1,0 +1,274 @@
+//! Per-step wall time of a baseline and a target (SPEC §6): one line per trace, step index on x,
+//! µs on y, drawn by hand (axes, labels and legend placed by estimated text width, as the rest of
+//! this module, so the page's canvas never needs DOM text measurement).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{DrawResult, GRID, INK, KERNEL, STEP, err, text_width};
+
+/// One trace's per-step wall times (µs), in step order.
+#[derive(Debug, Clone, Copy)]
+pub struct StepSeries<'a> {
+    pub label: &'a str,
+    pub wall_us: &'a [f64],
+}
+
+/// Series colours in order: baseline, target, then any further trace.
+const COLOURS: [RGBColor; 3] = [KERNEL, STEP, RGBColor(22, 163, 74)];
+
+/// Plot margins in pixels: left (y labels), right, top (title, legend), bottom (x labels).
+const MARGIN: (f64, f64, f64, f64) = (64.0, 12.0, 44.0, 34.0);
+
+/// Draws the series as lines with point marks, a y grid in µs, step ticks and a legend.
+pub fn draw_step_times<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &[StepSeries<'_>],
+) -> DrawResult {
+    root.fill(&WHITE).map_err(err)?;
+    let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
+    root.draw(&Text::new(
+        "Wall time per step (µs), step by step",
+        (MARGIN.0 as i32, 6),
+        font(13),
+    ))
+    .map_err(err)?;
+    let steps = series.iter().map(|s| s.wall_us.len()).max().unwrap_or(0);
+    if steps == 0 {
+        let msg = "no steady-state steps to plot";
+        return root
+            .draw(&Text::new(
+                msg,
+                (MARGIN.0 as i32, MARGIN.2 as i32),
+                font(12),
+            ))
+            .map_err(err);
+    }
+    let frame = Frame::new(root.dim_in_pixel(), steps, max_value(series));
+    frame.axes(root)?;
+    for (i, s) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let points: Vec<(i32, i32)> = s
+            .wall_us
+            .iter()
+            .enumerate()
+            .map(|(x, &v)| frame.at(x, v))
+            .collect();
+        root.draw(&PathElement::new(points.clone(), colour.stroke_width(2)))
+            .map_err(err)?;
+        if points.len() <= 200 {
+            for p in points {
+                root.draw(&Circle::new(p, 2, colour.filled()))
+                    .map_err(err)?;
+            }
+        }
+    }
+    legend(root, series, frame.width)
+}
+
+fn max_value(series: &[StepSeries<'_>]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| s.wall_us.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+}
+
+/// Pixel mapping of the plot area.
+struct Frame {
+    width: f64,
+    height: f64,
+    steps: usize,
+    /// Top of the y axis (µs): the largest value plus headroom, at least 1.
+    y_max: f64,
+}
+
+impl Frame {
+    fn new((w, h): (u32, u32), steps: usize, max: f64) -> Frame {
+        Frame {
+            width: (f64::from(w) - MARGIN.0 - MARGIN.1).max(10.0),
+            height: (f64::from(h) - MARGIN.2 - MARGIN.3).max(10.0),
+            steps,
+            y_max: (max * 1.1).max(1.0),
+        }
+    }
+
+    fn x(&self, step: usize) -> i32 {
+        let span = self.steps.saturating_sub(1).max(1) as f64;
+        (MARGIN.0 + step as f64 / span * self.width) as i32
+    }
+
+    fn y(&self, us: f64) -> i32 {
+        let v = if us.is_finite() {
+            us.clamp(0.0, self.y_max)
+        } else {
+            0.0
+        };
+        (MARGIN.2 + self.height - v / self.y_max * self.height) as i32
+    }
+
+    fn at(&self, step: usize, us: f64) -> (i32, i32) {
+        (self.x(step), self.y(us))
+    }
+
+    /// Grid lines with µs labels, the axes, and up to eight step ticks.
+    fn axes<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
+        let font = ("sans-serif", 11).into_font().color(&INK);
+        let (left, right) = (MARGIN.0 as i32, (MARGIN.0 + self.width) as i32);
+        let tick = nice_step(self.y_max / 5.0);
+        let ticks = (self.y_max / tick).floor() as u32;
+        for t in 0..=ticks {
+            let us = tick * f64::from(t);
+            let y = self.y(us);
+            root.draw(&PathElement::new(vec![(left, y), (right, y)], GRID))
+                .map_err(err)?;
+            let label = format!("{us:.0}");
+            let x = (MARGIN.0 - 6.0 - text_width(&label, 11.0)) as i32;
+            root.draw(&Text::new(label, (x, y - 6), font.clone()))
+                .map_err(err)?;
+        }
+        let bottom = self.y(0.0);
+        let axis = vec![(left, MARGIN.2 as i32), (left, bottom), (right, bottom)];
+        root.draw(&PathElement::new(axis, INK)).map_err(err)?;
+        let every = self.steps.div_ceil(8).max(1);
+        for step in (0..self.steps).step_by(every) {
+            let x = self.x(step);
+            root.draw(&PathElement::new(vec![(x, bottom), (x, bottom + 4)], INK))
+                .map_err(err)?;
+            let label = step.to_string();
+            let lx = x - (text_width(&label, 11.0) / 2.0) as i32;
+            root.draw(&Text::new(label, (lx, bottom + 7), font.clone()))
+                .map_err(err)?;
+        }
+        let caption = "step";
+        let cx = (MARGIN.0 + self.width - text_width(caption, 11.0)) as i32;
+        root.draw(&Text::new(caption, (cx, bottom + 19), font))
+            .map_err(err)
+    }
+}
+
+/// The smallest 1, 2 or 5 × 10^k at least `raw` (readable grid steps).
+fn nice_step(raw: f64) -> f64 {
+    let raw = if raw.is_finite() && raw > 0.0 {
+        raw
+    } else {
+        1.0
+    };
+    let unit = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * unit)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * unit)
+}
+
+/// A colour swatch and the label of each series, right-aligned on the title row's line below.
+fn legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &[StepSeries<'_>],
+    width: f64,
+) -> DrawResult {
+    let font = ("sans-serif", 12).into_font().color(&INK);
+    let entry_width = |s: &StepSeries<'_>| 22.0 + text_width(s.label, 12.0) + 14.0;
+    let total: f64 = series.iter().map(entry_width).sum();
+    let mut x = MARGIN.0 + width - total;
+    let y = 26;
+    for (i, s) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let x0 = x as i32;
+        root.draw(&PathElement::new(
+            vec![(x0, y + 6), (x0 + 16, y + 6)],
+            colour.stroke_width(3),
+        ))
+        .map_err(err)?;
+        root.draw(&Text::new(s.label.to_string(), (x0 + 22, y), font.clone()))
+            .map_err(err)?;
+        x += entry_width(s);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svg(series: &[StepSeries<'_>]) -> String {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (640, 280)).into_drawing_area();
+            draw_step_times(&root, series).expect("draw");
+        }
+        svg
+    }
+
+    fn colour(c: RGBColor) -> String {
+        format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+    }
+
+    #[test]
+    fn both_series_are_drawn_with_a_legend() {
+        let base = [2642.0, 2642.0, 2650.0, 2640.0];
+        let target = [3580.0, 3581.0, 3579.0];
+        let svg = svg(&[
+            StepSeries {
+                label: "v1.1",
+                wall_us: &base,
+            },
+            StepSeries {
+                label: "main",
+                wall_us: &target,
+            },
+        ]);
+        assert!(
+            svg.contains("v1.1") && svg.contains("main"),
+            "legend labels"
+        );
+        for (c, points) in [(KERNEL, base.len()), (STEP, target.len())] {
+            let hex = colour(c);
+            let lines = svg
+                .lines()
+                .filter(|l| l.contains("<polyline") && l.contains(&hex))
+                .count();
+            assert_eq!(lines, 2, "the series line and its legend swatch in {hex}");
+            let marks = svg
+                .lines()
+                .filter(|l| l.contains("<circle") && l.contains(&hex))
+                .count();
+            assert_eq!(marks, points, "one mark per step in {hex}");
+        }
+        assert!(svg.lines().any(|l| l.trim() == "step"), "x axis caption");
+    }
+
+    #[test]
+    fn the_larger_series_sits_higher() {
+        let frame = Frame::new((640, 280), 4, 3581.0);
+        assert!(
+            frame.y(3580.0) < frame.y(2642.0),
+            "larger µs is higher on the canvas"
+        );
+        assert_eq!(frame.y(0.0), (MARGIN.2 + frame.height) as i32);
+        assert!(frame.x(3) > frame.x(0));
+        assert_eq!(
+            frame.y(f64::NAN),
+            frame.y(0.0),
+            "non-finite values sit on the axis"
+        );
+    }
+
+    #[test]
+    fn grid_steps_are_round() {
+        assert_eq!(nice_step(716.0), 1000.0);
+        assert_eq!(nice_step(180.0), 200.0);
+        assert_eq!(nice_step(0.3), 0.5);
+        assert_eq!(nice_step(0.0), 1.0);
+    }
+
+    #[test]
+    fn no_steps_draws_a_message_not_a_panic() {
+        let svg = svg(&[StepSeries {
+            label: "baseline",
+            wall_us: &[],
+        }]);
+        assert!(svg.contains("no steady-state steps"));
+    }
+}
