@@ -744,3 +744,144 @@ fn usage_errors_exit_2() {
         assert!(!out.stderr.is_empty(), "{ctx}");
     }
 }
+
+/// The reference oracle (`tests/reference/analyze_host_overhead_oracle.py`): its text, or its
+/// JSON with `--json`; `None` when the reference itself fails (a missing table).
+fn oracle(paths: &[&Path], extra: &[&str]) -> Option<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/reference/analyze_host_overhead_oracle.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .args(paths)
+        .args(extra)
+        .output()
+        .expect("python3 must be installed");
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("no such table"),
+            "oracle failed on {paths:?}: {err}"
+        );
+        return None;
+    }
+    Some(String::from_utf8(out.stdout).expect("utf-8"))
+}
+
+/// Our trtllm-skill text must equal the oracle's byte for byte, and every key of the dict the
+/// reference's `analyze_single_trace` returns must equal ours.
+fn matches_oracle(paths: &[&Path], extra: &[&str]) -> bool {
+    let Some(expected) = oracle(paths, extra) else {
+        return false;
+    };
+    let mut args: Vec<&OsStr> = paths.iter().map(|p| p.as_os_str()).collect();
+    args.extend([OsStr::new("--profile"), OsStr::new("trtllm-skill")]);
+    args.extend(extra.iter().map(OsStr::new));
+    let text = analyze_ok(&args);
+    assert_eq!(
+        text, expected,
+        "{paths:?} {extra:?}: text differs from the reference oracle"
+    );
+    let mut with_json: Vec<&str> = extra.to_vec();
+    with_json.push("--json");
+    let reference: Value =
+        serde_json::from_str(&oracle(paths, &with_json).unwrap_or_default()).expect("oracle JSON");
+    let ours = analyze_json(paths, "trtllm-skill", extra);
+    let mut errors = Vec::new();
+    for side in ["baseline", "target"] {
+        let (r, t) = (&reference[side], &ours[side]);
+        if r.is_null() {
+            continue;
+        }
+        let found = t["isolation"]["benchmark_phase"].is_number();
+        check(
+            &format!("{side}.bench_found"),
+            &Value::from(found),
+            &r["bench_found"],
+            &mut errors,
+        );
+        let pairs = [
+            ("bench_iter_count", &t["iterations"]),
+            ("wall_time_stats", &t["isolation"]["iteration_wall_us"]),
+            ("gap_stats", &t["isolation"]["iteration_gap_us"]),
+            ("steady_step_count", &t["steady_steps"]),
+            ("step_dur_stats", &t["steady"]["step_duration_us"]),
+            ("step_gap_stats", &t["steady"]["inter_step_gap_us"]),
+            ("ss_wall_per_step", &t["wall_time_per_step_us"]),
+            ("nvtx_per_step", &t["nvtx_per_step_us"]),
+            ("gpu_per_step", &t["gpu_time_per_step_us"]),
+            ("kernels_per_step", &t["kernels_per_step"]),
+            ("kernel_per_step", &t["kernel_time_per_step_us"]),
+            ("api_per_step", &t["api_time_per_step_us"]),
+        ];
+        for (key, got) in pairs {
+            if let Some(want) = r.get(key) {
+                exact(&format!("{side}.{key}"), got, want, &mut errors);
+            }
+        }
+    }
+    assert_no_errors(errors);
+    true
+}
+
+/// Bit-equal numbers (the reference's float operations, in its order), equal everything else.
+fn exact(what: &str, got: &Value, want: &Value, errors: &mut Vec<String>) {
+    match (got, want) {
+        (Value::Number(g), Value::Number(w)) if g.as_f64() == w.as_f64() => {}
+        (Value::Object(g), Value::Object(w)) => {
+            if g.len() != w.len() {
+                errors.push(format!("{what}: {} keys, reference {}", g.len(), w.len()));
+            }
+            for (k, wv) in w {
+                exact(
+                    &format!("{what}.{k}"),
+                    g.get(k).unwrap_or(&Value::Null),
+                    wv,
+                    errors,
+                );
+            }
+        }
+        _ if got == want => {}
+        _ => errors.push(format!("{what}: ours {got}, reference {want}")),
+    }
+}
+
+#[test]
+fn trtllm_skill_matches_the_reference_oracle() {
+    let dir = TempDir::new().unwrap();
+    let mut compared = 0;
+    for &(scenario, _) in synth::scenarios() {
+        let (path, _) = generate(dir.path(), scenario);
+        assert!(
+            matches_oracle(&[&path], &[]),
+            "{scenario}: the reference could not run"
+        );
+        compared += 1;
+    }
+    let base = dir.path().join("regression-baseline.sqlite");
+    let target = dir.path().join("regression-target.sqlite");
+    assert!(matches_oracle(
+        &[&base, &target],
+        &["--baseline-label", "v1.1", "--target-label", "main"]
+    ));
+    let tp2 = dir.path().join("tp2-phases.sqlite");
+    let straggler = dir.path().join("tp2-straggler.sqlite");
+    assert!(matches_oracle(&[&straggler, &tp2], &["--tp-size", "2"]));
+    for entry in std::fs::read_dir(public_traces_dir()).expect("public traces") {
+        let path = entry.expect("entry").path();
+        let has_kernels = path.extension().is_some_and(|e| e == "sqlite")
+            && nsys_lens([
+                OsStr::new("analyze"),
+                path.as_os_str(),
+                OsStr::new("--json"),
+            ])
+            .status
+            .success();
+        if has_kernels {
+            compared += usize::from(matches_oracle(&[&path], &[]));
+        }
+    }
+    assert!(
+        compared >= synth::scenarios().len() + 8,
+        "only {compared} traces compared"
+    );
+}

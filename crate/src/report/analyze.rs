@@ -109,11 +109,12 @@ mod skill {
     pub fn single(o: &mut String, b: &TraceBreakdown) {
         banner(o, &format!("ANALYSIS: {}", b.label));
         let iso = &b.isolation;
-        let _ = writeln!(
-            o,
-            "\n--- Iteration Detection (method: {}) ---",
-            b.iteration_method.name()
-        );
+        // The script labels its fallback `nvtx` even when it finds no forward steps either.
+        let method = match b.iteration_method {
+            Method::Allreduce => "allreduce",
+            Method::Nvtx | Method::None => "nvtx",
+        };
+        let _ = writeln!(o, "\n--- Iteration Detection (method: {method}) ---");
         let _ = writeln!(o, "  Total iterations: {}", iso.total_iterations);
         if b.iteration_method == Method::Allreduce {
             let _ = writeln!(
