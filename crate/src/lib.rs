@@ -13,6 +13,7 @@ pub mod analyze;
 pub mod detect;
 pub mod drill;
 pub mod error;
+pub mod explain;
 pub mod iterations;
 pub mod model;
 pub mod plot;

@@ -31,6 +31,10 @@ enum Command {
     Detect(cli::detect::DetectArgs),
     /// Find the root cause per step: one trace, or a baseline vs a target (SPEC §3).
     Analyze(cli::analyze::AnalyzeArgs),
+    /// Kernel-level drill-down: gaps, CUDA-graph coverage, per-layer pattern, stragglers (SPEC §4).
+    Drill(cli::drill::DrillArgs),
+    /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML (SPEC §5).
+    Report(cli::report::ReportArgs),
     /// Write a synthetic nsys export with known answers (for tests and benchmarks).
     Gen(cli::generate::GenArgs),
 }
@@ -40,6 +44,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Detect(args) => cli::detect::run(&args),
         Command::Analyze(args) => cli::analyze::run(&args),
+        Command::Drill(args) => cli::drill::run(&args),
+        Command::Report(args) => cli::report::run(&args),
         Command::Gen(args) => cli::generate::run(&args),
     };
     match result {

@@ -2,7 +2,9 @@
 
 pub mod analyze;
 pub mod detect;
+pub mod drill;
 pub mod generate;
+pub mod report;
 
 use std::io::Write;
 use std::path::Path;

@@ -62,49 +62,93 @@ pub struct GapHistogram {
     pub devices: Vec<u32>,
 }
 
+/// Gap counts and totals per bucket, filled one gap at a time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Buckets {
+    counts: [u64; 9],
+    totals: [Ns; 9],
+}
+
+impl Buckets {
+    pub fn add(&mut self, gap: Ns) {
+        let b = bucket_of(gap);
+        self.counts[b] += 1;
+        self.totals[b] += gap;
+    }
+
+    pub fn gaps(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Total gap time in ns.
+    pub fn total(&self) -> Ns {
+        self.totals.iter().sum()
+    }
+
+    /// The bucket holding the most gap time, if any gap was added.
+    pub fn dominant(&self) -> Option<usize> {
+        (self.gaps() > 0).then(|| {
+            (0..BUCKETS.len())
+                .max_by_key(|&i| (self.totals[i], std::cmp::Reverse(i)))
+                .unwrap_or(0)
+        })
+    }
+
+    /// The nine buckets with counts, totals, shares of all gap time and causes.
+    pub fn list(&self) -> Vec<GapBucket> {
+        let all = self.total();
+        let mut lo = 0;
+        BUCKETS
+            .iter()
+            .enumerate()
+            .map(|(i, &(hi, label, cause))| {
+                let bucket = GapBucket {
+                    label: label.to_string(),
+                    lo_us: lo as f64 / 1000.0,
+                    hi_us: (hi != Ns::MAX).then_some(hi as f64 / 1000.0),
+                    count: self.counts[i],
+                    total_us: self.totals[i] as f64 / 1000.0,
+                    share: if all > 0 {
+                        self.totals[i] as f64 / all as f64
+                    } else {
+                        0.0
+                    },
+                    cause: cause.to_string(),
+                };
+                lo = hi;
+                bucket
+            })
+            .collect()
+    }
+}
+
+/// A bucket's label (`"50–100 µs"`).
+pub fn bucket_label(bucket: usize) -> &'static str {
+    BUCKETS.get(bucket).map_or("", |b| b.1)
+}
+
+/// A bucket's typical cause (reference §9.1).
+pub fn bucket_cause(bucket: usize) -> &'static str {
+    BUCKETS.get(bucket).map_or("", |b| b.2)
+}
+
 /// Positive gaps between a device's merged kernel intervals (idle between any kernels), over
 /// all devices, optionally only those inside `window` (`[start, end)` ns).
 pub fn idle_gap_histogram(trace: &Trace, window: Option<(Ns, Ns)>) -> GapHistogram {
-    let mut counts = [0u64; 9];
-    let mut totals = [0 as Ns; 9];
+    let mut buckets = Buckets::default();
     let devices = trace.kernels.devices();
     for &d in &devices {
         for (s, e) in device_gaps(trace, d) {
             if window.is_some_and(|(ws, we)| s < ws || e > we) {
                 continue;
             }
-            let b = bucket_of(e - s);
-            counts[b] += 1;
-            totals[b] += e - s;
+            buckets.add(e - s);
         }
     }
-    let all: Ns = totals.iter().sum();
-    let mut lo = 0;
-    let buckets = BUCKETS
-        .iter()
-        .enumerate()
-        .map(|(i, &(hi, label, cause))| {
-            let bucket = GapBucket {
-                label: label.to_string(),
-                lo_us: lo as f64 / 1000.0,
-                hi_us: (hi != Ns::MAX).then_some(hi as f64 / 1000.0),
-                count: counts[i],
-                total_us: totals[i] as f64 / 1000.0,
-                share: if all > 0 {
-                    totals[i] as f64 / all as f64
-                } else {
-                    0.0
-                },
-                cause: cause.to_string(),
-            };
-            lo = hi;
-            bucket
-        })
-        .collect();
     GapHistogram {
-        buckets,
-        gaps: counts.iter().sum(),
-        total_us: all as f64 / 1000.0,
+        buckets: buckets.list(),
+        gaps: buckets.gaps(),
+        total_us: buckets.total() as f64 / 1000.0,
         devices,
     }
 }

@@ -1,3 +1,179 @@
-//! Kernel-level drill-down (SPEC §4). For now: the GPU-idle gap histogram.
+//! Kernel-level drill-down (SPEC §4, reference §9): inter-kernel gaps, CUDA-graph coverage,
+//! the per-layer kernel pattern and straggler ranks, over one trace or several (one per rank).
+//!
+//! [`index::TraceIndex`] prepares each trace once (kernels per device in time order, the
+//! launch-call join, name classes, steps); each analysis is its own module; [`drill`] runs them
+//! all and adds the findings they support. Pure functions over loaded traces: the page calls
+//! the same code as the CLI.
 
+pub mod attribution;
+pub mod gap_report;
 pub mod gaps;
+pub mod graphs;
+pub mod index;
+pub mod names;
+pub mod patterns;
+pub mod stragglers;
+mod topk;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::explain::findings::{self, Finding};
+use crate::model::{CoverageNote, Ns, Trace};
+
+pub use index::TraceIndex;
+
+/// Largest gaps (and eager kernel names) listed by default.
+pub const DEFAULT_TOP: usize = 10;
+
+/// What to drill into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DrillOptions {
+    /// How many largest gaps and eager kernel names to list.
+    pub top: usize,
+    /// Keep only gaps fully inside `[start, end)` ns (each file's own clock).
+    pub window: Option<(Ns, Ns)>,
+}
+
+impl Default for DrillOptions {
+    fn default() -> DrillOptions {
+        DrillOptions {
+            top: DEFAULT_TOP,
+            window: None,
+        }
+    }
+}
+
+/// One trace given to the drill-down, with the name to show for it.
+#[derive(Debug, Clone, Copy)]
+pub struct DrillInput<'t> {
+    pub trace: &'t Trace,
+    pub label: &'t str,
+}
+
+/// The drill-down's result: the four analyses, then findings and what was not computed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DrillReport {
+    pub gaps: gap_report::GapReport,
+    pub graphs: graphs::GraphReport,
+    pub patterns: patterns::PatternReport,
+    pub stragglers: stragglers::StragglerReport,
+    pub findings: Vec<Finding>,
+    pub files: Vec<String>,
+    pub options: DrillOptions,
+    pub coverage: Vec<CoverageNote>,
+}
+
+/// Runs every drill-down over `inputs`. Fails when there is no input or an input has no kernels.
+pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillReport> {
+    if inputs.is_empty() {
+        return Err(Error::Usage("drill needs at least one trace".into()));
+    }
+    for i in inputs {
+        require_kernels(i.trace, i.label)?;
+    }
+    let indexed: Vec<TraceIndex<'_>> = inputs
+        .iter()
+        .map(|i| TraceIndex::new(i.trace, i.label))
+        .collect();
+    Ok(drill_indexed(&indexed, opts))
+}
+
+/// [`drill`] over traces already indexed (the page keeps its index between calls).
+pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillReport {
+    let mut report = DrillReport {
+        gaps: gap_report::gap_report(indexed, opts.top, opts.window),
+        graphs: graphs::graph_report(indexed, opts.top),
+        patterns: patterns::pattern_report(indexed),
+        stragglers: stragglers::straggler_report(indexed),
+        findings: Vec::new(),
+        files: indexed.iter().map(|ix| ix.label.clone()).collect(),
+        options: *opts,
+        coverage: indexed.iter().flat_map(coverage).collect(),
+    };
+    report.findings = findings::drill_findings(&report);
+    report
+}
+
+/// The error `detect` gives for a trace without kernels.
+pub fn require_kernels(trace: &Trace, label: &str) -> Result<()> {
+    if !trace.kernels.is_empty() {
+        return Ok(());
+    }
+    let why = if trace.present.kernels {
+        "the kernel table is empty"
+    } else {
+        "no CUPTI_ACTIVITY_KIND_KERNEL table"
+    };
+    Err(Error::NoKernels {
+        path: label.to_string(),
+        why: why.into(),
+    })
+}
+
+/// What the drill-down could not see in one trace.
+fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
+    let t = ix.trace;
+    let mut notes = Vec::new();
+    let mut note = |subject: &str, reason: String| {
+        notes.push(CoverageNote {
+            subject: format!("{}: {subject}", ix.label),
+            reason,
+        })
+    };
+    if t.kernels.stream.len() != t.kernels.len() {
+        note(
+            "gaps",
+            "kernel streams not loaded: per-stream gaps treat each device as one stream".into(),
+        );
+    }
+    if !t.present.runtime {
+        note(
+            "gaps, graphs",
+            "no CUDA runtime API table: gaps list no API calls, graph kernels are recognised by graphNodeId only, kernels are placed in steps by their GPU start".into(),
+        );
+    } else if ix.calls.is_empty() {
+        note(
+            "gaps, graphs",
+            "runtime correlation ids not loaded: kernels cannot be joined to their launch calls"
+                .into(),
+        );
+    }
+    if !t.present.nvtx {
+        note(
+            "gaps, patterns",
+            "no NVTX_EVENTS table: gaps list no NVTX ranges, phases and steps are unknown".into(),
+        );
+    } else if ix.steps.steps.is_empty() {
+        note(
+            "patterns, phases",
+            "no forward-step NVTX ranges: the per-layer pattern is searched in the device's kernel sequence and no phase is reported".into(),
+        );
+    }
+    notes
+}
+
+/// ns → µs for display fields.
+pub(crate) fn us(ns: Ns) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// `num / den`, 0 when the denominator is not positive.
+pub(crate) fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 { num / den } else { 0.0 }
+}
+
+/// Steps in the context and generation phases, summed over inputs.
+pub(crate) fn phase_steps(inputs: &[TraceIndex<'_>]) -> [u64; 2] {
+    let count = |p: &Option<crate::detect::steps::PhaseSteps>| {
+        p.as_ref().map_or(0, |p| p.steps.len() as u64)
+    };
+    inputs.iter().fold([0, 0], |acc, ix| {
+        [
+            acc[0] + count(&ix.steps.context),
+            acc[1] + count(&ix.steps.generation),
+        ]
+    })
+}

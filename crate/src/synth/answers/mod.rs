@@ -5,6 +5,7 @@
 //! compare two independent derivations of the same definitions.
 
 mod analyze;
+mod drill;
 mod extras;
 mod ivl;
 mod skill;
@@ -12,6 +13,7 @@ mod standard;
 mod verdict;
 
 pub use analyze::{PlacedStep, Placement, analyze_answers, expected_comparison};
+pub use drill::{LayerPlan, drill_answers, layer_pattern};
 pub use extras::{gap_buckets, graph_counts, regression_figures, stragglers};
 
 use serde_json::{Map, Value, json};
@@ -88,6 +90,7 @@ pub fn document(
         },
     });
     if let Some(obj) = doc.as_object_mut() {
+        obj.insert("drill".into(), drill::drill_answers(tl));
         obj.extend(extras);
     }
     doc

@@ -1,6 +1,7 @@
 //! The named scenarios of SPEC §7: each places a serving run whose answers are known.
 
 mod gaps;
+mod layers;
 mod loops;
 mod tp2;
 
@@ -17,7 +18,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 9] = [
+pub const SCENARIOS: [(&str, &str, Builder); 10] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -62,5 +63,10 @@ pub const SCENARIOS: [(&str, &str, Builder); 9] = [
         "gaps",
         "one device, one stream, inter-kernel gaps of known sizes in all nine buckets",
         gaps::gaps,
+    ),
+    (
+        "layers",
+        "TP=1 decoder, six identical 10-kernel layers per step with Python before attention/allreduce/residual, 6 ms cudaEventCreate every 8th step: known per-layer pattern",
+        layers::layers,
     ),
 ];

@@ -1,0 +1,70 @@
+//! `nsys-lens drill`: kernel-level drill-down (SPEC §4) over one trace or one file per rank.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use nsys_lens::drill::{self, DrillInput, DrillOptions};
+use nsys_lens::error::{Error, Result};
+use nsys_lens::report;
+use nsys_lens::trace::{self, LoadOptions};
+
+use super::{emit, window};
+
+#[derive(Args)]
+pub struct DrillArgs {
+    /// SQLite exports: one trace, or one file per rank (aligned on their session start times).
+    #[arg(required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+    /// Print the JSON result instead of the readable report.
+    #[arg(long)]
+    pub json: bool,
+    /// How many largest gaps and eager kernel names to list.
+    #[arg(long, default_value_t = drill::DEFAULT_TOP, value_parser = top_count)]
+    pub top: usize,
+    /// Count only gaps fully inside this window (ns, as in the export).
+    #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
+    pub window: Option<(i64, i64)>,
+    /// Write the output to this file instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// A `--top` count: 1 to 10 000.
+pub fn top_count(s: &str) -> std::result::Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=10_000).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` must be a whole number from 1 to 10000")),
+    }
+}
+
+pub fn run(args: &DrillArgs) -> Result<()> {
+    let labels: Vec<String> = args
+        .traces
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let loaded = args
+        .traces
+        .iter()
+        .map(|p| trace::load_path(p, LoadOptions::all()))
+        .collect::<Result<Vec<_>>>()?;
+    let inputs: Vec<DrillInput<'_>> = loaded
+        .iter()
+        .zip(&labels)
+        .map(|(trace, label)| DrillInput { trace, label })
+        .collect();
+    let opts = DrillOptions {
+        top: args.top,
+        window: args.window,
+    };
+    let result = drill::drill(&inputs, &opts)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&result)
+            .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
+            + "\n"
+    } else {
+        report::drill::drill_report(&result)
+    };
+    emit(&text, args.output.as_deref())
+}

@@ -1,0 +1,182 @@
+//! What the host was doing during a gap: the NVTX ranges open on the threads that launched the
+//! kernels on either side, and the CUDA API calls of their processes (reference §9.1: "a gap
+//! between launches is pure host overhead").
+//!
+//! One pass over the NVTX table and one over the runtime table serve all the gaps at once; the
+//! gaps are few (a top-N), the tables large.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::index::TraceIndex;
+use crate::detect::Profile;
+use crate::detect::steps::visible_name;
+use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
+
+/// At most this many names are listed per gap (largest overlap first).
+pub const MAX_NAMES: usize = 10;
+
+/// A name's share of a gap: how many events of that name overlap it, and by how much in total.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overlap {
+    pub name: String,
+    pub count: u64,
+    pub overlap_us: f64,
+}
+
+/// A gap to attribute: `[start, end)` between kernel rows `prev` and `next`.
+#[derive(Debug, Clone, Copy)]
+pub struct GapSpan {
+    pub start: Ns,
+    pub end: Ns,
+    pub prev: u32,
+    pub next: u32,
+}
+
+/// The NVTX ranges and API calls overlapping one gap.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostActivity {
+    pub nvtx: Vec<Overlap>,
+    pub api: Vec<Overlap>,
+}
+
+/// Whose events count for a gap: the launching threads, or (when no launch call is known) any
+/// thread of the kernels' processes.
+struct Scope {
+    threads: Vec<ThreadIdx>,
+    processes: Vec<ProcessIdx>,
+}
+
+type Acc = HashMap<NameId, (u64, Ns)>;
+
+/// Attributes every gap in `gaps` (all from the trace of `ix`).
+pub fn attribute(ix: &TraceIndex<'_>, gaps: &[GapSpan]) -> Vec<HostActivity> {
+    if gaps.is_empty() {
+        return Vec::new();
+    }
+    let scopes: Vec<Scope> = gaps.iter().map(|g| scope(ix, g)).collect();
+    let lo = gaps.iter().map(|g| g.start).min().unwrap_or(0);
+    let hi = gaps.iter().map(|g| g.end).max().unwrap_or(0);
+    let nvtx = nvtx_overlaps(ix, gaps, &scopes, (lo, hi));
+    let api = api_overlaps(ix, gaps, &scopes, (lo, hi));
+    nvtx.into_iter()
+        .zip(api)
+        .map(|(n, a)| HostActivity {
+            nvtx: ranked(ix, n),
+            api: ranked(ix, a),
+        })
+        .collect()
+}
+
+fn scope(ix: &TraceIndex<'_>, g: &GapSpan) -> Scope {
+    let mut threads = Vec::new();
+    let mut processes = Vec::new();
+    for k in [g.prev as usize, g.next as usize] {
+        if let Some(&p) = ix.trace.kernels.process.get(k)
+            && !processes.contains(&p)
+        {
+            processes.push(p);
+        }
+        if let Some(row) = ix.launch_call(k)
+            && let Some(&t) = ix.trace.runtime.thread.get(row)
+            && !threads.contains(&t)
+        {
+            threads.push(t);
+        }
+    }
+    Scope { threads, processes }
+}
+
+fn overlap(start: Ns, end: Ns, g: &GapSpan) -> Ns {
+    end.min(g.end) - start.max(g.start)
+}
+
+fn nvtx_overlaps(
+    ix: &TraceIndex<'_>,
+    gaps: &[GapSpan],
+    scopes: &[Scope],
+    (lo, hi): (Ns, Ns),
+) -> Vec<Acc> {
+    let nvtx = &ix.trace.nvtx;
+    let threads = &ix.trace.threads;
+    let sw = Profile::Standard.switches();
+    let mut acc: Vec<Acc> = vec![Acc::new(); gaps.len()];
+    for r in 0..nvtx.len() {
+        let (s, e) = (nvtx.start[r], nvtx.end[r]);
+        if s >= hi || e <= lo {
+            continue;
+        }
+        let Some(name) = visible_name(nvtx, r, &sw) else {
+            continue;
+        };
+        let t = nvtx.thread[r];
+        let process = threads.process.get(t as usize).copied();
+        for ((g, sc), a) in gaps.iter().zip(scopes).zip(acc.iter_mut()) {
+            let ov = overlap(s, e, g);
+            let ours = if sc.threads.is_empty() {
+                process.is_some_and(|p| sc.processes.contains(&p))
+            } else {
+                sc.threads.contains(&t)
+            };
+            if ov > 0 && ours {
+                let entry = a.entry(name).or_default();
+                entry.0 += 1;
+                entry.1 += ov;
+            }
+        }
+    }
+    acc
+}
+
+fn api_overlaps(
+    ix: &TraceIndex<'_>,
+    gaps: &[GapSpan],
+    scopes: &[Scope],
+    (lo, hi): (Ns, Ns),
+) -> Vec<Acc> {
+    let rt = &ix.trace.runtime;
+    let mut acc: Vec<Acc> = vec![Acc::new(); gaps.len()];
+    for r in 0..rt.len() {
+        let (s, e) = (rt.start[r], rt.end[r]);
+        if s >= hi || e <= lo {
+            continue;
+        }
+        let Some(p) = ix.call_process(r) else {
+            continue;
+        };
+        for ((g, sc), a) in gaps.iter().zip(scopes).zip(acc.iter_mut()) {
+            let ov = overlap(s, e, g);
+            if ov > 0 && sc.processes.contains(&p) {
+                let entry = a.entry(rt.name[r]).or_default();
+                entry.0 += 1;
+                entry.1 += ov;
+            }
+        }
+    }
+    acc
+}
+
+/// Largest overlap first (ties by name), at most [`MAX_NAMES`].
+fn ranked(ix: &TraceIndex<'_>, acc: Acc) -> Vec<Overlap> {
+    let mut v: Vec<(Ns, &str, u64)> = acc
+        .into_iter()
+        .map(|(name, (count, ns))| (ns, name_or_unnamed(ix, name), count))
+        .collect();
+    v.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    v.into_iter()
+        .take(MAX_NAMES)
+        .map(|(ns, name, count)| Overlap {
+            name: name.to_string(),
+            count,
+            overlap_us: ns as f64 / 1000.0,
+        })
+        .collect()
+}
+
+fn name_or_unnamed<'a>(ix: &'a TraceIndex<'_>, name: NameId) -> &'a str {
+    match ix.trace.strings.get(name) {
+        "" => "(unnamed)",
+        s => s,
+    }
+}

@@ -1,0 +1,266 @@
+//! One trace indexed once for every drill-down and the explainer: kernels per device in time
+//! order, the runtime call behind each kernel or memory operation, name classes and steps.
+//!
+//! The call join is on (process, correlation id): ids collide across processes (SPEC §1). It is
+//! a dense table per process (ids are handed out by a counter, so they are nearly contiguous),
+//! falling back to a sorted list when a process's ids are sparse.
+
+use super::names::{ApiKind, Names};
+use crate::detect::Profile;
+use crate::detect::names::NameTables;
+use crate::detect::steps::{self, PhaseSteps, Step};
+use crate::model::{Ns, ProcessIdx, Trace};
+
+/// Kernels of one device, sorted by (start, end).
+#[derive(Debug, Clone)]
+pub struct DeviceKernels {
+    pub device: u32,
+    pub kernels: Vec<u32>,
+}
+
+/// (process, correlation id) → runtime row.
+#[derive(Debug, Default)]
+pub struct CallIndex {
+    per_process: Vec<ProcessCalls>,
+}
+
+#[derive(Debug, Default)]
+enum ProcessCalls {
+    #[default]
+    Empty,
+    Dense {
+        base: u32,
+        rows: Vec<u32>,
+    },
+    Sparse(Vec<(u32, u32)>),
+}
+
+const NO_ROW: u32 = u32::MAX;
+
+impl CallIndex {
+    /// Indexes every runtime row that has a correlation id (0 reads as none).
+    pub fn build(trace: &Trace) -> CallIndex {
+        let rt = &trace.runtime;
+        if rt.correlation.len() != rt.len() {
+            return CallIndex::default();
+        }
+        let n = trace.processes.len();
+        let mut span = vec![(u32::MAX, 0u32, 0u64); n];
+        let process_of = |row: usize| -> Option<usize> {
+            let t = *rt.thread.get(row)? as usize;
+            trace.threads.process.get(t).map(|&p| p as usize)
+        };
+        for (row, &corr) in rt.correlation.iter().enumerate() {
+            if let (Some(p), true) = (process_of(row), corr != 0)
+                && let Some(s) = span.get_mut(p)
+            {
+                *s = (s.0.min(corr), s.1.max(corr), s.2 + 1);
+            }
+        }
+        let mut per_process: Vec<ProcessCalls> = span
+            .iter()
+            .map(|&(lo, hi, count)| match count {
+                0 => ProcessCalls::Empty,
+                _ if u64::from(hi - lo) < 4 * count + 1024 => ProcessCalls::Dense {
+                    base: lo,
+                    rows: vec![NO_ROW; (hi - lo) as usize + 1],
+                },
+                _ => ProcessCalls::Sparse(Vec::with_capacity(count as usize)),
+            })
+            .collect();
+        for (row, &corr) in rt.correlation.iter().enumerate() {
+            let Some(p) = process_of(row).filter(|_| corr != 0) else {
+                continue;
+            };
+            match per_process.get_mut(p) {
+                Some(ProcessCalls::Dense { base, rows }) => {
+                    if let Some(slot) = rows.get_mut((corr - *base) as usize)
+                        && *slot == NO_ROW
+                    {
+                        *slot = row as u32;
+                    }
+                }
+                Some(ProcessCalls::Sparse(v)) => v.push((corr, row as u32)),
+                _ => {}
+            }
+        }
+        for calls in &mut per_process {
+            if let ProcessCalls::Sparse(v) = calls {
+                v.sort_unstable();
+                v.dedup_by_key(|e| e.0);
+            }
+        }
+        CallIndex { per_process }
+    }
+
+    /// The runtime row with `corr` in `process`.
+    pub fn find(&self, process: ProcessIdx, corr: u32) -> Option<usize> {
+        if corr == 0 {
+            return None;
+        }
+        match self.per_process.get(process as usize)? {
+            ProcessCalls::Empty => None,
+            ProcessCalls::Dense { base, rows } => {
+                let row = *rows.get(corr.checked_sub(*base)? as usize)?;
+                (row != NO_ROW).then_some(row as usize)
+            }
+            ProcessCalls::Sparse(v) => v
+                .binary_search_by_key(&corr, |e| e.0)
+                .ok()
+                .map(|i| v[i].1 as usize),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.per_process
+            .iter()
+            .all(|p| matches!(p, ProcessCalls::Empty))
+    }
+}
+
+/// Forward steps and phases as `detect` sees them in the standard profile.
+#[derive(Debug, Clone, Default)]
+pub struct StepInfo {
+    pub steps: Vec<Step>,
+    pub context: Option<PhaseSteps>,
+    pub generation: Option<PhaseSteps>,
+}
+
+/// A trace with everything the drill-down looks up repeatedly.
+pub struct TraceIndex<'t> {
+    pub trace: &'t Trace,
+    /// The file name shown in results.
+    pub label: String,
+    pub devices: Vec<DeviceKernels>,
+    pub calls: CallIndex,
+    pub names: Names,
+    pub steps: StepInfo,
+}
+
+impl<'t> TraceIndex<'t> {
+    pub fn new(trace: &'t Trace, label: &str) -> TraceIndex<'t> {
+        TraceIndex {
+            trace,
+            label: label.to_string(),
+            devices: kernels_by_device(trace),
+            calls: CallIndex::build(trace),
+            names: Names::build(&trace.strings),
+            steps: step_info(trace),
+        }
+    }
+
+    /// The runtime call that launched kernel `k`.
+    pub fn launch_call(&self, k: usize) -> Option<usize> {
+        let kern = &self.trace.kernels;
+        let corr = *kern.correlation.get(k)?;
+        self.calls.find(*kern.process.get(k)?, corr)
+    }
+
+    /// When kernel `k` was launched on the host: its call's start, else its own start.
+    pub fn launch_time(&self, k: usize) -> Ns {
+        match self.launch_call(k) {
+            Some(row) => self.trace.runtime.start[row],
+            None => self.trace.kernels.start[k],
+        }
+    }
+
+    /// The API kind of runtime row `row`.
+    pub fn call_kind(&self, row: usize) -> ApiKind {
+        self.trace
+            .runtime
+            .name
+            .get(row)
+            .map_or(ApiKind::Other, |&n| self.names.api(n))
+    }
+
+    /// The process of runtime row `row`.
+    pub fn call_process(&self, row: usize) -> Option<ProcessIdx> {
+        let t = *self.trace.runtime.thread.get(row)? as usize;
+        self.trace.threads.process.get(t).copied()
+    }
+
+    /// A kernel's short name (its demangled name when the short one is missing).
+    pub fn kernel_name(&self, k: usize) -> &str {
+        let kern = &self.trace.kernels;
+        let short = kern
+            .short_name
+            .get(k)
+            .copied()
+            .unwrap_or(crate::model::NO_NAME);
+        match self.trace.strings.get(short) {
+            "" => kern
+                .demangled_name
+                .get(k)
+                .map_or("", |&d| self.trace.strings.get(d)),
+            s => s,
+        }
+    }
+
+    /// `[first kernel start, last kernel end]`.
+    pub fn kernel_extent(&self) -> (Ns, Ns) {
+        let k = &self.trace.kernels;
+        let start = k.start.iter().copied().min().unwrap_or(0);
+        let end = k.end.iter().copied().max().unwrap_or(0);
+        (start, end)
+    }
+}
+
+/// Kernel rows per device sorted by (start, end): one sort shared by every analysis.
+fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
+    let k = &trace.kernels;
+    let devices = k.devices();
+    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); devices.len()];
+    for (i, d) in k.device.iter().enumerate() {
+        if let Ok(slot) = devices.binary_search(d) {
+            lists[slot].push(i as u32);
+        }
+    }
+    devices
+        .into_iter()
+        .zip(lists)
+        .map(|(device, mut kernels)| {
+            let key = |&i: &u32| (k.start[i as usize], k.end[i as usize]);
+            if !kernels.is_sorted_by_key(key) {
+                kernels.sort_by_key(key);
+            }
+            DeviceKernels { device, kernels }
+        })
+        .collect()
+}
+
+fn step_info(trace: &Trace) -> StepInfo {
+    let sw = Profile::Standard.switches();
+    let tables = NameTables::build(&trace.strings, &sw, None);
+    let (steps, _) = steps::forward_steps(&trace.nvtx, &tables, &sw);
+    let (context, generation) = steps::phases(&steps, &sw);
+    StepInfo {
+        steps,
+        context,
+        generation,
+    }
+}
+
+/// Steady-state steps (reference §7: ctx = 0 and gen = the maximum gen count), else every
+/// generation step, else every step.
+pub fn steady_steps(steps: &[Step]) -> (Vec<Step>, &'static str) {
+    let max_gen = steps.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
+    let steady: Vec<Step> = steps
+        .iter()
+        .copied()
+        .filter(|s| s.name.ctx == 0 && s.name.gen_reqs == max_gen && max_gen > 0)
+        .collect();
+    if !steady.is_empty() {
+        return (steady, "steady-state steps (0 ctx reqs, max gen reqs)");
+    }
+    let generation: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx == 0).collect();
+    if !generation.is_empty() {
+        return (generation, "generation steps");
+    }
+    (steps.to_vec(), "all forward steps")
+}
+
+/// Index of the span of sorted disjoint `spans` containing `t`.
+pub fn span_containing(spans: &[(Ns, Ns)], t: Ns) -> Option<usize> {
+    let i = spans.partition_point(|s| s.0 <= t).checked_sub(1)?;
+    (t < spans[i].1).then_some(i)
+}

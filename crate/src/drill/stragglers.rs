@@ -1,0 +1,189 @@
+//! Straggler ranks (reference §9.4, SPEC §4): collectives matched across ranks by their order
+//! within each rank; per collective the rank whose kernel starts last; a rank last in more than
+//! 80 % of collectives is flagged with its mean lateness.
+//!
+//! A rank is a (process, device) pair that ran collective kernels, in one trace or across
+//! several files. Files are put on one clock through their session start
+//! (`TARGET_INFO_SESSION_START_TIME.utcEpochNs`): file `i`'s times shift by
+//! `utc_i − utc_0`.
+
+use serde::Serialize;
+
+use super::index::TraceIndex;
+use super::{ratio, us};
+use crate::model::{Ns, ProcessIdx};
+
+/// A rank is flagged when it arrives last in more than this share of collectives.
+pub const STRAGGLER_SHARE: f64 = 0.8;
+
+/// Which rank: its device, OS process id and file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RankId {
+    pub device: u32,
+    pub pid: u32,
+    pub file: String,
+}
+
+/// One rank's record over the matched collectives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankStats {
+    #[serde(flatten)]
+    pub rank: RankId,
+    /// Collective kernels of this rank (matched or not).
+    pub collective_kernels: u64,
+    /// Matched collectives in which this rank arrived last.
+    pub last: u64,
+    pub share: f64,
+    /// Mean (last arrival − first arrival) over the collectives this rank arrived last in.
+    pub mean_lateness_us: f64,
+}
+
+/// The `stragglers` section of the drill-down.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StragglerReport {
+    /// The flagged rank (last in > 80 % of collectives), or `None`.
+    pub rank: Option<RankId>,
+    /// Share of collectives the most-often-last rank arrived last in (flagged or not).
+    pub share: f64,
+    pub mean_lateness_us: f64,
+    /// Collectives matched across every rank.
+    pub collectives: u64,
+    pub ranks: Vec<RankStats>,
+    pub threshold: f64,
+    /// How several files were put on one clock, when they were.
+    pub alignment: Option<String>,
+    pub note: Option<String>,
+}
+
+struct Rank {
+    id: RankId,
+    /// Collective kernel starts on the common clock, ascending.
+    arrivals: Vec<Ns>,
+}
+
+/// Stragglers over every rank of every input.
+pub fn straggler_report(inputs: &[TraceIndex<'_>]) -> StragglerReport {
+    let (offsets, alignment) = clock_offsets(inputs);
+    let ranks: Vec<Rank> = inputs
+        .iter()
+        .zip(offsets)
+        .flat_map(|(ix, offset)| ranks_of(ix, offset))
+        .collect();
+    let n = ranks.iter().map(|r| r.arrivals.len()).min().unwrap_or(0);
+    let mut last = vec![(0u64, 0 as Ns); ranks.len()];
+    if ranks.len() >= 2 {
+        for c in 0..n {
+            let (mut late, mut who, mut early) = (Ns::MIN, 0, Ns::MAX);
+            for (r, rank) in ranks.iter().enumerate() {
+                let t = rank.arrivals[c];
+                if t > late {
+                    (late, who) = (t, r);
+                }
+                early = early.min(t);
+            }
+            last[who].0 += 1;
+            last[who].1 += late - early;
+        }
+    }
+    let collectives = if ranks.len() >= 2 { n as u64 } else { 0 };
+    let stats: Vec<RankStats> = ranks
+        .iter()
+        .zip(&last)
+        .map(|(r, &(count, late_ns))| RankStats {
+            rank: r.id.clone(),
+            collective_kernels: r.arrivals.len() as u64,
+            last: count,
+            share: ratio(count as f64, collectives as f64),
+            mean_lateness_us: if count > 0 {
+                us(late_ns) / count as f64
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    let candidate = stats
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.last, std::cmp::Reverse(*i)))
+        .map(|(_, s)| s);
+    StragglerReport {
+        rank: candidate
+            .filter(|s| s.share > STRAGGLER_SHARE)
+            .map(|s| s.rank.clone()),
+        share: candidate.map_or(0.0, |s| s.share),
+        mean_lateness_us: candidate.map_or(0.0, |s| s.mean_lateness_us),
+        collectives,
+        note: note(&ranks, n),
+        ranks: stats,
+        threshold: STRAGGLER_SHARE,
+        alignment,
+    }
+}
+
+/// Shift of each input onto the first input's clock.
+fn clock_offsets(inputs: &[TraceIndex<'_>]) -> (Vec<Ns>, Option<String>) {
+    if inputs.len() < 2 {
+        return (vec![0; inputs.len()], None);
+    }
+    let starts: Vec<Option<i64>> = inputs
+        .iter()
+        .map(|ix| ix.trace.meta.session_start_utc_ns)
+        .collect();
+    match (
+        starts.iter().copied().collect::<Option<Vec<i64>>>(),
+        starts.first(),
+    ) {
+        (Some(all), Some(&Some(first))) => (
+            all.iter().map(|&s| s.saturating_sub(first)).collect(),
+            Some("files aligned on TARGET_INFO_SESSION_START_TIME.utcEpochNs".into()),
+        ),
+        _ => (
+            vec![0; inputs.len()],
+            Some("a file has no session start time: the files' clocks are assumed equal".into()),
+        ),
+    }
+}
+
+fn ranks_of(ix: &TraceIndex<'_>, offset: Ns) -> Vec<Rank> {
+    let k = &ix.trace.kernels;
+    let mut out: Vec<Rank> = Vec::new();
+    for d in &ix.devices {
+        let mut by_process: Vec<(ProcessIdx, Vec<Ns>)> = Vec::new();
+        for &i in &d.kernels {
+            let i = i as usize;
+            if !ix.names.is_collective(k.short_name[i]) {
+                continue;
+            }
+            let p = k.process[i];
+            let t = k.start[i].saturating_add(offset);
+            match by_process.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, v)) => v.push(t),
+                None => by_process.push((p, vec![t])),
+            }
+        }
+        out.extend(by_process.into_iter().map(|(p, arrivals)| Rank {
+            id: RankId {
+                device: d.device,
+                pid: ix.trace.processes.pid.get(p as usize).copied().unwrap_or(0),
+                file: ix.label.clone(),
+            },
+            arrivals,
+        }));
+    }
+    out
+}
+
+fn note(ranks: &[Rank], matched: usize) -> Option<String> {
+    if ranks.len() < 2 {
+        return Some(format!(
+            "{} rank(s) ran collective (NCCL/allreduce) kernels: straggler detection needs at least two (drop one file per rank, or a multi-GPU trace)",
+            ranks.len()
+        ));
+    }
+    let most = ranks.iter().map(|r| r.arrivals.len()).max().unwrap_or(0);
+    (most != matched).then(|| {
+        format!(
+            "ranks ran different numbers of collective kernels ({matched} to {most}): only the first {matched} of each rank were matched"
+        )
+    })
+}

@@ -1,0 +1,139 @@
+//! Memory copies and memsets (SPEC §5): per copy direction, with the two host-stalling kinds
+//! flagged: async copies from/to pageable host memory (the driver stages them synchronously)
+//! and copies issued through a synchronous API.
+//!
+//! Sync vs async comes from the API call that issued the operation (joined on process and
+//! correlation id); pageable from `srcKind`/`dstKind` (`ENUM_CUDA_MEM_KIND` 0 = pageable).
+
+use serde::Serialize;
+
+use crate::drill::index::TraceIndex;
+use crate::drill::names::ApiKind;
+use crate::drill::us;
+use crate::model::{MemOps, Ns};
+
+/// `ENUM_CUDA_MEM_KIND` value of pageable host memory.
+pub const PAGEABLE: u8 = 0;
+
+/// Operations of one kind (a copy direction, or memset).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemOpStats {
+    pub kind: String,
+    pub count: u64,
+    pub bytes: u64,
+    pub total_us: f64,
+    /// Async API with a pageable host side.
+    pub pageable_async: u64,
+    /// Issued through a synchronous API (`cudaMemcpy`, `cuMemcpyDtoH`, `cudaMemset` …).
+    pub synchronous: u64,
+    /// No API call found for the operation: sync/async unknown.
+    pub unjoined: u64,
+}
+
+/// The memory section of the explainer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemorySummary {
+    pub memcpy: Vec<MemOpStats>,
+    pub memset: MemOpStats,
+    pub pageable_async_copies: u64,
+    pub synchronous_copies: u64,
+    pub synchronous_memsets: u64,
+}
+
+/// `ENUM_CUDA_MEMCPY_OPER` labels.
+fn copy_kind(kind: u8) -> &'static str {
+    match kind {
+        1 => "HtoD",
+        2 => "DtoH",
+        3 => "HtoA",
+        4 => "AtoH",
+        5 => "AtoA",
+        6 => "AtoD",
+        7 => "DtoA",
+        8 => "DtoD",
+        9 => "HtoH",
+        10 => "PtoP",
+        11 => "UVM HtoD",
+        12 => "UVM DtoH",
+        13 => "UVM DtoD",
+        _ => "unknown",
+    }
+}
+
+/// Whether the API call that issued operation `i` is async; `None` when none joins it.
+fn issued_by(ix: &TraceIndex<'_>, ops: &MemOps, i: usize) -> Option<bool> {
+    let row = ix
+        .calls
+        .find(*ops.process.get(i)?, *ops.correlation.get(i)?)?;
+    match ix.call_kind(row) {
+        ApiKind::Memcpy { is_async } | ApiKind::Memset { is_async } => Some(is_async),
+        _ => None,
+    }
+}
+
+fn stats(kind: &str) -> MemOpStats {
+    MemOpStats {
+        kind: kind.to_string(),
+        count: 0,
+        bytes: 0,
+        total_us: 0.0,
+        pageable_async: 0,
+        synchronous: 0,
+        unjoined: 0,
+    }
+}
+
+fn add(s: &mut MemOpStats, ops: &MemOps, i: usize, is_async: Option<bool>, pageable: bool) {
+    let d: Ns = (ops.end[i] - ops.start[i]).max(0);
+    s.count += 1;
+    s.bytes += ops.bytes.get(i).copied().unwrap_or(0);
+    s.total_us += us(d);
+    match is_async {
+        Some(true) if pageable => s.pageable_async += 1,
+        Some(true) => {}
+        Some(false) => s.synchronous += 1,
+        None => s.unjoined += 1,
+    }
+}
+
+/// Copies per direction (most time first) and memsets.
+pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
+    let t = ix.trace;
+    let mut kinds: Vec<MemOpStats> = Vec::new();
+    for i in 0..t.memcpy.len() {
+        let label = copy_kind(t.memcpy.kind.get(i).copied().unwrap_or(0));
+        let pageable = t.memcpy.src_mem.get(i) == Some(&PAGEABLE)
+            || t.memcpy.dst_mem.get(i) == Some(&PAGEABLE);
+        let is_async = issued_by(ix, &t.memcpy, i);
+        let slot = match kinds.iter().position(|k| k.kind == label) {
+            Some(p) => p,
+            None => {
+                kinds.push(stats(label));
+                kinds.len() - 1
+            }
+        };
+        add(&mut kinds[slot], &t.memcpy, i, is_async, pageable);
+    }
+    kinds.sort_by(|a, b| {
+        b.total_us
+            .total_cmp(&a.total_us)
+            .then_with(|| a.kind.cmp(&b.kind))
+    });
+    let mut memset = stats("memset");
+    for i in 0..t.memset.len() {
+        add(
+            &mut memset,
+            &t.memset,
+            i,
+            issued_by(ix, &t.memset, i),
+            false,
+        );
+    }
+    MemorySummary {
+        pageable_async_copies: kinds.iter().map(|k| k.pageable_async).sum(),
+        synchronous_copies: kinds.iter().map(|k| k.synchronous).sum(),
+        synchronous_memsets: memset.synchronous,
+        memcpy: kinds,
+        memset,
+    }
+}

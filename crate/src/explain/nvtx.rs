@@ -1,0 +1,151 @@
+//! NVTX ranges (SPEC §5): time per range name, and GPU time attributed to ranges.
+//!
+//! A kernel's GPU time goes to the innermost NVTX range open on the thread that launched it, at
+//! the moment of the launch call (the usual "NVTX GPU projection"). Coverage is the share of all
+//! kernel time that some range received. Ranges per thread are swept once with a stack, in the
+//! order of the thread's launch calls.
+
+use serde::Serialize;
+
+use super::stats::{NamedStats, named_stats};
+use crate::detect::Profile;
+use crate::detect::steps::visible_name;
+use crate::drill::index::TraceIndex;
+use crate::drill::{ratio, us};
+use crate::model::{NO_NAME, NameId, Ns};
+
+/// GPU time of kernels launched inside ranges of one name (innermost range).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NvtxGpuTime {
+    pub name: String,
+    pub kernels: u64,
+    pub gpu_us: f64,
+    /// Share of all kernel time.
+    pub share: f64,
+}
+
+/// The NVTX section of the explainer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NvtxSummary {
+    pub ranges: u64,
+    /// Most total time first.
+    pub top_ranges: Vec<NamedStats>,
+    /// Most GPU time first.
+    pub gpu_time: Vec<NvtxGpuTime>,
+    pub attributed_us: f64,
+    pub kernel_us: f64,
+    /// `attributed_us / kernel_us`.
+    pub coverage: f64,
+}
+
+/// One visible range: (start, end, name).
+type Range = (Ns, Ns, NameId);
+
+/// Ranges grouped by thread, each thread's sorted by start (outer first on equal starts).
+fn ranges_by_thread(ix: &TraceIndex<'_>) -> Vec<Vec<Range>> {
+    let nvtx = &ix.trace.nvtx;
+    let sw = Profile::Standard.switches();
+    let mut out: Vec<Vec<Range>> = vec![Vec::new(); ix.trace.threads.len()];
+    for i in 0..nvtx.len() {
+        if let Some(name) = visible_name(nvtx, i, &sw)
+            && let Some(v) = out.get_mut(nvtx.thread[i] as usize)
+        {
+            v.push((nvtx.start[i], nvtx.end[i], name));
+        }
+    }
+    for v in &mut out {
+        v.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+    }
+    out
+}
+
+/// The innermost range open at each launch call (by runtime row), `NO_NAME` outside ranges.
+fn innermost_at_launches(ix: &TraceIndex<'_>, ranges: &[Vec<Range>]) -> Vec<NameId> {
+    let rt = &ix.trace.runtime;
+    let mut calls: Vec<Vec<u32>> = vec![Vec::new(); ranges.len()];
+    for r in 0..rt.len() {
+        if ix.call_kind(r).launches_kernels()
+            && let Some(v) = calls.get_mut(rt.thread[r] as usize)
+        {
+            v.push(r as u32);
+        }
+    }
+    let mut inner = vec![NO_NAME; rt.len()];
+    for (thread_calls, thread_ranges) in calls.iter_mut().zip(ranges) {
+        if thread_ranges.is_empty() {
+            continue;
+        }
+        if !thread_calls.is_sorted_by_key(|&r| rt.start[r as usize]) {
+            thread_calls.sort_by_key(|&r| rt.start[r as usize]);
+        }
+        let mut stack: Vec<Range> = Vec::new();
+        let mut next = 0;
+        for &r in thread_calls.iter() {
+            let t = rt.start[r as usize];
+            while let Some(&range) = thread_ranges.get(next).filter(|g| g.0 <= t) {
+                while stack.last().is_some_and(|top| top.1 <= range.0) {
+                    stack.pop();
+                }
+                stack.push(range);
+                next += 1;
+            }
+            while stack.last().is_some_and(|top| top.1 <= t) {
+                stack.pop();
+            }
+            if let Some(top) = stack.last() {
+                inner[r as usize] = top.2;
+            }
+        }
+    }
+    inner
+}
+
+/// Range summary and GPU attribution; `top` limits both lists.
+pub fn nvtx_summary(ix: &TraceIndex<'_>, top: usize) -> NvtxSummary {
+    let ranges = ranges_by_thread(ix);
+    let mut per_name: Vec<(u64, Ns, Ns)> = vec![(0, 0, 0); ix.trace.strings.len()];
+    for &(s, e, name) in ranges.iter().flatten() {
+        if let Some(a) = per_name.get_mut(name as usize) {
+            *a = (a.0 + 1, a.1 + (e - s), a.2.max(e - s));
+        }
+    }
+    let inner = innermost_at_launches(ix, &ranges);
+    let k = &ix.trace.kernels;
+    let mut gpu: Vec<(u64, Ns)> = vec![(0, 0); ix.trace.strings.len()];
+    let mut kernel_ns: Ns = 0;
+    for i in 0..k.len() {
+        let d = (k.end[i] - k.start[i]).max(0);
+        kernel_ns += d;
+        let name = ix.launch_call(i).map_or(NO_NAME, |r| inner[r]);
+        if let Some(g) = gpu.get_mut(name as usize) {
+            *g = (g.0 + 1, g.1 + d);
+        }
+    }
+    let attributed: Ns = gpu.iter().map(|g| g.1).sum();
+    NvtxSummary {
+        ranges: per_name.iter().map(|a| a.0).sum(),
+        top_ranges: named_stats(&ix.trace.strings, &per_name, top),
+        gpu_time: top_gpu(ix, &gpu, kernel_ns, top),
+        attributed_us: us(attributed),
+        kernel_us: us(kernel_ns),
+        coverage: ratio(attributed as f64, kernel_ns as f64),
+    }
+}
+
+fn name_of(ix: &TraceIndex<'_>, id: usize) -> String {
+    ix.trace.strings.get(id as NameId).to_string()
+}
+
+fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) -> Vec<NvtxGpuTime> {
+    let mut ids: Vec<usize> = (0..gpu.len()).filter(|&i| gpu[i].0 > 0).collect();
+    ids.sort_by(|&a, &b| gpu[b].1.cmp(&gpu[a].1).then(a.cmp(&b)));
+    ids.into_iter()
+        .take(top)
+        .map(|i| NvtxGpuTime {
+            name: name_of(ix, i),
+            kernels: gpu[i].0,
+            gpu_us: us(gpu[i].1),
+            share: ratio(gpu[i].1 as f64, kernel_ns as f64),
+        })
+        .collect()
+}

@@ -1,0 +1,222 @@
+//! The drill-down as readable text (`nsys-lens drill` without `--json`).
+
+use std::fmt::Write;
+
+use super::tables::overlaps;
+use crate::drill::DrillReport;
+use crate::drill::gap_report::TopGap;
+use crate::drill::gaps::GapBucket;
+
+fn buckets(out: &mut String, b: &[GapBucket]) {
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>8} {:>12} {:>7}  typical cause",
+        "bucket", "gaps", "total ms", "share"
+    );
+    for x in b {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>8} {:>12.3} {:>6.1}%  {}",
+            x.label,
+            x.count,
+            x.total_us / 1000.0,
+            x.share * 100.0,
+            x.cause
+        );
+    }
+}
+
+fn top(out: &mut String, gaps: &[TopGap]) {
+    for (i, g) in gaps.iter().enumerate() {
+        let lane = match g.stream {
+            Some(s) => format!("device {} stream {s}", g.device),
+            None => format!("device {}", g.device),
+        };
+        let _ = writeln!(
+            out,
+            "  {:>2}. {:>10.1} µs  {lane}  {}..{} ns  [{}]\n      {} → {}",
+            i + 1,
+            g.gap_us,
+            g.start_ns,
+            g.end_ns,
+            g.bucket,
+            g.prev_kernel,
+            g.next_kernel
+        );
+        if !g.nvtx.is_empty() {
+            let _ = writeln!(out, "      NVTX: {}", overlaps(&g.nvtx));
+        }
+        if !g.api.is_empty() {
+            let _ = writeln!(out, "      API:  {}", overlaps(&g.api));
+        }
+    }
+}
+
+/// The drill-down report as text.
+pub fn drill_report(d: &DrillReport) -> String {
+    let mut out = format!("Kernel-level drill-down: {}\n\n", d.files.join(", "));
+    let g = &d.gaps;
+    let idle = &g.device_idle;
+    let _ = writeln!(
+        out,
+        "GPU-idle gaps (no kernel on any stream): {} gaps, {:.3} ms = {:.1}% of device time{}",
+        idle.gaps,
+        idle.total_us / 1000.0,
+        idle.idle_share * 100.0,
+        idle.reading
+            .as_ref()
+            .map_or(String::new(), |r| format!("; {r}"))
+    );
+    buckets(&mut out, &idle.buckets);
+    let _ = writeln!(out, "\nLargest device-idle gaps:");
+    top(&mut out, &idle.top);
+    let _ = writeln!(
+        out,
+        "\nGaps per (device, stream): {} gaps, {:.3} ms{}",
+        g.gaps,
+        g.total_us / 1000.0,
+        g.reading
+            .as_ref()
+            .map_or(String::new(), |r| format!("; {r}"))
+    );
+    buckets(&mut out, &g.buckets);
+    let _ = writeln!(out, "\nLargest per-stream gaps:");
+    top(&mut out, &g.top);
+    graphs(&mut out, d);
+    patterns(&mut out, d);
+    stragglers(&mut out, d);
+    let _ = writeln!(out, "\nFindings:");
+    for (i, f) in d.findings.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  {}. [{}] {}\n     {}\n     Fix: {}{}",
+            i + 1,
+            f.severity.label().to_uppercase(),
+            f.title,
+            f.evidence,
+            f.fix,
+            f.pattern
+                .as_ref()
+                .map_or(String::new(), |p| format!(" (pattern: {p})"))
+        );
+    }
+    if d.findings.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for c in &d.coverage {
+        let _ = writeln!(out, "Not computed — {}: {}", c.subject, c.reason);
+    }
+    out
+}
+
+fn graphs(out: &mut String, d: &DrillReport) {
+    let g = &d.graphs;
+    let _ = writeln!(
+        out,
+        "\nCUDA graphs (capture mode {}): {} graph-launched, {} eager kernels, coverage {:.1}%",
+        g.capture_mode,
+        g.graph_kernels,
+        g.eager_kernels,
+        g.coverage * 100.0
+    );
+    for p in &g.phases {
+        let _ = writeln!(
+            out,
+            "  {} phase: {} kernels, coverage {:.1}%",
+            p.phase,
+            p.kernels,
+            p.coverage * 100.0
+        );
+    }
+    if let Some(a) = &g.advice {
+        let _ = writeln!(out, "  {a}");
+    }
+    for e in &g.eager_top {
+        let _ = writeln!(
+            out,
+            "  eager {:>8} × {:>12.3} ms  {}{}",
+            e.count,
+            e.total_us / 1000.0,
+            e.name,
+            if e.capturable { "  (capturable)" } else { "" }
+        );
+    }
+}
+
+fn patterns(out: &mut String, d: &DrillReport) {
+    let p = &d.patterns;
+    if !p.found {
+        let _ = writeln!(
+            out,
+            "\nPer-layer pattern: none found in {} ({})",
+            p.source,
+            p.note.as_deref().unwrap_or("")
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nPer-layer pattern: {} kernels × {:.2} layers per step, in {}",
+        p.kernels.len(),
+        p.layers_per_step,
+        p.source
+    );
+    for k in &p.kernels {
+        let _ = writeln!(
+            out,
+            "  {:>3}  gap {:>9.1} µs  {:<12} {}",
+            k.index,
+            k.mean_gap_us,
+            k.category.label(),
+            k.name
+        );
+    }
+    let _ = writeln!(out, "  blocks by gap × layers:");
+    for b in &p.blocks {
+        let _ = writeln!(
+            out,
+            "  {} {:<7} kernels {:<7} {:<20} {:>9.1} µs/layer {:>10.1} µs/step",
+            b.group, b.priority, b.kernels, b.operation, b.gap_per_layer_us, b.total_gap_us
+        );
+    }
+}
+
+fn stragglers(out: &mut String, d: &DrillReport) {
+    let s = &d.stragglers;
+    let _ = writeln!(
+        out,
+        "\nStragglers: {} collectives matched across {} rank(s)",
+        s.collectives,
+        s.ranks.len()
+    );
+    for r in &s.ranks {
+        let _ = writeln!(
+            out,
+            "  device {} pid {} ({}): last in {} ({:.1}%), mean lateness {:.1} µs",
+            r.rank.device,
+            r.rank.pid,
+            r.rank.file,
+            r.last,
+            r.share * 100.0,
+            r.mean_lateness_us
+        );
+    }
+    match &s.rank {
+        Some(r) => {
+            let _ = writeln!(
+                out,
+                "  STRAGGLER: device {} (pid {}) is last in {:.1}% > {:.0}% of collectives",
+                r.device,
+                r.pid,
+                s.share * 100.0,
+                s.threshold * 100.0
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  no straggler flagged");
+        }
+    }
+    for n in s.alignment.iter().chain(&s.note) {
+        let _ = writeln!(out, "  {n}");
+    }
+}

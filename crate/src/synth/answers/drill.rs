@@ -1,0 +1,483 @@
+//! Drill-down and explainer answers (SPEC §4–§5), derived from the placed rows with plain code:
+//! sorted lists, unions, linear scans. Never calls `drill`, `explain` or `model`.
+//!
+//! Definitions stated once, here and in the answers file:
+//! - a lane's gaps are the holes between the union of its kernel intervals (lane = device and
+//!   stream, or device); the kernel before a gap is the last (in start, end order) to end when the
+//!   busy interval ends, the kernel after is the first to start;
+//! - the largest gaps are ordered by size, then earlier start, then lower device and stream;
+//! - a gap's NVTX ranges are the push/pop ranges overlapping it on the threads that issued the
+//!   launch calls of the kernels on either side; its API calls are all runtime calls of those
+//!   kernels' processes overlapping it; both aggregated by name, largest overlap first, ≤ 10;
+//! - a kernel is graph-launched when it has a graph node id or its launch call is a graph launch;
+//!   it belongs to a phase when its launch call starts inside one of that phase's steps.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+
+use super::parse_steps;
+use crate::synth::timeline::{Kernel, Ns, Timeline};
+
+/// Top gaps listed, and names listed per gap.
+const TOP: usize = 10;
+const NAMES: usize = 10;
+/// Above this many kernels (benchmark files) the drill answers are skipped: tests use small runs.
+const MAX_KERNELS: usize = 1_000_000;
+
+fn us(ns: Ns) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// Which of the nine buckets `[lo, hi)` a gap of `g` ns falls in.
+fn bucket(g: Ns) -> usize {
+    const UPPER_NS: [Ns; 8] = [
+        1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000, 5_000_000,
+    ];
+    UPPER_NS.iter().filter(|&&hi| g >= hi).count()
+}
+
+/// A gap between kernels `prev` and `next` (indices into `tl.kernels`).
+#[derive(Debug, Clone, Copy)]
+struct Gap {
+    start: Ns,
+    end: Ns,
+    device: u8,
+    stream: Option<u8>,
+    prev: usize,
+    next: usize,
+}
+
+/// The gaps of one lane: kernel indices sorted by (start, end); union, then holes.
+fn lane_gaps(tl: &Timeline, lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
+    let k = |i: usize| &tl.kernels[i];
+    // (span start, span end, first kernel of span, last-ending kernel of span)
+    let mut spans: Vec<(Ns, Ns, usize, usize)> = Vec::new();
+    for &i in lane {
+        match spans.last_mut() {
+            Some(sp) if k(i).start <= sp.1 => {
+                if k(i).end >= sp.1 {
+                    sp.1 = k(i).end;
+                    sp.3 = i;
+                }
+            }
+            _ => spans.push((k(i).start, k(i).end, i, i)),
+        }
+    }
+    spans
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].1)
+        .map(|w| Gap {
+            start: w[0].1,
+            end: w[1].0,
+            device: k(w[0].3).device,
+            stream,
+            prev: w[0].3,
+            next: w[1].2,
+        })
+        .collect()
+}
+
+fn sorted_lanes(
+    tl: &Timeline,
+    key: impl Fn(&Kernel) -> (u8, Option<u8>),
+) -> BTreeMap<(u8, Option<u8>), Vec<usize>> {
+    let mut lanes: BTreeMap<(u8, Option<u8>), Vec<usize>> = BTreeMap::new();
+    for (i, kern) in tl.kernels.iter().enumerate() {
+        lanes.entry(key(kern)).or_default().push(i);
+    }
+    for v in lanes.values_mut() {
+        v.sort_by_key(|&i| (tl.kernels[i].start, tl.kernels[i].end));
+    }
+    lanes
+}
+
+fn all_gaps(tl: &Timeline, per_stream: bool) -> Vec<Gap> {
+    let lanes = sorted_lanes(tl, |k| (k.device, per_stream.then_some(k.stream)));
+    lanes
+        .iter()
+        .flat_map(|(&(_, stream), lane)| lane_gaps(tl, lane, stream))
+        .collect()
+}
+
+fn buckets(gaps: &[Gap]) -> Value {
+    let mut count = [0u64; 9];
+    let mut total = [0 as Ns; 9];
+    for g in gaps {
+        count[bucket(g.end - g.start)] += 1;
+        total[bucket(g.end - g.start)] += g.end - g.start;
+    }
+    (0..9)
+        .map(|b| json!({"count": count[b], "total_us": us(total[b])}))
+        .collect()
+}
+
+/// `(proc, corr)` → index of its runtime row, for the given kernels only (a linear scan).
+fn launch_calls(tl: &Timeline, kernels: &[usize]) -> HashMap<(u8, u32), usize> {
+    let wanted: Vec<(u8, u32)> = kernels
+        .iter()
+        .map(|&i| (tl.kernels[i].proc, tl.kernels[i].corr))
+        .collect();
+    tl.apis
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| wanted.contains(&(a.proc, a.corr)))
+        .map(|(i, a)| ((a.proc, a.corr), i))
+        .collect()
+}
+
+/// Name → (count, overlap ns) as the ranked list of the answers.
+fn ranked(tl: &Timeline, acc: HashMap<u32, (u64, Ns)>) -> Value {
+    let mut v: Vec<(&str, u64, Ns)> = acc
+        .into_iter()
+        .map(|(name, (n, ns))| (tl.names.get(name), n, ns))
+        .collect();
+    v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    v.truncate(NAMES);
+    v.into_iter()
+        .map(|(name, count, ns)| json!({"name": name, "count": count, "overlap_us": us(ns)}))
+        .collect()
+}
+
+fn top_gaps(tl: &Timeline, mut gaps: Vec<Gap>) -> Value {
+    gaps.sort_by_key(|g| {
+        (
+            std::cmp::Reverse(g.end - g.start),
+            g.start,
+            g.device,
+            g.stream,
+        )
+    });
+    gaps.truncate(TOP);
+    let ends: Vec<usize> = gaps.iter().flat_map(|g| [g.prev, g.next]).collect();
+    let calls = launch_calls(tl, &ends);
+    gaps.iter()
+        .map(|g| {
+            let (kp, kn) = (&tl.kernels[g.prev], &tl.kernels[g.next]);
+            let threads: Vec<(u8, u32)> = [kp, kn]
+                .iter()
+                .filter_map(|k| calls.get(&(k.proc, k.corr)))
+                .map(|&a| (tl.apis[a].proc, tl.apis[a].tid))
+                .collect();
+            let overlap = |s: Ns, e: Ns| e.min(g.end) - s.max(g.start);
+            let mut nvtx: HashMap<u32, (u64, Ns)> = HashMap::new();
+            for r in &tl.nvtx {
+                let Some(end) = r.end.filter(|&e| e > 0 && e >= r.start) else {
+                    continue;
+                };
+                if r.event_type == 59
+                    && threads.contains(&(r.proc, r.tid))
+                    && overlap(r.start, end) > 0
+                {
+                    let e = nvtx.entry(r.name).or_default();
+                    *e = (e.0 + 1, e.1 + overlap(r.start, end));
+                }
+            }
+            let mut api: HashMap<u32, (u64, Ns)> = HashMap::new();
+            for a in &tl.apis {
+                if (a.proc == kp.proc || a.proc == kn.proc) && overlap(a.start, a.end) > 0 {
+                    let e = api.entry(a.name).or_default();
+                    *e = (e.0 + 1, e.1 + overlap(a.start, a.end));
+                }
+            }
+            json!({
+                "device": g.device,
+                "stream": g.stream,
+                "start_ns": g.start,
+                "end_ns": g.end,
+                "gap_us": us(g.end - g.start),
+                "prev_kernel": tl.names.get(kp.short),
+                "next_kernel": tl.names.get(kn.short),
+                "nvtx": ranked(tl, nvtx),
+                "api": ranked(tl, api),
+            })
+        })
+        .collect()
+}
+
+/// Forward steps per phase after TP de-duplication (same number, starts < 100 µs apart):
+/// `[context, generation]`, each as (step count, union of step intervals).
+fn phase_windows(tl: &Timeline) -> [(usize, Vec<(Ns, Ns)>); 2] {
+    let mut steps = parse_steps(tl, true, |t| t == 59);
+    steps.sort_by_key(|s| (s.start, s.end));
+    let mut out: [(usize, Vec<(Ns, Ns)>); 2] = [(0, Vec::new()), (0, Vec::new())];
+    let mut i = 0;
+    while i < steps.len() {
+        let first = steps[i];
+        let mut j = i + 1;
+        while j < steps.len()
+            && steps[j].number == first.number
+            && steps[j].start - first.start < 100_000
+        {
+            j += 1;
+        }
+        let phase = if first.ctx > 0 {
+            Some(0)
+        } else if first.generation > 0 {
+            Some(1)
+        } else {
+            None
+        };
+        if let Some(p) = phase {
+            out[p].0 += 1;
+            out[p]
+                .1
+                .extend(steps[i..j].iter().map(|s| (s.start, s.end)));
+        }
+        i = j;
+    }
+    for w in &mut out {
+        w.1 = super::ivl::union(std::mem::take(&mut w.1));
+    }
+    out
+}
+
+fn is_graph_kernel(tl: &Timeline, k: &Kernel, launch: Option<usize>) -> bool {
+    k.graph_node != 0
+        || launch.is_some_and(|a| {
+            let name = tl.names.get(tl.apis[a].name);
+            name.starts_with("cudaGraphLaunch") || name.starts_with("cuGraphLaunch")
+        })
+}
+
+/// Every launch call by (proc, corr).
+fn all_calls(tl: &Timeline) -> HashMap<(u8, u32), usize> {
+    tl.apis
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ((a.proc, a.corr), i))
+        .collect()
+}
+
+fn graphs(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
+    let phases = phase_windows(tl);
+    let mut per_phase = [(0u64, 0u64); 2];
+    let mut eager: BTreeMap<&str, (u64, Ns)> = BTreeMap::new();
+    let mut graph = 0u64;
+    for k in &tl.kernels {
+        let launch = calls.get(&(k.proc, k.corr)).copied();
+        let is_graph = is_graph_kernel(tl, k, launch);
+        if is_graph {
+            graph += 1;
+        } else {
+            let e = eager.entry(tl.names.get(k.short)).or_default();
+            *e = (e.0 + 1, e.1 + (k.end - k.start));
+        }
+        let at = launch.map_or(k.start, |a| tl.apis[a].start);
+        for (p, (_, spans)) in per_phase.iter_mut().zip(&phases) {
+            if spans.iter().any(|&(s, e)| s <= at && at < e) {
+                p.0 += 1;
+                p.1 += u64::from(is_graph);
+            }
+        }
+    }
+    let mut eager_list: Vec<(&str, u64, Ns)> =
+        eager.into_iter().map(|(n, (c, t))| (n, c, t)).collect();
+    eager_list.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    let phase = |i: usize| json!({"steps": phases[i].0, "kernels": per_phase[i].0, "graph_kernels": per_phase[i].1});
+    json!({
+        "graph_kernels": graph,
+        "eager_kernels": tl.kernels.len() as u64 - graph,
+        "context": phase(0),
+        "generation": phase(1),
+        "eager_by_name": eager_list.iter().map(|(n, c, t)| json!({"name": n, "count": c, "total_us": us(*t)})).collect::<Vec<_>>(),
+    })
+}
+
+/// `s[floor(n × q)]` of sorted `s` (clamped), in µs.
+fn quantile(s: &[Ns], q: f64) -> f64 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    us(s[((s.len() as f64 * q) as usize).min(s.len() - 1)])
+}
+
+fn explain(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
+    let mut by_name: BTreeMap<&str, Vec<Ns>> = BTreeMap::new();
+    let mut latency: Vec<Ns> = Vec::new();
+    for k in &tl.kernels {
+        by_name
+            .entry(tl.names.get(k.short))
+            .or_default()
+            .push(k.end - k.start);
+        if let Some(&a) = calls.get(&(k.proc, k.corr))
+            && tl
+                .names
+                .get(tl.apis[a].name)
+                .starts_with("cudaLaunchKernel")
+        {
+            latency.push(k.start - tl.apis[a].end);
+        }
+    }
+    let kernels: Vec<Value> = by_name
+        .iter_mut()
+        .map(|(name, d)| {
+            d.sort_unstable();
+            json!({
+                "name": name, "count": d.len(), "total_us": us(d.iter().sum()),
+                "min_us": us(d[0]), "max_us": us(d[d.len() - 1]),
+                "p50_us": quantile(d, 0.5), "p90_us": quantile(d, 0.9),
+            })
+        })
+        .collect();
+    latency.sort_unstable();
+    let sync_names = [
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+    ];
+    let syncs: Vec<&crate::synth::timeline::Api> = tl
+        .apis
+        .iter()
+        .filter(|a| {
+            sync_names
+                .iter()
+                .any(|s| tl.names.get(a.name).starts_with(s))
+        })
+        .collect();
+    json!({
+        "kernels": kernels,
+        "launch_latency": {
+            "kernels": latency.len(),
+            "p50_us": quantile(&latency, 0.5),
+            "p90_us": quantile(&latency, 0.9),
+            "p99_us": quantile(&latency, 0.99),
+        },
+        "syncs": {"calls": syncs.len(), "total_us": us(syncs.iter().map(|a| a.end - a.start).sum())},
+        "memcpy": {"count": tl.memcpy.len(), "bytes": tl.memcpy.iter().map(|m| m.bytes).sum::<i64>()},
+        "nvtx_gpu": nvtx_gpu(tl, calls),
+    })
+}
+
+/// GPU time by the innermost push/pop range open on the launching thread at the launch call
+/// (latest start, then shortest), and the share of kernel time attributed.
+fn nvtx_gpu(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
+    type Ranges = Vec<(Ns, Ns, u32)>;
+    let mut per_thread: HashMap<(u8, u32), Ranges> = HashMap::new();
+    for r in &tl.nvtx {
+        if let Some(end) = r
+            .end
+            .filter(|&e| r.event_type == 59 && e > 0 && e >= r.start)
+        {
+            per_thread
+                .entry((r.proc, r.tid))
+                .or_default()
+                .push((r.start, end, r.name));
+        }
+    }
+    let mut gpu: BTreeMap<&str, Ns> = BTreeMap::new();
+    let (mut attributed, mut total) = (0 as Ns, 0 as Ns);
+    for k in &tl.kernels {
+        total += k.end - k.start;
+        let Some(&a) = calls.get(&(k.proc, k.corr)) else {
+            continue;
+        };
+        let (t, key) = (tl.apis[a].start, (tl.apis[a].proc, tl.apis[a].tid));
+        let inner = per_thread.get(&key).and_then(|v| {
+            v.iter()
+                .filter(|r| r.0 <= t && t < r.1)
+                .max_by_key(|r| (r.0, std::cmp::Reverse(r.1)))
+        });
+        if let Some(r) = inner {
+            attributed += k.end - k.start;
+            *gpu.entry(tl.names.get(r.2)).or_default() += k.end - k.start;
+        }
+    }
+    json!({
+        "attributed_us": us(attributed),
+        "kernel_us": us(total),
+        "by_name": gpu.iter().map(|(n, t)| json!({"name": n, "gpu_us": us(*t)})).collect::<Vec<_>>(),
+    })
+}
+
+/// The `drill` answers of any scenario (skipped above [`MAX_KERNELS`] kernels).
+pub fn drill_answers(tl: &Timeline) -> Value {
+    if tl.kernels.len() > MAX_KERNELS {
+        return Value::Null;
+    }
+    let stream_gaps = all_gaps(tl, true);
+    let idle_gaps = all_gaps(tl, false);
+    let calls = all_calls(tl);
+    json!({
+        "definitions": "see crate/src/synth/answers/drill.rs: gaps are holes in each lane's kernel union (lane = device+stream, or device); top gaps by size, earlier start, lower device/stream; NVTX = push/pop ranges on the launching threads overlapping the gap, API = calls of the kernels' processes overlapping it, by name, largest overlap first, at most 10",
+        "stream_buckets": buckets(&stream_gaps),
+        "idle_buckets": buckets(&idle_gaps),
+        "top_stream_gaps": top_gaps(tl, stream_gaps),
+        "top_idle_gaps": top_gaps(tl, idle_gaps),
+        "graphs": graphs(tl, &calls),
+        "explain": explain(tl, &calls),
+    })
+}
+
+/// A scenario's planned layer: per position the kernel short name and its functional block.
+pub struct LayerPlan<'a> {
+    pub positions: &'a [(&'a str, &'a str)],
+    /// Kernels launched in each steady step before the first layer.
+    pub prefix: usize,
+    pub layers: usize,
+}
+
+/// The per-layer pattern the scenario placed: mean preceding gap per position over steady
+/// steps (0 for a step's first kernel), blocks of consecutive equal labels ranked by
+/// gap per layer × layers per step.
+pub fn layer_pattern(tl: &Timeline, plan: &LayerPlan<'_>) -> Value {
+    let mut steps = parse_steps(tl, true, |t| t == 59);
+    let max_gen = steps.iter().map(|s| s.generation).max().unwrap_or(0);
+    steps.retain(|s| s.ctx == 0 && s.generation == max_gen);
+    steps.sort_by_key(|s| s.start);
+    let calls = all_calls(tl);
+    let mut order: Vec<usize> = (0..tl.kernels.len()).collect();
+    order.sort_by_key(|&i| (tl.kernels[i].start, tl.kernels[i].end));
+    let mut per_step: Vec<Vec<(usize, Ns)>> = vec![Vec::new(); steps.len()];
+    let mut busy_until: Option<Ns> = None;
+    for &i in &order {
+        let k = &tl.kernels[i];
+        let gap = busy_until.map_or(0, |b| (k.start - b).max(0));
+        busy_until = Some(busy_until.map_or(k.end, |b| b.max(k.end)));
+        let at = calls
+            .get(&(k.proc, k.corr))
+            .map_or(k.start, |&a| tl.apis[a].start);
+        if let Some(s) = steps.iter().position(|s| s.start <= at && at < s.end) {
+            let first = per_step[s].is_empty();
+            per_step[s].push((i, if first { 0 } else { gap }));
+        }
+    }
+    let width = plan.positions.len();
+    let mut gap_sum = vec![0 as Ns; width];
+    let mut placed_as_planned = true;
+    for seq in &per_step {
+        for (n, &(i, gap)) in seq
+            .iter()
+            .skip(plan.prefix)
+            .take(width * plan.layers)
+            .enumerate()
+        {
+            placed_as_planned &= tl.names.get(tl.kernels[i].short) == plan.positions[n % width].0;
+            gap_sum[n % width] += gap;
+        }
+    }
+    let occurrences = (steps.len() * plan.layers).max(1) as f64;
+    let mean: Vec<f64> = gap_sum.iter().map(|&g| us(g) / occurrences).collect();
+    let mut blocks: Vec<(usize, usize, &str, f64)> = Vec::new();
+    for (j, &(_, label)) in plan.positions.iter().enumerate() {
+        match blocks.last_mut() {
+            Some(b) if b.2 == label => {
+                b.1 = j;
+                b.3 += mean[j];
+            }
+            _ => blocks.push((j, j, label, mean[j])),
+        }
+    }
+    blocks.sort_by(|a, b| b.3.total_cmp(&a.3).then(a.0.cmp(&b.0)));
+    json!({
+        "placed_as_planned": placed_as_planned,
+        "steps": steps.len(),
+        "layers_per_step": plan.layers,
+        "sequence": plan.positions.iter().map(|p| p.0).collect::<Vec<_>>(),
+        "mean_gap_us": mean,
+        "blocks": blocks.iter().enumerate().map(|(rank, b)| json!({
+            "rank": rank + 1, "first": b.0, "last": b.1, "label": b.2,
+            "gap_per_layer_us": b.3, "total_gap_us": b.3 * plan.layers as f64,
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,779 @@
+//! The drill-down against the generator's answers: gap buckets and the largest gaps (with their
+//! NVTX ranges and API calls), CUDA-graph coverage, the per-layer pattern and its block ranking,
+//! stragglers, and the explainer's figures; then the CLI's JSON shape, exit codes and bad input.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use common::{EXIT_INPUT, EXIT_USAGE, assert_one_line_error, describe, nsys_lens, public_trace};
+use nsys_lens::drill::{self, DrillInput, DrillOptions, DrillReport, TraceIndex};
+use nsys_lens::explain::{self, ExplainReport};
+use nsys_lens::model::Trace;
+use nsys_lens::synth::{self, GenOptions};
+use nsys_lens::trace::{LoadOptions, load_path};
+
+const EPS: f64 = 1e-6;
+
+/// Generates `scenario`, loads it, returns (trace, answers).
+fn generated(dir: &Path, scenario: &str, seed: u64) -> (Trace, Value) {
+    let path = dir.join(format!("{scenario}-{seed}.sqlite"));
+    let answers =
+        synth::generate(scenario, &path, &GenOptions { scale: 1, seed }).expect("generate");
+    (load_path(&path, LoadOptions::all()).expect("load"), answers)
+}
+
+fn drill_one(trace: &Trace, label: &str, opts: &DrillOptions) -> DrillReport {
+    drill::drill(&[DrillInput { trace, label }], opts).expect("drill")
+}
+
+fn close(got: f64, want: &Value, what: &str) {
+    let want = want
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: answer {want} is not a number"));
+    assert!(
+        (got - want).abs() <= EPS * want.abs().max(1.0),
+        "{what}: got {got}, want {want}"
+    );
+}
+
+fn check_buckets(got: &[nsys_lens::drill::gaps::GapBucket], want: &Value, what: &str) {
+    let want = want.as_array().expect("bucket answers");
+    assert_eq!(got.len(), want.len(), "{what}: bucket count");
+    let total: f64 = got.iter().map(|b| b.total_us).sum();
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(
+            Some(g.count),
+            w["count"].as_u64(),
+            "{what} {} count",
+            g.label
+        );
+        close(
+            g.total_us,
+            &w["total_us"],
+            &format!("{what} {} total", g.label),
+        );
+        if total > 0.0 {
+            assert!((g.share - g.total_us / total).abs() < 1e-9, "{what} share");
+        }
+    }
+}
+
+/// The largest gaps, every field, against the oracle's list.
+fn check_top(got: &Value, want: &Value, what: &str) {
+    let (got, want) = (
+        got.as_array().expect("top"),
+        want.as_array().expect("top answers"),
+    );
+    assert_eq!(got.len(), want.len(), "{what}: number of top gaps");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ctx = format!("{what} #{i}");
+        for key in [
+            "device",
+            "stream",
+            "start_ns",
+            "end_ns",
+            "prev_kernel",
+            "next_kernel",
+        ] {
+            assert_eq!(g[key], w[key], "{ctx} {key}");
+        }
+        close(
+            g["gap_us"].as_f64().expect("gap_us"),
+            &w["gap_us"],
+            &format!("{ctx} gap_us"),
+        );
+        for list in ["nvtx", "api"] {
+            let (gl, wl) = (
+                g[list].as_array().expect("list"),
+                w[list].as_array().expect("list"),
+            );
+            let names = |v: &[Value]| v.iter().map(|x| x["name"].clone()).collect::<Vec<_>>();
+            assert_eq!(names(gl), names(wl), "{ctx} {list} names");
+            for (a, b) in gl.iter().zip(wl) {
+                assert_eq!(a["count"], b["count"], "{ctx} {list} {} count", a["name"]);
+                close(
+                    a["overlap_us"].as_f64().expect("overlap"),
+                    &b["overlap_us"],
+                    &format!("{ctx} {list} {} overlap", a["name"]),
+                );
+            }
+        }
+    }
+}
+
+fn check_gaps(report: &DrillReport, answers: &Value, scenario: &str) {
+    let d = &answers["drill"];
+    check_buckets(
+        &report.gaps.buckets,
+        &d["stream_buckets"],
+        &format!("{scenario} stream"),
+    );
+    check_buckets(
+        &report.gaps.device_idle.buckets,
+        &d["idle_buckets"],
+        &format!("{scenario} idle"),
+    );
+    let json = serde_json::to_value(&report.gaps).expect("json");
+    check_top(
+        &json["top"],
+        &d["top_stream_gaps"],
+        &format!("{scenario} stream top"),
+    );
+    check_top(
+        &json["device_idle"]["top"],
+        &d["top_idle_gaps"],
+        &format!("{scenario} idle top"),
+    );
+}
+
+fn check_graphs(report: &DrillReport, answers: &Value, scenario: &str) {
+    let (g, w) = (&report.graphs, &answers["drill"]["graphs"]);
+    assert_eq!(
+        Some(g.graph_kernels),
+        w["graph_kernels"].as_u64(),
+        "{scenario} graph kernels"
+    );
+    assert_eq!(
+        Some(g.eager_kernels),
+        w["eager_kernels"].as_u64(),
+        "{scenario} eager kernels"
+    );
+    for p in &g.phases {
+        let want = &w[p.phase.as_str()];
+        assert_eq!(
+            Some(p.steps),
+            want["steps"].as_u64(),
+            "{scenario} {} steps",
+            p.phase
+        );
+        assert_eq!(
+            Some(p.kernels),
+            want["kernels"].as_u64(),
+            "{scenario} {} kernels",
+            p.phase
+        );
+        assert_eq!(
+            Some(p.graph_kernels),
+            want["graph_kernels"].as_u64(),
+            "{scenario} {} graph kernels",
+            p.phase
+        );
+    }
+    for phase in ["context", "generation"] {
+        let listed = g.phases.iter().any(|p| p.phase == phase);
+        assert_eq!(
+            listed,
+            w[phase]["steps"].as_u64() != Some(0),
+            "{scenario} {phase} listed"
+        );
+    }
+    let eager = w["eager_by_name"].as_array().expect("eager_by_name");
+    assert_eq!(
+        g.eager_top.len(),
+        eager.len().min(report.options.top),
+        "{scenario} eager rows"
+    );
+    for (got, want) in g.eager_top.iter().zip(eager) {
+        assert_eq!(
+            Some(got.name.as_str()),
+            want["name"].as_str(),
+            "{scenario} eager order"
+        );
+        assert_eq!(
+            Some(got.count),
+            want["count"].as_u64(),
+            "{scenario} {} count",
+            got.name
+        );
+        close(
+            got.total_us,
+            &want["total_us"],
+            &format!("{scenario} {} total", got.name),
+        );
+    }
+}
+
+fn check_explain(e: &ExplainReport, answers: &Value, scenario: &str) {
+    let w = &answers["drill"]["explain"];
+    let kernels = w["kernels"].as_array().expect("kernels");
+    assert_eq!(
+        e.kernels.distinct_names as usize,
+        kernels.len(),
+        "{scenario} kernel names"
+    );
+    for k in &e.kernels.top {
+        let want = kernels
+            .iter()
+            .find(|x| x["name"] == k.name.as_str())
+            .unwrap_or_else(|| panic!("{scenario}: {} not in answers", k.name));
+        assert_eq!(
+            Some(k.count),
+            want["count"].as_u64(),
+            "{scenario} {} count",
+            k.name
+        );
+        for (got, key) in [
+            (k.total_us, "total_us"),
+            (k.min_us, "min_us"),
+            (k.max_us, "max_us"),
+            (k.p50_us, "p50_us"),
+            (k.p90_us, "p90_us"),
+        ] {
+            close(got, &want[key], &format!("{scenario} {} {key}", k.name));
+        }
+    }
+    let lat = &w["launch_latency"];
+    assert_eq!(
+        Some(e.launch_latency.kernels),
+        lat["kernels"].as_u64(),
+        "{scenario} latency n"
+    );
+    let d = &e.launch_latency.distribution;
+    close(d.p50_us, &lat["p50_us"], &format!("{scenario} latency p50"));
+    close(d.p90_us, &lat["p90_us"], &format!("{scenario} latency p90"));
+    close(d.p99_us, &lat["p99_us"], &format!("{scenario} latency p99"));
+    assert_eq!(
+        Some(e.syncs.calls),
+        w["syncs"]["calls"].as_u64(),
+        "{scenario} syncs"
+    );
+    close(
+        e.syncs.total_us,
+        &w["syncs"]["total_us"],
+        &format!("{scenario} sync time"),
+    );
+    let copies: u64 = e.memory.memcpy.iter().map(|m| m.count).sum();
+    assert_eq!(
+        Some(copies),
+        w["memcpy"]["count"].as_u64(),
+        "{scenario} memcpy count"
+    );
+    let bytes: u64 = e.memory.memcpy.iter().map(|m| m.bytes).sum();
+    assert_eq!(
+        Some(bytes),
+        w["memcpy"]["bytes"].as_u64(),
+        "{scenario} memcpy bytes"
+    );
+    let nv = &w["nvtx_gpu"];
+    close(
+        e.nvtx.attributed_us,
+        &nv["attributed_us"],
+        &format!("{scenario} NVTX attributed"),
+    );
+    close(
+        e.nvtx.kernel_us,
+        &nv["kernel_us"],
+        &format!("{scenario} kernel time"),
+    );
+    for g in &e.nvtx.gpu_time {
+        let want = nv["by_name"]
+            .as_array()
+            .and_then(|v| v.iter().find(|x| x["name"] == g.name.as_str()))
+            .unwrap_or_else(|| panic!("{scenario}: NVTX {} not in answers", g.name));
+        close(
+            g.gpu_us,
+            &want["gpu_us"],
+            &format!("{scenario} NVTX {} GPU time", g.name),
+        );
+    }
+}
+
+#[test]
+fn every_scenario_matches_its_gap_graph_and_explainer_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for &(scenario, _) in synth::scenarios() {
+        let (trace, answers) = generated(dir.path(), scenario, 42);
+        let report = drill_one(&trace, scenario, &DrillOptions::default());
+        check_gaps(&report, &answers, scenario);
+        check_graphs(&report, &answers, scenario);
+        let ix = TraceIndex::new(&trace, scenario);
+        check_explain(&explain::explain(&ix, 1000), &answers, scenario);
+    }
+}
+
+#[test]
+fn gaps_in_every_bucket_match_the_placed_gaps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for seed in [42, 7] {
+        let (trace, answers) = generated(dir.path(), "gaps", seed);
+        let report = drill_one(
+            &trace,
+            "gaps",
+            &DrillOptions {
+                top: 25,
+                window: None,
+            },
+        );
+        // The scenario's own histogram (written when it placed the gaps) agrees too.
+        check_buckets(&report.gaps.buckets, &answers["gap_buckets"], "gap_buckets");
+        assert!(
+            report.gaps.buckets.iter().all(|b| b.count > 0),
+            "every bucket populated"
+        );
+        assert_eq!(report.gaps.top.len(), 25);
+        let top = &report.gaps.top[0];
+        assert_eq!((top.bucket.as_str(), top.stream), ("> 5 ms", Some(7)));
+    }
+}
+
+#[test]
+fn a_window_counts_only_the_gaps_inside_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (trace, answers) = generated(dir.path(), "gaps", 42);
+    let want = &answers["drill"]["top_stream_gaps"][3];
+    let (s, e) = (
+        want["start_ns"].as_i64().expect("start"),
+        want["end_ns"].as_i64().expect("end"),
+    );
+    let report = drill_one(
+        &trace,
+        "gaps",
+        &DrillOptions {
+            top: 5,
+            window: Some((s, e)),
+        },
+    );
+    assert_eq!(report.gaps.gaps, 1, "exactly the gap spanning the window");
+    close(report.gaps.total_us, &want["gap_us"], "windowed total");
+    assert_eq!(report.gaps.window, Some((s, e)));
+    let narrower = drill_one(
+        &trace,
+        "gaps",
+        &DrillOptions {
+            top: 5,
+            window: Some((s + 1, e)),
+        },
+    );
+    assert_eq!(
+        narrower.gaps.gaps, 0,
+        "a gap sticking out of the window is not counted"
+    );
+}
+
+#[test]
+fn cuda_graphs_in_node_mode_have_the_known_eager_share() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (trace, answers) = generated(dir.path(), "cuda-graphs", 42);
+    let g = drill_one(&trace, "cuda-graphs", &DrillOptions::default()).graphs;
+    let want = &answers["cuda_graphs"];
+    assert_eq!(Some(g.graph_kernels), want["graph_kernels"].as_u64());
+    assert_eq!(Some(g.eager_kernels), want["eager_kernels"].as_u64());
+    close(g.coverage, &want["graph_coverage"], "coverage");
+    assert_eq!(Some(g.graph_launch_calls), want["graph_launches"].as_u64());
+    assert_eq!(g.capture_mode, "node");
+    assert_eq!(
+        g.advice, None,
+        "node mode sees graph kernels: no re-capture advice"
+    );
+    let generation = g
+        .phases
+        .iter()
+        .find(|p| p.phase == "generation")
+        .expect("generation");
+    assert!(
+        generation.coverage > 0.8 && g.phases[0].coverage == 0.0,
+        "{:?}",
+        g.phases
+    );
+}
+
+#[test]
+fn graph_level_capture_gets_the_recapture_advice() {
+    // The generator records graph replays' kernels (node mode); a graph-mode capture of the same
+    // run would hold the graph launches but not their kernels. Remove those kernels to get one.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut trace, _) = generated(dir.path(), "cuda-graphs", 42);
+    for (k, v) in trace.meta.capture.iter_mut() {
+        if k.ends_with("CUDA_GRAPH_TRACE_OPTIONS:MODE") {
+            *v = "Graph".into();
+        }
+    }
+    let keep: Vec<usize> = (0..trace.kernels.len())
+        .filter(|&i| trace.kernels.graph_node_of(i) == 0)
+        .collect();
+    let k = &mut trace.kernels;
+    let pick = |v: &mut Vec<i64>| *v = keep.iter().map(|&i| v[i]).collect();
+    pick(&mut k.start);
+    pick(&mut k.end);
+    let pick32 = |v: &mut Vec<u32>| *v = keep.iter().map(|&i| v[i]).collect();
+    pick32(&mut k.device);
+    pick32(&mut k.stream);
+    pick32(&mut k.process);
+    pick32(&mut k.correlation);
+    pick32(&mut k.short_name);
+    pick32(&mut k.demangled_name);
+    k.graph_node.clear();
+    let report = drill_one(&trace, "graph-mode", &DrillOptions::default());
+    let g = &report.graphs;
+    assert_eq!((g.graph_kernels, g.capture_mode.as_str()), (0, "graph"));
+    let advice = g.advice.as_deref().expect("advice");
+    assert!(
+        advice.contains("--cuda-graph-trace=node") && advice.starts_with("40 graph launch"),
+        "{advice}"
+    );
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.source == "graphs" && f.fix.contains("--cuda-graph-trace=node"))
+    );
+}
+
+#[test]
+fn the_per_layer_pattern_and_its_block_ranking_are_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for seed in [42, 3] {
+        let (trace, answers) = generated(dir.path(), "layers", seed);
+        let want = &answers["layer_pattern"];
+        assert_eq!(
+            want["placed_as_planned"], true,
+            "the generator placed the plan"
+        );
+        let p = drill_one(&trace, "layers", &DrillOptions::default()).patterns;
+        assert!(p.found, "{:?}", p.note);
+        let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+        let sequence: Vec<&str> = want["sequence"]
+            .as_array()
+            .expect("sequence")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(names, sequence, "the layer's kernel sequence");
+        assert_eq!(Some(p.steps), want["steps"].as_u64());
+        assert_eq!(
+            p.layers_per_step,
+            want["layers_per_step"].as_f64().expect("layers")
+        );
+        for (k, w) in p
+            .kernels
+            .iter()
+            .zip(want["mean_gap_us"].as_array().expect("gaps"))
+        {
+            close(
+                k.mean_gap_us,
+                w,
+                &format!("mean gap before kernel {}", k.index),
+            );
+        }
+        let blocks = want["blocks"].as_array().expect("blocks");
+        assert_eq!(p.blocks.len(), blocks.len(), "blocks");
+        for (b, w) in p.blocks.iter().zip(blocks) {
+            assert_eq!(
+                (
+                    Some(b.rank as u64),
+                    Some(b.first as u64),
+                    Some(b.last as u64)
+                ),
+                (w["rank"].as_u64(), w["first"].as_u64(), w["last"].as_u64()),
+                "block {} ({})",
+                b.group,
+                b.operation
+            );
+            close(b.gap_per_layer_us, &w["gap_per_layer_us"], "gap per layer");
+            close(b.total_gap_us, &w["total_gap_us"], "gap per step");
+        }
+        assert_eq!(
+            (
+                p.blocks[0].operation.as_str(),
+                p.blocks[0].priority.as_str()
+            ),
+            ("attention", "HIGH")
+        );
+    }
+}
+
+#[test]
+fn the_late_rank_of_tp2_is_flagged_with_its_lateness() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (trace, answers) = generated(dir.path(), "tp2-straggler", 42);
+    let s = drill_one(&trace, "tp2.sqlite", &DrillOptions::default()).stragglers;
+    let want = &answers["stragglers"];
+    let rank = s.rank.as_ref().expect("a straggler");
+    assert_eq!(
+        Some(u64::from(rank.device)),
+        want["straggler_device"].as_u64()
+    );
+    assert_eq!((rank.pid, rank.file.as_str()), (50002, "tp2.sqlite"));
+    assert_eq!(Some(s.collectives), want["collectives"].as_u64());
+    close(s.share, &want["straggler_share"], "share");
+    close(
+        s.mean_lateness_us,
+        &want["mean_lateness_us"],
+        "mean lateness",
+    );
+    for r in &s.ranks {
+        let count = want["last_count_by_device"]
+            .as_array()
+            .and_then(|v| v.iter().find(|x| x["device"] == r.rank.device))
+            .and_then(|x| x["count"].as_u64());
+        assert_eq!(Some(r.last), count, "device {}", r.rank.device);
+    }
+}
+
+#[test]
+fn several_files_are_ranks_on_one_clock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (trace, answers) = generated(dir.path(), "tp2-straggler", 42);
+    let inputs = [
+        DrillInput {
+            trace: &trace,
+            label: "a.sqlite",
+        },
+        DrillInput {
+            trace: &trace,
+            label: "b.sqlite",
+        },
+    ];
+    let s = drill::drill(&inputs, &DrillOptions::default())
+        .expect("drill")
+        .stragglers;
+    assert_eq!(s.ranks.len(), 4);
+    assert!(
+        s.alignment
+            .as_deref()
+            .is_some_and(|a| a.contains("utcEpochNs"))
+    );
+    // Both copies of device 1 arrive at the same instant; the first rank listed wins the tie.
+    let rank = s.rank.expect("straggler");
+    assert_eq!((rank.device, rank.file.as_str()), (1, "a.sqlite"));
+    close(s.share, &answers["stragglers"]["straggler_share"], "share");
+    assert_eq!(
+        s.ranks[3].last, 0,
+        "b.sqlite's device 1 ties and is never strictly last"
+    );
+}
+
+#[test]
+fn a_single_rank_has_no_straggler_and_says_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (trace, _) = generated(dir.path(), "layers", 42);
+    let s = drill_one(&trace, "layers", &DrillOptions::default()).stragglers;
+    assert_eq!((s.rank, s.collectives), (None, 0));
+    assert!(
+        s.note
+            .as_deref()
+            .is_some_and(|n| n.contains("at least two")),
+        "{:?}",
+        s.note
+    );
+}
+
+/// A JSON document with its objects' keys in document order (serde_json's `Value` sorts them).
+#[derive(Debug, Default)]
+enum Ordered {
+    Object(Vec<(String, Ordered)>),
+    Array(Vec<Ordered>),
+    #[default]
+    Scalar,
+}
+
+impl Ordered {
+    fn at(&self, path: &[&str]) -> &Ordered {
+        let Some((first, rest)) = path.split_first() else {
+            return self;
+        };
+        let next = match self {
+            Ordered::Object(kv) => kv.iter().find(|(k, _)| k == first).map(|(_, v)| v),
+            Ordered::Array(v) => first.parse::<usize>().ok().and_then(|i| v.get(i)),
+            Ordered::Scalar => None,
+        };
+        next.unwrap_or_else(|| panic!("no {first} in the JSON"))
+            .at(rest)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        match self {
+            Ordered::Object(kv) => kv.iter().map(|(k, _)| k.as_str()).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Ordered, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut kv = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, Ordered>()? {
+                    kv.push((k, v));
+                }
+                Ok(Ordered::Object(kv))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = s.next_element::<Ordered>()? {
+                    v.push(x);
+                }
+                Ok(Ordered::Array(v))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar)
+            }
+            fn visit_unit<E>(self) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn args<'a>(a: &[&'a str]) -> Vec<&'a OsStr> {
+    a.iter().map(|s| OsStr::new(*s)).collect()
+}
+
+#[test]
+fn cli_json_has_the_issue_shape() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tp2.sqlite");
+    synth::generate("tp2-straggler", &path, &GenOptions::default()).expect("generate");
+    let p = path.to_str().expect("utf-8 path");
+    let a = args(&["drill", p, "--json", "--top", "3"]);
+    let out = nsys_lens(&a);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&a, &out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let o: Ordered = serde_json::from_slice(&out.stdout).expect("JSON");
+    let keys = |path: &[&str]| o.at(path).keys();
+    assert_eq!(
+        &keys(&[])[..5],
+        ["gaps", "graphs", "patterns", "stragglers", "findings"]
+    );
+    assert_eq!(
+        &keys(&["gaps", "buckets", "0"])[..7],
+        [
+            "label", "lo_us", "hi_us", "count", "total_us", "share", "cause"
+        ]
+    );
+    assert_eq!(
+        &keys(&["gaps", "top", "0"])[..9],
+        [
+            "device",
+            "stream",
+            "start_ns",
+            "end_ns",
+            "gap_us",
+            "prev_kernel",
+            "next_kernel",
+            "nvtx",
+            "api"
+        ]
+    );
+    assert_eq!(
+        &keys(&["graphs"])[..5],
+        [
+            "graph_kernels",
+            "eager_kernels",
+            "coverage",
+            "capture_mode",
+            "eager_top"
+        ]
+    );
+    assert_eq!(
+        &keys(&["stragglers"])[..4],
+        ["rank", "share", "mean_lateness_us", "collectives"]
+    );
+    assert_eq!(keys(&["stragglers", "rank"]), ["device", "pid", "file"]);
+    assert_eq!(
+        &keys(&["findings", "0"])[..5],
+        ["severity", "title", "evidence", "pattern", "fix"]
+    );
+    assert_eq!(v["gaps"]["top"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        v["stragglers"]["rank"],
+        json!({"device": 1, "pid": 50002, "file": p})
+    );
+    // The readable report names the straggler too.
+    let text = nsys_lens(args(&["drill", p]));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("STRAGGLER: device 1 (pid 50002)"));
+}
+
+#[test]
+fn kernel_less_and_unusable_inputs_exit_3_with_one_line() {
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(common::public_traces_dir().join("MANIFEST.json"))
+            .expect("manifest"),
+    )
+    .expect("manifest JSON");
+    let kernel_less = manifest
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|e| e["counts"].get("CUPTI_ACTIVITY_KIND_KERNEL").is_none())
+        .and_then(|e| e["file"].as_str())
+        .expect("a kernel-less export");
+    let path = public_trace(kernel_less);
+    let p = path.to_str().expect("utf-8");
+    let a = args(&["drill", p, "--json"]);
+    assert_one_line_error(&a, &nsys_lens(&a), EXIT_INPUT, Some("no GPU kernels"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let junk = dir.path().join("junk.sqlite");
+    std::fs::write(&junk, b"not a database at all, just text").expect("write");
+    let j = junk.to_str().expect("utf-8");
+    let a = args(&["drill", j]);
+    assert_one_line_error(
+        &a,
+        &nsys_lens(&a),
+        EXIT_INPUT,
+        Some("not an SQLite database"),
+    );
+    let missing = dir.path().join("missing.sqlite");
+    let m = missing.to_str().expect("utf-8");
+    let a = args(&["drill", m]);
+    assert_one_line_error(&a, &nsys_lens(&a), EXIT_INPUT, None);
+    // A kernel-less file among rank files is refused too.
+    let good = dir.path().join("g.sqlite");
+    synth::generate("gaps", &good, &GenOptions::default()).expect("generate");
+    let a = args(&["drill", good.to_str().expect("utf-8"), p]);
+    assert_one_line_error(&a, &nsys_lens(&a), EXIT_INPUT, Some(kernel_less));
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("g.sqlite");
+    synth::generate("gaps", &path, &GenOptions::default()).expect("generate");
+    let p = path.to_str().expect("utf-8");
+    for bad in [
+        vec!["drill"],
+        vec!["drill", p, "--top", "0"],
+        vec!["drill", p, "--top", "x"],
+        vec!["drill", p, "--window", "10:5"],
+        vec!["drill", p, "--window", "abc"],
+    ] {
+        let a = args(&bad);
+        let out = nsys_lens(&a);
+        assert_eq!(
+            out.status.code(),
+            Some(EXIT_USAGE),
+            "{}",
+            describe(&a, &out)
+        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    }
+}
