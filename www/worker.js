@@ -6,13 +6,27 @@
 //
 // Offline single-file build: the next line is the ONLY reference to the wasm-bindgen glue. The
 // inliner (or app.js at run time) replaces this whole line with the glue's source text; the glue
-// declares `__wbg_init` and `Analysis` at its top level, so the names below keep working.
-import __wbg_init, { Analysis } from './pkg/nsys_lens.js';
+// declares `__wbg_init`, `Analysis` and `loadKernels` at its top level, so the names below keep working.
+import __wbg_init, { Analysis, loadKernels } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 let analysis = null; // the open Analysis, or null
 let cancelFlag = null; // Int32Array over a SharedArrayBuffer when the page is cross-origin isolated
 let cancelled = false; // set by a 'cancel' message (only seen when the core yields between steps)
+let openingId = 0; // the open request in progress (a kernel part for another one is dropped)
+const kernelParts = new Map(); // open request id -> {promise, resolve, reject} of its kernel part
+
+// The kernel part of open request `id`, whether its message came already or not.
+function kernelPart(id) {
+  let part = kernelParts.get(id);
+  if (!part) {
+    part = {};
+    part.promise = new Promise((resolve, reject) => Object.assign(part, { resolve, reject }));
+    part.promise.catch(() => {});
+    kernelParts.set(id, part);
+  }
+  return part;
+}
 
 function initWasm(wasm) {
   if (!ready) {
@@ -51,6 +65,32 @@ function withNs(call) {
   }
 }
 
+// Loads everything but the kernel table here while the page has a second worker load the
+// kernels; the page forwards that worker's bytes (or its error) as a 'kernels' message.
+async function openParallel(id, file, onProgress) {
+  openingId = id;
+  const kernels = kernelPart(id).promise;
+  let host;
+  try {
+    host = Analysis.openHost(file, onProgress);
+  } catch (e) {
+    kernelParts.delete(id);
+    openingId = 0;
+    throw e;
+  }
+  let bytes;
+  try {
+    bytes = await kernels;
+  } catch (e) {
+    host.free();
+    throw e;
+  } finally {
+    kernelParts.delete(id);
+    openingId = 0;
+  }
+  return host.attachKernels(bytes);
+}
+
 function freeAnalysis() {
   if (analysis) {
     try {
@@ -79,7 +119,9 @@ async function handle(msg) {
         if (cancelFlag && Atomics.load(cancelFlag, 0) !== 0) cancelled = true;
         return !cancelled;
       };
-      const opened = await Analysis.open(msg.file, onProgress);
+      const opened = msg.parallel
+        ? await openParallel(id, msg.file, onProgress)
+        : Analysis.open(msg.file, onProgress);
       if (cancelled) {
         try {
           opened.free();
@@ -107,6 +149,16 @@ async function handle(msg) {
       }
       return { detect, extent, gaps, gapsError, fileName };
     }
+    case 'loadKernels': {
+      // The second worker of a parallel open: only the kernel table, returned as bytes.
+      await initWasm();
+      const onProgress = (step, done, total) => {
+        self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total) });
+        return true;
+      };
+      const bytes = loadKernels(msg.file, onProgress);
+      return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
+    }
     case 'detect':
       if (!analysis) throw new Error('no trace is open');
       return { detect: analysis.detect(msg.options) };
@@ -126,6 +178,13 @@ async function handle(msg) {
 
 self.onmessage = async (ev) => {
   const msg = ev.data || {};
+  if (msg.type === 'kernels') {
+    if (msg.id !== openingId) return; // that open already ended (failed or was cancelled)
+    const part = kernelPart(msg.id);
+    if (msg.bytes) part.resolve(msg.bytes);
+    else part.reject(new Error(msg.error || 'the kernel-loading worker failed'));
+    return;
+  }
   if (msg.type === 'cancel') {
     cancelled = true;
     self.postMessage({ id: msg.id, type: 'cancel-ack' });
@@ -133,7 +192,8 @@ self.onmessage = async (ev) => {
   }
   try {
     const result = await handle(msg);
-    self.postMessage({ id: msg.id, type: 'result', ok: true, result });
+    const transfer = result && result.bytes ? [result.bytes.buffer] : [];
+    self.postMessage({ id: msg.id, type: 'result', ok: true, result }, transfer);
   } catch (e) {
     const fatal = typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;
     self.postMessage({ id: msg.id, type: 'result', ok: false, error: errorMessage(e), fatal });

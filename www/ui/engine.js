@@ -3,11 +3,17 @@
 
 const CANCEL_GRACE_MS = 400;
 
+// A second worker loads the kernel table while the analysis worker loads the rest (the two
+// largest tables decoded on two cores), when the machine has more than one.
+const PARALLEL_OPEN = (globalThis.navigator?.hardwareConcurrency ?? 1) > 1;
+
 export class WorkerEngine {
   // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null
-  constructor(makeWorker, wasm) {
+  constructor(makeWorker, wasm, { parallel = PARALLEL_OPEN } = {}) {
     this.makeWorker = makeWorker;
     this.wasm = wasm;
+    this.parallel = parallel;
+    this.loader = null; // the kernel-loading WorkerEngine of a parallel open
     this.worker = null;
     this.nextId = 1;
     this.pending = new Map(); // id -> {resolve, reject, onProgress}
@@ -35,6 +41,10 @@ export class WorkerEngine {
 
   // Kill the worker, reject everything in flight, start a fresh one.
   restart(reason) {
+    if (this.loader) {
+      this.loader.terminate();
+      this.loader = null;
+    }
     const err = reason instanceof Error ? reason : new Error(String(reason || 'restarted'));
     if (this.worker) this.worker.terminate();
     this.worker = null;
@@ -112,10 +122,47 @@ export class WorkerEngine {
     const id = this.nextId;
     this.openId = id;
     try {
-      return await this.request('open', { file, options, cancelFlag }, onProgress);
+      if (!this.parallel) return await this.request('open', { file, options, cancelFlag }, onProgress);
+      return await this.openParallel(id, file, options, cancelFlag, onProgress);
     } finally {
       if (this.openId === id) this.openId = 0;
     }
+  }
+
+  // The analysis worker loads everything but kernels; a loader worker loads the kernel table
+  // and its bytes are forwarded (transferred, not copied) to the analysis worker.
+  async openParallel(id, file, options, cancelFlag, onProgress) {
+    this.loader ??= new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
+    const loader = this.loader;
+    const progress = new CombinedProgress(onProgress);
+    const opened = this.request('open', { file, options, cancelFlag, parallel: true }, progress.part('host'));
+    const worker = this.worker;
+    loader
+      .request('loadKernels', { file }, progress.part('kernels'))
+      .then(
+        ({ bytes, wasmMemoryBytes }) => {
+          // For the benchmark: the loader's wasm memory high-water mark, before it is released.
+          performance.mark('nsys-lens:loader-memory', { detail: wasmMemoryBytes });
+          worker.postMessage({ type: 'kernels', id, bytes }, [bytes.buffer]);
+        },
+        (e) => worker.postMessage({ type: 'kernels', id, error: e.message || String(e) }),
+      )
+      .finally(() => {
+        // The loader's wasm memory holds the kernel table's high-water mark: release it.
+        if (this.loader === loader) {
+          loader.terminate();
+          this.loader = null;
+        }
+      });
+    return await opened;
+  }
+
+  terminate() {
+    this.worker?.terminate();
+    this.worker = null;
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of pending) p.reject(new Error('terminated'));
   }
 
   // Cancel the analysis in progress. Resolves when the worker is free again.
@@ -153,5 +200,29 @@ export class WorkerEngine {
 
   hover(lane, t, slack) {
     return this.request('hover', { lane, t, slack });
+  }
+}
+
+// Progress of the two workers of a parallel open as one: rows done and expected add up, the
+// step names join.
+class CombinedProgress {
+  constructor(onProgress) {
+    this.onProgress = onProgress;
+    this.parts = new Map();
+  }
+
+  part(name) {
+    return (step, done, total) => {
+      this.parts.set(name, { step, done, total });
+      let d = 0;
+      let t = 0;
+      const steps = [];
+      for (const p of this.parts.values()) {
+        d += p.done;
+        t += p.total;
+        if (p.step !== 'done') steps.push(p.step);
+      }
+      this.onProgress?.(steps.join(' · ') || step, d, t);
+    };
   }
 }

@@ -10,7 +10,7 @@ use rusqlite::types::ValueRef;
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
 use crate::error::{Error, Result};
-use crate::model::{GpuInfo, MemOps, NO_NAME, Strings, Trace};
+use crate::model::{GpuInfo, MemOps, NO_NAME, ProcessIdx, Processes, Strings, Trace};
 
 /// What to load. Decoding a column costs time per row, so the verdict loads only what it reads.
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +84,29 @@ pub fn load(
     opts: LoadOptions,
     progress: ProgressFn<'_>,
 ) -> Result<Trace> {
+    load_part(conn, path, opts, progress, Part::Whole)
+}
+
+/// Which tables one loading pass reads: the page and the native CLI load the kernel table in
+/// parallel with the rest ([`Part::Kernels`] and [`Part::Host`], joined by
+/// [`merge_kernel_part`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Whole,
+    /// The kernel table alone; `processes` hold only the `globalPid`s the kernels reference.
+    Kernels,
+    /// Everything but the kernel table.
+    Host,
+}
+
+/// Loads the tables of `part` (see [`load`]).
+pub fn load_part(
+    conn: &Connection,
+    path: &str,
+    opts: LoadOptions,
+    progress: ProgressFn<'_>,
+    part: Part,
+) -> Result<Trace> {
     let mut ctx = Loader {
         conn,
         path,
@@ -91,7 +114,20 @@ pub fn load(
     };
     let (schema, mut trace) = ctx.begin()?;
     let strings = std::mem::take(&mut trace.strings);
-    ctx.load_kernels(&schema, &strings, &mut trace, opts.event_details)?;
+    if part != Part::Host {
+        ctx.load_kernels(&schema, &strings, &mut trace, opts.event_details)?;
+    }
+    if part == Part::Kernels {
+        ctx.load_process_names(&schema, &mut trace.processes)?;
+        ctx.report("done", 1, 1)?;
+        return Ok(Trace {
+            kernels: trace.kernels,
+            processes: trace.processes,
+            coverage: trace.coverage,
+            present: trace.present,
+            ..Trace::default()
+        });
+    }
     ctx.load_runtime(&schema, &strings, &mut trace, opts)?;
     trace.strings = strings;
     ctx.finish(&schema, &mut trace, opts)?;
@@ -99,7 +135,8 @@ pub fn load(
 }
 
 /// Like [`load`], but reads the kernel table on a second connection in a second thread while
-/// this thread reads the runtime table: the two largest tables, decoded on two cores.
+/// this thread reads the rest: the two largest tables, decoded on two cores. (The page does the
+/// same with two Web Workers.)
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_parallel(
     conn: &Connection,
@@ -107,48 +144,36 @@ pub fn load_parallel(
     opts: LoadOptions,
 ) -> Result<Trace> {
     let label = path.display().to_string();
-    let mut quiet = |_: Progress| true;
-    let mut ctx = Loader {
-        conn,
-        path: &label,
-        progress: &mut quiet,
-    };
-    let (schema, mut trace) = ctx.begin()?;
-    let strings = std::mem::take(&mut trace.strings);
-    let kernels = std::thread::scope(|scope| {
+    let (host, kernels) = std::thread::scope(|scope| {
         let worker = scope.spawn(|| -> Result<Trace> {
             let conn = super::open::open_path(path)?;
-            let mut quiet = |_: Progress| true;
-            let mut loader = Loader {
-                conn: &conn,
-                path: &label,
-                progress: &mut quiet,
-            };
-            let mut part = Trace::default();
-            loader.load_kernels(&schema, &strings, &mut part, opts.event_details)?;
-            Ok(part)
+            load_part(&conn, &label, opts, &mut |_| true, Part::Kernels)
         });
-        let runtime = ctx.load_runtime(&schema, &strings, &mut trace, opts);
+        let host = load_part(conn, &label, opts, &mut |_| true, Part::Host);
         let kernels = worker.join().map_err(|_| Error::Io {
             path: label.clone(),
             detail: "the kernel-loading thread failed".into(),
-        })?;
-        runtime.and(kernels)
-    })?;
-    trace.strings = strings;
-    merge_kernels(&mut trace, kernels);
-    ctx.finish(&schema, &mut trace, opts)?;
+        });
+        (host, kernels)
+    });
+    let mut trace = host?;
+    merge_kernel_part(&mut trace, kernels??);
     Ok(trace)
 }
 
-/// Moves kernels loaded into a separate [`Trace`] into `trace`, re-keying their processes.
-#[cfg(not(target_arch = "wasm32"))]
-fn merge_kernels(trace: &mut Trace, part: Trace) {
-    let map: Vec<crate::model::ProcessIdx> = part
-        .processes
-        .global_pid
-        .iter()
-        .map(|&g| trace.processes.intern(g))
+/// Moves the kernels of a [`Part::Kernels`] load into a [`Part::Host`] load of the same file,
+/// re-keying their processes. (Name ids agree: both halves read `StringIds` the same way, and
+/// inline NVTX text is interned after those ids.)
+pub fn merge_kernel_part(trace: &mut Trace, part: Trace) {
+    let map: Vec<ProcessIdx> = (0..part.processes.len())
+        .map(|i| {
+            let p = trace.processes.intern(part.processes.global_pid[i]);
+            let name = &mut trace.processes.name[p as usize];
+            if name.is_empty() {
+                name.clone_from(&part.processes.name[i]);
+            }
+            p
+        })
         .collect();
     trace.kernels = part.kernels;
     for p in &mut trace.kernels.process {
@@ -681,8 +706,12 @@ impl Loader<'_, '_> {
                 },
             )?;
         }
+        self.load_process_names(schema, &mut trace.processes)
+    }
+
+    /// Names of the processes already interned (a process no event references stays out).
+    fn load_process_names(&mut self, schema: &Schema, processes: &mut Processes) -> Result<()> {
         if schema.has_column("PROCESSES", "globalPid") && schema.has_column("PROCESSES", "name") {
-            let processes = &mut trace.processes;
             self.stream(
                 "loading process names",
                 "PROCESSES",

@@ -6,8 +6,12 @@
 mod load;
 mod open;
 mod schema;
+pub mod transfer;
 
-pub use load::{KERNEL_TABLE, LoadOptions, NVTX_TABLE, Progress, ProgressFn, RUNTIME_TABLE, load};
+pub use load::{
+    KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, load,
+    load_part, merge_kernel_part,
+};
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};

@@ -1,5 +1,6 @@
 //! `Analysis`: one trace, opened in the worker, queried by the page with JSON in and out.
 
+use js_sys::Uint8Array;
 use rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -12,7 +13,7 @@ use crate::detect::{self, DetectConfig, Profile, ThresholdOverrides};
 use crate::drill::gaps::idle_gap_histogram;
 use crate::error::Error;
 use crate::model::{Ns, Trace};
-use crate::trace::{self, HEADER_LEN, LoadOptions, Progress};
+use crate::trace::{self, HEADER_LEN, LoadOptions, Part, Progress, transfer};
 
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
 #[wasm_bindgen]
@@ -49,19 +50,28 @@ impl Analysis {
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
     ) -> Result<Analysis, JsError> {
-        init();
-        let name = file.name();
-        check_header(&file, &name).map_err(js_error)?;
-        let registration = vfs::register(&file)
-            .map_err(|detail| Error::Io {
-                path: name.clone(),
-                detail,
-            })
-            .map_err(js_error)?;
-        let trace = load(&registration, &name, &on_progress).map_err(js_error)?;
+        let (name, registration) = register(&file)?;
+        let trace = load(&registration, &name, &on_progress, Part::Whole).map_err(js_error)?;
         Ok(Analysis {
             name,
             trace: Indexed::new(trace),
+            registration,
+        })
+    }
+
+    /// Opens `file` like [`Analysis::open`] but loads everything except the kernel table, which
+    /// a second worker loads at the same time with [`load_kernels`]; finish with
+    /// [`HostPart::attach_kernels`].
+    #[wasm_bindgen(js_name = openHost)]
+    pub fn open_host(
+        file: File,
+        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+    ) -> Result<HostPart, JsError> {
+        let (name, registration) = register(&file)?;
+        let trace = load(&registration, &name, &on_progress, Part::Host).map_err(js_error)?;
+        Ok(HostPart {
+            name,
+            trace,
             registration,
         })
     }
@@ -149,6 +159,76 @@ impl Analysis {
     }
 }
 
+/// A trace loaded without its kernels, waiting for the kernel part from the other worker.
+#[wasm_bindgen]
+pub struct HostPart {
+    name: String,
+    trace: Trace,
+    registration: Registration,
+}
+
+#[wasm_bindgen]
+impl HostPart {
+    /// Merges the bytes from [`load_kernels`] (same file) and returns the full `Analysis`.
+    #[wasm_bindgen(js_name = attachKernels)]
+    pub fn attach_kernels(self, bytes: Uint8Array) -> Result<Analysis, JsError> {
+        let total = bytes.length() as usize;
+        let part = transfer::decode(total, |at, dst| {
+            bytes
+                .subarray(at as u32, (at + dst.len()) as u32)
+                .copy_to(dst)
+        })
+        .map_err(js_error)?;
+        let HostPart {
+            name,
+            mut trace,
+            registration,
+        } = self;
+        trace::merge_kernel_part(&mut trace, part);
+        Ok(Analysis {
+            name,
+            trace: Indexed::new(trace),
+            registration,
+        })
+    }
+}
+
+/// Loads the kernel table of `file` (the other half of [`Analysis::open_host`], run in a second
+/// worker) and returns it as a transferable byte buffer. Only the buffer outlives the call.
+#[wasm_bindgen(js_name = loadKernels)]
+pub fn load_kernels(
+    file: File,
+    #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+) -> Result<Uint8Array, JsError> {
+    let (name, registration) = register(&file)?;
+    let part = load(&registration, &name, &on_progress, Part::Kernels).map_err(js_error)?;
+    let encoded = transfer::encode(&part);
+    let out = Uint8Array::new_with_length(encoded.len() as u32);
+    let prefix = encoded.prefix();
+    out.subarray(0, prefix.len() as u32).copy_from(&prefix);
+    let mut at = prefix.len() as u32;
+    for column in encoded.columns {
+        let end = at + column.len() as u32;
+        out.subarray(at, end).copy_from(column);
+        at = end;
+    }
+    Ok(out)
+}
+
+/// Checks the header of `file` and registers it with the blob VFS.
+fn register(file: &File) -> Result<(String, Registration), JsError> {
+    init();
+    let name = file.name();
+    check_header(file, &name).map_err(js_error)?;
+    let registration = vfs::register(file)
+        .map_err(|detail| Error::Io {
+            path: name.clone(),
+            detail,
+        })
+        .map_err(js_error)?;
+    Ok((name, registration))
+}
+
 /// Classifies the file from its first bytes before SQLite sees it, for errors a user can act on
 /// (empty, `.nsys-rep`, not SQLite, truncated).
 fn check_header(file: &File, name: &str) -> Result<(), Error> {
@@ -173,6 +253,7 @@ fn load(
     registration: &Registration,
     name: &str,
     on_progress: &js_sys::Function,
+    part: Part,
 ) -> Result<Trace, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
@@ -181,7 +262,7 @@ fn load(
         .map_err(|e| trace::sqlite_error(name, "the file", &e))?;
     trace::configure(&conn, name)?;
     let mut progress = |p: Progress| report_progress(on_progress, p);
-    trace::load(&conn, name, LoadOptions::page(), &mut progress)
+    trace::load_part(&conn, name, LoadOptions::page(), &mut progress, part)
 }
 
 /// Calls the page's progress callback; `false` from it (or a throw) cancels the load.

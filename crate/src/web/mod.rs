@@ -15,7 +15,7 @@ mod draw;
 mod indexed;
 pub mod vfs;
 
-pub use analysis::Analysis;
+pub use analysis::{Analysis, HostPart, load_kernels};
 pub use draw::{draw_gap_histogram, draw_timeline, timeline_layout};
 
 use std::fmt::Display;
