@@ -5,7 +5,7 @@
 //  1. Page script. Replace <script type="module" src="app.js"></script> by ONE inline
 //     <script type="module"> holding app.js and every module it imports, transitively, dependencies
 //     first (here: ui/format.js, ui/engine.js, ui/cards.js, ui/phases.js, ui/facts.js, ui/gaps.js,
-//     ui/timeline.js, then app.js):
+//     ui/timeline.js, ui/rootcause.js, ui/drill.js, then app.js):
 //     - delete each relative import line (`import … from './…';` — always ONE line each);
 //     - replace the one line `import __wbg_init, { … } from './pkg/nsys_lens.js';` by the
 //       wasm-bindgen glue's text (pkg/nsys_lens.js) verbatim: the glue declares `__wbg_init` and
@@ -27,7 +27,7 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, timelineLayout, version } from './pkg/nsys_lens.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, timelineLayout, version } from './pkg/nsys_lens.js';
 import { el, clear } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
@@ -35,6 +35,8 @@ import { renderPhases } from './ui/phases.js';
 import { renderFacts } from './ui/facts.js';
 import { renderGapTable, drawGaps } from './ui/gaps.js';
 import { TimelinePanel } from './ui/timeline.js';
+import { renderRootCause } from './ui/rootcause.js';
+import { renderDrill } from './ui/drill.js';
 
 const GLUE_IMPORT_LINE = /^import __wbg_init, \{[^}]*\} from '\.\/pkg\/nsys_lens\.js';[^\n]*$/m;
 
@@ -63,6 +65,11 @@ const appState = {
   overrides: {}, // option key → fraction set by the user
   recomputeTimer: 0,
   recomputeSeq: 0,
+  // The files of this run: mode 'single' | 'compare' | 'ranks', slots [{slot, name}], and which
+  // slot the verdict view shows.
+  session: null,
+  view: 'verdict',
+  views: {}, // view name -> {key, promise} of what it last rendered
 };
 
 let resolveReady;
@@ -248,28 +255,32 @@ async function recompute() {
   }
 }
 
+// One file: its verdict and root cause. Two: baseline then target, compared. More: the rank
+// files of one run (the drill-down matches their collectives).
+function sessionOf(files) {
+  if (files.length === 1) return { mode: 'single', slots: [{ slot: 'main', file: files[0] }] };
+  if (files.length === 2) {
+    return { mode: 'compare', slots: [{ slot: 'baseline', file: files[0] }, { slot: 'target', file: files[1] }] };
+  }
+  return { mode: 'ranks', slots: files.map((file, i) => ({ slot: `rank${i}`, file })) };
+}
+
+function focusSlot(session) {
+  return session.mode === 'compare' ? 'target' : session.slots[0].slot;
+}
+
 async function analyse(files) {
   const list = [...files].filter(Boolean);
   if (!list.length) return;
-  const file = list[0];
   if (!(await engineReady)) return;
   if (appState.busy) await appState.engine.cancel();
 
+  const session = sessionOf(list);
   const others = $('others');
-  if (list.length > 1) {
-    clear(others).append(
-      el('strong', { text: `Analysing ${file.name}. ` }),
-      `Comparing traces (baseline vs target) and several ranks is coming soon; not analysed: ${list
-        .slice(1)
-        .map((f) => f.name)
-        .join(', ')}.`,
-    );
-    others.hidden = false;
-  } else {
-    others.hidden = true;
-  }
-
+  others.hidden = true;
   appState.busy = true;
+  appState.session = null;
+  appState.views = {};
   appState.recomputeSeq++;
   document.body.dataset.run = String(Number(document.body.dataset.run || 0) + 1);
   setState('loading');
@@ -277,8 +288,6 @@ async function analyse(files) {
   $('results').hidden = true;
   appState.timeline.clearTrace();
   $('progress').hidden = false;
-  $('progress-file').textContent = `${file.name} · ${formatSize(file.size)}`;
-  $('progress-step').textContent = 'Opening…';
   $('progress-bar').style.width = '2%';
   $('progress-bar').classList.add('indeterminate');
 
@@ -288,23 +297,30 @@ async function analyse(files) {
   appState.scope = 'aggregate';
 
   performance.mark('nsys-lens:open');
+  let current = session.slots[0].file;
   try {
-    const res = await appState.engine.open(file, detectOptions(), (step, done, total) => {
-      $('progress-step').textContent = total > 0 ? `${step} (${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')})` : step;
-      const bar = $('progress-bar');
-      if (total > 0) {
-        bar.classList.remove('indeterminate');
-        bar.style.width = `${Math.max(2, Math.min(100, (done / total) * 100))}%`;
-      }
-    });
-    appState.fileName = res.fileName || file.name;
+    let focused = null;
+    for (const [i, entry] of session.slots.entries()) {
+      current = entry.file;
+      const of = session.slots.length > 1 ? ` (${i + 1} of ${session.slots.length}, ${entry.slot})` : '';
+      $('progress-file').textContent = `${entry.file.name} · ${formatSize(entry.file.size)}${of}`;
+      $('progress-step').textContent = 'Opening…';
+      const res = await appState.engine.open(entry.file, detectOptions(), showProgress, { slot: entry.slot, only: i === 0 });
+      entry.name = res.fileName || entry.file.name;
+      if (entry.slot === focusSlot(session)) focused = res;
+    }
+    appState.session = session;
+    appState.engine.focus = focusSlot(session);
+    appState.fileName = session.slots.find((e) => e.slot === focusSlot(session)).name;
     $('progress').hidden = true;
     $('intro').hidden = true;
     $('results').hidden = false;
-    renderReport(JSON.parse(res.detect));
+    renderSession();
+    showView('verdict');
+    renderReport(JSON.parse(focused.detect));
     performance.mark('nsys-lens:verdict'); // benchmarks measure open → verdict → first timeline paint
-    renderGaps(res.gaps, res.gapsError);
-    appState.timeline.setTrace(JSON.parse(res.extent), appState.engine);
+    renderGaps(focused.gaps, focused.gapsError);
+    appState.timeline.setTrace(JSON.parse(focused.extent), appState.engine);
     appState.busy = false;
     setState('done');
   } catch (e) {
@@ -312,14 +328,167 @@ async function analyse(files) {
     $('progress').hidden = true;
     const message = e?.message || String(e);
     if (message === 'cancelled') {
-      clear(others).append(el('span', { text: `Cancelled ${file.name}.` }));
+      clear(others).append(el('span', { text: `Cancelled ${current.name}.` }));
       others.hidden = false;
       setState('idle');
     } else {
-      showError(message);
+      showError(session.slots.length > 1 ? `${current.name}: ${message}` : message);
       setState('error');
     }
   }
+}
+
+function showProgress(step, done, total) {
+  $('progress-step').textContent = total > 0 ? `${step} (${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')})` : step;
+  const bar = $('progress-bar');
+  if (total > 0) {
+    bar.classList.remove('indeterminate');
+    bar.style.width = `${Math.max(2, Math.min(100, (done / total) * 100))}%`;
+  }
+}
+
+// The files of the run, and (several files) which one the verdict view shows.
+function renderSession() {
+  const box = clear($('session'));
+  const { mode, slots } = appState.session;
+  document.body.dataset.mode = mode;
+  if (mode === 'single') return;
+  box.append(el('span', { class: 'muted small', text: mode === 'compare' ? 'Verdict of:' : 'Verdict of rank file:' }));
+  for (const entry of slots) {
+    const label = mode === 'compare' ? `${entry.slot} · ${entry.name}` : entry.name;
+    box.append(
+      el('button', {
+        type: 'button',
+        class: 'button small slot-button',
+        'data-slot': entry.slot,
+        'data-testid': `slot-${entry.slot}`,
+        'aria-pressed': String(entry.slot === appState.engine.focus),
+        text: label,
+        onclick: () => focusOn(entry.slot),
+      }),
+    );
+  }
+}
+
+// Shows the verdict, timeline and gaps of another open file.
+async function focusOn(slot) {
+  if (appState.busy || slot === appState.engine.focus) return;
+  setState('loading');
+  try {
+    const res = await appState.engine.view(slot, detectOptions());
+    appState.fileName = res.fileName;
+    renderSession();
+    renderReport(JSON.parse(res.detect));
+    renderGaps(res.gaps, res.gapsError);
+    appState.timeline.setTrace(JSON.parse(res.extent), appState.engine);
+    setState('done');
+  } catch (e) {
+    showError(e.message || String(e));
+    setState('error');
+  }
+}
+
+// ── views: verdict, root cause, drill-down ──────────────────────────────────────────────────────
+
+function showView(name) {
+  appState.view = name;
+  for (const tab of document.querySelectorAll('.view-tab')) tab.setAttribute('aria-selected', String(tab.dataset.view === name));
+  for (const v of ['verdict', 'rootcause', 'drill']) $(`view-${v}`).hidden = v !== name;
+  if (name === 'verdict') appState.timeline.redraw?.();
+  if (name === 'rootcause') loadView('rootcause', rootCauseKey(), computeRootCause);
+  if (name === 'drill') loadView('drill', drillKey(), computeDrill);
+}
+
+// Computes a view once per key (the files and options it depends on), then renders it.
+async function loadView(name, key, compute) {
+  if (!appState.session) return;
+  const cached = appState.views[name];
+  if (cached && cached.key === key) return;
+  const token = {};
+  appState.views[name] = { key, token };
+  const status = $(`${name}-status`);
+  status.textContent = name === 'rootcause' ? 'Isolating iterations and measuring each step…' : 'Finding gaps, graphs, patterns and stragglers…';
+  document.body.dataset[`${name}State`] = 'loading';
+  try {
+    await compute();
+    if (appState.views[name]?.token !== token) return;
+    status.textContent = '';
+    document.body.dataset[`${name}State`] = 'done';
+  } catch (e) {
+    if (appState.views[name]?.token !== token) return;
+    appState.views[name] = null;
+    clear($(name));
+    status.textContent = '';
+    $(name).append(el('div', { class: 'error', 'data-testid': `${name}-error`, role: 'alert', text: e.message || String(e) }));
+    document.body.dataset[`${name}State`] = 'error';
+  }
+}
+
+function profile() {
+  return document.querySelector('input[name=profile]:checked')?.value || 'standard';
+}
+
+function rootCauseKey() {
+  const { mode, slots } = appState.session;
+  return `${mode}:${slots.map((e) => e.slot).join(',')}:${profile()}`;
+}
+
+async function computeRootCause() {
+  const { mode, slots } = appState.session;
+  const [baseline, target] = mode === 'compare' ? ['baseline', 'target'] : [appState.engine.focus, null];
+  const names = Object.fromEntries(slots.map((e) => [e.slot, e.name]));
+  const options = { profile: profile(), baseline_label: mode === 'compare' ? 'baseline' : names[baseline] };
+  if (target) options.target_label = 'target';
+  const { report } = await appState.engine.analyze(baseline, target, options);
+  renderRootCause($('rootcause'), JSON.parse(report), { drawStepTimes, names });
+}
+
+function drillKey() {
+  const { mode, slots } = appState.session;
+  return mode === 'ranks' ? `ranks:${slots.length}` : `one:${appState.engine.focus}`;
+}
+
+async function computeDrill() {
+  const { mode, slots } = appState.session;
+  const drillSlots = mode === 'ranks' ? slots.map((e) => e.slot) : [appState.engine.focus];
+  const { report } = await appState.engine.drill(drillSlots, { top: DRILL_TOP });
+  renderDrill($('drill'), JSON.parse(report), {
+    drawGapHistogram,
+    drawBarChart,
+    onGap: async (gap) => {
+      // A gap of another rank file: show that file's timeline first.
+      const owner = appState.session.slots.find((e) => e.name === gap.file);
+      if (owner && owner.slot !== appState.engine.focus) await focusOn(owner.slot);
+      showView('verdict');
+      appState.timeline.zoomTo(gap.start_ns, gap.end_ns);
+      $('timeline').scrollIntoView({ block: 'center' });
+    },
+    exportReport: (format) => exportReport(appState.engine.focus, format),
+  });
+}
+
+// Largest gaps and eager kernel names listed (the CLI's default `--top`).
+const DRILL_TOP = 10;
+
+const EXPORTS = {
+  md: { ext: 'md', type: 'text/markdown' },
+  json: { ext: 'json', type: 'application/json' },
+  html: { ext: 'html', type: 'text/html' },
+  'csv-zip': { ext: 'csv.zip', type: 'application/zip' },
+};
+
+// Builds the report in the worker and saves it through a Blob URL: nothing leaves the machine.
+async function exportReport(slot, format) {
+  const { bytes } = await appState.engine.report(slot, format, DRILL_TOP);
+  const spec = EXPORTS[format];
+  const base = (appState.session.slots.find((e) => e.slot === slot)?.name || 'trace').replace(/\.sqlite$/i, '');
+  const url = URL.createObjectURL(new Blob([bytes], { type: spec.type }));
+  const a = el('a', { href: url, download: `${base}.report.${spec.ext}` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  return bytes.length;
 }
 
 function formatSize(bytes) {
@@ -365,10 +534,16 @@ function wireLoading() {
     }
   });
   $('cancel').addEventListener('click', () => appState.engine.cancel());
+  for (const tab of document.querySelectorAll('.view-tab')) tab.addEventListener('click', () => showView(tab.dataset.view));
 }
 
 function wireControls() {
-  for (const r of document.querySelectorAll('input[name=profile]')) r.addEventListener('change', () => recompute());
+  for (const r of document.querySelectorAll('input[name=profile]')) {
+    r.addEventListener('change', () => {
+      recompute();
+      if (appState.view === 'rootcause') showView('rootcause'); // its key includes the profile
+    });
+  }
   $('thresholds-reset').addEventListener('click', () => {
     resetThresholdInputs();
     recompute();

@@ -16,6 +16,8 @@ const ASSETS = [
   './ui/facts.js',
   './ui/gaps.js',
   './ui/timeline.js',
+  './ui/rootcause.js',
+  './ui/drill.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',

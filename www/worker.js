@@ -6,11 +6,11 @@
 //
 // Offline single-file build: the next line is the ONLY reference to the wasm-bindgen glue. The
 // inliner (or app.js at run time) replaces this whole line with the glue's source text; the glue
-// declares `__wbg_init`, `Analysis` and `loadKernels` at its top level, so the names below keep working.
-import __wbg_init, { Analysis, loadKernels } from './pkg/nsys_lens.js';
+// declares `__wbg_init`, `Analysis` and the functions below at its top level, so the names below keep working.
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, loadKernels, reportFile } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
-let analysis = null; // the open Analysis, or null
+const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
 let cancelFlag = null; // Int32Array over a SharedArrayBuffer when the page is cross-origin isolated
 let cancelled = false; // set by a 'cancel' message (only seen when the core yields between steps)
 let openingId = 0; // the open request in progress (a kernel part for another one is dropped)
@@ -91,15 +91,21 @@ async function openParallel(id, file, onProgress) {
   return host.attachKernels(bytes);
 }
 
-function freeAnalysis() {
-  if (analysis) {
-    try {
-      analysis.free();
-    } catch {
-      /* already freed */
-    }
-    analysis = null;
+function freeAnalysis(slot) {
+  const analysis = analyses.get(slot);
+  analyses.delete(slot);
+  try {
+    analysis?.free();
+  } catch {
+    /* already freed */
   }
+}
+
+// Every open request names the slot its trace goes to; other requests read a slot.
+function analysisIn(slot) {
+  const analysis = analyses.get(slot || 'main');
+  if (!analysis) throw new Error(`no trace is open${slot && slot !== 'main' ? ` as ${slot}` : ''}`);
+  return analysis;
 }
 
 async function handle(msg) {
@@ -111,7 +117,9 @@ async function handle(msg) {
     }
     case 'open': {
       await initWasm();
-      freeAnalysis();
+      const slot = msg.slot || 'main';
+      if (msg.only) for (const other of [...analyses.keys()]) freeAnalysis(other);
+      freeAnalysis(slot);
       cancelled = false;
       cancelFlag = msg.cancelFlag ? new Int32Array(msg.cancelFlag) : null;
       const onProgress = (step, done, total) => {
@@ -130,7 +138,8 @@ async function handle(msg) {
         }
         throw new Error('cancelled');
       }
-      analysis = opened;
+      const analysis = opened;
+      analyses.set(slot, analysis);
       self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
       const detect = analysis.detect(msg.options);
       const extent = analysis.timelineExtent();
@@ -147,7 +156,7 @@ async function handle(msg) {
       } catch {
         /* keep the File's name */
       }
-      return { detect, extent, gaps, gapsError, fileName };
+      return { detect, extent, gaps, gapsError, fileName, traceId: analysis.id };
     }
     case 'loadKernels': {
       // The second worker of a parallel open: only the kernel table, returned as bytes.
@@ -160,16 +169,43 @@ async function handle(msg) {
       return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
     }
     case 'detect':
-      if (!analysis) throw new Error('no trace is open');
-      return { detect: analysis.detect(msg.options) };
-    case 'timeline':
-      if (!analysis) throw new Error('no trace is open');
+      return { detect: analysisIn(msg.slot).detect(msg.options) };
+    case 'view': {
+      // Everything the verdict view shows of one slot (switching between baseline and target).
+      const analysis = analysisIn(msg.slot);
+      let gaps = null;
+      let gapsError = null;
+      try {
+        gaps = analysis.gaps();
+      } catch (e) {
+        gapsError = errorMessage(e);
+      }
+      return { detect: analysis.detect(msg.options), extent: analysis.timelineExtent(), gaps, gapsError, fileName: analysis.fileName() };
+    }
+    case 'timeline': {
+      const analysis = analysisIn(msg.slot);
       return { view: withNs((ns) => analysis.timeline(ns(msg.start), ns(msg.end), msg.columns)) };
-    case 'hover':
+    }
+    case 'hover': {
+      const analysis = analyses.get(msg.slot || 'main');
       if (!analysis) return { hit: 'null' };
       return { hit: withNs((ns) => analysis.hover(msg.lane, ns(msg.t), ns(msg.slack))) };
+    }
+    case 'analyze': {
+      const baseline = analysisIn(msg.baseline).id;
+      const target = msg.target ? analysisIn(msg.target).id : undefined;
+      return { report: analyzeTraces(baseline, target, msg.options || '{}') };
+    }
+    case 'drill': {
+      const ids = new Uint32Array((msg.slots || ['main']).map((s) => analysisIn(s).id));
+      return { report: drillTraces(ids, msg.options || '{}') };
+    }
+    case 'report': {
+      const bytes = reportFile(analysisIn(msg.slot).id, msg.format, msg.top || 10);
+      return { bytes };
+    }
     case 'close':
-      freeAnalysis();
+      for (const slot of msg.slot ? [msg.slot] : [...analyses.keys()]) freeAnalysis(slot);
       return {};
     default:
       throw new Error(`unknown request ${type}`);

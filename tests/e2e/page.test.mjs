@@ -246,14 +246,17 @@ test('random bytes: a clear error, then the next file analyses normally', { time
   await assertMatchesCli(file);
 });
 
-test('several files: the first is analysed, the others listed', { timeout: TIMEOUT }, async () => {
+test('two files: baseline and target, the verdict view shows the target and switches', { timeout: TIMEOUT }, async () => {
   const a = path.join(tmp, 'host-bound.sqlite');
   const b = path.join(tmp, 'gpu-bound.sqlite');
   const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
   await page.setInputFiles('#file-input', [b, a]);
   await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'done', run, { timeout: TIMEOUT });
-  await page.waitForFunction(() => document.querySelector('[data-testid=file-name]').textContent === 'gpu-bound.sqlite', null, { timeout: TIMEOUT });
-  assert.match(await page.textContent('[data-testid=others]'), /host-bound\.sqlite/);
+  assert.equal(await page.textContent('[data-testid=file-name]'), 'host-bound.sqlite');
+  assert.match(await page.textContent('[data-testid=session]'), /baseline · gpu-bound\.sqlite.*target · host-bound\.sqlite/s);
+  await assertMatchesCli(a);
+  await page.click('[data-testid=slot-baseline]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=file-name]').textContent === 'gpu-bound.sqlite' && document.body.dataset.state === 'done', null, { timeout: TIMEOUT });
   await assertMatchesCli(b);
 });
 

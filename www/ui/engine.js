@@ -14,6 +14,7 @@ export class WorkerEngine {
     this.wasm = wasm;
     this.parallel = parallel;
     this.loader = null; // the kernel-loading WorkerEngine of a parallel open
+    this.focus = 'main'; // the slot the verdict view (detect, timeline, hover) reads
     this.worker = null;
     this.nextId = 1;
     this.pending = new Map(); // id -> {resolve, reject, onProgress}
@@ -106,7 +107,9 @@ export class WorkerEngine {
     });
   }
 
-  async open(file, options, onProgress) {
+  // Opens `file` into `slot` ('main', 'baseline', 'target', 'rank0' …); `only` closes every
+  // other slot first.
+  async open(file, options, onProgress, { slot = 'main', only = true } = {}) {
     await this.initPromise.catch((e) => {
       // A failed init (wasm missing) is fatal for this worker; try once more with a fresh one.
       this.restart(e);
@@ -122,8 +125,9 @@ export class WorkerEngine {
     const id = this.nextId;
     this.openId = id;
     try {
-      if (!this.parallel) return await this.request('open', { file, options, cancelFlag }, onProgress);
-      return await this.openParallel(id, file, options, cancelFlag, onProgress);
+      const req = { file, options, cancelFlag, slot, only };
+      if (!this.parallel) return await this.request('open', req, onProgress);
+      return await this.openParallel(id, req, onProgress);
     } finally {
       if (this.openId === id) this.openId = 0;
     }
@@ -131,11 +135,12 @@ export class WorkerEngine {
 
   // The analysis worker loads everything but kernels; a loader worker loads the kernel table
   // and its bytes are forwarded (transferred, not copied) to the analysis worker.
-  async openParallel(id, file, options, cancelFlag, onProgress) {
+  async openParallel(id, req, onProgress) {
+    const { file } = req;
     this.loader ??= new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
     const loader = this.loader;
     const progress = new CombinedProgress(onProgress);
-    const opened = this.request('open', { file, options, cancelFlag, parallel: true }, progress.part('host'));
+    const opened = this.request('open', { ...req, parallel: true }, progress.part('host'));
     const worker = this.worker;
     loader
       .request('loadKernels', { file }, progress.part('kernels'))
@@ -191,15 +196,36 @@ export class WorkerEngine {
   }
 
   detect(options) {
-    return this.request('detect', { options });
+    return this.request('detect', { options, slot: this.focus });
+  }
+
+  // Verdict, timeline extent and gaps of `slot`, which becomes the focus.
+  view(slot, options) {
+    this.focus = slot;
+    return this.request('view', { slot, options });
   }
 
   timeline(start, end, columns) {
-    return this.request('timeline', { start, end, columns });
+    return this.request('timeline', { start, end, columns, slot: this.focus });
   }
 
   hover(lane, t, slack) {
-    return this.request('hover', { lane, t, slack });
+    return this.request('hover', { lane, t, slack, slot: this.focus });
+  }
+
+  // AnalyzeReport JSON: the root cause of `baseline`, compared with `target` (a slot or null).
+  analyze(baseline, target, options) {
+    return this.request('analyze', { baseline, target, options: JSON.stringify(options || {}) });
+  }
+
+  // DrillReport JSON over `slots` (one trace, or the rank files of one run).
+  drill(slots, options) {
+    return this.request('drill', { slots, options: JSON.stringify(options || {}) });
+  }
+
+  // The explainer report of `slot` as a Uint8Array: format 'md' | 'json' | 'html' | 'csv-zip'.
+  report(slot, format, top = 10) {
+    return this.request('report', { slot, format, top });
   }
 }
 

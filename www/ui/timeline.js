@@ -68,6 +68,19 @@ export class TimelinePanel {
     this.hideTooltip();
   }
 
+  // Shows [start, end) ns with as much again on either side (a gap and its neighbours).
+  zoomTo(start, end) {
+    if (!this.extent) return;
+    const pad = Math.max(end - start, 1000);
+    this.view = this.clampView(start - pad, end + pad);
+    this.schedule();
+  }
+
+  // Draws again (the canvas was hidden while another view was shown).
+  redraw() {
+    if (this.extent) this.schedule();
+  }
+
   reset() {
     if (!this.extent) return;
     this.view = { ...this.extent };

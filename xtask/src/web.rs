@@ -178,7 +178,58 @@ fn assemble(pkg: &Path, dist: &Path) -> Result<()> {
             println!("note: {dir}/ does not exist yet; nothing copied from it");
         }
     }
-    copy_tree(pkg, &dist.join("pkg"))
+    copy_tree(pkg, &dist.join("pkg"))?;
+    version_service_worker(dist)
+}
+
+/// The line of `www/sw.js` that names its cache; `dist` names it after the site's content.
+const CACHE_LINE: &str = "const CACHE = 'nsys-lens-v1';";
+
+/// Names the service worker's cache after a hash of every other file of the site, so a new
+/// deployment gets a new cache (and the old one is dropped) instead of serving stale assets.
+fn version_service_worker(dist: &Path) -> Result<()> {
+    let sw = dist.join("sw.js");
+    let text = fs::read_to_string(&sw).map_err(|e| format!("cannot read {}: {e}", sw.display()))?;
+    if !text.contains(CACHE_LINE) {
+        return Err(format!(
+            "{} no longer has the line `{CACHE_LINE}` that dist versions",
+            sw.display()
+        ));
+    }
+    let mut files = Vec::new();
+    list_files(dist, &mut files)?;
+    files.sort();
+    let mut all = Vec::new();
+    for f in files.iter().filter(|f| **f != sw) {
+        all.extend_from_slice(
+            f.strip_prefix(dist)
+                .unwrap_or(f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        all.extend(fs::read(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?);
+    }
+    let digest: String = codec::sha256(&all)[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let versioned = text.replace(CACHE_LINE, &format!("const CACHE = 'nsys-lens-{digest}';"));
+    fs::write(&sw, versioned).map_err(|e| format!("cannot write {}: {e}", sw.display()))
+}
+
+fn list_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+            .path();
+        if path.is_dir() {
+            list_files(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 fn remove_dir(dir: &Path) -> Result<()> {

@@ -35,14 +35,10 @@ impl LoadOptions {
         }
     }
 
-    /// What the page shows: detection plus kernel streams and ids for the timeline.
+    /// What the page shows: the verdict, the timeline, the root cause (every CUDA API call per
+    /// step) and the drill-down and report (memory operations, synchronizations): everything.
     pub fn page() -> LoadOptions {
-        LoadOptions {
-            memory_ops: false,
-            syncs: false,
-            event_details: true,
-            launch_calls_only: true,
-        }
+        LoadOptions::all()
     }
 
     /// Only what detection reads: kernel start/end/device/process/name, launch calls, NVTX ranges.

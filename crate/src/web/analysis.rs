@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use web_sys::File;
 
-use super::indexed::Indexed;
+use std::rc::Rc;
+
+use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
 use super::{from_json, init, js_error, to_json};
 use crate::detect::{self, DetectConfig, Profile, ThresholdOverrides};
@@ -18,8 +20,9 @@ use crate::trace::{self, HEADER_LEN, LoadOptions, Part, Progress, transfer};
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
 #[wasm_bindgen]
 pub struct Analysis {
-    name: String,
-    trace: Indexed,
+    pub(super) name: String,
+    pub(super) trace: Rc<Indexed>,
+    pub(super) id: u32,
     registration: Registration,
 }
 
@@ -42,8 +45,28 @@ struct Extent {
 /// timeline's arithmetic (`end - start`, `start + span`) cannot overflow an i64.
 const NS_LIMIT: f64 = (1u64 << 61) as f64;
 
+impl Analysis {
+    fn new(name: String, trace: Trace, registration: Registration) -> Analysis {
+        let trace = Rc::new(Indexed::new(trace, &name));
+        let id = indexed::register(&trace);
+        Analysis {
+            name,
+            trace,
+            id,
+            registration,
+        }
+    }
+}
+
 #[wasm_bindgen]
 impl Analysis {
+    /// This trace's id in the worker, for calls over several traces (`analyzeTraces`,
+    /// `drillTraces`).
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
     /// Opens `file` read-only through the blob VFS (no copy into wasm memory) and loads what the
     /// page shows. `onProgress(step, done, total)` returning `false` cancels.
     pub fn open(
@@ -52,11 +75,7 @@ impl Analysis {
     ) -> Result<Analysis, JsError> {
         let (name, registration) = register(&file)?;
         let trace = load(&registration, &name, &on_progress, Part::Whole).map_err(js_error)?;
-        Ok(Analysis {
-            name,
-            trace: Indexed::new(trace),
-            registration,
-        })
+        Ok(Analysis::new(name, trace, registration))
     }
 
     /// Opens `file` like [`Analysis::open`] but loads everything except the kernel table, which
@@ -185,11 +204,7 @@ impl HostPart {
             registration,
         } = self;
         trace::merge_kernel_part(&mut trace, part);
-        Ok(Analysis {
-            name,
-            trace: Indexed::new(trace),
-            registration,
-        })
+        Ok(Analysis::new(name, trace, registration))
     }
 }
 

@@ -3,12 +3,14 @@
 
 use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
+use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
 use super::{from_json, init, js_error, to_json};
 use crate::drill::gaps::GapHistogram;
-use crate::plot;
+use crate::plot::{self, steps::StepSeries};
+use crate::report::charts;
 use crate::timeline::TimelineView;
 
 /// Draws a `TimelineView` (JSON from `Analysis.timeline`) onto `canvas`.
@@ -35,6 +37,80 @@ pub fn draw_gap_histogram(
     let root = backend(canvas)?.into_drawing_area();
     plot::draw_gap_histogram(&root, &hist).map_err(js_error)?;
     root.present().map_err(js_error)
+}
+
+/// One series of `drawStepTimes`: a trace's label and its per-step wall times (µs), as
+/// `step_wall_times_us` of an `AnalyzeReport` trace.
+#[derive(Deserialize)]
+struct Series {
+    label: String,
+    wall_us: Vec<f64>,
+}
+
+/// Draws per-step wall time, step by step, one line per trace (`[{"label", "wall_us"}]`).
+#[wasm_bindgen(js_name = drawStepTimes)]
+pub fn draw_step_times(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = seriesJson)] series_json: &str,
+) -> Result<(), JsError> {
+    init();
+    let series: Vec<Series> = from_json("step series", series_json)?;
+    let series: Vec<StepSeries<'_>> = series
+        .iter()
+        .map(|s| StepSeries {
+            label: &s.label,
+            wall_us: &s.wall_us,
+        })
+        .collect();
+    let root = backend(canvas)?.into_drawing_area();
+    plot::steps::draw_step_times(&root, &series).map_err(js_error)?;
+    root.present().map_err(js_error)
+}
+
+/// A bar chart as the report draws it: `{"title", "bars": [{"label", "value", "text",
+/// "flagged"}]}` (per-rank lateness, functional blocks …).
+#[derive(Deserialize)]
+struct ChartSpec {
+    title: String,
+    bars: Vec<BarSpec>,
+}
+
+#[derive(Deserialize)]
+struct BarSpec {
+    label: String,
+    value: f64,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    flagged: bool,
+}
+
+/// Draws a horizontal bar chart; returns the height in CSS pixels the chart needs (size the
+/// canvas to it, then draw again).
+#[wasm_bindgen(js_name = drawBarChart)]
+pub fn draw_bar_chart(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = chartJson)] chart_json: &str,
+) -> Result<u32, JsError> {
+    init();
+    let spec: ChartSpec = from_json("bar chart", chart_json)?;
+    let chart = charts::BarChart {
+        title: spec.title,
+        bars: spec
+            .bars
+            .into_iter()
+            .map(|b| charts::Bar {
+                label: b.label,
+                value: b.value,
+                text: b.text,
+                flagged: b.flagged,
+            })
+            .collect(),
+    };
+    let root = backend(canvas)?.into_drawing_area();
+    charts::draw_bar_chart(&root, &chart).map_err(js_error)?;
+    root.present().map_err(js_error)?;
+    Ok(charts::bar_chart_height(&chart))
 }
 
 /// `TIMELINE_LAYOUT` as JSON (label width, top margin, lane height in px), so the page maps a

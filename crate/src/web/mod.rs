@@ -10,13 +10,17 @@
 //! `Result<_, JsError>` and nothing here unwraps or indexes input-derived data. A panic hook still
 //! logs to the console, so a bug elsewhere is visible rather than a bare "unreachable".
 
+mod analyses;
 mod analysis;
 mod draw;
 mod indexed;
 pub mod vfs;
 
+pub use analyses::{analyze_traces, drill_traces, report_file};
 pub use analysis::{Analysis, HostPart, load_kernels};
-pub use draw::{draw_gap_histogram, draw_timeline, timeline_layout};
+pub use draw::{
+    draw_bar_chart, draw_gap_histogram, draw_step_times, draw_timeline, timeline_layout,
+};
 
 use std::fmt::Display;
 use std::sync::Once;

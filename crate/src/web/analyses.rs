@@ -1,0 +1,130 @@
+//! The page's deeper views over open traces: root cause (`analyze`, SPEC §3), drill-down
+//! (SPEC §4) and the explainer report's exports (SPEC §5). The same core calls as the CLI's
+//! `analyze`, `drill` and `report`; traces are named by their `Analysis.id` so one call can read
+//! several (a baseline and a target, or the rank files of one run).
+
+use std::rc::Rc;
+
+use js_sys::Uint8Array;
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+
+use super::indexed::{self, Indexed};
+use super::{from_json, init, js_error, to_json};
+use crate::analyze::{self, AnalyzeConfig, AnalyzeReport};
+use crate::detect::Profile;
+use crate::drill::{self, DrillInput, DrillOptions};
+use crate::report::{csv, document, html, markdown, outline};
+
+/// `analyzeTraces` options: `{"profile", "tp_size", "baseline_label", "target_label"}`.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct AnalyzeOptions {
+    profile: Profile,
+    tp_size: Option<u32>,
+    baseline_label: String,
+    target_label: String,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> AnalyzeOptions {
+        AnalyzeOptions {
+            profile: Profile::Standard,
+            tp_size: None,
+            baseline_label: "baseline".into(),
+            target_label: "target".into(),
+        }
+    }
+}
+
+/// The open trace `id`, or an error the page can show.
+fn open_trace(id: u32) -> Result<Rc<Indexed>, JsError> {
+    indexed::lookup(id)
+        .ok_or_else(|| js_error(format!("trace {id} is not open (closed or replaced)")))
+}
+
+/// `AnalyzeReport` JSON of the trace `baselineId`, compared with `targetId` when given (as
+/// `nsys-lens analyze BASELINE [TARGET] --json`).
+#[wasm_bindgen(js_name = analyzeTraces)]
+pub fn analyze_traces(
+    #[wasm_bindgen(js_name = baselineId)] baseline_id: u32,
+    #[wasm_bindgen(js_name = targetId)] target_id: Option<u32>,
+    #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
+) -> Result<String, JsError> {
+    init();
+    let opts: AnalyzeOptions = from_json("analyze options", options_json)?;
+    if opts.profile == Profile::Standard && opts.tp_size.is_some() {
+        return Err(js_error(
+            "tp_size applies to the trtllm-skill profile only: standard merges TP ranks' NVTX copies itself",
+        ));
+    }
+    let breakdown = |id: u32, label: &str| -> Result<analyze::TraceBreakdown, JsError> {
+        let trace = open_trace(id)?;
+        let cfg = AnalyzeConfig {
+            profile: opts.profile,
+            tp_size: opts.tp_size.unwrap_or(1),
+            label: label.to_string(),
+            source: label.to_string(),
+        };
+        analyze::analyze_trace(trace.trace(), &cfg).map_err(js_error)
+    };
+    let baseline = breakdown(baseline_id, &opts.baseline_label)?;
+    let target = target_id
+        .map(|id| breakdown(id, &opts.target_label))
+        .transpose()?;
+    to_json(&AnalyzeReport::new(opts.profile, baseline, target))
+}
+
+/// `DrillReport` JSON over the traces `ids` (one trace, or one file per rank), as
+/// `nsys-lens drill TRACE… --json`. `optionsJson`: `{"top", "window": [start, end]}`.
+#[wasm_bindgen(js_name = drillTraces)]
+pub fn drill_traces(
+    ids: Vec<u32>,
+    #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
+) -> Result<String, JsError> {
+    init();
+    let opts: DrillOptions = from_json("drill options", options_json)?;
+    let traces = ids
+        .iter()
+        .map(|&id| open_trace(id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let labels: Vec<String> = traces.iter().map(|t| t.label().to_string()).collect();
+    let inputs: Vec<DrillInput<'_>> = traces
+        .iter()
+        .zip(&labels)
+        .map(|(t, label)| DrillInput {
+            trace: t.trace(),
+            label,
+        })
+        .collect();
+    to_json(&drill::drill(&inputs, &opts).map_err(js_error)?)
+}
+
+/// The explainer report of trace `id` as `format`: `"md"`, `"json"`, `"html"` (one
+/// self-contained file) or `"csv-zip"` (every table as CSV in a zip) — the files of
+/// `nsys-lens report`, built here so nothing leaves the machine.
+#[wasm_bindgen(js_name = reportFile)]
+pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, JsError> {
+    init();
+    let trace = open_trace(id)?;
+    let opts = DrillOptions {
+        top: top.max(1) as usize,
+        window: None,
+    };
+    let doc = document::build(trace.trace(), trace.label(), &opts).map_err(js_error)?;
+    let bytes: Vec<u8> = match format {
+        "md" => markdown::render(&doc).into_bytes(),
+        "json" => serde_json::to_vec_pretty(&doc).map_err(js_error)?,
+        "html" => html::render(&doc).into_bytes(),
+        "csv-zip" => {
+            let tables = csv::csv_files(&outline::tables(&doc)).map_err(js_error)?;
+            csv::zip(&tables).map_err(js_error)?
+        }
+        other => {
+            return Err(js_error(format!(
+                "unknown report format `{other}` (md, json, html, csv-zip)"
+            )));
+        }
+    };
+    Ok(Uint8Array::from(bytes.as_slice()))
+}

@@ -1,0 +1,269 @@
+// Drill-down (SPEC §4–§5) from the core's DrillReport JSON (the same JSON as `nsys-lens drill
+// --json`): gaps (histogram drawn by the core, largest gaps with what ran around them — click one
+// to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
+// ranks, findings, and the explainer report's exports, all built in this tab.
+
+import { el, clear, us, int, pct, rawValue, fitCanvas } from './format.js';
+
+export function renderDrill(container, report, deps) {
+  clear(container);
+  const panels = [
+    drFindings(report.findings || []),
+    drGaps(report.gaps, deps),
+    drGraphs(report.graphs),
+    drPattern(report.patterns),
+    drStragglers(report.stragglers, deps.drawBarChart),
+    drExports(deps.exportReport),
+    drCoverage(report.coverage || []),
+  ];
+  container.append(...panels.filter(Boolean));
+}
+
+function drPanel(title, testid, ...children) {
+  return el('section', { class: 'panel', 'data-testid': testid }, el('div', { class: 'panel-head' }, el('h2', { text: title })), ...children);
+}
+
+function drTable(headers, rows, attrs = {}) {
+  return el(
+    'div',
+    { class: 'table-wrap' },
+    el('table', { class: 'table', ...attrs }, el('thead', {}, el('tr', {}, headers.map((h) => el('th', { text: h })))), el('tbody', {}, rows)),
+  );
+}
+
+function drFact(key, label, value, shown) {
+  return el(
+    'div',
+    { class: 'rc-figure', 'data-drill': key, 'data-value': rawValue(value) ?? '' },
+    el('span', { class: 'rc-label', text: label }),
+    el('span', { class: 'rc-value mono', text: shown }),
+  );
+}
+
+// What overlapped a gap, longest overlap first: the first three in the cell, all in its tooltip.
+function drOverlaps(list) {
+  const all = [...(list || [])].sort((a, b) => b.overlap_us - a.overlap_us);
+  const text = (o) => `${o.name}${o.count > 1 ? ` ×${o.count}` : ''} (${us(o.overlap_us)})`;
+  const shown = all.slice(0, 3).map(text).join(' · ');
+  const more = all.length > 3 ? ` · +${all.length - 3} more` : '';
+  return el('td', { class: 'small overlaps', title: all.map(text).join('\n') || '', text: shown ? shown + more : '—' });
+}
+
+function drGaps(g, { drawGapHistogram, onGap }) {
+  if (!g) return null;
+  const canvas = el('canvas', { 'data-testid': 'drill-gap-histogram', height: '260' });
+  requestAnimationFrame(() => {
+    fitCanvas(canvas, 260);
+    const hist = { buckets: g.buckets, gaps: g.gaps, total_us: g.total_us, devices: [] };
+    drawGapHistogram(canvas, JSON.stringify(hist));
+  });
+  const rows = (g.top || []).map((gap, i) =>
+    el(
+      'tr',
+      {
+        class: 'clickable',
+        tabindex: '0',
+        title: 'Show this gap on the timeline',
+        'data-rank': String(i + 1),
+        'data-gap-us': rawValue(gap.gap_us),
+        'data-start-ns': String(gap.start_ns),
+        'data-end-ns': String(gap.end_ns),
+        onclick: () => onGap(gap),
+        onkeydown: (e) => {
+          if (e.key === 'Enter') onGap(gap);
+        },
+      },
+      el('td', { class: 'mono num', text: String(i + 1) }),
+      el('td', { class: 'mono num', text: us(gap.gap_us), title: gap.reading || '' }),
+      el('td', { class: 'mono nowrap', text: `GPU ${gap.device} · s${gap.stream}` }),
+      el('td', { class: 'mono name', text: `${gap.prev_kernel} → ${gap.next_kernel}`, title: `${gap.prev_kernel} → ${gap.next_kernel}` }),
+      drOverlaps(gap.nvtx),
+      drOverlaps(gap.api),
+      el('td', { class: 'mono nowrap small', text: gap.bucket || '' }),
+    ),
+  );
+  return drPanel(
+    'Gaps between kernels',
+    'drill-gaps',
+    el('p', { class: 'muted small', 'data-testid': 'drill-gap-summary', 'data-gaps': String(g.gaps), 'data-total-us': rawValue(g.total_us), text: `${int(g.gaps)} gaps per stream · ${us(g.total_us)} in all. ${g.reading || ''}` }),
+    el('div', { class: 'canvas-wrap' }, canvas),
+    el('h3', { text: 'Largest gaps (click one to see it on the timeline)' }),
+    drTable(['#', 'Gap', 'Where', 'Kernels either side', 'NVTX open on the launching thread', 'CPU API calls during the gap', 'Bucket'], rows, { 'data-testid': 'drill-top-gaps' }),
+  );
+}
+
+function drGraphs(gr) {
+  if (!gr) return null;
+  const rows = (gr.eager_top || []).map((k) =>
+    el(
+      'tr',
+      { 'data-name': k.name, 'data-count': String(k.count) },
+      el('td', { class: 'mono name', text: k.name, title: k.name }),
+      el('td', { text: k.category || '' }),
+      el('td', { text: k.capturable ? 'yes' : 'no' }),
+      el('td', { class: 'mono num', text: int(k.count) }),
+      el('td', { class: 'mono num', text: us(k.total_us) }),
+    ),
+  );
+  const phases = (gr.phases || []).map((p) => `${p.phase}: ${pct(p.coverage)} of ${int(p.kernels)} kernels`).join(' · ');
+  return drPanel(
+    'CUDA-graph coverage',
+    'drill-graphs',
+    el(
+      'div',
+      { class: 'rc-figures' },
+      drFact('coverage', 'Kernels launched by graphs', gr.coverage, pct(gr.coverage)),
+      drFact('graph_kernels', 'Graph kernels', gr.graph_kernels, int(gr.graph_kernels)),
+      drFact('eager_kernels', 'Eager kernels', gr.eager_kernels, int(gr.eager_kernels)),
+      el('div', { class: 'rc-figure', 'data-drill': 'capture_mode', 'data-value': gr.capture_mode }, el('span', { class: 'rc-label', text: 'Capture' }), el('span', { class: 'rc-value', text: gr.capture_mode })),
+    ),
+    phases ? el('p', { class: 'small', text: `Per phase — ${phases}` }) : null,
+    gr.advice ? el('div', { class: 'callout warn', 'data-testid': 'drill-graph-advice', text: gr.advice }) : null,
+    rows.length ? el('h3', { text: 'Eager kernels by name' }) : null,
+    rows.length ? drTable(['Kernel', 'Category', 'Capturable', 'Count', 'Time'], rows, { 'data-testid': 'drill-eager' }) : null,
+  );
+}
+
+function drPattern(p) {
+  if (!p) return null;
+  if (!p.found) return drPanel('Per-layer kernel pattern', 'drill-pattern', el('p', { class: 'muted', text: p.note || 'No repeating per-layer kernel sequence was found.' }));
+  const kernels = (p.kernels || []).map((k) =>
+    el(
+      'tr',
+      { 'data-index': String(k.index), 'data-name': k.name },
+      el('td', { class: 'mono num', text: String(k.index) }),
+      el('td', { class: 'mono name', text: k.name, title: k.name }),
+      el('td', { text: k.category }),
+      el('td', { class: 'mono num', text: us(k.mean_gap_us) }),
+      el('td', { class: 'mono num', text: us(k.mean_duration_us) }),
+    ),
+  );
+  const blocks = (p.blocks || []).map((b) =>
+    el(
+      'tr',
+      { 'data-rank': String(b.rank), 'data-operation': b.operation, 'data-total-gap-us': rawValue(b.total_gap_us) },
+      el('td', { class: 'mono num', text: String(b.rank) }),
+      el('td', { text: b.operation }),
+      el('td', { class: 'mono', text: b.kernels }),
+      el('td', { text: b.category }),
+      el('td', { class: 'mono num', text: us(b.gap_per_layer_us) }),
+      el('td', { class: 'mono num', text: us(b.total_gap_us) }),
+      el('td', { text: b.priority }),
+    ),
+  );
+  return drPanel(
+    'Per-layer kernel pattern',
+    'drill-pattern',
+    el('p', {
+      class: 'small',
+      'data-testid': 'drill-pattern-summary',
+      'data-layers': String(p.layers),
+      'data-kernels': String((p.kernels || []).length),
+      text: `${(p.kernels || []).length} kernels repeat ${int(p.layers)} times in each of ${int(p.steps)} steady-state steps (device ${p.device}, ${p.source}).`,
+    }),
+    el('h3', { text: 'Functional blocks, by total preceding gap × layers' }),
+    drTable(['Rank', 'Operation', 'Kernels', 'Category', 'Gap per layer', 'Total gap', 'Priority'], blocks, { 'data-testid': 'drill-blocks' }),
+    el('h3', { text: 'The layer, kernel by kernel' }),
+    drTable(['#', 'Kernel', 'Category', 'Mean preceding gap', 'Mean duration'], kernels, { 'data-testid': 'drill-layer' }),
+  );
+}
+
+function drRankName(r) {
+  return `${r.file ? `${r.file} · ` : ''}GPU ${r.device} · pid ${r.pid}`;
+}
+
+function drStragglers(s, drawBarChart) {
+  if (!s) return null;
+  const ranks = s.ranks || [];
+  if (ranks.length < 2) {
+    return drPanel('Stragglers', 'drill-stragglers', el('p', { class: 'muted', text: s.note || 'One rank only: drop the rank files of one run together to compare ranks.' }));
+  }
+  const canvas = el('canvas', { 'data-testid': 'drill-lateness-plot', height: '120' });
+  const chart = {
+    title: 'Mean lateness per rank at collectives (µs)',
+    bars: ranks.map((r) => ({
+      label: drRankName(r),
+      value: r.mean_lateness_us,
+      text: `${r.mean_lateness_us.toFixed(1)} µs · last in ${pct(r.share)}`,
+      flagged: !!s.rank && r.device === s.rank.device && r.pid === s.rank.pid && (r.file || '') === (s.rank.file || ''),
+    })),
+  };
+  requestAnimationFrame(() => {
+    fitCanvas(canvas, 120);
+    const needed = drawBarChart(canvas, JSON.stringify(chart));
+    if (needed && needed !== canvas.height) {
+      fitCanvas(canvas, needed);
+      drawBarChart(canvas, JSON.stringify(chart));
+    }
+  });
+  const verdict = s.rank
+    ? `${drRankName(s.rank)} arrives last in ${pct(s.share)} of ${int(s.collectives)} collectives, ${us(s.mean_lateness_us)} late on average.`
+    : `No straggler: no rank is last in more than ${pct(s.threshold, 0)} of ${int(s.collectives)} collectives.`;
+  return drPanel(
+    'Stragglers',
+    'drill-stragglers',
+    el('p', {
+      class: s.rank ? 'callout warn' : 'callout',
+      'data-testid': 'drill-straggler',
+      'data-share': rawValue(s.share),
+      'data-lateness-us': rawValue(s.mean_lateness_us),
+      'data-collectives': String(s.collectives),
+      'data-device': s.rank ? String(s.rank.device) : '',
+      text: verdict,
+    }),
+    s.alignment ? el('p', { class: 'muted small', text: s.alignment }) : null,
+    el('div', { class: 'canvas-wrap' }, canvas),
+  );
+}
+
+function drFindings(findings) {
+  const items = findings.map((f) =>
+    el(
+      'li',
+      { class: `finding severity-${f.severity}`, 'data-severity': f.severity, 'data-source': f.source },
+      el('div', {}, el('span', { class: `badge severity-${f.severity}`, text: f.severity }), ' ', el('strong', { text: f.title })),
+      el('div', { class: 'small', text: f.evidence }),
+      el('div', { class: 'small' }, el('em', { text: 'Fix: ' }), f.fix, f.pattern ? el('span', { class: 'muted', text: ` (${f.pattern})` }) : null),
+    ),
+  );
+  return drPanel(
+    'Findings',
+    'drill-findings',
+    items.length ? el('ol', { class: 'findings' }, items) : el('p', { class: 'muted', text: 'Nothing stands out.' }),
+  );
+}
+
+function drExports(exportReport) {
+  const status = el('span', { class: 'muted small', 'data-testid': 'export-status', 'aria-live': 'polite' });
+  const button = (format, label) =>
+    el('button', {
+      type: 'button',
+      class: 'button',
+      'data-testid': `export-${format}`,
+      text: label,
+      onclick: async () => {
+        status.textContent = `building ${label}…`;
+        try {
+          const n = await exportReport(format);
+          status.textContent = `${label} saved (${int(n)} bytes)`;
+        } catch (e) {
+          status.textContent = `could not build ${label}: ${e.message || e}`;
+        }
+      },
+    });
+  return drPanel(
+    'Explainer report',
+    'drill-exports',
+    el('p', { class: 'muted small', text: 'The full report (top kernels, launch storm, syncs, memory copies, NVTX, launch latency, findings), built here in the browser.' }),
+    el('div', { class: 'export-buttons' }, button('md', 'Markdown'), button('json', 'JSON'), button('csv-zip', 'CSV (zip)'), button('html', 'HTML report'), status),
+  );
+}
+
+function drCoverage(notes) {
+  if (!notes.length) return null;
+  return drPanel(
+    'Not computed',
+    'drill-coverage',
+    el('ul', {}, notes.map((n) => el('li', {}, el('span', { class: 'mono', text: n.subject }), ` — ${n.reason}`))),
+  );
+}

@@ -1,0 +1,276 @@
+// Root cause (SPEC §3): one trace's per-step breakdown, or a baseline vs target comparison, from
+// the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
+// wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
+
+import { el, clear, us, int, isNum, rawValue, fitCanvas } from './format.js';
+
+const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
+
+export function renderRootCause(container, report, { drawStepTimes }) {
+  clear(container);
+  const { baseline, target, comparison } = report;
+  container.dataset.profile = report.profile;
+  const append = (...panels) => container.append(...panels.filter(Boolean));
+  if (comparison && target) {
+    append(
+      rcCompareSummary(comparison, baseline, target),
+      rcStepPlot([baseline, target], drawStepTimes),
+      rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change.'),
+      rcDeltaTable('GPU kernel time per step', 'rc-kernels', comparison.kernels, 'Kernel time per step by kernel name.'),
+      rcDeltaTable('CUDA API time per step', 'rc-api', comparison.api, 'CPU time in CUDA API calls per step, by API.'),
+      rcHandoff(comparison.handoff),
+      rcIsolation([baseline, target]),
+    );
+  } else {
+    append(
+      rcSingleSummary(baseline),
+      rcStepPlot([baseline], drawStepTimes),
+      rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops),
+      rcOpsTable('GPU kernel time per step', 'rc-kernels', baseline.kernel_ops),
+      rcOpsTable('CUDA API time per step', 'rc-api', baseline.api_ops),
+      rcHandoff(baseline.handoff),
+      rcIsolation([baseline]),
+    );
+  }
+}
+
+function rcPanel(title, testid, ...children) {
+  return el('section', { class: 'panel', 'data-testid': testid }, el('div', { class: 'panel-head' }, el('h2', { text: title })), ...children);
+}
+
+// A figure: label, shown value, and the raw value for tests.
+function rcFigure(key, label, value, shown, extra = null) {
+  return el(
+    'div',
+    { class: 'rc-figure', 'data-rc': key, 'data-value': rawValue(value) },
+    el('span', { class: 'rc-label', text: label }),
+    el('span', { class: 'rc-value mono', text: shown ?? us(value) }),
+    extra,
+  );
+}
+
+function rcDelta(pair) {
+  if (!pair) return null;
+  const d = pair.delta_pct;
+  const cls = !isNum(d) ? '' : d > 0 ? 'worse' : d < 0 ? 'better' : '';
+  return el('span', { class: `rc-delta mono ${cls}`, text: isNum(d) ? `${d > 0 ? '+' : ''}${d.toFixed(1)}%` : '' });
+}
+
+function rcPairFigure(key, label, pair, fmt) {
+  return el(
+    'div',
+    {
+      class: 'rc-figure',
+      'data-rc': key,
+      'data-baseline': rawValue(pair?.baseline),
+      'data-target': rawValue(pair?.target),
+      'data-delta-pct': rawValue(pair?.delta_pct),
+    },
+    el('span', { class: 'rc-label', text: label }),
+    el('span', { class: 'rc-value mono', text: `${fmt(pair?.baseline)} → ${fmt(pair?.target)}` }),
+    rcDelta(pair),
+  );
+}
+
+function rcCompareSummary(c, baseline, target) {
+  const perStep = (v) => (isNum(v) ? v.toFixed(1) : '—');
+  return rcPanel(
+    `Baseline vs target · ${baseline.label} → ${target.label}`,
+    'rc-summary',
+    el(
+      'div',
+      { class: 'rc-figures' },
+      rcPairFigure('wall_time_per_step_us', 'Wall time per step', c.wall_time_per_step_us, us),
+      rcPairFigure('kernels_per_step', 'Kernels per step', c.kernels_per_step, perStep),
+      rcPairFigure('inter_step_gap_p50_us', 'Inter-step gap p50', c.inter_step_gap_p50_us, us),
+      rcPairFigure('gpu_time_per_step_us', 'GPU kernel time per step', c.gpu_time_per_step_us, us),
+    ),
+    el('p', { class: 'rc-conclusion', 'data-testid': 'rc-conclusion', 'data-cause': c.primary_cause || '', text: c.conclusion || '' }),
+    (c.comparability || []).length
+      ? el(
+          'div',
+          { class: 'callout warn', 'data-testid': 'rc-comparability' },
+          el('strong', { text: 'The two traces may not be comparable: ' }),
+          el('ul', {}, c.comparability.map((w) => el('li', { text: typeof w === 'string' ? w : w.message || JSON.stringify(w) }))),
+        )
+      : null,
+    rcWarnings([baseline, target]),
+  );
+}
+
+function rcSingleSummary(b) {
+  const gap = b.inter_step_gap_us || {};
+  return rcPanel(
+    `Per-step breakdown · ${b.label}`,
+    'rc-summary',
+    el(
+      'div',
+      { class: 'rc-figures' },
+      rcFigure('wall_time_per_step_us', 'Wall time per step', b.wall_time_per_step_us),
+      rcFigure('steady_steps', 'Steady-state steps', b.steady_steps, int(b.steady_steps)),
+      rcFigure('kernels_per_step', 'Kernels per step', b.kernels_per_step, isNum(b.kernels_per_step) ? b.kernels_per_step.toFixed(1) : '—'),
+      rcFigure('inter_step_gap_p50_us', 'Inter-step gap p50', gap.p50),
+      rcFigure('inter_step_gap_p90_us', 'Inter-step gap p90', gap.p90),
+      rcFigure('iterations', 'Benchmark iterations', b.iterations, int(b.iterations)),
+    ),
+    rcWarnings([b]),
+  );
+}
+
+function rcWarnings(traces) {
+  const items = traces.flatMap((t) => (t.warnings || []).map((w) => `${t.label}: ${w}`));
+  if (!items.length) return null;
+  return el('div', { class: 'callout', 'data-testid': 'rc-warnings' }, el('ul', {}, items.map((w) => el('li', { text: w }))));
+}
+
+function rcStepPlot(traces, drawStepTimes) {
+  const canvas = el('canvas', { 'data-testid': 'rc-step-plot', height: '280' });
+  const wrap = el('div', { class: 'canvas-wrap' }, canvas);
+  const series = traces.map((t) => ({ label: t.label, wall_us: t.step_wall_times_us || [] }));
+  const panel = rcPanel('Wall time per step, step by step', 'rc-steps', wrap);
+  // Drawn once the panel is in the document (the canvas takes its container's width).
+  requestAnimationFrame(() => {
+    fitCanvas(canvas, 280);
+    try {
+      drawStepTimes(canvas, JSON.stringify(series));
+      canvas.dataset.drawn = '1';
+    } catch (e) {
+      wrap.append(el('p', { class: 'muted', text: `The plot could not be drawn: ${e.message || e}` }));
+    }
+  });
+  return panel;
+}
+
+function rcBadge(status) {
+  return el('span', { class: `badge status-${String(status).toLowerCase()}`, text: status });
+}
+
+function rcDeltaTable(title, testid, rows, note) {
+  const sorted = [...(rows || [])].sort(
+    (a, b) => Math.abs(b.delta_us) - Math.abs(a.delta_us) || (STATUS_ORDER[a.status] ?? 9) - (STATUS_ORDER[b.status] ?? 9),
+  );
+  const pctText = (d) => (isNum(d) ? `${d > 0 ? '+' : ''}${d.toFixed(1)}%` : '');
+  return rcPanel(
+    title,
+    testid,
+    el('p', { class: 'muted small', text: note }),
+    el(
+      'div',
+      { class: 'table-wrap' },
+      el(
+        'table',
+        { class: 'table' },
+        el('thead', {}, el('tr', {}, ['Name', 'Baseline µs/step', 'Target µs/step', 'Δ µs/step', 'Δ %', 'Status'].map((h) => el('th', { text: h })))),
+        el(
+          'tbody',
+          {},
+          sorted.map((r) =>
+            el(
+              'tr',
+              {
+                'data-name': r.name,
+                'data-status': r.status,
+                'data-baseline': rawValue(r.baseline_us_per_step),
+                'data-target': rawValue(r.target_us_per_step),
+                'data-delta': rawValue(r.delta_us),
+              },
+              el('td', { class: 'mono name', text: r.name, title: r.name }),
+              el('td', { class: 'mono num', text: r.baseline_us_per_step.toFixed(1) }),
+              el('td', { class: 'mono num', text: r.target_us_per_step.toFixed(1) }),
+              el('td', { class: 'mono num', text: `${r.delta_us > 0 ? '+' : ''}${r.delta_us.toFixed(1)}` }),
+              el('td', { class: 'mono num', text: pctText(r.delta_pct) }),
+              el('td', {}, rcBadge(r.status)),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function rcOpsTable(title, testid, rows) {
+  return rcPanel(
+    title,
+    testid,
+    el(
+      'div',
+      { class: 'table-wrap' },
+      el(
+        'table',
+        { class: 'table' },
+        el('thead', {}, el('tr', {}, ['Name', 'µs/step', 'Calls/step', 'Total', 'Calls'].map((h) => el('th', { text: h })))),
+        el(
+          'tbody',
+          {},
+          (rows || []).map((r) =>
+            el(
+              'tr',
+              { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step) },
+              el('td', { class: 'mono name', text: r.name, title: r.name }),
+              el('td', { class: 'mono num', text: r.us_per_step.toFixed(1) }),
+              el('td', { class: 'mono num', text: r.calls_per_step.toFixed(2) }),
+              el('td', { class: 'mono num', text: us(r.total_us) }),
+              el('td', { class: 'mono num', text: int(r.calls) }),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+// The hand-off block of SPEC §4: top ops, their TensorRT-LLM functions, the line_profiler line.
+function rcHandoff(h) {
+  if (!h) return null;
+  const text = h.text || '';
+  const status = el('span', { class: 'muted small', 'aria-live': 'polite' });
+  const copy = el('button', {
+    type: 'button',
+    class: 'button small',
+    'data-testid': 'rc-copy-handoff',
+    text: 'Copy',
+    onclick: async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+        status.textContent = 'copied';
+      } catch {
+        // Clipboard refused (permissions, file://): select the text for a manual copy.
+        const range = document.createRange();
+        range.selectNodeContents(pre);
+        const sel = getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        status.textContent = 'selected — press Ctrl+C';
+      }
+    },
+  });
+  const pre = el('pre', { class: 'handoff mono', 'data-testid': 'rc-handoff', text });
+  return rcPanel(
+    'Optimization hand-off',
+    'rc-handoff-panel',
+    el('p', { class: 'muted small', text: 'For the host-performance work: the ops to profile first and a ready-to-paste line_profiler setting.' }),
+    el('div', { class: 'handoff-actions' }, copy, status),
+    pre,
+    h.line_profiler ? el('p', { class: 'mono small', 'data-testid': 'rc-line-profiler', text: h.line_profiler }) : null,
+  );
+}
+
+function rcIsolation(traces) {
+  return rcPanel(
+    'How iterations were isolated',
+    'rc-isolation',
+    el(
+      'ul',
+      { class: 'rc-isolation' },
+      traces.map((t) =>
+        el(
+          'li',
+          { 'data-label': t.label, 'data-method': t.iteration_method },
+          el('strong', { text: `${t.label}: ` }),
+          `${t.iteration_method} — ${t.isolation?.reason || ''}`,
+          t.benchmark_window ? ` Benchmark window ${t.benchmark_window.start_ns}–${t.benchmark_window.end_ns} ns.` : '',
+        ),
+      ),
+    ),
+  );
+}
