@@ -777,3 +777,32 @@ fn bad_arguments_are_usage_errors() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+#[test]
+fn a_launch_calls_only_load_states_what_it_cannot_see() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("layers.sqlite");
+    synth::generate("layers", &path, &GenOptions::default()).expect("generate");
+    let launches_only = LoadOptions {
+        launch_calls_only: true,
+        ..LoadOptions::all()
+    };
+    let lean = load_path(&path, launches_only).expect("load");
+    let report = drill_one(&lean, "layers", &DrillOptions::default());
+    assert!(
+        report
+            .coverage
+            .iter()
+            .any(|c| c.reason.contains("kernel launches only")),
+        "{:?}",
+        report.coverage
+    );
+    // What does not depend on the missing calls is unchanged.
+    let full = load_path(&path, LoadOptions::all()).expect("load");
+    let all = drill_one(&full, "layers", &DrillOptions::default());
+    assert_eq!(report.gaps.buckets, all.gaps.buckets);
+    assert_eq!(report.patterns, all.patterns);
+    let e = explain::explain(&TraceIndex::new(&lean, "layers"), 10);
+    assert_eq!(e.syncs.calls, 0);
+    assert!(e.coverage.iter().any(|c| c.subject.contains("syncs")));
+}

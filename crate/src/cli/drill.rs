@@ -30,6 +30,16 @@ pub struct DrillArgs {
     pub output: Option<PathBuf>,
 }
 
+/// What the drill-down reads: every column of kernels, runtime calls and NVTX ranges (the API
+/// calls during a gap may be any call), but not memory operations or sync events.
+fn drill_columns() -> LoadOptions {
+    LoadOptions {
+        memory_ops: false,
+        syncs: false,
+        ..LoadOptions::all()
+    }
+}
+
 /// A `--top` count: 1 to 10 000.
 pub fn top_count(s: &str) -> std::result::Result<usize, String> {
     match s.parse::<usize>() {
@@ -47,7 +57,7 @@ pub fn run(args: &DrillArgs) -> Result<()> {
     let loaded = args
         .traces
         .iter()
-        .map(|p| trace::load_path(p, LoadOptions::all()))
+        .map(|p| trace::load_path(p, drill_columns()))
         .collect::<Result<Vec<_>>>()?;
     let inputs: Vec<DrillInput<'_>> = loaded
         .iter()

@@ -8,13 +8,12 @@
 //! interval; the kernel after is the first to start once the lane is idle.
 
 use std::cmp::Reverse;
-use std::collections::HashMap;
 
 use serde::Serialize;
 
 use super::attribution::{self, GapSpan, Overlap};
 use super::gaps::{Buckets, GapBucket, bucket_cause, bucket_label, bucket_of};
-use super::index::TraceIndex;
+use super::index::{SpanCursor, TraceIndex};
 use super::topk::TopK;
 use super::{phase_steps, ratio, us};
 use crate::model::Ns;
@@ -171,21 +170,16 @@ impl Collector {
         }
     }
 
-    fn add(&mut self, c: Candidate, phase_spans: &[Vec<(Ns, Ns)>; 2]) {
-        let start = c.start;
+    /// Counts gap `c`, also in each phase whose steps contain it.
+    fn add(&mut self, c: Candidate, phases: &mut [SpanCursor<'_>; 2]) {
         self.buckets.add(c.gap);
-        for (b, spans) in self.phases.iter_mut().zip(phase_spans) {
-            if inside(spans, start, c.end) {
+        for (b, cursor) in self.phases.iter_mut().zip(phases.iter_mut()) {
+            if cursor.covers(c.start, c.end) {
                 b.add(c.gap);
             }
         }
         self.top.push(c);
     }
-}
-
-/// Whether `[s, e)` lies inside one of the sorted disjoint `spans`.
-fn inside(spans: &[(Ns, Ns)], s: Ns, e: Ns) -> bool {
-    super::index::span_containing(spans, s).is_some_and(|i| e <= spans[i].1)
 }
 
 /// Gaps of every input; `window` keeps only gaps fully inside `[start, end)` (each file's clock).
@@ -199,6 +193,11 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
         device_time += (we - ws).max(0) * ix.devices.len() as Ns;
         let keep = |s: Ns, e: Ns| window.is_none_or(|(ws, we)| s >= ws && e <= we);
         for d in &ix.devices {
+            // Gaps end where a kernel starts: in device order their ends only grow.
+            let mut cursors = [
+                SpanCursor::new(&phase_spans[0]),
+                SpanCursor::new(&phase_spans[1]),
+            ];
             scan_device(ix, input, d, |c, is_stream| {
                 if keep(c.start, c.end) {
                     let sink = if is_stream {
@@ -206,16 +205,16 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
                     } else {
                         &mut devices
                     };
-                    sink.add(c, &phase_spans);
+                    sink.add(c, &mut cursors);
                 }
             });
         }
     }
     let phases = phase_gaps(inputs, &streams);
-    let device_top = finish_top(inputs, devices.top);
+    let (stream_top, device_top) = finish_top(inputs, streams.top, devices.top);
     GapReport {
         buckets: streams.buckets.list(),
-        top: finish_top(inputs, streams.top),
+        top: stream_top,
         gaps: streams.buckets.gaps(),
         total_us: us(streams.buckets.total()),
         reading: streams.buckets.dominant().map(reading),
@@ -243,7 +242,9 @@ fn scan_device(
 ) {
     let k = &ix.trace.kernels;
     let mut device: Option<Lane> = None;
-    let mut streams: HashMap<u32, Option<Lane>> = HashMap::new();
+    // Few streams per device: a list, searched from the last one used.
+    let mut streams: Vec<(u32, Option<Lane>)> = Vec::new();
+    let mut last = 0;
     for &i in &d.kernels {
         let (s, e) = (k.start[i as usize], k.end[i as usize]);
         let stream = k.stream.get(i as usize).copied().unwrap_or(0);
@@ -260,7 +261,16 @@ fn scan_device(
         if let Some(g) = Lane::feed(&mut device, i, s, e) {
             emit(candidate(g, None), false);
         }
-        if let Some(g) = Lane::feed(streams.entry(stream).or_default(), i, s, e) {
+        if streams.get(last).is_none_or(|l| l.0 != stream) {
+            last = match streams.iter().position(|l| l.0 == stream) {
+                Some(p) => p,
+                None => {
+                    streams.push((stream, None));
+                    streams.len() - 1
+                }
+            };
+        }
+        if let Some(g) = Lane::feed(&mut streams[last].1, i, s, e) {
             emit(candidate(g, Some(stream)), true);
         }
     }
@@ -292,9 +302,19 @@ fn phase_gaps(inputs: &[TraceIndex<'_>], streams: &Collector) -> Vec<PhaseGaps> 
         .collect()
 }
 
-/// Names and host activity of the kept gaps, largest first.
-fn finish_top(inputs: &[TraceIndex<'_>], top: TopK<Candidate>) -> Vec<TopGap> {
-    let kept = top.into_sorted_desc();
+/// Names and host activity of the kept stream and device gaps (largest first), attributed
+/// together: one pass over each input's NVTX and runtime tables.
+fn finish_top(
+    inputs: &[TraceIndex<'_>],
+    streams: TopK<Candidate>,
+    devices: TopK<Candidate>,
+) -> (Vec<TopGap>, Vec<TopGap>) {
+    let streams = streams.into_sorted_desc();
+    let split = streams.len();
+    let kept: Vec<Candidate> = streams
+        .into_iter()
+        .chain(devices.into_sorted_desc())
+        .collect();
     let mut activity = vec![attribution::HostActivity::default(); kept.len()];
     for (input, ix) in inputs.iter().enumerate() {
         let mine: Vec<usize> = (0..kept.len())
@@ -313,25 +333,29 @@ fn finish_top(inputs: &[TraceIndex<'_>], top: TopK<Candidate>) -> Vec<TopGap> {
             activity[i] = a;
         }
     }
-    kept.into_iter()
+    let mut gaps: Vec<TopGap> = kept
+        .into_iter()
         .zip(activity)
-        .filter_map(|(c, a)| {
-            let ix = inputs.get(c.input)?;
-            let b = bucket_of(c.gap);
-            Some(TopGap {
-                device: c.device,
-                stream: c.stream,
-                start_ns: c.start,
-                end_ns: c.end,
-                gap_us: us(c.gap),
-                prev_kernel: ix.kernel_name(c.prev as usize).to_string(),
-                next_kernel: ix.kernel_name(c.next as usize).to_string(),
-                nvtx: a.nvtx,
-                api: a.api,
-                bucket: bucket_label(b).to_string(),
-                reading: bucket_cause(b).to_string(),
-                file: ix.label.clone(),
-            })
-        })
-        .collect()
+        .filter_map(|(c, a)| top_gap(inputs.get(c.input)?, &c, a))
+        .collect();
+    let devices = gaps.split_off(split.min(gaps.len()));
+    (gaps, devices)
+}
+
+fn top_gap(ix: &TraceIndex<'_>, c: &Candidate, a: attribution::HostActivity) -> Option<TopGap> {
+    let b = bucket_of(c.gap);
+    Some(TopGap {
+        device: c.device,
+        stream: c.stream,
+        start_ns: c.start,
+        end_ns: c.end,
+        gap_us: us(c.gap),
+        prev_kernel: ix.kernel_name(c.prev as usize).to_string(),
+        next_kernel: ix.kernel_name(c.next as usize).to_string(),
+        nvtx: a.nvtx,
+        api: a.api,
+        bucket: bucket_label(b).to_string(),
+        reading: bucket_cause(b).to_string(),
+        file: ix.label.clone(),
+    })
 }

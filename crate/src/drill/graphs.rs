@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use super::index::{TraceIndex, span_containing};
+use super::index::{SpanCursor, TraceIndex};
 use super::names::{ApiKind, KernelCategory};
 use super::{phase_steps, ratio, us};
 use crate::model::Ns;
@@ -110,53 +110,56 @@ pub fn graph_report(inputs: &[TraceIndex<'_>], top: usize) -> GraphReport {
     }
 }
 
-/// Whether kernel `k` ran inside a graph replay.
-pub fn is_graph_kernel(ix: &TraceIndex<'_>, k: usize) -> bool {
+/// Whether kernel `k`, launched by runtime row `call` (if known), ran inside a graph replay.
+pub fn is_graph_kernel(ix: &TraceIndex<'_>, k: usize, call: Option<usize>) -> bool {
     let kern = &ix.trace.kernels;
     kern.graph_node_of(k) != 0
         || kern.graph_id_of(k) != 0
-        || ix
-            .launch_call(k)
-            .is_some_and(|row| ix.call_kind(row) == ApiKind::GraphLaunch)
+        || call.is_some_and(|row| ix.call_kind(row) == ApiKind::GraphLaunch)
 }
 
 fn tally(ix: &TraceIndex<'_>) -> Tally {
     let kern = &ix.trace.kernels;
+    let rt = &ix.trace.runtime;
     let mut t = Tally {
         eager_by_name: vec![(0, 0); ix.trace.strings.len()],
         ..Tally::default()
     };
     let windows = [&ix.steps.context, &ix.steps.generation]
-        .map(|p| p.as_ref().map(|p| p.window.spans().to_vec()));
-    for k in 0..kern.len() {
-        let dur = (kern.end[k] - kern.start[k]).max(0);
-        let graph = is_graph_kernel(ix, k);
-        if graph {
-            t.graph += 1;
-            t.graph_ns += dur;
-        } else {
-            t.eager += 1;
-            t.eager_ns += dur;
-            let name = kern.short_name[k];
-            if ix.names.category(name).capturable() {
-                t.capturable_eager_ns += dur;
+        .map(|p| p.as_ref().map_or(&[][..], |p| p.window.spans()));
+    for d in &ix.devices {
+        // Launch times follow the device's kernel order closely: a cursor per phase.
+        let mut cursors = windows.map(SpanCursor::new);
+        for &k in &d.kernels {
+            let k = k as usize;
+            let call = ix.launch_call(k);
+            let graph = is_graph_kernel(ix, k, call);
+            let dur = (kern.end[k] - kern.start[k]).max(0);
+            if graph {
+                t.graph += 1;
+                t.graph_ns += dur;
+            } else {
+                t.eager += 1;
+                t.eager_ns += dur;
+                let name = kern.short_name[k];
+                if ix.names.category(name).capturable() {
+                    t.capturable_eager_ns += dur;
+                }
+                if let Some(e) = t.eager_by_name.get_mut(name as usize) {
+                    e.0 += 1;
+                    e.1 += dur;
+                }
             }
-            if let Some(e) = t.eager_by_name.get_mut(name as usize) {
-                e.0 += 1;
-                e.1 += dur;
-            }
-        }
-        if windows.iter().any(Option::is_some) {
-            let at = ix.launch_time(k);
-            for (w, p) in windows.iter().zip(t.phases.iter_mut()) {
-                if w.as_ref().is_some_and(|w| span_containing(w, at).is_some()) {
+            let at = call.map_or(kern.start[k], |row| rt.start[row]);
+            for (c, p) in cursors.iter_mut().zip(t.phases.iter_mut()) {
+                if c.find(at).is_some() {
                     p.0 += 1;
                     p.1 += u64::from(graph);
                 }
             }
         }
     }
-    t.graph_calls = (0..ix.trace.runtime.len())
+    t.graph_calls = (0..rt.len())
         .filter(|&r| ix.call_kind(r) == ApiKind::GraphLaunch)
         .count() as u64;
     t

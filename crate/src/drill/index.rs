@@ -144,7 +144,7 @@ impl<'t> TraceIndex<'t> {
             label: label.to_string(),
             devices: kernels_by_device(trace),
             calls: CallIndex::build(trace),
-            names: Names::build(&trace.strings),
+            names: Names::build(trace),
             steps: step_info(trace),
         }
     }
@@ -171,6 +171,13 @@ impl<'t> TraceIndex<'t> {
             .name
             .get(row)
             .map_or(ApiKind::Other, |&n| self.names.api(n))
+    }
+
+    /// Whether every runtime call launches kernels: the capture or the loader (the page's
+    /// lean load) kept no other call, so syncs and copies during gaps are invisible.
+    pub fn launch_calls_only(&self) -> bool {
+        let rt = &self.trace.runtime;
+        !rt.is_empty() && (0..rt.len()).all(|r| self.call_kind(r).launches_kernels())
     }
 
     /// The process of runtime row `row`.
@@ -259,8 +266,75 @@ pub fn steady_steps(steps: &[Step]) -> (Vec<Step>, &'static str) {
     (steps.to_vec(), "all forward steps")
 }
 
+/// Looks up times in sorted disjoint spans, moving forward: O(1) amortized per lookup when the
+/// times mostly increase (kernels in device order); a time behind the cursor falls back to a
+/// binary search.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanCursor<'a> {
+    spans: &'a [(Ns, Ns)],
+    next: usize,
+}
+
+impl<'a> SpanCursor<'a> {
+    pub fn new(spans: &'a [(Ns, Ns)]) -> SpanCursor<'a> {
+        SpanCursor { spans, next: 0 }
+    }
+
+    /// The span containing `t` (`start <= t < end`).
+    pub fn find(&mut self, t: Ns) -> Option<usize> {
+        if self.next > 0 && self.spans.get(self.next - 1).is_some_and(|s| t < s.1) {
+            return span_containing(self.spans, t);
+        }
+        while self.spans.get(self.next).is_some_and(|s| s.1 <= t) {
+            self.next += 1;
+        }
+        let s = self.spans.get(self.next)?;
+        (s.0 <= t).then_some(self.next)
+    }
+
+    /// Whether `[start, end)` lies inside one span; `end` should mostly increase.
+    pub fn covers(&mut self, start: Ns, end: Ns) -> bool {
+        if self.next > 0 && self.spans.get(self.next - 1).is_some_and(|s| end <= s.1) {
+            return span_containing(self.spans, start).is_some_and(|i| end <= self.spans[i].1);
+        }
+        while self.spans.get(self.next).is_some_and(|s| s.1 < end) {
+            self.next += 1;
+        }
+        self.spans
+            .get(self.next)
+            .is_some_and(|s| s.0 <= start && end <= s.1)
+    }
+}
+
 /// Index of the span of sorted disjoint `spans` containing `t`.
 pub fn span_containing(spans: &[(Ns, Ns)], t: Ns) -> Option<usize> {
     let i = spans.partition_point(|s| s.0 <= t).checked_sub(1)?;
     (t < spans[i].1).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cursor_agrees_with_binary_search() {
+        let spans = [(10, 20), (30, 40), (40, 45), (60, 70)];
+        let mut c = SpanCursor::new(&spans);
+        for t in [0, 10, 19, 20, 35, 40, 44, 45, 12, 61, 70, 100, 65] {
+            assert_eq!(c.find(t), span_containing(&spans, t), "t = {t}");
+        }
+        let mut c = SpanCursor::new(&spans);
+        for (s, e) in [
+            (11, 20),
+            (12, 21),
+            (30, 41),
+            (41, 45),
+            (15, 18),
+            (60, 70),
+            (59, 70),
+        ] {
+            let want = span_containing(&spans, s).is_some_and(|i| e <= spans[i].1);
+            assert_eq!(c.covers(s, e), want, "[{s}, {e})");
+        }
+    }
 }

@@ -140,6 +140,11 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
             "runtime correlation ids not loaded: kernels cannot be joined to their launch calls"
                 .into(),
         );
+    } else if ix.launch_calls_only() {
+        note(
+            "gaps",
+            "the runtime calls (as recorded or loaded) are kernel launches only: syncs, copies and object creation during gaps cannot be listed".into(),
+        );
     }
     if !t.present.nvtx {
         note(

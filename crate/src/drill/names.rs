@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::model::{NameId, Strings};
+use crate::model::{NameId, Trace};
 
 /// What a CUDA runtime/driver API call does, as far as the analyses care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,11 +223,36 @@ pub struct Names {
 }
 
 impl Names {
-    pub fn build(strings: &Strings) -> Names {
-        let n = strings.len() as NameId;
-        let api = (0..n).map(|id| api_kind(strings.get(id))).collect();
-        let category = (0..n).map(|id| kernel_category(strings.get(id))).collect();
-        let collective = strings.classify(is_collective);
+    /// Classifies the names kernels and API calls use (NVTX names, often one per step, are
+    /// many and need no class).
+    pub fn build(trace: &Trace) -> Names {
+        let strings = &trace.strings;
+        let used = |ids: &[NameId]| {
+            let mut seen = vec![false; strings.len()];
+            for &id in ids {
+                if let Some(s) = seen.get_mut(id as usize) {
+                    *s = true;
+                }
+            }
+            seen
+        };
+        let kernel_names = used(&trace.kernels.short_name);
+        let api_names = used(&trace.runtime.name);
+        let api = (0..strings.len())
+            .map(|i| match api_names[i] {
+                true => api_kind(strings.get(i as NameId)),
+                false => ApiKind::Other,
+            })
+            .collect();
+        let category = (0..strings.len())
+            .map(|i| match kernel_names[i] {
+                true => kernel_category(strings.get(i as NameId)),
+                false => KernelCategory::Other,
+            })
+            .collect();
+        let collective = (0..strings.len())
+            .map(|i| kernel_names[i] && is_collective(strings.get(i as NameId)))
+            .collect();
         Names {
             api,
             category,

@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use super::index::{TraceIndex, span_containing, steady_steps};
+use super::index::{SpanCursor, TraceIndex, steady_steps};
 use super::names::KernelCategory;
 use super::us;
 use crate::model::{NameId, Ns};
@@ -77,8 +77,27 @@ pub struct PatternReport {
     pub note: Option<String>,
 }
 
-/// A step's kernels on one device in time order: (kernel row, preceding gap).
-type Sequence = Vec<(u32, Ns)>;
+/// Each step's kernels on one device in time order, (kernel row, preceding gap), stored flat.
+struct Sequences {
+    kernels: Vec<(u32, Ns)>,
+    /// Where each step's kernels start in `kernels`.
+    starts: Vec<usize>,
+}
+
+impl Sequences {
+    fn iter(&self) -> impl Iterator<Item = &[(u32, Ns)]> {
+        let ends = self
+            .starts
+            .iter()
+            .skip(1)
+            .copied()
+            .chain([self.kernels.len()]);
+        self.starts
+            .iter()
+            .zip(ends)
+            .map(|(&s, e)| &self.kernels[s..e])
+    }
+}
 
 /// Finds the per-layer pattern in the first input (ranks of one model repeat the same layer).
 pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
@@ -90,8 +109,8 @@ pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
     let best = ix
         .devices
         .iter()
-        .map(|d| (d.device, sequences(ix, &d.kernels, &spans)))
-        .max_by_key(|(_, seqs)| seqs.iter().map(Vec::len).sum::<usize>());
+        .max_by_key(|d| d.kernels.len())
+        .map(|d| (d.device, sequences(ix, &d.kernels, &spans)));
     let Some((device, seqs)) = best else {
         return not_found(Some(ix), None, source.into(), 0);
     };
@@ -108,7 +127,7 @@ pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
             spans.len() as u64,
         )
     };
-    let names = |seq: &Sequence| -> Vec<NameId> {
+    let names = |seq: &[(u32, Ns)]| -> Vec<NameId> {
         seq.iter()
             .map(|&(k, _)| ix.trace.kernels.short_name[k as usize])
             .collect()
@@ -165,11 +184,13 @@ fn not_found(
     }
 }
 
-/// Kernels of one device grouped by the step that launched them (one sequence without steps).
-fn sequences(ix: &TraceIndex<'_>, order: &[u32], spans: &[(Ns, Ns)]) -> Vec<Sequence> {
+/// Kernels of one device grouped by the step that launched them (one sequence without steps),
+/// each with its preceding gap, stored flat.
+fn sequences(ix: &TraceIndex<'_>, order: &[u32], spans: &[(Ns, Ns)]) -> Sequences {
     let k = &ix.trace.kernels;
-    let mut out: Vec<Sequence> = vec![Vec::new(); spans.len().max(1)];
+    let mut entries: Vec<(u32, u32, Ns)> = Vec::new(); // (step, kernel, gap)
     let mut busy_until = Ns::MIN;
+    let mut steps = SpanCursor::new(spans);
     for &i in order {
         let (s, e) = (k.start[i as usize], k.end[i as usize]);
         let gap = if busy_until == Ns::MIN {
@@ -178,15 +199,30 @@ fn sequences(ix: &TraceIndex<'_>, order: &[u32], spans: &[(Ns, Ns)]) -> Vec<Sequ
             (s - busy_until).max(0)
         };
         busy_until = busy_until.max(e);
-        let slot = if spans.is_empty() {
-            (out[0].len() < NO_STEP_KERNELS).then_some(0)
+        let step = if spans.is_empty() {
+            (entries.len() < NO_STEP_KERNELS).then_some(0)
         } else {
-            span_containing(spans, ix.launch_time(i as usize))
+            steps.find(ix.launch_time(i as usize))
         };
-        if let Some(seq) = slot.and_then(|s| out.get_mut(s)) {
-            // A step's first kernel waits on the inter-step host work, not on the layer.
-            seq.push((i, if seq.is_empty() { 0 } else { gap }));
+        if let Some(step) = step {
+            entries.push((step as u32, i, gap));
         }
+    }
+    // Launches follow kernel order closely; a stable sort keeps device order within a step.
+    if !entries.is_sorted_by_key(|e| e.0) {
+        entries.sort_by_key(|e| e.0);
+    }
+    let mut out = Sequences {
+        kernels: Vec::with_capacity(entries.len()),
+        starts: Vec::new(),
+    };
+    for (j, &(step, kernel, gap)) in entries.iter().enumerate() {
+        let first = j == 0 || entries[j - 1].0 != step;
+        if first {
+            out.starts.push(out.kernels.len());
+        }
+        // A step's first kernel waits on the inter-step host work, not on the layer.
+        out.kernels.push((kernel, if first { 0 } else { gap }));
     }
     out
 }
@@ -238,14 +274,14 @@ struct Tally {
     duration: Vec<Ns>,
 }
 
-fn count_occurrences(ix: &TraceIndex<'_>, seqs: &[Sequence], unit: &[NameId]) -> Tally {
+fn count_occurrences(ix: &TraceIndex<'_>, seqs: &Sequences, unit: &[NameId]) -> Tally {
     let k = &ix.trace.kernels;
     let mut t = Tally {
         occurrences: 0,
         gap: vec![0; unit.len()],
         duration: vec![0; unit.len()],
     };
-    for seq in seqs {
+    for seq in seqs.iter() {
         let mut i = 0;
         while i + unit.len() <= seq.len() {
             let window = &seq[i..i + unit.len()];

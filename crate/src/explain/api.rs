@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::stats::{Distribution, NamedStats, distribution, named_stats};
-use crate::drill::index::{TraceIndex, span_containing, steady_steps};
+use crate::drill::index::{SpanCursor, TraceIndex, steady_steps};
 use crate::drill::names::ApiKind;
 use crate::model::Ns;
 
@@ -42,6 +42,7 @@ fn calls_where(ix: &TraceIndex<'_>, pick: impl Fn(ApiKind) -> bool) -> CallSumma
     let (steps, _) = steady_steps(&ix.steps.steps);
     let spans: Vec<(Ns, Ns)> = steps.iter().map(|s| (s.start, s.end)).collect();
     let mut in_steps = 0u64;
+    let mut cursor = SpanCursor::new(&spans);
     for r in 0..rt.len() {
         if !pick(ix.call_kind(r)) {
             continue;
@@ -50,7 +51,7 @@ fn calls_where(ix: &TraceIndex<'_>, pick: impl Fn(ApiKind) -> bool) -> CallSumma
         if let Some(a) = per_name.get_mut(rt.name[r] as usize) {
             *a = (a.0 + 1, a.1 + d, a.2.max(d));
         }
-        if span_containing(&spans, rt.start[r]).is_some() {
+        if cursor.find(rt.start[r]).is_some() {
             in_steps += 1;
         }
     }

@@ -92,6 +92,11 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
             "launch latency, NVTX GPU time, memory",
             "runtime correlation ids not loaded: kernels and copies cannot be joined to their API calls",
         );
+    } else if ix.launch_calls_only() {
+        note(
+            "syncs, allocations, memory",
+            "the runtime calls (as recorded or loaded) are kernel launches only: no sync, allocation or copy API call to report",
+        );
     }
     if !t.present.nvtx {
         note(
