@@ -180,3 +180,61 @@ fn name_or_unnamed<'a>(ix: &'a TraceIndex<'_>, name: NameId) -> &'a str {
         s => s,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drill::testing::TraceBuilder;
+
+    /// The gap between kernel rows 0 and 1 of the traces below.
+    const GAP: GapSpan = GapSpan {
+        start: 20,
+        end: 100,
+        prev: 0,
+        next: 1,
+    };
+
+    #[test]
+    fn a_gap_lists_overlapping_ranges_and_calls_by_overlap() {
+        let mut b = TraceBuilder::new();
+        let c1 = b.call("cudaLaunchKernel", 0, 5);
+        b.kernel("k1", 10, 20, c1);
+        b.range("step", 0, 1_000);
+        b.range("prep", 30, 60);
+        b.range("prep", 70, 80);
+        b.range("before", 0, 19);
+        b.call("cudaStreamSynchronize_v3020", 25, 95);
+        let c2 = b.call("cudaLaunchKernel", 90, 95);
+        b.kernel("k2", 100, 110, c2);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let a = attribute(&ix, &[GAP]);
+        let names = |v: &[Overlap]| -> Vec<(String, u64, f64)> {
+            v.iter()
+                .map(|o| (o.name.clone(), o.count, o.overlap_us))
+                .collect()
+        };
+        assert_eq!(
+            names(&a[0].nvtx),
+            vec![("step".into(), 1, 0.08), ("prep".into(), 2, 0.04)]
+        );
+        assert_eq!(
+            names(&a[0].api),
+            vec![
+                ("cudaStreamSynchronize_v3020".into(), 1, 0.07),
+                ("cudaLaunchKernel".into(), 1, 0.005)
+            ]
+        );
+    }
+
+    #[test]
+    fn without_launch_calls_the_processes_threads_count() {
+        let mut b = TraceBuilder::new();
+        b.kernel("k1", 10, 20, 0);
+        b.kernel("k2", 100, 110, 0);
+        b.range("python", 30, 40);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let a = attribute(&ix, &[GAP]);
+        assert_eq!(a[0].nvtx.len(), 1);
+        assert!(a[0].api.is_empty());
+    }
+}

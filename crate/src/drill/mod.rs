@@ -14,6 +14,8 @@ pub mod index;
 pub mod names;
 pub mod patterns;
 pub mod stragglers;
+#[cfg(test)]
+pub(crate) mod testing;
 mod topk;
 
 use serde::{Deserialize, Serialize};

@@ -187,3 +187,49 @@ fn note(ranks: &[Rank], matched: usize) -> Option<String> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drill::testing::TraceBuilder;
+
+    fn rank_file(session_start: i64, arrivals: &[i64]) -> crate::model::Trace {
+        let mut b = TraceBuilder::new();
+        for &t in arrivals {
+            b.kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", t, t + 50, 0);
+        }
+        b.trace.meta.session_start_utc_ns = Some(session_start);
+        b.trace
+    }
+
+    #[test]
+    fn files_are_put_on_one_clock_by_their_session_start() {
+        // File b started 500 ns later: its local 600 is file a's 1100.
+        let a = rank_file(1_000_000, &[1_000, 5_000, 9_000]);
+        let b = rank_file(1_000_500, &[600, 4_000, 8_000]);
+        let ix = [TraceIndex::new(&a, "a"), TraceIndex::new(&b, "b")];
+        let s = straggler_report(&ix);
+        assert_eq!(s.collectives, 3);
+        let last: Vec<u64> = s.ranks.iter().map(|r| r.last).collect();
+        assert_eq!(
+            last,
+            vec![2, 1],
+            "a is last at 5000 vs 4500 and 9000 vs 8500"
+        );
+        assert_eq!(s.ranks[1].mean_lateness_us, 0.1);
+        assert_eq!(s.ranks[0].mean_lateness_us, 0.5);
+        assert_eq!(s.rank, None, "2 of 3 is not above 80 %");
+        assert!((s.share - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn unequal_collective_counts_match_the_common_prefix() {
+        let a = rank_file(0, &[100, 200, 300, 400]);
+        let b = rank_file(0, &[150, 250]);
+        let ix = [TraceIndex::new(&a, "a"), TraceIndex::new(&b, "b")];
+        let s = straggler_report(&ix);
+        assert_eq!(s.collectives, 2);
+        assert_eq!(s.rank.map(|r| r.file), Some("b".to_string()));
+        assert!(s.note.is_some_and(|n| n.contains("only the first 2")));
+    }
+}

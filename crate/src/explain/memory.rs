@@ -137,3 +137,39 @@ pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
         memset,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drill::testing::TraceBuilder;
+
+    #[test]
+    fn pageable_async_and_synchronous_copies_are_flagged() {
+        let mut b = TraceBuilder::new();
+        let pageable = b.call("cudaMemcpyAsync_v3020", 0, 10);
+        let sync = b.call("cuMemcpyDtoH_v2", 20, 30);
+        let pinned = b.call("cudaMemcpyAsync_v3020", 40, 50);
+        let memset = b.call("cudaMemset_v3020", 60, 70);
+        b.memcpy(1, PAGEABLE, 2, pageable); // HtoD from pageable memory
+        b.memcpy(2, 2, 1, sync); // DtoH into pinned memory, synchronous API
+        b.memcpy(2, 2, 1, pinned); // DtoH into pinned memory, async
+        b.memcpy(2, 2, PAGEABLE, 999); // no API call joins it
+        b.kernel("k", 0, 1, 0);
+        let m = &mut b.trace.memset;
+        (m.start, m.end, m.device, m.stream, m.process) =
+            (vec![80], vec![90], vec![0], vec![7], vec![0]);
+        (m.correlation, m.bytes, m.kind, m.src_mem, m.dst_mem) =
+            (vec![memset], vec![64], vec![0], vec![2], vec![2]);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let s = memory_summary(&ix);
+        assert_eq!((s.pageable_async_copies, s.synchronous_copies), (1, 1));
+        assert_eq!(s.synchronous_memsets, 1);
+        let dtoh = s.memcpy.iter().find(|k| k.kind == "DtoH").expect("DtoH");
+        assert_eq!(
+            (dtoh.count, dtoh.synchronous, dtoh.unjoined, dtoh.bytes),
+            (3, 1, 1, 12288)
+        );
+        let htod = s.memcpy.iter().find(|k| k.kind == "HtoD").expect("HtoD");
+        assert_eq!((htod.count, htod.pageable_async), (1, 1));
+    }
+}

@@ -149,3 +149,40 @@ fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) ->
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drill::testing::TraceBuilder;
+
+    #[test]
+    fn gpu_time_goes_to_the_innermost_range_at_the_launch() {
+        let mut b = TraceBuilder::new();
+        b.range("step", 0, 1_000);
+        b.range("attention", 100, 300);
+        b.range("mlp", 400, 600);
+        let c1 = b.call("cudaLaunchKernel", 150, 160); // inside attention
+        let c2 = b.call("cudaLaunchKernel", 350, 360); // inside step only
+        let c3 = b.call("cudaLaunchKernel", 500, 510); // inside mlp
+        let c4 = b.call("cudaLaunchKernel", 2_000, 2_010); // outside every range
+        b.kernel("a", 200, 210, c1);
+        b.kernel("b", 400, 430, c2);
+        b.kernel("c", 600, 700, c3);
+        b.kernel("d", 2_100, 2_110, c4);
+        b.kernel("e", 2_200, 2_205, 0); // no launch call
+        let ix = TraceIndex::new(&b.trace, "t");
+        let n = nvtx_summary(&ix, 10);
+        let gpu: Vec<(&str, u64, f64)> = n
+            .gpu_time
+            .iter()
+            .map(|g| (g.name.as_str(), g.kernels, g.gpu_us))
+            .collect();
+        assert_eq!(
+            gpu,
+            vec![("mlp", 1, 0.1), ("step", 1, 0.03), ("attention", 1, 0.01)]
+        );
+        assert!((n.kernel_us - 0.155).abs() < 1e-12 && (n.coverage - 0.14 / 0.155).abs() < 1e-12);
+        assert_eq!(n.ranges, 3);
+        assert_eq!(n.top_ranges[0].name, "step");
+    }
+}
