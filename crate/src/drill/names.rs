@@ -207,6 +207,12 @@ pub fn kernel_category(short_name: &str) -> KernelCategory {
         "triton_red",
         "add",
         "mul",
+        "divide",
+        "subtract",
+        "sqrt",
+        "_exp",
+        "tanh",
+        "sigmoid",
         "reduce",
     ]) {
         KernelCategory::Elementwise
@@ -341,6 +347,7 @@ mod tests {
             ("silu_and_mul_kernel", Elementwise),
             ("vectorized_elementwise_kernel", Elementwise),
             ("fast_greedy_sample_kernel", Sampling),
+            ("cupy_true_divide__float64_float64_float64", Elementwise),
             ("power_iteration", Other),
         ] {
             assert_eq!(kernel_category(name), want, "{name}");
