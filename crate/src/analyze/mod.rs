@@ -11,6 +11,7 @@
 pub mod breakdown;
 pub mod compare;
 pub mod handoff;
+mod launches;
 mod ops;
 mod skill;
 mod standard;

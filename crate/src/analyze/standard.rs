@@ -14,18 +14,18 @@
 use std::collections::HashMap;
 
 use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
+use super::launches::LaunchIndex;
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, finish, isolation_info};
 use crate::detect::Profile;
-use crate::detect::config::LaunchApis;
-use crate::detect::names::{StepName, is_launch_api};
+use crate::detect::names::StepName;
 use crate::detect::steps::{Step, TP_DEDUP_NS, visible_name};
 use crate::iterations::steps::{MergedStep, dedup, raw_steps};
 use crate::iterations::{Isolation, Iteration, Method, allreduce, isolate};
 use crate::model::intervals::IntervalSet;
-use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace, flag};
+use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace};
 
 /// Per-step figures need at least this many steady steps (as the reference).
 const MIN_STEADY: usize = 5;
@@ -244,34 +244,15 @@ fn merge_rank_copies(mut copies: Vec<(Ns, Ns, ProcessIdx)>) -> Vec<Ns> {
 /// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
 /// when no call matches), every name, all devices.
 fn kernel_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let launched_at = launch_times(trace);
+    let launches = LaunchIndex::new(trace);
     let k = &trace.kernels;
     let keep = |i: usize| {
-        let key = (k.process[i], k.correlation.get(i).copied().unwrap_or(0));
-        contains(spans, launched_at.get(&key).copied().unwrap_or(k.start[i]))
+        let correlation = k.correlation.get(i).copied().unwrap_or(0);
+        let at = launches.launched_at(k.process[i], correlation);
+        contains(spans, at.unwrap_or(k.start[i]))
     };
     Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), keep)
         .rows(None, |v| v / n)
-}
-
-/// `(process, correlationId)` → start of the kernel-launch call (any launch API version).
-fn launch_times(trace: &Trace) -> HashMap<(ProcessIdx, u32), Ns> {
-    let r = &trace.runtime;
-    if r.correlation.len() != r.len() || trace.kernels.correlation.is_empty() {
-        return HashMap::new();
-    }
-    let is_launch = trace
-        .strings
-        .classify(|s| is_launch_api(s, LaunchApis::AllVersioned));
-    (0..r.len())
-        .filter(|&i| flag(&is_launch, r.name[i]) && r.correlation[i] != 0)
-        .map(|i| {
-            (
-                (process_of(trace, r.thread[i]), r.correlation[i]),
-                r.start[i],
-            )
-        })
-        .collect()
 }
 
 /// The process of a runtime or NVTX thread.
