@@ -348,7 +348,7 @@ fn regression_pair_shows_the_issue_numbers_in_standard() {
         (k["baseline"].as_f64(), k["target"].as_f64()),
         (Some(6.0), Some(22.0))
     );
-    let top: Vec<&str> = r["comparison"]["handoff"]["top_ops"]
+    let top: Vec<&str> = r["comparison"]["handoff"]["top_regressing_ops"]
         .as_array()
         .map(|v| v.iter().filter_map(|o| o["nvtx_name"].as_str()).collect())
         .unwrap_or_default();

@@ -325,8 +325,6 @@ fn standard_conclusion(
         .wall_time_per_step_us
         .delta_pct
         .map_or_else(String::new, |p| format!(" ({p:+.1}%)"));
-    let change = if wall > 0.0 { "rose" } else { "fell" };
-    let head = format!("Wall time per step {change} by {wall:+.1} µs{pct}");
     let launch = c.launch_api_time_per_step_us.delta.unwrap_or(0.0);
     let gpu = c.gpu_time_per_step_us.delta.unwrap_or(0.0);
     let kernels = match (c.kernels_per_step.baseline, c.kernels_per_step.target) {
@@ -336,13 +334,15 @@ fn standard_conclusion(
     let detail = format!(
         "inter-step gap p50 {gap:+.1} µs, step duration {dur:+.1} µs (launch calls {launch:+.1} µs, GPU kernel time {gpu:+.1} µs per step{kernels})"
     );
-    let cause = if gap > dur {
-        "inter-step host overhead"
-    } else if launch >= gpu {
-        "launch count"
-    } else {
-        "GPU execution"
-    };
+    if wall <= 0.0 {
+        return (
+            None,
+            format!(
+                "No per-step regression: wall time per step changed by {wall:+.1} µs{pct}: {detail}."
+            ),
+        );
+    }
+    let cause = standard_cause(gap, dur, launch, gpu);
     let what = match cause {
         "inter-step host overhead" => {
             "INTER-STEP HOST OVERHEAD: the host work between forward steps grew more than the steps"
@@ -354,7 +354,22 @@ fn standard_conclusion(
             "GPU EXECUTION: the steps grew, and more of it in GPU kernel time than in launch calls"
         }
     };
-    (Some(cause), format!("{head}; primarily {what}: {detail}."))
+    (
+        Some(cause),
+        format!("Wall time per step rose by {wall:+.1} µs{pct}; primarily {what}: {detail}."),
+    )
+}
+
+/// Where a regression sits: between steps (gap p50 grew more than the mean step), else inside
+/// the steps, in launch calls or in GPU kernel time, whichever grew more per step.
+fn standard_cause(gap: f64, dur: f64, launch: f64, gpu: f64) -> &'static str {
+    if gap > dur {
+        "inter-step host overhead"
+    } else if launch >= gpu {
+        "launch count"
+    } else {
+        "GPU execution"
+    }
 }
 
 #[cfg(test)]
@@ -425,6 +440,21 @@ mod tests {
             Some(25.0)
         );
         assert_eq!(Delta::new(None, Some(5.0), Profile::Standard).delta, None);
+    }
+
+    #[test]
+    fn standard_cause_splits_step_growth_into_launches_and_gpu() {
+        assert_eq!(
+            standard_cause(800.0, 150.0, 100.0, 30.0),
+            "inter-step host overhead"
+        );
+        assert_eq!(standard_cause(10.0, 150.0, 100.0, 30.0), "launch count");
+        assert_eq!(standard_cause(10.0, 150.0, 5.0, 140.0), "GPU execution");
+        assert_eq!(
+            standard_cause(150.0, 150.0, 0.0, 0.0),
+            "launch count",
+            "a tie is not the gap"
+        );
     }
 
     #[test]

@@ -82,11 +82,12 @@ impl HandoffOp {
 /// Stopping criteria and where to start profiling.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct Handoff {
-    /// Comparison: ops whose time per step grew, largest growth first. Single trace: the
-    /// heaviest ops per step.
-    pub top_ops: Vec<HandoffOp>,
-    /// Whether `top_ops` are regressions (a comparison) or the heaviest ops (one trace).
-    pub regressions: bool,
+    /// A comparison's ops whose time per step grew, largest growth first (the reference's key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_regressing_ops: Option<Vec<HandoffOp>>,
+    /// One trace's heaviest ops per step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_ops: Option<Vec<HandoffOp>>,
     /// The first op's source function (else `_prepare_tp_inputs`'s when it was seen).
     pub recommended_first_target: Option<&'static str>,
     pub wall_time_per_step_us: Option<f64>,
@@ -122,8 +123,8 @@ impl Handoff {
                 .flatten()
         });
         let mut h = Handoff {
-            top_ops: ops,
-            regressions,
+            top_regressing_ops: regressions.then(|| ops.clone()),
+            top_ops: (!regressions).then(|| ops.clone()),
             recommended_first_target,
             wall_time_per_step_us: c.wall_time_per_step_us,
             inter_step_gap_p50_us: c.inter_step_gap_p50_us,
@@ -131,22 +132,30 @@ impl Handoff {
             line_profiler,
             text: String::new(),
         };
-        h.text = h.render();
+        h.text = h.render(&ops);
         h
     }
 
-    fn render(&self) -> String {
+    /// The listed ops, whichever kind.
+    pub fn ops(&self) -> &[HandoffOp] {
+        self.top_regressing_ops
+            .as_deref()
+            .or(self.top_ops.as_deref())
+            .unwrap_or(&[])
+    }
+
+    fn render(&self, ops: &[HandoffOp]) -> String {
         let mut out = String::from("optimization_handoff:\n");
-        let heading = if self.regressions {
+        let heading = if self.top_regressing_ops.is_some() {
             "top_regressing_ops (µs/step, largest growth first):"
         } else {
             "top_ops (µs/step, heaviest first):"
         };
         out.push_str(&format!("  {heading}\n"));
-        if self.top_ops.is_empty() {
+        if ops.is_empty() {
             out.push_str("    (none)\n");
         }
-        for op in &self.top_ops {
+        for op in ops {
             let amount = match op.delta_us_per_step {
                 Some(d) => format!("{d:+.1}"),
                 None => format!("{:.1}", op.us_per_step),
@@ -182,10 +191,11 @@ mod tests {
         ];
         let h = Handoff::new(ops, true, false, Criteria::default());
         assert_eq!(
-            h.top_ops[0].source_function,
+            h.ops()[0].source_function,
             Some("PyExecutor._update_requests")
         );
-        assert_eq!(h.top_ops[1].source_function, None);
+        assert_eq!(h.ops()[1].source_function, None);
+        assert!(h.top_ops.is_none() && h.top_regressing_ops.is_some());
         assert_eq!(
             h.line_profiler.as_deref(),
             Some(

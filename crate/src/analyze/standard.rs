@@ -276,6 +276,36 @@ fn api_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
 mod tests {
     use super::*;
 
+    fn iteration(start: Ns) -> Iteration {
+        Iteration {
+            start,
+            end: start + 500,
+            kernel_count: 8,
+            wall_ns: 500,
+        }
+    }
+
+    #[test]
+    fn the_cross_check_warns_when_counts_differ_or_steps_are_missing() {
+        let its: Vec<Iteration> = (0..6).map(|i| iteration(i * 2_000_000)).collect();
+        let iso = Isolation::new(Method::Allreduce, String::new(), its.clone());
+        let steps = iteration_steps(&its);
+        assert_eq!(check_agreement(&iso, &steps, true), None);
+        let w = check_agreement(&iso, &steps[..5], true).unwrap_or_default();
+        assert!(
+            w.contains("6 allreduce iterations but 5 forward steps"),
+            "{w}"
+        );
+        let w = check_agreement(&iso, &[], true).unwrap_or_default();
+        assert!(w.contains("used as the steps"), "{w}");
+        let nvtx = Isolation::new(Method::Nvtx, String::new(), its);
+        assert_eq!(
+            check_agreement(&nvtx, &steps[..5], true),
+            None,
+            "NVTX method: nothing to check"
+        );
+    }
+
     #[test]
     fn rank_copies_merge_at_the_longest_but_one_process_never_merges_with_itself() {
         let copies = vec![
