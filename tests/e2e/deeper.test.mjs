@@ -236,6 +236,21 @@ test('report exports are built in the page: HTML self-contained, CSV zip, Markdo
   assert.match(html, /<html/i);
   assert.doesNotMatch(html, /(src|href)\s*=\s*["']?https?:/i, 'no external asset in the HTML report');
   assert.match(html, /<svg/i, 'plots embedded');
+  // It opens offline: from file://, every request outside the file refused.
+  const offline = await browser.newContext({ offline: true });
+  const outside = [];
+  offline.on('request', (r) => {
+    if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) outside.push(r.url());
+  });
+  const htmlPath = path.join(tmp, 'opened-offline.html');
+  fs.writeFileSync(htmlPath, saved.html);
+  const viewer = await offline.newPage();
+  await viewer.goto(`file://${htmlPath}`);
+  assert.ok((await viewer.$$('svg')).length > 0, 'the report shows its plots offline');
+  assert.match(await viewer.textContent('body'), /Straggler|straggler/);
+  await viewer.screenshot({ path: artifact('report-html-offline.png') });
+  await offline.close();
+  assert.deepEqual(outside, [], 'the HTML report requested nothing');
   assert.equal(saved['csv-zip'].subarray(0, 2).toString('latin1'), 'PK', 'a zip');
   const report = JSON.parse(saved.json.toString('utf8'));
   assert.ok(report.drill && report.explain && report.detect, 'report.json has the detect, explain and drill sections');
