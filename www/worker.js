@@ -108,6 +108,27 @@ function analysisIn(slot) {
   return analysis;
 }
 
+// A progress callback for the core that posts each step to the page; `carryOn()` says whether
+// to continue (false cancels).
+function progressTo(id, carryOn) {
+  return (step, done, total) => {
+    self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total) });
+    return carryOn();
+  };
+}
+
+// What the verdict view shows of one open trace.
+function verdictView(analysis, options) {
+  let gaps = null;
+  let gapsError = null;
+  try {
+    gaps = analysis.gaps();
+  } catch (e) {
+    gapsError = errorMessage(e);
+  }
+  return { detect: analysis.detect(options), extent: analysis.timelineExtent(), gaps, gapsError, fileName: analysis.fileName() };
+}
+
 async function handle(msg) {
   const { id, type } = msg;
   switch (type) {
@@ -122,11 +143,10 @@ async function handle(msg) {
       freeAnalysis(slot);
       cancelled = false;
       cancelFlag = msg.cancelFlag ? new Int32Array(msg.cancelFlag) : null;
-      const onProgress = (step, done, total) => {
-        self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total) });
+      const onProgress = progressTo(id, () => {
         if (cancelFlag && Atomics.load(cancelFlag, 0) !== 0) cancelled = true;
         return !cancelled;
-      };
+      });
       const opened = msg.parallel
         ? await openParallel(id, msg.file, onProgress)
         : Analysis.open(msg.file, onProgress);
@@ -141,47 +161,19 @@ async function handle(msg) {
       const analysis = opened;
       analyses.set(slot, analysis);
       self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
-      const detect = analysis.detect(msg.options);
-      const extent = analysis.timelineExtent();
-      let gaps = null;
-      let gapsError = null;
-      try {
-        gaps = analysis.gaps();
-      } catch (e) {
-        gapsError = errorMessage(e);
-      }
-      let fileName = msg.file && msg.file.name;
-      try {
-        fileName = analysis.fileName();
-      } catch {
-        /* keep the File's name */
-      }
-      return { detect, extent, gaps, gapsError, fileName, traceId: analysis.id };
+      return verdictView(analysis, msg.options);
     }
     case 'loadKernels': {
       // The second worker of a parallel open: only the kernel table, returned as bytes.
       await initWasm();
-      const onProgress = (step, done, total) => {
-        self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total) });
-        return true;
-      };
-      const bytes = loadKernels(msg.file, onProgress);
+      const bytes = loadKernels(msg.file, progressTo(id, () => true));
       return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
     }
     case 'detect':
       return { detect: analysisIn(msg.slot).detect(msg.options) };
-    case 'view': {
-      // Everything the verdict view shows of one slot (switching between baseline and target).
-      const analysis = analysisIn(msg.slot);
-      let gaps = null;
-      let gapsError = null;
-      try {
-        gaps = analysis.gaps();
-      } catch (e) {
-        gapsError = errorMessage(e);
-      }
-      return { detect: analysis.detect(msg.options), extent: analysis.timelineExtent(), gaps, gapsError, fileName: analysis.fileName() };
-    }
+    case 'view':
+      // Switching the verdict view between open files (baseline and target, rank files).
+      return verdictView(analysisIn(msg.slot), msg.options);
     case 'timeline': {
       const analysis = analysisIn(msg.slot);
       return { view: withNs((ns) => analysis.timeline(ns(msg.start), ns(msg.end), msg.columns)) };

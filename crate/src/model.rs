@@ -439,6 +439,23 @@ pub struct PresentTables {
 }
 
 impl Trace {
+    /// Fails with a message naming `source` when the trace has no kernel to analyse (every
+    /// analysis starts from kernels).
+    pub fn require_kernels(&self, source: &str) -> crate::error::Result<()> {
+        if !self.kernels.is_empty() {
+            return Ok(());
+        }
+        let why = if self.present.kernels {
+            "the kernel table is empty"
+        } else {
+            "no CUPTI_ACTIVITY_KIND_KERNEL table"
+        };
+        Err(crate::error::Error::NoKernels {
+            path: source.to_string(),
+            why: why.into(),
+        })
+    }
+
     pub fn note(&mut self, subject: impl Into<String>, reason: impl Into<String>) {
         self.coverage.push(CoverageNote {
             subject: subject.into(),

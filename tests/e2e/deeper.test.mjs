@@ -9,47 +9,27 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, serve, launch, cli, generate, artifact, recordRequests, openTrace, canvasStats } from './helpers.mjs';
+import { requireDist, openSite, cli, generate, artifact, openTrace, canvasStats } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
+let site;
 let srv;
 let browser;
-let context;
 let page;
 let requests;
+let problems; // page errors and console errors, checked at the end
 let tmp;
-const problems = [];
-
-function cliJson(args) {
-  const out = execFileSync(cli(), [...args, '--json'], { maxBuffer: 256 << 20 });
-  return JSON.parse(out.toString('utf8'));
-}
 
 before(async () => {
   requireDist();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-deeper-'));
   for (const s of ['regression-baseline', 'regression-target', 'tp2-straggler', 'cuda-graphs']) generate(s, path.join(tmp, `${s}.sqlite`));
-  srv = await serve();
-  browser = await launch();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
-  requests = recordRequests(context);
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith(`${srv.origin}/`) || url.startsWith('blob:') || url.startsWith('data:')) return route.continue();
-    return route.abort('blockedbyclient');
-  });
-  page = await context.newPage();
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
-  });
-  await page.goto(`${srv.origin}/`);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  site = await openSite({ acceptDownloads: true });
+  ({ srv, browser, page, requests, problems } = site);
 });
 
 after(async () => {
-  await browser?.close();
-  await srv?.close();
+  await site?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 

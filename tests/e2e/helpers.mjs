@@ -201,3 +201,36 @@ export async function canvasStats(page, selector) {
     return { width: c.width, height: c.height, ink, hash, drawn: c.dataset.drawn || '' };
   }, selector);
 }
+
+// The served site in a fresh browser page: every request that is not the local site is blocked
+// (and recorded), page errors and console errors are collected. `close()` ends it all.
+export async function openSite(contextOptions = {}) {
+  const srv = await serve();
+  const browser = await launch();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...contextOptions });
+  const requests = recordRequests(context);
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${srv.origin}/`) || url.startsWith('blob:') || url.startsWith('data:')) return route.continue();
+    return route.abort('blockedbyclient');
+  });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+  });
+  await page.goto(`${srv.origin}/`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  return {
+    srv,
+    browser,
+    page,
+    requests,
+    problems,
+    close: async () => {
+      await browser.close();
+      await srv.close();
+    },
+  };
+}

@@ -11,13 +11,11 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import {
   requireDist,
-  serve,
-  launch,
+  openSite,
   detectJson,
   generate,
   publicTrace,
   artifact,
-  recordRequests,
   readCards,
   expectedCards,
   parseValue,
@@ -27,39 +25,23 @@ import {
 } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
+let site;
 let srv;
 let browser;
-let context;
 let page;
 let requests;
+let problems; // page errors and console errors, checked at the end
 let tmp;
-const problems = []; // page errors and console errors, checked at the end
 
 before(async () => {
   requireDist();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-e2e-'));
-  srv = await serve();
-  browser = await launch();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  requests = recordRequests(context);
-  // Block (and so also record) anything that is not the local site.
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith(`${srv.origin}/`) || url.startsWith('blob:') || url.startsWith('data:')) return route.continue();
-    return route.abort('blockedbyclient');
-  });
-  page = await context.newPage();
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
-  });
-  await page.goto(`${srv.origin}/`);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  site = await openSite();
+  ({ srv, browser, page, requests, problems } = site);
 });
 
 after(async () => {
-  await browser?.close();
-  await srv?.close();
+  await site?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 

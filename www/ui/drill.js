@@ -3,7 +3,7 @@
 // to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
 // ranks, findings, and the explainer report's exports, all built in this tab.
 
-import { el, clear, us, int, pct, rawValue, fitCanvas } from './format.js';
+import { el, clear, us, int, pct, rawValue, fitCanvas, panel, dataTable } from './format.js';
 
 export function renderDrill(container, report, deps) {
   clear(container);
@@ -17,18 +17,6 @@ export function renderDrill(container, report, deps) {
     drCoverage(report.coverage || []),
   ];
   container.append(...panels.filter(Boolean));
-}
-
-function drPanel(title, testid, ...children) {
-  return el('section', { class: 'panel', 'data-testid': testid }, el('div', { class: 'panel-head' }, el('h2', { text: title })), ...children);
-}
-
-function drTable(headers, rows, attrs = {}) {
-  return el(
-    'div',
-    { class: 'table-wrap' },
-    el('table', { class: 'table', ...attrs }, el('thead', {}, el('tr', {}, headers.map((h) => el('th', { text: h })))), el('tbody', {}, rows)),
-  );
 }
 
 function drFact(key, label, value, shown) {
@@ -82,13 +70,13 @@ function drGaps(g, { drawGapHistogram, onGap }) {
       el('td', { class: 'mono nowrap small', text: gap.bucket || '' }),
     ),
   );
-  return drPanel(
+  return panel(
     'Gaps between kernels',
     'drill-gaps',
     el('p', { class: 'muted small', 'data-testid': 'drill-gap-summary', 'data-gaps': String(g.gaps), 'data-total-us': rawValue(g.total_us), text: `${int(g.gaps)} gaps per stream · ${us(g.total_us)} in all. ${g.reading || ''}` }),
     el('div', { class: 'canvas-wrap' }, canvas),
     el('h3', { text: 'Largest gaps (click one to see it on the timeline)' }),
-    drTable(['#', 'Gap', 'Where', 'Kernels either side', 'NVTX open on the launching thread', 'CPU API calls during the gap', 'Bucket'], rows, { 'data-testid': 'drill-top-gaps' }),
+    dataTable(['#', 'Gap', 'Where', 'Kernels either side', 'NVTX open on the launching thread', 'CPU API calls during the gap', 'Bucket'], rows, { 'data-testid': 'drill-top-gaps' }),
   );
 }
 
@@ -106,7 +94,7 @@ function drGraphs(gr) {
     ),
   );
   const phases = (gr.phases || []).map((p) => `${p.phase}: ${pct(p.coverage)} of ${int(p.kernels)} kernels`).join(' · ');
-  return drPanel(
+  return panel(
     'CUDA-graph coverage',
     'drill-graphs',
     el(
@@ -120,13 +108,13 @@ function drGraphs(gr) {
     phases ? el('p', { class: 'small', text: `Per phase — ${phases}` }) : null,
     gr.advice ? el('div', { class: 'callout warn', 'data-testid': 'drill-graph-advice', text: gr.advice }) : null,
     rows.length ? el('h3', { text: 'Eager kernels by name' }) : null,
-    rows.length ? drTable(['Kernel', 'Category', 'Capturable', 'Count', 'Time'], rows, { 'data-testid': 'drill-eager' }) : null,
+    rows.length ? dataTable(['Kernel', 'Category', 'Capturable', 'Count', 'Time'], rows, { 'data-testid': 'drill-eager' }) : null,
   );
 }
 
 function drPattern(p) {
   if (!p) return null;
-  if (!p.found) return drPanel('Per-layer kernel pattern', 'drill-pattern', el('p', { class: 'muted', text: p.note || 'No repeating per-layer kernel sequence was found.' }));
+  if (!p.found) return panel('Per-layer kernel pattern', 'drill-pattern', el('p', { class: 'muted', text: p.note || 'No repeating per-layer kernel sequence was found.' }));
   const kernels = (p.kernels || []).map((k) =>
     el(
       'tr',
@@ -151,7 +139,7 @@ function drPattern(p) {
       el('td', { text: b.priority }),
     ),
   );
-  return drPanel(
+  return panel(
     'Per-layer kernel pattern',
     'drill-pattern',
     el('p', {
@@ -162,9 +150,9 @@ function drPattern(p) {
       text: `${(p.kernels || []).length} kernels repeat ${int(p.layers)} times in each of ${int(p.steps)} steady-state steps (device ${p.device}, ${p.source}).`,
     }),
     el('h3', { text: 'Functional blocks, by total preceding gap × layers' }),
-    drTable(['Rank', 'Operation', 'Kernels', 'Category', 'Gap per layer', 'Total gap', 'Priority'], blocks, { 'data-testid': 'drill-blocks' }),
+    dataTable(['Rank', 'Operation', 'Kernels', 'Category', 'Gap per layer', 'Total gap', 'Priority'], blocks, { 'data-testid': 'drill-blocks' }),
     el('h3', { text: 'The layer, kernel by kernel' }),
-    drTable(['#', 'Kernel', 'Category', 'Mean preceding gap', 'Mean duration'], kernels, { 'data-testid': 'drill-layer' }),
+    dataTable(['#', 'Kernel', 'Category', 'Mean preceding gap', 'Mean duration'], kernels, { 'data-testid': 'drill-layer' }),
   );
 }
 
@@ -176,7 +164,7 @@ function drStragglers(s, drawBarChart) {
   if (!s) return null;
   const ranks = s.ranks || [];
   if (ranks.length < 2) {
-    return drPanel('Stragglers', 'drill-stragglers', el('p', { class: 'muted', text: s.note || 'One rank only: drop the rank files of one run together to compare ranks.' }));
+    return panel('Stragglers', 'drill-stragglers', el('p', { class: 'muted', text: s.note || 'One rank only: drop the rank files of one run together to compare ranks.' }));
   }
   const canvas = el('canvas', { 'data-testid': 'drill-lateness-plot', height: '120' });
   const chart = {
@@ -199,7 +187,7 @@ function drStragglers(s, drawBarChart) {
   const verdict = s.rank
     ? `${drRankName(s.rank)} arrives last in ${pct(s.share)} of ${int(s.collectives)} collectives, ${us(s.mean_lateness_us)} late on average.`
     : `No straggler: no rank is last in more than ${pct(s.threshold, 0)} of ${int(s.collectives)} collectives.`;
-  return drPanel(
+  return panel(
     'Stragglers',
     'drill-stragglers',
     el('p', {
@@ -226,7 +214,7 @@ function drFindings(findings) {
       el('div', { class: 'small' }, el('em', { text: 'Fix: ' }), f.fix, f.pattern ? el('span', { class: 'muted', text: ` (${f.pattern})` }) : null),
     ),
   );
-  return drPanel(
+  return panel(
     'Findings',
     'drill-findings',
     items.length ? el('ol', { class: 'findings' }, items) : el('p', { class: 'muted', text: 'Nothing stands out.' }),
@@ -251,7 +239,7 @@ function drExports(exportReport) {
         }
       },
     });
-  return drPanel(
+  return panel(
     'Explainer report',
     'drill-exports',
     el('p', { class: 'muted small', text: 'The full report (top kernels, launch storm, syncs, memory copies, NVTX, launch latency, findings), built here in the browser.' }),
@@ -261,7 +249,7 @@ function drExports(exportReport) {
 
 function drCoverage(notes) {
   if (!notes.length) return null;
-  return drPanel(
+  return panel(
     'Not computed',
     'drill-coverage',
     el('ul', {}, notes.map((n) => el('li', {}, el('span', { class: 'mono', text: n.subject }), ` — ${n.reason}`))),

@@ -89,3 +89,17 @@ export function fitCanvas(canvas, cssHeight) {
   canvas.style.height = `${cssHeight}px`;
   return dpr;
 }
+
+// A titled panel of the page (a <section class="panel">) with a test id.
+export function panel(title, testid, ...children) {
+  return el('section', { class: 'panel', 'data-testid': testid }, el('div', { class: 'panel-head' }, el('h2', { text: title })), ...children);
+}
+
+// A scrollable table: header labels and ready-made <tr> rows.
+export function dataTable(headers, rows, attrs = {}) {
+  return el(
+    'div',
+    { class: 'table-wrap' },
+    el('table', { class: 'table', ...attrs }, el('thead', {}, el('tr', {}, headers.map((h) => el('th', { text: h })))), el('tbody', {}, rows)),
+  );
+}

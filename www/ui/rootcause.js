@@ -2,7 +2,7 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, int, isNum, rawValue, fitCanvas } from './format.js';
+import { el, clear, us, int, isNum, rawValue, fitCanvas, panel, dataTable } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
@@ -34,10 +34,6 @@ export function renderRootCause(container, report, { drawStepTimes }) {
   }
 }
 
-function rcPanel(title, testid, ...children) {
-  return el('section', { class: 'panel', 'data-testid': testid }, el('div', { class: 'panel-head' }, el('h2', { text: title })), ...children);
-}
-
 // A figure: label, shown value, and the raw value for tests.
 function rcFigure(key, label, value, shown, extra = null) {
   return el(
@@ -49,11 +45,16 @@ function rcFigure(key, label, value, shown, extra = null) {
   );
 }
 
+// A change in percent with its sign (+35.5%), empty when there is none (NEW, REMOVED).
+function rcSignedPct(d) {
+  return isNum(d) ? `${d > 0 ? '+' : ''}${d.toFixed(1)}%` : '';
+}
+
 function rcDelta(pair) {
   if (!pair) return null;
   const d = pair.delta_pct;
   const cls = !isNum(d) ? '' : d > 0 ? 'worse' : d < 0 ? 'better' : '';
-  return el('span', { class: `rc-delta mono ${cls}`, text: isNum(d) ? `${d > 0 ? '+' : ''}${d.toFixed(1)}%` : '' });
+  return el('span', { class: `rc-delta mono ${cls}`, text: rcSignedPct(d) });
 }
 
 function rcPairFigure(key, label, pair, fmt) {
@@ -74,7 +75,7 @@ function rcPairFigure(key, label, pair, fmt) {
 
 function rcCompareSummary(c, baseline, target) {
   const perStep = (v) => (isNum(v) ? v.toFixed(1) : '—');
-  return rcPanel(
+  return panel(
     `Baseline vs target · ${baseline.label} → ${target.label}`,
     'rc-summary',
     el(
@@ -100,7 +101,7 @@ function rcCompareSummary(c, baseline, target) {
 
 function rcSingleSummary(b) {
   const gap = b.inter_step_gap_us || {};
-  return rcPanel(
+  return panel(
     `Per-step breakdown · ${b.label}`,
     'rc-summary',
     el(
@@ -127,7 +128,7 @@ function rcStepPlot(traces, drawStepTimes) {
   const canvas = el('canvas', { 'data-testid': 'rc-step-plot', height: '280' });
   const wrap = el('div', { class: 'canvas-wrap' }, canvas);
   const series = traces.map((t) => ({ label: t.label, wall_us: t.step_wall_times_us || [] }));
-  const panel = rcPanel('Wall time per step, step by step', 'rc-steps', wrap);
+  const panel = panel('Wall time per step, step by step', 'rc-steps', wrap);
   // Drawn once the panel is in the document (the canvas takes its container's width).
   requestAnimationFrame(() => {
     fitCanvas(canvas, 280);
@@ -145,78 +146,49 @@ function rcBadge(status) {
   return el('span', { class: `badge status-${String(status).toLowerCase()}`, text: status });
 }
 
-function rcDeltaTable(title, testid, rows, note) {
-  const sorted = [...(rows || [])].sort(
+function rcDeltaTable(title, testid, deltas, note) {
+  const sorted = [...(deltas || [])].sort(
     (a, b) => Math.abs(b.delta_us) - Math.abs(a.delta_us) || (STATUS_ORDER[a.status] ?? 9) - (STATUS_ORDER[b.status] ?? 9),
   );
-  const pctText = (d) => (isNum(d) ? `${d > 0 ? '+' : ''}${d.toFixed(1)}%` : '');
-  return rcPanel(
+  const rows = sorted.map((r) =>
+    el(
+      'tr',
+      {
+        'data-name': r.name,
+        'data-status': r.status,
+        'data-baseline': rawValue(r.baseline_us_per_step),
+        'data-target': rawValue(r.target_us_per_step),
+        'data-delta': rawValue(r.delta_us),
+      },
+      el('td', { class: 'mono name', text: r.name, title: r.name }),
+      el('td', { class: 'mono num', text: r.baseline_us_per_step.toFixed(1) }),
+      el('td', { class: 'mono num', text: r.target_us_per_step.toFixed(1) }),
+      el('td', { class: 'mono num', text: `${r.delta_us > 0 ? '+' : ''}${r.delta_us.toFixed(1)}` }),
+      el('td', { class: 'mono num', text: rcSignedPct(r.delta_pct) }),
+      el('td', {}, rcBadge(r.status)),
+    ),
+  );
+  return panel(
     title,
     testid,
     el('p', { class: 'muted small', text: note }),
-    el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        { class: 'table' },
-        el('thead', {}, el('tr', {}, ['Name', 'Baseline µs/step', 'Target µs/step', 'Δ µs/step', 'Δ %', 'Status'].map((h) => el('th', { text: h })))),
-        el(
-          'tbody',
-          {},
-          sorted.map((r) =>
-            el(
-              'tr',
-              {
-                'data-name': r.name,
-                'data-status': r.status,
-                'data-baseline': rawValue(r.baseline_us_per_step),
-                'data-target': rawValue(r.target_us_per_step),
-                'data-delta': rawValue(r.delta_us),
-              },
-              el('td', { class: 'mono name', text: r.name, title: r.name }),
-              el('td', { class: 'mono num', text: r.baseline_us_per_step.toFixed(1) }),
-              el('td', { class: 'mono num', text: r.target_us_per_step.toFixed(1) }),
-              el('td', { class: 'mono num', text: `${r.delta_us > 0 ? '+' : ''}${r.delta_us.toFixed(1)}` }),
-              el('td', { class: 'mono num', text: pctText(r.delta_pct) }),
-              el('td', {}, rcBadge(r.status)),
-            ),
-          ),
-        ),
-      ),
-    ),
+    dataTable(['Name', 'Baseline µs/step', 'Target µs/step', 'Δ µs/step', 'Δ %', 'Status'], rows),
   );
 }
 
-function rcOpsTable(title, testid, rows) {
-  return rcPanel(
-    title,
-    testid,
+function rcOpsTable(title, testid, ops) {
+  const rows = (ops || []).map((r) =>
     el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        { class: 'table' },
-        el('thead', {}, el('tr', {}, ['Name', 'µs/step', 'Calls/step', 'Total', 'Calls'].map((h) => el('th', { text: h })))),
-        el(
-          'tbody',
-          {},
-          (rows || []).map((r) =>
-            el(
-              'tr',
-              { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step) },
-              el('td', { class: 'mono name', text: r.name, title: r.name }),
-              el('td', { class: 'mono num', text: r.us_per_step.toFixed(1) }),
-              el('td', { class: 'mono num', text: r.calls_per_step.toFixed(2) }),
-              el('td', { class: 'mono num', text: us(r.total_us) }),
-              el('td', { class: 'mono num', text: int(r.calls) }),
-            ),
-          ),
-        ),
-      ),
+      'tr',
+      { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step) },
+      el('td', { class: 'mono name', text: r.name, title: r.name }),
+      el('td', { class: 'mono num', text: r.us_per_step.toFixed(1) }),
+      el('td', { class: 'mono num', text: r.calls_per_step.toFixed(2) }),
+      el('td', { class: 'mono num', text: us(r.total_us) }),
+      el('td', { class: 'mono num', text: int(r.calls) }),
     ),
   );
+  return panel(title, testid, dataTable(['Name', 'µs/step', 'Calls/step', 'Total', 'Calls'], rows));
 }
 
 // The hand-off block of SPEC §4: top ops, their TensorRT-LLM functions, the line_profiler line.
@@ -245,7 +217,7 @@ function rcHandoff(h) {
     },
   });
   const pre = el('pre', { class: 'handoff mono', 'data-testid': 'rc-handoff', text });
-  return rcPanel(
+  return panel(
     'Optimization hand-off',
     'rc-handoff-panel',
     el('p', { class: 'muted small', text: 'For the host-performance work: the ops to profile first and a ready-to-paste line_profiler setting.' }),
@@ -256,7 +228,7 @@ function rcHandoff(h) {
 }
 
 function rcIsolation(traces) {
-  return rcPanel(
+  return panel(
     'How iterations were isolated',
     'rc-isolation',
     el(

@@ -81,20 +81,23 @@ impl AnalyzeReport {
     }
 }
 
+/// The `--tp-size` divisor to use: only the `trtllm-skill` profile divides NVTX totals by it
+/// (the reference's rule); `standard` merges the ranks' copies itself, so asking for it there is
+/// a usage error. `None` means 1.
+pub fn tp_size_for(profile: Profile, tp_size: Option<u32>) -> Result<u32> {
+    match (profile, tp_size) {
+        (Profile::Standard, Some(_)) => Err(Error::Usage(
+            "--tp-size applies to the trtllm-skill profile only: standard merges TP ranks' NVTX copies itself instead of dividing".into(),
+        )),
+        (_, Some(0)) => Err(Error::Usage("--tp-size must be at least 1".into())),
+        (_, n) => Ok(n.unwrap_or(1)),
+    }
+}
+
 /// The per-step breakdown of one trace. Fails only without kernels (nothing to isolate) or
 /// with a zero `tp_size`.
 pub fn analyze_trace(trace: &Trace, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
-    if trace.kernels.is_empty() {
-        let why = if trace.present.kernels {
-            "the kernel table is empty"
-        } else {
-            "no CUPTI_ACTIVITY_KIND_KERNEL table"
-        };
-        return Err(Error::NoKernels {
-            path: cfg.source.clone(),
-            why: why.into(),
-        });
-    }
+    trace.require_kernels(&cfg.source)?;
     if cfg.tp_size == 0 {
         return Err(Error::Usage("--tp-size must be at least 1".into()));
     }

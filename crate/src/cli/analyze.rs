@@ -7,11 +7,11 @@ use clap::Args;
 
 use nsys_lens::analyze::{self, AnalyzeConfig, AnalyzeReport, TraceBreakdown};
 use nsys_lens::detect::Profile;
-use nsys_lens::error::{Error, Result};
+use nsys_lens::error::Result;
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 
-use super::{ProfileArg, emit};
+use super::{OutputArgs, ProfileArg};
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
@@ -22,12 +22,8 @@ pub struct AnalyzeArgs {
     /// Metric definitions to use.
     #[arg(long, value_enum, default_value = "standard")]
     pub profile: ProfileArg,
-    /// Print the JSON result instead of the readable report.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the output to this file instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Divide NVTX totals and counts by N, as the reference does for TP-duplicated ranges
     /// (trtllm-skill profile only; standard merges the ranks' copies itself).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -42,14 +38,10 @@ pub struct AnalyzeArgs {
 
 pub fn run(args: &AnalyzeArgs) -> Result<()> {
     let profile: Profile = args.profile.into();
-    if profile == Profile::Standard && args.tp_size.is_some() {
-        return Err(Error::Usage(
-            "--tp-size applies to the trtllm-skill profile only: standard merges TP ranks' NVTX copies itself instead of dividing".into(),
-        ));
-    }
+    let tp_size = analyze::tp_size_for(profile, args.tp_size)?;
     let cfg = |label: &str, path: &Path| AnalyzeConfig {
         profile,
-        tp_size: args.tp_size.unwrap_or(1),
+        tp_size,
         label: label.to_string(),
         source: path.display().to_string(),
     };
@@ -60,14 +52,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
         .map(|path| breakdown(path, &cfg(&args.target_label, path)))
         .transpose()?;
     let result = AnalyzeReport::new(profile, baseline, target);
-    let text = if args.json {
-        serde_json::to_string_pretty(&result)
-            .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
-            + "\n"
-    } else {
-        report::analyze::analyze_report(&result)
-    };
-    emit(&text, args.output.as_deref())
+    args.out.write(&result, report::analyze::analyze_report)
 }
 
 /// Loads every runtime call (API time per step needs them all, not only launches).

@@ -10,7 +10,7 @@ use nsys_lens::error::{Error, Result};
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 
-use super::{ProfileArg, emit, ratio, window};
+use super::{OutputArgs, ProfileArg, ratio, window};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum StepsPhaseArg {
@@ -25,12 +25,8 @@ pub struct DetectArgs {
     /// Metric definitions to use.
     #[arg(long, value_enum, default_value = "standard")]
     pub profile: ProfileArg,
-    /// Print the JSON result instead of the readable report.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the output to this file instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Skip the host-prep metrics (M3a/b/c).
     #[arg(long)]
     pub no_m3: bool,
@@ -121,14 +117,7 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         step_marker: step_marker(args)?,
     };
     let result = detect::detect(&loaded, &cfg)?;
-    let text = if args.json {
-        serde_json::to_string_pretty(&result)
-            .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
-            + "\n"
-    } else {
-        report::text::detect_report(&result)
-    };
-    emit(&text, args.output.as_deref())
+    args.out.write(&result, report::text::detect_report)
 }
 
 /// The step marker chosen with `--phase-map` or `--step-regex`, if any.

@@ -5,29 +5,25 @@ use std::path::PathBuf;
 use clap::Args;
 
 use nsys_lens::drill::{self, DrillInput, DrillOptions};
-use nsys_lens::error::{Error, Result};
+use nsys_lens::error::Result;
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 
-use super::{emit, window};
+use super::{OutputArgs, window};
 
 #[derive(Args)]
 pub struct DrillArgs {
     /// SQLite exports: one trace, or one file per rank (aligned on their session start times).
     #[arg(required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,
-    /// Print the JSON result instead of the readable report.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// How many largest gaps and eager kernel names to list.
     #[arg(long, default_value_t = drill::DEFAULT_TOP, value_parser = top_count)]
     pub top: usize,
     /// Count only gaps fully inside this window (ns, as in the export).
     #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
     pub window: Option<(i64, i64)>,
-    /// Write the output to this file instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
 }
 
 /// What the drill-down reads: every column of kernels, runtime calls and NVTX ranges (the API
@@ -69,12 +65,5 @@ pub fn run(args: &DrillArgs) -> Result<()> {
         window: args.window,
     };
     let result = drill::drill(&inputs, &opts)?;
-    let text = if args.json {
-        serde_json::to_string_pretty(&result)
-            .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
-            + "\n"
-    } else {
-        report::drill::drill_report(&result)
-    };
-    emit(&text, args.output.as_deref())
+    args.out.write(&result, report::drill::drill_report)
 }

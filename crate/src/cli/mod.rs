@@ -7,9 +7,10 @@ pub mod generate;
 pub mod report;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
 
 use nsys_lens::detect::Profile;
 use nsys_lens::error::{Error, Result};
@@ -28,6 +29,31 @@ impl From<ProfileArg> for Profile {
             ProfileArg::Standard => Profile::Standard,
             ProfileArg::TrtllmSkill => Profile::TrtllmSkill,
         }
+    }
+}
+
+/// `--json` and `-o FILE`, shared by the commands that print a result.
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Print the JSON result instead of the readable report.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the output to this file instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Writes `result` as pretty JSON (`--json`) or as the readable `text(result)`.
+    pub fn write<T: Serialize>(&self, result: &T, text: impl FnOnce(&T) -> String) -> Result<()> {
+        let out = if self.json {
+            serde_json::to_string_pretty(result)
+                .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
+                + "\n"
+        } else {
+            text(result)
+        };
+        emit(&out, self.output.as_deref())
     }
 }
 
@@ -59,7 +85,7 @@ pub fn window(s: &str) -> std::result::Result<(i64, i64), String> {
 }
 
 /// Writes to the file given with `-o`, or to stdout.
-pub fn emit(text: &str, output: Option<&Path>) -> Result<()> {
+fn emit(text: &str, output: Option<&Path>) -> Result<()> {
     let io = |path: String| {
         move |e: std::io::Error| Error::Io {
             path,

@@ -19,24 +19,14 @@ use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 use steps::PhaseSteps;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::intervals::IntervalSet;
 use crate::model::{CoverageNote, Trace};
 use crate::pyfmt;
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
-    if trace.kernels.is_empty() {
-        let why = if trace.present.kernels {
-            "the kernel table is empty"
-        } else {
-            "no CUPTI_ACTIVITY_KIND_KERNEL table"
-        };
-        return Err(Error::NoKernels {
-            path: cfg.file_label.clone(),
-            why: why.into(),
-        });
-    }
+    trace.require_kernels(&cfg.file_label)?;
     let sw = cfg.profile.switches();
     let thresholds = cfg.thresholds.resolve(&sw);
     let marker = if sw.name_match == config::NameMatch::Substring {

@@ -74,7 +74,7 @@ pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillRepo
         return Err(Error::Usage("drill needs at least one trace".into()));
     }
     for i in inputs {
-        require_kernels(i.trace, i.label)?;
+        i.trace.require_kernels(i.label)?;
     }
     let indexed: Vec<TraceIndex<'_>> = inputs
         .iter()
@@ -97,22 +97,6 @@ pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillRe
     };
     report.findings = findings::drill_findings(&report);
     report
-}
-
-/// The error `detect` gives for a trace without kernels.
-pub fn require_kernels(trace: &Trace, label: &str) -> Result<()> {
-    if !trace.kernels.is_empty() {
-        return Ok(());
-    }
-    let why = if trace.present.kernels {
-        "the kernel table is empty"
-    } else {
-        "no CUPTI_ACTIVITY_KIND_KERNEL table"
-    };
-    Err(Error::NoKernels {
-        path: label.to_string(),
-        why: why.into(),
-    })
 }
 
 /// What the drill-down could not see in one trace.

@@ -27,7 +27,7 @@ pub struct Document {
 
 /// Builds the report of one loaded trace. Fails only for a trace without kernels.
 pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document> {
-    drill::require_kernels(trace, label)?;
+    trace.require_kernels(label)?;
     let cfg = DetectConfig {
         file_label: label.to_string(),
         ..DetectConfig::default()

@@ -127,7 +127,7 @@ pub fn decode(total: usize, mut read: impl FnMut(usize, &mut [u8])) -> Result<Tr
     }
     let header_len = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]) as usize;
     let mut at = fixed.len();
-    if total < at + header_len {
+    if at.checked_add(header_len).is_none_or(|end| end > total) {
         return Err(bad("truncated header"));
     }
     let mut header = vec![0u8; header_len];
@@ -137,27 +137,24 @@ pub fn decode(total: usize, mut read: impl FnMut(usize, &mut [u8])) -> Result<Tr
     if header.lengths.len() != 10 || header.process_names.len() != header.global_pids.len() {
         return Err(bad("bad header"));
     }
-    let mut column = |i: usize, width: usize| -> Result<Vec<u8>> {
-        let bytes = header.lengths[i]
-            .checked_mul(width)
-            .filter(|&n| at + n <= total)
-            .ok_or_else(|| bad("truncated columns"))?;
-        let mut v = vec![0u8; bytes];
-        read(at, &mut v);
-        at += bytes;
-        Ok(v)
+    let mut columns = ColumnReader {
+        lengths: &header.lengths,
+        next: 0,
+        at,
+        total,
+        read,
     };
     let k = Kernels {
-        start: cast(column(0, 8)?),
-        end: cast(column(1, 8)?),
-        device: cast(column(2, 4)?),
-        stream: cast(column(3, 4)?),
-        process: cast(column(4, 4)?),
-        correlation: cast(column(5, 4)?),
-        short_name: cast(column(6, 4)?),
-        demangled_name: cast(column(7, 4)?),
-        graph_node: cast(column(8, 8)?),
-        graph_id: cast(column(9, 4)?),
+        start: columns.next().map_err(bad)?,
+        end: columns.next().map_err(bad)?,
+        device: columns.next().map_err(bad)?,
+        stream: columns.next().map_err(bad)?,
+        process: columns.next().map_err(bad)?,
+        correlation: columns.next().map_err(bad)?,
+        short_name: columns.next().map_err(bad)?,
+        demangled_name: columns.next().map_err(bad)?,
+        graph_node: columns.next().map_err(bad)?,
+        graph_id: columns.next().map_err(bad)?,
     };
     let mut part = Trace {
         kernels: k,
@@ -176,10 +173,29 @@ pub fn decode(total: usize, mut read: impl FnMut(usize, &mut [u8])) -> Result<Tr
     Ok(part)
 }
 
-/// Bytes to a column, copying only when the allocation's alignment does not fit `T`.
-fn cast<T: bytemuck::Pod>(bytes: Vec<u8>) -> Vec<T> {
-    bytemuck::allocation::try_cast_vec(bytes)
-        .unwrap_or_else(|(_, bytes)| bytemuck::allocation::pod_collect_to_vec(&bytes))
+/// Reads the columns after the header, in order, straight into their typed vectors (one copy
+/// from the source buffer, none through an intermediate byte vector).
+struct ColumnReader<'h, F> {
+    lengths: &'h [usize],
+    next: usize,
+    at: usize,
+    total: usize,
+    read: F,
+}
+
+impl<F: FnMut(usize, &mut [u8])> ColumnReader<'_, F> {
+    fn next<T: bytemuck::Pod>(&mut self) -> std::result::Result<Vec<T>, &'static str> {
+        let n = *self.lengths.get(self.next).ok_or("too few columns")?;
+        self.next += 1;
+        let bytes = n
+            .checked_mul(std::mem::size_of::<T>())
+            .filter(|&b| self.at.checked_add(b).is_some_and(|end| end <= self.total))
+            .ok_or("truncated columns")?;
+        let mut column = vec![T::zeroed(); n];
+        (self.read)(self.at, bytemuck::cast_slice_mut(&mut column));
+        self.at += bytes;
+        Ok(column)
+    }
 }
 
 #[cfg(test)]

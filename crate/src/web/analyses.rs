@@ -53,16 +53,12 @@ pub fn analyze_traces(
 ) -> Result<String, JsError> {
     init();
     let opts: AnalyzeOptions = from_json("analyze options", options_json)?;
-    if opts.profile == Profile::Standard && opts.tp_size.is_some() {
-        return Err(js_error(
-            "tp_size applies to the trtllm-skill profile only: standard merges TP ranks' NVTX copies itself",
-        ));
-    }
+    let tp_size = analyze::tp_size_for(opts.profile, opts.tp_size).map_err(js_error)?;
     let breakdown = |id: u32, label: &str| -> Result<analyze::TraceBreakdown, JsError> {
         let trace = open_trace(id)?;
         let cfg = AnalyzeConfig {
             profile: opts.profile,
-            tp_size: opts.tp_size.unwrap_or(1),
+            tp_size,
             label: label.to_string(),
             source: label.to_string(),
         };
