@@ -20,6 +20,11 @@ let requests;
 let problems; // page errors and console errors, checked at the end
 let tmp;
 
+function cliJson(args) {
+  const out = execFileSync(cli(), [...args, '--json'], { maxBuffer: 256 << 20 });
+  return JSON.parse(out.toString('utf8'));
+}
+
 before(async () => {
   requireDist();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-deeper-'));
@@ -44,7 +49,9 @@ async function openFiles(files) {
 async function showView(name) {
   await page.click(`[data-testid=tab-${name}]`);
   await page.waitForFunction((n) => ['done', 'error'].includes(document.body.dataset[`${n}State`]), name, { timeout: TIMEOUT });
-  assert.equal(await page.evaluate((n) => document.body.dataset[`${n}State`], name), 'done', `${name} view failed`);
+  const state = await page.evaluate((n) => document.body.dataset[`${n}State`], name);
+  const why = state === 'done' ? '' : await page.textContent(`[data-testid=${name}-error]`).catch(() => '');
+  assert.equal(state, 'done', `${name} view failed: ${why}`);
 }
 
 // Rows of a table as {name: dataset}.
@@ -244,6 +251,19 @@ test('report exports are built in the page: HTML self-contained, CSV zip, Markdo
   assert.deepEqual(figures(report.drill.stragglers), figures(cliJsonReport.drill.stragglers));
   assert.equal(report.findings.length, cliJsonReport.findings.length);
   assert.deepEqual(report.drill.gaps.buckets, cliJsonReport.drill.gaps.buckets);
+});
+
+test('two files, the target not an export: the error names the file, the page stays usable', { timeout: TIMEOUT }, async () => {
+  const junk = path.join(tmp, 'target-junk.sqlite');
+  fs.writeFileSync(junk, Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919) % 251)));
+  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
+  await page.setInputFiles('#file-input', [file('regression-baseline'), junk]);
+  await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'error', run, { timeout: TIMEOUT });
+  const message = await page.textContent('[data-testid=error-message]');
+  assert.match(message, /^target-junk\.sqlite: .*SQLite/, message);
+  await openTrace(page, file('tp2-straggler'), { timeout: TIMEOUT });
+  assert.ok(await page.isHidden('[data-testid=error]'));
+  assert.equal(await page.textContent('[data-testid=file-name]'), 'tp2-straggler.sqlite');
 });
 
 test('no request left 127.0.0.1 and the page logged no errors (deeper views)', () => {

@@ -137,8 +137,11 @@ export class WorkerEngine {
   // and its bytes are forwarded (transferred, not copied) to the analysis worker.
   async openParallel(id, req, onProgress) {
     const { file } = req;
-    this.loader ??= new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
-    const loader = this.loader;
+    // A fresh loader per open: one left from an earlier open (whose host side failed first) may
+    // still be busy, and it is terminated when its own load settles.
+    this.loader?.terminate();
+    const loader = new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
+    this.loader = loader;
     const progress = new CombinedProgress(onProgress);
     const opened = this.request('open', { ...req, parallel: true }, progress.part('host'));
     const worker = this.worker;

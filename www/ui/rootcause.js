@@ -128,7 +128,7 @@ function rcStepPlot(traces, drawStepTimes) {
   const canvas = el('canvas', { 'data-testid': 'rc-step-plot', height: '280' });
   const wrap = el('div', { class: 'canvas-wrap' }, canvas);
   const series = traces.map((t) => ({ label: t.label, wall_us: t.step_wall_times_us || [] }));
-  const panel = panel('Wall time per step, step by step', 'rc-steps', wrap);
+  const section = panel('Wall time per step, step by step', 'rc-steps', wrap);
   // Drawn once the panel is in the document (the canvas takes its container's width).
   requestAnimationFrame(() => {
     fitCanvas(canvas, 280);
@@ -139,7 +139,7 @@ function rcStepPlot(traces, drawStepTimes) {
       wrap.append(el('p', { class: 'muted', text: `The plot could not be drawn: ${e.message || e}` }));
     }
   });
-  return panel;
+  return section;
 }
 
 function rcBadge(status) {
