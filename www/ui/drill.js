@@ -151,8 +151,12 @@ function drPattern(p) {
     }),
     el('h3', { text: 'Functional blocks, by total preceding gap × layers' }),
     dataTable(['Rank', 'Operation', 'Kernels', 'Category', 'Gap per layer', 'Total gap', 'Priority'], blocks, { 'data-testid': 'drill-blocks' }),
-    el('h3', { text: 'The layer, kernel by kernel' }),
-    dataTable(['#', 'Kernel', 'Category', 'Mean preceding gap', 'Mean duration'], kernels, { 'data-testid': 'drill-layer' }),
+    el(
+      'details',
+      { class: 'layer-details' },
+      el('summary', { text: `The layer, kernel by kernel (${kernels.length} kernels)` }),
+      dataTable(['#', 'Kernel', 'Category', 'Mean preceding gap', 'Mean duration'], kernels, { 'data-testid': 'drill-layer' }),
+    ),
   );
 }
 

@@ -21,6 +21,9 @@ export function renderRootCause(container, report, { drawStepTimes }) {
       rcHandoff(comparison.handoff),
       rcIsolation([baseline, target]),
     );
+  } else if (!isNum(baseline.wall_time_per_step_us)) {
+    // No steps could be isolated: say why, and show nothing that would only be empty.
+    append(rcSingleSummary(baseline), rcIsolation([baseline]));
   } else {
     append(
       rcSingleSummary(baseline),
