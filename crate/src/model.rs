@@ -260,6 +260,53 @@ impl Kernels {
     }
 }
 
+/// One kernel as a one-pass analysis sees it: the streaming passes (detect's kernel sweep, the
+/// timeline summary, the gap histogram) consume these in start order, either from a loaded
+/// [`Kernels`] table ([`Kernels::events_in_start_order`]) or straight from SQLite rows, so the
+/// page never has to hold the kernel table in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelEvent {
+    /// Position in table order (the SQLite `rowid` when streamed; the row index when loaded).
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub device: u32,
+    pub stream: u32,
+    pub process: ProcessIdx,
+    pub short_name: NameId,
+}
+
+impl Kernels {
+    /// The kernel at row index `i` as a [`KernelEvent`] (`stream` 0 when not loaded).
+    pub fn event(&self, i: usize) -> KernelEvent {
+        KernelEvent {
+            row: i as i64,
+            start: self.start[i],
+            end: self.end[i],
+            device: self.device[i],
+            stream: self.stream.get(i).copied().unwrap_or(0),
+            process: self.process[i],
+            short_name: self.short_name[i],
+        }
+    }
+
+    /// Row indices sorted by `(start, end)`, ties in table order: the order every one-pass
+    /// analysis expects. A 4-byte index per kernel, built only when the table is out of order.
+    pub fn start_order(&self) -> Vec<u32> {
+        let mut idx: Vec<u32> = (0..self.len() as u32).collect();
+        let key = |&i: &u32| (self.start[i as usize], self.end[i as usize]);
+        if !idx.is_sorted_by_key(key) {
+            idx.sort_by_key(key);
+        }
+        idx
+    }
+
+    /// Every kernel as a [`KernelEvent`], in start order.
+    pub fn events_in_start_order(&self) -> impl Iterator<Item = KernelEvent> + '_ {
+        self.start_order().into_iter().map(|i| self.event(i as usize))
+    }
+}
+
 /// CUDA runtime/driver API calls (`CUPTI_ACTIVITY_KIND_RUNTIME`).
 #[derive(Debug, Default, Clone)]
 pub struct RuntimeCalls {
