@@ -274,6 +274,8 @@ pub struct KernelEvent {
     pub stream: u32,
     pub process: ProcessIdx,
     pub short_name: NameId,
+    /// `graphNodeId`, 0 when none (a kernel launched inside a CUDA graph has one).
+    pub graph_node: u64,
 }
 
 impl Kernels {
@@ -287,6 +289,7 @@ impl Kernels {
             stream: self.stream.get(i).copied().unwrap_or(0),
             process: self.process[i],
             short_name: self.short_name[i],
+            graph_node: self.graph_node_of(i),
         }
     }
 
