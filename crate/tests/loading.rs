@@ -122,3 +122,51 @@ fn progress_is_reported_and_can_cancel() {
     .expect_err("cancel");
     assert!(matches!(err, nsys_lens::Error::Cancelled), "{err}");
 }
+
+/// The page's streaming path: the host side in steps, then the kernel table read in `rowid`
+/// chunks, gives every kernel of a full load, in table order, with the same processes and names.
+#[test]
+fn staged_host_load_and_kernel_rows_give_the_loaded_trace() {
+    let (_dir, path) = generated("tp2-straggler");
+    let label = path.display().to_string();
+    let conn = trace::open_path(&path).expect("open");
+    let full = trace::load(&conn, &label, LoadOptions::all(), &mut |_| true).expect("load");
+    let mut staged = trace::StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
+    staged.nvtx(&conn, &label, &mut |_| true).expect("nvtx");
+    assert_eq!(staged.trace().nvtx.len(), full.nvtx.len());
+    let schema = staged.schema().clone();
+    let mut rows = trace::KernelRows::new(&conn, &schema, &label).expect("rows");
+    let strings = staged.trace().strings.clone();
+    let mut events = Vec::new();
+    let mut chunks = 0;
+    while !rows.is_done() {
+        let names = trace::KernelNames(&strings);
+        rows.next_chunk(&conn, &label, 97, &names, staged.processes_mut(), |e| {
+            events.push(e)
+        })
+        .expect("chunk");
+        chunks += 1;
+    }
+    assert_eq!(rows.progress().0, rows.progress().1);
+    assert!(chunks > 1, "read in several chunks");
+    let host = staged
+        .finish(&conn, &label, LoadOptions::all(), &mut |_| true)
+        .expect("finish");
+    let k = &full.kernels;
+    assert_eq!(events.len(), k.len());
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(
+            (e.start, e.end, e.device, e.stream),
+            (k.start[i], k.end[i], k.device[i], k.stream[i]),
+            "kernel {i}"
+        );
+        assert_eq!(e.short_name, k.short_name[i], "kernel {i} name");
+        assert_eq!(
+            host.processes.global_pid[e.process as usize],
+            full.processes.global_pid[k.process[i] as usize],
+            "kernel {i} process"
+        );
+        assert!(i == 0 || e.row > events[i - 1].row, "rowid order");
+    }
+    assert_eq!(host.runtime.len(), full.runtime.len());
+}

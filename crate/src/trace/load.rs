@@ -124,10 +124,80 @@ pub fn load_part(
             ..Trace::default()
         });
     }
+    trace.strings = strings;
+    ctx.load_nvtx(&schema, &mut trace, opts.event_details)?;
+    let strings = std::mem::take(&mut trace.strings);
     ctx.load_runtime(&schema, &strings, &mut trace, opts)?;
     trace.strings = strings;
     ctx.finish(&schema, &mut trace, opts)?;
     Ok(trace)
+}
+
+/// The host side of a trace (everything but kernels) loaded in steps, for a caller that streams
+/// the kernel table itself: after [`StagedLoad::nvtx`] the forward steps and host-prep ranges are
+/// known, which the one-pass kernel analyses need before their pass; the CUDA API calls follow.
+/// The steps run in the order [`load_part`] uses, so process and thread ids come out the same.
+pub struct StagedLoad {
+    schema: Schema,
+    trace: Trace,
+}
+
+impl StagedLoad {
+    /// Schema, metadata and strings.
+    pub fn begin(conn: &Connection, path: &str, progress: ProgressFn<'_>) -> Result<StagedLoad> {
+        let (schema, trace) = Loader {
+            conn,
+            path,
+            progress,
+        }
+        .begin()?;
+        Ok(StagedLoad { schema, trace })
+    }
+
+    /// The NVTX ranges.
+    pub fn nvtx(&mut self, conn: &Connection, path: &str, progress: ProgressFn<'_>) -> Result<()> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        ctx.load_nvtx(&self.schema, &mut self.trace, false)
+    }
+
+    /// The CUDA API calls (only launch calls with `LoadOptions::detect()`), then the remaining
+    /// tables `opts` asks for, GPU info and names.
+    pub fn finish(
+        mut self,
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+    ) -> Result<Trace> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        let strings = std::mem::take(&mut self.trace.strings);
+        ctx.load_runtime(&self.schema, &strings, &mut self.trace, opts)?;
+        self.trace.strings = strings;
+        ctx.finish(&self.schema, &mut self.trace, opts)?;
+        Ok(self.trace)
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// What is loaded so far.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Processes met by the kernel pass join the table here, so every id stays one table's.
+    pub fn processes_mut(&mut self) -> &mut Processes {
+        &mut self.trace.processes
+    }
 }
 
 /// Like [`load`], but reads the kernel table on a second connection in a second thread while
@@ -186,7 +256,7 @@ struct Loader<'c, 'p> {
 }
 
 /// An integer column value; NULL, text and blobs read as `default` (odd columns never panic).
-fn int(v: ValueRef<'_>, default: i64) -> i64 {
+pub(super) fn int(v: ValueRef<'_>, default: i64) -> i64 {
     match v {
         ValueRef::Integer(i) => i,
         ValueRef::Real(f) if f.is_finite() => f as i64,
@@ -198,7 +268,7 @@ fn int(v: ValueRef<'_>, default: i64) -> i64 {
     }
 }
 
-fn opt_int(v: ValueRef<'_>) -> Option<i64> {
+pub(super) fn opt_int(v: ValueRef<'_>) -> Option<i64> {
     match v {
         ValueRef::Null => None,
         other => Some(int(other, 0)),
@@ -213,7 +283,7 @@ fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
     column[row] = value;
 }
 
-fn small(v: ValueRef<'_>) -> u32 {
+pub(super) fn small(v: ValueRef<'_>) -> u32 {
     u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
 }
 
@@ -235,9 +305,8 @@ impl Loader<'_, '_> {
         Ok((schema, trace))
     }
 
-    /// Everything after kernels and runtime calls.
+    /// Everything after kernels, NVTX ranges and runtime calls.
     fn finish(&mut self, schema: &Schema, trace: &mut Trace, opts: LoadOptions) -> Result<()> {
-        self.load_nvtx(schema, trace, opts.event_details)?;
         if opts.memory_ops {
             trace.memcpy = self.load_memops(schema, trace, MEMCPY_TABLE)?;
             trace.memset = self.load_memops(schema, trace, MEMSET_TABLE)?;

@@ -6,16 +6,18 @@
 mod load;
 mod open;
 mod schema;
+mod stream;
 pub mod transfer;
 
 pub use load::{
-    KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, load,
-    load_part, merge_kernel_part,
+    KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, StagedLoad,
+    load, load_part, merge_kernel_part,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use schema::{Schema, read_meta};
+pub use stream::{KernelNames, KernelRows};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]

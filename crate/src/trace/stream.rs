@@ -1,0 +1,186 @@
+//! The kernel table read in `rowid` order, a chunk at a time, as [`KernelEvent`]s — never held.
+//!
+//! Why: the page must analyse exports whose kernel table is larger than its memory budget. nsys
+//! writes the table in start order, so one pass in `rowid` order feeds the one-pass analyses
+//! (`detect::sweep`, the timeline summary, the gap histogram). Chunks are `rowid` ranges (a
+//! B-tree range, no sort), so the caller can yield between them (the page's worker answers
+//! messages there) and re-read any range later (the timeline's deep zoom).
+
+use rusqlite::Connection;
+
+use super::load::{KERNEL_TABLE, int, opt_int, small};
+use super::open::sqlite_error;
+use super::schema::Schema;
+use crate::error::Result;
+use crate::model::{KernelEvent, NO_NAME, ProcessIdx, Processes, Strings};
+
+/// Columns of a [`KernelEvent`], `NULL` where the export lacks one.
+const COLUMNS: [&str; 7] = [
+    "start",
+    "end",
+    "deviceId",
+    "streamId",
+    "globalPid",
+    "shortName",
+    "graphNodeId",
+];
+
+/// A pass over the kernel table in `rowid` order.
+#[derive(Debug, Clone)]
+pub struct KernelRows {
+    sql: String,
+    /// First `rowid` not read yet.
+    next: i64,
+    /// Last `rowid` of the table (`next > last` once done; an absent or empty table starts done).
+    last: i64,
+    first: i64,
+}
+
+impl KernelRows {
+    /// Prepares a pass (`rowid` bounds are two B-tree lookups, not a scan). Without a kernel
+    /// table the pass is empty: the caller's coverage notes say why.
+    pub fn new(conn: &Connection, schema: &Schema, path: &str) -> Result<KernelRows> {
+        let cols: Vec<String> = COLUMNS
+            .iter()
+            .map(|c| {
+                if schema.has_column(KERNEL_TABLE, c) {
+                    format!("\"{c}\"")
+                } else {
+                    "NULL".into()
+                }
+            })
+            .collect();
+        let sql = format!(
+            "SELECT rowid, {} FROM {KERNEL_TABLE} WHERE rowid BETWEEN ?1 AND ?2",
+            cols.join(", ")
+        );
+        let (first, last) = if schema.has_table(KERNEL_TABLE) {
+            rowid_bounds(conn, path)?
+        } else {
+            (1, 0)
+        };
+        Ok(KernelRows {
+            sql,
+            next: first,
+            last,
+            first,
+        })
+    }
+
+    /// Whether every row has been read.
+    pub fn is_done(&self) -> bool {
+        self.next > self.last
+    }
+
+    /// Rows read so far and the table's `rowid` span, for progress.
+    pub fn progress(&self) -> (u64, u64) {
+        let span = (self.last - self.first + 1).max(0) as u64;
+        let done = (self.next - self.first).clamp(0, span as i64) as u64;
+        (done, span)
+    }
+
+    /// Reads the next `rows` rowids (fewer at the end) into `each`; names resolve through
+    /// `strings`, processes are interned into `processes`.
+    pub fn next_chunk(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        rows: u32,
+        names: &KernelNames<'_>,
+        processes: &mut Processes,
+        each: impl FnMut(KernelEvent),
+    ) -> Result<()> {
+        if self.is_done() {
+            return Ok(());
+        }
+        let to = self
+            .next
+            .saturating_add(i64::from(rows.max(1)) - 1)
+            .min(self.last);
+        self.read(conn, path, (self.next, to), names, processes, each)?;
+        self.next = to.saturating_add(1);
+        Ok(())
+    }
+
+    /// Reads the rows with `rowid` in `[first, last]`, in `rowid` order.
+    pub fn read(
+        &self,
+        conn: &Connection,
+        path: &str,
+        (first, last): (i64, i64),
+        names: &KernelNames<'_>,
+        processes: &mut Processes,
+        mut each: impl FnMut(KernelEvent),
+    ) -> Result<()> {
+        let fail = |e: rusqlite::Error| sqlite_error(path, KERNEL_TABLE, &e);
+        let mut stmt = conn.prepare_cached(&self.sql).map_err(fail)?;
+        let mut rows = stmt.query([first, last]).map_err(fail)?;
+        let mut interner = ProcessInterner::new(processes);
+        while let Some(r) = rows.next().map_err(fail)? {
+            let ev = (|| -> rusqlite::Result<KernelEvent> {
+                Ok(KernelEvent {
+                    row: int(r.get_ref(0)?, 0),
+                    start: int(r.get_ref(1)?, 0),
+                    end: int(r.get_ref(2)?, 0),
+                    device: small(r.get_ref(3)?),
+                    stream: small(r.get_ref(4)?),
+                    process: interner.intern(int(r.get_ref(5)?, 0)),
+                    short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| names.resolve(id)),
+                    graph_node: opt_int(r.get_ref(7)?).map_or(0, |g| g as u64),
+                })
+            })()
+            .map_err(fail)?;
+            each(ev);
+        }
+        Ok(())
+    }
+}
+
+/// How kernel name ids become [`crate::model::NameId`]s: the loaded string table.
+pub struct KernelNames<'s>(pub &'s Strings);
+
+impl KernelNames<'_> {
+    fn resolve(&self, sqlite_id: i64) -> crate::model::NameId {
+        self.0.resolve(sqlite_id)
+    }
+}
+
+/// `min(rowid)`, `max(rowid)`: O(log n) each, unlike `COUNT(*)`.
+fn rowid_bounds(conn: &Connection, path: &str) -> Result<(i64, i64)> {
+    conn.query_row(
+        &format!("SELECT min(rowid), max(rowid) FROM {KERNEL_TABLE}"),
+        [],
+        |r| Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?)),
+    )
+    .map(|b| match b {
+        (Some(first), Some(last)) => (first, last),
+        _ => (1, 0),
+    })
+    .map_err(|e| sqlite_error(path, KERNEL_TABLE, &e))
+}
+
+/// Interns `globalPid`s, remembering the last one (kernels of one process come in runs).
+struct ProcessInterner<'p> {
+    processes: &'p mut Processes,
+    last: Option<(i64, ProcessIdx)>,
+}
+
+impl<'p> ProcessInterner<'p> {
+    fn new(processes: &'p mut Processes) -> Self {
+        ProcessInterner {
+            processes,
+            last: None,
+        }
+    }
+
+    fn intern(&mut self, gpid: i64) -> ProcessIdx {
+        match self.last {
+            Some((g, p)) if g == gpid => p,
+            _ => {
+                let p = self.processes.intern(gpid);
+                self.last = Some((gpid, p));
+                p
+            }
+        }
+    }
+}
