@@ -62,6 +62,10 @@ pub enum Error {
 
     #[error("{0}")]
     Usage(String),
+
+    /// A message between the page's workers did not decode: a bug, not the user's input.
+    #[error("internal error: {detail}. Reload the page; if it happens again, please report it")]
+    Internal { detail: String },
 }
 
 impl Error {

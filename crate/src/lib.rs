@@ -20,6 +20,7 @@ pub mod plot;
 pub mod pyfmt;
 pub mod report;
 pub mod sqlike;
+pub mod streamed;
 pub mod synth;
 pub mod timeline;
 pub mod trace;

@@ -92,6 +92,14 @@ impl Strings {
         id
     }
 
+    /// The `StringIds.id` behind `id`; `None` for interned inline texts and `NO_NAME`.
+    pub fn sqlite_id(&self, id: NameId) -> Option<i64> {
+        self.sqlite_ids
+            .get(id as usize)
+            .copied()
+            .filter(|&s| s != i64::MIN)
+    }
+
     /// The string for `id`; `""` for `NO_NAME` or an out-of-range id.
     pub fn get(&self, id: NameId) -> &str {
         self.values.get(id as usize).map(|s| &**s).unwrap_or("")

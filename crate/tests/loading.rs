@@ -170,3 +170,66 @@ fn staged_host_load_and_kernel_rows_give_the_loaded_trace() {
     }
     assert_eq!(host.runtime.len(), full.runtime.len());
 }
+
+/// The plan the kernel pass receives rebuilds the forward steps and host-prep ranges of the
+/// host side exactly, in both profiles, from its own string table.
+#[test]
+fn kernel_plan_carries_the_windows_of_the_host_side() {
+    use nsys_lens::detect::names::NameTables;
+    use nsys_lens::detect::steps::forward_steps;
+    use nsys_lens::streamed::KernelPlan;
+    for scenario in ["tp2-phases", "host-bound", "regression-target"] {
+        let (_dir, path) = generated(scenario);
+        let label = path.display().to_string();
+        let conn = trace::open_path(&path).expect("open");
+        let mut staged = trace::StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
+        staged.nvtx(&conn, &label, &mut |_| true).expect("nvtx");
+        let host = staged.trace();
+        let plan = KernelPlan::of(host);
+        assert!(
+            plan.nvtx.len() < host.nvtx.len(),
+            "{scenario}: only the ranges that matter"
+        );
+        let bytes = plan.to_bytes();
+        let own_strings = trace::StagedLoad::begin(&conn, &label, &mut |_| true)
+            .expect("begin")
+            .trace()
+            .strings
+            .clone();
+        let rebuilt = KernelPlan::from_bytes(&bytes)
+            .expect("decode")
+            .into_trace(own_strings);
+        assert_eq!(rebuilt.processes.global_pid, host.processes.global_pid);
+        for profile in [Profile::Standard, Profile::TrtllmSkill] {
+            let sw = profile.switches();
+            let steps = |t: &nsys_lens::model::Trace| {
+                let names = NameTables::build(&t.strings, &sw, None);
+                let (steps, raw) = forward_steps(&t.nvtx, &names, &sw);
+                let spans: Vec<_> = steps
+                    .iter()
+                    .map(|s| (s.start, s.end, s.name, s.ranks))
+                    .collect();
+                (spans, raw)
+            };
+            let (want, raw) = steps(host);
+            assert!(!want.is_empty(), "{scenario}: has steps");
+            assert_eq!(steps(&rebuilt), (want, raw), "{scenario} {profile:?}");
+            let prep = |t: &nsys_lens::model::Trace| -> Vec<(i64, i64, usize)> {
+                let names = NameTables::build(&t.strings, &sw, None);
+                (0..t.nvtx.len())
+                    .filter_map(|i| {
+                        let id = nsys_lens::detect::steps::visible_name(&t.nvtx, i, &sw)?;
+                        let p = names
+                            .prep
+                            .iter()
+                            .position(|f| nsys_lens::model::flag(f, id))?;
+                        Some((t.nvtx.start[i], t.nvtx.end[i], p))
+                    })
+                    .collect()
+            };
+            let want_prep = prep(host);
+            assert!(!want_prep.is_empty(), "{scenario}: has host-prep ranges");
+            assert_eq!(prep(&rebuilt), want_prep, "{scenario} {profile:?} prep");
+        }
+    }
+}
