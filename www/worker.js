@@ -7,7 +7,7 @@
 // Offline single-file build: the next line is the ONLY reference to the wasm-bindgen glue. The
 // inliner (or app.js at run time) replaces this whole line with the glue's source text; the glue
 // declares `__wbg_init`, `Analysis` and the functions below at its top level, so the names below keep working.
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, loadKernels, reportFile } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, KernelPass, StreamHost, analyzeTraces, drillTraces, loadKernels, reportFile } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -91,6 +91,86 @@ async function openParallel(id, file, onProgress) {
   return host.attachKernels(bytes);
 }
 
+// The host side in steps: after NVTX the plan goes to the page (which forwards it to the
+// kernel-streaming worker); then the API calls load here while the kernel table streams there.
+async function openStreaming(id, file, onProgress) {
+  openingId = id;
+  const kernels = kernelPart(id).promise;
+  let host = null;
+  try {
+    host = StreamHost.open(file, onProgress);
+    const plan = host.plan();
+    self.postMessage({ id, type: 'plan', bytes: plan }, [plan.buffer]);
+    host.loadRest(onProgress);
+  } catch (e) {
+    freeQuietly(host);
+    kernelParts.delete(id);
+    openingId = 0;
+    throw e;
+  }
+  let bytes;
+  try {
+    bytes = await kernels;
+  } catch (e) {
+    freeQuietly(host);
+    throw e;
+  } finally {
+    kernelParts.delete(id);
+    openingId = 0;
+  }
+  return host.attach(bytes);
+}
+
+// Rows per chunk of the kernel pass: between chunks, before the plan has come, the worker
+// takes its messages.
+const CHUNK_ROWS = 1 << 16;
+const plan = { bytes: null, arrived: null, resolve: null };
+plan.arrived = new Promise((resolve) => {
+  plan.resolve = resolve;
+});
+
+// A macrotask boundary without setTimeout's clamping, so the plan's message can be read.
+function nextTask() {
+  return new Promise((resolve) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => resolve();
+    ch.port2.postMessage(null);
+  });
+}
+
+// The kernel table read once in rowid chunks through the one-pass analyses. Until the plan
+// comes, chunks wait in a bounded buffer; when it is full, reading waits for the plan.
+async function streamKernels(id, file) {
+  const pass = KernelPass.open(file, progressTo(id, () => true));
+  try {
+    for (;;) {
+      if (!pass.hasPlan()) {
+        if (!plan.bytes && pass.bufferFull()) await plan.arrived;
+        else if (!plan.bytes) await nextTask();
+        if (plan.bytes) pass.setPlan(plan.bytes);
+      }
+      if (!pass.step(CHUNK_ROWS)) break;
+    }
+    if (!pass.hasPlan()) {
+      await plan.arrived;
+      pass.setPlan(plan.bytes);
+    }
+    const bytes = pass.finish();
+    return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
+  } catch (e) {
+    freeQuietly(pass);
+    throw e;
+  }
+}
+
+function freeQuietly(object) {
+  try {
+    object?.free();
+  } catch {
+    /* already freed or consumed */
+  }
+}
+
 function freeAnalysis(slot) {
   const analysis = analyses.get(slot);
   analyses.delete(slot);
@@ -147,9 +227,10 @@ async function handle(msg) {
         if (cancelFlag && Atomics.load(cancelFlag, 0) !== 0) cancelled = true;
         return !cancelled;
       });
-      const opened = msg.parallel
-        ? await openParallel(id, msg.file, onProgress)
-        : Analysis.open(msg.file, onProgress);
+      let opened;
+      if (msg.parallel === 'stream') opened = await openStreaming(id, msg.file, onProgress);
+      else if (msg.parallel) opened = await openParallel(id, msg.file, onProgress);
+      else opened = Analysis.open(msg.file, onProgress);
       if (cancelled) {
         try {
           opened.free();
@@ -162,6 +243,11 @@ async function handle(msg) {
       analyses.set(slot, analysis);
       self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
       return verdictView(analysis, msg.options);
+    }
+    case 'streamKernels': {
+      // The second worker of a streaming open: the kernel table through the one-pass analyses.
+      await initWasm();
+      return await streamKernels(id, msg.file);
     }
     case 'loadKernels': {
       // The second worker of a parallel open: only the kernel table, returned as bytes.
@@ -211,6 +297,11 @@ self.onmessage = async (ev) => {
     const part = kernelPart(msg.id);
     if (msg.bytes) part.resolve(msg.bytes);
     else part.reject(new Error(msg.error || 'the kernel-loading worker failed'));
+    return;
+  }
+  if (msg.type === 'plan') {
+    plan.bytes = msg.bytes;
+    plan.resolve();
     return;
   }
   if (msg.type === 'cancel') {

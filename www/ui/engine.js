@@ -80,6 +80,8 @@ export class WorkerEngine {
     if (!p) return;
     if (msg.type === 'progress') {
       p.onProgress?.(msg.step, msg.done, msg.total);
+    } else if (p.on?.[msg.type]) {
+      p.on[msg.type](msg);
     } else if (msg.type === 'cancel-ack') {
       /* the worker saw the cancel; the open request settles with 'cancelled' */
     } else if (msg.type === 'result') {
@@ -91,11 +93,12 @@ export class WorkerEngine {
     }
   }
 
-  request(type, payload = {}, onProgress = null) {
+  // `on` maps other message types the worker sends for this request to handlers.
+  request(type, payload = {}, onProgress = null, on = {}) {
     if (!this.worker) this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onProgress, type });
+      this.pending.set(id, { resolve, reject, onProgress, type, on });
       try {
         const m = { id, type, ...payload };
         if (this.alive) this.worker.postMessage(m);
@@ -127,26 +130,47 @@ export class WorkerEngine {
     try {
       const req = { file, options, cancelFlag, slot, only };
       if (!this.parallel) return await this.request('open', req, onProgress);
-      return await this.openParallel(id, req, onProgress);
+      try {
+        return await this.openStreaming(id, req, onProgress);
+      } catch (e) {
+        // An export whose kernel table is not in start order (not written by nsys) cannot be
+        // streamed in one pass: load it whole instead.
+        if (!/not in start order/.test(e?.message || '')) throw e;
+        this.openId = this.nextId;
+        return await this.openParallel(this.nextId, req, onProgress);
+      }
     } finally {
       if (this.openId === id) this.openId = 0;
     }
   }
 
-  // The analysis worker loads everything but kernels; a loader worker loads the kernel table
-  // and its bytes are forwarded (transferred, not copied) to the analysis worker.
-  async openParallel(id, req, onProgress) {
-    const { file } = req;
-    // A fresh loader per open: one left from an earlier open (whose host side failed first) may
-    // still be busy, and it is terminated when its own load settles.
+  // A fresh loader worker per open: one left from an earlier open (whose host side failed
+  // first) may still be busy; it is terminated when its own work settles.
+  freshLoader() {
     this.loader?.terminate();
-    const loader = new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
-    this.loader = loader;
+    this.loader = new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
+    return this.loader;
+  }
+
+  // Bounded memory: the analysis worker loads the host side; after its NVTX ranges it sends a
+  // plan, forwarded here to a loader worker that streams the kernel table through the one-pass
+  // analyses and sends back their small results. Neither worker ever holds the kernel table.
+  async openStreaming(id, req, onProgress) {
+    const { file } = req;
+    const loader = this.freshLoader();
     const progress = new CombinedProgress(onProgress);
-    const opened = this.request('open', { ...req, parallel: true }, progress.part('host'));
     const worker = this.worker;
-    loader
-      .request('loadKernels', { file }, progress.part('kernels'))
+    const opened = this.request('open', { ...req, parallel: 'stream' }, progress.part('host'), {
+      plan: (msg) => loader.post({ type: 'plan', bytes: msg.bytes }, [msg.bytes.buffer]),
+    });
+    this.forwardKernels(loader, loader.request('streamKernels', { file }, progress.part('kernels')), id, worker);
+    return await opened;
+  }
+
+  // Sends the loader's result (or its error) to the analysis worker's open `id`, then frees the
+  // loader: its wasm memory holds its high-water mark.
+  forwardKernels(loader, work, id, worker) {
+    work
       .then(
         ({ bytes, wasmMemoryBytes }) => {
           // For the benchmark: the loader's wasm memory high-water mark, before it is released.
@@ -156,12 +180,28 @@ export class WorkerEngine {
         (e) => worker.postMessage({ type: 'kernels', id, error: e.message || String(e) }),
       )
       .finally(() => {
-        // The loader's wasm memory holds the kernel table's high-water mark: release it.
         if (this.loader === loader) {
           loader.terminate();
           this.loader = null;
         }
       });
+  }
+
+  // A message outside request/response (the kernel pass's plan), once the worker is up.
+  post(msg, transfer = []) {
+    if (this.alive) this.worker.postMessage(msg, transfer);
+    else this.queue.push(msg);
+  }
+
+  // The whole kernel table loaded in a loader worker and transferred as bytes: the path for
+  // exports whose kernel table is out of start order.
+  async openParallel(id, req, onProgress) {
+    const { file } = req;
+    const loader = this.freshLoader();
+    const progress = new CombinedProgress(onProgress);
+    const opened = this.request('open', { ...req, parallel: true }, progress.part('host'));
+    const worker = this.worker;
+    this.forwardKernels(loader, loader.request('loadKernels', { file }, progress.part('kernels')), id, worker);
     return await opened;
   }
 

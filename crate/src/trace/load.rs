@@ -10,7 +10,7 @@ use rusqlite::types::ValueRef;
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
 use crate::error::{Error, Result};
-use crate::model::{GpuInfo, MemOps, NO_NAME, ProcessIdx, Processes, Strings, Trace};
+use crate::model::{CoverageNote, GpuInfo, MemOps, NO_NAME, ProcessIdx, Processes, Strings, Trace};
 
 /// What to load. Decoding a column costs time per row, so the verdict loads only what it reads.
 #[derive(Debug, Clone, Copy)]
@@ -249,6 +249,28 @@ pub fn merge_kernel_part(trace: &mut Trace, part: Trace) {
     trace.coverage.extend(part.coverage);
 }
 
+/// What a kernel-table reader must say about the file's kernel table: absent, or absent columns.
+pub fn kernel_table_notes(schema: &Schema) -> Vec<CoverageNote> {
+    let note = |subject: String, reason: String| CoverageNote { subject, reason };
+    if !schema.has_table(KERNEL_TABLE) {
+        return vec![note(
+            KERNEL_TABLE.into(),
+            "no kernel table: the capture recorded no GPU kernels (CUDA trace off or failed)"
+                .into(),
+        )];
+    }
+    ["deviceId", "streamId", "globalPid", "correlationId"]
+        .into_iter()
+        .filter(|col| !schema.has_column(KERNEL_TABLE, col))
+        .map(|col| {
+            note(
+                format!("{KERNEL_TABLE}.{col}"),
+                format!("column {col} is absent: treated as 0 for every kernel"),
+            )
+        })
+        .collect()
+}
+
 struct Loader<'c, 'p> {
     conn: &'c Connection,
     path: &'c str,
@@ -407,21 +429,10 @@ impl Loader<'_, '_> {
         trace: &mut Trace,
         details: bool,
     ) -> Result<()> {
-        if !schema.has_table(KERNEL_TABLE) {
-            trace.note(
-                KERNEL_TABLE,
-                "no kernel table: the capture recorded no GPU kernels (CUDA trace off or failed)",
-            );
+        trace.present.kernels = schema.has_table(KERNEL_TABLE);
+        trace.coverage.extend(kernel_table_notes(schema));
+        if !trace.present.kernels {
             return Ok(());
-        }
-        trace.present.kernels = true;
-        for col in ["deviceId", "streamId", "globalPid", "correlationId"] {
-            if !schema.has_column(KERNEL_TABLE, col) {
-                trace.note(
-                    format!("{KERNEL_TABLE}.{col}"),
-                    format!("column {col} is absent: treated as 0 for every kernel"),
-                );
-            }
         }
         let mut cols = vec!["start", "end", "deviceId", "globalPid", "shortName"];
         if details {
