@@ -112,12 +112,20 @@ fn time_views(
         std::hint::black_box(view);
         span /= 10;
     }
+    let k = &trace.kernels;
+    let i = k.len() / 2;
+    if i >= k.len() {
+        return Ok(());
+    }
+    let at = k.start[i] + (k.end[i] - k.start[i]) / 2;
     let t = Instant::now();
-    let hit = timeline.hit(trace, 1, mid, 1_000)?;
+    let hits = (0..timeline.lane_count() as u32)
+        .map(|lane| timeline.hit(trace, lane, at, 1_000))
+        .collect::<Result<Vec<_>, _>>()?;
     println!(
-        "  hit at the middle          {:>8.2} ms  ({})",
+        "  hits on every lane at the middle kernel {:>6.2} ms  ({:?})",
         t.elapsed().as_secs_f64() * 1e3,
-        hit.map_or("nothing".into(), |h| h.name)
+        hits.iter().flatten().map(|h| &h.name).collect::<Vec<_>>()
     );
     Ok(())
 }

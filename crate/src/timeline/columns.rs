@@ -156,7 +156,7 @@ fn bins_of(bin_grid: &BinGrid, cs: Ns, ce: Ns) -> Option<(usize, usize)> {
 /// The fraction of bin `j` inside `[cs, ce)`.
 fn inside(bin_grid: &BinGrid, j: usize, cs: Ns, ce: Ns) -> f64 {
     let b0 = bin_grid.bin_start(j);
-    let part = ce.min(b0 + bin_grid.width) - cs.max(b0);
+    let part = ce.min(b0.saturating_add(bin_grid.width)) - cs.max(b0);
     part.max(0) as f64 / bin_grid.width as f64
 }
 

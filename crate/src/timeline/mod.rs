@@ -457,3 +457,6 @@ fn closest(
     }
     best.map(|(_, ev)| ev)
 }
+
+#[cfg(test)]
+mod tests;

@@ -15,8 +15,9 @@ pub const BLOCK_ROWS: u32 = 4096;
 /// Most blocks kept; past it, neighbouring blocks merge pairwise (blocks double in size).
 pub const MAX_BLOCKS: usize = 4096;
 
-/// Widest bin (2^50 ns, 13 days): a guard so that absurd timestamps cannot overflow the grid.
-const MAX_WIDTH: Ns = 1 << 50;
+/// Widest bin (2^48 ns, 3 days; the grid then spans 2^61 ns, the range the page accepts): a
+/// guard so that absurd timestamps cannot overflow the grid's arithmetic.
+const MAX_WIDTH: Ns = 1 << 48;
 
 /// One bin of one lane: everything a column needs, all mergeable pairwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +152,7 @@ impl LaneBins {
     fn add_busy(&mut self, grid: &BinGrid, s: Ns, e: Ns) {
         for j in grid.bin(s)..=grid.bin(e - 1) {
             let b0 = grid.bin_start(j);
-            let covered = e.min(b0 + grid.width) - s.max(b0);
+            let covered = e.min(b0.saturating_add(grid.width)) - s.max(b0);
             self.bins[j].busy += covered.max(0);
         }
     }
