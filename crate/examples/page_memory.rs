@@ -112,6 +112,7 @@ fn time_views(
         std::hint::black_box(view);
         span /= 10;
     }
+    summary_error(timeline, trace, (s, e))?;
     let k = &trace.kernels;
     let i = k.len() / 2;
     if i >= k.len() {
@@ -126,6 +127,34 @@ fn time_views(
         "  hits on every lane at the middle kernel {:>6.2} ms  ({:?})",
         t.elapsed().as_secs_f64() * 1e3,
         hits.iter().flatten().map(|h| &h.name).collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+/// The full-extent view from the summary against the exact one: the largest busy difference
+/// and the largest documented bound over all columns.
+fn summary_error(
+    timeline: &nsys_lens::timeline::Timeline,
+    trace: &nsys_lens::model::Trace,
+    (s, e): (i64, i64),
+) -> Result<(), Box<dyn std::error::Error>> {
+    use nsys_lens::timeline::Detail;
+    let t = Instant::now();
+    let exact = timeline.view_with(trace, s, e, 1200, Detail::Exact)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let approx = timeline.view_with(trace, s, e, 1200, Detail::Summary)?;
+    let bound = timeline
+        .busy_error_bounds(s, e, 1200)
+        .into_iter()
+        .fold(0.0, f64::max);
+    let worst = exact
+        .lanes
+        .iter()
+        .zip(&approx.lanes)
+        .flat_map(|(x, y)| x.busy.iter().zip(&y.busy).map(|(a, b)| (a - b).abs()))
+        .fold(0.0f32, f32::max);
+    println!(
+        "  full extent, 1200 columns: exact view {ms:.1} ms; summary busy error max {worst:.4} (bound max {bound:.4})"
     );
     Ok(())
 }
