@@ -1,6 +1,7 @@
 //! Replays the page's analysis flow natively (sequential load with the page's options, timeline
-//! index, detect, gap histogram) and prints heap high-water marks after each step: the wasm
-//! worker runs the same code, so this is where its memory goes. Not a test; prints figures.
+//! summary, detect, gap histogram) and prints heap high-water marks after each step: the wasm
+//! worker runs the same code, so this is where its memory goes. Then times timeline views from
+//! full extent down to a deep zoom (summary or re-read rows). Not a test; prints figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -68,15 +69,92 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         trace.runtime.len(),
         trace.nvtx.len()
     );
+    let built = Instant::now();
     let timeline = nsys_lens::timeline::Timeline::new(&trace);
-    mark("timeline index", t);
+    mark("timeline summary", t);
+    println!("  built in {:.2} s", built.elapsed().as_secs_f64());
     let report = nsys_lens::detect::detect(&trace, &Default::default())?;
     mark("detect", t);
     let gaps = nsys_lens::drill::gaps::idle_gap_histogram(&trace, None);
     mark("gap histogram", t);
+    println!(
+        "  timeline summary {} KiB ({} lanes), row-block index {} KiB",
+        timeline.summary_bytes() / 1024,
+        timeline.lane_count(),
+        timeline.index_bytes() / 1024
+    );
     let (s, e) = timeline.extent();
-    let view = timeline.view(&trace, s, e, 1200);
+    let view = timeline.view(&trace, s, e, 1200)?;
     mark("timeline view", t);
     std::hint::black_box((report, gaps, view));
+    time_views(&timeline, &trace, (s, e))
+}
+
+/// Times views centred on the middle of the trace, each 10× narrower than the previous one.
+fn time_views(
+    timeline: &nsys_lens::timeline::Timeline,
+    trace: &nsys_lens::model::Trace,
+    (s, e): (i64, i64),
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mid = s + (e - s) / 2;
+    let mut span = e - s;
+    while span >= 1_000 {
+        let t = Instant::now();
+        let view = timeline.view(trace, mid - span / 2, mid + span / 2, 1200)?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let rows = timeline.rows_covering(mid - span / 2, mid + span / 2);
+        let how = if rows <= nsys_lens::timeline::EXACT_ROWS {
+            "exact"
+        } else {
+            "summary"
+        };
+        println!("  view span {span:>14} ns  {ms:>8.2} ms  {how:<7} ({rows} rows cover it)");
+        std::hint::black_box(view);
+        span /= 10;
+    }
+    summary_error(timeline, trace, (s, e))?;
+    let k = &trace.kernels;
+    let i = k.len() / 2;
+    if i >= k.len() {
+        return Ok(());
+    }
+    let at = k.start[i] + (k.end[i] - k.start[i]) / 2;
+    let t = Instant::now();
+    let hits = (0..timeline.lane_count() as u32)
+        .map(|lane| timeline.hit(trace, lane, at, 1_000))
+        .collect::<Result<Vec<_>, _>>()?;
+    println!(
+        "  hits on every lane at the middle kernel {:>6.2} ms  ({:?})",
+        t.elapsed().as_secs_f64() * 1e3,
+        hits.iter().flatten().map(|h| &h.name).collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+/// The full-extent view from the summary against the exact one: the largest busy difference
+/// and the largest documented bound over all columns.
+fn summary_error(
+    timeline: &nsys_lens::timeline::Timeline,
+    trace: &nsys_lens::model::Trace,
+    (s, e): (i64, i64),
+) -> Result<(), Box<dyn std::error::Error>> {
+    use nsys_lens::timeline::Detail;
+    let t = Instant::now();
+    let exact = timeline.view_with(trace, s, e, 1200, Detail::Exact)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let approx = timeline.view_with(trace, s, e, 1200, Detail::Summary)?;
+    let bound = timeline
+        .busy_error_bounds(s, e, 1200)
+        .into_iter()
+        .fold(0.0, f64::max);
+    let worst = exact
+        .lanes
+        .iter()
+        .zip(&approx.lanes)
+        .flat_map(|(x, y)| x.busy.iter().zip(&y.busy).map(|(a, b)| (a - b).abs()))
+        .fold(0.0f32, f32::max);
+    println!(
+        "  full extent, 1200 columns: exact view {ms:.1} ms; summary busy error max {worst:.4} (bound max {bound:.4})"
+    );
     Ok(())
 }

@@ -1,8 +1,12 @@
 //! Timeline level of detail: aggregated columns preserve busy time, mark idle columns, and hit
 //! testing finds the kernel under the pointer. Busy time comes from the generator's answers.
 
+use std::collections::BTreeMap;
+
+use nsys_lens::model::{KernelEvent, Trace};
 use nsys_lens::synth::{GenOptions, generate};
-use nsys_lens::timeline::Timeline;
+use nsys_lens::timeline::columns::Grid;
+use nsys_lens::timeline::{Detail, Timeline, TimelineBuilder, TimelineView};
 use nsys_lens::trace::{LoadOptions, load_path};
 
 #[test]
@@ -16,7 +20,7 @@ fn columns_preserve_busy_time_per_device() {
     let (start, end) = timeline.extent();
     let window_ns = (end - start) as f64;
     for columns in [1200u32, 333] {
-        let view = timeline.view(&trace, start, end, columns);
+        let view = timeline.view(&trace, start, end, columns).expect("view");
         assert_eq!(view.lanes[0].kind, "steps", "forward steps first");
         for device in answers["profiles"]["standard"]["per_device"]
             .as_array()
@@ -61,14 +65,18 @@ fn zoomed_views_and_hits_find_the_kernel_under_the_pointer() {
     let lane = (0..timeline.lane_count() as u32).find(|&l| {
         timeline
             .hit(&trace, l, (s + e) / 2, 0)
+            .expect("hit")
             .is_some_and(|h| h.start_ns == s)
     });
     let lane = lane.expect("a kernel lane holds the kernel");
-    let hit = timeline.hit(&trace, lane, (s + e) / 2, 0).expect("hit");
+    let hit = timeline
+        .hit(&trace, lane, (s + e) / 2, 0)
+        .expect("read")
+        .expect("hit");
     assert_eq!((hit.start_ns, hit.end_ns), (s, e));
     assert_eq!(hit.name, trace.strings.get(k.short_name[i]));
     // Zoomed to the kernel alone: its columns are fully busy.
-    let view = timeline.view(&trace, s, e, 10);
+    let view = timeline.view(&trace, s, e, 10).expect("view");
     let kernels = &view.lanes[lane as usize];
     assert!(
         kernels.busy.iter().all(|&b| (b - 1.0).abs() < 1e-6),
@@ -85,6 +93,180 @@ fn zoomed_views_and_hits_find_the_kernel_under_the_pointer() {
                 k.start.iter().copied().min().unwrap_or(0) - 10_000_000,
                 1_000
             )
+            .expect("read")
             .is_none()
     );
+}
+
+/// A generated trace loaded with everything the page reads.
+fn generated(scenario: &str, scale: u32) -> (tempfile::TempDir, Trace) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(format!("{scenario}.sqlite"));
+    generate(scenario, &path, &GenOptions { scale, seed: 3 }).expect("generate");
+    let trace = load_path(&path, LoadOptions::page()).expect("load");
+    (dir, trace)
+}
+
+/// The timeline as it was computed before the summary existed: every kernel of a lane, in
+/// (start, row) order, spread over the columns it touches. Kernel lanes only, names resolved.
+fn brute_force_lanes(trace: &Trace, grid: &Grid) -> Vec<(Vec<f32>, Vec<u32>, Vec<String>)> {
+    let k = &trace.kernels;
+    let mut lanes: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
+    for i in 0..k.len() {
+        let key = (k.device[i], k.stream.get(i).copied().unwrap_or(0));
+        lanes.entry(key).or_default().push(i);
+    }
+    lanes
+        .into_values()
+        .map(|mut rows| {
+            rows.sort_by_key(|&i| k.start[i]);
+            let n = grid.columns as usize;
+            let (mut covered, mut count) = (vec![0.0f64; n], vec![0u32; n]);
+            let mut top: Vec<(i64, String)> = vec![(0, String::new()); n];
+            for i in rows {
+                let (s, e) = (k.start[i].max(grid.start), k.end[i].min(grid.end));
+                if e <= s {
+                    continue;
+                }
+                for c in grid.column(s)..=grid.column(e - 1) {
+                    let (cs, ce) = grid.bounds(c);
+                    covered[c] += (e.min(ce) - s.max(cs)).max(0) as f64;
+                    count[c] += 1;
+                    if e - s > top[c].0 {
+                        top[c] = (e - s, trace.strings.get(k.short_name[i]).to_string());
+                    }
+                }
+            }
+            let busy = (0..n)
+                .map(|c| {
+                    let (cs, ce) = grid.bounds(c);
+                    (covered[c] / (ce - cs).max(1) as f64).min(1.0) as f32
+                })
+                .collect();
+            (busy, count, top.into_iter().map(|t| t.1).collect())
+        })
+        .collect()
+}
+
+/// A view's kernel lanes with `top` resolved to names.
+fn kernel_lanes(view: &TimelineView) -> Vec<(Vec<f32>, Vec<u32>, Vec<String>)> {
+    let name = |t: i32| usize::try_from(t).map_or(String::new(), |t| view.names[t].clone());
+    view.lanes
+        .iter()
+        .filter(|l| l.kind == "kernels")
+        .map(|l| {
+            let top = l.top.iter().map(|&t| name(t)).collect();
+            (l.busy.clone(), l.count.clone(), top)
+        })
+        .collect()
+}
+
+#[test]
+fn zoomed_views_re_read_rows_and_equal_the_brute_force_aggregation() {
+    let (_dir, trace) = generated("host-bound", 20);
+    let timeline = Timeline::new(&trace);
+    let (start, end) = timeline.extent();
+    for (at, span) in [(0.5, 0.01), (0.1, 0.3), (0.93, 0.0001), (0.0, 0.02)] {
+        // From the start of a kernel, so that every window holds some.
+        let a = trace.kernels.start[(trace.kernels.len() as f64 * at) as usize];
+        let b = a + ((end - start) as f64 * span) as i64 + 1;
+        assert!(timeline.rows_covering(a, b) < trace.kernels.len() as i64 / 2);
+        let view = timeline.view(&trace, a, b, 700).expect("view");
+        let grid = Grid {
+            start: a,
+            end: b,
+            columns: 700,
+        };
+        assert_eq!(
+            kernel_lanes(&view),
+            brute_force_lanes(&trace, &grid),
+            "{at} {span}"
+        );
+        assert!(view.lanes.iter().any(|l| l.count.iter().any(|&c| c > 0)));
+    }
+}
+
+#[test]
+fn exact_full_view_equals_the_brute_force_aggregation() {
+    let (_dir, trace) = generated("tp2-straggler", 1);
+    let timeline = Timeline::new(&trace);
+    let (start, end) = timeline.extent();
+    let view = timeline
+        .view_with(&trace, start, end, 1200, Detail::Exact)
+        .expect("view");
+    let grid = Grid {
+        start,
+        end,
+        columns: 1200,
+    };
+    assert_eq!(kernel_lanes(&view), brute_force_lanes(&trace, &grid));
+    let auto = timeline.view(&trace, start, end, 1200).expect("view");
+    assert_eq!(auto, view, "few kernels: the automatic view is exact");
+}
+
+#[test]
+fn full_extent_summary_stays_within_the_documented_bound() {
+    let (_dir, trace) = generated("host-bound", 20);
+    let timeline = Timeline::new(&trace);
+    let (start, end) = timeline.extent();
+    for columns in [1200u32, 333, 4000] {
+        let exact = timeline
+            .view_with(&trace, start, end, columns, Detail::Exact)
+            .expect("exact");
+        let approx = timeline
+            .view_with(&trace, start, end, columns, Detail::Summary)
+            .expect("summary");
+        let bounds = timeline.busy_error_bounds(start, end, columns);
+        let worst = bounds.iter().copied().fold(0.0, f64::max);
+        assert!(worst < 0.5, "{columns} columns: bound {worst}");
+        let mut total_error = 0.0;
+        for (x, y) in exact.lanes.iter().zip(&approx.lanes) {
+            for (c, &bound) in bounds.iter().enumerate() {
+                let err = f64::from((x.busy[c] - y.busy[c]).abs());
+                assert!(err <= bound + 1e-4, "{} col {c}: {err} > {bound}", x.label);
+                assert!(
+                    y.count[c] >= x.count[c],
+                    "{} col {c}: counts widen",
+                    x.label
+                );
+                assert!(
+                    !y.idle[c] || x.idle[c],
+                    "summary idle only where truly idle"
+                );
+                total_error += err;
+            }
+        }
+        let mean = total_error / f64::from(columns) / exact.lanes.len() as f64;
+        assert!(mean < 0.05, "{columns} columns: mean busy error {mean}");
+    }
+}
+
+#[test]
+fn summary_memory_does_not_grow_with_the_kernel_count() {
+    let (_small_dir, small) = generated("host-bound", 2);
+    let (_large_dir, large) = generated("host-bound", 20);
+    assert!(large.kernels.len() >= 10 * small.kernels.len());
+    let (a, b) = (Timeline::new(&small), Timeline::new(&large));
+    assert_eq!(a.lane_count(), b.lane_count());
+    assert_eq!(a.summary_bytes(), b.summary_bytes());
+    let block = std::mem::size_of::<nsys_lens::timeline::summary::Block>();
+    assert!(b.index_bytes() <= nsys_lens::timeline::summary::MAX_BLOCKS * block);
+}
+
+#[test]
+fn a_kernel_out_of_start_order_is_refused() {
+    let (_dir, trace) = generated("tp2-straggler", 1);
+    let mut builder = TimelineBuilder::new(&trace, true);
+    let first = trace.kernels.event(0);
+    let earlier = KernelEvent {
+        row: 1,
+        start: first.start - 1,
+        ..first
+    };
+    builder.push(first).expect("first kernel");
+    let refused = builder.push(earlier).expect_err("earlier start");
+    assert_eq!((refused.row, refused.previous), (1, first.start));
+    builder.push(first).expect("same start is in order");
+    let timeline = builder.finish();
+    assert_eq!(timeline.extent(), (first.start, first.end));
 }

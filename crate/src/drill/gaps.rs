@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::intervals::MergeSorted;
-use crate::model::{Ns, Trace};
+use std::collections::BTreeMap;
+
+use crate::model::{KernelEvent, Ns, Trace};
+use crate::timeline::OutOfOrder;
 
 /// The nine buckets: upper bounds in ns (the last is open), label, typical cause.
 const BUCKETS: [(Ns, &str, &str); 9] = [
@@ -135,21 +137,76 @@ pub fn bucket_cause(bucket: usize) -> &'static str {
 /// Positive gaps between a device's merged kernel intervals (idle between any kernels), over
 /// all devices, optionally only those inside `window` (`[start, end)` ns).
 pub fn idle_gap_histogram(trace: &Trace, window: Option<(Ns, Ns)>) -> GapHistogram {
-    let mut buckets = Buckets::default();
-    let devices = trace.kernels.devices();
-    for &d in &devices {
-        for (s, e) in device_gaps(trace, d) {
-            if window.is_some_and(|(ws, we)| s < ws || e > we) {
-                continue;
-            }
-            buckets.add(e - s);
+    let mut sweep = GapSweep::new(window);
+    for ev in trace.kernels.events_in_start_order() {
+        // In start order by construction, so no push is refused.
+        if sweep.push(&ev).is_err() {
+            break;
         }
     }
-    GapHistogram {
-        buckets: buckets.list(),
-        gaps: buckets.gaps(),
-        total_us: buckets.total() as f64 / 1000.0,
-        devices,
+    sweep.finish()
+}
+
+/// The idle-gap histogram in one pass over kernels in start order, keeping per device only the
+/// busy interval still open: the page streams kernels into it without holding the table.
+#[derive(Debug, Clone, Default)]
+pub struct GapSweep {
+    window: Option<(Ns, Ns)>,
+    /// Per device (ascending): the union of its kernels not yet closed by a gap, if any kernel
+    /// with a positive duration was seen.
+    devices: BTreeMap<u32, Option<(Ns, Ns)>>,
+    buckets: Buckets,
+    last_start: Option<Ns>,
+}
+
+impl GapSweep {
+    /// A sweep keeping only gaps inside `window` (`[start, end)` ns), or all of them.
+    pub fn new(window: Option<(Ns, Ns)>) -> GapSweep {
+        GapSweep {
+            window,
+            ..GapSweep::default()
+        }
+    }
+
+    /// Adds the next kernel; one starting before the previous one is refused (the caller falls
+    /// back to loading the table) and leaves the sweep unchanged.
+    pub fn push(&mut self, ev: &KernelEvent) -> Result<(), OutOfOrder> {
+        if let Some(previous) = self.last_start
+            && ev.start < previous
+        {
+            return Err(OutOfOrder {
+                row: ev.row,
+                start: ev.start,
+                previous,
+            });
+        }
+        self.last_start = Some(ev.start);
+        let open = self.devices.entry(ev.device).or_default();
+        if ev.end <= ev.start {
+            return Ok(());
+        }
+        match open {
+            Some(busy) if ev.start <= busy.1 => busy.1 = busy.1.max(ev.end),
+            _ => {
+                if let Some((_, idle_from)) = open.replace((ev.start, ev.end)) {
+                    let (s, e) = (idle_from, ev.start);
+                    if !self.window.is_some_and(|(ws, we)| s < ws || e > we) {
+                        self.buckets.add(e - s);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The histogram of every gap seen.
+    pub fn finish(self) -> GapHistogram {
+        GapHistogram {
+            buckets: self.buckets.list(),
+            gaps: self.buckets.gaps(),
+            total_us: self.buckets.total() as f64 / 1000.0,
+            devices: self.devices.into_keys().collect(),
+        }
     }
 }
 
@@ -159,30 +216,6 @@ pub fn bucket_of(ns: Ns) -> usize {
         .iter()
         .position(|&(hi, _, _)| ns < hi)
         .unwrap_or(BUCKETS.len() - 1)
-}
-
-/// Idle gaps `(end of one busy interval, start of the next)` of one device.
-fn device_gaps(trace: &Trace, device: u32) -> Vec<(Ns, Ns)> {
-    let k = &trace.kernels;
-    let mut idx: Vec<u32> = (0..k.len() as u32)
-        .filter(|&i| k.device[i as usize] == device)
-        .collect();
-    idx.sort_unstable_by_key(|&i| (k.start[i as usize], k.end[i as usize]));
-    let merged = MergeSorted::new(
-        idx.iter()
-            .map(|&i| (k.start[i as usize], k.end[i as usize])),
-    );
-    let mut gaps = Vec::new();
-    let mut prev: Option<Ns> = None;
-    for (s, e) in merged {
-        if let Some(p) = prev
-            && s > p
-        {
-            gaps.push((p, s));
-        }
-        prev = Some(e);
-    }
-    gaps
 }
 
 #[cfg(test)]

@@ -134,12 +134,12 @@ impl Analysis {
                 "empty time range: endNs ({end}) must be after startNs ({start})"
             )));
         }
-        to_json(
-            &self
-                .trace
-                .timeline()
-                .view(self.trace.trace(), start, end, columns),
-        )
+        let view = self
+            .trace
+            .timeline()
+            .view(self.trace.trace(), start, end, columns)
+            .map_err(js_error)?;
+        to_json(&view)
     }
 
     /// The event under the pointer as `Hit` JSON, or `null`.
@@ -151,12 +151,12 @@ impl Analysis {
     ) -> Result<String, JsError> {
         let t = ns_arg("tNs", t_ns)?;
         let slack = ns_arg("slackNs", slack_ns)?.max(0);
-        to_json(
-            &self
-                .trace
-                .timeline()
-                .hit(self.trace.trace(), lane, t, slack),
-        )
+        let hit = self
+            .trace
+            .timeline()
+            .hit(self.trace.trace(), lane, t, slack)
+            .map_err(js_error)?;
+        to_json(&hit)
     }
 
     /// `GapHistogram` JSON: GPU-idle gaps of every device, bucketed.

@@ -1,8 +1,8 @@
 //! A loaded trace together with its timeline index, built once on first use.
 //!
-//! Why: `Timeline::new` groups and sorts every kernel (about 0.7 s for 5 M kernels in wasm), and
-//! the page asks for a view on every zoom and a hit on every pointer move, so the index must
-//! outlive one call.
+//! Why: `Timeline::new` passes over every kernel once to build its summary, and the page asks
+//! for a view on every zoom and a hit on every pointer move, so the summary must outlive one
+//! call.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;

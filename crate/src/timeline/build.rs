@@ -1,0 +1,112 @@
+//! Building a [`Timeline`] in one pass over kernels in start order, in memory bounded by the
+//! number of lanes (not kernels), so the page can build it while streaming SQLite rows.
+
+use std::collections::BTreeMap;
+
+use super::summary::{Blocks, LaneBins, Summary};
+use super::{KernelLane, OutOfOrder, Steps, Timeline};
+use crate::model::{KernelEvent, Ns, Trace};
+
+/// Feeds a [`Timeline`] one kernel at a time: `new` with the host part of the trace (NVTX steps
+/// and names), `push` every kernel in non-decreasing start, then `finish`.
+pub struct TimelineBuilder {
+    steps: Option<Steps>,
+    /// Whether lanes are per stream (the stream column was read) or per device only.
+    streams: bool,
+    /// (device, stream) → index into `summary.lanes`.
+    lanes: BTreeMap<(u32, u32), usize>,
+    /// The last lane looked up: consecutive kernels mostly share one.
+    recent: Option<((u32, u32), usize)>,
+    /// The grid's origin is the first kernel's start, set by the first push.
+    summary: Summary,
+    blocks: Blocks,
+    last_start: Ns,
+    max_end: Ns,
+}
+
+impl TimelineBuilder {
+    /// Starts a timeline for `host` (its NVTX ranges give the forward-step lane). `streams`:
+    /// whether kernels carry their stream (lanes are then labelled per stream).
+    pub fn new(host: &Trace, streams: bool) -> TimelineBuilder {
+        TimelineBuilder {
+            steps: Steps::of(host),
+            streams,
+            lanes: BTreeMap::new(),
+            recent: None,
+            summary: Summary::new(0),
+            blocks: Blocks::default(),
+            last_start: Ns::MIN,
+            max_end: Ns::MIN,
+        }
+    }
+
+    /// Adds the next kernel; one starting before the previous one is refused (the caller falls
+    /// back to loading and sorting the table) and leaves the builder unchanged.
+    pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
+        if ev.start < self.last_start {
+            return Err(OutOfOrder {
+                row: ev.row,
+                start: ev.start,
+                previous: self.last_start,
+            });
+        }
+        if self.blocks.blocks.is_empty() {
+            self.summary.grid.origin = ev.start;
+        }
+        self.last_start = ev.start;
+        self.max_end = self.max_end.max(ev.end);
+        self.blocks.push(ev.row, ev.start, ev.end);
+        let lane = self.lane_of(ev.device, ev.stream);
+        let summary = &mut self.summary;
+        let end = summary.fit(ev.end);
+        if end > ev.start {
+            summary.lanes[lane].record(&summary.grid, ev.start, end, ev.short_name);
+        }
+        Ok(())
+    }
+
+    /// The index of the lane of `(device, stream)`, created on first sight.
+    fn lane_of(&mut self, device: u32, stream: u32) -> usize {
+        let key = (device, stream);
+        if let Some((k, i)) = self.recent
+            && k == key
+        {
+            return i;
+        }
+        let next = self.lanes.len();
+        let i = *self.lanes.entry(key).or_insert(next);
+        if i == next {
+            self.summary.lanes.push(LaneBins::default());
+        }
+        self.recent = Some((key, i));
+        i
+    }
+
+    /// The finished timeline: lanes ordered by (device, stream) after the step lane.
+    pub fn finish(self) -> Timeline {
+        let mut summary = self.summary;
+        let grid = summary.grid;
+        summary.lanes.iter_mut().for_each(|l| l.flush(&grid));
+        let mut bins: Vec<Option<LaneBins>> = summary.lanes.into_iter().map(Some).collect();
+        let lanes = self
+            .lanes
+            .into_iter()
+            .filter_map(|((device, stream), i)| {
+                let bins = bins.get_mut(i)?.take()?;
+                Some(KernelLane::new(device, stream, self.streams, bins))
+            })
+            .collect();
+        let extent = if self.blocks.blocks.is_empty() {
+            (0, 0)
+        } else {
+            (grid.origin, self.max_end)
+        };
+        Timeline {
+            steps: self.steps,
+            lanes,
+            grid,
+            blocks: self.blocks,
+            extent,
+        }
+    }
+}

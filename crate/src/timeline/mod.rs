@@ -1,0 +1,462 @@
+//! The kernel timeline at any zoom: per-lane, per-pixel-column aggregates (level of detail),
+//! so millions of kernels become a few thousand numbers before anything reaches JavaScript.
+//!
+//! Lanes: one "forward steps" lane (NVTX steps, TP-deduplicated) then one lane per
+//! (device, stream). Each column holds the fraction of its time covered by kernels, the kernel
+//! count, and the longest kernel's name; device-idle columns are flagged for shading.
+//!
+//! The page cannot hold the kernel table, so a [`Timeline`] keeps only what one pass over
+//! kernels in start order leaves behind ([`TimelineBuilder`]): per-lane summary bins (a fixed
+//! number per lane, see [`summary::BINS`]) and a row-block index. A view covering few kernels
+//! re-reads their rows from a [`KernelSource`] and is exact; a wider one is drawn from the bins
+//! (see [`columns::from_bins`] for the approximation).
+
+mod build;
+pub mod columns;
+pub mod summary;
+
+use serde::{Deserialize, Serialize};
+
+pub use build::TimelineBuilder;
+use columns::{Columns, Grid, NameIndex, mark_idle};
+use summary::{BinGrid, Blocks, LaneBins};
+
+use crate::model::{KernelEvent, NameId, Ns, Strings, Trace};
+
+/// What the page draws for one view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineView {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    pub columns: u32,
+    pub lanes: Vec<LaneView>,
+    /// Kernel (or step) names referenced by `LaneView::top`.
+    pub names: Vec<String>,
+}
+
+/// One lane's columns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaneView {
+    pub label: String,
+    /// `"steps"` or `"kernels"`.
+    pub kind: String,
+    pub device: Option<u32>,
+    pub stream: Option<u32>,
+    /// Fraction of each column covered by events, 0..=1.
+    pub busy: Vec<f32>,
+    /// Events starting in or overlapping each column.
+    pub count: Vec<u32>,
+    /// Index into `TimelineView::names` of the longest event in each column, -1 when empty.
+    pub top: Vec<i32>,
+    /// Columns in which the lane's device ran no kernel at all (GPU idle), for shading.
+    pub idle: Vec<bool>,
+}
+
+/// The event under the pointer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub lane: u32,
+    pub name: String,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    pub duration_us: f64,
+    pub device: Option<u32>,
+    pub stream: Option<u32>,
+}
+
+/// Where a view re-reads the kernels it covers: rows of the kernel table by row number (the
+/// SQLite `rowid` in the page, the row index of a loaded table), plus the names they refer to.
+/// Object-safe so the page can hand in its SQLite reader.
+pub trait KernelSource {
+    /// The string table `KernelEvent::short_name` (and NVTX step names) index.
+    fn strings(&self) -> &Strings;
+
+    /// Visits every kernel of rows `first_row..=last_row` (missing rows are skipped), in table
+    /// order.
+    fn kernels_in_rows(
+        &self,
+        first_row: i64,
+        last_row: i64,
+        visit: &mut dyn FnMut(KernelEvent),
+    ) -> crate::error::Result<()>;
+}
+
+/// A loaded trace reads rows straight from its kernel table.
+impl KernelSource for Trace {
+    fn strings(&self) -> &Strings {
+        &self.strings
+    }
+
+    fn kernels_in_rows(
+        &self,
+        first_row: i64,
+        last_row: i64,
+        visit: &mut dyn FnMut(KernelEvent),
+    ) -> crate::error::Result<()> {
+        let last = last_row.min(self.kernels.len() as i64 - 1);
+        for i in first_row.max(0)..=last {
+            visit(self.kernels.event(i as usize));
+        }
+        Ok(())
+    }
+}
+
+/// A kernel met out of start order by a one-pass consumer: the caller falls back to loading
+/// (and sorting) the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel row {row} starts at {start} ns, before the previous kernel ({previous} ns): the kernel table is not in start order"
+)]
+pub struct OutOfOrder {
+    pub row: i64,
+    pub start: Ns,
+    pub previous: Ns,
+}
+
+/// Most rows a view re-reads for exact detail; wider views are drawn from the summary.
+pub const EXACT_ROWS: i64 = 200_000;
+
+/// Most columns a view may ask for (a 8K-wide canvas).
+pub const MAX_COLUMNS: u32 = 8192;
+
+/// How a view is computed: `Auto` re-reads rows when at most [`EXACT_ROWS`] cover the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    Auto,
+    /// Always re-read the rows (tests, exports).
+    Exact,
+    /// Always use the summary bins.
+    Summary,
+}
+
+/// The summary of one pass over the kernels: views are computed on demand from it and a
+/// [`KernelSource`]. Memory: `BINS` bins per lane plus at most `MAX_BLOCKS` row blocks.
+pub struct Timeline {
+    steps: Option<Steps>,
+    /// Kernel lanes by (device, stream).
+    lanes: Vec<KernelLane>,
+    grid: BinGrid,
+    blocks: Blocks,
+    extent: (Ns, Ns),
+}
+
+/// One (device, stream) lane's summary.
+struct KernelLane {
+    label: String,
+    device: u32,
+    stream: u32,
+    bins: LaneBins,
+}
+
+impl KernelLane {
+    fn new(device: u32, stream: u32, streams: bool, bins: LaneBins) -> KernelLane {
+        let label = if streams {
+            format!("GPU {device} · stream {stream}")
+        } else {
+            format!("GPU {device}")
+        };
+        KernelLane {
+            label,
+            device,
+            stream,
+            bins,
+        }
+    }
+
+    fn view(&self, columns: Columns) -> LaneView {
+        let n = columns.count.len();
+        LaneView {
+            label: self.label.clone(),
+            kind: "kernels".into(),
+            device: Some(self.device),
+            stream: Some(self.stream),
+            busy: columns.busy,
+            count: columns.count,
+            top: columns.top,
+            idle: vec![false; n],
+        }
+    }
+}
+
+/// Forward steps as the standard profile sees them (TP copies merged), kept whole: a few
+/// thousand at most, from the host part of the trace.
+struct Steps {
+    /// `(start, end, name)`, sorted by start.
+    events: Vec<(Ns, Ns, NameId)>,
+    max_len: Ns,
+}
+
+impl Steps {
+    fn of(trace: &Trace) -> Option<Steps> {
+        use crate::detect::{Profile, names::NameTables, steps};
+        let sw = Profile::Standard.switches();
+        let tables = NameTables::build(&trace.strings, &sw, None);
+        let (found, _) = steps::forward_steps(&trace.nvtx, &tables, &sw);
+        if found.is_empty() {
+            return None;
+        }
+        let events: Vec<(Ns, Ns, NameId)> =
+            found.iter().map(|s| (s.start, s.end, s.name_id)).collect();
+        let max_len = events.iter().map(|e| e.1 - e.0).max().unwrap_or(0);
+        Some(Steps { events, max_len })
+    }
+
+    /// Steps that may be within `slack` of `[a, b)`: those starting before `b`, from the first
+    /// that can still reach `a`.
+    fn around(&self, a: Ns, b: Ns) -> &[(Ns, Ns, NameId)] {
+        let from = self
+            .events
+            .partition_point(|s| s.0 < a.saturating_sub(self.max_len));
+        let to = self.events.partition_point(|s| s.0 < b);
+        self.events.get(from..to.max(from)).unwrap_or(&[])
+    }
+
+    fn view(&self, grid: &Grid, names: &mut NameIndex) -> LaneView {
+        let cols = columns::exact(
+            self.around(grid.start, grid.end).iter().copied(),
+            grid,
+            names,
+        );
+        let n = cols.count.len();
+        LaneView {
+            label: "forward steps".into(),
+            kind: "steps".into(),
+            device: None,
+            stream: None,
+            busy: cols.busy,
+            count: cols.count,
+            top: cols.top,
+            idle: vec![false; n],
+        }
+    }
+}
+
+/// A lane's events read back from the source: `(start, row, end, name)`.
+type RowEvent = (Ns, i64, Ns, NameId);
+
+impl Timeline {
+    /// Indexes a loaded trace through the same one-pass builder the page streams into.
+    pub fn new(trace: &Trace) -> Timeline {
+        let mut builder = TimelineBuilder::new(trace, !trace.kernels.stream.is_empty());
+        for ev in trace.kernels.events_in_start_order() {
+            // In start order by construction, so no push is refused.
+            if builder.push(ev).is_err() {
+                break;
+            }
+        }
+        builder.finish()
+    }
+
+    /// First kernel start to last kernel end.
+    pub fn extent(&self) -> (Ns, Ns) {
+        self.extent
+    }
+
+    pub fn lane_count(&self) -> usize {
+        self.lanes.len() + usize::from(self.steps.is_some())
+    }
+
+    /// Heap bytes of the summary bins (constant per lane, whatever the kernel count).
+    pub fn summary_bytes(&self) -> usize {
+        self.lanes.len() * summary::BINS * std::mem::size_of::<summary::Bin>()
+    }
+
+    /// Heap bytes of the row-block index (at most `MAX_BLOCKS` blocks).
+    pub fn index_bytes(&self) -> usize {
+        self.blocks.heap_bytes()
+    }
+
+    /// Aggregates `[start, end)` into `columns` per lane: exact from re-read rows when at most
+    /// [`EXACT_ROWS`] rows cover the view, else from the summary bins.
+    pub fn view(
+        &self,
+        source: &dyn KernelSource,
+        start: Ns,
+        end: Ns,
+        columns: u32,
+    ) -> crate::error::Result<TimelineView> {
+        self.view_with(source, start, end, columns, Detail::Auto)
+    }
+
+    /// [`Timeline::view`] with the level of detail chosen by the caller.
+    pub fn view_with(
+        &self,
+        source: &dyn KernelSource,
+        start: Ns,
+        end: Ns,
+        columns: u32,
+        detail: Detail,
+    ) -> crate::error::Result<TimelineView> {
+        let grid = view_grid(start, end, columns);
+        let mut names = NameIndex::new(source.strings());
+        let mut lanes: Vec<LaneView> = self
+            .steps
+            .iter()
+            .map(|s| s.view(&grid, &mut names))
+            .collect();
+        let rows = self.blocks.rows_overlapping(grid.start, grid.end);
+        let exact = match detail {
+            Detail::Auto => row_count(&rows) <= EXACT_ROWS,
+            Detail::Exact => true,
+            Detail::Summary => false,
+        };
+        if exact {
+            let events = self.read_lanes(source, &rows, grid.start, grid.end)?;
+            for (lane, evs) in self.lanes.iter().zip(events) {
+                let evs = evs.into_iter().map(|(s, _, e, name)| (s, e, name));
+                lanes.push(lane.view(columns::exact(evs, &grid, &mut names)));
+            }
+        } else {
+            for lane in &self.lanes {
+                let cols = columns::from_bins(&lane.bins.bins, &self.grid, &grid, &mut names);
+                lanes.push(lane.view(cols));
+            }
+        }
+        mark_idle(&mut lanes);
+        Ok(TimelineView {
+            start_ns: grid.start,
+            end_ns: grid.end,
+            columns: grid.columns,
+            lanes,
+            names: names.names,
+        })
+    }
+
+    /// Rows a view of `[start, end)` would re-read for exact detail (it does when at most
+    /// [`EXACT_ROWS`]).
+    pub fn rows_covering(&self, start: Ns, end: Ns) -> i64 {
+        let grid = view_grid(start, end, 1);
+        row_count(&self.blocks.rows_overlapping(grid.start, grid.end))
+    }
+
+    /// Per column of a view of `[start, end)`, the largest possible difference between the
+    /// summary's busy fraction and the exact one (see [`columns::busy_error_bound`]).
+    pub fn busy_error_bounds(&self, start: Ns, end: Ns, columns: u32) -> Vec<f64> {
+        let grid = view_grid(start, end, columns);
+        (0..grid.columns as usize)
+            .map(|c| {
+                let (cs, ce) = grid.bounds(c);
+                columns::busy_error_bound(&self.grid, cs, ce)
+            })
+            .collect()
+    }
+
+    /// Each kernel lane's events overlapping `[a, b)` (or within it, for a zero-length one),
+    /// read from `rows` and put in start order (ties in row order), as the exact aggregation
+    /// and hit testing expect.
+    fn read_lanes(
+        &self,
+        source: &dyn KernelSource,
+        rows: &[(i64, i64)],
+        a: Ns,
+        b: Ns,
+    ) -> crate::error::Result<Vec<Vec<RowEvent>>> {
+        let mut lanes: Vec<Vec<RowEvent>> = vec![Vec::new(); self.lanes.len()];
+        let mut visit = |ev: KernelEvent| {
+            if ev.start >= b || ev.end.max(ev.start) < a {
+                return;
+            }
+            let key = (ev.device, ev.stream);
+            if let Ok(i) = self
+                .lanes
+                .binary_search_by_key(&key, |l| (l.device, l.stream))
+            {
+                lanes[i].push((ev.start, ev.row, ev.end, ev.short_name));
+            }
+        };
+        for &(first, last) in rows {
+            source.kernels_in_rows(first, last, &mut visit)?;
+        }
+        for lane in &mut lanes {
+            if !lane.is_sorted() {
+                lane.sort_unstable();
+            }
+        }
+        Ok(lanes)
+    }
+
+    /// The event of `lane` at time `t` (or within `slack` of it), preferring one that contains
+    /// `t`; kernels are re-read from `source`.
+    pub fn hit(
+        &self,
+        source: &dyn KernelSource,
+        lane: u32,
+        t: Ns,
+        slack: Ns,
+    ) -> crate::error::Result<Option<Hit>> {
+        let slack = slack.max(0);
+        let (a, b) = (t.saturating_sub(slack), t.saturating_add(slack));
+        let steps = usize::from(self.steps.is_some());
+        let (found, device, stream) = match (lane as usize).checked_sub(steps) {
+            None => {
+                let Some(s) = &self.steps else {
+                    return Ok(None);
+                };
+                (
+                    closest(s.around(a, b).iter().copied(), t, slack),
+                    None,
+                    None,
+                )
+            }
+            Some(i) => {
+                let Some(l) = self.lanes.get(i) else {
+                    return Ok(None);
+                };
+                let rows = self.blocks.rows_overlapping(a.saturating_sub(1), b);
+                let events = self.read_lanes(source, &rows, a, b)?;
+                let evs = events.into_iter().nth(i).unwrap_or_default();
+                let evs = evs.into_iter().map(|(s, _, e, name)| (s, e, name));
+                (closest(evs, t, slack), Some(l.device), Some(l.stream))
+            }
+        };
+        Ok(found.map(|(start_ns, end_ns, name)| Hit {
+            lane,
+            name: source.strings().get(name).to_string(),
+            start_ns,
+            end_ns,
+            duration_us: (end_ns - start_ns) as f64 / 1000.0,
+            device,
+            stream,
+        }))
+    }
+}
+
+/// The view's column grid, with `columns` clamped and an empty range widened to 1 ns.
+fn view_grid(start: Ns, end: Ns, columns: u32) -> Grid {
+    Grid {
+        start,
+        end: end.max(start.saturating_add(1)),
+        columns: columns.clamp(1, MAX_COLUMNS),
+    }
+}
+
+/// Rows spanned by disjoint row ranges.
+fn row_count(rows: &[(i64, i64)]) -> i64 {
+    rows.iter().map(|(f, l)| l - f + 1).sum()
+}
+
+/// The event nearest `t` among those (in start order) starting before `t + slack`: distance 0
+/// when it contains `t`; on a tie the later one wins (the one drawn on top).
+fn closest(
+    events: impl Iterator<Item = (Ns, Ns, NameId)>,
+    t: Ns,
+    slack: Ns,
+) -> Option<(Ns, Ns, NameId)> {
+    let mut best: Option<(Ns, (Ns, Ns, NameId))> = None;
+    for (s, e, name) in events.take_while(|ev| ev.0 < t.saturating_add(slack)) {
+        let distance = if t < s {
+            s - t
+        } else if t >= e {
+            t - e
+        } else {
+            0
+        };
+        if distance <= slack && best.is_none_or(|(d, _)| distance <= d) {
+            best = Some((distance, (s, e, name)));
+        }
+    }
+    best.map(|(_, ev)| ev)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,121 @@
+//! The timeline on synthetic in-memory traces: which path a view takes, tables out of start
+//! order, and memory that does not follow the kernel count.
+
+use super::*;
+use crate::model::Kernels;
+
+/// `n` kernels 100 ns apart, alternating between two devices, of 60 to 120 ns, named by
+/// `i % 5`, in start order.
+fn synthetic(n: usize) -> Trace {
+    let mut trace = Trace::default();
+    let names: Vec<(i64, String)> = (0..5).map(|i| (i, format!("k{i}"))).collect();
+    trace.strings = Strings::from_rows(names);
+    let k: &mut Kernels = &mut trace.kernels;
+    for i in 0..n {
+        let start = 1_000 + 100 * i as Ns;
+        k.start.push(start);
+        k.end.push(start + 60 + 10 * (i % 7) as Ns);
+        k.device.push((i % 2) as u32);
+        k.stream.push(7);
+        k.process.push(0);
+        k.short_name.push((i % 5) as NameId);
+    }
+    trace
+}
+
+/// The same kernels with the table in reverse order.
+fn reversed(trace: &Trace) -> Trace {
+    let mut r = trace.clone();
+    let k = &mut r.kernels;
+    for v in [&mut k.start, &mut k.end] {
+        v.reverse();
+    }
+    k.device.reverse();
+    k.stream.reverse();
+    k.process.reverse();
+    k.short_name.reverse();
+    r
+}
+
+#[test]
+fn a_wide_view_uses_the_summary_and_a_narrow_one_re_reads_rows() {
+    let trace = synthetic(EXACT_ROWS as usize + 50_000);
+    let tl = Timeline::new(&trace);
+    let (s, e) = tl.extent();
+    assert!(tl.rows_covering(s, e) > EXACT_ROWS);
+    let auto = tl.view(&trace, s, e, 500).expect("view");
+    let summary = tl
+        .view_with(&trace, s, e, 500, Detail::Summary)
+        .expect("view");
+    assert_eq!(auto, summary);
+    let (a, b) = (s + (e - s) / 3, s + (e - s) / 3 + 50_000);
+    assert!(tl.rows_covering(a, b) <= EXACT_ROWS);
+    let auto = tl.view(&trace, a, b, 500).expect("view");
+    let exact = tl
+        .view_with(&trace, a, b, 500, Detail::Exact)
+        .expect("view");
+    assert_eq!(auto, exact);
+}
+
+#[test]
+fn a_table_out_of_start_order_gives_the_same_exact_views_and_hits() {
+    let sorted = synthetic(20_000);
+    let unsorted = reversed(&sorted);
+    let (x, y) = (Timeline::new(&sorted), Timeline::new(&unsorted));
+    assert_eq!(x.extent(), y.extent());
+    let (s, e) = x.extent();
+    for (a, b) in [(s, e), (s + 123_456, s + 200_000)] {
+        let vx = x
+            .view_with(&sorted, a, b, 300, Detail::Exact)
+            .expect("view");
+        let vy = y
+            .view_with(&unsorted, a, b, 300, Detail::Exact)
+            .expect("view");
+        assert_eq!(vx, vy);
+    }
+    for t in [s, s + 5_030, s + 1_000_050, e - 1] {
+        for lane in 0..2 {
+            let hx = x.hit(&sorted, lane, t, 30).expect("hit");
+            assert_eq!(hx, y.hit(&unsorted, lane, t, 30).expect("hit"));
+        }
+    }
+    assert!(x.hit(&sorted, 0, s + 5_030, 0).expect("hit").is_some());
+}
+
+#[test]
+fn ten_times_more_kernels_keep_the_summary_size() {
+    let (small, large) = (synthetic(30_000), synthetic(300_000));
+    let (a, b) = (Timeline::new(&small), Timeline::new(&large));
+    assert_eq!(a.lane_count(), 2);
+    assert_eq!(a.summary_bytes(), b.summary_bytes());
+    let bins: usize = b.lanes.iter().map(|l| l.bins.bins.len()).sum();
+    assert_eq!(bins, 2 * summary::BINS);
+    assert!(b.index_bytes() <= summary::MAX_BLOCKS * std::mem::size_of::<summary::Block>());
+}
+
+#[test]
+fn an_empty_trace_has_an_empty_timeline() {
+    let trace = Trace::default();
+    let tl = Timeline::new(&trace);
+    assert_eq!((tl.extent(), tl.lane_count()), ((0, 0), 0));
+    let view = tl.view(&trace, 0, 10, 4).expect("view");
+    assert!(view.lanes.is_empty());
+    assert_eq!(tl.hit(&trace, 0, 5, 5).expect("hit"), None);
+}
+
+#[test]
+fn absurd_timestamps_neither_panic_nor_break_the_grid() {
+    let mut trace = synthetic(1_000);
+    let k = &mut trace.kernels;
+    k.start[0] = -(1 << 60);
+    k.end[0] = 1 << 60;
+    k.end[5] = k.start[5] - 1_000;
+    let tl = Timeline::new(&trace);
+    assert_eq!(tl.extent(), (-(1 << 60), 1 << 60));
+    let (s, e) = tl.extent();
+    for detail in [Detail::Summary, Detail::Exact] {
+        let view = tl.view_with(&trace, s, e, 100, detail).expect("view");
+        assert!(view.lanes[0].busy.iter().all(|&b| b > 0.99), "{detail:?}");
+    }
+    assert!(tl.hit(&trace, 0, 0, 10).expect("hit").is_some());
+}
