@@ -306,7 +306,9 @@ impl Kernels {
 
     /// Every kernel as a [`KernelEvent`], in start order.
     pub fn events_in_start_order(&self) -> impl Iterator<Item = KernelEvent> + '_ {
-        self.start_order().into_iter().map(|i| self.event(i as usize))
+        self.start_order()
+            .into_iter()
+            .map(|i| self.event(i as usize))
     }
 }
 
