@@ -12,7 +12,7 @@ use super::config::Switches;
 use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
 use super::steps::visible_name;
-use super::sweep::{GroupSummary, KernelSummary, ScopeSummary, in_window, overlaps};
+use super::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary, in_window, overlaps};
 use crate::model::intervals::{IntervalSet, MergeSorted, overlap_with};
 use crate::model::{Ns, ProcessIdx, Trace};
 use crate::pyfmt::naive_sum;
@@ -35,7 +35,7 @@ pub struct Prepared<'t> {
     /// Per process: number of launch calls.
     launch_counts: Vec<u64>,
     /// Per process (standard) or one pooled entry at index 0 (trtllm-skill).
-    prep: Vec<PrepRanges>,
+    prep: &'t [PrepRanges],
     pub skip_m3: bool,
 }
 
@@ -90,28 +90,21 @@ pub struct ScopeMeasure {
 }
 
 impl<'t> Prepared<'t> {
-    pub fn new(
+    pub(super) fn new(
         trace: &'t Trace,
-        sw: Switches,
-        skip_m3: bool,
-        names: &'t NameTables,
+        plan: &'t Plan,
         kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
-        let (launch_idx, launch_counts) = index_launches(trace, names, &sw);
-        let prep = if skip_m3 {
-            Vec::new()
-        } else {
-            index_prep(trace, names, &sw)
-        };
+        let (launch_idx, launch_counts) = index_launches(trace, &plan.names, &plan.sw);
         Prepared {
             trace,
-            sw,
-            names,
+            sw: plan.sw,
+            names: &plan.names,
             kernels,
             launch_idx,
             launch_counts,
-            prep,
-            skip_m3,
+            prep: &plan.prep,
+            skip_m3: kernels.skip_m3,
         }
     }
 

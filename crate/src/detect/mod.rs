@@ -26,21 +26,32 @@ use steps::PhaseSteps;
 
 use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
-use crate::model::{CoverageNote, Trace};
+use crate::model::{CoverageNote, KernelEvent, Kernels, Trace};
 use crate::pyfmt;
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     trace.require_kernels(&cfg.file_label)?;
-    let mut sweep = KernelSweep::new(trace, cfg);
-    for ev in trace.kernels.events_in_start_order() {
-        // The loaded table is sorted here, so this cannot fail; say so if it ever did.
+    let plan = sweep::Plan::new(trace, cfg);
+    let mut sweep = KernelSweep::from_plan(&plan, cfg);
+    for ev in start_ordered(&trace.kernels) {
+        // The events come in start order, so this cannot fail; say so if it ever did.
         sweep.push(ev).map_err(|e| Error::Corrupt {
             path: cfg.file_label.clone(),
             detail: e.to_string(),
         })?;
     }
-    detect_with_kernels(trace, &sweep.finish(), cfg)
+    assemble(trace, &plan, &sweep.finish(), cfg)
+}
+
+/// The kernels in non-decreasing start: table order when it already is (real exports; no
+/// index is built), else sorted. The sweep does not depend on the order among equal starts.
+fn start_ordered(k: &Kernels) -> Box<dyn Iterator<Item = KernelEvent> + '_> {
+    if k.start.is_sorted() {
+        Box::new((0..k.len()).map(|i| k.event(i)))
+    } else {
+        Box::new(k.events_in_start_order())
+    }
 }
 
 /// Runs detection from the host part of a trace and the summary of its kernels (the page's
@@ -59,11 +70,20 @@ pub fn detect_with_kernels(
         };
         empty.require_kernels(&cfg.file_label)?;
     }
-    let plan = sweep::Plan::new(host, cfg);
-    check_summary(&plan, kernels, cfg)?;
+    assemble(host, &sweep::Plan::new(host, cfg), kernels, cfg)
+}
+
+/// The report from the host part, its plan and the kernel summary.
+fn assemble(
+    host: &Trace,
+    plan: &sweep::Plan,
+    kernels: &KernelSummary,
+    cfg: &DetectConfig,
+) -> Result<DetectReport> {
+    check_summary(plan, kernels, cfg)?;
     let sw = plan.sw;
     let thresholds = cfg.thresholds.resolve(&sw);
-    let prepared = Prepared::new(host, sw, cfg.skip_m3, &plan.names, kernels);
+    let prepared = Prepared::new(host, plan, kernels);
     let window_source = if cfg.window.is_some() {
         "user"
     } else {

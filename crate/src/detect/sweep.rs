@@ -61,6 +61,8 @@ pub(super) struct Plan {
     pub raw_steps: usize,
     pub context: Option<PhaseSteps>,
     pub generation: Option<PhaseSteps>,
+    /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
+    pub prep: Vec<PrepRanges>,
 }
 
 impl Plan {
@@ -74,6 +76,11 @@ impl Plan {
         let names = NameTables::build(&host.strings, &sw, marker);
         let (steps, raw_steps) = steps::forward_steps(&host.nvtx, &names, &sw);
         let (context, generation) = steps::phases(&steps, &sw);
+        let prep = if cfg.skip_m3 {
+            Vec::new()
+        } else {
+            index_prep(host, &names, &sw)
+        };
         Plan {
             sw,
             names,
@@ -82,6 +89,7 @@ impl Plan {
             raw_steps,
             context,
             generation,
+            prep,
         }
     }
 }
@@ -287,6 +295,7 @@ struct ScopeAcc {
     groups: Vec<GroupAcc>,
     /// `trtllm-skill` M3: every pooled host-prep range, to keep only gaps that can matter.
     gap_near: Option<IntervalSet>,
+    near_cursor: usize,
     prep_gaps: Vec<(Ns, Ns)>,
     busy_masks: MaskAcc,
     /// `(process, pattern, busy per mask inside that process's ranges ∩ window)`.
@@ -349,13 +358,12 @@ impl KernelSweep {
     /// table is not read) under `cfg`'s profile, window, step marker and `skip_m3`; thresholds
     /// are not read.
     pub fn new(host: &Trace, cfg: &DetectConfig) -> KernelSweep {
-        let plan = Plan::new(host, cfg);
+        KernelSweep::from_plan(&Plan::new(host, cfg), cfg)
+    }
+
+    /// The sweep of a plan already built (`detect` builds it once for sweep and assembly).
+    pub(super) fn from_plan(plan: &Plan, cfg: &DetectConfig) -> KernelSweep {
         let sw = plan.sw;
-        let prep = if cfg.skip_m3 {
-            Vec::new()
-        } else {
-            index_prep(host, &plan.names, &sw)
-        };
         let aggregate = cfg.window.map(|(s, e)| IntervalSet::single(s, e));
         let phases = [&plan.context, &plan.generation];
         let scopes: Vec<ScopeAcc> = std::iter::once(aggregate)
@@ -365,14 +373,14 @@ impl KernelSweep {
                     .filter_map(|p| p.as_ref())
                     .map(|p| Some(p.window.clone())),
             )
-            .map(|w| ScopeAcc::new(w, &sw, &prep))
+            .map(|w| ScopeAcc::new(w, &sw, &plan.prep))
             .collect();
         let needs_masks = scopes.iter().any(|s| !s.prep_masks.is_empty());
         KernelSweep {
             sw,
             skip_m3: cfg.skip_m3,
             user_window: cfg.window.is_some(),
-            nccl: plan.names.nccl,
+            nccl: plan.names.nccl.clone(),
             slots: Vec::new(),
             scopes,
             has_context: plan.context.is_some(),
@@ -572,6 +580,7 @@ impl ScopeAcc {
                 vec![GroupAcc::default()]
             },
             gap_near,
+            near_cursor: 0,
             prep_gaps: Vec::new(),
             prep_masks,
         }
@@ -628,11 +637,7 @@ impl ScopeAcc {
             return true;
         };
         let spans = w.spans();
-        let c = &mut self.select_cursor;
-        while *c < spans.len() && spans[*c].1 <= ev.start {
-            *c += 1;
-        }
-        let Some(&(ws, _)) = spans.get(*c) else {
+        let Some((ws, _)) = seek(spans, &mut self.select_cursor, ev.start) else {
             return false;
         };
         if !clip {
@@ -661,10 +666,11 @@ impl ScopeAcc {
             1,
             if nccl { ev.end - ev.start } else { 0 },
         );
-        if let (Some(gap), Some(near)) = (gap, &self.gap_near)
-            && overlaps(near, gap.0, gap.1)
+        if let (Some((gs, ge)), Some(near)) = (gap, &self.gap_near)
+            && seek(near.spans(), &mut self.near_cursor, gs).is_some_and(|(s, _)| s < ge)
         {
-            self.prep_gaps.push(gap);
+            // `overlaps(near, gs, ge)` for a positive gap, with a forward-only cursor.
+            self.prep_gaps.push((gs, ge));
         }
     }
 
@@ -874,14 +880,21 @@ impl MaskSweep {
 /// Overlap of `[a, b)` with ascending disjoint spans, from a cursor that only moves forward
 /// (callers query in ascending `a`).
 fn overlap_at(spans: &[(Ns, Ns)], cursor: &mut usize, a: Ns, b: Ns) -> Ns {
-    while *cursor < spans.len() && spans[*cursor].1 <= a {
-        *cursor += 1;
-    }
-    spans[*cursor..]
+    seek(spans, cursor, a);
+    spans[(*cursor).min(spans.len())..]
         .iter()
         .take_while(|&&(s, _)| s < b)
         .map(|&(s, e)| b.min(e) - a.max(s))
         .sum()
+}
+
+/// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and
+/// returns the first span that ends after `t`.
+fn seek(spans: &[(Ns, Ns)], cursor: &mut usize, t: Ns) -> Option<(Ns, Ns)> {
+    while spans.get(*cursor).is_some_and(|&(_, e)| e <= t) {
+        *cursor += 1;
+    }
+    spans.get(*cursor).copied()
 }
 
 /// Whether `t` lies in one of the window's `[start, end)` intervals.
@@ -947,12 +960,17 @@ mod tests {
         }
     }
 
-    fn sweep(t: &Trace, profile: Profile) -> KernelSummary {
-        let mut s = KernelSweep::new(t, &config(profile));
-        for ev in t.kernels.events_in_start_order() {
+    fn sweep_events(t: &Trace, cfg: &DetectConfig, events: &[KernelEvent]) -> KernelSummary {
+        let mut s = KernelSweep::new(t, cfg);
+        for &ev in events {
             assert_eq!(s.push(ev), Ok(()));
         }
         s.finish()
+    }
+
+    fn sweep(t: &Trace, profile: Profile) -> KernelSummary {
+        let events: Vec<KernelEvent> = t.kernels.events_in_start_order().collect();
+        sweep_events(t, &config(profile), &events)
     }
 
     #[test]
@@ -1125,11 +1143,11 @@ mod tests {
                         window,
                         ..config(profile)
                     };
-                    let mut sw = KernelSweep::new(&t, &cfg);
-                    for ev in t.kernels.events_in_start_order() {
-                        assert_eq!(sw.push(ev), Ok(()));
-                    }
-                    let k = sw.finish();
+                    let mut events: Vec<KernelEvent> = t.kernels.events_in_start_order().collect();
+                    let k = sweep_events(&t, &cfg, &events);
+                    // Ties in start may come in any order (table order, when already sorted).
+                    events.sort_by_key(|e| (e.start, std::cmp::Reverse(e.end)));
+                    assert_eq!(k, sweep_events(&t, &cfg, &events), "round {round}");
                     let w = &k.aggregate.window;
                     let hull = t.kernels.start.iter().min().zip(t.kernels.end.iter().max());
                     let expect_w = window.or(hull.map(|(&s, &e)| (s, e)));
