@@ -6,10 +6,18 @@
 //! [`KernelSummary`]; `detect::detect_with_kernels` then assembles the report from the host part
 //! and the summary. `detect::detect` is the same two steps fed from a loaded table.
 //!
-//! The sweep's state is bounded by scopes (≤ 3 windows) × groups (devices, or one pooled group)
-//! × processes, plus the distinct sets of simultaneously busy devices (standard M3), and, for the
-//! `trtllm-skill` M3 only, the pooled idle gaps that touch a host-prep range (bounded by those
-//! ranges and the kernel gaps inside them, never by the kernels elsewhere).
+//! Memory: the sweep's state and the summary are bounded by scopes (≤ 3 windows) × groups
+//! (devices, or one pooled group) × processes, plus
+//! - standard M3: per scope, one counter per distinct set of simultaneously busy devices (at
+//!   most 2^devices, in practice a few dozen) × (1 + processes with host-prep ranges × ≤ 3
+//!   patterns); more than [`MAX_MASK_DEVICES`] devices stops this part (reported, not guessed);
+//! - `trtllm-skill` M3: the pooled idle gaps that touch a host-prep range, kept because the
+//!   reference sums them range by range in table order (bounded by the host-prep ranges and the
+//!   gaps inside them: one per forward step on a TensorRT-LLM trace, none elsewhere);
+//! - zero-length kernels at the current last end, merged per group and process, waiting for
+//!   the hull's end (only damaged end-before-start kernels past the last end could pile up).
+//!
+//! Nothing grows with the number of kernels elsewhere.
 //!
 //! Thresholds play no part here: they only act when the report is assembled, so a page can
 //! re-apply edited thresholds to the same summary without streaming the kernels again.
@@ -442,7 +450,12 @@ impl KernelSweep {
         }
         // Deferred kernels left start at or after the hull's end: outside it.
         let devices = self.devices.keys();
-        let overflow = self.masks.as_ref().is_some_and(|m| m.overflow);
+        // Masks are remapped to positions in `devices`, which also lists devices that ran only
+        // zero-length kernels (no bit of their own): past 64 positions there is no mask either.
+        let overflow = self
+            .masks
+            .as_ref()
+            .is_some_and(|m| m.overflow || devices.len() > MAX_MASK_DEVICES);
         let remap = self
             .masks
             .as_ref()
@@ -871,7 +884,7 @@ impl MaskSweep {
             .map(|&m| {
                 (0..self.bits.len())
                     .filter(|&b| m & (1 << b) != 0)
-                    .fold(0u64, |acc, b| acc | (1u64 << pos[b]))
+                    .fold(0u64, |acc, b| acc | 1u64.checked_shl(pos[b]).unwrap_or(0))
             })
             .collect()
     }
@@ -1083,6 +1096,12 @@ mod tests {
                 .iter()
                 .all(|p| p.host_prep_exposed_us.is_none())
         );
+        // 64 busy devices and a 65th, sorted first, with only a zero-length kernel: it has no
+        // bit, but it shifts the busy devices' positions past 64, so still no mask.
+        let mut kernels: Vec<(Ns, Ns, u32)> = (1..=64).map(|d| (0, 100, d)).collect();
+        kernels.push((50, 50, 0));
+        let k = sweep(&trace(&kernels, &[(0, 50)]), Profile::Standard);
+        assert!(k.device_masks_overflow && k.facts.devices.len() == 65);
     }
 
     /// The old per-kernel rules, applied kernel by kernel: `(kernels, busy ns)` per device.
