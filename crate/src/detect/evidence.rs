@@ -159,7 +159,7 @@ pub fn warnings(
 ) -> Vec<String> {
     let mut w = Vec::new();
     let trace = p.trace;
-    let devices = trace.kernels.devices();
+    let devices = &p.kernels.facts.devices;
     if !p.sw.per_device && devices.len() > 1 {
         w.push(format!(
             "{} devices are pooled into one busy union (trtllm-skill rule): GPU idle is the time no device ran a kernel; the standard profile measures each device",
@@ -201,7 +201,7 @@ pub fn warnings(
         w.push(format!("NCCL kernels take {:.1}% of GPU busy time: idle gaps may be communication waits rather than host overhead", nccl * 100.0));
     }
     if trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE") == Some("Graph")
-        && trace.kernels.graph_node.iter().all(|&g| g == 0)
+        && !p.kernels.facts.any_graph_node
     {
         let graph_launches = any_runtime_name(trace, |s| s.starts_with("cudaGraphLaunch"));
         if graph_launches {

@@ -1,9 +1,10 @@
 //! Measuring one scope (the aggregate window or a phase window): M1–M5 per device, per
 //! process and aggregated, with their numerators and denominators.
 //!
-//! [`Prepared`] indexes the trace once (kernels grouped and sorted, launch calls and host-prep
-//! ranges per process); [`Prepared::measure`] then runs per window. The profile's switches
-//! decide grouping (per device or pooled), clipping, and the launch/prep rules.
+//! Kernel-derived figures come from a [`KernelSummary`] (one pass over the kernels, see
+//! [`super::sweep`]); [`Prepared`] indexes the host part once (launch calls and host-prep ranges
+//! per process) and [`Prepared::measure`] assembles one scope from the two. The profile's
+//! switches decide grouping (per device or pooled), clipping, and the launch/prep rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,34 +12,30 @@ use super::config::Switches;
 use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
 use super::steps::visible_name;
+use super::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary, in_window, overlaps};
 use crate::model::intervals::{IntervalSet, MergeSorted, overlap_with};
 use crate::model::{Ns, ProcessIdx, Trace};
 use crate::pyfmt::naive_sum;
 
-/// Kernels of one device (or of all devices, pooled), sorted by `(start, end)`.
-struct KernelGroup {
-    device: Option<u32>,
-    idx: Vec<u32>,
-}
-
 /// Host-prep ranges of one process (or of all, pooled), per pattern, in table order.
 #[derive(Default)]
-struct PrepRanges {
-    by_pattern: [Vec<(Ns, Ns)>; 3],
+pub(super) struct PrepRanges {
+    pub by_pattern: [Vec<(Ns, Ns)>; 3],
 }
 
 /// The trace indexed for repeated scope measurements.
 pub struct Prepared<'t> {
+    /// The host part (its kernel table is not read: it may be empty).
     pub trace: &'t Trace,
     pub sw: Switches,
-    pub names: NameTables,
-    groups: Vec<KernelGroup>,
+    pub names: &'t NameTables,
+    pub kernels: &'t KernelSummary,
     /// Per process: its kernel-launch API calls (runtime row indices sorted by start; standard).
     launch_idx: Vec<Vec<u32>>,
     /// Per process: number of launch calls.
     launch_counts: Vec<u64>,
     /// Per process (standard) or one pooled entry at index 0 (trtllm-skill).
-    prep: Vec<PrepRanges>,
+    prep: &'t [PrepRanges],
     pub skip_m3: bool,
 }
 
@@ -93,34 +90,27 @@ pub struct ScopeMeasure {
 }
 
 impl<'t> Prepared<'t> {
-    pub fn new(
+    pub(super) fn new(
         trace: &'t Trace,
-        sw: Switches,
-        skip_m3: bool,
-        marker: Option<&super::names::StepMarker>,
+        plan: &'t Plan,
+        kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
-        let names = NameTables::build(&trace.strings, &sw, marker);
-        let groups = group_kernels(trace, sw.per_device);
-        let (launch_idx, launch_counts) = index_launches(trace, &names, &sw);
-        let prep = if skip_m3 {
-            Vec::new()
-        } else {
-            index_prep(trace, &names, &sw)
-        };
+        let (launch_idx, launch_counts) = index_launches(trace, &plan.names, &plan.sw);
         Prepared {
             trace,
-            sw,
-            names,
-            groups,
+            sw: plan.sw,
+            names: &plan.names,
+            kernels,
             launch_idx,
             launch_counts,
-            prep,
-            skip_m3,
+            prep: &plan.prep,
+            skip_m3: kernels.skip_m3,
         }
     }
 
-    /// Measures every metric inside `window`.
-    pub fn measure(&self, window: &IntervalSet) -> ScopeMeasure {
+    /// Measures every metric inside the scope's window.
+    pub fn measure(&self, scope: &ScopeSummary) -> ScopeMeasure {
+        let window = &scope.window;
         let window_ns = window.measure();
         let window_us = if self.sw.clip_to_window {
             window_ns as f64 / 1000.0
@@ -131,148 +121,31 @@ impl<'t> Prepared<'t> {
         if window_us <= 0.0 {
             return ScopeMeasure::zero(window_us);
         }
-        let mut devices: Vec<DeviceMeasure> = self
+        let mut devices: Vec<DeviceMeasure> = scope
             .groups
             .iter()
-            .filter_map(|g| self.measure_group(g, window, window_us))
+            .map(|g| DeviceMeasure::new(g, window_us))
             .collect();
         // Devices that ran kernels in this window; a window without any kernel is all idle.
         if devices.iter().any(|d| d.kernels > 0) {
             devices.retain(|d| d.kernels > 0);
         }
         let processes = if self.sw.per_device {
-            self.measure_processes(window, window_us, &devices)
+            self.measure_processes(scope, window_us, &devices)
         } else {
-            vec![self.measure_pooled(window, window_us, &devices)]
+            vec![self.measure_pooled(scope, window_us, &devices)]
         };
         ScopeMeasure::combine(window_us, devices, processes, self.trace.present.runtime)
-    }
-
-    /// Busy time, kernel count, owning processes and NCCL time of one kernel group inside the
-    /// window, in one streaming pass (the union itself is never stored).
-    fn measure_group(
-        &self,
-        g: &KernelGroup,
-        window: &IntervalSet,
-        window_us: f64,
-    ) -> Option<DeviceMeasure> {
-        let k = &self.trace.kernels;
-        let (hs, he) = window.hull()?;
-        let upto = g.idx.partition_point(|&i| k.start[i as usize] < he);
-        let clip = self.sw.clip_to_window;
-        let selected = g.idx[..upto].iter().map(|&i| i as usize).filter(|&i| {
-            if clip {
-                k.end[i] > hs && overlaps(window, k.start[i], k.end[i])
-            } else {
-                in_window(window, k.start[i])
-            }
-        });
-        let mut count = 0u64;
-        let mut nccl_raw: Ns = 0;
-        let mut nccl_spans: Vec<(Ns, Ns)> = Vec::new();
-        let mut processes: Vec<ProcessIdx> = Vec::new();
-        let spans = selected.map(|i| {
-            count += 1;
-            if processes.last() != Some(&k.process[i]) {
-                processes.push(k.process[i]);
-            }
-            if self.names.is_nccl(k.short_name[i]) {
-                nccl_raw += k.end[i] - k.start[i];
-                if clip {
-                    nccl_spans.push((k.start[i], k.end[i]));
-                }
-            }
-            (k.start[i], k.end[i])
-        });
-        let merged = MergeSorted::new(spans);
-        let (busy_ns, busy_us) = if clip {
-            let ns = overlap_with(merged, window);
-            (ns, ns as f64 / 1000.0)
-        } else {
-            // Reference order: a float sum over the merged intervals, ascending.
-            merged.fold((0, 0.0), |(ns, us), (s, e)| {
-                (ns + (e - s), us + (e - s) as f64 / 1000.0)
-            })
-        };
-        let nccl_us = if clip {
-            overlap_with(MergeSorted::new(nccl_spans.into_iter()), window) as f64 / 1000.0
-        } else {
-            nccl_raw as f64 / 1000.0
-        };
-        let idle_us = window_us - busy_us;
-        processes.sort_unstable();
-        processes.dedup();
-        Some(DeviceMeasure {
-            device: g.device,
-            processes,
-            kernels: count,
-            busy_ns,
-            busy_us,
-            nccl_us,
-            gpu_idle_ratio: idle_us / window_us,
-            gpu_utilization: busy_us / window_us,
-            nccl_ratio: if busy_us > 0.0 {
-                nccl_us / busy_us
-            } else {
-                0.0
-            },
-        })
-    }
-
-    /// Kernel intervals of a group that start before `end`, in `(start, end)` order.
-    fn group_spans<'a>(
-        &'a self,
-        g: &'a KernelGroup,
-        end: Ns,
-    ) -> impl Iterator<Item = (Ns, Ns)> + 'a {
-        let k = &self.trace.kernels;
-        let upto = g.idx.partition_point(|&i| k.start[i as usize] < end);
-        g.idx[..upto]
-            .iter()
-            .map(move |&i| (k.start[i as usize], k.end[i as usize]))
-    }
-
-    /// Busy time of the union of `devices` inside `window` and inside `prep` (⊆ window).
-    fn busy_overlaps(
-        &self,
-        devices: &BTreeSet<u32>,
-        window: &IntervalSet,
-        prep: &IntervalSet,
-        measured: &[DeviceMeasure],
-    ) -> (Ns, Ns) {
-        let end = window.hull().map_or(0, |(_, e)| e);
-        let groups: Vec<&KernelGroup> = self
-            .groups
-            .iter()
-            .filter(|g| g.device.is_some_and(|d| devices.contains(&d)))
-            .collect();
-        if let [g] = groups[..] {
-            // One device: its busy time in the window was measured already.
-            let in_window = measured.iter().find(|d| d.device == g.device).map_or_else(
-                || overlap_with(MergeSorted::new(self.group_spans(g, end)), window),
-                |d| d.busy_ns,
-            );
-            let in_prep = overlap_with(MergeSorted::new(self.group_spans(g, end)), prep);
-            return (in_window, in_prep);
-        }
-        let mut all: Vec<(Ns, Ns)> = groups
-            .iter()
-            .flat_map(|g| self.group_spans(g, end))
-            .collect();
-        all.sort_unstable();
-        (
-            overlap_with(MergeSorted::new(all.iter().copied()), window),
-            overlap_with(MergeSorted::new(all.iter().copied()), prep),
-        )
     }
 
     /// Standard: M2 and M3 per process that ran kernels in the window.
     fn measure_processes(
         &self,
-        window: &IntervalSet,
+        scope: &ScopeSummary,
         window_us: f64,
         devices: &[DeviceMeasure],
     ) -> Vec<ProcessMeasure> {
+        let window = &scope.window;
         let owners = Self::kernel_owners(devices);
         owners
             .into_iter()
@@ -285,7 +158,7 @@ impl<'t> Prepared<'t> {
                 let prep = self
                     .prep
                     .get(p as usize)
-                    .and_then(|r| self.prep_clipped(r, window, window_us, &devs, devices));
+                    .and_then(|r| self.prep_clipped(r, p, scope, window_us, &devs));
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
@@ -323,40 +196,59 @@ impl<'t> Prepared<'t> {
     }
 
     /// Standard M3 of one process: prep ranges clipped to the window, exposed where all of
-    /// its devices are idle.
+    /// its devices are idle. `None` when the sweep could not track device sets (> 64 devices).
     fn prep_clipped(
         &self,
         r: &PrepRanges,
-        window: &IntervalSet,
+        process: ProcessIdx,
+        scope: &ScopeSummary,
         window_us: f64,
         devices: &BTreeSet<u32>,
-        measured: &[DeviceMeasure],
     ) -> Option<PrepMeasure> {
-        let (pattern, prep) =
-            PREP_PATTERNS
-                .iter()
-                .zip(&r.by_pattern)
-                .find_map(|(pat, ranges)| {
-                    let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
-                    (!set.is_empty()).then_some((*pat, set))
-                })?;
-        let (busy_in_window, busy_in_prep) = self.busy_overlaps(devices, window, &prep, measured);
+        let window = &scope.window;
+        let (pattern_idx, prep) = r.by_pattern.iter().enumerate().find_map(|(i, ranges)| {
+            let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
+            (!set.is_empty()).then_some((i, set))
+        })?;
+        let mask = self.device_mask(devices)?;
+        let busy_in_window = ScopeSummary::busy_of(&scope.busy_by_mask, mask);
+        let busy_in_prep = scope
+            .prep_busy
+            .iter()
+            .find(|b| b.process == process && b.pattern == pattern_idx)
+            .map_or(0, |b| ScopeSummary::busy_of(&b.by_mask, mask));
         let prep_ns = prep.measure();
         let exposed_us = (prep_ns - busy_in_prep) as f64 / 1000.0;
         let prep_us = prep_ns as f64 / 1000.0;
         let idle_us = (window.measure() - busy_in_window) as f64 / 1000.0;
+        let pattern = PREP_PATTERNS.get(pattern_idx).copied().unwrap_or("");
         Some(PrepMeasure::new(
             pattern, prep_us, exposed_us, idle_us, window_us,
         ))
     }
 
+    /// The devices as a mask over `facts.devices` positions; `None` past 64 devices.
+    fn device_mask(&self, devices: &BTreeSet<u32>) -> Option<u64> {
+        if self.kernels.device_masks_overflow {
+            return None;
+        }
+        let all = &self.kernels.facts.devices;
+        Some(devices.iter().fold(0u64, |m, d| {
+            all.binary_search(d)
+                .ok()
+                .filter(|&i| i < 64)
+                .map_or(m, |i| m | (1u64 << i))
+        }))
+    }
+
     /// trtllm-skill: M2 as a plain sum over all launch calls and M3 over pooled ranges.
     fn measure_pooled(
         &self,
-        window: &IntervalSet,
+        scope: &ScopeSummary,
         window_us: f64,
         devices: &[DeviceMeasure],
     ) -> ProcessMeasure {
+        let window = &scope.window;
         let rt = &self.trace.runtime;
         let calls = (0..rt.len())
             .filter(|&i| self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i]));
@@ -368,7 +260,7 @@ impl<'t> Prepared<'t> {
             let idle_us = window_us - d.busy_us;
             self.prep
                 .first()
-                .and_then(|r| self.prep_interior(r, window, window_us, idle_us))
+                .and_then(|r| prep_interior(r, scope, window_us, idle_us))
         });
         ProcessMeasure {
             process: 0,
@@ -379,68 +271,70 @@ impl<'t> Prepared<'t> {
             prep,
         }
     }
+}
 
-    /// Reference M3: ranges fully inside the window, exposure over interior kernel gaps,
-    /// accumulated in the reference's nested order.
-    fn prep_interior(
-        &self,
-        r: &PrepRanges,
-        window: &IntervalSet,
-        window_us: f64,
-        idle_us: f64,
-    ) -> Option<PrepMeasure> {
-        let (ws, we) = window.hull()?;
-        let (pattern, ranges) =
-            PREP_PATTERNS
+/// Reference M3: ranges fully inside the window, exposure over the interior kernel gaps that
+/// touch them, accumulated in the reference's nested order (ranges in table order, then gaps).
+fn prep_interior(
+    r: &PrepRanges,
+    scope: &ScopeSummary,
+    window_us: f64,
+    idle_us: f64,
+) -> Option<PrepMeasure> {
+    let (ws, we) = scope.window.hull()?;
+    let (pattern, ranges) = PREP_PATTERNS
+        .iter()
+        .zip(&r.by_pattern)
+        .find_map(|(pat, ranges)| {
+            let inside: Vec<(Ns, Ns)> = ranges
                 .iter()
-                .zip(&r.by_pattern)
-                .find_map(|(pat, ranges)| {
-                    let inside: Vec<(Ns, Ns)> = ranges
-                        .iter()
-                        .copied()
-                        .filter(|&(s, e)| s >= ws && e <= we)
-                        .collect();
-                    (!inside.is_empty()).then_some((*pat, inside))
-                })?;
-        let prep_us = naive_sum(ranges.iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
-        if prep_us <= 0.0 {
-            return None;
-        }
-        let gaps = self.interior_gaps_touching(window, &IntervalSet::from_unsorted(ranges.clone()));
-        let mut exposed_us = 0.0;
-        for &(s, e) in &ranges {
-            let first = gaps.partition_point(|&(_, ge)| ge <= s);
-            for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
-                exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
-            }
-        }
-        Some(PrepMeasure::new(
-            pattern, prep_us, exposed_us, idle_us, window_us,
-        ))
+                .copied()
+                .filter(|&(s, e)| s >= ws && e <= we)
+                .collect();
+            (!inside.is_empty()).then_some((*pat, inside))
+        })?;
+    let prep_us = naive_sum(ranges.iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
+    if prep_us <= 0.0 {
+        return None;
     }
-
-    /// Gaps between consecutive merged (pooled, start-in-window) kernel intervals that touch
-    /// `near`; gaps far from any host-prep range add nothing, so they are not stored.
-    fn interior_gaps_touching(&self, window: &IntervalSet, near: &IntervalSet) -> Vec<(Ns, Ns)> {
-        let Some(g) = self.groups.first() else {
-            return Vec::new();
-        };
-        let end = window.hull().map_or(0, |(_, e)| e);
-        let spans = self
-            .group_spans(g, end)
-            .filter(|&(s, _)| in_window(window, s));
-        let mut gaps = Vec::new();
-        let mut prev_end: Option<Ns> = None;
-        for (s, e) in MergeSorted::new(spans) {
-            if let Some(pe) = prev_end
-                && s > pe
-                && overlaps(near, pe, s)
-            {
-                gaps.push((pe, s));
-            }
-            prev_end = Some(e);
+    let near = IntervalSet::from_unsorted(ranges.clone());
+    let gaps: Vec<(Ns, Ns)> = scope
+        .prep_gaps
+        .iter()
+        .copied()
+        .filter(|&(gs, ge)| overlaps(&near, gs, ge))
+        .collect();
+    let mut exposed_us = 0.0;
+    for &(s, e) in &ranges {
+        let first = gaps.partition_point(|&(_, ge)| ge <= s);
+        for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
+            exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
         }
-        gaps
+    }
+    Some(PrepMeasure::new(
+        pattern, prep_us, exposed_us, idle_us, window_us,
+    ))
+}
+
+impl DeviceMeasure {
+    /// A group's figures as ratios of the window.
+    fn new(g: &GroupSummary, window_us: f64) -> DeviceMeasure {
+        let idle_us = window_us - g.busy_us;
+        DeviceMeasure {
+            device: g.device,
+            processes: g.processes.clone(),
+            kernels: g.kernels,
+            busy_ns: g.busy_ns,
+            busy_us: g.busy_us,
+            nccl_us: g.nccl_us,
+            gpu_idle_ratio: idle_us / window_us,
+            gpu_utilization: g.busy_us / window_us,
+            nccl_ratio: if g.busy_us > 0.0 {
+                g.nccl_us / g.busy_us
+            } else {
+                0.0
+            },
+        }
     }
 }
 
@@ -560,50 +454,6 @@ impl ScopeMeasure {
     }
 }
 
-/// Whether `t` lies in one of the window's `[start, end)` intervals.
-fn in_window(window: &IntervalSet, t: Ns) -> bool {
-    let spans = window.spans();
-    let i = spans.partition_point(|&(_, e)| e <= t);
-    i < spans.len() && spans[i].0 <= t
-}
-
-/// Whether `[s, e)` overlaps the window (zero-length intervals count when they lie inside).
-fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
-    let spans = window.spans();
-    let i = spans.partition_point(|&(_, we)| we <= s);
-    i < spans.len() && (spans[i].0 < e || (s == e && spans[i].0 <= s))
-}
-
-/// Groups kernel indices per device (or pooled) and sorts each group by `(start, end)`.
-fn group_kernels(trace: &Trace, per_device: bool) -> Vec<KernelGroup> {
-    let k = &trace.kernels;
-    let mut groups: Vec<KernelGroup> = if per_device {
-        let mut by_device: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        for i in 0..k.len() {
-            by_device.entry(k.device[i]).or_default().push(i as u32);
-        }
-        by_device
-            .into_iter()
-            .map(|(d, idx)| KernelGroup {
-                device: Some(d),
-                idx,
-            })
-            .collect()
-    } else {
-        vec![KernelGroup {
-            device: None,
-            idx: (0..k.len() as u32).collect(),
-        }]
-    };
-    for g in &mut groups {
-        let key = |&i: &u32| (k.start[i as usize], k.end[i as usize]);
-        if !g.idx.is_sorted_by_key(key) {
-            g.idx.sort_unstable_by_key(key);
-        }
-    }
-    groups
-}
-
 /// Kernel-launch API calls: per-process row indices sorted by start (standard) and counts.
 fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<u32>>, Vec<u64>) {
     let rt = &trace.runtime;
@@ -644,7 +494,7 @@ fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<
 }
 
 /// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.
-fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Vec<PrepRanges> {
+pub(super) fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Vec<PrepRanges> {
     let nv = &trace.nvtx;
     let slots = if sw.prep_per_process {
         trace.processes.len()

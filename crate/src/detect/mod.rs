@@ -1,8 +1,11 @@
 //! Phase 1: is host (CPU) overhead the bottleneck? Metrics M1–M5, verdicts, phases (SPEC §2).
 //!
 //! One implementation serves both profiles; [`config::Switches`] say where they differ:
-//! [`measure`] computes a scope's metrics, [`steps`] finds the phases, [`verdict`] applies
-//! thresholds, and this module assembles the [`DetectReport`].
+//! [`steps`] finds the phases, [`sweep`] folds the kernels (one pass, start order) into a
+//! [`KernelSummary`], [`measure`] computes a scope's metrics from it and the host part,
+//! [`verdict`] applies thresholds, and this module assembles the [`DetectReport`].
+//!
+//! Thresholds act only in assembly: a summary can be re-assembled under edited thresholds.
 
 pub mod config;
 mod evidence;
@@ -10,40 +13,95 @@ pub mod measure;
 pub mod names;
 pub mod result;
 pub mod steps;
+pub mod sweep;
 pub mod verdict;
 
 pub use config::{DetectConfig, Profile, ScopeThresholds, ThresholdOverrides, Thresholds};
 pub use result::DetectReport;
+pub use sweep::{KernelSummary, KernelSweep, OutOfOrder};
 
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 use steps::PhaseSteps;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
-use crate::model::{CoverageNote, Trace};
+use crate::model::{CoverageNote, KernelEvent, Kernels, Trace};
 use crate::pyfmt;
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     trace.require_kernels(&cfg.file_label)?;
-    let sw = cfg.profile.switches();
-    let thresholds = cfg.thresholds.resolve(&sw);
-    let marker = if sw.name_match == config::NameMatch::Substring {
-        cfg.step_marker.as_ref()
-    } else {
-        None
-    };
-    let prepared = Prepared::new(trace, sw, cfg.skip_m3, marker);
-    let (window, window_source) = aggregate_window(trace, cfg);
+    let plan = sweep::Plan::new(trace, cfg);
+    let mut sweep = KernelSweep::from_plan(&plan, cfg);
+    for ev in start_ordered(&trace.kernels) {
+        // The events come in start order, so this cannot fail; say so if it ever did.
+        sweep.push(ev).map_err(|e| Error::Corrupt {
+            path: cfg.file_label.clone(),
+            detail: e.to_string(),
+        })?;
+    }
+    assemble(trace, &plan, &sweep.finish(), cfg)
+}
 
-    let aggregate = prepared.measure(&window);
-    let (steps, raw_steps) = steps::forward_steps(&trace.nvtx, &prepared.names, &sw);
-    let (context, generation) = steps::phases(&steps, &sw);
-    let phase = |p: Option<PhaseSteps>, t: &Thresholds| p.map(|p| phase_result(&prepared, &p, t));
+/// The kernels in non-decreasing start: table order when it already is (real exports; no
+/// index is built), else sorted. The sweep does not depend on the order among equal starts.
+fn start_ordered(k: &Kernels) -> Box<dyn Iterator<Item = KernelEvent> + '_> {
+    if k.start.is_sorted() {
+        Box::new((0..k.len()).map(|i| k.event(i)))
+    } else {
+        Box::new(k.events_in_start_order())
+    }
+}
+
+/// Runs detection from the host part of a trace and the summary of its kernels (the page's
+/// path: `host.kernels` may be empty). Gives the same report as [`detect`] on the full trace.
+/// `kernels` must come from a [`KernelSweep`] built on `host` under the same profile, window,
+/// step marker and `skip_m3` as `cfg` (a mismatch is an error); `cfg.thresholds` may differ.
+pub fn detect_with_kernels(
+    host: &Trace,
+    kernels: &KernelSummary,
+    cfg: &DetectConfig,
+) -> Result<DetectReport> {
+    if kernels.facts.kernels == 0 {
+        let empty = Trace {
+            present: host.present,
+            ..Trace::default()
+        };
+        empty.require_kernels(&cfg.file_label)?;
+    }
+    assemble(host, &sweep::Plan::new(host, cfg), kernels, cfg)
+}
+
+/// The report from the host part, its plan and the kernel summary.
+fn assemble(
+    host: &Trace,
+    plan: &sweep::Plan,
+    kernels: &KernelSummary,
+    cfg: &DetectConfig,
+) -> Result<DetectReport> {
+    check_summary(plan, kernels, cfg)?;
+    let sw = plan.sw;
+    let thresholds = cfg.thresholds.resolve(&sw);
+    let prepared = Prepared::new(host, plan, kernels);
+    let window_source = if cfg.window.is_some() {
+        "user"
+    } else {
+        "kernels"
+    };
+    let aggregate = prepared.measure(&kernels.aggregate);
+    let phase = |p: &Option<PhaseSteps>, s: &Option<sweep::ScopeSummary>, t: &Thresholds| {
+        p.as_ref()
+            .zip(s.as_ref())
+            .map(|(p, s)| phase_result(&prepared, p, s, t))
+    };
     let phases = Phases {
-        context: phase(context, &thresholds.context),
-        generation: phase(generation, &thresholds.generation),
+        context: phase(&plan.context, &kernels.context, &thresholds.context),
+        generation: phase(
+            &plan.generation,
+            &kernels.generation,
+            &thresholds.generation,
+        ),
     };
 
     let outcome = verdict::apply(&aggregate.metrics, &thresholds.aggregate);
@@ -56,14 +114,14 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
         .into_iter()
         .flatten(),
     );
-    let mut coverage = trace.coverage.clone();
+    let mut coverage = host.coverage.clone();
     coverage.extend(detect_coverage(
         &prepared,
         &aggregate,
-        steps.len(),
-        marker.is_some(),
+        plan.steps.len(),
+        plan.custom_marker,
     ));
-    let warnings = evidence::warnings(&prepared, &aggregate, &steps, raw_steps);
+    let warnings = evidence::warnings(&prepared, &aggregate, &plan.steps, plan.raw_steps);
 
     Ok(DetectReport {
         verdict: overall,
@@ -75,30 +133,47 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
         crossed_details: outcome.crossed,
         phases,
         profile: cfg.profile.name(),
-        window: window_info(&window, aggregate.window_us, window_source),
+        window: window_info(
+            &kernels.aggregate.window,
+            aggregate.window_us,
+            window_source,
+        ),
         thresholds,
         evidence: evidence::table(&aggregate, &thresholds.aggregate, &outcome),
         per_device: evidence::devices(&prepared, &aggregate),
         per_process: evidence::processes(&prepared, &aggregate),
-        trace: facts(trace, cfg, steps.len()),
+        trace: facts(host, kernels, cfg, plan.steps.len()),
         coverage,
         warnings,
     })
 }
 
-/// `[first kernel start, last kernel end]` over all devices, unless the user chose a window.
-fn aggregate_window(trace: &Trace, cfg: &DetectConfig) -> (IntervalSet, &'static str) {
-    if let Some((s, e)) = cfg.window {
-        return (IntervalSet::single(s, e), "user");
+/// A summary swept under other settings would give silently wrong numbers: refuse it.
+fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
+    let window = |p: &Option<PhaseSteps>| p.as_ref().map(|p| p.window.clone());
+    let user = cfg.window.map(|(s, e)| IntervalSet::single(s, e));
+    let same = k.switches == plan.sw
+        && k.skip_m3 == cfg.skip_m3
+        && k.user_window == user.is_some()
+        && user.is_none_or(|w| w == k.aggregate.window)
+        && window(&plan.context) == k.context.as_ref().map(|s| s.window.clone())
+        && window(&plan.generation) == k.generation.as_ref().map(|s| s.window.clone());
+    if same {
+        Ok(())
+    } else {
+        Err(Error::Usage(
+            "the kernel summary was computed for another profile, window, step marker or --no-m3 setting than this detection".into(),
+        ))
     }
-    let k = &trace.kernels;
-    let start = k.start.iter().copied().min().unwrap_or(0);
-    let end = k.end.iter().copied().max().unwrap_or(0);
-    (IntervalSet::single(start, end), "kernels")
 }
 
-fn phase_result(prepared: &Prepared<'_>, p: &PhaseSteps, t: &Thresholds) -> PhaseResult {
-    let m = prepared.measure(&p.window);
+fn phase_result(
+    prepared: &Prepared<'_>,
+    p: &PhaseSteps,
+    scope: &sweep::ScopeSummary,
+    t: &Thresholds,
+) -> PhaseResult {
+    let m = prepared.measure(scope);
     let o = verdict::apply(&m.metrics, t);
     let source = if prepared.sw.phase_window == config::PhaseWindow::Span {
         "steps-span"
@@ -195,6 +270,14 @@ fn detect_coverage(
             "host_prep",
             "--no-m3: host-prep metrics (M3a/b/c) skipped".into(),
         );
+    } else if p.kernels.device_masks_overflow {
+        note(
+            "host_prep",
+            format!(
+                "more than {} devices ran kernels: per-process host-prep exposure (M3a/b/c) needs a set of busy devices per instant and was not computed",
+                sweep::MAX_MASK_DEVICES
+            ),
+        );
     } else if agg.metrics.host_prep_exposed_ratio.is_none() {
         let why = if p.trace.present.nvtx {
             "no NVTX range named *_prepare_tp_inputs / *_prepare_inputs / *prepare_inputs in the window"
@@ -216,25 +299,25 @@ fn detect_coverage(
 }
 
 /// Processes that launched at least one kernel (the export also lists every other process).
-fn gpu_processes(trace: &Trace) -> usize {
-    let mut seen = vec![false; trace.processes.len()];
-    for &p in &trace.kernels.process {
-        if let Some(s) = seen.get_mut(p as usize) {
-            *s = true;
-        }
-    }
-    seen.iter().filter(|&&s| s).count()
+fn gpu_processes(host: &Trace, kernels: &KernelSummary) -> usize {
+    let known = host.processes.len();
+    kernels
+        .facts
+        .processes
+        .iter()
+        .filter(|&&p| (p as usize) < known)
+        .count()
 }
 
-fn facts(trace: &Trace, cfg: &DetectConfig, steps: usize) -> TraceFacts {
+fn facts(trace: &Trace, kernels: &KernelSummary, cfg: &DetectConfig, steps: usize) -> TraceFacts {
     TraceFacts {
         file: cfg.file_label.clone(),
         nsys_version: trace.meta.nsys_version.clone(),
         schema_version: trace.meta.schema_version.clone(),
         gpus: trace.gpus.iter().map(|g| g.name.clone()).collect(),
-        devices: trace.kernels.devices(),
-        processes: gpu_processes(trace),
-        kernels: trace.kernels.len() as u64,
+        devices: kernels.facts.devices.clone(),
+        processes: gpu_processes(trace, kernels),
+        kernels: kernels.facts.kernels,
         launch_api_calls: trace.runtime.len() as u64,
         nvtx_ranges: trace.nvtx.len() as u64,
         forward_steps: steps as u64,
