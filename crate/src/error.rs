@@ -63,6 +63,10 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// A one-pass analysis met a kernel out of start order; the caller loads the table whole.
+    #[error("{path}: {detail}")]
+    Unordered { path: String, detail: String },
+
     /// A message between the page's workers did not decode: a bug, not the user's input.
     #[error("internal error: {detail}. Reload the page; if it happens again, please report it")]
     Internal { detail: String },

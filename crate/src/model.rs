@@ -9,7 +9,7 @@ pub mod intervals;
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A timestamp or duration in nanoseconds, as nsys stores them.
 pub type Ns = i64;
@@ -459,7 +459,7 @@ impl TraceMeta {
 }
 
 /// One thing that could not be loaded or computed, and why.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CoverageNote {
     /// What is affected (a table, a metric, a phase ...).
     pub subject: String,

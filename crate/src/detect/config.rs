@@ -67,7 +67,7 @@ impl Profile {
 }
 
 /// Which runtime API calls count as kernel launches (M2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LaunchApis {
     /// `cudaLaunchKernel*`, `cuLaunchKernel*`, `cudaLaunchCooperativeKernel*`, `cu[da]GraphLaunch*`, any `_vNNNN`.
     AllVersioned,
@@ -76,7 +76,7 @@ pub enum LaunchApis {
 }
 
 /// How NVTX names are matched against the NCCL, host-prep and forward-step patterns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NameMatch {
     /// Case-sensitive substring (NCCL: case-insensitive).
     Substring,
@@ -85,7 +85,7 @@ pub enum NameMatch {
 }
 
 /// The window a phase's metrics are measured in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PhaseWindow {
     /// The union of the phase's (de-duplicated) step intervals.
     UnionOfSteps,
@@ -94,7 +94,7 @@ pub enum PhaseWindow {
 }
 
 /// The knobs that distinguish the profiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Switches {
     /// Busy/idle per device, then mean; else all devices pooled into one union.
     pub per_device: bool,

@@ -22,6 +22,8 @@
 //! Thresholds play no part here: they only act when the report is assembled, so a page can
 //! re-apply edited thresholds to the same summary without streaming the kernels again.
 
+use serde::{Deserialize, Serialize};
+
 use std::collections::HashMap;
 use std::fmt;
 
@@ -103,7 +105,7 @@ impl Plan {
 }
 
 /// Facts about the kernels as a whole.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelFacts {
     pub kernels: u64,
     /// Devices that ran at least one kernel, ascending. Bit `i` of a device mask is `devices[i]`.
@@ -117,7 +119,7 @@ pub struct KernelFacts {
 }
 
 /// One group's figures in a scope: a device (standard) or all devices pooled (`trtllm-skill`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupSummary {
     pub device: Option<u32>,
     /// Kernels selected by the window (clipped profile: overlapping it; else starting in it).
@@ -133,7 +135,7 @@ pub struct GroupSummary {
 }
 
 /// Busy time of one process's host-prep ranges (one name pattern) per set of busy devices.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrepBusy {
     pub process: ProcessIdx,
     /// Index into `names::PREP_PATTERNS`.
@@ -142,7 +144,7 @@ pub struct PrepBusy {
 }
 
 /// Everything kernel-derived about one window.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScopeSummary {
     pub window: IntervalSet,
     pub groups: Vec<GroupSummary>,
@@ -167,7 +169,7 @@ impl ScopeSummary {
 }
 
 /// The result of a sweep: all `detect` needs from the kernel table.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelSummary {
     /// The switches and M3 setting the sweep ran under (assembly checks they match its config).
     pub switches: Switches,
@@ -181,6 +183,30 @@ pub struct KernelSummary {
     /// More than [`MAX_MASK_DEVICES`] devices ran kernels: the per-process M3 of the standard
     /// profile (which needs device masks) was not computed.
     pub device_masks_overflow: bool,
+}
+
+impl KernelSummary {
+    /// Renumbers processes (`map` from the sweep's ids to another table's): the page's kernel
+    /// pass numbers the processes it meets itself, the analysis worker numbers them its way.
+    pub fn remap_processes(&mut self, map: impl Fn(ProcessIdx) -> ProcessIdx) {
+        let remap_all = |v: &mut Vec<ProcessIdx>| {
+            v.iter_mut().for_each(|p| *p = map(*p));
+            v.sort_unstable();
+            v.dedup();
+        };
+        remap_all(&mut self.facts.processes);
+        let scopes = std::iter::once(&mut self.aggregate)
+            .chain(self.context.as_mut())
+            .chain(self.generation.as_mut());
+        for scope in scopes {
+            for g in &mut scope.groups {
+                remap_all(&mut g.processes);
+            }
+            for p in &mut scope.prep_busy {
+                p.process = map(p.process);
+            }
+        }
+    }
 }
 
 /// A running union of intervals arriving in start order, measured as each merged interval closes.

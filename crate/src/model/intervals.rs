@@ -4,10 +4,12 @@
 //! intervals. Building one sorts and merges (touching intervals merge, as in the reference
 //! scripts); set operations are linear merges of two sorted lists.
 
+use serde::{Deserialize, Serialize};
+
 use super::Ns;
 
 /// Sorted, disjoint, non-touching `[start, end)` intervals.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IntervalSet {
     spans: Vec<(Ns, Ns)>,
 }

@@ -1,9 +1,73 @@
 //! The verdict view from a kernel table streamed once instead of loaded (issue 3: the page's
 //! memory must not grow with the file). The analysis worker loads the host side in steps
-//! ([`crate::trace::StagedLoad`]); after NVTX it hands a [`KernelPlan`] to a second worker that
-//! reads the kernel table in `rowid` chunks ([`crate::trace::KernelRows`]) into the one-pass
-//! analyses; their small results come back and join the host side.
+//! ([`crate::trace::StagedLoad`]); after NVTX it hands a [`KernelPlan`] to a second worker whose
+//! [`KernelPass`] reads the kernel table in `rowid` chunks ([`crate::trace::KernelRows`]) into
+//! the one-pass analyses ([`consumers`]); their small [`KernelResults`] come back and join the
+//! host side as a [`Streamed`] trace.
 
+pub mod consumers;
+pub mod pass;
 pub mod plan;
+pub mod source;
 
+pub use consumers::{KernelResults, PROFILES};
+pub use pass::KernelPass;
 pub use plan::{KernelPlan, PlanRange};
+pub use source::SqliteKernels;
+
+use crate::detect::sweep::KernelSummary;
+use crate::detect::{self, DetectConfig, DetectReport};
+use crate::drill::gaps::GapHistogram;
+use crate::error::{Error, Result};
+use crate::model::{ProcessIdx, Trace};
+use crate::timeline::Timeline;
+
+/// A trace whose kernel table was streamed: the host side loaded, the kernels summarised.
+pub struct Streamed {
+    /// Everything but the kernel table (`kernels` stays empty).
+    pub host: Trace,
+    /// One summary per entry of [`PROFILES`].
+    detect: Vec<KernelSummary>,
+    pub timeline: Timeline,
+    pub gaps: GapHistogram,
+}
+
+impl Streamed {
+    /// Joins the kernel pass's results to the host side loaded by the other worker: the
+    /// processes the pass met are numbered as the host side numbers them.
+    pub fn attach(mut host: Trace, results: KernelResults) -> Result<Streamed> {
+        let map: Vec<ProcessIdx> = results
+            .processes
+            .iter()
+            .map(|&gpid| host.processes.intern(gpid))
+            .collect();
+        let remap = |p: ProcessIdx| map.get(p as usize).copied().unwrap_or(p);
+        let mut detect = results.detect;
+        for summary in &mut detect {
+            summary.remap_processes(remap);
+        }
+        if detect.len() != PROFILES.len() {
+            return Err(Error::Internal {
+                detail: format!("the kernel pass sent {} detect summaries", detect.len()),
+            });
+        }
+        host.present.kernels = results.present;
+        host.coverage.extend(results.coverage);
+        let timeline = results.timeline.with_steps_of(&host);
+        Ok(Streamed {
+            host,
+            detect,
+            timeline,
+            gaps: results.gaps,
+        })
+    }
+
+    /// The verdict under `cfg` (its profile picks the summary; thresholds apply here).
+    pub fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
+        let i = PROFILES.iter().position(|&p| p == cfg.profile).unwrap_or(0);
+        let summary = self.detect.get(i).ok_or_else(|| Error::Internal {
+            detail: "no kernel summary for this profile".into(),
+        })?;
+        detect::detect_with_kernels(&self.host, summary, cfg)
+    }
+}

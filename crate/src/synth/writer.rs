@@ -54,7 +54,11 @@ fn remove_old(out: &Path, path: &str) -> Result<()> {
 fn write_events(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
     let gpids: Vec<i64> = tl.procs.iter().map(|p| p.global_pid()).collect();
     write_strings(conn, tl)?;
-    insert_all(conn, &KERNELS, &tl.kernels, |st, o, k| {
+    // nsys writes the kernel table in start order (every public export is), and the page's
+    // one-pass analyses rely on it: generated traces do the same.
+    let mut kernels: Vec<&Kernel> = tl.kernels.iter().collect();
+    kernels.sort_by_key(|k| k.start);
+    insert_all(conn, &KERNELS, &kernels, |st, o, k| {
         bind_kernel(st, o, k, tl, &gpids)
     })?;
     insert_all(conn, &RUNTIME, &tl.apis, |st, o, a| {

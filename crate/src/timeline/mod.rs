@@ -131,7 +131,10 @@ pub enum Detail {
 
 /// The summary of one pass over the kernels: views are computed on demand from it and a
 /// [`KernelSource`]. Memory: `BINS` bins per lane plus at most `MAX_BLOCKS` row blocks.
+#[derive(Serialize, Deserialize)]
 pub struct Timeline {
+    /// Rebuilt from the host part where the timeline is used ([`Timeline::with_steps_of`]).
+    #[serde(skip)]
     steps: Option<Steps>,
     /// Kernel lanes by (device, stream).
     lanes: Vec<KernelLane>,
@@ -141,6 +144,7 @@ pub struct Timeline {
 }
 
 /// One (device, stream) lane's summary.
+#[derive(Serialize, Deserialize)]
 struct KernelLane {
     label: String,
     device: u32,
@@ -245,6 +249,13 @@ impl Timeline {
             }
         }
         builder.finish()
+    }
+
+    /// The forward-step lane from `host`: a timeline built elsewhere (the page's kernel pass)
+    /// gets its steps, and their names, from the trace it is shown with.
+    pub fn with_steps_of(mut self, host: &Trace) -> Timeline {
+        self.steps = Steps::of(host);
+        self
     }
 
     /// First kernel start to last kernel end.

@@ -3,6 +3,8 @@
 //! re-read. Both are filled in one pass over kernels in start order and never grow with the
 //! kernel count: `BINS` bins per lane, at most `MAX_BLOCKS` blocks.
 
+use serde::{Deserialize, Serialize};
+
 use crate::model::{NO_NAME, NameId, Ns};
 
 /// Bins per lane. A full-extent view spans at least `BINS / 2` bins (the grid doubles only when
@@ -20,7 +22,7 @@ pub const MAX_BLOCKS: usize = 4096;
 const MAX_WIDTH: Ns = 1 << 48;
 
 /// One bin of one lane: everything a column needs, all mergeable pairwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bin {
     /// Time covered by the lane's kernels (their union) inside the bin, ns.
     pub busy: Ns,
@@ -72,7 +74,7 @@ impl Bin {
 }
 
 /// The grid shared by every lane: bin `j` covers `[origin + j·width, origin + (j+1)·width)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BinGrid {
     pub origin: Ns,
     pub width: Ns,
@@ -104,7 +106,7 @@ impl BinGrid {
 
 /// One lane's bins, plus the lane's running union (flushed into bins when it closes) so that
 /// `busy` is the union of the lane's kernels, not the sum.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LaneBins {
     pub bins: Vec<Bin>,
     open: Option<(Ns, Ns)>,
@@ -167,7 +169,7 @@ impl LaneBins {
 }
 
 /// The grid and every lane's bins, kept at one resolution.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub grid: BinGrid,
     pub lanes: Vec<LaneBins>,
@@ -197,7 +199,7 @@ impl Summary {
 }
 
 /// A run of consecutive pushed kernels: which rows hold them and the time they span.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
     pub first_row: i64,
     pub last_row: i64,
@@ -230,7 +232,7 @@ impl Block {
 
 /// The row-block index: blocks of `block_rows` pushed kernels, coarsened pairwise past
 /// `MAX_BLOCKS`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Blocks {
     pub blocks: Vec<Block>,
     block_rows: u32,

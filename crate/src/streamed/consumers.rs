@@ -1,0 +1,99 @@
+//! The one-pass analyses the kernel pass feeds, and their results as they cross to the analysis
+//! worker: detect's summary for each profile the page can switch to, the timeline summary and
+//! the idle-gap histogram.
+
+use serde::{Deserialize, Serialize};
+
+use crate::detect::sweep::{KernelSummary, KernelSweep};
+use crate::detect::{DetectConfig, Profile};
+use crate::drill::gaps::{GapHistogram, GapSweep};
+use crate::error::{Error, Result};
+use crate::model::{CoverageNote, KernelEvent, Trace};
+use crate::timeline::{Timeline, TimelineBuilder};
+
+/// The profiles the page switches between without re-reading the file.
+pub const PROFILES: [Profile; 2] = [Profile::Standard, Profile::TrtllmSkill];
+
+/// Every one-pass analysis of the verdict view.
+pub struct Consumers {
+    detect: Vec<KernelSweep>,
+    timeline: TimelineBuilder,
+    gaps: GapSweep,
+    label: String,
+}
+
+/// What the kernel pass found, keyed by the processes it numbered.
+#[derive(Serialize, Deserialize)]
+pub struct KernelResults {
+    /// `globalPid` of each process id the results use.
+    pub processes: Vec<i64>,
+    /// One summary per entry of [`PROFILES`].
+    pub detect: Vec<KernelSummary>,
+    pub timeline: Timeline,
+    pub gaps: GapHistogram,
+    /// What the kernel table lacked (absent table or columns).
+    pub coverage: Vec<CoverageNote>,
+    pub present: bool,
+}
+
+impl Consumers {
+    /// The analyses for `host` (the plan's ranges, processes and threads).
+    pub fn new(host: &Trace, label: &str) -> Result<Consumers> {
+        let detect = PROFILES
+            .iter()
+            .map(|&profile| {
+                let cfg = DetectConfig {
+                    profile,
+                    file_label: label.to_string(),
+                    ..DetectConfig::default()
+                };
+                KernelSweep::new(host, &cfg)
+            })
+            .collect();
+        Ok(Consumers {
+            detect,
+            timeline: TimelineBuilder::new(host, true),
+            gaps: GapSweep::new(None),
+            label: label.to_string(),
+        })
+    }
+
+    /// Feeds one kernel to every analysis; one out of start order stops the pass.
+    pub fn push(&mut self, ev: KernelEvent) -> Result<()> {
+        let unordered = |detail: String| Error::Unordered {
+            path: self.label.clone(),
+            detail,
+        };
+        for sweep in &mut self.detect {
+            sweep.push(ev).map_err(|e| unordered(e.to_string()))?;
+        }
+        self.timeline
+            .push(ev)
+            .map_err(|e| unordered(e.to_string()))?;
+        self.gaps.push(&ev).map_err(|e| unordered(e.to_string()))
+    }
+
+    /// The results, numbering processes by `processes` (`globalPid` per id).
+    pub fn finish(self, processes: Vec<i64>) -> Result<KernelResults> {
+        Ok(KernelResults {
+            processes,
+            detect: self.detect.into_iter().map(KernelSweep::finish).collect(),
+            timeline: self.timeline.finish(),
+            gaps: self.gaps.finish(),
+            coverage: Vec::new(),
+            present: true,
+        })
+    }
+}
+
+impl KernelResults {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<KernelResults> {
+        serde_json::from_slice(bytes).map_err(|e| Error::Internal {
+            detail: format!("the kernel pass's results did not decode: {e}"),
+        })
+    }
+}

@@ -1,0 +1,44 @@
+//! The timeline's re-reads for a streamed trace: kernel rows by `rowid` from the open file.
+
+use std::cell::RefCell;
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+use crate::model::{KernelEvent, Processes, Strings};
+use crate::timeline::KernelSource;
+use crate::trace::{KernelNames, KernelRows};
+
+/// Kernel rows of an open export, for views zoomed in far enough to draw single kernels.
+pub struct SqliteKernels<'a> {
+    pub conn: &'a Connection,
+    pub rows: &'a KernelRows,
+    pub strings: &'a Strings,
+    pub label: &'a str,
+    /// Process ids for the events read (the timeline does not use them).
+    pub scratch: RefCell<Processes>,
+}
+
+impl KernelSource for SqliteKernels<'_> {
+    fn strings(&self) -> &Strings {
+        self.strings
+    }
+
+    fn kernels_in_rows(
+        &self,
+        first_row: i64,
+        last_row: i64,
+        visit: &mut dyn FnMut(KernelEvent),
+    ) -> Result<()> {
+        let names = KernelNames(self.strings);
+        let mut processes = self.scratch.borrow_mut();
+        self.rows.read(
+            self.conn,
+            self.label,
+            (first_row, last_row),
+            &names,
+            &mut processes,
+            visit,
+        )
+    }
+}

@@ -1,0 +1,213 @@
+//! The page's bounded-memory open, natively: the host side loaded in steps on one connection,
+//! the kernel table streamed on another through the one-pass analyses (the plan arriving while
+//! kernels already wait in the buffer), the results crossing as bytes — and the verdict, the
+//! timeline and the gap histogram equal those of a whole load, on generated scenarios and on
+//! every public export that has kernels.
+
+mod common;
+
+use std::path::Path;
+
+use nsys_lens::detect::{DetectConfig, detect};
+use nsys_lens::drill::gaps::idle_gap_histogram;
+use nsys_lens::model::Trace;
+use nsys_lens::streamed::{
+    KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed,
+};
+use nsys_lens::synth::{GenOptions, generate};
+use nsys_lens::timeline::{Detail, Timeline};
+use nsys_lens::trace::{self, KernelRows, LoadOptions, StagedLoad};
+
+/// Opens `path` the way the page's two workers do and returns the joined trace.
+fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
+    let label = path.display().to_string();
+    let host_conn = trace::open_path(path).expect("open (host)");
+    let kernel_conn = trace::open_path(path).expect("open (kernels)");
+    let mut staged = StagedLoad::begin(&host_conn, &label, &mut |_| true).expect("begin");
+    staged
+        .nvtx(&host_conn, &label, &mut |_| true)
+        .expect("nvtx");
+    let plan = KernelPlan::of(staged.trace()).to_bytes();
+
+    let k_staged = StagedLoad::begin(&kernel_conn, &label, &mut |_| true).expect("begin (k)");
+    let strings = k_staged.trace().strings.clone();
+    let mut pass =
+        KernelPass::new(&kernel_conn, k_staged.schema(), strings, &label).expect("kernel pass");
+    let mut chunks = 0;
+    loop {
+        if chunks == plan_after_chunks {
+            pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
+                .expect("set plan");
+        }
+        chunks += 1;
+        if !pass.step(&kernel_conn, chunk).expect("step") {
+            break;
+        }
+    }
+    if !pass.has_plan() {
+        pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
+            .expect("set plan");
+    }
+    let bytes = pass.finish().expect("finish").to_bytes();
+
+    let host = staged
+        .finish(&host_conn, &label, LoadOptions::detect(), &mut |_| true)
+        .expect("host");
+    let results = KernelResults::from_bytes(&bytes).expect("results");
+    Streamed::attach(host, results).expect("attach")
+}
+
+/// A whole load: what `nsys-lens detect` loads (`verdict`), or every column (timeline, gaps).
+fn whole(path: &Path, verdict: bool) -> Trace {
+    let opts = if verdict {
+        LoadOptions::detect()
+    } else {
+        LoadOptions::all()
+    };
+    trace::load_path(path, opts).expect("load")
+}
+
+fn assert_same_verdict(streamed: &Streamed, full: &Trace, label: &str, what: &str) {
+    for profile in PROFILES {
+        let cfg = DetectConfig {
+            profile,
+            file_label: label.to_string(),
+            ..DetectConfig::default()
+        };
+        let want = detect(full, &cfg).map(|r| serde_json::to_value(r).expect("json"));
+        let got = streamed
+            .detect(&cfg)
+            .map(|r| serde_json::to_value(r).expect("json"));
+        match (want, got) {
+            (Ok(w), Ok(g)) => assert!(
+                g == w,
+                "{what}: {profile:?} verdict differs at {}",
+                diff(&g, &w)
+            ),
+            (Err(w), Err(g)) => assert_eq!(g.to_string(), w.to_string(), "{what}: error"),
+            (w, g) => panic!("{what} {profile:?}: whole load {w:?}, streamed {g:?}"),
+        }
+    }
+}
+
+/// Timeline views through the file's rowids equal those of the loaded table, zoomed out
+/// (summary) and in (rows re-read).
+fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &str) {
+    let label = path.display().to_string();
+    let conn = trace::open_path(path).expect("open");
+    let schema = trace::Schema::probe(&conn, &label).expect("schema");
+    let rows = KernelRows::new(&conn, &schema, &label).expect("rows");
+    let source = SqliteKernels {
+        conn: &conn,
+        rows: &rows,
+        strings: &streamed.host.strings,
+        label: &label,
+        scratch: Default::default(),
+    };
+    let loaded = Timeline::new(full);
+    assert_eq!(
+        streamed.timeline.extent(),
+        loaded.extent(),
+        "{what}: extent"
+    );
+    let (s, e) = loaded.extent();
+    let span = (e - s).max(1);
+    for (a, b, detail) in [
+        (s, e, Detail::Summary),
+        (s, e, Detail::Exact),
+        (s + span / 3, s + span / 3 + span / 50, Detail::Auto),
+    ] {
+        let got = streamed
+            .timeline
+            .view_with(&source, a, b.max(a + 1), 600, detail)
+            .expect("streamed view");
+        let want = loaded
+            .view_with(full, a, b.max(a + 1), 600, detail)
+            .expect("loaded view");
+        assert_eq!(got, want, "{what}: view [{a}, {b}) {detail:?}");
+    }
+}
+
+#[test]
+fn streamed_open_equals_a_whole_load_on_generated_scenarios() {
+    for scenario in [
+        "host-bound",
+        "tp2-phases",
+        "tp2-straggler",
+        "cuda-graphs",
+        "gaps",
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(format!("{scenario}.sqlite"));
+        generate(scenario, &path, &GenOptions { scale: 2, seed: 5 }).expect("generate");
+        let full = whole(&path, false);
+        let label = path.display().to_string();
+        // Small chunks, the plan arriving after three of them: the buffered kernels are
+        // renumbered into the plan's processes.
+        let streamed = stream_open(&path, 97, 3);
+        assert_same_verdict(&streamed, &whole(&path, true), &label, scenario);
+        assert_same_timeline(&streamed, &full, &path, scenario);
+        assert_eq!(
+            streamed.gaps,
+            idle_gap_histogram(&full, None),
+            "{scenario}: gap histogram"
+        );
+    }
+}
+
+#[test]
+fn streamed_open_equals_a_whole_load_on_every_public_export() {
+    let dir = common::public_traces_dir();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("public traces") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("sqlite") {
+            continue;
+        }
+        let what = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let full = whole(&path, false);
+        let streamed = stream_open(&path, 1000, 0);
+        let label = path.display().to_string();
+        assert_same_verdict(&streamed, &whole(&path, true), &label, &what);
+        if !full.kernels.is_empty() {
+            assert_same_timeline(&streamed, &full, &path, &what);
+            assert_eq!(
+                streamed.gaps,
+                idle_gap_histogram(&full, None),
+                "{what}: gaps"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "only {checked} public exports with kernels");
+}
+
+/// The first path where two JSON values differ, with both values.
+fn diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if v != w => return format!("{k}.{}", diff(v, w)),
+                    None => return format!("{k} (missing on the right)"),
+                    _ => {}
+                }
+            }
+            format!(
+                "(keys) {:?} vs {:?}",
+                x.keys().collect::<Vec<_>>(),
+                y.keys().collect::<Vec<_>>()
+            )
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            let i = x.iter().zip(y).position(|(v, w)| v != w).unwrap_or(0);
+            format!("[{i}].{}", diff(&x[i], &y[i]))
+        }
+        _ => format!(": {a} vs {b}"),
+    }
+}
