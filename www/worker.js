@@ -67,43 +67,37 @@ function withNs(call) {
 
 // Loads everything but the kernel table here while the page has a second worker load the
 // kernels; the page forwards that worker's bytes (or its error) as a 'kernels' message.
-async function openParallel(id, file, onProgress) {
-  openingId = id;
-  const kernels = kernelPart(id).promise;
-  let host;
-  try {
-    host = Analysis.openHost(file, onProgress);
-  } catch (e) {
-    kernelParts.delete(id);
-    openingId = 0;
-    throw e;
-  }
-  let bytes;
-  try {
-    bytes = await kernels;
-  } catch (e) {
-    host.free();
-    throw e;
-  } finally {
-    kernelParts.delete(id);
-    openingId = 0;
-  }
-  return host.attachKernels(bytes);
+function openParallel(id, file, onProgress) {
+  return openWithKernels(id, () => Analysis.openHost(file, onProgress), (host, bytes) => host.attachKernels(bytes));
 }
 
 // The host side in steps: after NVTX the plan goes to the page (which forwards it to the
 // kernel-streaming worker); then the API calls load here while the kernel table streams there.
-async function openStreaming(id, file, onProgress) {
+function openStreaming(id, file, onProgress) {
+  const openHost = () => {
+    const host = StreamHost.open(file, onProgress);
+    try {
+      const plan = host.plan();
+      self.postMessage({ id, type: 'plan', bytes: plan }, [plan.buffer]);
+      host.loadRest(onProgress);
+      return host;
+    } catch (e) {
+      freeQuietly(host);
+      throw e;
+    }
+  };
+  return openWithKernels(id, openHost, (host, bytes) => host.attach(bytes));
+}
+
+// Opens the host side (`openHost()`), waits for the other worker's bytes of open `id`, and
+// joins them (`attach(host, bytes)`); whatever fails frees what was opened.
+async function openWithKernels(id, openHost, attach) {
   openingId = id;
   const kernels = kernelPart(id).promise;
-  let host = null;
+  let host;
   try {
-    host = StreamHost.open(file, onProgress);
-    const plan = host.plan();
-    self.postMessage({ id, type: 'plan', bytes: plan }, [plan.buffer]);
-    host.loadRest(onProgress);
+    host = openHost();
   } catch (e) {
-    freeQuietly(host);
     kernelParts.delete(id);
     openingId = 0;
     throw e;
@@ -118,7 +112,7 @@ async function openStreaming(id, file, onProgress) {
     kernelParts.delete(id);
     openingId = 0;
   }
-  return host.attach(bytes);
+  return attach(host, bytes);
 }
 
 // Rows per chunk of the kernel pass: between chunks, before the plan has come, the worker

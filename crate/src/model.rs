@@ -352,11 +352,37 @@ pub struct NvtxRanges {
     pub name: Vec<NameId>,
     /// `StringIds[textId]` only (`NO_NAME` when `textId` is NULL): what the reference scripts see.
     pub text_id_name: Vec<NameId>,
+    /// What a windows-only load (the page's verdict) did not keep.
+    pub omitted: OmittedRanges,
+}
+
+/// NVTX ranges read but not kept: only their count and one fact about their names remain.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct OmittedRanges {
+    pub count: u64,
+    /// Some of them are named by inline `text`.
+    pub inline_text: bool,
 }
 
 impl NvtxRanges {
     pub fn len(&self) -> usize {
         self.start.len()
+    }
+
+    /// Ranges in the file, including those a windows-only load left out.
+    pub fn total(&self) -> u64 {
+        self.len() as u64 + self.omitted.count
+    }
+
+    /// Whether some range is named by its inline `text` rather than a `textId` (the
+    /// trtllm-skill profile cannot see those names), counting ranges left out.
+    pub fn has_inline_text_names(&self) -> bool {
+        self.omitted.inline_text
+            || self
+                .name
+                .iter()
+                .zip(&self.text_id_name)
+                .any(|(a, b)| a != b)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -132,7 +132,9 @@ fn staged_host_load_and_kernel_rows_give_the_loaded_trace() {
     let conn = trace::open_path(&path).expect("open");
     let full = trace::load(&conn, &label, LoadOptions::all(), &mut |_| true).expect("load");
     let mut staged = trace::StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
-    staged.nvtx(&conn, &label, &mut |_| true).expect("nvtx");
+    staged
+        .nvtx(&conn, &label, false, &mut |_| true)
+        .expect("nvtx");
     assert_eq!(staged.trace().nvtx.len(), full.nvtx.len());
     let schema = staged.schema().clone();
     let mut rows = trace::KernelRows::new(&conn, &schema, &label).expect("rows");
@@ -183,7 +185,9 @@ fn kernel_plan_carries_the_windows_of_the_host_side() {
         let label = path.display().to_string();
         let conn = trace::open_path(&path).expect("open");
         let mut staged = trace::StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
-        staged.nvtx(&conn, &label, &mut |_| true).expect("nvtx");
+        staged
+            .nvtx(&conn, &label, false, &mut |_| true)
+            .expect("nvtx");
         let host = staged.trace();
         let plan = KernelPlan::of(host);
         assert!(

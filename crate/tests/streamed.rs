@@ -25,7 +25,7 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     let kernel_conn = trace::open_path(path).expect("open (kernels)");
     let mut staged = StagedLoad::begin(&host_conn, &label, &mut |_| true).expect("begin");
     staged
-        .nvtx(&host_conn, &label, &mut |_| true)
+        .nvtx(&host_conn, &label, true, &mut |_| true)
         .expect("nvtx");
     let plan = KernelPlan::of(staged.trace()).to_bytes();
 

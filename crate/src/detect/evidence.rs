@@ -176,14 +176,7 @@ pub fn warnings(
             w.push("launch calls carry versioned or driver/graph names (e.g. cudaLaunchKernel_v7000, cuLaunchKernel, cudaGraphLaunch): the trtllm-skill profile counts only the exact name cudaLaunchKernel, so its launch overhead ratio misses them".into());
         }
     }
-    if !p.sw.nvtx_text_fallback
-        && trace
-            .nvtx
-            .text_id_name
-            .iter()
-            .zip(&trace.nvtx.name)
-            .any(|(&a, &b)| a != b)
-    {
+    if !p.sw.nvtx_text_fallback && trace.nvtx.has_inline_text_names() {
         w.push("some NVTX ranges carry their name only in the inline `text` column: the trtllm-skill profile (textId names only) does not see them".into());
     }
     if p.sw.dedup_steps && raw_steps > steps.len() {

@@ -18,7 +18,7 @@ pub mod verdict;
 
 pub use config::{DetectConfig, Profile, ScopeThresholds, ThresholdOverrides, Thresholds};
 pub use result::DetectReport;
-pub use sweep::{KernelSummary, KernelSweep, OutOfOrder};
+pub use sweep::{KernelSummary, KernelSweep, OutOfOrder, Plan};
 
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
@@ -63,6 +63,18 @@ pub fn detect_with_kernels(
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
+    detect_with_plan(host, &sweep::Plan::new(host, cfg), kernels, cfg)
+}
+
+/// Like [`detect_with_kernels`] with the host's plan built once ([`sweep::Plan::new`]) and
+/// reused: building it classifies every string, which a page re-applying edited thresholds
+/// should not pay on each edit.
+pub fn detect_with_plan(
+    host: &Trace,
+    plan: &sweep::Plan,
+    kernels: &KernelSummary,
+    cfg: &DetectConfig,
+) -> Result<DetectReport> {
     if kernels.facts.kernels == 0 {
         let empty = Trace {
             present: host.present,
@@ -70,7 +82,7 @@ pub fn detect_with_kernels(
         };
         empty.require_kernels(&cfg.file_label)?;
     }
-    assemble(host, &sweep::Plan::new(host, cfg), kernels, cfg)
+    assemble(host, plan, kernels, cfg)
 }
 
 /// The report from the host part, its plan and the kernel summary.
@@ -319,7 +331,7 @@ fn facts(trace: &Trace, kernels: &KernelSummary, cfg: &DetectConfig, steps: usiz
         processes: gpu_processes(trace, kernels),
         kernels: kernels.facts.kernels,
         launch_api_calls: trace.runtime.len() as u64,
-        nvtx_ranges: trace.nvtx.len() as u64,
+        nvtx_ranges: trace.nvtx.total(),
         forward_steps: steps as u64,
         cuda_graph_trace: trace
             .meta

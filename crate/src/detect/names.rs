@@ -111,6 +111,15 @@ pub fn parse_step(name: &str) -> Option<StepName> {
     })
 }
 
+/// Whether a range of this name may be a forward step or a host-prep range under some
+/// profile: SQLite `LIKE` (case-insensitive, `_` a wildcard) or a substring test. Broader than
+/// every rule, never narrower, so a load keeping only such ranges loses no window.
+pub fn may_define_windows(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (lower.contains("forward") && lower.contains("step"))
+        || (lower.contains("prepare") && lower.contains("inputs"))
+}
+
 /// Whether an API name launches kernels under the profile's rules.
 pub fn is_launch_api(name: &str, apis: LaunchApis) -> bool {
     match apis {

@@ -63,16 +63,16 @@ impl std::error::Error for OutOfOrder {}
 /// What the host part of a trace decides before any kernel is seen: the profile's switches, the
 /// name tables, the forward steps and the phase windows. Built identically by the sweep and by
 /// the assembly, so both agree on the windows.
-pub(super) struct Plan {
-    pub sw: Switches,
-    pub names: NameTables,
-    pub custom_marker: bool,
-    pub steps: Vec<Step>,
-    pub raw_steps: usize,
-    pub context: Option<PhaseSteps>,
-    pub generation: Option<PhaseSteps>,
+pub struct Plan {
+    pub(super) sw: Switches,
+    pub(super) names: NameTables,
+    pub(super) custom_marker: bool,
+    pub(super) steps: Vec<Step>,
+    pub(super) raw_steps: usize,
+    pub(super) context: Option<PhaseSteps>,
+    pub(super) generation: Option<PhaseSteps>,
     /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
-    pub prep: Vec<PrepRanges>,
+    pub(super) prep: Vec<PrepRanges>,
 }
 
 impl Plan {

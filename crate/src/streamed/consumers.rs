@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::detect::Profile;
 use crate::detect::sweep::{KernelSummary, KernelSweep};
-use crate::detect::{DetectConfig, Profile};
 use crate::drill::gaps::{GapHistogram, GapSweep};
 use crate::error::{Error, Result};
 use crate::model::{CoverageNote, KernelEvent, Trace};
@@ -41,14 +41,7 @@ impl Consumers {
     pub fn new(host: &Trace, label: &str) -> Result<Consumers> {
         let detect = PROFILES
             .iter()
-            .map(|&profile| {
-                let cfg = DetectConfig {
-                    profile,
-                    file_label: label.to_string(),
-                    ..DetectConfig::default()
-                };
-                KernelSweep::new(host, &cfg)
-            })
+            .map(|&profile| KernelSweep::new(host, &super::profile_config(profile, label)))
             .collect();
         Ok(Consumers {
             detect,

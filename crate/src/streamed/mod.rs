@@ -16,7 +16,7 @@ pub use plan::{KernelPlan, PlanRange};
 pub use source::SqliteKernels;
 
 use crate::detect::sweep::KernelSummary;
-use crate::detect::{self, DetectConfig, DetectReport};
+use crate::detect::{self, DetectConfig, DetectReport, Plan, Profile};
 use crate::drill::gaps::GapHistogram;
 use crate::error::{Error, Result};
 use crate::model::{ProcessIdx, Trace};
@@ -28,6 +28,8 @@ pub struct Streamed {
     pub host: Trace,
     /// One summary per entry of [`PROFILES`].
     detect: Vec<KernelSummary>,
+    /// The host's detect plan per entry of [`PROFILES`], built once.
+    plans: Vec<Plan>,
     pub timeline: Timeline,
     pub gaps: GapHistogram,
 }
@@ -54,9 +56,14 @@ impl Streamed {
         host.present.kernels = results.present;
         host.coverage.extend(results.coverage);
         let timeline = results.timeline.with_steps_of(&host);
+        let plans = PROFILES
+            .iter()
+            .map(|&profile| Plan::new(&host, &profile_config(profile, "")))
+            .collect();
         Ok(Streamed {
             host,
             detect,
+            plans,
             timeline,
             gaps: results.gaps,
         })
@@ -65,9 +72,25 @@ impl Streamed {
     /// The verdict under `cfg` (its profile picks the summary; thresholds apply here).
     pub fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
         let i = PROFILES.iter().position(|&p| p == cfg.profile).unwrap_or(0);
-        let summary = self.detect.get(i).ok_or_else(|| Error::Internal {
-            detail: "no kernel summary for this profile".into(),
-        })?;
-        detect::detect_with_kernels(&self.host, summary, cfg)
+        let (Some(summary), Some(plan)) = (self.detect.get(i), self.plans.get(i)) else {
+            return Err(Error::Internal {
+                detail: "no kernel summary for this profile".into(),
+            });
+        };
+        if cfg.step_marker.is_some() || cfg.window.is_some() {
+            // The pass swept the default windows; other ones need the plan rebuilt (and are
+            // refused by the summary check when they differ).
+            return detect::detect_with_kernels(&self.host, summary, cfg);
+        }
+        detect::detect_with_plan(&self.host, plan, summary, cfg)
+    }
+}
+
+/// The configuration the kernel pass sweeps under for `profile`.
+pub fn profile_config(profile: Profile, label: &str) -> DetectConfig {
+    DetectConfig {
+        profile,
+        file_label: label.to_string(),
+        ..DetectConfig::default()
     }
 }

@@ -92,7 +92,7 @@ impl KernelPass {
         if self.consumers.is_some() {
             return Ok(());
         }
-        let host: Trace = plan.into_trace(self.strings.clone());
+        let host: Trace = plan.into_trace(std::mem::take(&mut self.strings));
         let met = std::mem::replace(&mut self.processes, host.processes.clone());
         let mut consumers = Consumers::new(&host, &self.label)?;
         for mut ev in std::mem::take(&mut self.waiting) {
@@ -105,6 +105,9 @@ impl KernelPass {
             consumers.push(ev)?;
         }
         self.consumers = Some(consumers);
+        // The plan's host trace owns the strings now (inline NVTX texts interned after the
+        // file's ids, which kernels never use): name kernels through it.
+        self.strings = host.strings;
         Ok(())
     }
 

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::detect::names::may_define_windows;
 use crate::error::{Error, Result};
 use crate::model::{NO_NAME, NameId, Ns, PresentTables, Strings, Trace};
 
@@ -101,13 +102,4 @@ impl KernelPlan {
             detail: format!("the kernel pass's plan did not decode: {e}"),
         })
     }
-}
-
-/// Whether a range of this name may be a forward step or a host-prep range under some
-/// profile: SQLite `LIKE` (case-insensitive, `_` a wildcard) or a substring test. Broader than
-/// every rule, never narrower.
-fn may_define_windows(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.contains("forward") && lower.contains("step"))
-        || (lower.contains("prepare") && lower.contains("inputs"))
 }

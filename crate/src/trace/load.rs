@@ -9,6 +9,7 @@ use rusqlite::types::ValueRef;
 
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
+use crate::detect::names::may_define_windows;
 use crate::error::{Error, Result};
 use crate::model::{CoverageNote, GpuInfo, MemOps, NO_NAME, ProcessIdx, Processes, Strings, Trace};
 
@@ -154,14 +155,21 @@ impl StagedLoad {
         Ok(StagedLoad { schema, trace })
     }
 
-    /// The NVTX ranges.
-    pub fn nvtx(&mut self, conn: &Connection, path: &str, progress: ProgressFn<'_>) -> Result<()> {
+    /// The NVTX ranges; with `windows_only`, only those that may be forward steps or host-prep
+    /// ranges (the verdict's windows), the others counted in `nvtx.omitted`.
+    pub fn nvtx(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        windows_only: bool,
+        progress: ProgressFn<'_>,
+    ) -> Result<()> {
         let mut ctx = Loader {
             conn,
             path,
             progress,
         };
-        ctx.load_nvtx(&self.schema, &mut self.trace, false)
+        ctx.load_nvtx_where(&self.schema, &mut self.trace, false, windows_only)
     }
 
     /// The CUDA API calls (only launch calls with `LoadOptions::detect()`), then the remaining
@@ -247,6 +255,21 @@ pub fn merge_kernel_part(trace: &mut Trace, part: Trace) {
     }
     trace.present.kernels = part.present.kernels;
     trace.coverage.extend(part.coverage);
+}
+
+/// `SELECT` list with `NULL` standing in for absent columns.
+pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
+    let cols: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            if schema.has_column(table, c) {
+                format!("\"{c}\"")
+            } else {
+                "NULL".to_string()
+            }
+        })
+        .collect();
+    format!("SELECT {} FROM {table} {filter}", cols.join(", "))
 }
 
 /// What a kernel-table reader must say about the file's kernel table: absent, or absent columns.
@@ -349,19 +372,8 @@ impl Loader<'_, '_> {
         }
     }
 
-    /// `SELECT` list with `NULL` standing in for absent columns.
     fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
-        let cols: Vec<String> = columns
-            .iter()
-            .map(|c| {
-                if schema.has_column(table, c) {
-                    format!("\"{c}\"")
-                } else {
-                    "NULL".to_string()
-                }
-            })
-            .collect();
-        format!("SELECT {} FROM {table} {filter}", cols.join(", "))
+        select(schema, table, columns, filter)
     }
 
     /// Row-count estimate (max rowid: O(log n), unlike COUNT(*)) for reservations and progress.
@@ -566,6 +578,18 @@ impl Loader<'_, '_> {
     }
 
     fn load_nvtx(&mut self, schema: &Schema, trace: &mut Trace, details: bool) -> Result<()> {
+        self.load_nvtx_where(schema, trace, details, false)
+    }
+
+    /// NVTX ranges; with `windows_only`, only those that may be forward steps or host-prep
+    /// ranges are kept (the rest are counted): the verdict needs no other.
+    fn load_nvtx_where(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        details: bool,
+        windows_only: bool,
+    ) -> Result<()> {
         if !schema.has_table(NVTX_TABLE) {
             trace.note(
                 NVTX_TABLE,
@@ -597,14 +621,35 @@ impl Loader<'_, '_> {
         } = trace;
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
+        let keep_id: Vec<bool> = if windows_only {
+            strings.classify(may_define_windows)
+        } else {
+            Vec::new()
+        };
         self.stream("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
-            n.start.push(int(r.get_ref(0)?, 0));
-            n.end.push(int(r.get_ref(1)?, 0));
+            // Every row's thread is interned, kept or not: process and thread ids then come
+            // out as in a whole load (they order per-process results).
             let gtid = int(r.get_ref(2)?, 0);
             if gtid != last_tid {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
+            if windows_only {
+                let by_id = opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id));
+                let text = match r.get_ref(5)? {
+                    ValueRef::Text(t) => Some(t),
+                    _ => None,
+                };
+                let keep = crate::model::flag(&keep_id, by_id)
+                    || text.is_some_and(|t| may_define_windows(&String::from_utf8_lossy(t)));
+                if !keep {
+                    n.omitted.count += 1;
+                    n.omitted.inline_text |= text.is_some();
+                    return Ok(());
+                }
+            }
+            n.start.push(int(r.get_ref(0)?, 0));
+            n.end.push(int(r.get_ref(1)?, 0));
             n.thread.push(last_thread);
             n.event_type
                 .push(u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0));

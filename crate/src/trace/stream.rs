@@ -8,7 +8,7 @@
 
 use rusqlite::Connection;
 
-use super::load::{KERNEL_TABLE, int, opt_int, small};
+use super::load::{KERNEL_TABLE, int, opt_int, select, small};
 use super::open::sqlite_error;
 use super::schema::Schema;
 use crate::error::Result;
@@ -40,20 +40,13 @@ impl KernelRows {
     /// Prepares a pass (`rowid` bounds are two B-tree lookups, not a scan). Without a kernel
     /// table the pass is empty: the caller's coverage notes say why.
     pub fn new(conn: &Connection, schema: &Schema, path: &str) -> Result<KernelRows> {
-        let cols: Vec<String> = COLUMNS
-            .iter()
-            .map(|c| {
-                if schema.has_column(KERNEL_TABLE, c) {
-                    format!("\"{c}\"")
-                } else {
-                    "NULL".into()
-                }
-            })
-            .collect();
-        let sql = format!(
-            "SELECT rowid, {} FROM {KERNEL_TABLE} WHERE rowid BETWEEN ?1 AND ?2",
-            cols.join(", ")
-        );
+        let sql = select(
+            schema,
+            KERNEL_TABLE,
+            &COLUMNS,
+            "WHERE rowid BETWEEN ?1 AND ?2",
+        )
+        .replacen("SELECT ", "SELECT rowid, ", 1);
         let (first, last) = if schema.has_table(KERNEL_TABLE) {
             rowid_bounds(conn, path)?
         } else {
@@ -145,18 +138,19 @@ impl KernelNames<'_> {
     }
 }
 
-/// `min(rowid)`, `max(rowid)`: O(log n) each, unlike `COUNT(*)`.
+/// `min(rowid)` and `max(rowid)`: two queries, because SQLite answers a lone `min`/`max` of the
+/// `rowid` from the B-tree's edge but scans the whole table for both in one query.
 fn rowid_bounds(conn: &Connection, path: &str) -> Result<(i64, i64)> {
-    conn.query_row(
-        &format!("SELECT min(rowid), max(rowid) FROM {KERNEL_TABLE}"),
-        [],
-        |r| Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?)),
-    )
-    .map(|b| match b {
+    let edge = |f: &str| {
+        conn.query_row(&format!("SELECT {f}(rowid) FROM {KERNEL_TABLE}"), [], |r| {
+            r.get::<_, Option<i64>>(0)
+        })
+        .map_err(|e| sqlite_error(path, KERNEL_TABLE, &e))
+    };
+    Ok(match (edge("min")?, edge("max")?) {
         (Some(first), Some(last)) => (first, last),
         _ => (1, 0),
     })
-    .map_err(|e| sqlite_error(path, KERNEL_TABLE, &e))
 }
 
 /// Interns `globalPid`s, remembering the last one (kernels of one process come in runs).

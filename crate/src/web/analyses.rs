@@ -62,7 +62,7 @@ pub fn analyze_traces(
             label: label.to_string(),
             source: label.to_string(),
         };
-        analyze::analyze_trace(trace.trace(), &cfg).map_err(js_error)
+        analyze::analyze_trace(trace.trace().map_err(js_error)?, &cfg).map_err(js_error)
     };
     let baseline = breakdown(baseline_id, &opts.baseline_label)?;
     let target = target_id
@@ -88,11 +88,14 @@ pub fn drill_traces(
     let inputs: Vec<DrillInput<'_>> = traces
         .iter()
         .zip(&labels)
-        .map(|(t, label)| DrillInput {
-            trace: t.trace(),
-            label,
+        .map(|(t, label)| {
+            Ok(DrillInput {
+                trace: t.trace()?,
+                label,
+            })
         })
-        .collect();
+        .collect::<crate::error::Result<_>>()
+        .map_err(js_error)?;
     to_json(&drill::drill(&inputs, &opts).map_err(js_error)?)
 }
 
@@ -107,7 +110,8 @@ pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, JsErro
         top: top.max(1) as usize,
         window: None,
     };
-    let doc = document::build(trace.trace(), trace.label(), &opts).map_err(js_error)?;
+    let whole = trace.trace().map_err(js_error)?;
+    let doc = document::build(whole, trace.label(), &opts).map_err(js_error)?;
     let bytes: Vec<u8> = match format {
         "md" => markdown::render(&doc).into_bytes(),
         "json" => serde_json::to_vec_pretty(&doc).map_err(js_error)?,

@@ -11,10 +11,10 @@ use std::rc::Rc;
 use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
 use super::{from_json, init, js_error, to_json};
-use crate::detect::{self, DetectConfig, Profile, ThresholdOverrides};
-use crate::drill::gaps::idle_gap_histogram;
+use crate::detect::{DetectConfig, Profile, ThresholdOverrides};
 use crate::error::Error;
 use crate::model::{Ns, Trace};
+use crate::streamed::Streamed;
 use crate::trace::{self, HEADER_LEN, LoadOptions, Part, Progress, transfer};
 
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
@@ -47,7 +47,23 @@ const NS_LIMIT: f64 = (1u64 << 61) as f64;
 
 impl Analysis {
     fn new(name: String, trace: Trace, registration: Registration) -> Analysis {
-        let trace = Rc::new(Indexed::new(trace, &name));
+        let trace = Indexed::new(trace, &name);
+        Analysis::of(name, trace, registration)
+    }
+
+    /// A trace opened by streaming its kernel table (`super::stream`).
+    pub(super) fn streamed(
+        name: String,
+        streamed: Streamed,
+        conn: Connection,
+        registration: Registration,
+    ) -> Result<Analysis, Error> {
+        let trace = Indexed::streamed(streamed, conn, &name)?;
+        Ok(Analysis::of(name, trace, registration))
+    }
+
+    fn of(name: String, trace: Indexed, registration: Registration) -> Analysis {
+        let trace = Rc::new(trace);
         let id = indexed::register(&trace);
         Analysis {
             name,
@@ -109,14 +125,14 @@ impl Analysis {
             file_label: self.name.clone(),
             ..DetectConfig::default()
         };
-        let report = detect::detect(self.trace.trace(), &cfg).map_err(js_error)?;
+        let report = self.trace.detect(&cfg).map_err(js_error)?;
         to_json(&report)
     }
 
     /// `{"start_ns", "end_ns"}`: first kernel start to last kernel end.
     #[wasm_bindgen(js_name = timelineExtent)]
     pub fn timeline_extent(&self) -> Result<String, JsError> {
-        let (start_ns, end_ns) = self.trace.timeline().extent();
+        let (start_ns, end_ns) = self.trace.extent();
         to_json(&Extent { start_ns, end_ns })
     }
 
@@ -134,11 +150,7 @@ impl Analysis {
                 "empty time range: endNs ({end}) must be after startNs ({start})"
             )));
         }
-        let view = self
-            .trace
-            .timeline()
-            .view(self.trace.trace(), start, end, columns)
-            .map_err(js_error)?;
+        let view = self.trace.view(start, end, columns).map_err(js_error)?;
         to_json(&view)
     }
 
@@ -151,17 +163,13 @@ impl Analysis {
     ) -> Result<String, JsError> {
         let t = ns_arg("tNs", t_ns)?;
         let slack = ns_arg("slackNs", slack_ns)?.max(0);
-        let hit = self
-            .trace
-            .timeline()
-            .hit(self.trace.trace(), lane, t, slack)
-            .map_err(js_error)?;
+        let hit = self.trace.hit(lane, t, slack).map_err(js_error)?;
         to_json(&hit)
     }
 
     /// `GapHistogram` JSON: GPU-idle gaps of every device, bucketed.
     pub fn gaps(&self) -> Result<String, JsError> {
-        to_json(&idle_gap_histogram(self.trace.trace(), None))
+        to_json(&self.trace.gaps())
     }
 
     /// The file's name as the user chose it.
@@ -231,7 +239,7 @@ pub fn load_kernels(
 }
 
 /// Checks the header of `file` and registers it with the blob VFS.
-fn register(file: &File) -> Result<(String, Registration), JsError> {
+pub(super) fn register(file: &File) -> Result<(String, Registration), JsError> {
     init();
     let name = file.name();
     check_header(file, &name).map_err(js_error)?;
@@ -270,18 +278,27 @@ fn load(
     on_progress: &js_sys::Function,
     part: Part,
 ) -> Result<Trace, Error> {
+    let conn = open_connection(registration, name)?;
+    let mut progress = |p: Progress| report_progress(on_progress, p);
+    trace::load_part(&conn, name, LoadOptions::page(), &mut progress, part)
+}
+
+/// Opens the registered file read-only through the blob VFS, configured for analysis.
+pub(super) fn open_connection(
+    registration: &Registration,
+    name: &str,
+) -> Result<Connection, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags_and_vfs(registration.uri(), flags, vfs::VFS_NAME)
         .map_err(|e| trace::sqlite_error(name, "the file", &e))?;
     trace::configure(&conn, name)?;
-    let mut progress = |p: Progress| report_progress(on_progress, p);
-    trace::load_part(&conn, name, LoadOptions::page(), &mut progress, part)
+    Ok(conn)
 }
 
 /// Calls the page's progress callback; `false` from it (or a throw) cancels the load.
-fn report_progress(callback: &js_sys::Function, p: Progress) -> bool {
+pub(super) fn report_progress(callback: &js_sys::Function, p: Progress) -> bool {
     let result = callback.call3(
         &JsValue::NULL,
         &JsValue::from_str(p.step),

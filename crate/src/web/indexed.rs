@@ -1,43 +1,149 @@
-//! A loaded trace together with its timeline index, built once on first use.
+//! An open trace as the page's views read it: either loaded whole (with its timeline summary
+//! built once on first use), or streamed (the host side loaded, the kernel table summarised by
+//! the kernel pass and re-read by `rowid` when the timeline zooms in).
 //!
-//! Why: `Timeline::new` passes over every kernel once to build its summary, and the page asks
-//! for a view on every zoom and a hit on every pointer move, so the summary must outlive one
-//! call.
+//! Why one type: the verdict view asks the same questions of both (verdict, timeline view,
+//! hover hit, gap histogram); the root cause, drill-down and report need every event, which a
+//! streamed trace loads whole the first time one of them is opened.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
-use crate::model::Trace;
-use crate::timeline::Timeline;
+use rusqlite::Connection;
+
+use crate::detect::{self, DetectConfig, DetectReport};
+use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
+use crate::error::Result;
+use crate::model::{Ns, Trace};
+use crate::streamed::{SqliteKernels, Streamed};
+use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
+use crate::trace::{KernelRows, LoadOptions, Part, Schema};
 
 pub(crate) struct Indexed {
-    trace: Trace,
     /// The file's name, as results label the trace.
     label: String,
-    timeline: OnceCell<Timeline>,
+    kind: Kind,
+}
+
+enum Kind {
+    Loaded {
+        trace: Trace,
+        timeline: OnceCell<Timeline>,
+    },
+    Streamed {
+        streamed: Box<Streamed>,
+        /// The export, still open: the timeline's zoomed-in views and the whole load read it.
+        conn: Connection,
+        rows: KernelRows,
+        whole: OnceCell<Trace>,
+    },
 }
 
 impl Indexed {
     pub(crate) fn new(trace: Trace, label: &str) -> Indexed {
         Indexed {
-            trace,
             label: label.to_string(),
-            timeline: OnceCell::new(),
+            kind: Kind::Loaded {
+                trace,
+                timeline: OnceCell::new(),
+            },
         }
     }
 
-    pub(crate) fn trace(&self) -> &Trace {
-        &self.trace
+    /// A streamed trace over its still-open connection.
+    pub(crate) fn streamed(streamed: Streamed, conn: Connection, label: &str) -> Result<Indexed> {
+        let schema = Schema::probe(&conn, label)?;
+        let rows = KernelRows::new(&conn, &schema, label)?;
+        Ok(Indexed {
+            label: label.to_string(),
+            kind: Kind::Streamed {
+                streamed: Box::new(streamed),
+                conn,
+                rows,
+                whole: OnceCell::new(),
+            },
+        })
     }
 
     pub(crate) fn label(&self) -> &str {
         &self.label
     }
 
-    /// The timeline index, built on the first call.
-    pub(crate) fn timeline(&self) -> &Timeline {
-        self.timeline.get_or_init(|| Timeline::new(&self.trace))
+    /// Every event of the trace (a streamed one is loaded whole on the first call: the root
+    /// cause, drill-down and report read every table).
+    pub(crate) fn trace(&self) -> Result<&Trace> {
+        match &self.kind {
+            Kind::Loaded { trace, .. } => Ok(trace),
+            Kind::Streamed { conn, whole, .. } => {
+                if let Some(t) = whole.get() {
+                    return Ok(t);
+                }
+                let opts = LoadOptions::page();
+                let t =
+                    crate::trace::load_part(conn, &self.label, opts, &mut |_| true, Part::Whole)?;
+                Ok(whole.get_or_init(|| t))
+            }
+        }
+    }
+
+    pub(crate) fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
+        match &self.kind {
+            Kind::Loaded { trace, .. } => detect::detect(trace, cfg),
+            Kind::Streamed { streamed, .. } => streamed.detect(cfg),
+        }
+    }
+
+    pub(crate) fn gaps(&self) -> GapHistogram {
+        match &self.kind {
+            Kind::Loaded { trace, .. } => idle_gap_histogram(trace, None),
+            Kind::Streamed { streamed, .. } => streamed.gaps.clone(),
+        }
+    }
+
+    pub(crate) fn extent(&self) -> (Ns, Ns) {
+        self.timeline().extent()
+    }
+
+    /// The timeline view of `[start, end)` in `columns` columns.
+    pub(crate) fn view(&self, start: Ns, end: Ns, columns: u32) -> Result<TimelineView> {
+        self.with_timeline(|t, source| t.view_with(source, start, end, columns, Detail::Auto))
+    }
+
+    /// The kernel or step of `lane` under the pointer.
+    pub(crate) fn hit(&self, lane: u32, t: Ns, slack: Ns) -> Result<Option<Hit>> {
+        self.with_timeline(|timeline, source| timeline.hit(source, lane, t, slack))
+    }
+
+    /// Runs `f` on the timeline and the source its zoomed-in views re-read: the loaded table,
+    /// or the file's rows by `rowid`.
+    fn with_timeline<R>(&self, f: impl FnOnce(&Timeline, &dyn KernelSource) -> R) -> R {
+        match &self.kind {
+            Kind::Loaded { trace, .. } => f(self.timeline(), trace),
+            Kind::Streamed {
+                streamed,
+                conn,
+                rows,
+                ..
+            } => {
+                let source = SqliteKernels {
+                    conn,
+                    rows,
+                    strings: &streamed.host.strings,
+                    label: &self.label,
+                    scratch: RefCell::default(),
+                };
+                f(&streamed.timeline, &source)
+            }
+        }
+    }
+
+    /// The timeline summary (built on first use for a loaded trace).
+    fn timeline(&self) -> &Timeline {
+        match &self.kind {
+            Kind::Loaded { trace, timeline } => timeline.get_or_init(|| Timeline::new(trace)),
+            Kind::Streamed { streamed, .. } => &streamed.timeline,
+        }
     }
 }
 

@@ -14,6 +14,7 @@ mod analyses;
 mod analysis;
 mod draw;
 mod indexed;
+mod stream;
 pub mod vfs;
 
 pub use analyses::{analyze_traces, drill_traces, report_file};
@@ -21,6 +22,7 @@ pub use analysis::{Analysis, HostPart, load_kernels};
 pub use draw::{
     draw_bar_chart, draw_gap_histogram, draw_step_times, draw_timeline, timeline_layout,
 };
+pub use stream::{KernelPass, StreamHost};
 
 use std::fmt::Display;
 use std::sync::Once;

@@ -1,0 +1,167 @@
+//! The page's bounded-memory open, across two workers (see `crate::streamed`):
+//! [`StreamHost`] in the analysis worker loads the host side in steps and hands out the plan;
+//! [`KernelPass`] in a loader worker streams the kernel table through the one-pass analyses;
+//! [`StreamHost::attach`] joins their results into an [`Analysis`].
+
+use js_sys::Uint8Array;
+use rusqlite::Connection;
+use wasm_bindgen::prelude::*;
+use web_sys::File;
+
+use super::analysis::{Analysis, open_connection, register, report_progress};
+use super::js_error;
+use super::vfs::Registration;
+use crate::model::Trace;
+use crate::streamed::{self, KernelPlan, KernelResults};
+use crate::trace::{LoadOptions, Progress, StagedLoad};
+
+/// The host side of a trace being opened: strings and NVTX first, then the API calls.
+#[wasm_bindgen]
+pub struct StreamHost {
+    name: String,
+    registration: Registration,
+    conn: Connection,
+    staged: Option<StagedLoad>,
+    trace: Option<Trace>,
+}
+
+#[wasm_bindgen]
+impl StreamHost {
+    /// Opens `file` and loads its strings and NVTX ranges. `onProgress(step, done, total)`
+    /// returning `false` cancels.
+    pub fn open(
+        file: File,
+        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+    ) -> Result<StreamHost, JsError> {
+        let (name, registration) = register(&file)?;
+        let conn = open_connection(&registration, &name).map_err(js_error)?;
+        let mut progress = |p: Progress| report_progress(&on_progress, p);
+        let mut staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(js_error)?;
+        staged
+            .nvtx(&conn, &name, true, &mut progress)
+            .map_err(js_error)?;
+        Ok(StreamHost {
+            name,
+            registration,
+            conn,
+            staged: Some(staged),
+            trace: None,
+        })
+    }
+
+    /// The plan for the kernel pass, as bytes to send to the loader worker.
+    pub fn plan(&self) -> Result<Uint8Array, JsError> {
+        let staged = self.staged.as_ref().ok_or_else(|| order_error("plan"))?;
+        Ok(Uint8Array::from(
+            &KernelPlan::of(staged.trace()).to_bytes()[..],
+        ))
+    }
+
+    /// Loads the kernel-launch API calls, GPU info and names (what the verdict reads).
+    #[wasm_bindgen(js_name = loadRest)]
+    pub fn load_rest(
+        &mut self,
+        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+    ) -> Result<(), JsError> {
+        let staged = self.staged.take().ok_or_else(|| order_error("loadRest"))?;
+        let mut progress = |p: Progress| report_progress(&on_progress, p);
+        let trace = staged
+            .finish(&self.conn, &self.name, LoadOptions::detect(), &mut progress)
+            .map_err(js_error)?;
+        self.trace = Some(trace);
+        Ok(())
+    }
+
+    /// Joins the kernel pass's results (bytes from [`KernelPass::finish`]) into the analysis.
+    pub fn attach(self, bytes: Uint8Array) -> Result<Analysis, JsError> {
+        let StreamHost {
+            name,
+            registration,
+            conn,
+            trace,
+            ..
+        } = self;
+        let host = trace.ok_or_else(|| order_error("attach"))?;
+        let results = KernelResults::from_bytes(&bytes.to_vec()).map_err(js_error)?;
+        let streamed = streamed::Streamed::attach(host, results).map_err(js_error)?;
+        Analysis::streamed(name, streamed, conn, registration).map_err(js_error)
+    }
+}
+
+fn order_error(call: &str) -> JsError {
+    js_error(format!(
+        "StreamHost.{call} called out of order (open → plan → loadRest → attach)"
+    ))
+}
+
+/// The kernel table of one file, streamed once (in the loader worker).
+#[wasm_bindgen]
+pub struct KernelPass {
+    pass: streamed::KernelPass,
+    conn: Connection,
+    on_progress: js_sys::Function,
+    _registration: Registration,
+}
+
+#[wasm_bindgen]
+impl KernelPass {
+    /// Opens `file` and reads its strings; kernels follow with [`KernelPass::step`].
+    pub fn open(
+        file: File,
+        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+    ) -> Result<KernelPass, JsError> {
+        let (name, registration) = register(&file)?;
+        let conn = open_connection(&registration, &name).map_err(js_error)?;
+        let mut progress = |p: Progress| report_progress(&on_progress, p);
+        let staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(js_error)?;
+        let strings = staged.trace().strings.clone();
+        let pass =
+            streamed::KernelPass::new(&conn, staged.schema(), strings, &name).map_err(js_error)?;
+        Ok(KernelPass {
+            pass,
+            conn,
+            on_progress,
+            _registration: registration,
+        })
+    }
+
+    #[wasm_bindgen(js_name = hasPlan)]
+    pub fn has_plan(&self) -> bool {
+        self.pass.has_plan()
+    }
+
+    /// Whether reading must wait for the plan (the waiting buffer is full).
+    #[wasm_bindgen(js_name = bufferFull)]
+    pub fn buffer_full(&self) -> bool {
+        self.pass.buffer_full()
+    }
+
+    /// Reads up to `rows` more rows; `false` once the table is read. Fails on a kernel out of
+    /// start order (the page then loads the table whole).
+    pub fn step(&mut self, rows: u32) -> Result<bool, JsError> {
+        let more = self.pass.step(&self.conn, rows).map_err(js_error)?;
+        let (done, total) = self.pass.progress();
+        let step = Progress {
+            step: "streaming kernels",
+            done,
+            total,
+        };
+        if !report_progress(&self.on_progress, step) {
+            return Err(js_error(crate::error::Error::Cancelled));
+        }
+        Ok(more)
+    }
+
+    /// The plan from the analysis worker ([`StreamHost::plan`]'s bytes).
+    #[wasm_bindgen(js_name = setPlan)]
+    pub fn set_plan(&mut self, bytes: Uint8Array) -> Result<(), JsError> {
+        let plan = KernelPlan::from_bytes(&bytes.to_vec()).map_err(js_error)?;
+        self.pass.set_plan(plan).map_err(js_error)
+    }
+
+    /// The analyses' results as bytes for [`StreamHost::attach`].
+    pub fn finish(self) -> Result<Uint8Array, JsError> {
+        let results = self.pass.finish().map_err(js_error)?;
+        Ok(Uint8Array::from(&results.to_bytes()[..]))
+    }
+}
