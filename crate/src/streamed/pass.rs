@@ -13,8 +13,9 @@ use crate::error::{Error, Result};
 use crate::model::{CoverageNote, KernelEvent, Processes, Strings, Trace};
 use crate::trace::{KERNEL_TABLE, KernelNames, KernelRows, Schema, kernel_table_notes};
 
-/// Kernels held while waiting for the plan: 1 Mi events, 48 MiB.
-pub const BUFFER_EVENTS: usize = 1 << 20;
+/// Kernels held while waiting for the plan: 256 Ki events (12 MiB, reserved at once). The
+/// plan comes after the other worker's NVTX load, later than a larger buffer would fill anyway.
+pub const BUFFER_EVENTS: usize = 1 << 18;
 
 /// One pass over one file's kernel table.
 pub struct KernelPass {
@@ -38,7 +39,7 @@ impl KernelPass {
             rows: KernelRows::new(conn, schema, label)?,
             strings,
             processes: Processes::default(),
-            waiting: Vec::new(),
+            waiting: Vec::with_capacity(BUFFER_EVENTS),
             consumers: None,
             label: label.to_string(),
             coverage: kernel_table_notes(schema),
@@ -64,6 +65,16 @@ impl KernelPass {
     pub fn step(&mut self, conn: &Connection, rows: u32) -> Result<bool> {
         if self.rows.is_done() {
             return Ok(false);
+        }
+        // Before the plan, read no more than the buffer holds (it never reallocates).
+        let rows = if self.consumers.is_none() {
+            let room = BUFFER_EVENTS.saturating_sub(self.waiting.len());
+            rows.min(u32::try_from(room).unwrap_or(u32::MAX))
+        } else {
+            rows
+        };
+        if rows == 0 {
+            return Ok(true);
         }
         let names = KernelNames(&self.strings);
         let mut failed = None;

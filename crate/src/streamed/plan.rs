@@ -19,6 +19,8 @@ pub struct KernelPlan {
     /// The NVTX ranges whose name could be a forward step or a host-prep range, by any profile's
     /// rules (a superset: extra ranges change nothing).
     pub nvtx: Vec<PlanRange>,
+    /// Distinct inline texts the ranges refer to (a host-prep name repeats once per step).
+    pub texts: Vec<String>,
     pub nvtx_present: bool,
     pub runtime_present: bool,
 }
@@ -30,7 +32,8 @@ pub struct PlanRange {
     pub end: Ns,
     pub thread: u32,
     pub event_type: u8,
-    pub text: Option<String>,
+    /// Index into [`KernelPlan::texts`]: the range's inline text, when it has one.
+    pub text: Option<u32>,
     pub text_id: Option<i64>,
 }
 
@@ -41,21 +44,33 @@ impl KernelPlan {
         let relevant: Vec<bool> = s.classify(may_define_windows);
         let matters = |id: NameId| crate::model::flag(&relevant, id);
         let nv = &host.nvtx;
+        let mut texts: Vec<String> = Vec::new();
+        let mut text_index: std::collections::HashMap<NameId, u32> = Default::default();
         let nvtx = (0..nv.len())
             .filter(|&i| matters(nv.name[i]) || matters(nv.text_id_name[i]))
-            .map(|i| PlanRange {
-                start: nv.start[i],
-                end: nv.end[i],
-                thread: nv.thread[i],
-                event_type: nv.event_type[i],
-                text: (nv.name[i] != nv.text_id_name[i]).then(|| s.get(nv.name[i]).to_string()),
-                text_id: s.sqlite_id(nv.text_id_name[i]),
+            .map(|i| {
+                let inline = nv.name[i] != nv.text_id_name[i];
+                let text = inline.then(|| {
+                    *text_index.entry(nv.name[i]).or_insert_with(|| {
+                        texts.push(s.get(nv.name[i]).to_string());
+                        (texts.len() - 1) as u32
+                    })
+                });
+                PlanRange {
+                    start: nv.start[i],
+                    end: nv.end[i],
+                    thread: nv.thread[i],
+                    event_type: nv.event_type[i],
+                    text,
+                    text_id: s.sqlite_id(nv.text_id_name[i]),
+                }
             })
             .collect();
         KernelPlan {
             processes: host.processes.global_pid.clone(),
             threads: host.threads.global_tid.clone(),
             nvtx,
+            texts,
             nvtx_present: host.present.nvtx,
             runtime_present: host.present.runtime,
         }
@@ -79,15 +94,16 @@ impl KernelPlan {
         for gtid in self.threads {
             t.threads.intern(gtid, &mut t.processes);
         }
+        let texts: Vec<NameId> = self.texts.iter().map(|x| t.strings.intern(x)).collect();
         for r in self.nvtx {
             let by_id = r.text_id.map_or(NO_NAME, |id| t.strings.resolve(id));
-            let name = r.text.as_deref().map_or(by_id, |x| t.strings.intern(x));
+            let inline = r.text.and_then(|i| texts.get(i as usize).copied());
             let n = &mut t.nvtx;
             n.start.push(r.start);
             n.end.push(r.end);
             n.thread.push(r.thread);
             n.event_type.push(r.event_type);
-            n.name.push(name);
+            n.name.push(inline.unwrap_or(by_id));
             n.text_id_name.push(by_id);
         }
         t
