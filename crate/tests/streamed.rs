@@ -211,3 +211,55 @@ fn diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
         _ => format!(": {a} vs {b}"),
     }
 }
+
+/// A copy of `src` whose kernel table is stored in reverse start order (not as nsys writes it).
+fn reversed_kernel_table(src: &Path, dst: &Path) {
+    std::fs::copy(src, dst).expect("copy");
+    let conn = rusqlite::Connection::open(dst).expect("open copy");
+    conn.execute_batch(
+        "CREATE TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start DESC;
+         DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k;
+         DROP TABLE k;",
+    )
+    .expect("reorder");
+}
+
+/// The pass refuses a table out of start order with the error the page falls back on (its
+/// message is what `www/ui/engine.js` recognises), and a whole load still gives the verdict.
+#[test]
+fn a_kernel_table_out_of_start_order_stops_the_pass_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sorted = dir.path().join("sorted.sqlite");
+    let reversed = dir.path().join("reversed.sqlite");
+    generate("tp2-straggler", &sorted, &GenOptions { scale: 1, seed: 5 }).expect("generate");
+    reversed_kernel_table(&sorted, &reversed);
+    let label = reversed.display().to_string();
+    let conn = trace::open_path(&reversed).expect("open");
+    let staged = StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
+    let strings = staged.trace().strings.clone();
+    let mut pass = KernelPass::new(&conn, staged.schema(), strings, &label).expect("pass");
+    let mut host = StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
+    host.nvtx(&conn, &label, true, &mut |_| true).expect("nvtx");
+    pass.set_plan(KernelPlan::of(host.trace())).expect("plan");
+    let err = loop {
+        match pass.step(&conn, 1000) {
+            Ok(true) => {}
+            Ok(false) => panic!("a reversed kernel table was accepted"),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(err, nsys_lens::error::Error::Unordered { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("not in start order"), "{err}");
+    let cfg = DetectConfig::default();
+    let want = serde_json::to_value(detect(&whole(&sorted, true), &cfg).expect("detect"));
+    let got = serde_json::to_value(detect(&whole(&reversed, true), &cfg).expect("detect"));
+    let strip = |mut v: serde_json::Value| {
+        v["trace"]["file"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(strip(got.expect("json")), strip(want.expect("json")));
+}
