@@ -320,6 +320,42 @@ impl Kernels {
     }
 }
 
+/// A kernel met out of start order by a one-pass analysis: the caller falls back to loading
+/// (and sorting) the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel row {row} starts at {start} ns, before the previous kernel ({previous} ns): the kernel table is not in start order"
+)]
+pub struct OutOfOrder {
+    pub row: i64,
+    pub start: Ns,
+    /// The largest start seen before it.
+    pub previous: Ns,
+}
+
+/// The order check every one-pass analysis makes on the kernels it is fed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartOrder {
+    last: Option<Ns>,
+}
+
+impl StartOrder {
+    /// Accepts `ev` when it starts no earlier than every kernel accepted before it.
+    pub fn check(&mut self, ev: &KernelEvent) -> Result<(), OutOfOrder> {
+        match self.last {
+            Some(previous) if ev.start < previous => Err(OutOfOrder {
+                row: ev.row,
+                start: ev.start,
+                previous,
+            }),
+            _ => {
+                self.last = Some(ev.start);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// CUDA runtime/driver API calls (`CUPTI_ACTIVITY_KIND_RUNTIME`).
 #[derive(Debug, Default, Clone)]
 pub struct RuntimeCalls {

@@ -1,6 +1,7 @@
 // Shared pieces of the end-to-end tests: a static server over dist/, headless Chromium through
 // playwright-core, the CLI as the oracle, and the public traces.
 
+import assert from 'node:assert/strict';
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -184,6 +185,39 @@ export async function openTrace(page, file, { expect = 'done', timeout = 120_000
     [run, expect],
     { timeout },
   );
+}
+
+// The page's verdict, every metric card's value and each phase verdict against the CLI's
+// `detect --json` for the same file; returns the report and how many cards were compared.
+export async function assertMatchesCli(page, file, profile = 'standard') {
+  const name = path.basename(file);
+  const report = detectJson(file, profile);
+  const verdict = await page.textContent('[data-testid=verdict]');
+  assert.equal(verdict, report.verdict, `verdict of ${name} (${profile})`);
+  assert.ok(verdict === 'YES' || verdict === 'NO');
+  const cards = await readCards(page);
+  const want = expectedCards(report);
+  assert.deepEqual(Object.keys(cards).sort(), Object.keys(want).sort(), `scopes with cards for ${name}`);
+  let compared = 0;
+  for (const [scope, metrics] of Object.entries(want)) {
+    for (const key of METRIC_KEYS) {
+      assert.ok(key in cards[scope], `${scope} card ${key} missing`);
+      const got = parseValue(cards[scope][key]);
+      assert.equal(got, metrics[key], `${name} ${profile} ${scope}.${key}: page ${cards[scope][key]} vs CLI ${metrics[key]}`);
+      compared++;
+    }
+  }
+  for (const phase of ['context', 'generation']) {
+    if (!report.phases?.[phase]) continue;
+    assert.equal(await page.textContent(`[data-testid=verdict-${phase}]`), report.phases[phase].verdict, `${phase} verdict`);
+  }
+  return { report, compared };
+}
+
+// Waits until the timeline canvas has been drawn; returns its pixel statistics.
+export async function timelineDrawn(page, canvas = '[data-testid=timeline]') {
+  await page.waitForFunction((sel) => Number(document.querySelector(sel).dataset.drawn || 0) > 0, canvas, { timeout: 60_000 });
+  return canvasStats(page, canvas);
 }
 
 // Pixels of a canvas that differ from white, and a hash of its content.

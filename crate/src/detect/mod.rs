@@ -16,9 +16,10 @@ pub mod steps;
 pub mod sweep;
 pub mod verdict;
 
+pub use crate::model::OutOfOrder;
 pub use config::{DetectConfig, Profile, ScopeThresholds, ThresholdOverrides, Thresholds};
 pub use result::DetectReport;
-pub use sweep::{KernelSummary, KernelSweep, OutOfOrder, Plan};
+pub use sweep::{KernelSummary, KernelSweep, Plan};
 
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};

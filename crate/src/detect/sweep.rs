@@ -25,40 +25,16 @@
 use serde::{Deserialize, Serialize};
 
 use std::collections::HashMap;
-use std::fmt;
 
 use super::config::{DetectConfig, NameMatch, Switches};
 use super::measure::{PrepRanges, index_prep};
 use super::names::NameTables;
 use super::steps::{self, PhaseSteps, Step};
 use crate::model::intervals::IntervalSet;
-use crate::model::{KernelEvent, Ns, ProcessIdx, Trace, flag};
+use crate::model::{KernelEvent, Ns, OutOfOrder, ProcessIdx, StartOrder, Trace, flag};
 
 /// Device sets are 64-bit masks: a trace with more devices than this gets no standard M3.
 pub const MAX_MASK_DEVICES: usize = 64;
-
-/// A kernel arrived with a smaller `start` than the one before it: the stream is not in start
-/// order, and the caller should fall back to loading (and sorting) the kernel table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutOfOrder {
-    /// The offending kernel's row.
-    pub row: i64,
-    pub start: Ns,
-    /// The largest start seen before it.
-    pub previous_start: Ns,
-}
-
-impl fmt::Display for OutOfOrder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "kernel row {} starts at {} ns, before the previous kernel ({} ns): the kernel table is not in start order",
-            self.row, self.start, self.previous_start
-        )
-    }
-}
-
-impl std::error::Error for OutOfOrder {}
 
 /// What the host part of a trace decides before any kernel is seen: the profile's switches, the
 /// name tables, the forward steps and the phase windows. Built identically by the sweep and by
@@ -379,7 +355,7 @@ pub struct KernelSweep {
     has_generation: bool,
     masks: Option<MaskSweep>,
     deferred: Vec<Deferred>,
-    last_start: Option<Ns>,
+    order: StartOrder,
     kernels: u64,
     devices: Counts,
     processes: Counts,
@@ -421,7 +397,7 @@ impl KernelSweep {
             has_generation: plan.generation.is_some(),
             masks: needs_masks.then(MaskSweep::new),
             deferred: Vec::new(),
-            last_start: None,
+            order: StartOrder::default(),
             kernels: 0,
             devices: Counts::default(),
             processes: Counts::default(),
@@ -434,16 +410,7 @@ impl KernelSweep {
     /// predecessor is refused with [`OutOfOrder`], and the sweep is then unusable (the caller
     /// falls back to loading and sorting the table).
     pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
-        if let Some(previous_start) = self.last_start
-            && ev.start < previous_start
-        {
-            return Err(OutOfOrder {
-                row: ev.row,
-                start: ev.start,
-                previous_start,
-            });
-        }
-        self.last_start = Some(ev.start);
+        self.order.check(&ev)?;
         let (first, last_end) = match self.hull {
             Some((first, last_end)) => (first, last_end.max(ev.end)),
             None => (ev.start, ev.end),
@@ -1024,7 +991,7 @@ mod tests {
             Err(OutOfOrder {
                 row: 1,
                 start: 5,
-                previous_start: 30
+                previous: 30
             })
         );
         // Equal starts are in order.

@@ -5,8 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
-use crate::model::{KernelEvent, Ns, Trace};
-use crate::timeline::OutOfOrder;
+use crate::model::{KernelEvent, Ns, OutOfOrder, StartOrder, Trace};
 
 /// The nine buckets: upper bounds in ns (the last is open), label, typical cause.
 const BUCKETS: [(Ns, &str, &str); 9] = [
@@ -156,7 +155,7 @@ pub struct GapSweep {
     /// with a positive duration was seen.
     devices: BTreeMap<u32, Option<(Ns, Ns)>>,
     buckets: Buckets,
-    last_start: Option<Ns>,
+    order: StartOrder,
 }
 
 impl GapSweep {
@@ -171,16 +170,7 @@ impl GapSweep {
     /// Adds the next kernel; one starting before the previous one is refused (the caller falls
     /// back to loading the table) and leaves the sweep unchanged.
     pub fn push(&mut self, ev: &KernelEvent) -> Result<(), OutOfOrder> {
-        if let Some(previous) = self.last_start
-            && ev.start < previous
-        {
-            return Err(OutOfOrder {
-                row: ev.row,
-                start: ev.start,
-                previous,
-            });
-        }
-        self.last_start = Some(ev.start);
+        self.order.check(ev)?;
         let open = self.devices.entry(ev.device).or_default();
         if ev.end <= ev.start {
             return Ok(());

@@ -38,17 +38,17 @@ pub struct KernelResults {
 
 impl Consumers {
     /// The analyses for `host` (the plan's ranges, processes and threads).
-    pub fn new(host: &Trace, label: &str) -> Result<Consumers> {
+    pub fn new(host: &Trace, label: &str) -> Consumers {
         let detect = PROFILES
             .iter()
             .map(|&profile| KernelSweep::new(host, &super::profile_config(profile, label)))
             .collect();
-        Ok(Consumers {
+        Consumers {
             detect,
             timeline: TimelineBuilder::new(host, true),
             gaps: GapSweep::new(None),
             label: label.to_string(),
-        })
+        }
     }
 
     /// Feeds one kernel to every analysis; one out of start order stops the pass.
@@ -66,16 +66,22 @@ impl Consumers {
         self.gaps.push(&ev).map_err(|e| unordered(e.to_string()))
     }
 
-    /// The results, numbering processes by `processes` (`globalPid` per id).
-    pub fn finish(self, processes: Vec<i64>) -> Result<KernelResults> {
-        Ok(KernelResults {
+    /// The results, numbering processes by `processes` (`globalPid` per id), with what the
+    /// kernel table lacked (`coverage`) and whether it exists.
+    pub fn finish(
+        self,
+        processes: Vec<i64>,
+        coverage: Vec<CoverageNote>,
+        present: bool,
+    ) -> KernelResults {
+        KernelResults {
             processes,
             detect: self.detect.into_iter().map(KernelSweep::finish).collect(),
             timeline: self.timeline.finish(),
             gaps: self.gaps.finish(),
-            coverage: Vec::new(),
-            present: true,
-        })
+            coverage,
+            present,
+        }
     }
 }
 

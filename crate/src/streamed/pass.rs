@@ -11,7 +11,7 @@ use super::KernelPlan;
 use super::consumers::{Consumers, KernelResults};
 use crate::error::{Error, Result};
 use crate::model::{CoverageNote, KernelEvent, Processes, Strings, Trace};
-use crate::trace::{KERNEL_TABLE, KernelNames, KernelRows, Schema, kernel_table_notes};
+use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes};
 
 /// Kernels held while waiting for the plan: 256 Ki events (12 MiB, reserved at once). The
 /// plan comes after the other worker's NVTX load, later than a larger buffer would fill anyway.
@@ -76,22 +76,20 @@ impl KernelPass {
         if rows == 0 {
             return Ok(true);
         }
-        let names = KernelNames(&self.strings);
         let mut failed = None;
         let (waiting, consumers) = (&mut self.waiting, &mut self.consumers);
-        self.rows
-            .next_chunk(
-                conn,
-                &self.label,
-                rows,
-                &names,
-                &mut self.processes,
-                |ev| match consumers {
-                    Some(c) if failed.is_none() => failed = c.push(ev).err(),
-                    Some(_) => {}
-                    None => waiting.push(ev),
-                },
-            )?;
+        self.rows.next_chunk(
+            conn,
+            &self.label,
+            rows,
+            &self.strings,
+            &mut self.processes,
+            |ev| match consumers {
+                Some(c) if failed.is_none() => failed = c.push(ev).err(),
+                Some(_) => {}
+                None => waiting.push(ev),
+            },
+        )?;
         match failed {
             Some(e) => Err(e),
             None => Ok(!self.rows.is_done()),
@@ -105,7 +103,7 @@ impl KernelPass {
         }
         let host: Trace = plan.into_trace(std::mem::take(&mut self.strings));
         let met = std::mem::replace(&mut self.processes, host.processes.clone());
-        let mut consumers = Consumers::new(&host, &self.label)?;
+        let mut consumers = Consumers::new(&host, &self.label);
         for mut ev in std::mem::take(&mut self.waiting) {
             let gpid = met
                 .global_pid
@@ -127,9 +125,6 @@ impl KernelPass {
         let consumers = self.consumers.ok_or_else(|| Error::Internal {
             detail: "the kernel pass ended before its plan arrived".into(),
         })?;
-        let mut results = consumers.finish(self.processes.global_pid)?;
-        results.coverage = self.coverage;
-        results.present = self.present;
-        Ok(results)
+        Ok(consumers.finish(self.processes.global_pid, self.coverage, self.present))
     }
 }

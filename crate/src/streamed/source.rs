@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use crate::error::Result;
 use crate::model::{KernelEvent, Processes, Strings};
 use crate::timeline::KernelSource;
-use crate::trace::{KernelNames, KernelRows};
+use crate::trace::KernelRows;
 
 /// Kernel rows of an open export, for views zoomed in far enough to draw single kernels.
 pub struct SqliteKernels<'a> {
@@ -30,13 +30,12 @@ impl KernelSource for SqliteKernels<'_> {
         last_row: i64,
         visit: &mut dyn FnMut(KernelEvent),
     ) -> Result<()> {
-        let names = KernelNames(self.strings);
         let mut processes = self.scratch.borrow_mut();
         self.rows.read(
             self.conn,
             self.label,
             (first_row, last_row),
-            &names,
+            self.strings,
             &mut processes,
             visit,
         )

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::summary::{Blocks, LaneBins, Summary};
 use super::{KernelLane, OutOfOrder, Steps, Timeline};
-use crate::model::{KernelEvent, Ns, Trace};
+use crate::model::{KernelEvent, Ns, StartOrder, Trace};
 
 /// Feeds a [`Timeline`] one kernel at a time: `new` with the host part of the trace (NVTX steps
 /// and names), `push` every kernel in non-decreasing start, then `finish`.
@@ -20,7 +20,7 @@ pub struct TimelineBuilder {
     /// The grid's origin is the first kernel's start, set by the first push.
     summary: Summary,
     blocks: Blocks,
-    last_start: Ns,
+    order: StartOrder,
     max_end: Ns,
 }
 
@@ -35,7 +35,7 @@ impl TimelineBuilder {
             recent: None,
             summary: Summary::new(0),
             blocks: Blocks::default(),
-            last_start: Ns::MIN,
+            order: StartOrder::default(),
             max_end: Ns::MIN,
         }
     }
@@ -43,17 +43,10 @@ impl TimelineBuilder {
     /// Adds the next kernel; one starting before the previous one is refused (the caller falls
     /// back to loading and sorting the table) and leaves the builder unchanged.
     pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
-        if ev.start < self.last_start {
-            return Err(OutOfOrder {
-                row: ev.row,
-                start: ev.start,
-                previous: self.last_start,
-            });
-        }
+        self.order.check(&ev)?;
         if self.blocks.blocks.is_empty() {
             self.summary.grid.origin = ev.start;
         }
-        self.last_start = ev.start;
         self.max_end = self.max_end.max(ev.end);
         self.blocks.push(ev.row, ev.start, ev.end);
         let lane = self.lane_of(ev.device, ev.stream);

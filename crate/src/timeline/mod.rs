@@ -101,17 +101,7 @@ impl KernelSource for Trace {
     }
 }
 
-/// A kernel met out of start order by a one-pass consumer: the caller falls back to loading
-/// (and sorting) the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "kernel row {row} starts at {start} ns, before the previous kernel ({previous} ns): the kernel table is not in start order"
-)]
-pub struct OutOfOrder {
-    pub row: i64,
-    pub start: Ns,
-    pub previous: Ns,
-}
+pub use crate::model::OutOfOrder;
 
 /// Most rows a view re-reads for exact detail; wider views are drawn from the summary.
 pub const EXACT_ROWS: i64 = 200_000;

@@ -634,19 +634,18 @@ impl Loader<'_, '_> {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
-            if windows_only {
-                let by_id = opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id));
-                let text = match r.get_ref(5)? {
-                    ValueRef::Text(t) => Some(t),
-                    _ => None,
-                };
-                let keep = crate::model::flag(&keep_id, by_id)
-                    || text.is_some_and(|t| may_define_windows(&String::from_utf8_lossy(t)));
-                if !keep {
-                    n.omitted.count += 1;
-                    n.omitted.inline_text |= text.is_some();
-                    return Ok(());
-                }
+            let by_id = opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id));
+            let text = match r.get_ref(5)? {
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+                _ => None,
+            };
+            if windows_only
+                && !crate::model::flag(&keep_id, by_id)
+                && !text.as_deref().is_some_and(may_define_windows)
+            {
+                n.omitted.count += 1;
+                n.omitted.inline_text |= text.is_some();
+                return Ok(());
             }
             n.start.push(int(r.get_ref(0)?, 0));
             n.end.push(int(r.get_ref(1)?, 0));
@@ -656,11 +655,7 @@ impl Loader<'_, '_> {
             if details {
                 n.domain.push(small(r.get_ref(4)?));
             }
-            let by_id = opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id));
-            let name = match r.get_ref(5)? {
-                ValueRef::Text(t) => strings.intern(&String::from_utf8_lossy(t)),
-                _ => by_id,
-            };
+            let name = text.map_or(by_id, |t| strings.intern(&t));
             n.name.push(name);
             n.text_id_name.push(by_id);
             Ok(())

@@ -17,7 +17,7 @@ pub use load::{
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use schema::{Schema, read_meta};
-pub use stream::{KernelNames, KernelRows};
+pub use stream::KernelRows;
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]

@@ -79,7 +79,7 @@ impl KernelRows {
         conn: &Connection,
         path: &str,
         rows: u32,
-        names: &KernelNames<'_>,
+        strings: &Strings,
         processes: &mut Processes,
         each: impl FnMut(KernelEvent),
     ) -> Result<()> {
@@ -90,7 +90,7 @@ impl KernelRows {
             .next
             .saturating_add(i64::from(rows.max(1)) - 1)
             .min(self.last);
-        self.read(conn, path, (self.next, to), names, processes, each)?;
+        self.read(conn, path, (self.next, to), strings, processes, each)?;
         self.next = to.saturating_add(1);
         Ok(())
     }
@@ -101,7 +101,7 @@ impl KernelRows {
         conn: &Connection,
         path: &str,
         (first, last): (i64, i64),
-        names: &KernelNames<'_>,
+        strings: &Strings,
         processes: &mut Processes,
         mut each: impl FnMut(KernelEvent),
     ) -> Result<()> {
@@ -118,7 +118,7 @@ impl KernelRows {
                     device: small(r.get_ref(3)?),
                     stream: small(r.get_ref(4)?),
                     process: interner.intern(int(r.get_ref(5)?, 0)),
-                    short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| names.resolve(id)),
+                    short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id)),
                     graph_node: opt_int(r.get_ref(7)?).map_or(0, |g| g as u64),
                 })
             })()
@@ -126,15 +126,6 @@ impl KernelRows {
             each(ev);
         }
         Ok(())
-    }
-}
-
-/// How kernel name ids become [`crate::model::NameId`]s: the loaded string table.
-pub struct KernelNames<'s>(pub &'s Strings);
-
-impl KernelNames<'_> {
-    fn resolve(&self, sqlite_id: i64) -> crate::model::NameId {
-        self.0.resolve(sqlite_id)
     }
 }
 
