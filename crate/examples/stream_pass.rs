@@ -46,7 +46,7 @@ fn peak() {
 use nsys_lens::detect::{DetectConfig, KernelSweep};
 use nsys_lens::drill::gaps::GapSweep;
 use nsys_lens::model::{KernelEvent, Trace};
-use nsys_lens::streamed::{KernelPass, KernelPlan, KernelResults, PROFILES, Streamed};
+use nsys_lens::streamed::{HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, Streamed};
 use nsys_lens::timeline::TimelineBuilder;
 use nsys_lens::trace::{self, KernelRows, LoadOptions, Schema, StagedLoad};
 
@@ -66,7 +66,12 @@ fn main() -> Res<()> {
     step("strings");
     staged.nvtx(&conn, &path, true, &mut |_| true)?;
     step("NVTX ranges (windows only)");
-    let plan = KernelPlan::of(staged.trace());
+    let plans = HostPlans::of(staged.trace());
+    let plan = KernelPlan::of(staged.trace(), &plans);
+    step(&format!(
+        "detect plans ({} KiB to send)",
+        plan.to_bytes().len() / 1024
+    ));
     let mut pass = KernelPass::new(
         &conn,
         staged.schema(),
@@ -83,13 +88,12 @@ fn main() -> Res<()> {
     let schema = staged.schema().clone();
     let host = staged.finish(&conn, &path, LoadOptions::detect(), &mut |_| true)?;
     step("API calls (kernel launches)");
-    let streamed = Streamed::attach(host, KernelResults::from_bytes(&bytes)?)?;
+    let streamed = Streamed::attach(host, plans, KernelResults::from_bytes(&bytes)?)?;
     step("attach");
     std::hint::black_box(streamed.detect(&DetectConfig::default())?);
     step("verdict");
     if std::env::args().any(|a| a == "--each") {
-        let host = plan.into_trace(streamed.host.strings.clone());
-        each_analysis(&conn, &schema, &path, &host)?;
+        each_analysis(&conn, &schema, &path, &streamed.host, &plan)?;
     }
     Ok(())
 }
@@ -100,6 +104,7 @@ fn each_analysis(
     schema: &Schema,
     path: &str,
     host: &Trace,
+    plan: &KernelPlan,
 ) -> Res<()> {
     let time = |what: &str, f: &mut dyn FnMut(KernelEvent)| -> Res<()> {
         let t = Instant::now();
@@ -114,8 +119,8 @@ fn each_analysis(
     time("read only", &mut |e| {
         std::hint::black_box(e);
     })?;
-    for profile in PROFILES {
-        let mut sweep = KernelSweep::new(host, &nsys_lens::streamed::profile_config(profile, path));
+    for (profile, sweep_plan) in PROFILES.iter().zip(&plan.sweeps) {
+        let mut sweep = KernelSweep::of(sweep_plan.clone());
         time(
             &format!("read + detect sweep ({})", profile.name()),
             &mut |e| {
@@ -123,7 +128,7 @@ fn each_analysis(
             },
         )?;
     }
-    let mut timeline = TimelineBuilder::new(host, true);
+    let mut timeline = TimelineBuilder::without_steps(true);
     time("read + timeline", &mut |e| {
         let _ = timeline.push(e);
     })?;

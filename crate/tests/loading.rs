@@ -172,67 +172,62 @@ fn staged_host_load_and_kernel_rows_give_the_loaded_trace() {
     assert_eq!(host.runtime.len(), full.runtime.len());
 }
 
-/// The plan the kernel pass receives rebuilds the forward steps and host-prep ranges of the
-/// host side exactly, in both profiles, from its own string table.
+/// The plan the kernel pass receives, built from the window-defining NVTX ranges alone, holds
+/// the same phase windows, host-prep ranges and NCCL names as plans built from the whole trace,
+/// in both profiles, and survives its trip between workers as bytes.
 #[test]
 fn kernel_plan_carries_the_windows_of_the_host_side() {
-    use nsys_lens::detect::names::NameTables;
-    use nsys_lens::detect::steps::forward_steps;
-    use nsys_lens::streamed::KernelPlan;
+    use nsys_lens::streamed::{HostPlans, KernelPlan};
     for scenario in ["tp2-phases", "host-bound", "regression-target"] {
         let (_dir, path) = generated(scenario);
         let label = path.display().to_string();
         let conn = trace::open_path(&path).expect("open");
         let mut staged = trace::StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
         staged
-            .nvtx(&conn, &label, false, &mut |_| true)
+            .nvtx(&conn, &label, true, &mut |_| true)
             .expect("nvtx");
         let host = staged.trace();
-        let plan = KernelPlan::of(host);
-        assert!(
-            plan.nvtx.len() < host.nvtx.len(),
-            "{scenario}: only the ranges that matter"
+        let plan = KernelPlan::of(host, &HostPlans::of(host));
+        let decoded = KernelPlan::from_bytes(&plan.to_bytes()).expect("decode");
+        assert_eq!(decoded, plan, "{scenario}: round trip");
+
+        let whole = trace::load_path(&path, LoadOptions::all()).expect("whole load");
+        let want = KernelPlan::of(&whole, &HostPlans::of(&whole));
+        assert_eq!(
+            decoded.sweeps, want.sweeps,
+            "{scenario}: windows-only NVTX loses nothing"
         );
-        let bytes = plan.to_bytes();
-        let own_strings = trace::StagedLoad::begin(&conn, &label, &mut |_| true)
-            .expect("begin")
-            .trace()
-            .strings
-            .clone();
-        let rebuilt = KernelPlan::from_bytes(&bytes)
-            .expect("decode")
-            .into_trace(own_strings);
-        assert_eq!(rebuilt.processes.global_pid, host.processes.global_pid);
-        for profile in [Profile::Standard, Profile::TrtllmSkill] {
-            let sw = profile.switches();
-            let steps = |t: &nsys_lens::model::Trace| {
-                let names = NameTables::build(&t.strings, &sw, None);
-                let (steps, raw) = forward_steps(&t.nvtx, &names, &sw);
-                let spans: Vec<_> = steps
-                    .iter()
-                    .map(|s| (s.start, s.end, s.name, s.ranks))
-                    .collect();
-                (spans, raw)
-            };
-            let (want, raw) = steps(host);
-            assert!(!want.is_empty(), "{scenario}: has steps");
-            assert_eq!(steps(&rebuilt), (want, raw), "{scenario} {profile:?}");
-            let prep = |t: &nsys_lens::model::Trace| -> Vec<(i64, i64, usize)> {
-                let names = NameTables::build(&t.strings, &sw, None);
-                (0..t.nvtx.len())
-                    .filter_map(|i| {
-                        let id = nsys_lens::detect::steps::visible_name(&t.nvtx, i, &sw)?;
-                        let p = names
-                            .prep
-                            .iter()
-                            .position(|f| nsys_lens::model::flag(f, id))?;
-                        Some((t.nvtx.start[i], t.nvtx.end[i], p))
-                    })
-                    .collect()
-            };
-            let want_prep = prep(host);
-            assert!(!want_prep.is_empty(), "{scenario}: has host-prep ranges");
-            assert_eq!(prep(&rebuilt), want_prep, "{scenario} {profile:?} prep");
+        assert_eq!(
+            decoded.processes[..],
+            whole.processes.global_pid[..decoded.processes.len()],
+            "{scenario}: processes numbered as the host side numbers them"
+        );
+        for (sweep, profile) in decoded.sweeps.iter().zip(["standard", "trtllm-skill"]) {
+            let v = serde_json::to_value(sweep).expect("json");
+            assert!(
+                !v["generation"].is_null(),
+                "{scenario} {profile}: a generation window"
+            );
+            let prep_ranges: usize = v["prep"]
+                .as_array()
+                .expect("prep")
+                .iter()
+                .flat_map(|r| r["by_pattern"].as_array().expect("patterns"))
+                .map(|ranges| ranges.as_array().map_or(0, Vec::len))
+                .sum();
+            assert!(prep_ranges > 0, "{scenario} {profile}: host-prep ranges");
+            let nccl_names = v["nccl"]
+                .as_array()
+                .expect("nccl")
+                .iter()
+                .filter(|f| **f == true)
+                .count();
+            // Only the tensor-parallel scenario runs collectives.
+            assert_eq!(
+                nccl_names > 0,
+                scenario == "tp2-phases",
+                "{scenario} {profile}: NCCL kernel names"
+            );
         }
     }
 }

@@ -12,7 +12,7 @@ use nsys_lens::detect::{DetectConfig, detect};
 use nsys_lens::drill::gaps::idle_gap_histogram;
 use nsys_lens::model::Trace;
 use nsys_lens::streamed::{
-    KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed,
+    HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed,
 };
 use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::timeline::{Detail, Timeline};
@@ -27,7 +27,8 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     staged
         .nvtx(&host_conn, &label, true, &mut |_| true)
         .expect("nvtx");
-    let plan = KernelPlan::of(staged.trace()).to_bytes();
+    let plans = HostPlans::of(staged.trace());
+    let plan = KernelPlan::of(staged.trace(), &plans).to_bytes();
 
     let k_staged = StagedLoad::begin(&kernel_conn, &label, &mut |_| true).expect("begin (k)");
     let strings = k_staged.trace().strings.clone();
@@ -54,7 +55,7 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
         .finish(&host_conn, &label, LoadOptions::detect(), &mut |_| true)
         .expect("host");
     let results = KernelResults::from_bytes(&bytes).expect("results");
-    Streamed::attach(host, results).expect("attach")
+    Streamed::attach(host, plans, results).expect("attach")
 }
 
 /// A whole load: what `nsys-lens detect` loads (`verdict`), or every column (timeline, gaps).
@@ -241,7 +242,8 @@ fn a_kernel_table_out_of_start_order_stops_the_pass_clearly() {
     let mut pass = KernelPass::new(&conn, staged.schema(), strings, &label).expect("pass");
     let mut host = StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
     host.nvtx(&conn, &label, true, &mut |_| true).expect("nvtx");
-    pass.set_plan(KernelPlan::of(host.trace())).expect("plan");
+    pass.set_plan(KernelPlan::of(host.trace(), &HostPlans::of(host.trace())))
+        .expect("plan");
     let err = loop {
         match pass.step(&conn, 1000) {
             Ok(true) => {}

@@ -8,6 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use super::config::Switches;
 use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
@@ -18,8 +20,8 @@ use crate::model::{Ns, ProcessIdx, Trace};
 use crate::pyfmt::naive_sum;
 
 /// Host-prep ranges of one process (or of all, pooled), per pattern, in table order.
-#[derive(Default)]
-pub(super) struct PrepRanges {
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrepRanges {
     pub by_pattern: [Vec<(Ns, Ns)>; 3],
 }
 

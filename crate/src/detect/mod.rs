@@ -19,7 +19,7 @@ pub mod verdict;
 pub use crate::model::OutOfOrder;
 pub use config::{DetectConfig, Profile, ScopeThresholds, ThresholdOverrides, Thresholds};
 pub use result::DetectReport;
-pub use sweep::{KernelSummary, KernelSweep, Plan};
+pub use sweep::{KernelSummary, KernelSweep, Plan, SweepPlan};
 
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
@@ -34,7 +34,7 @@ use crate::pyfmt;
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     trace.require_kernels(&cfg.file_label)?;
     let plan = sweep::Plan::new(trace, cfg);
-    let mut sweep = KernelSweep::from_plan(&plan, cfg);
+    let mut sweep = KernelSweep::of(plan.sweep_plan(cfg));
     for ev in start_ordered(&trace.kernels) {
         // The events come in start order, so this cannot fail; say so if it ever did.
         sweep.push(ev).map_err(|e| Error::Corrupt {

@@ -23,14 +23,6 @@ pub struct StepName {
     pub gen_reqs: u64,
 }
 
-fn step_regex() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"_forward_step\s+(\d+):\s+(\d+)\s+ctx reqs,\s+(\d+)\s+gen reqs")
-            .unwrap_or_else(|e| unreachable!("constant regex: {e}"))
-    })
-}
-
 fn launch_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -97,18 +89,64 @@ impl StepMarker {
     }
 }
 
-/// Parses a forward-step range name (regex *search*, as the reference's `re.search`).
+/// The TensorRT-LLM forward-step marker, `_forward_step N: C ctx reqs, G gen reqs`, searched
+/// anywhere in the name like the reference's `re.search` of
+/// `_forward_step\s+(\d+):\s+(\d+)\s+ctx reqs,\s+(\d+)\s+gen reqs`.
+const STEP_MARKER: &str = "_forward_step";
+
+/// Parses a forward-step range name. Hand-written rather than a regex: it runs over every
+/// distinct string of a trace (one per step on TensorRT-LLM traces), where capture groups cost
+/// three regex passes per name; a test checks it against the regex.
 pub fn parse_step(name: &str) -> Option<StepName> {
-    if !name.contains("_forward_step") {
-        return None;
-    }
-    let c = step_regex().captures(name)?;
-    let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
-    Some(StepName {
-        step: num(1)?,
-        ctx: num(2)?,
-        gen_reqs: num(3)?,
-    })
+    // The leftmost occurrence that matches wins; numbers that do not fit give no step.
+    name.match_indices(STEP_MARKER)
+        .find_map(|(at, _)| step_fields(&name[at + STEP_MARKER.len()..]))
+        .and_then(|[step, ctx, gen_reqs]| {
+            Some(StepName {
+                step: step.parse().ok()?,
+                ctx: ctx.parse().ok()?,
+                gen_reqs: gen_reqs.parse().ok()?,
+            })
+        })
+}
+
+/// The three digit runs of `\s+N:\s+C\s+ctx reqs,\s+G\s+gen reqs` at the start of `rest`.
+fn step_fields(rest: &str) -> Option<[&str; 3]> {
+    let rest = spaces(rest)?;
+    let (step, rest) = digits(rest)?;
+    let rest = spaces(rest.strip_prefix(':')?)?;
+    let (ctx, rest) = digits(rest)?;
+    let rest = spaces(spaces(rest)?.strip_prefix("ctx reqs,")?)?;
+    let (gen_reqs, rest) = digits(rest)?;
+    spaces(rest)?
+        .starts_with("gen reqs")
+        .then_some([step, ctx, gen_reqs])
+}
+
+/// `rest` after one or more whitespace characters (`\s+`).
+fn spaces(rest: &str) -> Option<&str> {
+    let trimmed = rest.trim_start_matches(char::is_whitespace);
+    (trimmed.len() < rest.len()).then_some(trimmed)
+}
+
+/// A leading run of digits (`\d+`, Unicode decimal digits as in the regex) and what follows.
+fn digits(rest: &str) -> Option<(&str, &str)> {
+    let end = rest
+        .char_indices()
+        .find(|&(_, c)| !is_decimal_digit(c))
+        .map_or(rest.len(), |(i, _)| i);
+    (end > 0).then(|| rest.split_at(end))
+}
+
+/// Unicode `Nd` as the regex's `\d` sees it; non-ASCII digits then fail to parse, as before.
+fn is_decimal_digit(c: char) -> bool {
+    c.is_ascii_digit()
+        || (!c.is_ascii() && decimal_digit_regex().is_match(c.encode_utf8(&mut [0; 4])))
+}
+
+fn decimal_digit_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^\d$").unwrap_or_else(|e| unreachable!("constant regex: {e}")))
 }
 
 /// Whether a range of this name may be a forward step or a host-prep range under some
@@ -124,7 +162,8 @@ pub fn may_define_windows(name: &str) -> bool {
 pub fn is_launch_api(name: &str, apis: LaunchApis) -> bool {
     match apis {
         LaunchApis::ExactCudaLaunchKernel => name == "cudaLaunchKernel",
-        LaunchApis::AllVersioned => launch_regex().is_match(name),
+        // Every launch API starts with `cu`: most names skip the regex.
+        LaunchApis::AllVersioned => name.starts_with("cu") && launch_regex().is_match(name),
     }
 }
 
@@ -278,5 +317,58 @@ mod tests {
             })
         );
         assert_eq!(parse_step("[Executor] _forward_step 12"), None);
+    }
+
+    /// The hand parser against the reference's regex (`re.search`, then `int` of each group).
+    #[test]
+    fn step_parser_agrees_with_the_reference_regex() {
+        let re = Regex::new(r"_forward_step\s+(\d+):\s+(\d+)\s+ctx reqs,\s+(\d+)\s+gen reqs")
+            .expect("regex");
+        let by_regex = |name: &str| {
+            let c = re.captures(name)?;
+            let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+            Some(StepName {
+                step: num(1)?,
+                ctx: num(2)?,
+                gen_reqs: num(3)?,
+            })
+        };
+        let parts = [
+            "_forward_step",
+            " ",
+            "\t",
+            "\u{3000}",
+            "12",
+            "0",
+            "٣",
+            ":",
+            " ctx reqs,",
+            "ctx reqs,",
+            " gen reqs",
+            "gen reqs",
+            "x",
+            "99999999999999999999999",
+            "_forward_step 1: 2 ctx reqs, 3 gen reqs",
+        ];
+        let mut names = vec![String::new()];
+        for _ in 0..4 {
+            let grown: Vec<String> = names
+                .iter()
+                .flat_map(|n| parts.iter().map(move |p| format!("{n}{p}")))
+                .collect();
+            names.extend(grown);
+        }
+        names.push("[Executor] _forward_step 1: x _forward_step 2: 1 ctx reqs, 3 gen reqs".into());
+        names.push("_forward_step  7 :  0 ctx reqs, 1 gen reqs".into());
+        names.push("_forward_step 7:0 ctx reqs, 1 gen reqs".into());
+        names.push("_forward_step 7: 0 ctx reqs,1 gen reqs".into());
+        names.push("_forward_step 7: 0 ctx reqs, 1 gen reqsX".into());
+        let mut steps = 0;
+        for name in &names {
+            let want = by_regex(name);
+            steps += usize::from(want.is_some());
+            assert_eq!(parse_step(name), want, "{name:?}");
+        }
+        assert!(steps > 10, "the corpus holds step names ({steps})");
     }
 }

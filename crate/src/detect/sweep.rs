@@ -52,6 +52,29 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// How many strings its name tables cover (a plan is valid for a trace with as many).
+    pub fn string_count(&self) -> usize {
+        self.names.launch.len()
+    }
+
+    /// The forward steps (after TP de-duplication), in start order.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// What a [`KernelSweep`] needs of this plan under `cfg` (built with the same `cfg`).
+    pub fn sweep_plan(&self, cfg: &DetectConfig) -> SweepPlan {
+        SweepPlan {
+            sw: self.sw,
+            skip_m3: cfg.skip_m3,
+            window: cfg.window,
+            context: self.context.as_ref().map(|p| p.window.clone()),
+            generation: self.generation.as_ref().map(|p| p.window.clone()),
+            prep: self.prep.clone(),
+            nccl: self.names.nccl.clone(),
+        }
+    }
+
     pub fn new(host: &Trace, cfg: &DetectConfig) -> Plan {
         let sw = cfg.profile.switches();
         let marker = if sw.name_match == NameMatch::Substring {
@@ -78,6 +101,21 @@ impl Plan {
             prep,
         }
     }
+}
+
+/// The part of a [`Plan`] a [`KernelSweep`] reads: small, and serialisable so the page's kernel
+/// pass (another worker, which holds neither NVTX ranges nor name tables) gets it as bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPlan {
+    sw: Switches,
+    skip_m3: bool,
+    /// The user's aggregate window (`cfg.window`), else the kernel hull.
+    window: Option<(Ns, Ns)>,
+    context: Option<IntervalSet>,
+    generation: Option<IntervalSet>,
+    prep: Vec<PrepRanges>,
+    /// Which names are NCCL kernels, by [`crate::model::NameId`].
+    nccl: Vec<bool>,
 }
 
 /// Facts about the kernels as a whole.
@@ -368,33 +406,32 @@ impl KernelSweep {
     /// table is not read) under `cfg`'s profile, window, step marker and `skip_m3`; thresholds
     /// are not read.
     pub fn new(host: &Trace, cfg: &DetectConfig) -> KernelSweep {
-        KernelSweep::from_plan(&Plan::new(host, cfg), cfg)
+        KernelSweep::of(Plan::new(host, cfg).sweep_plan(cfg))
     }
 
-    /// The sweep of a plan already built (`detect` builds it once for sweep and assembly).
-    pub(super) fn from_plan(plan: &Plan, cfg: &DetectConfig) -> KernelSweep {
+    /// The sweep of a plan already built (`detect` builds it once for sweep and assembly; the
+    /// page's kernel pass receives it from the other worker).
+    pub fn of(plan: SweepPlan) -> KernelSweep {
         let sw = plan.sw;
-        let aggregate = cfg.window.map(|(s, e)| IntervalSet::single(s, e));
-        let phases = [&plan.context, &plan.generation];
-        let scopes: Vec<ScopeAcc> = std::iter::once(aggregate)
-            .chain(
-                phases
-                    .iter()
-                    .filter_map(|p| p.as_ref())
-                    .map(|p| Some(p.window.clone())),
-            )
-            .map(|w| ScopeAcc::new(w, &sw, &plan.prep))
+        let aggregate = plan.window.map(|(s, e)| IntervalSet::single(s, e));
+        let has_context = plan.context.is_some();
+        let has_generation = plan.generation.is_some();
+        let scopes: Vec<ScopeAcc> = [aggregate, plan.context, plan.generation]
+            .into_iter()
+            .enumerate()
+            .filter(|(i, w)| *i == 0 || w.is_some())
+            .map(|(_, w)| ScopeAcc::new(w, &sw, &plan.prep))
             .collect();
         let needs_masks = scopes.iter().any(|s| !s.prep_masks.is_empty());
         KernelSweep {
             sw,
-            skip_m3: cfg.skip_m3,
-            user_window: cfg.window.is_some(),
-            nccl: plan.names.nccl.clone(),
+            skip_m3: plan.skip_m3,
+            user_window: plan.window.is_some(),
+            nccl: plan.nccl,
             slots: Vec::new(),
             scopes,
-            has_context: plan.context.is_some(),
-            has_generation: plan.generation.is_some(),
+            has_context,
+            has_generation,
             masks: needs_masks.then(MaskSweep::new),
             deferred: Vec::new(),
             order: StartOrder::default(),

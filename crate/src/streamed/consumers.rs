@@ -5,10 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::detect::Profile;
+use crate::detect::SweepPlan;
 use crate::detect::sweep::{KernelSummary, KernelSweep};
 use crate::drill::gaps::{GapHistogram, GapSweep};
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, KernelEvent, Trace};
+use crate::model::{CoverageNote, KernelEvent};
 use crate::timeline::{Timeline, TimelineBuilder};
 
 /// The profiles the page switches between without re-reading the file.
@@ -37,18 +38,19 @@ pub struct KernelResults {
 }
 
 impl Consumers {
-    /// The analyses for `host` (the plan's ranges, processes and threads).
-    pub fn new(host: &Trace, label: &str) -> Consumers {
-        let detect = PROFILES
-            .iter()
-            .map(|&profile| KernelSweep::new(host, &super::profile_config(profile, label)))
-            .collect();
-        Consumers {
-            detect,
-            timeline: TimelineBuilder::new(host, true),
+    /// The analyses under `sweeps` (one per entry of [`PROFILES`]).
+    pub fn new(sweeps: Vec<SweepPlan>, label: &str) -> Result<Consumers> {
+        if sweeps.len() != PROFILES.len() {
+            return Err(Error::Internal {
+                detail: format!("the kernel pass got {} sweep plans", sweeps.len()),
+            });
+        }
+        Ok(Consumers {
+            detect: sweeps.into_iter().map(KernelSweep::of).collect(),
+            timeline: TimelineBuilder::without_steps(true),
             gaps: GapSweep::new(None),
             label: label.to_string(),
-        }
+        })
     }
 
     /// Feeds one kernel to every analysis; one out of start order stops the pass.
@@ -86,12 +88,14 @@ impl Consumers {
 }
 
 impl KernelResults {
+    /// Compact binary (floats bit for bit): phase windows and gaps near host-prep ranges hold
+    /// one entry per step.
     pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
+        postcard::to_allocvec(self).unwrap_or_default()
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<KernelResults> {
-        serde_json::from_slice(bytes).map_err(|e| Error::Internal {
+        postcard::from_bytes(bytes).map_err(|e| Error::Internal {
             detail: format!("the kernel pass's results did not decode: {e}"),
         })
     }

@@ -12,11 +12,11 @@ pub mod source;
 
 pub use consumers::{KernelResults, PROFILES};
 pub use pass::KernelPass;
-pub use plan::{KernelPlan, PlanRange};
+pub use plan::{HostPlans, KernelPlan};
 pub use source::SqliteKernels;
 
 use crate::detect::sweep::KernelSummary;
-use crate::detect::{self, DetectConfig, DetectReport, Plan, Profile};
+use crate::detect::{self, DetectConfig, DetectReport, Profile};
 use crate::drill::gaps::GapHistogram;
 use crate::error::{Error, Result};
 use crate::model::{ProcessIdx, Trace};
@@ -29,15 +29,16 @@ pub struct Streamed {
     /// One summary per entry of [`PROFILES`].
     detect: Vec<KernelSummary>,
     /// The host's detect plan per entry of [`PROFILES`], built once.
-    plans: Vec<Plan>,
+    plans: HostPlans,
     pub timeline: Timeline,
     pub gaps: GapHistogram,
 }
 
 impl Streamed {
-    /// Joins the kernel pass's results to the host side loaded by the other worker: the
-    /// processes the pass met are numbered as the host side numbers them.
-    pub fn attach(mut host: Trace, results: KernelResults) -> Result<Streamed> {
+    /// Joins the kernel pass's results to the host side loaded by the other worker (with the
+    /// plans the pass's plan came from): the processes the pass met are numbered as the host
+    /// side numbers them.
+    pub fn attach(mut host: Trace, plans: HostPlans, results: KernelResults) -> Result<Streamed> {
         let map: Vec<ProcessIdx> = results
             .processes
             .iter()
@@ -55,11 +56,8 @@ impl Streamed {
         }
         host.present.kernels = results.present;
         host.coverage.extend(results.coverage);
-        let timeline = results.timeline.with_steps_of(&host);
-        let plans = PROFILES
-            .iter()
-            .map(|&profile| Plan::new(&host, &profile_config(profile, "")))
-            .collect();
+        let plans = plans.for_trace(&host);
+        let timeline = results.timeline.with_forward_steps(plans.timeline_steps());
         Ok(Streamed {
             host,
             detect,
@@ -71,8 +69,11 @@ impl Streamed {
 
     /// The verdict under `cfg` (its profile picks the summary; thresholds apply here).
     pub fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
-        let i = PROFILES.iter().position(|&p| p == cfg.profile).unwrap_or(0);
-        let (Some(summary), Some(plan)) = (self.detect.get(i), self.plans.get(i)) else {
+        let i = PROFILES.iter().position(|&p| p == cfg.profile);
+        let (Some(summary), Some(plan)) = (
+            i.and_then(|i| self.detect.get(i)),
+            self.plans.get(cfg.profile),
+        ) else {
             return Err(Error::Internal {
                 detail: "no kernel summary for this profile".into(),
             });

@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use super::KernelPlan;
 use super::consumers::{Consumers, KernelResults};
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, KernelEvent, Processes, Strings, Trace};
+use crate::model::{CoverageNote, KernelEvent, Processes, Strings};
 use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes};
 
 /// Kernels held while waiting for the plan: 256 Ki events (12 MiB, reserved at once). The
@@ -101,9 +101,12 @@ impl KernelPass {
         if self.consumers.is_some() {
             return Ok(());
         }
-        let host: Trace = plan.into_trace(std::mem::take(&mut self.strings));
-        let met = std::mem::replace(&mut self.processes, host.processes.clone());
-        let mut consumers = Consumers::new(&host, &self.label);
+        let mut numbered = Processes::default();
+        for &gpid in &plan.processes {
+            numbered.intern(gpid);
+        }
+        let met = std::mem::replace(&mut self.processes, numbered);
+        let mut consumers = Consumers::new(plan.sweeps, &self.label)?;
         for mut ev in std::mem::take(&mut self.waiting) {
             let gpid = met
                 .global_pid
@@ -114,9 +117,6 @@ impl KernelPass {
             consumers.push(ev)?;
         }
         self.consumers = Some(consumers);
-        // The plan's host trace owns the strings now (inline NVTX texts interned after the
-        // file's ids, which kernels never use): name kernels through it.
-        self.strings = host.strings;
         Ok(())
     }
 

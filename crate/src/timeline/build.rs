@@ -30,6 +30,15 @@ impl TimelineBuilder {
     pub fn new(host: &Trace, streams: bool) -> TimelineBuilder {
         TimelineBuilder {
             steps: Steps::of(host),
+            ..TimelineBuilder::without_steps(streams)
+        }
+    }
+
+    /// Starts a timeline without the forward-step lane (the page's kernel pass: the other
+    /// worker adds it, [`Timeline::with_forward_steps`]).
+    pub fn without_steps(streams: bool) -> TimelineBuilder {
+        TimelineBuilder {
+            steps: None,
             streams,
             lanes: BTreeMap::new(),
             recent: None,

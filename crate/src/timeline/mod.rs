@@ -21,6 +21,7 @@ pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
 use summary::{BinGrid, Blocks, LaneBins};
 
+use crate::detect::steps::Step;
 use crate::model::{KernelEvent, NameId, Ns, Strings, Trace};
 
 /// What the page draws for one view.
@@ -123,7 +124,7 @@ pub enum Detail {
 /// [`KernelSource`]. Memory: `BINS` bins per lane plus at most `MAX_BLOCKS` row blocks.
 #[derive(Serialize, Deserialize)]
 pub struct Timeline {
-    /// Rebuilt from the host part where the timeline is used ([`Timeline::with_steps_of`]).
+    /// Given by the host part where the timeline is used ([`Timeline::with_forward_steps`]).
     #[serde(skip)]
     steps: Option<Steps>,
     /// Kernel lanes by (device, stream).
@@ -185,7 +186,11 @@ impl Steps {
         use crate::detect::{Profile, names::NameTables, steps};
         let sw = Profile::Standard.switches();
         let tables = NameTables::build(&trace.strings, &sw, None);
-        let (found, _) = steps::forward_steps(&trace.nvtx, &tables, &sw);
+        Steps::from_forward_steps(&steps::forward_steps(&trace.nvtx, &tables, &sw).0)
+    }
+
+    /// The lane of forward steps found by the standard profile (`detect::Plan::steps`).
+    fn from_forward_steps(found: &[Step]) -> Option<Steps> {
         if found.is_empty() {
             return None;
         }
@@ -241,10 +246,11 @@ impl Timeline {
         builder.finish()
     }
 
-    /// The forward-step lane from `host`: a timeline built elsewhere (the page's kernel pass)
-    /// gets its steps, and their names, from the trace it is shown with.
-    pub fn with_steps_of(mut self, host: &Trace) -> Timeline {
-        self.steps = Steps::of(host);
+    /// The forward-step lane: a timeline built elsewhere (the page's kernel pass) gets its
+    /// steps, and their names, from the trace it is shown with — the standard profile's steps
+    /// (`detect::Plan::steps` under `Profile::Standard`).
+    pub fn with_forward_steps(mut self, steps: &[Step]) -> Timeline {
+        self.steps = Steps::from_forward_steps(steps);
         self
     }
 

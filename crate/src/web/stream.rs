@@ -12,7 +12,7 @@ use super::analysis::{Analysis, open_connection, register, report_progress};
 use super::js_error;
 use super::vfs::Registration;
 use crate::model::Trace;
-use crate::streamed::{self, KernelPlan, KernelResults};
+use crate::streamed::{self, HostPlans, KernelPlan, KernelResults};
 use crate::trace::{LoadOptions, Progress, StagedLoad};
 
 /// The host side of a trace being opened: strings and NVTX first, then the API calls.
@@ -22,6 +22,8 @@ pub struct StreamHost {
     registration: Registration,
     conn: Connection,
     staged: Option<StagedLoad>,
+    /// The detect plans the kernel pass's plan came from, kept for the verdict.
+    plans: Option<HostPlans>,
     trace: Option<Trace>,
 }
 
@@ -45,16 +47,18 @@ impl StreamHost {
             registration,
             conn,
             staged: Some(staged),
+            plans: None,
             trace: None,
         })
     }
 
     /// The plan for the kernel pass, as bytes to send to the loader worker.
-    pub fn plan(&self) -> Result<Uint8Array, JsError> {
+    pub fn plan(&mut self) -> Result<Uint8Array, JsError> {
         let staged = self.staged.as_ref().ok_or_else(|| order_error("plan"))?;
-        Ok(Uint8Array::from(
-            &KernelPlan::of(staged.trace()).to_bytes()[..],
-        ))
+        let plans = HostPlans::of(staged.trace());
+        let bytes = KernelPlan::of(staged.trace(), &plans).to_bytes();
+        self.plans = Some(plans);
+        Ok(Uint8Array::from(&bytes[..]))
     }
 
     /// Loads the kernel-launch API calls, GPU info and names (what the verdict reads).
@@ -79,11 +83,14 @@ impl StreamHost {
             registration,
             conn,
             trace,
+            plans,
             ..
         } = self;
-        let host = trace.ok_or_else(|| order_error("attach"))?;
+        let (Some(host), Some(plans)) = (trace, plans) else {
+            return Err(order_error("attach"));
+        };
         let results = KernelResults::from_bytes(&bytes.to_vec()).map_err(js_error)?;
-        let streamed = streamed::Streamed::attach(host, results).map_err(js_error)?;
+        let streamed = streamed::Streamed::attach(host, plans, results).map_err(js_error)?;
         Analysis::streamed(name, streamed, conn, registration).map_err(js_error)
     }
 }
