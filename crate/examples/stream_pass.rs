@@ -72,12 +72,7 @@ fn main() -> Res<()> {
         "detect plans ({} KiB to send)",
         plan.to_bytes().len() / 1024
     ));
-    let mut pass = KernelPass::new(
-        &conn,
-        staged.schema(),
-        staged.trace().strings.clone(),
-        &path,
-    )?;
+    let mut pass = KernelPass::new(&conn, staged.schema(), &path)?;
     pass.set_plan(plan.clone())?;
     while pass.step(&conn, 1 << 16)? {}
     let bytes = pass.finish()?.to_bytes();
@@ -111,7 +106,14 @@ fn each_analysis(
         let mut rows = KernelRows::new(conn, schema, path)?;
         let mut processes = host.processes.clone();
         while !rows.is_done() {
-            rows.next_chunk(conn, path, 1 << 16, &host.strings, &mut processes, &mut *f)?;
+            rows.next_chunk(
+                conn,
+                path,
+                1 << 16,
+                |id| host.strings.resolve(id),
+                &mut processes,
+                &mut *f,
+            )?;
         }
         println!("{what:<36} {:>6.2} s", t.elapsed().as_secs_f64());
         Ok(())

@@ -42,34 +42,46 @@ pub struct Strings {
     values: Vec<Box<str>>,
     /// `StringIds.id` of each value (`i64::MIN` for interned inline texts).
     sqlite_ids: Vec<i64>,
-    /// StringIds.id → index, when ids are dense (the usual case) ...
-    dense: Vec<NameId>,
-    /// ... or a map when they are not.
-    sparse: HashMap<i64, NameId>,
+    index: StringIndex,
     /// Inline texts already interned (NVTX `text` column).
     interned: HashMap<Box<str>, NameId>,
 }
 
-impl Strings {
-    /// Builds the table from `(id, value)` rows of `StringIds`.
-    pub fn from_rows(rows: Vec<(i64, String)>) -> Strings {
-        let mut s = Strings::default();
-        let max_id = rows.iter().map(|(id, _)| *id).max().unwrap_or(-1);
-        let dense_ok = max_id >= 0 && (max_id as usize) < rows.len().saturating_mul(2) + 1024;
+/// `StringIds.id` → [`NameId`], without the strings: what the page's kernel pass needs to name
+/// kernels as the analysis worker does.
+#[derive(Debug, Default, Clone)]
+pub struct StringIndex {
+    /// Indexed by id, when ids are dense (the usual case) ...
+    dense: Vec<NameId>,
+    /// ... or a map when they are not.
+    sparse: HashMap<i64, NameId>,
+}
+
+impl StringIndex {
+    /// The index of `ids` (`StringIds.id` per [`NameId`]; `i64::MIN` entries are not ids).
+    pub fn new(ids: &[i64]) -> StringIndex {
+        let mut index = StringIndex::default();
+        let max_id = ids.iter().copied().max().unwrap_or(-1);
+        let dense_ok = max_id >= 0 && (max_id as usize) < ids.len().saturating_mul(2) + 1024;
         if dense_ok {
-            s.dense = vec![NO_NAME; max_id as usize + 1];
+            index.dense = vec![NO_NAME; max_id as usize + 1];
         }
-        for (id, value) in rows {
-            let idx = s.values.len() as NameId;
-            s.values.push(value.into_boxed_str());
-            s.sqlite_ids.push(id);
-            if dense_ok && id >= 0 {
-                s.dense[id as usize] = idx;
-            } else {
-                s.sparse.insert(id, idx);
+        for (idx, &id) in ids.iter().enumerate() {
+            if id == i64::MIN {
+                continue;
+            }
+            let idx = idx as NameId;
+            match index
+                .dense
+                .get_mut(usize::try_from(id).unwrap_or(usize::MAX))
+            {
+                Some(slot) => *slot = idx,
+                None => {
+                    index.sparse.insert(id, idx);
+                }
             }
         }
-        s
+        index
     }
 
     /// Maps a `StringIds.id` to a [`NameId`]; unknown ids give `NO_NAME`.
@@ -78,6 +90,33 @@ impl Strings {
             return self.dense[sqlite_id as usize];
         }
         self.sparse.get(&sqlite_id).copied().unwrap_or(NO_NAME)
+    }
+}
+
+impl Strings {
+    /// Builds the table from `(id, value)` rows of `StringIds`.
+    pub fn from_rows(rows: Vec<(i64, String)>) -> Strings {
+        let (sqlite_ids, values): (Vec<i64>, Vec<Box<str>>) = rows
+            .into_iter()
+            .map(|(id, value)| (id, value.into_boxed_str()))
+            .unzip();
+        Strings {
+            index: StringIndex::new(&sqlite_ids),
+            values,
+            sqlite_ids,
+            interned: HashMap::new(),
+        }
+    }
+
+    /// Maps a `StringIds.id` to a [`NameId`]; unknown ids give `NO_NAME`.
+    pub fn resolve(&self, sqlite_id: i64) -> NameId {
+        self.index.resolve(sqlite_id)
+    }
+
+    /// `StringIds.id` per [`NameId`] (`i64::MIN` for interned inline texts): with
+    /// [`StringIndex::new`], names resolve elsewhere as they do here.
+    pub fn sqlite_ids(&self) -> &[i64] {
+        &self.sqlite_ids
     }
 
     /// Interns an inline string (NVTX `text`), reusing an earlier copy.

@@ -142,9 +142,14 @@ fn staged_host_load_and_kernel_rows_give_the_loaded_trace() {
     let mut events = Vec::new();
     let mut chunks = 0;
     while !rows.is_done() {
-        rows.next_chunk(&conn, &label, 97, &strings, staged.processes_mut(), |e| {
-            events.push(e)
-        })
+        rows.next_chunk(
+            &conn,
+            &label,
+            97,
+            |id| strings.resolve(id),
+            staged.processes_mut(),
+            |e| events.push(e),
+        )
         .expect("chunk");
         chunks += 1;
     }

@@ -14,6 +14,7 @@ export class WorkerEngine {
     this.wasm = wasm;
     this.parallel = parallel;
     this.loader = null; // the kernel-loading WorkerEngine of a parallel open
+    this.spare = null; // the next open's loader, started (wasm compiled) while the page is idle
     this.focus = 'main'; // the slot the verdict view (detect, timeline, hover) reads
     this.worker = null;
     this.nextId = 1;
@@ -21,6 +22,13 @@ export class WorkerEngine {
     this.openId = 0;
     this.cancelFlag = null;
     this.start();
+    this.warmLoader();
+  }
+
+  // Starts the next open's loader ahead of time: instantiating the wasm module takes a few
+  // hundred milliseconds that would otherwise delay the kernel pass.
+  warmLoader() {
+    if (this.parallel && !this.spare) this.spare = new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
   }
 
   start() {
@@ -148,7 +156,8 @@ export class WorkerEngine {
   // first) may still be busy; it is terminated when its own work settles.
   freshLoader() {
     this.loader?.terminate();
-    this.loader = new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
+    this.loader = this.spare || new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
+    this.spare = null;
     return this.loader;
   }
 
@@ -184,6 +193,7 @@ export class WorkerEngine {
           loader.terminate();
           this.loader = null;
         }
+        this.warmLoader();
       });
   }
 
@@ -206,6 +216,8 @@ export class WorkerEngine {
   }
 
   terminate() {
+    this.spare?.terminate();
+    this.spare = null;
     this.worker?.terminate();
     this.worker = null;
     const pending = [...this.pending.values()];

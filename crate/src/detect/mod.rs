@@ -23,7 +23,7 @@ pub use sweep::{KernelSummary, KernelSweep, Plan, SweepPlan};
 
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
-use steps::PhaseSteps;
+use steps::PhaseCounts;
 
 use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
@@ -103,7 +103,7 @@ fn assemble(
         "kernels"
     };
     let aggregate = prepared.measure(&kernels.aggregate);
-    let phase = |p: &Option<PhaseSteps>, s: &Option<sweep::ScopeSummary>, t: &Thresholds| {
+    let phase = |p: &Option<PhaseCounts>, s: &Option<sweep::ScopeSummary>, t: &Thresholds| {
         p.as_ref()
             .zip(s.as_ref())
             .map(|(p, s)| phase_result(&prepared, p, s, t))
@@ -163,7 +163,7 @@ fn assemble(
 
 /// A summary swept under other settings would give silently wrong numbers: refuse it.
 fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
-    let window = |p: &Option<PhaseSteps>| p.as_ref().map(|p| p.window.clone());
+    let window = |p: &Option<PhaseCounts>| p.as_ref().map(|p| p.window.clone());
     let user = cfg.window.map(|(s, e)| IntervalSet::single(s, e));
     let same = k.switches == plan.sw
         && k.skip_m3 == cfg.skip_m3
@@ -182,7 +182,7 @@ fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> R
 
 fn phase_result(
     prepared: &Prepared<'_>,
-    p: &PhaseSteps,
+    p: &PhaseCounts,
     scope: &sweep::ScopeSummary,
     t: &Thresholds,
 ) -> PhaseResult {
@@ -193,9 +193,8 @@ fn phase_result(
     } else {
         "steps-union"
     };
-    let raw_in_phase: u64 = p.steps.iter().map(|s| u64::from(s.ranks)).sum();
     PhaseResult {
-        iteration_count: p.steps.len() as u64,
+        iteration_count: p.steps,
         verdict: o.verdict,
         crossed_count: o.crossed_count,
         applicable_count: o.applicable_count,
@@ -208,7 +207,7 @@ fn phase_result(
         evidence: evidence::table(&m, t, &o),
         per_device: evidence::devices(prepared, &m),
         per_process: evidence::processes(prepared, &m),
-        raw_step_count: raw_in_phase,
+        raw_step_count: p.raw_steps,
     }
 }
 

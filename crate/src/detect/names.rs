@@ -173,12 +173,40 @@ pub struct NameTables {
     pub nccl: Vec<bool>,
     /// For each prep pattern, which names match it.
     pub prep: [Vec<bool>; 3],
-    /// Forward-step names, parsed.
-    pub steps: Vec<Option<StepName>>,
+}
+
+/// Forward-step names, parsed once per distinct string. Kept only while steps are found: a
+/// TensorRT-LLM trace has a distinct name per step, so the table is as long as the string table.
+pub struct StepNames(pub Vec<Option<StepName>>);
+
+impl StepNames {
+    /// Names the profile reads as forward steps: `marker`'s, else the TensorRT-LLM marker
+    /// (under `LIKE` matching, only names `LIKE '%[Executor] _forward_step%'`).
+    pub fn build(strings: &Strings, sw: &Switches, marker: Option<&StepMarker>) -> StepNames {
+        let like = sw.name_match == NameMatch::SqliteLike;
+        let prefilter = Like::new("%[Executor] _forward_step%");
+        let steps = (0..strings.len() as NameId)
+            .map(|id| {
+                let s = strings.get(id);
+                if like && !prefilter.matches(s) {
+                    return None;
+                }
+                match marker {
+                    Some(m) => m.parse(s),
+                    None => parse_step(s),
+                }
+            })
+            .collect();
+        StepNames(steps)
+    }
+
+    pub fn get(&self, id: NameId) -> Option<StepName> {
+        self.0.get(id as usize).copied().flatten()
+    }
 }
 
 impl NameTables {
-    pub fn build(strings: &Strings, sw: &Switches, marker: Option<&StepMarker>) -> NameTables {
+    pub fn build(strings: &Strings, sw: &Switches) -> NameTables {
         let like = sw.name_match == NameMatch::SqliteLike;
         let launch = strings.classify(|s| is_launch_api(s, sw.launch_apis));
         let nccl = if like {
@@ -195,25 +223,7 @@ impl NameTables {
                 strings.classify(|s| s.contains(pat))
             }
         });
-        let prefilter = Like::new("%[Executor] _forward_step%");
-        let steps = (0..strings.len() as NameId)
-            .map(|id| {
-                let s = strings.get(id);
-                if like && !prefilter.matches(s) {
-                    return None;
-                }
-                match marker {
-                    Some(m) => m.parse(s),
-                    None => parse_step(s),
-                }
-            })
-            .collect();
-        NameTables {
-            launch,
-            nccl,
-            prep,
-            steps,
-        }
+        NameTables { launch, nccl, prep }
     }
 
     pub fn is_launch(&self, id: NameId) -> bool {
@@ -222,10 +232,6 @@ impl NameTables {
 
     pub fn is_nccl(&self, id: NameId) -> bool {
         flag(&self.nccl, id)
-    }
-
-    pub fn step(&self, id: NameId) -> Option<StepName> {
-        self.steps.get(id as usize).copied().flatten()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Forward steps and the phases they form (context vs generation).
 
 use super::config::{PhaseWindow, Switches};
-use super::names::{NameTables, StepName};
+use super::names::{StepName, StepNames};
 use crate::model::intervals::IntervalSet;
 use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges};
 
@@ -38,11 +38,11 @@ pub fn visible_name(nvtx: &NvtxRanges, i: usize, sw: &Switches) -> Option<NameId
 }
 
 /// All forward-step ranges in start order, TP-deduplicated when the profile says so.
-pub fn forward_steps(nvtx: &NvtxRanges, names: &NameTables, sw: &Switches) -> (Vec<Step>, usize) {
+pub fn forward_steps(nvtx: &NvtxRanges, names: &StepNames, sw: &Switches) -> (Vec<Step>, usize) {
     let mut raw: Vec<Step> = (0..nvtx.len())
         .filter_map(|i| {
             let name_id = visible_name(nvtx, i, sw)?;
-            let name = names.step(name_id)?;
+            let name = names.get(name_id)?;
             Some(Step {
                 start: nvtx.start[i],
                 end: nvtx.end[i],
@@ -91,6 +91,26 @@ pub fn dedup_tp_steps(steps: &[Step]) -> Vec<Step> {
 pub struct PhaseSteps {
     pub steps: Vec<Step>,
     pub window: IntervalSet,
+}
+
+/// A phase as the verdict needs it, without its steps (a copy of every step would double the
+/// plan on a long trace): the window and how many steps, merged and raw, fall in it.
+#[derive(Debug, Clone)]
+pub struct PhaseCounts {
+    pub window: IntervalSet,
+    pub steps: u64,
+    /// Raw NVTX ranges behind those steps (TP copies counted).
+    pub raw_steps: u64,
+}
+
+impl PhaseSteps {
+    pub fn counts(self) -> PhaseCounts {
+        PhaseCounts {
+            steps: self.steps.len() as u64,
+            raw_steps: self.steps.iter().map(|s| u64::from(s.ranks)).sum(),
+            window: self.window,
+        }
+    }
 }
 
 /// Splits steps into context (C > 0) and generation (C == 0, G > 0); idle steps are skipped.

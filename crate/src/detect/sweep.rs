@@ -28,8 +28,8 @@ use std::collections::HashMap;
 
 use super::config::{DetectConfig, NameMatch, Switches};
 use super::measure::{PrepRanges, index_prep};
-use super::names::NameTables;
-use super::steps::{self, PhaseSteps, Step};
+use super::names::{NameTables, StepNames};
+use super::steps::{self, PhaseCounts, PhaseSteps, Step};
 use crate::model::intervals::IntervalSet;
 use crate::model::{KernelEvent, Ns, OutOfOrder, ProcessIdx, StartOrder, Trace, flag};
 
@@ -45,8 +45,8 @@ pub struct Plan {
     pub(super) custom_marker: bool,
     pub(super) steps: Vec<Step>,
     pub(super) raw_steps: usize,
-    pub(super) context: Option<PhaseSteps>,
-    pub(super) generation: Option<PhaseSteps>,
+    pub(super) context: Option<PhaseCounts>,
+    pub(super) generation: Option<PhaseCounts>,
     /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
     pub(super) prep: Vec<PrepRanges>,
 }
@@ -82,9 +82,14 @@ impl Plan {
         } else {
             None
         };
-        let names = NameTables::build(&host.strings, &sw, marker);
-        let (steps, raw_steps) = steps::forward_steps(&host.nvtx, &names, &sw);
+        let names = NameTables::build(&host.strings, &sw);
+        let step_names = StepNames::build(&host.strings, &sw, marker);
+        let (steps, raw_steps) = steps::forward_steps(&host.nvtx, &step_names, &sw);
         let (context, generation) = steps::phases(&steps, &sw);
+        let (context, generation) = (
+            context.map(PhaseSteps::counts),
+            generation.map(PhaseSteps::counts),
+        );
         let prep = if cfg.skip_m3 {
             Vec::new()
         } else {
@@ -374,6 +379,8 @@ struct MaskSweep {
     clock: Ns,
     masks: Vec<u64>,
     mask_ids: HashMap<u64, usize>,
+    /// The last mask looked up: the busy set changes far less often than stretches end.
+    last_mask: Option<(u64, usize)>,
     overflow: bool,
 }
 
@@ -829,6 +836,7 @@ impl MaskSweep {
             clock: Ns::MIN,
             masks: Vec::new(),
             mask_ids: HashMap::new(),
+            last_mask: None,
             overflow: false,
         }
     }
@@ -894,12 +902,18 @@ impl MaskSweep {
     }
 
     fn mask_id(&mut self, mask: u64) -> usize {
-        if let Some(&id) = self.mask_ids.get(&mask) {
+        if let Some((m, id)) = self.last_mask
+            && m == mask
+        {
             return id;
         }
-        self.masks.push(mask);
-        self.mask_ids.insert(mask, self.masks.len() - 1);
-        self.masks.len() - 1
+        let next = self.masks.len();
+        let id = *self.mask_ids.entry(mask).or_insert(next);
+        if id == next {
+            self.masks.push(mask);
+        }
+        self.last_mask = Some((mask, id));
+        id
     }
 
     /// Each mask id's mask over positions in the sorted device list (`facts.devices`).

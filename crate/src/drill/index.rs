@@ -7,7 +7,7 @@
 
 use super::names::{ApiKind, Names};
 use crate::detect::Profile;
-use crate::detect::names::NameTables;
+use crate::detect::names::StepNames;
 use crate::detect::steps::{self, PhaseSteps, Step};
 use crate::model::{Ns, ProcessIdx, Trace};
 
@@ -237,8 +237,8 @@ fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
 
 fn step_info(trace: &Trace) -> StepInfo {
     let sw = Profile::Standard.switches();
-    let tables = NameTables::build(&trace.strings, &sw, None);
-    let (steps, _) = steps::forward_steps(&trace.nvtx, &tables, &sw);
+    let step_names = StepNames::build(&trace.strings, &sw, None);
+    let (steps, _) = steps::forward_steps(&trace.nvtx, &step_names, &sw);
     let (context, generation) = steps::phases(&steps, &sw);
     StepInfo {
         steps,

@@ -3,7 +3,7 @@
 
 use super::Iteration;
 use crate::detect::Profile;
-use crate::detect::names::{NameTables, StepName, parse_step};
+use crate::detect::names::{StepName, StepNames, parse_step};
 use crate::detect::steps::{Step, dedup_tp_steps, forward_steps};
 use crate::model::{NameId, Ns, Trace};
 use crate::sqlike::Like;
@@ -28,13 +28,8 @@ pub fn raw_steps(trace: &Trace, profile: Profile) -> Vec<Step> {
     let mut sw = profile.switches();
     sw.dedup_steps = false;
     let names = match profile {
-        Profile::TrtllmSkill => NameTables {
-            launch: Vec::new(),
-            nccl: Vec::new(),
-            prep: [Vec::new(), Vec::new(), Vec::new()],
-            steps: reference_step_names(trace),
-        },
-        Profile::Standard => NameTables::build(&trace.strings, &sw, None),
+        Profile::TrtllmSkill => StepNames(reference_step_names(trace)),
+        Profile::Standard => StepNames::build(&trace.strings, &sw, None),
     };
     forward_steps(&trace.nvtx, &names, &sw).0
 }

@@ -2,29 +2,38 @@
 //!
 //! It starts before the plan exists (the other worker is still reading NVTX): chunks read until
 //! then wait in a bounded buffer, and the caller stops reading when it is full
-//! ([`KernelPass::buffer_full`]) until [`KernelPass::set_plan`]. Memory: the buffer bound plus
-//! the analyses' own state, whatever the table's size.
+//! ([`KernelPass::buffer_full`]) until [`KernelPass::set_plan`]. The pass reads no strings: kernel
+//! names met before the plan get provisional ids, renumbered by the plan's name index, as
+//! processes are by its process table. Memory: the buffer bound plus the analyses' own state,
+//! whatever the table's size.
+
+use std::collections::HashMap;
 
 use rusqlite::Connection;
 
 use super::KernelPlan;
 use super::consumers::{Consumers, KernelResults};
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, KernelEvent, Processes, Strings};
+use crate::model::{CoverageNote, KernelEvent, NO_NAME, NameId, Processes, StringIndex};
 use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes};
 
-/// Kernels held while waiting for the plan: 256 Ki events (12 MiB, reserved at once). The
-/// plan comes after the other worker's NVTX load, later than a larger buffer would fill anyway.
-pub const BUFFER_EVENTS: usize = 1 << 18;
+/// Kernels held while waiting for the plan, at most: 4 Mi events (192 MiB), allocated a block at
+/// a time as they come. Reading ahead of the plan is the pass's head start: the other worker
+/// needs seconds for strings and NVTX on a large export, and a buffered kernel later costs only
+/// the analyses, not the read.
+pub const BUFFER_EVENTS: usize = 1 << 22;
+/// Events per buffer block (no reallocation, no copy as the buffer grows).
+const BLOCK_EVENTS: usize = 1 << 16;
 
 /// One pass over one file's kernel table.
 pub struct KernelPass {
     rows: KernelRows,
-    /// `StringIds` of this file, read by this worker (name ids agree with the other worker's).
-    strings: Strings,
+    /// Before the plan: names as met (provisional ids); after it, the plan's name index.
+    names: Names,
     /// Before the plan: processes as met; after it, the plan's table extended as met.
     processes: Processes,
-    waiting: Vec<KernelEvent>,
+    waiting: Vec<Vec<KernelEvent>>,
+    buffered: usize,
     consumers: Option<Consumers>,
     label: String,
     /// What the file's kernel table lacks, for the trace's coverage notes.
@@ -32,14 +41,41 @@ pub struct KernelPass {
     present: bool,
 }
 
+/// How kernel names (`StringIds.id`s) become [`NameId`]s.
+enum Names {
+    /// Before the plan: provisional ids in order of first appearance.
+    Met {
+        ids: Vec<i64>,
+        index: HashMap<i64, NameId>,
+    },
+    /// The analysis worker's numbering, from the plan.
+    Planned(StringIndex),
+}
+
+impl Names {
+    fn resolve(&mut self, id: i64) -> NameId {
+        match self {
+            Names::Met { ids, index } => *index.entry(id).or_insert_with(|| {
+                ids.push(id);
+                (ids.len() - 1) as NameId
+            }),
+            Names::Planned(index) => index.resolve(id),
+        }
+    }
+}
+
 impl KernelPass {
-    /// A pass over the kernel table of an open export whose strings are loaded.
-    pub fn new(conn: &Connection, schema: &Schema, strings: Strings, label: &str) -> Result<Self> {
+    /// A pass over the kernel table of an open export.
+    pub fn new(conn: &Connection, schema: &Schema, label: &str) -> Result<Self> {
         Ok(KernelPass {
             rows: KernelRows::new(conn, schema, label)?,
-            strings,
+            names: Names::Met {
+                ids: Vec::new(),
+                index: HashMap::new(),
+            },
             processes: Processes::default(),
-            waiting: Vec::with_capacity(BUFFER_EVENTS),
+            waiting: Vec::new(),
+            buffered: 0,
             consumers: None,
             label: label.to_string(),
             coverage: kernel_table_notes(schema),
@@ -53,7 +89,7 @@ impl KernelPass {
 
     /// Whether reading must wait for the plan.
     pub fn buffer_full(&self) -> bool {
-        self.consumers.is_none() && self.waiting.len() >= BUFFER_EVENTS
+        self.consumers.is_none() && self.buffered >= BUFFER_EVENTS
     }
 
     /// Rows read and the table's row span, for progress.
@@ -66,9 +102,9 @@ impl KernelPass {
         if self.rows.is_done() {
             return Ok(false);
         }
-        // Before the plan, read no more than the buffer holds (it never reallocates).
+        // Before the plan, read no more than the buffer holds.
         let rows = if self.consumers.is_none() {
-            let room = BUFFER_EVENTS.saturating_sub(self.waiting.len());
+            let room = BUFFER_EVENTS.saturating_sub(self.buffered);
             rows.min(u32::try_from(room).unwrap_or(u32::MAX))
         } else {
             rows
@@ -77,17 +113,29 @@ impl KernelPass {
             return Ok(true);
         }
         let mut failed = None;
-        let (waiting, consumers) = (&mut self.waiting, &mut self.consumers);
-        self.rows.next_chunk(
+        let KernelPass {
+            rows: table,
+            names,
+            processes,
+            waiting,
+            buffered,
+            consumers,
+            label,
+            ..
+        } = self;
+        table.next_chunk(
             conn,
-            &self.label,
+            label,
             rows,
-            &self.strings,
-            &mut self.processes,
+            |id| names.resolve(id),
+            processes,
             |ev| match consumers {
                 Some(c) if failed.is_none() => failed = c.push(ev).err(),
                 Some(_) => {}
-                None => waiting.push(ev),
+                None => {
+                    buffer(waiting, ev);
+                    *buffered += 1;
+                }
             },
         )?;
         match failed {
@@ -105,17 +153,30 @@ impl KernelPass {
         for &gpid in &plan.processes {
             numbered.intern(gpid);
         }
-        let met = std::mem::replace(&mut self.processes, numbered);
+        let met_processes = std::mem::replace(&mut self.processes, numbered);
+        let index = StringIndex::new(&plan.names);
+        let met_names: Vec<NameId> = match &self.names {
+            Names::Met { ids, .. } => ids.iter().map(|&id| index.resolve(id)).collect(),
+            Names::Planned(_) => Vec::new(),
+        };
+        self.names = Names::Planned(index);
         let mut consumers = Consumers::new(plan.sweeps, &self.label)?;
-        for mut ev in std::mem::take(&mut self.waiting) {
-            let gpid = met
+        for mut ev in std::mem::take(&mut self.waiting).into_iter().flatten() {
+            let gpid = met_processes
                 .global_pid
                 .get(ev.process as usize)
                 .copied()
                 .unwrap_or(0);
             ev.process = self.processes.intern(gpid);
+            if ev.short_name != NO_NAME {
+                ev.short_name = met_names
+                    .get(ev.short_name as usize)
+                    .copied()
+                    .unwrap_or(NO_NAME);
+            }
             consumers.push(ev)?;
         }
+        self.buffered = 0;
         self.consumers = Some(consumers);
         Ok(())
     }
@@ -126,5 +187,17 @@ impl KernelPass {
             detail: "the kernel pass ended before its plan arrived".into(),
         })?;
         Ok(consumers.finish(self.processes.global_pid, self.coverage, self.present))
+    }
+}
+
+/// Appends to the block buffer, starting a new block when the last is full.
+fn buffer(blocks: &mut Vec<Vec<KernelEvent>>, ev: KernelEvent) {
+    match blocks.last_mut() {
+        Some(block) if block.len() < BLOCK_EVENTS => block.push(ev),
+        _ => {
+            let mut block = Vec::with_capacity(BLOCK_EVENTS);
+            block.push(ev);
+            blocks.push(block);
+        }
     }
 }

@@ -57,6 +57,9 @@ pub struct KernelPlan {
     pub processes: Vec<i64>,
     /// One sweep plan per entry of [`PROFILES`] (default windows, M3 on).
     pub sweeps: Vec<SweepPlan>,
+    /// `StringIds.id` per name id of the host side ([`crate::model::Strings::sqlite_ids`]): the
+    /// pass names kernels as the host side does without reading the strings.
+    pub names: Vec<i64>,
 }
 
 impl KernelPlan {
@@ -70,6 +73,7 @@ impl KernelPlan {
         KernelPlan {
             processes: host.processes.global_pid.clone(),
             sweeps,
+            names: host.strings.sqlite_ids().to_vec(),
         }
     }
 

@@ -35,7 +35,7 @@ impl KernelSource for SqliteKernels<'_> {
             self.conn,
             self.label,
             (first_row, last_row),
-            self.strings,
+            |id| self.strings.resolve(id),
             &mut processes,
             visit,
         )

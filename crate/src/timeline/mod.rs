@@ -183,10 +183,10 @@ struct Steps {
 
 impl Steps {
     fn of(trace: &Trace) -> Option<Steps> {
-        use crate::detect::{Profile, names::NameTables, steps};
+        use crate::detect::{Profile, names::StepNames, steps};
         let sw = Profile::Standard.switches();
-        let tables = NameTables::build(&trace.strings, &sw, None);
-        Steps::from_forward_steps(&steps::forward_steps(&trace.nvtx, &tables, &sw).0)
+        let names = StepNames::build(&trace.strings, &sw, None);
+        Steps::from_forward_steps(&steps::forward_steps(&trace.nvtx, &names, &sw).0)
     }
 
     /// The lane of forward steps found by the standard profile (`detect::Plan::steps`).

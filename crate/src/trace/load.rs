@@ -332,16 +332,20 @@ pub(super) fn small(v: ValueRef<'_>) -> u32 {
     u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
 }
 
+/// The schema of an open file, which must be an nsys export.
+pub fn probe_export(conn: &Connection, path: &str) -> Result<Schema> {
+    let schema = Schema::probe(conn, path)?;
+    if !schema.is_nsys_export() {
+        return Err(Error::NotNsysExport { path: path.into() });
+    }
+    Ok(schema)
+}
+
 impl Loader<'_, '_> {
     /// Schema, metadata and strings: what every table loader needs first.
     fn begin(&mut self) -> Result<(Schema, Trace)> {
         self.report("probing schema", 0, 0)?;
-        let schema = Schema::probe(self.conn, self.path)?;
-        if !schema.is_nsys_export() {
-            return Err(Error::NotNsysExport {
-                path: self.path.into(),
-            });
-        }
+        let schema = probe_export(self.conn, self.path)?;
         let mut trace = Trace {
             meta: read_meta(self.conn, &schema, self.path)?,
             ..Trace::default()

@@ -11,7 +11,7 @@ pub mod transfer;
 
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, StagedLoad,
-    kernel_table_notes, load, load_part, merge_kernel_part,
+    kernel_table_notes, load, load_part, merge_kernel_part, probe_export,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;

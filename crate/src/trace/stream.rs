@@ -12,7 +12,7 @@ use super::load::{KERNEL_TABLE, int, opt_int, select, small};
 use super::open::sqlite_error;
 use super::schema::Schema;
 use crate::error::Result;
-use crate::model::{KernelEvent, NO_NAME, ProcessIdx, Processes, Strings};
+use crate::model::{KernelEvent, NO_NAME, NameId, ProcessIdx, Processes};
 
 /// Columns of a [`KernelEvent`], `NULL` where the export lacks one.
 const COLUMNS: [&str; 7] = [
@@ -73,13 +73,14 @@ impl KernelRows {
     }
 
     /// Reads the next `rows` rowids (fewer at the end) into `each`; names resolve through
-    /// `strings`, processes are interned into `processes`.
+    /// `names` (a `StringIds.id` to a [`crate::model::NameId`]), processes are interned into
+    /// `processes`.
     pub fn next_chunk(
         &mut self,
         conn: &Connection,
         path: &str,
         rows: u32,
-        strings: &Strings,
+        names: impl FnMut(i64) -> NameId,
         processes: &mut Processes,
         each: impl FnMut(KernelEvent),
     ) -> Result<()> {
@@ -90,7 +91,7 @@ impl KernelRows {
             .next
             .saturating_add(i64::from(rows.max(1)) - 1)
             .min(self.last);
-        self.read(conn, path, (self.next, to), strings, processes, each)?;
+        self.read(conn, path, (self.next, to), names, processes, each)?;
         self.next = to.saturating_add(1);
         Ok(())
     }
@@ -101,7 +102,7 @@ impl KernelRows {
         conn: &Connection,
         path: &str,
         (first, last): (i64, i64),
-        strings: &Strings,
+        mut names: impl FnMut(i64) -> NameId,
         processes: &mut Processes,
         mut each: impl FnMut(KernelEvent),
     ) -> Result<()> {
@@ -118,7 +119,7 @@ impl KernelRows {
                     device: small(r.get_ref(3)?),
                     stream: small(r.get_ref(4)?),
                     process: interner.intern(int(r.get_ref(5)?, 0)),
-                    short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id)),
+                    short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, &mut names),
                     graph_node: opt_int(r.get_ref(7)?).map_or(0, |g| g as u64),
                 })
             })()

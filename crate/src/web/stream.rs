@@ -13,7 +13,7 @@ use super::js_error;
 use super::vfs::Registration;
 use crate::model::Trace;
 use crate::streamed::{self, HostPlans, KernelPlan, KernelResults};
-use crate::trace::{LoadOptions, Progress, StagedLoad};
+use crate::trace::{LoadOptions, Progress, StagedLoad, probe_export};
 
 /// The host side of a trace being opened: strings and NVTX first, then the API calls.
 #[wasm_bindgen]
@@ -112,18 +112,15 @@ pub struct KernelPass {
 
 #[wasm_bindgen]
 impl KernelPass {
-    /// Opens `file` and reads its strings; kernels follow with [`KernelPass::step`].
+    /// Opens `file` (no table is read yet); kernels follow with [`KernelPass::step`].
     pub fn open(
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
     ) -> Result<KernelPass, JsError> {
         let (name, registration) = register(&file)?;
         let conn = open_connection(&registration, &name).map_err(js_error)?;
-        let mut progress = |p: Progress| report_progress(&on_progress, p);
-        let staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(js_error)?;
-        let strings = staged.trace().strings.clone();
-        let pass =
-            streamed::KernelPass::new(&conn, staged.schema(), strings, &name).map_err(js_error)?;
+        let schema = probe_export(&conn, &name).map_err(js_error)?;
+        let pass = streamed::KernelPass::new(&conn, &schema, &name).map_err(js_error)?;
         Ok(KernelPass {
             pass,
             conn,

