@@ -103,7 +103,7 @@ fn each_analysis(
 ) -> Res<()> {
     let time = |what: &str, f: &mut dyn FnMut(KernelEvent)| -> Res<()> {
         let t = Instant::now();
-        let mut rows = KernelRows::new(conn, schema, path)?;
+        let mut rows = KernelRows::new(conn, schema, path, true)?;
         let mut processes = host.processes.clone();
         while !rows.is_done() {
             rows.next_chunk(

@@ -545,6 +545,12 @@ pub struct TraceMeta {
 }
 
 impl TraceMeta {
+    /// Whether CUDA graphs were traced as whole graphs (`--cuda-graph-trace=graph`): their
+    /// kernels then carry no `graphNodeId`, which the verdict's warning looks for.
+    pub fn traces_whole_graphs(&self) -> bool {
+        self.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE") == Some("Graph")
+    }
+
     /// The first capture option with this name, also as a per-process key (`PROCESS_0:NAME`).
     pub fn capture_option(&self, name: &str) -> Option<&str> {
         let matches = |k: &str| {

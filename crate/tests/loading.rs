@@ -137,7 +137,7 @@ fn staged_host_load_and_kernel_rows_give_the_loaded_trace() {
         .expect("nvtx");
     assert_eq!(staged.trace().nvtx.len(), full.nvtx.len());
     let schema = staged.schema().clone();
-    let mut rows = trace::KernelRows::new(&conn, &schema, &label).expect("rows");
+    let mut rows = trace::KernelRows::new(&conn, &schema, &label, true).expect("rows");
     let strings = staged.trace().strings.clone();
     let mut events = Vec::new();
     let mut chunks = 0;

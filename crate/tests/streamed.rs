@@ -95,7 +95,7 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
     let label = path.display().to_string();
     let conn = trace::open_path(path).expect("open");
     let schema = trace::Schema::probe(&conn, &label).expect("schema");
-    let rows = KernelRows::new(&conn, &schema, &label).expect("rows");
+    let rows = KernelRows::new(&conn, &schema, &label, true).expect("rows");
     let source = SqliteKernels {
         conn: &conn,
         rows: &rows,
@@ -263,4 +263,42 @@ fn a_kernel_table_out_of_start_order_stops_the_pass_clearly() {
         v
     };
     assert_eq!(strip(got.expect("json")), strip(want.expect("json")));
+}
+
+/// A whole-graph capture of a trace that launches CUDA graphs: the verdict warns when no kernel
+/// carries a `graphNodeId`, so the pass reads that column there (and only there), and the
+/// streamed verdict says the same as a whole load with and without graph nodes.
+#[test]
+fn whole_graph_captures_get_the_same_graph_warning_as_a_whole_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nodes = dir.path().join("graph-mode.sqlite");
+    generate("cuda-graphs", &nodes, &GenOptions { scale: 1, seed: 5 }).expect("generate");
+    let set_graph_mode = "UPDATE META_DATA_CAPTURE SET value = 'Graph' WHERE name LIKE '%CUDA_GRAPH_TRACE_OPTIONS:MODE'";
+    let no_nodes = dir.path().join("graph-mode-no-nodes.sqlite");
+    std::fs::copy(&nodes, &no_nodes).expect("copy");
+    let sql = |path: &Path, sql: &str| {
+        rusqlite::Connection::open(path)
+            .expect("open")
+            .execute(sql, [])
+            .expect("update")
+    };
+    assert!(sql(&nodes, set_graph_mode) > 0, "the capture option exists");
+    sql(&no_nodes, set_graph_mode);
+    sql(
+        &no_nodes,
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = NULL",
+    );
+    let warned = |s: &Streamed| {
+        s.detect(&DetectConfig::default())
+            .expect("detect")
+            .warnings
+            .iter()
+            .any(|w| w.contains("traced as whole graphs"))
+    };
+    for (path, warns) in [(&nodes, false), (&no_nodes, true)] {
+        let label = path.display().to_string();
+        let streamed = stream_open(path, 1000, 0);
+        assert_eq!(warned(&streamed), warns, "{label}");
+        assert_same_verdict(&streamed, &whole(path, true), &label, &label);
+    }
 }

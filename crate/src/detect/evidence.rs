@@ -193,10 +193,8 @@ pub fn warnings(
     {
         w.push(format!("NCCL kernels take {:.1}% of GPU busy time: idle gaps may be communication waits rather than host overhead", nccl * 100.0));
     }
-    if trace.meta.capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE") == Some("Graph")
-        && !p.kernels.facts.any_graph_node
-    {
-        let graph_launches = any_runtime_name(trace, |s| s.starts_with("cudaGraphLaunch"));
+    if trace.meta.traces_whole_graphs() && !p.kernels.facts.any_graph_node {
+        let graph_launches = any_runtime_name(trace, |s| s.starts_with(super::GRAPH_LAUNCH));
         if graph_launches {
             w.push("CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph): kernels inside graphs are not recorded individually; re-capture with --cuda-graph-trace=node for kernel-level detail".into());
         }

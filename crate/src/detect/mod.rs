@@ -27,8 +27,20 @@ use steps::PhaseCounts;
 
 use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
-use crate::model::{CoverageNote, KernelEvent, Kernels, Trace};
+use crate::model::{CoverageNote, KernelEvent, Kernels, Strings, Trace, TraceMeta};
 use crate::pyfmt;
+
+/// The prefix of the CUDA graph launch APIs (`cudaGraphLaunch`, `cudaGraphLaunch_v10000`, …).
+pub const GRAPH_LAUNCH: &str = "cudaGraphLaunch";
+
+/// Whether the verdict reads kernels' `graphNodeId`: only its warning about a whole-graph
+/// capture of a trace that launches graphs asks whether any kernel has one.
+pub fn reads_graph_nodes(meta: &TraceMeta, strings: &Strings) -> bool {
+    meta.traces_whole_graphs()
+        && !strings
+            .sqlite_ids_where(|s| s.starts_with(GRAPH_LAUNCH))
+            .is_empty()
+}
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {

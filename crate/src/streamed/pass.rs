@@ -15,7 +15,7 @@ use super::KernelPlan;
 use super::consumers::{Consumers, KernelResults};
 use crate::error::{Error, Result};
 use crate::model::{CoverageNote, KernelEvent, NO_NAME, NameId, Processes, StringIndex};
-use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes};
+use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes, read_meta};
 
 /// Kernels held while waiting for the plan, at most: 4 Mi events (192 MiB), allocated a block at
 /// a time as they come. Reading ahead of the plan is the pass's head start: the other worker
@@ -28,6 +28,7 @@ const BLOCK_EVENTS: usize = 1 << 16;
 /// One pass over one file's kernel table.
 pub struct KernelPass {
     rows: KernelRows,
+    schema: Schema,
     /// Before the plan: names as met (provisional ids); after it, the plan's name index.
     names: Names,
     /// Before the plan: processes as met; after it, the plan's table extended as met.
@@ -65,10 +66,15 @@ impl Names {
 }
 
 impl KernelPass {
-    /// A pass over the kernel table of an open export.
+    /// A pass over the kernel table of an open export. `graphNodeId` is read only while the
+    /// verdict may look at it: in a whole-graph capture until the plan, then only if the trace
+    /// launches graphs ([`KernelPlan::graph_nodes`]); the summary's `any_graph_node` is
+    /// meaningful only then.
     pub fn new(conn: &Connection, schema: &Schema, label: &str) -> Result<Self> {
+        let graph_nodes = read_meta(conn, schema, label)?.traces_whole_graphs();
         Ok(KernelPass {
-            rows: KernelRows::new(conn, schema, label)?,
+            schema: schema.clone(),
+            rows: KernelRows::new(conn, schema, label, graph_nodes)?,
             names: Names::Met {
                 ids: Vec::new(),
                 index: HashMap::new(),
@@ -160,6 +166,9 @@ impl KernelPass {
             Names::Planned(_) => Vec::new(),
         };
         self.names = Names::Planned(index);
+        if !plan.graph_nodes {
+            self.rows.read_graph_nodes(&self.schema, false);
+        }
         let mut consumers = Consumers::new(plan.sweeps, &self.label)?;
         for mut ev in std::mem::take(&mut self.waiting).into_iter().flatten() {
             let gpid = met_processes

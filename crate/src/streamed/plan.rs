@@ -60,6 +60,9 @@ pub struct KernelPlan {
     /// `StringIds.id` per name id of the host side ([`crate::model::Strings::sqlite_ids`]): the
     /// pass names kernels as the host side does without reading the strings.
     pub names: Vec<i64>,
+    /// Whether the verdict reads kernels' `graphNodeId` (a whole-graph capture of a trace that
+    /// launches graphs: its warning asks whether any kernel has one).
+    pub graph_nodes: bool,
 }
 
 impl KernelPlan {
@@ -74,6 +77,7 @@ impl KernelPlan {
             processes: host.processes.global_pid.clone(),
             sweeps,
             names: host.strings.sqlite_ids().to_vec(),
+            graph_nodes: crate::detect::reads_graph_nodes(&host.meta, &host.strings),
         }
     }
 

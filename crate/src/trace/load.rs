@@ -451,6 +451,7 @@ impl Loader<'_, '_> {
             return Ok(());
         }
         let mut cols = vec!["start", "end", "deviceId", "globalPid", "shortName"];
+        let graph_nodes = details || crate::detect::reads_graph_nodes(&trace.meta, strings);
         if details {
             cols.extend([
                 "streamId",
@@ -459,6 +460,8 @@ impl Loader<'_, '_> {
                 "graphNodeId",
                 "graphId",
             ]);
+        } else if graph_nodes {
+            cols.push("graphNodeId");
         }
         let sql = Self::select(schema, KERNEL_TABLE, &cols, "");
         let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
@@ -492,6 +495,9 @@ impl Loader<'_, '_> {
             k.short_name
                 .push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
             if !details {
+                if graph_nodes && let Some(g) = opt_int(r.get_ref(5)?) {
+                    set_sparse(&mut k.graph_node, k.start.len() - 1, g as u64);
+                }
                 return Ok(());
             }
             k.stream.push(small(r.get_ref(5)?));

@@ -54,7 +54,7 @@ impl Indexed {
     /// A streamed trace over its still-open connection.
     pub(crate) fn streamed(streamed: Streamed, conn: Connection, label: &str) -> Result<Indexed> {
         let schema = Schema::probe(&conn, label)?;
-        let rows = KernelRows::new(&conn, &schema, label)?;
+        let rows = KernelRows::new(&conn, &schema, label, false)?;
         Ok(Indexed {
             label: label.to_string(),
             kind: Kind::Streamed {
