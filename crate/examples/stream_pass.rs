@@ -83,6 +83,9 @@ fn main() -> Res<()> {
     let schema = staged.schema().clone();
     let host = staged.finish(&conn, &path, LoadOptions::detect(), &mut |_| true)?;
     step("API calls (kernel launches)");
+    let mut plans = plans;
+    plans.index_launches(&host);
+    step("launch calls indexed");
     let streamed = Streamed::attach(host, plans, KernelResults::from_bytes(&bytes)?)?;
     step("attach");
     std::hint::black_box(streamed.detect(&DetectConfig::default())?);

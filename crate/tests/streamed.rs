@@ -53,6 +53,8 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
         .finish(&host_conn, &label, LoadOptions::detect(), &mut |_| true)
         .expect("host");
     let results = KernelResults::from_bytes(&bytes).expect("results");
+    let mut plans = plans;
+    plans.index_launches(&host);
     Streamed::attach(host, plans, results).expect("attach")
 }
 

@@ -32,10 +32,7 @@ pub struct Prepared<'t> {
     pub sw: Switches,
     pub names: &'t NameTables,
     pub kernels: &'t KernelSummary,
-    /// Per process: its kernel-launch API calls (runtime row indices sorted by start; standard).
-    launch_idx: Vec<Vec<u32>>,
-    /// Per process: number of launch calls.
-    launch_counts: Vec<u64>,
+    launches: std::borrow::Cow<'t, LaunchIndex>,
     /// Per process (standard) or one pooled entry at index 0 (trtllm-skill).
     prep: &'t [PrepRanges],
     pub skip_m3: bool,
@@ -97,14 +94,16 @@ impl<'t> Prepared<'t> {
         plan: &'t Plan,
         kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
-        let (launch_idx, launch_counts) = index_launches(trace, &plan.names, &plan.sw);
+        let launches = match &plan.launches {
+            Some(index) => std::borrow::Cow::Borrowed(index),
+            None => std::borrow::Cow::Owned(LaunchIndex::new(trace, &plan.names, &plan.sw)),
+        };
         Prepared {
             trace,
             sw: plan.sw,
             names: &plan.names,
             kernels,
-            launch_idx,
-            launch_counts,
+            launches,
             prep: &plan.prep,
             skip_m3: kernels.skip_m3,
         }
@@ -164,7 +163,7 @@ impl<'t> Prepared<'t> {
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
-                    launch_calls: self.launch_counts.get(p as usize).copied().unwrap_or(0),
+                    launch_calls: self.launches.counts.get(p as usize).copied().unwrap_or(0),
                     launch_us,
                     launch_ratio: launch_us.map(|u| u / window_us),
                     prep,
@@ -176,7 +175,7 @@ impl<'t> Prepared<'t> {
     /// Time inside the window covered by the process's launch calls (their union).
     fn launch_overlap(&self, p: ProcessIdx, window: &IntervalSet) -> Ns {
         let rt = &self.trace.runtime;
-        let Some(idx) = self.launch_idx.get(p as usize) else {
+        let Some(idx) = self.launches.per_process.get(p as usize) else {
             return 0;
         };
         let spans = idx
@@ -452,6 +451,25 @@ impl ScopeMeasure {
             processes,
             numerators: num,
             denominators: den,
+        }
+    }
+}
+
+/// The kernel-launch API calls of a host trace, indexed for M2.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchIndex {
+    /// Per process: its launch calls (runtime row indices sorted by start; standard profile).
+    per_process: Vec<Vec<u32>>,
+    /// Per process: number of launch calls.
+    counts: Vec<u64>,
+}
+
+impl LaunchIndex {
+    pub fn new(trace: &Trace, names: &NameTables, sw: &Switches) -> LaunchIndex {
+        let (per_process, counts) = index_launches(trace, names, sw);
+        LaunchIndex {
+            per_process,
+            counts,
         }
     }
 }

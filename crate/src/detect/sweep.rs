@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 use super::config::{DetectConfig, NameMatch, Switches};
-use super::measure::{PrepRanges, index_prep};
+use super::measure::{LaunchIndex, PrepRanges, index_prep};
 use super::names::{NameTables, StepNames};
 use super::steps::{self, PhaseCounts, PhaseSteps, Step};
 use crate::model::intervals::IntervalSet;
@@ -49,6 +49,8 @@ pub struct Plan {
     pub(super) generation: Option<PhaseCounts>,
     /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
     pub(super) prep: Vec<PrepRanges>,
+    /// The host's launch calls, when indexed ahead of the verdict ([`Plan::index_launches`]).
+    pub(super) launches: Option<LaunchIndex>,
 }
 
 impl Plan {
@@ -60,6 +62,13 @@ impl Plan {
     /// The forward steps (after TP de-duplication), in start order.
     pub fn steps(&self) -> &[Step] {
         &self.steps
+    }
+
+    /// Indexes `host`'s kernel-launch API calls now rather than at each verdict (the page does
+    /// it while the kernel table is still streaming). The plan must then be used with `host`
+    /// only: the index holds its runtime row numbers.
+    pub fn index_launches(&mut self, host: &Trace) {
+        self.launches = Some(LaunchIndex::new(host, &self.names, &self.sw));
     }
 
     /// What a [`KernelSweep`] needs of this plan under `cfg` (built with the same `cfg`).
@@ -104,6 +113,7 @@ impl Plan {
             context,
             generation,
             prep,
+            launches: None,
         }
     }
 }

@@ -39,6 +39,14 @@ impl HostPlans {
         if valid { self } else { HostPlans::of(host) }
     }
 
+    /// Indexes the launch API calls of `host` (loaded whole now) for every verdict to come:
+    /// the page does it while the other worker still streams kernels.
+    pub fn index_launches(&mut self, host: &Trace) {
+        for plan in &mut self.plans {
+            plan.index_launches(host);
+        }
+    }
+
     pub fn get(&self, profile: Profile) -> Option<&Plan> {
         let i = PROFILES.iter().position(|&p| p == profile)?;
         self.plans.get(i)

@@ -72,6 +72,9 @@ impl StreamHost {
         let trace = staged
             .finish(&self.conn, &self.name, LoadOptions::detect(), &mut progress)
             .map_err(js_error)?;
+        if let Some(plans) = &mut self.plans {
+            plans.index_launches(&trace);
+        }
         self.trace = Some(trace);
         Ok(())
     }
