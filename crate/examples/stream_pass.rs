@@ -81,11 +81,18 @@ fn main() -> Res<()> {
         bytes.len() / 1024
     ));
     let schema = staged.schema().clone();
-    let host = staged.finish(&conn, &path, LoadOptions::detect(), &mut |_| true)?;
-    step("API calls (kernel launches)");
     let mut plans = plans;
-    plans.index_launches(&host);
-    step("launch calls indexed");
+    let swept = plans.sweep_launches(&conn, &path, &mut staged)?;
+    step(if swept {
+        "kernel launches swept (M2)"
+    } else {
+        "kernel launches not sweepable"
+    });
+    let host = staged.finish(&conn, &path, LoadOptions::detect(), &mut |_| true)?;
+    if !swept {
+        plans.index_launches(&host);
+    }
+    step("rest of the host side");
     let streamed = Streamed::attach(host, plans, KernelResults::from_bytes(&bytes)?)?;
     step("attach");
     std::hint::black_box(streamed.detect(&DetectConfig::default())?);

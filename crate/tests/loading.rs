@@ -1,6 +1,8 @@
 //! The two loading paths (sequential with progress, used in wasm; parallel, used natively) give
 //! the same trace, progress is reported, and a progress callback can cancel.
 
+mod common;
+
 use nsys_lens::detect::{DetectConfig, Profile, detect};
 use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::trace::{self, LoadOptions};
@@ -177,6 +179,18 @@ fn staged_host_load_and_kernel_rows_give_the_loaded_trace() {
     assert_eq!(host.runtime.len(), full.runtime.len());
 }
 
+/// A staged load of `path` up to its window-defining NVTX ranges, as the page's analysis worker
+/// has it when it builds the kernel pass's plan.
+fn up_to_window_nvtx(path: &std::path::Path) -> (String, rusqlite::Connection, trace::StagedLoad) {
+    let label = path.display().to_string();
+    let conn = trace::open_path(path).expect("open");
+    let mut staged = trace::StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
+    staged
+        .nvtx(&conn, &label, true, &mut |_| true)
+        .expect("nvtx");
+    (label, conn, staged)
+}
+
 /// The plan the kernel pass receives, built from the window-defining NVTX ranges alone, holds
 /// the same phase windows, host-prep ranges and NCCL names as plans built from the whole trace,
 /// in both profiles, and survives its trip between workers as bytes.
@@ -185,12 +199,7 @@ fn kernel_plan_carries_the_windows_of_the_host_side() {
     use nsys_lens::streamed::{HostPlans, KernelPlan};
     for scenario in ["tp2-phases", "host-bound", "regression-target"] {
         let (_dir, path) = generated(scenario);
-        let label = path.display().to_string();
-        let conn = trace::open_path(&path).expect("open");
-        let mut staged = trace::StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
-        staged
-            .nvtx(&conn, &label, true, &mut |_| true)
-            .expect("nvtx");
+        let (_, _conn, staged) = up_to_window_nvtx(&path);
         let host = staged.trace();
         let plan = KernelPlan::of(host, &HostPlans::of(host));
         let decoded = KernelPlan::from_bytes(&plan.to_bytes()).expect("decode");
@@ -235,4 +244,90 @@ fn kernel_plan_carries_the_windows_of_the_host_side() {
             );
         }
     }
+}
+
+/// The launch calls merged from their sorted runs come in start order, equal to the loaded calls
+/// stably sorted by start, with threads numbered as a whole load numbers them — on every public
+/// export (one has its runtime table in five runs) and on a table shuffled into many runs.
+#[test]
+fn launch_calls_merge_from_sorted_runs_in_start_order() {
+    use nsys_lens::trace::{LaunchRuns, LaunchScan};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shuffled = dir.path().join("shuffled.sqlite");
+    generate("tp2-phases", &shuffled, &GenOptions { scale: 1, seed: 3 }).expect("generate");
+    // Rewrite the runtime table as eight blocks in reverse order: eight sorted runs.
+    let conn = rusqlite::Connection::open(&shuffled).expect("open");
+    conn.execute_batch(
+        "CREATE TABLE rt AS SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME 
+           ORDER BY (rowid * 8 / (SELECT max(rowid) + 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME)) DESC, rowid;
+         DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME;
+         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM rt;
+         DROP TABLE rt;",
+    )
+    .expect("shuffle");
+    drop(conn);
+    let mut paths = vec![shuffled];
+    paths.extend(
+        std::fs::read_dir(common::public_traces_dir())
+            .expect("public traces")
+            .filter_map(|e| {
+                let p = e.expect("entry").path();
+                (p.extension().and_then(|x| x.to_str()) == Some("sqlite")).then_some(p)
+            }),
+    );
+    let mut multi_run = 0;
+    for path in paths {
+        let (label, conn, staged) = up_to_window_nvtx(&path);
+        let mut host = staged.trace().clone();
+        let scan = LaunchRuns::scan(
+            &conn,
+            staged.schema(),
+            &label,
+            &host.strings,
+            &mut host.threads,
+            &mut host.processes,
+        )
+        .expect("scan");
+        let whole = staged
+            .finish(&conn, &label, LoadOptions::detect(), &mut |_| true)
+            .expect("whole");
+        let runs = match scan {
+            LaunchScan::Runs(runs) => runs,
+            LaunchScan::Absent => {
+                assert!(
+                    whole.runtime.is_empty(),
+                    "{label}: no runtime table, no calls"
+                );
+                continue;
+            }
+            LaunchScan::Load => panic!("{label}: more than {} runs", trace::MAX_RUNS),
+        };
+        multi_run += usize::from(runs.run_count() > 1);
+        // Later steps (thread names) intern more threads; the launching ones come first, in order.
+        let n = host.threads.len();
+        assert_eq!(
+            host.threads.global_tid[..],
+            whole.threads.global_tid[..n],
+            "{label}: threads"
+        );
+        let rt = &whole.runtime;
+        let mut want: Vec<(i64, i64, u32, u32)> = (0..rt.len())
+            .map(|i| {
+                let p = whole.threads.process[rt.thread[i] as usize];
+                (rt.start[i], rt.end[i], p, rt.name[i])
+            })
+            .collect();
+        want.sort_by_key(|c| c.0);
+        let mut got = Vec::new();
+        runs.for_each(&conn, &label, &host.strings, &host.threads, |c| {
+            got.push((c.start, c.end, c.process, c.name))
+        })
+        .expect("merge");
+        assert_eq!(runs.calls as usize, want.len(), "{label}: calls counted");
+        assert!(
+            got == want,
+            "{label}: merged calls differ from the sorted loaded calls"
+        );
+    }
+    assert!(multi_run >= 2, "only {multi_run} tables in several runs");
 }

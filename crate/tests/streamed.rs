@@ -49,12 +49,23 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     }
     let bytes = pass.finish().expect("finish").to_bytes();
 
+    // The page's M2: launch calls swept in start order, or loaded when they cannot be.
+    let mut plans = plans;
+    let swept = plans
+        .sweep_launches(&host_conn, &label, &mut staged)
+        .expect("sweep launches");
     let host = staged
         .finish(&host_conn, &label, LoadOptions::detect(), &mut |_| true)
         .expect("host");
+    if swept {
+        assert!(
+            host.runtime.is_empty(),
+            "{label}: swept launch calls are not held"
+        );
+    } else {
+        plans.index_launches(&host);
+    }
     let results = KernelResults::from_bytes(&bytes).expect("results");
-    let mut plans = plans;
-    plans.index_launches(&host);
     Streamed::attach(host, plans, results).expect("attach")
 }
 

@@ -167,7 +167,7 @@ pub fn warnings(
         ));
     }
     if p.sw.launch_apis == LaunchApis::ExactCudaLaunchKernel {
-        let versioned = any_runtime_name(trace, |s| {
+        let versioned = p.launched_any(|s| {
             s.starts_with("cudaLaunchKernel_v")
                 || s.starts_with("cuLaunchKernel")
                 || s.starts_with("cudaGraphLaunch")
@@ -194,20 +194,10 @@ pub fn warnings(
         w.push(format!("NCCL kernels take {:.1}% of GPU busy time: idle gaps may be communication waits rather than host overhead", nccl * 100.0));
     }
     if trace.meta.traces_whole_graphs() && !p.kernels.facts.any_graph_node {
-        let graph_launches = any_runtime_name(trace, |s| s.starts_with(super::GRAPH_LAUNCH));
+        let graph_launches = p.launched_any(|s| s.starts_with(super::GRAPH_LAUNCH));
         if graph_launches {
             w.push("CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph): kernels inside graphs are not recorded individually; re-capture with --cuda-graph-trace=node for kernel-level detail".into());
         }
     }
     w
-}
-
-/// Whether any runtime call's name satisfies `pred` (evaluated once per distinct name).
-fn any_runtime_name(trace: &crate::model::Trace, pred: impl Fn(&str) -> bool) -> bool {
-    let names = trace.strings.classify(pred);
-    trace
-        .runtime
-        .name
-        .iter()
-        .any(|&n| crate::model::flag(&names, n))
 }

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::config::Switches;
+use super::launches::{LaunchSweepResult, LaunchTotals, Scope};
 use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
 use super::steps::visible_name;
@@ -32,7 +33,7 @@ pub struct Prepared<'t> {
     pub sw: Switches,
     pub names: &'t NameTables,
     pub kernels: &'t KernelSummary,
-    launches: std::borrow::Cow<'t, LaunchIndex>,
+    launches: M2<'t>,
     /// Per process (standard) or one pooled entry at index 0 (trtllm-skill).
     prep: &'t [PrepRanges],
     pub skip_m3: bool,
@@ -95,8 +96,16 @@ impl<'t> Prepared<'t> {
         kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
         let launches = match &plan.launches {
-            Some(index) => std::borrow::Cow::Borrowed(index),
-            None => std::borrow::Cow::Owned(LaunchIndex::new(trace, &plan.names, &plan.sw)),
+            Some(Launches::Indexed(index)) => M2::Calls(std::borrow::Cow::Borrowed(index)),
+            Some(Launches::Swept(swept)) => {
+                let start = swept.hull_start();
+                M2::Totals(swept.totals(kernels.facts.hull.unwrap_or((start, start))))
+            }
+            None => M2::Calls(std::borrow::Cow::Owned(LaunchIndex::new(
+                trace,
+                &plan.names,
+                &plan.sw,
+            ))),
         };
         Prepared {
             trace,
@@ -109,8 +118,32 @@ impl<'t> Prepared<'t> {
         }
     }
 
-    /// Measures every metric inside the scope's window.
-    pub fn measure(&self, scope: &ScopeSummary) -> ScopeMeasure {
+    /// Launch API calls in the trace (the facts' count).
+    pub fn launch_api_calls(&self) -> u64 {
+        match &self.launches {
+            M2::Calls(_) => self.trace.runtime.len() as u64,
+            M2::Totals(t) => t.calls,
+        }
+    }
+
+    /// Whether any launch API call's name satisfies `pred`.
+    pub fn launched_any(&self, pred: impl Fn(&str) -> bool) -> bool {
+        let strings = &self.trace.strings;
+        match &self.launches {
+            M2::Calls(_) => {
+                let names = strings.classify(pred);
+                self.trace
+                    .runtime
+                    .name
+                    .iter()
+                    .any(|&n| crate::model::flag(&names, n))
+            }
+            M2::Totals(t) => t.names_seen.iter().any(|&n| pred(strings.get(n))),
+        }
+    }
+
+    /// Measures every metric inside the scope's window (`which` scope it is).
+    pub fn measure(&self, which: Scope, scope: &ScopeSummary) -> ScopeMeasure {
         let window = &scope.window;
         let window_ns = window.measure();
         let window_us = if self.sw.clip_to_window {
@@ -132,9 +165,9 @@ impl<'t> Prepared<'t> {
             devices.retain(|d| d.kernels > 0);
         }
         let processes = if self.sw.per_device {
-            self.measure_processes(scope, window_us, &devices)
+            self.measure_processes(which, scope, window_us, &devices)
         } else {
-            vec![self.measure_pooled(scope, window_us, &devices)]
+            vec![self.measure_pooled(which, scope, window_us, &devices)]
         };
         ScopeMeasure::combine(window_us, devices, processes, self.trace.present.runtime)
     }
@@ -142,6 +175,7 @@ impl<'t> Prepared<'t> {
     /// Standard: M2 and M3 per process that ran kernels in the window.
     fn measure_processes(
         &self,
+        which: Scope,
         scope: &ScopeSummary,
         window_us: f64,
         devices: &[DeviceMeasure],
@@ -155,7 +189,7 @@ impl<'t> Prepared<'t> {
                     .trace
                     .present
                     .runtime
-                    .then(|| self.launch_overlap(p, window) as f64 / 1000.0);
+                    .then(|| self.launch_overlap(p, which, window) as f64 / 1000.0);
                 let prep = self
                     .prep
                     .get(p as usize)
@@ -163,7 +197,10 @@ impl<'t> Prepared<'t> {
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
-                    launch_calls: self.launches.counts.get(p as usize).copied().unwrap_or(0),
+                    launch_calls: match &self.launches {
+                        M2::Calls(index) => index.counts.get(p as usize).copied().unwrap_or(0),
+                        M2::Totals(t) => t.calls_of(p),
+                    },
                     launch_us,
                     launch_ratio: launch_us.map(|u| u / window_us),
                     prep,
@@ -173,9 +210,13 @@ impl<'t> Prepared<'t> {
     }
 
     /// Time inside the window covered by the process's launch calls (their union).
-    fn launch_overlap(&self, p: ProcessIdx, window: &IntervalSet) -> Ns {
+    fn launch_overlap(&self, p: ProcessIdx, which: Scope, window: &IntervalSet) -> Ns {
+        let index = match &self.launches {
+            M2::Calls(index) => index,
+            M2::Totals(t) => return t.covered(p, which),
+        };
         let rt = &self.trace.runtime;
-        let Some(idx) = self.launches.per_process.get(p as usize) else {
+        let Some(idx) = index.per_process.get(p as usize) else {
             return 0;
         };
         let spans = idx
@@ -245,17 +286,24 @@ impl<'t> Prepared<'t> {
     /// trtllm-skill: M2 as a plain sum over all launch calls and M3 over pooled ranges.
     fn measure_pooled(
         &self,
+        which: Scope,
         scope: &ScopeSummary,
         window_us: f64,
         devices: &[DeviceMeasure],
     ) -> ProcessMeasure {
         let window = &scope.window;
-        let rt = &self.trace.runtime;
-        let calls = (0..rt.len())
-            .filter(|&i| self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i]));
-        let (count, sum) = calls.fold((0u64, 0i64), |(c, t), i| {
-            (c + 1, t + (rt.end[i] - rt.start[i]))
-        });
+        let (count, sum) = match &self.launches {
+            M2::Totals(t) => t.pooled(which),
+            M2::Calls(_) => {
+                let rt = &self.trace.runtime;
+                let calls = (0..rt.len()).filter(|&i| {
+                    self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i])
+                });
+                calls.fold((0u64, 0i64), |(c, t), i| {
+                    (c + 1, t + (rt.end[i] - rt.start[i]))
+                })
+            }
+        };
         let launch_us = self.trace.present.runtime.then_some(sum as f64 / 1000.0);
         let prep = devices.first().and_then(|d| {
             let idle_us = window_us - d.busy_us;
@@ -453,6 +501,19 @@ impl ScopeMeasure {
             denominators: den,
         }
     }
+}
+
+/// Where M2 comes from: the host's launch calls, indexed, or totals swept from them in start
+/// order without holding them (the page).
+pub enum Launches {
+    Indexed(LaunchIndex),
+    Swept(LaunchSweepResult),
+}
+
+/// M2's source for one verdict.
+enum M2<'t> {
+    Calls(std::borrow::Cow<'t, LaunchIndex>),
+    Totals(LaunchTotals),
 }
 
 /// The kernel-launch API calls of a host trace, indexed for M2.

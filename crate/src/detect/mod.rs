@@ -9,6 +9,7 @@
 
 pub mod config;
 mod evidence;
+pub mod launches;
 pub mod measure;
 pub mod names;
 pub mod result;
@@ -21,6 +22,7 @@ pub use config::{DetectConfig, Profile, ScopeThresholds, ThresholdOverrides, Thr
 pub use result::DetectReport;
 pub use sweep::{KernelSummary, KernelSweep, Plan, SweepPlan};
 
+use launches::Scope;
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 use steps::PhaseCounts;
@@ -114,15 +116,22 @@ fn assemble(
     } else {
         "kernels"
     };
-    let aggregate = prepared.measure(&kernels.aggregate);
-    let phase = |p: &Option<PhaseCounts>, s: &Option<sweep::ScopeSummary>, t: &Thresholds| {
-        p.as_ref()
-            .zip(s.as_ref())
-            .map(|(p, s)| phase_result(&prepared, p, s, t))
-    };
+    let aggregate = prepared.measure(Scope::Aggregate, &kernels.aggregate);
+    let phase =
+        |which: Scope, p: &Option<PhaseCounts>, s: &Option<sweep::ScopeSummary>, t: &Thresholds| {
+            p.as_ref()
+                .zip(s.as_ref())
+                .map(|(p, s)| phase_result(&prepared, which, p, s, t))
+        };
     let phases = Phases {
-        context: phase(&plan.context, &kernels.context, &thresholds.context),
+        context: phase(
+            Scope::Context,
+            &plan.context,
+            &kernels.context,
+            &thresholds.context,
+        ),
         generation: phase(
+            Scope::Generation,
             &plan.generation,
             &kernels.generation,
             &thresholds.generation,
@@ -167,7 +176,13 @@ fn assemble(
         evidence: evidence::table(&aggregate, &thresholds.aggregate, &outcome),
         per_device: evidence::devices(&prepared, &aggregate),
         per_process: evidence::processes(&prepared, &aggregate),
-        trace: facts(host, kernels, cfg, plan.steps.len()),
+        trace: facts(
+            host,
+            kernels,
+            cfg,
+            plan.steps.len(),
+            prepared.launch_api_calls(),
+        ),
         coverage,
         warnings,
     })
@@ -194,11 +209,12 @@ fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> R
 
 fn phase_result(
     prepared: &Prepared<'_>,
+    which: Scope,
     p: &PhaseCounts,
     scope: &sweep::ScopeSummary,
     t: &Thresholds,
 ) -> PhaseResult {
-    let m = prepared.measure(scope);
+    let m = prepared.measure(which, scope);
     let o = verdict::apply(&m.metrics, t);
     let source = if prepared.sw.phase_window == config::PhaseWindow::Span {
         "steps-span"
@@ -333,7 +349,13 @@ fn gpu_processes(host: &Trace, kernels: &KernelSummary) -> usize {
         .count()
 }
 
-fn facts(trace: &Trace, kernels: &KernelSummary, cfg: &DetectConfig, steps: usize) -> TraceFacts {
+fn facts(
+    trace: &Trace,
+    kernels: &KernelSummary,
+    cfg: &DetectConfig,
+    steps: usize,
+    launch_api_calls: u64,
+) -> TraceFacts {
     TraceFacts {
         file: cfg.file_label.clone(),
         nsys_version: trace.meta.nsys_version.clone(),
@@ -342,7 +364,7 @@ fn facts(trace: &Trace, kernels: &KernelSummary, cfg: &DetectConfig, steps: usiz
         devices: kernels.facts.devices.clone(),
         processes: gpu_processes(trace, kernels),
         kernels: kernels.facts.kernels,
-        launch_api_calls: trace.runtime.len() as u64,
+        launch_api_calls,
         nvtx_ranges: trace.nvtx.total(),
         forward_steps: steps as u64,
         cuda_graph_trace: trace

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 use super::config::{DetectConfig, NameMatch, Switches};
-use super::measure::{LaunchIndex, PrepRanges, index_prep};
+use super::measure::{LaunchIndex, Launches, PrepRanges, index_prep};
 use super::names::{NameTables, StepNames};
 use super::steps::{self, PhaseCounts, PhaseSteps, Step};
 use crate::model::intervals::IntervalSet;
@@ -49,8 +49,9 @@ pub struct Plan {
     pub(super) generation: Option<PhaseCounts>,
     /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
     pub(super) prep: Vec<PrepRanges>,
-    /// The host's launch calls, when indexed ahead of the verdict ([`Plan::index_launches`]).
-    pub(super) launches: Option<LaunchIndex>,
+    /// M2's source when prepared ahead of the verdict ([`Plan::index_launches`],
+    /// [`Plan::set_swept_launches`]).
+    pub(super) launches: Option<Launches>,
 }
 
 impl Plan {
@@ -68,7 +69,22 @@ impl Plan {
     /// it while the kernel table is still streaming). The plan must then be used with `host`
     /// only: the index holds its runtime row numbers.
     pub fn index_launches(&mut self, host: &Trace) {
-        self.launches = Some(LaunchIndex::new(host, &self.names, &self.sw));
+        self.launches = Some(Launches::Indexed(LaunchIndex::new(
+            host,
+            &self.names,
+            &self.sw,
+        )));
+    }
+
+    /// Whether M2 comes from swept launch calls (the host holds none).
+    pub fn launches_swept(&self) -> bool {
+        matches!(self.launches, Some(Launches::Swept(_)))
+    }
+
+    /// M2 from launch calls swept in start order ([`super::launches::LaunchSweep`] on this plan)
+    /// instead of the host's loaded calls.
+    pub fn set_swept_launches(&mut self, swept: super::launches::LaunchSweepResult) {
+        self.launches = Some(Launches::Swept(swept));
     }
 
     /// What a [`KernelSweep`] needs of this plan under `cfg` (built with the same `cfg`).
@@ -946,7 +962,7 @@ impl MaskSweep {
 
 /// Overlap of `[a, b)` with ascending disjoint spans, from a cursor that only moves forward
 /// (callers query in ascending `a`).
-fn overlap_at(spans: &[(Ns, Ns)], cursor: &mut usize, a: Ns, b: Ns) -> Ns {
+pub(super) fn overlap_at(spans: &[(Ns, Ns)], cursor: &mut usize, a: Ns, b: Ns) -> Ns {
     seek(spans, cursor, a);
     spans[(*cursor).min(spans.len())..]
         .iter()
@@ -957,7 +973,7 @@ fn overlap_at(spans: &[(Ns, Ns)], cursor: &mut usize, a: Ns, b: Ns) -> Ns {
 
 /// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and
 /// returns the first span that ends after `t`.
-fn seek(spans: &[(Ns, Ns)], cursor: &mut usize, t: Ns) -> Option<(Ns, Ns)> {
+pub(super) fn seek(spans: &[(Ns, Ns)], cursor: &mut usize, t: Ns) -> Option<(Ns, Ns)> {
     while spans.get(*cursor).is_some_and(|&(_, e)| e <= t) {
         *cursor += 1;
     }

@@ -56,7 +56,7 @@ impl Streamed {
         }
         host.present.kernels = results.present;
         host.coverage.extend(results.coverage);
-        let plans = plans.for_trace(&host);
+        let plans = plans.for_trace(&host)?;
         let timeline = results.timeline.with_forward_steps(plans.timeline_steps());
         Ok(Streamed {
             host,
@@ -79,6 +79,13 @@ impl Streamed {
             });
         };
         if cfg.step_marker.is_some() || cfg.window.is_some() {
+            if self.plans.swept() {
+                return Err(Error::Usage(
+                    "a custom step marker or window needs the trace loaded whole: the streamed \
+                     open measured the default windows"
+                        .into(),
+                ));
+            }
             // The pass swept the default windows; other ones need the plan rebuilt (and are
             // refused by the summary check when they differ).
             return detect::detect_with_kernels(&self.host, summary, cfg);

@@ -8,9 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{PROFILES, profile_config};
 use crate::detect::steps::Step;
+use rusqlite::Connection;
+
+use crate::detect::launches::LaunchSweep;
 use crate::detect::{Plan, Profile, SweepPlan};
 use crate::error::{Error, Result};
 use crate::model::Trace;
+use crate::trace::{StagedLoad, kernel_edges};
 
 /// The host side's detect plan for each entry of [`PROFILES`], built once: after NVTX for the
 /// kernel pass, then reused by every verdict (building one classifies every string).
@@ -29,14 +33,26 @@ impl HostPlans {
         HostPlans { plans }
     }
 
-    /// The plans, still valid for `host` (they are rebuilt if its string table changed since).
-    pub(super) fn for_trace(self, host: &Trace) -> HostPlans {
+    /// The plans, still valid for `host` (they are rebuilt if its string table changed since;
+    /// plans whose launch calls were swept cannot be, the calls are not held).
+    pub(super) fn for_trace(self, host: &Trace) -> Result<HostPlans> {
         let valid = self.plans.len() == PROFILES.len()
             && self
                 .plans
                 .iter()
                 .all(|p| p.string_count() == host.strings.len());
-        if valid { self } else { HostPlans::of(host) }
+        match (valid, self.swept()) {
+            (true, _) => Ok(self),
+            (false, false) => Ok(HostPlans::of(host)),
+            (false, true) => Err(Error::Internal {
+                detail: "the string table changed after the launch calls were swept".into(),
+            }),
+        }
+    }
+
+    /// Whether M2 comes from launch calls swept rather than held.
+    pub fn swept(&self) -> bool {
+        self.plans.iter().any(Plan::launches_swept)
     }
 
     /// Indexes the launch API calls of `host` (loaded whole now) for every verdict to come:
@@ -45,6 +61,40 @@ impl HostPlans {
         for plan in &mut self.plans {
             plan.index_launches(host);
         }
+    }
+
+    /// Sweeps the kernel-launch API calls in start order for every plan's M2 instead of loading
+    /// them (`staged` then loads no runtime calls). `Ok(false)`: they must be loaded (no
+    /// runtime or kernel table, too many sorted runs, odd columns) — then index them after the
+    /// load with [`HostPlans::index_launches`].
+    pub fn sweep_launches(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        staged: &mut StagedLoad,
+    ) -> Result<bool> {
+        let Some((hull_start, settled_until)) = kernel_edges(conn, staged.schema(), path)? else {
+            return Ok(false);
+        };
+        let fresh = |plans: &[Plan]| -> Vec<LaunchSweep> {
+            plans
+                .iter()
+                .map(|plan| LaunchSweep::new(plan, hull_start, settled_until))
+                .collect()
+        };
+        let sweeps = std::cell::RefCell::new(fresh(&self.plans));
+        let swept = staged.sweep_launches(
+            conn,
+            path,
+            &mut |call| sweeps.borrow_mut().iter_mut().for_each(|s| s.push(call)),
+            &mut || *sweeps.borrow_mut() = fresh(&self.plans),
+        )?;
+        if swept {
+            for (plan, sweep) in self.plans.iter_mut().zip(sweeps.into_inner()) {
+                plan.set_swept_launches(sweep.finish());
+            }
+        }
+        Ok(swept)
     }
 
     pub fn get(&self, profile: Profile) -> Option<&Plan> {

@@ -7,6 +7,7 @@
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
+use super::launches::{LaunchCall, LaunchRuns, LaunchScan, for_each_if_sorted};
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
 use crate::detect::names::may_define_windows;
@@ -141,6 +142,8 @@ pub fn load_part(
 pub struct StagedLoad {
     schema: Schema,
     trace: Trace,
+    /// The launch calls were scanned for a sweep ([`StagedLoad::scan_launches`]): not loaded.
+    launches_scanned: bool,
 }
 
 impl StagedLoad {
@@ -152,7 +155,11 @@ impl StagedLoad {
             progress,
         }
         .begin()?;
-        Ok(StagedLoad { schema, trace })
+        Ok(StagedLoad {
+            schema,
+            trace,
+            launches_scanned: false,
+        })
     }
 
     /// The NVTX ranges; with `windows_only`, only those that may be forward steps or host-prep
@@ -186,9 +193,11 @@ impl StagedLoad {
             path,
             progress,
         };
-        let strings = std::mem::take(&mut self.trace.strings);
-        ctx.load_runtime(&self.schema, &strings, &mut self.trace, opts)?;
-        self.trace.strings = strings;
+        if !self.launches_scanned {
+            let strings = std::mem::take(&mut self.trace.strings);
+            ctx.load_runtime(&self.schema, &strings, &mut self.trace, opts)?;
+            self.trace.strings = strings;
+        }
         ctx.finish(&self.schema, &mut self.trace, opts)?;
         Ok(self.trace)
     }
@@ -200,6 +209,42 @@ impl StagedLoad {
     /// What is loaded so far.
     pub fn trace(&self) -> &Trace {
         &self.trace
+    }
+
+    /// Feeds the kernel-launch API calls to `each` in start order instead of loading them (the
+    /// page's M2): one pass when the table is sorted; else `restart()` drops what was fed, a scan
+    /// finds the table's sorted runs and a merge feeds them again. Threads are interned as loading
+    /// the calls would. `Ok(false)`: the calls must be loaded ([`StagedLoad::finish`] does);
+    /// after `Ok(true)` it loads no runtime calls. Call after NVTX.
+    pub fn sweep_launches(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        each: &mut dyn FnMut(LaunchCall),
+        restart: &mut dyn FnMut(),
+    ) -> Result<bool> {
+        let has = |c: &str| self.schema.has_column(RUNTIME_TABLE, c);
+        if !(has("start") && has("end") && has("globalTid") && has("nameId")) {
+            return Ok(false);
+        }
+        let Trace {
+            strings,
+            threads,
+            processes,
+            ..
+        } = &mut self.trace;
+        let sorted = for_each_if_sorted(conn, path, strings, threads, processes, &mut *each)?;
+        if sorted.is_none() {
+            restart();
+            let scan = LaunchRuns::scan(conn, &self.schema, path, strings, threads, processes)?;
+            let LaunchScan::Runs(runs) = scan else {
+                return Ok(false);
+            };
+            runs.for_each(conn, path, strings, threads, each)?;
+        }
+        self.trace.present.runtime = true;
+        self.launches_scanned = true;
+        Ok(true)
     }
 
     /// Processes met by the kernel pass join the table here, so every id stays one table's.
@@ -330,6 +375,15 @@ fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
 
 pub(super) fn small(v: ValueRef<'_>) -> u32 {
     u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
+}
+
+/// The SQL condition selecting kernel-launch API calls (any profile's) by `nameId`.
+pub(super) fn launch_filter(strings: &Strings) -> String {
+    let ids = strings.sqlite_ids_where(|s| {
+        crate::detect::names::is_launch_api(s, crate::detect::config::LaunchApis::AllVersioned)
+    });
+    let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+    format!("nameId IN ({})", list.join(","))
 }
 
 /// The schema of an open file, which must be an nsys export.
@@ -537,14 +591,7 @@ impl Loader<'_, '_> {
             &["start", "end", "globalTid", "nameId"]
         };
         let filter = if opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId") {
-            let ids = strings.sqlite_ids_where(|s| {
-                crate::detect::names::is_launch_api(
-                    s,
-                    crate::detect::config::LaunchApis::AllVersioned,
-                )
-            });
-            let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-            format!("WHERE nameId IN ({})", list.join(","))
+            format!("WHERE {}", launch_filter(strings))
         } else {
             String::new()
         };

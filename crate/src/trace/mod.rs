@@ -3,12 +3,14 @@
 //! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
 //! never see a connection.
 
+mod launches;
 mod load;
 mod open;
 mod schema;
 mod stream;
 pub mod transfer;
 
+pub use launches::{LaunchCall, LaunchRuns, LaunchScan, MAX_RUNS};
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, StagedLoad,
     kernel_table_notes, load, load_part, merge_kernel_part, probe_export,
@@ -17,7 +19,7 @@ pub use load::{
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use schema::{Schema, read_meta};
-pub use stream::KernelRows;
+pub use stream::{KernelRows, kernel_edges};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]

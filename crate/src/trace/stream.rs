@@ -12,7 +12,7 @@ use super::load::{KERNEL_TABLE, int, opt_int, select, small};
 use super::open::sqlite_error;
 use super::schema::Schema;
 use crate::error::Result;
-use crate::model::{KernelEvent, NO_NAME, NameId, ProcessIdx, Processes};
+use crate::model::{KernelEvent, NO_NAME, NameId, Ns, ProcessIdx, Processes};
 
 /// Columns of a [`KernelEvent`], `NULL` where the export lacks one.
 const COLUMNS: [&str; 7] = [
@@ -147,6 +147,29 @@ fn rows_sql(schema: &Schema, graph_nodes: bool) -> String {
         "WHERE rowid BETWEEN ?1 AND ?2",
     )
     .replacen("SELECT ", "SELECT rowid, ", 1)
+}
+
+/// The first kernel row's start and the last kernel row's end (two B-tree edge lookups): in a
+/// table in start order, the kernel hull's start and a lower bound of its end.
+pub fn kernel_edges(conn: &Connection, schema: &Schema, path: &str) -> Result<Option<(Ns, Ns)>> {
+    if !(schema.has_column(KERNEL_TABLE, "start") && schema.has_column(KERNEL_TABLE, "end")) {
+        return Ok(None);
+    }
+    let edge = |sql: String| {
+        conn.query_row(&sql, [], |r| r.get::<_, Option<i64>>(0))
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })
+            .map_err(|e| sqlite_error(path, KERNEL_TABLE, &e))
+    };
+    let first = edge(format!(
+        "SELECT start FROM {KERNEL_TABLE} ORDER BY rowid LIMIT 1"
+    ))?;
+    let last = edge(format!(
+        "SELECT \"end\" FROM {KERNEL_TABLE} ORDER BY rowid DESC LIMIT 1"
+    ))?;
+    Ok(first.zip(last))
 }
 
 /// `min(rowid)` and `max(rowid)`: two queries, because SQLite answers a lone `min`/`max` of the
