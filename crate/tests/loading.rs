@@ -320,7 +320,8 @@ fn launch_calls_merge_from_sorted_runs_in_start_order() {
         want.sort_by_key(|c| c.0);
         let mut got = Vec::new();
         runs.for_each(&conn, &label, &host.strings, &host.threads, |c| {
-            got.push((c.start, c.end, c.process, c.name))
+            got.push((c.start, c.end, c.process, c.name));
+            Ok(())
         })
         .expect("merge");
         assert_eq!(runs.calls as usize, want.len(), "{label}: calls counted");
@@ -330,4 +331,41 @@ fn launch_calls_merge_from_sorted_runs_in_start_order() {
         );
     }
     assert!(multi_run >= 2, "only {multi_run} tables in several runs");
+}
+
+/// Sweeping the launch calls reports its progress like loading them, and a progress callback
+/// returning false cancels it.
+#[test]
+fn sweeping_launch_calls_reports_progress_and_cancels() {
+    use nsys_lens::streamed::HostPlans;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("host-bound.sqlite");
+    generate("host-bound", &path, &GenOptions { scale: 1, seed: 3 }).expect("generate");
+    let sweep = |cancel: bool| {
+        let (label, conn, mut staged) = up_to_window_nvtx(&path);
+        let mut plans = HostPlans::of(staged.trace());
+        let mut steps = Vec::new();
+        let outcome = plans.sweep_launches(&conn, &label, &mut staged, &mut |p| {
+            steps.push((p.step, p.done));
+            !(cancel && p.step == "sweeping kernel launches")
+        });
+        (outcome, steps)
+    };
+    let (swept, steps) = sweep(false);
+    assert!(swept.expect("sweep"), "a generated runtime table is swept");
+    let whole = trace::load_path(&path, LoadOptions::detect()).expect("load");
+    let last = steps
+        .iter()
+        .rfind(|&&(s, _)| s == "sweeping kernel launches")
+        .map(|&(_, done)| done);
+    assert_eq!(
+        last,
+        Some(whole.runtime.len() as u64),
+        "progress: {steps:?}"
+    );
+    let (cancelled, _) = sweep(true);
+    assert!(
+        matches!(cancelled, Err(nsys_lens::error::Error::Cancelled)),
+        "{cancelled:?}"
+    );
 }

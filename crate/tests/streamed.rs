@@ -52,7 +52,7 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     // The page's M2: launch calls swept in start order, or loaded when they cannot be.
     let mut plans = plans;
     let swept = plans
-        .sweep_launches(&host_conn, &label, &mut staged)
+        .sweep_launches(&host_conn, &label, &mut staged, &mut |_| true)
         .expect("sweep launches");
     let host = staged
         .finish(&host_conn, &label, LoadOptions::detect(), &mut |_| true)
@@ -314,4 +314,69 @@ fn whole_graph_captures_get_the_same_graph_warning_as_a_whole_load() {
         assert_eq!(warned(&streamed), warns, "{label}");
         assert_same_verdict(&streamed, &whole(path, true), &label, &label);
     }
+}
+
+/// Launch calls after the last kernel row's end wait in the launch sweep until the kernel hull's
+/// end is known: here the last row is cut short so an earlier kernel sets the hull's end, and
+/// calls are added before, across and after it. The streamed verdict equals the whole load's in
+/// both profiles, and those calls do change the aggregate launch overhead.
+#[test]
+fn launch_calls_past_the_last_kernel_row_count_up_to_the_hull_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cut = dir.path().join("cut.sqlite");
+    generate("tp2-phases", &cut, &GenOptions { scale: 1, seed: 5 }).expect("generate");
+    let db = rusqlite::Connection::open(&cut).expect("open");
+    db.execute_batch(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = start + 1
+           WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL);",
+    )
+    .expect("cut the last kernel");
+    let (last_end, hull_end): (i64, i64) = db
+        .query_row(
+            "SELECT (SELECT \"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid DESC LIMIT 1),
+                    (SELECT max(\"end\") FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("edges");
+    assert!(last_end < hull_end - 100, "an earlier kernel ends the hull");
+    drop(db);
+    let late = dir.path().join("late-launches.sqlite");
+    std::fs::copy(&cut, &late).expect("copy");
+    let db = rusqlite::Connection::open(&late).expect("open");
+    let mid = last_end + (hull_end - last_end) / 2;
+    for (start, end) in [
+        // Long enough (50 ms) to move the rounded trtllm-skill ratio, which sums durations.
+        (last_end + 1, hull_end + 50_000_000),
+        (mid, hull_end + 1_000),
+        (hull_end - 1, hull_end + 5),
+        (hull_end + 10, hull_end + 20),
+    ] {
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME
+               SELECT ?1, ?2, eventClass, globalTid, correlationId, nameId, returnValue, callchainId
+               FROM CUPTI_ACTIVITY_KIND_RUNTIME
+               WHERE nameId = (SELECT id FROM StringIds WHERE value = 'cudaLaunchKernel')
+               ORDER BY rowid LIMIT 1",
+            [start, end],
+        )
+        .expect("add a launch call");
+    }
+    drop(db);
+    for profile in PROFILES {
+        let cfg = DetectConfig {
+            profile,
+            ..DetectConfig::default()
+        };
+        let m2 = |path: &Path| {
+            detect(&whole(path, true), &cfg)
+                .expect("detect")
+                .aggregate_metrics
+                .launch_overhead_ratio
+        };
+        assert_ne!(m2(&cut), m2(&late), "{profile:?}: the late calls count");
+    }
+    let label = late.display().to_string();
+    let streamed = stream_open(&late, 1000, 0);
+    assert_same_verdict(&streamed, &whole(&late, true), &label, "late launches");
 }

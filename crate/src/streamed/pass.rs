@@ -28,7 +28,6 @@ const BLOCK_EVENTS: usize = 1 << 16;
 /// One pass over one file's kernel table.
 pub struct KernelPass {
     rows: KernelRows,
-    schema: Schema,
     /// Before the plan: names as met (provisional ids); after it, the plan's name index.
     names: Names,
     /// Before the plan: processes as met; after it, the plan's table extended as met.
@@ -45,21 +44,48 @@ pub struct KernelPass {
 /// How kernel names (`StringIds.id`s) become [`NameId`]s.
 enum Names {
     /// Before the plan: provisional ids in order of first appearance.
-    Met {
-        ids: Vec<i64>,
-        index: HashMap<i64, NameId>,
-    },
+    Met(MetNames),
     /// The analysis worker's numbering, from the plan.
     Planned(StringIndex),
+}
+
+/// Provisional name ids. Looked up once per kernel, so `StringIds.id`s (dense from 0 in nsys
+/// exports) index a vector; others go to a map.
+#[derive(Default)]
+struct MetNames {
+    /// `StringIds.id` per provisional id.
+    ids: Vec<i64>,
+    dense: Vec<NameId>,
+    sparse: HashMap<i64, NameId>,
+}
+
+/// Ids below this are looked up in `MetNames::dense` (16 MiB at most).
+const DENSE_IDS: usize = 1 << 22;
+
+impl MetNames {
+    fn resolve(&mut self, id: i64) -> NameId {
+        let next = self.ids.len() as NameId;
+        let slot = match usize::try_from(id) {
+            Ok(i) if i < DENSE_IDS => {
+                if self.dense.len() <= i {
+                    self.dense.resize(i + 1, NO_NAME);
+                }
+                &mut self.dense[i]
+            }
+            _ => self.sparse.entry(id).or_insert(NO_NAME),
+        };
+        if *slot == NO_NAME {
+            *slot = next;
+            self.ids.push(id);
+        }
+        *slot
+    }
 }
 
 impl Names {
     fn resolve(&mut self, id: i64) -> NameId {
         match self {
-            Names::Met { ids, index } => *index.entry(id).or_insert_with(|| {
-                ids.push(id);
-                (ids.len() - 1) as NameId
-            }),
+            Names::Met(met) => met.resolve(id),
             Names::Planned(index) => index.resolve(id),
         }
     }
@@ -73,12 +99,8 @@ impl KernelPass {
     pub fn new(conn: &Connection, schema: &Schema, label: &str) -> Result<Self> {
         let graph_nodes = read_meta(conn, schema, label)?.traces_whole_graphs();
         Ok(KernelPass {
-            schema: schema.clone(),
             rows: KernelRows::new(conn, schema, label, graph_nodes)?,
-            names: Names::Met {
-                ids: Vec::new(),
-                index: HashMap::new(),
-            },
+            names: Names::Met(MetNames::default()),
             processes: Processes::default(),
             waiting: Vec::new(),
             buffered: 0,
@@ -162,12 +184,12 @@ impl KernelPass {
         let met_processes = std::mem::replace(&mut self.processes, numbered);
         let index = StringIndex::new(&plan.names);
         let met_names: Vec<NameId> = match &self.names {
-            Names::Met { ids, .. } => ids.iter().map(|&id| index.resolve(id)).collect(),
+            Names::Met(met) => met.ids.iter().map(|&id| index.resolve(id)).collect(),
             Names::Planned(_) => Vec::new(),
         };
         self.names = Names::Planned(index);
         if !plan.graph_nodes {
-            self.rows.read_graph_nodes(&self.schema, false);
+            self.rows.skip_graph_nodes();
         }
         let mut consumers = Consumers::new(plan.sweeps, &self.label)?;
         for mut ev in std::mem::take(&mut self.waiting).into_iter().flatten() {

@@ -13,8 +13,8 @@ use rusqlite::Connection;
 use crate::detect::launches::LaunchSweep;
 use crate::detect::{Plan, Profile, SweepPlan};
 use crate::error::{Error, Result};
-use crate::model::Trace;
-use crate::trace::{StagedLoad, kernel_edges};
+use crate::model::{Ns, Trace};
+use crate::trace::{LaunchCall, LaunchSink, ProgressFn, StagedLoad, kernel_edges};
 
 /// The host side's detect plan for each entry of [`PROFILES`], built once: after NVTX for the
 /// kernel pass, then reused by every verdict (building one classifies every string).
@@ -72,26 +72,22 @@ impl HostPlans {
         conn: &Connection,
         path: &str,
         staged: &mut StagedLoad,
+        progress: ProgressFn<'_>,
     ) -> Result<bool> {
         let Some((hull_start, settled_until)) = kernel_edges(conn, staged.schema(), path)? else {
             return Ok(false);
         };
-        let fresh = |plans: &[Plan]| -> Vec<LaunchSweep> {
-            plans
-                .iter()
-                .map(|plan| LaunchSweep::new(plan, hull_start, settled_until))
-                .collect()
+        let mut sink = PlanSweeps {
+            plans: &self.plans,
+            edges: (hull_start, settled_until),
+            sweeps: Vec::new(),
         };
-        let sweeps = std::cell::RefCell::new(fresh(&self.plans));
-        let swept = staged.sweep_launches(
-            conn,
-            path,
-            &mut |call| sweeps.borrow_mut().iter_mut().for_each(|s| s.push(call)),
-            &mut || *sweeps.borrow_mut() = fresh(&self.plans),
-        )?;
+        sink.restart();
+        let swept = staged.sweep_launches(conn, path, progress, &mut sink)?;
         if swept {
-            for (plan, sweep) in self.plans.iter_mut().zip(sweeps.into_inner()) {
-                plan.set_swept_launches(sweep.finish());
+            let results: Vec<_> = sink.sweeps.into_iter().map(LaunchSweep::finish).collect();
+            for (plan, result) in self.plans.iter_mut().zip(results) {
+                plan.set_swept_launches(result);
             }
         }
         Ok(swept)
@@ -105,6 +101,29 @@ impl HostPlans {
     /// The forward steps of the timeline's step lane (the standard profile's).
     pub fn timeline_steps(&self) -> &[Step] {
         self.get(Profile::Standard).map_or(&[], Plan::steps)
+    }
+}
+
+/// One launch sweep per plan, fed the same calls.
+struct PlanSweeps<'p> {
+    plans: &'p [Plan],
+    /// The first kernel row's start and the last kernel row's end.
+    edges: (Ns, Ns),
+    sweeps: Vec<LaunchSweep>,
+}
+
+impl LaunchSink for PlanSweeps<'_> {
+    fn push(&mut self, call: LaunchCall) {
+        self.sweeps.iter_mut().for_each(|s| s.push(call));
+    }
+
+    fn restart(&mut self) {
+        let (start, until) = self.edges;
+        self.sweeps = self
+            .plans
+            .iter()
+            .map(|plan| LaunchSweep::new(plan, start, until))
+            .collect();
     }
 }
 

@@ -32,6 +32,14 @@ pub struct LaunchCall {
     pub name: NameId,
 }
 
+/// Where swept launch calls go ([`super::StagedLoad::sweep_launches`]).
+pub trait LaunchSink {
+    fn push(&mut self, call: LaunchCall);
+    /// Forgets every call pushed so far: they come again, in start order (the table turned out
+    /// not to be sorted).
+    fn restart(&mut self);
+}
+
 /// What the scan found.
 #[derive(Debug)]
 pub enum LaunchScan {
@@ -41,6 +49,20 @@ pub enum LaunchScan {
     /// `end` or `globalTid` column to sweep them by.
     Load,
     Runs(LaunchRuns),
+}
+
+/// The columns both reads select, in this order (`rowid` last).
+const CALL_COLUMNS: &str = "start, \"end\", globalTid, nameId, rowid";
+
+/// A launch row's `(start, end, globalTid, nameId, rowid)`, selected as [`CALL_COLUMNS`].
+fn call_values(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Ns, Ns, i64, Option<i64>, i64)> {
+    Ok((
+        int(r.get_ref(0)?, 0),
+        int(r.get_ref(1)?, 0),
+        int(r.get_ref(2)?, 0),
+        opt_int(r.get_ref(3)?),
+        int(r.get_ref(4)?, 0),
+    ))
 }
 
 /// A sorted run: inclusive `rowid` range and its first call's start.
@@ -62,24 +84,22 @@ pub fn for_each_if_sorted(
     strings: &Strings,
     threads: &mut Threads,
     processes: &mut Processes,
-    mut each: impl FnMut(LaunchCall),
+    mut each: impl FnMut(LaunchCall) -> Result<()>,
 ) -> Result<Option<u64>> {
     let fail = |e: rusqlite::Error| sqlite_error(path, RUNTIME_TABLE, &e);
     let sql = format!(
-        "SELECT start, \"end\", globalTid, nameId FROM {RUNTIME_TABLE} WHERE {}",
+        "SELECT {CALL_COLUMNS} FROM {RUNTIME_TABLE} WHERE {}",
         launch_filter(strings)
     );
     let mut stmt = conn.prepare(&sql).map_err(fail)?;
     let mut rows = stmt.query([]).map_err(fail)?;
     let (mut last_start, mut last_tid, mut process, mut calls) = (Ns::MIN, i64::MIN, 0, 0u64);
     while let Some(r) = rows.next().map_err(fail)? {
-        let value = |i: usize| r.get_ref(i).map_err(fail);
-        let start = int(value(0)?, 0);
+        let (start, end, gtid, name, _) = call_values(r).map_err(fail)?;
         if start < last_start {
             return Ok(None);
         }
         last_start = start;
-        let gtid = int(value(2)?, 0);
         if gtid != last_tid {
             last_tid = gtid;
             let t = threads.intern(gtid, processes);
@@ -87,10 +107,10 @@ pub fn for_each_if_sorted(
         }
         each(LaunchCall {
             start,
-            end: int(value(1)?, 0),
+            end,
             process,
-            name: opt_int(value(3)?).map_or(NO_NAME, |id| strings.resolve(id)),
-        });
+            name: name.map_or(NO_NAME, |id| strings.resolve(id)),
+        })?;
         calls += 1;
     }
     Ok(Some(calls))
@@ -175,11 +195,11 @@ impl LaunchRuns {
         path: &str,
         strings: &Strings,
         threads: &Threads,
-        mut each: impl FnMut(LaunchCall),
+        mut each: impl FnMut(LaunchCall) -> Result<()>,
     ) -> Result<()> {
         let fail = |e: rusqlite::Error| sqlite_error(path, RUNTIME_TABLE, &e);
         let sql = format!(
-            "SELECT rowid, start, \"end\", globalTid, nameId FROM {RUNTIME_TABLE} \
+            "SELECT {CALL_COLUMNS} FROM {RUNTIME_TABLE} \
              WHERE rowid BETWEEN ?1 AND ?2 AND {} LIMIT {REFILL}",
             self.filter
         );
@@ -194,13 +214,13 @@ impl LaunchRuns {
             let mut rows = stmt.query([cursor.next, cursor.last]).map_err(fail)?;
             let mut read = 0;
             while let Some(r) = rows.next().map_err(fail)? {
-                let value = |i: usize| r.get_ref(i).map_err(fail);
-                cursor.next = int(value(0)?, 0).saturating_add(1);
+                let (start, end, gtid, name, rowid) = call_values(r).map_err(fail)?;
+                cursor.next = rowid.saturating_add(1);
                 cursor.buffer.push_back(LaunchCall {
-                    start: int(value(1)?, 0),
-                    end: int(value(2)?, 0),
-                    process: process_of(int(value(3)?, 0)),
-                    name: opt_int(value(4)?).map_or(NO_NAME, |id| strings.resolve(id)),
+                    start,
+                    end,
+                    process: process_of(gtid),
+                    name: name.map_or(NO_NAME, |id| strings.resolve(id)),
                 });
                 read += 1;
             }
@@ -244,7 +264,7 @@ impl LaunchRuns {
                 continue;
             };
             if let Some(call) = cursor.buffer.pop_front() {
-                each(call);
+                each(call)?;
             }
             if cursor.buffer.is_empty() && cursor.next <= cursor.last {
                 refill(cursor)?;

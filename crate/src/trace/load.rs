@@ -7,7 +7,7 @@
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
-use super::launches::{LaunchCall, LaunchRuns, LaunchScan, for_each_if_sorted};
+use super::launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_if_sorted};
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
 use crate::detect::names::may_define_windows;
@@ -67,6 +67,8 @@ pub struct Progress {
 pub type ProgressFn<'a> = &'a mut dyn FnMut(Progress) -> bool;
 
 const PROGRESS_EVERY: u64 = 1 << 16;
+/// The progress step of [`StagedLoad::sweep_launches`].
+const SWEEP_STEP: &str = "sweeping kernel launches";
 
 pub const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
 pub const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
@@ -211,37 +213,59 @@ impl StagedLoad {
         &self.trace
     }
 
-    /// Feeds the kernel-launch API calls to `each` in start order instead of loading them (the
-    /// page's M2): one pass when the table is sorted; else `restart()` drops what was fed, a scan
-    /// finds the table's sorted runs and a merge feeds them again. Threads are interned as loading
-    /// the calls would. `Ok(false)`: the calls must be loaded ([`StagedLoad::finish`] does);
-    /// after `Ok(true)` it loads no runtime calls. Call after NVTX.
+    /// Feeds the kernel-launch API calls to `sink` in start order instead of loading them (the
+    /// page's M2): one pass when the table is sorted; else the sink restarts, a scan finds the
+    /// table's sorted runs and a merge feeds them again. Threads are interned as loading
+    /// the calls would; progress is reported (and can cancel) as while loading them. `Ok(false)`:
+    /// the calls must be loaded ([`StagedLoad::finish`] does); after `Ok(true)` it loads no
+    /// runtime calls. Call after NVTX.
     pub fn sweep_launches(
         &mut self,
         conn: &Connection,
         path: &str,
-        each: &mut dyn FnMut(LaunchCall),
-        restart: &mut dyn FnMut(),
+        progress: ProgressFn<'_>,
+        sink: &mut dyn LaunchSink,
     ) -> Result<bool> {
         let has = |c: &str| self.schema.has_column(RUNTIME_TABLE, c);
         if !(has("start") && has("end") && has("globalTid") && has("nameId")) {
             return Ok(false);
         }
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        let total = ctx.estimate_rows(RUNTIME_TABLE);
+        ctx.report(SWEEP_STEP, 0, total)?;
         let Trace {
             strings,
             threads,
             processes,
             ..
         } = &mut self.trace;
-        let sorted = for_each_if_sorted(conn, path, strings, threads, processes, &mut *each)?;
+        // Pushes a call, reporting progress every `PROGRESS_EVERY` calls.
+        let done = std::cell::Cell::new(0u64);
+        let mut feed = |sink: &mut dyn LaunchSink, call: LaunchCall| -> Result<()> {
+            sink.push(call);
+            done.set(done.get() + 1);
+            if done.get().is_multiple_of(PROGRESS_EVERY) {
+                ctx.report(SWEEP_STEP, done.get(), total)?;
+            }
+            Ok(())
+        };
+        let sorted = for_each_if_sorted(conn, path, strings, threads, processes, |call| {
+            feed(sink, call)
+        })?;
         if sorted.is_none() {
-            restart();
+            sink.restart();
+            done.set(0);
             let scan = LaunchRuns::scan(conn, &self.schema, path, strings, threads, processes)?;
             let LaunchScan::Runs(runs) = scan else {
                 return Ok(false);
             };
-            runs.for_each(conn, path, strings, threads, each)?;
+            runs.for_each(conn, path, strings, threads, |call| feed(sink, call))?;
         }
+        ctx.report(SWEEP_STEP, done.get(), total)?;
         self.trace.present.runtime = true;
         self.launches_scanned = true;
         Ok(true)

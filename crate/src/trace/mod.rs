@@ -10,7 +10,7 @@ mod schema;
 mod stream;
 pub mod transfer;
 
-pub use launches::{LaunchCall, LaunchRuns, LaunchScan, MAX_RUNS};
+pub use launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, StagedLoad,
     kernel_table_notes, load, load_part, merge_kernel_part, probe_export,

@@ -29,6 +29,8 @@ const COLUMNS: [&str; 7] = [
 #[derive(Debug, Clone)]
 pub struct KernelRows {
     sql: String,
+    /// The same query without `graphNodeId` (see [`KernelRows::skip_graph_nodes`]).
+    sql_without_graph_nodes: String,
     /// First `rowid` not read yet.
     next: i64,
     /// Last `rowid` of the table (`next > last` once done; an absent or empty table starts done).
@@ -46,7 +48,12 @@ impl KernelRows {
         path: &str,
         graph_nodes: bool,
     ) -> Result<KernelRows> {
-        let sql = rows_sql(schema, graph_nodes);
+        let sql_without_graph_nodes = rows_sql(schema, false);
+        let sql = if graph_nodes {
+            rows_sql(schema, true)
+        } else {
+            sql_without_graph_nodes.clone()
+        };
         let (first, last) = if schema.has_table(KERNEL_TABLE) {
             rowid_bounds(conn, path)?
         } else {
@@ -54,15 +61,16 @@ impl KernelRows {
         };
         Ok(KernelRows {
             sql,
+            sql_without_graph_nodes,
             next: first,
             last,
             first,
         })
     }
 
-    /// Stops (or starts) reading `graphNodeId` from the next chunk on.
-    pub fn read_graph_nodes(&mut self, schema: &Schema, graph_nodes: bool) {
-        self.sql = rows_sql(schema, graph_nodes);
+    /// Stops reading `graphNodeId` from the next chunk on.
+    pub fn skip_graph_nodes(&mut self) {
+        self.sql.clone_from(&self.sql_without_graph_nodes);
     }
 
     /// Whether every row has been read.

@@ -71,18 +71,8 @@ impl StreamHost {
         let plans = self.plans.as_mut().ok_or_else(|| order_error("loadRest"))?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         // M2 from the launch calls swept in start order, not held; loaded when they cannot be.
-        if !report_progress(
-            &on_progress,
-            Progress {
-                step: "sweeping kernel launches",
-                done: 0,
-                total: 0,
-            },
-        ) {
-            return Err(js_error(crate::error::Error::Cancelled));
-        }
         let swept = plans
-            .sweep_launches(&self.conn, &self.name, &mut staged)
+            .sweep_launches(&self.conn, &self.name, &mut staged, &mut progress)
             .map_err(js_error)?;
         let trace = staged
             .finish(&self.conn, &self.name, LoadOptions::detect(), &mut progress)

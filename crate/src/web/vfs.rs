@@ -150,13 +150,23 @@ pub fn read_slice(
     start: u64,
     end: u64,
 ) -> Result<Vec<u8>, String> {
+    read_array(reader, blob, start, end).map(|a| a.to_vec())
+}
+
+/// `[start, end)` of a blob as a JS array (still outside wasm memory).
+fn read_array(
+    reader: &FileReaderSync,
+    blob: &Blob,
+    start: u64,
+    end: u64,
+) -> Result<Uint8Array, String> {
     let slice = blob
         .slice_with_f64_and_f64(start as f64, end as f64)
         .map_err(|e| format!("cannot slice the file: {}", js_text(&e)))?;
     let buffer = reader
         .read_as_array_buffer(&slice)
         .map_err(|e| format!("cannot read the file: {}", js_text(&e)))?;
-    Ok(Uint8Array::new(&buffer).to_vec())
+    Ok(Uint8Array::new(&buffer))
 }
 
 /// A new `FileReaderSync`, or an error saying where the code must run.
@@ -238,12 +248,17 @@ impl BlobFile {
             .saturating_add(count.saturating_mul(BLOCK_SIZE))
             .min(self.entry.size);
         let t0 = js_sys::Date::now();
-        let bytes = read_slice(&self.reader, &self.entry.blob, start, end).map_err(io_read)?;
-        self.entry.record(bytes.len(), js_sys::Date::now() - t0);
-        let blocks: Vec<(u64, Vec<u8>)> = bytes
-            .chunks(BLOCK_SIZE as usize)
+        let array = read_array(&self.reader, &self.entry.blob, start, end).map_err(io_read)?;
+        let len = array.length();
+        self.entry.record(len as usize, js_sys::Date::now() - t0);
+        // Each block copied once, straight from the JS array into its own buffer.
+        let blocks: Vec<(u64, Vec<u8>)> = (0..len)
+            .step_by(BLOCK_SIZE as usize)
             .enumerate()
-            .map(|(i, b)| (idx + i as u64, b.to_vec()))
+            .map(|(i, at)| {
+                let to = at.saturating_add(BLOCK_SIZE as u32).min(len);
+                (idx + i as u64, array.subarray(at, to).to_vec())
+            })
             .collect();
         self.next_in_scan = Some(idx + blocks.len() as u64);
         // The requested block goes last (most recent): the caller reads it from there.
