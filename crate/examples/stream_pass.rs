@@ -66,12 +66,9 @@ fn main() -> Res<()> {
     step("strings");
     staged.nvtx(&conn, &path, true, &mut |_| true)?;
     step("NVTX ranges (windows only)");
-    let plans = HostPlans::of(staged.trace());
-    let plan = KernelPlan::of(staged.trace(), &plans);
-    step(&format!(
-        "detect plans ({} KiB to send)",
-        plan.to_bytes().len() / 1024
-    ));
+    let (plans, plan) = HostPlans::for_kernel_pass(&mut staged);
+    step(&format!("detect plans ({} KiB to send)", plan.len() / 1024));
+    let plan = KernelPlan::from_bytes(&plan)?;
     let mut pass = KernelPass::new(&conn, staged.schema(), &path)?;
     pass.set_plan(plan.clone())?;
     while pass.step(&conn, 1 << 16)? {}

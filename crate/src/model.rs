@@ -460,6 +460,18 @@ impl NvtxRanges {
                 .any(|(a, b)| a != b)
     }
 
+    /// Lets the kept ranges go, keeping what the verdict's facts and warnings say of them: the
+    /// page's analysis worker needs them only until the detect plans are built.
+    pub fn forget_ranges(&mut self) {
+        *self = NvtxRanges {
+            omitted: OmittedRanges {
+                count: self.total(),
+                inline_text: self.has_inline_text_names(),
+            },
+            ..NvtxRanges::default()
+        };
+    }
+
     pub fn is_empty(&self) -> bool {
         self.start.is_empty()
     }

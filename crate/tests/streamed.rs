@@ -27,8 +27,7 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     staged
         .nvtx(&host_conn, &label, true, &mut |_| true)
         .expect("nvtx");
-    let plans = HostPlans::of(staged.trace());
-    let plan = KernelPlan::of(staged.trace(), &plans).to_bytes();
+    let (plans, plan) = HostPlans::for_kernel_pass(&mut staged);
 
     let schema = trace::probe_export(&kernel_conn, &label).expect("probe (k)");
     let mut pass = KernelPass::new(&kernel_conn, &schema, &label).expect("kernel pass");
@@ -254,8 +253,8 @@ fn a_kernel_table_out_of_start_order_stops_the_pass_clearly() {
     let mut pass = KernelPass::new(&conn, &schema, &label).expect("pass");
     let mut host = StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
     host.nvtx(&conn, &label, true, &mut |_| true).expect("nvtx");
-    pass.set_plan(KernelPlan::of(host.trace(), &HostPlans::of(host.trace())))
-        .expect("plan");
+    let plan = KernelPlan::of(host.trace(), &HostPlans::of(host.trace())).expect("plan");
+    pass.set_plan(plan).expect("plan");
     let err = loop {
         match pass.step(&conn, 1000) {
             Ok(true) => {}

@@ -154,8 +154,7 @@ pub fn processes(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<ProcessMetrics> {
 pub fn warnings(
     p: &Prepared<'_>,
     agg: &ScopeMeasure,
-    steps: &[super::steps::Step],
-    raw_steps: usize,
+    steps: super::steps::StepCounts,
 ) -> Vec<String> {
     let mut w = Vec::new();
     let trace = p.trace;
@@ -179,14 +178,12 @@ pub fn warnings(
     if !p.sw.nvtx_text_fallback && trace.nvtx.has_inline_text_names() {
         w.push("some NVTX ranges carry their name only in the inline `text` column: the trtllm-skill profile (textId names only) does not see them".into());
     }
-    if p.sw.dedup_steps && raw_steps > steps.len() {
-        let merged = steps.len();
+    let (raw_steps, dedup) = (steps.raw, steps.distinct);
+    if p.sw.dedup_steps && raw_steps > steps.steps {
+        let merged = steps.steps;
         w.push(format!("{raw_steps} forward-step ranges were merged into {merged} steps (TP ranks' copies of the same step)"));
-    } else if !p.sw.dedup_steps && raw_steps > 0 {
-        let dedup = super::steps::dedup_tp_steps(steps).len();
-        if dedup < raw_steps {
-            w.push(format!("iteration counts include TP-rank duplicates ({raw_steps} ranges for {dedup} distinct steps; trtllm-skill rule)"));
-        }
+    } else if !p.sw.dedup_steps && raw_steps > 0 && dedup < raw_steps {
+        w.push(format!("iteration counts include TP-rank duplicates ({raw_steps} ranges for {dedup} distinct steps; trtllm-skill rule)"));
     }
     if let Some(nccl) = agg.metrics.nccl_ratio
         && nccl > 0.20

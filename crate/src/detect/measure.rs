@@ -15,10 +15,9 @@ use super::launches::{LaunchSweepResult, LaunchTotals, Scope};
 use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
 use super::steps::visible_name;
-use super::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary, in_window, overlaps};
+use super::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary, in_window};
 use crate::model::intervals::{IntervalSet, MergeSorted, overlap_with};
 use crate::model::{Ns, ProcessIdx, Trace};
-use crate::pyfmt::naive_sum;
 
 /// Host-prep ranges of one process (or of all, pooled), per pattern, in table order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -305,12 +304,9 @@ impl<'t> Prepared<'t> {
             }
         };
         let launch_us = self.trace.present.runtime.then_some(sum as f64 / 1000.0);
-        let prep = devices.first().and_then(|d| {
-            let idle_us = window_us - d.busy_us;
-            self.prep
-                .first()
-                .and_then(|r| prep_interior(r, scope, window_us, idle_us))
-        });
+        let prep = devices
+            .first()
+            .and_then(|d| prep_interior(scope, window_us, window_us - d.busy_us));
         ProcessMeasure {
             process: 0,
             devices: devices.iter().filter_map(|d| d.device).collect(),
@@ -322,46 +318,16 @@ impl<'t> Prepared<'t> {
     }
 }
 
-/// Reference M3: ranges fully inside the window, exposure over the interior kernel gaps that
-/// touch them, accumulated in the reference's nested order (ranges in table order, then gaps).
-fn prep_interior(
-    r: &PrepRanges,
-    scope: &ScopeSummary,
-    window_us: f64,
-    idle_us: f64,
-) -> Option<PrepMeasure> {
-    let (ws, we) = scope.window.hull()?;
-    let (pattern, ranges) = PREP_PATTERNS
-        .iter()
-        .zip(&r.by_pattern)
-        .find_map(|(pat, ranges)| {
-            let inside: Vec<(Ns, Ns)> = ranges
-                .iter()
-                .copied()
-                .filter(|&(s, e)| s >= ws && e <= we)
-                .collect();
-            (!inside.is_empty()).then_some((*pat, inside))
-        })?;
-    let prep_us = naive_sum(ranges.iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
-    if prep_us <= 0.0 {
-        return None;
-    }
-    let near = IntervalSet::from_unsorted(ranges.clone());
-    let gaps: Vec<(Ns, Ns)> = scope
-        .prep_gaps
-        .iter()
-        .copied()
-        .filter(|&(gs, ge)| overlaps(&near, gs, ge))
-        .collect();
-    let mut exposed_us = 0.0;
-    for &(s, e) in &ranges {
-        let first = gaps.partition_point(|&(_, ge)| ge <= s);
-        for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
-            exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
-        }
-    }
+/// Reference M3 from the exposure the sweep measured ([`super::sweep::PrepExposure`]).
+fn prep_interior(scope: &ScopeSummary, window_us: f64, idle_us: f64) -> Option<PrepMeasure> {
+    let x = scope.prep_exposure?;
+    let pattern = PREP_PATTERNS.get(x.pattern)?;
     Some(PrepMeasure::new(
-        pattern, prep_us, exposed_us, idle_us, window_us,
+        pattern,
+        x.prep_us,
+        x.exposed_us,
+        idle_us,
+        window_us,
     ))
 }
 
@@ -605,11 +571,16 @@ pub(super) fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Ve
             }
         }
     }
+    // Kept as long as the trace is open: one range per step and rank.
+    for r in &mut out {
+        r.by_pattern.iter_mut().for_each(Vec::shrink_to_fit);
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::sweep::overlaps;
     use super::*;
 
     #[test]

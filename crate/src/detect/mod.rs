@@ -152,10 +152,10 @@ fn assemble(
     coverage.extend(detect_coverage(
         &prepared,
         &aggregate,
-        plan.steps.len(),
+        plan.steps.steps,
         plan.custom_marker,
     ));
-    let warnings = evidence::warnings(&prepared, &aggregate, &plan.steps, plan.raw_steps);
+    let warnings = evidence::warnings(&prepared, &aggregate, plan.steps);
 
     Ok(DetectReport {
         verdict: overall,
@@ -180,7 +180,7 @@ fn assemble(
             host,
             kernels,
             cfg,
-            plan.steps.len(),
+            plan.steps.steps,
             prepared.launch_api_calls(),
         ),
         coverage,

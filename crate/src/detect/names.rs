@@ -99,8 +99,12 @@ const STEP_MARKER: &str = "_forward_step";
 /// three regex passes per name; a test checks it against the regex.
 pub fn parse_step(name: &str) -> Option<StepName> {
     // The leftmost occurrence that matches wins; numbers that do not fit give no step.
-    name.match_indices(STEP_MARKER)
-        .find_map(|(at, _)| step_fields(&name[at + STEP_MARKER.len()..]))
+    static FINDER: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    let finder = FINDER.get_or_init(|| memchr::memmem::Finder::new(STEP_MARKER));
+    // The marker is ASCII, so every match is at a character boundary.
+    finder
+        .find_iter(name.as_bytes())
+        .find_map(|at| step_fields(name.get(at + STEP_MARKER.len()..)?))
         .and_then(|[step, ctx, gen_reqs]| {
             Some(StepName {
                 step: step.parse().ok()?,
@@ -175,29 +179,37 @@ pub struct NameTables {
     pub prep: [Vec<bool>; 3],
 }
 
-/// Forward-step names, parsed once per distinct string. Kept only while steps are found: a
-/// TensorRT-LLM trace has a distinct name per step, so the table is as long as the string table.
+/// Forward-step names, parsed once per distinct string (a table as long as the string table:
+/// a TensorRT-LLM trace has a distinct name per step, so it is worth keeping only when names
+/// are looked up many times; [`StepNames::parser`] parses on each lookup instead).
 pub struct StepNames(pub Vec<Option<StepName>>);
 
 impl StepNames {
     /// Names the profile reads as forward steps: `marker`'s, else the TensorRT-LLM marker
     /// (under `LIKE` matching, only names `LIKE '%[Executor] _forward_step%'`).
     pub fn build(strings: &Strings, sw: &Switches, marker: Option<&StepMarker>) -> StepNames {
-        let like = sw.name_match == NameMatch::SqliteLike;
-        let prefilter = Like::new("%[Executor] _forward_step%");
-        let steps = (0..strings.len() as NameId)
-            .map(|id| {
-                let s = strings.get(id);
-                if like && !prefilter.matches(s) {
-                    return None;
-                }
-                match marker {
-                    Some(m) => m.parse(s),
-                    None => parse_step(s),
-                }
-            })
-            .collect();
-        StepNames(steps)
+        let parse = StepNames::parser(strings, sw, marker);
+        StepNames((0..strings.len() as NameId).map(parse).collect())
+    }
+
+    /// What [`StepNames::build`] holds for a name, parsed when asked.
+    pub fn parser<'s>(
+        strings: &'s Strings,
+        sw: &Switches,
+        marker: Option<&'s StepMarker>,
+    ) -> impl Fn(NameId) -> Option<StepName> + 's {
+        let prefilter = (sw.name_match == NameMatch::SqliteLike)
+            .then(|| Like::new("%[Executor] _forward_step%"));
+        move |id| {
+            let s = strings.get(id);
+            if prefilter.as_ref().is_some_and(|p| !p.matches(s)) {
+                return None;
+            }
+            match marker {
+                Some(m) => m.parse(s),
+                None => parse_step(s),
+            }
+        }
     }
 
     pub fn get(&self, id: NameId) -> Option<StepName> {

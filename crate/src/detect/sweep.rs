@@ -29,9 +29,10 @@ use std::collections::HashMap;
 use super::config::{DetectConfig, NameMatch, Switches};
 use super::measure::{LaunchIndex, Launches, PrepRanges, index_prep};
 use super::names::{NameTables, StepNames};
-use super::steps::{self, PhaseCounts, PhaseSteps, Step};
+use super::steps::{self, PhaseCounts, Step, StepCounts};
 use crate::model::intervals::IntervalSet;
 use crate::model::{KernelEvent, Ns, OutOfOrder, ProcessIdx, StartOrder, Trace, flag};
+use crate::pyfmt::naive_sum;
 
 /// Device sets are 64-bit masks: a trace with more devices than this gets no standard M3.
 pub const MAX_MASK_DEVICES: usize = 64;
@@ -43,8 +44,8 @@ pub struct Plan {
     pub(super) sw: Switches,
     pub(super) names: NameTables,
     pub(super) custom_marker: bool,
-    pub(super) steps: Vec<Step>,
-    pub(super) raw_steps: usize,
+    /// The forward steps' counts; the steps themselves are not kept ([`Plan::with_steps`]).
+    pub(super) steps: StepCounts,
     pub(super) context: Option<PhaseCounts>,
     pub(super) generation: Option<PhaseCounts>,
     /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
@@ -60,9 +61,18 @@ impl Plan {
         self.names.launch.len()
     }
 
-    /// The forward steps (after TP de-duplication), in start order.
-    pub fn steps(&self) -> &[Step] {
-        &self.steps
+    /// Lets go of what only the kernel sweep reads, once its [`SweepPlan`] was sent: the pooled
+    /// host-prep ranges of the `trtllm-skill` profile (one per step and rank), which the sweep
+    /// measures itself ([`PrepExposure`]).
+    pub fn forget_sweep_inputs(&mut self) {
+        if !self.sw.prep_per_process {
+            self.prep = Vec::new();
+        }
+    }
+
+    /// How many forward steps were found.
+    pub fn step_counts(&self) -> StepCounts {
+        self.steps
     }
 
     /// Indexes `host`'s kernel-launch API calls now rather than at each verdict (the page does
@@ -100,7 +110,26 @@ impl Plan {
         }
     }
 
+    /// [`Plan::sweep_plan`] borrowed, to serialise without copying the windows and ranges.
+    pub fn sweep_plan_ref(&self, cfg: &DetectConfig) -> SweepPlanRef<'_> {
+        SweepPlanRef {
+            sw: self.sw,
+            skip_m3: cfg.skip_m3,
+            window: cfg.window,
+            context: self.context.as_ref().map(|p| &p.window),
+            generation: self.generation.as_ref().map(|p| &p.window),
+            prep: &self.prep,
+            nccl: &self.names.nccl,
+        }
+    }
+
     pub fn new(host: &Trace, cfg: &DetectConfig) -> Plan {
+        Plan::with_steps(host, cfg).0
+    }
+
+    /// The plan and the forward steps it counted (after TP de-duplication, in start order),
+    /// which it does not keep: one per step would grow it with the trace.
+    pub fn with_steps(host: &Trace, cfg: &DetectConfig) -> (Plan, Vec<Step>) {
         let sw = cfg.profile.switches();
         let marker = if sw.name_match == NameMatch::Substring {
             cfg.step_marker.as_ref()
@@ -108,29 +137,25 @@ impl Plan {
             None
         };
         let names = NameTables::build(&host.strings, &sw);
-        let step_names = StepNames::build(&host.strings, &sw, marker);
-        let (steps, raw_steps) = steps::forward_steps(&host.nvtx, &step_names, &sw);
-        let (context, generation) = steps::phases(&steps, &sw);
-        let (context, generation) = (
-            context.map(PhaseSteps::counts),
-            generation.map(PhaseSteps::counts),
-        );
+        let step_names = StepNames::parser(&host.strings, &sw, marker);
+        let (steps, raw_steps) = steps::forward_steps(&host.nvtx, step_names, &sw);
+        let (context, generation) = steps::phase_counts(&steps, &sw);
         let prep = if cfg.skip_m3 {
             Vec::new()
         } else {
             index_prep(host, &names, &sw)
         };
-        Plan {
+        let plan = Plan {
             sw,
             names,
             custom_marker: marker.is_some(),
-            steps,
-            raw_steps,
+            steps: StepCounts::of(&steps, raw_steps, &sw),
             context,
             generation,
             prep,
             launches: None,
-        }
+        };
+        (plan, steps)
     }
 }
 
@@ -147,6 +172,19 @@ pub struct SweepPlan {
     prep: Vec<PrepRanges>,
     /// Which names are NCCL kernels, by [`crate::model::NameId`].
     nccl: Vec<bool>,
+}
+
+/// A [`SweepPlan`] borrowed from its [`Plan`]: serialises to the same bytes (same fields, same
+/// order), which deserialise as a [`SweepPlan`].
+#[derive(Debug, Serialize)]
+pub struct SweepPlanRef<'p> {
+    sw: Switches,
+    skip_m3: bool,
+    window: Option<(Ns, Ns)>,
+    context: Option<&'p IntervalSet>,
+    generation: Option<&'p IntervalSet>,
+    prep: &'p [PrepRanges],
+    nccl: &'p [bool],
 }
 
 /// Facts about the kernels as a whole.
@@ -197,9 +235,59 @@ pub struct ScopeSummary {
     pub busy_by_mask: Vec<(u64, Ns)>,
     /// Standard M3: the same, inside each process's host-prep ranges (∩ window).
     pub prep_busy: Vec<PrepBusy>,
-    /// `trtllm-skill` M3: gaps between consecutive pooled merged kernel intervals (start in the
-    /// window) that touch a host-prep range of any pattern, ascending.
-    pub prep_gaps: Vec<(Ns, Ns)>,
+    /// `trtllm-skill` M3: the pooled host-prep ranges inside the window and how much of them
+    /// the kernel gaps expose ([`PrepExposure`]).
+    pub prep_exposure: Option<PrepExposure>,
+}
+
+/// The reference M3 of one window: its pooled host-prep ranges of the first pattern that has
+/// ranges fully inside the window's hull, and their exposure over the gaps between consecutive
+/// pooled merged kernel intervals (start in the window) that touch any host-prep range.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PrepExposure {
+    /// Index into `names::PREP_PATTERNS`.
+    pub pattern: usize,
+    pub prep_us: f64,
+    pub exposed_us: f64,
+}
+
+impl PrepExposure {
+    /// The exposure of `prep`'s ranges inside `window`'s hull over `gaps` (ascending),
+    /// accumulated in the reference's nested order (ranges in table order, then gaps) so the
+    /// float sums match it bit for bit.
+    fn of(prep: &PrepRanges, window: &IntervalSet, gaps: &[(Ns, Ns)]) -> Option<PrepExposure> {
+        let (ws, we) = window.hull()?;
+        let (pattern, ranges) = prep.by_pattern.iter().enumerate().find_map(|(p, ranges)| {
+            let inside: Vec<(Ns, Ns)> = ranges
+                .iter()
+                .copied()
+                .filter(|&(s, e)| s >= ws && e <= we)
+                .collect();
+            (!inside.is_empty()).then_some((p, inside))
+        })?;
+        let prep_us = naive_sum(ranges.iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
+        if prep_us <= 0.0 {
+            return None;
+        }
+        let near = IntervalSet::from_unsorted(ranges.clone());
+        let gaps: Vec<(Ns, Ns)> = gaps
+            .iter()
+            .copied()
+            .filter(|&(gs, ge)| overlaps(&near, gs, ge))
+            .collect();
+        let mut exposed_us = 0.0;
+        for &(s, e) in &ranges {
+            let first = gaps.partition_point(|&(_, ge)| ge <= s);
+            for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
+                exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
+            }
+        }
+        Some(PrepExposure {
+            pattern,
+            prep_us,
+            exposed_us,
+        })
+    }
 }
 
 impl ScopeSummary {
@@ -425,6 +513,8 @@ pub struct KernelSweep {
     has_context: bool,
     has_generation: bool,
     masks: Option<MaskSweep>,
+    /// `trtllm-skill` M3: the pooled host-prep ranges, measured against the gaps at the end.
+    pooled_prep: Option<PrepRanges>,
     deferred: Vec<Deferred>,
     order: StartOrder,
     kernels: u64,
@@ -456,6 +546,9 @@ impl KernelSweep {
             .map(|(_, w)| ScopeAcc::new(w, &sw, &plan.prep))
             .collect();
         let needs_masks = scopes.iter().any(|s| !s.prep_masks.is_empty());
+        let pooled_prep = (!sw.prep_per_process)
+            .then(|| plan.prep.into_iter().next())
+            .flatten();
         KernelSweep {
             sw,
             skip_m3: plan.skip_m3,
@@ -466,6 +559,7 @@ impl KernelSweep {
             has_context,
             has_generation,
             masks: needs_masks.then(MaskSweep::new),
+            pooled_prep,
             deferred: Vec::new(),
             order: StartOrder::default(),
             kernels: 0,
@@ -531,7 +625,7 @@ impl KernelSweep {
         let order = self.group_order();
         let mut scopes = self.scopes.into_iter().map(|s| {
             let window = s.window.clone().unwrap_or_else(|| hull_window.clone());
-            s.finish(window, &order, &self.sw, &remap)
+            s.finish(window, &order, &self.sw, &remap, self.pooled_prep.as_ref())
         });
         let aggregate = scopes
             .next()
@@ -626,7 +720,7 @@ fn empty_scope(window: IntervalSet) -> ScopeSummary {
         groups: Vec::new(),
         busy_by_mask: Vec::new(),
         prep_busy: Vec::new(),
-        prep_gaps: Vec::new(),
+        prep_exposure: None,
     }
 }
 
@@ -765,6 +859,7 @@ impl ScopeAcc {
         order: &[(Option<u32>, usize)],
         sw: &Switches,
         remap: &[u64],
+        pooled_prep: Option<&PrepRanges>,
     ) -> ScopeSummary {
         let clip = sw.clip_to_window.then_some(self.window.as_ref()).flatten();
         let groups = order
@@ -785,12 +880,13 @@ impl ScopeAcc {
                 by_mask: remap_masks(&m.by_mask, remap),
             })
             .collect();
+        let prep_exposure = pooled_prep.and_then(|r| PrepExposure::of(r, &window, &self.prep_gaps));
         ScopeSummary {
             window,
             groups,
             busy_by_mask: remap_masks(&self.busy_masks.by_mask, remap),
             prep_busy,
-            prep_gaps: self.prep_gaps,
+            prep_exposure,
         }
     }
 }
@@ -998,7 +1094,7 @@ pub(super) fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
 mod tests {
     use super::*;
     use crate::detect::{Profile, detect, detect_with_kernels};
-    use crate::model::{PresentTables, Strings};
+    use crate::model::{NameId, PresentTables, Strings};
 
     const PREP: &str = "[Executor] _prepare_inputs";
 
@@ -1015,14 +1111,7 @@ mod tests {
         };
         let thread = t.threads.intern(0x0100_0000_0000_0001, &mut t.processes);
         for &(s, e) in prep {
-            let nv = &mut t.nvtx;
-            nv.start.push(s);
-            nv.end.push(e);
-            nv.thread.push(thread);
-            nv.event_type.push(59);
-            nv.domain.push(0);
-            nv.name.push(0);
-            nv.text_id_name.push(0);
+            push_range(&mut t, (s, e), thread, 0);
         }
         let process = t.threads.process[thread as usize];
         for &(s, e, d) in kernels {
@@ -1034,6 +1123,18 @@ mod tests {
             k.short_name.push(1);
         }
         t
+    }
+
+    /// A push/pop NVTX range on `thread` named by string `name`.
+    fn push_range(t: &mut Trace, (start, end): (Ns, Ns), thread: u32, name: NameId) {
+        let nv = &mut t.nvtx;
+        nv.start.push(start);
+        nv.end.push(end);
+        nv.thread.push(thread);
+        nv.event_type.push(59);
+        nv.domain.push(0);
+        nv.name.push(name);
+        nv.text_id_name.push(name);
     }
 
     fn config(profile: Profile) -> DetectConfig {
@@ -1054,6 +1155,37 @@ mod tests {
     fn sweep(t: &Trace, profile: Profile) -> KernelSummary {
         let events: Vec<KernelEvent> = t.kernels.events_in_start_order().collect();
         sweep_events(t, &config(profile), &events)
+    }
+
+    #[test]
+    fn a_borrowed_sweep_plan_serialises_as_the_sweep_plan() {
+        // Prep ranges (name 0) and two steps (names 2 and 3) of two phases.
+        let mut t = trace(&[(0, 10, 0)], &[(0, 5), (20, 25)]);
+        t.strings = Strings::from_rows(vec![
+            (0, PREP.into()),
+            (1, "gemm".into()),
+            (
+                2,
+                "[Executor] _forward_step 1: 2 ctx reqs, 0 gen reqs".into(),
+            ),
+            (
+                3,
+                "[Executor] _forward_step 2: 0 ctx reqs, 4 gen reqs".into(),
+            ),
+        ]);
+        for (start, name) in [(0, 2), (20, 3)] {
+            push_range(&mut t, (start, start + 15), 0, name);
+        }
+        for profile in [Profile::Standard, Profile::TrtllmSkill] {
+            let mut cfg = config(profile);
+            cfg.window = Some((1, 30));
+            let plan = Plan::new(&t, &cfg);
+            let owned = plan.sweep_plan(&cfg);
+            assert!(owned.context.is_some() && owned.generation.is_some());
+            assert!(owned.prep.iter().any(|p| p.by_pattern[1].len() == 2));
+            let bytes = postcard::to_allocvec(&plan.sweep_plan_ref(&cfg)).expect("encode");
+            assert_eq!(postcard::from_bytes::<SweepPlan>(&bytes), Ok(owned));
+        }
     }
 
     #[test]

@@ -237,8 +237,8 @@ fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
 
 fn step_info(trace: &Trace) -> StepInfo {
     let sw = Profile::Standard.switches();
-    let step_names = StepNames::build(&trace.strings, &sw, None);
-    let (steps, _) = steps::forward_steps(&trace.nvtx, &step_names, &sw);
+    let step_names = StepNames::parser(&trace.strings, &sw, None);
+    let (steps, _) = steps::forward_steps(&trace.nvtx, step_names, &sw);
     let (context, generation) = steps::phases(&steps, &sw);
     StepInfo {
         steps,

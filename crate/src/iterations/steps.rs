@@ -31,7 +31,7 @@ pub fn raw_steps(trace: &Trace, profile: Profile) -> Vec<Step> {
         Profile::TrtllmSkill => StepNames(reference_step_names(trace)),
         Profile::Standard => StepNames::build(&trace.strings, &sw, None),
     };
-    forward_steps(&trace.nvtx, &names, &sw).0
+    forward_steps(&trace.nvtx, |id| names.get(id), &sw).0
 }
 
 /// Per string: `LIKE '%[Executor] _forward_step%'` matches, parsed or as an unparsed step.

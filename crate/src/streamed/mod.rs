@@ -56,8 +56,8 @@ impl Streamed {
         }
         host.present.kernels = results.present;
         host.coverage.extend(results.coverage);
-        let plans = plans.for_trace(&host)?;
-        let timeline = results.timeline.with_forward_steps(plans.timeline_steps());
+        let mut plans = plans.for_trace(&host)?;
+        let timeline = results.timeline.with_step_lane(plans.take_step_lane());
         Ok(Streamed {
             host,
             detect,

@@ -7,10 +7,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::{PROFILES, profile_config};
-use crate::detect::steps::Step;
+use crate::timeline::StepLane;
 use rusqlite::Connection;
 
 use crate::detect::launches::LaunchSweep;
+use crate::detect::sweep::SweepPlanRef;
 use crate::detect::{Plan, Profile, SweepPlan};
 use crate::error::{Error, Result};
 use crate::model::{Ns, Trace};
@@ -20,33 +21,54 @@ use crate::trace::{LaunchCall, LaunchSink, ProgressFn, StagedLoad, kernel_edges}
 /// kernel pass, then reused by every verdict (building one classifies every string).
 pub struct HostPlans {
     plans: Vec<Plan>,
+    /// The standard profile's forward steps for the timeline, until it takes them.
+    step_lane: Option<StepLane>,
 }
 
 impl HostPlans {
     /// The plans of a host trace loaded at least up to its NVTX ranges (the kernel table is
     /// not read).
     pub fn of(host: &Trace) -> HostPlans {
+        let mut step_lane = None;
         let plans = PROFILES
             .iter()
-            .map(|&profile| Plan::new(host, &profile_config(profile, "")))
+            .map(|&profile| {
+                let (plan, steps) = Plan::with_steps(host, &profile_config(profile, ""));
+                if profile == Profile::Standard {
+                    step_lane = StepLane::new(&steps);
+                }
+                plan
+            })
             .collect();
-        HostPlans { plans }
+        HostPlans { plans, step_lane }
     }
 
-    /// The plans, still valid for `host` (they are rebuilt if its string table changed since;
-    /// plans whose launch calls were swept cannot be, the calls are not held).
+    /// The page's step after NVTX: the plans and the kernel pass's plan as bytes
+    /// ([`KernelPlan::encode`]), after which the NVTX ranges and what only the sweeps read are
+    /// let go (the verdict needs only what the plans took from them).
+    pub fn for_kernel_pass(staged: &mut StagedLoad) -> (HostPlans, Vec<u8>) {
+        let mut plans = HostPlans::of(staged.trace());
+        staged.forget_nvtx_ranges();
+        let plan = KernelPlan::encode(staged.trace(), &plans);
+        plans.plans.iter_mut().for_each(Plan::forget_sweep_inputs);
+        (plans, plan)
+    }
+
+    /// The plans, checked to be valid for `host`: built on its string table (loading after
+    /// NVTX adds no string), which they index by name id. They cannot be rebuilt here: the
+    /// NVTX ranges were let go and the swept launch calls are not held.
     pub(super) fn for_trace(self, host: &Trace) -> Result<HostPlans> {
         let valid = self.plans.len() == PROFILES.len()
             && self
                 .plans
                 .iter()
                 .all(|p| p.string_count() == host.strings.len());
-        match (valid, self.swept()) {
-            (true, _) => Ok(self),
-            (false, false) => Ok(HostPlans::of(host)),
-            (false, true) => Err(Error::Internal {
-                detail: "the string table changed after the launch calls were swept".into(),
-            }),
+        if valid {
+            Ok(self)
+        } else {
+            Err(Error::Internal {
+                detail: "the string table changed after the detect plans were built".into(),
+            })
         }
     }
 
@@ -98,9 +120,9 @@ impl HostPlans {
         self.plans.get(i)
     }
 
-    /// The forward steps of the timeline's step lane (the standard profile's).
-    pub fn timeline_steps(&self) -> &[Step] {
-        self.get(Profile::Standard).map_or(&[], Plan::steps)
+    /// The timeline's forward-step lane (the standard profile's steps), once.
+    pub fn take_step_lane(&mut self) -> Option<StepLane> {
+        self.step_lane.take()
     }
 }
 
@@ -142,23 +164,41 @@ pub struct KernelPlan {
     pub graph_nodes: bool,
 }
 
+/// A [`KernelPlan`] borrowed from the host trace and its plans: the same bytes, no copy of the
+/// windows, host-prep ranges and name index (tens of MB on a long trace).
+#[derive(Serialize)]
+struct KernelPlanRef<'a> {
+    processes: &'a [i64],
+    sweeps: Vec<SweepPlanRef<'a>>,
+    names: &'a [i64],
+    graph_nodes: bool,
+}
+
 impl KernelPlan {
-    /// The plan of a host trace loaded up to its NVTX ranges, from its detect plans.
-    pub fn of(host: &Trace, plans: &HostPlans) -> KernelPlan {
+    /// The plan of a host trace loaded at least up to its NVTX ranges, from its detect plans,
+    /// as compact bytes ([`KernelPlan::from_bytes`] reads them): the plan carries every
+    /// host-prep range (one per step and rank) and phase window piece.
+    pub fn encode(host: &Trace, plans: &HostPlans) -> Vec<u8> {
         let sweeps = PROFILES
             .iter()
             .zip(&plans.plans)
-            .map(|(&profile, plan)| plan.sweep_plan(&profile_config(profile, "")))
+            .map(|(&profile, plan)| plan.sweep_plan_ref(&profile_config(profile, "")))
             .collect();
-        KernelPlan {
-            processes: host.processes.global_pid.clone(),
+        let plan = KernelPlanRef {
+            processes: &host.processes.global_pid,
             sweeps,
-            names: host.strings.sqlite_ids().to_vec(),
+            names: host.strings.sqlite_ids(),
             graph_nodes: crate::detect::reads_graph_nodes(&host.meta, &host.strings),
-        }
+        };
+        postcard::to_allocvec(&plan).unwrap_or_default()
     }
 
-    /// Compact binary: the plan carries every host-prep range (one per step and rank).
+    /// The plan [`KernelPlan::encode`] encodes.
+    pub fn of(host: &Trace, plans: &HostPlans) -> Result<KernelPlan> {
+        KernelPlan::from_bytes(&KernelPlan::encode(host, plans))
+    }
+
+    /// Compact binary (what [`KernelPlan::encode`] writes for the plan it came from).
     pub fn to_bytes(&self) -> Vec<u8> {
         postcard::to_allocvec(self).unwrap_or_default()
     }

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 
 use super::summary::{Blocks, LaneBins, Summary};
-use super::{KernelLane, OutOfOrder, Steps, Timeline};
+use super::{KernelLane, OutOfOrder, StepLane, Timeline};
 use crate::model::{KernelEvent, Ns, StartOrder, Trace};
 
 /// Feeds a [`Timeline`] one kernel at a time: `new` with the host part of the trace (NVTX steps
 /// and names), `push` every kernel in non-decreasing start, then `finish`.
 pub struct TimelineBuilder {
-    steps: Option<Steps>,
+    steps: Option<StepLane>,
     /// Whether lanes are per stream (the stream column was read) or per device only.
     streams: bool,
     /// (device, stream) → index into `summary.lanes`.
@@ -29,13 +29,13 @@ impl TimelineBuilder {
     /// whether kernels carry their stream (lanes are then labelled per stream).
     pub fn new(host: &Trace, streams: bool) -> TimelineBuilder {
         TimelineBuilder {
-            steps: Steps::of(host),
+            steps: StepLane::of(host),
             ..TimelineBuilder::without_steps(streams)
         }
     }
 
     /// Starts a timeline without the forward-step lane (the page's kernel pass: the other
-    /// worker adds it, [`Timeline::with_forward_steps`]).
+    /// worker adds it, [`Timeline::with_step_lane`]).
     pub fn without_steps(streams: bool) -> TimelineBuilder {
         TimelineBuilder {
             steps: None,

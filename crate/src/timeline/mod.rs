@@ -124,9 +124,9 @@ pub enum Detail {
 /// [`KernelSource`]. Memory: `BINS` bins per lane plus at most `MAX_BLOCKS` row blocks.
 #[derive(Serialize, Deserialize)]
 pub struct Timeline {
-    /// Given by the host part where the timeline is used ([`Timeline::with_forward_steps`]).
+    /// Given by the host part where the timeline is used ([`Timeline::with_step_lane`]).
     #[serde(skip)]
-    steps: Option<Steps>,
+    steps: Option<StepLane>,
     /// Kernel lanes by (device, stream).
     lanes: Vec<KernelLane>,
     grid: BinGrid,
@@ -173,31 +173,32 @@ impl KernelLane {
     }
 }
 
-/// Forward steps as the standard profile sees them (TP copies merged), kept whole: a few
-/// thousand at most, from the host part of the trace.
-struct Steps {
+/// The forward-step lane: steps as the standard profile sees them (TP copies merged), from the
+/// host part of the trace; 24 bytes a step.
+pub struct StepLane {
     /// `(start, end, name)`, sorted by start.
     events: Vec<(Ns, Ns, NameId)>,
     max_len: Ns,
 }
 
-impl Steps {
-    fn of(trace: &Trace) -> Option<Steps> {
+impl StepLane {
+    fn of(trace: &Trace) -> Option<StepLane> {
         use crate::detect::{Profile, names::StepNames, steps};
         let sw = Profile::Standard.switches();
-        let names = StepNames::build(&trace.strings, &sw, None);
-        Steps::from_forward_steps(&steps::forward_steps(&trace.nvtx, &names, &sw).0)
+        let names = StepNames::parser(&trace.strings, &sw, None);
+        StepLane::new(&steps::forward_steps(&trace.nvtx, names, &sw).0)
     }
 
-    /// The lane of forward steps found by the standard profile (`detect::Plan::steps`).
-    fn from_forward_steps(found: &[Step]) -> Option<Steps> {
+    /// The lane of forward steps found by the standard profile (`detect::Plan::with_steps`);
+    /// `None` when there are none.
+    pub fn new(found: &[Step]) -> Option<StepLane> {
         if found.is_empty() {
             return None;
         }
         let events: Vec<(Ns, Ns, NameId)> =
             found.iter().map(|s| (s.start, s.end, s.name_id)).collect();
         let max_len = events.iter().map(|e| e.1 - e.0).max().unwrap_or(0);
-        Some(Steps { events, max_len })
+        Some(StepLane { events, max_len })
     }
 
     /// Steps that may be within `slack` of `[a, b)`: those starting before `b`, from the first
@@ -247,10 +248,9 @@ impl Timeline {
     }
 
     /// The forward-step lane: a timeline built elsewhere (the page's kernel pass) gets its
-    /// steps, and their names, from the trace it is shown with — the standard profile's steps
-    /// (`detect::Plan::steps` under `Profile::Standard`).
-    pub fn with_forward_steps(mut self, steps: &[Step]) -> Timeline {
-        self.steps = Steps::from_forward_steps(steps);
+    /// steps, and their names, from the trace it is shown with ([`StepLane::new`]).
+    pub fn with_step_lane(mut self, lane: Option<StepLane>) -> Timeline {
+        self.steps = lane;
         self
     }
 

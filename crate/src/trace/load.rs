@@ -213,6 +213,12 @@ impl StagedLoad {
         &self.trace
     }
 
+    /// Lets the NVTX ranges go once what needs them (the detect plans) is built
+    /// ([`crate::model::NvtxRanges::forget_ranges`]).
+    pub fn forget_nvtx_ranges(&mut self) {
+        self.trace.nvtx.forget_ranges();
+    }
+
     /// Feeds the kernel-launch API calls to `sink` in start order instead of loading them (the
     /// page's M2): one pass when the table is sorted; else the sink restarts, a scan finds the
     /// table's sorted runs and a merge feeds them again. Threads are interned as loading

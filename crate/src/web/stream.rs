@@ -54,9 +54,8 @@ impl StreamHost {
 
     /// The plan for the kernel pass, as bytes to send to the loader worker.
     pub fn plan(&mut self) -> Result<Uint8Array, JsError> {
-        let staged = self.staged.as_ref().ok_or_else(|| order_error("plan"))?;
-        let plans = HostPlans::of(staged.trace());
-        let bytes = KernelPlan::of(staged.trace(), &plans).to_bytes();
+        let staged = self.staged.as_mut().ok_or_else(|| order_error("plan"))?;
+        let (plans, bytes) = HostPlans::for_kernel_pass(staged);
         self.plans = Some(plans);
         Ok(Uint8Array::from(&bytes[..]))
     }
