@@ -460,6 +460,18 @@ impl NvtxRanges {
                 .any(|(a, b)| a != b)
     }
 
+    /// Gives back the columns' spare capacity (up to half of each after loading row by row):
+    /// the page holds the ranges while it builds the detect plans, its peak.
+    pub fn shrink_to_fit(&mut self) {
+        self.start.shrink_to_fit();
+        self.end.shrink_to_fit();
+        self.thread.shrink_to_fit();
+        self.event_type.shrink_to_fit();
+        self.domain.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.text_id_name.shrink_to_fit();
+    }
+
     /// Lets the kept ranges go, keeping what the verdict's facts and warnings say of them: the
     /// page's analysis worker needs them only until the detect plans are built.
     pub fn forget_ranges(&mut self) {

@@ -25,6 +25,7 @@
 use serde::{Deserialize, Serialize};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::config::{DetectConfig, NameMatch, Switches};
 use super::measure::{LaunchIndex, Launches, PrepRanges, index_prep};
@@ -461,7 +462,7 @@ struct ScopeAcc {
     select_cursor: usize,
     groups: Vec<GroupAcc>,
     /// `trtllm-skill` M3: every pooled host-prep range, to keep only gaps that can matter.
-    gap_near: Option<IntervalSet>,
+    gap_near: Option<Arc<IntervalSet>>,
     near_cursor: usize,
     prep_gaps: Vec<(Ns, Ns)>,
     busy_masks: MaskAcc,
@@ -539,11 +540,18 @@ impl KernelSweep {
         let aggregate = plan.window.map(|(s, e)| IntervalSet::single(s, e));
         let has_context = plan.context.is_some();
         let has_generation = plan.generation.is_some();
+        // One set for every scope: a range per step and rank.
+        let gap_near = (!sw.prep_per_process)
+            .then(|| plan.prep.first())
+            .flatten()
+            .map(|r| IntervalSet::from_unsorted(r.by_pattern.concat()))
+            .filter(|s| !s.is_empty())
+            .map(Arc::new);
         let scopes: Vec<ScopeAcc> = [aggregate, plan.context, plan.generation]
             .into_iter()
             .enumerate()
             .filter(|(i, w)| *i == 0 || w.is_some())
-            .map(|(_, w)| ScopeAcc::new(w, &sw, &plan.prep))
+            .map(|(_, w)| ScopeAcc::new(w, &sw, &plan.prep, gap_near.clone()))
             .collect();
         let needs_masks = scopes.iter().any(|s| !s.prep_masks.is_empty());
         let pooled_prep = (!sw.prep_per_process)
@@ -725,12 +733,12 @@ fn empty_scope(window: IntervalSet) -> ScopeSummary {
 }
 
 impl ScopeAcc {
-    fn new(window: Option<IntervalSet>, sw: &Switches, prep: &[PrepRanges]) -> ScopeAcc {
-        let gap_near = (!sw.prep_per_process)
-            .then(|| prep.first())
-            .flatten()
-            .map(|r| IntervalSet::from_unsorted(r.by_pattern.concat()))
-            .filter(|s| !s.is_empty());
+    fn new(
+        window: Option<IntervalSet>,
+        sw: &Switches,
+        prep: &[PrepRanges],
+        gap_near: Option<Arc<IntervalSet>>,
+    ) -> ScopeAcc {
         let prep_masks = if sw.prep_per_process {
             prep_mask_accs(window.as_ref(), prep)
         } else {

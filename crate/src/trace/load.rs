@@ -746,7 +746,9 @@ impl Loader<'_, '_> {
             n.name.push(name);
             n.text_id_name.push(by_id);
             Ok(())
-        })
+        })?;
+        n.shrink_to_fit();
+        Ok(())
     }
 
     fn load_memops(
