@@ -4,13 +4,10 @@
 mod common;
 
 use nsys_lens::detect::{DetectConfig, Profile, detect};
-use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::trace::{self, LoadOptions};
 
 fn generated(scenario: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join(format!("{scenario}.sqlite"));
-    generate(scenario, &path, &GenOptions { scale: 1, seed: 3 }).expect("generate");
+    let (dir, path, _) = common::generated(scenario, 1, 3);
     (dir, path)
 }
 
@@ -257,9 +254,7 @@ fn kernel_plan_carries_the_windows_of_the_host_side() {
 #[test]
 fn launch_calls_merge_from_sorted_runs_in_start_order() {
     use nsys_lens::trace::{LaunchRuns, LaunchScan};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let shuffled = dir.path().join("shuffled.sqlite");
-    generate("tp2-phases", &shuffled, &GenOptions { scale: 1, seed: 3 }).expect("generate");
+    let (_dir, shuffled) = generated("tp2-phases");
     // Rewrite the runtime table as eight blocks in reverse order: eight sorted runs.
     let conn = rusqlite::Connection::open(&shuffled).expect("open");
     conn.execute_batch(
@@ -343,9 +338,7 @@ fn launch_calls_merge_from_sorted_runs_in_start_order() {
 #[test]
 fn sweeping_launch_calls_reports_progress_and_cancels() {
     use nsys_lens::streamed::HostPlans;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("host-bound.sqlite");
-    generate("host-bound", &path, &GenOptions { scale: 1, seed: 3 }).expect("generate");
+    let (_dir, path) = generated("host-bound");
     let sweep = |cancel: bool| {
         let (label, conn, mut staged) = up_to_window_nvtx(&path);
         let mut plans = HostPlans::of(staged.trace());

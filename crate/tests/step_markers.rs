@@ -1,6 +1,8 @@
 //! Configurable step markers (SPEC §2 "phase maps"): a custom regex re-classifies the steps of
 //! a generated trace; counts come from the generator's answers, not from detect.
 
+mod common;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -18,21 +20,8 @@ fn detect(path: &std::path::Path, extra: &[&str]) -> (i32, Value) {
 
 #[test]
 fn step_regex_moves_all_steps_into_the_chosen_phase() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("hb.sqlite");
-    let answers = nsys_lens::synth::generate(
-        "host-bound",
-        &path,
-        &nsys_lens::synth::GenOptions { scale: 1, seed: 5 },
-    )
-    .expect("generate");
-    let phases = &answers["profiles"]["standard"]["phases"];
-    let total = phases["context"]["iteration_count"]
-        .as_u64()
-        .expect("ctx count")
-        + phases["generation"]["iteration_count"]
-            .as_u64()
-            .expect("gen count");
+    let (_dir, path, answers) = common::generated("host-bound", 1, 5);
+    let total = common::placed_steps(&answers);
 
     let (code, gen_only) = detect(&path, &["--step-regex", r"_forward_step (?P<step>\d+):"]);
     assert_eq!(code, 0);

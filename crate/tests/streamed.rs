@@ -8,13 +8,12 @@ mod common;
 
 use std::path::Path;
 
-use nsys_lens::detect::{DetectConfig, detect};
+use nsys_lens::detect::{DetectConfig, Profile, detect};
 use nsys_lens::drill::gaps::idle_gap_histogram;
 use nsys_lens::model::Trace;
 use nsys_lens::streamed::{
     HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed,
 };
-use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::timeline::{Detail, Timeline};
 use nsys_lens::trace::{self, KernelRows, LoadOptions, StagedLoad};
 
@@ -148,9 +147,7 @@ fn streamed_open_equals_a_whole_load_on_generated_scenarios() {
         "cuda-graphs",
         "gaps",
     ] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join(format!("{scenario}.sqlite"));
-        generate(scenario, &path, &GenOptions { scale: 2, seed: 5 }).expect("generate");
+        let (_dir, path, _) = common::generated(scenario, 2, 5);
         let full = whole(&path, false);
         let label = path.display().to_string();
         // Small chunks, the plan arriving after three of them: the buffered kernels are
@@ -242,10 +239,8 @@ fn reversed_kernel_table(src: &Path, dst: &Path) {
 /// message is what `www/ui/engine.js` recognises), and a whole load still gives the verdict.
 #[test]
 fn a_kernel_table_out_of_start_order_stops_the_pass_clearly() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let sorted = dir.path().join("sorted.sqlite");
+    let (dir, sorted, _) = common::generated("tp2-straggler", 1, 5);
     let reversed = dir.path().join("reversed.sqlite");
-    generate("tp2-straggler", &sorted, &GenOptions { scale: 1, seed: 5 }).expect("generate");
     reversed_kernel_table(&sorted, &reversed);
     let label = reversed.display().to_string();
     let conn = trace::open_path(&reversed).expect("open");
@@ -282,9 +277,7 @@ fn a_kernel_table_out_of_start_order_stops_the_pass_clearly() {
 /// streamed verdict says the same as a whole load with and without graph nodes.
 #[test]
 fn whole_graph_captures_get_the_same_graph_warning_as_a_whole_load() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let nodes = dir.path().join("graph-mode.sqlite");
-    generate("cuda-graphs", &nodes, &GenOptions { scale: 1, seed: 5 }).expect("generate");
+    let (dir, nodes, _) = common::generated("cuda-graphs", 1, 5);
     let set_graph_mode = "UPDATE META_DATA_CAPTURE SET value = 'Graph' WHERE name LIKE '%CUDA_GRAPH_TRACE_OPTIONS:MODE'";
     let no_nodes = dir.path().join("graph-mode-no-nodes.sqlite");
     std::fs::copy(&nodes, &no_nodes).expect("copy");
@@ -321,9 +314,7 @@ fn whole_graph_captures_get_the_same_graph_warning_as_a_whole_load() {
 /// both profiles, and those calls do change the aggregate launch overhead.
 #[test]
 fn launch_calls_past_the_last_kernel_row_count_up_to_the_hull_end() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cut = dir.path().join("cut.sqlite");
-    generate("tp2-phases", &cut, &GenOptions { scale: 1, seed: 5 }).expect("generate");
+    let (dir, cut, _) = common::generated("tp2-phases", 1, 5);
     let db = rusqlite::Connection::open(&cut).expect("open");
     db.execute_batch(
         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = start + 1
@@ -378,4 +369,44 @@ fn launch_calls_past_the_last_kernel_row_count_up_to_the_hull_end() {
     let label = late.display().to_string();
     let streamed = stream_open(&late, 1000, 0);
     assert_same_verdict(&streamed, &whole(&late, true), &label, "late launches");
+}
+
+/// The plans keep step counts, not steps: the TP warnings still count them as placed — each of
+/// the generator's forward steps on every rank (device), merged (standard) or counted twice
+/// (`trtllm-skill`) — and the streamed open says the same as a whole load.
+#[test]
+fn tp_copies_of_forward_steps_are_counted_as_placed() {
+    let (_dir, path, answers) = common::generated("tp2-phases", 1, 5);
+    let steps = common::placed_steps(&answers);
+    let ranks = answers["devices"].as_array().expect("devices").len() as u64;
+    assert!(steps > 0 && ranks == 2);
+    let label = path.display().to_string();
+    let streamed = stream_open(&path, 1000, 0);
+    let want = [
+        (
+            Profile::Standard,
+            format!(
+                "{} forward-step ranges were merged into {steps} steps",
+                ranks * steps
+            ),
+        ),
+        (
+            Profile::TrtllmSkill,
+            format!("({} ranges for {steps} distinct steps;", ranks * steps),
+        ),
+    ];
+    for (profile, warning) in want {
+        let cfg = DetectConfig {
+            profile,
+            file_label: label.clone(),
+            ..DetectConfig::default()
+        };
+        let report = streamed.detect(&cfg).expect("detect");
+        assert!(
+            report.warnings.iter().any(|w| w.contains(&warning)),
+            "{profile:?}: {warning:?} not in {:?}",
+            report.warnings
+        );
+    }
+    assert_same_verdict(&streamed, &whole(&path, true), &label, "tp2-phases");
 }

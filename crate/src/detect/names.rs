@@ -179,20 +179,14 @@ pub struct NameTables {
     pub prep: [Vec<bool>; 3],
 }
 
-/// Forward-step names, parsed once per distinct string (a table as long as the string table:
-/// a TensorRT-LLM trace has a distinct name per step, so it is worth keeping only when names
-/// are looked up many times; [`StepNames::parser`] parses on each lookup instead).
+/// Forward-step names by [`NameId`]: a table built by the caller (the reference's own rules), or
+/// [`StepNames::parser`], which parses on each lookup — a TensorRT-LLM trace has a distinct name
+/// per step, so a table as long as the string table would cost more than it saves.
 pub struct StepNames(pub Vec<Option<StepName>>);
 
 impl StepNames {
-    /// Names the profile reads as forward steps: `marker`'s, else the TensorRT-LLM marker
-    /// (under `LIKE` matching, only names `LIKE '%[Executor] _forward_step%'`).
-    pub fn build(strings: &Strings, sw: &Switches, marker: Option<&StepMarker>) -> StepNames {
-        let parse = StepNames::parser(strings, sw, marker);
-        StepNames((0..strings.len() as NameId).map(parse).collect())
-    }
-
-    /// What [`StepNames::build`] holds for a name, parsed when asked.
+    /// The profile's forward-step name parser: `marker`'s, else the TensorRT-LLM marker (under
+    /// `LIKE` matching, only names `LIKE '%[Executor] _forward_step%'`).
     pub fn parser<'s>(
         strings: &'s Strings,
         sw: &Switches,

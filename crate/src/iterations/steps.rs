@@ -27,11 +27,16 @@ pub struct MergedStep {
 pub fn raw_steps(trace: &Trace, profile: Profile) -> Vec<Step> {
     let mut sw = profile.switches();
     sw.dedup_steps = false;
-    let names = match profile {
-        Profile::TrtllmSkill => StepNames(reference_step_names(trace)),
-        Profile::Standard => StepNames::build(&trace.strings, &sw, None),
-    };
-    forward_steps(&trace.nvtx, |id| names.get(id), &sw).0
+    match profile {
+        Profile::TrtllmSkill => {
+            let names = StepNames(reference_step_names(trace));
+            forward_steps(&trace.nvtx, |id| names.get(id), &sw).0
+        }
+        Profile::Standard => {
+            let names = StepNames::parser(&trace.strings, &sw, None);
+            forward_steps(&trace.nvtx, names, &sw).0
+        }
+    }
 }
 
 /// Per string: `LIKE '%[Executor] _forward_step%'` matches, parsed or as an unparsed step.

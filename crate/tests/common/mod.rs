@@ -122,3 +122,31 @@ pub fn lcg_bytes(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// A generated scenario (`SCENARIO.sqlite`) in a temporary folder that lives as long as the
+/// returned `TempDir`, with the answers the generator computed from what it placed.
+pub fn generated(
+    scenario: &str,
+    scale: u32,
+    seed: u64,
+) -> (tempfile::TempDir, PathBuf, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(format!("{scenario}.sqlite"));
+    let opts = nsys_lens::synth::GenOptions { scale, seed };
+    let answers = nsys_lens::synth::generate(scenario, &path, &opts).expect("generate");
+    (dir, path, answers)
+}
+
+/// Forward steps the generator placed (each once, whatever the ranks): the standard profile's
+/// context and generation iteration counts in its answers.
+pub fn placed_steps(answers: &serde_json::Value) -> u64 {
+    let phases = &answers["profiles"]["standard"]["phases"];
+    ["context", "generation"]
+        .iter()
+        .map(|p| {
+            phases[p]["iteration_count"]
+                .as_u64()
+                .expect("iteration count")
+        })
+        .sum()
+}
