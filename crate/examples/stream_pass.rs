@@ -66,17 +66,13 @@ fn main() -> Res<()> {
     step("strings");
     staged.nvtx(&conn, &path, true, &mut |_| true)?;
     step("NVTX ranges (windows only)");
-    let (plans, plan) = HostPlans::for_kernel_pass(&mut staged);
-    step(&format!("detect plans ({} KiB to send)", plan.len() / 1024));
-    let plan = KernelPlan::from_bytes(&plan)?;
-    let mut pass = KernelPass::new(&conn, staged.schema(), &path)?;
-    pass.set_plan(plan.clone())?;
-    while pass.step(&conn, 1 << 16)? {}
-    let bytes = pass.finish()?.to_bytes();
+    let (plans, plan_bytes) = HostPlans::for_kernel_pass(&mut staged);
     step(&format!(
-        "kernel pass ({} KiB of results)",
-        bytes.len() / 1024
+        "detect plans ({} KiB to send)",
+        plan_bytes.len() / 1024
     ));
+    let each = std::env::args().any(|a| a == "--each");
+    let (bytes, plan) = kernel_pass(&conn, staged.schema(), &path, plan_bytes, each)?;
     let schema = staged.schema().clone();
     let mut plans = plans;
     let swept = plans.sweep_launches(&conn, &path, &mut staged, &mut |_| true)?;
@@ -94,10 +90,38 @@ fn main() -> Res<()> {
     step("attach");
     std::hint::black_box(streamed.detect(&DetectConfig::default())?);
     step("verdict");
-    if std::env::args().any(|a| a == "--each") {
+    if let Some(plan) = plan {
         each_analysis(&conn, &schema, &path, &streamed.host, &plan)?;
     }
     Ok(())
+}
+
+/// The loader worker's part: the plan received as bytes, the kernel pass, its results as bytes
+/// (and the plan, for `--each`). Prints its own heap peak above what was live before it, as
+/// the loader is a worker of its own in the page.
+fn kernel_pass(
+    conn: &rusqlite::Connection,
+    schema: &Schema,
+    path: &str,
+    plan_bytes: Vec<u8>,
+    keep_plan: bool,
+) -> Res<(Vec<u8>, Option<KernelPlan>)> {
+    let before = LIVE.load(Relaxed);
+    PEAK.store(before, Relaxed);
+    let plan = KernelPlan::from_bytes(&plan_bytes)?;
+    drop(plan_bytes);
+    let mut pass = KernelPass::new(conn, schema, path)?;
+    let kept = keep_plan.then(|| plan.clone());
+    pass.set_plan(plan)?;
+    while pass.step(conn, 1 << 16)? {}
+    let bytes = pass.finish()?.to_bytes();
+    println!(
+        "kernel pass ({:>5} KiB of results): loader heap peak {:>7.1} MiB above the host side",
+        bytes.len() / 1024,
+        (PEAK.load(Relaxed) - before) as f64 / 1048576.0
+    );
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+    Ok((bytes, kept))
 }
 
 /// The kernel table read alone, then through each one-pass analysis alone.

@@ -8,6 +8,9 @@
 pub mod intervals;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+
+use hashbrown::HashTable;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,14 +40,20 @@ pub fn os_tid(global_tid: i64) -> u32 {
 }
 
 /// The string table: nsys `StringIds` plus interned inline NVTX `text` values.
+///
+/// Values sit back to back in one buffer: a long trace names every forward step differently,
+/// and a boxed string each would cost its allocation's overhead again per step.
 #[derive(Debug, Default, Clone)]
 pub struct Strings {
-    values: Vec<Box<str>>,
+    text: String,
+    /// Where each value ends in `text`.
+    ends: Vec<usize>,
     /// `StringIds.id` of each value (`i64::MIN` for interned inline texts).
     sqlite_ids: Vec<i64>,
     index: StringIndex,
-    /// Inline texts already interned (NVTX `text` column).
-    interned: HashMap<Box<str>, NameId>,
+    /// Inline texts already interned (NVTX `text` column), by the hash of their value.
+    interned: HashTable<NameId>,
+    hasher: RandomState,
 }
 
 /// `StringIds.id` → [`NameId`], without the strings: what the page's kernel pass needs to name
@@ -96,16 +105,39 @@ impl StringIndex {
 impl Strings {
     /// Builds the table from `(id, value)` rows of `StringIds`.
     pub fn from_rows(rows: Vec<(i64, String)>) -> Strings {
-        let (sqlite_ids, values): (Vec<i64>, Vec<Box<str>>) = rows
-            .into_iter()
-            .map(|(id, value)| (id, value.into_boxed_str()))
-            .unzip();
-        Strings {
-            index: StringIndex::new(&sqlite_ids),
-            values,
-            sqlite_ids,
-            interned: HashMap::new(),
+        let mut strings = Strings::default();
+        for (id, value) in rows {
+            strings.push_row(id, &value);
         }
+        strings.finish_rows();
+        strings
+    }
+
+    /// Adds a `StringIds` row (before any inline text is interned); [`Strings::finish_rows`]
+    /// indexes them.
+    pub fn push_row(&mut self, sqlite_id: i64, value: &str) {
+        self.push(value);
+        self.sqlite_ids.push(sqlite_id);
+    }
+
+    /// Indexes the rows pushed so far by `StringIds.id`.
+    pub fn finish_rows(&mut self) {
+        self.index = StringIndex::new(&self.sqlite_ids);
+        self.shrink_to_fit();
+    }
+
+    /// Returns the unused capacity once loading has added every string (the text buffer grows
+    /// gently instead: shrinking it would copy it).
+    pub fn shrink_to_fit(&mut self) {
+        self.ends.shrink_to_fit();
+        self.sqlite_ids.shrink_to_fit();
+    }
+
+    fn push(&mut self, value: &str) -> NameId {
+        grow_gently(&mut self.text, value.len());
+        self.text.push_str(value);
+        self.ends.push(self.text.len());
+        (self.ends.len() - 1) as NameId
     }
 
     /// Maps a `StringIds.id` to a [`NameId`]; unknown ids give `NO_NAME`.
@@ -121,13 +153,19 @@ impl Strings {
 
     /// Interns an inline string (NVTX `text`), reusing an earlier copy.
     pub fn intern(&mut self, text: &str) -> NameId {
-        if let Some(&id) = self.interned.get(text) {
+        let hash = self.hasher.hash_one(text);
+        let (all, ends) = (&self.text, &self.ends);
+        if let Some(&id) = self
+            .interned
+            .find(hash, |&id| value_of(all, ends, id) == text)
+        {
             return id;
         }
-        let id = self.values.len() as NameId;
-        self.values.push(text.into());
+        let id = self.push(text);
         self.sqlite_ids.push(i64::MIN);
-        self.interned.insert(text.into(), id);
+        let (all, ends, hasher) = (&self.text, &self.ends, &self.hasher);
+        self.interned
+            .insert_unique(hash, id, |&id| hasher.hash_one(value_of(all, ends, id)));
         id
     }
 
@@ -141,21 +179,25 @@ impl Strings {
 
     /// The string for `id`; `""` for `NO_NAME` or an out-of-range id.
     pub fn get(&self, id: NameId) -> &str {
-        self.values.get(id as usize).map(|s| &**s).unwrap_or("")
+        value_of(&self.text, &self.ends, id)
     }
 
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.ends.is_empty()
+    }
+
+    /// Every value, in [`NameId`] order.
+    fn values(&self) -> impl Iterator<Item = &str> {
+        (0..self.len() as NameId).map(|id| self.get(id))
     }
 
     /// The `StringIds.id`s whose value satisfies `pred` (for pushing a filter into SQL).
     pub fn sqlite_ids_where(&self, pred: impl Fn(&str) -> bool) -> Vec<i64> {
-        self.values
-            .iter()
+        self.values()
             .zip(&self.sqlite_ids)
             .filter(|&(v, &id)| id != i64::MIN && pred(v))
             .map(|(_, &id)| id)
@@ -164,8 +206,26 @@ impl Strings {
 
     /// Evaluates `pred` once per distinct string: a lookup table indexed by [`NameId`].
     pub fn classify(&self, pred: impl Fn(&str) -> bool) -> Vec<bool> {
-        self.values.iter().map(|v| pred(v)).collect()
+        self.values().map(pred).collect()
     }
+}
+
+/// Makes room for `additional` more bytes by an eighth of the length at a time, not by doubling:
+/// the page's wasm memory keeps its high-water mark, and the buffer holds every step's name.
+fn grow_gently(text: &mut String, additional: usize) {
+    if text.capacity() - text.len() < additional {
+        text.reserve_exact(additional.max(text.len() / 8).max(4096));
+    }
+}
+
+/// Value `id` of a string buffer and its end offsets; `""` when out of range.
+fn value_of<'s>(text: &'s str, ends: &[usize], id: NameId) -> &'s str {
+    let i = id as usize;
+    let Some(&end) = ends.get(i) else {
+        return "";
+    };
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    text.get(start..end).unwrap_or("")
 }
 
 /// Looks up a per-name flag built by [`Strings::classify`]; `NO_NAME` is never matched.
@@ -440,6 +500,18 @@ pub struct OmittedRanges {
 }
 
 impl NvtxRanges {
+    /// Adds a push/pop range on `thread` named `name` (both by text and by `textId`).
+    #[cfg(test)]
+    pub(crate) fn push_range(&mut self, (start, end): (Ns, Ns), thread: ThreadIdx, name: NameId) {
+        self.start.push(start);
+        self.end.push(end);
+        self.thread.push(thread);
+        self.event_type.push(59);
+        self.domain.push(0);
+        self.name.push(name);
+        self.text_id_name.push(name);
+    }
+
     pub fn len(&self) -> usize {
         self.start.len()
     }
@@ -652,5 +724,44 @@ impl Trace {
             subject: subject.into(),
             reason: reason.into(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_keep_rows_and_interned_texts_apart_and_intern_each_text_once() {
+        let mut s = Strings::from_rows(vec![
+            (7, "gemm".into()),
+            (3, String::new()),
+            (9, "é x".into()),
+        ]);
+        assert_eq!((s.get(0), s.get(1), s.get(2)), ("gemm", "", "é x"));
+        assert_eq!(
+            (s.resolve(7), s.resolve(3), s.resolve(9), s.resolve(8)),
+            (0, 1, 2, NO_NAME)
+        );
+        let step = s.intern("[Executor] _forward_step 1: 0 ctx reqs, 8 gen reqs");
+        let other = s.intern("_prepare_tp_inputs");
+        // A row's value is not an interned text: interning it adds a copy with no StringIds.id.
+        let gemm = s.intern("gemm");
+        assert_eq!((step, other, gemm), (3, 4, 5));
+        assert_eq!(s.intern("_prepare_tp_inputs"), other);
+        assert_eq!(
+            s.intern("[Executor] _forward_step 1: 0 ctx reqs, 8 gen reqs"),
+            step
+        );
+        assert_eq!(
+            s.get(step),
+            "[Executor] _forward_step 1: 0 ctx reqs, 8 gen reqs"
+        );
+        assert_eq!((s.sqlite_id(0), s.sqlite_id(step)), (Some(7), None));
+        assert_eq!((s.len(), s.get(NO_NAME), s.get(6)), (6, "", ""));
+        assert_eq!(
+            s.classify(|v| v.contains('_')),
+            [false, false, false, true, true, false]
+        );
     }
 }

@@ -247,9 +247,9 @@ impl<'t> Prepared<'t> {
         devices: &BTreeSet<u32>,
     ) -> Option<PrepMeasure> {
         let window = &scope.window;
-        let (pattern_idx, prep) = r.by_pattern.iter().enumerate().find_map(|(i, ranges)| {
-            let set = IntervalSet::from_unsorted(ranges.clone()).intersection(window);
-            (!set.is_empty()).then_some((i, set))
+        let (pattern_idx, prep_ns) = r.by_pattern.iter().enumerate().find_map(|(i, ranges)| {
+            let ns = union_inside(ranges, window);
+            (ns > 0).then_some((i, ns))
         })?;
         let mask = self.device_mask(devices)?;
         let busy_in_window = ScopeSummary::busy_of(&scope.busy_by_mask, mask);
@@ -258,7 +258,6 @@ impl<'t> Prepared<'t> {
             .iter()
             .find(|b| b.process == process && b.pattern == pattern_idx)
             .map_or(0, |b| ScopeSummary::busy_of(&b.by_mask, mask));
-        let prep_ns = prep.measure();
         let exposed_us = (prep_ns - busy_in_prep) as f64 / 1000.0;
         let prep_us = prep_ns as f64 / 1000.0;
         let idle_us = (window.measure() - busy_in_window) as f64 / 1000.0;
@@ -541,14 +540,52 @@ fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<
 }
 
 /// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.
+/// Time of `window` covered by the union of `ranges` (without building it when they are in
+/// start order: a range per step and rank).
+fn union_inside(ranges: &[(Ns, Ns)], window: &IntervalSet) -> Ns {
+    if ranges.is_sorted_by_key(|r| r.0) {
+        overlap_with(MergeSorted::new(ranges.iter().copied()), window)
+    } else {
+        IntervalSet::from_ranges(ranges).intersection_measure(window)
+    }
+}
+
 pub(super) fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Vec<PrepRanges> {
+    let slots = if sw.prep_per_process {
+        trace.processes.len()
+    } else {
+        1
+    };
+    // Kept as long as the trace is open (one range per step and rank): counted first, so each
+    // list is allocated once at its size.
+    let mut counts = vec![[0usize; 3]; slots];
+    for_each_prep(trace, names, sw, |slot, p, _| counts[slot][p] += 1);
+    let mut out: Vec<PrepRanges> = counts
+        .iter()
+        .map(|c| PrepRanges {
+            by_pattern: c.map(Vec::with_capacity),
+        })
+        .collect();
+    for_each_prep(trace, names, sw, |slot, p, range| {
+        out[slot].by_pattern[p].push(range)
+    });
+    out
+}
+
+/// Every visible NVTX range matching a host-prep pattern, as `(slot, pattern, range)`: the slot
+/// is the range's process (standard) or 0 (pooled).
+fn for_each_prep(
+    trace: &Trace,
+    names: &NameTables,
+    sw: &Switches,
+    mut f: impl FnMut(usize, usize, (Ns, Ns)),
+) {
     let nv = &trace.nvtx;
     let slots = if sw.prep_per_process {
         trace.processes.len()
     } else {
         1
     };
-    let mut out: Vec<PrepRanges> = (0..slots).map(|_| PrepRanges::default()).collect();
     for i in 0..nv.len() {
         let Some(name) = visible_name(nv, i, sw) else {
             continue;
@@ -563,19 +600,15 @@ pub(super) fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Ve
         } else {
             0
         };
+        if slot >= slots {
+            continue;
+        }
         for (p, table) in names.prep.iter().enumerate() {
-            if crate::model::flag(table, name)
-                && let Some(r) = out.get_mut(slot)
-            {
-                r.by_pattern[p].push((nv.start[i], nv.end[i]));
+            if crate::model::flag(table, name) {
+                f(slot, p, (nv.start[i], nv.end[i]));
             }
         }
     }
-    // Kept as long as the trace is open: one range per step and rank.
-    for r in &mut out {
-        r.by_pattern.iter_mut().for_each(Vec::shrink_to_fit);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -190,14 +190,19 @@ fn assemble(
 
 /// A summary swept under other settings would give silently wrong numbers: refuse it.
 fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
-    let window = |p: &Option<PhaseCounts>| p.as_ref().map(|p| p.window.clone());
+    fn window(p: &Option<PhaseCounts>) -> Option<&IntervalSet> {
+        p.as_ref().map(|p| &p.window)
+    }
+    fn swept(s: &Option<sweep::ScopeSummary>) -> Option<&IntervalSet> {
+        s.as_ref().map(|s| &s.window)
+    }
     let user = cfg.window.map(|(s, e)| IntervalSet::single(s, e));
     let same = k.switches == plan.sw
         && k.skip_m3 == cfg.skip_m3
         && k.user_window == user.is_some()
         && user.is_none_or(|w| w == k.aggregate.window)
-        && window(&plan.context) == k.context.as_ref().map(|s| s.window.clone())
-        && window(&plan.generation) == k.generation.as_ref().map(|s| s.window.clone());
+        && window(&plan.context) == swept(&k.context)
+        && window(&plan.generation) == swept(&k.generation);
     if same {
         Ok(())
     } else {

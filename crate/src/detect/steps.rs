@@ -2,7 +2,7 @@
 
 use super::config::{PhaseWindow, Switches};
 use super::names::StepName;
-use crate::model::intervals::IntervalSet;
+use crate::model::intervals::{IntervalSet, UnionBuilder};
 use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges};
 
 /// TP ranks' copies of one step start within this much of each other (reference: 100 µs).
@@ -35,6 +35,169 @@ pub fn visible_name(nvtx: &NvtxRanges, i: usize, sw: &Switches) -> Option<NameId
         nvtx.text_id_name[i]
     };
     (name != crate::model::NO_NAME).then_some(name)
+}
+
+/// The forward steps of one profile, read again on each pass instead of kept: the NVTX table
+/// lists ranges in start order (every export seen), and a long trace's steps are the largest
+/// list a plan would build. A table out of order is sorted into a list once.
+pub struct StepReader<'a, F: Fn(NameId) -> Option<StepName>> {
+    nvtx: &'a NvtxRanges,
+    names: F,
+    sw: Switches,
+    /// The raw steps sorted by start (then end), when the table is not.
+    listed: Option<Vec<Step>>,
+}
+
+impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
+    /// `names` gives a name's parsed step, if it is one.
+    pub fn new(nvtx: &'a NvtxRanges, names: F, sw: &Switches) -> StepReader<'a, F> {
+        let mut reader = StepReader {
+            nvtx,
+            names,
+            sw: *sw,
+            listed: None,
+        };
+        if !reader.raw().is_sorted_by_key(|s| (s.start, s.end)) {
+            let mut raw: Vec<Step> = reader.raw().collect();
+            raw.sort_by_key(|s| (s.start, s.end));
+            reader.listed = Some(raw);
+        }
+        reader
+    }
+
+    /// Every forward-step range, in start (then end) order, not merged.
+    pub fn raw(&self) -> Box<dyn Iterator<Item = Step> + '_> {
+        match &self.listed {
+            Some(list) => Box::new(list.iter().copied()),
+            None => Box::new((0..self.nvtx.len()).filter_map(|i| self.step_at(i))),
+        }
+    }
+
+    /// In one pass: the step counts and the two phases, each step (TP-merged when the profile
+    /// says so) handed to `each` in start order.
+    pub fn summarize(&self, mut each: impl FnMut(&Step)) -> StepSummary {
+        let mut phases = [PhaseAcc::new(&self.sw), PhaseAcc::new(&self.sw)];
+        let mut raw = 0;
+        let mut distinct = 0;
+        let mut emit = |s: &Step| {
+            if let Some(i) = phase_of(s) {
+                phases[i].push(s);
+            }
+            each(s);
+        };
+        // The TP group being read: its first range, and the group merged so far.
+        let mut group: Option<(Step, Step)> = None;
+        for s in self.raw() {
+            raw += 1;
+            let same = group.as_ref().is_some_and(|(first, _)| {
+                (s.start - first.start).abs() < TP_DEDUP_NS && s.name.step == first.name.step
+            });
+            match &mut group {
+                Some((_, merged)) if same => {
+                    merged.start = merged.start.min(s.start);
+                    merged.end = merged.end.max(s.end);
+                    merged.ranks += 1;
+                }
+                _ => {
+                    distinct += 1;
+                    if let Some((_, merged)) = group.take().filter(|_| self.sw.dedup_steps) {
+                        emit(&merged);
+                    }
+                    group = Some((s, s));
+                }
+            }
+            if !self.sw.dedup_steps {
+                emit(&s);
+            }
+        }
+        if let Some((_, merged)) = group.filter(|_| self.sw.dedup_steps) {
+            emit(&merged);
+        }
+        let [context, generation] = phases.map(PhaseAcc::finish);
+        StepSummary {
+            counts: StepCounts {
+                steps: if self.sw.dedup_steps { distinct } else { raw },
+                raw,
+                distinct,
+            },
+            context,
+            generation,
+        }
+    }
+
+    fn step_at(&self, i: usize) -> Option<Step> {
+        let name_id = visible_name(self.nvtx, i, &self.sw)?;
+        let name = (self.names)(name_id)?;
+        Some(Step {
+            start: self.nvtx.start[i],
+            end: self.nvtx.end[i],
+            name,
+            ranks: 1,
+            name_id,
+        })
+    }
+}
+
+/// What one pass over a profile's steps gives its plan ([`StepReader::summarize`]).
+pub struct StepSummary {
+    pub counts: StepCounts,
+    pub context: Option<PhaseCounts>,
+    pub generation: Option<PhaseCounts>,
+}
+
+/// The phase a step belongs to: 0 context (C > 0), 1 generation (C == 0, G > 0), else none.
+fn phase_of(s: &Step) -> Option<usize> {
+    if s.name.ctx > 0 {
+        Some(0)
+    } else if s.name.gen_reqs > 0 {
+        Some(1)
+    } else {
+        None
+    }
+}
+
+/// One phase's steps as they pass: counts, span, and union when the profile's window is one.
+struct PhaseAcc {
+    steps: u64,
+    raw_steps: u64,
+    union: Option<UnionBuilder>,
+    span: Option<(Ns, Ns)>,
+}
+
+impl PhaseAcc {
+    fn new(sw: &Switches) -> PhaseAcc {
+        PhaseAcc {
+            steps: 0,
+            raw_steps: 0,
+            union: (sw.phase_window == PhaseWindow::UnionOfSteps).then(UnionBuilder::default),
+            span: None,
+        }
+    }
+
+    fn push(&mut self, s: &Step) {
+        self.steps += 1;
+        self.raw_steps += u64::from(s.ranks);
+        if let Some(u) = &mut self.union {
+            u.push(s.start, s.end);
+        }
+        self.span = Some(match self.span {
+            Some((a, b)) => (a.min(s.start), b.max(s.end)),
+            None => (s.start, s.end),
+        });
+    }
+
+    fn finish(self) -> Option<PhaseCounts> {
+        let (start, end) = self.span?;
+        let window = match self.union {
+            Some(u) => u.finish(),
+            None => IntervalSet::single(start, end),
+        };
+        Some(PhaseCounts {
+            window,
+            steps: self.steps,
+            raw_steps: self.raw_steps,
+        })
+    }
 }
 
 /// All forward-step ranges in start order, TP-deduplicated when the profile says so; `names`
@@ -94,17 +257,6 @@ pub fn dedup_tp_steps_in_place(steps: &mut Vec<Step>) {
     steps.shrink_to_fit();
 }
 
-/// How many steps [`dedup_tp_steps`] would give.
-pub fn count_tp_steps(steps: &[Step]) -> usize {
-    let mut count = 0;
-    let mut i = 0;
-    while i < steps.len() {
-        i = tp_group_end(steps, i);
-        count += 1;
-    }
-    count
-}
-
 /// The end of the TP group starting at `i`: the ranges after it with its step number that start
 /// less than 100 µs after it.
 fn tp_group_end(steps: &[Step], i: usize) -> usize {
@@ -147,57 +299,14 @@ pub struct StepCounts {
     pub distinct: usize,
 }
 
-impl StepCounts {
-    /// The counts of `steps` found from `raw` ranges under `sw`.
-    pub fn of(steps: &[Step], raw: usize, sw: &Switches) -> StepCounts {
-        let distinct = if sw.dedup_steps {
-            steps.len()
-        } else {
-            count_tp_steps(steps)
-        };
-        StepCounts {
-            steps: steps.len(),
-            raw,
-            distinct,
-        }
-    }
-}
-
-/// The context and generation phases of `steps` as the verdict needs them: like [`phases`]
-/// without copying the steps.
-pub fn phase_counts(steps: &[Step], sw: &Switches) -> (Option<PhaseCounts>, Option<PhaseCounts>) {
-    let context = |s: &&Step| s.name.ctx > 0;
-    let generation = |s: &&Step| s.name.ctx == 0 && s.name.gen_reqs > 0;
-    (
-        phase_count(steps.iter().filter(context), sw),
-        phase_count(steps.iter().filter(generation), sw),
-    )
-}
-
-fn phase_count<'s>(
-    steps: impl Iterator<Item = &'s Step> + Clone,
-    sw: &Switches,
-) -> Option<PhaseCounts> {
-    let count = steps.clone().count();
-    if count == 0 {
-        return None;
-    }
-    Some(PhaseCounts {
-        window: phase_window(steps.clone(), sw),
-        steps: count as u64,
-        raw_steps: steps.map(|s| u64::from(s.ranks)).sum(),
-    })
-}
-
 /// A phase's window: the union of its steps or their span, by profile.
-fn phase_window<'s>(steps: impl Iterator<Item = &'s Step> + Clone, sw: &Switches) -> IntervalSet {
+fn phase_window(steps: &[Step], sw: &Switches) -> IntervalSet {
+    let ranges: Vec<(Ns, Ns)> = steps.iter().map(|s| (s.start, s.end)).collect();
     match sw.phase_window {
-        PhaseWindow::UnionOfSteps => {
-            IntervalSet::from_unsorted(steps.map(|s| (s.start, s.end)).collect())
-        }
+        PhaseWindow::UnionOfSteps => IntervalSet::from_unsorted(ranges),
         PhaseWindow::Span => {
-            let start = steps.clone().map(|s| s.start).min().unwrap_or(0);
-            let end = steps.map(|s| s.end).max().unwrap_or(0);
+            let start = ranges.iter().map(|r| r.0).min().unwrap_or(0);
+            let end = ranges.iter().map(|r| r.1).max().unwrap_or(0);
             IntervalSet::single(start, end)
         }
     }
@@ -218,7 +327,7 @@ fn phase(steps: Vec<Step>, sw: &Switches) -> Option<PhaseSteps> {
     if steps.is_empty() {
         return None;
     }
-    let window = phase_window(steps.iter(), sw);
+    let window = phase_window(&steps, sw);
     Some(PhaseSteps { steps, window })
 }
 
@@ -240,6 +349,75 @@ mod tests {
         }
     }
 
+    /// NVTX rows of forward steps on two TP ranks: `(start, end, step)` per rank-0 range and a
+    /// rank-1 copy a few µs later (some further than 100 µs), in table order or shuffled.
+    fn step_rows(shuffled: bool) -> (NvtxRanges, Vec<StepName>) {
+        let mut nvtx = NvtxRanges::default();
+        let mut names = Vec::new();
+        let mut rows = Vec::new();
+        for n in 0..60u64 {
+            let start = n as Ns * 1_000_000;
+            let name = StepName {
+                step: n / 2,
+                ctx: n % 3,
+                gen_reqs: n % 4,
+            };
+            rows.push((
+                start,
+                start + 600_000 + (n as Ns % 5) * 1000,
+                names.len() as NameId,
+            ));
+            let lag = if n % 7 == 0 {
+                150_000
+            } else {
+                (n as Ns % 9) * 1000
+            };
+            rows.push((start + lag, start + lag + 500_000, names.len() as NameId));
+            names.push(name);
+        }
+        rows.sort_by_key(|r| (r.0, r.1));
+        if shuffled {
+            rows.reverse();
+            rows.swap(3, 40);
+        }
+        for (start, end, name) in rows {
+            nvtx.push_range((start, end), 0, name);
+        }
+        (nvtx, names)
+    }
+
+    #[test]
+    fn a_step_reader_reads_the_steps_forward_steps_lists() {
+        for profile in [
+            crate::detect::Profile::Standard,
+            crate::detect::Profile::TrtllmSkill,
+        ] {
+            let sw = profile.switches();
+            for shuffled in [false, true] {
+                let (nvtx, names) = step_rows(shuffled);
+                let name = |id: NameId| names.get(id as usize).copied();
+                let (listed, raw) = forward_steps(&nvtx, name, &sw);
+                let reader = StepReader::new(&nvtx, name, &sw);
+                let mut seen = Vec::new();
+                let found = reader.summarize(|s| seen.push(*s));
+                assert_eq!(seen, listed);
+                let counts = found.counts;
+                assert_eq!((counts.steps, counts.raw), (listed.len(), raw));
+                let merged = dedup_tp_steps(&reader.raw().collect::<Vec<_>>());
+                assert_eq!(counts.distinct, merged.len());
+                assert!(counts.distinct < counts.raw, "the scenario has TP copies");
+                let (ctx_l, gen_l) = phases(&listed, &sw);
+                for (counted, listed) in [(found.context, ctx_l), (found.generation, gen_l)] {
+                    let (c, l) = (counted.expect("phase"), listed.expect("phase"));
+                    assert_eq!(c.window, l.window);
+                    assert_eq!(c.steps, l.steps.len() as u64);
+                    let raw_steps: u64 = l.steps.iter().map(|s| u64::from(s.ranks)).sum();
+                    assert_eq!(c.raw_steps, raw_steps);
+                }
+            }
+        }
+    }
+
     #[test]
     fn dedup_merges_same_step_within_100us_only() {
         let raw = [
@@ -251,7 +429,6 @@ mod tests {
         ];
         let d = dedup_tp_steps(&raw);
         assert_eq!(d.len(), 4);
-        assert_eq!(count_tp_steps(&raw), 4);
         assert_eq!((d[0].start, d[0].end, d[0].ranks), (0, 700, 2));
         assert_eq!((d[1].start, d[1].ranks), (100_000, 1));
         assert_eq!(d[2].name.step, 2);

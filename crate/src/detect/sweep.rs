@@ -30,7 +30,7 @@ use std::sync::Arc;
 use super::config::{DetectConfig, NameMatch, Switches};
 use super::measure::{LaunchIndex, Launches, PrepRanges, index_prep};
 use super::names::{NameTables, StepNames};
-use super::steps::{self, PhaseCounts, Step, StepCounts};
+use super::steps::{PhaseCounts, Step, StepCounts, StepReader};
 use crate::model::intervals::IntervalSet;
 use crate::model::{KernelEvent, Ns, OutOfOrder, ProcessIdx, StartOrder, Trace, flag};
 use crate::pyfmt::naive_sum;
@@ -125,12 +125,12 @@ impl Plan {
     }
 
     pub fn new(host: &Trace, cfg: &DetectConfig) -> Plan {
-        Plan::with_steps(host, cfg).0
+        Plan::with_steps(host, cfg, |_| ())
     }
 
-    /// The plan and the forward steps it counted (after TP de-duplication, in start order),
-    /// which it does not keep: one per step would grow it with the trace.
-    pub fn with_steps(host: &Trace, cfg: &DetectConfig) -> (Plan, Vec<Step>) {
+    /// The plan, with each forward step it counted handed to `each` (after TP de-duplication,
+    /// in start order): the plan does not keep them, one per step would grow it with the trace.
+    pub fn with_steps(host: &Trace, cfg: &DetectConfig, each: impl FnMut(&Step)) -> Plan {
         let sw = cfg.profile.switches();
         let marker = if sw.name_match == NameMatch::Substring {
             cfg.step_marker.as_ref()
@@ -139,24 +139,22 @@ impl Plan {
         };
         let names = NameTables::build(&host.strings, &sw);
         let step_names = StepNames::parser(&host.strings, &sw, marker);
-        let (steps, raw_steps) = steps::forward_steps(&host.nvtx, step_names, &sw);
-        let (context, generation) = steps::phase_counts(&steps, &sw);
+        let found = StepReader::new(&host.nvtx, step_names, &sw).summarize(each);
         let prep = if cfg.skip_m3 {
             Vec::new()
         } else {
             index_prep(host, &names, &sw)
         };
-        let plan = Plan {
+        Plan {
             sw,
             names,
             custom_marker: marker.is_some(),
-            steps: StepCounts::of(&steps, raw_steps, &sw),
-            context,
-            generation,
+            steps: found.counts,
+            context: found.context,
+            generation: found.generation,
             prep,
             launches: None,
-        };
-        (plan, steps)
+        }
     }
 }
 
@@ -270,7 +268,7 @@ impl PrepExposure {
         if prep_us <= 0.0 {
             return None;
         }
-        let near = IntervalSet::from_unsorted(ranges.clone());
+        let near = IntervalSet::from_ranges(&ranges);
         let gaps: Vec<(Ns, Ns)> = gaps
             .iter()
             .copied()
@@ -431,20 +429,33 @@ struct GroupAcc {
     nccl: Union,
 }
 
-/// Per-mask time accumulators of one window (standard M3).
+/// Per-mask time accumulators of one window (standard M3), or of host-prep ranges inside it.
+///
+/// The sets are shared (a window by its scope, a process's host-prep ranges by every scope):
+/// each holds a span per forward step, so a copy per accumulator would grow with the trace.
 #[derive(Debug, Clone, Default)]
 struct MaskAcc {
-    /// The window, or `None` for the kernel hull (every busy instant lies inside it).
-    spans: Option<IntervalSet>,
+    /// Where time counts: these spans, or `None` for the kernel hull (every busy instant lies
+    /// inside it) ...
+    spans: Option<Arc<IntervalSet>>,
+    /// ... intersected with these, when set (host-prep ranges inside a window).
+    within: Option<Arc<IntervalSet>>,
     cursor: usize,
+    within_cursor: usize,
     by_mask: Vec<Ns>,
 }
 
 impl MaskAcc {
     fn add(&mut self, a: Ns, b: Ns, mask_id: usize) {
-        let ns = match &self.spans {
-            Some(w) => overlap_at(w.spans(), &mut self.cursor, a, b),
-            None => b - a,
+        let ns = match (&self.spans, &self.within) {
+            (Some(s), Some(w)) => overlap_within(
+                (s.spans(), &mut self.cursor),
+                (w.spans(), &mut self.within_cursor),
+                a,
+                b,
+            ),
+            (Some(s), None) => overlap_at(s.spans(), &mut self.cursor, a, b),
+            (None, _) => b - a,
         };
         if ns > 0 {
             if self.by_mask.len() <= mask_id {
@@ -458,12 +469,11 @@ impl MaskAcc {
 /// One window's running state.
 struct ScopeAcc {
     /// `None`: the kernel hull, known only at the end.
-    window: Option<IntervalSet>,
+    window: Option<Arc<IntervalSet>>,
     select_cursor: usize,
     groups: Vec<GroupAcc>,
-    /// `trtllm-skill` M3: every pooled host-prep range, to keep only gaps that can matter.
-    gap_near: Option<Arc<IntervalSet>>,
-    near_cursor: usize,
+    /// `trtllm-skill` M3: the pooled host-prep ranges, to keep only gaps that can matter.
+    gap_near: Option<NearPrep>,
     prep_gaps: Vec<(Ns, Ns)>,
     busy_masks: MaskAcc,
     /// `(process, pattern, busy per mask inside that process's ranges ∩ window)`.
@@ -515,7 +525,7 @@ pub struct KernelSweep {
     has_generation: bool,
     masks: Option<MaskSweep>,
     /// `trtllm-skill` M3: the pooled host-prep ranges, measured against the gaps at the end.
-    pooled_prep: Option<PrepRanges>,
+    pooled_prep: Option<Arc<PrepRanges>>,
     deferred: Vec<Deferred>,
     order: StartOrder,
     kernels: u64,
@@ -540,23 +550,24 @@ impl KernelSweep {
         let aggregate = plan.window.map(|(s, e)| IntervalSet::single(s, e));
         let has_context = plan.context.is_some();
         let has_generation = plan.generation.is_some();
-        // One set for every scope: a range per step and rank.
-        let gap_near = (!sw.prep_per_process)
-            .then(|| plan.prep.first())
+        // Shared by every scope: a range per step and rank.
+        let pooled_prep = (!sw.prep_per_process)
+            .then(|| plan.prep.first().cloned())
             .flatten()
-            .map(|r| IntervalSet::from_unsorted(r.by_pattern.concat()))
-            .filter(|s| !s.is_empty())
             .map(Arc::new);
+        let prep_sets = if sw.prep_per_process {
+            prep_sets(&plan.prep)
+        } else {
+            Vec::new()
+        };
+        drop(plan.prep);
         let scopes: Vec<ScopeAcc> = [aggregate, plan.context, plan.generation]
             .into_iter()
             .enumerate()
             .filter(|(i, w)| *i == 0 || w.is_some())
-            .map(|(_, w)| ScopeAcc::new(w, &sw, &plan.prep, gap_near.clone()))
+            .map(|(_, w)| ScopeAcc::new(w.map(Arc::new), &sw, &prep_sets, pooled_prep.as_ref()))
             .collect();
         let needs_masks = scopes.iter().any(|s| !s.prep_masks.is_empty());
-        let pooled_prep = (!sw.prep_per_process)
-            .then(|| plan.prep.into_iter().next())
-            .flatten();
         KernelSweep {
             sw,
             skip_m3: plan.skip_m3,
@@ -631,9 +642,14 @@ impl KernelSweep {
             .hull
             .map_or_else(IntervalSet::new, |(s, e)| IntervalSet::single(s, e));
         let order = self.group_order();
+        let pooled_prep = self.pooled_prep.as_deref();
         let mut scopes = self.scopes.into_iter().map(|s| {
-            let window = s.window.clone().unwrap_or_else(|| hull_window.clone());
-            s.finish(window, &order, &self.sw, &remap, self.pooled_prep.as_ref())
+            let window = s
+                .window
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| hull_window.clone());
+            s.finish(window, &order, &self.sw, &remap, pooled_prep)
         });
         let aggregate = scopes
             .next()
@@ -734,16 +750,12 @@ fn empty_scope(window: IntervalSet) -> ScopeSummary {
 
 impl ScopeAcc {
     fn new(
-        window: Option<IntervalSet>,
+        window: Option<Arc<IntervalSet>>,
         sw: &Switches,
-        prep: &[PrepRanges],
-        gap_near: Option<Arc<IntervalSet>>,
+        prep_sets: &[ProcessPrep],
+        pooled_prep: Option<&Arc<PrepRanges>>,
     ) -> ScopeAcc {
-        let prep_masks = if sw.prep_per_process {
-            prep_mask_accs(window.as_ref(), prep)
-        } else {
-            Vec::new()
-        };
+        let prep_masks = prep_mask_accs(window.as_ref(), prep_sets);
         ScopeAcc {
             busy_masks: MaskAcc {
                 spans: window.clone(),
@@ -757,8 +769,7 @@ impl ScopeAcc {
             } else {
                 vec![GroupAcc::default()]
             },
-            gap_near,
-            near_cursor: 0,
+            gap_near: pooled_prep.and_then(NearPrep::new),
             prep_gaps: Vec::new(),
             prep_masks,
         }
@@ -829,7 +840,7 @@ impl ScopeAcc {
     fn add(&mut self, ev: &KernelEvent, slot: usize, nccl: bool, sw: &Switches) {
         self.ensure_group(slot);
         let clip = if sw.clip_to_window {
-            self.window.as_ref()
+            self.window.as_deref()
         } else {
             None
         };
@@ -844,11 +855,10 @@ impl ScopeAcc {
             1,
             if nccl { ev.end - ev.start } else { 0 },
         );
-        if let (Some((gs, ge)), Some(near)) = (gap, &self.gap_near)
-            && seek(near.spans(), &mut self.near_cursor, gs).is_some_and(|(s, _)| s < ge)
+        if let (Some(gap), Some(near)) = (gap, &mut self.gap_near)
+            && near.touches(gap)
         {
-            // `overlaps(near, gs, ge)` for a positive gap, with a forward-only cursor.
-            self.prep_gaps.push((gs, ge));
+            self.prep_gaps.push(gap);
         }
     }
 
@@ -869,7 +879,10 @@ impl ScopeAcc {
         remap: &[u64],
         pooled_prep: Option<&PrepRanges>,
     ) -> ScopeSummary {
-        let clip = sw.clip_to_window.then_some(self.window.as_ref()).flatten();
+        let clip = sw
+            .clip_to_window
+            .then_some(self.window.as_deref())
+            .flatten();
         let groups = order
             .iter()
             .map(|&(device, slot)| {
@@ -925,37 +938,99 @@ fn remap_masks(by_id: &[Ns], remap: &[u64]) -> Vec<(u64, Ns)> {
         .collect()
 }
 
+/// One process's host-prep ranges per pattern, as unions (empty patterns left out).
+type ProcessPrep = (ProcessIdx, Vec<(usize, Arc<IntervalSet>)>);
+
+/// The standard profile's host-prep unions, built once for every scope.
+fn prep_sets(prep: &[PrepRanges]) -> Vec<ProcessPrep> {
+    prep.iter()
+        .enumerate()
+        .map(|(p, r)| {
+            let sets = r.by_pattern.iter().enumerate().filter_map(|(i, ranges)| {
+                let set = IntervalSet::from_ranges(ranges);
+                (!set.is_empty()).then(|| (i, Arc::new(set)))
+            });
+            (p as ProcessIdx, sets.collect())
+        })
+        .collect()
+}
+
 /// Standard M3 accumulators of one window: per process, the prep ranges of the first pattern
 /// that meets the window (all non-empty patterns for the hull, which is not known yet: busy
 /// time lies inside the hull anyway, so the unclipped ranges measure the same).
 fn prep_mask_accs(
-    window: Option<&IntervalSet>,
-    prep: &[PrepRanges],
+    window: Option<&Arc<IntervalSet>>,
+    prep_sets: &[ProcessPrep],
 ) -> Vec<(ProcessIdx, usize, MaskAcc)> {
     let mut out = Vec::new();
-    for (p, r) in prep.iter().enumerate() {
-        let sets = r.by_pattern.iter().enumerate().filter_map(|(i, ranges)| {
-            let set = IntervalSet::from_unsorted(ranges.clone());
-            let set = match window {
-                Some(w) => set.intersection(w),
-                None => set,
-            };
-            (!set.is_empty()).then_some((i, set))
-        });
-        let keep: Vec<(usize, IntervalSet)> = if window.is_some() {
-            sets.take(1).collect()
+    for (process, sets) in prep_sets {
+        let meeting = sets
+            .iter()
+            .filter(|(_, set)| window.is_none_or(|w| set.intersection_measure(w) > 0));
+        let keep: Vec<&(usize, Arc<IntervalSet>)> = if window.is_some() {
+            meeting.take(1).collect()
         } else {
-            sets.collect()
+            meeting.collect()
         };
         for (pattern, set) in keep {
             let acc = MaskAcc {
-                spans: Some(set),
+                spans: Some(set.clone()),
+                within: window.cloned(),
                 ..MaskAcc::default()
             };
-            out.push((p as ProcessIdx, pattern, acc));
+            out.push((*process, *pattern, acc));
         }
     }
     out
+}
+
+/// Whether gaps between kernels touch a pooled host-prep range, asked in ascending order
+/// (the gaps of one union). Without a merged copy of the ranges when each pattern's are in
+/// start order (NVTX tables are, in every export seen): per pattern, the latest end among the
+/// ranges starting before the current gap's end.
+struct NearPrep {
+    ranges: Arc<PrepRanges>,
+    /// Per pattern: the next range not yet started, and the latest end of those before it.
+    next: [usize; 3],
+    max_end: [Ns; 3],
+    /// Ranges out of start order: their union, and a cursor in it.
+    merged: Option<(IntervalSet, usize)>,
+}
+
+impl NearPrep {
+    /// `None` without a range of positive length.
+    fn new(ranges: &Arc<PrepRanges>) -> Option<NearPrep> {
+        let lists = &ranges.by_pattern;
+        if !lists.iter().flatten().any(|&(s, e)| e > s) {
+            return None;
+        }
+        let sorted = lists.iter().all(|l| l.is_sorted_by_key(|r| r.0));
+        Some(NearPrep {
+            ranges: ranges.clone(),
+            next: [0; 3],
+            max_end: [Ns::MIN; 3],
+            merged: (!sorted).then(|| (IntervalSet::from_unsorted(lists.concat()), 0)),
+        })
+    }
+
+    /// Whether `(gs, ge)` (positive, after every gap asked before) overlaps a range of
+    /// positive length.
+    fn touches(&mut self, (gs, ge): (Ns, Ns)) -> bool {
+        if let Some((set, cursor)) = &mut self.merged {
+            return seek(set.spans(), cursor, gs).is_some_and(|(s, _)| s < ge);
+        }
+        let mut touches = false;
+        for (p, list) in self.ranges.by_pattern.iter().enumerate() {
+            while let Some(&(s, e)) = list.get(self.next[p]).filter(|r| r.0 < ge) {
+                if e > s {
+                    self.max_end[p] = self.max_end[p].max(e);
+                }
+                self.next[p] += 1;
+            }
+            touches |= self.max_end[p] > gs;
+        }
+        touches
+    }
 }
 
 impl MaskSweep {
@@ -1075,6 +1150,25 @@ pub(super) fn overlap_at(spans: &[(Ns, Ns)], cursor: &mut usize, a: Ns, b: Ns) -
         .sum()
 }
 
+/// Overlap of `[a, b)` with the intersection of two span lists (ascending, disjoint), each with
+/// a forward-only cursor (callers query in ascending `a`).
+fn overlap_within(
+    (spans, cursor): (&[(Ns, Ns)], &mut usize),
+    (within, within_cursor): (&[(Ns, Ns)], &mut usize),
+    a: Ns,
+    b: Ns,
+) -> Ns {
+    seek(spans, cursor, a);
+    let mut ns = 0;
+    for &(s, e) in spans[(*cursor).min(spans.len())..]
+        .iter()
+        .take_while(|&&(s, _)| s < b)
+    {
+        ns += overlap_at(within, within_cursor, a.max(s), b.min(e));
+    }
+    ns
+}
+
 /// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and
 /// returns the first span that ends after `t`.
 pub(super) fn seek(spans: &[(Ns, Ns)], cursor: &mut usize, t: Ns) -> Option<(Ns, Ns)> {
@@ -1134,15 +1228,69 @@ mod tests {
     }
 
     /// A push/pop NVTX range on `thread` named by string `name`.
-    fn push_range(t: &mut Trace, (start, end): (Ns, Ns), thread: u32, name: NameId) {
-        let nv = &mut t.nvtx;
-        nv.start.push(start);
-        nv.end.push(end);
-        nv.thread.push(thread);
-        nv.event_type.push(59);
-        nv.domain.push(0);
-        nv.name.push(name);
-        nv.text_id_name.push(name);
+    fn push_range(t: &mut Trace, range: (Ns, Ns), thread: u32, name: NameId) {
+        t.nvtx.push_range(range, thread, name);
+    }
+
+    /// Deterministic pseudo-random intervals `[s, s + len)` over `0..span`, in start order.
+    fn random_ranges(seed: u64, n: usize, span: Ns) -> Vec<(Ns, Ns)> {
+        let mut x = seed;
+        let mut next = move |m: Ns| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m as u64) as Ns
+        };
+        let mut out: Vec<(Ns, Ns)> = (0..n)
+            .map(|_| {
+                let s = next(span);
+                (s, s + next(40))
+            })
+            .collect();
+        out.sort_by_key(|r| r.0);
+        out
+    }
+
+    #[test]
+    fn busy_time_inside_prep_within_a_window_is_the_intersections_overlap() {
+        for seed in 1..40 {
+            let prep = IntervalSet::from_unsorted(random_ranges(seed, 30, 400));
+            let window = IntervalSet::from_unsorted(random_ranges(seed * 7 + 3, 20, 400));
+            let both = prep.intersection(&window);
+            let (mut c1, mut c2) = (0, 0);
+            let mut a = 0;
+            for (i, (_, len)) in random_ranges(seed * 13, 60, 400).into_iter().enumerate() {
+                let b = a + len + (i % 3) as Ns;
+                let got = overlap_within((prep.spans(), &mut c1), (window.spans(), &mut c2), a, b);
+                assert_eq!(got, both.intersection_measure(&IntervalSet::single(a, b)));
+                a = b;
+            }
+        }
+    }
+
+    #[test]
+    fn a_gap_touches_pooled_prep_ranges_as_their_union_says() {
+        for seed in 1..40 {
+            let mut by_pattern: [Vec<(Ns, Ns)>; 3] = Default::default();
+            for (p, list) in by_pattern.iter_mut().enumerate() {
+                // Zero-length and nested ranges included; the third pattern left out of order.
+                *list = random_ranges(seed * 5 + p as u64, 12, 500);
+                if p == 2 && seed % 2 == 0 {
+                    list.reverse();
+                }
+            }
+            let union = IntervalSet::from_unsorted(by_pattern.concat());
+            let ranges = Arc::new(PrepRanges { by_pattern });
+            let mut near = NearPrep::new(&ranges).expect("positive ranges");
+            let gaps = IntervalSet::from_unsorted(random_ranges(seed * 11, 40, 500));
+            for &(gs, ge) in gaps.interior_gaps().spans() {
+                assert_eq!(
+                    near.touches((gs, ge)),
+                    overlaps(&union, gs, ge),
+                    "{gs}..{ge}"
+                );
+            }
+        }
     }
 
     fn config(profile: Profile) -> DetectConfig {

@@ -8,6 +8,40 @@ use serde::{Deserialize, Serialize};
 
 use super::Ns;
 
+/// Builds an [`IntervalSet`] from intervals pushed in start order, growing by an eighth at a
+/// time: a forward-step window has a span per step, and a doubled vector would hold up to twice
+/// that while the page's wasm memory keeps its high-water mark.
+#[derive(Debug, Default)]
+pub struct UnionBuilder {
+    spans: Vec<(Ns, Ns)>,
+}
+
+impl UnionBuilder {
+    /// Adds `[s, e)` (zero-length and inverted intervals are dropped); `s` must not be before
+    /// the previous start.
+    pub fn push(&mut self, s: Ns, e: Ns) {
+        if e <= s {
+            return;
+        }
+        match self.spans.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => push_gently(&mut self.spans, (s, e)),
+        }
+    }
+
+    pub fn finish(self) -> IntervalSet {
+        IntervalSet { spans: self.spans }
+    }
+}
+
+/// Pushes onto `v`, growing it by an eighth of its length when full rather than doubling it.
+pub fn push_gently<T>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 8).max(64));
+    }
+    v.push(x);
+}
+
 /// Sorted, disjoint, non-touching `[start, end)` intervals.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IntervalSet {
@@ -44,6 +78,44 @@ impl IntervalSet {
             if e <= s {
                 continue;
             }
+            match out.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => out.push((s, e)),
+            }
+        }
+        // Sets of one span per forward step are kept for the whole analysis: not up to twice
+        // their size, as a grown vector can be.
+        out.shrink_to_fit();
+        IntervalSet { spans: out }
+    }
+
+    /// The union of `ranges`, without copying them first when they are in start order.
+    pub fn from_ranges(ranges: &[(Ns, Ns)]) -> IntervalSet {
+        if ranges.is_sorted_by_key(|r| r.0) {
+            IntervalSet::from_sorted_exact(|| ranges.iter().copied())
+        } else {
+            IntervalSet::from_unsorted(ranges.to_vec())
+        }
+    }
+
+    /// [`IntervalSet::from_sorted_iter`] in two passes over the spans `spans()` gives: the
+    /// merged spans are counted first, so the set is allocated once at its size (a forward-step
+    /// window holds a span per step; growing it would copy it and hold up to twice its size
+    /// meanwhile).
+    pub fn from_sorted_exact<I: Iterator<Item = (Ns, Ns)>>(spans: impl Fn() -> I) -> IntervalSet {
+        let mut count = 0;
+        let mut end = None;
+        for (s, e) in spans().filter(|&(s, e)| e > s) {
+            match &mut end {
+                Some(last) if s <= *last => *last = e.max(*last),
+                _ => {
+                    count += 1;
+                    end = Some(e);
+                }
+            }
+        }
+        let mut out: Vec<(Ns, Ns)> = Vec::with_capacity(count);
+        for (s, e) in spans().filter(|&(s, e)| e > s) {
             match out.last_mut() {
                 Some(last) if s <= last.1 => last.1 = last.1.max(e),
                 _ => out.push((s, e)),

@@ -33,9 +33,14 @@ impl HostPlans {
         let plans = PROFILES
             .iter()
             .map(|&profile| {
-                let (plan, steps) = Plan::with_steps(host, &profile_config(profile, ""));
+                let mut lane = StepLane::builder();
+                let plan = Plan::with_steps(host, &profile_config(profile, ""), |s| {
+                    if profile == Profile::Standard {
+                        lane.push(s);
+                    }
+                });
                 if profile == Profile::Standard {
-                    step_lane = StepLane::new(&steps);
+                    step_lane = lane.finish();
                 }
                 plan
             })

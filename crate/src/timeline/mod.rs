@@ -22,6 +22,7 @@ use columns::{Columns, Grid, NameIndex, mark_idle};
 use summary::{BinGrid, Blocks, LaneBins};
 
 use crate::detect::steps::Step;
+use crate::model::intervals::push_gently;
 use crate::model::{KernelEvent, NameId, Ns, Strings, Trace};
 
 /// What the page draws for one view.
@@ -181,6 +182,29 @@ pub struct StepLane {
     max_len: Ns,
 }
 
+/// Collects a [`StepLane`] step by step, growing gently (a long trace has millions of steps).
+pub struct StepLaneBuilder {
+    events: Vec<(Ns, Ns, NameId)>,
+}
+
+impl StepLaneBuilder {
+    pub fn push(&mut self, s: &Step) {
+        push_gently(&mut self.events, (s.start, s.end, s.name_id));
+    }
+
+    /// The lane; `None` without steps.
+    pub fn finish(self) -> Option<StepLane> {
+        if self.events.is_empty() {
+            return None;
+        }
+        let max_len = self.events.iter().map(|e| e.1 - e.0).max().unwrap_or(0);
+        Some(StepLane {
+            events: self.events,
+            max_len,
+        })
+    }
+}
+
 impl StepLane {
     fn of(trace: &Trace) -> Option<StepLane> {
         use crate::detect::{Profile, names::StepNames, steps};
@@ -192,13 +216,14 @@ impl StepLane {
     /// The lane of forward steps found by the standard profile (`detect::Plan::with_steps`);
     /// `None` when there are none.
     pub fn new(found: &[Step]) -> Option<StepLane> {
-        if found.is_empty() {
-            return None;
-        }
-        let events: Vec<(Ns, Ns, NameId)> =
-            found.iter().map(|s| (s.start, s.end, s.name_id)).collect();
-        let max_len = events.iter().map(|e| e.1 - e.0).max().unwrap_or(0);
-        Some(StepLane { events, max_len })
+        let mut lane = StepLane::builder();
+        found.iter().for_each(|s| lane.push(s));
+        lane.finish()
+    }
+
+    /// A lane built from steps pushed in start order.
+    pub fn builder() -> StepLaneBuilder {
+        StepLaneBuilder { events: Vec::new() }
     }
 
     /// Steps that may be within `slack` of `[a, b)`: those starting before `b`, from the first

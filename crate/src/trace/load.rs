@@ -508,17 +508,18 @@ impl Loader<'_, '_> {
             );
             return Ok(());
         }
-        let mut rows = Vec::new();
+        let mut strings = crate::model::Strings::default();
         self.stream(
             "loading strings",
             "StringIds",
             "SELECT id, value FROM StringIds",
             |r| {
-                rows.push((int(r.get_ref(0)?, -1), text_of(r.get_ref(1)?)));
+                strings.push_row(int(r.get_ref(0)?, -1), &text_of(r.get_ref(1)?));
                 Ok(())
             },
         )?;
-        trace.strings = crate::model::Strings::from_rows(rows);
+        strings.finish_rows();
+        trace.strings = strings;
         Ok(())
     }
 
@@ -748,6 +749,7 @@ impl Loader<'_, '_> {
             Ok(())
         })?;
         n.shrink_to_fit();
+        strings.shrink_to_fit();
         Ok(())
     }
 
