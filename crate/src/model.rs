@@ -134,7 +134,10 @@ impl Strings {
     }
 
     fn push(&mut self, value: &str) -> NameId {
-        grow_gently(&mut self.text, value.len());
+        let spare = self.text.capacity() - self.text.len();
+        if let Some(more) = gentle_growth(self.text.len(), spare, value.len()) {
+            self.text.reserve_exact(more);
+        }
         self.text.push_str(value);
         self.ends.push(self.text.len());
         (self.ends.len() - 1) as NameId
@@ -210,12 +213,11 @@ impl Strings {
     }
 }
 
-/// Makes room for `additional` more bytes by an eighth of the length at a time, not by doubling:
-/// the page's wasm memory keeps its high-water mark, and the buffer holds every step's name.
-fn grow_gently(text: &mut String, additional: usize) {
-    if text.capacity() - text.len() < additional {
-        text.reserve_exact(additional.max(text.len() / 8).max(4096));
-    }
+/// How much to reserve for `additional` more items when `spare` are left: by an eighth of the
+/// length at a time, not by doubling, for buffers that grow with the number of forward steps
+/// (the page's wasm memory keeps its high-water mark). `None`: there is room.
+pub(crate) fn gentle_growth(len: usize, spare: usize, additional: usize) -> Option<usize> {
+    (spare < additional).then(|| additional.max(len / 8).max(64))
 }
 
 /// Value `id` of a string buffer and its end offsets; `""` when out of range.

@@ -29,13 +29,20 @@ impl Scope {
     }
 }
 
-/// Folds launch calls, in non-decreasing start, into per-scope M2 figures.
+/// Folds launch calls, in non-decreasing start, into per-scope M2 figures. It reads its plan's
+/// name table and phase windows in place (a span per forward step: not copied).
 #[derive(Debug, Clone)]
-pub struct LaunchSweep {
+pub struct LaunchSweep<'p> {
     sw: Switches,
-    launch: Vec<bool>,
+    launch: &'p [bool],
     /// Context and generation windows.
-    phases: [Option<IntervalSet>; 2],
+    phases: [Option<&'p IntervalSet>; 2],
+    counts: LaunchCounts,
+}
+
+/// What a [`LaunchSweep`] has counted.
+#[derive(Debug, Clone)]
+struct LaunchCounts {
     hull_start: Ns,
     /// The last kernel row's end: no later than the hull's end.
     settled_until: Ns,
@@ -70,7 +77,7 @@ struct PooledAcc {
 /// What the sweep found, before the hull's end is known.
 #[derive(Debug, Clone)]
 pub struct LaunchSweepResult {
-    sweep: LaunchSweep,
+    sweep: LaunchCounts,
 }
 
 /// M2 figures per scope, the kernel hull known.
@@ -86,33 +93,36 @@ pub struct LaunchTotals {
     pub names_seen: Vec<NameId>,
 }
 
-impl LaunchSweep {
+impl<'p> LaunchSweep<'p> {
     /// A sweep for `plan`'s profile and phase windows; `hull_start` is the first kernel's start
     /// and `settled_until` the last kernel row's end.
-    pub fn new(plan: &Plan, hull_start: Ns, settled_until: Ns) -> LaunchSweep {
+    pub fn new(plan: &'p Plan, hull_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
         let names: &NameTables = &plan.names;
         LaunchSweep {
             sw: plan.sw,
-            launch: names.launch.clone(),
+            launch: &names.launch,
             phases: [
-                plan.context.as_ref().map(|p| p.window.clone()),
-                plan.generation.as_ref().map(|p| p.window.clone()),
+                plan.context.as_ref().map(|p| &p.window),
+                plan.generation.as_ref().map(|p| &p.window),
             ],
-            hull_start,
-            settled_until,
-            processes: Vec::new(),
-            pooled: PooledAcc::default(),
-            calls: 0,
-            names_seen: Vec::new(),
+            counts: LaunchCounts {
+                hull_start,
+                settled_until,
+                processes: Vec::new(),
+                pooled: PooledAcc::default(),
+                calls: 0,
+                names_seen: Vec::new(),
+            },
         }
     }
 
     pub fn push(&mut self, call: LaunchCall) {
-        self.calls += 1;
-        if !self.names_seen.contains(&call.name) {
-            self.names_seen.push(call.name);
+        let counts = &mut self.counts;
+        counts.calls += 1;
+        if !counts.names_seen.contains(&call.name) {
+            counts.names_seen.push(call.name);
         }
-        if !flag(&self.launch, call.name) {
+        if !flag(self.launch, call.name) {
             return;
         }
         if self.sw.launch_union_per_process {
@@ -123,11 +133,12 @@ impl LaunchSweep {
     }
 
     fn push_to_process(&mut self, call: LaunchCall) {
+        let c = &mut self.counts;
         let p = call.process as usize;
-        if self.processes.len() <= p {
-            self.processes.resize_with(p + 1, ProcessAcc::default);
+        if c.processes.len() <= p {
+            c.processes.resize_with(p + 1, ProcessAcc::default);
         }
-        let acc = &mut self.processes[p];
+        let acc = &mut c.processes[p];
         acc.calls += 1;
         let (s, e) = (call.start, call.end);
         if e <= s {
@@ -137,14 +148,15 @@ impl LaunchSweep {
             Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
             Some(cur) => {
                 let done = std::mem::replace(cur, (s, e));
-                close_piece(acc, done, &self.phases, self.hull_start, self.settled_until);
+                close_piece(acc, done, &self.phases, c.hull_start, c.settled_until);
             }
             None => acc.current = Some((s, e)),
         }
     }
 
     fn push_pooled(&mut self, call: LaunchCall) {
-        let acc = &mut self.pooled;
+        let c = &mut self.counts;
+        let acc = &mut c.pooled;
         let duration = call.end - call.start;
         for (w, window) in self.phases.iter().enumerate() {
             if let Some(window) = window
@@ -154,9 +166,9 @@ impl LaunchSweep {
                 acc.sum[w + 1] += duration;
             }
         }
-        if call.start >= self.settled_until {
+        if call.start >= c.settled_until {
             acc.tail.push((call.start, duration));
-        } else if call.start >= self.hull_start {
+        } else if call.start >= c.hull_start {
             acc.count[0] += 1;
             acc.sum[0] += duration;
         }
@@ -164,13 +176,14 @@ impl LaunchSweep {
 
     /// Ends the pass (the hull's end is applied later, [`LaunchSweepResult::totals`]).
     pub fn finish(mut self) -> LaunchSweepResult {
-        let (phases, start, until) = (&self.phases, self.hull_start, self.settled_until);
-        for acc in &mut self.processes {
+        let c = &mut self.counts;
+        let (start, until) = (c.hull_start, c.settled_until);
+        for acc in &mut c.processes {
             if let Some(piece) = acc.current.take() {
-                close_piece(acc, piece, phases, start, until);
+                close_piece(acc, piece, &self.phases, start, until);
             }
         }
-        LaunchSweepResult { sweep: self }
+        LaunchSweepResult { sweep: self.counts }
     }
 }
 
@@ -233,7 +246,7 @@ impl LaunchTotals {
 fn close_piece(
     acc: &mut ProcessAcc,
     (s, e): (Ns, Ns),
-    phases: &[Option<IntervalSet>; 2],
+    phases: &[Option<&IntervalSet>; 2],
     hull_start: Ns,
     settled_until: Ns,
 ) {

@@ -539,23 +539,19 @@ fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<
     (per_process, counts)
 }
 
-/// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.
 /// Time of `window` covered by the union of `ranges` (without building it when they are in
 /// start order: a range per step and rank).
 fn union_inside(ranges: &[(Ns, Ns)], window: &IntervalSet) -> Ns {
     if ranges.is_sorted_by_key(|r| r.0) {
         overlap_with(MergeSorted::new(ranges.iter().copied()), window)
     } else {
-        IntervalSet::from_ranges(ranges).intersection_measure(window)
+        IntervalSet::from_unsorted(ranges.to_vec()).intersection_measure(window)
     }
 }
 
+/// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.
 pub(super) fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Vec<PrepRanges> {
-    let slots = if sw.prep_per_process {
-        trace.processes.len()
-    } else {
-        1
-    };
+    let slots = prep_slots(trace, sw);
     // Kept as long as the trace is open (one range per step and rank): counted first, so each
     // list is allocated once at its size.
     let mut counts = vec![[0usize; 3]; slots];
@@ -572,6 +568,15 @@ pub(super) fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Ve
     out
 }
 
+/// One slot per process (standard), or one pooled slot.
+fn prep_slots(trace: &Trace, sw: &Switches) -> usize {
+    if sw.prep_per_process {
+        trace.processes.len()
+    } else {
+        1
+    }
+}
+
 /// Every visible NVTX range matching a host-prep pattern, as `(slot, pattern, range)`: the slot
 /// is the range's process (standard) or 0 (pooled).
 fn for_each_prep(
@@ -581,11 +586,7 @@ fn for_each_prep(
     mut f: impl FnMut(usize, usize, (Ns, Ns)),
 ) {
     let nv = &trace.nvtx;
-    let slots = if sw.prep_per_process {
-        trace.processes.len()
-    } else {
-        1
-    };
+    let slots = prep_slots(trace, sw);
     for i in 0..nv.len() {
         let Some(name) = visible_name(nv, i, sw) else {
             continue;

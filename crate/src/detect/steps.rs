@@ -77,42 +77,12 @@ impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
     /// says so) handed to `each` in start order.
     pub fn summarize(&self, mut each: impl FnMut(&Step)) -> StepSummary {
         let mut phases = [PhaseAcc::new(&self.sw), PhaseAcc::new(&self.sw)];
-        let mut raw = 0;
-        let mut distinct = 0;
-        let mut emit = |s: &Step| {
+        let (raw, distinct) = self.for_each_step(|s| {
             if let Some(i) = phase_of(s) {
                 phases[i].push(s);
             }
             each(s);
-        };
-        // The TP group being read: its first range, and the group merged so far.
-        let mut group: Option<(Step, Step)> = None;
-        for s in self.raw() {
-            raw += 1;
-            let same = group.as_ref().is_some_and(|(first, _)| {
-                (s.start - first.start).abs() < TP_DEDUP_NS && s.name.step == first.name.step
-            });
-            match &mut group {
-                Some((_, merged)) if same => {
-                    merged.start = merged.start.min(s.start);
-                    merged.end = merged.end.max(s.end);
-                    merged.ranks += 1;
-                }
-                _ => {
-                    distinct += 1;
-                    if let Some((_, merged)) = group.take().filter(|_| self.sw.dedup_steps) {
-                        emit(&merged);
-                    }
-                    group = Some((s, s));
-                }
-            }
-            if !self.sw.dedup_steps {
-                emit(&s);
-            }
-        }
-        if let Some((_, merged)) = group.filter(|_| self.sw.dedup_steps) {
-            emit(&merged);
-        }
+        });
         let [context, generation] = phases.map(PhaseAcc::finish);
         StepSummary {
             counts: StepCounts {
@@ -123,6 +93,45 @@ impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
             context,
             generation,
         }
+    }
+
+    /// Hands each step (TP-merged when the profile says so) to `each` in start order; returns
+    /// how many raw ranges and distinct (merged) steps there were.
+    pub fn for_each_step(&self, mut each: impl FnMut(&Step)) -> (usize, usize) {
+        let (mut raw, mut distinct) = (0, 0);
+        let dedup = self.sw.dedup_steps;
+        // The TP group being read: its first range, and the group merged so far.
+        let mut group: Option<(Step, Step)> = None;
+        for s in self.raw() {
+            raw += 1;
+            match &mut group {
+                Some((first, merged)) if same_tp_group(first, &s) => absorb(merged, &s),
+                _ => {
+                    distinct += 1;
+                    if let Some((_, merged)) = group.take().filter(|_| dedup) {
+                        each(&merged);
+                    }
+                    group = Some((s, s));
+                }
+            }
+            if !dedup {
+                each(&s);
+            }
+        }
+        if let Some((_, merged)) = group.filter(|_| dedup) {
+            each(&merged);
+        }
+        (raw, distinct)
+    }
+
+    /// The raw steps as a list, allocated at its size.
+    pub fn into_raw(self) -> Vec<Step> {
+        if let Some(list) = self.listed {
+            return list;
+        }
+        let mut raw = Vec::with_capacity(self.raw().count());
+        raw.extend(self.raw());
+        raw
     }
 
     fn step_at(&self, i: usize) -> Option<Step> {
@@ -207,21 +216,7 @@ pub fn forward_steps(
     names: impl Fn(NameId) -> Option<StepName>,
     sw: &Switches,
 ) -> (Vec<Step>, usize) {
-    let step = |i: usize| {
-        let name_id = visible_name(nvtx, i, sw)?;
-        let name = names(name_id)?;
-        Some(Step {
-            start: nvtx.start[i],
-            end: nvtx.end[i],
-            name,
-            ranks: 1,
-            name_id,
-        })
-    };
-    // Counted first: the steps of a long trace are its largest list while a plan is built.
-    let mut raw: Vec<Step> = Vec::with_capacity((0..nvtx.len()).filter_map(step).count());
-    raw.extend((0..nvtx.len()).filter_map(step));
-    raw.sort_by_key(|s| (s.start, s.end));
+    let mut raw = StepReader::new(nvtx, names, sw).into_raw();
     let raw_count = raw.len();
     if sw.dedup_steps {
         dedup_tp_steps_in_place(&mut raw);
@@ -242,12 +237,12 @@ pub fn dedup_tp_steps_in_place(steps: &mut Vec<Step>) {
     let mut kept = 0;
     let mut i = 0;
     while i < steps.len() {
-        let j = tp_group_end(steps, i);
-        let mut merged = steps[i];
-        for s in &steps[i + 1..j] {
-            merged.start = merged.start.min(s.start);
-            merged.end = merged.end.max(s.end);
-            merged.ranks += 1;
+        let first = steps[i];
+        let mut merged = first;
+        let mut j = i + 1;
+        while let Some(s) = steps.get(j).filter(|s| same_tp_group(&first, s)) {
+            absorb(&mut merged, s);
+            j += 1;
         }
         steps[kept] = merged;
         kept += 1;
@@ -257,18 +252,17 @@ pub fn dedup_tp_steps_in_place(steps: &mut Vec<Step>) {
     steps.shrink_to_fit();
 }
 
-/// The end of the TP group starting at `i`: the ranges after it with its step number that start
-/// less than 100 µs after it.
-fn tp_group_end(steps: &[Step], i: usize) -> usize {
-    let first = steps[i];
-    let mut j = i + 1;
-    while j < steps.len()
-        && (steps[j].start - first.start).abs() < TP_DEDUP_NS
-        && steps[j].name.step == first.name.step
-    {
-        j += 1;
-    }
-    j
+/// Whether `s` is a TP rank's copy of the step whose group `first` opened: its step number,
+/// starting less than 100 µs from it.
+fn same_tp_group(first: &Step, s: &Step) -> bool {
+    (s.start - first.start).abs() < TP_DEDUP_NS && s.name.step == first.name.step
+}
+
+/// Merges a TP copy into its group's step: from the min start to the max end.
+fn absorb(merged: &mut Step, s: &Step) {
+    merged.start = merged.start.min(s.start);
+    merged.end = merged.end.max(s.end);
+    merged.ranks += 1;
 }
 
 /// The steps of one phase and the window its metrics are measured in.
@@ -299,36 +293,22 @@ pub struct StepCounts {
     pub distinct: usize,
 }
 
-/// A phase's window: the union of its steps or their span, by profile.
-fn phase_window(steps: &[Step], sw: &Switches) -> IntervalSet {
-    let ranges: Vec<(Ns, Ns)> = steps.iter().map(|s| (s.start, s.end)).collect();
-    match sw.phase_window {
-        PhaseWindow::UnionOfSteps => IntervalSet::from_unsorted(ranges),
-        PhaseWindow::Span => {
-            let start = ranges.iter().map(|r| r.0).min().unwrap_or(0);
-            let end = ranges.iter().map(|r| r.1).max().unwrap_or(0);
-            IntervalSet::single(start, end)
-        }
-    }
-}
-
 /// Splits steps into context (C > 0) and generation (C == 0, G > 0); idle steps are skipped.
 pub fn phases(steps: &[Step], sw: &Switches) -> (Option<PhaseSteps>, Option<PhaseSteps>) {
-    let context: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx > 0).collect();
-    let generation: Vec<Step> = steps
-        .iter()
-        .copied()
-        .filter(|s| s.name.ctx == 0 && s.name.gen_reqs > 0)
-        .collect();
-    (phase(context, sw), phase(generation, sw))
-}
-
-fn phase(steps: Vec<Step>, sw: &Switches) -> Option<PhaseSteps> {
-    if steps.is_empty() {
-        return None;
-    }
-    let window = phase_window(&steps, sw);
-    Some(PhaseSteps { steps, window })
+    let [context, generation] = [0, 1].map(|phase| {
+        let steps: Vec<Step> = steps
+            .iter()
+            .copied()
+            .filter(|s| phase_of(s) == Some(phase))
+            .collect();
+        let mut acc = PhaseAcc::new(sw);
+        steps.iter().for_each(|s| acc.push(s));
+        acc.finish().map(|c| PhaseSteps {
+            steps,
+            window: c.window,
+        })
+    });
+    (context, generation)
 }
 
 #[cfg(test)]
@@ -396,23 +376,57 @@ mod tests {
             for shuffled in [false, true] {
                 let (nvtx, names) = step_rows(shuffled);
                 let name = |id: NameId| names.get(id as usize).copied();
-                let (listed, raw) = forward_steps(&nvtx, name, &sw);
-                let reader = StepReader::new(&nvtx, name, &sw);
+                // Expected, from the rows themselves: sorted by (start, end), then merged.
+                let mut raw: Vec<Step> = (0..nvtx.len())
+                    .map(|i| Step {
+                        start: nvtx.start[i],
+                        end: nvtx.end[i],
+                        name: names[nvtx.name[i] as usize],
+                        ranks: 1,
+                        name_id: nvtx.name[i],
+                    })
+                    .collect();
+                raw.sort_by_key(|s| (s.start, s.end));
+                let merged = dedup_tp_steps(&raw);
+                let expected = if sw.dedup_steps { &merged } else { &raw };
+                assert!(merged.len() < raw.len(), "the scenario has TP copies");
+                assert_eq!(
+                    forward_steps(&nvtx, name, &sw),
+                    (expected.clone(), raw.len())
+                );
+
                 let mut seen = Vec::new();
-                let found = reader.summarize(|s| seen.push(*s));
-                assert_eq!(seen, listed);
+                let found = StepReader::new(&nvtx, name, &sw).summarize(|s| seen.push(*s));
+                assert_eq!(&seen, expected);
                 let counts = found.counts;
-                assert_eq!((counts.steps, counts.raw), (listed.len(), raw));
-                let merged = dedup_tp_steps(&reader.raw().collect::<Vec<_>>());
-                assert_eq!(counts.distinct, merged.len());
-                assert!(counts.distinct < counts.raw, "the scenario has TP copies");
-                let (ctx_l, gen_l) = phases(&listed, &sw);
-                for (counted, listed) in [(found.context, ctx_l), (found.generation, gen_l)] {
+                assert_eq!(
+                    (counts.steps, counts.raw, counts.distinct),
+                    (expected.len(), raw.len(), merged.len())
+                );
+                let ctx = |s: &&Step| s.name.ctx > 0;
+                let generation = |s: &&Step| s.name.ctx == 0 && s.name.gen_reqs > 0;
+                let (listed_ctx, listed_gen) = phases(expected, &sw);
+                let phases_found = [(found.context, listed_ctx), (found.generation, listed_gen)];
+                for ((counted, listed), steps) in phases_found.into_iter().zip([
+                    expected.iter().filter(ctx).collect::<Vec<_>>(),
+                    expected.iter().filter(generation).collect::<Vec<_>>(),
+                ]) {
                     let (c, l) = (counted.expect("phase"), listed.expect("phase"));
-                    assert_eq!(c.window, l.window);
-                    assert_eq!(c.steps, l.steps.len() as u64);
-                    let raw_steps: u64 = l.steps.iter().map(|s| u64::from(s.ranks)).sum();
+                    let window = match sw.phase_window {
+                        PhaseWindow::UnionOfSteps => IntervalSet::from_unsorted(
+                            steps.iter().map(|s| (s.start, s.end)).collect(),
+                        ),
+                        PhaseWindow::Span => IntervalSet::single(
+                            steps.iter().map(|s| s.start).min().unwrap_or(0),
+                            steps.iter().map(|s| s.end).max().unwrap_or(0),
+                        ),
+                    };
+                    assert_eq!(c.window, window);
+                    assert_eq!(c.steps, steps.len() as u64);
+                    let raw_steps: u64 = steps.iter().map(|s| u64::from(s.ranks)).sum();
                     assert_eq!(c.raw_steps, raw_steps);
+                    assert_eq!(l.window, window);
+                    assert_eq!(l.steps, steps.into_iter().copied().collect::<Vec<_>>());
                 }
             }
         }

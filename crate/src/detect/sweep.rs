@@ -254,28 +254,22 @@ impl PrepExposure {
     /// The exposure of `prep`'s ranges inside `window`'s hull over `gaps` (ascending),
     /// accumulated in the reference's nested order (ranges in table order, then gaps) so the
     /// float sums match it bit for bit.
+    ///
+    /// `gaps` are those that touch some pooled range ([`NearPrep`]); the loop visits only the
+    /// gaps overlapping each range, so no further filter changes the sum.
     fn of(prep: &PrepRanges, window: &IntervalSet, gaps: &[(Ns, Ns)]) -> Option<PrepExposure> {
-        let (ws, we) = window.hull()?;
-        let (pattern, ranges) = prep.by_pattern.iter().enumerate().find_map(|(p, ranges)| {
-            let inside: Vec<(Ns, Ns)> = ranges
-                .iter()
-                .copied()
-                .filter(|&(s, e)| s >= ws && e <= we)
-                .collect();
-            (!inside.is_empty()).then_some((p, inside))
-        })?;
-        let prep_us = naive_sum(ranges.iter().map(|&(s, e)| (e - s) as f64 / 1000.0));
+        let hull = window.hull()?;
+        let (pattern, ranges) = prep
+            .by_pattern
+            .iter()
+            .enumerate()
+            .find(|(_, ranges)| inside(ranges, hull).next().is_some())?;
+        let prep_us = naive_sum(inside(ranges, hull).map(|(s, e)| (e - s) as f64 / 1000.0));
         if prep_us <= 0.0 {
             return None;
         }
-        let near = IntervalSet::from_ranges(&ranges);
-        let gaps: Vec<(Ns, Ns)> = gaps
-            .iter()
-            .copied()
-            .filter(|&(gs, ge)| overlaps(&near, gs, ge))
-            .collect();
         let mut exposed_us = 0.0;
-        for &(s, e) in &ranges {
+        for (s, e) in inside(ranges, hull) {
             let first = gaps.partition_point(|&(_, ge)| ge <= s);
             for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
                 exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
@@ -287,6 +281,14 @@ impl PrepExposure {
             exposed_us,
         })
     }
+}
+
+/// The ranges lying inside `[ws, we]`, in table order.
+fn inside(ranges: &[(Ns, Ns)], (ws, we): (Ns, Ns)) -> impl Iterator<Item = (Ns, Ns)> + '_ {
+    ranges
+        .iter()
+        .copied()
+        .filter(move |&(s, e)| s >= ws && e <= we)
 }
 
 impl ScopeSummary {
@@ -550,17 +552,16 @@ impl KernelSweep {
         let aggregate = plan.window.map(|(s, e)| IntervalSet::single(s, e));
         let has_context = plan.context.is_some();
         let has_generation = plan.generation.is_some();
-        // Shared by every scope: a range per step and rank.
-        let pooled_prep = (!sw.prep_per_process)
-            .then(|| plan.prep.first().cloned())
-            .flatten()
-            .map(Arc::new);
         let prep_sets = if sw.prep_per_process {
             prep_sets(&plan.prep)
         } else {
             Vec::new()
         };
-        drop(plan.prep);
+        // Shared by every scope: a range per step and rank.
+        let pooled_prep = (!sw.prep_per_process)
+            .then(|| plan.prep.into_iter().next())
+            .flatten()
+            .map(Arc::new);
         let scopes: Vec<ScopeAcc> = [aggregate, plan.context, plan.generation]
             .into_iter()
             .enumerate()
@@ -643,14 +644,10 @@ impl KernelSweep {
             .map_or_else(IntervalSet::new, |(s, e)| IntervalSet::single(s, e));
         let order = self.group_order();
         let pooled_prep = self.pooled_prep.as_deref();
-        let mut scopes = self.scopes.into_iter().map(|s| {
-            let window = s
-                .window
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| hull_window.clone());
-            s.finish(window, &order, &self.sw, &remap, pooled_prep)
-        });
+        let mut scopes = self
+            .scopes
+            .into_iter()
+            .map(|s| s.finish(hull_window.clone(), &order, &self.sw, &remap, pooled_prep));
         let aggregate = scopes
             .next()
             .unwrap_or_else(|| empty_scope(hull_window.clone()));
@@ -873,7 +870,7 @@ impl ScopeAcc {
 
     fn finish(
         mut self,
-        window: IntervalSet,
+        hull: IntervalSet,
         order: &[(Option<u32>, usize)],
         sw: &Switches,
         remap: &[u64],
@@ -901,6 +898,7 @@ impl ScopeAcc {
                 by_mask: remap_masks(&m.by_mask, remap),
             })
             .collect();
+        let window = self.take_window().unwrap_or(hull);
         let prep_exposure = pooled_prep.and_then(|r| PrepExposure::of(r, &window, &self.prep_gaps));
         ScopeSummary {
             window,
@@ -909,6 +907,17 @@ impl ScopeAcc {
             prep_busy,
             prep_exposure,
         }
+    }
+
+    /// The window, once nothing measures in it any more: moved out rather than copied when
+    /// this scope's accumulators were its only other holders.
+    fn take_window(&mut self) -> Option<IntervalSet> {
+        let window = self.window.take()?;
+        self.busy_masks.spans = None;
+        self.prep_masks
+            .iter_mut()
+            .for_each(|(_, _, m)| m.within = None);
+        Some(Arc::try_unwrap(window).unwrap_or_else(|shared| (*shared).clone()))
     }
 }
 
@@ -1186,6 +1195,7 @@ pub(super) fn in_window(window: &IntervalSet, t: Ns) -> bool {
 }
 
 /// Whether `[s, e)` overlaps the window (zero-length intervals count when they lie inside).
+#[cfg(test)]
 pub(super) fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
     let spans = window.spans();
     let i = spans.partition_point(|&(_, we)| we <= s);

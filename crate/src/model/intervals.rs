@@ -8,36 +8,54 @@ use serde::{Deserialize, Serialize};
 
 use super::Ns;
 
-/// Builds an [`IntervalSet`] from intervals pushed in start order, growing by an eighth at a
-/// time: a forward-step window has a span per step, and a doubled vector would hold up to twice
-/// that while the page's wasm memory keeps its high-water mark.
-#[derive(Debug, Default)]
+/// Builds an [`IntervalSet`] from intervals pushed one by one, growing by an eighth at a time:
+/// a forward-step window has a span per step, and a doubled vector would hold up to twice that
+/// while the page's wasm memory keeps its high-water mark. Intervals come in start order (merged
+/// as they come); one out of order makes the builder sort and merge at the end instead.
+#[derive(Debug)]
 pub struct UnionBuilder {
     spans: Vec<(Ns, Ns)>,
+    last_start: Ns,
+    in_order: bool,
+}
+
+impl Default for UnionBuilder {
+    fn default() -> UnionBuilder {
+        UnionBuilder {
+            spans: Vec::new(),
+            last_start: Ns::MIN,
+            in_order: true,
+        }
+    }
 }
 
 impl UnionBuilder {
-    /// Adds `[s, e)` (zero-length and inverted intervals are dropped); `s` must not be before
-    /// the previous start.
+    /// Adds `[s, e)` (zero-length and inverted intervals are dropped).
     pub fn push(&mut self, s: Ns, e: Ns) {
         if e <= s {
             return;
         }
+        self.in_order &= s >= self.last_start;
+        self.last_start = s;
         match self.spans.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            Some(last) if self.in_order && s <= last.1 => last.1 = last.1.max(e),
             _ => push_gently(&mut self.spans, (s, e)),
         }
     }
 
     pub fn finish(self) -> IntervalSet {
-        IntervalSet { spans: self.spans }
+        if self.in_order {
+            IntervalSet { spans: self.spans }
+        } else {
+            IntervalSet::from_unsorted(self.spans)
+        }
     }
 }
 
 /// Pushes onto `v`, growing it by an eighth of its length when full rather than doubling it.
 pub fn push_gently<T>(v: &mut Vec<T>, x: T) {
-    if v.len() == v.capacity() {
-        v.reserve_exact((v.len() / 8).max(64));
+    if let Some(more) = super::gentle_growth(v.len(), v.capacity() - v.len(), 1) {
+        v.reserve_exact(more);
     }
     v.push(x);
 }
@@ -68,12 +86,28 @@ impl IntervalSet {
     pub fn from_unsorted(mut spans: Vec<(Ns, Ns)>) -> IntervalSet {
         spans.retain(|&(s, e)| e > s);
         spans.sort_unstable();
-        IntervalSet::from_sorted_iter(spans)
+        // Merged in place: no second list of spans.
+        let mut kept: usize = 0;
+        for i in 0..spans.len() {
+            let (s, e) = spans[i];
+            match kept.checked_sub(1).map(|k| &mut spans[k]) {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => {
+                    spans[kept] = (s, e);
+                    kept += 1;
+                }
+            }
+        }
+        spans.truncate(kept);
+        spans.shrink_to_fit();
+        IntervalSet { spans }
     }
 
     /// The union of intervals already sorted by start (ties in any order).
     pub fn from_sorted_iter(spans: impl IntoIterator<Item = (Ns, Ns)>) -> IntervalSet {
-        let mut out: Vec<(Ns, Ns)> = Vec::new();
+        let spans = spans.into_iter();
+        // A slice's exact length, at most one span per interval (none for a filter).
+        let mut out: Vec<(Ns, Ns)> = Vec::with_capacity(spans.size_hint().0);
         for (s, e) in spans {
             if e <= s {
                 continue;
@@ -92,36 +126,10 @@ impl IntervalSet {
     /// The union of `ranges`, without copying them first when they are in start order.
     pub fn from_ranges(ranges: &[(Ns, Ns)]) -> IntervalSet {
         if ranges.is_sorted_by_key(|r| r.0) {
-            IntervalSet::from_sorted_exact(|| ranges.iter().copied())
+            IntervalSet::from_sorted_iter(ranges.iter().copied())
         } else {
             IntervalSet::from_unsorted(ranges.to_vec())
         }
-    }
-
-    /// [`IntervalSet::from_sorted_iter`] in two passes over the spans `spans()` gives: the
-    /// merged spans are counted first, so the set is allocated once at its size (a forward-step
-    /// window holds a span per step; growing it would copy it and hold up to twice its size
-    /// meanwhile).
-    pub fn from_sorted_exact<I: Iterator<Item = (Ns, Ns)>>(spans: impl Fn() -> I) -> IntervalSet {
-        let mut count = 0;
-        let mut end = None;
-        for (s, e) in spans().filter(|&(s, e)| e > s) {
-            match &mut end {
-                Some(last) if s <= *last => *last = e.max(*last),
-                _ => {
-                    count += 1;
-                    end = Some(e);
-                }
-            }
-        }
-        let mut out: Vec<(Ns, Ns)> = Vec::with_capacity(count);
-        for (s, e) in spans().filter(|&(s, e)| e > s) {
-            match out.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => out.push((s, e)),
-            }
-        }
-        IntervalSet { spans: out }
     }
 
     pub fn spans(&self) -> &[(Ns, Ns)] {
@@ -345,5 +353,34 @@ mod streaming_tests {
         let expected = IntervalSet::from_unsorted(spans).intersection_measure(&window);
         assert_eq!(overlap_with(merged.into_iter(), &window), expected);
         assert_eq!(expected, 3 + 1 + 2 + 1);
+    }
+
+    #[test]
+    fn a_union_builder_gives_the_union_in_any_order() {
+        let spans = [
+            (0, 2),
+            (1, 3),
+            (3, 4),
+            (6, 6),
+            (7, 9),
+            (8, 12),
+            (5, 4),
+            (20, 21),
+        ];
+        let expected = [(0, 4), (7, 12), (20, 21)];
+        let mut in_order = UnionBuilder::default();
+        spans.iter().for_each(|&(s, e)| in_order.push(s, e));
+        assert_eq!(in_order.finish().spans(), &expected);
+        // Out of order after merging has begun: the merged prefix and the rest still unite.
+        let mut shuffled = UnionBuilder::default();
+        for &(s, e) in [(7, 9), (8, 12), (20, 21), (0, 2), (3, 4), (1, 3)].iter() {
+            shuffled.push(s, e);
+        }
+        assert_eq!(shuffled.finish().spans(), &expected);
+        assert_eq!(
+            IntervalSet::from_unsorted(spans.to_vec()).spans(),
+            &expected
+        );
+        assert_eq!(IntervalSet::from_ranges(&spans).spans(), &expected);
     }
 }

@@ -29,22 +29,19 @@ impl HostPlans {
     /// The plans of a host trace loaded at least up to its NVTX ranges (the kernel table is
     /// not read).
     pub fn of(host: &Trace) -> HostPlans {
-        let mut step_lane = None;
+        let mut lane = StepLane::builder();
         let plans = PROFILES
             .iter()
             .map(|&profile| {
-                let mut lane = StepLane::builder();
-                let plan = Plan::with_steps(host, &profile_config(profile, ""), |s| {
-                    if profile == Profile::Standard {
+                let standard = profile == Profile::Standard;
+                Plan::with_steps(host, &profile_config(profile, ""), |s| {
+                    if standard {
                         lane.push(s);
                     }
-                });
-                if profile == Profile::Standard {
-                    step_lane = lane.finish();
-                }
-                plan
+                })
             })
             .collect();
+        let step_lane = lane.finish();
         HostPlans { plans, step_lane }
     }
 
@@ -136,7 +133,7 @@ struct PlanSweeps<'p> {
     plans: &'p [Plan],
     /// The first kernel row's start and the last kernel row's end.
     edges: (Ns, Ns),
-    sweeps: Vec<LaunchSweep>,
+    sweeps: Vec<LaunchSweep<'p>>,
 }
 
 impl LaunchSink for PlanSweeps<'_> {

@@ -210,18 +210,13 @@ impl StepLane {
         use crate::detect::{Profile, names::StepNames, steps};
         let sw = Profile::Standard.switches();
         let names = StepNames::parser(&trace.strings, &sw, None);
-        StepLane::new(&steps::forward_steps(&trace.nvtx, names, &sw).0)
-    }
-
-    /// The lane of forward steps found by the standard profile (`detect::Plan::with_steps`);
-    /// `None` when there are none.
-    pub fn new(found: &[Step]) -> Option<StepLane> {
         let mut lane = StepLane::builder();
-        found.iter().for_each(|s| lane.push(s));
+        steps::StepReader::new(&trace.nvtx, names, &sw).for_each_step(|s| lane.push(s));
         lane.finish()
     }
 
-    /// A lane built from steps pushed in start order.
+    /// A lane built from the standard profile's steps (`detect::Plan::with_steps`) pushed in
+    /// start order.
     pub fn builder() -> StepLaneBuilder {
         StepLaneBuilder { events: Vec::new() }
     }
@@ -273,7 +268,7 @@ impl Timeline {
     }
 
     /// The forward-step lane: a timeline built elsewhere (the page's kernel pass) gets its
-    /// steps, and their names, from the trace it is shown with ([`StepLane::new`]).
+    /// steps, and their names, from the trace it is shown with ([`StepLane::builder`]).
     pub fn with_step_lane(mut self, lane: Option<StepLane>) -> Timeline {
         self.steps = lane;
         self
