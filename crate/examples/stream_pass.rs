@@ -64,17 +64,16 @@ fn main() -> Res<()> {
     };
     let mut staged = StagedLoad::begin(&conn, &path, &mut |_| true)?;
     step("strings");
-    staged.nvtx(&conn, &path, true, &mut |_| true)?;
-    step("NVTX ranges (windows only)");
-    let (plans, plan_bytes) = HostPlans::for_kernel_pass(&mut staged);
+    let mut plans = HostPlans::load(&mut staged, &conn, &path, &mut |_| true)?;
+    step("detect plans from NVTX ranges");
+    let plan_bytes = plans.kernel_plan(staged.trace());
     step(&format!(
-        "detect plans ({} KiB to send)",
+        "kernel plan ({} KiB to send)",
         plan_bytes.len() / 1024
     ));
     let each = std::env::args().any(|a| a == "--each");
     let (bytes, plan) = kernel_pass(&conn, staged.schema(), &path, plan_bytes, each)?;
     let schema = staged.schema().clone();
-    let mut plans = plans;
     let swept = plans.sweep_launches(&conn, &path, &mut staged, &mut |_| true)?;
     step(if swept {
         "kernel launches swept (M2)"

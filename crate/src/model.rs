@@ -209,7 +209,15 @@ impl Strings {
 
     /// Evaluates `pred` once per distinct string: a lookup table indexed by [`NameId`].
     pub fn classify(&self, pred: impl Fn(&str) -> bool) -> Vec<bool> {
-        self.values().map(pred).collect()
+        let mut table = Vec::with_capacity(self.len());
+        self.classify_more(&mut table, pred);
+        table
+    }
+
+    /// Extends a [`Strings::classify`] table to the strings interned since it was built.
+    pub fn classify_more(&self, table: &mut Vec<bool>, pred: impl Fn(&str) -> bool) {
+        let from = table.len().min(self.len());
+        table.extend(self.values().skip(from).map(pred));
     }
 }
 
@@ -493,6 +501,21 @@ pub struct NvtxRanges {
     pub omitted: OmittedRanges,
 }
 
+/// One NVTX range as the loader reads it: a row of [`NvtxRanges`], or a row handed straight to
+/// a consumer that keeps only what it derives (the page's detect plans).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NvtxRow {
+    pub start: Ns,
+    pub end: Ns,
+    pub thread: ThreadIdx,
+    pub event_type: u8,
+    pub domain: u32,
+    /// `text` when non-NULL, else `StringIds[textId]` (see [`NvtxRanges::name`]).
+    pub name: NameId,
+    /// `StringIds[textId]` only (see [`NvtxRanges::text_id_name`]).
+    pub text_id_name: NameId,
+}
+
 /// NVTX ranges read but not kept: only their count and one fact about their names remain.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct OmittedRanges {
@@ -516,6 +539,38 @@ impl NvtxRanges {
 
     pub fn len(&self) -> usize {
         self.start.len()
+    }
+
+    /// Row `i` (`i < len()`); `domain` is 0 when the load did not read domains.
+    pub fn row(&self, i: usize) -> NvtxRow {
+        NvtxRow {
+            start: self.start[i],
+            end: self.end[i],
+            thread: self.thread[i],
+            event_type: self.event_type[i],
+            domain: self.domain.get(i).copied().unwrap_or(0),
+            name: self.name[i],
+            text_id_name: self.text_id_name[i],
+        }
+    }
+
+    /// Adds a row; `with_domain`: the load reads domains (else the column stays empty).
+    pub fn push(&mut self, row: &NvtxRow, with_domain: bool) {
+        self.start.push(row.start);
+        self.end.push(row.end);
+        self.thread.push(row.thread);
+        self.event_type.push(row.event_type);
+        if with_domain {
+            self.domain.push(row.domain);
+        }
+        self.name.push(row.name);
+        self.text_id_name.push(row.text_id_name);
+    }
+
+    /// Counts a range read but not kept.
+    pub fn omit(&mut self, inline_text: bool) {
+        self.omitted.count += 1;
+        self.omitted.inline_text |= inline_text;
     }
 
     /// Ranges in the file, including those a windows-only load left out.

@@ -23,10 +23,13 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     let host_conn = trace::open_path(path).expect("open (host)");
     let kernel_conn = trace::open_path(path).expect("open (kernels)");
     let mut staged = StagedLoad::begin(&host_conn, &label, &mut |_| true).expect("begin");
-    staged
-        .nvtx(&host_conn, &label, true, &mut |_| true)
-        .expect("nvtx");
-    let (plans, plan) = HostPlans::for_kernel_pass(&mut staged);
+    // The plans read the NVTX ranges as they stream, keeping none.
+    let mut plans = HostPlans::load(&mut staged, &host_conn, &label, &mut |_| true).expect("plans");
+    assert!(
+        staged.trace().nvtx.is_empty(),
+        "{label}: no NVTX range is held"
+    );
+    let plan = plans.kernel_plan(staged.trace());
 
     let schema = trace::probe_export(&kernel_conn, &label).expect("probe (k)");
     let mut pass = KernelPass::new(&kernel_conn, &schema, &label).expect("kernel pass");
@@ -48,7 +51,6 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     let bytes = pass.finish().expect("finish").to_bytes();
 
     // The page's M2: launch calls swept in start order, or loaded when they cannot be.
-    let mut plans = plans;
     let swept = plans
         .sweep_launches(&host_conn, &label, &mut staged, &mut |_| true)
         .expect("sweep launches");
@@ -222,17 +224,52 @@ fn diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
     }
 }
 
-/// A copy of `src` whose kernel table is stored in reverse start order (not as nsys writes it).
-fn reversed_kernel_table(src: &Path, dst: &Path) {
+/// A copy of `src` whose `table` is stored in reverse start order (not as nsys writes it).
+fn reversed_table(src: &Path, dst: &Path, table: &str) {
     std::fs::copy(src, dst).expect("copy");
     let conn = rusqlite::Connection::open(dst).expect("open copy");
-    conn.execute_batch(
-        "CREATE TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start DESC;
-         DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;
-         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k;
-         DROP TABLE k;",
-    )
+    conn.execute_batch(&format!(
+        "CREATE TABLE k AS SELECT * FROM {table} ORDER BY start DESC;
+         DELETE FROM {table};
+         INSERT INTO {table} SELECT * FROM k;
+         DROP TABLE k;"
+    ))
     .expect("reorder");
+}
+
+/// NVTX ranges out of start order cannot be folded as they stream: the plans are built from
+/// the table loaded whole instead, and the verdict still equals a whole load's.
+#[test]
+fn an_nvtx_table_out_of_start_order_is_read_whole_for_the_plans() {
+    let (dir, sorted, _) = common::generated("tp2-phases", 2, 5);
+    let reversed = dir.path().join("reversed.sqlite");
+    reversed_table(&sorted, &reversed, "NVTX_EVENTS");
+    let label = reversed.display().to_string();
+    let streamed = stream_open(&reversed, 1000, 0);
+    assert_same_verdict(&streamed, &whole(&reversed, true), &label, "reversed NVTX");
+    let plans = [&sorted, &reversed].map(|path| {
+        let conn = trace::open_path(path).expect("open");
+        let label = path.display().to_string();
+        let mut staged = StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
+        let mut plans = HostPlans::load(&mut staged, &conn, &label, &mut |_| true).expect("plans");
+        let plan = KernelPlan::from_bytes(&plans.kernel_plan(staged.trace())).expect("plan");
+        let sweeps = serde_json::to_value(&plan.sweeps).expect("json");
+        // Host-prep ranges stay in table order (the reference sums them so): windows only.
+        [0, 1].map(|i| {
+            (
+                sweeps[i]["context"].clone(),
+                sweeps[i]["generation"].clone(),
+            )
+        })
+    });
+    assert!(
+        !plans[0][0].0.is_null() && !plans[0][1].1.is_null(),
+        "both phases"
+    );
+    assert_eq!(
+        plans[0], plans[1],
+        "the same windows whatever the NVTX table's order"
+    );
 }
 
 /// The pass refuses a table out of start order with the error the page falls back on (its
@@ -241,7 +278,7 @@ fn reversed_kernel_table(src: &Path, dst: &Path) {
 fn a_kernel_table_out_of_start_order_stops_the_pass_clearly() {
     let (dir, sorted, _) = common::generated("tp2-straggler", 1, 5);
     let reversed = dir.path().join("reversed.sqlite");
-    reversed_kernel_table(&sorted, &reversed);
+    reversed_table(&sorted, &reversed, "CUPTI_ACTIVITY_KIND_KERNEL");
     let label = reversed.display().to_string();
     let conn = trace::open_path(&reversed).expect("open");
     let schema = trace::probe_export(&conn, &label).expect("probe");

@@ -14,10 +14,11 @@ use super::config::Switches;
 use super::launches::{LaunchSweepResult, LaunchTotals, Scope};
 use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
-use super::steps::visible_name;
+use super::steps::visible_row_name;
 use super::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary, in_window};
+use crate::model::intervals::push_gently;
 use crate::model::intervals::{IntervalSet, MergeSorted, overlap_with};
-use crate::model::{Ns, ProcessIdx, Trace};
+use crate::model::{Ns, NvtxRow, ProcessIdx, Threads, Trace};
 
 /// Host-prep ranges of one process (or of all, pooled), per pattern, in table order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -549,66 +550,67 @@ fn union_inside(ranges: &[(Ns, Ns)], window: &IntervalSet) -> Ns {
     }
 }
 
-/// Host-prep ranges per process (standard) or pooled (trtllm-skill), per pattern, in table order.
-pub(super) fn index_prep(trace: &Trace, names: &NameTables, sw: &Switches) -> Vec<PrepRanges> {
-    let slots = prep_slots(trace, sw);
-    // Kept as long as the trace is open (one range per step and rank): counted first, so each
-    // list is allocated once at its size.
-    let mut counts = vec![[0usize; 3]; slots];
-    for_each_prep(trace, names, sw, |slot, p, _| counts[slot][p] += 1);
-    let mut out: Vec<PrepRanges> = counts
-        .iter()
-        .map(|c| PrepRanges {
-            by_pattern: c.map(Vec::with_capacity),
-        })
-        .collect();
-    for_each_prep(trace, names, sw, |slot, p, range| {
-        out[slot].by_pattern[p].push(range)
-    });
-    out
-}
-
-/// One slot per process (standard), or one pooled slot.
-fn prep_slots(trace: &Trace, sw: &Switches) -> usize {
-    if sw.prep_per_process {
-        trace.processes.len()
+/// `f(slot, pattern, range)` for each host-prep pattern `row` matches: the slot is the range's
+/// process (standard) or 0 (pooled).
+fn prep_of_row(
+    row: &NvtxRow,
+    threads: &Threads,
+    names: &NameTables,
+    sw: &Switches,
+    f: &mut impl FnMut(usize, usize, (Ns, Ns)),
+) {
+    let Some(name) = visible_row_name(row, sw) else {
+        return;
+    };
+    let slot = if sw.prep_per_process {
+        threads
+            .process
+            .get(row.thread as usize)
+            .copied()
+            .unwrap_or(0) as usize
     } else {
-        1
+        0
+    };
+    for (p, table) in names.prep.iter().enumerate() {
+        if crate::model::flag(table, name) {
+            f(slot, p, (row.start, row.end));
+        }
     }
 }
 
-/// Every visible NVTX range matching a host-prep pattern, as `(slot, pattern, range)`: the slot
-/// is the range's process (standard) or 0 (pooled).
-fn for_each_prep(
-    trace: &Trace,
-    names: &NameTables,
-    sw: &Switches,
-    mut f: impl FnMut(usize, usize, (Ns, Ns)),
-) {
-    let nv = &trace.nvtx;
-    let slots = prep_slots(trace, sw);
-    for i in 0..nv.len() {
-        let Some(name) = visible_name(nv, i, sw) else {
-            continue;
-        };
-        let slot = if sw.prep_per_process {
-            trace
-                .threads
-                .process
-                .get(nv.thread[i] as usize)
-                .copied()
-                .unwrap_or(0) as usize
-        } else {
-            0
-        };
-        if slot >= slots {
-            continue;
-        }
-        for (p, table) in names.prep.iter().enumerate() {
-            if crate::model::flag(table, name) {
-                f(slot, p, (nv.start[i], nv.end[i]));
+/// Host-prep ranges collected from NVTX ranges as they are read, in table order: one range per
+/// step and rank, so the lists grow by an eighth (their size is not known ahead).
+#[derive(Debug, Default)]
+pub(super) struct PrepCollector {
+    slots: Vec<PrepRanges>,
+}
+
+impl PrepCollector {
+    pub(super) fn push(
+        &mut self,
+        row: &NvtxRow,
+        threads: &Threads,
+        names: &NameTables,
+        sw: &Switches,
+    ) {
+        let slots = &mut self.slots;
+        prep_of_row(row, threads, names, sw, &mut |slot, p, range| {
+            if slots.len() <= slot {
+                slots.resize_with(slot + 1, PrepRanges::default);
             }
+            push_gently(&mut slots[slot].by_pattern[p], range);
+        });
+    }
+
+    /// The ranges per slot: one per process of a trace with `processes` (standard), or one.
+    pub(super) fn finish(mut self, processes: usize, sw: &Switches) -> Vec<PrepRanges> {
+        let slots = if sw.prep_per_process { processes } else { 1 };
+        self.slots
+            .resize_with(slots.max(self.slots.len()), PrepRanges::default);
+        for ranges in self.slots.iter_mut().flat_map(|s| &mut s.by_pattern) {
+            ranges.shrink_to_fit();
         }
+        self.slots
     }
 }
 

@@ -185,25 +185,14 @@ pub struct NameTables {
 pub struct StepNames(pub Vec<Option<StepName>>);
 
 impl StepNames {
-    /// The profile's forward-step name parser: `marker`'s, else the TensorRT-LLM marker (under
-    /// `LIKE` matching, only names `LIKE '%[Executor] _forward_step%'`).
+    /// The profile's forward-step name parser ([`StepParser`]) over `strings`.
     pub fn parser<'s>(
         strings: &'s Strings,
         sw: &Switches,
-        marker: Option<&'s StepMarker>,
+        marker: Option<&StepMarker>,
     ) -> impl Fn(NameId) -> Option<StepName> + 's {
-        let prefilter = (sw.name_match == NameMatch::SqliteLike)
-            .then(|| Like::new("%[Executor] _forward_step%"));
-        move |id| {
-            let s = strings.get(id);
-            if prefilter.as_ref().is_some_and(|p| !p.matches(s)) {
-                return None;
-            }
-            match marker {
-                Some(m) => m.parse(s),
-                None => parse_step(s),
-            }
-        }
+        let parser = StepParser::new(sw, marker);
+        move |id| parser.parse(strings.get(id))
     }
 
     pub fn get(&self, id: NameId) -> Option<StepName> {
@@ -211,25 +200,66 @@ impl StepNames {
     }
 }
 
+/// A profile's forward-step name parser: `marker`'s, else the TensorRT-LLM marker (under
+/// `LIKE` matching, only names `LIKE '%[Executor] _forward_step%'`).
+pub struct StepParser {
+    prefilter: Option<Like>,
+    marker: Option<StepMarker>,
+}
+
+impl StepParser {
+    pub fn new(sw: &Switches, marker: Option<&StepMarker>) -> StepParser {
+        StepParser {
+            prefilter: (sw.name_match == NameMatch::SqliteLike)
+                .then(|| Like::new("%[Executor] _forward_step%")),
+            marker: marker.cloned(),
+        }
+    }
+
+    pub fn parse(&self, name: &str) -> Option<StepName> {
+        if self.prefilter.as_ref().is_some_and(|p| !p.matches(name)) {
+            return None;
+        }
+        match &self.marker {
+            Some(m) => m.parse(name),
+            None => parse_step(name),
+        }
+    }
+}
+
 impl NameTables {
     pub fn build(strings: &Strings, sw: &Switches) -> NameTables {
-        let like = sw.name_match == NameMatch::SqliteLike;
-        let launch = strings.classify(|s| is_launch_api(s, sw.launch_apis));
-        let nccl = if like {
-            let p = Like::new("%nccl%");
-            strings.classify(|s| p.matches(s))
-        } else {
-            strings.classify(|s| s.to_ascii_lowercase().contains("nccl"))
+        let mut tables = NameTables {
+            launch: Vec::new(),
+            nccl: Vec::new(),
+            prep: Default::default(),
         };
-        let prep = PREP_PATTERNS.map(|pat| {
+        tables.extend(strings, sw);
+        tables
+    }
+
+    /// Classifies the strings interned since the tables were built (inline NVTX texts met
+    /// while the ranges stream).
+    pub fn extend(&mut self, strings: &Strings, sw: &Switches) {
+        if self.launch.len() == strings.len() {
+            return;
+        }
+        let like = sw.name_match == NameMatch::SqliteLike;
+        strings.classify_more(&mut self.launch, |s| is_launch_api(s, sw.launch_apis));
+        if like {
+            let p = Like::new("%nccl%");
+            strings.classify_more(&mut self.nccl, |s| p.matches(s));
+        } else {
+            strings.classify_more(&mut self.nccl, |s| s.to_ascii_lowercase().contains("nccl"));
+        }
+        for (table, pat) in self.prep.iter_mut().zip(PREP_PATTERNS) {
             if like {
                 let p = Like::new(&format!("%{pat}%"));
-                strings.classify(|s| p.matches(s))
+                strings.classify_more(table, |s| p.matches(s));
             } else {
-                strings.classify(|s| s.contains(pat))
+                strings.classify_more(table, |s| s.contains(pat));
             }
-        });
-        NameTables { launch, nccl, prep }
+        }
     }
 
     pub fn is_launch(&self, id: NameId) -> bool {

@@ -3,7 +3,7 @@
 use super::config::{PhaseWindow, Switches};
 use super::names::StepName;
 use crate::model::intervals::{IntervalSet, UnionBuilder};
-use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges};
+use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow};
 
 /// TP ranks' copies of one step start within this much of each other (reference: 100 µs).
 pub const TP_DEDUP_NS: Ns = 100_000;
@@ -22,19 +22,41 @@ pub struct Step {
 
 /// Which NVTX rows a profile can see, and under which name.
 pub fn visible_name(nvtx: &NvtxRanges, i: usize, sw: &Switches) -> Option<NameId> {
-    if sw.nvtx_range_types_only && !NVTX_RANGE_TYPES.contains(&nvtx.event_type[i]) {
+    visible_row_name(&nvtx.row(i), sw)
+}
+
+/// [`visible_name`] of a row read but not kept.
+pub fn visible_row_name(row: &NvtxRow, sw: &Switches) -> Option<NameId> {
+    if sw.nvtx_range_types_only && !NVTX_RANGE_TYPES.contains(&row.event_type) {
         return None;
     }
     // Reference filter `n.end > 0`; ranges that end before they start are damaged rows.
-    if nvtx.end[i] <= 0 || nvtx.end[i] < nvtx.start[i] {
+    if row.end <= 0 || row.end < row.start {
         return None;
     }
     let name = if sw.nvtx_text_fallback {
-        nvtx.name[i]
+        row.name
     } else {
-        nvtx.text_id_name[i]
+        row.text_id_name
     };
     (name != crate::model::NO_NAME).then_some(name)
+}
+
+/// The raw (one rank's) forward step `row` is under `sw`, if it is one; `names` gives a name's
+/// parsed step.
+pub fn step_of_row(
+    row: &NvtxRow,
+    sw: &Switches,
+    names: impl Fn(NameId) -> Option<StepName>,
+) -> Option<Step> {
+    let name_id = visible_row_name(row, sw)?;
+    Some(Step {
+        start: row.start,
+        end: row.end,
+        name: names(name_id)?,
+        ranks: 1,
+        name_id,
+    })
 }
 
 /// The forward steps of one profile, read again on each pass instead of kept: the NVTX table
@@ -76,52 +98,22 @@ impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
     /// In one pass: the step counts and the two phases, each step (TP-merged when the profile
     /// says so) handed to `each` in start order.
     pub fn summarize(&self, mut each: impl FnMut(&Step)) -> StepSummary {
-        let mut phases = [PhaseAcc::new(&self.sw), PhaseAcc::new(&self.sw)];
-        let (raw, distinct) = self.for_each_step(|s| {
-            if let Some(i) = phase_of(s) {
-                phases[i].push(s);
-            }
-            each(s);
-        });
-        let [context, generation] = phases.map(PhaseAcc::finish);
-        StepSummary {
-            counts: StepCounts {
-                steps: if self.sw.dedup_steps { distinct } else { raw },
-                raw,
-                distinct,
-            },
-            context,
-            generation,
+        let mut folder = StepSummarizer::new(&self.sw);
+        for s in self.raw() {
+            // `raw()` is in start order: the folder cannot refuse a step.
+            let _ = folder.push(s, &mut each);
         }
+        folder.finish(&mut each)
     }
 
     /// Hands each step (TP-merged when the profile says so) to `each` in start order; returns
     /// how many raw ranges and distinct (merged) steps there were.
     pub fn for_each_step(&self, mut each: impl FnMut(&Step)) -> (usize, usize) {
-        let (mut raw, mut distinct) = (0, 0);
-        let dedup = self.sw.dedup_steps;
-        // The TP group being read: its first range, and the group merged so far.
-        let mut group: Option<(Step, Step)> = None;
+        let mut folder = TpFolder::new(&self.sw);
         for s in self.raw() {
-            raw += 1;
-            match &mut group {
-                Some((first, merged)) if same_tp_group(first, &s) => absorb(merged, &s),
-                _ => {
-                    distinct += 1;
-                    if let Some((_, merged)) = group.take().filter(|_| dedup) {
-                        each(&merged);
-                    }
-                    group = Some((s, s));
-                }
-            }
-            if !dedup {
-                each(&s);
-            }
+            let _ = folder.push(s, &mut each);
         }
-        if let Some((_, merged)) = group.filter(|_| dedup) {
-            each(&merged);
-        }
-        (raw, distinct)
+        folder.finish(&mut each)
     }
 
     /// The raw steps as a list, allocated at its size.
@@ -135,15 +127,116 @@ impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
     }
 
     fn step_at(&self, i: usize) -> Option<Step> {
-        let name_id = visible_name(self.nvtx, i, &self.sw)?;
-        let name = (self.names)(name_id)?;
-        Some(Step {
-            start: self.nvtx.start[i],
-            end: self.nvtx.end[i],
-            name,
-            ranks: 1,
-            name_id,
-        })
+        step_of_row(&self.nvtx.row(i), &self.sw, &self.names)
+    }
+}
+
+/// A raw step came before the previous one: the folders need start (then end) order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepsUnordered;
+
+/// Raw steps in start (then end) order → steps, TP copies merged when the profile says so, as
+/// they pass; counts raw ranges and distinct steps.
+pub struct TpFolder {
+    dedup: bool,
+    /// The TP group being read: its first range, and the group merged so far.
+    group: Option<(Step, Step)>,
+    last: Option<(Ns, Ns)>,
+    raw: usize,
+    distinct: usize,
+}
+
+impl TpFolder {
+    pub fn new(sw: &Switches) -> TpFolder {
+        TpFolder {
+            dedup: sw.dedup_steps,
+            group: None,
+            last: None,
+            raw: 0,
+            distinct: 0,
+        }
+    }
+
+    /// Adds a raw step; a step merged or kept is handed to `each` once its group closes.
+    pub fn push(&mut self, s: Step, each: &mut impl FnMut(&Step)) -> Result<(), StepsUnordered> {
+        if self.last.is_some_and(|last| (s.start, s.end) < last) {
+            return Err(StepsUnordered);
+        }
+        self.last = Some((s.start, s.end));
+        self.raw += 1;
+        match &mut self.group {
+            Some((first, merged)) if same_tp_group(first, &s) => absorb(merged, &s),
+            _ => {
+                self.distinct += 1;
+                if let Some((_, merged)) = self.group.take().filter(|_| self.dedup) {
+                    each(&merged);
+                }
+                self.group = Some((s, s));
+            }
+        }
+        if !self.dedup {
+            each(&s);
+        }
+        Ok(())
+    }
+
+    /// Hands out the last group; `(raw ranges, distinct steps)`.
+    pub fn finish(self, each: &mut impl FnMut(&Step)) -> (usize, usize) {
+        if let Some((_, merged)) = self.group.filter(|_| self.dedup) {
+            each(&merged);
+        }
+        (self.raw, self.distinct)
+    }
+}
+
+/// [`TpFolder`] plus what a plan takes from the steps: counts and the two phases.
+pub struct StepSummarizer {
+    folder: TpFolder,
+    dedup: bool,
+    phases: [PhaseAcc; 2],
+}
+
+impl StepSummarizer {
+    pub fn new(sw: &Switches) -> StepSummarizer {
+        StepSummarizer {
+            folder: TpFolder::new(sw),
+            dedup: sw.dedup_steps,
+            phases: [PhaseAcc::new(sw), PhaseAcc::new(sw)],
+        }
+    }
+
+    /// Adds a raw step; each step (TP-merged when the profile says so) goes to `each`.
+    pub fn push(&mut self, s: Step, each: &mut impl FnMut(&Step)) -> Result<(), StepsUnordered> {
+        self.folder
+            .push(s, &mut into_phases(&mut self.phases, each))
+    }
+
+    pub fn finish(self, each: &mut impl FnMut(&Step)) -> StepSummary {
+        let mut phases = self.phases;
+        let (raw, distinct) = self.folder.finish(&mut into_phases(&mut phases, each));
+        let [context, generation] = phases.map(PhaseAcc::finish);
+        StepSummary {
+            counts: StepCounts {
+                steps: if self.dedup { distinct } else { raw },
+                raw,
+                distinct,
+            },
+            context,
+            generation,
+        }
+    }
+}
+
+/// Each step into its phase's accumulator, then to `each`.
+fn into_phases<'a>(
+    phases: &'a mut [PhaseAcc; 2],
+    each: &'a mut impl FnMut(&Step),
+) -> impl FnMut(&Step) + 'a {
+    move |s| {
+        if let Some(i) = phase_of(s) {
+            phases[i].push(s);
+        }
+        each(s);
     }
 }
 

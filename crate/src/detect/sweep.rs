@@ -28,11 +28,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::config::{DetectConfig, NameMatch, Switches};
-use super::measure::{LaunchIndex, Launches, PrepRanges, index_prep};
-use super::names::{NameTables, StepNames};
-use super::steps::{PhaseCounts, Step, StepCounts, StepReader};
+use super::measure::{LaunchIndex, Launches, PrepCollector, PrepRanges};
+use super::names::{NameTables, StepParser};
+use super::steps::{
+    PhaseCounts, Step, StepCounts, StepReader, StepSummarizer, StepsUnordered, step_of_row,
+};
 use crate::model::intervals::IntervalSet;
-use crate::model::{KernelEvent, Ns, OutOfOrder, ProcessIdx, StartOrder, Trace, flag};
+use crate::model::{
+    KernelEvent, Ns, NvtxRow, OutOfOrder, ProcessIdx, StartOrder, Strings, Threads, Trace, flag,
+};
 use crate::pyfmt::naive_sum;
 
 /// Device sets are 64-bit masks: a trace with more devices than this gets no standard M3.
@@ -130,29 +134,86 @@ impl Plan {
 
     /// The plan, with each forward step it counted handed to `each` (after TP de-duplication,
     /// in start order): the plan does not keep them, one per step would grow it with the trace.
-    pub fn with_steps(host: &Trace, cfg: &DetectConfig, each: impl FnMut(&Step)) -> Plan {
+    pub fn with_steps(host: &Trace, cfg: &DetectConfig, mut each: impl FnMut(&Step)) -> Plan {
+        let mut b = PlanBuilder::new(&host.strings, cfg);
+        let nvtx = &host.nvtx;
+        if let Some(prep) = &mut b.prep {
+            for i in 0..nvtx.len() {
+                prep.push(&nvtx.row(i), &host.threads, &b.names, &b.sw);
+            }
+        }
+        // The reader sorts the steps of a table out of start order.
+        let parse = |id| b.parser.parse(host.strings.get(id));
+        for s in StepReader::new(nvtx, parse, &b.sw).raw() {
+            let _ = b.steps.push(s, &mut each);
+        }
+        b.finish(host.processes.len(), &mut each)
+    }
+}
+
+/// A [`Plan`] built from NVTX ranges as they are read, in table order, none kept (the page's
+/// analysis worker): the forward steps must come in start order, as in every export seen.
+pub struct PlanBuilder {
+    sw: Switches,
+    names: NameTables,
+    parser: StepParser,
+    custom_marker: bool,
+    steps: StepSummarizer,
+    /// `None` under `skip_m3`.
+    prep: Option<PrepCollector>,
+}
+
+impl PlanBuilder {
+    /// A builder for `cfg` over `strings` (grown by inline NVTX texts as the ranges stream).
+    pub fn new(strings: &Strings, cfg: &DetectConfig) -> PlanBuilder {
         let sw = cfg.profile.switches();
-        let marker = if sw.name_match == NameMatch::Substring {
-            cfg.step_marker.as_ref()
-        } else {
-            None
-        };
-        let names = NameTables::build(&host.strings, &sw);
-        let step_names = StepNames::parser(&host.strings, &sw, marker);
-        let found = StepReader::new(&host.nvtx, step_names, &sw).summarize(each);
-        let prep = if cfg.skip_m3 {
-            Vec::new()
-        } else {
-            index_prep(host, &names, &sw)
-        };
-        Plan {
+        let marker = cfg
+            .step_marker
+            .as_ref()
+            .filter(|_| sw.name_match == NameMatch::Substring);
+        PlanBuilder {
             sw,
-            names,
+            names: NameTables::build(strings, &sw),
+            parser: StepParser::new(&sw, marker),
             custom_marker: marker.is_some(),
+            steps: StepSummarizer::new(&sw),
+            prep: (!cfg.skip_m3).then(PrepCollector::default),
+        }
+    }
+
+    /// Adds an NVTX range; each forward step it completes goes to `each`. `Err`: its step
+    /// starts before the previous one, so the table must be read whole ([`Plan::with_steps`]).
+    pub fn push(
+        &mut self,
+        row: &NvtxRow,
+        strings: &Strings,
+        threads: &Threads,
+        each: &mut impl FnMut(&Step),
+    ) -> Result<(), StepsUnordered> {
+        self.names.extend(strings, &self.sw);
+        if let Some(prep) = &mut self.prep {
+            prep.push(row, threads, &self.names, &self.sw);
+        }
+        let parse = |id| self.parser.parse(strings.get(id));
+        match step_of_row(row, &self.sw, parse) {
+            Some(s) => self.steps.push(s, each),
+            None => Ok(()),
+        }
+    }
+
+    /// The plan of a trace with `processes` processes once every range was pushed.
+    pub fn finish(self, processes: usize, each: &mut impl FnMut(&Step)) -> Plan {
+        let found = self.steps.finish(each);
+        Plan {
+            prep: self
+                .prep
+                .map_or_else(Vec::new, |p| p.finish(processes, &self.sw)),
+            sw: self.sw,
+            names: self.names,
+            custom_marker: self.custom_marker,
             steps: found.counts,
             context: found.context,
             generation: found.generation,
-            prep,
             launches: None,
         }
     }

@@ -7,10 +7,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::{PROFILES, profile_config};
-use crate::timeline::StepLane;
+use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
 use crate::detect::launches::LaunchSweep;
+use crate::detect::steps::Step;
+use crate::detect::sweep::PlanBuilder;
 use crate::detect::sweep::SweepPlanRef;
 use crate::detect::{Plan, Profile, SweepPlan};
 use crate::error::{Error, Result};
@@ -33,27 +35,65 @@ impl HostPlans {
         let plans = PROFILES
             .iter()
             .map(|&profile| {
-                let standard = profile == Profile::Standard;
-                Plan::with_steps(host, &profile_config(profile, ""), |s| {
-                    if standard {
-                        lane.push(s);
-                    }
-                })
+                let each = lane_steps(profile, &mut lane);
+                Plan::with_steps(host, &profile_config(profile, ""), each)
             })
             .collect();
         let step_lane = lane.finish();
         HostPlans { plans, step_lane }
     }
 
-    /// The page's step after NVTX: the plans and the kernel pass's plan as bytes
-    /// ([`KernelPlan::encode`]), after which the NVTX ranges and what only the sweeps read are
-    /// let go (the verdict needs only what the plans took from them).
+    /// The page's plans, built from the NVTX ranges as `staged` reads them (none kept, so the
+    /// analysis worker never holds the NVTX table). A table whose forward steps are out of start
+    /// order is loaded and read whole instead, then let go.
+    pub fn load(
+        staged: &mut StagedLoad,
+        conn: &Connection,
+        path: &str,
+        progress: ProgressFn<'_>,
+    ) -> Result<HostPlans> {
+        let strings = &staged.trace().strings;
+        let mut builders: Vec<(Profile, PlanBuilder)> = PROFILES
+            .iter()
+            .map(|&p| (p, PlanBuilder::new(strings, &profile_config(p, ""))))
+            .collect();
+        let mut lane = StepLane::builder();
+        let read = staged.stream_nvtx(conn, path, progress, &mut |row, strings, threads| {
+            builders.iter_mut().all(|(profile, b)| {
+                let mut each = lane_steps(*profile, &mut lane);
+                b.push(row, strings, threads, &mut each).is_ok()
+            })
+        })?;
+        if !read {
+            staged.nvtx(conn, path, true, progress)?;
+            let plans = HostPlans::of(staged.trace());
+            staged.forget_nvtx_ranges();
+            return Ok(plans);
+        }
+        let processes = staged.trace().processes.len();
+        let plans = builders
+            .into_iter()
+            .map(|(profile, b)| b.finish(processes, &mut lane_steps(profile, &mut lane)))
+            .collect();
+        let step_lane = lane.finish();
+        Ok(HostPlans { plans, step_lane })
+    }
+
+    /// The page's step after NVTX (loaded): the plans and the kernel pass's plan as bytes
+    /// ([`HostPlans::kernel_plan`]), the NVTX ranges let go.
     pub fn for_kernel_pass(staged: &mut StagedLoad) -> (HostPlans, Vec<u8>) {
         let mut plans = HostPlans::of(staged.trace());
         staged.forget_nvtx_ranges();
-        let plan = KernelPlan::encode(staged.trace(), &plans);
-        plans.plans.iter_mut().for_each(Plan::forget_sweep_inputs);
+        let plan = plans.kernel_plan(staged.trace());
         (plans, plan)
+    }
+
+    /// The kernel pass's plan as bytes ([`KernelPlan::encode`]); then what only the sweeps read
+    /// is let go (the verdict needs only what the plans took from it).
+    pub fn kernel_plan(&mut self, host: &Trace) -> Vec<u8> {
+        let plan = KernelPlan::encode(host, self);
+        self.plans.iter_mut().for_each(Plan::forget_sweep_inputs);
+        plan
     }
 
     /// The plans, checked to be valid for `host`: built on its string table (loading after
@@ -125,6 +165,16 @@ impl HostPlans {
     /// The timeline's forward-step lane (the standard profile's steps), once.
     pub fn take_step_lane(&mut self) -> Option<StepLane> {
         self.step_lane.take()
+    }
+}
+
+/// Where a profile's forward steps go as its plan reads them: the standard profile's make the
+/// timeline's step lane.
+fn lane_steps(profile: Profile, lane: &mut StepLaneBuilder) -> impl FnMut(&Step) + '_ {
+    move |s| {
+        if profile == Profile::Standard {
+            lane.push(s);
+        }
     }
 }
 

@@ -12,7 +12,14 @@ use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
 use crate::detect::names::may_define_windows;
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, GpuInfo, MemOps, NO_NAME, ProcessIdx, Processes, Strings, Trace};
+use crate::model::{
+    CoverageNote, GpuInfo, MemOps, NO_NAME, NvtxRanges, NvtxRow, ProcessIdx, Processes, Strings,
+    Threads, Trace,
+};
+
+/// Where [`StagedLoad::stream_nvtx`] hands each NVTX range (with the strings and threads as
+/// interned so far); `false` stops the read.
+pub type NvtxSink<'a> = &'a mut dyn FnMut(&NvtxRow, &Strings, &Threads) -> bool;
 
 /// What to load. Decoding a column costs time per row, so the verdict loads only what it reads.
 #[derive(Debug, Clone, Copy)]
@@ -179,6 +186,43 @@ impl StagedLoad {
             progress,
         };
         ctx.load_nvtx_where(&self.schema, &mut self.trace, false, windows_only)
+    }
+
+    /// The NVTX ranges that may be forward steps or host-prep ranges handed to `sink` instead
+    /// of kept (the others only counted): the page builds its detect plans from them as they
+    /// pass. `Ok(false)`: `sink` stopped the read; load them with [`StagedLoad::nvtx`] then.
+    pub fn stream_nvtx(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        progress: ProgressFn<'_>,
+        sink: NvtxSink<'_>,
+    ) -> Result<bool> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        // Ranges the sink gets are not kept either: counted like those filtered out.
+        let mut passed = NvtxRanges::default();
+        let done = ctx.stream_nvtx(
+            &self.schema,
+            &mut self.trace,
+            false,
+            true,
+            &mut |row, s, t| {
+                passed.omit(row.name != row.text_id_name);
+                sink(row, s, t)
+            },
+        )?;
+        let omitted = &mut self.trace.nvtx.omitted;
+        if done {
+            omitted.count += passed.omitted.count;
+            omitted.inline_text |= passed.omitted.inline_text;
+        } else {
+            *omitted = Default::default();
+        }
+        Ok(done)
     }
 
     /// The CUDA API calls (only launch calls with `LoadOptions::detect()`), then the remaining
@@ -483,6 +527,18 @@ impl Loader<'_, '_> {
         sql: &str,
         mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
     ) -> Result<()> {
+        self.stream_while(step, table, sql, |r| each(r).map(|()| true))
+            .map(|_| ())
+    }
+
+    /// [`Loader::stream`] until `each` returns `false`: `Ok(false)` then.
+    fn stream_while(
+        &mut self,
+        step: &'static str,
+        table: &str,
+        sql: &str,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<bool>,
+    ) -> Result<bool> {
         let total = self.estimate_rows(table);
         self.report(step, 0, total)?;
         let (conn, path) = (self.conn, self.path);
@@ -491,13 +547,15 @@ impl Loader<'_, '_> {
         let mut rows = stmt.query([]).map_err(fail)?;
         let mut done = 0u64;
         while let Some(row) = rows.next().map_err(fail)? {
-            each(row).map_err(fail)?;
+            if !each(row).map_err(fail)? {
+                return Ok(false);
+            }
             done += 1;
             if done.is_multiple_of(PROGRESS_EVERY) {
                 self.report(step, done, total)?;
             }
         }
-        self.report(step, done, total)
+        self.report(step, done, total).map(|()| true)
     }
 
     fn load_strings(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
@@ -678,12 +736,33 @@ impl Loader<'_, '_> {
         details: bool,
         windows_only: bool,
     ) -> Result<()> {
+        let mut kept = NvtxRanges::default();
+        self.stream_nvtx(schema, trace, details, windows_only, &mut |row, _, _| {
+            kept.push(row, details);
+            true
+        })?;
+        kept.omitted = trace.nvtx.omitted;
+        kept.shrink_to_fit();
+        trace.nvtx = kept;
+        Ok(())
+    }
+
+    /// Hands NVTX ranges to `sink` in table order instead of keeping them (they only count, in
+    /// `trace.nvtx.omitted`). `sink` returning `false` stops the read: `Ok(false)`.
+    fn stream_nvtx(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        details: bool,
+        windows_only: bool,
+        sink: NvtxSink<'_>,
+    ) -> Result<bool> {
         if !schema.has_table(NVTX_TABLE) {
             trace.note(
                 NVTX_TABLE,
                 "no NVTX_EVENTS table: phase and host-prep metrics not computable",
             );
-            return Ok(());
+            return Ok(true);
         }
         trace.present.nvtx = true;
         let sql = Self::select(
@@ -714,7 +793,7 @@ impl Loader<'_, '_> {
         } else {
             Vec::new()
         };
-        self.stream("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
+        self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
             // Every row's thread is interned, kept or not: process and thread ids then come
             // out as in a whole load (they order per-process results).
             let gtid = int(r.get_ref(2)?, 0);
@@ -731,26 +810,21 @@ impl Loader<'_, '_> {
                 && !crate::model::flag(&keep_id, by_id)
                 && !text.as_deref().is_some_and(may_define_windows)
             {
-                n.omitted.count += 1;
-                n.omitted.inline_text |= text.is_some();
-                return Ok(());
+                n.omit(text.is_some());
+                return Ok(true);
             }
-            n.start.push(int(r.get_ref(0)?, 0));
-            n.end.push(int(r.get_ref(1)?, 0));
-            n.thread.push(last_thread);
-            n.event_type
-                .push(u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0));
-            if details {
-                n.domain.push(small(r.get_ref(4)?));
-            }
-            let name = text.map_or(by_id, |t| strings.intern(&t));
-            n.name.push(name);
-            n.text_id_name.push(by_id);
-            Ok(())
-        })?;
-        n.shrink_to_fit();
-        strings.shrink_to_fit();
-        Ok(())
+            let row = NvtxRow {
+                start: int(r.get_ref(0)?, 0),
+                end: int(r.get_ref(1)?, 0),
+                thread: last_thread,
+                event_type: u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0),
+                domain: if details { small(r.get_ref(4)?) } else { 0 },
+                name: text.map_or(by_id, |t| strings.intern(&t)),
+                text_id_name: by_id,
+            };
+            Ok(sink(&row, strings, threads))
+        })
+        .inspect(|_| strings.shrink_to_fit())
     }
 
     fn load_memops(

@@ -29,8 +29,8 @@ pub struct StreamHost {
 
 #[wasm_bindgen]
 impl StreamHost {
-    /// Opens `file` and loads its strings and NVTX ranges. `onProgress(step, done, total)`
-    /// returning `false` cancels.
+    /// Opens `file`, loads its strings and builds the detect plans from its NVTX ranges.
+    /// `onProgress(step, done, total)` returning `false` cancels.
     pub fn open(
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
@@ -39,24 +39,23 @@ impl StreamHost {
         let conn = open_connection(&registration, &name).map_err(js_error)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         let mut staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(js_error)?;
-        staged
-            .nvtx(&conn, &name, true, &mut progress)
-            .map_err(js_error)?;
+        let plans = HostPlans::load(&mut staged, &conn, &name, &mut progress).map_err(js_error)?;
         Ok(StreamHost {
             name,
             registration,
             conn,
             staged: Some(staged),
-            plans: None,
+            plans: Some(plans),
             trace: None,
         })
     }
 
     /// The plan for the kernel pass, as bytes to send to the loader worker.
     pub fn plan(&mut self) -> Result<Uint8Array, JsError> {
-        let staged = self.staged.as_mut().ok_or_else(|| order_error("plan"))?;
-        let (plans, bytes) = HostPlans::for_kernel_pass(staged);
-        self.plans = Some(plans);
+        let (Some(staged), Some(plans)) = (&self.staged, &mut self.plans) else {
+            return Err(order_error("plan"));
+        };
+        let bytes = plans.kernel_plan(staged.trace());
         Ok(Uint8Array::from(&bytes[..]))
     }
 
