@@ -105,8 +105,9 @@ fn kernel_pass(
     plan_bytes: Vec<u8>,
     keep_plan: bool,
 ) -> Res<(Vec<u8>, Option<KernelPlan>)> {
-    let before = LIVE.load(Relaxed);
-    PEAK.store(before, Relaxed);
+    // The page's loader holds the plan's bytes too (copied in from the message).
+    let before = LIVE.load(Relaxed) - plan_bytes.capacity();
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
     let plan = KernelPlan::from_bytes(&plan_bytes)?;
     drop(plan_bytes);
     let mut pass = KernelPass::new(conn, schema, path)?;

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
 use hashbrown::HashTable;
+use intervals::push_gently;
 
 use serde::{Deserialize, Serialize};
 
@@ -39,15 +40,22 @@ pub fn os_tid(global_tid: i64) -> u32 {
     (global_tid & 0xFF_FFFF) as u32
 }
 
+/// Bytes per chunk of the string table's text.
+const STRING_CHUNK: usize = 1 << 20;
+
 /// The string table: nsys `StringIds` plus interned inline NVTX `text` values.
 ///
-/// Values sit back to back in one buffer: a long trace names every forward step differently,
-/// and a boxed string each would cost its allocation's overhead again per step.
+/// Values sit back to back in fixed-size chunks: a long trace names every forward step
+/// differently, and a boxed string each would cost its allocation's overhead again per step,
+/// while one growing buffer would be copied as it grows and leave its old blocks behind in the
+/// page's wasm memory, which keeps its high-water mark.
 #[derive(Debug, Default, Clone)]
 pub struct Strings {
-    text: String,
-    /// Where each value ends in `text`.
-    ends: Vec<usize>,
+    chunks: Vec<String>,
+    /// Where each value ends: its chunk's index in the high 32 bits, the end offset in that
+    /// chunk in the low 32 (a value starts where the previous one ends in the same chunk, else
+    /// at its chunk's start).
+    ends: Vec<u64>,
     /// `StringIds.id` of each value (`i64::MIN` for interned inline texts).
     sqlite_ids: Vec<i64>,
     index: StringIndex,
@@ -117,7 +125,7 @@ impl Strings {
     /// indexes them.
     pub fn push_row(&mut self, sqlite_id: i64, value: &str) {
         self.push(value);
-        self.sqlite_ids.push(sqlite_id);
+        push_gently(&mut self.sqlite_ids, sqlite_id);
     }
 
     /// Indexes the rows pushed so far by `StringIds.id`.
@@ -126,20 +134,26 @@ impl Strings {
         self.shrink_to_fit();
     }
 
-    /// Returns the unused capacity once loading has added every string (the text buffer grows
-    /// gently instead: shrinking it would copy it).
+    /// Returns the offsets' unused capacity once loading has added every string.
     pub fn shrink_to_fit(&mut self) {
         self.ends.shrink_to_fit();
         self.sqlite_ids.shrink_to_fit();
     }
 
     fn push(&mut self, value: &str) -> NameId {
-        let spare = self.text.capacity() - self.text.len();
-        if let Some(more) = gentle_growth(self.text.len(), spare, value.len()) {
-            self.text.reserve_exact(more);
+        let fits = self
+            .chunks
+            .last()
+            .is_some_and(|c| c.capacity() - c.len() >= value.len());
+        if !fits {
+            // A value longer than a chunk gets a chunk of its own size.
+            self.chunks
+                .push(String::with_capacity(STRING_CHUNK.max(value.len())));
         }
-        self.text.push_str(value);
-        self.ends.push(self.text.len());
+        let index = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[index];
+        chunk.push_str(value);
+        push_gently(&mut self.ends, ((index as u64) << 32) | chunk.len() as u64);
         (self.ends.len() - 1) as NameId
     }
 
@@ -157,7 +171,7 @@ impl Strings {
     /// Interns an inline string (NVTX `text`), reusing an earlier copy.
     pub fn intern(&mut self, text: &str) -> NameId {
         let hash = self.hasher.hash_one(text);
-        let (all, ends) = (&self.text, &self.ends);
+        let (all, ends) = (&self.chunks, &self.ends);
         if let Some(&id) = self
             .interned
             .find(hash, |&id| value_of(all, ends, id) == text)
@@ -165,8 +179,8 @@ impl Strings {
             return id;
         }
         let id = self.push(text);
-        self.sqlite_ids.push(i64::MIN);
-        let (all, ends, hasher) = (&self.text, &self.ends, &self.hasher);
+        push_gently(&mut self.sqlite_ids, i64::MIN);
+        let (all, ends, hasher) = (&self.chunks, &self.ends, &self.hasher);
         self.interned
             .insert_unique(hash, id, |&id| hasher.hash_one(value_of(all, ends, id)));
         id
@@ -182,7 +196,7 @@ impl Strings {
 
     /// The string for `id`; `""` for `NO_NAME` or an out-of-range id.
     pub fn get(&self, id: NameId) -> &str {
-        value_of(&self.text, &self.ends, id)
+        value_of(&self.chunks, &self.ends, id)
     }
 
     pub fn len(&self) -> usize {
@@ -229,13 +243,21 @@ pub(crate) fn gentle_growth(len: usize, spare: usize, additional: usize) -> Opti
 }
 
 /// Value `id` of a string buffer and its end offsets; `""` when out of range.
-fn value_of<'s>(text: &'s str, ends: &[usize], id: NameId) -> &'s str {
+fn value_of<'s>(chunks: &'s [String], ends: &[u64], id: NameId) -> &'s str {
+    const OFFSET: u64 = u32::MAX as u64;
     let i = id as usize;
     let Some(&end) = ends.get(i) else {
         return "";
     };
-    let start = if i == 0 { 0 } else { ends[i - 1] };
-    text.get(start..end).unwrap_or("")
+    let chunk = end >> 32;
+    let start = match i.checked_sub(1).and_then(|p| ends.get(p)) {
+        Some(&prev) if prev >> 32 == chunk => prev & OFFSET,
+        _ => 0,
+    };
+    chunks
+        .get(chunk as usize)
+        .and_then(|c| c.get(start as usize..(end & OFFSET) as usize))
+        .unwrap_or("")
 }
 
 /// Looks up a per-name flag built by [`Strings::classify`]; `NO_NAME` is never matched.
@@ -787,6 +809,36 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_read_back_across_chunk_boundaries() {
+        // Values of every length up to past a chunk, so some end exactly at a chunk's end,
+        // some do not fit the rest of one, and one is longer than a chunk.
+        let values: Vec<String> = (0..600usize)
+            .map(|i| {
+                let len = (i * 7919) % 4000 + if i == 300 { STRING_CHUNK + 5 } else { 0 };
+                let c = char::from(b'a' + (i % 26) as u8);
+                c.to_string().repeat(len)
+            })
+            .chain(["é".repeat(3000), String::new()])
+            .collect();
+        let rows = values.iter().enumerate();
+        let s = Strings::from_rows(rows.map(|(i, v)| (i as i64, v.clone())).collect());
+        assert!(
+            s.chunks.len() > 2,
+            "spans several chunks: {}",
+            s.chunks.len()
+        );
+        for (id, v) in values.iter().enumerate() {
+            assert_eq!(s.get(id as NameId), v, "value {id}");
+        }
+        let mut interned = s.clone();
+        let long = "z".repeat(STRING_CHUNK * 2);
+        let id = interned.intern(&long);
+        assert_eq!(interned.intern(&long), id);
+        assert_eq!(interned.get(id), long);
+        assert_eq!(interned.get(id - 1), "");
+    }
 
     #[test]
     fn strings_keep_rows_and_interned_texts_apart_and_intern_each_text_once() {

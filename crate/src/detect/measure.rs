@@ -23,7 +23,24 @@ use crate::model::{Ns, NvtxRow, ProcessIdx, Threads, Trace};
 /// Host-prep ranges of one process (or of all, pooled), per pattern, in table order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PrepRanges {
+    #[serde(with = "delta_each")]
     pub by_pattern: [Vec<(Ns, Ns)>; 3],
+}
+
+/// [`crate::model::intervals::delta`] for each pattern's ranges.
+mod delta_each {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::model::Ns;
+    use crate::model::intervals::delta::{Delta, DeltaRef};
+
+    pub fn serialize<S: Serializer>(lists: &[Vec<(Ns, Ns)>; 3], s: S) -> Result<S::Ok, S::Error> {
+        lists.each_ref().map(|l| DeltaRef(l)).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[Vec<(Ns, Ns)>; 3], D::Error> {
+        <[Delta; 3]>::deserialize(d).map(|lists| lists.map(|l| l.0))
+    }
 }
 
 /// The trace indexed for repeated scope measurements.

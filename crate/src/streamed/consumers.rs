@@ -91,7 +91,7 @@ impl KernelResults {
     /// Compact binary (floats bit for bit): phase windows and gaps near host-prep ranges hold
     /// one entry per step.
     pub fn to_bytes(&self) -> Vec<u8> {
-        postcard::to_allocvec(self).unwrap_or_default()
+        super::encode(self)
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<KernelResults> {

@@ -94,6 +94,16 @@ impl Streamed {
     }
 }
 
+/// Postcard bytes of `value`, in a buffer of their exact size (empty if it cannot be encoded,
+/// which decoding then reports): a plan or results of tens of MB would otherwise be copied each
+/// time the buffer doubles, and the page's wasm memory keeps its high-water mark.
+fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let Ok(size) = postcard::experimental::serialized_size(value) else {
+        return Vec::new();
+    };
+    postcard::to_extend(value, Vec::with_capacity(size)).unwrap_or_default()
+}
+
 /// The configuration the kernel pass sweeps under for `profile`.
 pub fn profile_config(profile: Profile, label: &str) -> DetectConfig {
     DetectConfig {

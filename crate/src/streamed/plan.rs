@@ -242,7 +242,7 @@ impl KernelPlan {
             names: host.strings.sqlite_ids(),
             graph_nodes: crate::detect::reads_graph_nodes(&host.meta, &host.strings),
         };
-        postcard::to_allocvec(&plan).unwrap_or_default()
+        super::encode(&plan)
     }
 
     /// The plan [`KernelPlan::encode`] encodes.
@@ -252,7 +252,7 @@ impl KernelPlan {
 
     /// Compact binary (what [`KernelPlan::encode`] writes for the plan it came from).
     pub fn to_bytes(&self) -> Vec<u8> {
-        postcard::to_allocvec(self).unwrap_or_default()
+        super::encode(self)
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<KernelPlan> {
