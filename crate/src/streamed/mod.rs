@@ -13,6 +13,7 @@ pub mod source;
 pub use consumers::{KernelResults, PROFILES};
 pub use pass::KernelPass;
 pub use plan::{HostPlans, KernelPlan};
+
 pub use source::SqliteKernels;
 
 use crate::detect::sweep::KernelSummary;
@@ -94,14 +95,68 @@ impl Streamed {
     }
 }
 
-/// Postcard bytes of `value`, in a buffer of their exact size (empty if it cannot be encoded,
-/// which decoding then reports): a plan or results of tens of MB would otherwise be copied each
-/// time the buffer doubles, and the page's wasm memory keeps its high-water mark.
-fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
-    let Ok(size) = postcard::experimental::serialized_size(value) else {
-        return Vec::new();
+/// Where encoded bytes go: told their length, then given them in pieces.
+pub trait ByteSink {
+    fn begin(&mut self, len: usize);
+    fn write(&mut self, bytes: &[u8]);
+}
+
+/// Bytes gathered in a buffer of their exact size: a plan or results of tens of MB would
+/// otherwise be copied each time the buffer doubles, and the page's wasm memory keeps its
+/// high-water mark.
+impl ByteSink for Vec<u8> {
+    fn begin(&mut self, len: usize) {
+        self.reserve_exact(len);
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Bytes per piece handed to a [`ByteSink`].
+const PIECE: usize = 1 << 16;
+
+/// Buffers bytes into pieces for a [`ByteSink`].
+struct Pieces<'s> {
+    buf: Vec<u8>,
+    sink: &'s mut dyn ByteSink,
+}
+
+impl Extend<u8> for Pieces<'_> {
+    fn extend<I: IntoIterator<Item = u8>>(&mut self, bytes: I) {
+        for b in bytes {
+            self.buf.push(b);
+            if self.buf.len() == PIECE {
+                self.sink.write(&self.buf);
+                self.buf.clear();
+            }
+        }
+    }
+}
+
+/// Postcard bytes of `value` into `sink`: none if it cannot be encoded, which decoding then
+/// reports.
+fn encode_to<T: serde::Serialize>(value: &T, sink: &mut dyn ByteSink) {
+    let Ok(len) = postcard::experimental::serialized_size(value) else {
+        sink.begin(0);
+        return;
     };
-    postcard::to_extend(value, Vec::with_capacity(size)).unwrap_or_default()
+    sink.begin(len);
+    let pieces = Pieces {
+        buf: Vec::with_capacity(PIECE.min(len)),
+        sink,
+    };
+    if let Ok(rest) = postcard::to_extend(value, pieces) {
+        rest.sink.write(&rest.buf);
+    }
+}
+
+/// [`encode_to`] a buffer.
+fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_to(value, &mut bytes);
+    bytes
 }
 
 /// The configuration the kernel pass sweeps under for `profile`.

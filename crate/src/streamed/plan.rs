@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{PROFILES, profile_config};
+use super::{ByteSink, PROFILES, profile_config};
 use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
@@ -91,9 +91,16 @@ impl HostPlans {
     /// The kernel pass's plan as bytes ([`KernelPlan::encode`]); then what only the sweeps read
     /// is let go (the verdict needs only what the plans took from it).
     pub fn kernel_plan(&mut self, host: &Trace) -> Vec<u8> {
-        let plan = KernelPlan::encode(host, self);
+        let mut bytes = Vec::new();
+        self.write_kernel_plan(host, &mut bytes);
+        bytes
+    }
+
+    /// [`HostPlans::kernel_plan`] into `sink`, in pieces: the page writes them into a JS
+    /// buffer, so the plan (tens of MB on a long trace) is never whole in wasm memory.
+    pub fn write_kernel_plan(&mut self, host: &Trace, sink: &mut dyn ByteSink) {
+        KernelPlan::write(host, self, sink);
         self.plans.iter_mut().for_each(Plan::forget_sweep_inputs);
-        plan
     }
 
     /// The plans, checked to be valid for `host`: built on its string table (loading after
@@ -231,6 +238,13 @@ impl KernelPlan {
     /// as compact bytes ([`KernelPlan::from_bytes`] reads them): the plan carries every
     /// host-prep range (one per step and rank) and phase window piece.
     pub fn encode(host: &Trace, plans: &HostPlans) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        KernelPlan::write(host, plans, &mut bytes);
+        bytes
+    }
+
+    /// [`KernelPlan::encode`] into `sink`.
+    fn write(host: &Trace, plans: &HostPlans, sink: &mut dyn ByteSink) {
         let sweeps = PROFILES
             .iter()
             .zip(&plans.plans)
@@ -242,7 +256,7 @@ impl KernelPlan {
             names: host.strings.sqlite_ids(),
             graph_nodes: crate::detect::reads_graph_nodes(&host.meta, &host.strings),
         };
-        super::encode(&plan)
+        super::encode_to(&plan, sink);
     }
 
     /// The plan [`KernelPlan::encode`] encodes.

@@ -12,7 +12,7 @@ use super::analysis::{Analysis, open_connection, register, report_progress};
 use super::js_error;
 use super::vfs::Registration;
 use crate::model::Trace;
-use crate::streamed::{self, HostPlans, KernelPlan, KernelResults};
+use crate::streamed::{self, ByteSink, HostPlans, KernelPlan, KernelResults};
 use crate::trace::{LoadOptions, Progress, StagedLoad, probe_export};
 
 /// The host side of a trace being opened: strings and NVTX first, then the API calls.
@@ -55,8 +55,9 @@ impl StreamHost {
         let (Some(staged), Some(plans)) = (&self.staged, &mut self.plans) else {
             return Err(order_error("plan"));
         };
-        let bytes = plans.kernel_plan(staged.trace());
-        Ok(Uint8Array::from(&bytes[..]))
+        let mut bytes = JsBytes::default();
+        plans.write_kernel_plan(staged.trace(), &mut bytes);
+        Ok(bytes.array)
     }
 
     /// Loads the kernel-launch API calls, GPU info and names (what the verdict reads).
@@ -98,6 +99,41 @@ impl StreamHost {
         let results = KernelResults::from_bytes(&bytes.to_vec()).map_err(js_error)?;
         let streamed = streamed::Streamed::attach(host, plans, results).map_err(js_error)?;
         Analysis::streamed(name, streamed, conn, registration).map_err(js_error)
+    }
+}
+
+/// A JS buffer filled piece by piece: bytes on their way to another worker need not sit in
+/// wasm memory, which keeps its high-water mark.
+struct JsBytes {
+    array: Uint8Array,
+    at: u32,
+}
+
+impl Default for JsBytes {
+    fn default() -> JsBytes {
+        JsBytes {
+            array: Uint8Array::new_with_length(0),
+            at: 0,
+        }
+    }
+}
+
+impl ByteSink for JsBytes {
+    fn begin(&mut self, len: usize) {
+        self.array = Uint8Array::new_with_length(u32::try_from(len).unwrap_or(0));
+        self.at = 0;
+    }
+
+    /// Bytes past the announced length are dropped (decoding the buffer then fails).
+    fn write(&mut self, bytes: &[u8]) {
+        let end = u32::try_from(bytes.len())
+            .ok()
+            .and_then(|n| self.at.checked_add(n))
+            .filter(|&end| end <= self.array.length());
+        if let Some(end) = end {
+            self.array.subarray(self.at, end).copy_from(bytes);
+            self.at = end;
+        }
     }
 }
 
