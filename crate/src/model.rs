@@ -56,27 +56,106 @@ pub struct Strings {
     /// chunk in the low 32 (a value starts where the previous one ends in the same chunk, else
     /// at its chunk's start).
     ends: Vec<u64>,
-    /// `StringIds.id` of each value (`i64::MIN` for interned inline texts).
-    sqlite_ids: Vec<i64>,
+    /// `StringIds.id` of each value loaded from that table (interned inline texts, after them,
+    /// have none).
+    row_ids: RowIds,
     index: StringIndex,
     /// Inline texts already interned (NVTX `text` column), by the hash of their value.
     interned: HashTable<NameId>,
     hasher: RandomState,
 }
 
+/// `StringIds.id` of each string loaded from that table, in load order: `first + row` when the
+/// ids run consecutively (every export seen numbers its strings so), listed otherwise. A long
+/// trace has a string per forward step, so a list would cost 8 bytes a step for nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RowIds {
+    Consecutive { first: i64, rows: usize },
+    Listed(Vec<i64>),
+}
+
+impl Default for RowIds {
+    fn default() -> RowIds {
+        RowIds::Consecutive { first: 0, rows: 0 }
+    }
+}
+
+impl RowIds {
+    fn push(&mut self, id: i64) {
+        match self {
+            RowIds::Consecutive { first, rows } if *rows == 0 => {
+                *first = id;
+                *rows = 1;
+            }
+            RowIds::Consecutive { first, rows }
+                if i64::try_from(*rows).ok().and_then(|r| first.checked_add(r)) == Some(id) =>
+            {
+                *rows += 1;
+            }
+            RowIds::Consecutive { first, rows } => {
+                let mut ids: Vec<i64> = (0..*rows).map(|r| *first + r as i64).collect();
+                ids.push(id);
+                *self = RowIds::Listed(ids);
+            }
+            RowIds::Listed(ids) => push_gently(ids, id),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            RowIds::Consecutive { rows, .. } => *rows,
+            RowIds::Listed(ids) => ids.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The id of row `row`.
+    pub fn get(&self, row: usize) -> Option<i64> {
+        match self {
+            RowIds::Consecutive { first, rows } => (row < *rows).then(|| *first + row as i64),
+            RowIds::Listed(ids) => ids.get(row).copied(),
+        }
+    }
+
+    /// Every row's id, in row order.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.len()).filter_map(|row| self.get(row))
+    }
+
+    fn shrink_to_fit(&mut self) {
+        if let RowIds::Listed(ids) = self {
+            ids.shrink_to_fit();
+        }
+    }
+}
+
 /// `StringIds.id` → [`NameId`], without the strings: what the page's kernel pass needs to name
 /// kernels as the analysis worker does.
 #[derive(Debug, Default, Clone)]
 pub struct StringIndex {
-    /// Indexed by id, when ids are dense (the usual case) ...
+    /// Ids run consecutively from `.0` for `.1` rows (no table needed) ...
+    consecutive: Option<(i64, usize)>,
+    /// ... else indexed by id, when ids are dense ...
     dense: Vec<NameId>,
     /// ... or a map when they are not.
     sparse: HashMap<i64, NameId>,
 }
 
 impl StringIndex {
-    /// The index of `ids` (`StringIds.id` per [`NameId`]; `i64::MIN` entries are not ids).
-    pub fn new(ids: &[i64]) -> StringIndex {
+    /// The index of the strings with `row_ids`.
+    pub fn new(row_ids: &RowIds) -> StringIndex {
+        let ids = match row_ids {
+            RowIds::Consecutive { first, rows } => {
+                return StringIndex {
+                    consecutive: Some((*first, *rows)),
+                    ..StringIndex::default()
+                };
+            }
+            RowIds::Listed(ids) => ids,
+        };
         let mut index = StringIndex::default();
         let max_id = ids.iter().copied().max().unwrap_or(-1);
         let dense_ok = max_id >= 0 && (max_id as usize) < ids.len().saturating_mul(2) + 1024;
@@ -84,9 +163,6 @@ impl StringIndex {
             index.dense = vec![NO_NAME; max_id as usize + 1];
         }
         for (idx, &id) in ids.iter().enumerate() {
-            if id == i64::MIN {
-                continue;
-            }
             let idx = idx as NameId;
             match index
                 .dense
@@ -103,6 +179,13 @@ impl StringIndex {
 
     /// Maps a `StringIds.id` to a [`NameId`]; unknown ids give `NO_NAME`.
     pub fn resolve(&self, sqlite_id: i64) -> NameId {
+        if let Some((first, rows)) = self.consecutive {
+            return sqlite_id
+                .checked_sub(first)
+                .and_then(|row| usize::try_from(row).ok())
+                .filter(|&row| row < rows)
+                .map_or(NO_NAME, |row| row as NameId);
+        }
         if sqlite_id >= 0 && (sqlite_id as usize) < self.dense.len() {
             return self.dense[sqlite_id as usize];
         }
@@ -125,19 +208,19 @@ impl Strings {
     /// indexes them.
     pub fn push_row(&mut self, sqlite_id: i64, value: &str) {
         self.push(value);
-        push_gently(&mut self.sqlite_ids, sqlite_id);
+        self.row_ids.push(sqlite_id);
     }
 
     /// Indexes the rows pushed so far by `StringIds.id`.
     pub fn finish_rows(&mut self) {
-        self.index = StringIndex::new(&self.sqlite_ids);
+        self.index = StringIndex::new(&self.row_ids);
         self.shrink_to_fit();
     }
 
     /// Returns the offsets' unused capacity once loading has added every string.
     pub fn shrink_to_fit(&mut self) {
         self.ends.shrink_to_fit();
-        self.sqlite_ids.shrink_to_fit();
+        self.row_ids.shrink_to_fit();
     }
 
     fn push(&mut self, value: &str) -> NameId {
@@ -162,10 +245,10 @@ impl Strings {
         self.index.resolve(sqlite_id)
     }
 
-    /// `StringIds.id` per [`NameId`] (`i64::MIN` for interned inline texts): with
-    /// [`StringIndex::new`], names resolve elsewhere as they do here.
-    pub fn sqlite_ids(&self) -> &[i64] {
-        &self.sqlite_ids
+    /// `StringIds.id` of the strings loaded from that table: with [`StringIndex::new`], names
+    /// resolve elsewhere as they do here.
+    pub fn row_ids(&self) -> &RowIds {
+        &self.row_ids
     }
 
     /// Interns an inline string (NVTX `text`), reusing an earlier copy.
@@ -179,7 +262,6 @@ impl Strings {
             return id;
         }
         let id = self.push(text);
-        push_gently(&mut self.sqlite_ids, i64::MIN);
         let (all, ends, hasher) = (&self.chunks, &self.ends, &self.hasher);
         self.interned
             .insert_unique(hash, id, |&id| hasher.hash_one(value_of(all, ends, id)));
@@ -188,10 +270,7 @@ impl Strings {
 
     /// The `StringIds.id` behind `id`; `None` for interned inline texts and `NO_NAME`.
     pub fn sqlite_id(&self, id: NameId) -> Option<i64> {
-        self.sqlite_ids
-            .get(id as usize)
-            .copied()
-            .filter(|&s| s != i64::MIN)
+        self.row_ids.get(id as usize)
     }
 
     /// The string for `id`; `""` for `NO_NAME` or an out-of-range id.
@@ -215,9 +294,9 @@ impl Strings {
     /// The `StringIds.id`s whose value satisfies `pred` (for pushing a filter into SQL).
     pub fn sqlite_ids_where(&self, pred: impl Fn(&str) -> bool) -> Vec<i64> {
         self.values()
-            .zip(&self.sqlite_ids)
-            .filter(|&(v, &id)| id != i64::MIN && pred(v))
-            .map(|(_, &id)| id)
+            .zip(self.row_ids.iter())
+            .filter(|&(v, _)| pred(v))
+            .map(|(_, id)| id)
             .collect()
     }
 
@@ -809,6 +888,43 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consecutive_string_ids_are_not_listed_and_resolve_as_listed_ones() {
+        let rows = |ids: &[i64]| -> Vec<(i64, String)> {
+            ids.iter().map(|&id| (id, format!("s{id}"))).collect()
+        };
+        let consecutive = Strings::from_rows(rows(&[1, 2, 3, 4]));
+        assert_eq!(
+            consecutive.row_ids(),
+            &RowIds::Consecutive { first: 1, rows: 4 }
+        );
+        // A break in the run lists every id, those before it included.
+        let broken = Strings::from_rows(rows(&[1, 2, 3, 7, 8, -1]));
+        assert_eq!(broken.row_ids(), &RowIds::Listed(vec![1, 2, 3, 7, 8, -1]));
+        for s in [&consecutive, &broken] {
+            for (name, id) in s.row_ids().iter().enumerate() {
+                assert_eq!(s.resolve(id), name as NameId, "id {id}");
+                assert_eq!(s.get(s.resolve(id)), format!("s{id}"));
+                assert_eq!(s.sqlite_id(name as NameId), Some(id));
+            }
+            let index = StringIndex::new(s.row_ids());
+            for id in [-2, 0, 5, 6, 9, i64::MIN, i64::MAX] {
+                assert_eq!(
+                    (s.resolve(id), index.resolve(id)),
+                    (NO_NAME, NO_NAME),
+                    "id {id}"
+                );
+            }
+        }
+        let mut interned = consecutive.clone();
+        let text = interned.intern("inline");
+        assert_eq!((text, interned.sqlite_id(text)), (4, None));
+        assert_eq!(
+            interned.sqlite_ids_where(|v| v.starts_with('s')),
+            [1, 2, 3, 4]
+        );
+    }
 
     #[test]
     fn strings_read_back_across_chunk_boundaries() {

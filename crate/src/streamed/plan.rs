@@ -16,7 +16,7 @@ use crate::detect::sweep::PlanBuilder;
 use crate::detect::sweep::SweepPlanRef;
 use crate::detect::{Plan, Profile, SweepPlan};
 use crate::error::{Error, Result};
-use crate::model::{Ns, Trace};
+use crate::model::{Ns, RowIds, Trace};
 use crate::trace::{LaunchCall, LaunchSink, ProgressFn, StagedLoad, kernel_edges};
 
 /// The host side's detect plan for each entry of [`PROFILES`], built once: after NVTX for the
@@ -215,9 +215,9 @@ pub struct KernelPlan {
     pub processes: Vec<i64>,
     /// One sweep plan per entry of [`PROFILES`] (default windows, M3 on).
     pub sweeps: Vec<SweepPlan>,
-    /// `StringIds.id` per name id of the host side ([`crate::model::Strings::sqlite_ids`]): the
+    /// `StringIds.id` per name id of the host side ([`crate::model::Strings::row_ids`]): the
     /// pass names kernels as the host side does without reading the strings.
-    pub names: Vec<i64>,
+    pub names: RowIds,
     /// Whether the verdict reads kernels' `graphNodeId` (a whole-graph capture of a trace that
     /// launches graphs: its warning asks whether any kernel has one).
     pub graph_nodes: bool,
@@ -229,7 +229,7 @@ pub struct KernelPlan {
 struct KernelPlanRef<'a> {
     processes: &'a [i64],
     sweeps: Vec<SweepPlanRef<'a>>,
-    names: &'a [i64],
+    names: &'a RowIds,
     graph_nodes: bool,
 }
 
@@ -253,7 +253,7 @@ impl KernelPlan {
         let plan = KernelPlanRef {
             processes: &host.processes.global_pid,
             sweeps,
-            names: host.strings.sqlite_ids(),
+            names: host.strings.row_ids(),
             graph_nodes: crate::detect::reads_graph_nodes(&host.meta, &host.strings),
         };
         super::encode_to(&plan, sink);
