@@ -314,13 +314,6 @@ impl Strings {
     }
 }
 
-/// How much to reserve for `additional` more items when `spare` are left: by an eighth of the
-/// length at a time, not by doubling, for buffers that grow with the number of forward steps
-/// (the page's wasm memory keeps its high-water mark). `None`: there is room.
-pub(crate) fn gentle_growth(len: usize, spare: usize, additional: usize) -> Option<usize> {
-    (spare < additional).then(|| additional.max(len / 8).max(64))
-}
-
 /// Value `id` of a string buffer and its end offsets; `""` when out of range.
 fn value_of<'s>(chunks: &'s [String], ends: &[u64], id: NameId) -> &'s str {
     const OFFSET: u64 = u32::MAX as u64;
@@ -629,13 +622,16 @@ impl NvtxRanges {
     /// Adds a push/pop range on `thread` named `name` (both by text and by `textId`).
     #[cfg(test)]
     pub(crate) fn push_range(&mut self, (start, end): (Ns, Ns), thread: ThreadIdx, name: NameId) {
-        self.start.push(start);
-        self.end.push(end);
-        self.thread.push(thread);
-        self.event_type.push(59);
-        self.domain.push(0);
-        self.name.push(name);
-        self.text_id_name.push(name);
+        let row = NvtxRow {
+            start,
+            end,
+            thread,
+            event_type: 59,
+            domain: 0,
+            name,
+            text_id_name: name,
+        };
+        self.push(&row, true);
     }
 
     pub fn len(&self) -> usize {

@@ -22,14 +22,7 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     let label = path.display().to_string();
     let host_conn = trace::open_path(path).expect("open (host)");
     let kernel_conn = trace::open_path(path).expect("open (kernels)");
-    let mut staged = StagedLoad::begin(&host_conn, &label, &mut |_| true).expect("begin");
-    // The plans read the NVTX ranges as they stream, keeping none.
-    let mut plans = HostPlans::load(&mut staged, &host_conn, &label, &mut |_| true).expect("plans");
-    assert!(
-        staged.trace().nvtx.is_empty(),
-        "{label}: no NVTX range is held"
-    );
-    let plan = plans.kernel_plan(staged.trace());
+    let (mut staged, mut plans, plan) = host_plans(&host_conn, &label);
 
     let schema = trace::probe_export(&kernel_conn, &label).expect("probe (k)");
     let mut pass = KernelPass::new(&kernel_conn, &schema, &label).expect("kernel pass");
@@ -67,6 +60,19 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     }
     let results = KernelResults::from_bytes(&bytes).expect("results");
     Streamed::attach(host, plans, results).expect("attach")
+}
+
+/// The analysis worker's side up to the plans: strings, then the plans read from the NVTX ranges
+/// as they stream (none kept), and the kernel pass's plan as bytes.
+fn host_plans(conn: &rusqlite::Connection, label: &str) -> (StagedLoad, HostPlans, Vec<u8>) {
+    let mut staged = StagedLoad::begin(conn, label, &mut |_| true).expect("begin");
+    let mut plans = HostPlans::load(&mut staged, conn, label, &mut |_| true).expect("plans");
+    assert!(
+        staged.trace().nvtx.is_empty(),
+        "{label}: no NVTX range is held"
+    );
+    let plan = plans.kernel_plan(staged.trace());
+    (staged, plans, plan)
 }
 
 /// A whole load: what `nsys-lens detect` loads (`verdict`), or every column (timeline, gaps).
@@ -249,10 +255,8 @@ fn an_nvtx_table_out_of_start_order_is_read_whole_for_the_plans() {
     assert_same_verdict(&streamed, &whole(&reversed, true), &label, "reversed NVTX");
     let plans = [&sorted, &reversed].map(|path| {
         let conn = trace::open_path(path).expect("open");
-        let label = path.display().to_string();
-        let mut staged = StagedLoad::begin(&conn, &label, &mut |_| true).expect("begin");
-        let mut plans = HostPlans::load(&mut staged, &conn, &label, &mut |_| true).expect("plans");
-        let plan = KernelPlan::from_bytes(&plans.kernel_plan(staged.trace())).expect("plan");
+        let (_, _, bytes) = host_plans(&conn, &path.display().to_string());
+        let plan = KernelPlan::from_bytes(&bytes).expect("plan");
         let sweeps = serde_json::to_value(&plan.sweeps).expect("json");
         // Host-prep ranges stay in table order (the reference sums them so): windows only.
         [0, 1].map(|i| {

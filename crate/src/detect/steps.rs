@@ -59,76 +59,119 @@ pub fn step_of_row(
     })
 }
 
-/// The forward steps of one profile, read again on each pass instead of kept: the NVTX table
-/// lists ranges in start order (every export seen), and a long trace's steps are the largest
-/// list a plan would build. A table out of order is sorted into a list once.
+/// Where a pass over forward steps hands each step (after TP merging, in start order).
+pub trait StepSink {
+    fn step(&mut self, s: &Step);
+    /// Forgets the steps handed so far: the pass starts again (the table was out of order).
+    fn restart(&mut self);
+}
+
+/// Steps nobody keeps.
+impl StepSink for () {
+    fn step(&mut self, _: &Step) {}
+    fn restart(&mut self) {}
+}
+
+impl StepSink for Vec<Step> {
+    fn step(&mut self, s: &Step) {
+        self.push(*s);
+    }
+    fn restart(&mut self) {
+        self.clear();
+    }
+}
+
+/// A sink that may be absent (one profile of several feeds it).
+impl<T: StepSink> StepSink for Option<&mut T> {
+    fn step(&mut self, s: &Step) {
+        if let Some(sink) = self {
+            sink.step(s);
+        }
+    }
+    fn restart(&mut self) {
+        if let Some(sink) = self {
+            sink.restart();
+        }
+    }
+}
+
+/// The forward steps of one profile, read from the NVTX table on each pass instead of kept: the
+/// table lists ranges in start order (every export seen), and a long trace's steps are the
+/// largest list a plan would build. A pass that meets a step out of order starts again over the
+/// steps sorted into a list.
 pub struct StepReader<'a, F: Fn(NameId) -> Option<StepName>> {
     nvtx: &'a NvtxRanges,
     names: F,
     sw: Switches,
-    /// The raw steps sorted by start (then end), when the table is not.
-    listed: Option<Vec<Step>>,
 }
 
 impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
     /// `names` gives a name's parsed step, if it is one.
     pub fn new(nvtx: &'a NvtxRanges, names: F, sw: &Switches) -> StepReader<'a, F> {
-        let mut reader = StepReader {
+        StepReader {
             nvtx,
             names,
             sw: *sw,
-            listed: None,
-        };
-        if !reader.raw().is_sorted_by_key(|s| (s.start, s.end)) {
-            let mut raw: Vec<Step> = reader.raw().collect();
-            raw.sort_by_key(|s| (s.start, s.end));
-            reader.listed = Some(raw);
-        }
-        reader
-    }
-
-    /// Every forward-step range, in start (then end) order, not merged.
-    pub fn raw(&self) -> Box<dyn Iterator<Item = Step> + '_> {
-        match &self.listed {
-            Some(list) => Box::new(list.iter().copied()),
-            None => Box::new((0..self.nvtx.len()).filter_map(|i| self.step_at(i))),
         }
     }
 
     /// In one pass: the step counts and the two phases, each step (TP-merged when the profile
-    /// says so) handed to `each` in start order.
-    pub fn summarize(&self, mut each: impl FnMut(&Step)) -> StepSummary {
-        let mut folder = StepSummarizer::new(&self.sw);
-        for s in self.raw() {
-            // `raw()` is in start order: the folder cannot refuse a step.
-            let _ = folder.push(s, &mut each);
-        }
-        folder.finish(&mut each)
+    /// says so) handed to `sink` in start order.
+    pub fn summarize(&self, sink: &mut impl StepSink) -> StepSummary {
+        self.fold(|| StepSummarizer::new(&self.sw), sink)
     }
 
-    /// Hands each step (TP-merged when the profile says so) to `each` in start order; returns
+    /// Hands each step (TP-merged when the profile says so) to `sink` in start order; returns
     /// how many raw ranges and distinct (merged) steps there were.
-    pub fn for_each_step(&self, mut each: impl FnMut(&Step)) -> (usize, usize) {
-        let mut folder = TpFolder::new(&self.sw);
-        for s in self.raw() {
-            let _ = folder.push(s, &mut each);
-        }
-        folder.finish(&mut each)
+    pub fn for_each_step(&self, sink: &mut impl StepSink) -> (usize, usize) {
+        self.fold(|| TpFolder::new(&self.sw), sink)
     }
 
-    /// The raw steps as a list, allocated at its size.
+    /// The raw steps as a list, sorted by start (then end).
     pub fn into_raw(self) -> Vec<Step> {
-        if let Some(list) = self.listed {
-            return list;
+        let mut raw: Vec<Step> = self.in_table_order().collect();
+        if !raw.is_sorted_by_key(|s| (s.start, s.end)) {
+            raw.sort_by_key(|s| (s.start, s.end));
         }
-        let mut raw = Vec::with_capacity(self.raw().count());
-        raw.extend(self.raw());
+        raw.shrink_to_fit();
         raw
     }
 
-    fn step_at(&self, i: usize) -> Option<Step> {
-        step_of_row(&self.nvtx.row(i), &self.sw, &self.names)
+    /// Folds the raw steps in start order: in table order, in one pass, when the table is so;
+    /// else `sink` restarts and the steps are folded again, sorted.
+    fn fold<T: StepFold>(&self, new: impl Fn() -> T, sink: &mut impl StepSink) -> T::Out {
+        let mut folder = new();
+        let mut each = |s: &Step| sink.step(s);
+        if self
+            .in_table_order()
+            .try_for_each(|s| folder.push(s, &mut each))
+            .is_ok()
+        {
+            return folder.finish(&mut each);
+        }
+        sink.restart();
+        let mut raw: Vec<Step> = self.in_table_order().collect();
+        raw.sort_by_key(|s| (s.start, s.end));
+        let mut folder = new();
+        let mut each = |s: &Step| sink.step(s);
+        for s in raw {
+            // Sorted: the folder cannot refuse a step.
+            let _ = folder.push(s, &mut each);
+        }
+        folder.finish(&mut each)
     }
+
+    fn in_table_order(&self) -> impl Iterator<Item = Step> + '_ {
+        (0..self.nvtx.len()).filter_map(|i| step_of_row(&self.nvtx.row(i), &self.sw, &self.names))
+    }
+}
+
+/// A fold over raw steps in start (then end) order ([`TpFolder`], [`StepSummarizer`]).
+pub trait StepFold {
+    type Out;
+    /// Adds a raw step; steps it completes go to `each`.
+    fn push(&mut self, s: Step, each: &mut impl FnMut(&Step)) -> Result<(), StepsUnordered>;
+    fn finish(self, each: &mut impl FnMut(&Step)) -> Self::Out;
 }
 
 /// A raw step came before the previous one: the folders need start (then end) order.
@@ -156,9 +199,14 @@ impl TpFolder {
             distinct: 0,
         }
     }
+}
 
-    /// Adds a raw step; a step merged or kept is handed to `each` once its group closes.
-    pub fn push(&mut self, s: Step, each: &mut impl FnMut(&Step)) -> Result<(), StepsUnordered> {
+impl StepFold for TpFolder {
+    /// `(raw ranges, distinct steps)`.
+    type Out = (usize, usize);
+
+    /// A step merged or kept is handed to `each` once its group closes.
+    fn push(&mut self, s: Step, each: &mut impl FnMut(&Step)) -> Result<(), StepsUnordered> {
         if self.last.is_some_and(|last| (s.start, s.end) < last) {
             return Err(StepsUnordered);
         }
@@ -181,7 +229,7 @@ impl TpFolder {
     }
 
     /// Hands out the last group; `(raw ranges, distinct steps)`.
-    pub fn finish(self, each: &mut impl FnMut(&Step)) -> (usize, usize) {
+    fn finish(self, each: &mut impl FnMut(&Step)) -> (usize, usize) {
         if let Some((_, merged)) = self.group.filter(|_| self.dedup) {
             each(&merged);
         }
@@ -204,14 +252,18 @@ impl StepSummarizer {
             phases: [PhaseAcc::new(sw), PhaseAcc::new(sw)],
         }
     }
+}
 
-    /// Adds a raw step; each step (TP-merged when the profile says so) goes to `each`.
-    pub fn push(&mut self, s: Step, each: &mut impl FnMut(&Step)) -> Result<(), StepsUnordered> {
+impl StepFold for StepSummarizer {
+    type Out = StepSummary;
+
+    /// Each step (TP-merged when the profile says so) goes to its phase, then to `each`.
+    fn push(&mut self, s: Step, each: &mut impl FnMut(&Step)) -> Result<(), StepsUnordered> {
         self.folder
             .push(s, &mut into_phases(&mut self.phases, each))
     }
 
-    pub fn finish(self, each: &mut impl FnMut(&Step)) -> StepSummary {
+    fn finish(self, each: &mut impl FnMut(&Step)) -> StepSummary {
         let mut phases = self.phases;
         let (raw, distinct) = self.folder.finish(&mut into_phases(&mut phases, each));
         let [context, generation] = phases.map(PhaseAcc::finish);
@@ -489,8 +541,14 @@ mod tests {
                 );
 
                 let mut seen = Vec::new();
-                let found = StepReader::new(&nvtx, name, &sw).summarize(|s| seen.push(*s));
+                let reader = StepReader::new(&nvtx, name, &sw);
+                let found = reader.summarize(&mut seen);
                 assert_eq!(&seen, expected);
+                // Out of order, the pass starts again and its sink forgets what it was given.
+                let mut each = Vec::new();
+                let (raw_count, distinct) = reader.for_each_step(&mut each);
+                assert_eq!(&each, expected);
+                assert_eq!((raw_count, distinct), (raw.len(), merged.len()));
                 let counts = found.counts;
                 assert_eq!(
                     (counts.steps, counts.raw, counts.distinct),

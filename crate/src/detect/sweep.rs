@@ -31,7 +31,8 @@ use super::config::{DetectConfig, NameMatch, Switches};
 use super::measure::{LaunchIndex, Launches, PrepCollector, PrepRanges};
 use super::names::{NameTables, StepParser};
 use super::steps::{
-    PhaseCounts, Step, StepCounts, StepReader, StepSummarizer, StepsUnordered, step_of_row,
+    PhaseCounts, StepCounts, StepFold, StepReader, StepSink, StepSummarizer, StepSummary,
+    StepsUnordered, step_of_row,
 };
 use crate::model::intervals::IntervalSet;
 use crate::model::{
@@ -104,15 +105,7 @@ impl Plan {
 
     /// What a [`KernelSweep`] needs of this plan under `cfg` (built with the same `cfg`).
     pub fn sweep_plan(&self, cfg: &DetectConfig) -> SweepPlan {
-        SweepPlan {
-            sw: self.sw,
-            skip_m3: cfg.skip_m3,
-            window: cfg.window,
-            context: self.context.as_ref().map(|p| p.window.clone()),
-            generation: self.generation.as_ref().map(|p| p.window.clone()),
-            prep: self.prep.clone(),
-            nccl: self.names.nccl.clone(),
-        }
+        self.sweep_plan_ref(cfg).to_owned()
     }
 
     /// [`Plan::sweep_plan`] borrowed, to serialise without copying the windows and ranges.
@@ -129,12 +122,12 @@ impl Plan {
     }
 
     pub fn new(host: &Trace, cfg: &DetectConfig) -> Plan {
-        Plan::with_steps(host, cfg, |_| ())
+        Plan::with_steps(host, cfg, &mut ())
     }
 
-    /// The plan, with each forward step it counted handed to `each` (after TP de-duplication,
+    /// The plan, with each forward step it counted handed to `sink` (after TP de-duplication,
     /// in start order): the plan does not keep them, one per step would grow it with the trace.
-    pub fn with_steps(host: &Trace, cfg: &DetectConfig, mut each: impl FnMut(&Step)) -> Plan {
+    pub fn with_steps(host: &Trace, cfg: &DetectConfig, sink: &mut impl StepSink) -> Plan {
         let mut b = PlanBuilder::new(&host.strings, cfg);
         let nvtx = &host.nvtx;
         if let Some(prep) = &mut b.prep {
@@ -142,12 +135,9 @@ impl Plan {
                 prep.push(&nvtx.row(i), &host.threads, &b.names, &b.sw);
             }
         }
-        // The reader sorts the steps of a table out of start order.
         let parse = |id| b.parser.parse(host.strings.get(id));
-        for s in StepReader::new(nvtx, parse, &b.sw).raw() {
-            let _ = b.steps.push(s, &mut each);
-        }
-        b.finish(host.processes.len(), &mut each)
+        let found = StepReader::new(nvtx, parse, &b.sw).summarize(sink);
+        b.into_plan(found, host.processes.len())
     }
 }
 
@@ -181,14 +171,14 @@ impl PlanBuilder {
         }
     }
 
-    /// Adds an NVTX range; each forward step it completes goes to `each`. `Err`: its step
+    /// Adds an NVTX range; each forward step it completes goes to `sink`. `Err`: its step
     /// starts before the previous one, so the table must be read whole ([`Plan::with_steps`]).
     pub fn push(
         &mut self,
         row: &NvtxRow,
         strings: &Strings,
         threads: &Threads,
-        each: &mut impl FnMut(&Step),
+        sink: &mut impl StepSink,
     ) -> Result<(), StepsUnordered> {
         self.names.extend(strings, &self.sw);
         if let Some(prep) = &mut self.prep {
@@ -196,14 +186,20 @@ impl PlanBuilder {
         }
         let parse = |id| self.parser.parse(strings.get(id));
         match step_of_row(row, &self.sw, parse) {
-            Some(s) => self.steps.push(s, each),
+            Some(s) => self.steps.push(s, &mut |s| sink.step(s)),
             None => Ok(()),
         }
     }
 
     /// The plan of a trace with `processes` processes once every range was pushed.
-    pub fn finish(self, processes: usize, each: &mut impl FnMut(&Step)) -> Plan {
-        let found = self.steps.finish(each);
+    pub fn finish(mut self, processes: usize, sink: &mut impl StepSink) -> Plan {
+        let steps = std::mem::replace(&mut self.steps, StepSummarizer::new(&self.sw));
+        let found = steps.finish(&mut |s| sink.step(s));
+        self.into_plan(found, processes)
+    }
+
+    /// The plan, its steps summarised elsewhere ([`Plan::with_steps`]) or by this builder.
+    fn into_plan(self, found: StepSummary, processes: usize) -> Plan {
         Plan {
             prep: self
                 .prep
@@ -245,6 +241,20 @@ pub struct SweepPlanRef<'p> {
     generation: Option<&'p IntervalSet>,
     prep: &'p [PrepRanges],
     nccl: &'p [bool],
+}
+
+impl SweepPlanRef<'_> {
+    pub fn to_owned(&self) -> SweepPlan {
+        SweepPlan {
+            sw: self.sw,
+            skip_m3: self.skip_m3,
+            window: self.window,
+            context: self.context.cloned(),
+            generation: self.generation.cloned(),
+            prep: self.prep.to_vec(),
+            nccl: self.nccl.to_vec(),
+        }
+    }
 }
 
 /// Facts about the kernels as a whole.
@@ -1267,7 +1277,7 @@ pub(super) fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
 mod tests {
     use super::*;
     use crate::detect::{Profile, detect, detect_with_kernels};
-    use crate::model::{NameId, PresentTables, Strings};
+    use crate::model::{PresentTables, Strings};
 
     const PREP: &str = "[Executor] _prepare_inputs";
 
@@ -1284,7 +1294,7 @@ mod tests {
         };
         let thread = t.threads.intern(0x0100_0000_0000_0001, &mut t.processes);
         for &(s, e) in prep {
-            push_range(&mut t, (s, e), thread, 0);
+            t.nvtx.push_range((s, e), thread, 0);
         }
         let process = t.threads.process[thread as usize];
         for &(s, e, d) in kernels {
@@ -1296,11 +1306,6 @@ mod tests {
             k.short_name.push(1);
         }
         t
-    }
-
-    /// A push/pop NVTX range on `thread` named by string `name`.
-    fn push_range(t: &mut Trace, range: (Ns, Ns), thread: u32, name: NameId) {
-        t.nvtx.push_range(range, thread, name);
     }
 
     /// Deterministic pseudo-random intervals `[s, s + len)` over `0..span`, in start order.
@@ -1401,7 +1406,7 @@ mod tests {
             ),
         ]);
         for (start, name) in [(0, 2), (20, 3)] {
-            push_range(&mut t, (start, start + 15), 0, name);
+            t.nvtx.push_range((start, start + 15), 0, name);
         }
         for profile in [Profile::Standard, Profile::TrtllmSkill] {
             let mut cfg = config(profile);

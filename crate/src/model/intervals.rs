@@ -52,10 +52,12 @@ impl UnionBuilder {
     }
 }
 
-/// Pushes onto `v`, growing it by an eighth of its length when full rather than doubling it.
+/// Pushes onto `v`, growing it by an eighth of its length when full rather than doubling it:
+/// for lists that grow with the number of forward steps (the page's wasm memory keeps its
+/// high-water mark).
 pub fn push_gently<T>(v: &mut Vec<T>, x: T) {
-    if let Some(more) = super::gentle_growth(v.len(), v.capacity() - v.len(), 1) {
-        v.reserve_exact(more);
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 8).max(64));
     }
     v.push(x);
 }
@@ -177,15 +179,7 @@ impl IntervalSet {
         let spans = spans.into_iter();
         // A slice's exact length, at most one span per interval (none for a filter).
         let mut out: Vec<(Ns, Ns)> = Vec::with_capacity(spans.size_hint().0);
-        for (s, e) in spans {
-            if e <= s {
-                continue;
-            }
-            match out.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => out.push((s, e)),
-            }
-        }
+        out.extend(MergeSorted::new(spans));
         // Sets of one span per forward step are kept for the whole analysis: not up to twice
         // their size, as a grown vector can be.
         out.shrink_to_fit();

@@ -11,7 +11,6 @@ use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
 use crate::detect::launches::LaunchSweep;
-use crate::detect::steps::Step;
 use crate::detect::sweep::PlanBuilder;
 use crate::detect::sweep::SweepPlanRef;
 use crate::detect::{Plan, Profile, SweepPlan};
@@ -35,8 +34,8 @@ impl HostPlans {
         let plans = PROFILES
             .iter()
             .map(|&profile| {
-                let each = lane_steps(profile, &mut lane);
-                Plan::with_steps(host, &profile_config(profile, ""), each)
+                let mut sink = lane_steps(profile, &mut lane);
+                Plan::with_steps(host, &profile_config(profile, ""), &mut sink)
             })
             .collect();
         let step_lane = lane.finish();
@@ -60,8 +59,8 @@ impl HostPlans {
         let mut lane = StepLane::builder();
         let read = staged.stream_nvtx(conn, path, progress, &mut |row, strings, threads| {
             builders.iter_mut().all(|(profile, b)| {
-                let mut each = lane_steps(*profile, &mut lane);
-                b.push(row, strings, threads, &mut each).is_ok()
+                let mut sink = lane_steps(*profile, &mut lane);
+                b.push(row, strings, threads, &mut sink).is_ok()
             })
         })?;
         if !read {
@@ -177,12 +176,8 @@ impl HostPlans {
 
 /// Where a profile's forward steps go as its plan reads them: the standard profile's make the
 /// timeline's step lane.
-fn lane_steps(profile: Profile, lane: &mut StepLaneBuilder) -> impl FnMut(&Step) + '_ {
-    move |s| {
-        if profile == Profile::Standard {
-            lane.push(s);
-        }
-    }
+fn lane_steps(profile: Profile, lane: &mut StepLaneBuilder) -> Option<&mut StepLaneBuilder> {
+    (profile == Profile::Standard).then_some(lane)
 }
 
 /// One launch sweep per plan, fed the same calls.

@@ -21,7 +21,7 @@ pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
 use summary::{BinGrid, Blocks, LaneBins};
 
-use crate::detect::steps::Step;
+use crate::detect::steps::{Step, StepSink};
 use crate::model::intervals::push_gently;
 use crate::model::{KernelEvent, NameId, Ns, Strings, Trace};
 
@@ -187,11 +187,17 @@ pub struct StepLaneBuilder {
     events: Vec<(Ns, Ns, NameId)>,
 }
 
-impl StepLaneBuilder {
-    pub fn push(&mut self, s: &Step) {
+impl StepSink for StepLaneBuilder {
+    fn step(&mut self, s: &Step) {
         push_gently(&mut self.events, (s.start, s.end, s.name_id));
     }
 
+    fn restart(&mut self) {
+        self.events.clear();
+    }
+}
+
+impl StepLaneBuilder {
     /// The lane; `None` without steps.
     pub fn finish(self) -> Option<StepLane> {
         if self.events.is_empty() {
@@ -211,7 +217,7 @@ impl StepLane {
         let sw = Profile::Standard.switches();
         let names = StepNames::parser(&trace.strings, &sw, None);
         let mut lane = StepLane::builder();
-        steps::StepReader::new(&trace.nvtx, names, &sw).for_each_step(|s| lane.push(s));
+        steps::StepReader::new(&trace.nvtx, names, &sw).for_each_step(&mut lane);
         lane.finish()
     }
 
