@@ -243,6 +243,30 @@ fn reversed_table(src: &Path, dst: &Path, table: &str) {
     .expect("reorder");
 }
 
+/// Plan and results bytes that were cut short or are not ours decode to an error, never a
+/// panic or an allocation the bytes announce but do not hold.
+#[test]
+fn damaged_plan_and_result_bytes_are_an_error() {
+    let (_dir, path, _) = common::generated("tp2-phases", 2, 5);
+    let conn = trace::open_path(&path).expect("open");
+    let (_, _, plan) = host_plans(&conn, &path.display().to_string());
+    assert!(KernelPlan::from_bytes(&plan).is_ok());
+    let mut junk = [0xffu8; 64];
+    junk[0] = 2;
+    for bytes in [&plan[..plan.len() / 2], &plan[..1], &[][..], &junk[..]] {
+        assert!(
+            KernelPlan::from_bytes(bytes).is_err(),
+            "{} bytes",
+            bytes.len()
+        );
+        assert!(
+            KernelResults::from_bytes(bytes).is_err(),
+            "{} bytes",
+            bytes.len()
+        );
+    }
+}
+
 /// NVTX ranges out of start order cannot be folded as they stream: the plans are built from
 /// the table loaded whole instead, and the verdict still equals a whole load's.
 #[test]

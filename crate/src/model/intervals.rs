@@ -109,8 +109,9 @@ pub mod delta {
         }
     }
 
-    /// At most this many ranges are allocated ahead of reading them.
-    const MAX_AHEAD: usize = 1 << 24;
+    /// At most this many ranges (16 MiB) are allocated ahead of reading them: damaged bytes
+    /// may announce any length.
+    const MAX_AHEAD: usize = 1 << 20;
 
     struct DeltaVisitor;
 
@@ -121,15 +122,16 @@ pub mod delta {
             f.write_str("a list of range differences")
         }
 
-        /// Allocates the list at the length the bytes give (serde's own `Vec` allocates at
-        /// most 1 MiB ahead, then doubles: up to twice a list of a range per step).
+        /// Allocates the list at the length the bytes give, up to [`MAX_AHEAD`], then grows
+        /// it by an eighth (serde's own `Vec` allocates at most 1 MiB ahead, then doubles: up
+        /// to twice a list of a range per step).
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Delta, A::Error> {
             let ahead = seq.size_hint().unwrap_or(0).min(MAX_AHEAD);
             let mut ranges = Vec::with_capacity(ahead);
             let mut previous: Ns = 0;
             while let Some((from_previous, len)) = seq.next_element::<(Ns, Ns)>()? {
                 let start = previous.wrapping_add(from_previous);
-                ranges.push((start, start.wrapping_add(len)));
+                super::push_gently(&mut ranges, (start, start.wrapping_add(len)));
                 previous = start;
             }
             Ok(Delta(ranges))
