@@ -109,9 +109,9 @@ pub mod delta {
         }
     }
 
-    /// At most this many ranges (16 MiB) are allocated ahead of reading them: damaged bytes
-    /// may announce any length.
-    const MAX_AHEAD: usize = 1 << 20;
+    /// At most this many ranges (64 MiB, a list of 4 Mi forward steps) are allocated ahead of
+    /// reading them: damaged bytes may announce any length.
+    const MAX_AHEAD: usize = 1 << 22;
 
     struct DeltaVisitor;
 
