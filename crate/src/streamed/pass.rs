@@ -9,23 +9,24 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use rusqlite::Connection;
 
 use super::KernelPlan;
 use super::consumers::{Consumers, KernelResults};
 use crate::error::{Error, Result};
-use crate::model::{
-    CoverageNote, KernelEvent, NO_NAME, NameId, Ns, ProcessIdx, Processes, StringIndex,
-};
+use crate::model::{CoverageNote, KernelEvent, NO_NAME, NameId, Ns, Processes, StringIndex};
 use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes, read_meta};
 
-/// Kernels held while waiting for the plan, at most: 4 Mi events (128 MiB as [`Waiting`]),
-/// allocated a block at a time as they come. Reading ahead of the plan is the pass's head start: the other worker
-/// needs seconds for strings and NVTX on a large export, and a buffered kernel later costs only
-/// the analyses, not the read.
-pub const BUFFER_EVENTS: usize = 1 << 22;
-/// Events per buffer block (no reallocation, no copy as the buffer grows).
-const BLOCK_EVENTS: usize = 1 << 16;
+/// Memory for kernels waiting for the plan ([`WaitingKernels`], about 12 Mi kernels of a real
+/// export), allocated a block at a time as they come; a chunk read may pass it by at most
+/// [`READ_AHEAD_ROWS`] kernels. Reading ahead of the plan is the pass's head start: the other
+/// worker needs seconds for strings and NVTX on a large export, and a waiting kernel later costs
+/// only the analyses, not the read.
+pub const BUFFER_BYTES: usize = 128 << 20;
+/// Rows per chunk read before the plan, at most.
+const READ_AHEAD_ROWS: u32 = 1 << 16;
 
 /// One pass over one file's kernel table.
 pub struct KernelPass {
@@ -34,8 +35,7 @@ pub struct KernelPass {
     names: Names,
     /// Before the plan: processes as met; after it, the plan's table extended as met.
     processes: Processes,
-    waiting: Vec<Block>,
-    buffered: usize,
+    waiting: WaitingKernels,
     consumers: Option<Consumers>,
     label: String,
     /// What the file's kernel table lacks, for the trace's coverage notes.
@@ -104,8 +104,7 @@ impl KernelPass {
             rows: KernelRows::new(conn, schema, label, graph_nodes)?,
             names: Names::Met(MetNames::default()),
             processes: Processes::default(),
-            waiting: Vec::new(),
-            buffered: 0,
+            waiting: WaitingKernels::default(),
             consumers: None,
             label: label.to_string(),
             coverage: kernel_table_notes(schema),
@@ -119,7 +118,7 @@ impl KernelPass {
 
     /// Whether reading must wait for the plan.
     pub fn buffer_full(&self) -> bool {
-        self.consumers.is_none() && self.buffered >= BUFFER_EVENTS
+        self.consumers.is_none() && self.waiting.bytes >= BUFFER_BYTES
     }
 
     /// Rows read and the table's row span, for progress.
@@ -132,12 +131,11 @@ impl KernelPass {
         if self.rows.is_done() {
             return Ok(false);
         }
-        // Before the plan, read no more than the buffer holds.
-        let rows = if self.consumers.is_none() {
-            let room = BUFFER_EVENTS.saturating_sub(self.buffered);
-            rows.min(u32::try_from(room).unwrap_or(u32::MAX))
-        } else {
-            rows
+        // Before the plan, read no more than the buffer holds (and a chunk).
+        let rows = match self.consumers {
+            None if self.buffer_full() => 0,
+            None => rows.min(READ_AHEAD_ROWS),
+            Some(_) => rows,
         };
         if rows == 0 {
             return Ok(true);
@@ -148,7 +146,6 @@ impl KernelPass {
             names,
             processes,
             waiting,
-            buffered,
             consumers,
             label,
             ..
@@ -162,10 +159,7 @@ impl KernelPass {
             |ev| match consumers {
                 Some(c) if failed.is_none() => failed = c.push(ev).err(),
                 Some(_) => {}
-                None => {
-                    buffer(waiting, ev);
-                    *buffered += 1;
-                }
+                None => waiting.push(&ev),
             },
         )?;
         match failed {
@@ -194,10 +188,7 @@ impl KernelPass {
             self.rows.skip_graph_nodes();
         }
         let mut consumers = Consumers::new(plan.sweeps, &self.label)?;
-        for mut ev in std::mem::take(&mut self.waiting)
-            .into_iter()
-            .flat_map(Block::into_events)
-        {
+        for mut ev in std::mem::take(&mut self.waiting).into_events() {
             let gpid = met_processes
                 .global_pid
                 .get(ev.process as usize)
@@ -212,7 +203,6 @@ impl KernelPass {
             }
             consumers.push(ev)?;
         }
-        self.buffered = 0;
         self.consumers = Some(consumers);
         Ok(())
     }
@@ -226,141 +216,105 @@ impl KernelPass {
     }
 }
 
-/// A block of kernels waiting for the plan: compact while they fit [`Waiting`], else whole.
-enum Block {
-    Compact {
-        first_row: i64,
-        events: Vec<Waiting>,
-    },
-    Whole(Vec<KernelEvent>),
+/// Kernels waiting for the plan, packed: each as differences from the previous one of its
+/// block (row, start) and its duration, as postcard varints (about 11 bytes for a kernel of a
+/// real export, against 48 for a [`KernelEvent`]), so the pass reads several times further
+/// ahead of the plan in the same memory. Of a graph node only whether there is one is kept (all
+/// the pass's analyses ask). Blocks are allocated whole and never grow.
+#[derive(Default)]
+struct WaitingKernels {
+    blocks: Vec<Vec<u8>>,
+    /// The last packed kernel's row and start (of the last block; a block starts from 0).
+    last: (i64, Ns),
+    bytes: usize,
 }
 
-/// A waiting kernel in 32 bytes rather than a [`KernelEvent`]'s 48: its row as an offset from
-/// its block's first row, device and provisional process id in 16 bits, and of its graph node
-/// only whether it has one (all the pass's analyses ask).
-#[derive(Clone, Copy)]
-struct Waiting {
-    start: Ns,
-    end: Ns,
-    /// Row offset in the low 31 bits; the top bit: the kernel has a graph node.
-    row: u32,
+/// A packed kernel; fields in [`KernelEvent`] terms.
+#[derive(Serialize, Deserialize)]
+struct Packed {
+    row_step: i64,
+    start_step: i64,
+    duration: i64,
+    /// The device times two, plus one if the kernel has a graph node.
+    device_and_graph: u64,
     stream: u32,
-    short_name: NameId,
-    device: u16,
-    process: u16,
+    process: u32,
+    /// The name id plus one, 0 for none ([`NO_NAME`] would take five bytes).
+    name: u32,
 }
 
-const HAS_GRAPH_NODE: u32 = 1 << 31;
+/// Bytes per block; a kernel takes at most [`MAX_PACKED`].
+const BLOCK_BYTES: usize = 1 << 20;
+/// Postcard's varints: 10 bytes per 64-bit field, 5 per 32-bit one.
+const MAX_PACKED: usize = 4 * 10 + 3 * 5;
 
-impl Waiting {
-    fn of(ev: &KernelEvent, first_row: i64) -> Option<Waiting> {
-        let row = u32::try_from(ev.row.checked_sub(first_row)?).ok()?;
-        if row & HAS_GRAPH_NODE != 0 {
-            return None;
+impl WaitingKernels {
+    fn push(&mut self, ev: &KernelEvent) {
+        let fits = self
+            .blocks
+            .last()
+            .is_some_and(|b| b.capacity() - b.len() >= MAX_PACKED);
+        if !fits {
+            self.blocks.push(Vec::with_capacity(BLOCK_BYTES));
+            self.bytes += BLOCK_BYTES;
+            self.last = (0, 0);
         }
-        Some(Waiting {
-            start: ev.start,
-            end: ev.end,
-            row: row
-                | if ev.graph_node != 0 {
-                    HAS_GRAPH_NODE
-                } else {
-                    0
-                },
+        let (row, start) = self.last;
+        let packed = Packed {
+            row_step: ev.row.wrapping_sub(row),
+            start_step: ev.start.wrapping_sub(start),
+            duration: ev.end.wrapping_sub(ev.start),
+            device_and_graph: u64::from(ev.device) << 1 | u64::from(ev.graph_node != 0),
             stream: ev.stream,
-            short_name: ev.short_name,
-            device: u16::try_from(ev.device).ok()?,
-            process: u16::try_from(ev.process).ok()?,
+            process: ev.process,
+            name: ev.short_name.wrapping_add(1),
+        };
+        let mut scratch = [0u8; MAX_PACKED];
+        if let (Ok(bytes), Some(block)) = (
+            postcard::to_slice(&packed, &mut scratch),
+            self.blocks.last_mut(),
+        ) {
+            block.extend_from_slice(bytes);
+        }
+        self.last = (ev.row, ev.start);
+    }
+
+    /// The kernels as they were pushed.
+    fn into_events(self) -> impl Iterator<Item = KernelEvent> {
+        self.blocks.into_iter().flat_map(|block| {
+            let mut last: (i64, Ns) = (0, 0);
+            let mut at = 0;
+            std::iter::from_fn(move || {
+                let (packed, rest) = postcard::take_from_bytes::<Packed>(&block[at..]).ok()?;
+                at = block.len() - rest.len();
+                let row = last.0.wrapping_add(packed.row_step);
+                let start = last.1.wrapping_add(packed.start_step);
+                last = (row, start);
+                Some(KernelEvent {
+                    row,
+                    start,
+                    end: start.wrapping_add(packed.duration),
+                    device: (packed.device_and_graph >> 1) as u32,
+                    stream: packed.stream,
+                    process: packed.process,
+                    short_name: packed.name.wrapping_sub(1),
+                    graph_node: packed.device_and_graph & 1,
+                })
+            })
         })
-    }
-
-    fn event(self, first_row: i64) -> KernelEvent {
-        KernelEvent {
-            row: first_row + i64::from(self.row & !HAS_GRAPH_NODE),
-            start: self.start,
-            end: self.end,
-            device: u32::from(self.device),
-            stream: self.stream,
-            process: ProcessIdx::from(self.process),
-            short_name: self.short_name,
-            graph_node: u64::from(self.row & HAS_GRAPH_NODE != 0),
-        }
-    }
-}
-
-impl Block {
-    fn len(&self) -> usize {
-        match self {
-            Block::Compact { events, .. } => events.len(),
-            Block::Whole(events) => events.len(),
-        }
-    }
-
-    /// Adds `ev` if there is room and it fits the block's form; else gives it back.
-    fn push(&mut self, ev: KernelEvent) -> Option<KernelEvent> {
-        if self.len() >= BLOCK_EVENTS {
-            return Some(ev);
-        }
-        match self {
-            Block::Compact { first_row, events } => match Waiting::of(&ev, *first_row) {
-                Some(w) => events.push(w),
-                None => return Some(ev),
-            },
-            Block::Whole(events) => events.push(ev),
-        }
-        None
-    }
-
-    /// A block starting with `ev`: compact when it fits.
-    fn starting_with(ev: KernelEvent) -> Block {
-        match Waiting::of(&ev, ev.row) {
-            Some(w) => {
-                let mut events = Vec::with_capacity(BLOCK_EVENTS);
-                events.push(w);
-                Block::Compact {
-                    first_row: ev.row,
-                    events,
-                }
-            }
-            None => {
-                let mut events = Vec::with_capacity(BLOCK_EVENTS);
-                events.push(ev);
-                Block::Whole(events)
-            }
-        }
-    }
-
-    fn into_events(self) -> Box<dyn Iterator<Item = KernelEvent>> {
-        match self {
-            Block::Compact { first_row, events } => {
-                Box::new(events.into_iter().map(move |w| w.event(first_row)))
-            }
-            Block::Whole(events) => Box::new(events.into_iter()),
-        }
-    }
-}
-
-/// Appends to the block buffer, starting a new block when the last is full or `ev` does not
-/// fit its form.
-fn buffer(blocks: &mut Vec<Block>, ev: KernelEvent) {
-    let rejected = match blocks.last_mut() {
-        Some(block) => block.push(ev),
-        None => Some(ev),
-    };
-    if let Some(ev) = rejected {
-        blocks.push(Block::starting_with(ev));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProcessIdx;
 
     fn kernel(row: i64, device: u32, process: ProcessIdx, graph_node: u64) -> KernelEvent {
         KernelEvent {
             row,
-            start: row * 10,
-            end: row * 10 + 7,
+            start: row.wrapping_mul(10),
+            end: row.wrapping_mul(10).wrapping_add(7),
             device,
             stream: 7,
             process,
@@ -372,52 +326,71 @@ mod tests {
     #[test]
     fn waiting_kernels_come_back_as_they_were_read() {
         let wide_row = 1 << 40;
-        let read = [
+        let mut read = vec![
             kernel(3, 0, 0, 0),
             kernel(4, 1, 2, 99),
             kernel(5, 70_000, 0, 0),
             kernel(6, 0, 70_000, 0),
             kernel(wide_row, 2, 1, 0),
             kernel(wide_row + 1, 2, 1, 12),
+            // Damaged rows: out of order, ending before they start, at the ends of the range.
+            KernelEvent {
+                end: -5,
+                short_name: NO_NAME,
+                ..kernel(2, u32::MAX, u32::MAX, u64::MAX)
+            },
+            KernelEvent {
+                start: i64::MAX,
+                end: i64::MIN,
+                ..kernel(i64::MIN, 0, 0, 1)
+            },
+            KernelEvent {
+                start: i64::MIN,
+                end: i64::MAX,
+                short_name: NO_NAME - 1,
+                ..kernel(i64::MAX, 3, 4, 0)
+            },
         ];
-        let mut blocks = Vec::new();
-        read.iter().for_each(|&ev| buffer(&mut blocks, ev));
-        assert!(matches!(blocks[0], Block::Compact { .. }));
-        assert!(
-            matches!(blocks[1], Block::Whole(_)),
-            "device 70 000 is kept whole"
-        );
+        // Enough to fill several blocks.
+        read.extend((0..BLOCK_BYTES as i64 / 4).map(|r| kernel(wide_row + 2 + r, 1, 1, 0)));
+        let mut waiting = WaitingKernels::default();
+        read.iter().for_each(|ev| waiting.push(ev));
+        assert!(waiting.blocks.len() > 1, "{} blocks", waiting.blocks.len());
+        assert_eq!(waiting.bytes, waiting.blocks.len() * BLOCK_BYTES);
         // Of a graph node, the pass's analyses only ask whether there is one.
-        let has_node = |ev: KernelEvent| KernelEvent {
+        let has_node = |ev: &KernelEvent| KernelEvent {
             graph_node: u64::from(ev.graph_node != 0),
-            ..ev
+            ..*ev
         };
-        let back: Vec<KernelEvent> = blocks
-            .into_iter()
-            .flat_map(Block::into_events)
-            .map(has_node)
-            .collect();
-        assert_eq!(back, read.map(has_node));
-
-        let mut blocks = Vec::new();
-        buffer(&mut blocks, kernel(1, 0, 0, 0));
-        buffer(&mut blocks, kernel(wide_row, 0, 0, 5));
-        assert_eq!(
-            blocks.len(),
-            2,
-            "a row 2^40 after the block's first starts a block"
-        );
-        let back: Vec<KernelEvent> = blocks.into_iter().flat_map(Block::into_events).collect();
-        assert_eq!(back, [kernel(1, 0, 0, 0), kernel(wide_row, 0, 0, 1)]);
+        let back: Vec<KernelEvent> = waiting.into_events().collect();
+        let want: Vec<KernelEvent> = read.iter().map(has_node).collect();
+        assert_eq!(back.len(), want.len());
+        assert_eq!(back, want);
     }
 
     #[test]
-    fn a_block_holds_as_many_kernels_as_it_may() {
-        let mut blocks = Vec::new();
-        (0..BLOCK_EVENTS as i64 + 1).for_each(|row| buffer(&mut blocks, kernel(row, 0, 0, 0)));
-        let lens: Vec<usize> = blocks.iter().map(Block::len).collect();
-        assert_eq!(lens, [BLOCK_EVENTS, 1]);
-        assert!(matches!(blocks[0], Block::Compact { .. }));
-        assert_eq!(std::mem::size_of::<Waiting>(), 32);
+    fn a_waiting_kernel_of_a_real_export_takes_a_dozen_bytes() {
+        // Back-to-back rows a few µs apart, as the host-bound trace's.
+        let mut waiting = WaitingKernels::default();
+        let n = 100_000;
+        for r in 0..n {
+            let start = 15_000_000_000 + r * 3_500;
+            waiting.push(&KernelEvent {
+                row: r + 1,
+                start,
+                end: start + 2_000 + r % 700,
+                device: (r % 4) as u32,
+                stream: 7 + (r % 3) as u32,
+                process: (r % 4) as u32,
+                short_name: (r % 300) as NameId,
+                graph_node: 0,
+            });
+        }
+        let used: usize = waiting.blocks.iter().map(Vec::len).sum();
+        assert!(
+            used <= 12 * n as usize,
+            "{} bytes a kernel",
+            used / n as usize
+        );
     }
 }
