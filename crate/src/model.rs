@@ -5,11 +5,13 @@
 //! parallel `Vec`s (struct-of-arrays) so a multi-million-row table costs a few dozen bytes per
 //! event and scans stay cache-friendly. Times are integer nanoseconds throughout.
 
+pub mod chunked;
 pub mod intervals;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
+use chunked::Chunked;
 use hashbrown::HashTable;
 use intervals::push_gently;
 
@@ -55,7 +57,7 @@ pub struct Strings {
     /// Where each value ends: its chunk's index in the high 32 bits, the end offset in that
     /// chunk in the low 32 (a value starts where the previous one ends in the same chunk, else
     /// at its chunk's start).
-    ends: Vec<u64>,
+    ends: Chunked<u64>,
     /// `StringIds.id` of each value loaded from that table (interned inline texts, after them,
     /// have none).
     row_ids: RowIds,
@@ -63,6 +65,9 @@ pub struct Strings {
     /// Inline texts already interned (NVTX `text` column), by the hash of their value.
     interned: HashTable<NameId>,
     hasher: RandomState,
+    /// A bit per value, set when it holds a digest rather than the text read
+    /// ([`Strings::push_row_digested`]).
+    digests: Vec<u64>,
 }
 
 /// `StringIds.id` of each string loaded from that table, in load order: `first + row` when the
@@ -211,6 +216,28 @@ impl Strings {
         self.row_ids.push(sqlite_id);
     }
 
+    /// Adds a `StringIds` row as `digest`, when given, rather than as `value`: what every
+    /// reader of the table needs of the value, shorter (the page's forward-step names, one per
+    /// step, [`crate::detect::names::step_digest`]). [`Strings::is_digest`] tells them apart.
+    pub fn push_row_digested(&mut self, sqlite_id: i64, value: &str, digest: Option<&str>) {
+        let id = self.push(digest.unwrap_or(value)) as usize;
+        self.row_ids.push(sqlite_id);
+        if digest.is_some() {
+            if self.digests.len() <= id / 64 {
+                self.digests.resize(id / 64 + 1, 0);
+            }
+            self.digests[id / 64] |= 1 << (id % 64);
+        }
+    }
+
+    /// Whether value `id` is a digest ([`Strings::push_row_digested`]), not the text read.
+    pub fn is_digest(&self, id: NameId) -> bool {
+        let i = id as usize;
+        self.digests
+            .get(i / 64)
+            .is_some_and(|word| word >> (i % 64) & 1 == 1)
+    }
+
     /// Indexes the rows pushed so far by `StringIds.id`.
     pub fn finish_rows(&mut self) {
         self.index = StringIndex::new(&self.row_ids);
@@ -221,6 +248,7 @@ impl Strings {
     pub fn shrink_to_fit(&mut self) {
         self.ends.shrink_to_fit();
         self.row_ids.shrink_to_fit();
+        self.digests.shrink_to_fit();
     }
 
     fn push(&mut self, value: &str) -> NameId {
@@ -236,7 +264,7 @@ impl Strings {
         let index = self.chunks.len() - 1;
         let chunk = &mut self.chunks[index];
         chunk.push_str(value);
-        push_gently(&mut self.ends, ((index as u64) << 32) | chunk.len() as u64);
+        self.ends.push(((index as u64) << 32) | chunk.len() as u64);
         (self.ends.len() - 1) as NameId
     }
 
@@ -301,29 +329,31 @@ impl Strings {
     }
 
     /// Evaluates `pred` once per distinct string: a lookup table indexed by [`NameId`].
-    pub fn classify(&self, pred: impl Fn(&str) -> bool) -> Vec<bool> {
-        let mut table = Vec::with_capacity(self.len());
+    pub fn classify(&self, pred: impl Fn(&str) -> bool) -> NameFlags {
+        let mut table = NameFlags::default();
         self.classify_more(&mut table, pred);
         table
     }
 
     /// Extends a [`Strings::classify`] table to the strings interned since it was built.
-    pub fn classify_more(&self, table: &mut Vec<bool>, pred: impl Fn(&str) -> bool) {
+    pub fn classify_more(&self, table: &mut NameFlags, pred: impl Fn(&str) -> bool) {
         let from = table.len().min(self.len());
-        table.extend(self.values().skip(from).map(pred));
+        for value in self.values().skip(from) {
+            table.push(pred(value));
+        }
     }
 }
 
 /// Value `id` of a string buffer and its end offsets; `""` when out of range.
-fn value_of<'s>(chunks: &'s [String], ends: &[u64], id: NameId) -> &'s str {
+fn value_of<'s>(chunks: &'s [String], ends: &Chunked<u64>, id: NameId) -> &'s str {
     const OFFSET: u64 = u32::MAX as u64;
     let i = id as usize;
-    let Some(&end) = ends.get(i) else {
+    let Some(end) = ends.get(i) else {
         return "";
     };
     let chunk = end >> 32;
     let start = match i.checked_sub(1).and_then(|p| ends.get(p)) {
-        Some(&prev) if prev >> 32 == chunk => prev & OFFSET,
+        Some(prev) if prev >> 32 == chunk => prev & OFFSET,
         _ => 0,
     };
     chunks
@@ -332,9 +362,56 @@ fn value_of<'s>(chunks: &'s [String], ends: &[u64], id: NameId) -> &'s str {
         .unwrap_or("")
 }
 
+/// A flag per string ([`Strings::classify`]), a bit each: a long trace has a string per
+/// forward step, and the page holds several such tables.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameFlags {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl NameFlags {
+    pub fn push(&mut self, set: bool) {
+        let i = self.len;
+        if i.is_multiple_of(64) {
+            self.words.push(0);
+        }
+        if let Some(word) = self.words.last_mut() {
+            *word |= u64::from(set) << (i % 64);
+        }
+        self.len += 1;
+    }
+
+    /// Whether string `id` has the flag; `NO_NAME` and unknown ids never do.
+    pub fn get(&self, id: NameId) -> bool {
+        let i = id as usize;
+        i < self.len
+            && self
+                .words
+                .get(i / 64)
+                .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl FromIterator<bool> for NameFlags {
+    fn from_iter<I: IntoIterator<Item = bool>>(flags: I) -> NameFlags {
+        let mut table = NameFlags::default();
+        flags.into_iter().for_each(|f| table.push(f));
+        table
+    }
+}
+
 /// Looks up a per-name flag built by [`Strings::classify`]; `NO_NAME` is never matched.
-pub fn flag(table: &[bool], id: NameId) -> bool {
-    table.get(id as usize).copied().unwrap_or(false)
+pub fn flag(table: &NameFlags, id: NameId) -> bool {
+    table.get(id)
 }
 
 /// Processes seen in any event table, keyed by `globalPid`.
@@ -980,9 +1057,20 @@ mod tests {
         );
         assert_eq!((s.sqlite_id(0), s.sqlite_id(step)), (Some(7), None));
         assert_eq!((s.len(), s.get(NO_NAME), s.get(6)), (6, "", ""));
-        assert_eq!(
-            s.classify(|v| v.contains('_')),
-            [false, false, false, true, true, false]
-        );
+        let flags = s.classify(|v| v.contains('_'));
+        let read: Vec<bool> = (0..8).map(|id| flags.get(id)).collect();
+        assert_eq!(read, [false, false, false, true, true, false, false, false]);
+        assert!(!flags.get(NO_NAME));
+    }
+
+    #[test]
+    fn name_flags_read_back_across_words() {
+        let want: Vec<bool> = (0..200u32).map(|i| i % 3 == 0 || i == 127).collect();
+        let flags: NameFlags = want.iter().copied().collect();
+        assert_eq!(flags.len(), 200);
+        let read: Vec<bool> = (0..260).map(|id| flags.get(id)).collect();
+        assert_eq!(&read[..200], &want[..]);
+        assert!(read[200..].iter().all(|&f| !f), "past the end: none");
+        assert!(!flags.get(NO_NAME));
     }
 }

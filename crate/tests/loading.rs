@@ -232,12 +232,13 @@ fn kernel_plan_carries_the_windows_of_the_host_side() {
                 .map(|ranges| ranges.as_array().map_or(0, Vec::len))
                 .sum();
             assert!(prep_ranges > 0, "{scenario} {profile}: host-prep ranges");
-            let nccl_names = v["nccl"]
+            // A bit per string name (`NameFlags`).
+            let nccl_names: u32 = v["nccl"]["words"]
                 .as_array()
                 .expect("nccl")
                 .iter()
-                .filter(|f| **f == true)
-                .count();
+                .map(|w| w.as_u64().expect("word").count_ones())
+                .sum();
             // Only the tensor-parallel scenario runs collectives.
             assert_eq!(
                 nccl_names > 0,

@@ -12,7 +12,7 @@ use super::config::Switches;
 use super::names::NameTables;
 use super::sweep::Plan;
 use crate::model::intervals::IntervalSet;
-use crate::model::{NameId, Ns, ProcessIdx, flag};
+use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
 use crate::trace::LaunchCall;
 
 /// Scopes in the order the totals keep them.
@@ -34,7 +34,7 @@ impl Scope {
 #[derive(Debug, Clone)]
 pub struct LaunchSweep<'p> {
     sw: Switches,
-    launch: &'p [bool],
+    launch: &'p NameFlags,
     /// Context and generation windows.
     phases: [Option<&'p IntervalSet>; 2],
     counts: LaunchCounts,

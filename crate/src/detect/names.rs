@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::config::{LaunchApis, NameMatch, Switches};
-use crate::model::{NameId, Strings, flag};
+use crate::model::{NameFlags, NameId, Strings, flag};
 use crate::sqlike::Like;
 
 /// Host-prep NVTX name patterns, most specific first (reference `detect_host_overhead.py`).
@@ -153,6 +153,82 @@ fn decimal_digit_regex() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"^\d$").unwrap_or_else(|e| unreachable!("constant regex: {e}")))
 }
 
+/// What the page keeps of a forward-step name instead of the name, a long trace having a
+/// distinct one per step: `"{step} {ctx} {gen} {executor}"`, `executor` 1 when the name is
+/// `LIKE '%[Executor] _forward_step%'` (the `trtllm-skill` profile's prefilter). Only for names
+/// no other rule matches (launch API, NCCL, host prep, under either profile's matching): a
+/// digest, digits and spaces, matches none either, so the name tables classify it as they
+/// would the name.
+pub fn step_digest(name: &str) -> Option<String> {
+    let step = parse_step(name)?;
+    // Every other rule's text holds `nccl` or `prepare` (any case, as `LIKE` compares).
+    let lower = name.to_ascii_lowercase();
+    let may_match = lower.contains("nccl") || lower.contains("prepare");
+    if (may_match && other_rules().iter().any(|rule| rule.matches(name)))
+        || is_launch_api(name, LaunchApis::AllVersioned)
+        || is_launch_api(name, LaunchApis::ExactCudaLaunchKernel)
+    {
+        return None;
+    }
+    let executor = u8::from(executor_prefilter().matches(name));
+    Some(format!(
+        "{} {} {} {executor}",
+        step.step, step.ctx, step.gen_reqs
+    ))
+}
+
+/// The step a [`step_digest`] holds, and whether its name passed the `trtllm-skill` prefilter.
+fn parse_digest(digest: &str) -> Option<(StepName, bool)> {
+    let mut fields = digest.split(' ').map(|f| f.parse::<u64>().ok());
+    let mut next = || fields.next().flatten();
+    let step = StepName {
+        step: next()?,
+        ctx: next()?,
+        gen_reqs: next()?,
+    };
+    Some((step, next()? == 1))
+}
+
+/// Every name rule but the forward step's and the launch APIs', in both profiles' matchings.
+fn other_rules() -> &'static [NameRule] {
+    static RULES: OnceLock<Vec<NameRule>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        std::iter::once("nccl")
+            .chain(PREP_PATTERNS)
+            .flat_map(|p| {
+                [
+                    NameRule::Like(Like::new(&format!("%{p}%"))),
+                    NameRule::Contains(p),
+                ]
+            })
+            .collect()
+    })
+}
+
+enum NameRule {
+    Like(Like),
+    /// Case-sensitive, except NCCL's (any case).
+    Contains(&'static str),
+}
+
+impl NameRule {
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            NameRule::Like(like) => like.matches(name),
+            NameRule::Contains("nccl") => name.to_ascii_lowercase().contains("nccl"),
+            NameRule::Contains(p) => name.contains(p),
+        }
+    }
+}
+
+fn executor_prefilter() -> &'static Like {
+    static LIKE: OnceLock<Like> = OnceLock::new();
+    LIKE.get_or_init(|| Like::new(EXECUTOR_STEP))
+}
+
+/// The `trtllm-skill` profile's forward-step prefilter.
+const EXECUTOR_STEP: &str = "%[Executor] _forward_step%";
+
 /// Whether a range of this name may be a forward step or a host-prep range under some
 /// profile: SQLite `LIKE` (case-insensitive, `_` a wildcard) or a substring test. Broader than
 /// every rule, never narrower, so a load keeping only such ranges loses no window.
@@ -173,10 +249,10 @@ pub fn is_launch_api(name: &str, apis: LaunchApis) -> bool {
 
 /// Per-name lookup tables for one profile.
 pub struct NameTables {
-    pub launch: Vec<bool>,
-    pub nccl: Vec<bool>,
+    pub launch: NameFlags,
+    pub nccl: NameFlags,
     /// For each prep pattern, which names match it.
-    pub prep: [Vec<bool>; 3],
+    pub prep: [NameFlags; 3],
 }
 
 /// Forward-step names by [`NameId`]: a table built by the caller (the reference's own rules), or
@@ -192,7 +268,7 @@ impl StepNames {
         marker: Option<&StepMarker>,
     ) -> impl Fn(NameId) -> Option<StepName> + 's {
         let parser = StepParser::new(sw, marker);
-        move |id| parser.parse(strings.get(id))
+        move |id| parser.parse_id(strings, id)
     }
 
     pub fn get(&self, id: NameId) -> Option<StepName> {
@@ -210,10 +286,20 @@ pub struct StepParser {
 impl StepParser {
     pub fn new(sw: &Switches, marker: Option<&StepMarker>) -> StepParser {
         StepParser {
-            prefilter: (sw.name_match == NameMatch::SqliteLike)
-                .then(|| Like::new("%[Executor] _forward_step%")),
+            prefilter: (sw.name_match == NameMatch::SqliteLike).then(|| Like::new(EXECUTOR_STEP)),
             marker: marker.cloned(),
         }
+    }
+
+    /// The step string `id` names, from its text or its digest ([`step_digest`]; a digest is
+    /// made only where no custom marker applies: the page's streamed open takes none).
+    pub fn parse_id(&self, strings: &Strings, id: NameId) -> Option<StepName> {
+        if !strings.is_digest(id) {
+            return self.parse(strings.get(id));
+        }
+        let (step, executor) = parse_digest(strings.get(id))?;
+        let passes = self.prefilter.is_none() || executor;
+        (passes && self.marker.is_none()).then_some(step)
     }
 
     pub fn parse(&self, name: &str) -> Option<StepName> {
@@ -230,8 +316,8 @@ impl StepParser {
 impl NameTables {
     pub fn build(strings: &Strings, sw: &Switches) -> NameTables {
         let mut tables = NameTables {
-            launch: Vec::new(),
-            nccl: Vec::new(),
+            launch: NameFlags::default(),
+            nccl: NameFlags::default(),
             prep: Default::default(),
         };
         tables.extend(strings, sw);
@@ -359,6 +445,74 @@ mod tests {
             })
         );
         assert_eq!(parse_step("[Executor] _forward_step 12"), None);
+    }
+
+    /// A forward-step name kept as its digest reads as the name under both profiles' parsers
+    /// and name tables; names another rule matches are kept whole.
+    #[test]
+    fn step_digests_read_as_their_names() {
+        use crate::detect::Profile;
+        let names = [
+            "[Executor] _forward_step 977: 8 ctx reqs, 56 gen reqs",
+            "_forward_step 3: 0 ctx reqs, 1 gen reqs",
+            "x _forward_step  7:  0  ctx reqs,  8 gen reqs tail",
+            "[executor] _forward_step 4: 1 ctx reqs, 2 gen reqs",
+            "[Executor] _forward_step 5: 1 ctx reqs, 2 gen reqs NCCL",
+            "[Executor] _forward_step 6: 1 ctx reqs, 2 gen reqs _prepare_inputs",
+            "[Executor] _forward_step 7: 1 ctx reqs, 2 gen reqs xprepareXinputs",
+            "[Executor] _forward_step 99999999999999999999999: 1 ctx reqs, 2 gen reqs",
+            "[Executor] _forward_step 12",
+            "cudaLaunchKernel",
+            "ncclKernel_AllReduce",
+            "_prepare_tp_inputs",
+        ];
+        let kept = Strings::from_rows(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (i as i64, n.to_string()))
+                .collect(),
+        );
+        let mut digested = Strings::default();
+        for (i, n) in names.iter().enumerate() {
+            digested.push_row_digested(i as i64, n, step_digest(n).as_deref());
+        }
+        digested.finish_rows();
+        let is_digest: Vec<bool> = (0..names.len() as NameId)
+            .map(|id| digested.is_digest(id))
+            .collect();
+        assert_eq!(
+            is_digest,
+            [
+                true, true, true, true, false, false, false, false, false, false, false, false
+            ],
+            "digests only where no other rule matches"
+        );
+        for profile in [Profile::Standard, Profile::TrtllmSkill] {
+            let sw = profile.switches();
+            let parser = StepParser::new(&sw, None);
+            for (id, name) in names.iter().enumerate() {
+                let id = id as NameId;
+                assert_eq!(
+                    parser.parse_id(&digested, id),
+                    parser.parse(name),
+                    "{profile:?}: {name}"
+                );
+            }
+            let (a, b) = (
+                NameTables::build(&kept, &sw),
+                NameTables::build(&digested, &sw),
+            );
+            assert_eq!(a.launch, b.launch, "{profile:?}");
+            assert_eq!(a.nccl, b.nccl, "{profile:?}");
+            assert_eq!(a.prep, b.prep, "{profile:?}");
+        }
+        // The `trtllm-skill` prefilter (`LIKE`, any case) survives the digest.
+        let skill = StepParser::new(&Profile::TrtllmSkill.switches(), None);
+        let standard = StepParser::new(&Profile::Standard.switches(), None);
+        assert_eq!(skill.parse_id(&digested, 1), None);
+        assert!(standard.parse_id(&digested, 1).is_some());
+        assert!(skill.parse_id(&digested, 3).is_some());
     }
 
     /// The hand parser against the reference's regex (`re.search`, then `int` of each group).

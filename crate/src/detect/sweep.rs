@@ -36,7 +36,8 @@ use super::steps::{
 };
 use crate::model::intervals::IntervalSet;
 use crate::model::{
-    KernelEvent, Ns, NvtxRow, OutOfOrder, ProcessIdx, StartOrder, Strings, Threads, Trace, flag,
+    KernelEvent, NameFlags, Ns, NvtxRow, OutOfOrder, ProcessIdx, StartOrder, Strings, Threads,
+    Trace, flag,
 };
 use crate::pyfmt::naive_sum;
 
@@ -135,7 +136,7 @@ impl Plan {
                 prep.push(&nvtx.row(i), &host.threads, &b.names, &b.sw);
             }
         }
-        let parse = |id| b.parser.parse(host.strings.get(id));
+        let parse = |id| b.parser.parse_id(&host.strings, id);
         let found = StepReader::new(nvtx, parse, &b.sw).summarize(sink);
         b.into_plan(found, host.processes.len())
     }
@@ -184,7 +185,7 @@ impl PlanBuilder {
         if let Some(prep) = &mut self.prep {
             prep.push(row, threads, &self.names, &self.sw);
         }
-        let parse = |id| self.parser.parse(strings.get(id));
+        let parse = |id| self.parser.parse_id(strings, id);
         match step_of_row(row, &self.sw, parse) {
             Some(s) => self.steps.push(s, &mut |s| sink.step(s)),
             None => Ok(()),
@@ -227,7 +228,7 @@ pub struct SweepPlan {
     generation: Option<IntervalSet>,
     prep: Vec<PrepRanges>,
     /// Which names are NCCL kernels, by [`crate::model::NameId`].
-    nccl: Vec<bool>,
+    nccl: NameFlags,
 }
 
 /// A [`SweepPlan`] borrowed from its [`Plan`]: serialises to the same bytes (same fields, same
@@ -240,7 +241,7 @@ pub struct SweepPlanRef<'p> {
     context: Option<&'p IntervalSet>,
     generation: Option<&'p IntervalSet>,
     prep: &'p [PrepRanges],
-    nccl: &'p [bool],
+    nccl: &'p NameFlags,
 }
 
 impl SweepPlanRef<'_> {
@@ -252,7 +253,7 @@ impl SweepPlanRef<'_> {
             context: self.context.cloned(),
             generation: self.generation.cloned(),
             prep: self.prep.to_vec(),
-            nccl: self.nccl.to_vec(),
+            nccl: self.nccl.clone(),
         }
     }
 }
@@ -589,7 +590,7 @@ pub struct KernelSweep {
     sw: Switches,
     skip_m3: bool,
     user_window: bool,
-    nccl: Vec<bool>,
+    nccl: NameFlags,
     /// Group slot → device, in order of first appearance (standard); unused when pooled.
     slots: Vec<u32>,
     /// Aggregate first, then context and generation when the trace has them.

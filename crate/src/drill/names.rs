@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::model::{NameId, Trace};
+use crate::model::{NameFlags, NameId, Trace};
 
 /// What a CUDA runtime/driver API call does, as far as the analyses care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +225,7 @@ pub fn kernel_category(short_name: &str) -> KernelCategory {
 pub struct Names {
     pub api: Vec<ApiKind>,
     pub category: Vec<KernelCategory>,
-    pub collective: Vec<bool>,
+    pub collective: NameFlags,
 }
 
 impl Names {

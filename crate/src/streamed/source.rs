@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::model::{KernelEvent, Processes, Strings};
+use crate::model::{KernelEvent, NameId, Processes, Strings};
 use crate::timeline::KernelSource;
 use crate::trace::KernelRows;
 
@@ -20,8 +20,19 @@ pub struct SqliteKernels<'a> {
 }
 
 impl KernelSource for SqliteKernels<'_> {
-    fn strings(&self) -> &Strings {
-        self.strings
+    /// A forward-step name kept as a digest is read again from `StringIds` (a B-tree lookup,
+    /// for a hover or a view's few labels); should that fail, the digest stands in for it.
+    fn name(&self, id: NameId) -> String {
+        if !self.strings.is_digest(id) {
+            return self.strings.get(id).to_string();
+        }
+        let read = self.strings.sqlite_id(id).and_then(|sqlite_id| {
+            self.conn
+                .prepare_cached("SELECT value FROM StringIds WHERE id = ?1")
+                .and_then(|mut stmt| stmt.query_row([sqlite_id], |r| r.get::<_, String>(0)))
+                .ok()
+        });
+        read.unwrap_or_else(|| self.strings.get(id).to_string())
     }
 
     fn kernels_in_rows(

@@ -6,8 +6,9 @@
 
 use std::collections::HashMap;
 
+use super::KernelSource;
 use super::summary::{Bin, BinGrid};
-use crate::model::{NameId, Ns, Strings};
+use crate::model::{NameId, Ns};
 
 /// The view's columns: column `c` covers `[start + c·w, start + (c+1)·w)`.
 pub struct Grid {
@@ -34,15 +35,15 @@ impl Grid {
 pub struct NameIndex<'a> {
     pub names: Vec<String>,
     by_id: HashMap<NameId, i32>,
-    strings: &'a Strings,
+    source: &'a dyn KernelSource,
 }
 
 impl<'a> NameIndex<'a> {
-    pub fn new(strings: &'a Strings) -> NameIndex<'a> {
+    pub fn new(source: &'a dyn KernelSource) -> NameIndex<'a> {
         NameIndex {
             names: Vec::new(),
             by_id: HashMap::new(),
-            strings,
+            source,
         }
     }
 
@@ -51,7 +52,7 @@ impl<'a> NameIndex<'a> {
             return i;
         }
         let i = self.names.len() as i32;
-        self.names.push(self.strings.get(id).to_string());
+        self.names.push(self.source.name(id));
         self.by_id.insert(id, i);
         i
     }

@@ -15,6 +15,8 @@ mod build;
 pub mod columns;
 pub mod summary;
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 pub use build::TimelineBuilder;
@@ -22,8 +24,8 @@ use columns::{Columns, Grid, NameIndex, mark_idle};
 use summary::{BinGrid, Blocks, LaneBins};
 
 use crate::detect::steps::{Step, StepSink};
-use crate::model::intervals::push_gently;
-use crate::model::{KernelEvent, NameId, Ns, Strings, Trace};
+use crate::model::chunked::Chunked;
+use crate::model::{KernelEvent, NameId, Ns, Trace};
 
 /// What the page draws for one view.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,8 +72,8 @@ pub struct Hit {
 /// SQLite `rowid` in the page, the row index of a loaded table), plus the names they refer to.
 /// Object-safe so the page can hand in its SQLite reader.
 pub trait KernelSource {
-    /// The string table `KernelEvent::short_name` (and NVTX step names) index.
-    fn strings(&self) -> &Strings;
+    /// The name `KernelEvent::short_name` (or an NVTX step's name) `id` stands for.
+    fn name(&self, id: NameId) -> String;
 
     /// Visits every kernel of rows `first_row..=last_row` (missing rows are skipped), in table
     /// order.
@@ -85,8 +87,8 @@ pub trait KernelSource {
 
 /// A loaded trace reads rows straight from its kernel table.
 impl KernelSource for Trace {
-    fn strings(&self) -> &Strings {
-        &self.strings
+    fn name(&self, id: NameId) -> String {
+        self.strings.get(id).to_string()
     }
 
     fn kernels_in_rows(
@@ -175,39 +177,58 @@ impl KernelLane {
 }
 
 /// The forward-step lane: steps as the standard profile sees them (TP copies merged), from the
-/// host part of the trace; 24 bytes a step.
+/// host part of the trace; 16 bytes a step, in fixed-size blocks ([`Chunked`]).
 pub struct StepLane {
-    /// `(start, end, name)`, sorted by start.
-    events: Vec<(Ns, Ns, NameId)>,
+    steps: Chunked<LaneStep>,
+    /// The end of each step whose length does not fit a [`LaneStep`], by index.
+    long: HashMap<usize, Ns>,
     max_len: Ns,
 }
 
-/// Collects a [`StepLane`] step by step, growing gently (a long trace has millions of steps).
+/// A step of the lane: its end is `start + len`, else in [`StepLane::long`] when `len` is
+/// [`LONG`] (a step of 2^32 ns, 4.3 s, or more, or ending before it starts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LaneStep {
+    start: Ns,
+    len: u32,
+    name: NameId,
+}
+
+const LONG: u32 = u32::MAX;
+
+/// Collects a [`StepLane`] step by step, in start order (a long trace has millions of steps).
 pub struct StepLaneBuilder {
-    events: Vec<(Ns, Ns, NameId)>,
+    lane: StepLane,
 }
 
 impl StepSink for StepLaneBuilder {
     fn step(&mut self, s: &Step) {
-        push_gently(&mut self.events, (s.start, s.end, s.name_id));
+        let lane = &mut self.lane;
+        let len = u32::try_from(s.end.wrapping_sub(s.start))
+            .ok()
+            .filter(|&len| len != LONG)
+            .unwrap_or_else(|| {
+                lane.long.insert(lane.steps.len(), s.end);
+                LONG
+            });
+        lane.steps.push(LaneStep {
+            start: s.start,
+            len,
+            name: s.name_id,
+        });
+        lane.max_len = lane.max_len.max(s.end.saturating_sub(s.start));
     }
 
     fn restart(&mut self) {
-        self.events.clear();
+        self.lane = StepLane::empty();
     }
 }
 
 impl StepLaneBuilder {
     /// The lane; `None` without steps.
-    pub fn finish(self) -> Option<StepLane> {
-        if self.events.is_empty() {
-            return None;
-        }
-        let max_len = self.events.iter().map(|e| e.1 - e.0).max().unwrap_or(0);
-        Some(StepLane {
-            events: self.events,
-            max_len,
-        })
+    pub fn finish(mut self) -> Option<StepLane> {
+        self.lane.steps.shrink_to_fit();
+        (!self.lane.steps.is_empty()).then_some(self.lane)
     }
 }
 
@@ -221,28 +242,43 @@ impl StepLane {
         lane.finish()
     }
 
+    fn empty() -> StepLane {
+        StepLane {
+            steps: Chunked::default(),
+            long: HashMap::new(),
+            max_len: 0,
+        }
+    }
+
     /// A lane built from the standard profile's steps (`detect::Plan::with_steps`) pushed in
     /// start order.
     pub fn builder() -> StepLaneBuilder {
-        StepLaneBuilder { events: Vec::new() }
+        StepLaneBuilder {
+            lane: StepLane::empty(),
+        }
     }
 
-    /// Steps that may be within `slack` of `[a, b)`: those starting before `b`, from the first
-    /// that can still reach `a`.
-    fn around(&self, a: Ns, b: Ns) -> &[(Ns, Ns, NameId)] {
-        let from = self
-            .events
-            .partition_point(|s| s.0 < a.saturating_sub(self.max_len));
-        let to = self.events.partition_point(|s| s.0 < b);
-        self.events.get(from..to.max(from)).unwrap_or(&[])
+    /// Steps that may be within `slack` of `[a, b)`, as `(start, end, name)`: those starting
+    /// before `b`, from the first that can still reach `a`.
+    fn around(&self, a: Ns, b: Ns) -> impl Iterator<Item = (Ns, Ns, NameId)> + '_ {
+        let reach = a.saturating_sub(self.max_len);
+        let from = self.steps.partition_point(|s| s.start < reach);
+        let to = self.steps.partition_point(|s| s.start < b);
+        self.steps
+            .iter_from(from)
+            .take(to.saturating_sub(from))
+            .enumerate()
+            .map(move |(k, s)| {
+                let end = match s.len {
+                    LONG => self.long.get(&(from + k)).copied().unwrap_or(s.start),
+                    len => s.start + Ns::from(len),
+                };
+                (s.start, end, s.name)
+            })
     }
 
     fn view(&self, grid: &Grid, names: &mut NameIndex) -> LaneView {
-        let cols = columns::exact(
-            self.around(grid.start, grid.end).iter().copied(),
-            grid,
-            names,
-        );
+        let cols = columns::exact(self.around(grid.start, grid.end), grid, names);
         let n = cols.count.len();
         LaneView {
             label: "forward steps".into(),
@@ -321,7 +357,7 @@ impl Timeline {
         detail: Detail,
     ) -> crate::error::Result<TimelineView> {
         let grid = view_grid(start, end, columns);
-        let mut names = NameIndex::new(source.strings());
+        let mut names = NameIndex::new(source);
         let mut lanes: Vec<LaneView> = self
             .steps
             .iter()
@@ -425,11 +461,7 @@ impl Timeline {
                 let Some(s) = &self.steps else {
                     return Ok(None);
                 };
-                (
-                    closest(s.around(a, b).iter().copied(), t, slack),
-                    None,
-                    None,
-                )
+                (closest(s.around(a, b), t, slack), None, None)
             }
             Some(i) => {
                 let Some(l) = self.lanes.get(i) else {
@@ -444,7 +476,7 @@ impl Timeline {
         };
         Ok(found.map(|(start_ns, end_ns, name)| Hit {
             lane,
-            name: source.strings().get(name).to_string(),
+            name: source.name(name),
             start_ns,
             end_ns,
             duration_us: (end_ns - start_ns) as f64 / 1000.0,

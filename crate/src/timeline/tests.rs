@@ -2,7 +2,7 @@
 //! order, and memory that does not follow the kernel count.
 
 use super::*;
-use crate::model::Kernels;
+use crate::model::{Kernels, Strings};
 
 /// `n` kernels 100 ns apart, alternating between two devices, of 60 to 120 ns, named by
 /// `i % 5`, in start order.
@@ -118,4 +118,56 @@ fn absurd_timestamps_neither_panic_nor_break_the_grid() {
         assert!(view.lanes[0].busy.iter().all(|&b| b > 0.99), "{detail:?}");
     }
     assert!(tl.hit(&trace, 0, 0, 10).expect("hit").is_some());
+}
+
+#[test]
+fn the_step_lane_gives_back_every_step_end_long_and_damaged_ones_too() {
+    use crate::detect::names::StepName;
+    use crate::detect::steps::{Step, StepSink};
+    let spans: Vec<(Ns, Ns)> = (0..40_000i64)
+        .map(|i| {
+            let start = i * 1_000;
+            let end = match i % 1000 {
+                7 => start + (1 << 32) + 7,       // longer than 2^32 ns
+                8 => start - 5,                   // ends before it starts
+                9 => start + i64::from(u32::MAX), // exactly the marker length
+                _ => start + 400 + i % 300,
+            };
+            (start, end)
+        })
+        .collect();
+    let mut builder = StepLane::builder();
+    for (i, &(start, end)) in spans.iter().enumerate() {
+        builder.step(&Step {
+            start,
+            end,
+            name: StepName {
+                step: i as u64,
+                ctx: 0,
+                gen_reqs: 1,
+            },
+            ranks: 1,
+            name_id: i as NameId,
+        });
+    }
+    let lane = builder.finish().expect("steps");
+    let all: Vec<(Ns, Ns, NameId)> = lane.around(Ns::MIN / 2, Ns::MAX / 2).collect();
+    let want: Vec<(Ns, Ns, NameId)> = spans
+        .iter()
+        .enumerate()
+        .map(|(i, &(s, e))| (s, e, i as NameId))
+        .collect();
+    assert_eq!(all, want);
+    // A window reaches back to the steps that started before it and still run in it.
+    for (a, b) in [
+        (7_000 + (1 << 31), 7_000 + (1 << 31) + 1),
+        (20_000_000, 20_000_500),
+    ] {
+        let overlapping = |&&(s, e, _): &&(Ns, Ns, NameId)| s < b && e > a;
+        let got: Vec<(Ns, Ns, NameId)> = lane.around(a, b).collect();
+        let got: Vec<_> = got.iter().filter(overlapping).collect();
+        let brute: Vec<_> = want.iter().filter(overlapping).collect();
+        assert!(!brute.is_empty());
+        assert_eq!(got, brute, "[{a}, {b})");
+    }
 }

@@ -10,11 +10,11 @@ use rusqlite::types::ValueRef;
 use super::launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_if_sorted};
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of};
-use crate::detect::names::may_define_windows;
+use crate::detect::names::{may_define_windows, step_digest};
 use crate::error::{Error, Result};
 use crate::model::{
-    CoverageNote, GpuInfo, MemOps, NO_NAME, NvtxRanges, NvtxRow, ProcessIdx, Processes, Strings,
-    Threads, Trace,
+    CoverageNote, GpuInfo, MemOps, NO_NAME, NameFlags, NvtxRanges, NvtxRow, ProcessIdx, Processes,
+    Strings, Threads, Trace,
 };
 
 /// Where [`StagedLoad::stream_nvtx`] hands each NVTX range (with the strings and threads as
@@ -119,7 +119,7 @@ pub fn load_part(
         path,
         progress,
     };
-    let (schema, mut trace) = ctx.begin()?;
+    let (schema, mut trace) = ctx.begin(false)?;
     let strings = std::mem::take(&mut trace.strings);
     if part != Part::Host {
         ctx.load_kernels(&schema, &strings, &mut trace, opts.event_details)?;
@@ -156,14 +156,16 @@ pub struct StagedLoad {
 }
 
 impl StagedLoad {
-    /// Schema, metadata and strings.
+    /// Schema, metadata and strings, forward-step names kept as digests
+    /// ([`crate::model::Strings::push_row_digested`]): the page's analysis worker holds one per
+    /// step, and needs of them only what the detect plans read.
     pub fn begin(conn: &Connection, path: &str, progress: ProgressFn<'_>) -> Result<StagedLoad> {
         let (schema, trace) = Loader {
             conn,
             path,
             progress,
         }
-        .begin()?;
+        .begin(true)?;
         Ok(StagedLoad {
             schema,
             trace,
@@ -471,14 +473,15 @@ pub fn probe_export(conn: &Connection, path: &str) -> Result<Schema> {
 
 impl Loader<'_, '_> {
     /// Schema, metadata and strings: what every table loader needs first.
-    fn begin(&mut self) -> Result<(Schema, Trace)> {
+    /// Schema, metadata and strings (forward-step names as digests with `digest_steps`).
+    fn begin(&mut self, digest_steps: bool) -> Result<(Schema, Trace)> {
         self.report("probing schema", 0, 0)?;
         let schema = probe_export(self.conn, self.path)?;
         let mut trace = Trace {
             meta: read_meta(self.conn, &schema, self.path)?,
             ..Trace::default()
         };
-        self.load_strings(&schema, &mut trace)?;
+        self.load_strings(&schema, &mut trace, digest_steps)?;
         Ok((schema, trace))
     }
 
@@ -558,7 +561,12 @@ impl Loader<'_, '_> {
         self.report(step, done, total).map(|()| true)
     }
 
-    fn load_strings(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+    fn load_strings(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        digest_steps: bool,
+    ) -> Result<()> {
         if !(schema.has_column("StringIds", "id") && schema.has_column("StringIds", "value")) {
             trace.note(
                 "StringIds",
@@ -572,7 +580,9 @@ impl Loader<'_, '_> {
             "StringIds",
             "SELECT id, value FROM StringIds",
             |r| {
-                strings.push_row(int(r.get_ref(0)?, -1), &text_of(r.get_ref(1)?));
+                let (id, value) = (int(r.get_ref(0)?, -1), text_of(r.get_ref(1)?));
+                let digest = digest_steps.then(|| step_digest(&value)).flatten();
+                strings.push_row_digested(id, &value, digest.as_deref());
                 Ok(())
             },
         )?;
@@ -788,10 +798,10 @@ impl Loader<'_, '_> {
         } = trace;
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
-        let keep_id: Vec<bool> = if windows_only {
+        let keep_id: NameFlags = if windows_only {
             strings.classify(may_define_windows)
         } else {
-            Vec::new()
+            NameFlags::default()
         };
         self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
             // Every row's thread is interned, kept or not: process and thread ids then come
@@ -808,6 +818,7 @@ impl Loader<'_, '_> {
             };
             if windows_only
                 && !crate::model::flag(&keep_id, by_id)
+                && !strings.is_digest(by_id)
                 && !text.as_deref().is_some_and(may_define_windows)
             {
                 n.omit(text.is_some());
