@@ -15,6 +15,7 @@ let cancelFlag = null; // Int32Array over a SharedArrayBuffer when the page is c
 let cancelled = false; // set by a 'cancel' message (only seen when the core yields between steps)
 let openingId = 0; // the open request in progress (a kernel part for another one is dropped)
 const kernelParts = new Map(); // open request id -> {promise, resolve, reject} of its kernel part
+const tailRanges = new Map(); // open request id -> {promise, resolve} of the rows the loader gives
 
 // The kernel part of open request `id`, whether its message came already or not.
 function kernelPart(id) {
@@ -86,12 +87,42 @@ function openStreaming(id, file, onProgress) {
       throw e;
     }
   };
-  return openWithKernels(id, openHost, (host, bytes) => host.attach(bytes));
+  const help = (host, kernels) => readForLoader(id, host, kernels);
+  return openWithKernels(id, openHost, (host, bytes) => host.attach(bytes), help);
 }
 
-// Opens the host side (`openHost()`), waits for the other worker's bytes of open `id`, and
-// joins them (`attach(host, bytes)`); whatever fails frees what was opened.
-async function openWithKernels(id, openHost, attach) {
+// Once the host side is loaded, the loader is still reading the kernel table (the longer job):
+// offer to read part of it. The loader answers with the rows it gives (or none); they go to it
+// in chunks, which it feeds to its analyses after its own rows.
+async function readForLoader(id, host, kernels) {
+  let range;
+  const given = new Promise((resolve) => tailRanges.set(id, { resolve }));
+  try {
+    self.postMessage({ id, type: 'help-offer' });
+    range = await Promise.race([given, kernels.then(() => null, () => null)]);
+  } finally {
+    tailRanges.delete(id);
+  }
+  if (!range) return;
+  try {
+    host.readKernelTail(range[0], range[1]);
+    for (;;) {
+      const bytes = host.kernelTailChunk(CHUNK_ROWS);
+      if (!bytes) break;
+      self.postMessage({ id, type: 'kernel-tail', bytes }, [bytes.buffer]);
+      await nextTask(); // a cancel can come in
+      if (cancelled || (cancelFlag && Atomics.load(cancelFlag, 0) !== 0)) throw new Error('cancelled');
+    }
+  } catch (e) {
+    self.postMessage({ id, type: 'kernel-tail', error: errorMessage(e) });
+    throw e;
+  }
+}
+
+// Opens the host side (`openHost()`), optionally helps the other worker (`help(host, kernels)`),
+// waits for its bytes of open `id`, and joins them (`attach(host, bytes)`); whatever fails
+// frees what was opened.
+async function openWithKernels(id, openHost, attach, help = null) {
   openingId = id;
   const kernels = kernelPart(id).promise;
   let host;
@@ -104,6 +135,7 @@ async function openWithKernels(id, openHost, attach) {
   }
   let bytes;
   try {
+    if (help) await help(host, kernels);
     bytes = await kernels;
   } catch (e) {
     freeQuietly(host);
@@ -132,9 +164,32 @@ function nextTask() {
   });
 }
 
+// Rows the analysis worker reads for this loader, once its host side is loaded: the share of
+// the rows left when it offers (it reads about as fast; the analyses stay here).
+const TAIL_SHARE = 0.7;
+const tail = { requestId: 0, offered: false, answered: false, closed: false, chunks: [], error: null, wake: null };
+
+function answerOffer(range) {
+  tail.answered = true;
+  self.postMessage({ id: tail.requestId, type: 'help', range: range ? [range[0], range[1]] : null });
+}
+
+// The next chunk of the rows the analysis worker reads for this loader.
+async function nextTailChunk() {
+  for (;;) {
+    if (tail.error) throw new Error(tail.error);
+    if (tail.chunks.length) return tail.chunks.shift();
+    await new Promise((resolve) => {
+      tail.wake = resolve;
+    });
+  }
+}
+
 // The kernel table read once in rowid chunks through the one-pass analyses. Until the plan
-// comes, chunks wait in a bounded buffer; when it is full, reading waits for the plan.
+// comes, chunks wait in a bounded buffer; when it is full, reading waits for the plan. Once
+// the analysis worker offers, part of the rows left go to it.
 async function streamKernels(id, file) {
+  tail.requestId = id;
   const pass = KernelPass.open(file, progressTo(id, () => true));
   try {
     for (;;) {
@@ -142,6 +197,9 @@ async function streamKernels(id, file) {
         if (!plan.bytes && pass.bufferFull()) await plan.arrived;
         else if (!plan.bytes) await nextTask();
         if (plan.bytes) pass.setPlan(plan.bytes);
+      } else {
+        await nextTask(); // the analysis worker's offer can come in
+        if (tail.offered && !tail.answered) answerOffer(pass.splitTail(TAIL_SHARE));
       }
       if (!pass.step(CHUNK_ROWS)) break;
     }
@@ -149,6 +207,9 @@ async function streamKernels(id, file) {
       await plan.arrived;
       pass.setPlan(plan.bytes);
     }
+    tail.closed = true;
+    if (tail.offered && !tail.answered) answerOffer(null);
+    while (pass.tailPending()) pass.pushTail(await nextTailChunk());
     const bytes = pass.finish();
     return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
   } catch (e) {
@@ -291,6 +352,22 @@ self.onmessage = async (ev) => {
     const part = kernelPart(msg.id);
     if (msg.bytes) part.resolve(msg.bytes);
     else part.reject(new Error(msg.error || 'the kernel-loading worker failed'));
+    return;
+  }
+  if (msg.type === 'help') {
+    // The loader's answer to this worker's offer: the kernel rows to read for it, or none.
+    tailRanges.get(msg.id)?.resolve(msg.range);
+    return;
+  }
+  if (msg.type === 'help-offer') {
+    tail.offered = true;
+    if (tail.closed && !tail.answered) answerOffer(null);
+    return;
+  }
+  if (msg.type === 'kernel-tail') {
+    if (msg.error) tail.error = msg.error;
+    else tail.chunks.push(msg.bytes);
+    tail.wake?.();
     return;
   }
   if (msg.type === 'plan') {

@@ -41,7 +41,7 @@ fn longest_literal(pattern: &str) -> Vec<u8> {
 
 /// Whether `needle` (ASCII) occurs in `hay`, ASCII case folded. A UTF-8 byte ≥ 0x80 never
 /// equals an ASCII byte, so a byte search finds exactly the character matches.
-fn contains_folded(hay: &[u8], needle: &[u8]) -> bool {
+pub fn contains_folded(hay: &[u8], needle: &[u8]) -> bool {
     let Some((&first, rest)) = needle.split_first() else {
         return true;
     };

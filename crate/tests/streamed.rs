@@ -12,25 +12,41 @@ use nsys_lens::detect::{DetectConfig, Profile, detect};
 use nsys_lens::drill::gaps::idle_gap_histogram;
 use nsys_lens::model::Trace;
 use nsys_lens::streamed::{
-    HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed,
+    HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed, TailReader,
 };
 use nsys_lens::timeline::{Detail, Timeline};
 use nsys_lens::trace::{self, KernelRows, LoadOptions, StagedLoad};
 
 /// Opens `path` the way the page's two workers do and returns the joined trace.
 fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
+    stream_open_with(path, chunk, plan_after_chunks, None)
+}
+
+/// [`stream_open`], the loader giving `tail_share` of its rows left after the plan's first
+/// chunk to the analysis worker, which reads them once its host side is loaded.
+fn stream_open_with(
+    path: &Path,
+    chunk: u32,
+    plan_after_chunks: usize,
+    tail_share: Option<f64>,
+) -> Streamed {
     let label = path.display().to_string();
     let host_conn = trace::open_path(path).expect("open (host)");
     let kernel_conn = trace::open_path(path).expect("open (kernels)");
     let (mut staged, mut plans, plan) = host_plans(&host_conn, &label);
+    let graph_nodes = KernelPlan::from_bytes(&plan).expect("plan").graph_nodes;
 
     let schema = trace::probe_export(&kernel_conn, &label).expect("probe (k)");
     let mut pass = KernelPass::new(&kernel_conn, &schema, &label).expect("kernel pass");
     let mut chunks = 0;
+    let mut tail = None;
     loop {
         if chunks == plan_after_chunks {
             pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
                 .expect("set plan");
+        }
+        if chunks > plan_after_chunks && tail.is_none() {
+            tail = tail_share.and_then(|share| pass.split_tail(share, 1));
         }
         chunks += 1;
         if !pass.step(&kernel_conn, chunk).expect("step") {
@@ -41,7 +57,6 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
         pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
             .expect("set plan");
     }
-    let bytes = pass.finish().expect("finish").to_bytes();
 
     // The page's M2: launch calls swept in start order, or loaded when they cannot be.
     let swept = plans
@@ -58,6 +73,24 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     } else {
         plans.index_launches(&host);
     }
+    if let Some(range) = tail {
+        let mut reader =
+            TailReader::new(&host_conn, &schema, &label, graph_nodes, range).expect("tail");
+        let mut given = 0;
+        while let Some(bytes) = reader
+            .next_chunk(&host_conn, chunk, |id| host.strings.resolve(id))
+            .expect("tail chunk")
+        {
+            assert!(pass.tail_pending(), "{label}: a tail chunk past the tail");
+            pass.push_tail(&bytes).expect("push tail");
+            given += 1;
+        }
+        assert!(
+            given > 0 && !pass.tail_pending(),
+            "{label}: the tail came whole"
+        );
+    }
+    let bytes = pass.finish().expect("finish").to_bytes();
     let results = KernelResults::from_bytes(&bytes).expect("results");
     Streamed::attach(host, plans, results).expect("attach")
 }
@@ -160,7 +193,7 @@ fn streamed_open_equals_a_whole_load_on_generated_scenarios() {
         let label = path.display().to_string();
         // Small chunks, the plan arriving after three of them: the buffered kernels are
         // renumbered into the plan's processes.
-        let streamed = stream_open(&path, 97, 3);
+        let streamed = stream_open_with(&path, 97, 3, Some(0.6));
         assert_same_verdict(&streamed, &whole(&path, true), &label, scenario);
         assert_same_timeline(&streamed, &full, &path, scenario);
         assert_eq!(
@@ -188,7 +221,10 @@ fn streamed_open_equals_a_whole_load_on_every_public_export() {
         let full = whole(&path, false);
         // The plan first, or after the whole table (every kernel's name and process renumbered).
         let plan_after = if checked % 2 == 0 { 0 } else { usize::MAX };
-        let streamed = stream_open(&path, 1000, plan_after);
+        // Half of them with part of the kernel table read by the analysis worker.
+        let share = (checked % 4 < 2).then_some(0.5);
+        let chunk = if share.is_some() { 200 } else { 1000 };
+        let streamed = stream_open_with(&path, chunk, plan_after, share);
         let label = path.display().to_string();
         assert_same_verdict(&streamed, &whole(&path, true), &label, &what);
         if !full.kernels.is_empty() {
@@ -474,4 +510,46 @@ fn tp_copies_of_forward_steps_are_counted_as_placed() {
         );
     }
     assert_same_verdict(&streamed, &whole(&path, true), &label, "tp2-phases");
+}
+
+/// Kernel rows read by the analysis worker join the pass only whole and in order: a chunk out
+/// of order, cut, foreign or before the pass's own rows are read is an error, and a pass whose
+/// given rows never came does not finish.
+#[test]
+fn kernel_rows_read_for_the_pass_join_it_only_whole_and_in_order() {
+    let (_dir, path, _) = common::generated("host-bound", 2, 5);
+    let label = path.display().to_string();
+    let conn = trace::open_path(&path).expect("open");
+    let (staged, _, plan) = host_plans(&conn, &label);
+    let plan = KernelPlan::from_bytes(&plan).expect("plan");
+    let graph_nodes = plan.graph_nodes;
+    let schema = trace::probe_export(&conn, &label).expect("probe");
+    let mut pass = KernelPass::new(&conn, &schema, &label).expect("pass");
+    pass.set_plan(plan).expect("set plan");
+    assert!(pass.step(&conn, 50).expect("step"));
+    let (first, last) = pass.split_tail(0.5, 1).expect("split");
+    assert!(pass.split_tail(0.5, 1).is_none(), "split once");
+    let names = |id| staged.trace().strings.resolve(id);
+    let mut reader =
+        TailReader::new(&conn, &schema, &label, graph_nodes, (first, last)).expect("r");
+    let one = reader
+        .next_chunk(&conn, 40, names)
+        .expect("read")
+        .expect("a chunk");
+    let two = reader
+        .next_chunk(&conn, 40, names)
+        .expect("read")
+        .expect("a chunk");
+    assert!(pass.push_tail(&one).is_err(), "before the pass's own rows");
+    while pass.step(&conn, 1000).expect("step") {}
+    assert!(pass.push_tail(&two).is_err(), "out of order");
+    assert!(pass.push_tail(&one[..one.len() / 2]).is_err(), "cut");
+    assert!(pass.push_tail(&[7u8; 40]).is_err(), "foreign");
+    pass.push_tail(&one).expect("in order");
+    pass.push_tail(&two).expect("in order");
+    assert!(pass.tail_pending());
+    assert!(
+        pass.finish().is_err(),
+        "the rest of the given rows never came"
+    );
 }

@@ -249,6 +249,21 @@ test('cancel stops a running analysis and the page stays usable', { timeout: TIM
   await assertMatchesCli(file);
 });
 
+test('a kernel table read partly by the analysis worker gives the CLI\'s verdict', { timeout: TIMEOUT }, async () => {
+  // The cancel test's trace (1.28 M kernels): the host side is loaded before the kernel table,
+  // and the analysis worker reads the rows the loader gives it.
+  const big = path.join(tmp, 'big.sqlite');
+  await load(big);
+  const shared = await page.evaluate(() => performance.getEntriesByName('nsys-lens:kernel-rows-shared').at(-1)?.detail ?? null);
+  assert.ok(Array.isArray(shared) && shared[1] > shared[0], `kernel rows read for the loader: ${JSON.stringify(shared)}`);
+  await assertMatchesCli(big);
+  await page.check('[data-testid=profile-trtllm-skill]');
+  await page.waitForSelector('body[data-profile="trtllm-skill"][data-state="done"]', { timeout: 60_000 });
+  await assertMatchesCli(big, 'trtllm-skill');
+  await page.check('[data-testid=profile-standard]');
+  await page.waitForSelector('body[data-profile="standard"][data-state="done"]', { timeout: 60_000 });
+});
+
 test('no request left 127.0.0.1 and the page logged no errors', () => {
   assert.ok(requests.urls.length > 5, 'requests were recorded');
   assert.deepEqual(requests.outside(srv.origin), [], 'requests outside the local site');

@@ -169,10 +169,21 @@ export class WorkerEngine {
     const loader = this.freshLoader();
     const progress = new CombinedProgress(onProgress);
     const worker = this.worker;
+    // Once its host side is loaded, the analysis worker reads part of the kernel table for the
+    // loader: its offer, the loader's answer and the rows read cross here.
     const opened = this.request('open', { ...req, parallel: 'stream' }, progress.part('host'), {
       plan: (msg) => loader.post({ type: 'plan', bytes: msg.bytes }, [msg.bytes.buffer]),
+      'help-offer': () => loader.post({ type: 'help-offer' }),
+      'kernel-tail': (msg) => loader.post({ type: 'kernel-tail', bytes: msg.bytes, error: msg.error }, msg.bytes ? [msg.bytes.buffer] : []),
     });
-    this.forwardKernels(loader, loader.request('streamKernels', { file }, progress.part('kernels')), id, worker);
+    const streamed = loader.request('streamKernels', { file }, progress.part('kernels'), {
+      help: (msg) => {
+        // For the tests: which kernel rows the analysis worker read for the loader.
+        if (msg.range) performance.mark('nsys-lens:kernel-rows-shared', { detail: msg.range });
+        worker.postMessage({ type: 'help', id, range: msg.range });
+      },
+    });
+    this.forwardKernels(loader, streamed, id, worker);
     return await opened;
   }
 
@@ -197,10 +208,11 @@ export class WorkerEngine {
       });
   }
 
-  // A message outside request/response (the kernel pass's plan), once the worker is up.
+  // A message outside request/response (the kernel pass's plan), once the worker is up; dropped
+  // once it is terminated (an offer to read kernel rows for a loader that has finished).
   post(msg, transfer = []) {
-    if (this.alive) this.worker.postMessage(msg, transfer);
-    else this.queue.push(msg);
+    if (!this.alive) this.queue.push(msg);
+    else if (this.worker) this.worker.postMessage(msg, transfer);
   }
 
   // The whole kernel table loaded in a loader worker and transferred as bytes: the path for

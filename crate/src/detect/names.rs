@@ -10,7 +10,7 @@ use regex::Regex;
 
 use super::config::{LaunchApis, NameMatch, Switches};
 use crate::model::{NameFlags, NameId, Strings, flag};
-use crate::sqlike::Like;
+use crate::sqlike::{Like, contains_folded};
 
 /// Host-prep NVTX name patterns, most specific first (reference `detect_host_overhead.py`).
 pub const PREP_PATTERNS: [&str; 3] = ["_prepare_tp_inputs", "_prepare_inputs", "prepare_inputs"];
@@ -162,8 +162,8 @@ fn decimal_digit_regex() -> &'static Regex {
 pub fn step_digest(name: &str) -> Option<String> {
     let step = parse_step(name)?;
     // Every other rule's text holds `nccl` or `prepare` (any case, as `LIKE` compares).
-    let lower = name.to_ascii_lowercase();
-    let may_match = lower.contains("nccl") || lower.contains("prepare");
+    let bytes = name.as_bytes();
+    let may_match = contains_folded(bytes, b"nccl") || contains_folded(bytes, b"prepare");
     if (may_match && other_rules().iter().any(|rule| rule.matches(name)))
         || is_launch_api(name, LaunchApis::AllVersioned)
         || is_launch_api(name, LaunchApis::ExactCudaLaunchKernel)

@@ -6,12 +6,13 @@
 //! host side as a [`Streamed`] trace.
 
 pub mod consumers;
+pub mod packed;
 pub mod pass;
 pub mod plan;
 pub mod source;
 
 pub use consumers::{KernelResults, PROFILES};
-pub use pass::KernelPass;
+pub use pass::{KernelPass, TailReader};
 pub use plan::{HostPlans, KernelPlan};
 
 pub use source::SqliteKernels;

@@ -9,14 +9,15 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
 use rusqlite::Connection;
+
+use serde::{Deserialize, Serialize};
 
 use super::KernelPlan;
 use super::consumers::{Consumers, KernelResults};
+use super::packed::{self, Packer};
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, KernelEvent, NO_NAME, NameId, Ns, Processes, StringIndex};
+use crate::model::{CoverageNote, KernelEvent, NO_NAME, NameId, Processes, StringIndex};
 use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes, read_meta};
 
 /// Memory for kernels waiting for the plan ([`WaitingKernels`], about 12 Mi kernels of a real
@@ -36,6 +37,8 @@ pub struct KernelPass {
     /// Before the plan: processes as met; after it, the plan's table extended as met.
     processes: Processes,
     waiting: WaitingKernels,
+    /// Rows given to another reader, consumed after this pass's own ([`KernelPass::split_tail`]).
+    tail: Option<Tail>,
     consumers: Option<Consumers>,
     label: String,
     /// What the file's kernel table lacks, for the trace's coverage notes.
@@ -105,6 +108,7 @@ impl KernelPass {
             names: Names::Met(MetNames::default()),
             processes: Processes::default(),
             waiting: WaitingKernels::default(),
+            tail: None,
             consumers: None,
             label: label.to_string(),
             coverage: kernel_table_notes(schema),
@@ -121,9 +125,81 @@ impl KernelPass {
         self.consumers.is_none() && self.waiting.bytes >= BUFFER_BYTES
     }
 
-    /// Rows read and the table's row span, for progress.
+    /// Rows read and the table's row span, for progress (rows given away count as they come).
     pub fn progress(&self) -> (u64, u64) {
-        self.rows.progress()
+        let (done, span) = self.rows.progress();
+        let Some(t) = self.tail else {
+            return (done, span);
+        };
+        let count = |a: i64, b: i64| (b - a).max(0) as u64;
+        (
+            done + count(t.first, t.next),
+            span + count(t.first, t.last + 1),
+        )
+    }
+
+    /// Gives `share` (0..1) of the rows not read yet to another reader ([`TailReader`], in the
+    /// analysis worker once its host side is loaded); its chunks come through
+    /// [`KernelPass::push_tail`] after this pass's own rows. Once, after the plan; `None` when
+    /// fewer than `min_rows` would go ([`MIN_TAIL_ROWS`] is worth the page's messages).
+    pub fn split_tail(&mut self, share: f64, min_rows: i64) -> Option<(i64, i64)> {
+        if self.consumers.is_none() || self.tail.is_some() {
+            return None;
+        }
+        let (first, last) = self.rows.split_tail(share, min_rows)?;
+        self.tail = Some(Tail {
+            first,
+            next: first,
+            last,
+        });
+        Some((first, last))
+    }
+
+    /// Whether rows given to another reader are still to come.
+    pub fn tail_pending(&self) -> bool {
+        self.tail.is_some_and(|t| t.next <= t.last)
+    }
+
+    /// Feeds the next chunk of the rows given away ([`TailReader::next_chunk`]'s bytes), once
+    /// this pass has read its own.
+    pub fn push_tail(&mut self, bytes: &[u8]) -> Result<()> {
+        let broken = |detail: String| Error::Internal {
+            detail: format!("the kernel rows read by the analysis worker: {detail}"),
+        };
+        let chunk: TailChunk =
+            postcard::from_bytes(bytes).map_err(|e| broken(format!("did not decode: {e}")))?;
+        let (Some(tail), Some(consumers)) = (&mut self.tail, &mut self.consumers) else {
+            return Err(broken("none were given away".into()));
+        };
+        let in_order = self.rows.is_done()
+            && chunk.first_row == tail.next
+            && chunk.last_row <= tail.last
+            && chunk.last_row >= chunk.first_row;
+        if !in_order {
+            return Err(broken(format!(
+                "rows {}..={} came out of order",
+                chunk.first_row, chunk.last_row
+            )));
+        }
+        let processes: Vec<_> = chunk
+            .processes
+            .iter()
+            .map(|&gpid| self.processes.intern(gpid))
+            .collect();
+        let mut kernels = 0u32;
+        for ev in packed::unpack(&chunk.packed) {
+            let mut ev = ev?;
+            ev.process = *processes
+                .get(ev.process as usize)
+                .ok_or_else(|| broken("a kernel of an unknown process".into()))?;
+            consumers.push(ev)?;
+            kernels += 1;
+        }
+        if kernels != chunk.kernels {
+            return Err(broken(format!("{kernels} of {} kernels", chunk.kernels)));
+        }
+        tail.next = chunk.last_row + 1;
+        Ok(())
     }
 
     /// Reads up to `rows` more rows; `false` once the table is read.
@@ -209,6 +285,11 @@ impl KernelPass {
 
     /// The analyses' results, with the processes they number (`globalPid` per id).
     pub fn finish(self) -> Result<KernelResults> {
+        if self.tail_pending() {
+            return Err(Error::Internal {
+                detail: "the kernel rows given to the analysis worker did not all come".into(),
+            });
+        }
         let consumers = self.consumers.ok_or_else(|| Error::Internal {
             detail: "the kernel pass ended before its plan arrived".into(),
         })?;
@@ -216,91 +297,120 @@ impl KernelPass {
     }
 }
 
-/// Kernels waiting for the plan, packed: each as differences from the previous one of its
-/// block (row, start) and its duration, as postcard varints (about 11 bytes for a kernel of a
-/// real export, against 48 for a [`KernelEvent`]), so the pass reads several times further
-/// ahead of the plan in the same memory. Of a graph node only whether there is one is kept (all
-/// the pass's analyses ask). Blocks are allocated whole and never grow.
+/// Rows fewer than this are not worth giving to another reader in the page.
+pub const MIN_TAIL_ROWS: i64 = 1 << 16;
+
+/// Rows `first..=last` given to another reader; those before `next` have been fed.
+#[derive(Debug, Clone, Copy)]
+struct Tail {
+    first: i64,
+    next: i64,
+    last: i64,
+}
+
+/// Kernel rows `first_row..=last_row` read by another worker for this pass, as bytes.
+#[derive(Serialize, Deserialize)]
+struct TailChunk {
+    first_row: i64,
+    last_row: i64,
+    kernels: u32,
+    /// `globalPid` of each process id the kernels use.
+    processes: Vec<i64>,
+    /// The kernels ([`packed`]).
+    packed: Vec<u8>,
+}
+
+/// Reads the rows a [`KernelPass`] gave away ([`KernelPass::split_tail`]), a chunk at a time,
+/// into bytes for it: the analysis worker, done with the host side before the loader is done
+/// with the kernel table, takes part of the read (reading is most of the pass's time).
+pub struct TailReader {
+    rows: KernelRows,
+    processes: Processes,
+    label: String,
+}
+
+impl TailReader {
+    /// A reader of rows `range` of the kernel table, reading `graphNodeId` when the plan says
+    /// the pass does ([`KernelPlan::graph_nodes`]).
+    pub fn new(
+        conn: &Connection,
+        schema: &Schema,
+        label: &str,
+        graph_nodes: bool,
+        range: (i64, i64),
+    ) -> Result<TailReader> {
+        Ok(TailReader {
+            rows: KernelRows::new(conn, schema, label, graph_nodes)?.only(range),
+            processes: Processes::default(),
+            label: label.to_string(),
+        })
+    }
+
+    /// The next chunk of at most `rows` rows, as bytes for [`KernelPass::push_tail`]; `None`
+    /// once every row is read. `names` maps a `StringIds.id` as the plan's name index does.
+    pub fn next_chunk(
+        &mut self,
+        conn: &Connection,
+        rows: u32,
+        names: impl FnMut(i64) -> NameId,
+    ) -> Result<Option<Vec<u8>>> {
+        if self.rows.is_done() {
+            return Ok(None);
+        }
+        let first_row = self.rows.next_row();
+        let (mut packer, mut packed, mut kernels) = (Packer::default(), Vec::new(), 0u32);
+        self.rows
+            .next_chunk(conn, &self.label, rows, names, &mut self.processes, |ev| {
+                packer.pack(&ev, &mut packed);
+                kernels += 1;
+            })?;
+        let chunk = TailChunk {
+            first_row,
+            last_row: self.rows.next_row() - 1,
+            kernels,
+            processes: self.processes.global_pid.clone(),
+            packed,
+        };
+        Ok(Some(super::encode(&chunk)))
+    }
+}
+
+/// Kernels waiting for the plan, packed ([`packed`]: about 11 bytes for a kernel of a real
+/// export, against 48 for a [`KernelEvent`]), so the pass reads several times further ahead of
+/// the plan in the same memory. Blocks are allocated whole and never grow.
 #[derive(Default)]
 struct WaitingKernels {
     blocks: Vec<Vec<u8>>,
-    /// The last packed kernel's row and start (of the last block; a block starts from 0).
-    last: (i64, Ns),
+    /// The packer of the last block (a block decodes on its own).
+    packer: Packer,
     bytes: usize,
 }
 
-/// A packed kernel; fields in [`KernelEvent`] terms.
-#[derive(Serialize, Deserialize)]
-struct Packed {
-    row_step: i64,
-    start_step: i64,
-    duration: i64,
-    /// The device times two, plus one if the kernel has a graph node.
-    device_and_graph: u64,
-    stream: u32,
-    process: u32,
-    /// The name id plus one, 0 for none ([`NO_NAME`] would take five bytes).
-    name: u32,
-}
-
-/// Bytes per block; a kernel takes at most [`MAX_PACKED`].
+/// Bytes per block; a kernel takes at most [`packed::MAX_PACKED`].
 const BLOCK_BYTES: usize = 1 << 20;
-/// Postcard's varints: 10 bytes per 64-bit field, 5 per 32-bit one.
-const MAX_PACKED: usize = 4 * 10 + 3 * 5;
 
 impl WaitingKernels {
     fn push(&mut self, ev: &KernelEvent) {
         let fits = self
             .blocks
             .last()
-            .is_some_and(|b| b.capacity() - b.len() >= MAX_PACKED);
+            .is_some_and(|b| b.capacity() - b.len() >= packed::MAX_PACKED);
         if !fits {
             self.blocks.push(Vec::with_capacity(BLOCK_BYTES));
             self.bytes += BLOCK_BYTES;
-            self.last = (0, 0);
+            self.packer = Packer::default();
         }
-        let (row, start) = self.last;
-        let packed = Packed {
-            row_step: ev.row.wrapping_sub(row),
-            start_step: ev.start.wrapping_sub(start),
-            duration: ev.end.wrapping_sub(ev.start),
-            device_and_graph: u64::from(ev.device) << 1 | u64::from(ev.graph_node != 0),
-            stream: ev.stream,
-            process: ev.process,
-            name: ev.short_name.wrapping_add(1),
-        };
-        let mut scratch = [0u8; MAX_PACKED];
-        if let (Ok(bytes), Some(block)) = (
-            postcard::to_slice(&packed, &mut scratch),
-            self.blocks.last_mut(),
-        ) {
-            block.extend_from_slice(bytes);
+        if let Some(block) = self.blocks.last_mut() {
+            self.packer.pack(ev, block);
         }
-        self.last = (ev.row, ev.start);
     }
 
     /// The kernels as they were pushed.
     fn into_events(self) -> impl Iterator<Item = KernelEvent> {
         self.blocks.into_iter().flat_map(|block| {
-            let mut last: (i64, Ns) = (0, 0);
-            let mut at = 0;
-            std::iter::from_fn(move || {
-                let (packed, rest) = postcard::take_from_bytes::<Packed>(&block[at..]).ok()?;
-                at = block.len() - rest.len();
-                let row = last.0.wrapping_add(packed.row_step);
-                let start = last.1.wrapping_add(packed.start_step);
-                last = (row, start);
-                Some(KernelEvent {
-                    row,
-                    start,
-                    end: start.wrapping_add(packed.duration),
-                    device: (packed.device_and_graph >> 1) as u32,
-                    stream: packed.stream,
-                    process: packed.process,
-                    short_name: packed.name.wrapping_sub(1),
-                    graph_node: packed.device_and_graph & 1,
-                })
-            })
+            packed::unpack(&block)
+                .map_while(|ev| ev.ok())
+                .collect::<Vec<_>>()
         })
     }
 }

@@ -580,7 +580,11 @@ impl Loader<'_, '_> {
             "StringIds",
             "SELECT id, value FROM StringIds",
             |r| {
-                let (id, value) = (int(r.get_ref(0)?, -1), text_of(r.get_ref(1)?));
+                let id = int(r.get_ref(0)?, -1);
+                let value = match r.get_ref(1)? {
+                    ValueRef::Text(t) => String::from_utf8_lossy(t),
+                    other => text_of(other).into(),
+                };
                 let digest = digest_steps.then(|| step_digest(&value)).flatten();
                 strings.push_row_digested(id, &value, digest.as_deref());
                 Ok(())

@@ -68,9 +68,35 @@ impl KernelRows {
         })
     }
 
+    /// Gives the rows from `share` (0..1) of those not read yet to another reader: this pass
+    /// then ends before them. `None` when fewer than `min_rows` would go.
+    pub fn split_tail(&mut self, share: f64, min_rows: i64) -> Option<(i64, i64)> {
+        let left = self.last - self.next + 1;
+        let given = (left as f64 * share.clamp(0.0, 1.0)) as i64;
+        if given < min_rows.max(1) {
+            return None;
+        }
+        let tail = (self.last - given + 1, self.last);
+        self.last = tail.0 - 1;
+        Some(tail)
+    }
+
+    /// The pass over rows `[first, last]` only (another reader's share, [`KernelRows::split_tail`]).
+    pub fn only(mut self, (first, last): (i64, i64)) -> KernelRows {
+        self.first = first;
+        self.next = first;
+        self.last = last;
+        self
+    }
+
     /// Stops reading `graphNodeId` from the next chunk on.
     pub fn skip_graph_nodes(&mut self) {
         self.sql.clone_from(&self.sql_without_graph_nodes);
+    }
+
+    /// The first `rowid` not read yet.
+    pub fn next_row(&self) -> i64 {
+        self.next
     }
 
     /// Whether every row has been read.

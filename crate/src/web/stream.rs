@@ -12,7 +12,7 @@ use super::analysis::{Analysis, open_connection, register, report_progress};
 use super::js_error;
 use super::vfs::Registration;
 use crate::model::Trace;
-use crate::streamed::{self, ByteSink, HostPlans, KernelPlan, KernelResults};
+use crate::streamed::{self, ByteSink, HostPlans, KernelPlan, KernelResults, TailReader};
 use crate::trace::{LoadOptions, Progress, StagedLoad, probe_export};
 
 /// The host side of a trace being opened: strings and NVTX first, then the API calls.
@@ -25,6 +25,8 @@ pub struct StreamHost {
     /// The detect plans the kernel pass's plan came from, kept for the verdict.
     plans: Option<HostPlans>,
     trace: Option<Trace>,
+    /// Kernel rows the loader gave this worker to read ([`StreamHost::read_kernel_tail`]).
+    tail: Option<TailReader>,
 }
 
 #[wasm_bindgen]
@@ -47,6 +49,7 @@ impl StreamHost {
             staged: Some(staged),
             plans: Some(plans),
             trace: None,
+            tail: None,
         })
     }
 
@@ -81,6 +84,36 @@ impl StreamHost {
         }
         self.trace = Some(trace);
         Ok(())
+    }
+
+    /// Starts reading kernel rows `first..=last`, which the loader gave away
+    /// ([`KernelPass::split_tail`]), once the host side is loaded.
+    #[wasm_bindgen(js_name = readKernelTail)]
+    pub fn read_kernel_tail(&mut self, first: f64, last: f64) -> Result<(), JsError> {
+        let trace = self
+            .trace
+            .as_ref()
+            .ok_or_else(|| order_error("readKernelTail"))?;
+        let schema = probe_export(&self.conn, &self.name).map_err(js_error)?;
+        let graph_nodes = crate::detect::reads_graph_nodes(&trace.meta, &trace.strings);
+        let range = (first as i64, last as i64);
+        let reader = TailReader::new(&self.conn, &schema, &self.name, graph_nodes, range)
+            .map_err(js_error)?;
+        self.tail = Some(reader);
+        Ok(())
+    }
+
+    /// The next chunk of at most `rows` of those rows, as bytes for [`KernelPass::push_tail`];
+    /// `undefined` once all are read.
+    #[wasm_bindgen(js_name = kernelTailChunk)]
+    pub fn kernel_tail_chunk(&mut self, rows: u32) -> Result<Option<Uint8Array>, JsError> {
+        let (Some(reader), Some(trace)) = (&mut self.tail, &self.trace) else {
+            return Err(order_error("kernelTailChunk"));
+        };
+        let chunk = reader
+            .next_chunk(&self.conn, rows, |id| trace.strings.resolve(id))
+            .map_err(js_error)?;
+        Ok(chunk.map(|bytes| Uint8Array::from(&bytes[..])))
     }
 
     /// Joins the kernel pass's results (bytes from [`KernelPass::finish`]) into the analysis.
@@ -186,6 +219,12 @@ impl KernelPass {
     /// start order (the page then loads the table whole).
     pub fn step(&mut self, rows: u32) -> Result<bool, JsError> {
         let more = self.pass.step(&self.conn, rows).map_err(js_error)?;
+        self.progress_or_cancel()?;
+        Ok(more)
+    }
+
+    /// Reports the rows read so far; the page's `false` cancels.
+    fn progress_or_cancel(&self) -> Result<(), JsError> {
         let (done, total) = self.pass.progress();
         let step = Progress {
             step: "streaming kernels",
@@ -195,7 +234,7 @@ impl KernelPass {
         if !report_progress(&self.on_progress, step) {
             return Err(js_error(crate::error::Error::Cancelled));
         }
-        Ok(more)
+        Ok(())
     }
 
     /// The plan from the analysis worker ([`StreamHost::plan`]'s bytes).
@@ -203,6 +242,28 @@ impl KernelPass {
     pub fn set_plan(&mut self, bytes: Uint8Array) -> Result<(), JsError> {
         let plan = KernelPlan::from_bytes(&bytes.to_vec()).map_err(js_error)?;
         self.pass.set_plan(plan).map_err(js_error)
+    }
+
+    /// Gives `share` (0..1) of the rows left to the analysis worker ([`StreamHost::read_kernel_tail`]):
+    /// `[first, last]`, or `undefined` when too few are left.
+    #[wasm_bindgen(js_name = splitTail)]
+    pub fn split_tail(&mut self, share: f64) -> Option<Box<[f64]>> {
+        let (first, last) = self.pass.split_tail(share, streamed::pass::MIN_TAIL_ROWS)?;
+        Some(Box::new([first as f64, last as f64]))
+    }
+
+    /// Whether rows given to the analysis worker are still to come.
+    #[wasm_bindgen(js_name = tailPending)]
+    pub fn tail_pending(&self) -> bool {
+        self.pass.tail_pending()
+    }
+
+    /// The next chunk of those rows ([`StreamHost::kernel_tail_chunk`]'s bytes), once this
+    /// pass's own rows are read.
+    #[wasm_bindgen(js_name = pushTail)]
+    pub fn push_tail(&mut self, bytes: Uint8Array) -> Result<(), JsError> {
+        self.pass.push_tail(&bytes.to_vec()).map_err(js_error)?;
+        self.progress_or_cancel()
     }
 
     /// The analyses' results as bytes for [`StreamHost::attach`].
