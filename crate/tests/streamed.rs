@@ -142,8 +142,8 @@ fn assert_same_verdict(streamed: &Streamed, full: &Trace, label: &str, what: &st
 }
 
 /// Timeline views through the file's rowids equal those of the loaded table, zoomed out
-/// (summary) and in (rows re-read).
-fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &str) {
+/// (summary) and in (rows re-read), and so do hovers; returns how many hovers hit.
+fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &str) -> usize {
     let label = path.display().to_string();
     let conn = trace::open_path(path).expect("open");
     let schema = trace::Schema::probe(&conn, &label).expect("schema");
@@ -177,6 +177,21 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
             .expect("loaded view");
         assert_eq!(got, want, "{what}: view [{a}, {b}) {detail:?}");
     }
+    // Hovers on every lane, at a few times: the forward-step lane's names are read back whole.
+    let mut hits = 0;
+    for lane in 0..loaded.lane_count() as u32 {
+        for k in 1..8 {
+            let t = s + span / 8 * k;
+            let got = streamed
+                .timeline
+                .hit(&source, lane, t, span / 50)
+                .expect("hit");
+            let want = loaded.hit(full, lane, t, span / 50).expect("hit");
+            assert_eq!(got, want, "{what}: hover on lane {lane} at {t}");
+            hits += usize::from(got.is_some());
+        }
+    }
+    hits
 }
 
 #[test]
@@ -195,7 +210,8 @@ fn streamed_open_equals_a_whole_load_on_generated_scenarios() {
         // renumbered into the plan's processes.
         let streamed = stream_open_with(&path, 97, 3, Some(0.6));
         assert_same_verdict(&streamed, &whole(&path, true), &label, scenario);
-        assert_same_timeline(&streamed, &full, &path, scenario);
+        let hits = assert_same_timeline(&streamed, &full, &path, scenario);
+        assert!(hits > 0, "{scenario}: some hovers hit");
         assert_eq!(
             streamed.gaps,
             idle_gap_histogram(&full, None),

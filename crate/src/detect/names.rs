@@ -189,6 +189,18 @@ fn parse_digest(digest: &str) -> Option<(StepName, bool)> {
     Some((step, next()? == 1))
 }
 
+/// A readable name for a [`step_digest`] without the name itself: TensorRT-LLM's own form,
+/// `[Executor] _forward_step N: C ctx reqs, G gen reqs` (what the digest came from, on every
+/// trace it writes); for labels, where reading every name back would cost a lookup each.
+pub fn step_digest_label(digest: &str) -> Option<String> {
+    let (s, executor) = parse_digest(digest)?;
+    let prefix = if executor { "[Executor] " } else { "" };
+    Some(format!(
+        "{prefix}_forward_step {}: {} ctx reqs, {} gen reqs",
+        s.step, s.ctx, s.gen_reqs
+    ))
+}
+
 /// Every name rule but the forward step's and the launch APIs', in both profiles' matchings.
 fn other_rules() -> &'static [NameRule] {
     static RULES: OnceLock<Vec<NameRule>> = OnceLock::new();
@@ -506,6 +518,13 @@ mod tests {
             assert_eq!(a.launch, b.launch, "{profile:?}");
             assert_eq!(a.nccl, b.nccl, "{profile:?}");
             assert_eq!(a.prep, b.prep, "{profile:?}");
+        }
+        // Labels without the name: TensorRT-LLM's form comes back as it was.
+        for id in [0, 1] {
+            assert_eq!(
+                step_digest_label(digested.get(id)).as_deref(),
+                Some(names[id as usize])
+            );
         }
         // The `trtllm-skill` prefilter (`LIKE`, any case) survives the digest.
         let skill = StepParser::new(&Profile::TrtllmSkill.switches(), None);

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 
 use rusqlite::Connection;
 
+use crate::detect::names::step_digest_label;
 use crate::error::Result;
 use crate::model::{KernelEvent, NameId, Processes, Strings};
 use crate::timeline::KernelSource;
@@ -20,6 +21,16 @@ pub struct SqliteKernels<'a> {
 }
 
 impl KernelSource for SqliteKernels<'_> {
+    /// A forward-step name kept as a digest is labelled in TensorRT-LLM's form
+    /// ([`step_digest_label`]): a zoomed-out view labels a step per column, and reading each
+    /// name back would cost a `StringIds` lookup each.
+    fn label(&self, id: NameId) -> String {
+        match self.strings.is_digest(id) {
+            true => step_digest_label(self.strings.get(id)).unwrap_or_else(|| self.name(id)),
+            false => self.strings.get(id).to_string(),
+        }
+    }
+
     /// A forward-step name kept as a digest is read again from `StringIds` (a B-tree lookup,
     /// for a hover or a view's few labels); should that fail, the digest stands in for it.
     fn name(&self, id: NameId) -> String {

@@ -52,7 +52,7 @@ impl<'a> NameIndex<'a> {
             return i;
         }
         let i = self.names.len() as i32;
-        self.names.push(self.source.name(id));
+        self.names.push(self.source.label(id));
         self.by_id.insert(id, i);
         i
     }
