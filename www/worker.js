@@ -166,7 +166,7 @@ function nextTask() {
 
 // Rows the analysis worker reads for this loader, once its host side is loaded: the share of
 // the rows left when it offers (it reads about as fast; the analyses stay here).
-const TAIL_SHARE = 0.7;
+const TAIL_SHARE = 0.62;
 const tail = { requestId: 0, offered: false, answered: false, closed: false, chunks: [], error: null, wake: null };
 
 function answerOffer(range) {
