@@ -168,6 +168,9 @@ function nextTask() {
 // the rows left when it offers (it reads about as fast; the analyses stay here).
 const TAIL_SHARE = 0.62;
 const tail = { requestId: 0, offered: false, answered: false, closed: false, chunks: [], error: null, wake: null };
+tail.offer = new Promise((resolve) => {
+  tail.offerCame = resolve;
+});
 
 function answerOffer(range) {
   tail.answered = true;
@@ -188,16 +191,17 @@ async function nextTailChunk() {
 // The kernel table read once in rowid chunks through the one-pass analyses. Until the plan
 // comes, chunks wait in a bounded buffer; when it is full, reading waits for the plan. Once
 // the analysis worker offers, part of the rows left go to it.
-async function streamKernels(id, file) {
+async function streamKernels(id, file, waitForOffer = false) {
   tail.requestId = id;
   const pass = KernelPass.open(file, progressTo(id, () => true));
   try {
     for (;;) {
       if (!pass.hasPlan()) {
-        if (!plan.bytes && pass.bufferFull()) await plan.arrived;
+        if (!plan.bytes && (pass.bufferFull() || waitForOffer)) await plan.arrived;
         else if (!plan.bytes) await nextTask();
         if (plan.bytes) pass.setPlan(plan.bytes);
       } else {
+        if (waitForOffer) await tail.offer; // the page's test hook
         await nextTask(); // the analysis worker's offer can come in
         if (tail.offered && !tail.answered) answerOffer(pass.splitTail(TAIL_SHARE));
       }
@@ -302,7 +306,7 @@ async function handle(msg) {
     case 'streamKernels': {
       // The second worker of a streaming open: the kernel table through the one-pass analyses.
       await initWasm();
-      return await streamKernels(id, msg.file);
+      return await streamKernels(id, msg.file, msg.waitForOffer === true);
     }
     case 'loadKernels': {
       // The second worker of a parallel open: only the kernel table, returned as bytes.
@@ -361,6 +365,7 @@ self.onmessage = async (ev) => {
   }
   if (msg.type === 'help-offer') {
     tail.offered = true;
+    tail.offerCame();
     if (tail.closed && !tail.answered) answerOffer(null);
     return;
   }

@@ -253,7 +253,17 @@ test('a kernel table read partly by the analysis worker gives the CLI\'s verdict
   // The cancel test's trace (1.28 M kernels): the host side is loaded before the kernel table,
   // and the analysis worker reads the rows the loader gives it.
   const big = path.join(tmp, 'big.sqlite');
-  await load(big);
+  // Whichever worker is faster on this machine, the loader waits for the offer (test hook).
+  await page.evaluate(() => {
+    window.nsysLensWaitForKernelOffer = true;
+  });
+  try {
+    await load(big);
+  } finally {
+    await page.evaluate(() => {
+      delete window.nsysLensWaitForKernelOffer;
+    });
+  }
   const shared = await page.evaluate(() => performance.getEntriesByName('nsys-lens:kernel-rows-shared').at(-1)?.detail ?? null);
   assert.ok(Array.isArray(shared) && shared[1] > shared[0], `kernel rows read for the loader: ${JSON.stringify(shared)}`);
   await assertMatchesCli(big);

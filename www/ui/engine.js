@@ -176,7 +176,11 @@ export class WorkerEngine {
       'help-offer': () => loader.post({ type: 'help-offer' }),
       'kernel-tail': (msg) => loader.post({ type: 'kernel-tail', bytes: msg.bytes, error: msg.error }, msg.bytes ? [msg.bytes.buffer] : []),
     });
-    const streamed = loader.request('streamKernels', { file }, progress.part('kernels'), {
+    // Test hook: with `nsysLensWaitForKernelOffer` set on the page, the loader reads nothing
+    // before the plan and then waits for the analysis worker's offer, so that worker always
+    // reads part of the table.
+    const waitForOffer = globalThis.nsysLensWaitForKernelOffer === true;
+    const streamed = loader.request('streamKernels', { file, waitForOffer }, progress.part('kernels'), {
       help: (msg) => {
         // For the tests: which kernel rows the analysis worker read for the loader.
         if (msg.range) performance.mark('nsys-lens:kernel-rows-shared', { detail: msg.range });

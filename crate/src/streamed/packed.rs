@@ -55,19 +55,26 @@ impl Packer {
 
 /// The kernels a [`Packer`] wrote into `bytes`; bytes that do not decode end with an error.
 pub fn unpack(bytes: &[u8]) -> impl Iterator<Item = Result<KernelEvent>> + '_ {
+    unpack_from(bytes)
+}
+
+/// [`unpack`] of a buffer it owns.
+pub fn unpack_owned(bytes: Vec<u8>) -> impl Iterator<Item = Result<KernelEvent>> {
+    unpack_from(bytes)
+}
+
+fn unpack_from(bytes: impl AsRef<[u8]>) -> impl Iterator<Item = Result<KernelEvent>> {
     let mut last: (i64, Ns) = (0, 0);
-    let mut rest = bytes;
+    let mut at = 0;
     std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
+        let rest = bytes.as_ref().get(at..).filter(|r| !r.is_empty())?;
         let packed = match postcard::take_from_bytes::<Packed>(rest) {
             Ok((packed, tail)) => {
-                rest = tail;
+                at = bytes.as_ref().len() - tail.len();
                 packed
             }
             Err(e) => {
-                rest = &[];
+                at = bytes.as_ref().len();
                 return Some(Err(Error::Internal {
                     detail: format!("packed kernels did not decode: {e}"),
                 }));

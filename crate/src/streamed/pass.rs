@@ -407,11 +407,9 @@ impl WaitingKernels {
 
     /// The kernels as they were pushed.
     fn into_events(self) -> impl Iterator<Item = KernelEvent> {
-        self.blocks.into_iter().flat_map(|block| {
-            packed::unpack(&block)
-                .map_while(|ev| ev.ok())
-                .collect::<Vec<_>>()
-        })
+        self.blocks
+            .into_iter()
+            .flat_map(|block| packed::unpack_owned(block).map_while(|ev| ev.ok()))
     }
 }
 
