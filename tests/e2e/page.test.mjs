@@ -119,6 +119,16 @@ test('timeline: drawn, wheel zoom redraws, hover shows a kernel', { timeout: TIM
     if (await page.isVisible('[data-testid=tooltip]')) named = await page.textContent('[data-testid=tooltip-name]');
   }
   assert.ok(named && named.length > 0, 'the tooltip shows a kernel name');
+  // The forward-step lane's tooltip names a step: the page keeps step names as digests and reads
+  // the hovered one back from the file.
+  let step = null;
+  for (let i = 0; i < 40 && !step; i++) {
+    const hx = box.x + 152 + ((box.width - 154) * i) / 40;
+    await page.mouse.move(hx, box.y + 22 + 10);
+    await page.waitForTimeout(120);
+    if (await page.isVisible('[data-testid=tooltip]')) step = await page.textContent('[data-testid=tooltip-name]');
+  }
+  assert.match(step ?? '', /^\[Executor\] _forward_step \d+: \d+ ctx reqs, \d+ gen reqs$/, `the step lane's tooltip: ${step}`);
   await page.screenshot({ path: artifact('timeline-hover.png'), clip: { x: 0, y: Math.max(0, box.y - 60), width: 1280, height: box.height + 140 } });
 });
 
