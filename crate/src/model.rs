@@ -65,9 +65,9 @@ pub struct Strings {
     /// Inline texts already interned (NVTX `text` column), by the hash of their value.
     interned: HashTable<NameId>,
     hasher: RandomState,
-    /// A bit per value, set when it holds a digest rather than the text read
+    /// Per `StringIds` row: whether it holds a digest rather than the text read
     /// ([`Strings::push_row_digested`]).
-    digests: Vec<u64>,
+    digests: NameFlags,
 }
 
 /// `StringIds.id` of each string loaded from that table, in load order: `first + row` when the
@@ -212,30 +212,21 @@ impl Strings {
     /// Adds a `StringIds` row (before any inline text is interned); [`Strings::finish_rows`]
     /// indexes them.
     pub fn push_row(&mut self, sqlite_id: i64, value: &str) {
-        self.push(value);
-        self.row_ids.push(sqlite_id);
+        self.push_row_digested(sqlite_id, value, None);
     }
 
     /// Adds a `StringIds` row as `digest`, when given, rather than as `value`: what every
     /// reader of the table needs of the value, shorter (the page's forward-step names, one per
     /// step, [`crate::detect::names::step_digest`]). [`Strings::is_digest`] tells them apart.
     pub fn push_row_digested(&mut self, sqlite_id: i64, value: &str, digest: Option<&str>) {
-        let id = self.push(digest.unwrap_or(value)) as usize;
+        self.push(digest.unwrap_or(value));
         self.row_ids.push(sqlite_id);
-        if digest.is_some() {
-            if self.digests.len() <= id / 64 {
-                self.digests.resize(id / 64 + 1, 0);
-            }
-            self.digests[id / 64] |= 1 << (id % 64);
-        }
+        self.digests.push(digest.is_some());
     }
 
     /// Whether value `id` is a digest ([`Strings::push_row_digested`]), not the text read.
     pub fn is_digest(&self, id: NameId) -> bool {
-        let i = id as usize;
-        self.digests
-            .get(i / 64)
-            .is_some_and(|word| word >> (i % 64) & 1 == 1)
+        self.digests.get(id)
     }
 
     /// Indexes the rows pushed so far by `StringIds.id`.
@@ -248,7 +239,6 @@ impl Strings {
     pub fn shrink_to_fit(&mut self) {
         self.ends.shrink_to_fit();
         self.row_ids.shrink_to_fit();
-        self.digests.shrink_to_fit();
     }
 
     fn push(&mut self, value: &str) -> NameId {

@@ -164,7 +164,7 @@ pub fn step_digest(name: &str) -> Option<String> {
     // Every other rule's text holds `nccl` or `prepare` (any case, as `LIKE` compares).
     let bytes = name.as_bytes();
     let may_match = contains_folded(bytes, b"nccl") || contains_folded(bytes, b"prepare");
-    if (may_match && other_rules().iter().any(|rule| rule.matches(name)))
+    if (may_match && matches_other_rules(name))
         || is_launch_api(name, LaunchApis::AllVersioned)
         || is_launch_api(name, LaunchApis::ExactCudaLaunchKernel)
     {
@@ -201,36 +201,39 @@ pub fn step_digest_label(digest: &str) -> Option<String> {
     ))
 }
 
-/// Every name rule but the forward step's and the launch APIs', in both profiles' matchings.
-fn other_rules() -> &'static [NameRule] {
-    static RULES: OnceLock<Vec<NameRule>> = OnceLock::new();
-    RULES.get_or_init(|| {
-        std::iter::once("nccl")
-            .chain(PREP_PATTERNS)
-            .flat_map(|p| {
-                [
-                    NameRule::Like(Like::new(&format!("%{p}%"))),
-                    NameRule::Contains(p),
-                ]
-            })
-            .collect()
-    })
-}
-
-enum NameRule {
-    Like(Like),
-    /// Case-sensitive, except NCCL's (any case).
-    Contains(&'static str),
-}
-
-impl NameRule {
-    fn matches(&self, name: &str) -> bool {
-        match self {
-            NameRule::Like(like) => like.matches(name),
-            NameRule::Contains("nccl") => name.to_ascii_lowercase().contains("nccl"),
-            NameRule::Contains(p) => name.contains(p),
-        }
+/// Whether `name` is an NCCL kernel's: `LIKE '%nccl%'` (`like`), else a case-insensitive
+/// substring.
+fn is_nccl_name(name: &str, like: bool) -> bool {
+    static LIKE: OnceLock<Like> = OnceLock::new();
+    match like {
+        true => LIKE.get_or_init(|| Like::new("%nccl%")).matches(name),
+        false => name.to_ascii_lowercase().contains("nccl"),
     }
+}
+
+/// Whether `name` matches host-prep pattern `p` (of [`PREP_PATTERNS`]): `LIKE '%p%'` (`like`),
+/// else a substring.
+fn is_prep_name(name: &str, p: usize, like: bool) -> bool {
+    static LIKES: OnceLock<Vec<Like>> = OnceLock::new();
+    let likes = || {
+        PREP_PATTERNS
+            .map(|pat| Like::new(&format!("%{pat}%")))
+            .to_vec()
+    };
+    match like {
+        true => LIKES
+            .get_or_init(likes)
+            .get(p)
+            .is_some_and(|l| l.matches(name)),
+        false => PREP_PATTERNS.get(p).is_some_and(|pat| name.contains(pat)),
+    }
+}
+
+/// Whether an NCCL or host-prep rule of either profile's matching takes `name`.
+fn matches_other_rules(name: &str) -> bool {
+    [true, false].into_iter().any(|like| {
+        is_nccl_name(name, like) || (0..PREP_PATTERNS.len()).any(|p| is_prep_name(name, p, like))
+    })
 }
 
 fn executor_prefilter() -> &'static Like {
@@ -344,19 +347,9 @@ impl NameTables {
         }
         let like = sw.name_match == NameMatch::SqliteLike;
         strings.classify_more(&mut self.launch, |s| is_launch_api(s, sw.launch_apis));
-        if like {
-            let p = Like::new("%nccl%");
-            strings.classify_more(&mut self.nccl, |s| p.matches(s));
-        } else {
-            strings.classify_more(&mut self.nccl, |s| s.to_ascii_lowercase().contains("nccl"));
-        }
-        for (table, pat) in self.prep.iter_mut().zip(PREP_PATTERNS) {
-            if like {
-                let p = Like::new(&format!("%{pat}%"));
-                strings.classify_more(table, |s| p.matches(s));
-            } else {
-                strings.classify_more(table, |s| s.contains(pat));
-            }
+        strings.classify_more(&mut self.nccl, |s| is_nccl_name(s, like));
+        for (p, table) in self.prep.iter_mut().enumerate() {
+            strings.classify_more(table, |s| is_prep_name(s, p, like));
         }
     }
 

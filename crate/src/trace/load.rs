@@ -9,7 +9,7 @@ use rusqlite::types::ValueRef;
 
 use super::launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_if_sorted};
 use super::open::sqlite_error;
-use super::schema::{Schema, read_meta, text_of};
+use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::detect::names::{may_define_windows, step_digest};
 use crate::error::{Error, Result};
 use crate::model::{
@@ -581,10 +581,7 @@ impl Loader<'_, '_> {
             "SELECT id, value FROM StringIds",
             |r| {
                 let id = int(r.get_ref(0)?, -1);
-                let value = match r.get_ref(1)? {
-                    ValueRef::Text(t) => String::from_utf8_lossy(t),
-                    other => text_of(other).into(),
-                };
+                let value = text_ref(r.get_ref(1)?);
                 let digest = digest_steps.then(|| step_digest(&value)).flatten();
                 strings.push_row_digested(id, &value, digest.as_deref());
                 Ok(())

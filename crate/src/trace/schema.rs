@@ -131,11 +131,16 @@ fn name_values(conn: &Connection, table: &str, path: &str) -> Result<Vec<(String
 
 /// Any SQLite value as text (metadata columns are TEXT, but tools write what they like).
 pub fn text_of(v: rusqlite::types::ValueRef<'_>) -> String {
+    text_ref(v).into_owned()
+}
+
+/// [`text_of`], borrowing a text value rather than copying it (valid UTF-8 is not copied).
+pub fn text_ref(v: rusqlite::types::ValueRef<'_>) -> std::borrow::Cow<'_, str> {
     use rusqlite::types::ValueRef;
     match v {
-        ValueRef::Null => String::new(),
-        ValueRef::Integer(i) => i.to_string(),
-        ValueRef::Real(f) => f.to_string(),
-        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Null => "".into(),
+        ValueRef::Integer(i) => i.to_string().into(),
+        ValueRef::Real(f) => f.to_string().into(),
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t),
     }
 }
