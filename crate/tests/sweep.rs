@@ -4,11 +4,13 @@
 
 mod common;
 
+use nsys_lens::detect::steps::Step;
+use nsys_lens::detect::sweep::PlanBuilder;
 use nsys_lens::detect::{
-    DetectConfig, KernelSummary, KernelSweep, Profile, ThresholdOverrides, detect,
+    DetectConfig, KernelSummary, KernelSweep, Plan, Profile, ThresholdOverrides, detect,
     detect_with_kernels,
 };
-use nsys_lens::model::{Kernels, Trace};
+use nsys_lens::model::{Kernels, Ns, Trace};
 use nsys_lens::synth::{self, GenOptions};
 use nsys_lens::trace::{LoadOptions, load_path};
 
@@ -33,6 +35,76 @@ fn summaries(trace: &Trace, cfgs: &[DetectConfig]) -> Vec<KernelSummary> {
     sweeps.into_iter().map(KernelSweep::finish).collect()
 }
 
+/// The summary of a sweep fed the NVTX ranges as the kernels need them (every range starting
+/// before a kernel's end, as the page's kernel pass does), and the most window and host-prep
+/// spans it held at once; `None` when the NVTX table is out of start order.
+fn fed_summary(trace: &Trace, cfg: &DetectConfig) -> Option<(KernelSummary, usize)> {
+    let mut sweep = KernelSweep::fed(Plan::new(trace, cfg).sweep_plan(cfg));
+    let mut feed = Feed {
+        builder: Some(PlanBuilder::new(&trace.strings, cfg)),
+        next: 0,
+    };
+    let mut most = 0;
+    for ev in trace.kernels.events_in_start_order() {
+        while !sweep.ready_for(ev.end) {
+            feed.row(trace, &mut sweep)?;
+        }
+        sweep.push(ev).expect("a sorted stream is accepted");
+        most = most.max(sweep.held_spans());
+    }
+    while feed.builder.is_some() {
+        feed.row(trace, &mut sweep)?;
+    }
+    Some((sweep.finish(), most))
+}
+
+/// Reads NVTX ranges into a fed sweep, one at a time.
+struct Feed {
+    builder: Option<PlanBuilder>,
+    next: usize,
+}
+
+impl Feed {
+    /// Feeds the next range (or, past the last, what the builder still holds).
+    fn row(&mut self, trace: &Trace, sweep: &mut KernelSweep) -> Option<()> {
+        let nvtx = &trace.nvtx;
+        let mut steps: Vec<Step> = Vec::new();
+        let mut prep: Vec<(usize, usize, (Ns, Ns))> = Vec::new();
+        if self.next < nvtx.len() {
+            let row = nvtx.row(self.next);
+            self.next += 1;
+            let builder = self.builder.as_mut()?;
+            let host = (&trace.strings, &trace.threads);
+            let until = builder
+                .feed(&row, host, &mut steps, &mut |slot, k, r| {
+                    prep.push((slot, k, r))
+                })
+                .ok()?;
+            apply(sweep, &steps, &prep);
+            if let Some(until) = until {
+                sweep.feed_until(until);
+            }
+        } else {
+            let builder = self.builder.take()?;
+            builder.finish(trace.processes.len(), &mut steps);
+            apply(sweep, &steps, &prep);
+            sweep.feed_done();
+        }
+        Some(())
+    }
+}
+
+fn apply(sweep: &mut KernelSweep, steps: &[Step], prep: &[(usize, usize, (Ns, Ns))]) {
+    for s in steps {
+        sweep.feed_step(s).expect("steps in start order");
+    }
+    for &(slot, pattern, range) in prep {
+        sweep
+            .feed_prep(slot, pattern, range)
+            .expect("ranges in start order");
+    }
+}
+
 fn without_kernels(trace: &Trace) -> Trace {
     Trace {
         kernels: Kernels::default(),
@@ -40,8 +112,11 @@ fn without_kernels(trace: &Trace) -> Trace {
     }
 }
 
-/// `detect_with_kernels(host without kernels, summary)` equals `detect(full trace)`, as JSON.
-fn assert_same_reports(trace: &Trace, label: &str) {
+/// `detect_with_kernels(host without kernels, summary)` equals `detect(full trace)`, as JSON,
+/// for a summary swept with the windows whole and one fed them as the kernels pass; returns
+/// whether the second could be (NVTX in start order).
+fn assert_same_reports(trace: &Trace, label: &str) -> bool {
+    let mut fed_all = true;
     let cfgs: Vec<DetectConfig> = PROFILES.iter().map(|&p| config(p, label)).collect();
     let host = without_kernels(trace);
     for (cfg, summary) in cfgs.iter().zip(summaries(trace, &cfgs)) {
@@ -53,7 +128,16 @@ fn assert_same_reports(trace: &Trace, label: &str) {
             serde_json::to_string(&paged).expect("json"),
         );
         assert_eq!(a, b, "{label} {}", cfg.profile.name());
+        let Some((fed, _)) = fed_summary(trace, cfg) else {
+            fed_all = false;
+            continue;
+        };
+        let report = detect_with_kernels(&host, &fed, cfg)
+            .unwrap_or_else(|e| panic!("{label}: fed summary: {e}"));
+        let c = serde_json::to_string(&report).expect("json");
+        assert_eq!(a, c, "{label} {}: fed", cfg.profile.name());
     }
+    fed_all
 }
 
 #[test]
@@ -65,7 +149,7 @@ fn summary_path_equals_detect_on_every_scenario_in_both_profiles() {
             .unwrap_or_else(|e| panic!("generate {scenario}: {e}"));
         let trace =
             load_path(&path, LoadOptions::all()).unwrap_or_else(|e| panic!("load {scenario}: {e}"));
-        assert_same_reports(&trace, scenario);
+        assert!(assert_same_reports(&trace, scenario), "{scenario}: fed");
     }
 }
 
@@ -78,6 +162,7 @@ fn summary_path_equals_detect_on_every_public_export() {
         .filter(|p| p.extension().is_some_and(|x| x == "sqlite"))
         .collect();
     files.sort();
+    let mut fed = 0;
     for path in files {
         let label = path.display().to_string();
         let Ok(trace) = load_path(&path, LoadOptions::detect()) else {
@@ -86,8 +171,9 @@ fn summary_path_equals_detect_on_every_public_export() {
         if trace.kernels.is_empty() {
             continue;
         }
-        assert_same_reports(&trace, &label);
+        fed += usize::from(assert_same_reports(&trace, &label));
     }
+    assert!(fed >= 8, "{fed} exports fed");
 }
 
 /// The `host-bound` scenario, generated and loaded.
@@ -140,4 +226,40 @@ fn a_summary_from_another_profile_or_window_is_refused() {
     assert!(detect_with_kernels(&trace, summary, &windowed).is_err());
     let empty = KernelSweep::new(&trace, &standard).finish();
     assert!(detect_with_kernels(&without_kernels(&trace), &empty, &standard).is_err());
+}
+
+#[test]
+fn a_fed_sweep_holds_as_many_spans_on_a_trace_four_times_longer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let held = |scale: u32| {
+        let path = dir.path().join(format!("host-bound-{scale}.sqlite"));
+        let opts = GenOptions {
+            scale,
+            ..GenOptions::default()
+        };
+        synth::generate("host-bound", &path, &opts).expect("generate");
+        let trace = load_path(&path, LoadOptions::all()).expect("load");
+        PROFILES.map(|profile| {
+            let cfg = config(profile, "host-bound");
+            let steps = Plan::new(&trace, &cfg).step_counts().steps;
+            let (_, most) = fed_summary(&trace, &cfg).expect("NVTX in start order");
+            (steps, most)
+        })
+    };
+    let (short, long) = (held(8), held(32));
+    for (profile, ((steps, most), (long_steps, long_most))) in
+        PROFILES.iter().zip(short.into_iter().zip(long))
+    {
+        assert_eq!(long_steps, 4 * steps, "{profile:?}");
+        // What is held is what one trim interval brings, not what the trace has.
+        eprintln!("{profile:?}: {steps} steps, {most} held; {long_steps} steps, {long_most} held");
+        assert!(
+            long_most <= most + most / 4,
+            "{profile:?}: {most} then {long_most}"
+        );
+        assert!(
+            long_most * 8 < long_steps,
+            "{profile:?}: {long_most} of {long_steps}"
+        );
+    }
 }

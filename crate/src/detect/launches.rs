@@ -253,7 +253,7 @@ fn close_piece(
     for (w, window) in phases.iter().enumerate() {
         if let Some(window) = window {
             acc.covered[w + 1] +=
-                super::sweep::overlap_at(window.spans(), &mut acc.cursors[w], s, e);
+                super::spans::overlap_at(window.spans(), &mut acc.cursors[w], s, e);
         }
     }
     if e <= settled_until {
@@ -265,5 +265,5 @@ fn close_piece(
 
 /// Whether `t` lies in the window, for `t` non-decreasing across calls (forward-only cursor).
 fn starts_in(window: &IntervalSet, cursor: &mut usize, t: Ns) -> bool {
-    super::sweep::seek(window.spans(), cursor, t).is_some_and(|(s, _)| s <= t)
+    super::spans::seek(window.spans(), cursor, t).is_some_and(|(s, _)| s <= t)
 }

@@ -6,6 +6,7 @@
 //! per process) and [`Prepared::measure`] assembles one scope from the two. The profile's
 //! switches decide grouping (per device or pooled), clipping, and the launch/prep rules.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -51,8 +52,8 @@ pub struct Prepared<'t> {
     pub names: &'t NameTables,
     pub kernels: &'t KernelSummary,
     launches: M2<'t>,
-    /// Per process (standard) or one pooled entry at index 0 (trtllm-skill).
-    prep: &'t [PrepRanges],
+    /// The context and generation windows, for launch calls measured from the loaded table.
+    phase_windows: [Option<&'t IntervalSet>; 2],
     pub skip_m3: bool,
 }
 
@@ -130,7 +131,10 @@ impl<'t> Prepared<'t> {
             names: &plan.names,
             kernels,
             launches,
-            prep: &plan.prep,
+            phase_windows: [
+                plan.context.as_ref().map(|p| &p.window),
+                plan.generation.as_ref().map(|p| &p.window),
+            ],
             skip_m3: kernels.skip_m3,
         }
     }
@@ -162,11 +166,11 @@ impl<'t> Prepared<'t> {
     /// Measures every metric inside the scope's window (`which` scope it is).
     pub fn measure(&self, which: Scope, scope: &ScopeSummary) -> ScopeMeasure {
         let window = &scope.window;
-        let window_ns = window.measure();
+        let window_ns = window.measure;
         let window_us = if self.sw.clip_to_window {
             window_ns as f64 / 1000.0
         } else {
-            let (s, e) = window.hull().unwrap_or((0, 0));
+            let (s, e) = window.hull.unwrap_or((0, 0));
             (e - s) as f64 / 1000.0
         };
         if window_us <= 0.0 {
@@ -197,7 +201,6 @@ impl<'t> Prepared<'t> {
         window_us: f64,
         devices: &[DeviceMeasure],
     ) -> Vec<ProcessMeasure> {
-        let window = &scope.window;
         let owners = Self::kernel_owners(devices);
         owners
             .into_iter()
@@ -206,11 +209,8 @@ impl<'t> Prepared<'t> {
                     .trace
                     .present
                     .runtime
-                    .then(|| self.launch_overlap(p, which, window) as f64 / 1000.0);
-                let prep = self
-                    .prep
-                    .get(p as usize)
-                    .and_then(|r| self.prep_clipped(r, p, scope, window_us, &devs));
+                    .then(|| self.launch_overlap(p, which, scope) as f64 / 1000.0);
+                let prep = self.prep_clipped(p, scope, window_us, &devs);
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
@@ -227,11 +227,13 @@ impl<'t> Prepared<'t> {
     }
 
     /// Time inside the window covered by the process's launch calls (their union).
-    fn launch_overlap(&self, p: ProcessIdx, which: Scope, window: &IntervalSet) -> Ns {
+    fn launch_overlap(&self, p: ProcessIdx, which: Scope, scope: &ScopeSummary) -> Ns {
         let index = match &self.launches {
             M2::Calls(index) => index,
             M2::Totals(t) => return t.covered(p, which),
         };
+        let window = self.launch_window(which, scope);
+        let window = window.as_ref();
         let rt = &self.trace.runtime;
         let Some(idx) = index.per_process.get(p as usize) else {
             return 0;
@@ -258,31 +260,41 @@ impl<'t> Prepared<'t> {
     /// its devices are idle. `None` when the sweep could not track device sets (> 64 devices).
     fn prep_clipped(
         &self,
-        r: &PrepRanges,
         process: ProcessIdx,
         scope: &ScopeSummary,
         window_us: f64,
         devices: &BTreeSet<u32>,
     ) -> Option<PrepMeasure> {
-        let window = &scope.window;
-        let (pattern_idx, prep_ns) = r.by_pattern.iter().enumerate().find_map(|(i, ranges)| {
-            let ns = union_inside(ranges, window);
-            (ns > 0).then_some((i, ns))
-        })?;
-        let mask = self.device_mask(devices)?;
-        let busy_in_window = ScopeSummary::busy_of(&scope.busy_by_mask, mask);
-        let busy_in_prep = scope
+        // The first pattern whose ranges meet the window (entries are in pattern order).
+        let prep = scope
             .prep_busy
             .iter()
-            .find(|b| b.process == process && b.pattern == pattern_idx)
-            .map_or(0, |b| ScopeSummary::busy_of(&b.by_mask, mask));
-        let exposed_us = (prep_ns - busy_in_prep) as f64 / 1000.0;
-        let prep_us = prep_ns as f64 / 1000.0;
-        let idle_us = (window.measure() - busy_in_window) as f64 / 1000.0;
-        let pattern = PREP_PATTERNS.get(pattern_idx).copied().unwrap_or("");
+            .find(|b| b.process == process && b.prep_ns > 0)?;
+        let mask = self.device_mask(devices)?;
+        let busy_in_window = ScopeSummary::busy_of(&scope.busy_by_mask, mask);
+        let busy_in_prep = ScopeSummary::busy_of(&prep.by_mask, mask);
+        let exposed_us = (prep.prep_ns - busy_in_prep) as f64 / 1000.0;
+        let prep_us = prep.prep_ns as f64 / 1000.0;
+        let idle_us = (scope.window.measure - busy_in_window) as f64 / 1000.0;
+        let pattern = PREP_PATTERNS.get(prep.pattern).copied().unwrap_or("");
         Some(PrepMeasure::new(
             pattern, prep_us, exposed_us, idle_us, window_us,
         ))
+    }
+
+    /// The window launch calls loaded whole are measured in: the plan's phase window, or the
+    /// aggregate's single span (the kernel hull or the user's window).
+    fn launch_window(&self, which: Scope, scope: &ScopeSummary) -> Cow<'t, IntervalSet> {
+        let phase = match which {
+            Scope::Aggregate => None,
+            Scope::Context => self.phase_windows[0],
+            Scope::Generation => self.phase_windows[1],
+        };
+        match (phase, scope.window.hull) {
+            (Some(w), _) => Cow::Borrowed(w),
+            (None, Some((s, e))) => Cow::Owned(IntervalSet::single(s, e)),
+            (None, None) => Cow::Owned(IntervalSet::new()),
+        }
     }
 
     /// The devices as a mask over `facts.devices` positions; `None` past 64 devices.
@@ -307,10 +319,11 @@ impl<'t> Prepared<'t> {
         window_us: f64,
         devices: &[DeviceMeasure],
     ) -> ProcessMeasure {
-        let window = &scope.window;
         let (count, sum) = match &self.launches {
             M2::Totals(t) => t.pooled(which),
             M2::Calls(_) => {
+                let window = self.launch_window(which, scope);
+                let window = window.as_ref();
                 let rt = &self.trace.runtime;
                 let calls = (0..rt.len()).filter(|&i| {
                     self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i])
@@ -557,19 +570,9 @@ fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<
     (per_process, counts)
 }
 
-/// Time of `window` covered by the union of `ranges` (without building it when they are in
-/// start order: a range per step and rank).
-fn union_inside(ranges: &[(Ns, Ns)], window: &IntervalSet) -> Ns {
-    if ranges.is_sorted_by_key(|r| r.0) {
-        overlap_with(MergeSorted::new(ranges.iter().copied()), window)
-    } else {
-        IntervalSet::from_unsorted(ranges.to_vec()).intersection_measure(window)
-    }
-}
-
 /// `f(slot, pattern, range)` for each host-prep pattern `row` matches: the slot is the range's
 /// process (standard) or 0 (pooled).
-fn prep_of_row(
+pub(super) fn prep_of_row(
     row: &NvtxRow,
     threads: &Threads,
     names: &NameTables,

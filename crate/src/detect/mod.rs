@@ -13,6 +13,7 @@ pub mod launches;
 pub mod measure;
 pub mod names;
 pub mod result;
+pub mod spans;
 pub mod steps;
 pub mod sweep;
 pub mod verdict;
@@ -25,6 +26,7 @@ pub use sweep::{KernelSummary, KernelSweep, Plan, SweepPlan};
 use launches::Scope;
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
+use spans::WindowFacts;
 use steps::PhaseCounts;
 
 use crate::error::{Error, Result};
@@ -190,13 +192,15 @@ fn assemble(
 
 /// A summary swept under other settings would give silently wrong numbers: refuse it.
 fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
-    fn window(p: &Option<PhaseCounts>) -> Option<&IntervalSet> {
-        p.as_ref().map(|p| &p.window)
+    fn window(p: &Option<PhaseCounts>) -> Option<WindowFacts> {
+        p.as_ref().map(|p| WindowFacts::of(&p.window))
     }
-    fn swept(s: &Option<sweep::ScopeSummary>) -> Option<&IntervalSet> {
-        s.as_ref().map(|s| &s.window)
+    fn swept(s: &Option<sweep::ScopeSummary>) -> Option<WindowFacts> {
+        s.as_ref().map(|s| s.window)
     }
-    let user = cfg.window.map(|(s, e)| IntervalSet::single(s, e));
+    let user = cfg
+        .window
+        .map(|(s, e)| WindowFacts::of(&IntervalSet::single(s, e)));
     let same = k.switches == plan.sw
         && k.skip_m3 == cfg.skip_m3
         && k.user_window == user.is_some()
@@ -235,7 +239,7 @@ fn phase_result(
         metrics: output_metrics(&m.metrics, &prepared.sw),
         nccl_caveat: o.nccl_caveat,
         crossed_details: o.crossed,
-        window: window_info(&p.window, m.window_us, source),
+        window: window_info(&WindowFacts::of(&p.window), m.window_us, source),
         thresholds: *t,
         evidence: evidence::table(&m, t, &o),
         per_device: evidence::devices(prepared, &m),
@@ -261,13 +265,13 @@ fn output_metrics(m: &Metrics, sw: &config::Switches) -> Metrics {
     }
 }
 
-fn window_info(w: &IntervalSet, duration_us: f64, source: &'static str) -> WindowInfo {
-    let (start_ns, end_ns) = w.hull().unwrap_or((0, 0));
+fn window_info(w: &WindowFacts, duration_us: f64, source: &'static str) -> WindowInfo {
+    let (start_ns, end_ns) = w.hull.unwrap_or((0, 0));
     WindowInfo {
         start_ns,
         end_ns,
         duration_us,
-        intervals: w.spans().len(),
+        intervals: w.pieces,
         source,
     }
 }

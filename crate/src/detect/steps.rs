@@ -190,6 +190,11 @@ pub struct TpFolder {
 }
 
 impl TpFolder {
+    /// The start of the TP group still open: its step is handed out when the group closes.
+    pub fn pending_start(&self) -> Option<Ns> {
+        self.group.as_ref().map(|(first, _)| first.start)
+    }
+
     pub fn new(sw: &Switches) -> TpFolder {
         TpFolder {
             dedup: sw.dedup_steps,
@@ -245,6 +250,11 @@ pub struct StepSummarizer {
 }
 
 impl StepSummarizer {
+    /// The start of a step read but not yet handed out ([`TpFolder::pending_start`]).
+    pub fn pending_start(&self) -> Option<Ns> {
+        self.folder.pending_start()
+    }
+
     pub fn new(sw: &Switches) -> StepSummarizer {
         StepSummarizer {
             folder: TpFolder::new(sw),
@@ -300,7 +310,7 @@ pub struct StepSummary {
 }
 
 /// The phase a step belongs to: 0 context (C > 0), 1 generation (C == 0, G > 0), else none.
-fn phase_of(s: &Step) -> Option<usize> {
+pub(super) fn phase_of(s: &Step) -> Option<usize> {
     if s.name.ctx > 0 {
         Some(0)
     } else if s.name.gen_reqs > 0 {

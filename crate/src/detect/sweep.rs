@@ -24,22 +24,23 @@
 
 use serde::{Deserialize, Serialize};
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
 
-use super::config::{DetectConfig, NameMatch, Switches};
+use super::config::{DetectConfig, NameMatch, PhaseWindow, Switches};
 use super::measure::{LaunchIndex, Launches, PrepCollector, PrepRanges};
 use super::names::{NameTables, StepParser};
+use super::spans::{
+    RangesUnordered, SpanQueue, Spans, WindowFacts, overlap_at, overlap_within, seek,
+};
 use super::steps::{
-    PhaseCounts, StepCounts, StepFold, StepReader, StepSink, StepSummarizer, StepSummary,
-    StepsUnordered, step_of_row,
+    PhaseCounts, Step, StepCounts, StepFold, StepReader, StepSink, StepSummarizer, StepSummary,
+    StepsUnordered, phase_of, step_of_row,
 };
 use crate::model::intervals::IntervalSet;
 use crate::model::{
     KernelEvent, NameFlags, Ns, NvtxRow, OutOfOrder, ProcessIdx, StartOrder, Strings, Threads,
     Trace, flag,
 };
-use crate::pyfmt::naive_sum;
 
 /// Device sets are 64-bit masks: a trace with more devices than this gets no standard M3.
 pub const MAX_MASK_DEVICES: usize = 64;
@@ -152,6 +153,8 @@ pub struct PlanBuilder {
     steps: StepSummarizer,
     /// `None` under `skip_m3`.
     prep: Option<PrepCollector>,
+    /// The last range's start, for a fed sweep ([`PlanBuilder::feed`]).
+    last_start: Option<Ns>,
 }
 
 impl PlanBuilder {
@@ -169,6 +172,7 @@ impl PlanBuilder {
             custom_marker: marker.is_some(),
             steps: StepSummarizer::new(&sw),
             prep: (!cfg.skip_m3).then(PrepCollector::default),
+            last_start: None,
         }
     }
 
@@ -190,6 +194,43 @@ impl PlanBuilder {
             Some(s) => self.steps.push(s, &mut |s| sink.step(s)),
             None => Ok(()),
         }
+    }
+
+    /// Adds an NVTX range for a sweep fed as they are read ([`KernelSweep::fed`]): each host-prep
+    /// range goes to `prep` as `(slot, pattern, range)`, each forward step it completes to
+    /// `sink`. Returns how far the sweep may then go ([`KernelSweep::feed_until`]) when the
+    /// range is one it reads: every range it reads that is still to come starts at or after
+    /// this one. `Err`: such a range starts before the previous one (the feed needs them in
+    /// start order, as every export lists NVTX ranges; give the sweep its windows whole).
+    pub fn feed(
+        &mut self,
+        row: &NvtxRow,
+        (strings, threads): (&Strings, &Threads),
+        sink: &mut impl StepSink,
+        prep: &mut impl FnMut(usize, usize, (Ns, Ns)),
+    ) -> Result<Option<Ns>, StepsUnordered> {
+        self.names.extend(strings, &self.sw);
+        let mut is_prep = false;
+        if self.prep.is_some() {
+            super::measure::prep_of_row(row, threads, &self.names, &self.sw, &mut |slot, k, r| {
+                is_prep = true;
+                prep(slot, k, r)
+            });
+        }
+        let parse = |id| self.parser.parse_id(strings, id);
+        let step = step_of_row(row, &self.sw, parse);
+        if !is_prep && step.is_none() {
+            return Ok(None);
+        }
+        if self.last_start.is_some_and(|last| row.start < last) {
+            return Err(StepsUnordered);
+        }
+        self.last_start = Some(row.start);
+        if let Some(s) = step {
+            self.steps.push(s, &mut |s| sink.step(s))?;
+        }
+        let pending = self.steps.pending_start();
+        Ok(Some(pending.map_or(row.start, |p| p.min(row.start))))
     }
 
     /// The plan of a trace with `processes` processes once every range was pushed.
@@ -294,13 +335,15 @@ pub struct PrepBusy {
     pub process: ProcessIdx,
     /// Index into `names::PREP_PATTERNS`.
     pub pattern: usize,
+    /// How long those ranges cover the window (their union ∩ window).
+    pub prep_ns: Ns,
     pub by_mask: Vec<(u64, Ns)>,
 }
 
 /// Everything kernel-derived about one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScopeSummary {
-    pub window: IntervalSet,
+    pub window: WindowFacts,
     pub groups: Vec<GroupSummary>,
     /// Standard M3: time inside the window per non-empty mask of busy devices.
     pub busy_by_mask: Vec<(u64, Ns)>,
@@ -320,47 +363,6 @@ pub struct PrepExposure {
     pub pattern: usize,
     pub prep_us: f64,
     pub exposed_us: f64,
-}
-
-impl PrepExposure {
-    /// The exposure of `prep`'s ranges inside `window`'s hull over `gaps` (ascending),
-    /// accumulated in the reference's nested order (ranges in table order, then gaps) so the
-    /// float sums match it bit for bit.
-    ///
-    /// `gaps` are those that touch some pooled range ([`NearPrep`]); the loop visits only the
-    /// gaps overlapping each range, so no further filter changes the sum.
-    fn of(prep: &PrepRanges, window: &IntervalSet, gaps: &[(Ns, Ns)]) -> Option<PrepExposure> {
-        let hull = window.hull()?;
-        let (pattern, ranges) = prep
-            .by_pattern
-            .iter()
-            .enumerate()
-            .find(|(_, ranges)| inside(ranges, hull).next().is_some())?;
-        let prep_us = naive_sum(inside(ranges, hull).map(|(s, e)| (e - s) as f64 / 1000.0));
-        if prep_us <= 0.0 {
-            return None;
-        }
-        let mut exposed_us = 0.0;
-        for (s, e) in inside(ranges, hull) {
-            let first = gaps.partition_point(|&(_, ge)| ge <= s);
-            for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
-                exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
-            }
-        }
-        Some(PrepExposure {
-            pattern,
-            prep_us,
-            exposed_us,
-        })
-    }
-}
-
-/// The ranges lying inside `[ws, we]`, in table order.
-fn inside(ranges: &[(Ns, Ns)], (ws, we): (Ns, Ns)) -> impl Iterator<Item = (Ns, Ns)> + '_ {
-    ranges
-        .iter()
-        .copied()
-        .filter(move |&(s, e)| s >= ws && e <= we)
 }
 
 impl ScopeSummary {
@@ -427,12 +429,20 @@ struct Union {
 
 impl Union {
     /// Adds `[s, e)`; returns the gap it opens after the previous merged interval, if any.
-    fn add(&mut self, s: Ns, e: Ns, clip: Option<&IntervalSet>) -> Option<(Ns, Ns)> {
+    fn add(&mut self, s: Ns, e: Ns, clip: Option<&SpanQueue>) -> Option<(Ns, Ns)> {
         if e <= s {
             return None;
         }
         match &mut self.current {
             Some(cur) if s <= cur.1 => {
+                // The union covers `[cur.0, s)` whatever comes next: clipped now, so the window
+                // spans behind it can go (a device busy for the whole trace is one interval).
+                if let Some(w) = clip
+                    && s > cur.0
+                {
+                    self.ns += overlap_at(w, &mut self.cursor, cur.0, s);
+                    cur.0 = s;
+                }
                 cur.1 = cur.1.max(e);
                 None
             }
@@ -449,9 +459,9 @@ impl Union {
         }
     }
 
-    fn close(&mut self, (s, e): (Ns, Ns), clip: Option<&IntervalSet>) {
+    fn close(&mut self, (s, e): (Ns, Ns), clip: Option<&SpanQueue>) {
         match clip {
-            Some(w) => self.ns += overlap_at(w.spans(), &mut self.cursor, s, e),
+            Some(w) => self.ns += overlap_at(w, &mut self.cursor, s, e),
             None => {
                 self.ns += e - s;
                 self.us += (e - s) as f64 / 1000.0;
@@ -459,7 +469,7 @@ impl Union {
         }
     }
 
-    fn finish(&mut self, clip: Option<&IntervalSet>) {
+    fn finish(&mut self, clip: Option<&SpanQueue>) {
         if let Some(done) = self.current.take() {
             self.close(done, clip);
         }
@@ -503,32 +513,69 @@ struct GroupAcc {
     nccl: Union,
 }
 
+/// A queue the sweep reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum QueueRef {
+    /// A scope's window, by scope position.
+    Window(usize),
+    /// One process's host-prep union of one pattern (standard).
+    Prep(usize, usize),
+}
+
+/// The windows and host-prep ranges the sweep reads, each held from its slowest reader on.
+#[derive(Debug, Default)]
+struct Queues {
+    /// Per scope (aggregate, then context and generation when the trace has them); `None` for
+    /// the kernel hull.
+    windows: Vec<Option<SpanQueue>>,
+    /// Standard: per process, per pattern, the union of its host-prep ranges.
+    prep: Vec<[SpanQueue; 3]>,
+    /// `trtllm-skill`: per pattern, the pooled host-prep ranges in table order.
+    pooled: Option<[SpanQueue; 3]>,
+    /// Whether each pooled pattern's ranges come in start order (gaps can then be dropped).
+    pooled_sorted: bool,
+    /// The phase windows are spans (first start to last end), not unions.
+    span_phases: bool,
+}
+
+impl Queues {
+    fn get(&self, r: QueueRef) -> Option<&SpanQueue> {
+        match r {
+            QueueRef::Window(i) => self.windows.get(i)?.as_ref(),
+            QueueRef::Prep(p, k) => self.prep.get(p)?.get(k),
+        }
+    }
+
+    fn window(&self, scope: usize) -> Option<&SpanQueue> {
+        self.get(QueueRef::Window(scope))
+    }
+}
+
 /// Per-mask time accumulators of one window (standard M3), or of host-prep ranges inside it.
-///
-/// The sets are shared (a window by its scope, a process's host-prep ranges by every scope):
-/// each holds a span per forward step, so a copy per accumulator would grow with the trace.
 #[derive(Debug, Clone, Default)]
 struct MaskAcc {
     /// Where time counts: these spans, or `None` for the kernel hull (every busy instant lies
     /// inside it) ...
-    spans: Option<Arc<IntervalSet>>,
+    spans: Option<QueueRef>,
     /// ... intersected with these, when set (host-prep ranges inside a window).
-    within: Option<Arc<IntervalSet>>,
+    within: Option<QueueRef>,
     cursor: usize,
     within_cursor: usize,
     by_mask: Vec<Ns>,
 }
 
 impl MaskAcc {
-    fn add(&mut self, a: Ns, b: Ns, mask_id: usize) {
-        let ns = match (&self.spans, &self.within) {
-            (Some(s), Some(w)) => overlap_within(
-                (s.spans(), &mut self.cursor),
-                (w.spans(), &mut self.within_cursor),
-                a,
-                b,
-            ),
-            (Some(s), None) => overlap_at(s.spans(), &mut self.cursor, a, b),
+    fn add(&mut self, q: &Queues, a: Ns, b: Ns, mask_id: usize) {
+        let ns = match (self.spans, self.within) {
+            (Some(s), Some(w)) => match (q.get(s), q.get(w)) {
+                (Some(s), Some(w)) => {
+                    overlap_within((s, &mut self.cursor), (w, &mut self.within_cursor), a, b)
+                }
+                _ => 0,
+            },
+            (Some(s), None) => q
+                .get(s)
+                .map_or(0, |s| overlap_at(s, &mut self.cursor, a, b)),
             (None, _) => b - a,
         };
         if ns > 0 {
@@ -540,18 +587,79 @@ impl MaskAcc {
     }
 }
 
+/// Standard M3 of one process and pattern in one scope: busy time per mask inside its host-prep
+/// ranges ∩ the window, and how long those ranges cover the window.
+#[derive(Debug, Clone)]
+struct PrepAcc {
+    process: ProcessIdx,
+    pattern: usize,
+    busy: MaskAcc,
+    /// `prep ∩ window` measured up to `measured_to`, with cursors of its own.
+    inside_ns: Ns,
+    measured_to: Ns,
+    cursor: usize,
+    within_cursor: usize,
+}
+
+impl PrepAcc {
+    fn new(process: usize, pattern: usize, window: Option<QueueRef>) -> PrepAcc {
+        PrepAcc {
+            process: process as ProcessIdx,
+            pattern,
+            busy: MaskAcc {
+                spans: Some(QueueRef::Prep(process, pattern)),
+                within: window,
+                ..MaskAcc::default()
+            },
+            inside_ns: 0,
+            measured_to: Ns::MIN,
+            cursor: 0,
+            within_cursor: 0,
+        }
+    }
+
+    /// Measures `prep ∩ window` on `[measured_to, to)`, from `from` at the earliest (the hull
+    /// scope's first start).
+    fn measure_to(&mut self, q: &Queues, from: Ns, to: Ns) {
+        let a = self.measured_to.max(from);
+        if to <= a {
+            return;
+        }
+        let Some(prep) = q.get(QueueRef::Prep(self.process as usize, self.pattern)) else {
+            return;
+        };
+        self.inside_ns += match self.busy.within.and_then(|w| q.get(w)) {
+            Some(w) => overlap_within(
+                (prep, &mut self.cursor),
+                (w, &mut self.within_cursor),
+                a,
+                to,
+            ),
+            None => overlap_at(prep, &mut self.cursor, a, to),
+        };
+        self.measured_to = to;
+    }
+}
+
 /// One window's running state.
+#[derive(Clone)]
 struct ScopeAcc {
-    /// `None`: the kernel hull, known only at the end.
-    window: Option<Arc<IntervalSet>>,
+    /// Position in the scope list, which is also its window's queue.
+    index: usize,
+    /// The phase (0 context, 1 generation) whose window this is; `None`: the aggregate.
+    phase: Option<usize>,
+    /// `false`: the kernel hull, known only at the end.
+    windowed: bool,
+    /// Kernels past a phase span still growing are taken as inside it, with the state before
+    /// the first of them kept here: a later step of the phase confirms them (it ends after
+    /// them), the end of the ranges without one brings the state back.
+    speculation: Option<Box<Speculation>>,
     select_cursor: usize,
     groups: Vec<GroupAcc>,
-    /// `trtllm-skill` M3: the pooled host-prep ranges, to keep only gaps that can matter.
-    gap_near: Option<NearPrep>,
-    prep_gaps: Vec<(Ns, Ns)>,
+    /// `trtllm-skill` M3, measured as the kernel gaps pass.
+    exposure: Option<ExposureAcc>,
     busy_masks: MaskAcc,
-    /// `(process, pattern, busy per mask inside that process's ranges ∩ window)`.
-    prep_masks: Vec<(ProcessIdx, usize, MaskAcc)>,
+    prep_masks: Vec<PrepAcc>,
 }
 
 /// Kernels of the hull scope whose membership waits for the hull's end: a zero-length (or
@@ -583,6 +691,18 @@ struct MaskSweep {
     overflow: bool,
 }
 
+/// A scope's state before it took kernels past its span on speculation, and the host-prep
+/// ranges that were then waiting inside the span (per pattern, table order).
+#[derive(Clone)]
+struct Speculation {
+    before: ScopeAcc,
+    aside: [Vec<(Ns, Ns)>; 3],
+}
+
+/// Kernels between two trims of the queues: what they hold is what lies between the slowest
+/// reader and the clock, read again this often.
+const TRIM_EVERY: u64 = 1 << 10;
+
 /// Folds kernels, in start order, into a [`KernelSummary`].
 ///
 /// The page runs one sweep per profile and pushes each streamed kernel to both.
@@ -595,11 +715,17 @@ pub struct KernelSweep {
     slots: Vec<u32>,
     /// Aggregate first, then context and generation when the trace has them.
     scopes: Vec<ScopeAcc>,
+    queues: Queues,
+    /// Standard: which prep queues have accumulators in every scope.
+    tracked_prep: Vec<[bool; 3]>,
     has_context: bool,
     has_generation: bool,
+    /// Fed mode ([`KernelSweep::fed`]): every range starting before this has been fed
+    /// (`Ns::MAX` once all were, and in a sweep given its windows whole).
+    fed_until: Ns,
+    /// Fed mode: forward steps fed per phase (a phase exists once it has one).
+    phase_steps: Option<[u64; 2]>,
     masks: Option<MaskSweep>,
-    /// `trtllm-skill` M3: the pooled host-prep ranges, measured against the gaps at the end.
-    pooled_prep: Option<Arc<PrepRanges>>,
     deferred: Vec<Deferred>,
     order: StartOrder,
     kernels: u64,
@@ -619,28 +745,44 @@ impl KernelSweep {
 
     /// The sweep of a plan already built (`detect` builds it once for sweep and assembly; the
     /// page's kernel pass receives it from the other worker).
-    pub fn of(plan: SweepPlan) -> KernelSweep {
+    pub fn of(mut plan: SweepPlan) -> KernelSweep {
         let sw = plan.sw;
         let aggregate = plan.window.map(|(s, e)| IntervalSet::single(s, e));
         let has_context = plan.context.is_some();
         let has_generation = plan.generation.is_some();
-        let prep_sets = if sw.prep_per_process {
-            prep_sets(&plan.prep)
-        } else {
-            Vec::new()
-        };
-        // Shared by every scope: a range per step and rank.
-        let pooled_prep = (!sw.prep_per_process)
-            .then(|| plan.prep.into_iter().next())
-            .flatten()
-            .map(Arc::new);
-        let scopes: Vec<ScopeAcc> = [aggregate, plan.context, plan.generation]
-            .into_iter()
+        let windows: Vec<(Option<usize>, Option<SpanQueue>)> =
+            [aggregate, plan.context.take(), plan.generation.take()]
+                .into_iter()
+                .enumerate()
+                .filter(|(i, w)| *i == 0 || w.is_some())
+                .map(|(i, w)| (i.checked_sub(1), w.map(|w| SpanQueue::of(w.spans()))))
+                .collect();
+        let phases: Vec<Option<usize>> = windows.iter().map(|w| w.0).collect();
+        let windows = windows.into_iter().map(|w| w.1).collect();
+        let queues = queues_of(windows, &std::mem::take(&mut plan.prep), &sw);
+        let needs_masks = queues.prep.iter().flatten().any(|q| q.end_index() > 0);
+        let mut sweep = KernelSweep::with(plan, queues, &phases, needs_masks);
+        sweep.has_context = has_context;
+        sweep.has_generation = has_generation;
+        sweep.fed_until = Ns::MAX;
+        sweep.phase_steps = None;
+        sweep.track_prep();
+        sweep
+    }
+
+    /// A sweep over `queues`, one scope per entry of `phases` (`None`: the aggregate), fed.
+    fn with(
+        plan: SweepPlan,
+        queues: Queues,
+        phases: &[Option<usize>],
+        needs_masks: bool,
+    ) -> KernelSweep {
+        let sw = plan.sw;
+        let scopes: Vec<ScopeAcc> = phases
+            .iter()
             .enumerate()
-            .filter(|(i, w)| *i == 0 || w.is_some())
-            .map(|(_, w)| ScopeAcc::new(w.map(Arc::new), &sw, &prep_sets, pooled_prep.as_ref()))
+            .map(|(i, &phase)| ScopeAcc::new(i, phase, &queues, &sw))
             .collect();
-        let needs_masks = scopes.iter().any(|s| !s.prep_masks.is_empty());
         KernelSweep {
             sw,
             skip_m3: plan.skip_m3,
@@ -648,10 +790,13 @@ impl KernelSweep {
             nccl: plan.nccl,
             slots: Vec::new(),
             scopes,
-            has_context,
-            has_generation,
+            tracked_prep: vec![[false; 3]; queues.prep.len()],
+            queues,
+            has_context: false,
+            has_generation: false,
+            fed_until: Ns::MIN,
+            phase_steps: Some([0; 2]),
             masks: needs_masks.then(MaskSweep::new),
-            pooled_prep,
             deferred: Vec::new(),
             order: StartOrder::default(),
             kernels: 0,
@@ -662,10 +807,105 @@ impl KernelSweep {
         }
     }
 
+    /// A sweep whose phase windows and host-prep ranges are fed as the NVTX ranges are read
+    /// ([`KernelSweep::feed_step`], [`KernelSweep::feed_prep`], [`KernelSweep::feed_until`])
+    /// rather than given whole: `plan`'s are not read. It holds of them only what lies between
+    /// its slowest reader and the feed, so its memory does not grow with the trace.
+    pub fn fed(plan: SweepPlan) -> KernelSweep {
+        let sw = plan.sw;
+        let aggregate = plan
+            .window
+            .map(|(s, e)| SpanQueue::of(IntervalSet::single(s, e).spans()));
+        let skip_m3 = plan.skip_m3;
+        let windows = vec![
+            aggregate,
+            Some(SpanQueue::default()),
+            Some(SpanQueue::default()),
+        ];
+        let mut queues = queues_of(windows, &[], &sw);
+        if !sw.prep_per_process && !skip_m3 {
+            queues.pooled = Some(Default::default());
+            queues.pooled_sorted = true;
+        }
+        let needs_masks = sw.prep_per_process && !skip_m3;
+        KernelSweep::with(plan, queues, &[None, Some(0), Some(1)], needs_masks)
+    }
+
+    /// Feeds a forward step of the profile (TP copies merged), in start order.
+    pub fn feed_step(&mut self, step: &Step) -> Result<(), RangesUnordered> {
+        let (Some(counts), Some(phase)) = (&mut self.phase_steps, phase_of(step)) else {
+            return Ok(());
+        };
+        counts[phase] += 1;
+        let Some(Some(window)) = self.queues.windows.get_mut(phase + 1) else {
+            return Ok(());
+        };
+        if self.queues.span_phases {
+            window.add_span(step.start, step.end)?;
+        } else {
+            window.add_union(step.start, step.end)?;
+        }
+        // It starts after every kernel taken so far: those past the span so far are inside.
+        if let Some(scope) = self.scopes.iter_mut().find(|s| s.phase == Some(phase)) {
+            scope.speculation = None;
+        }
+        Ok(())
+    }
+
+    /// Feeds a host-prep range of `pattern` (index into `names::PREP_PATTERNS`) of process
+    /// `slot` (standard; 0 when pooled), in start order.
+    pub fn feed_prep(
+        &mut self,
+        slot: usize,
+        pattern: usize,
+        (s, e): (Ns, Ns),
+    ) -> Result<(), RangesUnordered> {
+        if self.phase_steps.is_none() || self.skip_m3 || pattern >= 3 {
+            return Ok(());
+        }
+        if let Some(pooled) = &mut self.queues.pooled {
+            return pooled[pattern].add_range(s, e);
+        }
+        let prep = &mut self.queues.prep;
+        if prep.len() <= slot {
+            prep.resize_with(slot + 1, Default::default);
+            self.tracked_prep.resize(slot + 1, [false; 3]);
+        }
+        prep[slot][pattern].add_union(s, e)?;
+        self.track_prep();
+        Ok(())
+    }
+
+    /// Every range starting before `t` has been fed: kernels ending before it can be pushed.
+    pub fn feed_until(&mut self, t: Ns) {
+        self.fed_until = self.fed_until.max(t);
+    }
+
+    /// Every range has been fed.
+    pub fn feed_done(&mut self) {
+        self.fed_until = Ns::MAX;
+        let q = &mut self.queues;
+        let windows = q.windows.iter_mut().flatten();
+        let prep = q.prep.iter_mut().flatten();
+        let pooled = q.pooled.iter_mut().flatten();
+        windows
+            .chain(prep)
+            .chain(pooled)
+            .for_each(SpanQueue::finish);
+    }
+
+    /// Whether a kernel ending at `end` can be pushed: every range that may decide where it
+    /// counts has been fed.
+    pub fn ready_for(&self, end: Ns) -> bool {
+        end < self.fed_until || self.fed_until == Ns::MAX
+    }
+
     /// Adds one kernel. Kernels must come in non-decreasing `start`: one that starts before its
     /// predecessor is refused with [`OutOfOrder`], and the sweep is then unusable (the caller
-    /// falls back to loading and sorting the table).
+    /// falls back to loading and sorting the table). A fed sweep takes a kernel only once it
+    /// is [`KernelSweep::ready_for`] its end.
     pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
+        debug_assert!(self.ready_for(ev.end), "a kernel pushed past the feed");
         self.order.check(&ev)?;
         let (first, last_end) = match self.hull {
             Some((first, last_end)) => (first, last_end.max(ev.end)),
@@ -676,55 +916,79 @@ impl KernelSweep {
         let slot = self.slot(ev.device);
         let nccl = flag(&self.nccl, ev.short_name);
         self.resolve_deferred(last_end);
-        for (i, scope) in self.scopes.iter_mut().enumerate() {
-            if i == 0 && scope.window.is_none() {
-                let pending = scope.push_to_hull(&ev, slot, nccl, &self.sw, (first, last_end));
+        let q = &self.queues;
+        for scope in self.scopes.iter_mut() {
+            if scope.windowed {
+                scope.push(&ev, slot, nccl, &self.sw, q);
+            } else {
+                let pending =
+                    scope.push_to_hull(&ev, (slot, nccl), (&self.sw, q), (first, last_end));
                 if let Some(d) = pending {
                     defer(&mut self.deferred, d);
                 }
-            } else {
-                scope.push(&ev, slot, nccl, &self.sw);
             }
         }
         if let Some(m) = &mut self.masks {
-            m.push(&ev, &mut self.scopes);
+            m.push(&ev, &mut self.scopes, q);
+        }
+        if self.kernels.is_multiple_of(TRIM_EVERY) {
+            self.trim(ev.start);
         }
         Ok(())
     }
 
     /// Ends the pass: closes every running union and resolves the kernel hull.
     pub fn finish(mut self) -> KernelSummary {
+        self.feed_done();
+        let hull = self.hull;
+        let q = &self.queues;
+        for scope in &mut self.scopes {
+            scope.end_speculation(q, hull);
+        }
+        if let Some(counts) = self.phase_steps {
+            self.has_context = counts[0] > 0;
+            self.has_generation = counts[1] > 0;
+        }
         if let Some(m) = &mut self.masks {
-            m.finish(&mut self.scopes);
+            m.finish(&mut self.scopes, &self.queues);
         }
         // Deferred kernels left start at or after the hull's end: outside it.
         let devices = self.devices.keys();
         // Masks are remapped to positions in `devices`, which also lists devices that ran only
         // zero-length kernels (no bit of their own): past 64 positions there is no mask either.
-        let overflow = self
-            .masks
-            .as_ref()
-            .is_some_and(|m| m.overflow || devices.len() > MAX_MASK_DEVICES);
+        let any_prep = self.tracked_prep.iter().flatten().any(|&t| t);
+        let overflow = any_prep
+            && self
+                .masks
+                .as_ref()
+                .is_some_and(|m| m.overflow || devices.len() > MAX_MASK_DEVICES);
         let remap = self
             .masks
             .as_ref()
             .filter(|m| !m.overflow)
             .map(|m| m.remapped(&devices))
             .unwrap_or_default();
-        let hull_window = self
-            .hull
-            .map_or_else(IntervalSet::new, |(s, e)| IntervalSet::single(s, e));
         let order = self.group_order();
-        let pooled_prep = self.pooled_prep.as_deref();
-        let mut scopes = self
+        let end = Ends {
+            hull: self.hull,
+            order: &order,
+            remap: &remap,
+        };
+        let q = &self.queues;
+        let exists = [self.has_context, self.has_generation];
+        let mut scopes: Vec<(Option<usize>, ScopeSummary)> = self
             .scopes
             .into_iter()
-            .map(|s| s.finish(hull_window.clone(), &order, &self.sw, &remap, pooled_prep));
-        let aggregate = scopes
-            .next()
-            .unwrap_or_else(|| empty_scope(hull_window.clone()));
-        let context = self.has_context.then(|| scopes.next()).flatten();
-        let generation = self.has_generation.then(|| scopes.next()).flatten();
+            .filter(|s| s.phase.is_none_or(|p| exists[p]))
+            .map(|s| (s.phase, s.finish(q, &self.sw, &end)))
+            .collect();
+        let mut take = |phase: Option<usize>| {
+            let i = scopes.iter().position(|s| s.0 == phase)?;
+            Some(scopes.swap_remove(i).1)
+        };
+        let aggregate = take(None).unwrap_or_else(|| empty_scope(hull_facts(self.hull)));
+        let context = take(Some(0));
+        let generation = take(Some(1));
         KernelSummary {
             switches: self.sw,
             skip_m3: self.skip_m3,
@@ -741,6 +1005,16 @@ impl KernelSweep {
             generation,
             device_masks_overflow: overflow,
         }
+    }
+
+    /// How many window and host-prep spans the sweep holds now (what a fed sweep keeps of
+    /// them; tests and benchmarks read it).
+    pub fn held_spans(&self) -> usize {
+        let q = &self.queues;
+        let windows = q.windows.iter().flatten().map(SpanQueue::held);
+        let prep = q.prep.iter().flatten().map(SpanQueue::held);
+        let pooled = q.pooled.iter().flatten().map(SpanQueue::held);
+        windows.chain(prep).chain(pooled).sum()
     }
 
     fn note_facts(&mut self, ev: &KernelEvent) {
@@ -789,6 +1063,115 @@ impl KernelSweep {
             }
         }
     }
+
+    /// Gives every scope accumulators for the host-prep queues that have ranges (standard).
+    fn track_prep(&mut self) {
+        for (p, patterns) in self.queues.prep.iter().enumerate() {
+            for (k, queue) in patterns.iter().enumerate() {
+                let tracked = &mut self.tracked_prep[p][k];
+                if *tracked || queue.end_index() == 0 {
+                    continue;
+                }
+                *tracked = true;
+                for scope in &mut self.scopes {
+                    let window = scope.windowed.then_some(QueueRef::Window(scope.index));
+                    scope.prep_masks.push(PrepAcc::new(p, k, window));
+                }
+            }
+        }
+    }
+
+    /// Measures what waits on the spans behind `now` (no kernel starts before it any more),
+    /// then drops every span all readers have passed.
+    fn trim(&mut self, now: Ns) {
+        let hull_start = self.hull.map_or(now, |h| h.0);
+        let last_end = self.hull.map_or(now, |h| h.1);
+        let q = &self.queues;
+        for scope in &mut self.scopes {
+            let from = if scope.windowed { Ns::MIN } else { hull_start };
+            scope
+                .prep_masks
+                .iter_mut()
+                .for_each(|m| m.measure_to(q, from, now));
+            let bounds = scope.exposure_bounds(q, (hull_start, last_end), self.fed_until);
+            if let Some(x) = &mut scope.exposure {
+                // Gaps to come start where the open merged interval ends, or later than now.
+                let open = scope.groups.first().and_then(|g| g.busy.current);
+                x.settle(q, bounds, Some(open.map_or(now, |c| c.1)), now);
+            }
+        }
+        // Every reader asks from here on: the kernels' starts, the mask sweep's clock, and the
+        // open merged intervals clipped to a window (they start earlier).
+        let clock = self.masks.as_ref().map(|m| m.clock);
+        let low = clock.map_or(now, |c| c.min(now));
+        let clip = self.sw.clip_to_window;
+        for (i, w) in self.queues.windows.iter_mut().enumerate() {
+            // A phase span is one span, and still growing while it is fed.
+            let span = self.queues.span_phases && i > 0;
+            if let (Some(w), Some(scope), false) = (w, self.scopes.get(i), span) {
+                w.trim_before(scope.open_since(low, clip));
+            }
+        }
+        for queue in self.queues.prep.iter_mut().flatten() {
+            queue.trim_before(low);
+        }
+        if let Some(pooled) = &mut self.queues.pooled {
+            for (k, queue) in pooled.iter_mut().enumerate() {
+                let readers = self.scopes.iter().filter_map(|s| s.exposure.as_ref());
+                if let Some(low) = readers.map(|x| x.cursor(k)).min() {
+                    queue.trim_to(low);
+                }
+            }
+        }
+    }
+}
+
+/// The queues of a plan held whole: its windows, and its host-prep ranges as per-process unions
+/// (standard) or pooled lists in table order (`trtllm-skill`).
+fn queues_of(windows: Vec<Option<SpanQueue>>, prep: &[PrepRanges], sw: &Switches) -> Queues {
+    if sw.prep_per_process {
+        let prep = prep
+            .iter()
+            .map(|r| {
+                r.by_pattern
+                    .each_ref()
+                    .map(|ranges| SpanQueue::of(IntervalSet::from_ranges(ranges).spans()))
+            })
+            .collect();
+        return Queues {
+            windows,
+            prep,
+            span_phases: sw.phase_window == PhaseWindow::Span,
+            ..Queues::default()
+        };
+    }
+    let pooled = prep
+        .first()
+        .map(|r| r.by_pattern.each_ref().map(|l| SpanQueue::of(l)));
+    let pooled_sorted = prep
+        .first()
+        .is_none_or(|r| r.by_pattern.iter().all(|l| l.is_sorted_by_key(|r| r.0)));
+    Queues {
+        windows,
+        prep: Vec::new(),
+        pooled,
+        pooled_sorted,
+        span_phases: sw.phase_window == PhaseWindow::Span,
+    }
+}
+
+/// What every scope needs to end: the kernel hull, the group order and the mask remapping.
+struct Ends<'a> {
+    hull: Option<(Ns, Ns)>,
+    order: &'a [(Option<u32>, usize)],
+    remap: &'a [u64],
+}
+
+/// The facts of the hull window `[first start, last end)`.
+fn hull_facts(hull: Option<(Ns, Ns)>) -> WindowFacts {
+    hull.map_or_else(WindowFacts::default, |(s, e)| {
+        WindowFacts::of(&IntervalSet::single(s, e))
+    })
 }
 
 /// Adds a deferred kernel, merging it with an entry of the same start, group and process.
@@ -807,7 +1190,7 @@ fn defer(list: &mut Vec<Deferred>, d: Deferred) {
     }
 }
 
-fn empty_scope(window: IntervalSet) -> ScopeSummary {
+fn empty_scope(window: WindowFacts) -> ScopeSummary {
     ScopeSummary {
         window,
         groups: Vec::new(),
@@ -818,19 +1201,18 @@ fn empty_scope(window: IntervalSet) -> ScopeSummary {
 }
 
 impl ScopeAcc {
-    fn new(
-        window: Option<Arc<IntervalSet>>,
-        sw: &Switches,
-        prep_sets: &[ProcessPrep],
-        pooled_prep: Option<&Arc<PrepRanges>>,
-    ) -> ScopeAcc {
-        let prep_masks = prep_mask_accs(window.as_ref(), prep_sets);
+    fn new(index: usize, phase: Option<usize>, q: &Queues, sw: &Switches) -> ScopeAcc {
+        let windowed = q.window(index).is_some();
+        let window = windowed.then_some(QueueRef::Window(index));
         ScopeAcc {
+            index,
+            phase,
+            windowed,
+            speculation: None,
             busy_masks: MaskAcc {
-                spans: window.clone(),
+                spans: window,
                 ..MaskAcc::default()
             },
-            window,
             select_cursor: 0,
             // The pooled group exists even in a window without kernels.
             groups: if sw.per_device {
@@ -838,16 +1220,23 @@ impl ScopeAcc {
             } else {
                 vec![GroupAcc::default()]
             },
-            gap_near: pooled_prep.and_then(NearPrep::new),
-            prep_gaps: Vec::new(),
-            prep_masks,
+            exposure: q
+                .pooled
+                .as_ref()
+                .map(|pooled| ExposureAcc::new(pooled, q.pooled_sorted)),
+            prep_masks: Vec::new(),
         }
     }
 
+    /// The window's queue, when it has one and the profile clips to it.
+    fn clip<'q>(&self, q: &'q Queues, sw: &Switches) -> Option<&'q SpanQueue> {
+        sw.clip_to_window.then(|| q.window(self.index)).flatten()
+    }
+
     /// A kernel for a window known in advance: selected by the profile's membership rule.
-    fn push(&mut self, ev: &KernelEvent, slot: usize, nccl: bool, sw: &Switches) {
-        if self.selects(ev, sw.clip_to_window) {
-            self.add(ev, slot, nccl, sw);
+    fn push(&mut self, ev: &KernelEvent, slot: usize, nccl: bool, sw: &Switches, q: &Queues) {
+        if self.selects(ev, sw.clip_to_window, q) {
+            self.add(ev, slot, nccl, sw, q);
         }
     }
 
@@ -856,16 +1245,15 @@ impl ScopeAcc {
     fn push_to_hull(
         &mut self,
         ev: &KernelEvent,
-        slot: usize,
-        nccl: bool,
-        sw: &Switches,
+        (slot, nccl): (usize, bool),
+        (sw, q): (&Switches, &Queues),
         (first, last_end): (Ns, Ns),
     ) -> Option<Deferred> {
         self.ensure_group(slot);
         if ev.end > ev.start || ev.start < last_end {
             // Clipped profile: `end > window start` too (a zero-length kernel at the first start is out).
             if !(sw.clip_to_window && ev.end <= first) {
-                self.add(ev, slot, nccl, sw);
+                self.add_clipped(ev, slot, nccl, sw, (None, q));
             }
             return None;
         }
@@ -890,29 +1278,101 @@ impl ScopeAcc {
     /// The old `in_window` (unclipped: start in a `[start, end)` span) and `overlaps` (clipped:
     /// `end > window start` and the kernel overlaps a span; zero-length kernels count inside)
     /// rules, with a cursor that only moves forward because starts do.
-    fn selects(&mut self, ev: &KernelEvent, clip: bool) -> bool {
-        let Some(w) = &self.window else {
+    fn selects(&mut self, ev: &KernelEvent, clip: bool, q: &Queues) -> bool {
+        let Some(w) = q.window(self.index) else {
             return true;
         };
-        let spans = w.spans();
-        let Some((ws, _)) = seek(spans, &mut self.select_cursor, ev.start) else {
+        if q.span_phases && self.phase.is_some() && !clip {
+            return self.selects_in_span(ev, w, q);
+        }
+        let Some((ws, _)) = seek(w, &mut self.select_cursor, ev.start) else {
             return false;
         };
         if !clip {
             return ws <= ev.start;
         }
-        let hs = spans.first().map_or(ws, |f| f.0);
+        let hs = w.facts().hull.map_or(ws, |h| h.0);
         ev.end > hs && (ws < ev.end || (ev.start == ev.end && ws <= ev.start))
     }
 
-    /// Adds a selected kernel to its group.
-    fn add(&mut self, ev: &KernelEvent, slot: usize, nccl: bool, sw: &Switches) {
-        self.ensure_group(slot);
-        let clip = if sw.clip_to_window {
-            self.window.as_deref()
-        } else {
-            None
+    /// The unclipped rule (start in `[first start, last end)`) for a phase span, which may
+    /// still grow while it is fed: a kernel past its end so far is taken on speculation.
+    fn selects_in_span(&mut self, ev: &KernelEvent, w: &SpanQueue, q: &Queues) -> bool {
+        let Some(first) = w.first_start() else {
+            // No step of the phase starts by the feed, which is past this kernel's end.
+            return false;
         };
+        if ev.start < first {
+            return false;
+        }
+        let end = w.facts().hull.map_or(first, |h| h.1);
+        if ev.start < end {
+            return true;
+        }
+        if w.complete() {
+            return false;
+        }
+        if self.speculation.is_none() {
+            self.speculate(q, end);
+        }
+        true
+    }
+
+    /// Keeps the state before the first kernel past the span's end so far, with the host-prep
+    /// ranges still waiting inside the span (they may need gaps this kernel would close).
+    fn speculate(&mut self, q: &Queues, end: Ns) {
+        let mut aside: [Vec<(Ns, Ns)>; 3] = Default::default();
+        if let (Some(x), Some(pooled)) = (&self.exposure, &q.pooled) {
+            for (k, queue) in pooled.iter().enumerate() {
+                let from = x.patterns[k].next.max(queue.first_held());
+                aside[k] = (from..queue.end_index())
+                    .filter_map(|i| queue.span(i))
+                    .filter(|&(_, e)| e <= end)
+                    .collect();
+            }
+        }
+        let before = ScopeAcc {
+            speculation: None,
+            ..self.clone()
+        };
+        self.speculation = Some(Box::new(Speculation { before, aside }));
+    }
+
+    /// No later step confirmed the kernels taken past the span: back to the state before
+    /// them, the ranges waiting inside the span measured against it, none after.
+    fn end_speculation(&mut self, q: &Queues, hull: Option<(Ns, Ns)>) {
+        let Some(spec) = self.speculation.take() else {
+            return;
+        };
+        let Speculation { before, aside } = *spec;
+        *self = before;
+        let bounds = self.exposure_bounds(q, hull.unwrap_or((0, 0)), Ns::MAX);
+        let (Some(x), Some(pooled)) = (&mut self.exposure, &q.pooled) else {
+            return;
+        };
+        x.settle_aside(&aside, bounds);
+        for (k, queue) in pooled.iter().enumerate() {
+            x.patterns[k].next = queue.end_index();
+        }
+    }
+
+    /// Adds a selected kernel to its group.
+    fn add(&mut self, ev: &KernelEvent, slot: usize, nccl: bool, sw: &Switches, q: &Queues) {
+        let clip = self.clip(q, sw);
+        self.add_clipped(ev, slot, nccl, sw, (clip, q));
+    }
+
+    /// Adds a kernel to its group, its busy time clipped to `clip` (the hull scope has nothing
+    /// to clip to but the hull itself).
+    fn add_clipped(
+        &mut self,
+        ev: &KernelEvent,
+        slot: usize,
+        nccl: bool,
+        sw: &Switches,
+        (clip, q): (Option<&SpanQueue>, &Queues),
+    ) {
+        self.ensure_group(slot);
         let g = &mut self.groups[slot];
         let gap = g.busy.add(ev.start, ev.end, clip);
         if nccl && sw.clip_to_window {
@@ -924,10 +1384,8 @@ impl ScopeAcc {
             1,
             if nccl { ev.end - ev.start } else { 0 },
         );
-        if let (Some(gap), Some(near)) = (gap, &mut self.gap_near)
-            && near.touches(gap)
-        {
-            self.prep_gaps.push(gap);
+        if let (Some(gap), Some(x), Some(pooled)) = (gap, &mut self.exposure, &q.pooled) {
+            x.gap(pooled, gap);
         }
     }
 
@@ -940,19 +1398,51 @@ impl ScopeAcc {
         g.nccl_raw += nccl_ns;
     }
 
-    fn finish(
-        mut self,
-        hull: IntervalSet,
-        order: &[(Option<u32>, usize)],
-        sw: &Switches,
-        remap: &[u64],
-        pooled_prep: Option<&PrepRanges>,
-    ) -> ScopeSummary {
-        let clip = sw
-            .clip_to_window
-            .then_some(self.window.as_deref())
-            .flatten();
-        let groups = order
+    /// The earliest time this scope's window is still read at: `low`, or the start of an open
+    /// merged interval clipped to it.
+    fn open_since(&self, low: Ns, clip: bool) -> Ns {
+        let open = self
+            .groups
+            .iter()
+            .flat_map(|g| [g.busy.current, g.nccl.current]);
+        open.flatten()
+            .filter(|_| clip)
+            .map(|c| c.0)
+            .fold(low, Ns::min)
+    }
+
+    /// `(start, end bound, whether the end is final)` of the window the `trtllm-skill` M3
+    /// counts ranges inside: the window's hull, or the kernel hull so far.
+    fn exposure_bounds(&self, q: &Queues, (first, last_end): (Ns, Ns), fed: Ns) -> ExposureBounds {
+        match q.window(self.index) {
+            Some(w) => {
+                let (start, end) = w.facts().hull.unwrap_or((Ns::MAX, Ns::MIN));
+                let first = if q.span_phases {
+                    w.first_start()
+                } else {
+                    w.facts().hull.map(|h| h.0)
+                };
+                // A window without a span yet starts at or after the feed.
+                let start = first.unwrap_or(if w.complete() { start } else { fed });
+                ExposureBounds {
+                    start,
+                    // On speculation the span reaches the feed (a later step ends past it).
+                    end: if self.speculation.is_some() { fed } else { end },
+                    end_final: w.complete(),
+                }
+            }
+            None => ExposureBounds {
+                start: first,
+                end: last_end,
+                end_final: false,
+            },
+        }
+    }
+
+    fn finish(mut self, q: &Queues, sw: &Switches, end: &Ends<'_>) -> ScopeSummary {
+        let clip = self.clip(q, sw);
+        let groups = end
+            .order
             .iter()
             .map(|&(device, slot)| {
                 let mut g = self.groups.get(slot).cloned().unwrap_or_default();
@@ -961,35 +1451,43 @@ impl ScopeAcc {
                 group_summary(device, g, sw.clip_to_window)
             })
             .collect();
-        let prep_busy = self
+        let window = match q.window(self.index) {
+            Some(w) => w.facts(),
+            None => hull_facts(end.hull),
+        };
+        let (first, last_end) = end.hull.unwrap_or((0, 0));
+        let (from, to) = if self.windowed {
+            (Ns::MIN, Ns::MAX)
+        } else {
+            (first, last_end)
+        };
+        let mut prep_busy: Vec<PrepBusy> = self
             .prep_masks
             .iter_mut()
-            .map(|(process, pattern, m)| PrepBusy {
-                process: *process,
-                pattern: *pattern,
-                by_mask: remap_masks(&m.by_mask, remap),
+            .map(|m| {
+                m.measure_to(q, from, to);
+                PrepBusy {
+                    process: m.process,
+                    pattern: m.pattern,
+                    prep_ns: m.inside_ns,
+                    by_mask: remap_masks(&m.busy.by_mask, end.remap),
+                }
             })
             .collect();
-        let window = self.take_window().unwrap_or(hull);
-        let prep_exposure = pooled_prep.and_then(|r| PrepExposure::of(r, &window, &self.prep_gaps));
+        prep_busy.sort_by_key(|b| (b.process, b.pattern));
+        let mut bounds = self.exposure_bounds(q, (first, last_end), Ns::MAX);
+        bounds.end_final = true;
+        let prep_exposure = self.exposure.take().and_then(|mut x| {
+            x.settle(q, bounds, Some(Ns::MAX), Ns::MAX);
+            x.finish()
+        });
         ScopeSummary {
             window,
             groups,
-            busy_by_mask: remap_masks(&self.busy_masks.by_mask, remap),
+            busy_by_mask: remap_masks(&self.busy_masks.by_mask, end.remap),
             prep_busy,
             prep_exposure,
         }
-    }
-
-    /// The window, once nothing measures in it any more: moved out rather than copied when
-    /// this scope's accumulators were its only other holders.
-    fn take_window(&mut self) -> Option<IntervalSet> {
-        let window = self.window.take()?;
-        self.busy_masks.spans = None;
-        self.prep_masks
-            .iter_mut()
-            .for_each(|(_, _, m)| m.within = None);
-        Some(Arc::try_unwrap(window).unwrap_or_else(|shared| (*shared).clone()))
     }
 }
 
@@ -1019,98 +1517,186 @@ fn remap_masks(by_id: &[Ns], remap: &[u64]) -> Vec<(u64, Ns)> {
         .collect()
 }
 
-/// One process's host-prep ranges per pattern, as unions (empty patterns left out).
-type ProcessPrep = (ProcessIdx, Vec<(usize, Arc<IntervalSet>)>);
-
-/// The standard profile's host-prep unions, built once for every scope.
-fn prep_sets(prep: &[PrepRanges]) -> Vec<ProcessPrep> {
-    prep.iter()
-        .enumerate()
-        .map(|(p, r)| {
-            let sets = r.by_pattern.iter().enumerate().filter_map(|(i, ranges)| {
-                let set = IntervalSet::from_ranges(ranges);
-                (!set.is_empty()).then(|| (i, Arc::new(set)))
-            });
-            (p as ProcessIdx, sets.collect())
-        })
-        .collect()
+/// Where `trtllm-skill` M3 counts a host-prep range: fully inside `[start, end]`, with `end`
+/// only a lower bound until `end_final`.
+#[derive(Debug, Clone, Copy)]
+struct ExposureBounds {
+    start: Ns,
+    end: Ns,
+    end_final: bool,
 }
 
-/// Standard M3 accumulators of one window: per process, the prep ranges of the first pattern
-/// that meets the window (all non-empty patterns for the hull, which is not known yet: busy
-/// time lies inside the hull anyway, so the unclipped ranges measure the same).
-fn prep_mask_accs(
-    window: Option<&Arc<IntervalSet>>,
-    prep_sets: &[ProcessPrep],
-) -> Vec<(ProcessIdx, usize, MaskAcc)> {
-    let mut out = Vec::new();
-    for (process, sets) in prep_sets {
-        let meeting = sets
-            .iter()
-            .filter(|(_, set)| window.is_none_or(|w| set.intersection_measure(w) > 0));
-        let keep: Vec<&(usize, Arc<IntervalSet>)> = if window.is_some() {
-            meeting.take(1).collect()
-        } else {
-            meeting.collect()
-        };
-        for (pattern, set) in keep {
-            let acc = MaskAcc {
-                spans: Some(set.clone()),
-                within: window.cloned(),
-                ..MaskAcc::default()
-            };
-            out.push((*process, *pattern, acc));
+/// The reference M3 of one window, measured as the kernels pass: per pattern, the pooled
+/// host-prep ranges inside the window's hull, in table order, and how much of them the gaps
+/// between consecutive pooled merged kernel intervals expose. A range is measured once no later
+/// gap can reach it (the open merged interval ends after it), in table order so the float sums
+/// are the reference's, bit for bit; the gaps are kept only while a range may still need them.
+#[derive(Clone)]
+struct ExposureAcc {
+    near: NearPrep,
+    /// The gaps that touch some range, ascending.
+    gaps: VecDeque<(Ns, Ns)>,
+    /// Ranges come in start order: a gap that ends before the next range starts can go.
+    drop_gaps: bool,
+    patterns: [PatternExposure; 3],
+}
+
+/// One pattern's running reference M3.
+#[derive(Debug, Clone, Copy, Default)]
+struct PatternExposure {
+    /// The next range (table order) not yet measured.
+    next: usize,
+    /// Whether any range lies inside the window.
+    inside: bool,
+    prep_us: f64,
+    exposed_us: f64,
+}
+
+impl PatternExposure {
+    /// Adds a range inside the window, exposed by the `gaps` (ascending) it overlaps.
+    fn take(&mut self, gaps: &[(Ns, Ns)], (s, e): (Ns, Ns)) {
+        self.inside = true;
+        self.prep_us += (e - s) as f64 / 1000.0;
+        let first = gaps.partition_point(|&(_, ge)| ge <= s);
+        for &(gs, ge) in gaps[first..].iter().take_while(|&&(gs, _)| gs < e) {
+            self.exposed_us += (e.min(ge) - s.max(gs)).max(0) as f64 / 1000.0;
         }
     }
-    out
+}
+
+impl ExposureAcc {
+    fn new(pooled: &[SpanQueue; 3], sorted: bool) -> ExposureAcc {
+        ExposureAcc {
+            near: NearPrep::new(pooled, sorted),
+            gaps: VecDeque::new(),
+            drop_gaps: sorted,
+            patterns: [PatternExposure::default(); 3],
+        }
+    }
+
+    fn cursor(&self, pattern: usize) -> usize {
+        self.patterns[pattern].next.min(self.near.next[pattern])
+    }
+
+    /// A gap between merged kernel intervals (after every gap before it), kept if it touches
+    /// a range (the reference loop visits only gaps overlapping a range: no sum changes).
+    fn gap(&mut self, pooled: &[SpanQueue; 3], gap: (Ns, Ns)) {
+        if self.near.touches(pooled, gap) {
+            self.gaps.push_back(gap);
+        }
+    }
+
+    /// Measures, in table order, each range no gap to come can reach (it ends by `settled`,
+    /// the open merged interval's end) and whose place against the window is decided; `now`:
+    /// no range still to arrive starts before it.
+    fn settle(&mut self, q: &Queues, b: ExposureBounds, settled: Option<Ns>, now: Ns) {
+        let Some(pooled) = &q.pooled else {
+            return;
+        };
+        self.near.pass(pooled, now);
+        let settled = settled.unwrap_or(Ns::MIN);
+        let gaps = self.gaps.make_contiguous();
+        for (k, queue) in pooled.iter().enumerate() {
+            let x = &mut self.patterns[k];
+            x.next = x.next.max(queue.first_held());
+            while let Some((s, e)) = queue.span(x.next) {
+                let outside = s < b.start || (b.end_final && e > b.end);
+                if !outside && (e > settled || e > b.end) {
+                    break;
+                }
+                x.next += 1;
+                if !outside {
+                    x.take(gaps, (s, e));
+                }
+            }
+        }
+        if self.drop_gaps {
+            let next_start = pooled
+                .iter()
+                .zip(&self.patterns)
+                .filter_map(|(queue, x)| queue.span(x.next).map(|r| r.0))
+                .fold(now, Ns::min);
+            let done = self.gaps.partition_point(|&(_, ge)| ge <= next_start);
+            self.gaps.drain(..done);
+        }
+    }
+
+    /// Measures ranges set aside by a speculation that ended, against the final window.
+    fn settle_aside(&mut self, aside: &[Vec<(Ns, Ns)>; 3], b: ExposureBounds) {
+        let gaps = self.gaps.make_contiguous();
+        for (x, ranges) in self.patterns.iter_mut().zip(aside) {
+            for &(s, e) in ranges {
+                if s >= b.start && e <= b.end {
+                    x.take(gaps, (s, e));
+                }
+            }
+        }
+    }
+
+    /// The first pattern with a range inside the window, and its exposure.
+    fn finish(self) -> Option<PrepExposure> {
+        let (pattern, x) = self.patterns.iter().enumerate().find(|(_, x)| x.inside)?;
+        (x.prep_us > 0.0).then_some(PrepExposure {
+            pattern,
+            prep_us: x.prep_us,
+            exposed_us: x.exposed_us,
+        })
+    }
 }
 
 /// Whether gaps between kernels touch a pooled host-prep range, asked in ascending order
 /// (the gaps of one union). Without a merged copy of the ranges when each pattern's are in
 /// start order (NVTX tables are, in every export seen): per pattern, the latest end among the
 /// ranges starting before the current gap's end.
+#[derive(Clone)]
 struct NearPrep {
-    ranges: Arc<PrepRanges>,
     /// Per pattern: the next range not yet started, and the latest end of those before it.
     next: [usize; 3],
     max_end: [Ns; 3],
-    /// Ranges out of start order: their union, and a cursor in it.
+    /// Ranges out of start order (all held): their union, and a cursor in it.
     merged: Option<(IntervalSet, usize)>,
 }
 
 impl NearPrep {
-    /// `None` without a range of positive length.
-    fn new(ranges: &Arc<PrepRanges>) -> Option<NearPrep> {
-        let lists = &ranges.by_pattern;
-        if !lists.iter().flatten().any(|&(s, e)| e > s) {
-            return None;
-        }
-        let sorted = lists.iter().all(|l| l.is_sorted_by_key(|r| r.0));
-        Some(NearPrep {
-            ranges: ranges.clone(),
+    fn new(pooled: &[SpanQueue; 3], sorted: bool) -> NearPrep {
+        let merged = (!sorted).then(|| {
+            let all = pooled
+                .iter()
+                .flat_map(|q| (q.first_held()..q.end_index()).filter_map(|i| q.span(i)))
+                .collect();
+            (IntervalSet::from_unsorted(all), 0)
+        });
+        NearPrep {
             next: [0; 3],
             max_end: [Ns::MIN; 3],
-            merged: (!sorted).then(|| (IntervalSet::from_unsorted(lists.concat()), 0)),
-        })
+            merged,
+        }
     }
 
-    /// Whether `(gs, ge)` (positive, after every gap asked before) overlaps a range of
-    /// positive length.
-    fn touches(&mut self, (gs, ge): (Ns, Ns)) -> bool {
-        if let Some((set, cursor)) = &mut self.merged {
-            return seek(set.spans(), cursor, gs).is_some_and(|(s, _)| s < ge);
+    /// Takes in the ranges starting before `t`: every gap still to be asked ends after it.
+    fn pass(&mut self, pooled: &[SpanQueue; 3], t: Ns) {
+        if self.merged.is_some() {
+            return;
         }
-        let mut touches = false;
-        for (p, list) in self.ranges.by_pattern.iter().enumerate() {
-            while let Some(&(s, e)) = list.get(self.next[p]).filter(|r| r.0 < ge) {
+        for (p, queue) in pooled.iter().enumerate() {
+            self.next[p] = self.next[p].max(queue.first_held());
+            while let Some((s, e)) = queue.span(self.next[p]).filter(|r| r.0 < t) {
                 if e > s {
                     self.max_end[p] = self.max_end[p].max(e);
                 }
                 self.next[p] += 1;
             }
-            touches |= self.max_end[p] > gs;
         }
-        touches
+    }
+
+    /// Whether `(gs, ge)` (positive, after every gap asked before) overlaps a range of
+    /// positive length.
+    fn touches(&mut self, pooled: &[SpanQueue; 3], (gs, ge): (Ns, Ns)) -> bool {
+        if let Some((set, cursor)) = &mut self.merged {
+            return seek(set.spans(), cursor, gs).is_some_and(|(s, _)| s < ge);
+        }
+        self.pass(pooled, ge);
+        self.max_end.iter().any(|&end| end > gs)
     }
 }
 
@@ -1127,11 +1713,11 @@ impl MaskSweep {
         }
     }
 
-    fn push(&mut self, ev: &KernelEvent, scopes: &mut [ScopeAcc]) {
+    fn push(&mut self, ev: &KernelEvent, scopes: &mut [ScopeAcc], q: &Queues) {
         if self.overflow {
             return;
         }
-        self.advance(ev.start, scopes);
+        self.advance(ev.start, scopes, q);
         if ev.end <= ev.start {
             return;
         }
@@ -1141,12 +1727,12 @@ impl MaskSweep {
         }
     }
 
-    fn finish(&mut self, scopes: &mut [ScopeAcc]) {
+    fn finish(&mut self, scopes: &mut [ScopeAcc], q: &Queues) {
         if self.overflow {
             return;
         }
         let end = self.busy_until.iter().copied().max().unwrap_or(Ns::MIN);
-        self.advance(end, scopes);
+        self.advance(end, scopes, q);
     }
 
     /// The device's bit; `None` past [`MAX_MASK_DEVICES`] devices.
@@ -1164,7 +1750,7 @@ impl MaskSweep {
 
     /// Moves the clock to `to` (no kernel starts before it any more), crediting each stretch
     /// of constant busy-device mask to every window and prep accumulator.
-    fn advance(&mut self, to: Ns, scopes: &mut [ScopeAcc]) {
+    fn advance(&mut self, to: Ns, scopes: &mut [ScopeAcc], q: &Queues) {
         while self.clock < to {
             let mut next = to;
             let mut mask = 0u64;
@@ -1177,9 +1763,9 @@ impl MaskSweep {
             if mask != 0 {
                 let id = self.mask_id(mask);
                 for s in scopes.iter_mut() {
-                    s.busy_masks.add(self.clock, next, id);
-                    for (_, _, m) in &mut s.prep_masks {
-                        m.add(self.clock, next, id);
+                    s.busy_masks.add(q, self.clock, next, id);
+                    for m in &mut s.prep_masks {
+                        m.busy.add(q, self.clock, next, id);
                     }
                 }
             }
@@ -1218,45 +1804,6 @@ impl MaskSweep {
             })
             .collect()
     }
-}
-
-/// Overlap of `[a, b)` with ascending disjoint spans, from a cursor that only moves forward
-/// (callers query in ascending `a`).
-pub(super) fn overlap_at(spans: &[(Ns, Ns)], cursor: &mut usize, a: Ns, b: Ns) -> Ns {
-    seek(spans, cursor, a);
-    spans[(*cursor).min(spans.len())..]
-        .iter()
-        .take_while(|&&(s, _)| s < b)
-        .map(|&(s, e)| b.min(e) - a.max(s))
-        .sum()
-}
-
-/// Overlap of `[a, b)` with the intersection of two span lists (ascending, disjoint), each with
-/// a forward-only cursor (callers query in ascending `a`).
-fn overlap_within(
-    (spans, cursor): (&[(Ns, Ns)], &mut usize),
-    (within, within_cursor): (&[(Ns, Ns)], &mut usize),
-    a: Ns,
-    b: Ns,
-) -> Ns {
-    seek(spans, cursor, a);
-    let mut ns = 0;
-    for &(s, e) in spans[(*cursor).min(spans.len())..]
-        .iter()
-        .take_while(|&&(s, _)| s < b)
-    {
-        ns += overlap_at(within, within_cursor, a.max(s), b.min(e));
-    }
-    ns
-}
-
-/// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and
-/// returns the first span that ends after `t`.
-pub(super) fn seek(spans: &[(Ns, Ns)], cursor: &mut usize, t: Ns) -> Option<(Ns, Ns)> {
-    while spans.get(*cursor).is_some_and(|&(_, e)| e <= t) {
-        *cursor += 1;
-    }
-    spans.get(*cursor).copied()
 }
 
 /// Whether `t` lies in one of the window's `[start, end)` intervals.
@@ -1357,12 +1904,13 @@ mod tests {
                 }
             }
             let union = IntervalSet::from_unsorted(by_pattern.concat());
-            let ranges = Arc::new(PrepRanges { by_pattern });
-            let mut near = NearPrep::new(&ranges).expect("positive ranges");
+            let sorted = by_pattern.iter().all(|l| l.is_sorted_by_key(|r| r.0));
+            let queues = by_pattern.each_ref().map(|l| SpanQueue::of(l));
+            let mut near = NearPrep::new(&queues, sorted);
             let gaps = IntervalSet::from_unsorted(random_ranges(seed * 11, 40, 500));
             for &(gs, ge) in gaps.interior_gaps().spans() {
                 assert_eq!(
-                    near.touches((gs, ge)),
+                    near.touches(&queues, (gs, ge)),
                     overlaps(&union, gs, ge),
                     "{gs}..{ge}"
                 );
@@ -1602,12 +2150,11 @@ mod tests {
                     // Ties in start may come in any order (table order, when already sorted).
                     events.sort_by_key(|e| (e.start, std::cmp::Reverse(e.end)));
                     assert_eq!(k, sweep_events(&t, &cfg, &events), "round {round}");
-                    let w = &k.aggregate.window;
                     let hull = t.kernels.start.iter().min().zip(t.kernels.end.iter().max());
                     let expect_w = window.or(hull.map(|(&s, &e)| (s, e)));
-                    let expect_w =
-                        expect_w.map_or_else(IntervalSet::new, |(s, e)| IntervalSet::single(s, e));
-                    assert_eq!(w, &expect_w, "round {round}");
+                    let w =
+                        &expect_w.map_or_else(IntervalSet::new, |(s, e)| IntervalSet::single(s, e));
+                    assert_eq!(k.aggregate.window, WindowFacts::of(w), "round {round}");
                     for g in &k.aggregate.groups {
                         let devices = g.device.map_or_else(|| vec![0, 1, 2], |d| vec![d]);
                         let (n, busy) = devices

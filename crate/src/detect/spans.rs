@@ -1,0 +1,304 @@
+//! Span lists read with forward-only cursors: a slice held whole, or a [`SpanQueue`] that a
+//! sweep is fed as it advances and that forgets the spans every cursor has passed.
+//!
+//! A cursor is an absolute index (the number of spans pushed before the one it points at), so it
+//! stays valid when a queue drops its front. The sweeps query in ascending time, so no cursor
+//! ever goes back, and a queue trimmed to the smallest cursor of its readers loses nothing they
+//! will read: what a queue holds is bounded by the spans between its slowest reader and the
+//! sweep's clock, not by the trace.
+
+use std::collections::VecDeque;
+
+use crate::model::Ns;
+use crate::model::intervals::IntervalSet;
+
+/// Ascending spans by absolute index.
+pub trait Spans {
+    /// The span at absolute index `i`, if it is held.
+    fn span(&self, i: usize) -> Option<(Ns, Ns)>;
+    /// The first index still held (spans before it were dropped).
+    fn first_held(&self) -> usize;
+}
+
+impl Spans for [(Ns, Ns)] {
+    fn span(&self, i: usize) -> Option<(Ns, Ns)> {
+        self.get(i).copied()
+    }
+
+    fn first_held(&self) -> usize {
+        0
+    }
+}
+
+/// Spans pushed in ascending order (a union as it is built, or ranges in table order), the
+/// front dropped as readers pass it. The last span may still grow ([`SpanQueue::extend_last`]):
+/// a union's open piece, exact up to the feed's clock.
+#[derive(Debug, Clone, Default)]
+pub struct SpanQueue {
+    base: usize,
+    spans: VecDeque<(Ns, Ns)>,
+    facts: WindowFacts,
+    /// Every span has been pushed.
+    complete: bool,
+    /// The starts of the first and the last range added ([`SpanQueue::add_union`]): ranges
+    /// must not go back.
+    first_start: Option<Ns>,
+    last_start: Option<Ns>,
+}
+
+/// A range came before the previous one: a queue fed as it goes needs start order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangesUnordered;
+
+/// What the verdict reads of a whole window, kept as its spans pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WindowFacts {
+    /// Summed span lengths.
+    pub measure: Ns,
+    /// First start and last end.
+    pub hull: Option<(Ns, Ns)>,
+    /// How many spans.
+    pub pieces: usize,
+}
+
+impl WindowFacts {
+    /// The facts of a whole set.
+    pub fn of(set: &IntervalSet) -> WindowFacts {
+        WindowFacts {
+            measure: set.measure(),
+            hull: set.hull(),
+            pieces: set.spans().len(),
+        }
+    }
+}
+
+impl Spans for SpanQueue {
+    fn span(&self, i: usize) -> Option<(Ns, Ns)> {
+        self.spans.get(i.checked_sub(self.base)?).copied()
+    }
+
+    fn first_held(&self) -> usize {
+        self.base
+    }
+}
+
+impl SpanQueue {
+    /// A queue holding `spans` whole (ascending).
+    pub fn of(spans: &[(Ns, Ns)]) -> SpanQueue {
+        let mut q = SpanQueue::default();
+        spans.iter().for_each(|&s| q.push(s));
+        q.complete = true;
+        q
+    }
+
+    /// Says every span has been pushed.
+    pub fn finish(&mut self) {
+        self.complete = true;
+    }
+
+    /// Whether every span has been pushed.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Appends a span (at or after the previous one's start).
+    pub fn push(&mut self, (s, e): (Ns, Ns)) {
+        let f = &mut self.facts;
+        f.measure += e - s;
+        f.pieces += 1;
+        f.hull = Some(match f.hull {
+            Some((first, last)) => (first, last.max(e)),
+            None => (s, e),
+        });
+        self.spans.push_back((s, e));
+    }
+
+    /// Adds `[s, e)` to the union the queue holds (zero-length and inverted ranges add
+    /// nothing, touching ones merge, as `UnionBuilder` does). Ranges come in start order.
+    pub fn add_union(&mut self, s: Ns, e: Ns) -> Result<(), RangesUnordered> {
+        self.check_order(s)?;
+        if e <= s {
+            return Ok(());
+        }
+        match self.facts.hull {
+            // The open piece ends at the hull's end; it may have been dropped already (every
+            // reader passed it), yet a range starting by its end still extends it.
+            Some((_, end)) if s <= end => self.extend_last(e),
+            _ => self.push((s, e)),
+        }
+        Ok(())
+    }
+
+    /// Adds `[s, e)` to the span the queue holds: from the first start to the latest end
+    /// (a window that is one span however its ranges lie). Ranges come in start order.
+    pub fn add_span(&mut self, s: Ns, e: Ns) -> Result<(), RangesUnordered> {
+        self.check_order(s)?;
+        let first = self.first_start.unwrap_or(s);
+        if self.facts.pieces > 0 {
+            self.extend_last(e);
+        } else if e > first {
+            // Until then the span has no length: nothing to hold.
+            self.push((first, e));
+        }
+        Ok(())
+    }
+
+    /// Adds a range as it is (a list of ranges in start order, not a union).
+    pub fn add_range(&mut self, s: Ns, e: Ns) -> Result<(), RangesUnordered> {
+        self.check_order(s)?;
+        self.push((s, e));
+        Ok(())
+    }
+
+    fn check_order(&mut self, s: Ns) -> Result<(), RangesUnordered> {
+        if self.last_start.is_some_and(|last| s < last) {
+            return Err(RangesUnordered);
+        }
+        self.last_start = Some(s);
+        self.first_start.get_or_insert(s);
+        Ok(())
+    }
+
+    /// Moves the last span's end to `end` (a union's open piece that grew).
+    pub fn extend_last(&mut self, end: Ns) {
+        let Some(h) = &mut self.facts.hull else {
+            return;
+        };
+        if end <= h.1 {
+            return;
+        }
+        self.facts.measure += end - h.1;
+        h.1 = end;
+        if let Some(last) = self.spans.back_mut() {
+            last.1 = end;
+        }
+    }
+
+    /// The start of the first range added, if any (a span of no length has no facts yet).
+    pub fn first_start(&self) -> Option<Ns> {
+        self.first_start.or(self.facts.hull.map(|h| h.0))
+    }
+
+    /// The last span pushed, if still held.
+    pub fn last(&self) -> Option<(Ns, Ns)> {
+        self.spans.back().copied()
+    }
+
+    /// The absolute index the next span pushed will get.
+    pub fn end_index(&self) -> usize {
+        self.base + self.spans.len()
+    }
+
+    /// Drops the spans before absolute index `cursor` (every reader is at or past it).
+    pub fn trim_to(&mut self, cursor: usize) {
+        let n = cursor.saturating_sub(self.base).min(self.spans.len());
+        self.spans.drain(..n);
+        self.base += n;
+        if self.spans.is_empty() && self.spans.capacity() > 64 {
+            self.spans.shrink_to(64);
+        }
+    }
+
+    /// Drops the spans that end at or before `t` (every reader asks at `t` or later).
+    pub fn trim_before(&mut self, t: Ns) {
+        while self.spans.front().is_some_and(|&(_, e)| e <= t) {
+            self.spans.pop_front();
+            self.base += 1;
+        }
+    }
+
+    /// How many spans are held now.
+    pub fn held(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The window's facts over every span pushed so far.
+    pub fn facts(&self) -> WindowFacts {
+        self.facts
+    }
+}
+
+/// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and
+/// returns the first span that ends after `t`.
+pub fn seek<S: Spans + ?Sized>(spans: &S, cursor: &mut usize, t: Ns) -> Option<(Ns, Ns)> {
+    *cursor = (*cursor).max(spans.first_held());
+    while spans.span(*cursor).is_some_and(|(_, e)| e <= t) {
+        *cursor += 1;
+    }
+    spans.span(*cursor)
+}
+
+/// Overlap of `[a, b)` with ascending disjoint spans, from a cursor that only moves forward
+/// (callers query in ascending `a`).
+pub fn overlap_at<S: Spans + ?Sized>(spans: &S, cursor: &mut usize, a: Ns, b: Ns) -> Ns {
+    seek(spans, cursor, a);
+    let mut ns = 0;
+    let mut i = *cursor;
+    while let Some((s, e)) = spans.span(i).filter(|&(s, _)| s < b) {
+        ns += b.min(e) - a.max(s);
+        i += 1;
+    }
+    ns
+}
+
+/// Overlap of `[a, b)` with the intersection of two span lists (ascending, disjoint), each with
+/// a forward-only cursor (callers query in ascending `a`).
+pub fn overlap_within<S: Spans + ?Sized, W: Spans + ?Sized>(
+    (spans, cursor): (&S, &mut usize),
+    (within, within_cursor): (&W, &mut usize),
+    a: Ns,
+    b: Ns,
+) -> Ns {
+    seek(spans, cursor, a);
+    let mut ns = 0;
+    let mut i = *cursor;
+    while let Some((s, e)) = spans.span(i).filter(|&(s, _)| s < b) {
+        ns += overlap_at(within, within_cursor, a.max(s), b.min(e));
+        i += 1;
+    }
+    ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trimmed_queue_answers_as_the_whole_list() {
+        let spans = [(0, 5), (7, 9), (12, 20), (25, 26), (30, 40)];
+        let mut q = SpanQueue::of(&spans);
+        let (mut cs, mut cq) = (0, 0);
+        for (a, b) in [(1, 8), (8, 13), (13, 31), (31, 50)] {
+            assert_eq!(
+                overlap_at(&spans[..], &mut cs, a, b),
+                overlap_at(&q, &mut cq, a, b)
+            );
+            q.trim_to(cq);
+        }
+        assert_eq!(q.held(), 1);
+        assert_eq!(
+            q.facts(),
+            WindowFacts {
+                measure: 5 + 2 + 8 + 1 + 10,
+                hull: Some((0, 40)),
+                pieces: 5
+            }
+        );
+    }
+
+    #[test]
+    fn a_growing_last_span_counts_in_the_facts() {
+        let mut q = SpanQueue::default();
+        q.push((0, 4));
+        q.push((6, 8));
+        q.extend_last(11);
+        q.extend_last(10);
+        assert_eq!(q.last(), Some((6, 11)));
+        assert_eq!(q.facts().measure, 4 + 5);
+        let mut c = 0;
+        assert_eq!(overlap_at(&q, &mut c, 3, 7), 1 + 1);
+        q.trim_to(c);
+        assert_eq!(q.end_index(), 2);
+        assert_eq!(seek(&q, &mut 0, 20), None);
+    }
+}
