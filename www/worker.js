@@ -72,11 +72,13 @@ function openParallel(id, file, onProgress) {
   return openWithKernels(id, () => Analysis.openHost(file, onProgress), (host, bytes) => host.attachKernels(bytes));
 }
 
-// The host side in steps: after NVTX the plan goes to the page (which forwards it to the
-// kernel-streaming worker); then the API calls load here while the kernel table streams there.
+// The host side in steps: while NVTX is read, chunks of windows go to the page (which forwards
+// them to the kernel-streaming worker, fed as its sweeps need them); after NVTX the plan goes
+// there too; then the API calls load here while the kernel table streams there.
 function openStreaming(id, file, onProgress) {
+  const onFeed = (bytes) => self.postMessage({ id, type: 'feed', bytes }, [bytes.buffer]);
   const openHost = () => {
-    const host = StreamHost.open(file, onProgress);
+    const host = StreamHost.open(file, onProgress, onFeed);
     try {
       const plan = host.plan();
       self.postMessage({ id, type: 'plan', bytes: plan }, [plan.buffer]);
@@ -177,6 +179,25 @@ function answerOffer(range) {
   self.postMessage({ id: tail.requestId, type: 'help', range: range ? [range[0], range[1]] : null });
 }
 
+// Chunks of windows from the analysis worker, kept here (outside wasm memory) until the pass's
+// sweeps wait for the next one.
+const feed = { chunks: [], wake: null };
+
+function feedPass(pass) {
+  while (pass.needsFeed() && feed.chunks.length) pass.feed(feed.chunks.shift());
+}
+
+// Waits until the pass has the chunk of windows it waits for (or waits for none).
+async function awaitFeed(pass) {
+  feedPass(pass);
+  while (pass.needsFeed()) {
+    await new Promise((resolve) => {
+      feed.wake = resolve;
+    });
+    feedPass(pass);
+  }
+}
+
 // The next chunk of the rows the analysis worker reads for this loader.
 async function nextTailChunk() {
   for (;;) {
@@ -202,8 +223,10 @@ async function streamKernels(id, file, waitForOffer = false) {
         if (plan.bytes) pass.setPlan(plan.bytes);
       } else {
         if (waitForOffer) await tail.offer; // the page's test hook
-        await nextTask(); // the analysis worker's offer can come in
+        await nextTask(); // the analysis worker's offer and windows can come in
         if (tail.offered && !tail.answered) answerOffer(pass.splitTail(TAIL_SHARE));
+        if (pass.bufferFull()) await awaitFeed(pass);
+        else feedPass(pass);
       }
       if (!pass.step(CHUNK_ROWS)) break;
     }
@@ -213,7 +236,11 @@ async function streamKernels(id, file, waitForOffer = false) {
     }
     tail.closed = true;
     if (tail.offered && !tail.answered) answerOffer(null);
-    while (pass.tailPending()) pass.pushTail(await nextTailChunk());
+    while (pass.tailPending()) {
+      pass.pushTail(await nextTailChunk());
+      feedPass(pass);
+    }
+    await awaitFeed(pass);
     const bytes = pass.finish();
     return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
   } catch (e) {
@@ -378,6 +405,11 @@ self.onmessage = async (ev) => {
   if (msg.type === 'plan') {
     plan.bytes = msg.bytes;
     plan.resolve();
+    return;
+  }
+  if (msg.type === 'feed') {
+    feed.chunks.push(msg.bytes);
+    feed.wake?.();
     return;
   }
   if (msg.type === 'cancel') {

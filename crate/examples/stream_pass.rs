@@ -46,6 +46,7 @@ fn peak() {
 use nsys_lens::detect::{DetectConfig, KernelSweep};
 use nsys_lens::drill::gaps::GapSweep;
 use nsys_lens::model::{KernelEvent, Trace};
+use nsys_lens::streamed::feed::FeedChunk;
 use nsys_lens::streamed::{HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, Streamed};
 use nsys_lens::timeline::TimelineBuilder;
 use nsys_lens::trace::{self, KernelRows, LoadOptions, Schema, StagedLoad};
@@ -64,7 +65,10 @@ fn main() -> Res<()> {
     };
     let mut staged = StagedLoad::begin(&conn, &path, &mut |_| true)?;
     step("strings");
-    let mut plans = HostPlans::load(&mut staged, &conn, &path, &mut |_| true)?;
+    let mut feed = Vec::new();
+    let mut plans = HostPlans::load(&mut staged, &conn, &path, &mut |_| true, &mut |c| {
+        feed.push(c)
+    })?;
     step("detect plans from NVTX ranges");
     let plan_bytes = plans.kernel_plan(staged.trace());
     step(&format!(
@@ -72,7 +76,8 @@ fn main() -> Res<()> {
         plan_bytes.len() / 1024
     ));
     let each = std::env::args().any(|a| a == "--each");
-    let (bytes, plan) = kernel_pass(&conn, staged.schema(), &path, plan_bytes, each)?;
+    let feed_copy = if each { feed.clone() } else { Vec::new() };
+    let (bytes, plan) = kernel_pass(&conn, staged.schema(), &path, (plan_bytes, feed), each)?;
     let schema = staged.schema().clone();
     let swept = plans.sweep_launches(&conn, &path, &mut staged, &mut |_| true)?;
     step(if swept {
@@ -90,7 +95,7 @@ fn main() -> Res<()> {
     std::hint::black_box(streamed.detect(&DetectConfig::default())?);
     step("verdict");
     if let Some(plan) = plan {
-        each_analysis(&conn, &schema, &path, &streamed.host, &plan)?;
+        each_analysis(&conn, &schema, &path, &streamed.host, (&plan, &feed_copy))?;
     }
     Ok(())
 }
@@ -102,18 +107,35 @@ fn kernel_pass(
     conn: &rusqlite::Connection,
     schema: &Schema,
     path: &str,
-    plan_bytes: Vec<u8>,
+    (plan_bytes, feed): (Vec<u8>, Vec<Vec<u8>>),
     keep_plan: bool,
 ) -> Res<(Vec<u8>, Option<KernelPlan>)> {
-    // The page's loader holds the plan's bytes too (copied in from the message).
-    let before = LIVE.load(Relaxed) - plan_bytes.capacity();
+    // The page's loader holds the plan's bytes too (copied in from the message); the chunks of
+    // windows wait outside wasm memory, each copied in when the pass needs it.
+    let waiting_chunks: usize = feed.iter().map(Vec::capacity).sum();
+    println!(
+        "{} chunks of windows ({} KiB, held by the page outside wasm memory)",
+        feed.len(),
+        waiting_chunks / 1024
+    );
+    let before = LIVE.load(Relaxed) - plan_bytes.capacity() - waiting_chunks;
+    let mut feed = feed.into_iter();
     PEAK.store(LIVE.load(Relaxed), Relaxed);
     let plan = KernelPlan::from_bytes(&plan_bytes)?;
     drop(plan_bytes);
     let mut pass = KernelPass::new(conn, schema, path)?;
     let kept = keep_plan.then(|| plan.clone());
     pass.set_plan(plan)?;
-    while pass.step(conn, 1 << 16)? {}
+    loop {
+        let more = pass.step(conn, 1 << 16)?;
+        while pass.needs_feed() {
+            let Some(chunk) = feed.next() else { break };
+            pass.feed(&chunk)?;
+        }
+        if !more {
+            break;
+        }
+    }
     let bytes = pass.finish()?.to_bytes();
     println!(
         "kernel pass ({:>5} KiB of results): loader heap peak {:>7.1} MiB above the host side",
@@ -130,7 +152,7 @@ fn each_analysis(
     schema: &Schema,
     path: &str,
     host: &Trace,
-    plan: &KernelPlan,
+    (plan, feed): (&KernelPlan, &[Vec<u8>]),
 ) -> Res<()> {
     let time = |what: &str, f: &mut dyn FnMut(KernelEvent)| -> Res<()> {
         let t = Instant::now();
@@ -152,8 +174,16 @@ fn each_analysis(
     time("read only", &mut |e| {
         std::hint::black_box(e);
     })?;
-    for (profile, sweep_plan) in PROFILES.iter().zip(&plan.sweeps) {
-        let mut sweep = KernelSweep::of(sweep_plan.clone());
+    let mut sweeps: Vec<KernelSweep> = if plan.fed {
+        plan.sweeps.iter().cloned().map(KernelSweep::fed).collect()
+    } else {
+        plan.sweeps.iter().cloned().map(KernelSweep::of).collect()
+    };
+    // Fed every window ahead here: this times the sweeps, not their memory.
+    for chunk in feed {
+        FeedChunk::from_bytes(chunk)?.apply(&mut sweeps)?;
+    }
+    for (profile, mut sweep) in PROFILES.iter().zip(sweeps) {
         time(
             &format!("read + detect sweep ({})", profile.name()),
             &mut |e| {

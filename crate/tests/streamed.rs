@@ -11,6 +11,7 @@ use std::path::Path;
 use nsys_lens::detect::{DetectConfig, Profile, detect};
 use nsys_lens::drill::gaps::idle_gap_histogram;
 use nsys_lens::model::Trace;
+use nsys_lens::streamed::feed::FeedChunk;
 use nsys_lens::streamed::{
     HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed, TailReader,
 };
@@ -33,8 +34,16 @@ fn stream_open_with(
     let label = path.display().to_string();
     let host_conn = trace::open_path(path).expect("open (host)");
     let kernel_conn = trace::open_path(path).expect("open (kernels)");
-    let (mut staged, mut plans, plan) = host_plans(&host_conn, &label);
+    let (mut staged, mut plans, plan, feed) = host_plans(&host_conn, &label);
     let graph_nodes = KernelPlan::from_bytes(&plan).expect("plan").graph_nodes;
+    let mut feed = feed.into_iter();
+    // The page hands the pass a chunk of windows only when its sweeps wait for one.
+    let mut fed = |pass: &mut KernelPass| {
+        while pass.needs_feed() {
+            let Some(chunk) = feed.next() else { break };
+            pass.feed(&chunk).expect("feed");
+        }
+    };
 
     let schema = trace::probe_export(&kernel_conn, &label).expect("probe (k)");
     let mut pass = KernelPass::new(&kernel_conn, &schema, &label).expect("kernel pass");
@@ -49,7 +58,9 @@ fn stream_open_with(
             tail = tail_share.and_then(|share| pass.split_tail(share, 1));
         }
         chunks += 1;
-        if !pass.step(&kernel_conn, chunk).expect("step") {
+        let more = pass.step(&kernel_conn, chunk).expect("step");
+        fed(&mut pass);
+        if !more {
             break;
         }
     }
@@ -57,6 +68,7 @@ fn stream_open_with(
         pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
             .expect("set plan");
     }
+    fed(&mut pass);
 
     // The page's M2: launch calls swept in start order, or loaded when they cannot be.
     let swept = plans
@@ -83,6 +95,7 @@ fn stream_open_with(
         {
             assert!(pass.tail_pending(), "{label}: a tail chunk past the tail");
             pass.push_tail(&bytes).expect("push tail");
+            fed(&mut pass);
             given += 1;
         }
         assert!(
@@ -96,16 +109,24 @@ fn stream_open_with(
 }
 
 /// The analysis worker's side up to the plans: strings, then the plans read from the NVTX ranges
-/// as they stream (none kept), and the kernel pass's plan as bytes.
-fn host_plans(conn: &rusqlite::Connection, label: &str) -> (StagedLoad, HostPlans, Vec<u8>) {
+/// as they stream (none kept), the kernel pass's plan as bytes and the chunks of windows fed to
+/// it on the way.
+fn host_plans(
+    conn: &rusqlite::Connection,
+    label: &str,
+) -> (StagedLoad, HostPlans, Vec<u8>, Vec<Vec<u8>>) {
     let mut staged = StagedLoad::begin(conn, label, &mut |_| true).expect("begin");
-    let mut plans = HostPlans::load(&mut staged, conn, label, &mut |_| true).expect("plans");
+    let mut feed = Vec::new();
+    let mut plans = HostPlans::load(&mut staged, conn, label, &mut |_| true, &mut |c| {
+        feed.push(c)
+    })
+    .expect("plans");
     assert!(
         staged.trace().nvtx.is_empty(),
         "{label}: no NVTX range is held"
     );
     let plan = plans.kernel_plan(staged.trace());
-    (staged, plans, plan)
+    (staged, plans, plan, feed)
 }
 
 /// A whole load: what `nsys-lens detect` loads (`verdict`), or every column (timeline, gaps).
@@ -301,8 +322,17 @@ fn reversed_table(src: &Path, dst: &Path, table: &str) {
 fn damaged_plan_and_result_bytes_are_an_error() {
     let (_dir, path, _) = common::generated("tp2-phases", 2, 5);
     let conn = trace::open_path(&path).expect("open");
-    let (_, _, plan) = host_plans(&conn, &path.display().to_string());
+    let (_, _, plan, feed) = host_plans(&conn, &path.display().to_string());
     assert!(KernelPlan::from_bytes(&plan).is_ok());
+    let chunk = feed.last().expect("a chunk of windows");
+    assert!(FeedChunk::from_bytes(chunk).is_ok());
+    for bytes in [&chunk[..chunk.len() / 2], &chunk[..1], &[][..]] {
+        assert!(
+            FeedChunk::from_bytes(bytes).is_err(),
+            "{} bytes",
+            bytes.len()
+        );
+    }
     let mut junk = [0xffu8; 64];
     junk[0] = 2;
     for bytes in [&plan[..plan.len() / 2], &plan[..1], &[][..], &junk[..]] {
@@ -320,7 +350,8 @@ fn damaged_plan_and_result_bytes_are_an_error() {
 }
 
 /// NVTX ranges out of start order cannot be folded as they stream: the plans are built from
-/// the table loaded whole instead, and the verdict still equals a whole load's.
+/// the table loaded whole instead, the kernel pass gets the windows whole in its plan rather
+/// than fed, and the verdict still equals a whole load's.
 #[test]
 fn an_nvtx_table_out_of_start_order_is_read_whole_for_the_plans() {
     let (dir, sorted, _) = common::generated("tp2-phases", 2, 5);
@@ -329,27 +360,20 @@ fn an_nvtx_table_out_of_start_order_is_read_whole_for_the_plans() {
     let label = reversed.display().to_string();
     let streamed = stream_open(&reversed, 1000, 0);
     assert_same_verdict(&streamed, &whole(&reversed, true), &label, "reversed NVTX");
-    let plans = [&sorted, &reversed].map(|path| {
+    let [fed, whole_plan] = [&sorted, &reversed].map(|path| {
         let conn = trace::open_path(path).expect("open");
-        let (_, _, bytes) = host_plans(&conn, &path.display().to_string());
+        let (_, _, bytes, feed) = host_plans(&conn, &path.display().to_string());
         let plan = KernelPlan::from_bytes(&bytes).expect("plan");
         let sweeps = serde_json::to_value(&plan.sweeps).expect("json");
-        // Host-prep ranges stay in table order (the reference sums them so): windows only.
-        [0, 1].map(|i| {
-            (
-                sweeps[i]["context"].clone(),
-                sweeps[i]["generation"].clone(),
-            )
-        })
+        let windows =
+            [0, 1].map(|i| !sweeps[i]["context"].is_null() && !sweeps[i]["generation"].is_null());
+        (plan.fed, windows, feed.len())
     });
-    assert!(
-        !plans[0][0].0.is_null() && !plans[0][1].1.is_null(),
-        "both phases"
-    );
-    assert_eq!(
-        plans[0], plans[1],
-        "the same windows whatever the NVTX table's order"
-    );
+    assert!(fed.0, "sorted NVTX: the windows are fed");
+    assert_eq!(fed.1, [false; 2], "and not in the plan");
+    assert!(fed.2 > 0, "chunks of windows");
+    assert!(!whole_plan.0, "reversed NVTX: no feed");
+    assert_eq!(whole_plan.1, [true; 2], "both phases' windows in the plan");
 }
 
 /// The pass refuses a table out of start order with the error the page falls back on (its
@@ -536,12 +560,15 @@ fn kernel_rows_read_for_the_pass_join_it_only_whole_and_in_order() {
     let (_dir, path, _) = common::generated("host-bound", 2, 5);
     let label = path.display().to_string();
     let conn = trace::open_path(&path).expect("open");
-    let (staged, _, plan) = host_plans(&conn, &label);
+    let (staged, _, plan, feed) = host_plans(&conn, &label);
     let plan = KernelPlan::from_bytes(&plan).expect("plan");
     let graph_nodes = plan.graph_nodes;
     let schema = trace::probe_export(&conn, &label).expect("probe");
     let mut pass = KernelPass::new(&conn, &schema, &label).expect("pass");
     pass.set_plan(plan).expect("set plan");
+    for chunk in &feed {
+        pass.feed(chunk).expect("feed");
+    }
     assert!(pass.step(&conn, 50).expect("step"));
     let (first, last) = pass.split_tail(0.5, 1).expect("split");
     assert!(pass.split_tail(0.5, 1).is_none(), "split once");

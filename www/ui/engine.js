@@ -173,6 +173,7 @@ export class WorkerEngine {
     // loader: its offer, the loader's answer and the rows read cross here.
     const opened = this.request('open', { ...req, parallel: 'stream' }, progress.part('host'), {
       plan: (msg) => loader.post({ type: 'plan', bytes: msg.bytes }, [msg.bytes.buffer]),
+      feed: (msg) => loader.post({ type: 'feed', bytes: msg.bytes }, [msg.bytes.buffer]),
       'help-offer': () => loader.post({ type: 'help-offer' }),
       'kernel-tail': (msg) => loader.post({ type: 'kernel-tail', bytes: msg.bytes, error: msg.error }, msg.bytes ? [msg.bytes.buffer] : []),
     });

@@ -81,6 +81,27 @@ impl StepSink for Vec<Step> {
     }
 }
 
+impl<T: StepSink + ?Sized> StepSink for &mut T {
+    fn step(&mut self, s: &Step) {
+        (**self).step(s);
+    }
+    fn restart(&mut self) {
+        (**self).restart();
+    }
+}
+
+/// Two sinks fed the same steps.
+impl<A: StepSink, B: StepSink> StepSink for (A, B) {
+    fn step(&mut self, s: &Step) {
+        self.0.step(s);
+        self.1.step(s);
+    }
+    fn restart(&mut self) {
+        self.0.restart();
+        self.1.restart();
+    }
+}
+
 /// A sink that may be absent (one profile of several feeds it).
 impl<T: StepSink> StepSink for Option<&mut T> {
     fn step(&mut self, s: &Step) {
@@ -310,7 +331,7 @@ pub struct StepSummary {
 }
 
 /// The phase a step belongs to: 0 context (C > 0), 1 generation (C == 0, G > 0), else none.
-pub(super) fn phase_of(s: &Step) -> Option<usize> {
+pub fn phase_of(s: &Step) -> Option<usize> {
     if s.name.ctx > 0 {
         Some(0)
     } else if s.name.gen_reqs > 0 {

@@ -286,6 +286,17 @@ pub struct SweepPlanRef<'p> {
 }
 
 impl SweepPlanRef<'_> {
+    /// The plan of a sweep fed its windows and host-prep ranges ([`KernelSweep::fed`]): they
+    /// are left out.
+    pub fn without_windows(self) -> Self {
+        SweepPlanRef {
+            context: None,
+            generation: None,
+            prep: &[],
+            ..self
+        }
+    }
+
     pub fn to_owned(&self) -> SweepPlan {
         SweepPlan {
             sw: self.sw,
@@ -833,17 +844,25 @@ impl KernelSweep {
 
     /// Feeds a forward step of the profile (TP copies merged), in start order.
     pub fn feed_step(&mut self, step: &Step) -> Result<(), RangesUnordered> {
-        let (Some(counts), Some(phase)) = (&mut self.phase_steps, phase_of(step)) else {
+        match phase_of(step) {
+            Some(phase) => self.feed_phase(phase, step.start, step.end),
+            None => Ok(()),
+        }
+    }
+
+    /// Feeds a forward step `[start, end)` of `phase` (0 context, 1 generation), in start order.
+    pub fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
+        let Some(counts) = &mut self.phase_steps else {
             return Ok(());
         };
-        counts[phase] += 1;
         let Some(Some(window)) = self.queues.windows.get_mut(phase + 1) else {
             return Ok(());
         };
+        counts[phase] += 1;
         if self.queues.span_phases {
-            window.add_span(step.start, step.end)?;
+            window.add_span(start, end)?;
         } else {
-            window.add_union(step.start, step.end)?;
+            window.add_union(start, end)?;
         }
         // It starts after every kernel taken so far: those past the span so far are inside.
         if let Some(scope) = self.scopes.iter_mut().find(|s| s.phase == Some(phase)) {

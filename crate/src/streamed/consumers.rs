@@ -4,12 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::feed::FeedChunk;
 use crate::detect::Profile;
 use crate::detect::SweepPlan;
 use crate::detect::sweep::{KernelSummary, KernelSweep};
 use crate::drill::gaps::{GapHistogram, GapSweep};
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, KernelEvent};
+use crate::model::{CoverageNote, KernelEvent, Ns};
 use crate::timeline::{Timeline, TimelineBuilder};
 
 /// The profiles the page switches between without re-reading the file.
@@ -38,19 +39,37 @@ pub struct KernelResults {
 }
 
 impl Consumers {
-    /// The analyses under `sweeps` (one per entry of [`PROFILES`]).
-    pub fn new(sweeps: Vec<SweepPlan>, label: &str) -> Result<Consumers> {
+    /// The analyses under `sweeps` (one per entry of [`PROFILES`]), `fed` their windows as they
+    /// go ([`KernelSweep::fed`]) or given them whole.
+    pub fn new(sweeps: Vec<SweepPlan>, fed: bool, label: &str) -> Result<Consumers> {
         if sweeps.len() != PROFILES.len() {
             return Err(Error::Internal {
                 detail: format!("the kernel pass got {} sweep plans", sweeps.len()),
             });
         }
         Ok(Consumers {
-            detect: sweeps.into_iter().map(KernelSweep::of).collect(),
+            detect: sweeps
+                .into_iter()
+                .map(if fed {
+                    KernelSweep::fed
+                } else {
+                    KernelSweep::of
+                })
+                .collect(),
             timeline: TimelineBuilder::without_steps(true),
             gaps: GapSweep::new(None),
             label: label.to_string(),
         })
+    }
+
+    /// Whether a kernel ending at `end` can be pushed (every sweep was fed past it).
+    pub fn ready_for(&self, end: Ns) -> bool {
+        self.detect.iter().all(|s| s.ready_for(end))
+    }
+
+    /// Feeds the sweeps a chunk of windows ([`FeedChunk`]); `true` if it was the last.
+    pub fn feed(&mut self, chunk: &FeedChunk) -> Result<bool> {
+        chunk.apply(&mut self.detect)
     }
 
     /// Feeds one kernel to every analysis; one out of start order stops the pass.

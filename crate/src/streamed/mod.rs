@@ -6,6 +6,7 @@
 //! host side as a [`Streamed`] trace.
 
 pub mod consumers;
+pub mod feed;
 pub mod packed;
 pub mod pass;
 pub mod plan;

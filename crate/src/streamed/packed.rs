@@ -63,26 +63,49 @@ pub fn unpack_owned(bytes: Vec<u8>) -> impl Iterator<Item = Result<KernelEvent>>
     unpack_from(bytes)
 }
 
-fn unpack_from(bytes: impl AsRef<[u8]>) -> impl Iterator<Item = Result<KernelEvent>> {
-    let mut last: (i64, Ns) = (0, 0);
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        let rest = bytes.as_ref().get(at..).filter(|r| !r.is_empty())?;
+fn unpack_from<B: AsRef<[u8]>>(bytes: B) -> Unpacker<B> {
+    Unpacker {
+        bytes,
+        at: 0,
+        last: (0, 0),
+    }
+}
+
+/// Reads the kernels a [`Packer`] wrote into a buffer, one at a time.
+pub struct Unpacker<B: AsRef<[u8]>> {
+    bytes: B,
+    at: usize,
+    last: (i64, Ns),
+}
+
+impl Unpacker<Vec<u8>> {
+    /// A reader of a buffer it owns.
+    pub fn new(bytes: Vec<u8>) -> Unpacker<Vec<u8>> {
+        unpack_from(bytes)
+    }
+}
+
+impl<B: AsRef<[u8]>> Iterator for Unpacker<B> {
+    type Item = Result<KernelEvent>;
+
+    fn next(&mut self) -> Option<Result<KernelEvent>> {
+        let bytes = self.bytes.as_ref();
+        let rest = bytes.get(self.at..).filter(|r| !r.is_empty())?;
         let packed = match postcard::take_from_bytes::<Packed>(rest) {
             Ok((packed, tail)) => {
-                at = bytes.as_ref().len() - tail.len();
+                self.at = bytes.len() - tail.len();
                 packed
             }
             Err(e) => {
-                at = bytes.as_ref().len();
+                self.at = bytes.len();
                 return Some(Err(Error::Internal {
                     detail: format!("packed kernels did not decode: {e}"),
                 }));
             }
         };
-        let row = last.0.wrapping_add(packed.row_step);
-        let start = last.1.wrapping_add(packed.start_step);
-        last = (row, start);
+        let row = self.last.0.wrapping_add(packed.row_step);
+        let start = self.last.1.wrapping_add(packed.start_step);
+        self.last = (row, start);
         Some(Ok(KernelEvent {
             row,
             start,
@@ -93,5 +116,5 @@ fn unpack_from(bytes: impl AsRef<[u8]>) -> impl Iterator<Item = Result<KernelEve
             short_name: packed.name.wrapping_sub(1),
             graph_node: packed.device_and_graph & 1,
         }))
-    })
+    }
 }

@@ -7,7 +7,7 @@
 //! processes are by its process table. Memory: the buffer bound plus the analyses' own state,
 //! whatever the table's size.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use rusqlite::Connection;
 
@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::KernelPlan;
 use super::consumers::{Consumers, KernelResults};
-use super::packed::{self, Packer};
+use super::feed::FeedChunk;
+use super::packed::{self, Packer, Unpacker};
 use crate::error::{Error, Result};
 use crate::model::{CoverageNote, KernelEvent, NO_NAME, NameId, Processes, StringIndex};
 use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes, read_meta};
@@ -36,7 +37,12 @@ pub struct KernelPass {
     names: Names,
     /// Before the plan: processes as met; after it, the plan's table extended as met.
     processes: Processes,
+    /// Kernels read before the plan, or before the windows they need were fed.
     waiting: WaitingKernels,
+    /// The plan says the sweeps are fed their windows ([`KernelPass::feed`]).
+    fed: bool,
+    /// The last chunk of windows came.
+    feed_done: bool,
     /// Rows given to another reader, consumed after this pass's own ([`KernelPass::split_tail`]).
     tail: Option<Tail>,
     consumers: Option<Consumers>,
@@ -108,6 +114,8 @@ impl KernelPass {
             names: Names::Met(MetNames::default()),
             processes: Processes::default(),
             waiting: WaitingKernels::default(),
+            fed: false,
+            feed_done: false,
             tail: None,
             consumers: None,
             label: label.to_string(),
@@ -120,9 +128,53 @@ impl KernelPass {
         self.consumers.is_some()
     }
 
-    /// Whether reading must wait for the plan.
+    /// Whether reading must wait for the plan, or for more windows ([`KernelPass::feed`]).
     pub fn buffer_full(&self) -> bool {
-        self.consumers.is_none() && self.waiting.bytes >= BUFFER_BYTES
+        self.waiting.bytes >= BUFFER_BYTES
+    }
+
+    /// Whether the sweeps wait for the next chunk of windows: kernels wait for them, or the
+    /// pass cannot end without the last.
+    pub fn needs_feed(&self) -> bool {
+        self.fed
+            && !self.feed_done
+            && self.consumers.is_some()
+            && (!self.waiting.is_empty() || self.rows.is_done())
+    }
+
+    /// Feeds the sweeps the next chunk of windows ([`super::feed::FeedWriter`]'s bytes, in
+    /// order), then the kernels it lets through. Ignored when the plan gave the windows whole.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<()> {
+        let Some(consumers) = &mut self.consumers else {
+            return Err(Error::Internal {
+                detail: "windows were fed to the kernel pass before its plan".into(),
+            });
+        };
+        if !self.fed {
+            return Ok(());
+        }
+        if self.feed_done {
+            return Err(Error::Internal {
+                detail: "windows were fed to the kernel pass after the last chunk".into(),
+            });
+        }
+        self.feed_done = consumers.feed(&FeedChunk::from_bytes(bytes)?)?;
+        self.drain()
+    }
+
+    /// Feeds the analyses the waiting kernels the windows fed so far let through.
+    fn drain(&mut self) -> Result<()> {
+        let Some(consumers) = &mut self.consumers else {
+            return Ok(());
+        };
+        while let Some(ev) = self.waiting.peek()? {
+            if !consumers.ready_for(ev.end) {
+                break;
+            }
+            consumers.push(ev)?;
+            self.waiting.pop();
+        }
+        Ok(())
     }
 
     /// Rows read and the table's row span, for progress (rows given away count as they come).
@@ -192,7 +244,11 @@ impl KernelPass {
             ev.process = *processes
                 .get(ev.process as usize)
                 .ok_or_else(|| broken("a kernel of an unknown process".into()))?;
-            consumers.push(ev)?;
+            if self.waiting.is_empty() && consumers.ready_for(ev.end) {
+                consumers.push(ev)?;
+            } else {
+                self.waiting.push(&ev);
+            }
             kernels += 1;
         }
         if kernels != chunk.kernels {
@@ -207,11 +263,14 @@ impl KernelPass {
         if self.rows.is_done() {
             return Ok(false);
         }
-        // Before the plan, read no more than the buffer holds (and a chunk).
-        let rows = match self.consumers {
-            None if self.buffer_full() => 0,
-            None => rows.min(READ_AHEAD_ROWS),
-            Some(_) => rows,
+        // While kernels wait (for the plan or windows), read no more than the buffer holds
+        // (and a chunk).
+        let rows = if self.buffer_full() {
+            0
+        } else if self.consumers.is_none() || !self.waiting.is_empty() {
+            rows.min(READ_AHEAD_ROWS)
+        } else {
+            rows
         };
         if rows == 0 {
             return Ok(true);
@@ -233,9 +292,11 @@ impl KernelPass {
             |id| names.resolve(id),
             processes,
             |ev| match consumers {
-                Some(c) if failed.is_none() => failed = c.push(ev).err(),
-                Some(_) => {}
-                None => waiting.push(&ev),
+                Some(c) if failed.is_none() && waiting.is_empty() && c.ready_for(ev.end) => {
+                    failed = c.push(ev).err()
+                }
+                Some(_) if failed.is_some() => {}
+                _ => waiting.push(&ev),
             },
         )?;
         match failed {
@@ -263,8 +324,12 @@ impl KernelPass {
         if !plan.graph_nodes {
             self.rows.skip_graph_nodes();
         }
-        let mut consumers = Consumers::new(plan.sweeps, &self.label)?;
-        for mut ev in std::mem::take(&mut self.waiting).into_events() {
+        self.consumers = Some(Consumers::new(plan.sweeps, plan.fed, &self.label)?);
+        self.fed = plan.fed;
+        // The waiting kernels renumbered, a block at a time.
+        let mut waiting = std::mem::take(&mut self.waiting);
+        while let Some(mut ev) = waiting.peek()? {
+            waiting.pop();
             let gpid = met_processes
                 .global_pid
                 .get(ev.process as usize)
@@ -277,10 +342,9 @@ impl KernelPass {
                     .copied()
                     .unwrap_or(NO_NAME);
             }
-            consumers.push(ev)?;
+            self.waiting.push(&ev);
         }
-        self.consumers = Some(consumers);
-        Ok(())
+        self.drain()
     }
 
     /// The analyses' results, with the processes they number (`globalPid` per id).
@@ -290,9 +354,19 @@ impl KernelPass {
                 detail: "the kernel rows given to the analysis worker did not all come".into(),
             });
         }
+        if self.fed && !self.feed_done {
+            return Err(Error::Internal {
+                detail: "the kernel pass ended before all its windows were fed".into(),
+            });
+        }
         let consumers = self.consumers.ok_or_else(|| Error::Internal {
             detail: "the kernel pass ended before its plan arrived".into(),
         })?;
+        if !self.waiting.is_empty() {
+            return Err(Error::Internal {
+                detail: "kernels still waited for windows when the kernel pass ended".into(),
+            });
+        }
         Ok(consumers.finish(self.processes.global_pid, self.coverage, self.present))
     }
 }
@@ -375,14 +449,18 @@ impl TailReader {
     }
 }
 
-/// Kernels waiting for the plan, packed ([`packed`]: about 11 bytes for a kernel of a real
-/// export, against 48 for a [`KernelEvent`]), so the pass reads several times further ahead of
-/// the plan in the same memory. Blocks are allocated whole and never grow.
+/// Kernels waiting for the plan or for windows, packed ([`packed`]: about 11 bytes for a kernel
+/// of a real export, against 48 for a [`KernelEvent`]), so the pass reads several times further
+/// ahead in the same memory; taken back in order. Blocks are allocated whole and never grow.
 #[derive(Default)]
 struct WaitingKernels {
-    blocks: Vec<Vec<u8>>,
+    /// Blocks not yet read back, the last one being written.
+    blocks: VecDeque<Vec<u8>>,
     /// The packer of the last block (a block decodes on its own).
     packer: Packer,
+    /// The block being read back, and its next kernel.
+    reading: Option<Unpacker<Vec<u8>>>,
+    next: Option<KernelEvent>,
     bytes: usize,
 }
 
@@ -393,23 +471,53 @@ impl WaitingKernels {
     fn push(&mut self, ev: &KernelEvent) {
         let fits = self
             .blocks
-            .last()
+            .back()
             .is_some_and(|b| b.capacity() - b.len() >= packed::MAX_PACKED);
         if !fits {
-            self.blocks.push(Vec::with_capacity(BLOCK_BYTES));
+            self.blocks.push_back(Vec::with_capacity(BLOCK_BYTES));
             self.bytes += BLOCK_BYTES;
             self.packer = Packer::default();
         }
-        if let Some(block) = self.blocks.last_mut() {
+        if let Some(block) = self.blocks.back_mut() {
             self.packer.pack(ev, block);
         }
     }
 
+    fn is_empty(&self) -> bool {
+        self.next.is_none() && self.reading.is_none() && self.blocks.is_empty()
+    }
+
+    /// The first kernel still waiting.
+    fn peek(&mut self) -> Result<Option<KernelEvent>> {
+        while self.next.is_none() {
+            if let Some(ev) = self.reading.as_mut().and_then(Iterator::next) {
+                self.next = Some(ev?);
+                break;
+            }
+            if self.reading.take().is_some() {
+                self.bytes -= BLOCK_BYTES;
+            }
+            let Some(block) = self.blocks.pop_front() else {
+                return Ok(None);
+            };
+            self.reading = Some(Unpacker::new(block));
+        }
+        Ok(self.next)
+    }
+
+    /// Drops the first kernel ([`WaitingKernels::peek`]).
+    fn pop(&mut self) {
+        self.next = None;
+    }
+
     /// The kernels as they were pushed.
-    fn into_events(self) -> impl Iterator<Item = KernelEvent> {
-        self.blocks
-            .into_iter()
-            .flat_map(|block| packed::unpack_owned(block).map_while(|ev| ev.ok()))
+    #[cfg(test)]
+    fn into_events(mut self) -> impl Iterator<Item = KernelEvent> {
+        std::iter::from_fn(move || {
+            let ev = self.peek().ok().flatten();
+            self.pop();
+            ev
+        })
     }
 }
 

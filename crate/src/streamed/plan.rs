@@ -10,6 +10,7 @@ use super::{ByteSink, PROFILES, profile_config};
 use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
+use super::feed::FeedWriter;
 use crate::detect::launches::LaunchSweep;
 use crate::detect::sweep::PlanBuilder;
 use crate::detect::sweep::SweepPlanRef;
@@ -22,6 +23,9 @@ use crate::trace::{LaunchCall, LaunchSink, ProgressFn, StagedLoad, kernel_edges}
 /// kernel pass, then reused by every verdict (building one classifies every string).
 pub struct HostPlans {
     plans: Vec<Plan>,
+    /// Whether the kernel pass is fed the windows as NVTX was read ([`super::feed`]), rather
+    /// than given them whole in its plan (an NVTX table out of start order).
+    fed: bool,
     /// The standard profile's forward steps for the timeline, until it takes them.
     step_lane: Option<StepLane>,
 }
@@ -39,17 +43,24 @@ impl HostPlans {
             })
             .collect();
         let step_lane = lane.finish();
-        HostPlans { plans, step_lane }
+        HostPlans {
+            plans,
+            fed: false,
+            step_lane,
+        }
     }
 
     /// The page's plans, built from the NVTX ranges as `staged` reads them (none kept, so the
-    /// analysis worker never holds the NVTX table). A table whose forward steps are out of start
-    /// order is loaded and read whole instead, then let go.
+    /// analysis worker never holds the NVTX table), the windows and host-prep ranges fed to the
+    /// kernel pass on the way as chunks of bytes (`feed`, [`super::feed`]). A table whose
+    /// ranges are out of start order is loaded and read whole instead, then let go; the chunks
+    /// fed so far are then void (the plan says so, [`KernelPlan::fed`]).
     pub fn load(
         staged: &mut StagedLoad,
         conn: &Connection,
         path: &str,
         progress: ProgressFn<'_>,
+        feed: &mut dyn FnMut(Vec<u8>),
     ) -> Result<HostPlans> {
         let strings = &staged.trace().strings;
         let mut builders: Vec<(Profile, PlanBuilder)> = PROFILES
@@ -57,11 +68,24 @@ impl HostPlans {
             .map(|&p| (p, PlanBuilder::new(strings, &profile_config(p, ""))))
             .collect();
         let mut lane = StepLane::builder();
+        let mut writer = FeedWriter::new(PROFILES.len(), feed);
+        let mut prep = Vec::new();
         let read = staged.stream_nvtx(conn, path, progress, &mut |row, strings, threads| {
-            builders.iter_mut().all(|(profile, b)| {
-                let mut sink = lane_steps(*profile, &mut lane);
-                b.push(row, strings, threads, &mut sink).is_ok()
-            })
+            let fed = builders.iter_mut().enumerate().all(|(i, (profile, b))| {
+                let Some(out) = writer.profile(i) else {
+                    return false;
+                };
+                let mut sink = (lane_steps(*profile, &mut lane), &mut *out);
+                let add = &mut |slot, k, r| prep.push((slot, k, r));
+                let Ok(until) = b.feed(row, (strings, threads), &mut sink, add) else {
+                    return false;
+                };
+                prep.drain(..).for_each(|(slot, k, r)| out.prep(slot, k, r));
+                until.into_iter().for_each(|t| out.until(t));
+                true
+            });
+            writer.row_done();
+            fed
         })?;
         if !read {
             staged.nvtx(conn, path, true, progress)?;
@@ -72,10 +96,22 @@ impl HostPlans {
         let processes = staged.trace().processes.len();
         let plans = builders
             .into_iter()
-            .map(|(profile, b)| b.finish(processes, &mut lane_steps(profile, &mut lane)))
+            .enumerate()
+            .map(|(i, (profile, b))| {
+                let lane = lane_steps(profile, &mut lane);
+                match writer.profile(i) {
+                    Some(out) => b.finish(processes, &mut (lane, out)),
+                    None => b.finish(processes, &mut (lane, ())),
+                }
+            })
             .collect();
+        writer.finish();
         let step_lane = lane.finish();
-        Ok(HostPlans { plans, step_lane })
+        Ok(HostPlans {
+            plans,
+            fed: true,
+            step_lane,
+        })
     }
 
     /// The page's step after NVTX (loaded): the plans and the kernel pass's plan as bytes
@@ -216,6 +252,9 @@ pub struct KernelPlan {
     /// Whether the verdict reads kernels' `graphNodeId` (a whole-graph capture of a trace that
     /// launches graphs: its warning asks whether any kernel has one).
     pub graph_nodes: bool,
+    /// The sweeps are fed their windows and host-prep ranges as NVTX is read ([`super::feed`]);
+    /// else `sweeps` carry them whole.
+    pub fed: bool,
 }
 
 /// A [`KernelPlan`] borrowed from the host trace and its plans: the same bytes, no copy of the
@@ -226,6 +265,7 @@ struct KernelPlanRef<'a> {
     sweeps: Vec<SweepPlanRef<'a>>,
     names: &'a RowIds,
     graph_nodes: bool,
+    fed: bool,
 }
 
 impl KernelPlan {
@@ -243,13 +283,21 @@ impl KernelPlan {
         let sweeps = PROFILES
             .iter()
             .zip(&plans.plans)
-            .map(|(&profile, plan)| plan.sweep_plan_ref(&profile_config(profile, "")))
+            .map(|(&profile, plan)| {
+                let sweep = plan.sweep_plan_ref(&profile_config(profile, ""));
+                if plans.fed {
+                    sweep.without_windows()
+                } else {
+                    sweep
+                }
+            })
             .collect();
         let plan = KernelPlanRef {
             processes: &host.processes.global_pid,
             sweeps,
             names: host.strings.row_ids(),
             graph_nodes: crate::detect::reads_graph_nodes(&host.meta, &host.strings),
+            fed: plans.fed,
         };
         super::encode_to(&plan, sink);
     }

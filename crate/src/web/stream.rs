@@ -31,17 +31,25 @@ pub struct StreamHost {
 
 #[wasm_bindgen]
 impl StreamHost {
-    /// Opens `file`, loads its strings and builds the detect plans from its NVTX ranges.
-    /// `onProgress(step, done, total)` returning `false` cancels.
+    /// Opens `file`, loads its strings and builds the detect plans from its NVTX ranges, handing
+    /// `onFeed(bytes)` each chunk of windows for the kernel pass on the way
+    /// ([`KernelPass::feed`]). `onProgress(step, done, total)` returning `false` cancels.
     pub fn open(
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+        #[wasm_bindgen(js_name = onFeed)] on_feed: js_sys::Function,
     ) -> Result<StreamHost, JsError> {
         let (name, registration) = register(&file)?;
         let conn = open_connection(&registration, &name).map_err(js_error)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         let mut staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(js_error)?;
-        let plans = HostPlans::load(&mut staged, &conn, &name, &mut progress).map_err(js_error)?;
+        let mut feed = |bytes: Vec<u8>| {
+            let array = Uint8Array::from(&bytes[..]);
+            // A chunk the page could not take leaves the pass waiting for it: it fails then.
+            let _ = on_feed.call1(&JsValue::NULL, &array);
+        };
+        let plans = HostPlans::load(&mut staged, &conn, &name, &mut progress, &mut feed)
+            .map_err(js_error)?;
         Ok(StreamHost {
             name,
             registration,
@@ -209,7 +217,19 @@ impl KernelPass {
         self.pass.has_plan()
     }
 
-    /// Whether reading must wait for the plan (the waiting buffer is full).
+    /// Whether the pass waits for the next chunk of windows ([`KernelPass::feed`]).
+    #[wasm_bindgen(js_name = needsFeed)]
+    pub fn needs_feed(&self) -> bool {
+        self.pass.needs_feed()
+    }
+
+    /// The next chunk of windows from the analysis worker (`StreamHost.open`'s `onFeed`), in
+    /// order; ignored when the plan carried them whole.
+    pub fn feed(&mut self, bytes: Uint8Array) -> Result<(), JsError> {
+        self.pass.feed(&bytes.to_vec()).map_err(js_error)
+    }
+
+    /// Whether reading must wait for the plan or windows (the waiting buffer is full).
     #[wasm_bindgen(js_name = bufferFull)]
     pub fn buffer_full(&self) -> bool {
         self.pass.buffer_full()
