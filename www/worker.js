@@ -76,13 +76,19 @@ function openParallel(id, file, onProgress) {
 // them to the kernel-streaming worker, fed as its sweeps need them); after NVTX the plan goes
 // there too; then the API calls load here while the kernel table streams there.
 function openStreaming(id, file, onProgress) {
-  const onFeed = (bytes) => self.postMessage({ id, type: 'feed', bytes }, [bytes.buffer]);
+  // The chunks stay here too (outside wasm memory): the launch sweep reads them again.
+  const chunks = [];
+  const onFeed = (bytes) => {
+    chunks.push(bytes.slice());
+    self.postMessage({ id, type: 'feed', bytes }, [bytes.buffer]);
+  };
   const openHost = () => {
     const host = StreamHost.open(file, onProgress, onFeed);
     try {
       const plan = host.plan();
       self.postMessage({ id, type: 'plan', bytes: plan }, [plan.buffer]);
-      host.loadRest(onProgress);
+      host.loadRest(onProgress, (i) => chunks[i]);
+      chunks.length = 0;
       return host;
     } catch (e) {
       freeQuietly(host);

@@ -76,10 +76,12 @@ fn main() -> Res<()> {
         plan_bytes.len() / 1024
     ));
     let each = std::env::args().any(|a| a == "--each");
-    let feed_copy = if each { feed.clone() } else { Vec::new() };
+    let feed_copy = feed.clone();
     let (bytes, plan) = kernel_pass(&conn, staged.schema(), &path, (plan_bytes, feed), each)?;
     let schema = staged.schema().clone();
-    let swept = plans.sweep_launches(&conn, &path, &mut staged, &mut |_| true)?;
+    let swept = plans.sweep_launches(&conn, &path, (&mut staged, &mut |_| true), &mut |i| {
+        feed_copy.get(i).cloned()
+    })?;
     step(if swept {
         "kernel launches swept (M2)"
     } else {

@@ -344,10 +344,12 @@ fn sweeping_launch_calls_reports_progress_and_cancels() {
         let (label, conn, mut staged) = up_to_window_nvtx(&path);
         let mut plans = HostPlans::of(staged.trace());
         let mut steps = Vec::new();
-        let outcome = plans.sweep_launches(&conn, &label, &mut staged, &mut |p| {
+        let mut progress = |p: nsys_lens::trace::Progress| {
             steps.push((p.step, p.done));
             !(cancel && p.step == "sweeping kernel launches")
-        });
+        };
+        let outcome =
+            plans.sweep_launches(&conn, &label, (&mut staged, &mut progress), &mut |_| None);
         (outcome, steps)
     };
     let (swept, steps) = sweep(false);

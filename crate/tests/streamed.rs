@@ -36,6 +36,8 @@ fn stream_open_with(
     let kernel_conn = trace::open_path(path).expect("open (kernels)");
     let (mut staged, mut plans, plan, feed) = host_plans(&host_conn, &label);
     let graph_nodes = KernelPlan::from_bytes(&plan).expect("plan").graph_nodes;
+    // The analysis worker's launch sweep reads the chunks again, by index.
+    let kept = feed.clone();
     let mut feed = feed.into_iter();
     // The page hands the pass a chunk of windows only when its sweeps wait for one.
     let mut fed = |pass: &mut KernelPass| {
@@ -72,7 +74,9 @@ fn stream_open_with(
 
     // The page's M2: launch calls swept in start order, or loaded when they cannot be.
     let swept = plans
-        .sweep_launches(&host_conn, &label, &mut staged, &mut |_| true)
+        .sweep_launches(&host_conn, &label, (&mut staged, &mut |_| true), &mut |i| {
+            kept.get(i).cloned()
+        })
         .expect("sweep launches");
     let host = staged
         .finish(&host_conn, &label, LoadOptions::detect(), &mut |_| true)

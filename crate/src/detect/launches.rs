@@ -8,10 +8,10 @@
 //! only after the kernel pass, so a call or union piece ending after the last kernel row's end
 //! (a lower bound of the hull's end) is kept until then: few, since a kernel's launch precedes it.
 
-use super::config::Switches;
+use super::config::{PhaseWindow, Switches};
 use super::names::NameTables;
-use super::sweep::Plan;
-use crate::model::intervals::IntervalSet;
+use super::spans::{RangesUnordered, SpanQueue, Spans, overlap_at, seek};
+use super::sweep::{FedSweep, Plan};
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
 use crate::trace::LaunchCall;
 
@@ -30,15 +30,25 @@ impl Scope {
 }
 
 /// Folds launch calls, in non-decreasing start, into per-scope M2 figures. It reads its plan's
-/// name table and phase windows in place (a span per forward step: not copied).
+/// name table in place, and the phase windows through queues: copied from the plan, or fed as
+/// NVTX is read ([`LaunchSweep::fed`], as the kernel sweep is), so that it holds only the spans
+/// around the calls it is at.
 #[derive(Debug, Clone)]
 pub struct LaunchSweep<'p> {
     sw: Switches,
     launch: &'p NameFlags,
     /// Context and generation windows.
-    phases: [Option<&'p IntervalSet>; 2],
+    phases: [SpanQueue; 2],
+    /// Fed: every range starting before this was fed (`Ns::MAX` once all were, or whole).
+    fed_until: Ns,
+    /// `trtllm-skill`: per phase, the pooled figures before the first call taken past the
+    /// phase's span so far (a later step of the phase confirms it, the feed's end rolls back).
+    speculation: [Option<(u64, Ns)>; 2],
     counts: LaunchCounts,
 }
+
+/// Calls between two trims of the window queues.
+const TRIM_EVERY: u64 = 1 << 10;
 
 /// What a [`LaunchSweep`] has counted.
 #[derive(Debug, Clone)]
@@ -53,15 +63,30 @@ struct LaunchCounts {
 }
 
 /// One process's running union of launch calls (standard).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct ProcessAcc {
     calls: u64,
     current: Option<(Ns, Ns)>,
+    /// Where the phases' share of the current piece is measured up to.
+    phases_from: Ns,
     cursors: [usize; 2],
     /// Covered ns per scope (the aggregate's from pieces ending by `settled_until`).
     covered: [Ns; 3],
     /// Union pieces ending after `settled_until`.
     tail: Vec<(Ns, Ns)>,
+}
+
+impl Default for ProcessAcc {
+    fn default() -> ProcessAcc {
+        ProcessAcc {
+            calls: 0,
+            current: None,
+            phases_from: Ns::MIN,
+            cursors: [0; 2],
+            covered: [0; 3],
+            tail: Vec::new(),
+        }
+    }
 }
 
 /// Calls starting in each window (`trtllm-skill`).
@@ -97,14 +122,27 @@ impl<'p> LaunchSweep<'p> {
     /// A sweep for `plan`'s profile and phase windows; `hull_start` is the first kernel's start
     /// and `settled_until` the last kernel row's end.
     pub fn new(plan: &'p Plan, hull_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
+        let whole = |p: &Option<super::steps::PhaseCounts>| {
+            let spans = p.as_ref().and_then(|p| p.window.as_ref());
+            SpanQueue::of(spans.map_or(&[][..], |w| w.spans()))
+        };
+        LaunchSweep {
+            phases: [whole(&plan.context), whole(&plan.generation)],
+            fed_until: Ns::MAX,
+            ..LaunchSweep::fed(plan, hull_start, settled_until)
+        }
+    }
+
+    /// [`LaunchSweep::new`], the phase windows fed as the NVTX ranges are read
+    /// ([`FedSweep`]); a call is pushed once the sweep is [`LaunchSweep::ready_for`] its end.
+    pub fn fed(plan: &'p Plan, hull_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
         let names: &NameTables = &plan.names;
         LaunchSweep {
             sw: plan.sw,
             launch: &names.launch,
-            phases: [
-                plan.context.as_ref().map(|p| &p.window),
-                plan.generation.as_ref().map(|p| &p.window),
-            ],
+            phases: Default::default(),
+            fed_until: Ns::MIN,
+            speculation: [None; 2],
             counts: LaunchCounts {
                 hull_start,
                 settled_until,
@@ -116,7 +154,15 @@ impl<'p> LaunchSweep<'p> {
         }
     }
 
+    /// Whether a call ending at `end` can be pushed (the windows were fed past it).
+    pub fn ready_for(&self, end: Ns) -> bool {
+        end < self.fed_until || self.fed_until == Ns::MAX
+    }
+
     pub fn push(&mut self, call: LaunchCall) {
+        if self.counts.calls.is_multiple_of(TRIM_EVERY) {
+            self.trim(call.start);
+        }
         let counts = &mut self.counts;
         counts.calls += 1;
         if !counts.names_seen.contains(&call.name) {
@@ -144,13 +190,31 @@ impl<'p> LaunchSweep<'p> {
         if e <= s {
             return;
         }
-        match &mut acc.current {
-            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
-            Some(cur) => {
-                let done = std::mem::replace(cur, (s, e));
+        match acc.current {
+            Some(cur) if s <= cur.1 => {
+                // The union covers up to `s` whatever comes: measured now, so the window
+                // spans behind it can go.
+                measure_phases(acc, (cur.0, s), &self.phases);
+                acc.current = Some((cur.0, cur.1.max(e)));
+            }
+            Some(done) => {
+                acc.current = Some((s, e));
                 close_piece(acc, done, &self.phases, c.hull_start, c.settled_until);
             }
             None => acc.current = Some((s, e)),
+        }
+    }
+
+    /// Drops the window spans every process's union and call has passed (`now`: no call
+    /// starts before it any more).
+    pub fn trim(&mut self, now: Ns) {
+        let open = self.counts.processes.iter().filter_map(|a| {
+            let (s, _) = a.current?;
+            Some(s.max(a.phases_from))
+        });
+        let low = open.fold(now, Ns::min);
+        if self.sw.phase_window != PhaseWindow::Span {
+            self.phases.iter_mut().for_each(|q| q.trim_before(low));
         }
     }
 
@@ -158,10 +222,14 @@ impl<'p> LaunchSweep<'p> {
         let c = &mut self.counts;
         let acc = &mut c.pooled;
         let duration = call.end - call.start;
+        let span = self.sw.phase_window == PhaseWindow::Span;
         for (w, window) in self.phases.iter().enumerate() {
-            if let Some(window) = window
-                && starts_in(window, &mut acc.cursors[w], call.start)
-            {
+            let inside = if span && !window.complete() {
+                starts_in_growing_span(window, call.start, (acc, w), &mut self.speculation[w])
+            } else {
+                starts_in(window, &mut acc.cursors[w], call.start)
+            };
+            if inside {
                 acc.count[w + 1] += 1;
                 acc.sum[w + 1] += duration;
             }
@@ -176,6 +244,13 @@ impl<'p> LaunchSweep<'p> {
 
     /// Ends the pass (the hull's end is applied later, [`LaunchSweepResult::totals`]).
     pub fn finish(mut self) -> LaunchSweepResult {
+        self.feed_done();
+        for (w, spec) in self.speculation.iter_mut().enumerate() {
+            if let Some((count, sum)) = spec.take() {
+                self.counts.pooled.count[w + 1] = count;
+                self.counts.pooled.sum[w + 1] = sum;
+            }
+        }
         let c = &mut self.counts;
         let (start, until) = (c.hull_start, c.settled_until);
         for acc in &mut c.processes {
@@ -246,16 +321,11 @@ impl LaunchTotals {
 fn close_piece(
     acc: &mut ProcessAcc,
     (s, e): (Ns, Ns),
-    phases: &[Option<&IntervalSet>; 2],
+    phases: &[SpanQueue; 2],
     hull_start: Ns,
     settled_until: Ns,
 ) {
-    for (w, window) in phases.iter().enumerate() {
-        if let Some(window) = window {
-            acc.covered[w + 1] +=
-                super::spans::overlap_at(window.spans(), &mut acc.cursors[w], s, e);
-        }
-    }
+    measure_phases(acc, (s, e), phases);
     if e <= settled_until {
         acc.covered[0] += (e - s.max(hull_start)).max(0);
     } else {
@@ -263,7 +333,68 @@ fn close_piece(
     }
 }
 
+/// Credits `[s, e)` of the current piece (from where it was measured up to) to each phase.
+fn measure_phases(acc: &mut ProcessAcc, (s, e): (Ns, Ns), phases: &[SpanQueue; 2]) {
+    let from = s.max(acc.phases_from);
+    if e > from {
+        for (w, window) in phases.iter().enumerate() {
+            acc.covered[w + 1] += overlap_at(window, &mut acc.cursors[w], from, e);
+        }
+    }
+    acc.phases_from = acc.phases_from.max(e);
+}
+
 /// Whether `t` lies in the window, for `t` non-decreasing across calls (forward-only cursor).
-fn starts_in(window: &IntervalSet, cursor: &mut usize, t: Ns) -> bool {
-    super::spans::seek(window.spans(), cursor, t).is_some_and(|(s, _)| s <= t)
+fn starts_in<S: Spans + ?Sized>(window: &S, cursor: &mut usize, t: Ns) -> bool {
+    seek(window, cursor, t).is_some_and(|(s, _)| s <= t)
+}
+
+/// [`starts_in`] a phase span still fed: a call past its end so far is taken on speculation,
+/// the phase's figures before it kept in `speculation` (see [`LaunchSweep`]).
+fn starts_in_growing_span(
+    window: &SpanQueue,
+    t: Ns,
+    (acc, w): (&PooledAcc, usize),
+    speculation: &mut Option<(u64, Ns)>,
+) -> bool {
+    let Some(first) = window.first_start() else {
+        return false;
+    };
+    if t < first {
+        return false;
+    }
+    let end = window.facts().hull.map_or(first, |h| h.1);
+    if t >= end && speculation.is_none() {
+        *speculation = Some((acc.count[w + 1], acc.sum[w + 1]));
+    }
+    true
+}
+
+impl FedSweep for LaunchSweep<'_> {
+    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
+        let Some(window) = self.phases.get_mut(phase) else {
+            return Ok(());
+        };
+        if self.sw.phase_window == PhaseWindow::Span {
+            window.add_span(start, end)?;
+        } else {
+            window.add_union(start, end)?;
+        }
+        // It starts after every call taken so far: those past the span so far are inside.
+        self.speculation[phase] = None;
+        Ok(())
+    }
+
+    fn feed_prep(&mut self, _: usize, _: usize, _: (Ns, Ns)) -> Result<(), RangesUnordered> {
+        Ok(())
+    }
+
+    fn feed_until(&mut self, t: Ns) {
+        self.fed_until = self.fed_until.max(t);
+    }
+
+    fn feed_done(&mut self) {
+        self.fed_until = Ns::MAX;
+        self.phases.iter_mut().for_each(SpanQueue::finish);
+    }
 }

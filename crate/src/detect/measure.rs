@@ -132,8 +132,8 @@ impl<'t> Prepared<'t> {
             kernels,
             launches,
             phase_windows: [
-                plan.context.as_ref().map(|p| &p.window),
-                plan.generation.as_ref().map(|p| &p.window),
+                plan.context.as_ref().and_then(|p| p.window.as_ref()),
+                plan.generation.as_ref().and_then(|p| p.window.as_ref()),
             ],
             skip_m3: kernels.skip_m3,
         }

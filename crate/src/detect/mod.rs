@@ -193,10 +193,20 @@ fn assemble(
 /// A summary swept under other settings would give silently wrong numbers: refuse it.
 fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
     fn window(p: &Option<PhaseCounts>) -> Option<WindowFacts> {
-        p.as_ref().map(|p| WindowFacts::of(&p.window))
+        p.as_ref().map(|p| p.facts)
     }
     fn swept(s: &Option<sweep::ScopeSummary>) -> Option<WindowFacts> {
         s.as_ref().map(|s| s.window)
+    }
+    // Launch calls measured whole need the phase windows, which a plan fed to its sweeps
+    // keeps only the facts of.
+    let windowless = [&plan.context, &plan.generation]
+        .into_iter()
+        .any(|p| p.as_ref().is_some_and(|p| p.window.is_none()));
+    if windowless && !plan.launches_swept() {
+        return Err(Error::Internal {
+            detail: "the launch calls are measured whole but the plan kept no phase window".into(),
+        });
     }
     let user = cfg
         .window
@@ -239,7 +249,7 @@ fn phase_result(
         metrics: output_metrics(&m.metrics, &prepared.sw),
         nccl_caveat: o.nccl_caveat,
         crossed_details: o.crossed,
-        window: window_info(&WindowFacts::of(&p.window), m.window_us, source),
+        window: window_info(&p.facts, m.window_us, source),
         thresholds: *t,
         evidence: evidence::table(&m, t, &o),
         per_device: evidence::devices(prepared, &m),

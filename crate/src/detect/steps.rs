@@ -2,6 +2,7 @@
 
 use super::config::{PhaseWindow, Switches};
 use super::names::StepName;
+use super::spans::{SpanQueue, WindowFacts};
 use crate::model::intervals::{IntervalSet, UnionBuilder};
 use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow};
 
@@ -271,6 +272,17 @@ pub struct StepSummarizer {
 }
 
 impl StepSummarizer {
+    /// A summarizer that keeps the phases' window facts, not the windows (the kernel and
+    /// launch sweeps are fed them as they pass); the steps must come in start order.
+    pub fn facts_only(sw: &Switches) -> StepSummarizer {
+        StepSummarizer {
+            phases: [PhaseAcc::facts_only(sw), PhaseAcc::facts_only(sw)],
+            ..StepSummarizer::new(sw)
+        }
+    }
+}
+
+impl StepSummarizer {
     /// The start of a step read but not yet handed out ([`TpFolder::pending_start`]).
     pub fn pending_start(&self) -> Option<Ns> {
         self.folder.pending_start()
@@ -347,6 +359,8 @@ struct PhaseAcc {
     raw_steps: u64,
     union: Option<UnionBuilder>,
     span: Option<(Ns, Ns)>,
+    /// Instead of the window, its facts ([`StepSummarizer::facts_only`]).
+    facts: Option<(SpanQueue, PhaseWindow)>,
 }
 
 impl PhaseAcc {
@@ -356,6 +370,15 @@ impl PhaseAcc {
             raw_steps: 0,
             union: (sw.phase_window == PhaseWindow::UnionOfSteps).then(UnionBuilder::default),
             span: None,
+            facts: None,
+        }
+    }
+
+    fn facts_only(sw: &Switches) -> PhaseAcc {
+        PhaseAcc {
+            union: None,
+            facts: Some((SpanQueue::default(), sw.phase_window)),
+            ..PhaseAcc::new(sw)
         }
     }
 
@@ -365,6 +388,14 @@ impl PhaseAcc {
         if let Some(u) = &mut self.union {
             u.push(s.start, s.end);
         }
+        if let Some((q, kind)) = &mut self.facts {
+            // In start order (the summarizer's folder refuses others): nothing to report.
+            let _ = match kind {
+                PhaseWindow::UnionOfSteps => q.add_union(s.start, s.end),
+                PhaseWindow::Span => q.add_span(s.start, s.end),
+            };
+            q.trim_before(s.start);
+        }
         self.span = Some(match self.span {
             Some((a, b)) => (a.min(s.start), b.max(s.end)),
             None => (s.start, s.end),
@@ -373,12 +404,21 @@ impl PhaseAcc {
 
     fn finish(self) -> Option<PhaseCounts> {
         let (start, end) = self.span?;
+        if let Some((q, _)) = self.facts {
+            return Some(PhaseCounts {
+                window: None,
+                facts: q.facts(),
+                steps: self.steps,
+                raw_steps: self.raw_steps,
+            });
+        }
         let window = match self.union {
             Some(u) => u.finish(),
             None => IntervalSet::single(start, end),
         };
         Some(PhaseCounts {
-            window,
+            facts: WindowFacts::of(&window),
+            window: Some(window),
             steps: self.steps,
             raw_steps: self.raw_steps,
         })
@@ -452,7 +492,10 @@ pub struct PhaseSteps {
 /// plan on a long trace): the window and how many steps, merged and raw, fall in it.
 #[derive(Debug, Clone)]
 pub struct PhaseCounts {
-    pub window: IntervalSet,
+    /// The window, unless only its facts were kept ([`StepSummarizer::facts_only`]: the
+    /// sweeps are fed it instead).
+    pub window: Option<IntervalSet>,
+    pub facts: WindowFacts,
     pub steps: u64,
     /// Raw NVTX ranges behind those steps (TP copies counted).
     pub raw_steps: u64,
@@ -481,7 +524,7 @@ pub fn phases(steps: &[Step], sw: &Switches) -> (Option<PhaseSteps>, Option<Phas
         steps.iter().for_each(|s| acc.push(s));
         acc.finish().map(|c| PhaseSteps {
             steps,
-            window: c.window,
+            window: c.window.unwrap_or_default(),
         })
     });
     (context, generation)
@@ -603,7 +646,8 @@ mod tests {
                             steps.iter().map(|s| s.end).max().unwrap_or(0),
                         ),
                     };
-                    assert_eq!(c.window, window);
+                    assert_eq!(c.window.as_ref(), Some(&window));
+                    assert_eq!(c.facts, WindowFacts::of(&window));
                     assert_eq!(c.steps, steps.len() as u64);
                     let raw_steps: u64 = steps.iter().map(|s| u64::from(s.ranks)).sum();
                     assert_eq!(c.raw_steps, raw_steps);

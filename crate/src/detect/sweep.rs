@@ -116,8 +116,8 @@ impl Plan {
             sw: self.sw,
             skip_m3: cfg.skip_m3,
             window: cfg.window,
-            context: self.context.as_ref().map(|p| &p.window),
-            generation: self.generation.as_ref().map(|p| &p.window),
+            context: self.context.as_ref().and_then(|p| p.window.as_ref()),
+            generation: self.generation.as_ref().and_then(|p| p.window.as_ref()),
             prep: &self.prep,
             nccl: &self.names.nccl,
         }
@@ -193,6 +193,16 @@ impl PlanBuilder {
         match step_of_row(row, &self.sw, parse) {
             Some(s) => self.steps.push(s, &mut |s| sink.step(s)),
             None => Ok(()),
+        }
+    }
+
+    /// A builder whose sweeps are fed ([`PlanBuilder::feed`]): of the phase windows it keeps
+    /// the facts, not the windows.
+    pub fn fed(strings: &Strings, cfg: &DetectConfig) -> PlanBuilder {
+        let builder = PlanBuilder::new(strings, cfg);
+        PlanBuilder {
+            steps: StepSummarizer::facts_only(&builder.sw),
+            ..builder
         }
     }
 
@@ -708,6 +718,47 @@ struct MaskSweep {
 struct Speculation {
     before: ScopeAcc,
     aside: [Vec<(Ns, Ns)>; 3],
+}
+
+/// A sweep fed its phase windows and host-prep ranges as the NVTX ranges are read: the kernel
+/// sweep and the launch sweep ([`super::launches::LaunchSweep`]).
+pub trait FedSweep {
+    /// A forward step `[start, end)` of `phase` (0 context, 1 generation), in start order.
+    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered>;
+    /// A host-prep range of `pattern` of process `slot` (0 when pooled), in start order.
+    fn feed_prep(
+        &mut self,
+        slot: usize,
+        pattern: usize,
+        range: (Ns, Ns),
+    ) -> Result<(), RangesUnordered>;
+    /// Every range starting before `t` has been fed.
+    fn feed_until(&mut self, t: Ns);
+    /// Every range has been fed.
+    fn feed_done(&mut self);
+}
+
+impl FedSweep for KernelSweep {
+    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
+        KernelSweep::feed_phase(self, phase, start, end)
+    }
+
+    fn feed_prep(
+        &mut self,
+        slot: usize,
+        pattern: usize,
+        range: (Ns, Ns),
+    ) -> Result<(), RangesUnordered> {
+        KernelSweep::feed_prep(self, slot, pattern, range)
+    }
+
+    fn feed_until(&mut self, t: Ns) {
+        KernelSweep::feed_until(self, t);
+    }
+
+    fn feed_done(&mut self) {
+        KernelSweep::feed_done(self);
+    }
 }
 
 /// Kernels between two trims of the queues: what they hold is what lies between the slowest

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::detect::steps::{Step, StepSink, phase_of};
-use crate::detect::sweep::KernelSweep;
+use crate::detect::sweep::FedSweep;
 use crate::error::{Error, Result};
 use crate::model::Ns;
 
@@ -130,7 +130,7 @@ impl FeedChunk {
     }
 
     /// Feeds the chunk to the sweeps (one per profile, in order); `true` if it was the last.
-    pub fn apply(&self, sweeps: &mut [KernelSweep]) -> Result<bool> {
+    pub fn apply<S: FedSweep>(&self, sweeps: &mut [S]) -> Result<bool> {
         if self.profiles.len() != sweeps.len() {
             return Err(Error::Internal {
                 detail: format!(

@@ -10,8 +10,9 @@ use super::{ByteSink, PROFILES, profile_config};
 use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
-use super::feed::FeedWriter;
+use super::feed::{FeedChunk, FeedWriter};
 use crate::detect::launches::LaunchSweep;
+use crate::detect::sweep::FedSweep;
 use crate::detect::sweep::PlanBuilder;
 use crate::detect::sweep::SweepPlanRef;
 use crate::detect::{Plan, Profile, SweepPlan};
@@ -65,7 +66,7 @@ impl HostPlans {
         let strings = &staged.trace().strings;
         let mut builders: Vec<(Profile, PlanBuilder)> = PROFILES
             .iter()
-            .map(|&p| (p, PlanBuilder::new(strings, &profile_config(p, ""))))
+            .map(|&p| (p, PlanBuilder::fed(strings, &profile_config(p, ""))))
             .collect();
         let mut lane = StepLane::builder();
         let mut writer = FeedWriter::new(PROFILES.len(), feed);
@@ -170,33 +171,68 @@ impl HostPlans {
     }
 
     /// Sweeps the kernel-launch API calls in start order for every plan's M2 instead of loading
-    /// them (`staged` then loads no runtime calls). `Ok(false)`: they must be loaded (no
-    /// runtime or kernel table, too many sorted runs, odd columns) — then index them after the
-    /// load with [`HostPlans::index_launches`].
+    /// them (`staged` then loads no runtime calls). The plans fed their sweeps read the phase
+    /// windows from the chunks [`HostPlans::load`] wrote (`feed(i)`: chunk `i`, kept by the page
+    /// outside wasm memory). `Ok(false)`: they must be loaded (no runtime or kernel table, too
+    /// many sorted runs, odd columns) — then index them after the load with
+    /// [`HostPlans::index_launches`]; fed plans get their windows back from NVTX loaded whole.
     pub fn sweep_launches(
         &mut self,
         conn: &Connection,
         path: &str,
-        staged: &mut StagedLoad,
-        progress: ProgressFn<'_>,
+        (staged, progress): (&mut StagedLoad, ProgressFn<'_>),
+        feed: &mut dyn FnMut(usize) -> Option<Vec<u8>>,
     ) -> Result<bool> {
         let Some((hull_start, settled_until)) = kernel_edges(conn, staged.schema(), path)? else {
-            return Ok(false);
+            return self.whole_windows(conn, path, (staged, progress));
         };
         let mut sink = PlanSweeps {
             plans: &self.plans,
             edges: (hull_start, settled_until),
             sweeps: Vec::new(),
+            fed: self.fed.then_some(Feed {
+                chunks: feed,
+                next: 0,
+                error: None,
+            }),
         };
         sink.restart();
         let swept = staged.sweep_launches(conn, path, progress, &mut sink)?;
-        if swept {
-            let results: Vec<_> = sink.sweeps.into_iter().map(LaunchSweep::finish).collect();
-            for (plan, result) in self.plans.iter_mut().zip(results) {
-                plan.set_swept_launches(result);
+        if !swept {
+            return self.whole_windows(conn, path, (staged, progress));
+        }
+        let mut sweeps = sink.sweeps;
+        if let Some(mut feed) = sink.fed {
+            // The windows past the last call: measured against the unions still open.
+            while feed.next_into(&mut sweeps) {
+                sweeps.iter_mut().for_each(|s| s.trim(Ns::MAX));
+            }
+            if let Some(e) = feed.error {
+                return Err(e);
             }
         }
-        Ok(swept)
+        let results: Vec<_> = sweeps.into_iter().map(LaunchSweep::finish).collect();
+        for (plan, result) in self.plans.iter_mut().zip(results) {
+            plan.set_swept_launches(result);
+        }
+        Ok(true)
+    }
+
+    /// `Ok(false)` from [`HostPlans::sweep_launches`]: the launch calls will be loaded and
+    /// measured in the phase windows, which fed plans did not keep, so they are rebuilt from
+    /// NVTX loaded whole (then let go).
+    fn whole_windows(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        (staged, progress): (&mut StagedLoad, ProgressFn<'_>),
+    ) -> Result<bool> {
+        if self.fed {
+            staged.nvtx(conn, path, true, progress)?;
+            self.plans = HostPlans::of(staged.trace()).plans;
+            staged.forget_nvtx_ranges();
+        }
+        Ok(false)
     }
 
     pub fn get(&self, profile: Profile) -> Option<&Plan> {
@@ -210,31 +246,75 @@ impl HostPlans {
     }
 }
 
+/// The chunks of windows a fed launch sweep reads, by index (a sweep that restarts reads them
+/// again from the first).
+struct Feed<'f> {
+    chunks: &'f mut dyn FnMut(usize) -> Option<Vec<u8>>,
+    next: usize,
+    error: Option<Error>,
+}
+
+impl Feed<'_> {
+    /// Feeds the next chunk to `sweeps`; `false` once there is none (they are then told so) or
+    /// one failed (kept in `error`).
+    fn next_into(&mut self, sweeps: &mut [LaunchSweep<'_>]) -> bool {
+        let Some(bytes) = (self.chunks)(self.next).filter(|_| self.error.is_none()) else {
+            sweeps.iter_mut().for_each(FedSweep::feed_done);
+            return false;
+        };
+        self.next += 1;
+        match FeedChunk::from_bytes(&bytes).and_then(|c| c.apply(sweeps)) {
+            Ok(_) => true,
+            Err(e) => {
+                self.error = Some(e);
+                sweeps.iter_mut().for_each(FedSweep::feed_done);
+                false
+            }
+        }
+    }
+}
+
 /// Where a profile's forward steps go as its plan reads them: the standard profile's make the
 /// timeline's step lane.
 fn lane_steps(profile: Profile, lane: &mut StepLaneBuilder) -> Option<&mut StepLaneBuilder> {
     (profile == Profile::Standard).then_some(lane)
 }
 
-/// One launch sweep per plan, fed the same calls.
-struct PlanSweeps<'p> {
+/// One launch sweep per plan, fed the same calls (and the windows, when fed).
+struct PlanSweeps<'p, 'f> {
     plans: &'p [Plan],
     /// The first kernel row's start and the last kernel row's end.
     edges: (Ns, Ns),
     sweeps: Vec<LaunchSweep<'p>>,
+    fed: Option<Feed<'f>>,
 }
 
-impl LaunchSink for PlanSweeps<'_> {
+impl LaunchSink for PlanSweeps<'_, '_> {
     fn push(&mut self, call: LaunchCall) {
+        if let Some(feed) = &mut self.fed {
+            while !self.sweeps.iter().all(|s| s.ready_for(call.end)) {
+                feed.next_into(&mut self.sweeps);
+            }
+        }
         self.sweeps.iter_mut().for_each(|s| s.push(call));
     }
 
     fn restart(&mut self) {
         let (start, until) = self.edges;
+        let fed = self.fed.is_some();
+        if let Some(feed) = &mut self.fed {
+            feed.next = 0;
+        }
         self.sweeps = self
             .plans
             .iter()
-            .map(|plan| LaunchSweep::new(plan, start, until))
+            .map(|plan| {
+                if fed {
+                    LaunchSweep::fed(plan, start, until)
+                } else {
+                    LaunchSweep::new(plan, start, until)
+                }
+            })
             .collect();
     }
 }

@@ -71,18 +71,32 @@ impl StreamHost {
         Ok(bytes.array)
     }
 
-    /// Loads the kernel-launch API calls, GPU info and names (what the verdict reads).
+    /// Loads the kernel-launch API calls, GPU info and names (what the verdict reads). The
+    /// launch calls are swept in the phase windows `feedChunk(i)` gives back: chunk `i` of those
+    /// `open` handed out (`undefined` past the last).
     #[wasm_bindgen(js_name = loadRest)]
     pub fn load_rest(
         &mut self,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+        #[wasm_bindgen(js_name = feedChunk)] feed_chunk: js_sys::Function,
     ) -> Result<(), JsError> {
         let mut staged = self.staged.take().ok_or_else(|| order_error("loadRest"))?;
         let plans = self.plans.as_mut().ok_or_else(|| order_error("loadRest"))?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
+        let mut feed = |i: usize| {
+            let chunk = feed_chunk
+                .call1(&JsValue::NULL, &JsValue::from(i as f64))
+                .ok()?;
+            chunk.dyn_ref::<Uint8Array>().map(Uint8Array::to_vec)
+        };
         // M2 from the launch calls swept in start order, not held; loaded when they cannot be.
         let swept = plans
-            .sweep_launches(&self.conn, &self.name, &mut staged, &mut progress)
+            .sweep_launches(
+                &self.conn,
+                &self.name,
+                (&mut staged, &mut progress),
+                &mut feed,
+            )
             .map_err(js_error)?;
         let trace = staged
             .finish(&self.conn, &self.name, LoadOptions::detect(), &mut progress)
