@@ -119,11 +119,24 @@ fn host_plans(
     conn: &rusqlite::Connection,
     label: &str,
 ) -> (StagedLoad, HostPlans, Vec<u8>, Vec<Vec<u8>>) {
+    host_plans_chunked(conn, label, nsys_lens::streamed::feed::CHUNK_ROWS)
+}
+
+/// [`host_plans`], `chunk_rows` NVTX ranges per chunk of windows.
+fn host_plans_chunked(
+    conn: &rusqlite::Connection,
+    label: &str,
+    chunk_rows: u64,
+) -> (StagedLoad, HostPlans, Vec<u8>, Vec<Vec<u8>>) {
     let mut staged = StagedLoad::begin(conn, label, &mut |_| true).expect("begin");
     let mut feed = Vec::new();
-    let mut plans = HostPlans::load(&mut staged, conn, label, &mut |_| true, &mut |c| {
-        feed.push(c)
-    })
+    let mut out = |c| feed.push(c);
+    let mut plans = HostPlans::load_chunked(
+        &mut staged,
+        (conn, label),
+        &mut |_| true,
+        (&mut out, chunk_rows),
+    )
     .expect("plans");
     assert!(
         staged.trace().nvtx.is_empty(),
@@ -598,5 +611,46 @@ fn kernel_rows_read_for_the_pass_join_it_only_whole_and_in_order() {
     assert!(
         pass.finish().is_err(),
         "the rest of the given rows never came"
+    );
+}
+
+/// The page's kernel pass, fed chunks of windows only when its sweeps wait for them, holds as
+/// many window and host-prep spans on a trace with four times the forward steps: what it holds
+/// is what lies around the kernels it is at, not the trace's steps.
+#[test]
+fn the_kernel_pass_holds_as_many_window_spans_on_a_trace_four_times_longer() {
+    let most_held = |scale: u32| {
+        let (_dir, path, answers) = common::generated("host-bound", scale, 5);
+        let label = path.display().to_string();
+        let conn = trace::open_path(&path).expect("open");
+        let (_, _, plan, feed) = host_plans_chunked(&conn, &label, 64);
+        let schema = trace::probe_export(&conn, &label).expect("probe");
+        let mut pass = KernelPass::new(&conn, &schema, &label).expect("pass");
+        pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
+            .expect("set plan");
+        assert!(feed.len() >= 2 * scale as usize, "{} chunks", feed.len());
+        let mut feed = feed.into_iter();
+        let mut most = 0;
+        loop {
+            let more = pass.step(&conn, 1000).expect("step");
+            while pass.needs_feed() {
+                let Some(chunk) = feed.next() else { break };
+                pass.feed(&chunk).expect("feed");
+                most = most.max(pass.held_spans());
+            }
+            if !more {
+                break;
+            }
+        }
+        assert!(pass.finish().is_ok(), "{label}: the pass ends");
+        (common::placed_steps(&answers), most)
+    };
+    let (steps, most) = most_held(8);
+    let (long_steps, long_most) = most_held(32);
+    assert_eq!(long_steps, 4 * steps);
+    assert!(most > 0, "spans are fed");
+    assert!(
+        long_most <= most + most / 4,
+        "{most} spans held at {steps} steps, {long_most} at {long_steps}"
     );
 }

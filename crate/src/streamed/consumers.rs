@@ -67,6 +67,11 @@ impl Consumers {
         self.detect.iter().all(|s| s.ready_for(end))
     }
 
+    /// Window and host-prep spans the sweeps hold now.
+    pub fn held_spans(&self) -> usize {
+        self.detect.iter().map(KernelSweep::held_spans).sum()
+    }
+
     /// Feeds the sweeps a chunk of windows ([`FeedChunk`]); `true` if it was the last.
     pub fn feed(&mut self, chunk: &FeedChunk) -> Result<bool> {
         chunk.apply(&mut self.detect)

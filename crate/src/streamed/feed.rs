@@ -43,15 +43,23 @@ pub struct FeedChunk {
 pub struct FeedWriter<'f> {
     profiles: Vec<ProfileFeed>,
     rows: u64,
+    /// NVTX ranges per chunk ([`CHUNK_ROWS`] in the page).
+    chunk_rows: u64,
     out: &'f mut dyn FnMut(Vec<u8>),
 }
 
 impl<'f> FeedWriter<'f> {
-    /// A writer for `profiles` sweeps, handing each chunk's bytes to `out`.
-    pub fn new(profiles: usize, out: &'f mut dyn FnMut(Vec<u8>)) -> FeedWriter<'f> {
+    /// A writer for `profiles` sweeps, handing the bytes of each chunk of `chunk_rows` NVTX
+    /// ranges to `out`.
+    pub fn new(
+        profiles: usize,
+        chunk_rows: u64,
+        out: &'f mut dyn FnMut(Vec<u8>),
+    ) -> FeedWriter<'f> {
         FeedWriter {
             profiles: vec![ProfileFeed::default(); profiles],
             rows: 0,
+            chunk_rows: chunk_rows.max(1),
             out,
         }
     }
@@ -64,7 +72,7 @@ impl<'f> FeedWriter<'f> {
     /// One more NVTX range read: a chunk goes out every [`CHUNK_ROWS`].
     pub fn row_done(&mut self) {
         self.rows += 1;
-        if self.rows.is_multiple_of(CHUNK_ROWS) {
+        if self.rows.is_multiple_of(self.chunk_rows) {
             self.flush(false);
         }
     }

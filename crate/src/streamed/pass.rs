@@ -133,6 +133,11 @@ impl KernelPass {
         self.waiting.bytes >= BUFFER_BYTES
     }
 
+    /// Window and host-prep spans the sweeps hold now (tests and benchmarks read it).
+    pub fn held_spans(&self) -> usize {
+        self.consumers.as_ref().map_or(0, Consumers::held_spans)
+    }
+
     /// Whether the sweeps wait for the next chunk of windows: kernels wait for them, or the
     /// pass cannot end without the last.
     pub fn needs_feed(&self) -> bool {

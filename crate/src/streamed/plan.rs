@@ -10,7 +10,7 @@ use super::{ByteSink, PROFILES, profile_config};
 use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
-use super::feed::{FeedChunk, FeedWriter};
+use super::feed::{CHUNK_ROWS, FeedChunk, FeedWriter};
 use crate::detect::launches::LaunchSweep;
 use crate::detect::sweep::FedSweep;
 use crate::detect::sweep::PlanBuilder;
@@ -63,13 +63,24 @@ impl HostPlans {
         progress: ProgressFn<'_>,
         feed: &mut dyn FnMut(Vec<u8>),
     ) -> Result<HostPlans> {
+        HostPlans::load_chunked(staged, (conn, path), progress, (feed, CHUNK_ROWS))
+    }
+
+    /// [`HostPlans::load`], `chunk_rows` NVTX ranges per chunk of windows (tests take small
+    /// ones to see many chunks on a small trace).
+    pub fn load_chunked(
+        staged: &mut StagedLoad,
+        (conn, path): (&Connection, &str),
+        progress: ProgressFn<'_>,
+        (feed, chunk_rows): (&mut dyn FnMut(Vec<u8>), u64),
+    ) -> Result<HostPlans> {
         let strings = &staged.trace().strings;
         let mut builders: Vec<(Profile, PlanBuilder)> = PROFILES
             .iter()
             .map(|&p| (p, PlanBuilder::fed(strings, &profile_config(p, ""))))
             .collect();
         let mut lane = StepLane::builder();
-        let mut writer = FeedWriter::new(PROFILES.len(), feed);
+        let mut writer = FeedWriter::new(PROFILES.len(), chunk_rows, feed);
         let mut prep = Vec::new();
         let read = staged.stream_nvtx(conn, path, progress, &mut |row, strings, threads| {
             let fed = builders.iter_mut().enumerate().all(|(i, (profile, b))| {
