@@ -43,13 +43,23 @@ impl StreamHost {
         let conn = open_connection(&registration, &name).map_err(js_error)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         let mut staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(js_error)?;
+        // A chunk the page did not take would leave the kernel pass waiting for it: the open
+        // fails instead.
+        let mut lost = None;
         let mut feed = |bytes: Vec<u8>| {
             let array = Uint8Array::from(&bytes[..]);
-            // A chunk the page could not take leaves the pass waiting for it: it fails then.
-            let _ = on_feed.call1(&JsValue::NULL, &array);
+            if let Err(e) = on_feed.call1(&JsValue::NULL, &array) {
+                lost.get_or_insert(e);
+            }
         };
         let plans = HostPlans::load(&mut staged, &conn, &name, &mut progress, &mut feed)
             .map_err(js_error)?;
+        if let Some(e) = lost {
+            let why = e.as_string().unwrap_or_else(|| format!("{e:?}"));
+            return Err(js_error(format!(
+                "the windows for the kernel pass could not be handed to the page: {why}"
+            )));
+        }
         Ok(StreamHost {
             name,
             registration,
