@@ -286,6 +286,15 @@ impl Strings {
         id
     }
 
+    /// The id an inline text was interned under ([`Strings::intern`]), if it was.
+    pub fn find_text(&self, text: &str) -> Option<NameId> {
+        let hash = self.hasher.hash_one(text);
+        let (all, ends) = (&self.chunks, &self.ends);
+        self.interned
+            .find(hash, |&id| value_of(all, ends, id) == text)
+            .copied()
+    }
+
     /// The `StringIds.id` behind `id`; `None` for interned inline texts and `NO_NAME`.
     pub fn sqlite_id(&self, id: NameId) -> Option<i64> {
         self.row_ids.get(id as usize)
@@ -666,6 +675,8 @@ pub struct NvtxRanges {
 /// a consumer that keeps only what it derives (the page's detect plans).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NvtxRow {
+    /// Its row: the `rowid` when read from the file, the index in a loaded table.
+    pub row: i64,
     pub start: Ns,
     pub end: Ns,
     pub thread: ThreadIdx,
@@ -690,6 +701,7 @@ impl NvtxRanges {
     #[cfg(test)]
     pub(crate) fn push_range(&mut self, (start, end): (Ns, Ns), thread: ThreadIdx, name: NameId) {
         let row = NvtxRow {
+            row: self.len() as i64,
             start,
             end,
             thread,
@@ -708,6 +720,7 @@ impl NvtxRanges {
     /// Row `i` (`i < len()`); `domain` is 0 when the load did not read domains.
     pub fn row(&self, i: usize) -> NvtxRow {
         NvtxRow {
+            row: i as i64,
             start: self.start[i],
             end: self.end[i],
             thread: self.thread[i],

@@ -186,9 +186,11 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
     let conn = trace::open_path(path).expect("open");
     let schema = trace::Schema::probe(&conn, &label).expect("schema");
     let rows = KernelRows::new(&conn, &schema, &label, true).expect("rows");
+    let nvtx = trace::NvtxRows::new(&schema);
     let source = SqliteKernels {
         conn: &conn,
         rows: &rows,
+        nvtx: &nvtx,
         strings: &streamed.host.strings,
         label: &label,
         scratch: Default::default(),

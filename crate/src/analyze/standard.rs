@@ -110,6 +110,7 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
         .enumerate()
         .map(|(i, it)| MergedStep {
             step: Step {
+                row: i as i64,
                 start: it.start,
                 end: it.end,
                 name: StepName {

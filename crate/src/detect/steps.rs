@@ -12,6 +12,8 @@ pub const TP_DEDUP_NS: Ns = 100_000;
 /// One forward step (possibly merged from several TP ranks' ranges).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
+    /// The NVTX row of its (first) range ([`crate::model::NvtxRow::row`]).
+    pub row: i64,
     pub start: Ns,
     pub end: Ns,
     pub name: StepName,
@@ -52,12 +54,34 @@ pub fn step_of_row(
 ) -> Option<Step> {
     let name_id = visible_row_name(row, sw)?;
     Some(Step {
+        row: row.row,
         start: row.start,
         end: row.end,
         name: names(name_id)?,
         ranks: 1,
         name_id,
     })
+}
+
+/// The forward steps of some NVTX rows (a view's, read again), TP-merged when the profile says
+/// so, handed to `visit` in start order.
+pub fn steps_of_rows(
+    rows: impl Iterator<Item = NvtxRow>,
+    names: impl Fn(NameId) -> Option<StepName>,
+    sw: &Switches,
+    visit: &mut dyn FnMut(Step),
+) {
+    let mut raw: Vec<Step> = rows.filter_map(|r| step_of_row(&r, sw, &names)).collect();
+    if !raw.is_sorted_by_key(|s| (s.start, s.end)) {
+        raw.sort_by_key(|s| (s.start, s.end));
+    }
+    let mut folder = TpFolder::new(sw);
+    let mut each = |s: &Step| visit(*s);
+    for s in raw {
+        // Sorted: the folder cannot refuse a step.
+        let _ = folder.push(s, &mut each);
+    }
+    folder.finish(&mut each);
 }
 
 /// Where a pass over forward steps hands each step (after TP merging, in start order).
@@ -536,6 +560,7 @@ mod tests {
 
     fn step(start: Ns, end: Ns, n: u64) -> Step {
         Step {
+            row: 0,
             start,
             end,
             name: StepName {
@@ -598,6 +623,7 @@ mod tests {
                 // Expected, from the rows themselves: sorted by (start, end), then merged.
                 let mut raw: Vec<Step> = (0..nvtx.len())
                     .map(|i| Step {
+                        row: i as i64,
                         start: nvtx.start[i],
                         end: nvtx.end[i],
                         name: names[nvtx.name[i] as usize],

@@ -143,6 +143,7 @@ mod tests {
 
     fn step(start: Ns, end: Ns, n: u64, ctx: u64, gen_reqs: u64) -> Step {
         Step {
+            row: 0,
             start,
             end,
             name: StepName {

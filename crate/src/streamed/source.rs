@@ -5,15 +5,18 @@ use std::cell::RefCell;
 use rusqlite::Connection;
 
 use crate::detect::names::step_digest_label;
+use crate::detect::steps::Step;
 use crate::error::Result;
 use crate::model::{KernelEvent, NameId, Processes, Strings};
-use crate::timeline::KernelSource;
-use crate::trace::KernelRows;
+use crate::timeline::{KernelSource, lane_steps_of};
+use crate::trace::{KernelRows, NvtxRows};
 
 /// Kernel rows of an open export, for views zoomed in far enough to draw single kernels.
 pub struct SqliteKernels<'a> {
     pub conn: &'a Connection,
     pub rows: &'a KernelRows,
+    /// The NVTX table's rows, for the forward-step lane.
+    pub nvtx: &'a NvtxRows,
     pub strings: &'a Strings,
     pub label: &'a str,
     /// Process ids for the events read (the timeline does not use them).
@@ -44,6 +47,22 @@ impl KernelSource for SqliteKernels<'_> {
                 .ok()
         });
         read.unwrap_or_else(|| self.strings.get(id).to_string())
+    }
+
+    fn steps_in_rows(
+        &self,
+        first_row: i64,
+        last_row: i64,
+        visit: &mut dyn FnMut(Step),
+    ) -> Result<()> {
+        let mut rows = Vec::new();
+        let range = (first_row, last_row);
+        self.nvtx
+            .read(self.conn, self.label, range, self.strings, &mut |r| {
+                rows.push(r)
+            })?;
+        lane_steps_of(rows.into_iter(), self.strings, visit);
+        Ok(())
     }
 
     fn kernels_in_rows(

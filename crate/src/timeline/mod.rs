@@ -15,16 +15,13 @@ mod build;
 pub mod columns;
 pub mod summary;
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
-use summary::{BinGrid, Blocks, LaneBins};
+use summary::{BinGrid, Blocks, LaneBins, Summary};
 
 use crate::detect::steps::{Step, StepSink};
-use crate::model::chunked::Chunked;
 use crate::model::{KernelEvent, NameId, Ns, Trace};
 
 /// What the page draws for one view.
@@ -88,6 +85,27 @@ pub trait KernelSource {
         last_row: i64,
         visit: &mut dyn FnMut(KernelEvent),
     ) -> crate::error::Result<()>;
+
+    /// Visits the forward steps (the standard profile's, TP copies merged) whose ranges are in
+    /// NVTX rows `first_row..=last_row`, in start order.
+    fn steps_in_rows(
+        &self,
+        first_row: i64,
+        last_row: i64,
+        visit: &mut dyn FnMut(Step),
+    ) -> crate::error::Result<()>;
+}
+
+/// The standard profile's forward steps of `rows` ([`KernelSource::steps_in_rows`]).
+pub fn lane_steps_of(
+    rows: impl Iterator<Item = crate::model::NvtxRow>,
+    strings: &crate::model::Strings,
+    visit: &mut dyn FnMut(Step),
+) {
+    use crate::detect::{Profile, names::StepNames};
+    let sw = Profile::Standard.switches();
+    let names = StepNames::parser(strings, &sw, None);
+    crate::detect::steps::steps_of_rows(rows, names, &sw, visit);
 }
 
 /// A loaded trace reads rows straight from its kernel table.
@@ -102,12 +120,28 @@ impl KernelSource for Trace {
         last_row: i64,
         visit: &mut dyn FnMut(KernelEvent),
     ) -> crate::error::Result<()> {
-        let last = last_row.min(self.kernels.len() as i64 - 1);
-        for i in first_row.max(0)..=last {
-            visit(self.kernels.event(i as usize));
+        for i in rows_within(first_row, last_row, self.kernels.len()) {
+            visit(self.kernels.event(i));
         }
         Ok(())
     }
+
+    fn steps_in_rows(
+        &self,
+        first_row: i64,
+        last_row: i64,
+        visit: &mut dyn FnMut(Step),
+    ) -> crate::error::Result<()> {
+        let rows = rows_within(first_row, last_row, self.nvtx.len()).map(|i| self.nvtx.row(i));
+        lane_steps_of(rows, &self.strings, visit);
+        Ok(())
+    }
+}
+
+/// Indices `first..=last` of a table of `len` rows.
+fn rows_within(first: i64, last: i64, len: usize) -> impl Iterator<Item = usize> {
+    let last = last.min(len as i64 - 1);
+    (first.max(0)..=last).map(|i| i as usize)
 }
 
 pub use crate::model::OutOfOrder;
@@ -182,26 +216,17 @@ impl KernelLane {
 }
 
 /// The forward-step lane: steps as the standard profile sees them (TP copies merged), from the
-/// host part of the trace; 16 bytes a step, in fixed-size blocks ([`Chunked`]).
+/// host part of the trace. Like a kernel lane it keeps summary bins and a row-block index (of
+/// NVTX rows), not the steps: a view covering few rows reads their steps again
+/// ([`KernelSource::steps_in_rows`]), a wider one is drawn from the bins. A long trace has
+/// millions of steps; this stays the same size.
 pub struct StepLane {
-    steps: Chunked<LaneStep>,
-    /// The end of each step whose length does not fit a [`LaneStep`], by index.
-    long: HashMap<usize, Ns>,
+    summary: Summary,
+    blocks: Blocks,
     max_len: Ns,
 }
 
-/// A step of the lane: its end is `start + len`, else in [`StepLane::long`] when `len` is
-/// [`LONG`] (a step of 2^32 ns, 4.3 s, or more, or ending before it starts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct LaneStep {
-    start: Ns,
-    len: u32,
-    name: NameId,
-}
-
-const LONG: u32 = u32::MAX;
-
-/// Collects a [`StepLane`] step by step, in start order (a long trace has millions of steps).
+/// Collects a [`StepLane`] step by step, in start order.
 pub struct StepLaneBuilder {
     lane: StepLane,
 }
@@ -209,18 +234,15 @@ pub struct StepLaneBuilder {
 impl StepSink for StepLaneBuilder {
     fn step(&mut self, s: &Step) {
         let lane = &mut self.lane;
-        let len = u32::try_from(s.end.wrapping_sub(s.start))
-            .ok()
-            .filter(|&len| len != LONG)
-            .unwrap_or_else(|| {
-                lane.long.insert(lane.steps.len(), s.end);
-                LONG
-            });
-        lane.steps.push(LaneStep {
-            start: s.start,
-            len,
-            name: s.name_id,
-        });
+        if lane.blocks.blocks.is_empty() {
+            lane.summary.grid.origin = s.start;
+        }
+        lane.blocks.push(s.row, s.start, s.end);
+        let summary = &mut lane.summary;
+        let end = summary.fit(s.end);
+        if end > s.start {
+            summary.lanes[0].record(&summary.grid, s.start, end, s.name_id);
+        }
         lane.max_len = lane.max_len.max(s.end.saturating_sub(s.start));
     }
 
@@ -232,8 +254,10 @@ impl StepSink for StepLaneBuilder {
 impl StepLaneBuilder {
     /// The lane; `None` without steps.
     pub fn finish(mut self) -> Option<StepLane> {
-        self.lane.steps.shrink_to_fit();
-        (!self.lane.steps.is_empty()).then_some(self.lane)
+        let summary = &mut self.lane.summary;
+        let grid = summary.grid;
+        summary.lanes.iter_mut().for_each(|l| l.flush(&grid));
+        (!self.lane.blocks.blocks.is_empty()).then_some(self.lane)
     }
 }
 
@@ -248,9 +272,11 @@ impl StepLane {
     }
 
     fn empty() -> StepLane {
+        let mut summary = Summary::new(0);
+        summary.lanes.push(LaneBins::default());
         StepLane {
-            steps: Chunked::default(),
-            long: HashMap::new(),
+            summary,
+            blocks: Blocks::default(),
             max_len: 0,
         }
     }
@@ -263,29 +289,65 @@ impl StepLane {
         }
     }
 
-    /// Steps that may be within `slack` of `[a, b)`, as `(start, end, name)`: those starting
-    /// before `b`, from the first that can still reach `a`.
-    fn around(&self, a: Ns, b: Ns) -> impl Iterator<Item = (Ns, Ns, NameId)> + '_ {
-        let reach = a.saturating_sub(self.max_len);
-        let from = self.steps.partition_point(|s| s.start < reach);
-        let to = self.steps.partition_point(|s| s.start < b);
-        self.steps
-            .iter_from(from)
-            .take(to.saturating_sub(from))
-            .enumerate()
-            .map(move |(k, s)| {
-                let end = match s.len {
-                    LONG => self.long.get(&(from + k)).copied().unwrap_or(s.start),
-                    len => s.start + Ns::from(len),
-                };
-                (s.start, end, s.name)
-            })
+    /// Heap bytes of the bins and the row-block index (fixed: [`summary::BINS`] bins, at most
+    /// `MAX_BLOCKS` blocks).
+    pub fn heap_bytes(&self) -> usize {
+        let bins: usize = self.summary.lanes.iter().map(|l| l.bins.capacity()).sum();
+        bins * std::mem::size_of::<summary::Bin>() + self.blocks.heap_bytes()
     }
 
-    fn view(&self, grid: &Grid, names: &mut NameIndex) -> LaneView {
-        let cols = columns::exact(self.around(grid.start, grid.end), grid, names);
+    /// NVTX rows holding every step that may be within reach of `[a, b)`, with a block more on
+    /// each side: the TP copies of a step read again together.
+    fn rows_near(&self, a: Ns, b: Ns) -> Vec<(i64, i64)> {
+        self.blocks
+            .rows_overlapping_widened(a.saturating_sub(self.max_len), b)
+    }
+
+    /// Steps of `rows` that may be within reach of `[a, b)`, as `(start, end, name)` in start
+    /// order: those starting before `b`, from the first that can still reach `a`.
+    fn read(
+        &self,
+        source: &dyn KernelSource,
+        rows: &[(i64, i64)],
+        (a, b): (Ns, Ns),
+    ) -> crate::error::Result<Vec<(Ns, Ns, NameId)>> {
+        let reach = a.saturating_sub(self.max_len);
+        let mut steps = Vec::new();
+        for &(first, last) in rows {
+            source.steps_in_rows(first, last, &mut |s| {
+                if s.start < b && s.start >= reach {
+                    steps.push((s.start, s.end, s.name_id));
+                }
+            })?;
+        }
+        if !steps.is_sorted() {
+            steps.sort_unstable();
+        }
+        Ok(steps)
+    }
+
+    fn view(
+        &self,
+        source: &dyn KernelSource,
+        grid: &Grid,
+        names: &mut NameIndex,
+        detail: Detail,
+    ) -> crate::error::Result<LaneView> {
+        let rows = self.rows_near(grid.start, grid.end);
+        let exact = match detail {
+            Detail::Auto => row_count(&rows) <= EXACT_ROWS,
+            Detail::Exact => true,
+            Detail::Summary => false,
+        };
+        let cols = if exact {
+            let steps = self.read(source, &rows, (grid.start, grid.end))?;
+            columns::exact(steps.into_iter(), grid, names)
+        } else {
+            let bins = self.summary.lanes.first().map_or(&[][..], |l| &l.bins[..]);
+            columns::from_bins(bins, &self.summary.grid, grid, names)
+        };
         let n = cols.count.len();
-        LaneView {
+        Ok(LaneView {
             label: "forward steps".into(),
             kind: "steps".into(),
             device: None,
@@ -294,7 +356,7 @@ impl StepLane {
             count: cols.count,
             top: cols.top,
             idle: vec![false; n],
-        }
+        })
     }
 }
 
@@ -363,11 +425,10 @@ impl Timeline {
     ) -> crate::error::Result<TimelineView> {
         let grid = view_grid(start, end, columns);
         let mut names = NameIndex::new(source);
-        let mut lanes: Vec<LaneView> = self
-            .steps
-            .iter()
-            .map(|s| s.view(&grid, &mut names))
-            .collect();
+        let mut lanes: Vec<LaneView> = Vec::new();
+        if let Some(steps) = &self.steps {
+            lanes.push(steps.view(source, &grid, &mut names, detail)?);
+        }
         let rows = self.blocks.rows_overlapping(grid.start, grid.end);
         let exact = match detail {
             Detail::Auto => row_count(&rows) <= EXACT_ROWS,
@@ -404,15 +465,19 @@ impl Timeline {
     }
 
     /// Per column of a view of `[start, end)`, the largest possible difference between the
-    /// summary's busy fraction and the exact one (see [`columns::busy_error_bound`]).
+    /// summary's busy fraction and the exact one on a kernel lane (see
+    /// [`columns::busy_error_bound`]).
     pub fn busy_error_bounds(&self, start: Ns, end: Ns, columns: u32) -> Vec<f64> {
+        error_bounds(&self.grid, view_grid(start, end, columns))
+    }
+
+    /// [`Timeline::busy_error_bounds`] on the forward-step lane (its bins are its own).
+    pub fn step_busy_error_bounds(&self, start: Ns, end: Ns, columns: u32) -> Vec<f64> {
         let grid = view_grid(start, end, columns);
-        (0..grid.columns as usize)
-            .map(|c| {
-                let (cs, ce) = grid.bounds(c);
-                columns::busy_error_bound(&self.grid, cs, ce)
-            })
-            .collect()
+        match &self.steps {
+            Some(steps) => error_bounds(&steps.summary.grid, grid),
+            None => vec![0.0; grid.columns as usize],
+        }
     }
 
     /// Each kernel lane's events overlapping `[a, b)` (or within it, for a zero-length one),
@@ -466,7 +531,8 @@ impl Timeline {
                 let Some(s) = &self.steps else {
                     return Ok(None);
                 };
-                (closest(s.around(a, b), t, slack), None, None)
+                let steps = s.read(source, &s.rows_near(a, b), (a, b))?;
+                (closest(steps.into_iter(), t, slack), None, None)
             }
             Some(i) => {
                 let Some(l) = self.lanes.get(i) else {
@@ -489,6 +555,16 @@ impl Timeline {
             stream,
         }))
     }
+}
+
+/// Per column of `view`, the summary's largest busy error over bins of `bins`.
+fn error_bounds(bins: &BinGrid, view: Grid) -> Vec<f64> {
+    (0..view.columns as usize)
+        .map(|c| {
+            let (cs, ce) = view.bounds(c);
+            columns::busy_error_bound(bins, cs, ce)
+        })
+        .collect()
 }
 
 /// The view's column grid, with `columns` clamped and an empty range widened to 1 ns.

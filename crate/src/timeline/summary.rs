@@ -285,27 +285,46 @@ impl Blocks {
 
     /// Disjoint ascending row ranges holding every kernel that overlaps `[a, b)`.
     pub fn rows_overlapping(&self, a: Ns, b: Ns) -> Vec<(i64, i64)> {
-        let mut ranges: Vec<(i64, i64)> = self
+        let ranges: Vec<(i64, i64)> = self
             .blocks
             .iter()
             .take_while(|blk| blk.min_start < b)
             .filter(|blk| blk.max_end > a)
             .map(|blk| (blk.first_row, blk.last_row))
             .collect();
-        ranges.sort_unstable();
-        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
-        for (f, l) in ranges {
-            match merged.last_mut() {
-                Some(last) if f <= last.1.saturating_add(1) => last.1 = last.1.max(l),
-                _ => merged.push((f, l)),
-            }
-        }
-        merged
+        merge_rows(ranges)
+    }
+
+    /// [`Blocks::rows_overlapping`], each block taken with its neighbours.
+    pub fn rows_overlapping_widened(&self, a: Ns, b: Ns) -> Vec<(i64, i64)> {
+        let hit: Vec<usize> = (0..self.blocks.len())
+            .take_while(|&i| self.blocks[i].min_start < b)
+            .filter(|&i| self.blocks[i].max_end > a)
+            .collect();
+        let ranges: Vec<(i64, i64)> = hit
+            .iter()
+            .flat_map(|&i| i.saturating_sub(1)..=(i + 1).min(self.blocks.len() - 1))
+            .map(|i| (self.blocks[i].first_row, self.blocks[i].last_row))
+            .collect();
+        merge_rows(ranges)
     }
 
     pub fn heap_bytes(&self) -> usize {
         self.blocks.capacity() * std::mem::size_of::<Block>()
     }
+}
+
+/// Row ranges sorted and merged where they touch or overlap.
+fn merge_rows(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    ranges.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for (f, l) in ranges {
+        match merged.last_mut() {
+            Some(last) if f <= last.1.saturating_add(1) => last.1 = last.1.max(l),
+            _ => merged.push((f, l)),
+        }
+    }
+    merged
 }
 
 #[cfg(test)]

@@ -120,54 +120,67 @@ fn absurd_timestamps_neither_panic_nor_break_the_grid() {
     assert!(tl.hit(&trace, 0, 0, 10).expect("hit").is_some());
 }
 
-#[test]
-fn the_step_lane_gives_back_every_step_end_long_and_damaged_ones_too() {
-    use crate::detect::names::StepName;
-    use crate::detect::steps::{Step, StepSink};
-    let spans: Vec<(Ns, Ns)> = (0..40_000i64)
+/// A trace of `n` forward steps (a name each, as TensorRT-LLM writes them) 1 µs apart: every
+/// 500th longer than 2^32 ns, every 500th ending before it starts; one kernel.
+fn stepped(n: usize) -> Trace {
+    let mut trace = synthetic(1);
+    let names: Vec<(i64, String)> = (0..n)
         .map(|i| {
-            let start = i * 1_000;
-            let end = match i % 1000 {
-                7 => start + (1 << 32) + 7,       // longer than 2^32 ns
-                8 => start - 5,                   // ends before it starts
-                9 => start + i64::from(u32::MAX), // exactly the marker length
-                _ => start + 400 + i % 300,
-            };
-            (start, end)
+            let text = format!("[Executor] _forward_step {i}: 0 ctx reqs, 4 gen reqs");
+            (i as i64, text)
         })
         .collect();
-    let mut builder = StepLane::builder();
-    for (i, &(start, end)) in spans.iter().enumerate() {
-        builder.step(&Step {
-            start,
-            end,
-            name: StepName {
-                step: i as u64,
-                ctx: 0,
-                gen_reqs: 1,
-            },
-            ranks: 1,
-            name_id: i as NameId,
-        });
+    trace.strings = Strings::from_rows(names);
+    for i in 0..n {
+        let start = 1_000 * i as Ns;
+        let end = match i % 500 {
+            7 => start + (1 << 32) + 7,
+            8 => start - 5,
+            _ => start + 400 + (i % 300) as Ns,
+        };
+        trace.nvtx.push_range((start, end), 0, i as NameId);
     }
-    let lane = builder.finish().expect("steps");
-    let all: Vec<(Ns, Ns, NameId)> = lane.around(Ns::MIN / 2, Ns::MAX / 2).collect();
-    let want: Vec<(Ns, Ns, NameId)> = spans
-        .iter()
-        .enumerate()
-        .map(|(i, &(s, e))| (s, e, i as NameId))
+    trace
+}
+
+#[test]
+fn the_step_lane_keeps_its_size_and_reads_its_steps_back() {
+    let size = |n: usize| {
+        let trace = stepped(n);
+        let lane = StepLane::of(&trace).expect("steps");
+        (trace, lane)
+    };
+    let (_, short) = size(10_000);
+    let (trace, lane) = size(40_000);
+    // Bins and at most `MAX_BLOCKS` row blocks, whatever the steps.
+    let most = summary::BINS * std::mem::size_of::<summary::Bin>()
+        + summary::MAX_BLOCKS * std::mem::size_of::<summary::Block>();
+    assert!(lane.heap_bytes() <= most, "{} bytes", lane.heap_bytes());
+    assert!(
+        lane.heap_bytes() < short.heap_bytes() + short.heap_bytes() / 100,
+        "{} then {} bytes",
+        short.heap_bytes(),
+        lane.heap_bytes()
+    );
+    // Zoomed in, the steps come back as they were (damaged ones left out, as detect does).
+    let (a, b) = (5_000_000, 5_600_000);
+    let rows = lane.rows_near(a, b);
+    let got: Vec<(Ns, Ns, NameId)> = lane.read(&trace, &rows, (a, b)).expect("read");
+    let nvtx = &trace.nvtx;
+    let want: Vec<(Ns, Ns, NameId)> = (0..nvtx.len())
+        .filter(|&i| nvtx.end[i] >= nvtx.start[i])
+        .map(|i| (nvtx.start[i], nvtx.end[i], i as NameId))
+        .filter(|&(s, _, _)| s < b && s >= a - lane.max_len)
         .collect();
-    assert_eq!(all, want);
-    // A window reaches back to the steps that started before it and still run in it.
-    for (a, b) in [
-        (7_000 + (1 << 31), 7_000 + (1 << 31) + 1),
-        (20_000_000, 20_000_500),
-    ] {
-        let overlapping = |&&(s, e, _): &&(Ns, Ns, NameId)| s < b && e > a;
-        let got: Vec<(Ns, Ns, NameId)> = lane.around(a, b).collect();
-        let got: Vec<_> = got.iter().filter(overlapping).collect();
-        let brute: Vec<_> = want.iter().filter(overlapping).collect();
-        assert!(!brute.is_empty());
-        assert_eq!(got, brute, "[{a}, {b})");
-    }
+    assert!(want.len() > 500, "{} steps", want.len());
+    assert_eq!(got, want);
+    let tl = Timeline::new(&trace);
+    let hit = tl
+        .hit(&trace, 0, 5_000_100, 10)
+        .expect("hit")
+        .expect("a step");
+    assert_eq!(
+        (hit.start_ns, hit.name.as_str()),
+        (5_000_000, trace.strings.get(5000))
+    );
 }

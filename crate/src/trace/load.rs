@@ -383,7 +383,7 @@ pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &st
     let cols: Vec<String> = columns
         .iter()
         .map(|c| {
-            if schema.has_column(table, c) {
+            if *c == "rowid" || schema.has_column(table, c) {
                 format!("\"{c}\"")
             } else {
                 "NULL".to_string()
@@ -787,6 +787,7 @@ impl Loader<'_, '_> {
                 if details { "domainId" } else { "NULL" },
                 "text",
                 "textId",
+                "rowid",
             ],
             "WHERE \"end\" IS NOT NULL",
         );
@@ -826,6 +827,7 @@ impl Loader<'_, '_> {
                 return Ok(true);
             }
             let row = NvtxRow {
+                row: int(r.get_ref(7)?, 0),
                 start: int(r.get_ref(0)?, 0),
                 end: int(r.get_ref(1)?, 0),
                 thread: last_thread,

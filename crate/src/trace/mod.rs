@@ -19,7 +19,7 @@ pub use load::{
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use schema::{Schema, read_meta};
-pub use stream::{KernelRows, kernel_edges};
+pub use stream::{KernelRows, NvtxRows, kernel_edges};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]

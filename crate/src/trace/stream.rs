@@ -8,11 +8,13 @@
 
 use rusqlite::Connection;
 
-use super::load::{KERNEL_TABLE, int, opt_int, select, small};
+use rusqlite::types::ValueRef;
+
+use super::load::{KERNEL_TABLE, NVTX_TABLE, int, opt_int, select, small};
 use super::open::sqlite_error;
 use super::schema::Schema;
 use crate::error::Result;
-use crate::model::{KernelEvent, NO_NAME, NameId, Ns, ProcessIdx, Processes};
+use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Processes, Strings};
 
 /// Columns of a [`KernelEvent`], `NULL` where the export lacks one.
 const COLUMNS: [&str; 7] = [
@@ -244,5 +246,67 @@ impl<'p> ProcessInterner<'p> {
                 p
             }
         }
+    }
+}
+
+/// NVTX ranges read again by `rowid` range (the timeline's forward-step lane zoomed in), named
+/// as the staged load named them: a `textId` by the string table, an inline text by the text
+/// the load interned (none if it did not).
+#[derive(Debug, Clone)]
+pub struct NvtxRows {
+    /// `None`: the export has no NVTX table.
+    sql: Option<String>,
+}
+
+impl NvtxRows {
+    pub fn new(schema: &Schema) -> NvtxRows {
+        let columns = ["start", "end", "eventType", "text", "textId", "rowid"];
+        let filter = "WHERE rowid BETWEEN ?1 AND ?2 AND \"end\" IS NOT NULL";
+        NvtxRows {
+            sql: schema
+                .has_table(NVTX_TABLE)
+                .then(|| select(schema, NVTX_TABLE, &columns, filter)),
+        }
+    }
+
+    /// Visits the ranges of rows `first..=last` in `rowid` order.
+    pub fn read(
+        &self,
+        conn: &Connection,
+        path: &str,
+        (first, last): (i64, i64),
+        strings: &Strings,
+        each: &mut dyn FnMut(NvtxRow),
+    ) -> Result<()> {
+        let Some(sql) = &self.sql else {
+            return Ok(());
+        };
+        let fail = |e: rusqlite::Error| sqlite_error(path, NVTX_TABLE, &e);
+        let mut stmt = conn.prepare_cached(sql).map_err(fail)?;
+        let mut rows = stmt.query([first, last]).map_err(fail)?;
+        while let Some(r) = rows.next().map_err(fail)? {
+            let row = (|| -> rusqlite::Result<NvtxRow> {
+                let by_id = opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id));
+                let name = match r.get_ref(3)? {
+                    ValueRef::Text(t) => strings
+                        .find_text(&String::from_utf8_lossy(t))
+                        .unwrap_or(NO_NAME),
+                    _ => by_id,
+                };
+                Ok(NvtxRow {
+                    row: int(r.get_ref(5)?, 0),
+                    start: int(r.get_ref(0)?, 0),
+                    end: int(r.get_ref(1)?, 0),
+                    thread: 0,
+                    event_type: u8::try_from(int(r.get_ref(2)?, 0)).unwrap_or(0),
+                    domain: 0,
+                    name,
+                    text_id_name: by_id,
+                })
+            })()
+            .map_err(fail)?;
+            each(row);
+        }
+        Ok(())
     }
 }

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::model::{Ns, Trace};
 use crate::streamed::{SqliteKernels, Streamed};
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{KernelRows, LoadOptions, Part, Schema};
+use crate::trace::{KernelRows, LoadOptions, NvtxRows, Part, Schema};
 
 pub(crate) struct Indexed {
     /// The file's name, as results label the trace.
@@ -36,6 +36,8 @@ enum Kind {
         /// The export, still open: the timeline's zoomed-in views and the whole load read it.
         conn: Connection,
         rows: KernelRows,
+        /// The NVTX table's rows, for the forward-step lane.
+        nvtx: NvtxRows,
         whole: OnceCell<Trace>,
     },
 }
@@ -55,12 +57,14 @@ impl Indexed {
     pub(crate) fn streamed(streamed: Streamed, conn: Connection, label: &str) -> Result<Indexed> {
         let schema = Schema::probe(&conn, label)?;
         let rows = KernelRows::new(&conn, &schema, label, false)?;
+        let nvtx = NvtxRows::new(&schema);
         Ok(Indexed {
             label: label.to_string(),
             kind: Kind::Streamed {
                 streamed: Box::new(streamed),
                 conn,
                 rows,
+                nvtx,
                 whole: OnceCell::new(),
             },
         })
@@ -124,11 +128,13 @@ impl Indexed {
                 streamed,
                 conn,
                 rows,
+                nvtx,
                 ..
             } => {
                 let source = SqliteKernels {
                     conn,
                     rows,
+                    nvtx,
                     strings: &streamed.host.strings,
                     label: &self.label,
                     scratch: RefCell::default(),
