@@ -7,26 +7,29 @@
 //! will read: what a queue holds is bounded by the spans between its slowest reader and the
 //! sweep's clock, not by the trace.
 
-use std::collections::VecDeque;
-
 use crate::model::Ns;
 use crate::model::intervals::IntervalSet;
 
 /// Ascending spans by absolute index.
 pub trait Spans {
+    /// The spans held, and the absolute index of the first (those before it were dropped).
+    fn held(&self) -> (&[(Ns, Ns)], usize);
+
     /// The span at absolute index `i`, if it is held.
-    fn span(&self, i: usize) -> Option<(Ns, Ns)>;
-    /// The first index still held (spans before it were dropped).
-    fn first_held(&self) -> usize;
+    fn span(&self, i: usize) -> Option<(Ns, Ns)> {
+        let (held, base) = self.held();
+        held.get(i.checked_sub(base)?).copied()
+    }
+
+    /// The first index still held.
+    fn first_held(&self) -> usize {
+        self.held().1
+    }
 }
 
 impl Spans for [(Ns, Ns)] {
-    fn span(&self, i: usize) -> Option<(Ns, Ns)> {
-        self.get(i).copied()
-    }
-
-    fn first_held(&self) -> usize {
-        0
+    fn held(&self) -> (&[(Ns, Ns)], usize) {
+        (self, 0)
     }
 }
 
@@ -35,8 +38,11 @@ impl Spans for [(Ns, Ns)] {
 /// a union's open piece, exact up to the feed's clock.
 #[derive(Debug, Clone, Default)]
 pub struct SpanQueue {
+    /// Absolute index of `spans[head]`.
     base: usize,
-    spans: VecDeque<(Ns, Ns)>,
+    /// Spans from `head` on are held; those before it wait to be dropped in one go.
+    spans: Vec<(Ns, Ns)>,
+    head: usize,
     facts: WindowFacts,
     /// Every span has been pushed.
     complete: bool,
@@ -73,12 +79,8 @@ impl WindowFacts {
 }
 
 impl Spans for SpanQueue {
-    fn span(&self, i: usize) -> Option<(Ns, Ns)> {
-        self.spans.get(i.checked_sub(self.base)?).copied()
-    }
-
-    fn first_held(&self) -> usize {
-        self.base
+    fn held(&self) -> (&[(Ns, Ns)], usize) {
+        (self.live(), self.base)
     }
 }
 
@@ -110,7 +112,7 @@ impl SpanQueue {
             Some((first, last)) => (first, last.max(e)),
             None => (s, e),
         });
-        self.spans.push_back((s, e));
+        self.spans.push((s, e));
     }
 
     /// Adds `[s, e)` to the union the queue holds (zero-length and inverted ranges add
@@ -169,7 +171,7 @@ impl SpanQueue {
         }
         self.facts.measure += end - h.1;
         h.1 = end;
-        if let Some(last) = self.spans.back_mut() {
+        if let Some(last) = self.spans.get_mut(self.head..).and_then(|h| h.last_mut()) {
             last.1 = end;
         }
     }
@@ -181,35 +183,46 @@ impl SpanQueue {
 
     /// The last span pushed, if still held.
     pub fn last(&self) -> Option<(Ns, Ns)> {
-        self.spans.back().copied()
+        self.live().last().copied()
     }
 
     /// The absolute index the next span pushed will get.
     pub fn end_index(&self) -> usize {
-        self.base + self.spans.len()
+        self.base + self.live().len()
     }
 
     /// Drops the spans before absolute index `cursor` (every reader is at or past it).
     pub fn trim_to(&mut self, cursor: usize) {
-        let n = cursor.saturating_sub(self.base).min(self.spans.len());
-        self.spans.drain(..n);
-        self.base += n;
-        if self.spans.is_empty() && self.spans.capacity() > 64 {
-            self.spans.shrink_to(64);
-        }
+        let n = cursor.saturating_sub(self.base).min(self.live().len());
+        self.drop_front(n);
     }
 
     /// Drops the spans that end at or before `t` (every reader asks at `t` or later).
     pub fn trim_before(&mut self, t: Ns) {
-        while self.spans.front().is_some_and(|&(_, e)| e <= t) {
-            self.spans.pop_front();
-            self.base += 1;
-        }
+        let n = self.live().partition_point(|&(_, e)| e <= t);
+        self.drop_front(n);
     }
 
     /// How many spans are held now.
-    pub fn held(&self) -> usize {
-        self.spans.len()
+    pub fn held_count(&self) -> usize {
+        self.live().len()
+    }
+
+    fn live(&self) -> &[(Ns, Ns)] {
+        self.spans.get(self.head..).unwrap_or_default()
+    }
+
+    /// Drops the first `n` held spans: moves the head, and the memory once half of it is dead.
+    fn drop_front(&mut self, n: usize) {
+        self.head += n;
+        self.base += n;
+        if self.head >= 64 && self.head * 2 >= self.spans.len() {
+            self.spans.drain(..self.head);
+            self.head = 0;
+            if self.spans.capacity() > 64 && self.spans.capacity() > 4 * self.spans.len() {
+                self.spans.shrink_to(2 * self.spans.len().max(32));
+            }
+        }
     }
 
     /// The window's facts over every span pushed so far.
@@ -221,24 +234,30 @@ impl SpanQueue {
 /// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and
 /// returns the first span that ends after `t`.
 pub fn seek<S: Spans + ?Sized>(spans: &S, cursor: &mut usize, t: Ns) -> Option<(Ns, Ns)> {
-    *cursor = (*cursor).max(spans.first_held());
-    while spans.span(*cursor).is_some_and(|(_, e)| e <= t) {
-        *cursor += 1;
+    let (held, base) = spans.held();
+    let mut j = cursor.saturating_sub(base);
+    while held.get(j).is_some_and(|&(_, e)| e <= t) {
+        j += 1;
     }
-    spans.span(*cursor)
+    *cursor = base + j;
+    held.get(j).copied()
+}
+
+/// The held spans from `cursor` on (after a [`seek`]).
+fn from_cursor<S: Spans + ?Sized>(spans: &S, cursor: usize) -> &[(Ns, Ns)] {
+    let (held, base) = spans.held();
+    held.get(cursor.saturating_sub(base)..).unwrap_or_default()
 }
 
 /// Overlap of `[a, b)` with ascending disjoint spans, from a cursor that only moves forward
 /// (callers query in ascending `a`).
 pub fn overlap_at<S: Spans + ?Sized>(spans: &S, cursor: &mut usize, a: Ns, b: Ns) -> Ns {
     seek(spans, cursor, a);
-    let mut ns = 0;
-    let mut i = *cursor;
-    while let Some((s, e)) = spans.span(i).filter(|&(s, _)| s < b) {
-        ns += b.min(e) - a.max(s);
-        i += 1;
-    }
-    ns
+    from_cursor(spans, *cursor)
+        .iter()
+        .take_while(|&&(s, _)| s < b)
+        .map(|&(s, e)| b.min(e) - a.max(s))
+        .sum()
 }
 
 /// Overlap of `[a, b)` with the intersection of two span lists (ascending, disjoint), each with
@@ -251,10 +270,11 @@ pub fn overlap_within<S: Spans + ?Sized, W: Spans + ?Sized>(
 ) -> Ns {
     seek(spans, cursor, a);
     let mut ns = 0;
-    let mut i = *cursor;
-    while let Some((s, e)) = spans.span(i).filter(|&(s, _)| s < b) {
+    for &(s, e) in from_cursor(spans, *cursor)
+        .iter()
+        .take_while(|&&(s, _)| s < b)
+    {
         ns += overlap_at(within, within_cursor, a.max(s), b.min(e));
-        i += 1;
     }
     ns
 }
@@ -275,7 +295,7 @@ mod tests {
             );
             q.trim_to(cq);
         }
-        assert_eq!(q.held(), 1);
+        assert_eq!(q.held_count(), 1);
         assert_eq!(
             q.facts(),
             WindowFacts {

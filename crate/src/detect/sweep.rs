@@ -1081,9 +1081,9 @@ impl KernelSweep {
     /// them; tests and benchmarks read it).
     pub fn held_spans(&self) -> usize {
         let q = &self.queues;
-        let windows = q.windows.iter().flatten().map(SpanQueue::held);
-        let prep = q.prep.iter().flatten().map(SpanQueue::held);
-        let pooled = q.pooled.iter().flatten().map(SpanQueue::held);
+        let windows = q.windows.iter().flatten().map(SpanQueue::held_count);
+        let prep = q.prep.iter().flatten().map(SpanQueue::held_count);
+        let pooled = q.pooled.iter().flatten().map(SpanQueue::held_count);
         windows.chain(prep).chain(pooled).sum()
     }
 
