@@ -10,7 +10,7 @@
 
 use super::config::{PhaseWindow, Switches};
 use super::names::NameTables;
-use super::spans::{RangesUnordered, SpanQueue, Spans, overlap_at, seek};
+use super::spans::{RangesUnordered, SpanQueue, Spans, fed_past, overlap_at, seek};
 use super::sweep::{FedSweep, Plan};
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
 use crate::trace::LaunchCall;
@@ -156,7 +156,7 @@ impl<'p> LaunchSweep<'p> {
 
     /// Whether a call ending at `end` can be pushed (the windows were fed past it).
     pub fn ready_for(&self, end: Ns) -> bool {
-        end < self.fed_until || self.fed_until == Ns::MAX
+        fed_past(self.fed_until, end)
     }
 
     pub fn push(&mut self, call: LaunchCall) {
@@ -375,11 +375,7 @@ impl FedSweep for LaunchSweep<'_> {
         let Some(window) = self.phases.get_mut(phase) else {
             return Ok(());
         };
-        if self.sw.phase_window == PhaseWindow::Span {
-            window.add_span(start, end)?;
-        } else {
-            window.add_union(start, end)?;
-        }
+        window.add_step(self.sw.phase_window, start, end)?;
         // It starts after every call taken so far: those past the span so far are inside.
         self.speculation[phase] = None;
         Ok(())

@@ -7,6 +7,7 @@
 //! will read: what a queue holds is bounded by the spans between its slowest reader and the
 //! sweep's clock, not by the trace.
 
+use super::config::PhaseWindow;
 use crate::model::Ns;
 use crate::model::intervals::IntervalSet;
 
@@ -145,6 +146,15 @@ impl SpanQueue {
         Ok(())
     }
 
+    /// Adds a forward step to a phase window of kind `window` (a union of its steps, or one
+    /// span), in start order.
+    pub fn add_step(&mut self, window: PhaseWindow, s: Ns, e: Ns) -> Result<(), RangesUnordered> {
+        match window {
+            PhaseWindow::UnionOfSteps => self.add_union(s, e),
+            PhaseWindow::Span => self.add_span(s, e),
+        }
+    }
+
     /// Adds a range as it is (a list of ranges in start order, not a union).
     pub fn add_range(&mut self, s: Ns, e: Ns) -> Result<(), RangesUnordered> {
         self.check_order(s)?;
@@ -229,6 +239,12 @@ impl SpanQueue {
     pub fn facts(&self) -> WindowFacts {
         self.facts
     }
+}
+
+/// Whether a sweep fed every range starting before `fed_until` (`Ns::MAX`: all of them) can take
+/// an event ending at `end`.
+pub fn fed_past(fed_until: Ns, end: Ns) -> bool {
+    end < fed_until || fed_until == Ns::MAX
 }
 
 /// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and

@@ -414,10 +414,7 @@ impl PhaseAcc {
         }
         if let Some((q, kind)) = &mut self.facts {
             // In start order (the summarizer's folder refuses others): nothing to report.
-            let _ = match kind {
-                PhaseWindow::UnionOfSteps => q.add_union(s.start, s.end),
-                PhaseWindow::Span => q.add_span(s.start, s.end),
-            };
+            let _ = q.add_step(*kind, s.start, s.end);
             q.trim_before(s.start);
         }
         self.span = Some(match self.span {

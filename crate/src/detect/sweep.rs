@@ -30,7 +30,7 @@ use super::config::{DetectConfig, NameMatch, PhaseWindow, Switches};
 use super::measure::{LaunchIndex, Launches, PrepCollector, PrepRanges};
 use super::names::{NameTables, StepParser};
 use super::spans::{
-    RangesUnordered, SpanQueue, Spans, WindowFacts, overlap_at, overlap_within, seek,
+    RangesUnordered, SpanQueue, Spans, WindowFacts, fed_past, overlap_at, overlap_within, seek,
 };
 use super::steps::{
     PhaseCounts, Step, StepCounts, StepFold, StepReader, StepSink, StepSummarizer, StepSummary,
@@ -910,11 +910,7 @@ impl KernelSweep {
             return Ok(());
         };
         counts[phase] += 1;
-        if self.queues.span_phases {
-            window.add_span(start, end)?;
-        } else {
-            window.add_union(start, end)?;
-        }
+        window.add_step(self.sw.phase_window, start, end)?;
         // It starts after every kernel taken so far: those past the span so far are inside.
         if let Some(scope) = self.scopes.iter_mut().find(|s| s.phase == Some(phase)) {
             scope.speculation = None;
@@ -942,7 +938,7 @@ impl KernelSweep {
             self.tracked_prep.resize(slot + 1, [false; 3]);
         }
         prep[slot][pattern].add_union(s, e)?;
-        self.track_prep();
+        self.track(slot, pattern);
         Ok(())
     }
 
@@ -967,7 +963,7 @@ impl KernelSweep {
     /// Whether a kernel ending at `end` can be pushed: every range that may decide where it
     /// counts has been fed.
     pub fn ready_for(&self, end: Ns) -> bool {
-        end < self.fed_until || self.fed_until == Ns::MAX
+        fed_past(self.fed_until, end)
     }
 
     /// Adds one kernel. Kernels must come in non-decreasing `start`: one that starts before its
@@ -1136,18 +1132,23 @@ impl KernelSweep {
 
     /// Gives every scope accumulators for the host-prep queues that have ranges (standard).
     fn track_prep(&mut self) {
-        for (p, patterns) in self.queues.prep.iter().enumerate() {
-            for (k, queue) in patterns.iter().enumerate() {
-                let tracked = &mut self.tracked_prep[p][k];
-                if *tracked || queue.end_index() == 0 {
-                    continue;
-                }
-                *tracked = true;
-                for scope in &mut self.scopes {
-                    let window = scope.windowed.then_some(QueueRef::Window(scope.index));
-                    scope.prep_masks.push(PrepAcc::new(p, k, window));
-                }
-            }
+        for p in 0..self.queues.prep.len() {
+            (0..3).for_each(|k| self.track(p, k));
+        }
+    }
+
+    /// Gives every scope accumulators for process `p`'s host-prep queue of pattern `k`, once it
+    /// has a range.
+    fn track(&mut self, p: usize, k: usize) {
+        let has_ranges = self.queues.prep[p][k].end_index() > 0;
+        let tracked = &mut self.tracked_prep[p][k];
+        if *tracked || !has_ranges {
+            return;
+        }
+        *tracked = true;
+        for scope in &mut self.scopes {
+            let window = scope.windowed.then_some(QueueRef::Window(scope.index));
+            scope.prep_masks.push(PrepAcc::new(p, k, window));
         }
     }
 

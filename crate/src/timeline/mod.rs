@@ -162,6 +162,17 @@ pub enum Detail {
     Summary,
 }
 
+impl Detail {
+    /// Whether a view covering `rows` re-reads them (else it is drawn from the bins).
+    fn reads(self, rows: &[(i64, i64)]) -> bool {
+        match self {
+            Detail::Auto => row_count(rows) <= EXACT_ROWS,
+            Detail::Exact => true,
+            Detail::Summary => false,
+        }
+    }
+}
+
 /// The summary of one pass over the kernels: views are computed on demand from it and a
 /// [`KernelSource`]. Memory: `BINS` bins per lane plus at most `MAX_BLOCKS` row blocks.
 #[derive(Serialize, Deserialize)]
@@ -334,11 +345,7 @@ impl StepLane {
         detail: Detail,
     ) -> crate::error::Result<LaneView> {
         let rows = self.rows_near(grid.start, grid.end);
-        let exact = match detail {
-            Detail::Auto => row_count(&rows) <= EXACT_ROWS,
-            Detail::Exact => true,
-            Detail::Summary => false,
-        };
+        let exact = detail.reads(&rows);
         let cols = if exact {
             let steps = self.read(source, &rows, (grid.start, grid.end))?;
             columns::exact(steps.into_iter(), grid, names)
@@ -430,11 +437,7 @@ impl Timeline {
             lanes.push(steps.view(source, &grid, &mut names, detail)?);
         }
         let rows = self.blocks.rows_overlapping(grid.start, grid.end);
-        let exact = match detail {
-            Detail::Auto => row_count(&rows) <= EXACT_ROWS,
-            Detail::Exact => true,
-            Detail::Summary => false,
-        };
+        let exact = detail.reads(&rows);
         if exact {
             let events = self.read_lanes(source, &rows, grid.start, grid.end)?;
             for (lane, evs) in self.lanes.iter().zip(events) {
