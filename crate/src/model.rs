@@ -337,8 +337,8 @@ impl Strings {
     /// Extends a [`Strings::classify`] table to the strings interned since it was built.
     pub fn classify_more(&self, table: &mut NameFlags, pred: impl Fn(&str) -> bool) {
         let from = table.len().min(self.len());
-        for value in self.values().skip(from) {
-            table.push(pred(value));
+        for id in from..self.len() {
+            table.push(pred(self.get(id as NameId)));
         }
     }
 }

@@ -2,7 +2,7 @@
 // the page taking the file (its workers started, as they are once the page has loaded) to the
 // verdict, first timeline paint after the verdict, peak wasm
 // memory of the analysis worker — next to the native CLI on the same file. Prints figures; not a
-// test. Usage: node tests/e2e/tools/bench.mjs [--scale N] [--runs N]   (needs dist/: cargo xtask dist)
+// test. Usage: node tests/e2e/tools/bench.mjs [--scenario NAME] [--scale N] [--runs N]   (needs dist/: cargo xtask dist)
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -11,6 +11,10 @@ import { ROOT, launch, openTrace, requireDist, serve } from '../helpers.mjs';
 
 const scaleArg = process.argv.indexOf('--scale');
 const SCALE = scaleArg > 0 ? Number(process.argv[scaleArg + 1]) : 6000;
+const scenarioArg = process.argv.indexOf('--scenario');
+// `host-bound` names its steps through StringIds; `gpu-bound` writes them inline, as most
+// real exports do.
+const SCENARIO = scenarioArg > 0 ? process.argv[scenarioArg + 1] : 'host-bound';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
 
@@ -22,8 +26,8 @@ function releaseCli() {
 function trace(cli) {
   const dir = path.join(ROOT, 'target', 'bench');
   fs.mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `host-bound-scale${SCALE}.sqlite`);
-  if (!fs.existsSync(file)) execFileSync(cli, ['gen', 'host-bound', file, '--scale', String(SCALE)], { stdio: 'inherit' });
+  const file = path.join(dir, `${SCENARIO}-scale${SCALE}.sqlite`);
+  if (!fs.existsSync(file)) execFileSync(cli, ['gen', SCENARIO, file, '--scale', String(SCALE)], { stdio: 'inherit' });
   return file;
 }
 
@@ -88,7 +92,7 @@ runs.sort((a, b) => a.verdictSeconds - b.verdictSeconds);
 const run = runs[Math.floor((runs.length - 1) / 2)];
 const spread = runs.length > 1 ? ` (${runs.length} runs: ${runs[0].verdictSeconds.toFixed(2)}–${runs.at(-1).verdictSeconds.toFixed(2)} s)` : '';
 const mib = (b) => `${(b / 1048576).toFixed(0)} MiB`;
-console.log(`| browser benchmark: gen host-bound --scale ${SCALE} (${mib(size)}) | value | goal |`);
+console.log(`| browser benchmark: gen ${SCENARIO} --scale ${SCALE} (${mib(size)}) | value | goal |`);
 console.log('|---|---:|---|');
 console.log(`| native \`nsys-lens detect --json\` | ${native.toFixed(2)} s | |`);
 console.log(`| page: file taken (drop or picker) → verdict shown, median${spread} | ${run.verdictSeconds.toFixed(2)} s | |`);
