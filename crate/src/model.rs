@@ -23,6 +23,26 @@ pub type Ns = i64;
 /// Index into [`Strings`]; `NO_NAME` marks a missing/NULL name.
 pub type NameId = u32;
 pub const NO_NAME: NameId = u32::MAX;
+/// A forward-step name read but not held ([`Strings::holds_step_names`]): the NVTX row that
+/// names it carries what readers need of it ([`NvtxRow::step`]).
+pub const STEP_TEXT: NameId = u32::MAX - 1;
+
+/// A parsed `[Executor] _forward_step N: C ctx reqs, G gen reqs` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StepName {
+    pub step: u64,
+    pub ctx: u64,
+    pub gen_reqs: u64,
+}
+
+/// What the page keeps of a forward-step name it does not hold (a long trace names every step
+/// differently): the parsed step, and whether the name passed the `trtllm-skill` profile's
+/// prefilter (`LIKE '%[Executor] _forward_step%'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StepText {
+    pub name: StepName,
+    pub executor: bool,
+}
 
 /// Index into [`Processes`].
 pub type ProcessIdx = u32;
@@ -65,9 +85,53 @@ pub struct Strings {
     /// Inline texts already interned (NVTX `text` column), by the hash of their value.
     interned: HashTable<NameId>,
     hasher: RandomState,
-    /// Per `StringIds` row: whether it holds a digest rather than the text read
-    /// ([`Strings::push_row_digested`]).
-    digests: NameFlags,
+    /// `StringIds` rows whose value is not held ([`Strings::push_row_unheld`]).
+    unheld: Unheld,
+    /// Whether forward-step names are held, as values and as interned inline texts; the
+    /// page's streamed open holds none ([`Strings::without_step_names`]).
+    steps_unheld: bool,
+}
+
+/// Which `StringIds` rows hold no value, with a running count per 64 rows: a held value's
+/// place among the values is its id less the unheld rows before it, in O(1). A bit and a half
+/// per row, where an offset per row would cost 8 bytes per forward step.
+#[derive(Debug, Default, Clone)]
+struct Unheld {
+    flags: NameFlags,
+    /// Unheld rows before each 64-row word of `flags`.
+    before: Vec<u32>,
+    total: u32,
+}
+
+impl Unheld {
+    fn push(&mut self, unheld: bool) {
+        if self.flags.len().is_multiple_of(64) {
+            self.before.push(self.total);
+        }
+        self.flags.push(unheld);
+        self.total += u32::from(unheld);
+    }
+
+    /// Unheld rows before `id` (every one, past the rows).
+    fn before(&self, id: NameId) -> u32 {
+        let i = id as usize;
+        if i >= self.flags.len() {
+            return self.total;
+        }
+        let (w, bit) = (i / 64, i % 64);
+        let below = self.flags.words[w] & ((1u64 << bit) - 1);
+        self.before[w] + below.count_ones()
+    }
+
+    /// Where the value of held string `id` sits among the values.
+    fn slot(&self, id: NameId) -> u32 {
+        id - self.before(id)
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.flags.words.shrink_to_fit();
+        self.before.shrink_to_fit();
+    }
 }
 
 /// `StringIds.id` of each string loaded from that table, in load order: `first + row` when the
@@ -212,21 +276,37 @@ impl Strings {
     /// Adds a `StringIds` row (before any inline text is interned); [`Strings::finish_rows`]
     /// indexes them.
     pub fn push_row(&mut self, sqlite_id: i64, value: &str) {
-        self.push_row_digested(sqlite_id, value, None);
-    }
-
-    /// Adds a `StringIds` row as `digest`, when given, rather than as `value`: what every
-    /// reader of the table needs of the value, shorter (the page's forward-step names, one per
-    /// step, [`crate::detect::names::step_digest`]). [`Strings::is_digest`] tells them apart.
-    pub fn push_row_digested(&mut self, sqlite_id: i64, value: &str, digest: Option<&str>) {
-        self.push(digest.unwrap_or(value));
+        self.push(value);
         self.row_ids.push(sqlite_id);
-        self.digests.push(digest.is_some());
+        self.unheld.push(false);
     }
 
-    /// Whether value `id` is a digest ([`Strings::push_row_digested`]), not the text read.
-    pub fn is_digest(&self, id: NameId) -> bool {
-        self.digests.get(id)
+    /// A table that will hold no forward-step name ([`Strings::push_row_unheld`], and inline
+    /// texts left to their rows): the page's streamed open, whose analysis worker would
+    /// otherwise hold a string per step.
+    pub fn without_step_names() -> Strings {
+        Strings {
+            steps_unheld: true,
+            ..Strings::default()
+        }
+    }
+
+    /// Whether forward-step names are held ([`Strings::without_step_names`]).
+    pub fn holds_step_names(&self) -> bool {
+        !self.steps_unheld
+    }
+
+    /// Adds a `StringIds` row without its value (a forward-step name, which no table rule but
+    /// the step parsers reads): its id reads as `""`, and [`Strings::is_unheld`] tells it
+    /// apart; whoever meets it reads the value again from the file.
+    pub fn push_row_unheld(&mut self, sqlite_id: i64) {
+        self.row_ids.push(sqlite_id);
+        self.unheld.push(true);
+    }
+
+    /// Whether string `id` is a `StringIds` row whose value is not held.
+    pub fn is_unheld(&self, id: NameId) -> bool {
+        self.unheld.flags.get(id)
     }
 
     /// Indexes the rows pushed so far by `StringIds.id`.
@@ -239,6 +319,7 @@ impl Strings {
     pub fn shrink_to_fit(&mut self) {
         self.ends.shrink_to_fit();
         self.row_ids.shrink_to_fit();
+        self.unheld.shrink_to_fit();
     }
 
     fn push(&mut self, value: &str) -> NameId {
@@ -258,6 +339,11 @@ impl Strings {
         (self.ends.len() - 1) as NameId
     }
 
+    /// The [`NameId`] of the value in `slot` pushed after every `StringIds` row.
+    fn interned_id(&self, slot: NameId) -> NameId {
+        slot + self.unheld.total
+    }
+
     /// Maps a `StringIds.id` to a [`NameId`]; unknown ids give `NO_NAME`.
     pub fn resolve(&self, sqlite_id: i64) -> NameId {
         self.index.resolve(sqlite_id)
@@ -270,20 +356,21 @@ impl Strings {
     }
 
     /// Interns an inline string (NVTX `text`), reusing an earlier copy.
+    /// The interned table holds slots: interning starts once every row is pushed.
     pub fn intern(&mut self, text: &str) -> NameId {
         let hash = self.hasher.hash_one(text);
         let (all, ends) = (&self.chunks, &self.ends);
-        if let Some(&id) = self
+        if let Some(&slot) = self
             .interned
-            .find(hash, |&id| value_of(all, ends, id) == text)
+            .find(hash, |&slot| value_of(all, ends, slot) == text)
         {
-            return id;
+            return self.interned_id(slot);
         }
-        let id = self.push(text);
+        let slot = self.push(text);
         let (all, ends, hasher) = (&self.chunks, &self.ends, &self.hasher);
         self.interned
-            .insert_unique(hash, id, |&id| hasher.hash_one(value_of(all, ends, id)));
-        id
+            .insert_unique(hash, slot, |&s| hasher.hash_one(value_of(all, ends, s)));
+        self.interned_id(slot)
     }
 
     /// The id an inline text was interned under ([`Strings::intern`]), if it was.
@@ -291,8 +378,8 @@ impl Strings {
         let hash = self.hasher.hash_one(text);
         let (all, ends) = (&self.chunks, &self.ends);
         self.interned
-            .find(hash, |&id| value_of(all, ends, id) == text)
-            .copied()
+            .find(hash, |&slot| value_of(all, ends, slot) == text)
+            .map(|&slot| self.interned_id(slot))
     }
 
     /// The `StringIds.id` behind `id`; `None` for interned inline texts and `NO_NAME`.
@@ -302,15 +389,24 @@ impl Strings {
 
     /// The string for `id`; `""` for `NO_NAME` or an out-of-range id.
     pub fn get(&self, id: NameId) -> &str {
-        value_of(&self.chunks, &self.ends, id)
+        if self.is_unheld(id) {
+            return "";
+        }
+        value_of(&self.chunks, &self.ends, self.unheld.slot(id))
     }
 
-    pub fn len(&self) -> usize {
+    /// Values held: every `StringIds` row's but the unheld, and every interned text.
+    pub fn held_values(&self) -> usize {
         self.ends.len()
     }
 
+    /// Ids given out: every `StringIds` row, held or not, and every interned text.
+    pub fn len(&self) -> usize {
+        self.ends.len() + self.unheld.total as usize
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
     /// Every value, in [`NameId`] order.
@@ -343,10 +439,10 @@ impl Strings {
     }
 }
 
-/// Value `id` of a string buffer and its end offsets; `""` when out of range.
-fn value_of<'s>(chunks: &'s [String], ends: &Chunked<u64>, id: NameId) -> &'s str {
+/// The value in `slot` of a string buffer and its end offsets; `""` when out of range.
+fn value_of<'s>(chunks: &'s [String], ends: &Chunked<u64>, slot: NameId) -> &'s str {
     const OFFSET: u64 = u32::MAX as u64;
-    let i = id as usize;
+    let i = slot as usize;
     let Some(end) = ends.get(i) else {
         return "";
     };
@@ -667,6 +763,8 @@ pub struct NvtxRanges {
     pub name: Vec<NameId>,
     /// `StringIds[textId]` only (`NO_NAME` when `textId` is NULL): what the reference scripts see.
     pub text_id_name: Vec<NameId>,
+    /// The forward-step names of rows named [`STEP_TEXT`] (by text, by `textId`), by row.
+    unheld: Vec<(usize, Option<StepText>, Option<StepText>)>,
     /// What a windows-only load (the page's verdict) did not keep.
     pub omitted: OmittedRanges,
 }
@@ -686,6 +784,17 @@ pub struct NvtxRow {
     pub name: NameId,
     /// `StringIds[textId]` only (see [`NvtxRanges::text_id_name`]).
     pub text_id_name: NameId,
+    /// The forward step `name` stands for when it is [`STEP_TEXT`] (a name not held).
+    pub step: Option<StepText>,
+    /// The same for `text_id_name`.
+    pub text_id_step: Option<StepText>,
+}
+
+impl NvtxRow {
+    /// Whether a name of the row is a forward-step name not held.
+    pub fn has_unheld_name(&self) -> bool {
+        self.name == STEP_TEXT || self.text_id_name == STEP_TEXT
+    }
 }
 
 /// NVTX ranges read but not kept: only their count and one fact about their names remain.
@@ -709,6 +818,8 @@ impl NvtxRanges {
             domain: 0,
             name,
             text_id_name: name,
+            step: None,
+            text_id_step: None,
         };
         self.push(&row, true);
     }
@@ -719,7 +830,7 @@ impl NvtxRanges {
 
     /// Row `i` (`i < len()`); `domain` is 0 when the load did not read domains.
     pub fn row(&self, i: usize) -> NvtxRow {
-        NvtxRow {
+        let mut row = NvtxRow {
             row: i as i64,
             start: self.start[i],
             end: self.end[i],
@@ -728,7 +839,15 @@ impl NvtxRanges {
             domain: self.domain.get(i).copied().unwrap_or(0),
             name: self.name[i],
             text_id_name: self.text_id_name[i],
+            step: None,
+            text_id_step: None,
+        };
+        if row.has_unheld_name()
+            && let Ok(k) = self.unheld.binary_search_by_key(&i, |u| u.0)
+        {
+            (row.step, row.text_id_step) = (self.unheld[k].1, self.unheld[k].2);
         }
+        row
     }
 
     /// Adds a row; `with_domain`: the load reads domains (else the column stays empty).
@@ -739,6 +858,10 @@ impl NvtxRanges {
         self.event_type.push(row.event_type);
         if with_domain {
             self.domain.push(row.domain);
+        }
+        if row.has_unheld_name() {
+            let i = self.name.len();
+            self.unheld.push((i, row.step, row.text_id_step));
         }
         self.name.push(row.name);
         self.text_id_name.push(row.text_id_name);
@@ -776,6 +899,7 @@ impl NvtxRanges {
         self.domain.shrink_to_fit();
         self.name.shrink_to_fit();
         self.text_id_name.shrink_to_fit();
+        self.unheld.shrink_to_fit();
     }
 
     /// Lets the kept ranges go, keeping what the verdict's facts and warnings say of them: the

@@ -119,7 +119,7 @@ test('timeline: drawn, wheel zoom redraws, hover shows a kernel', { timeout: TIM
     if (await page.isVisible('[data-testid=tooltip]')) named = await page.textContent('[data-testid=tooltip-name]');
   }
   assert.ok(named && named.length > 0, 'the tooltip shows a kernel name');
-  // The forward-step lane's tooltip names a step: the page keeps step names as digests and reads
+  // The forward-step lane's tooltip names a step: the page holds no step name and reads
   // the hovered one back from the file.
   let step = null;
   for (let i = 0; i < 40 && !step; i++) {

@@ -120,6 +120,7 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
                 },
                 ranks: 1,
                 name_id: NO_NAME,
+                executor: false,
             },
             longest_ns: it.end - it.start,
         })

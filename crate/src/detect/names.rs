@@ -9,19 +9,13 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::config::{LaunchApis, NameMatch, Switches};
-use crate::model::{NameFlags, NameId, Strings, flag};
+use crate::model::{NameFlags, NameId, NvtxRow, StepText, Strings, flag};
 use crate::sqlike::{Like, contains_folded};
 
 /// Host-prep NVTX name patterns, most specific first (reference `detect_host_overhead.py`).
 pub const PREP_PATTERNS: [&str; 3] = ["_prepare_tp_inputs", "_prepare_inputs", "prepare_inputs"];
 
-/// A parsed `[Executor] _forward_step N: C ctx reqs, G gen reqs` name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepName {
-    pub step: u64,
-    pub ctx: u64,
-    pub gen_reqs: u64,
-}
+pub use crate::model::StepName;
 
 fn launch_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -153,13 +147,10 @@ fn decimal_digit_regex() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"^\d$").unwrap_or_else(|e| unreachable!("constant regex: {e}")))
 }
 
-/// What the page keeps of a forward-step name instead of the name, a long trace having a
-/// distinct one per step: `"{step} {ctx} {gen} {executor}"`, `executor` 1 when the name is
-/// `LIKE '%[Executor] _forward_step%'` (the `trtllm-skill` profile's prefilter). Only for names
-/// no other rule matches (launch API, NCCL, host prep, under either profile's matching): a
-/// digest, digits and spaces, matches none either, so the name tables classify it as they
-/// would the name.
-pub fn step_digest(name: &str) -> Option<String> {
+/// What the page keeps of a forward-step name, not the name ([`StepText`]): a long trace names
+/// every step differently. Only for names no other rule matches (launch API, NCCL, host prep,
+/// under either profile's matching), so that a name not held is one only the step parsers read.
+pub fn step_text(name: &str) -> Option<StepText> {
     let step = parse_step(name)?;
     // Every other rule's text holds `nccl` or `prepare` (any case, as `LIKE` compares).
     let bytes = name.as_bytes();
@@ -170,35 +161,29 @@ pub fn step_digest(name: &str) -> Option<String> {
     {
         return None;
     }
-    let executor = u8::from(executor_prefilter().matches(name));
-    Some(format!(
-        "{} {} {} {executor}",
-        step.step, step.ctx, step.gen_reqs
-    ))
+    Some(StepText {
+        name: step,
+        executor: executor_prefilter().matches(name),
+    })
 }
 
-/// The step a [`step_digest`] holds, and whether its name passed the `trtllm-skill` prefilter.
-fn parse_digest(digest: &str) -> Option<(StepName, bool)> {
-    let mut fields = digest.split(' ').map(|f| f.parse::<u64>().ok());
-    let mut next = || fields.next().flatten();
-    let step = StepName {
-        step: next()?,
-        ctx: next()?,
-        gen_reqs: next()?,
-    };
-    Some((step, next()? == 1))
+/// The forward step a name not held stands for under `sw`: every profile's parser reads it but
+/// `trtllm-skill`'s, which takes only names its prefilter passes. A custom step marker needs
+/// the names themselves (the page's streamed open, which holds none, takes no marker).
+pub fn unheld_step(text: &StepText, sw: &Switches) -> Option<StepName> {
+    (sw.name_match != NameMatch::SqliteLike || text.executor).then_some(text.name)
 }
 
-/// A readable name for a [`step_digest`] without the name itself: TensorRT-LLM's own form,
-/// `[Executor] _forward_step N: C ctx reqs, G gen reqs` (what the digest came from, on every
-/// trace it writes); for labels, where reading every name back would cost a lookup each.
-pub fn step_digest_label(digest: &str) -> Option<String> {
-    let (s, executor) = parse_digest(digest)?;
-    let prefix = if executor { "[Executor] " } else { "" };
-    Some(format!(
+/// A label for a forward step whose name is not held: TensorRT-LLM's own form,
+/// `[Executor] _forward_step N: C ctx reqs, G gen reqs` (the prefix when the name passed the
+/// `trtllm-skill` prefilter), which gives back the name itself on every trace it writes.
+pub fn step_label(s: &StepText) -> String {
+    let prefix = if s.executor { "[Executor] " } else { "" };
+    let n = &s.name;
+    format!(
         "{prefix}_forward_step {}: {} ctx reqs, {} gen reqs",
-        s.step, s.ctx, s.gen_reqs
-    ))
+        n.step, n.ctx, n.gen_reqs
+    )
 }
 
 /// Whether `name` is an NCCL kernel's: `LIKE '%nccl%'` (`like`), else a case-insensitive
@@ -268,6 +253,8 @@ pub struct NameTables {
     pub nccl: NameFlags,
     /// For each prep pattern, which names match it.
     pub prep: [NameFlags; 3],
+    /// Names of ranges that may define windows under some profile ([`may_define_windows`]).
+    pub windows: NameFlags,
 }
 
 /// Forward-step names by [`NameId`]: a table built by the caller (the reference's own rules), or
@@ -306,15 +293,9 @@ impl StepParser {
         }
     }
 
-    /// The step string `id` names, from its text or its digest ([`step_digest`]; a digest is
-    /// made only where no custom marker applies: the page's streamed open takes none).
+    /// The step string `id` names (none for a name not held: see [`unheld_step`]).
     pub fn parse_id(&self, strings: &Strings, id: NameId) -> Option<StepName> {
-        if !strings.is_digest(id) {
-            return self.parse(strings.get(id));
-        }
-        let (step, executor) = parse_digest(strings.get(id))?;
-        let passes = self.prefilter.is_none() || executor;
-        (passes && self.marker.is_none()).then_some(step)
+        self.parse(strings.get(id))
     }
 
     pub fn parse(&self, name: &str) -> Option<StepName> {
@@ -334,6 +315,7 @@ impl NameTables {
             launch: NameFlags::default(),
             nccl: NameFlags::default(),
             prep: Default::default(),
+            windows: NameFlags::default(),
         };
         tables.extend(strings, sw);
         tables
@@ -351,6 +333,15 @@ impl NameTables {
         for (p, table) in self.prep.iter_mut().enumerate() {
             strings.classify_more(table, |s| is_prep_name(s, p, like));
         }
+        strings.classify_more(&mut self.windows, may_define_windows);
+    }
+
+    /// Whether an NVTX range may be a forward step or a host-prep range under some profile
+    /// (a name not held is a step's).
+    pub fn may_define_windows(&self, row: &NvtxRow) -> bool {
+        row.has_unheld_name()
+            || flag(&self.windows, row.name)
+            || flag(&self.windows, row.text_id_name)
     }
 
     pub fn is_launch(&self, id: NameId) -> bool {
@@ -452,10 +443,11 @@ mod tests {
         assert_eq!(parse_step("[Executor] _forward_step 12"), None);
     }
 
-    /// A forward-step name kept as its digest reads as the name under both profiles' parsers
-    /// and name tables; names another rule matches are kept whole.
+    /// A forward-step name not held reads as the name under both profiles' parsers, and the
+    /// name tables classify the table without it as they do with it; names another rule
+    /// matches are held.
     #[test]
-    fn step_digests_read_as_their_names() {
+    fn step_names_not_held_read_as_their_names() {
         use crate::detect::Profile;
         let names = [
             "[Executor] _forward_step 977: 8 ctx reqs, 56 gen reqs",
@@ -478,53 +470,67 @@ mod tests {
                 .map(|(i, n)| (i as i64, n.to_string()))
                 .collect(),
         );
-        let mut digested = Strings::default();
+        let mut unheld = Strings::without_step_names();
         for (i, n) in names.iter().enumerate() {
-            digested.push_row_digested(i as i64, n, step_digest(n).as_deref());
+            match step_text(n) {
+                Some(_) => unheld.push_row_unheld(i as i64),
+                None => unheld.push_row(i as i64, n),
+            }
         }
-        digested.finish_rows();
-        let is_digest: Vec<bool> = (0..names.len() as NameId)
-            .map(|id| digested.is_digest(id))
+        unheld.finish_rows();
+        let not_held: Vec<bool> = (0..names.len() as NameId)
+            .map(|id| unheld.is_unheld(id))
             .collect();
         assert_eq!(
-            is_digest,
+            not_held,
             [
                 true, true, true, true, false, false, false, false, false, false, false, false
             ],
-            "digests only where no other rule matches"
+            "unheld only where no other rule matches"
         );
+        for (id, name) in names.iter().enumerate() {
+            let expect = if not_held[id] { "" } else { *name };
+            assert_eq!(
+                unheld.get(id as NameId),
+                expect,
+                "held values keep their ids"
+            );
+        }
         for profile in [Profile::Standard, Profile::TrtllmSkill] {
             let sw = profile.switches();
             let parser = StepParser::new(&sw, None);
-            for (id, name) in names.iter().enumerate() {
-                let id = id as NameId;
-                assert_eq!(
-                    parser.parse_id(&digested, id),
-                    parser.parse(name),
-                    "{profile:?}: {name}"
-                );
+            for name in names {
+                if let Some(text) = step_text(name) {
+                    assert_eq!(
+                        unheld_step(&text, &sw),
+                        parser.parse(name),
+                        "{profile:?}: {name}"
+                    );
+                }
             }
             let (a, b) = (
                 NameTables::build(&kept, &sw),
-                NameTables::build(&digested, &sw),
+                NameTables::build(&unheld, &sw),
             );
             assert_eq!(a.launch, b.launch, "{profile:?}");
             assert_eq!(a.nccl, b.nccl, "{profile:?}");
             assert_eq!(a.prep, b.prep, "{profile:?}");
         }
+        // The `trtllm-skill` prefilter (`LIKE`, any case) survives: `[executor]` passes it,
+        // a name without the prefix does not.
+        let skill = Profile::TrtllmSkill.switches();
+        let text = |i: usize| step_text(names[i]).expect("a step");
+        assert_eq!(unheld_step(&text(1), &skill), None);
+        assert!(unheld_step(&text(3), &skill).is_some());
         // Labels without the name: TensorRT-LLM's form comes back as it was.
-        for id in [0, 1] {
-            assert_eq!(
-                step_digest_label(digested.get(id)).as_deref(),
-                Some(names[id as usize])
-            );
+        for i in [0, 1] {
+            assert_eq!(step_label(&text(i)), names[i]);
         }
-        // The `trtllm-skill` prefilter (`LIKE`, any case) survives the digest.
-        let skill = StepParser::new(&Profile::TrtllmSkill.switches(), None);
-        let standard = StepParser::new(&Profile::Standard.switches(), None);
-        assert_eq!(skill.parse_id(&digested, 1), None);
-        assert!(standard.parse_id(&digested, 1).is_some());
-        assert!(skill.parse_id(&digested, 3).is_some());
+        // Interned texts come after every row, held or not.
+        let id = unheld.intern("_update_requests");
+        assert_eq!(id as usize, names.len());
+        assert_eq!(unheld.get(id), "_update_requests");
+        assert_eq!(unheld.find_text("_update_requests"), Some(id));
     }
 
     /// The hand parser against the reference's regex (`re.search`, then `int` of each group).

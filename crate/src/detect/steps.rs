@@ -1,10 +1,10 @@
 //! Forward steps and the phases they form (context vs generation).
 
 use super::config::{PhaseWindow, Switches};
-use super::names::StepName;
+use super::names::{StepName, unheld_step};
 use super::spans::{SpanQueue, WindowFacts};
 use crate::model::intervals::{IntervalSet, UnionBuilder};
-use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow};
+use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow, STEP_TEXT};
 
 /// TP ranks' copies of one step start within this much of each other (reference: 100 µs).
 pub const TP_DEDUP_NS: Ns = 100_000;
@@ -21,6 +21,9 @@ pub struct Step {
     pub ranks: u32,
     /// The (first) range's NVTX name.
     pub name_id: NameId,
+    /// For a name not held ([`STEP_TEXT`]): whether it passed the `trtllm-skill` prefilter,
+    /// `[Executor] _forward_step` (the step lane labels it by it).
+    pub executor: bool,
 }
 
 /// Which NVTX rows a profile can see, and under which name.
@@ -45,21 +48,33 @@ pub fn visible_row_name(row: &NvtxRow, sw: &Switches) -> Option<NameId> {
     (name != crate::model::NO_NAME).then_some(name)
 }
 
-/// The raw (one rank's) forward step `row` is under `sw`, if it is one; `names` gives a name's
-/// parsed step.
+/// The raw (one rank's) forward step `row` is under `sw`, if it is one; `names` gives a held
+/// name's parsed step (a name not held, [`STEP_TEXT`], comes parsed with the row).
 pub fn step_of_row(
     row: &NvtxRow,
     sw: &Switches,
     names: impl Fn(NameId) -> Option<StepName>,
 ) -> Option<Step> {
     let name_id = visible_row_name(row, sw)?;
+    let (name, executor) = match name_id {
+        STEP_TEXT => {
+            let text = if sw.nvtx_text_fallback {
+                row.step
+            } else {
+                row.text_id_step
+            }?;
+            (unheld_step(&text, sw)?, text.executor)
+        }
+        id => (names(id)?, false),
+    };
     Some(Step {
         row: row.row,
         start: row.start,
         end: row.end,
-        name: names(name_id)?,
+        name,
         ranks: 1,
         name_id,
+        executor,
     })
 }
 
@@ -567,6 +582,7 @@ mod tests {
             },
             ranks: 1,
             name_id: 0,
+            executor: false,
         }
     }
 
@@ -626,6 +642,7 @@ mod tests {
                         name: names[nvtx.name[i] as usize],
                         ranks: 1,
                         name_id: nvtx.name[i],
+                        executor: false,
                     })
                     .collect();
                 raw.sort_by_key(|s| (s.start, s.end));

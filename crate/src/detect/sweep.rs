@@ -209,9 +209,12 @@ impl PlanBuilder {
     /// Adds an NVTX range for a sweep fed as they are read ([`KernelSweep::fed`]): each host-prep
     /// range goes to `prep` as `(slot, pattern, range)`, each forward step it completes to
     /// `sink`. Returns how far the sweep may then go ([`KernelSweep::feed_until`]) when the
-    /// range is one it reads: every range it reads that is still to come starts at or after
-    /// this one. `Err`: such a range starts before the previous one (the feed needs them in
-    /// start order, as every export lists NVTX ranges; give the sweep its windows whole).
+    /// range may define windows under some profile ([`NameTables::may_define_windows`], the
+    /// ranges the page reads): every such range still to come starts at or after this one,
+    /// whether this profile reads it or not (`trtllm-skill` reads no inline text, and may read
+    /// no range at all: its sweep must still move on). `Err`: such a range starts before the
+    /// previous one (the feed needs them in start order, as every export lists NVTX ranges;
+    /// give the sweep its windows whole).
     pub fn feed(
         &mut self,
         row: &NvtxRow,
@@ -220,23 +223,18 @@ impl PlanBuilder {
         prep: &mut impl FnMut(usize, usize, (Ns, Ns)),
     ) -> Result<Option<Ns>, StepsUnordered> {
         self.names.extend(strings, &self.sw);
-        let mut is_prep = false;
-        if self.prep.is_some() {
-            super::measure::prep_of_row(row, threads, &self.names, &self.sw, &mut |slot, k, r| {
-                is_prep = true;
-                prep(slot, k, r)
-            });
-        }
-        let parse = |id| self.parser.parse_id(strings, id);
-        let step = step_of_row(row, &self.sw, parse);
-        if !is_prep && step.is_none() {
+        if !self.names.may_define_windows(row) {
             return Ok(None);
         }
         if self.last_start.is_some_and(|last| row.start < last) {
             return Err(StepsUnordered);
         }
         self.last_start = Some(row.start);
-        if let Some(s) = step {
+        if self.prep.is_some() {
+            super::measure::prep_of_row(row, threads, &self.names, &self.sw, prep);
+        }
+        let parse = |id| self.parser.parse_id(strings, id);
+        if let Some(s) = step_of_row(row, &self.sw, parse) {
             self.steps.push(s, &mut |s| sink.step(s))?;
         }
         let pending = self.steps.pending_start();

@@ -153,6 +153,7 @@ mod tests {
             },
             ranks: 1,
             name_id: 0,
+            executor: false,
         }
     }
 

@@ -4,7 +4,6 @@ use std::cell::RefCell;
 
 use rusqlite::Connection;
 
-use crate::detect::names::step_digest_label;
 use crate::detect::steps::Step;
 use crate::error::Result;
 use crate::model::{KernelEvent, NameId, Processes, Strings};
@@ -24,29 +23,13 @@ pub struct SqliteKernels<'a> {
 }
 
 impl KernelSource for SqliteKernels<'_> {
-    /// A forward-step name kept as a digest is labelled in TensorRT-LLM's form
-    /// ([`step_digest_label`]): a zoomed-out view labels a step per column, and reading each
-    /// name back would cost a `StringIds` lookup each.
-    fn label(&self, id: NameId) -> String {
-        match self.strings.is_digest(id) {
-            true => step_digest_label(self.strings.get(id)).unwrap_or_else(|| self.name(id)),
-            false => self.strings.get(id).to_string(),
-        }
+    fn name(&self, id: NameId) -> String {
+        self.strings.get(id).to_string()
     }
 
-    /// A forward-step name kept as a digest is read again from `StringIds` (a B-tree lookup,
-    /// for a hover or a view's few labels); should that fail, the digest stands in for it.
-    fn name(&self, id: NameId) -> String {
-        if !self.strings.is_digest(id) {
-            return self.strings.get(id).to_string();
-        }
-        let read = self.strings.sqlite_id(id).and_then(|sqlite_id| {
-            self.conn
-                .prepare_cached("SELECT value FROM StringIds WHERE id = ?1")
-                .and_then(|mut stmt| stmt.query_row([sqlite_id], |r| r.get::<_, String>(0)))
-                .ok()
-        });
-        read.unwrap_or_else(|| self.strings.get(id).to_string())
+    /// A forward step's name is not held: read again by `rowid` (a hover).
+    fn nvtx_name(&self, row: i64) -> Result<Option<String>> {
+        self.nvtx.name_of(self.conn, self.label, row)
     }
 
     fn steps_in_rows(

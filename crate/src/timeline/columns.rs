@@ -7,8 +7,9 @@
 use std::collections::HashMap;
 
 use super::KernelSource;
-use super::summary::{Bin, BinGrid};
-use crate::model::{NameId, Ns};
+use super::summary::{Bin, BinGrid, Label, TopKey};
+use crate::detect::names::step_label;
+use crate::model::Ns;
 
 /// The view's columns: column `c` covers `[start + c·w, start + (c+1)·w)`.
 pub struct Grid {
@@ -34,7 +35,7 @@ impl Grid {
 /// Names referenced by a view, each once, in order of first reference.
 pub struct NameIndex<'a> {
     pub names: Vec<String>,
-    by_id: HashMap<NameId, i32>,
+    by_label: HashMap<Label, i32>,
     source: &'a dyn KernelSource,
 }
 
@@ -42,18 +43,22 @@ impl<'a> NameIndex<'a> {
     pub fn new(source: &'a dyn KernelSource) -> NameIndex<'a> {
         NameIndex {
             names: Vec::new(),
-            by_id: HashMap::new(),
+            by_label: HashMap::new(),
             source,
         }
     }
 
-    pub fn index(&mut self, id: NameId) -> i32 {
-        if let Some(&i) = self.by_id.get(&id) {
+    pub fn index(&mut self, label: impl Into<Label>) -> i32 {
+        let label = label.into();
+        if let Some(&i) = self.by_label.get(&label) {
             return i;
         }
         let i = self.names.len() as i32;
-        self.names.push(self.source.label(id));
-        self.by_id.insert(id, i);
+        self.names.push(match label {
+            Label::Name(id) => self.source.label(id),
+            Label::Step(step) => step_label(&step),
+        });
+        self.by_label.insert(label, i);
         i
     }
 }
@@ -68,8 +73,8 @@ pub struct Columns {
 /// Exact aggregation of one lane's events `(start, end, name)`, given in start order (ties in
 /// table order): the order decides which of equally long events is `top` and the order in
 /// which names enter the view.
-pub fn exact(
-    events: impl Iterator<Item = (Ns, Ns, NameId)>,
+pub fn exact<K: Copy + Into<Label>>(
+    events: impl Iterator<Item = (Ns, Ns, K)>,
     grid: &Grid,
     names: &mut NameIndex,
 ) -> Columns {
@@ -116,7 +121,12 @@ fn fractions(grid: &Grid, covered: &[f64]) -> Vec<f32> {
 /// so the error is at most `f·(1−f)·width` per cut bin (`f` the part inside) — see
 /// [`busy_error_bound`]. Count and top: the kernels overlapping the column widened to whole bins
 /// (an upper bound on the count; a column is idle only when that widened span is).
-pub fn from_bins(bins: &[Bin], bin_grid: &BinGrid, grid: &Grid, names: &mut NameIndex) -> Columns {
+pub fn from_bins<K: TopKey>(
+    bins: &[Bin<K>],
+    bin_grid: &BinGrid,
+    grid: &Grid,
+    names: &mut NameIndex,
+) -> Columns {
     let n = grid.columns as usize;
     let mut covered = vec![0.0f64; n];
     let mut count = vec![0u32; n];

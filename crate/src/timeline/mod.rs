@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 
 pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
-use summary::{BinGrid, Blocks, LaneBins, Summary};
+use summary::{BinGrid, Blocks, Label, LaneBins, Summary};
 
 use crate::detect::steps::{Step, StepSink};
-use crate::model::{KernelEvent, NameId, Ns, Trace};
+use crate::model::{KernelEvent, NameId, Ns, STEP_TEXT, Trace};
 
 /// What the page draws for one view.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +85,12 @@ pub trait KernelSource {
         last_row: i64,
         visit: &mut dyn FnMut(KernelEvent),
     ) -> crate::error::Result<()>;
+
+    /// The name of the NVTX range in row `row`, read from the source: for a forward step
+    /// whose name the trace does not hold ([`crate::model::STEP_TEXT`]). `None`: not read.
+    fn nvtx_name(&self, _row: i64) -> crate::error::Result<Option<String>> {
+        Ok(None)
+    }
 
     /// Visits the forward steps (the standard profile's, TP copies merged) whose ranges are in
     /// NVTX rows `first_row..=last_row`, in start order.
@@ -232,7 +238,7 @@ impl KernelLane {
 /// ([`KernelSource::steps_in_rows`]), a wider one is drawn from the bins. A long trace has
 /// millions of steps; this stays the same size.
 pub struct StepLane {
-    summary: Summary,
+    summary: Summary<Label>,
     blocks: Blocks,
     max_len: Ns,
 }
@@ -252,7 +258,7 @@ impl StepSink for StepLaneBuilder {
         let summary = &mut lane.summary;
         let end = summary.fit(s.end);
         if end > s.start {
-            summary.lanes[0].record(&summary.grid, s.start, end, s.name_id);
+            summary.lanes[0].record(&summary.grid, s.start, end, step_label(s));
         }
         lane.max_len = lane.max_len.max(s.end.saturating_sub(s.start));
     }
@@ -283,7 +289,7 @@ impl StepLane {
     }
 
     fn empty() -> StepLane {
-        let mut summary = Summary::new(0);
+        let mut summary = Summary::<Label>::new(0);
         summary.lanes.push(LaneBins::default());
         StepLane {
             summary,
@@ -304,7 +310,7 @@ impl StepLane {
     /// `MAX_BLOCKS` blocks).
     pub fn heap_bytes(&self) -> usize {
         let bins: usize = self.summary.lanes.iter().map(|l| l.bins.capacity()).sum();
-        bins * std::mem::size_of::<summary::Bin>() + self.blocks.heap_bytes()
+        bins * std::mem::size_of::<summary::Bin<Label>>() + self.blocks.heap_bytes()
     }
 
     /// NVTX rows holding every step that may be within reach of `[a, b)`, with a block more on
@@ -314,25 +320,26 @@ impl StepLane {
             .rows_overlapping_widened(a.saturating_sub(self.max_len), b)
     }
 
-    /// Steps of `rows` that may be within reach of `[a, b)`, as `(start, end, name)` in start
-    /// order: those starting before `b`, from the first that can still reach `a`.
+    /// Steps of `rows` that may be within reach of `[a, b)`, as `(start, end, (label, row))`
+    /// in start order: those starting before `b`, from the first that can still reach `a`.
     fn read(
         &self,
         source: &dyn KernelSource,
         rows: &[(i64, i64)],
         (a, b): (Ns, Ns),
-    ) -> crate::error::Result<Vec<(Ns, Ns, NameId)>> {
+    ) -> crate::error::Result<Vec<LaneStep>> {
         let reach = a.saturating_sub(self.max_len);
         let mut steps = Vec::new();
         for &(first, last) in rows {
             source.steps_in_rows(first, last, &mut |s| {
                 if s.start < b && s.start >= reach {
-                    steps.push((s.start, s.end, s.name_id));
+                    steps.push((s.start, s.end, (step_label(&s), s.row)));
                 }
             })?;
         }
-        if !steps.is_sorted() {
-            steps.sort_unstable();
+        let key = |s: &LaneStep| (s.0, s.1, s.2.1);
+        if !steps.is_sorted_by_key(key) {
+            steps.sort_unstable_by_key(key);
         }
         Ok(steps)
     }
@@ -348,7 +355,11 @@ impl StepLane {
         let exact = detail.reads(&rows);
         let cols = if exact {
             let steps = self.read(source, &rows, (grid.start, grid.end))?;
-            columns::exact(steps.into_iter(), grid, names)
+            columns::exact(
+                steps.into_iter().map(|(s, e, (l, _))| (s, e, l)),
+                grid,
+                names,
+            )
         } else {
             let bins = self.summary.lanes.first().map_or(&[][..], |l| &l.bins[..]);
             columns::from_bins(bins, &self.summary.grid, grid, names)
@@ -366,6 +377,9 @@ impl StepLane {
         })
     }
 }
+
+/// A step read back from the source: `(start, end, (label, NVTX row))`.
+type LaneStep = (Ns, Ns, (Label, i64));
 
 /// A lane's events read back from the source: `(start, row, end, name)`.
 type RowEvent = (Ns, i64, Ns, NameId);
@@ -535,7 +549,10 @@ impl Timeline {
                     return Ok(None);
                 };
                 let steps = s.read(source, &s.rows_near(a, b), (a, b))?;
-                (closest(steps.into_iter(), t, slack), None, None)
+                let found = closest(steps.into_iter(), t, slack);
+                let named =
+                    found.map(|(s, e, (label, row))| Ok((s, e, hit_name(source, label, row)?)));
+                (named.transpose()?, None, None)
             }
             Some(i) => {
                 let Some(l) = self.lanes.get(i) else {
@@ -545,12 +562,13 @@ impl Timeline {
                 let events = self.read_lanes(source, &rows, a, b)?;
                 let evs = events.into_iter().nth(i).unwrap_or_default();
                 let evs = evs.into_iter().map(|(s, _, e, name)| (s, e, name));
-                (closest(evs, t, slack), Some(l.device), Some(l.stream))
+                let found = closest(evs, t, slack).map(|(s, e, id)| (s, e, source.name(id)));
+                (found, Some(l.device), Some(l.stream))
             }
         };
         Ok(found.map(|(start_ns, end_ns, name)| Hit {
             lane,
-            name: source.name(name),
+            name,
             start_ns,
             end_ns,
             duration_us: (end_ns - start_ns) as f64 / 1000.0,
@@ -584,14 +602,36 @@ fn row_count(rows: &[(i64, i64)]) -> i64 {
     rows.iter().map(|(f, l)| l - f + 1).sum()
 }
 
+/// A hovered step's name: the name itself, read again from the source when the trace does not
+/// hold it (else the part of it the parser read).
+fn hit_name(source: &dyn KernelSource, label: Label, row: i64) -> crate::error::Result<String> {
+    Ok(match label {
+        Label::Name(id) => source.name(id),
+        Label::Step(step) => source
+            .nvtx_name(row)?
+            .unwrap_or_else(|| crate::detect::names::step_label(&step)),
+    })
+}
+
+/// What the step lane labels a step by.
+fn step_label(s: &Step) -> Label {
+    match s.name_id {
+        STEP_TEXT => Label::Step(crate::model::StepText {
+            name: s.name,
+            executor: s.executor,
+        }),
+        id => Label::Name(id),
+    }
+}
+
 /// The event nearest `t` among those (in start order) starting before `t + slack`: distance 0
 /// when it contains `t`; on a tie the later one wins (the one drawn on top).
-fn closest(
-    events: impl Iterator<Item = (Ns, Ns, NameId)>,
+fn closest<K: Copy>(
+    events: impl Iterator<Item = (Ns, Ns, K)>,
     t: Ns,
     slack: Ns,
-) -> Option<(Ns, Ns, NameId)> {
-    let mut best: Option<(Ns, (Ns, Ns, NameId))> = None;
+) -> Option<(Ns, Ns, K)> {
+    let mut best: Option<(Ns, (Ns, Ns, K))> = None;
     for (s, e, name) in events.take_while(|ev| ev.0 < t.saturating_add(slack)) {
         let distance = if t < s {
             s - t

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{NO_NAME, NameId, Ns};
+use crate::model::{NO_NAME, NameId, Ns, StepText};
 
 /// Bins per lane. A full-extent view spans at least `BINS / 2` bins (the grid doubles only when
 /// the extent outgrows it), so at 1 200 columns a column covers ≥ 3.4 bins.
@@ -21,35 +21,64 @@ pub const MAX_BLOCKS: usize = 4096;
 /// guard so that absurd timestamps cannot overflow the grid's arithmetic.
 const MAX_WIDTH: Ns = 1 << 48;
 
+/// What a lane labels a column by: a name of the string table, or a forward step whose name
+/// is not held ([`crate::model::STEP_TEXT`]), by the step its name reads as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Label {
+    Name(NameId),
+    Step(StepText),
+}
+
+impl From<NameId> for Label {
+    fn from(id: NameId) -> Label {
+        Label::Name(id)
+    }
+}
+
+/// What a bin keeps of its longest event: a kernel lane a [`NameId`], the step lane a
+/// [`Label`].
+pub trait TopKey: Copy + Into<Label> {
+    /// No event.
+    const NONE: Self;
+}
+
+impl TopKey for NameId {
+    const NONE: NameId = NO_NAME;
+}
+
+impl TopKey for Label {
+    const NONE: Label = Label::Name(NO_NAME);
+}
+
 /// One bin of one lane: everything a column needs, all mergeable pairwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bin {
+pub struct Bin<K = NameId> {
     /// Time covered by the lane's kernels (their union) inside the bin, ns.
     pub busy: Ns,
     /// Longest kernel overlapping the bin: duration and name (`NO_NAME` when none).
     pub top_len: Ns,
-    pub top_name: NameId,
+    pub top_name: K,
     /// Kernels starting in the bin.
     pub starts: u32,
     /// Kernels started earlier that are still running at the bin's start.
     pub carried: u32,
 }
 
-impl Default for Bin {
-    fn default() -> Bin {
+impl<K: TopKey> Default for Bin<K> {
+    fn default() -> Bin<K> {
         Bin {
             busy: 0,
             top_len: 0,
-            top_name: NO_NAME,
+            top_name: K::NONE,
             starts: 0,
             carried: 0,
         }
     }
 }
 
-impl Bin {
+impl<K: TopKey> Bin<K> {
     /// The bin covering `self` then `next` (its right neighbour).
-    fn merged(self, next: Bin) -> Bin {
+    fn merged(self, next: Bin<K>) -> Bin<K> {
         let (top_len, top_name) = if next.top_len > self.top_len {
             (next.top_len, next.top_name)
         } else {
@@ -65,7 +94,7 @@ impl Bin {
     }
 
     /// Keeps the longest kernel; the earlier one wins ties, as in an exact view.
-    fn offer_top(&mut self, len: Ns, name: NameId) {
+    fn offer_top(&mut self, len: Ns, name: K) {
         if len > self.top_len {
             self.top_len = len;
             self.top_name = name;
@@ -107,13 +136,13 @@ impl BinGrid {
 /// One lane's bins, plus the lane's running union (flushed into bins when it closes) so that
 /// `busy` is the union of the lane's kernels, not the sum.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LaneBins {
-    pub bins: Vec<Bin>,
+pub struct LaneBins<K = NameId> {
+    pub bins: Vec<Bin<K>>,
     open: Option<(Ns, Ns)>,
 }
 
-impl Default for LaneBins {
-    fn default() -> LaneBins {
+impl<K: TopKey> Default for LaneBins<K> {
+    fn default() -> LaneBins<K> {
         LaneBins {
             bins: vec![Bin::default(); BINS],
             open: None,
@@ -121,10 +150,10 @@ impl Default for LaneBins {
     }
 }
 
-impl LaneBins {
+impl<K: TopKey> LaneBins<K> {
     /// Adds a kernel `[s, e)` (`e > s`, inside the grid) that starts no earlier than the
     /// previous one of this lane.
-    pub fn record(&mut self, grid: &BinGrid, s: Ns, e: Ns, name: NameId) {
+    pub fn record(&mut self, grid: &BinGrid, s: Ns, e: Ns, name: K) {
         let (j0, j1) = (grid.bin(s), grid.bin(e - 1));
         self.bins[j0].starts = self.bins[j0].starts.saturating_add(1);
         for bin in &mut self.bins[j0..=j1] {
@@ -170,13 +199,13 @@ impl LaneBins {
 
 /// The grid and every lane's bins, kept at one resolution.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
+pub struct Summary<K = NameId> {
     pub grid: BinGrid,
-    pub lanes: Vec<LaneBins>,
+    pub lanes: Vec<LaneBins<K>>,
 }
 
-impl Summary {
-    pub fn new(origin: Ns) -> Summary {
+impl<K: TopKey> Summary<K> {
+    pub fn new(origin: Ns) -> Summary<K> {
         Summary {
             grid: BinGrid::new(origin),
             lanes: Vec::new(),
@@ -194,7 +223,7 @@ impl Summary {
 
     /// Heap bytes held by the bins (the part of a timeline that scales with lanes only).
     pub fn heap_bytes(&self) -> usize {
-        self.lanes.len() * BINS * std::mem::size_of::<Bin>()
+        self.lanes.len() * BINS * std::mem::size_of::<Bin<K>>()
     }
 }
 

@@ -153,7 +153,7 @@ fn the_step_lane_keeps_its_size_and_reads_its_steps_back() {
     let (_, short) = size(10_000);
     let (trace, lane) = size(40_000);
     // Bins and at most `MAX_BLOCKS` row blocks, whatever the steps.
-    let most = summary::BINS * std::mem::size_of::<summary::Bin>()
+    let most = summary::BINS * std::mem::size_of::<summary::Bin<Label>>()
         + summary::MAX_BLOCKS * std::mem::size_of::<summary::Block>();
     assert!(lane.heap_bytes() <= most, "{} bytes", lane.heap_bytes());
     assert!(
@@ -165,7 +165,19 @@ fn the_step_lane_keeps_its_size_and_reads_its_steps_back() {
     // Zoomed in, the steps come back as they were (damaged ones left out, as detect does).
     let (a, b) = (5_000_000, 5_600_000);
     let rows = lane.rows_near(a, b);
-    let got: Vec<(Ns, Ns, NameId)> = lane.read(&trace, &rows, (a, b)).expect("read");
+    let got: Vec<(Ns, Ns, NameId)> = lane
+        .read(&trace, &rows, (a, b))
+        .expect("read")
+        .into_iter()
+        .map(|(s, e, (label, row))| {
+            assert_eq!(
+                label,
+                Label::Name(row as NameId),
+                "held names label their steps"
+            );
+            (s, e, row as NameId)
+        })
+        .collect();
     let nvtx = &trace.nvtx;
     let want: Vec<(Ns, Ns, NameId)> = (0..nvtx.len())
         .filter(|&i| nvtx.end[i] >= nvtx.start[i])

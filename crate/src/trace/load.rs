@@ -8,9 +8,10 @@ use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
 use super::launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_if_sorted};
+use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of, text_ref};
-use crate::detect::names::{may_define_windows, step_digest};
+use crate::detect::names::{may_define_windows, step_text};
 use crate::error::{Error, Result};
 use crate::model::{
     CoverageNote, GpuInfo, MemOps, NO_NAME, NameFlags, NvtxRanges, NvtxRow, ProcessIdx, Processes,
@@ -156,9 +157,9 @@ pub struct StagedLoad {
 }
 
 impl StagedLoad {
-    /// Schema, metadata and strings, forward-step names kept as digests
-    /// ([`crate::model::Strings::push_row_digested`]): the page's analysis worker holds one per
-    /// step, and needs of them only what the detect plans read.
+    /// Schema, metadata and strings, forward-step names not held
+    /// ([`crate::model::Strings::without_step_names`]): the page's analysis worker would hold
+    /// one per step, and needs of each only the step its NVTX rows read as they pass.
     pub fn begin(conn: &Connection, path: &str, progress: ProgressFn<'_>) -> Result<StagedLoad> {
         let (schema, trace) = Loader {
             conn,
@@ -472,16 +473,16 @@ pub fn probe_export(conn: &Connection, path: &str) -> Result<Schema> {
 }
 
 impl Loader<'_, '_> {
-    /// Schema, metadata and strings: what every table loader needs first.
-    /// Schema, metadata and strings (forward-step names as digests with `digest_steps`).
-    fn begin(&mut self, digest_steps: bool) -> Result<(Schema, Trace)> {
+    /// Schema, metadata and strings: what every table loader needs first (forward-step names
+    /// held unless `steps_unheld`).
+    fn begin(&mut self, steps_unheld: bool) -> Result<(Schema, Trace)> {
         self.report("probing schema", 0, 0)?;
         let schema = probe_export(self.conn, self.path)?;
         let mut trace = Trace {
             meta: read_meta(self.conn, &schema, self.path)?,
             ..Trace::default()
         };
-        self.load_strings(&schema, &mut trace, digest_steps)?;
+        self.load_strings(&schema, &mut trace, steps_unheld)?;
         Ok((schema, trace))
     }
 
@@ -565,7 +566,7 @@ impl Loader<'_, '_> {
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
-        digest_steps: bool,
+        steps_unheld: bool,
     ) -> Result<()> {
         if !(schema.has_column("StringIds", "id") && schema.has_column("StringIds", "value")) {
             trace.note(
@@ -574,7 +575,10 @@ impl Loader<'_, '_> {
             );
             return Ok(());
         }
-        let mut strings = crate::model::Strings::default();
+        let mut strings = match steps_unheld {
+            true => Strings::without_step_names(),
+            false => Strings::default(),
+        };
         self.stream(
             "loading strings",
             "StringIds",
@@ -582,8 +586,10 @@ impl Loader<'_, '_> {
             |r| {
                 let id = int(r.get_ref(0)?, -1);
                 let value = text_ref(r.get_ref(1)?);
-                let digest = digest_steps.then(|| step_digest(&value)).flatten();
-                strings.push_row_digested(id, &value, digest.as_deref());
+                match steps_unheld && step_text(&value).is_some() {
+                    true => strings.push_row_unheld(id),
+                    false => strings.push_row(id, &value),
+                }
                 Ok(())
             },
         )?;
@@ -800,6 +806,7 @@ impl Loader<'_, '_> {
         } = trace;
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
+        let mut namer = RowNamer::new(self.conn);
         let keep_id: NameFlags = if windows_only {
             strings.classify(may_define_windows)
         } else {
@@ -813,29 +820,35 @@ impl Loader<'_, '_> {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
-            let by_id = opt_int(r.get_ref(6)?).map_or(NO_NAME, |id| strings.resolve(id));
+            let text_id = opt_int(r.get_ref(6)?);
+            let by_id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
             let text = match r.get_ref(5)? {
                 ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
                 _ => None,
             };
             if windows_only
                 && !crate::model::flag(&keep_id, by_id)
-                && !strings.is_digest(by_id)
+                && !strings.is_unheld(by_id)
                 && !text.as_deref().is_some_and(may_define_windows)
             {
                 n.omit(text.is_some());
                 return Ok(true);
             }
-            let row = NvtxRow {
+            let mut row = NvtxRow {
                 row: int(r.get_ref(7)?, 0),
                 start: int(r.get_ref(0)?, 0),
                 end: int(r.get_ref(1)?, 0),
                 thread: last_thread,
                 event_type: u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0),
                 domain: if details { small(r.get_ref(4)?) } else { 0 },
-                name: text.map_or(by_id, |t| strings.intern(&t)),
-                text_id_name: by_id,
+                name: NO_NAME,
+                text_id_name: NO_NAME,
+                step: None,
+                text_id_step: None,
             };
+            namer
+                .name(strings, text.as_deref(), text_id)?
+                .apply(&mut row);
             Ok(sink(&row, strings, threads))
         })
         .inspect(|_| strings.shrink_to_fit())

@@ -5,6 +5,7 @@
 
 mod launches;
 mod load;
+mod nvtx_names;
 mod open;
 mod schema;
 mod stream;

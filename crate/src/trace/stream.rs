@@ -6,13 +6,14 @@
 //! B-tree range, no sort), so the caller can yield between them (the page's worker answers
 //! messages there) and re-read any range later (the timeline's deep zoom).
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use rusqlite::types::ValueRef;
 
 use super::load::{KERNEL_TABLE, NVTX_TABLE, int, opt_int, select, small};
+use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
-use super::schema::Schema;
+use super::schema::{Schema, text_ref};
 use crate::error::Result;
 use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Processes, Strings};
 
@@ -256,16 +257,54 @@ impl<'p> ProcessInterner<'p> {
 pub struct NvtxRows {
     /// `None`: the export has no NVTX table.
     sql: Option<String>,
+    /// One row's `text` and `textId`.
+    name_sql: Option<String>,
 }
 
 impl NvtxRows {
     pub fn new(schema: &Schema) -> NvtxRows {
         let columns = ["start", "end", "eventType", "text", "textId", "rowid"];
         let filter = "WHERE rowid BETWEEN ?1 AND ?2 AND \"end\" IS NOT NULL";
+        let has_table = schema.has_table(NVTX_TABLE);
         NvtxRows {
-            sql: schema
-                .has_table(NVTX_TABLE)
-                .then(|| select(schema, NVTX_TABLE, &columns, filter)),
+            sql: has_table.then(|| select(schema, NVTX_TABLE, &columns, filter)),
+            name_sql: has_table
+                .then(|| select(schema, NVTX_TABLE, &["text", "textId"], "WHERE rowid = ?1")),
+        }
+    }
+
+    /// The name of the range in row `row` as a user sees it: its inline text, else its
+    /// `StringIds` value (`None`: no such row, or no name).
+    pub fn name_of(&self, conn: &Connection, path: &str, row: i64) -> Result<Option<String>> {
+        let Some(sql) = &self.name_sql else {
+            return Ok(None);
+        };
+        let fail = |e: rusqlite::Error| sqlite_error(path, NVTX_TABLE, &e);
+        let read = |r: &rusqlite::Row<'_>| {
+            let text = match r.get_ref(0)? {
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                _ => None,
+            };
+            Ok((text, opt_int(r.get_ref(1)?)))
+        };
+        let (text, text_id) = match conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_row([row], read))
+        {
+            Ok(found) => found,
+            Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(None),
+            Err(e) => return Err(fail(e)),
+        };
+        match (text, text_id) {
+            (Some(text), _) => Ok(Some(text)),
+            (None, Some(id)) => conn
+                .prepare_cached("SELECT value FROM StringIds WHERE id = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row([id], |r| Ok(text_ref(r.get_ref(0)?).into_owned()))
+                })
+                .optional()
+                .map_err(|e| sqlite_error(path, "StringIds", &e)),
+            (None, None) => Ok(None),
         }
     }
 
@@ -284,25 +323,28 @@ impl NvtxRows {
         let fail = |e: rusqlite::Error| sqlite_error(path, NVTX_TABLE, &e);
         let mut stmt = conn.prepare_cached(sql).map_err(fail)?;
         let mut rows = stmt.query([first, last]).map_err(fail)?;
+        let mut namer = RowNamer::new(conn);
         while let Some(r) = rows.next().map_err(fail)? {
             let row = (|| -> rusqlite::Result<NvtxRow> {
-                let by_id = opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id));
-                let name = match r.get_ref(3)? {
-                    ValueRef::Text(t) => strings
-                        .find_text(&String::from_utf8_lossy(t))
-                        .unwrap_or(NO_NAME),
-                    _ => by_id,
+                let text = match r.get_ref(3)? {
+                    ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+                    _ => None,
                 };
-                Ok(NvtxRow {
+                let names = namer.name_again(strings, text.as_deref(), opt_int(r.get_ref(4)?))?;
+                let mut row = NvtxRow {
                     row: int(r.get_ref(5)?, 0),
                     start: int(r.get_ref(0)?, 0),
                     end: int(r.get_ref(1)?, 0),
                     thread: 0,
                     event_type: u8::try_from(int(r.get_ref(2)?, 0)).unwrap_or(0),
                     domain: 0,
-                    name,
-                    text_id_name: by_id,
-                })
+                    name: NO_NAME,
+                    text_id_name: NO_NAME,
+                    step: None,
+                    text_id_step: None,
+                };
+                names.apply(&mut row);
+                Ok(row)
             })()
             .map_err(fail)?;
             each(row);
