@@ -123,9 +123,13 @@ impl Unheld {
         self.before[w] + below.count_ones()
     }
 
-    /// Where the value of held string `id` sits among the values.
+    /// Where the value of held string `id` sits among the values (its id when every row is
+    /// held, as in every load but the page's: no rank on the CLI's lookups).
     fn slot(&self, id: NameId) -> u32 {
-        id - self.before(id)
+        match self.total {
+            0 => id,
+            _ => id - self.before(id),
+        }
     }
 
     fn shrink_to_fit(&mut self) {

@@ -55,7 +55,7 @@ impl<'a> NameIndex<'a> {
         }
         let i = self.names.len() as i32;
         self.names.push(match label {
-            Label::Name(id) => self.source.label(id),
+            Label::Name(id) => self.source.name(id),
             Label::Step(step) => step_label(&step),
         });
         self.by_label.insert(label, i);

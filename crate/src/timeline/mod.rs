@@ -72,11 +72,6 @@ pub trait KernelSource {
     /// The name `KernelEvent::short_name` (or an NVTX step's name) `id` stands for.
     fn name(&self, id: NameId) -> String;
 
-    /// The name as a view labels its columns: [`KernelSource::name`], unless that costs a read.
-    fn label(&self, id: NameId) -> String {
-        self.name(id)
-    }
-
     /// Visits every kernel of rows `first_row..=last_row` (missing rows are skipped), in table
     /// order.
     fn kernels_in_rows(

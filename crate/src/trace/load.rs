@@ -442,6 +442,14 @@ pub(super) fn opt_int(v: ValueRef<'_>) -> Option<i64> {
     }
 }
 
+/// An NVTX range's inline `text`: `None` unless the column holds text.
+pub(super) fn inline_text(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> {
+    match v {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+        _ => None,
+    }
+}
+
 /// Sets `column[row]`, growing a lazily allocated column (zeros for earlier rows).
 fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
     if column.len() <= row {
@@ -822,10 +830,7 @@ impl Loader<'_, '_> {
             }
             let text_id = opt_int(r.get_ref(6)?);
             let by_id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
-            let text = match r.get_ref(5)? {
-                ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
-                _ => None,
-            };
+            let text = inline_text(r.get_ref(5)?);
             if windows_only
                 && !crate::model::flag(&keep_id, by_id)
                 && !strings.is_unheld(by_id)

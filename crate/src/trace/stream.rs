@@ -8,9 +8,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use rusqlite::types::ValueRef;
-
-use super::load::{KERNEL_TABLE, NVTX_TABLE, int, opt_int, select, small};
+use super::load::{KERNEL_TABLE, NVTX_TABLE, inline_text, int, opt_int, select, small};
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, text_ref};
@@ -281,10 +279,7 @@ impl NvtxRows {
         };
         let fail = |e: rusqlite::Error| sqlite_error(path, NVTX_TABLE, &e);
         let read = |r: &rusqlite::Row<'_>| {
-            let text = match r.get_ref(0)? {
-                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-                _ => None,
-            };
+            let text = inline_text(r.get_ref(0)?).map(|t| t.into_owned());
             Ok((text, opt_int(r.get_ref(1)?)))
         };
         let (text, text_id) = match conn
@@ -326,10 +321,7 @@ impl NvtxRows {
         let mut namer = RowNamer::new(conn);
         while let Some(r) = rows.next().map_err(fail)? {
             let row = (|| -> rusqlite::Result<NvtxRow> {
-                let text = match r.get_ref(3)? {
-                    ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
-                    _ => None,
-                };
+                let text = inline_text(r.get_ref(3)?);
                 let names = namer.name_again(strings, text.as_deref(), opt_int(r.get_ref(4)?))?;
                 let mut row = NvtxRow {
                     row: int(r.get_ref(5)?, 0),
