@@ -17,32 +17,17 @@ use intervals::push_gently;
 
 use serde::{Deserialize, Serialize};
 
+use crate::names::steps::StepText;
+
 /// A timestamp or duration in nanoseconds, as nsys stores them.
 pub type Ns = i64;
 
 /// Index into [`Strings`]; `NO_NAME` marks a missing/NULL name.
 pub type NameId = u32;
 pub const NO_NAME: NameId = u32::MAX;
-/// A forward-step name read but not held ([`Strings::holds_step_names`]): the NVTX row that
-/// names it carries what readers need of it ([`NvtxRow::step`]).
-pub const STEP_TEXT: NameId = u32::MAX - 1;
-
-/// A parsed `[Executor] _forward_step N: C ctx reqs, G gen reqs` name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct StepName {
-    pub step: u64,
-    pub ctx: u64,
-    pub gen_reqs: u64,
-}
-
-/// What the page keeps of a forward-step name it does not hold (a long trace names every step
-/// differently): the parsed step, and whether the name passed the `trtllm-skill` profile's
-/// prefilter (`LIKE '%[Executor] _forward_step%'`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct StepText {
-    pub name: StepName,
-    pub executor: bool,
-}
+/// A name read but not held ([`Strings::holds_step_names`]): the loader holds no forward-step
+/// name, and the NVTX row so named carries the parsed marker instead ([`NvtxRow::step`]).
+pub const UNHELD_NAME: NameId = u32::MAX - 1;
 
 /// Index into [`Processes`].
 pub type ProcessIdx = u32;
@@ -767,7 +752,7 @@ pub struct NvtxRanges {
     pub name: Vec<NameId>,
     /// `StringIds[textId]` only (`NO_NAME` when `textId` is NULL): what the reference scripts see.
     pub text_id_name: Vec<NameId>,
-    /// The forward-step names of rows named [`STEP_TEXT`] (by text, by `textId`), by row.
+    /// The forward-step names of rows named [`UNHELD_NAME`] (by text, by `textId`), by row.
     unheld: Vec<(usize, Option<StepText>, Option<StepText>)>,
     /// What a windows-only load (the page's verdict) did not keep.
     pub omitted: OmittedRanges,
@@ -788,7 +773,7 @@ pub struct NvtxRow {
     pub name: NameId,
     /// `StringIds[textId]` only (see [`NvtxRanges::text_id_name`]).
     pub text_id_name: NameId,
-    /// The forward step `name` stands for when it is [`STEP_TEXT`] (a name not held).
+    /// The forward step `name` stands for when it is [`UNHELD_NAME`] (a name not held).
     pub step: Option<StepText>,
     /// The same for `text_id_name`.
     pub text_id_step: Option<StepText>,
@@ -797,7 +782,7 @@ pub struct NvtxRow {
 impl NvtxRow {
     /// Whether a name of the row is a forward-step name not held.
     pub fn has_unheld_name(&self) -> bool {
-        self.name == STEP_TEXT || self.text_id_name == STEP_TEXT
+        self.name == UNHELD_NAME || self.text_id_name == UNHELD_NAME
     }
 }
 

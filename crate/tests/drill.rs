@@ -10,8 +10,11 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use common::{EXIT_INPUT, EXIT_USAGE, assert_one_line_error, describe, nsys_lens, public_trace};
-use nsys_lens::drill::{self, DrillInput, DrillOptions, DrillReport, TraceIndex};
+use nsys_lens::drill;
+use nsys_lens::drill::{DrillInput, DrillOptions, DrillReport};
 use nsys_lens::explain::{self, ExplainReport};
+use nsys_lens::findings::drill_findings;
+use nsys_lens::index::TraceIndex;
 use nsys_lens::model::Trace;
 use nsys_lens::synth::{self, GenOptions};
 use nsys_lens::trace::{LoadOptions, load_path};
@@ -416,8 +419,7 @@ fn graph_level_capture_gets_the_recapture_advice() {
         "{advice}"
     );
     assert!(
-        report
-            .findings
+        drill_findings(&report)
             .iter()
             .any(|f| f.source == "graphs" && f.fix.contains("--cuda-graph-trace=node"))
     );

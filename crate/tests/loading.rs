@@ -3,7 +3,8 @@
 
 mod common;
 
-use nsys_lens::detect::{DetectConfig, Profile, detect};
+use nsys_lens::detect::{DetectConfig, detect};
+use nsys_lens::profile::Profile;
 use nsys_lens::trace::{self, LoadOptions};
 
 fn generated(scenario: &str) -> (tempfile::TempDir, std::path::PathBuf) {

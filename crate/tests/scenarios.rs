@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use nsys_lens::detect::{DetectConfig, Profile, detect};
+use nsys_lens::detect::{DetectConfig, detect};
+use nsys_lens::profile::Profile;
 use nsys_lens::synth::{self, GenOptions};
 use nsys_lens::trace::{LoadOptions, load_path};
 use serde_json::Value;

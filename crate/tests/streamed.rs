@@ -8,9 +8,10 @@ mod common;
 
 use std::path::Path;
 
-use nsys_lens::detect::{DetectConfig, Profile, detect};
+use nsys_lens::detect::{DetectConfig, detect};
 use nsys_lens::drill::gaps::idle_gap_histogram;
 use nsys_lens::model::Trace;
+use nsys_lens::profile::Profile;
 use nsys_lens::streamed::feed::FeedChunk;
 use nsys_lens::streamed::{
     HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed, TailReader,

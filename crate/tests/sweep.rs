@@ -4,13 +4,13 @@
 
 mod common;
 
-use nsys_lens::detect::steps::Step;
 use nsys_lens::detect::sweep::PlanBuilder;
 use nsys_lens::detect::{
-    DetectConfig, KernelSummary, KernelSweep, Plan, Profile, ThresholdOverrides, detect,
-    detect_with_kernels,
+    DetectConfig, KernelSummary, KernelSweep, Plan, ThresholdOverrides, detect, detect_with_kernels,
 };
 use nsys_lens::model::{Kernels, Ns, Trace};
+use nsys_lens::profile::Profile;
+use nsys_lens::steps::Step;
 use nsys_lens::synth::{self, GenOptions};
 use nsys_lens::trace::{LoadOptions, load_path};
 

@@ -7,9 +7,9 @@ use serde::ser::{SerializeMap, Serializer};
 use super::handoff::Handoff;
 use super::stats::{Percentiles, Stats};
 use super::workload::Workload;
-use crate::detect::Profile;
 use crate::iterations::Method;
 use crate::model::Ns;
+use crate::profile::Profile;
 
 /// `{name: value}` in a meaningful order (largest first), serialized as a JSON object.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::breakdown::{PerName, TraceBreakdown};
 use super::handoff::{Criteria, Handoff, HandoffOp};
 use super::workload::comparability;
-use crate::detect::Profile;
+use crate::profile::Profile;
 
 /// Above this growth an op is a REGRESSION (percent).
 pub const REGRESSION_PCT: f64 = 50.0;
@@ -222,9 +222,9 @@ fn launch_api_time(b: &TraceBreakdown) -> Option<f64> {
         b.api_ops
             .iter()
             .filter(|r| {
-                crate::detect::names::is_launch_api(
+                crate::names::launch::is_launch_api(
                     &r.name,
-                    crate::detect::config::LaunchApis::AllVersioned,
+                    crate::names::launch::LaunchApis::AllVersioned,
                 )
             })
             .map(|r| r.us_per_step)

@@ -7,9 +7,9 @@
 
 use std::collections::HashMap;
 
-use crate::detect::config::LaunchApis;
-use crate::detect::names::is_launch_api;
 use crate::model::{Ns, ProcessIdx, Trace, flag};
+use crate::names::launch::LaunchApis;
+use crate::names::launch::is_launch_api;
 
 /// Marks an id without a launch call in a dense table.
 const NONE: Ns = Ns::MIN;

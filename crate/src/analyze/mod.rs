@@ -27,10 +27,10 @@ use breakdown::{IsolationInfo, OpRow, PhaseInfo, per_step_map};
 use handoff::{Criteria, Handoff, HandoffOp};
 use stats::Stats;
 
-use crate::detect::Profile;
 use crate::error::{Error, Result};
 use crate::iterations::Isolation;
 use crate::model::{Ns, Trace};
+use crate::profile::Profile;
 
 /// Settings of one trace's analysis.
 #[derive(Debug, Clone, PartialEq, Eq)]

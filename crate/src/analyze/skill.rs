@@ -7,13 +7,13 @@ use super::ops::Tallies;
 use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, finish, isolation_info};
-use crate::detect::Profile;
-use crate::detect::steps::visible_name;
 use crate::iterations::steps::{MergedStep, dedup, raw_steps, steady_reference};
 use crate::iterations::{Isolation, allreduce, isolate};
 use crate::model::{NO_NAME, Ns, Trace};
+use crate::profile::Profile;
 use crate::pyfmt;
 use crate::sqlike::Like;
+use crate::steps::visible_name;
 
 /// NVTX rows kept in the breakdown, kernel and API rows kept (the script's `LIMIT`s).
 const NVTX_LIMIT: usize = 30;

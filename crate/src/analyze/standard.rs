@@ -19,13 +19,13 @@ use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, finish, isolation_info};
-use crate::detect::Profile;
-use crate::detect::names::StepName;
-use crate::detect::steps::{Step, TP_DEDUP_NS, visible_name};
 use crate::iterations::steps::{MergedStep, dedup, raw_steps};
 use crate::iterations::{Isolation, Iteration, Method, allreduce, isolate};
 use crate::model::intervals::IntervalSet;
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace};
+use crate::names::steps::StepName;
+use crate::profile::Profile;
+use crate::steps::{Step, TP_DEDUP_NS, visible_name};
 
 /// Per-step figures need at least this many steady steps (as the reference).
 const MIN_STEADY: usize = 5;

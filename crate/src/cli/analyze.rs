@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use nsys_lens::analyze::{self, AnalyzeConfig, AnalyzeReport, TraceBreakdown};
-use nsys_lens::detect::Profile;
 use nsys_lens::error::Result;
+use nsys_lens::profile::Profile;
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 

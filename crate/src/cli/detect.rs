@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use nsys_lens::detect::names::{StepMarker, StepsPhase};
 use nsys_lens::detect::{self, DetectConfig, ThresholdOverrides};
 use nsys_lens::error::{Error, Result};
+use nsys_lens::names::steps::{StepMarker, StepsPhase};
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 

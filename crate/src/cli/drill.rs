@@ -6,6 +6,7 @@ use clap::Args;
 
 use nsys_lens::drill::{self, DrillInput, DrillOptions};
 use nsys_lens::error::Result;
+use nsys_lens::findings::DrillFindings;
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 
@@ -64,6 +65,6 @@ pub fn run(args: &DrillArgs) -> Result<()> {
         top: args.top,
         window: args.window,
     };
-    let result = drill::drill(&inputs, &opts)?;
+    let result = DrillFindings::of(drill::drill(&inputs, &opts)?);
     args.out.write(&result, report::drill::drill_report)
 }

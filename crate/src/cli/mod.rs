@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use nsys_lens::detect::Profile;
 use nsys_lens::error::{Error, Result};
+use nsys_lens::profile::Profile;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProfileArg {

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::config::{LaunchApis, Thresholds};
 use super::measure::{Prepared, ScopeMeasure};
 use super::result::{DeviceMetrics, Evidence, ProcessMetrics};
 use super::verdict::Outcome;
+use crate::detect::config::Thresholds;
+use crate::names::launch::LaunchApis;
 
 /// One line per metric on what it means, shown beside the number.
 const MEANINGS: [(&str, &str); 7] = [
@@ -154,7 +155,7 @@ pub fn processes(p: &Prepared<'_>, m: &ScopeMeasure) -> Vec<ProcessMetrics> {
 pub fn warnings(
     p: &Prepared<'_>,
     agg: &ScopeMeasure,
-    steps: super::steps::StepCounts,
+    steps: crate::steps::StepCounts,
 ) -> Vec<String> {
     let mut w = Vec::new();
     let trace = p.trace;
@@ -191,7 +192,7 @@ pub fn warnings(
         w.push(format!("NCCL kernels take {:.1}% of GPU busy time: idle gaps may be communication waits rather than host overhead", nccl * 100.0));
     }
     if trace.meta.traces_whole_graphs() && !p.kernels.facts.any_graph_node {
-        let graph_launches = p.launched_any(|s| s.starts_with(super::GRAPH_LAUNCH));
+        let graph_launches = p.launched_any(|s| s.starts_with(crate::names::launch::GRAPH_LAUNCH));
         if graph_launches {
             w.push("CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph): kernels inside graphs are not recorded individually; re-capture with --cuda-graph-trace=node for kernel-level detail".into());
         }

@@ -8,11 +8,11 @@
 //! only after the kernel pass, so a call or union piece ending after the last kernel row's end
 //! (a lower bound of the hull's end) is kept until then: few, since a kernel's launch precedes it.
 
-use super::config::{PhaseWindow, Switches};
-use super::names::NameTables;
-use super::spans::{RangesUnordered, SpanQueue, Spans, fed_past, overlap_at, seek};
 use super::sweep::{FedSweep, Plan};
+use crate::detect::name_tables::NameTables;
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
+use crate::profile::{PhaseWindow, Switches};
+use crate::steps::spans::{RangesUnordered, SpanQueue, Spans, fed_past, overlap_at, seek};
 use crate::trace::LaunchCall;
 
 /// Scopes in the order the totals keep them.
@@ -122,7 +122,7 @@ impl<'p> LaunchSweep<'p> {
     /// A sweep for `plan`'s profile and phase windows; `hull_start` is the first kernel's start
     /// and `settled_until` the last kernel row's end.
     pub fn new(plan: &'p Plan, hull_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
-        let whole = |p: &Option<super::steps::PhaseCounts>| {
+        let whole = |p: &Option<crate::steps::PhaseCounts>| {
             let spans = p.as_ref().and_then(|p| p.window.as_ref());
             SpanQueue::of(spans.map_or(&[][..], |w| w.spans()))
         };

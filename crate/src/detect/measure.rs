@@ -11,15 +11,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::config::Switches;
 use super::launches::{LaunchSweepResult, LaunchTotals, Scope};
-use super::names::{NameTables, PREP_PATTERNS};
 use super::result::Metrics;
-use super::steps::visible_row_name;
 use super::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary, in_window};
+use crate::detect::name_tables::NameTables;
 use crate::model::intervals::push_gently;
 use crate::model::intervals::{IntervalSet, MergeSorted, overlap_with};
 use crate::model::{Ns, NvtxRow, ProcessIdx, Threads, Trace};
+use crate::names::patterns::PREP_PATTERNS;
+use crate::profile::Switches;
+use crate::steps::visible_row_name;
 
 /// Host-prep ranges of one process (or of all, pooled), per pattern, in table order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

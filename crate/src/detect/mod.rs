@@ -11,40 +11,27 @@ pub mod config;
 mod evidence;
 pub mod launches;
 pub mod measure;
-pub mod names;
+pub mod name_tables;
 pub mod result;
-pub mod spans;
-pub mod steps;
 pub mod sweep;
 pub mod verdict;
 
 pub use crate::model::OutOfOrder;
-pub use config::{DetectConfig, Profile, ScopeThresholds, ThresholdOverrides, Thresholds};
+pub use config::{DetectConfig, ScopeThresholds, ThresholdOverrides, Thresholds};
 pub use result::DetectReport;
 pub use sweep::{KernelSummary, KernelSweep, Plan, SweepPlan};
 
+use crate::steps::PhaseCounts;
+use crate::steps::spans::WindowFacts;
 use launches::Scope;
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
-use spans::WindowFacts;
-use steps::PhaseCounts;
 
 use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
-use crate::model::{CoverageNote, KernelEvent, Kernels, Strings, Trace, TraceMeta};
+use crate::model::{CoverageNote, KernelEvent, Kernels, Trace};
+use crate::profile::Switches;
 use crate::pyfmt;
-
-/// The prefix of the CUDA graph launch APIs (`cudaGraphLaunch`, `cudaGraphLaunch_v10000`, …).
-pub const GRAPH_LAUNCH: &str = "cudaGraphLaunch";
-
-/// Whether the verdict reads kernels' `graphNodeId`: only its warning about a whole-graph
-/// capture of a trace that launches graphs asks whether any kernel has one.
-pub fn reads_graph_nodes(meta: &TraceMeta, strings: &Strings) -> bool {
-    meta.traces_whole_graphs()
-        && !strings
-            .sqlite_ids_where(|s| s.starts_with(GRAPH_LAUNCH))
-            .is_empty()
-}
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
@@ -235,7 +222,7 @@ fn phase_result(
 ) -> PhaseResult {
     let m = prepared.measure(which, scope);
     let o = verdict::apply(&m.metrics, t);
-    let source = if prepared.sw.phase_window == config::PhaseWindow::Span {
+    let source = if prepared.sw.phase_window == crate::profile::PhaseWindow::Span {
         "steps-span"
     } else {
         "steps-union"
@@ -259,7 +246,7 @@ fn phase_result(
 }
 
 /// Reference keys carry 4-decimal values in `trtllm-skill`, unrounded values in `standard`.
-fn output_metrics(m: &Metrics, sw: &config::Switches) -> Metrics {
+fn output_metrics(m: &Metrics, sw: &Switches) -> Metrics {
     if !sw.round_4dp {
         return *m;
     }

@@ -26,20 +26,23 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::{HashMap, VecDeque};
 
-use super::config::{DetectConfig, NameMatch, PhaseWindow, Switches};
 use super::measure::{LaunchIndex, Launches, PrepCollector, PrepRanges};
-use super::names::{NameTables, StepParser};
-use super::spans::{
-    RangesUnordered, SpanQueue, Spans, WindowFacts, fed_past, overlap_at, overlap_within, seek,
-};
-use super::steps::{
-    PhaseCounts, Step, StepCounts, StepFold, StepReader, StepSink, StepSummarizer, StepSummary,
-    StepsUnordered, phase_of, step_of_row,
-};
+use crate::detect::config::DetectConfig;
+use crate::detect::name_tables::NameTables;
 use crate::model::intervals::IntervalSet;
 use crate::model::{
     KernelEvent, NameFlags, Ns, NvtxRow, OutOfOrder, ProcessIdx, StartOrder, Strings, Threads,
     Trace, flag,
+};
+use crate::names::patterns::NameMatch;
+use crate::profile::{PhaseWindow, Switches};
+use crate::steps::names::StepParser;
+use crate::steps::spans::{
+    RangesUnordered, SpanQueue, Spans, WindowFacts, fed_past, overlap_at, overlap_within, seek,
+};
+use crate::steps::{
+    PhaseCounts, Step, StepCounts, StepFold, StepReader, StepSink, StepSummarizer, StepSummary,
+    StepsUnordered, phase_of, step_of_row,
 };
 
 /// Device sets are 64-bit masks: a trace with more devices than this gets no standard M3.
@@ -1893,8 +1896,9 @@ pub(super) fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::{Profile, detect, detect_with_kernels};
+    use crate::detect::{detect, detect_with_kernels};
     use crate::model::{PresentTables, Strings};
+    use crate::profile::Profile;
 
     const PREP: &str = "[Executor] _prepare_inputs";
 

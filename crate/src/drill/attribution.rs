@@ -9,10 +9,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::index::TraceIndex;
-use crate::detect::Profile;
-use crate::detect::steps::visible_name;
+use crate::index::TraceIndex;
 use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
+use crate::profile::Profile;
+use crate::steps::visible_name;
 
 /// At most this many names are listed per gap (largest overlap first).
 pub const MAX_NAMES: usize = 10;
@@ -184,7 +184,7 @@ fn name_or_unnamed<'a>(ix: &'a TraceIndex<'_>, name: NameId) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drill::testing::TraceBuilder;
+    use crate::index::testing::TraceBuilder;
 
     /// The gap between kernel rows 0 and 1 of the traces below.
     const GAP: GapSpan = GapSpan {

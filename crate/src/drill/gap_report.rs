@@ -13,9 +13,10 @@ use serde::Serialize;
 
 use super::attribution::{self, GapSpan, Overlap};
 use super::gaps::{Buckets, GapBucket, bucket_cause, bucket_label, bucket_of};
-use super::index::{SpanCursor, TraceIndex};
 use super::topk::TopK;
-use super::{phase_steps, ratio, us};
+use crate::drill::phase_steps;
+use crate::index::units::{ratio, us};
+use crate::index::{SpanCursor, TraceIndex};
 use crate::model::Ns;
 
 /// One of the largest gaps, with what surrounds it.
@@ -237,7 +238,7 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
 fn scan_device(
     ix: &TraceIndex<'_>,
     input: usize,
-    d: &super::index::DeviceKernels,
+    d: &crate::index::DeviceKernels,
     mut emit: impl FnMut(Candidate, bool),
 ) {
     let k = &ix.trace.kernels;
@@ -278,7 +279,7 @@ fn scan_device(
 
 /// Context and generation step windows of one trace, as sorted disjoint spans.
 fn phase_spans(ix: &TraceIndex<'_>) -> [Vec<(Ns, Ns)>; 2] {
-    let spans = |p: &Option<crate::detect::steps::PhaseSteps>| {
+    let spans = |p: &Option<crate::steps::PhaseSteps>| {
         p.as_ref()
             .map(|p| p.window.spans().to_vec())
             .unwrap_or_default()

@@ -9,10 +9,12 @@
 
 use serde::Serialize;
 
-use super::index::{SpanCursor, TraceIndex};
-use super::names::{ApiKind, KernelCategory};
-use super::{phase_steps, ratio, us};
+use crate::drill::phase_steps;
+use crate::index::units::{ratio, us};
+use crate::index::{SpanCursor, TraceIndex};
 use crate::model::Ns;
+use crate::names::api::ApiKind;
+use crate::names::kernels::KernelCategory;
 
 /// The table nsys writes for whole-graph executions under graph-level tracing.
 pub const GRAPH_TRACE_TABLE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";

@@ -3,28 +3,23 @@
 //!
 //! [`index::TraceIndex`] prepares each trace once (kernels per device in time order, the
 //! launch-call join, name classes, steps); each analysis is its own module; [`drill`] runs them
-//! all and adds the findings they support. Pure functions over loaded traces: the page calls
+//! all ([`crate::findings`] reads what they found). Pure functions over loaded traces: the page calls
 //! the same code as the CLI.
 
 pub mod attribution;
 pub mod gap_report;
 pub mod gaps;
 pub mod graphs;
-pub mod index;
-pub mod names;
 pub mod patterns;
 pub mod stragglers;
-#[cfg(test)]
-pub(crate) mod testing;
 mod topk;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::explain::findings::{self, Finding};
 use crate::model::{CoverageNote, Ns, Trace};
 
-pub use index::TraceIndex;
+pub use crate::index::TraceIndex;
 
 /// Largest gaps (and eager kernel names) listed by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -55,14 +50,14 @@ pub struct DrillInput<'t> {
     pub label: &'t str,
 }
 
-/// The drill-down's result: the four analyses, then findings and what was not computed.
+/// The drill-down's result: the four analyses and what was not computed (its findings are
+/// [`crate::findings::DrillFindings`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DrillReport {
     pub gaps: gap_report::GapReport,
     pub graphs: graphs::GraphReport,
     pub patterns: patterns::PatternReport,
     pub stragglers: stragglers::StragglerReport,
-    pub findings: Vec<Finding>,
     pub files: Vec<String>,
     pub options: DrillOptions,
     pub coverage: Vec<CoverageNote>,
@@ -85,18 +80,15 @@ pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillRepo
 
 /// [`drill`] over traces already indexed (the page keeps its index between calls).
 pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillReport {
-    let mut report = DrillReport {
+    DrillReport {
         gaps: gap_report::gap_report(indexed, opts.top, opts.window),
         graphs: graphs::graph_report(indexed, opts.top),
         patterns: patterns::pattern_report(indexed),
         stragglers: stragglers::straggler_report(indexed),
-        findings: Vec::new(),
         files: indexed.iter().map(|ix| ix.label.clone()).collect(),
         options: *opts,
         coverage: indexed.iter().flat_map(coverage).collect(),
-    };
-    report.findings = findings::drill_findings(&report);
-    report
+    }
 }
 
 /// What the drill-down could not see in one trace.
@@ -146,21 +138,10 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
     notes
 }
 
-/// ns → µs for display fields.
-pub(crate) fn us(ns: Ns) -> f64 {
-    ns as f64 / 1000.0
-}
-
-/// `num / den`, 0 when the denominator is not positive.
-pub(crate) fn ratio(num: f64, den: f64) -> f64 {
-    if den > 0.0 { num / den } else { 0.0 }
-}
-
 /// Steps in the context and generation phases, summed over inputs.
 pub(crate) fn phase_steps(inputs: &[TraceIndex<'_>]) -> [u64; 2] {
-    let count = |p: &Option<crate::detect::steps::PhaseSteps>| {
-        p.as_ref().map_or(0, |p| p.steps.len() as u64)
-    };
+    let count =
+        |p: &Option<crate::steps::PhaseSteps>| p.as_ref().map_or(0, |p| p.steps.len() as u64);
     inputs.iter().fold([0, 0], |acc, ix| {
         [
             acc[0] + count(&ix.steps.context),

@@ -12,10 +12,10 @@
 
 use serde::Serialize;
 
-use super::index::{SpanCursor, TraceIndex, steady_steps};
-use super::names::KernelCategory;
-use super::us;
+use crate::index::units::us;
+use crate::index::{SpanCursor, TraceIndex, steady_steps};
 use crate::model::{NameId, Ns};
+use crate::names::kernels::KernelCategory;
 
 /// Longest prefix of a step searched for the period, and the longest period tried.
 const SEARCH_KERNELS: usize = 4096;

@@ -9,8 +9,8 @@
 
 use serde::Serialize;
 
-use super::index::TraceIndex;
-use super::{ratio, us};
+use crate::index::TraceIndex;
+use crate::index::units::{ratio, us};
 use crate::model::{Ns, ProcessIdx};
 
 /// A rank is flagged when it arrives last in more than this share of collectives.
@@ -191,7 +191,7 @@ fn note(ranks: &[Rank], matched: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drill::testing::TraceBuilder;
+    use crate::index::testing::TraceBuilder;
 
     fn rank_file(session_start: i64, arrivals: &[i64]) -> crate::model::Trace {
         let mut b = TraceBuilder::new();

@@ -3,9 +3,9 @@
 use serde::Serialize;
 
 use super::stats::{Distribution, NamedStats, distribution, named_stats};
-use crate::drill::index::{SpanCursor, TraceIndex, steady_steps};
-use crate::drill::names::ApiKind;
+use crate::index::{SpanCursor, TraceIndex, steady_steps};
 use crate::model::Ns;
+use crate::names::api::ApiKind;
 
 /// API calls of one class (blocking syncs; object creation and allocation), by name.
 #[derive(Debug, Clone, PartialEq, Serialize)]

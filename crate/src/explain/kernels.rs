@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use super::stats::quantiles;
-use crate::drill::index::TraceIndex;
-use crate::drill::{ratio, us};
+use crate::index::TraceIndex;
+use crate::index::units::{ratio, us};
 use crate::model::{NameId, Ns};
 
 /// Kernels shorter than this cost less GPU time than launching them costs the host.

@@ -7,10 +7,10 @@
 
 use serde::Serialize;
 
-use crate::drill::index::TraceIndex;
-use crate::drill::names::ApiKind;
-use crate::drill::us;
+use crate::index::TraceIndex;
+use crate::index::units::us;
 use crate::model::{MemOps, Ns};
+use crate::names::api::ApiKind;
 
 /// `ENUM_CUDA_MEM_KIND` value of pageable host memory.
 pub const PAGEABLE: u8 = 0;
@@ -141,7 +141,7 @@ pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drill::testing::TraceBuilder;
+    use crate::index::testing::TraceBuilder;
 
     #[test]
     fn pageable_async_and_synchronous_copies_are_flagged() {

@@ -2,11 +2,10 @@
 //! what to do next — prioritized findings mapped to the reference's optimization patterns
 //! (reference §9.5).
 //!
-//! Each section is its own module over the shared [`TraceIndex`]; [`findings`] turns sections
-//! (and the drill-down's results) into findings with severity and evidence.
+//! Each section is its own module over the shared [`TraceIndex`]; [`crate::findings`] turns
+//! the sections (and the drill-down's results) into findings with severity and evidence.
 
 pub mod api;
-pub mod findings;
 pub mod kernels;
 pub mod memory;
 pub mod nvtx;
@@ -15,8 +14,8 @@ pub mod stats;
 
 use serde::Serialize;
 
-use crate::drill::TraceIndex;
-use crate::drill::us;
+use crate::index::TraceIndex;
+use crate::index::units::us;
 use crate::model::{CoverageNote, Ns};
 
 /// Names listed per table by default.
@@ -43,14 +42,13 @@ pub struct ExplainReport {
     pub nvtx: nvtx::NvtxSummary,
     pub processes: Vec<processes::ProcessStats>,
     pub launch_latency: api::LaunchLatency,
-    pub findings: Vec<findings::Finding>,
     pub coverage: Vec<CoverageNote>,
 }
 
 /// Explains one indexed trace; `top` limits the named lists.
 pub fn explain(ix: &TraceIndex<'_>, top: usize) -> ExplainReport {
     let (start_ns, end_ns) = ix.kernel_extent();
-    let mut report = ExplainReport {
+    ExplainReport {
         file: ix.label.clone(),
         window: Window {
             start_ns,
@@ -65,11 +63,8 @@ pub fn explain(ix: &TraceIndex<'_>, top: usize) -> ExplainReport {
         nvtx: nvtx::nvtx_summary(ix, top),
         processes: processes::process_breakdown(ix),
         launch_latency: api::launch_latency(ix),
-        findings: Vec::new(),
         coverage: coverage(ix),
-    };
-    report.findings = findings::explain_findings(&report);
-    report
+    }
 }
 
 /// What the explainer could not see, beyond what loading recorded.

@@ -8,11 +8,11 @@
 use serde::Serialize;
 
 use super::stats::{NamedStats, named_stats};
-use crate::detect::Profile;
-use crate::detect::steps::visible_name;
-use crate::drill::index::TraceIndex;
-use crate::drill::{ratio, us};
+use crate::index::TraceIndex;
+use crate::index::units::{ratio, us};
 use crate::model::{NO_NAME, NameId, Ns};
+use crate::profile::Profile;
+use crate::steps::visible_name;
 
 /// GPU time of kernels launched inside ranges of one name (innermost range).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -153,7 +153,7 @@ fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drill::testing::TraceBuilder;
+    use crate::index::testing::TraceBuilder;
 
     #[test]
     fn gpu_time_goes_to_the_innermost_range_at_the_launch() {

@@ -2,10 +2,10 @@
 
 use serde::Serialize;
 
-use crate::drill::index::TraceIndex;
-use crate::drill::names::ApiKind;
-use crate::drill::us;
+use crate::index::TraceIndex;
+use crate::index::units::us;
 use crate::model::Ns;
+use crate::names::api::ApiKind;
 
 /// One process's activity.
 #[derive(Debug, Clone, PartialEq, Serialize)]

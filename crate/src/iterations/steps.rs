@@ -2,11 +2,12 @@
 //! steady state (ctx = 0, gen = max).
 
 use super::Iteration;
-use crate::detect::Profile;
-use crate::detect::names::{StepName, StepNames, parse_step};
-use crate::detect::steps::{Step, dedup_tp_steps, forward_steps};
 use crate::model::{NameId, Ns, Trace};
+use crate::names::steps::{StepName, parse_step};
+use crate::profile::Profile;
 use crate::sqlike::Like;
+use crate::steps::names::StepNames;
+use crate::steps::{Step, dedup_tp_steps, forward_steps};
 
 /// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
 pub const UNPARSED: u64 = u64::MAX;

@@ -126,7 +126,7 @@ fn bar(label: impl Into<String>, value: f64, text: String, flagged: bool) -> Bar
 
 /// The bar charts of a report, in reading order (empty charts left out).
 pub fn charts(doc: &Document) -> Vec<BarChart> {
-    let d = &doc.drill;
+    let d = &doc.drill.report;
     let mut out = Vec::new();
     let g = &d.graphs;
     if g.graph_kernels + g.eager_kernels > 0 {
@@ -211,7 +211,7 @@ pub fn charts(doc: &Document) -> Vec<BarChart> {
 
 /// The device-idle gap histogram of a report, in the shape [`crate::plot`] draws.
 pub fn idle_histogram(doc: &Document) -> GapHistogram {
-    let idle = &doc.drill.gaps.device_idle;
+    let idle = &doc.drill.report.gaps.device_idle;
     GapHistogram {
         buckets: idle.buckets.clone(),
         gaps: idle.gaps,

@@ -5,10 +5,13 @@
 use serde::Serialize;
 
 use crate::detect::{self, DetectConfig, DetectReport};
-use crate::drill::{self, DrillOptions, DrillReport, TraceIndex};
+use crate::drill;
+use crate::drill::DrillOptions;
 use crate::error::Result;
-use crate::explain::findings::{self, Finding};
 use crate::explain::{self, ExplainReport};
+use crate::findings;
+use crate::findings::{DrillFindings, Finding};
+use crate::index::TraceIndex;
 use crate::model::{CoverageNote, Trace};
 
 /// Everything the report shows, derived results only (no event rows).
@@ -20,7 +23,8 @@ pub struct Document {
     pub findings: Vec<Finding>,
     pub detect: DetectReport,
     pub explain: ExplainReport,
-    pub drill: DrillReport,
+    /// The drill-down as `nsys-lens drill --json` gives it, with its own findings.
+    pub drill: DrillFindings,
     /// What could not be computed, and why (each note once).
     pub coverage: Vec<CoverageNote>,
 }
@@ -36,7 +40,8 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
     let ix = TraceIndex::new(trace, label);
     let explain = explain::explain(&ix, explain::DEFAULT_TOP.max(opts.top));
     let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts);
-    let mut all = explain.findings.clone();
+    let mut all = findings::explain_findings(&explain);
+    let drill = DrillFindings::of(drill);
     all.extend(drill.findings.iter().cloned());
     findings::sort(&mut all);
     let mut coverage: Vec<CoverageNote> = Vec::new();
@@ -44,7 +49,7 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
         .coverage
         .iter()
         .chain(&explain.coverage)
-        .chain(&drill.coverage)
+        .chain(&drill.report.coverage)
     {
         if !coverage.contains(note) {
             coverage.push(note.clone());

@@ -6,6 +6,7 @@ use super::tables::overlaps;
 use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
+use crate::findings::DrillFindings;
 
 fn buckets(out: &mut String, b: &[GapBucket]) {
     let _ = writeln!(
@@ -53,7 +54,8 @@ fn top(out: &mut String, gaps: &[TopGap]) {
 }
 
 /// The drill-down report as text.
-pub fn drill_report(d: &DrillReport) -> String {
+pub fn drill_report(drilled: &DrillFindings) -> String {
+    let d = &drilled.report;
     let mut out = format!("Kernel-level drill-down: {}\n\n", d.files.join(", "));
     let g = &d.gaps;
     let idle = &g.device_idle;
@@ -86,7 +88,7 @@ pub fn drill_report(d: &DrillReport) -> String {
     patterns(&mut out, d);
     stragglers(&mut out, d);
     let _ = writeln!(out, "\nFindings:");
-    for (i, f) in d.findings.iter().enumerate() {
+    for (i, f) in drilled.findings.iter().enumerate() {
         let _ = writeln!(
             out,
             "  {}. [{}] {}\n     {}\n     Fix: {}{}",
@@ -100,7 +102,7 @@ pub fn drill_report(d: &DrillReport) -> String {
                 .map_or(String::new(), |p| format!(" (pattern: {p})"))
         );
     }
-    if d.findings.is_empty() {
+    if drilled.findings.is_empty() {
         let _ = writeln!(out, "  none");
     }
     for c in &d.coverage {

@@ -7,7 +7,7 @@ use super::charts::{bar_chart_height, draw_bar_chart, svg};
 use super::document::Document;
 use super::outline::{Chart, Section, outline};
 use super::tables::Table;
-use crate::explain::findings::Finding;
+use crate::findings::Finding;
 use crate::plot::draw_gap_histogram;
 
 const STYLE: &str = "

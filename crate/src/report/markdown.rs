@@ -3,7 +3,7 @@
 use super::document::Document;
 use super::outline::{Section, outline};
 use super::tables::Table;
-use crate::explain::findings::Finding;
+use crate::findings::Finding;
 
 /// Escapes a cell for a pipe table: `|` and line breaks would end the cell.
 fn cell(s: &str) -> String {

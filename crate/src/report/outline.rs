@@ -5,7 +5,7 @@ use super::charts::{self, BarChart};
 use super::document::Document;
 use super::tables::{self as t, Table};
 use crate::drill::gaps::GapHistogram;
-use crate::explain::findings::Finding;
+use crate::findings::Finding;
 
 /// A plot of a section.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,7 +122,7 @@ fn summary(doc: &Document) -> Section {
         ),
         verdict_line(doc),
     ];
-    let idle = &doc.drill.gaps.device_idle;
+    let idle = &doc.drill.report.gaps.device_idle;
     if let Some(r) = &idle.reading {
         text.push(format!(
             "GPU-idle gaps: {} gaps, {:.3} ms ({:.1} % of device time), {r}.",
@@ -140,7 +140,7 @@ fn summary(doc: &Document) -> Section {
 }
 
 fn gaps(doc: &Document) -> Section {
-    let g = &doc.drill.gaps;
+    let g = &doc.drill.report.gaps;
     let idle = &g.device_idle;
     let mut text = vec![format!(
         "Device-idle gaps (no kernel on any stream): {} gaps, {:.3} ms = {:.1} % of {:.3} ms device time; {}.",
@@ -203,7 +203,7 @@ fn with_charts(mut s: Section, doc: &Document, prefix: &str) -> Section {
 }
 
 fn graphs(doc: &Document) -> Section {
-    let g = &doc.drill.graphs;
+    let g = &doc.drill.report.graphs;
     let mut text = vec![format!(
         "Capture mode {}: {} of {} kernels graph-launched (coverage {:.1} %); {} graph launch call(s); eager GEMM/norm/collective time {:.3} ms.",
         g.capture_mode,
@@ -223,7 +223,7 @@ fn graphs(doc: &Document) -> Section {
 }
 
 fn patterns(doc: &Document) -> Section {
-    let p = &doc.drill.patterns;
+    let p = &doc.drill.report.patterns;
     let text = if p.found {
         vec![format!(
             "A {}-kernel layer repeats {} times in {} ({:.2} layers per step, device {}).",
@@ -249,7 +249,7 @@ fn patterns(doc: &Document) -> Section {
 }
 
 fn stragglers(doc: &Document) -> Section {
-    let s = &doc.drill.stragglers;
+    let s = &doc.drill.report.stragglers;
     let mut text = vec![match &s.rank {
         Some(r) => format!(
             "Straggler: device {} (pid {}, {}) arrives last in {:.1} % of {} collectives, {:.1} µs late on average.",

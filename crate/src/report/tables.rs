@@ -161,7 +161,7 @@ pub fn top_gaps(name: &'static str, title: &'static str, gaps: &[TopGap]) -> Tab
 }
 
 pub fn graph_phases(doc: &Document) -> Table {
-    let g = &doc.drill.graphs;
+    let g = &doc.drill.report.graphs;
     let mut t = Table::new(
         "graph_coverage",
         "CUDA-graph coverage",
@@ -201,7 +201,7 @@ pub fn eager_kernels(doc: &Document) -> Table {
         "Eagerly launched kernels",
         &["name", "category", "capturable", "count", "total_us"],
     );
-    for e in &doc.drill.graphs.eager_top {
+    for e in &doc.drill.report.graphs.eager_top {
         t.row(vec![
             e.name.clone(),
             e.category.label().into(),
@@ -225,7 +225,7 @@ pub fn pattern_kernels(doc: &Document) -> Table {
             "mean_duration_us",
         ],
     );
-    for k in &doc.drill.patterns.kernels {
+    for k in &doc.drill.report.patterns.kernels {
         t.row(vec![
             k.index.to_string(),
             k.name.clone(),
@@ -252,7 +252,7 @@ pub fn pattern_blocks(doc: &Document) -> Table {
             "priority",
         ],
     );
-    for b in &doc.drill.patterns.blocks {
+    for b in &doc.drill.report.patterns.blocks {
         t.row(vec![
             b.rank.to_string(),
             b.group.clone(),
@@ -281,7 +281,7 @@ pub fn stragglers(doc: &Document) -> Table {
             "mean_lateness_us",
         ],
     );
-    for r in &doc.drill.stragglers.ranks {
+    for r in &doc.drill.report.stragglers.ranks {
         t.row(vec![
             r.rank.file.clone(),
             r.rank.device.to_string(),

@@ -5,12 +5,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::feed::FeedChunk;
-use crate::detect::Profile;
 use crate::detect::SweepPlan;
 use crate::detect::sweep::{KernelSummary, KernelSweep};
 use crate::drill::gaps::{GapHistogram, GapSweep};
 use crate::error::{Error, Result};
 use crate::model::{CoverageNote, KernelEvent, Ns};
+use crate::profile::Profile;
 use crate::timeline::{Timeline, TimelineBuilder};
 
 /// The profiles the page switches between without re-reading the file.

@@ -9,10 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::steps::{Step, StepSink, phase_of};
 use crate::detect::sweep::FedSweep;
 use crate::error::{Error, Result};
 use crate::model::Ns;
+use crate::steps::{Step, StepSink, phase_of};
 
 /// NVTX ranges read per chunk.
 pub const CHUNK_ROWS: u64 = 1 << 15;

@@ -18,11 +18,13 @@ pub use plan::{HostPlans, KernelPlan};
 
 pub use source::SqliteKernels;
 
+use crate::detect;
 use crate::detect::sweep::KernelSummary;
-use crate::detect::{self, DetectConfig, DetectReport, Profile};
+use crate::detect::{DetectConfig, DetectReport};
 use crate::drill::gaps::GapHistogram;
 use crate::error::{Error, Result};
 use crate::model::{ProcessIdx, Trace};
+use crate::profile::Profile;
 use crate::timeline::Timeline;
 
 /// A trace whose kernel table was streamed: the host side loaded, the kernels summarised.

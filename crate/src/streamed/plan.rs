@@ -15,9 +15,10 @@ use crate::detect::launches::LaunchSweep;
 use crate::detect::sweep::FedSweep;
 use crate::detect::sweep::PlanBuilder;
 use crate::detect::sweep::SweepPlanRef;
-use crate::detect::{Plan, Profile, SweepPlan};
+use crate::detect::{Plan, SweepPlan};
 use crate::error::{Error, Result};
 use crate::model::{Ns, RowIds, Trace};
+use crate::profile::Profile;
 use crate::trace::{LaunchCall, LaunchSink, ProgressFn, StagedLoad, kernel_edges};
 
 /// The host side's detect plan for each entry of [`PROFILES`], built once: after NVTX for the
@@ -387,7 +388,7 @@ impl KernelPlan {
             processes: &host.processes.global_pid,
             sweeps,
             names: host.strings.row_ids(),
-            graph_nodes: crate::detect::reads_graph_nodes(&host.meta, &host.strings),
+            graph_nodes: crate::trace::reads_graph_nodes(&host.meta, &host.strings),
             fed: plans.fed,
         };
         super::encode_to(&plan, sink);

@@ -4,9 +4,9 @@ use std::cell::RefCell;
 
 use rusqlite::Connection;
 
-use crate::detect::steps::Step;
 use crate::error::Result;
 use crate::model::{KernelEvent, NameId, Processes, Strings};
+use crate::steps::Step;
 use crate::timeline::{KernelSource, lane_steps_of};
 use crate::trace::{KernelRows, NvtxRows};
 

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use super::KernelSource;
 use super::summary::{Bin, BinGrid, Label, TopKey};
-use crate::detect::names::step_label;
 use crate::model::Ns;
+use crate::names::steps::step_label;
 
 /// The view's columns: column `c` covers `[start + c·w, start + (c+1)·w)`.
 pub struct Grid {

@@ -21,8 +21,8 @@ pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
 use summary::{BinGrid, Blocks, Label, LaneBins, Summary};
 
-use crate::detect::steps::{Step, StepSink};
-use crate::model::{KernelEvent, NameId, Ns, STEP_TEXT, Trace};
+use crate::model::{KernelEvent, NameId, Ns, Trace, UNHELD_NAME};
+use crate::steps::{Step, StepSink};
 
 /// What the page draws for one view.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub trait KernelSource {
     ) -> crate::error::Result<()>;
 
     /// The name of the NVTX range in row `row`, read from the source: for a forward step
-    /// whose name the trace does not hold ([`crate::model::STEP_TEXT`]). `None`: not read.
+    /// whose name the trace does not hold ([`crate::model::UNHELD_NAME`]). `None`: not read.
     fn nvtx_name(&self, _row: i64) -> crate::error::Result<Option<String>> {
         Ok(None)
     }
@@ -103,10 +103,11 @@ pub fn lane_steps_of(
     strings: &crate::model::Strings,
     visit: &mut dyn FnMut(Step),
 ) {
-    use crate::detect::{Profile, names::StepNames};
+    use crate::profile::Profile;
+    use crate::steps::names::StepNames;
     let sw = Profile::Standard.switches();
     let names = StepNames::parser(strings, &sw, None);
-    crate::detect::steps::steps_of_rows(rows, names, &sw, visit);
+    crate::steps::steps_of_rows(rows, names, &sw, visit);
 }
 
 /// A loaded trace reads rows straight from its kernel table.
@@ -275,7 +276,9 @@ impl StepLaneBuilder {
 
 impl StepLane {
     fn of(trace: &Trace) -> Option<StepLane> {
-        use crate::detect::{Profile, names::StepNames, steps};
+        use crate::profile::Profile;
+        use crate::steps;
+        use crate::steps::names::StepNames;
         let sw = Profile::Standard.switches();
         let names = StepNames::parser(&trace.strings, &sw, None);
         let mut lane = StepLane::builder();
@@ -604,14 +607,14 @@ fn hit_name(source: &dyn KernelSource, label: Label, row: i64) -> crate::error::
         Label::Name(id) => source.name(id),
         Label::Step(step) => source
             .nvtx_name(row)?
-            .unwrap_or_else(|| crate::detect::names::step_label(&step)),
+            .unwrap_or_else(|| crate::names::steps::step_label(&step)),
     })
 }
 
 /// What the step lane labels a step by.
 fn step_label(s: &Step) -> Label {
     match s.name_id {
-        STEP_TEXT => Label::Step(crate::model::StepText {
+        UNHELD_NAME => Label::Step(crate::names::steps::StepText {
             name: s.name,
             executor: s.executor,
         }),

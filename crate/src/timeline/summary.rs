@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{NO_NAME, NameId, Ns, StepText};
+use crate::model::{NO_NAME, NameId, Ns};
+
+use crate::names::steps::StepText;
 
 /// Bins per lane. A full-extent view spans at least `BINS / 2` bins (the grid doubles only when
 /// the extent outgrows it), so at 1 200 columns a column covers ≥ 3.4 bins.
@@ -22,7 +24,7 @@ pub const MAX_BLOCKS: usize = 4096;
 const MAX_WIDTH: Ns = 1 << 48;
 
 /// What a lane labels a column by: a name of the string table, or a forward step whose name
-/// is not held ([`crate::model::STEP_TEXT`]), by the step its name reads as.
+/// is not held ([`crate::model::UNHELD_NAME`]), by the step its name reads as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Label {
     Name(NameId),

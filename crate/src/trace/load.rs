@@ -11,12 +11,14 @@ use super::launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_i
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of, text_ref};
-use crate::detect::names::{may_define_windows, step_text};
 use crate::error::{Error, Result};
 use crate::model::{
     CoverageNote, GpuInfo, MemOps, NO_NAME, NameFlags, NvtxRanges, NvtxRow, ProcessIdx, Processes,
-    Strings, Threads, Trace,
+    Strings, Threads, Trace, TraceMeta,
 };
+use crate::names::launch::GRAPH_LAUNCH;
+use crate::names::patterns::may_define_windows;
+use crate::names::steps::step_text;
 
 /// Where [`StagedLoad::stream_nvtx`] hands each NVTX range (with the strings and threads as
 /// interned so far); `false` stops the read.
@@ -465,7 +467,7 @@ pub(super) fn small(v: ValueRef<'_>) -> u32 {
 /// The SQL condition selecting kernel-launch API calls (any profile's) by `nameId`.
 pub(super) fn launch_filter(strings: &Strings) -> String {
     let ids = strings.sqlite_ids_where(|s| {
-        crate::detect::names::is_launch_api(s, crate::detect::config::LaunchApis::AllVersioned)
+        crate::names::launch::is_launch_api(s, crate::names::launch::LaunchApis::AllVersioned)
     });
     let list: Vec<String> = ids.iter().map(i64::to_string).collect();
     format!("nameId IN ({})", list.join(","))
@@ -619,7 +621,7 @@ impl Loader<'_, '_> {
             return Ok(());
         }
         let mut cols = vec!["start", "end", "deviceId", "globalPid", "shortName"];
-        let graph_nodes = details || crate::detect::reads_graph_nodes(&trace.meta, strings);
+        let graph_nodes = details || reads_graph_nodes(&trace.meta, strings);
         if details {
             cols.extend([
                 "streamId",
@@ -1042,4 +1044,13 @@ impl Loader<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// Whether a load reads kernels' `graphNodeId` for the verdict: only its warning about a whole-graph
+/// capture of a trace that launches graphs asks whether any kernel has one.
+pub fn reads_graph_nodes(meta: &TraceMeta, strings: &Strings) -> bool {
+    meta.traces_whole_graphs()
+        && !strings
+            .sqlite_ids_where(|s| s.starts_with(GRAPH_LAUNCH))
+            .is_empty()
 }

@@ -14,7 +14,7 @@ pub mod transfer;
 pub use launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, StagedLoad,
-    kernel_table_notes, load, load_part, merge_kernel_part, probe_export,
+    kernel_table_notes, load, load_part, merge_kernel_part, probe_export, reads_graph_nodes,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;

@@ -2,7 +2,7 @@
 //! open, [`Strings::without_step_names`]).
 //!
 //! A TensorRT-LLM trace names every forward step differently, so a table holding the names
-//! grows with the trace. Instead a row named by a step gets [`STEP_TEXT`] and carries the
+//! grows with the trace. Instead a row named by a step gets [`UNHELD_NAME`] and carries the
 //! parsed step ([`NvtxRow::step`]): from its inline text, or from `StringIds` read again by
 //! `textId`. nsys numbers strings as it meets them, so the steps' ids rise with time: the rows
 //! are read a block of ids at a time (a lookup per step costs the page about 3% of its open).
@@ -10,8 +10,9 @@
 use rusqlite::Connection;
 
 use super::schema::text_ref;
-use crate::detect::names::step_text;
-use crate::model::{NO_NAME, NameId, NvtxRow, STEP_TEXT, StepText, Strings};
+use crate::model::{NO_NAME, NameId, NvtxRow, Strings, UNHELD_NAME};
+use crate::names::steps::StepText;
+use crate::names::steps::step_text;
 
 /// `StringIds` ids read at a time.
 const BLOCK: i64 = 256;
@@ -93,13 +94,13 @@ impl<'c> RowNamer<'c> {
     ) -> rusqlite::Result<(RowNames, Option<&'t str>)> {
         let by_id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
         let (text_id_name, text_id_step) = match text_id {
-            Some(id) if strings.is_unheld(by_id) => (STEP_TEXT, self.read_step(id)?),
+            Some(id) if strings.is_unheld(by_id) => (UNHELD_NAME, self.read_step(id)?),
             _ => (by_id, None),
         };
         let mut held = None;
         let (name, step) = match text {
             Some(t) => match step_text(t).filter(|_| !strings.holds_step_names()) {
-                Some(step) => (STEP_TEXT, Some(step)),
+                Some(step) => (UNHELD_NAME, Some(step)),
                 None => {
                     held = Some(t);
                     (NO_NAME, None)

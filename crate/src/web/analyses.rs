@@ -12,8 +12,9 @@ use wasm_bindgen::prelude::*;
 use super::indexed::{self, Indexed};
 use super::{from_json, init, js_error, to_json};
 use crate::analyze::{self, AnalyzeConfig, AnalyzeReport};
-use crate::detect::Profile;
 use crate::drill::{self, DrillInput, DrillOptions};
+use crate::findings::DrillFindings;
+use crate::profile::Profile;
 use crate::report::{csv, document, html, markdown, outline};
 
 /// `analyzeTraces` options: `{"profile", "tp_size", "baseline_label", "target_label"}`.
@@ -96,7 +97,9 @@ pub fn drill_traces(
         })
         .collect::<crate::error::Result<_>>()
         .map_err(js_error)?;
-    to_json(&drill::drill(&inputs, &opts).map_err(js_error)?)
+    to_json(&DrillFindings::of(
+        drill::drill(&inputs, &opts).map_err(js_error)?,
+    ))
 }
 
 /// The explainer report of trace `id` as `format`: `"md"`, `"json"`, `"html"` (one

@@ -11,9 +11,10 @@ use std::rc::Rc;
 use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
 use super::{from_json, init, js_error, to_json};
-use crate::detect::{DetectConfig, Profile, ThresholdOverrides};
+use crate::detect::{DetectConfig, ThresholdOverrides};
 use crate::error::Error;
 use crate::model::{Ns, Trace};
+use crate::profile::Profile;
 use crate::streamed::Streamed;
 use crate::trace::{self, HEADER_LEN, LoadOptions, Part, Progress, transfer};
 

@@ -127,7 +127,7 @@ impl StreamHost {
             .as_ref()
             .ok_or_else(|| order_error("readKernelTail"))?;
         let schema = probe_export(&self.conn, &self.name).map_err(js_error)?;
-        let graph_nodes = crate::detect::reads_graph_nodes(&trace.meta, &trace.strings);
+        let graph_nodes = crate::trace::reads_graph_nodes(&trace.meta, &trace.strings);
         let range = (first as i64, last as i64);
         let reader = TailReader::new(&self.conn, &schema, &self.name, graph_nodes, range)
             .map_err(js_error)?;

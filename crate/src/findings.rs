@@ -5,13 +5,14 @@
 //! Severity follows the share of device (or step) time at stake: ≥ 25 % high, ≥ 10 % medium,
 //! ≥ 2 % low, else informational.
 
-use serde::Serialize;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
-use super::ExplainReport;
 use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::bucket_label;
-use crate::drill::names::{ApiKind, api_kind};
+use crate::explain::ExplainReport;
+use crate::names::api::{ApiKind, api_kind};
 
 /// How much a finding matters; sorts most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -91,6 +92,37 @@ pub fn sort(findings: &mut [Finding]) {
             .then(b.impact_us.total_cmp(&a.impact_us))
             .then_with(|| a.title.cmp(&b.title))
     });
+}
+
+/// The drill-down with the findings it supports: what `nsys-lens drill --json` writes and the
+/// page's Drill-down shows, the findings after the four analyses as the reference's JSON has them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DrillFindings {
+    pub report: DrillReport,
+    pub findings: Vec<Finding>,
+}
+
+impl Serialize for DrillFindings {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = &self.report;
+        let mut out = s.serialize_struct("DrillReport", 8)?;
+        out.serialize_field("gaps", &r.gaps)?;
+        out.serialize_field("graphs", &r.graphs)?;
+        out.serialize_field("patterns", &r.patterns)?;
+        out.serialize_field("stragglers", &r.stragglers)?;
+        out.serialize_field("findings", &self.findings)?;
+        out.serialize_field("files", &r.files)?;
+        out.serialize_field("options", &r.options)?;
+        out.serialize_field("coverage", &r.coverage)?;
+        out.end()
+    }
+}
+
+impl DrillFindings {
+    pub fn of(report: DrillReport) -> DrillFindings {
+        let findings = drill_findings(&report);
+        DrillFindings { report, findings }
+    }
 }
 
 /// Findings supported by the drill-down.
@@ -424,7 +456,7 @@ pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
 }
 
 fn call_finding(
-    c: &super::api::CallSummary,
+    c: &crate::explain::api::CallSummary,
     window_us: f64,
     source: &str,
     title: &str,

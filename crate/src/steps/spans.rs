@@ -7,9 +7,9 @@
 //! will read: what a queue holds is bounded by the spans between its slowest reader and the
 //! sweep's clock, not by the trace.
 
-use super::config::PhaseWindow;
 use crate::model::Ns;
 use crate::model::intervals::IntervalSet;
+use crate::profile::PhaseWindow;
 
 /// Ascending spans by absolute index.
 pub trait Spans {

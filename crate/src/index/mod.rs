@@ -5,11 +5,18 @@
 //! a dense table per process (ids are handed out by a counter, so they are nearly contiguous),
 //! falling back to a sorted list when a process's ids are sparse.
 
-use super::names::{ApiKind, Names};
-use crate::detect::Profile;
-use crate::detect::names::StepNames;
-use crate::detect::steps::{self, PhaseSteps, Step};
+pub mod names;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod units;
+
 use crate::model::{Ns, ProcessIdx, Trace};
+use crate::names::api::ApiKind;
+use crate::profile::Profile;
+use crate::steps;
+use crate::steps::names::StepNames;
+use crate::steps::{PhaseSteps, Step};
+use names::Names;
 
 /// Kernels of one device, sorted by (start, end).
 #[derive(Debug, Clone)]

@@ -1,0 +1,12 @@
+//! The name catalogue: what the names in a trace mean (launch APIs, other API kinds, NCCL and
+//! collective kernels, kernel classes, host-prep ranges, forward-step markers).
+//!
+//! Pure rules over `&str`, with no trace, table or profile behind them: every layer above
+//! asks here, so a rule is written once. Tables that evaluate a rule once per string of a trace
+//! live with their readers ([`crate::detect::name_tables`], [`crate::index::names`]).
+
+pub mod api;
+pub mod kernels;
+pub mod launch;
+pub mod patterns;
+pub mod steps;
