@@ -12,9 +12,10 @@ use std::collections::BinaryHeap;
 
 use rusqlite::Connection;
 
-use super::load::{RUNTIME_TABLE, int, launch_filter, opt_int};
+use super::load::RUNTIME_TABLE;
 use super::open::sqlite_error;
 use super::schema::Schema;
+use super::tables::{int, launch_filter, opt_int};
 use crate::error::Result;
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, Processes, Strings, Threads};
 

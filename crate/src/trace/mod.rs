@@ -8,18 +8,21 @@ mod load;
 mod nvtx_names;
 mod open;
 mod schema;
+mod staged;
 mod stream;
+mod tables;
 pub mod transfer;
 
 pub use launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use load::{
-    KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE, StagedLoad,
+    KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE,
     kernel_table_notes, load, load_part, merge_kernel_part, probe_export, reads_graph_nodes,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use schema::{Schema, read_meta};
+pub use staged::StagedLoad;
 pub use stream::{KernelRows, NvtxRows, kernel_edges};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).

@@ -8,10 +8,11 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::load::{KERNEL_TABLE, NVTX_TABLE, inline_text, int, opt_int, select, small};
+use super::load::{KERNEL_TABLE, NVTX_TABLE};
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, text_ref};
+use super::tables::{inline_text, int, opt_int, select, small};
 use crate::error::Result;
 use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Processes, Strings};
 

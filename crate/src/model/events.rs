@@ -1,0 +1,388 @@
+//! The event tables as parallel columns: kernels, CUDA runtime calls, NVTX ranges, memory
+//! operations and syncs. Times are integer ns.
+
+use super::ids::{NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME};
+use crate::names::steps::StepText;
+
+/// GPU kernels (`CUPTI_ACTIVITY_KIND_KERNEL`), in table order.
+///
+/// `stream`, `correlation` and `demangled_name` are empty when loaded with
+/// `LoadOptions::detect()` (see `trace::LoadOptions::event_details`).
+#[derive(Debug, Default, Clone)]
+pub struct Kernels {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub device: Vec<u32>,
+    pub stream: Vec<u32>,
+    pub process: Vec<ProcessIdx>,
+    /// `correlationId`, joining the runtime call that launched the kernel (within a process).
+    pub correlation: Vec<u32>,
+    pub short_name: Vec<NameId>,
+    pub demangled_name: Vec<NameId>,
+    /// `graphNodeId` (0 when NULL). Empty when no kernel has one: most traces pay nothing.
+    pub graph_node: Vec<u64>,
+    /// `graphId` (0 when NULL; only nsys ≥ 2026.1 has the column). Empty when none is set.
+    pub graph_id: Vec<u32>,
+}
+
+impl Kernels {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// The kernel's `graphNodeId`, 0 when none.
+    pub fn graph_node_of(&self, i: usize) -> u64 {
+        self.graph_node.get(i).copied().unwrap_or(0)
+    }
+
+    /// The kernel's `graphId`, 0 when none.
+    pub fn graph_id_of(&self, i: usize) -> u32 {
+        self.graph_id.get(i).copied().unwrap_or(0)
+    }
+
+    /// Devices that ran at least one kernel, ascending.
+    pub fn devices(&self) -> Vec<u32> {
+        let mut seen: Vec<u32> = Vec::new();
+        let mut last = None;
+        for &d in &self.device {
+            if last != Some(d) && !seen.contains(&d) {
+                seen.push(d);
+            }
+            last = Some(d);
+        }
+        seen.sort_unstable();
+        seen
+    }
+}
+
+/// One kernel as a one-pass analysis sees it: the streaming passes (detect's kernel sweep, the
+/// timeline summary, the gap histogram) consume these in start order, either from a loaded
+/// [`Kernels`] table ([`Kernels::events_in_start_order`]) or straight from SQLite rows, so the
+/// page never has to hold the kernel table in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelEvent {
+    /// Position in table order (the SQLite `rowid` when streamed; the row index when loaded).
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub device: u32,
+    pub stream: u32,
+    pub process: ProcessIdx,
+    pub short_name: NameId,
+    /// `graphNodeId`, 0 when none (a kernel launched inside a CUDA graph has one).
+    pub graph_node: u64,
+}
+
+impl Kernels {
+    /// The kernel at row index `i` as a [`KernelEvent`] (`stream` 0 when not loaded).
+    pub fn event(&self, i: usize) -> KernelEvent {
+        KernelEvent {
+            row: i as i64,
+            start: self.start[i],
+            end: self.end[i],
+            device: self.device[i],
+            stream: self.stream.get(i).copied().unwrap_or(0),
+            process: self.process[i],
+            short_name: self.short_name[i],
+            graph_node: self.graph_node_of(i),
+        }
+    }
+
+    /// Row indices sorted by `(start, end)`, ties in table order: the order every one-pass
+    /// analysis expects. A 4-byte index per kernel, built only when the table is out of order.
+    pub fn start_order(&self) -> Vec<u32> {
+        let mut idx: Vec<u32> = (0..self.len() as u32).collect();
+        let key = |&i: &u32| (self.start[i as usize], self.end[i as usize]);
+        if !idx.is_sorted_by_key(key) {
+            idx.sort_by_key(key);
+        }
+        idx
+    }
+
+    /// Every kernel as a [`KernelEvent`], in start order.
+    pub fn events_in_start_order(&self) -> impl Iterator<Item = KernelEvent> + '_ {
+        self.start_order()
+            .into_iter()
+            .map(|i| self.event(i as usize))
+    }
+}
+
+/// A kernel met out of start order by a one-pass analysis: the caller falls back to loading
+/// (and sorting) the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel row {row} starts at {start} ns, before the previous kernel ({previous} ns): the kernel table is not in start order"
+)]
+pub struct OutOfOrder {
+    pub row: i64,
+    pub start: Ns,
+    /// The largest start seen before it.
+    pub previous: Ns,
+}
+
+/// The order check every one-pass analysis makes on the kernels it is fed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartOrder {
+    last: Option<Ns>,
+}
+
+impl StartOrder {
+    /// Accepts `ev` when it starts no earlier than every kernel accepted before it.
+    pub fn check(&mut self, ev: &KernelEvent) -> Result<(), OutOfOrder> {
+        match self.last {
+            Some(previous) if ev.start < previous => Err(OutOfOrder {
+                row: ev.row,
+                start: ev.start,
+                previous,
+            }),
+            _ => {
+                self.last = Some(ev.start);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// CUDA runtime/driver API calls (`CUPTI_ACTIVITY_KIND_RUNTIME`).
+#[derive(Debug, Default, Clone)]
+pub struct RuntimeCalls {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub thread: Vec<ThreadIdx>,
+    pub correlation: Vec<u32>,
+    pub name: Vec<NameId>,
+}
+
+impl RuntimeCalls {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// NVTX events that have an end (ranges); marks and domain rows are not kept.
+#[derive(Debug, Default, Clone)]
+pub struct NvtxRanges {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub thread: Vec<ThreadIdx>,
+    pub event_type: Vec<u8>,
+    pub domain: Vec<u32>,
+    /// The range's name as a user sees it: `text` when non-NULL, else `StringIds[textId]`.
+    pub name: Vec<NameId>,
+    /// `StringIds[textId]` only (`NO_NAME` when `textId` is NULL): what the reference scripts see.
+    pub text_id_name: Vec<NameId>,
+    /// The forward-step names of rows named [`UNHELD_NAME`] (by text, by `textId`), by row.
+    unheld: Vec<(usize, Option<StepText>, Option<StepText>)>,
+    /// What a windows-only load (the page's verdict) did not keep.
+    pub omitted: OmittedRanges,
+}
+
+/// One NVTX range as the loader reads it: a row of [`NvtxRanges`], or a row handed straight to
+/// a consumer that keeps only what it derives (the page's detect plans).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NvtxRow {
+    /// Its row: the `rowid` when read from the file, the index in a loaded table.
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub thread: ThreadIdx,
+    pub event_type: u8,
+    pub domain: u32,
+    /// `text` when non-NULL, else `StringIds[textId]` (see [`NvtxRanges::name`]).
+    pub name: NameId,
+    /// `StringIds[textId]` only (see [`NvtxRanges::text_id_name`]).
+    pub text_id_name: NameId,
+    /// The forward step `name` stands for when it is [`UNHELD_NAME`] (a name not held).
+    pub step: Option<StepText>,
+    /// The same for `text_id_name`.
+    pub text_id_step: Option<StepText>,
+}
+
+impl NvtxRow {
+    /// Whether a name of the row is a forward-step name not held.
+    pub fn has_unheld_name(&self) -> bool {
+        self.name == UNHELD_NAME || self.text_id_name == UNHELD_NAME
+    }
+}
+
+/// NVTX ranges read but not kept: only their count and one fact about their names remain.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct OmittedRanges {
+    pub count: u64,
+    /// Some of them are named by inline `text`.
+    pub inline_text: bool,
+}
+
+impl NvtxRanges {
+    /// Adds a push/pop range on `thread` named `name` (both by text and by `textId`).
+    #[cfg(test)]
+    pub(crate) fn push_range(&mut self, (start, end): (Ns, Ns), thread: ThreadIdx, name: NameId) {
+        let row = NvtxRow {
+            row: self.len() as i64,
+            start,
+            end,
+            thread,
+            event_type: 59,
+            domain: 0,
+            name,
+            text_id_name: name,
+            step: None,
+            text_id_step: None,
+        };
+        self.push(&row, true);
+    }
+
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// Row `i` (`i < len()`); `domain` is 0 when the load did not read domains.
+    pub fn row(&self, i: usize) -> NvtxRow {
+        let mut row = NvtxRow {
+            row: i as i64,
+            start: self.start[i],
+            end: self.end[i],
+            thread: self.thread[i],
+            event_type: self.event_type[i],
+            domain: self.domain.get(i).copied().unwrap_or(0),
+            name: self.name[i],
+            text_id_name: self.text_id_name[i],
+            step: None,
+            text_id_step: None,
+        };
+        if row.has_unheld_name()
+            && let Ok(k) = self.unheld.binary_search_by_key(&i, |u| u.0)
+        {
+            (row.step, row.text_id_step) = (self.unheld[k].1, self.unheld[k].2);
+        }
+        row
+    }
+
+    /// Adds a row; `with_domain`: the load reads domains (else the column stays empty).
+    pub fn push(&mut self, row: &NvtxRow, with_domain: bool) {
+        self.start.push(row.start);
+        self.end.push(row.end);
+        self.thread.push(row.thread);
+        self.event_type.push(row.event_type);
+        if with_domain {
+            self.domain.push(row.domain);
+        }
+        if row.has_unheld_name() {
+            let i = self.name.len();
+            self.unheld.push((i, row.step, row.text_id_step));
+        }
+        self.name.push(row.name);
+        self.text_id_name.push(row.text_id_name);
+    }
+
+    /// Counts a range read but not kept.
+    pub fn omit(&mut self, inline_text: bool) {
+        self.omitted.count += 1;
+        self.omitted.inline_text |= inline_text;
+    }
+
+    /// Ranges in the file, including those a windows-only load left out.
+    pub fn total(&self) -> u64 {
+        self.len() as u64 + self.omitted.count
+    }
+
+    /// Whether some range is named by its inline `text` rather than a `textId` (the
+    /// trtllm-skill profile cannot see those names), counting ranges left out.
+    pub fn has_inline_text_names(&self) -> bool {
+        self.omitted.inline_text
+            || self
+                .name
+                .iter()
+                .zip(&self.text_id_name)
+                .any(|(a, b)| a != b)
+    }
+
+    /// Gives back the columns' spare capacity (up to half of each after loading row by row):
+    /// the page holds the ranges while it builds the detect plans, its peak.
+    pub fn shrink_to_fit(&mut self) {
+        self.start.shrink_to_fit();
+        self.end.shrink_to_fit();
+        self.thread.shrink_to_fit();
+        self.event_type.shrink_to_fit();
+        self.domain.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.text_id_name.shrink_to_fit();
+        self.unheld.shrink_to_fit();
+    }
+
+    /// Lets the kept ranges go, keeping what the verdict's facts and warnings say of them: the
+    /// page's analysis worker needs them only until the detect plans are built.
+    pub fn forget_ranges(&mut self) {
+        *self = NvtxRanges {
+            omitted: OmittedRanges {
+                count: self.total(),
+                inline_text: self.has_inline_text_names(),
+            },
+            ..NvtxRanges::default()
+        };
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// NVTX event types that are ranges: push/pop, start/end and their NVTXT-imported variants.
+pub const NVTX_RANGE_TYPES: [u8; 4] = [59, 60, 70, 71];
+
+/// Memory copies or memsets (`CUPTI_ACTIVITY_KIND_MEMCPY` / `_MEMSET`).
+#[derive(Debug, Default, Clone)]
+pub struct MemOps {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub device: Vec<u32>,
+    pub stream: Vec<u32>,
+    pub process: Vec<ProcessIdx>,
+    pub correlation: Vec<u32>,
+    pub bytes: Vec<u64>,
+    /// `copyKind` for memcpy (ENUM_CUDA_MEMCPY_OPER), 0 for memset.
+    pub kind: Vec<u8>,
+    /// `srcKind` / `memKind` (ENUM_CUDA_MEM_KIND; 0 = pageable), 255 when unknown.
+    pub src_mem: Vec<u8>,
+    pub dst_mem: Vec<u8>,
+}
+
+impl MemOps {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}
+
+/// CUDA synchronization events (`CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`).
+#[derive(Debug, Default, Clone)]
+pub struct Syncs {
+    pub start: Vec<Ns>,
+    pub end: Vec<Ns>,
+    pub device: Vec<u32>,
+    pub stream: Vec<u32>,
+    pub process: Vec<ProcessIdx>,
+    pub correlation: Vec<u32>,
+    pub sync_type: Vec<u8>,
+}
+
+impl Syncs {
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+}

@@ -1,0 +1,668 @@
+//! The table readers: one plain streaming `SELECT` per table into the model's columns, with
+//! values decoded leniently (a NULL, text or blob where a number belongs reads as a default).
+
+use rusqlite::Connection;
+use rusqlite::types::ValueRef;
+
+use super::load::{
+    KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink, PROGRESS_EVERY,
+    Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes, probe_export,
+    reads_graph_nodes,
+};
+use super::nvtx_names::RowNamer;
+use super::open::sqlite_error;
+use super::schema::{Schema, read_meta, text_of, text_ref};
+use crate::error::{Error, Result};
+use crate::model::{
+    GpuInfo, MemOps, NO_NAME, NameFlags, NvtxRanges, NvtxRow, Processes, Strings, Trace,
+};
+use crate::names::patterns::may_define_windows;
+use crate::names::steps::step_text;
+
+/// `SELECT` list with `NULL` standing in for absent columns.
+pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
+    let cols: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            if *c == "rowid" || schema.has_column(table, c) {
+                format!("\"{c}\"")
+            } else {
+                "NULL".to_string()
+            }
+        })
+        .collect();
+    format!("SELECT {} FROM {table} {filter}", cols.join(", "))
+}
+
+pub(super) struct Loader<'c, 'p> {
+    pub(super) conn: &'c Connection,
+    pub(super) path: &'c str,
+    pub(super) progress: ProgressFn<'p>,
+}
+
+/// An integer column value; NULL, text and blobs read as `default` (odd columns never panic).
+pub(super) fn int(v: ValueRef<'_>, default: i64) -> i64 {
+    match v {
+        ValueRef::Integer(i) => i,
+        ValueRef::Real(f) if f.is_finite() => f as i64,
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(default),
+        _ => default,
+    }
+}
+
+pub(super) fn opt_int(v: ValueRef<'_>) -> Option<i64> {
+    match v {
+        ValueRef::Null => None,
+        other => Some(int(other, 0)),
+    }
+}
+
+/// An NVTX range's inline `text`: `None` unless the column holds text.
+pub(super) fn inline_text(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> {
+    match v {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+        _ => None,
+    }
+}
+
+/// Sets `column[row]`, growing a lazily allocated column (zeros for earlier rows).
+fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
+    if column.len() <= row {
+        column.resize(row + 1, T::default());
+    }
+    column[row] = value;
+}
+
+pub(super) fn small(v: ValueRef<'_>) -> u32 {
+    u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
+}
+
+/// The SQL condition selecting kernel-launch API calls (any profile's) by `nameId`.
+pub(super) fn launch_filter(strings: &Strings) -> String {
+    let ids = strings.sqlite_ids_where(|s| {
+        crate::names::launch::is_launch_api(s, crate::names::launch::LaunchApis::AllVersioned)
+    });
+    let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+    format!("nameId IN ({})", list.join(","))
+}
+
+impl Loader<'_, '_> {
+    /// Schema, metadata and strings: what every table loader needs first (forward-step names
+    /// held unless `steps_unheld`).
+    pub(super) fn begin(&mut self, steps_unheld: bool) -> Result<(Schema, Trace)> {
+        self.report("probing schema", 0, 0)?;
+        let schema = probe_export(self.conn, self.path)?;
+        let mut trace = Trace {
+            meta: read_meta(self.conn, &schema, self.path)?,
+            ..Trace::default()
+        };
+        self.load_strings(&schema, &mut trace, steps_unheld)?;
+        Ok((schema, trace))
+    }
+
+    /// Everything after kernels, NVTX ranges and runtime calls.
+    pub(super) fn finish(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        opts: LoadOptions,
+    ) -> Result<()> {
+        if opts.memory_ops {
+            trace.memcpy = self.load_memops(schema, trace, MEMCPY_TABLE)?;
+            trace.memset = self.load_memops(schema, trace, MEMSET_TABLE)?;
+        }
+        if opts.syncs {
+            self.load_syncs(schema, trace)?;
+        }
+        self.load_gpus(schema, trace)?;
+        self.load_names(schema, trace)?;
+        self.report("done", 1, 1)
+    }
+
+    pub(super) fn report(&mut self, step: &'static str, done: u64, total: u64) -> Result<()> {
+        if (self.progress)(Progress { step, done, total }) {
+            Ok(())
+        } else {
+            Err(Error::Cancelled)
+        }
+    }
+
+    pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
+        select(schema, table, columns, filter)
+    }
+
+    /// Row-count estimate (max rowid: O(log n), unlike COUNT(*)) for reservations and progress.
+    pub(super) fn estimate_rows(&self, table: &str) -> u64 {
+        self.conn
+            .query_row(&format!("SELECT max(rowid) FROM {table}"), [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .ok()
+            .flatten()
+            .map_or(0, |n| n.clamp(0, 500_000_000) as u64)
+    }
+
+    /// Streams rows of `sql` into `each`, reporting progress under `step`.
+    pub(super) fn stream(
+        &mut self,
+        step: &'static str,
+        table: &str,
+        sql: &str,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
+    ) -> Result<()> {
+        self.stream_while(step, table, sql, |r| each(r).map(|()| true))
+            .map(|_| ())
+    }
+
+    /// [`Loader::stream`] until `each` returns `false`: `Ok(false)` then.
+    pub(super) fn stream_while(
+        &mut self,
+        step: &'static str,
+        table: &str,
+        sql: &str,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<bool>,
+    ) -> Result<bool> {
+        let total = self.estimate_rows(table);
+        self.report(step, 0, total)?;
+        let (conn, path) = (self.conn, self.path);
+        let fail = |e: rusqlite::Error| sqlite_error(path, table, &e);
+        let mut stmt = conn.prepare(sql).map_err(fail)?;
+        let mut rows = stmt.query([]).map_err(fail)?;
+        let mut done = 0u64;
+        while let Some(row) = rows.next().map_err(fail)? {
+            if !each(row).map_err(fail)? {
+                return Ok(false);
+            }
+            done += 1;
+            if done.is_multiple_of(PROGRESS_EVERY) {
+                self.report(step, done, total)?;
+            }
+        }
+        self.report(step, done, total).map(|()| true)
+    }
+
+    pub(super) fn load_strings(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        steps_unheld: bool,
+    ) -> Result<()> {
+        if !(schema.has_column("StringIds", "id") && schema.has_column("StringIds", "value")) {
+            trace.note(
+                "StringIds",
+                "no StringIds table: kernel, API and registered NVTX names are unknown",
+            );
+            return Ok(());
+        }
+        let mut strings = match steps_unheld {
+            true => Strings::without_step_names(),
+            false => Strings::default(),
+        };
+        self.stream(
+            "loading strings",
+            "StringIds",
+            "SELECT id, value FROM StringIds",
+            |r| {
+                let id = int(r.get_ref(0)?, -1);
+                let value = text_ref(r.get_ref(1)?);
+                match steps_unheld && step_text(&value).is_some() {
+                    true => strings.push_row_unheld(id),
+                    false => strings.push_row(id, &value),
+                }
+                Ok(())
+            },
+        )?;
+        strings.finish_rows();
+        trace.strings = strings;
+        Ok(())
+    }
+
+    pub(super) fn load_kernels(
+        &mut self,
+        schema: &Schema,
+        strings: &Strings,
+        trace: &mut Trace,
+        details: bool,
+    ) -> Result<()> {
+        trace.present.kernels = schema.has_table(KERNEL_TABLE);
+        trace.coverage.extend(kernel_table_notes(schema));
+        if !trace.present.kernels {
+            return Ok(());
+        }
+        let mut cols = vec!["start", "end", "deviceId", "globalPid", "shortName"];
+        let graph_nodes = details || reads_graph_nodes(&trace.meta, strings);
+        if details {
+            cols.extend([
+                "streamId",
+                "correlationId",
+                "demangledName",
+                "graphNodeId",
+                "graphId",
+            ]);
+        } else if graph_nodes {
+            cols.push("graphNodeId");
+        }
+        let sql = Self::select(schema, KERNEL_TABLE, &cols, "");
+        let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
+        let Trace {
+            kernels: k,
+            processes,
+            ..
+        } = trace;
+        k.start.reserve_exact(reserve);
+        k.end.reserve_exact(reserve);
+        k.device.reserve_exact(reserve);
+        k.process.reserve_exact(reserve);
+        k.short_name.reserve_exact(reserve);
+        if details {
+            k.stream.reserve_exact(reserve);
+            k.correlation.reserve_exact(reserve);
+            k.demangled_name.reserve_exact(reserve);
+        }
+        let mut last_gpid = i64::MIN;
+        let mut last_proc = 0;
+        self.stream("loading kernels", KERNEL_TABLE, &sql, |r| {
+            k.start.push(int(r.get_ref(0)?, 0));
+            k.end.push(int(r.get_ref(1)?, 0));
+            k.device.push(small(r.get_ref(2)?));
+            let gpid = int(r.get_ref(3)?, 0);
+            if gpid != last_gpid {
+                last_gpid = gpid;
+                last_proc = processes.intern(gpid);
+            }
+            k.process.push(last_proc);
+            k.short_name
+                .push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            if !details {
+                if graph_nodes && let Some(g) = opt_int(r.get_ref(5)?) {
+                    set_sparse(&mut k.graph_node, k.start.len() - 1, g as u64);
+                }
+                return Ok(());
+            }
+            k.stream.push(small(r.get_ref(5)?));
+            k.correlation.push(small(r.get_ref(6)?));
+            k.demangled_name
+                .push(opt_int(r.get_ref(7)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            let row = k.start.len() - 1;
+            if let Some(g) = opt_int(r.get_ref(8)?) {
+                set_sparse(&mut k.graph_node, row, g as u64);
+            }
+            if let Some(g) = opt_int(r.get_ref(9)?) {
+                set_sparse(&mut k.graph_id, row, g as u32);
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn load_runtime(
+        &mut self,
+        schema: &Schema,
+        strings: &Strings,
+        trace: &mut Trace,
+        opts: LoadOptions,
+    ) -> Result<()> {
+        let details = opts.event_details;
+        if !schema.has_table(RUNTIME_TABLE) {
+            trace.note(
+                RUNTIME_TABLE,
+                "no CUDA runtime API table: launch overhead (M2) not computable",
+            );
+            return Ok(());
+        }
+        trace.present.runtime = true;
+        let cols: &[&str] = if details {
+            &["start", "end", "globalTid", "nameId", "correlationId"]
+        } else {
+            &["start", "end", "globalTid", "nameId"]
+        };
+        let filter = if opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId") {
+            format!("WHERE {}", launch_filter(strings))
+        } else {
+            String::new()
+        };
+        let sql = Self::select(schema, RUNTIME_TABLE, cols, &filter);
+        let reserve = if filter.is_empty() {
+            self.estimate_rows(RUNTIME_TABLE) as usize
+        } else {
+            0
+        };
+        let Trace {
+            runtime: rt,
+            processes,
+            threads,
+            ..
+        } = trace;
+        rt.start.reserve_exact(reserve);
+        rt.end.reserve_exact(reserve);
+        rt.thread.reserve_exact(reserve);
+        rt.name.reserve_exact(reserve);
+        if details {
+            rt.correlation.reserve_exact(reserve);
+        }
+        let mut last_tid = i64::MIN;
+        let mut last_thread = 0;
+        self.stream("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
+            rt.start.push(int(r.get_ref(0)?, 0));
+            rt.end.push(int(r.get_ref(1)?, 0));
+            let gtid = int(r.get_ref(2)?, 0);
+            if gtid != last_tid {
+                last_tid = gtid;
+                last_thread = threads.intern(gtid, processes);
+            }
+            rt.thread.push(last_thread);
+            rt.name
+                .push(opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            if details {
+                rt.correlation.push(small(r.get_ref(4)?));
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn load_nvtx(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        details: bool,
+    ) -> Result<()> {
+        self.load_nvtx_where(schema, trace, details, false)
+    }
+
+    /// NVTX ranges; with `windows_only`, only those that may be forward steps or host-prep
+    /// ranges are kept (the rest are counted): the verdict needs no other.
+    pub(super) fn load_nvtx_where(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        details: bool,
+        windows_only: bool,
+    ) -> Result<()> {
+        let mut kept = NvtxRanges::default();
+        self.stream_nvtx(schema, trace, details, windows_only, &mut |row, _, _| {
+            kept.push(row, details);
+            true
+        })?;
+        kept.omitted = trace.nvtx.omitted;
+        kept.shrink_to_fit();
+        trace.nvtx = kept;
+        Ok(())
+    }
+
+    /// Hands NVTX ranges to `sink` in table order instead of keeping them (they only count, in
+    /// `trace.nvtx.omitted`). `sink` returning `false` stops the read: `Ok(false)`.
+    pub(super) fn stream_nvtx(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        details: bool,
+        windows_only: bool,
+        sink: NvtxSink<'_>,
+    ) -> Result<bool> {
+        if !schema.has_table(NVTX_TABLE) {
+            trace.note(
+                NVTX_TABLE,
+                "no NVTX_EVENTS table: phase and host-prep metrics not computable",
+            );
+            return Ok(true);
+        }
+        trace.present.nvtx = true;
+        let sql = Self::select(
+            schema,
+            NVTX_TABLE,
+            &[
+                "start",
+                "end",
+                "globalTid",
+                "eventType",
+                if details { "domainId" } else { "NULL" },
+                "text",
+                "textId",
+                "rowid",
+            ],
+            "WHERE \"end\" IS NOT NULL",
+        );
+        let Trace {
+            nvtx: n,
+            strings,
+            processes,
+            threads,
+            ..
+        } = trace;
+        let mut last_tid = i64::MIN;
+        let mut last_thread = 0;
+        let mut namer = RowNamer::new(self.conn);
+        let keep_id: NameFlags = if windows_only {
+            strings.classify(may_define_windows)
+        } else {
+            NameFlags::default()
+        };
+        self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
+            // Every row's thread is interned, kept or not: process and thread ids then come
+            // out as in a whole load (they order per-process results).
+            let gtid = int(r.get_ref(2)?, 0);
+            if gtid != last_tid {
+                last_tid = gtid;
+                last_thread = threads.intern(gtid, processes);
+            }
+            let text_id = opt_int(r.get_ref(6)?);
+            let by_id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
+            let text = inline_text(r.get_ref(5)?);
+            if windows_only
+                && !crate::model::flag(&keep_id, by_id)
+                && !strings.is_unheld(by_id)
+                && !text.as_deref().is_some_and(may_define_windows)
+            {
+                n.omit(text.is_some());
+                return Ok(true);
+            }
+            let mut row = NvtxRow {
+                row: int(r.get_ref(7)?, 0),
+                start: int(r.get_ref(0)?, 0),
+                end: int(r.get_ref(1)?, 0),
+                thread: last_thread,
+                event_type: u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0),
+                domain: if details { small(r.get_ref(4)?) } else { 0 },
+                name: NO_NAME,
+                text_id_name: NO_NAME,
+                step: None,
+                text_id_step: None,
+            };
+            namer
+                .name(strings, text.as_deref(), text_id)?
+                .apply(&mut row);
+            Ok(sink(&row, strings, threads))
+        })
+        .inspect(|_| strings.shrink_to_fit())
+    }
+
+    pub(super) fn load_memops(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        table: &'static str,
+    ) -> Result<MemOps> {
+        let mut ops = MemOps::default();
+        if !schema.has_table(table) {
+            trace.note(
+                table,
+                format!("no {table} table: no such operations were recorded"),
+            );
+            return Ok(ops);
+        }
+        let is_memcpy = table == MEMCPY_TABLE;
+        if is_memcpy {
+            trace.present.memcpy = true;
+        } else {
+            trace.present.memset = true;
+        }
+        // memset has no copy kind and one memory kind for both ends.
+        let kinds: [&str; 3] = if is_memcpy {
+            ["copyKind", "srcKind", "dstKind"]
+        } else {
+            ["NULL", "memKind", "memKind"]
+        };
+        let mut cols = vec![
+            "start",
+            "end",
+            "deviceId",
+            "streamId",
+            "globalPid",
+            "correlationId",
+            "bytes",
+        ];
+        cols.extend(kinds);
+        let sql = Self::select(schema, table, &cols, "");
+        let processes = &mut trace.processes;
+        let step = if is_memcpy {
+            "loading memcpy"
+        } else {
+            "loading memset"
+        };
+        let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
+        self.stream(step, table, &sql, |r| {
+            ops.start.push(int(r.get_ref(0)?, 0));
+            ops.end.push(int(r.get_ref(1)?, 0));
+            ops.device.push(small(r.get_ref(2)?));
+            ops.stream.push(small(r.get_ref(3)?));
+            ops.process.push(processes.intern(int(r.get_ref(4)?, 0)));
+            ops.correlation.push(small(r.get_ref(5)?));
+            ops.bytes
+                .push(u64::try_from(int(r.get_ref(6)?, 0)).unwrap_or(0));
+            ops.kind.push(kind(r.get_ref(7)?));
+            ops.src_mem.push(kind(r.get_ref(8)?));
+            ops.dst_mem.push(kind(r.get_ref(9)?));
+            Ok(())
+        })?;
+        Ok(ops)
+    }
+
+    pub(super) fn load_syncs(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if !schema.has_table(SYNC_TABLE) {
+            trace.note(
+                SYNC_TABLE,
+                "no synchronization table: CUDA sync events were not recorded",
+            );
+            return Ok(());
+        }
+        trace.present.syncs = true;
+        let sql = Self::select(
+            schema,
+            SYNC_TABLE,
+            &[
+                "start",
+                "end",
+                "deviceId",
+                "streamId",
+                "globalPid",
+                "correlationId",
+                "syncType",
+            ],
+            "",
+        );
+        let Trace {
+            syncs: s,
+            processes,
+            ..
+        } = trace;
+        self.stream("loading synchronization", SYNC_TABLE, &sql, |r| {
+            s.start.push(int(r.get_ref(0)?, 0));
+            s.end.push(int(r.get_ref(1)?, 0));
+            s.device.push(small(r.get_ref(2)?));
+            s.stream.push(small(r.get_ref(3)?));
+            s.process.push(processes.intern(int(r.get_ref(4)?, 0)));
+            s.correlation.push(small(r.get_ref(5)?));
+            s.sync_type
+                .push(u8::try_from(int(r.get_ref(6)?, 0)).unwrap_or(255));
+            Ok(())
+        })
+    }
+
+    pub(super) fn load_gpus(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        const T: &str = "TARGET_INFO_GPU";
+        if !schema.has_column(T, "id") {
+            trace.note(
+                T,
+                "no TARGET_INFO_GPU table: GPU models are unknown (devices are named by id only)",
+            );
+            return Ok(());
+        }
+        let sql = Self::select(
+            schema,
+            T,
+            &["id", "name", "busLocation", "smCount", "totalMemory"],
+            "",
+        );
+        let gpus = &mut trace.gpus;
+        self.stream("loading GPU info", T, &sql, |r| {
+            let text = |v: ValueRef<'_>| match v {
+                ValueRef::Null => None,
+                other => Some(text_of(other)),
+            };
+            gpus.push(GpuInfo {
+                id: int(r.get_ref(0)?, -1),
+                name: text(r.get_ref(1)?).unwrap_or_default(),
+                bus_location: text(r.get_ref(2)?),
+                sm_count: opt_int(r.get_ref(3)?),
+                total_memory: opt_int(r.get_ref(4)?),
+            });
+            Ok(())
+        })
+    }
+
+    /// Thread names (`ThreadNames`) and process names (`PROCESSES`).
+    pub(super) fn load_names(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if schema.has_column("ThreadNames", "nameId")
+            && schema.has_column("ThreadNames", "globalTid")
+        {
+            let Trace {
+                threads,
+                strings,
+                processes,
+                ..
+            } = trace;
+            self.stream(
+                "loading thread names",
+                "ThreadNames",
+                "SELECT globalTid, nameId FROM ThreadNames",
+                |r| {
+                    let (Some(gtid), Some(name)) = (opt_int(r.get_ref(0)?), opt_int(r.get_ref(1)?))
+                    else {
+                        return Ok(());
+                    };
+                    let t = threads.intern(gtid, processes) as usize;
+                    threads.name[t] = strings.resolve(name);
+                    Ok(())
+                },
+            )?;
+        }
+        self.load_process_names(schema, &mut trace.processes)
+    }
+
+    /// Names of the processes already interned (a process no event references stays out).
+    pub(super) fn load_process_names(
+        &mut self,
+        schema: &Schema,
+        processes: &mut Processes,
+    ) -> Result<()> {
+        if schema.has_column("PROCESSES", "globalPid") && schema.has_column("PROCESSES", "name") {
+            self.stream(
+                "loading process names",
+                "PROCESSES",
+                "SELECT globalPid, name FROM PROCESSES",
+                |r| {
+                    let Some(gpid) = opt_int(r.get_ref(0)?) else {
+                        return Ok(());
+                    };
+                    if let Some(p) = processes.find(gpid) {
+                        processes.name[p as usize] = text_of(r.get_ref(1)?);
+                    }
+                    Ok(())
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
