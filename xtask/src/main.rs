@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+/// The browser's target: the core is built, linted and documented for it too.
+pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
 /// A task's failure: one line saying which step failed and why.
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -34,7 +37,8 @@ tasks:
   web                   build the page into dist/ (wasm32 release build, wasm-bindgen, wasm-opt, www/ + static/)
   dist                  web, plus dist/nsys-lens-offline.html: one self-contained file for file:// use
   serve [--port N]      dist, then serve dist/ at http://127.0.0.1:N/ (default {PORT})
-  lint                  `cargo fmt --all -- --check` and `cargo clippy --workspace --all-targets -- -D warnings`
+  lint                  `cargo fmt --check`, clippy (native and wasm32) and `cargo doc`, warnings denied
+                        (also part of `test`)
   bench [--scale N] [--runs N]
                         generate a large host-bound trace (cached under target/bench/) and measure
                         the bare SQLite scan, `nsys-lens detect` wall time and peak RSS
@@ -99,25 +103,18 @@ fn usage_error(msg: &str) -> ExitCode {
 /// `cargo xtask test`: what CI runs (`.ci/run`). Stops at the first failing step.
 ///
 /// The wasm32 build is part of the test because the analysis core must stay portable to the
-/// browser: a native-only dependency or API in the library fails here, not months later.
-/// Clippy is deliberately not here (see [`lint`]): a new compiler's new lint must not turn a
-/// correct tree red.
+/// browser: a native-only dependency or API in the library fails here, not months later. The
+/// lint checks run first ([`lint_steps`]): CI holds the tree to them.
 fn test() -> Result<()> {
     let mut summary = Summary::default();
     let result = (|| {
         summary.step("setup", setup::setup)?;
+        lint_steps(&mut summary)?;
         summary.step("cargo test --workspace", || {
             run(cargo().args(["test", "--workspace"]))
         })?;
         summary.step("wasm32 build of the core library", || {
-            run(cargo().args([
-                "build",
-                "-p",
-                "nsys-lens",
-                "--lib",
-                "--target",
-                "wasm32-unknown-unknown",
-            ]))
+            run(cargo().args(["build", "-p", "nsys-lens", "--lib", "--target", WASM_TARGET]))
         })?;
         summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;
         summary.step("cargo xtask dist", web::dist)?;
@@ -135,26 +132,83 @@ fn test() -> Result<()> {
     result
 }
 
-/// `cargo xtask lint`: formatting and clippy. Both run even if the first fails, so one pass
-/// shows everything to fix.
+/// `cargo xtask lint`: formatting, clippy (native and wasm32) and the docs, warnings denied.
+/// Every check runs even if an earlier one fails, so one pass shows everything to fix.
 fn lint() -> Result<()> {
     let mut summary = Summary::default();
-    let fmt = summary.step("cargo fmt --check", || {
-        run(cargo().args(["fmt", "--all", "--", "--check"]))
-    });
-    let clippy = summary.step("cargo clippy -D warnings", || {
-        run(cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))
-    });
+    let result = lint_steps(&mut summary);
     summary.print();
-    fmt.and(clippy)
-        .map_err(|_| "lint found problems (see above)".to_string())
+    result
+}
+
+/// The lint checks as steps of `summary` (also part of `cargo xtask test`, as CI runs it).
+fn lint_steps(summary: &mut Summary) -> Result<()> {
+    let wasm = ["--target", WASM_TARGET, "--target-dir"];
+    let wasm_dir = target_dir().join("wasm-lint");
+    let wasm_dir = wasm_dir.to_string_lossy().to_string();
+    let checks: [(&str, Vec<&str>, bool); 5] = [
+        (
+            "cargo fmt --check",
+            vec!["fmt", "--all", "--", "--check"],
+            false,
+        ),
+        (
+            "cargo clippy -D warnings",
+            vec![
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+            false,
+        ),
+        (
+            "cargo clippy -D warnings (wasm32)",
+            [
+                &["clippy", "-p", "nsys-lens", "--lib"][..],
+                &wasm,
+                &[wasm_dir.as_str()],
+                &["--", "-D", "warnings"],
+            ]
+            .concat(),
+            false,
+        ),
+        (
+            "cargo doc (warnings denied)",
+            vec!["doc", "--workspace", "--no-deps"],
+            true,
+        ),
+        (
+            "cargo doc (wasm32, warnings denied)",
+            [
+                &["doc", "-p", "nsys-lens", "--no-deps"][..],
+                &wasm,
+                &[wasm_dir.as_str()],
+            ]
+            .concat(),
+            true,
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (name, args, docs) in checks {
+        let outcome = summary.step(name, || {
+            let mut cmd = cargo();
+            cmd.args(&args);
+            if docs {
+                cmd.env("RUSTDOCFLAGS", "-D warnings");
+            }
+            run(&mut cmd)
+        });
+        if outcome.is_err() {
+            failed.push(name);
+        }
+    }
+    match failed.is_empty() {
+        true => Ok(()),
+        false => Err(format!("lint found problems: {}", failed.join(", "))),
+    }
 }
 
 /// Timed steps of a task, printed as one summary line each.

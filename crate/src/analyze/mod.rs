@@ -4,7 +4,7 @@
 //! [`crate::iterations`] isolates the benchmark; [`analyze_trace`] measures its steady state
 //! per step (wall time, gaps, NVTX ops, kernels, CUDA APIs) in one of two profiles:
 //! `trtllm-skill` reproduces `analyze_host_overhead.py` number for number (`skill`), `standard`
-//! measures the same quantities with the reference's defects fixed (`standard`). [`compare`]
+//! measures the same quantities with the reference's defects fixed (`standard`). [`compare()`]
 //! turns two breakdowns into deltas, statuses, a conclusion and comparability warnings. Pure
 //! functions over a loaded [`Trace`]: the page calls them as the CLI does.
 

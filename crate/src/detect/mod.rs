@@ -1,7 +1,7 @@
 //! Phase 1: is host (CPU) overhead the bottleneck? Metrics M1–M5, verdicts, phases (SPEC §2).
 //!
-//! One implementation serves both profiles; [`config::Switches`] say where they differ:
-//! [`steps`] finds the phases, [`sweep`] folds the kernels (one pass, start order) into a
+//! One implementation serves both profiles; [`crate::profile::Switches`] say where they differ:
+//! [`crate::steps`] finds the phases, [`sweep`] folds the kernels (one pass, start order) into a
 //! [`KernelSummary`], [`measure`] computes a scope's metrics from it and the host part,
 //! [`verdict`] applies thresholds, and this module assembles the [`DetectReport`].
 //!

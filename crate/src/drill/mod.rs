@@ -1,7 +1,7 @@
 //! Kernel-level drill-down (SPEC §4, reference §9): inter-kernel gaps, CUDA-graph coverage,
 //! the per-layer kernel pattern and straggler ranks, over one trace or several (one per rank).
 //!
-//! [`index::TraceIndex`] prepares each trace once (kernels per device in time order, the
+//! [`crate::index::TraceIndex`] prepares each trace once (kernels per device in time order, the
 //! launch-call join, name classes, steps); each analysis is its own module; [`drill`] runs them
 //! all ([`crate::findings`] reads what they found). Pure functions over loaded traces: the page calls
 //! the same code as the CLI.

@@ -8,7 +8,7 @@
 /// Entries per block: 16 Ki (256 KiB of 16-byte entries).
 const BLOCK: usize = 1 << 14;
 
-/// An append-only list of `T` in blocks of [`BLOCK`] entries.
+/// An append-only list of `T` in blocks of `BLOCK` entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunked<T> {
     blocks: Vec<Vec<T>>,
@@ -25,7 +25,7 @@ impl<T> Default for Chunked<T> {
 }
 
 impl<T: Copy> Chunked<T> {
-    /// Appends `x`. The first block doubles up to [`BLOCK`] (a short list stays small); later
+    /// Appends `x`. The first block doubles up to `BLOCK` (a short list stays small); later
     /// ones are allocated whole.
     pub fn push(&mut self, x: T) {
         match self.blocks.last_mut() {

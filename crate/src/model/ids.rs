@@ -3,16 +3,16 @@
 /// A timestamp or duration in nanoseconds, as nsys stores them.
 pub type Ns = i64;
 
-/// Index into [`Strings`]; `NO_NAME` marks a missing/NULL name.
+/// Index into [`super::Strings`]; `NO_NAME` marks a missing/NULL name.
 pub type NameId = u32;
 pub const NO_NAME: NameId = u32::MAX;
-/// A name read but not held ([`Strings::holds_step_names`]): the loader holds no forward-step
-/// name, and the NVTX row so named carries the parsed marker instead ([`NvtxRow::step`]).
+/// A name read but not held ([`super::Strings::holds_step_names`]): the loader holds no forward-step
+/// name, and the NVTX row so named carries the parsed marker instead ([`super::NvtxRow::step`]).
 pub const UNHELD_NAME: NameId = u32::MAX - 1;
 
-/// Index into [`Processes`].
+/// Index into [`super::Processes`].
 pub type ProcessIdx = u32;
-/// Index into [`Threads`].
+/// Index into [`super::Threads`].
 pub type ThreadIdx = u32;
 
 /// Upper 40 bits of a `globalTid` identify the process (`globalPid`).

@@ -1,7 +1,7 @@
 //! The phase windows and host-prep ranges, fed to the kernel pass as the analysis worker reads
 //! the NVTX ranges, instead of sent whole in its plan: a long trace has a window piece per
 //! forward step and a host-prep range per step and rank, and the pass's sweeps need them only
-//! around the kernels they are at ([`KernelSweep::fed`]).
+//! around the kernels they are at ([`crate::detect::KernelSweep::fed`]).
 //!
 //! The analysis worker writes a [`FeedChunk`] every [`CHUNK_ROWS`] NVTX ranges
 //! ([`FeedWriter`]); the page keeps the chunks outside wasm memory and hands the pass the next

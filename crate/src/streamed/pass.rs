@@ -21,9 +21,9 @@ use crate::error::{Error, Result};
 use crate::model::{CoverageNote, KernelEvent, NO_NAME, NameId, Processes, StringIndex};
 use crate::trace::{KERNEL_TABLE, KernelRows, Schema, kernel_table_notes, read_meta};
 
-/// Memory for kernels waiting for the plan ([`WaitingKernels`], about 12 Mi kernels of a real
+/// Memory for kernels waiting for the plan (`WaitingKernels`, about 12 Mi kernels of a real
 /// export), allocated a block at a time as they come; a chunk read may pass it by at most
-/// [`READ_AHEAD_ROWS`] kernels. Reading ahead of the plan is the pass's head start: the other
+/// `READ_AHEAD_ROWS` kernels. Reading ahead of the plan is the pass's head start: the other
 /// worker needs seconds for strings and NVTX on a large export, and a waiting kernel later costs
 /// only the analyses, not the read.
 pub const BUFFER_BYTES: usize = 128 << 20;

@@ -13,7 +13,7 @@ use crate::model::{NvtxRanges, Processes, Trace};
 /// The host side of a trace (everything but kernels) loaded in steps, for a caller that streams
 /// the kernel table itself: after [`StagedLoad::nvtx`] the forward steps and host-prep ranges are
 /// known, which the one-pass kernel analyses need before their pass; the CUDA API calls follow.
-/// The steps run in the order [`load_part`] uses, so process and thread ids come out the same.
+/// The steps run in the order [`super::load_part`] uses, so process and thread ids come out the same.
 pub struct StagedLoad {
     schema: Schema,
     trace: Trace,

@@ -1,4 +1,4 @@
-//! A kernel part ([`super::load_kernel_part`]) as bytes, to move it between two wasm instances.
+//! A kernel part ([`super::Part::Kernels`] of [`super::load_part`]) as bytes, to move it between two wasm instances.
 //!
 //! Why: the page loads the kernel table in a second Web Worker while the analysis worker loads
 //! the rest; workers share no memory, so the kernels cross as one transferable buffer. The

@@ -4,7 +4,7 @@
 //! - in a dedicated Web Worker, [`Analysis`] holds one trace, opened lazily from the user's
 //!   `File` through the read-only blob VFS ([`vfs`]), and answers with JSON strings (ids such as
 //!   `globalPid` exceed 2^53, so numbers must not pass through JS values);
-//! - on the main thread, [`draw`] renders views the worker computed onto canvases with plotters.
+//! - on the main thread, `draw` renders views the worker computed onto canvases with plotters.
 //!
 //! API boundary rule: a panic kills the wasm instance, so every export returns
 //! `Result<_, JsError>` and nothing here unwraps or indexes input-derived data. A panic hook still

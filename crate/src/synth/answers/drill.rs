@@ -390,7 +390,7 @@ fn nvtx_gpu(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
     })
 }
 
-/// The `drill` answers of any scenario (skipped above [`MAX_KERNELS`] kernels).
+/// The `drill` answers of any scenario (skipped above `MAX_KERNELS` kernels).
 pub fn drill_answers(tl: &Timeline) -> Value {
     if tl.kernels.len() > MAX_KERNELS {
         return Value::Null;
