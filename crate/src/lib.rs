@@ -2,12 +2,14 @@
 //!
 //! The data flow is importer → tables → metrics, kept apart:
 //! - [`trace`] opens an Nsight Systems SQLite export and loads it into the columnar [`model`];
-//! - [`detect`] computes the host-overhead verdict (SPEC §2) in the `standard` or
+//! - [`detect`] computes the host-overhead verdict (spec §2) in the `standard` or
 //!   `trtllm-skill` profile;
 //! - [`report`] renders results as text;
 //! - [`synth`] writes synthetic exports with known answers for tests and benchmarks.
 //!
-//! See `ARCHITECTURE.md` at the repository root for the map.
+//! See `ARCHITECTURE.md` at the repository root for the map. Comments cite the product
+//! specification as `spec §N` (`docs/spec.md`, anchor `#spec-N`) and the reference scripts'
+//! specification as `reference §N` (`docs/reference/trtllm-skill-spec.md`).
 
 pub mod analyze;
 pub mod detect;

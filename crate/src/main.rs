@@ -27,13 +27,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Give the host-overhead verdict for one trace (SPEC §2).
+    /// Give the host-overhead verdict for one trace (spec §2).
     Detect(cli::detect::DetectArgs),
-    /// Find the root cause per step: one trace, or a baseline vs a target (SPEC §3).
+    /// Find the root cause per step: one trace, or a baseline vs a target (spec §3).
     Analyze(cli::analyze::AnalyzeArgs),
-    /// Kernel-level drill-down: gaps, CUDA-graph coverage, per-layer pattern, stragglers (SPEC §4).
+    /// Kernel-level drill-down: gaps, CUDA-graph coverage, per-layer pattern, stragglers (spec §4).
     Drill(cli::drill::DrillArgs),
-    /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML (SPEC §5).
+    /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML (spec §5).
     Report(cli::report::ReportArgs),
     /// Write a synthetic nsys export with known answers (for tests and benchmarks).
     Gen(cli::generate::GenArgs),

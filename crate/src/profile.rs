@@ -1,4 +1,4 @@
-//! The definition profiles (SPEC §2): `standard` and `trtllm-skill` are one implementation with
+//! The definition profiles (spec §2): `standard` and `trtllm-skill` are one implementation with
 //! switches. Every layer that reads steps, windows or launch calls under a profile takes its
 //! [`Switches`]; thresholds are detect's ([`crate::detect::config`]).
 
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::names::launch::LaunchApis;
 use crate::names::patterns::NameMatch;
 
-/// Which definitions the metrics follow (SPEC §2).
+/// Which definitions the metrics follow (spec §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Profile {

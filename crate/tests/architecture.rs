@@ -231,3 +231,31 @@ fn the_edge_reader_sees_grouped_imports_and_climbing_supers() {
     );
     assert!(crate_targets(&code_of("// crate::web is only named in a comment")).is_empty());
 }
+
+/// Every `spec §N` a source file cites is a section of `docs/spec.md` (its anchor `#spec-N`).
+#[test]
+fn every_spec_section_the_code_cites_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let spec = fs::read_to_string(root.join("docs/spec.md")).expect("docs/spec.md");
+    let mut files = Vec::new();
+    sources(&root.join("crate/src"), &mut files);
+    let mut cited = BTreeSet::new();
+    for file in files {
+        let text = fs::read_to_string(&file).expect("source");
+        for (i, _) in text.match_indices("spec §") {
+            let n = ident(&text[i + "spec §".len()..]);
+            if n.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                cited.insert(n);
+            }
+        }
+    }
+    assert!(cited.len() >= 5, "the code cites the spec: {cited:?}");
+    let missing: Vec<&String> = cited
+        .iter()
+        .filter(|n| !spec.contains(&format!("<a id=\"spec-{n}\"></a>")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "cited but not in docs/spec.md: {missing:?}"
+    );
+}

@@ -1,4 +1,4 @@
-//! Configurable step markers (SPEC §2 "phase maps"): a custom regex re-classifies the steps of
+//! Configurable step markers (spec §2 "phase maps"): a custom regex re-classifies the steps of
 //! a generated trace; counts come from the generator's answers, not from detect.
 
 mod common;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Test oracle: the reference `analyze_host_overhead.py` behaviour, rebuilt from its written
-specification (shared/reference/trtllm-skill-spec.md §7-§8) with the SQL the script runs.
+specification (docs/reference/trtllm-skill-spec.md §7-§8) with the SQL the script runs.
 
 SQLite does the LIKE matching, the JOINs, GROUP BY, SUM and the row selection (the Rust core
 does all of that in Rust), so the `trtllm-skill` profile of `nsys-lens analyze` is checked

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Test oracle: the reference `detect_host_overhead.py` behaviour, rebuilt from its written
-specification (shared/reference/trtllm-skill-spec.md §3) with the same SQL the scripts run.
+specification (docs/reference/trtllm-skill-spec.md §3) with the same SQL the scripts run.
 
 It exists so the `trtllm-skill` profile is checked against an independent implementation that
 uses SQLite itself for LIKE, SUM and the row selection (the Rust core does all of that in Rust).

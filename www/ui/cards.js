@@ -1,5 +1,5 @@
 // Verdict cards: one grid per scope (aggregate, context, generation), one card per metric of
-// SPEC §2, each with value, threshold and direction, crossed or not, numerator / denominator (µs)
+// spec §2, each with value, threshold and direction, crossed or not, numerator / denominator (µs)
 // and what the metric means — all read from the detect report, nothing recomputed.
 
 import { METRICS, SCOPES, el, pct, us, rawValue, directionSign, clear, isNum } from './format.js';

@@ -1,4 +1,4 @@
-// Drill-down (SPEC §4–§5) from the core's DrillReport JSON (the same JSON as `nsys-lens drill
+// Drill-down (spec §4–§5) from the core's DrillReport JSON (the same JSON as `nsys-lens drill
 // --json`): gaps (histogram drawn by the core, largest gaps with what ran around them — click one
 // to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
 // ranks, findings, and the explainer report's exports, all built in this tab.

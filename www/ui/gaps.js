@@ -1,4 +1,4 @@
-// GPU-idle gap histogram: the core draws the nine buckets of SPEC §4 on a canvas; the table
+// GPU-idle gap histogram: the core draws the nine buckets of spec §4 on a canvas; the table
 // beside it lists them with their typical cause.
 
 import { el, us, int, pct, clear, fitCanvas, isNum } from './format.js';

@@ -1,4 +1,4 @@
-// Root cause (SPEC §3): one trace's per-step breakdown, or a baseline vs target comparison, from
+// Root cause (spec §3): one trace's per-step breakdown, or a baseline vs target comparison, from
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
@@ -194,7 +194,7 @@ function rcOpsTable(title, testid, ops) {
   return panel(title, testid, dataTable(['Name', 'µs/step', 'Calls/step', 'Total', 'Calls'], rows));
 }
 
-// The hand-off block of SPEC §4: top ops, their TensorRT-LLM functions, the line_profiler line.
+// The hand-off block of spec §4: top ops, their TensorRT-LLM functions, the line_profiler line.
 function rcHandoff(h) {
   if (!h) return null;
   const text = h.text || '';

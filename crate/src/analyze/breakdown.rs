@@ -107,7 +107,7 @@ pub struct SteadyInfo {
     pub window_us: f64,
 }
 
-/// The root-cause breakdown of one trace (SPEC §3).
+/// The root-cause breakdown of one trace (spec §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceBreakdown {
     pub label: String,

@@ -1,4 +1,4 @@
-//! The optimization hand-off block (SPEC §4, reference §10.3): the ops to profile next, their
+//! The optimization hand-off block (spec §4, reference §10.3): the ops to profile next, their
 //! TensorRT-LLM source functions, and a ready-to-paste `TLLM_LINE_PROFILER_FUNCTIONS=…` line.
 
 use serde::Serialize;

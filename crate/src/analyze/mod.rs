@@ -1,4 +1,4 @@
-//! Phase 2, root cause (SPEC §3, reference §7–§8): per-step breakdown of one trace, and the
+//! Phase 2, root cause (spec §3, reference §7–§8): per-step breakdown of one trace, and the
 //! comparison of a baseline with a target.
 //!
 //! [`crate::iterations`] isolates the benchmark; [`analyze_trace`] measures its steady state

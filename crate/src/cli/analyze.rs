@@ -1,5 +1,5 @@
 //! `nsys-lens analyze`: the root cause, per step, of one trace or of a baseline vs a target
-//! (SPEC §3).
+//! (spec §3).
 
 use std::path::{Path, PathBuf};
 

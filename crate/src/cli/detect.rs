@@ -1,4 +1,4 @@
-//! `nsys-lens detect`: the host-overhead verdict (SPEC §2).
+//! `nsys-lens detect`: the host-overhead verdict (spec §2).
 
 use std::path::PathBuf;
 

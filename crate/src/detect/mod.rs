@@ -1,4 +1,4 @@
-//! Phase 1: is host (CPU) overhead the bottleneck? Metrics M1–M5, verdicts, phases (SPEC §2).
+//! Phase 1: is host (CPU) overhead the bottleneck? Metrics M1–M5, verdicts, phases (spec §2).
 //!
 //! One implementation serves both profiles; [`crate::profile::Switches`] say where they differ:
 //! [`crate::steps`] finds the phases, [`sweep`] folds the kernels (one pass, start order) into a

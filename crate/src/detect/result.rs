@@ -1,4 +1,4 @@
-//! The detection result, serialized as the JSON of SPEC §2.
+//! The detection result, serialized as the JSON of spec §2.
 //!
 //! Field order is the reference script's key order first (`verdict` … `phases`), then the keys
 //! nsys-lens adds. In the `trtllm-skill` profile the reference keys hold the reference values
@@ -152,7 +152,7 @@ pub struct TraceFacts {
     pub cuda_graph_trace: Option<String>,
 }
 
-/// The whole detection result (SPEC §2 JSON).
+/// The whole detection result (spec §2 JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DetectReport {
     pub verdict: &'static str,

@@ -1,4 +1,4 @@
-//! Inter-kernel gaps ("bubble profiling", reference §9.1, SPEC §4): per (device, stream) and per
+//! Inter-kernel gaps ("bubble profiling", reference §9.1, spec §4): per (device, stream) and per
 //! device (idle between any kernels), bucketed, per phase, and the largest gaps attributed to
 //! the kernels on either side and to what the host was doing meanwhile.
 //!

@@ -1,4 +1,4 @@
-//! CUDA-graph coverage (reference §9.2, SPEC §4): which kernels ran inside graph replays and
+//! CUDA-graph coverage (reference §9.2, spec §4): which kernels ran inside graph replays and
 //! which were launched eagerly, overall and per phase, and whether the capture could see graph
 //! kernels at all.
 //!

@@ -1,4 +1,4 @@
-//! Kernel-level drill-down (SPEC §4, reference §9): inter-kernel gaps, CUDA-graph coverage,
+//! Kernel-level drill-down (spec §4, reference §9): inter-kernel gaps, CUDA-graph coverage,
 //! the per-layer kernel pattern and straggler ranks, over one trace or several (one per rank).
 //!
 //! [`crate::index::TraceIndex`] prepares each trace once (kernels per device in time order, the

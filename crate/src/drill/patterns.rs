@@ -1,4 +1,4 @@
-//! Repeating-pattern mapping (reference §9.3, SPEC §4): the per-layer kernel sequence inside
+//! Repeating-pattern mapping (reference §9.3, spec §4): the per-layer kernel sequence inside
 //! steady-state steps, found automatically, numbered, grouped into functional blocks and ranked
 //! by the host gap each block waits on per step (gap per layer × layers per step).
 //!

@@ -1,4 +1,4 @@
-//! Straggler ranks (reference §9.4, SPEC §4): collectives matched across ranks by their order
+//! Straggler ranks (reference §9.4, spec §4): collectives matched across ranks by their order
 //! within each rank; per collective the rank whose kernel starts last; a rank last in more than
 //! 80 % of collectives is flagged with its mean lateness.
 //!

@@ -1,4 +1,4 @@
-//! Host-side CUDA API behaviour: blocking synchronization calls and launch latency (SPEC §5).
+//! Host-side CUDA API behaviour: blocking synchronization calls and launch latency (spec §5).
 
 use serde::Serialize;
 

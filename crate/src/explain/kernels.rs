@@ -1,4 +1,4 @@
-//! Top kernels by total time, and launch-storm detection (SPEC §5).
+//! Top kernels by total time, and launch-storm detection (spec §5).
 
 use serde::Serialize;
 

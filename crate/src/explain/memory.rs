@@ -1,4 +1,4 @@
-//! Memory copies and memsets (SPEC §5): per copy direction, with the two host-stalling kinds
+//! Memory copies and memsets (spec §5): per copy direction, with the two host-stalling kinds
 //! flagged: async copies from/to pageable host memory (the driver stages them synchronously)
 //! and copies issued through a synchronous API.
 //!

@@ -1,4 +1,4 @@
-//! The explainer (SPEC §5): what a trace's kernels, CUDA calls, copies and NVTX ranges say, and
+//! The explainer (spec §5): what a trace's kernels, CUDA calls, copies and NVTX ranges say, and
 //! what to do next — prioritized findings mapped to the reference's optimization patterns
 //! (reference §9.5).
 //!

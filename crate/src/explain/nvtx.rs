@@ -1,4 +1,4 @@
-//! NVTX ranges (SPEC §5): time per range name, and GPU time attributed to ranges.
+//! NVTX ranges (spec §5): time per range name, and GPU time attributed to ranges.
 //!
 //! A kernel's GPU time goes to the innermost NVTX range open on the thread that launched it, at
 //! the moment of the launch call (the usual "NVTX GPU projection"). Coverage is the share of all

@@ -1,4 +1,4 @@
-//! Per-process breakdown (SPEC §5): what each process ran on the GPUs and spent in CUDA calls.
+//! Per-process breakdown (spec §5): what each process ran on the GPUs and spent in CUDA calls.
 
 use serde::Serialize;
 

@@ -1,7 +1,7 @@
 //! One trace indexed once for every drill-down and the explainer: kernels per device in time
 //! order, the runtime call behind each kernel or memory operation, name classes and steps.
 //!
-//! The call join is on (process, correlation id): ids collide across processes (SPEC §1). It is
+//! The call join is on (process, correlation id): ids collide across processes (spec §1). It is
 //! a dense table per process (ids are handed out by a counter, so they are nearly contiguous),
 //! falling back to a sorted list when a process's ids are sparse.
 

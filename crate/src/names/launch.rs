@@ -1,4 +1,4 @@
-//! Which CUDA runtime and driver API calls launch kernels (SPEC §1): the rule M2 counts and
+//! Which CUDA runtime and driver API calls launch kernels (spec §1): the rule M2 counts and
 //! every join of a kernel to its launch reads.
 
 use std::sync::OnceLock;

@@ -1,4 +1,4 @@
-//! Per-step wall time of a baseline and a target (SPEC §6): one line per trace, step index on x,
+//! Per-step wall time of a baseline and a target (spec §6): one line per trace, step index on x,
 //! µs on y, drawn by hand (axes, labels and legend placed by estimated text width, as the rest of
 //! this module, so the page's canvas never needs DOM text measurement).
 

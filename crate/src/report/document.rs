@@ -1,4 +1,4 @@
-//! The explainer report of one trace (SPEC §5): the verdict, the explainer and the drill-down,
+//! The explainer report of one trace (spec §5): the verdict, the explainer and the drill-down,
 //! with every finding in one prioritized list. Built once, then written as Markdown, JSON, CSV
 //! tables and HTML by the sibling modules — in memory, so the page exports client-side.
 

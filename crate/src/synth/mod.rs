@@ -1,4 +1,4 @@
-//! Synthetic nsys exports with known answers (SPEC §7).
+//! Synthetic nsys exports with known answers (spec §7).
 //!
 //! `nsys-lens gen SCENARIO OUT.sqlite [--scale N] [--seed S]` writes a schema-faithful export
 //! (the real 2025.3.1 DDL, real id packing, colliding correlation ids, versioned API names) and

@@ -1,5 +1,5 @@
-//! The page's deeper views over open traces: root cause (`analyze`, SPEC §3), drill-down
-//! (SPEC §4) and the explainer report's exports (SPEC §5). The same core calls as the CLI's
+//! The page's deeper views over open traces: root cause (`analyze`, spec §3), drill-down
+//! (spec §4) and the explainer report's exports (spec §5). The same core calls as the CLI's
 //! `analyze`, `drill` and `report`; traces are named by their `Analysis.id` so one call can read
 //! several (a baseline and a target, or the rank files of one run).
 

@@ -1,4 +1,4 @@
-//! Drill-down and explainer answers (SPEC §4–§5), derived from the placed rows with plain code:
+//! Drill-down and explainer answers (spec §4–§5), derived from the placed rows with plain code:
 //! sorted lists, unions, linear scans. Never calls `drill`, `explain` or `model`.
 //!
 //! Definitions stated once, here and in the answers file:

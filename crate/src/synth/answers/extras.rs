@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::parse_steps;
 use crate::synth::timeline::{Ns, Timeline};
 
-/// The nine gap buckets `[lo, hi)` in µs (SPEC §4); `None` is +∞.
+/// The nine gap buckets `[lo, hi)` in µs (spec §4); `None` is +∞.
 pub const BUCKETS: [(&str, f64, Option<f64>); 9] = [
     ("<1us", 0.0, Some(1.0)),
     ("1-5us", 1.0, Some(5.0)),

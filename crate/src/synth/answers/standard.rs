@@ -1,4 +1,4 @@
-//! The `standard` profile's answers (SPEC §2), computed from the placed events.
+//! The `standard` profile's answers (spec §2), computed from the placed events.
 //!
 //! Everything is clipped to the window `W` (a set of disjoint intervals), busy time is per
 //! device, launch time a per-process union, host prep per process against the idle time of that

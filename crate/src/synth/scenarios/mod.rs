@@ -1,4 +1,4 @@
-//! The named scenarios of SPEC §7: each places a serving run whose answers are known.
+//! The named scenarios of spec §7: each places a serving run whose answers are known.
 
 mod gaps;
 mod layers;
