@@ -1,4 +1,4 @@
-//! The verdict view from a kernel table streamed once instead of loaded (issue 3: the page's
+//! The verdict view from a kernel table streamed once instead of loaded (the page's
 //! memory must not grow with the file). The analysis worker loads the host side in steps
 //! ([`crate::trace::StagedLoad`]); after NVTX it hands a [`KernelPlan`] to a second worker whose
 //! [`KernelPass`] reads the kernel table in `rowid` chunks ([`crate::trace::KernelRows`]) into

@@ -1,4 +1,4 @@
-// Browser benchmark (issue 3): in headless Chromium, a generated trace of ≥ 1 GB — time from
+// Browser benchmark: in headless Chromium, a generated trace of ≥ 1 GB — time from
 // the page taking the file (its workers started, as they are once the page has loaded) to the
 // verdict, first timeline paint after the verdict, peak wasm
 // memory of the analysis worker — next to the native CLI on the same file. Prints figures; not a
