@@ -7,7 +7,7 @@ use super::ops::Tallies;
 use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, finish, isolation_info};
-use crate::iterations::steps::{MergedStep, dedup, raw_steps, steady_reference};
+use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps, steady_reference};
 use crate::iterations::{Isolation, allreduce, isolate};
 use crate::model::{NO_NAME, Ns, Trace};
 use crate::profile::Profile;

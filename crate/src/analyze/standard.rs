@@ -19,7 +19,7 @@ use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, finish, isolation_info};
-use crate::iterations::steps::{MergedStep, dedup, raw_steps};
+use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps};
 use crate::iterations::{Isolation, Iteration, Method, allreduce, isolate};
 use crate::model::intervals::IntervalSet;
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace};

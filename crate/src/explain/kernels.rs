@@ -31,7 +31,7 @@ pub struct KernelStats {
 
 /// Kernel time by name.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct KernelSummary {
+pub struct KernelTime {
     pub kernels: u64,
     pub total_us: f64,
     pub distinct_names: u64,
@@ -68,7 +68,7 @@ fn per_name(ix: &TraceIndex<'_>) -> Vec<(u64, Ns, Ns, Ns)> {
 }
 
 /// The `top` names by total kernel time, with percentiles.
-pub fn kernel_summary(ix: &TraceIndex<'_>, top: usize) -> KernelSummary {
+pub fn kernel_summary(ix: &TraceIndex<'_>, top: usize) -> KernelTime {
     let k = &ix.trace.kernels;
     let acc = per_name(ix);
     let total: Ns = acc.iter().map(|a| a.1).sum();
@@ -114,7 +114,7 @@ pub fn kernel_summary(ix: &TraceIndex<'_>, top: usize) -> KernelSummary {
             }
         })
         .collect();
-    KernelSummary {
+    KernelTime {
         kernels: k.len() as u64,
         total_us: us(total),
         distinct_names: distinct,

@@ -34,7 +34,7 @@ pub struct Window {
 pub struct ExplainReport {
     pub file: String,
     pub window: Window,
-    pub kernels: kernels::KernelSummary,
+    pub kernels: kernels::KernelTime,
     pub launch_storm: kernels::LaunchStorm,
     pub syncs: api::CallSummary,
     pub allocations: api::CallSummary,

@@ -8,7 +8,7 @@
 
 pub mod allreduce;
 pub mod phases;
-pub mod steps;
+pub mod forward_steps;
 
 use serde::Serialize;
 
@@ -128,7 +128,7 @@ impl Isolation {
 /// Chooses the technique as the reference does: allreduce grouping when the trace has allreduce
 /// kernels, else the (merged) forward steps, else nothing. `raw_steps` is the number of step
 /// ranges before TP merging, for the explanation.
-pub fn isolate(allreduce: &[(Ns, Ns)], steps: &[steps::MergedStep], raw_steps: usize) -> Isolation {
+pub fn isolate(allreduce: &[(Ns, Ns)], steps: &[forward_steps::MergedStep], raw_steps: usize) -> Isolation {
     if !allreduce.is_empty() {
         let iterations = allreduce::group(allreduce, ITERATION_GAP_NS);
         let reason = format!(
@@ -144,7 +144,7 @@ pub fn isolate(allreduce: &[(Ns, Ns)], steps: &[steps::MergedStep], raw_steps: u
             raw_steps,
             steps.len()
         );
-        return Isolation::new(Method::Nvtx, reason, steps::iterations(steps));
+        return Isolation::new(Method::Nvtx, reason, forward_steps::iterations(steps));
     }
     Isolation::new(
         Method::None,

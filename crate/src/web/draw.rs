@@ -9,7 +9,7 @@ use web_sys::HtmlCanvasElement;
 
 use super::{from_json, init, js_error, to_json};
 use crate::drill::gaps::GapHistogram;
-use crate::plot::{self, steps::StepSeries};
+use crate::plot::{self, step_times::StepSeries};
 use crate::report::charts;
 use crate::timeline::TimelineView;
 
@@ -63,7 +63,7 @@ pub fn draw_step_times(
         })
         .collect();
     let root = backend(canvas)?.into_drawing_area();
-    plot::steps::draw_step_times(&root, &series).map_err(js_error)?;
+    plot::step_times::draw_step_times(&root, &series).map_err(js_error)?;
     root.present().map_err(js_error)
 }
 

@@ -57,7 +57,7 @@ fn reference_step_names(trace: &Trace) -> Vec<Option<StepName>> {
         .collect()
 }
 
-/// TP de-duplication (`detect::steps::dedup_tp_steps`: same step number, starts < 100 µs after
+/// TP de-duplication (`steps::dedup_tp_steps`: same step number, starts < 100 µs after
 /// the group's first) keeping each group's longest member duration.
 pub fn dedup(raw: &[Step]) -> Vec<MergedStep> {
     let merged = dedup_tp_steps(raw);
