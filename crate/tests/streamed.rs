@@ -14,7 +14,8 @@ use nsys_lens::model::Trace;
 use nsys_lens::profile::Profile;
 use nsys_lens::streamed::feed::FeedChunk;
 use nsys_lens::streamed::{
-    HostPlans, KernelPass, KernelPlan, KernelResults, PROFILES, SqliteKernels, Streamed, TailReader,
+    Action, HostPlans, KernelPass, KernelPlan, KernelResults, LoaderMachine, Message, PROFILES,
+    Schedule, SqliteKernels, Streamed, TailReader,
 };
 use nsys_lens::timeline::{Detail, Timeline};
 use nsys_lens::trace::{self, KernelRows, LoadOptions, StagedLoad};
@@ -24,8 +25,10 @@ fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
     stream_open_with(path, chunk, plan_after_chunks, None)
 }
 
-/// [`stream_open`], the loader giving `tail_share` of its rows left after the plan's first
-/// chunk to the analysis worker, which reads them once its host side is loaded.
+/// [`stream_open`], driven the way the page drives its loader: the loader's
+/// [`LoaderMachine`] is handed the analysis worker's messages (the plan after
+/// `plan_after_chunks` chunks of `chunk` rows, then, with `tail_share`, the offer to read that
+/// share of the rows left) and its actions are answered until it is done.
 fn stream_open_with(
     path: &Path,
     chunk: u32,
@@ -35,82 +38,139 @@ fn stream_open_with(
     let label = path.display().to_string();
     let host_conn = trace::open_path(path).expect("open (host)");
     let kernel_conn = trace::open_path(path).expect("open (kernels)");
-    let (mut staged, mut plans, plan, feed) = host_plans(&host_conn, &label);
+    let (staged, plans, plan, feed) = host_plans(&host_conn, &label);
     let graph_nodes = KernelPlan::from_bytes(&plan).expect("plan").graph_nodes;
-    // The analysis worker's launch sweep reads the chunks again, by index.
-    let kept = feed.clone();
+    let mut host = HostSide::new(staged, plans, feed.clone());
     let mut feed = feed.into_iter();
-    // The page hands the pass a chunk of windows only when its sweeps wait for one.
-    let mut fed = |pass: &mut KernelPass| {
-        while pass.needs_feed() {
-            let Some(chunk) = feed.next() else { break };
-            pass.feed(&chunk).expect("feed");
-        }
-    };
 
     let schema = trace::probe_export(&kernel_conn, &label).expect("probe (k)");
-    let mut pass = KernelPass::new(&kernel_conn, &schema, &label).expect("kernel pass");
-    let mut chunks = 0;
-    let mut tail = None;
-    loop {
-        if chunks == plan_after_chunks {
-            pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
-                .expect("set plan");
-        }
-        if chunks > plan_after_chunks && tail.is_none() {
-            tail = tail_share.and_then(|share| pass.split_tail(share, 1));
-        }
-        chunks += 1;
-        let more = pass.step(&kernel_conn, chunk).expect("step");
-        fed(&mut pass);
-        if !more {
-            break;
-        }
-    }
-    if !pass.has_plan() {
-        pass.set_plan(KernelPlan::from_bytes(&plan).expect("plan"))
-            .expect("set plan");
-    }
-    fed(&mut pass);
-
-    // The page's M2: launch calls swept in start order, or loaded when they cannot be.
-    let swept = plans
-        .sweep_launches(&host_conn, &label, (&mut staged, &mut |_| true), &mut |i| {
-            kept.get(i).cloned()
-        })
-        .expect("sweep launches");
-    let host = staged
-        .finish(&host_conn, &label, LoadOptions::detect(), &mut |_| true)
-        .expect("host");
-    if swept {
-        assert!(
-            host.runtime.is_empty(),
-            "{label}: swept launch calls are not held"
-        );
+    let pass = KernelPass::new(&kernel_conn, &schema, &label).expect("kernel pass");
+    let schedule = Schedule {
+        chunk_rows: chunk,
+        tail_share: tail_share.unwrap_or(0.0),
+        min_tail_rows: 1,
+        wait_for_offer: false,
+    };
+    let mut machine = LoaderMachine::new(pass, schedule);
+    // With the plan first, the offer comes before it (the answer follows the plan at once);
+    // else right after it.
+    let offer_first = tail_share.is_some() && plan_after_chunks == 0;
+    let (mut chunks, mut plan_sent, mut offer_sent) = (0, false, offer_first);
+    let mut tail: Option<TailReader> = None;
+    let mut tail_chunks = 0;
+    let first = if offer_first {
+        Message::Offer
     } else {
-        plans.index_launches(&host);
-    }
-    if let Some(range) = tail {
-        let mut reader =
-            TailReader::new(&host_conn, &schema, &label, graph_nodes, range).expect("tail");
-        let mut given = 0;
-        while let Some(bytes) = reader
-            .next_chunk(&host_conn, chunk, |id| host.strings.resolve(id))
-            .expect("tail chunk")
-        {
-            assert!(pass.tail_pending(), "{label}: a tail chunk past the tail");
-            pass.push_tail(&bytes).expect("push tail");
-            fed(&mut pass);
-            given += 1;
-        }
-        assert!(
-            given > 0 && !pass.tail_pending(),
-            "{label}: the tail came whole"
-        );
-    }
-    let bytes = pass.finish().expect("finish").to_bytes();
+        Message::Continue
+    };
+    let mut next = machine.next(&kernel_conn, first).expect("start");
+    let bytes = loop {
+        let tail_bytes;
+        let message = match next {
+            Action::Continue => {
+                chunks += 1;
+                if !plan_sent && chunks > plan_after_chunks {
+                    plan_sent = true;
+                    Message::Plan(&plan)
+                } else if plan_sent && tail_share.is_some() && !offer_sent {
+                    offer_sent = true;
+                    Message::Offer
+                } else {
+                    Message::Continue
+                }
+            }
+            Action::NeedPlan => {
+                plan_sent = true;
+                Message::Plan(&plan)
+            }
+            Action::NeedFeed => {
+                let chunk = feed
+                    .next()
+                    .expect("a chunk of windows when the sweeps wait");
+                tail_bytes = chunk;
+                Message::Feed(&tail_bytes)
+            }
+            Action::NeedOffer => panic!("{label}: no test hook here"),
+            Action::Answer(range) => {
+                let range = range.map(|r| {
+                    TailReader::new(&host_conn, &schema, &label, graph_nodes, r).expect("tail")
+                });
+                tail = range;
+                Message::Continue
+            }
+            Action::NeedTail => {
+                let host = host.loaded(&host_conn, &label);
+                let reader = tail.as_mut().expect("a tail was given");
+                tail_bytes = reader
+                    .next_chunk(&host_conn, chunk, |id| host.strings.resolve(id))
+                    .expect("tail chunk")
+                    .expect("the tail is not over while the pass waits for it");
+                tail_chunks += 1;
+                Message::Tail(&tail_bytes)
+            }
+            Action::Done(bytes) => break bytes,
+        };
+        next = machine.next(&kernel_conn, message).expect("loader step");
+    };
+    assert_eq!(
+        tail.is_some(),
+        tail_chunks > 0,
+        "{label}: the rows given away came"
+    );
+    host.loaded(&host_conn, &label);
+    let (host, plans) = host.finish();
     let results = KernelResults::from_bytes(&bytes).expect("results");
     Streamed::attach(host, plans, results).expect("attach")
+}
+
+/// The analysis worker's side after its plans: launch calls swept (or loaded) and the rest of
+/// the host side loaded, once.
+struct HostSide {
+    staged: Option<StagedLoad>,
+    plans: HostPlans,
+    /// The chunks of windows, which the launch sweep reads again by index.
+    kept: Vec<Vec<u8>>,
+    host: Option<Trace>,
+}
+
+impl HostSide {
+    fn new(staged: StagedLoad, plans: HostPlans, kept: Vec<Vec<u8>>) -> HostSide {
+        HostSide {
+            staged: Some(staged),
+            plans,
+            kept,
+            host: None,
+        }
+    }
+
+    fn loaded(&mut self, conn: &rusqlite::Connection, label: &str) -> &Trace {
+        if let Some(mut staged) = self.staged.take() {
+            let kept = &self.kept;
+            let swept = self
+                .plans
+                .sweep_launches(conn, label, (&mut staged, &mut |_| true), &mut |i| {
+                    kept.get(i).cloned()
+                })
+                .expect("sweep launches");
+            let host = staged
+                .finish(conn, label, LoadOptions::detect(), &mut |_| true)
+                .expect("host");
+            if swept {
+                assert!(
+                    host.runtime.is_empty(),
+                    "{label}: swept launch calls are not held"
+                );
+            } else {
+                self.plans.index_launches(&host);
+            }
+            self.host = Some(host);
+        }
+        self.host.as_ref().expect("loaded")
+    }
+
+    fn finish(self) -> (Trace, HostPlans) {
+        (self.host.expect("loaded"), self.plans)
+    }
 }
 
 /// The analysis worker's side up to the plans: strings, then the plans read from the NVTX ranges
@@ -699,4 +759,32 @@ fn a_streamed_open_holds_no_string_per_forward_step() {
             );
         }
     }
+}
+
+/// Under the page's test hook the loader reads nothing before the plan, then waits for the
+/// offer, and answers it with rows to read; a second plan or offer changes nothing.
+#[test]
+fn the_loader_under_the_test_hook_waits_for_the_plan_then_the_offer() {
+    let (_dir, path, _) = common::generated("host-bound", 2, 5);
+    let label = path.display().to_string();
+    let host_conn = trace::open_path(&path).expect("open (host)");
+    let conn = trace::open_path(&path).expect("open (kernels)");
+    let (_staged, _plans, plan, _feed) = host_plans(&host_conn, &label);
+    let schema = trace::probe_export(&conn, &label).expect("probe");
+    let pass = KernelPass::new(&conn, &schema, &label).expect("pass");
+    let schedule = Schedule {
+        chunk_rows: 100,
+        min_tail_rows: 1,
+        ..Schedule::page(true)
+    };
+    let mut machine = LoaderMachine::new(pass, schedule);
+    let mut next = |m: Message<'_>| machine.next(&conn, m).expect("step");
+    assert_eq!(next(Message::Continue), Action::NeedPlan);
+    assert_eq!(next(Message::Continue), Action::NeedPlan, "still no plan");
+    assert_eq!(next(Message::Plan(&plan)), Action::NeedOffer);
+    match next(Message::Offer) {
+        Action::Answer(Some((first, last))) => assert!(first <= last, "{first}..={last}"),
+        other => panic!("the offer is answered with rows: {other:?}"),
+    }
+    assert_ne!(next(Message::Offer), Action::NeedOffer, "answered once");
 }

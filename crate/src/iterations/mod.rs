@@ -7,8 +7,8 @@
 //! [`phases`] then splits them at long pauses and picks the benchmark phase.
 
 pub mod allreduce;
-pub mod phases;
 pub mod forward_steps;
+pub mod phases;
 
 use serde::Serialize;
 
@@ -128,7 +128,11 @@ impl Isolation {
 /// Chooses the technique as the reference does: allreduce grouping when the trace has allreduce
 /// kernels, else the (merged) forward steps, else nothing. `raw_steps` is the number of step
 /// ranges before TP merging, for the explanation.
-pub fn isolate(allreduce: &[(Ns, Ns)], steps: &[forward_steps::MergedStep], raw_steps: usize) -> Isolation {
+pub fn isolate(
+    allreduce: &[(Ns, Ns)],
+    steps: &[forward_steps::MergedStep],
+    raw_steps: usize,
+) -> Isolation {
     if !allreduce.is_empty() {
         let iterations = allreduce::group(allreduce, ITERATION_GAP_NS);
         let reason = format!(

@@ -7,12 +7,14 @@
 
 pub mod consumers;
 pub mod feed;
+pub mod loader;
 pub mod packed;
 pub mod pass;
 pub mod plan;
 pub mod source;
 
 pub use consumers::{KernelResults, PROFILES};
+pub use loader::{Action, LoaderMachine, Message, Schedule};
 pub use pass::{KernelPass, TailReader};
 pub use plan::{HostPlans, KernelPlan};
 
