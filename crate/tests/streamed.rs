@@ -699,3 +699,127 @@ fn a_streamed_open_holds_no_string_per_forward_step() {
         }
     }
 }
+
+/// M2 (launch overhead) of every scope of a report: the value, its evidence (numerator,
+/// denominator, threshold, crossed), each process's launch figures, the launch-call count and
+/// the warnings read from the launch calls' names.
+fn m2_figures(report: &nsys_lens::detect::DetectReport) -> serde_json::Value {
+    let v = serde_json::to_value(report).expect("json");
+    let processes = |scope: &serde_json::Value| -> Vec<serde_json::Value> {
+        let rows = scope["per_process"].as_array().cloned().unwrap_or_default();
+        rows.iter()
+            .map(|p| {
+                serde_json::json!([
+                    p["pid"],
+                    p["launch_calls"],
+                    p["launch_us"],
+                    p["launch_overhead_ratio"]
+                ])
+            })
+            .collect()
+    };
+    let scope = |metrics: &serde_json::Value, s: &serde_json::Value| {
+        serde_json::json!({
+            "value": metrics["launch_overhead_ratio"],
+            "evidence": s["evidence"]["launch_overhead_ratio"],
+            "per_process": processes(s),
+        })
+    };
+    let phase = |name: &str| {
+        let p = &v["phases"][name];
+        (!p.is_null()).then(|| scope(&p["metrics"], p))
+    };
+    let launch_warnings: Vec<&serde_json::Value> = v["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|w| w.as_str().is_some_and(|w| w.contains("launch")))
+        .collect();
+    serde_json::json!({
+        "aggregate": scope(&v["aggregate_metrics"], &v),
+        "context": phase("context"),
+        "generation": phase("generation"),
+        "launch_api_calls": v["trace"]["launch_api_calls"],
+        "warnings": launch_warnings,
+    })
+}
+
+/// What the M2 comparisons saw, so that they cannot pass on figures that are all zero.
+#[derive(Default)]
+struct M2Seen {
+    /// Scopes with a positive launch overhead, per profile.
+    positive: [usize; 2],
+    /// Phase scopes compared.
+    phases: usize,
+    /// Processes with launch figures compared (standard).
+    processes: usize,
+}
+
+/// Native `detect` (the launch calls loaded) and the page's streamed open (the launch calls
+/// swept from the file in start order, not held) give the same M2 figures in every scope and
+/// both profiles.
+fn assert_same_m2(path: &Path, seen: &mut M2Seen) -> Option<Vec<serde_json::Value>> {
+    let label = path.display().to_string();
+    let loaded = whole(path, true);
+    if loaded.kernels.is_empty() {
+        return None;
+    }
+    let streamed = stream_open(path, 1000, 0);
+    let mut figures = Vec::new();
+    for (i, profile) in PROFILES.into_iter().enumerate() {
+        let cfg = DetectConfig {
+            profile,
+            file_label: label.clone(),
+            ..DetectConfig::default()
+        };
+        let native = m2_figures(&detect(&loaded, &cfg).expect("native detect"));
+        let paged = m2_figures(&streamed.detect(&cfg).expect("streamed detect"));
+        assert!(
+            native == paged,
+            "{label} {profile:?}: M2 differs at {}",
+            diff(&native, &paged)
+        );
+        for s in ["aggregate", "context", "generation"] {
+            let value = native[s]["value"].as_f64();
+            seen.positive[i] += usize::from(value.is_some_and(|v| v > 0.0));
+            seen.phases += usize::from(s != "aggregate" && !native[s].is_null());
+            seen.processes += native[s]["per_process"].as_array().map_or(0, Vec::len);
+        }
+        figures.push(native);
+    }
+    Some(figures)
+}
+
+#[test]
+fn native_m2_equals_the_page_sweep_on_every_scenario() {
+    let mut seen = M2Seen::default();
+    for &(scenario, _) in nsys_lens::synth::scenarios() {
+        let (_dir, path, _) = common::generated(scenario, 2, 5);
+        assert!(assert_same_m2(&path, &mut seen).is_some(), "{scenario}");
+    }
+    assert!(
+        seen.positive.iter().all(|&n| n >= 10),
+        "{:?}",
+        seen.positive
+    );
+    assert!(seen.phases >= 10 && seen.processes >= 10);
+}
+
+#[test]
+fn native_m2_equals_the_page_sweep_on_every_public_export() {
+    let mut seen = M2Seen::default();
+    let mut compared = 0;
+    for entry in std::fs::read_dir(common::public_traces_dir()).expect("public traces") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "sqlite") {
+            compared += usize::from(assert_same_m2(&path, &mut seen).is_some());
+        }
+    }
+    assert!(compared >= 8, "only {compared} exports with kernels");
+    // Most exports launch through versioned names, which `trtllm-skill` does not count.
+    assert!(
+        seen.positive[0] >= 8 && seen.positive[1] >= 1,
+        "{:?}",
+        seen.positive
+    );
+}
