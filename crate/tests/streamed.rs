@@ -87,7 +87,7 @@ fn stream_open_with(
             "{label}: swept launch calls are not held"
         );
     } else {
-        plans.index_launches(&host);
+        plans.sweep_loaded_launches(&host);
     }
     if let Some(range) = tail {
         let mut reader =
@@ -755,9 +755,9 @@ struct M2Seen {
     processes: usize,
 }
 
-/// Native `detect` (the launch calls loaded) and the page's streamed open (the launch calls
-/// swept from the file in start order, not held) give the same M2 figures in every scope and
-/// both profiles.
+/// Native `detect` (the loaded launch calls swept) and the page's streamed open (the launch
+/// calls swept from the file in start order, not held) give the same M2 figures in every scope
+/// and both profiles; the native figures per profile, or `None` for an export without kernels.
 fn assert_same_m2(path: &Path, seen: &mut M2Seen) -> Option<Vec<serde_json::Value>> {
     let label = path.display().to_string();
     let loaded = whole(path, true);
@@ -790,12 +790,34 @@ fn assert_same_m2(path: &Path, seen: &mut M2Seen) -> Option<Vec<serde_json::Valu
     Some(figures)
 }
 
+/// Native `detect` and the page's streamed open give the same M2 figures on every scenario,
+/// and their values in every scope are the generator's answers, computed from what it placed.
 #[test]
-fn native_m2_equals_the_page_sweep_on_every_scenario() {
+fn native_m2_equals_the_page_sweep_and_the_answers_on_every_scenario() {
     let mut seen = M2Seen::default();
     for &(scenario, _) in nsys_lens::synth::scenarios() {
-        let (_dir, path, _) = common::generated(scenario, 2, 5);
-        assert!(assert_same_m2(&path, &mut seen).is_some(), "{scenario}");
+        let (_dir, path, answers) = common::generated(scenario, 2, 5);
+        let figures = assert_same_m2(&path, &mut seen).expect("kernels");
+        for (m2, profile) in figures.iter().zip(["standard", "trtllm-skill"]) {
+            let want = &answers["profiles"][profile];
+            let scopes = [
+                ("aggregate", &want["aggregate_metrics"]),
+                ("context", &want["phases"]["context"]["metrics"]),
+                ("generation", &want["phases"]["generation"]["metrics"]),
+            ];
+            for (scope, metrics) in scopes {
+                let want = metrics["launch_overhead_ratio"].as_f64();
+                let got = m2[scope]["value"].as_f64();
+                let close = match (want, got) {
+                    (Some(w), Some(g)) => (w - g).abs() <= 1e-9,
+                    (w, g) => w.is_none() && g.is_none(),
+                };
+                assert!(
+                    close,
+                    "{scenario} {profile} {scope}: {got:?}, answer {want:?}"
+                );
+            }
+        }
     }
     assert!(
         seen.positive.iter().all(|&n| n >= 10),
