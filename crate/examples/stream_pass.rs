@@ -89,7 +89,7 @@ fn main() -> Res<()> {
     });
     let host = staged.finish(&conn, &path, LoadOptions::detect(), &mut |_| true)?;
     if !swept {
-        plans.index_launches(&host);
+        plans.sweep_loaded_launches(&host);
     }
     step("rest of the host side");
     let streamed = Streamed::attach(host, plans, KernelResults::from_bytes(&bytes)?)?;

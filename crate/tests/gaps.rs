@@ -1,8 +1,12 @@
 //! The GPU-idle gap histogram against the `gaps` scenario, whose generator placed gaps of known
 //! sizes in every bucket and recorded their counts and totals.
 
-use nsys_lens::drill::gaps::{GapSweep, bucket_of, idle_gap_histogram};
-use nsys_lens::model::Trace;
+mod common;
+
+use nsys_lens::drill::gap_report::gap_report;
+use nsys_lens::drill::gaps::{GapBucket, GapSweep, bucket_of, idle_gap_histogram};
+use nsys_lens::index::TraceIndex;
+use nsys_lens::model::{Kernels, Trace};
 use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::trace::{LoadOptions, load_path};
 
@@ -107,4 +111,162 @@ fn the_sweep_refuses_a_kernel_out_of_start_order() {
     sweep.push(&late).expect("first");
     let err = sweep.push(&early).expect_err("earlier start");
     assert_eq!(err.start, early.start);
+}
+
+/// Name of the kernels [`with_timeless_kernels`] adds.
+const TIMELESS: &str = "timeless_marker_kernel";
+
+/// `trace` (kernels in start order) with a kernel that takes no time inside every idle gap of a
+/// device: zero-length in the middle, and in the first gap also one ending before it starts
+/// (a damaged row). Returns how many were added.
+fn with_timeless_kernels(trace: &Trace) -> (Trace, usize) {
+    let mut out = trace.clone();
+    let name = out.strings.intern(TIMELESS);
+    let k = &trace.kernels;
+    out.kernels = Kernels::default();
+    let mut added = 0;
+    let mut busy_until: Vec<(u32, i64)> = Vec::new();
+    for i in 0..k.len() {
+        let (s, e, d) = (k.start[i], k.end[i], k.device[i]);
+        let until = busy_until.iter_mut().find(|b| b.0 == d);
+        let timeless = match until {
+            Some(b) if s > b.1 + 2 => {
+                let mid = b.1 + (s - b.1) / 2;
+                let damaged = (added == 0).then_some((mid + 1, mid - 5));
+                b.1 = b.1.max(e);
+                std::iter::once((mid, mid)).chain(damaged).collect()
+            }
+            Some(b) => {
+                b.1 = b.1.max(e);
+                Vec::new()
+            }
+            None => {
+                busy_until.push((d, e));
+                Vec::new()
+            }
+        };
+        for (ts, te) in timeless {
+            push_kernel(&mut out.kernels, k, i, (ts, te, name));
+            added += 1;
+        }
+        push_kernel(&mut out.kernels, k, i, (s, e, k.short_name[i]));
+    }
+    (out, added)
+}
+
+/// Appends a copy of row `i` of `from` with another start, end and name.
+fn push_kernel(to: &mut Kernels, from: &Kernels, i: usize, (s, e, name): (i64, i64, u32)) {
+    to.start.push(s);
+    to.end.push(e);
+    to.device.push(from.device[i]);
+    to.stream.push(from.stream[i]);
+    to.process.push(from.process[i]);
+    to.correlation.push(0);
+    to.short_name.push(name);
+    to.demangled_name.push(name);
+}
+
+/// `(count, total ns)` per bucket.
+fn counts(buckets: &[GapBucket]) -> Vec<(u64, i64)> {
+    let ns = |us: f64| (us * 1000.0).round() as i64;
+    buckets.iter().map(|b| (b.count, ns(b.total_us))).collect()
+}
+
+/// A kernel that takes no time leaves its device idle: it splits no gap, in the verdict's
+/// histogram, the drill-down's device-idle histogram or its per-stream one. The `gaps` trace
+/// (one device, one stream) with such kernels in every gap gives the generator's buckets in all
+/// three, and no listed gap has one as a neighbour.
+#[test]
+fn kernels_that_take_no_time_split_no_gap_in_any_histogram() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gaps.sqlite");
+    let answers = generate("gaps", &path, &GenOptions::default()).expect("generate");
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let (timeless, added) = with_timeless_kernels(&trace);
+    assert!(added > 100, "{added} kernels added");
+    let ns = |v: &serde_json::Value| (v.as_f64().expect("total_us") * 1000.0).round() as i64;
+    let want: Vec<(u64, i64)> = answers["gap_buckets"]
+        .as_array()
+        .expect("gap_buckets")
+        .iter()
+        .map(|b| (b["count"].as_u64().expect("count"), ns(&b["total_us"])))
+        .collect();
+    let verdict = idle_gap_histogram(&timeless, None);
+    let drill = gap_report(&[TraceIndex::new(&timeless, "gaps")], 20, None);
+    assert_eq!(counts(&verdict.buckets), want, "verdict histogram");
+    assert_eq!(
+        counts(&drill.device_idle.buckets),
+        want,
+        "drill-down, device idle"
+    );
+    assert_eq!(counts(&drill.buckets), want, "drill-down, per stream");
+    let top = drill.top.iter().chain(&drill.device_idle.top);
+    for gap in top {
+        assert!(
+            gap.prev_kernel != TIMELESS && gap.next_kernel != TIMELESS,
+            "a gap listed beside a kernel that takes no time: {gap:?}"
+        );
+    }
+}
+
+/// The verdict's histogram and the drill-down's device-idle one of `trace`, whole and in the
+/// middle half of its kernels' extent, are the same; returns their gap counts.
+fn assert_same_device_histograms(trace: &Trace, label: &str) -> [u64; 2] {
+    let k = &trace.kernels;
+    let (Some(&s), Some(&e)) = (k.start.iter().min(), k.end.iter().max()) else {
+        return [0; 2];
+    };
+    let index = [TraceIndex::new(trace, label)];
+    [None, Some((s + (e - s) / 4, e - (e - s) / 4))].map(|window| {
+        let verdict = idle_gap_histogram(trace, window);
+        let drill = gap_report(&index, 5, window).device_idle;
+        assert_eq!(verdict.buckets, drill.buckets, "{label} {window:?}");
+        assert_eq!(verdict.gaps, drill.gaps, "{label} {window:?}");
+        assert_eq!(verdict.total_us, drill.total_us, "{label} {window:?}");
+        verdict.gaps
+    })
+}
+
+/// On every scenario, as generated and with kernels that take no time in every gap (which
+/// change neither histogram).
+#[test]
+fn verdict_and_drill_down_device_idle_histograms_agree_on_every_scenario() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut gaps = [0; 2];
+    for &(scenario, _) in nsys_lens::synth::scenarios() {
+        let path = dir.path().join(format!("{scenario}.sqlite"));
+        generate(scenario, &path, &GenOptions::default()).expect("generate");
+        let trace = load_path(&path, LoadOptions::all()).expect("load");
+        let [whole, windowed] = assert_same_device_histograms(&trace, scenario);
+        assert!(
+            whole > windowed && windowed > 0,
+            "{scenario}: {whole}, {windowed}"
+        );
+        let (timeless, added) = with_timeless_kernels(&trace);
+        assert!(added > 0, "{scenario}");
+        let same = assert_same_device_histograms(&timeless, scenario);
+        assert_eq!(
+            same,
+            [whole, windowed],
+            "{scenario}: kernels that take no time"
+        );
+        gaps = [gaps[0] + whole, gaps[1] + windowed];
+    }
+    assert!(gaps[0] > 1000, "{gaps:?}");
+}
+
+#[test]
+fn verdict_and_drill_down_device_idle_histograms_agree_on_every_public_export() {
+    let mut compared = 0;
+    for entry in std::fs::read_dir(common::public_traces_dir()).expect("public traces") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "sqlite") {
+            continue;
+        }
+        let label = path.display().to_string();
+        let trace = load_path(&path, LoadOptions::all()).expect("load");
+        let [whole, _] = assert_same_device_histograms(&trace, &label);
+        compared += usize::from(whole > 0);
+    }
+    assert!(compared >= 8, "only {compared} exports with idle gaps");
 }

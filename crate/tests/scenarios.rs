@@ -297,3 +297,136 @@ fn dump_answers() {
         );
     }
 }
+
+/// The launch overhead of one process or of all, counted here from the loaded runtime table.
+struct DirectM2 {
+    /// Launch calls of the process in the whole trace.
+    calls: u64,
+    /// Standard: their union ∩ the window; `trtllm-skill`: summed durations of those starting in it.
+    ns: i64,
+}
+
+/// Kernel-launch API calls as `(process, start, end)`: every versioned launch API (standard) or
+/// `cudaLaunchKernel` exactly (`trtllm-skill`), by a pattern of this test's own.
+fn launch_calls(trace: &nsys_lens::model::Trace, profile: Profile) -> Vec<(u32, i64, i64)> {
+    let versioned = regex::Regex::new(
+        r"^(cudaLaunchKernel|cudaLaunchKernelExC|cuLaunchKernel|cuLaunchKernelEx|cudaLaunchCooperativeKernel|cuLaunchCooperativeKernel|cudaGraphLaunch|cuGraphLaunch)(_ptsz|_ptds)?(_v\d+)?$",
+    )
+    .expect("regex");
+    let rt = &trace.runtime;
+    (0..rt.len())
+        .filter(|&i| {
+            let name = trace.strings.get(rt.name[i]);
+            match profile {
+                Profile::Standard => versioned.is_match(name),
+                Profile::TrtllmSkill => name == "cudaLaunchKernel",
+            }
+        })
+        .map(|i| {
+            let p = trace.threads.process[rt.thread[i] as usize];
+            (p, rt.start[i], rt.end[i])
+        })
+        .collect()
+}
+
+/// M2 of `calls` in `[ws, we)`: per process the union's overlap (standard), or pooled
+/// (`process` `None`) the durations of the calls starting in it.
+fn direct_m2(calls: &[(u32, i64, i64)], process: Option<u32>, (ws, we): (i64, i64)) -> DirectM2 {
+    let mut mine: Vec<(i64, i64)> = calls
+        .iter()
+        .filter(|c| process.is_none_or(|p| c.0 == p))
+        .map(|c| (c.1, c.2))
+        .collect();
+    let calls_n = mine.len() as u64;
+    if process.is_none() {
+        let inside = mine.iter().filter(|c| c.0 >= ws && c.0 < we);
+        return DirectM2 {
+            calls: calls_n,
+            ns: inside.map(|c| c.1 - c.0).sum(),
+        };
+    }
+    mine.sort_unstable();
+    let mut union: Vec<(i64, i64)> = Vec::new();
+    for (s, e) in mine.into_iter().filter(|c| c.1 > c.0) {
+        match union.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => union.push((s, e)),
+        }
+    }
+    let ns = union
+        .iter()
+        .map(|&(s, e)| (e.min(we) - s.max(ws)).max(0))
+        .sum();
+    DirectM2 { calls: calls_n, ns }
+}
+
+/// `detect --window` (the middle half of the kernel hull) measures M2 in that window: every
+/// process's launch calls, covered time and ratio (standard) and the pooled sum (`trtllm-skill`)
+/// equal what this test counts from the loaded runtime table, on every scenario.
+#[test]
+fn m2_in_a_user_window_equals_a_direct_count_on_every_scenario() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+    let mut cut = 0;
+    for &(scenario, _) in synth::scenarios() {
+        let (path, _) = gen_into(dir.path(), scenario, &GenOptions::default());
+        let trace = load_path(&path, LoadOptions::all()).expect("load");
+        let (s, e) = (
+            trace.kernels.start.iter().min(),
+            trace.kernels.end.iter().max(),
+        );
+        let (s, e) = (*s.expect("kernels"), *e.expect("kernels"));
+        let window = (s + (e - s) / 4, e - (e - s) / 4);
+        let window_us = (window.1 - window.0) as f64 / 1000.0;
+        for (profile, key) in PROFILES {
+            let cfg = DetectConfig {
+                profile,
+                window: Some(window),
+                ..Default::default()
+            };
+            let report = detect(&trace, &cfg).expect("detect");
+            assert_eq!(report.window.source, "user", "{scenario}");
+            let calls = launch_calls(&trace, profile);
+            let ev = &report.evidence["launch_overhead_ratio"];
+            let (numerator, value) = match profile {
+                Profile::Standard => {
+                    let mut sum = (0.0, 0.0);
+                    assert!(!report.per_process.is_empty(), "{scenario}: processes");
+                    for p in &report.per_process {
+                        let idx = trace
+                            .processes
+                            .global_pid
+                            .iter()
+                            .position(|g| g.to_string() == p.global_pid)
+                            .expect("process") as u32;
+                        let want = direct_m2(&calls, Some(idx), window);
+                        let us = want.ns as f64 / 1000.0;
+                        assert_eq!(p.launch_calls, want.calls, "{scenario} {key}: calls");
+                        assert_eq!(p.launch_us, Some(us), "{scenario} {key}: µs");
+                        let ratio = p.launch_overhead_ratio.expect("ratio");
+                        assert!(close(ratio, us / window_us), "{scenario} {key}: ratio");
+                        cut += usize::from(direct_m2(&calls, Some(idx), (s, e)).ns > want.ns);
+                        sum = (sum.0 + us, sum.1 + ratio);
+                    }
+                    (sum.0, sum.1 / report.per_process.len() as f64)
+                }
+                Profile::TrtllmSkill => {
+                    let want = direct_m2(&calls, None, window);
+                    let us = want.ns as f64 / 1000.0;
+                    cut += usize::from(direct_m2(&calls, None, (s, e)).ns > want.ns);
+                    (us, us / window_us)
+                }
+            };
+            let got = (
+                ev.numerator_us.expect("numerator"),
+                ev.value.expect("value"),
+            );
+            assert!(
+                close(got.0, numerator),
+                "{scenario} {key}: {got:?} vs {numerator}"
+            );
+            assert!(close(got.1, value), "{scenario} {key}: {got:?} vs {value}");
+        }
+    }
+    assert!(cut >= 10, "the window cuts launch time off in {cut} cases");
+}

@@ -161,7 +161,7 @@ impl HostSide {
                     "{label}: swept launch calls are not held"
                 );
             } else {
-                self.plans.index_launches(&host);
+                self.plans.sweep_loaded_launches(&host);
             }
             self.host = Some(host);
         }
@@ -787,4 +787,150 @@ fn the_loader_under_the_test_hook_waits_for_the_plan_then_the_offer() {
         other => panic!("the offer is answered with rows: {other:?}"),
     }
     assert_ne!(next(Message::Offer), Action::NeedOffer, "answered once");
+}
+
+/// M2 (launch overhead) of every scope of a report: the value, its evidence (numerator,
+/// denominator, threshold, crossed), each process's launch figures, the launch-call count and
+/// the warnings read from the launch calls' names.
+fn m2_figures(report: &nsys_lens::detect::DetectReport) -> serde_json::Value {
+    let v = serde_json::to_value(report).expect("json");
+    let processes = |scope: &serde_json::Value| -> Vec<serde_json::Value> {
+        let rows = scope["per_process"].as_array().cloned().unwrap_or_default();
+        rows.iter()
+            .map(|p| {
+                serde_json::json!([
+                    p["pid"],
+                    p["launch_calls"],
+                    p["launch_us"],
+                    p["launch_overhead_ratio"]
+                ])
+            })
+            .collect()
+    };
+    let scope = |metrics: &serde_json::Value, s: &serde_json::Value| {
+        serde_json::json!({
+            "value": metrics["launch_overhead_ratio"],
+            "evidence": s["evidence"]["launch_overhead_ratio"],
+            "per_process": processes(s),
+        })
+    };
+    let phase = |name: &str| {
+        let p = &v["phases"][name];
+        (!p.is_null()).then(|| scope(&p["metrics"], p))
+    };
+    let launch_warnings: Vec<&serde_json::Value> = v["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|w| w.as_str().is_some_and(|w| w.contains("launch")))
+        .collect();
+    serde_json::json!({
+        "aggregate": scope(&v["aggregate_metrics"], &v),
+        "context": phase("context"),
+        "generation": phase("generation"),
+        "launch_api_calls": v["trace"]["launch_api_calls"],
+        "warnings": launch_warnings,
+    })
+}
+
+/// What the M2 comparisons saw, so that they cannot pass on figures that are all zero.
+#[derive(Default)]
+struct M2Seen {
+    /// Scopes with a positive launch overhead, per profile.
+    positive: [usize; 2],
+    /// Phase scopes compared.
+    phases: usize,
+    /// Processes with launch figures compared (standard).
+    processes: usize,
+}
+
+/// Native `detect` (the loaded launch calls swept) and the page's streamed open (the launch
+/// calls swept from the file in start order, not held) give the same M2 figures in every scope
+/// and both profiles; the native figures per profile, or `None` for an export without kernels.
+fn assert_same_m2(path: &Path, seen: &mut M2Seen) -> Option<Vec<serde_json::Value>> {
+    let label = path.display().to_string();
+    let loaded = whole(path, true);
+    if loaded.kernels.is_empty() {
+        return None;
+    }
+    let streamed = stream_open(path, 1000, 0);
+    let mut figures = Vec::new();
+    for (i, profile) in PROFILES.into_iter().enumerate() {
+        let cfg = DetectConfig {
+            profile,
+            file_label: label.clone(),
+            ..DetectConfig::default()
+        };
+        let native = m2_figures(&detect(&loaded, &cfg).expect("native detect"));
+        let paged = m2_figures(&streamed.detect(&cfg).expect("streamed detect"));
+        assert!(
+            native == paged,
+            "{label} {profile:?}: M2 differs at {}",
+            diff(&native, &paged)
+        );
+        for s in ["aggregate", "context", "generation"] {
+            let value = native[s]["value"].as_f64();
+            seen.positive[i] += usize::from(value.is_some_and(|v| v > 0.0));
+            seen.phases += usize::from(s != "aggregate" && !native[s].is_null());
+            seen.processes += native[s]["per_process"].as_array().map_or(0, Vec::len);
+        }
+        figures.push(native);
+    }
+    Some(figures)
+}
+
+/// Native `detect` and the page's streamed open give the same M2 figures on every scenario,
+/// and their values in every scope are the generator's answers, computed from what it placed.
+#[test]
+fn native_m2_equals_the_page_sweep_and_the_answers_on_every_scenario() {
+    let mut seen = M2Seen::default();
+    for &(scenario, _) in nsys_lens::synth::scenarios() {
+        let (_dir, path, answers) = common::generated(scenario, 2, 5);
+        let figures = assert_same_m2(&path, &mut seen).expect("kernels");
+        for (m2, profile) in figures.iter().zip(["standard", "trtllm-skill"]) {
+            let want = &answers["profiles"][profile];
+            let scopes = [
+                ("aggregate", &want["aggregate_metrics"]),
+                ("context", &want["phases"]["context"]["metrics"]),
+                ("generation", &want["phases"]["generation"]["metrics"]),
+            ];
+            for (scope, metrics) in scopes {
+                let want = metrics["launch_overhead_ratio"].as_f64();
+                let got = m2[scope]["value"].as_f64();
+                let close = match (want, got) {
+                    (Some(w), Some(g)) => (w - g).abs() <= 1e-9,
+                    (w, g) => w.is_none() && g.is_none(),
+                };
+                assert!(
+                    close,
+                    "{scenario} {profile} {scope}: {got:?}, answer {want:?}"
+                );
+            }
+        }
+    }
+    assert!(
+        seen.positive.iter().all(|&n| n >= 10),
+        "{:?}",
+        seen.positive
+    );
+    assert!(seen.phases >= 10 && seen.processes >= 10);
+}
+
+#[test]
+fn native_m2_equals_the_page_sweep_on_every_public_export() {
+    let mut seen = M2Seen::default();
+    let mut compared = 0;
+    for entry in std::fs::read_dir(common::public_traces_dir()).expect("public traces") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "sqlite") {
+            compared += usize::from(assert_same_m2(&path, &mut seen).is_some());
+        }
+    }
+    assert!(compared >= 8, "only {compared} exports with kernels");
+    // Most exports launch through versioned names, which `trtllm-skill` does not count.
+    assert!(
+        seen.positive[0] >= 8 && seen.positive[1] >= 1,
+        "{:?}",
+        seen.positive
+    );
 }

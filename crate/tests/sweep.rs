@@ -6,7 +6,8 @@ mod common;
 
 use nsys_lens::detect::sweep::PlanBuilder;
 use nsys_lens::detect::{
-    DetectConfig, KernelSummary, KernelSweep, Plan, ThresholdOverrides, detect, detect_with_kernels,
+    DetectConfig, KernelSummary, KernelSweep, Plan, ThresholdOverrides, detect,
+    detect_with_kernels, detect_with_plan,
 };
 use nsys_lens::model::{Kernels, Ns, Trace};
 use nsys_lens::profile::Profile;
@@ -112,9 +113,21 @@ fn without_kernels(trace: &Trace) -> Trace {
     }
 }
 
+/// The plan with its loaded launch calls swept before the kernel hull's end is known, as the
+/// page does when the file's calls cannot be swept. The page gives the last kernel row's end as
+/// a lower bound of the hull's end; the lowest one, the first kernel's start, leaves every call
+/// and union piece waiting for the hull's end.
+fn swept_ahead(trace: &Trace, cfg: &DetectConfig) -> Plan {
+    let first = trace.kernels.start.iter().min().copied().expect("kernels");
+    let mut plan = Plan::new(trace, cfg);
+    plan.sweep_loaded_launches(trace, (first, first));
+    plan
+}
+
 /// `detect_with_kernels(host without kernels, summary)` equals `detect(full trace)`, as JSON,
-/// for a summary swept with the windows whole and one fed them as the kernels pass; returns
-/// whether the second could be (NVTX in start order).
+/// for a summary swept with the windows whole and one fed them as the kernels pass, and with
+/// the launch calls swept ahead ([`swept_ahead`]); returns whether the fed summary could be
+/// (NVTX in start order).
 fn assert_same_reports(trace: &Trace, label: &str) -> bool {
     let mut fed_all = true;
     let cfgs: Vec<DetectConfig> = PROFILES.iter().map(|&p| config(p, label)).collect();
@@ -128,6 +141,10 @@ fn assert_same_reports(trace: &Trace, label: &str) -> bool {
             serde_json::to_string(&paged).expect("json"),
         );
         assert_eq!(a, b, "{label} {}", cfg.profile.name());
+        let ahead = detect_with_plan(&host, &swept_ahead(trace, cfg), &summary, cfg)
+            .unwrap_or_else(|e| panic!("{label}: launch calls swept ahead: {e}"));
+        let ahead = serde_json::to_string(&ahead).expect("json");
+        assert_eq!(a, ahead, "{label} {}: swept ahead", cfg.profile.name());
         let Some((fed, _)) = fed_summary(trace, cfg) else {
             fed_all = false;
             continue;

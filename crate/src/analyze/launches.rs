@@ -19,14 +19,14 @@ enum Table {
     Sparse(HashMap<u32, Ns>),
 }
 
-/// Launch-call start by `(process, correlation id)`.
-pub struct LaunchIndex {
+/// The kernel → launch-call join: a launch call's start by `(process, correlation id)`.
+pub struct LaunchJoin {
     per_process: Vec<Table>,
 }
 
-impl LaunchIndex {
-    /// Indexes every kernel-launch API call (any launch API, any version) that has an id.
-    pub fn new(trace: &Trace) -> LaunchIndex {
+impl LaunchJoin {
+    /// Tables every kernel-launch API call (any launch API, any version) that has an id.
+    pub fn new(trace: &Trace) -> LaunchJoin {
         let r = &trace.runtime;
         let mut calls: Vec<Vec<(u32, Ns)>> =
             (0..trace.processes.len()).map(|_| Vec::new()).collect();
@@ -42,12 +42,12 @@ impl LaunchIndex {
                 }
             }
         }
-        LaunchIndex {
+        LaunchJoin {
             per_process: calls.into_iter().map(table).collect(),
         }
     }
 
-    /// The launch call's start for a kernel of `process` with `correlation`, if indexed.
+    /// The launch call's start for a kernel of `process` with `correlation`, if tabled.
     pub fn launched_at(&self, process: ProcessIdx, correlation: u32) -> Option<Ns> {
         let at = match self.per_process.get(process as usize)? {
             Table::Dense(v) => v.get(correlation as usize).copied()?,
@@ -81,13 +81,13 @@ mod tests {
             table(calls.clone()),
             Table::Sparse(calls.into_iter().collect()),
         ] {
-            let index = LaunchIndex {
+            let join = LaunchJoin {
                 per_process: vec![t],
             };
-            assert_eq!(index.launched_at(0, 3), Some(30));
-            assert_eq!(index.launched_at(0, 2), None);
-            assert_eq!(index.launched_at(0, 1_000_000), None);
-            assert_eq!(index.launched_at(1, 3), None, "unknown process");
+            assert_eq!(join.launched_at(0, 3), Some(30));
+            assert_eq!(join.launched_at(0, 2), None);
+            assert_eq!(join.launched_at(0, 1_000_000), None);
+            assert_eq!(join.launched_at(1, 3), None, "unknown process");
         }
         assert!(matches!(table(vec![(5_000_000, 1)]), Table::Sparse(_)));
     }

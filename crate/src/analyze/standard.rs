@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
-use super::launches::LaunchIndex;
+use super::launches::LaunchJoin;
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;
@@ -246,7 +246,7 @@ fn merge_rank_copies(mut copies: Vec<(Ns, Ns, ProcessIdx)>) -> Vec<Ns> {
 /// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
 /// when no call matches), every name, all devices.
 fn kernel_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let launches = LaunchIndex::new(trace);
+    let launches = LaunchJoin::new(trace);
     let k = &trace.kernels;
     let keep = |i: usize| {
         let correlation = k.correlation.get(i).copied().unwrap_or(0);

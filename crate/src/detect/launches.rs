@@ -1,16 +1,23 @@
-//! M2 (launch overhead) from kernel-launch API calls streamed in start order, not held: the
-//! page's bounded open (`trace::LaunchRuns` merges the runtime table's sorted runs).
+//! M2 (launch overhead), the one implementation: kernel-launch API calls swept in start order.
+//! The page streams them from the file, never held (`trace::LaunchRuns` merges the runtime
+//! table's sorted runs); native `detect`, and the page when the file cannot be swept, sweep the
+//! loaded runtime table's calls the same way ([`sweep_loaded`]), so both give the same figures.
 //!
-//! Per profile, the same figures `measure` takes from loaded calls: `standard` — per process,
-//! the time its launch calls' union covers in each window, and its launch-call count;
-//! `trtllm-skill` — count and summed duration of the calls starting in each window. The phase
-//! windows are known before the pass; the aggregate window is the kernel hull, whose end is known
-//! only after the kernel pass, so a call or union piece ending after the last kernel row's end
-//! (a lower bound of the hull's end) is kept until then: few, since a kernel's launch precedes it.
+//! Per profile: `standard` — per process, the time its launch calls' union covers in each
+//! window, and its launch-call count; `trtllm-skill` — count and summed duration of the calls
+//! starting in each window (the reference's `SUM(end-start)`: integer ns, so the order of the sum
+//! does not matter). The phase windows are known before the pass; the aggregate window starts at
+//! a known time (the first kernel's start, or the user's window) but may end later than the
+//! sweep knows: streamed, it is the kernel hull, whose end is known only after the kernel pass, so
+//! a call or union piece ending after the last kernel row's end (a lower bound of the hull's end)
+//! is kept until then: few, since a kernel's launch precedes it.
 
-use super::sweep::{FedSweep, Plan};
+use std::borrow::Cow;
+
 use crate::detect::name_tables::NameTables;
-use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
+use crate::detect::sweep::{FedSweep, Plan};
+use crate::model::{NameFlags, NameId, Ns, ProcessIdx, Trace, flag};
+use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
 use crate::steps::spans::{RangesUnordered, SpanQueue, Spans, fed_past, overlap_at, seek};
 use crate::trace::LaunchCall;
@@ -53,8 +60,9 @@ const TRIM_EVERY: u64 = 1 << 10;
 /// What a [`LaunchSweep`] has counted.
 #[derive(Debug, Clone)]
 struct LaunchCounts {
-    hull_start: Ns,
-    /// The last kernel row's end: no later than the hull's end.
+    /// The aggregate window's start.
+    aggregate_start: Ns,
+    /// No later than the aggregate window's end (streamed: the last kernel row's end).
     settled_until: Ns,
     processes: Vec<ProcessAcc>,
     pooled: PooledAcc,
@@ -99,13 +107,13 @@ struct PooledAcc {
     tail: Vec<(Ns, Ns)>,
 }
 
-/// What the sweep found, before the hull's end is known.
+/// What the sweep found, before the aggregate window's end is known.
 #[derive(Debug, Clone)]
 pub struct LaunchSweepResult {
     sweep: LaunchCounts,
 }
 
-/// M2 figures per scope, the kernel hull known.
+/// M2 figures per scope, the aggregate window known.
 #[derive(Debug, Clone, Default)]
 pub struct LaunchTotals {
     /// Per process: its launch calls (whole trace) and covered ns per scope (standard).
@@ -119,9 +127,10 @@ pub struct LaunchTotals {
 }
 
 impl<'p> LaunchSweep<'p> {
-    /// A sweep for `plan`'s profile and phase windows; `hull_start` is the first kernel's start
-    /// and `settled_until` the last kernel row's end.
-    pub fn new(plan: &'p Plan, hull_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
+    /// A sweep for `plan`'s profile and phase windows; the aggregate window starts at
+    /// `aggregate_start` (the first kernel's start, or the user window's) and ends no earlier
+    /// than `settled_until` (the last kernel row's end, or the window's end when known).
+    pub fn new(plan: &'p Plan, aggregate_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
         let whole = |p: &Option<crate::steps::PhaseCounts>| {
             let spans = p.as_ref().and_then(|p| p.window.as_ref());
             SpanQueue::of(spans.map_or(&[][..], |w| w.spans()))
@@ -129,13 +138,13 @@ impl<'p> LaunchSweep<'p> {
         LaunchSweep {
             phases: [whole(&plan.context), whole(&plan.generation)],
             fed_until: Ns::MAX,
-            ..LaunchSweep::fed(plan, hull_start, settled_until)
+            ..LaunchSweep::fed(plan, aggregate_start, settled_until)
         }
     }
 
     /// [`LaunchSweep::new`], the phase windows fed as the NVTX ranges are read
     /// ([`FedSweep`]); a call is pushed once the sweep is [`LaunchSweep::ready_for`] its end.
-    pub fn fed(plan: &'p Plan, hull_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
+    pub fn fed(plan: &'p Plan, aggregate_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
         let names: &NameTables = &plan.names;
         LaunchSweep {
             sw: plan.sw,
@@ -144,7 +153,7 @@ impl<'p> LaunchSweep<'p> {
             fed_until: Ns::MIN,
             speculation: [None; 2],
             counts: LaunchCounts {
-                hull_start,
+                aggregate_start,
                 settled_until,
                 processes: Vec::new(),
                 pooled: PooledAcc::default(),
@@ -199,7 +208,7 @@ impl<'p> LaunchSweep<'p> {
             }
             Some(done) => {
                 acc.current = Some((s, e));
-                close_piece(acc, done, &self.phases, c.hull_start, c.settled_until);
+                close_piece(acc, done, &self.phases, c.aggregate_start, c.settled_until);
             }
             None => acc.current = Some((s, e)),
         }
@@ -236,13 +245,13 @@ impl<'p> LaunchSweep<'p> {
         }
         if call.start >= c.settled_until {
             acc.tail.push((call.start, duration));
-        } else if call.start >= c.hull_start {
+        } else if call.start >= c.aggregate_start {
             acc.count[0] += 1;
             acc.sum[0] += duration;
         }
     }
 
-    /// Ends the pass (the hull's end is applied later, [`LaunchSweepResult::totals`]).
+    /// Ends the pass (the aggregate window's end is applied later, [`LaunchSweepResult::totals`]).
     pub fn finish(mut self) -> LaunchSweepResult {
         self.feed_done();
         for (w, spec) in self.speculation.iter_mut().enumerate() {
@@ -252,7 +261,7 @@ impl<'p> LaunchSweep<'p> {
             }
         }
         let c = &mut self.counts;
-        let (start, until) = (c.hull_start, c.settled_until);
+        let (start, until) = (c.aggregate_start, c.settled_until);
         for acc in &mut c.processes {
             if let Some(piece) = acc.current.take() {
                 close_piece(acc, piece, &self.phases, start, until);
@@ -263,10 +272,10 @@ impl<'p> LaunchSweep<'p> {
 }
 
 impl LaunchSweepResult {
-    /// The totals with the kernel hull `[start, end)` as the aggregate window.
+    /// The totals with `[start, end)` as the aggregate window (`start` as the sweep assumed).
     pub fn totals(&self, (start, end): (Ns, Ns)) -> LaunchTotals {
         let s = &self.sweep;
-        debug_assert_eq!(start, s.hull_start);
+        debug_assert_eq!(start, s.aggregate_start);
         let in_hull = |a: Ns, b: Ns| (b.min(end) - a.max(start)).max(0);
         let per_process = s
             .processes
@@ -292,9 +301,9 @@ impl LaunchSweepResult {
         }
     }
 
-    /// The first kernel's start the sweep assumed.
-    pub fn hull_start(&self) -> Ns {
-        self.sweep.hull_start
+    /// The aggregate window's start the sweep assumed.
+    pub fn aggregate_start(&self) -> Ns {
+        self.sweep.aggregate_start
     }
 }
 
@@ -317,17 +326,63 @@ impl LaunchTotals {
     }
 }
 
+/// Sweeps the launch calls of a loaded host trace for `plan` (built on it), the aggregate window
+/// starting at `aggregate_start` and ending no earlier than `settled_until`
+/// ([`LaunchSweep::new`]): the calls the page sweeps from the file, in the same order, so native
+/// and streamed verdicts share one M2.
+pub fn sweep_loaded(
+    host: &Trace,
+    plan: &Plan,
+    (aggregate_start, settled_until): (Ns, Ns),
+) -> LaunchSweepResult {
+    let mut sweep = LaunchSweep::new(plan, aggregate_start, settled_until);
+    loaded_calls(host, plan).for_each(|call| sweep.push(call));
+    sweep.finish()
+}
+
+/// The loaded runtime table's kernel-launch API calls under any profile's rule (what the file
+/// sweep selects: a load may hold every runtime call) in non-decreasing start, ties in table
+/// order as the file sweep merges them; table order itself when it already is (every export).
+fn loaded_calls<'t>(host: &'t Trace, plan: &Plan) -> impl Iterator<Item = LaunchCall> + use<'t> {
+    let rt = &host.runtime;
+    let any_launch = match plan.sw.launch_apis {
+        LaunchApis::AllVersioned => Cow::Borrowed(&plan.names.launch),
+        LaunchApis::ExactCudaLaunchKernel => Cow::Owned(
+            host.strings
+                .classify(|s| is_launch_api(s, LaunchApis::AllVersioned)),
+        ),
+    };
+    let mut rows: Vec<u32> = (0..rt.len())
+        .filter(|&i| flag(&any_launch, rt.name[i]))
+        .map(|i| i as u32)
+        .collect();
+    let start = |&i: &u32| rt.start[i as usize];
+    if !rows.is_sorted_by_key(start) {
+        rows.sort_by_key(start);
+    }
+    rows.into_iter().map(move |i| {
+        let i = i as usize;
+        let thread = rt.thread[i] as usize;
+        LaunchCall {
+            start: rt.start[i],
+            end: rt.end[i],
+            process: host.threads.process.get(thread).copied().unwrap_or(0),
+            name: rt.name[i],
+        }
+    })
+}
+
 /// Credits a closed union piece to each scope.
 fn close_piece(
     acc: &mut ProcessAcc,
     (s, e): (Ns, Ns),
     phases: &[SpanQueue; 2],
-    hull_start: Ns,
+    aggregate_start: Ns,
     settled_until: Ns,
 ) {
     measure_phases(acc, (s, e), phases);
     if e <= settled_until {
-        acc.covered[0] += (e - s.max(hull_start)).max(0);
+        acc.covered[0] += (e - s.max(aggregate_start)).max(0);
     } else {
         acc.tail.push((s, e));
     }

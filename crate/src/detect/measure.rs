@@ -2,21 +2,19 @@
 //! process and aggregated, with their numerators and denominators.
 //!
 //! Kernel-derived figures come from a [`KernelSummary`] (one pass over the kernels, see
-//! [`super::sweep`]); [`Prepared`] indexes the host part once (launch calls and host-prep ranges
-//! per process) and [`Prepared::measure`] assembles one scope from the two. The profile's
-//! switches decide grouping (per device or pooled), clipping, and the launch/prep rules.
+//! [`super::sweep`]), M2 from the launch calls swept in start order ([`super::launches`]);
+//! [`Prepared::measure`] assembles one scope from them. The profile's switches decide grouping
+//! (per device or pooled), clipping, and the launch/prep rules.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::launches::{LaunchSweepResult, LaunchTotals, Scope};
-use super::result::Metrics;
-use super::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary, in_window};
+use crate::detect::launches::{LaunchTotals, Scope, sweep_loaded};
 use crate::detect::name_tables::NameTables;
+use crate::detect::result::Metrics;
+use crate::detect::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary};
 use crate::model::intervals::push_gently;
-use crate::model::intervals::{IntervalSet, MergeSorted, overlap_with};
 use crate::model::{Ns, NvtxRow, ProcessIdx, Threads, Trace};
 use crate::names::patterns::PREP_PATTERNS;
 use crate::profile::Switches;
@@ -45,16 +43,14 @@ mod delta_each {
     }
 }
 
-/// The trace indexed for repeated scope measurements.
+/// The host part, its kernel summary and its M2 figures, for measuring each scope.
 pub struct Prepared<'t> {
     /// The host part (its kernel table is not read: it may be empty).
     pub trace: &'t Trace,
     pub sw: Switches,
     pub names: &'t NameTables,
     pub kernels: &'t KernelSummary,
-    launches: M2<'t>,
-    /// The context and generation windows, for launch calls measured from the loaded table.
-    phase_windows: [Option<&'t IntervalSet>; 2],
+    launches: LaunchTotals,
     pub skip_m3: bool,
 }
 
@@ -109,22 +105,23 @@ pub struct ScopeMeasure {
 }
 
 impl<'t> Prepared<'t> {
+    /// M2 from the launch calls `plan` swept ahead (the page), else from the host's loaded calls
+    /// swept now in the aggregate window (the user's, or the kernel hull).
     pub(super) fn new(
         trace: &'t Trace,
         plan: &'t Plan,
         kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
+        let hull = kernels.facts.hull;
         let launches = match &plan.launches {
-            Some(Launches::Indexed(index)) => M2::Calls(std::borrow::Cow::Borrowed(index)),
-            Some(Launches::Swept(swept)) => {
-                let start = swept.hull_start();
-                M2::Totals(swept.totals(kernels.facts.hull.unwrap_or((start, start))))
+            Some(swept) => {
+                let start = swept.aggregate_start();
+                swept.totals(hull.unwrap_or((start, start)))
             }
-            None => M2::Calls(std::borrow::Cow::Owned(LaunchIndex::new(
-                trace,
-                &plan.names,
-                &plan.sw,
-            ))),
+            None => {
+                let window = kernels.aggregate.window.hull.or(hull).unwrap_or_default();
+                sweep_loaded(trace, plan, window).totals(window)
+            }
         };
         Prepared {
             trace,
@@ -132,36 +129,22 @@ impl<'t> Prepared<'t> {
             names: &plan.names,
             kernels,
             launches,
-            phase_windows: [
-                plan.context.as_ref().and_then(|p| p.window.as_ref()),
-                plan.generation.as_ref().and_then(|p| p.window.as_ref()),
-            ],
             skip_m3: kernels.skip_m3,
         }
     }
 
     /// Launch API calls in the trace (the facts' count).
     pub fn launch_api_calls(&self) -> u64 {
-        match &self.launches {
-            M2::Calls(_) => self.trace.runtime.len() as u64,
-            M2::Totals(t) => t.calls,
-        }
+        self.launches.calls
     }
 
     /// Whether any launch API call's name satisfies `pred`.
     pub fn launched_any(&self, pred: impl Fn(&str) -> bool) -> bool {
         let strings = &self.trace.strings;
-        match &self.launches {
-            M2::Calls(_) => {
-                let names = strings.classify(pred);
-                self.trace
-                    .runtime
-                    .name
-                    .iter()
-                    .any(|&n| crate::model::flag(&names, n))
-            }
-            M2::Totals(t) => t.names_seen.iter().any(|&n| pred(strings.get(n))),
-        }
+        self.launches
+            .names_seen
+            .iter()
+            .any(|&n| pred(strings.get(n)))
     }
 
     /// Measures every metric inside the scope's window (`which` scope it is).
@@ -210,39 +193,18 @@ impl<'t> Prepared<'t> {
                     .trace
                     .present
                     .runtime
-                    .then(|| self.launch_overlap(p, which, scope) as f64 / 1000.0);
+                    .then(|| self.launches.covered(p, which) as f64 / 1000.0);
                 let prep = self.prep_clipped(p, scope, window_us, &devs);
                 ProcessMeasure {
                     process: p,
                     devices: devs.into_iter().collect(),
-                    launch_calls: match &self.launches {
-                        M2::Calls(index) => index.counts.get(p as usize).copied().unwrap_or(0),
-                        M2::Totals(t) => t.calls_of(p),
-                    },
+                    launch_calls: self.launches.calls_of(p),
                     launch_us,
                     launch_ratio: launch_us.map(|u| u / window_us),
                     prep,
                 }
             })
             .collect()
-    }
-
-    /// Time inside the window covered by the process's launch calls (their union).
-    fn launch_overlap(&self, p: ProcessIdx, which: Scope, scope: &ScopeSummary) -> Ns {
-        let index = match &self.launches {
-            M2::Calls(index) => index,
-            M2::Totals(t) => return t.covered(p, which),
-        };
-        let window = self.launch_window(which, scope);
-        let window = window.as_ref();
-        let rt = &self.trace.runtime;
-        let Some(idx) = index.per_process.get(p as usize) else {
-            return 0;
-        };
-        let spans = idx
-            .iter()
-            .map(|&i| (rt.start[i as usize], rt.end[i as usize]));
-        overlap_with(MergeSorted::new(spans), window)
     }
 
     /// Processes owning kernels in the window, with the devices they ran on (from the device pass).
@@ -283,21 +245,6 @@ impl<'t> Prepared<'t> {
         ))
     }
 
-    /// The window launch calls loaded whole are measured in: the plan's phase window, or the
-    /// aggregate's single span (the kernel hull or the user's window).
-    fn launch_window(&self, which: Scope, scope: &ScopeSummary) -> Cow<'t, IntervalSet> {
-        let phase = match which {
-            Scope::Aggregate => None,
-            Scope::Context => self.phase_windows[0],
-            Scope::Generation => self.phase_windows[1],
-        };
-        match (phase, scope.window.hull) {
-            (Some(w), _) => Cow::Borrowed(w),
-            (None, Some((s, e))) => Cow::Owned(IntervalSet::single(s, e)),
-            (None, None) => Cow::Owned(IntervalSet::new()),
-        }
-    }
-
     /// The devices as a mask over `facts.devices` positions; `None` past 64 devices.
     fn device_mask(&self, devices: &BTreeSet<u32>) -> Option<u64> {
         if self.kernels.device_masks_overflow {
@@ -320,20 +267,7 @@ impl<'t> Prepared<'t> {
         window_us: f64,
         devices: &[DeviceMeasure],
     ) -> ProcessMeasure {
-        let (count, sum) = match &self.launches {
-            M2::Totals(t) => t.pooled(which),
-            M2::Calls(_) => {
-                let window = self.launch_window(which, scope);
-                let window = window.as_ref();
-                let rt = &self.trace.runtime;
-                let calls = (0..rt.len()).filter(|&i| {
-                    self.names.is_launch(rt.name[i]) && in_window(window, rt.start[i])
-                });
-                calls.fold((0u64, 0i64), |(c, t), i| {
-                    (c + 1, t + (rt.end[i] - rt.start[i]))
-                })
-            }
-        };
+        let (count, sum) = self.launches.pooled(which);
         let launch_us = self.trace.present.runtime.then_some(sum as f64 / 1000.0);
         let prep = devices
             .first()
@@ -500,77 +434,6 @@ impl ScopeMeasure {
     }
 }
 
-/// Where M2 comes from: the host's launch calls, indexed, or totals swept from them in start
-/// order without holding them (the page).
-pub enum Launches {
-    Indexed(LaunchIndex),
-    Swept(LaunchSweepResult),
-}
-
-/// M2's source for one verdict.
-enum M2<'t> {
-    Calls(std::borrow::Cow<'t, LaunchIndex>),
-    Totals(LaunchTotals),
-}
-
-/// The kernel-launch API calls of a host trace, indexed for M2.
-#[derive(Debug, Clone, Default)]
-pub struct LaunchIndex {
-    /// Per process: its launch calls (runtime row indices sorted by start; standard profile).
-    per_process: Vec<Vec<u32>>,
-    /// Per process: number of launch calls.
-    counts: Vec<u64>,
-}
-
-impl LaunchIndex {
-    pub fn new(trace: &Trace, names: &NameTables, sw: &Switches) -> LaunchIndex {
-        let (per_process, counts) = index_launches(trace, names, sw);
-        LaunchIndex {
-            per_process,
-            counts,
-        }
-    }
-}
-
-/// Kernel-launch API calls: per-process row indices sorted by start (standard) and counts.
-fn index_launches(trace: &Trace, names: &NameTables, sw: &Switches) -> (Vec<Vec<u32>>, Vec<u64>) {
-    let rt = &trace.runtime;
-    let nproc = trace.processes.len();
-    let mut per_process: Vec<Vec<u32>> = vec![
-        Vec::new();
-        if sw.launch_union_per_process {
-            nproc
-        } else {
-            0
-        }
-    ];
-    let mut counts = vec![0u64; nproc];
-    for i in 0..rt.len() {
-        if !names.is_launch(rt.name[i]) {
-            continue;
-        }
-        let p = trace
-            .threads
-            .process
-            .get(rt.thread[i] as usize)
-            .copied()
-            .unwrap_or(0) as usize;
-        if let Some(c) = counts.get_mut(p) {
-            *c += 1;
-        }
-        if let Some(v) = per_process.get_mut(p) {
-            v.push(i as u32);
-        }
-    }
-    for idx in &mut per_process {
-        let key = |&i: &u32| (rt.start[i as usize], rt.end[i as usize]);
-        if !idx.is_sorted_by_key(key) {
-            idx.sort_unstable_by_key(key);
-        }
-    }
-    (per_process, counts)
-}
-
 /// `f(slot, pattern, range)` for each host-prep pattern `row` matches: the slot is the range's
 /// process (standard) or 0 (pooled).
 pub(super) fn prep_of_row(
@@ -632,26 +495,5 @@ impl PrepCollector {
             ranges.shrink_to_fit();
         }
         self.slots
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::sweep::overlaps;
-    use super::*;
-
-    #[test]
-    fn window_membership_is_half_open() {
-        let w = IntervalSet::from_unsorted(vec![(10, 20), (30, 40)]);
-        assert!(in_window(&w, 10) && in_window(&w, 19) && in_window(&w, 30));
-        assert!(
-            !in_window(&w, 20) && !in_window(&w, 25) && !in_window(&w, 40) && !in_window(&w, 5)
-        );
-        assert!(
-            overlaps(&w, 15, 35)
-                && overlaps(&w, 19, 21)
-                && !overlaps(&w, 20, 30)
-                && !overlaps(&w, 0, 10)
-        );
     }
 }

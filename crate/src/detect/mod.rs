@@ -185,15 +185,22 @@ fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> R
     fn swept(s: &Option<sweep::ScopeSummary>) -> Option<WindowFacts> {
         s.as_ref().map(|s| s.window)
     }
-    // Launch calls measured whole need the phase windows, which a plan fed to its sweeps
-    // keeps only the facts of.
+    // Loaded launch calls are swept at the verdict in the phase windows, which a plan fed to
+    // its sweeps keeps only the facts of; calls swept ahead measured the kernel hull.
     let windowless = [&plan.context, &plan.generation]
         .into_iter()
         .any(|p| p.as_ref().is_some_and(|p| p.window.is_none()));
     if windowless && !plan.launches_swept() {
         return Err(Error::Internal {
-            detail: "the launch calls are measured whole but the plan kept no phase window".into(),
+            detail:
+                "the launch calls are swept from the loaded table but the plan kept no phase window"
+                    .into(),
         });
+    }
+    if plan.launches_swept() && cfg.window.is_some() {
+        return Err(Error::Usage(
+            "the launch calls were swept for the kernel hull, not for a user window: load the trace whole".into(),
+        ));
     }
     let user = cfg
         .window

@@ -26,8 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::{HashMap, VecDeque};
 
-use super::measure::{LaunchIndex, Launches, PrepCollector, PrepRanges};
 use crate::detect::config::DetectConfig;
+use crate::detect::launches::{LaunchSweepResult, sweep_loaded};
+use crate::detect::measure::{PrepCollector, PrepRanges};
 use crate::detect::name_tables::NameTables;
 use crate::model::intervals::IntervalSet;
 use crate::model::{
@@ -61,9 +62,9 @@ pub struct Plan {
     pub(super) generation: Option<PhaseCounts>,
     /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
     pub(super) prep: Vec<PrepRanges>,
-    /// M2's source when prepared ahead of the verdict ([`Plan::index_launches`],
-    /// [`Plan::set_swept_launches`]).
-    pub(super) launches: Option<Launches>,
+    /// M2's launch calls swept ahead of the verdict ([`Plan::set_swept_launches`],
+    /// [`Plan::sweep_loaded_launches`]); else the verdict sweeps the host's loaded calls.
+    pub(super) launches: Option<LaunchSweepResult>,
 }
 
 impl Plan {
@@ -86,26 +87,23 @@ impl Plan {
         self.steps
     }
 
-    /// Indexes `host`'s kernel-launch API calls now rather than at each verdict (the page does
-    /// it while the kernel table is still streaming). The plan must then be used with `host`
-    /// only: the index holds its runtime row numbers.
-    pub fn index_launches(&mut self, host: &Trace) {
-        self.launches = Some(Launches::Indexed(LaunchIndex::new(
-            host,
-            &self.names,
-            &self.sw,
-        )));
+    /// Sweeps `host`'s loaded kernel-launch API calls now rather than at each verdict (the page,
+    /// when the file's could not be swept, does it while the other worker still streams
+    /// kernels): `edges` are the first kernel row's start and the last one's end, as for
+    /// [`super::launches::LaunchSweep::new`]. The plan must have been built on `host`.
+    pub fn sweep_loaded_launches(&mut self, host: &Trace, edges: (Ns, Ns)) {
+        self.launches = Some(sweep_loaded(host, self, edges));
     }
 
-    /// Whether M2 comes from swept launch calls (the host holds none).
+    /// Whether M2's launch calls were swept ahead (from the file, or loaded).
     pub fn launches_swept(&self) -> bool {
-        matches!(self.launches, Some(Launches::Swept(_)))
+        self.launches.is_some()
     }
 
     /// M2 from launch calls swept in start order ([`super::launches::LaunchSweep`] on this plan)
     /// instead of the host's loaded calls.
-    pub fn set_swept_launches(&mut self, swept: super::launches::LaunchSweepResult) {
-        self.launches = Some(Launches::Swept(swept));
+    pub fn set_swept_launches(&mut self, swept: LaunchSweepResult) {
+        self.launches = Some(swept);
     }
 
     /// What a [`KernelSweep`] needs of this plan under `cfg` (built with the same `cfg`).
@@ -1879,7 +1877,8 @@ impl MaskSweep {
 }
 
 /// Whether `t` lies in one of the window's `[start, end)` intervals.
-pub(super) fn in_window(window: &IntervalSet, t: Ns) -> bool {
+#[cfg(test)]
+fn in_window(window: &IntervalSet, t: Ns) -> bool {
     let spans = window.spans();
     let i = spans.partition_point(|&(_, e)| e <= t);
     i < spans.len() && spans[i].0 <= t
@@ -1887,7 +1886,7 @@ pub(super) fn in_window(window: &IntervalSet, t: Ns) -> bool {
 
 /// Whether `[s, e)` overlaps the window (zero-length intervals count when they lie inside).
 #[cfg(test)]
-pub(super) fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
+fn overlaps(window: &IntervalSet, s: Ns, e: Ns) -> bool {
     let spans = window.spans();
     let i = spans.partition_point(|&(_, we)| we <= s);
     i < spans.len() && (spans[i].0 < e || (s == e && spans[i].0 <= s))
@@ -1901,6 +1900,21 @@ mod tests {
     use crate::profile::Profile;
 
     const PREP: &str = "[Executor] _prepare_inputs";
+
+    #[test]
+    fn window_membership_is_half_open() {
+        let w = IntervalSet::from_unsorted(vec![(10, 20), (30, 40)]);
+        assert!(in_window(&w, 10) && in_window(&w, 19) && in_window(&w, 30));
+        assert!(
+            !in_window(&w, 20) && !in_window(&w, 25) && !in_window(&w, 40) && !in_window(&w, 5)
+        );
+        assert!(
+            overlaps(&w, 15, 35)
+                && overlaps(&w, 19, 21)
+                && !overlaps(&w, 20, 30)
+                && !overlaps(&w, 0, 10)
+        );
+    }
 
     /// One process (one thread) with kernels `(start, end, device)` and host-prep NVTX ranges.
     fn trace(kernels: &[(Ns, Ns, u32)], prep: &[(Ns, Ns)]) -> Trace {

@@ -2,19 +2,21 @@
 //! device (idle between any kernels), bucketed, per phase, and the largest gaps attributed to
 //! the kernels on either side and to what the host was doing meanwhile.
 //!
-//! A lane's gaps are the positive holes between its merged kernel intervals, so overlapping
-//! kernels (concurrent streams on a device, or a lane with overlapping rows) never yield a
-//! negative or double-counted gap. The kernel before a gap is the one whose end closed the busy
-//! interval; the kernel after is the first to start once the lane is idle.
+//! A lane's gaps are those of [`IdleLane`], which the verdict's histogram reads too: the positive
+//! holes between its merged kernel intervals, kernels that take no time skipped. The kernel
+//! before a gap is the one whose end closed the busy interval; the kernel after is the first to
+//! start once the lane is idle.
 
 use std::cmp::Reverse;
 
 use serde::Serialize;
 
-use super::attribution::{self, GapSpan, Overlap};
-use super::gaps::{Buckets, GapBucket, bucket_cause, bucket_label, bucket_of};
-use super::topk::TopK;
-use crate::drill::phase_steps;
+use crate::drill::attribution::{GapSpan, Overlap};
+use crate::drill::gaps::{
+    Buckets, GapBucket, IdleGap, IdleLane, bucket_cause, bucket_label, bucket_of,
+};
+use crate::drill::topk::TopK;
+use crate::drill::{attribution, phase_steps};
 use crate::index::units::{ratio, us};
 use crate::index::{SpanCursor, TraceIndex};
 use crate::model::Ns;
@@ -128,33 +130,6 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// Running state of one lane.
-#[derive(Debug, Clone, Copy)]
-struct Lane {
-    busy_until: Ns,
-    last: u32,
-}
-
-impl Lane {
-    /// Feeds kernel `k` (lanes are fed in start order); returns the gap it closes, if any.
-    fn feed(lane: &mut Option<Lane>, k: u32, start: Ns, end: Ns) -> Option<(Ns, u32)> {
-        let Some(l) = lane else {
-            *lane = Some(Lane {
-                busy_until: end,
-                last: k,
-            });
-            return None;
-        };
-        let gap = (start > l.busy_until).then_some((l.busy_until, l.last));
-        // After a gap `end >= start > busy_until`, so this also restarts the busy interval.
-        if end >= l.busy_until {
-            l.busy_until = end;
-            l.last = k;
-        }
-        gap
-    }
-}
-
 /// Accumulates gaps of one kind (stream or device) over every input.
 struct Collector {
     buckets: Buckets,
@@ -192,22 +167,19 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
         let phase_spans = phase_spans(ix);
         let (ws, we) = window.unwrap_or_else(|| ix.kernel_extent());
         device_time += (we - ws).max(0) * ix.devices.len() as Ns;
-        let keep = |s: Ns, e: Ns| window.is_none_or(|(ws, we)| s >= ws && e <= we);
         for d in &ix.devices {
             // Gaps end where a kernel starts: in device order their ends only grow.
             let mut cursors = [
                 SpanCursor::new(&phase_spans[0]),
                 SpanCursor::new(&phase_spans[1]),
             ];
-            scan_device(ix, input, d, |c, is_stream| {
-                if keep(c.start, c.end) {
-                    let sink = if is_stream {
-                        &mut streams
-                    } else {
-                        &mut devices
-                    };
-                    sink.add(c, &mut cursors);
-                }
+            scan_device((ix, input, d), window, |c, is_stream| {
+                let sink = if is_stream {
+                    &mut streams
+                } else {
+                    &mut devices
+                };
+                sink.add(c, &mut cursors);
             });
         }
     }
@@ -234,44 +206,43 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
 }
 
 /// Walks one device's kernels in time order, reporting every stream gap (`true`) and device
-/// gap (`false`).
+/// gap (`false`) inside `window`.
 fn scan_device(
-    ix: &TraceIndex<'_>,
-    input: usize,
-    d: &crate::index::DeviceKernels,
+    (ix, input, d): (&TraceIndex<'_>, usize, &crate::index::DeviceKernels),
+    window: Option<(Ns, Ns)>,
     mut emit: impl FnMut(Candidate, bool),
 ) {
     let k = &ix.trace.kernels;
-    let mut device: Option<Lane> = None;
+    let mut device = IdleLane::default();
     // Few streams per device: a list, searched from the last one used.
-    let mut streams: Vec<(u32, Option<Lane>)> = Vec::new();
+    let mut streams: Vec<(u32, IdleLane<u32>)> = Vec::new();
     let mut last = 0;
     for &i in &d.kernels {
         let (s, e) = (k.start[i as usize], k.end[i as usize]);
         let stream = k.stream.get(i as usize).copied().unwrap_or(0);
-        let candidate = |(gap_start, prev): (Ns, u32), stream: Option<u32>| Candidate {
-            gap: s - gap_start,
-            start: gap_start,
+        let candidate = |gap: IdleGap<u32>, stream: Option<u32>| Candidate {
+            gap: gap.ns(),
+            start: gap.start,
             input,
             device: d.device,
             stream,
-            end: s,
-            prev,
+            end: gap.end,
+            prev: gap.prev,
             next: i,
         };
-        if let Some(g) = Lane::feed(&mut device, i, s, e) {
+        if let Some(g) = device.push(i, s, e).filter(|g| g.inside(window)) {
             emit(candidate(g, None), false);
         }
         if streams.get(last).is_none_or(|l| l.0 != stream) {
             last = match streams.iter().position(|l| l.0 == stream) {
                 Some(p) => p,
                 None => {
-                    streams.push((stream, None));
+                    streams.push((stream, IdleLane::default()));
                     streams.len() - 1
                 }
             };
         }
-        if let Some(g) = Lane::feed(&mut streams[last].1, i, s, e) {
+        if let Some(g) = streams[last].1.push(i, s, e).filter(|g| g.inside(window)) {
             emit(candidate(g, Some(stream)), true);
         }
     }

@@ -1,5 +1,9 @@
 //! GPU-idle gaps: the time between consecutive kernels of a device (any stream), bucketed into
 //! the reference's nine buckets (`[lo, hi)` µs), each with its typical cause (reference §9.1).
+//!
+//! [`IdleLane`] finds a lane's gaps and [`IdleGap::inside`] keeps those in a window for every
+//! gap histogram: the verdict's ([`GapSweep`]) and the drill-down's (per device and per stream,
+//! [`super::gap_report`]), so their device-idle histograms cannot disagree.
 
 use serde::{Deserialize, Serialize};
 
@@ -133,6 +137,69 @@ pub fn bucket_cause(bucket: usize) -> &'static str {
     BUCKETS.get(bucket).map_or("", |b| b.2)
 }
 
+/// One lane's busy union (a device, or one stream of it) as its kernels arrive in start order:
+/// the idle gaps are the positive holes between its merged intervals, so overlapping kernels
+/// (concurrent streams) never yield a negative or double-counted gap, and touching ones none.
+///
+/// A kernel that takes no time (zero-length, or a damaged row ending before it starts) is
+/// skipped: it occupies no time, so the GPU stays idle across it and the gap stays whole. The
+/// reference's documentation-only SQL (§9.1) pairs consecutive rows of a lane in start order,
+/// which would cut a gap in two at such a row; but the histogram is read for how long the GPU
+/// waited for the host between pieces of work, and a kernel of no duration is no work: cut in
+/// two, a 120 µs wait (Python overhead, 100–500 µs) would read as two 60 µs ones (graph-replay
+/// dispatch, 50–100 µs). `K` names a kernel: the one whose end opened a gap is reported.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdleLane<K> {
+    /// The open busy interval's end and the kernel that ends it.
+    busy: Option<(Ns, K)>,
+}
+
+/// A gap between two merged busy intervals of a lane: `[start, end)` ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleGap<K> {
+    pub start: Ns,
+    pub end: Ns,
+    /// The kernel whose end closed the busy interval before the gap.
+    pub prev: K,
+}
+
+impl<K: Copy> IdleLane<K> {
+    /// Adds kernel `k` running `[start, end)` (a lane's kernels come in non-decreasing start);
+    /// returns the gap it closes, if any.
+    pub fn push(&mut self, k: K, start: Ns, end: Ns) -> Option<IdleGap<K>> {
+        if end <= start {
+            return None;
+        }
+        let Some((busy_until, last)) = &mut self.busy else {
+            self.busy = Some((end, k));
+            return None;
+        };
+        let gap = (start > *busy_until).then_some(IdleGap {
+            start: *busy_until,
+            end: start,
+            prev: *last,
+        });
+        // After a gap `end > start > busy_until`, so this also restarts the busy interval.
+        if end >= *busy_until {
+            *busy_until = end;
+            *last = k;
+        }
+        gap
+    }
+}
+
+impl<K> IdleGap<K> {
+    /// The gap's length in ns.
+    pub fn ns(&self) -> Ns {
+        self.end - self.start
+    }
+
+    /// Whether the gap lies wholly inside `window` (`[start, end)` ns), or there is none.
+    pub fn inside(&self, window: Option<(Ns, Ns)>) -> bool {
+        window.is_none_or(|(ws, we)| self.start >= ws && self.end <= we)
+    }
+}
+
 /// Positive gaps between a device's merged kernel intervals (idle between any kernels), over
 /// all devices, optionally only those inside `window` (`[start, end)` ns).
 pub fn idle_gap_histogram(trace: &Trace, window: Option<(Ns, Ns)>) -> GapHistogram {
@@ -151,9 +218,8 @@ pub fn idle_gap_histogram(trace: &Trace, window: Option<(Ns, Ns)>) -> GapHistogr
 #[derive(Debug, Clone, Default)]
 pub struct GapSweep {
     window: Option<(Ns, Ns)>,
-    /// Per device (ascending): the union of its kernels not yet closed by a gap, if any kernel
-    /// with a positive duration was seen.
-    devices: BTreeMap<u32, Option<(Ns, Ns)>>,
+    /// Per device (ascending, every device that ran a kernel): its busy union.
+    devices: BTreeMap<u32, IdleLane<()>>,
     buckets: Buckets,
     order: StartOrder,
 }
@@ -171,20 +237,11 @@ impl GapSweep {
     /// back to loading the table) and leaves the sweep unchanged.
     pub fn push(&mut self, ev: &KernelEvent) -> Result<(), OutOfOrder> {
         self.order.check(ev)?;
-        let open = self.devices.entry(ev.device).or_default();
-        if ev.end <= ev.start {
-            return Ok(());
-        }
-        match open {
-            Some(busy) if ev.start <= busy.1 => busy.1 = busy.1.max(ev.end),
-            _ => {
-                if let Some((_, idle_from)) = open.replace((ev.start, ev.end)) {
-                    let (s, e) = (idle_from, ev.start);
-                    if !self.window.is_some_and(|(ws, we)| s < ws || e > we) {
-                        self.buckets.add(e - s);
-                    }
-                }
-            }
+        let lane = self.devices.entry(ev.device).or_default();
+        if let Some(gap) = lane.push((), ev.start, ev.end)
+            && gap.inside(self.window)
+        {
+            self.buckets.add(gap.ns());
         }
         Ok(())
     }
@@ -211,6 +268,37 @@ pub fn bucket_of(ns: Ns) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Overlapping and touching kernels make one busy interval; a zero-length and an
+    /// end-before-start kernel leave the lane idle; the kernel before a gap is the one whose
+    /// end closed the interval, not the last to start.
+    #[test]
+    fn a_lane_gaps_between_its_merged_intervals_and_across_timeless_kernels() {
+        let kernels = [
+            ('a', 0, 100),
+            ('b', 50, 120),
+            ('c', 120, 130),
+            ('z', 200, 200),
+            ('d', 300, 250),
+            ('e', 400, 500),
+            ('f', 450, 460),
+            ('g', 600, 700),
+        ];
+        let mut lane = IdleLane::default();
+        let gaps: Vec<IdleGap<char>> = kernels
+            .iter()
+            .filter_map(|&(k, s, e)| lane.push(k, s, e))
+            .collect();
+        let want = [(130, 400, 'c'), (500, 600, 'e')].map(|(start, end, prev)| IdleGap {
+            start,
+            end,
+            prev,
+        });
+        assert_eq!(gaps, want);
+        assert_eq!(gaps.iter().map(IdleGap::ns).collect::<Vec<_>>(), [270, 100]);
+        assert!(gaps[0].inside(Some((130, 400))) && gaps[0].inside(None));
+        assert!(!gaps[0].inside(Some((131, 1000))) && !gaps[0].inside(Some((0, 399))));
+    }
 
     #[test]
     fn buckets_are_half_open() {

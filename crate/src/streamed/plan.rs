@@ -30,6 +30,9 @@ pub struct HostPlans {
     fed: bool,
     /// The standard profile's forward steps for the timeline, until it takes them.
     step_lane: Option<StepLane>,
+    /// The first kernel row's start and the last one's end, once the launch calls were
+    /// swept or found to need loading ([`HostPlans::sweep_launches`]).
+    kernel_edges: Option<(Ns, Ns)>,
 }
 
 impl HostPlans {
@@ -49,6 +52,7 @@ impl HostPlans {
             plans,
             fed: false,
             step_lane,
+            kernel_edges: None,
         }
     }
 
@@ -124,6 +128,7 @@ impl HostPlans {
             plans,
             fed: true,
             step_lane,
+            kernel_edges: None,
         })
     }
 
@@ -169,16 +174,22 @@ impl HostPlans {
         }
     }
 
-    /// Whether M2 comes from launch calls swept rather than held.
+    /// Whether M2's launch calls were swept ahead (from the file, or loaded): the plans then
+    /// measure the default windows only.
     pub fn swept(&self) -> bool {
         self.plans.iter().any(Plan::launches_swept)
     }
 
-    /// Indexes the launch API calls of `host` (loaded whole now) for every verdict to come:
-    /// the page does it while the other worker still streams kernels.
-    pub fn index_launches(&mut self, host: &Trace) {
+    /// Sweeps the launch API calls of `host` (loaded whole now, [`HostPlans::sweep_launches`]
+    /// having said they must be) once for every verdict to come: the page does it while the
+    /// other worker still streams kernels. Without a kernel table there is no verdict to sweep
+    /// them for.
+    pub fn sweep_loaded_launches(&mut self, host: &Trace) {
+        let Some(edges) = self.kernel_edges else {
+            return;
+        };
         for plan in &mut self.plans {
-            plan.index_launches(host);
+            plan.sweep_loaded_launches(host, edges);
         }
     }
 
@@ -186,8 +197,9 @@ impl HostPlans {
     /// them (`staged` then loads no runtime calls). The plans fed their sweeps read the phase
     /// windows from the chunks [`HostPlans::load`] wrote (`feed(i)`: chunk `i`, kept by the page
     /// outside wasm memory). `Ok(false)`: they must be loaded (no runtime or kernel table, too
-    /// many sorted runs, odd columns) — then index them after the load with
-    /// [`HostPlans::index_launches`]; fed plans get their windows back from NVTX loaded whole.
+    /// many sorted runs, odd columns) — then sweep them after the load with
+    /// [`HostPlans::sweep_loaded_launches`]; fed plans get their windows back from NVTX loaded
+    /// whole.
     pub fn sweep_launches(
         &mut self,
         conn: &Connection,
@@ -195,7 +207,8 @@ impl HostPlans {
         (staged, progress): (&mut StagedLoad, ProgressFn<'_>),
         feed: &mut dyn FnMut(usize) -> Option<Vec<u8>>,
     ) -> Result<bool> {
-        let Some((hull_start, settled_until)) = kernel_edges(conn, staged.schema(), path)? else {
+        self.kernel_edges = kernel_edges(conn, staged.schema(), path)?;
+        let Some((hull_start, settled_until)) = self.kernel_edges else {
             return self.whole_windows(conn, path, (staged, progress));
         };
         let mut sink = PlanSweeps {
@@ -231,8 +244,8 @@ impl HostPlans {
     }
 
     /// `Ok(false)` from [`HostPlans::sweep_launches`]: the launch calls will be loaded and
-    /// measured in the phase windows, which fed plans did not keep, so they are rebuilt from
-    /// NVTX loaded whole (then let go).
+    /// swept in the phase windows, which fed plans did not keep, so they are rebuilt from NVTX
+    /// loaded whole (then let go).
     fn whole_windows(
         &mut self,
         conn: &Connection,

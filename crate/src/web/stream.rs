@@ -112,7 +112,7 @@ impl StreamHost {
             .finish(&self.conn, &self.name, LoadOptions::detect(), &mut progress)
             .map_err(js_error)?;
         if !swept {
-            plans.index_launches(&trace);
+            plans.sweep_loaded_launches(&trace);
         }
         self.trace = Some(trace);
         Ok(())
