@@ -27,8 +27,8 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, timelineLayout, version } from './pkg/nsys_lens.js';
-import { el, clear } from './ui/format.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
+import { el, clear, METRICS, THRESHOLDS, useCatalogue, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -40,17 +40,13 @@ import { renderDrill } from './ui/drill.js';
 
 const GLUE_IMPORT_LINE = /^import __wbg_init, \{[^}]*\} from '\.\/pkg\/nsys_lens\.js';[^\n]*$/m;
 
-// Threshold inputs: option key → where its default lives in the report's `thresholds`.
-const THRESHOLD_FIELDS = [
-  { key: 'gpu_idle_ratio', scope: 'aggregate', field: 'gpu_idle_ratio', label: 'GPU idle (M1) >' },
-  { key: 'launch_overhead_ratio', scope: 'aggregate', field: 'launch_overhead_ratio', label: 'Launch overhead (M2) >' },
-  { key: 'gpu_utilization', scope: 'aggregate', field: 'gpu_utilization', label: 'GPU utilization (M4) <' },
-  { key: 'host_prep_exposed_ratio', scope: 'aggregate', field: 'host_prep_exposed_ratio', label: 'Host prep exposed (M3a) >' },
-  { key: 'host_prep_perf_impact', scope: 'aggregate', field: 'host_prep_perf_impact', label: 'Host prep impact (M3b) >' },
-  { key: 'host_prep_idle_attribution', scope: 'aggregate', field: 'host_prep_idle_attribution', label: 'Host prep idle attr. (M3c) >' },
-  { key: 'generation_gpu_idle_ratio', scope: 'generation', field: 'gpu_idle_ratio', label: 'Generation GPU idle >' },
-  { key: 'generation_gpu_utilization', scope: 'generation', field: 'gpu_utilization', label: 'Generation GPU util. <' },
-];
+// A threshold input's label: the metric's title and id, the scope when not the aggregate, and
+// the side it crosses on (all from the core's catalogue).
+function thresholdLabel(f) {
+  const m = METRICS.find((x) => x.key === f.metric);
+  const scope = f.scope === 'aggregate' ? '' : `${f.scope[0].toUpperCase()}${f.scope.slice(1)} `;
+  return `${scope}${m ? `${m.title} (${m.id})` : f.metric} ${directionSign(m?.direction)}`;
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -136,19 +132,7 @@ function renderVerdict(report) {
   $('verdict-box').className = `verdict-box ${v === 'YES' ? 'yes' : 'no'}`;
   $('file-name').textContent = appState.fileName;
   const t = report.trace || {};
-  const why = [];
-  const scopes = [
-    ['aggregate', report],
-    ['context', report.phases?.context],
-    ['generation', report.phases?.generation],
-  ];
-  for (const [name, s] of scopes) {
-    if (s && s.verdict === 'YES') why.push(`${name} (${s.crossed_count} of ${s.applicable_count} metrics crossed)`);
-  }
-  $('summary').textContent =
-    v === 'YES'
-      ? `The host CPU is a bottleneck: ${why.join('; ')}.`
-      : `The host CPU does not look like the bottleneck: fewer than 2 applicable metrics crossed in every scope (aggregate ${report.crossed_count} of ${report.applicable_count}).`;
+  $('summary').textContent = report.summary;
   $('summary').append(
     el('span', { class: 'muted small block', text: `${t.nsys_version ? `nsys ${t.nsys_version} · ` : ''}${(t.devices || []).length} device(s) · ${t.kernels ?? 0} kernels · profile ${report.profile}` }),
   );
@@ -159,34 +143,34 @@ function renderThresholdInputs(report) {
   const grid = $('threshold-grid');
   const th = report.thresholds || {};
   const defaults = {};
-  for (const f of THRESHOLD_FIELDS) defaults[f.key] = th[f.scope]?.[f.field];
+  for (const f of THRESHOLDS) defaults[f.option] = th[f.scope]?.[f.metric];
   appState.defaults = defaults;
   if (grid.childElementCount) return; // built once per trace; values stay as the user set them
-  for (const f of THRESHOLD_FIELDS) {
+  for (const f of THRESHOLDS) {
     const input = el('input', {
       type: 'number',
       min: '0',
       max: '100',
       step: '0.5',
       inputmode: 'decimal',
-      'data-threshold': f.key,
-      'data-testid': `threshold-${f.key}`,
-      value: defaults[f.key] !== undefined ? String(+(defaults[f.key] * 100).toFixed(4)) : '',
+      'data-threshold': f.option,
+      'data-testid': `threshold-${f.option}`,
+      value: defaults[f.option] !== undefined ? String(+(defaults[f.option] * 100).toFixed(4)) : '',
     });
     input.addEventListener('input', () => {
       const pct = parseFloat(input.value);
       if (Number.isFinite(pct) && pct >= 0 && pct <= 100) {
         const frac = pct / 100;
-        if (frac === appState.defaults[f.key]) delete appState.overrides[f.key];
-        else appState.overrides[f.key] = frac;
-        input.classList.toggle('changed', f.key in appState.overrides);
+        if (frac === appState.defaults[f.option]) delete appState.overrides[f.option];
+        else appState.overrides[f.option] = frac;
+        input.classList.toggle('changed', f.option in appState.overrides);
         input.setCustomValidity('');
         scheduleRecompute();
       } else {
         input.setCustomValidity('0 to 100');
       }
     });
-    grid.append(el('label', { class: 'threshold' }, el('span', { text: f.label }), el('span', { class: 'input-pct' }, input, '%')));
+    grid.append(el('label', { class: 'threshold' }, el('span', { text: thresholdLabel(f) }), el('span', { class: 'input-pct' }, input, '%')));
   }
 }
 
@@ -327,7 +311,7 @@ async function analyse(files) {
     appState.busy = false;
     $('progress').hidden = true;
     const message = e?.message || String(e);
-    if (message === 'cancelled') {
+    if (e?.code === 'cancelled') {
       clear(others).append(el('span', { text: `Cancelled ${current.name}.` }));
       others.hidden = false;
       setState('idle');
@@ -581,6 +565,7 @@ async function main() {
   } catch {
     /* no version export */
   }
+  useCatalogue(JSON.parse(metricCatalogue()));
   appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes);
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),

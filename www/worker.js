@@ -7,7 +7,7 @@
 // Offline single-file build: the next line is the ONLY reference to the wasm-bindgen glue. The
 // inliner (or app.js at run time) replaces this whole line with the glue's source text; the glue
 // declares `__wbg_init`, `Analysis` and the functions below at its top level, so the names below keep working.
-import __wbg_init, { Analysis, KernelPass, StreamHost, analyzeTraces, drillTraces, loadKernels, reportFile } from './pkg/nsys_lens.js';
+import __wbg_init, { KernelPass, StreamHost, analyzeTraces, drillTraces, reportFile } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -40,6 +40,17 @@ function initWasm(wasm) {
   return ready;
 }
 
+// The kind of a failure: the core's errors carry a `code` (`cancelled`, `unordered`, `truncated`
+// …); anything else is `internal`.
+function errorCode(e) {
+  return typeof e?.code === 'string' ? e.code : 'internal';
+}
+
+// A failure of this worker's own (not the core's), with its code.
+function coded(message, code) {
+  return Object.assign(new Error(message), { code });
+}
+
 function errorMessage(e) {
   if (e instanceof Error) return e.message || String(e);
   if (typeof e === 'string') return e;
@@ -64,12 +75,6 @@ function withNs(call) {
     nsAsBigInt = true;
     return call(big);
   }
-}
-
-// Loads everything but the kernel table here while the page has a second worker load the
-// kernels; the page forwards that worker's bytes (or its error) as a 'kernels' message.
-function openParallel(id, file, onProgress) {
-  return openWithKernels(id, () => Analysis.openHost(file, onProgress), (host, bytes) => host.attachKernels(bytes));
 }
 
 // The host side in steps: while NVTX is read, chunks of windows go to the page (which forwards
@@ -115,14 +120,14 @@ async function readForLoader(id, host, kernels) {
   try {
     host.readKernelTail(range[0], range[1]);
     for (;;) {
-      const bytes = host.kernelTailChunk(CHUNK_ROWS);
+      const bytes = host.kernelTailChunk();
       if (!bytes) break;
       self.postMessage({ id, type: 'kernel-tail', bytes }, [bytes.buffer]);
       await nextTask(); // a cancel can come in
-      if (cancelled || (cancelFlag && Atomics.load(cancelFlag, 0) !== 0)) throw new Error('cancelled');
+      if (cancelled || (cancelFlag && Atomics.load(cancelFlag, 0) !== 0)) throw coded('the analysis was cancelled', 'cancelled');
     }
   } catch (e) {
-    self.postMessage({ id, type: 'kernel-tail', error: errorMessage(e) });
+    self.postMessage({ id, type: 'kernel-tail', error: errorMessage(e), code: errorCode(e) });
     throw e;
   }
 }
@@ -155,15 +160,40 @@ async function openWithKernels(id, openHost, attach, help = null) {
   return attach(host, bytes);
 }
 
-// Rows per chunk of the kernel pass: between chunks, before the plan has come, the worker
-// takes its messages.
-const CHUNK_ROWS = 1 << 16;
-const plan = { bytes: null, arrived: null, resolve: null };
-plan.arrived = new Promise((resolve) => {
-  plan.resolve = resolve;
-});
+// ── the loader worker: the kernel table streamed once ──────────────────────────────────────────
+// Its schedule is the core's (`KernelPass.next`): this side only forwards the analysis worker's
+// messages and does what the pass answers.
 
-// A macrotask boundary without setTimeout's clamping, so the plan's message can be read.
+// Messages from the analysis worker for this loader, in arrival order.
+const inbox = { requestId: 0, messages: [], wake: null };
+
+function deliver(message) {
+  inbox.messages.push(message);
+  inbox.wake?.();
+}
+
+// The first message of one of `kinds`, taken out of the inbox, or null.
+function take(kinds) {
+  const i = inbox.messages.findIndex((m) => kinds.includes(m.kind));
+  return i < 0 ? null : inbox.messages.splice(i, 1)[0];
+}
+
+async function waitFor(kind) {
+  for (;;) {
+    const message = take([kind]);
+    if (message?.error) throw coded(message.error, message.code || 'internal');
+    if (message) return message;
+    await new Promise((resolve) => {
+      inbox.wake = resolve;
+    });
+  }
+}
+
+// What each of the pass's waits waits for.
+const AWAITED = { 'need-plan': 'plan', 'need-feed': 'feed', 'need-offer': 'offer', 'need-tail': 'tail' };
+const CONTINUE = { kind: 'continue' };
+
+// A macrotask boundary without setTimeout's clamping, so that messages can be read.
 function nextTask() {
   return new Promise((resolve) => {
     const ch = new MessageChannel();
@@ -172,86 +202,28 @@ function nextTask() {
   });
 }
 
-// Rows the analysis worker reads for this loader, once its host side is loaded: the share of
-// the rows left when it offers (it reads about as fast; the analyses stay here).
-const TAIL_SHARE = 0.62;
-const tail = { requestId: 0, offered: false, answered: false, closed: false, chunks: [], error: null, wake: null };
-tail.offer = new Promise((resolve) => {
-  tail.offerCame = resolve;
-});
-
-function answerOffer(range) {
-  tail.answered = true;
-  self.postMessage({ id: tail.requestId, type: 'help', range: range ? [range[0], range[1]] : null });
-}
-
-// Chunks of windows from the analysis worker, kept here (outside wasm memory) until the pass's
-// sweeps wait for the next one.
-const feed = { chunks: [], wake: null };
-
-function feedPass(pass) {
-  while (pass.needsFeed() && feed.chunks.length) pass.feed(feed.chunks.shift());
-}
-
-// Waits until the pass has the chunk of windows it waits for (or waits for none).
-async function awaitFeed(pass) {
-  feedPass(pass);
-  while (pass.needsFeed()) {
-    await new Promise((resolve) => {
-      feed.wake = resolve;
-    });
-    feedPass(pass);
-  }
-}
-
-// The next chunk of the rows the analysis worker reads for this loader.
-async function nextTailChunk() {
-  for (;;) {
-    if (tail.error) throw new Error(tail.error);
-    if (tail.chunks.length) return tail.chunks.shift();
-    await new Promise((resolve) => {
-      tail.wake = resolve;
-    });
-  }
-}
-
-// The kernel table read once in rowid chunks through the one-pass analyses. Until the plan
-// comes, chunks wait in a bounded buffer; when it is full, reading waits for the plan. Once
-// the analysis worker offers, part of the rows left go to it.
 async function streamKernels(id, file, waitForOffer = false) {
-  tail.requestId = id;
-  const pass = KernelPass.open(file, progressTo(id, () => true));
+  inbox.requestId = id;
+  const pass = KernelPass.open(file, progressTo(id, () => true), waitForOffer);
   try {
+    let message = CONTINUE;
     for (;;) {
-      if (!pass.hasPlan()) {
-        if (!plan.bytes && (pass.bufferFull() || waitForOffer)) await plan.arrived;
-        else if (!plan.bytes) await nextTask();
-        if (plan.bytes) pass.setPlan(plan.bytes);
+      const step = pass.next(message.kind, message.bytes);
+      const kind = step.kind;
+      if (kind === 'done') return { bytes: step.bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
+      if (kind === 'answer') {
+        const range = step.range;
+        self.postMessage({ id, type: 'help', range: range ? [range[0], range[1]] : null });
+        message = CONTINUE;
+      } else if (kind === 'continue') {
+        await nextTask(); // the plan and the offer go first
+        message = take(['plan', 'offer']) || CONTINUE;
       } else {
-        if (waitForOffer) await tail.offer; // the page's test hook
-        await nextTask(); // the analysis worker's offer and windows can come in
-        if (tail.offered && !tail.answered) answerOffer(pass.splitTail(TAIL_SHARE));
-        if (pass.bufferFull()) await awaitFeed(pass);
-        else feedPass(pass);
+        message = await waitFor(AWAITED[kind]);
       }
-      if (!pass.step(CHUNK_ROWS)) break;
     }
-    if (!pass.hasPlan()) {
-      await plan.arrived;
-      pass.setPlan(plan.bytes);
-    }
-    tail.closed = true;
-    if (tail.offered && !tail.answered) answerOffer(null);
-    while (pass.tailPending()) {
-      pass.pushTail(await nextTailChunk());
-      feedPass(pass);
-    }
-    await awaitFeed(pass);
-    const bytes = pass.finish();
-    return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
-  } catch (e) {
+  } finally {
     freeQuietly(pass);
-    throw e;
   }
 }
 
@@ -319,17 +291,14 @@ async function handle(msg) {
         if (cancelFlag && Atomics.load(cancelFlag, 0) !== 0) cancelled = true;
         return !cancelled;
       });
-      let opened;
-      if (msg.parallel === 'stream') opened = await openStreaming(id, msg.file, onProgress);
-      else if (msg.parallel) opened = await openParallel(id, msg.file, onProgress);
-      else opened = Analysis.open(msg.file, onProgress);
+      const opened = await openStreaming(id, msg.file, onProgress);
       if (cancelled) {
         try {
           opened.free();
         } catch {
           /* ignore */
         }
-        throw new Error('cancelled');
+        throw coded('the analysis was cancelled', 'cancelled');
       }
       const analysis = opened;
       analyses.set(slot, analysis);
@@ -340,12 +309,6 @@ async function handle(msg) {
       // The second worker of a streaming open: the kernel table through the one-pass analyses.
       await initWasm();
       return await streamKernels(id, msg.file, msg.waitForOffer === true);
-    }
-    case 'loadKernels': {
-      // The second worker of a parallel open: only the kernel table, returned as bytes.
-      await initWasm();
-      const bytes = loadKernels(msg.file, progressTo(id, () => true));
-      return { bytes, wasmMemoryBytes: self.nsysLensWasmMemoryBytes?.() ?? 0 };
     }
     case 'detect':
       return { detect: analysisIn(msg.slot).detect(msg.options) };
@@ -388,7 +351,7 @@ self.onmessage = async (ev) => {
     if (msg.id !== openingId) return; // that open already ended (failed or was cancelled)
     const part = kernelPart(msg.id);
     if (msg.bytes) part.resolve(msg.bytes);
-    else part.reject(new Error(msg.error || 'the kernel-loading worker failed'));
+    else part.reject(coded(msg.error || 'the kernel-streaming worker failed', msg.code || 'internal'));
     return;
   }
   if (msg.type === 'help') {
@@ -396,28 +359,10 @@ self.onmessage = async (ev) => {
     tailRanges.get(msg.id)?.resolve(msg.range);
     return;
   }
-  if (msg.type === 'help-offer') {
-    tail.offered = true;
-    tail.offerCame();
-    if (tail.closed && !tail.answered) answerOffer(null);
-    return;
-  }
-  if (msg.type === 'kernel-tail') {
-    if (msg.error) tail.error = msg.error;
-    else tail.chunks.push(msg.bytes);
-    tail.wake?.();
-    return;
-  }
-  if (msg.type === 'plan') {
-    plan.bytes = msg.bytes;
-    plan.resolve();
-    return;
-  }
-  if (msg.type === 'feed') {
-    feed.chunks.push(msg.bytes);
-    feed.wake?.();
-    return;
-  }
+  if (msg.type === 'help-offer') return deliver({ kind: 'offer' });
+  if (msg.type === 'kernel-tail') return deliver({ kind: 'tail', bytes: msg.bytes, error: msg.error, code: msg.code });
+  if (msg.type === 'plan') return deliver({ kind: 'plan', bytes: msg.bytes });
+  if (msg.type === 'feed') return deliver({ kind: 'feed', bytes: msg.bytes });
   if (msg.type === 'cancel') {
     cancelled = true;
     self.postMessage({ id: msg.id, type: 'cancel-ack' });
@@ -429,7 +374,7 @@ self.onmessage = async (ev) => {
     self.postMessage({ id: msg.id, type: 'result', ok: true, result }, transfer);
   } catch (e) {
     const fatal = typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;
-    self.postMessage({ id: msg.id, type: 'result', ok: false, error: errorMessage(e), fatal });
+    self.postMessage({ id: msg.id, type: 'result', ok: false, error: errorMessage(e), code: errorCode(e), fatal });
   }
 };
 

@@ -63,8 +63,11 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    /// A one-pass analysis met a kernel out of start order; the caller loads the table whole.
-    #[error("{path}: {detail}")]
+    /// A one-pass analysis met a kernel out of start order. nsys writes the kernel table in start
+    /// order, so another tool rewrote it; the CLI sorts a loaded table, the page reads it once.
+    #[error(
+        "{path}: the kernel table is not in start order ({detail}). nsys writes it in order, so another tool rewrote this file; the page reads kernels once in start order and cannot analyse it. The command line can (it sorts them): nsys-lens detect {path}"
+    )]
     Unordered { path: String, detail: String },
 
     /// A message between the page's workers did not decode: a bug, not the user's input.
@@ -78,6 +81,26 @@ impl Error {
         match self {
             Error::Usage(_) => 2,
             _ => 3,
+        }
+    }
+
+    /// A stable name for the kind of error, for a caller that must tell them apart (the page's
+    /// workers pass it along with the message; nothing matches the message's text).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Empty { .. } => "empty",
+            Error::NsysRep { .. } => "nsys-rep",
+            Error::NotSqlite { .. } => "not-sqlite",
+            Error::Truncated { .. } => "truncated",
+            Error::Corrupt { .. } => "corrupt",
+            Error::NotNsysExport { .. } => "not-nsys-export",
+            Error::NoKernels { .. } => "no-kernels",
+            Error::Io { .. } => "io",
+            Error::Sqlite { .. } => "sqlite",
+            Error::Cancelled => "cancelled",
+            Error::Usage(_) => "usage",
+            Error::Unordered { .. } => "unordered",
+            Error::Internal { .. } => "internal",
         }
     }
 }

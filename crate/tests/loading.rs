@@ -44,57 +44,6 @@ fn sequential_and_parallel_loads_agree() {
     }
 }
 
-/// The page's parallel path: the kernel part crosses between workers as bytes, then merges.
-#[test]
-fn kernel_part_sent_as_bytes_merges_into_the_same_trace() {
-    let (_dir, path) = generated("tp2-straggler");
-    let label = path.display().to_string();
-    let opts = LoadOptions::page();
-    let conn = trace::open_path(&path).expect("open");
-    let sequential = trace::load(&conn, &label, opts, &mut |_| true).expect("sequential load");
-    let part = trace::load_part(&conn, &label, opts, &mut |_| true, trace::Part::Kernels)
-        .expect("kernel part");
-    let bytes = trace::transfer::encode(&part).to_vec();
-    let received = trace::transfer::decode(bytes.len(), |at, dst| {
-        dst.copy_from_slice(&bytes[at..at + dst.len()])
-    })
-    .expect("decode");
-    let mut merged =
-        trace::load_part(&conn, &label, opts, &mut |_| true, trace::Part::Host).expect("host part");
-    trace::merge_kernel_part(&mut merged, received);
-
-    let (a, b) = (&merged.kernels, &sequential.kernels);
-    assert!(a.len() > 1000, "only {} kernels", a.len());
-    assert_eq!(
-        (&a.start, &a.end, &a.device, &a.stream),
-        (&b.start, &b.end, &b.device, &b.stream)
-    );
-    assert_eq!(
-        (&a.correlation, &a.short_name),
-        (&b.correlation, &b.short_name)
-    );
-    let process = |t: &nsys_lens::model::Trace, i: usize| {
-        let p = t.kernels.process[i] as usize;
-        (t.processes.global_pid[p], t.processes.name[p].clone())
-    };
-    for i in 0..a.len() {
-        assert_eq!(
-            process(&merged, i),
-            process(&sequential, i),
-            "kernel {i} process"
-        );
-    }
-    assert_eq!(merged.runtime.len(), sequential.runtime.len());
-    assert_eq!(merged.nvtx.len(), sequential.nvtx.len());
-    let cfg = DetectConfig {
-        file_label: label,
-        ..DetectConfig::default()
-    };
-    let x = serde_json::to_value(detect(&merged, &cfg).expect("detect")).expect("json");
-    let y = serde_json::to_value(detect(&sequential, &cfg).expect("detect")).expect("json");
-    assert_eq!(x, y);
-}
-
 #[test]
 fn progress_is_reported_and_can_cancel() {
     let (_dir, path) = generated("host-bound");

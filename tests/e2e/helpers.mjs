@@ -237,12 +237,14 @@ export async function canvasStats(page, selector) {
 }
 
 // The served site in a fresh browser page: every request that is not the local site is blocked
-// (and recorded), page errors and console errors are collected. `close()` ends it all.
-export async function openSite(contextOptions = {}) {
+// (and recorded), page errors and console errors are collected; `initScript` runs in the page
+// before its own scripts (to pose as another machine). `close()` ends it all.
+export async function openSite(contextOptions = {}, initScript = null) {
   const srv = await serve();
   const browser = await launch();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...contextOptions });
   const requests = recordRequests(context);
+  if (initScript) await context.addInitScript(initScript);
   await context.route('**/*', (route) => {
     const url = route.request().url();
     if (url.startsWith(`${srv.origin}/`) || url.startsWith('blob:') || url.startsWith('data:')) return route.continue();

@@ -171,9 +171,9 @@ test('generated gpu-bound trace: verdict NO, equals the CLI', { timeout: TIMEOUT
   await page.screenshot({ path: artifact('gpu-bound-top.png') });
 });
 
-test('a kernel table out of start order: the page loads it whole and still equals the CLI', { timeout: TIMEOUT }, async () => {
-  // nsys writes kernels in start order and the page streams them once; another writer's order
-  // makes the pass stop, and the page falls back to loading the table.
+test('a kernel table out of start order: a clear error that names the CLI, then the next file analyses', { timeout: TIMEOUT }, async () => {
+  // nsys writes kernels in start order and the page reads them once, in that order (its one,
+  // bounded way to open a file); another writer's order is refused with what to do instead.
   const sorted = generate('tp2-straggler', path.join(tmp, 'sorted.sqlite'));
   const file = path.join(tmp, 'reversed.sqlite');
   fs.copyFileSync(sorted, file);
@@ -183,10 +183,30 @@ c.executescript('''CREATE TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL OR
 DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k; DROP TABLE k;''')
 c.commit()`;
   execFileSync('python3', ['-c', reverse, file]);
-  await load(file);
-  const { report } = await assertMatchesCli(file);
-  assert.equal(report.trace.kernels, detectJson(sorted).trace.kernels);
-  assert.ok((await timelineDrawn(page)).ink > 500, 'timeline drawn');
+  await load(file, 'error');
+  const message = await page.textContent('[data-testid=error-message]');
+  assert.match(message, /not in start order/, message);
+  assert.match(message, /nsys-lens detect/, 'says what to do instead');
+  // The CLI, which sorts a loaded table, still gives the sorted file's verdict.
+  assert.equal(detectJson(file).verdict, detectJson(sorted).verdict);
+  await load(sorted);
+  await assertMatchesCli(sorted);
+});
+
+test('on a one-core machine the page opens the file the same bounded way', { timeout: TIMEOUT }, async () => {
+  const one = await openSite({}, () => Object.defineProperty(navigator, 'hardwareConcurrency', { get: () => 1 }));
+  try {
+    const cores = await one.page.evaluate(() => navigator.hardwareConcurrency);
+    assert.equal(cores, 1);
+    const file = path.join(tmp, 'host-bound.sqlite');
+    await openTrace(one.page, file, { timeout: TIMEOUT });
+    await matchesCli(one.page, file);
+    // The kernel table went through the kernel-streaming worker (its memory mark), not a whole load.
+    const marks = await one.page.evaluate(() => performance.getEntriesByName('nsys-lens:loader-memory').length);
+    assert.ok(marks >= 1, 'the kernel-streaming worker ran');
+  } finally {
+    await one.close();
+  }
 });
 
 for (const name of [

@@ -3,17 +3,15 @@
 
 const CANCEL_GRACE_MS = 400;
 
-// A second worker loads the kernel table while the analysis worker loads the rest (the two
-// largest tables decoded on two cores), when the machine has more than one.
-const PARALLEL_OPEN = (globalThis.navigator?.hardwareConcurrency ?? 1) > 1;
 
 export class WorkerEngine {
-  // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null
-  constructor(makeWorker, wasm, { parallel = PARALLEL_OPEN } = {}) {
+  // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null;
+  // loader: this engine drives a loader worker (the kernel table of an open), not the analysis.
+  constructor(makeWorker, wasm, { loader = false } = {}) {
     this.makeWorker = makeWorker;
     this.wasm = wasm;
-    this.parallel = parallel;
-    this.loader = null; // the kernel-loading WorkerEngine of a parallel open
+    this.isLoader = loader;
+    this.loader = null; // the kernel-streaming WorkerEngine of the open in progress
     this.spare = null; // the next open's loader, started (wasm compiled) while the page is idle
     this.focus = 'main'; // the slot the verdict view (detect, timeline, hover) reads
     this.worker = null;
@@ -28,7 +26,7 @@ export class WorkerEngine {
   // Starts the next open's loader ahead of time: instantiating the wasm module takes a few
   // hundred milliseconds that would otherwise delay the kernel pass.
   warmLoader() {
-    if (this.parallel && !this.spare) this.spare = new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
+    if (!this.isLoader && !this.spare) this.spare = new WorkerEngine(this.makeWorker, this.wasm, { loader: true });
   }
 
   start() {
@@ -95,7 +93,7 @@ export class WorkerEngine {
     } else if (msg.type === 'result') {
       this.pending.delete(msg.id);
       if (msg.ok) p.resolve(msg.result);
-      else p.reject(new Error(msg.error));
+      else p.reject(Object.assign(new Error(msg.error), { code: msg.code || 'internal' }));
       // A wasm trap (a panic in the core) leaves the instance unusable: start a fresh worker.
       if (!msg.ok && msg.fatal) this.restart(new Error(msg.error));
     }
@@ -136,17 +134,9 @@ export class WorkerEngine {
     const id = this.nextId;
     this.openId = id;
     try {
-      const req = { file, options, cancelFlag, slot, only };
-      if (!this.parallel) return await this.request('open', req, onProgress);
-      try {
-        return await this.openStreaming(id, req, onProgress);
-      } catch (e) {
-        // An export whose kernel table is not in start order (not written by nsys) cannot be
-        // streamed in one pass: load it whole instead.
-        if (!/not in start order/.test(e?.message || '')) throw e;
-        this.openId = this.nextId;
-        return await this.openParallel(this.nextId, req, onProgress);
-      }
+      // One way to open, whatever the machine: the bounded streamed open (on one core the two
+      // workers take turns).
+      return await this.openStreaming(id, { file, options, cancelFlag, slot, only }, onProgress);
     } finally {
       if (this.openId === id) this.openId = 0;
     }
@@ -156,7 +146,7 @@ export class WorkerEngine {
   // first) may still be busy; it is terminated when its own work settles.
   freshLoader() {
     this.loader?.terminate();
-    this.loader = this.spare || new WorkerEngine(this.makeWorker, this.wasm, { parallel: false });
+    this.loader = this.spare || new WorkerEngine(this.makeWorker, this.wasm, { loader: true });
     this.spare = null;
     return this.loader;
   }
@@ -171,11 +161,11 @@ export class WorkerEngine {
     const worker = this.worker;
     // Once its host side is loaded, the analysis worker reads part of the kernel table for the
     // loader: its offer, the loader's answer and the rows read cross here.
-    const opened = this.request('open', { ...req, parallel: 'stream' }, progress.part('host'), {
+    const opened = this.request('open', req, progress.part('host'), {
       plan: (msg) => loader.post({ type: 'plan', bytes: msg.bytes }, [msg.bytes.buffer]),
       feed: (msg) => loader.post({ type: 'feed', bytes: msg.bytes }, [msg.bytes.buffer]),
       'help-offer': () => loader.post({ type: 'help-offer' }),
-      'kernel-tail': (msg) => loader.post({ type: 'kernel-tail', bytes: msg.bytes, error: msg.error }, msg.bytes ? [msg.bytes.buffer] : []),
+      'kernel-tail': (msg) => loader.post({ type: 'kernel-tail', bytes: msg.bytes, error: msg.error, code: msg.code }, msg.bytes ? [msg.bytes.buffer] : []),
     });
     // Test hook: with `nsysLensWaitForKernelOffer` set on the page, the loader reads nothing
     // before the plan and then waits for the analysis worker's offer, so that worker always
@@ -202,7 +192,7 @@ export class WorkerEngine {
           performance.mark('nsys-lens:loader-memory', { detail: wasmMemoryBytes });
           worker.postMessage({ type: 'kernels', id, bytes }, [bytes.buffer]);
         },
-        (e) => worker.postMessage({ type: 'kernels', id, error: e.message || String(e) }),
+        (e) => worker.postMessage({ type: 'kernels', id, error: e.message || String(e), code: e.code || 'internal' }),
       )
       .finally(() => {
         if (this.loader === loader) {
@@ -218,18 +208,6 @@ export class WorkerEngine {
   post(msg, transfer = []) {
     if (!this.alive) this.queue.push(msg);
     else if (this.worker) this.worker.postMessage(msg, transfer);
-  }
-
-  // The whole kernel table loaded in a loader worker and transferred as bytes: the path for
-  // exports whose kernel table is out of start order.
-  async openParallel(id, req, onProgress) {
-    const { file } = req;
-    const loader = this.freshLoader();
-    const progress = new CombinedProgress(onProgress);
-    const opened = this.request('open', { ...req, parallel: true }, progress.part('host'));
-    const worker = this.worker;
-    this.forwardKernels(loader, loader.request('loadKernels', { file }, progress.part('kernels')), id, worker);
-    return await opened;
   }
 
   terminate() {
@@ -263,7 +241,7 @@ export class WorkerEngine {
     const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), CANCEL_GRACE_MS));
     if ((await Promise.race([settled, timeout])) === 'timeout' && this.pending.has(id)) {
       // The core is inside a synchronous step and cannot read our message: replace the worker.
-      this.restart(new Error('cancelled'));
+      this.restart(Object.assign(new Error('the analysis was cancelled'), { code: 'cancelled' }));
     }
   }
 
@@ -301,7 +279,7 @@ export class WorkerEngine {
   }
 }
 
-// Progress of the two workers of a parallel open as one: rows done and expected add up, the
+// Progress of the two workers of an open as one: rows done and expected add up, the
 // step names join.
 class CombinedProgress {
   constructor(onProgress) {

@@ -1,15 +1,15 @@
 // Small display helpers shared by the UI modules. Numbers are only rounded here, for display;
 // data-* attributes always carry the core's values unchanged.
 
-export const METRICS = [
-  { key: 'gpu_idle_ratio', id: 'M1', title: 'GPU idle ratio' },
-  { key: 'launch_overhead_ratio', id: 'M2', title: 'Launch overhead ratio' },
-  { key: 'gpu_utilization', id: 'M4', title: 'GPU utilization' },
-  { key: 'nccl_ratio', id: 'M5', title: 'NCCL share of GPU time' },
-  { key: 'host_prep_exposed_ratio', id: 'M3a', title: 'Host prep exposed ratio' },
-  { key: 'host_prep_perf_impact', id: 'M3b', title: 'Host prep perf impact' },
-  { key: 'host_prep_idle_attribution', id: 'M3c', title: 'Host prep idle attribution' },
-];
+// The core's metric catalogue (`metricCatalogue()`): metrics {key, id, title, direction} in
+// report order and the editable thresholds {option, scope, metric}; filled once at start.
+export const METRICS = [];
+export const THRESHOLDS = [];
+
+export function useCatalogue(catalogue) {
+  METRICS.splice(0, METRICS.length, ...catalogue.metrics);
+  THRESHOLDS.splice(0, THRESHOLDS.length, ...catalogue.thresholds);
+}
 
 export const SCOPES = [
   { key: 'aggregate', title: 'Aggregate' },

@@ -7,6 +7,7 @@
 //!
 //! Thresholds act only in assembly: a summary can be re-assembled under edited thresholds.
 
+pub mod catalogue;
 pub mod config;
 mod evidence;
 pub mod launches;
@@ -146,7 +147,7 @@ fn assemble(
     ));
     let warnings = evidence::warnings(&prepared, &aggregate, plan.steps);
 
-    Ok(DetectReport {
+    let mut report = DetectReport {
         verdict: overall,
         aggregate_metrics: output_metrics(&aggregate.metrics, &sw),
         crossed_count: outcome.crossed_count,
@@ -174,7 +175,10 @@ fn assemble(
         ),
         coverage,
         warnings,
-    })
+        summary: String::new(),
+    };
+    report.summary = catalogue::summary(&report);
+    Ok(report)
 }
 
 /// A summary swept under other settings would give silently wrong numbers: refuse it.

@@ -173,4 +173,6 @@ pub struct DetectReport {
     pub trace: TraceFacts,
     pub coverage: Vec<CoverageNote>,
     pub warnings: Vec<String>,
+    /// The verdict in one sentence ([`super::catalogue::summary`]).
+    pub summary: String,
 }

@@ -4,6 +4,9 @@
 use super::config::Thresholds;
 use super::result::{CrossedDetails, Metrics};
 
+/// Applicable metrics that must cross for a scope's verdict to be YES.
+pub const MIN_CROSSED: u32 = 2;
+
 /// The outcome of applying thresholds to one scope's metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Outcome {
@@ -41,7 +44,7 @@ pub fn apply(m: &Metrics, t: &Thresholds) -> Outcome {
     let applicable_count = all.iter().flatten().count() as u32;
     let crossed_count = all.iter().flatten().filter(|&&c| c).count() as u32;
     Outcome {
-        verdict: if crossed_count >= 2 { "YES" } else { "NO" },
+        verdict: if crossed_count >= MIN_CROSSED { "YES" } else { "NO" },
         crossed_count,
         applicable_count,
         host_prep_confirmed: crossed.host_prep_perf_impact == Some(true)

@@ -4,21 +4,9 @@
 use std::fmt::Write;
 
 use crate::detect::DetectReport;
+use crate::detect::catalogue::METRICS;
 use crate::detect::result::{DeviceMetrics, Evidence, PhaseResult, ProcessMetrics};
 
-/// Metric keys in display order, with their labels.
-const ROWS: [(&str, &str); 7] = [
-    ("gpu_idle_ratio", "GPU idle ratio (M1)"),
-    ("launch_overhead_ratio", "Launch overhead ratio (M2)"),
-    ("host_prep_exposed_ratio", "Host prep exposed ratio (M3a)"),
-    ("host_prep_perf_impact", "Host prep perf impact (M3b)"),
-    (
-        "host_prep_idle_attribution",
-        "Host prep idle attribution (M3c)",
-    ),
-    ("gpu_utilization", "GPU utilization (M4)"),
-    ("nccl_ratio", "NCCL share of GPU time (M5)"),
-];
 
 /// Renders the whole report.
 pub fn detect_report(r: &DetectReport) -> String {
@@ -152,8 +140,9 @@ fn metric_table(o: &mut String, ev: &std::collections::BTreeMap<&'static str, Ev
             "Metric", "Value", "Threshold", "Crossed", "Numerator / denominator"
         ),
     );
-    for (key, label) in ROWS {
-        let Some(e) = ev.get(key) else { continue };
+    for m in &METRICS {
+        let Some(e) = ev.get(m.key) else { continue };
+        let label = format!("{} ({})", m.title, m.id);
         let op = if e.direction == "below" { "<" } else { ">" };
         let threshold = format!("{op} {}", percent(e.threshold));
         let (value, crossed, evidence) = match e.value {

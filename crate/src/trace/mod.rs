@@ -11,7 +11,6 @@ mod schema;
 mod staged;
 mod stream;
 mod tables;
-pub mod transfer;
 
 pub use launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use load::{

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
 use super::indexed::{self, Indexed};
-use super::{from_json, init, js_error, to_json};
+use super::{WebError, from_json, init, js_error, to_json};
 use crate::analyze::{self, AnalyzeConfig, AnalyzeReport};
 use crate::drill::{self, DrillInput, DrillOptions};
 use crate::findings::DrillFindings;
@@ -39,7 +39,7 @@ impl Default for AnalyzeOptions {
 }
 
 /// The open trace `id`, or an error the page can show.
-fn open_trace(id: u32) -> Result<Rc<Indexed>, JsError> {
+fn open_trace(id: u32) -> Result<Rc<Indexed>, WebError> {
     indexed::lookup(id)
         .ok_or_else(|| js_error(format!("trace {id} is not open (closed or replaced)")))
 }
@@ -51,11 +51,11 @@ pub fn analyze_traces(
     #[wasm_bindgen(js_name = baselineId)] baseline_id: u32,
     #[wasm_bindgen(js_name = targetId)] target_id: Option<u32>,
     #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
-) -> Result<String, JsError> {
+) -> Result<String, WebError> {
     init();
     let opts: AnalyzeOptions = from_json("analyze options", options_json)?;
-    let tp_size = analyze::tp_size_for(opts.profile, opts.tp_size).map_err(js_error)?;
-    let breakdown = |id: u32, label: &str| -> Result<analyze::TraceBreakdown, JsError> {
+    let tp_size = analyze::tp_size_for(opts.profile, opts.tp_size).map_err(WebError::from)?;
+    let breakdown = |id: u32, label: &str| -> Result<analyze::TraceBreakdown, WebError> {
         let trace = open_trace(id)?;
         let cfg = AnalyzeConfig {
             profile: opts.profile,
@@ -63,7 +63,7 @@ pub fn analyze_traces(
             label: label.to_string(),
             source: label.to_string(),
         };
-        analyze::analyze_trace(trace.trace().map_err(js_error)?, &cfg).map_err(js_error)
+        analyze::analyze_trace(trace.trace().map_err(WebError::from)?, &cfg).map_err(WebError::from)
     };
     let baseline = breakdown(baseline_id, &opts.baseline_label)?;
     let target = target_id
@@ -78,7 +78,7 @@ pub fn analyze_traces(
 pub fn drill_traces(
     ids: Vec<u32>,
     #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
-) -> Result<String, JsError> {
+) -> Result<String, WebError> {
     init();
     let opts: DrillOptions = from_json("drill options", options_json)?;
     let traces = ids
@@ -96,9 +96,9 @@ pub fn drill_traces(
             })
         })
         .collect::<crate::error::Result<_>>()
-        .map_err(js_error)?;
+        .map_err(WebError::from)?;
     to_json(&DrillFindings::of(
-        drill::drill(&inputs, &opts).map_err(js_error)?,
+        drill::drill(&inputs, &opts).map_err(WebError::from)?,
     ))
 }
 
@@ -106,22 +106,22 @@ pub fn drill_traces(
 /// self-contained file) or `"csv-zip"` (every table as CSV in a zip) — the files of
 /// `nsys-lens report`, built here so nothing leaves the machine.
 #[wasm_bindgen(js_name = reportFile)]
-pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, JsError> {
+pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebError> {
     init();
     let trace = open_trace(id)?;
     let opts = DrillOptions {
         top: top.max(1) as usize,
         window: None,
     };
-    let whole = trace.trace().map_err(js_error)?;
-    let doc = document::build(whole, trace.label(), &opts).map_err(js_error)?;
+    let whole = trace.trace().map_err(WebError::from)?;
+    let doc = document::build(whole, trace.label(), &opts).map_err(WebError::from)?;
     let bytes: Vec<u8> = match format {
         "md" => markdown::render(&doc).into_bytes(),
         "json" => serde_json::to_vec_pretty(&doc).map_err(js_error)?,
         "html" => html::render(&doc).into_bytes(),
         "csv-zip" => {
-            let tables = csv::csv_files(&outline::tables(&doc)).map_err(js_error)?;
-            csv::zip(&tables).map_err(js_error)?
+            let tables = csv::csv_files(&outline::tables(&doc)).map_err(WebError::from)?;
+            csv::zip(&tables).map_err(WebError::from)?
         }
         other => {
             return Err(js_error(format!(

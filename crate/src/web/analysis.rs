@@ -1,6 +1,5 @@
 //! `Analysis`: one trace, opened in the worker, queried by the page with JSON in and out.
 
-use js_sys::Uint8Array;
 use rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -10,13 +9,13 @@ use std::rc::Rc;
 
 use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
-use super::{from_json, init, js_error, to_json};
+use super::{WebError, from_json, init, js_error, to_json};
 use crate::detect::{DetectConfig, ThresholdOverrides};
 use crate::error::Error;
 use crate::model::{Ns, Trace};
 use crate::profile::Profile;
 use crate::streamed::Streamed;
-use crate::trace::{self, HEADER_LEN, LoadOptions, Part, Progress, transfer};
+use crate::trace::{self, HEADER_LEN, LoadOptions, Part, Progress};
 
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
 #[wasm_bindgen]
@@ -89,27 +88,11 @@ impl Analysis {
     pub fn open(
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
-    ) -> Result<Analysis, JsError> {
+    ) -> Result<Analysis, WebError> {
         let (name, registration) = register(&file)?;
-        let trace = load(&registration, &name, &on_progress, Part::Whole).map_err(js_error)?;
+        let trace =
+            load(&registration, &name, &on_progress, Part::Whole).map_err(WebError::from)?;
         Ok(Analysis::new(name, trace, registration))
-    }
-
-    /// Opens `file` like [`Analysis::open`] but loads everything except the kernel table, which
-    /// a second worker loads at the same time with [`load_kernels`]; finish with
-    /// [`HostPart::attach_kernels`].
-    #[wasm_bindgen(js_name = openHost)]
-    pub fn open_host(
-        file: File,
-        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
-    ) -> Result<HostPart, JsError> {
-        let (name, registration) = register(&file)?;
-        let trace = load(&registration, &name, &on_progress, Part::Host).map_err(js_error)?;
-        Ok(HostPart {
-            name,
-            trace,
-            registration,
-        })
     }
 
     /// The verdict as `DetectReport` JSON. `optionsJson`: `{"profile": "standard" |
@@ -117,7 +100,7 @@ impl Analysis {
     pub fn detect(
         &self,
         #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<String, WebError> {
         let opts: DetectOptions = from_json("detect options", options_json)?;
         let cfg = DetectConfig {
             profile: opts.profile,
@@ -126,13 +109,13 @@ impl Analysis {
             file_label: self.name.clone(),
             ..DetectConfig::default()
         };
-        let report = self.trace.detect(&cfg).map_err(js_error)?;
+        let report = self.trace.detect(&cfg).map_err(WebError::from)?;
         to_json(&report)
     }
 
     /// `{"start_ns", "end_ns"}`: first kernel start to last kernel end.
     #[wasm_bindgen(js_name = timelineExtent)]
-    pub fn timeline_extent(&self) -> Result<String, JsError> {
+    pub fn timeline_extent(&self) -> Result<String, WebError> {
         let (start_ns, end_ns) = self.trace.extent();
         to_json(&Extent { start_ns, end_ns })
     }
@@ -143,7 +126,7 @@ impl Analysis {
         #[wasm_bindgen(js_name = startNs)] start_ns: f64,
         #[wasm_bindgen(js_name = endNs)] end_ns: f64,
         columns: u32,
-    ) -> Result<String, JsError> {
+    ) -> Result<String, WebError> {
         let start = ns_arg("startNs", start_ns)?;
         let end = ns_arg("endNs", end_ns)?;
         if end <= start {
@@ -151,7 +134,10 @@ impl Analysis {
                 "empty time range: endNs ({end}) must be after startNs ({start})"
             )));
         }
-        let view = self.trace.view(start, end, columns).map_err(js_error)?;
+        let view = self
+            .trace
+            .view(start, end, columns)
+            .map_err(WebError::from)?;
         to_json(&view)
     }
 
@@ -161,15 +147,15 @@ impl Analysis {
         lane: u32,
         #[wasm_bindgen(js_name = tNs)] t_ns: f64,
         #[wasm_bindgen(js_name = slackNs)] slack_ns: f64,
-    ) -> Result<String, JsError> {
+    ) -> Result<String, WebError> {
         let t = ns_arg("tNs", t_ns)?;
         let slack = ns_arg("slackNs", slack_ns)?.max(0);
-        let hit = self.trace.hit(lane, t, slack).map_err(js_error)?;
+        let hit = self.trace.hit(lane, t, slack).map_err(WebError::from)?;
         to_json(&hit)
     }
 
     /// `GapHistogram` JSON: GPU-idle gaps of every device, bucketed.
-    pub fn gaps(&self) -> Result<String, JsError> {
+    pub fn gaps(&self) -> Result<String, WebError> {
         to_json(&self.trace.gaps())
     }
 
@@ -182,65 +168,13 @@ impl Analysis {
     /// `{"size", "reads", "bytes", "ms"}`: how much of the file the blob VFS read (diagnostics:
     /// a lazy open reads a fraction of a large file).
     #[wasm_bindgen(js_name = readStats)]
-    pub fn read_stats(&self) -> Result<String, JsError> {
+    pub fn read_stats(&self) -> Result<String, WebError> {
         to_json(&self.registration.stats())
     }
 }
 
-/// A trace loaded without its kernels, waiting for the kernel part from the other worker.
-#[wasm_bindgen]
-pub struct HostPart {
-    name: String,
-    trace: Trace,
-    registration: Registration,
-}
-
-#[wasm_bindgen]
-impl HostPart {
-    /// Merges the bytes from [`load_kernels`] (same file) and returns the full `Analysis`.
-    #[wasm_bindgen(js_name = attachKernels)]
-    pub fn attach_kernels(self, bytes: Uint8Array) -> Result<Analysis, JsError> {
-        let total = bytes.length() as usize;
-        let part = transfer::decode(total, |at, dst| {
-            bytes
-                .subarray(at as u32, (at + dst.len()) as u32)
-                .copy_to(dst)
-        })
-        .map_err(js_error)?;
-        let HostPart {
-            name,
-            mut trace,
-            registration,
-        } = self;
-        trace::merge_kernel_part(&mut trace, part);
-        Ok(Analysis::new(name, trace, registration))
-    }
-}
-
-/// Loads the kernel table of `file` (the other half of [`Analysis::open_host`], run in a second
-/// worker) and returns it as a transferable byte buffer. Only the buffer outlives the call.
-#[wasm_bindgen(js_name = loadKernels)]
-pub fn load_kernels(
-    file: File,
-    #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
-) -> Result<Uint8Array, JsError> {
-    let (name, registration) = register(&file)?;
-    let part = load(&registration, &name, &on_progress, Part::Kernels).map_err(js_error)?;
-    let encoded = transfer::encode(&part);
-    let out = Uint8Array::new_with_length(encoded.len() as u32);
-    let prefix = encoded.prefix();
-    out.subarray(0, prefix.len() as u32).copy_from(&prefix);
-    let mut at = prefix.len() as u32;
-    for column in encoded.columns {
-        let end = at + column.len() as u32;
-        out.subarray(at, end).copy_from(column);
-        at = end;
-    }
-    Ok(out)
-}
-
 /// Checks the header of `file` and registers it with the blob VFS.
-pub(super) fn register(file: &File) -> Result<(String, Registration), JsError> {
+pub(super) fn register(file: &File) -> Result<(String, Registration), WebError> {
     init();
     let name = file.name();
     check_header(file, &name).map_err(js_error)?;
@@ -319,7 +253,7 @@ pub(super) fn report_progress(callback: &js_sys::Function, p: Progress) -> bool 
 }
 
 /// A time argument in ns: finite, clamped to ±2^61.
-fn ns_arg(what: &str, value: f64) -> Result<Ns, JsError> {
+fn ns_arg(what: &str, value: f64) -> Result<Ns, WebError> {
     if !value.is_finite() {
         return Err(js_error(format!(
             "{what} must be a finite number of nanoseconds (got {value})"

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
-use super::{from_json, init, js_error, to_json};
+use super::{WebError, from_json, init, js_error, to_json};
 use crate::drill::gaps::GapHistogram;
 use crate::plot::{self, step_times::StepSeries};
 use crate::report::charts;
@@ -18,7 +18,7 @@ use crate::timeline::TimelineView;
 pub fn draw_timeline(
     canvas: HtmlCanvasElement,
     #[wasm_bindgen(js_name = viewJson)] view_json: &str,
-) -> Result<(), JsError> {
+) -> Result<(), WebError> {
     init();
     let view: TimelineView = from_json("timeline view", view_json)?;
     let root = backend(canvas)?.into_drawing_area();
@@ -31,7 +31,7 @@ pub fn draw_timeline(
 pub fn draw_gap_histogram(
     canvas: HtmlCanvasElement,
     #[wasm_bindgen(js_name = histJson)] hist_json: &str,
-) -> Result<(), JsError> {
+) -> Result<(), WebError> {
     init();
     let hist: GapHistogram = from_json("gap histogram", hist_json)?;
     let root = backend(canvas)?.into_drawing_area();
@@ -52,7 +52,7 @@ struct Series {
 pub fn draw_step_times(
     canvas: HtmlCanvasElement,
     #[wasm_bindgen(js_name = seriesJson)] series_json: &str,
-) -> Result<(), JsError> {
+) -> Result<(), WebError> {
     init();
     let series: Vec<Series> = from_json("step series", series_json)?;
     let series: Vec<StepSeries<'_>> = series
@@ -91,7 +91,7 @@ struct BarSpec {
 pub fn draw_bar_chart(
     canvas: HtmlCanvasElement,
     #[wasm_bindgen(js_name = chartJson)] chart_json: &str,
-) -> Result<u32, JsError> {
+) -> Result<u32, WebError> {
     init();
     let spec: ChartSpec = from_json("bar chart", chart_json)?;
     let chart = charts::BarChart {
@@ -116,12 +116,12 @@ pub fn draw_bar_chart(
 /// `TIMELINE_LAYOUT` as JSON (label width, top margin, lane height in px), so the page maps a
 /// pointer position to a lane and a time exactly as the drawing placed them.
 #[wasm_bindgen(js_name = timelineLayout)]
-pub fn timeline_layout() -> Result<String, JsError> {
+pub fn timeline_layout() -> Result<String, WebError> {
     init();
     to_json(&plot::TIMELINE_LAYOUT)
 }
 
-fn backend(canvas: HtmlCanvasElement) -> Result<CanvasBackend, JsError> {
+fn backend(canvas: HtmlCanvasElement) -> Result<CanvasBackend, WebError> {
     CanvasBackend::with_canvas_object(canvas)
         .ok_or_else(|| js_error("the canvas has no 2D context"))
 }

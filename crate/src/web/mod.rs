@@ -7,7 +7,7 @@
 //! - on the main thread, `draw` renders views the worker computed onto canvases with plotters.
 //!
 //! API boundary rule: a panic kills the wasm instance, so every export returns
-//! `Result<_, JsError>` and nothing here unwraps or indexes input-derived data. A panic hook still
+//! `Result<_, WebError>` and nothing here unwraps or indexes input-derived data. A panic hook still
 //! logs to the console, so a bug elsewhere is visible rather than a bare "unreachable".
 
 mod analyses;
@@ -18,11 +18,11 @@ mod stream;
 pub mod vfs;
 
 pub use analyses::{analyze_traces, drill_traces, report_file};
-pub use analysis::{Analysis, HostPart, load_kernels};
+pub use analysis::Analysis;
 pub use draw::{
     draw_bar_chart, draw_gap_histogram, draw_step_times, draw_timeline, timeline_layout,
 };
-pub use stream::{KernelPass, StreamHost};
+pub use stream::{KernelPass, LoaderStep, StreamHost};
 
 use std::fmt::Display;
 use std::sync::Once;
@@ -33,6 +33,13 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// The metrics and editable thresholds as JSON ([`crate::detect::catalogue::CATALOGUE`]): the
+/// page renders its cards and threshold inputs from it instead of restating them.
+#[wasm_bindgen(js_name = metricCatalogue)]
+pub fn metric_catalogue() -> Result<String, WebError> {
+    to_json(&crate::detect::catalogue::CATALOGUE)
 }
 
 /// Installs the panic hook once per instance; every entry point calls it.
@@ -47,13 +54,39 @@ pub(crate) fn init() {
     });
 }
 
-/// Any displayable error as a JS `Error` carrying that text.
-pub(crate) fn js_error(e: impl Display) -> JsError {
-    JsError::new(&e.to_string())
+/// An error thrown to the page: a JS `Error` with the message a user reads and a `code` naming
+/// its kind ([`crate::Error::code`]; `"internal"` for the web layer's own failures), which the
+/// workers pass on so that the page tells errors apart without reading their text.
+pub struct WebError(JsValue);
+
+impl WebError {
+    fn new(message: &str, code: &str) -> WebError {
+        let error = js_sys::Error::new(message);
+        // Setting a property on a fresh Error cannot fail; if it did, the message still goes.
+        let _ = js_sys::Reflect::set(&error, &JsValue::from_str("code"), &code.into());
+        WebError(error.into())
+    }
+}
+
+impl From<WebError> for JsValue {
+    fn from(e: WebError) -> JsValue {
+        e.0
+    }
+}
+
+impl From<crate::Error> for WebError {
+    fn from(e: crate::Error) -> WebError {
+        WebError::new(&e.to_string(), e.code())
+    }
+}
+
+/// Any other displayable failure of the web layer, as an `"internal"` error.
+pub(crate) fn js_error(e: impl Display) -> WebError {
+    WebError::new(&e.to_string(), "internal")
 }
 
 /// `value` as JSON text (the exchange format of every export).
-pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, JsError> {
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, WebError> {
     serde_json::to_string(value)
         .map_err(|e| js_error(format!("cannot encode the result as JSON: {e}")))
 }
@@ -62,6 +95,6 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String,
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
     what: &str,
     text: &str,
-) -> Result<T, JsError> {
+) -> Result<T, WebError> {
     serde_json::from_str(text).map_err(|e| js_error(format!("invalid {what} JSON: {e}")))
 }

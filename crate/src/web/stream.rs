@@ -9,10 +9,13 @@ use wasm_bindgen::prelude::*;
 use web_sys::File;
 
 use super::analysis::{Analysis, open_connection, register, report_progress};
-use super::js_error;
 use super::vfs::Registration;
+use super::{WebError, js_error};
 use crate::model::Trace;
-use crate::streamed::{self, ByteSink, HostPlans, KernelPlan, KernelResults, TailReader};
+use crate::streamed::{
+    self, Action, ByteSink, HostPlans, KernelResults, LoaderMachine, Message, Schedule, TailReader,
+    loader::CHUNK_ROWS,
+};
 use crate::trace::{LoadOptions, Progress, StagedLoad, probe_export};
 
 /// The host side of a trace being opened: strings and NVTX first, then the API calls.
@@ -33,16 +36,16 @@ pub struct StreamHost {
 impl StreamHost {
     /// Opens `file`, loads its strings and builds the detect plans from its NVTX ranges, handing
     /// `onFeed(bytes)` each chunk of windows for the kernel pass on the way
-    /// ([`KernelPass::feed`]). `onProgress(step, done, total)` returning `false` cancels.
+    /// (the loader's `"feed"` messages). `onProgress(step, done, total)` returning `false` cancels.
     pub fn open(
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
         #[wasm_bindgen(js_name = onFeed)] on_feed: js_sys::Function,
-    ) -> Result<StreamHost, JsError> {
+    ) -> Result<StreamHost, WebError> {
         let (name, registration) = register(&file)?;
-        let conn = open_connection(&registration, &name).map_err(js_error)?;
+        let conn = open_connection(&registration, &name).map_err(WebError::from)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
-        let mut staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(js_error)?;
+        let mut staged = StagedLoad::begin(&conn, &name, &mut progress).map_err(WebError::from)?;
         // A chunk the page did not take would leave the kernel pass waiting for it: the open
         // fails instead.
         let mut lost = None;
@@ -53,7 +56,7 @@ impl StreamHost {
             }
         };
         let plans = HostPlans::load(&mut staged, &conn, &name, &mut progress, &mut feed)
-            .map_err(js_error)?;
+            .map_err(WebError::from)?;
         if let Some(e) = lost {
             let why = e.as_string().unwrap_or_else(|| format!("{e:?}"));
             return Err(js_error(format!(
@@ -72,7 +75,7 @@ impl StreamHost {
     }
 
     /// The plan for the kernel pass, as bytes to send to the loader worker.
-    pub fn plan(&mut self) -> Result<Uint8Array, JsError> {
+    pub fn plan(&mut self) -> Result<Uint8Array, WebError> {
         let (Some(staged), Some(plans)) = (&self.staged, &mut self.plans) else {
             return Err(order_error("plan"));
         };
@@ -89,7 +92,7 @@ impl StreamHost {
         &mut self,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
         #[wasm_bindgen(js_name = feedChunk)] feed_chunk: js_sys::Function,
-    ) -> Result<(), JsError> {
+    ) -> Result<(), WebError> {
         let mut staged = self.staged.take().ok_or_else(|| order_error("loadRest"))?;
         let plans = self.plans.as_mut().ok_or_else(|| order_error("loadRest"))?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
@@ -107,10 +110,10 @@ impl StreamHost {
                 (&mut staged, &mut progress),
                 &mut feed,
             )
-            .map_err(js_error)?;
+            .map_err(WebError::from)?;
         let trace = staged
             .finish(&self.conn, &self.name, LoadOptions::detect(), &mut progress)
-            .map_err(js_error)?;
+            .map_err(WebError::from)?;
         if !swept {
             plans.sweep_loaded_launches(&trace);
         }
@@ -119,37 +122,37 @@ impl StreamHost {
     }
 
     /// Starts reading kernel rows `first..=last`, which the loader gave away
-    /// ([`KernelPass::split_tail`]), once the host side is loaded.
+    /// (the loader's answer to the offer), once the host side is loaded.
     #[wasm_bindgen(js_name = readKernelTail)]
-    pub fn read_kernel_tail(&mut self, first: f64, last: f64) -> Result<(), JsError> {
+    pub fn read_kernel_tail(&mut self, first: f64, last: f64) -> Result<(), WebError> {
         let trace = self
             .trace
             .as_ref()
             .ok_or_else(|| order_error("readKernelTail"))?;
-        let schema = probe_export(&self.conn, &self.name).map_err(js_error)?;
+        let schema = probe_export(&self.conn, &self.name).map_err(WebError::from)?;
         let graph_nodes = crate::trace::reads_graph_nodes(&trace.meta, &trace.strings);
         let range = (first as i64, last as i64);
         let reader = TailReader::new(&self.conn, &schema, &self.name, graph_nodes, range)
-            .map_err(js_error)?;
+            .map_err(WebError::from)?;
         self.tail = Some(reader);
         Ok(())
     }
 
-    /// The next chunk of at most `rows` of those rows, as bytes for [`KernelPass::push_tail`];
-    /// `undefined` once all are read.
+    /// The next chunk of those rows (as many as the loader reads per step), as bytes for the
+    /// loader's `"tail"` message; `undefined` once all are read.
     #[wasm_bindgen(js_name = kernelTailChunk)]
-    pub fn kernel_tail_chunk(&mut self, rows: u32) -> Result<Option<Uint8Array>, JsError> {
+    pub fn kernel_tail_chunk(&mut self) -> Result<Option<Uint8Array>, WebError> {
         let (Some(reader), Some(trace)) = (&mut self.tail, &self.trace) else {
             return Err(order_error("kernelTailChunk"));
         };
         let chunk = reader
-            .next_chunk(&self.conn, rows, |id| trace.strings.resolve(id))
-            .map_err(js_error)?;
+            .next_chunk(&self.conn, CHUNK_ROWS, |id| trace.strings.resolve(id))
+            .map_err(WebError::from)?;
         Ok(chunk.map(|bytes| Uint8Array::from(&bytes[..])))
     }
 
-    /// Joins the kernel pass's results (bytes from [`KernelPass::finish`]) into the analysis.
-    pub fn attach(self, bytes: Uint8Array) -> Result<Analysis, JsError> {
+    /// Joins the kernel pass's results (the loader's `"done"` bytes) into the analysis.
+    pub fn attach(self, bytes: Uint8Array) -> Result<Analysis, WebError> {
         let StreamHost {
             name,
             registration,
@@ -161,9 +164,9 @@ impl StreamHost {
         let (Some(host), Some(plans)) = (trace, plans) else {
             return Err(order_error("attach"));
         };
-        let results = KernelResults::from_bytes(&bytes.to_vec()).map_err(js_error)?;
-        let streamed = streamed::Streamed::attach(host, plans, results).map_err(js_error)?;
-        Analysis::streamed(name, streamed, conn, registration).map_err(js_error)
+        let results = KernelResults::from_bytes(&bytes.to_vec()).map_err(WebError::from)?;
+        let streamed = streamed::Streamed::attach(host, plans, results).map_err(WebError::from)?;
+        Analysis::streamed(name, streamed, conn, registration).map_err(WebError::from)
     }
 }
 
@@ -202,16 +205,17 @@ impl ByteSink for JsBytes {
     }
 }
 
-fn order_error(call: &str) -> JsError {
+fn order_error(call: &str) -> WebError {
     js_error(format!(
         "StreamHost.{call} called out of order (open → plan → loadRest → attach)"
     ))
 }
 
-/// The kernel table of one file, streamed once (in the loader worker).
+/// The kernel table of one file, streamed once (in the loader worker): the page hands it the
+/// analysis worker's messages and does what it answers ([`LoaderMachine`]), nothing else.
 #[wasm_bindgen]
 pub struct KernelPass {
-    pass: streamed::KernelPass,
+    machine: LoaderMachine,
     conn: Connection,
     on_progress: js_sys::Function,
     _registration: Registration,
@@ -219,100 +223,108 @@ pub struct KernelPass {
 
 #[wasm_bindgen]
 impl KernelPass {
-    /// Opens `file` (no table is read yet); kernels follow with [`KernelPass::step`].
+    /// Opens `file` (no table is read yet). `waitForOffer` is the page's test hook
+    /// ([`Schedule::wait_for_offer`]).
     pub fn open(
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
-    ) -> Result<KernelPass, JsError> {
+        #[wasm_bindgen(js_name = waitForOffer)] wait_for_offer: bool,
+    ) -> Result<KernelPass, WebError> {
         let (name, registration) = register(&file)?;
-        let conn = open_connection(&registration, &name).map_err(js_error)?;
-        let schema = probe_export(&conn, &name).map_err(js_error)?;
-        let pass = streamed::KernelPass::new(&conn, &schema, &name).map_err(js_error)?;
+        let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+        let schema = probe_export(&conn, &name).map_err(WebError::from)?;
+        let pass = streamed::KernelPass::new(&conn, &schema, &name).map_err(WebError::from)?;
         Ok(KernelPass {
-            pass,
+            machine: LoaderMachine::new(pass, Schedule::page(wait_for_offer)),
             conn,
             on_progress,
             _registration: registration,
         })
     }
 
-    #[wasm_bindgen(js_name = hasPlan)]
-    pub fn has_plan(&self) -> bool {
-        self.pass.has_plan()
-    }
-
-    /// Whether the pass waits for the next chunk of windows ([`KernelPass::feed`]).
-    #[wasm_bindgen(js_name = needsFeed)]
-    pub fn needs_feed(&self) -> bool {
-        self.pass.needs_feed()
-    }
-
-    /// The next chunk of windows from the analysis worker (`StreamHost.open`'s `onFeed`), in
-    /// order; ignored when the plan carried them whole.
-    pub fn feed(&mut self, bytes: Uint8Array) -> Result<(), JsError> {
-        self.pass.feed(&bytes.to_vec()).map_err(js_error)
-    }
-
-    /// Whether reading must wait for the plan or windows (the waiting buffer is full).
-    #[wasm_bindgen(js_name = bufferFull)]
-    pub fn buffer_full(&self) -> bool {
-        self.pass.buffer_full()
-    }
-
-    /// Reads up to `rows` more rows; `false` once the table is read. Fails on a kernel out of
-    /// start order (the page then loads the table whole).
-    pub fn step(&mut self, rows: u32) -> Result<bool, JsError> {
-        let more = self.pass.step(&self.conn, rows).map_err(js_error)?;
+    /// Hands the pass one message — `kind` `"continue"` (nothing new), `"plan"`, `"feed"`,
+    /// `"offer"` or `"tail"`, with its bytes — and says what to do next ([`LoaderStep`]).
+    pub fn next(&mut self, kind: &str, bytes: Option<Uint8Array>) -> Result<LoaderStep, WebError> {
+        let bytes = bytes.map(|b| b.to_vec());
+        let payload = || {
+            bytes
+                .as_deref()
+                .ok_or_else(|| js_error(format!("a `{kind}` message without its bytes")))
+        };
+        let message = match kind {
+            "continue" => Message::Continue,
+            "plan" => Message::Plan(payload()?),
+            "feed" => Message::Feed(payload()?),
+            "offer" => Message::Offer,
+            "tail" => Message::Tail(payload()?),
+            other => return Err(js_error(format!("unknown loader message `{other}`"))),
+        };
+        let action = self.machine.next(&self.conn, message)?;
         self.progress_or_cancel()?;
-        Ok(more)
+        Ok(LoaderStep::from(action))
     }
 
     /// Reports the rows read so far; the page's `false` cancels.
-    fn progress_or_cancel(&self) -> Result<(), JsError> {
-        let (done, total) = self.pass.progress();
+    fn progress_or_cancel(&self) -> Result<(), WebError> {
+        let Some(pass) = self.machine.pass() else {
+            return Ok(());
+        };
+        let (done, total) = pass.progress();
         let step = Progress {
             step: "streaming kernels",
             done,
             total,
         };
         if !report_progress(&self.on_progress, step) {
-            return Err(js_error(crate::error::Error::Cancelled));
+            return Err(crate::error::Error::Cancelled.into());
         }
         Ok(())
     }
+}
 
-    /// The plan from the analysis worker ([`StreamHost::plan`]'s bytes).
-    #[wasm_bindgen(js_name = setPlan)]
-    pub fn set_plan(&mut self, bytes: Uint8Array) -> Result<(), JsError> {
-        let plan = KernelPlan::from_bytes(&bytes.to_vec()).map_err(js_error)?;
-        self.pass.set_plan(plan).map_err(js_error)
+/// What the loader worker does next: `kind` is `"continue"` (read on after letting messages
+/// in), `"need-plan"`, `"need-feed"`, `"need-offer"`, `"need-tail"` (wait for that message),
+/// `"answer"` (tell the analysis worker [`LoaderStep::range`]) or `"done"`
+/// ([`LoaderStep::bytes`] for `StreamHost.attach`).
+#[wasm_bindgen]
+pub struct LoaderStep {
+    kind: &'static str,
+    range: Option<(i64, i64)>,
+    bytes: Option<Vec<u8>>,
+}
+
+#[wasm_bindgen]
+impl LoaderStep {
+    #[wasm_bindgen(getter)]
+    pub fn kind(&self) -> String {
+        self.kind.to_string()
     }
 
-    /// Gives `share` (0..1) of the rows left to the analysis worker ([`StreamHost::read_kernel_tail`]):
-    /// `[first, last]`, or `undefined` when too few are left.
-    #[wasm_bindgen(js_name = splitTail)]
-    pub fn split_tail(&mut self, share: f64) -> Option<Box<[f64]>> {
-        let (first, last) = self.pass.split_tail(share, streamed::pass::MIN_TAIL_ROWS)?;
-        Some(Box::new([first as f64, last as f64]))
+    /// The rows `[first, last]` the analysis worker reads (`"answer"`; `undefined`: none).
+    #[wasm_bindgen(getter)]
+    pub fn range(&self) -> Option<Box<[f64]>> {
+        self.range
+            .map(|(first, last)| Box::new([first as f64, last as f64]) as Box<[f64]>)
     }
 
-    /// Whether rows given to the analysis worker are still to come.
-    #[wasm_bindgen(js_name = tailPending)]
-    pub fn tail_pending(&self) -> bool {
-        self.pass.tail_pending()
+    /// The results (`"done"`).
+    #[wasm_bindgen(getter)]
+    pub fn bytes(&self) -> Option<Uint8Array> {
+        self.bytes.as_deref().map(Uint8Array::from)
     }
+}
 
-    /// The next chunk of those rows ([`StreamHost::kernel_tail_chunk`]'s bytes), once this
-    /// pass's own rows are read.
-    #[wasm_bindgen(js_name = pushTail)]
-    pub fn push_tail(&mut self, bytes: Uint8Array) -> Result<(), JsError> {
-        self.pass.push_tail(&bytes.to_vec()).map_err(js_error)?;
-        self.progress_or_cancel()
-    }
-
-    /// The analyses' results as bytes for [`StreamHost::attach`].
-    pub fn finish(self) -> Result<Uint8Array, JsError> {
-        let results = self.pass.finish().map_err(js_error)?;
-        Ok(Uint8Array::from(&results.to_bytes()[..]))
+impl From<Action> for LoaderStep {
+    fn from(action: Action) -> LoaderStep {
+        let (kind, range, bytes) = match action {
+            Action::Continue => ("continue", None, None),
+            Action::NeedPlan => ("need-plan", None, None),
+            Action::NeedFeed => ("need-feed", None, None),
+            Action::NeedOffer => ("need-offer", None, None),
+            Action::NeedTail => ("need-tail", None, None),
+            Action::Answer(range) => ("answer", range, None),
+            Action::Done(bytes) => ("done", None, Some(bytes)),
+        };
+        LoaderStep { kind, range, bytes }
     }
 }
