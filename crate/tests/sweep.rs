@@ -4,7 +4,7 @@
 
 mod common;
 
-use nsys_lens::detect::sweep::PlanBuilder;
+use nsys_lens::detect::plan::PlanBuilder;
 use nsys_lens::detect::{
     DetectConfig, KernelSummary, KernelSweep, Plan, ThresholdOverrides, detect,
     detect_with_kernels, detect_with_plan,

@@ -15,7 +15,8 @@
 use std::borrow::Cow;
 
 use crate::detect::name_tables::NameTables;
-use crate::detect::sweep::{FedSweep, Plan};
+use crate::detect::plan::Plan;
+use crate::detect::sweep::FedSweep;
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, Trace, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::launches::{LaunchTotals, Scope, sweep_loaded};
 use crate::detect::name_tables::NameTables;
+use crate::detect::plan::Plan;
 use crate::detect::result::Metrics;
-use crate::detect::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary};
+use crate::detect::sweep::{GroupSummary, KernelSummary, ScopeSummary};
 use crate::model::intervals::push_gently;
 use crate::model::{Ns, NvtxRow, ProcessIdx, Threads, Trace};
 use crate::names::patterns::PREP_PATTERNS;

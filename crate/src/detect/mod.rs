@@ -12,14 +12,16 @@ mod evidence;
 pub mod launches;
 pub mod measure;
 pub mod name_tables;
+pub mod plan;
 pub mod result;
 pub mod sweep;
 pub mod verdict;
 
 pub use crate::model::OutOfOrder;
 pub use config::{DetectConfig, ScopeThresholds, ThresholdOverrides, Thresholds};
+pub use plan::Plan;
 pub use result::DetectReport;
-pub use sweep::{KernelSummary, KernelSweep, Plan, SweepPlan};
+pub use sweep::{KernelSummary, KernelSweep, SweepPlan};
 
 use crate::steps::PhaseCounts;
 use crate::steps::spans::WindowFacts;
@@ -36,7 +38,7 @@ use crate::pyfmt;
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     trace.require_kernels(&cfg.file_label)?;
-    let plan = sweep::Plan::new(trace, cfg);
+    let plan = Plan::new(trace, cfg);
     let mut sweep = KernelSweep::of(plan.sweep_plan(cfg));
     for ev in start_ordered(&trace.kernels) {
         // The events come in start order, so this cannot fail; say so if it ever did.
@@ -67,15 +69,15 @@ pub fn detect_with_kernels(
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
-    detect_with_plan(host, &sweep::Plan::new(host, cfg), kernels, cfg)
+    detect_with_plan(host, &Plan::new(host, cfg), kernels, cfg)
 }
 
-/// Like [`detect_with_kernels`] with the host's plan built once ([`sweep::Plan::new`]) and
+/// Like [`detect_with_kernels`] with the host's plan built once ([`Plan::new`]) and
 /// reused: building it classifies every string, which a page re-applying edited thresholds
 /// should not pay on each edit.
 pub fn detect_with_plan(
     host: &Trace,
-    plan: &sweep::Plan,
+    plan: &Plan,
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
@@ -92,7 +94,7 @@ pub fn detect_with_plan(
 /// The report from the host part, its plan and the kernel summary.
 fn assemble(
     host: &Trace,
-    plan: &sweep::Plan,
+    plan: &Plan,
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
@@ -178,7 +180,7 @@ fn assemble(
 }
 
 /// A summary swept under other settings would give silently wrong numbers: refuse it.
-fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
+fn check_summary(plan: &Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
     fn window(p: &Option<PhaseCounts>) -> Option<WindowFacts> {
         p.as_ref().map(|p| p.facts)
     }

@@ -12,8 +12,8 @@ use rusqlite::Connection;
 
 use super::feed::{CHUNK_ROWS, FeedChunk, FeedWriter};
 use crate::detect::launches::LaunchSweep;
+use crate::detect::plan::PlanBuilder;
 use crate::detect::sweep::FedSweep;
-use crate::detect::sweep::PlanBuilder;
 use crate::detect::sweep::SweepPlanRef;
 use crate::detect::{Plan, SweepPlan};
 use crate::error::{Error, Result};

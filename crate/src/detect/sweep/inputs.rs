@@ -1,0 +1,63 @@
+//! What a [`KernelSweep`](super::KernelSweep) is given of the host side ([`SweepPlan`]): small,
+//! and serialisable, so the page's kernel pass in another worker gets it as bytes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::detect::measure::PrepRanges;
+use crate::model::intervals::IntervalSet;
+use crate::model::{NameFlags, Ns};
+use crate::profile::Switches;
+
+/// The part of a [`Plan`](crate::detect::Plan) a [`KernelSweep`](super::KernelSweep) reads: small,
+/// and serialisable so the page's kernel pass (another worker, which holds neither NVTX ranges nor
+/// name tables) gets it as bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPlan {
+    pub(super) sw: Switches,
+    pub(super) skip_m3: bool,
+    /// The user's aggregate window (`cfg.window`), else the kernel hull.
+    pub(super) window: Option<(Ns, Ns)>,
+    pub(super) context: Option<IntervalSet>,
+    pub(super) generation: Option<IntervalSet>,
+    pub(super) prep: Vec<PrepRanges>,
+    /// Which names are NCCL kernels, by [`crate::model::NameId`].
+    pub(super) nccl: NameFlags,
+}
+
+/// A [`SweepPlan`] borrowed from its [`Plan`](crate::detect::Plan): serialises to the same bytes
+/// (same fields, same order), which deserialise as a [`SweepPlan`].
+#[derive(Debug, Serialize)]
+pub struct SweepPlanRef<'p> {
+    pub(in crate::detect) sw: Switches,
+    pub(in crate::detect) skip_m3: bool,
+    pub(in crate::detect) window: Option<(Ns, Ns)>,
+    pub(in crate::detect) context: Option<&'p IntervalSet>,
+    pub(in crate::detect) generation: Option<&'p IntervalSet>,
+    pub(in crate::detect) prep: &'p [PrepRanges],
+    pub(in crate::detect) nccl: &'p NameFlags,
+}
+
+impl SweepPlanRef<'_> {
+    /// The plan of a sweep fed its windows and host-prep ranges
+    /// ([`KernelSweep::fed`](super::KernelSweep::fed)): they are left out.
+    pub fn without_windows(self) -> Self {
+        SweepPlanRef {
+            context: None,
+            generation: None,
+            prep: &[],
+            ..self
+        }
+    }
+
+    pub fn to_owned(&self) -> SweepPlan {
+        SweepPlan {
+            sw: self.sw,
+            skip_m3: self.skip_m3,
+            window: self.window,
+            context: self.context.cloned(),
+            generation: self.generation.cloned(),
+            prep: self.prep.to_vec(),
+            nccl: self.nccl.clone(),
+        }
+    }
+}
