@@ -2,7 +2,7 @@
 //! process and aggregated, with their numerators and denominators.
 //!
 //! Kernel-derived figures come from a [`KernelSummary`] (one pass over the kernels, see
-//! [`super::sweep`]), M2 from the launch calls swept in start order ([`super::launches`]);
+//! [`super::sweep`]), M2 from the launch calls swept in start order ([`super::launch_sweep`]);
 //! [`Prepared::measure`] assembles one scope from them. The profile's switches decide grouping
 //! (per device or pooled), clipping, and the launch/prep rules.
 
@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::launches::{LaunchTotals, Scope, sweep_loaded};
+use crate::detect::launch_sweep::{LaunchTotals, Scope, sweep_loaded};
 use crate::detect::name_tables::NameTables;
 use crate::detect::plan::Plan;
 use crate::detect::result::Metrics;

@@ -9,7 +9,7 @@
 
 pub mod config;
 mod evidence;
-pub mod launches;
+pub mod launch_sweep;
 pub mod measure;
 pub mod name_tables;
 pub mod plan;
@@ -25,7 +25,7 @@ pub use sweep::{KernelSummary, KernelSweep, SweepPlan};
 
 use crate::steps::PhaseCounts;
 use crate::steps::spans::WindowFacts;
-use launches::Scope;
+use launch_sweep::Scope;
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 

@@ -4,7 +4,7 @@
 //! are read ([`PlanBuilder`]).
 
 use crate::detect::config::DetectConfig;
-use crate::detect::launches::{LaunchSweepResult, sweep_loaded};
+use crate::detect::launch_sweep::{LaunchSweepResult, sweep_loaded};
 use crate::detect::measure::{PrepCollector, PrepRanges};
 use crate::detect::name_tables::NameTables;
 use crate::detect::sweep::{SweepPlan, SweepPlanRef};
@@ -58,7 +58,7 @@ impl Plan {
     /// Sweeps `host`'s loaded kernel-launch API calls now rather than at each verdict (the page,
     /// when the file's could not be swept, does it while the other worker still streams
     /// kernels): `edges` are the first kernel row's start and the last one's end, as for
-    /// [`super::launches::LaunchSweep::new`]. The plan must have been built on `host`.
+    /// [`super::launch_sweep::LaunchSweep::new`]. The plan must have been built on `host`.
     pub fn sweep_loaded_launches(&mut self, host: &Trace, edges: (Ns, Ns)) {
         self.launches = Some(sweep_loaded(host, self, edges));
     }
@@ -68,7 +68,7 @@ impl Plan {
         self.launches.is_some()
     }
 
-    /// M2 from launch calls swept in start order ([`super::launches::LaunchSweep`] on this plan)
+    /// M2 from launch calls swept in start order ([`super::launch_sweep::LaunchSweep`] on this plan)
     /// instead of the host's loaded calls.
     pub fn set_swept_launches(&mut self, swept: LaunchSweepResult) {
         self.launches = Some(swept);

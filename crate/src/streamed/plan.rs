@@ -11,7 +11,7 @@ use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
 use super::feed::{CHUNK_ROWS, FeedChunk, FeedWriter};
-use crate::detect::launches::LaunchSweep;
+use crate::detect::launch_sweep::LaunchSweep;
 use crate::detect::plan::PlanBuilder;
 use crate::detect::sweep::FedSweep;
 use crate::detect::sweep::SweepPlanRef;

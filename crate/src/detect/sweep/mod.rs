@@ -52,7 +52,7 @@ use queues::{QueueRef, Queues, queues_of};
 use scope::{Counts, Deferred, Ends, ScopeAcc, defer, empty_scope, hull_facts};
 
 /// A sweep fed its phase windows and host-prep ranges as the NVTX ranges are read: the kernel
-/// sweep and the launch sweep ([`super::launches::LaunchSweep`]).
+/// sweep and the launch sweep ([`super::launch_sweep::LaunchSweep`]).
 pub trait FedSweep {
     /// A forward step `[start, end)` of `phase` (0 context, 1 generation), in start order.
     fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered>;
