@@ -1,4 +1,4 @@
-//! What a [`KernelSweep`](super::KernelSweep) is given of the host side ([`SweepPlan`]): small,
+//! What a [`KernelSweep`](super::KernelSweep) is given of the host side ([`SweepInputs`]): small,
 //! and serialisable, so the page's kernel pass in another worker gets it as bytes.
 
 use serde::{Deserialize, Serialize};
@@ -8,11 +8,11 @@ use crate::model::intervals::IntervalSet;
 use crate::model::{NameFlags, Ns};
 use crate::profile::Switches;
 
-/// The part of a [`Plan`](crate::detect::Plan) a [`KernelSweep`](super::KernelSweep) reads: small,
-/// and serialisable so the page's kernel pass (another worker, which holds neither NVTX ranges nor
-/// name tables) gets it as bytes.
+/// The part of a [`HostFacts`](crate::detect::HostFacts) a [`KernelSweep`](super::KernelSweep)
+/// reads: small, and serialisable so the page's kernel pass (another worker, which holds neither
+/// NVTX ranges nor name tables) gets it as bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPlan {
+pub struct SweepInputs {
     pub(super) sw: Switches,
     pub(super) skip_m3: bool,
     /// The user's aggregate window (`cfg.window`), else the kernel hull.
@@ -24,10 +24,10 @@ pub struct SweepPlan {
     pub(super) nccl: NameFlags,
 }
 
-/// A [`SweepPlan`] borrowed from its [`Plan`](crate::detect::Plan): serialises to the same bytes
-/// (same fields, same order), which deserialise as a [`SweepPlan`].
+/// A [`SweepInputs`] borrowed from its [`HostFacts`](crate::detect::HostFacts): serialises to the
+/// same bytes (same fields, same order), which deserialise as a [`SweepInputs`].
 #[derive(Debug, Serialize)]
-pub struct SweepPlanRef<'p> {
+pub struct SweepInputsRef<'p> {
     pub(in crate::detect) sw: Switches,
     pub(in crate::detect) skip_m3: bool,
     pub(in crate::detect) window: Option<(Ns, Ns)>,
@@ -37,11 +37,11 @@ pub struct SweepPlanRef<'p> {
     pub(in crate::detect) nccl: &'p NameFlags,
 }
 
-impl SweepPlanRef<'_> {
-    /// The plan of a sweep fed its windows and host-prep ranges
+impl SweepInputsRef<'_> {
+    /// The inputs of a sweep fed its windows and host-prep ranges
     /// ([`KernelSweep::fed`](super::KernelSweep::fed)): they are left out.
     pub fn without_windows(self) -> Self {
-        SweepPlanRef {
+        SweepInputsRef {
             context: None,
             generation: None,
             prep: &[],
@@ -49,8 +49,8 @@ impl SweepPlanRef<'_> {
         }
     }
 
-    pub fn to_owned(&self) -> SweepPlan {
-        SweepPlan {
+    pub fn to_owned(&self) -> SweepInputs {
+        SweepInputs {
             sw: self.sw,
             skip_m3: self.skip_m3,
             window: self.window,

@@ -36,12 +36,12 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use inputs::{SweepPlan, SweepPlanRef};
+pub use inputs::{SweepInputs, SweepInputsRef};
 pub use masks::MAX_MASK_DEVICES;
 pub use summary::{GroupSummary, KernelFacts, KernelSummary, PrepBusy, PrepExposure, ScopeSummary};
 
 use crate::detect::config::DetectConfig;
-use crate::detect::plan::Plan;
+use crate::detect::host_facts::HostFacts;
 use crate::model::intervals::IntervalSet;
 use crate::model::{KernelEvent, NameFlags, Ns, OutOfOrder, StartOrder, Trace, flag};
 use crate::profile::Switches;
@@ -133,18 +133,18 @@ impl KernelSweep {
     /// table is not read) under `cfg`'s profile, window, step marker and `skip_m3`; thresholds
     /// are not read.
     pub fn new(host: &Trace, cfg: &DetectConfig) -> KernelSweep {
-        KernelSweep::of(Plan::new(host, cfg).sweep_plan(cfg))
+        KernelSweep::of(HostFacts::new(host, cfg).sweep_inputs(cfg))
     }
 
-    /// The sweep of a plan already built (`detect` builds it once for sweep and assembly; the
-    /// page's kernel pass receives it from the other worker).
-    pub fn of(mut plan: SweepPlan) -> KernelSweep {
-        let sw = plan.sw;
-        let aggregate = plan.window.map(|(s, e)| IntervalSet::single(s, e));
-        let has_context = plan.context.is_some();
-        let has_generation = plan.generation.is_some();
+    /// The sweep of inputs already taken (`detect` builds its host facts once for sweep and
+    /// assembly; the page's kernel pass receives them from the other worker).
+    pub fn of(mut inputs: SweepInputs) -> KernelSweep {
+        let sw = inputs.sw;
+        let aggregate = inputs.window.map(|(s, e)| IntervalSet::single(s, e));
+        let has_context = inputs.context.is_some();
+        let has_generation = inputs.generation.is_some();
         let windows: Vec<(Option<usize>, Option<SpanQueue>)> =
-            [aggregate, plan.context.take(), plan.generation.take()]
+            [aggregate, inputs.context.take(), inputs.generation.take()]
                 .into_iter()
                 .enumerate()
                 .filter(|(i, w)| *i == 0 || w.is_some())
@@ -152,9 +152,9 @@ impl KernelSweep {
                 .collect();
         let phases: Vec<Option<usize>> = windows.iter().map(|w| w.0).collect();
         let windows = windows.into_iter().map(|w| w.1).collect();
-        let queues = queues_of(windows, &std::mem::take(&mut plan.prep), &sw);
+        let queues = queues_of(windows, &std::mem::take(&mut inputs.prep), &sw);
         let needs_masks = queues.prep.iter().flatten().any(|q| q.end_index() > 0);
-        let mut sweep = KernelSweep::with(plan, queues, &phases, needs_masks);
+        let mut sweep = KernelSweep::with(inputs, queues, &phases, needs_masks);
         sweep.has_context = has_context;
         sweep.has_generation = has_generation;
         sweep.fed_until = Ns::MAX;
@@ -165,12 +165,12 @@ impl KernelSweep {
 
     /// A sweep over `queues`, one scope per entry of `phases` (`None`: the aggregate), fed.
     fn with(
-        plan: SweepPlan,
+        inputs: SweepInputs,
         queues: Queues,
         phases: &[Option<usize>],
         needs_masks: bool,
     ) -> KernelSweep {
-        let sw = plan.sw;
+        let sw = inputs.sw;
         let scopes: Vec<ScopeAcc> = phases
             .iter()
             .enumerate()
@@ -178,9 +178,9 @@ impl KernelSweep {
             .collect();
         KernelSweep {
             sw,
-            skip_m3: plan.skip_m3,
-            user_window: plan.window.is_some(),
-            nccl: plan.nccl,
+            skip_m3: inputs.skip_m3,
+            user_window: inputs.window.is_some(),
+            nccl: inputs.nccl,
             slots: Vec::new(),
             scopes,
             tracked_prep: vec![[false; 3]; queues.prep.len()],
@@ -201,15 +201,15 @@ impl KernelSweep {
     }
 
     /// A sweep whose phase windows and host-prep ranges are fed as the NVTX ranges are read
-    /// ([`KernelSweep::feed_step`], [`KernelSweep::feed_prep`], [`KernelSweep::feed_until`])
-    /// rather than given whole: `plan`'s are not read. It holds of them only what lies between
+    /// ([`KernelSweep::feed_step`], [`KernelSweep::feed_prep`], [`KernelSweep::feed_until`]) rather
+    /// than given whole: those of `inputs` are not read. It holds of them only what lies between
     /// its slowest reader and the feed, so its memory does not grow with the trace.
-    pub fn fed(plan: SweepPlan) -> KernelSweep {
-        let sw = plan.sw;
-        let aggregate = plan
+    pub fn fed(inputs: SweepInputs) -> KernelSweep {
+        let sw = inputs.sw;
+        let aggregate = inputs
             .window
             .map(|(s, e)| SpanQueue::of(IntervalSet::single(s, e).spans()));
-        let skip_m3 = plan.skip_m3;
+        let skip_m3 = inputs.skip_m3;
         let windows = vec![
             aggregate,
             Some(SpanQueue::default()),
@@ -221,7 +221,7 @@ impl KernelSweep {
             queues.pooled_sorted = true;
         }
         let needs_masks = sw.prep_per_process && !skip_m3;
-        KernelSweep::with(plan, queues, &[None, Some(0), Some(1)], needs_masks)
+        KernelSweep::with(inputs, queues, &[None, Some(0), Some(1)], needs_masks)
     }
 
     /// Feeds a forward step of the profile (TP copies merged), in start order.

@@ -44,7 +44,7 @@ impl Queues {
     }
 }
 
-/// The queues of a plan held whole: its windows, and its host-prep ranges as per-process unions
+/// The queues of inputs held whole: its windows, and its host-prep ranges as per-process unions
 /// (standard) or pooled lists in table order (`trtllm-skill`).
 pub(super) fn queues_of(
     windows: Vec<Option<SpanQueue>>,

@@ -1,6 +1,6 @@
 //! Unit tests of the kernel sweep: window membership, the masks' and the exposure's helpers, the
-//! borrowed plan's bytes, start order, zero-length kernels and device overflow, and random traces
-//! against the per-kernel rules.
+//! borrowed sweep inputs' bytes, start order, zero-length kernels and device overflow, and random
+//! traces against the per-kernel rules.
 
 use super::exposure::NearPrep;
 use super::*;
@@ -134,7 +134,7 @@ fn sweep(t: &Trace, profile: Profile) -> KernelSummary {
 }
 
 #[test]
-fn a_borrowed_sweep_plan_serialises_as_the_sweep_plan() {
+fn borrowed_sweep_inputs_serialise_as_the_sweep_inputs() {
     // Prep ranges (name 0) and two steps (names 2 and 3) of two phases.
     let mut t = trace(&[(0, 10, 0)], &[(0, 5), (20, 25)]);
     t.strings = Strings::from_rows(vec![
@@ -155,12 +155,12 @@ fn a_borrowed_sweep_plan_serialises_as_the_sweep_plan() {
     for profile in [Profile::Standard, Profile::TrtllmSkill] {
         let mut cfg = config(profile);
         cfg.window = Some((1, 30));
-        let plan = Plan::new(&t, &cfg);
-        let owned = plan.sweep_plan(&cfg);
+        let facts = HostFacts::new(&t, &cfg);
+        let owned = facts.sweep_inputs(&cfg);
         assert!(owned.context.is_some() && owned.generation.is_some());
         assert!(owned.prep.iter().any(|p| p.by_pattern[1].len() == 2));
-        let bytes = postcard::to_allocvec(&plan.sweep_plan_ref(&cfg)).expect("encode");
-        assert_eq!(postcard::from_bytes::<SweepPlan>(&bytes), Ok(owned));
+        let bytes = postcard::to_allocvec(&facts.sweep_inputs_ref(&cfg)).expect("encode");
+        assert_eq!(postcard::from_bytes::<SweepInputs>(&bytes), Ok(owned));
     }
 }
 

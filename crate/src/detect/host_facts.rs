@@ -1,13 +1,13 @@
-//! What the verdict knows of the host side before the kernel pass ([`Plan`]): the profile's
+//! What the verdict knows of the host side before the kernel pass ([`HostFacts`]): the profile's
 //! switches, the name tables, the forward steps' counts and phase windows, the host-prep ranges
 //! and M2's launch calls when swept ahead; built from a loaded trace, or from NVTX ranges as they
-//! are read ([`PlanBuilder`]).
+//! are read ([`HostFactsBuilder`]).
 
 use crate::detect::config::DetectConfig;
 use crate::detect::launch_sweep::{LaunchSweepResult, sweep_loaded};
 use crate::detect::measure::{PrepCollector, PrepRanges};
 use crate::detect::name_tables::NameTables;
-use crate::detect::sweep::{SweepPlan, SweepPlanRef};
+use crate::detect::sweep::{SweepInputs, SweepInputsRef};
 use crate::model::{Ns, NvtxRow, Strings, Threads, Trace};
 use crate::names::patterns::NameMatch;
 use crate::profile::Switches;
@@ -17,31 +17,31 @@ use crate::steps::{
     StepsUnordered, step_of_row,
 };
 
-/// What the host part of a trace decides before any kernel is seen: the profile's switches, the
-/// name tables, the forward steps and the phase windows. Built identically by the sweep and by
-/// the assembly, so both agree on the windows.
-pub struct Plan {
+/// What the verdict knows of the host part of a trace before any kernel is seen: the profile's
+/// switches, the name tables, the forward steps and the phase windows. Built identically by the
+/// sweep and by the assembly, so both agree on the windows.
+pub struct HostFacts {
     pub(super) sw: Switches,
     pub(super) names: NameTables,
     pub(super) custom_marker: bool,
-    /// The forward steps' counts; the steps themselves are not kept ([`Plan::with_steps`]).
+    /// The forward steps' counts; the steps themselves are not kept ([`HostFacts::with_steps`]).
     pub(super) steps: StepCounts,
     pub(super) context: Option<PhaseCounts>,
     pub(super) generation: Option<PhaseCounts>,
     /// Host-prep ranges per process (standard) or pooled; empty under `skip_m3`.
     pub(super) prep: Vec<PrepRanges>,
-    /// M2's launch calls swept ahead of the verdict ([`Plan::set_swept_launches`],
-    /// [`Plan::sweep_loaded_launches`]); else the verdict sweeps the host's loaded calls.
+    /// M2's launch calls swept ahead of the verdict ([`HostFacts::set_swept_launches`],
+    /// [`HostFacts::sweep_loaded_launches`]); else the verdict sweeps the host's loaded calls.
     pub(super) launches: Option<LaunchSweepResult>,
 }
 
-impl Plan {
-    /// How many strings its name tables cover (a plan is valid for a trace with as many).
+impl HostFacts {
+    /// How many strings its name tables cover (the facts are valid for a trace with as many).
     pub fn string_count(&self) -> usize {
         self.names.launch.len()
     }
 
-    /// Lets go of what only the kernel sweep reads, once its [`SweepPlan`] was sent: the pooled
+    /// Lets go of what only the kernel sweep reads, once its [`SweepInputs`] was sent: the pooled
     /// host-prep ranges of the `trtllm-skill` profile (one per step and rank), which the sweep
     /// measures itself ([`PrepExposure`](super::sweep::PrepExposure)).
     pub fn forget_sweep_inputs(&mut self) {
@@ -58,7 +58,7 @@ impl Plan {
     /// Sweeps `host`'s loaded kernel-launch API calls now rather than at each verdict (the page,
     /// when the file's could not be swept, does it while the other worker still streams
     /// kernels): `edges` are the first kernel row's start and the last one's end, as for
-    /// [`super::launch_sweep::LaunchSweep::new`]. The plan must have been built on `host`.
+    /// [`super::launch_sweep::LaunchSweep::new`]. The facts must have been built on `host`.
     pub fn sweep_loaded_launches(&mut self, host: &Trace, edges: (Ns, Ns)) {
         self.launches = Some(sweep_loaded(host, self, edges));
     }
@@ -68,21 +68,21 @@ impl Plan {
         self.launches.is_some()
     }
 
-    /// M2 from launch calls swept in start order ([`super::launch_sweep::LaunchSweep`] on this plan)
-    /// instead of the host's loaded calls.
+    /// M2 from launch calls swept in start order ([`super::launch_sweep::LaunchSweep`] on these
+    /// facts) instead of the host's loaded calls.
     pub fn set_swept_launches(&mut self, swept: LaunchSweepResult) {
         self.launches = Some(swept);
     }
 
-    /// What a [`KernelSweep`](super::KernelSweep) needs of this plan under `cfg` (built with the
+    /// What a [`KernelSweep`](super::KernelSweep) needs of these facts under `cfg` (built with the
     /// same `cfg`).
-    pub fn sweep_plan(&self, cfg: &DetectConfig) -> SweepPlan {
-        self.sweep_plan_ref(cfg).to_owned()
+    pub fn sweep_inputs(&self, cfg: &DetectConfig) -> SweepInputs {
+        self.sweep_inputs_ref(cfg).to_owned()
     }
 
-    /// [`Plan::sweep_plan`] borrowed, to serialise without copying the windows and ranges.
-    pub fn sweep_plan_ref(&self, cfg: &DetectConfig) -> SweepPlanRef<'_> {
-        SweepPlanRef {
+    /// [`HostFacts::sweep_inputs`] borrowed, to serialise without copying the windows and ranges.
+    pub fn sweep_inputs_ref(&self, cfg: &DetectConfig) -> SweepInputsRef<'_> {
+        SweepInputsRef {
             sw: self.sw,
             skip_m3: cfg.skip_m3,
             window: cfg.window,
@@ -93,14 +93,14 @@ impl Plan {
         }
     }
 
-    pub fn new(host: &Trace, cfg: &DetectConfig) -> Plan {
-        Plan::with_steps(host, cfg, &mut ())
+    pub fn new(host: &Trace, cfg: &DetectConfig) -> HostFacts {
+        HostFacts::with_steps(host, cfg, &mut ())
     }
 
-    /// The plan, with each forward step it counted handed to `sink` (after TP de-duplication,
-    /// in start order): the plan does not keep them, one per step would grow it with the trace.
-    pub fn with_steps(host: &Trace, cfg: &DetectConfig, sink: &mut impl StepSink) -> Plan {
-        let mut b = PlanBuilder::new(&host.strings, cfg);
+    /// The facts, with each forward step they counted handed to `sink` (after TP de-duplication,
+    /// in start order): the facts do not keep them, one per step would grow them with the trace.
+    pub fn with_steps(host: &Trace, cfg: &DetectConfig, sink: &mut impl StepSink) -> HostFacts {
+        let mut b = HostFactsBuilder::new(&host.strings, cfg);
         let nvtx = &host.nvtx;
         if let Some(prep) = &mut b.prep {
             for i in 0..nvtx.len() {
@@ -109,13 +109,13 @@ impl Plan {
         }
         let parse = |id| b.parser.parse_id(&host.strings, id);
         let found = StepReader::new(nvtx, parse, &b.sw).summarize(sink);
-        b.into_plan(found, host.processes.len())
+        b.into_host_facts(found, host.processes.len())
     }
 }
 
-/// A [`Plan`] built from NVTX ranges as they are read, in table order, none kept (the page's
+/// A [`HostFacts`] built from NVTX ranges as they are read, in table order, none kept (the page's
 /// analysis worker): the forward steps must come in start order, as in every export seen.
-pub struct PlanBuilder {
+pub struct HostFactsBuilder {
     sw: Switches,
     names: NameTables,
     parser: StepParser,
@@ -123,19 +123,19 @@ pub struct PlanBuilder {
     steps: StepSummarizer,
     /// `None` under `skip_m3`.
     prep: Option<PrepCollector>,
-    /// The last range's start, for a fed sweep ([`PlanBuilder::feed`]).
+    /// The last range's start, for a fed sweep ([`HostFactsBuilder::feed`]).
     last_start: Option<Ns>,
 }
 
-impl PlanBuilder {
+impl HostFactsBuilder {
     /// A builder for `cfg` over `strings` (grown by inline NVTX texts as the ranges stream).
-    pub fn new(strings: &Strings, cfg: &DetectConfig) -> PlanBuilder {
+    pub fn new(strings: &Strings, cfg: &DetectConfig) -> HostFactsBuilder {
         let sw = cfg.profile.switches();
         let marker = cfg
             .step_marker
             .as_ref()
             .filter(|_| sw.name_match == NameMatch::Substring);
-        PlanBuilder {
+        HostFactsBuilder {
             sw,
             names: NameTables::build(strings, &sw),
             parser: StepParser::new(&sw, marker),
@@ -147,7 +147,7 @@ impl PlanBuilder {
     }
 
     /// Adds an NVTX range; each forward step it completes goes to `sink`. `Err`: its step
-    /// starts before the previous one, so the table must be read whole ([`Plan::with_steps`]).
+    /// starts before the previous one, so the table must be read whole ([`HostFacts::with_steps`]).
     pub fn push(
         &mut self,
         row: &NvtxRow,
@@ -166,11 +166,11 @@ impl PlanBuilder {
         }
     }
 
-    /// A builder whose sweeps are fed ([`PlanBuilder::feed`]): of the phase windows it keeps
+    /// A builder whose sweeps are fed ([`HostFactsBuilder::feed`]): of the phase windows it keeps
     /// the facts, not the windows.
-    pub fn fed(strings: &Strings, cfg: &DetectConfig) -> PlanBuilder {
-        let builder = PlanBuilder::new(strings, cfg);
-        PlanBuilder {
+    pub fn fed(strings: &Strings, cfg: &DetectConfig) -> HostFactsBuilder {
+        let builder = HostFactsBuilder::new(strings, cfg);
+        HostFactsBuilder {
             steps: StepSummarizer::facts_only(&builder.sw),
             ..builder
         }
@@ -214,16 +214,16 @@ impl PlanBuilder {
         Ok(Some(pending.map_or(row.start, |p| p.min(row.start))))
     }
 
-    /// The plan of a trace with `processes` processes once every range was pushed.
-    pub fn finish(mut self, processes: usize, sink: &mut impl StepSink) -> Plan {
+    /// The facts of a trace with `processes` processes once every range was pushed.
+    pub fn finish(mut self, processes: usize, sink: &mut impl StepSink) -> HostFacts {
         let steps = std::mem::replace(&mut self.steps, StepSummarizer::new(&self.sw));
         let found = steps.finish(&mut |s| sink.step(s));
-        self.into_plan(found, processes)
+        self.into_host_facts(found, processes)
     }
 
-    /// The plan, its steps summarised elsewhere ([`Plan::with_steps`]) or by this builder.
-    fn into_plan(self, found: StepSummary, processes: usize) -> Plan {
-        Plan {
+    /// The facts, their steps summarised elsewhere ([`HostFacts::with_steps`]) or by this builder.
+    fn into_host_facts(self, found: StepSummary, processes: usize) -> HostFacts {
+        HostFacts {
             prep: self
                 .prep
                 .map_or_else(Vec::new, |p| p.finish(processes, &self.sw)),
