@@ -4,10 +4,10 @@
 
 mod common;
 
-use nsys_lens::detect::sweep::PlanBuilder;
+use nsys_lens::detect::host_facts::HostFactsBuilder;
 use nsys_lens::detect::{
-    DetectConfig, KernelSummary, KernelSweep, Plan, ThresholdOverrides, detect,
-    detect_with_kernels, detect_with_plan,
+    DetectConfig, HostFacts, KernelSummary, KernelSweep, ThresholdOverrides, detect,
+    detect_with_host_facts, detect_with_kernels,
 };
 use nsys_lens::model::{Kernels, Ns, Trace};
 use nsys_lens::profile::Profile;
@@ -40,9 +40,9 @@ fn summaries(trace: &Trace, cfgs: &[DetectConfig]) -> Vec<KernelSummary> {
 /// before a kernel's end, as the page's kernel pass does), and the most window and host-prep
 /// spans it held at once; `None` when the NVTX table is out of start order.
 fn fed_summary(trace: &Trace, cfg: &DetectConfig) -> Option<(KernelSummary, usize)> {
-    let mut sweep = KernelSweep::fed(Plan::new(trace, cfg).sweep_plan(cfg));
+    let mut sweep = KernelSweep::fed(HostFacts::new(trace, cfg).sweep_inputs(cfg));
     let mut feed = Feed {
-        builder: Some(PlanBuilder::new(&trace.strings, cfg)),
+        builder: Some(HostFactsBuilder::new(&trace.strings, cfg)),
         next: 0,
     };
     let mut most = 0;
@@ -61,7 +61,7 @@ fn fed_summary(trace: &Trace, cfg: &DetectConfig) -> Option<(KernelSummary, usiz
 
 /// Reads NVTX ranges into a fed sweep, one at a time.
 struct Feed {
-    builder: Option<PlanBuilder>,
+    builder: Option<HostFactsBuilder>,
     next: usize,
 }
 
@@ -113,15 +113,15 @@ fn without_kernels(trace: &Trace) -> Trace {
     }
 }
 
-/// The plan with its loaded launch calls swept before the kernel hull's end is known, as the
-/// page does when the file's calls cannot be swept. The page gives the last kernel row's end as
-/// a lower bound of the hull's end; the lowest one, the first kernel's start, leaves every call
-/// and union piece waiting for the hull's end.
-fn swept_ahead(trace: &Trace, cfg: &DetectConfig) -> Plan {
+/// The host facts with their loaded launch calls swept before the kernel hull's end is known, as
+/// the page does when the file's calls cannot be swept. The page gives the last kernel row's end as
+/// a lower bound of the hull's end; the lowest one, the first kernel's start, leaves every call and
+/// union piece waiting for the hull's end.
+fn swept_ahead(trace: &Trace, cfg: &DetectConfig) -> HostFacts {
     let first = trace.kernels.start.iter().min().copied().expect("kernels");
-    let mut plan = Plan::new(trace, cfg);
-    plan.sweep_loaded_launches(trace, (first, first));
-    plan
+    let mut facts = HostFacts::new(trace, cfg);
+    facts.sweep_loaded_launches(trace, (first, first));
+    facts
 }
 
 /// `detect_with_kernels(host without kernels, summary)` equals `detect(full trace)`, as JSON,
@@ -141,7 +141,7 @@ fn assert_same_reports(trace: &Trace, label: &str) -> bool {
             serde_json::to_string(&paged).expect("json"),
         );
         assert_eq!(a, b, "{label} {}", cfg.profile.name());
-        let ahead = detect_with_plan(&host, &swept_ahead(trace, cfg), &summary, cfg)
+        let ahead = detect_with_host_facts(&host, &swept_ahead(trace, cfg), &summary, cfg)
             .unwrap_or_else(|e| panic!("{label}: launch calls swept ahead: {e}"));
         let ahead = serde_json::to_string(&ahead).expect("json");
         assert_eq!(a, ahead, "{label} {}: swept ahead", cfg.profile.name());
@@ -258,7 +258,7 @@ fn a_fed_sweep_holds_as_many_spans_on_a_trace_four_times_longer() {
         let trace = load_path(&path, LoadOptions::all()).expect("load");
         PROFILES.map(|profile| {
             let cfg = config(profile, "host-bound");
-            let steps = Plan::new(&trace, &cfg).step_counts().steps;
+            let steps = HostFacts::new(&trace, &cfg).step_counts().steps;
             let (_, most) = fed_summary(&trace, &cfg).expect("NVTX in start order");
             (steps, most)
         })

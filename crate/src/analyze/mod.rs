@@ -11,7 +11,7 @@
 pub mod breakdown;
 pub mod compare;
 pub mod handoff;
-mod launches;
+mod launch_join;
 mod ops;
 mod skill;
 mod standard;

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
-use super::launches::LaunchJoin;
+use super::launch_join::LaunchJoin;
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;

@@ -2,7 +2,7 @@
 //! process and aggregated, with their numerators and denominators.
 //!
 //! Kernel-derived figures come from a [`KernelSummary`] (one pass over the kernels, see
-//! [`super::sweep`]), M2 from the launch calls swept in start order ([`super::launches`]);
+//! [`super::sweep`]), M2 from the launch calls swept in start order ([`super::launch_sweep`]);
 //! [`Prepared::measure`] assembles one scope from them. The profile's switches decide grouping
 //! (per device or pooled), clipping, and the launch/prep rules.
 
@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::launches::{LaunchTotals, Scope, sweep_loaded};
+use crate::detect::host_facts::HostFacts;
+use crate::detect::launch_sweep::{LaunchTotals, Scope, sweep_loaded};
 use crate::detect::name_tables::NameTables;
 use crate::detect::result::Metrics;
-use crate::detect::sweep::{GroupSummary, KernelSummary, Plan, ScopeSummary};
+use crate::detect::sweep::{GroupSummary, KernelSummary, ScopeSummary};
 use crate::model::intervals::push_gently;
 use crate::model::{Ns, NvtxRow, ProcessIdx, Threads, Trace};
 use crate::names::patterns::PREP_PATTERNS;
@@ -105,28 +106,28 @@ pub struct ScopeMeasure {
 }
 
 impl<'t> Prepared<'t> {
-    /// M2 from the launch calls `plan` swept ahead (the page), else from the host's loaded calls
-    /// swept now in the aggregate window (the user's, or the kernel hull).
+    /// M2 from the launch calls `host_facts` swept ahead (the page), else from the host's loaded
+    /// calls swept now in the aggregate window (the user's, or the kernel hull).
     pub(super) fn new(
         trace: &'t Trace,
-        plan: &'t Plan,
+        host_facts: &'t HostFacts,
         kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
         let hull = kernels.facts.hull;
-        let launches = match &plan.launches {
+        let launches = match &host_facts.launches {
             Some(swept) => {
                 let start = swept.aggregate_start();
                 swept.totals(hull.unwrap_or((start, start)))
             }
             None => {
                 let window = kernels.aggregate.window.hull.or(hull).unwrap_or_default();
-                sweep_loaded(trace, plan, window).totals(window)
+                sweep_loaded(trace, host_facts, window).totals(window)
             }
         };
         Prepared {
             trace,
-            sw: plan.sw,
-            names: &plan.names,
+            sw: host_facts.sw,
+            names: &host_facts.names,
             kernels,
             launches,
             skip_m3: kernels.skip_m3,

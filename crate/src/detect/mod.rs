@@ -10,7 +10,8 @@
 pub mod catalogue;
 pub mod config;
 mod evidence;
-pub mod launches;
+pub mod host_facts;
+pub mod launch_sweep;
 pub mod measure;
 pub mod name_tables;
 pub mod result;
@@ -19,12 +20,13 @@ pub mod verdict;
 
 pub use crate::model::OutOfOrder;
 pub use config::{DetectConfig, ScopeThresholds, ThresholdOverrides, Thresholds};
+pub use host_facts::HostFacts;
 pub use result::DetectReport;
-pub use sweep::{KernelSummary, KernelSweep, Plan, SweepPlan};
+pub use sweep::{KernelSummary, KernelSweep, SweepInputs};
 
 use crate::steps::PhaseCounts;
 use crate::steps::spans::WindowFacts;
-use launches::Scope;
+use launch_sweep::Scope;
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 
@@ -37,8 +39,8 @@ use crate::pyfmt;
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     trace.require_kernels(&cfg.file_label)?;
-    let plan = sweep::Plan::new(trace, cfg);
-    let mut sweep = KernelSweep::of(plan.sweep_plan(cfg));
+    let host_facts = HostFacts::new(trace, cfg);
+    let mut sweep = KernelSweep::of(host_facts.sweep_inputs(cfg));
     for ev in start_ordered(&trace.kernels) {
         // The events come in start order, so this cannot fail; say so if it ever did.
         sweep.push(ev).map_err(|e| Error::Corrupt {
@@ -46,7 +48,7 @@ pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
             detail: e.to_string(),
         })?;
     }
-    assemble(trace, &plan, &sweep.finish(), cfg)
+    assemble(trace, &host_facts, &sweep.finish(), cfg)
 }
 
 /// The kernels in non-decreasing start: table order when it already is (real exports; no
@@ -68,15 +70,15 @@ pub fn detect_with_kernels(
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
-    detect_with_plan(host, &sweep::Plan::new(host, cfg), kernels, cfg)
+    detect_with_host_facts(host, &HostFacts::new(host, cfg), kernels, cfg)
 }
 
-/// Like [`detect_with_kernels`] with the host's plan built once ([`sweep::Plan::new`]) and
+/// Like [`detect_with_kernels`] with the host's facts built once ([`HostFacts::new`]) and
 /// reused: building it classifies every string, which a page re-applying edited thresholds
 /// should not pay on each edit.
-pub fn detect_with_plan(
+pub fn detect_with_host_facts(
     host: &Trace,
-    plan: &sweep::Plan,
+    host_facts: &HostFacts,
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
@@ -87,20 +89,20 @@ pub fn detect_with_plan(
         };
         empty.require_kernels(&cfg.file_label)?;
     }
-    assemble(host, plan, kernels, cfg)
+    assemble(host, host_facts, kernels, cfg)
 }
 
-/// The report from the host part, its plan and the kernel summary.
+/// The report from the host part, its facts and the kernel summary.
 fn assemble(
     host: &Trace,
-    plan: &sweep::Plan,
+    host_facts: &HostFacts,
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
-    check_summary(plan, kernels, cfg)?;
-    let sw = plan.sw;
+    check_summary(host_facts, kernels, cfg)?;
+    let sw = host_facts.sw;
     let thresholds = cfg.thresholds.resolve(&sw);
-    let prepared = Prepared::new(host, plan, kernels);
+    let prepared = Prepared::new(host, host_facts, kernels);
     let window_source = if cfg.window.is_some() {
         "user"
     } else {
@@ -116,13 +118,13 @@ fn assemble(
     let phases = Phases {
         context: phase(
             Scope::Context,
-            &plan.context,
+            &host_facts.context,
             &kernels.context,
             &thresholds.context,
         ),
         generation: phase(
             Scope::Generation,
-            &plan.generation,
+            &host_facts.generation,
             &kernels.generation,
             &thresholds.generation,
         ),
@@ -142,10 +144,10 @@ fn assemble(
     coverage.extend(detect_coverage(
         &prepared,
         &aggregate,
-        plan.steps.steps,
-        plan.custom_marker,
+        host_facts.steps.steps,
+        host_facts.custom_marker,
     ));
-    let warnings = evidence::warnings(&prepared, &aggregate, plan.steps);
+    let warnings = evidence::warnings(&prepared, &aggregate, host_facts.steps);
 
     let mut report = DetectReport {
         verdict: overall,
@@ -170,7 +172,7 @@ fn assemble(
             host,
             kernels,
             cfg,
-            plan.steps.steps,
+            host_facts.steps.steps,
             prepared.launch_api_calls(),
         ),
         coverage,
@@ -182,26 +184,26 @@ fn assemble(
 }
 
 /// A summary swept under other settings would give silently wrong numbers: refuse it.
-fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
+fn check_summary(host_facts: &HostFacts, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
     fn window(p: &Option<PhaseCounts>) -> Option<WindowFacts> {
         p.as_ref().map(|p| p.facts)
     }
     fn swept(s: &Option<sweep::ScopeSummary>) -> Option<WindowFacts> {
         s.as_ref().map(|s| s.window)
     }
-    // Loaded launch calls are swept at the verdict in the phase windows, which a plan fed to
+    // Loaded launch calls are swept at the verdict in the phase windows, which host facts fed to
     // its sweeps keeps only the facts of; calls swept ahead measured the kernel hull.
-    let windowless = [&plan.context, &plan.generation]
+    let windowless = [&host_facts.context, &host_facts.generation]
         .into_iter()
         .any(|p| p.as_ref().is_some_and(|p| p.window.is_none()));
-    if windowless && !plan.launches_swept() {
+    if windowless && !host_facts.launches_swept() {
         return Err(Error::Internal {
             detail:
-                "the launch calls are swept from the loaded table but the plan kept no phase window"
+                "the launch calls are swept from the loaded table but the host facts kept no phase window"
                     .into(),
         });
     }
-    if plan.launches_swept() && cfg.window.is_some() {
+    if host_facts.launches_swept() && cfg.window.is_some() {
         return Err(Error::Usage(
             "the launch calls were swept for the kernel hull, not for a user window: load the trace whole".into(),
         ));
@@ -209,12 +211,12 @@ fn check_summary(plan: &sweep::Plan, k: &KernelSummary, cfg: &DetectConfig) -> R
     let user = cfg
         .window
         .map(|(s, e)| WindowFacts::of(&IntervalSet::single(s, e)));
-    let same = k.switches == plan.sw
+    let same = k.switches == host_facts.sw
         && k.skip_m3 == cfg.skip_m3
         && k.user_window == user.is_some()
         && user.is_none_or(|w| w == k.aggregate.window)
-        && window(&plan.context) == swept(&k.context)
-        && window(&plan.generation) == swept(&k.generation);
+        && window(&host_facts.context) == swept(&k.context)
+        && window(&host_facts.generation) == swept(&k.generation);
     if same {
         Ok(())
     } else {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::feed::FeedChunk;
-use crate::detect::SweepPlan;
+use crate::detect::SweepInputs;
 use crate::detect::sweep::{KernelSummary, KernelSweep};
 use crate::drill::gaps::{GapHistogram, GapSweep};
 use crate::error::{Error, Result};
@@ -41,7 +41,7 @@ pub struct KernelResults {
 impl Consumers {
     /// The analyses under `sweeps` (one per entry of [`PROFILES`]), `fed` their windows as they
     /// go ([`KernelSweep::fed`]) or given them whole.
-    pub fn new(sweeps: Vec<SweepPlan>, fed: bool, label: &str) -> Result<Consumers> {
+    pub fn new(sweeps: Vec<SweepInputs>, fed: bool, label: &str) -> Result<Consumers> {
         if sweeps.len() != PROFILES.len() {
             return Err(Error::Internal {
                 detail: format!("the kernel pass got {} sweep plans", sweeps.len()),

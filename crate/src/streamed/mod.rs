@@ -97,7 +97,7 @@ impl Streamed {
             // refused by the summary check when they differ).
             return detect::detect_with_kernels(&self.host, summary, cfg);
         }
-        detect::detect_with_plan(&self.host, plan, summary, cfg)
+        detect::detect_with_host_facts(&self.host, plan, summary, cfg)
     }
 }
 

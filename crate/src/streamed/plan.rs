@@ -11,11 +11,11 @@ use crate::timeline::{StepLane, StepLaneBuilder};
 use rusqlite::Connection;
 
 use super::feed::{CHUNK_ROWS, FeedChunk, FeedWriter};
-use crate::detect::launches::LaunchSweep;
+use crate::detect::host_facts::HostFactsBuilder;
+use crate::detect::launch_sweep::LaunchSweep;
 use crate::detect::sweep::FedSweep;
-use crate::detect::sweep::PlanBuilder;
-use crate::detect::sweep::SweepPlanRef;
-use crate::detect::{Plan, SweepPlan};
+use crate::detect::sweep::SweepInputsRef;
+use crate::detect::{HostFacts, SweepInputs};
 use crate::error::{Error, Result};
 use crate::model::{Ns, RowIds, Trace};
 use crate::profile::Profile;
@@ -24,7 +24,7 @@ use crate::trace::{LaunchCall, LaunchSink, ProgressFn, StagedLoad, kernel_edges}
 /// The host side's detect plan for each entry of [`PROFILES`], built once: after NVTX for the
 /// kernel pass, then reused by every verdict (building one classifies every string).
 pub struct HostPlans {
-    plans: Vec<Plan>,
+    plans: Vec<HostFacts>,
     /// Whether the kernel pass is fed the windows as NVTX was read ([`super::feed`]), rather
     /// than given them whole in its plan (an NVTX table out of start order).
     fed: bool,
@@ -44,7 +44,7 @@ impl HostPlans {
             .iter()
             .map(|&profile| {
                 let mut sink = lane_steps(profile, &mut lane);
-                Plan::with_steps(host, &profile_config(profile, ""), &mut sink)
+                HostFacts::with_steps(host, &profile_config(profile, ""), &mut sink)
             })
             .collect();
         let step_lane = lane.finish();
@@ -80,9 +80,9 @@ impl HostPlans {
         (feed, chunk_rows): (&mut dyn FnMut(Vec<u8>), u64),
     ) -> Result<HostPlans> {
         let strings = &staged.trace().strings;
-        let mut builders: Vec<(Profile, PlanBuilder)> = PROFILES
+        let mut builders: Vec<(Profile, HostFactsBuilder)> = PROFILES
             .iter()
-            .map(|&p| (p, PlanBuilder::fed(strings, &profile_config(p, ""))))
+            .map(|&p| (p, HostFactsBuilder::fed(strings, &profile_config(p, ""))))
             .collect();
         let mut lane = StepLane::builder();
         let mut writer = FeedWriter::new(PROFILES.len(), chunk_rows, feed);
@@ -153,7 +153,9 @@ impl HostPlans {
     /// buffer, so the plan (tens of MB on a long trace) is never whole in wasm memory.
     pub fn write_kernel_plan(&mut self, host: &Trace, sink: &mut dyn ByteSink) {
         KernelPlan::write(host, self, sink);
-        self.plans.iter_mut().for_each(Plan::forget_sweep_inputs);
+        self.plans
+            .iter_mut()
+            .for_each(HostFacts::forget_sweep_inputs);
     }
 
     /// The plans, checked to be valid for `host`: built on its string table (loading after
@@ -177,7 +179,7 @@ impl HostPlans {
     /// Whether M2's launch calls were swept ahead (from the file, or loaded): the plans then
     /// measure the default windows only.
     pub fn swept(&self) -> bool {
-        self.plans.iter().any(Plan::launches_swept)
+        self.plans.iter().any(HostFacts::launches_swept)
     }
 
     /// Sweeps the launch API calls of `host` (loaded whole now, [`HostPlans::sweep_launches`]
@@ -260,7 +262,7 @@ impl HostPlans {
         Ok(false)
     }
 
-    pub fn get(&self, profile: Profile) -> Option<&Plan> {
+    pub fn get(&self, profile: Profile) -> Option<&HostFacts> {
         let i = PROFILES.iter().position(|&p| p == profile)?;
         self.plans.get(i)
     }
@@ -307,7 +309,7 @@ fn lane_steps(profile: Profile, lane: &mut StepLaneBuilder) -> Option<&mut StepL
 
 /// One launch sweep per plan, fed the same calls (and the windows, when fed).
 struct PlanSweeps<'p, 'f> {
-    plans: &'p [Plan],
+    plans: &'p [HostFacts],
     /// The first kernel row's start and the last kernel row's end.
     edges: (Ns, Ns),
     sweeps: Vec<LaunchSweep<'p>>,
@@ -350,7 +352,7 @@ pub struct KernelPlan {
     /// `globalPid`s in process-id order, so the kernel pass numbers processes the same way.
     pub processes: Vec<i64>,
     /// One sweep plan per entry of [`PROFILES`] (default windows, M3 on).
-    pub sweeps: Vec<SweepPlan>,
+    pub sweeps: Vec<SweepInputs>,
     /// `StringIds.id` per name id of the host side ([`crate::model::Strings::row_ids`]): the
     /// pass names kernels as the host side does without reading the strings.
     pub names: RowIds,
@@ -367,7 +369,7 @@ pub struct KernelPlan {
 #[derive(Serialize)]
 struct KernelPlanRef<'a> {
     processes: &'a [i64],
-    sweeps: Vec<SweepPlanRef<'a>>,
+    sweeps: Vec<SweepInputsRef<'a>>,
     names: &'a RowIds,
     graph_nodes: bool,
     fed: bool,
@@ -389,7 +391,7 @@ impl KernelPlan {
             .iter()
             .zip(&plans.plans)
             .map(|(&profile, plan)| {
-                let sweep = plan.sweep_plan_ref(&profile_config(profile, ""));
+                let sweep = plan.sweep_inputs_ref(&profile_config(profile, ""));
                 if plans.fed {
                     sweep.without_windows()
                 } else {

@@ -296,7 +296,7 @@ impl StepLane {
         }
     }
 
-    /// A lane built from the standard profile's steps (`detect::Plan::with_steps`) pushed in
+    /// A lane built from the standard profile's steps (`detect::HostFacts::with_steps`) pushed in
     /// start order.
     pub fn builder() -> StepLaneBuilder {
         StepLaneBuilder {

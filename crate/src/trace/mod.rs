@@ -3,7 +3,7 @@
 //! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
 //! never see a connection.
 
-mod launches;
+mod launch_calls;
 mod load;
 mod nvtx_names;
 mod open;
@@ -12,7 +12,7 @@ mod staged;
 mod stream;
 mod tables;
 
-pub use launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
+pub use launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE,
     kernel_table_notes, load, load_part, merge_kernel_part, probe_export, reads_graph_nodes,

@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 
-use super::launches::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_if_sorted};
+use super::launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_if_sorted};
 use super::load::{LoadOptions, NvtxSink, PROGRESS_EVERY, ProgressFn, RUNTIME_TABLE, SWEEP_STEP};
 use super::schema::Schema;
 use super::tables::Loader;

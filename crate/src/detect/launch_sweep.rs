@@ -14,8 +14,9 @@
 
 use std::borrow::Cow;
 
+use crate::detect::host_facts::HostFacts;
 use crate::detect::name_tables::NameTables;
-use crate::detect::sweep::{FedSweep, Plan};
+use crate::detect::sweep::FedSweep;
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, Trace, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
@@ -36,8 +37,8 @@ impl Scope {
     }
 }
 
-/// Folds launch calls, in non-decreasing start, into per-scope M2 figures. It reads its plan's
-/// name table in place, and the phase windows through queues: copied from the plan, or fed as
+/// Folds launch calls, in non-decreasing start, into per-scope M2 figures. It reads its host facts'
+/// name table in place, and the phase windows through queues: copied from the facts, or fed as
 /// NVTX is read ([`LaunchSweep::fed`], as the kernel sweep is), so that it holds only the spans
 /// around the calls it is at.
 #[derive(Debug, Clone)]
@@ -127,27 +128,35 @@ pub struct LaunchTotals {
 }
 
 impl<'p> LaunchSweep<'p> {
-    /// A sweep for `plan`'s profile and phase windows; the aggregate window starts at
+    /// A sweep for the profile and phase windows of `host_facts`; the aggregate window starts at
     /// `aggregate_start` (the first kernel's start, or the user window's) and ends no earlier
     /// than `settled_until` (the last kernel row's end, or the window's end when known).
-    pub fn new(plan: &'p Plan, aggregate_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
+    pub fn new(
+        host_facts: &'p HostFacts,
+        aggregate_start: Ns,
+        settled_until: Ns,
+    ) -> LaunchSweep<'p> {
         let whole = |p: &Option<crate::steps::PhaseCounts>| {
             let spans = p.as_ref().and_then(|p| p.window.as_ref());
             SpanQueue::of(spans.map_or(&[][..], |w| w.spans()))
         };
         LaunchSweep {
-            phases: [whole(&plan.context), whole(&plan.generation)],
+            phases: [whole(&host_facts.context), whole(&host_facts.generation)],
             fed_until: Ns::MAX,
-            ..LaunchSweep::fed(plan, aggregate_start, settled_until)
+            ..LaunchSweep::fed(host_facts, aggregate_start, settled_until)
         }
     }
 
     /// [`LaunchSweep::new`], the phase windows fed as the NVTX ranges are read
     /// ([`FedSweep`]); a call is pushed once the sweep is [`LaunchSweep::ready_for`] its end.
-    pub fn fed(plan: &'p Plan, aggregate_start: Ns, settled_until: Ns) -> LaunchSweep<'p> {
-        let names: &NameTables = &plan.names;
+    pub fn fed(
+        host_facts: &'p HostFacts,
+        aggregate_start: Ns,
+        settled_until: Ns,
+    ) -> LaunchSweep<'p> {
+        let names: &NameTables = &host_facts.names;
         LaunchSweep {
-            sw: plan.sw,
+            sw: host_facts.sw,
             launch: &names.launch,
             phases: Default::default(),
             fed_until: Ns::MIN,
@@ -326,27 +335,30 @@ impl LaunchTotals {
     }
 }
 
-/// Sweeps the launch calls of a loaded host trace for `plan` (built on it), the aggregate window
-/// starting at `aggregate_start` and ending no earlier than `settled_until`
+/// Sweeps the launch calls of a loaded host trace for `host_facts` (built on it), the aggregate
+/// window starting at `aggregate_start` and ending no earlier than `settled_until`
 /// ([`LaunchSweep::new`]): the calls the page sweeps from the file, in the same order, so native
 /// and streamed verdicts share one M2.
 pub fn sweep_loaded(
     host: &Trace,
-    plan: &Plan,
+    host_facts: &HostFacts,
     (aggregate_start, settled_until): (Ns, Ns),
 ) -> LaunchSweepResult {
-    let mut sweep = LaunchSweep::new(plan, aggregate_start, settled_until);
-    loaded_calls(host, plan).for_each(|call| sweep.push(call));
+    let mut sweep = LaunchSweep::new(host_facts, aggregate_start, settled_until);
+    loaded_calls(host, host_facts).for_each(|call| sweep.push(call));
     sweep.finish()
 }
 
 /// The loaded runtime table's kernel-launch API calls under any profile's rule (what the file
 /// sweep selects: a load may hold every runtime call) in non-decreasing start, ties in table
 /// order as the file sweep merges them; table order itself when it already is (every export).
-fn loaded_calls<'t>(host: &'t Trace, plan: &Plan) -> impl Iterator<Item = LaunchCall> + use<'t> {
+fn loaded_calls<'t>(
+    host: &'t Trace,
+    host_facts: &HostFacts,
+) -> impl Iterator<Item = LaunchCall> + use<'t> {
     let rt = &host.runtime;
-    let any_launch = match plan.sw.launch_apis {
-        LaunchApis::AllVersioned => Cow::Borrowed(&plan.names.launch),
+    let any_launch = match host_facts.sw.launch_apis {
+        LaunchApis::AllVersioned => Cow::Borrowed(&host_facts.names.launch),
         LaunchApis::ExactCudaLaunchKernel => Cow::Owned(
             host.strings
                 .classify(|s| is_launch_api(s, LaunchApis::AllVersioned)),

@@ -1,0 +1,529 @@
+//! One pass over the kernel table, in start order, for every kernel-derived figure `detect` reads.
+//!
+//! The page cannot hold the kernel table (millions of rows), so detection splits in two: a
+//! [`KernelSweep`] built from the host part of a trace (NVTX, strings, processes, threads,
+//! runtime calls) consumes [`KernelEvent`]s in non-decreasing `start` and folds them into a
+//! [`KernelSummary`]; `detect::detect_with_kernels` then assembles the report from the host part
+//! and the summary. `detect::detect` is the same two steps fed from a loaded table.
+//!
+//! Memory: the sweep's state and the summary are bounded by scopes (≤ 3 windows) × groups
+//! (devices, or one pooled group) × processes, plus
+//! - standard M3: per scope, one counter per distinct set of simultaneously busy devices (at
+//!   most 2^devices, in practice a few dozen) × (1 + processes with host-prep ranges × ≤ 3
+//!   patterns); more than [`MAX_MASK_DEVICES`] devices stops this part (reported, not guessed);
+//! - `trtllm-skill` M3: the pooled idle gaps that touch a host-prep range, kept because the
+//!   reference sums them range by range in table order (bounded by the host-prep ranges and the
+//!   gaps inside them: one per forward step on a TensorRT-LLM trace, none elsewhere);
+//! - zero-length kernels at the current last end, merged per group and process, waiting for
+//!   the hull's end (only damaged end-before-start kernels past the last end could pile up).
+//!
+//! Nothing grows with the number of kernels elsewhere.
+//!
+//! Thresholds play no part here: they only act when the report is assembled, so a page can
+//! re-apply edited thresholds to the same summary without streaming the kernels again.
+//!
+//! Rooms: [`KernelSweep`] and [`FedSweep`] here; what the sweep is given (`inputs`), what it
+//! leaves (`summary`), the span queues it reads (`queues`), one window's running state
+//! (`scope`), the standard M3's busy-device masks (`masks`) and the reference M3's exposure
+//! (`exposure`).
+
+mod exposure;
+mod inputs;
+mod masks;
+mod queues;
+mod scope;
+mod summary;
+#[cfg(test)]
+mod tests;
+
+pub use inputs::{SweepInputs, SweepInputsRef};
+pub use masks::MAX_MASK_DEVICES;
+pub use summary::{GroupSummary, KernelFacts, KernelSummary, PrepBusy, PrepExposure, ScopeSummary};
+
+use crate::detect::config::DetectConfig;
+use crate::detect::host_facts::HostFacts;
+use crate::model::intervals::IntervalSet;
+use crate::model::{KernelEvent, NameFlags, Ns, OutOfOrder, StartOrder, Trace, flag};
+use crate::profile::Switches;
+use crate::steps::spans::{RangesUnordered, SpanQueue, fed_past};
+use crate::steps::{Step, phase_of};
+use masks::{MaskSweep, PrepAcc};
+use queues::{QueueRef, Queues, queues_of};
+use scope::{Counts, Deferred, Ends, ScopeAcc, defer, empty_scope, hull_facts};
+
+/// A sweep fed its phase windows and host-prep ranges as the NVTX ranges are read: the kernel
+/// sweep and the launch sweep ([`super::launch_sweep::LaunchSweep`]).
+pub trait FedSweep {
+    /// A forward step `[start, end)` of `phase` (0 context, 1 generation), in start order.
+    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered>;
+    /// A host-prep range of `pattern` of process `slot` (0 when pooled), in start order.
+    fn feed_prep(
+        &mut self,
+        slot: usize,
+        pattern: usize,
+        range: (Ns, Ns),
+    ) -> Result<(), RangesUnordered>;
+    /// Every range starting before `t` has been fed.
+    fn feed_until(&mut self, t: Ns);
+    /// Every range has been fed.
+    fn feed_done(&mut self);
+}
+
+impl FedSweep for KernelSweep {
+    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
+        KernelSweep::feed_phase(self, phase, start, end)
+    }
+
+    fn feed_prep(
+        &mut self,
+        slot: usize,
+        pattern: usize,
+        range: (Ns, Ns),
+    ) -> Result<(), RangesUnordered> {
+        KernelSweep::feed_prep(self, slot, pattern, range)
+    }
+
+    fn feed_until(&mut self, t: Ns) {
+        KernelSweep::feed_until(self, t);
+    }
+
+    fn feed_done(&mut self) {
+        KernelSweep::feed_done(self);
+    }
+}
+
+/// Kernels between two trims of the queues: what they hold is what lies between the slowest
+/// reader and the clock, read again this often.
+const TRIM_EVERY: u64 = 1 << 10;
+
+/// Folds kernels, in start order, into a [`KernelSummary`].
+///
+/// The page runs one sweep per profile and pushes each streamed kernel to both.
+pub struct KernelSweep {
+    sw: Switches,
+    skip_m3: bool,
+    user_window: bool,
+    nccl: NameFlags,
+    /// Group slot → device, in order of first appearance (standard); unused when pooled.
+    slots: Vec<u32>,
+    /// Aggregate first, then context and generation when the trace has them.
+    scopes: Vec<ScopeAcc>,
+    queues: Queues,
+    /// Standard: which prep queues have accumulators in every scope.
+    tracked_prep: Vec<[bool; 3]>,
+    has_context: bool,
+    has_generation: bool,
+    /// Fed mode ([`KernelSweep::fed`]): every range starting before this has been fed
+    /// (`Ns::MAX` once all were, and in a sweep given its windows whole).
+    fed_until: Ns,
+    /// Fed mode: forward steps fed per phase (a phase exists once it has one).
+    phase_steps: Option<[u64; 2]>,
+    masks: Option<MaskSweep>,
+    deferred: Vec<Deferred>,
+    order: StartOrder,
+    kernels: u64,
+    devices: Counts,
+    processes: Counts,
+    any_graph_node: bool,
+    hull: Option<(Ns, Ns)>,
+}
+
+impl KernelSweep {
+    /// Derives every window known before the pass from the host part of `host` (its kernel
+    /// table is not read) under `cfg`'s profile, window, step marker and `skip_m3`; thresholds
+    /// are not read.
+    pub fn new(host: &Trace, cfg: &DetectConfig) -> KernelSweep {
+        KernelSweep::of(HostFacts::new(host, cfg).sweep_inputs(cfg))
+    }
+
+    /// The sweep of inputs already taken (`detect` builds its host facts once for sweep and
+    /// assembly; the page's kernel pass receives them from the other worker).
+    pub fn of(mut inputs: SweepInputs) -> KernelSweep {
+        let sw = inputs.sw;
+        let aggregate = inputs.window.map(|(s, e)| IntervalSet::single(s, e));
+        let has_context = inputs.context.is_some();
+        let has_generation = inputs.generation.is_some();
+        let windows: Vec<(Option<usize>, Option<SpanQueue>)> =
+            [aggregate, inputs.context.take(), inputs.generation.take()]
+                .into_iter()
+                .enumerate()
+                .filter(|(i, w)| *i == 0 || w.is_some())
+                .map(|(i, w)| (i.checked_sub(1), w.map(|w| SpanQueue::of(w.spans()))))
+                .collect();
+        let phases: Vec<Option<usize>> = windows.iter().map(|w| w.0).collect();
+        let windows = windows.into_iter().map(|w| w.1).collect();
+        let queues = queues_of(windows, &std::mem::take(&mut inputs.prep), &sw);
+        let needs_masks = queues.prep.iter().flatten().any(|q| q.end_index() > 0);
+        let mut sweep = KernelSweep::with(inputs, queues, &phases, needs_masks);
+        sweep.has_context = has_context;
+        sweep.has_generation = has_generation;
+        sweep.fed_until = Ns::MAX;
+        sweep.phase_steps = None;
+        sweep.track_prep();
+        sweep
+    }
+
+    /// A sweep over `queues`, one scope per entry of `phases` (`None`: the aggregate), fed.
+    fn with(
+        inputs: SweepInputs,
+        queues: Queues,
+        phases: &[Option<usize>],
+        needs_masks: bool,
+    ) -> KernelSweep {
+        let sw = inputs.sw;
+        let scopes: Vec<ScopeAcc> = phases
+            .iter()
+            .enumerate()
+            .map(|(i, &phase)| ScopeAcc::new(i, phase, &queues, &sw))
+            .collect();
+        KernelSweep {
+            sw,
+            skip_m3: inputs.skip_m3,
+            user_window: inputs.window.is_some(),
+            nccl: inputs.nccl,
+            slots: Vec::new(),
+            scopes,
+            tracked_prep: vec![[false; 3]; queues.prep.len()],
+            queues,
+            has_context: false,
+            has_generation: false,
+            fed_until: Ns::MIN,
+            phase_steps: Some([0; 2]),
+            masks: needs_masks.then(MaskSweep::new),
+            deferred: Vec::new(),
+            order: StartOrder::default(),
+            kernels: 0,
+            devices: Counts::default(),
+            processes: Counts::default(),
+            any_graph_node: false,
+            hull: None,
+        }
+    }
+
+    /// A sweep whose phase windows and host-prep ranges are fed as the NVTX ranges are read
+    /// ([`KernelSweep::feed_step`], [`KernelSweep::feed_prep`], [`KernelSweep::feed_until`]) rather
+    /// than given whole: those of `inputs` are not read. It holds of them only what lies between
+    /// its slowest reader and the feed, so its memory does not grow with the trace.
+    pub fn fed(inputs: SweepInputs) -> KernelSweep {
+        let sw = inputs.sw;
+        let aggregate = inputs
+            .window
+            .map(|(s, e)| SpanQueue::of(IntervalSet::single(s, e).spans()));
+        let skip_m3 = inputs.skip_m3;
+        let windows = vec![
+            aggregate,
+            Some(SpanQueue::default()),
+            Some(SpanQueue::default()),
+        ];
+        let mut queues = queues_of(windows, &[], &sw);
+        if !sw.prep_per_process && !skip_m3 {
+            queues.pooled = Some(Default::default());
+            queues.pooled_sorted = true;
+        }
+        let needs_masks = sw.prep_per_process && !skip_m3;
+        KernelSweep::with(inputs, queues, &[None, Some(0), Some(1)], needs_masks)
+    }
+
+    /// Feeds a forward step of the profile (TP copies merged), in start order.
+    pub fn feed_step(&mut self, step: &Step) -> Result<(), RangesUnordered> {
+        match phase_of(step) {
+            Some(phase) => self.feed_phase(phase, step.start, step.end),
+            None => Ok(()),
+        }
+    }
+
+    /// Feeds a forward step `[start, end)` of `phase` (0 context, 1 generation), in start order.
+    pub fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
+        let Some(counts) = &mut self.phase_steps else {
+            return Ok(());
+        };
+        let Some(Some(window)) = self.queues.windows.get_mut(phase + 1) else {
+            return Ok(());
+        };
+        counts[phase] += 1;
+        window.add_step(self.sw.phase_window, start, end)?;
+        // It starts after every kernel taken so far: those past the span so far are inside.
+        if let Some(scope) = self.scopes.iter_mut().find(|s| s.phase == Some(phase)) {
+            scope.speculation = None;
+        }
+        Ok(())
+    }
+
+    /// Feeds a host-prep range of `pattern` (index into `names::PREP_PATTERNS`) of process
+    /// `slot` (standard; 0 when pooled), in start order.
+    pub fn feed_prep(
+        &mut self,
+        slot: usize,
+        pattern: usize,
+        (s, e): (Ns, Ns),
+    ) -> Result<(), RangesUnordered> {
+        if self.phase_steps.is_none() || self.skip_m3 || pattern >= 3 {
+            return Ok(());
+        }
+        if let Some(pooled) = &mut self.queues.pooled {
+            return pooled[pattern].add_range(s, e);
+        }
+        let prep = &mut self.queues.prep;
+        if prep.len() <= slot {
+            prep.resize_with(slot + 1, Default::default);
+            self.tracked_prep.resize(slot + 1, [false; 3]);
+        }
+        prep[slot][pattern].add_union(s, e)?;
+        self.track(slot, pattern);
+        Ok(())
+    }
+
+    /// Every range starting before `t` has been fed: kernels ending before it can be pushed.
+    pub fn feed_until(&mut self, t: Ns) {
+        self.fed_until = self.fed_until.max(t);
+    }
+
+    /// Every range has been fed.
+    pub fn feed_done(&mut self) {
+        self.fed_until = Ns::MAX;
+        let q = &mut self.queues;
+        let windows = q.windows.iter_mut().flatten();
+        let prep = q.prep.iter_mut().flatten();
+        let pooled = q.pooled.iter_mut().flatten();
+        windows
+            .chain(prep)
+            .chain(pooled)
+            .for_each(SpanQueue::finish);
+    }
+
+    /// Whether a kernel ending at `end` can be pushed: every range that may decide where it
+    /// counts has been fed.
+    pub fn ready_for(&self, end: Ns) -> bool {
+        fed_past(self.fed_until, end)
+    }
+
+    /// Adds one kernel. Kernels must come in non-decreasing `start`: one that starts before its
+    /// predecessor is refused with [`OutOfOrder`], and the sweep is then unusable (the caller
+    /// falls back to loading and sorting the table). A fed sweep takes a kernel only once it
+    /// is [`KernelSweep::ready_for`] its end.
+    pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
+        debug_assert!(self.ready_for(ev.end), "a kernel pushed past the feed");
+        self.order.check(&ev)?;
+        let (first, last_end) = match self.hull {
+            Some((first, last_end)) => (first, last_end.max(ev.end)),
+            None => (ev.start, ev.end),
+        };
+        self.hull = Some((first, last_end));
+        self.note_facts(&ev);
+        let slot = self.slot(ev.device);
+        let nccl = flag(&self.nccl, ev.short_name);
+        self.resolve_deferred(last_end);
+        let q = &self.queues;
+        for scope in self.scopes.iter_mut() {
+            if scope.windowed {
+                scope.push(&ev, slot, nccl, &self.sw, q);
+            } else {
+                let pending =
+                    scope.push_to_hull(&ev, (slot, nccl), (&self.sw, q), (first, last_end));
+                if let Some(d) = pending {
+                    defer(&mut self.deferred, d);
+                }
+            }
+        }
+        if let Some(m) = &mut self.masks {
+            m.push(&ev, &mut self.scopes, q);
+        }
+        if self.kernels.is_multiple_of(TRIM_EVERY) {
+            self.trim(ev.start);
+        }
+        Ok(())
+    }
+
+    /// Ends the pass: closes every running union and resolves the kernel hull.
+    pub fn finish(mut self) -> KernelSummary {
+        self.feed_done();
+        let hull = self.hull;
+        let q = &self.queues;
+        for scope in &mut self.scopes {
+            scope.end_speculation(q, hull);
+        }
+        if let Some(counts) = self.phase_steps {
+            self.has_context = counts[0] > 0;
+            self.has_generation = counts[1] > 0;
+        }
+        if let Some(m) = &mut self.masks {
+            m.finish(&mut self.scopes, &self.queues);
+        }
+        // Deferred kernels left start at or after the hull's end: outside it.
+        let devices = self.devices.keys();
+        // Masks are remapped to positions in `devices`, which also lists devices that ran only
+        // zero-length kernels (no bit of their own): past 64 positions there is no mask either.
+        let any_prep = self.tracked_prep.iter().flatten().any(|&t| t);
+        let overflow = any_prep
+            && self
+                .masks
+                .as_ref()
+                .is_some_and(|m| m.overflow || devices.len() > MAX_MASK_DEVICES);
+        let remap = self
+            .masks
+            .as_ref()
+            .filter(|m| !m.overflow)
+            .map(|m| m.remapped(&devices))
+            .unwrap_or_default();
+        let order = self.group_order();
+        let end = Ends {
+            hull: self.hull,
+            order: &order,
+            remap: &remap,
+        };
+        let q = &self.queues;
+        let exists = [self.has_context, self.has_generation];
+        let mut scopes: Vec<(Option<usize>, ScopeSummary)> = self
+            .scopes
+            .into_iter()
+            .filter(|s| s.phase.is_none_or(|p| exists[p]))
+            .map(|s| (s.phase, s.finish(q, &self.sw, &end)))
+            .collect();
+        let mut take = |phase: Option<usize>| {
+            let i = scopes.iter().position(|s| s.0 == phase)?;
+            Some(scopes.swap_remove(i).1)
+        };
+        let aggregate = take(None).unwrap_or_else(|| empty_scope(hull_facts(self.hull)));
+        let context = take(Some(0));
+        let generation = take(Some(1));
+        KernelSummary {
+            switches: self.sw,
+            skip_m3: self.skip_m3,
+            user_window: self.user_window,
+            facts: KernelFacts {
+                kernels: self.kernels,
+                devices,
+                processes: self.processes.keys(),
+                any_graph_node: self.any_graph_node,
+                hull: self.hull,
+            },
+            aggregate,
+            context,
+            generation,
+            device_masks_overflow: overflow,
+        }
+    }
+
+    /// How many window and host-prep spans the sweep holds now (what a fed sweep keeps of
+    /// them; tests and benchmarks read it).
+    pub fn held_spans(&self) -> usize {
+        let q = &self.queues;
+        let windows = q.windows.iter().flatten().map(SpanQueue::held_count);
+        let prep = q.prep.iter().flatten().map(SpanQueue::held_count);
+        let pooled = q.pooled.iter().flatten().map(SpanQueue::held_count);
+        windows.chain(prep).chain(pooled).sum()
+    }
+
+    fn note_facts(&mut self, ev: &KernelEvent) {
+        self.kernels += 1;
+        self.devices.add(ev.device, 1);
+        self.processes.add(ev.process, 1);
+        self.any_graph_node |= ev.graph_node != 0;
+    }
+
+    /// The group a kernel belongs to: its device's slot, or the one pooled group.
+    fn slot(&mut self, device: u32) -> usize {
+        if !self.sw.per_device {
+            return 0;
+        }
+        if let Some(i) = self.slots.iter().position(|&d| d == device) {
+            return i;
+        }
+        self.slots.push(device);
+        self.slots.len() - 1
+    }
+
+    /// `(device, slot)` of every group in output order: ascending device, or the pooled group.
+    fn group_order(&self) -> Vec<(Option<u32>, usize)> {
+        if !self.sw.per_device {
+            return vec![(None, 0)];
+        }
+        let mut order: Vec<(Option<u32>, usize)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| (Some(d), i))
+            .collect();
+        order.sort_unstable();
+        order
+    }
+
+    /// Deferred hull kernels that start before the last end so far are inside the hull.
+    fn resolve_deferred(&mut self, last_end: Ns) {
+        let ready = self.deferred.partition_point(|d| d.start < last_end);
+        if ready == 0 {
+            return;
+        }
+        if let Some(scope) = self.scopes.first_mut() {
+            for d in self.deferred.drain(..ready) {
+                scope.count(d.slot, d.process, d.kernels, d.nccl_ns);
+            }
+        }
+    }
+
+    /// Gives every scope accumulators for the host-prep queues that have ranges (standard).
+    fn track_prep(&mut self) {
+        for p in 0..self.queues.prep.len() {
+            (0..3).for_each(|k| self.track(p, k));
+        }
+    }
+
+    /// Gives every scope accumulators for process `p`'s host-prep queue of pattern `k`, once it
+    /// has a range.
+    fn track(&mut self, p: usize, k: usize) {
+        let has_ranges = self.queues.prep[p][k].end_index() > 0;
+        let tracked = &mut self.tracked_prep[p][k];
+        if *tracked || !has_ranges {
+            return;
+        }
+        *tracked = true;
+        for scope in &mut self.scopes {
+            let window = scope.windowed.then_some(QueueRef::Window(scope.index));
+            scope.prep_masks.push(PrepAcc::new(p, k, window));
+        }
+    }
+
+    /// Measures what waits on the spans behind `now` (no kernel starts before it any more),
+    /// then drops every span all readers have passed.
+    fn trim(&mut self, now: Ns) {
+        let hull_start = self.hull.map_or(now, |h| h.0);
+        let last_end = self.hull.map_or(now, |h| h.1);
+        let q = &self.queues;
+        for scope in &mut self.scopes {
+            let from = if scope.windowed { Ns::MIN } else { hull_start };
+            scope
+                .prep_masks
+                .iter_mut()
+                .for_each(|m| m.measure_to(q, from, now));
+            let bounds = scope.exposure_bounds(q, (hull_start, last_end), self.fed_until);
+            if let Some(x) = &mut scope.exposure {
+                // Gaps to come start where the open merged interval ends, or later than now.
+                let open = scope.groups.first().and_then(|g| g.busy.current);
+                x.settle(q, bounds, Some(open.map_or(now, |c| c.1)), now);
+            }
+        }
+        // Every reader asks from here on: the kernels' starts, the mask sweep's clock, and the
+        // open merged intervals clipped to a window (they start earlier).
+        let clock = self.masks.as_ref().map(|m| m.clock);
+        let low = clock.map_or(now, |c| c.min(now));
+        let clip = self.sw.clip_to_window;
+        for (i, w) in self.queues.windows.iter_mut().enumerate() {
+            // A phase span is one span, and still growing while it is fed.
+            let span = self.queues.span_phases && i > 0;
+            if let (Some(w), Some(scope), false) = (w, self.scopes.get(i), span) {
+                w.trim_before(scope.open_since(low, clip));
+            }
+        }
+        for queue in self.queues.prep.iter_mut().flatten() {
+            queue.trim_before(low);
+        }
+        if let Some(pooled) = &mut self.queues.pooled {
+            for (k, queue) in pooled.iter_mut().enumerate() {
+                let readers = self.scopes.iter().filter_map(|s| s.exposure.as_ref());
+                if let Some(low) = readers.map(|x| x.cursor(k)).min() {
+                    queue.trim_to(low);
+                }
+            }
+        }
+    }
+}
