@@ -28,13 +28,38 @@ pub struct Metric {
 /// The metrics in the order every report lists them.
 pub const METRICS: [Metric; 7] = [
     metric("gpu_idle_ratio", "M1", "GPU idle ratio", Direction::Above),
-    metric("launch_overhead_ratio", "M2", "Launch overhead ratio", Direction::Above),
-    metric("host_prep_exposed_ratio", "M3a", "Host prep exposed ratio", Direction::Above),
-    metric("host_prep_perf_impact", "M3b", "Host prep perf impact", Direction::Above),
-    metric("host_prep_idle_attribution", "M3c", "Host prep idle attribution", Direction::Above),
+    metric(
+        "launch_overhead_ratio",
+        "M2",
+        "Launch overhead ratio",
+        Direction::Above,
+    ),
+    metric(
+        "host_prep_exposed_ratio",
+        "M3a",
+        "Host prep exposed ratio",
+        Direction::Above,
+    ),
+    metric(
+        "host_prep_perf_impact",
+        "M3b",
+        "Host prep perf impact",
+        Direction::Above,
+    ),
+    metric(
+        "host_prep_idle_attribution",
+        "M3c",
+        "Host prep idle attribution",
+        Direction::Above,
+    ),
     metric("gpu_utilization", "M4", "GPU utilization", Direction::Below),
     // A caveat, not a verdict metric: it crosses when NCCL takes much of the GPU time.
-    metric("nccl_ratio", "M5", "NCCL share of GPU time", Direction::Above),
+    metric(
+        "nccl_ratio",
+        "M5",
+        "NCCL share of GPU time",
+        Direction::Above,
+    ),
 ];
 
 const fn metric(key: &'static str, id: &'static str, title: &'static str, d: Direction) -> Metric {
@@ -58,13 +83,33 @@ pub struct ThresholdField {
 /// Every editable threshold (the CLI's `--…-threshold` options, the page's inputs).
 pub const THRESHOLDS: [ThresholdField; 8] = [
     field("gpu_idle_ratio", "aggregate", "gpu_idle_ratio"),
-    field("launch_overhead_ratio", "aggregate", "launch_overhead_ratio"),
+    field(
+        "launch_overhead_ratio",
+        "aggregate",
+        "launch_overhead_ratio",
+    ),
     field("gpu_utilization", "aggregate", "gpu_utilization"),
-    field("host_prep_exposed_ratio", "aggregate", "host_prep_exposed_ratio"),
-    field("host_prep_perf_impact", "aggregate", "host_prep_perf_impact"),
-    field("host_prep_idle_attribution", "aggregate", "host_prep_idle_attribution"),
+    field(
+        "host_prep_exposed_ratio",
+        "aggregate",
+        "host_prep_exposed_ratio",
+    ),
+    field(
+        "host_prep_perf_impact",
+        "aggregate",
+        "host_prep_perf_impact",
+    ),
+    field(
+        "host_prep_idle_attribution",
+        "aggregate",
+        "host_prep_idle_attribution",
+    ),
     field("generation_gpu_idle_ratio", "generation", "gpu_idle_ratio"),
-    field("generation_gpu_utilization", "generation", "gpu_utilization"),
+    field(
+        "generation_gpu_utilization",
+        "generation",
+        "gpu_utilization",
+    ),
 ];
 
 const fn field(option: &'static str, scope: &'static str, metric: &'static str) -> ThresholdField {
@@ -98,9 +143,24 @@ pub fn metric_of(key: &str) -> Option<&'static Metric> {
 /// The verdict in one sentence: which scopes crossed, or that none did.
 pub fn summary(r: &DetectReport) -> String {
     let scopes = [
-        ("aggregate", Some((&r.verdict, r.crossed_count, r.applicable_count))),
-        ("context", r.phases.context.as_ref().map(|p| (&p.verdict, p.crossed_count, p.applicable_count))),
-        ("generation", r.phases.generation.as_ref().map(|p| (&p.verdict, p.crossed_count, p.applicable_count))),
+        (
+            "aggregate",
+            Some((&r.verdict, r.crossed_count, r.applicable_count)),
+        ),
+        (
+            "context",
+            r.phases
+                .context
+                .as_ref()
+                .map(|p| (&p.verdict, p.crossed_count, p.applicable_count)),
+        ),
+        (
+            "generation",
+            r.phases
+                .generation
+                .as_ref()
+                .map(|p| (&p.verdict, p.crossed_count, p.applicable_count)),
+        ),
     ];
     let crossed: Vec<String> = scopes
         .iter()

@@ -44,7 +44,11 @@ pub fn apply(m: &Metrics, t: &Thresholds) -> Outcome {
     let applicable_count = all.iter().flatten().count() as u32;
     let crossed_count = all.iter().flatten().filter(|&&c| c).count() as u32;
     Outcome {
-        verdict: if crossed_count >= MIN_CROSSED { "YES" } else { "NO" },
+        verdict: if crossed_count >= MIN_CROSSED {
+            "YES"
+        } else {
+            "NO"
+        },
         crossed_count,
         applicable_count,
         host_prep_confirmed: crossed.host_prep_perf_impact == Some(true)

@@ -7,7 +7,6 @@ use crate::detect::DetectReport;
 use crate::detect::catalogue::METRICS;
 use crate::detect::result::{DeviceMetrics, Evidence, PhaseResult, ProcessMetrics};
 
-
 /// Renders the whole report.
 pub fn detect_report(r: &DetectReport) -> String {
     let mut out = String::new();
