@@ -120,15 +120,31 @@ function detectOptions() {
 
 // ── rendering ────────────────────────────────────────────────────────────────────────────────────
 
-function showError(message) {
+function showError(message, title = 'Could not analyse this file.') {
   const box = $('error');
   clear(box);
-  box.append(el('strong', { text: 'Could not analyse this file. ' }), el('span', { 'data-testid': 'error-message', text: message }));
+  box.append(el('strong', { text: `${title} ` }), el('span', { 'data-testid': 'error-message', text: message }));
   box.hidden = false;
 }
 
 function hideError() {
   $('error').hidden = true;
+}
+
+// The analysis worker could not start or died: nothing can be analysed until a new one runs.
+function engineDead(error, { started }) {
+  const reason = error?.detail || error?.message || String(error);
+  if (started) {
+    showError(`${reason}. What it had open is gone: drop the file again to analyse it anew; reload the page if this repeats.`, 'The analysis worker stopped:');
+  } else {
+    showError(
+      `${reason}. Nothing can be analysed in this page until it starts: reload the page; if this repeats, open it in a current Chrome, Edge or Firefox with scripts and workers allowed.`,
+      'The analysis worker could not start:',
+    );
+  }
+  $('progress').hidden = true;
+  appState.busy = false;
+  setState('error');
 }
 
 function renderVerdict(report) {
@@ -582,7 +598,7 @@ async function main() {
   } catch {
     /* no version export */
   }
-  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes);
+  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),
     tooltip: $('tooltip'),
@@ -592,6 +608,13 @@ async function main() {
     wasm: { drawTimeline, timelineLayout },
   });
   registerServiceWorker(inline);
+  // Ready means the analysis worker answered: its script ran and its wasm instantiated.
+  try {
+    await appState.engine.initPromise;
+  } catch {
+    resolveReady(false); // engineDead has shown why
+    return;
+  }
   document.body.dataset.ready = '1';
   resolveReady(true);
 }
