@@ -13,14 +13,17 @@
 //     - keep everything else (`export` on our declarations is legal in an inline module; top-level
 //       names are unique across the modules and the glue). No module may contain `</script`.
 //  2. Before it, give the data, EITHER as a data block (no CSP hash needed, preferred)
-//        <script type="application/json" id="nsys-lens-inline">{"wasmBase64":…,"workerSource":…,"glueSource":…}</script>
-//     OR as a classic script `window.NSYS_LENS_INLINE = { wasmBase64, workerSource, glueSource };`.
-//     wasmBase64 = base64 of pkg/nsys_lens_bg.wasm; workerSource = worker.js with its glue import
-//     line (`import __wbg_init, { Analysis } from './pkg/nsys_lens.js';`) replaced by the glue's
-//     text — or left as is, then this file substitutes glueSource at run time; glueSource =
-//     pkg/nsys_lens.js (the glue must not import snippets: no inline_js / module= bindings).
-//     This file then starts the worker from a Blob URL of workerSource, initialises the main-thread
-//     instance with init({module_or_path: bytes}) and posts the same bytes to the worker.
+//        <script type="application/json" id="nsys-lens-inline">{"wasmBase64":…,"workerSource":…}</script>
+//     OR as a classic script `window.NSYS_LENS_INLINE = { wasmBase64, workerSource };`.
+//     wasmBase64 = base64 of pkg/nsys_lens_bg.wasm; workerSource = worker.js as a CLASSIC script:
+//     its glue import line (`import __wbg_init, { Analysis, … } from './pkg/nsys_lens.js';`)
+//     replaced by the glue's text (pkg/nsys_lens.js; it must not import snippets: no inline_js /
+//     module= bindings), then `export` dropped from top-level declarations, export lists deleted
+//     and `import.meta.url` replaced by a throw (init is always given the wasm bytes here).
+//     A file:// page has an opaque origin: browsers refuse it a module worker from a blob: URL
+//     but start a classic one. This file starts the worker from a Blob URL of workerSource with
+//     {type: 'classic'}, initialises the main-thread instance with init({module_or_path: bytes})
+//     and posts the same bytes to the worker.
 //  3. Inline styles.css as <style> in place of the <link rel="stylesheet">; icons → data: URLs.
 //  4. Replace the CSP meta by one allowing exactly that: script-src 'sha256-…' 'wasm-unsafe-eval';
 //     worker-src blob:; style-src 'sha256-…'; img-src data: blob:; connect-src 'none'; etc.
@@ -37,8 +40,6 @@ import { renderGapTable, drawGaps } from './ui/gaps.js';
 import { TimelinePanel } from './ui/timeline.js';
 import { renderRootCause } from './ui/rootcause.js';
 import { renderDrill } from './ui/drill.js';
-
-const GLUE_IMPORT_LINE = /^import __wbg_init, \{[^}]*\} from '\.\/pkg\/nsys_lens\.js';[^\n]*$/m;
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -100,12 +101,12 @@ function base64Bytes(b64) {
   return bytes;
 }
 
+// The served site starts worker.js as a module; the offline file its classic-script form from a
+// Blob URL (see the contract above).
 function workerFactory(inline) {
   if (!inline) return () => new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'nsys-lens' });
-  let source = inline.workerSource;
-  if (GLUE_IMPORT_LINE.test(source)) source = source.replace(GLUE_IMPORT_LINE, () => inline.glueSource);
-  const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
-  return () => new Worker(url, { type: 'module', name: 'nsys-lens' });
+  const url = URL.createObjectURL(new Blob([inline.workerSource], { type: 'text/javascript' }));
+  return () => new Worker(url, { type: 'classic', name: 'nsys-lens' });
 }
 
 function detectOptions() {
@@ -115,15 +116,31 @@ function detectOptions() {
 
 // ── rendering ────────────────────────────────────────────────────────────────────────────────────
 
-function showError(message) {
+function showError(message, title = 'Could not analyse this file.') {
   const box = $('error');
   clear(box);
-  box.append(el('strong', { text: 'Could not analyse this file. ' }), el('span', { 'data-testid': 'error-message', text: message }));
+  box.append(el('strong', { text: `${title} ` }), el('span', { 'data-testid': 'error-message', text: message }));
   box.hidden = false;
 }
 
 function hideError() {
   $('error').hidden = true;
+}
+
+// The analysis worker could not start or died: nothing can be analysed until a new one runs.
+function engineDead(error, { started }) {
+  const reason = error?.detail || error?.message || String(error);
+  if (started) {
+    showError(`${reason}. What it had open is gone: drop the file again to analyse it anew; reload the page if this repeats.`, 'The analysis worker stopped:');
+  } else {
+    showError(
+      `${reason}. Nothing can be analysed in this page until it starts: reload the page; if this repeats, open it in a current Chrome, Edge or Firefox with scripts and workers allowed.`,
+      'The analysis worker could not start:',
+    );
+  }
+  $('progress').hidden = true;
+  appState.busy = false;
+  setState('error');
 }
 
 function renderVerdict(report) {
@@ -566,7 +583,7 @@ async function main() {
     /* no version export */
   }
   useCatalogue(JSON.parse(metricCatalogue()));
-  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes);
+  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),
     tooltip: $('tooltip'),
@@ -576,6 +593,13 @@ async function main() {
     wasm: { drawTimeline, timelineLayout },
   });
   registerServiceWorker(inline);
+  // Ready means the analysis worker answered: its script ran and its wasm instantiated.
+  try {
+    await appState.engine.initPromise;
+  } catch {
+    resolveReady(false); // engineDead has shown why
+    return;
+  }
   document.body.dataset.ready = '1';
   resolveReady(true);
 }

@@ -1,12 +1,13 @@
-// nsys-lens analysis worker (module worker).
+// nsys-lens analysis worker (a module worker when served; a classic one in the offline file).
 //
 // Owns the wasm `Analysis` of the open trace. The main thread never sees the trace: it posts the
 // `File` object (read lazily here through the core's read-only SQLite VFS) and gets back JSON
 // strings (detect report, aggregated timeline view, gap histogram, hover hit).
 //
 // Offline single-file build: the next line is the ONLY reference to the wasm-bindgen glue. The
-// inliner (or app.js at run time) replaces this whole line with the glue's source text; the glue
-// declares `__wbg_init`, `Analysis` and the functions below at its top level, so the names below keep working.
+// inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
+// `Analysis` and the functions below at its top level, so the names below keep working) and
+// makes the result a classic script (no import or export left; see the top of app.js).
 import __wbg_init, { KernelPass, StreamHost, analyzeTraces, drillTraces, reportFile } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init

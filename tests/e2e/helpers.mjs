@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -83,24 +84,47 @@ export async function serve(root = DIST) {
   };
 }
 
+// The only switches the browsers get: headless, no sandbox (containers), and no background
+// network traffic. None changes what a page may do (no file-access, web-security or feature
+// switches), so every test sees the browser's defaults.
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+// Headless Chromium with CHROMIUM_ARGS only: playwright's own default switches (popup blocking
+// off, feature overrides …) are left out; it still needs its pipe and a fresh profile.
 export async function launch() {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium chromium-driver (or set CHROMIUM)`);
   const { chromium } = await import('playwright-core');
-  return chromium.launch({
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-chromium-'));
+  const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--allow-file-access-from-files',
-    ],
+    ignoreDefaultArgs: true,
+    args: [...CHROMIUM_ARGS, `--user-data-dir=${profile}`, '--remote-debugging-pipe', '--no-startup-window'],
   });
+  const close = browser.close.bind(browser);
+  browser.close = async (...args) => {
+    await close(...args);
+    removeDir(profile);
+  };
+  return browser;
+}
+
+// Removes a browser profile; the browser may still be writing to it as it exits.
+export function removeDir(dir) {
+  try {
+    fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  } catch (e) {
+    console.error(`could not remove ${dir}: ${e.message}`);
+  }
 }
 
 // The CLI binary, built on demand.
@@ -174,17 +198,31 @@ export function parseValue(s) {
   return s === '' || s === undefined ? null : Number.parseFloat(s);
 }
 
+// Waits until the page is ready (its analysis worker answered); fails with the page's message
+// when it shows an error instead.
+export async function waitReady(page, timeout = 60_000) {
+  await page.waitForFunction(() => document.body.dataset.ready === '1' || document.body.dataset.state === 'error', undefined, { timeout });
+  const { ready, error } = await page.evaluate(() => ({ ready: document.body.dataset.ready, error: document.getElementById('error')?.textContent }));
+  if (ready !== '1') throw new Error(`the page is not ready: ${error}`);
+}
+
 // Loads `file` through the page's file input and waits for the result (or the error).
 export async function openTrace(page, file, { expect = 'done', timeout = 120_000 } = {}) {
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  await waitReady(page);
   const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
   await page.setInputFiles('#file-input', file);
-  // body[data-run] counts analyses started: wait for this one, then for its outcome.
+  // body[data-run] counts analyses started: wait for this one, then for its outcome (an error
+  // ends the wait at once, with the page's message).
   await page.waitForFunction(
-    ([r, want]) => Number(document.body.dataset.run || 0) > r && document.body.dataset.state === want,
+    ([r, want]) => Number(document.body.dataset.run || 0) > r && (document.body.dataset.state === want || document.body.dataset.state === 'error'),
     [run, expect],
     { timeout },
   );
+  const state = await page.evaluate(() => document.body.dataset.state);
+  if (state !== expect) {
+    const message = await page.evaluate(() => document.getElementById('error')?.textContent || '');
+    throw new Error(`${path.basename(file)}: the page ended in state ${state}, not ${expect}: ${message}`);
+  }
 }
 
 // The page's verdict, every metric card's value and each phase verdict against the CLI's
@@ -257,7 +295,7 @@ export async function openSite(contextOptions = {}, initScript = null) {
     if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
   });
   await page.goto(`${srv.origin}/`);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  await waitReady(page);
   return {
     srv,
     browser,

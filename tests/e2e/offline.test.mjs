@@ -1,5 +1,6 @@
-// End-to-end: dist/nsys-lens-offline.html opened from file:// with every network request
-// blocked analyses a trace exactly like the CLI.
+// End-to-end: dist/nsys-lens-offline.html opened from file:// in headless Chromium with its
+// default settings (no switch lets a file:// page do more: see helpers.mjs), every network
+// request blocked, analyses real traces exactly like the CLI.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import {
   generate,
   publicTrace,
   artifact,
+  waitReady,
   openTrace,
   timelineDrawn,
   assertMatchesCli,
@@ -36,7 +38,19 @@ after(async () => {
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-test('offline single file from file:// analyses traces with the network blocked', { timeout: TIMEOUT }, async () => {
+test('the offline file\'s policy: hashed inline code, Blob workers, wasm, no fetch, no eval', () => {
+  const html = fs.readFileSync(OFFLINE, 'utf8');
+  const policy = html.match(/<meta http-equiv="Content-Security-Policy" content="([^"]*)">/)?.[1];
+  assert.ok(policy, 'a CSP meta');
+  const directives = Object.fromEntries(policy.split(';').map((d) => d.trim().split(/\s+/)).map(([k, ...v]) => [k, v]));
+  assert.deepEqual(directives['default-src'], ["'none'"]);
+  assert.deepEqual(directives['connect-src'], ["'none'"]);
+  assert.deepEqual(directives['worker-src'], ['blob:']);
+  assert.ok(directives['script-src'].every((s) => /^'sha256-[A-Za-z0-9+/=]+'$/.test(s) || s === "'wasm-unsafe-eval'"), `script-src: ${directives['script-src']}`);
+  assert.ok(!/'unsafe-eval'|'unsafe-inline'/.test(policy), policy);
+});
+
+test('offline single file from file:// analyses real traces like the CLI, with the network blocked', { timeout: TIMEOUT }, async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const requests = [];
   const pageUrl = pathToFileURL(OFFLINE).href;
@@ -55,15 +69,18 @@ test('offline single file from file:// analyses traces with the network blocked'
     if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
   });
   await page.goto(pageUrl);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  await waitReady(page);
+  assert.equal(await page.evaluate(() => location.protocol), 'file:');
 
   for (const file of [
+    publicTrace('NVIDIA_Fuser__ee4fcf3__report1.sqlite'),
     generate('host-bound', path.join(tmp, 'host-bound.sqlite')),
     publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite'),
   ]) {
     await openTrace(page, file, { timeout: TIMEOUT });
     await assertMatchesCli(page, file);
-    assert.ok((await timelineDrawn(page)).ink > 500, 'timeline drawn');
+    assert.ok((await timelineDrawn(page)).ink > 500, `timeline drawn for ${path.basename(file)}`);
+    if (file.includes('NVIDIA_Fuser')) await page.screenshot({ path: artifact('offline-chromium-NVIDIA_Fuser.png'), fullPage: true });
   }
   await page.screenshot({ path: artifact('offline-file-url.png') });
 

@@ -1,16 +1,27 @@
-// The page's side of the analysis worker: request/response by id, progress, cancel, and
-// recreation of the worker when it dies or does not answer a cancel.
+// The page's side of the analysis worker: request/response by id, progress, cancel; a worker
+// that cannot start or dies is reported (onDead) and a fresh one starts on the next request; one
+// that does not answer a cancel or traps is replaced at once.
 
 const CANCEL_GRACE_MS = 400;
+// A worker that has not evaluated its script by then is reported as unable to start.
+const START_TIMEOUT_MS = 60_000;
+
+// An error of the worker itself (not of a request): `detail` says what happened, for the page.
+function workerError(detail) {
+  return Object.assign(new Error(`the analysis worker failed: ${detail}`), { detail });
+}
 
 
 export class WorkerEngine {
   // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null;
-  // loader: this engine drives a loader worker (the kernel table of an open), not the analysis.
-  constructor(makeWorker, wasm, { loader = false } = {}) {
+  // loader: this engine drives a loader worker (the kernel table of an open), not the analysis;
+  // onDead(error, {started}): the worker could not start (started false: its script failed, it
+  // did not answer in time, or the wasm did not instantiate) or died after starting (true).
+  constructor(makeWorker, wasm, { loader = false, onDead = null } = {}) {
     this.makeWorker = makeWorker;
     this.wasm = wasm;
     this.isLoader = loader;
+    this.onDead = onDead;
     this.loader = null; // the kernel-streaming WorkerEngine of the open in progress
     this.spare = null; // the next open's loader, started (wasm compiled) while the page is idle
     this.focus = 'main'; // the slot the verdict view (detect, timeline, hover) reads
@@ -30,7 +41,20 @@ export class WorkerEngine {
   }
 
   start() {
-    const w = this.makeWorker();
+    let w;
+    try {
+      w = this.makeWorker();
+    } catch (e) {
+      // The browser refused to create it (a policy, an unsupported worker type).
+      this.worker = null;
+      this.alive = false;
+      this.queue = [];
+      const err = workerError(`the browser refused to create it (${e?.message || e})`);
+      this.initPromise = Promise.reject(err);
+      this.initPromise.catch(() => {});
+      this.onDead?.(err, { started: false });
+      return;
+    }
     this.worker = w;
     // Requests wait for the worker's 'alive' message: a message posted before the worker module
     // finished evaluating (top-level await in its imports) could be lost.
@@ -39,45 +63,55 @@ export class WorkerEngine {
     w.onmessage = (ev) => this.onMessage(ev.data || {});
     w.onerror = (ev) => {
       ev.preventDefault?.();
-      this.fail(new Error(`the analysis worker failed: ${ev.message || 'unknown error'}`));
+      this.fail(workerError(ev.message || 'its script could not be loaded or run'));
     };
-    w.onmessageerror = () => this.fail(new Error('the analysis worker sent an unreadable message'));
-    this.initPromise = this.request('init', { wasm: this.wasm });
-    this.initPromise.catch(() => {});
+    w.onmessageerror = () => this.fail(workerError('it sent an unreadable message'));
+    clearTimeout(this.startTimer);
+    this.startTimer = setTimeout(() => {
+      if (this.worker === w && !this.alive) this.fail(workerError(`no answer within ${START_TIMEOUT_MS / 1000} s`));
+    }, START_TIMEOUT_MS);
+    const init = this.request('init', { wasm: this.wasm });
+    this.initPromise = init;
+    // A worker that runs but cannot instantiate the wasm is as unusable as one that never ran.
+    init.catch((e) => {
+      if (this.worker === w && this.alive) this.onDead?.(e, { started: false });
+    });
   }
 
-  // Kill the worker, reject everything in flight, start a fresh one.
-  restart(reason) {
+  // Ends the worker (and an open's loader) and rejects everything in flight with `err`.
+  stop(err) {
+    clearTimeout(this.startTimer);
     if (this.loader) {
       this.loader.terminate();
       this.loader = null;
     }
-    const err = reason instanceof Error ? reason : new Error(String(reason || 'restarted'));
-    if (this.worker) this.worker.terminate();
+    this.worker?.terminate();
     this.worker = null;
+    this.alive = false;
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const p of pending) p.reject(err);
+  }
+
+  // Kill the worker, reject everything in flight, start a fresh one.
+  restart(reason) {
+    this.stop(reason instanceof Error ? reason : new Error(String(reason || 'restarted')));
     this.start();
   }
 
+  // The worker failed: its script did not load or run, it did not start in time, or it crashed
+  // (a wasm trap, out of memory) and cannot be trusted; what it held (the open traces) is gone.
+  // Report it; the next request starts a fresh worker (not at once: one that dies as it starts
+  // would loop).
   fail(err) {
-    if (!this.alive) {
-      // The worker could not even start (its script or the glue failed to load): do not loop;
-      // report, and try a fresh worker on the next request.
-      this.worker?.terminate();
-      this.worker = null;
-      const pending = [...this.pending.values()];
-      this.pending.clear();
-      for (const p of pending) p.reject(err);
-      return;
-    }
-    // A crashed worker (wasm trap, out of memory) cannot be trusted: replace it.
-    this.restart(err);
+    const started = this.alive;
+    this.stop(err);
+    this.onDead?.(err, { started });
   }
 
   onMessage(msg) {
     if (msg.type === 'alive') {
+      clearTimeout(this.startTimer);
       this.alive = true;
       for (const m of this.queue.splice(0)) this.worker.postMessage(m);
       return;
@@ -102,6 +136,7 @@ export class WorkerEngine {
   // `on` maps other message types the worker sends for this request to handlers.
   request(type, payload = {}, onProgress = null, on = {}) {
     if (!this.worker) this.start();
+    if (!this.worker) return this.initPromise; // rejected: the browser refused to create it
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onProgress, type, on });
@@ -119,6 +154,7 @@ export class WorkerEngine {
   // Opens `file` into `slot` ('main', 'baseline', 'target', 'rank0' …); `only` closes every
   // other slot first.
   async open(file, options, onProgress, { slot = 'main', only = true } = {}) {
+    if (!this.worker) this.start(); // the last one died: the open below talks to this one
     await this.initPromise.catch((e) => {
       // A failed init (wasm missing) is fatal for this worker; try once more with a fresh one.
       this.restart(e);
@@ -213,11 +249,7 @@ export class WorkerEngine {
   terminate() {
     this.spare?.terminate();
     this.spare = null;
-    this.worker?.terminate();
-    this.worker = null;
-    const pending = [...this.pending.values()];
-    this.pending.clear();
-    for (const p of pending) p.reject(new Error('terminated'));
+    this.stop(new Error('terminated'));
   }
 
   // Cancel the analysis in progress. Resolves when the worker is free again.

@@ -31,9 +31,11 @@ usage: cargo xtask <task> [options]
 
 tasks:
   setup                 install missing tools (clang, the wasm32 target, wasm-bindgen-cli, binaryen,
-                        chromium + chromedriver, playwright-core); report what could not be installed
+                        chromium + chromedriver, playwright-core, firefox-esr, puppeteer-core);
+                        report what could not be installed
   test                  setup, `cargo test --workspace`, the wasm32 build, the wasm tests in headless
                         Chromium, `dist`, and the page's end-to-end tests (tests/e2e/, when present)
+                        in headless Chromium and Firefox
   web                   build the page into dist/ (wasm32 release build, wasm-bindgen, wasm-opt, www/ + static/)
   dist                  web, plus dist/nsys-lens-offline.html: one self-contained file for file:// use
   serve [--port N]      dist, then serve dist/ at http://127.0.0.1:N/ (default {PORT})

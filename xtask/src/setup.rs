@@ -3,7 +3,8 @@
 //! Each tool is one row of [`TOOLS`]: how to tell it is there, how to install it, and what to
 //! run by hand when that fails: clang and the wasm32 target for the core; wasm-bindgen-cli
 //! (pinned, via `cargo install`) and npm's binaryen for the page; Debian's chromium and
-//! chromedriver and npm's playwright-core for the browser tests.
+//! chromedriver and npm's playwright-core, Debian's firefox-esr and npm's puppeteer-core for the
+//! browser tests.
 
 use std::cell::Cell;
 use std::process::Command;
@@ -89,8 +90,28 @@ pub const TOOLS: &[Tool] = &[
                 .join("node_modules/playwright-core/package.json")
                 .is_file()
         },
-        install: install_playwright_core,
+        install: || install_npm_dev("playwright-core"),
         manual: "npm install --save-dev playwright-core   (in the repository root)",
+        builds_page: false,
+    },
+    Tool {
+        name: "firefox-esr",
+        why: "runs the page's end-to-end tests in Firefox too (tests/e2e/firefox.test.mjs)",
+        check: || succeeds("firefox-esr", &["--version"]),
+        install: || apt_install(&["firefox-esr"]),
+        manual: "sudo apt-get install -y firefox-esr",
+        builds_page: false,
+    },
+    Tool {
+        name: "puppeteer-core (npm)",
+        why: "drives stock Firefox over WebDriver BiDi in the end-to-end tests; it downloads no browser",
+        check: || {
+            crate::root()
+                .join("node_modules/puppeteer-core/package.json")
+                .is_file()
+        },
+        install: || install_npm_dev("puppeteer-core"),
+        manual: "npm install --save-dev puppeteer-core   (in the repository root)",
         builds_page: false,
     },
 ];
@@ -218,18 +239,18 @@ fn install_binaryen() -> Result<()> {
         .arg("binaryen"))
 }
 
-/// `playwright-core` in the repository's `node_modules`: `npm install` when package.json lists
-/// it, else added to package.json as a dev dependency.
-fn install_playwright_core() -> Result<()> {
+/// An npm test tool in the repository's `node_modules`: `npm install` when package.json lists
+/// it (versions from package-lock.json), else added to package.json as a dev dependency.
+fn install_npm_dev(package: &str) -> Result<()> {
     npm_present()?;
     let root = crate::root();
     let listed = std::fs::read_to_string(root.join("package.json"))
-        .is_ok_and(|text| text.contains("\"playwright-core\""));
+        .is_ok_and(|text| text.contains(&format!("\"{package}\"")));
     let mut cmd = Command::new("npm");
     cmd.current_dir(&root)
         .args(["install", "--no-fund", "--no-audit"]);
     if !listed {
-        cmd.args(["--save-dev", "playwright-core"]);
+        cmd.args(["--save-dev", package]);
     }
     run(&mut cmd)
 }

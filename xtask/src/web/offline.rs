@@ -1,4 +1,5 @@
-//! `dist/nsys-lens-offline.html`: the page as ONE file that works from `file://`, offline.
+//! `dist/nsys-lens-offline.html`: the page as ONE file that works from `file://`, offline, in a
+//! browser with its default settings.
 //!
 //! Built from the assembled `dist/` by plain text substitution (no bundler), following the
 //! contract written at the top of `www/app.js`:
@@ -7,8 +8,11 @@
 //!    those import lines removed, and the import of `pkg/nsys_lens.js` replaced by the
 //!    wasm-bindgen glue's text (it declares `__wbg_init` and the exports at top level);
 //! 2. before it, a data block `<script type="application/json" id="nsys-lens-inline">` holding
-//!    `{wasmBase64, workerSource, glueSource}`; `workerSource` is `worker.js` bundled the same way
-//!    (glue inlined), which the page starts from a Blob URL and hands the wasm bytes to;
+//!    `{wasmBase64, workerSource}`; `workerSource` is `worker.js` bundled the same way (glue
+//!    inlined) and made a CLASSIC script ([`classic_script`]: `export` keywords and export lists
+//!    removed, `import.meta.url` replaced by a throw, since this page always hands the worker the
+//!    wasm bytes). A page on `file://` has an opaque origin, and browsers refuse it a module worker
+//!    from a `blob:` URL but start a classic one, which the page does;
 //! 3. `<link rel="stylesheet">` becomes `<style>`, icons and images become `data:` URLs;
 //! 4. the CSP meta is replaced by one that allows exactly that inline code (SHA-256 hashes),
 //!    Blob-URL workers and wasm compilation, and still `connect-src 'none'`.
@@ -116,17 +120,18 @@ impl<'a> Inliner<'a> {
         Ok(apply(html, edits))
     }
 
-    /// `<script type="application/json" id="nsys-lens-inline">` with the wasm, worker and glue.
+    /// `<script type="application/json" id="nsys-lens-inline">` with the wasm and the worker (a
+    /// classic script).
     fn data_block(&self) -> Result<String> {
         let wasm_path = self.dist.join(format!("pkg/{MODULE}_bg.wasm"));
         let wasm = fs::read(&wasm_path)
             .map_err(|e| format!("cannot read {}: {e}", wasm_path.display()))?;
-        let worker = self.bundle("worker.js")?;
+        let worker = classic_script(&self.bundle("worker.js")?)
+            .map_err(|e| format!("worker.js as a classic script: {e}"))?;
         Ok(format!(
-            "<script type=\"application/json\" id=\"nsys-lens-inline\">{{\"wasmBase64\":{},\"workerSource\":{},\"glueSource\":{}}}</script>",
+            "<script type=\"application/json\" id=\"nsys-lens-inline\">{{\"wasmBase64\":{},\"workerSource\":{}}}</script>",
             json_string(&base64(&wasm)),
             json_string(&worker),
-            json_string(&self.glue),
         ))
     }
 
@@ -303,6 +308,57 @@ fn relative_import(line: &str, importer: &str) -> Result<Option<String>> {
     }
     let base = importer.rsplit_once('/').map_or("", |(dir, _)| dir);
     normalize(&format!("{base}/{spec}")).map(Some)
+}
+
+/// What stands for `import.meta.url` in a classic script: the glue reads it only to locate the
+/// wasm file when `init` is given no bytes, which the offline page never does.
+const NO_IMPORT_META: &str = "(() => { throw new Error('the offline worker has no module URL: pass the wasm bytes to init'); })()";
+
+/// A bundled module (no import left) as a classic script with the same meaning: strict mode,
+/// `export` dropped from top-level declarations (`export function f` → `function f`), export
+/// lists (`export { a, b as default };`) deleted, `import.meta.url` replaced by
+/// [`NO_IMPORT_META`]. Fails on what a classic script cannot hold (an import, another use of
+/// `import.meta`, `export default`, an export not at the start of a line).
+fn classic_script(module: &str) -> Result<String> {
+    let mut out = String::with_capacity(module.len() + 16);
+    out.push_str("\"use strict\";\n");
+    for line in module.lines() {
+        let line = line.replace("import.meta.url", NO_IMPORT_META);
+        let trimmed = line.trim_start();
+        if let Some(rest) = line.strip_prefix("export ") {
+            if rest.starts_with('{') && rest.trim_end().ends_with(';') {
+                continue;
+            }
+            const DECLARATIONS: [&str; 6] = [
+                "function ",
+                "function*",
+                "async function",
+                "class ",
+                "const ",
+                "let ",
+            ];
+            if !DECLARATIONS.iter().any(|d| rest.starts_with(d)) {
+                return Err(format!(
+                    "cannot turn `{}` into a classic script",
+                    line.trim()
+                ));
+            }
+            out.push_str(rest);
+        } else if trimmed.starts_with("export ")
+            || trimmed.starts_with("import ")
+            || trimmed.starts_with("import{")
+            || line.contains("import.meta")
+        {
+            return Err(format!(
+                "module syntax left in a classic script: `{}`",
+                trimmed
+            ));
+        } else {
+            out.push_str(&line);
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// `a/./b/../c.js` → `a/c.js`; a path leaving `dist/` is an error.
@@ -496,7 +552,7 @@ mod tests {
         );
         w(
             "pkg/nsys_lens.js",
-            "export function f() {}\nexport default function init() {}\n",
+            "export function f() {}\nexport class Analysis {}\nasync function __wbg_init(p) {\n    if (p === undefined) p = new URL('x.wasm', import.meta.url);\n}\nexport { __wbg_init as default };\n",
         );
         w("pkg/nsys_lens_bg.wasm", "\0asm");
         let out = write(&dir).unwrap();
@@ -520,5 +576,35 @@ mod tests {
             page.contains(&csp_hash(&page[code_start..code_end])),
             "the module's hash is in the CSP"
         );
+        let data_start = page.find("id=\"nsys-lens-inline\">").unwrap();
+        let data = &page[data_start..data_start + page[data_start..].find("</script>").unwrap()];
+        assert!(!data.contains("glueSource"));
+        assert!(
+            data.contains(
+                "\"workerSource\":\"\\\"use strict\\\";\\n// ── worker.js ──\\nfunction f() {}\\nclass Analysis {}\\n"
+            ),
+            "the worker is a classic script with the glue inlined: {data}"
+        );
+        assert!(!data.contains("import.meta") && !data.contains("export "));
+    }
+
+    #[test]
+    fn classic_script_keeps_declarations_and_drops_module_syntax() {
+        let module = "export function a() {}\nexport async function b() {}\nexport class C {\n    m() { return `export ${1}`; }\n}\nexport const d = 1;\nconst u = new URL('x', import.meta.url);\nexport { a, C as default };\nself.postMessage(d);\n";
+        let script = classic_script(module).unwrap();
+        assert_eq!(
+            script,
+            format!(
+                "\"use strict\";\nfunction a() {{}}\nasync function b() {{}}\nclass C {{\n    m() {{ return `export ${{1}}`; }}\n}}\nconst d = 1;\nconst u = new URL('x', {NO_IMPORT_META});\nself.postMessage(d);\n"
+            )
+        );
+        for bad in [
+            "import x from 'bare';\n",
+            "export default function f() {}\n",
+            "  export function f() {}\n",
+            "const m = import.meta;\n",
+        ] {
+            assert!(classic_script(bad).is_err(), "{bad}");
+        }
     }
 }

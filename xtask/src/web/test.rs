@@ -1,6 +1,8 @@
 //! The browser-side tests `cargo xtask test` runs: the wasm-bindgen-test suite
 //! (`crate/tests/web.rs`, in a dedicated worker of headless Chromium through chromedriver) and the
-//! page's end-to-end tests (`tests/e2e/`, Node's test runner driving Chromium with playwright-core).
+//! page's end-to-end tests (`tests/e2e/`, Node's test runner driving Chromium with playwright-core
+//! and Firefox with puppeteer-core). Every browser runs with its default settings: no switch that
+//! lets a page do more than it would for a user.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -14,9 +16,40 @@ pub const FIXTURE: &str = "target/web-fixtures/host-bound.sqlite";
 /// `host-bound --scale 16`: about 3 MB, 20 480 kernels — large enough to see lazy reads.
 const FIXTURE_SCALE: &str = "16";
 
-/// Writes the fixture, then `cargo test -p nsys-lens --target wasm32-unknown-unknown --test web`.
+/// chromedriver's own switches that change what a page may do or how it is scheduled (popups
+/// allowed, timers never throttled, …), removed from the wasm tests' Chromium. The test runner
+/// adds `headless`, `no-sandbox` and `disable-dev-shm-usage`; chromedriver keeps the switches it
+/// needs (`enable-automation`, `remote-debugging-port`, a fresh `user-data-dir`) and quiet-network
+/// ones.
+const CHROMEDRIVER_SWITCHES_REMOVED: &[&str] = &[
+    "disable-popup-blocking",
+    "allow-pre-commit-input",
+    "disable-background-timer-throttling",
+    "disable-backgrounding-occluded-windows",
+    "disable-client-side-phishing-detection",
+    "disable-features",
+    "disable-hang-monitor",
+    "disable-prompt-on-repost",
+];
+
+/// Writes the fixture, then `cargo test -p nsys-lens --target wasm32-unknown-unknown --test web`
+/// with the capabilities of [`CHROMEDRIVER_SWITCHES_REMOVED`] (`webdriver.json`, which
+/// wasm-bindgen-test-runner reads).
 pub fn wasm_tests() -> Result<()> {
     write_fixture()?;
+    let capabilities = root().join("target/web-fixtures/webdriver.json");
+    let excluded: Vec<String> = CHROMEDRIVER_SWITCHES_REMOVED
+        .iter()
+        .map(|s| format!("\"{s}\""))
+        .collect();
+    std::fs::write(
+        &capabilities,
+        format!(
+            "{{\"goog:chromeOptions\": {{\"excludeSwitches\": [{}]}}}}\n",
+            excluded.join(", ")
+        ),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", capabilities.display()))?;
     run(cargo()
         .args([
             "test",
@@ -28,6 +61,7 @@ pub fn wasm_tests() -> Result<()> {
             "web",
         ])
         .env("CHROMEDRIVER", chromedriver())
+        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &capabilities)
         .env("PATH", path_with_cargo_bin()))
 }
 
