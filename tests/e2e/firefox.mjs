@@ -46,6 +46,8 @@ const PREFS = {
 export async function launchFirefox() {
   const missing = firefoxMissing();
   if (missing) throw new Error(missing);
+  // Imported first: a missing driver must not leave a Firefox running that holds the test open.
+  const { default: puppeteer } = await import('puppeteer-core');
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-firefox-'));
   fs.writeFileSync(
     path.join(profile, 'user.js'),
@@ -58,7 +60,7 @@ export async function launchFirefox() {
   });
   child.on('exit', () => removeDir(profile));
   let log = '';
-  const endpoint = await new Promise((resolve, reject) => {
+  const endpoint = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Firefox did not open WebDriver BiDi within 60 s:\n${log}`)), 60_000);
     const read = (chunk) => {
       log += chunk;
@@ -75,10 +77,9 @@ export async function launchFirefox() {
       reject(new Error(`Firefox exited (${code}) before WebDriver BiDi listened:\n${log}`));
     });
   });
-  const { default: puppeteer } = await import('puppeteer-core');
   let browser;
   try {
-    browser = await puppeteer.connect({ browserWSEndpoint: `${endpoint}/session`, protocol: 'webDriverBiDi' });
+    browser = await puppeteer.connect({ browserWSEndpoint: `${await endpoint}/session`, protocol: 'webDriverBiDi' });
   } catch (e) {
     child.kill();
     throw e;
