@@ -7,11 +7,11 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Function, Uint8Array};
-use nsys_lens::web::Analysis;
 use nsys_lens::web::vfs;
+use nsys_lens::web::{Analysis, WebError};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
-use wasm_bindgen::{JsCast, JsError, JsValue};
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
 use web_sys::File;
 
@@ -41,12 +41,20 @@ fn open(bytes: &[u8], name: &str) -> Result<Analysis, String> {
 }
 
 /// The message of the JS `Error` an export threw.
-fn message(e: JsError) -> String {
+fn message(e: WebError) -> String {
     let value = JsValue::from(e);
     value
         .dyn_ref::<js_sys::Error>()
         .map(|e| String::from(e.message()))
         .unwrap_or_else(|| format!("{value:?}"))
+}
+
+/// The `code` of the JS `Error` an export threw (what the page tells errors apart by).
+fn code(e: WebError) -> String {
+    js_sys::Reflect::get(&JsValue::from(e), &JsValue::from_str("code"))
+        .ok()
+        .and_then(|c| c.as_string())
+        .unwrap_or_default()
 }
 
 fn json(text: &str) -> Value {
@@ -220,6 +228,8 @@ fn cancelling_from_the_progress_callback() {
             .expect("cancelled"),
     );
     assert_eq!(err, "the analysis was cancelled");
+    let cancelled = Analysis::open(file(FIXTURE, "t.sqlite"), progress(false)).err();
+    assert_eq!(code(cancelled.expect("cancelled")), "cancelled");
     let throws = Function::new_with_args("s, d, t", "throw new Error('boom')");
     let err = message(
         Analysis::open(file(FIXTURE, "t.sqlite"), throws)
@@ -233,6 +243,8 @@ fn cancelling_from_the_progress_callback() {
 fn bad_files_are_clear_errors() {
     let err = open(&[], "empty.sqlite").err().expect("empty");
     assert!(err.contains("empty.sqlite: the file is empty"), "{err}");
+    let empty = Analysis::open(file(&[], "empty.sqlite"), progress(true)).err();
+    assert_eq!(code(empty.expect("empty")), "empty");
 
     let random: Vec<u8> = (0..4096u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)

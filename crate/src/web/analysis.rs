@@ -177,13 +177,13 @@ impl Analysis {
 pub(super) fn register(file: &File) -> Result<(String, Registration), WebError> {
     init();
     let name = file.name();
-    check_header(file, &name).map_err(js_error)?;
+    check_header(file, &name).map_err(WebError::from)?;
     let registration = vfs::register(file)
         .map_err(|detail| Error::Io {
             path: name.clone(),
             detail,
         })
-        .map_err(js_error)?;
+        .map_err(WebError::from)?;
     Ok((name, registration))
 }
 

@@ -59,6 +59,17 @@ pub(crate) fn init() {
 /// workers pass on so that the page tells errors apart without reading their text.
 pub struct WebError(JsValue);
 
+impl std::fmt::Debug for WebError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let error = self.0.dyn_ref::<js_sys::Error>();
+        let message = error.map(|e| String::from(e.message()));
+        let code = js_sys::Reflect::get(&self.0, &JsValue::from_str("code"))
+            .ok()
+            .and_then(|c| c.as_string());
+        write!(f, "WebError({code:?}: {message:?})")
+    }
+}
+
 impl WebError {
     fn new(message: &str, code: &str) -> WebError {
         let error = js_sys::Error::new(message);
