@@ -76,7 +76,8 @@ fn the_summary_names_the_scopes_that_crossed() {
     let (_, calm) = report_json(&strict);
     assert_eq!(calm.verdict, "NO");
     assert!(
-        calm.summary.contains("fewer than 2 applicable metrics crossed"),
+        calm.summary
+            .contains("fewer than 2 applicable metrics crossed"),
         "{}",
         calm.summary
     );
