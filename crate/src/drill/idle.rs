@@ -519,11 +519,13 @@ mod tests {
 
     /// Planted causes, each ns worked out by hand. Device 0 (process 7) idles in three 900 ns
     /// gaps between kernels at 0, 1000, 2000 and 3000 (each 100 ns long):
-    /// - [100, 1000): a sync 200..500 (300), an `IO 1` range 600..850 (250, nvtx), the launch
-    ///   of the next kernel 900..1000 (100), nothing at 100..200, 500..600, 850..900 (250);
+    /// - [100, 1000): a sync 200..500 (300) inside an `aten::item, op_id = 5` range 180..520
+    ///   (sync wins; nvtx 40), an `IO 1` range 600..850 (250, nvtx), the launch of the next
+    ///   kernel 900..1000 (100), nothing at 100..180, 520..600, 850..900 (210);
     /// - [1100, 2000): a compile range 1000..1900 holding a module load 1200..1300 (jit wins)
-    ///   and a GC pause 1400..1500 (gc wins: 100), so jit 700; a cudaMalloc 1850..1950 of which
-    ///   1900..1950 is outside the compile (alloc 50), a launch 1950..2000 (50);
+    ///   and a GC pause 1400..1500 (gc wins: 100), so jit 700, all inside a `forward 2` range
+    ///   1050..1950 (jit wins); a cudaMalloc 1850..1950 of which 1900..1950 is outside the
+    ///   compile (alloc 50), a launch 1950..2000 (50);
     /// - [2100, 3000): an `outer` range 2000..3000 with `inner 5` 2500..2600 inside (nvtx 900,
     ///   `outer` holding 800 of it) and a `Holding GIL` range 2100..2300 that names nothing
     ///   while `outer` is open; process 9, which launches only on device 1, syncs 2100..3000.
@@ -535,11 +537,13 @@ mod tests {
         let launch = |b: &mut TraceBuilder, at: Ns| b.call("cudaLaunchKernel", at, at + 5);
         let c = launch(&mut b, 0);
         b.kernel("k1", 0, 100, c);
+        b.range("aten::item, op_id = 5", 180, 520);
         b.call("cudaStreamSynchronize_v3020", 200, 500);
         b.range("IO 1", 600, 850);
         let c = b.call("cudaLaunchKernel_v7000", 900, 1000);
         b.kernel("k2", 1000, 1100, c);
         b.range("KernelExecutor::compileFusion", 1000, 1900);
+        b.range("forward 2", 1050, 1950);
         b.call("cuModuleLoadDataEx", 1200, 1300);
         b.range("Python GC", 1400, 1500);
         b.call("cudaMalloc_v3020", 1850, 1950);
@@ -566,10 +570,10 @@ mod tests {
         assert_eq!(
             causes(d0),
             vec![
-                (Nvtx, "outer", 1150),
+                (Nvtx, "outer", 1190),
                 (Jit, "KernelExecutor::compileFusion", 700),
                 (Sync, "cudaStreamSynchronize", 300),
-                (Untraced, "", 250),
+                (Untraced, "", 210),
                 (Launch, "cudaLaunchKernel", 150),
                 (Gc, "Python GC", 100),
                 (Alloc, "cudaMalloc", 50),
