@@ -95,8 +95,9 @@ pub struct GapReport {
     pub window: Option<(Ns, Ns)>,
     pub device_idle: IdleGaps,
     pub phases: Vec<PhaseGaps>,
-    /// Per bucket (as `buckets`), the cause holding most of its gap time; `None` when it has no
-    /// gap.
+    /// Per bucket (as `buckets`), the cause holding most of its gap time (a share of the
+    /// stream gaps' time: the time other streams kept the GPU busy has no cause); `None` when
+    /// its gaps hold no device-idle time (no gap, or other streams busy throughout).
     pub bucket_causes: Vec<Option<GapCause>>,
 }
 
