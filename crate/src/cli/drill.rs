@@ -28,10 +28,10 @@ pub struct DrillArgs {
 }
 
 /// What the drill-down reads: every column of kernels, runtime calls and NVTX ranges (the API
-/// calls during a gap may be any call), but not memory operations or sync events.
+/// calls during a gap may be any call) and memory operations (an async copy with a pageable
+/// host side is a synchronous one for the idle-time attribution), but not sync events.
 fn drill_columns() -> LoadOptions {
     LoadOptions {
-        memory_ops: false,
         syncs: false,
         ..LoadOptions::all()
     }

@@ -2,6 +2,12 @@
 //! device (idle between any kernels), bucketed, per phase, and the largest gaps attributed to
 //! the kernels on either side and to what the host was doing meanwhile.
 //!
+//! Every device-idle gap's time is attributed to its causes by [`super::idle`] (one sweep per
+//! device): the device's `idle` section, each top gap's `cause`, and the readings come from it.
+//! A device-idle gap lies whole inside a gap of every stream of the device that ran kernels
+//! before and after it, so a stream gap's causes are those of the device-idle gaps inside it
+//! (the time other streams kept the GPU busy has no cause).
+//!
 //! A lane's gaps are those of [`IdleLane`], which the verdict's histogram reads too: the positive
 //! holes between its merged kernel intervals, kernels that take no time skipped. The kernel
 //! before a gap is the one whose end closed the busy interval; the kernel after is the first to
@@ -14,6 +20,9 @@ use serde::Serialize;
 use crate::drill::attribution::{GapSpan, Overlap};
 use crate::drill::gaps::{
     Buckets, GapBucket, IdleGap, IdleLane, bucket_cause, bucket_label, bucket_of,
+};
+use crate::drill::idle::{
+    DeviceIdle, GapCause, HostCauses, IdleAttribution, Tally, cause_sentence,
 };
 use crate::drill::topk::TopK;
 use crate::drill::{attribution, phase_steps};
@@ -37,9 +46,13 @@ pub struct TopGap {
     /// CUDA API calls of the launching process(es) overlapping the gap, largest overlap first.
     pub api: Vec<Overlap>,
     pub bucket: String,
-    /// The bucket's typical cause.
+    /// What its measured causes say ([`cause_sentence`]): the dominant cause and its share, or
+    /// that no host activity was recorded, with the bucket's typical cause.
     pub reading: String,
     pub file: String,
+    /// The cause holding most of the gap's time, as a share of the gap; `None` for a stream
+    /// gap during which other streams kept the GPU busy throughout.
+    pub cause: Option<GapCause>,
 }
 
 /// Bucketed gaps of one phase (context or generation), counted when fully inside its steps.
@@ -63,6 +76,9 @@ pub struct IdleGaps {
     pub device_time_us: f64,
     pub idle_share: f64,
     pub reading: Option<String>,
+    /// Per bucket (as `buckets`), the cause holding most of its gap time; `None` when it has no
+    /// gap.
+    pub bucket_causes: Vec<Option<GapCause>>,
 }
 
 /// The `gaps` section of the drill-down.
@@ -73,24 +89,26 @@ pub struct GapReport {
     pub top: Vec<TopGap>,
     pub gaps: u64,
     pub total_us: f64,
-    /// What the dominant bucket says (reference §9.1 "reading the distribution").
+    /// The dominant bucket and what its measured causes say (reference §9.1 "reading the
+    /// distribution", with the cause measured rather than assumed).
     pub reading: Option<String>,
     pub window: Option<(Ns, Ns)>,
     pub device_idle: IdleGaps,
     pub phases: Vec<PhaseGaps>,
+    /// Per bucket (as `buckets`), the cause holding most of its gap time (a share of the
+    /// stream gaps' time: the time other streams kept the GPU busy has no cause); `None` when
+    /// its gaps hold no device-idle time (no gap, or other streams busy throughout).
+    pub bucket_causes: Vec<Option<GapCause>>,
 }
 
-/// The reading of a distribution dominated by `bucket` (reference §9.1).
-pub fn reading(bucket: usize) -> String {
-    let label = bucket_label(bucket);
-    match bucket {
-        4 => format!("dominated by {label}: piecewise CUDA-graph replay dispatch"),
-        5..=7 => format!("dominated by {label}: Python interpreter overhead between launches"),
-        8 => format!(
-            "dominated by {label}: host-device syncs (.item()) or runtime object creation (cudaEventCreate)"
-        ),
-        _ => format!("dominated by {label}: {}", bucket_cause(bucket)),
-    }
+/// The reading of a distribution dominated by `bucket`: what the causes measured in that
+/// bucket's gaps (`causes`, over `gap_ns` of gap time) say, else its typical cause, saying so.
+pub fn reading(bucket: usize, causes: &Tally<'_>, gap_ns: Ns) -> String {
+    format!(
+        "dominated by {}: {}",
+        bucket_label(bucket),
+        cause_sentence(causes, gap_ns, bucket_cause(bucket))
+    )
 }
 
 /// A gap before attribution.
@@ -160,9 +178,37 @@ impl Collector {
 
 /// Gaps of every input; `window` keeps only gaps fully inside `[start, end)` (each file's clock).
 pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)>) -> GapReport {
+    gaps_and_idle(inputs, top, window).0
+}
+
+/// One device of one input: its device-idle gaps inside the window, in time order, and the
+/// stream gaps around them.
+struct DeviceLane {
+    input: usize,
+    device: u32,
+    gaps: Vec<(Ns, Ns)>,
+    covers: Vec<Cover>,
+}
+
+/// A stream gap as the device-idle gaps inside it (`gaps[from..to]` of its lane), with its
+/// bucket.
+struct Cover {
+    from: usize,
+    to: usize,
+    bucket: usize,
+}
+
+/// [`gap_report`] and the attribution of every device's idle time ([`super::idle`]), from one
+/// scan of the kernels and one attribution sweep per device.
+pub fn gaps_and_idle(
+    inputs: &[TraceIndex<'_>],
+    top: usize,
+    window: Option<(Ns, Ns)>,
+) -> (GapReport, IdleAttribution) {
     let mut streams = Collector::new(top);
     let mut devices = Collector::new(top);
     let mut device_time: Ns = 0;
+    let mut lanes = Vec::new();
     for (input, ix) in inputs.iter().enumerate() {
         let phase_spans = phase_spans(ix);
         let (ws, we) = window.unwrap_or_else(|| ix.kernel_extent());
@@ -173,24 +219,57 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
                 SpanCursor::new(&phase_spans[0]),
                 SpanCursor::new(&phase_spans[1]),
             ];
+            let mut lane = DeviceLane {
+                input,
+                device: d.device,
+                gaps: Vec::new(),
+                covers: Vec::new(),
+            };
             scan_device((ix, input, d), window, |c, is_stream| {
-                let sink = if is_stream {
-                    &mut streams
+                if is_stream {
+                    // The device gaps found so far end by this one's end (device gaps are
+                    // reported first); those starting inside it lie in it.
+                    let from = lane.gaps.partition_point(|g| g.0 < c.start);
+                    if from < lane.gaps.len() {
+                        lane.covers.push(Cover {
+                            from,
+                            to: lane.gaps.len(),
+                            bucket: bucket_of(c.gap),
+                        });
+                    }
+                    streams.add(c, &mut cursors);
                 } else {
-                    &mut devices
-                };
-                sink.add(c, &mut cursors);
+                    lane.gaps.push((c.start, c.end));
+                    devices.add(c, &mut cursors);
+                }
             });
+            lanes.push(lane);
         }
     }
     let phases = phase_gaps(inputs, &streams);
-    let (stream_top, device_top) = finish_top(inputs, streams.top, devices.top);
-    GapReport {
+    let stream_top = streams.top.into_sorted_desc();
+    let split = stream_top.len();
+    let kept: Vec<Candidate> = stream_top
+        .into_iter()
+        .chain(devices.top.into_sorted_desc())
+        .collect();
+    let causes = attribute(inputs, &lanes, &kept);
+    let (stream_top, device_top) = finish_top(inputs, kept, split, &causes.top);
+    let bucket_causes = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<Option<GapCause>> {
+        (0..tallies.len())
+            .map(|i| tallies[i].gap_cause(b.bucket_total(i)))
+            .collect()
+    };
+    let read = |b: &Buckets, tallies: &[Tally<'_>; 9]| {
+        b.dominant()
+            .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
+    };
+    let report = GapReport {
         buckets: streams.buckets.list(),
         top: stream_top,
         gaps: streams.buckets.gaps(),
         total_us: us(streams.buckets.total()),
-        reading: streams.buckets.dominant().map(reading),
+        reading: read(&streams.buckets, &causes.stream_buckets),
         window,
         device_idle: IdleGaps {
             buckets: devices.buckets.list(),
@@ -199,10 +278,87 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
             total_us: us(devices.buckets.total()),
             device_time_us: us(device_time),
             idle_share: ratio(devices.buckets.total() as f64, device_time as f64),
-            reading: devices.buckets.dominant().map(reading),
+            reading: read(&devices.buckets, &causes.device_buckets),
+            bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
         },
         phases,
+        bucket_causes: bucket_causes(&streams.buckets, &causes.stream_buckets),
+    };
+    (report, causes.idle)
+}
+
+/// What the attribution sweeps gave: per device, per bucket of device and of stream gaps, and
+/// per kept top gap.
+struct Attributed<'t> {
+    idle: IdleAttribution,
+    device_buckets: [Tally<'t>; 9],
+    stream_buckets: [Tally<'t>; 9],
+    top: Vec<Tally<'t>>,
+}
+
+/// Attributes every lane's device-idle gaps (one sweep per lane) and adds each gap's causes to
+/// its device, its bucket, the buckets of the stream gaps around it and the kept top gaps
+/// containing it.
+fn attribute<'t>(
+    inputs: &[TraceIndex<'t>],
+    lanes: &[DeviceLane],
+    kept: &[Candidate],
+) -> Attributed<'t> {
+    let mut out = Attributed {
+        idle: IdleAttribution::default(),
+        device_buckets: Default::default(),
+        stream_buckets: Default::default(),
+        top: vec![Tally::default(); kept.len()],
+    };
+    let mut hosts: Vec<HostCauses<'_, 't>> = inputs.iter().map(HostCauses::new).collect();
+    for lane in lanes {
+        let Some(host) = hosts.get_mut(lane.input) else {
+            continue;
+        };
+        // Kept gaps of this lane as ranges of its device gaps.
+        let tops: Vec<(usize, usize, usize)> = kept
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.input == lane.input && c.device == lane.device)
+            .map(|(i, c)| {
+                let from = lane.gaps.partition_point(|g| g.0 < c.start);
+                let to = lane.gaps.partition_point(|g| g.1 <= c.end);
+                (i, from, to)
+            })
+            .collect();
+        let mut covers: Vec<&Cover> = lane.covers.iter().collect();
+        covers.sort_by_key(|c| c.from);
+        let mut covers = covers.into_iter().peekable();
+        let mut open: Vec<&Cover> = Vec::new();
+        let (device_buckets, stream_buckets, top) = (
+            &mut out.device_buckets,
+            &mut out.stream_buckets,
+            &mut out.top,
+        );
+        let (idle_ns, total) = host.attribute(lane.device, &lane.gaps, |j, causes| {
+            let (start, end) = lane.gaps[j];
+            device_buckets[bucket_of(end - start)].merge(causes);
+            while let Some(c) = covers.next_if(|c| c.from <= j) {
+                open.push(c);
+            }
+            open.retain(|c| c.to > j);
+            for c in &open {
+                stream_buckets[c.bucket].merge(causes);
+            }
+            for &(i, from, to) in &tops {
+                if (from..to).contains(&j) {
+                    top[i].merge(causes);
+                }
+            }
+        });
+        out.idle.per_device.push(DeviceIdle {
+            device: lane.device,
+            idle_ns,
+            causes: total.causes(idle_ns),
+            file: inputs[lane.input].label.clone(),
+        });
     }
+    out
 }
 
 /// Walks one device's kernels in time order, reporting every stream gap (`true`) and device
@@ -274,19 +430,15 @@ fn phase_gaps(inputs: &[TraceIndex<'_>], streams: &Collector) -> Vec<PhaseGaps> 
         .collect()
 }
 
-/// Names and host activity of the kept stream and device gaps (largest first), attributed
-/// together: one pass over each input's NVTX and runtime tables.
+/// Names, host activity and causes of the kept stream and device gaps (`kept[..split]` are
+/// the stream gaps, largest first), host activity attributed together: one pass over each
+/// input's NVTX and runtime tables.
 fn finish_top(
     inputs: &[TraceIndex<'_>],
-    streams: TopK<Candidate>,
-    devices: TopK<Candidate>,
+    kept: Vec<Candidate>,
+    split: usize,
+    causes: &[Tally<'_>],
 ) -> (Vec<TopGap>, Vec<TopGap>) {
-    let streams = streams.into_sorted_desc();
-    let split = streams.len();
-    let kept: Vec<Candidate> = streams
-        .into_iter()
-        .chain(devices.into_sorted_desc())
-        .collect();
     let mut activity = vec![attribution::HostActivity::default(); kept.len()];
     for (input, ix) in inputs.iter().enumerate() {
         let mine: Vec<usize> = (0..kept.len())
@@ -305,16 +457,25 @@ fn finish_top(
             activity[i] = a;
         }
     }
+    let empty = Tally::default();
     let mut gaps: Vec<TopGap> = kept
         .into_iter()
         .zip(activity)
-        .filter_map(|(c, a)| top_gap(inputs.get(c.input)?, &c, a))
+        .enumerate()
+        .filter_map(|(i, (c, a))| {
+            top_gap(inputs.get(c.input)?, &c, a, causes.get(i).unwrap_or(&empty))
+        })
         .collect();
     let devices = gaps.split_off(split.min(gaps.len()));
     (gaps, devices)
 }
 
-fn top_gap(ix: &TraceIndex<'_>, c: &Candidate, a: attribution::HostActivity) -> Option<TopGap> {
+fn top_gap(
+    ix: &TraceIndex<'_>,
+    c: &Candidate,
+    a: attribution::HostActivity,
+    causes: &Tally<'_>,
+) -> Option<TopGap> {
     let b = bucket_of(c.gap);
     Some(TopGap {
         device: c.device,
@@ -327,7 +488,8 @@ fn top_gap(ix: &TraceIndex<'_>, c: &Candidate, a: attribution::HostActivity) -> 
         nvtx: a.nvtx,
         api: a.api,
         bucket: bucket_label(b).to_string(),
-        reading: bucket_cause(b).to_string(),
+        reading: cause_sentence(causes, c.gap, bucket_cause(b)),
         file: ix.label.clone(),
+        cause: causes.gap_cause(c.gap),
     })
 }

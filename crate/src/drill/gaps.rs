@@ -85,6 +85,11 @@ impl Buckets {
         self.counts.iter().sum()
     }
 
+    /// Gap time in bucket `b`, ns.
+    pub fn bucket_total(&self, b: usize) -> Ns {
+        self.totals.get(b).copied().unwrap_or(0)
+    }
+
     /// Total gap time in ns.
     pub fn total(&self) -> Ns {
         self.totals.iter().sum()

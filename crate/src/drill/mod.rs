@@ -1,5 +1,6 @@
-//! Kernel-level drill-down (spec §4, reference §9): inter-kernel gaps, CUDA-graph coverage,
-//! the per-layer kernel pattern and straggler ranks, over one trace or several (one per rank).
+//! Kernel-level drill-down (spec §4, reference §9): inter-kernel gaps and where the GPU-idle
+//! time went, CUDA-graph coverage, the per-layer kernel pattern and straggler ranks, over one
+//! trace or several (one per rank).
 //!
 //! [`crate::index::TraceIndex`] prepares each trace once (kernels per device in time order, the
 //! launch-call join, name classes, steps); each analysis is its own module; [`drill`] runs them
@@ -10,6 +11,7 @@ pub mod attribution;
 pub mod gap_report;
 pub mod gaps;
 pub mod graphs;
+pub mod idle;
 pub mod patterns;
 pub mod stragglers;
 mod topk;
@@ -50,7 +52,7 @@ pub struct DrillInput<'t> {
     pub label: &'t str,
 }
 
-/// The drill-down's result: the four analyses and what was not computed (its findings are
+/// The drill-down's result: the analyses and what was not computed (its findings are
 /// [`crate::findings::DrillFindings`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DrillReport {
@@ -61,6 +63,8 @@ pub struct DrillReport {
     pub files: Vec<String>,
     pub options: DrillOptions,
     pub coverage: Vec<CoverageNote>,
+    /// Where each device's idle time went (the gaps' causes come from the same attribution).
+    pub idle: idle::IdleAttribution,
 }
 
 /// Runs every drill-down over `inputs`. Fails when there is no input or an input has no kernels.
@@ -80,14 +84,16 @@ pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillRepo
 
 /// [`drill`] over traces already indexed (the page keeps its index between calls).
 pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillReport {
+    let (gaps, idle) = gap_report::gaps_and_idle(indexed, opts.top, opts.window);
     DrillReport {
-        gaps: gap_report::gap_report(indexed, opts.top, opts.window),
+        gaps,
         graphs: graphs::graph_report(indexed, opts.top),
         patterns: patterns::pattern_report(indexed),
         stragglers: stragglers::straggler_report(indexed),
         files: indexed.iter().map(|ix| ix.label.clone()).collect(),
         options: *opts,
         coverage: indexed.iter().flat_map(coverage).collect(),
+        idle,
     }
 }
 
@@ -124,6 +130,14 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
             "the runtime calls (as recorded or loaded) are kernel launches only: syncs, copies and object creation during gaps cannot be listed".into(),
         );
     }
+    note(
+        "idle",
+        if t.present.osrt {
+            "the OSRT_API table (OS runtime calls) is not loaded: no idle time is given to blocking OS calls (osrt); it counts as nvtx or untraced".into()
+        } else {
+            "no OSRT_API table (capture without -t osrt): no idle time is given to blocking OS calls (osrt); it counts as nvtx or untraced".into()
+        },
+    );
     if !t.present.nvtx {
         note(
             "gaps, patterns",

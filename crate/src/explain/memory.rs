@@ -12,9 +12,6 @@ use crate::index::units::us;
 use crate::model::{MemOps, Ns};
 use crate::names::api::ApiKind;
 
-/// `ENUM_CUDA_MEM_KIND` value of pageable host memory.
-pub const PAGEABLE: u8 = 0;
-
 /// Operations of one kind (a copy direction, or memset).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemOpStats {
@@ -62,9 +59,7 @@ fn copy_kind(kind: u8) -> &'static str {
 
 /// Whether the API call that issued operation `i` is async; `None` when none joins it.
 fn issued_by(ix: &TraceIndex<'_>, ops: &MemOps, i: usize) -> Option<bool> {
-    let row = ix
-        .calls
-        .find(*ops.process.get(i)?, *ops.correlation.get(i)?)?;
+    let row = ix.issuing_call(ops, i)?;
     match ix.call_kind(row) {
         ApiKind::Memcpy { is_async } | ApiKind::Memset { is_async } => Some(is_async),
         _ => None,
@@ -102,8 +97,7 @@ pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
     let mut kinds: Vec<MemOpStats> = Vec::new();
     for i in 0..t.memcpy.len() {
         let label = copy_kind(t.memcpy.kind.get(i).copied().unwrap_or(0));
-        let pageable = t.memcpy.src_mem.get(i) == Some(&PAGEABLE)
-            || t.memcpy.dst_mem.get(i) == Some(&PAGEABLE);
+        let pageable = t.memcpy.pageable_host(i);
         let is_async = issued_by(ix, &t.memcpy, i);
         let slot = match kinds.iter().position(|k| k.kind == label) {
             Some(p) => p,
@@ -142,6 +136,7 @@ pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
 mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
+    use crate::model::PAGEABLE_MEMORY as PAGEABLE;
 
     #[test]
     fn pageable_async_and_synchronous_copies_are_flagged() {

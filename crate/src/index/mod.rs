@@ -10,7 +10,7 @@ pub mod names;
 pub(crate) mod testing;
 pub mod units;
 
-use crate::model::{Ns, ProcessIdx, Trace};
+use crate::model::{MemOps, Ns, ProcessIdx, Trace};
 use crate::names::api::ApiKind;
 use crate::profile::Profile;
 use crate::steps;
@@ -161,6 +161,12 @@ impl<'t> TraceIndex<'t> {
         let kern = &self.trace.kernels;
         let corr = *kern.correlation.get(k)?;
         self.calls.find(*kern.process.get(k)?, corr)
+    }
+
+    /// The runtime call that issued memory operation `i` of `ops` (a copy or memset table).
+    pub fn issuing_call(&self, ops: &MemOps, i: usize) -> Option<usize> {
+        self.calls
+            .find(*ops.process.get(i)?, *ops.correlation.get(i)?)
     }
 
     /// When kernel `k` was launched on the host: its call's start, else its own start.

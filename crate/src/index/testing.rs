@@ -2,7 +2,8 @@
 
 use crate::model::{NameId, Ns, Trace};
 
-/// One process (pid 7) with one thread; rows appended by name.
+/// One process (pid 7) with one thread; rows appended by name (on another thread and process
+/// after [`TraceBuilder::thread`]).
 pub struct TraceBuilder {
     pub trace: Trace,
     thread: u32,
@@ -18,6 +19,14 @@ impl TraceBuilder {
         trace.present.nvtx = true;
         trace.present.memcpy = true;
         TraceBuilder { trace, thread }
+    }
+
+    /// Rows appended from now on are on thread `tid` of process `pid`.
+    pub fn thread(&mut self, pid: i64, tid: i64) {
+        self.thread = self
+            .trace
+            .threads
+            .intern((pid << 24) | tid, &mut self.trace.processes);
     }
 
     fn name(&mut self, s: &str) -> NameId {
@@ -39,13 +48,25 @@ impl TraceBuilder {
 
     /// A kernel on device 0, stream 7, launched by call `corr` (0: none).
     pub fn kernel(&mut self, name: &str, start: Ns, end: Ns, corr: u32) {
+        self.kernel_on((0, 7), name, (start, end), corr);
+    }
+
+    /// A kernel of the current thread's process on `(device, stream)`.
+    pub fn kernel_on(
+        &mut self,
+        (device, stream): (u32, u32),
+        name: &str,
+        (start, end): (Ns, Ns),
+        corr: u32,
+    ) {
         let name = self.name(name);
+        let process = self.trace.threads.process[self.thread as usize];
         let k = &mut self.trace.kernels;
         k.start.push(start);
         k.end.push(end);
-        k.device.push(0);
-        k.stream.push(7);
-        k.process.push(0);
+        k.device.push(device);
+        k.stream.push(stream);
+        k.process.push(process);
         k.correlation.push(corr);
         k.short_name.push(name);
         k.demangled_name.push(name);

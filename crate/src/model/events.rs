@@ -355,9 +355,18 @@ pub struct MemOps {
     pub dst_mem: Vec<u8>,
 }
 
+/// `ENUM_CUDA_MEM_KIND` value of pageable host memory.
+pub const PAGEABLE_MEMORY: u8 = 0;
+
 impl MemOps {
     pub fn len(&self) -> usize {
         self.start.len()
+    }
+
+    /// Whether operation `i` has a pageable host side (source or destination).
+    pub fn pageable_host(&self, i: usize) -> bool {
+        self.src_mem.get(i) == Some(&PAGEABLE_MEMORY)
+            || self.dst_mem.get(i) == Some(&PAGEABLE_MEMORY)
     }
 
     pub fn is_empty(&self) -> bool {

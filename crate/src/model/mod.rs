@@ -16,7 +16,7 @@ mod tables;
 
 pub use events::{
     KernelEvent, Kernels, MemOps, NVTX_RANGE_TYPES, NvtxRanges, NvtxRow, OmittedRanges, OutOfOrder,
-    RuntimeCalls, StartOrder, Syncs,
+    PAGEABLE_MEMORY, RuntimeCalls, StartOrder, Syncs,
 };
 pub use ids::{
     GLOBAL_PID_MASK, NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME, os_pid, os_tid,
@@ -56,6 +56,8 @@ pub struct PresentTables {
     pub memcpy: bool,
     pub memset: bool,
     pub syncs: bool,
+    /// `OSRT_API` (OS runtime calls) exists in the file; no loader reads its rows.
+    pub osrt: bool,
 }
 
 impl Trace {

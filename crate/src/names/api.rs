@@ -23,6 +23,13 @@ pub enum ApiKind {
     ObjectCreate,
     /// Device or pinned memory allocation and release.
     Alloc,
+    /// Loading or unloading device code: `cuModuleLoad*`, `cuLibraryLoad*`, their unloads, and
+    /// the lookups that load a module on first use under lazy loading (`cuModuleGetFunction`,
+    /// `cuLibraryGetKernel`, `cuLibraryGetModule`, `cudaGetFuncBySymbol`).
+    ModuleLoad,
+    /// Run-time compilation and linking: NVRTC (`nvrtc*`), the driver's linker (`cuLink*`),
+    /// nvJitLink and the PTX compiler library.
+    Jit,
 }
 
 impl ApiKind {
@@ -101,6 +108,23 @@ pub fn api_kind(name: &str) -> ApiKind {
     if ALLOC.iter().any(|p| base.starts_with(p)) {
         return ApiKind::Alloc;
     }
+    const MODULE_LOAD: [&str; 8] = [
+        "cuModuleLoad",
+        "cuModuleUnload",
+        "cuLibraryLoad",
+        "cuLibraryUnload",
+        "cuModuleGetFunction",
+        "cuLibraryGetKernel",
+        "cuLibraryGetModule",
+        "cudaGetFuncBySymbol",
+    ];
+    if MODULE_LOAD.iter().any(|p| base.starts_with(p)) {
+        return ApiKind::ModuleLoad;
+    }
+    const JIT: [&str; 4] = ["nvrtc", "cuLink", "nvJitLink", "nvPTXCompiler"];
+    if JIT.iter().any(|p| base.starts_with(p)) {
+        return ApiKind::Jit;
+    }
     ApiKind::Other
 }
 
@@ -151,5 +175,18 @@ mod tests {
             ApiKind::ObjectCreate
         );
         assert_eq!(api_kind("cudaMalloc_v3020"), ApiKind::Alloc);
+        for name in [
+            "cuLibraryLoadData",
+            "cuModuleLoadDataEx",
+            "cuModuleUnload",
+            "cudaGetFuncBySymbol_v11000",
+            "cuLibraryGetKernel",
+        ] {
+            assert_eq!(api_kind(name), ApiKind::ModuleLoad, "{name}");
+        }
+        assert_eq!(api_kind("cuModuleGetLoadingMode"), ApiKind::Other);
+        for name in ["nvrtcCompileProgram", "cuLinkComplete", "nvJitLinkCreate"] {
+            assert_eq!(api_kind(name), ApiKind::Jit, "{name}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The name catalogue: what the names in a trace mean (launch APIs, other API kinds, NCCL and
-//! collective kernels, kernel classes, host-prep ranges, forward-step markers).
+//! collective kernels, kernel classes, host-prep ranges, forward-step markers, what an NVTX
+//! range says the host was doing).
 //!
 //! Pure rules over `&str`, with no trace, table or profile behind them: every layer above
 //! asks here, so a rule is written once. Tables that evaluate a rule once per string of a trace
@@ -9,4 +10,5 @@ pub mod api;
 pub mod kernels;
 pub mod launch;
 pub mod patterns;
+pub mod ranges;
 pub mod steps;

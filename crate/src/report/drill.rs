@@ -6,24 +6,71 @@ use super::tables::overlaps;
 use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
+use crate::drill::idle::{CauseKind, GapCause, IdleAttribution};
 use crate::findings::DrillFindings;
 
-fn buckets(out: &mut String, b: &[GapBucket]) {
+/// A measured cause as `kind (label) share`.
+fn cause_text(c: &GapCause) -> String {
+    match c.kind {
+        CauseKind::Untraced => format!("untraced {:.1}%", c.share * 100.0),
+        k => format!("{} ({}) {:.1}%", k.name(), c.label, c.share * 100.0),
+    }
+}
+
+/// The bucket table: each bucket's measured dominant cause, or its typical cause when the
+/// host recorded nothing in its gaps.
+fn buckets(out: &mut String, b: &[GapBucket], causes: &[Option<GapCause>]) {
     let _ = writeln!(
         out,
-        "  {:<12} {:>8} {:>12} {:>7}  typical cause",
+        "  {:<12} {:>8} {:>12} {:>7}  cause (measured; typical when nothing was recorded)",
         "bucket", "gaps", "total ms", "share"
     );
-    for x in b {
+    for (i, x) in b.iter().enumerate() {
+        let cause = match causes.get(i).and_then(Option::as_ref) {
+            Some(c) if c.kind != CauseKind::Untraced => cause_text(c),
+            Some(c) => format!("{}; typical: {}", cause_text(c), x.cause),
+            None => format!("typical: {}", x.cause),
+        };
         let _ = writeln!(
             out,
-            "  {:<12} {:>8} {:>12.3} {:>6.1}%  {}",
+            "  {:<12} {:>8} {:>12.3} {:>6.1}%  {cause}",
             x.label,
             x.count,
             x.total_us / 1000.0,
             x.share * 100.0,
-            x.cause
         );
+    }
+}
+
+/// Where each device's idle time went, cause by cause.
+fn idle_causes(out: &mut String, idle: &IdleAttribution, files: usize) {
+    let _ = writeln!(
+        out,
+        "
+Where the GPU-idle time went:"
+    );
+    for d in &idle.per_device {
+        let file = if files > 1 {
+            format!(" ({})", d.file)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  device {}{file}: {:.3} ms idle",
+            d.device,
+            d.idle_ns as f64 / 1e6
+        );
+        for c in &d.causes {
+            let _ = writeln!(
+                out,
+                "    {:<12} {:>12.3} ms {:>6.1}%  {}",
+                c.kind.name(),
+                c.ns as f64 / 1e6,
+                c.share * 100.0,
+                c.label
+            );
+        }
     }
 }
 
@@ -50,6 +97,7 @@ fn top(out: &mut String, gaps: &[TopGap]) {
         if !g.api.is_empty() {
             let _ = writeln!(out, "      API:  {}", overlaps(&g.api));
         }
+        let _ = writeln!(out, "      cause: {}", g.reading);
     }
 }
 
@@ -69,7 +117,8 @@ pub fn drill_report(drilled: &DrillFindings) -> String {
             .as_ref()
             .map_or(String::new(), |r| format!("; {r}"))
     );
-    buckets(&mut out, &idle.buckets);
+    buckets(&mut out, &idle.buckets, &idle.bucket_causes);
+    idle_causes(&mut out, &d.idle, d.files.len());
     let _ = writeln!(out, "\nLargest device-idle gaps:");
     top(&mut out, &idle.top);
     let _ = writeln!(
@@ -81,7 +130,7 @@ pub fn drill_report(drilled: &DrillFindings) -> String {
             .as_ref()
             .map_or(String::new(), |r| format!("; {r}"))
     );
-    buckets(&mut out, &g.buckets);
+    buckets(&mut out, &g.buckets, &g.bucket_causes);
     let _ = writeln!(out, "\nLargest per-stream gaps:");
     top(&mut out, &g.top);
     graphs(&mut out, d);

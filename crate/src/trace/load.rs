@@ -78,6 +78,8 @@ pub const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
 pub const NVTX_TABLE: &str = "NVTX_EVENTS";
 pub const MEMCPY_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
 pub const MEMSET_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+/// OS runtime calls: only whether the table exists is read.
+pub const OSRT_TABLE: &str = "OSRT_API";
 pub const SYNC_TABLE: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
 
 /// Loads a whole trace from an open, read-only connection, one table after another.

@@ -5,9 +5,9 @@ use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
 use super::load::{
-    KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink, PROGRESS_EVERY,
-    Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes, probe_export,
-    reads_graph_nodes,
+    KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink, OSRT_TABLE,
+    PROGRESS_EVERY, Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes,
+    probe_export, reads_graph_nodes,
 };
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
@@ -117,6 +117,7 @@ impl Loader<'_, '_> {
         if opts.syncs {
             self.load_syncs(schema, trace)?;
         }
+        trace.present.osrt = schema.has_table(OSRT_TABLE);
         self.load_gpus(schema, trace)?;
         self.load_names(schema, trace)?;
         self.report("done", 1, 1)

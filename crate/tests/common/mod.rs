@@ -57,6 +57,27 @@ pub fn public_traces_dir() -> PathBuf {
     dir
 }
 
+/// Every public export whose manifest entry counts kernels, by path.
+pub fn public_exports_with_kernels() -> Vec<PathBuf> {
+    let dir = public_traces_dir();
+    let text = std::fs::read_to_string(dir.join("MANIFEST.json")).expect("MANIFEST.json");
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
+    let paths: Vec<PathBuf> = manifest
+        .as_array()
+        .expect("the manifest is an array")
+        .iter()
+        .filter(|e| {
+            e["counts"]
+                .get("CUPTI_ACTIVITY_KIND_KERNEL")
+                .and_then(serde_json::Value::as_u64)
+                .is_some_and(|n| n > 0)
+        })
+        .map(|e| dir.join(e["file"].as_str().expect("file name")))
+        .collect();
+    assert!(paths.len() >= 10, "{} exports with kernels", paths.len());
+    paths
+}
+
 /// A public export by file name.
 pub fn public_trace(name: &str) -> PathBuf {
     let path = public_traces_dir().join(name);
