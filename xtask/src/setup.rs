@@ -9,7 +9,7 @@
 use std::cell::Cell;
 use std::process::Command;
 
-use crate::{Result, run, succeeds};
+use crate::{Result, WASM_TARGET, run, succeeds};
 
 /// One external tool the build depends on.
 pub struct Tool {
@@ -39,7 +39,7 @@ pub const TOOLS: &[Tool] = &[
         name: "rust target wasm32-unknown-unknown",
         why: "the analysis core is built for the browser",
         check: wasm32_target_installed,
-        install: || run(Command::new("rustup").args(["target", "add", WASM32])),
+        install: || run(Command::new("rustup").args(["target", "add", WASM_TARGET])),
         manual: "rustup target add wasm32-unknown-unknown",
         builds_page: true,
     },
@@ -116,8 +116,6 @@ pub const TOOLS: &[Tool] = &[
     },
 ];
 
-const WASM32: &str = "wasm32-unknown-unknown";
-
 /// Checks every tool, installs the missing ones, and fails listing those still missing.
 pub fn setup() -> Result<()> {
     install(TOOLS.iter())
@@ -175,7 +173,7 @@ fn wasm32_target_installed() -> bool {
     {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
             .lines()
-            .any(|l| l.trim() == WASM32),
+            .any(|l| l.trim() == WASM_TARGET),
         _ => Command::new("rustc")
             .args(["--print", "sysroot"])
             .output()
@@ -183,7 +181,7 @@ fn wasm32_target_installed() -> bool {
                 let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_string();
                 std::path::Path::new(&sysroot)
                     .join("lib/rustlib")
-                    .join(WASM32)
+                    .join(WASM_TARGET)
                     .is_dir()
             }),
     }

@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Result, cargo, root, run, target_dir};
+use crate::{Result, WASM_TARGET, cargo, root, run, target_dir};
 
 mod codec;
 pub mod offline;
@@ -19,7 +19,6 @@ pub mod test;
 
 /// The wasm-bindgen CLI must be exactly the version of the `wasm-bindgen` crate in Cargo.lock.
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
-const WASM32: &str = "wasm32-unknown-unknown";
 /// The module's name as wasm-bindgen writes it: `pkg/nsys_lens.js`, `pkg/nsys_lens_bg.wasm`.
 pub const MODULE: &str = "nsys_lens";
 
@@ -59,12 +58,12 @@ fn build_wasm() -> Result<PathBuf> {
             "--lib",
             "--release",
             "--target",
-            WASM32,
+            WASM_TARGET,
         ])
         .env("CARGO_PROFILE_RELEASE_LTO", "fat")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1"))?;
     let wasm = target_dir()
-        .join(WASM32)
+        .join(WASM_TARGET)
         .join("release")
         .join(format!("{MODULE}.wasm"));
     if wasm.is_file() {

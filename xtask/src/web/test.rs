@@ -56,7 +56,7 @@ pub fn wasm_tests() -> Result<()> {
             "-p",
             "nsys-lens",
             "--target",
-            "wasm32-unknown-unknown",
+            crate::WASM_TARGET,
             "--test",
             "web",
         ])
