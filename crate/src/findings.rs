@@ -11,8 +11,8 @@ use serde::{Serialize, Serializer};
 use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::bucket_label;
+use crate::drill::idle::{CauseKind, GapCause};
 use crate::explain::ExplainReport;
-use crate::names::api::{ApiKind, api_kind};
 
 /// How much a finding matters; sorts most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -166,125 +166,172 @@ fn gap_findings(d: &DrillReport) -> Vec<Finding> {
     if idle.device_time_us <= 0.0 {
         return Vec::new();
     }
-    let sum = |range: std::ops::RangeInclusive<usize>| -> (u64, f64) {
-        range
-            .filter_map(|i| idle.buckets.get(i))
-            .fold((0, 0.0), |a, b| (a.0 + b.count, a.1 + b.total_us))
-    };
-    let top_in = |mut range: std::ops::RangeInclusive<usize>| {
-        idle.top
-            .iter()
-            .find(|g| range.any(|i| bucket_label(i) == g.bucket))
-    };
-    let mut out = Vec::new();
-    let mut push =
-        |range: std::ops::RangeInclusive<usize>, sizes: &str, title: &str, pattern, fix: &str| {
-            let (count, total) = sum(range.clone());
-            let share = total / idle.device_time_us;
-            if count == 0 || Severity::of_share(share) == Severity::Info {
-                return;
-            }
-            let mut evidence = format!(
-                "{count} gaps of {sizes} leave the GPUs idle {} ({} of device time)",
-                ms(total),
-                pct(share)
-            );
-            if let Some(g) = top_in(range) {
-                evidence += &format!("; {}", largest_gap_context(g));
-            }
-            out.push(finding(
-                Severity::of_share(share),
-                "gaps",
-                title.to_string(),
-                evidence,
-                pattern,
-                fix,
-                total,
-            ));
-        };
-    // 50–100 µs gaps read as piecewise graph replay only when graphs are in use (§9.1);
-    // without graphs they are Python between eager launches like the longer ones.
+    // 50–100 µs gaps are graph-replay dispatch only when graphs are in use (§9.1); the sizes
+    // group gaps, the measured cause of their time says what holds them.
     let graphs_used = d.graphs.graph_kernels > 0 || d.graphs.graph_launch_calls > 0;
-    if graphs_used {
-        push(
-            4..=4,
-            "50–100 µs",
-            "GPU idle between piecewise CUDA-graph replays (50–100 µs gaps)",
-            Some("GRAPH_EXPAND"),
-            "Capture larger pieces: remove what splits the graph (partition poisoning by .item(), dynamic-shape ops, opaque extensions) so fewer, longer replays run back to back.",
-        );
-    }
-    let (python, sizes) = if graphs_used {
-        (5..=7, "100 µs–5 ms")
-    } else {
-        (4..=7, "50 µs–5 ms")
+    let groups = match graphs_used {
+        true => vec![
+            (4..=4, "50–100 µs"),
+            (5..=7, "100 µs–5 ms"),
+            (8..=8, "over 5 ms"),
+        ],
+        false => vec![(4..=7, "50 µs–5 ms"), (8..=8, "over 5 ms")],
     };
-    push(
-        python,
-        sizes,
-        &format!("GPU idle while Python runs between launches ({sizes} gaps)"),
-        Some("CUSTOM_OP, GRAPH_EXPAND"),
-        "Find the Python between the kernels on either side of the largest gaps (NVTX ranges above); fuse tensor-view chains and metadata prep into a custom op (CUSTOM_OP) or capture the region in a CUDA graph (GRAPH_EXPAND).",
-    );
-    out.extend(long_gap_finding(idle));
-    out
+    groups
+        .into_iter()
+        .filter_map(|(range, sizes)| gap_group_finding(idle, range, sizes))
+        .collect()
 }
 
-/// `> 5 ms` gaps: syncs (SYNC + HOIST) or runtime object creation/allocation (ALLOC).
-fn long_gap_finding(idle: &crate::drill::gap_report::IdleGaps) -> Option<Finding> {
-    let b = idle.buckets.get(8)?;
-    let share = b.total_us / idle.device_time_us;
-    if b.count == 0 || Severity::of_share(share) == Severity::Info {
+/// One finding for the device-idle gaps of `range` (bucket indices): the cause that holds
+/// most of their time, measured per bucket (`bucket_causes`), with the fix that fits it.
+fn gap_group_finding(
+    idle: &crate::drill::gap_report::IdleGaps,
+    range: std::ops::RangeInclusive<usize>,
+    sizes: &str,
+) -> Option<Finding> {
+    let mut count = 0;
+    let mut total = 0.0;
+    // (kind, label) → µs it holds in these buckets.
+    let mut held: Vec<(GapCause, f64)> = Vec::new();
+    for i in range.clone() {
+        let Some(b) = idle.buckets.get(i) else {
+            continue;
+        };
+        count += b.count;
+        total += b.total_us;
+        let Some(Some(c)) = idle.bucket_causes.get(i) else {
+            continue;
+        };
+        let us = b.total_us * c.share;
+        match held
+            .iter_mut()
+            .find(|(h, _)| h.kind == c.kind && h.label == c.label)
+        {
+            Some((_, t)) => *t += us,
+            None => held.push((c.clone(), us)),
+        }
+    }
+    let share = total / idle.device_time_us;
+    if count == 0 || Severity::of_share(share) == Severity::Info {
         return None;
     }
-    let long: Vec<&TopGap> = idle
-        .top
-        .iter()
-        .filter(|g| g.bucket == bucket_label(8))
-        .collect();
-    let has = |want: fn(ApiKind) -> bool| {
-        long.iter()
-            .flat_map(|g| &g.api)
-            .find(|a| want(api_kind(&a.name)))
-            .map(|a| a.name.clone())
-    };
-    let alloc = has(|k| matches!(k, ApiKind::ObjectCreate | ApiKind::Alloc));
-    let sync = has(|k| k == ApiKind::BlockingSync);
-    let (pattern, fix, cause) = match (&alloc, &sync) {
-        (Some(name), _) => (
-            "ALLOC",
-            "Create CUDA events/streams and allocate buffers once at initialization, not per step or per layer.",
-            format!("; {name} runs during them"),
-        ),
-        (None, Some(name)) => (
-            "SYNC, HOIST",
-            "Remove the host-device sync: pre-compute the value on the CPU (SYNC) and pass it down from step level (HOIST) instead of calling .item() in per-layer code.",
-            format!("; {name} runs during them"),
-        ),
+    let top = held.into_iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    let (title, pattern, fix, held_text) = match &top {
+        Some((c, us)) if total > 0.0 => {
+            let (pattern, fix) = fix_for(c);
+            let what = cause_text(c);
+            let title = format!("GPU idle in {sizes} gaps: {what}");
+            let held = format!("; {what}: {} of that time", pct(us / total));
+            (title, pattern, fix, held)
+        }
         _ => (
-            "SYNC, HOIST",
-            "Look for a host-device sync (.item(), .cpu(), .tolist()) or runtime object creation in the code around the largest gaps; pre-compute on the CPU and hoist it out of per-layer code.",
+            format!("GPU idle in {sizes} gaps"),
+            None,
+            "The capture recorded no host activity during these gaps: trace more of the host (nsys -t cuda,nvtx,osrt and Python sampling) to see what holds them.".to_string(),
             String::new(),
         ),
     };
     let mut evidence = format!(
-        "{} gaps longer than 5 ms leave the GPUs idle {} ({} of device time){cause}",
-        b.count,
-        ms(b.total_us),
+        "{count} gaps of {sizes} leave the GPUs idle {} ({} of device time){held_text}",
+        ms(total),
         pct(share)
     );
-    if let Some(g) = long.first() {
+    let largest = idle
+        .top
+        .iter()
+        .find(|g| range.clone().any(|i| bucket_label(i) == g.bucket));
+    if let Some(g) = largest {
         evidence += &format!("; {}", largest_gap_context(g));
     }
     Some(finding(
         Severity::of_share(share),
         "gaps",
-        "GPU idle for more than 5 ms at a time (host-device syncs or object creation)".into(),
+        title,
         evidence,
-        Some(pattern),
-        fix,
-        b.total_us,
+        pattern,
+        &fix,
+        total,
     ))
+}
+
+/// A measured cause in words, with the API or NVTX name that holds it.
+fn cause_text(c: &GapCause) -> String {
+    let what = match c.kind {
+        CauseKind::Sync => "host-device synchronization",
+        CauseKind::Launch => "kernel launch calls",
+        CauseKind::ModuleLoad => "loading device code",
+        CauseKind::Jit => "JIT compilation",
+        CauseKind::Alloc => "allocation and runtime object creation",
+        CauseKind::Memop => "copies and memsets on the host",
+        CauseKind::Gc => "Python garbage collection",
+        CauseKind::Gil => "waiting for the GIL",
+        CauseKind::Osrt => "blocking OS calls",
+        CauseKind::Comm => "waiting on a collective",
+        CauseKind::Api => "other CUDA API calls",
+        CauseKind::Nvtx => "host work in an NVTX range",
+        CauseKind::Untraced => "no recorded host activity",
+    };
+    match c.label.is_empty() {
+        true => what.to_string(),
+        false => format!("{what} ({})", c.label),
+    }
+}
+
+/// The optimization pattern (reference §9.5, where one applies) and the advice that fit a
+/// measured cause.
+fn fix_for(c: &GapCause) -> (Option<&'static str>, String) {
+    let label = &c.label;
+    match c.kind {
+        CauseKind::Sync => (
+            Some("SYNC, HOIST"),
+            format!("Remove the host-device sync ({label}): pre-compute the value on the CPU (SYNC) and pass it down from step level (HOIST) instead of reading GPU results (.item(), .cpu(), .tolist()) in the loop."),
+        ),
+        CauseKind::Launch => (
+            Some("GRAPH_EXPAND, CUSTOM_OP"),
+            format!("The launch calls themselves ({label}) hold the GPU: slow first launches are lazy module loading (warm up before the capture, or CUDA_MODULE_LOADING=EAGER); many short launches are fused (CUSTOM_OP) or captured in a CUDA graph (GRAPH_EXPAND)."),
+        ),
+        CauseKind::ModuleLoad | CauseKind::Jit => (
+            None,
+            format!("This is warm-up ({label}): measure after it (a capture range that starts after the first iterations, nsys -c cudaProfilerApi) or cache the compiled kernels; it says nothing about the steady state."),
+        ),
+        CauseKind::Alloc => (
+            Some("ALLOC"),
+            format!("Allocate buffers and create CUDA events/streams once at initialization, not per step or per layer ({label})."),
+        ),
+        CauseKind::Memop => (
+            None,
+            format!("Host-side copies ({label}) hold the GPU: use pinned host memory and async copies on a side stream, or keep the data on the device."),
+        ),
+        CauseKind::Gc => (
+            None,
+            "Python's garbage collector pauses the host: gc.freeze() after start-up, or collect between requests rather than during steps.".to_string(),
+        ),
+        CauseKind::Gil => (
+            None,
+            "Threads wait for the GIL while the GPU idles: move the competing Python work out of the serving thread's path, or release the GIL in long native calls.".to_string(),
+        ),
+        CauseKind::Osrt => (
+            None,
+            format!("Blocking OS calls ({label}) hold the host: move I/O and waits off the launching thread."),
+        ),
+        CauseKind::Comm => (
+            None,
+            format!("The rank waits on a collective ({label}): find the straggler rank (drill-down with every rank's file) and balance its work."),
+        ),
+        CauseKind::Api => (
+            None,
+            format!("CUDA API calls ({label}) hold the host: call them once outside the loop or cache their results."),
+        ),
+        CauseKind::Nvtx => (
+            Some("HOIST, CUSTOM_OP"),
+            format!("Host code inside the NVTX range {label} holds the GPU: profile that function (line_profiler), hoist per-step work out of the loop (HOIST) or fuse it into a custom op (CUSTOM_OP)."),
+        ),
+        CauseKind::Untraced => (
+            None,
+            "No host activity was recorded during most of this time: trace more of the host (nsys -t cuda,nvtx,osrt, NVTX ranges around the serving loop, Python sampling) to see what holds it.".to_string(),
+        ),
+    }
 }
 
 fn graph_findings(d: &DrillReport) -> Vec<Finding> {

@@ -1001,3 +1001,52 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
         "{reading}"
     );
 }
+
+/// A gap finding names the cause that holds most of the idle time it describes, and the fix that
+/// fits that cause — on the exports whose largest gaps the test above reads from the rows: JIT
+/// on nvFuser (warm-up advice, not ALLOC), launch calls on h100_2gpu (not object creation), the
+/// `IO` range on power_iteration (not `.item()`).
+#[test]
+fn gap_findings_name_the_measured_cause_and_its_fix() {
+    for (file, cause, pattern, not) in [
+        (
+            "NVIDIA_Fuser__df8f397__report1.sqlite",
+            "JIT compilation (executor_utils::Nvrtc::CompileProgram)",
+            None,
+            "ALLOC",
+        ),
+        (
+            "GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite",
+            "kernel launch calls (cudaLaunchKernel",
+            Some("GRAPH_EXPAND, CUSTOM_OP"),
+            "object creation",
+        ),
+        (
+            "brycelelbach_nsightful__power_iteration__baseline.sqlite",
+            "host work in an NVTX range (IO)",
+            Some("HOIST, CUSTOM_OP"),
+            ".item()",
+        ),
+    ] {
+        let report = drill_public(file, 10, None);
+        let findings = drill_findings(&report);
+        let long = findings
+            .iter()
+            .find(|f| f.source == "gaps" && f.title.contains("over 5 ms"))
+            .unwrap_or_else(|| panic!("{file}: a finding for the gaps over 5 ms: {findings:?}"));
+        assert!(long.title.contains(cause), "{file}: {}", long.title);
+        assert_eq!(long.pattern.as_deref(), pattern, "{file}");
+        let text = format!("{} {} {}", long.title, long.evidence, long.fix);
+        assert!(!text.contains(not), "{file}: {text}");
+        // The share it states is of the time it describes, never above 100 %.
+        let share = long
+            .evidence
+            .split(": ")
+            .find_map(|s| s.split(" %").next()?.parse::<f64>().ok());
+        assert!(
+            share.is_some_and(|s| s > 40.0 && s <= 100.0),
+            "{file}: {}",
+            long.evidence
+        );
+    }
+}
