@@ -8,11 +8,13 @@
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use crate::drill::DrillReport;
-use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::bucket_label;
-use crate::drill::idle::{CauseKind, GapCause};
-use crate::explain::ExplainReport;
+use crate::drill::idle::{CauseGap, CauseKind, GapCause};
+use crate::drill::{self, DrillInput, DrillOptions, DrillReport};
+use crate::error;
+use crate::explain::{self, ExplainReport};
+use crate::index::TraceIndex;
+use crate::model::Ns;
 
 /// How much a finding matters; sorts most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -94,8 +96,9 @@ pub fn sort(findings: &mut [Finding]) {
     });
 }
 
-/// The drill-down with the findings it supports: what `nsys-lens drill --json` writes and the
-/// page's Drill-down shows, the findings after the four analyses as the reference's JSON has them.
+/// The drill-down with every finding about its traces: what `nsys-lens drill --json` writes, the
+/// page's Drill-down shows and every report format lists — one list, in one order, so the three
+/// never disagree.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DrillFindings {
     pub report: DrillReport,
@@ -120,15 +123,49 @@ impl Serialize for DrillFindings {
 }
 
 impl DrillFindings {
-    pub fn of(report: DrillReport) -> DrillFindings {
-        let findings = drill_findings(&report);
+    /// The drill-down and the findings of it and of the explainer of each of its traces.
+    pub fn of(report: DrillReport, explains: &[ExplainReport]) -> DrillFindings {
+        let mut findings = drill_findings(&report);
+        let several = explains.len() > 1;
+        for e in explains {
+            let mut more = explain_findings(e, &report);
+            if several {
+                for f in &mut more {
+                    f.evidence = format!("{}: {}", e.file, f.evidence);
+                }
+            }
+            findings.extend(more);
+        }
+        sort(&mut findings);
         DrillFindings { report, findings }
+    }
+
+    /// Drills into `indexed` (one trace, or one per rank) and explains each trace: the whole
+    /// drill-down as the CLI, the page and the report show it.
+    pub fn build(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillFindings {
+        let report = drill::drill_indexed(indexed, opts);
+        let top = explain::DEFAULT_TOP.max(opts.top);
+        let explains: Vec<ExplainReport> =
+            indexed.iter().map(|ix| explain::explain(ix, top)).collect();
+        DrillFindings::of(report, &explains)
+    }
+
+    /// [`DrillFindings::build`] over loaded traces. Fails when there is no input or an input
+    /// has no kernels.
+    pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> error::Result<DrillFindings> {
+        drill::check_inputs(inputs)?;
+        let indexed: Vec<TraceIndex<'_>> = inputs
+            .iter()
+            .map(|i| TraceIndex::new(i.trace, i.label))
+            .collect();
+        Ok(DrillFindings::build(&indexed, opts))
     }
 }
 
-/// Findings supported by the drill-down.
+/// Findings supported by the drill-down alone: where the idle time went, graphs, the per-layer
+/// pattern and stragglers.
 pub fn drill_findings(d: &DrillReport) -> Vec<Finding> {
-    let mut out = gap_findings(d);
+    let mut out = idle_findings(d);
     out.extend(graph_findings(d));
     out.extend(pattern_finding(d));
     out.extend(straggler_finding(d));
@@ -140,119 +177,161 @@ fn ms(us: f64) -> String {
     format!("{:.2} ms", us / 1000.0)
 }
 
+fn ms_ns(ns: Ns) -> String {
+    ms(ns as f64 / 1000.0)
+}
+
 fn pct(share: f64) -> String {
     format!("{:.1} %", share * 100.0)
 }
 
-/// Where the largest gap of a set sits: its neighbours and the host work during it.
-fn largest_gap_context(g: &TopGap) -> String {
-    let mut s = format!(
-        "largest: {:.1} µs between {} and {} (device {})",
-        g.gap_us, g.prev_kernel, g.next_kernel, g.device
-    );
-    let ranges: Vec<&str> = g.nvtx.iter().take(3).map(|n| n.name.as_str()).collect();
-    if !ranges.is_empty() {
-        s += &format!(", during NVTX {}", ranges.join(" / "));
-    }
-    if let Some(a) = g.api.first() {
-        s += &format!(", API {}", a.name);
-    }
-    s
+/// One cause's idle time over every device of the drill-down.
+#[derive(Default)]
+struct CauseTotal<'d> {
+    ns: Ns,
+    devices: usize,
+    labels: Vec<(&'d str, Ns)>,
+    /// (gap, its device, its file).
+    gaps: Vec<(CauseGap, u32, &'d str)>,
+    by_bucket: [Ns; 9],
 }
 
-/// Device-idle gaps grouped by what their size says (reference §9.1 readings).
-fn gap_findings(d: &DrillReport) -> Vec<Finding> {
-    let idle = &d.gaps.device_idle;
-    if idle.device_time_us <= 0.0 {
+/// The causes of every device's idle time summed per kind, largest first.
+fn cause_totals(d: &DrillReport) -> Vec<(CauseKind, CauseTotal<'_>)> {
+    let mut per: Vec<(CauseKind, CauseTotal<'_>)> = Vec::new();
+    for dev in &d.idle.per_device {
+        for c in &dev.causes {
+            let i = match per.iter().position(|(k, _)| *k == c.kind) {
+                Some(i) => i,
+                None => {
+                    per.push((c.kind, CauseTotal::default()));
+                    per.len() - 1
+                }
+            };
+            let t = &mut per[i].1;
+            t.ns += c.ns;
+            t.devices += 1;
+            for l in &c.labels {
+                match t.labels.iter_mut().find(|(n, _)| *n == l.label) {
+                    Some((_, ns)) => *ns += l.ns,
+                    None => t.labels.push((&l.label, l.ns)),
+                }
+            }
+            t.gaps
+                .extend(c.gaps.iter().map(|g| (*g, dev.device, dev.file.as_str())));
+            for (b, ns) in t.by_bucket.iter_mut().zip(&c.by_bucket) {
+                *b += ns;
+            }
+        }
+    }
+    for (_, t) in &mut per {
+        t.labels.sort_by_key(|&(l, ns)| (std::cmp::Reverse(ns), l));
+        t.gaps
+            .sort_by_key(|(g, _, _)| (std::cmp::Reverse(g.ns), g.start_ns));
+    }
+    per.sort_by_key(|(k, t)| (std::cmp::Reverse(t.ns), k.rank()));
+    per
+}
+
+/// One finding per cause that keeps the GPUs idle ≥ 2 % of device time (the drill-down's
+/// idle-time attribution): the cause named, the calls or ranges holding its time inside the
+/// gaps, the gap sizes it sits in, its largest gap, and the fix that fits the cause.
+fn idle_findings(d: &DrillReport) -> Vec<Finding> {
+    let device_us = d.gaps.device_idle.device_time_us;
+    let idle_ns: Ns = d.idle.per_device.iter().map(|x| x.idle_ns).sum();
+    if device_us <= 0.0 || idle_ns <= 0 {
         return Vec::new();
     }
-    // 50–100 µs gaps are graph-replay dispatch only when graphs are in use (§9.1); the sizes
-    // group gaps, the measured cause of their time says what holds them.
-    let graphs_used = d.graphs.graph_kernels > 0 || d.graphs.graph_launch_calls > 0;
-    let groups = match graphs_used {
-        true => vec![
-            (4..=4, "50–100 µs"),
-            (5..=7, "100 µs–5 ms"),
-            (8..=8, "over 5 ms"),
-        ],
-        false => vec![(4..=7, "50 µs–5 ms"), (8..=8, "over 5 ms")],
-    };
-    groups
+    cause_totals(d)
         .into_iter()
-        .filter_map(|(range, sizes)| gap_group_finding(idle, range, sizes))
+        .filter_map(|(kind, t)| {
+            let share = t.ns as f64 / 1000.0 / device_us;
+            let severity = Severity::of_share(share);
+            (severity != Severity::Info).then(|| idle_finding(d, kind, &t, idle_ns, share))
+        })
         .collect()
 }
 
-/// One finding for the device-idle gaps of `range` (bucket indices): the cause that holds
-/// most of their time, measured per bucket (`bucket_causes`), with the fix that fits it.
-fn gap_group_finding(
-    idle: &crate::drill::gap_report::IdleGaps,
-    range: std::ops::RangeInclusive<usize>,
-    sizes: &str,
-) -> Option<Finding> {
-    let mut count = 0;
-    let mut total = 0.0;
-    // (kind, label) → µs it holds in these buckets.
-    let mut held: Vec<(GapCause, f64)> = Vec::new();
-    for i in range.clone() {
-        let Some(b) = idle.buckets.get(i) else {
-            continue;
-        };
-        count += b.count;
-        total += b.total_us;
-        let Some(Some(c)) = idle.bucket_causes.get(i) else {
-            continue;
-        };
-        let us = b.total_us * c.share;
-        match held
-            .iter_mut()
-            .find(|(h, _)| h.kind == c.kind && h.label == c.label)
-        {
-            Some((_, t)) => *t += us,
-            None => held.push((c.clone(), us)),
-        }
-    }
-    let share = total / idle.device_time_us;
-    if count == 0 || Severity::of_share(share) == Severity::Info {
-        return None;
-    }
-    let top = held.into_iter().max_by(|a, b| a.1.total_cmp(&b.1));
-    let (title, pattern, fix, held_text) = match &top {
-        Some((c, us)) if total > 0.0 => {
-            let (pattern, fix) = fix_for(c);
-            let what = cause_text(c);
-            let title = format!("GPU idle in {sizes} gaps: {what}");
-            let held = format!("; {what}: {} of that time", pct(us / total));
-            (title, pattern, fix, held)
-        }
-        _ => (
-            format!("GPU idle in {sizes} gaps"),
-            None,
-            "The capture recorded no host activity during these gaps: trace more of the host (nsys -t cuda,nvtx,osrt and Python sampling) to see what holds them.".to_string(),
-            String::new(),
+fn idle_finding(
+    d: &DrillReport,
+    kind: CauseKind,
+    t: &CauseTotal<'_>,
+    idle_ns: Ns,
+    share: f64,
+) -> Finding {
+    let label = t.labels.first().map_or("", |l| l.0);
+    let cause = GapCause {
+        kind,
+        label: label.to_string(),
+        share: 0.0,
+    };
+    let what = cause_text(&cause);
+    let title = match kind {
+        CauseKind::Untraced => format!(
+            "GPU idle with no host activity recorded: {} of device time",
+            pct(share)
         ),
+        _ => format!("GPU idle during {what}: {} of device time", pct(share)),
     };
     let mut evidence = format!(
-        "{count} gaps of {sizes} leave the GPUs idle {} ({} of device time){held_text}",
-        ms(total),
-        pct(share)
+        "{} of GPU-idle time ({} of all idle time) on {} device{}",
+        ms_ns(t.ns),
+        pct(t.ns as f64 / idle_ns as f64),
+        t.devices,
+        if t.devices == 1 { "" } else { "s" }
     );
-    let largest = idle
-        .top
-        .iter()
-        .find(|g| range.clone().any(|i| bucket_label(i) == g.bucket));
-    if let Some(g) = largest {
-        evidence += &format!("; {}", largest_gap_context(g));
+    if kind != CauseKind::Untraced && !t.labels.is_empty() {
+        let held: Vec<String> = t
+            .labels
+            .iter()
+            .take(3)
+            .map(|(l, ns)| format!("{l} {}", ms_ns(*ns)))
+            .collect();
+        evidence += &format!("; inside the gaps: {}", held.join(", "));
     }
-    Some(finding(
+    if let Some((b, ns)) = t
+        .by_bucket
+        .iter()
+        .enumerate()
+        .max_by_key(|&(i, ns)| (*ns, std::cmp::Reverse(i)))
+        .filter(|(_, ns)| **ns > 0)
+    {
+        evidence += &format!(
+            "; mostly in {} gaps ({} of it)",
+            bucket_label(b),
+            pct(*ns as f64 / t.ns as f64)
+        );
+    }
+    if let Some((g, device, file)) = t.gaps.first() {
+        evidence += &format!("; {}", largest_gap_text(d, g, *device, file));
+    }
+    let (pattern, fix) = fix_for(&cause);
+    finding(
         Severity::of_share(share),
-        "gaps",
+        "idle",
         title,
         evidence,
         pattern,
         &fix,
-        total,
-    ))
+        t.ns as f64 / 1000.0,
+    )
+}
+
+/// The gap of a cause holding most of its time, with the kernels around it when the gap report
+/// lists it among its largest.
+fn largest_gap_text(d: &DrillReport, g: &CauseGap, device: u32, file: &str) -> String {
+    let mut s = format!(
+        "largest: {} of a {} gap on device {device}",
+        ms_ns(g.ns),
+        ms_ns(g.end_ns - g.start_ns)
+    );
+    let listed = d.gaps.device_idle.top.iter().find(|t| {
+        t.start_ns == g.start_ns && t.end_ns == g.end_ns && t.device == device && t.file == file
+    });
+    if let Some(t) = listed {
+        s += &format!(" between {} and {}", t.prev_kernel, t.next_kernel);
+    }
+    s
 }
 
 /// A measured cause in words, with the API or NVTX name that holds it.
@@ -383,16 +462,24 @@ fn graph_findings(d: &DrillReport) -> Vec<Finding> {
     out
 }
 
+/// The per-layer pattern's costliest block, when the pattern was found in forward steps (the
+/// "per step" it states needs steps), with what the attribution measured in gaps of its size.
 fn pattern_finding(d: &DrillReport) -> Option<Finding> {
     let p = &d.patterns;
     let b = p
         .blocks
         .first()
-        .filter(|b| p.found && b.total_gap_us > 0.0)?;
-    let share = if p.step_us > 0.0 {
-        b.total_gap_us / p.step_us
-    } else {
-        0.0
+        .filter(|b| p.found && p.step_us > 0.0 && b.total_gap_us > 0.0)?;
+    let share = b.total_gap_us / p.step_us;
+    let bucket = crate::drill::gaps::bucket_of((b.gap_per_layer_us * 1000.0) as Ns);
+    let measured = match d.gaps.device_idle.bucket_causes.get(bucket) {
+        Some(Some(c)) => format!(
+            "; in {} gaps the attribution finds {} holding {}",
+            bucket_label(bucket),
+            cause_text(c),
+            pct(c.share)
+        ),
+        _ => String::new(),
     };
     Some(finding(
         Severity::of_share(share),
@@ -402,17 +489,14 @@ fn pattern_finding(d: &DrillReport) -> Option<Finding> {
             b.operation, b.kernels
         ),
         format!(
-            "block {} ({}) waits {:.1} µs per layer × {:.1} layers = {} per step{}",
+            "block {} ({}) waits {:.1} µs per layer × {:.1} layers = {} per step ({} of a {} step){measured}",
             b.group,
             b.names.join(", "),
             b.gap_per_layer_us,
             p.layers_per_step,
             ms(b.total_gap_us),
-            if p.step_us > 0.0 {
-                format!(" ({} of a {} step)", pct(share), ms(p.step_us))
-            } else {
-                String::new()
-            }
+            pct(share),
+            ms(p.step_us)
         ),
         Some("CUSTOM_OP, GRAPH_EXPAND"),
         "Per-layer overhead compounds with depth: move the Python that runs before this block out of the layer (HOIST per-step values), fuse it into a custom op (CUSTOM_OP) or capture the layer in a CUDA graph (GRAPH_EXPAND).",
@@ -447,44 +531,56 @@ fn straggler_finding(d: &DrillReport) -> Option<Finding> {
     ))
 }
 
-/// Findings supported by the explainer's sections.
-pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
-    let window_us = e.window.duration_us.max(f64::MIN_POSITIVE);
+/// Idle time (ns, all devices) held by `kind` under labels that `matches`.
+fn idle_held(d: &DrillReport, kind: CauseKind, matches: impl Fn(&str) -> bool) -> Ns {
+    d.idle
+        .per_device
+        .iter()
+        .flat_map(|dev| &dev.causes)
+        .filter(|c| c.kind == kind)
+        .flat_map(|c| &c.labels)
+        .filter(|l| matches(&l.label))
+        .map(|l| l.ns)
+        .sum()
+}
+
+/// The share of device time `ns` of idle time is.
+fn device_share(d: &DrillReport, ns: Ns) -> f64 {
+    let device_us = d.gaps.device_idle.device_time_us;
+    if device_us > 0.0 {
+        (ns as f64 / 1000.0 / device_us).min(1.0)
+    } else {
+        0.0
+    }
+}
+
+/// Findings of the explainer's sections, each as severe as the GPU-idle time its cause holds in
+/// the drill-down `d` (a pattern that holds no idle time is informational). Blocking syncs,
+/// allocations and the other causes of idle time are [`idle_findings`].
+pub fn explain_findings(e: &ExplainReport, d: &DrillReport) -> Vec<Finding> {
     let mut out = Vec::new();
     let storm = &e.launch_storm;
     if storm.storm {
+        let held = idle_held(d, CauseKind::Launch, |_| true);
+        let share = device_share(d, held);
         out.push(finding(
-            Severity::Medium,
+            Severity::of_share(share),
             "launches",
             "Launch storm: many tiny kernels at a high launch rate".into(),
             format!(
-                "{:.0} launches/s from the busiest process; {} of kernels are shorter than {:.0} µs",
+                "{:.0} launches/s from the busiest process; {} of kernels are shorter than {:.0} µs; launch calls hold {} of GPU-idle time ({} of device time)",
                 storm.max_process_launches_per_s,
                 pct(storm.tiny_share),
-                storm.tiny_threshold_us
+                storm.tiny_threshold_us,
+                ms_ns(held),
+                pct(share)
             ),
             Some("GRAPH_EXPAND, CUSTOM_OP"),
             "Capture the launch sequence in a CUDA graph (GRAPH_EXPAND) or fuse the small kernels (CUSTOM_OP) so the host issues fewer launches.",
-            0.0,
+            held as f64 / 1000.0,
         ));
     }
-    out.extend(call_finding(
-        &e.syncs,
-        window_us,
-        "syncs",
-        "Blocking host-device synchronization",
-        "SYNC, HOIST",
-        "Replace blocking syncs in the step loop: pre-compute values on the CPU (SYNC), pass them from step level (HOIST), or wait on events asynchronously.",
-    ));
-    out.extend(call_finding(
-        &e.allocations,
-        window_us,
-        "allocations",
-        "Runtime object creation or allocation inside steps",
-        "ALLOC",
-        "Create events/streams and allocate buffers once at initialization and reuse them.",
-    ));
-    out.extend(memory_findings(e));
+    out.extend(memory_findings(e, d));
     if e.nvtx.kernel_us > 0.0 && e.nvtx.coverage < 0.5 && e.nvtx.ranges > 0 {
         out.push(finding(
             Severity::Info,
@@ -503,75 +599,49 @@ pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
     out
 }
 
-fn call_finding(
-    c: &crate::explain::api::CallSummary,
-    window_us: f64,
-    source: &str,
-    title: &str,
-    pattern: &str,
-    fix: &str,
-) -> Option<Finding> {
-    let per_step = c.calls_per_step.filter(|&n| n > 0.0);
-    let share = c.total_us / window_us;
-    if c.calls == 0 || (per_step.is_none() && Severity::of_share(share) == Severity::Info) {
-        return None;
-    }
-    let top: Vec<String> = c
-        .by_name
-        .iter()
-        .take(3)
-        .map(|a| format!("{} ×{} ({})", a.name, a.count, ms(a.total_us)))
-        .collect();
-    let mut evidence = format!(
-        "{} calls, {} in total ({} of the window): {}",
-        c.calls,
-        ms(c.total_us),
-        pct(share),
-        top.join(", ")
-    );
-    if let Some(n) = per_step {
-        evidence += &format!("; {n:.1} per steady-state step");
-    }
-    Some(finding(
-        Severity::of_share(share).min(Severity::Low),
-        source,
-        title.to_string(),
-        evidence,
-        Some(pattern),
-        fix,
-        c.total_us,
-    ))
-}
-
-fn memory_findings(e: &ExplainReport) -> Vec<Finding> {
+fn memory_findings(e: &ExplainReport, d: &DrillReport) -> Vec<Finding> {
     let m = &e.memory;
     let mut out = Vec::new();
     if m.pageable_async_copies > 0 {
+        // The attribution gives an async copy from pageable memory to `sync`, labelled by its API.
+        let held = idle_held(d, CauseKind::Sync, |l| {
+            l.starts_with("cudaMemcpy") && l.contains("Async")
+        });
+        let share = device_share(d, held);
         out.push(finding(
-            Severity::Low,
+            Severity::of_share(share),
             "memory",
             "Async copies from pageable host memory".into(),
             format!(
-                "{} cudaMemcpyAsync-style copies touch pageable memory: the driver stages them synchronously",
-                m.pageable_async_copies
+                "{} cudaMemcpyAsync-style copies touch pageable memory: the driver stages them synchronously; they hold {} of GPU-idle time ({} of device time)",
+                m.pageable_async_copies,
+                ms_ns(held),
+                pct(share)
             ),
             Some("ALLOC"),
             "Allocate pinned host buffers once at initialization (cudaHostAlloc, tensor.pin_memory()) and copy through them.",
-            0.0,
+            held as f64 / 1000.0,
         ));
     }
     if m.synchronous_copies + m.synchronous_memsets > 0 {
+        let held = idle_held(d, CauseKind::Sync, |l| {
+            (l.starts_with("cudaMemcpy") || l.starts_with("cudaMemset")) && !l.contains("Async")
+        });
+        let share = device_share(d, held);
         out.push(finding(
-            Severity::Low,
+            Severity::of_share(share),
             "memory",
             "Synchronous copies or memsets".into(),
             format!(
-                "{} copies and {} memsets were issued through synchronous APIs, blocking the host",
-                m.synchronous_copies, m.synchronous_memsets
+                "{} copies and {} memsets were issued through synchronous APIs, blocking the host; they hold {} of GPU-idle time ({} of device time)",
+                m.synchronous_copies,
+                m.synchronous_memsets,
+                ms_ns(held),
+                pct(share)
             ),
             Some("SYNC"),
             "Use the async variants on a stream (cudaMemcpyAsync, non_blocking=True) and synchronize only where the result is needed.",
-            0.0,
+            held as f64 / 1000.0,
         ));
     }
     out

@@ -143,8 +143,36 @@ fn report_writes_every_file_with_the_drill_down_numbers() {
     // The report's drill-down is the same analysis as `drill --json`.
     let drill = nsys_lens([OsStr::new("drill"), trace.as_os_str(), OsStr::new("--json")]);
     let drill: Value = serde_json::from_slice(&drill.stdout).expect("drill JSON");
-    for key in ["gaps", "graphs", "patterns", "stragglers", "findings"] {
+    for key in [
+        "gaps",
+        "graphs",
+        "patterns",
+        "stragglers",
+        "findings",
+        "idle",
+    ] {
         assert_eq!(json["drill"][key], drill[key], "{key}");
+    }
+    // One findings list: the report's is the drill-down's, in the same order, in every format.
+    assert_eq!(json["findings"], drill["findings"]);
+    let titles: Vec<&str> = drill["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["title"].as_str())
+        .collect();
+    assert!(titles.len() >= 2, "{titles:?}");
+    let md = std::fs::read_to_string(out.join("report.md")).expect("md");
+    let html = std::fs::read_to_string(out.join("report.html")).expect("html");
+    for (format, text) in [("md", &md), ("html", &html.replace("&amp;", "&"))] {
+        let at: Vec<usize> = titles
+            .iter()
+            .map(|t| {
+                text.find(t)
+                    .unwrap_or_else(|| panic!("{format}: finding `{t}` missing"))
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{format}: order {at:?}");
     }
     assert_eq!(json["detect"]["verdict"], "YES");
     let blocks = &answers["layer_pattern"]["blocks"][0];
@@ -172,7 +200,6 @@ fn report_writes_every_file_with_the_drill_down_numbers() {
             .any(|f| &f[3] == "ALLOC" && f[2].contains("cudaEventCreateWithFlags")),
         "the 6 ms event creations are found: {findings:?}"
     );
-    let md = std::fs::read_to_string(out.join("report.md")).expect("md");
     assert!(md.starts_with("# nsys-lens report: "));
     assert!(md.contains("## What to do next") && md.contains("| rank | group | kernels |"));
     let page = std::fs::read_to_string(out.join("report.html")).expect("html");

@@ -8,7 +8,8 @@ merged in start order, and each gap is cut at every boundary of a call or range 
 that launch on the device; each piece goes to the first cause of PRECEDENCE with a call or range
 covering all of it, labelled by the covering interval that started last (a `Holding GIL` range
 only when no other range of the cause covers it), or to `untraced`.
-Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns, label]}}}.
+Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns, label]},
+"labels": {kind: [[label, ns], …]}}} (the five labels holding most of each cause, ties by name).
 
 Usage: idle_attribution_oracle.py TRACE
 """
@@ -156,11 +157,12 @@ def attribute(path):
                         kind, label = k, max(mine)[3]
                         break
                 per_kind[kind][label] += b - a
-        causes = {}
+        causes, held = {}, {}
         for kind, labels in per_kind.items():
-            top = min(labels.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-            causes[kind] = [sum(labels.values()), top]
-        out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes}
+            ranked = sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
+            causes[kind] = [sum(labels.values()), ranked[0][0]]
+            held[kind] = [[label, ns] for label, ns in ranked[:5]]
+        out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held}
     return out
 
 

@@ -65,6 +65,6 @@ pub fn run(args: &DrillArgs) -> Result<()> {
         top: args.top,
         window: args.window,
     };
-    let result = DrillFindings::of(drill::drill(&inputs, &opts)?);
+    let result = DrillFindings::drill(&inputs, &opts)?;
     args.out.write(&result, report::drill::drill_report)
 }

@@ -22,7 +22,7 @@ use crate::drill::gaps::{
     Buckets, GapBucket, IdleGap, IdleLane, bucket_cause, bucket_label, bucket_of,
 };
 use crate::drill::idle::{
-    DeviceIdle, GapCause, HostCauses, IdleAttribution, Tally, cause_sentence,
+    CauseLedger, DeviceIdle, GapCause, HostCauses, IdleAttribution, Tally, cause_sentence,
 };
 use crate::drill::topk::TopK;
 use crate::drill::{attribution, phase_steps};
@@ -335,8 +335,10 @@ fn attribute<'t>(
             &mut out.stream_buckets,
             &mut out.top,
         );
+        let mut ledger = CauseLedger::default();
         let (idle_ns, total) = host.attribute(lane.device, &lane.gaps, |j, causes| {
             let (start, end) = lane.gaps[j];
+            ledger.add_gap((start, end), causes);
             device_buckets[bucket_of(end - start)].merge(causes);
             while let Some(c) = covers.next_if(|c| c.from <= j) {
                 open.push(c);
@@ -354,7 +356,7 @@ fn attribute<'t>(
         out.idle.per_device.push(DeviceIdle {
             device: lane.device,
             idle_ns,
-            causes: total.causes(idle_ns),
+            causes: ledger.causes(&total, idle_ns),
             file: inputs[lane.input].label.clone(),
         });
     }

@@ -142,6 +142,103 @@ pub struct IdleCause {
     pub label: String,
     pub ns: Ns,
     pub share: f64,
+    /// The API calls or NVTX ranges holding this cause's time, largest first (at most
+    /// [`DETAIL`]): the evidence a finding shows.
+    pub labels: Vec<LabelTime>,
+    /// The gaps in which this cause holds the most time, largest share of the cause first (at
+    /// most [`DETAIL`]): where the page's timeline goes when the cause is clicked.
+    pub gaps: Vec<CauseGap>,
+    /// Its time per gap-size bucket (the nine of spec §4, in order).
+    pub by_bucket: Vec<Ns>,
+}
+
+/// How many labels and gaps a cause keeps as evidence.
+pub const DETAIL: usize = 5;
+
+/// One label's time inside a cause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LabelTime {
+    pub label: String,
+    pub ns: Ns,
+}
+
+/// One idle gap and the time a cause holds in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CauseGap {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// The cause's time inside the gap.
+    pub ns: Ns,
+}
+
+/// Per cause, what [`IdleCause`] shows beyond its total: the time per label, the gaps holding
+/// most of it and its time per bucket, gathered gap by gap as the sweep hands them over.
+#[derive(Debug, Clone, Default)]
+pub struct CauseLedger<'t> {
+    per: HashMap<CauseKind, Ledger<'t>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Ledger<'t> {
+    labels: HashMap<&'t str, Ns>,
+    /// Min-heap of the kept gaps by the cause's time in them.
+    gaps: std::collections::BinaryHeap<Reverse<(Ns, Reverse<Ns>, Ns)>>,
+    by_bucket: [Ns; 9],
+}
+
+impl<'t> CauseLedger<'t> {
+    /// Adds one gap `[start, end)` and its causes.
+    pub fn add_gap(&mut self, (start, end): (Ns, Ns), causes: &Tally<'t>) {
+        let bucket = super::gaps::bucket_of(end - start);
+        let mut in_gap: HashMap<CauseKind, Ns> = HashMap::new();
+        for (&(kind, label), &ns) in &causes.ns {
+            let l = self.per.entry(kind).or_default();
+            *l.labels.entry(label).or_default() += ns;
+            l.by_bucket[bucket] += ns;
+            *in_gap.entry(kind).or_default() += ns;
+        }
+        for (kind, ns) in in_gap {
+            if let Some(l) = self.per.get_mut(&kind) {
+                l.gaps.push(Reverse((ns, Reverse(start), end)));
+                if l.gaps.len() > DETAIL {
+                    l.gaps.pop();
+                }
+            }
+        }
+    }
+
+    /// Every cause of `tally` (a device's total) as a share of `idle_ns`, with its evidence.
+    pub fn causes(&self, tally: &Tally<'t>, idle_ns: Ns) -> Vec<IdleCause> {
+        let mut out = tally.causes(idle_ns);
+        for c in &mut out {
+            let Some(l) = self.per.get(&c.kind) else {
+                continue;
+            };
+            let mut labels: Vec<(&str, Ns)> = l.labels.iter().map(|(&k, &v)| (k, v)).collect();
+            labels.sort_by_key(|&(label, ns)| (Reverse(ns), label));
+            c.labels = labels
+                .into_iter()
+                .take(DETAIL)
+                .map(|(label, ns)| LabelTime {
+                    label: label.to_string(),
+                    ns,
+                })
+                .collect();
+            let mut gaps: Vec<CauseGap> = l
+                .gaps
+                .iter()
+                .map(|&Reverse((ns, Reverse(start_ns), end_ns))| CauseGap {
+                    start_ns,
+                    end_ns,
+                    ns,
+                })
+                .collect();
+            gaps.sort_by_key(|g| (Reverse(g.ns), g.start_ns));
+            c.gaps = gaps;
+            c.by_bucket = l.by_bucket.to_vec();
+        }
+        out
+    }
 }
 
 /// One device's idle time and its causes, largest first (they add up to `idle_ns`).
@@ -245,6 +342,9 @@ impl<'t> Tally<'t> {
                 label: k.label.to_string(),
                 ns: k.ns,
                 share: share(k.ns, idle_ns),
+                labels: Vec::new(),
+                gaps: Vec::new(),
+                by_bucket: Vec::new(),
             })
             .collect()
     }

@@ -69,17 +69,23 @@ pub struct DrillReport {
 
 /// Runs every drill-down over `inputs`. Fails when there is no input or an input has no kernels.
 pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillReport> {
+    check_inputs(inputs)?;
+    let indexed: Vec<TraceIndex<'_>> = inputs
+        .iter()
+        .map(|i| TraceIndex::new(i.trace, i.label))
+        .collect();
+    Ok(drill_indexed(&indexed, opts))
+}
+
+/// Fails when there is no input or an input has no kernels.
+pub fn check_inputs(inputs: &[DrillInput<'_>]) -> Result<()> {
     if inputs.is_empty() {
         return Err(Error::Usage("drill needs at least one trace".into()));
     }
     for i in inputs {
         i.trace.require_kernels(i.label)?;
     }
-    let indexed: Vec<TraceIndex<'_>> = inputs
-        .iter()
-        .map(|i| TraceIndex::new(i.trace, i.label))
-        .collect();
-    Ok(drill_indexed(&indexed, opts))
+    Ok(())
 }
 
 /// [`drill`] over traces already indexed (the page keeps its index between calls).

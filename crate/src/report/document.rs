@@ -9,7 +9,6 @@ use crate::drill;
 use crate::drill::DrillOptions;
 use crate::error::Result;
 use crate::explain::{self, ExplainReport};
-use crate::findings;
 use crate::findings::{DrillFindings, Finding};
 use crate::index::TraceIndex;
 use crate::model::{CoverageNote, Trace};
@@ -19,11 +18,12 @@ use crate::model::{CoverageNote, Trace};
 pub struct Document {
     pub file: String,
     pub generated_by: String,
-    /// All findings (explainer and drill-down), most severe first.
+    /// All findings (explainer and drill-down), most severe first: the drill-down's list, the
+    /// one `nsys-lens drill` and the page show.
     pub findings: Vec<Finding>,
     pub detect: DetectReport,
     pub explain: ExplainReport,
-    /// The drill-down as `nsys-lens drill --json` gives it, with its own findings.
+    /// The drill-down as `nsys-lens drill --json` gives it, with the same findings.
     pub drill: DrillFindings,
     /// What could not be computed, and why (each note once).
     pub coverage: Vec<CoverageNote>,
@@ -40,10 +40,7 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
     let ix = TraceIndex::new(trace, label);
     let explain = explain::explain(&ix, explain::DEFAULT_TOP.max(opts.top));
     let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts);
-    let mut all = findings::explain_findings(&explain);
-    let drill = DrillFindings::of(drill);
-    all.extend(drill.findings.iter().cloned());
-    findings::sort(&mut all);
+    let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
     let mut coverage: Vec<CoverageNote> = Vec::new();
     for note in detect
         .coverage
@@ -58,7 +55,7 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
     Ok(Document {
         file: label.to_string(),
         generated_by: format!("nsys-lens {}", env!("CARGO_PKG_VERSION")),
-        findings: all,
+        findings: drill.findings.clone(),
         detect,
         explain,
         drill,

@@ -97,9 +97,7 @@ pub fn drill_traces(
         })
         .collect::<crate::error::Result<_>>()
         .map_err(WebError::from)?;
-    to_json(&DrillFindings::of(
-        drill::drill(&inputs, &opts).map_err(WebError::from)?,
-    ))
+    to_json(&DrillFindings::drill(&inputs, &opts).map_err(WebError::from)?)
 }
 
 /// The explainer report of trace `id` as `format`: `"md"`, `"json"`, `"html"` (one
