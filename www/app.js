@@ -30,7 +30,7 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
 import { el, clear, METRICS, THRESHOLDS, useCatalogue, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
@@ -456,6 +456,8 @@ async function computeDrill() {
   renderDrill($('drill'), JSON.parse(report), {
     drawGapHistogram,
     drawBarChart,
+    drawIdleCauses,
+    idleCauseColours: JSON.parse(idleCauseColours()),
     onGap: async (gap) => {
       // A gap of another rank file: show that file's timeline first.
       const owner = appState.session.slots.find((e) => e.name === gap.file);

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, generate, artifact, openTrace, canvasStats } from './helpers.mjs';
+import { requireDist, openSite, cli, generate, artifact, openTrace, canvasStats, publicTrace } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
@@ -159,7 +159,12 @@ async function assertDrillMatchesCli(files) {
   }
   const cov = await page.$eval('[data-drill=coverage]', (e) => e.dataset.value);
   assert.equal(num(cov), want.graphs.coverage);
-  assert.equal(await page.$$eval('[data-testid=drill-findings] li', (l) => l.length), want.findings.length);
+  // One findings list: the page shows the CLI's findings, in its order.
+  const titles = await page.$$eval('[data-testid=drill-findings] li', (l) => l.map((f) => f.dataset.title));
+  assert.deepEqual(titles, want.findings.map((f) => f.title));
+  // Where the idle time went: every cause of every device, as the CLI attributes it.
+  const causes = await page.$$eval('[data-testid=drill-idle-causes] tbody tr', (trs) => trs.map((t) => [t.dataset.kind, Number(t.dataset.device), Number(t.dataset.ns)]));
+  assert.deepEqual(causes, want.idle.per_device.flatMap((d) => d.causes.map((c) => [c.kind, d.device, c.ns])));
   return want;
 }
 
@@ -184,6 +189,26 @@ test('drill-down of a TP=2 trace equals `drill --json`; a gap click zooms the ti
   assert.ok(view.start <= gap.start_ns && view.end >= gap.end_ns, `the view ${view.start}–${view.end} holds the gap ${gap.start_ns}–${gap.end_ns}`);
   assert.ok(view.end - view.start <= 4 * (gap.end_ns - gap.start_ns) + 4000, 'zoomed in on the gap');
   await page.screenshot({ path: artifact('drill-gap-on-timeline.png') });
+});
+
+test('a public export: idle causes and findings equal `drill --json`; a cause lists its gaps and zooms the timeline to the largest', { timeout: TIMEOUT }, async () => {
+  const trace = publicTrace('brycelelbach_nsightful__power_iteration__baseline.sqlite');
+  await openTrace(page, trace, { timeout: TIMEOUT });
+  await showView('drill');
+  const want = await assertDrillMatchesCli([trace]);
+  await page.waitForFunction(() => document.querySelector('[data-testid=drill-idle-chart]').height > 0);
+  assert.ok((await canvasStats(page, '[data-testid=drill-idle-chart]')).ink > 200, 'idle-cause chart drawn');
+  const first = want.idle.per_device[0].causes[0];
+  assert.equal(first.kind, 'nvtx', 'the IO range holds the idle time (read from the rows in crate/tests/drill.rs)');
+  await page.screenshot({ path: artifact('drill-idle-causes.png'), fullPage: true });
+  const before = await page.getAttribute('[data-testid=timeline]', 'data-drawn');
+  await page.click('[data-testid=drill-idle-causes] tbody tr:first-child');
+  const listed = await page.$$eval('[data-testid=drill-idle-gap-list] tbody tr', (trs) => trs.map((t) => [Number(t.dataset.startNs), Number(t.dataset.endNs)]));
+  assert.deepEqual(listed, first.gaps.map((g) => [g.start_ns, g.end_ns]));
+  await page.waitForFunction((b) => document.querySelector('[data-testid=timeline]').dataset.drawn !== b && !document.querySelector('[data-testid=view-verdict]').hidden, before, { timeout: 30_000 });
+  const view = await page.$eval('[data-testid=timeline]', (c) => ({ start: Number(c.dataset.start), end: Number(c.dataset.end) }));
+  const gap = first.gaps[0];
+  assert.ok(view.start <= gap.start_ns && view.end >= gap.end_ns, `the view ${view.start}–${view.end} holds the gap ${gap.start_ns}–${gap.end_ns}`);
 });
 
 test('three rank files: stragglers across files equal `drill a b c --json`', { timeout: TIMEOUT }, async () => {

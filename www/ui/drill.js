@@ -3,12 +3,13 @@
 // to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
 // ranks, findings, and the explainer report's exports, all built in this tab.
 
-import { el, clear, us, int, pct, rawValue, fitCanvas, panel, dataTable } from './format.js';
+import { el, clear, us, ns, int, pct, rawValue, fitCanvas, panel, dataTable } from './format.js';
 
 export function renderDrill(container, report, deps) {
   clear(container);
   const panels = [
     drFindings(report.findings || []),
+    drIdle(report.idle, deps),
     drGaps(report.gaps, deps),
     drGraphs(report.graphs),
     drPattern(report.patterns),
@@ -35,6 +36,92 @@ function drOverlaps(list) {
   const shown = all.slice(0, 3).map(text).join(' · ');
   const more = all.length > 3 ? ` · +${all.length - 3} more` : '';
   return el('td', { class: 'small overlaps', title: all.map(text).join('\n') || '', text: shown ? shown + more : '—' });
+}
+
+// Where the GPU-idle time went (the core's attribution): the chart per device drawn by the core,
+// then one row per cause and device; a row lists the gaps holding most of that cause and zooms
+// the timeline to the largest, a gap zooms to itself.
+function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
+  const devices = (idle && idle.per_device) || [];
+  if (!devices.length) return null;
+  const canvas = el('canvas', { 'data-testid': 'drill-idle-chart', height: '120' });
+  requestAnimationFrame(() => {
+    fitCanvas(canvas, 120);
+    const needed = drawIdleCauses(canvas, JSON.stringify(idle));
+    if (needed && needed !== canvas.height) {
+      fitCanvas(canvas, needed);
+      drawIdleCauses(canvas, JSON.stringify(idle));
+    }
+  });
+  const colours = idleCauseColours;
+  const gapList = el('div', { class: 'idle-gaps', 'data-testid': 'drill-idle-gaps' });
+  const several = devices.some((d) => d.file !== devices[0].file);
+  const where = (d) => `${several ? `${d.file} · ` : ''}GPU ${d.device}`;
+  const showCause = (d, c) => {
+    clear(gapList);
+    const gaps = c.gaps || [];
+    gapList.append(
+      el('h3', { text: `${c.kind}${c.label ? ` (${c.label})` : ''} on ${where(d)}: the gaps holding most of it (click one to see it on the timeline)` }),
+      dataTable(
+        ['Gap', 'Its time here', 'Starts at'],
+        gaps.map((g) =>
+          el(
+            'tr',
+            {
+              class: 'clickable',
+              tabindex: '0',
+              'data-start-ns': String(g.start_ns),
+              'data-end-ns': String(g.end_ns),
+              onclick: () => onGap({ ...g, device: d.device, file: d.file }),
+              onkeydown: (e) => {
+                if (e.key === 'Enter') onGap({ ...g, device: d.device, file: d.file });
+              },
+            },
+            el('td', { class: 'mono num', text: ns(g.end_ns - g.start_ns) }),
+            el('td', { class: 'mono num', text: ns(g.ns) }),
+            el('td', { class: 'mono num', text: ns(g.start_ns) }),
+          ),
+        ),
+        { 'data-testid': 'drill-idle-gap-list' },
+      ),
+    );
+    if (gaps.length) onGap({ ...gaps[0], device: d.device, file: d.file });
+  };
+  const rows = devices.flatMap((d) =>
+    (d.causes || []).map((c) =>
+      el(
+        'tr',
+        {
+          class: 'clickable',
+          tabindex: '0',
+          title: 'List the gaps of this cause and show the largest on the timeline',
+          'data-kind': c.kind,
+          'data-device': String(d.device),
+          'data-ns': String(c.ns),
+          onclick: () => showCause(d, c),
+          onkeydown: (e) => {
+            if (e.key === 'Enter') showCause(d, c);
+          },
+        },
+        el('td', { class: 'nowrap' }, el('span', { class: 'swatch', 'data-colour': colours[c.kind] || '' }), ` ${c.kind}`),
+        el('td', { class: 'mono nowrap', text: where(d) }),
+        el('td', { class: 'mono num', text: ns(c.ns) }),
+        el('td', { class: 'mono num', text: pct(c.share) }),
+        el('td', { class: 'mono name small', title: (c.labels || []).map((l) => `${l.label} ${ns(l.ns)}`).join('\n'), text: (c.labels || []).slice(0, 3).map((l) => `${l.label} ${ns(l.ns)}`).join(' · ') || '—' }),
+      ),
+    ),
+  );
+  const panelNode = panel(
+    'Where the GPU-idle time went',
+    'drill-idle',
+    el('p', { class: 'muted small', text: 'Every nanosecond of each device\'s idle time given to one cause, from the calls and NVTX ranges the launching processes recorded during it (click a cause to list its gaps).' }),
+    el('div', { class: 'canvas-wrap' }, canvas),
+    dataTable(['Cause', 'Device', 'Idle time', 'Share of its idle time', 'Held by (inside the gaps)'], rows, { 'data-testid': 'drill-idle-causes' }),
+    gapList,
+  );
+  // Swatch colours come from the core; set as properties (the page's CSP forbids inline style).
+  for (const s of panelNode.querySelectorAll('.swatch')) s.style.backgroundColor = s.dataset.colour;
+  return panelNode;
 }
 
 function drGaps(g, { drawGapHistogram, onGap }) {
@@ -212,7 +299,7 @@ function drFindings(findings) {
   const items = findings.map((f) =>
     el(
       'li',
-      { class: `finding severity-${f.severity}`, 'data-severity': f.severity, 'data-source': f.source },
+      { class: `finding severity-${f.severity}`, 'data-severity': f.severity, 'data-source': f.source, 'data-title': f.title },
       el('div', {}, el('span', { class: `badge severity-${f.severity}`, text: f.severity }), ' ', el('strong', { text: f.title })),
       el('div', { class: 'small', text: f.evidence }),
       el('div', { class: 'small' }, el('em', { text: 'Fix: ' }), f.fix, f.pattern ? el('span', { class: 'muted', text: ` (${f.pattern})` }) : null),

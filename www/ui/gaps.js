@@ -1,5 +1,6 @@
 // GPU-idle gap histogram: the core draws the nine buckets of spec §4 on a canvas; the table
-// beside it lists them with their typical cause.
+// beside it lists them with the typical cause of such gaps (reference §9.1) — a hint, not a
+// measurement: the Drill-down measures what held each gap.
 
 import { el, us, int, pct, clear, fitCanvas, isNum } from './format.js';
 
@@ -16,7 +17,7 @@ export function renderGapTable(container, summary, hist) {
     el(
       'table',
       { class: 'table gap-table', 'data-testid': 'gap-table' },
-      el('thead', {}, el('tr', {}, ['Gap', 'Count', 'Total', 'Share', 'Typical cause'].map((h) => el('th', { text: h })))),
+      el('thead', {}, el('tr', {}, ['Gap', 'Count', 'Total', 'Share', 'Typical cause (not measured here; the Drill-down measures it)'].map((h) => el('th', { text: h })))),
       el(
         'tbody',
         {},

@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::index::TraceIndex;
 use crate::model::{NameId, Ns};
@@ -23,7 +23,7 @@ use crate::profile::Profile;
 use crate::steps::visible_name;
 
 /// What kept the GPU idle, as far as the host's recorded activity says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CauseKind {
     /// Blocking synchronization (`cudaStreamSynchronize`, `cudaDeviceSynchronize` …) and
@@ -136,7 +136,7 @@ impl CauseKind {
 
 /// One cause of a device's idle time: its kind, the API or NVTX name holding most of its time
 /// (`""` for `untraced`), its time and its share of the device's idle time.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdleCause {
     pub kind: CauseKind,
     pub label: String,
@@ -144,11 +144,14 @@ pub struct IdleCause {
     pub share: f64,
     /// The API calls or NVTX ranges holding this cause's time, largest first (at most
     /// [`DETAIL`]): the evidence a finding shows.
+    #[serde(default)]
     pub labels: Vec<LabelTime>,
     /// The gaps in which this cause holds the most time, largest share of the cause first (at
     /// most [`DETAIL`]): where the page's timeline goes when the cause is clicked.
+    #[serde(default)]
     pub gaps: Vec<CauseGap>,
     /// Its time per gap-size bucket (the nine of spec §4, in order).
+    #[serde(default)]
     pub by_bucket: Vec<Ns>,
 }
 
@@ -156,14 +159,14 @@ pub struct IdleCause {
 pub const DETAIL: usize = 5;
 
 /// One label's time inside a cause.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabelTime {
     pub label: String,
     pub ns: Ns,
 }
 
 /// One idle gap and the time a cause holds in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CauseGap {
     pub start_ns: Ns,
     pub end_ns: Ns,
@@ -242,7 +245,7 @@ impl<'t> CauseLedger<'t> {
 }
 
 /// One device's idle time and its causes, largest first (they add up to `idle_ns`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceIdle {
     pub device: u32,
     /// Time in the device's idle gaps inside the window (the device-idle gaps' total).
@@ -252,7 +255,7 @@ pub struct DeviceIdle {
 }
 
 /// The `idle` section of the drill-down: per device (per file), where its idle time went.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IdleAttribution {
     pub per_device: Vec<DeviceIdle>,
 }

@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use super::indexed::{self, Indexed};
 use super::{WebError, from_json, init, js_error, to_json};
 use crate::analyze::{self, AnalyzeConfig, AnalyzeReport};
-use crate::drill::{self, DrillInput, DrillOptions};
+use crate::drill::{DrillInput, DrillOptions};
 use crate::findings::DrillFindings;
 use crate::profile::Profile;
 use crate::report::{csv, document, html, markdown, outline};

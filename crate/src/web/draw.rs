@@ -9,6 +9,7 @@ use web_sys::HtmlCanvasElement;
 
 use super::{WebError, from_json, init, js_error, to_json};
 use crate::drill::gaps::GapHistogram;
+use crate::drill::idle::{IdleAttribution, PRECEDENCE};
 use crate::plot::{self, step_times::StepSeries};
 use crate::report::charts;
 use crate::timeline::TimelineView;
@@ -111,6 +112,37 @@ pub fn draw_bar_chart(
     charts::draw_bar_chart(&root, &chart).map_err(js_error)?;
     root.present().map_err(js_error)?;
     Ok(charts::bar_chart_height(&chart))
+}
+
+/// Draws "where the GPU-idle time went" from the `idle` of a `DrillReport` (JSON); returns the
+/// height in CSS pixels the chart needs at the canvas's width (size the canvas, draw again).
+#[wasm_bindgen(js_name = drawIdleCauses)]
+pub fn draw_idle_causes(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = idleJson)] idle_json: &str,
+) -> Result<u32, WebError> {
+    init();
+    let idle: IdleAttribution = from_json("idle attribution", idle_json)?;
+    let width = canvas.width();
+    let root = backend(canvas)?.into_drawing_area();
+    plot::idle_causes::draw_idle_causes(&root, &idle).map_err(js_error)?;
+    root.present().map_err(js_error)?;
+    Ok(plot::idle_causes::idle_causes_height(&idle, width))
+}
+
+/// `{kind: "#rrggbb"}`: the colour of each idle-time cause in `drawIdleCauses`, so the page's
+/// list beside the chart uses the same ones.
+#[wasm_bindgen(js_name = idleCauseColours)]
+pub fn idle_cause_colours() -> Result<String, WebError> {
+    init();
+    let colours: std::collections::BTreeMap<&str, String> = PRECEDENCE
+        .iter()
+        .map(|&k| {
+            let c = plot::idle_causes::cause_colour(k);
+            (k.name(), format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2))
+        })
+        .collect();
+    to_json(&colours)
 }
 
 /// `TIMELINE_LAYOUT` as JSON (label width, top margin, lane height in px), so the page maps a
