@@ -1125,3 +1125,59 @@ fn idle_findings_follow_the_attribution_on_every_public_export() {
         }
     }
 }
+
+/// The generator's `idle-causes` scenario tiles every idle gap with planted pieces (a JIT compile
+/// holding a module load, a module load, a slow first launch; per step a sync, a cudaMalloc, an
+/// `IO` range, GC pauses, GIL waits, untraced host time, the launch): each cause gets exactly the
+/// time placed, under the label placed, and the first finding names the largest.
+#[test]
+fn planted_idle_causes_get_exactly_the_time_placed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (trace, answers) = generated(dir.path(), "idle-causes", 7);
+    let report = drill_one(&trace, "idle-causes", &DrillOptions::default());
+    let want = &answers["idle_causes"]["0"];
+    let device = report
+        .idle
+        .per_device
+        .iter()
+        .find(|d| d.device == 0)
+        .expect("device 0");
+    assert_eq!(json!(device.idle_ns), want["idle_ns"]);
+    let got: serde_json::Map<String, Value> = device
+        .causes
+        .iter()
+        .map(|c| {
+            (
+                c.kind.name().to_string(),
+                json!({"ns": c.ns, "label": c.label}),
+            )
+        })
+        .collect();
+    assert_eq!(Value::Object(got), want["causes"]);
+    let kinds = want["causes"].as_object().expect("causes");
+    for k in [
+        "jit",
+        "module_load",
+        "launch",
+        "sync",
+        "alloc",
+        "nvtx",
+        "gc",
+        "gil",
+        "untraced",
+    ] {
+        assert!(kinds.contains_key(k), "{k} planted");
+    }
+    let (largest, _) = kinds
+        .iter()
+        .max_by_key(|(_, c)| c["ns"].as_i64())
+        .expect("a cause");
+    let first = drill_findings(&report)
+        .into_iter()
+        .find(|f| f.source == "idle")
+        .expect("an idle finding");
+    let label = want["causes"][largest]["label"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(first.title.contains(label), "{largest}: {}", first.title);
+}

@@ -1,5 +1,6 @@
 //! The named scenarios of spec §7: each places a serving run whose answers are known.
 
+mod causes;
 mod gaps;
 mod layers;
 mod loops;
@@ -18,7 +19,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 10] = [
+pub const SCENARIOS: [(&str, &str, Builder); 11] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -68,5 +69,10 @@ pub const SCENARIOS: [(&str, &str, Builder); 10] = [
         "layers",
         "TP=1 decoder, six identical 10-kernel layers per step with Python before attention/allreduce/residual, 6 ms cudaEventCreate every 8th step: known per-layer pattern",
         layers::layers,
+    ),
+    (
+        "idle-causes",
+        "one device whose idle gaps hold planted causes: JIT compile, module load and a slow first launch at start, then per step a sync, cudaMalloc, an IO range, GC pauses, GIL waits, untraced host time and the launch",
+        causes::idle_causes,
     ),
 ];
