@@ -105,7 +105,7 @@ pub struct DrillFindings {
 impl Serialize for DrillFindings {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = &self.report;
-        let mut out = s.serialize_struct("DrillReport", 9)?;
+        let mut out = s.serialize_struct("DrillReport", 10)?;
         out.serialize_field("gaps", &r.gaps)?;
         out.serialize_field("graphs", &r.graphs)?;
         out.serialize_field("patterns", &r.patterns)?;
@@ -113,6 +113,7 @@ impl Serialize for DrillFindings {
         out.serialize_field("findings", &self.findings)?;
         out.serialize_field("files", &r.files)?;
         out.serialize_field("options", &r.options)?;
+        out.serialize_field("step_markers", &r.step_markers)?;
         out.serialize_field("coverage", &r.coverage)?;
         out.serialize_field("idle", &r.idle)?;
         out.end()

@@ -616,6 +616,7 @@ fn step_label(s: &Step) -> Label {
     match s.name_id {
         UNHELD_NAME => Label::Step(crate::names::steps::StepText {
             name: s.name,
+            style: s.style,
             executor: s.executor,
         }),
         id => Label::Name(id),

@@ -93,6 +93,7 @@ pub fn drill_traces(
             Ok(DrillInput {
                 trace: t.trace()?,
                 label,
+                step_marker: None,
             })
         })
         .collect::<crate::error::Result<_>>()
