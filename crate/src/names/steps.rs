@@ -476,6 +476,70 @@ mod tests {
     }
 
     #[test]
+    fn builtin_markers_parse_their_own_names_only() {
+        let step = |step, ctx, gen_reqs| StepName {
+            step,
+            ctx,
+            gen_reqs,
+        };
+        let cases = [
+            (
+                "execute_context_2(300)_generation_14(14)",
+                Some((StepStyle::Vllm, step(0, 2, 14))),
+            ),
+            (
+                "execute_new_1_cached_7",
+                Some((StepStyle::Vllm, step(0, 1, 7))),
+            ),
+            ("execute_context_2(300)_generation_14", None),
+            ("execute_new_1_cached_7 x", None),
+            (
+                "scheduler.run_batch",
+                Some((StepStyle::Sglang, step(0, 0, 1))),
+            ),
+            ("scheduler.recv_requests", None),
+            (
+                "ProfilerStep#12",
+                Some((StepStyle::Pytorch, step(12, 0, 1))),
+            ),
+            ("ProfilerStep#", None),
+            (
+                "[Executor] _forward_step 3: 1 ctx reqs, 2 gen reqs",
+                Some((StepStyle::TensorrtLlm, step(3, 1, 2))),
+            ),
+            ("gpu_model_runner: forward", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(parse_builtin(name), want, "{name}");
+        }
+        let text = step_text("execute_new_1_cached_7").expect("a step");
+        assert_eq!(text.style, StepStyle::Vllm);
+        assert!(!text.executor);
+        assert_eq!(step_label(&text), "execute: 1 ctx reqs, 7 gen reqs");
+        for style in StepStyle::ALL {
+            assert_eq!(StepStyle::from_key(style.key()), Some(style));
+        }
+    }
+
+    #[test]
+    fn the_marker_field_reads_builtins_maps_and_regexes() {
+        assert_eq!(parse_marker_spec(" auto "), Ok(None));
+        assert_eq!(parse_marker_spec(""), Ok(None));
+        assert_eq!(
+            parse_marker_spec("sglang"),
+            Ok(Some(StepSource::Builtin(StepStyle::Sglang)))
+        );
+        let map = parse_marker_spec(r#"{"decode": ["run_batch"]}"#).expect("map");
+        assert_eq!(
+            map.map(|m| m.report(false).source),
+            Some("phase-map".into())
+        );
+        let re = parse_marker_spec(r"^step (?P<step>\d+)$").expect("regex");
+        assert_eq!(re.map(|m| m.report(false).source), Some("regex".into()));
+        assert!(parse_marker_spec("(").is_err());
+    }
+
+    #[test]
     fn parses_forward_steps_anywhere_in_the_name() {
         assert_eq!(
             parse_step("[Executor] _forward_step 12: 3 ctx reqs, 61 gen reqs"),
