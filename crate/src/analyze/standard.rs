@@ -128,6 +128,7 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
                 name_id: NO_NAME,
                 executor: false,
                 style: crate::names::steps::StepStyle::TensorrtLlm,
+                tokens: None,
             },
             longest_ns: it.end - it.start,
         })

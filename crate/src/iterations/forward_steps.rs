@@ -166,6 +166,7 @@ mod tests {
             name_id: 0,
             executor: false,
             style: crate::names::steps::StepStyle::TensorrtLlm,
+            tokens: None,
         }
     }
 

@@ -27,6 +27,9 @@ pub struct StepText {
     pub name: StepName,
     pub style: StepStyle,
     pub executor: bool,
+    /// vLLM's `execute_context_C(T)_generation_G(T)` token counts (`None` for every other form),
+    /// so that the label gives back the name.
+    pub tokens: Option<[u32; 2]>,
 }
 
 /// A built-in step marker: the NVTX range a framework opens around one step of its loop.
@@ -113,9 +116,9 @@ impl StepStyle {
         }
     }
 
-    /// A label for a step whose name is not held, in the marker's own form where the parsed
-    /// step holds all of it (vLLM's token counts are not kept: the label says requests only).
-    pub fn label(self, s: &StepName, executor: bool) -> String {
+    /// A label for a step whose name is not held, in the marker's own form: the name itself
+    /// for every name the marker parses (vLLM's `tokens` when the name carried them).
+    pub fn label(self, s: &StepName, executor: bool, tokens: Option<[u32; 2]>) -> String {
         match self {
             StepStyle::TensorrtLlm => {
                 let prefix = if executor { "[Executor] " } else { "" };
@@ -124,7 +127,13 @@ impl StepStyle {
                     s.step, s.ctx, s.gen_reqs
                 )
             }
-            StepStyle::Vllm => format!("execute: {} ctx reqs, {} gen reqs", s.ctx, s.gen_reqs),
+            StepStyle::Vllm => match tokens {
+                Some([ct, gt]) => format!(
+                    "execute_context_{}({ct})_generation_{}({gt})",
+                    s.ctx, s.gen_reqs
+                ),
+                None => format!("execute_new_{}_cached_{}", s.ctx, s.gen_reqs),
+            },
             StepStyle::Sglang => SGLANG_STEP.to_string(),
             StepStyle::Pytorch => format!("ProfilerStep#{}", s.step),
         }
@@ -160,6 +169,17 @@ fn parse_vllm(name: &str) -> Option<StepName> {
     let (ctx, rest) = ascii_digits(rest)?;
     let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_cached_")?)?;
     rest.is_empty().then(|| counts(ctx, gen_reqs))?
+}
+
+/// The token counts of `execute_context_C(T)_generation_G(T)`, when `name` is one.
+fn vllm_tokens(name: &str) -> Option<[u32; 2]> {
+    let rest = name.strip_prefix("execute_context_")?;
+    let (_, rest) = ascii_digits(rest)?;
+    let (ct, rest) = ascii_digits(rest.strip_prefix('(')?)?;
+    let rest = rest.strip_prefix(")_generation_")?;
+    let (_, rest) = ascii_digits(rest)?;
+    let (gt, _) = ascii_digits(rest.strip_prefix('(')?)?;
+    Some([ct.parse().ok()?, gt.parse().ok()?])
 }
 
 /// `(T)` at the start of `rest`: what follows it.
@@ -412,10 +432,18 @@ pub fn step_text(name: &str) -> Option<StepText> {
     {
         return None;
     }
+    let tokens = (style == StepStyle::Vllm)
+        .then(|| vllm_tokens(name))
+        .flatten();
+    // A token count that does not fit would not give the name back: hold such a name.
+    if style == StepStyle::Vllm && name.starts_with("execute_context_") && tokens.is_none() {
+        return None;
+    }
     Some(StepText {
         name: step,
         style,
         executor: style == StepStyle::TensorrtLlm && executor_prefilter().matches(name),
+        tokens,
     })
 }
 
@@ -423,7 +451,7 @@ pub fn step_text(name: &str) -> Option<StepText> {
 /// TensorRT-LLM's gives back the name itself on every trace it writes (with the `[Executor] `
 /// prefix when the name passed the `trtllm-skill` prefilter).
 pub fn step_label(s: &StepText) -> String {
-    s.style.label(&s.name, s.executor)
+    s.style.label(&s.name, s.executor, s.tokens)
 }
 
 pub(crate) fn executor_prefilter() -> &'static Like {
@@ -515,7 +543,15 @@ mod tests {
         let text = step_text("execute_new_1_cached_7").expect("a step");
         assert_eq!(text.style, StepStyle::Vllm);
         assert!(!text.executor);
-        assert_eq!(step_label(&text), "execute: 1 ctx reqs, 7 gen reqs");
+        assert_eq!(step_label(&text), "execute_new_1_cached_7");
+        for name in [
+            "execute_context_2(300)_generation_14(14)",
+            "scheduler.run_batch",
+            "ProfilerStep#4",
+            "[Executor] _forward_step 3: 1 ctx reqs, 2 gen reqs",
+        ] {
+            assert_eq!(step_text(name).map(|t| step_label(&t)), Some(name.into()));
+        }
         for style in StepStyle::ALL {
             assert_eq!(StepStyle::from_key(style.key()), Some(style));
         }

@@ -30,8 +30,10 @@ pub struct Step {
     /// For a name not held ([`UNHELD_NAME`]): whether it passed the `trtllm-skill` prefilter,
     /// `[Executor] _forward_step` (the step lane labels it by it).
     pub executor: bool,
-    /// For a name not held: the built-in marker that named it (the step lane's label).
+    /// For a name not held: the built-in marker that named it and vLLM's token counts (the step
+    /// lane's label).
     pub style: StepStyle,
+    pub tokens: Option<[u32; 2]>,
 }
 
 /// Which NVTX rows a profile can see, and under which name.
@@ -78,16 +80,21 @@ impl<F: Fn(NameId) -> Option<StepName>> StepLookup for F {
 /// name's parsed step (a name not held, [`UNHELD_NAME`], comes parsed with the row).
 pub fn step_of_row(row: &NvtxRow, sw: &Switches, names: &impl StepLookup) -> Option<Step> {
     let name_id = visible_row_name(row, sw)?;
-    let (name, executor, style) = match name_id {
+    let (name, executor, style, tokens) = match name_id {
         UNHELD_NAME => {
             let text = if sw.nvtx_text_fallback {
                 row.step
             } else {
                 row.text_id_step
             }?;
-            (names.unheld(&text, sw)?, text.executor, text.style)
+            (
+                names.unheld(&text, sw)?,
+                text.executor,
+                text.style,
+                text.tokens,
+            )
         }
-        id => (names.held(id)?, false, StepStyle::TensorrtLlm),
+        id => (names.held(id)?, false, StepStyle::TensorrtLlm, None),
     };
     Some(Step {
         row: row.row,
@@ -98,6 +105,7 @@ pub fn step_of_row(row: &NvtxRow, sw: &Switches, names: &impl StepLookup) -> Opt
         name_id,
         executor,
         style,
+        tokens,
     })
 }
 

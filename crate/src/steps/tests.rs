@@ -14,6 +14,7 @@ fn step(start: Ns, end: Ns, n: u64) -> Step {
         name_id: 0,
         executor: false,
         style: crate::names::steps::StepStyle::TensorrtLlm,
+        tokens: None,
     }
 }
 
@@ -75,6 +76,7 @@ fn a_step_reader_reads_the_steps_forward_steps_lists() {
                     name_id: nvtx.name[i],
                     executor: false,
                     style: crate::names::steps::StepStyle::TensorrtLlm,
+                    tokens: None,
                 })
                 .collect();
             raw.sort_by_key(|s| (s.start, s.end));

@@ -618,6 +618,7 @@ fn step_label(s: &Step) -> Label {
             name: s.name,
             style: s.style,
             executor: s.executor,
+            tokens: s.tokens,
         }),
         id => Label::Name(id),
     }
