@@ -106,7 +106,7 @@ impl StepStyle {
     pub fn parse(self, name: &str) -> Option<StepName> {
         match self {
             StepStyle::TensorrtLlm => parse_step(name),
-            StepStyle::Vllm => parse_vllm(name),
+            StepStyle::Vllm => parse_vllm(name).map(|(s, _)| s),
             StepStyle::Sglang => (name == SGLANG_STEP).then_some(StepName {
                 step: 0,
                 ctx: 0,
@@ -149,8 +149,9 @@ pub fn parse_builtin(name: &str) -> Option<(StepStyle, StepName)> {
 
 const SGLANG_STEP: &str = "scheduler.run_batch";
 
-/// `execute_context_C(T)_generation_G(T)` or `execute_new_C_cached_G`, the whole name.
-fn parse_vllm(name: &str) -> Option<StepName> {
+/// `execute_context_C(T)_generation_G(T)` (with its token counts, `None` when one does not fit
+/// a `u32`) or `execute_new_C_cached_G` (no tokens), the whole name.
+fn parse_vllm(name: &str) -> Option<(StepName, Option<[u32; 2]>)> {
     let rest = name.strip_prefix("execute_")?;
     let counts = |ctx: &str, gen_reqs: &str| {
         Some(StepName {
@@ -161,31 +162,23 @@ fn parse_vllm(name: &str) -> Option<StepName> {
     };
     if let Some(rest) = rest.strip_prefix("context_") {
         let (ctx, rest) = ascii_digits(rest)?;
-        let rest = tokens(rest)?.strip_prefix("_generation_")?;
-        let (gen_reqs, rest) = ascii_digits(rest)?;
-        return tokens(rest)?.is_empty().then(|| counts(ctx, gen_reqs))?;
+        let (ctx_tokens, rest) = tokens(rest)?;
+        let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_generation_")?)?;
+        let (gen_tokens, rest) = tokens(rest)?;
+        rest.is_empty().then_some(())?;
+        let tokens = ctx_tokens.parse().ok().zip(gen_tokens.parse().ok());
+        return Some((counts(ctx, gen_reqs)?, tokens.map(|(c, g)| [c, g])));
     }
-    let rest = rest.strip_prefix("new_")?;
-    let (ctx, rest) = ascii_digits(rest)?;
+    let (ctx, rest) = ascii_digits(rest.strip_prefix("new_")?)?;
     let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_cached_")?)?;
-    rest.is_empty().then(|| counts(ctx, gen_reqs))?
+    rest.is_empty().then_some(())?;
+    Some((counts(ctx, gen_reqs)?, None))
 }
 
-/// The token counts of `execute_context_C(T)_generation_G(T)`, when `name` is one.
-fn vllm_tokens(name: &str) -> Option<[u32; 2]> {
-    let rest = name.strip_prefix("execute_context_")?;
-    let (_, rest) = ascii_digits(rest)?;
-    let (ct, rest) = ascii_digits(rest.strip_prefix('(')?)?;
-    let rest = rest.strip_prefix(")_generation_")?;
-    let (_, rest) = ascii_digits(rest)?;
-    let (gt, _) = ascii_digits(rest.strip_prefix('(')?)?;
-    Some([ct.parse().ok()?, gt.parse().ok()?])
-}
-
-/// `(T)` at the start of `rest`: what follows it.
-fn tokens(rest: &str) -> Option<&str> {
-    let (_, rest) = ascii_digits(rest.strip_prefix('(')?)?;
-    rest.strip_prefix(')')
+/// `(T)` at the start of `rest`: the digits and what follows.
+fn tokens(rest: &str) -> Option<(&str, &str)> {
+    let (t, rest) = ascii_digits(rest.strip_prefix('(')?)?;
+    Some((t, rest.strip_prefix(')')?))
 }
 
 /// `ProfilerStep#N`, the whole name.
@@ -432,9 +425,10 @@ pub fn step_text(name: &str) -> Option<StepText> {
     {
         return None;
     }
-    let tokens = (style == StepStyle::Vllm)
-        .then(|| vllm_tokens(name))
-        .flatten();
+    let tokens = match style {
+        StepStyle::Vllm => parse_vllm(name).and_then(|(_, t)| t),
+        _ => None,
+    };
     // A token count that does not fit would not give the name back: hold such a name.
     if style == StepStyle::Vllm && name.starts_with("execute_context_") && tokens.is_none() {
         return None;
