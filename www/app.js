@@ -504,7 +504,9 @@ function markerFieldCopy() {
 
 // A new step marker: the verdict is measured again, the other views when shown.
 function setMarker(value) {
-  appState.marker = value.trim() === 'auto' ? '' : value.trim();
+  // The marker the trace shows, displayed in the field, is no choice of the user's.
+  const v = value.trim();
+  appState.marker = v === 'auto' || v === appState.foundMarker ? '' : v;
   $('step-marker').value = appState.marker || appState.foundMarker;
   recompute();
   if (appState.view !== 'verdict') showView(appState.view); // their keys include the marker
