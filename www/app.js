@@ -40,6 +40,7 @@ import { renderGapTable, drawGaps } from './ui/gaps.js';
 import { TimelinePanel } from './ui/timeline.js';
 import { renderRootCause } from './ui/rootcause.js';
 import { renderDrill } from './ui/drill.js';
+import { renderVerdictCompare } from './ui/compare.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -67,6 +68,10 @@ const appState = {
   session: null,
   view: 'verdict',
   views: {}, // view name -> {key, promise} of what it last rendered
+  // The step-marker field as the user set it ('' = auto: the first built-in marker the trace
+  // shows, which the field then displays), and the marker the trace showed.
+  marker: '',
+  foundMarker: '',
 };
 
 let resolveReady;
@@ -111,7 +116,42 @@ function workerFactory(inline) {
 
 function detectOptions() {
   const profile = document.querySelector('input[name=profile]:checked')?.value || 'standard';
-  return JSON.stringify({ profile, no_m3: false, thresholds: { ...appState.overrides } });
+  return JSON.stringify({ profile, no_m3: false, thresholds: { ...appState.overrides }, step_marker: markerOption() });
+}
+
+// The marker the core is asked for: '' (auto) unless the user chose another than the trace's.
+function markerOption() {
+  const m = appState.marker.trim();
+  return m === 'auto' || m === appState.foundMarker ? '' : m;
+}
+
+// The field shows the user's marker, else the one the trace showed (preselected).
+function renderMarkerField(report) {
+  const m = report.step_marker;
+  if (!appState.marker && m?.auto && m.marker) appState.foundMarker = m.marker;
+  const input = $('step-marker');
+  if (document.activeElement !== input) input.value = appState.marker || (m?.auto ? m.marker || '' : '');
+  const note = !m
+    ? 'no step marker found: give a regex or a phase map'
+    : m.auto
+      ? `found in the trace: ${m.pattern}`
+      : `${m.source}: ${m.pattern}`;
+  $('step-marker-note').textContent = note;
+}
+
+// A comparison's Verdict view: both files' reports side by side (the core's, nothing recomputed).
+async function renderComparison() {
+  const box = $('verdict-compare-panel');
+  const session = appState.session;
+  if (session?.mode !== 'compare') {
+    box.hidden = true;
+    return;
+  }
+  const names = Object.fromEntries(session.slots.map((e) => [e.slot, e.name]));
+  const options = detectOptions();
+  const [b, t] = await Promise.all(['baseline', 'target'].map((slot) => appState.engine.request('detect', { options, slot })));
+  renderVerdictCompare($('verdict-compare'), JSON.parse(b.detect), JSON.parse(t.detect), names);
+  box.hidden = false;
 }
 
 // ── rendering ────────────────────────────────────────────────────────────────────────────────────
@@ -211,6 +251,7 @@ function renderReport(report) {
   onScope(appState.scope);
   renderPhases($('phases'), report);
   renderFacts($('facts'), report);
+  renderMarkerField(report);
   document.body.dataset.profile = report.profile || '';
 }
 
@@ -246,6 +287,8 @@ async function recompute() {
     const { detect } = await appState.engine.detect(detectOptions());
     if (seq !== appState.recomputeSeq) return;
     renderReport(JSON.parse(detect));
+    await renderComparison();
+    if (seq !== appState.recomputeSeq) return;
     $('recompute').textContent = '';
     setState('done');
   } catch (e) {
@@ -296,6 +339,7 @@ async function analyse(files) {
   clear($('threshold-grid'));
   appState.overrides = {};
   appState.scope = 'aggregate';
+  appState.foundMarker = '';
 
   performance.mark('nsys-lens:open');
   let current = session.slots[0].file;
@@ -322,6 +366,7 @@ async function analyse(files) {
     performance.mark('nsys-lens:verdict'); // benchmarks measure open → verdict → first timeline paint
     renderGaps(focused.gaps, focused.gapsError);
     appState.timeline.setTrace(JSON.parse(focused.extent), appState.engine);
+    await renderComparison();
     appState.busy = false;
     setState('done');
   } catch (e) {
@@ -431,28 +476,51 @@ function profile() {
 
 function rootCauseKey() {
   const { mode, slots } = appState.session;
-  return `${mode}:${slots.map((e) => e.slot).join(',')}:${profile()}`;
+  return `${mode}:${slots.map((e) => e.slot).join(',')}:${profile()}:${markerOption()}`;
 }
 
 async function computeRootCause() {
   const { mode, slots } = appState.session;
   const [baseline, target] = mode === 'compare' ? ['baseline', 'target'] : [appState.engine.focus, null];
   const names = Object.fromEntries(slots.map((e) => [e.slot, e.name]));
-  const options = { profile: profile(), baseline_label: mode === 'compare' ? 'baseline' : names[baseline] };
-  if (target) options.target_label = 'target';
+  // Titles use the file names (the slot too when both files have the same name).
+  const same = target && names[baseline] === names[target];
+  const label = (slot) => (same ? `${slot} · ${names[slot]}` : names[slot]);
+  const options = { profile: profile(), baseline_label: label(baseline), step_marker: markerOption() };
+  if (target) options.target_label = label(target);
   const { report } = await appState.engine.analyze(baseline, target, options);
-  renderRootCause($('rootcause'), JSON.parse(report), { drawStepTimes, names });
+  renderRootCause($('rootcause'), JSON.parse(report), { drawStepTimes, names, markerField: markerFieldCopy });
+}
+
+// The step-marker field again, where a view says no step was found: it sets the main field.
+function markerFieldCopy() {
+  const input = el('input', { type: 'text', list: 'step-marker-list', placeholder: 'vllm, a regex or a phase map', 'data-testid': 'rc-step-marker', spellcheck: 'false', value: appState.marker });
+  const apply = () => setMarker(input.value);
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') apply();
+  });
+  return el('span', { class: 'rc-marker' }, input, el('button', { type: 'button', class: 'button small', 'data-testid': 'rc-step-marker-apply', text: 'Apply', onclick: apply }));
+}
+
+// A new step marker: the verdict is measured again, the other views when shown.
+function setMarker(value) {
+  // The marker the trace shows, displayed in the field, is no choice of the user's.
+  const v = value.trim();
+  appState.marker = v === 'auto' || v === appState.foundMarker ? '' : v;
+  $('step-marker').value = appState.marker || appState.foundMarker;
+  recompute();
+  if (appState.view !== 'verdict') showView(appState.view); // their keys include the marker
 }
 
 function drillKey() {
   const { mode, slots } = appState.session;
-  return mode === 'ranks' ? `ranks:${slots.length}` : `one:${appState.engine.focus}`;
+  return `${mode === 'ranks' ? `ranks:${slots.length}` : `one:${appState.engine.focus}`}:${markerOption()}`;
 }
 
 async function computeDrill() {
   const { mode, slots } = appState.session;
   const drillSlots = mode === 'ranks' ? slots.map((e) => e.slot) : [appState.engine.focus];
-  const { report } = await appState.engine.drill(drillSlots, { top: DRILL_TOP });
+  const { report } = await appState.engine.drill(drillSlots, { top: DRILL_TOP, step_marker: markerOption() });
   renderDrill($('drill'), JSON.parse(report), {
     drawGapHistogram,
     drawBarChart,
@@ -547,6 +615,7 @@ function wireControls() {
       if (appState.view === 'rootcause') showView('rootcause'); // its key includes the profile
     });
   }
+  $('step-marker').addEventListener('change', (e) => setMarker(e.target.value));
   $('thresholds-reset').addEventListener('click', () => {
     resetThresholdInputs();
     recompute();

@@ -108,7 +108,7 @@ pub struct DrillFindings {
 impl Serialize for DrillFindings {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = &self.report;
-        let mut out = s.serialize_struct("DrillReport", 9)?;
+        let mut out = s.serialize_struct("DrillReport", 10)?;
         out.serialize_field("gaps", &r.gaps)?;
         out.serialize_field("graphs", &r.graphs)?;
         out.serialize_field("patterns", &r.patterns)?;
@@ -116,6 +116,7 @@ impl Serialize for DrillFindings {
         out.serialize_field("findings", &self.findings)?;
         out.serialize_field("files", &r.files)?;
         out.serialize_field("options", &r.options)?;
+        out.serialize_field("step_markers", &r.step_markers)?;
         out.serialize_field("coverage", &r.coverage)?;
         out.serialize_field("idle", &r.idle)?;
         out.end()
@@ -156,7 +157,7 @@ impl DrillFindings {
         drill::check_inputs(inputs)?;
         let indexed: Vec<TraceIndex<'_>> = inputs
             .iter()
-            .map(|i| TraceIndex::new(i.trace, i.label))
+            .map(|i| TraceIndex::with_marker(i.trace, i.label, i.step_marker))
             .collect();
         Ok(DrillFindings::build(&indexed, opts))
     }

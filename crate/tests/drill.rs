@@ -30,7 +30,15 @@ fn generated(dir: &Path, scenario: &str, seed: u64) -> (Trace, Value) {
 }
 
 fn drill_one(trace: &Trace, label: &str, opts: &DrillOptions) -> DrillReport {
-    drill::drill(&[DrillInput { trace, label }], opts).expect("drill")
+    drill::drill(
+        &[DrillInput {
+            trace,
+            label,
+            step_marker: None,
+        }],
+        opts,
+    )
+    .expect("drill")
 }
 
 fn close(got: f64, want: &Value, what: &str) {
@@ -524,10 +532,12 @@ fn several_files_are_ranks_on_one_clock() {
         DrillInput {
             trace: &trace,
             label: "a.sqlite",
+            step_marker: None,
         },
         DrillInput {
             trace: &trace,
             label: "b.sqlite",
+            step_marker: None,
         },
     ];
     let s = drill::drill(&inputs, &DrillOptions::default())

@@ -934,3 +934,34 @@ fn native_m2_equals_the_page_sweep_on_every_public_export() {
         seen.positive
     );
 }
+
+/// The page's streamed verdict and timeline read every built-in step marker as a whole load
+/// does, and report the same marker, holding none of the step names.
+#[test]
+fn streamed_open_reads_every_builtin_step_marker_as_a_whole_load() {
+    use nsys_lens::synth::MarkerStyle;
+    for (style, key) in [
+        (MarkerStyle::Vllm, "vllm"),
+        (MarkerStyle::VllmOld, "vllm"),
+        (MarkerStyle::Sglang, "sglang"),
+        (MarkerStyle::Pytorch, "pytorch"),
+    ] {
+        for scenario in ["host-bound", "tp2-straggler"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join(format!("{scenario}.sqlite"));
+            let opts = nsys_lens::synth::GenOptions { scale: 2, seed: 5 };
+            nsys_lens::synth::generate_with_markers(scenario, &path, &opts, style)
+                .expect("generate");
+            let what = format!("{scenario} {key}");
+            let label = path.display().to_string();
+            let streamed = stream_open_with(&path, 97, 3, Some(0.6));
+            assert_same_verdict(&streamed, &whole(&path, true), &label, &what);
+            let report = streamed.detect(&DetectConfig::default()).expect("detect");
+            let marker = report.step_marker.expect("a marker");
+            assert_eq!(marker.marker.as_deref(), Some(key), "{what}");
+            assert!(report.trace.forward_steps > 0, "{what}");
+            let full = whole(&path, false);
+            assert_same_timeline(&streamed, &full, &path, &what);
+        }
+    }
+}

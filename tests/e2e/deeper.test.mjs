@@ -62,7 +62,9 @@ async function rows(testid) {
 const num = (s) => (s === '' || s === undefined ? null : Number.parseFloat(s));
 
 async function assertComparisonMatchesCli(profile) {
-  const want = cliJson(['analyze', file('regression-baseline'), file('regression-target'), '--profile', profile]);
+  // The page labels the traces by their file names (the CLI's --*-label).
+  const labels = ['--baseline-label', 'regression-baseline.sqlite', '--target-label', 'regression-target.sqlite'];
+  const want = cliJson(['analyze', file('regression-baseline'), file('regression-target'), '--profile', profile, ...labels]);
   const c = want.comparison;
   const wall = await page.$eval('[data-rc=wall_time_per_step_us]', (e) => ({ ...e.dataset }));
   assert.equal(num(wall.baseline), c.wall_time_per_step_us.baseline, `${profile} baseline wall/step`);

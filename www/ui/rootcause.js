@@ -6,12 +6,18 @@ import { el, clear, us, int, isNum, rawValue, fitCanvas, panel, dataTable } from
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
-export function renderRootCause(container, report, { drawStepTimes }) {
+export function renderRootCause(container, report, { drawStepTimes, markerField = null }) {
   clear(container);
   const { baseline, target, comparison } = report;
   container.dataset.profile = report.profile;
   const append = (...panels) => container.append(...panels.filter(Boolean));
-  if (comparison && target) {
+  const traces = [baseline, target].filter(Boolean);
+  const missing = traces.filter((t) => !isNum(t.wall_time_per_step_us));
+  if (missing.length) {
+    // Steps could not be isolated in a trace: one sentence on why and the field to fix it,
+    // instead of figures and tables that would only be empty.
+    append(rcMissing(missing, markerField), rcIsolation(traces));
+  } else if (comparison && target) {
     append(
       rcCompareSummary(comparison, baseline, target),
       rcStepPlot([baseline, target], drawStepTimes),
@@ -21,9 +27,6 @@ export function renderRootCause(container, report, { drawStepTimes }) {
       rcHandoff(comparison.handoff),
       rcIsolation([baseline, target]),
     );
-  } else if (!isNum(baseline.wall_time_per_step_us)) {
-    // No steps could be isolated: say why, and show nothing that would only be empty.
-    append(rcSingleSummary(baseline), rcIsolation([baseline]));
   } else {
     append(
       rcSingleSummary(baseline),
@@ -118,6 +121,26 @@ function rcSingleSummary(b) {
       rcFigure('iterations', 'Benchmark iterations', b.iterations, int(b.iterations)),
     ),
     rcWarnings([b]),
+  );
+}
+
+// Why a trace has no per-step figures (the core's own words) and the step-marker field.
+function rcMissing(traces, markerField) {
+  const why = (t) => (t.warnings || []).find((w) => w.includes('per-step figures not computed')) || t.isolation?.reason || '';
+  return panel(
+    'Per-step figures not computed',
+    'rc-missing',
+    el(
+      'ul',
+      { class: 'rc-missing' },
+      traces.map((t) => el('li', { 'data-label': t.label }, el('strong', { text: `${t.label}: ` }), why(t))),
+    ),
+    el(
+      'p',
+      { class: 'rc-marker-line' },
+      el('span', { text: 'Name the NVTX range that marks one step (a built-in marker, a regex or a phase map) and the figures are computed again: ' }),
+      markerField ? markerField() : null,
+    ),
   );
 }
 

@@ -126,6 +126,8 @@ pub struct TraceBreakdown {
     pub warnings: Vec<String>,
     // ---- added keys ----
     pub profile: &'static str,
+    /// The step marker the steps were read under (`null`: no range was a step).
+    pub step_marker: Option<crate::names::steps::StepMarkerReport>,
     /// The `--tp-size` divisor applied to NVTX figures (`trtllm-skill`; 1 in `standard`).
     pub tp_size: u32,
     pub isolation: IsolationInfo,
@@ -166,6 +168,7 @@ impl TraceBreakdown {
             api_time_per_step_us: PerName::default(),
             warnings: Vec::new(),
             profile: profile.name(),
+            step_marker: None,
             tp_size,
             isolation,
             steady: None,

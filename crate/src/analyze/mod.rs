@@ -42,6 +42,8 @@ pub struct AnalyzeConfig {
     pub label: String,
     /// Where the trace came from, for error messages (a path or a file name).
     pub source: String,
+    /// The user's step marker (standard profile); `None`: the first built-in marker met.
+    pub step_marker: Option<crate::names::steps::StepSource>,
 }
 
 impl Default for AnalyzeConfig {
@@ -51,6 +53,7 @@ impl Default for AnalyzeConfig {
             tp_size: 1,
             label: "baseline".into(),
             source: "trace".into(),
+            step_marker: None,
         }
     }
 }

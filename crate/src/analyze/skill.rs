@@ -24,9 +24,14 @@ const MIN_STEADY: usize = 5;
 
 pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
-    let raw = raw_steps(trace, Profile::TrtllmSkill);
+    let (raw, marker) = raw_steps(trace, Profile::TrtllmSkill, None);
     let merged = dedup(&raw);
-    let iso = isolate(&allreduce::allreduce_kernels(trace), &merged, raw.len());
+    let iso = isolate(
+        &allreduce::allreduce_kernels(trace),
+        &merged,
+        raw.len(),
+        None,
+    );
     let context = merged.iter().filter(|m| m.step.name.ctx > 0).count();
     let generation = merged.len() - context;
     let steady = (!raw.is_empty()).then(|| steady_reference(&raw));
@@ -37,6 +42,7 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         generation,
     );
     let mut b = empty(trace, cfg, &iso, t0, workload);
+    b.step_marker = marker;
     if b.isolation.benchmark_phase.is_none() {
         b.warnings.push(format!(
             "Could not identify benchmark phase: no phase of ≥ 5 iterations with at least half at the most common size ({} iterations in {} phases); the reference skips the steady-state analysis",

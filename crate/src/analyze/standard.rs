@@ -32,9 +32,14 @@ const MIN_STEADY: usize = 5;
 
 pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
-    let raw = raw_steps(trace, Profile::Standard);
+    let (raw, marker) = raw_steps(trace, Profile::Standard, cfg.step_marker.as_ref());
     let steps = dedup(&raw);
-    let iso = isolate(&allreduce::allreduce_kernels(trace), &steps, raw.len());
+    let iso = isolate(
+        &allreduce::allreduce_kernels(trace),
+        &steps,
+        raw.len(),
+        marker.as_ref().map(|m| m.pattern.as_str()),
+    );
     let mut warnings = Vec::new();
     let window = iso.benchmark_window();
     let mut in_window: Vec<MergedStep> = window.map_or_else(Vec::new, |(ws, we)| {
@@ -64,6 +69,7 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         Workload::of(trace, batch, context, generation),
     );
     b.warnings = warnings;
+    b.step_marker = marker;
     b.iterations = window.map(|_| iso.benchmark_iterations().len());
     b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
     match window {
@@ -121,6 +127,8 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
                 ranks: 1,
                 name_id: NO_NAME,
                 executor: false,
+                style: crate::names::steps::StepStyle::TensorrtLlm,
+                tokens: None,
             },
             longest_ns: it.end - it.start,
         })

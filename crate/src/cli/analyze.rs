@@ -11,7 +11,7 @@ use nsys_lens::profile::Profile;
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 
-use super::{OutputArgs, ProfileArg};
+use super::{MarkerArgs, OutputArgs, ProfileArg};
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
@@ -34,16 +34,21 @@ pub struct AnalyzeArgs {
     /// Label of the target in the report.
     #[arg(long, value_name = "L", default_value = "target")]
     pub target_label: String,
+    #[command(flatten)]
+    pub marker: MarkerArgs,
 }
 
 pub fn run(args: &AnalyzeArgs) -> Result<()> {
     let profile: Profile = args.profile.into();
     let tp_size = analyze::tp_size_for(profile, args.tp_size)?;
+    args.marker.check_profile(profile)?;
+    let step_marker = args.marker.source()?;
     let cfg = |label: &str, path: &Path| AnalyzeConfig {
         profile,
         tp_size,
         label: label.to_string(),
         source: path.display().to_string(),
+        step_marker: step_marker.clone(),
     };
     let baseline = breakdown(&args.baseline, &cfg(&args.baseline_label, &args.baseline))?;
     let target = args

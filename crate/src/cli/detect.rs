@@ -2,21 +2,14 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use nsys_lens::detect::{self, DetectConfig, ThresholdOverrides};
 use nsys_lens::error::{Error, Result};
-use nsys_lens::names::steps::{StepMarker, StepsPhase};
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 
-use super::{OutputArgs, ProfileArg, ratio, window};
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum StepsPhaseArg {
-    Context,
-    Generation,
-}
+use super::{MarkerArgs, OutputArgs, ProfileArg, ratio, window};
 
 #[derive(Args)]
 pub struct DetectArgs {
@@ -54,16 +47,8 @@ pub struct DetectArgs {
     /// M3c threshold (standard profile; default 0.50).
     #[arg(long, value_name = "F", value_parser = ratio)]
     pub host_prep_idle_threshold: Option<f64>,
-    /// Step markers of another framework: `pytorch` (ProfilerStep#N). Standard profile only.
-    #[arg(long, value_name = "NAME", conflicts_with = "step_regex")]
-    pub phase_map: Option<String>,
-    /// Custom step marker: a regex over NVTX range names with optional named groups `step`,
-    /// `ctx` and `gen` (request counts). Standard profile only.
-    #[arg(long, value_name = "REGEX")]
-    pub step_regex: Option<String>,
-    /// Phase of steps whose marker has no `ctx`/`gen` counts.
-    #[arg(long, value_enum, default_value = "generation")]
-    pub steps_phase: StepsPhaseArg,
+    #[command(flatten)]
+    pub marker: MarkerArgs,
     /// Analyse only this window instead of first-kernel..last-kernel (ns, as in the export).
     #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
     pub window: Option<(i64, i64)>,
@@ -84,12 +69,7 @@ pub fn run(args: &DetectArgs) -> Result<()> {
             ),
             ("--host-prep-idle-threshold", args.host_prep_idle_threshold),
         ];
-        let marker = args.phase_map.is_some() || args.step_regex.is_some();
-        if marker {
-            return Err(Error::Usage(
-                "--phase-map and --step-regex apply to the standard profile only: the reference scripts (trtllm-skill) know only TensorRT-LLM's _forward_step ranges".into(),
-            ));
-        }
+        args.marker.check_profile(args.profile.into())?;
         if let Some((flag, _)) = standard_only.iter().find(|(_, v)| v.is_some()) {
             return Err(Error::Usage(format!(
                 "{flag} applies to the standard profile only: the reference scripts (trtllm-skill) fix that threshold"
@@ -114,27 +94,8 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         skip_m3: args.no_m3,
         window: args.window,
         file_label: label,
-        step_marker: step_marker(args)?,
+        step_marker: args.marker.source()?,
     };
     let result = detect::detect(&loaded, &cfg)?;
     args.out.write(&result, report::text::detect_report)
-}
-
-/// The step marker chosen with `--phase-map` or `--step-regex`, if any.
-fn step_marker(args: &DetectArgs) -> Result<Option<StepMarker>> {
-    let phase = match args.steps_phase {
-        StepsPhaseArg::Context => StepsPhase::Context,
-        StepsPhaseArg::Generation => StepsPhase::Generation,
-    };
-    if let Some(name) = &args.phase_map {
-        return StepMarker::builtin(name).map(Some).ok_or_else(|| {
-            Error::Usage(format!(
-                "unknown --phase-map `{name}` (known: pytorch; or give --step-regex)"
-            ))
-        });
-    }
-    args.step_regex
-        .as_deref()
-        .map(|re| StepMarker::new(re, phase).map_err(Error::Usage))
-        .transpose()
 }

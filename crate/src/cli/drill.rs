@@ -10,7 +10,7 @@ use nsys_lens::findings::DrillFindings;
 use nsys_lens::report;
 use nsys_lens::trace::{self, LoadOptions};
 
-use super::{OutputArgs, window};
+use super::{MarkerArgs, OutputArgs, window};
 
 #[derive(Args)]
 pub struct DrillArgs {
@@ -25,6 +25,8 @@ pub struct DrillArgs {
     /// Count only gaps fully inside this window (ns, as in the export).
     #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
     pub window: Option<(i64, i64)>,
+    #[command(flatten)]
+    pub marker: MarkerArgs,
 }
 
 /// What the drill-down reads: every column of kernels, runtime calls and NVTX ranges (the API
@@ -51,6 +53,7 @@ pub fn run(args: &DrillArgs) -> Result<()> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
+    let step_marker = args.marker.source()?;
     let loaded = args
         .traces
         .iter()
@@ -59,7 +62,11 @@ pub fn run(args: &DrillArgs) -> Result<()> {
     let inputs: Vec<DrillInput<'_>> = loaded
         .iter()
         .zip(&labels)
-        .map(|(trace, label)| DrillInput { trace, label })
+        .map(|(trace, label)| DrillInput {
+            trace,
+            label,
+            step_marker: step_marker.as_ref(),
+        })
         .collect();
     let opts = DrillOptions {
         top: args.top,

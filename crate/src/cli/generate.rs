@@ -24,6 +24,10 @@ pub struct GenArgs {
     /// List the scenarios.
     #[arg(long)]
     pub list: bool,
+    /// Name the steps as this framework does: tensorrt-llm, vllm, vllm-old, sglang, pytorch
+    /// (the answers stay the TensorRT-LLM run's).
+    #[arg(long, value_name = "STYLE", default_value = "tensorrt-llm")]
+    pub markers: String,
 }
 
 pub fn run(args: &GenArgs) -> Result<()> {
@@ -42,7 +46,8 @@ pub fn run(args: &GenArgs) -> Result<()> {
         scale: args.scale,
         seed: args.seed,
     };
-    let answers = synth::generate(scenario, out, &opts)?;
+    let style = synth::MarkerStyle::from_key(&args.markers)?;
+    let answers = synth::generate_with_markers(scenario, out, &opts, style)?;
     let kernels = answers.get("kernels").and_then(|k| k.as_u64()).unwrap_or(0);
     eprintln!(
         "wrote {} ({kernels} kernels) and {}",

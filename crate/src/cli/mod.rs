@@ -13,6 +13,8 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use nsys_lens::error::{Error, Result};
+use nsys_lens::names::phase_map::PhaseMap;
+use nsys_lens::names::steps::{StepMarker, StepSource, StepStyle, StepsPhase};
 use nsys_lens::profile::Profile;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -105,4 +107,85 @@ fn emit(text: &str, output: Option<&Path>) -> Result<()> {
             }
         }
     }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum StepsPhaseArg {
+    Context,
+    Generation,
+}
+
+/// The user's step marker, shared by detect, analyze and drill (standard profile only).
+#[derive(Args)]
+pub struct MarkerArgs {
+    /// Step markers: a built-in one (`tensorrt-llm`, `vllm`, `sglang`, `pytorch`) instead of
+    /// the one found in the trace, or a phase map FILE.json, `{"phase": ["pattern", …]}`
+    /// (`re:` = regex search, else case-insensitive substring; first match wins).
+    #[arg(long, value_name = "NAME|FILE.json", conflicts_with = "step_regex")]
+    pub phase_map: Option<String>,
+    /// Custom step marker: a regex over NVTX range names with optional named groups `step`,
+    /// `ctx` and `gen` (request counts).
+    #[arg(long, value_name = "REGEX")]
+    pub step_regex: Option<String>,
+    /// Phase of steps whose marker has no `ctx`/`gen` counts.
+    #[arg(long, value_enum, default_value = "generation")]
+    pub steps_phase: StepsPhaseArg,
+}
+
+impl MarkerArgs {
+    /// Whether the user gave a marker.
+    pub fn given(&self) -> bool {
+        self.phase_map.is_some() || self.step_regex.is_some()
+    }
+
+    /// The marker chosen with `--phase-map` or `--step-regex`, if any.
+    pub fn source(&self) -> Result<Option<StepSource>> {
+        let phase = match self.steps_phase {
+            StepsPhaseArg::Context => StepsPhase::Context,
+            StepsPhaseArg::Generation => StepsPhase::Generation,
+        };
+        if let Some(name) = &self.phase_map {
+            return phase_map(name).map(Some);
+        }
+        self.step_regex
+            .as_deref()
+            .map(|re| {
+                StepMarker::new(re, phase)
+                    .map(StepSource::Regex)
+                    .map_err(Error::Usage)
+            })
+            .transpose()
+    }
+
+    /// Refuses a marker under `trtllm-skill`, whose reference scripts know one marker only.
+    pub fn check_profile(&self, profile: Profile) -> Result<()> {
+        if profile == Profile::TrtllmSkill && self.given() {
+            return Err(Error::Usage(
+                "--phase-map and --step-regex apply to the standard profile only: the reference scripts (trtllm-skill) know only TensorRT-LLM's _forward_step ranges".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A built-in marker by name, or a phase map read from a JSON file.
+fn phase_map(arg: &str) -> Result<StepSource> {
+    if let Some(style) = StepStyle::from_key(arg) {
+        return Ok(StepSource::Builtin(style));
+    }
+    let path = Path::new(arg);
+    if !arg.ends_with(".json") && !path.exists() {
+        let known: Vec<&str> = StepStyle::ALL.iter().map(|s| s.key()).collect();
+        return Err(Error::Usage(format!(
+            "unknown --phase-map `{arg}`: give a built-in marker ({}) or a phase map FILE.json",
+            known.join(", ")
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        path: arg.to_string(),
+        detail: e.to_string(),
+    })?;
+    PhaseMap::from_json(&text)
+        .map(StepSource::PhaseMap)
+        .map_err(|e| Error::Usage(format!("{arg}: {e}")))
 }

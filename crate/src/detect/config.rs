@@ -124,8 +124,9 @@ pub struct DetectConfig {
     pub window: Option<(Ns, Ns)>,
     /// The file's name as shown in the report.
     pub file_label: String,
-    /// Another framework's step marker instead of TRT-LLM's `_forward_step` (standard profile).
-    pub step_marker: Option<crate::names::steps::StepMarker>,
+    /// The user's step marker (standard profile); `None`: the first built-in marker the trace
+    /// shows ([`crate::steps::names::StepParser`]).
+    pub step_marker: Option<crate::names::steps::StepSource>,
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@ use crate::detect::name_tables::NameTables;
 use crate::detect::sweep::{SweepInputs, SweepInputsRef};
 use crate::model::{Ns, NvtxRow, Strings, Threads, Trace};
 use crate::names::patterns::NameMatch;
+use crate::names::steps::StepMarkerReport;
 use crate::profile::Switches;
-use crate::steps::names::StepParser;
+use crate::steps::names::{ParserOn, StepParser};
 use crate::steps::{
     PhaseCounts, StepCounts, StepFold, StepReader, StepSink, StepSummarizer, StepSummary,
     StepsUnordered, step_of_row,
@@ -23,7 +24,8 @@ use crate::steps::{
 pub struct HostFacts {
     pub(super) sw: Switches,
     pub(super) names: NameTables,
-    pub(super) custom_marker: bool,
+    /// The step marker the steps were read under (`None`: no range was a step).
+    pub(super) step_marker: Option<StepMarkerReport>,
     /// The forward steps' counts; the steps themselves are not kept ([`HostFacts::with_steps`]).
     pub(super) steps: StepCounts,
     pub(super) context: Option<PhaseCounts>,
@@ -107,8 +109,8 @@ impl HostFacts {
                 prep.push(&nvtx.row(i), &host.threads, &b.names, &b.sw);
             }
         }
-        let parse = |id| b.parser.parse_id(&host.strings, id);
-        let found = StepReader::new(nvtx, parse, &b.sw).summarize(sink);
+        let found =
+            StepReader::new(nvtx, ParserOn(&b.parser, &host.strings), &b.sw).summarize(sink);
         b.into_host_facts(found, host.processes.len())
     }
 }
@@ -119,7 +121,6 @@ pub struct HostFactsBuilder {
     sw: Switches,
     names: NameTables,
     parser: StepParser,
-    custom_marker: bool,
     steps: StepSummarizer,
     /// `None` under `skip_m3`.
     prep: Option<PrepCollector>,
@@ -139,7 +140,6 @@ impl HostFactsBuilder {
             sw,
             names: NameTables::build(strings, &sw),
             parser: StepParser::new(&sw, marker),
-            custom_marker: marker.is_some(),
             steps: StepSummarizer::new(&sw),
             prep: (!cfg.skip_m3).then(PrepCollector::default),
             last_start: None,
@@ -159,8 +159,7 @@ impl HostFactsBuilder {
         if let Some(prep) = &mut self.prep {
             prep.push(row, threads, &self.names, &self.sw);
         }
-        let parse = |id| self.parser.parse_id(strings, id);
-        match step_of_row(row, &self.sw, parse) {
+        match step_of_row(row, &self.sw, &ParserOn(&self.parser, strings)) {
             Some(s) => self.steps.push(s, &mut |s| sink.step(s)),
             None => Ok(()),
         }
@@ -206,8 +205,7 @@ impl HostFactsBuilder {
         if self.prep.is_some() {
             super::measure::prep_of_row(row, threads, &self.names, &self.sw, prep);
         }
-        let parse = |id| self.parser.parse_id(strings, id);
-        if let Some(s) = step_of_row(row, &self.sw, parse) {
+        if let Some(s) = step_of_row(row, &self.sw, &ParserOn(&self.parser, strings)) {
             self.steps.push(s, &mut |s| sink.step(s))?;
         }
         let pending = self.steps.pending_start();
@@ -229,7 +227,7 @@ impl HostFactsBuilder {
                 .map_or_else(Vec::new, |p| p.finish(processes, &self.sw)),
             sw: self.sw,
             names: self.names,
-            custom_marker: self.custom_marker,
+            step_marker: self.parser.used(),
             steps: found.counts,
             context: found.context,
             generation: found.generation,

@@ -145,7 +145,7 @@ fn assemble(
         &prepared,
         &aggregate,
         host_facts.steps.steps,
-        host_facts.custom_marker,
+        host_facts.step_marker.as_ref().is_some_and(|m| !m.auto),
     ));
     let warnings = evidence::warnings(&prepared, &aggregate, host_facts.steps);
 
@@ -164,6 +164,7 @@ fn assemble(
             aggregate.window_us,
             window_source,
         ),
+        step_marker: host_facts.step_marker.clone(),
         thresholds,
         evidence: evidence::table(&aggregate, &thresholds.aggregate, &outcome),
         per_device: evidence::devices(&prepared, &aggregate),
@@ -312,10 +313,17 @@ fn detect_coverage(
         } else {
             " with a textId name (this profile ignores inline NVTX text)"
         };
+        let markers = if p.sw.name_match == crate::names::patterns::NameMatch::SqliteLike {
+            "`[Executor] _forward_step N: C ctx reqs, G gen reqs`".to_string()
+        } else {
+            crate::names::steps::StepStyle::ALL
+                .map(|s| format!("`{}`", s.pattern()))
+                .join(", ")
+        };
         note(
             "phases",
             format!(
-                "no `[Executor] _forward_step N: C ctx reqs, G gen reqs` NVTX ranges{how}: context/generation phases not computed"
+                "no step-marker NVTX ranges ({markers}){how}: context/generation phases not computed; give --step-regex or --phase-map"
             ),
         );
     } else if !p.trace.present.nvtx {

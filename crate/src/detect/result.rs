@@ -166,6 +166,8 @@ pub struct DetectReport {
     // --- added keys ---
     pub profile: &'static str,
     pub window: WindowInfo,
+    /// The step marker the phases were read under (`null`: no range was a step).
+    pub step_marker: Option<crate::names::steps::StepMarkerReport>,
     pub thresholds: ScopeThresholds,
     pub evidence: BTreeMap<&'static str, Evidence>,
     pub per_device: Vec<DeviceMetrics>,

@@ -50,6 +50,8 @@ impl Default for DrillOptions {
 pub struct DrillInput<'t> {
     pub trace: &'t Trace,
     pub label: &'t str,
+    /// The user's step marker (`None`: the first built-in marker the trace shows).
+    pub step_marker: Option<&'t crate::names::steps::StepSource>,
 }
 
 /// The drill-down's result: the analyses and what was not computed (its findings are
@@ -62,6 +64,8 @@ pub struct DrillReport {
     pub stragglers: stragglers::StragglerReport,
     pub files: Vec<String>,
     pub options: DrillOptions,
+    /// Per file (as `files`), the step marker its steps were read under (`null`: none).
+    pub step_markers: Vec<Option<crate::names::steps::StepMarkerReport>>,
     pub coverage: Vec<CoverageNote>,
     /// Where each device's idle time went (the gaps' causes come from the same attribution).
     pub idle: idle::IdleAttribution,
@@ -72,7 +76,7 @@ pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillRepo
     check_inputs(inputs)?;
     let indexed: Vec<TraceIndex<'_>> = inputs
         .iter()
-        .map(|i| TraceIndex::new(i.trace, i.label))
+        .map(|i| TraceIndex::with_marker(i.trace, i.label, i.step_marker))
         .collect();
     Ok(drill_indexed(&indexed, opts))
 }
@@ -98,6 +102,7 @@ pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillRe
         stragglers: stragglers::straggler_report(indexed),
         files: indexed.iter().map(|ix| ix.label.clone()).collect(),
         options: *opts,
+        step_markers: indexed.iter().map(|ix| ix.steps.marker.clone()).collect(),
         coverage: indexed.iter().flat_map(coverage).collect(),
         idle,
     }

@@ -131,6 +131,8 @@ pub struct StepInfo {
     pub steps: Vec<Step>,
     pub context: Option<PhaseSteps>,
     pub generation: Option<PhaseSteps>,
+    /// The step marker they were read under (`None`: no range was a step).
+    pub marker: Option<crate::names::steps::StepMarkerReport>,
 }
 
 /// A trace with everything the drill-down looks up repeatedly.
@@ -146,13 +148,22 @@ pub struct TraceIndex<'t> {
 
 impl<'t> TraceIndex<'t> {
     pub fn new(trace: &'t Trace, label: &str) -> TraceIndex<'t> {
+        TraceIndex::with_marker(trace, label, None)
+    }
+
+    /// The index with steps read under the user's marker (`None`: the first built-in one met).
+    pub fn with_marker(
+        trace: &'t Trace,
+        label: &str,
+        marker: Option<&crate::names::steps::StepSource>,
+    ) -> TraceIndex<'t> {
         TraceIndex {
             trace,
             label: label.to_string(),
             devices: kernels_by_device(trace),
             calls: CallIndex::build(trace),
             names: Names::build(trace),
-            steps: step_info(trace),
+            steps: step_info(trace, marker),
         }
     }
 
@@ -248,15 +259,21 @@ fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
         .collect()
 }
 
-fn step_info(trace: &Trace) -> StepInfo {
+fn step_info(trace: &Trace, marker: Option<&crate::names::steps::StepSource>) -> StepInfo {
     let sw = Profile::Standard.switches();
-    let step_names = StepNames::parser(&trace.strings, &sw, None);
-    let (steps, _) = steps::forward_steps(&trace.nvtx, step_names, &sw);
+    let reader = steps::StepReader::new(
+        &trace.nvtx,
+        StepNames::parser(&trace.strings, &sw, marker),
+        &sw,
+    );
+    let mut steps = reader.raw();
+    steps::dedup_tp_steps_in_place(&mut steps);
     let (context, generation) = steps::phases(&steps, &sw);
     StepInfo {
         steps,
         context,
         generation,
+        marker: reader.lookup().parser.used(),
     }
 }
 

@@ -3,11 +3,11 @@
 
 use super::Iteration;
 use crate::model::{NameId, Ns, Trace};
-use crate::names::steps::{StepName, parse_step};
+use crate::names::steps::{StepMarkerReport, StepName, StepSource, StepStyle, parse_step};
 use crate::profile::Profile;
 use crate::sqlike::Like;
 use crate::steps::names::StepNames;
-use crate::steps::{Step, dedup_tp_steps, forward_steps};
+use crate::steps::{Step, StepReader, dedup_tp_steps, forward_steps};
 
 /// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
 pub const UNPARSED: u64 = u64::MAX;
@@ -25,17 +25,27 @@ pub struct MergedStep {
 /// `trtllm-skill`: rows whose `textId` name is `LIKE '%[Executor] _forward_step%'`, any event
 /// type, unparsable names kept as step −1 with 0/0 requests. `standard`: push/pop and start/end
 /// ranges named (inline text or `textId`) `… _forward_step N: C ctx reqs, G gen reqs`.
-pub fn raw_steps(trace: &Trace, profile: Profile) -> Vec<Step> {
+/// Also the step marker they were read under (`source`, else the first built-in marker met).
+pub fn raw_steps(
+    trace: &Trace,
+    profile: Profile,
+    source: Option<&StepSource>,
+) -> (Vec<Step>, Option<StepMarkerReport>) {
     let mut sw = profile.switches();
     sw.dedup_steps = false;
     match profile {
         Profile::TrtllmSkill => {
             let names = StepNames(reference_step_names(trace));
-            forward_steps(&trace.nvtx, |id| names.get(id), &sw).0
+            let steps = forward_steps(&trace.nvtx, |id| names.get(id), &sw).0;
+            let marker = (!steps.is_empty())
+                .then(|| StepSource::Builtin(StepStyle::TensorrtLlm).report(false));
+            (steps, marker)
         }
         Profile::Standard => {
-            let names = StepNames::parser(&trace.strings, &sw, None);
-            forward_steps(&trace.nvtx, names, &sw).0
+            let names = StepNames::parser(&trace.strings, &sw, source);
+            let reader = StepReader::new(&trace.nvtx, names, &sw);
+            let steps = reader.raw();
+            (steps, reader.lookup().parser.used())
         }
     }
 }
@@ -155,6 +165,8 @@ mod tests {
             ranks: 1,
             name_id: 0,
             executor: false,
+            style: crate::names::steps::StepStyle::TensorrtLlm,
+            tokens: None,
         }
     }
 

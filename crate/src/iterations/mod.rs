@@ -127,11 +127,13 @@ impl Isolation {
 
 /// Chooses the technique as the reference does: allreduce grouping when the trace has allreduce
 /// kernels, else the (merged) forward steps, else nothing. `raw_steps` is the number of step
-/// ranges before TP merging, for the explanation.
+/// ranges before TP merging and `marker` the range name they were read under (`None`: no range
+/// was a step), for the explanation.
 pub fn isolate(
     allreduce: &[(Ns, Ns)],
     steps: &[forward_steps::MergedStep],
     raw_steps: usize,
+    marker: Option<&str>,
 ) -> Isolation {
     if !allreduce.is_empty() {
         let iterations = allreduce::group(allreduce, ITERATION_GAP_NS);
@@ -144,15 +146,24 @@ pub fn isolate(
     }
     if !steps.is_empty() {
         let reason = format!(
-            "no allreduce kernels (TP = 1 or no collectives): {} `[Executor] _forward_step` NVTX ranges, {} steps after merging TP ranks",
+            "no allreduce kernels (TP = 1 or no collectives): {} `{}` NVTX ranges, {} steps after merging TP ranks",
             raw_steps,
+            marker.unwrap_or("[Executor] _forward_step"),
             steps.len()
         );
         return Isolation::new(Method::Nvtx, reason, forward_steps::iterations(steps));
     }
+    let markers = match marker {
+        Some(m) => format!("`{m}`"),
+        None => crate::names::steps::StepStyle::ALL
+            .map(|s| format!("`{}`", s.pattern()))
+            .join(", "),
+    };
     Isolation::new(
         Method::None,
-        "no allreduce kernels and no `[Executor] _forward_step` NVTX ranges: iterations cannot be isolated".into(),
+        format!(
+            "no allreduce kernels and no step-marker NVTX ranges ({markers}): iterations cannot be isolated; give a step marker (--step-regex or --phase-map)"
+        ),
         Vec::new(),
     )
 }

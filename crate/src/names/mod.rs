@@ -10,5 +10,6 @@ pub mod api;
 pub mod kernels;
 pub mod launch;
 pub mod patterns;
+pub mod phase_map;
 pub mod ranges;
 pub mod steps;

@@ -1,6 +1,7 @@
-//! Forward-step markers: the names that mark one step of a serving loop (TensorRT-LLM's
-//! `[Executor] _forward_step N: C ctx reqs, G gen reqs`, or a user's regex), parsed into
-//! [`StepName`]s.
+//! Step markers: the names that mark one step of a serving or training loop, parsed into
+//! [`StepName`]s. One catalogue of built-in markers ([`StepStyle`]: TensorRT-LLM, vLLM, SGLang,
+//! PyTorch; where each name comes from is in `docs/step-markers.md`) and the user's own
+//! ([`StepSource`]: a regex, or a phase map).
 
 use std::sync::OnceLock;
 
@@ -18,13 +19,186 @@ pub struct StepName {
     pub gen_reqs: u64,
 }
 
-/// What the page keeps of a forward-step name it does not hold (a long trace names every step
-/// differently): the parsed step, and whether the name passed the `trtllm-skill` profile's
-/// prefilter (`LIKE '%[Executor] _forward_step%'`).
+/// What the page keeps of a step name it does not hold (a long trace names every step
+/// differently): the parsed step, the built-in marker that names it, and whether the name passed
+/// the `trtllm-skill` profile's prefilter (`LIKE '%[Executor] _forward_step%'`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StepText {
     pub name: StepName,
+    pub style: StepStyle,
     pub executor: bool,
+    /// vLLM's `execute_context_C(T)_generation_G(T)` token counts (`None` for every other form),
+    /// so that the label gives back the name.
+    pub tokens: Option<[u32; 2]>,
+}
+
+/// A built-in step marker: the NVTX range a framework opens around one step of its loop.
+/// `ALL` lists them in the order a name is tried (the first that parses names the step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepStyle {
+    /// TensorRT-LLM's `[Executor] _forward_step N: C ctx reqs, G gen reqs`.
+    #[default]
+    TensorrtLlm,
+    /// vLLM v1 under the CUDA profiler wrapper: `execute_context_C(T)_generation_G(T)`, or the
+    /// older `execute_new_C_cached_G` (new requests count as context, cached as generation).
+    Vllm,
+    /// SGLang's scheduler: `scheduler.run_batch`, one per batch run, with no request counts.
+    Sglang,
+    /// PyTorch's profiler: `ProfilerStep#N`.
+    Pytorch,
+}
+
+impl StepStyle {
+    pub const ALL: [StepStyle; 4] = [
+        StepStyle::TensorrtLlm,
+        StepStyle::Vllm,
+        StepStyle::Sglang,
+        StepStyle::Pytorch,
+    ];
+
+    /// The name used in JSON, on the command line and in the page's marker field.
+    pub fn key(self) -> &'static str {
+        match self {
+            StepStyle::TensorrtLlm => "tensorrt-llm",
+            StepStyle::Vllm => "vllm",
+            StepStyle::Sglang => "sglang",
+            StepStyle::Pytorch => "pytorch",
+        }
+    }
+
+    pub fn from_key(key: &str) -> Option<StepStyle> {
+        StepStyle::ALL.into_iter().find(|s| s.key() == key)
+    }
+
+    /// The range name, as a reader would recognise it.
+    pub fn pattern(self) -> &'static str {
+        match self {
+            StepStyle::TensorrtLlm => "[Executor] _forward_step N: C ctx reqs, G gen reqs",
+            StepStyle::Vllm => "execute_context_C(T)_generation_G(T) | execute_new_C_cached_G",
+            StepStyle::Sglang => "scheduler.run_batch",
+            StepStyle::Pytorch => "ProfilerStep#N",
+        }
+    }
+
+    /// Host-side scopes the framework opens inside a step (reported as NVTX ops of the step,
+    /// like any range; listed so the reader knows what to expect).
+    pub fn host_ops(self) -> &'static [&'static str] {
+        match self {
+            StepStyle::TensorrtLlm => &["_prepare_tp_inputs", "_fetch_new_requests"],
+            StepStyle::Vllm => &[
+                "gpu_model_runner: preprocess",
+                "gpu_model_runner: forward",
+                "gpu_model_runner: postprocess",
+                "gpu_model_runner: sample",
+            ],
+            StepStyle::Sglang => &[
+                "scheduler.recv_requests",
+                "scheduler.process_input_requests",
+                "scheduler.get_next_batch_to_run",
+                "scheduler.process_batch_result",
+            ],
+            StepStyle::Pytorch => &[],
+        }
+    }
+
+    /// The step `name` stands for under this marker.
+    pub fn parse(self, name: &str) -> Option<StepName> {
+        match self {
+            StepStyle::TensorrtLlm => parse_step(name),
+            StepStyle::Vllm => parse_vllm(name).map(|(s, _)| s),
+            StepStyle::Sglang => (name == SGLANG_STEP).then_some(StepName {
+                step: 0,
+                ctx: 0,
+                gen_reqs: 1,
+            }),
+            StepStyle::Pytorch => parse_profiler_step(name),
+        }
+    }
+
+    /// A label for a step whose name is not held, in the marker's own form: the name itself
+    /// for every name the marker parses (vLLM's `tokens` when the name carried them).
+    pub fn label(self, s: &StepName, executor: bool, tokens: Option<[u32; 2]>) -> String {
+        match self {
+            StepStyle::TensorrtLlm => {
+                let prefix = if executor { "[Executor] " } else { "" };
+                format!(
+                    "{prefix}_forward_step {}: {} ctx reqs, {} gen reqs",
+                    s.step, s.ctx, s.gen_reqs
+                )
+            }
+            StepStyle::Vllm => match tokens {
+                Some([ct, gt]) => format!(
+                    "execute_context_{}({ct})_generation_{}({gt})",
+                    s.ctx, s.gen_reqs
+                ),
+                None => format!("execute_new_{}_cached_{}", s.ctx, s.gen_reqs),
+            },
+            StepStyle::Sglang => SGLANG_STEP.to_string(),
+            StepStyle::Pytorch => format!("ProfilerStep#{}", s.step),
+        }
+    }
+}
+
+/// The first built-in marker that parses `name`, with its step.
+pub fn parse_builtin(name: &str) -> Option<(StepStyle, StepName)> {
+    StepStyle::ALL
+        .into_iter()
+        .find_map(|style| style.parse(name).map(|s| (style, s)))
+}
+
+const SGLANG_STEP: &str = "scheduler.run_batch";
+
+/// `execute_context_C(T)_generation_G(T)` (with its token counts, `None` when one does not fit
+/// a `u32`) or `execute_new_C_cached_G` (no tokens), the whole name.
+fn parse_vllm(name: &str) -> Option<(StepName, Option<[u32; 2]>)> {
+    let rest = name.strip_prefix("execute_")?;
+    let counts = |ctx: &str, gen_reqs: &str| {
+        Some(StepName {
+            step: 0,
+            ctx: ctx.parse().ok()?,
+            gen_reqs: gen_reqs.parse().ok()?,
+        })
+    };
+    if let Some(rest) = rest.strip_prefix("context_") {
+        let (ctx, rest) = ascii_digits(rest)?;
+        let (ctx_tokens, rest) = tokens(rest)?;
+        let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_generation_")?)?;
+        let (gen_tokens, rest) = tokens(rest)?;
+        rest.is_empty().then_some(())?;
+        let tokens = ctx_tokens.parse().ok().zip(gen_tokens.parse().ok());
+        return Some((counts(ctx, gen_reqs)?, tokens.map(|(c, g)| [c, g])));
+    }
+    let (ctx, rest) = ascii_digits(rest.strip_prefix("new_")?)?;
+    let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_cached_")?)?;
+    rest.is_empty().then_some(())?;
+    Some((counts(ctx, gen_reqs)?, None))
+}
+
+/// `(T)` at the start of `rest`: the digits and what follows.
+fn tokens(rest: &str) -> Option<(&str, &str)> {
+    let (t, rest) = ascii_digits(rest.strip_prefix('(')?)?;
+    Some((t, rest.strip_prefix(')')?))
+}
+
+/// `ProfilerStep#N`, the whole name.
+fn parse_profiler_step(name: &str) -> Option<StepName> {
+    let (n, rest) = ascii_digits(name.strip_prefix("ProfilerStep#")?)?;
+    rest.is_empty().then_some(())?;
+    Some(StepName {
+        step: n.parse().ok()?,
+        ctx: 0,
+        gen_reqs: 1,
+    })
+}
+
+/// A leading run of ASCII digits and what follows.
+fn ascii_digits(rest: &str) -> Option<(&str, &str)> {
+    let end = rest
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(rest.len());
+    (end > 0).then(|| rest.split_at(end))
 }
 
 /// Which phase steps belong to when their marker carries no request counts.
@@ -63,6 +237,10 @@ impl StepMarker {
         StepMarker::new(pattern, phase).ok()
     }
 
+    pub fn pattern(&self) -> &str {
+        self.regex.as_str()
+    }
+
     pub fn parse(&self, name: &str) -> Option<StepName> {
         let c = self.regex.captures(name)?;
         let group = |g: &str| c.name(g).and_then(|m| m.as_str().parse::<u64>().ok());
@@ -81,6 +259,92 @@ impl StepMarker {
             gen_reqs,
         })
     }
+}
+
+/// Where a trace's steps come from: a built-in marker (chosen by the user or found in the
+/// trace), a user's regex, or a user's phase map. (Steps inferred from the kernel stream will
+/// join as another source.)
+#[derive(Debug, Clone)]
+pub enum StepSource {
+    Builtin(StepStyle),
+    Regex(StepMarker),
+    PhaseMap(super::phase_map::PhaseMap),
+}
+
+/// Equal when they read the same names the same way (their patterns and phases, as `Debug`
+/// prints them: a compiled regex has no other equality).
+impl PartialEq for StepSource {
+    fn eq(&self, other: &StepSource) -> bool {
+        format!("{self:?}") == format!("{other:?}")
+    }
+}
+
+impl Eq for StepSource {}
+
+impl StepSource {
+    /// The step `name` stands for under this source.
+    pub fn parse(&self, name: &str) -> Option<StepName> {
+        match self {
+            StepSource::Builtin(style) => style.parse(name),
+            StepSource::Regex(m) => m.parse(name),
+            StepSource::PhaseMap(m) => m.parse(name),
+        }
+    }
+
+    /// The built-in marker, if this is one.
+    pub fn style(&self) -> Option<StepStyle> {
+        match self {
+            StepSource::Builtin(style) => Some(*style),
+            _ => None,
+        }
+    }
+
+    /// What the reports say of the source; `auto`: found in the trace rather than chosen.
+    pub fn report(&self, auto: bool) -> StepMarkerReport {
+        let (source, marker, pattern) = match self {
+            StepSource::Builtin(style) => {
+                ("builtin", Some(style.key()), style.pattern().to_string())
+            }
+            StepSource::Regex(m) => ("regex", None, m.pattern().to_string()),
+            StepSource::PhaseMap(m) => ("phase-map", None, m.names().join(", ")),
+        };
+        StepMarkerReport {
+            source: source.into(),
+            marker: marker.map(str::to_string),
+            pattern,
+            auto,
+        }
+    }
+}
+
+/// The page's marker field: empty or `auto` (the first built-in marker met), a built-in key
+/// (`vllm` …), a phase map (`{"phase": ["pattern", …]}`), or else a regex (steps without counts
+/// join the generation phase unless the regex names `ctx`/`gen` groups).
+pub fn parse_marker_spec(spec: &str) -> Result<Option<StepSource>, String> {
+    let spec = spec.trim();
+    if spec.is_empty() || spec == "auto" {
+        return Ok(None);
+    }
+    if let Some(style) = StepStyle::from_key(spec) {
+        return Ok(Some(StepSource::Builtin(style)));
+    }
+    if spec.starts_with('{') {
+        return super::phase_map::PhaseMap::from_json(spec).map(|m| Some(StepSource::PhaseMap(m)));
+    }
+    StepMarker::new(spec, StepsPhase::Generation).map(|m| Some(StepSource::Regex(m)))
+}
+
+/// The step marker a report used (`step_marker` in the JSON of detect, analyze and drill).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StepMarkerReport {
+    /// `builtin`, `regex` or `phase-map`.
+    pub source: String,
+    /// The built-in marker's key (`tensorrt-llm`, `vllm`, `sglang`, `pytorch`).
+    pub marker: Option<String>,
+    /// The range name it reads (a regex, or the phase map's phases).
+    pub pattern: String,
+    /// Found in the trace (no marker was given).
+    pub auto: bool,
 }
 
 /// The TensorRT-LLM forward-step marker, `_forward_step N: C ctx reqs, G gen reqs`, searched
@@ -151,7 +415,7 @@ fn decimal_digit_regex() -> &'static Regex {
 /// every step differently. Only for names no other rule matches (launch API, NCCL, host prep,
 /// under either profile's matching), so that a name not held is one only the step parsers read.
 pub fn step_text(name: &str) -> Option<StepText> {
-    let step = parse_step(name)?;
+    let (style, step) = parse_builtin(name)?;
     // Every other rule's text holds `nccl` or `prepare` (any case, as `LIKE` compares).
     let bytes = name.as_bytes();
     let may_match = contains_folded(bytes, b"nccl") || contains_folded(bytes, b"prepare");
@@ -161,22 +425,27 @@ pub fn step_text(name: &str) -> Option<StepText> {
     {
         return None;
     }
+    let tokens = match style {
+        StepStyle::Vllm => parse_vllm(name).and_then(|(_, t)| t),
+        _ => None,
+    };
+    // A token count that does not fit would not give the name back: hold such a name.
+    if style == StepStyle::Vllm && name.starts_with("execute_context_") && tokens.is_none() {
+        return None;
+    }
     Some(StepText {
         name: step,
-        executor: executor_prefilter().matches(name),
+        style,
+        executor: style == StepStyle::TensorrtLlm && executor_prefilter().matches(name),
+        tokens,
     })
 }
 
-/// A label for a forward step whose name is not held: TensorRT-LLM's own form,
-/// `[Executor] _forward_step N: C ctx reqs, G gen reqs` (the prefix when the name passed the
-/// `trtllm-skill` prefilter), which gives back the name itself on every trace it writes.
+/// A label for a step whose name is not held, in its marker's form ([`StepStyle::label`]):
+/// TensorRT-LLM's gives back the name itself on every trace it writes (with the `[Executor] `
+/// prefix when the name passed the `trtllm-skill` prefilter).
 pub fn step_label(s: &StepText) -> String {
-    let prefix = if s.executor { "[Executor] " } else { "" };
-    let n = &s.name;
-    format!(
-        "{prefix}_forward_step {}: {} ctx reqs, {} gen reqs",
-        n.step, n.ctx, n.gen_reqs
-    )
+    s.style.label(&s.name, s.executor, s.tokens)
 }
 
 pub(crate) fn executor_prefilter() -> &'static Like {
@@ -226,6 +495,78 @@ mod tests {
             })
         );
         assert!(StepMarker::new("(", StepsPhase::Generation).is_err());
+    }
+
+    #[test]
+    fn builtin_markers_parse_their_own_names_only() {
+        let step = |step, ctx, gen_reqs| StepName {
+            step,
+            ctx,
+            gen_reqs,
+        };
+        let cases = [
+            (
+                "execute_context_2(300)_generation_14(14)",
+                Some((StepStyle::Vllm, step(0, 2, 14))),
+            ),
+            (
+                "execute_new_1_cached_7",
+                Some((StepStyle::Vllm, step(0, 1, 7))),
+            ),
+            ("execute_context_2(300)_generation_14", None),
+            ("execute_new_1_cached_7 x", None),
+            (
+                "scheduler.run_batch",
+                Some((StepStyle::Sglang, step(0, 0, 1))),
+            ),
+            ("scheduler.recv_requests", None),
+            (
+                "ProfilerStep#12",
+                Some((StepStyle::Pytorch, step(12, 0, 1))),
+            ),
+            ("ProfilerStep#", None),
+            (
+                "[Executor] _forward_step 3: 1 ctx reqs, 2 gen reqs",
+                Some((StepStyle::TensorrtLlm, step(3, 1, 2))),
+            ),
+            ("gpu_model_runner: forward", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(parse_builtin(name), want, "{name}");
+        }
+        let text = step_text("execute_new_1_cached_7").expect("a step");
+        assert_eq!(text.style, StepStyle::Vllm);
+        assert!(!text.executor);
+        assert_eq!(step_label(&text), "execute_new_1_cached_7");
+        for name in [
+            "execute_context_2(300)_generation_14(14)",
+            "scheduler.run_batch",
+            "ProfilerStep#4",
+            "[Executor] _forward_step 3: 1 ctx reqs, 2 gen reqs",
+        ] {
+            assert_eq!(step_text(name).map(|t| step_label(&t)), Some(name.into()));
+        }
+        for style in StepStyle::ALL {
+            assert_eq!(StepStyle::from_key(style.key()), Some(style));
+        }
+    }
+
+    #[test]
+    fn the_marker_field_reads_builtins_maps_and_regexes() {
+        assert_eq!(parse_marker_spec(" auto "), Ok(None));
+        assert_eq!(parse_marker_spec(""), Ok(None));
+        assert_eq!(
+            parse_marker_spec("sglang"),
+            Ok(Some(StepSource::Builtin(StepStyle::Sglang)))
+        );
+        let map = parse_marker_spec(r#"{"decode": ["run_batch"]}"#).expect("map");
+        assert_eq!(
+            map.map(|m| m.report(false).source),
+            Some("phase-map".into())
+        );
+        let re = parse_marker_spec(r"^step (?P<step>\d+)$").expect("regex");
+        assert_eq!(re.map(|m| m.report(false).source), Some("regex".into()));
+        assert!(parse_marker_spec("(").is_err());
     }
 
     #[test]

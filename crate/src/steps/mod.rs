@@ -7,7 +7,7 @@ pub mod spans;
 
 use crate::model::intervals::{IntervalSet, UnionBuilder};
 use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow, UNHELD_NAME};
-use crate::names::steps::StepName;
+use crate::names::steps::{StepName, StepStyle, StepText};
 use crate::profile::{PhaseWindow, Switches};
 use names::unheld_step;
 use spans::{SpanQueue, WindowFacts};
@@ -30,6 +30,10 @@ pub struct Step {
     /// For a name not held ([`UNHELD_NAME`]): whether it passed the `trtllm-skill` prefilter,
     /// `[Executor] _forward_step` (the step lane labels it by it).
     pub executor: bool,
+    /// For a name not held: the built-in marker that named it and vLLM's token counts (the step
+    /// lane's label).
+    pub style: StepStyle,
+    pub tokens: Option<[u32; 2]>,
 }
 
 /// Which NVTX rows a profile can see, and under which name.
@@ -54,24 +58,43 @@ pub fn visible_row_name(row: &NvtxRow, sw: &Switches) -> Option<NameId> {
     (name != crate::model::NO_NAME).then_some(name)
 }
 
+/// How a reader of steps parses names: a held name by id, a name not held from what the row
+/// carries of it ([`StepText`]). A plain function of the id reads TensorRT-LLM's unheld steps
+/// only, as the reference does; [`names::ParsedNames`] reads its source's.
+pub trait StepLookup {
+    fn held(&self, id: NameId) -> Option<StepName>;
+    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
+        (text.style == StepStyle::TensorrtLlm)
+            .then(|| unheld_step(text, sw))
+            .flatten()
+    }
+}
+
+impl<F: Fn(NameId) -> Option<StepName>> StepLookup for F {
+    fn held(&self, id: NameId) -> Option<StepName> {
+        self(id)
+    }
+}
+
 /// The raw (one rank's) forward step `row` is under `sw`, if it is one; `names` gives a held
 /// name's parsed step (a name not held, [`UNHELD_NAME`], comes parsed with the row).
-pub fn step_of_row(
-    row: &NvtxRow,
-    sw: &Switches,
-    names: impl Fn(NameId) -> Option<StepName>,
-) -> Option<Step> {
+pub fn step_of_row(row: &NvtxRow, sw: &Switches, names: &impl StepLookup) -> Option<Step> {
     let name_id = visible_row_name(row, sw)?;
-    let (name, executor) = match name_id {
+    let (name, executor, style, tokens) = match name_id {
         UNHELD_NAME => {
             let text = if sw.nvtx_text_fallback {
                 row.step
             } else {
                 row.text_id_step
             }?;
-            (unheld_step(&text, sw)?, text.executor)
+            (
+                names.unheld(&text, sw)?,
+                text.executor,
+                text.style,
+                text.tokens,
+            )
         }
-        id => (names(id)?, false),
+        id => (names.held(id)?, false, StepStyle::TensorrtLlm, None),
     };
     Some(Step {
         row: row.row,
@@ -81,6 +104,8 @@ pub fn step_of_row(
         ranks: 1,
         name_id,
         executor,
+        style,
+        tokens,
     })
 }
 
@@ -88,7 +113,7 @@ pub fn step_of_row(
 /// so, handed to `visit` in start order.
 pub fn steps_of_rows(
     rows: impl Iterator<Item = NvtxRow>,
-    names: impl Fn(NameId) -> Option<StepName>,
+    names: impl StepLookup,
     sw: &Switches,
     visit: &mut dyn FnMut(Step),
 ) {
@@ -166,13 +191,13 @@ impl<T: StepSink> StepSink for Option<&mut T> {
 /// table lists ranges in start order (every export seen), and a long trace's steps are the
 /// largest list a plan would build. A pass that meets a step out of order starts again over the
 /// steps sorted into a list.
-pub struct StepReader<'a, F: Fn(NameId) -> Option<StepName>> {
+pub struct StepReader<'a, F: StepLookup> {
     nvtx: &'a NvtxRanges,
     names: F,
     sw: Switches,
 }
 
-impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
+impl<'a, F: StepLookup> StepReader<'a, F> {
     /// `names` gives a name's parsed step, if it is one.
     pub fn new(nvtx: &'a NvtxRanges, names: F, sw: &Switches) -> StepReader<'a, F> {
         StepReader {
@@ -194,8 +219,13 @@ impl<'a, F: Fn(NameId) -> Option<StepName>> StepReader<'a, F> {
         self.fold(|| TpFolder::new(&self.sw), sink)
     }
 
+    /// How it parses names (a parser reports the marker it chose once a pass is done).
+    pub fn lookup(&self) -> &F {
+        &self.names
+    }
+
     /// The raw steps as a list, sorted by start (then end).
-    pub fn into_raw(self) -> Vec<Step> {
+    pub fn raw(&self) -> Vec<Step> {
         let mut raw: Vec<Step> = self.in_table_order().collect();
         if !raw.is_sorted_by_key(|s| (s.start, s.end)) {
             raw.sort_by_key(|s| (s.start, s.end));
@@ -471,10 +501,10 @@ impl PhaseAcc {
 /// gives a name's parsed step, if it is one.
 pub fn forward_steps(
     nvtx: &NvtxRanges,
-    names: impl Fn(NameId) -> Option<StepName>,
+    names: impl StepLookup,
     sw: &Switches,
 ) -> (Vec<Step>, usize) {
-    let mut raw = StepReader::new(nvtx, names, sw).into_raw();
+    let mut raw = StepReader::new(nvtx, names, sw).raw();
     let raw_count = raw.len();
     if sw.dedup_steps {
         dedup_tp_steps_in_place(&mut raw);

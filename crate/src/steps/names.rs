@@ -1,15 +1,22 @@
-//! Forward-step names under a profile: which names a profile's parser reads as steps (the
-//! TensorRT-LLM marker, with `trtllm-skill`'s `LIKE` prefilter, or a user's marker).
+//! Step names under a profile: which names a profile's parser reads as steps — a step source
+//! given by the user ([`StepSource`]), else the first built-in marker the trace's ranges show
+//! (in table order, so every reader of the trace chooses the same), with `trtllm-skill` reading
+//! TensorRT-LLM's marker only, through its `LIKE` prefilter.
 
+use std::cell::Cell;
+
+use super::StepLookup;
 use crate::model::{NameId, Strings};
 use crate::names::patterns::NameMatch;
-use crate::names::steps::{EXECUTOR_STEP, StepMarker, StepName, StepText, parse_step};
+use crate::names::steps::{
+    EXECUTOR_STEP, StepMarkerReport, StepName, StepSource, StepStyle, StepText, parse_builtin,
+};
 use crate::profile::Switches;
 use crate::sqlike::Like;
 
-/// The forward step a name not held stands for under `sw`: every profile's parser reads it but
-/// `trtllm-skill`'s, which takes only names its prefilter passes. A custom step marker needs
-/// the names themselves (the page's streamed open, which holds none, takes no marker).
+/// The forward step a TensorRT-LLM name not held stands for under `sw`: every profile's parser
+/// reads it but `trtllm-skill`'s, which takes only names its prefilter passes. A user's marker
+/// needs the names themselves (the page's streamed open, which holds none, takes no such marker).
 pub fn unheld_step(text: &StepText, sw: &Switches) -> Option<StepName> {
     (sw.name_match != NameMatch::SqliteLike || text.executor).then_some(text.name)
 }
@@ -20,14 +27,17 @@ pub fn unheld_step(text: &StepText, sw: &Switches) -> Option<StepName> {
 pub struct StepNames(pub Vec<Option<StepName>>);
 
 impl StepNames {
-    /// The profile's forward-step name parser ([`StepParser`]) over `strings`.
+    /// The profile's step name parser ([`StepParser`]) over `strings`: `source`'s, else the first
+    /// built-in marker met.
     pub fn parser<'s>(
         strings: &'s Strings,
         sw: &Switches,
-        marker: Option<&StepMarker>,
-    ) -> impl Fn(NameId) -> Option<StepName> + 's {
-        let parser = StepParser::new(sw, marker);
-        move |id| parser.parse_id(strings, id)
+        source: Option<&StepSource>,
+    ) -> ParsedNames<'s> {
+        ParsedNames {
+            parser: StepParser::new(sw, source),
+            strings,
+        }
     }
 
     pub fn get(&self, id: NameId) -> Option<StepName> {
@@ -35,22 +45,48 @@ impl StepNames {
     }
 }
 
-/// A profile's forward-step name parser: `marker`'s, else the TensorRT-LLM marker (under
-/// `LIKE` matching, only names `LIKE '%[Executor] _forward_step%'`).
+/// A [`StepParser`] over a string table: the [`StepLookup`] of a loaded trace.
+pub struct ParsedNames<'s> {
+    pub parser: StepParser,
+    strings: &'s Strings,
+}
+
+impl StepLookup for ParsedNames<'_> {
+    fn held(&self, id: NameId) -> Option<StepName> {
+        self.parser.parse_id(self.strings, id)
+    }
+
+    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
+        self.parser.parse_unheld(text, sw)
+    }
+}
+
+/// A profile's step name parser: the user's source, else the built-in markers, the first one met
+/// chosen for the rest of the trace (under `LIKE` matching, TensorRT-LLM's only, and only names
+/// `LIKE '%[Executor] _forward_step%'`).
 pub struct StepParser {
     prefilter: Option<Like>,
-    marker: Option<StepMarker>,
+    source: Option<StepSource>,
+    /// The built-in marker met first, when no source was given.
+    chosen: Cell<Option<StepStyle>>,
 }
 
 impl StepParser {
-    pub fn new(sw: &Switches, marker: Option<&StepMarker>) -> StepParser {
+    pub fn new(sw: &Switches, source: Option<&StepSource>) -> StepParser {
+        let skill = sw.name_match == NameMatch::SqliteLike;
+        let source = if skill {
+            Some(StepSource::Builtin(StepStyle::TensorrtLlm))
+        } else {
+            source.cloned()
+        };
         StepParser {
-            prefilter: (sw.name_match == NameMatch::SqliteLike).then(|| Like::new(EXECUTOR_STEP)),
-            marker: marker.cloned(),
+            prefilter: skill.then(|| Like::new(EXECUTOR_STEP)),
+            source,
+            chosen: Cell::new(None),
         }
     }
 
-    /// The step string `id` names (none for a name not held: see [`unheld_step`]).
+    /// The step string `id` names (none for a name not held: see [`StepParser::parse_unheld`]).
     pub fn parse_id(&self, strings: &Strings, id: NameId) -> Option<StepName> {
         self.parse(strings.get(id))
     }
@@ -59,9 +95,60 @@ impl StepParser {
         if self.prefilter.as_ref().is_some_and(|p| !p.matches(name)) {
             return None;
         }
-        match &self.marker {
-            Some(m) => m.parse(name),
-            None => parse_step(name),
+        match &self.source {
+            Some(source) => source.parse(name),
+            None => {
+                let (style, step) = parse_builtin(name)?;
+                self.accept(style).then_some(step)
+            }
         }
+    }
+
+    /// A name not held, parsed as it was read: a built-in marker's only (see [`unheld_step`]).
+    pub fn parse_unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
+        let step = match &self.source {
+            Some(StepSource::Builtin(style)) => (*style == text.style).then_some(text.name),
+            Some(_) => None,
+            None => self.accept(text.style).then_some(text.name),
+        }?;
+        match text.style {
+            StepStyle::TensorrtLlm => unheld_step(text, sw),
+            _ => Some(step),
+        }
+    }
+
+    /// Whether `style` is the trace's marker: the first one met is.
+    fn accept(&self, style: StepStyle) -> bool {
+        match self.chosen.get() {
+            Some(chosen) => chosen == style,
+            None => {
+                self.chosen.set(Some(style));
+                true
+            }
+        }
+    }
+
+    /// The source steps were read under: the user's, or the built-in marker met first (`None`
+    /// when no range was a step).
+    pub fn used(&self) -> Option<StepMarkerReport> {
+        match (&self.source, self.chosen.get()) {
+            (Some(source), _) => Some(source.report(false)),
+            (None, Some(style)) => Some(StepSource::Builtin(style).report(true)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// A borrowed [`StepParser`] over a string table that grows as ranges stream (the page's
+/// builders keep the parser and are handed the table each time).
+pub struct ParserOn<'a>(pub &'a StepParser, pub &'a Strings);
+
+impl StepLookup for ParserOn<'_> {
+    fn held(&self, id: NameId) -> Option<StepName> {
+        self.0.parse_id(self.1, id)
+    }
+
+    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
+        self.0.parse_unheld(text, sw)
     }
 }

@@ -13,6 +13,7 @@
 pub mod answers;
 pub mod decode;
 pub mod kinds;
+pub mod markers;
 mod scenarios;
 pub mod schema;
 pub mod sim;
@@ -38,6 +39,8 @@ impl Default for GenOptions {
         GenOptions { scale: 1, seed: 42 }
     }
 }
+
+pub use markers::MarkerStyle;
 
 /// Kernels `host-bound` writes per unit of `--scale` (64 steps × 20 kernels).
 pub const HOST_BOUND_KERNELS_PER_SCALE: u64 = 1280;
@@ -66,6 +69,17 @@ pub fn answers_path(out: &Path) -> PathBuf {
 
 /// Writes scenario `scenario` to `out` (replacing it) and its answers beside it; returns the answers.
 pub fn generate(scenario: &str, out: &Path, opts: &GenOptions) -> Result<Value> {
+    generate_with_markers(scenario, out, opts, MarkerStyle::TensorrtLlm)
+}
+
+/// [`generate`] with the steps named by another framework's marker; the answers are the
+/// TensorRT-LLM run's (plus `"markers"`: the style written and whether it carries counts).
+pub fn generate_with_markers(
+    scenario: &str,
+    out: &Path,
+    opts: &GenOptions,
+    style: MarkerStyle,
+) -> Result<Value> {
     let Some(&(name, _, build)) = scenarios::SCENARIOS.iter().find(|s| s.0 == scenario) else {
         let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.0).collect();
         return Err(Error::Usage(format!(
@@ -77,8 +91,21 @@ pub fn generate(scenario: &str, out: &Path, opts: &GenOptions) -> Result<Value> 
         return Err(Error::Usage("--scale must be at least 1".into()));
     }
     let mut built = build(opts.seed, opts.scale);
-    writer::write(&mut built.tl, out, name)?;
-    let doc = answers::document(&built.tl, name, opts.seed, opts.scale, built.extras);
+    let renamed = markers::restyle(&mut built.tl, style);
+    let written = writer::write(&mut built.tl, out, name);
+    markers::restore(&mut built.tl, &renamed);
+    written?;
+    let mut doc = answers::document(&built.tl, name, opts.seed, opts.scale, built.extras);
+    if let Some(map) = doc.as_object_mut() {
+        let key = MarkerStyle::ALL
+            .iter()
+            .find(|(_, m)| *m == style)
+            .map(|(k, _)| *k);
+        map.insert(
+            "markers".into(),
+            serde_json::json!({"style": key, "counts": style.has_counts(), "renamed": renamed.len()}),
+        );
+    }
     write_answers(&answers_path(out), &doc)?;
     Ok(doc)
 }

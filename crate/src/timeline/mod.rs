@@ -616,7 +616,9 @@ fn step_label(s: &Step) -> Label {
     match s.name_id {
         UNHELD_NAME => Label::Step(crate::names::steps::StepText {
             name: s.name,
+            style: s.style,
             executor: s.executor,
+            tokens: s.tokens,
         }),
         id => Label::Name(id),
     }

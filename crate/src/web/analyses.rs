@@ -14,10 +14,12 @@ use super::{WebError, from_json, init, js_error, to_json};
 use crate::analyze::{self, AnalyzeConfig, AnalyzeReport};
 use crate::drill::{DrillInput, DrillOptions};
 use crate::findings::DrillFindings;
+use crate::names::steps::{StepSource, parse_marker_spec};
 use crate::profile::Profile;
 use crate::report::{csv, document, html, markdown, outline};
 
-/// `analyzeTraces` options: `{"profile", "tp_size", "baseline_label", "target_label"}`.
+/// `analyzeTraces` options: `{"profile", "tp_size", "baseline_label", "target_label",
+/// "step_marker"}` (the marker field: see [`parse_marker_spec`]).
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct AnalyzeOptions {
@@ -25,6 +27,22 @@ struct AnalyzeOptions {
     tp_size: Option<u32>,
     baseline_label: String,
     target_label: String,
+    step_marker: String,
+}
+
+/// `drillTraces` options: `{"top", "window": [start, end], "step_marker"}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PageDrillOptions {
+    top: Option<usize>,
+    window: Option<(crate::model::Ns, crate::model::Ns)>,
+    step_marker: String,
+}
+
+/// The page's marker field as a step source; a bad one is the user's to fix.
+pub(super) fn step_source(spec: &str) -> Result<Option<StepSource>, WebError> {
+    parse_marker_spec(spec)
+        .map_err(|e| WebError::from(crate::error::Error::Usage(format!("step marker: {e}"))))
 }
 
 impl Default for AnalyzeOptions {
@@ -34,6 +52,7 @@ impl Default for AnalyzeOptions {
             tp_size: None,
             baseline_label: "baseline".into(),
             target_label: "target".into(),
+            step_marker: String::new(),
         }
     }
 }
@@ -55,6 +74,7 @@ pub fn analyze_traces(
     init();
     let opts: AnalyzeOptions = from_json("analyze options", options_json)?;
     let tp_size = analyze::tp_size_for(opts.profile, opts.tp_size).map_err(WebError::from)?;
+    let step_marker = step_source(&opts.step_marker)?;
     let breakdown = |id: u32, label: &str| -> Result<analyze::TraceBreakdown, WebError> {
         let trace = open_trace(id)?;
         let cfg = AnalyzeConfig {
@@ -62,6 +82,7 @@ pub fn analyze_traces(
             tp_size,
             label: label.to_string(),
             source: label.to_string(),
+            step_marker: step_marker.clone(),
         };
         analyze::analyze_trace(trace.trace().map_err(WebError::from)?, &cfg).map_err(WebError::from)
     };
@@ -80,7 +101,12 @@ pub fn drill_traces(
     #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
 ) -> Result<String, WebError> {
     init();
-    let opts: DrillOptions = from_json("drill options", options_json)?;
+    let page: PageDrillOptions = from_json("drill options", options_json)?;
+    let opts = DrillOptions {
+        top: page.top.unwrap_or(drill::DEFAULT_TOP),
+        window: page.window,
+    };
+    let step_marker = step_source(&page.step_marker)?;
     let traces = ids
         .iter()
         .map(|&id| open_trace(id))
@@ -93,6 +119,7 @@ pub fn drill_traces(
             Ok(DrillInput {
                 trace: t.trace()?,
                 label,
+                step_marker: step_marker.as_ref(),
             })
         })
         .collect::<crate::error::Result<_>>()

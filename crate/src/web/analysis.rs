@@ -26,13 +26,15 @@ pub struct Analysis {
     registration: Registration,
 }
 
-/// `detect`'s options from the page: `{"profile", "no_m3", "thresholds"}`, all optional.
+/// `detect`'s options from the page: `{"profile", "no_m3", "thresholds", "step_marker"}`, all
+/// optional (`step_marker`: the marker field, see `names::steps::parse_marker_spec`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct DetectOptions {
     profile: Profile,
     no_m3: bool,
     thresholds: ThresholdOverrides,
+    step_marker: String,
 }
 
 #[derive(Serialize)]
@@ -107,6 +109,7 @@ impl Analysis {
             thresholds: opts.thresholds,
             skip_m3: opts.no_m3,
             file_label: self.name.clone(),
+            step_marker: super::analyses::step_source(&opts.step_marker)?,
             ..DetectConfig::default()
         };
         let report = self.trace.detect(&cfg).map_err(WebError::from)?;

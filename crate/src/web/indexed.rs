@@ -94,6 +94,11 @@ impl Indexed {
     pub(crate) fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
         match &self.kind {
             Kind::Loaded { trace, .. } => detect::detect(trace, cfg),
+            // The streamed pass measured the windows of the marker the trace showed; another
+            // marker's are measured on the whole load (as root cause reads it).
+            Kind::Streamed { .. } if cfg.step_marker.is_some() => {
+                detect::detect(self.trace()?, cfg)
+            }
             Kind::Streamed { streamed, .. } => streamed.detect(cfg),
         }
     }
