@@ -12,7 +12,8 @@ use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::bucket_label;
 use crate::drill::idle::{CauseKind, GapCause};
-use crate::explain::ExplainReport;
+use crate::explain::api::CallSummary;
+use crate::explain::{ExplainReport, Window, WindowBasis};
 
 /// How much a finding matters; sorts most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -449,7 +450,6 @@ fn straggler_finding(d: &DrillReport) -> Option<Finding> {
 
 /// Findings supported by the explainer's sections.
 pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
-    let window_us = e.window.duration_us.max(f64::MIN_POSITIVE);
     let mut out = Vec::new();
     let storm = &e.launch_storm;
     if storm.storm {
@@ -470,7 +470,7 @@ pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
     }
     out.extend(call_finding(
         &e.syncs,
-        window_us,
+        &e.window,
         "syncs",
         "Blocking host-device synchronization",
         "SYNC, HOIST",
@@ -478,9 +478,9 @@ pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
     ));
     out.extend(call_finding(
         &e.allocations,
-        window_us,
+        &e.window,
         "allocations",
-        "Runtime object creation or allocation inside steps",
+        "Runtime object creation or allocation",
         "ALLOC",
         "Create events/streams and allocate buffers once at initialization and reuse them.",
     ));
@@ -503,56 +503,96 @@ pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
     out
 }
 
+/// A finding on API calls of one class, from the calls inside the explainer's window only; the
+/// title says what was counted: per step (when there are steps), in the kernel window, or the
+/// whole capture (no kernel records).
 fn call_finding(
-    c: &crate::explain::api::CallSummary,
-    window_us: f64,
+    c: &CallSummary,
+    window: &Window,
     source: &str,
-    title: &str,
+    what: &str,
     pattern: &str,
     fix: &str,
 ) -> Option<Finding> {
+    let w = &c.in_window;
+    let window_us = window.duration_us.max(f64::MIN_POSITIVE);
     let per_step = c.calls_per_step.filter(|&n| n > 0.0);
-    let share = c.total_us / window_us;
-    if c.calls == 0 || (per_step.is_none() && Severity::of_share(share) == Severity::Info) {
+    // The union of the calls: the time at least one of them held a thread, never above 100 %.
+    let busy = (w.busy_us / window_us).min(1.0);
+    if w.calls == 0 || (per_step.is_none() && Severity::of_share(busy) == Severity::Info) {
         return None;
     }
-    let top: Vec<String> = c
+    let scope = scope_words(window);
+    let title = match per_step {
+        Some(n) => format!("{what}: {n:.1} calls per steady-state step"),
+        None => format!("{what} ({scope})"),
+    };
+    let top: Vec<String> = w
         .by_name
         .iter()
         .take(3)
         .map(|a| format!("{} ×{} ({})", a.name, a.count, ms(a.total_us)))
         .collect();
     let mut evidence = format!(
-        "{} calls, {} in total ({} of the window): {}",
-        c.calls,
-        ms(c.total_us),
-        pct(share),
+        "{} call(s) {scope}, running {} of its {} ({}): {}",
+        w.calls,
+        ms(w.busy_us),
+        ms(window.duration_us),
+        pct(busy),
         top.join(", ")
     );
-    if let Some(n) = per_step {
-        evidence += &format!("; {n:.1} per steady-state step");
+    if w.total_us > w.busy_us * 1.001 && w.threads > 1 {
+        let summed = w.total_us / window_us;
+        evidence += &format!(
+            "; {} threads of {} process(es) block at the same time, so summed over threads they take {} ({} of the window{})",
+            w.threads,
+            w.processes,
+            ms(w.total_us),
+            pct(summed),
+            if summed > 1.0 {
+                ": above 100 % only because the threads overlap"
+            } else {
+                ""
+            }
+        );
+    }
+    if c.calls > w.calls {
+        evidence += &format!(
+            "; {} more call(s), {}, lie outside the window (set-up or tear-down) and are not counted",
+            c.calls - w.calls,
+            ms((c.total_us - w.total_us).max(0.0))
+        );
     }
     Some(finding(
-        Severity::of_share(share).min(Severity::Low),
+        Severity::of_share(busy).min(Severity::Low),
         source,
-        title.to_string(),
+        title,
         evidence,
         Some(pattern),
         fix,
-        c.total_us,
+        w.busy_us,
     ))
 }
 
+/// What a window-scoped count covers, in words for a title.
+fn scope_words(window: &Window) -> &'static str {
+    match window.basis {
+        WindowBasis::Kernels => "in the kernel window",
+        WindowBasis::Capture => "in the whole capture, which has no kernel records",
+    }
+}
+
 fn memory_findings(e: &ExplainReport) -> Vec<Finding> {
-    let m = &e.memory;
+    let m = &e.memory.in_window;
+    let scope = scope_words(&e.window);
     let mut out = Vec::new();
     if m.pageable_async_copies > 0 {
         out.push(finding(
             Severity::Low,
             "memory",
-            "Async copies from pageable host memory".into(),
+            format!("Async copies from pageable host memory ({scope})"),
             format!(
-                "{} cudaMemcpyAsync-style copies touch pageable memory: the driver stages them synchronously",
+                "{} cudaMemcpyAsync-style copies {scope} touch pageable memory: the driver stages them synchronously",
                 m.pageable_async_copies
             ),
             Some("ALLOC"),
@@ -564,9 +604,9 @@ fn memory_findings(e: &ExplainReport) -> Vec<Finding> {
         out.push(finding(
             Severity::Low,
             "memory",
-            "Synchronous copies or memsets".into(),
+            format!("Synchronous copies or memsets ({scope})"),
             format!(
-                "{} copies and {} memsets were issued through synchronous APIs, blocking the host",
+                "{} copies and {} memsets {scope} were issued through synchronous APIs, blocking the host",
                 m.synchronous_copies, m.synchronous_memsets
             ),
             Some("SYNC"),
