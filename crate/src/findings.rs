@@ -522,10 +522,10 @@ fn call_finding(
     if w.calls == 0 || (per_step.is_none() && Severity::of_share(busy) == Severity::Info) {
         return None;
     }
-    let scope = scope_words(window);
+    let (scope, counted) = scope_words(window);
     let title = match per_step {
         Some(n) => format!("{what}: {n:.1} calls per steady-state step"),
-        None => format!("{what} ({scope})"),
+        None => format!("{what} ({counted})"),
     };
     let top: Vec<String> = w
         .by_name
@@ -574,23 +574,23 @@ fn call_finding(
     ))
 }
 
-/// What a window-scoped count covers, in words for a title.
-fn scope_words(window: &Window) -> &'static str {
+/// What a window-scoped count covers, in words: for a sentence, and for a title.
+fn scope_words(window: &Window) -> (&'static str, &'static str) {
     match window.basis {
-        WindowBasis::Kernels => "in the kernel window",
-        WindowBasis::Capture => "in the whole capture, which has no kernel records",
+        WindowBasis::Kernels => ("in the kernel window", "in the kernel window"),
+        WindowBasis::Capture => ("in the whole capture", "whole capture: no kernel records"),
     }
 }
 
 fn memory_findings(e: &ExplainReport) -> Vec<Finding> {
     let m = &e.memory.in_window;
-    let scope = scope_words(&e.window);
+    let (scope, counted) = scope_words(&e.window);
     let mut out = Vec::new();
     if m.pageable_async_copies > 0 {
         out.push(finding(
             Severity::Low,
             "memory",
-            format!("Async copies from pageable host memory ({scope})"),
+            format!("Async copies from pageable host memory ({counted})"),
             format!(
                 "{} cudaMemcpyAsync-style copies {scope} touch pageable memory: the driver stages them synchronously",
                 m.pageable_async_copies
@@ -604,7 +604,7 @@ fn memory_findings(e: &ExplainReport) -> Vec<Finding> {
         out.push(finding(
             Severity::Low,
             "memory",
-            format!("Synchronous copies or memsets ({scope})"),
+            format!("Synchronous copies or memsets ({counted})"),
             format!(
                 "{} copies and {} memsets {scope} were issued through synchronous APIs, blocking the host",
                 m.synchronous_copies, m.synchronous_memsets
