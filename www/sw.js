@@ -18,6 +18,7 @@ const ASSETS = [
   './ui/timeline.js',
   './ui/rootcause.js',
   './ui/drill.js',
+  './ui/hostside.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',

@@ -1,6 +1,8 @@
 //! The report's structure, once: sections with their sentences, findings, charts and tables.
 //! Markdown and HTML render this outline; the CSV export is its tables.
 
+use serde::Serialize;
+
 use super::charts::{self, BarChart};
 use super::document::Document;
 use super::tables::{self as t, Table};
@@ -18,13 +20,15 @@ pub enum Chart {
     Gaps(GapHistogram),
 }
 
-/// One section of the report.
-#[derive(Debug, Clone, PartialEq)]
+/// One section of the report (as JSON, the page's host-side view renders it: charts left out,
+/// the tables as headers and rows of display cells).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Section {
     pub title: &'static str,
     /// Sentences stating the section's numbers.
     pub text: Vec<String>,
     pub findings: Vec<Finding>,
+    #[serde(skip)]
     pub charts: Vec<Chart>,
     pub tables: Vec<Table>,
 }

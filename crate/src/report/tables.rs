@@ -9,7 +9,7 @@ use crate::drill::gaps::GapBucket;
 use crate::explain::api::CallSummary;
 
 /// One table: a file stem for CSV, a title, headers and rows of display cells.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Table {
     pub name: &'static str,
     pub title: &'static str,
