@@ -161,20 +161,11 @@ mod tests {
     use crate::explain::window_of;
     use crate::index::testing::TraceBuilder;
 
-    /// Set-up before the first kernel and tear-down after the last: counted over the whole
-    /// capture, never in the kernel window; a call across the window's end counts its part.
+    /// The shared set-up and tear-down trace with an event created across the window's end
+    /// (500.5..501.5 µs): it counts its part inside.
     fn setup_and_teardown() -> TraceBuilder {
-        let mut b = TraceBuilder::new();
-        b.call("cudaHostAlloc_v3020", 0, 1_000);
-        b.call("cudaMalloc_v3020", 1_000, 3_000);
-        let l1 = b.call("cudaLaunchKernel_v7000", 3_000, 3_010);
-        b.kernel("a", 4_000, 5_000, l1);
-        b.call("cudaStreamSynchronize_v3020", 4_500, 4_800);
-        let l2 = b.call("cudaLaunchKernel_v7000", 5_000, 5_010);
-        b.kernel("b", 6_000, 7_000, l2);
-        b.call("cudaEventCreate_v3020", 6_500, 7_500);
-        b.call("cudaFree_v3020", 8_000, 9_000);
-        b.call("cudaFreeHost_v3020", 9_000, 12_000);
+        let mut b = TraceBuilder::setup_and_teardown();
+        b.call("cudaEventCreate_v3020", 500_500, 501_500);
         b
     }
 
@@ -185,12 +176,12 @@ mod tests {
         let w = window_of(&ix);
         assert_eq!(
             (w.start_ns, w.end_ns, w.basis),
-            (4_000, 7_000, super::super::WindowBasis::Kernels)
+            (400_000, 501_000, super::super::WindowBasis::Kernels)
         );
         let a = alloc_summary(&ix, &w);
-        // Whole capture: 1 + 2 + 1 + 1 + 3 µs.
-        assert_eq!((a.calls, a.total_us), (5, 8.0));
-        // In the window: only cudaEventCreate's 6 500..7 000.
+        // Whole capture: 100 + 200 + 300 + 300 + 1 µs.
+        assert_eq!((a.calls, a.total_us), (5, 901.0));
+        // In the window: only cudaEventCreate's 500.5..501 µs.
         let names: Vec<&str> = a
             .in_window
             .by_name
@@ -203,10 +194,10 @@ mod tests {
             (1, 0.5, 0.5)
         );
         let s = sync_summary(&ix, &w);
-        assert_eq!((s.in_window.calls, s.in_window.busy_us), (1, 0.3));
+        assert_eq!((s.in_window.calls, s.in_window.busy_us), (1, 98.0));
         let all = api_summary(&ix, &w);
-        // 8 calls: the two before the window's start end before it; the launch at 5 000 and
-        // the sync and the event creation overlap it; the two frees come after its end.
+        // 8 calls: the set-up and the launch at 300 µs end before the window; the launch at
+        // 499 µs, the sync and the event creation overlap it; the two frees come after it.
         assert_eq!((all.calls, all.in_window.calls), (8, 3));
     }
 
@@ -232,9 +223,9 @@ mod tests {
         let w = window_of(&ix);
         assert_eq!(
             (w.start_ns, w.end_ns, w.basis),
-            (0, 12_000, super::super::WindowBasis::Capture)
+            (0, 1_200_000, super::super::WindowBasis::Capture)
         );
         let a = alloc_summary(&ix, &w);
-        assert_eq!((a.in_window.calls, a.in_window.total_us), (5, 8.0));
+        assert_eq!((a.in_window.calls, a.in_window.total_us), (5, 901.0));
     }
 }

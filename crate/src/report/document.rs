@@ -110,24 +110,9 @@ mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
 
-    /// Allocations before the first kernel and after the last, a sync inside the window.
-    fn setup_and_teardown() -> TraceBuilder {
-        let mut b = TraceBuilder::new();
-        b.call("cudaHostAlloc_v3020", 0, 100_000);
-        b.call("cudaMalloc_v3020", 100_000, 300_000);
-        let l1 = b.call("cudaLaunchKernel_v7000", 300_000, 300_010);
-        b.kernel("a", 400_000, 401_000, l1);
-        b.call("cudaStreamSynchronize_v3020", 401_000, 499_000);
-        let l2 = b.call("cudaLaunchKernel_v7000", 499_000, 499_010);
-        b.kernel("b", 500_000, 501_000, l2);
-        b.call("cudaFree_v3020", 600_000, 900_000);
-        b.call("cudaFreeHost_v3020", 900_000, 1_200_000);
-        b
-    }
-
     #[test]
     fn allocations_outside_the_kernel_window_make_no_finding() {
-        let b = setup_and_teardown();
+        let b = TraceBuilder::setup_and_teardown();
         let doc = build(&b.trace, "t", &DrillOptions::default()).expect("report");
         let a = &doc.explain.allocations;
         // 100 + 200 + 300 + 300 µs of allocation over the whole capture, against a 101 µs kernel window.
@@ -155,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_trace_without_kernels_gets_its_host_side_with_the_verdict_not_computed() {
-        let mut b = setup_and_teardown();
+        let mut b = TraceBuilder::setup_and_teardown();
         b.trace.kernels = Default::default();
         let doc = build(&b.trace, "t", &DrillOptions::default()).expect("report");
         assert!(doc.detect.is_none() && doc.drill.is_none());
