@@ -24,7 +24,7 @@ export function renderHostSide(container, outline, { exportReport }) {
         'div',
         { class: 'verdict-summary' },
         el('div', { class: 'file-name', 'data-testid': 'hostside-file', text: outline.file }),
-        el('div', { class: 'summary', 'data-testid': 'hostside-advice', text: `${n.why ? `${n.why}. ` : ''}${n.advice || ''}` }),
+        el('div', { class: 'summary', 'data-testid': 'hostside-advice', text: capitalized(`${n.why ? `${n.why}. ` : ''}${n.advice || ''}`) }),
       ),
     ),
   );
@@ -36,6 +36,10 @@ export function renderHostSide(container, outline, { exportReport }) {
     container.append(hostSection(s));
   }
   container.append(drExports(exportReport));
+}
+
+function capitalized(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function hostSection(s) {

@@ -77,6 +77,15 @@ impl PerName {
             *a = (a.0 + 1, a.1 + d, a.2.max(d));
         }
     }
+
+    fn calls(&self) -> u64 {
+        self.0.iter().map(|a| a.0).sum()
+    }
+
+    /// Summed in ns, so that no calls make 0 µs (a sum of no `f64` is −0).
+    fn total_ns(&self) -> Ns {
+        self.0.iter().map(|a| a.1).sum()
+    }
 }
 
 /// Calls of the kinds `pick` accepts: by name over the whole capture and inside `window`, and
@@ -116,12 +125,12 @@ fn calls_where(
     let by_name = named_stats(&ix.trace.strings, &whole.0, usize::MAX);
     let in_window = named_stats(&ix.trace.strings, &inside.0, usize::MAX);
     CallSummary {
-        calls: by_name.iter().map(|a| a.count).sum(),
-        total_us: by_name.iter().map(|a| a.total_us).sum(),
+        calls: whole.calls(),
+        total_us: us(whole.total_ns()),
         by_name,
         in_window: WindowCalls {
-            calls: in_window.iter().map(|a| a.count).sum(),
-            total_us: in_window.iter().map(|a| a.total_us).sum(),
+            calls: inside.calls(),
+            total_us: us(inside.total_ns()),
             busy_us: us(IntervalSet::from_unsorted(pieces).measure()),
             threads: distinct(threads),
             processes: distinct(processes),
