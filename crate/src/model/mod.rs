@@ -57,6 +57,40 @@ pub struct KernelAbsence {
     pub advice: String,
 }
 
+impl KernelAbsence {
+    /// For a trace with these tables and `launches` kernel-launch calls but no kernel record:
+    /// launch calls recorded, the capture was not flushed; CUDA traced without a launch, the
+    /// captured part of the run launched nothing; no CUDA API table, CUDA was not traced.
+    pub fn of(present: &PresentTables, launches: u64) -> KernelAbsence {
+        let why = match present.kernels {
+            true => "the kernel table is empty",
+            false => "no CUPTI_ACTIVITY_KIND_KERNEL table",
+        };
+        let advice = if launches > 0 {
+            format!(
+                "CUDA was traced and {launches} kernel launch calls were recorded, but no kernel record was written: the capture did not end cleanly. Stop it properly (call cudaProfilerStop() before the process exits, or let the application exit normally instead of killing it; under MPI, profile each rank: mpirun ... nsys profile ...) and export again"
+            )
+        } else if present.runtime {
+            "CUDA was traced but no kernel was launched while the capture ran: capture the part of the run that launches kernels (nsys profile --delay/--duration, or a capture range around the work) and export again".to_string()
+        } else {
+            "CUDA was not traced (no CUDA API table): capture with nsys profile --trace=cuda,nvtx ... and export again".to_string()
+        };
+        KernelAbsence {
+            why: why.to_string(),
+            advice,
+        }
+    }
+
+    /// The error that stops a kernel analysis of `source`.
+    pub fn error(self, source: &str) -> crate::error::Error {
+        crate::error::Error::NoKernels {
+            path: source.to_string(),
+            why: self.why,
+            advice: self.advice,
+        }
+    }
+}
+
 /// Which event tables exist (a missing table differs from an empty one).
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 pub struct PresentTables {
@@ -76,26 +110,16 @@ impl Trace {
     pub fn require_kernels(&self, source: &str) -> crate::error::Result<()> {
         match self.kernel_absence() {
             None => Ok(()),
-            Some(a) => Err(crate::error::Error::NoKernels {
-                path: source.to_string(),
-                why: a.why,
-                advice: a.advice,
-            }),
+            Some(a) => Err(a.error(source)),
         }
     }
 
     /// Why this trace has no kernel records and the capture advice that fits, or `None` when it
-    /// has kernels. CUDA traced with launch calls recorded but no kernel: the capture was not
-    /// flushed; CUDA traced without a launch: the captured part of the run launched nothing;
-    /// no CUDA API table: CUDA was not traced.
+    /// has kernels (see [`KernelAbsence::of`]).
     pub fn kernel_absence(&self) -> Option<KernelAbsence> {
         if !self.kernels.is_empty() {
             return None;
         }
-        let why = match self.present.kernels {
-            true => "the kernel table is empty",
-            false => "no CUPTI_ACTIVITY_KIND_KERNEL table",
-        };
         // Counted from the launch calls, which every load keeps (`detect` loads no other call).
         let launches = (0..self.runtime.len())
             .filter(|&r| {
@@ -106,19 +130,7 @@ impl Trace {
                 )
             })
             .count();
-        let advice = if launches > 0 {
-            format!(
-                "CUDA was traced and {launches} kernel launch calls were recorded, but no kernel record was written: the capture did not end cleanly. Stop it properly (call cudaProfilerStop() before the process exits, or let the application exit normally instead of killing it; under MPI, profile each rank: mpirun ... nsys profile ...) and export again"
-            )
-        } else if self.present.runtime {
-            "CUDA was traced but no kernel was launched while the capture ran: capture the part of the run that launches kernels (nsys profile --delay/--duration, or a capture range around the work) and export again".to_string()
-        } else {
-            "CUDA was not traced (no CUDA API table): capture with nsys profile --trace=cuda,nvtx ... and export again".to_string()
-        };
-        Some(KernelAbsence {
-            why: why.to_string(),
-            advice,
-        })
+        Some(KernelAbsence::of(&self.present, launches as u64))
     }
 
     pub fn note(&mut self, subject: impl Into<String>, reason: impl Into<String>) {
