@@ -231,6 +231,45 @@ fn the_csv_zip_holds_every_table() {
     check_self_contained(&html::render(&doc)).expect("self-contained");
 }
 
+/// The API findings of a report count the calls of their window only, say which window, and
+/// give a share above 100 % only with the threads that overlap.
+fn findings_within_their_window(file: &str, json: &Value) -> Vec<String> {
+    let share = regex::Regex::new(r"([0-9]+(?:\.[0-9]+)?) % of").expect("regex");
+    let mut problems = Vec::new();
+    for f in json["findings"].as_array().into_iter().flatten() {
+        let evidence = f["evidence"].as_str().unwrap_or_default();
+        let title = f["title"].as_str().unwrap_or_default();
+        for c in share.captures_iter(evidence) {
+            let v: f64 = c[1].parse().expect("number");
+            if v > 100.0 && !evidence.contains("above 100 % only because the threads overlap") {
+                problems.push(format!("{file}: {v} % without saying why: {evidence}"));
+            }
+        }
+        let source = f["source"].as_str().unwrap_or_default();
+        if source != "syncs" && source != "allocations" {
+            continue;
+        }
+        let in_window = json["explain"][source]["in_window"]["calls"].as_u64();
+        let counted = evidence.split(' ').next().and_then(|n| n.parse().ok());
+        if counted != in_window || in_window == Some(0) {
+            problems.push(format!(
+                "{file}: {title} counts {counted:?}, the window {in_window:?}"
+            ));
+        }
+        let says = [
+            "(in the kernel window)",
+            "per steady-state step",
+            "(whole capture",
+        ];
+        if !says.iter().any(|w| title.contains(w)) {
+            problems.push(format!(
+                "{file}: the title does not say what was counted: {title}"
+            ));
+        }
+    }
+    problems
+}
+
 #[test]
 fn every_public_export_is_reported() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -276,6 +315,7 @@ fn every_public_export_is_reported() {
             problems.push(format!("{file}: report.html: {e}"));
         }
         check_csv(&out.join("tables"));
+        problems.extend(findings_within_their_window(file, &json));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
