@@ -558,7 +558,7 @@ fn call_finding(
     }
     if c.calls > w.calls {
         evidence += &format!(
-            "; {} more call(s), {}, lie outside the window (set-up or tear-down) and are not counted",
+            "; {} more call(s) lie outside the window (set-up or tear-down): {} of call time outside it is not counted",
             c.calls - w.calls,
             ms((c.total_us - w.total_us).max(0.0))
         );
