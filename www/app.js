@@ -5,7 +5,7 @@
 //  1. Page script. Replace <script type="module" src="app.js"></script> by ONE inline
 //     <script type="module"> holding app.js and every module it imports, transitively, dependencies
 //     first (here: ui/format.js, ui/engine.js, ui/cards.js, ui/phases.js, ui/facts.js, ui/gaps.js,
-//     ui/timeline.js, ui/rootcause.js, ui/drill.js, then app.js):
+//     ui/timeline.js, ui/rootcause.js, ui/drill.js, ui/hostside.js, then app.js):
 //     - delete each relative import line (`import … from './…';` — always ONE line each);
 //     - replace the one line `import __wbg_init, { … } from './pkg/nsys_lens.js';` by the
 //       wasm-bindgen glue's text (pkg/nsys_lens.js) verbatim: the glue declares `__wbg_init` and
@@ -41,6 +41,7 @@ import { TimelinePanel } from './ui/timeline.js';
 import { renderRootCause } from './ui/rootcause.js';
 import { renderDrill } from './ui/drill.js';
 import { renderVerdictCompare } from './ui/compare.js';
+import { renderHostSide } from './ui/hostside.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -330,6 +331,7 @@ async function analyse(files) {
   setState('loading');
   hideError();
   $('results').hidden = true;
+  $('hostside').hidden = true;
   appState.timeline.clearTrace();
   $('progress').hidden = false;
   $('progress-bar').style.width = '2%';
@@ -377,10 +379,37 @@ async function analyse(files) {
       clear(others).append(el('span', { text: `Cancelled ${current.name}.` }));
       others.hidden = false;
       setState('idle');
+    } else if (e?.code === 'no-kernels' && session.slots.length === 1) {
+      await showHostSide(session, session.slots[0]);
     } else {
       showError(session.slots.length > 1 ? `${current.name}: ${message}` : message);
       setState('error');
     }
+  }
+}
+
+// A file without kernel records has no verdict, but its host side: the report's sections,
+// from a whole load of the file (there is no kernel table to bound).
+async function showHostSide(session, entry) {
+  appState.busy = true;
+  $('progress').hidden = false;
+  $('progress-step').textContent = 'No kernel records: reading the host side…';
+  try {
+    const res = await appState.engine.openHostSide(entry.file, showProgress, entry.slot);
+    entry.name = res.fileName || entry.file.name;
+    appState.session = session;
+    appState.engine.focus = entry.slot;
+    appState.fileName = entry.name;
+    $('intro').hidden = true;
+    renderHostSide($('hostside'), JSON.parse(res.outline), { exportReport: (format) => exportReport(entry.slot, format) });
+    $('hostside').hidden = false;
+    setState('done');
+  } catch (e) {
+    showError(e?.message || String(e));
+    setState('error');
+  } finally {
+    appState.busy = false;
+    $('progress').hidden = true;
   }
 }
 

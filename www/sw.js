@@ -19,6 +19,7 @@ const ASSETS = [
   './ui/rootcause.js',
   './ui/drill.js',
   './ui/compare.js',
+  './ui/hostside.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',

@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { KernelPass, StreamHost, analyzeTraces, drillTraces, reportFile } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, KernelPass, StreamHost, analyzeTraces, drillTraces, reportFile } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -305,6 +305,19 @@ async function handle(msg) {
       analyses.set(slot, analysis);
       self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
       return verdictView(analysis, msg.options);
+    }
+    case 'openHostSide': {
+      // A file without kernel records (the streamed open refused it with `no-kernels`): there
+      // is no kernel table to bound, so its host side is loaded whole and its report's
+      // sections go to the page.
+      await initWasm();
+      const slot = msg.slot || 'main';
+      for (const other of [...analyses.keys()]) freeAnalysis(other);
+      cancelled = false;
+      const analysis = Analysis.open(msg.file, progressTo(id, () => !cancelled));
+      analyses.set(slot, analysis);
+      const outline = new TextDecoder().decode(reportFile(analysis.id, 'outline', msg.top || 10));
+      return { fileName: analysis.fileName(), outline };
     }
     case 'streamKernels': {
       // The second worker of a streaming open: the kernel table through the one-pass analyses.

@@ -42,10 +42,15 @@ pub enum Error {
     )]
     NotNsysExport { path: String },
 
+    /// No kernel records: the verdict cannot be computed (`report` still gives the host side).
     #[error(
-        "{path}: no GPU kernels in this export ({why}), so GPU idle time cannot be measured. Capture with CUDA tracing on (nsys profile --trace=cuda,nvtx ...) and export again"
+        "{path}: no GPU kernels in this export ({why}): verdict not computed: no kernel records. {advice}"
     )]
-    NoKernels { path: String, why: String },
+    NoKernels {
+        path: String,
+        why: String,
+        advice: String,
+    },
 
     #[error("{path}: cannot read the file: {detail}")]
     Io { path: String, detail: String },

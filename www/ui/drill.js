@@ -295,7 +295,7 @@ function drStragglers(s, drawBarChart) {
   );
 }
 
-function drFindings(findings) {
+export function drFindings(findings) {
   const items = findings.map((f) =>
     el(
       'li',
@@ -312,7 +312,7 @@ function drFindings(findings) {
   );
 }
 
-function drExports(exportReport) {
+export function drExports(exportReport) {
   const status = el('span', { class: 'muted small', 'data-testid': 'export-status', 'aria-live': 'polite' });
   const button = (format, label) =>
     el('button', {

@@ -305,6 +305,12 @@ export class WorkerEngine {
     return this.request('drill', { slots, options: JSON.stringify(options || {}) });
   }
 
+  // The host side of a file without kernel records, opened whole into `slot` (the streamed
+  // open refused it with `no-kernels`): `{fileName, outline}`, the report's sections as JSON.
+  openHostSide(file, onProgress, slot = 'main', top = 10) {
+    return this.request('openHostSide', { file, slot, top }, onProgress);
+  }
+
   // The explainer report of `slot` as a Uint8Array: format 'md' | 'json' | 'html' | 'csv-zip'.
   report(slot, format, top = 10) {
     return this.request('report', { slot, format, top });

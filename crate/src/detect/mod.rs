@@ -32,7 +32,7 @@ use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 
 use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
-use crate::model::{CoverageNote, KernelEvent, Kernels, Trace};
+use crate::model::{CoverageNote, KernelAbsence, KernelEvent, Kernels, Trace};
 use crate::profile::Switches;
 use crate::pyfmt;
 
@@ -83,11 +83,9 @@ pub fn detect_with_host_facts(
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
     if kernels.facts.kernels == 0 {
-        let empty = Trace {
-            present: host.present,
-            ..Trace::default()
-        };
-        empty.require_kernels(&cfg.file_label)?;
+        // The page's host part holds no launch call (they are swept): their count is the sweep's.
+        let launches = Prepared::new(host, host_facts, kernels).launch_api_calls();
+        return Err(KernelAbsence::of(&host.present, launches).error(&cfg.file_label));
     }
     assemble(host, host_facts, kernels, cfg)
 }

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use super::Window;
 use crate::index::TraceIndex;
 use crate::index::units::us;
 use crate::model::{MemOps, Ns};
@@ -27,11 +28,21 @@ pub struct MemOpStats {
     pub unjoined: u64,
 }
 
-/// The memory section of the explainer.
+/// The memory section of the explainer: the tables over the whole capture, the host-stalling
+/// counts also inside the window (what a finding compares with it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemorySummary {
     pub memcpy: Vec<MemOpStats>,
     pub memset: MemOpStats,
+    pub pageable_async_copies: u64,
+    pub synchronous_copies: u64,
+    pub synchronous_memsets: u64,
+    pub in_window: StallingOps,
+}
+
+/// Host-stalling copies and memsets that overlap the explainer's window.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct StallingOps {
     pub pageable_async_copies: u64,
     pub synchronous_copies: u64,
     pub synchronous_memsets: u64,
@@ -92,13 +103,22 @@ fn add(s: &mut MemOpStats, ops: &MemOps, i: usize, is_async: Option<bool>, pagea
 }
 
 /// Copies per direction (most time first) and memsets.
-pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
+pub fn memory_summary(ix: &TraceIndex<'_>, window: &Window) -> MemorySummary {
     let t = ix.trace;
     let mut kinds: Vec<MemOpStats> = Vec::new();
+    let mut in_window = StallingOps::default();
+    let inside = |ops: &MemOps, i: usize| window.clip(ops.start[i], ops.end[i]).is_some();
     for i in 0..t.memcpy.len() {
         let label = copy_kind(t.memcpy.kind.get(i).copied().unwrap_or(0));
         let pageable = t.memcpy.pageable_host(i);
         let is_async = issued_by(ix, &t.memcpy, i);
+        if inside(&t.memcpy, i) {
+            match is_async {
+                Some(true) if pageable => in_window.pageable_async_copies += 1,
+                Some(false) => in_window.synchronous_copies += 1,
+                _ => {}
+            }
+        }
         let slot = match kinds.iter().position(|k| k.kind == label) {
             Some(p) => p,
             None => {
@@ -115,13 +135,11 @@ pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
     });
     let mut memset = stats("memset");
     for i in 0..t.memset.len() {
-        add(
-            &mut memset,
-            &t.memset,
-            i,
-            issued_by(ix, &t.memset, i),
-            false,
-        );
+        let is_async = issued_by(ix, &t.memset, i);
+        if is_async == Some(false) && inside(&t.memset, i) {
+            in_window.synchronous_memsets += 1;
+        }
+        add(&mut memset, &t.memset, i, is_async, false);
     }
     MemorySummary {
         pageable_async_copies: kinds.iter().map(|k| k.pageable_async).sum(),
@@ -129,6 +147,7 @@ pub fn memory_summary(ix: &TraceIndex<'_>) -> MemorySummary {
         synchronous_memsets: memset.synchronous,
         memcpy: kinds,
         memset,
+        in_window,
     }
 }
 
@@ -156,7 +175,7 @@ mod tests {
         (m.correlation, m.bytes, m.kind, m.src_mem, m.dst_mem) =
             (vec![memset], vec![64], vec![0], vec![2], vec![2]);
         let ix = TraceIndex::new(&b.trace, "t");
-        let s = memory_summary(&ix);
+        let s = memory_summary(&ix, &super::super::window_of(&ix));
         assert_eq!((s.pageable_async_copies, s.synchronous_copies), (1, 1));
         assert_eq!(s.synchronous_memsets, 1);
         let dtoh = s.memcpy.iter().find(|k| k.kind == "DtoH").expect("DtoH");

@@ -100,4 +100,21 @@ impl TraceBuilder {
         m.src_mem.push(src_mem);
         m.dst_mem.push(dst_mem);
     }
+
+    /// Two kernels (400..401 µs and 500..501 µs) with a blocking sync between them, allocations
+    /// before the first (set-up) and after the last (tear-down): 100 + 200 µs before, 300 + 300
+    /// µs after, none inside the kernel window.
+    pub fn setup_and_teardown() -> TraceBuilder {
+        let mut b = TraceBuilder::new();
+        b.call("cudaHostAlloc_v3020", 0, 100_000);
+        b.call("cudaMalloc_v3020", 100_000, 300_000);
+        let l1 = b.call("cudaLaunchKernel_v7000", 300_000, 300_010);
+        b.kernel("a", 400_000, 401_000, l1);
+        b.call("cudaStreamSynchronize_v3020", 401_000, 499_000);
+        let l2 = b.call("cudaLaunchKernel_v7000", 499_000, 499_010);
+        b.kernel("b", 500_000, 501_000, l2);
+        b.call("cudaFree_v3020", 600_000, 900_000);
+        b.call("cudaFreeHost_v3020", 900_000, 1_200_000);
+        b
+    }
 }

@@ -47,6 +47,50 @@ pub struct Trace {
     pub present: PresentTables,
 }
 
+/// Why a trace has no kernel records, and what to capture instead (see
+/// [`Trace::kernel_absence`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelAbsence {
+    /// Which table is missing or empty.
+    pub why: String,
+    /// The capture advice that fits what the trace does hold.
+    pub advice: String,
+}
+
+impl KernelAbsence {
+    /// For a trace with these tables and `launches` kernel-launch calls but no kernel record:
+    /// launch calls recorded, the capture was not flushed; CUDA traced without a launch, the
+    /// captured part of the run launched nothing; no CUDA API table, CUDA was not traced.
+    pub fn of(present: &PresentTables, launches: u64) -> KernelAbsence {
+        let why = match present.kernels {
+            true => "the kernel table is empty",
+            false => "no CUPTI_ACTIVITY_KIND_KERNEL table",
+        };
+        let advice = if launches > 0 {
+            format!(
+                "CUDA was traced and {launches} kernel launch calls were recorded, but no kernel record was written: the capture did not end cleanly. Stop it properly (call cudaProfilerStop() before the process exits, or let the application exit normally instead of killing it; under MPI, profile each rank: mpirun ... nsys profile ...) and export again"
+            )
+        } else if present.runtime {
+            "CUDA was traced but no kernel was launched while the capture ran: capture the part of the run that launches kernels (nsys profile --delay/--duration, or a capture range around the work) and export again".to_string()
+        } else {
+            "CUDA was not traced (no CUDA API table): capture with nsys profile --trace=cuda,nvtx ... and export again".to_string()
+        };
+        KernelAbsence {
+            why: why.to_string(),
+            advice,
+        }
+    }
+
+    /// The error that stops a kernel analysis of `source`.
+    pub fn error(self, source: &str) -> crate::error::Error {
+        crate::error::Error::NoKernels {
+            path: source.to_string(),
+            why: self.why,
+            advice: self.advice,
+        }
+    }
+}
+
 /// Which event tables exist (a missing table differs from an empty one).
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 pub struct PresentTables {
@@ -62,20 +106,31 @@ pub struct PresentTables {
 
 impl Trace {
     /// Fails with a message naming `source` when the trace has no kernel to analyse (every
-    /// analysis starts from kernels).
+    /// kernel analysis starts from kernels); the message says why and how to capture them.
     pub fn require_kernels(&self, source: &str) -> crate::error::Result<()> {
-        if !self.kernels.is_empty() {
-            return Ok(());
+        match self.kernel_absence() {
+            None => Ok(()),
+            Some(a) => Err(a.error(source)),
         }
-        let why = if self.present.kernels {
-            "the kernel table is empty"
-        } else {
-            "no CUPTI_ACTIVITY_KIND_KERNEL table"
-        };
-        Err(crate::error::Error::NoKernels {
-            path: source.to_string(),
-            why: why.into(),
-        })
+    }
+
+    /// Why this trace has no kernel records and the capture advice that fits, or `None` when it
+    /// has kernels (see [`KernelAbsence::of`]).
+    pub fn kernel_absence(&self) -> Option<KernelAbsence> {
+        if !self.kernels.is_empty() {
+            return None;
+        }
+        // Counted from the launch calls, which every load keeps (`detect` loads no other call).
+        let launches = (0..self.runtime.len())
+            .filter(|&r| {
+                let name = self.strings.get(self.runtime.name[r]);
+                crate::names::launch::is_launch_api(
+                    name,
+                    crate::names::launch::LaunchApis::AllVersioned,
+                )
+            })
+            .count();
+        Some(KernelAbsence::of(&self.present, launches as u64))
     }
 
     pub fn note(&mut self, subject: impl Into<String>, reason: impl Into<String>) {

@@ -7,6 +7,8 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use super::document::Document;
+use crate::detect::DetectReport;
+use crate::drill::DrillReport;
 use crate::drill::gaps::GapHistogram;
 
 const INK: RGBColor = RGBColor(40, 44, 52);
@@ -126,8 +128,16 @@ fn bar(label: impl Into<String>, value: f64, text: String, flagged: bool) -> Bar
 
 /// The bar charts of a report, in reading order (empty charts left out).
 pub fn charts(doc: &Document) -> Vec<BarChart> {
-    let d = &doc.drill.report;
     let mut out = Vec::new();
+    if let Some(drill) = &doc.drill {
+        drill_charts(&drill.report, &mut out);
+    }
+    kernel_chart(doc, &mut out);
+    out
+}
+
+/// The drill-down's charts: graph coverage, per-layer blocks, stragglers.
+fn drill_charts(d: &DrillReport, out: &mut Vec<BarChart>) {
     let g = &d.graphs;
     if g.graph_kernels + g.eager_kernels > 0 {
         out.push(BarChart {
@@ -187,6 +197,9 @@ pub fn charts(doc: &Document) -> Vec<BarChart> {
                 .collect(),
         });
     }
+}
+
+fn kernel_chart(doc: &Document, out: &mut Vec<BarChart>) {
     let k = &doc.explain.kernels;
     if !k.top.is_empty() {
         out.push(BarChart {
@@ -206,17 +219,16 @@ pub fn charts(doc: &Document) -> Vec<BarChart> {
                 .collect(),
         });
     }
-    out
 }
 
 /// The device-idle gap histogram of a report, in the shape [`crate::plot`] draws.
-pub fn idle_histogram(doc: &Document) -> GapHistogram {
-    let idle = &doc.drill.report.gaps.device_idle;
+pub fn idle_histogram(drill: &DrillReport, detect: &DetectReport) -> GapHistogram {
+    let idle = &drill.gaps.device_idle;
     GapHistogram {
         buckets: idle.buckets.clone(),
         gaps: idle.gaps,
         total_us: idle.total_us,
-        devices: doc.detect.trace.devices.clone(),
+        devices: detect.trace.devices.clone(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The explainer report of one trace (spec §5): the verdict, the explainer and the drill-down,
-//! with every finding in one prioritized list. Built once, then written as Markdown, JSON, CSV
+//! with every finding in one prioritized list; for a trace without kernel records, its host side
+//! with the verdict marked not computed. Built once, then written as Markdown, JSON, CSV
 //! tables and HTML by the sibling modules — in memory, so the page exports client-side.
 
 use serde::Serialize;
@@ -9,7 +10,7 @@ use crate::drill;
 use crate::drill::DrillOptions;
 use crate::error::Result;
 use crate::explain::{self, ExplainReport};
-use crate::findings::{DrillFindings, Finding};
+use crate::findings::{self, DrillFindings, Finding};
 use crate::index::TraceIndex;
 use crate::model::{CoverageNote, Trace};
 
@@ -21,33 +22,73 @@ pub struct Document {
     /// All findings (explainer and drill-down), most severe first: the drill-down's list, the
     /// one `nsys-lens drill` and the page show.
     pub findings: Vec<Finding>,
-    pub detect: DetectReport,
+    /// The verdict; `null` when the trace has no kernel records (`verdict_not_computed` says
+    /// why).
+    pub detect: Option<DetectReport>,
     pub explain: ExplainReport,
-    /// The drill-down as `nsys-lens drill --json` gives it, with the same findings.
-    pub drill: DrillFindings,
+    /// The drill-down as `nsys-lens drill --json` gives it, with the same findings; `null`
+    /// without kernel records.
+    pub drill: Option<DrillFindings>,
+    /// Set when the trace has no kernel records: the report is its host side only.
+    pub verdict_not_computed: Option<NotComputed>,
     /// What could not be computed, and why (each note once).
     pub coverage: Vec<CoverageNote>,
 }
 
-/// Builds the report of one loaded trace. Fails only for a trace without kernels.
+/// Why a report has no verdict and no drill-down, and how to capture what they need.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotComputed {
+    /// `"not computed: no kernel records"`.
+    pub verdict: &'static str,
+    /// Which table is missing or empty.
+    pub why: String,
+    /// The capture advice that fits what the trace holds.
+    pub advice: String,
+}
+
+/// The verdict's status without kernel records, as the report and the CLI's error say it.
+pub const NO_KERNEL_RECORDS: &str = "not computed: no kernel records";
+
+/// Builds the report of one loaded trace: verdict, explainer and drill-down, or the host side
+/// alone (CUDA API calls, syncs, copies, allocations, NVTX ranges, processes) when the trace has
+/// no kernel records.
 pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document> {
-    trace.require_kernels(label)?;
-    let cfg = DetectConfig {
-        file_label: label.to_string(),
-        ..DetectConfig::default()
-    };
-    let detect = detect::detect(trace, &cfg)?;
     let ix = TraceIndex::new(trace, label);
     let explain = explain::explain(&ix, explain::DEFAULT_TOP.max(opts.top));
-    let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts);
-    let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
-    let mut coverage: Vec<CoverageNote> = Vec::new();
-    for note in detect
-        .coverage
+    let (detect, drill, not_computed, all) = match trace.kernel_absence() {
+        Some(a) => {
+            let not_computed = NotComputed {
+                verdict: NO_KERNEL_RECORDS,
+                why: a.why,
+                advice: a.advice,
+            };
+            let all = findings::explain_findings(&explain, None);
+            (None, None, Some(not_computed), all)
+        }
+        None => {
+            let cfg = DetectConfig {
+                file_label: label.to_string(),
+                ..DetectConfig::default()
+            };
+            let detect = detect::detect(trace, &cfg)?;
+            let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts);
+            let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
+            let all = drill.findings.clone();
+            (Some(detect), Some(drill), None, all)
+        }
+    };
+    let mut coverage: Vec<CoverageNote> = not_computed
         .iter()
+        .map(|n| CoverageNote {
+            subject: "verdict, drill-down, kernels".into(),
+            reason: format!("{} ({}). {}", n.verdict, n.why, n.advice),
+        })
+        .collect();
+    let notes = detect.iter().flat_map(|d| &d.coverage);
+    let notes = notes
         .chain(&explain.coverage)
-        .chain(&drill.report.coverage)
-    {
+        .chain(drill.iter().flat_map(|d| &d.report.coverage));
+    for note in notes {
         if !coverage.contains(note) {
             coverage.push(note.clone());
         }
@@ -55,10 +96,73 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
     Ok(Document {
         file: label.to_string(),
         generated_by: format!("nsys-lens {}", env!("CARGO_PKG_VERSION")),
-        findings: drill.findings.clone(),
+        findings: all,
         detect,
         explain,
         drill,
+        verdict_not_computed: not_computed,
         coverage,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::testing::TraceBuilder;
+
+    #[test]
+    fn allocations_outside_the_kernel_window_make_no_finding() {
+        let b = TraceBuilder::setup_and_teardown();
+        let doc = build(&b.trace, "t", &DrillOptions::default()).expect("report");
+        let a = &doc.explain.allocations;
+        // 100 + 200 + 300 + 300 µs of allocation over the whole capture, against a 101 µs kernel window.
+        assert_eq!((a.calls, a.total_us, a.in_window.calls), (4, 900.0, 0));
+        let text: Vec<String> = doc
+            .findings
+            .iter()
+            .map(|f| format!("{} {}", f.title, f.evidence))
+            .collect();
+        assert!(
+            !text
+                .iter()
+                .any(|t| t.contains("Alloc") || t.contains("cudaFree")),
+            "{text:?}"
+        );
+        // The sync inside the window holds 98 of the 99 µs idle gap, 97.0 % of the 101 µs
+        // device time: the first finding, from the idle-time attribution.
+        let sync = &doc.findings[0];
+        assert_eq!(
+            sync.title,
+            "GPU idle during host-device synchronization (cudaStreamSynchronize): 97.0 % of device time"
+        );
+        assert!(
+            sync.evidence
+                .starts_with("0.10 ms of GPU-idle time (99.0 % of all idle time)"),
+            "{}",
+            sync.evidence
+        );
+    }
+
+    #[test]
+    fn a_trace_without_kernels_gets_its_host_side_with_the_verdict_not_computed() {
+        let mut b = TraceBuilder::setup_and_teardown();
+        b.trace.kernels = Default::default();
+        let doc = build(&b.trace, "t", &DrillOptions::default()).expect("report");
+        assert!(doc.detect.is_none() && doc.drill.is_none());
+        let n = doc.verdict_not_computed.as_ref().expect("not computed");
+        assert_eq!(n.verdict, NO_KERNEL_RECORDS);
+        assert!(n.advice.contains("2 kernel launch calls"), "{}", n.advice);
+        // The whole capture is the window: every allocation counts, 900 of 1 200 µs.
+        let a = &doc.explain.allocations;
+        assert_eq!((a.in_window.calls, a.in_window.busy_us), (4, 900.0));
+        let alloc = doc
+            .findings
+            .iter()
+            .find(|f| f.source == "allocations")
+            .expect("alloc");
+        assert_eq!(
+            alloc.title,
+            "Runtime object creation or allocation (whole capture: no kernel records)"
+        );
+    }
 }

@@ -1,10 +1,16 @@
 //! The report's structure, once: sections with their sentences, findings, charts and tables.
 //! Markdown and HTML render this outline; the CSV export is its tables.
 
+use serde::Serialize;
+
 use super::charts::{self, BarChart};
 use super::document::Document;
 use super::tables::{self as t, Table};
+use crate::detect::DetectReport;
+use crate::drill::DrillReport;
 use crate::drill::gaps::GapHistogram;
+use crate::explain::WindowBasis;
+use crate::explain::api::CallSummary;
 use crate::findings::Finding;
 
 /// A plot of a section.
@@ -14,13 +20,15 @@ pub enum Chart {
     Gaps(GapHistogram),
 }
 
-/// One section of the report.
-#[derive(Debug, Clone, PartialEq)]
+/// One section of the report (as JSON, the page's host-side view renders it: charts left out,
+/// the tables as headers and rows of display cells).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Section {
     pub title: &'static str,
     /// Sentences stating the section's numbers.
     pub text: Vec<String>,
     pub findings: Vec<Finding>,
+    #[serde(skip)]
     pub charts: Vec<Chart>,
     pub tables: Vec<Table>,
 }
@@ -42,7 +50,7 @@ pub fn tables(doc: &Document) -> Vec<Table> {
     out
 }
 
-/// The sections of the report, in reading order.
+/// The sections of the report, in reading order: without kernel records, the host side only.
 pub fn outline(doc: &Document) -> Vec<Section> {
     let mut next = section("What to do next", Vec::new(), Vec::new());
     next.findings = doc.findings.clone();
@@ -50,32 +58,60 @@ pub fn outline(doc: &Document) -> Vec<Section> {
         next.text
             .push("No finding: nothing in this trace crossed a finding's threshold.".into());
     }
-    vec![
-        summary(doc),
-        next,
-        section(
+    let mut out = vec![summary(doc), next];
+    match (&doc.detect, &doc.drill) {
+        (Some(detect), Some(drill)) => {
+            let d = &drill.report;
+            out.push(section(
+                "Host-overhead verdict",
+                vec![verdict_line(doc)],
+                vec![t::verdict(detect)],
+            ));
+            out.extend([
+                gaps(d, detect),
+                graphs(doc, d),
+                patterns(doc, d),
+                stragglers(doc, d),
+                kernels(doc),
+            ]);
+        }
+        _ => out.push(section(
             "Host-overhead verdict",
             vec![verdict_line(doc)],
-            vec![t::verdict(doc)],
+            Vec::new(),
+        )),
+    }
+    out.extend(host_sections(doc));
+    out
+}
+
+/// The host side: every CUDA API call, syncs and allocations, copies, NVTX, processes, and
+/// what could not be computed.
+fn host_sections(doc: &Document) -> Vec<Section> {
+    let e = &doc.explain;
+    vec![
+        section(
+            "CUDA API calls",
+            vec![api_line(doc)],
+            vec![t::calls(
+                "api_calls",
+                "CUDA API calls by name (whole capture)",
+                &e.api_calls,
+            )],
         ),
-        gaps(doc),
-        graphs(doc),
-        patterns(doc),
-        stragglers(doc),
-        kernels(doc),
         section(
             "Synchronization and allocation",
             vec![calls_line(doc)],
             vec![
                 t::calls(
                     "syncs",
-                    "Blocking synchronization calls",
-                    &doc.explain.syncs,
+                    "Blocking synchronization calls (whole capture)",
+                    &e.syncs,
                 ),
                 t::calls(
                     "allocations",
-                    "Object creation and allocation calls",
-                    &doc.explain.allocations,
+                    "Object creation and allocation calls (whole capture)",
+                    &e.allocations,
                 ),
             ],
         ),
@@ -83,7 +119,10 @@ pub fn outline(doc: &Document) -> Vec<Section> {
         section(
             "NVTX",
             vec![nvtx_line(doc)],
-            vec![t::nvtx_ranges(doc), t::nvtx_gpu(doc)],
+            match doc.drill {
+                Some(_) => vec![t::nvtx_ranges(doc), t::nvtx_gpu(doc)],
+                None => vec![t::nvtx_ranges(doc)],
+            },
         ),
         section("Processes", Vec::new(), vec![t::processes(doc)]),
         section(
@@ -95,15 +134,55 @@ pub fn outline(doc: &Document) -> Vec<Section> {
 }
 
 fn verdict_line(doc: &Document) -> String {
-    let d = &doc.detect;
-    format!(
-        "Host overhead verdict: {} ({} of {} applicable aggregate metrics crossed; standard profile).",
-        d.verdict, d.crossed_count, d.applicable_count
-    )
+    match (&doc.detect, &doc.verdict_not_computed) {
+        (Some(d), _) => format!(
+            "Host overhead verdict: {} ({} of {} applicable aggregate metrics crossed; standard profile).",
+            d.verdict, d.crossed_count, d.applicable_count
+        ),
+        (None, Some(n)) => format!(
+            "Host overhead verdict: {} ({}). {}.",
+            n.verdict, n.why, n.advice
+        ),
+        (None, None) => "Host overhead verdict: not computed.".into(),
+    }
+}
+
+/// What the window of the explainer's figures covers, for the sentences that use it.
+fn window_words(doc: &Document) -> String {
+    let w = &doc.explain.window;
+    match w.basis {
+        WindowBasis::Kernels => format!("the kernel window ({:.3} ms)", w.duration_us / 1000.0),
+        WindowBasis::Capture => format!(
+            "the whole capture ({:.3} ms from the first to the last host event)",
+            w.duration_us / 1000.0
+        ),
+    }
 }
 
 fn summary(doc: &Document) -> Section {
-    let f = &doc.detect.trace;
+    let mut text = match (&doc.detect, &doc.drill) {
+        (Some(detect), Some(drill)) => kernel_summary(doc, detect, &drill.report),
+        _ => vec![
+            format!(
+                "{}: no kernel records; {} CUDA API call(s) in {} process(es) over {}.",
+                doc.file,
+                doc.explain.api_calls.calls,
+                doc.explain.processes.len(),
+                window_words(doc)
+            ),
+            verdict_line(doc),
+        ],
+    };
+    text.push(format!(
+        "{} finding(s), {} note(s) on what could not be computed.",
+        doc.findings.len(),
+        doc.coverage.len()
+    ));
+    section("Summary", text, Vec::new())
+}
+
+fn kernel_summary(doc: &Document, detect: &DetectReport, drill: &DrillReport) -> Vec<String> {
+    let f = &detect.trace;
     let mut text = vec![
         format!(
             "{}: nsys {}, {} kernel(s) on {} device(s) ({}), {} process(es), {} forward step(s), window {:.3} ms.",
@@ -122,7 +201,7 @@ fn summary(doc: &Document) -> Section {
         ),
         verdict_line(doc),
     ];
-    let idle = &doc.drill.report.gaps.device_idle;
+    let idle = &drill.gaps.device_idle;
     if let Some(r) = &idle.reading {
         text.push(format!(
             "GPU-idle gaps: {} gaps, {:.3} ms ({:.1} % of device time), {r}.",
@@ -131,16 +210,11 @@ fn summary(doc: &Document) -> Section {
             idle.idle_share * 100.0
         ));
     }
-    text.push(format!(
-        "{} finding(s), {} note(s) on what could not be computed.",
-        doc.findings.len(),
-        doc.coverage.len()
-    ));
-    section("Summary", text, Vec::new())
+    text
 }
 
-fn gaps(doc: &Document) -> Section {
-    let g = &doc.drill.report.gaps;
+fn gaps(d: &DrillReport, detect: &DetectReport) -> Section {
+    let g = &d.gaps;
     let idle = &g.device_idle;
     let mut text = vec![format!(
         "Device-idle gaps (no kernel on any stream): {} gaps, {:.3} ms = {:.1} % of {:.3} ms device time; {}.",
@@ -188,7 +262,8 @@ fn gaps(doc: &Document) -> Section {
             t::top_gaps("top_gaps", "Largest gaps per (device, stream)", &g.top),
         ],
     );
-    s.charts.push(Chart::Gaps(charts::idle_histogram(doc)));
+    s.charts
+        .push(Chart::Gaps(charts::idle_histogram(d, detect)));
     s
 }
 
@@ -202,8 +277,8 @@ fn with_charts(mut s: Section, doc: &Document, prefix: &str) -> Section {
     s
 }
 
-fn graphs(doc: &Document) -> Section {
-    let g = &doc.drill.report.graphs;
+fn graphs(doc: &Document, d: &DrillReport) -> Section {
+    let g = &d.graphs;
     let mut text = vec![format!(
         "Capture mode {}: {} of {} kernels graph-launched (coverage {:.1} %); {} graph launch call(s); eager GEMM/norm/collective time {:.3} ms.",
         g.capture_mode,
@@ -217,13 +292,13 @@ fn graphs(doc: &Document) -> Section {
     let s = section(
         "CUDA graphs",
         text,
-        vec![t::graph_phases(doc), t::eager_kernels(doc)],
+        vec![t::graph_phases(d), t::eager_kernels(d)],
     );
     with_charts(s, doc, "CUDA-graph")
 }
 
-fn patterns(doc: &Document) -> Section {
-    let p = &doc.drill.report.patterns;
+fn patterns(doc: &Document, d: &DrillReport) -> Section {
+    let p = &d.patterns;
     let text = if p.found {
         vec![format!(
             "A {}-kernel layer repeats {} times in {} ({:.2} layers per step, device {}).",
@@ -243,13 +318,13 @@ fn patterns(doc: &Document) -> Section {
     let s = section(
         "Per-layer pattern",
         text,
-        vec![t::pattern_kernels(doc), t::pattern_blocks(doc)],
+        vec![t::pattern_kernels(d), t::pattern_blocks(d)],
     );
     with_charts(s, doc, "Per-layer")
 }
 
-fn stragglers(doc: &Document) -> Section {
-    let s = &doc.drill.report.stragglers;
+fn stragglers(doc: &Document, d: &DrillReport) -> Section {
+    let s = &d.stragglers;
     let mut text = vec![match &s.rank {
         Some(r) => format!(
             "Straggler: device {} (pid {}, {}) arrives last in {:.1} % of {} collectives, {:.1} µs late on average.",
@@ -269,7 +344,7 @@ fn stragglers(doc: &Document) -> Section {
     }];
     text.extend(s.alignment.clone());
     text.extend(s.note.clone());
-    let sec = section("Stragglers", text, vec![t::stragglers(doc)]);
+    let sec = section("Stragglers", text, vec![t::stragglers(d)]);
     with_charts(sec, doc, "Share of collectives")
 }
 
@@ -305,25 +380,60 @@ fn kernels(doc: &Document) -> Section {
     with_charts(s, doc, "Top kernels")
 }
 
+fn api_line(doc: &Document) -> String {
+    let a = &doc.explain.api_calls;
+    let whole = format!(
+        "{} CUDA API call(s), {:.3} ms over the whole capture",
+        a.calls,
+        a.total_us / 1000.0
+    );
+    match doc.explain.window.basis {
+        WindowBasis::Kernels => format!(
+            "{whole}; {} of them, {:.3} ms, in {}.",
+            a.in_window.calls,
+            a.in_window.total_us / 1000.0,
+            window_words(doc)
+        ),
+        WindowBasis::Capture => format!(
+            "{whole} ({:.3} ms from the first to the last host event).",
+            doc.explain.window.duration_us / 1000.0
+        ),
+    }
+}
+
 fn calls_line(doc: &Document) -> String {
     let (s, a) = (&doc.explain.syncs, &doc.explain.allocations);
     let per_step =
         |v: Option<f64>| v.map_or(String::new(), |n| format!(", {n:.1} per steady step"));
+    let in_window = doc.explain.window.basis == WindowBasis::Kernels;
+    let counted = |c: &CallSummary| {
+        let window = match in_window {
+            true => format!(
+                ", {} in the kernel window, {:.3} ms",
+                c.in_window.calls,
+                c.in_window.total_us / 1000.0
+            ),
+            false => String::new(),
+        };
+        format!(
+            "{} call(s), {:.3} ms over the whole capture{window}{}",
+            c.calls,
+            c.total_us / 1000.0,
+            per_step(c.calls_per_step)
+        )
+    };
     format!(
-        "{} blocking sync call(s), {:.3} ms{}; {} object-creation/allocation call(s), {:.3} ms{}.",
-        s.calls,
-        s.total_us / 1000.0,
-        per_step(s.calls_per_step),
-        a.calls,
-        a.total_us / 1000.0,
-        per_step(a.calls_per_step)
+        "Blocking syncs: {}; object creation and allocation: {}. The window is {}.",
+        counted(s),
+        counted(a),
+        window_words(doc)
     )
 }
 
 fn memory_line(doc: &Document) -> String {
     let m = &doc.explain.memory;
     format!(
-        "{} copies ({} pageable async, {} synchronous), {} memsets ({} synchronous).",
+        "{} copies ({} pageable async, {} synchronous), {} memsets ({} synchronous) over the whole capture.",
         m.memcpy.iter().map(|k| k.count).sum::<u64>(),
         m.pageable_async_copies,
         m.synchronous_copies,
@@ -334,6 +444,12 @@ fn memory_line(doc: &Document) -> String {
 
 fn nvtx_line(doc: &Document) -> String {
     let n = &doc.explain.nvtx;
+    if doc.drill.is_none() {
+        return format!(
+            "{} NVTX ranges over the whole capture; no kernel records, so no GPU time is attributed to them.",
+            n.ranges
+        );
+    }
     format!(
         "{} NVTX ranges; {:.3} ms of {:.3} ms kernel time launched inside a range ({:.1} % coverage).",
         n.ranges,

@@ -1,13 +1,15 @@
 //! The report's tables, once, as rows of cells: Markdown, CSV and HTML render the same tables.
 
 use super::document::Document;
+use crate::detect::DetectReport;
+use crate::drill::DrillReport;
 use crate::drill::attribution::Overlap;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
 use crate::explain::api::CallSummary;
 
 /// One table: a file stem for CSV, a title, headers and rows of display cells.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Table {
     pub name: &'static str,
     pub title: &'static str,
@@ -53,7 +55,7 @@ pub fn overlaps(v: &[Overlap]) -> String {
 }
 
 /// The aggregate metrics of the verdict with their evidence.
-pub fn verdict(doc: &Document) -> Table {
+pub fn verdict(detect: &DetectReport) -> Table {
     let mut t = Table::new(
         "verdict",
         "Host-overhead metrics (aggregate)",
@@ -68,7 +70,7 @@ pub fn verdict(doc: &Document) -> Table {
             "meaning",
         ],
     );
-    for (name, e) in &doc.detect.evidence {
+    for (name, e) in &detect.evidence {
         t.row(vec![
             name.to_string(),
             e.value.map_or(String::new(), r4),
@@ -160,8 +162,8 @@ pub fn top_gaps(name: &'static str, title: &'static str, gaps: &[TopGap]) -> Tab
     t
 }
 
-pub fn graph_phases(doc: &Document) -> Table {
-    let g = &doc.drill.report.graphs;
+pub fn graph_phases(d: &DrillReport) -> Table {
+    let g = &d.graphs;
     let mut t = Table::new(
         "graph_coverage",
         "CUDA-graph coverage",
@@ -195,13 +197,13 @@ pub fn graph_phases(doc: &Document) -> Table {
     t
 }
 
-pub fn eager_kernels(doc: &Document) -> Table {
+pub fn eager_kernels(d: &DrillReport) -> Table {
     let mut t = Table::new(
         "eager_kernels",
         "Eagerly launched kernels",
         &["name", "category", "capturable", "count", "total_us"],
     );
-    for e in &doc.drill.report.graphs.eager_top {
+    for e in &d.graphs.eager_top {
         t.row(vec![
             e.name.clone(),
             e.category.label().into(),
@@ -213,7 +215,7 @@ pub fn eager_kernels(doc: &Document) -> Table {
     t
 }
 
-pub fn pattern_kernels(doc: &Document) -> Table {
+pub fn pattern_kernels(d: &DrillReport) -> Table {
     let mut t = Table::new(
         "pattern_kernels",
         "Per-layer kernel sequence",
@@ -225,7 +227,7 @@ pub fn pattern_kernels(doc: &Document) -> Table {
             "mean_duration_us",
         ],
     );
-    for k in &doc.drill.report.patterns.kernels {
+    for k in &d.patterns.kernels {
         t.row(vec![
             k.index.to_string(),
             k.name.clone(),
@@ -237,7 +239,7 @@ pub fn pattern_kernels(doc: &Document) -> Table {
     t
 }
 
-pub fn pattern_blocks(doc: &Document) -> Table {
+pub fn pattern_blocks(d: &DrillReport) -> Table {
     let mut t = Table::new(
         "pattern_blocks",
         "Functional blocks ranked by gap × layers",
@@ -252,7 +254,7 @@ pub fn pattern_blocks(doc: &Document) -> Table {
             "priority",
         ],
     );
-    for b in &doc.drill.report.patterns.blocks {
+    for b in &d.patterns.blocks {
         t.row(vec![
             b.rank.to_string(),
             b.group.clone(),
@@ -267,7 +269,7 @@ pub fn pattern_blocks(doc: &Document) -> Table {
     t
 }
 
-pub fn stragglers(doc: &Document) -> Table {
+pub fn stragglers(d: &DrillReport) -> Table {
     let mut t = Table::new(
         "stragglers",
         "Collective arrivals per rank",
@@ -281,7 +283,7 @@ pub fn stragglers(doc: &Document) -> Table {
             "mean_lateness_us",
         ],
     );
-    for r in &doc.drill.report.stragglers.ranks {
+    for r in &d.stragglers.ranks {
         t.row(vec![
             r.rank.file.clone(),
             r.rank.device.to_string(),
@@ -341,7 +343,7 @@ pub fn memory(doc: &Document) -> Table {
     let m = &doc.explain.memory;
     let mut t = Table::new(
         "memory",
-        "Memory copies and memsets",
+        "Memory copies and memsets (whole capture)",
         &[
             "kind",
             "count",
@@ -369,7 +371,7 @@ pub fn memory(doc: &Document) -> Table {
 pub fn nvtx_ranges(doc: &Document) -> Table {
     let mut t = Table::new(
         "nvtx_ranges",
-        "NVTX ranges by total time",
+        "NVTX ranges by total time (whole capture)",
         &["name", "count", "total_us", "avg_us", "max_us"],
     );
     for r in &doc.explain.nvtx.top_ranges {
@@ -404,7 +406,7 @@ pub fn nvtx_gpu(doc: &Document) -> Table {
 pub fn processes(doc: &Document) -> Table {
     let mut t = Table::new(
         "processes",
-        "Per-process breakdown",
+        "Per-process breakdown (whole capture)",
         &[
             "pid",
             "name",

@@ -57,6 +57,14 @@ impl Default for AnalyzeOptions {
     }
 }
 
+/// The report's sections as the page renders them.
+#[derive(serde::Serialize)]
+struct OutlineView<'a> {
+    file: &'a str,
+    verdict_not_computed: Option<&'a document::NotComputed>,
+    sections: Vec<outline::Section>,
+}
+
 /// The open trace `id`, or an error the page can show.
 fn open_trace(id: u32) -> Result<Rc<Indexed>, WebError> {
     indexed::lookup(id)
@@ -129,7 +137,9 @@ pub fn drill_traces(
 
 /// The explainer report of trace `id` as `format`: `"md"`, `"json"`, `"html"` (one
 /// self-contained file) or `"csv-zip"` (every table as CSV in a zip) — the files of
-/// `nsys-lens report`, built here so nothing leaves the machine.
+/// `nsys-lens report`, built here so nothing leaves the machine — or `"outline"`: its sections
+/// as JSON (`{"file", "verdict_not_computed", "sections"}`), which the page renders for a trace
+/// without kernel records (its host side).
 #[wasm_bindgen(js_name = reportFile)]
 pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebError> {
     init();
@@ -148,9 +158,17 @@ pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebErr
             let tables = csv::csv_files(&outline::tables(&doc)).map_err(WebError::from)?;
             csv::zip(&tables).map_err(WebError::from)?
         }
+        "outline" => {
+            let view = OutlineView {
+                file: &doc.file,
+                verdict_not_computed: doc.verdict_not_computed.as_ref(),
+                sections: outline::outline(&doc),
+            };
+            serde_json::to_vec(&view).map_err(js_error)?
+        }
         other => {
             return Err(js_error(format!(
-                "unknown report format `{other}` (md, json, html, csv-zip)"
+                "unknown report format `{other}` (md, json, html, csv-zip, outline)"
             )));
         }
     };

@@ -1,0 +1,130 @@
+// End-to-end: a public export without kernel records, dropped on the page, shows its host side
+// (CUDA API calls by name, syncs, allocations, processes) with the verdict marked not computed
+// and the capture advice that fits — the numbers equal to the CLI's `report` of the same file.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { requireDist, openSite, publicTrace, artifact, cli, ROOT } from './helpers.mjs';
+
+const TIMEOUT = 240_000;
+let site;
+let tmp;
+
+before(async () => {
+  requireDist();
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-hostside-'));
+  site = await openSite();
+});
+
+after(async () => {
+  await site?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+// The CLI's report.json of `file`.
+function reportJson(file) {
+  const out = path.join(tmp, path.basename(file, '.sqlite'));
+  execFileSync(cli(), ['report', file, '--out', out], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  return JSON.parse(fs.readFileSync(path.join(out, 'report.json'), 'utf8'));
+}
+
+// Drops `file` on the page as a user would (a drop event carrying the File).
+async function dropFile(page, file) {
+  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
+  const bytes = fs.readFileSync(file).toString('base64');
+  await page.evaluate(
+    ([name, b64]) => {
+      const bin = atob(b64);
+      const buf = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) buf[i] = bin.charCodeAt(i);
+      const dt = new DataTransfer();
+      dt.items.add(new File([buf], name));
+      document.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    },
+    [path.basename(file), bytes],
+  );
+  await page.waitForFunction(
+    (r) => Number(document.body.dataset.run || 0) > r && ['done', 'error'].includes(document.body.dataset.state),
+    run,
+    { timeout: TIMEOUT },
+  );
+}
+
+// Rows of the table `name` in the host-side view, as {first cell: [cells]}.
+async function tableRows(page, name) {
+  return page.evaluate((n) => {
+    const out = {};
+    for (const tr of document.querySelectorAll(`#hostside table[data-table="${n}"] tbody tr`)) {
+      const cells = [...tr.querySelectorAll('td')].map((td) => td.textContent);
+      out[cells[0]] = cells;
+    }
+    return out;
+  }, name);
+}
+
+test('a kernel-less export dropped on the page shows its host side, equal to the CLI report', { timeout: TIMEOUT }, async () => {
+  const { page, problems, requests, srv } = site;
+  const file = publicTrace('ZhangXin8069_qcu__test_report1.e5c172f.sqlite');
+  const want = reportJson(file);
+  await dropFile(page, file);
+  const state = await page.evaluate(() => document.body.dataset.state);
+  const error = await page.evaluate(() => document.getElementById('error').hidden ? '' : document.getElementById('error').textContent);
+  assert.equal(state, 'done', `the page shows the host side, not an error: ${error}`);
+  assert.ok(await page.isVisible('[data-testid=hostside]'));
+  assert.ok(!(await page.isVisible('#results')), 'no verdict view without kernels');
+  assert.equal(await page.textContent('[data-testid=hostside-verdict]'), 'not computed: no kernel records');
+  const advice = await page.textContent('[data-testid=hostside-advice]');
+  assert.ok(advice.includes(want.verdict_not_computed.advice), advice);
+  assert.ok(advice.includes('cudaProfilerStop()'), 'launches without kernel records: stop the capture cleanly');
+
+  // Every CUDA API name, sync and allocation with the CLI's count and time.
+  const tables = { api_calls: want.explain.api_calls, syncs: want.explain.syncs, allocations: want.explain.allocations };
+  for (const [name, summary] of Object.entries(tables)) {
+    const rows = await tableRows(page, name);
+    assert.equal(Object.keys(rows).length, summary.by_name.length, `${name}: one row per name`);
+    for (const n of summary.by_name) {
+      assert.ok(rows[n.name], `${name}: ${n.name} listed`);
+      assert.equal(Number(rows[n.name][1]), n.count, `${name}: ${n.name} count`);
+      assert.equal(rows[n.name][2], n.total_us.toFixed(3), `${name}: ${n.name} total µs`);
+    }
+  }
+  const syncs = await tableRows(page, 'syncs');
+  const total = Object.values(syncs).reduce((a, r) => a + Number(r[1]), 0);
+  assert.equal(total, 11451, 'the 11 451 blocking syncs (cuEventSynchronize, cudaDeviceSynchronize, cuCtxSynchronize)');
+  const processes = await tableRows(page, 'processes');
+  for (const p of want.explain.processes) {
+    assert.equal(Number(processes[String(p.pid)][6]), p.api_calls, `pid ${p.pid} API calls`);
+    assert.equal(Number(processes[String(p.pid)][8]), p.sync_calls, `pid ${p.pid} syncs`);
+  }
+  // The sync finding counts the whole capture, and says so.
+  const findings = await page.textContent('[data-testid=drill-findings]');
+  assert.ok(findings.includes('Blocking host-device synchronization (whole capture: no kernel records)'), findings);
+  await page.screenshot({ path: artifact('hostside-zhangxin.png'), fullPage: true });
+
+  // The report's exports work from the host side too.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=export-md]')]);
+  const md = fs.readFileSync(await download.path(), 'utf8');
+  assert.ok(md.includes('Host overhead verdict: not computed: no kernel records'), md.slice(0, 400));
+
+  assert.deepEqual(requests.outside(srv.origin), [], 'nothing requested outside the page');
+  assert.deepEqual(problems, []);
+});
+
+test('an export without a CUDA table: the advice is --trace=cuda, then a kernel trace analyses normally', { timeout: TIMEOUT }, async () => {
+  const { page, problems } = site;
+  await dropFile(page, publicTrace('amir-ghz_DynamicViT__nsys_profile.sqlite'));
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done');
+  const advice = await page.textContent('[data-testid=hostside-advice]');
+  assert.ok(advice.includes('--trace=cuda'), advice);
+  await page.screenshot({ path: artifact('hostside-amir.png'), fullPage: true });
+
+  await dropFile(page, publicTrace('LeiWang1999_memfusion_artifact__report1.sqlite'));
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done');
+  assert.ok(!(await page.isVisible('[data-testid=hostside]')), 'the host-side view is gone');
+  assert.ok(['YES', 'NO'].includes(await page.textContent('[data-testid=verdict]')));
+  assert.deepEqual(problems, []);
+});

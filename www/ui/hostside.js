@@ -1,0 +1,63 @@
+// The host side of a file without kernel records (the core's report outline: `reportFile(id,
+// 'outline')`): the verdict marked not computed with the capture advice, then each section's
+// sentences, findings and tables as the core wrote them — CUDA API calls by name, syncs,
+// allocations, copies, NVTX ranges, processes, what could not be computed — and the report's
+// exports.
+
+import { el, clear, panel, dataTable } from './format.js';
+import { drFindings, drExports } from './drill.js';
+
+export function renderHostSide(container, outline, { exportReport }) {
+  clear(container);
+  const n = outline.verdict_not_computed || {};
+  container.append(
+    el(
+      'div',
+      { class: 'verdict-row' },
+      el(
+        'div',
+        { class: 'verdict-box' },
+        el('span', { class: 'verdict-label', text: 'Host overhead verdict' }),
+        el('span', { class: 'verdict not-computed', 'data-testid': 'hostside-verdict', text: n.verdict || 'not computed' }),
+      ),
+      el(
+        'div',
+        { class: 'verdict-summary' },
+        el('div', { class: 'file-name', 'data-testid': 'hostside-file', text: outline.file }),
+        el('div', { class: 'summary', 'data-testid': 'hostside-advice', text: capitalized(`${n.why ? `${n.why}. ` : ''}${n.advice || ''}`) }),
+      ),
+    ),
+  );
+  for (const s of outline.sections || []) {
+    if (s.title === 'What to do next') {
+      container.append(drFindings(s.findings || []));
+      continue;
+    }
+    container.append(hostSection(s));
+  }
+  container.append(drExports(exportReport));
+}
+
+function capitalized(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function hostSection(s) {
+  const slug = s.title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  return panel(
+    s.title,
+    `hostside-${slug}`,
+    ...(s.text || []).map((t) => el('p', { class: 'small', text: t })),
+    ...(s.tables || []).map(hostTable),
+  );
+}
+
+function hostTable(t) {
+  const rows = t.rows.map((r) => el('tr', {}, r.map((c) => el('td', { class: 'mono small', text: c }))));
+  return el(
+    'div',
+    { class: 'host-table' },
+    el('h3', { text: t.title }),
+    rows.length ? dataTable(t.headers, rows, { 'data-table': t.name }) : el('p', { class: 'muted small', 'data-table': t.name, text: 'None.' }),
+  );
+}
