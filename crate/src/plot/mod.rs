@@ -4,6 +4,7 @@
 //! Inputs are already aggregated ([`TimelineView`], [`GapHistogram`]), so drawing costs one
 //! rectangle per run of equal pixel columns, never one per kernel.
 
+pub mod lprof_rounds;
 pub mod step_times;
 
 use plotters::coord::Shift;
