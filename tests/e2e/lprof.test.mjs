@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { requireDist, openSite, cli, artifact, ROOT } from './helpers.mjs';
+import { requireDist, openSite, cli, artifact, generate, ROOT } from './helpers.mjs';
 
 const TIMEOUT = 60_000;
 const FIXTURES = path.join(ROOT, 'crate', 'tests', 'fixtures', 'lprof');
@@ -104,6 +104,23 @@ test('rank files merge when asked, as the CLI --ranks', async () => {
   await page.check('[data-testid=lp-ranks]');
   const cliJson = JSON.parse(cliOut(['--json', '--ranks', fixture('rank0.txt'), fixture('rank1.txt')]));
   assert.deepEqual(JSON.parse(await exported('lp-export-json')), cliJson);
+});
+
+test('with a trace pair open, the Root cause hand-off merges into the next line', async () => {
+  const pair = ['regression-baseline', 'regression-target'].map((s) => generate(s, path.join(tmp, `${s}.sqlite`)));
+  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
+  await page.setInputFiles('#file-input', pair);
+  await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'done', run, { timeout: 240_000 });
+  await page.click('[data-testid=tab-rootcause]');
+  await page.waitForFunction(() => document.body.dataset.rootcauseState === 'done', null, { timeout: 240_000 });
+  assert.match(await page.textContent('[data-testid=rc-handoff-next]'), /drop the line_profiler output/);
+  const handoff = await page.textContent('[data-testid=rc-line-profiler]');
+  await drop(ROUNDS);
+  const cliJson = JSON.parse(cliOut(['--json', '--handoff', handoff, ...ROUNDS.map(fixture)]));
+  assert.equal(await page.textContent('[data-testid=lp-next-line]'), cliJson.line_profiler);
+  assert.ok(cliJson.next_functions.some((f) => f.source === 'handoff'));
+  assert.equal(await page.isVisible('[data-testid=tab-verdict]'), true, 'the trace session stays open');
+  await page.screenshot({ path: artifact('lprof-with-trace-1440.png'), fullPage: false });
 });
 
 test('a text that is not line_profiler output gets the core message, not a crash', async () => {

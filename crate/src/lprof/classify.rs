@@ -207,13 +207,11 @@ pub fn classify(f: &LineFacts<'_>) -> Classification {
             format!("iterates over the same collection as line {other} again"),
         );
     }
-    if is_loop_header(code) {
-        if let Some(h) = hpc.filter(|h| h - 1.0 >= PYLOOP_MIN_ITERATIONS) {
-            return c(
-                Kind::Pyloop,
-                format!("Python loop of {:.1} iterations per call", h - 1.0),
-            );
-        }
+    if let Some(h) = hpc.filter(|h| is_loop_header(code) && h - 1.0 >= PYLOOP_MIN_ITERATIONS) {
+        return c(
+            Kind::Pyloop,
+            format!("Python loop of {:.1} iterations per call", h - 1.0),
+        );
     }
     if looped
         && !is_loop_header(code)

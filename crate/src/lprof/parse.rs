@@ -216,7 +216,7 @@ impl Parser {
         let Some(row) = parse_row(line, self.content_col) else {
             return false;
         };
-        if !complete && row.timing.is_none() && line.trim().split_whitespace().count() > 1 {
+        if !complete && row.timing.is_none() && line.split_whitespace().count() > 1 {
             // The last line was cut mid-row: its numbers cannot be trusted.
             self.with_current(|f| f.truncated = true);
             return true;
