@@ -431,6 +431,7 @@ function showView(name) {
   appState.view = name;
   for (const tab of document.querySelectorAll('.view-tab')) tab.setAttribute('aria-selected', String(tab.dataset.view === name));
   for (const v of ['verdict', 'rootcause', 'drill', 'lprof']) $(`view-${v}`).hidden = v !== name;
+  $('controls').hidden = name === 'lprof'; // the profile and thresholds are the traces'
   if (name === 'lprof') appState.lprof.drawChart();
   if (name === 'verdict') appState.timeline.redraw?.();
   if (name === 'rootcause') loadView('rootcause', rootCauseKey(), computeRootCause);

@@ -405,6 +405,13 @@ fn three_rounds_give_the_placed_deltas_shift_and_advice() {
         s1.improvement_pct.expect("pct"),
         (0.68 - 0.688) / 0.68 * 100.0
     ));
+    // Round 3's `_enqueue_responses` spends all its time in `list.extend`, C code: no drill-down.
+    let callees: Vec<&str> = r.rounds[2]
+        .drill_down
+        .iter()
+        .map(|d| d.callee.as_str())
+        .collect();
+    assert_eq!(callees, vec!["self._build"]);
     let cumulative = (1.0 - 0.688 / 1.181) * 100.0;
     assert!(close(
         c.cumulative_improvement_pct.expect("cumulative"),

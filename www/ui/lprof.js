@@ -196,7 +196,7 @@ export class LprofPanel {
 
   next(report) {
     const line = report.line_profiler;
-    const pre = el('pre', { class: 'handoff mono', 'data-testid': 'lp-next-line', text: line || 'No function to name yet: no known profiled function, hand-off or drill-down target.' });
+    const pre = el('pre', { class: 'handoff mono lp-next-pre', 'data-testid': 'lp-next-line', text: line || 'No function to name yet: no known profiled function, hand-off or drill-down target.' });
     const sources = { profiled: 'profiled now', handoff: 'nsys hand-off', drill_down: 'drill-down' };
     return panel(
       'Next profiling round',

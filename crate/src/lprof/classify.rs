@@ -152,6 +152,59 @@ pub fn calls(code: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Library roots and builtin methods whose code is C, not Python: line_profiler has no lines to
+/// show in them, so a line spending its time there is not drilled into (its type says why).
+const C_ROOTS: [&str; 14] = [
+    "torch",
+    "np",
+    "numpy",
+    "json",
+    "pickle",
+    "math",
+    "time",
+    "os",
+    "gc",
+    "threading",
+    "queue",
+    "dist",
+    "copy",
+    "itertools",
+];
+const BUILTIN_METHODS: [&str; 24] = [
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "get",
+    "items",
+    "keys",
+    "values",
+    "update",
+    "add",
+    "discard",
+    "setdefault",
+    "copy",
+    "join",
+    "split",
+    "strip",
+    "format",
+    "item",
+    "tolist",
+    "cpu",
+    "numpy",
+    "clone",
+    "sort",
+];
+
+/// Whether a callee can be a Python function with lines of its own to profile.
+pub fn is_python_callee(callee: &str) -> bool {
+    let root = callee.split('.').next().unwrap_or(callee);
+    let method = callee.rsplit('.').next().unwrap_or(callee);
+    let is_method = callee.contains('.');
+    !C_ROOTS.contains(&root) && !(is_method && BUILTIN_METHODS.contains(&method))
+}
+
 /// Whether the line is a `for`/`while` header.
 pub fn is_loop_header(code: &str) -> bool {
     LOOP_HEADER.is_match(code)

@@ -431,7 +431,7 @@ fn drill_down(functions: &[Function]) -> Vec<Suggestion> {
                 continue;
             };
             let method = callee.rsplit('.').next().unwrap_or(callee);
-            if profiled.contains(&method) {
+            if profiled.contains(&method) || !classify::is_python_callee(callee) {
                 continue;
             }
             let resolved = names::callee_name(callee, &f.file, &f.name);

@@ -161,17 +161,18 @@ pub fn draw_round_chart<DB: DrawingBackend>(
     } else {
         ("µs", 1e6)
     };
-    let y_max = (max * scale * 1.15).max(1e-9);
+    let tick = super::step_times::nice_step(max * scale / 4.0);
+    let y_max = ((max * scale * 1.1 / tick).ceil() * tick).max(1e-9);
     let y_of = |v: f64| (top + plot_h - v * scale / y_max * plot_h) as i32;
-    for t in 0..=4 {
-        let v = y_max / 1.15 * f64::from(t) / 4.0;
+    for t in 0..=(y_max / tick).round() as u32 {
+        let v = tick * f64::from(t);
         let y = y_of(v / scale);
         root.draw(&PathElement::new(
             vec![(MARGIN.0 as i32, y), ((MARGIN.0 + plot_w) as i32, y)],
             GRID,
         ))
         .map_err(err)?;
-        let label = format!("{v:.1} {unit}");
+        let label = format!("{} {unit}", tick_label(v, tick));
         let x = (MARGIN.0 - 6.0 - text_width(&label, 11.0)) as i32;
         root.draw(&Text::new(label, (x, y - 6), font(11)))
             .map_err(err)?;
@@ -208,6 +209,16 @@ pub fn draw_round_chart<DB: DrawingBackend>(
         ((MARGIN.0 + plot_w) as i32, y_of(0.0)),
     ];
     root.draw(&PathElement::new(axis, INK)).map_err(err)
+}
+
+/// A grid value with as many decimals as the tick step needs.
+fn tick_label(v: f64, tick: f64) -> String {
+    let decimals = if tick >= 1.0 {
+        0
+    } else {
+        (-tick.log10()).ceil() as usize
+    };
+    format!("{v:.decimals$}")
 }
 
 fn short(s: &str, max: usize) -> String {
