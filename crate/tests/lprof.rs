@@ -155,6 +155,30 @@ fn output_cut_mid_row_keeps_complete_rows_and_says_so() {
 }
 
 #[test]
+fn rules_of_equals_around_the_output_are_not_tables() {
+    // As pytest's line-profiler plugin prints it: a titled rule before, a bare rule after.
+    let text = "==== Line Profile result for test_a.py::test_b ====\nTimer unit: 1e-09 s\n\n\
+        Total time: 0.0001 s\nFile: /t/m.py\nFunction: bar at line 5\n\n\
+        Line #      Hits         Time  Per Hit   % Time  Line Contents\n\
+        ==============================================================\n\
+             5                                           def bar():\n\
+             6         2     100000.0  50000.0    100.0      foo()\n\n\
+        ==================================================================\n";
+    let r = lprof::analyze(
+        &[LprofInput {
+            name: "pytest.txt".into(),
+            text: text.into(),
+        }],
+        &Options::default(),
+    )
+    .expect("parse");
+    let f = &r.rounds[0].functions[0];
+    assert!(!f.truncated, "{:?}", r.rounds[0].warnings);
+    assert_eq!(f.lines.len(), 2);
+    assert!(r.rounds[0].warnings.is_empty());
+}
+
+#[test]
 fn missing_source_keeps_the_timings_without_text() {
     let r = run(&["missing_source.txt"], &Options::default());
     let f = &r.rounds[0].functions[0];

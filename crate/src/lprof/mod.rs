@@ -418,7 +418,10 @@ fn hot_lines(functions: &[Function], top: usize) -> Vec<HotLine> {
 /// Lines holding more than [`DRILL_SHARE`] of their function's time while calling a function
 /// that no table of this round shows.
 fn drill_down(functions: &[Function]) -> Vec<Suggestion> {
-    let profiled: Vec<&str> = functions.iter().map(|f| f.name.as_str()).collect();
+    let profiled: Vec<&str> = functions
+        .iter()
+        .map(|f| names::method_of(&f.name))
+        .collect();
     let mut out = Vec::new();
     for f in functions.iter().filter(|f| f.total_s > 0.0) {
         for l in &f.lines {

@@ -105,11 +105,20 @@ pub enum Certainty {
     Assumed,
 }
 
-/// `module.Class.method` or `module::function` of a profiled function (file + name).
+/// `module.Class.method` of a profiled function (file + name). Newer line_profiler prints the
+/// qualified name (`Function: PyExecutor._schedule at line 12`), older ones only the method's.
 pub fn profiled_name(file: &str, name: &str) -> Option<(String, Certainty)> {
     let module = module_of(file)?;
+    if name.contains('.') {
+        return Some((format!("{module}.{name}"), Certainty::Known));
+    }
     let class = class_of(&module, name)?;
     Some((format!("{module}.{class}.{name}"), Certainty::Known))
+}
+
+/// The method part of a printed function name (`PyExecutor._schedule` → `_schedule`).
+pub fn method_of(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
 }
 
 /// The importable name of a callee seen on a line of a function in `file`.
@@ -130,6 +139,9 @@ pub fn callee_name(callee: &str, caller_file: &str, caller: &str) -> Option<(Str
         // self._prepare_tp_inputs: the caller's class, when the caller is a known method
         ["self", _] => {
             let module = caller_module?;
+            if let Some((class, _)) = caller.rsplit_once('.') {
+                return Some((format!("{module}.{class}.{method}"), Certainty::Known));
+            }
             let class = class_of(&module, caller).or_else(|| class_of(&module, method))?;
             let certainty = if class_of(&module, method).is_some() {
                 Certainty::Known
@@ -215,5 +227,14 @@ mod tests {
             ))
         );
         assert_eq!(callee_name("helper.run", f, "_forward_step"), None);
+        assert_eq!(
+            callee_name("self._merge", f, "PyExecutor._schedule").map(|(n, _)| n),
+            Some("tensorrt_llm._torch.pyexecutor.py_executor.PyExecutor._merge".into()),
+            "a qualified caller names its class"
+        );
+        assert_eq!(
+            profiled_name(f, "MyExecutor.step").map(|(n, _)| n),
+            Some("tensorrt_llm._torch.pyexecutor.py_executor.MyExecutor.step".into())
+        );
     }
 }

@@ -136,12 +136,16 @@ struct Parser {
     content_col: Option<usize>,
     /// Between the `=` rule and the blank line that ends the table.
     in_table: bool,
+    /// The previous line was a table header: only then does a rule of `=` open a table (tools
+    /// such as pytest-line-profiler print rules of `=` around the output too).
+    after_header: bool,
     summary: Vec<ParsedFunction>,
 }
 
 impl Parser {
     fn line(&mut self, line: &str, complete: bool) {
         let trimmed = line.trim();
+        let after_header = std::mem::take(&mut self.after_header);
         if self.in_table {
             if trimmed.is_empty() {
                 self.in_table = false;
@@ -181,7 +185,9 @@ impl Parser {
             });
         } else if trimmed.starts_with("Line #") && trimmed.contains("Line Contents") {
             self.content_col = line.find("Line Contents");
-        } else if !trimmed.is_empty() && trimmed.bytes().all(|b| b == b'=') {
+            self.after_header = true;
+            return;
+        } else if after_header && !trimmed.is_empty() && trimmed.bytes().all(|b| b == b'=') {
             self.in_table = self.current.is_some();
         } else if let Some(c) = SUMMARY.captures(line) {
             self.summary_line(&c);
