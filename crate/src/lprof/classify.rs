@@ -202,7 +202,7 @@ pub fn is_python_callee(callee: &str) -> bool {
     let root = callee.split('.').next().unwrap_or(callee);
     let method = callee.rsplit('.').next().unwrap_or(callee);
     let is_method = callee.contains('.');
-    !C_ROOTS.contains(&root) && !(is_method && BUILTIN_METHODS.contains(&method))
+    !(C_ROOTS.contains(&root) || is_method && BUILTIN_METHODS.contains(&method))
 }
 
 /// Whether the line is a `for`/`while` header.

@@ -186,7 +186,6 @@ impl Parser {
         } else if trimmed.starts_with("Line #") && trimmed.contains("Line Contents") {
             self.content_col = line.find("Line Contents");
             self.after_header = true;
-            return;
         } else if after_header && !trimmed.is_empty() && trimmed.bytes().all(|b| b == b'=') {
             self.in_table = self.current.is_some();
         } else if let Some(c) = SUMMARY.captures(line) {
