@@ -86,6 +86,13 @@ test('the hot lines shown are the last round ranked by absolute time with their 
   const shifts = await page.$$eval('[data-testid=lp-shift]', (ps) => ps.map((p) => p.textContent));
   assert.deepEqual(shifts, cliJson.comparison.steps.map((s) => `Bottleneck shift: ${s.shift}`));
   assert.equal(await page.evaluate(() => document.querySelector('[data-testid=lp-chart]').dataset.drawn), '1');
+  // Rounds side by side: each function's total in each round, as the CLI has them.
+  const side = await page.$$eval('[data-testid=lp-side-by-side] tbody tr', (trs) =>
+    Object.fromEntries(trs.map((r) => [r.dataset.function, [...r.querySelectorAll('td[data-value]')].map((td) => Number(td.dataset.value))])),
+  );
+  for (const [i, round] of cliJson.rounds.entries()) {
+    for (const f of round.functions) assert.equal(side[f.key][i], f.total_s, `${f.key} in round ${i + 1}`);
+  }
   await page.screenshot({ path: artifact('lprof-rounds-1440.png'), fullPage: true });
 });
 

@@ -337,10 +337,19 @@ export class LprofPanel {
     return panel('Rounds compared', 'lp-compare', ...steps);
   }
 
+  // The rounds side by side: the core's chart series (function time per round) as a table too.
   chart(chart) {
     this.chartJson = JSON.stringify(chart);
     this.canvas = el('canvas', { 'data-testid': 'lp-chart', height: '300' });
-    return panel('Function time per round', 'lp-chart-panel', el('div', { class: 'canvas-wrap' }, this.canvas));
+    const rows = chart.series.map((s) =>
+      el('tr', { 'data-function': s.label }, el('td', { class: 'mono', text: s.label }), s.seconds.map((v) => el('td', { class: 'mono num', 'data-value': rawValue(v), text: v > 0 ? lpSecs(v) : '—' }))),
+    );
+    return panel(
+      'Function time per round',
+      'lp-chart-panel',
+      el('div', { class: 'canvas-wrap' }, this.canvas),
+      dataTable(['Function', ...chart.rounds.map((r, i) => `${i + 1} · ${r}`)], rows, { class: 'table', 'data-testid': 'lp-side-by-side' }),
+    );
   }
 
   // Draws once to learn the height the legend needs, then at that height.
