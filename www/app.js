@@ -5,7 +5,7 @@
 //  1. Page script. Replace <script type="module" src="app.js"></script> by ONE inline
 //     <script type="module"> holding app.js and every module it imports, transitively, dependencies
 //     first (here: ui/format.js, ui/engine.js, ui/cards.js, ui/phases.js, ui/facts.js, ui/gaps.js,
-//     ui/timeline.js, ui/rootcause.js, ui/drill.js, ui/hostside.js, then app.js):
+//     ui/timeline.js, ui/rootcause.js, ui/drill.js, ui/hostside.js, ui/lprof.js, then app.js):
 //     - delete each relative import line (`import … from './…';` — always ONE line each);
 //     - replace the one line `import __wbg_init, { … } from './pkg/nsys_lens.js';` by the
 //       wasm-bindgen glue's text (pkg/nsys_lens.js) verbatim: the glue declares `__wbg_init` and
@@ -30,7 +30,7 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
 import { el, clear, METRICS, THRESHOLDS, useCatalogue, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
@@ -42,6 +42,7 @@ import { renderRootCause } from './ui/rootcause.js';
 import { renderDrill } from './ui/drill.js';
 import { renderVerdictCompare } from './ui/compare.js';
 import { renderHostSide } from './ui/hostside.js';
+import { LprofPanel, splitLineProfilerFiles } from './ui/lprof.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -315,9 +316,11 @@ function focusSlot(session) {
 }
 
 async function analyse(files) {
-  const list = [...files].filter(Boolean);
-  if (!list.length) return;
+  const { profiles, traces: list } = splitLineProfilerFiles([...files].filter(Boolean));
+  if (!list.length && !profiles.length) return;
   if (!(await engineReady)) return;
+  await openLineProfiles(profiles, list.length > 0);
+  if (!list.length) return;
   if (appState.busy) await appState.engine.cancel();
 
   const session = sessionOf(list);
@@ -413,6 +416,39 @@ async function showHostSide(session, entry) {
   }
 }
 
+// line_profiler outputs (.txt): the Hot lines view. Dropped alone, they open next to the trace
+// already open (its Root cause hand-off merges into the next line) or on their own.
+async function openLineProfiles(profiles, withTraces) {
+  const tab = $('tab-lprof');
+  if (!profiles.length) {
+    if (withTraces) {
+      appState.lprof.clearFiles();
+      tab.hidden = true;
+    }
+    return;
+  }
+  hideError();
+  tab.hidden = false;
+  try {
+    await appState.lprof.load(profiles);
+  } catch (e) {
+    if (!withTraces) {
+      $('intro').hidden = true;
+      $('results').hidden = false;
+      if (!appState.session) document.body.dataset.mode = 'lprof';
+      showView('lprof');
+      setState('error');
+    }
+    return;
+  }
+  if (withTraces) return;
+  if (!appState.session) document.body.dataset.mode = 'lprof';
+  $('intro').hidden = true;
+  $('results').hidden = false;
+  showView('lprof');
+  setState('done');
+}
+
 function showProgress(step, done, total) {
   $('progress-step').textContent = total > 0 ? `${step} (${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')})` : step;
   const bar = $('progress-bar');
@@ -468,7 +504,9 @@ async function focusOn(slot) {
 function showView(name) {
   appState.view = name;
   for (const tab of document.querySelectorAll('.view-tab')) tab.setAttribute('aria-selected', String(tab.dataset.view === name));
-  for (const v of ['verdict', 'rootcause', 'drill']) $(`view-${v}`).hidden = v !== name;
+  for (const v of ['verdict', 'rootcause', 'drill', 'lprof']) $(`view-${v}`).hidden = v !== name;
+  $('controls').hidden = name === 'lprof'; // the profile and thresholds are the traces'
+  if (name === 'lprof') appState.lprof.drawChart();
   if (name === 'verdict') appState.timeline.redraw?.();
   if (name === 'rootcause') loadView('rootcause', rootCauseKey(), computeRootCause);
   if (name === 'drill') loadView('drill', drillKey(), computeDrill);
@@ -518,7 +556,9 @@ async function computeRootCause() {
   const options = { profile: profile(), baseline_label: label(baseline), step_marker: markerOption() };
   if (target) options.target_label = label(target);
   const { report } = await appState.engine.analyze(baseline, target, options);
-  renderRootCause($('rootcause'), JSON.parse(report), { drawStepTimes, names, markerField: markerFieldCopy });
+  const parsed = JSON.parse(report);
+  renderRootCause($('rootcause'), parsed, { drawStepTimes, names, markerField: markerFieldCopy });
+  appState.lprof.setHandoff((parsed.comparison || parsed.baseline)?.handoff?.line_profiler);
 }
 
 // The step-marker field again, where a view says no step was found: it sets the main field.
@@ -683,6 +723,7 @@ async function main() {
     /* no version export */
   }
   useCatalogue(JSON.parse(metricCatalogue()));
+  appState.lprof = new LprofPanel({ root: $('lprof'), wasm: { lprofAnalyze, drawLprofRounds } });
   appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),

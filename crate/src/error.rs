@@ -75,6 +75,10 @@ pub enum Error {
     )]
     Unordered { path: String, detail: String },
 
+    /// A dropped or given text file is not line_profiler's text output.
+    #[error("{path}: {detail}")]
+    NotLineProfiler { path: String, detail: String },
+
     /// A message between the page's workers did not decode: a bug, not the user's input.
     #[error("internal error: {detail}. Reload the page; if it happens again, please report it")]
     Internal { detail: String },
@@ -105,6 +109,7 @@ impl Error {
             Error::Cancelled => "cancelled",
             Error::Usage(_) => "usage",
             Error::Unordered { .. } => "unordered",
+            Error::NotLineProfiler { .. } => "not-line-profiler",
             Error::Internal { .. } => "internal",
         }
     }

@@ -19,6 +19,7 @@ pub mod explain;
 pub mod findings;
 pub mod index;
 pub mod iterations;
+pub mod lprof;
 pub mod model;
 pub mod names;
 pub mod plot;

@@ -35,6 +35,8 @@ enum Command {
     Drill(cli::drill::DrillArgs),
     /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML (spec §5).
     Report(cli::report::ReportArgs),
+    /// Hot lines, next functions to profile and rounds compared, from line_profiler text outputs.
+    Lprof(cli::lprof::LprofArgs),
     /// Write a synthetic nsys export with known answers (for tests and benchmarks).
     Gen(cli::generate::GenArgs),
 }
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Analyze(args) => cli::analyze::run(&args),
         Command::Drill(args) => cli::drill::run(&args),
         Command::Report(args) => cli::report::run(&args),
+        Command::Lprof(args) => cli::lprof::run(&args),
         Command::Gen(args) => cli::generate::run(&args),
     };
     match result {

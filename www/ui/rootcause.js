@@ -250,6 +250,7 @@ function rcHandoff(h) {
     el('div', { class: 'handoff-actions' }, copy, status),
     pre,
     h.line_profiler ? el('p', { class: 'mono small', 'data-testid': 'rc-line-profiler', text: h.line_profiler }) : null,
+    el('p', { class: 'small', 'data-testid': 'rc-handoff-next', text: 'Profile these functions, then drop the line_profiler output (.txt) here: the Hot lines view ranks its lines, and its next line keeps these functions.' }),
   );
 }
 

@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod detect;
 pub mod drill;
 pub mod generate;
+pub mod lprof;
 pub mod report;
 
 use std::io::Write;

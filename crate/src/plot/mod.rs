@@ -5,6 +5,7 @@
 //! rectangle per run of equal pixel columns, never one per kernel.
 
 pub mod idle_causes;
+pub mod lprof_rounds;
 pub mod step_times;
 
 use plotters::coord::Shift;

@@ -148,7 +148,7 @@ impl Frame {
 }
 
 /// The smallest 1, 2 or 5 × 10^k at least `raw` (readable grid steps).
-fn nice_step(raw: f64) -> f64 {
+pub(crate) fn nice_step(raw: f64) -> f64 {
     let raw = if raw.is_finite() && raw > 0.0 {
         raw
     } else {

@@ -14,6 +14,7 @@ mod analyses;
 mod analysis;
 mod draw;
 mod indexed;
+mod lprof;
 mod stream;
 pub mod vfs;
 
@@ -22,6 +23,7 @@ pub use analysis::Analysis;
 pub use draw::{
     draw_bar_chart, draw_gap_histogram, draw_step_times, draw_timeline, timeline_layout,
 };
+pub use lprof::{draw_lprof_rounds, lprof_analyze};
 pub use stream::{KernelPass, LoaderStep, StreamHost};
 
 use std::fmt::Display;
