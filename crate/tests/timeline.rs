@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+
 use nsys_lens::model::{KernelEvent, Trace};
 use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::timeline::columns::Grid;
@@ -283,4 +285,91 @@ fn a_kernel_out_of_start_order_is_refused() {
     builder.push(first).expect("same start is in order");
     let timeline = builder.finish();
     assert_eq!(timeline.extent(), (first.start, first.end));
+}
+
+/// The kernels of each (device, stream) overlapping `[a, b)`, by plain SQL on the export:
+/// `(device, stream) → [(start, end, short name)]` in start order.
+fn kernels_by_sql(
+    path: &std::path::Path,
+    a: i64,
+    b: i64,
+) -> BTreeMap<(u32, u32), Vec<(i64, i64, String)>> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let mut stmt = conn
+        .prepare(
+            "SELECT k.deviceId, k.streamId, k.start, k.end, s.value
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+             WHERE k.start < ?1 AND k.end > ?2 ORDER BY k.start, k.rowid",
+        )
+        .expect("prepare");
+    let mut out: BTreeMap<(u32, u32), Vec<(i64, i64, String)>> = BTreeMap::new();
+    let rows = stmt
+        .query_map([b, a], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+            ))
+        })
+        .expect("query");
+    for row in rows {
+        let (d, st, s, e, name) = row.expect("row");
+        out.entry((d, st)).or_default().push((s, e, name));
+    }
+    out
+}
+
+#[test]
+fn at_deep_zoom_each_kernel_is_an_item_with_its_name_as_sql_reads_it() {
+    let path = common::public_trace("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite");
+    let trace = load_path(&path, LoadOptions::page()).expect("load");
+    let timeline = Timeline::new(&trace);
+    let (start, end) = timeline.extent();
+    // 40 µs from just before the median kernel, over 1290 columns: a few dozen kernels.
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let median: i64 = conn
+        .query_row(
+            "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start
+             LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("median");
+    let a = median - 5_000;
+    let b = a + 40_000;
+    let view = timeline.view(&trace, a, b, 1290).expect("view");
+    assert_eq!(view.origin_ns, start, "ticks read from the trace start");
+    let expected = kernels_by_sql(&path, a, b);
+    assert!(
+        expected.values().map(Vec::len).sum::<usize>() >= 5,
+        "{expected:?}"
+    );
+    let mut drawn = 0;
+    for lane in view.lanes.iter().filter(|l| l.kind == "kernels") {
+        let key = (lane.device.expect("device"), lane.stream.expect("stream"));
+        let items: Vec<(i64, i64, String)> = lane
+            .items
+            .iter()
+            .map(|i| (i.start_ns, i.end_ns, view.names[i.name as usize].clone()))
+            .collect();
+        let want = expected.get(&key).cloned().unwrap_or_default();
+        assert_eq!(items, want, "lane {}", lane.label);
+        drawn += items.len();
+        for i in &lane.items {
+            let name = &view.names[i.name as usize];
+            let class = nsys_lens::names::kernels::kernel_category(name);
+            let json = serde_json::to_value(class).expect("class");
+            assert_eq!(view.classes[i.name as usize], json.as_str().expect("str"));
+        }
+    }
+    assert_eq!(drawn, expected.values().map(Vec::len).sum::<usize>());
+    // The whole trace is far too many kernels to draw one by one: columns only.
+    let whole = timeline.view(&trace, start, end, 1290).expect("view");
+    assert!(whole.lanes.iter().all(|l| l.items.is_empty()));
 }

@@ -5,13 +5,14 @@
 //! rectangle per run of equal pixel columns, never one per kernel.
 
 pub mod step_times;
+pub mod ticks;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::drill::gaps::GapHistogram;
-use crate::timeline::{LaneView, TimelineView};
+use crate::timeline::{Item, LaneView, TimelineView};
 
 /// Geometry of the timeline in pixels, shared with the page to map the pointer to lane and time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -28,7 +29,7 @@ pub struct TimelineLayout {
 
 pub const TIMELINE_LAYOUT: TimelineLayout = TimelineLayout {
     label_width_px: 150,
-    top_px: 22,
+    top_px: 24,
     lane_height_px: 24,
     lane_gap_px: 4,
 };
@@ -38,6 +39,20 @@ const GRID: RGBColor = RGBColor(225, 228, 234);
 const IDLE: RGBColor = RGBColor(253, 226, 222);
 const KERNEL: RGBColor = RGBColor(37, 99, 235);
 const STEP: RGBColor = RGBColor(217, 119, 6);
+
+/// The colour of a kernel drawn on its own, by its class (`TimelineView::classes`).
+fn class_color(class: &str) -> RGBColor {
+    match class {
+        "gemm" => RGBColor(37, 99, 235),
+        "attention" => RGBColor(124, 58, 237),
+        "collective" => RGBColor(220, 38, 38),
+        "norm" => RGBColor(13, 148, 136),
+        "sampling" => RGBColor(202, 138, 4),
+        "elementwise" => RGBColor(22, 163, 74),
+        "memory" => RGBColor(219, 39, 119),
+        _ => RGBColor(100, 116, 139),
+    }
+}
 
 type DrawResult = Result<(), String>;
 
@@ -63,6 +78,9 @@ pub fn draw_timeline<DB: DrawingBackend>(
         let y0 = (l.top_px + l.lane_height_px * i as u32) as i32;
         let y1 = y0 + (l.lane_height_px - l.lane_gap_px) as i32;
         draw_lane(root, lane, y0, y1)?;
+        if !lane.items.is_empty() {
+            draw_items(root, view, lane, y0, y1)?;
+        }
         let label = Text::new(
             lane.label.clone(),
             (6, y0 + 5),
@@ -103,7 +121,7 @@ fn draw_lane<DB: DrawingBackend>(
         }
     };
     for (start, end, lvl) in runs(&lane.busy, level) {
-        if lvl == 0 {
+        if lvl == 0 || !lane.items.is_empty() {
             continue;
         }
         let alpha = 0.2 + 0.8 * f64::from(lvl - 1) / 4.0;
@@ -130,45 +148,99 @@ fn runs<T, K: PartialEq + Copy>(values: &[T], key: impl Fn(&T) -> K) -> Vec<(usi
     out
 }
 
-/// Tick labels relative to the view start, in a unit that suits the span.
+/// Each event of a lane drawn on its own: a box in its class colour (kernels) or the lane's
+/// colour (steps) from its start to its end (at least one pixel), a darker edge where one ends
+/// and the next begins, and its name, shortened with "…" to fit inside the box.
+fn draw_items<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &TimelineView,
+    lane: &LaneView,
+    y0: i32,
+    y1: i32,
+) -> DrawResult {
+    let x0 = TIMELINE_LAYOUT.label_width_px as i32;
+    let cols = f64::from(view.columns);
+    let span = (view.end_ns - view.start_ns).max(1) as f64;
+    let x_of = |t: i64| -> f64 { ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols) };
+    for item in &lane.items {
+        let (a, b) = (x_of(item.start_ns), x_of(item.end_ns));
+        let (xa, xb) = (
+            x0 + a.floor() as i32,
+            x0 + (b.ceil() as i32).max(a.floor() as i32 + 1),
+        );
+        let color = item_color(view, lane, item);
+        root.draw(&Rectangle::new([(xa, y0), (xb, y1)], color.filled()))
+            .map_err(err)?;
+        if xb - xa >= 4 {
+            root.draw(&Rectangle::new([(xa, y0), (xb, y1)], INK.mix(0.55)))
+                .map_err(err)?;
+        }
+        let name = usize::try_from(item.name)
+            .ok()
+            .and_then(|i| view.names.get(i));
+        if let Some(text) = name.and_then(|n| ellipsize(n, f64::from(xb - xa) - 6.0, 11.0)) {
+            root.draw(&Text::new(
+                text,
+                (xa + 3, y0 + 5),
+                ("sans-serif", 11).into_font().color(&WHITE),
+            ))
+            .map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
+fn item_color(view: &TimelineView, lane: &LaneView, item: &Item) -> RGBColor {
+    if lane.kind == "steps" {
+        return STEP;
+    }
+    let class = usize::try_from(item.name)
+        .ok()
+        .and_then(|i| view.classes.get(i));
+    class_color(class.map_or("other", String::as_str))
+}
+
+/// `text` cut to fit `width_px` at `font_px`, ending in "…" when cut; `None` when not even two
+/// characters fit.
+fn ellipsize(text: &str, width_px: f64, font_px: f64) -> Option<String> {
+    let fits = (width_px / (font_px * 0.56)).floor().max(0.0) as usize;
+    let len = text.chars().count();
+    if fits >= len {
+        return Some(text.to_string());
+    }
+    (fits >= 2).then(|| {
+        let mut cut: String = text.chars().take(fits - 1).collect();
+        cut.push('…');
+        cut
+    })
+}
+
+/// Round ticks (`ticks::time_ticks`) read as offsets from the trace's start.
 fn draw_ruler<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
 ) -> DrawResult {
     let x0 = TIMELINE_LAYOUT.label_width_px as i32;
-    let width = view.columns as i32;
+    let cols = f64::from(view.columns);
     let span = (view.end_ns - view.start_ns).max(1) as f64;
-    let (unit, scale) = if span >= 2e9 {
-        ("s", 1e9)
-    } else if span >= 2e6 {
-        ("ms", 1e6)
-    } else {
-        ("µs", 1e3)
-    };
-    let ticks = 6;
-    for t in 0..=ticks {
-        let x = x0 + width * t / ticks;
-        let at = span * f64::from(t) / f64::from(ticks) / scale;
-        root.draw(&PathElement::new(vec![(x, 14), (x, 20)], INK))
+    let ticks = ticks::time_ticks(view.start_ns, view.end_ns, view.origin_ns, cols, 11.0);
+    for t in ticks {
+        let x = x0 + (t.at / span * cols).round() as i32;
+        root.draw(&PathElement::new(vec![(x, 15), (x, 22)], INK))
             .map_err(err)?;
-        let text = format!("+{at:.3} {unit}");
-        let anchor = if t == ticks { x - 70 } else { x + 2 };
-        root.draw(&Text::new(
-            text,
-            (anchor, 2),
-            ("sans-serif", 11).into_font().color(&INK),
-        ))
-        .map_err(err)?;
+        if f64::from(x - x0) + text_width(&t.label, 11.0) + 3.0 <= cols {
+            root.draw(&Text::new(
+                t.label,
+                (x + 3, 3),
+                ("sans-serif", 11).into_font().color(&INK),
+            ))
+            .map_err(err)?;
+        }
     }
     Ok(())
 }
 
-/// Approximate width of `text` at `px` font size. Text is only ever drawn left/top-anchored
-/// at positions computed from this estimate: plotters' exact measurement needs the DOM (a
-/// styled `<span>`), which the page's Content-Security-Policy forbids.
-fn text_width(text: &str, px: f64) -> f64 {
-    text.chars().count() as f64 * px * 0.56
-}
+use ticks::text_width;
 
 /// Bars of idle time per bucket, labelled with their gap counts; axes drawn by hand.
 pub fn draw_gap_histogram<DB: DrawingBackend>(
@@ -177,42 +249,56 @@ pub fn draw_gap_histogram<DB: DrawingBackend>(
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let (w, h) = root.dim_in_pixel();
-    let (left, right, top, bottom) = (52.0, 10.0, 30.0, 40.0);
+    let (left, right, top, bottom) = (64.0, 10.0, 44.0, 56.0);
     let plot_w = (f64::from(w) - left - right).max(10.0);
     let plot_h = (f64::from(h) - top - bottom).max(10.0);
-    let max_ms = hist
+    let max_ns = hist
         .buckets
         .iter()
-        .map(|b| b.total_us / 1000.0)
-        .fold(0.0, f64::max)
-        .max(1e-3)
-        * 1.15;
-    let y_of = |ms: f64| (top + plot_h - ms / max_ms * plot_h) as i32;
+        .map(|b| b.total_us * 1000.0)
+        .fold(0.0, f64::max);
+    let ticks = ticks::duration_ticks(max_ns, plot_h - 14.0, 28.0);
+    let axis_top = ticks.last().map_or(1.0, |t| t.at).max(1.0);
+    let y_of = |ns: f64| (top + plot_h - ns / axis_top * (plot_h - 14.0)) as i32;
     let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
     root.draw(&Text::new(
-        "GPU idle time by gap size (ms), gap counts above bars",
+        "GPU idle time by gap size (number of gaps above each bar)",
         (left as i32, 6),
         font(13),
     ))
     .map_err(err)?;
-    for t in 0..=4 {
-        let ms = max_ms / 1.15 * f64::from(t) / 4.0;
-        let y = y_of(ms);
+    root.draw(&Text::new("idle time", (4, 24), font(11)))
+        .map_err(err)?;
+    let x_title = "gap size";
+    let tx = (left + (plot_w - text_width(x_title, 11.0)) / 2.0) as i32;
+    root.draw(&Text::new(x_title, (tx, h as i32 - 16), font(11)))
+        .map_err(err)?;
+    for t in &ticks {
+        let y = y_of(t.at);
         root.draw(&PathElement::new(
             vec![(left as i32, y), ((left + plot_w) as i32, y)],
             GRID,
         ))
         .map_err(err)?;
-        let label = format!("{ms:.1}");
-        let x = (left - 6.0 - text_width(&label, 11.0)) as i32;
-        root.draw(&Text::new(label, (x, y - 6), font(11)))
+        let x = (left - 6.0 - text_width(&t.label, 11.0)) as i32;
+        root.draw(&Text::new(t.label.clone(), (x, y - 6), font(11)))
             .map_err(err)?;
+    }
+    if hist.buckets.iter().all(|b| b.count == 0) {
+        let note = "no GPU-idle gaps in this trace";
+        let nx = (left + (plot_w - text_width(note, 13.0)) / 2.0) as i32;
+        root.draw(&Text::new(
+            note,
+            (nx, (top + plot_h / 2.0) as i32),
+            font(13),
+        ))
+        .map_err(err)?;
     }
     let slot = plot_w / hist.buckets.len().max(1) as f64;
     for (i, b) in hist.buckets.iter().enumerate() {
         let x0 = left + slot * i as f64;
         let (bx0, bx1) = ((x0 + slot * 0.14) as i32, (x0 + slot * 0.86) as i32);
-        let y = y_of(b.total_us / 1000.0);
+        let y = y_of(b.total_us * 1000.0);
         root.draw(&Rectangle::new(
             [(bx0, y), (bx1, y_of(0.0))],
             KERNEL.mix(0.85).filled(),
@@ -261,6 +347,7 @@ mod tests {
             count: vec![1; n],
             top: vec![-1; n],
             idle,
+            items: Vec::new(),
         }
     }
 
@@ -307,6 +394,8 @@ mod tests {
                 vec![true, false, false, false, true, true],
             )],
             names: vec![],
+            classes: vec![],
+            origin_ns: 0,
         };
         let mut svg = String::new();
         {

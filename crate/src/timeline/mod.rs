@@ -31,9 +31,31 @@ pub struct TimelineView {
     pub end_ns: Ns,
     pub columns: u32,
     pub lanes: Vec<LaneView>,
-    /// Kernel (or step) names referenced by `LaneView::top`.
+    /// Kernel (or step) names referenced by `LaneView::top` and `Item::name`.
     pub names: Vec<String>,
+    /// The kernel class of each of `names` (`names::kernels::KernelCategory`, lowercase), which
+    /// colours a kernel drawn on its own.
+    #[serde(default)]
+    pub classes: Vec<String>,
+    /// The trace's start (its first kernel's): the time axis reads offsets from it, as every
+    /// time on the page does.
+    #[serde(default)]
+    pub origin_ns: Ns,
 }
+
+/// One event drawn on its own (a view zoomed in far enough that its events are a few pixels
+/// wide or more, [`ITEM_MIN_PX`]): its boundaries and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Index into `TimelineView::names`.
+    pub name: i32,
+}
+
+/// A lane's events are drawn one by one when the view holds at most one per this many pixel
+/// columns (on average) — kernels then are a few pixels wide, their boundaries visible.
+pub const ITEM_MIN_PX: u32 = 3;
 
 /// One lane's columns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +73,10 @@ pub struct LaneView {
     pub top: Vec<i32>,
     /// Columns in which the lane's device ran no kernel at all (GPU idle), for shading.
     pub idle: Vec<bool>,
+    /// The lane's events in the view one by one, in start order, when the view re-read them
+    /// and they are few enough to draw ([`ITEM_MIN_PX`]); else empty (drawn from the columns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Item>,
 }
 
 /// The event under the pointer.
@@ -224,6 +250,7 @@ impl KernelLane {
             count: columns.count,
             top: columns.top,
             idle: vec![false; n],
+            items: Vec::new(),
         }
     }
 }
@@ -351,13 +378,12 @@ impl StepLane {
     ) -> crate::error::Result<LaneView> {
         let rows = self.rows_near(grid.start, grid.end);
         let exact = detail.reads(&rows);
+        let mut items = Vec::new();
         let cols = if exact {
             let steps = self.read(source, &rows, (grid.start, grid.end))?;
-            columns::exact(
-                steps.into_iter().map(|(s, e, (l, _))| (s, e, l)),
-                grid,
-                names,
-            )
+            let evs = || steps.iter().map(|&(s, e, (l, _))| (s, e, l));
+            items = items_of(evs(), grid, names);
+            columns::exact(evs(), grid, names)
         } else {
             let bins = self.summary.lanes.first().map_or(&[][..], |l| &l.bins[..]);
             columns::from_bins(bins, &self.summary.grid, grid, names)
@@ -372,6 +398,7 @@ impl StepLane {
             count: cols.count,
             top: cols.top,
             idle: vec![false; n],
+            items,
         })
     }
 }
@@ -453,8 +480,11 @@ impl Timeline {
         if exact {
             let events = self.read_lanes(source, &rows, grid.start, grid.end)?;
             for (lane, evs) in self.lanes.iter().zip(events) {
-                let evs = evs.into_iter().map(|(s, _, e, name)| (s, e, name));
-                lanes.push(lane.view(columns::exact(evs, &grid, &mut names)));
+                let evs = || evs.iter().map(|&(s, _, e, name)| (s, e, name));
+                let items = items_of(evs(), &grid, &mut names);
+                let mut view = lane.view(columns::exact(evs(), &grid, &mut names));
+                view.items = items;
+                lanes.push(view);
             }
         } else {
             for lane in &self.lanes {
@@ -463,12 +493,19 @@ impl Timeline {
             }
         }
         mark_idle(&mut lanes);
+        let classes = names
+            .names
+            .iter()
+            .map(|n| class_of(n).to_string())
+            .collect();
         Ok(TimelineView {
             start_ns: grid.start,
             end_ns: grid.end,
             columns: grid.columns,
             lanes,
             names: names.names,
+            classes,
+            origin_ns: self.extent.0,
         })
     }
 
@@ -584,6 +621,47 @@ fn error_bounds(bins: &BinGrid, view: Grid) -> Vec<f64> {
             columns::busy_error_bound(bins, cs, ce)
         })
         .collect()
+}
+
+/// A lane's events `(start, end, name)` (start order) overlapping the view, one by one, when
+/// there are at most one per [`ITEM_MIN_PX`] columns; else none (the lane is drawn from its
+/// columns).
+fn items_of<K: Copy + Into<Label>>(
+    events: impl Iterator<Item = (Ns, Ns, K)>,
+    grid: &Grid,
+    names: &mut NameIndex,
+) -> Vec<Item> {
+    let most = (grid.columns / ITEM_MIN_PX).max(1) as usize;
+    let inside: Vec<(Ns, Ns, K)> = events
+        .filter(|&(s, e, _)| s < grid.end && e.max(s + 1) > grid.start)
+        .take(most + 1)
+        .collect();
+    if inside.len() > most {
+        return Vec::new();
+    }
+    inside
+        .into_iter()
+        .map(|(start_ns, end_ns, name)| Item {
+            start_ns,
+            end_ns,
+            name: names.index(name),
+        })
+        .collect()
+}
+
+/// A name's kernel class as the page colours it (`KernelCategory`'s lowercase name).
+fn class_of(name: &str) -> &'static str {
+    use crate::names::kernels::{KernelCategory, kernel_category};
+    match kernel_category(name) {
+        KernelCategory::Collective => "collective",
+        KernelCategory::Attention => "attention",
+        KernelCategory::Gemm => "gemm",
+        KernelCategory::Norm => "norm",
+        KernelCategory::Sampling => "sampling",
+        KernelCategory::Elementwise => "elementwise",
+        KernelCategory::Memory => "memory",
+        KernelCategory::Other => "other",
+    }
 }
 
 /// The view's column grid, with `columns` clamped and an empty range widened to 1 ns.
