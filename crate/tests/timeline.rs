@@ -373,3 +373,119 @@ fn at_deep_zoom_each_kernel_is_an_item_with_its_name_as_sql_reads_it() {
     let whole = timeline.view(&trace, start, end, 1290).expect("view");
     assert!(whole.lanes.iter().all(|l| l.items.is_empty()));
 }
+
+/// The rows of a host table overlapping `[a, b)` by plain SQL, as `(start, end, name)` sorted:
+/// CUDA API calls named by `StringIds`, NVTX ranges by their text, else `StringIds`.
+fn host_rows_by_sql(
+    path: &std::path::Path,
+    table: &str,
+    a: i64,
+    b: i64,
+) -> Vec<(i64, i64, String)> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let sql = if table == "api" {
+        "SELECT r.start, r.end, COALESCE(s.value, '') FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+         LEFT JOIN StringIds s ON s.id = r.nameId
+         WHERE r.start < ?1 AND MAX(r.end, r.start + 1) > ?2"
+    } else {
+        "SELECT n.start, n.end, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n
+         LEFT JOIN StringIds s ON s.id = n.textId
+         WHERE n.end IS NOT NULL AND n.eventType IN (59, 60, 70, 71)
+           AND n.start < ?1 AND MAX(n.end, n.start + 1) > ?2"
+    };
+    let mut stmt = conn.prepare(sql).expect("prepare");
+    let mut rows: Vec<(i64, i64, String)> = stmt
+        .query_map([b, a], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// A view's items on the lanes of `kind`, as `(start, end, name)` sorted.
+fn host_items(view: &TimelineView, kind: &str) -> Vec<(i64, i64, String)> {
+    let mut items: Vec<(i64, i64, String)> = view
+        .lanes
+        .iter()
+        .filter(|l| l.kind == kind)
+        .flat_map(|l| l.items.iter())
+        .map(|i| (i.start_ns, i.end_ns, view.names[i.name as usize].clone()))
+        .collect();
+    items.sort();
+    items
+}
+
+#[test]
+fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
+    use nsys_lens::model::HostTable;
+    use nsys_lens::streamed::SqliteKernels;
+    use nsys_lens::trace::{HostRows, KernelRows, NvtxRows, Schema, open_path};
+    // h100_2gpu: one sorted runtime table; mfu_2gpu_before: five sorted runs.
+    let mut nvtx_seen = 0;
+    for name in [
+        "GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite",
+        "GindaChen_nsys-ai__mfu_2gpu_before.sqlite",
+    ] {
+        let path = common::public_trace(name);
+        let trace = load_path(&path, LoadOptions::page()).expect("load");
+        let label = path.display().to_string();
+        let conn = open_path(&path).expect("open");
+        let schema = Schema::probe(&conn, &label).expect("schema");
+        let rows = KernelRows::new(&conn, &schema, &label, false).expect("rows");
+        let nvtx = NvtxRows::new(&schema);
+        let host = [
+            HostRows::new(&schema, HostTable::Api),
+            HostRows::new(&schema, HostTable::Nvtx),
+        ];
+        let source = SqliteKernels {
+            conn: &conn,
+            rows: &rows,
+            nvtx: &nvtx,
+            host: &host,
+            strings: &trace.strings,
+            label: &label,
+            scratch: Default::default(),
+        };
+        let timeline = Timeline::new(&trace);
+        let median: i64 = conn
+            .query_row(
+                "SELECT start FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start
+                 LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("median");
+        let (a, b) = (median - 50_000, median + 250_000);
+        let view = timeline.view(&source, a, b, 4000).expect("view");
+        let kinds: Vec<&str> = view.lanes.iter().map(|l| l.kind.as_str()).collect();
+        let first_kernel = kinds.iter().position(|&k| k == "kernels").expect("kernels");
+        assert!(
+            kinds[..first_kernel].iter().all(|&k| k != "kernels") && kinds.contains(&"api"),
+            "{name}: host lanes above the GPU lanes: {kinds:?}"
+        );
+        let api = host_rows_by_sql(&path, "api", a, b);
+        assert!(api.len() >= 5, "{name}: {api:?}");
+        assert_eq!(host_items(&view, "api"), api, "{name}: API calls");
+        let ranges = host_rows_by_sql(&path, "nvtx", a, b);
+        assert_eq!(host_items(&view, "nvtx"), ranges, "{name}: NVTX ranges");
+        // Hover on an API lane names the call under the pointer.
+        let lane = kinds.iter().position(|&k| k == "api").expect("api lane");
+        let call = &view.lanes[lane].items[0];
+        let t = call.start_ns + (call.end_ns - call.start_ns) / 2;
+        let hit = timeline
+            .hit(&source, lane as u32, t, 0)
+            .expect("hit")
+            .expect("a call");
+        assert_eq!(hit.name, view.names[call.name as usize], "{name}: hover");
+        assert!(
+            hit.track
+                .as_deref()
+                .is_some_and(|t| t.ends_with("CUDA API"))
+        );
+        nvtx_seen += ranges.len();
+    }
+    assert!(nvtx_seen > 0, "NVTX ranges compared");
+}

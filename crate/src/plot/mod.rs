@@ -39,6 +39,21 @@ const GRID: RGBColor = RGBColor(225, 228, 234);
 const IDLE: RGBColor = RGBColor(253, 226, 222);
 const KERNEL: RGBColor = RGBColor(37, 99, 235);
 const STEP: RGBColor = RGBColor(217, 119, 6);
+const MUTED: RGBColor = RGBColor(110, 118, 129);
+const NVTX: RGBColor = RGBColor(71, 85, 105);
+
+/// The colour of a CUDA API call by what it does (`names::api::ApiKind`).
+fn api_color(name: &str) -> RGBColor {
+    use crate::names::api::{ApiKind, api_kind};
+    match api_kind(name) {
+        ApiKind::Launch | ApiKind::GraphLaunch => RGBColor(37, 99, 235),
+        ApiKind::BlockingSync => RGBColor(220, 38, 38),
+        ApiKind::Memcpy { .. } | ApiKind::Memset { .. } => RGBColor(219, 39, 119),
+        ApiKind::Alloc | ApiKind::ObjectCreate => RGBColor(202, 138, 4),
+        ApiKind::ModuleLoad | ApiKind::Jit => RGBColor(124, 58, 237),
+        ApiKind::Other => RGBColor(100, 116, 139),
+    }
+}
 
 /// The colour of a kernel drawn on its own, by its class (`TimelineView::classes`).
 fn class_color(class: &str) -> RGBColor {
@@ -81,6 +96,12 @@ pub fn draw_timeline<DB: DrawingBackend>(
         if !lane.items.is_empty() {
             draw_items(root, view, lane, y0, y1)?;
         }
+        if !lane.note.is_empty() {
+            let x = TIMELINE_LAYOUT.label_width_px as i32 + 6;
+            let font = ("sans-serif", 11).into_font().color(&MUTED);
+            root.draw(&Text::new(lane.note.clone(), (x, y0 + 5), font))
+                .map_err(err)?;
+        }
         let label = Text::new(
             lane.label.clone(),
             (6, y0 + 5),
@@ -98,7 +119,11 @@ fn draw_lane<DB: DrawingBackend>(
     y1: i32,
 ) -> DrawResult {
     let x0 = TIMELINE_LAYOUT.label_width_px as i32;
-    let base = if lane.kind == "steps" { STEP } else { KERNEL };
+    let base = match lane.kind.as_str() {
+        "steps" => STEP,
+        "nvtx" | "api" => NVTX,
+        _ => KERNEL,
+    };
     root.draw(&Rectangle::new(
         [(x0, y0), (x0 + lane.busy.len() as i32, y1)],
         GRID.filled(),
@@ -162,26 +187,38 @@ fn draw_items<DB: DrawingBackend>(
     let cols = f64::from(view.columns);
     let span = (view.end_ns - view.start_ns).max(1) as f64;
     let x_of = |t: i64| -> f64 { ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols) };
+    // Nested NVTX ranges share the lane's height, one row per depth.
+    let rows = lane
+        .items
+        .iter()
+        .map(|i| i32::from(i.depth))
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let row_h = ((y1 - y0) / rows).max(3);
     for item in &lane.items {
         let (a, b) = (x_of(item.start_ns), x_of(item.end_ns));
         let (xa, xb) = (
             x0 + a.floor() as i32,
             x0 + (b.ceil() as i32).max(a.floor() as i32 + 1),
         );
+        let top = y0 + i32::from(item.depth) * row_h;
+        let bottom = if rows == 1 { y1 } else { top + row_h - 1 };
         let color = item_color(view, lane, item);
-        root.draw(&Rectangle::new([(xa, y0), (xb, y1)], color.filled()))
+        root.draw(&Rectangle::new([(xa, top), (xb, bottom)], color.filled()))
             .map_err(err)?;
         if xb - xa >= 4 {
-            root.draw(&Rectangle::new([(xa, y0), (xb, y1)], INK.mix(0.55)))
+            root.draw(&Rectangle::new([(xa, top), (xb, bottom)], INK.mix(0.55)))
                 .map_err(err)?;
         }
         let name = usize::try_from(item.name)
             .ok()
             .and_then(|i| view.names.get(i));
-        if let Some(text) = name.and_then(|n| ellipsize(n, f64::from(xb - xa) - 6.0, 11.0)) {
+        let fits = |n: &String| ellipsize(n, f64::from(xb - xa) - 6.0, 11.0);
+        if let Some(text) = name.filter(|_| bottom - top >= 12).and_then(fits) {
             root.draw(&Text::new(
                 text,
-                (xa + 3, y0 + 5),
+                (xa + 3, top + (bottom - top - 11) / 2),
                 ("sans-serif", 11).into_font().color(&WHITE),
             ))
             .map_err(err)?;
@@ -191,13 +228,16 @@ fn draw_items<DB: DrawingBackend>(
 }
 
 fn item_color(view: &TimelineView, lane: &LaneView, item: &Item) -> RGBColor {
-    if lane.kind == "steps" {
-        return STEP;
+    let i = usize::try_from(item.name).ok();
+    match lane.kind.as_str() {
+        "steps" => STEP,
+        "nvtx" => NVTX,
+        "api" => api_color(i.and_then(|i| view.names.get(i)).map_or("", String::as_str)),
+        _ => class_color(
+            i.and_then(|i| view.classes.get(i))
+                .map_or("other", String::as_str),
+        ),
     }
-    let class = usize::try_from(item.name)
-        .ok()
-        .and_then(|i| view.classes.get(i));
-    class_color(class.map_or("other", String::as_str))
 }
 
 /// `text` cut to fit `width_px` at `font_px`, ending in "…" when cut; `None` when not even two
@@ -348,6 +388,7 @@ mod tests {
             top: vec![-1; n],
             idle,
             items: Vec::new(),
+            note: String::new(),
         }
     }
 

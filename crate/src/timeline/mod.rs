@@ -13,15 +13,17 @@
 
 mod build;
 pub mod columns;
+pub mod host;
 pub mod summary;
 
 use serde::{Deserialize, Serialize};
 
 pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
+pub use host::HostIndex;
 use summary::{BinGrid, Blocks, Label, LaneBins, Summary};
 
-use crate::model::{KernelEvent, NameId, Ns, Trace, UNHELD_NAME};
+use crate::model::{HostRow, HostSpan, HostTable, KernelEvent, NameId, Ns, Trace, UNHELD_NAME};
 use crate::steps::{Step, StepSink};
 
 /// What the page draws for one view.
@@ -51,6 +53,13 @@ pub struct Item {
     pub end_ns: Ns,
     /// Index into `TimelineView::names`.
     pub name: i32,
+    /// Nesting depth on its thread (NVTX ranges; 0 for kernels, steps and API calls).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u8,
+}
+
+fn is_zero(d: &u8) -> bool {
+    *d == 0
 }
 
 /// A lane's events are drawn one by one when the view holds at most one per this many pixel
@@ -61,7 +70,8 @@ pub const ITEM_MIN_PX: u32 = 3;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaneView {
     pub label: String,
-    /// `"steps"` or `"kernels"`.
+    /// `"steps"`, `"api"` (a thread's CUDA API calls), `"nvtx"` (a thread's NVTX ranges) or
+    /// `"kernels"`.
     pub kind: String,
     pub device: Option<u32>,
     pub stream: Option<u32>,
@@ -77,6 +87,9 @@ pub struct LaneView {
     /// and they are few enough to draw ([`ITEM_MIN_PX`]); else empty (drawn from the columns).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<Item>,
+    /// Why a lane shows nothing although it has events (a host lane too wide to read).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// The event under the pointer.
@@ -89,6 +102,9 @@ pub struct Hit {
     pub duration_us: f64,
     pub device: Option<u32>,
     pub stream: Option<u32>,
+    /// The host lane's label (process/thread and table) for a CUDA API call or NVTX range.
+    #[serde(default)]
+    pub track: Option<String>,
 }
 
 /// Where a view re-reads the kernels it covers: rows of the kernel table by row number (the
@@ -121,6 +137,27 @@ pub trait KernelSource {
         last_row: i64,
         visit: &mut dyn FnMut(Step),
     ) -> crate::error::Result<()>;
+
+    /// Visits the span of every row of `table` (the host tracks' index scan). None by default:
+    /// a source without host rows shows no host track.
+    fn host_scan(
+        &self,
+        _table: HostTable,
+        _visit: &mut dyn FnMut(HostSpan),
+    ) -> crate::error::Result<()> {
+        Ok(())
+    }
+
+    /// Visits rows `first_row..=last_row` of `table`, named, in `rowid` order.
+    fn host_rows(
+        &self,
+        _table: HostTable,
+        _first_row: i64,
+        _last_row: i64,
+        _visit: &mut dyn FnMut(HostRow),
+    ) -> crate::error::Result<()> {
+        Ok(())
+    }
 }
 
 /// The standard profile's forward steps of `rows` ([`KernelSource::steps_in_rows`]).
@@ -213,6 +250,9 @@ pub struct Timeline {
     grid: BinGrid,
     blocks: Blocks,
     extent: (Ns, Ns),
+    /// The host tracks' index, scanned from the source on the first view.
+    #[serde(skip)]
+    host: std::cell::OnceCell<HostIndex>,
 }
 
 /// One (device, stream) lane's summary.
@@ -251,6 +291,7 @@ impl KernelLane {
             top: columns.top,
             idle: vec![false; n],
             items: Vec::new(),
+            note: String::new(),
         }
     }
 }
@@ -399,6 +440,7 @@ impl StepLane {
             top: cols.top,
             idle: vec![false; n],
             items,
+            note: String::new(),
         })
     }
 }
@@ -475,6 +517,7 @@ impl Timeline {
         if let Some(steps) = &self.steps {
             lanes.push(steps.view(source, &grid, &mut names, detail)?);
         }
+        lanes.extend(self.host(source)?.views(source, &grid, &mut names)?);
         let rows = self.blocks.rows_overlapping(grid.start, grid.end);
         let exact = detail.reads(&rows);
         if exact {
@@ -507,6 +550,15 @@ impl Timeline {
             classes,
             origin_ns: self.extent.0,
         })
+    }
+
+    /// The host tracks' index, scanned from `source` the first time.
+    pub fn host(&self, source: &dyn KernelSource) -> crate::error::Result<&HostIndex> {
+        if let Some(index) = self.host.get() {
+            return Ok(index);
+        }
+        let index = HostIndex::scan(source)?;
+        Ok(self.host.get_or_init(|| index))
     }
 
     /// Rows a view of `[start, end)` would re-read for exact detail (it does when at most
@@ -578,7 +630,30 @@ impl Timeline {
         let slack = slack.max(0);
         let (a, b) = (t.saturating_sub(slack), t.saturating_add(slack));
         let steps = usize::from(self.steps.is_some());
-        let (found, device, stream) = match (lane as usize).checked_sub(steps) {
+        let host = self.host(source)?;
+        if let Some(i) = (lane as usize)
+            .checked_sub(steps)
+            .filter(|&i| i < host.lane_count())
+        {
+            let found = host.hit(source, i, t, slack)?;
+            return Ok(found.map(|(start_ns, end_ns, name, track)| Hit {
+                lane,
+                name,
+                start_ns,
+                end_ns,
+                duration_us: (end_ns - start_ns) as f64 / 1000.0,
+                device: None,
+                stream: None,
+                track: Some(track),
+            }));
+        }
+        // Lanes: the step lane, the host lanes, then the kernel lanes.
+        let lane_index = if (lane as usize) < steps {
+            lane as usize
+        } else {
+            lane as usize - host.lane_count()
+        };
+        let (found, device, stream) = match lane_index.checked_sub(steps) {
             None => {
                 let Some(s) = &self.steps else {
                     return Ok(None);
@@ -609,6 +684,7 @@ impl Timeline {
             duration_us: (end_ns - start_ns) as f64 / 1000.0,
             device,
             stream,
+            track: None,
         }))
     }
 }
@@ -645,6 +721,7 @@ fn items_of<K: Copy + Into<Label>>(
             start_ns,
             end_ns,
             name: names.index(name),
+            depth: 0,
         })
         .collect()
 }
@@ -686,6 +763,7 @@ fn hit_name(source: &dyn KernelSource, label: Label, row: i64) -> crate::error::
         Label::Step(step) => source
             .nvtx_name(row)?
             .unwrap_or_else(|| crate::names::steps::step_label(&step)),
+        Label::Index(_) => String::new(),
     })
 }
 

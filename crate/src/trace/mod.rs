@@ -3,6 +3,7 @@
 //! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
 //! never see a connection.
 
+mod host_rows;
 mod launch_calls;
 mod load;
 mod nvtx_names;
@@ -12,6 +13,7 @@ mod staged;
 mod stream;
 mod tables;
 
+pub use host_rows::HostRows;
 pub use launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE,

@@ -26,13 +26,16 @@ pub struct Analysis {
     registration: Registration,
 }
 
-/// `detect`'s options from the page: `{"profile", "no_m3", "thresholds"}`, all optional.
+/// `detect`'s options from the page: `{"profile", "no_m3", "thresholds", "window"}`, all
+/// optional. `window`: `[start_ns, end_ns]` as in the export, `detect --window` (a range
+/// selected on the timeline).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct DetectOptions {
     profile: Profile,
     no_m3: bool,
     thresholds: ThresholdOverrides,
+    window: Option<(Ns, Ns)>,
 }
 
 #[derive(Serialize)]
@@ -96,13 +99,23 @@ impl Analysis {
     }
 
     /// The verdict as `DetectReport` JSON. `optionsJson`: `{"profile": "standard" |
-    /// "trtllm-skill", "no_m3": bool, "thresholds": {...}}`, every key optional (`"{}"`).
+    /// "trtllm-skill", "no_m3": bool, "thresholds": {...}, "window": [start_ns, end_ns]}`,
+    /// every key optional (`"{}"`). A window loads a streamed trace whole (its open measured
+    /// the default windows only).
     pub fn detect(
         &self,
         #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
     ) -> Result<String, WebError> {
         let opts: DetectOptions = from_json("detect options", options_json)?;
+        if let Some((a, b)) = opts.window
+            && b <= a
+        {
+            return Err(js_error(format!(
+                "empty window: its end ({b} ns) must be after its start ({a} ns)"
+            )));
+        }
         let cfg = DetectConfig {
+            window: opts.window,
             profile: opts.profile,
             thresholds: opts.thresholds,
             skip_m3: opts.no_m3,
