@@ -254,11 +254,13 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
         trace::HostRows::none(HostTable::Api),
         trace::HostRows::none(HostTable::Nvtx),
     ];
+    let links = trace::Links::none();
     let source = SqliteKernels {
         conn: &conn,
         rows: &rows,
         nvtx: &nvtx,
         host: &host,
+        links: &links,
         strings: &streamed.host.strings,
         label: &label,
         scratch: Default::default(),

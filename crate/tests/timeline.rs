@@ -422,7 +422,7 @@ fn host_items(view: &TimelineView, kind: &str) -> Vec<(i64, i64, String)> {
 fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
     use nsys_lens::model::HostTable;
     use nsys_lens::streamed::SqliteKernels;
-    use nsys_lens::trace::{HostRows, KernelRows, NvtxRows, Schema, open_path};
+    use nsys_lens::trace::{HostRows, KernelRows, Links, NvtxRows, Schema, open_path};
     // h100_2gpu: one sorted runtime table; mfu_2gpu_before: five sorted runs.
     let mut nvtx_seen = 0;
     for name in [
@@ -440,11 +440,13 @@ fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
             HostRows::new(&schema, HostTable::Api),
             HostRows::new(&schema, HostTable::Nvtx),
         ];
+        let links = Links::new(&schema);
         let source = SqliteKernels {
             conn: &conn,
             rows: &rows,
             nvtx: &nvtx,
             host: &host,
+            links: &links,
             strings: &trace.strings,
             label: &label,
             scratch: Default::default(),
@@ -486,6 +488,64 @@ fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
                 .is_some_and(|t| t.ends_with("CUDA API"))
         );
         nvtx_seen += ranges.len();
+        // A kernel's hover names its launch call, and the call's hover its kernel: as SQL joins
+        // them (same correlation id, same process).
+        let (start, end, device, stream, call): (i64, i64, u32, u32, (i64, i64, String)) = conn
+            .query_row(
+                "SELECT k.start, k.end, k.deviceId, k.streamId, r.start, r.end, s.value
+                 FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+                   AND (r.globalTid >> 24) = (k.globalPid >> 24)
+                 JOIN StringIds s ON s.id = r.nameId
+                 WHERE k.rowid >= (SELECT MAX(rowid) / 2 FROM CUPTI_ACTIVITY_KIND_KERNEL)
+                 ORDER BY k.rowid LIMIT 1",
+                [],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        (r.get(4)?, r.get(5)?, r.get(6)?),
+                    ))
+                },
+            )
+            .expect("a kernel and its launch call");
+        let view = timeline
+            .view(&source, start - 10_000, end + 10_000, 1000)
+            .expect("view");
+        let lane = view
+            .lanes
+            .iter()
+            .position(|l| l.device == Some(device) && l.stream == Some(stream))
+            .expect("the kernel's lane");
+        let hit = timeline
+            .hit(&source, lane as u32, start + (end - start) / 2, 0)
+            .expect("hit")
+            .expect("the kernel");
+        let link = hit.link.expect("its launch call");
+        assert_eq!(
+            (link.start_ns, link.end_ns, link.name.clone()),
+            call,
+            "{name}: launch call"
+        );
+        let api_lane = link.lane.expect("the call's lane is shown");
+        let back = timeline
+            .hit(
+                &source,
+                api_lane,
+                link.start_ns + (link.end_ns - link.start_ns) / 2,
+                0,
+            )
+            .expect("hit")
+            .expect("the call");
+        let kernel = back.link.expect("its kernel");
+        assert_eq!(
+            (kernel.start_ns, kernel.end_ns),
+            (start, end),
+            "{name}: kernel of the call"
+        );
+        assert_eq!(kernel.lane, Some(lane as u32));
     }
     assert!(nvtx_seen > 0, "NVTX ranges compared");
 }

@@ -138,7 +138,13 @@ async function hoverWidestKernel() {
     best.name,
     { timeout: 20_000 },
   );
-  return best;
+  // Its launch call, when the export joins them (correlation id): named, with the arrow drawn.
+  await page.waitForTimeout(300);
+  const link = await page.evaluate(() => ({
+    text: document.querySelector('[data-testid=tooltip-link]')?.textContent ?? null,
+    arrow: document.querySelector('[data-testid=timeline]').dataset.arrow || '',
+  }));
+  return { ...best, link };
 }
 
 // Shift-drags from 30 % to 55 % of the plot, analyses the range and compares with the CLI.
@@ -200,6 +206,12 @@ for (const [prefix, source] of [
     await shot(`${prefix}-timeline-deep.png`);
     const hit = await hoverWidestKernel();
     assert.ok(hit.name.length > 0);
+    if (prefix === 'host-bound') {
+      assert.match(hit.link.text ?? '', /^launched by cuda\w*Launch/, `the launch call: ${JSON.stringify(hit.link)}`);
+      const arrow = JSON.parse(hit.link.arrow);
+      assert.equal(arrow.to_lane, hit.lane, 'the arrow ends on the kernel');
+      assert.ok(arrow.from_lane < hit.lane, 'from a host lane above');
+    }
     await shot(`${prefix}-timeline-hover.png`);
     const { want } = await windowEqualsCli(file);
     assert.ok(want.window.duration_us > 0);

@@ -233,7 +233,8 @@ export class TimelinePanel {
         this.lanes = lanes;
         this.fit();
       }
-      this.wasm.drawTimeline(this.canvas, view);
+      this.arrow = null;
+      this.wasm.drawTimeline(this.canvas, view, undefined);
       performance.mark('nsys-lens:timeline');
       this.canvas.dataset.drawn = String(seq);
       this.canvas.dataset.lanes = String(lanes);
@@ -387,6 +388,15 @@ export class TimelinePanel {
       el('div', { class: 'tip-row mono' }, `${us(h.duration_us)}`, where.length ? ` · ${where.join(', ')}` : '', lane?.kind === 'steps' ? ' · step' : ''),
       el('div', { class: 'tip-row mono muted', text: `starts at ${ns(h.start_ns - this.extent.start)} from the trace start` }),
     );
+    if (h.link) {
+      const l = h.link;
+      const what = l.kind === 'api' ? 'launched by' : 'launches';
+      tip.append(
+        el('div', { class: 'tip-row', 'data-testid': 'tooltip-link' }, `${what} `, el('span', { class: 'mono', text: l.name })),
+        el('div', { class: 'tip-row mono muted', text: `${l.place ? `${l.place} · ` : ''}at ${ns(l.start_ns - this.extent.start)}, ${us((l.end_ns - l.start_ns) / 1e3)}` }),
+      );
+    }
+    this.showArrow(this.arrowOf(h, loc.lane));
     tip.hidden = false;
     const wrap = this.canvas.parentElement.getBoundingClientRect();
     let left = e.clientX - wrap.left + 14;
@@ -399,5 +409,24 @@ export class TimelinePanel {
 
   hideTooltip() {
     this.tooltip.hidden = true;
+    this.showArrow(null);
+  }
+
+  // Draws the view again with a launch → kernel arrow (or without one: `null`).
+  showArrow(arrow) {
+    const key = arrow ? JSON.stringify(arrow) : null;
+    if (key === (this.arrow ?? null) || !this.viewJson) return;
+    this.arrow = key;
+    this.wasm.drawTimeline(this.canvas, this.viewJson, key ?? undefined);
+    this.canvas.dataset.arrow = key ?? '';
+  }
+
+  // The arrow of a hover whose other end is shown: from the launch call to the kernel.
+  arrowOf(h, lane) {
+    const link = h.link;
+    if (!link || link.lane === null || link.lane === undefined) return null;
+    return link.kind === 'api'
+      ? { from_lane: link.lane, from_ns: link.start_ns, to_lane: lane, to_ns: h.start_ns }
+      : { from_lane: lane, from_ns: h.start_ns, to_lane: link.lane, to_ns: link.start_ns };
   }
 }

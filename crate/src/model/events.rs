@@ -423,3 +423,11 @@ pub struct HostRow {
     /// The API function, or the range's text; empty when the export names none.
     pub name: String,
 }
+
+/// What joins a kernel to the CUDA API call that launched it: the correlation id and the
+/// process (the high bits of `globalPid` / `globalTid`, as nsys packs them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkKey {
+    pub correlation: i64,
+    pub process: i64,
+}

@@ -40,6 +40,7 @@ const IDLE: RGBColor = RGBColor(253, 226, 222);
 const KERNEL: RGBColor = RGBColor(37, 99, 235);
 const STEP: RGBColor = RGBColor(217, 119, 6);
 const MUTED: RGBColor = RGBColor(110, 118, 129);
+const ARROW: RGBColor = RGBColor(17, 24, 39);
 const NVTX: RGBColor = RGBColor(71, 85, 105);
 
 /// The colour of a CUDA API call by what it does (`names::api::ApiKind`).
@@ -81,10 +82,29 @@ pub fn timeline_height(view: &TimelineView) -> u32 {
     l.top_px + l.lane_height_px * view.lanes.len().max(1) as u32 + 4
 }
 
+/// A launch → kernel arrow: from the launch call (its lane, its start) to the kernel (its lane,
+/// its start), lanes as indices into `TimelineView::lanes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Arrow {
+    pub from_lane: u32,
+    pub from_ns: i64,
+    pub to_lane: u32,
+    pub to_ns: i64,
+}
+
 /// Draws lanes (labels, idle shading, busy columns) and a time ruler.
 pub fn draw_timeline<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
+) -> DrawResult {
+    draw_timeline_with(root, view, None)
+}
+
+/// [`draw_timeline`], with a launch → kernel arrow on top.
+pub fn draw_timeline_with<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &TimelineView,
+    arrow: Option<&Arrow>,
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let l = TIMELINE_LAYOUT;
@@ -109,6 +129,50 @@ pub fn draw_timeline<DB: DrawingBackend>(
         );
         root.draw(&label).map_err(err)?;
     }
+    if let Some(a) = arrow {
+        draw_arrow(root, view, a)?;
+    }
+    Ok(())
+}
+
+/// The arrow from the bottom of the launch call to the top of its kernel (clamped to the
+/// plot when either end is outside the view), with a head at the kernel.
+fn draw_arrow<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &TimelineView,
+    a: &Arrow,
+) -> DrawResult {
+    let l = TIMELINE_LAYOUT;
+    let x0 = f64::from(l.label_width_px);
+    let cols = f64::from(view.columns);
+    let span = (view.end_ns - view.start_ns).max(1) as f64;
+    let x = |t: i64| (x0 + ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols)) as i32;
+    let lane_y = |lane: u32| (l.top_px + l.lane_height_px * lane) as i32;
+    let inner = (l.lane_height_px - l.lane_gap_px) as i32;
+    let (fx, tx) = (x(a.from_ns), x(a.to_ns));
+    let down = a.to_lane >= a.from_lane;
+    let (fy, ty) = if down {
+        (lane_y(a.from_lane) + inner, lane_y(a.to_lane))
+    } else {
+        (lane_y(a.from_lane), lane_y(a.to_lane) + inner)
+    };
+    let ink = ShapeStyle::from(&ARROW).stroke_width(2);
+    root.draw(&PathElement::new(vec![(fx, fy), (tx, ty)], ink))
+        .map_err(err)?;
+    // The head: two strokes 8 px long, 25° either side of the shaft.
+    let (dx, dy) = (f64::from(tx - fx), f64::from(ty - fy));
+    let angle = dy.atan2(dx);
+    for side in [-0.44f64, 0.44] {
+        let back = angle + std::f64::consts::PI + side;
+        let end = (
+            tx + (8.0 * back.cos()) as i32,
+            ty + (8.0 * back.sin()) as i32,
+        );
+        root.draw(&PathElement::new(vec![(tx, ty), end], ink))
+            .map_err(err)?;
+    }
+    root.draw(&Circle::new((fx, fy), 3, ARROW.filled()))
+        .map_err(err)?;
     Ok(())
 }
 
@@ -447,5 +511,70 @@ mod tests {
         // background lane + 2 idle runs + 2 busy runs (full, half) = 5 lane rectangles + canvas fill.
         assert_eq!(svg.matches("<rect").count(), 6, "{svg}");
         assert!(svg.contains("GPU 0 · stream 7"));
+    }
+
+    #[test]
+    fn kernels_drawn_one_by_one_carry_their_names_and_the_arrow_its_head() {
+        let mut kernels = lane(vec![1.0; 400], vec![false; 400]);
+        kernels.items = vec![
+            Item {
+                start_ns: 0,
+                end_ns: 600,
+                name: 0,
+                depth: 0,
+            },
+            Item {
+                start_ns: 700,
+                end_ns: 720,
+                name: 1,
+                depth: 0,
+            },
+        ];
+        let mut api = lane(vec![0.0; 400], vec![false; 400]);
+        api.kind = "api".into();
+        api.device = None;
+        api.items = vec![Item {
+            start_ns: 0,
+            end_ns: 100,
+            name: 2,
+            depth: 0,
+        }];
+        let view = TimelineView {
+            start_ns: 0,
+            end_ns: 1_000,
+            columns: 400,
+            lanes: vec![api, kernels],
+            names: vec![
+                "ampere_sgemm_128x64_tn_with_a_long_tail_of_template_arguments".into(),
+                "short".into(),
+                "cudaLaunchKernel".into(),
+            ],
+            classes: vec!["gemm".into(), "other".into(), "other".into()],
+            origin_ns: 0,
+        };
+        let arrow = Arrow {
+            from_lane: 0,
+            from_ns: 0,
+            to_lane: 1,
+            to_ns: 0,
+        };
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (560, timeline_height(&view)))
+                .into_drawing_area();
+            draw_timeline_with(&root, &view, Some(&arrow)).expect("draw");
+        }
+        // 240 px wide at 11 px (6.16 px a character): 37 characters, the last one "…"; the
+        // 8 px kernel has no room for a name; the 40 px call keeps 5.
+        let texts: Vec<&str> = svg.lines().filter(|l| !l.starts_with('<')).collect();
+        assert!(
+            texts.contains(&"ampere_sgemm_128x64_tn_with_a_long_t…"),
+            "{texts:?}"
+        );
+        assert!(texts.contains(&"cuda…"), "{texts:?}");
+        assert!(!texts.iter().any(|t| t.starts_with("sho")), "{texts:?}");
+        assert_eq!(svg.matches("<circle").count(), 1, "the arrow's tail");
+        let strokes = svg.matches("stroke=\"#111827\" stroke-width=\"2\"").count();
+        assert_eq!(strokes, 3, "shaft and two strokes of the head: {svg}");
     }
 }

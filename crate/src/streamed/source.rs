@@ -5,10 +5,12 @@ use std::cell::RefCell;
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::model::{HostRow, HostSpan, HostTable, KernelEvent, NameId, Processes, Strings};
+use crate::model::{
+    HostRow, HostSpan, HostTable, KernelEvent, LinkKey, NameId, Processes, Strings,
+};
 use crate::steps::Step;
 use crate::timeline::{KernelSource, lane_steps_of};
-use crate::trace::{HostRows, KernelRows, NvtxRows};
+use crate::trace::{HostRows, KernelRows, Links, NvtxRows};
 
 /// Kernel rows of an open export, for views zoomed in far enough to draw single kernels.
 pub struct SqliteKernels<'a> {
@@ -19,6 +21,8 @@ pub struct SqliteKernels<'a> {
     /// The CUDA API calls and NVTX ranges ([`HostTable::Api`], [`HostTable::Nvtx`]), for the
     /// host tracks.
     pub host: &'a [HostRows; 2],
+    /// Kernels and their launch calls by correlation id, for the hover.
+    pub links: &'a Links,
     pub strings: &'a Strings,
     pub label: &'a str,
     /// Process ids for the events read (the timeline does not use them).
@@ -49,6 +53,24 @@ impl KernelSource for SqliteKernels<'_> {
             })?;
         lane_steps_of(rows.into_iter(), self.strings, visit);
         Ok(())
+    }
+
+    fn kernel_key(&self, row: i64) -> Result<Option<LinkKey>> {
+        self.links.kernel_key(self.conn, self.label, row)
+    }
+
+    fn call_key(&self, row: i64) -> Result<Option<LinkKey>> {
+        self.links.call_key(self.conn, self.label, row)
+    }
+
+    fn kernel_with(&self, first_row: i64, last_row: i64, key: LinkKey) -> Result<Option<i64>> {
+        let rows = (first_row, last_row);
+        self.links.kernel_with(self.conn, self.label, rows, key)
+    }
+
+    fn call_with(&self, first_row: i64, last_row: i64, key: LinkKey) -> Result<Option<i64>> {
+        let rows = (first_row, last_row);
+        self.links.call_with(self.conn, self.label, rows, key)
     }
 
     fn host_scan(&self, table: HostTable, visit: &mut dyn FnMut(HostSpan)) -> Result<()> {

@@ -38,6 +38,13 @@ pub struct HostIndex {
     nvtx: Blocks,
 }
 
+/// A call or range under the pointer: its row, its table and its lane's label.
+pub struct HostHit {
+    pub row: HostRow,
+    pub table: HostTable,
+    pub label: String,
+}
+
 /// The rows of one table within reach of a view, by thread, in start order.
 type ByThread = BTreeMap<i64, Vec<HostRow>>;
 
@@ -73,6 +80,18 @@ impl HostIndex {
 
     pub fn lane_count(&self) -> usize {
         self.lanes.len()
+    }
+
+    /// The index among the host lanes of `thread`'s lane of `table`, if kept.
+    pub fn lane_of(&self, thread: i64, table: HostTable) -> Option<usize> {
+        self.lanes
+            .iter()
+            .position(|l| l.thread == thread && l.table == table)
+    }
+
+    /// Row ranges of the CUDA API table holding every call overlapping `[a, b)`.
+    pub fn api_rows(&self, (a, b): (Ns, Ns)) -> Vec<(i64, i64)> {
+        self.api.rows_overlapping_any_order(a, b)
     }
 
     /// Heap bytes of the index (bounded: lanes and at most `MAX_BLOCKS` blocks a table).
@@ -139,15 +158,14 @@ impl HostIndex {
             .collect())
     }
 
-    /// The call or range of host lane `i` at `t` (within `slack`): start, end, name and the
-    /// lane's label.
+    /// The call or range of host lane `i` at `t` (within `slack`).
     pub fn hit(
         &self,
         source: &dyn KernelSource,
         i: usize,
         t: Ns,
         slack: Ns,
-    ) -> Result<Option<(Ns, Ns, String, String)>> {
+    ) -> Result<Option<HostHit>> {
         let Some(lane) = self.lanes.get(i) else {
             return Ok(None);
         };
@@ -155,15 +173,18 @@ impl HostIndex {
         let Some(mut by) = self.read(source, lane.table, (a.saturating_sub(1), b))? else {
             return Ok(None);
         };
-        let rows = by.remove(&lane.thread).unwrap_or_default();
+        let mut rows = by.remove(&lane.thread).unwrap_or_default();
         // In start order, so of ranges containing `t` the innermost (the latest) wins.
         let events = rows
             .iter()
             .enumerate()
             .map(|(i, r)| (r.span.start, r.span.end, i));
-        let found = super::closest(events, t, slack);
-        let named = found.map(|(s, e, i)| (s, e, rows[i].name.clone()));
-        Ok(named.map(|(s, e, name)| (s, e, name, lane.label.clone())))
+        let found = super::closest(events, t, slack).map(|(_, _, i)| i);
+        Ok(found.map(|i| HostHit {
+            row: rows.swap_remove(i),
+            table: lane.table,
+            label: lane.label.clone(),
+        }))
     }
 }
 
@@ -245,7 +266,8 @@ fn process_of(global_tid: i64) -> i64 {
     (global_tid >> 24) & 0xFF_FFFF
 }
 
-fn lane_label(global_tid: i64, table: HostTable) -> String {
+/// A host lane's label: `pid/tid` and the table.
+pub fn lane_label(global_tid: i64, table: HostTable) -> String {
     let tid = global_tid & 0xFF_FFFF;
     let what = match table {
         HostTable::Api => "CUDA API",

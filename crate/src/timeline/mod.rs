@@ -23,7 +23,9 @@ use columns::{Columns, Grid, NameIndex, mark_idle};
 pub use host::HostIndex;
 use summary::{BinGrid, Blocks, Label, LaneBins, Summary};
 
-use crate::model::{HostRow, HostSpan, HostTable, KernelEvent, NameId, Ns, Trace, UNHELD_NAME};
+use crate::model::{
+    HostRow, HostSpan, HostTable, KernelEvent, LinkKey, NameId, Ns, Trace, UNHELD_NAME,
+};
 use crate::steps::{Step, StepSink};
 
 /// What the page draws for one view.
@@ -105,6 +107,23 @@ pub struct Hit {
     /// The host lane's label (process/thread and table) for a CUDA API call or NVTX range.
     #[serde(default)]
     pub track: Option<String>,
+    /// For a kernel, the CUDA API call that launched it; for a launch call, its kernel.
+    #[serde(default)]
+    pub link: Option<Link>,
+}
+
+/// The other end of a launch: a kernel's launch call, or a launch call's kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// `"api"` (the launch call) or `"kernels"` (the kernel launched).
+    pub kind: String,
+    pub name: String,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Its lane in the view, when shown (a thread beyond `host::MAX_HOST_LANES` is not).
+    pub lane: Option<u32>,
+    /// The launch call's thread, or the kernel's device and stream, as a label.
+    pub place: String,
 }
 
 /// Where a view re-reads the kernels it covers: rows of the kernel table by row number (the
@@ -146,6 +165,36 @@ pub trait KernelSource {
         _visit: &mut dyn FnMut(HostSpan),
     ) -> crate::error::Result<()> {
         Ok(())
+    }
+
+    /// The key joining kernel row `row` to its launch call (`None`: not known).
+    fn kernel_key(&self, _row: i64) -> crate::error::Result<Option<LinkKey>> {
+        Ok(None)
+    }
+
+    /// The key joining CUDA API call row `row` to the kernel it launched.
+    fn call_key(&self, _row: i64) -> crate::error::Result<Option<LinkKey>> {
+        Ok(None)
+    }
+
+    /// The kernel row of `first_row..=last_row` with `key`.
+    fn kernel_with(
+        &self,
+        _first_row: i64,
+        _last_row: i64,
+        _key: LinkKey,
+    ) -> crate::error::Result<Option<i64>> {
+        Ok(None)
+    }
+
+    /// The CUDA API call row of `first_row..=last_row` with `key`.
+    fn call_with(
+        &self,
+        _first_row: i64,
+        _last_row: i64,
+        _key: LinkKey,
+    ) -> crate::error::Result<Option<i64>> {
+        Ok(None)
     }
 
     /// Visits rows `first_row..=last_row` of `table`, named, in `rowid` order.
@@ -210,6 +259,10 @@ fn rows_within(first: i64, last: i64, len: usize) -> impl Iterator<Item = usize>
 }
 
 pub use crate::model::OutOfOrder;
+
+/// How far from a kernel its launch call is looked for (and the reverse), widening: 1 ms,
+/// 100 ms, 10 s (a launch queued behind a long-running stream).
+const LINK_REACH: [Ns; 3] = [1_000_000, 100_000_000, 10_000_000_000];
 
 /// Most rows a view re-reads for exact detail; wider views are drawn from the summary.
 pub const EXACT_ROWS: i64 = 200_000;
@@ -635,16 +688,24 @@ impl Timeline {
             .checked_sub(steps)
             .filter(|&i| i < host.lane_count())
         {
-            let found = host.hit(source, i, t, slack)?;
-            return Ok(found.map(|(start_ns, end_ns, name, track)| Hit {
+            let Some(found) = host.hit(source, i, t, slack)? else {
+                return Ok(None);
+            };
+            let link = match found.table {
+                HostTable::Api => self.kernel_of(source, host.lane_count(), &found)?,
+                HostTable::Nvtx => None,
+            };
+            let r = found.row;
+            return Ok(Some(Hit {
                 lane,
-                name,
-                start_ns,
-                end_ns,
-                duration_us: (end_ns - start_ns) as f64 / 1000.0,
+                name: r.name,
+                start_ns: r.span.start,
+                end_ns: r.span.end,
+                duration_us: (r.span.end - r.span.start) as f64 / 1000.0,
                 device: None,
                 stream: None,
-                track: Some(track),
+                track: Some(found.label),
+                link,
             }));
         }
         // Lanes: the step lane, the host lanes, then the kernel lanes.
@@ -660,8 +721,8 @@ impl Timeline {
                 };
                 let steps = s.read(source, &s.rows_near(a, b), (a, b))?;
                 let found = closest(steps.into_iter(), t, slack);
-                let named =
-                    found.map(|(s, e, (label, row))| Ok((s, e, hit_name(source, label, row)?)));
+                let named = found
+                    .map(|(s, e, (label, row))| Ok((s, e, hit_name(source, label, row)?, None)));
                 (named.transpose()?, None, None)
             }
             Some(i) => {
@@ -671,12 +732,20 @@ impl Timeline {
                 let rows = self.blocks.rows_overlapping(a.saturating_sub(1), b);
                 let events = self.read_lanes(source, &rows, a, b)?;
                 let evs = events.into_iter().nth(i).unwrap_or_default();
-                let evs = evs.into_iter().map(|(s, _, e, name)| (s, e, name));
-                let found = closest(evs, t, slack).map(|(s, e, id)| (s, e, source.name(id)));
+                let evs = evs.into_iter().map(|(s, row, e, name)| (s, e, (name, row)));
+                let found = closest(evs, t, slack)
+                    .map(|(s, e, (id, row))| (s, e, source.name(id), Some(row)));
                 (found, Some(l.device), Some(l.stream))
             }
         };
-        Ok(found.map(|(start_ns, end_ns, name)| Hit {
+        let Some((start_ns, end_ns, name, row)) = found else {
+            return Ok(None);
+        };
+        let link = match row {
+            Some(row) => self.launch_of(source, host, steps, row, start_ns)?,
+            None => None,
+        };
+        Ok(Some(Hit {
             lane,
             name,
             start_ns,
@@ -685,7 +754,87 @@ impl Timeline {
             device,
             stream,
             track: None,
+            link,
         }))
+    }
+
+    /// The launch call of the kernel in row `row` (starting at `start`): searched among the
+    /// calls of ever wider spans before the kernel ([`LINK_REACH`]).
+    fn launch_of(
+        &self,
+        source: &dyn KernelSource,
+        host: &HostIndex,
+        steps: usize,
+        row: i64,
+        start: Ns,
+    ) -> crate::error::Result<Option<Link>> {
+        let Some(key) = source.kernel_key(row)? else {
+            return Ok(None);
+        };
+        for reach in LINK_REACH {
+            let span = (start.saturating_sub(reach), start.saturating_add(1));
+            for (first, last) in host.api_rows(span) {
+                let Some(call) = source.call_with(first, last, key)? else {
+                    continue;
+                };
+                let mut found = None;
+                source.host_rows(HostTable::Api, call, call, &mut |r| found = Some(r))?;
+                return Ok(found.map(|r| {
+                    let lane = host.lane_of(r.span.thread, HostTable::Api);
+                    Link {
+                        kind: "api".into(),
+                        place: host::lane_label(r.span.thread, HostTable::Api),
+                        name: r.name,
+                        start_ns: r.span.start,
+                        end_ns: r.span.end,
+                        lane: lane.map(|i| (steps + i) as u32),
+                    }
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The kernel launched by the CUDA API call `call` (a host hit): searched among the kernels
+    /// of ever wider spans after the call.
+    fn kernel_of(
+        &self,
+        source: &dyn KernelSource,
+        host_lanes: usize,
+        call: &host::HostHit,
+    ) -> crate::error::Result<Option<Link>> {
+        let Some(key) = source.call_key(call.row.span.row)? else {
+            return Ok(None);
+        };
+        let steps = usize::from(self.steps.is_some());
+        let start = call.row.span.start;
+        for reach in LINK_REACH {
+            let rows = self
+                .blocks
+                .rows_overlapping(start, start.saturating_add(reach));
+            for (first, last) in rows {
+                let Some(row) = source.kernel_with(first, last, key)? else {
+                    continue;
+                };
+                let mut found = None;
+                source.kernels_in_rows(row, row, &mut |ev| found = Some(ev))?;
+                return Ok(found.map(|ev| {
+                    let lane = self
+                        .lanes
+                        .binary_search_by_key(&(ev.device, ev.stream), |l| (l.device, l.stream))
+                        .ok();
+                    Link {
+                        kind: "kernels".into(),
+                        place: lane.map_or_else(String::new, |i| self.lanes[i].label.clone()),
+                        name: source.name(ev.short_name),
+                        start_ns: ev.start,
+                        end_ns: ev.end,
+                        lane: lane.map(|i| (steps + host_lanes + i) as u32),
+                    }
+                }));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod host_rows;
 mod launch_calls;
+mod links;
 mod load;
 mod nvtx_names;
 mod open;
@@ -15,6 +16,7 @@ mod tables;
 
 pub use host_rows::HostRows;
 pub use launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
+pub use links::Links;
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE,
     kernel_table_notes, load, load_part, merge_kernel_part, probe_export, reads_graph_nodes,

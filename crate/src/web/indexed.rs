@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::model::{HostTable, Ns, Trace};
 use crate::streamed::{SqliteKernels, Streamed};
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{HostRows, KernelRows, LoadOptions, NvtxRows, Part, Schema};
+use crate::trace::{HostRows, KernelRows, Links, LoadOptions, NvtxRows, Part, Schema};
 
 pub(crate) struct Indexed {
     /// The file's name, as results label the trace.
@@ -40,6 +40,7 @@ enum Kind {
         nvtx: NvtxRows,
         /// The CUDA API calls and NVTX ranges, for the host tracks.
         host: [HostRows; 2],
+        links: Links,
         whole: OnceCell<Trace>,
     },
 }
@@ -64,6 +65,7 @@ impl Indexed {
             HostRows::new(&schema, HostTable::Api),
             HostRows::new(&schema, HostTable::Nvtx),
         ];
+        let links = Links::new(&schema);
         Ok(Indexed {
             label: label.to_string(),
             kind: Kind::Streamed {
@@ -72,6 +74,7 @@ impl Indexed {
                 rows,
                 nvtx,
                 host,
+                links,
                 whole: OnceCell::new(),
             },
         })
@@ -139,6 +142,7 @@ impl Indexed {
                 rows,
                 nvtx,
                 host,
+                links,
                 ..
             } => {
                 let source = SqliteKernels {
@@ -146,6 +150,7 @@ impl Indexed {
                     rows,
                     nvtx,
                     host,
+                    links,
                     strings: &streamed.host.strings,
                     label: &self.label,
                     scratch: RefCell::default(),
