@@ -322,6 +322,7 @@ async function analyse(files) {
     performance.mark('nsys-lens:verdict'); // benchmarks measure open → verdict → first timeline paint
     renderGaps(focused.gaps, focused.gapsError);
     appState.timeline.setTrace(JSON.parse(focused.extent), appState.engine);
+    clearWindowAnalysis();
     appState.busy = false;
     setState('done');
   } catch (e) {
@@ -382,6 +383,7 @@ async function focusOn(slot) {
     renderReport(JSON.parse(res.detect));
     renderGaps(res.gaps, res.gapsError);
     appState.timeline.setTrace(JSON.parse(res.extent), appState.engine);
+    clearWindowAnalysis();
     setState('done');
   } catch (e) {
     showError(e.message || String(e));
@@ -466,6 +468,13 @@ async function computeDrill() {
     },
     exportReport: (format) => exportReport(appState.engine.focus, format),
   });
+}
+
+// Another trace is shown: the last range's analysis was of the one before.
+function clearWindowAnalysis() {
+  const box = $('window-analysis');
+  clear(box);
+  box.hidden = true;
 }
 
 // The range selected on the timeline analysed as a window (`detect --window`, `drill --window`):

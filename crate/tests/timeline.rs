@@ -425,11 +425,19 @@ fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
     use nsys_lens::trace::{HostRows, KernelRows, Links, NvtxRows, Schema, open_path};
     // h100_2gpu: one sorted runtime table; mfu_2gpu_before: five sorted runs.
     let mut nvtx_seen = 0;
-    for name in [
-        "GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite",
-        "GindaChen_nsys-ai__mfu_2gpu_before.sqlite",
+    let dir = tempfile::tempdir().expect("tempdir");
+    let generated = dir.path().join("host-bound.sqlite");
+    generate("host-bound", &generated, &GenOptions { scale: 1, seed: 5 }).expect("generate");
+    for path in [
+        common::public_trace("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite"),
+        common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite"),
+        generated.clone(),
     ] {
-        let path = common::public_trace(name);
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
         let trace = load_path(&path, LoadOptions::page()).expect("load");
         let label = path.display().to_string();
         let conn = open_path(&path).expect("open");

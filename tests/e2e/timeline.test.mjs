@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, generate, publicTrace, artifact, openTrace, timelineDrawn } from './helpers.mjs';
+import { requireDist, openSite, cli, generate, publicTrace, artifact, openTrace, timelineDrawn, canvasStats } from './helpers.mjs';
 
 const TIMEOUT = 300_000;
 const CANVAS = '[data-testid=timeline]';
@@ -48,10 +48,12 @@ async function settled() {
   }
 }
 
+// The timeline panel as it is on screen (no full-page capture: that resizes the viewport, and the
+// page redraws the canvas at the new width).
 async function shot(name) {
   const { box } = await drawnView();
-  const y = Math.max(0, box.y + (await page.evaluate(() => window.scrollY)) - 90);
-  await page.screenshot({ path: artifact(name), fullPage: true, clip: { x: 0, y, width: 1440, height: box.height + 110 } });
+  const y = Math.max(0, box.y - 90);
+  await page.screenshot({ path: artifact(name), clip: { x: 0, y, width: 1440, height: Math.min(box.height + 200, 1000 - y) } });
 }
 
 const LAYOUT = { label: 150, top: 24, lane: 24 };
@@ -143,12 +145,13 @@ async function hoverWidestKernel() {
   const link = await page.evaluate(() => ({
     text: document.querySelector('[data-testid=tooltip-link]')?.textContent ?? null,
     arrow: document.querySelector('[data-testid=timeline]').dataset.arrow || '',
+    tooltip: document.querySelector('[data-testid=tooltip]').innerText,
   }));
   return { ...best, link };
 }
 
 // Shift-drags from 30 % to 55 % of the plot, analyses the range and compares with the CLI.
-async function windowEqualsCli(file) {
+async function windowEqualsCli(file, prefix) {
   await page.dblclick(CANVAS);
   await settled();
   const { box } = await drawnView();
@@ -168,6 +171,12 @@ async function windowEqualsCli(file) {
   assert.equal(sel.hidden, false, 'the selection bar shows');
   assert.match(sel.label, /^Selected /);
   assert.ok(sel.end > sel.start, JSON.stringify(sel));
+  await shot(`${prefix}-timeline-selection.png`);
+  // The box marks the range: 25 % of the plot, from 30 %.
+  const marked = await page.evaluate(() => document.querySelector('[data-testid=timeline-selection-box]').getBoundingClientRect().toJSON());
+  const { box: now } = await drawnView();
+  assert.ok(Math.abs(marked.left - (now.x + 1 + LAYOUT.label + plot * 0.3)) < 3, `selection box at ${marked.left}`);
+  assert.ok(Math.abs(marked.width - plot * 0.25) < 4, `selection box ${marked.width} px wide`);
   await page.click('[data-testid=timeline-analyse]');
   await page.waitForFunction(
     () => {
@@ -206,6 +215,7 @@ for (const [prefix, source] of [
     await shot(`${prefix}-timeline-deep.png`);
     const hit = await hoverWidestKernel();
     assert.ok(hit.name.length > 0);
+    assert.ok((await canvasStats(page, CANVAS)).ink > 500, 'the timeline stays drawn under the hover');
     if (prefix === 'host-bound') {
       assert.match(hit.link.text ?? '', /^launched by cuda\w*Launch/, `the launch call: ${JSON.stringify(hit.link)}`);
       const arrow = JSON.parse(hit.link.arrow);
@@ -213,8 +223,8 @@ for (const [prefix, source] of [
       assert.ok(arrow.from_lane < hit.lane, 'from a host lane above');
     }
     await shot(`${prefix}-timeline-hover.png`);
-    const { want } = await windowEqualsCli(file);
+    const { want } = await windowEqualsCli(file, prefix);
     assert.ok(want.window.duration_us > 0);
-    await page.screenshot({ path: artifact(`${prefix}-timeline-window.png`), fullPage: true });
+    await page.locator('[data-testid=window-analysis]').screenshot({ path: artifact(`${prefix}-timeline-window.png`) });
   });
 }
