@@ -287,13 +287,12 @@ fn a_kernel_out_of_start_order_is_refused() {
     assert_eq!(timeline.extent(), (first.start, first.end));
 }
 
+/// Events as `(start, end, name)`.
+type Rows = Vec<(i64, i64, String)>;
+
 /// The kernels of each (device, stream) overlapping `[a, b)`, by plain SQL on the export:
 /// `(device, stream) → [(start, end, short name)]` in start order.
-fn kernels_by_sql(
-    path: &std::path::Path,
-    a: i64,
-    b: i64,
-) -> BTreeMap<(u32, u32), Vec<(i64, i64, String)>> {
+fn kernels_by_sql(path: &std::path::Path, a: i64, b: i64) -> BTreeMap<(u32, u32), Rows> {
     let conn =
         rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open");
@@ -304,7 +303,7 @@ fn kernels_by_sql(
              WHERE k.start < ?1 AND k.end > ?2 ORDER BY k.start, k.rowid",
         )
         .expect("prepare");
-    let mut out: BTreeMap<(u32, u32), Vec<(i64, i64, String)>> = BTreeMap::new();
+    let mut out: BTreeMap<(u32, u32), Rows> = BTreeMap::new();
     let rows = stmt
         .query_map([b, a], |r| {
             Ok((

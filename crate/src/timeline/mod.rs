@@ -570,9 +570,18 @@ impl Timeline {
         if let Some(steps) = &self.steps {
             lanes.push(steps.view(source, &grid, &mut names, detail)?);
         }
-        lanes.extend(self.host(source)?.views(source, &grid, &mut names)?);
         let rows = self.blocks.rows_overlapping(grid.start, grid.end);
         let exact = detail.reads(&rows);
+        // The host tracks' scan reads both tables whole: done once a view is narrow enough to
+        // read its kernels again (a first, whole-trace view of a large trace stays quick).
+        let host = if exact {
+            Some(self.host(source)?)
+        } else {
+            self.host.get()
+        };
+        if let Some(host) = host {
+            lanes.extend(host.views(source, &grid, &mut names)?);
+        }
         if exact {
             let events = self.read_lanes(source, &rows, grid.start, grid.end)?;
             for (lane, evs) in self.lanes.iter().zip(events) {
@@ -605,7 +614,8 @@ impl Timeline {
         })
     }
 
-    /// The host tracks' index, scanned from `source` the first time.
+    /// The host tracks' index, scanned from `source` the first time (views read it once they
+    /// read kernel rows again; hovers only when a view has).
     pub fn host(&self, source: &dyn KernelSource) -> crate::error::Result<&HostIndex> {
         if let Some(index) = self.host.get() {
             return Ok(index);
@@ -683,16 +693,16 @@ impl Timeline {
         let slack = slack.max(0);
         let (a, b) = (t.saturating_sub(slack), t.saturating_add(slack));
         let steps = usize::from(self.steps.is_some());
-        let host = self.host(source)?;
-        if let Some(i) = (lane as usize)
-            .checked_sub(steps)
-            .filter(|&i| i < host.lane_count())
+        let host = self.host.get();
+        let host_lanes = host.map_or(0, HostIndex::lane_count);
+        if let Some((host, i)) = host.zip((lane as usize).checked_sub(steps))
+            && i < host_lanes
         {
             let Some(found) = host.hit(source, i, t, slack)? else {
                 return Ok(None);
             };
             let link = match found.table {
-                HostTable::Api => self.kernel_of(source, host.lane_count(), &found)?,
+                HostTable::Api => self.kernel_of(source, host_lanes, &found)?,
                 HostTable::Nvtx => None,
             };
             let r = found.row;
@@ -712,7 +722,7 @@ impl Timeline {
         let lane_index = if (lane as usize) < steps {
             lane as usize
         } else {
-            lane as usize - host.lane_count()
+            lane as usize - host_lanes
         };
         let (found, device, stream) = match lane_index.checked_sub(steps) {
             None => {
@@ -741,9 +751,9 @@ impl Timeline {
         let Some((start_ns, end_ns, name, row)) = found else {
             return Ok(None);
         };
-        let link = match row {
-            Some(row) => self.launch_of(source, host, steps, row, start_ns)?,
-            None => None,
+        let link = match (row, host) {
+            (Some(row), Some(host)) => self.launch_of(source, host, steps, row, start_ns)?,
+            _ => None,
         };
         Ok(Some(Hit {
             lane,
