@@ -13,6 +13,11 @@ const HOVER_SLACK_PX = 3;
 const KEY_ZOOM = 0.8; // W: the span × 0.8 per key press (S: ÷ 0.8), as Perfetto's W/S
 const KEY_PAN = 0.15; // A/D: a sixth of the span per key press
 
+// Whether keys pressed in `el` type text (W/S/A/D are then letters, not navigation).
+function typesText(el) {
+  return el.tagName === 'INPUT' && !['file', 'checkbox', 'radio', 'button', 'submit', 'reset', 'range'].includes(el.type);
+}
+
 export class TimelinePanel {
   // engine: the worker client; wasm: {drawTimeline, timelineLayout}
   // selectionBar: {box, label, analyse, clear} of the selected range; onWindow({start, end}):
@@ -158,7 +163,7 @@ export class TimelinePanel {
   onKey(e) {
     if (!this.view || e.ctrlKey || e.metaKey || e.altKey) return;
     const target = e.target;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    if (target && (target.isContentEditable || /^(TEXTAREA|SELECT)$/.test(target.tagName) || typesText(target))) return;
     if (this.canvas.offsetParent === null) return; // the timeline is not shown
     const key = e.key.toLowerCase();
     const { start, end } = this.view;
