@@ -698,25 +698,7 @@ impl Timeline {
         if let Some((host, i)) = host.zip((lane as usize).checked_sub(steps))
             && i < host_lanes
         {
-            let Some(found) = host.hit(source, i, t, slack)? else {
-                return Ok(None);
-            };
-            let link = match found.table {
-                HostTable::Api => self.kernel_of(source, host_lanes, &found)?,
-                HostTable::Nvtx => None,
-            };
-            let r = found.row;
-            return Ok(Some(Hit {
-                lane,
-                name: r.name,
-                start_ns: r.span.start,
-                end_ns: r.span.end,
-                duration_us: (r.span.end - r.span.start) as f64 / 1000.0,
-                device: None,
-                stream: None,
-                track: Some(found.label),
-                link,
-            }));
+            return self.host_hit(source, host, (lane, i), t, slack);
         }
         // Lanes: the step lane, the host lanes, then the kernel lanes.
         let lane_index = if (lane as usize) < steps {
@@ -764,6 +746,37 @@ impl Timeline {
             device,
             stream,
             track: None,
+            link,
+        }))
+    }
+
+    /// The CUDA API call or NVTX range of host lane `i` (view lane `lane`) at `t`, a launch
+    /// call with its kernel.
+    fn host_hit(
+        &self,
+        source: &dyn KernelSource,
+        host: &HostIndex,
+        (lane, i): (u32, usize),
+        t: Ns,
+        slack: Ns,
+    ) -> crate::error::Result<Option<Hit>> {
+        let Some(found) = host.hit(source, i, t, slack)? else {
+            return Ok(None);
+        };
+        let link = match found.table {
+            HostTable::Api => self.kernel_of(source, host.lane_count(), &found)?,
+            HostTable::Nvtx => None,
+        };
+        let r = found.row;
+        Ok(Some(Hit {
+            lane,
+            name: r.name,
+            start_ns: r.span.start,
+            end_ns: r.span.end,
+            duration_us: (r.span.end - r.span.start) as f64 / 1000.0,
+            device: None,
+            stream: None,
+            track: Some(found.label),
             link,
         }))
     }
