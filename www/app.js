@@ -31,7 +31,7 @@
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
 import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
-import { el, clear, METRICS, THRESHOLDS, useCatalogue, directionSign } from './ui/format.js';
+import { el, clear, ns as nsText, METRICS, THRESHOLDS, useCatalogue, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -372,6 +372,7 @@ async function analyse(files) {
     renderGaps(focused.gaps, focused.gapsError);
     appState.timeline.setTrace(JSON.parse(focused.extent), appState.engine);
     await renderComparison();
+    clearWindowAnalysis();
     appState.busy = false;
     setState('done');
   } catch (e) {
@@ -492,6 +493,7 @@ async function focusOn(slot) {
     renderReport(JSON.parse(res.detect));
     renderGaps(res.gaps, res.gapsError);
     appState.timeline.setTrace(JSON.parse(res.extent), appState.engine);
+    clearWindowAnalysis();
     setState('done');
   } catch (e) {
     showError(e.message || String(e));
@@ -605,6 +607,55 @@ async function computeDrill() {
     },
     exportReport: (format) => exportReport(appState.engine.focus, format),
   });
+}
+
+// Another trace is shown: the last range's analysis was of the one before.
+function clearWindowAnalysis() {
+  const box = $('window-analysis');
+  clear(box);
+  box.hidden = true;
+}
+
+// The range selected on the timeline analysed as a window (`detect --window`, `drill --window`):
+// its verdict, cards and drill-down, below the timeline.
+async function analyseWindow({ start, end }) {
+  const box = $('window-analysis');
+  clear(box);
+  box.hidden = false;
+  delete box.dataset.verdict;
+  const from = start - appState.timeline.extent.start;
+  box.append(el('p', { class: 'muted small', text: 'Analysing the selected range (the whole trace is read once)…' }));
+  const window = [start, end];
+  try {
+    const { detect } = await appState.engine.detect(JSON.stringify({ ...JSON.parse(detectOptions()), window }));
+    const { report } = await appState.engine.drill([appState.engine.focus], { top: DRILL_TOP, window });
+    const verdict = JSON.parse(detect);
+    clear(box);
+    const tabs = el('div', { class: 'tabs', role: 'tablist' });
+    const cards = el('div');
+    const drill = el('div');
+    box.append(
+      el('h3', { text: `This range: ${verdict.verdict === 'YES' ? 'YES' : 'NO'}, the CPU ${verdict.verdict === 'YES' ? 'is' : 'is not'} the bottleneck` }),
+      el('p', { class: 'muted small', text: `${nsText(end - start)} from ${nsText(from)} after the trace start (detect --window ${start}:${end}). ${verdict.summary || ''}` }),
+      tabs,
+      cards,
+      drill,
+    );
+    const onScope = (scope) => renderCards(cards, tabs, verdict, scope, onScope);
+    onScope('aggregate');
+    renderDrill(drill, JSON.parse(report), {
+      drawGapHistogram,
+      drawBarChart,
+      onGap: (gap) => appState.timeline.zoomTo(gap.start_ns, gap.end_ns),
+      exportReport: (format) => exportReport(appState.engine.focus, format),
+    });
+    box.dataset.verdict = verdict.verdict;
+    box.dataset.aggregate = JSON.stringify(verdict.aggregate_metrics);
+    box.dataset.window = JSON.stringify(verdict.window);
+  } catch (e) {
+    clear(box);
+    box.append(el('p', { class: 'error', 'data-testid': 'window-error', text: `Could not analyse this range: ${e.message}` }));
+  }
 }
 
 // Largest gaps and eager kernel names listed (the CLI's default `--top`).
@@ -732,6 +783,13 @@ async function main() {
     resetButton: $('timeline-reset'),
     engine: appState.engine,
     wasm: { drawTimeline, timelineLayout },
+    selectionBar: {
+      box: $('timeline-selection'),
+      label: $('timeline-selection-label'),
+      analyse: $('timeline-analyse'),
+      clear: $('timeline-unselect'),
+    },
+    onWindow: analyseWindow,
   });
   registerServiceWorker(inline);
   // Ready means the analysis worker answered: its script ran and its wasm instantiated.

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use nsys_lens::detect::{DetectConfig, detect};
 use nsys_lens::drill::gaps::idle_gap_histogram;
-use nsys_lens::model::Trace;
+use nsys_lens::model::{HostTable, Trace};
 use nsys_lens::profile::Profile;
 use nsys_lens::streamed::feed::FeedChunk;
 use nsys_lens::streamed::{
@@ -248,10 +248,19 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
     let schema = trace::Schema::probe(&conn, &label).expect("schema");
     let rows = KernelRows::new(&conn, &schema, &label, true).expect("rows");
     let nvtx = trace::NvtxRows::new(&schema);
+    // The loaded table shows no host tracks: compared without them (crate/tests/timeline.rs
+    // checks them against SQL).
+    let host = [
+        trace::HostRows::none(HostTable::Api),
+        trace::HostRows::none(HostTable::Nvtx),
+    ];
+    let links = trace::Links::none();
     let source = SqliteKernels {
         conn: &conn,
         rows: &rows,
         nvtx: &nvtx,
+        host: &host,
+        links: &links,
         strings: &streamed.host.strings,
         label: &label,
         scratch: Default::default(),

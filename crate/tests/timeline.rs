@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+
 use nsys_lens::model::{KernelEvent, Trace};
 use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::timeline::columns::Grid;
@@ -283,4 +285,274 @@ fn a_kernel_out_of_start_order_is_refused() {
     builder.push(first).expect("same start is in order");
     let timeline = builder.finish();
     assert_eq!(timeline.extent(), (first.start, first.end));
+}
+
+/// Events as `(start, end, name)`.
+type Rows = Vec<(i64, i64, String)>;
+
+/// The kernels of each (device, stream) overlapping `[a, b)`, by plain SQL on the export:
+/// `(device, stream) → [(start, end, short name)]` in start order.
+fn kernels_by_sql(path: &std::path::Path, a: i64, b: i64) -> BTreeMap<(u32, u32), Rows> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let mut stmt = conn
+        .prepare(
+            "SELECT k.deviceId, k.streamId, k.start, k.end, s.value
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+             WHERE k.start < ?1 AND k.end > ?2 ORDER BY k.start, k.rowid",
+        )
+        .expect("prepare");
+    let mut out: BTreeMap<(u32, u32), Rows> = BTreeMap::new();
+    let rows = stmt
+        .query_map([b, a], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+            ))
+        })
+        .expect("query");
+    for row in rows {
+        let (d, st, s, e, name) = row.expect("row");
+        out.entry((d, st)).or_default().push((s, e, name));
+    }
+    out
+}
+
+#[test]
+fn at_deep_zoom_each_kernel_is_an_item_with_its_name_as_sql_reads_it() {
+    let path = common::public_trace("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite");
+    let trace = load_path(&path, LoadOptions::page()).expect("load");
+    let timeline = Timeline::new(&trace);
+    let (start, end) = timeline.extent();
+    // 40 µs from just before the median kernel, over 1290 columns: a few dozen kernels.
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let median: i64 = conn
+        .query_row(
+            "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start
+             LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("median");
+    let a = median - 5_000;
+    let b = a + 40_000;
+    let view = timeline.view(&trace, a, b, 1290).expect("view");
+    assert_eq!(view.origin_ns, start, "ticks read from the trace start");
+    let expected = kernels_by_sql(&path, a, b);
+    assert!(
+        expected.values().map(Vec::len).sum::<usize>() >= 5,
+        "{expected:?}"
+    );
+    let mut drawn = 0;
+    for lane in view.lanes.iter().filter(|l| l.kind == "kernels") {
+        let key = (lane.device.expect("device"), lane.stream.expect("stream"));
+        let items: Vec<(i64, i64, String)> = lane
+            .items
+            .iter()
+            .map(|i| (i.start_ns, i.end_ns, view.names[i.name as usize].clone()))
+            .collect();
+        let want = expected.get(&key).cloned().unwrap_or_default();
+        assert_eq!(items, want, "lane {}", lane.label);
+        drawn += items.len();
+        for i in &lane.items {
+            let name = &view.names[i.name as usize];
+            let class = nsys_lens::names::kernels::kernel_category(name);
+            let json = serde_json::to_value(class).expect("class");
+            assert_eq!(view.classes[i.name as usize], json.as_str().expect("str"));
+        }
+    }
+    assert_eq!(drawn, expected.values().map(Vec::len).sum::<usize>());
+    // The whole trace is far too many kernels to draw one by one: columns only.
+    let whole = timeline.view(&trace, start, end, 1290).expect("view");
+    assert!(whole.lanes.iter().all(|l| l.items.is_empty()));
+}
+
+/// The rows of a host table overlapping `[a, b)` by plain SQL, as `(start, end, name)` sorted:
+/// CUDA API calls named by `StringIds`, NVTX ranges by their text, else `StringIds`.
+fn host_rows_by_sql(
+    path: &std::path::Path,
+    table: &str,
+    a: i64,
+    b: i64,
+) -> Vec<(i64, i64, String)> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let sql = if table == "api" {
+        "SELECT r.start, r.end, COALESCE(s.value, '') FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+         LEFT JOIN StringIds s ON s.id = r.nameId
+         WHERE r.start < ?1 AND MAX(r.end, r.start + 1) > ?2"
+    } else {
+        "SELECT n.start, n.end, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n
+         LEFT JOIN StringIds s ON s.id = n.textId
+         WHERE n.end IS NOT NULL AND n.eventType IN (59, 60, 70, 71)
+           AND n.start < ?1 AND MAX(n.end, n.start + 1) > ?2"
+    };
+    let mut stmt = conn.prepare(sql).expect("prepare");
+    let mut rows: Vec<(i64, i64, String)> = stmt
+        .query_map([b, a], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// A view's items on the lanes of `kind`, as `(start, end, name)` sorted.
+fn host_items(view: &TimelineView, kind: &str) -> Vec<(i64, i64, String)> {
+    let mut items: Vec<(i64, i64, String)> = view
+        .lanes
+        .iter()
+        .filter(|l| l.kind == kind)
+        .flat_map(|l| l.items.iter())
+        .map(|i| (i.start_ns, i.end_ns, view.names[i.name as usize].clone()))
+        .collect();
+    items.sort();
+    items
+}
+
+#[test]
+fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
+    use nsys_lens::model::HostTable;
+    use nsys_lens::streamed::SqliteKernels;
+    use nsys_lens::trace::{HostRows, KernelRows, Links, NvtxRows, Schema, open_path};
+    // h100_2gpu: one sorted runtime table; mfu_2gpu_before: five sorted runs.
+    let mut nvtx_seen = 0;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let generated = dir.path().join("host-bound.sqlite");
+    generate("host-bound", &generated, &GenOptions { scale: 1, seed: 5 }).expect("generate");
+    for path in [
+        common::public_trace("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite"),
+        common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite"),
+        generated.clone(),
+    ] {
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let trace = load_path(&path, LoadOptions::page()).expect("load");
+        let label = path.display().to_string();
+        let conn = open_path(&path).expect("open");
+        let schema = Schema::probe(&conn, &label).expect("schema");
+        let rows = KernelRows::new(&conn, &schema, &label, false).expect("rows");
+        let nvtx = NvtxRows::new(&schema);
+        let host = [
+            HostRows::new(&schema, HostTable::Api),
+            HostRows::new(&schema, HostTable::Nvtx),
+        ];
+        let links = Links::new(&schema);
+        let source = SqliteKernels {
+            conn: &conn,
+            rows: &rows,
+            nvtx: &nvtx,
+            host: &host,
+            links: &links,
+            strings: &trace.strings,
+            label: &label,
+            scratch: Default::default(),
+        };
+        let timeline = Timeline::new(&trace);
+        let median: i64 = conn
+            .query_row(
+                "SELECT start FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start
+                 LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("median");
+        let (a, b) = (median - 50_000, median + 250_000);
+        let view = timeline.view(&source, a, b, 4000).expect("view");
+        let kinds: Vec<&str> = view.lanes.iter().map(|l| l.kind.as_str()).collect();
+        let first_kernel = kinds.iter().position(|&k| k == "kernels").expect("kernels");
+        assert!(
+            kinds[..first_kernel].iter().all(|&k| k != "kernels") && kinds.contains(&"api"),
+            "{name}: host lanes above the GPU lanes: {kinds:?}"
+        );
+        let api = host_rows_by_sql(&path, "api", a, b);
+        assert!(api.len() >= 5, "{name}: {api:?}");
+        assert_eq!(host_items(&view, "api"), api, "{name}: API calls");
+        let ranges = host_rows_by_sql(&path, "nvtx", a, b);
+        assert_eq!(host_items(&view, "nvtx"), ranges, "{name}: NVTX ranges");
+        // Hover on an API lane names the call under the pointer.
+        let lane = kinds.iter().position(|&k| k == "api").expect("api lane");
+        let call = &view.lanes[lane].items[0];
+        let t = call.start_ns + (call.end_ns - call.start_ns) / 2;
+        let hit = timeline
+            .hit(&source, lane as u32, t, 0)
+            .expect("hit")
+            .expect("a call");
+        assert_eq!(hit.name, view.names[call.name as usize], "{name}: hover");
+        assert!(
+            hit.track
+                .as_deref()
+                .is_some_and(|t| t.ends_with("CUDA API"))
+        );
+        nvtx_seen += ranges.len();
+        // A kernel's hover names its launch call, and the call's hover its kernel: as SQL joins
+        // them (same correlation id, same process).
+        let (start, end, device, stream, call): (i64, i64, u32, u32, (i64, i64, String)) = conn
+            .query_row(
+                "SELECT k.start, k.end, k.deviceId, k.streamId, r.start, r.end, s.value
+                 FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+                   AND (r.globalTid >> 24) = (k.globalPid >> 24)
+                 JOIN StringIds s ON s.id = r.nameId
+                 WHERE k.rowid >= (SELECT MAX(rowid) / 2 FROM CUPTI_ACTIVITY_KIND_KERNEL)
+                 ORDER BY k.rowid LIMIT 1",
+                [],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        (r.get(4)?, r.get(5)?, r.get(6)?),
+                    ))
+                },
+            )
+            .expect("a kernel and its launch call");
+        let view = timeline
+            .view(&source, start - 10_000, end + 10_000, 1000)
+            .expect("view");
+        let lane = view
+            .lanes
+            .iter()
+            .position(|l| l.device == Some(device) && l.stream == Some(stream))
+            .expect("the kernel's lane");
+        let hit = timeline
+            .hit(&source, lane as u32, start + (end - start) / 2, 0)
+            .expect("hit")
+            .expect("the kernel");
+        let link = hit.link.expect("its launch call");
+        assert_eq!(
+            (link.start_ns, link.end_ns, link.name.clone()),
+            call,
+            "{name}: launch call"
+        );
+        let api_lane = link.lane.expect("the call's lane is shown");
+        let back = timeline
+            .hit(
+                &source,
+                api_lane,
+                link.start_ns + (link.end_ns - link.start_ns) / 2,
+                0,
+            )
+            .expect("hit")
+            .expect("the call");
+        let kernel = back.link.expect("its kernel");
+        assert_eq!(
+            (kernel.start_ns, kernel.end_ns),
+            (start, end),
+            "{name}: kernel of the call"
+        );
+        assert_eq!(kernel.lane, Some(lane as u32));
+    }
+    assert!(nvtx_seen > 0, "NVTX ranges compared");
 }

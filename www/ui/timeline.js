@@ -1,17 +1,28 @@
-// Kernel timeline. The worker aggregates kernels per pixel column (never individual kernels); the
-// core draws the view on this canvas. Here: the visible window, zoom (wheel, around the pointer),
-// pan (drag), reset (double-click), request throttling (one request in flight, coalesced per
-// animation frame, stale answers dropped) and the hover tooltip.
+// Kernel timeline. The worker aggregates kernels per pixel column (kernels one by one only when
+// zoomed in far enough); the core draws the view on this canvas. Here: the visible window, zoom
+// (wheel around the pointer, W/S), pan (drag, A/D), reset (double-click), a selected range
+// (shift-drag: its length, analysed as a window on request), a highlighted range (a clicked gap),
+// request throttling (one request in flight, coalesced per animation frame, stale answers
+// dropped) and the hover tooltip.
 
 import { el, ns, us, clear, isNum } from './format.js';
 
 const MIN_SPAN_NS = 2000; // 2 µs across the whole width
 const ZOOM_PER_PIXEL = 0.0015;
 const HOVER_SLACK_PX = 3;
+const KEY_ZOOM = 0.8; // W: the span × 0.8 per key press (S: ÷ 0.8), as Perfetto's W/S
+const KEY_PAN = 0.15; // A/D: a sixth of the span per key press
+
+// Whether keys pressed in `el` type text (W/S/A/D are then letters, not navigation).
+function typesText(el) {
+  return el.tagName === 'INPUT' && !['file', 'checkbox', 'radio', 'button', 'submit', 'reset', 'range'].includes(el.type);
+}
 
 export class TimelinePanel {
   // engine: the worker client; wasm: {drawTimeline, timelineLayout}
-  constructor({ canvas, tooltip, rangeLabel, resetButton, engine, wasm }) {
+  // selectionBar: {box, label, analyse, clear} of the selected range; onWindow({start, end}):
+  // analyse the selected range as a window.
+  constructor({ canvas, tooltip, rangeLabel, resetButton, engine, wasm, selectionBar = null, onWindow = null }) {
     this.canvas = canvas;
     this.tooltip = tooltip;
     this.rangeLabel = rangeLabel;
@@ -31,13 +42,28 @@ export class TimelinePanel {
     this.hoverSeq = 0;
     this.drag = null;
     this.generation = 0; // bumps on every new trace
+    this.selection = null; // {start, end} ns: the shift-dragged range
+    this.highlighted = null; // {start, end} ns: a clicked gap or finding
+    this.pointerX = null; // canvas px of the pointer over the plot, for W/S
+    this.selectionBar = selectionBar;
+    this.onWindow = onWindow;
+    this.selectionBox = this.overlay('tl-selection', 'timeline-selection-box');
+    this.highlightBox = this.overlay('tl-highlight', 'timeline-highlight');
 
     canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
     canvas.addEventListener('pointerdown', (e) => this.onPointerDown(e));
     canvas.addEventListener('pointermove', (e) => this.onPointerMove(e));
     canvas.addEventListener('pointerup', (e) => this.onPointerUp(e));
     canvas.addEventListener('pointercancel', (e) => this.onPointerUp(e));
-    canvas.addEventListener('pointerleave', () => this.hideTooltip());
+    canvas.addEventListener('pointerleave', () => {
+      this.pointerX = null;
+      this.hideTooltip();
+    });
+    document.addEventListener('keydown', (e) => this.onKey(e));
+    selectionBar?.clear?.addEventListener('click', () => this.select(null));
+    selectionBar?.analyse?.addEventListener('click', () => {
+      if (this.selection) this.onWindow?.({ ...this.selection });
+    });
     canvas.addEventListener('dblclick', () => this.reset());
     resetButton?.addEventListener('click', () => this.reset());
     window.addEventListener('resize', () => {
@@ -53,6 +79,8 @@ export class TimelinePanel {
     this.view = { ...this.extent };
     this.lanes = 0;
     this.viewJson = null;
+    this.highlighted = null;
+    this.select(null);
     this.hideTooltip();
     this.schedule();
   }
@@ -65,14 +93,95 @@ export class TimelinePanel {
     const ctx = this.canvas.getContext('2d');
     ctx?.clearRect(0, 0, this.canvas.width, this.canvas.height);
     this.rangeLabel.textContent = '';
+    this.highlighted = null;
+    this.select(null);
     this.hideTooltip();
   }
 
-  // Shows [start, end) ns with as much again on either side (a gap and its neighbours).
+  // Shows [start, end) ns with as much again on either side (a gap and its neighbours), marked.
   zoomTo(start, end) {
     if (!this.extent) return;
     const pad = Math.max(end - start, 1000);
+    this.highlighted = { start, end };
     this.view = this.clampView(start - pad, end + pad);
+    this.schedule();
+  }
+
+  // A box over the canvas (a range shown above the drawing; positioned in placeOverlays).
+  overlay(cls, testid) {
+    const box = el('div', { class: cls, 'data-testid': testid });
+    box.hidden = true;
+    this.canvas.parentElement.append(box);
+    return box;
+  }
+
+  // The selected range: its box on the canvas, its length and the button that analyses it.
+  select(range) {
+    this.selection = range && range.end > range.start ? range : null;
+    const bar = this.selectionBar;
+    if (bar) {
+      bar.box.hidden = !this.selection;
+      if (this.selection) {
+        const { start, end } = this.selection;
+        bar.label.textContent = `Selected ${ns(end - start)}, from ${ns(start - this.extent.start)} to ${ns(end - this.extent.start)}`;
+        bar.box.dataset.start = String(start);
+        bar.box.dataset.end = String(end);
+      }
+    }
+    this.placeOverlays();
+  }
+
+  // Puts the selection and highlight boxes over the range they mark in the drawn view.
+  placeOverlays() {
+    const place = (box, range) => {
+      const view = this.drawnView;
+      if (!range || !view) {
+        box.hidden = true;
+        return;
+      }
+      const cols = this.columns();
+      const span = view.end - view.start;
+      const x = (t) => Math.min(Math.max(((t - view.start) / span) * cols, 0), cols);
+      const a = x(range.start);
+      const b = Math.max(x(range.end), a + 2);
+      if (range.end < view.start || range.start > view.end) {
+        box.hidden = true;
+        return;
+      }
+      const left = this.canvas.offsetLeft + this.layout.label_width_px + a;
+      box.style.left = `${left}px`;
+      box.style.width = `${b - a}px`;
+      box.style.top = `${this.canvas.offsetTop + this.layout.top_px}px`;
+      box.style.height = `${Math.max(this.lanes, 1) * this.layout.lane_height_px}px`;
+      box.hidden = false;
+    };
+    place(this.selectionBox, this.selection);
+    place(this.highlightBox, this.highlighted);
+  }
+
+  // W/S zoom around the pointer (else the middle), A/D pan, as in Perfetto; not while typing.
+  onKey(e) {
+    if (!this.view || e.ctrlKey || e.metaKey || e.altKey) return;
+    const target = e.target;
+    if (target && (target.isContentEditable || /^(TEXTAREA|SELECT)$/.test(target.tagName) || typesText(target))) return;
+    if (this.canvas.offsetParent === null) return; // the timeline is not shown
+    const key = e.key.toLowerCase();
+    const { start, end } = this.view;
+    const span = end - start;
+    const cols = this.columns();
+    const at = this.pointerX !== null ? start + (Math.min(Math.max(this.pointerX, 0), cols) / cols) * span : start + span / 2;
+    let next = null;
+    if (key === 'w' || key === 's') {
+      const f = key === 'w' ? KEY_ZOOM : 1 / KEY_ZOOM;
+      next = this.clampView(at - (at - start) * f, at + (end - at) * f);
+    } else if (key === 'a' || key === 'd') {
+      const shift = (key === 'a' ? -1 : 1) * span * KEY_PAN;
+      next = this.clampView(start + shift, end + shift);
+    }
+    if (!next) return;
+    e.preventDefault();
+    this.view = next;
+    this.hideTooltip();
     this.schedule();
   }
 
@@ -121,17 +230,23 @@ export class TimelinePanel {
       this.drawnSeq = seq;
       this.viewJson = view;
       this.parsed = parsed;
+      this.drawnView = { start: parsed.start_ns, end: parsed.end_ns };
+      // Test hook: the drawn view (lanes, items, names) for the end-to-end tests.
+      this.canvas.timelineView = parsed;
       const lanes = (parsed.lanes || []).length;
       if (lanes !== this.lanes) {
         this.lanes = lanes;
         this.fit();
       }
-      this.wasm.drawTimeline(this.canvas, view);
+      this.arrow = null;
+      this.wasm.drawTimeline(this.canvas, view, undefined);
       performance.mark('nsys-lens:timeline');
       this.canvas.dataset.drawn = String(seq);
       this.canvas.dataset.lanes = String(lanes);
       this.canvas.dataset.start = String(parsed.start_ns);
       this.canvas.dataset.end = String(parsed.end_ns);
+      this.canvas.dataset.items = String((parsed.lanes || []).reduce((n, l) => n + (l.items || []).length, 0));
+      this.placeOverlays();
     } catch (e) {
       if (gen === this.generation) this.rangeLabel.textContent = `timeline unavailable: ${e.message}`;
     } finally {
@@ -203,13 +318,20 @@ export class TimelinePanel {
   onPointerDown(e) {
     if (!this.view || e.button !== 0) return;
     this.canvas.setPointerCapture?.(e.pointerId);
-    this.drag = { x: e.clientX, view: { ...this.view }, moved: false };
+    const select = e.shiftKey ? this.locate(e).t : null;
+    this.drag = { x: e.clientX, view: { ...this.view }, moved: false, select };
     this.canvas.classList.add('dragging');
     this.hideTooltip();
   }
 
   onPointerMove(e) {
     if (!this.view) return;
+    if (this.drag?.select != null) {
+      const t = this.locate(e).t;
+      const a = this.drag.select;
+      this.select({ start: Math.round(Math.min(a, t)), end: Math.round(Math.max(a, t)) });
+      return;
+    }
     if (this.drag) {
       const loc = this.locate(e);
       const dxCanvas = (e.clientX - this.drag.x) * loc.sx;
@@ -220,6 +342,7 @@ export class TimelinePanel {
       this.schedule();
       return;
     }
+    this.pointerX = this.locate(e).x;
     this.pendingHover = e;
     if (!this.hoverFrame) this.hoverFrame = requestAnimationFrame(() => this.hover());
   }
@@ -263,12 +386,22 @@ export class TimelinePanel {
     const where = [
       isNum(h.device) ? `device ${h.device}` : null,
       isNum(h.stream) ? `stream ${h.stream}` : null,
+      h.track ? `thread ${h.track}` : null,
     ].filter(Boolean);
     tip.append(
       el('div', { class: 'tip-name', 'data-testid': 'tooltip-name', text: h.name }),
       el('div', { class: 'tip-row mono' }, `${us(h.duration_us)}`, where.length ? ` · ${where.join(', ')}` : '', lane?.kind === 'steps' ? ' · step' : ''),
-      el('div', { class: 'tip-row mono muted', text: `at ${ns(h.start_ns - this.extent.start)}` }),
+      el('div', { class: 'tip-row mono muted', text: `starts at ${ns(h.start_ns - this.extent.start)} from the trace start` }),
     );
+    if (h.link) {
+      const l = h.link;
+      const what = l.kind === 'api' ? 'launched by' : 'launches';
+      tip.append(
+        el('div', { class: 'tip-row', 'data-testid': 'tooltip-link' }, `${what} `, el('span', { class: 'mono', text: l.name })),
+        el('div', { class: 'tip-row mono muted', text: `${l.place ? `${l.place} · ` : ''}at ${ns(l.start_ns - this.extent.start)}, ${us((l.end_ns - l.start_ns) / 1e3)}` }),
+      );
+    }
+    this.showArrow(this.arrowOf(h, loc.lane));
     tip.hidden = false;
     const wrap = this.canvas.parentElement.getBoundingClientRect();
     let left = e.clientX - wrap.left + 14;
@@ -281,5 +414,24 @@ export class TimelinePanel {
 
   hideTooltip() {
     this.tooltip.hidden = true;
+    this.showArrow(null);
+  }
+
+  // Draws the view again with a launch → kernel arrow (or without one: `null`).
+  showArrow(arrow) {
+    const key = arrow ? JSON.stringify(arrow) : null;
+    if (key === (this.arrow ?? null) || !this.viewJson) return;
+    this.arrow = key;
+    this.wasm.drawTimeline(this.canvas, this.viewJson, key ?? undefined);
+    this.canvas.dataset.arrow = key ?? '';
+  }
+
+  // The arrow of a hover whose other end is shown: from the launch call to the kernel.
+  arrowOf(h, lane) {
+    const link = h.link;
+    if (!link || link.lane === null || link.lane === undefined) return null;
+    return link.kind === 'api'
+      ? { from_lane: link.lane, from_ns: link.start_ns, to_lane: lane, to_ns: h.start_ns }
+      : { from_lane: lane, from_ns: h.start_ns, to_lane: link.lane, to_ns: link.start_ns };
   }
 }

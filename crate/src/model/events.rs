@@ -395,3 +395,39 @@ impl Syncs {
         self.start.is_empty()
     }
 }
+
+/// The host tables the timeline's thread tracks show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HostTable {
+    /// `CUPTI_ACTIVITY_KIND_RUNTIME`: CUDA API calls.
+    Api,
+    /// `NVTX_EVENTS` ranges (those with an end).
+    Nvtx,
+}
+
+/// A row of a [`HostTable`] as the timeline's index scan sees it: where and when, not what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSpan {
+    /// The SQLite `rowid`.
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    /// `globalTid` as exported (process and thread in one number).
+    pub thread: i64,
+}
+
+/// A row of a [`HostTable`] read again for a zoomed-in view, with its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRow {
+    pub span: HostSpan,
+    /// The API function, or the range's text; empty when the export names none.
+    pub name: String,
+}
+
+/// What joins a kernel to the CUDA API call that launched it: the correlation id and the
+/// process (the high bits of `globalPid` / `globalTid`, as nsys packs them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkKey {
+    pub correlation: i64,
+    pub process: i64,
+}

@@ -15,8 +15,9 @@ mod strings;
 mod tables;
 
 pub use events::{
-    KernelEvent, Kernels, MemOps, NVTX_RANGE_TYPES, NvtxRanges, NvtxRow, OmittedRanges, OutOfOrder,
-    PAGEABLE_MEMORY, RuntimeCalls, StartOrder, Syncs,
+    HostRow, HostSpan, HostTable, KernelEvent, Kernels, LinkKey, MemOps, NVTX_RANGE_TYPES,
+    NvtxRanges, NvtxRow, OmittedRanges, OutOfOrder, PAGEABLE_MEMORY, RuntimeCalls, StartOrder,
+    Syncs,
 };
 pub use ids::{
     GLOBAL_PID_MASK, NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME, os_pid, os_tid,

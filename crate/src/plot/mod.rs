@@ -7,13 +7,14 @@
 pub mod idle_causes;
 pub mod lprof_rounds;
 pub mod step_times;
+pub mod ticks;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::drill::gaps::GapHistogram;
-use crate::timeline::{LaneView, TimelineView};
+use crate::timeline::{Item, LaneView, TimelineView};
 
 /// Geometry of the timeline in pixels, shared with the page to map the pointer to lane and time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,7 +31,7 @@ pub struct TimelineLayout {
 
 pub const TIMELINE_LAYOUT: TimelineLayout = TimelineLayout {
     label_width_px: 150,
-    top_px: 22,
+    top_px: 24,
     lane_height_px: 24,
     lane_gap_px: 4,
 };
@@ -40,6 +41,36 @@ const GRID: RGBColor = RGBColor(225, 228, 234);
 const IDLE: RGBColor = RGBColor(253, 226, 222);
 const KERNEL: RGBColor = RGBColor(37, 99, 235);
 const STEP: RGBColor = RGBColor(217, 119, 6);
+const MUTED: RGBColor = RGBColor(110, 118, 129);
+const ARROW: RGBColor = RGBColor(17, 24, 39);
+const NVTX: RGBColor = RGBColor(71, 85, 105);
+
+/// The colour of a CUDA API call by what it does (`names::api::ApiKind`).
+fn api_color(name: &str) -> RGBColor {
+    use crate::names::api::{ApiKind, api_kind};
+    match api_kind(name) {
+        ApiKind::Launch | ApiKind::GraphLaunch => RGBColor(37, 99, 235),
+        ApiKind::BlockingSync => RGBColor(220, 38, 38),
+        ApiKind::Memcpy { .. } | ApiKind::Memset { .. } => RGBColor(219, 39, 119),
+        ApiKind::Alloc | ApiKind::ObjectCreate => RGBColor(202, 138, 4),
+        ApiKind::ModuleLoad | ApiKind::Jit => RGBColor(124, 58, 237),
+        ApiKind::Other => RGBColor(100, 116, 139),
+    }
+}
+
+/// The colour of a kernel drawn on its own, by its class (`TimelineView::classes`).
+fn class_color(class: &str) -> RGBColor {
+    match class {
+        "gemm" => RGBColor(37, 99, 235),
+        "attention" => RGBColor(124, 58, 237),
+        "collective" => RGBColor(220, 38, 38),
+        "norm" => RGBColor(13, 148, 136),
+        "sampling" => RGBColor(202, 138, 4),
+        "elementwise" => RGBColor(22, 163, 74),
+        "memory" => RGBColor(219, 39, 119),
+        _ => RGBColor(100, 116, 139),
+    }
+}
 
 type DrawResult = Result<(), String>;
 
@@ -53,10 +84,29 @@ pub fn timeline_height(view: &TimelineView) -> u32 {
     l.top_px + l.lane_height_px * view.lanes.len().max(1) as u32 + 4
 }
 
+/// A launch → kernel arrow: from the launch call (its lane, its start) to the kernel (its lane,
+/// its start), lanes as indices into `TimelineView::lanes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Arrow {
+    pub from_lane: u32,
+    pub from_ns: i64,
+    pub to_lane: u32,
+    pub to_ns: i64,
+}
+
 /// Draws lanes (labels, idle shading, busy columns) and a time ruler.
 pub fn draw_timeline<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
+) -> DrawResult {
+    draw_timeline_with(root, view, None)
+}
+
+/// [`draw_timeline`], with a launch → kernel arrow on top.
+pub fn draw_timeline_with<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &TimelineView,
+    arrow: Option<&Arrow>,
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let l = TIMELINE_LAYOUT;
@@ -65,6 +115,15 @@ pub fn draw_timeline<DB: DrawingBackend>(
         let y0 = (l.top_px + l.lane_height_px * i as u32) as i32;
         let y1 = y0 + (l.lane_height_px - l.lane_gap_px) as i32;
         draw_lane(root, lane, y0, y1)?;
+        if !lane.items.is_empty() {
+            draw_items(root, view, lane, y0, y1)?;
+        }
+        if !lane.note.is_empty() {
+            let x = TIMELINE_LAYOUT.label_width_px as i32 + 6;
+            let font = ("sans-serif", 11).into_font().color(&MUTED);
+            root.draw(&Text::new(lane.note.clone(), (x, y0 + 5), font))
+                .map_err(err)?;
+        }
         let label = Text::new(
             lane.label.clone(),
             (6, y0 + 5),
@@ -72,6 +131,50 @@ pub fn draw_timeline<DB: DrawingBackend>(
         );
         root.draw(&label).map_err(err)?;
     }
+    if let Some(a) = arrow {
+        draw_arrow(root, view, a)?;
+    }
+    Ok(())
+}
+
+/// The arrow from the bottom of the launch call to the top of its kernel (clamped to the
+/// plot when either end is outside the view), with a head at the kernel.
+fn draw_arrow<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &TimelineView,
+    a: &Arrow,
+) -> DrawResult {
+    let l = TIMELINE_LAYOUT;
+    let x0 = f64::from(l.label_width_px);
+    let cols = f64::from(view.columns);
+    let span = (view.end_ns - view.start_ns).max(1) as f64;
+    let x = |t: i64| (x0 + ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols)) as i32;
+    let lane_y = |lane: u32| (l.top_px + l.lane_height_px * lane) as i32;
+    let inner = (l.lane_height_px - l.lane_gap_px) as i32;
+    let (fx, tx) = (x(a.from_ns), x(a.to_ns));
+    let down = a.to_lane >= a.from_lane;
+    let (fy, ty) = if down {
+        (lane_y(a.from_lane) + inner, lane_y(a.to_lane))
+    } else {
+        (lane_y(a.from_lane), lane_y(a.to_lane) + inner)
+    };
+    let ink = ShapeStyle::from(&ARROW).stroke_width(2);
+    root.draw(&PathElement::new(vec![(fx, fy), (tx, ty)], ink))
+        .map_err(err)?;
+    // The head: two strokes 8 px long, 25° either side of the shaft.
+    let (dx, dy) = (f64::from(tx - fx), f64::from(ty - fy));
+    let angle = dy.atan2(dx);
+    for side in [-0.44f64, 0.44] {
+        let back = angle + std::f64::consts::PI + side;
+        let end = (
+            tx + (8.0 * back.cos()) as i32,
+            ty + (8.0 * back.sin()) as i32,
+        );
+        root.draw(&PathElement::new(vec![(tx, ty), end], ink))
+            .map_err(err)?;
+    }
+    root.draw(&Circle::new((fx, fy), 3, ARROW.filled()))
+        .map_err(err)?;
     Ok(())
 }
 
@@ -82,7 +185,11 @@ fn draw_lane<DB: DrawingBackend>(
     y1: i32,
 ) -> DrawResult {
     let x0 = TIMELINE_LAYOUT.label_width_px as i32;
-    let base = if lane.kind == "steps" { STEP } else { KERNEL };
+    let base = match lane.kind.as_str() {
+        "steps" => STEP,
+        "nvtx" | "api" => NVTX,
+        _ => KERNEL,
+    };
     root.draw(&Rectangle::new(
         [(x0, y0), (x0 + lane.busy.len() as i32, y1)],
         GRID.filled(),
@@ -105,7 +212,7 @@ fn draw_lane<DB: DrawingBackend>(
         }
     };
     for (start, end, lvl) in runs(&lane.busy, level) {
-        if lvl == 0 {
+        if lvl == 0 || !lane.items.is_empty() {
             continue;
         }
         let alpha = 0.2 + 0.8 * f64::from(lvl - 1) / 4.0;
@@ -132,45 +239,114 @@ fn runs<T, K: PartialEq + Copy>(values: &[T], key: impl Fn(&T) -> K) -> Vec<(usi
     out
 }
 
-/// Tick labels relative to the view start, in a unit that suits the span.
+/// Each event of a lane drawn on its own: a box in its class colour (kernels) or the lane's
+/// colour (steps) from its start to its end (at least one pixel), a darker edge where one ends
+/// and the next begins, and its name, shortened with "…" to fit inside the box.
+fn draw_items<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &TimelineView,
+    lane: &LaneView,
+    y0: i32,
+    y1: i32,
+) -> DrawResult {
+    let x0 = TIMELINE_LAYOUT.label_width_px as i32;
+    let cols = f64::from(view.columns);
+    let span = (view.end_ns - view.start_ns).max(1) as f64;
+    let x_of = |t: i64| -> f64 { ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols) };
+    // Nested NVTX ranges share the lane's height, one row per depth.
+    let rows = lane
+        .items
+        .iter()
+        .map(|i| i32::from(i.depth))
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let row_h = ((y1 - y0) / rows).max(3);
+    for item in &lane.items {
+        let (a, b) = (x_of(item.start_ns), x_of(item.end_ns));
+        let (xa, xb) = (
+            x0 + a.floor() as i32,
+            x0 + (b.ceil() as i32).max(a.floor() as i32 + 1),
+        );
+        let top = y0 + i32::from(item.depth) * row_h;
+        let bottom = if rows == 1 { y1 } else { top + row_h - 1 };
+        let color = item_color(view, lane, item);
+        root.draw(&Rectangle::new([(xa, top), (xb, bottom)], color.filled()))
+            .map_err(err)?;
+        if xb - xa >= 4 {
+            root.draw(&Rectangle::new([(xa, top), (xb, bottom)], INK.mix(0.55)))
+                .map_err(err)?;
+        }
+        let name = usize::try_from(item.name)
+            .ok()
+            .and_then(|i| view.names.get(i));
+        let fits = |n: &String| ellipsize(n, f64::from(xb - xa) - 6.0, 11.0);
+        if let Some(text) = name.filter(|_| bottom - top >= 12).and_then(fits) {
+            root.draw(&Text::new(
+                text,
+                (xa + 3, top + (bottom - top - 11) / 2),
+                ("sans-serif", 11).into_font().color(&WHITE),
+            ))
+            .map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
+fn item_color(view: &TimelineView, lane: &LaneView, item: &Item) -> RGBColor {
+    let i = usize::try_from(item.name).ok();
+    match lane.kind.as_str() {
+        "steps" => STEP,
+        "nvtx" => NVTX,
+        "api" => api_color(i.and_then(|i| view.names.get(i)).map_or("", String::as_str)),
+        _ => class_color(
+            i.and_then(|i| view.classes.get(i))
+                .map_or("other", String::as_str),
+        ),
+    }
+}
+
+/// `text` cut to fit `width_px` at `font_px`, ending in "…" when cut; `None` when not even two
+/// characters fit.
+fn ellipsize(text: &str, width_px: f64, font_px: f64) -> Option<String> {
+    let fits = (width_px / (font_px * 0.56)).floor().max(0.0) as usize;
+    let len = text.chars().count();
+    if fits >= len {
+        return Some(text.to_string());
+    }
+    (fits >= 2).then(|| {
+        let mut cut: String = text.chars().take(fits - 1).collect();
+        cut.push('…');
+        cut
+    })
+}
+
+/// Round ticks (`ticks::time_ticks`) read as offsets from the trace's start.
 fn draw_ruler<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
 ) -> DrawResult {
     let x0 = TIMELINE_LAYOUT.label_width_px as i32;
-    let width = view.columns as i32;
+    let cols = f64::from(view.columns);
     let span = (view.end_ns - view.start_ns).max(1) as f64;
-    let (unit, scale) = if span >= 2e9 {
-        ("s", 1e9)
-    } else if span >= 2e6 {
-        ("ms", 1e6)
-    } else {
-        ("µs", 1e3)
-    };
-    let ticks = 6;
-    for t in 0..=ticks {
-        let x = x0 + width * t / ticks;
-        let at = span * f64::from(t) / f64::from(ticks) / scale;
-        root.draw(&PathElement::new(vec![(x, 14), (x, 20)], INK))
+    let ticks = ticks::time_ticks(view.start_ns, view.end_ns, view.origin_ns, cols, 11.0);
+    for t in ticks {
+        let x = x0 + (t.at / span * cols).round() as i32;
+        root.draw(&PathElement::new(vec![(x, 15), (x, 22)], INK))
             .map_err(err)?;
-        let text = format!("+{at:.3} {unit}");
-        let anchor = if t == ticks { x - 70 } else { x + 2 };
-        root.draw(&Text::new(
-            text,
-            (anchor, 2),
-            ("sans-serif", 11).into_font().color(&INK),
-        ))
-        .map_err(err)?;
+        if f64::from(x - x0) + text_width(&t.label, 11.0) + 3.0 <= cols {
+            root.draw(&Text::new(
+                t.label,
+                (x + 3, 3),
+                ("sans-serif", 11).into_font().color(&INK),
+            ))
+            .map_err(err)?;
+        }
     }
     Ok(())
 }
 
-/// Approximate width of `text` at `px` font size. Text is only ever drawn left/top-anchored
-/// at positions computed from this estimate: plotters' exact measurement needs the DOM (a
-/// styled `<span>`), which the page's Content-Security-Policy forbids.
-fn text_width(text: &str, px: f64) -> f64 {
-    text.chars().count() as f64 * px * 0.56
-}
+use ticks::text_width;
 
 /// Bars of idle time per bucket, labelled with their gap counts; axes drawn by hand.
 pub fn draw_gap_histogram<DB: DrawingBackend>(
@@ -179,42 +355,56 @@ pub fn draw_gap_histogram<DB: DrawingBackend>(
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let (w, h) = root.dim_in_pixel();
-    let (left, right, top, bottom) = (52.0, 10.0, 30.0, 40.0);
+    let (left, right, top, bottom) = (64.0, 10.0, 44.0, 56.0);
     let plot_w = (f64::from(w) - left - right).max(10.0);
     let plot_h = (f64::from(h) - top - bottom).max(10.0);
-    let max_ms = hist
+    let max_ns = hist
         .buckets
         .iter()
-        .map(|b| b.total_us / 1000.0)
-        .fold(0.0, f64::max)
-        .max(1e-3)
-        * 1.15;
-    let y_of = |ms: f64| (top + plot_h - ms / max_ms * plot_h) as i32;
+        .map(|b| b.total_us * 1000.0)
+        .fold(0.0, f64::max);
+    let ticks = ticks::duration_ticks(max_ns, plot_h - 14.0, 28.0);
+    let axis_top = ticks.last().map_or(1.0, |t| t.at).max(1.0);
+    let y_of = |ns: f64| (top + plot_h - ns / axis_top * (plot_h - 14.0)) as i32;
     let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
     root.draw(&Text::new(
-        "GPU idle time by gap size (ms), gap counts above bars",
+        "GPU idle time by gap size (number of gaps above each bar)",
         (left as i32, 6),
         font(13),
     ))
     .map_err(err)?;
-    for t in 0..=4 {
-        let ms = max_ms / 1.15 * f64::from(t) / 4.0;
-        let y = y_of(ms);
+    root.draw(&Text::new("idle time", (4, 24), font(11)))
+        .map_err(err)?;
+    let x_title = "gap size";
+    let tx = (left + (plot_w - text_width(x_title, 11.0)) / 2.0) as i32;
+    root.draw(&Text::new(x_title, (tx, h as i32 - 16), font(11)))
+        .map_err(err)?;
+    for t in &ticks {
+        let y = y_of(t.at);
         root.draw(&PathElement::new(
             vec![(left as i32, y), ((left + plot_w) as i32, y)],
             GRID,
         ))
         .map_err(err)?;
-        let label = format!("{ms:.1}");
-        let x = (left - 6.0 - text_width(&label, 11.0)) as i32;
-        root.draw(&Text::new(label, (x, y - 6), font(11)))
+        let x = (left - 6.0 - text_width(&t.label, 11.0)) as i32;
+        root.draw(&Text::new(t.label.clone(), (x, y - 6), font(11)))
             .map_err(err)?;
+    }
+    if hist.buckets.iter().all(|b| b.count == 0) {
+        let note = "no GPU-idle gaps in this trace";
+        let nx = (left + (plot_w - text_width(note, 13.0)) / 2.0) as i32;
+        root.draw(&Text::new(
+            note,
+            (nx, (top + plot_h / 2.0) as i32),
+            font(13),
+        ))
+        .map_err(err)?;
     }
     let slot = plot_w / hist.buckets.len().max(1) as f64;
     for (i, b) in hist.buckets.iter().enumerate() {
         let x0 = left + slot * i as f64;
         let (bx0, bx1) = ((x0 + slot * 0.14) as i32, (x0 + slot * 0.86) as i32);
-        let y = y_of(b.total_us / 1000.0);
+        let y = y_of(b.total_us * 1000.0);
         root.draw(&Rectangle::new(
             [(bx0, y), (bx1, y_of(0.0))],
             KERNEL.mix(0.85).filled(),
@@ -263,6 +453,8 @@ mod tests {
             count: vec![1; n],
             top: vec![-1; n],
             idle,
+            items: Vec::new(),
+            note: String::new(),
         }
     }
 
@@ -309,6 +501,8 @@ mod tests {
                 vec![true, false, false, false, true, true],
             )],
             names: vec![],
+            classes: vec![],
+            origin_ns: 0,
         };
         let mut svg = String::new();
         {
@@ -319,5 +513,70 @@ mod tests {
         // background lane + 2 idle runs + 2 busy runs (full, half) = 5 lane rectangles + canvas fill.
         assert_eq!(svg.matches("<rect").count(), 6, "{svg}");
         assert!(svg.contains("GPU 0 · stream 7"));
+    }
+
+    #[test]
+    fn kernels_drawn_one_by_one_carry_their_names_and_the_arrow_its_head() {
+        let mut kernels = lane(vec![1.0; 400], vec![false; 400]);
+        kernels.items = vec![
+            Item {
+                start_ns: 0,
+                end_ns: 600,
+                name: 0,
+                depth: 0,
+            },
+            Item {
+                start_ns: 700,
+                end_ns: 720,
+                name: 1,
+                depth: 0,
+            },
+        ];
+        let mut api = lane(vec![0.0; 400], vec![false; 400]);
+        api.kind = "api".into();
+        api.device = None;
+        api.items = vec![Item {
+            start_ns: 0,
+            end_ns: 100,
+            name: 2,
+            depth: 0,
+        }];
+        let view = TimelineView {
+            start_ns: 0,
+            end_ns: 1_000,
+            columns: 400,
+            lanes: vec![api, kernels],
+            names: vec![
+                "ampere_sgemm_128x64_tn_with_a_long_tail_of_template_arguments".into(),
+                "short".into(),
+                "cudaLaunchKernel".into(),
+            ],
+            classes: vec!["gemm".into(), "other".into(), "other".into()],
+            origin_ns: 0,
+        };
+        let arrow = Arrow {
+            from_lane: 0,
+            from_ns: 0,
+            to_lane: 1,
+            to_ns: 0,
+        };
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (560, timeline_height(&view)))
+                .into_drawing_area();
+            draw_timeline_with(&root, &view, Some(&arrow)).expect("draw");
+        }
+        // 240 px wide at 11 px (6.16 px a character): 37 characters, the last one "…"; the
+        // 8 px kernel has no room for a name; the 40 px call keeps 5.
+        let texts: Vec<&str> = svg.lines().filter(|l| !l.starts_with('<')).collect();
+        assert!(
+            texts.contains(&"ampere_sgemm_128x64_tn_with_a_long_t…"),
+            "{texts:?}"
+        );
+        assert!(texts.contains(&"cuda…"), "{texts:?}");
+        assert!(!texts.iter().any(|t| t.starts_with("sho")), "{texts:?}");
+        assert_eq!(svg.matches("<circle").count(), 1, "the arrow's tail");
+        let strokes = svg.matches("stroke=\"#111827\" stroke-width=\"2\"").count();
+        assert_eq!(strokes, 3, "shaft and two strokes of the head: {svg}");
     }
 }

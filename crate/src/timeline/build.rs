@@ -109,6 +109,7 @@ impl TimelineBuilder {
             grid,
             blocks: self.blocks,
             extent,
+            host: std::cell::OnceCell::new(),
         }
     }
 }

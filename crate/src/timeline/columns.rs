@@ -36,6 +36,7 @@ impl Grid {
 pub struct NameIndex<'a> {
     pub names: Vec<String>,
     by_label: HashMap<Label, i32>,
+    by_text: HashMap<String, i32>,
     source: &'a dyn KernelSource,
 }
 
@@ -44,12 +45,16 @@ impl<'a> NameIndex<'a> {
         NameIndex {
             names: Vec::new(),
             by_label: HashMap::new(),
+            by_text: HashMap::new(),
             source,
         }
     }
 
     pub fn index(&mut self, label: impl Into<Label>) -> i32 {
         let label = label.into();
+        if let Label::Index(i) = label {
+            return i;
+        }
         if let Some(&i) = self.by_label.get(&label) {
             return i;
         }
@@ -57,8 +62,22 @@ impl<'a> NameIndex<'a> {
         self.names.push(match label {
             Label::Name(id) => self.source.name(id),
             Label::Step(step) => step_label(&step),
+            Label::Index(_) => String::new(),
         });
         self.by_label.insert(label, i);
+        i
+    }
+}
+
+impl NameIndex<'_> {
+    /// The index of a name read as text (a host track's row), added on first sight.
+    pub fn index_text(&mut self, text: &str) -> i32 {
+        if let Some(&i) = self.by_text.get(text) {
+            return i;
+        }
+        let i = self.names.len() as i32;
+        self.names.push(text.to_string());
+        self.by_text.insert(text.to_string(), i);
         i
     }
 }

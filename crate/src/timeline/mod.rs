@@ -13,15 +13,19 @@
 
 mod build;
 pub mod columns;
+pub mod host;
 pub mod summary;
 
 use serde::{Deserialize, Serialize};
 
 pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
+pub use host::HostIndex;
 use summary::{BinGrid, Blocks, Label, LaneBins, Summary};
 
-use crate::model::{KernelEvent, NameId, Ns, Trace, UNHELD_NAME};
+use crate::model::{
+    HostRow, HostSpan, HostTable, KernelEvent, LinkKey, NameId, Ns, Trace, UNHELD_NAME,
+};
 use crate::steps::{Step, StepSink};
 
 /// What the page draws for one view.
@@ -31,15 +35,45 @@ pub struct TimelineView {
     pub end_ns: Ns,
     pub columns: u32,
     pub lanes: Vec<LaneView>,
-    /// Kernel (or step) names referenced by `LaneView::top`.
+    /// Kernel (or step) names referenced by `LaneView::top` and `Item::name`.
     pub names: Vec<String>,
+    /// The kernel class of each of `names` (`names::kernels::KernelCategory`, lowercase), which
+    /// colours a kernel drawn on its own.
+    #[serde(default)]
+    pub classes: Vec<String>,
+    /// The trace's start (its first kernel's): the time axis reads offsets from it, as every
+    /// time on the page does.
+    #[serde(default)]
+    pub origin_ns: Ns,
 }
+
+/// One event drawn on its own (a view zoomed in far enough that its events are a few pixels
+/// wide or more, [`ITEM_MIN_PX`]): its boundaries and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Index into `TimelineView::names`.
+    pub name: i32,
+    /// Nesting depth on its thread (NVTX ranges; 0 for kernels, steps and API calls).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u8,
+}
+
+fn is_zero(d: &u8) -> bool {
+    *d == 0
+}
+
+/// A lane's events are drawn one by one when the view holds at most one per this many pixel
+/// columns (on average) — kernels then are a few pixels wide, their boundaries visible.
+pub const ITEM_MIN_PX: u32 = 3;
 
 /// One lane's columns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaneView {
     pub label: String,
-    /// `"steps"` or `"kernels"`.
+    /// `"steps"`, `"api"` (a thread's CUDA API calls), `"nvtx"` (a thread's NVTX ranges) or
+    /// `"kernels"`.
     pub kind: String,
     pub device: Option<u32>,
     pub stream: Option<u32>,
@@ -51,6 +85,13 @@ pub struct LaneView {
     pub top: Vec<i32>,
     /// Columns in which the lane's device ran no kernel at all (GPU idle), for shading.
     pub idle: Vec<bool>,
+    /// The lane's events in the view one by one, in start order, when the view re-read them
+    /// and they are few enough to draw ([`ITEM_MIN_PX`]); else empty (drawn from the columns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Item>,
+    /// Why a lane shows nothing although it has events (a host lane too wide to read).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// The event under the pointer.
@@ -63,6 +104,26 @@ pub struct Hit {
     pub duration_us: f64,
     pub device: Option<u32>,
     pub stream: Option<u32>,
+    /// The host lane's label (process/thread and table) for a CUDA API call or NVTX range.
+    #[serde(default)]
+    pub track: Option<String>,
+    /// For a kernel, the CUDA API call that launched it; for a launch call, its kernel.
+    #[serde(default)]
+    pub link: Option<Link>,
+}
+
+/// The other end of a launch: a kernel's launch call, or a launch call's kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// `"api"` (the launch call) or `"kernels"` (the kernel launched).
+    pub kind: String,
+    pub name: String,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Its lane in the view, when shown (a thread beyond `host::MAX_HOST_LANES` is not).
+    pub lane: Option<u32>,
+    /// The launch call's thread, or the kernel's device and stream, as a label.
+    pub place: String,
 }
 
 /// Where a view re-reads the kernels it covers: rows of the kernel table by row number (the
@@ -95,6 +156,57 @@ pub trait KernelSource {
         last_row: i64,
         visit: &mut dyn FnMut(Step),
     ) -> crate::error::Result<()>;
+
+    /// Visits the span of every row of `table` (the host tracks' index scan). None by default:
+    /// a source without host rows shows no host track.
+    fn host_scan(
+        &self,
+        _table: HostTable,
+        _visit: &mut dyn FnMut(HostSpan),
+    ) -> crate::error::Result<()> {
+        Ok(())
+    }
+
+    /// The key joining kernel row `row` to its launch call (`None`: not known).
+    fn kernel_key(&self, _row: i64) -> crate::error::Result<Option<LinkKey>> {
+        Ok(None)
+    }
+
+    /// The key joining CUDA API call row `row` to the kernel it launched.
+    fn call_key(&self, _row: i64) -> crate::error::Result<Option<LinkKey>> {
+        Ok(None)
+    }
+
+    /// The kernel row of `first_row..=last_row` with `key`.
+    fn kernel_with(
+        &self,
+        _first_row: i64,
+        _last_row: i64,
+        _key: LinkKey,
+    ) -> crate::error::Result<Option<i64>> {
+        Ok(None)
+    }
+
+    /// The CUDA API call row of `first_row..=last_row` with `key`.
+    fn call_with(
+        &self,
+        _first_row: i64,
+        _last_row: i64,
+        _key: LinkKey,
+    ) -> crate::error::Result<Option<i64>> {
+        Ok(None)
+    }
+
+    /// Visits rows `first_row..=last_row` of `table`, named, in `rowid` order.
+    fn host_rows(
+        &self,
+        _table: HostTable,
+        _first_row: i64,
+        _last_row: i64,
+        _visit: &mut dyn FnMut(HostRow),
+    ) -> crate::error::Result<()> {
+        Ok(())
+    }
 }
 
 /// The standard profile's forward steps of `rows` ([`KernelSource::steps_in_rows`]).
@@ -148,6 +260,10 @@ fn rows_within(first: i64, last: i64, len: usize) -> impl Iterator<Item = usize>
 
 pub use crate::model::OutOfOrder;
 
+/// How far from a kernel its launch call is looked for (and the reverse), widening: 1 ms,
+/// 100 ms, 10 s (a launch queued behind a long-running stream).
+const LINK_REACH: [Ns; 3] = [1_000_000, 100_000_000, 10_000_000_000];
+
 /// Most rows a view re-reads for exact detail; wider views are drawn from the summary.
 pub const EXACT_ROWS: i64 = 200_000;
 
@@ -187,6 +303,9 @@ pub struct Timeline {
     grid: BinGrid,
     blocks: Blocks,
     extent: (Ns, Ns),
+    /// The host tracks' index, scanned from the source on the first view.
+    #[serde(skip)]
+    host: std::cell::OnceCell<HostIndex>,
 }
 
 /// One (device, stream) lane's summary.
@@ -224,6 +343,8 @@ impl KernelLane {
             count: columns.count,
             top: columns.top,
             idle: vec![false; n],
+            items: Vec::new(),
+            note: String::new(),
         }
     }
 }
@@ -351,13 +472,12 @@ impl StepLane {
     ) -> crate::error::Result<LaneView> {
         let rows = self.rows_near(grid.start, grid.end);
         let exact = detail.reads(&rows);
+        let mut items = Vec::new();
         let cols = if exact {
             let steps = self.read(source, &rows, (grid.start, grid.end))?;
-            columns::exact(
-                steps.into_iter().map(|(s, e, (l, _))| (s, e, l)),
-                grid,
-                names,
-            )
+            let evs = || steps.iter().map(|&(s, e, (l, _))| (s, e, l));
+            items = items_of(evs(), grid, names);
+            columns::exact(evs(), grid, names)
         } else {
             let bins = self.summary.lanes.first().map_or(&[][..], |l| &l.bins[..]);
             columns::from_bins(bins, &self.summary.grid, grid, names)
@@ -372,6 +492,8 @@ impl StepLane {
             count: cols.count,
             top: cols.top,
             idle: vec![false; n],
+            items,
+            note: String::new(),
         })
     }
 }
@@ -450,11 +572,24 @@ impl Timeline {
         }
         let rows = self.blocks.rows_overlapping(grid.start, grid.end);
         let exact = detail.reads(&rows);
+        // The host tracks' scan reads both tables whole: done once a view is narrow enough to
+        // read its kernels again (a first, whole-trace view of a large trace stays quick).
+        let host = if exact {
+            Some(self.host(source)?)
+        } else {
+            self.host.get()
+        };
+        if let Some(host) = host {
+            lanes.extend(host.views(source, &grid, &mut names)?);
+        }
         if exact {
             let events = self.read_lanes(source, &rows, grid.start, grid.end)?;
             for (lane, evs) in self.lanes.iter().zip(events) {
-                let evs = evs.into_iter().map(|(s, _, e, name)| (s, e, name));
-                lanes.push(lane.view(columns::exact(evs, &grid, &mut names)));
+                let evs = || evs.iter().map(|&(s, _, e, name)| (s, e, name));
+                let items = items_of(evs(), &grid, &mut names);
+                let mut view = lane.view(columns::exact(evs(), &grid, &mut names));
+                view.items = items;
+                lanes.push(view);
             }
         } else {
             for lane in &self.lanes {
@@ -463,13 +598,30 @@ impl Timeline {
             }
         }
         mark_idle(&mut lanes);
+        let classes = names
+            .names
+            .iter()
+            .map(|n| class_of(n).to_string())
+            .collect();
         Ok(TimelineView {
             start_ns: grid.start,
             end_ns: grid.end,
             columns: grid.columns,
             lanes,
             names: names.names,
+            classes,
+            origin_ns: self.extent.0,
         })
+    }
+
+    /// The host tracks' index, scanned from `source` the first time (views read it once they
+    /// read kernel rows again; hovers only when a view has).
+    pub fn host(&self, source: &dyn KernelSource) -> crate::error::Result<&HostIndex> {
+        if let Some(index) = self.host.get() {
+            return Ok(index);
+        }
+        let index = HostIndex::scan(source)?;
+        Ok(self.host.get_or_init(|| index))
     }
 
     /// Rows a view of `[start, end)` would re-read for exact detail (it does when at most
@@ -541,15 +693,28 @@ impl Timeline {
         let slack = slack.max(0);
         let (a, b) = (t.saturating_sub(slack), t.saturating_add(slack));
         let steps = usize::from(self.steps.is_some());
-        let (found, device, stream) = match (lane as usize).checked_sub(steps) {
+        let host = self.host.get();
+        let host_lanes = host.map_or(0, HostIndex::lane_count);
+        if let Some((host, i)) = host.zip((lane as usize).checked_sub(steps))
+            && i < host_lanes
+        {
+            return self.host_hit(source, host, (lane, i), t, slack);
+        }
+        // Lanes: the step lane, the host lanes, then the kernel lanes.
+        let lane_index = if (lane as usize) < steps {
+            lane as usize
+        } else {
+            lane as usize - host_lanes
+        };
+        let (found, device, stream) = match lane_index.checked_sub(steps) {
             None => {
                 let Some(s) = &self.steps else {
                     return Ok(None);
                 };
                 let steps = s.read(source, &s.rows_near(a, b), (a, b))?;
                 let found = closest(steps.into_iter(), t, slack);
-                let named =
-                    found.map(|(s, e, (label, row))| Ok((s, e, hit_name(source, label, row)?)));
+                let named = found
+                    .map(|(s, e, (label, row))| Ok((s, e, hit_name(source, label, row)?, None)));
                 (named.transpose()?, None, None)
             }
             Some(i) => {
@@ -559,12 +724,20 @@ impl Timeline {
                 let rows = self.blocks.rows_overlapping(a.saturating_sub(1), b);
                 let events = self.read_lanes(source, &rows, a, b)?;
                 let evs = events.into_iter().nth(i).unwrap_or_default();
-                let evs = evs.into_iter().map(|(s, _, e, name)| (s, e, name));
-                let found = closest(evs, t, slack).map(|(s, e, id)| (s, e, source.name(id)));
+                let evs = evs.into_iter().map(|(s, row, e, name)| (s, e, (name, row)));
+                let found = closest(evs, t, slack)
+                    .map(|(s, e, (id, row))| (s, e, source.name(id), Some(row)));
                 (found, Some(l.device), Some(l.stream))
             }
         };
-        Ok(found.map(|(start_ns, end_ns, name)| Hit {
+        let Some((start_ns, end_ns, name, row)) = found else {
+            return Ok(None);
+        };
+        let link = match (row, host) {
+            (Some(row), Some(host)) => self.launch_of(source, host, steps, row, start_ns)?,
+            _ => None,
+        };
+        Ok(Some(Hit {
             lane,
             name,
             start_ns,
@@ -572,7 +745,119 @@ impl Timeline {
             duration_us: (end_ns - start_ns) as f64 / 1000.0,
             device,
             stream,
+            track: None,
+            link,
         }))
+    }
+
+    /// The CUDA API call or NVTX range of host lane `i` (view lane `lane`) at `t`, a launch
+    /// call with its kernel.
+    fn host_hit(
+        &self,
+        source: &dyn KernelSource,
+        host: &HostIndex,
+        (lane, i): (u32, usize),
+        t: Ns,
+        slack: Ns,
+    ) -> crate::error::Result<Option<Hit>> {
+        let Some(found) = host.hit(source, i, t, slack)? else {
+            return Ok(None);
+        };
+        let link = match found.table {
+            HostTable::Api => self.kernel_of(source, host.lane_count(), &found)?,
+            HostTable::Nvtx => None,
+        };
+        let r = found.row;
+        Ok(Some(Hit {
+            lane,
+            name: r.name,
+            start_ns: r.span.start,
+            end_ns: r.span.end,
+            duration_us: (r.span.end - r.span.start) as f64 / 1000.0,
+            device: None,
+            stream: None,
+            track: Some(found.label),
+            link,
+        }))
+    }
+
+    /// The launch call of the kernel in row `row` (starting at `start`): searched among the
+    /// calls of ever wider spans before the kernel ([`LINK_REACH`]).
+    fn launch_of(
+        &self,
+        source: &dyn KernelSource,
+        host: &HostIndex,
+        steps: usize,
+        row: i64,
+        start: Ns,
+    ) -> crate::error::Result<Option<Link>> {
+        let Some(key) = source.kernel_key(row)? else {
+            return Ok(None);
+        };
+        for reach in LINK_REACH {
+            let span = (start.saturating_sub(reach), start.saturating_add(1));
+            for (first, last) in host.api_rows(span) {
+                let Some(call) = source.call_with(first, last, key)? else {
+                    continue;
+                };
+                let mut found = None;
+                source.host_rows(HostTable::Api, call, call, &mut |r| found = Some(r))?;
+                return Ok(found.map(|r| {
+                    let lane = host.lane_of(r.span.thread, HostTable::Api);
+                    Link {
+                        kind: "api".into(),
+                        place: host::lane_label(r.span.thread, HostTable::Api),
+                        name: r.name,
+                        start_ns: r.span.start,
+                        end_ns: r.span.end,
+                        lane: lane.map(|i| (steps + i) as u32),
+                    }
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The kernel launched by the CUDA API call `call` (a host hit): searched among the kernels
+    /// of ever wider spans after the call.
+    fn kernel_of(
+        &self,
+        source: &dyn KernelSource,
+        host_lanes: usize,
+        call: &host::HostHit,
+    ) -> crate::error::Result<Option<Link>> {
+        let Some(key) = source.call_key(call.row.span.row)? else {
+            return Ok(None);
+        };
+        let steps = usize::from(self.steps.is_some());
+        let start = call.row.span.start;
+        for reach in LINK_REACH {
+            let rows = self
+                .blocks
+                .rows_overlapping(start, start.saturating_add(reach));
+            for (first, last) in rows {
+                let Some(row) = source.kernel_with(first, last, key)? else {
+                    continue;
+                };
+                let mut found = None;
+                source.kernels_in_rows(row, row, &mut |ev| found = Some(ev))?;
+                return Ok(found.map(|ev| {
+                    let lane = self
+                        .lanes
+                        .binary_search_by_key(&(ev.device, ev.stream), |l| (l.device, l.stream))
+                        .ok();
+                    Link {
+                        kind: "kernels".into(),
+                        place: lane.map_or_else(String::new, |i| self.lanes[i].label.clone()),
+                        name: source.name(ev.short_name),
+                        start_ns: ev.start,
+                        end_ns: ev.end,
+                        lane: lane.map(|i| (steps + host_lanes + i) as u32),
+                    }
+                }));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -584,6 +869,48 @@ fn error_bounds(bins: &BinGrid, view: Grid) -> Vec<f64> {
             columns::busy_error_bound(bins, cs, ce)
         })
         .collect()
+}
+
+/// A lane's events `(start, end, name)` (start order) overlapping the view, one by one, when
+/// there are at most one per [`ITEM_MIN_PX`] columns; else none (the lane is drawn from its
+/// columns).
+fn items_of<K: Copy + Into<Label>>(
+    events: impl Iterator<Item = (Ns, Ns, K)>,
+    grid: &Grid,
+    names: &mut NameIndex,
+) -> Vec<Item> {
+    let most = (grid.columns / ITEM_MIN_PX).max(1) as usize;
+    let inside: Vec<(Ns, Ns, K)> = events
+        .filter(|&(s, e, _)| s < grid.end && e.max(s + 1) > grid.start)
+        .take(most + 1)
+        .collect();
+    if inside.len() > most {
+        return Vec::new();
+    }
+    inside
+        .into_iter()
+        .map(|(start_ns, end_ns, name)| Item {
+            start_ns,
+            end_ns,
+            name: names.index(name),
+            depth: 0,
+        })
+        .collect()
+}
+
+/// A name's kernel class as the page colours it (`KernelCategory`'s lowercase name).
+fn class_of(name: &str) -> &'static str {
+    use crate::names::kernels::{KernelCategory, kernel_category};
+    match kernel_category(name) {
+        KernelCategory::Collective => "collective",
+        KernelCategory::Attention => "attention",
+        KernelCategory::Gemm => "gemm",
+        KernelCategory::Norm => "norm",
+        KernelCategory::Sampling => "sampling",
+        KernelCategory::Elementwise => "elementwise",
+        KernelCategory::Memory => "memory",
+        KernelCategory::Other => "other",
+    }
 }
 
 /// The view's column grid, with `columns` clamped and an empty range widened to 1 ns.
@@ -608,6 +935,7 @@ fn hit_name(source: &dyn KernelSource, label: Label, row: i64) -> crate::error::
         Label::Step(step) => source
             .nvtx_name(row)?
             .unwrap_or_else(|| crate::names::steps::step_label(&step)),
+        Label::Index(_) => String::new(),
     })
 }
 

@@ -29,6 +29,8 @@ const MAX_WIDTH: Ns = 1 << 48;
 pub enum Label {
     Name(NameId),
     Step(StepText),
+    /// A name already in the view's list (a host track's, read as text).
+    Index(i32),
 }
 
 impl From<NameId> for Label {
@@ -321,6 +323,18 @@ impl Blocks {
             .iter()
             .take_while(|blk| blk.min_start < b)
             .filter(|blk| blk.max_end > a)
+            .map(|blk| (blk.first_row, blk.last_row))
+            .collect();
+        merge_rows(ranges)
+    }
+
+    /// [`Blocks::rows_overlapping`] for rows pushed in any order (a table in several sorted
+    /// runs): every block is looked at, none is assumed to start after its predecessor.
+    pub fn rows_overlapping_any_order(&self, a: Ns, b: Ns) -> Vec<(i64, i64)> {
+        let ranges: Vec<(i64, i64)> = self
+            .blocks
+            .iter()
+            .filter(|blk| blk.min_start < b && blk.max_end > a)
             .map(|blk| (blk.first_row, blk.last_row))
             .collect();
         merge_rows(ranges)

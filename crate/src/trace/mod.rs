@@ -3,7 +3,9 @@
 //! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
 //! never see a connection.
 
+mod host_rows;
 mod launch_calls;
+mod links;
 mod load;
 mod nvtx_names;
 mod open;
@@ -12,7 +14,9 @@ mod staged;
 mod stream;
 mod tables;
 
+pub use host_rows::HostRows;
 pub use launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
+pub use links::Links;
 pub use load::{
     KERNEL_TABLE, LoadOptions, NVTX_TABLE, Part, Progress, ProgressFn, RUNTIME_TABLE,
     kernel_table_notes, load, load_part, merge_kernel_part, probe_export, reads_graph_nodes,

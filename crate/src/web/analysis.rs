@@ -26,8 +26,10 @@ pub struct Analysis {
     registration: Registration,
 }
 
-/// `detect`'s options from the page: `{"profile", "no_m3", "thresholds", "step_marker"}`, all
-/// optional (`step_marker`: the marker field, see `names::steps::parse_marker_spec`).
+/// `detect`'s options from the page: `{"profile", "no_m3", "thresholds", "step_marker",
+/// "window"}`, all optional (`step_marker`: the marker field, see
+/// `names::steps::parse_marker_spec`; `window`: `[start_ns, end_ns]` as in the export, `detect
+/// --window`, a range selected on the timeline).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct DetectOptions {
@@ -35,6 +37,7 @@ struct DetectOptions {
     no_m3: bool,
     thresholds: ThresholdOverrides,
     step_marker: String,
+    window: Option<(Ns, Ns)>,
 }
 
 #[derive(Serialize)]
@@ -98,13 +101,23 @@ impl Analysis {
     }
 
     /// The verdict as `DetectReport` JSON. `optionsJson`: `{"profile": "standard" |
-    /// "trtllm-skill", "no_m3": bool, "thresholds": {...}}`, every key optional (`"{}"`).
+    /// "trtllm-skill", "no_m3": bool, "thresholds": {...}, "window": [start_ns, end_ns]}`,
+    /// every key optional (`"{}"`). A window loads a streamed trace whole (its open measured
+    /// the default windows only).
     pub fn detect(
         &self,
         #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
     ) -> Result<String, WebError> {
         let opts: DetectOptions = from_json("detect options", options_json)?;
+        if let Some((a, b)) = opts.window
+            && b <= a
+        {
+            return Err(js_error(format!(
+                "empty window: its end ({b} ns) must be after its start ({a} ns)"
+            )));
+        }
         let cfg = DetectConfig {
+            window: opts.window,
             profile: opts.profile,
             thresholds: opts.thresholds,
             skip_m3: opts.no_m3,

@@ -14,16 +14,22 @@ use crate::plot::{self, step_times::StepSeries};
 use crate::report::charts;
 use crate::timeline::TimelineView;
 
-/// Draws a `TimelineView` (JSON from `Analysis.timeline`) onto `canvas`.
+/// Draws a `TimelineView` (JSON from `Analysis.timeline`) onto `canvas`; `arrowJson`
+/// (`{"from_lane", "from_ns", "to_lane", "to_ns"}`, optional): a launch → kernel arrow on top.
 #[wasm_bindgen(js_name = drawTimeline)]
 pub fn draw_timeline(
     canvas: HtmlCanvasElement,
     #[wasm_bindgen(js_name = viewJson)] view_json: &str,
+    #[wasm_bindgen(js_name = arrowJson)] arrow_json: Option<String>,
 ) -> Result<(), WebError> {
     init();
     let view: TimelineView = from_json("timeline view", view_json)?;
+    let arrow: Option<plot::Arrow> = match arrow_json {
+        Some(json) => Some(from_json("launch arrow", &json)?),
+        None => None,
+    };
     let root = backend(canvas)?.into_drawing_area();
-    plot::draw_timeline(&root, &view).map_err(js_error)?;
+    plot::draw_timeline_with(&root, &view, arrow.as_ref()).map_err(js_error)?;
     root.present().map_err(js_error)
 }
 

@@ -15,10 +15,10 @@ use rusqlite::Connection;
 use crate::detect::{self, DetectConfig, DetectReport};
 use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
-use crate::model::{Ns, Trace};
+use crate::model::{HostTable, Ns, Trace};
 use crate::streamed::{SqliteKernels, Streamed};
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{KernelRows, LoadOptions, NvtxRows, Part, Schema};
+use crate::trace::{HostRows, KernelRows, Links, LoadOptions, NvtxRows, Part, Schema};
 
 pub(crate) struct Indexed {
     /// The file's name, as results label the trace.
@@ -38,6 +38,9 @@ enum Kind {
         rows: KernelRows,
         /// The NVTX table's rows, for the forward-step lane.
         nvtx: NvtxRows,
+        /// The CUDA API calls and NVTX ranges, for the host tracks.
+        host: [HostRows; 2],
+        links: Links,
         whole: OnceCell<Trace>,
     },
 }
@@ -58,6 +61,11 @@ impl Indexed {
         let schema = Schema::probe(&conn, label)?;
         let rows = KernelRows::new(&conn, &schema, label, false)?;
         let nvtx = NvtxRows::new(&schema);
+        let host = [
+            HostRows::new(&schema, HostTable::Api),
+            HostRows::new(&schema, HostTable::Nvtx),
+        ];
+        let links = Links::new(&schema);
         Ok(Indexed {
             label: label.to_string(),
             kind: Kind::Streamed {
@@ -65,6 +73,8 @@ impl Indexed {
                 conn,
                 rows,
                 nvtx,
+                host,
+                links,
                 whole: OnceCell::new(),
             },
         })
@@ -94,9 +104,10 @@ impl Indexed {
     pub(crate) fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
         match &self.kind {
             Kind::Loaded { trace, .. } => detect::detect(trace, cfg),
-            // The streamed pass measured the windows of the marker the trace showed; another
-            // marker's are measured on the whole load (as root cause reads it).
-            Kind::Streamed { .. } if cfg.step_marker.is_some() => {
+            // The streamed pass measured the default windows of the marker the trace showed;
+            // another marker's, or another window, are measured on the whole load (as root
+            // cause reads it).
+            Kind::Streamed { .. } if cfg.step_marker.is_some() || cfg.window.is_some() => {
                 detect::detect(self.trace()?, cfg)
             }
             Kind::Streamed { streamed, .. } => streamed.detect(cfg),
@@ -134,12 +145,16 @@ impl Indexed {
                 conn,
                 rows,
                 nvtx,
+                host,
+                links,
                 ..
             } => {
                 let source = SqliteKernels {
                     conn,
                     rows,
                     nvtx,
+                    host,
+                    links,
                     strings: &streamed.host.strings,
                     label: &self.label,
                     scratch: RefCell::default(),
