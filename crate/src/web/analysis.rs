@@ -123,7 +123,6 @@ impl Analysis {
             skip_m3: opts.no_m3,
             file_label: self.name.clone(),
             step_marker: super::analyses::step_source(&opts.step_marker)?,
-            ..DetectConfig::default()
         };
         let report = self.trace.detect(&cfg).map_err(WebError::from)?;
         to_json(&report)
