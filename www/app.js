@@ -593,10 +593,7 @@ async function computeDrill() {
   const drillSlots = mode === 'ranks' ? slots.map((e) => e.slot) : [appState.engine.focus];
   const { report } = await appState.engine.drill(drillSlots, { top: DRILL_TOP, step_marker: markerOption() });
   renderDrill($('drill'), JSON.parse(report), {
-    drawGapHistogram,
-    drawBarChart,
-    drawIdleCauses,
-    idleCauseColours: JSON.parse(idleCauseColours()),
+    ...drillDrawing(),
     onGap: async (gap) => {
       // A gap of another rank file: show that file's timeline first.
       const owner = appState.session.slots.find((e) => e.name === gap.file);
@@ -607,6 +604,11 @@ async function computeDrill() {
     },
     exportReport: (format) => exportReport(appState.engine.focus, format),
   });
+}
+
+// What the drill-down draws with: the core's canvas exports and its cause colours.
+function drillDrawing() {
+  return { drawGapHistogram, drawBarChart, drawIdleCauses, idleCauseColours: JSON.parse(idleCauseColours()) };
 }
 
 // Another trace is shown: the last range's analysis was of the one before.
@@ -644,8 +646,7 @@ async function analyseWindow({ start, end }) {
     const onScope = (scope) => renderCards(cards, tabs, verdict, scope, onScope);
     onScope('aggregate');
     renderDrill(drill, JSON.parse(report), {
-      drawGapHistogram,
-      drawBarChart,
+      ...drillDrawing(),
       onGap: (gap) => appState.timeline.zoomTo(gap.start_ns, gap.end_ns),
       exportReport: (format) => exportReport(appState.engine.focus, format),
     });

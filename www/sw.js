@@ -20,6 +20,7 @@ const ASSETS = [
   './ui/drill.js',
   './ui/compare.js',
   './ui/hostside.js',
+  './ui/lprof.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',
