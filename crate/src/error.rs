@@ -43,9 +43,15 @@ pub enum Error {
     NotNsysExport { path: String },
 
     #[error(
-        "{path}: no GPU kernels in this export ({why}), so GPU idle time cannot be measured. Capture with CUDA tracing on (nsys profile --trace=cuda,nvtx ...) and export again"
+        "{path}: no GPU kernels in this export ({why}), so GPU idle time cannot be measured. {advice}"
     )]
-    NoKernels { path: String, why: String },
+    NoKernels {
+        path: String,
+        why: String,
+        /// What to change in the capture: turn CUDA tracing on, or, when launch calls were
+        /// traced, get the kernel records flushed.
+        advice: String,
+    },
 
     #[error("{path}: cannot read the file: {detail}")]
     Io { path: String, detail: String },

@@ -7,6 +7,7 @@
 //!
 //! Thresholds act only in assembly: a summary can be re-assembled under edited thresholds.
 
+pub mod capture;
 pub mod catalogue;
 pub mod config;
 mod evidence;
@@ -87,7 +88,10 @@ pub fn detect_with_host_facts(
             present: host.present,
             ..Trace::default()
         };
-        empty.require_kernels(&cfg.file_label)?;
+        let launches = host_facts
+            .swept_launch_calls()
+            .unwrap_or_else(|| host.loaded_launch_calls());
+        empty.require_kernels_launched(&cfg.file_label, launches)?;
     }
     assemble(host, host_facts, kernels, cfg)
 }
@@ -147,7 +151,21 @@ fn assemble(
         host_facts.steps.steps,
         host_facts.custom_marker,
     ));
-    let warnings = evidence::warnings(&prepared, &aggregate, host_facts.steps);
+    let mut warnings = evidence::warnings(&prepared, &aggregate, host_facts.steps);
+    let capture = capture::check(&capture::CaptureInputs {
+        host,
+        kernels,
+        forward_steps: host_facts.steps.steps,
+        launch_api_calls: prepared.launch_api_calls(),
+        metrics: &aggregate.metrics,
+        thresholds: &thresholds.aggregate,
+    });
+    let cautions: Vec<String> = capture
+        .verdict_cautions()
+        .iter()
+        .map(|c| c.evidence.clone())
+        .collect();
+    warnings.extend(cautions.iter().map(|c| format!("capture: {c}")));
 
     let mut report = DetectReport {
         verdict: overall,
@@ -178,8 +196,16 @@ fn assemble(
         coverage,
         warnings,
         summary: String::new(),
+        capture,
     };
     report.summary = catalogue::summary(&report);
+    if !cautions.is_empty() {
+        report.summary = format!(
+            "{} Caution, the capture cannot fully support this verdict: {}.",
+            report.summary,
+            cautions.join("; ")
+        );
+    }
     Ok(report)
 }
 

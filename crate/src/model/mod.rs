@@ -5,6 +5,7 @@
 //! parallel `Vec`s (struct-of-arrays) so a multi-million-row table costs a few dozen bytes per
 //! event and scans stay cache-friendly. Times are integer nanoseconds throughout.
 
+pub mod capture;
 pub mod chunked;
 pub mod intervals;
 
@@ -45,6 +46,8 @@ pub struct Trace {
     pub coverage: Vec<CoverageNote>,
     /// Which of the event tables were present in the file.
     pub present: PresentTables,
+    /// Warm-up spans and GC/GIL markers for the capture checks (`trace::capture`).
+    pub capture: capture::CaptureMarks,
 }
 
 /// Which event tables exist (a missing table differs from an empty one).
@@ -64,6 +67,26 @@ impl Trace {
     /// Fails with a message naming `source` when the trace has no kernel to analyse (every
     /// analysis starts from kernels).
     pub fn require_kernels(&self, source: &str) -> crate::error::Result<()> {
+        self.require_kernels_launched(source, self.loaded_launch_calls())
+    }
+
+    /// Kernel-launch API calls among the loaded runtime calls.
+    pub fn loaded_launch_calls(&self) -> u64 {
+        (0..self.runtime.len())
+            .filter(|&r| {
+                let name = self.strings.get(self.runtime.name[r]);
+                crate::names::api::api_kind(name).launches_kernels()
+            })
+            .count() as u64
+    }
+
+    /// [`Trace::require_kernels`] when the launch calls were counted elsewhere (swept, not
+    /// loaded): `launch_calls` kernel-launch API calls were traced.
+    pub fn require_kernels_launched(
+        &self,
+        source: &str,
+        launch_calls: u64,
+    ) -> crate::error::Result<()> {
         if !self.kernels.is_empty() {
             return Ok(());
         }
@@ -72,9 +95,18 @@ impl Trace {
         } else {
             "no CUPTI_ACTIVITY_KIND_KERNEL table"
         };
+        let advice = if launch_calls > 0 {
+            format!(
+                "CUDA tracing was on: {launch_calls} kernel-launch API calls were traced, but no kernel record was written. The GPU activity buffers were not flushed before the process ended: capture with nsys profile --cuda-flush-interval=100, and let the application synchronize (cudaDeviceSynchronize) and call cudaProfilerStop or cudaDeviceReset before it exits"
+            )
+        } else {
+            "Capture with CUDA tracing on (nsys profile --trace=cuda,nvtx ...) and export again"
+                .to_string()
+        };
         Err(crate::error::Error::NoKernels {
             path: source.to_string(),
             why: why.into(),
+            advice,
         })
     }
 

@@ -3,6 +3,7 @@
 //! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
 //! never see a connection.
 
+mod capture;
 mod launch_calls;
 mod load;
 mod nvtx_names;
