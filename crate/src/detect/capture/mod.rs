@@ -19,7 +19,7 @@ use super::sweep::KernelSummary;
 use crate::model::Trace;
 use crate::names::api::{ApiKind, api_kind};
 pub use idle::{IdleProfile, IdleSweep};
-pub use warmup::SteadyWindow;
+pub use warmup::{SteadyWindow, WarmupFigures};
 
 /// Fewer kernels than this and the capture is too short to judge.
 pub const MIN_KERNELS: u64 = 1000;
@@ -59,6 +59,8 @@ pub struct CaptureReport {
     pub checks: Vec<CaptureCheck>,
     /// The window after the warm-up and its GPU figures, when warm-up stalls were found early.
     pub steady_window: Option<SteadyWindow>,
+    /// The warm-up check's figures (`None` when it could not run).
+    pub warmup: Option<WarmupFigures>,
 }
 
 impl CaptureReport {
@@ -84,7 +86,7 @@ pub struct CaptureInputs<'a> {
 
 /// Runs every check.
 pub fn check(inp: &CaptureInputs<'_>) -> CaptureReport {
-    let (warmup, steady_window) = warmup::check(inp);
+    let (warmup, figures, steady_window) = warmup::check(inp);
     CaptureReport {
         checks: vec![
             length(inp),
@@ -98,6 +100,7 @@ pub fn check(inp: &CaptureInputs<'_>) -> CaptureReport {
             gpu_metrics(inp),
         ],
         steady_window,
+        warmup: figures,
     }
 }
 

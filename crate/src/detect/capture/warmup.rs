@@ -18,6 +18,15 @@ use crate::model::Ns;
 use crate::model::capture::{WarmupKind, WarmupSpan};
 use crate::model::intervals::IntervalSet;
 
+/// What the warm-up check measured: the idle time between kernels (all devices), the part of
+/// it inside the largest gaps that warm-up spans cover, and their ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WarmupFigures {
+    pub idle_ns: Ns,
+    pub warmup_ns: Ns,
+    pub share: f64,
+}
+
 /// The window after the warm-up, with the GPU figures of both windows (standard definitions:
 /// per device, then the mean over devices that ran kernels).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -106,8 +115,8 @@ fn cut(label: &str) -> String {
 const MIN_STEADY_SHARE: f64 = 0.1;
 
 /// The warm-up spans with only the slow launches that can be first launches: those starting
-/// in the first [`EARLY_SHARE`] of the kernel window or before the last module load or compile
-/// ends. A launch of ≥ 5 ms later in a run is something else (a full launch queue, a stalled
+/// in the first [`EARLY_SHARE`] of the kernel window or by the time the last module load or
+/// compile ends. A launch of ≥ 5 ms later in a run is something else (a full launch queue, a stalled
 /// host) and stays out of the warm-up.
 fn early_launches(spans: &[WarmupSpan], hull: Option<(Ns, Ns)>) -> Vec<WarmupSpan> {
     let (first, last) = hull.unwrap_or((0, 0));
@@ -121,7 +130,7 @@ fn early_launches(spans: &[WarmupSpan], hull: Option<(Ns, Ns)>) -> Vec<WarmupSpa
     let until = early.max(loads_end);
     spans
         .iter()
-        .filter(|s| s.kind != WarmupKind::SlowLaunch || s.start < until)
+        .filter(|s| s.kind != WarmupKind::SlowLaunch || s.start <= until)
         .cloned()
         .collect()
 }
@@ -130,16 +139,19 @@ fn early_launches(spans: &[WarmupSpan], hull: Option<(Ns, Ns)>) -> Vec<WarmupSpa
 const EARLY_SHARE: f64 = 0.1;
 
 /// The warm-up check and the steady window.
-pub(super) fn check(inp: &CaptureInputs<'_>) -> (CaptureCheck, Option<SteadyWindow>) {
+pub(super) fn check(
+    inp: &CaptureInputs<'_>,
+) -> (CaptureCheck, Option<WarmupFigures>, Option<SteadyWindow>) {
     let marks = &inp.host.capture;
     let Some(profile) = inp.kernels.idle.as_ref() else {
-        return (unknown("the kernel sweep kept no idle profile"), None);
+        return (unknown("the kernel sweep kept no idle profile"), None, None);
     };
     if !marks.read {
         return (
             unknown(
                 "no CUDA API or NVTX table: module loads, compiles and first launches are not recorded",
             ),
+            None,
             None,
         );
     }
@@ -207,7 +219,12 @@ pub(super) fn check(inp: &CaptureInputs<'_>) -> (CaptureCheck, Option<SteadyWind
             "capture after warm-up: nsys profile -c cudaProfilerApi with TLLM_PROFILE_START_STOP=A-B starting past the warm-up iterations (or read the steady window below)".to_string()
         }),
     };
-    (check, steady)
+    let figures = WarmupFigures {
+        idle_ns: idle,
+        warmup_ns: warm,
+        share,
+    };
+    (check, Some(figures), steady)
 }
 
 fn unknown(why: &str) -> CaptureCheck {

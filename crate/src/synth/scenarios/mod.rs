@@ -1,5 +1,6 @@
 //! The named scenarios of spec §7: each places a serving run whose answers are known.
 
+mod capture;
 mod gaps;
 mod layers;
 mod loops;
@@ -18,7 +19,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 10] = [
+pub const SCENARIOS: [(&str, &str, Builder); 14] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -68,5 +69,25 @@ pub const SCENARIOS: [(&str, &str, Builder); 10] = [
         "layers",
         "TP=1 decoder, six identical 10-kernel layers per step with Python before attention/allreduce/residual, 6 ms cudaEventCreate every 8th step: known per-layer pattern",
         layers::layers,
+    ),
+    (
+        "capture-short",
+        "46 host-bound kernels in about 2 ms: the capture checks flag it too short to judge",
+        capture::short,
+    ),
+    (
+        "capture-warmup",
+        "one kernel, then a module load, an NVRTC compile in a compileFusion range and an 8 ms first launch (~200 ms idle), then a GPU-bound loop with GC and GIL ranges; no capture range",
+        capture::warmup,
+    ),
+    (
+        "capture-graph-level",
+        "cudaGraphLaunch replays traced at graph level (MODE = Graph) between eager kernels",
+        capture::graph_level,
+    ),
+    (
+        "capture-no-nvtx",
+        "a GPU-bound eager loop with no NVTX range",
+        capture::no_nvtx,
     ),
 ];
