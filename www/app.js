@@ -5,7 +5,7 @@
 //  1. Page script. Replace <script type="module" src="app.js"></script> by ONE inline
 //     <script type="module"> holding app.js and every module it imports, transitively, dependencies
 //     first (here: ui/format.js, ui/engine.js, ui/cards.js, ui/phases.js, ui/facts.js, ui/gaps.js,
-//     ui/timeline.js, ui/rootcause.js, ui/drill.js, then app.js):
+//     ui/timeline.js, ui/rootcause.js, ui/drill.js, ui/capture.js, then app.js):
 //     - delete each relative import line (`import … from './…';` — always ONE line each);
 //     - replace the one line `import __wbg_init, { … } from './pkg/nsys_lens.js';` by the
 //       wasm-bindgen glue's text (pkg/nsys_lens.js) verbatim: the glue declares `__wbg_init` and
@@ -40,6 +40,7 @@ import { renderGapTable, drawGaps } from './ui/gaps.js';
 import { TimelinePanel } from './ui/timeline.js';
 import { renderRootCause } from './ui/rootcause.js';
 import { renderDrill } from './ui/drill.js';
+import { renderCapture } from './ui/capture.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -211,6 +212,7 @@ function renderReport(report) {
   onScope(appState.scope);
   renderPhases($('phases'), report);
   renderFacts($('facts'), report);
+  renderCapture($('capture'), $('capture-summary'), report);
   document.body.dataset.profile = report.profile || '';
 }
 

@@ -93,6 +93,23 @@ fn a_jit_warm_up_at_the_start_is_flagged_with_the_steady_window_after_it() {
         // The whole window reads host-bound; the steady one does not.
         assert_eq!(report.verdict, "YES");
         assert_eq!(steady.verdict, "NO");
+        // The command it gives measures the same window with the full verdict.
+        let trace = load_path(&path, LoadOptions::detect()).expect("load");
+        let cfg = DetectConfig {
+            window: Some((steady.start_ns, steady.end_ns)),
+            ..DetectConfig::default()
+        };
+        let windowed = detect(&trace, &cfg).expect("detect in the steady window");
+        let idle = windowed.aggregate_metrics.gpu_idle_ratio.expect("M1");
+        assert!(
+            (idle - steady.gpu_idle_ratio).abs() < 1e-9,
+            "{idle} vs {steady:?}"
+        );
+        assert!(
+            steady
+                .command
+                .contains(&format!("--window {}:{}", steady.start_ns, steady.end_ns))
+        );
         let markers = |id: &str| {
             cap.checks
                 .iter()
@@ -443,4 +460,34 @@ fn the_nvfuser_exports_are_warm_up_dominated_and_the_short_ones_flagged() {
             );
         }
     }
+}
+
+#[test]
+fn the_report_has_a_capture_section_with_every_check_and_the_steady_window() {
+    use nsys_lens::drill::DrillOptions;
+    use nsys_lens::report::{document, html, markdown, outline};
+    let (_dir, path, answers) = common::generated("capture-warmup", 1, 3);
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let doc = document::build(&trace, "capture-warmup", &DrillOptions::default()).expect("doc");
+    let md = markdown::render(&doc);
+    assert!(md.contains("## Capture"), "no Capture section");
+    let start = answers["capture"]["steady_window"]["start_ns"]
+        .as_i64()
+        .expect("start");
+    assert!(
+        md.contains(&format!("from {start} ns")),
+        "steady window start"
+    );
+    let table = outline::tables(&doc)
+        .into_iter()
+        .find(|t| t.name == "capture")
+        .expect("capture table");
+    assert_eq!(table.rows.len(), doc.detect.capture.checks.len());
+    let warm = table
+        .rows
+        .iter()
+        .find(|r| r[0] == "warmup")
+        .expect("warmup row");
+    assert_eq!(warm[1], "warn");
+    assert!(html::render(&doc).contains("Capture checks"));
 }

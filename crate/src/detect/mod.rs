@@ -153,6 +153,7 @@ fn assemble(
     ));
     let mut warnings = evidence::warnings(&prepared, &aggregate, host_facts.steps);
     let capture = capture::check(&capture::CaptureInputs {
+        file: &cfg.file_label,
         host,
         kernels,
         forward_steps: host_facts.steps.steps,

@@ -58,6 +58,7 @@ pub fn outline(doc: &Document) -> Vec<Section> {
             vec![verdict_line(doc)],
             vec![t::verdict(doc)],
         ),
+        super::capture::section(doc),
         gaps(doc),
         graphs(doc),
         patterns(doc),

@@ -75,6 +75,8 @@ impl CaptureReport {
 
 /// What the checks read of the verdict.
 pub struct CaptureInputs<'a> {
+    /// The file as the user named it (for the command the steady window gives).
+    pub file: &'a str,
     pub host: &'a Trace,
     pub kernels: &'a KernelSummary,
     pub forward_steps: usize,

@@ -237,6 +237,16 @@ fn unknown(why: &str) -> CaptureCheck {
     }
 }
 
+/// `word` quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=+@%,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The window after the last warm-up gap in the first half of the kernel window.
 fn steady_window(
     inp: &CaptureInputs<'_>,
@@ -286,6 +296,9 @@ fn steady_window(
         whole_gpu_utilization: inp.metrics.gpu_utilization,
         verdict: if crossed.len() >= 2 { "YES" } else { "NO" },
         crossed,
-        command: format!("nsys-lens detect --window {start}:{last} TRACE.sqlite"),
+        command: format!(
+            "nsys-lens detect --window {start}:{last} {}",
+            shell_word(inp.file)
+        ),
     })
 }
