@@ -491,3 +491,38 @@ fn the_report_has_a_capture_section_with_every_check_and_the_steady_window() {
     assert_eq!(warm[1], "warn");
     assert!(html::render(&doc).contains("Capture checks"));
 }
+
+#[test]
+fn gpu_metrics_are_averaged_per_device_over_the_kernel_window_with_their_pattern() {
+    let (_dir, path, answers) = common::generated("capture-gpu-metrics", 1, 9);
+    let report = detect_file(&path);
+    let want = &answers["capture"]["gpu_metrics"];
+    assert_statuses(&report.capture, &answers, "capture-gpu-metrics");
+    let gm = report.capture.gpu_metrics.as_ref().expect("gpu metrics");
+    // Matched by name prefix: the five classes, not the clock.
+    assert_eq!(gm.metrics.len(), 5, "{:?}", gm.metrics);
+    assert!(!gm.metrics.iter().any(|m| m.contains("Clock")));
+    let d = &gm.per_device[0];
+    assert_eq!(Value::from(d.device), want["device"]);
+    // Bins cut by the window's edges count in proportion: within half a point of the exact
+    // mean of the samples placed inside the window.
+    let close = |got: Option<f64>, key: &str| {
+        let w = want[key].as_f64().expect(key);
+        let g = got.expect(key);
+        assert!((g - w).abs() < 0.5, "{key}: {g} vs {w}");
+    };
+    close(d.window.sm_active, "sm_active");
+    close(d.window.sm_issue, "sm_issue");
+    close(d.window.tensor_active, "tensor_active");
+    close(d.window.dram_bandwidth, "dram_bandwidth");
+    let samples = want["samples_in_window"].as_f64().expect("samples");
+    assert!(
+        (d.window.samples - samples).abs() <= 2.0,
+        "{} vs {samples}",
+        d.window.samples
+    );
+    assert_eq!(
+        serde_json::to_value(&d.patterns).expect("json"),
+        want["patterns"]
+    );
+}

@@ -160,6 +160,8 @@ fn assemble(
         launch_api_calls: prepared.launch_api_calls(),
         metrics: &aggregate.metrics,
         thresholds: &thresholds.aggregate,
+        phase_spans: [&host_facts.context, &host_facts.generation]
+            .map(|p| p.as_ref().and_then(|p| p.facts.hull)),
     });
     let cautions: Vec<String> = capture
         .verdict_cautions()

@@ -8,14 +8,16 @@ use super::schema::{Schema, text_ref};
 use super::tables::{Loader, int, opt_int};
 use crate::error::Result;
 use crate::model::capture::{
-    CaptureMarks, MAX_WARMUP_SPANS, SLOW_LAUNCH_NS, WarmupKind, WarmupSpan,
+    CaptureMarks, MAX_WARMUP_SPANS, MetricClass, MetricSeries, SLOW_LAUNCH_NS, WarmupKind,
+    WarmupSpan,
 };
 use crate::model::{NVTX_RANGE_TYPES, Strings, Trace};
 use crate::names::api::{ApiKind, api_base_name, api_kind};
 use crate::names::ranges::{RangeClass, range_class, range_label};
 
-/// The table `--gpu-metrics-devices` fills.
+/// The table `--gpu-metrics-devices` fills, and the one naming its metrics.
 const GPU_METRICS_TABLE: &str = "GPU_METRICS";
+const METRIC_NAMES_TABLE: &str = "TARGET_INFO_GPU_METRICS";
 
 /// Substrings an inline NVTX text must contain to be a candidate (`LIKE` is ASCII
 /// case-insensitive, as [`range_class`] is); a superset of the classes read here.
@@ -51,6 +53,9 @@ impl Loader<'_, '_> {
         marks.warmup.sort_by_key(|s| (s.start, s.end));
         if schema.has_table(GPU_METRICS_TABLE) {
             marks.gpu_metrics = Some(self.estimate_rows(GPU_METRICS_TABLE));
+            if schema.has_table(METRIC_NAMES_TABLE) {
+                self.metric_series(schema, &mut marks)?;
+            }
         }
         trace.capture = marks;
         Ok(())
@@ -147,6 +152,70 @@ impl Loader<'_, '_> {
             }
             Ok(())
         })
+    }
+}
+
+impl Loader<'_, '_> {
+    /// The matched metrics' samples, summed per device and class in time bins. The device is
+    /// `typeId & 0xFF` (nsys numbers a GPU's counter type by its id in the low byte).
+    fn metric_series(&mut self, schema: &Schema, marks: &mut CaptureMarks) -> Result<()> {
+        let mut classes: Vec<(i64, MetricClass)> = Vec::new();
+        let sql = Loader::select(schema, METRIC_NAMES_TABLE, &["metricId", "metricName"], "");
+        self.stream("reading GPU metric names", METRIC_NAMES_TABLE, &sql, |r| {
+            let id = int(r.get_ref(0)?, -1);
+            let name = text_ref(r.get_ref(1)?);
+            if let Some(class) = MetricClass::of(&name)
+                && !classes.iter().any(|&(i, _)| i == id)
+            {
+                classes.push((id, class));
+                if !marks
+                    .metric_names
+                    .iter()
+                    .any(|(c, n)| *c == class && *n == *name)
+                {
+                    marks.metric_names.push((class, name.into_owned()));
+                }
+            }
+            Ok(())
+        })?;
+        let has = |c: &str| schema.has_column(GPU_METRICS_TABLE, c);
+        if classes.is_empty() || !(has("timestamp") && has("metricId") && has("value")) {
+            return Ok(());
+        }
+        let ids: Vec<i64> = classes.iter().map(|c| c.0).collect();
+        let sql = Loader::select(
+            schema,
+            GPU_METRICS_TABLE,
+            &["timestamp", "typeId", "metricId", "value"],
+            &format!("WHERE metricId IN ({})", id_list(&ids)),
+        );
+        let series = &mut marks.metric_series;
+        self.stream("reading GPU metrics", GPU_METRICS_TABLE, &sql, |r| {
+            let t = int(r.get_ref(0)?, 0);
+            let device = (int(r.get_ref(1)?, 0) & 0xFF) as u32;
+            let id = int(r.get_ref(2)?, -1);
+            let value = match r.get_ref(3)? {
+                rusqlite::types::ValueRef::Real(f) => f,
+                other => int(other, 0) as f64,
+            };
+            let Some(&(_, class)) = classes.iter().find(|c| c.0 == id) else {
+                return Ok(());
+            };
+            let i = match series
+                .iter()
+                .position(|s| s.device == device && s.class == class)
+            {
+                Some(i) => i,
+                None => {
+                    series.push(MetricSeries::new(device, class, t));
+                    series.len() - 1
+                }
+            };
+            series[i].add(t, value);
+            Ok(())
+        })?;
+        series.sort_by_key(|s| (s.device, s.class));
+        Ok(())
     }
 }
 

@@ -8,6 +8,7 @@
 //! kernel sweep's [`IdleProfile`] (bounded: a device's largest gaps, not its kernels). So the
 //! page's streamed open and the CLI give the same checks.
 
+pub mod gpu_metrics;
 pub mod idle;
 mod warmup;
 
@@ -61,6 +62,8 @@ pub struct CaptureReport {
     pub steady_window: Option<SteadyWindow>,
     /// The warm-up check's figures (`None` when it could not run).
     pub warmup: Option<WarmupFigures>,
+    /// GPU metrics per device and the patterns they show, when the export sampled them.
+    pub gpu_metrics: Option<gpu_metrics::GpuMetricsReport>,
 }
 
 impl CaptureReport {
@@ -84,11 +87,14 @@ pub struct CaptureInputs<'a> {
     /// The whole window's aggregate metrics and thresholds (beside the steady window's).
     pub metrics: &'a Metrics,
     pub thresholds: &'a Thresholds,
+    /// The context and generation phases' spans (first step start, last step end), if any.
+    pub phase_spans: [Option<(i64, i64)>; 2],
 }
 
 /// Runs every check.
 pub fn check(inp: &CaptureInputs<'_>) -> CaptureReport {
     let (warmup, figures, steady_window) = warmup::check(inp);
+    let metrics = gpu_metrics::report(inp);
     CaptureReport {
         checks: vec![
             length(inp),
@@ -99,10 +105,11 @@ pub fn check(inp: &CaptureInputs<'_>) -> CaptureReport {
             gc_markers(inp),
             gil_markers(inp),
             kernel_records(inp),
-            gpu_metrics(inp),
+            gpu_metrics_check(inp, metrics.as_ref()),
         ],
         steady_window,
         warmup: figures,
+        gpu_metrics: metrics,
     }
 }
 
@@ -339,11 +346,15 @@ fn kernel_records(inp: &CaptureInputs<'_>) -> CaptureCheck {
     }
 }
 
-fn gpu_metrics(inp: &CaptureInputs<'_>) -> CaptureCheck {
-    let (status, evidence) = match inp.host.capture.gpu_metrics {
-        Some(rows) if rows > 0 => (
-            Status::Ok,
-            format!("GPU_METRICS holds about {rows} samples (SM activity, tensor activity, DRAM bandwidth)"),
+fn gpu_metrics_check(
+    inp: &CaptureInputs<'_>,
+    metrics: Option<&gpu_metrics::GpuMetricsReport>,
+) -> CaptureCheck {
+    let (status, evidence) = match (metrics, inp.host.capture.gpu_metrics) {
+        (Some(r), _) => (Status::Ok, gpu_metrics::evidence(r)),
+        (None, Some(rows)) if rows > 0 => (
+            Status::Unknown,
+            format!("GPU_METRICS holds about {rows} samples, but none of SM Active, SM Issue, Tensor Active or DRAM bandwidth (by name) in the kernel window"),
         ),
         _ => (
             Status::Unknown,

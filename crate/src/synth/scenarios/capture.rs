@@ -217,3 +217,73 @@ fn covered(spans: &[(Ns, Ns)], s: Ns, e: Ns) -> Ns {
         .map(|w| w[1] - w[0])
         .sum()
 }
+
+/// The metrics sampled by [`gpu_metrics`]: id, name (as nsys names them on Hopper), and the
+/// value while a kernel runs (0 otherwise). The clock is matched by no class.
+const SAMPLED: [(u32, &str, i64); 6] = [
+    (1, "SMs Active [Throughput %]", 85),
+    (2, "SM Issue [Throughput %]", 70),
+    (3, "Tensor Active [Throughput %]", 55),
+    (4, "DRAM Read Bandwidth [Throughput %]", 20),
+    (5, "DRAM Write Bandwidth [Throughput %]", 10),
+    (6, "GPC Clock Frequency [MHz]", 1980),
+];
+
+/// Sampling period of [`gpu_metrics`] (10 kHz, nsys's default).
+const SAMPLE_EVERY: Ns = 100 * US;
+
+/// The GPU-bound loop with GPU metrics sampled at 10 kHz from 1 ms before the first kernel to
+/// 1 ms after the last: each sample reads its "busy" value when a kernel runs at its instant.
+/// Answers the per-metric means over the kernel window, from the samples placed.
+pub fn gpu_metrics(seed: u64, scale: u32) -> Built {
+    let mut sim = sim(41005, seed);
+    sim.advance(0, 2 * MS);
+    steady_loop(&mut sim, LOOP_KERNELS * scale as usize, 5);
+    sim.tl.metric_names = SAMPLED.iter().map(|&(id, name, _)| (id, name)).collect();
+    let (first, last) = hull(&sim.tl);
+    let busy = busy(&sim.tl);
+    let running = |t: Ns| {
+        let i = busy.partition_point(|b| b.1 <= t);
+        busy.get(i).is_some_and(|b| b.0 <= t)
+    };
+    let mut t = first - MS;
+    let mut sums = [0i64; 6];
+    let mut inside = 0i64;
+    while t < last + MS {
+        let on = running(t);
+        for (k, &(id, _, value)) in SAMPLED.iter().enumerate() {
+            let v = if on || id == 6 { value } else { 0 };
+            sim.tl
+                .metric_samples
+                .push(crate::synth::gpu_metrics::MetricSample {
+                    t,
+                    device: 0,
+                    metric: id,
+                    value: v,
+                });
+            if t >= first && t < last {
+                sums[k] += v;
+            }
+        }
+        if t >= first && t < last {
+            inside += 1;
+        }
+        t += SAMPLE_EVERY;
+    }
+    let mean = |k: usize| sums[k] as f64 / inside as f64;
+    built(
+        sim,
+        json!({
+            "gpu_metrics": {
+                "device": 0,
+                "samples_in_window": inside,
+                "sm_active": mean(0),
+                "sm_issue": mean(1),
+                "tensor_active": mean(2),
+                "dram_bandwidth": mean(3) + mean(4),
+                "patterns": ["compute_bound"],
+            },
+            "status": statuses(&[("gpu_metrics", "ok"), ("length", "ok")]),
+        }),
+    )
+}

@@ -19,7 +19,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 14] = [
+pub const SCENARIOS: [(&str, &str, Builder); 15] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -89,5 +89,10 @@ pub const SCENARIOS: [(&str, &str, Builder); 14] = [
         "capture-no-nvtx",
         "a GPU-bound eager loop with no NVTX range",
         capture::no_nvtx,
+    ),
+    (
+        "capture-gpu-metrics",
+        "a GPU-bound loop with GPU metrics sampled at 10 kHz (SMs Active, SM Issue, Tensor Active, DRAM bandwidth, GPC clock): compute-bound",
+        capture::gpu_metrics,
     ),
 ];
