@@ -261,25 +261,34 @@ fn capture_range(inp: &CaptureInputs<'_>) -> CaptureCheck {
     }
 }
 
-fn markers(
-    inp: &CaptureInputs<'_>,
+/// A marker check: `ranges` names the NVTX ranges looked for, `what` the host time they mark.
+struct Marker {
     id: &'static str,
     title: &'static str,
-    count: u64,
-    what: &str,
-    fix_with: &str,
-) -> CaptureCheck {
+    ranges: &'static str,
+    what: &'static str,
+    fix: &'static str,
+}
+
+fn markers(inp: &CaptureInputs<'_>, m: Marker, count: u64) -> CaptureCheck {
+    let Marker {
+        id,
+        title,
+        ranges,
+        what,
+        fix: fix_with,
+    } = m;
     let (status, evidence) = if !inp.host.present.nvtx {
         (
             Status::Unknown,
             format!("no NVTX table: cannot tell whether {what} held idle time"),
         )
     } else if count > 0 {
-        (Status::Ok, format!("{count} {title} ranges recorded"))
+        (Status::Ok, format!("{count} {ranges} ranges recorded"))
     } else {
         (
             Status::Unknown,
-            format!("no {title} ranges: {what} cannot be told apart from untraced host time"),
+            format!("no {ranges} ranges: {what} cannot be told apart from untraced host time"),
         )
     };
     CaptureCheck {
@@ -292,25 +301,25 @@ fn markers(
 }
 
 fn gc_markers(inp: &CaptureInputs<'_>) -> CaptureCheck {
-    markers(
-        inp,
-        "gc_markers",
-        "Python GC",
-        inp.host.capture.gc_ranges,
-        "garbage-collection pauses",
-        "TLLM_PROFILE_RECORD_GC=1",
-    )
+    let m = Marker {
+        id: "gc_markers",
+        title: "Python GC pauses marked",
+        ranges: "Python GC",
+        what: "garbage-collection pauses",
+        fix: "TLLM_PROFILE_RECORD_GC=1",
+    };
+    markers(inp, m, inp.host.capture.gc_ranges)
 }
 
 fn gil_markers(inp: &CaptureInputs<'_>) -> CaptureCheck {
-    markers(
-        inp,
-        "gil_markers",
-        "GIL",
-        inp.host.capture.gil_ranges,
-        "waits for the Python GIL",
-        "nsys profile -t cuda,nvtx,python-gil",
-    )
+    let m = Marker {
+        id: "gil_markers",
+        title: "Python GIL waits marked",
+        ranges: "GIL (Waiting for GIL / Holding GIL)",
+        what: "waits for the Python GIL",
+        fix: "nsys profile -t cuda,nvtx,python-gil",
+    };
+    markers(inp, m, inp.host.capture.gil_ranges)
 }
 
 fn kernel_records(inp: &CaptureInputs<'_>) -> CaptureCheck {
