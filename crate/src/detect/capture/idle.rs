@@ -19,7 +19,7 @@ pub const KEPT_GAPS: usize = 64;
 pub struct KeptGap {
     pub start: Ns,
     pub end: Ns,
-    /// `(device, busy ns before `end`)` for every device seen by then (others: 0).
+    /// `(device, busy ns before `end`)` by device, for every device busy before it (others: 0).
     pub busy_before: Vec<(u32, Ns)>,
 }
 
@@ -124,17 +124,21 @@ impl IdleSweep {
             return;
         }
         // Every kernel starting before `gap_end` was pushed: the busy times before it are final.
-        let busy_before = self
+        // By device, zeros left out: the same whatever the order of kernels starting together.
+        let mut busy_before: Vec<(u32, Ns)> = self
             .lanes
             .iter()
             .map(|l| {
-                let mut b = l.busy_before(gap_end);
-                if l.device == ev.device {
-                    b = l.closed;
-                }
+                let b = if l.device == ev.device {
+                    l.closed
+                } else {
+                    l.busy_before(gap_end)
+                };
                 (l.device, b)
             })
+            .filter(|&(_, b)| b > 0)
             .collect();
+        busy_before.sort_unstable();
         let lane = &mut self.lanes[i];
         if full {
             lane.kept.pop();
@@ -168,5 +172,69 @@ impl IdleSweep {
             .collect();
         devices.sort_by_key(|d| d.device);
         IdleProfile { devices }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::intervals::IntervalSet;
+
+    fn ev(start: Ns, end: Ns, device: u32) -> KernelEvent {
+        KernelEvent {
+            row: 0,
+            start,
+            end,
+            device,
+            stream: 0,
+            process: 0,
+            short_name: 0,
+            graph_node: 0,
+        }
+    }
+
+    /// Busy and idle per device, and every kept gap's busy times, against brute force.
+    #[test]
+    fn kept_gaps_carry_every_devices_exact_busy_time_before_their_end() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = |n: i64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            ((seed >> 33) % n as u64) as Ns
+        };
+        for _ in 0..50 {
+            let mut ks: Vec<(Ns, Ns, u32)> = (0..200)
+                .map(|_| {
+                    let s = rnd(10_000);
+                    (s, s + rnd(60), rnd(3) as u32)
+                })
+                .collect();
+            ks.sort_by_key(|k| k.0);
+            let mut sweep = IdleSweep::default();
+            for &(s, e, d) in &ks {
+                sweep.push(&ev(s, e, d));
+            }
+            let profile = sweep.finish();
+            let union = |d: u32| {
+                IntervalSet::from_unsorted(
+                    ks.iter()
+                        .filter(|k| k.2 == d && k.1 > k.0)
+                        .map(|k| (k.0, k.1))
+                        .collect(),
+                )
+            };
+            for dev in &profile.devices {
+                let u = union(dev.device);
+                assert_eq!(dev.busy_ns, u.measure());
+                assert_eq!(dev.idle_ns, u.interior_gaps().measure());
+                assert!(dev.kept.len() <= KEPT_GAPS);
+                for g in &dev.kept {
+                    for d in 0..3 {
+                        let before =
+                            union(d).intersection_measure(&IntervalSet::single(Ns::MIN / 2, g.end));
+                        assert_eq!(g.busy_of(d), before, "device {d} before {}", g.end);
+                    }
+                }
+            }
+        }
     }
 }
