@@ -430,6 +430,45 @@ fn every_public_exports_capture_checks_follow_from_its_rows() {
             "{what}: warm-up share {share:.3}"
         );
 
+        // CUDA graphs: warn when graph launches were traced at graph level.
+        let mode: Option<String> = if has_table(&conn, "META_DATA_CAPTURE") {
+            conn.query_row(
+                "SELECT value FROM META_DATA_CAPTURE WHERE name = 'CUDA_GRAPH_TRACE_OPTIONS:MODE'",
+                [],
+                |r| r.get(0),
+            )
+            .ok()
+        } else {
+            None
+        };
+        let graph_names = count(
+            &conn,
+            "SELECT count(*) FROM StringIds WHERE value LIKE 'cudaGraphLaunch%' OR value LIKE 'cuGraphLaunch%'",
+        );
+        let want = match (mode.as_deref(), graph_names > 0) {
+            (Some("Graph"), true) => "warn",
+            (None, true) => "unknown",
+            _ => "ok",
+        };
+        assert_eq!(status(cap, "cuda_graph_trace"), want, "{what}: graph trace");
+
+        // Kernel records and their launch calls.
+        let launches = if has_table(&conn, "CUPTI_ACTIVITY_KIND_RUNTIME") {
+            count(
+                &conn,
+                "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId \
+                 WHERE s.value LIKE 'cudaLaunch%' OR s.value LIKE 'cuLaunch%' OR s.value LIKE 'cudaGraphLaunch%' OR s.value LIKE 'cuGraphLaunch%'",
+            )
+        } else {
+            0
+        };
+        let want = if launches > 0 { "ok" } else { "warn" };
+        assert_eq!(
+            status(cap, "kernel_records"),
+            want,
+            "{what}: {launches} launch calls"
+        );
+
         // GPU metrics: the table `--gpu-metrics-devices` fills.
         let want = if has_table(&conn, "GPU_METRICS") {
             "ok"
