@@ -71,15 +71,28 @@ impl Loader<'_, '_> {
         if !(has("start") && has("end") && has("nameId")) {
             return Ok(());
         }
-        let ids = strings.sqlite_ids_where(|s| call_kind(s).is_some());
-        if ids.is_empty() {
+        let loads =
+            strings.sqlite_ids_where(|s| call_kind(s).is_some_and(|k| k != WarmupKind::SlowLaunch));
+        let launches = strings.sqlite_ids_where(|s| call_kind(s) == Some(WarmupKind::SlowLaunch));
+        // Launch calls are most of the table: SQLite keeps only the slow ones.
+        let mut any = Vec::new();
+        if !loads.is_empty() {
+            any.push(format!("nameId IN ({})", id_list(&loads)));
+        }
+        if !launches.is_empty() {
+            any.push(format!(
+                "(nameId IN ({}) AND \"end\" - start >= {SLOW_LAUNCH_NS})",
+                id_list(&launches)
+            ));
+        }
+        if any.is_empty() {
             return Ok(());
         }
         let sql = Loader::select(
             schema,
             RUNTIME_TABLE,
             &["start", "end", "nameId"],
-            &format!("WHERE nameId IN ({})", id_list(&ids)),
+            &format!("WHERE {}", any.join(" OR ")),
         );
         self.stream("reading warm-up calls", RUNTIME_TABLE, &sql, |r| {
             let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
