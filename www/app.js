@@ -5,7 +5,7 @@
 //  1. Page script. Replace <script type="module" src="app.js"></script> by ONE inline
 //     <script type="module"> holding app.js and every module it imports, transitively, dependencies
 //     first (here: ui/format.js, ui/engine.js, ui/cards.js, ui/phases.js, ui/facts.js, ui/gaps.js,
-//     ui/timeline.js, ui/rootcause.js, ui/drill.js, ui/hostside.js, ui/lprof.js, then app.js):
+//     ui/timeline.js, ui/rootcause.js, ui/drill.js, ui/hostside.js, ui/lprof.js, ui/capture.js, then app.js):
 //     - delete each relative import line (`import … from './…';` — always ONE line each);
 //     - replace the one line `import __wbg_init, { … } from './pkg/nsys_lens.js';` by the
 //       wasm-bindgen glue's text (pkg/nsys_lens.js) verbatim: the glue declares `__wbg_init` and
@@ -43,6 +43,7 @@ import { renderDrill } from './ui/drill.js';
 import { renderVerdictCompare } from './ui/compare.js';
 import { renderHostSide } from './ui/hostside.js';
 import { LprofPanel, splitLineProfilerFiles } from './ui/lprof.js';
+import { renderCapture } from './ui/capture.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -254,6 +255,7 @@ function renderReport(report) {
   renderPhases($('phases'), report);
   renderFacts($('facts'), report);
   renderMarkerField(report);
+  renderCapture($('capture'), $('capture-summary'), report);
   document.body.dataset.profile = report.profile || '';
 }
 

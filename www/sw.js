@@ -21,6 +21,7 @@ const ASSETS = [
   './ui/compare.js',
   './ui/hostside.js',
   './ui/lprof.js',
+  './ui/capture.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',

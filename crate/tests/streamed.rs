@@ -312,6 +312,8 @@ fn streamed_open_equals_a_whole_load_on_generated_scenarios() {
         "tp2-straggler",
         "cuda-graphs",
         "gaps",
+        "capture-warmup",
+        "capture-short",
     ] {
         let (_dir, path, _) = common::generated(scenario, 2, 5);
         let full = whole(&path, false);

@@ -65,6 +65,11 @@ impl HostFacts {
         self.launches = Some(sweep_loaded(host, self, edges));
     }
 
+    /// Launch calls swept ahead, if they were.
+    pub fn swept_launch_calls(&self) -> Option<u64> {
+        self.launches.as_ref().map(|l| l.calls())
+    }
+
     /// Whether M2's launch calls were swept ahead (from the file, or loaded).
     pub fn launches_swept(&self) -> bool {
         self.launches.is_some()

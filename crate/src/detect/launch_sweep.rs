@@ -281,6 +281,11 @@ impl<'p> LaunchSweep<'p> {
 }
 
 impl LaunchSweepResult {
+    /// Launch calls swept (whole trace).
+    pub fn calls(&self) -> u64 {
+        self.sweep.calls
+    }
+
     /// The totals with `[start, end)` as the aggregate window (`start` as the sweep assumed).
     pub fn totals(&self, (start, end): (Ns, Ns)) -> LaunchTotals {
         let s = &self.sweep;

@@ -7,6 +7,7 @@
 //!
 //! Thresholds act only in assembly: a summary can be re-assembled under edited thresholds.
 
+pub mod capture;
 pub mod catalogue;
 pub mod config;
 mod evidence;
@@ -145,7 +146,24 @@ fn assemble(
         host_facts.steps.steps,
         host_facts.step_marker.as_ref().is_some_and(|m| !m.auto),
     ));
-    let warnings = evidence::warnings(&prepared, &aggregate, host_facts.steps);
+    let mut warnings = evidence::warnings(&prepared, &aggregate, host_facts.steps);
+    let capture = capture::check(&capture::CaptureInputs {
+        file: &cfg.file_label,
+        host,
+        kernels,
+        forward_steps: host_facts.steps.steps,
+        launch_api_calls: prepared.launch_api_calls(),
+        metrics: &aggregate.metrics,
+        thresholds: &thresholds.aggregate,
+        phase_spans: [&host_facts.context, &host_facts.generation]
+            .map(|p| p.as_ref().and_then(|p| p.facts.hull)),
+    });
+    let cautions: Vec<String> = capture
+        .verdict_cautions()
+        .iter()
+        .map(|c| c.evidence.clone())
+        .collect();
+    warnings.extend(cautions.iter().map(|c| format!("capture: {c}")));
 
     let mut report = DetectReport {
         verdict: overall,
@@ -177,8 +195,16 @@ fn assemble(
         coverage,
         warnings,
         summary: String::new(),
+        capture,
     };
     report.summary = catalogue::summary(&report);
+    if !cautions.is_empty() {
+        report.summary = format!(
+            "{} Caution, the capture cannot fully support this verdict: {}.",
+            report.summary,
+            cautions.join("; ")
+        );
+    }
     Ok(report)
 }
 

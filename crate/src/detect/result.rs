@@ -175,6 +175,9 @@ pub struct DetectReport {
     pub trace: TraceFacts,
     pub coverage: Vec<CoverageNote>,
     pub warnings: Vec<String>,
-    /// The verdict in one sentence ([`super::catalogue::summary`]).
+    /// The verdict in one sentence ([`super::catalogue::summary`]), with a caution when the
+    /// capture checks say the capture cannot support it.
     pub summary: String,
+    /// The capture checks ([`super::capture`]).
+    pub capture: super::capture::CaptureReport,
 }

@@ -5,6 +5,7 @@
 //! parallel `Vec`s (struct-of-arrays) so a multi-million-row table costs a few dozen bytes per
 //! event and scans stay cache-friendly. Times are integer nanoseconds throughout.
 
+pub mod capture;
 pub mod chunked;
 pub mod intervals;
 
@@ -46,6 +47,8 @@ pub struct Trace {
     pub coverage: Vec<CoverageNote>,
     /// Which of the event tables were present in the file.
     pub present: PresentTables,
+    /// Warm-up spans and GC/GIL markers for the capture checks (`trace::capture`).
+    pub capture: capture::CaptureMarks,
 }
 
 /// Why a trace has no kernel records, and what to capture instead (see
@@ -69,7 +72,7 @@ impl KernelAbsence {
         };
         let advice = if launches > 0 {
             format!(
-                "CUDA was traced and {launches} kernel launch calls were recorded, but no kernel record was written: the capture did not end cleanly. Stop it properly (call cudaProfilerStop() before the process exits, or let the application exit normally instead of killing it; under MPI, profile each rank: mpirun ... nsys profile ...) and export again"
+                "CUDA was traced and {launches} kernel-launch API calls were recorded, but no kernel record was written: the capture did not end cleanly, so the GPU activity buffers were not flushed. Let the application synchronize (cudaDeviceSynchronize) and call cudaProfilerStop() or cudaDeviceReset before it exits, or let it exit normally instead of killing it (under MPI, profile each rank: mpirun ... nsys profile ...); nsys profile --cuda-flush-interval=100 flushes them periodically. Then export again"
             )
         } else if present.runtime {
             "CUDA was traced but no kernel was launched while the capture ran: capture the part of the run that launches kernels (nsys profile --delay/--duration, or a capture range around the work) and export again".to_string()
@@ -122,16 +125,17 @@ impl Trace {
             return None;
         }
         // Counted from the launch calls, which every load keeps (`detect` loads no other call).
-        let launches = (0..self.runtime.len())
+        Some(KernelAbsence::of(&self.present, self.loaded_launch_calls()))
+    }
+
+    /// Kernel-launch API calls (kernel and graph launches) among the loaded runtime calls.
+    pub fn loaded_launch_calls(&self) -> u64 {
+        (0..self.runtime.len())
             .filter(|&r| {
                 let name = self.strings.get(self.runtime.name[r]);
-                crate::names::launch::is_launch_api(
-                    name,
-                    crate::names::launch::LaunchApis::AllVersioned,
-                )
+                crate::names::api::api_kind(name).launches_kernels()
             })
-            .count();
-        Some(KernelAbsence::of(&self.present, launches as u64))
+            .count() as u64
     }
 
     pub fn note(&mut self, subject: impl Into<String>, reason: impl Into<String>) {

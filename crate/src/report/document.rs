@@ -151,7 +151,11 @@ mod tests {
         assert!(doc.detect.is_none() && doc.drill.is_none());
         let n = doc.verdict_not_computed.as_ref().expect("not computed");
         assert_eq!(n.verdict, NO_KERNEL_RECORDS);
-        assert!(n.advice.contains("2 kernel launch calls"), "{}", n.advice);
+        assert!(
+            n.advice.contains("2 kernel-launch API calls"),
+            "{}",
+            n.advice
+        );
         // The whole capture is the window: every allocation counts, 900 of 1 200 µs.
         let a = &doc.explain.allocations;
         assert_eq!((a.in_window.calls, a.in_window.busy_us), (4, 900.0));

@@ -1,6 +1,7 @@
 //! Rendering results for people: the CLI's text report.
 
 pub mod analyze;
+pub mod capture;
 pub mod charts;
 pub mod csv;
 pub mod document;

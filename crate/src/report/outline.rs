@@ -68,6 +68,7 @@ pub fn outline(doc: &Document) -> Vec<Section> {
                 vec![t::verdict(detect)],
             ));
             out.extend([
+                super::capture::section(detect),
                 gaps(d, detect),
                 graphs(doc, d),
                 patterns(doc, d),

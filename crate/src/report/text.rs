@@ -52,6 +52,10 @@ pub fn detect_report(r: &DetectReport) -> String {
         }
     }
     notes(o, r);
+    line(o, "");
+    for l in super::capture::text_lines(&r.capture) {
+        line(o, &l);
+    }
     next_steps(o, r);
     out
 }

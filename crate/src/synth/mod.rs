@@ -12,6 +12,7 @@
 
 pub mod answers;
 pub mod decode;
+pub mod gpu_metrics;
 pub mod kinds;
 pub mod markers;
 mod scenarios;

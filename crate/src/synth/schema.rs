@@ -90,7 +90,7 @@ fn write_export_meta(conn: &Connection, scenario: &str) -> rusqlite::Result<()> 
 }
 
 fn write_capture_meta(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
-    let rows = [
+    let mut rows = vec![
         ("CAPTURE_EVENT_TYPE", "NvtxEvents".to_string()),
         ("CAPTURE_EVENT_TYPE", "Cuda".to_string()),
         ("DEVICE_TYPE", "Unix".to_string()),
@@ -99,6 +99,9 @@ fn write_capture_meta(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> 
             tl.graph_trace_mode.to_string(),
         ),
     ];
+    if let Some(trigger) = tl.start_trigger {
+        rows.push(("START_TRIGGER", trigger.to_string()));
+    }
     name_values(conn, "META_DATA_CAPTURE", &rows)
 }
 

@@ -180,6 +180,11 @@ pub struct Timeline {
     pub syncs: Vec<SyncOp>,
     /// `CUDA_GRAPH_TRACE_OPTIONS:MODE` written to META_DATA_CAPTURE (`Graph` or `Node`).
     pub graph_trace_mode: &'static str,
+    /// `START_TRIGGER` written to META_DATA_CAPTURE when set (`Immediate`: no capture range).
+    pub start_trigger: Option<&'static str>,
+    /// GPU metric names by id and their samples (`GPU_METRICS`, written only when sampled).
+    pub metric_names: Vec<(u32, &'static str)>,
+    pub metric_samples: Vec<super::gpu_metrics::MetricSample>,
     /// Host-clock instant the capture started (ns), anchoring `TARGET_INFO_SESSION_START_TIME`.
     pub session_start_utc_ns: i64,
 }

@@ -37,6 +37,7 @@ pub fn write(tl: &mut Timeline, out: &Path, scenario: &str) -> Result<()> {
     let tx = conn.transaction().map_err(sql_err("BEGIN"))?;
     schema::write_descriptive(&tx, tl, scenario).map_err(sql_err("metadata tables"))?;
     write_events(&tx, tl).map_err(sql_err("event tables"))?;
+    super::gpu_metrics::write(&tx, tl).map_err(sql_err("GPU metrics"))?;
     tx.commit().map_err(sql_err("COMMIT"))
 }
 

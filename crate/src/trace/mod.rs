@@ -3,6 +3,7 @@
 //! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
 //! never see a connection.
 
+mod capture;
 mod host_rows;
 mod launch_calls;
 mod links;

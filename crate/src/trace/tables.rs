@@ -118,6 +118,7 @@ impl Loader<'_, '_> {
             self.load_syncs(schema, trace)?;
         }
         trace.present.osrt = schema.has_table(OSRT_TABLE);
+        self.load_capture_marks(schema, trace)?;
         self.load_gpus(schema, trace)?;
         self.load_names(schema, trace)?;
         self.report("done", 1, 1)

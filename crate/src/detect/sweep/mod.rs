@@ -40,6 +40,7 @@ pub use inputs::{SweepInputs, SweepInputsRef};
 pub use masks::MAX_MASK_DEVICES;
 pub use summary::{GroupSummary, KernelFacts, KernelSummary, PrepBusy, PrepExposure, ScopeSummary};
 
+use crate::detect::capture::IdleSweep;
 use crate::detect::config::DetectConfig;
 use crate::detect::host_facts::HostFacts;
 use crate::model::intervals::IntervalSet;
@@ -126,6 +127,8 @@ pub struct KernelSweep {
     processes: Counts,
     any_graph_node: bool,
     hull: Option<(Ns, Ns)>,
+    /// Each device's idle time and largest gaps, for the capture checks.
+    idle: IdleSweep,
 }
 
 impl KernelSweep {
@@ -197,6 +200,7 @@ impl KernelSweep {
             processes: Counts::default(),
             any_graph_node: false,
             hull: None,
+            idle: IdleSweep::default(),
         }
     }
 
@@ -310,6 +314,7 @@ impl KernelSweep {
         };
         self.hull = Some((first, last_end));
         self.note_facts(&ev);
+        self.idle.push(&ev);
         let slot = self.slot(ev.device);
         let nccl = flag(&self.nccl, ev.short_name);
         self.resolve_deferred(last_end);
@@ -401,6 +406,7 @@ impl KernelSweep {
             context,
             generation,
             device_masks_overflow: overflow,
+            idle: Some(self.idle.finish()),
         }
     }
 

@@ -100,6 +100,10 @@ pub struct KernelSummary {
     /// More than [`MAX_MASK_DEVICES`](super::MAX_MASK_DEVICES) devices ran kernels: the per-process
     /// M3 of the standard profile (which needs device masks) was not computed.
     pub device_masks_overflow: bool,
+    /// Where each device's idle time lies, for the capture checks (`None` from a sweep that
+    /// did not keep it).
+    #[serde(default)]
+    pub idle: Option<crate::detect::capture::IdleProfile>,
 }
 
 impl KernelSummary {

@@ -1,5 +1,6 @@
 //! The named scenarios of spec §7: each places a serving run whose answers are known.
 
+mod capture;
 mod causes;
 mod gaps;
 mod layers;
@@ -19,7 +20,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 11] = [
+pub const SCENARIOS: [(&str, &str, Builder); 16] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -74,5 +75,30 @@ pub const SCENARIOS: [(&str, &str, Builder); 11] = [
         "idle-causes",
         "one device whose idle gaps hold planted causes: JIT compile, module load and a slow first launch at start, then per step a sync, cudaMalloc, an IO range, GC pauses, GIL waits, untraced host time and the launch",
         causes::idle_causes,
+    ),
+    (
+        "capture-short",
+        "46 host-bound kernels in about 2 ms: the capture checks flag it too short to judge",
+        capture::short,
+    ),
+    (
+        "capture-warmup",
+        "one kernel, then a module load, an NVRTC compile in a compileFusion range and an 8 ms first launch (~200 ms idle), then a GPU-bound loop with GC and GIL ranges; no capture range",
+        capture::warmup,
+    ),
+    (
+        "capture-graph-level",
+        "cudaGraphLaunch replays traced at graph level (MODE = Graph) between eager kernels",
+        capture::graph_level,
+    ),
+    (
+        "capture-no-nvtx",
+        "a GPU-bound eager loop with no NVTX range",
+        capture::no_nvtx,
+    ),
+    (
+        "capture-gpu-metrics",
+        "a GPU-bound loop with GPU metrics sampled at 10 kHz (SMs Active, SM Issue, Tensor Active, DRAM bandwidth, GPC clock): compute-bound",
+        capture::gpu_metrics,
     ),
 ];
