@@ -13,6 +13,7 @@ use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::bucket_label;
 use crate::drill::idle::{CauseKind, GapCause};
 use crate::explain::ExplainReport;
+use crate::format;
 
 /// How much a finding matters; sorts most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -136,19 +137,23 @@ pub fn drill_findings(d: &DrillReport) -> Vec<Finding> {
     out
 }
 
+/// A duration (µs) in the unit that fits it, as every table shows it.
 fn ms(us: f64) -> String {
-    format!("{:.2} ms", us / 1000.0)
+    format::duration_us(us)
 }
 
 fn pct(share: f64) -> String {
-    format!("{:.1} %", share * 100.0)
+    format::percent(share)
 }
 
 /// Where the largest gap of a set sits: its neighbours and the host work during it.
 fn largest_gap_context(g: &TopGap) -> String {
     let mut s = format!(
-        "largest: {:.1} µs between {} and {} (device {})",
-        g.gap_us, g.prev_kernel, g.next_kernel, g.device
+        "largest: {} between {} and {} (device {})",
+        ms(g.gap_us),
+        g.prev_kernel,
+        g.next_kernel,
+        g.device
     );
     let ranges: Vec<&str> = g.nvtx.iter().take(3).map(|n| n.name.as_str()).collect();
     if !ranges.is_empty() {
@@ -402,10 +407,10 @@ fn pattern_finding(d: &DrillReport) -> Option<Finding> {
             b.operation, b.kernels
         ),
         format!(
-            "block {} ({}) waits {:.1} µs per layer × {:.1} layers = {} per step{}",
+            "block {} ({}) waits {} per layer × {:.1} layers = {} per step{}",
             b.group,
             b.names.join(", "),
-            b.gap_per_layer_us,
+            ms(b.gap_per_layer_us),
             p.layers_per_step,
             ms(b.total_gap_us),
             if p.step_us > 0.0 {
@@ -431,7 +436,7 @@ fn straggler_finding(d: &DrillReport) -> Option<Finding> {
             rank.device, rank.pid
         ),
         format!(
-            "last in {} of {} collectives ({} > {}), {:.1} µs late on average",
+            "last in {} of {} collectives ({} > {}), {} late on average",
             s.ranks
                 .iter()
                 .find(|r| &r.rank == rank)
@@ -439,7 +444,7 @@ fn straggler_finding(d: &DrillReport) -> Option<Finding> {
             s.collectives,
             pct(s.share),
             pct(s.threshold),
-            s.mean_lateness_us
+            ms(s.mean_lateness_us)
         ),
         Some("targeted optimization of coordinator-only paths"),
         "Reduce the extra host work on this rank (coordinator duties, asymmetric launches, allocations), pre-launch kernels to build queue depth before the sync point, or spread coordinator duties across ranks.",
@@ -458,10 +463,10 @@ pub fn explain_findings(e: &ExplainReport) -> Vec<Finding> {
             "launches",
             "Launch storm: many tiny kernels at a high launch rate".into(),
             format!(
-                "{:.0} launches/s from the busiest process; {} of kernels are shorter than {:.0} µs",
-                storm.max_process_launches_per_s,
+                "{} launches/s from the busiest process; {} of kernels are shorter than {}",
+                format::mean(storm.max_process_launches_per_s, 0),
                 pct(storm.tiny_share),
-                storm.tiny_threshold_us
+                ms(storm.tiny_threshold_us)
             ),
             Some("GRAPH_EXPAND, CUSTOM_OP"),
             "Capture the launch sequence in a CUDA graph (GRAPH_EXPAND) or fuse the small kernels (CUSTOM_OP) so the host issues fewer launches.",
@@ -524,13 +529,13 @@ fn call_finding(
         .collect();
     let mut evidence = format!(
         "{} calls, {} in total ({} of the window): {}",
-        c.calls,
+        format::count(c.calls),
         ms(c.total_us),
         pct(share),
         top.join(", ")
     );
     if let Some(n) = per_step {
-        evidence += &format!("; {n:.1} per steady-state step");
+        evidence += &format!("; {} per steady-state step", format::mean(n, 1));
     }
     Some(finding(
         Severity::of_share(share).min(Severity::Low),

@@ -99,6 +99,18 @@ impl TimeUnit {
         TimeUnit::fitting(max)
     }
 
+    /// The one unit a column of durations (µs) reads in, stated in its header: the unit of its
+    /// largest value, when every other nonzero value is at least 1 of it too. `None` when the
+    /// values span units (2 µs beside 155 ms would read `0.00`): each then takes its own unit.
+    pub fn shared(values: impl IntoIterator<Item = f64>) -> Option<TimeUnit> {
+        let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        let unit = TimeUnit::for_column(values.iter().copied());
+        values
+            .iter()
+            .all(|&v| v == 0.0 || TimeUnit::fitting(v) >= unit)
+            .then_some(unit)
+    }
+
     /// `us` in this unit, the number only (the unit is in the column's header).
     pub fn number(self, us: f64) -> String {
         if !us.is_finite() {
@@ -276,6 +288,17 @@ mod tests {
         assert_eq!(TimeUnit::for_column([0.2, 0.4]), TimeUnit::Ns);
         assert_eq!(TimeUnit::for_column([f64::NAN]), TimeUnit::Us);
         assert_eq!(TimeUnit::for_column([-2_000.0, 5.0]), TimeUnit::Ms);
+    }
+
+    #[test]
+    fn a_column_shares_a_unit_only_when_no_value_would_read_below_1() {
+        assert_eq!(
+            TimeUnit::shared([1_500.0, 155_872.0, 0.0]),
+            Some(TimeUnit::Ms)
+        );
+        assert_eq!(TimeUnit::shared([2.2, 155_872.0]), None);
+        assert_eq!(TimeUnit::shared([2.2, 9.3, 152.9]), Some(TimeUnit::Us));
+        assert_eq!(TimeUnit::shared([]), Some(TimeUnit::Us));
     }
 
     #[test]

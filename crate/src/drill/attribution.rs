@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::index::TraceIndex;
 use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
+use crate::names::ranges::emit_nvtx_op;
 use crate::profile::Profile;
 use crate::steps::visible_name;
 
@@ -157,11 +158,19 @@ fn api_overlaps(
     acc
 }
 
-/// Largest overlap first (ties by name), at most [`MAX_NAMES`].
+/// Largest overlap first (ties by name), at most [`MAX_NAMES`]; the calls of one PyTorch
+/// `emit_nvtx` op (`aten::mul, op_id = 7`, `aten::mul, op_id = 9`) are one name.
 fn ranked(ix: &TraceIndex<'_>, acc: Acc) -> Vec<Overlap> {
-    let mut v: Vec<(Ns, &str, u64)> = acc
+    let mut by_op: HashMap<&str, (u64, Ns)> = HashMap::new();
+    for (name, (count, ns)) in acc {
+        let e = by_op
+            .entry(emit_nvtx_op(name_or_unnamed(ix, name)))
+            .or_default();
+        *e = (e.0 + count, e.1 + ns);
+    }
+    let mut v: Vec<(Ns, &str, u64)> = by_op
         .into_iter()
-        .map(|(name, (count, ns))| (ns, name_or_unnamed(ix, name), count))
+        .map(|(name, (count, ns))| (ns, name, count))
         .collect();
     v.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     v.into_iter()

@@ -263,7 +263,7 @@ fn share(ns: Ns, of: Ns) -> f64 {
 /// `typical` cause of such gaps (reference §9.1) as a hint only.
 pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
     let kinds = tally.kinds();
-    let pct = |ns: Ns| format!("{:.1} %", share(ns, of_ns) * 100.0);
+    let pct = |ns: Ns| crate::format::percent(share(ns, of_ns));
     match kinds.first() {
         None if of_ns > 0 => {
             format!("the GPU ran other streams' kernels throughout; typical: {typical}")

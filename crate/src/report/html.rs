@@ -6,7 +6,7 @@
 use super::charts::{bar_chart_height, draw_bar_chart, svg};
 use super::document::Document;
 use super::outline::{Chart, Section, outline};
-use super::tables::Table;
+use super::tables::{Kind, Table};
 use crate::findings::Finding;
 use crate::plot::draw_gap_histogram;
 
@@ -16,7 +16,8 @@ h1{font-size:1.5em;margin:24px 0 4px}h2{font-size:1.2em;margin:32px 0 8px;border
 .meta{color:#5c6370;margin:0 0 16px}nav ul{padding-left:18px;columns:3}
 div.scroll{overflow-x:auto;margin:8px 0 18px}table{border-collapse:collapse;font-size:.8em}
 caption{text-align:left;font-weight:600;padding:4px 0}th,td{border:1px solid #e1e4ea;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f5f6f8}td{max-width:560px;overflow-wrap:anywhere}
+th{background:#f5f6f8;font-weight:600}td.text{max-width:520px;overflow-wrap:anywhere}
+.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.key{white-space:nowrap}th.num{white-space:normal}
 ol.findings li{margin:0 0 10px}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
 .sev-high{background:#dc2626}.sev-medium{background:#d97706}.sev-low{background:#2563eb}.sev-info{background:#6b7280}
 .fix{color:#3b4048}figure{margin:8px 0 16px}svg{max-width:100%;height:auto}
@@ -38,6 +39,16 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// The class of a cell of `kind`: numbers right-aligned and unbroken, keys unbroken, text
+/// wrapped (long kernel names anywhere).
+fn class(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Text => "text",
+        Kind::Key => "key",
+        _ => "num",
+    }
+}
+
 fn table(out: &mut String, t: &Table) {
     out.push_str(&format!(
         "<div class=\"scroll\"><table><caption>{}</caption>",
@@ -47,15 +58,16 @@ fn table(out: &mut String, t: &Table) {
         out.push_str("<tbody><tr><td>(none)</td></tr></tbody></table></div>\n");
         return;
     }
+    let shown = t.shown();
     out.push_str("<thead><tr>");
-    for h in &t.headers {
-        out.push_str(&format!("<th>{}</th>", escape(h)));
+    for (h, &k) in shown.headers.iter().zip(&shown.kinds) {
+        out.push_str(&format!("<th class=\"{}\">{}</th>", class(k), escape(h)));
     }
     out.push_str("</tr></thead><tbody>");
-    for row in &t.rows {
+    for row in &shown.rows {
         out.push_str("<tr>");
-        for c in row {
-            out.push_str(&format!("<td>{}</td>", escape(c)));
+        for (c, &k) in row.iter().zip(&shown.kinds) {
+            out.push_str(&format!("<td class=\"{}\">{}</td>", class(k), escape(c)));
         }
         out.push_str("</tr>");
     }
