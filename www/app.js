@@ -30,8 +30,8 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
-import { el, clear, METRICS, THRESHOLDS, useCatalogue, directionSign } from './ui/format.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount } from './pkg/nsys_lens.js';
+import { el, clear, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -583,6 +583,15 @@ async function main() {
     /* no version export */
   }
   useCatalogue(JSON.parse(metricCatalogue()));
+  useFormatter({
+    duration: formatDuration,
+    signedDuration: formatSignedDuration,
+    columnUnit: durationColumnUnit,
+    durationIn: formatDurationIn,
+    percent: formatPercent,
+    signedPercent: formatSignedPercent,
+    count: formatCount,
+  });
   appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),

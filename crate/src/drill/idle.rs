@@ -773,12 +773,12 @@ mod tests {
         t.add(ModuleLoad, "cuLibraryLoadData", 40);
         assert_eq!(
             cause_sentence(&t, 100, "sync"),
-            "no host activity recorded for 60.0 %, then module_load (cuLibraryLoadData) 40.0 %; typical: sync"
+            "no host activity recorded for 60.0%, then module_load (cuLibraryLoadData) 40.0%; typical: sync"
         );
         t.add(Launch, "cudaLaunchKernel", 100);
         assert_eq!(
             cause_sentence(&t, 200, "sync"),
-            "launch (cudaLaunchKernel) holds 50.0 % of the gap time"
+            "launch (cudaLaunchKernel) holds 50.0% of the gap time"
         );
     }
 }
