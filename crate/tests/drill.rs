@@ -1042,7 +1042,7 @@ fn gap_findings_name_the_measured_cause_and_its_fix() {
         let share = long
             .evidence
             .split(": ")
-            .find_map(|s| s.split(" %").next()?.parse::<f64>().ok());
+            .find_map(|s| s.split('%').next()?.parse::<f64>().ok());
         assert!(
             share.is_some_and(|s| s > 40.0 && s <= 100.0),
             "{file}: {}",
