@@ -104,6 +104,9 @@ impl TimeUnit {
     /// values span units (2 µs beside 155 ms would read `0.00`): each then takes its own unit.
     pub fn shared(values: impl IntoIterator<Item = f64>) -> Option<TimeUnit> {
         let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        if values.is_empty() {
+            return None; // no value: no unit to state
+        }
         let unit = TimeUnit::for_column(values.iter().copied());
         values
             .iter()
@@ -115,6 +118,9 @@ impl TimeUnit {
     pub fn number(self, us: f64) -> String {
         if !us.is_finite() {
             return MISSING.into();
+        }
+        if us == 0.0 {
+            return "0".into(); // nothing, in any unit: no decimals to suggest a rounding
         }
         fixed(us / self.us_per_unit(), self.decimals())
     }
@@ -258,7 +264,7 @@ mod tests {
         assert_eq!(plain(duration_us(12.34)), "12.3 µs");
         assert_eq!(plain(duration_us(155_872.0)), "155.87 ms");
         assert_eq!(plain(duration_us(2_104_000.0)), "2.104 s");
-        assert_eq!(plain(duration_us(0.0)), "0.0 µs");
+        assert_eq!(plain(duration_us(0.0)), "0 µs");
         assert_eq!(plain(duration_ns(1_500)), "1.5 µs");
     }
 
@@ -298,7 +304,8 @@ mod tests {
         );
         assert_eq!(TimeUnit::shared([2.2, 155_872.0]), None);
         assert_eq!(TimeUnit::shared([2.2, 9.3, 152.9]), Some(TimeUnit::Us));
-        assert_eq!(TimeUnit::shared([]), Some(TimeUnit::Us));
+        assert_eq!(TimeUnit::shared([]), None);
+        assert_eq!(TimeUnit::shared([f64::NAN]), None);
     }
 
     #[test]
@@ -307,7 +314,7 @@ mod tests {
         assert_eq!(duration_us(f64::NAN), "—");
         assert_eq!(plain(signed_duration_us(-350.0)), "-350.0 µs");
         assert_eq!(plain(signed_duration_us(1_200.0)), "+1.20 ms");
-        assert_eq!(plain(signed_duration_us(0.0)), "0.0 µs");
+        assert_eq!(plain(signed_duration_us(0.0)), "0 µs");
         assert_eq!(TimeUnit::Ms.number(-0.001), "0.00");
     }
 

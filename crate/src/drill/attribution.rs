@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::index::TraceIndex;
 use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
+use crate::names::api::api_base_name;
 use crate::names::ranges::emit_nvtx_op;
 use crate::profile::Profile;
 use crate::steps::visible_name;
@@ -65,7 +66,7 @@ pub fn attribute(ix: &TraceIndex<'_>, gaps: &[GapSpan]) -> Vec<HostActivity> {
         .zip(api)
         .map(|(n, a)| HostActivity {
             nvtx: ranked(ix, n, emit_nvtx_op),
-            api: ranked(ix, a, |name| name),
+            api: ranked(ix, a, api_base_name),
         })
         .collect()
 }
@@ -160,7 +161,7 @@ fn api_overlaps(
 
 /// Largest overlap first (ties by name), at most [`MAX_NAMES`], names read by `label`: the
 /// calls of one PyTorch `emit_nvtx` op (`aten::mul, op_id = 7`, `aten::mul, op_id = 9`) are one
-/// name.
+/// name, and so are the versions of one API (`cudaStreamSynchronize_v3020`).
 fn ranked(ix: &TraceIndex<'_>, acc: Acc, label: fn(&str) -> &str) -> Vec<Overlap> {
     let mut by_op: HashMap<&str, (u64, Ns)> = HashMap::new();
     for (name, (count, ns)) in acc {
@@ -228,7 +229,7 @@ mod tests {
         assert_eq!(
             names(&a[0].api),
             vec![
-                ("cudaStreamSynchronize_v3020".into(), 1, 0.07),
+                ("cudaStreamSynchronize".into(), 1, 0.07),
                 ("cudaLaunchKernel".into(), 1, 0.005)
             ]
         );

@@ -49,6 +49,24 @@ fn class(kind: Kind) -> &'static str {
     }
 }
 
+/// A cell's markup: its lines (a list cell's items) on lines of their own, and in text a break
+/// opportunity after each `_` and `::`, so a long kernel name wraps between its words rather
+/// than anywhere.
+fn cell(text: &str, kind: Kind) -> String {
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            let e = escape(line);
+            if kind == Kind::Text {
+                e.replace('_', "_<wbr/>").replace("::", "::<wbr/>")
+            } else {
+                e
+            }
+        })
+        .collect();
+    lines.join("<br/>")
+}
+
 fn table(out: &mut String, t: &Table) {
     out.push_str(&format!(
         "<div class=\"scroll\"><table><caption>{}</caption>",
@@ -67,7 +85,7 @@ fn table(out: &mut String, t: &Table) {
     for row in &shown.rows {
         out.push_str("<tr>");
         for (c, &k) in row.iter().zip(&shown.kinds) {
-            out.push_str(&format!("<td class=\"{}\">{}</td>", class(k), escape(c)));
+            out.push_str(&format!("<td class=\"{}\">{}</td>", class(k), cell(c, k)));
         }
         out.push_str("</tr>");
     }

@@ -5,9 +5,11 @@ use super::outline::{Section, outline};
 use super::tables::Table;
 use crate::findings::Finding;
 
-/// Escapes a cell for a pipe table: `|` and line breaks would end the cell.
+/// Escapes a cell for a pipe table: `|` and line breaks would end the cell (the items of a list
+/// cell, one per line, are `; `-separated).
 fn cell(s: &str) -> String {
     s.replace('\\', "\\\\")
+        .replace('\n', "; ")
         .replace('|', "\\|")
         .replace(['\n', '\r'], " ")
 }

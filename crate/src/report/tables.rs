@@ -1,6 +1,7 @@
 //! The report's tables, once, as rows of cells: Markdown, CSV and HTML render the same tables.
 
 use super::document::Document;
+use crate::detect::catalogue::METRICS;
 use crate::drill::attribution::Overlap;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
@@ -51,6 +52,9 @@ pub struct Column {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cell {
     Text(String),
+    /// Items, most important first: all of them in the CSV, the first [`LIST_SHOWN`] and how many
+    /// more for people, one per line.
+    List(Vec<String>),
     Num(f64),
     Int(u64),
     Missing,
@@ -61,6 +65,7 @@ impl Cell {
     fn raw(&self, kind: Kind) -> String {
         match (self, kind) {
             (Cell::Text(s), _) => s.clone(),
+            (Cell::List(items), _) => items.join("; "),
             (Cell::Num(v), Kind::Duration) => us3(*v),
             (Cell::Num(v), Kind::Share) => r4(*v),
             (Cell::Num(v), _) => v.to_string(),
@@ -72,6 +77,7 @@ impl Cell {
     fn is_empty(&self) -> bool {
         match self {
             Cell::Text(s) => s.is_empty(),
+            Cell::List(items) => items.is_empty(),
             Cell::Missing => true,
             _ => false,
         }
@@ -267,9 +273,19 @@ impl Table {
     }
 }
 
+/// How many items of a list cell the Markdown and HTML show.
+pub const LIST_SHOWN: usize = 3;
+
 fn shown_cell(c: &Cell, kind: Kind) -> String {
     match (c, kind) {
         (Cell::Text(s), _) => s.clone(),
+        (Cell::List(items), _) => {
+            let mut shown: Vec<String> = items.iter().take(LIST_SHOWN).cloned().collect();
+            if items.len() > LIST_SHOWN {
+                shown.push(format!("+{} more", items.len() - LIST_SHOWN));
+            }
+            shown.join("\n")
+        }
         (Cell::Missing, _) => String::new(),
         (Cell::Num(v), Kind::Share) => format::percent(*v),
         (Cell::Num(v), Kind::Duration) => format::duration_us(*v),
@@ -293,17 +309,21 @@ pub fn r4(v: f64) -> String {
 
 /// `name ×count (overlap)`, `; `-separated.
 pub fn overlaps(v: &[Overlap]) -> String {
+    overlap_items(v).join("; ")
+}
+
+/// Each overlap as `name ×count (overlap)`, the count left out when 1.
+fn overlap_items(v: &[Overlap]) -> Vec<String> {
     v.iter()
         .map(|o| {
-            format!(
-                "{} ×{} ({})",
-                o.name,
-                o.count,
-                format::duration_us(o.overlap_us)
-            )
+            let count = if o.count > 1 {
+                format!(" ×{}", format::count(o.count))
+            } else {
+                String::new()
+            };
+            format!("{}{count} ({})", o.name, format::duration_us(o.overlap_us))
         })
-        .collect::<Vec<_>>()
-        .join("; ")
+        .collect()
 }
 
 /// The aggregate metrics of the verdict with their evidence.
@@ -313,7 +333,8 @@ pub fn verdict(doc: &Document) -> Table {
         "verdict",
         "Host-overhead metrics (aggregate)",
         &[
-            col("metric", "Metric", Key),
+            csv_only("metric", Key),
+            col("title", "Metric", Text),
             col("value", "Value", Share),
             col("threshold", "Threshold", Share),
             col("direction", "Crossed when", Key),
@@ -323,9 +344,14 @@ pub fn verdict(doc: &Document) -> Table {
             col("meaning", "Meaning", Text),
         ],
     );
-    for (name, e) in &doc.detect.evidence {
+    // In the catalogue's order (M1 … M5), each metric named as the page names it.
+    let metrics = METRICS
+        .iter()
+        .filter_map(|m| doc.detect.evidence.get(m.key).map(|e| (m, e)));
+    for (m, e) in metrics {
         t.row(vec![
-            name.to_string().into(),
+            m.key.into(),
+            format!("{} ({})", m.title, m.id).into(),
             e.value.into(),
             e.threshold.into(),
             e.direction.into(),
@@ -424,8 +450,8 @@ pub fn top_gaps(name: &'static str, title: &'static str, gaps: &[TopGap]) -> Tab
             g.bucket.clone().into(),
             g.prev_kernel.clone().into(),
             g.next_kernel.clone().into(),
-            overlaps(&g.nvtx).into(),
-            overlaps(&g.api).into(),
+            Cell::List(overlap_items(&g.nvtx)),
+            Cell::List(overlap_items(&g.api)),
         ]);
     }
     t

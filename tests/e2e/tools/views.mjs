@@ -26,11 +26,13 @@ function audit() {
     if (box.scrollWidth > box.clientWidth + 1) out.push(`${name}: ${box.scrollWidth} px wide in ${box.clientWidth} px`);
     for (const th of t.querySelectorAll('th')) if (th.innerText.includes('\u039c')) out.push(`${name}: header "${th.innerText}" has Greek Mu`);
     const nc = (t.innerText.match(/not computed/gi) || []).length;
-    if (nc > 1) out.push(`${name}: "not computed" ${nc} times`);
-    for (const td of t.querySelectorAll('td.num, td.mono.num')) {
-      const lh = parseFloat(getComputedStyle(td).lineHeight) || 20;
-      const inner = td.getBoundingClientRect().height - parseFloat(getComputedStyle(td).paddingTop) - parseFloat(getComputedStyle(td).paddingBottom);
-      if (td.innerText.trim() && !td.querySelector('.share-bar') && inner > lh * 1.6) out.push(`${name}: number cell wraps: "${td.innerText}"`);
+    if (nc > 1 && !/^Not computed/.test(name)) out.push(`${name}: "not computed" ${nc} times`);
+    // A number that breaks over lines: its text's boxes sit on more than one line.
+    for (const td of t.querySelectorAll('td.num')) {
+      const range = document.createRange();
+      range.selectNodeContents(td);
+      const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (tops.size > 1) out.push(`${name}: number cell wraps: "${td.innerText}"`);
     }
     for (const td of t.querySelectorAll('td')) if (/[▲▼]/.test(td.innerText)) out.push(`${name}: arrow in a cell: "${td.innerText}"`);
   }
@@ -45,10 +47,19 @@ async function view(page, name) {
   await new Promise((r) => setTimeout(r, 400));
 }
 
+// The whole page, and the same in parts of 1000 px (legible when viewed one at a time).
+async function shoot(page, name) {
+  await page.screenshot({ path: artifact(`views/${name}.png`), fullPage: true });
+  const { w, h } = await page.evaluate(() => ({ w: document.documentElement.clientWidth, h: document.documentElement.scrollHeight }));
+  for (let y = 0, i = 0; y < h; y += 1000, i++) {
+    await page.screenshot({ path: artifact(`views/parts/${name}-${i}.png`), fullPage: true, clip: { x: 0, y, width: w, height: Math.min(1000, h - y) } });
+  }
+}
+
 const srv = await serve();
 const browser = await launch();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-views-'));
-fs.mkdirSync(artifact('views'), { recursive: true });
+fs.mkdirSync(artifact('views/parts'), { recursive: true });
 try {
   for (const trace of traces) {
     const stem = path.basename(trace).replace(/\.sqlite$/, '');
@@ -75,13 +86,13 @@ try {
       }
       for (const v of ['verdict', 'rootcause', 'drill']) {
         if (v !== 'verdict') await view(page, v);
-        await page.screenshot({ path: artifact(`views/${stem}-${width}-${v}.png`), fullPage: true });
+        await shoot(page, `${stem}-${width}-${v}`);
         const problems = await page.evaluate(audit);
         console.log(`${stem} @${width} ${v}: ${problems.length ? problems.join(' | ') : 'ok'}`);
       }
       if (reportHtml) {
         await page.goto(pathToFileURL(reportHtml).href);
-        await page.screenshot({ path: artifact(`views/${stem}-${width}-report.png`), fullPage: true });
+        await shoot(page, `${stem}-${width}-report`);
         const problems = await page.evaluate(audit);
         console.log(`${stem} @${width} report: ${problems.length ? problems.join(' | ') : 'ok'}`);
       }
