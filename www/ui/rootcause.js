@@ -2,7 +2,7 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs } from './format.js';
+import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
@@ -267,7 +267,7 @@ function rcIsolation(traces) {
           { 'data-label': t.label, 'data-method': t.iteration_method },
           el('strong', { text: `${t.label}: ` }),
           `${t.iteration_method} — ${t.isolation?.reason || ''}`,
-          t.benchmark_window ? ` Benchmark window ${t.benchmark_window.start_ns}–${t.benchmark_window.end_ns} ns.` : '',
+          t.benchmark_window ? ` Benchmark window ${ns(t.benchmark_window.start_ns)} to ${ns(t.benchmark_window.end_ns)} from the session start.` : '',
         ),
       ),
     ),
