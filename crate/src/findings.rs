@@ -527,11 +527,20 @@ fn call_finding(
         .take(3)
         .map(|a| format!("{} ×{} ({})", a.name, a.count, ms(a.total_us)))
         .collect();
+    // Calls on several threads, or before the first kernel, can add up to more than the window:
+    // a share above 100 % would read as an error, so say what the window is instead.
+    let of_window = if share <= 1.0 {
+        format!("{} of the window", pct(share))
+    } else {
+        format!(
+            "more than the {} kernel window: calls on several threads or outside it",
+            ms(window_us)
+        )
+    };
     let mut evidence = format!(
-        "{} calls, {} in total ({} of the window): {}",
+        "{} calls, {} in total ({of_window}): {}",
         format::count(c.calls),
         ms(c.total_us),
-        pct(share),
         top.join(", ")
     );
     if let Some(n) = per_step {

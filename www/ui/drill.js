@@ -218,8 +218,9 @@ function drPattern(p) {
   );
 }
 
-function drRankName(r) {
-  return `${r.file ? `${r.file} · ` : ''}GPU ${r.device} · pid ${r.pid}`;
+// A rank as the reader knows it; the file is named only when the ranks come from several files.
+function drRankName(r, oneFile = false) {
+  return `${r.file && !oneFile ? `${r.file} · ` : ''}GPU ${r.device} · pid ${r.pid}`;
 }
 
 function drStragglers(s, drawBarChart) {
@@ -228,11 +229,12 @@ function drStragglers(s, drawBarChart) {
   if (ranks.length < 2) {
     return panel('Stragglers', 'drill-stragglers', el('p', { class: 'muted', text: s.note || 'One rank only: drop the rank files of one run together to compare ranks.' }));
   }
+  const oneFile = new Set(ranks.map((r) => r.file || '')).size === 1;
   const canvas = el('canvas', { 'data-testid': 'drill-lateness-plot', height: '120' });
   const chart = {
     title: 'Mean lateness per rank at collectives (µs)',
     bars: ranks.map((r) => ({
-      label: drRankName(r),
+      label: drRankName(r, oneFile),
       value: r.mean_lateness_us,
       text: `${us(r.mean_lateness_us)} · last in ${pct(r.share)}`,
       flagged: !!s.rank && r.device === s.rank.device && r.pid === s.rank.pid && (r.file || '') === (s.rank.file || ''),
@@ -247,7 +249,7 @@ function drStragglers(s, drawBarChart) {
     }
   });
   const verdict = s.rank
-    ? `${drRankName(s.rank)} arrives last in ${pct(s.share)} of ${int(s.collectives)} collectives, ${us(s.mean_lateness_us)} late on average.`
+    ? `${drRankName(s.rank, oneFile)} arrives last in ${pct(s.share)} of ${int(s.collectives)} collectives, ${us(s.mean_lateness_us)} late on average.`
     : `No straggler: no rank is last in more than ${pct(s.threshold, 0)} of ${int(s.collectives)} collectives.`;
   return panel(
     'Stragglers',

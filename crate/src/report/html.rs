@@ -18,7 +18,7 @@ div.scroll{overflow-x:auto;margin:8px 0 18px}table{border-collapse:collapse;font
 caption{text-align:left;font-weight:600;padding:4px 0}th,td{border:1px solid #e1e4ea;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f5f6f8;font-weight:600}td.text{max-width:520px;overflow-wrap:anywhere}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.key{white-space:nowrap}th.num{white-space:normal}
-ol.findings li{margin:0 0 10px}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
+ol.findings li{margin:0 0 10px;overflow-wrap:anywhere}p{overflow-wrap:anywhere}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
 .sev-high{background:#dc2626}.sev-medium{background:#d97706}.sev-low{background:#2563eb}.sev-info{background:#6b7280}
 .fix{color:#3b4048}figure{margin:8px 0 16px}svg{max-width:100%;height:auto}
 ";

@@ -46,6 +46,9 @@ pub struct Column {
     /// Only in the CSV: what the Markdown and HTML already say otherwise (a bucket's bounds are
     /// its label; a gap's end is its start plus its length).
     pub csv_only: bool,
+    /// Only in the Markdown and HTML: what the CSV has in columns of its own, put together for
+    /// reading (a gap's kernels either side).
+    pub shown_only: bool,
 }
 
 /// One cell's value.
@@ -152,6 +155,7 @@ const fn col(key: &'static str, label: &'static str, kind: Kind) -> Column {
         kind,
         once: false,
         csv_only: false,
+        shown_only: false,
     }
 }
 
@@ -162,6 +166,13 @@ const fn csv_only(key: &'static str, kind: Kind) -> Column {
     }
 }
 
+const fn shown_only(label: &'static str, kind: Kind) -> Column {
+    Column {
+        shown_only: true,
+        ..col("", label, kind)
+    }
+}
+
 /// The file a row comes from: shown only when the rows come from several files.
 const FILE: Column = Column {
     key: "file",
@@ -169,6 +180,7 @@ const FILE: Column = Column {
     kind: Kind::Text,
     once: true,
     csv_only: false,
+    shown_only: false,
 };
 
 impl Table {
@@ -187,7 +199,11 @@ impl Table {
 
     /// The CSV header: the columns' keys.
     pub fn keys(&self) -> Vec<&'static str> {
-        self.columns.iter().map(|c| c.key).collect()
+        self.columns
+            .iter()
+            .filter(|c| !c.shown_only)
+            .map(|c| c.key)
+            .collect()
     }
 
     /// The CSV rows: raw values.
@@ -197,6 +213,7 @@ impl Table {
             .map(|r| {
                 r.iter()
                     .zip(&self.columns)
+                    .filter(|(_, col)| !col.shown_only)
                     .map(|(c, col)| c.raw(col.kind))
                     .collect()
             })
@@ -432,9 +449,10 @@ pub fn top_gaps(name: &'static str, title: &'static str, gaps: &[TopGap]) -> Tab
             col("start_ns", "Start", Timestamp),
             csv_only("end_ns", Timestamp),
             col("gap_us", "Gap", Duration),
-            col("bucket", "Bucket", Key),
-            col("prev_kernel", "Kernel before", Text),
-            col("next_kernel", "Kernel after", Text),
+            csv_only("bucket", Key),
+            csv_only("prev_kernel", Text),
+            csv_only("next_kernel", Text),
+            shown_only("Kernels either side", Text),
             col("nvtx", "NVTX ranges open", Text),
             col("api", "CUDA API calls", Text),
         ],
@@ -450,6 +468,7 @@ pub fn top_gaps(name: &'static str, title: &'static str, gaps: &[TopGap]) -> Tab
             g.bucket.clone().into(),
             g.prev_kernel.clone().into(),
             g.next_kernel.clone().into(),
+            Cell::List(vec![g.prev_kernel.clone(), format!("→ {}", g.next_kernel)]),
             Cell::List(overlap_items(&g.nvtx)),
             Cell::List(overlap_items(&g.api)),
         ]);
