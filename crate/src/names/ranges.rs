@@ -70,7 +70,10 @@ fn is_jit(lower: &str) -> bool {
 /// The suffixes PyTorch's `emit_nvtx` appends to an op's name, in its order (`getNvtxStr` in
 /// `torch/csrc/profiler/util.cpp`: `name[, seq = N][, op_id = N][, sizes = [[…]]]
 /// [, input_op_ids = […]]`), each with what its value starts with.
-const EMIT_NVTX_SUFFIXES: [(&str, fn(u8) -> bool); 4] = [
+/// Whether a byte can start a suffix's value.
+type StartsValue = fn(u8) -> bool;
+
+const EMIT_NVTX_SUFFIXES: [(&str, StartsValue); 4] = [
     (", seq = ", |b| b.is_ascii_digit() || b == b'-'),
     (", op_id = ", |b| b.is_ascii_digit()),
     (", sizes = ", |b| b == b'['),

@@ -118,7 +118,7 @@ fn summary(doc: &Document) -> Section {
                 f.gpus.join(", ")
             },
             plural(f.processes as u64, "process", "processes"),
-            plural(f.forward_steps as u64, "forward step", "forward steps"),
+            plural(f.forward_steps, "forward step", "forward steps"),
             dur(doc.explain.window.duration_us)
         ),
         verdict_line(doc),

@@ -148,6 +148,9 @@ pub struct Shown {
     pub rows: Vec<Vec<String>>,
 }
 
+/// How the cells of one column read.
+type CellFormat = Box<dyn Fn(&Cell) -> String>;
+
 const fn col(key: &'static str, label: &'static str, kind: Kind) -> Column {
     Column {
         key,
@@ -241,7 +244,7 @@ impl Table {
             .collect();
         let mut headers = Vec::new();
         let mut kinds = Vec::new();
-        let mut fmts: Vec<Box<dyn Fn(&Cell) -> String>> = Vec::new();
+        let mut fmts: Vec<CellFormat> = Vec::new();
         for &i in &keep {
             let c = self.columns[i];
             kinds.push(c.kind);
