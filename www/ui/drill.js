@@ -3,7 +3,7 @@
 // to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
 // ranks, findings, and the explainer report's exports, all built in this tab.
 
-import { el, clear, us, int, pct, rawValue, fitCanvas, panel, dataTable, durationColumn } from './format.js';
+import { el, clear, us, int, pct, rawValue, fitCanvas, panel, dataTable, durationColumn, breakable } from './format.js';
 
 export function renderDrill(container, report, deps) {
   clear(container);
@@ -37,7 +37,7 @@ function drOverlaps(list) {
     el(
       'li',
       {},
-      el('span', { class: 'overlap-name', text: o.name }),
+      el('span', { class: 'overlap-name' }, breakable(o.name)),
       ' ',
       el('span', { class: 'nowrap muted', text: `${o.count > 1 ? `×${int(o.count)} ` : ''}${us(o.overlap_us)}` }),
     );
@@ -55,8 +55,8 @@ function drNeighbours(gap) {
   return el(
     'td',
     { class: 'mono small neighbours', title: both },
-    el('div', { class: 'clamp', text: gap.prev_kernel }),
-    el('div', { class: 'clamp' }, el('span', { class: 'muted', text: '→ ' }), gap.next_kernel),
+    el('div', { class: 'clamp' }, breakable(gap.prev_kernel)),
+    el('div', { class: 'clamp' }, el('span', { class: 'muted', text: '→ ' }), breakable(gap.next_kernel)),
   );
 }
 
@@ -130,7 +130,7 @@ function drGraphs(gr) {
     el(
       'tr',
       { 'data-name': k.name, 'data-count': String(k.count) },
-      el('td', { class: 'mono name', title: k.name }, el('span', { class: 'clamp', text: k.name })),
+      el('td', { class: 'mono name', title: k.name }, el('span', { class: 'clamp' }, breakable(k.name))),
       el('td', { text: k.category || '' }),
       el('td', { text: k.capturable ? 'yes' : 'no' }),
       el('td', { class: 'mono num', text: int(k.count), dataset: { sort: String(k.count) } }),
@@ -167,7 +167,7 @@ function drPattern(p) {
       'tr',
       { 'data-index': String(k.index), 'data-name': k.name },
       el('td', { class: 'mono num', text: String(k.index) }),
-      el('td', { class: 'mono name', title: k.name }, el('span', { class: 'clamp', text: k.name })),
+      el('td', { class: 'mono name', title: k.name }, el('span', { class: 'clamp' }, breakable(k.name))),
       el('td', { text: k.category }),
       el('td', { class: 'mono num', text: gapCol.cell(k.mean_gap_us), dataset: { sort: String(k.mean_gap_us) } }),
       el('td', { class: 'mono num', text: durCol.cell(k.mean_duration_us), dataset: { sort: String(k.mean_duration_us) } }),

@@ -34,6 +34,13 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A long identifier (kernel, NVTX or API name) as text with a break opportunity after each `_`
+// and `::`, so it wraps between its words before it breaks anywhere.
+export function breakable(text) {
+  const parts = String(text ?? '').split(/(?<=_|::)/);
+  return parts.flatMap((p, i) => (i ? [document.createElement('wbr'), p] : [p]));
+}
+
 export function isNum(v) {
   return typeof v === 'number' && Number.isFinite(v);
 }

@@ -2,7 +2,7 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs } from './format.js';
+import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
@@ -165,7 +165,7 @@ function rcDeltaTable(title, testid, deltas, note) {
         'data-target': rawValue(r.target_us_per_step),
         'data-delta': rawValue(r.delta_us),
       },
-      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp', text: r.name })),
+      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
       el('td', { class: 'mono num', text: base.cell(r.baseline_us_per_step), dataset: { sort: String(r.baseline_us_per_step) } }),
       el('td', { class: 'mono num', text: targ.cell(r.target_us_per_step), dataset: { sort: String(r.target_us_per_step) } }),
       el('td', { class: 'mono num', text: signedUs(r.delta_us), dataset: { sort: String(r.delta_us) } }),
@@ -200,7 +200,7 @@ function rcOpsTable(title, testid, ops) {
     el(
       'tr',
       { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step) },
-      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp', text: r.name })),
+      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
       el('td', { class: 'mono num', text: perStep.cell(r.us_per_step), dataset: { sort: String(r.us_per_step) } }),
       el('td', { class: 'mono num', text: num(r.calls_per_step, 2), dataset: { sort: String(r.calls_per_step) } }),
       el('td', { class: 'mono num', text: total.cell(r.total_us), dataset: { sort: String(r.total_us) } }),
