@@ -27,12 +27,15 @@ function audit() {
     for (const th of t.querySelectorAll('th')) if (th.innerText.includes('\u039c')) out.push(`${name}: header "${th.innerText}" has Greek Mu`);
     const nc = (t.innerText.match(/not computed/gi) || []).length;
     if (nc > 1 && !/^Not computed/.test(name)) out.push(`${name}: "not computed" ${nc} times`);
-    // A number that breaks over lines: its text's boxes sit on more than one line.
+    // A number that breaks over lines: one of its text nodes has boxes on more than one line.
     for (const td of t.querySelectorAll('td.num')) {
-      const range = document.createRange();
-      range.selectNodeContents(td);
-      const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
-      if (tops.size > 1) out.push(`${name}: number cell wraps: "${td.innerText}"`);
+      for (const node of td.childNodes) {
+        if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (tops.size > 1) out.push(`${name}: number cell wraps: "${td.innerText}"`);
+      }
     }
     for (const td of t.querySelectorAll('td')) if (/[▲▼]/.test(td.innerText)) out.push(`${name}: arrow in a cell: "${td.innerText}"`);
   }
