@@ -12,7 +12,7 @@ use crate::plot::draw_gap_histogram;
 
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:#282c34;margin:0 auto;max-width:1100px;padding:0 20px 40px}
-h1{font-size:1.5em;margin:24px 0 4px}h2{font-size:1.2em;margin:32px 0 8px;border-bottom:1px solid #e1e4ea;padding-bottom:4px}
+h1{font-size:1.5em;margin:24px 0 4px;overflow-wrap:anywhere}h2{font-size:1.2em;margin:32px 0 8px;border-bottom:1px solid #e1e4ea;padding-bottom:4px}
 .meta{color:#5c6370;margin:0 0 16px}nav ul{padding-left:18px;columns:3}
 div.scroll{overflow-x:auto;margin:8px 0 18px}table{border-collapse:collapse;font-size:.8em}
 caption{text-align:left;font-weight:600;padding:4px 0}th,td{border:1px solid #e1e4ea;padding:3px 6px;text-align:left;vertical-align:top}
