@@ -717,7 +717,7 @@ pub fn nvtx_ranges(doc: &Document) -> Table {
     use Kind::*;
     let mut t = Table::new(
         "nvtx_ranges",
-        "NVTX ranges by total time (PyTorch ops grouped by op name)",
+        "NVTX ranges by total time",
         &[
             col("name", "Range", Text),
             col("count", "Count", Count),
