@@ -30,8 +30,8 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version } from './pkg/nsys_lens.js';
-import { el, clear, ns as nsText, METRICS, THRESHOLDS, useCatalogue, directionSign } from './ui/format.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount } from './pkg/nsys_lens.js';
+import { el, clear, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -778,6 +778,15 @@ async function main() {
   }
   useCatalogue(JSON.parse(metricCatalogue()));
   appState.lprof = new LprofPanel({ root: $('lprof'), wasm: { lprofAnalyze, drawLprofRounds } });
+  useFormatter({
+    duration: formatDuration,
+    signedDuration: formatSignedDuration,
+    columnUnit: durationColumnUnit,
+    durationIn: formatDurationIn,
+    percent: formatPercent,
+    signedPercent: formatSignedPercent,
+    count: formatCount,
+  });
   appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),

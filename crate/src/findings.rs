@@ -15,6 +15,7 @@ use crate::error;
 use crate::explain::api::CallSummary;
 use crate::explain::{self, ExplainReport};
 use crate::explain::{Window, WindowBasis};
+use crate::format;
 use crate::index::TraceIndex;
 use crate::model::Ns;
 
@@ -176,8 +177,9 @@ pub fn drill_findings(d: &DrillReport) -> Vec<Finding> {
     out
 }
 
+/// A duration (µs) in the unit that fits it, as every table shows it.
 fn ms(us: f64) -> String {
-    format!("{:.2} ms", us / 1000.0)
+    format::duration_us(us)
 }
 
 fn ms_ns(ns: Ns) -> String {
@@ -185,7 +187,7 @@ fn ms_ns(ns: Ns) -> String {
 }
 
 fn pct(share: f64) -> String {
-    format!("{:.1} %", share * 100.0)
+    format::percent(share)
 }
 
 /// One cause's idle time over every device of the drill-down.
@@ -492,10 +494,10 @@ fn pattern_finding(d: &DrillReport) -> Option<Finding> {
             b.operation, b.kernels
         ),
         format!(
-            "block {} ({}) waits {:.1} µs per layer × {:.1} layers = {} per step ({} of a {} step){measured}",
+            "block {} ({}) waits {} per layer × {:.1} layers = {} per step ({} of a {} step){measured}",
             b.group,
             b.names.join(", "),
-            b.gap_per_layer_us,
+            ms(b.gap_per_layer_us),
             p.layers_per_step,
             ms(b.total_gap_us),
             pct(share),
@@ -518,7 +520,7 @@ fn straggler_finding(d: &DrillReport) -> Option<Finding> {
             rank.device, rank.pid
         ),
         format!(
-            "last in {} of {} collectives ({} > {}), {:.1} µs late on average",
+            "last in {} of {} collectives ({} > {}), {} late on average",
             s.ranks
                 .iter()
                 .find(|r| &r.rank == rank)
@@ -526,7 +528,7 @@ fn straggler_finding(d: &DrillReport) -> Option<Finding> {
             s.collectives,
             pct(s.share),
             pct(s.threshold),
-            s.mean_lateness_us
+            ms(s.mean_lateness_us)
         ),
         Some("targeted optimization of coordinator-only paths"),
         "Reduce the extra host work on this rank (coordinator duties, asymmetric launches, allocations), pre-launch kernels to build queue depth before the sync point, or spread coordinator duties across ranks.",
@@ -559,7 +561,7 @@ fn device_share(d: &DrillReport, ns: Ns) -> f64 {
 
 /// Findings of the explainer's sections. With kernels (a drill-down `d`), each is as severe as
 /// the GPU-idle time its cause holds (a pattern that holds no idle time is informational);
-/// blocking syncs, allocations and the other causes of idle time are [`idle_findings`]. Without
+/// blocking syncs, allocations and the other causes of idle time are the idle findings. Without
 /// kernel records, the host side's own: syncs, allocations and copies over the whole capture.
 pub fn explain_findings(e: &ExplainReport, d: Option<&DrillReport>) -> Vec<Finding> {
     let Some(d) = d else {
@@ -575,10 +577,10 @@ pub fn explain_findings(e: &ExplainReport, d: Option<&DrillReport>) -> Vec<Findi
             "launches",
             "Launch storm: many tiny kernels at a high launch rate".into(),
             format!(
-                "{:.0} launches/s from the busiest process; {} of kernels are shorter than {:.0} µs; launch calls hold {} of GPU-idle time ({} of device time)",
-                storm.max_process_launches_per_s,
+                "{} launches/s from the busiest process; {} of kernels are shorter than {}; launch calls hold {} of GPU-idle time ({} of device time)",
+                format::mean(storm.max_process_launches_per_s, 0),
                 pct(storm.tiny_share),
-                storm.tiny_threshold_us,
+                ms(storm.tiny_threshold_us),
                 ms_ns(held),
                 pct(share)
             ),
@@ -712,7 +714,7 @@ fn call_finding(
         .collect();
     let mut evidence = format!(
         "{} call(s) {scope}, running {} of its {} ({}): {}",
-        w.calls,
+        format::count(w.calls),
         ms(w.busy_us),
         ms(window.duration_us),
         pct(busy),

@@ -17,6 +17,7 @@ pub mod drill;
 pub mod error;
 pub mod explain;
 pub mod findings;
+pub mod format;
 pub mod index;
 pub mod iterations;
 pub mod lprof;

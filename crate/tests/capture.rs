@@ -525,7 +525,8 @@ fn the_report_has_a_capture_section_with_every_check_and_the_steady_window() {
         table.rows.len(),
         doc.detect.as_ref().expect("verdict").capture.checks.len()
     );
-    let warm = table
+    let shown = table.shown();
+    let warm = shown
         .rows
         .iter()
         .find(|r| r[0] == "warmup")

@@ -201,7 +201,7 @@ fn report_writes_every_file_with_the_drill_down_numbers() {
         "the 6 ms event creations are found: {findings:?}"
     );
     assert!(md.starts_with("# nsys-lens report: "));
-    assert!(md.contains("## What to do next") && md.contains("| rank | group | kernels |"));
+    assert!(md.contains("## What to do next") && md.contains("| Rank | Group | Kernels |"));
     let page = std::fs::read_to_string(out.join("report.html")).expect("html");
     check_self_contained(&page).unwrap_or_else(|e| panic!("report.html: {e}"));
     assert!(page.matches("<svg").count() >= 4, "plots are embedded");
@@ -277,7 +277,10 @@ fn findings_within_their_window(file: &str, json: &Value) -> Vec<String> {
             continue;
         }
         let in_window = json["explain"][source]["in_window"]["calls"].as_u64();
-        let counted = evidence.split(' ').next().and_then(|n| n.parse().ok());
+        let counted = evidence
+            .split(' ')
+            .next()
+            .and_then(|n| n.replace(',', "").parse().ok());
         if counted != in_window || in_window == Some(0) {
             problems.push(format!(
                 "{file}: {title} counts {counted:?}, the window {in_window:?}"
@@ -581,5 +584,97 @@ fn kernel_less_public_exports_get_a_host_side_report_equal_to_sql() {
         zhang.map(|z| (z.1, z.2)),
         Some((33_482, 11_451)),
         "{seen:?}"
+    );
+}
+
+/// A real PyTorch `emit_nvtx` export: every call of an op (`aten::item, op_id = N`) is one row
+/// of the NVTX table, its count and time those of plain SQL over the op's ranges.
+#[test]
+fn emit_nvtx_ops_are_one_row_each_with_the_sql_count_and_time() {
+    let path = public_traces_dir().join("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite");
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let doc = document::build(&trace, "h100.sqlite", &DrillOptions::default()).expect("report");
+    let ranges = &doc.explain.nvtx.top_ranges;
+    assert!(
+        ranges.iter().all(|r| !r.name.contains(", op_id = ")),
+        "no per-call names: {:?}",
+        ranges.iter().map(|r| &r.name).collect::<Vec<_>>()
+    );
+    for op in ["aten::item", "aten::mm", "aten::copy_"] {
+        let (calls, ns): (i64, i64) = conn
+            .query_row(
+                "SELECT count(*), sum(end - start) FROM NVTX_EVENTS \
+                 WHERE end IS NOT NULL AND (text = ?1 OR substr(text, 1, length(?1) + 2) = ?1 || ', ')",
+                [op],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("sql");
+        let row = ranges
+            .iter()
+            .find(|r| r.name == op)
+            .unwrap_or_else(|| panic!("{op} is a row"));
+        assert!(calls > 1, "{op}: several calls in the export");
+        assert_eq!(row.count as i64, calls, "{op} calls");
+        assert!(
+            (row.total_us - ns as f64 / 1000.0).abs() < 1e-6,
+            "{op}: {} µs vs SQL {} ns",
+            row.total_us,
+            ns
+        );
+    }
+    let md = markdown::render(&doc);
+    assert_eq!(
+        md.matches("| aten::item |").count(),
+        1,
+        "one aten::item row"
+    );
+}
+
+/// The Markdown and HTML report read as one formatter writes: one unit per duration column in
+/// its header (never upper-cased `Μ`), no column that says nothing (the file of a one-file
+/// report, the stream of device-idle gaps), no internal reference, numbers unbroken in HTML.
+#[test]
+fn report_tables_state_units_once_and_drop_columns_that_say_nothing() {
+    let path = public_traces_dir().join("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite");
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let doc = document::build(&trace, "h100.sqlite", &DrillOptions::default()).expect("report");
+    let md = markdown::render(&doc);
+    assert!(!md.contains('\u{39c}'), "no Greek capital Mu");
+    assert!(!md.contains("reference §"), "no internal reference");
+    assert!(!md.contains("| File |"), "one file: no file column");
+    let idle = md
+        .split("**Largest device-idle gaps**")
+        .nth(1)
+        .and_then(|s| s.lines().nth(2))
+        .expect("the device-idle gaps table");
+    assert!(
+        idle.starts_with("| Device | Start (ms) | Gap (ms) |"),
+        "{idle}"
+    );
+    assert!(!idle.contains("Stream"), "device-idle gaps have no stream");
+    // The largest gap: 155.87 ms in the table and in the finding that cites it.
+    assert!(md.contains("| 155.87 |"), "the gap column is in ms");
+    assert!(
+        md.contains("of a 155.87\u{a0}ms gap"),
+        "the finding says it the same way"
+    );
+    assert!(!md.contains("155872"), "never in µs beside ms");
+    // A negative launch latency is explained.
+    let d = &doc.explain.launch_latency.distribution;
+    assert!(d.min_us < 0.0, "this export has a negative launch latency");
+    assert!(md.contains("Some latencies are negative"));
+    let page = html::render(&doc);
+    assert!(page.contains("<td class=\"num\">155.87</td>"));
+    assert!(page.contains(".num{text-align:right;white-space:nowrap"));
+    // Metrics in the catalogue's order, named as the page names them, never a split key.
+    let m1 = page.find("GPU idle ratio (M1)").expect("M1 row");
+    let m5 = page.find("NCCL share of GPU time (M5)").expect("M5 row");
+    assert!(m1 < m5, "M1 before M5");
+    assert!(
+        !page.contains(">host_prep_idle_attribution<"),
+        "no raw key in the HTML"
     );
 }

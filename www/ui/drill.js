@@ -3,7 +3,7 @@
 // to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
 // ranks, findings, and the explainer report's exports, all built in this tab.
 
-import { el, clear, us, ns, int, pct, rawValue, fitCanvas, panel, dataTable } from './format.js';
+import { el, clear, us, ns, int, pct, rawValue, fitCanvas, panel, dataTable, durationColumn, breakable } from './format.js';
 
 export function renderDrill(container, report, deps) {
   clear(container);
@@ -29,13 +29,36 @@ function drFact(key, label, value, shown) {
   );
 }
 
-// What overlapped a gap, longest overlap first: the first three in the cell, all in its tooltip.
+// What overlapped a gap, longest overlap first: the first three in the cell, one per line (the
+// name may wrap, its count and time never), all of them in its tooltip.
 function drOverlaps(list) {
   const all = [...(list || [])].sort((a, b) => b.overlap_us - a.overlap_us);
-  const text = (o) => `${o.name}${o.count > 1 ? ` ×${o.count}` : ''} (${us(o.overlap_us)})`;
-  const shown = all.slice(0, 3).map(text).join(' · ');
-  const more = all.length > 3 ? ` · +${all.length - 3} more` : '';
-  return el('td', { class: 'small overlaps', title: all.map(text).join('\n') || '', text: shown ? shown + more : '—' });
+  const text = (o) => `${o.name}${o.count > 1 ? ` ×${int(o.count)}` : ''} (${us(o.overlap_us)})`;
+  const item = (o) =>
+    el(
+      'li',
+      {},
+      el('span', { class: 'overlap-name' }, breakable(o.name)),
+      ' ',
+      el('span', { class: 'nowrap muted', text: `${o.count > 1 ? `×${int(o.count)} ` : ''}${us(o.overlap_us)}` }),
+    );
+  const more = all.length > 3 ? el('li', { class: 'muted', text: `+${all.length - 3} more` }) : null;
+  return el(
+    'td',
+    { class: 'small overlaps', title: all.map(text).join('\n') || '', dataset: { sort: String(all[0]?.overlap_us ?? 0) } },
+    all.length ? el('ul', { class: 'overlap-list' }, all.slice(0, 3).map(item), more) : '—',
+  );
+}
+
+// The kernels either side of a gap, one per line.
+function drNeighbours(gap) {
+  const both = `${gap.prev_kernel} → ${gap.next_kernel}`;
+  return el(
+    'td',
+    { class: 'mono small neighbours', title: both },
+    el('div', { class: 'clamp' }, breakable(gap.prev_kernel)),
+    el('div', { class: 'clamp' }, el('span', { class: 'muted', text: '→ ' }), breakable(gap.next_kernel)),
+  );
 }
 
 // Where the GPU-idle time went (the core's attribution): the chart per device drawn by the core,
@@ -126,13 +149,22 @@ function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
 
 function drGaps(g, { drawGapHistogram, onGap }) {
   if (!g) return null;
+  if (!(Number(g.gaps) > 0)) {
+    return panel(
+      'Gaps between kernels',
+      'drill-gaps',
+      el('p', { class: 'muted empty-state', 'data-testid': 'drill-gap-summary', 'data-gaps': String(g.gaps ?? 0), 'data-total-us': rawValue(g.total_us), text: 'No gaps between kernels in this window: every stream ran its kernels back to back.' }),
+    );
+  }
   const canvas = el('canvas', { 'data-testid': 'drill-gap-histogram', height: '260' });
   requestAnimationFrame(() => {
     fitCanvas(canvas, 260);
     const hist = { buckets: g.buckets, gaps: g.gaps, total_us: g.total_us, devices: [] };
     drawGapHistogram(canvas, JSON.stringify(hist));
   });
-  const rows = (g.top || []).map((gap, i) =>
+  const top = g.top || [];
+  const size = durationColumn(top.map((gap) => gap.gap_us));
+  const rows = top.map((gap, i) =>
     el(
       'tr',
       {
@@ -149,12 +181,11 @@ function drGaps(g, { drawGapHistogram, onGap }) {
         },
       },
       el('td', { class: 'mono num', text: String(i + 1) }),
-      el('td', { class: 'mono num', text: us(gap.gap_us), title: gap.reading || '' }),
-      el('td', { class: 'mono nowrap', text: `GPU ${gap.device} · s${gap.stream}` }),
-      el('td', { class: 'mono name', text: `${gap.prev_kernel} → ${gap.next_kernel}`, title: `${gap.prev_kernel} → ${gap.next_kernel}` }),
+      el('td', { class: 'mono num', text: size.cell(gap.gap_us), title: gap.reading || '', dataset: { sort: String(gap.gap_us) } }),
+      el('td', { class: 'mono nowrap', text: `GPU ${gap.device} · stream ${gap.stream}`, dataset: { sort: String(gap.device * 1e6 + (gap.stream ?? 0)) } }),
+      drNeighbours(gap),
       drOverlaps(gap.nvtx),
       drOverlaps(gap.api),
-      el('td', { class: 'mono nowrap small', text: gap.bucket || '' }),
     ),
   );
   return panel(
@@ -163,21 +194,34 @@ function drGaps(g, { drawGapHistogram, onGap }) {
     el('p', { class: 'muted small', 'data-testid': 'drill-gap-summary', 'data-gaps': String(g.gaps), 'data-total-us': rawValue(g.total_us), text: `${int(g.gaps)} gaps per stream · ${us(g.total_us)} in all. ${g.reading || ''}` }),
     el('div', { class: 'canvas-wrap' }, canvas),
     el('h3', { text: 'Largest gaps (click one to see it on the timeline)' }),
-    dataTable(['#', 'Gap', 'Where', 'Kernels either side', 'NVTX open on the launching thread', 'CPU API calls during the gap', 'Bucket'], rows, { 'data-testid': 'drill-top-gaps' }),
+    dataTable(
+      [
+        { label: '#', num: true },
+        { label: size.header('Gap'), num: true, title: 'Hover a gap for what its measured causes say' },
+        'Where',
+        'Kernels either side',
+        { label: 'NVTX open on the launching thread', title: 'NVTX ranges open on the thread that launched the next kernel, longest overlap first' },
+        { label: 'CUDA API calls during the gap', title: 'CUDA API calls of the launching process overlapping the gap, longest overlap first' },
+      ],
+      rows,
+      { 'data-testid': 'drill-top-gaps', class: 'table top-gaps' },
+    ),
   );
 }
 
 function drGraphs(gr) {
   if (!gr) return null;
-  const rows = (gr.eager_top || []).map((k) =>
+  const eager = gr.eager_top || [];
+  const time = durationColumn(eager.map((k) => k.total_us));
+  const rows = eager.map((k) =>
     el(
       'tr',
       { 'data-name': k.name, 'data-count': String(k.count) },
-      el('td', { class: 'mono name', text: k.name, title: k.name }),
+      el('td', { class: 'mono name', title: k.name }, el('span', { class: 'clamp' }, breakable(k.name))),
       el('td', { text: k.category || '' }),
       el('td', { text: k.capturable ? 'yes' : 'no' }),
-      el('td', { class: 'mono num', text: int(k.count) }),
-      el('td', { class: 'mono num', text: us(k.total_us) }),
+      el('td', { class: 'mono num', text: int(k.count), dataset: { sort: String(k.count) } }),
+      el('td', { class: 'mono num', text: time.cell(k.total_us), dataset: { sort: String(k.total_us) } }),
     ),
   );
   const phases = (gr.phases || []).map((p) => `${p.phase}: ${pct(p.coverage)} of ${int(p.kernels)} kernels`).join(' · ');
@@ -195,34 +239,40 @@ function drGraphs(gr) {
     phases ? el('p', { class: 'small', text: `Per phase — ${phases}` }) : null,
     gr.advice ? el('div', { class: 'callout warn', 'data-testid': 'drill-graph-advice', text: gr.advice }) : null,
     rows.length ? el('h3', { text: 'Eager kernels by name' }) : null,
-    rows.length ? dataTable(['Kernel', 'Category', 'Capturable', 'Count', 'Time'], rows, { 'data-testid': 'drill-eager' }) : null,
+    rows.length ? dataTable(['Kernel', 'Category', 'Capturable', { label: 'Count', num: true }, { label: time.header('Time'), num: true }], rows, { 'data-testid': 'drill-eager' }) : null,
   );
 }
 
 function drPattern(p) {
   if (!p) return null;
   if (!p.found) return panel('Per-layer kernel pattern', 'drill-pattern', el('p', { class: 'muted', text: p.note || 'No repeating per-layer kernel sequence was found.' }));
-  const kernels = (p.kernels || []).map((k) =>
+  const layer = p.kernels || [];
+  const gapCol = durationColumn(layer.map((k) => k.mean_gap_us));
+  const durCol = durationColumn(layer.map((k) => k.mean_duration_us));
+  const kernels = layer.map((k) =>
     el(
       'tr',
       { 'data-index': String(k.index), 'data-name': k.name },
       el('td', { class: 'mono num', text: String(k.index) }),
-      el('td', { class: 'mono name', text: k.name, title: k.name }),
+      el('td', { class: 'mono name', title: k.name }, el('span', { class: 'clamp' }, breakable(k.name))),
       el('td', { text: k.category }),
-      el('td', { class: 'mono num', text: us(k.mean_gap_us) }),
-      el('td', { class: 'mono num', text: us(k.mean_duration_us) }),
+      el('td', { class: 'mono num', text: gapCol.cell(k.mean_gap_us), dataset: { sort: String(k.mean_gap_us) } }),
+      el('td', { class: 'mono num', text: durCol.cell(k.mean_duration_us), dataset: { sort: String(k.mean_duration_us) } }),
     ),
   );
-  const blocks = (p.blocks || []).map((b) =>
+  const blockList = p.blocks || [];
+  const perLayer = durationColumn(blockList.map((b) => b.gap_per_layer_us));
+  const totalGap = durationColumn(blockList.map((b) => b.total_gap_us));
+  const blocks = blockList.map((b) =>
     el(
       'tr',
       { 'data-rank': String(b.rank), 'data-operation': b.operation, 'data-total-gap-us': rawValue(b.total_gap_us) },
       el('td', { class: 'mono num', text: String(b.rank) }),
       el('td', { text: b.operation }),
-      el('td', { class: 'mono', text: b.kernels }),
+      el('td', { class: 'mono nowrap', text: b.kernels }),
       el('td', { text: b.category }),
-      el('td', { class: 'mono num', text: us(b.gap_per_layer_us) }),
-      el('td', { class: 'mono num', text: us(b.total_gap_us) }),
+      el('td', { class: 'mono num', text: perLayer.cell(b.gap_per_layer_us), dataset: { sort: String(b.gap_per_layer_us) } }),
+      el('td', { class: 'mono num', text: totalGap.cell(b.total_gap_us), dataset: { sort: String(b.total_gap_us) } }),
       el('td', { text: b.priority }),
     ),
   );
@@ -234,21 +284,30 @@ function drPattern(p) {
       'data-testid': 'drill-pattern-summary',
       'data-layers': String(p.layers),
       'data-kernels': String((p.kernels || []).length),
-      text: `${(p.kernels || []).length} kernels repeat ${int(p.layers)} times in each of ${int(p.steps)} steady-state steps (device ${p.device}, ${p.source}).`,
+      text: `${(p.kernels || []).length} kernels repeat ${int(p.layers)} times in each of ${int(p.steps)} steady-state steps (GPU ${p.device}, ${p.source}).`,
     }),
     el('h3', { text: 'Functional blocks, by total preceding gap × layers' }),
-    dataTable(['Rank', 'Operation', 'Kernels', 'Category', 'Gap per layer', 'Total gap', 'Priority'], blocks, { 'data-testid': 'drill-blocks' }),
+    dataTable(
+      [{ label: 'Rank', num: true }, 'Operation', 'Kernels', 'Category', { label: perLayer.header('Gap per layer'), num: true }, { label: totalGap.header('Total gap'), num: true }, 'Priority'],
+      blocks,
+      { 'data-testid': 'drill-blocks' },
+    ),
     el(
       'details',
       { class: 'layer-details' },
       el('summary', { text: `The layer, kernel by kernel (${kernels.length} kernels)` }),
-      dataTable(['#', 'Kernel', 'Category', 'Mean preceding gap', 'Mean duration'], kernels, { 'data-testid': 'drill-layer' }),
+      dataTable(
+        [{ label: '#', num: true }, 'Kernel', 'Category', { label: gapCol.header('Mean preceding gap'), num: true }, { label: durCol.header('Mean duration'), num: true }],
+        kernels,
+        { 'data-testid': 'drill-layer' },
+      ),
     ),
   );
 }
 
-function drRankName(r) {
-  return `${r.file ? `${r.file} · ` : ''}GPU ${r.device} · pid ${r.pid}`;
+// A rank as the reader knows it; the file is named only when the ranks come from several files.
+function drRankName(r, oneFile = false) {
+  return `${r.file && !oneFile ? `${r.file} · ` : ''}GPU ${r.device} · pid ${r.pid}`;
 }
 
 function drStragglers(s, drawBarChart) {
@@ -257,13 +316,14 @@ function drStragglers(s, drawBarChart) {
   if (ranks.length < 2) {
     return panel('Stragglers', 'drill-stragglers', el('p', { class: 'muted', text: s.note || 'One rank only: drop the rank files of one run together to compare ranks.' }));
   }
+  const oneFile = new Set(ranks.map((r) => r.file || '')).size === 1;
   const canvas = el('canvas', { 'data-testid': 'drill-lateness-plot', height: '120' });
   const chart = {
     title: 'Mean lateness per rank at collectives (µs)',
     bars: ranks.map((r) => ({
-      label: drRankName(r),
+      label: drRankName(r, oneFile),
       value: r.mean_lateness_us,
-      text: `${r.mean_lateness_us.toFixed(1)} µs · last in ${pct(r.share)}`,
+      text: `${us(r.mean_lateness_us)} · last in ${pct(r.share)}`,
       flagged: !!s.rank && r.device === s.rank.device && r.pid === s.rank.pid && (r.file || '') === (s.rank.file || ''),
     })),
   };
@@ -276,7 +336,7 @@ function drStragglers(s, drawBarChart) {
     }
   });
   const verdict = s.rank
-    ? `${drRankName(s.rank)} arrives last in ${pct(s.share)} of ${int(s.collectives)} collectives, ${us(s.mean_lateness_us)} late on average.`
+    ? `${drRankName(s.rank, oneFile)} arrives last in ${pct(s.share)} of ${int(s.collectives)} collectives, ${us(s.mean_lateness_us)} late on average.`
     : `No straggler: no rank is last in more than ${pct(s.threshold, 0)} of ${int(s.collectives)} collectives.`;
   return panel(
     'Stragglers',

@@ -1,7 +1,7 @@
 // Trace facts: what the export contains, per device / per process figures, and what could not be
 // computed (coverage) or looks suspicious (warnings).
 
-import { el, pct, us, int, clear, isNum } from './format.js';
+import { el, pct, int, clear, isNum, us, durationColumn, dataTable } from './format.js';
 
 function captureMode(t) {
   const g = t.cuda_graph_trace;
@@ -27,7 +27,8 @@ export function renderFacts(container, report) {
   fact('nsys version', t.nsys_version || 'unknown', 'fact-nsys-version');
   fact('Schema', t.schema_version || '—');
   fact('GPUs', gpuList(t), 'fact-gpus');
-  fact('Devices with kernels', (t.devices || []).join(', ') || '—', 'fact-devices');
+  // Device ids, not a count: "GPU 0" reads as the device, "0" as none.
+  fact('Devices with kernels', (t.devices || []).map((d) => `GPU ${d}`).join(', ') || 'none', 'fact-devices');
   fact('Processes', int(t.processes), 'fact-processes');
   fact('Kernels', int(t.kernels), 'fact-kernels');
   fact('Launch API calls', int(t.launch_api_calls));
@@ -61,68 +62,66 @@ export function renderFacts(container, report) {
   );
   container.append(lists);
 
-  const dev = report.per_device || [];
+  const dev = [...(report.per_device || [])].sort((a, b) => Number(a.device) - Number(b.device));
   if (dev.length) {
+    const busy = durationColumn(dev.map((d) => d.busy_us));
+    const win = durationColumn(dev.map((d) => d.window_us));
     container.append(
       el('h3', { text: 'Per device' }),
-      el(
-        'div',
-        { class: 'table-wrap' },
-        el(
-          'table',
-          { class: 'table', 'data-testid': 'per-device' },
-          el('thead', {}, el('tr', {}, ['Device', 'GPU', 'Kernels', 'Busy', 'Window', 'Idle', 'NCCL'].map((h) => el('th', { text: h })))),
+      dataTable(
+        ['Device', 'GPU', { label: 'Kernels', num: true }, { label: busy.header('Busy'), num: true }, { label: win.header('Window'), num: true }, { label: 'Idle', num: true }, { label: 'NCCL', num: true }],
+        dev.map((d) =>
           el(
-            'tbody',
+            'tr',
             {},
-            dev.map((d) =>
-              el(
-                'tr',
-                {},
-                el('td', { class: 'mono', text: d.device }),
-                el('td', { text: d.gpu_name || '—' }),
-                el('td', { class: 'mono num', text: int(d.kernels) }),
-                el('td', { class: 'mono num', text: us(d.busy_us) }),
-                el('td', { class: 'mono num', text: us(d.window_us) }),
-                el('td', { class: 'mono num', text: pct(d.gpu_idle_ratio) }),
-                el('td', { class: 'mono num', text: pct(d.nccl_ratio) }),
-              ),
-            ),
+            el('td', { class: 'mono nowrap', text: `GPU ${d.device}`, dataset: { sort: String(d.device) } }),
+            el('td', { text: d.gpu_name || '—' }),
+            el('td', { class: 'mono num', text: int(d.kernels), dataset: { sort: String(d.kernels) } }),
+            el('td', { class: 'mono num', text: busy.cell(d.busy_us), dataset: { sort: String(d.busy_us) } }),
+            el('td', { class: 'mono num', text: win.cell(d.window_us), dataset: { sort: String(d.window_us) } }),
+            el('td', { class: 'mono num', text: pct(d.gpu_idle_ratio), dataset: { sort: String(d.gpu_idle_ratio) } }),
+            el('td', { class: 'mono num', text: pct(d.nccl_ratio), dataset: { sort: String(d.nccl_ratio) } }),
           ),
         ),
+        { 'data-testid': 'per-device' },
       ),
     );
   }
-  const proc = report.per_process || [];
+  // Processes: most launch time first (the host side this view is about), then by pid.
+  const proc = [...(report.per_process || [])].sort((a, b) => (b.launch_us ?? 0) - (a.launch_us ?? 0) || String(a.pid).localeCompare(String(b.pid)));
   if (proc.length) {
+    const launch = durationColumn(proc.map((p) => p.launch_us));
+    const prep = durationColumn(proc.map((p) => p.host_prep_us));
+    const exposed = durationColumn(proc.map((p) => p.host_prep_exposed_us));
+    const sortable = (v) => (isNum(v) ? String(v) : '');
     container.append(
-      el('h3', { text: 'Per process' }),
-      el(
-        'div',
-        { class: 'table-wrap' },
-        el(
-          'table',
-          { class: 'table', 'data-testid': 'per-process' },
-          el('thead', {}, el('tr', {}, ['PID', 'Name', 'Devices', 'Launch calls', 'Launch time', 'Launch ratio', 'Host prep', 'Exposed prep'].map((h) => el('th', { text: h })))),
+      el('h3', { text: 'Per process (most launch time first)' }),
+      dataTable(
+        [
+          'PID',
+          'Name',
+          'Devices',
+          { label: 'Launch calls', num: true },
+          { label: launch.header('Launch time'), num: true },
+          { label: 'Launch ratio', num: true },
+          { label: prep.header('Host prep'), num: true },
+          { label: exposed.header('Exposed prep'), num: true },
+        ],
+        proc.map((p) =>
           el(
-            'tbody',
+            'tr',
             {},
-            proc.map((p) =>
-              el(
-                'tr',
-                {},
-                el('td', { class: 'mono', text: p.pid }),
-                el('td', { text: p.name || '—' }),
-                el('td', { class: 'mono', text: (p.devices || []).join(', ') }),
-                el('td', { class: 'mono num', text: int(p.launch_calls) }),
-                el('td', { class: 'mono num', text: us(p.launch_us) }),
-                el('td', { class: 'mono num', text: pct(p.launch_overhead_ratio) }),
-                el('td', { class: 'mono num', text: isNum(p.host_prep_us) ? us(p.host_prep_us) : '—' }),
-                el('td', { class: 'mono num', text: isNum(p.host_prep_exposed_us) ? us(p.host_prep_exposed_us) : '—' }),
-              ),
-            ),
+            el('td', { class: 'mono', text: p.pid }),
+            el('td', { text: p.name || '—' }),
+            el('td', { class: 'mono nowrap', text: (p.devices || []).map((d) => `GPU ${d}`).join(', ') || '—' }),
+            el('td', { class: 'mono num', text: int(p.launch_calls), dataset: { sort: sortable(p.launch_calls) } }),
+            el('td', { class: 'mono num', text: launch.cell(p.launch_us), dataset: { sort: sortable(p.launch_us) } }),
+            el('td', { class: 'mono num', text: pct(p.launch_overhead_ratio), dataset: { sort: sortable(p.launch_overhead_ratio) } }),
+            el('td', { class: 'mono num', text: prep.cell(p.host_prep_us), dataset: { sort: sortable(p.host_prep_us) } }),
+            el('td', { class: 'mono num', text: exposed.cell(p.host_prep_exposed_us), dataset: { sort: sortable(p.host_prep_exposed_us) } }),
           ),
         ),
+        { 'data-testid': 'per-process' },
       ),
     );
   }

@@ -34,31 +34,68 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A long identifier (kernel, NVTX or API name) as text with a break opportunity after each `_`
+// and `::`, so it wraps between its words before it breaks anywhere.
+export function breakable(text) {
+  const parts = String(text ?? '').split(/(?<=_|::)/);
+  return parts.flatMap((p, i) => (i ? [document.createElement('wbr'), p] : [p]));
+}
+
 export function isNum(v) {
   return typeof v === 'number' && Number.isFinite(v);
 }
 
-export function pct(v, digits = 1) {
-  return isNum(v) ? `${(v * 100).toFixed(digits)}%` : '—';
+// The core's formatter (`crate::format`, exported by the wasm module): durations, percentages and
+// counts read here exactly as in the reports. Set once at start by `useFormatter`.
+const FMT = {};
+
+export function useFormatter(fns) {
+  Object.assign(FMT, fns);
 }
 
-// µs → readable duration
+// A share (0–1) as a percentage: `12.3%`.
+export function pct(v, digits = 1) {
+  return isNum(v) ? FMT.percent(v, digits) : '—';
+}
+
+// A change in percent (35.5) with its sign: `+35.5%`.
+export function signedPct(v) {
+  return isNum(v) ? FMT.signedPercent(v) : '';
+}
+
+// µs → a duration in the unit that fits it.
 export function us(v) {
-  if (!isNum(v)) return '—';
-  const a = Math.abs(v);
-  if (a === 0) return '0 µs';
-  if (a >= 1e6) return `${(v / 1e6).toFixed(3)} s`;
-  if (a >= 1e3) return `${(v / 1e3).toFixed(2)} ms`;
-  if (a >= 1) return `${v.toFixed(1)} µs`;
-  return `${(v * 1e3).toFixed(0)} ns`;
+  return isNum(v) ? FMT.duration(v) : '—';
+}
+
+// A change of duration (µs) with its sign.
+export function signedUs(v) {
+  return isNum(v) ? FMT.signedDuration(v) : '—';
 }
 
 export function ns(v) {
   return isNum(v) ? us(v / 1e3) : '—';
 }
 
+// A count with thousands separators.
 export function int(v) {
-  return isNum(v) ? Math.round(v).toLocaleString('en-US') : '—';
+  return isNum(v) ? FMT.count(v, 0) : '—';
+}
+
+// A mean (kernels per step…) with `decimals` decimals and thousands separators.
+export function num(v, decimals = 1) {
+  return isNum(v) ? FMT.count(v, decimals) : '—';
+}
+
+// A column of durations (µs): the unit the core gives it, named once in the header (`Total (ms)`),
+// or none when its values span units, each cell then carrying its own.
+export function durationColumn(values) {
+  const unit = FMT.columnUnit(Float64Array.from(values.filter(isNum)));
+  return {
+    unit,
+    header: (label) => (unit ? `${label} (${unit})` : label),
+    cell: (v) => (isNum(v) ? FMT.durationIn(v, unit) : '—'),
+  };
 }
 
 // The exact value for a data-value attribute: the number as JSON wrote it (shortest round-trip
@@ -95,11 +132,42 @@ export function panel(title, testid, ...children) {
   return el('section', { class: 'panel', 'data-testid': testid }, el('div', { class: 'panel-head' }, el('h2', { text: title })), ...children);
 }
 
-// A scrollable table: header labels and ready-made <tr> rows.
+// A table that scrolls horizontally only when its columns cannot shrink further. `headers` are
+// labels or {label, num, title}; `num` columns are right-aligned. Every header sorts the rows by
+// its column (a cell's data-sort, else its text; numbers as numbers), click again to reverse.
 export function dataTable(headers, rows, attrs = {}) {
-  return el(
-    'div',
-    { class: 'table-wrap' },
-    el('table', { class: 'table', ...attrs }, el('thead', {}, el('tr', {}, headers.map((h) => el('th', { text: h })))), el('tbody', {}, rows)),
+  const cols = headers.map((h) => (typeof h === 'string' ? { label: h } : h));
+  const body = el('tbody', {}, rows);
+  const head = el(
+    'tr',
+    {},
+    cols.map((c, i) =>
+      el(
+        'th',
+        { scope: 'col', class: c.num ? 'num' : '', title: c.title, 'aria-sort': 'none' },
+        el('button', { type: 'button', class: 'sort', text: c.label, onclick: (e) => sortBy(body, i, e.currentTarget.closest('th')) }),
+      ),
+    ),
   );
+  return el('div', { class: 'table-wrap' }, el('table', { class: 'table', ...attrs }, el('thead', {}, head), body));
+}
+
+function sortKey(td) {
+  const raw = td?.dataset.sort ?? td?.textContent ?? '';
+  const n = Number(raw);
+  return raw !== '' && Number.isFinite(n) ? n : raw.toLowerCase();
+}
+
+function sortBy(body, col, th) {
+  const descending = th.getAttribute('aria-sort') !== 'descending';
+  for (const other of th.parentElement.children) other.setAttribute('aria-sort', 'none');
+  th.setAttribute('aria-sort', descending ? 'descending' : 'ascending');
+  const rows = [...body.rows];
+  rows.sort((a, b) => {
+    const x = sortKey(a.cells[col]);
+    const y = sortKey(b.cells[col]);
+    const c = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : typeof x === 'number' ? -1 : 1;
+    return descending ? -c : c;
+  });
+  body.append(...rows);
 }

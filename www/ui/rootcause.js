@@ -2,7 +2,7 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, int, isNum, rawValue, fitCanvas, panel, dataTable } from './format.js';
+import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
@@ -53,7 +53,7 @@ function rcFigure(key, label, value, shown, extra = null) {
 
 // A change in percent with its sign (+35.5%), empty when there is none (NEW, REMOVED).
 function rcSignedPct(d) {
-  return isNum(d) ? `${d > 0 ? '+' : ''}${d.toFixed(1)}%` : '';
+  return signedPct(d);
 }
 
 function rcDelta(pair) {
@@ -80,7 +80,7 @@ function rcPairFigure(key, label, pair, fmt) {
 }
 
 function rcCompareSummary(c, baseline, target) {
-  const perStep = (v) => (isNum(v) ? v.toFixed(1) : '—');
+  const perStep = (v) => num(v, 1);
   return panel(
     `Baseline vs target · ${baseline.label} → ${target.label}`,
     'rc-summary',
@@ -115,7 +115,7 @@ function rcSingleSummary(b) {
       { class: 'rc-figures' },
       rcFigure('wall_time_per_step_us', 'Wall time per step', b.wall_time_per_step_us),
       rcFigure('steady_steps', 'Steady-state steps', b.steady_steps, int(b.steady_steps)),
-      rcFigure('kernels_per_step', 'Kernels per step', b.kernels_per_step, isNum(b.kernels_per_step) ? b.kernels_per_step.toFixed(1) : '—'),
+      rcFigure('kernels_per_step', 'Kernels per step', b.kernels_per_step, num(b.kernels_per_step, 1)),
       rcFigure('inter_step_gap_p50_us', 'Inter-step gap p50', gap.p50),
       rcFigure('inter_step_gap_p90_us', 'Inter-step gap p90', gap.p90),
       rcFigure('iterations', 'Benchmark iterations', b.iterations, int(b.iterations)),
@@ -176,6 +176,8 @@ function rcDeltaTable(title, testid, deltas, note) {
   const sorted = [...(deltas || [])].sort(
     (a, b) => Math.abs(b.delta_us) - Math.abs(a.delta_us) || (STATUS_ORDER[a.status] ?? 9) - (STATUS_ORDER[b.status] ?? 9),
   );
+  const base = durationColumn(sorted.map((r) => r.baseline_us_per_step));
+  const targ = durationColumn(sorted.map((r) => r.target_us_per_step));
   const rows = sorted.map((r) =>
     el(
       'tr',
@@ -186,35 +188,57 @@ function rcDeltaTable(title, testid, deltas, note) {
         'data-target': rawValue(r.target_us_per_step),
         'data-delta': rawValue(r.delta_us),
       },
-      el('td', { class: 'mono name', text: r.name, title: r.name }),
-      el('td', { class: 'mono num', text: r.baseline_us_per_step.toFixed(1) }),
-      el('td', { class: 'mono num', text: r.target_us_per_step.toFixed(1) }),
-      el('td', { class: 'mono num', text: `${r.delta_us > 0 ? '+' : ''}${r.delta_us.toFixed(1)}` }),
-      el('td', { class: 'mono num', text: rcSignedPct(r.delta_pct) }),
-      el('td', {}, rcBadge(r.status)),
+      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
+      el('td', { class: 'mono num', text: base.cell(r.baseline_us_per_step), dataset: { sort: String(r.baseline_us_per_step) } }),
+      el('td', { class: 'mono num', text: targ.cell(r.target_us_per_step), dataset: { sort: String(r.target_us_per_step) } }),
+      el('td', { class: 'mono num', text: signedUs(r.delta_us), dataset: { sort: String(r.delta_us) } }),
+      el('td', { class: 'mono num', text: rcSignedPct(r.delta_pct), dataset: { sort: rawValue(r.delta_pct) } }),
+      el('td', { dataset: { sort: String(STATUS_ORDER[r.status] ?? 9) } }, rcBadge(r.status)),
     ),
   );
   return panel(
     title,
     testid,
     el('p', { class: 'muted small', text: note }),
-    dataTable(['Name', 'Baseline µs/step', 'Target µs/step', 'Δ µs/step', 'Δ %', 'Status'], rows),
+    dataTable(
+      [
+        'Name',
+        { label: base.header('Baseline per step'), num: true },
+        { label: targ.header('Target per step'), num: true },
+        { label: 'Change per step', num: true },
+        { label: 'Change', num: true },
+        'Status',
+      ],
+      rows,
+      { 'data-testid': `${testid}-table` },
+    ),
   );
 }
 
 function rcOpsTable(title, testid, ops) {
-  const rows = (ops || []).map((r) =>
+  const list = ops || [];
+  const perStep = durationColumn(list.map((r) => r.us_per_step));
+  const total = durationColumn(list.map((r) => r.total_us));
+  const rows = list.map((r) =>
     el(
       'tr',
       { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step) },
-      el('td', { class: 'mono name', text: r.name, title: r.name }),
-      el('td', { class: 'mono num', text: r.us_per_step.toFixed(1) }),
-      el('td', { class: 'mono num', text: r.calls_per_step.toFixed(2) }),
-      el('td', { class: 'mono num', text: us(r.total_us) }),
-      el('td', { class: 'mono num', text: int(r.calls) }),
+      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
+      el('td', { class: 'mono num', text: perStep.cell(r.us_per_step), dataset: { sort: String(r.us_per_step) } }),
+      el('td', { class: 'mono num', text: num(r.calls_per_step, 2), dataset: { sort: String(r.calls_per_step) } }),
+      el('td', { class: 'mono num', text: total.cell(r.total_us), dataset: { sort: String(r.total_us) } }),
+      el('td', { class: 'mono num', text: int(r.calls), dataset: { sort: String(r.calls) } }),
     ),
   );
-  return panel(title, testid, dataTable(['Name', 'µs/step', 'Calls/step', 'Total', 'Calls'], rows));
+  return panel(
+    title,
+    testid,
+    dataTable(
+      ['Name', { label: perStep.header('Time per step'), num: true }, { label: 'Calls per step', num: true }, { label: total.header('Total'), num: true }, { label: 'Calls', num: true }],
+      rows,
+      { 'data-testid': `${testid}-table` },
+    ),
+  );
 }
 
 // The hand-off block of spec §4: top ops, their TensorRT-LLM functions, the line_profiler line.
@@ -267,7 +291,7 @@ function rcIsolation(traces) {
           { 'data-label': t.label, 'data-method': t.iteration_method },
           el('strong', { text: `${t.label}: ` }),
           `${t.iteration_method} — ${t.isolation?.reason || ''}`,
-          t.benchmark_window ? ` Benchmark window ${t.benchmark_window.start_ns}–${t.benchmark_window.end_ns} ns.` : '',
+          t.benchmark_window ? ` Benchmark window ${ns(t.benchmark_window.start_ns)} to ${ns(t.benchmark_window.end_ns)} from the session start.` : '',
         ),
       ),
     ),

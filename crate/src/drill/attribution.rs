@@ -11,6 +11,8 @@ use serde::Serialize;
 
 use crate::index::TraceIndex;
 use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
+use crate::names::api::api_base_name;
+use crate::names::ranges::emit_nvtx_op;
 use crate::profile::Profile;
 use crate::steps::visible_name;
 
@@ -63,8 +65,8 @@ pub fn attribute(ix: &TraceIndex<'_>, gaps: &[GapSpan]) -> Vec<HostActivity> {
     nvtx.into_iter()
         .zip(api)
         .map(|(n, a)| HostActivity {
-            nvtx: ranked(ix, n),
-            api: ranked(ix, a),
+            nvtx: ranked(ix, n, emit_nvtx_op),
+            api: ranked(ix, a, api_base_name),
         })
         .collect()
 }
@@ -157,11 +159,18 @@ fn api_overlaps(
     acc
 }
 
-/// Largest overlap first (ties by name), at most [`MAX_NAMES`].
-fn ranked(ix: &TraceIndex<'_>, acc: Acc) -> Vec<Overlap> {
-    let mut v: Vec<(Ns, &str, u64)> = acc
+/// Largest overlap first (ties by name), at most [`MAX_NAMES`], names read by `label`: the
+/// calls of one PyTorch `emit_nvtx` op (`aten::mul, op_id = 7`, `aten::mul, op_id = 9`) are one
+/// name, and so are the versions of one API (`cudaStreamSynchronize_v3020`).
+fn ranked(ix: &TraceIndex<'_>, acc: Acc, label: fn(&str) -> &str) -> Vec<Overlap> {
+    let mut by_op: HashMap<&str, (u64, Ns)> = HashMap::new();
+    for (name, (count, ns)) in acc {
+        let e = by_op.entry(label(name_or_unnamed(ix, name))).or_default();
+        *e = (e.0 + count, e.1 + ns);
+    }
+    let mut v: Vec<(Ns, &str, u64)> = by_op
         .into_iter()
-        .map(|(name, (count, ns))| (ns, name_or_unnamed(ix, name), count))
+        .map(|(name, (count, ns))| (ns, name, count))
         .collect();
     v.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     v.into_iter()
@@ -220,7 +229,7 @@ mod tests {
         assert_eq!(
             names(&a[0].api),
             vec![
-                ("cudaStreamSynchronize_v3020".into(), 1, 0.07),
+                ("cudaStreamSynchronize".into(), 1, 0.07),
                 ("cudaLaunchKernel".into(), 1, 0.005)
             ]
         );

@@ -366,7 +366,7 @@ fn share(ns: Ns, of: Ns) -> f64 {
 /// `typical` cause of such gaps (reference §9.1) as a hint only.
 pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
     let kinds = tally.kinds();
-    let pct = |ns: Ns| format!("{:.1} %", share(ns, of_ns) * 100.0);
+    let pct = |ns: Ns| crate::format::percent(share(ns, of_ns));
     match kinds.first() {
         None if of_ns > 0 => {
             format!("the GPU ran other streams' kernels throughout; typical: {typical}")
@@ -876,12 +876,12 @@ mod tests {
         t.add(ModuleLoad, "cuLibraryLoadData", 40);
         assert_eq!(
             cause_sentence(&t, 100, "sync"),
-            "no host activity recorded for 60.0 %, then module_load (cuLibraryLoadData) 40.0 %; typical: sync"
+            "no host activity recorded for 60.0%, then module_load (cuLibraryLoadData) 40.0%; typical: sync"
         );
         t.add(Launch, "cudaLaunchKernel", 100);
         assert_eq!(
             cause_sentence(&t, 200, "sync"),
-            "launch (cudaLaunchKernel) holds 50.0 % of the gap time"
+            "launch (cudaLaunchKernel) holds 50.0% of the gap time"
         );
     }
 }

@@ -4,13 +4,17 @@
 //! the moment of the launch call (the usual "NVTX GPU projection"). Coverage is the share of all
 //! kernel time that some range received. Ranges per thread are swept once with a stack, in the
 //! order of the thread's launch calls.
+//!
+//! Ranges are counted by name, PyTorch `emit_nvtx` ranges by op: `aten::mm, seq = 12, op_id = 3,
+//! sizes = […]` is one call of `aten::mm` (`names::ranges::emit_nvtx_op`), not its own name.
 
 use serde::Serialize;
 
-use super::stats::{NamedStats, named_stats};
+use super::stats::{NamedStats, named_stats_by};
 use crate::index::TraceIndex;
 use crate::index::units::{ratio, us};
-use crate::model::{NO_NAME, NameId, Ns};
+use crate::model::{NO_NAME, NameId, Ns, Strings};
+use crate::names::ranges::emit_nvtx_op;
 use crate::profile::Profile;
 use crate::steps::visible_name;
 
@@ -122,9 +126,12 @@ pub fn nvtx_summary(ix: &TraceIndex<'_>, top: usize) -> NvtxSummary {
         }
     }
     let attributed: Ns = gpu.iter().map(|g| g.1).sum();
+    let op = op_of(&ix.trace.strings);
+    let per_name = fold(&op, &per_name, |a, b| (a.0 + b.0, a.1 + b.1, a.2.max(b.2)));
+    let gpu = fold(&op, &gpu, |a, b| (a.0 + b.0, a.1 + b.1));
     NvtxSummary {
         ranges: per_name.iter().map(|a| a.0).sum(),
-        top_ranges: named_stats(&ix.trace.strings, &per_name, top),
+        top_ranges: named_stats_by(&per_name, top, |i| name_of(ix, i)),
         gpu_time: top_gpu(ix, &gpu, kernel_ns, top),
         attributed_us: us(attributed),
         kernel_us: us(kernel_ns),
@@ -132,8 +139,33 @@ pub fn nvtx_summary(ix: &TraceIndex<'_>, top: usize) -> NvtxSummary {
     }
 }
 
+/// The op name of string `id` (a PyTorch `emit_nvtx` name without its per-call suffixes).
 fn name_of(ix: &TraceIndex<'_>, id: usize) -> String {
-    ix.trace.strings.get(id as NameId).to_string()
+    emit_nvtx_op(ix.trace.strings.get(id as NameId)).to_string()
+}
+
+/// Per string id, the first id naming the same op: every call of one `emit_nvtx` op maps to
+/// one id.
+fn op_of(strings: &Strings) -> Vec<usize> {
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    (0..strings.len())
+        .map(|i| {
+            *first
+                .entry(emit_nvtx_op(strings.get(i as NameId)))
+                .or_insert(i)
+        })
+        .collect()
+}
+
+/// Per-id figures summed onto each id's op (`op_of`); other ids are left at their default.
+fn fold<T: Copy + Default>(op: &[usize], per_id: &[T], add: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut out = vec![T::default(); per_id.len()];
+    for (i, &v) in per_id.iter().enumerate() {
+        if let Some(slot) = op.get(i).and_then(|&o| out.get_mut(o)) {
+            *slot = add(*slot, v);
+        }
+    }
+    out
 }
 
 fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) -> Vec<NvtxGpuTime> {
@@ -184,5 +216,47 @@ mod tests {
         assert!((n.kernel_us - 0.155).abs() < 1e-12 && (n.coverage - 0.14 / 0.155).abs() < 1e-12);
         assert_eq!(n.ranges, 3);
         assert_eq!(n.top_ranges[0].name, "step");
+    }
+
+    #[test]
+    fn emit_nvtx_calls_of_one_op_are_one_row() {
+        let mut b = TraceBuilder::new();
+        b.range("flash_attn_forward, op_id = 7", 0, 100);
+        b.range("flash_attn_forward, op_id = 9", 200, 260);
+        b.range(
+            "aten::mm, seq = 12, op_id = 3, sizes = [[2, 3], [3, 4]]",
+            300,
+            310,
+        );
+        b.range(
+            "aten::mm, seq = 13, op_id = 4, sizes = [[2, 3], [3, 4]]",
+            400,
+            430,
+        );
+        let c1 = b.call("cudaLaunchKernel", 10, 20);
+        let c2 = b.call("cudaLaunchKernel", 210, 220);
+        b.kernel("fa", 30, 80, c1);
+        b.kernel("fa", 230, 240, c2);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let n = nvtx_summary(&ix, 10);
+        let rows: Vec<(&str, u64, f64, f64)> = n
+            .top_ranges
+            .iter()
+            .map(|r| (r.name.as_str(), r.count, r.total_us, r.max_us))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("flash_attn_forward", 2, 0.16, 0.1),
+                ("aten::mm", 2, 0.04, 0.03)
+            ]
+        );
+        assert_eq!(n.ranges, 4);
+        let gpu: Vec<(&str, u64, f64)> = n
+            .gpu_time
+            .iter()
+            .map(|g| (g.name.as_str(), g.kernels, g.gpu_us))
+            .collect();
+        assert_eq!(gpu, vec![("flash_attn_forward", 2, 0.06)]);
     }
 }

@@ -32,6 +32,15 @@ pub struct NamedStats {
 /// Per name id `(count, total ns, max ns)` as named stats, most total time first (ties by id),
 /// at most `top`.
 pub fn named_stats(strings: &Strings, per_name: &[(u64, Ns, Ns)], top: usize) -> Vec<NamedStats> {
+    named_stats_by(per_name, top, |i| strings.get(i as NameId).to_string())
+}
+
+/// `named_stats` with the name of index `i` given by `name`.
+pub fn named_stats_by(
+    per_name: &[(u64, Ns, Ns)],
+    top: usize,
+    name: impl Fn(usize) -> String,
+) -> Vec<NamedStats> {
     let mut ids: Vec<usize> = (0..per_name.len()).filter(|&i| per_name[i].0 > 0).collect();
     ids.sort_by(|&a, &b| per_name[b].1.cmp(&per_name[a].1).then(a.cmp(&b)));
     let us = |ns: Ns| ns as f64 / 1000.0;
@@ -40,7 +49,7 @@ pub fn named_stats(strings: &Strings, per_name: &[(u64, Ns, Ns)], top: usize) ->
         .map(|i| {
             let (count, total, max) = per_name[i];
             NamedStats {
-                name: strings.get(i as NameId).to_string(),
+                name: name(i),
                 count,
                 total_us: us(total),
                 avg_us: us(total) / count as f64,

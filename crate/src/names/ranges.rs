@@ -67,16 +67,41 @@ fn is_jit(lower: &str) -> bool {
             .any(|p| lower.contains(p))
 }
 
-/// The label a range is reported under: its name without PyTorch's per-op suffixes
-/// (`aten::item, op_id = 317127` → `aten::item`; `, seq = N`, `, sizes = …` likewise) and
-/// without trailing numbers (`IO 190` → `IO`), so the instances of one range add up.
-pub fn range_label(name: &str) -> &str {
-    let mut s = name;
-    for suffix in [", op_id = ", ", seq = ", ", sizes = "] {
-        if let Some(i) = s.find(suffix) {
-            s = &s[..i];
+/// The suffixes PyTorch's `emit_nvtx` appends to an op's name, in its order (`getNvtxStr` in
+/// `torch/csrc/profiler/util.cpp`: `name[, seq = N][, op_id = N][, sizes = [[…]]]
+/// [, input_op_ids = […]]`), each with what its value starts with.
+/// Whether a byte can start a suffix's value.
+type StartsValue = fn(u8) -> bool;
+
+const EMIT_NVTX_SUFFIXES: [(&str, StartsValue); 4] = [
+    (", seq = ", |b| b.is_ascii_digit() || b == b'-'),
+    (", op_id = ", |b| b.is_ascii_digit()),
+    (", sizes = ", |b| b == b'['),
+    (", input_op_ids = ", |b| b == b'['),
+];
+
+/// The op of a PyTorch `emit_nvtx` range: its name without the per-call suffixes
+/// (`aten::mm, seq = 12, op_id = 3, sizes = [[2, 3], [3, 4]]` → `aten::mm`), so every call of
+/// one op is counted under one name. A name without those suffixes is returned whole.
+pub fn emit_nvtx_op(name: &str) -> &str {
+    let mut end = name.len();
+    for (suffix, starts_value) in EMIT_NVTX_SUFFIXES {
+        let found = name.match_indices(suffix).find(|(i, _)| {
+            name.as_bytes()
+                .get(i + suffix.len())
+                .is_some_and(|&b| starts_value(b))
+        });
+        if let Some((i, _)) = found {
+            end = end.min(i);
         }
     }
+    &name[..end]
+}
+
+/// The label a range is reported under: its PyTorch op (`emit_nvtx_op`) without trailing
+/// numbers (`IO 190` → `IO`), so the instances of one range add up.
+pub fn range_label(name: &str) -> &str {
+    let mut s = emit_nvtx_op(name);
     loop {
         let t = s.trim_end();
         match t.rsplit_once(' ') {
@@ -95,6 +120,28 @@ pub fn range_label(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn emit_nvtx_names_group_by_op() {
+        for (name, op) in [
+            ("flash_attn_forward, op_id = 17", "flash_attn_forward"),
+            (
+                "aten::mm, seq = 12, op_id = 3, sizes = [[2, 3], [3, 4]]",
+                "aten::mm",
+            ),
+            ("aten::conv2d, seq = 0", "aten::conv2d"),
+            (
+                "aten::add, op_id = 9, sizes = [[4], [4], []], input_op_ids = [(8, 0)]",
+                "aten::add",
+            ),
+            ("aten::view, sizes = [[1, 2]]", "aten::view"),
+            // Not emit_nvtx suffixes: kept whole.
+            ("decode, seq = long", "decode, seq = long"),
+            ("forward", "forward"),
+        ] {
+            assert_eq!(emit_nvtx_op(name), op, "{name}");
+        }
+    }
 
     #[test]
     fn classes_by_name() {

@@ -2,7 +2,7 @@
 //! table, with the steady window after a warm-up beside the whole window.
 
 use super::outline::Section;
-use super::tables::Table;
+use super::tables::{Kind, Table, col};
 use crate::detect::DetectReport;
 use crate::detect::capture::{CaptureReport, Status};
 
@@ -16,24 +16,28 @@ fn status(s: Status) -> &'static str {
 
 /// The checks, one row each: id, status, what was checked, evidence, fix.
 fn table(cap: &CaptureReport) -> Table {
-    Table {
-        name: "capture",
-        title: "Capture checks",
-        headers: vec!["check", "status", "what", "evidence", "fix"],
-        rows: cap
-            .checks
-            .iter()
-            .map(|c| {
-                vec![
-                    c.id.to_string(),
-                    status(c.status).to_string(),
-                    c.title.to_string(),
-                    c.evidence.clone(),
-                    c.fix.clone().unwrap_or_default(),
-                ]
-            })
-            .collect(),
+    use Kind::*;
+    let mut t = Table::new(
+        "capture",
+        "Capture checks",
+        &[
+            col("check", "Check", Key),
+            col("status", "Status", Key),
+            col("what", "What", Text),
+            col("evidence", "Evidence", Text),
+            col("fix", "Fix", Text),
+        ],
+    );
+    for c in &cap.checks {
+        t.row(vec![
+            c.id.to_string().into(),
+            status(c.status).into(),
+            c.title.to_string().into(),
+            c.evidence.clone().into(),
+            c.fix.clone().unwrap_or_default().into(),
+        ]);
     }
+    t
 }
 
 fn pct(v: Option<f64>) -> String {

@@ -17,8 +17,8 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Error {
 pub fn to_csv(t: &Table) -> Result<String> {
     let what = format!("{}.csv", t.name);
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&t.headers).map_err(|e| failed(&what, e))?;
-    for row in &t.rows {
+    w.write_record(t.keys()).map_err(|e| failed(&what, e))?;
+    for row in t.raw_rows() {
         w.write_record(row).map_err(|e| failed(&what, e))?;
     }
     let bytes = w.into_inner().map_err(|e| failed(&what, e))?;

@@ -133,11 +133,11 @@ mod tests {
         let sync = &doc.findings[0];
         assert_eq!(
             sync.title,
-            "GPU idle during host-device synchronization (cudaStreamSynchronize): 97.0 % of device time"
+            "GPU idle during host-device synchronization (cudaStreamSynchronize): 97.0% of device time"
         );
         assert!(
             sync.evidence
-                .starts_with("0.10 ms of GPU-idle time (99.0 % of all idle time)"),
+                .starts_with("98.0\u{a0}µs of GPU-idle time (99.0% of all idle time)"),
             "{}",
             sync.evidence
         );

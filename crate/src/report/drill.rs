@@ -8,6 +8,7 @@ use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
 use crate::drill::idle::{CauseKind, GapCause, IdleAttribution};
 use crate::findings::DrillFindings;
+use crate::format;
 
 /// A measured cause as `kind (label) share`.
 fn cause_text(c: &GapCause) -> String {
@@ -82,9 +83,9 @@ fn top(out: &mut String, gaps: &[TopGap]) {
         };
         let _ = writeln!(
             out,
-            "  {:>2}. {:>10.1} µs  {lane}  {}..{} ns  [{}]\n      {} → {}",
+            "  {:>2}. {:>11}  {lane}  {}..{} ns  [{}]\n      {} → {}",
             i + 1,
-            g.gap_us,
+            format::duration_us(g.gap_us),
             g.start_ns,
             g.end_ns,
             g.bucket,
@@ -215,9 +216,9 @@ fn patterns(out: &mut String, d: &DrillReport) {
     for k in &p.kernels {
         let _ = writeln!(
             out,
-            "  {:>3}  gap {:>9.1} µs  {:<12} {}",
+            "  {:>3}  gap {:>11}  {:<12} {}",
             k.index,
-            k.mean_gap_us,
+            format::duration_us(k.mean_gap_us),
             k.category.label(),
             k.name
         );
@@ -226,8 +227,13 @@ fn patterns(out: &mut String, d: &DrillReport) {
     for b in &p.blocks {
         let _ = writeln!(
             out,
-            "  {} {:<7} kernels {:<7} {:<20} {:>9.1} µs/layer {:>10.1} µs/step",
-            b.group, b.priority, b.kernels, b.operation, b.gap_per_layer_us, b.total_gap_us
+            "  {} {:<7} kernels {:<7} {:<20} {:>11}/layer {:>11}/step",
+            b.group,
+            b.priority,
+            b.kernels,
+            b.operation,
+            format::duration_us(b.gap_per_layer_us),
+            format::duration_us(b.total_gap_us)
         );
     }
 }
@@ -243,13 +249,13 @@ fn stragglers(out: &mut String, d: &DrillReport) {
     for r in &s.ranks {
         let _ = writeln!(
             out,
-            "  device {} pid {} ({}): last in {} ({:.1}%), mean lateness {:.1} µs",
+            "  device {} pid {} ({}): last in {} ({:.1}%), mean lateness {}",
             r.rank.device,
             r.rank.pid,
             r.rank.file,
             r.last,
             r.share * 100.0,
-            r.mean_lateness_us
+            format::duration_us(r.mean_lateness_us)
         );
     }
     match &s.rank {

@@ -6,18 +6,19 @@
 use super::charts::{bar_chart_height, draw_bar_chart, svg};
 use super::document::Document;
 use super::outline::{Chart, Section, outline};
-use super::tables::Table;
+use super::tables::{Kind, Table};
 use crate::findings::Finding;
 use crate::plot::draw_gap_histogram;
 
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:#282c34;margin:0 auto;max-width:1100px;padding:0 20px 40px}
-h1{font-size:1.5em;margin:24px 0 4px}h2{font-size:1.2em;margin:32px 0 8px;border-bottom:1px solid #e1e4ea;padding-bottom:4px}
+h1{font-size:1.5em;margin:24px 0 4px;overflow-wrap:anywhere}h2{font-size:1.2em;margin:32px 0 8px;border-bottom:1px solid #e1e4ea;padding-bottom:4px}
 .meta{color:#5c6370;margin:0 0 16px}nav ul{padding-left:18px;columns:3}
 div.scroll{overflow-x:auto;margin:8px 0 18px}table{border-collapse:collapse;font-size:.8em}
 caption{text-align:left;font-weight:600;padding:4px 0}th,td{border:1px solid #e1e4ea;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f5f6f8}td{max-width:560px;overflow-wrap:anywhere}
-ol.findings li{margin:0 0 10px}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
+th{background:#f5f6f8;font-weight:600}td.text{max-width:520px;overflow-wrap:anywhere}
+.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.key{white-space:nowrap}th.num{white-space:normal}
+ol.findings li{margin:0 0 10px;overflow-wrap:anywhere}p{overflow-wrap:anywhere}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
 .sev-high{background:#dc2626}.sev-medium{background:#d97706}.sev-low{background:#2563eb}.sev-info{background:#6b7280}
 .fix{color:#3b4048}figure{margin:8px 0 16px}svg{max-width:100%;height:auto}
 ";
@@ -38,6 +39,34 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// The class of a cell of `kind`: numbers right-aligned and unbroken, keys unbroken, text
+/// wrapped (long kernel names anywhere).
+fn class(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Text => "text",
+        Kind::Key => "key",
+        _ => "num",
+    }
+}
+
+/// A cell's markup: its lines (a list cell's items) on lines of their own, and in text a break
+/// opportunity after each `_` and `::`, so a long kernel name wraps between its words rather
+/// than anywhere.
+fn cell(text: &str, kind: Kind) -> String {
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            let e = escape(line);
+            if kind == Kind::Text {
+                e.replace('_', "_<wbr/>").replace("::", "::<wbr/>")
+            } else {
+                e
+            }
+        })
+        .collect();
+    lines.join("<br/>")
+}
+
 fn table(out: &mut String, t: &Table) {
     out.push_str(&format!(
         "<div class=\"scroll\"><table><caption>{}</caption>",
@@ -47,15 +76,16 @@ fn table(out: &mut String, t: &Table) {
         out.push_str("<tbody><tr><td>(none)</td></tr></tbody></table></div>\n");
         return;
     }
+    let shown = t.shown();
     out.push_str("<thead><tr>");
-    for h in &t.headers {
-        out.push_str(&format!("<th>{}</th>", escape(h)));
+    for (h, &k) in shown.headers.iter().zip(&shown.kinds) {
+        out.push_str(&format!("<th class=\"{}\">{}</th>", class(k), escape(h)));
     }
     out.push_str("</tr></thead><tbody>");
-    for row in &t.rows {
+    for row in &shown.rows {
         out.push_str("<tr>");
-        for c in row {
-            out.push_str(&format!("<td>{}</td>", escape(c)));
+        for (c, &k) in row.iter().zip(&shown.kinds) {
+            out.push_str(&format!("<td class=\"{}\">{}</td>", class(k), cell(c, k)));
         }
         out.push_str("</tr>");
     }

@@ -5,9 +5,11 @@ use super::outline::{Section, outline};
 use super::tables::Table;
 use crate::findings::Finding;
 
-/// Escapes a cell for a pipe table: `|` and line breaks would end the cell.
+/// Escapes a cell for a pipe table: `|` and line breaks would end the cell (the items of a list
+/// cell, one per line, are `; `-separated).
 fn cell(s: &str) -> String {
     s.replace('\\', "\\\\")
+        .replace('\n', "; ")
         .replace('|', "\\|")
         .replace(['\n', '\r'], " ")
 }
@@ -18,9 +20,16 @@ fn table(out: &mut String, t: &Table) {
         out.push_str("(none)\n\n");
         return;
     }
-    out.push_str(&format!("| {} |\n", t.headers.join(" | ")));
-    out.push_str(&format!("|{}\n", "---|".repeat(t.headers.len())));
-    for row in &t.rows {
+    let shown = t.shown();
+    let headers: Vec<String> = shown.headers.iter().map(|h| cell(h)).collect();
+    out.push_str(&format!("| {} |\n", headers.join(" | ")));
+    let align: Vec<&str> = shown
+        .kinds
+        .iter()
+        .map(|k| if k.is_number() { "---:|" } else { "---|" })
+        .collect();
+    out.push_str(&format!("|{}\n", align.concat()));
+    for row in &shown.rows {
         let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }

@@ -12,6 +12,7 @@ use crate::drill::gaps::GapHistogram;
 use crate::explain::WindowBasis;
 use crate::explain::api::CallSummary;
 use crate::findings::Finding;
+use crate::format::{count, duration_us as dur, percent};
 
 /// A plot of a section.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,9 +176,9 @@ fn summary(doc: &Document) -> Section {
         ],
     };
     text.push(format!(
-        "{} finding(s), {} note(s) on what could not be computed.",
-        doc.findings.len(),
-        doc.coverage.len()
+        "{}, {} on what could not be computed.",
+        plural(doc.findings.len() as u64, "finding", "findings"),
+        plural(doc.coverage.len() as u64, "note", "notes")
     ));
     section("Summary", text, Vec::new())
 }
@@ -186,29 +187,29 @@ fn kernel_summary(doc: &Document, detect: &DetectReport, drill: &DrillReport) ->
     let f = &detect.trace;
     let mut text = vec![
         format!(
-            "{}: nsys {}, {} kernel(s) on {} device(s) ({}), {} process(es), {} forward step(s), window {:.3} ms.",
+            "{}: nsys {}, {} on {} ({}), {}, {}, window {}.",
             doc.file,
             f.nsys_version.as_deref().unwrap_or("version unknown"),
-            f.kernels,
-            f.devices.len(),
+            plural(f.kernels, "kernel", "kernels"),
+            plural(f.devices.len() as u64, "device", "devices"),
             if f.gpus.is_empty() {
                 "GPU models unknown".to_string()
             } else {
                 f.gpus.join(", ")
             },
-            f.processes,
-            f.forward_steps,
-            doc.explain.window.duration_us / 1000.0
+            plural(f.processes as u64, "process", "processes"),
+            plural(f.forward_steps, "forward step", "forward steps"),
+            dur(doc.explain.window.duration_us)
         ),
         verdict_line(doc),
     ];
     let idle = &drill.gaps.device_idle;
     if let Some(r) = &idle.reading {
         text.push(format!(
-            "GPU-idle gaps: {} gaps, {:.3} ms ({:.1} % of device time), {r}.",
-            idle.gaps,
-            idle.total_us / 1000.0,
-            idle.idle_share * 100.0
+            "GPU-idle gaps: {}, {} ({} of device time), {r}.",
+            plural(idle.gaps, "gap", "gaps"),
+            dur(idle.total_us),
+            percent(idle.idle_share)
         ));
     }
     text
@@ -218,31 +219,33 @@ fn gaps(d: &DrillReport, detect: &DetectReport) -> Section {
     let g = &d.gaps;
     let idle = &g.device_idle;
     let mut text = vec![format!(
-        "Device-idle gaps (no kernel on any stream): {} gaps, {:.3} ms = {:.1} % of {:.3} ms device time; {}.",
-        idle.gaps,
-        idle.total_us / 1000.0,
-        idle.idle_share * 100.0,
-        idle.device_time_us / 1000.0,
+        "Device-idle gaps (no kernel on any stream): {}, {} = {} of {} device time; {}.",
+        plural(idle.gaps, "gap", "gaps"),
+        dur(idle.total_us),
+        percent(idle.idle_share),
+        dur(idle.device_time_us),
         idle.reading.as_deref().unwrap_or("no gap")
     )];
     text.push(format!(
-        "Per (device, stream) gaps (reference §9.1): {} gaps, {:.3} ms; {}.",
-        g.gaps,
-        g.total_us / 1000.0,
+        "Gaps per (device, stream), each stream on its own: {}, {}; {}.",
+        plural(g.gaps, "gap", "gaps"),
+        dur(g.total_us),
         g.reading.as_deref().unwrap_or("no gap")
     ));
     if let Some((s, e)) = g.window {
         text.push(format!(
-            "Only gaps inside the window {s}..{e} ns are counted."
+            "Only gaps inside the window {}–{} from the session start are counted.",
+            crate::format::duration_ns(s),
+            crate::format::duration_ns(e)
         ));
     }
     for p in &g.phases {
         text.push(format!(
-            "{} phase ({} steps): {} stream gaps inside its steps, {:.3} ms.",
+            "{} phase ({}): {} inside its steps, {}.",
             p.phase,
-            p.steps,
-            p.gaps,
-            p.total_us / 1000.0
+            plural(p.steps, "step", "steps"),
+            plural(p.gaps, "stream gap", "stream gaps"),
+            dur(p.total_us)
         ));
     }
     let mut s = section(
@@ -281,13 +284,17 @@ fn with_charts(mut s: Section, doc: &Document, prefix: &str) -> Section {
 fn graphs(doc: &Document, d: &DrillReport) -> Section {
     let g = &d.graphs;
     let mut text = vec![format!(
-        "Capture mode {}: {} of {} kernels graph-launched (coverage {:.1} %); {} graph launch call(s); eager GEMM/norm/collective time {:.3} ms.",
+        "Capture mode {}: {} of {} kernels graph-launched (coverage {}); {}; eager GEMM/norm/collective time {}.",
         g.capture_mode,
-        g.graph_kernels,
-        g.graph_kernels + g.eager_kernels,
-        g.coverage * 100.0,
-        g.graph_launch_calls,
-        g.capturable_eager_us / 1000.0
+        count(g.graph_kernels),
+        count(g.graph_kernels + g.eager_kernels),
+        percent(g.coverage),
+        plural(
+            g.graph_launch_calls,
+            "graph launch call",
+            "graph launch calls"
+        ),
+        dur(g.capturable_eager_us)
     )];
     text.extend(g.advice.clone());
     let s = section(
@@ -328,19 +335,19 @@ fn stragglers(doc: &Document, d: &DrillReport) -> Section {
     let s = &d.stragglers;
     let mut text = vec![match &s.rank {
         Some(r) => format!(
-            "Straggler: device {} (pid {}, {}) arrives last in {:.1} % of {} collectives, {:.1} µs late on average.",
+            "Straggler: device {} (pid {}, {}) arrives last in {} of {} collectives, {} late on average.",
             r.device,
             r.pid,
             r.file,
-            s.share * 100.0,
-            s.collectives,
-            s.mean_lateness_us
+            percent(s.share),
+            count(s.collectives),
+            dur(s.mean_lateness_us)
         ),
         None => format!(
-            "No straggler: {} collectives matched; the most-often-last rank was last in {:.1} % (flagged above {:.0} %).",
-            s.collectives,
-            s.share * 100.0,
-            s.threshold * 100.0
+            "No straggler: {} collectives matched; the most-often-last rank was last in {} (flagged above {}).",
+            count(s.collectives),
+            percent(s.share),
+            crate::format::percent_digits(s.threshold, 0)
         ),
     }];
     text.extend(s.alignment.clone());
@@ -353,19 +360,19 @@ fn kernels(doc: &Document) -> Section {
     let e = &doc.explain;
     let l = &e.launch_storm;
     let d = &e.launch_latency.distribution;
-    let text = vec![
+    let mut text = vec![
         format!(
-            "{} kernels, {} distinct names, {:.3} ms of kernel time.",
-            e.kernels.kernels,
-            e.kernels.distinct_names,
-            e.kernels.total_us / 1000.0
+            "{} kernels, {} distinct names, {} of kernel time.",
+            count(e.kernels.kernels),
+            count(e.kernels.distinct_names),
+            dur(e.kernels.total_us)
         ),
         format!(
-            "Launch rate {:.0}/s ({:.0}/s in the busiest process), {:.1} % of kernels shorter than {:.0} µs: {}.",
-            l.launches_per_s,
-            l.max_process_launches_per_s,
-            l.tiny_share * 100.0,
-            l.tiny_threshold_us,
+            "Launch rate {}/s ({}/s in the busiest process), {} of kernels shorter than {}: {}.",
+            crate::format::mean(l.launches_per_s, 0),
+            crate::format::mean(l.max_process_launches_per_s, 0),
+            percent(l.tiny_share),
+            dur(l.tiny_threshold_us),
             if l.storm {
                 "launch storm"
             } else {
@@ -373,10 +380,18 @@ fn kernels(doc: &Document) -> Section {
             }
         ),
         format!(
-            "Launch latency (launch call end → kernel start, {} eager kernels): p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs (min {:.1}, max {:.1}).",
-            e.launch_latency.kernels, d.p50_us, d.p90_us, d.p99_us, d.min_us, d.max_us
+            "Launch latency (launch call end → kernel start, {} eager kernels): p50 {}, p90 {}, p99 {} (min {}, max {}).",
+            count(e.launch_latency.kernels),
+            dur(d.p50_us),
+            dur(d.p90_us),
+            dur(d.p99_us),
+            dur(d.min_us),
+            dur(d.max_us)
         ),
     ];
+    if d.count > 0 && d.min_us < 0.0 {
+        text.push(negative_latency_note(d.min_us));
+    }
     let s = section("Kernels and launches", text, vec![t::top_kernels(doc)]);
     with_charts(s, doc, "Top kernels")
 }
@@ -452,10 +467,25 @@ fn nvtx_line(doc: &Document) -> String {
         );
     }
     format!(
-        "{} NVTX ranges; {:.3} ms of {:.3} ms kernel time launched inside a range ({:.1} % coverage).",
-        n.ranges,
-        n.attributed_us / 1000.0,
-        n.kernel_us / 1000.0,
-        n.coverage * 100.0
+        "{}; {} of {} kernel time launched inside a range ({} coverage).",
+        plural(n.ranges, "NVTX range", "NVTX ranges"),
+        dur(n.attributed_us),
+        dur(n.kernel_us),
+        percent(n.coverage)
+    )
+}
+
+/// `1 kernel`, `2,048 kernels`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
+/// Why a launch latency can be negative: the kernel's start is a GPU timestamp, the launch
+/// call's end a CPU one, put on one timeline by nsys.
+fn negative_latency_note(min_us: f64) -> String {
+    format!(
+        "Some latencies are negative (down to {}): those kernels started before their launch call returned on the CPU, either because an idle GPU picked the kernel up while the call was still running or because the CPU and GPU clocks are skewed by up to that much; differences smaller than {} are not meaningful here.",
+        dur(min_us),
+        dur(min_us.abs())
     )
 }

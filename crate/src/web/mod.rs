@@ -13,6 +13,7 @@
 mod analyses;
 mod analysis;
 mod draw;
+mod format;
 mod indexed;
 mod lprof;
 mod stream;
@@ -22,6 +23,10 @@ pub use analyses::{analyze_traces, drill_traces, report_file};
 pub use analysis::Analysis;
 pub use draw::{
     draw_bar_chart, draw_gap_histogram, draw_step_times, draw_timeline, timeline_layout,
+};
+pub use format::{
+    duration_column_unit, format_count, format_duration, format_duration_in, format_percent,
+    format_signed_duration, format_signed_percent,
 };
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
 pub use stream::{KernelPass, LoaderStep, StreamHost};
