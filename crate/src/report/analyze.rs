@@ -113,6 +113,7 @@ mod skill {
         let method = match b.iteration_method {
             Method::Allreduce => "allreduce",
             Method::Nvtx | Method::None => "nvtx",
+            Method::Inferred => "inferred",
         };
         let _ = writeln!(o, "\n--- Iteration Detection (method: {method}) ---");
         let _ = writeln!(o, "  Total iterations: {}", iso.total_iterations);
