@@ -135,3 +135,145 @@ fn mfu_2gpu_before_steps_are_inferred_from_its_119_kernel_repeat() {
     // Two flash-attention kernels per repeat on each of the 2 devices.
     assert_eq!(flash["calls_per_step"].as_f64(), Some(4.0), "{flash}");
 }
+
+/// A copy of `src` in `dir` with every kernel named `kernel` lasting `extra_ns` longer (the
+/// rest of the trace untouched), written with SQL.
+fn slowed_copy(
+    src: &std::path::Path,
+    dir: &std::path::Path,
+    kernel: &str,
+    extra_ns: i64,
+) -> std::path::PathBuf {
+    let dst = dir.join(format!(
+        "slow-{}",
+        src.file_name().and_then(|n| n.to_str()).unwrap_or("trace")
+    ));
+    std::fs::copy(src, &dst).unwrap();
+    let mut perms = std::fs::metadata(&dst).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&dst, perms).unwrap();
+    let conn = Connection::open(&dst).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + ?1 \
+             WHERE shortName IN (SELECT id FROM StringIds WHERE value = ?2)",
+            rusqlite::params![extra_ns, kernel],
+        )
+        .unwrap();
+    assert!(changed > 0, "no `{kernel}` kernel in {}", src.display());
+    dst
+}
+
+fn compare_json(baseline: &std::path::Path, target: &std::path::Path) -> Value {
+    let args = [
+        OsStr::new("analyze"),
+        baseline.as_os_str(),
+        target.as_os_str(),
+        OsStr::new("--json"),
+    ];
+    let out = nsys_lens(args);
+    assert!(out.status.success(), "{}", describe(&args, &out));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe(&args, &out)))
+}
+
+/// Kernel time of `kernel` per second of kernel window, from SQL: its total time over the span
+/// from the first kernel start to the last kernel end, in µs per s.
+fn sql_us_per_s(path: &std::path::Path, kernel: &str) -> f64 {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row(
+        "SELECT (SELECT sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+                 JOIN StringIds s ON s.id = k.shortName WHERE s.value = ?1) / 1000.0 \
+              / ((max(end) - min(start)) / 1e9) FROM CUPTI_ACTIVITY_KIND_KERNEL",
+        [kernel],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn mfu_2gpu_before_against_a_copy_with_layer_norm_slower_names_layer_norm() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let before = public_trace(MFU_BEFORE);
+    let op = "vectorized_layer_norm_kernel";
+    let slow = slowed_copy(&before, dir.path(), op, 200_000);
+    let json = compare_json(&before, &slow);
+    let c = &json["comparison"];
+    // Per step (inferred steps): layer norms per repeat (both devices, from SQL: against the
+    // long flash-attention kernel, once per repeat per device), 200 µs more each.
+    let conn = Connection::open(&before).unwrap();
+    let per_repeat_per_device = one(
+        &conn,
+        "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName \
+         WHERE s.value = 'vectorized_layer_norm_kernel') / (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+         JOIN StringIds s ON s.id = k.shortName WHERE s.value = 'flash_fwd_kernel' AND end - start > 1000000)",
+    );
+    assert_eq!(per_repeat_per_device, 3);
+    assert_eq!(c["kernels"][0]["name"], op, "{}", c["kernels"][0]);
+    let per_step = c["kernels"][0]["delta_us"].as_f64().unwrap_or(f64::NAN);
+    let expected = (2 * per_repeat_per_device) as f64 * 200.0;
+    assert!(
+        (per_step - expected).abs() < 1e-6,
+        "{per_step} vs {expected}"
+    );
+    // Over the whole windows: the same op is the top regression, at its SQL value per second.
+    let w = &c["window"];
+    assert_eq!(w["top_regression"]["kind"], "kernel");
+    assert_eq!(w["top_regression"]["name"], op);
+    let target = w["top_regression"]["target_us_per_step"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let baseline = w["top_regression"]["baseline_us_per_step"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    assert!((target - sql_us_per_s(&slow, op)).abs() < 1e-6, "{target}");
+    assert!(
+        (baseline - sql_us_per_s(&before, op)).abs() < 1e-6,
+        "{baseline}"
+    );
+    assert!(
+        w["note"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Window comparison: alongside"),
+        "{}",
+        w["note"]
+    );
+}
+
+#[test]
+fn traces_without_steps_are_compared_over_their_windows_and_name_the_slowed_kernel() {
+    // nvFuser's benchmark export: no step marker, no allreduce, no repeating kernel sequence.
+    let dir = tempfile::TempDir::new().unwrap();
+    let before = public_trace("NVIDIA_Fuser__ee4fcf3__report1.sqlite");
+    let op = "nvfuser_pointwise_f0_c1_r0_g0";
+    let slow = slowed_copy(&before, dir.path(), op, 500_000);
+    let json = compare_json(&before, &slow);
+    assert!(
+        json["baseline"]["steps"].is_null(),
+        "{}",
+        json["baseline"]["steps"]
+    );
+    let c = &json["comparison"];
+    let conclusion = c["conclusion"].as_str().unwrap_or("");
+    assert!(
+        conclusion.starts_with("Window comparison: no per-step figures in baseline and target"),
+        "{conclusion}"
+    );
+    assert!(
+        conclusion.contains(&format!("kernel `{op}`")),
+        "{conclusion}"
+    );
+    assert_eq!(c["primary_cause"], "GPU execution");
+    assert_eq!(c["window"]["top_regression"]["name"], op);
+    let target = c["window"]["top_regression"]["target_us_per_step"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    assert!((target - sql_us_per_s(&slow, op)).abs() < 1e-6, "{target}");
+    // The hand-off follows: the slowed kernel leads it.
+    assert_eq!(
+        c["handoff"]["top_regressing_ops"][0]["nvtx_name"], op,
+        "{}",
+        c["handoff"]
+    );
+}

@@ -166,6 +166,8 @@ pub struct TraceBreakdown {
     pub step_wall_times_us: Vec<f64>,
     pub workload: Workload,
     pub handoff: Handoff,
+    /// The whole kernel window, normalized (`standard`; what a comparison without steps uses).
+    pub window: Option<super::window::WindowFigures>,
 }
 
 impl TraceBreakdown {
@@ -204,6 +206,7 @@ impl TraceBreakdown {
             step_wall_times_us: Vec::new(),
             workload,
             handoff: Handoff::default(),
+            window: None,
         }
     }
 

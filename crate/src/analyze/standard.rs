@@ -78,6 +78,7 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     );
     b.warnings = warnings;
     b.steps = steps_found(&iso, inference.as_ref());
+    b.window = super::window::window_figures(trace);
     b.step_marker = marker;
     b.iterations = window.map(|_| iso.benchmark_iterations().len());
     b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
