@@ -45,8 +45,17 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let inference = (iso.method == Method::None)
         .then(|| inferred::infer(trace))
         .flatten();
-    if let Some(inf) = &inference {
-        iso = from_inference(inf);
+    match &inference {
+        Some(inf) => iso = from_inference(inf),
+        None if iso.method == Method::None => {
+            iso.reason = format!(
+                "{}; nor does the kernel stream repeat at step scale (a sequence of at least {} kernels repeating {} times); the whole kernel window is reported instead",
+                iso.reason,
+                inferred::MIN_STEP_KERNELS,
+                inferred::MIN_REPEATS
+            )
+        }
+        None => {}
     }
     let mut warnings = Vec::new();
     let window = iso.benchmark_window();

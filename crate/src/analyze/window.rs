@@ -133,6 +133,8 @@ fn busy_share(trace: &Trace, span: Ns) -> (usize, f64) {
 pub struct WindowComparison {
     /// Says plainly that this is a window comparison, and why.
     pub note: String,
+    /// Steps could not be compared in one or both traces: this comparison is the answer.
+    pub replaces_steps: bool,
     pub unit: &'static str,
     pub window_s: Delta,
     pub gpu_busy_share: Delta,
@@ -198,6 +200,7 @@ pub fn compare_windows(b: &WindowFigures, t: &WindowFigures, missing: &str) -> W
     let conclusion = window_conclusion(&note, &busy, top_regression.as_ref());
     WindowComparison {
         note,
+        replaces_steps: !missing.is_empty(),
         unit: "µs per second of kernel window",
         window_s: d(b.window_s, t.window_s),
         gpu_busy_share: busy,
