@@ -103,7 +103,7 @@ pub fn drill_traces(
     init();
     let page: PageDrillOptions = from_json("drill options", options_json)?;
     let opts = DrillOptions {
-        top: page.top.unwrap_or(drill::DEFAULT_TOP),
+        top: page.top.unwrap_or(crate::drill::DEFAULT_TOP),
         window: page.window,
     };
     let step_marker = step_source(&page.step_marker)?;
