@@ -61,7 +61,9 @@ test('two exports without steps: a window comparison, said plainly, equal to the
   const target = publicTrace('NVIDIA_Fuser__f6ab0c3__report1.sqlite');
   await openFiles([baseline, target]);
   await showRootCause();
-  const want = cliJson(['analyze', baseline, target]).comparison;
+  // The page labels the traces by their file names (the CLI's --*-label).
+  const labels = ['--baseline-label', 'NVIDIA_Fuser__ee4fcf3__report1.sqlite', '--target-label', 'NVIDIA_Fuser__f6ab0c3__report1.sqlite'];
+  const want = cliJson(['analyze', baseline, target, ...labels]).comparison;
   assert.ok(want.window.replaces_steps);
   assert.equal(await page.textContent('[data-testid=rc-window-note]'), want.window.note);
   assert.match(want.window.note, /^Window comparison/);
