@@ -270,6 +270,39 @@ fn traces_without_steps_are_compared_over_their_windows_and_name_the_slowed_kern
         .as_f64()
         .unwrap_or(f64::NAN);
     assert!((target - sql_us_per_s(&slow, op)).abs() < 1e-6, "{target}");
+    // Idle time by cause, per second of window: the drill-down's own attribution of the
+    // baseline, summed over devices by cause and divided by the kernel window from SQL.
+    let args = [
+        OsStr::new("drill"),
+        before.as_os_str(),
+        OsStr::new("--json"),
+    ];
+    let out = nsys_lens(args);
+    assert!(out.status.success(), "{}", describe(&args, &out));
+    let drill: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let conn = Connection::open(&before).unwrap();
+    let window_s = one(
+        &conn,
+        "SELECT max(end) - min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL",
+    ) as f64
+        / 1e9;
+    let untraced_ns: i64 = drill["idle"]["per_device"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|d| d["causes"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["kind"] == "untraced")
+        .map(|c| c["ns"].as_i64().unwrap_or(0))
+        .sum();
+    assert!(untraced_ns > 0);
+    let row = c["window"]["idle_causes"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "untraced"))
+        .cloned()
+        .unwrap_or_default();
+    let got = row["baseline_us_per_step"].as_f64().unwrap_or(f64::NAN);
+    let want = untraced_ns as f64 / 1000.0 / window_s;
+    assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
     // The hand-off follows: the slowed kernel leads it.
     assert_eq!(
         c["handoff"]["top_regressing_ops"][0]["nvtx_name"], op,

@@ -72,6 +72,8 @@ test('two exports without steps: a window comparison, said plainly, equal to the
   assert.equal(kernels.length, want.window.kernels.length);
   const top = want.window.top_regression;
   if (top?.kind === 'kernel') assert.ok(kernels.some(([n, d]) => n === top.name && d === top.delta_us), top.name);
+  const idle = await page.$$eval('[data-testid=rc-window-idle] tbody tr', (trs) => trs.map((t) => [t.dataset.name, Number(t.dataset.baseline)]));
+  assert.deepEqual(Object.fromEntries(idle), Object.fromEntries(want.window.idle_causes.map((r) => [r.name, r.baseline_us_per_step])));
   const busy = await page.$eval('[data-testid=rc-window] [data-rc=gpu_busy_share]', (e) => Number(e.dataset.target));
   assert.equal(busy, want.window.gpu_busy_share.target);
   await page.screenshot({ path: artifact('rootcause-window.png'), fullPage: false });

@@ -22,6 +22,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcDeltaTable('NVTX ops per second of window', 'rc-nvtx', w.nvtx, 'NVTX ranges starting in the kernel window, µs per second of window.', 'µs/s'),
       rcDeltaTable('GPU kernel time per second of window', 'rc-kernels', w.kernels, 'Kernel time by kernel name, µs per second of window.', 'µs/s'),
       rcDeltaTable('CUDA API time per second of window', 'rc-api', w.api, 'CPU time in CUDA API calls, µs per second of window.', 'µs/s'),
+      rcDeltaTable('GPU-idle time by cause per second of window', 'rc-window-idle', w.idle_causes, 'Where the GPU-idle time went (the Drill-down attribution, all devices), µs per second of window.', 'µs/s'),
       rcHandoff(comparison.handoff),
       rcIsolation(traces),
     );

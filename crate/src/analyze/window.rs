@@ -8,6 +8,8 @@ use serde::Serialize;
 use super::breakdown::PerName;
 use super::compare::{Delta, OpDelta, regressions, rows};
 use super::ops::Tallies;
+use crate::drill::gap_report::gaps_and_idle;
+use crate::index::TraceIndex;
 use crate::model::intervals::IntervalSet;
 use crate::model::{Ns, Trace};
 use crate::profile::Profile;
@@ -44,6 +46,9 @@ pub struct WindowFigures {
     pub api_ops: Vec<WindowRow>,
     /// NVTX push/pop and start/end ranges starting in the window, by name, largest first.
     pub nvtx_ops: Vec<WindowRow>,
+    /// GPU-idle time by cause (`drill::idle`'s attribution, all devices), µs per second of
+    /// window, largest first.
+    pub idle_causes: Vec<(String, f64)>,
 }
 
 /// The figures of `trace`'s kernel window; `None` without kernels.
@@ -87,7 +92,24 @@ pub fn window_figures(trace: &Trace) -> Option<WindowFigures> {
         kernel_ops: rows(kernel_tally),
         api_ops: rows(api),
         nvtx_ops: rows(nvtx_tally(trace, inside)),
+        idle_causes: idle_causes(trace, window_s),
     })
+}
+
+/// Every device's idle time by cause, as the drill-down attributes it, per second of window.
+fn idle_causes(trace: &Trace, window_s: f64) -> Vec<(String, f64)> {
+    let ix = TraceIndex::new(trace, "trace");
+    let (_, idle) = gaps_and_idle(std::slice::from_ref(&ix), 0, None);
+    let mut by_kind: Vec<(String, f64)> = Vec::new();
+    for cause in idle.per_device.iter().flat_map(|d| &d.causes) {
+        let us_per_s = cause.ns as f64 / 1000.0 / window_s;
+        match by_kind.iter_mut().find(|(k, _)| k == cause.kind.name()) {
+            Some((_, v)) => *v += us_per_s,
+            None => by_kind.push((cause.kind.name().to_string(), us_per_s)),
+        }
+    }
+    by_kind.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    by_kind
 }
 
 /// NVTX ranges starting in the window, by their visible name.
@@ -144,6 +166,8 @@ pub struct WindowComparison {
     pub kernels: Vec<OpDelta>,
     pub api: Vec<OpDelta>,
     pub nvtx: Vec<OpDelta>,
+    /// GPU-idle time by cause (`sync`, `launch`, `untraced` …), µs per second of window.
+    pub idle_causes: Vec<OpDelta>,
     /// The kernel, CUDA API or NVTX op that grew most per second of window.
     pub top_regression: Option<WindowRegression>,
     pub primary_cause: Option<&'static str>,
@@ -174,6 +198,10 @@ pub fn compare_windows(b: &WindowFigures, t: &WindowFigures, missing: &str) -> W
     let kernels = rows(&per_s(&b.kernel_ops), &per_s(&t.kernel_ops));
     let api = rows(&per_s(&b.api_ops), &per_s(&t.api_ops));
     let nvtx = rows(&per_s(&b.nvtx_ops), &per_s(&t.nvtx_ops));
+    let idle_causes = rows(
+        &PerName(b.idle_causes.clone()),
+        &PerName(t.idle_causes.clone()),
+    );
     // Host tables and the kernel table each nominate their largest growth; the largest wins.
     let top_regression = [("kernel", &kernels), ("cuda-api", &api), ("nvtx", &nvtx)]
         .into_iter()
@@ -209,6 +237,7 @@ pub fn compare_windows(b: &WindowFigures, t: &WindowFigures, missing: &str) -> W
         kernels,
         api,
         nvtx,
+        idle_causes,
         top_regression,
         primary_cause,
         conclusion,

@@ -637,6 +637,7 @@ mod standard {
             ("NVTX ops", &w.nvtx),
             ("GPU kernels", &w.kernels),
             ("CUDA API calls", &w.api),
+            ("GPU-idle time by cause", &w.idle_causes),
         ] {
             let _ = writeln!(o);
             delta_table(
