@@ -666,7 +666,7 @@ fn every_public_export_is_analysed_or_refused_clearly() {
             let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
             let t = &r["baseline"];
             assert!(
-                ["allreduce", "nvtx", "none"]
+                ["allreduce", "nvtx", "inferred", "none"]
                     .contains(&t["iteration_method"].as_str().unwrap_or(""))
             );
             let without = t["wall_time_per_step_us"].is_null();

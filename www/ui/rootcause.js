@@ -13,12 +13,26 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
   const append = (...panels) => container.append(...panels.filter(Boolean));
   const traces = [baseline, target].filter(Boolean);
   const missing = traces.filter((t) => !isNum(t.wall_time_per_step_us));
-  if (missing.length) {
+  if (missing.length && comparison?.window) {
+    // Steps could not be compared: the core compared the whole kernel windows instead.
+    const w = comparison.window;
+    append(
+      rcMissing(missing, markerField),
+      rcWindowSummary(comparison, w, baseline, target),
+      rcDeltaTable('NVTX ops per second of window', 'rc-nvtx', w.nvtx, 'NVTX ranges starting in the kernel window, µs per second of window.', 'µs/s'),
+      rcDeltaTable('GPU kernel time per second of window', 'rc-kernels', w.kernels, 'Kernel time by kernel name, µs per second of window.', 'µs/s'),
+      rcDeltaTable('CUDA API time per second of window', 'rc-api', w.api, 'CPU time in CUDA API calls, µs per second of window.', 'µs/s'),
+      rcDeltaTable('GPU-idle time by cause per second of window', 'rc-window-idle', w.idle_causes, 'Where the GPU-idle time went (the Drill-down attribution, all devices), µs per second of window.', 'µs/s'),
+      rcHandoff(comparison.handoff),
+      rcIsolation(traces),
+    );
+  } else if (missing.length) {
     // Steps could not be isolated in a trace: one sentence on why and the field to fix it,
-    // instead of figures and tables that would only be empty.
-    append(rcMissing(missing, markerField), rcIsolation(traces));
+    // then the whole kernel window (figures per second), never an empty per-step table.
+    append(rcMissing(missing, markerField), ...traces.map(rcWindowFigures), rcIsolation(traces));
   } else if (comparison && target) {
     append(
+      rcStepsSource(traces),
       rcCompareSummary(comparison, baseline, target),
       rcStepPlot([baseline, target], drawStepTimes),
       rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change.'),
@@ -29,6 +43,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
     );
   } else {
     append(
+      rcStepsSource([baseline]),
       rcSingleSummary(baseline),
       rcStepPlot([baseline], drawStepTimes),
       rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops),
@@ -172,7 +187,91 @@ function rcBadge(status) {
   return el('span', { class: `badge status-${String(status).toLowerCase()}`, text: status });
 }
 
-function rcDeltaTable(title, testid, deltas, note) {
+// Which method found the steps, when they were inferred from the kernel stream (no marker).
+function rcStepsSource(traces) {
+  const inferred = traces.filter((t) => t.steps?.source === 'inferred');
+  if (!inferred.length) return null;
+  const line = (t) => {
+    const s = t.steps;
+    const coll = (s.collectives_per_step || []).map(([n, c]) => `${c} ${n}`).join(', ');
+    return `${t.label}: ${s.count} steps inferred by ${s.method} (confidence ${(s.confidence * 100).toFixed(1)}%): ${s.period_kernels} kernels per step on device ${s.device}, each starting at ${s.first_kernel}${coll ? `, with ${coll} per step` : ''}. No step marker: these are the trace's repeating unit, not named steps.`;
+  };
+  return el(
+    'div',
+    { class: 'callout', 'data-testid': 'rc-steps-source' },
+    el('ul', {}, inferred.map((t) => el('li', { 'data-label': t.label, 'data-method': t.steps.method, 'data-confidence': rawValue(t.steps.confidence), 'data-count': t.steps.count, text: line(t) }))),
+  );
+}
+
+// The window comparison's summary: its note (it is a window comparison), figures, conclusion.
+function rcWindowSummary(c, w, baseline, target) {
+  const pct = (v) => (isNum(v) ? `${(v * 100).toFixed(1)}%` : '—');
+  const num = (v) => (isNum(v) ? v.toFixed(1) : '—');
+  return panel(
+    `Window comparison · ${baseline.label} → ${target.label}`,
+    'rc-window',
+    el('p', { class: 'rc-window-note', 'data-testid': 'rc-window-note', text: w.note }),
+    el(
+      'div',
+      { class: 'rc-figures' },
+      rcPairFigure('gpu_busy_share', 'GPU busy', w.gpu_busy_share, pct),
+      rcPairFigure('kernels_per_s', 'Kernels per second', w.kernels_per_s, num),
+      rcPairFigure('kernel_us_per_kernel', 'Kernel time per kernel', w.kernel_us_per_kernel, us),
+      rcPairFigure('window_s', 'Kernel window', w.window_s, (v) => (isNum(v) ? `${v.toFixed(3)} s` : '—')),
+    ),
+    el('p', { class: 'rc-conclusion', 'data-testid': 'rc-conclusion', 'data-cause': c.primary_cause || '', text: c.conclusion || '' }),
+  );
+}
+
+// One trace without steps: its whole kernel window, per second of window.
+function rcWindowFigures(t) {
+  const w = t.window;
+  if (!w) return null;
+  const table = (title, testid, rows) =>
+    rows.length
+      ? panel(
+          `${title} · ${t.label}`,
+          testid,
+          dataTable(
+            ['Name', 'µs/s', 'µs/kernel', 'Calls/s', 'Total', 'Calls'],
+            rows.map((r) =>
+              el(
+                'tr',
+                { 'data-name': r.name, 'data-us-per-s': rawValue(r.us_per_s) },
+                el('td', { class: 'mono name', text: r.name, title: r.name }),
+                el('td', { class: 'mono num', text: r.us_per_s.toFixed(1) }),
+                el('td', { class: 'mono num', text: r.us_per_kernel.toFixed(3) }),
+                el('td', { class: 'mono num', text: r.calls_per_s.toFixed(1) }),
+                el('td', { class: 'mono num', text: us(r.total_us) }),
+                el('td', { class: 'mono num', text: int(r.calls) }),
+              ),
+            ),
+          ),
+        )
+      : null;
+  return el(
+    'div',
+    { 'data-testid': 'rc-window-figures', 'data-label': t.label },
+    panel(
+      `Whole kernel window · ${t.label}`,
+      'rc-window',
+      el('p', { class: 'rc-window-note', text: `No steps: the whole kernel window (${(w.window_s * 1000).toFixed(3)} ms, ${int(w.kernels)} kernels on ${w.devices} device(s)), figures per second of window.` }),
+      el(
+        'div',
+        { class: 'rc-figures' },
+        rcFigure('gpu_busy_share', 'GPU busy', w.gpu_busy_share, `${(w.gpu_busy_share * 100).toFixed(1)}%`),
+        rcFigure('kernels_per_s', 'Kernels per second', w.kernels_per_s, w.kernels_per_s.toFixed(1)),
+      ),
+    ),
+    table('GPU kernel time per second of window', 'rc-kernels', w.kernel_ops),
+    table('CUDA API time per second of window', 'rc-api', w.api_ops),
+    table('NVTX ops per second of window', 'rc-nvtx', w.nvtx_ops),
+  );
+}
+
+function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step') {
+  // Per step, or per second of kernel window in a window comparison.
+  const per = unit === 'µs/step' ? 'per step' : 'per second of window';
   const sorted = [...(deltas || [])].sort(
     (a, b) => Math.abs(b.delta_us) - Math.abs(a.delta_us) || (STATUS_ORDER[a.status] ?? 9) - (STATUS_ORDER[b.status] ?? 9),
   );
@@ -203,9 +302,9 @@ function rcDeltaTable(title, testid, deltas, note) {
     dataTable(
       [
         'Name',
-        { label: base.header('Baseline per step'), num: true },
-        { label: targ.header('Target per step'), num: true },
-        { label: 'Change per step', num: true },
+        { label: base.header(`Baseline ${per}`), num: true },
+        { label: targ.header(`Target ${per}`), num: true },
+        { label: `Change ${per}`, num: true },
         { label: 'Change', num: true },
         'Status',
       ],

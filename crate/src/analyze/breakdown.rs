@@ -107,6 +107,28 @@ pub struct SteadyInfo {
     pub window_us: f64,
 }
 
+/// Where the steps came from (`steps` in `analyze --json`): `source` is `marker` (step-marker
+/// NVTX ranges), `allreduce` (allreduce groups) or `inferred` (the kernel stream, see
+/// [`crate::iterations::inferred`]); `method` says how, `confidence` how sure (1 for a marker
+/// or allreduce groups), `count` the iterations found in the whole trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepsFound {
+    pub source: &'static str,
+    pub method: &'static str,
+    pub confidence: f64,
+    pub count: usize,
+    /// Inferred only: kernels per step on `device`, the kernel that starts each step, and the
+    /// collectives per step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period_kernels: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_kernel: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collectives_per_step: Vec<(String, usize)>,
+}
+
 /// The root-cause breakdown of one trace (spec §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceBreakdown {
@@ -125,6 +147,8 @@ pub struct TraceBreakdown {
     pub api_time_per_step_us: PerName,
     pub warnings: Vec<String>,
     // ---- added keys ----
+    /// Where the steps came from (`null`: no steps found).
+    pub steps: Option<StepsFound>,
     pub profile: &'static str,
     /// The step marker the steps were read under (`null`: no range was a step).
     pub step_marker: Option<crate::names::steps::StepMarkerReport>,
@@ -142,6 +166,8 @@ pub struct TraceBreakdown {
     pub step_wall_times_us: Vec<f64>,
     pub workload: Workload,
     pub handoff: Handoff,
+    /// The whole kernel window, normalized (`standard`; what a comparison without steps uses).
+    pub window: Option<super::window::WindowFigures>,
 }
 
 impl TraceBreakdown {
@@ -167,6 +193,7 @@ impl TraceBreakdown {
             kernel_time_per_step_us: PerName::default(),
             api_time_per_step_us: PerName::default(),
             warnings: Vec::new(),
+            steps: None,
             profile: profile.name(),
             step_marker: None,
             tp_size,
@@ -179,6 +206,7 @@ impl TraceBreakdown {
             step_wall_times_us: Vec::new(),
             workload,
             handoff: Handoff::default(),
+            window: None,
         }
     }
 

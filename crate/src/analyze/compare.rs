@@ -84,7 +84,7 @@ pub struct Delta {
 }
 
 impl Delta {
-    fn new(baseline: Option<f64>, target: Option<f64>, profile: Profile) -> Delta {
+    pub(super) fn new(baseline: Option<f64>, target: Option<f64>, profile: Profile) -> Delta {
         let delta = baseline.zip(target).map(|(b, t)| t - b);
         let delta_pct = baseline.zip(delta).and_then(|(b, d)| match profile {
             _ if b != 0.0 => Some(d / b * 100.0),
@@ -141,6 +141,9 @@ pub struct Comparison {
     /// NVTX ops that grew, largest growth first (the reference prints five).
     pub top_regressions: Vec<OpDelta>,
     pub handoff: Handoff,
+    /// The whole-window comparison (`standard`): the conclusion and hand-off come from it when
+    /// steps could not be compared (`window.note` then says so).
+    pub window: Option<super::window::WindowComparison>,
 }
 
 /// Compares two breakdowns made with the same profile.
@@ -178,15 +181,52 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
         handoff: handoff(&top_regressions, b, t),
         top_regressions,
         nvtx,
+        window: None,
     };
     let (cause, text) = conclusion(&c, b, t, profile);
     c.primary_cause = cause;
     c.conclusion = text;
+    // The window comparison is always given in `standard`; it answers when steps did not.
+    if profile == Profile::Standard
+        && let (Some(bw), Some(tw)) = (&b.window, &t.window)
+    {
+        let per_step = c.benchmark_found
+            && b.wall_time_per_step_us.is_some()
+            && t.wall_time_per_step_us.is_some();
+        let without = if per_step {
+            String::new()
+        } else {
+            missing(b, t)
+        };
+        let w = super::window::compare_windows(bw, tw, &without);
+        if !per_step {
+            c.primary_cause = w.primary_cause;
+            c.conclusion = w.conclusion.clone();
+            c.handoff = window_handoff(&w, b, t);
+        }
+        c.window = Some(w);
+    }
     c
 }
 
+/// The hand-off of a window comparison: the NVTX ops that grew per second of window, else the
+/// kernels that did.
+fn window_handoff(
+    w: &super::window::WindowComparison,
+    b: &TraceBreakdown,
+    t: &TraceBreakdown,
+) -> Handoff {
+    let nvtx = regressions(&w.nvtx);
+    let top = if nvtx.is_empty() {
+        regressions(&w.kernels)
+    } else {
+        nvtx
+    };
+    handoff(&top, b, t)
+}
+
 /// Union of names, by |Δ| descending then name; missing values are 0.
-fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
+pub(super) fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
     let names: BTreeSet<&str> = b.0.iter().chain(&t.0).map(|(n, _)| n.as_str()).collect();
     let mut out: Vec<OpDelta> = names
         .into_iter()
@@ -209,7 +249,7 @@ fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
 }
 
 /// Rows that grew, largest growth first (every row, not only the printed 20).
-fn regressions(rows: &[OpDelta]) -> Vec<OpDelta> {
+pub(super) fn regressions(rows: &[OpDelta]) -> Vec<OpDelta> {
     let mut grew: Vec<OpDelta> = rows.iter().filter(|r| r.delta_us > 0.0).cloned().collect();
     grew.sort_by(|x, y| y.delta_us.total_cmp(&x.delta_us));
     grew

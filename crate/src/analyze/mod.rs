@@ -16,6 +16,7 @@ mod ops;
 mod skill;
 mod standard;
 pub mod stats;
+pub mod window;
 pub mod workload;
 
 pub use breakdown::TraceBreakdown;

@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 
+use super::breakdown::StepsFound;
 use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
 use super::launch_join::LaunchJoin;
 use super::ops::{Tallies, contains, overlap};
@@ -20,7 +21,8 @@ use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, finish, isolation_info};
 use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps};
-use crate::iterations::{Isolation, Iteration, Method, allreduce, isolate};
+use crate::iterations::inferred::{self, Inference};
+use crate::iterations::{Isolation, Iteration, Method, allreduce, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace};
 use crate::names::steps::StepName;
@@ -34,12 +36,27 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
     let (raw, marker) = raw_steps(trace, Profile::Standard, cfg.step_marker.as_ref());
     let steps = dedup(&raw);
-    let iso = isolate(
+    let mut iso = isolate(
         &allreduce::allreduce_kernels(trace),
         &steps,
         raw.len(),
         marker.as_ref().map(|m| m.pattern.as_str()),
     );
+    let inference = (iso.method == Method::None)
+        .then(|| inferred::infer(trace))
+        .flatten();
+    match &inference {
+        Some(inf) => iso = from_inference(inf),
+        None if iso.method == Method::None => {
+            iso.reason = format!(
+                "{}; nor does the kernel stream repeat at step scale (a sequence of at least {} kernels repeating {} times); the whole kernel window is reported instead",
+                iso.reason,
+                inferred::MIN_STEP_KERNELS,
+                inferred::MIN_REPEATS
+            )
+        }
+        None => {}
+    }
     let mut warnings = Vec::new();
     let window = iso.benchmark_window();
     let mut in_window: Vec<MergedStep> = window.map_or_else(Vec::new, |(ws, we)| {
@@ -69,6 +86,8 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         Workload::of(trace, batch, context, generation),
     );
     b.warnings = warnings;
+    b.steps = steps_found(&iso, inference.as_ref());
+    b.window = super::window::window_figures(trace);
     b.step_marker = marker;
     b.iterations = window.map(|_| iso.benchmark_iterations().len());
     b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
@@ -77,6 +96,26 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         Some(_) => steady_state(trace, &mut b, &in_window, max_gen.unwrap_or(0), &raw),
     }
     finish(b)
+}
+
+/// Where the steps came from, for the report.
+fn steps_found(iso: &Isolation, inference: Option<&Inference>) -> Option<StepsFound> {
+    let (source, method) = match iso.method {
+        Method::Allreduce => ("allreduce", "allreduce-groups"),
+        Method::Nvtx => ("marker", "nvtx-ranges"),
+        Method::Inferred => ("inferred", inference.map_or("", |i| i.method.name())),
+        Method::None => return None,
+    };
+    Some(StepsFound {
+        source,
+        method,
+        confidence: inference.map_or(1.0, |i| i.confidence),
+        count: iso.iterations.len(),
+        period_kernels: inference.map(|i| i.period),
+        device: inference.map(|i| i.device),
+        first_kernel: inference.map(|i| i.first_kernel.clone()),
+        collectives_per_step: inference.map_or_else(Vec::new, |i| i.collectives.clone()),
+    })
 }
 
 fn no_benchmark(iso: &Isolation) -> String {

@@ -60,10 +60,12 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
     args.out.write(&result, report::analyze::analyze_report)
 }
 
-/// Loads every runtime call (API time per step needs them all, not only launches).
+/// Loads every runtime call (API time per step needs them all, not only launches) and the copies
+/// (the window's idle causes give an async copy from pageable memory to `sync`, as the page and
+/// `drill` do).
 fn breakdown(path: &Path, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
     let opts = LoadOptions {
-        memory_ops: false,
+        memory_ops: true,
         syncs: false,
         event_details: true,
         launch_calls_only: false,

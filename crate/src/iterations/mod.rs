@@ -8,6 +8,7 @@
 
 pub mod allreduce;
 pub mod forward_steps;
+pub mod inferred;
 pub mod phases;
 
 use serde::Serialize;
@@ -29,6 +30,8 @@ pub enum Method {
     Allreduce,
     /// `[Executor] _forward_step` NVTX ranges, TP ranks merged.
     Nvtx,
+    /// Neither: steps inferred from the repeating kernel stream ([`inferred`]).
+    Inferred,
     /// Neither allreduce kernels nor forward-step ranges: no iterations.
     None,
 }
@@ -38,9 +41,19 @@ impl Method {
         match self {
             Method::Allreduce => "allreduce",
             Method::Nvtx => "nvtx",
+            Method::Inferred => "inferred",
             Method::None => "none",
         }
     }
+}
+
+/// Isolation from inferred iterations (the fallback when [`isolate`] finds no method).
+pub fn from_inference(inference: &inferred::Inference) -> Isolation {
+    Isolation::new(
+        Method::Inferred,
+        inference.reason(),
+        inference.iterations.clone(),
+    )
 }
 
 /// One iteration: an allreduce group or a (merged) forward step.

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::analyze::AnalyzeReport;
 use crate::analyze::breakdown::{OpRow, TraceBreakdown};
 use crate::analyze::compare::{Comparison, Delta, OpDelta, Status};
+use crate::analyze::window::{WindowComparison, WindowFigures};
 use crate::iterations::Method;
 
 /// The whole report in the report's profile layout.
@@ -113,6 +114,7 @@ mod skill {
         let method = match b.iteration_method {
             Method::Allreduce => "allreduce",
             Method::Nvtx | Method::None => "nvtx",
+            Method::Inferred => "inferred",
         };
         let _ = writeln!(o, "\n--- Iteration Detection (method: {method}) ---");
         let _ = writeln!(o, "  Total iterations: {}", iso.total_iterations);
@@ -449,10 +451,54 @@ mod standard {
             );
         }
         steady(o, b);
+        if b.steady.is_none()
+            && let Some(w) = &b.window
+        {
+            whole_window(o, w);
+        }
         for w in &b.warnings {
             let _ = writeln!(o, "Warning: {w}");
         }
         let _ = writeln!(o, "\n{}", b.handoff.text);
+    }
+
+    /// Without steps: the whole kernel window, normalized, so the trace still gives figures.
+    fn whole_window(o: &mut String, w: &WindowFigures) {
+        let _ = writeln!(
+            o,
+            "\nWhole kernel window (no steps: figures per second of window): {:.3} ms, {} kernels on {} device(s), {:.0} kernels/s, GPU busy {:.1}%",
+            w.window_s * 1000.0,
+            w.kernels,
+            w.devices,
+            w.kernels_per_s,
+            w.gpu_busy_share * 100.0
+        );
+        for (title, rows) in [
+            ("GPU kernels", &w.kernel_ops),
+            ("CUDA API calls", &w.api_ops),
+            ("NVTX ops", &w.nvtx_ops),
+        ] {
+            if rows.is_empty() {
+                let _ = writeln!(o, "  {title}: none in the window");
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "\n  {:<60} {:>10} {:>12}",
+                format!("{title} (top 10)"),
+                "µs/s",
+                "µs/kernel"
+            );
+            for r in rows.iter().take(10) {
+                let _ = writeln!(
+                    o,
+                    "    {:<58} {:10.1} {:12.3}",
+                    short55(&r.name),
+                    r.us_per_s,
+                    r.us_per_kernel
+                );
+            }
+        }
     }
 
     fn steady(o: &mut String, b: &TraceBreakdown) {
@@ -541,6 +587,10 @@ mod standard {
             "Comparison: {} → {}   (profile: {})",
             b.label, t.label, b.profile
         );
+        if let Some(w) = c.window.as_ref().filter(|w| w.replaces_steps) {
+            window_comparison(o, c, w);
+            return;
+        }
         line(o, "wall time per step", &c.wall_time_per_step_us, " µs");
         line(o, "forward step duration", &c.step_duration_us, " µs");
         line(o, "inter-step gap p50", &c.inter_step_gap_p50_us, " µs");
@@ -570,6 +620,37 @@ mod standard {
         deltas(o, "NVTX ops", &c.nvtx);
         deltas(o, "GPU kernels", &c.kernels);
         deltas(o, "CUDA API calls", &c.api);
+        let _ = writeln!(o, "\n{}", c.handoff.text);
+    }
+
+    /// Steps could not be compared: the whole windows, per second of kernel window.
+    fn window_comparison(o: &mut String, c: &Comparison, w: &WindowComparison) {
+        line(o, "kernel window", &w.window_s, " s");
+        line(o, "GPU busy share", &w.gpu_busy_share, "");
+        line(o, "kernels per second", &w.kernels_per_s, "");
+        line(o, "kernel time per kernel", &w.kernel_us_per_kernel, " µs");
+        let _ = writeln!(o, "\nConclusion: {}", c.conclusion);
+        for warning in &c.comparability {
+            let _ = writeln!(o, "Comparability warning: {warning}");
+        }
+        for (title, rows) in [
+            ("NVTX ops", &w.nvtx),
+            ("GPU kernels", &w.kernels),
+            ("CUDA API calls", &w.api),
+            ("GPU-idle time by cause", &w.idle_causes),
+        ] {
+            let _ = writeln!(o);
+            delta_table(
+                o,
+                &format!("{title} (µs per s of window)"),
+                rows,
+                20,
+                Status::name,
+            );
+            if rows.is_empty() {
+                let _ = writeln!(o, "  (none)");
+            }
+        }
         let _ = writeln!(o, "\n{}", c.handoff.text);
     }
 
