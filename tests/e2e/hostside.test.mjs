@@ -10,6 +10,9 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { requireDist, openSite, publicTrace, artifact, cli, ROOT } from './helpers.mjs';
 
+// A count as the page shows it (thousands separated by the core's formatter).
+const count = (text) => Number(String(text).replace(/[,\u00a0 ]/g, ''));
+
 const TIMEOUT = 240_000;
 let site;
 let tmp;
@@ -66,6 +69,22 @@ async function tableRows(page, name) {
   }, name);
 }
 
+async function tableHeaders(page, name) {
+  return page.evaluate((n) => [...document.querySelectorAll(`#hostside table[data-table="${n}"] thead th`)].map((th) => th.textContent), name);
+}
+
+// A duration cell in µs: its own unit ("213.473 s"), or the one its column header names
+// ("Total (ms)").
+const UNIT_US = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
+function durationUs(text, header) {
+  const m = String(text).replace(/,/g, '').match(/^(-?[\d.]+)\s*(ns|µs|ms|s)?$/u);
+  assert.ok(m, `a duration: ${text}`);
+  const unit = m[2] || (String(header).match(/\((ns|µs|ms|s)\)/u) || [])[1];
+  assert.ok(unit, `a unit for ${text} (${header})`);
+  const decimals = (m[1].split('.')[1] || '').length;
+  return { us: Number(m[1]) * UNIT_US[unit], halfStep: 0.5 * 10 ** -decimals * UNIT_US[unit] };
+}
+
 test('a kernel-less export dropped on the page shows its host side, equal to the CLI report', { timeout: TIMEOUT }, async () => {
   const { page, problems, requests, srv } = site;
   const file = publicTrace('ZhangXin8069_qcu__test_report1.e5c172f.sqlite');
@@ -85,20 +104,26 @@ test('a kernel-less export dropped on the page shows its host side, equal to the
   const tables = { api_calls: want.explain.api_calls, syncs: want.explain.syncs, allocations: want.explain.allocations };
   for (const [name, summary] of Object.entries(tables)) {
     const rows = await tableRows(page, name);
+    const headers = await tableHeaders(page, name);
     assert.equal(Object.keys(rows).length, summary.by_name.length, `${name}: one row per name`);
     for (const n of summary.by_name) {
       assert.ok(rows[n.name], `${name}: ${n.name} listed`);
-      assert.equal(Number(rows[n.name][1]), n.count, `${name}: ${n.name} count`);
-      assert.equal(rows[n.name][2], n.total_us.toFixed(3), `${name}: ${n.name} total µs`);
+      assert.equal(count(rows[n.name][1]), n.count, `${name}: ${n.name} count`);
+      const shown = durationUs(rows[n.name][2].replace(/\u00a0/g, ' '), headers[2]);
+      // Rounded for display: equal to the CLI's µs within half of its last digit.
+      assert.ok(Math.abs(shown.us - n.total_us) <= shown.halfStep * 1.0001, `${name}: ${n.name} total: ${rows[n.name][2]} vs ${n.total_us} µs`);
     }
   }
   const syncs = await tableRows(page, 'syncs');
-  const total = Object.values(syncs).reduce((a, r) => a + Number(r[1]), 0);
+  const total = Object.values(syncs).reduce((a, r) => a + count(r[1]), 0);
   assert.equal(total, 11451, 'the 11 451 blocking syncs (cuEventSynchronize, cudaDeviceSynchronize, cuCtxSynchronize)');
   const processes = await tableRows(page, 'processes');
+  const processHeaders = await tableHeaders(page, 'processes');
   for (const p of want.explain.processes) {
-    assert.equal(Number(processes[String(p.pid)][6]), p.api_calls, `pid ${p.pid} API calls`);
-    assert.equal(Number(processes[String(p.pid)][8]), p.sync_calls, `pid ${p.pid} syncs`);
+    const row = processes[String(p.pid)];
+    const at = (label) => processHeaders.findIndex((h) => h.startsWith(label));
+    assert.equal(count(row[at('API calls')]), p.api_calls, `pid ${p.pid} API calls`);
+    assert.equal(count(row[at('Sync calls')]), p.sync_calls, `pid ${p.pid} syncs`);
   }
   // The sync finding counts the whole capture, and says so.
   const findings = await page.textContent('[data-testid=drill-findings]');
