@@ -171,3 +171,29 @@ function sortBy(body, col, th) {
   });
   body.append(...rows);
 }
+
+// A Copy button for `text`, with a status beside it; where the clipboard is refused (permissions,
+// file://) it selects `node` for a manual copy.
+export function copyButton(text, node, testid) {
+  const status = el('span', { class: 'muted small', 'aria-live': 'polite' });
+  const button = el('button', {
+    type: 'button',
+    class: 'button small',
+    'data-testid': testid,
+    text: 'Copy',
+    onclick: async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+        status.textContent = 'copied';
+      } catch {
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        const sel = getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        status.textContent = 'selected — press Ctrl+C';
+      }
+    },
+  });
+  return el('div', { class: 'handoff-actions' }, button, status);
+}

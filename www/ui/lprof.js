@@ -4,7 +4,7 @@
 // profile as a ready TLLM_LINE_PROFILER_FUNCTIONS line, rounds compared, and the round chart drawn
 // by the core. Every figure carries the core's unrounded value in data-*.
 
-import { el, clear, isNum, rawValue, fitCanvas, panel, dataTable } from './format.js';
+import { el, clear, isNum, rawValue, fitCanvas, panel, dataTable, copyButton } from './format.js';
 
 // line_profiler writes plain text; TensorRT-LLM's TLLM_LINE_PROFILER_PATH names it as the user
 // chooses, `.txt` by convention. Everything else is a trace.
@@ -42,30 +42,6 @@ function lpStatusBadge(status) {
 }
 
 // Copies `text`; when the clipboard is refused, selects `node` for a manual copy.
-function lpCopyButton(text, node, testid) {
-  const status = el('span', { class: 'muted small', 'aria-live': 'polite' });
-  const button = el('button', {
-    type: 'button',
-    class: 'button small',
-    'data-testid': testid,
-    text: 'Copy',
-    onclick: async () => {
-      try {
-        await navigator.clipboard.writeText(text);
-        status.textContent = 'copied';
-      } catch {
-        const range = document.createRange();
-        range.selectNodeContents(node);
-        const sel = getSelection();
-        sel.removeAllRanges();
-        sel.addRange(range);
-        status.textContent = 'selected — press Ctrl+C';
-      }
-    },
-  });
-  return el('div', { class: 'handoff-actions' }, button, status);
-}
-
 function lpDownload(name, text, type) {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const a = el('a', { href: url, download: name });
@@ -202,7 +178,7 @@ export class LprofPanel {
       'Next profiling round',
       'lp-next',
       el('p', { class: 'muted small', text: this.handoff ? 'The functions profiled now, the Root cause hand-off’s and the drill-down’s, in one line (it replaces TensorRT-LLM’s default targets).' : 'The functions profiled now and the drill-down’s, in one line (it replaces TensorRT-LLM’s default targets). Open a trace’s Root cause to merge its hand-off.' }),
-      line ? lpCopyButton(line, pre, 'lp-copy-next') : null,
+      line ? copyButton(line, pre, 'lp-copy-next') : null,
       pre,
       el(
         'ul',

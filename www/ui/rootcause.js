@@ -2,7 +2,7 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable } from './format.js';
+import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable, copyButton } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
@@ -344,33 +344,12 @@ function rcOpsTable(title, testid, ops) {
 function rcHandoff(h) {
   if (!h) return null;
   const text = h.text || '';
-  const status = el('span', { class: 'muted small', 'aria-live': 'polite' });
-  const copy = el('button', {
-    type: 'button',
-    class: 'button small',
-    'data-testid': 'rc-copy-handoff',
-    text: 'Copy',
-    onclick: async () => {
-      try {
-        await navigator.clipboard.writeText(text);
-        status.textContent = 'copied';
-      } catch {
-        // Clipboard refused (permissions, file://): select the text for a manual copy.
-        const range = document.createRange();
-        range.selectNodeContents(pre);
-        const sel = getSelection();
-        sel.removeAllRanges();
-        sel.addRange(range);
-        status.textContent = 'selected — press Ctrl+C';
-      }
-    },
-  });
   const pre = el('pre', { class: 'handoff mono', 'data-testid': 'rc-handoff', text });
   return panel(
     'Optimization hand-off',
     'rc-handoff-panel',
     el('p', { class: 'muted small', text: 'For the host-performance work: the ops to profile first and a ready-to-paste line_profiler setting.' }),
-    el('div', { class: 'handoff-actions' }, copy, status),
+    copyButton(text, pre, 'rc-copy-handoff'),
     pre,
     h.line_profiler ? el('p', { class: 'mono small', 'data-testid': 'rc-line-profiler', text: h.line_profiler }) : null,
     el('p', { class: 'small', 'data-testid': 'rc-handoff-next', text: 'Profile these functions, then drop the line_profiler output (.txt) here: the Hot lines view ranks its lines, and its next line keeps these functions.' }),
