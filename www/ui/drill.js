@@ -130,7 +130,7 @@ function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
         el('td', { class: 'mono nowrap', text: where(d) }),
         el('td', { class: 'mono num', text: ns(c.ns) }),
         el('td', { class: 'mono num', text: pct(c.share) }),
-        el('td', { class: 'mono name small', title: (c.labels || []).map((l) => `${l.label} ${ns(l.ns)}`).join('\n'), text: (c.labels || []).slice(0, 3).map((l) => `${l.label} ${ns(l.ns)}`).join(' · ') || '—' }),
+        el('td', { class: 'mono name small', title: heldBy(c).join('\n'), text: heldBy(c).slice(0, 3).join(' · ') || '—' }),
       ),
     ),
   );
@@ -145,6 +145,11 @@ function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
   // Swatch colours come from the core; set as properties (the page's CSP forbids inline style).
   for (const s of panelNode.querySelectorAll('.swatch')) s.style.backgroundColor = s.dataset.colour;
   return panelNode;
+}
+
+// The calls or ranges holding a cause's idle time; untraced time has no label: nothing recorded.
+function heldBy(c) {
+  return (c.labels || []).map((l) => (l.label ? `${l.label} ${ns(l.ns)}` : `nothing recorded ${ns(l.ns)}`));
 }
 
 function drGaps(g, { drawGapHistogram, onGap }) {

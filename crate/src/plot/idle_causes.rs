@@ -29,7 +29,7 @@ pub fn cause_colour(kind: CauseKind) -> RGBColor {
         CauseKind::Gil => RGBColor(13, 148, 136),
         CauseKind::Osrt => RGBColor(100, 116, 139),
         CauseKind::Comm => RGBColor(8, 145, 178),
-        CauseKind::Api => RGBColor(147, 51, 234),
+        CauseKind::Api => RGBColor(120, 53, 15),
         CauseKind::Nvtx => RGBColor(245, 158, 11),
         CauseKind::Untraced => RGBColor(203, 213, 225),
     }
