@@ -320,3 +320,100 @@ fn a_step_regex_with_counts_gives_the_builtin_figures() {
     let drill = run_json("drill", &path, &["--step-regex", re]);
     assert_eq!(drill["step_markers"][0]["source"], "regex");
 }
+
+/// `nsys-lens detect PATH EXTRA…` as text, which must succeed: its `Steps:` line.
+fn steps_line(path: &std::path::Path, extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_nsys-lens"))
+        .arg("detect")
+        .arg(path)
+        .args(extra)
+        .output()
+        .expect("run nsys-lens");
+    assert!(
+        out.status.success(),
+        "detect {extra:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("Steps: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no Steps: line in\n{text}"))
+}
+
+/// The text report names where the steps come from: each built-in marker found in a trace
+/// written in its style, a regex or a phase map given, the unit inferred from the kernel stream
+/// of a trace whose step ranges no marker reads, and none for a 4-kernel loop.
+#[test]
+fn detect_text_names_the_step_source_of_every_marker_style_and_of_none() {
+    use nsys_lens::synth::MarkerStyle;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (style, key, pattern) in [
+        (
+            MarkerStyle::TensorrtLlm,
+            "tensorrt-llm",
+            "[Executor] _forward_step N: C ctx reqs, G gen reqs",
+        ),
+        (
+            MarkerStyle::Vllm,
+            "vllm",
+            "execute_context_C(T)_generation_G(T) | execute_new_C_cached_G",
+        ),
+        (
+            MarkerStyle::VllmOld,
+            "vllm",
+            "execute_context_C(T)_generation_G(T) | execute_new_C_cached_G",
+        ),
+        (MarkerStyle::Sglang, "sglang", "scheduler.run_batch"),
+        (MarkerStyle::Pytorch, "pytorch", "ProfilerStep#N"),
+    ] {
+        let (path, _) = styled(dir.path(), "host-bound", style);
+        assert_eq!(
+            steps_line(&path, &[]),
+            format!("built-in marker {key} (found in the trace): {pattern}"),
+            "{style:?}"
+        );
+    }
+    let (path, answers) = styled(dir.path(), "host-bound", MarkerStyle::Unmarked);
+    let re = "^decode_iteration$";
+    assert_eq!(
+        steps_line(&path, &["--step-regex", re]),
+        format!("regex (given): {re}")
+    );
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, r#"{"decode": ["decode_iteration"]}"#).expect("write map");
+    let map = map.to_str().expect("utf-8 path");
+    assert_eq!(
+        steps_line(&path, &["--phase-map", map]),
+        "phase map (given): decode"
+    );
+    // No marker: every step launches the same kernels, so the unit is the placed kernels per
+    // placed step, repeated once per step (the first kernel starts step 1).
+    let steps = common::placed_steps(&answers);
+    let kernels = answers["kernels"].as_u64().expect("kernel count");
+    assert_eq!(kernels % steps, 0);
+    let period = kernels / steps;
+    assert_eq!(
+        steps_line(&path, &[]),
+        format!(
+            "no step marker; steps inferred from the kernel stream by kernel-sequence (confidence 100.0%): {period} kernels × {steps} repeats on device 0"
+        )
+    );
+    let json = run_json("detect", &path, &[]);
+    assert!(json["step_marker"].is_null());
+    assert_eq!(
+        json["inferred_steps"]["period_kernels"].as_u64(),
+        Some(period)
+    );
+    assert_eq!(json["inferred_steps"]["repeats"].as_u64(), Some(steps));
+    assert_eq!(json["inferred_steps"]["unit"], "step");
+    let analyze = &run_json("analyze", &path, &[])["baseline"]["steps"];
+    assert_eq!(analyze["period_kernels"].as_u64(), Some(period));
+    assert_eq!(analyze["count"].as_u64(), Some(steps));
+    // The capture-no-nvtx loop cycles 4 kernels: a loop, not a step.
+    let (_d, loop_path, _) = common::generated("capture-no-nvtx", 1, 5);
+    assert_eq!(
+        steps_line(&loop_path, &[]),
+        "no step marker found, and the kernel stream does not repeat at step scale: give a built-in marker, a regex or a phase map"
+    );
+}

@@ -127,6 +127,15 @@ pub struct StepsFound {
     pub first_kernel: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub collectives_per_step: Vec<(String, usize)>,
+    /// Inferred only: whether the unit is a step (`step`) or back-to-back repeats that may be
+    /// layer blocks of one step (`repeat`); the smaller block found inside it; the pause before
+    /// a unit over the largest other idle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<crate::iterations::inferred::UnitScale>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_kernels: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_ratio: Option<f64>,
 }
 
 /// The root-cause breakdown of one trace (spec §3).

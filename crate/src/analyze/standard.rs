@@ -100,21 +100,25 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
 
 /// Where the steps came from, for the report.
 fn steps_found(iso: &Isolation, inference: Option<&Inference>) -> Option<StepsFound> {
+    let found = inference.map(|i| &i.found);
     let (source, method) = match iso.method {
         Method::Allreduce => ("allreduce", "allreduce-groups"),
         Method::Nvtx => ("marker", "nvtx-ranges"),
-        Method::Inferred => ("inferred", inference.map_or("", |i| i.method.name())),
+        Method::Inferred => ("inferred", found.map_or("", |f| f.method.name())),
         Method::None => return None,
     };
     Some(StepsFound {
         source,
         method,
-        confidence: inference.map_or(1.0, |i| i.confidence),
+        confidence: found.map_or(1.0, |f| f.confidence),
         count: iso.iterations.len(),
-        period_kernels: inference.map(|i| i.period),
-        device: inference.map(|i| i.device),
+        period_kernels: found.map(|f| f.period_kernels),
+        device: found.map(|f| f.device),
         first_kernel: inference.map(|i| i.first_kernel.clone()),
         collectives_per_step: inference.map_or_else(Vec::new, |i| i.collectives.clone()),
+        unit: found.map(|f| f.unit),
+        block_kernels: found.and_then(|f| f.block_kernels),
+        pause_ratio: found.and_then(|f| f.pause_ratio),
     })
 }
 

@@ -24,8 +24,9 @@ pub struct GenArgs {
     /// List the scenarios.
     #[arg(long)]
     pub list: bool,
-    /// Name the steps as this framework does: tensorrt-llm, vllm, vllm-old, sglang, pytorch
-    /// (the answers stay the TensorRT-LLM run's).
+    /// Name the steps as this framework does: tensorrt-llm, vllm, vllm-old, sglang, pytorch,
+    /// or none (`decode_iteration`, a range no built-in marker reads); the answers stay the
+    /// TensorRT-LLM run's.
     #[arg(long, value_name = "STYLE", default_value = "tensorrt-llm")]
     pub markers: String,
 }

@@ -178,3 +178,16 @@ pub fn summary(r: &DetectReport) -> String {
         ),
     }
 }
+
+/// Where a report's steps come from, in one phrase: the step marker (built-in, regex or phase
+/// map, found or given), else the unit inferred from the kernel stream, else none.
+pub fn step_source(
+    marker: Option<&crate::names::steps::StepMarkerReport>,
+    inferred: Option<&crate::iterations::inferred::UnitFound>,
+) -> String {
+    match (marker, inferred) {
+        (Some(m), _) => m.describe(),
+        (None, Some(u)) => format!("no step marker; {}", u.describe()),
+        (None, None) => "no step marker found, and the kernel stream does not repeat at step scale: give a built-in marker, a regex or a phase map".into(),
+    }
+}

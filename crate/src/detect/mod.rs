@@ -165,6 +165,11 @@ fn assemble(
         .collect();
     warnings.extend(cautions.iter().map(|c| format!("capture: {c}")));
 
+    let inferred = host_facts
+        .step_marker
+        .is_none()
+        .then(|| kernels.inferred.clone())
+        .flatten();
     let mut report = DetectReport {
         verdict: overall,
         aggregate_metrics: output_metrics(&aggregate.metrics, &sw),
@@ -181,6 +186,8 @@ fn assemble(
             window_source,
         ),
         step_marker: host_facts.step_marker.clone(),
+        inferred_steps: inferred.clone(),
+        step_source: catalogue::step_source(host_facts.step_marker.as_ref(), inferred.as_ref()),
         thresholds,
         evidence: evidence::table(&aggregate, &thresholds.aggregate, &outcome),
         per_device: evidence::devices(&prepared, &aggregate),

@@ -168,6 +168,12 @@ pub struct DetectReport {
     pub window: WindowInfo,
     /// The step marker the phases were read under (`null`: no range was a step).
     pub step_marker: Option<crate::names::steps::StepMarkerReport>,
+    /// Without a step marker: the repeating unit of the kernel stream, as `analyze` infers its
+    /// steps (`null` with a marker, or when the stream does not repeat at step scale).
+    pub inferred_steps: Option<crate::iterations::inferred::UnitFound>,
+    /// Where the steps come from, in one phrase: the marker, the inferred unit, or none
+    /// ([`super::catalogue::step_source`]; the CLI's text and the page's marker field show it).
+    pub step_source: String,
     pub thresholds: ScopeThresholds,
     pub evidence: BTreeMap<&'static str, Evidence>,
     pub per_device: Vec<DeviceMetrics>,

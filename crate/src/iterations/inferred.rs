@@ -3,28 +3,40 @@
 //!
 //! A training or serving loop launches the same kernels in the same order every step, so the
 //! sequence of kernel names on one device repeats with the step's kernel count as its period.
-//! [`infer`] finds the shortest period at which the sequence repeats itself (on the device with
-//! the most kernels), cuts it where the GPU idles longest on average (where the host works
-//! between steps), and reports how well the sequence repeats as the confidence. Collectives
-//! (NCCL kernels) inside the period are counted per step for the explanation.
+//! [`KernelTape`] holds the first [`MAX_SEARCHED`] kernels of each device (fed in start order,
+//! by `analyze` from the loaded table and by the verdict's kernel pass as it streams);
+//! [`KernelTape::find_unit`] takes the busiest device, finds the shortest period at which its
+//! names repeat, then prefers the step scale: a larger period that lines up most of the
+//! shorter one's breaks replaces it (a layer block inside a step breaks at each step boundary,
+//! as a collective or optimizer kernel met once per step does). The unit is cut where the GPU
+//! idles longest on average; when that pause is not distinct from the others the repeats may
+//! be layer blocks of one step, and [`UnitScale::Repeat`] says so. How well the names repeat is
+//! the confidence. Collectives (NCCL kernels) inside the period are counted per step.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Iteration;
 use crate::model::{NameId, Ns, Trace};
 
-/// At most this many kernels of the device are searched for a period (bounds the work in the
-/// page: `MAX_SEARCHED × MAX_SEARCHED / MIN_REPEATS` comparisons at worst).
-const MAX_SEARCHED: usize = 12_000;
+/// At most this many kernels of each device are searched for a period (bounds the work and the
+/// memory in the page: `MAX_SEARCHED × MAX_SEARCHED / MIN_REPEATS` comparisons per level at
+/// worst, `MAX_SEARCHED` names and times held per device).
+pub const MAX_SEARCHED: usize = 12_000;
 /// A step is repeated at least this many times (as the benchmark phase needs 5 iterations).
 pub const MIN_REPEATS: usize = 5;
 /// A repeating unit shorter than this many kernels is a loop inside a step, not a step.
 pub const MIN_STEP_KERNELS: usize = 8;
 /// The share of kernels equal to the kernel one period earlier needed to call it a period.
 pub const MIN_MATCH: f64 = 0.9;
+/// A larger unit replaces a repeating one when it leaves at most this share of its mismatches
+/// (the breaks of a layer loop at each step boundary line up at the step's period).
+const RESOLVED_MISMATCHES: f64 = 0.5;
+/// Repeats are set apart by a pause when the GPU idles at least this many times longer, on
+/// average, before a repeat's first kernel than before any other kernel of the repeat.
+const DISTINCT_PAUSE: f64 = 2.0;
 
 /// How the inferred iterations were found (`steps.method` in `analyze --json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum InferMethod {
     /// The sequence of kernel names on one device repeats with the step as its period.
@@ -39,17 +51,67 @@ impl InferMethod {
     }
 }
 
+/// What the repeating unit is, as far as the kernel stream tells (`steps.unit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnitScale {
+    /// A step: a larger unit over a repeating block (layers inside a step), or repeats set
+    /// apart by a distinct GPU pause (the host's work between steps).
+    Step,
+    /// Repeats that run back to back with nothing around them: a step of a GPU-bound loop or
+    /// a layer block inside one step; the kernel stream cannot tell which.
+    Repeat,
+}
+
+/// The repeating unit found on one device's kernel names (no kernel list: what the verdict's
+/// kernel pass and `analyze` both report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitFound {
+    pub method: InferMethod,
+    /// Share of the searched kernels whose name equals the kernel's one period earlier (0–1,
+    /// rounded to 3 decimals).
+    pub confidence: f64,
+    /// Kernels per unit on `device`.
+    pub period_kernels: usize,
+    pub device: u32,
+    /// Index in the period (0 = the device's first kernel) of the kernel that starts a unit.
+    pub offset: usize,
+    /// Complete units on the device.
+    pub repeats: usize,
+    /// A smaller unit that repeats inside this one (kernels), when one was found first.
+    pub block_kernels: Option<usize>,
+    pub unit: UnitScale,
+    /// Mean GPU idle before a unit's first kernel over the largest mean idle before any other
+    /// of its kernels (∞ is written as `null`).
+    pub pause_ratio: Option<f64>,
+}
+
+impl UnitFound {
+    /// What was found, in one phrase (the report's step source and the page's marker hint).
+    pub fn describe(&self) -> String {
+        let block = self
+            .block_kernels
+            .map(|b| format!(", over a {b}-kernel block that repeats inside it"))
+            .unwrap_or_default();
+        let scale = match self.unit {
+            UnitScale::Step => String::new(),
+            UnitScale::Repeat => "; the repeats run back to back with no distinct pause before them: steps of a GPU-bound loop, or layer blocks inside one step".into(),
+        };
+        format!(
+            "steps inferred from the kernel stream by {} (confidence {:.1}%): {} kernels × {} repeats on device {}{block}{scale}",
+            self.method.name(),
+            self.confidence * 100.0,
+            self.period_kernels,
+            self.repeats,
+            self.device
+        )
+    }
+}
+
 /// Iterations found in the kernel stream, and how sure the finding is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inference {
-    pub method: InferMethod,
-    /// Share of the searched kernels whose name equals the kernel's one period earlier (0–1).
-    pub confidence: f64,
-    /// Kernels per step on `device`.
-    pub period: usize,
-    pub device: u32,
-    /// Index in the period (0 = the device's first kernel) of the kernel that starts a step.
-    pub offset: usize,
+    pub found: UnitFound,
     /// The kernel that starts every step.
     pub first_kernel: String,
     /// Collective (NCCL) kernels per step on `device`, by name.
@@ -72,112 +134,242 @@ impl Inference {
             format!(", with {} per step", list.join(", "))
         };
         format!(
-            "no step marker and no allreduce kernels: steps inferred from the kernel stream: the sequence of kernel names on device {} repeats every {} kernels ({:.1}% of kernels match the one a period earlier){collectives}; {} complete repeats, each starting at `{}`, cut where the GPU idles longest",
-            self.device,
-            self.period,
-            self.confidence * 100.0,
-            self.iterations.len(),
+            "no step marker and no allreduce kernels: {}{collectives}; each starting at `{}`, cut where the GPU idles longest",
+            self.found.describe(),
             self.first_kernel
         )
     }
 }
 
-/// The device's kernels, by start (table order on ties): indices into `trace.kernels`.
-fn device_kernels(trace: &Trace, device: u32) -> Vec<usize> {
-    let k = &trace.kernels;
-    let mut idx: Vec<usize> = (0..k.len()).filter(|&i| k.device[i] == device).collect();
-    idx.sort_by_key(|&i| k.start[i]);
-    idx
+/// One device's first [`MAX_SEARCHED`] kernels in start order, and how many it ran.
+#[derive(Debug, Clone, Default)]
+struct DeviceTape {
+    device: u32,
+    total: usize,
+    names: Vec<NameId>,
+    starts: Vec<Ns>,
+    ends: Vec<Ns>,
 }
 
-/// The device with the most kernels (the lowest id on a tie).
-fn busiest_device(trace: &Trace) -> Option<u32> {
-    let mut counts: std::collections::BTreeMap<u32, usize> = Default::default();
-    for &d in &trace.kernels.device {
-        *counts.entry(d).or_default() += 1;
+/// What the period search reads of a kernel stream, fed one kernel at a time in start order:
+/// bounded by devices × [`MAX_SEARCHED`], so the page's kernel pass keeps it as `analyze` does.
+#[derive(Debug, Clone, Default)]
+pub struct KernelTape {
+    devices: Vec<DeviceTape>,
+}
+
+impl KernelTape {
+    /// The tape of a loaded trace's kernels (start order, table order on equal starts).
+    pub fn of(trace: &Trace) -> KernelTape {
+        let k = &trace.kernels;
+        let mut tape = KernelTape::default();
+        for i in kernel_order(trace) {
+            tape.push(k.device[i], k.short_name[i], k.start[i], k.end[i]);
+        }
+        tape
     }
-    counts
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-        .map(|(d, _)| d)
+
+    /// Adds a kernel; kernels come in non-decreasing start.
+    pub fn push(&mut self, device: u32, name: NameId, start: Ns, end: Ns) {
+        let at = match self.devices.iter().position(|d| d.device == device) {
+            Some(at) => at,
+            None => {
+                self.devices.push(DeviceTape {
+                    device,
+                    ..DeviceTape::default()
+                });
+                self.devices.len() - 1
+            }
+        };
+        let d = &mut self.devices[at];
+        d.total += 1;
+        if d.names.len() < MAX_SEARCHED {
+            d.names.push(name);
+            d.starts.push(start);
+            d.ends.push(end);
+        }
+    }
+
+    /// The device with the most kernels (the lowest id on a tie).
+    fn busiest(&self) -> Option<&DeviceTape> {
+        self.devices
+            .iter()
+            .max_by(|a, b| a.total.cmp(&b.total).then(b.device.cmp(&a.device)))
+    }
+
+    /// The step-scale repeating unit of the busiest device, or `None` when its kernel stream
+    /// does not repeat at step scale.
+    pub fn find_unit(&self) -> Option<UnitFound> {
+        let d = self.busiest()?;
+        let (period, share, block) = step_period(&d.names)?;
+        let offset = cut_offset(&d.starts, &d.ends, period);
+        let repeats = d.total.saturating_sub(offset) / period;
+        if repeats < MIN_REPEATS {
+            return None;
+        }
+        let pause_ratio = pause_ratio(&d.starts, &d.ends, period, offset);
+        let distinct = pause_ratio.is_none_or(|r| r >= DISTINCT_PAUSE);
+        Some(UnitFound {
+            method: InferMethod::KernelSequence,
+            confidence: (share * 1000.0).round() / 1000.0,
+            period_kernels: period,
+            device: d.device,
+            offset,
+            repeats,
+            block_kernels: block,
+            unit: if block.is_some() || distinct {
+                UnitScale::Step
+            } else {
+                UnitScale::Repeat
+            },
+            pause_ratio: pause_ratio.map(|r| (r * 100.0).round() / 100.0),
+        })
+    }
+}
+
+/// Share of the kernels from `p` on whose name equals the one `p` earlier.
+fn match_share(names: &[NameId], p: usize) -> f64 {
+    let n = names.len();
+    if p == 0 || p >= n {
+        return 0.0;
+    }
+    let matches = (p..n).filter(|&i| names[i] == names[i - p]).count();
+    matches as f64 / (n - p) as f64
 }
 
 /// The shortest period at which `names` repeats itself (share of matches ≥ [`MIN_MATCH`]),
 /// with that share; `None` when no period fits [`MIN_REPEATS`] times.
 pub fn find_period(names: &[NameId]) -> Option<(usize, f64)> {
-    let n = names.len();
-    (1..=n / MIN_REPEATS).find_map(|p| {
-        let matches = (p..n).filter(|&i| names[i] == names[i - p]).count();
-        let share = matches as f64 / (n - p) as f64;
-        (share >= MIN_MATCH).then_some((p, share))
+    first_period(names, 1, 1.0)
+}
+
+/// The shortest period from `from` whose mismatch share is at most `max_mismatch` and whose
+/// match share is at least [`MIN_MATCH`].
+fn first_period(names: &[NameId], from: usize, max_mismatch: f64) -> Option<(usize, f64)> {
+    (from..=names.len() / MIN_REPEATS).find_map(|p| {
+        let share = match_share(names, p);
+        (share >= MIN_MATCH && 1.0 - share <= max_mismatch).then_some((p, share))
     })
+}
+
+/// The step-scale period of `names`: the shortest period, then, as long as one exists, the
+/// shortest larger period that resolves most of its mismatches (a layer loop inside a step
+/// breaks at every step boundary; the step's period lines those breaks up). Returns the period,
+/// its share and the smaller period it replaced; `None` when the unit is shorter than
+/// [`MIN_STEP_KERNELS`].
+pub fn step_period(names: &[NameId]) -> Option<(usize, f64, Option<usize>)> {
+    let (mut period, mut share) = find_period(names)?;
+    let mut block = None;
+    // A break must recur at least as often as a step does to be a step boundary.
+    let min_breaks = MIN_REPEATS as f64 / names.len().max(1) as f64;
+    while 1.0 - share >= min_breaks {
+        let limit = (1.0 - share) * RESOLVED_MISMATCHES;
+        let Some((p, s)) = first_period(names, period + 1, limit) else {
+            break;
+        };
+        block = Some(period);
+        (period, share) = (p, s);
+    }
+    (period >= MIN_STEP_KERNELS).then_some((period, share, block))
+}
+
+/// Each kernel's idle time before it (its start − the latest end before it), `None` for the
+/// first.
+fn idles(starts: &[Ns], ends: &[Ns]) -> impl Iterator<Item = (usize, Ns)> {
+    let mut busy_until: Option<Ns> = None;
+    (0..starts.len()).filter_map(move |i| {
+        let idle = busy_until.map(|b| (starts[i] - b).max(0));
+        busy_until = Some(busy_until.map_or(ends[i], |b| b.max(ends[i])));
+        idle.map(|d| (i, d))
+    })
+}
+
+/// Mean idle before each position of the period.
+fn mean_idles(starts: &[Ns], ends: &[Ns], period: usize) -> Vec<f64> {
+    let mut sums = vec![0f64; period];
+    let mut counts = vec![0usize; period];
+    for (i, idle) in idles(starts, ends) {
+        sums[i % period] += idle as f64;
+        counts[i % period] += 1;
+    }
+    sums.iter()
+        .zip(&counts)
+        .map(|(s, &c)| s / c.max(1) as f64)
+        .collect()
 }
 
 /// The position in the period whose kernel follows the longest mean idle time on the device.
 fn cut_offset(starts: &[Ns], ends: &[Ns], period: usize) -> usize {
-    let mut sums = vec![0f64; period];
-    let mut counts = vec![0usize; period];
-    let mut busy_until: Option<Ns> = None;
-    for i in 0..starts.len() {
-        if let Some(b) = busy_until {
-            sums[i % period] += (starts[i] - b).max(0) as f64;
-            counts[i % period] += 1;
-        }
-        busy_until = Some(busy_until.map_or(ends[i], |b| b.max(ends[i])));
-    }
-    let mean = |r: usize| sums[r] / counts[r].max(1) as f64;
+    let mean = mean_idles(starts, ends, period);
     (0..period)
-        .max_by(|&a, &b| mean(a).total_cmp(&mean(b)).then(b.cmp(&a)))
+        .max_by(|&a, &b| mean[a].total_cmp(&mean[b]).then(b.cmp(&a)))
         .unwrap_or(0)
+}
+
+/// The mean idle at the cut over the largest mean idle at any other position (`None`: the
+/// other positions never idle).
+fn pause_ratio(starts: &[Ns], ends: &[Ns], period: usize, offset: usize) -> Option<f64> {
+    let mean = mean_idles(starts, ends, period);
+    let others = (0..period)
+        .filter(|&r| r != offset)
+        .map(|r| mean[r])
+        .fold(0f64, f64::max);
+    (others > 0.0).then(|| mean[offset] / others)
 }
 
 /// Infers the steps of a trace without markers, or `None` when its kernel stream does not
 /// repeat at step scale.
 pub fn infer(trace: &Trace) -> Option<Inference> {
-    let device = busiest_device(trace)?;
-    let idx = device_kernels(trace, device);
+    let found = KernelTape::of(trace).find_unit()?;
+    let idx = device_kernels(trace, found.device);
     let k = &trace.kernels;
-    let names: Vec<NameId> = idx.iter().map(|&i| k.short_name[i]).collect();
-    let searched = &names[..names.len().min(MAX_SEARCHED)];
-    let (period, confidence) = find_period(searched)?;
-    if period < MIN_STEP_KERNELS {
-        return None;
-    }
-    let starts: Vec<Ns> = idx.iter().map(|&i| k.start[i]).collect();
-    let ends: Vec<Ns> = idx.iter().map(|&i| k.end[i]).collect();
-    let offset = cut_offset(&starts, &ends, period);
+    let (period, offset) = (found.period_kernels, found.offset);
     let iterations: Vec<Iteration> = (offset..)
         .step_by(period)
         .take_while(|&b| b + period <= idx.len())
         .map(|b| {
-            let end = ends[b..b + period]
-                .iter()
-                .copied()
-                .max()
-                .unwrap_or(starts[b]);
+            let unit = &idx[b..b + period];
+            let start = k.start[unit[0]];
+            let end = unit.iter().map(|&i| k.end[i]).max().unwrap_or(start);
             Iteration {
-                start: starts[b],
+                start,
                 end,
                 kernel_count: period as u32,
-                wall_ns: end - starts[b],
+                wall_ns: end - start,
             }
         })
         .collect();
-    if iterations.len() < MIN_REPEATS {
-        return None;
-    }
-    let first_kernel = trace.strings.get(names[offset]).to_string();
-    let collectives = collectives_per_step(trace, &names[offset..offset + period]);
+    let names: Vec<NameId> = idx[offset..offset + period]
+        .iter()
+        .map(|&i| k.short_name[i])
+        .collect();
     Some(Inference {
-        method: InferMethod::KernelSequence,
-        confidence: (confidence * 1000.0).round() / 1000.0,
-        period,
-        device,
-        offset,
-        first_kernel,
-        collectives,
+        first_kernel: trace.strings.get(names[0]).to_string(),
+        collectives: collectives_per_step(trace, &names),
+        found,
         iterations,
     })
+}
+
+/// The device's kernels in the tape's order: start, table order on ties (indices into
+/// `trace.kernels`).
+fn device_kernels(trace: &Trace, device: u32) -> Vec<usize> {
+    let k = &trace.kernels;
+    kernel_order(trace)
+        .into_iter()
+        .filter(|&i| k.device[i] == device)
+        .collect()
+}
+
+/// The kernels in the order `detect`'s sweep reads them: table order when starts are sorted
+/// (real exports), else by start and end.
+fn kernel_order(trace: &Trace) -> Vec<usize> {
+    let k = &trace.kernels;
+    if k.start.is_sorted() {
+        (0..k.len()).collect()
+    } else {
+        k.start_order().into_iter().map(|i| i as usize).collect()
+    }
 }
 
 /// NCCL kernels in one period, by name (first seen first).

@@ -317,6 +317,24 @@ impl StepSource {
     }
 }
 
+impl StepMarkerReport {
+    /// The marker in one phrase: which, how chosen, and the names it reads.
+    pub fn describe(&self) -> String {
+        let kind = match (&self.marker, self.source.as_str()) {
+            (Some(key), _) => format!("built-in marker {key}"),
+            (None, "regex") => "regex".to_string(),
+            (None, "phase-map") => "phase map".to_string(),
+            (None, other) => other.to_string(),
+        };
+        let how = if self.auto {
+            "found in the trace"
+        } else {
+            "given"
+        };
+        format!("{kind} ({how}): {}", self.pattern)
+    }
+}
+
 /// The page's marker field: empty or `auto` (the first built-in marker met), a built-in key
 /// (`vllm` …), a phase map (`{"phase": ["pattern", …]}`), or else a regex (steps without counts
 /// join the generation phase unless the regex names `ctx`/`gen` groups).

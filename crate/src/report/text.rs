@@ -19,6 +19,7 @@ pub fn detect_report(r: &DetectReport) -> String {
         ),
     );
     trace_line(o, r);
+    line(o, &format!("Steps: {}", r.step_source));
     let window = format!(
         "{} from {} to {} (ns, {})",
         duration(r.window.duration_us),

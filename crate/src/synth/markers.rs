@@ -21,15 +21,19 @@ pub enum MarkerStyle {
     Sglang,
     /// `ProfilerStep#N`: no counts.
     Pytorch,
+    /// `decode_iteration`: a range no built-in marker reads (a framework the catalogue does not
+    /// know), so a reader finds no marker and infers the steps from the kernel stream.
+    Unmarked,
 }
 
 impl MarkerStyle {
-    pub const ALL: [(&'static str, MarkerStyle); 5] = [
+    pub const ALL: [(&'static str, MarkerStyle); 6] = [
         ("tensorrt-llm", MarkerStyle::TensorrtLlm),
         ("vllm", MarkerStyle::Vllm),
         ("vllm-old", MarkerStyle::VllmOld),
         ("sglang", MarkerStyle::Sglang),
         ("pytorch", MarkerStyle::Pytorch),
+        ("none", MarkerStyle::Unmarked),
     ];
 
     pub fn from_key(key: &str) -> Result<MarkerStyle> {
@@ -66,9 +70,13 @@ impl MarkerStyle {
             MarkerStyle::VllmOld => format!("execute_new_{ctx}_cached_{generation}"),
             MarkerStyle::Sglang => "scheduler.run_batch".into(),
             MarkerStyle::Pytorch => format!("ProfilerStep#{step}"),
+            MarkerStyle::Unmarked => UNMARKED.into(),
         }
     }
 }
+
+/// The name [`MarkerStyle::Unmarked`] gives the steps' ranges.
+pub const UNMARKED: &str = "decode_iteration";
 
 /// Renames every forward-step range of `tl` as `style` names it; returns each renamed range's
 /// index and former name id, for [`restore`].

@@ -17,6 +17,9 @@
 //! - zero-length kernels at the current last end, merged per group and process, waiting for
 //!   the hull's end (only damaged end-before-start kernels past the last end could pile up).
 //!
+//! - the first `iterations::inferred::MAX_SEARCHED` kernels of each device (name and times), for
+//!   the repeating unit a trace without step marker shows.
+//!
 //! Nothing grows with the number of kernels elsewhere.
 //!
 //! Thresholds play no part here: they only act when the report is assembled, so a page can
@@ -43,6 +46,7 @@ pub use summary::{GroupSummary, KernelFacts, KernelSummary, PrepBusy, PrepExposu
 use crate::detect::capture::IdleSweep;
 use crate::detect::config::DetectConfig;
 use crate::detect::host_facts::HostFacts;
+use crate::iterations::inferred::KernelTape;
 use crate::model::intervals::IntervalSet;
 use crate::model::{KernelEvent, NameFlags, Ns, OutOfOrder, StartOrder, Trace, flag};
 use crate::profile::Switches;
@@ -129,6 +133,8 @@ pub struct KernelSweep {
     hull: Option<(Ns, Ns)>,
     /// Each device's idle time and largest gaps, for the capture checks.
     idle: IdleSweep,
+    /// Each device's first kernels, for the repeating unit reported when no marker names steps.
+    tape: KernelTape,
 }
 
 impl KernelSweep {
@@ -201,6 +207,7 @@ impl KernelSweep {
             any_graph_node: false,
             hull: None,
             idle: IdleSweep::default(),
+            tape: KernelTape::default(),
         }
     }
 
@@ -315,6 +322,7 @@ impl KernelSweep {
         self.hull = Some((first, last_end));
         self.note_facts(&ev);
         self.idle.push(&ev);
+        self.tape.push(ev.device, ev.short_name, ev.start, ev.end);
         let slot = self.slot(ev.device);
         let nccl = flag(&self.nccl, ev.short_name);
         self.resolve_deferred(last_end);
@@ -407,6 +415,7 @@ impl KernelSweep {
             generation,
             device_masks_overflow: overflow,
             idle: Some(self.idle.finish()),
+            inferred: self.tape.find_unit(),
         }
     }
 

@@ -104,6 +104,10 @@ pub struct KernelSummary {
     /// did not keep it).
     #[serde(default)]
     pub idle: Option<crate::detect::capture::IdleProfile>,
+    /// The repeating unit of the busiest device's kernel stream (`analyze`'s inferred steps),
+    /// `None` when it does not repeat at step scale.
+    #[serde(default)]
+    pub inferred: Option<crate::iterations::inferred::UnitFound>,
 }
 
 impl KernelSummary {
