@@ -134,12 +134,8 @@ function renderMarkerField(report) {
   if (!appState.marker && m?.auto && m.marker) appState.foundMarker = m.marker;
   const input = $('step-marker');
   if (document.activeElement !== input) input.value = appState.marker || (m?.auto ? m.marker || '' : '');
-  const note = !m
-    ? 'no step marker found: give a regex or a phase map'
-    : m.auto
-      ? `found in the trace: ${m.pattern}`
-      : `${m.source}: ${m.pattern}`;
-  $('step-marker-note').textContent = note;
+  // The core's phrase: the marker, the unit inferred from the kernel stream, or none.
+  $('step-marker-note').textContent = report.step_source || '';
 }
 
 // A comparison's Verdict view: both files' reports side by side (the core's, nothing recomputed).

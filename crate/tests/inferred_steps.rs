@@ -136,6 +136,73 @@ fn mfu_2gpu_before_steps_are_inferred_from_its_119_kernel_repeat() {
     assert_eq!(flash["calls_per_step"].as_f64(), Some(4.0), "{flash}");
 }
 
+/// What the 119-kernel repeat of `mfu_2gpu_before` is (docs/inferred-steps.md): no larger unit
+/// (every kernel equals the one 119 earlier, so nothing is left for a step-scale period to line
+/// up), no distinct pause before a repeat (the longest mean idle before a place in the 119 is
+/// less than twice the next one), and no backward or optimizer kernel in the whole capture: the
+/// repeats are transformer blocks of one forward pass, reported as `unit: "repeat"`.
+#[test]
+fn mfu_2gpu_before_repeat_is_reported_as_back_to_back_blocks_not_steps() {
+    let path = public_trace(MFU_BEFORE);
+    let conn = Connection::open(&path).unwrap();
+    let means: Vec<f64> = conn
+        .prepare(&format!(
+            "{DEVICE1} SELECT avg(start - pe) m FROM k WHERE pe IS NOT NULL \
+             GROUP BY (rn - 1) % 119 ORDER BY m DESC LIMIT 2"
+        ))
+        .unwrap()
+        .query_map([], |r| r.get::<_, f64>(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let ratio = means[0] / means[1];
+    assert!(ratio < 2.0, "{means:?}");
+    let backward = one(
+        &conn,
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName \
+         WHERE s.value LIKE '%bwd%' OR s.value LIKE '%backward%' OR s.value LIKE '%adam%' \
+         OR s.value LIKE '%multi_tensor%'",
+    );
+    assert_eq!(backward, 0);
+    // The collective recurs with the sequence's period, twice per repeat: 104 then 15 kernels.
+    let spacing: Vec<i64> = conn
+        .prepare(&format!(
+            "{DEVICE1}, c AS (SELECT rn FROM k JOIN StringIds s ON s.id = k.shortName \
+             WHERE s.value = 'ncclDevKernel_SendRecv') \
+             SELECT lead(rn) OVER (ORDER BY rn) - rn FROM c"
+        ))
+        .unwrap()
+        .query_map([], |r| r.get::<_, Option<i64>>(0))
+        .unwrap()
+        .filter_map(|r| r.unwrap())
+        .collect();
+    assert!(
+        spacing
+            .chunks(2)
+            .all(|p| p.iter().sum::<i64>() == 119 || p.len() == 1),
+        "{spacing:?}"
+    );
+
+    let steps = &analyze_json(&path)["baseline"]["steps"];
+    assert_eq!(steps["unit"], "repeat", "{steps}");
+    assert!(steps.get("block_kernels").is_none(), "{steps}");
+    let got = steps["pause_ratio"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (got - (ratio * 100.0).round() / 100.0).abs() < 1e-9,
+        "{got} vs {ratio}"
+    );
+    // detect's kernel pass finds the same unit.
+    let args = [OsStr::new("detect"), path.as_os_str(), OsStr::new("--json")];
+    let out = nsys_lens(args);
+    assert!(out.status.success(), "{}", describe(&args, &out));
+    let detect: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let inferred = &detect["inferred_steps"];
+    assert_eq!(inferred["period_kernels"], 119);
+    assert_eq!(inferred["repeats"], steps["count"]);
+    assert_eq!(inferred["unit"], "repeat");
+    assert_eq!(inferred["pause_ratio"], steps["pause_ratio"]);
+}
+
 /// A copy of `src` in `dir` with every kernel named `kernel` lasting `extra_ns` longer (the
 /// rest of the trace untouched), written with SQL.
 fn slowed_copy(

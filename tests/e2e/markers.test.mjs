@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, artifact, openTrace, METRIC_KEYS } from './helpers.mjs';
+import { requireDist, openSite, cli, artifact, openTrace, publicTrace, METRIC_KEYS } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
@@ -96,7 +96,7 @@ test('the step-marker field: preselected, and it recomputes verdict, root cause 
   assert.equal(await fig('wall_time_per_step_us'), byRegex.wall_time_per_step_us);
   assert.equal(await fig('wall_time_per_step_us'), want.wall_time_per_step_us);
   assert.equal(await page.inputValue('[data-testid=step-marker]'), re);
-  assert.match(await page.textContent('[data-testid=step-marker-note]'), /^regex: /);
+  assert.match(await page.textContent('[data-testid=step-marker-note]'), /^regex \(given\): /);
 
   // The drill-down reads the same marker (its per-phase figures need the steps).
   await page.click('[data-testid=tab-drill]');
@@ -110,6 +110,29 @@ test('the step-marker field: preselected, and it recomputes verdict, root cause 
   await verdictAgain(note);
   assert.equal(await page.inputValue('[data-testid=step-marker]'), 'vllm');
   await page.click('[data-testid=tab-verdict]');
+});
+
+// No step marker: the hint says what the verdict's streamed kernel pass inferred, as the CLI's
+// loaded `detect` (and `analyze`) do, with the generator's kernels per step and steps.
+test('without a marker, the field hint names the unit inferred from the kernel stream', { timeout: TIMEOUT }, async () => {
+  const file = gen('host-bound', 'none');
+  const answers = JSON.parse(fs.readFileSync(file.replace(/\.sqlite$/, '.answers.json'), 'utf8'));
+  const phases = answers.profiles.standard.phases;
+  const steps = phases.context.iteration_count + phases.generation.iteration_count;
+  const period = answers.kernels / steps;
+  await openTrace(page, file, { timeout: TIMEOUT });
+  const note = await page.textContent('[data-testid=step-marker-note]');
+  assert.equal(note, `no step marker; steps inferred from the kernel stream by kernel-sequence (confidence 100.0%): ${period} kernels × ${steps} repeats on device 0`);
+  assert.equal(note, cliJson(['detect', file]).step_source);
+  assert.equal(await page.inputValue('[data-testid=step-marker]'), '');
+  await page.screenshot({ path: artifact('marker-inferred.png'), fullPage: true });
+
+  // A real export without markers: FastVideo's 119-kernel repeat, back to back.
+  const real = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
+  await openTrace(page, real, { timeout: TIMEOUT });
+  const realNote = await page.textContent('[data-testid=step-marker-note]');
+  assert.equal(realNote, cliJson(['detect', real]).step_source);
+  assert.match(realNote, /^no step marker; steps inferred from the kernel stream by kernel-sequence \(confidence 100\.0%\): 119 kernels × 16 repeats on device 1; the repeats run back to back/);
 });
 
 test('two files: the Verdict shows baseline → target for every metric, as `detect --json` of each', { timeout: TIMEOUT }, async () => {

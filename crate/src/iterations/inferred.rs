@@ -422,4 +422,79 @@ mod tests {
         let ends: Vec<Ns> = starts.iter().map(|s| s + 10).collect();
         assert_eq!(cut_offset(&starts, &ends, 3), 2);
     }
+
+    /// One step: an embedding kernel, 30 identical 10-kernel layers, then a loss and an
+    /// optimizer kernel (303 kernels).
+    fn layered_step() -> Vec<NameId> {
+        let mut step: Vec<NameId> = vec![100];
+        for _ in 0..30 {
+            step.extend(0..10);
+        }
+        step.extend([101, 102]);
+        step
+    }
+
+    #[test]
+    fn a_layer_block_inside_a_step_gives_way_to_the_step() {
+        let step = layered_step();
+        let names: Vec<NameId> = step.iter().cycle().take(6 * step.len()).copied().collect();
+        // The layer repeats well enough on its own (it breaks only around the 3 step kernels) …
+        let (block, share) = find_period(&names).unwrap_or_default();
+        assert_eq!(block, 10);
+        assert!(share > MIN_MATCH && share < 1.0, "{share}");
+        // … but the step lines those breaks up.
+        assert_eq!(step_period(&names), Some((303, 1.0, Some(10))));
+    }
+
+    #[test]
+    fn scattered_odd_kernels_do_not_make_a_larger_unit() {
+        let unit: Vec<NameId> = (0..20).collect();
+        let mut names: Vec<NameId> = unit.iter().cycle().take(1000).copied().collect();
+        for (at, odd) in [(130, 97), (517, 98), (861, 99)] {
+            names[at] = odd;
+        }
+        let (period, share, block) = step_period(&names).unwrap_or_default();
+        assert_eq!((period, block), (20, None));
+        assert!((share - (980.0 - 6.0) / 980.0).abs() < 1e-12, "{share}");
+    }
+
+    /// A tape of `repeats` units of `period` distinct kernels on device 3, 10 ns each, 1 ns
+    /// apart, the first kernel of a unit after `pause` ns.
+    fn tape(period: usize, repeats: usize, pause: Ns) -> KernelTape {
+        let mut tape = KernelTape::default();
+        let mut t: Ns = 0;
+        for i in 0..period * repeats {
+            t += if i % period == 0 { pause } else { 1 };
+            tape.push(3, (i % period) as NameId, t, t + 10);
+            t += 10;
+        }
+        tape
+    }
+
+    #[test]
+    fn repeats_set_apart_by_a_distinct_pause_are_steps_and_back_to_back_ones_may_be_layers() {
+        let steps = tape(12, 7, 50).find_unit().expect("a unit");
+        assert_eq!((steps.period_kernels, steps.device), (12, 3));
+        assert_eq!((steps.offset, steps.repeats), (0, 7));
+        assert_eq!(steps.unit, UnitScale::Step);
+        assert_eq!(steps.pause_ratio, Some(50.0));
+        let layers = tape(12, 7, 1).find_unit().expect("a unit");
+        assert_eq!(layers.unit, UnitScale::Repeat);
+        assert_eq!(layers.pause_ratio, Some(1.0));
+        assert!(layers.describe().contains("layer blocks inside one step"));
+    }
+
+    #[test]
+    fn only_the_first_kernels_of_a_device_are_held() {
+        let mut tape = KernelTape::default();
+        for i in 0..MAX_SEARCHED + 5 {
+            tape.push(0, (i % 9) as NameId, i as Ns * 10, i as Ns * 10 + 5);
+        }
+        let d = tape.busiest().expect("a device");
+        assert_eq!((d.total, d.names.len()), (MAX_SEARCHED + 5, MAX_SEARCHED));
+        // The repeats count every kernel of the device, held or not.
+        let unit = tape.find_unit().expect("a unit");
+        assert_eq!(unit.period_kernels, 9);
+        assert_eq!(unit.repeats, (MAX_SEARCHED + 5 - unit.offset) / 9);
+    }
 }
