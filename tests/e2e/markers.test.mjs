@@ -56,7 +56,7 @@ test('the step-marker field: preselected, and it recomputes verdict, root cause 
   const file = gen('regression-baseline', 'vllm');
   await openTrace(page, file, { timeout: TIMEOUT });
   assert.equal(await page.inputValue('[data-testid=step-marker]'), 'vllm', 'the marker the trace shows is preselected');
-  assert.match(await page.textContent('[data-testid=step-marker-note]'), /found in the trace: execute_context/);
+  assert.match(await page.textContent('[data-testid=step-marker-note]'), /^built-in marker vllm \(found in the trace\): execute_context/);
   const detect = cliJson(['detect', file]);
   assert.equal(detect.step_marker.marker, 'vllm');
   const phaseCount = (p) => page.$$eval('#phases tbody tr', (trs) => trs.length);
