@@ -377,3 +377,65 @@ fn traces_without_steps_are_compared_over_their_windows_and_name_the_slowed_kern
         c["handoff"]
     );
 }
+
+/// The starts of the `cudaGraphLaunch*` calls of a generated trace (one process), by SQL.
+fn graph_launch_starts(path: &std::path::Path) -> Vec<i64> {
+    let conn = Connection::open(path).unwrap();
+    conn.prepare(
+        "SELECT r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId \
+         WHERE s.value LIKE 'cudaGraphLaunch%' ORDER BY r.start",
+    )
+    .unwrap()
+    .query_map([], |r| r.get::<_, i64>(0))
+    .unwrap()
+    .map(|r| r.unwrap())
+    .collect()
+}
+
+/// A trace whose step ranges no marker reads and that launches one CUDA graph per step: the
+/// launches mark the steps (each from one launch to the next), in `detect` and `analyze`, with
+/// node-level tracing (`cuda-graphs`: 3 eager context steps, then 40 graph steps) and with
+/// graph-level tracing (`capture-graph-level`: the graphs' kernels are not in the kernel table).
+#[test]
+fn cuda_graph_launches_mark_the_steps_of_a_trace_without_markers() {
+    use nsys_lens::synth::{GenOptions, MarkerStyle, generate_with_markers};
+    let dir = tempfile::TempDir::new().unwrap();
+    for (scenario, launches_key) in [
+        ("cuda-graphs", "/cuda_graphs/graph_launches"),
+        ("capture-graph-level", "/capture/graph_launches"),
+    ] {
+        let path = dir.path().join(format!("{scenario}.sqlite"));
+        let opts = GenOptions { scale: 1, seed: 9 };
+        let answers = generate_with_markers(scenario, &path, &opts, MarkerStyle::Unmarked)
+            .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+        let launches = answers.pointer(launches_key).and_then(Value::as_u64);
+        let starts = graph_launch_starts(&path);
+        assert_eq!(Some(starts.len() as u64), launches, "{scenario}");
+        let mut intervals: Vec<i64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        intervals.sort_unstable();
+        let median = intervals[intervals.len() / 2];
+
+        let args = [OsStr::new("detect"), path.as_os_str(), OsStr::new("--json")];
+        let out = nsys_lens(args);
+        assert!(out.status.success(), "{}", describe(&args, &out));
+        let detect: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let unit = &detect["inferred_steps"];
+        assert_eq!(unit["method"], "graph-launch", "{scenario}: {unit}");
+        assert_eq!(
+            unit["repeats"].as_u64(),
+            launches.map(|n| n - 1),
+            "{scenario}"
+        );
+        assert_eq!(unit["interval_ns"].as_i64(), Some(median), "{scenario}");
+
+        let b = &analyze_json(&path)["baseline"];
+        assert_eq!(b["steps"]["method"], "graph-launch", "{scenario}");
+        assert_eq!(b["steps"]["count"].as_u64(), launches.map(|n| n - 1));
+        assert_eq!(b["iteration_method"], "inferred");
+        // Per-step wall time over the complete cycles: first launch to the last step's start.
+        let cycles = starts.len() - 2;
+        let want = (starts[cycles] - starts[0]) as f64 / 1000.0 / cycles as f64;
+        let wall = b["wall_time_per_step_us"].as_f64().unwrap_or(f64::NAN);
+        assert!((wall - want).abs() < 1e-6, "{scenario}: {wall} vs {want}");
+    }
+}

@@ -332,6 +332,33 @@ fn streamed_open_equals_a_whole_load_on_generated_scenarios() {
     }
 }
 
+/// Without a step marker the page's passes find the steps a whole load infers: the kernel
+/// stream's unit in the kernel pass (`host-bound`), the CUDA-graph launches in the launch sweep
+/// (`cuda-graphs`), whatever the chunking.
+#[test]
+fn streamed_open_infers_the_steps_a_whole_load_infers() {
+    use nsys_lens::synth::{GenOptions, MarkerStyle, generate_with_markers};
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (scenario, method) in [
+        ("host-bound", "kernel-sequence"),
+        ("cuda-graphs", "graph-launch"),
+    ] {
+        let path = dir.path().join(format!("{scenario}.sqlite"));
+        let opts = GenOptions { scale: 2, seed: 5 };
+        generate_with_markers(scenario, &path, &opts, MarkerStyle::Unmarked).expect("generate");
+        let label = path.display().to_string();
+        let streamed = stream_open_with(&path, 97, 3, Some(0.6));
+        assert_same_verdict(&streamed, &whole(&path, true), &label, scenario);
+        let cfg = DetectConfig {
+            file_label: label.clone(),
+            ..DetectConfig::default()
+        };
+        let report = streamed.detect(&cfg).expect("detect");
+        let unit = report.inferred_steps.expect("inferred steps");
+        assert_eq!(unit.method.name(), method, "{scenario}");
+    }
+}
+
 #[test]
 fn streamed_open_equals_a_whole_load_on_every_public_export() {
     let dir = common::public_traces_dir();

@@ -49,7 +49,8 @@ test('mfu_2gpu_before: the page shows the inferred steps, their method and the C
   assert.equal(src.method, want.steps.method);
   assert.equal(Number(src.count), want.steps.count);
   assert.equal(Number(src.confidence), want.steps.confidence);
-  assert.match(src.text, /inferred by kernel-sequence/);
+  assert.match(src.text, /steps inferred from the kernel stream by kernel-sequence/);
+  assert.ok(src.text.includes(want.steps.note), src.text);
   const wall = await page.$eval('[data-rc=wall_time_per_step_us]', (e) => Number(e.dataset.value));
   assert.equal(wall, want.wall_time_per_step_us);
   assert.equal(await page.getAttribute('[data-testid=rc-isolation] li', 'data-method'), 'inferred');

@@ -187,15 +187,11 @@ function rcBadge(status) {
   return el('span', { class: `badge status-${String(status).toLowerCase()}`, text: status });
 }
 
-// Which method found the steps, when they were inferred from the kernel stream (no marker).
+// Which method found the steps, when they were inferred (no marker): the core's sentence.
 function rcStepsSource(traces) {
   const inferred = traces.filter((t) => t.steps?.source === 'inferred');
   if (!inferred.length) return null;
-  const line = (t) => {
-    const s = t.steps;
-    const coll = (s.collectives_per_step || []).map(([n, c]) => `${c} ${n}`).join(', ');
-    return `${t.label}: ${s.count} steps inferred by ${s.method} (confidence ${(s.confidence * 100).toFixed(1)}%): ${s.period_kernels} kernels per step on device ${s.device}, each starting at ${s.first_kernel}${coll ? `, with ${coll} per step` : ''}. No step marker: these are the trace's repeating unit, not named steps.`;
-  };
+  const line = (t) => `${t.label}: ${t.steps.note}. No step marker: these are the trace's repeating unit, not named steps.`;
   return el(
     'div',
     { class: 'callout', 'data-testid': 'rc-steps-source' },

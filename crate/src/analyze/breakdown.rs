@@ -136,6 +136,12 @@ pub struct StepsFound {
     pub block_kernels: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause_ratio: Option<f64>,
+    /// Inferred from graph launches: the median interval between them, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_ns: Option<crate::model::Ns>,
+    /// Inferred only: what was found, in one sentence (the page shows it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The root-cause breakdown of one trace (spec §3).

@@ -112,13 +112,15 @@ fn steps_found(iso: &Isolation, inference: Option<&Inference>) -> Option<StepsFo
         method,
         confidence: found.map_or(1.0, |f| f.confidence),
         count: iso.iterations.len(),
-        period_kernels: found.map(|f| f.period_kernels),
-        device: found.map(|f| f.device),
+        period_kernels: found.and_then(|f| f.period_kernels),
+        device: found.and_then(|f| f.device),
         first_kernel: inference.map(|i| i.first_kernel.clone()),
         collectives_per_step: inference.map_or_else(Vec::new, |i| i.collectives.clone()),
         unit: found.map(|f| f.unit),
         block_kernels: found.and_then(|f| f.block_kernels),
         pause_ratio: found.and_then(|f| f.pause_ratio),
+        interval_ns: found.and_then(|f| f.interval_ns),
+        note: inference.map(Inference::summary),
     })
 }
 

@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use crate::detect::host_facts::HostFacts;
 use crate::detect::name_tables::NameTables;
 use crate::detect::sweep::FedSweep;
+use crate::iterations::inferred::{GraphLaunchTape, UnitFound};
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, Trace, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
@@ -45,6 +46,7 @@ impl Scope {
 pub struct LaunchSweep<'p> {
     sw: Switches,
     launch: &'p NameFlags,
+    graph_launch: &'p NameFlags,
     /// Context and generation windows.
     phases: [SpanQueue; 2],
     /// Fed: every range starting before this was fed (`Ns::MAX` once all were, or whole).
@@ -69,6 +71,8 @@ struct LaunchCounts {
     pooled: PooledAcc,
     calls: u64,
     names_seen: Vec<NameId>,
+    /// Each process's CUDA-graph launches, for the steps they mark when no marker does.
+    graphs: GraphLaunchTape,
 }
 
 /// One process's running union of launch calls (standard).
@@ -125,6 +129,8 @@ pub struct LaunchTotals {
     pub calls: u64,
     /// Distinct names of the launch calls.
     pub names_seen: Vec<NameId>,
+    /// The steps one process's regular CUDA-graph launches mark.
+    pub graph_steps: Option<UnitFound>,
 }
 
 impl<'p> LaunchSweep<'p> {
@@ -158,6 +164,7 @@ impl<'p> LaunchSweep<'p> {
         LaunchSweep {
             sw: host_facts.sw,
             launch: &names.launch,
+            graph_launch: &names.graph_launch,
             phases: Default::default(),
             fed_until: Ns::MIN,
             speculation: [None; 2],
@@ -168,6 +175,7 @@ impl<'p> LaunchSweep<'p> {
                 pooled: PooledAcc::default(),
                 calls: 0,
                 names_seen: Vec::new(),
+                graphs: GraphLaunchTape::default(),
             },
         }
     }
@@ -185,6 +193,9 @@ impl<'p> LaunchSweep<'p> {
         counts.calls += 1;
         if !counts.names_seen.contains(&call.name) {
             counts.names_seen.push(call.name);
+        }
+        if flag(self.graph_launch, call.name) {
+            counts.graphs.push(call.process, call.start);
         }
         if !flag(self.launch, call.name) {
             return;
@@ -312,6 +323,7 @@ impl LaunchSweepResult {
             pooled,
             calls: s.calls,
             names_seen: s.names_seen.clone(),
+            graph_steps: s.graphs.find_unit(),
         }
     }
 

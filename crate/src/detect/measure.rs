@@ -134,6 +134,11 @@ impl<'t> Prepared<'t> {
         }
     }
 
+    /// The steps one process's regular CUDA-graph launches mark, if they do.
+    pub fn graph_steps(&self) -> Option<&crate::iterations::inferred::UnitFound> {
+        self.launches.graph_steps.as_ref()
+    }
+
     /// Launch API calls in the trace (the facts' count).
     pub fn launch_api_calls(&self) -> u64 {
         self.launches.calls

@@ -165,10 +165,11 @@ fn assemble(
         .collect();
     warnings.extend(cautions.iter().map(|c| format!("capture: {c}")));
 
+    // As `analyze` infers: graph launches first, then the kernel stream.
     let inferred = host_facts
         .step_marker
         .is_none()
-        .then(|| kernels.inferred.clone())
+        .then(|| prepared.graph_steps().cloned().or(kernels.inferred.clone()))
         .flatten();
     let mut report = DetectReport {
         verdict: overall,

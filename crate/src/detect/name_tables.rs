@@ -5,7 +5,7 @@
 //! under the profile's matching and looked up by [`NameId`] in the hot loops.
 
 use crate::model::{NameFlags, NameId, NvtxRow, Strings, flag};
-use crate::names::launch::is_launch_api;
+use crate::names::launch::{is_graph_launch, is_launch_api};
 use crate::names::patterns::NameMatch;
 use crate::names::patterns::{is_nccl_name, is_prep_name, may_define_windows};
 use crate::profile::Switches;
@@ -13,6 +13,8 @@ use crate::profile::Switches;
 /// Per-name lookup tables for one profile.
 pub struct NameTables {
     pub launch: NameFlags,
+    /// CUDA-graph launch APIs (whatever the profile: they mark steps when no marker does).
+    pub graph_launch: NameFlags,
     pub nccl: NameFlags,
     /// For each prep pattern, which names match it.
     pub prep: [NameFlags; 3],
@@ -24,6 +26,7 @@ impl NameTables {
     pub fn build(strings: &Strings, sw: &Switches) -> NameTables {
         let mut tables = NameTables {
             launch: NameFlags::default(),
+            graph_launch: NameFlags::default(),
             nccl: NameFlags::default(),
             prep: Default::default(),
             windows: NameFlags::default(),
@@ -40,6 +43,7 @@ impl NameTables {
         }
         let like = sw.name_match == NameMatch::SqliteLike;
         strings.classify_more(&mut self.launch, |s| is_launch_api(s, sw.launch_apis));
+        strings.classify_more(&mut self.graph_launch, is_graph_launch);
         strings.classify_more(&mut self.nccl, |s| is_nccl_name(s, like));
         for (p, table) in self.prep.iter_mut().enumerate() {
             strings.classify_more(table, |s| is_prep_name(s, p, like));

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Iteration;
-use crate::model::{NameId, Ns, Trace};
+use crate::model::{NameId, Ns, ProcessIdx, Trace};
 
 /// At most this many kernels of each device are searched for a period (bounds the work and the
 /// memory in the page: `MAX_SEARCHED × MAX_SEARCHED / MIN_REPEATS` comparisons per level at
@@ -41,12 +41,15 @@ const DISTINCT_PAUSE: f64 = 2.0;
 pub enum InferMethod {
     /// The sequence of kernel names on one device repeats with the step as its period.
     KernelSequence,
+    /// One process launches a CUDA graph once per step, at a regular interval.
+    GraphLaunch,
 }
 
 impl InferMethod {
     pub fn name(self) -> &'static str {
         match self {
             InferMethod::KernelSequence => "kernel-sequence",
+            InferMethod::GraphLaunch => "graph-launch",
         }
     }
 }
@@ -63,32 +66,43 @@ pub enum UnitScale {
     Repeat,
 }
 
-/// The repeating unit found on one device's kernel names (no kernel list: what the verdict's
-/// kernel pass and `analyze` both report).
+/// The repeating unit found on one device's kernel names, or the steps one process's CUDA-graph
+/// launches mark (no kernel list: what the verdict's passes and `analyze` both report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnitFound {
     pub method: InferMethod,
-    /// Share of the searched kernels whose name equals the kernel's one period earlier (0–1,
-    /// rounded to 3 decimals).
+    /// Kernel sequence: the share of the searched kernels whose name equals the kernel's one
+    /// period earlier; graph launches: the share of intervals between launches within half
+    /// the median of it (0–1, rounded to 3 decimals).
     pub confidence: f64,
-    /// Kernels per unit on `device`.
-    pub period_kernels: usize,
-    pub device: u32,
+    /// Kernels per unit on `device` (kernel sequence).
+    pub period_kernels: Option<usize>,
+    pub device: Option<u32>,
     /// Index in the period (0 = the device's first kernel) of the kernel that starts a unit.
     pub offset: usize,
-    /// Complete units on the device.
+    /// Complete units: on the device, or intervals from one graph launch to the next.
     pub repeats: usize,
     /// A smaller unit that repeats inside this one (kernels), when one was found first.
     pub block_kernels: Option<usize>,
     pub unit: UnitScale,
     /// Mean GPU idle before a unit's first kernel over the largest mean idle before any other
-    /// of its kernels (∞ is written as `null`).
+    /// of its kernels (kernel sequence; `null` when the others never idle).
     pub pause_ratio: Option<f64>,
+    /// Graph launches: the median interval from one launch to the next, ns.
+    pub interval_ns: Option<Ns>,
 }
 
 impl UnitFound {
     /// What was found, in one phrase (the report's step source and the page's marker hint).
     pub fn describe(&self) -> String {
+        let confidence = self.confidence * 100.0;
+        if self.method == InferMethod::GraphLaunch {
+            let interval = self.interval_ns.unwrap_or(0) as f64 / 1e6;
+            return format!(
+                "steps inferred from CUDA-graph launches by graph-launch (confidence {confidence:.1}%): {} steps from one graph launch to the next, {interval:.3} ms apart (median)",
+                self.repeats
+            );
+        }
         let block = self
             .block_kernels
             .map(|b| format!(", over a {b}-kernel block that repeats inside it"))
@@ -98,12 +112,11 @@ impl UnitFound {
             UnitScale::Repeat => "; the repeats run back to back with no distinct pause before them: steps of a GPU-bound loop, or layer blocks inside one step".into(),
         };
         format!(
-            "steps inferred from the kernel stream by {} (confidence {:.1}%): {} kernels × {} repeats on device {}{block}{scale}",
+            "steps inferred from the kernel stream by {} (confidence {confidence:.1}%): {} kernels × {} repeats on device {}{block}{scale}",
             self.method.name(),
-            self.confidence * 100.0,
-            self.period_kernels,
+            self.period_kernels.unwrap_or(0),
             self.repeats,
-            self.device
+            self.device.unwrap_or(0)
         )
     }
 }
@@ -121,8 +134,16 @@ pub struct Inference {
 }
 
 impl Inference {
-    /// One sentence for the report: what repeats, how often, and how well.
+    /// One sentence for the report: why steps were inferred, and [`Inference::summary`].
     pub fn reason(&self) -> String {
+        format!(
+            "no step marker and no allreduce kernels: {}",
+            self.summary()
+        )
+    }
+
+    /// What repeats, how often, how well, and where each step starts (`steps.note`).
+    pub fn summary(&self) -> String {
         let collectives = if self.collectives.is_empty() {
             String::new()
         } else {
@@ -133,8 +154,12 @@ impl Inference {
                 .collect();
             format!(", with {} per step", list.join(", "))
         };
+        let cut = match self.found.method {
+            InferMethod::KernelSequence => ", cut where the GPU idles longest",
+            InferMethod::GraphLaunch => "",
+        };
         format!(
-            "no step marker and no allreduce kernels: {}{collectives}; each starting at `{}`, cut where the GPU idles longest",
+            "{}{collectives}; each starting at `{}`{cut}",
             self.found.describe(),
             self.first_kernel
         )
@@ -212,8 +237,8 @@ impl KernelTape {
         Some(UnitFound {
             method: InferMethod::KernelSequence,
             confidence: (share * 1000.0).round() / 1000.0,
-            period_kernels: period,
-            device: d.device,
+            period_kernels: Some(period),
+            device: Some(d.device),
             offset,
             repeats,
             block_kernels: block,
@@ -223,6 +248,7 @@ impl KernelTape {
                 UnitScale::Repeat
             },
             pause_ratio: pause_ratio.map(|r| (r * 100.0).round() / 100.0),
+            interval_ns: None,
         })
     }
 }
@@ -317,13 +343,18 @@ fn pause_ratio(starts: &[Ns], ends: &[Ns], period: usize, offset: usize) -> Opti
     (others > 0.0).then(|| mean[offset] / others)
 }
 
-/// Infers the steps of a trace without markers, or `None` when its kernel stream does not
-/// repeat at step scale.
+/// Infers the steps of a trace without markers, or `None` when neither its CUDA-graph launches
+/// nor its kernel stream repeat at step scale. Graph launches come first: one per step is a
+/// host-side mark of the step, and graph-level tracing leaves the graphs' kernels out of the
+/// kernel stream.
 pub fn infer(trace: &Trace) -> Option<Inference> {
+    if let Some((launches, found)) = GraphLaunchTape::of(trace).find() {
+        return Some(graph_inference(trace, &launches, found));
+    }
     let found = KernelTape::of(trace).find_unit()?;
-    let idx = device_kernels(trace, found.device);
+    let (period, offset) = (found.period_kernels?, found.offset);
+    let idx = device_kernels(trace, found.device?);
     let k = &trace.kernels;
-    let (period, offset) = (found.period_kernels, found.offset);
     let iterations: Vec<Iteration> = (offset..)
         .step_by(period)
         .take_while(|&b| b + period <= idx.len())
@@ -349,6 +380,142 @@ pub fn infer(trace: &Trace) -> Option<Inference> {
         found,
         iterations,
     })
+}
+
+/// Steps from one graph launch (runtime rows `launches`, in start order) to the next.
+fn graph_inference(trace: &Trace, launches: &[usize], found: UnitFound) -> Inference {
+    let rt = &trace.runtime;
+    let iterations = launches
+        .windows(2)
+        .map(|w| Iteration {
+            start: rt.start[w[0]],
+            end: rt.start[w[1]],
+            kernel_count: 1,
+            wall_ns: rt.start[w[1]] - rt.start[w[0]],
+        })
+        .collect();
+    let first = launches
+        .first()
+        .map_or("", |&i| trace.strings.get(rt.name[i]));
+    Inference {
+        first_kernel: first.to_string(),
+        collectives: Vec::new(),
+        found,
+        iterations,
+    }
+}
+
+/// The starts of each process's first [`MAX_SEARCHED`] CUDA-graph launch calls, and how many it
+/// made, fed in start order (by `analyze` from the loaded runtime table, by `detect`'s launch
+/// sweep as the calls stream).
+#[derive(Debug, Clone, Default)]
+pub struct GraphLaunchTape {
+    /// `(process, launches, starts held)` in order of first launch.
+    processes: Vec<(ProcessIdx, usize, Vec<Ns>)>,
+}
+
+impl GraphLaunchTape {
+    /// Adds a graph launch call; calls come in non-decreasing start.
+    pub fn push(&mut self, process: ProcessIdx, start: Ns) {
+        let at = match self.processes.iter().position(|p| p.0 == process) {
+            Some(at) => at,
+            None => {
+                self.processes.push((process, 0, Vec::new()));
+                self.processes.len() - 1
+            }
+        };
+        let p = &mut self.processes[at];
+        p.1 += 1;
+        if p.2.len() < MAX_SEARCHED {
+            p.2.push(start);
+        }
+    }
+
+    /// The tape of a loaded trace's graph launch calls, with each call's process and runtime
+    /// row (start order).
+    pub fn of(trace: &Trace) -> LoadedGraphLaunches {
+        let rt = &trace.runtime;
+        let graph = trace
+            .strings
+            .classify(crate::names::launch::is_graph_launch);
+        let mut rows: Vec<usize> = (0..rt.len())
+            .filter(|&i| crate::model::flag(&graph, rt.name[i]))
+            .collect();
+        if !rows.is_sorted_by_key(|&i| rt.start[i]) {
+            rows.sort_by_key(|&i| rt.start[i]);
+        }
+        let mut tape = GraphLaunchTape::default();
+        let owned: Vec<(ProcessIdx, usize)> = rows
+            .into_iter()
+            .map(|i| {
+                let thread = rt.thread[i] as usize;
+                let process = trace.threads.process.get(thread).copied().unwrap_or(0);
+                tape.push(process, rt.start[i]);
+                (process, i)
+            })
+            .collect();
+        LoadedGraphLaunches { tape, rows: owned }
+    }
+
+    /// The process that launched graphs most (the earliest to start on a tie: process numbers
+    /// differ between the page's passes).
+    fn busiest(&self) -> Option<&(ProcessIdx, usize, Vec<Ns>)> {
+        self.processes.iter().max_by(|a, b| {
+            let first = |p: &(ProcessIdx, usize, Vec<Ns>)| p.2.first().copied();
+            a.1.cmp(&b.1).then(first(b).cmp(&first(a)))
+        })
+    }
+
+    /// Steps marked by the busiest process's graph launches: at least [`MIN_REPEATS`] complete
+    /// intervals, at least [`MIN_MATCH`] of them within half the median of it (one launch per
+    /// step; several graphs per step launch at uneven intervals and fail this).
+    pub fn find_unit(&self) -> Option<UnitFound> {
+        let (_, total, starts) = self.busiest()?;
+        let mut intervals: Vec<Ns> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        if intervals.len() < MIN_REPEATS {
+            return None;
+        }
+        intervals.sort_unstable();
+        let median = intervals[intervals.len() / 2];
+        let regular = intervals
+            .iter()
+            .filter(|&&d| 2 * d >= median && 2 * d <= 3 * median)
+            .count();
+        let share = regular as f64 / intervals.len() as f64;
+        (median > 0 && share >= MIN_MATCH).then(|| UnitFound {
+            method: InferMethod::GraphLaunch,
+            confidence: (share * 1000.0).round() / 1000.0,
+            period_kernels: None,
+            device: None,
+            offset: 0,
+            repeats: total - 1,
+            block_kernels: None,
+            unit: UnitScale::Step,
+            pause_ratio: None,
+            interval_ns: Some(median),
+        })
+    }
+}
+
+/// A loaded trace's graph launches: the tape and each call's process and runtime row.
+pub struct LoadedGraphLaunches {
+    tape: GraphLaunchTape,
+    rows: Vec<(ProcessIdx, usize)>,
+}
+
+impl LoadedGraphLaunches {
+    /// The unit found, with the runtime rows of the chosen process's launches in start order.
+    fn find(&self) -> Option<(Vec<usize>, UnitFound)> {
+        let found = self.tape.find_unit()?;
+        let process = self.tape.busiest()?.0;
+        let rows = self
+            .rows
+            .iter()
+            .filter(|r| r.0 == process)
+            .map(|r| r.1)
+            .collect();
+        Some((rows, found))
+    }
 }
 
 /// The device's kernels in the tape's order: start, table order on ties (indices into
@@ -474,7 +641,7 @@ mod tests {
     #[test]
     fn repeats_set_apart_by_a_distinct_pause_are_steps_and_back_to_back_ones_may_be_layers() {
         let steps = tape(12, 7, 50).find_unit().expect("a unit");
-        assert_eq!((steps.period_kernels, steps.device), (12, 3));
+        assert_eq!((steps.period_kernels, steps.device), (Some(12), Some(3)));
         assert_eq!((steps.offset, steps.repeats), (0, 7));
         assert_eq!(steps.unit, UnitScale::Step);
         assert_eq!(steps.pause_ratio, Some(50.0));
@@ -494,7 +661,38 @@ mod tests {
         assert_eq!((d.total, d.names.len()), (MAX_SEARCHED + 5, MAX_SEARCHED));
         // The repeats count every kernel of the device, held or not.
         let unit = tape.find_unit().expect("a unit");
-        assert_eq!(unit.period_kernels, 9);
+        assert_eq!(unit.period_kernels, Some(9));
         assert_eq!(unit.repeats, (MAX_SEARCHED + 5 - unit.offset) / 9);
+    }
+
+    #[test]
+    fn one_graph_launch_per_step_marks_the_steps_and_uneven_launches_do_not() {
+        let mut tape = GraphLaunchTape::default();
+        // Process 2 launches every 1000 ns (one interval of 1400 ns, still within half the
+        // median); process 1 launches less often.
+        let mut t: Ns = 0;
+        for i in 0..12 {
+            t += if i == 6 { 1400 } else { 1000 };
+            tape.push(2, t);
+            if i % 3 == 0 {
+                tape.push(1, t + 1);
+            }
+        }
+        let unit = tape.find_unit().expect("a unit");
+        assert_eq!(unit.method, InferMethod::GraphLaunch);
+        assert_eq!((unit.repeats, unit.interval_ns), (11, Some(1000)));
+        assert_eq!(unit.confidence, 1.0);
+        // Two graphs per step, 100 ns then 900 ns apart: the median is 900 or 100 and half the
+        // intervals are far from it.
+        let mut uneven = GraphLaunchTape::default();
+        for step in 0..10 {
+            uneven.push(0, step * 1000);
+            uneven.push(0, step * 1000 + 100);
+        }
+        assert_eq!(uneven.find_unit(), None);
+        // Five launches are four steps: too few.
+        let mut few = GraphLaunchTape::default();
+        (0..5).for_each(|i| few.push(0, i * 1000));
+        assert_eq!(few.find_unit(), None);
     }
 }

@@ -27,6 +27,13 @@ pub fn is_launch_api(name: &str, apis: LaunchApis) -> bool {
     }
 }
 
+/// Whether an API name launches a CUDA graph (`cudaGraphLaunch*`, `cuGraphLaunch*`, a launch API
+/// under [`LaunchApis::AllVersioned`]).
+pub fn is_graph_launch(name: &str) -> bool {
+    (name.starts_with(GRAPH_LAUNCH) || name.starts_with("cuGraphLaunch"))
+        && is_launch_api(name, LaunchApis::AllVersioned)
+}
+
 fn launch_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -67,5 +74,9 @@ mod tests {
             "cudaLaunchKernel_v7000",
             LaunchApis::ExactCudaLaunchKernel
         ));
+        assert!(is_graph_launch("cudaGraphLaunch_v10000"));
+        assert!(is_graph_launch("cuGraphLaunch_ptsz"));
+        assert!(!is_graph_launch("cudaGraphLaunchFoo"));
+        assert!(!is_graph_launch("cudaLaunchKernel_v7000"));
     }
 }
