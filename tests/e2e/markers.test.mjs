@@ -127,6 +127,14 @@ test('without a marker, the field hint names the unit inferred from the kernel s
   assert.equal(await page.inputValue('[data-testid=step-marker]'), '');
   await page.screenshot({ path: artifact('marker-inferred.png'), fullPage: true });
 
+  // One CUDA graph launched per step: the launches mark the steps (N launches, N − 1 steps).
+  const graphs = gen('cuda-graphs', 'none');
+  const graphAnswers = JSON.parse(fs.readFileSync(graphs.replace(/\.sqlite$/, '.answers.json'), 'utf8'));
+  await openTrace(page, graphs, { timeout: TIMEOUT });
+  const graphNote = await page.textContent('[data-testid=step-marker-note]');
+  assert.equal(graphNote, cliJson(['detect', graphs]).step_source);
+  assert.match(graphNote, new RegExp(`^no step marker; steps inferred from CUDA-graph launches by graph-launch \\(confidence 100\\.0%\\): ${graphAnswers.cuda_graphs.graph_launches - 1} steps from one graph launch to the next`));
+
   // A real export without markers: FastVideo's 119-kernel repeat, back to back.
   const real = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
   await openTrace(page, real, { timeout: TIMEOUT });
