@@ -565,6 +565,14 @@ fn kernel_less_public_exports_get_a_host_side_report_equal_to_sql() {
             _ => "--trace=cuda",
         };
         assert!(advice.contains(expected), "{file}: {advice}");
+        // The advice is stated once per format (with the verdict); the summary and the
+        // coverage notes point to it.
+        for name in ["report.md", "report.html"] {
+            let text = std::fs::read_to_string(out.join(name)).expect(name);
+            assert_eq!(text.matches(advice).count(), 1, "{file}: {name}");
+        }
+        let coverage = json["coverage"].to_string();
+        assert!(!coverage.contains(advice), "{file}: {coverage}");
         assert!(
             json["detect"].is_null() && json["drill"].is_null(),
             "{file}"
@@ -677,4 +685,87 @@ fn report_tables_state_units_once_and_drop_columns_that_say_nothing() {
         !page.contains(">host_prep_idle_attribution<"),
         "no raw key in the HTML"
     );
+}
+
+/// The notes on what a public export lacks (which tables exist: `sqlite_master`), counted in
+/// `report`'s JSON and in `drill --json`: a missing table, the missing kernel records, runtime
+/// calls that are all kernel launches (`SELECT count(*)` of calls not named `cu*Launch*` is 0)
+/// — each is one note, not one per module that reads it.
+#[test]
+fn each_missing_table_or_call_kind_is_one_coverage_note() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in [
+        "CO18326_uvmTorch__report1.sqlite",
+        "amir-ghz_DynamicViT__nsys_profile.sqlite",
+        "GindaChen_nsys-ai__healthy_1pct.v3.sqlite",
+        "Lianhang666_gpu4__report2.sqlite",
+    ] {
+        let trace = public_traces_dir().join(file);
+        let conn = rusqlite::Connection::open_with_flags(
+            &trace,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("open");
+        let has = |table: &str| {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get::<_, i64>(0),
+            )
+            .expect("sqlite_master")
+                > 0
+        };
+        // (fact, the text every note on it holds)
+        let mut facts: Vec<(&str, &str)> = [
+            ("NVTX_EVENTS", "NVTX_EVENTS"),
+            (RUNTIME, "runtime API table"),
+            ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy"),
+            (
+                "CUPTI_ACTIVITY_KIND_KERNEL",
+                "CUPTI_ACTIVITY_KIND_KERNEL table",
+            ),
+        ]
+        .into_iter()
+        .filter(|(table, _)| !has(table))
+        .collect();
+        let launches_only = has(RUNTIME)
+            && sql_count(
+                &conn,
+                RUNTIME,
+                &format!(
+                    "SELECT count(*) FROM {RUNTIME} r JOIN StringIds s ON s.id = r.nameId \
+                     WHERE s.value NOT GLOB 'cu*Launch*'"
+                ),
+            ) == 0;
+        if launches_only {
+            facts.push(("launch calls only", "kernel launches only"));
+        }
+        assert!(!facts.is_empty(), "{file}: lacks nothing");
+        let out = dir.path().join(file);
+        let run = report(&trace, &out);
+        assert_eq!(run.status.code(), Some(0), "{file}");
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("report.json")).expect("report.json"),
+        )
+        .expect("report.json parses");
+        let mut lists = vec![("report", json["coverage"].clone())];
+        if has("CUPTI_ACTIVITY_KIND_KERNEL") {
+            let drill = nsys_lens([OsStr::new("drill"), trace.as_os_str(), OsStr::new("--json")]);
+            let drill: Value = serde_json::from_slice(&drill.stdout).expect("drill JSON");
+            lists.push(("drill", drill["coverage"].clone()));
+        }
+        for (what, notes) in lists {
+            let notes = notes.as_array().expect("coverage");
+            for (fact, text) in &facts {
+                let on_it: Vec<&Value> = notes
+                    .iter()
+                    .filter(|n| {
+                        let all = format!("{} {}", n["subject"], n["reason"]);
+                        all.to_lowercase().contains(&text.to_lowercase())
+                    })
+                    .collect();
+                assert_eq!(on_it.len(), 1, "{file} {what}: {fact}: {on_it:#?}");
+            }
+        }
+    }
 }

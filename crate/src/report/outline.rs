@@ -149,6 +149,18 @@ fn verdict_line(doc: &Document) -> String {
     }
 }
 
+/// The summary's verdict without kernel records: the capture advice is stated once, in the
+/// verdict's own section (`verdict_line`), and this line points there.
+fn not_computed_line(doc: &Document) -> String {
+    match &doc.verdict_not_computed {
+        Some(n) => format!(
+            "Host overhead verdict: {} ({}); how to capture kernels is said under Host-overhead verdict.",
+            n.verdict, n.why
+        ),
+        None => "Host overhead verdict: not computed.".into(),
+    }
+}
+
 /// What the window of the explainer's figures covers, for the sentences that use it.
 fn window_words(doc: &Document) -> String {
     let w = &doc.explain.window;
@@ -172,7 +184,7 @@ fn summary(doc: &Document) -> Section {
                 doc.explain.processes.len(),
                 window_words(doc)
             ),
-            verdict_line(doc),
+            not_computed_line(doc),
         ],
     };
     text.push(format!(
