@@ -769,3 +769,64 @@ fn each_missing_table_or_call_kind_is_one_coverage_note() {
         }
     }
 }
+
+/// `h100_2gpu_1s`: its first recorded launch call (correlation id 1452809 in process 111) runs
+/// its kernel 421 ms later, and the 905 kernels of each device before it have no launch call in
+/// the capture (their ids are below the runtime table's first): the calls were made before the
+/// capture began and waited in the queue. The join is right (by process and correlation id, no
+/// kernel starts before its call; 3 start up to 3.5 µs before it returns); the latency is
+/// queueing, and the report says so.
+/// The median is checked against plain SQL: kernel start − call end over the joined
+/// `cudaLaunchKernel*` calls, each device's process by `globalPid >> 24`.
+#[test]
+fn a_median_launch_latency_of_hundreds_of_ms_is_reported_as_queued_launches() {
+    let path = public_traces_dir().join("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite");
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let joined = "CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r \
+        ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) \
+        JOIN StringIds s ON s.id = r.nameId WHERE s.value GLOB 'cudaLaunchKernel*'";
+    let before_call = sql_count(
+        &conn,
+        RUNTIME,
+        &format!("SELECT count(*) FROM {joined} AND k.start < r.start"),
+    );
+    assert_eq!(
+        before_call, 0,
+        "no kernel starts before its launch call starts"
+    );
+    let mut lat: Vec<i64> = {
+        let sql = format!("SELECT k.start - r.end FROM {joined}");
+        let mut st = conn.prepare(&sql).expect(&sql);
+        st.query_map([], |r| r.get(0))
+            .expect("rows")
+            .map(|r| r.expect("latency"))
+            .collect()
+    };
+    lat.sort_unstable();
+    assert_eq!(lat.len(), 1632);
+    // Either middle value: the core takes one rank, SQL has no median.
+    let (lo, hi) = (lat[lat.len() / 2 - 1], lat[lat.len() / 2]);
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let doc = document::build(&trace, "h100.sqlite", &DrillOptions::default()).expect("report");
+    let l = &doc.explain.launch_latency;
+    assert_eq!(l.kernels, 1632);
+    let p50_ns = (l.distribution.p50_us * 1000.0).round() as i64;
+    assert!((lo..=hi).contains(&p50_ns), "{p50_ns} not in {lo}..={hi}");
+    assert!(p50_ns > 400_000_000, "{p50_ns}");
+    assert!(l.queued);
+    let md = markdown::render(&doc);
+    assert!(
+        md.contains("Launches are queued: half of the kernels started 421"),
+        "{md}"
+    );
+
+    // A generated host-bound trace launches to a GPU that waits: no queue.
+    let (_dir, path, _) = common::generated("host-bound", 1, 3);
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let doc = document::build(&trace, "hb.sqlite", &DrillOptions::default()).expect("report");
+    assert!(doc.explain.launch_latency.distribution.count > 0);
+    assert!(!doc.explain.launch_latency.queued);
+    assert!(!markdown::render(&doc).contains("Launches are queued"));
+}

@@ -404,6 +404,9 @@ fn kernels(doc: &Document) -> Section {
     if d.count > 0 && d.min_us < 0.0 {
         text.push(negative_latency_note(d.min_us));
     }
+    if e.launch_latency.queued {
+        text.push(queued_launch_note(d.p50_us));
+    }
     let s = section("Kernels and launches", text, vec![t::top_kernels(doc)]);
     with_charts(s, doc, "Top kernels")
 }
@@ -494,6 +497,14 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 
 /// Why a launch latency can be negative: the kernel's start is a GPU timestamp, the launch
 /// call's end a CPU one, put on one timeline by nsys.
+/// What a median launch latency of a millisecond or more means (`LaunchLatency::queued`).
+fn queued_launch_note(p50_us: f64) -> String {
+    format!(
+        "Launches are queued: half of the kernels started {} or more after their launch call returned, so the host issues kernels that far ahead of the GPU and the GPU, not the launch path, sets the pace; this latency is time in the queue, not launch overhead.",
+        dur(p50_us)
+    )
+}
+
 fn negative_latency_note(min_us: f64) -> String {
     format!(
         "Some latencies are negative (down to {}): those kernels started before their launch call returned on the CPU, either because an idle GPU picked the kernel up while the call was still running or because the CPU and GPU clocks are skewed by up to that much; differences smaller than {} are not meaningful here.",
