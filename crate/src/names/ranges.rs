@@ -13,7 +13,7 @@ pub enum RangeClass {
     GilHeld,
     /// Run-time compilation or autotuning: a name with `compile` (not `compiled`: a
     /// `Torch-Compiled Region` runs compiled code), `nvrtc`, `jit` or `autotun` outside a file
-    /// path (see [`without_paths`]).
+    /// path (a DLProf dict text naming `torch/_jit_internal.py` is no compilation).
     Jit,
     /// A collective or its wait: NCCL's own ranges (`ncclAllReduce`, `ncclGroupStart` …),
     /// PyTorch's `c10d::` and `record_param_comms`, or an all-reduce, all-gather,
