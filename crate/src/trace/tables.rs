@@ -406,7 +406,7 @@ impl Loader<'_, '_> {
         if !schema.has_table(NVTX_TABLE) {
             trace.note(
                 NVTX_TABLE,
-                "no NVTX_EVENTS table: no context/generation phases, host-prep metrics (M3a/b/c), forward steps or NVTX range summary; no GPU time is attributed to ranges and gaps list no NVTX ranges",
+                "no NVTX_EVENTS table: context/generation phases, host-prep metrics (M3a/b/c), forward steps and the NVTX range summary not computed; no GPU time is attributed to ranges and gaps list no NVTX ranges",
             );
             return Ok(true);
         }
