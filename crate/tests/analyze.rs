@@ -885,3 +885,52 @@ fn trtllm_skill_matches_the_reference_oracle() {
         "only {compared} traces compared"
     );
 }
+
+/// PyTorch's `emit_nvtx` names every call `op, seq = N, op_id = N, sizes = […]`
+/// (`mfu_2gpu_before` has 18 656 names with `, op_id = `), so grouped by name each call is its
+/// own row. The per-step NVTX table groups them by op: its row count is the number of distinct
+/// names, cut before the first `, seq = ` / `, op_id = ` / `, sizes = ` / `, input_op_ids = `,
+/// of the ranges overlapping the steady window or starting in it (plain SQL on the file, the
+/// window read from the JSON), and each row is one op.
+#[test]
+fn emit_nvtx_ops_are_one_row_per_op_in_the_per_step_nvtx_table() {
+    let path = public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let t = &analyze_json(&[&path], "standard", &[])["baseline"];
+    let window = &t["steady"]["window"];
+    let (start, end) = (
+        window["start_ns"].as_i64().expect("start"),
+        window["end_ns"].as_i64().expect("end"),
+    );
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    // Each suffix's position, or the name's length + 1 when it is absent; the op ends at the
+    // first one.
+    let at =
+        |suffix: &str| format!("coalesce(nullif(instr(name, '{suffix}'), 0), length(name) + 1)");
+    let sql = format!(
+        "WITH r AS (SELECT coalesce(n.text, s.value) AS name, n.start, n.end FROM NVTX_EVENTS n
+           LEFT JOIN StringIds s ON s.id = n.textId
+           WHERE n.eventType IN (59, 60, 70, 71) AND n.end > 0 AND n.end >= n.start),
+         o AS (SELECT substr(name, 1, min({}, {}, {}, {}) - 1) AS op FROM r
+           WHERE name IS NOT NULL AND ((start < ?2 AND end > ?1) OR (start >= ?1 AND start < ?2)))
+         SELECT count(DISTINCT op) FROM o",
+        at(", seq = "),
+        at(", op_id = "),
+        at(", sizes = "),
+        at(", input_op_ids = "),
+    );
+    let ops: i64 = conn
+        .query_row(&sql, [start, end], |r| r.get(0))
+        .expect("distinct ops");
+    let rows = t["nvtx_ops"].as_array().expect("nvtx_ops");
+    assert!(ops > 10, "the window holds PyTorch ops: {ops}");
+    assert_eq!(rows.len() as i64, ops, "one row per op");
+    for r in rows {
+        let name = r["name"].as_str().expect("name");
+        assert!(
+            !name.contains(", op_id = ") && !name.contains(", seq = "),
+            "{name}"
+        );
+    }
+}

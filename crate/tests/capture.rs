@@ -229,8 +229,15 @@ fn jit_call(name: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
+/// A compile range by its words outside file paths (DLProf's dict texts name
+/// `torch/_jit_internal.py` in their call stacks: no compilation).
 fn jit_range(name: &str) -> bool {
-    let lower = name.to_lowercase();
+    let name = name.to_lowercase();
+    let lower = name
+        .split(|c: char| c.is_whitespace() || "'\"[](){},;".contains(c))
+        .filter(|w| !w.contains('/') && !w.contains('\\') && !w.contains(".py"))
+        .collect::<Vec<_>>()
+        .join(" ");
     let compile = lower
         .match_indices("compile")
         .any(|(i, m)| !lower[i + m.len()..].starts_with('d'));

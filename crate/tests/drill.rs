@@ -1207,3 +1207,36 @@ fn planted_idle_causes_get_exactly_the_time_placed() {
         .unwrap_or_default();
     assert!(first.title.contains(label), "{largest}: {}", first.title);
 }
+
+/// DLProf writes each op's NVTX range as a Python dict whose call stack names file paths; 4 of
+/// them name `torch/_jit_internal.py` (`SELECT count(*) FROM NVTX_EVENTS WHERE text LIKE '{%'
+/// AND text LIKE '%/torch/_jit%'`), and no range of the export is a compilation (no `compile`, `nvrtc`
+/// or `autotun` anywhere). A path is where code lives, not what the host did: none of those
+/// dicts is JIT time, and the export has no jit cause at all.
+#[test]
+fn dlprof_dictionary_ranges_naming_jit_paths_are_not_jit_compilation() {
+    let name = "MohanadOdema_DLProf__w_Relu_nsys_profile.sqlite";
+    let conn = rusqlite::Connection::open_with_flags(
+        public_trace(name),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open");
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    let dicts_naming_jit = count(
+        "SELECT count(*) FROM NVTX_EVENTS WHERE text LIKE '{%' AND text LIKE '%/torch/_jit%'",
+    );
+    assert_eq!(
+        dicts_naming_jit, 4,
+        "the export's dict ranges naming a jit path"
+    );
+    let compiles = count(
+        "SELECT count(*) FROM NVTX_EVENTS WHERE text LIKE '%compile%' OR text LIKE '%nvrtc%' \
+         OR text LIKE '%autotun%'",
+    );
+    assert_eq!(compiles, 0, "no compilation range");
+    let report = drill_public(name, 10, None);
+    for d in &report.idle.per_device {
+        let jit: Vec<_> = d.causes.iter().filter(|c| c.kind.name() == "jit").collect();
+        assert!(jit.is_empty(), "device {}: {jit:?}", d.device);
+    }
+}

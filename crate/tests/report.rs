@@ -565,6 +565,14 @@ fn kernel_less_public_exports_get_a_host_side_report_equal_to_sql() {
             _ => "--trace=cuda",
         };
         assert!(advice.contains(expected), "{file}: {advice}");
+        // The advice is stated once per format (with the verdict); the summary and the
+        // coverage notes point to it.
+        for name in ["report.md", "report.html"] {
+            let text = std::fs::read_to_string(out.join(name)).expect(name);
+            assert_eq!(text.matches(advice).count(), 1, "{file}: {name}");
+        }
+        let coverage = json["coverage"].to_string();
+        assert!(!coverage.contains(advice), "{file}: {coverage}");
         assert!(
             json["detect"].is_null() && json["drill"].is_null(),
             "{file}"
@@ -677,4 +685,148 @@ fn report_tables_state_units_once_and_drop_columns_that_say_nothing() {
         !page.contains(">host_prep_idle_attribution<"),
         "no raw key in the HTML"
     );
+}
+
+/// The notes on what a public export lacks (which tables exist: `sqlite_master`), counted in
+/// `report`'s JSON and in `drill --json`: a missing table, the missing kernel records, runtime
+/// calls that are all kernel launches (`SELECT count(*)` of calls not named `cu*Launch*` is 0)
+/// — each is one note, not one per module that reads it.
+#[test]
+fn each_missing_table_or_call_kind_is_one_coverage_note() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in [
+        "CO18326_uvmTorch__report1.sqlite",
+        "amir-ghz_DynamicViT__nsys_profile.sqlite",
+        "GindaChen_nsys-ai__healthy_1pct.v3.sqlite",
+        "Lianhang666_gpu4__report2.sqlite",
+    ] {
+        let trace = public_traces_dir().join(file);
+        let conn = rusqlite::Connection::open_with_flags(
+            &trace,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("open");
+        let has = |table: &str| {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get::<_, i64>(0),
+            )
+            .expect("sqlite_master")
+                > 0
+        };
+        // (fact, the text every note on it holds)
+        let mut facts: Vec<(&str, &str)> = [
+            ("NVTX_EVENTS", "NVTX_EVENTS"),
+            (RUNTIME, "runtime API table"),
+            ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy"),
+            (
+                "CUPTI_ACTIVITY_KIND_KERNEL",
+                "CUPTI_ACTIVITY_KIND_KERNEL table",
+            ),
+        ]
+        .into_iter()
+        .filter(|(table, _)| !has(table))
+        .collect();
+        let launches_only = has(RUNTIME)
+            && sql_count(
+                &conn,
+                RUNTIME,
+                &format!(
+                    "SELECT count(*) FROM {RUNTIME} r JOIN StringIds s ON s.id = r.nameId \
+                     WHERE s.value NOT GLOB 'cu*Launch*'"
+                ),
+            ) == 0;
+        if launches_only {
+            facts.push(("launch calls only", "kernel launches only"));
+        }
+        assert!(!facts.is_empty(), "{file}: lacks nothing");
+        let out = dir.path().join(file);
+        let run = report(&trace, &out);
+        assert_eq!(run.status.code(), Some(0), "{file}");
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("report.json")).expect("report.json"),
+        )
+        .expect("report.json parses");
+        let mut lists = vec![("report", json["coverage"].clone())];
+        if has("CUPTI_ACTIVITY_KIND_KERNEL") {
+            let drill = nsys_lens([OsStr::new("drill"), trace.as_os_str(), OsStr::new("--json")]);
+            let drill: Value = serde_json::from_slice(&drill.stdout).expect("drill JSON");
+            lists.push(("drill", drill["coverage"].clone()));
+        }
+        for (what, notes) in lists {
+            let notes = notes.as_array().expect("coverage");
+            for (fact, text) in &facts {
+                let on_it: Vec<&Value> = notes
+                    .iter()
+                    .filter(|n| {
+                        let all = format!("{} {}", n["subject"], n["reason"]);
+                        all.to_lowercase().contains(&text.to_lowercase())
+                    })
+                    .collect();
+                assert_eq!(on_it.len(), 1, "{file} {what}: {fact}: {on_it:#?}");
+            }
+        }
+    }
+}
+
+/// `h100_2gpu_1s`: its first recorded launch call (correlation id 1452809 in process 111) runs
+/// its kernel 421 ms later, and the 905 kernels of each device before it have no launch call in
+/// the capture (their ids are below the runtime table's first): the calls were made before the
+/// capture began and waited in the queue. The join is right (by process and correlation id, no
+/// kernel starts before its call; 3 start up to 3.5 µs before it returns); the latency is
+/// queueing, and the report says so.
+/// The median is checked against plain SQL: kernel start − call end over the joined
+/// `cudaLaunchKernel*` calls, each device's process by `globalPid >> 24`.
+#[test]
+fn a_median_launch_latency_of_hundreds_of_ms_is_reported_as_queued_launches() {
+    let path = public_traces_dir().join("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite");
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let joined = "CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r \
+        ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) \
+        JOIN StringIds s ON s.id = r.nameId WHERE s.value GLOB 'cudaLaunchKernel*'";
+    let before_call = sql_count(
+        &conn,
+        RUNTIME,
+        &format!("SELECT count(*) FROM {joined} AND k.start < r.start"),
+    );
+    assert_eq!(
+        before_call, 0,
+        "no kernel starts before its launch call starts"
+    );
+    let mut lat: Vec<i64> = {
+        let sql = format!("SELECT k.start - r.end FROM {joined}");
+        let mut st = conn.prepare(&sql).expect(&sql);
+        st.query_map([], |r| r.get(0))
+            .expect("rows")
+            .map(|r| r.expect("latency"))
+            .collect()
+    };
+    lat.sort_unstable();
+    assert_eq!(lat.len(), 1632);
+    // Either middle value: the core takes one rank, SQL has no median.
+    let (lo, hi) = (lat[lat.len() / 2 - 1], lat[lat.len() / 2]);
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let doc = document::build(&trace, "h100.sqlite", &DrillOptions::default()).expect("report");
+    let l = &doc.explain.launch_latency;
+    assert_eq!(l.kernels, 1632);
+    let p50_ns = (l.distribution.p50_us * 1000.0).round() as i64;
+    assert!((lo..=hi).contains(&p50_ns), "{p50_ns} not in {lo}..={hi}");
+    assert!(p50_ns > 400_000_000, "{p50_ns}");
+    assert!(l.queued);
+    let md = markdown::render(&doc);
+    assert!(
+        md.contains("Launches are queued: half of the kernels started 421"),
+        "{md}"
+    );
+
+    // A generated host-bound trace launches to a GPU that waits: no queue.
+    let (_dir, path, _) = common::generated("host-bound", 1, 3);
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let doc = document::build(&trace, "hb.sqlite", &DrillOptions::default()).expect("report");
+    assert!(doc.explain.launch_latency.distribution.count > 0);
+    assert!(!doc.explain.launch_latency.queued);
+    assert!(!markdown::render(&doc).contains("Launches are queued"));
 }

@@ -153,3 +153,21 @@ test('an export without a CUDA table: the advice is --trace=cuda, then a kernel 
   assert.ok(['YES', 'NO'].includes(await page.textContent('[data-testid=verdict]')));
   assert.deepEqual(problems, []);
 });
+
+// CO18326 has a CUDA API table but no kernel table and no launch call (`SELECT name FROM
+// sqlite_master`; its 2 runtime calls are cuModuleGetLoadingMode and cudaGetDeviceProperties):
+// the advice is to capture the part of the run that launches kernels. The page states it once,
+// in the verdict box; the summary and the coverage notes point to it.
+test('a kernel-less export states its capture advice once on the page', { timeout: TIMEOUT }, async () => {
+  const { page, problems } = site;
+  const file = publicTrace('CO18326_uvmTorch__report1.sqlite');
+  const want = reportJson(file).verdict_not_computed.advice;
+  assert.ok(want.includes('--delay/--duration'), want);
+  await dropFile(page, file);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done');
+  const text = await page.evaluate(() => document.body.innerText);
+  assert.equal(text.split(want).length - 1, 1, 'the advice appears exactly once');
+  assert.ok((await page.textContent('[data-testid=hostside-advice]')).includes(want));
+  await page.screenshot({ path: artifact('hostside-co18326.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+});

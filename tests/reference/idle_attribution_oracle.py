@@ -66,6 +66,13 @@ def call_kind(name):
     return "api"
 
 
+def without_paths(lower):
+    """The words of a name that are no file path (no `/` or `\\`, no `.py`): DLProf's dict
+    texts name `torch/_jit_internal.py` in their call stacks, which is no JIT compilation."""
+    words = re.split(r"[\s'\"\[\](){},;]", lower)
+    return " ".join(w for w in words if "/" not in w and "\\" not in w and ".py" not in w)
+
+
 def range_kind(name):
     lower = name.lower()
     if "python gc" in lower:
@@ -74,9 +81,10 @@ def range_kind(name):
         return "gil"
     if "holding gil" in lower:
         return "nvtx"
-    if re.search(r"compile(?!d)", lower) or any(p in lower for p in ("nvrtc", "jit", "autotun")):
+    words = without_paths(lower)
+    if re.search(r"compile(?!d)", words) or any(p in words for p in ("nvrtc", "jit", "autotun")):
         return "jit"
-    if any(p in lower for p in COMM):
+    if any(p in words for p in COMM):
         return "comm"
     return "nvtx"
 

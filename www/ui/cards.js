@@ -88,6 +88,13 @@ function metricCard(key, s) {
   );
 }
 
+// The coverage note that says why the phases were not computed: the verdict's own ('phases'),
+// or the loader's missing NVTX table, which the core states once (not again under 'phases').
+export function phasesNote(report) {
+  const notes = report.coverage || [];
+  return notes.find((c) => c.subject === 'phases') || notes.find((c) => c.subject === 'NVTX_EVENTS');
+}
+
 export function renderCards(container, tabs, report, activeScope, onScope) {
   clear(container);
   clear(tabs);
@@ -110,7 +117,7 @@ export function renderCards(container, tabs, report, activeScope, onScope) {
 
     const box = el('div', { class: 'scope', dataset: { scope }, hidden: scope !== activeScope });
     if (!s) {
-      const why = (report.coverage || []).find((c) => c.subject === 'phases');
+      const why = phasesNote(report);
       box.append(
         el('p', { class: 'muted' }, `${title} phase not computed${why ? `: ${why.reason}` : '.'}`),
       );

@@ -1,5 +1,6 @@
 // The host side of a file without kernel records (the core's report outline: `reportFile(id,
-// 'outline')`): the verdict marked not computed with the capture advice, then each section's
+// 'outline')`): the verdict marked not computed with the capture advice (the outline's
+// verdict section, shown once, in the box at the top), then each other section's
 // sentences, findings and tables as the core wrote them — CUDA API calls by name, syncs,
 // allocations, copies, NVTX ranges, processes, what could not be computed — and the report's
 // exports.
@@ -33,6 +34,8 @@ export function renderHostSide(container, outline, { exportReport }) {
       container.append(drFindings(s.findings || []));
       continue;
     }
+    // The verdict and its capture advice are the box above (stated once on the page).
+    if (s.title === 'Host-overhead verdict') continue;
     container.append(hostSection(s));
   }
   container.append(drExports(exportReport));

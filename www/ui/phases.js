@@ -2,7 +2,7 @@
 // has no column: the table says once, under it, which and why.
 
 import { METRICS, SCOPES, el, pct, us, int, rawValue, directionSign, clear, isNum } from './format.js';
-import { scopeOf } from './cards.js';
+import { scopeOf, phasesNote } from './cards.js';
 
 // A metric's cell: its value; a crossed threshold is stated in words (a ▲ would read as "went
 // up", and there is no earlier trace here to go up from).
@@ -44,7 +44,7 @@ export function renderPhases(container, report) {
 
   container.append(el('div', { class: 'table-wrap' }, el('table', { class: 'table phase-table', 'data-testid': 'phase-table' }, el('thead', {}, head), el('tbody', {}, rows))));
   if (missing.length) {
-    const why = (report.coverage || []).find((c) => c.subject === 'phases');
+    const why = phasesNote(report);
     const names = missing.map((sc) => sc.title.toLowerCase()).join(' and ');
     const subject = `${names[0].toUpperCase()}${names.slice(1)} phase${missing.length > 1 ? 's' : ''}`;
     container.append(el('p', { class: 'muted small', 'data-testid': 'phases-not-computed', text: why ? `${subject}: ${why.reason}` : `${subject} not computed.` }));

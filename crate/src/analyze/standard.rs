@@ -25,6 +25,7 @@ use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, allreduce, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace};
+use crate::names::ranges::emit_nvtx_op;
 use crate::names::steps::StepName;
 use crate::profile::Profile;
 use crate::steps::{Step, TP_DEDUP_NS, visible_name};
@@ -241,7 +242,9 @@ fn steady_state(
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
 }
 
-/// NVTX time per op inside the cycles (clipped), TP ranks' copies merged.
+/// NVTX time per op inside the cycles (clipped), TP ranks' copies merged. A PyTorch
+/// `emit_nvtx` range counts under its op (`aten::mm, seq = 12, op_id = 3, sizes = […]` is one
+/// call of `aten::mm`: `names::ranges::emit_nvtx_op`, as the explainer groups them).
 fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpRow> {
     let sw = Profile::Standard.switches();
     let step_names: Vec<NameId> = {
@@ -251,7 +254,7 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
         v
     };
     let nvtx = &trace.nvtx;
-    let mut per_name: HashMap<NameId, Vec<(Ns, Ns, ProcessIdx)>> = HashMap::new();
+    let mut per_op: HashMap<&str, Vec<(Ns, Ns, ProcessIdx)>> = HashMap::new();
     for i in 0..nvtx.len() {
         let Some(name) = visible_name(nvtx, i, &sw) else {
             continue;
@@ -260,13 +263,14 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
         let inside = overlap(spans, s, e);
         if (inside > 0 || contains(spans, s)) && step_names.binary_search(&name).is_err() {
             let process = process_of(trace, nvtx.thread[i]);
-            per_name.entry(name).or_default().push((s, inside, process));
+            let op = emit_nvtx_op(trace.strings.get(name));
+            per_op.entry(op).or_default().push((s, inside, process));
         }
     }
     let mut t = Tallies::default();
-    for (name, copies) in per_name {
+    for (op, copies) in per_op {
         for dur in merge_rank_copies(copies) {
-            t.add(trace.strings.get(name), dur);
+            t.add(op, dur);
         }
     }
     t.rows(None, |v| v / n)

@@ -358,11 +358,6 @@ fn detect_coverage(
                 "no step-marker NVTX ranges ({markers}){how}: context/generation phases not computed; give --step-regex or --phase-map"
             ),
         );
-    } else if !p.trace.present.nvtx {
-        note(
-            "phases",
-            "no NVTX_EVENTS table: context/generation phases not computed".into(),
-        );
     }
     if p.skip_m3 {
         note(
@@ -377,21 +372,10 @@ fn detect_coverage(
                 sweep::MAX_MASK_DEVICES
             ),
         );
-    } else if agg.metrics.host_prep_exposed_ratio.is_none() {
-        let why = if p.trace.present.nvtx {
-            "no NVTX range named *_prepare_tp_inputs / *_prepare_inputs / *prepare_inputs in the window"
-        } else {
-            "no NVTX_EVENTS table"
-        };
+    } else if agg.metrics.host_prep_exposed_ratio.is_none() && p.trace.present.nvtx {
         note(
             "host_prep",
-            format!("{why}: host-prep metrics (M3a/b/c) not applicable"),
-        );
-    }
-    if !p.trace.present.runtime {
-        note(
-            "launch_overhead_ratio",
-            "no CUDA runtime API table: launch overhead (M2) not computable".into(),
+            "no NVTX range named *_prepare_tp_inputs / *_prepare_inputs / *prepare_inputs in the window: host-prep metrics (M3a/b/c) not applicable".into(),
         );
     }
     notes

@@ -108,7 +108,8 @@ pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillRe
     }
 }
 
-/// What the drill-down could not see in one trace.
+/// What the drill-down could not see in one trace, each note with the trace's label: what
+/// loading recorded (a missing table, once), then what the drill-down itself could not compute.
 fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
     let t = ix.trace;
     let mut notes = Vec::new();
@@ -118,28 +119,17 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
             reason,
         })
     };
+    for n in &t.coverage {
+        note(&n.subject, n.reason.clone());
+    }
     if t.kernels.stream.len() != t.kernels.len() {
         note(
             "gaps",
             "kernel streams not loaded: per-stream gaps treat each device as one stream".into(),
         );
     }
-    if !t.present.runtime {
-        note(
-            "gaps, graphs",
-            "no CUDA runtime API table: gaps list no API calls, graph kernels are recognised by graphNodeId only, kernels are placed in steps by their GPU start".into(),
-        );
-    } else if ix.calls.is_empty() {
-        note(
-            "gaps, graphs",
-            "runtime correlation ids not loaded: kernels cannot be joined to their launch calls"
-                .into(),
-        );
-    } else if ix.launch_calls_only() {
-        note(
-            "gaps",
-            "the runtime calls (as recorded or loaded) are kernel launches only: syncs, copies and object creation during gaps cannot be listed".into(),
-        );
+    if let Some(n) = ix.call_coverage() {
+        note(&n.subject, n.reason);
     }
     note(
         "idle",
@@ -149,12 +139,7 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
             "no OSRT_API table (capture without -t osrt): no idle time is given to blocking OS calls (osrt); it counts as nvtx or untraced".into()
         },
     );
-    if !t.present.nvtx {
-        note(
-            "gaps, patterns",
-            "no NVTX_EVENTS table: gaps list no NVTX ranges, phases and steps are unknown".into(),
-        );
-    } else if ix.steps.steps.is_empty() {
+    if t.present.nvtx && ix.steps.steps.is_empty() {
         note(
             "patterns, phases",
             "no forward-step NVTX ranges: the per-layer pattern is searched in the device's kernel sequence and no phase is reported".into(),

@@ -49,7 +49,15 @@ pub struct LaunchLatency {
     /// Kernels whose launch call was found (graph replays excluded: their nodes queue).
     pub kernels: u64,
     pub distribution: Distribution,
+    /// The median latency is at least [`QUEUED_LAUNCH_US`]: kernels wait in the launch queue
+    /// behind the ones launched before them, the host running ahead of the GPU (see
+    /// `docs/launch-latency.md`).
+    pub queued: bool,
 }
+
+/// A kernel launched to an idle GPU starts within tens of µs of its launch call; a median of a
+/// millisecond or more is the time kernels wait behind earlier launches in the queue.
+pub const QUEUED_LAUNCH_US: f64 = 1000.0;
 
 /// Every CUDA API call by name (runtime and driver).
 pub fn api_summary(ix: &TraceIndex<'_>, window: &Window) -> CallSummary {
@@ -158,9 +166,11 @@ pub fn launch_latency(ix: &TraceIndex<'_>) -> LaunchLatency {
             lat.push(k.start[i] - rt.end[r]);
         }
     }
+    let distribution = distribution(&mut lat);
     LaunchLatency {
         kernels: lat.len() as u64,
-        distribution: distribution(&mut lat),
+        queued: distribution.count > 0 && distribution.p50_us >= QUEUED_LAUNCH_US,
+        distribution,
     }
 }
 

@@ -123,43 +123,10 @@ pub fn explain(ix: &TraceIndex<'_>, top: usize) -> ExplainReport {
     }
 }
 
-/// What the explainer could not see, beyond what loading recorded.
+/// What the explainer could not see, beyond what loading recorded (a missing table is the
+/// loader's note, stated once).
 fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
-    let t = ix.trace;
-    let mut notes = t.coverage.clone();
-    let mut note = |subject: &str, reason: &str| {
-        notes.push(CoverageNote {
-            subject: subject.into(),
-            reason: reason.into(),
-        })
-    };
-    if !t.present.runtime {
-        note(
-            "syncs, launch latency, launch storm",
-            "no CUDA runtime API table: no API calls; the launch rate counts kernels instead",
-        );
-    } else if ix.calls.is_empty() {
-        note(
-            "launch latency, NVTX GPU time, memory",
-            "runtime correlation ids not loaded: kernels and copies cannot be joined to their API calls",
-        );
-    } else if ix.launch_calls_only() {
-        note(
-            "syncs, allocations, memory",
-            "the runtime calls (as recorded or loaded) are kernel launches only: no sync, allocation or copy API call to report",
-        );
-    }
-    if !t.present.nvtx {
-        note(
-            "NVTX",
-            "no NVTX_EVENTS table: no range summary and no NVTX-attributed GPU time",
-        );
-    }
-    if !t.present.memcpy && !t.present.memset {
-        note(
-            "memory",
-            "no memcpy/memset tables (or not loaded): no copy summary",
-        );
-    }
+    let mut notes = ix.trace.coverage.clone();
+    notes.extend(ix.call_coverage());
     notes
 }

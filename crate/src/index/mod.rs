@@ -10,7 +10,7 @@ pub mod names;
 pub(crate) mod testing;
 pub mod units;
 
-use crate::model::{MemOps, Ns, ProcessIdx, Trace};
+use crate::model::{CoverageNote, MemOps, Ns, ProcessIdx, Trace};
 use crate::names::api::ApiKind;
 use crate::profile::Profile;
 use crate::steps;
@@ -202,6 +202,31 @@ impl<'t> TraceIndex<'t> {
     pub fn launch_calls_only(&self) -> bool {
         let rt = &self.trace.runtime;
         !rt.is_empty() && (0..rt.len()).all(|r| self.call_kind(r).launches_kernels())
+    }
+
+    /// What the loaded runtime calls cannot show, once for the explainer and the drill-down
+    /// (the report lists their notes together): the correlation ids were not loaded, or every
+    /// call launches kernels. A missing runtime table is the loader's note.
+    pub fn call_coverage(&self) -> Option<CoverageNote> {
+        let note = |subject: &str, reason: &str| CoverageNote {
+            subject: subject.into(),
+            reason: reason.into(),
+        };
+        if !self.trace.present.runtime {
+            None
+        } else if self.calls.is_empty() {
+            Some(note(
+                "launch latency, NVTX GPU time, memory, gaps, graphs",
+                "runtime correlation ids not loaded: kernels and copies cannot be joined to their API calls",
+            ))
+        } else if self.launch_calls_only() {
+            Some(note(
+                "syncs, allocations, memory, gaps",
+                "the runtime calls (as recorded or loaded) are kernel launches only: no sync, allocation or copy API call to report or to list in gaps",
+            ))
+        } else {
+            None
+        }
     }
 
     /// The process of runtime row `row`.

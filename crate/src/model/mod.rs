@@ -51,6 +51,9 @@ pub struct Trace {
     pub capture: capture::CaptureMarks,
 }
 
+/// The kernel table of an nsys export.
+pub const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+
 /// Why a trace has no kernel records, and what to capture instead (see
 /// [`Trace::kernel_absence`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -67,8 +70,8 @@ impl KernelAbsence {
     /// captured part of the run launched nothing; no CUDA API table, CUDA was not traced.
     pub fn of(present: &PresentTables, launches: u64) -> KernelAbsence {
         let why = match present.kernels {
-            true => "the kernel table is empty",
-            false => "no CUPTI_ACTIVITY_KIND_KERNEL table",
+            true => "the kernel table is empty".to_string(),
+            false => format!("no {KERNEL_TABLE} table"),
         };
         let advice = if launches > 0 {
             format!(
@@ -79,10 +82,13 @@ impl KernelAbsence {
         } else {
             "CUDA was not traced (no CUDA API table): capture with nsys profile --trace=cuda,nvtx ... and export again".to_string()
         };
-        KernelAbsence {
-            why: why.to_string(),
-            advice,
-        }
+        KernelAbsence { why, advice }
+    }
+
+    /// Whether a loader's coverage note states this absence (the kernel table is missing): a
+    /// report that states the absence itself leaves that note out, so the fact is said once.
+    pub fn noted_by(note: &CoverageNote) -> bool {
+        note.subject == KERNEL_TABLE
     }
 
     /// The error that stops a kernel analysis of `source`.

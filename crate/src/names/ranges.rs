@@ -12,7 +12,8 @@ pub enum RangeClass {
     /// `Holding GIL` (the same tracer): the thread ran Python, nothing more specific.
     GilHeld,
     /// Run-time compilation or autotuning: a name with `compile` (not `compiled`: a
-    /// `Torch-Compiled Region` runs compiled code), `nvrtc`, `jit` or `autotun`.
+    /// `Torch-Compiled Region` runs compiled code), `nvrtc`, `jit` or `autotun` outside a file
+    /// path (a DLProf dict text naming `torch/_jit_internal.py` is no compilation).
     Jit,
     /// A collective or its wait: NCCL's own ranges (`ncclAllReduce`, `ncclGroupStart` …),
     /// PyTorch's `c10d::` and `record_param_comms`, or an all-reduce, all-gather,
@@ -34,7 +35,8 @@ pub fn range_class(name: &str) -> RangeClass {
     if lower.contains("holding gil") {
         return RangeClass::GilHeld;
     }
-    if is_jit(&lower) {
+    let words = without_paths(&lower);
+    if is_jit(&words) {
         return RangeClass::Jit;
     }
     const COMM: [&str; 12] = [
@@ -51,10 +53,23 @@ pub fn range_class(name: &str) -> RangeClass {
         "all_to_all",
         "barrier",
     ];
-    if COMM.iter().any(|p| lower.contains(p)) {
+    if COMM.iter().any(|p| words.contains(p)) {
         return RangeClass::Comm;
     }
     RangeClass::Other
+}
+
+/// The name without its file paths: the words (split at spaces, quotes, brackets, commas and
+/// semicolons) that hold no `/` or `\` and name no `.py` file. A path says where code
+/// lives, not what the host was doing: DLProf's NVTX ranges are Python dicts of call-stack paths
+/// (`{'traceMarker': ['…/torch/_jit_internal.py:422', …], 'funcStack': '/<module>/…'}`), which
+/// are no JIT compilation.
+fn without_paths(lower: &str) -> String {
+    lower
+        .split(|c: char| c.is_whitespace() || "'\"[](){},;".contains(c))
+        .filter(|w| !w.contains('/') && !w.contains('\\') && !w.contains(".py"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn is_jit(lower: &str) -> bool {
@@ -155,6 +170,18 @@ mod tests {
             ("CompiledKernel::compile", RangeClass::Jit),
             ("ExecutorDispatch::compile2", RangeClass::Jit),
             ("flashinfer JIT build", RangeClass::Jit),
+            ("torch.jit.script compile", RangeClass::Jit),
+            ("TorchScript graph optimize (jit)", RangeClass::Jit),
+            ("triton.compile", RangeClass::Jit),
+            // DLProf's dictionary text: `jit` and `compile` only in file paths.
+            (
+                "{'traceMarker': ['net.py:42', '/usr/lib/python3.6/site-packages/torch/_jit_internal.py:422', 'C:\\\\torch\\\\jit\\\\compile.py:3'], 'funcStack': '/<module>/net::forward/torch.jit::compile'}",
+                RangeClass::Other,
+            ),
+            (
+                "{'mod': 'torch.nn.functional', 'op': 'conv2d'}",
+                RangeClass::Other,
+            ),
             ("triton autotuning", RangeClass::Jit),
             ("Torch-Compiled Region: 0/0", RangeClass::Other),
             ("CompiledKernel::CompiledKernel", RangeClass::Other),

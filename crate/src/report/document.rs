@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::explain::{self, ExplainReport};
 use crate::findings::{self, DrillFindings, Finding};
 use crate::index::TraceIndex;
-use crate::model::{CoverageNote, Trace};
+use crate::model::{CoverageNote, KernelAbsence, Trace};
 
 /// Everything the report shows, derived results only (no event rows).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,22 +77,13 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
             (Some(detect), Some(drill), None, all)
         }
     };
-    let mut coverage: Vec<CoverageNote> = not_computed
-        .iter()
-        .map(|n| CoverageNote {
-            subject: "verdict, drill-down, kernels".into(),
-            reason: format!("{} ({}). {}", n.verdict, n.why, n.advice),
-        })
-        .collect();
-    let notes = detect.iter().flat_map(|d| &d.coverage);
-    let notes = notes
-        .chain(&explain.coverage)
-        .chain(drill.iter().flat_map(|d| &d.report.coverage));
-    for note in notes {
-        if !coverage.contains(note) {
-            coverage.push(note.clone());
-        }
-    }
+    let coverage = coverage(
+        label,
+        not_computed.as_ref(),
+        detect.as_ref(),
+        &explain,
+        drill.as_ref(),
+    );
     Ok(Document {
         file: label.to_string(),
         generated_by: format!("nsys-lens {}", env!("CARGO_PKG_VERSION")),
@@ -103,6 +94,49 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
         verdict_not_computed: not_computed,
         coverage,
     })
+}
+
+/// The report's coverage notes, one per fact: the verdict and drill-down and explainer each
+/// carry what loading recorded; the drill-down's notes name their file, which in a report of
+/// one file is said once, in its title. Without kernel records, one note says so and points to
+/// the capture advice, stated once with the verdict, in place of the loader's kernel-table note.
+fn coverage(
+    label: &str,
+    not_computed: Option<&NotComputed>,
+    detect: Option<&DetectReport>,
+    explain: &ExplainReport,
+    drill: Option<&DrillFindings>,
+) -> Vec<CoverageNote> {
+    let mut coverage: Vec<CoverageNote> = not_computed
+        .iter()
+        .map(|n| CoverageNote {
+            subject: "verdict, drill-down, kernels".into(),
+            reason: format!(
+                "{} ({}); the verdict says how to capture them",
+                n.verdict, n.why
+            ),
+        })
+        .collect();
+    let prefix = format!("{label}: ");
+    let drill_notes = drill.iter().flat_map(|d| &d.report.coverage).map(|n| {
+        let subject = n.subject.strip_prefix(&prefix).unwrap_or(&n.subject);
+        CoverageNote {
+            subject: subject.to_string(),
+            reason: n.reason.clone(),
+        }
+    });
+    let notes = detect
+        .iter()
+        .flat_map(|d| d.coverage.iter().cloned())
+        .chain(explain.coverage.iter().cloned())
+        .chain(drill_notes)
+        .filter(|n| not_computed.is_none() || !KernelAbsence::noted_by(n));
+    for note in notes {
+        if !coverage.contains(&note) {
+            coverage.push(note);
+        }
+    }
+    coverage
 }
 
 #[cfg(test)]

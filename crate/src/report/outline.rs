@@ -149,6 +149,18 @@ fn verdict_line(doc: &Document) -> String {
     }
 }
 
+/// The summary's verdict without kernel records: the capture advice is stated once, in the
+/// verdict's own section (`verdict_line`), and this line points there.
+fn not_computed_line(doc: &Document) -> String {
+    match &doc.verdict_not_computed {
+        Some(n) => format!(
+            "Host overhead verdict: {} ({}); how to capture kernels is said under Host-overhead verdict.",
+            n.verdict, n.why
+        ),
+        None => "Host overhead verdict: not computed.".into(),
+    }
+}
+
 /// What the window of the explainer's figures covers, for the sentences that use it.
 fn window_words(doc: &Document) -> String {
     let w = &doc.explain.window;
@@ -172,7 +184,7 @@ fn summary(doc: &Document) -> Section {
                 doc.explain.processes.len(),
                 window_words(doc)
             ),
-            verdict_line(doc),
+            not_computed_line(doc),
         ],
     };
     text.push(format!(
@@ -392,6 +404,9 @@ fn kernels(doc: &Document) -> Section {
     if d.count > 0 && d.min_us < 0.0 {
         text.push(negative_latency_note(d.min_us));
     }
+    if e.launch_latency.queued {
+        text.push(queued_launch_note(d.p50_us));
+    }
     let s = section("Kernels and launches", text, vec![t::top_kernels(doc)]);
     with_charts(s, doc, "Top kernels")
 }
@@ -482,6 +497,14 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 
 /// Why a launch latency can be negative: the kernel's start is a GPU timestamp, the launch
 /// call's end a CPU one, put on one timeline by nsys.
+/// What a median launch latency of a millisecond or more means (`LaunchLatency::queued`).
+fn queued_launch_note(p50_us: f64) -> String {
+    format!(
+        "Launches are queued: half of the kernels started {} or more after their launch call returned, so the host issues kernels that far ahead of the GPU and the GPU, not the launch path, sets the pace; this latency is time in the queue, not launch overhead.",
+        dur(p50_us)
+    )
+}
+
 fn negative_latency_note(min_us: f64) -> String {
     format!(
         "Some latencies are negative (down to {}): those kernels started before their launch call returned on the CPU, either because an idle GPU picked the kernel up while the call was still running or because the CPU and GPU clocks are skewed by up to that much; differences smaller than {} are not meaningful here.",

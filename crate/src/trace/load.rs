@@ -73,7 +73,7 @@ pub(super) const PROGRESS_EVERY: u64 = 1 << 16;
 /// The progress step of [`StagedLoad::sweep_launches`].
 pub(super) const SWEEP_STEP: &str = "sweeping kernel launches";
 
-pub const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+pub use crate::model::KERNEL_TABLE;
 pub const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
 pub const NVTX_TABLE: &str = "NVTX_EVENTS";
 pub const MEMCPY_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";

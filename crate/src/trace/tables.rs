@@ -310,7 +310,7 @@ impl Loader<'_, '_> {
         if !schema.has_table(RUNTIME_TABLE) {
             trace.note(
                 RUNTIME_TABLE,
-                "no CUDA runtime API table: launch overhead (M2) not computable",
+                "no CUDA runtime API table: no launch overhead (M2), API calls, syncs or launch latency (the launch rate counts kernels instead); gaps list no API calls, graph kernels are recognised by graphNodeId only, kernels are placed in steps by their GPU start",
             );
             return Ok(());
         }
@@ -406,7 +406,7 @@ impl Loader<'_, '_> {
         if !schema.has_table(NVTX_TABLE) {
             trace.note(
                 NVTX_TABLE,
-                "no NVTX_EVENTS table: phase and host-prep metrics not computable",
+                "no NVTX_EVENTS table: context/generation phases, host-prep metrics (M3a/b/c), forward steps and the NVTX range summary not computed; no GPU time is attributed to ranges and gaps list no NVTX ranges",
             );
             return Ok(true);
         }
