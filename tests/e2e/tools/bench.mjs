@@ -6,12 +6,12 @@
 // analysis worker's wasm memory after it), next to the native `analyze`, `drill` and `report`
 // (time and peak resident memory, from /usr/bin/time -v). Prints figures; not a test.
 // Usage: node tests/e2e/tools/bench.mjs [--scenario NAME] [--scale N] [--runs N] [--views]
-// [--file PATH] [--cli PATH]   (needs dist/: cargo xtask dist, or NSYS_LENS_DIST=another build)
+// [--file PATH] [--cli PATH] [--page-only (no native runs)]   (needs dist/: cargo xtask dist, or NSYS_LENS_DIST=another build)
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 
-import { ROOT, launch, openTrace, requireDist, serve } from '../helpers.mjs';
+import { ARTIFACTS, ROOT, launch, openTrace, requireDist, serve } from '../helpers.mjs';
 
 const scaleArg = process.argv.indexOf('--scale');
 const SCALE = scaleArg > 0 ? Number(process.argv[scaleArg + 1]) : 6000;
@@ -87,9 +87,12 @@ async function pageWarm(page) {
 }
 
 // Opens Root cause, Drill-down, then exports the Markdown report; per step its time and the
-// analysis worker's wasm memory after it (a wasm memory only grows: the peak so far).
+// analysis worker's wasm memory after it (a wasm memory only grows: the peak so far), and a
+// screenshot of each view in tests/artifacts/bench-VIEW.png.
 async function openViews(page, analysis) {
-  const memory = () => analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  // null once the worker is gone (an instance that aborted, e.g. out of memory, is replaced).
+  const memory = () => analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0).catch(() => null);
   const view = async (name) => {
     const t0 = Date.now();
     await page.click(`[data-testid=tab-${name}]`);
@@ -97,6 +100,7 @@ async function openViews(page, analysis) {
     await page.waitForFunction((k) => ['done', 'error'].includes(document.body.dataset[k]), key, { timeout: 1_800_000 });
     const state = await page.evaluate((k) => document.body.dataset[k], key);
     const error = state === 'error' ? await page.textContent(`[data-testid=${name}-error]`) : null;
+    await page.screenshot({ path: path.join(ARTIFACTS, `bench-${name}.png`) });
     return { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory(), error };
   };
   const rootcause = await view('rootcause');
@@ -108,7 +112,7 @@ async function openViews(page, analysis) {
       await Promise.all([page.waitForEvent('download', { timeout: 1_800_000 }), page.click('[data-testid=export-md]')]);
       report = { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory(), error: null };
     } catch (e) {
-      report = { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory().catch(() => 0), error: e.message };
+      report = { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory(), error: e.message };
     }
   }
   return { rootcause, drill, report };
@@ -143,8 +147,9 @@ requireDist();
 const cli = releaseCli();
 const file = FILE ?? trace(cli);
 const size = fs.statSync(file).size;
-const native = [nativeSeconds(cli, file), nativeSeconds(cli, file)].sort((a, b) => a - b)[0];
-const natives = VIEWS ? nativeViews(cli, file) : null;
+const PAGE_ONLY = process.argv.includes('--page-only');
+const native = PAGE_ONLY ? NaN : [nativeSeconds(cli, file), nativeSeconds(cli, file)].sort((a, b) => a - b)[0];
+const natives = VIEWS && !PAGE_ONLY ? nativeViews(cli, file) : null;
 const site = await serve();
 // A fresh browser per run; the median run is reported (the slowest and fastest alongside).
 const runs = [];
@@ -173,9 +178,10 @@ if (VIEWS) {
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const [key, [label, cmd]] of Object.entries(names)) {
     const p = run.views[key];
-    const n = natives[key];
-    const shown = p.error ? `failed: ${p.error.slice(0, 120)}` : `${p.seconds.toFixed(2)} s`;
-    const ratio = p.error ? '' : `${(p.seconds / n.seconds).toFixed(2)}×`;
-    console.log(`| ${label} (native \`${cmd}\`) | ${shown} | ${n.seconds.toFixed(2)} s | ${ratio} | ${mib(p.wasmBytes)} | ${mib(n.rssBytes)} |`);
+    const n = natives?.[key];
+    const shown = p.error ? `failed after ${p.seconds.toFixed(2)} s: ${p.error.slice(0, 400)}` : `${p.seconds.toFixed(2)} s`;
+    const ratio = p.error || !n ? '' : `${(p.seconds / n.seconds).toFixed(2)}×`;
+    const wasm = p.wasmBytes === null ? 'worker gone' : mib(p.wasmBytes);
+    console.log(`| ${label} (native \`${cmd}\`) | ${shown} | ${n ? `${n.seconds.toFixed(2)} s` : '—'} | ${ratio} | ${wasm} | ${n ? mib(n.rssBytes) : '—'} |`);
   }
 }
