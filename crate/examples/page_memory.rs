@@ -100,6 +100,14 @@ fn deeper_views(
     trace: &nsys_lens::model::Trace,
     t: Instant,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let ix = nsys_lens::drill::TraceIndex::new(trace, "trace");
+    let gaps = nsys_lens::drill::gap_report::gaps_and_idle(std::slice::from_ref(&ix), 0, None);
+    mark("trace index, gaps and idle", t);
+    std::hint::black_box(gaps);
+    drop(ix);
+    let window = nsys_lens::analyze::window::window_figures(trace);
+    mark("root cause's window figures", t);
+    std::hint::black_box(window);
     let cfg = nsys_lens::analyze::AnalyzeConfig::default();
     let root_cause = nsys_lens::analyze::analyze_trace(trace, &cfg)?;
     mark("root cause (analyze)", t);

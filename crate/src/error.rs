@@ -82,8 +82,9 @@ pub enum Error {
     )]
     TooLarge {
         path: String,
-        kernels: u64,
-        calls: u64,
+        /// Row counts as people read them (`crate::format::count`).
+        kernels: String,
+        calls: String,
         need_gib: f64,
         room_gib: f64,
     },

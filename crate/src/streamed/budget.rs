@@ -10,6 +10,7 @@
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::format;
 use crate::trace::{self, Schema};
 
 /// The most memory a wasm32 instance can address: 65 536 pages of 64 KiB.
@@ -93,8 +94,8 @@ pub fn check_whole_load(rows: &TableRows, used: u64, label: &str) -> Result<()> 
     }
     Err(Error::TooLarge {
         path: label.to_string(),
-        kernels: rows.kernels,
-        calls: rows.runtime,
+        kernels: format::count(rows.kernels),
+        calls: format::count(rows.runtime),
         need_gib: gib(need),
         room_gib: gib(room),
     })
@@ -127,7 +128,10 @@ mod tests {
         assert_eq!(err.code(), "too-large");
         let text = err.to_string();
         assert!(text.starts_with("big.sqlite: "), "{text}");
-        assert!(text.contains("30000000 kernels"), "{text}");
+        assert!(
+            text.contains("30,000,000 kernels and 30,000,000 API calls"),
+            "{text}"
+        );
         assert!(text.contains("nsys-lens analyze big.sqlite"), "{text}");
         assert!(text.contains("5.70 GiB"), "{text}");
         // What the instance holds already counts against the room.
