@@ -1,8 +1,10 @@
 //! Replays the page's analysis flow natively (sequential load with the page's options, timeline
 //! summary, detect, gap histogram) and prints heap high-water marks after each step: the wasm
 //! worker runs the same code, so this is where its memory goes. Then times timeline views from
-//! full extent down to a deep zoom (summary or re-read rows). Not a test; prints figures.
-//! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite
+//! full extent down to a deep zoom (summary or re-read rows). With `views`, the whole load is
+//! followed by the deeper views instead (Root cause, Drill-down, the report), as the page runs
+//! them on a streamed trace. Not a test; prints figures.
+//! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
@@ -69,6 +71,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         trace.runtime.len(),
         trace.nvtx.len()
     );
+    if std::env::args().nth(2).as_deref() == Some("views") {
+        return deeper_views(&trace, t);
+    }
     let built = Instant::now();
     let timeline = nsys_lens::timeline::Timeline::new(&trace);
     mark("timeline summary", t);
@@ -88,6 +93,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     mark("timeline view", t);
     std::hint::black_box((report, gaps, view));
     time_views(&timeline, &trace, (s, e))
+}
+
+/// Root cause, Drill-down and the report over the loaded trace, as the page's views call them.
+fn deeper_views(
+    trace: &nsys_lens::model::Trace,
+    t: Instant,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let ix = nsys_lens::drill::TraceIndex::new(trace, "trace");
+    let gaps = nsys_lens::drill::gap_report::gaps_and_idle(std::slice::from_ref(&ix), 0, None);
+    mark("trace index, gaps and idle", t);
+    std::hint::black_box(gaps);
+    drop(ix);
+    let window = nsys_lens::analyze::window::window_figures(trace);
+    mark("root cause's window figures", t);
+    std::hint::black_box(window);
+    let cfg = nsys_lens::analyze::AnalyzeConfig::default();
+    let root_cause = nsys_lens::analyze::analyze_trace(trace, &cfg)?;
+    mark("root cause (analyze)", t);
+    let opts = nsys_lens::drill::DrillOptions::default();
+    let input = nsys_lens::drill::DrillInput {
+        trace,
+        label: "trace",
+        step_marker: None,
+    };
+    let drill = nsys_lens::findings::DrillFindings::drill(&[input], &opts)?;
+    mark("drill-down with findings", t);
+    let doc = nsys_lens::report::document::build(trace, "trace", &opts)?;
+    mark("report document", t);
+    std::hint::black_box((root_cause, drill, doc));
+    Ok(())
 }
 
 /// Times views centred on the middle of the trace, each 10× narrower than the previous one.

@@ -1003,3 +1003,74 @@ fn streamed_open_reads_every_builtin_step_marker_as_a_whole_load() {
         }
     }
 }
+
+/// The page's check before a whole load (Root cause, Drill-down, report) counts the rows of
+/// every table that load reads — plain `count(*)` — and the columns it estimates from them are
+/// at least the bytes the loaded trace's columns hold, on generated scenarios and every public
+/// export.
+#[test]
+fn whole_load_budget_counts_the_rows_a_whole_load_holds() {
+    use nsys_lens::streamed::budget::TableRows;
+    let generated: Vec<_> = [
+        "host-bound",
+        "tp2-phases",
+        "cuda-graphs",
+        "capture-no-nvtx",
+        "idle-causes",
+    ]
+    .into_iter()
+    .map(|s| common::generated(s, 1, 5))
+    .collect();
+    let paths = generated
+        .iter()
+        .map(|(_, p, _)| p.clone())
+        .chain(common::public_exports_with_kernels());
+    for path in paths {
+        let label = path.display().to_string();
+        let conn = trace::open_path(&path).expect("open");
+        let schema = trace::probe_export(&conn, &label).expect("probe");
+        let rows = TableRows::of(&conn, &schema, &label).expect("rows");
+        let count = |table: &str| -> u64 {
+            conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map_or(0, |n| n as u64)
+        };
+        assert_eq!(rows.kernels, count("CUPTI_ACTIVITY_KIND_KERNEL"), "{label}");
+        assert_eq!(
+            rows.runtime,
+            count("CUPTI_ACTIVITY_KIND_RUNTIME"),
+            "{label}"
+        );
+        assert_eq!(rows.nvtx, count("NVTX_EVENTS"), "{label}");
+        let memops = count("CUPTI_ACTIVITY_KIND_MEMCPY") + count("CUPTI_ACTIVITY_KIND_MEMSET");
+        assert_eq!(rows.memops, memops, "{label}");
+        assert_eq!(
+            rows.syncs,
+            count("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"),
+            "{label}"
+        );
+
+        let whole = trace::load(&conn, &label, LoadOptions::page(), &mut |_| true).expect("load");
+        let k = &whole.kernels;
+        let rt = &whole.runtime;
+        let nv = &whole.nvtx;
+        let held = [
+            size_of_val(&k.start[..]) + size_of_val(&k.end[..]) + size_of_val(&k.device[..]),
+            size_of_val(&k.stream[..]) + size_of_val(&k.process[..]),
+            size_of_val(&k.correlation[..]) + size_of_val(&k.short_name[..]),
+            size_of_val(&k.demangled_name[..]),
+            size_of_val(&rt.start[..]) + size_of_val(&rt.end[..]) + size_of_val(&rt.thread[..]),
+            size_of_val(&rt.correlation[..]) + size_of_val(&rt.name[..]),
+            size_of_val(&nv.start[..]) + size_of_val(&nv.end[..]) + size_of_val(&nv.thread[..]),
+        ]
+        .iter()
+        .sum::<usize>() as u64;
+        assert!(
+            rows.column_bytes() >= held,
+            "{label}: {} estimated, {held} held",
+            rows.column_bytes()
+        );
+        assert_eq!(k.len() as u64, rows.kernels, "{label}");
+    }
+}

@@ -4,7 +4,9 @@
 //!
 //! Why one type: the verdict view asks the same questions of both (verdict, timeline view,
 //! hover hit, gap histogram); the root cause, drill-down and report need every event, which a
-//! streamed trace loads whole the first time one of them is opened.
+//! streamed trace loads whole the first time one of them is opened — unless the load cannot fit
+//! in the instance's memory ([`crate::streamed::budget`]): it is refused with the CLI command
+//! instead, before an allocation past 4 GiB would abort the worker.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
@@ -16,6 +18,7 @@ use crate::detect::{self, DetectConfig, DetectReport};
 use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
 use crate::model::{HostTable, Ns, Trace};
+use crate::streamed::budget::{self, TableRows};
 use crate::streamed::{SqliteKernels, Streamed};
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
 use crate::trace::{HostRows, KernelRows, Links, LoadOptions, NvtxRows, Part, Schema};
@@ -93,6 +96,9 @@ impl Indexed {
                 if let Some(t) = whole.get() {
                     return Ok(t);
                 }
+                let schema = Schema::probe(conn, &self.label)?;
+                let rows = TableRows::of(conn, &schema, &self.label)?;
+                budget::check_whole_load(&rows, wasm_memory_bytes(), &self.label)?;
                 let opts = LoadOptions::page();
                 let t =
                     crate::trace::load_part(conn, &self.label, opts, &mut |_| true, Part::Whole)?;
@@ -171,6 +177,11 @@ impl Indexed {
             Kind::Streamed { streamed, .. } => &streamed.timeline,
         }
     }
+}
+
+/// The bytes of this instance's linear memory (it only grows).
+fn wasm_memory_bytes() -> u64 {
+    core::arch::wasm32::memory_size(0) as u64 * 65_536
 }
 
 thread_local! {

@@ -1,13 +1,17 @@
 // Browser benchmark: in headless Chromium, a generated trace of ≥ 1 GB — time from
 // the page taking the file (its workers started, as they are once the page has loaded) to the
 // verdict, first timeline paint after the verdict, peak wasm
-// memory of the analysis worker — next to the native CLI on the same file. Prints figures; not a
-// test. Usage: node tests/e2e/tools/bench.mjs [--scenario NAME] [--scale N] [--runs N]   (needs dist/: cargo xtask dist)
+// memory of the analysis worker — next to the native CLI on the same file. With `--views`, the
+// Root cause, Drill-down and report export are then opened in turn (time to each shown, and the
+// analysis worker's wasm memory after it), next to the native `analyze`, `drill` and `report`
+// (time and peak resident memory, from /usr/bin/time -v). Prints figures; not a test.
+// Usage: node tests/e2e/tools/bench.mjs [--scenario NAME] [--scale N] [--runs N] [--views]
+// [--file PATH] [--cli PATH] [--page-only (no native runs)]   (needs dist/: cargo xtask dist, or NSYS_LENS_DIST=another build)
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 
-import { ROOT, launch, openTrace, requireDist, serve } from '../helpers.mjs';
+import { ARTIFACTS, ROOT, launch, openTrace, requireDist, serve } from '../helpers.mjs';
 
 const scaleArg = process.argv.indexOf('--scale');
 const SCALE = scaleArg > 0 ? Number(process.argv[scaleArg + 1]) : 6000;
@@ -17,8 +21,14 @@ const scenarioArg = process.argv.indexOf('--scenario');
 const SCENARIO = scenarioArg > 0 ? process.argv[scenarioArg + 1] : 'host-bound';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
+const VIEWS = process.argv.includes('--views');
+const fileArg = process.argv.indexOf('--file');
+const FILE = fileArg > 0 ? path.resolve(process.argv[fileArg + 1]) : null;
+
+const cliArg = process.argv.indexOf('--cli');
 
 function releaseCli() {
+  if (cliArg > 0) return path.resolve(process.argv[cliArg + 1]);
   execFileSync('cargo', ['build', '--release', '--quiet', '-p', 'nsys-lens'], { cwd: ROOT, stdio: 'inherit' });
   return path.join(ROOT, 'target', 'release', 'nsys-lens');
 }
@@ -29,6 +39,31 @@ function trace(cli) {
   const file = path.join(dir, `${SCENARIO}-scale${SCALE}.sqlite`);
   if (!fs.existsSync(file)) execFileSync(cli, ['gen', SCENARIO, file, '--scale', String(SCALE)], { stdio: 'inherit' });
   return file;
+}
+
+// The native command's wall time and peak resident set (GNU time's `-v` report).
+function nativeRun(cli, args) {
+  const t0 = process.hrtime.bigint();
+  const run = spawnSync('/usr/bin/time', ['-v', cli, ...args], { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const out = run.stderr.toString();
+  if (run.status !== 0) throw new Error(`${path.basename(cli)} ${args.join(' ')} failed: ${out.slice(-2000)}`);
+  const kib = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(out)?.[1] ?? 0);
+  return { seconds, rssBytes: kib * 1024 };
+}
+
+// The deeper views' native commands, as the page computes them.
+function nativeViews(cli, file) {
+  const out = fs.mkdtempSync(path.join(ROOT, 'target', 'bench', 'report-'));
+  try {
+    return {
+      rootcause: nativeRun(cli, ['analyze', file, '--json', '-o', '/dev/null']),
+      drill: nativeRun(cli, ['drill', file, '--json', '-o', '/dev/null']),
+      report: nativeRun(cli, ['report', file, '--out', out]),
+    };
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
 }
 
 function nativeSeconds(cli, file) {
@@ -51,6 +86,38 @@ async function pageWarm(page) {
   }
 }
 
+// Opens Root cause, Drill-down, then exports the Markdown report; per step its time and the
+// analysis worker's wasm memory after it (a wasm memory only grows: the peak so far), and a
+// screenshot of each view in tests/artifacts/bench-VIEW.png.
+async function openViews(page, analysis) {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  // null once the worker is gone (an instance that aborted, e.g. out of memory, is replaced).
+  const memory = () => analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0).catch(() => null);
+  const view = async (name) => {
+    const t0 = Date.now();
+    await page.click(`[data-testid=tab-${name}]`);
+    const key = `${name}State`;
+    await page.waitForFunction((k) => ['done', 'error'].includes(document.body.dataset[k]), key, { timeout: 1_800_000 });
+    const state = await page.evaluate((k) => document.body.dataset[k], key);
+    const error = state === 'error' ? await page.textContent(`[data-testid=${name}-error]`) : null;
+    await page.screenshot({ path: path.join(ARTIFACTS, `bench-${name}.png`) });
+    return { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory(), error };
+  };
+  const rootcause = await view('rootcause');
+  const drill = await view('drill');
+  let report = { seconds: 0, wasmBytes: 0, error: 'no drill-down to export from' };
+  if (!drill.error) {
+    const t0 = Date.now();
+    try {
+      await Promise.all([page.waitForEvent('download', { timeout: 1_800_000 }), page.click('[data-testid=export-md]')]);
+      report = { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory(), error: null };
+    } catch (e) {
+      report = { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory(), error: e.message };
+    }
+  }
+  return { rootcause, drill, report };
+}
+
 async function browserRun(origin, file) {
   const browser = await launch();
   try {
@@ -69,7 +136,8 @@ async function browserRun(origin, file) {
     });
     const loaderBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:loader-memory').at(-1)?.detail ?? 0);
     const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
-    return { verdictSeconds, paint, wasmBytes, loaderBytes };
+    const views = VIEWS ? await openViews(page, analysis) : null;
+    return { verdictSeconds, paint, wasmBytes, loaderBytes, views };
   } finally {
     await browser.close();
   }
@@ -77,9 +145,11 @@ async function browserRun(origin, file) {
 
 requireDist();
 const cli = releaseCli();
-const file = trace(cli);
+const file = FILE ?? trace(cli);
 const size = fs.statSync(file).size;
-const native = [nativeSeconds(cli, file), nativeSeconds(cli, file)].sort((a, b) => a - b)[0];
+const PAGE_ONLY = process.argv.includes('--page-only');
+const native = PAGE_ONLY ? NaN : [nativeSeconds(cli, file), nativeSeconds(cli, file)].sort((a, b) => a - b)[0];
+const natives = VIEWS && !PAGE_ONLY ? nativeViews(cli, file) : null;
 const site = await serve();
 // A fresh browser per run; the median run is reported (the slowest and fastest alongside).
 const runs = [];
@@ -92,11 +162,26 @@ runs.sort((a, b) => a.verdictSeconds - b.verdictSeconds);
 const run = runs[Math.floor((runs.length - 1) / 2)];
 const spread = runs.length > 1 ? ` (${runs.length} runs: ${runs[0].verdictSeconds.toFixed(2)}–${runs.at(-1).verdictSeconds.toFixed(2)} s)` : '';
 const mib = (b) => `${(b / 1048576).toFixed(0)} MiB`;
-console.log(`| browser benchmark: gen ${SCENARIO} --scale ${SCALE} (${mib(size)}) | value | goal |`);
+const title = FILE ? path.basename(FILE) : `gen ${SCENARIO} --scale ${SCALE}`;
+console.log(`| browser benchmark: ${title} (${mib(size)}) | value | goal |`);
 console.log('|---|---:|---|');
-console.log(`| native \`nsys-lens detect --json\` | ${native.toFixed(2)} s | |`);
+if (!PAGE_ONLY) console.log(`| native \`nsys-lens detect --json\` | ${native.toFixed(2)} s | |`);
 console.log(`| page: file taken (drop or picker) → verdict shown, median${spread} | ${run.verdictSeconds.toFixed(2)} s | |`);
-console.log(`| page / native | ${(run.verdictSeconds / native).toFixed(2)}× | ≤ 2.5× |`);
+if (!PAGE_ONLY) console.log(`| page / native | ${(run.verdictSeconds / native).toFixed(2)}× | ≤ 2.5× |`);
 console.log(`| first timeline paint after the verdict | ${run.paint.toFixed(2)} s | < 1 s |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
 console.log(`| peak wasm memory of the kernel-loading worker (released after loading) | ${mib(run.loaderBytes)} | |`);
+if (VIEWS) {
+  const names = { rootcause: ['Root cause', 'analyze --json'], drill: ['Drill-down', 'drill --json'], report: ['report (Markdown export)', 'report --out DIR'] };
+  console.log('');
+  console.log('| view, after the verdict (median run) | page time | native time | page / native | wasm memory of the analysis worker after it | native peak RSS |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const [key, [label, cmd]] of Object.entries(names)) {
+    const p = run.views[key];
+    const n = natives?.[key];
+    const shown = p.error ? `failed after ${p.seconds.toFixed(2)} s: ${p.error.slice(0, 400)}` : `${p.seconds.toFixed(2)} s`;
+    const ratio = p.error || !n ? '' : `${(p.seconds / n.seconds).toFixed(2)}×`;
+    const wasm = p.wasmBytes === null ? 'worker gone' : mib(p.wasmBytes);
+    console.log(`| ${label} (native \`${cmd}\`) | ${shown} | ${n ? `${n.seconds.toFixed(2)} s` : '—'} | ${ratio} | ${wasm} | ${n ? mib(n.rssBytes) : '—'} |`);
+  }
+}
