@@ -6,6 +6,7 @@
 //! string, behind a prefilter that rejects most names (step names, kernels) in one pass. Run by
 //! every load, the page's staged one included, so both front ends check the same facts.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
@@ -19,7 +20,7 @@ use crate::model::capture::{
     CaptureMarks, MAX_WARMUP_SPANS, MetricClass, MetricSeries, SLOW_LAUNCH_NS, WarmupKind,
     WarmupSpan,
 };
-use crate::model::{NVTX_RANGE_TYPES, NameFlags, NameId, Strings, Trace};
+use crate::model::{NO_NAME, NVTX_RANGE_TYPES, NameFlags, NameId, Strings, Trace};
 use crate::names::api::{ApiKind, api_base_name, api_kind};
 use crate::names::ranges::{RangeClass, range_class, range_label};
 
@@ -161,19 +162,21 @@ impl MarkedRanges {
         }
         let (class, name) = match text {
             ValueRef::Null => {
-                let id = text_id.map_or(crate::model::NO_NAME, |id| strings.resolve(id));
+                let id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
                 let class = self.classes.get(id as usize).copied().flatten();
-                (class, std::borrow::Cow::Borrowed(strings.get(id)))
+                // Most rows name nothing marked: their name is not looked up.
+                let name = class.map(|_| Cow::Borrowed(strings.get(id)));
+                (class, name)
             }
             other => {
                 let name = text_ref(other);
-                (marked_class(&name), name)
+                (marked_class(&name), Some(name))
             }
         };
-        match class {
-            Some(RangeClass::Gc) => self.marks.gc_ranges += 1,
-            Some(RangeClass::GilWait | RangeClass::GilHeld) => self.marks.gil_ranges += 1,
-            Some(RangeClass::Jit) => {
+        match (class, name) {
+            (Some(RangeClass::Gc), _) => self.marks.gc_ranges += 1,
+            (Some(RangeClass::GilWait | RangeClass::GilHeld), _) => self.marks.gil_ranges += 1,
+            (Some(RangeClass::Jit), Some(name)) => {
                 if let Some(end) = end.filter(|&e| e > start) {
                     keep(
                         &mut self.marks,
@@ -264,8 +267,7 @@ impl Loader<'_, '_> {
         );
         self.stream("reading warm-up calls", RUNTIME_TABLE, &sql, |r| {
             let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
-            let name =
-                opt_int(r.get_ref(2)?).map_or(crate::model::NO_NAME, |id| strings.resolve(id));
+            let name = opt_int(r.get_ref(2)?).map_or(NO_NAME, |id| strings.resolve(id));
             calls.observe(strings, start, end, name);
             Ok(())
         })?;
