@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rusqlite::types::ValueRef;
 
 use super::load::{NVTX_TABLE, RUNTIME_TABLE};
@@ -37,6 +37,7 @@ fn text_candidates() -> &'static AhoCorasick {
     AC.get_or_init(|| {
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(TEXT_CANDIDATES)
             .unwrap_or_else(|e| unreachable!("constant patterns: {e}"))
     })
@@ -167,6 +168,11 @@ impl MarkedRanges {
                 // Most rows name nothing marked: their name is not looked up.
                 let name = class.map(|_| Cow::Borrowed(strings.get(id)));
                 (class, name)
+            }
+            // Inline text: the prefilter reads the bytes (its substrings are ASCII), so most
+            // texts are never decoded.
+            ValueRef::Text(bytes) | ValueRef::Blob(bytes) if !text_candidates().is_match(bytes) => {
+                (None, None)
             }
             other => {
                 let name = text_ref(other);
