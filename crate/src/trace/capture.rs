@@ -221,7 +221,9 @@ impl Loader<'_, '_> {
                 Some(part) => Some(part),
                 None => self.warmup_calls(schema, &trace.strings)?,
             };
-            part.map(|p| merge(&mut marks, p));
+            if let Some(part) = part {
+                merge(&mut marks, part);
+            }
             marks.read = true;
         }
         if schema.has_table(NVTX_TABLE) {
@@ -229,7 +231,9 @@ impl Loader<'_, '_> {
                 Some(part) => Some(part),
                 None => self.marked_ranges(schema, &trace.strings)?,
             };
-            part.map(|p| merge(&mut marks, p));
+            if let Some(part) = part {
+                merge(&mut marks, part);
+            }
             marks.read = true;
         }
         marks.warmup.sort_by_key(|s| (s.start, s.end));
