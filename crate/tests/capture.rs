@@ -576,3 +576,68 @@ fn gpu_metrics_are_averaged_per_device_over_the_kernel_window_with_their_pattern
         want["patterns"]
     );
 }
+
+/// The capture facts are gathered from the rows each load reads for itself (every runtime call,
+/// or only the launch calls the verdict keeps): both loads give the same facts, equal to the
+/// generator's counts and to the rows' own, GC ranges left open (no `end`, as a capture stopped
+/// inside one leaves them) included.
+#[test]
+fn capture_facts_are_the_same_whichever_rows_the_load_reads() {
+    let (_dir, path, answers) = common::generated("capture-warmup", 1, 3);
+    let gc_rows = "SELECT n.rowid FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId \
+                   WHERE n.eventType IN (59, 60, 70, 71) AND coalesce(n.text, s.value) LIKE '%python gc%'";
+    let conn = Connection::open(&path).expect("open");
+    let opened = conn
+        .execute(
+            &format!("UPDATE NVTX_EVENTS SET \"end\" = NULL WHERE rowid IN ({gc_rows})"),
+            [],
+        )
+        .expect("open the GC ranges");
+    drop(conn);
+    let want_gc = answers["capture"]["gc_ranges"].as_u64().expect("gc");
+    assert_eq!(opened as u64, want_gc, "every GC range left open");
+    assert!(want_gc > 0);
+
+    let verdict = load_path(&path, LoadOptions::detect())
+        .expect("load")
+        .capture;
+    let whole = load_path(&path, LoadOptions::all()).expect("load").capture;
+    assert_eq!(verdict, whole);
+    assert_eq!(verdict.gc_ranges, want_gc);
+    assert_eq!(
+        verdict.gil_ranges,
+        answers["capture"]["gil_ranges"].as_u64().expect("gil")
+    );
+
+    // Every warm-up span, by the rules written against names above.
+    let conn = open(&path);
+    let calls = spans(
+        &conn,
+        "SELECT r.start, r.\"end\", s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId",
+    );
+    let launch = |n: &str| n.starts_with("cudaLaunch") || n.starts_with("cuLaunch");
+    let mut want: Vec<(i64, i64)> = calls
+        .iter()
+        .filter(|(s, e, n)| {
+            e > s && (module_load(n) || jit_call(n) || (launch(n) && e - s >= 5_000_000))
+        })
+        .map(|&(s, e, _)| (s, e))
+        .collect();
+    let ranges = spans(
+        &conn,
+        "SELECT n.start, n.\"end\", coalesce(n.text, s.value) FROM NVTX_EVENTS n \
+         LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60, 70, 71)",
+    );
+    want.extend(
+        ranges
+            .iter()
+            .filter(|(s, e, n)| e > s && jit_range(n))
+            .map(|&(s, e, _)| (s, e)),
+    );
+    want.sort_unstable();
+    let mut got: Vec<(i64, i64)> = verdict.warmup.iter().map(|w| (w.start, w.end)).collect();
+    got.sort_unstable();
+    assert_eq!(verdict.warmup_dropped, 0);
+    assert!(got.len() > 1, "{got:?}");
+    assert_eq!(got, want);
+}

@@ -1,7 +1,8 @@
 //! What the capture checks read of the host side beyond the verdict's tables: the warm-up
 //! activity (module loading, run-time compilation, slow launches) and whether the Python GC and
-//! GIL markers were recorded. Read by `trace::capture` with two filtered `SELECT`s, so the
-//! page's bounded open holds it as the CLI does.
+//! GIL markers were recorded. Read by `trace::capture` from the rows the load reads anyway (the
+//! NVTX ranges, the runtime calls), else by a filtered `SELECT`, so the page's bounded open holds
+//! it as the CLI does.
 
 use super::Ns;
 
@@ -53,6 +54,15 @@ pub struct CaptureMarks {
     pub metric_series: Vec<MetricSeries>,
     /// The metric names matched, per class.
     pub metric_names: Vec<(MetricClass, String)>,
+}
+
+/// The capture facts a load gathered from one table while reading it for its own use
+/// (`trace::capture` merges them into [`CaptureMarks`] at the end of the load): `None` until
+/// that table was read whole.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaptureFold {
+    pub runtime: Option<CaptureMarks>,
+    pub nvtx: Option<CaptureMarks>,
 }
 
 /// The GPU-metric series the checks read, matched by the metric's name prefix (names vary by

@@ -49,6 +49,8 @@ pub struct Trace {
     pub present: PresentTables,
     /// Warm-up spans and GC/GIL markers for the capture checks (`trace::capture`).
     pub capture: capture::CaptureMarks,
+    /// What the load gathered of `capture` while reading the NVTX and runtime tables.
+    pub capture_fold: capture::CaptureFold,
 }
 
 /// The kernel table of an nsys export.

@@ -97,10 +97,16 @@ impl StepParser {
         }
         match &self.source {
             Some(source) => source.parse(name),
-            None => {
-                let (style, step) = parse_builtin(name)?;
-                self.accept(style).then_some(step)
-            }
+            // Once chosen, only its marker is tried: no name parses under two markers (each
+            // fixes the whole name, or TensorRT-LLM's `_forward_step` no other can hold), so
+            // the first that parses is the chosen one or none is.
+            None => match self.chosen.get() {
+                Some(style) => style.parse(name),
+                None => {
+                    let (style, step) = parse_builtin(name)?;
+                    self.accept(style).then_some(step)
+                }
+            },
         }
     }
 

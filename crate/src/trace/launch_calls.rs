@@ -12,10 +12,11 @@ use std::collections::BinaryHeap;
 
 use rusqlite::Connection;
 
+use super::capture::WarmupCalls;
 use super::load::RUNTIME_TABLE;
 use super::open::sqlite_error;
 use super::schema::Schema;
-use super::tables::{int, launch_filter, opt_int};
+use super::tables::{id_list, int, is_any_launch_api, launch_filter, opt_int};
 use crate::error::Result;
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, Processes, Strings, Threads};
 
@@ -83,20 +84,31 @@ pub fn for_each_if_sorted(
     conn: &Connection,
     path: &str,
     strings: &Strings,
-    threads: &mut Threads,
-    processes: &mut Processes,
+    (threads, processes): (&mut Threads, &mut Processes),
+    mut warmup: Option<&mut WarmupCalls>,
     mut each: impl FnMut(LaunchCall) -> Result<()>,
 ) -> Result<Option<u64>> {
     let fail = |e: rusqlite::Error| sqlite_error(path, RUNTIME_TABLE, &e);
-    let sql = format!(
-        "SELECT {CALL_COLUMNS} FROM {RUNTIME_TABLE} WHERE {}",
-        launch_filter(strings)
-    );
+    // With `warmup`, its calls are read too (for the capture checks), the launch calls told
+    // apart by name.
+    let launches = warmup.as_ref().map(|_| strings.classify(is_any_launch_api));
+    let filter = match (&warmup, &launches) {
+        (Some(w), Some(l)) => format!("nameId IN ({})", id_list(&w.sqlite_ids_or(strings, l))),
+        _ => launch_filter(strings),
+    };
+    let sql = format!("SELECT {CALL_COLUMNS} FROM {RUNTIME_TABLE} WHERE {filter}");
     let mut stmt = conn.prepare(&sql).map_err(fail)?;
     let mut rows = stmt.query([]).map_err(fail)?;
     let (mut last_start, mut last_tid, mut process, mut calls) = (Ns::MIN, i64::MIN, 0, 0u64);
     while let Some(r) = rows.next().map_err(fail)? {
         let (start, end, gtid, name, _) = call_values(r).map_err(fail)?;
+        let name = name.map_or(NO_NAME, |id| strings.resolve(id));
+        if let Some(w) = warmup.as_deref_mut() {
+            w.observe(strings, start, end, name);
+        }
+        if launches.as_ref().is_some_and(|l| !l.get(name)) {
+            continue;
+        }
         if start < last_start {
             return Ok(None);
         }
@@ -110,7 +122,7 @@ pub fn for_each_if_sorted(
             start,
             end,
             process,
-            name: name.map_or(NO_NAME, |id| strings.resolve(id)),
+            name,
         })?;
         calls += 1;
     }

@@ -3,6 +3,7 @@
 
 use rusqlite::Connection;
 
+use super::capture::WarmupCalls;
 use super::launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, for_each_if_sorted};
 use super::load::{LoadOptions, NvtxSink, PROGRESS_EVERY, ProgressFn, RUNTIME_TABLE, SWEEP_STEP};
 use super::schema::Schema;
@@ -159,8 +160,11 @@ impl StagedLoad {
             strings,
             threads,
             processes,
+            capture_fold,
             ..
         } = &mut self.trace;
+        // The capture checks' warm-up calls are read on the way, when the table is sorted.
+        let mut warmup = WarmupCalls::new(&self.schema, strings);
         // Pushes a call, reporting progress every `PROGRESS_EVERY` calls.
         let done = std::cell::Cell::new(0u64);
         let mut feed = |sink: &mut dyn LaunchSink, call: LaunchCall| -> Result<()> {
@@ -171,10 +175,17 @@ impl StagedLoad {
             }
             Ok(())
         };
-        let sorted = for_each_if_sorted(conn, path, strings, threads, processes, |call| {
-            feed(sink, call)
-        })?;
-        if sorted.is_none() {
+        let sorted = for_each_if_sorted(
+            conn,
+            path,
+            strings,
+            (threads, processes),
+            warmup.as_mut(),
+            |call| feed(sink, call),
+        )?;
+        if sorted.is_some() {
+            capture_fold.runtime = warmup.map(WarmupCalls::finish);
+        } else {
             sink.restart();
             done.set(0);
             let scan = LaunchRuns::scan(conn, &self.schema, path, strings, threads, processes)?;

@@ -4,6 +4,7 @@
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
+use super::capture::{MarkedRanges, WarmupCalls};
 use super::load::{
     KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink, OSRT_TABLE,
     PROGRESS_EVERY, Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes,
@@ -14,7 +15,8 @@ use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::error::{Error, Result};
 use crate::model::{
-    GpuInfo, MemOps, NO_NAME, NameFlags, NvtxRanges, NvtxRow, Processes, Strings, Trace,
+    GpuInfo, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, NvtxRow, Processes, Strings,
+    Trace,
 };
 use crate::names::patterns::may_define_windows;
 use crate::names::steps::step_text;
@@ -82,11 +84,31 @@ pub(super) fn small(v: ValueRef<'_>) -> u32 {
 
 /// The SQL condition selecting kernel-launch API calls (any profile's) by `nameId`.
 pub(super) fn launch_filter(strings: &Strings) -> String {
-    let ids = strings.sqlite_ids_where(|s| {
-        crate::names::launch::is_launch_api(s, crate::names::launch::LaunchApis::AllVersioned)
-    });
+    format!(
+        "nameId IN ({})",
+        id_list(&strings.sqlite_ids_where(is_any_launch_api))
+    )
+}
+
+/// The NVTX rows a load reads: closed ranges and, for the capture checks only, open ones.
+fn nvtx_rows_filter(schema: &Schema) -> String {
+    let mut filter = "WHERE \"end\" IS NOT NULL".to_string();
+    if schema.has_column(NVTX_TABLE, "eventType") {
+        let types: Vec<i64> = NVTX_RANGE_TYPES.map(i64::from).into();
+        filter += &format!(" OR eventType IN ({})", id_list(&types));
+    }
+    filter
+}
+
+/// A kernel-launch API of any profile.
+pub(super) fn is_any_launch_api(name: &str) -> bool {
+    crate::names::launch::is_launch_api(name, crate::names::launch::LaunchApis::AllVersioned)
+}
+
+/// `1,2,3`, for an SQL `IN` list.
+pub(super) fn id_list(ids: &[i64]) -> String {
     let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-    format!("nameId IN ({})", list.join(","))
+    list.join(",")
 }
 
 impl Loader<'_, '_> {
@@ -320,10 +342,17 @@ impl Loader<'_, '_> {
         } else {
             &["start", "end", "globalTid", "nameId"]
         };
-        let filter = if opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId") {
-            format!("WHERE {}", launch_filter(strings))
-        } else {
-            String::new()
+        let mut warmup = WarmupCalls::new(schema, strings);
+        // Only launch calls are kept; warm-up calls are read too, for the capture checks.
+        let launches = (opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId"))
+            .then(|| strings.classify(is_any_launch_api));
+        let filter = match (&launches, &warmup) {
+            (Some(launches), Some(warmup)) => format!(
+                "WHERE nameId IN ({})",
+                id_list(&warmup.sqlite_ids_or(strings, launches))
+            ),
+            (Some(_), None) => format!("WHERE {}", launch_filter(strings)),
+            (None, _) => String::new(),
         };
         let sql = Self::select(schema, RUNTIME_TABLE, cols, &filter);
         let reserve = if filter.is_empty() {
@@ -335,6 +364,7 @@ impl Loader<'_, '_> {
             runtime: rt,
             processes,
             threads,
+            capture_fold,
             ..
         } = trace;
         rt.start.reserve_exact(reserve);
@@ -347,21 +377,30 @@ impl Loader<'_, '_> {
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
         self.stream("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
-            rt.start.push(int(r.get_ref(0)?, 0));
-            rt.end.push(int(r.get_ref(1)?, 0));
+            let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
+            let name = opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id));
+            if let Some(warmup) = &mut warmup {
+                warmup.observe(strings, start, end, name);
+            }
+            if launches.as_ref().is_some_and(|l| !l.get(name)) {
+                return Ok(());
+            }
+            rt.start.push(start);
+            rt.end.push(end);
             let gtid = int(r.get_ref(2)?, 0);
             if gtid != last_tid {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
             rt.thread.push(last_thread);
-            rt.name
-                .push(opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id)));
+            rt.name.push(name);
             if details {
                 rt.correlation.push(small(r.get_ref(4)?));
             }
             Ok(())
-        })
+        })?;
+        capture_fold.runtime = warmup.map(WarmupCalls::finish);
+        Ok(())
     }
 
     pub(super) fn load_nvtx(
@@ -424,15 +463,18 @@ impl Loader<'_, '_> {
                 "textId",
                 "rowid",
             ],
-            "WHERE \"end\" IS NOT NULL",
+            &nvtx_rows_filter(schema),
         );
         let Trace {
             nvtx: n,
             strings,
             processes,
             threads,
+            capture_fold,
             ..
         } = trace;
+        capture_fold.nvtx = None;
+        let mut marked = MarkedRanges::new(schema, strings);
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
         let mut namer = RowNamer::new(self.conn);
@@ -441,7 +483,16 @@ impl Loader<'_, '_> {
         } else {
             NameFlags::default()
         };
-        self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
+        let done = self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
+            let end = opt_int(r.get_ref(1)?);
+            let text_id = opt_int(r.get_ref(6)?);
+            if let Some(marked) = &mut marked {
+                let (start, event_type) = (int(r.get_ref(0)?, 0), int(r.get_ref(3)?, -1));
+                marked.observe(strings, (start, end), event_type, r.get_ref(5)?, text_id);
+            }
+            let Some(end) = end else {
+                return Ok(true);
+            };
             // Every row's thread is interned, kept or not: process and thread ids then come
             // out as in a whole load (they order per-process results).
             let gtid = int(r.get_ref(2)?, 0);
@@ -449,7 +500,6 @@ impl Loader<'_, '_> {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
-            let text_id = opt_int(r.get_ref(6)?);
             let by_id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
             let text = inline_text(r.get_ref(5)?);
             if windows_only
@@ -463,7 +513,7 @@ impl Loader<'_, '_> {
             let mut row = NvtxRow {
                 row: int(r.get_ref(7)?, 0),
                 start: int(r.get_ref(0)?, 0),
-                end: int(r.get_ref(1)?, 0),
+                end,
                 thread: last_thread,
                 event_type: u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0),
                 domain: if details { small(r.get_ref(4)?) } else { 0 },
@@ -476,8 +526,12 @@ impl Loader<'_, '_> {
                 .name(strings, text.as_deref(), text_id)?
                 .apply(&mut row);
             Ok(sink(&row, strings, threads))
-        })
-        .inspect(|_| strings.shrink_to_fit())
+        })?;
+        strings.shrink_to_fit();
+        if done {
+            capture_fold.nvtx = marked.map(MarkedRanges::finish);
+        }
+        Ok(done)
     }
 
     pub(super) fn load_memops(
