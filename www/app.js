@@ -30,8 +30,8 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount } from './pkg/nsys_lens.js';
-import { el, clear, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
+import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -194,7 +194,7 @@ function renderVerdict(report) {
   const t = report.trace || {};
   $('summary').textContent = report.summary;
   $('summary').append(
-    el('span', { class: 'muted small block', text: `${t.nsys_version ? `nsys ${t.nsys_version} · ` : ''}${(t.devices || []).length} device(s) · ${t.kernels ?? 0} kernels · profile ${report.profile}` }),
+    el('span', { class: 'muted small block', text: `${t.nsys_version ? `nsys ${t.nsys_version} · ` : ''}${counted((t.devices || []).length, 'device', 'devices')} · ${counted(t.kernels ?? 0, 'kernel', 'kernels')} · profile ${report.profile}` }),
   );
   renderCallouts($('callouts'), report);
 }
@@ -786,6 +786,7 @@ async function main() {
     percent: formatPercent,
     signedPercent: formatSignedPercent,
     count: formatCount,
+    counted: formatCounted,
   });
   appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
   appState.timeline = new TimelinePanel({

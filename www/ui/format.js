@@ -82,6 +82,11 @@ export function int(v) {
   return isNum(v) ? FMT.count(v, 0) : '—';
 }
 
+// A count and its noun, singular for one: `1 device`, `2 devices`.
+export function counted(v, one, many) {
+  return isNum(v) ? FMT.counted(v, one, many) : '—';
+}
+
 // A mean (kernels per step…) with `decimals` decimals and thousands separators.
 export function num(v, decimals = 1) {
   return isNum(v) ? FMT.count(v, decimals) : '—';

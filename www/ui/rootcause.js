@@ -2,7 +2,7 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable, copyButton } from './format.js';
+import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable, copyButton, counted } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
@@ -255,7 +255,7 @@ function rcWindowFigures(t) {
     panel(
       `Whole kernel window · ${t.label}`,
       'rc-window',
-      el('p', { class: 'rc-window-note', text: `No steps: the whole kernel window (${(w.window_s * 1000).toFixed(3)} ms, ${int(w.kernels)} kernels on ${w.devices} device(s)), figures per second of window.` }),
+      el('p', { class: 'rc-window-note', text: `No steps: the whole kernel window (${(w.window_s * 1000).toFixed(3)} ms, ${counted(w.kernels, 'kernel', 'kernels')} on ${counted(w.devices, 'device', 'devices')}), figures per second of window.` }),
       el(
         'div',
         { class: 'rc-figures' },

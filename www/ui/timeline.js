@@ -1,8 +1,9 @@
 // Kernel timeline. The worker aggregates kernels per pixel column (kernels one by one only when
 // zoomed in far enough); the core draws the view on this canvas. Here: the visible window, zoom
 // (wheel around the pointer, W/S), pan (drag, A/D), reset (double-click), a selected range
-// (shift-drag: its length, analysed as a window on request), a highlighted range (a clicked gap),
-// request throttling (one request in flight, coalesced per animation frame, stale answers
+// (shift-drag: its length, analysed as a window on request), a highlighted range (a clicked gap,
+// step, NVTX op or straggling collective), folded lane groups (a click on a lane's label folds
+// its process or device; the core lays the lanes out), request throttling (one request in flight, coalesced per animation frame, stale answers
 // dropped) and the hover tooltip.
 
 import { el, ns, us, clear, isNum } from './format.js';
@@ -44,6 +45,7 @@ export class TimelinePanel {
     this.generation = 0; // bumps on every new trace
     this.selection = null; // {start, end} ns: the shift-dragged range
     this.highlighted = null; // {start, end} ns: a clicked gap or finding
+    this.folded = new Set(); // lane groups shown folded (a lane's `group`: process:<pid>, device:<n>)
     this.pointerX = null; // canvas px of the pointer over the plot, for W/S
     this.selectionBar = selectionBar;
     this.onWindow = onWindow;
@@ -64,6 +66,7 @@ export class TimelinePanel {
     selectionBar?.analyse?.addEventListener('click', () => {
       if (this.selection) this.onWindow?.({ ...this.selection });
     });
+    canvas.addEventListener('click', (e) => this.onLabelClick(e));
     canvas.addEventListener('dblclick', () => this.reset());
     resetButton?.addEventListener('click', () => this.reset());
     window.addEventListener('resize', () => {
@@ -80,7 +83,30 @@ export class TimelinePanel {
     this.lanes = 0;
     this.viewJson = null;
     this.highlighted = null;
+    this.folded = new Set();
     this.select(null);
+    this.hideTooltip();
+    this.schedule();
+  }
+
+  // The lane group under the pointer when it is over a lane's label, else null.
+  groupAt(e) {
+    if (!this.view || !this.parsed) return null;
+    const loc = this.locate(e);
+    if (loc.x >= 0 || loc.lane < 0) return null;
+    return this.parsed.lanes?.[loc.lane]?.group || null;
+  }
+
+  // A click on a lane's label folds its group into one lane, or opens a folded one.
+  onLabelClick(e) {
+    const group = this.groupAt(e);
+    if (!group) return;
+    this.setFolded(group, !this.folded.has(group));
+  }
+
+  setFolded(group, folded) {
+    if (folded) this.folded.add(group);
+    else this.folded.delete(group);
     this.hideTooltip();
     this.schedule();
   }
@@ -222,9 +248,8 @@ export class TimelinePanel {
     this.fit();
     const { start, end } = this.view;
     const columns = this.columns();
-    this.updateRange();
     try {
-      const { view } = await this.engine.timeline(start, end, columns);
+      const { view } = await this.engine.timeline(start, end, columns, [...this.folded]);
       if (gen !== this.generation || seq < this.drawnSeq) return; // stale
       const parsed = JSON.parse(view);
       this.drawnSeq = seq;
@@ -246,6 +271,8 @@ export class TimelinePanel {
       this.canvas.dataset.start = String(parsed.start_ns);
       this.canvas.dataset.end = String(parsed.end_ns);
       this.canvas.dataset.items = String((parsed.lanes || []).reduce((n, l) => n + (l.items || []).length, 0));
+      this.canvas.dataset.folded = [...this.folded].sort().join(' ');
+      if (parsed.range_label) this.rangeLabel.textContent = parsed.range_label;
       this.placeOverlays();
     } catch (e) {
       if (gen === this.generation) this.rangeLabel.textContent = `timeline unavailable: ${e.message}`;
@@ -264,16 +291,6 @@ export class TimelinePanel {
     if (this.canvas.height !== h) this.canvas.height = h;
     this.canvas.style.width = `${cssWidth}px`;
     this.canvas.style.height = `${cssH}px`;
-  }
-
-  updateRange() {
-    if (!this.view || !this.extent) return;
-    const from = this.view.start - this.extent.start;
-    const to = this.view.end - this.extent.start;
-    const zoom = (this.extent.end - this.extent.start) / (this.view.end - this.view.start);
-    this.rangeLabel.textContent = `${ns(from)} – ${ns(to)} of ${ns(this.extent.end - this.extent.start)} · span ${ns(
-      this.view.end - this.view.start,
-    )}${zoom > 1.001 ? ` · ×${zoom < 10 ? zoom.toFixed(1) : Math.round(zoom).toLocaleString('en-US')}` : ''}`;
   }
 
   // Pointer position → {x: canvas px inside the plot, t: ns, lane: index or -1}
@@ -316,7 +333,7 @@ export class TimelinePanel {
   }
 
   onPointerDown(e) {
-    if (!this.view || e.button !== 0) return;
+    if (!this.view || e.button !== 0 || this.groupAt(e)) return;
     this.canvas.setPointerCapture?.(e.pointerId);
     const select = e.shiftKey ? this.locate(e).t : null;
     this.drag = { x: e.clientX, view: { ...this.view }, moved: false, select };
@@ -343,6 +360,7 @@ export class TimelinePanel {
       return;
     }
     this.pointerX = this.locate(e).x;
+    this.canvas.classList.toggle('on-group', !!this.groupAt(e));
     this.pendingHover = e;
     if (!this.hoverFrame) this.hoverFrame = requestAnimationFrame(() => this.hover());
   }
@@ -366,7 +384,7 @@ export class TimelinePanel {
     const seq = ++this.hoverSeq;
     const gen = this.generation;
     try {
-      const { hit } = await this.engine.hover(loc.lane, loc.t, loc.nsPerPx * HOVER_SLACK_PX);
+      const { hit } = await this.engine.hover(loc.lane, loc.t, loc.nsPerPx * HOVER_SLACK_PX, [...this.folded]);
       if (seq !== this.hoverSeq || gen !== this.generation || this.drag) return;
       const h = hit ? JSON.parse(hit) : null;
       if (!h) {
