@@ -509,6 +509,7 @@ mod tests {
             names: vec![],
             classes: vec![],
             origin_ns: 0,
+            range_label: String::new(),
         };
         let mut svg = String::new();
         {
@@ -559,6 +560,7 @@ mod tests {
             ],
             classes: vec!["gemm".into(), "other".into(), "other".into()],
             origin_ns: 0,
+            range_label: String::new(),
         };
         let arrow = Arrow {
             from_lane: 0,
