@@ -561,7 +561,8 @@ async function computeRootCause() {
   if (target) options.target_label = label(target);
   const { report } = await appState.engine.analyze(baseline, target, options);
   const parsed = JSON.parse(report);
-  renderRootCause($('rootcause'), parsed, { drawStepTimes, names, markerField: markerFieldCopy });
+  const onShow = (item, side) => showOnTimeline(item, side === 'target' ? target : baseline);
+  renderRootCause($('rootcause'), parsed, { drawStepTimes, names, markerField: markerFieldCopy, onShow });
   appState.lprof.setHandoff((parsed.comparison || parsed.baseline)?.handoff?.line_profiler);
 }
 
@@ -596,16 +597,25 @@ async function computeDrill() {
   const { report } = await appState.engine.drill(drillSlots, { top: DRILL_TOP, step_marker: markerOption() });
   renderDrill($('drill'), JSON.parse(report), {
     ...drillDrawing(),
-    onGap: async (gap) => {
-      // A gap of another rank file: show that file's timeline first.
-      const owner = appState.session.slots.find((e) => e.name === gap.file);
-      if (owner && owner.slot !== appState.engine.focus) await focusOn(owner.slot);
-      showView('verdict');
-      appState.timeline.zoomTo(gap.start_ns, gap.end_ns);
-      $('timeline').scrollIntoView({ block: 'center' });
-    },
+    onGap: (gap) => showOnTimeline(gap, slotOfFile(gap.file)),
+    onShow: (item) => showOnTimeline(item, slotOfFile(item.file)),
     exportReport: (format) => exportReport(appState.engine.focus, format),
   });
+}
+
+// The slot of the open file named `file` (a rank file), if any.
+function slotOfFile(file) {
+  return appState.session.slots.find((e) => e.name === file)?.slot ?? null;
+}
+
+// Opens the Verdict view's timeline at `item` ({start_ns, end_ns}: a gap, a step, an NVTX op, a
+// straggling collective), highlighted; of the trace in `slot` first when another one is shown.
+async function showOnTimeline(item, slot = null) {
+  if (!item) return;
+  if (slot && slot !== appState.engine.focus) await focusOn(slot);
+  showView('verdict');
+  appState.timeline.zoomTo(item.start_ns, item.end_ns);
+  $('timeline').scrollIntoView({ block: 'center' });
 }
 
 // What the drill-down draws with: the core's canvas exports and its cause colours.
@@ -650,6 +660,7 @@ async function analyseWindow({ start, end }) {
     renderDrill(drill, JSON.parse(report), {
       ...drillDrawing(),
       onGap: (gap) => appState.timeline.zoomTo(gap.start_ns, gap.end_ns),
+      onShow: (item) => appState.timeline.zoomTo(item.start_ns, item.end_ns),
       exportReport: (format) => exportReport(appState.engine.focus, format),
     });
     box.dataset.verdict = verdict.verdict;
