@@ -608,13 +608,14 @@ function slotOfFile(file) {
   return appState.session.slots.find((e) => e.name === file)?.slot ?? null;
 }
 
-// Opens the Verdict view's timeline at `item` ({start_ns, end_ns}: a gap, a step, an NVTX op, a
-// straggling collective), highlighted; of the trace in `slot` first when another one is shown.
+// Opens the Verdict view's timeline at `item` ({start_ns, end_ns, label}: a gap, a step, an NVTX
+// op, a straggling collective), highlighted and named; of the trace in `slot` first when another
+// one is shown.
 async function showOnTimeline(item, slot = null) {
   if (!item) return;
   if (slot && slot !== appState.engine.focus) await focusOn(slot);
   showView('verdict');
-  appState.timeline.zoomTo(item.start_ns, item.end_ns);
+  appState.timeline.zoomTo(item.start_ns, item.end_ns, item.label || '');
   $('timeline').scrollIntoView({ block: 'center' });
 }
 
@@ -659,8 +660,8 @@ async function analyseWindow({ start, end }) {
     onScope('aggregate');
     renderDrill(drill, JSON.parse(report), {
       ...drillDrawing(),
-      onGap: (gap) => appState.timeline.zoomTo(gap.start_ns, gap.end_ns),
-      onShow: (item) => appState.timeline.zoomTo(item.start_ns, item.end_ns),
+      onGap: (gap) => appState.timeline.zoomTo(gap.start_ns, gap.end_ns, gap.label || ''),
+      onShow: (item) => appState.timeline.zoomTo(item.start_ns, item.end_ns, item.label || ''),
       exportReport: (format) => exportReport(appState.engine.focus, format),
     });
     box.dataset.verdict = verdict.verdict;

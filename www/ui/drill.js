@@ -173,17 +173,11 @@ function drGaps(g, { drawGapHistogram, onGap }) {
     el(
       'tr',
       {
-        class: 'clickable',
-        tabindex: '0',
-        title: 'Show this gap on the timeline',
+        ...timelineLink('Show this gap on the timeline', () => onGap({ ...gap, label: `Gap ${i + 1}: ${us(gap.gap_us)}, GPU ${gap.device} · stream ${gap.stream}` })),
         'data-rank': String(i + 1),
         'data-gap-us': rawValue(gap.gap_us),
         'data-start-ns': String(gap.start_ns),
         'data-end-ns': String(gap.end_ns),
-        onclick: () => onGap(gap),
-        onkeydown: (e) => {
-          if (e.key === 'Enter') onGap(gap);
-        },
       },
       el('td', { class: 'mono num', text: String(i + 1) }),
       el('td', { class: 'mono num', text: size.cell(gap.gap_us), title: gap.reading || '', dataset: { sort: String(gap.gap_us) } }),
@@ -366,7 +360,8 @@ function drRankTable(ranks, oneFile, onShow) {
   const late = durationColumn(ranks.map((r) => r.mean_lateness_us));
   const rows = ranks.map((r) => {
     const w = r.worst;
-    const link = w && onShow ? timelineLink('Show this collective on the timeline', () => onShow({ start_ns: w.start_ns, end_ns: w.end_ns, file: r.file })) : {};
+    const label = w ? `${drRankName(r, oneFile)}: collective #${int(w.index + 1)}, ${us(w.lateness_us)} late` : '';
+    const link = w && onShow ? timelineLink('Show this collective on the timeline', () => onShow({ start_ns: w.start_ns, end_ns: w.end_ns, file: r.file, label })) : {};
     return el(
       'tr',
       { ...link, 'data-device': String(r.device), 'data-start-ns': w ? String(w.start_ns) : '', 'data-end-ns': w ? String(w.end_ns) : '' },

@@ -49,7 +49,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcSingleSummary(baseline),
       rcStepPlot([baseline], drawStepTimes),
       rcSlowestSteps([baseline], onShow),
-      rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops, onShow && ((r) => onShow(r.longest, 'baseline'))),
+      rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops, onShow && ((item) => onShow(item, 'baseline'))),
       rcOpsTable('GPU kernel time per step', 'rc-kernels', baseline.kernel_ops),
       rcOpsTable('CUDA API time per step', 'rc-api', baseline.api_ops),
       rcHandoff(baseline.handoff),
@@ -322,7 +322,7 @@ function rcOpsTable(title, testid, ops, show = null) {
   const list = ops || [];
   const perStep = durationColumn(list.map((r) => r.us_per_step));
   const total = durationColumn(list.map((r) => r.total_us));
-  const link = (r) => (show && r.longest ? { ...timelineLink(`Show the longest ${r.name} (${ns(r.longest.end_ns - r.longest.start_ns)}) on the timeline`, () => show(r)), 'data-start-ns': String(r.longest.start_ns), 'data-end-ns': String(r.longest.end_ns) } : {});
+  const link = (r) => (show && r.longest ? { ...timelineLink(`Show the longest ${r.name} (${ns(r.longest.end_ns - r.longest.start_ns)}) on the timeline`, () => show({ ...r.longest, label: `Longest ${r.name}: ${ns(r.longest.end_ns - r.longest.start_ns)}` })), 'data-start-ns': String(r.longest.start_ns), 'data-end-ns': String(r.longest.end_ns) } : {});
   const rows = list.map((r) =>
     el(
       'tr',
@@ -358,7 +358,7 @@ function rcSlowestSteps(traces, onShow) {
       el(
         'tr',
         {
-          ...(onShow ? timelineLink('Show this step on the timeline', () => onShow(c, side)) : {}),
+          ...(onShow ? timelineLink('Show this step on the timeline', () => onShow({ ...c, label: `${two ? `${t.label}: ` : ''}step ${int(c.index + 1)}, ${us(c.wall_us)}` }, side)) : {}),
           'data-side': side,
           'data-index': String(c.index),
           'data-start-ns': String(c.start_ns),

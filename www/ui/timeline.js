@@ -51,6 +51,9 @@ export class TimelinePanel {
     this.onWindow = onWindow;
     this.selectionBox = this.overlay('tl-selection', 'timeline-selection-box');
     this.highlightBox = this.overlay('tl-highlight', 'timeline-highlight');
+    // What the highlighted range is (a step, an op, a collective), beside the range label.
+    this.highlightNote = el('span', { class: 'highlight-note', 'data-testid': 'timeline-highlight-note' });
+    rangeLabel.after(this.highlightNote);
 
     canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
     canvas.addEventListener('pointerdown', (e) => this.onPointerDown(e));
@@ -82,7 +85,7 @@ export class TimelinePanel {
     this.view = { ...this.extent };
     this.lanes = 0;
     this.viewJson = null;
-    this.highlighted = null;
+    this.mark(null);
     this.folded = new Set();
     this.select(null);
     this.hideTooltip();
@@ -119,18 +122,26 @@ export class TimelinePanel {
     const ctx = this.canvas.getContext('2d');
     ctx?.clearRect(0, 0, this.canvas.width, this.canvas.height);
     this.rangeLabel.textContent = '';
-    this.highlighted = null;
+    this.mark(null);
     this.select(null);
     this.hideTooltip();
   }
 
-  // Shows [start, end) ns with as much again on either side (a gap and its neighbours), marked.
-  zoomTo(start, end) {
+  // Shows [start, end) ns with as much again on either side (a gap and its neighbours), marked,
+  // with `label` saying what it is.
+  zoomTo(start, end, label = '') {
     if (!this.extent) return;
     const pad = Math.max(end - start, 1000);
-    this.highlighted = { start, end };
+    this.mark({ start, end }, label);
     this.view = this.clampView(start - pad, end + pad);
     this.schedule();
+  }
+
+  // The highlighted range (null: none) and what it is.
+  mark(range, label = '') {
+    this.highlighted = range;
+    this.highlightNote.textContent = range && label ? label : '';
+    this.highlightNote.hidden = !this.highlightNote.textContent;
   }
 
   // A box over the canvas (a range shown above the drawing; positioned in placeOverlays).

@@ -148,7 +148,7 @@ pub fn time_axis(start: Ns, end: Ns, origin: Ns, width_px: f64, font_px: f64) ->
 
 /// The line above the timeline saying what it shows: the view's edges as offsets from the
 /// trace's start in the ruler's unit (one decimal finer than its ticks, so two views between
-/// the same ticks read apart), its span, the trace's length and the zoom factor, e.g.
+/// the same ticks read apart, and no coarser than the trace's length), its span, the trace's length and the zoom factor, e.g.
 /// `160.05 ms – 162.05 ms of 1.20 s · span 2.00 ms · ×600`.
 pub fn range_label(
     (start, end): (Ns, Ns),
@@ -158,7 +158,14 @@ pub fn range_label(
 ) -> String {
     use crate::format;
     let axis = time_axis(start, end, origin, width_px, font_px);
-    let d = (decimals(axis.step, axis.unit) + 1).min(9);
+    // At least the decimals the formatter gives the trace's length in this unit, so the end of
+    // the whole trace reads as its length does.
+    let least = match axis.unit.name {
+        "ns" => 0,
+        "s" => 3,
+        _ => 2,
+    };
+    let d = (decimals(axis.step, axis.unit) + 1).clamp(least, 9);
     let edge = |t: Ns| label((t - origin) as f64, axis.unit, d);
     let span = (end - start).max(1);
     let whole = (trace_end - origin).max(1);
@@ -312,7 +319,10 @@ mod tests {
         );
         // The whole trace: no zoom factor, the edges in the ruler's seconds.
         let whole = range_label((0, 2_500_000_000), (0, 2_500_000_000), 1200.0, 11.0);
-        assert_eq!(whole, "0.00 s – 2.50 s of 2.500\u{a0}s · span 2.500\u{a0}s");
+        assert_eq!(
+            whole,
+            "0.000 s – 2.500 s of 2.500\u{a0}s · span 2.500\u{a0}s"
+        );
     }
 
     #[test]
