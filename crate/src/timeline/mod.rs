@@ -598,7 +598,7 @@ impl Timeline {
         detail: Detail,
         folded: &[String],
     ) -> crate::error::Result<TimelineView> {
-        let mut view = self.full_view(source, start, end, columns, detail)?;
+        let mut view = self.full_view(source, (start, end, columns), detail)?;
         let layout = fold::Layout::new(&self.lane_groups(self.host.get()), folded);
         view.lanes = layout.apply(std::mem::take(&mut view.lanes));
         Ok(view)
@@ -613,13 +613,11 @@ impl Timeline {
         steps.chain(hosts).chain(kernels).collect()
     }
 
-    /// Every lane of `[start, end)`, none folded.
+    /// Every lane of `[start, end)` in `columns`, none folded.
     fn full_view(
         &self,
         source: &dyn KernelSource,
-        start: Ns,
-        end: Ns,
-        columns: u32,
+        (start, end, columns): (Ns, Ns, u32),
         detail: Detail,
     ) -> crate::error::Result<TimelineView> {
         let grid = view_grid(start, end, columns);
@@ -764,7 +762,7 @@ impl Timeline {
     ) -> crate::error::Result<Option<Hit>> {
         let layout = fold::Layout::new(&self.lane_groups(self.host.get()), folded);
         for full in layout.lanes_of(lane as usize) {
-            if let Some(mut hit) = self.full_hit(source, full as u32, t, slack)? {
+            if let Some(mut hit) = self.full_hit(source, (full as u32, t, slack))? {
                 hit.lane = lane;
                 if let Some(link) = &mut hit.link {
                     link.lane = link
@@ -778,13 +776,11 @@ impl Timeline {
         Ok(None)
     }
 
-    /// [`Timeline::hit`] on lane `lane` of the full list (none folded).
+    /// [`Timeline::hit`] on lane `lane` of the full list (none folded), at `t` within `slack`.
     fn full_hit(
         &self,
         source: &dyn KernelSource,
-        lane: u32,
-        t: Ns,
-        slack: Ns,
+        (lane, t, slack): (u32, Ns, Ns),
     ) -> crate::error::Result<Option<Hit>> {
         let slack = slack.max(0);
         let (a, b) = (t.saturating_sub(slack), t.saturating_add(slack));
