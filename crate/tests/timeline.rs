@@ -426,9 +426,9 @@ fn with_sqlite_source(
     use nsys_lens::model::HostTable;
     use nsys_lens::streamed::SqliteKernels;
     use nsys_lens::trace::{HostRows, KernelRows, Links, NvtxRows, Schema, open_path};
-    let trace = load_path(&path, LoadOptions::page()).expect("load");
+    let trace = load_path(path, LoadOptions::page()).expect("load");
     let label = path.display().to_string();
-    let conn = open_path(&path).expect("open");
+    let conn = open_path(path).expect("open");
     let schema = Schema::probe(&conn, &label).expect("schema");
     let rows = KernelRows::new(&conn, &schema, &label, false).expect("rows");
     let nvtx = NvtxRows::new(&schema);

@@ -187,32 +187,33 @@ fn ranks_of(ix: &TraceIndex<'_>, offset: Ns) -> Vec<Rank> {
     let k = &ix.trace.kernels;
     let mut out: Vec<Rank> = Vec::new();
     for d in &ix.devices {
-        let mut by_process: Vec<(ProcessIdx, Vec<Ns>, Vec<(Ns, Ns)>)> = Vec::new();
+        let mut by_process: Vec<(ProcessIdx, Rank)> = Vec::new();
         for &i in &d.kernels {
             let i = i as usize;
             if !ix.names.is_collective(k.short_name[i]) {
                 continue;
             }
             let p = k.process[i];
-            let t = k.start[i].saturating_add(offset);
-            let span = (k.start[i], k.end[i]);
-            match by_process.iter_mut().find(|(q, _, _)| *q == p) {
-                Some((_, v, spans)) => {
-                    v.push(t);
-                    spans.push(span);
-                }
-                None => by_process.push((p, vec![t], vec![span])),
-            }
+            let at = by_process.iter().position(|(q, _)| *q == p);
+            let at = at.unwrap_or_else(|| {
+                let id = RankId {
+                    device: d.device,
+                    pid: ix.trace.processes.pid.get(p as usize).copied().unwrap_or(0),
+                    file: ix.label.clone(),
+                };
+                let rank = Rank {
+                    id,
+                    arrivals: Vec::new(),
+                    kernels: Vec::new(),
+                };
+                by_process.push((p, rank));
+                by_process.len() - 1
+            });
+            let rank = &mut by_process[at].1;
+            rank.arrivals.push(k.start[i].saturating_add(offset));
+            rank.kernels.push((k.start[i], k.end[i]));
         }
-        out.extend(by_process.into_iter().map(|(p, arrivals, kernels)| Rank {
-            id: RankId {
-                device: d.device,
-                pid: ix.trace.processes.pid.get(p as usize).copied().unwrap_or(0),
-                file: ix.label.clone(),
-            },
-            arrivals,
-            kernels,
-        }));
+        out.extend(by_process.into_iter().map(|(_, rank)| rank));
     }
     out
 }
