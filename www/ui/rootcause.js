@@ -368,7 +368,7 @@ function rcSlowestSteps(traces, onShow) {
         two ? el('td', { class: 'name', text: t.label }) : null,
         el('td', { class: 'mono num', text: int(c.index + 1), dataset: { sort: String(c.index) } }),
         el('td', { class: 'mono num', text: wall.cell(c.wall_us), dataset: { sort: String(c.wall_us) } }),
-        el('td', { class: 'mono num', text: ns(c.start_ns), dataset: { sort: String(c.start_ns) } }),
+        el('td', { class: 'mono num', text: ns(c.start_ns - (t.isolation?.t0_ns ?? 0)), dataset: { sort: String(c.start_ns) } }),
       ),
     ),
   );
@@ -377,7 +377,7 @@ function rcSlowestSteps(traces, onShow) {
     'rc-slowest',
     el('p', { class: 'muted small', text: 'The longest steady step cycles (a step\'s start to the next step\'s start); click one to see it on the timeline.' }),
     dataTable(
-      [two ? 'Trace' : null, { label: 'Step', num: true }, { label: wall.header('Wall time'), num: true }, { label: 'Starts at (from the session start)', num: true }].filter(Boolean),
+      [two ? 'Trace' : null, { label: 'Step', num: true }, { label: wall.header('Wall time'), num: true }, { label: 'Starts at (from the trace start)', num: true }].filter(Boolean),
       rows,
       { 'data-testid': 'rc-slowest-table' },
     ),
