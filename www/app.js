@@ -30,8 +30,8 @@
 // In that mode no service worker is registered and nothing is fetched.
 // ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount } from './pkg/nsys_lens.js';
-import { el, clear, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
+import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -190,7 +190,7 @@ function renderVerdict(report) {
   const t = report.trace || {};
   $('summary').textContent = report.summary;
   $('summary').append(
-    el('span', { class: 'muted small block', text: `${t.nsys_version ? `nsys ${t.nsys_version} · ` : ''}${(t.devices || []).length} device(s) · ${t.kernels ?? 0} kernels · profile ${report.profile}` }),
+    el('span', { class: 'muted small block', text: `${t.nsys_version ? `nsys ${t.nsys_version} · ` : ''}${counted((t.devices || []).length, 'device', 'devices')} · ${counted(t.kernels ?? 0, 'kernel', 'kernels')} · profile ${report.profile}` }),
   );
   renderCallouts($('callouts'), report);
 }
@@ -557,7 +557,8 @@ async function computeRootCause() {
   if (target) options.target_label = label(target);
   const { report } = await appState.engine.analyze(baseline, target, options);
   const parsed = JSON.parse(report);
-  renderRootCause($('rootcause'), parsed, { drawStepTimes, names, markerField: markerFieldCopy });
+  const onShow = (item, side) => showOnTimeline(item, side === 'target' ? target : baseline);
+  renderRootCause($('rootcause'), parsed, { drawStepTimes, names, markerField: markerFieldCopy, onShow });
   appState.lprof.setHandoff((parsed.comparison || parsed.baseline)?.handoff?.line_profiler);
 }
 
@@ -592,16 +593,26 @@ async function computeDrill() {
   const { report } = await appState.engine.drill(drillSlots, { top: DRILL_TOP, step_marker: markerOption() });
   renderDrill($('drill'), JSON.parse(report), {
     ...drillDrawing(),
-    onGap: async (gap) => {
-      // A gap of another rank file: show that file's timeline first.
-      const owner = appState.session.slots.find((e) => e.name === gap.file);
-      if (owner && owner.slot !== appState.engine.focus) await focusOn(owner.slot);
-      showView('verdict');
-      appState.timeline.zoomTo(gap.start_ns, gap.end_ns);
-      $('timeline').scrollIntoView({ block: 'center' });
-    },
+    onGap: (gap) => showOnTimeline(gap, slotOfFile(gap.file)),
+    onShow: (item) => showOnTimeline(item, slotOfFile(item.file)),
     exportReport: (format) => exportReport(appState.engine.focus, format),
   });
+}
+
+// The slot of the open file named `file` (a rank file), if any.
+function slotOfFile(file) {
+  return appState.session.slots.find((e) => e.name === file)?.slot ?? null;
+}
+
+// Opens the Verdict view's timeline at `item` ({start_ns, end_ns, label}: a gap, a step, an NVTX
+// op, a straggling collective), highlighted and named; of the trace in `slot` first when another
+// one is shown.
+async function showOnTimeline(item, slot = null) {
+  if (!item) return;
+  if (slot && slot !== appState.engine.focus) await focusOn(slot);
+  showView('verdict');
+  appState.timeline.zoomTo(item.start_ns, item.end_ns, item.label || '');
+  $('timeline').scrollIntoView({ block: 'center' });
 }
 
 // What the drill-down draws with: the core's canvas exports and its cause colours.
@@ -645,7 +656,8 @@ async function analyseWindow({ start, end }) {
     onScope('aggregate');
     renderDrill(drill, JSON.parse(report), {
       ...drillDrawing(),
-      onGap: (gap) => appState.timeline.zoomTo(gap.start_ns, gap.end_ns),
+      onGap: (gap) => appState.timeline.zoomTo(gap.start_ns, gap.end_ns, gap.label || ''),
+      onShow: (item) => appState.timeline.zoomTo(item.start_ns, item.end_ns, item.label || ''),
       exportReport: (format) => exportReport(appState.engine.focus, format),
     });
     box.dataset.verdict = verdict.verdict;
@@ -782,6 +794,7 @@ async function main() {
     percent: formatPercent,
     signedPercent: formatSignedPercent,
     count: formatCount,
+    counted: formatCounted,
   });
   appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
   appState.timeline = new TimelinePanel({

@@ -331,12 +331,12 @@ async function handle(msg) {
       return verdictView(analysisIn(msg.slot), msg.options);
     case 'timeline': {
       const analysis = analysisIn(msg.slot);
-      return { view: withNs((ns) => analysis.timeline(ns(msg.start), ns(msg.end), msg.columns)) };
+      return { view: withNs((ns) => analysis.timeline(ns(msg.start), ns(msg.end), msg.columns, msg.folded || [])) };
     }
     case 'hover': {
       const analysis = analyses.get(msg.slot || 'main');
       if (!analysis) return { hit: 'null' };
-      return { hit: withNs((ns) => analysis.hover(msg.lane, ns(msg.t), ns(msg.slack))) };
+      return { hit: withNs((ns) => analysis.hover(msg.lane, ns(msg.t), ns(msg.slack), msg.folded || [])) };
     }
     case 'analyze': {
       const baseline = analysisIn(msg.baseline).id;

@@ -201,6 +201,11 @@ pub fn signed_percent(pct: f64) -> String {
     signed(percent(pct.abs() / 100.0), pct)
 }
 
+/// A count and its noun, singular for one: `1 device`, `2 devices`, `1,024 kernels`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
 /// A count with thousands separators: `1,234,567`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();
@@ -266,6 +271,14 @@ mod tests {
         assert_eq!(plain(duration_us(2_104_000.0)), "2.104 s");
         assert_eq!(plain(duration_us(0.0)), "0 µs");
         assert_eq!(plain(duration_ns(1_500)), "1.5 µs");
+    }
+
+    #[test]
+    fn a_count_and_its_noun_are_singular_only_for_one() {
+        assert_eq!(counted(1, "device", "devices"), "1 device");
+        assert_eq!(counted(2, "device", "devices"), "2 devices");
+        assert_eq!(counted(0, "device", "devices"), "0 devices");
+        assert_eq!(counted(1234, "process", "processes"), "1,234 processes");
     }
 
     #[test]

@@ -934,3 +934,66 @@ fn emit_nvtx_ops_are_one_row_per_op_in_the_per_step_nvtx_table() {
         );
     }
 }
+
+#[test]
+fn the_slowest_steps_and_each_nvtx_ops_longest_instance_are_the_placed_ones() {
+    let dir = TempDir::new().unwrap();
+    let (path, answers) = generate(dir.path(), "regression-target");
+    let r = analyze_json(&[&path], "standard", &[]);
+    let t = &r["baseline"];
+    // The slowest cycles: the generator's cycles, longest first.
+    let mut placed: Vec<(i64, i64)> = answers["analyze"]["standard"]["step_cycles_ns"]
+        .as_array()
+        .expect("the placed cycles")
+        .iter()
+        .map(|c| (c[0].as_i64().unwrap(), c[1].as_i64().unwrap()))
+        .collect();
+    placed.sort_by_key(|&(s, e)| (std::cmp::Reverse(e - s), s));
+    let slowest: Vec<(i64, i64)> = t["slowest_steps"]
+        .as_array()
+        .expect("slowest_steps")
+        .iter()
+        .map(|c| {
+            (
+                c["start_ns"].as_i64().unwrap(),
+                c["end_ns"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(slowest.len(), 5);
+    assert_eq!(slowest, placed[..5].to_vec());
+    for c in t["slowest_steps"].as_array().unwrap() {
+        let i = c["index"].as_u64().unwrap() as usize;
+        assert_eq!(c["wall_us"], t["step_wall_times_us"][i], "{c}");
+    }
+    // Each NVTX op's longest instance: the longest range of that name overlapping the steady
+    // window, by plain SQL.
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let window = &t["steady"]["window"];
+    let (a, b) = (
+        window["start_ns"].as_i64().unwrap(),
+        window["end_ns"].as_i64().unwrap(),
+    );
+    let ops = t["nvtx_ops"].as_array().expect("nvtx_ops");
+    assert!(!ops.is_empty());
+    for op in ops {
+        let name = op["name"].as_str().unwrap();
+        let longest: i64 = conn
+            .query_row(
+                "SELECT MAX(n.end - n.start) FROM NVTX_EVENTS n
+                 LEFT JOIN StringIds s ON s.id = n.textId
+                 WHERE COALESCE(n.text, s.value) = ?1 AND n.start < ?3 AND n.end > ?2",
+                rusqlite::params![name, a, b],
+                |r| r.get(0),
+            )
+            .expect(name);
+        let got = &op["longest"];
+        let (s, e) = (
+            got["start_ns"].as_i64().unwrap(),
+            got["end_ns"].as_i64().unwrap(),
+        );
+        assert_eq!(e - s, longest, "{name}: {op}");
+    }
+}

@@ -535,6 +535,46 @@ fn the_late_rank_of_tp2_is_flagged_with_its_lateness() {
 }
 
 #[test]
+fn each_late_rank_names_its_latest_collective_as_sql_orders_the_nccl_kernels() {
+    let path = public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let trace = load_path(&path, LoadOptions::all()).expect("load");
+    let s = drill_one(&trace, "mfu.sqlite", &DrillOptions::default()).stragglers;
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    // The n-th NCCL kernel of a device, in start order, by plain SQL.
+    let nth = |device: u32, n: u64| -> (i64, i64) {
+        conn.query_row(
+            "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k
+             JOIN StringIds s ON s.id = k.shortName
+             WHERE k.deviceId = ?1 AND s.value LIKE '%nccl%'
+             ORDER BY k.start LIMIT 1 OFFSET ?2",
+            rusqlite::params![device, n as i64],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the n-th NCCL kernel")
+    };
+    assert_eq!(s.ranks.len(), 2, "{s:?}");
+    let mut seen = 0;
+    for (i, r) in s.ranks.iter().enumerate() {
+        let other = &s.ranks[1 - i];
+        let Some(w) = r.worst else {
+            assert_eq!(r.last, 0);
+            continue;
+        };
+        seen += 1;
+        assert_eq!((w.start_ns, w.end_ns), nth(r.rank.device, w.index));
+        let first = nth(other.rank.device, w.index).0;
+        assert_eq!(w.lateness_us, (w.start_ns - first) as f64 / 1000.0);
+        assert!(
+            w.lateness_us >= r.mean_lateness_us,
+            "the latest is at least the mean"
+        );
+    }
+    assert_eq!(seen, 2, "both ranks were last at some collective");
+}
+
+#[test]
 fn several_files_are_ranks_on_one_clock() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (trace, answers) = generated(dir.path(), "tp2-straggler", 42);

@@ -417,11 +417,41 @@ fn host_items(view: &TimelineView, kind: &str) -> Vec<(i64, i64, String)> {
     items
 }
 
-#[test]
-fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
+/// Runs `f` on the export at `path` loaded for the page and read again through the page's
+/// SQLite source (host rows, launch links), as the page's zoomed-in views read it.
+fn with_sqlite_source(
+    path: &std::path::Path,
+    f: impl FnOnce(&Trace, &nsys_lens::streamed::SqliteKernels, &rusqlite::Connection),
+) {
     use nsys_lens::model::HostTable;
     use nsys_lens::streamed::SqliteKernels;
     use nsys_lens::trace::{HostRows, KernelRows, Links, NvtxRows, Schema, open_path};
+    let trace = load_path(path, LoadOptions::page()).expect("load");
+    let label = path.display().to_string();
+    let conn = open_path(path).expect("open");
+    let schema = Schema::probe(&conn, &label).expect("schema");
+    let rows = KernelRows::new(&conn, &schema, &label, false).expect("rows");
+    let nvtx = NvtxRows::new(&schema);
+    let host = [
+        HostRows::new(&schema, HostTable::Api),
+        HostRows::new(&schema, HostTable::Nvtx),
+    ];
+    let links = Links::new(&schema);
+    let source = SqliteKernels {
+        conn: &conn,
+        rows: &rows,
+        nvtx: &nvtx,
+        host: &host,
+        links: &links,
+        strings: &trace.strings,
+        label: &label,
+        scratch: Default::default(),
+    };
+    f(&trace, &source, &conn);
+}
+
+#[test]
+fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
     // h100_2gpu: one sorted runtime table; mfu_2gpu_before: five sorted runs.
     let mut nvtx_seen = 0;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -437,122 +467,199 @@ fn host_tracks_show_the_api_calls_and_nvtx_ranges_sql_finds_in_the_view() {
             .expect("name")
             .to_string_lossy()
             .into_owned();
-        let trace = load_path(&path, LoadOptions::page()).expect("load");
-        let label = path.display().to_string();
-        let conn = open_path(&path).expect("open");
-        let schema = Schema::probe(&conn, &label).expect("schema");
-        let rows = KernelRows::new(&conn, &schema, &label, false).expect("rows");
-        let nvtx = NvtxRows::new(&schema);
-        let host = [
-            HostRows::new(&schema, HostTable::Api),
-            HostRows::new(&schema, HostTable::Nvtx),
-        ];
-        let links = Links::new(&schema);
-        let source = SqliteKernels {
-            conn: &conn,
-            rows: &rows,
-            nvtx: &nvtx,
-            host: &host,
-            links: &links,
-            strings: &trace.strings,
-            label: &label,
-            scratch: Default::default(),
-        };
-        let timeline = Timeline::new(&trace);
-        let median: i64 = conn
-            .query_row(
-                "SELECT start FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start
+        with_sqlite_source(&path, |trace, source, conn| {
+            let timeline = Timeline::new(trace);
+            let median: i64 = conn
+                .query_row(
+                    "SELECT start FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start
                  LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
-                [],
-                |r| r.get(0),
-            )
-            .expect("median");
-        let (a, b) = (median - 50_000, median + 250_000);
-        let view = timeline.view(&source, a, b, 4000).expect("view");
-        let kinds: Vec<&str> = view.lanes.iter().map(|l| l.kind.as_str()).collect();
-        let first_kernel = kinds.iter().position(|&k| k == "kernels").expect("kernels");
-        assert!(
-            kinds[..first_kernel].iter().all(|&k| k != "kernels") && kinds.contains(&"api"),
-            "{name}: host lanes above the GPU lanes: {kinds:?}"
-        );
-        let api = host_rows_by_sql(&path, "api", a, b);
-        assert!(api.len() >= 5, "{name}: {api:?}");
-        assert_eq!(host_items(&view, "api"), api, "{name}: API calls");
-        let ranges = host_rows_by_sql(&path, "nvtx", a, b);
-        assert_eq!(host_items(&view, "nvtx"), ranges, "{name}: NVTX ranges");
-        // Hover on an API lane names the call under the pointer.
-        let lane = kinds.iter().position(|&k| k == "api").expect("api lane");
-        let call = &view.lanes[lane].items[0];
-        let t = call.start_ns + (call.end_ns - call.start_ns) / 2;
-        let hit = timeline
-            .hit(&source, lane as u32, t, 0)
-            .expect("hit")
-            .expect("a call");
-        assert_eq!(hit.name, view.names[call.name as usize], "{name}: hover");
-        assert!(
-            hit.track
-                .as_deref()
-                .is_some_and(|t| t.ends_with("CUDA API"))
-        );
-        nvtx_seen += ranges.len();
-        // A kernel's hover names its launch call, and the call's hover its kernel: as SQL joins
-        // them (same correlation id, same process).
-        let (start, end, device, stream, call): (i64, i64, u32, u32, (i64, i64, String)) = conn
-            .query_row(
-                "SELECT k.start, k.end, k.deviceId, k.streamId, r.start, r.end, s.value
+                    [],
+                    |r| r.get(0),
+                )
+                .expect("median");
+            let (a, b) = (median - 50_000, median + 250_000);
+            let view = timeline.view(source, a, b, 4000).expect("view");
+            let kinds: Vec<&str> = view.lanes.iter().map(|l| l.kind.as_str()).collect();
+            let first_kernel = kinds.iter().position(|&k| k == "kernels").expect("kernels");
+            assert!(
+                kinds[..first_kernel].iter().all(|&k| k != "kernels") && kinds.contains(&"api"),
+                "{name}: host lanes above the GPU lanes: {kinds:?}"
+            );
+            let api = host_rows_by_sql(&path, "api", a, b);
+            assert!(api.len() >= 5, "{name}: {api:?}");
+            assert_eq!(host_items(&view, "api"), api, "{name}: API calls");
+            let ranges = host_rows_by_sql(&path, "nvtx", a, b);
+            assert_eq!(host_items(&view, "nvtx"), ranges, "{name}: NVTX ranges");
+            // Hover on an API lane names the call under the pointer.
+            let lane = kinds.iter().position(|&k| k == "api").expect("api lane");
+            let call = &view.lanes[lane].items[0];
+            let t = call.start_ns + (call.end_ns - call.start_ns) / 2;
+            let hit = timeline
+                .hit(source, lane as u32, t, 0)
+                .expect("hit")
+                .expect("a call");
+            assert_eq!(hit.name, view.names[call.name as usize], "{name}: hover");
+            assert!(
+                hit.track
+                    .as_deref()
+                    .is_some_and(|t| t.ends_with("CUDA API"))
+            );
+            nvtx_seen += ranges.len();
+            // A kernel's hover names its launch call, and the call's hover its kernel: as SQL joins
+            // them (same correlation id, same process).
+            let (start, end, device, stream, call): (i64, i64, u32, u32, (i64, i64, String)) = conn
+                .query_row(
+                    "SELECT k.start, k.end, k.deviceId, k.streamId, r.start, r.end, s.value
                  FROM CUPTI_ACTIVITY_KIND_KERNEL k
                  JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
                    AND (r.globalTid >> 24) = (k.globalPid >> 24)
                  JOIN StringIds s ON s.id = r.nameId
                  WHERE k.rowid >= (SELECT MAX(rowid) / 2 FROM CUPTI_ACTIVITY_KIND_KERNEL)
                  ORDER BY k.rowid LIMIT 1",
-                [],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        (r.get(4)?, r.get(5)?, r.get(6)?),
-                    ))
-                },
-            )
-            .expect("a kernel and its launch call");
-        let view = timeline
-            .view(&source, start - 10_000, end + 10_000, 1000)
-            .expect("view");
-        let lane = view
-            .lanes
-            .iter()
-            .position(|l| l.device == Some(device) && l.stream == Some(stream))
-            .expect("the kernel's lane");
-        let hit = timeline
-            .hit(&source, lane as u32, start + (end - start) / 2, 0)
-            .expect("hit")
-            .expect("the kernel");
-        let link = hit.link.expect("its launch call");
-        assert_eq!(
-            (link.start_ns, link.end_ns, link.name.clone()),
-            call,
-            "{name}: launch call"
-        );
-        let api_lane = link.lane.expect("the call's lane is shown");
-        let back = timeline
-            .hit(
-                &source,
-                api_lane,
-                link.start_ns + (link.end_ns - link.start_ns) / 2,
-                0,
-            )
-            .expect("hit")
-            .expect("the call");
-        let kernel = back.link.expect("its kernel");
-        assert_eq!(
-            (kernel.start_ns, kernel.end_ns),
-            (start, end),
-            "{name}: kernel of the call"
-        );
-        assert_eq!(kernel.lane, Some(lane as u32));
+                    [],
+                    |r| {
+                        Ok((
+                            r.get(0)?,
+                            r.get(1)?,
+                            r.get(2)?,
+                            r.get(3)?,
+                            (r.get(4)?, r.get(5)?, r.get(6)?),
+                        ))
+                    },
+                )
+                .expect("a kernel and its launch call");
+            let view = timeline
+                .view(source, start - 10_000, end + 10_000, 1000)
+                .expect("view");
+            let lane = view
+                .lanes
+                .iter()
+                .position(|l| l.device == Some(device) && l.stream == Some(stream))
+                .expect("the kernel's lane");
+            let hit = timeline
+                .hit(source, lane as u32, start + (end - start) / 2, 0)
+                .expect("hit")
+                .expect("the kernel");
+            let link = hit.link.expect("its launch call");
+            assert_eq!(
+                (link.start_ns, link.end_ns, link.name.clone()),
+                call,
+                "{name}: launch call"
+            );
+            let api_lane = link.lane.expect("the call's lane is shown");
+            let back = timeline
+                .hit(
+                    source,
+                    api_lane,
+                    link.start_ns + (link.end_ns - link.start_ns) / 2,
+                    0,
+                )
+                .expect("hit")
+                .expect("the call");
+            let kernel = back.link.expect("its kernel");
+            assert_eq!(
+                (kernel.start_ns, kernel.end_ns),
+                (start, end),
+                "{name}: kernel of the call"
+            );
+            assert_eq!(kernel.lane, Some(lane as u32));
+        });
     }
     assert!(nvtx_seen > 0, "NVTX ranges compared");
+}
+
+#[test]
+fn folding_a_process_or_a_device_leaves_one_lane_for_it_and_unfolding_restores_the_view() {
+    let path = common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    with_sqlite_source(&path, |trace, source, conn| {
+        let timeline = Timeline::new(trace);
+        let sql_count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).expect(sql) };
+        // Processes with host rows and devices with kernels, as plain SQL counts them.
+        let processes = sql_count(
+            "SELECT COUNT(DISTINCT globalTid >> 24) FROM (
+               SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME
+               UNION SELECT globalTid FROM NVTX_EVENTS WHERE end IS NOT NULL)",
+        );
+        let devices = sql_count("SELECT COUNT(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+        let median = sql_count(
+            "SELECT start FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start
+             LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+        );
+        let (a, b) = (median - 50_000, median + 250_000);
+        let open = timeline
+            .view_folded(source, (a, b), 1200, Detail::Auto, &[])
+            .expect("view");
+        let groups: Vec<String> = open
+            .lanes
+            .iter()
+            .map(|l| l.group.clone())
+            .filter(|g| !g.is_empty())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert!(
+            groups.iter().any(|g| g.starts_with("process:")),
+            "a process with several lanes: {groups:?}"
+        );
+        let folded = timeline
+            .view_folded(source, (a, b), 1200, Detail::Auto, &groups)
+            .expect("folded view");
+        let steps = usize::from(open.lanes.iter().any(|l| l.kind == "steps"));
+        assert_eq!(
+            folded.lanes.len() as i64,
+            steps as i64 + processes + devices,
+            "one lane per process and per device: {:?}",
+            folded.lanes.iter().map(|l| &l.label).collect::<Vec<_>>()
+        );
+        // A folded lane counts its members' events.
+        for group in &groups {
+            let members = open.lanes.iter().filter(|l| &l.group == group);
+            let sum: u64 = members.flat_map(|l| &l.count).map(|&c| u64::from(c)).sum();
+            let lane = folded
+                .lanes
+                .iter()
+                .find(|l| &l.group == group)
+                .expect(group);
+            let merged: u64 = lane.count.iter().map(|&c| u64::from(c)).sum();
+            assert_eq!(merged, sum, "{group}");
+            assert!(
+                lane.folded >= 2 && lane.label.starts_with('▸'),
+                "{}",
+                lane.label
+            );
+        }
+        // Hover on a folded process lane finds the call its API lane shows there.
+        let api = open
+            .lanes
+            .iter()
+            .position(|l| l.kind == "api")
+            .expect("api");
+        let call = open.lanes[api]
+            .items
+            .first()
+            .copied()
+            .expect("calls drawn one by one");
+        let row = folded
+            .lanes
+            .iter()
+            .position(|l| l.group == open.lanes[api].group)
+            .expect("its process lane");
+        let t = call.start_ns + (call.end_ns - call.start_ns) / 2;
+        let hit = timeline
+            .hit_folded(source, row as u32, (t, 0), &groups)
+            .expect("hit")
+            .expect("the call");
+        assert_eq!(
+            (hit.lane, hit.start_ns, hit.name.as_str()),
+            (
+                row as u32,
+                call.start_ns,
+                open.names[call.name as usize].as_str()
+            )
+        );
+        let reopened = timeline
+            .view_folded(source, (a, b), 1200, Detail::Auto, &[])
+            .expect("view");
+        assert_eq!(reopened, open, "unfolding restores the view");
+    });
 }

@@ -144,8 +144,10 @@ fn timeline_hover_and_gaps_answer_json() {
         extent["end_ns"].as_f64().unwrap(),
     );
     assert!(end > start);
-    let view = json(&a.timeline(start, end, 400).expect("view"));
+    let view = json(&a.timeline(start, end, 400, Vec::new()).expect("view"));
     assert_eq!(view["columns"], 400);
+    let range = view["range_label"].as_str().expect("the range label");
+    assert!(range.starts_with("0") && range.contains(" of "), "{range}");
     let lanes = view["lanes"].as_array().expect("lanes");
     assert!(!lanes.is_empty());
     let kernels: u64 = lanes
@@ -162,17 +164,21 @@ fn timeline_hover_and_gaps_answer_json() {
     assert!(kernels > 0, "some column is busy");
     // A point inside the extent on a kernel lane, with a generous slack, hits something.
     let lane = lanes.iter().position(|l| l["kind"] == "kernels").unwrap() as u32;
-    let hit = json(&a.hover(lane, start, 1e9).expect("hover"));
+    let hit = json(&a.hover(lane, start, 1e9, Vec::new()).expect("hover"));
     assert!(hit["name"].is_string(), "{hit}");
-    assert_eq!(a.hover(999, start, 0.0).expect("hover on no lane"), "null");
+    assert_eq!(
+        a.hover(999, start, 0.0, Vec::new())
+            .expect("hover on no lane"),
+        "null"
+    );
     let gaps = json(&a.gaps().expect("gaps"));
     assert_eq!(gaps["buckets"].as_array().map(Vec::len), Some(9));
     // Inputs the page should never send are errors, not panics.
-    assert!(a.timeline(end, start, 10).is_err());
-    assert!(a.timeline(f64::NAN, end, 10).is_err());
-    assert!(a.hover(0, f64::INFINITY, 0.0).is_err());
+    assert!(a.timeline(end, start, 10, Vec::new()).is_err());
+    assert!(a.timeline(f64::NAN, end, 10, Vec::new()).is_err());
+    assert!(a.hover(0, f64::INFINITY, 0.0, Vec::new()).is_err());
     assert!(
-        a.timeline(-1e300, 1e300, u32::MAX).is_ok(),
+        a.timeline(-1e300, 1e300, u32::MAX, Vec::new()).is_ok(),
         "huge ranges are clamped"
     );
 }

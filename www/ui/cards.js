@@ -2,7 +2,7 @@
 // spec §2, each with value, threshold and direction, crossed or not, numerator / denominator (µs)
 // and what the metric means — all read from the detect report, nothing recomputed.
 
-import { METRICS, SCOPES, el, pct, us, rawValue, directionSign, clear, isNum } from './format.js';
+import { METRICS, SCOPES, el, pct, us, rawValue, directionSign, clear, isNum, counted } from './format.js';
 
 // The pieces of the report that describe one scope, or null when the scope was not computed.
 export function scopeOf(report, scope) {
@@ -144,7 +144,7 @@ export function renderCards(container, tabs, report, activeScope, onScope) {
         box.append(
           el('p', {
             class: 'muted small scope-note',
-            text: `Values are means over ${devices.length} device(s) / ${procs.length} process(es); numerators and denominators are their sums.`,
+            text: `Values are means over ${counted(devices.length, 'device', 'devices')} / ${counted(procs.length, 'process', 'processes')}; numerators and denominators are their sums.`,
           }),
         );
       }

@@ -3,7 +3,7 @@
 // to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
 // ranks, findings, and the explainer report's exports, all built in this tab.
 
-import { el, clear, us, ns, int, pct, rawValue, fitCanvas, panel, dataTable, durationColumn, breakable } from './format.js';
+import { el, clear, us, ns, int, pct, rawValue, fitCanvas, panel, dataTable, durationColumn, breakable, timelineLink } from './format.js';
 
 export function renderDrill(container, report, deps) {
   clear(container);
@@ -13,7 +13,7 @@ export function renderDrill(container, report, deps) {
     drGaps(report.gaps, deps),
     drGraphs(report.graphs),
     drPattern(report.patterns),
-    drStragglers(report.stragglers, deps.drawBarChart),
+    drStragglers(report.stragglers, deps),
     drExports(deps.exportReport),
     drCoverage(report.coverage || []),
   ];
@@ -173,17 +173,11 @@ function drGaps(g, { drawGapHistogram, onGap }) {
     el(
       'tr',
       {
-        class: 'clickable',
-        tabindex: '0',
-        title: 'Show this gap on the timeline',
+        ...timelineLink('Show this gap on the timeline', () => onGap({ ...gap, label: `Gap ${i + 1}: ${us(gap.gap_us)}, GPU ${gap.device} · stream ${gap.stream}` })),
         'data-rank': String(i + 1),
         'data-gap-us': rawValue(gap.gap_us),
         'data-start-ns': String(gap.start_ns),
         'data-end-ns': String(gap.end_ns),
-        onclick: () => onGap(gap),
-        onkeydown: (e) => {
-          if (e.key === 'Enter') onGap(gap);
-        },
       },
       el('td', { class: 'mono num', text: String(i + 1) }),
       el('td', { class: 'mono num', text: size.cell(gap.gap_us), title: gap.reading || '', dataset: { sort: String(gap.gap_us) } }),
@@ -315,7 +309,7 @@ function drRankName(r, oneFile = false) {
   return `${r.file && !oneFile ? `${r.file} · ` : ''}GPU ${r.device} · pid ${r.pid}`;
 }
 
-function drStragglers(s, drawBarChart) {
+function drStragglers(s, { drawBarChart, onShow }) {
   if (!s) return null;
   const ranks = s.ranks || [];
   if (ranks.length < 2) {
@@ -357,6 +351,31 @@ function drStragglers(s, drawBarChart) {
     }),
     s.alignment ? el('p', { class: 'muted small', text: s.alignment }) : null,
     el('div', { class: 'canvas-wrap' }, canvas),
+    drRankTable(ranks, oneFile, onShow),
+  );
+}
+
+// Each rank's record; a rank that arrived last somewhere links to its latest collective.
+function drRankTable(ranks, oneFile, onShow) {
+  const late = durationColumn(ranks.map((r) => r.mean_lateness_us));
+  const rows = ranks.map((r) => {
+    const w = r.worst;
+    const label = w ? `${drRankName(r, oneFile)}: collective #${int(w.index + 1)}, ${us(w.lateness_us)} late` : '';
+    const link = w && onShow ? timelineLink('Show this collective on the timeline', () => onShow({ start_ns: w.start_ns, end_ns: w.end_ns, file: r.file, label })) : {};
+    return el(
+      'tr',
+      { ...link, 'data-device': String(r.device), 'data-start-ns': w ? String(w.start_ns) : '', 'data-end-ns': w ? String(w.end_ns) : '' },
+      el('td', { class: 'nowrap', text: drRankName(r, oneFile) }),
+      el('td', { class: 'mono num', text: int(r.collective_kernels), dataset: { sort: String(r.collective_kernels) } }),
+      el('td', { class: 'mono num', text: `${int(r.last)} (${pct(r.share)})`, dataset: { sort: String(r.last) } }),
+      el('td', { class: 'mono num', text: late.cell(r.mean_lateness_us), dataset: { sort: String(r.mean_lateness_us) } }),
+      el('td', { class: 'mono num', text: w ? `#${int(w.index + 1)} · ${us(w.lateness_us)} late` : '—', dataset: { sort: String(w?.lateness_us ?? -1) } }),
+    );
+  });
+  return dataTable(
+    ['Rank', { label: 'Collectives', num: true }, { label: 'Last in', num: true }, { label: late.header('Mean lateness'), num: true }, { label: 'Latest collective', num: true }],
+    rows,
+    { 'data-testid': 'drill-rank-table' },
   );
 }
 

@@ -287,12 +287,13 @@ export class WorkerEngine {
     return this.request('view', { slot, options });
   }
 
-  timeline(start, end, columns) {
-    return this.request('timeline', { start, end, columns, slot: this.focus });
+  // folded: the lane groups shown folded (a lane's `group`), laid out by the core.
+  timeline(start, end, columns, folded = []) {
+    return this.request('timeline', { start, end, columns, folded, slot: this.focus });
   }
 
-  hover(lane, t, slack) {
-    return this.request('hover', { lane, t, slack, slot: this.focus });
+  hover(lane, t, slack, folded = []) {
+    return this.request('hover', { lane, t, slack, folded, slot: this.focus });
   }
 
   // AnalyzeReport JSON: the root cause of `baseline`, compared with `target` (a slot or null).

@@ -82,6 +82,11 @@ export function int(v) {
   return isNum(v) ? FMT.count(v, 0) : '—';
 }
 
+// A count and its noun, singular for one: `1 device`, `2 devices`.
+export function counted(v, one, many) {
+  return isNum(v) ? FMT.counted(v, one, many) : '—';
+}
+
 // A mean (kernels per step…) with `decimals` decimals and thousands separators.
 export function num(v, decimals = 1) {
   return isNum(v) ? FMT.count(v, decimals) : '—';
@@ -135,6 +140,19 @@ export function panel(title, testid, ...children) {
 // A table that scrolls horizontally only when its columns cannot shrink further. `headers` are
 // labels or {label, num, title}; `num` columns are right-aligned. Every header sorts the rows by
 // its column (a cell's data-sort, else its text; numbers as numbers), click again to reverse.
+// The attributes of a table row that opens the timeline at what it names (click or Enter).
+export function timelineLink(title, show) {
+  return {
+    class: 'clickable',
+    tabindex: '0',
+    title,
+    onclick: show,
+    onkeydown: (e) => {
+      if (e.key === 'Enter') show();
+    },
+  };
+}
+
 export function dataTable(headers, rows, attrs = {}) {
   const cols = headers.map((h) => (typeof h === 'string' ? { label: h } : h));
   const body = el('tbody', {}, rows);

@@ -2,11 +2,12 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable, copyButton } from './format.js';
+import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable, copyButton, counted, timelineLink } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
-export function renderRootCause(container, report, { drawStepTimes, markerField = null }) {
+// onShow(item, side): opens the timeline of the baseline or target trace at item {start_ns, end_ns}.
+export function renderRootCause(container, report, { drawStepTimes, markerField = null, onShow = null }) {
   clear(container);
   const { baseline, target, comparison } = report;
   container.dataset.profile = report.profile;
@@ -35,6 +36,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcStepsSource(traces),
       rcCompareSummary(comparison, baseline, target),
       rcStepPlot([baseline, target], drawStepTimes),
+      rcSlowestSteps([baseline, target], onShow),
       rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change.'),
       rcDeltaTable('GPU kernel time per step', 'rc-kernels', comparison.kernels, 'Kernel time per step by kernel name.'),
       rcDeltaTable('CUDA API time per step', 'rc-api', comparison.api, 'CPU time in CUDA API calls per step, by API.'),
@@ -46,7 +48,8 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcStepsSource([baseline]),
       rcSingleSummary(baseline),
       rcStepPlot([baseline], drawStepTimes),
-      rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops),
+      rcSlowestSteps([baseline], onShow),
+      rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops, onShow && ((item) => onShow(item, 'baseline'))),
       rcOpsTable('GPU kernel time per step', 'rc-kernels', baseline.kernel_ops),
       rcOpsTable('CUDA API time per step', 'rc-api', baseline.api_ops),
       rcHandoff(baseline.handoff),
@@ -251,7 +254,7 @@ function rcWindowFigures(t) {
     panel(
       `Whole kernel window · ${t.label}`,
       'rc-window',
-      el('p', { class: 'rc-window-note', text: `No steps: the whole kernel window (${(w.window_s * 1000).toFixed(3)} ms, ${int(w.kernels)} kernels on ${w.devices} device(s)), figures per second of window.` }),
+      el('p', { class: 'rc-window-note', text: `No steps: the whole kernel window (${(w.window_s * 1000).toFixed(3)} ms, ${counted(w.kernels, 'kernel', 'kernels')} on ${counted(w.devices, 'device', 'devices')}), figures per second of window.` }),
       el(
         'div',
         { class: 'rc-figures' },
@@ -310,14 +313,16 @@ function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step') {
   );
 }
 
-function rcOpsTable(title, testid, ops) {
+// A per-name table; with `show`, a row whose op has a longest instance opens the timeline there.
+function rcOpsTable(title, testid, ops, show = null) {
   const list = ops || [];
   const perStep = durationColumn(list.map((r) => r.us_per_step));
   const total = durationColumn(list.map((r) => r.total_us));
+  const link = (r) => (show && r.longest ? { ...timelineLink(`Show the longest ${r.name} (${ns(r.longest.end_ns - r.longest.start_ns)}) on the timeline`, () => show({ ...r.longest, label: `Longest ${r.name}: ${ns(r.longest.end_ns - r.longest.start_ns)}` })), 'data-start-ns': String(r.longest.start_ns), 'data-end-ns': String(r.longest.end_ns) } : {});
   const rows = list.map((r) =>
     el(
       'tr',
-      { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step) },
+      { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step), ...link(r) },
       el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
       el('td', { class: 'mono num', text: perStep.cell(r.us_per_step), dataset: { sort: String(r.us_per_step) } }),
       el('td', { class: 'mono num', text: num(r.calls_per_step, 2), dataset: { sort: String(r.calls_per_step) } }),
@@ -332,6 +337,45 @@ function rcOpsTable(title, testid, ops) {
       ['Name', { label: perStep.header('Time per step'), num: true }, { label: 'Calls per step', num: true }, { label: total.header('Total'), num: true }, { label: 'Calls', num: true }],
       rows,
       { 'data-testid': `${testid}-table` },
+    ),
+  );
+}
+
+// The slowest step cycles of each trace (the core's `slowest_steps`), each opening the timeline
+// at that step.
+function rcSlowestSteps(traces, onShow) {
+  const sides = ['baseline', 'target'];
+  const listed = traces.map((t, i) => ({ t, side: sides[i] })).filter(({ t }) => (t.slowest_steps || []).length);
+  if (!listed.length) return null;
+  const two = traces.length > 1;
+  const wall = durationColumn(listed.flatMap(({ t }) => t.slowest_steps.map((c) => c.wall_us)));
+  const rows = listed.flatMap(({ t, side }) =>
+    t.slowest_steps.map((c) =>
+      el(
+        'tr',
+        {
+          ...(onShow ? timelineLink('Show this step on the timeline', () => onShow({ ...c, label: `${two ? `${t.label}: ` : ''}step ${int(c.index + 1)}, ${us(c.wall_us)}` }, side)) : {}),
+          'data-side': side,
+          'data-index': String(c.index),
+          'data-start-ns': String(c.start_ns),
+          'data-end-ns': String(c.end_ns),
+          'data-wall-us': rawValue(c.wall_us),
+        },
+        two ? el('td', { class: 'name', text: t.label }) : null,
+        el('td', { class: 'mono num', text: int(c.index + 1), dataset: { sort: String(c.index) } }),
+        el('td', { class: 'mono num', text: wall.cell(c.wall_us), dataset: { sort: String(c.wall_us) } }),
+        el('td', { class: 'mono num', text: ns(c.start_ns - (t.isolation?.t0_ns ?? 0)), dataset: { sort: String(c.start_ns) } }),
+      ),
+    ),
+  );
+  return panel(
+    'Slowest steps',
+    'rc-slowest',
+    el('p', { class: 'muted small', text: 'The longest steady step cycles (a step\'s start to the next step\'s start); click one to see it on the timeline.' }),
+    dataTable(
+      [two ? 'Trace' : null, { label: 'Step', num: true }, { label: wall.header('Wall time'), num: true }, { label: 'Starts at (from the trace start)', num: true }].filter(Boolean),
+      rows,
+      { 'data-testid': 'rc-slowest-table' },
     ),
   );
 }

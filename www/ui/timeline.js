@@ -1,8 +1,9 @@
 // Kernel timeline. The worker aggregates kernels per pixel column (kernels one by one only when
 // zoomed in far enough); the core draws the view on this canvas. Here: the visible window, zoom
 // (wheel around the pointer, W/S), pan (drag, A/D), reset (double-click), a selected range
-// (shift-drag: its length, analysed as a window on request), a highlighted range (a clicked gap),
-// request throttling (one request in flight, coalesced per animation frame, stale answers
+// (shift-drag: its length, analysed as a window on request), a highlighted range (a clicked gap,
+// step, NVTX op or straggling collective), folded lane groups (a click on a lane's label folds
+// its process or device; the core lays the lanes out), request throttling (one request in flight, coalesced per animation frame, stale answers
 // dropped) and the hover tooltip.
 
 import { el, ns, us, clear, isNum } from './format.js';
@@ -44,11 +45,15 @@ export class TimelinePanel {
     this.generation = 0; // bumps on every new trace
     this.selection = null; // {start, end} ns: the shift-dragged range
     this.highlighted = null; // {start, end} ns: a clicked gap or finding
+    this.folded = new Set(); // lane groups shown folded (a lane's `group`: process:<pid>, device:<n>)
     this.pointerX = null; // canvas px of the pointer over the plot, for W/S
     this.selectionBar = selectionBar;
     this.onWindow = onWindow;
     this.selectionBox = this.overlay('tl-selection', 'timeline-selection-box');
     this.highlightBox = this.overlay('tl-highlight', 'timeline-highlight');
+    // What the highlighted range is (a step, an op, a collective), beside the range label.
+    this.highlightNote = el('span', { class: 'highlight-note', 'data-testid': 'timeline-highlight-note' });
+    rangeLabel.after(this.highlightNote);
 
     canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
     canvas.addEventListener('pointerdown', (e) => this.onPointerDown(e));
@@ -64,6 +69,7 @@ export class TimelinePanel {
     selectionBar?.analyse?.addEventListener('click', () => {
       if (this.selection) this.onWindow?.({ ...this.selection });
     });
+    canvas.addEventListener('click', (e) => this.onLabelClick(e));
     canvas.addEventListener('dblclick', () => this.reset());
     resetButton?.addEventListener('click', () => this.reset());
     window.addEventListener('resize', () => {
@@ -79,8 +85,31 @@ export class TimelinePanel {
     this.view = { ...this.extent };
     this.lanes = 0;
     this.viewJson = null;
-    this.highlighted = null;
+    this.mark(null);
+    this.folded = new Set();
     this.select(null);
+    this.hideTooltip();
+    this.schedule();
+  }
+
+  // The lane group under the pointer when it is over a lane's label, else null.
+  groupAt(e) {
+    if (!this.view || !this.parsed) return null;
+    const loc = this.locate(e);
+    if (loc.x >= 0 || loc.lane < 0) return null;
+    return this.parsed.lanes?.[loc.lane]?.group || null;
+  }
+
+  // A click on a lane's label folds its group into one lane, or opens a folded one.
+  onLabelClick(e) {
+    const group = this.groupAt(e);
+    if (!group) return;
+    this.setFolded(group, !this.folded.has(group));
+  }
+
+  setFolded(group, folded) {
+    if (folded) this.folded.add(group);
+    else this.folded.delete(group);
     this.hideTooltip();
     this.schedule();
   }
@@ -93,18 +122,26 @@ export class TimelinePanel {
     const ctx = this.canvas.getContext('2d');
     ctx?.clearRect(0, 0, this.canvas.width, this.canvas.height);
     this.rangeLabel.textContent = '';
-    this.highlighted = null;
+    this.mark(null);
     this.select(null);
     this.hideTooltip();
   }
 
-  // Shows [start, end) ns with as much again on either side (a gap and its neighbours), marked.
-  zoomTo(start, end) {
+  // Shows [start, end) ns with as much again on either side (a gap and its neighbours), marked,
+  // with `label` saying what it is.
+  zoomTo(start, end, label = '') {
     if (!this.extent) return;
     const pad = Math.max(end - start, 1000);
-    this.highlighted = { start, end };
+    this.mark({ start, end }, label);
     this.view = this.clampView(start - pad, end + pad);
     this.schedule();
+  }
+
+  // The highlighted range (null: none) and what it is.
+  mark(range, label = '') {
+    this.highlighted = range;
+    this.highlightNote.textContent = range && label ? label : '';
+    this.highlightNote.hidden = !this.highlightNote.textContent;
   }
 
   // A box over the canvas (a range shown above the drawing; positioned in placeOverlays).
@@ -222,9 +259,8 @@ export class TimelinePanel {
     this.fit();
     const { start, end } = this.view;
     const columns = this.columns();
-    this.updateRange();
     try {
-      const { view } = await this.engine.timeline(start, end, columns);
+      const { view } = await this.engine.timeline(start, end, columns, [...this.folded]);
       if (gen !== this.generation || seq < this.drawnSeq) return; // stale
       const parsed = JSON.parse(view);
       this.drawnSeq = seq;
@@ -246,6 +282,8 @@ export class TimelinePanel {
       this.canvas.dataset.start = String(parsed.start_ns);
       this.canvas.dataset.end = String(parsed.end_ns);
       this.canvas.dataset.items = String((parsed.lanes || []).reduce((n, l) => n + (l.items || []).length, 0));
+      this.canvas.dataset.folded = [...this.folded].sort().join(' ');
+      if (parsed.range_label) this.rangeLabel.textContent = parsed.range_label;
       this.placeOverlays();
     } catch (e) {
       if (gen === this.generation) this.rangeLabel.textContent = `timeline unavailable: ${e.message}`;
@@ -264,16 +302,6 @@ export class TimelinePanel {
     if (this.canvas.height !== h) this.canvas.height = h;
     this.canvas.style.width = `${cssWidth}px`;
     this.canvas.style.height = `${cssH}px`;
-  }
-
-  updateRange() {
-    if (!this.view || !this.extent) return;
-    const from = this.view.start - this.extent.start;
-    const to = this.view.end - this.extent.start;
-    const zoom = (this.extent.end - this.extent.start) / (this.view.end - this.view.start);
-    this.rangeLabel.textContent = `${ns(from)} – ${ns(to)} of ${ns(this.extent.end - this.extent.start)} · span ${ns(
-      this.view.end - this.view.start,
-    )}${zoom > 1.001 ? ` · ×${zoom < 10 ? zoom.toFixed(1) : Math.round(zoom).toLocaleString('en-US')}` : ''}`;
   }
 
   // Pointer position → {x: canvas px inside the plot, t: ns, lane: index or -1}
@@ -316,7 +344,7 @@ export class TimelinePanel {
   }
 
   onPointerDown(e) {
-    if (!this.view || e.button !== 0) return;
+    if (!this.view || e.button !== 0 || this.groupAt(e)) return;
     this.canvas.setPointerCapture?.(e.pointerId);
     const select = e.shiftKey ? this.locate(e).t : null;
     this.drag = { x: e.clientX, view: { ...this.view }, moved: false, select };
@@ -343,6 +371,7 @@ export class TimelinePanel {
       return;
     }
     this.pointerX = this.locate(e).x;
+    this.canvas.classList.toggle('on-group', !!this.groupAt(e));
     this.pendingHover = e;
     if (!this.hoverFrame) this.hoverFrame = requestAnimationFrame(() => this.hover());
   }
@@ -366,7 +395,7 @@ export class TimelinePanel {
     const seq = ++this.hoverSeq;
     const gen = this.generation;
     try {
-      const { hit } = await this.engine.hover(loc.lane, loc.t, loc.nsPerPx * HOVER_SLACK_PX);
+      const { hit } = await this.engine.hover(loc.lane, loc.t, loc.nsPerPx * HOVER_SLACK_PX, [...this.folded]);
       if (seq !== this.hoverSeq || gen !== this.generation || this.drag) return;
       const h = hit ? JSON.parse(hit) : null;
       if (!h) {

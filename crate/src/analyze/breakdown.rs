@@ -47,6 +47,10 @@ pub struct OpRow {
     pub total_us: f64,
     /// Calls (NVTX instances, kernels, API calls), before any `--tp-size` division.
     pub calls: u64,
+    /// NVTX ops: the longest instance counted (one rank's copy), so the page can show one on the
+    /// timeline; absent for kernels and API calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub longest: Option<WindowNs>,
 }
 
 /// A window in trace time.
@@ -55,6 +59,20 @@ pub struct WindowNs {
     pub start_ns: Ns,
     pub end_ns: Ns,
 }
+
+/// One steady step cycle (a step's start to the next step's start), where the page opens the
+/// timeline from the Root cause view.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepCycle {
+    /// Its position in `step_wall_times_us`.
+    pub index: usize,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    pub wall_us: f64,
+}
+
+/// How many of the slowest step cycles a breakdown names ([`TraceBreakdown::slowest_steps`]).
+pub const SLOWEST_STEPS: usize = 5;
 
 /// One phase of iterations (between pauses > 100 ms).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -179,6 +197,10 @@ pub struct TraceBreakdown {
     /// Wall time of each steady step cycle (its start to the next step's start), µs, in order:
     /// the per-step plot's series.
     pub step_wall_times_us: Vec<f64>,
+    /// The slowest step cycles (at most [`SLOWEST_STEPS`], slowest first; the earlier of a
+    /// tie): the steps worth a look on the timeline (`standard`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slowest_steps: Vec<StepCycle>,
     pub workload: Workload,
     pub handoff: Handoff,
     /// The whole kernel window, normalized (`standard`; what a comparison without steps uses).
@@ -219,6 +241,7 @@ impl TraceBreakdown {
             kernel_ops: Vec::new(),
             api_ops: Vec::new(),
             step_wall_times_us: Vec::new(),
+            slowest_steps: Vec::new(),
             workload,
             handoff: Handoff::default(),
             window: None,

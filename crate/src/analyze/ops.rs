@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::breakdown::OpRow;
+use super::breakdown::{OpRow, WindowNs};
 use crate::model::{NameId, Ns, Strings};
 
 /// Time and calls of one name.
@@ -10,6 +10,8 @@ use crate::model::{NameId, Ns, Strings};
 pub struct Tally {
     pub total_ns: i64,
     pub calls: u64,
+    /// The longest instance noted ([`Tallies::instance`]), `(start, end)`.
+    pub longest: Option<(Ns, Ns)>,
 }
 
 /// Totals keyed by the name string (two string ids with one value are one name, as `GROUP BY
@@ -40,6 +42,15 @@ impl<'a> Tallies<'a> {
         t.calls += 1;
     }
 
+    /// Notes an instance of `name` at `[start, end)`: its row names the longest one, where the
+    /// page opens the timeline.
+    pub fn instance(&mut self, name: &'a str, (start, end): (Ns, Ns)) {
+        let t = self.by_name.entry(name).or_default();
+        if t.longest.is_none_or(|(s, e)| end - start > e - s) {
+            t.longest = Some((start, end));
+        }
+    }
+
     /// Rows by total time (desc, then name asc), at most `limit`; `per_step` turns a total
     /// (µs or calls) into a per-step value.
     pub fn rows(self, limit: Option<usize>, per_step: impl Fn(f64) -> f64) -> Vec<OpRow> {
@@ -55,6 +66,9 @@ impl<'a> Tallies<'a> {
                     calls_per_step: per_step(t.calls as f64),
                     total_us,
                     calls: t.calls,
+                    longest: t
+                        .longest
+                        .map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns }),
                 }
             })
             .collect()

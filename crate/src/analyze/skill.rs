@@ -205,6 +205,7 @@ fn nvtx_rows(trace: &Trace, ss_start: Ns, ss_end: Ns, per_step: impl Fn(f64) -> 
         let (s, e) = (nvtx.start[i], nvtx.end[i]);
         if s >= ss_start && e <= ss_end && !crate::model::flag(&excluded, name) {
             t.add(trace.strings.get(name), e - s);
+            t.instance(trace.strings.get(name), (s, e));
         }
     }
     t.rows(Some(NVTX_LIMIT), per_step)

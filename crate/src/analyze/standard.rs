@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use super::breakdown::StepsFound;
-use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
+use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
 use super::launch_join::LaunchJoin;
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
@@ -234,12 +234,33 @@ fn steady_state(
     b.wall_time_per_step_us = Some(set.measure() as f64 / 1000.0 / n);
     b.inter_step_gap_us = Some(gap_stats.percentiles());
     b.step_wall_times_us = walls;
+    b.slowest_steps = slowest(&cycles);
     let spans = set.spans();
     b.nvtx_ops = nvtx_rows(trace, spans, raw, n);
     b.kernel_ops = kernel_rows(trace, spans, n);
     b.api_ops = api_rows(trace, spans, n);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
+}
+
+/// The [`SLOWEST_STEPS`] longest cycles `(start, next start, end)`, slowest first.
+fn slowest(cycles: &[(Ns, Ns, Ns)]) -> Vec<StepCycle> {
+    let mut by_wall: Vec<(usize, Ns, Ns)> = cycles
+        .iter()
+        .enumerate()
+        .map(|(i, &(s, next, _))| (i, s, next))
+        .collect();
+    by_wall.sort_by_key(|&(i, s, next)| (std::cmp::Reverse(next - s), i));
+    by_wall.truncate(SLOWEST_STEPS);
+    by_wall
+        .into_iter()
+        .map(|(index, start_ns, end_ns)| StepCycle {
+            index,
+            start_ns,
+            end_ns,
+            wall_us: (end_ns - start_ns) as f64 / 1000.0,
+        })
+        .collect()
 }
 
 /// NVTX time per op inside the cycles (clipped), TP ranks' copies merged. A PyTorch
@@ -255,6 +276,7 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
     };
     let nvtx = &trace.nvtx;
     let mut per_op: HashMap<&str, Vec<(Ns, Ns, ProcessIdx)>> = HashMap::new();
+    let mut t = Tallies::default();
     for i in 0..nvtx.len() {
         let Some(name) = visible_name(nvtx, i, &sw) else {
             continue;
@@ -265,9 +287,9 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
             let process = process_of(trace, nvtx.thread[i]);
             let op = emit_nvtx_op(trace.strings.get(name));
             per_op.entry(op).or_default().push((s, inside, process));
+            t.instance(op, (s, e));
         }
     }
-    let mut t = Tallies::default();
     for (op, copies) in per_op {
         for dur in merge_rank_copies(copies) {
             t.add(op, dur);

@@ -36,6 +36,21 @@ pub struct RankStats {
     pub share: f64,
     /// Mean (last arrival − first arrival) over the collectives this rank arrived last in.
     pub mean_lateness_us: f64,
+    /// The collective this rank arrived latest at (of those it was last in; the first of a
+    /// tie), so the page can show it on the rank's timeline; `None` when it was never last.
+    pub worst: Option<StragglingCollective>,
+}
+
+/// One straggling collective: its kernel on the late rank, in that rank's file's own clock (the
+/// absolute ns of its timeline, like every time of the drill-down), and how late it started.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StragglingCollective {
+    /// Its position among the rank's matched collectives, from 0.
+    pub index: u64,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Its start after the first rank's start of the same collective.
+    pub lateness_us: f64,
 }
 
 /// The `stragglers` section of the drill-down.
@@ -59,6 +74,17 @@ struct Rank {
     id: RankId,
     /// Collective kernel starts on the common clock, ascending.
     arrivals: Vec<Ns>,
+    /// The same kernels' `(start, end)` on their own file's clock.
+    kernels: Vec<(Ns, Ns)>,
+}
+
+/// One rank's tally over the collectives it arrived last in.
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    last: u64,
+    late_ns: Ns,
+    /// The latest of them: `(collective, lateness)`.
+    worst: Option<(usize, Ns)>,
 }
 
 /// Stragglers over every rank of every input.
@@ -70,7 +96,7 @@ pub fn straggler_report(inputs: &[TraceIndex<'_>]) -> StragglerReport {
         .flat_map(|(ix, offset)| ranks_of(ix, offset))
         .collect();
     let n = ranks.iter().map(|r| r.arrivals.len()).min().unwrap_or(0);
-    let mut last = vec![(0u64, 0 as Ns); ranks.len()];
+    let mut last = vec![Tally::default(); ranks.len()];
     if ranks.len() >= 2 {
         for c in 0..n {
             let (mut late, mut who, mut early) = (Ns::MIN, 0, Ns::MAX);
@@ -81,24 +107,37 @@ pub fn straggler_report(inputs: &[TraceIndex<'_>]) -> StragglerReport {
                 }
                 early = early.min(t);
             }
-            last[who].0 += 1;
-            last[who].1 += late - early;
+            let tally = &mut last[who];
+            tally.last += 1;
+            tally.late_ns += late - early;
+            if tally.worst.is_none_or(|(_, worst)| late - early > worst) {
+                tally.worst = Some((c, late - early));
+            }
         }
     }
     let collectives = if ranks.len() >= 2 { n as u64 } else { 0 };
     let stats: Vec<RankStats> = ranks
         .iter()
         .zip(&last)
-        .map(|(r, &(count, late_ns))| RankStats {
+        .map(|(r, tally)| RankStats {
             rank: r.id.clone(),
             collective_kernels: r.arrivals.len() as u64,
-            last: count,
-            share: ratio(count as f64, collectives as f64),
-            mean_lateness_us: if count > 0 {
-                us(late_ns) / count as f64
+            last: tally.last,
+            share: ratio(tally.last as f64, collectives as f64),
+            mean_lateness_us: if tally.last > 0 {
+                us(tally.late_ns) / tally.last as f64
             } else {
                 0.0
             },
+            worst: tally.worst.and_then(|(c, late)| {
+                let &(start_ns, end_ns) = r.kernels.get(c)?;
+                Some(StragglingCollective {
+                    index: c as u64,
+                    start_ns,
+                    end_ns,
+                    lateness_us: us(late),
+                })
+            }),
         })
         .collect();
     let candidate = stats
@@ -148,36 +187,42 @@ fn ranks_of(ix: &TraceIndex<'_>, offset: Ns) -> Vec<Rank> {
     let k = &ix.trace.kernels;
     let mut out: Vec<Rank> = Vec::new();
     for d in &ix.devices {
-        let mut by_process: Vec<(ProcessIdx, Vec<Ns>)> = Vec::new();
+        let mut by_process: Vec<(ProcessIdx, Rank)> = Vec::new();
         for &i in &d.kernels {
             let i = i as usize;
             if !ix.names.is_collective(k.short_name[i]) {
                 continue;
             }
             let p = k.process[i];
-            let t = k.start[i].saturating_add(offset);
-            match by_process.iter_mut().find(|(q, _)| *q == p) {
-                Some((_, v)) => v.push(t),
-                None => by_process.push((p, vec![t])),
-            }
+            let at = by_process.iter().position(|(q, _)| *q == p);
+            let at = at.unwrap_or_else(|| {
+                let id = RankId {
+                    device: d.device,
+                    pid: ix.trace.processes.pid.get(p as usize).copied().unwrap_or(0),
+                    file: ix.label.clone(),
+                };
+                let rank = Rank {
+                    id,
+                    arrivals: Vec::new(),
+                    kernels: Vec::new(),
+                };
+                by_process.push((p, rank));
+                by_process.len() - 1
+            });
+            let rank = &mut by_process[at].1;
+            rank.arrivals.push(k.start[i].saturating_add(offset));
+            rank.kernels.push((k.start[i], k.end[i]));
         }
-        out.extend(by_process.into_iter().map(|(p, arrivals)| Rank {
-            id: RankId {
-                device: d.device,
-                pid: ix.trace.processes.pid.get(p as usize).copied().unwrap_or(0),
-                file: ix.label.clone(),
-            },
-            arrivals,
-        }));
+        out.extend(by_process.into_iter().map(|(_, rank)| rank));
     }
     out
 }
 
 fn note(ranks: &[Rank], matched: usize) -> Option<String> {
     if ranks.len() < 2 {
+        let ran = crate::format::counted(ranks.len() as u64, "rank", "ranks");
         return Some(format!(
-            "{} rank(s) ran collective (NCCL/allreduce) kernels: straggler detection needs at least two (drop one file per rank, or a multi-GPU trace)",
-            ranks.len()
+            "{ran} ran collective (NCCL/allreduce) kernels: straggler detection needs at least two (drop one file per rank, or a multi-GPU trace)"
         ));
     }
     let most = ranks.iter().map(|r| r.arrivals.len()).max().unwrap_or(0);
@@ -219,6 +264,15 @@ mod tests {
         assert_eq!(s.ranks[1].mean_lateness_us, 0.1);
         assert_eq!(s.ranks[0].mean_lateness_us, 0.5);
         assert_eq!(s.rank, None, "2 of 3 is not above 80 %");
+        // a's latest: collective 1 (500 ns late, tied with 2: the first wins), at a's own 5000;
+        // b's: collective 0, 100 ns late, at b's own 600 (1100 on a's clock).
+        let worst: Vec<(u64, i64, i64, f64)> = s
+            .ranks
+            .iter()
+            .filter_map(|r| r.worst)
+            .map(|w| (w.index, w.start_ns, w.end_ns, w.lateness_us))
+            .collect();
+        assert_eq!(worst, vec![(1, 5_000, 5_050, 0.5), (0, 600, 650, 0.1)]);
         assert!((s.share - 2.0 / 3.0).abs() < 1e-12);
     }
 

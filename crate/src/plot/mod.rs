@@ -36,6 +36,9 @@ pub const TIMELINE_LAYOUT: TimelineLayout = TimelineLayout {
     lane_gap_px: 4,
 };
 
+/// Font size of the timeline ruler's labels, px (the range label above it is spaced the same).
+pub const RULER_FONT_PX: f64 = 11.0;
+
 const INK: RGBColor = RGBColor(40, 44, 52);
 const GRID: RGBColor = RGBColor(225, 228, 234);
 const IDLE: RGBColor = RGBColor(253, 226, 222);
@@ -329,12 +332,13 @@ fn draw_ruler<DB: DrawingBackend>(
     let x0 = TIMELINE_LAYOUT.label_width_px as i32;
     let cols = f64::from(view.columns);
     let span = (view.end_ns - view.start_ns).max(1) as f64;
-    let ticks = ticks::time_ticks(view.start_ns, view.end_ns, view.origin_ns, cols, 11.0);
+    let font = RULER_FONT_PX;
+    let ticks = ticks::time_ticks(view.start_ns, view.end_ns, view.origin_ns, cols, font);
     for t in ticks {
         let x = x0 + (t.at / span * cols).round() as i32;
         root.draw(&PathElement::new(vec![(x, 15), (x, 22)], INK))
             .map_err(err)?;
-        if f64::from(x - x0) + text_width(&t.label, 11.0) + 3.0 <= cols {
+        if f64::from(x - x0) + text_width(&t.label, font) + 3.0 <= cols {
             root.draw(&Text::new(
                 t.label,
                 (x + 3, 3),
@@ -455,6 +459,8 @@ mod tests {
             idle,
             items: Vec::new(),
             note: String::new(),
+            group: String::new(),
+            folded: 0,
         }
     }
 
@@ -503,6 +509,7 @@ mod tests {
             names: vec![],
             classes: vec![],
             origin_ns: 0,
+            range_label: String::new(),
         };
         let mut svg = String::new();
         {
@@ -553,6 +560,7 @@ mod tests {
             ],
             classes: vec!["gemm".into(), "other".into(), "other".into()],
             origin_ns: 0,
+            range_label: String::new(),
         };
         let arrow = Arrow {
             from_lane: 0,

@@ -103,11 +103,24 @@ pub fn text_width(text: &str, font_px: f64) -> f64 {
 /// Blank space between two labels, px.
 const LABEL_GAP_PX: f64 = 12.0;
 
+/// A time axis: the unit its labels read in, its round step (ns) and its ticks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeAxis {
+    pub unit: Unit,
+    pub step: f64,
+    pub ticks: Vec<Tick>,
+}
+
 /// Ticks of a time axis showing `[start, end)` ns over `width_px`, labelled as offsets from
 /// `origin` (the trace's start, as every time on the page): round steps of the offset, the unit
 /// from the largest offset shown, and a step wide enough that labels (`font_px` high, placed
 /// from their tick to the right) never overlap. Only ticks inside the range are returned.
 pub fn time_ticks(start: Ns, end: Ns, origin: Ns, width_px: f64, font_px: f64) -> Vec<Tick> {
+    time_axis(start, end, origin, width_px, font_px).ticks
+}
+
+/// [`time_ticks`] with the axis' unit and step.
+pub fn time_axis(start: Ns, end: Ns, origin: Ns, width_px: f64, font_px: f64) -> TimeAxis {
     let span = (end - start).max(1) as f64;
     let (a, b) = ((start - origin) as f64, (end - origin) as f64);
     let unit = unit_for(a.abs().max(b.abs()).max(span));
@@ -127,10 +140,53 @@ pub fn time_ticks(start: Ns, end: Ns, origin: Ns, width_px: f64, font_px: f64) -
             .map(|t| text_width(&t.label, font_px))
             .fold(0.0, f64::max);
         if step * px_per_ns >= widest + LABEL_GAP_PX || step >= span {
-            return ticks;
+            return TimeAxis { unit, step, ticks };
         }
         step = next_step(step);
     }
+}
+
+/// The line above the timeline saying what it shows: the view's edges as offsets from the
+/// trace's start in the ruler's unit (one decimal finer than its ticks, so two views between
+/// the same ticks read apart, and no coarser than the trace's length), its span, the trace's length and the zoom factor, e.g.
+/// `160.05 ms – 162.05 ms of 1.20 s · span 2.00 ms · ×600`.
+pub fn range_label(
+    (start, end): (Ns, Ns),
+    (origin, trace_end): (Ns, Ns),
+    width_px: f64,
+    font_px: f64,
+) -> String {
+    use crate::format;
+    let axis = time_axis(start, end, origin, width_px, font_px);
+    // At least the decimals the formatter gives the trace's length in this unit, so the end of
+    // the whole trace reads as its length does.
+    let least = match axis.unit.name {
+        "ns" => 0,
+        "s" => 3,
+        _ => 2,
+    };
+    let d = (decimals(axis.step, axis.unit) + 1).clamp(least, 9);
+    let edge = |t: Ns| label((t - origin) as f64, axis.unit, d);
+    let span = (end - start).max(1);
+    let whole = (trace_end - origin).max(1);
+    let zoom = whole as f64 / span as f64;
+    let zoom = if zoom > 1.001 {
+        let factor = if zoom < 10.0 {
+            format!("{zoom:.1}")
+        } else {
+            format::count(zoom.round() as u64)
+        };
+        format!(" · ×{factor}")
+    } else {
+        String::new()
+    };
+    format!(
+        "{} – {} of {} · span {}{zoom}",
+        edge(start),
+        edge(end),
+        format::duration_ns(whole),
+        format::duration_ns(span)
+    )
 }
 
 /// Ticks of a duration value axis from 0 to at least `max_ns`, over `height_px`: round steps
@@ -248,6 +304,25 @@ mod tests {
         assert!(ticks.iter().all(|t| t.label.ends_with(" ns")), "{ticks:?}");
         assert_eq!(ticks[1].label, "50 ns");
         assert_round_and_apart(&ticks, 900.0, 1200.0);
+    }
+
+    #[test]
+    fn the_range_label_reads_in_the_ruler_unit_one_decimal_finer() {
+        let origin = 5_000_000_000;
+        let view = (origin + 160_050_000, origin + 162_050_000);
+        let axis = time_axis(view.0, view.1, origin, 1200.0, 11.0);
+        assert_eq!((axis.unit.name, axis.step), ("ms", 200_000.0));
+        let label = range_label(view, (origin, origin + 1_200_000_000), 1200.0, 11.0);
+        assert_eq!(
+            label,
+            "160.05 ms – 162.05 ms of 1.200\u{a0}s · span 2.00\u{a0}ms · ×600"
+        );
+        // The whole trace: no zoom factor, the edges in the ruler's seconds.
+        let whole = range_label((0, 2_500_000_000), (0, 2_500_000_000), 1200.0, 11.0);
+        assert_eq!(
+            whole,
+            "0.000 s – 2.500 s of 2.500\u{a0}s · span 2.500\u{a0}s"
+        );
     }
 
     #[test]

@@ -78,6 +78,13 @@ impl HostIndex {
         Ok(HostIndex { lanes, api, nvtx })
     }
 
+    /// Each lane's collapsible group: its process ([`super::fold::process_group`]).
+    pub fn groups(&self) -> impl Iterator<Item = String> + '_ {
+        self.lanes
+            .iter()
+            .map(|l| super::fold::process_group(process_of(l.thread)))
+    }
+
     pub fn lane_count(&self) -> usize {
         self.lanes.len()
     }
@@ -212,6 +219,8 @@ fn lane_view(
         idle: vec![false; n],
         items: Vec::new(),
         note: String::new(),
+        group: String::new(),
+        folded: 0,
     };
     let Some(rows) = rows else {
         view.note = "zoom in to see its rows".into();

@@ -13,6 +13,7 @@
 
 mod build;
 pub mod columns;
+pub mod fold;
 pub mod host;
 pub mod summary;
 
@@ -45,6 +46,10 @@ pub struct TimelineView {
     /// time on the page does.
     #[serde(default)]
     pub origin_ns: Ns,
+    /// What the view shows, in the words of the label above it, in the unit its ruler reads
+    /// (`plot::ticks::range_label`); set by the front end that draws it, empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub range_label: String,
 }
 
 /// One event drawn on its own (a view zoomed in far enough that its events are a few pixels
@@ -92,6 +97,18 @@ pub struct LaneView {
     /// Why a lane shows nothing although it has events (a host lane too wide to read).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// The collapsible group the lane belongs to (`process:<pid>`, `device:<n>`; see
+    /// [`fold`]), empty when it is alone in its group: a click on its label folds the group
+    /// (or, on a folded lane, opens it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// Lanes folded into this one (a collapsed group), 0 for a lane of its own.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub folded: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The event under the pointer.
@@ -345,6 +362,8 @@ impl KernelLane {
             idle: vec![false; n],
             items: Vec::new(),
             note: String::new(),
+            group: String::new(),
+            folded: 0,
         }
     }
 }
@@ -494,6 +513,8 @@ impl StepLane {
             idle: vec![false; n],
             items,
             note: String::new(),
+            group: String::new(),
+            folded: 0,
         })
     }
 }
@@ -564,6 +585,41 @@ impl Timeline {
         columns: u32,
         detail: Detail,
     ) -> crate::error::Result<TimelineView> {
+        self.view_folded(source, (start, end), columns, detail, &[])
+    }
+
+    /// [`Timeline::view_with`] with the lane groups named in `folded` ([`fold`]) each folded
+    /// into one lane.
+    pub fn view_folded(
+        &self,
+        source: &dyn KernelSource,
+        (start, end): (Ns, Ns),
+        columns: u32,
+        detail: Detail,
+        folded: &[String],
+    ) -> crate::error::Result<TimelineView> {
+        let mut view = self.full_view(source, (start, end, columns), detail)?;
+        let layout = fold::Layout::new(&self.lane_groups(self.host.get()), folded);
+        view.lanes = layout.apply(std::mem::take(&mut view.lanes));
+        Ok(view)
+    }
+
+    /// The collapsible group of each lane of a view (one key per lane, `""` for the step lane),
+    /// the host lanes' when `host` was scanned.
+    fn lane_groups(&self, host: Option<&HostIndex>) -> Vec<String> {
+        let steps = self.steps.iter().map(|_| String::new());
+        let hosts = host.into_iter().flat_map(HostIndex::groups);
+        let kernels = self.lanes.iter().map(|l| fold::device_group(l.device));
+        steps.chain(hosts).chain(kernels).collect()
+    }
+
+    /// Every lane of `[start, end)` in `columns`, none folded.
+    fn full_view(
+        &self,
+        source: &dyn KernelSource,
+        (start, end, columns): (Ns, Ns, u32),
+        detail: Detail,
+    ) -> crate::error::Result<TimelineView> {
         let grid = view_grid(start, end, columns);
         let mut names = NameIndex::new(source);
         let mut lanes: Vec<LaneView> = Vec::new();
@@ -611,6 +667,7 @@ impl Timeline {
             names: names.names,
             classes,
             origin_ns: self.extent.0,
+            range_label: String::new(),
         })
     }
 
@@ -689,6 +746,41 @@ impl Timeline {
         lane: u32,
         t: Ns,
         slack: Ns,
+    ) -> crate::error::Result<Option<Hit>> {
+        self.hit_folded(source, lane, (t, slack), &[])
+    }
+
+    /// [`Timeline::hit`] in a view whose groups named in `folded` are folded: on a folded lane,
+    /// the event of the first of its lanes that has one; lanes (the hit's and its link's) are
+    /// the view's.
+    pub fn hit_folded(
+        &self,
+        source: &dyn KernelSource,
+        lane: u32,
+        (t, slack): (Ns, Ns),
+        folded: &[String],
+    ) -> crate::error::Result<Option<Hit>> {
+        let layout = fold::Layout::new(&self.lane_groups(self.host.get()), folded);
+        for full in layout.lanes_of(lane as usize) {
+            if let Some(mut hit) = self.full_hit(source, (full as u32, t, slack))? {
+                hit.lane = lane;
+                if let Some(link) = &mut hit.link {
+                    link.lane = link
+                        .lane
+                        .and_then(|l| layout.row_of(l as usize))
+                        .map(|r| r as u32);
+                }
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Timeline::hit`] on lane `lane` of the full list (none folded), at `t` within `slack`.
+    fn full_hit(
+        &self,
+        source: &dyn KernelSource,
+        (lane, t, slack): (u32, Ns, Ns),
     ) -> crate::error::Result<Option<Hit>> {
         let slack = slack.max(0);
         let (a, b) = (t.saturating_sub(slack), t.saturating_add(slack));

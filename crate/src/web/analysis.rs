@@ -135,12 +135,15 @@ impl Analysis {
         to_json(&Extent { start_ns, end_ns })
     }
 
-    /// `TimelineView` JSON of `[startNs, endNs)` in `columns` pixel columns.
+    /// `TimelineView` JSON of `[startNs, endNs)` in `columns` pixel columns, the lane groups
+    /// named in `folded` (`process:<pid>`, `device:<n>`: a lane's `group`) folded into one lane
+    /// each, with the label the page shows above it (`range_label`).
     pub fn timeline(
         &self,
         #[wasm_bindgen(js_name = startNs)] start_ns: f64,
         #[wasm_bindgen(js_name = endNs)] end_ns: f64,
         columns: u32,
+        folded: Vec<String>,
     ) -> Result<String, WebError> {
         let start = ns_arg("startNs", start_ns)?;
         let end = ns_arg("endNs", end_ns)?;
@@ -149,23 +152,35 @@ impl Analysis {
                 "empty time range: endNs ({end}) must be after startNs ({start})"
             )));
         }
-        let view = self
+        let mut view = self
             .trace
-            .view(start, end, columns)
+            .view((start, end), columns, &folded)
             .map_err(WebError::from)?;
+        let (origin, trace_end) = self.trace.extent();
+        view.range_label = crate::plot::ticks::range_label(
+            (view.start_ns, view.end_ns),
+            (origin, trace_end),
+            f64::from(view.columns),
+            crate::plot::RULER_FONT_PX,
+        );
         to_json(&view)
     }
 
-    /// The event under the pointer as `Hit` JSON, or `null`.
+    /// The event under the pointer as `Hit` JSON, or `null`; `lane` is a lane of the view
+    /// drawn with the same `folded` groups.
     pub fn hover(
         &self,
         lane: u32,
         #[wasm_bindgen(js_name = tNs)] t_ns: f64,
         #[wasm_bindgen(js_name = slackNs)] slack_ns: f64,
+        folded: Vec<String>,
     ) -> Result<String, WebError> {
         let t = ns_arg("tNs", t_ns)?;
         let slack = ns_arg("slackNs", slack_ns)?.max(0);
-        let hit = self.trace.hit(lane, t, slack).map_err(WebError::from)?;
+        let hit = self
+            .trace
+            .hit(lane, (t, slack), &folded)
+            .map_err(WebError::from)?;
         to_json(&hit)
     }
 

@@ -56,3 +56,15 @@ pub fn format_count(v: f64, decimals: u32) -> Result<String, WebError> {
     init();
     Ok(format::mean(v, decimals.min(6) as usize))
 }
+
+/// A count and its noun, singular for one (`1 device`, `2 devices`), thousands separated.
+#[wasm_bindgen(js_name = formatCounted)]
+pub fn format_counted(n: f64, one: &str, many: &str) -> Result<String, WebError> {
+    init();
+    let n = if n.is_finite() && n > 0.0 {
+        n.round() as u64
+    } else {
+        0
+    };
+    Ok(format::counted(n, one, many))
+}

@@ -131,14 +131,27 @@ impl Indexed {
         self.timeline().extent()
     }
 
-    /// The timeline view of `[start, end)` in `columns` columns.
-    pub(crate) fn view(&self, start: Ns, end: Ns, columns: u32) -> Result<TimelineView> {
-        self.with_timeline(|t, source| t.view_with(source, start, end, columns, Detail::Auto))
+    /// The timeline view of `[start, end)` in `columns` columns, the groups named in `folded`
+    /// folded (`timeline::fold`).
+    pub(crate) fn view(
+        &self,
+        (start, end): (Ns, Ns),
+        columns: u32,
+        folded: &[String],
+    ) -> Result<TimelineView> {
+        self.with_timeline(|t, source| {
+            t.view_folded(source, (start, end), columns, Detail::Auto, folded)
+        })
     }
 
-    /// The kernel or step of `lane` under the pointer.
-    pub(crate) fn hit(&self, lane: u32, t: Ns, slack: Ns) -> Result<Option<Hit>> {
-        self.with_timeline(|timeline, source| timeline.hit(source, lane, t, slack))
+    /// The kernel or step of view lane `lane` under the pointer.
+    pub(crate) fn hit(
+        &self,
+        lane: u32,
+        (t, slack): (Ns, Ns),
+        folded: &[String],
+    ) -> Result<Option<Hit>> {
+        self.with_timeline(|timeline, source| timeline.hit_folded(source, lane, (t, slack), folded))
     }
 
     /// Runs `f` on the timeline and the source its zoomed-in views re-read: the loaded table,

@@ -249,6 +249,10 @@ fn standard(tl: &Timeline, p: &Placement) -> Value {
     );
     m.insert("step_wall_times_us".into(), json!(walls));
     m.insert(
+        "step_cycles_ns".into(),
+        json!(cycles3.iter().map(|c| [c.0, c.1]).collect::<Vec<_>>()),
+    );
+    m.insert(
         "inter_step_gap_us".into(),
         percentiles(cycles3.iter().map(|c| us(c.1 - c.2)).collect()),
     );
