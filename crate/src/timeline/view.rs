@@ -1,0 +1,119 @@
+//! What the page draws and hovers: a view's lanes and columns, its items and links.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Ns;
+
+/// What the page draws for one view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineView {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    pub columns: u32,
+    pub lanes: Vec<LaneView>,
+    /// Kernel (or step) names referenced by `LaneView::top` and `Item::name`.
+    pub names: Vec<String>,
+    /// The kernel class of each of `names` (`names::kernels::KernelCategory`, lowercase), which
+    /// colours a kernel drawn on its own.
+    #[serde(default)]
+    pub classes: Vec<String>,
+    /// The trace's start (its first kernel's): the time axis reads offsets from it, as every
+    /// time on the page does.
+    #[serde(default)]
+    pub origin_ns: Ns,
+    /// What the view shows, in the words of the label above it, in the unit its ruler reads
+    /// (`plot::ticks::range_label`); set by the front end that draws it, empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub range_label: String,
+}
+
+/// One event drawn on its own (a view zoomed in far enough that its events are a few pixels
+/// wide or more, [`ITEM_MIN_PX`]): its boundaries and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Index into `TimelineView::names`.
+    pub name: i32,
+    /// Nesting depth on its thread (NVTX ranges; 0 for kernels, steps and API calls).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u8,
+}
+
+fn is_zero(d: &u8) -> bool {
+    *d == 0
+}
+
+/// A lane's events are drawn one by one when the view holds at most one per this many pixel
+/// columns (on average) — kernels then are a few pixels wide, their boundaries visible.
+pub const ITEM_MIN_PX: u32 = 3;
+
+/// One lane's columns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaneView {
+    pub label: String,
+    /// `"steps"`, `"api"` (a thread's CUDA API calls), `"nvtx"` (a thread's NVTX ranges) or
+    /// `"kernels"`.
+    pub kind: String,
+    pub device: Option<u32>,
+    pub stream: Option<u32>,
+    /// Fraction of each column covered by events, 0..=1.
+    pub busy: Vec<f32>,
+    /// Events starting in or overlapping each column.
+    pub count: Vec<u32>,
+    /// Index into `TimelineView::names` of the longest event in each column, -1 when empty.
+    pub top: Vec<i32>,
+    /// Columns in which the lane's device ran no kernel at all (GPU idle), for shading.
+    pub idle: Vec<bool>,
+    /// The lane's events in the view one by one, in start order, when the view re-read them
+    /// and they are few enough to draw ([`ITEM_MIN_PX`]); else empty (drawn from the columns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Item>,
+    /// Why a lane shows nothing although it has events (a host lane too wide to read).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// The collapsible group the lane belongs to (`process:<pid>`, `device:<n>`; see
+    /// [`super::fold`]), empty when it is alone in its group: a click on its label folds the group
+    /// (or, on a folded lane, opens it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// Lanes folded into this one (a collapsed group), 0 for a lane of its own.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub folded: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The event under the pointer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub lane: u32,
+    pub name: String,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    pub duration_us: f64,
+    pub device: Option<u32>,
+    pub stream: Option<u32>,
+    /// The host lane's label (process/thread and table) for a CUDA API call or NVTX range.
+    #[serde(default)]
+    pub track: Option<String>,
+    /// For a kernel, the CUDA API call that launched it; for a launch call, its kernel.
+    #[serde(default)]
+    pub link: Option<Link>,
+}
+
+/// The other end of a launch: a kernel's launch call, or a launch call's kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// `"api"` (the launch call) or `"kernels"` (the kernel launched).
+    pub kind: String,
+    pub name: String,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// Its lane in the view, when shown (a thread beyond `host::MAX_HOST_LANES` is not).
+    pub lane: Option<u32>,
+    /// The launch call's thread, or the kernel's device and stream, as a label.
+    pub place: String,
+}
