@@ -161,7 +161,7 @@ pub fn draw_round_chart<DB: DrawingBackend>(
     } else {
         ("µs", 1e6)
     };
-    let tick = super::step_times::nice_step(max * scale / 4.0);
+    let tick = super::ticks::round_step(max * scale / 4.0);
     let y_max = ((max * scale * 1.1 / tick).ceil() * tick).max(1e-9);
     let y_of = |v: f64| (top + plot_h - v * scale / y_max * plot_h) as i32;
     for t in 0..=(y_max / tick).round() as u32 {

@@ -1,10 +1,11 @@
 //! Per-step wall time of a baseline and a target (spec §6): one line per trace, step index on x,
-//! µs on y, drawn by hand (axes, labels and legend placed by estimated text width, as the rest of
+//! the duration on y (round ticks in the unit that fits, `ticks::duration_ticks`), drawn by hand (axes, labels and legend placed by estimated text width, as the rest of
 //! this module, so the page's canvas never needs DOM text measurement).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::ticks::{Tick, duration_ticks};
 use super::{DrawResult, GRID, INK, KERNEL, STEP, err, text_width};
 
 /// One trace's per-step wall times (µs), in step order.
@@ -20,7 +21,8 @@ const COLOURS: [RGBColor; 3] = [KERNEL, STEP, RGBColor(22, 163, 74)];
 /// Plot margins in pixels: left (y labels), right, top (title, legend), bottom (x labels).
 const MARGIN: (f64, f64, f64, f64) = (64.0, 12.0, 44.0, 34.0);
 
-/// Draws the series as lines with point marks, a y grid in µs, step ticks and a legend.
+/// Draws the series as lines with point marks, a y grid of round durations, step ticks and a
+/// legend.
 pub fn draw_step_times<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     series: &[StepSeries<'_>],
@@ -28,7 +30,7 @@ pub fn draw_step_times<DB: DrawingBackend>(
     root.fill(&WHITE).map_err(err)?;
     let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
     root.draw(&Text::new(
-        "Wall time per step (µs), step by step",
+        "Wall time per step, step by step",
         (MARGIN.0 as i32, 6),
         font(13),
     ))
@@ -79,17 +81,23 @@ struct Frame {
     width: f64,
     height: f64,
     steps: usize,
-    /// Top of the y axis (µs): the largest value plus headroom, at least 1.
+    /// The y grid: round durations (ns) from 0 to the axis' top, at or above the largest value.
+    ticks: Vec<Tick>,
+    /// Top of the y axis (µs).
     y_max: f64,
 }
 
 impl Frame {
-    fn new((w, h): (u32, u32), steps: usize, max: f64) -> Frame {
+    fn new((w, h): (u32, u32), steps: usize, max_us: f64) -> Frame {
+        let height = (f64::from(h) - MARGIN.2 - MARGIN.3).max(10.0);
+        let ticks = duration_ticks(max_us * 1e3, height, 28.0);
+        let top_ns = ticks.last().map_or(1e3, |t| t.at);
         Frame {
             width: (f64::from(w) - MARGIN.0 - MARGIN.1).max(10.0),
-            height: (f64::from(h) - MARGIN.2 - MARGIN.3).max(10.0),
+            height,
             steps,
-            y_max: (max * 1.1).max(1.0),
+            ticks,
+            y_max: (top_ns / 1e3).max(1e-3),
         }
     }
 
@@ -111,31 +119,28 @@ impl Frame {
         (self.x(step), self.y(us))
     }
 
-    /// Grid lines with µs labels, the axes, and up to eight step ticks.
+    /// Grid lines with duration labels, the axes, and up to eight step ticks.
     fn axes<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
         let font = ("sans-serif", 11).into_font().color(&INK);
         let (left, right) = (MARGIN.0 as i32, (MARGIN.0 + self.width) as i32);
-        let tick = nice_step(self.y_max / 5.0);
-        let ticks = (self.y_max / tick).floor() as u32;
-        for t in 0..=ticks {
-            let us = tick * f64::from(t);
-            let y = self.y(us);
+        for tick in &self.ticks {
+            let y = self.y(tick.at / 1e3);
             root.draw(&PathElement::new(vec![(left, y), (right, y)], GRID))
                 .map_err(err)?;
-            let label = format!("{us:.0}");
-            let x = (MARGIN.0 - 6.0 - text_width(&label, 11.0)) as i32;
-            root.draw(&Text::new(label, (x, y - 6), font.clone()))
+            let x = (MARGIN.0 - 6.0 - text_width(&tick.label, 11.0)) as i32;
+            root.draw(&Text::new(tick.label.clone(), (x, y - 6), font.clone()))
                 .map_err(err)?;
         }
         let bottom = self.y(0.0);
         let axis = vec![(left, MARGIN.2 as i32), (left, bottom), (right, bottom)];
         root.draw(&PathElement::new(axis, INK)).map_err(err)?;
+        // Steps are counted from 1, as the page's step tables number them.
         let every = self.steps.div_ceil(8).max(1);
         for step in (0..self.steps).step_by(every) {
             let x = self.x(step);
             root.draw(&PathElement::new(vec![(x, bottom), (x, bottom + 4)], INK))
                 .map_err(err)?;
-            let label = step.to_string();
+            let label = (step + 1).to_string();
             let lx = x - (text_width(&label, 11.0) / 2.0) as i32;
             root.draw(&Text::new(label, (lx, bottom + 7), font.clone()))
                 .map_err(err)?;
@@ -145,21 +150,6 @@ impl Frame {
         root.draw(&Text::new(caption, (cx, bottom + 19), font))
             .map_err(err)
     }
-}
-
-/// The smallest 1, 2 or 5 × 10^k at least `raw` (readable grid steps).
-pub(crate) fn nice_step(raw: f64) -> f64 {
-    let raw = if raw.is_finite() && raw > 0.0 {
-        raw
-    } else {
-        1.0
-    };
-    let unit = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * unit)
-        .find(|&s| s >= raw)
-        .unwrap_or(10.0 * unit)
 }
 
 /// A colour swatch and the label of each series, right-aligned on the title row's line below.
@@ -256,11 +246,32 @@ mod tests {
     }
 
     #[test]
-    fn grid_steps_are_round() {
-        assert_eq!(nice_step(716.0), 1000.0);
-        assert_eq!(nice_step(180.0), 200.0);
-        assert_eq!(nice_step(0.3), 0.5);
-        assert_eq!(nice_step(0.0), 1.0);
+    fn the_y_grid_reads_round_durations_in_the_unit_that_fits() {
+        // 17.4 ms steps: a grid of ms, not of tens of thousands of µs.
+        let frame = Frame::new((640, 280), 16, 17_390.0);
+        let labels: Vec<&str> = frame.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels.first(), Some(&"0 ms"), "{labels:?}");
+        assert!(labels.iter().all(|l| l.ends_with(" ms")), "{labels:?}");
+        assert!(
+            frame.y_max >= 17_390.0,
+            "the top tick is above the largest step"
+        );
+        let svg = svg(&[StepSeries {
+            label: "before",
+            wall_us: &[17_390.0, 17_100.0],
+        }]);
+        assert!(!svg.contains(">20000<"), "no µs grid labels");
+        assert!(svg.contains("20 ms"), "a round ms label");
+        let x_labels: Vec<&str> = svg
+            .lines()
+            .map(str::trim)
+            .filter(|l| *l == "1" || *l == "0")
+            .collect();
+        assert_eq!(
+            x_labels,
+            ["1"],
+            "steps are numbered from 1, as the step tables number them"
+        );
     }
 
     #[test]
