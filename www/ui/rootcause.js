@@ -396,6 +396,11 @@ function rcHandoff(h) {
   );
 }
 
+/** `text` ending as a sentence does (the core's reasons may end without a full stop). */
+function sentence(text) {
+  return text && !/[.!?]$/.test(text) ? `${text}.` : text;
+}
+
 function rcIsolation(traces) {
   return panel(
     'How iterations were isolated',
@@ -408,8 +413,8 @@ function rcIsolation(traces) {
           'li',
           { 'data-label': t.label, 'data-method': t.iteration_method },
           el('strong', { text: `${t.label}: ` }),
-          `${t.iteration_method} — ${t.isolation?.reason || ''}`,
-          t.benchmark_window ? ` Benchmark window ${ns(t.benchmark_window.start_ns)} to ${ns(t.benchmark_window.end_ns)} from the session start.` : '',
+          `${t.iteration_method} — ${sentence(t.isolation?.reason || '')}`,
+          t.benchmark_window ? ` Benchmark window ${ns(t.benchmark_window.start_ns - (t.isolation?.t0_ns ?? 0))} to ${ns(t.benchmark_window.end_ns - (t.isolation?.t0_ns ?? 0))} from the trace start.` : '',
         ),
       ),
     ),
