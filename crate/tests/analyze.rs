@@ -980,15 +980,7 @@ fn the_slowest_steps_and_each_nvtx_ops_longest_instance_are_the_placed_ones() {
     assert!(!ops.is_empty());
     for op in ops {
         let name = op["name"].as_str().unwrap();
-        let longest: i64 = conn
-            .query_row(
-                "SELECT MAX(n.end - n.start) FROM NVTX_EVENTS n
-                 LEFT JOIN StringIds s ON s.id = n.textId
-                 WHERE COALESCE(n.text, s.value) = ?1 AND n.start < ?3 AND n.end > ?2",
-                rusqlite::params![name, a, b],
-                |r| r.get(0),
-            )
-            .expect(name);
+        let longest = longest_range_ns(&conn, name, (a, b));
         let got = &op["longest"];
         let (s, e) = (
             got["start_ns"].as_i64().unwrap(),
@@ -996,4 +988,51 @@ fn the_slowest_steps_and_each_nvtx_ops_longest_instance_are_the_placed_ones() {
         );
         assert_eq!(e - s, longest, "{name}: {op}");
     }
+}
+
+/// In a comparison each NVTX row names its op's longest instance (in the target, else in the
+/// baseline), where the page opens the timeline: its length is the longest range of that name
+/// overlapping that trace's steady window, by plain SQL on that file.
+#[test]
+fn comparison_nvtx_rows_name_the_longest_instance_in_the_target_else_the_baseline() {
+    let dir = TempDir::new().unwrap();
+    let (base, _) = generate(dir.path(), "regression-baseline");
+    let (target, _) = generate(dir.path(), "regression-target");
+    let r = analyze_json(&[&base, &target], "standard", &[]);
+    let rows = r["comparison"]["nvtx"].as_array().expect("comparison.nvtx");
+    assert!(
+        rows.iter().any(|row| row["status"] == "NEW"),
+        "the pair has an op new in the target"
+    );
+    for row in rows {
+        let name = row["name"].as_str().expect("name");
+        let longest = &row["longest"];
+        let side = longest["trace"].as_str().expect("trace");
+        let in_target = row["target_us_per_step"].as_f64().unwrap() > 0.0;
+        assert_eq!(side, if in_target { "target" } else { "baseline" }, "{row}");
+        let path = if side == "target" { &target } else { &base };
+        let window = &r[side]["steady"]["window"];
+        let (a, b) = (
+            window["start_ns"].as_i64().unwrap(),
+            window["end_ns"].as_i64().unwrap(),
+        );
+        let conn =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let want = longest_range_ns(&conn, name, (a, b));
+        let got = longest["end_ns"].as_i64().unwrap() - longest["start_ns"].as_i64().unwrap();
+        assert_eq!(got, want, "{name}: {row}");
+    }
+}
+
+/// The longest NVTX range named `name` overlapping `[a, b)`, in ns (plain SQL on the export).
+fn longest_range_ns(conn: &rusqlite::Connection, name: &str, (a, b): (i64, i64)) -> i64 {
+    conn.query_row(
+        "SELECT MAX(n.end - n.start) FROM NVTX_EVENTS n
+         LEFT JOIN StringIds s ON s.id = n.textId
+         WHERE COALESCE(n.text, s.value) = ?1 AND n.start < ?3 AND n.end > ?2",
+        rusqlite::params![name, a, b],
+        |r| r.get(0),
+    )
+    .expect(name)
 }

@@ -8,7 +8,10 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { requireDist, openSite, publicTrace, artifact, openTrace, timelineDrawn } from './helpers.mjs';
+import { requireDist, openSite, publicTrace, artifact, openTrace, timelineDrawn, generate } from './helpers.mjs';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 const TIMEOUT = 300_000;
 const CANVAS = '[data-testid=timeline]';
@@ -192,4 +195,23 @@ test("a device's stream lanes fold into one, and open again", { timeout: TIMEOUT
   await timelineDrawn(page, CANVAS);
   await zoomToHostLanes();
   await foldAndOpen('device:', { 'links-folded-device-1440.png': 1440 });
+});
+
+test("a comparison's NVTX op opens the timeline at its longest instance in the target", { timeout: TIMEOUT }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-links-'));
+  try {
+    const base = generate('regression-baseline', path.join(dir, 'base.sqlite'));
+    const target = generate('regression-target', path.join(dir, 'target.sqlite'));
+    await openTrace(page, [base, target], { timeout: TIMEOUT });
+    await showView('rootcause');
+    // The op new in the target: its longest instance can only be in the target's file.
+    const row = page.locator('[data-testid=rc-nvtx-table] tbody tr[data-status=NEW][data-start-ns]').first();
+    assert.equal(await row.getAttribute('data-trace'), 'target');
+    const name = await row.getAttribute('data-name');
+    const { note } = await opensTimelineAt(row, `comparison NVTX op ${name}`);
+    assert.ok(note.includes(name) && note.includes('target'), note);
+    await shot('links-compare-nvtx-op-1440.png');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -37,7 +37,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcCompareSummary(comparison, baseline, target),
       rcStepPlot([baseline, target], drawStepTimes),
       rcSlowestSteps([baseline, target], onShow),
-      rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change.'),
+      rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change; click a row to see its longest instance (in the target, else in the baseline) on the timeline.', 'µs/step', onShow),
       rcDeltaTable('GPU kernel time per step', 'rc-kernels', comparison.kernels, 'Kernel time per step by kernel name.'),
       rcDeltaTable('CUDA API time per step', 'rc-api', comparison.api, 'CPU time in CUDA API calls per step, by API.'),
       rcHandoff(comparison.handoff),
@@ -268,7 +268,9 @@ function rcWindowFigures(t) {
   );
 }
 
-function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step') {
+// With `show`, a row whose op has a longest instance (the core's `longest`, in the target or the
+// baseline) opens the timeline there, on that trace.
+function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step', show = null) {
   // Per step, or per second of kernel window in a window comparison.
   const per = unit === 'µs/step' ? 'per step' : 'per second of window';
   const sorted = [...(deltas || [])].sort(
@@ -285,6 +287,7 @@ function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step') {
         'data-baseline': rawValue(r.baseline_us_per_step),
         'data-target': rawValue(r.target_us_per_step),
         'data-delta': rawValue(r.delta_us),
+        ...rcDeltaLink(r, show),
       },
       el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
       el('td', { class: 'mono num', text: base.cell(r.baseline_us_per_step), dataset: { sort: String(r.baseline_us_per_step) } }),
@@ -311,6 +314,19 @@ function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step') {
       { 'data-testid': `${testid}-table` },
     ),
   );
+}
+
+function rcDeltaLink(r, show) {
+  const w = r.longest;
+  if (!show || !w) return {};
+  const len = ns(w.end_ns - w.start_ns);
+  const label = `Longest ${r.name} (${w.trace}): ${len}`;
+  return {
+    ...timelineLink(`Show the longest ${r.name} in the ${w.trace} (${len}) on the timeline`, () => show({ start_ns: w.start_ns, end_ns: w.end_ns, label }, w.trace)),
+    'data-start-ns': String(w.start_ns),
+    'data-end-ns': String(w.end_ns),
+    'data-trace': w.trace,
+  };
 }
 
 // A per-name table; with `show`, a row whose op has a longest instance opens the timeline there.

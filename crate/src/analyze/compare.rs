@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::breakdown::{PerName, TraceBreakdown};
+use super::breakdown::{OpRow, PerName, TraceBreakdown};
 use super::handoff::{Criteria, Handoff, HandoffOp};
 use super::workload::comparability;
+use crate::model::Ns;
 use crate::profile::Profile;
 
 /// Above this growth an op is a REGRESSION (percent).
@@ -110,6 +111,36 @@ pub struct OpDelta {
     pub status: Status,
     /// Null when the op is new (no baseline).
     pub delta_pct: Option<f64>,
+    /// The op's longest instance in the target (else in the baseline, for an op the target
+    /// lost), where the page opens the timeline; null for kernel and API rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub longest: Option<OpInstance>,
+}
+
+/// One instance of an op in one of the two traces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpInstance {
+    /// `"baseline"` or `"target"`: whose clock `start_ns`/`end_ns` are on.
+    pub trace: &'static str,
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+}
+
+/// Names each row's longest instance from the two traces' op rows (the target's first).
+fn with_longest(mut rows: Vec<OpDelta>, b: &[OpRow], t: &[OpRow]) -> Vec<OpDelta> {
+    let find = |ops: &[OpRow], name: &str| ops.iter().find(|o| o.name == name)?.longest;
+    for r in &mut rows {
+        let (side, span) = match find(t, &r.name) {
+            Some(w) => ("target", Some(w)),
+            None => ("baseline", find(b, &r.name)),
+        };
+        r.longest = span.map(|w| OpInstance {
+            trace: side,
+            start_ns: w.start_ns,
+            end_ns: w.end_ns,
+        });
+    }
+    rows
 }
 
 /// The comparison (`C` of the JSON), then added keys.
@@ -153,7 +184,11 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
         let g = |x: &TraceBreakdown| x.benchmark_found().then(|| f(x));
         d(g(b), g(t))
     };
-    let nvtx = rows(&b.nvtx_per_step_us, &t.nvtx_per_step_us);
+    let nvtx = with_longest(
+        rows(&b.nvtx_per_step_us, &t.nvtx_per_step_us),
+        &b.nvtx_ops,
+        &t.nvtx_ops,
+    );
     let top_regressions: Vec<OpDelta> = regressions(&nvtx);
     let mut c = Comparison {
         wall_time_per_step_us: d(b.wall_time_per_step_us, t.wall_time_per_step_us),
@@ -240,6 +275,7 @@ pub(super) fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
                 delta_us: tv - bv,
                 status: Status::of(bv, tv),
                 delta_pct: (bv > 0.0).then(|| (tv - bv) / bv * 100.0),
+                longest: None,
             }
         })
         .collect();
