@@ -54,6 +54,14 @@ test('mfu_2gpu_before: the page shows the inferred steps, their method and the C
   const wall = await page.$eval('[data-rc=wall_time_per_step_us]', (e) => Number(e.dataset.value));
   assert.equal(wall, want.wall_time_per_step_us);
   assert.equal(await page.getAttribute('[data-testid=rc-isolation] li', 'data-method'), 'inferred');
+  // The benchmark window reads from the trace start (the first kernel, `isolation.t0_ns`), as the
+  // timeline does: the CLI's absolute window minus that origin, in ms.
+  const iso = await page.textContent('[data-testid=rc-isolation] li');
+  const m = iso.match(/Benchmark window ([\d.]+)\s*ms to ([\d.]+)\s*ms from the trace start\./);
+  assert.ok(m, iso);
+  const t0 = want.isolation.t0_ns;
+  assert.ok(Math.abs(Number(m[1]) - (want.benchmark_window.start_ns - t0) / 1e6) < 0.01, `${m[1]} ms`);
+  assert.ok(Math.abs(Number(m[2]) - (want.benchmark_window.end_ns - t0) / 1e6) < 0.01, `${m[2]} ms`);
   await page.screenshot({ path: artifact('rootcause-inferred.png'), fullPage: false });
 });
 
