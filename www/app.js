@@ -1,34 +1,8 @@
 // nsys-lens page: state and wiring. The page is thin — it renders what the Rust core returns.
 //
-// ─── Contract with the offline single-file build (dist/nsys-lens-offline.html) ───────────────────
-// The inliner (`cargo xtask dist`, xtask/src/web/offline.rs) must, from the assembled dist/:
-//  1. Page script. Replace <script type="module" src="app.js"></script> by ONE inline
-//     <script type="module"> holding app.js and every module it imports, transitively, dependencies
-//     first (here: ui/format.js, ui/engine.js, ui/cards.js, ui/phases.js, ui/facts.js, ui/gaps.js,
-//     ui/timeline.js, ui/rootcause.js, ui/drill.js, ui/hostside.js, ui/lprof.js, ui/capture.js, then app.js):
-//     - delete each relative import line (`import … from './…';` — always ONE line each);
-//     - replace the one line `import __wbg_init, { … } from './pkg/nsys_lens.js';` by the
-//       wasm-bindgen glue's text (pkg/nsys_lens.js) verbatim: the glue declares `__wbg_init` and
-//       the imported functions/classes at its top level (its own `export`s are harmless);
-//     - keep everything else (`export` on our declarations is legal in an inline module; top-level
-//       names are unique across the modules and the glue). No module may contain `</script`.
-//  2. Before it, give the data, EITHER as a data block (no CSP hash needed, preferred)
-//        <script type="application/json" id="nsys-lens-inline">{"wasmBase64":…,"workerSource":…}</script>
-//     OR as a classic script `window.NSYS_LENS_INLINE = { wasmBase64, workerSource };`.
-//     wasmBase64 = base64 of pkg/nsys_lens_bg.wasm; workerSource = worker.js as a CLASSIC script:
-//     its glue import line (`import __wbg_init, { Analysis, … } from './pkg/nsys_lens.js';`)
-//     replaced by the glue's text (pkg/nsys_lens.js; it must not import snippets: no inline_js /
-//     module= bindings), then `export` dropped from top-level declarations, export lists deleted
-//     and `import.meta.url` replaced by a throw (init is always given the wasm bytes here).
-//     A file:// page has an opaque origin: browsers refuse it a module worker from a blob: URL
-//     but start a classic one. This file starts the worker from a Blob URL of workerSource with
-//     {type: 'classic'}, initialises the main-thread instance with init({module_or_path: bytes})
-//     and posts the same bytes to the worker.
-//  3. Inline styles.css as <style> in place of the <link rel="stylesheet">; icons → data: URLs.
-//  4. Replace the CSP meta by one allowing exactly that: script-src 'sha256-…' 'wasm-unsafe-eval';
-//     worker-src blob:; style-src 'sha256-…'; img-src data: blob:; connect-src 'none'; etc.
-// In that mode no service worker is registered and nothing is fetched.
-// ─────────────────────────────────────────────────────────────────────────────────────────────────
+// The offline single-file build inlines this module and its imports: the contract it relies on
+// (one-line relative imports, unique top-level names, the worker's classic form) is in
+// docs/offline-file.md.
 
 import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
 import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
