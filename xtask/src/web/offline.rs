@@ -2,7 +2,7 @@
 //! browser with its default settings.
 //!
 //! Built from the assembled `dist/` by plain text substitution (no bundler), following the
-//! contract written at the top of `www/app.js`:
+//! contract in `docs/offline-file.md`:
 //! 1. each `<script type="module" src="Y">` becomes one inline module: Y and the modules it
 //!    imports (relative `import … from './…'` lines, one line each), dependencies first, with
 //!    those import lines removed, and the import of `pkg/nsys_lens.js` replaced by the
