@@ -805,9 +805,12 @@ fn hovering_a_depth_row_of_an_nvtx_lane_finds_the_range_drawn_there_not_its_pare
         let enclosing = |depth: u8| {
             ranges
                 .iter()
-                .filter(|r| r.thread == inner.thread && r.depth == depth)
-                .filter(|r| r.start <= inner.start && r.end >= inner.end)
-                .next_back()
+                .rfind(|r| {
+                    r.thread == inner.thread
+                        && r.depth == depth
+                        && r.start <= inner.start
+                        && r.end >= inner.end
+                })
                 .expect("an enclosing range")
                 .clone()
         };

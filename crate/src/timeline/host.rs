@@ -9,7 +9,7 @@
 //! to zoom in.
 //!
 //! An NVTX lane is laid out with one row per nesting depth ([`super::depth_row`]) for the
-//! deepest nesting on its thread over the whole trace, counted in the same scan ([`Nesting`]):
+//! deepest nesting on its thread over the whole trace, counted in the same scan (`Nesting`):
 //! a lane keeps its height while the view pans or zooms (one laid out by the depth in the
 //! view would jump as deeper ranges come and go under the pointer). A view holding ranges
 //! deeper than the scan counted (rows out of start order on a thread) lays the lane out for
