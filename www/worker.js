@@ -336,7 +336,7 @@ async function handle(msg) {
     case 'hover': {
       const analysis = analyses.get(msg.slot || 'main');
       if (!analysis) return { hit: 'null' };
-      return { hit: withNs((ns) => analysis.hover(msg.lane, ns(msg.t), ns(msg.slack), msg.folded || [])) };
+      return { hit: withNs((ns) => analysis.hover(msg.lane, ns(msg.t), ns(msg.slack), msg.folded || [], msg.row ?? undefined)) };
     }
     case 'analyze': {
       const baseline = analysisIn(msg.baseline).id;

@@ -646,7 +646,7 @@ fn folding_a_process_or_a_device_leaves_one_lane_for_it_and_unfolding_restores_t
             .expect("its process lane");
         let t = call.start_ns + (call.end_ns - call.start_ns) / 2;
         let hit = timeline
-            .hit_folded(source, row as u32, (t, 0), &groups)
+            .hit_folded(source, (row as u32, None), (t, 0), &groups)
             .expect("hit")
             .expect("the call");
         assert_eq!(
@@ -661,5 +661,193 @@ fn folding_a_process_or_a_device_leaves_one_lane_for_it_and_unfolding_restores_t
             .view_folded(source, (a, b), 1200, Detail::Auto, &[])
             .expect("view");
         assert_eq!(reopened, open, "unfolding restores the view");
+    });
+}
+
+/// One NVTX range with its nesting depth counted by plain SQL: the ranges of its thread open
+/// at its start (opened before it, or at the same instant in an earlier row, and not closed).
+#[derive(Debug, Clone, PartialEq)]
+struct SqlRange {
+    start: i64,
+    end: i64,
+    thread: i64,
+    name: String,
+    depth: u8,
+}
+
+/// Every NVTX range of the export (the types the timeline draws) with its depth, by SQL: a
+/// running count per thread of range starts (+1) and ends (−1) in time order (at one instant
+/// ends first, a zero-length range's own end after its start), read at each start.
+fn nvtx_ranges_by_sql(conn: &rusqlite::Connection) -> Vec<SqlRange> {
+    let sql = "WITH r AS (
+           SELECT n.rowid AS id, n.start, n.end, n.globalTid AS tid,
+                  COALESCE(n.text, s.value, '') AS name
+           FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId
+           WHERE n.end IS NOT NULL AND n.eventType IN (59, 60, 70, 71)),
+         ev AS (
+           SELECT tid, start AS t, 1 AS kind, id, 1 AS delta FROM r
+           UNION ALL
+           SELECT tid, end, CASE WHEN end = start THEN 2 ELSE 0 END, id, -1 FROM r),
+         run AS (
+           SELECT id, kind, SUM(delta) OVER (PARTITION BY tid ORDER BY t, kind, id
+             ROWS UNBOUNDED PRECEDING) AS open
+           FROM ev)
+         SELECT r.start, r.end, r.tid, r.name, run.open - 1
+         FROM r JOIN run ON run.id = r.id AND run.kind = 1
+         ORDER BY r.start, r.id";
+    let mut stmt = conn.prepare(sql).expect("prepare");
+    stmt.query_map([], |r| {
+        Ok(SqlRange {
+            start: r.get(0)?,
+            end: r.get(1)?,
+            thread: r.get(2)?,
+            name: r.get(3)?,
+            depth: u8::try_from(r.get::<_, i64>(4)?).unwrap_or(u8::MAX),
+        })
+    })
+    .expect("query")
+    .map(|r| r.expect("row"))
+    .collect()
+}
+
+/// The label nsys-lens gives a thread's NVTX lane: `pid/tid NVTX` from the packed `globalTid`.
+fn nvtx_lane_label(thread: i64) -> String {
+    format!("{}/{} NVTX", (thread >> 24) & 0xFF_FFFF, thread & 0xFF_FFFF)
+}
+
+#[test]
+fn nvtx_lanes_grow_a_named_row_per_nesting_depth_sql_counts_on_their_thread() {
+    use nsys_lens::plot::{NAME_MIN_PX, lane_layout};
+    use nsys_lens::timeline::{DEPTH_ROWS, NAMED_DEPTHS};
+    // h100_2gpu_1s: PyTorch emit_nvtx, 5 levels on both threads; ee4fcf3: nvFuser host code,
+    // 6 to 19 levels over nine threads (the deeper ones past the named rows).
+    let mut deepest_seen = 0;
+    for file in [
+        "GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite",
+        "NVIDIA_Fuser__ee4fcf3__report1.sqlite",
+    ] {
+        let path = common::public_trace(file);
+        with_sqlite_source(&path, |trace, source, conn| {
+            let mut levels: BTreeMap<String, u8> = BTreeMap::new();
+            for r in nvtx_ranges_by_sql(conn) {
+                let l = levels.entry(nvtx_lane_label(r.thread)).or_default();
+                *l = (*l).max(r.depth + 1);
+            }
+            let timeline = Timeline::new(trace);
+            let (start, end) = timeline.extent();
+            let view = timeline.view(source, start, end, 1200).expect("view");
+            let layout = lane_layout(&view);
+            assert_eq!(layout.lanes.len(), view.lanes.len());
+            let mut nvtx: Vec<(u8, u32)> = Vec::new();
+            for (lane, place) in view.lanes.iter().zip(&layout.lanes) {
+                let rows = &place.rows;
+                // Rows fill the lane from its top, one after the other.
+                assert_eq!(rows[0].top_px, place.top_px, "{file}: {}", lane.label);
+                for w in rows.windows(2) {
+                    assert_eq!(w[1].top_px, w[0].top_px + w[0].height_px);
+                }
+                let last = rows.last().expect("a row");
+                assert!(last.top_px + last.height_px < place.top_px + place.height_px);
+                if lane.kind != "nvtx" {
+                    assert_eq!((rows.len(), place.height_px), (1, 24), "{}", lane.label);
+                    continue;
+                }
+                let want = levels[&lane.label];
+                assert_eq!(lane.depths, want, "{file}: {} nesting levels", lane.label);
+                assert_eq!(
+                    rows.len(),
+                    usize::from(want.min(DEPTH_ROWS)),
+                    "{}",
+                    lane.label
+                );
+                let named = usize::from(want.min(NAMED_DEPTHS));
+                for row in &rows[..named] {
+                    // The row minus the 1 px seam below it holds a name.
+                    assert!(row.height_px > NAME_MIN_PX + 1, "{}: {row:?}", lane.label);
+                }
+                nvtx.push((want, place.height_px));
+                deepest_seen = deepest_seen.max(want);
+            }
+            assert!(!nvtx.is_empty(), "{file}: NVTX lanes");
+            // Deeper nesting, a taller lane (up to the cap), and never taller than a screenful.
+            nvtx.sort();
+            for w in nvtx.windows(2) {
+                let ((d0, h0), (d1, h1)) = (w[0], w[1]);
+                assert!(
+                    h1 >= h0 && (d0 == d1 || d0 >= DEPTH_ROWS || h1 > h0),
+                    "{nvtx:?}"
+                );
+            }
+            assert!(nvtx.iter().all(|&(_, h)| h <= 160), "{file}: {nvtx:?}");
+            // Lanes follow one another below the ruler; the canvas holds them.
+            for w in layout.lanes.windows(2) {
+                assert_eq!(w[1].top_px, w[0].top_px + w[0].height_px);
+            }
+            let bottom = layout.lanes.last().map_or(0, |l| l.top_px + l.height_px);
+            assert!(layout.height_px >= bottom);
+        });
+    }
+    assert_eq!(deepest_seen, 19, "ee4fcf3's deepest thread, 18 ranges deep");
+}
+
+#[test]
+fn hovering_a_depth_row_of_an_nvtx_lane_finds_the_range_drawn_there_not_its_parent() {
+    let path = common::public_trace("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite");
+    with_sqlite_source(&path, |trace, source, conn| {
+        let ranges = nvtx_ranges_by_sql(conn);
+        // A depth-2 range of a millisecond or more, and the ranges enclosing it by SQL.
+        let inner = ranges
+            .iter()
+            .find(|r| r.depth == 2 && r.end - r.start >= 1_000_000)
+            .expect("a long depth-2 range")
+            .clone();
+        let t = inner.start + (inner.end - inner.start) / 2;
+        let enclosing = |depth: u8| {
+            ranges
+                .iter()
+                .rfind(|r| {
+                    r.thread == inner.thread
+                        && r.depth == depth
+                        && r.start <= inner.start
+                        && r.end >= inner.end
+                })
+                .expect("an enclosing range")
+                .clone()
+        };
+        let (parent, root) = (enclosing(1), enclosing(0));
+        let innermost = ranges
+            .iter()
+            .filter(|r| r.thread == inner.thread && r.start <= t && r.end > t)
+            .max_by_key(|r| r.depth)
+            .expect("the innermost range at t");
+        let timeline = Timeline::new(trace);
+        let pad = inner.end - inner.start;
+        let view = timeline
+            .view(source, inner.start - pad, inner.end + pad, 1290)
+            .expect("view");
+        let lane = view
+            .lanes
+            .iter()
+            .position(|l| l.label == nvtx_lane_label(inner.thread))
+            .expect("the thread's NVTX lane");
+        let drawn = view.lanes[lane]
+            .items
+            .iter()
+            .find(|i| i.start_ns == inner.start && i.end_ns == inner.end)
+            .expect("the range drawn on its own");
+        assert_eq!(drawn.depth, 2, "drawn in the depth row SQL counts");
+        let hit = |row: Option<u8>| {
+            timeline
+                .hit_folded(source, (lane as u32, row), (t, 0), &[])
+                .expect("hit")
+                .map(|h| (h.start_ns, h.end_ns, h.name))
+        };
+        let named = |r: &SqlRange| Some((r.start, r.end, r.name.clone()));
+        assert_eq!(hit(Some(2)), named(&inner), "row 2: the range itself");
+        assert_eq!(hit(Some(1)), named(&parent), "row 1: its parent");
+        assert_eq!(hit(Some(0)), named(&root), "row 0: the outermost");
+        assert_eq!(hit(None), named(innermost), "no row: the innermost");
+        // A row below the deepest range at `t` holds nothing there.
+        assert_eq!(hit(Some(innermost.depth + 1)), None);
     });
 }

@@ -15,7 +15,6 @@ import path from 'node:path';
 
 const TIMEOUT = 300_000;
 const CANVAS = '[data-testid=timeline]';
-const LAYOUT = { top: 24, lane: 24 };
 const TRACE = 'GindaChen_nsys-ai__mfu_2gpu_before.sqlite';
 let site;
 let page;
@@ -53,11 +52,12 @@ async function drawnAfter(seq) {
   }
 }
 
-// Clicks the label of lane `i` of the drawn view.
+// Clicks the label of lane `i` of the drawn view, where the core's layout places it.
 async function clickLabel(i) {
   await page.locator(CANVAS).scrollIntoViewIfNeeded();
-  const { box } = await drawn();
-  await page.mouse.click(box.x + 30, box.y + LAYOUT.top + i * LAYOUT.lane + LAYOUT.lane / 2 - 2);
+  const { box, view } = await drawn();
+  const lane = view.layout.lanes[i];
+  await page.mouse.click(box.x + 30, box.y + lane.top_px + lane.height_px / 2 - 2);
 }
 
 async function showView(name) {

@@ -1,6 +1,9 @@
 // End-to-end: the kernel timeline at 1440 px on a public export and a generated trace — W/S
 // zoom to kernels drawn one by one, a kernel's name under the pointer from the core's hit test,
-// and a shift-dragged range analysed as a window equal to `nsys-lens detect --window`.
+// and a shift-dragged range analysed as a window equal to `nsys-lens detect --window`; nested
+// NVTX ranges (PyTorch emit_nvtx, 5 levels) named in their depth rows at deep zoom, a depth row
+// hovered naming its own range, not its parent. Lanes are placed where the core's layout says
+// (the drawn view's `layout`: each lane's top, height and rows).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -51,12 +54,25 @@ async function settled() {
 // The timeline panel as it is on screen (no full-page capture: that resizes the viewport, and the
 // page redraws the canvas at the new width).
 async function shot(name) {
+  // The whole canvas on screen (a narrower viewport wraps the text above it lower).
+  await page.evaluate((sel) => {
+    const r = document.querySelector(sel).getBoundingClientRect();
+    if (r.top < 90 || r.bottom > window.innerHeight) window.scrollBy(0, r.top - 100);
+  }, CANVAS);
   const { box } = await drawnView();
+  const { width, height } = page.viewportSize();
   const y = Math.max(0, box.y - 90);
-  await page.screenshot({ path: artifact(name), clip: { x: 0, y, width: 1440, height: Math.min(box.height + 200, 1000 - y) } });
+  await page.screenshot({ path: artifact(name), clip: { x: 0, y, width, height: Math.min(box.height + 200, height - y) } });
 }
 
-const LAYOUT = { label: 150, top: 24, lane: 24 };
+// The lane-label column's width (plot::TIMELINE_LAYOUT); lanes' places come with each view.
+const LAYOUT = { label: 150 };
+
+// The middle of lane `i` of the drawn view's first row, from its top (canvas px).
+function laneMiddle(view, i) {
+  const row = view.layout.lanes[i].rows[0];
+  return row.top_px + row.height_px / 2;
+}
 
 // Zooms with W around the busiest column of the first kernel lane until kernels are drawn one by
 // one; a mid-zoom screenshot on the way.
@@ -78,7 +94,7 @@ async function zoomToKernels(prefix) {
         col = (((a + b) / 2 - view.start_ns) / span) * view.columns;
       }
     }
-    await page.mouse.move(box.x + 1 + LAYOUT.label + col, box.y + 1 + LAYOUT.top + li * LAYOUT.lane + 8);
+    await page.mouse.move(box.x + 1 + LAYOUT.label + col, box.y + 1 + laneMiddle(view, li));
   };
   await aim();
   for (let i = 0; i < 120; i++) {
@@ -129,7 +145,7 @@ async function hoverWidestKernel() {
   assert.ok(best, 'a kernel item');
   // +1: the canvas's border.
   const x = box.x + 1 + LAYOUT.label + (((best.a + best.b) / 2 - view.start_ns) / span) * view.columns;
-  const y = box.y + 1 + LAYOUT.top + best.lane * LAYOUT.lane + 10;
+  const y = box.y + 1 + laneMiddle(view, best.lane);
   await page.mouse.move(x - 5, y);
   await page.mouse.move(x, y, { steps: 3 });
   await page.waitForFunction(
@@ -154,9 +170,9 @@ async function hoverWidestKernel() {
 async function windowEqualsCli(file, prefix) {
   await page.dblclick(CANVAS);
   await settled();
-  const { box } = await drawnView();
+  const { box, view } = await drawnView();
   const plot = box.width - LAYOUT.label;
-  const y = box.y + LAYOUT.top + 30;
+  const y = box.y + laneMiddle(view, Math.min(1, view.lanes.length - 1));
   await page.keyboard.down('Shift');
   await page.mouse.move(box.x + LAYOUT.label + plot * 0.3, y);
   await page.mouse.down();
@@ -228,3 +244,128 @@ for (const [prefix, source] of [
     await page.locator('[data-testid=window-analysis]').screenshot({ path: artifact(`${prefix}-timeline-window.png`) });
   });
 }
+
+// The deepest NVTX range drawn on its own in the view (the widest of those), with its lane and
+// its width in px; null when no lane draws ranges one by one.
+function deepestRange(view) {
+  const span = view.end_ns - view.start_ns;
+  const px = (it) => ((Math.min(it.end_ns, view.end_ns) - Math.max(it.start_ns, view.start_ns)) / span) * view.columns;
+  let best = null;
+  view.lanes.forEach((l, lane) => {
+    if (l.kind !== 'nvtx') return;
+    for (const it of l.items || []) {
+      const item = { ...it, depth: it.depth ?? 0 }; // depth 0 is left out of the JSON
+      const better = !best || item.depth > best.item.depth || (item.depth === best.item.depth && px(item) > best.px);
+      if (better) best = { lane, item, px: px(item) };
+    }
+  });
+  return best;
+}
+
+// The range of `lane` at `depth` enclosing `item` (the latest to start), or null.
+function enclosing(view, lane, item, depth) {
+  const within = (p) => (p.depth ?? 0) === depth && p.start_ns <= item.start_ns && p.end_ns >= item.end_ns;
+  return (view.lanes[lane].items || []).filter(within).pop() ?? null;
+}
+
+// Hovers (x, y) and returns the tooltip's name once it shows one (null: none within 10 s).
+async function tooltipAt(x, y) {
+  await page.mouse.move(x - 4, y);
+  await page.mouse.move(x, y, { steps: 3 });
+  try {
+    await page.waitForFunction(() => {
+      const tip = document.querySelector('[data-testid=tooltip]');
+      return !tip.hidden && tip.querySelector('[data-testid=tooltip-name]')?.textContent;
+    }, undefined, { timeout: 10_000 });
+  } catch {
+    return null;
+  }
+  await page.waitForTimeout(300);
+  return page.textContent('[data-testid=tooltip-name]');
+}
+
+// Light pixels (a name's white letters) inside a box of the canvas, in canvas px.
+async function lightPixels(x, y, w, h) {
+  return page.evaluate(([sel, x, y, w, h]) => {
+    const c = document.querySelector(sel);
+    const d = c.getContext('2d').getImageData(Math.round(x), Math.round(y), Math.max(1, Math.round(w)), Math.max(1, Math.round(h))).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] > 200 && d[i + 1] > 200 && d[i + 2] > 200) n++;
+    return n;
+  }, [CANVAS, x, y, w, h]);
+}
+
+test('h100: nested NVTX ranges are named in their depth rows at deep zoom; a depth row hovers its own range', { timeout: TIMEOUT }, async () => {
+  await page.setViewportSize({ width: 1440, height: 1000 });
+  await openTrace(page, publicTrace('GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite'), { timeout: TIMEOUT });
+  await timelineDrawn(page, CANVAS);
+  await page.locator(CANVAS).scrollIntoViewIfNeeded();
+  await settled();
+  // W around the NVTX lanes' busiest column (most ranges: PyTorch's ops, not a long wait) until
+  // ranges are drawn one by one, then around the deepest one drawn until it is wide enough for
+  // its name (the innermost ops last a few µs).
+  let { view, box } = await drawnView();
+  const counts = view.lanes.filter((l) => l.kind === 'nvtx').map((l) => l.count);
+  assert.ok(counts.length > 0, 'NVTX lanes in the whole view');
+  const total = counts[0].map((_, c) => counts.reduce((n, lane) => n + lane[c], 0));
+  await page.mouse.move(box.x + 1 + LAYOUT.label + total.indexOf(Math.max(...total)) + 0.5, box.y + 12);
+  let deepest = null;
+  for (let i = 0; i < 160; i++) {
+    await page.keyboard.press('w');
+    if (i % 4 !== 3) continue;
+    await settled();
+    ({ view, box } = await drawnView());
+    deepest = deepestRange(view);
+    if (deepest && deepest.item.depth >= 2 && deepest.px >= 100) break;
+    if (deepest) {
+      const mid = (Math.max(deepest.item.start_ns, view.start_ns) + Math.min(deepest.item.end_ns, view.end_ns)) / 2;
+      await page.mouse.move(box.x + 1 + LAYOUT.label + ((mid - view.start_ns) / (view.end_ns - view.start_ns)) * view.columns, box.y + 12);
+    }
+  }
+  assert.ok(deepest && deepest.item.depth >= 2 && deepest.px >= 100, `a range 2 deep or more drawn wide: ${JSON.stringify(deepest)}`);
+  // The depth-2 range holding it, and that one's parent.
+  const item = enclosing(view, deepest.lane, deepest.item, 2);
+  const parent = item && enclosing(view, deepest.lane, item, 1);
+  assert.ok(item && parent, 'the depth-2 range and its parent are drawn');
+  const span = view.end_ns - view.start_ns;
+  const xOf = (t) => LAYOUT.label + ((Math.min(Math.max(t, view.start_ns), view.end_ns) - view.start_ns) / span) * view.columns;
+  const target = { lane: deepest.lane, item, px: xOf(item.end_ns) - xOf(item.start_ns), name: view.names[item.name], parentName: view.names[parent.name] };
+  const nvtx = view.lanes[target.lane];
+  assert.equal(nvtx.depths, 5, 'laid out for the thread\'s 5 nesting levels (SQL in crate/tests/timeline.rs)');
+  const rows = view.layout.lanes[target.lane].rows;
+  assert.equal(rows.length, 5, 'a row per depth');
+  for (const r of rows) assert.ok(r.height_px >= 14, `each depth row holds a name: ${JSON.stringify(r)}`);
+  // Lanes follow one another: none overlaps the next.
+  view.layout.lanes.forEach((l, i) => {
+    const next = view.layout.lanes[i + 1];
+    if (next) assert.equal(next.top_px, l.top_px + l.height_px, `lane ${i} ends where lane ${i + 1} starts`);
+  });
+  const canvasHeight = await page.evaluate((sel) => document.querySelector(sel).height, CANVAS);
+  assert.equal(canvasHeight, view.layout.height_px, 'the canvas is as tall as the core lays it out');
+  await shot('h100-nvtx-deep-1440.png');
+  // The range's name is drawn in its row: white letters on the range's box.
+  const a = xOf(target.item.start_ns);
+  const row2 = rows[2];
+  const letters = await lightPixels(a + 2, row2.top_px + 1, Math.min(target.px - 4, 120), row2.height_px - 2);
+  assert.ok(letters >= 20, `the depth-2 range's name drawn in its row (${letters} light pixels)`);
+  // Hovering the depth-2 row names that range; the row above names its parent.
+  const x = box.x + 1 + (a + xOf(target.item.end_ns)) / 2;
+  const inRow = (r) => box.y + 1 + r.top_px + r.height_px / 2;
+  assert.equal(await tooltipAt(x, inRow(rows[2])), target.name, 'the depth-2 row: the range itself');
+  assert.equal(await tooltipAt(x, inRow(rows[1])), target.parentName, 'the depth-1 row: its parent');
+  assert.notEqual(target.name, target.parentName);
+  await shot('h100-nvtx-hover-1440.png');
+  // At 1024 px the same lane keeps its rows (the layout does not depend on the width).
+  await page.mouse.move(0, 0);
+  const seq = (await drawnView()).drawn;
+  await page.setViewportSize({ width: 1024, height: 900 });
+  await page.waitForFunction(([sel, s]) => Number(document.querySelector(sel).dataset.drawn) > s, [CANVAS, seq], { timeout: TIMEOUT });
+  await settled();
+  ({ view } = await drawnView());
+  assert.deepEqual(
+    view.layout.lanes[target.lane].rows.map((r) => r.height_px),
+    rows.map((r) => r.height_px),
+  );
+  await shot('h100-nvtx-deep-1024.png');
+  await page.setViewportSize({ width: 1440, height: 1000 });
+});

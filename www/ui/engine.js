@@ -292,8 +292,10 @@ export class WorkerEngine {
     return this.request('timeline', { start, end, columns, folded, slot: this.focus });
   }
 
-  hover(lane, t, slack, folded = []) {
-    return this.request('hover', { lane, t, slack, folded, slot: this.focus });
+  // row: the index of the lane's row under the pointer (its layout's `rows`; an NVTX lane's
+  // depth row), null between rows.
+  hover(lane, t, slack, folded = [], row = null) {
+    return this.request('hover', { lane, t, slack, folded, row, slot: this.focus });
   }
 
   // AnalyzeReport JSON: the root cause of `baseline`, compared with `target` (a slot or null).

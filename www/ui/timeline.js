@@ -3,7 +3,8 @@
 // (wheel around the pointer, W/S), pan (drag, A/D), reset (double-click), a selected range
 // (shift-drag: its length, analysed as a window on request), a highlighted range (a clicked gap,
 // step, NVTX op or straggling collective), folded lane groups (a click on a lane's label folds
-// its process or device; the core lays the lanes out), request throttling (one request in flight, coalesced per animation frame, stale answers
+// its process or device; the core lays the lanes out and places them: each view comes with its
+// lanes' tops, heights and depth rows, `layout`), request throttling (one request in flight, coalesced per animation frame, stale answers
 // dropped) and the hover tooltip.
 
 import { el, ns, us, clear, isNum } from './format.js';
@@ -186,10 +187,14 @@ export class TimelinePanel {
         return;
       }
       const left = this.canvas.offsetLeft + this.layout.label_width_px + a;
+      const lanes = this.parsed?.layout?.lanes || [];
+      const top = lanes.length ? lanes[0].top_px : this.layout.top_px;
+      const last = lanes[lanes.length - 1];
+      const bottom = last ? last.top_px + last.height_px : top;
       box.style.left = `${left}px`;
       box.style.width = `${b - a}px`;
-      box.style.top = `${this.canvas.offsetTop + this.layout.top_px}px`;
-      box.style.height = `${Math.max(this.lanes, 1) * this.layout.lane_height_px}px`;
+      box.style.top = `${this.canvas.offsetTop + top}px`;
+      box.style.height = `${bottom - top}px`;
       box.hidden = false;
     };
     place(this.selectionBox, this.selection);
@@ -234,10 +239,10 @@ export class TimelinePanel {
   }
 
   // The core lays the timeline out in fixed canvas pixels (12 px labels), so the canvas is
-  // sized 1:1 with CSS pixels: height = ruler + one row per lane + 4 (plot::timeline_height).
+  // sized 1:1 with CSS pixels, as tall as the drawn view's layout says (before the first view:
+  // as it is).
   cssHeight() {
-    const { top_px: top, lane_height_px: lane } = this.layout;
-    return top + Math.max(this.lanes, 1) * lane + 4;
+    return this.parsed?.layout?.height_px ?? this.canvas.height;
   }
 
   columns() {
@@ -270,10 +275,8 @@ export class TimelinePanel {
       // Test hook: the drawn view (lanes, items, names) for the end-to-end tests.
       this.canvas.timelineView = parsed;
       const lanes = (parsed.lanes || []).length;
-      if (lanes !== this.lanes) {
-        this.lanes = lanes;
-        this.fit();
-      }
+      this.lanes = lanes;
+      this.fit();
       this.arrow = null;
       this.wasm.drawTimeline(this.canvas, view, undefined);
       performance.mark('nsys-lens:timeline');
@@ -304,7 +307,8 @@ export class TimelinePanel {
     this.canvas.style.height = `${cssH}px`;
   }
 
-  // Pointer position → {x: canvas px inside the plot, t: ns, lane: index or -1}
+  // Pointer position → {x: canvas px inside the plot, t: ns, lane: index or -1, row: index of the
+  // lane's row under the pointer (an NVTX lane's depth row) or null}, from the drawn layout.
   locate(e) {
     const rect = this.canvas.getBoundingClientRect();
     const sx = this.canvas.width / rect.width;
@@ -315,9 +319,11 @@ export class TimelinePanel {
     const cols = this.columns();
     const span = this.view.end - this.view.start;
     const t = this.view.start + (Math.min(Math.max(x, 0), cols) / cols) * span;
-    const laneF = (py - this.layout.top_px) / this.layout.lane_height_px;
-    const lane = laneF >= 0 && laneF < this.lanes ? Math.floor(laneF) : -1;
-    return { x, t, lane, inPlot: x >= 0 && x <= cols, nsPerPx: span / cols, sx };
+    const within = (b) => py >= b.top_px && py < b.top_px + b.height_px;
+    const places = this.parsed?.layout?.lanes || [];
+    const lane = places.findIndex(within);
+    const row = lane >= 0 ? places[lane].rows.findIndex(within) : -1;
+    return { x, t, lane, row: row >= 0 ? row : null, inPlot: x >= 0 && x <= cols, nsPerPx: span / cols, sx };
   }
 
   clampView(start, end) {
@@ -395,7 +401,7 @@ export class TimelinePanel {
     const seq = ++this.hoverSeq;
     const gen = this.generation;
     try {
-      const { hit } = await this.engine.hover(loc.lane, loc.t, loc.nsPerPx * HOVER_SLACK_PX, [...this.folded]);
+      const { hit } = await this.engine.hover(loc.lane, loc.t, loc.nsPerPx * HOVER_SLACK_PX, [...this.folded], loc.row);
       if (seq !== this.hoverSeq || gen !== this.generation || this.drag) return;
       const h = hit ? JSON.parse(hit) : null;
       if (!h) {

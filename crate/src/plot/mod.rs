@@ -14,19 +14,25 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::drill::gaps::GapHistogram;
-use crate::timeline::{Item, LaneView, TimelineView};
+use crate::timeline::{Item, LaneView, NAMED_DEPTHS, TimelineView, depth_row};
 
-/// Geometry of the timeline in pixels, shared with the page to map the pointer to lane and time.
+/// Geometry of the timeline in pixels, shared with the page to map the pointer to a time; the
+/// lanes' places come with each view ([`lane_layout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TimelineLayout {
     /// Width of the lane-label column; the time axis starts here.
     pub label_width_px: u32,
     /// Height of the time ruler above the first lane.
     pub top_px: u32,
-    /// Height of one lane including its gap.
+    /// Height of a lane of one row (kernels, steps, API calls, flat NVTX) including its gap.
     pub lane_height_px: u32,
     /// Blank space at the bottom of each lane.
     pub lane_gap_px: u32,
+    /// Height of one depth row of an NVTX lane holding nested ranges: room for an 11 px name
+    /// (names are drawn in rows of at least [`NAME_MIN_PX`]).
+    pub depth_row_px: u32,
+    /// Height of a depth row past `timeline::NAMED_DEPTHS`: a bar without a name (hover names it).
+    pub thin_row_px: u32,
 }
 
 pub const TIMELINE_LAYOUT: TimelineLayout = TimelineLayout {
@@ -34,7 +40,102 @@ pub const TIMELINE_LAYOUT: TimelineLayout = TimelineLayout {
     top_px: 24,
     lane_height_px: 24,
     lane_gap_px: 4,
+    depth_row_px: 16,
+    thin_row_px: 5,
 };
+
+/// Least height of a row (its box, the 1 px seam below excluded) an event's name is drawn in.
+pub const NAME_MIN_PX: u32 = 12;
+
+/// Where the timeline's lanes are drawn, from its top: each lane's box and its rows. The page
+/// maps the pointer to a lane and a depth row with it, so it never assumes a lane height.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LaneLayout {
+    /// One per `TimelineView::lanes`, top to bottom.
+    pub lanes: Vec<LaneBox>,
+    /// The canvas height the view needs: ruler, lanes and a 4 px margin.
+    pub height_px: u32,
+}
+
+/// One lane's place: `top_px .. top_px + height_px` (its gap below included).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LaneBox {
+    pub top_px: u32,
+    pub height_px: u32,
+    /// The rows events are drawn in: one for most lanes, one per depth row
+    /// (`timeline::depth_row`) for an NVTX lane of nested ranges; the hover sends the index of
+    /// the row under the pointer.
+    pub rows: Vec<RowBox>,
+}
+
+/// A row of a lane: `top_px .. top_px + height_px`, from the canvas top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RowBox {
+    pub top_px: u32,
+    pub height_px: u32,
+}
+
+/// Lays out `view`'s lanes below the ruler: a lane of one row is `lane_height_px` tall; an NVTX
+/// lane of nested ranges (`LaneView::depths` ≥ 2) has a `depth_row_px` row per depth up to
+/// `timeline::NAMED_DEPTHS` and a `thin_row_px` one per deeper depth up to
+/// `timeline::DEPTH_ROWS` (deeper ranges share the last), so names stay legible where most
+/// nesting is (PyTorch's emit_nvtx: 3 to 6 deep) and an 18-deep thread stays on screen.
+pub fn lane_layout(view: &TimelineView) -> LaneLayout {
+    let l = TIMELINE_LAYOUT;
+    let mut top = l.top_px;
+    let lanes = view
+        .lanes
+        .iter()
+        .map(|lane| {
+            let rows = lane_rows(lane, top);
+            let inner: u32 = rows.iter().map(|r| r.height_px).sum();
+            let lane_box = LaneBox {
+                top_px: top,
+                height_px: inner + l.lane_gap_px,
+                rows,
+            };
+            top += lane_box.height_px;
+            lane_box
+        })
+        .collect();
+    let lanes_px = if view.lanes.is_empty() {
+        l.lane_height_px
+    } else {
+        top - l.top_px
+    };
+    LaneLayout {
+        lanes,
+        height_px: l.top_px + lanes_px + 4,
+    }
+}
+
+/// The rows of `lane`, the first at `top`.
+fn lane_rows(lane: &LaneView, top: u32) -> Vec<RowBox> {
+    let l = TIMELINE_LAYOUT;
+    if lane.depths < 2 {
+        return vec![RowBox {
+            top_px: top,
+            height_px: l.lane_height_px - l.lane_gap_px,
+        }];
+    }
+    let rows = u32::from(depth_row(lane.depths - 1)) + 1;
+    let mut y = top;
+    (0..rows)
+        .map(|r| {
+            let height_px = if r < u32::from(NAMED_DEPTHS) {
+                l.depth_row_px
+            } else {
+                l.thin_row_px
+            };
+            let row = RowBox {
+                top_px: y,
+                height_px,
+            };
+            y += height_px;
+            row
+        })
+        .collect()
+}
 
 /// Font size of the timeline ruler's labels, px (the range label above it is spaced the same).
 pub const RULER_FONT_PX: f64 = 11.0;
@@ -81,10 +182,9 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("drawing failed: {e:?}")
 }
 
-/// The pixel height a view needs: ruler plus one row per lane.
+/// The pixel height a view needs: ruler plus its lanes ([`lane_layout`]).
 pub fn timeline_height(view: &TimelineView) -> u32 {
-    let l = TIMELINE_LAYOUT;
-    l.top_px + l.lane_height_px * view.lanes.len().max(1) as u32 + 4
+    lane_layout(view).height_px
 }
 
 /// A launch → kernel arrow: from the launch call (its lane, its start) to the kernel (its lane,
@@ -112,14 +212,14 @@ pub fn draw_timeline_with<DB: DrawingBackend>(
     arrow: Option<&Arrow>,
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
-    let l = TIMELINE_LAYOUT;
+    let layout = lane_layout(view);
     draw_ruler(root, view)?;
-    for (i, lane) in view.lanes.iter().enumerate() {
-        let y0 = (l.top_px + l.lane_height_px * i as u32) as i32;
-        let y1 = y0 + (l.lane_height_px - l.lane_gap_px) as i32;
+    for (lane, place) in view.lanes.iter().zip(&layout.lanes) {
+        let y0 = place.top_px as i32;
+        let y1 = (place.top_px + place.height_px - TIMELINE_LAYOUT.lane_gap_px) as i32;
         draw_lane(root, lane, y0, y1)?;
         if !lane.items.is_empty() {
-            draw_items(root, view, lane, y0, y1)?;
+            draw_items(root, view, lane, &place.rows)?;
         }
         if !lane.note.is_empty() {
             let x = TIMELINE_LAYOUT.label_width_px as i32 + 6;
@@ -135,7 +235,7 @@ pub fn draw_timeline_with<DB: DrawingBackend>(
         root.draw(&label).map_err(err)?;
     }
     if let Some(a) = arrow {
-        draw_arrow(root, view, a)?;
+        draw_arrow(root, view, &layout, a)?;
     }
     Ok(())
 }
@@ -145,6 +245,7 @@ pub fn draw_timeline_with<DB: DrawingBackend>(
 fn draw_arrow<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
+    layout: &LaneLayout,
     a: &Arrow,
 ) -> DrawResult {
     let l = TIMELINE_LAYOUT;
@@ -152,14 +253,20 @@ fn draw_arrow<DB: DrawingBackend>(
     let cols = f64::from(view.columns);
     let span = (view.end_ns - view.start_ns).max(1) as f64;
     let x = |t: i64| (x0 + ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols)) as i32;
-    let lane_y = |lane: u32| (l.top_px + l.lane_height_px * lane) as i32;
-    let inner = (l.lane_height_px - l.lane_gap_px) as i32;
+    // A lane's top and bottom (a lane past the view's: the bottom of the last).
+    let lane_y = |lane: u32| {
+        let place = layout.lanes.get(lane as usize).or(layout.lanes.last());
+        place.map_or((l.top_px as i32, l.top_px as i32), |p| {
+            let top = p.top_px as i32;
+            (top, top + (p.height_px - l.lane_gap_px) as i32)
+        })
+    };
     let (fx, tx) = (x(a.from_ns), x(a.to_ns));
     let down = a.to_lane >= a.from_lane;
     let (fy, ty) = if down {
-        (lane_y(a.from_lane) + inner, lane_y(a.to_lane))
+        (lane_y(a.from_lane).1, lane_y(a.to_lane).0)
     } else {
-        (lane_y(a.from_lane), lane_y(a.to_lane) + inner)
+        (lane_y(a.from_lane).0, lane_y(a.to_lane).1)
     };
     let ink = ShapeStyle::from(&ARROW).stroke_width(2);
     root.draw(&PathElement::new(vec![(fx, fy), (tx, ty)], ink))
@@ -244,35 +351,32 @@ fn runs<T, K: PartialEq + Copy>(values: &[T], key: impl Fn(&T) -> K) -> Vec<(usi
 
 /// Each event of a lane drawn on its own: a box in its class colour (kernels) or the lane's
 /// colour (steps) from its start to its end (at least one pixel), a darker edge where one ends
-/// and the next begins, and its name, shortened with "…" to fit inside the box.
+/// and the next begins, and its name, shortened with "…" to fit inside the box. A nested NVTX
+/// range is drawn in its depth row of `rows` (the lane's, from [`lane_layout`]).
 fn draw_items<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
     lane: &LaneView,
-    y0: i32,
-    y1: i32,
+    rows: &[RowBox],
 ) -> DrawResult {
     let x0 = TIMELINE_LAYOUT.label_width_px as i32;
     let cols = f64::from(view.columns);
     let span = (view.end_ns - view.start_ns).max(1) as f64;
     let x_of = |t: i64| -> f64 { ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols) };
-    // Nested NVTX ranges share the lane's height, one row per depth.
-    let rows = lane
-        .items
-        .iter()
-        .map(|i| i32::from(i.depth))
-        .max()
-        .unwrap_or(0)
-        + 1;
-    let row_h = ((y1 - y0) / rows).max(3);
     for item in &lane.items {
+        let row = usize::from(depth_row(item.depth)).min(rows.len().saturating_sub(1));
+        let Some(place) = rows.get(row) else {
+            continue;
+        };
         let (a, b) = (x_of(item.start_ns), x_of(item.end_ns));
         let (xa, xb) = (
             x0 + a.floor() as i32,
             x0 + (b.ceil() as i32).max(a.floor() as i32 + 1),
         );
-        let top = y0 + i32::from(item.depth) * row_h;
-        let bottom = if rows == 1 { y1 } else { top + row_h - 1 };
+        let top = place.top_px as i32;
+        // Rows of one lane are parted by a 1 px seam; a lane of one row fills it.
+        let seam = i32::from(rows.len() > 1);
+        let bottom = top + place.height_px as i32 - seam;
         let color = item_color(view, lane, item);
         root.draw(&Rectangle::new([(xa, top), (xb, bottom)], color.filled()))
             .map_err(err)?;
@@ -284,7 +388,8 @@ fn draw_items<DB: DrawingBackend>(
             .ok()
             .and_then(|i| view.names.get(i));
         let fits = |n: &String| ellipsize(n, f64::from(xb - xa) - 6.0, 11.0);
-        if let Some(text) = name.filter(|_| bottom - top >= 12).and_then(fits) {
+        let tall = bottom - top >= NAME_MIN_PX as i32;
+        if let Some(text) = name.filter(|_| tall).and_then(fits) {
             root.draw(&Text::new(
                 text,
                 (xa + 3, top + (bottom - top - 11) / 2),
@@ -461,6 +566,7 @@ mod tests {
             note: String::new(),
             group: String::new(),
             folded: 0,
+            depths: 0,
         }
     }
 
@@ -586,5 +692,68 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 1, "the arrow's tail");
         let strokes = svg.matches("stroke=\"#111827\" stroke-width=\"2\"").count();
         assert_eq!(strokes, 3, "shaft and two strokes of the head: {svg}");
+    }
+
+    #[test]
+    fn nested_nvtx_ranges_are_named_in_their_depth_rows() {
+        let mut nvtx = lane(vec![1.0; 600], vec![false; 600]);
+        nvtx.kind = "nvtx".into();
+        nvtx.device = None;
+        nvtx.depths = 3;
+        let item = |start_ns, end_ns, name, depth| Item {
+            start_ns,
+            end_ns,
+            name,
+            depth,
+        };
+        nvtx.items = vec![
+            item(0, 1_000, 0, 0),
+            item(100, 900, 1, 1),
+            item(200, 800, 2, 2),
+        ];
+        let kernels = lane(vec![1.0; 600], vec![false; 600]);
+        let view = TimelineView {
+            start_ns: 0,
+            end_ns: 1_000,
+            columns: 600,
+            lanes: vec![nvtx, kernels],
+            names: vec![
+                "aten::reshape".into(),
+                "aten::clone".into(),
+                "aten::copy_".into(),
+            ],
+            classes: vec!["other".into(); 3],
+            origin_ns: 0,
+            range_label: String::new(),
+        };
+        let layout = lane_layout(&view);
+        let l = TIMELINE_LAYOUT;
+        // Three named rows, then the kernel lane below them.
+        let rows: Vec<(u32, u32)> = layout.lanes[0]
+            .rows
+            .iter()
+            .map(|r| (r.top_px, r.height_px))
+            .collect();
+        let d = l.depth_row_px;
+        assert_eq!(rows, vec![(24, d), (24 + d, d), (24 + 2 * d, d)]);
+        assert_eq!(layout.lanes[1].top_px, 24 + 3 * d + l.lane_gap_px);
+        assert_eq!(layout.height_px, layout.lanes[1].top_px + 24 + 4);
+        let mut svg = String::new();
+        {
+            let root =
+                SVGBackend::with_string(&mut svg, (760, layout.height_px)).into_drawing_area();
+            draw_timeline(&root, &view).expect("draw");
+        }
+        let texts: Vec<&str> = svg.lines().filter(|l| !l.starts_with('<')).collect();
+        for name in ["aten::reshape", "aten::clone", "aten::copy_"] {
+            assert!(texts.contains(&name), "{name}: {texts:?}");
+        }
+        // The depth-2 range's box starts at its row's top, below its parents' rows.
+        let top = 24 + 2 * d;
+        let x = l.label_width_px + 120;
+        assert!(
+            svg.contains(&format!("<rect x=\"{x}\" y=\"{top}\"")),
+            "a box at ({x}, {top}): {svg}"
+        );
     }
 }

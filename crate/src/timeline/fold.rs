@@ -141,6 +141,8 @@ fn merge(group: &str, members: Vec<LaneView>) -> Option<LaneView> {
     lane.label = folded_label(group, folded);
     lane.group = group.to_string();
     lane.folded = folded;
+    // One row: a folded group draws its members' columns, not their ranges.
+    lane.depths = 0;
     Some(lane)
 }
 
@@ -200,6 +202,7 @@ mod tests {
             note: String::new(),
             group: String::new(),
             folded: 0,
+            depths: 0,
         }
     }
 

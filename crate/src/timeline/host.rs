@@ -7,6 +7,13 @@
 //! in any order). A view covering at most [`HOST_EXACT_ROWS`] rows of a table reads them again by
 //! `rowid`, named ([`KernelSource::host_rows`]); a wider one draws the lanes empty, with a note
 //! to zoom in.
+//!
+//! An NVTX lane is laid out with one row per nesting depth ([`super::depth_row`]) for the
+//! deepest nesting on its thread over the whole trace, counted in the same scan (`Nesting`):
+//! a lane keeps its height while the view pans or zooms (one laid out by the depth in the
+//! view would jump as deeper ranges come and go under the pointer). A view holding ranges
+//! deeper than the scan counted (rows out of start order on a thread) lays the lane out for
+//! those.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +36,8 @@ struct HostLane {
     /// `globalTid` as exported.
     thread: i64,
     label: String,
+    /// Nesting levels of the thread's NVTX ranges over the whole trace (0 for API calls).
+    depths: u8,
 }
 
 /// What the scan leaves: the lanes and each table's row-block index.
@@ -53,6 +62,7 @@ impl HostIndex {
     pub fn scan(source: &dyn KernelSource) -> Result<HostIndex> {
         let mut rows: BTreeMap<(i64, HostTable), u64> = BTreeMap::new();
         let mut blocks = [Blocks::default(), Blocks::default()];
+        let mut nesting: BTreeMap<i64, Nesting> = BTreeMap::new();
         for (table, blocks) in [HostTable::Api, HostTable::Nvtx]
             .into_iter()
             .zip(&mut blocks)
@@ -60,6 +70,12 @@ impl HostIndex {
             source.host_scan(table, &mut |span| {
                 blocks.push(span.row, span.start, span.end.max(span.start));
                 *rows.entry((span.thread, table)).or_default() += 1;
+                if table == HostTable::Nvtx {
+                    nesting
+                        .entry(span.thread)
+                        .or_default()
+                        .push(span.start, span.end);
+                }
             })?;
         }
         let mut kept: Vec<((i64, HostTable), u64)> = rows.into_iter().collect();
@@ -72,6 +88,10 @@ impl HostIndex {
                 table,
                 thread,
                 label: lane_label(thread, table),
+                depths: match table {
+                    HostTable::Api => 0,
+                    HostTable::Nvtx => nesting.get(&thread).map_or(1, |n| n.levels),
+                },
             })
             .collect();
         let [api, nvtx] = blocks;
@@ -165,13 +185,15 @@ impl HostIndex {
             .collect())
     }
 
-    /// The call or range of host lane `i` at `t` (within `slack`).
+    /// The call or range of host lane `i` at `t` (within `slack`): on an NVTX lane with `row`
+    /// (the depth row under the pointer, [`super::depth_row`]) the range drawn in that row, else
+    /// the innermost.
     pub fn hit(
         &self,
         source: &dyn KernelSource,
         i: usize,
-        t: Ns,
-        slack: Ns,
+        (t, slack): (Ns, Ns),
+        row: Option<u8>,
     ) -> Result<Option<HostHit>> {
         let Some(lane) = self.lanes.get(i) else {
             return Ok(None);
@@ -181,11 +203,16 @@ impl HostIndex {
             return Ok(None);
         };
         let mut rows = by.remove(&lane.thread).unwrap_or_default();
+        // A range's depth counts the ranges open at its start, which overlap the read span too.
+        let depth = depths(rows.iter().map(|r| (r.span.start, r.span.end)));
+        let row = row.filter(|_| lane.table == HostTable::Nvtx);
         // In start order, so of ranges containing `t` the innermost (the latest) wins.
         let events = rows
             .iter()
+            .zip(depth)
             .enumerate()
-            .map(|(i, r)| (r.span.start, r.span.end, i));
+            .filter(|(_, (_, d))| row.is_none_or(|r| super::depth_row(*d) == r))
+            .map(|(i, (r, _))| (r.span.start, r.span.end, i));
         let found = super::closest(events, t, slack).map(|(_, _, i)| i);
         Ok(found.map(|i| HostHit {
             row: rows.swap_remove(i),
@@ -221,6 +248,7 @@ fn lane_view(
         note: String::new(),
         group: String::new(),
         folded: 0,
+        depths: 0,
     };
     let Some(rows) = rows else {
         view.note = "zoom in to see its rows".into();
@@ -237,8 +265,13 @@ fn lane_view(
     view.busy = cols.busy;
     view.count = cols.count;
     view.top = cols.top;
+    view.depths = lane.depths;
     if rows.len() <= (grid.columns / ITEM_MIN_PX).max(1) as usize {
         let depth = depths(rows.iter().map(|r| (r.span.start, r.span.end)));
+        let deepest = depth.iter().max().map_or(0, |&d| d.saturating_add(1));
+        if lane.table == HostTable::Nvtx {
+            view.depths = view.depths.max(deepest);
+        }
         view.items = rows
             .iter()
             .zip(&ids)
@@ -252,6 +285,30 @@ fn lane_view(
             .collect();
     }
     view
+}
+
+/// The nesting levels of one thread's ranges, counted as they are scanned in start order (as
+/// exports list them on a thread): the ranges still open (their ends, innermost last) and the
+/// most seen open at once. Memory: one end per level open.
+#[derive(Debug, Default)]
+struct Nesting {
+    open: Vec<Ns>,
+    levels: u8,
+}
+
+impl Nesting {
+    fn push(&mut self, start: Ns, end: Ns) {
+        while self.open.last().is_some_and(|&e| e <= start) {
+            self.open.pop();
+        }
+        // Past 255 levels the count saturates (lanes cap their rows far below).
+        if self.open.len() < usize::from(u8::MAX) {
+            self.open.push(end.max(start));
+        }
+        self.levels = self
+            .levels
+            .max(u8::try_from(self.open.len()).unwrap_or(u8::MAX));
+    }
 }
 
 /// The nesting depth of each range (in start order) among those before it on its thread: 0 for

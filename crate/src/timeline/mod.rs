@@ -28,7 +28,9 @@ pub use host::HostIndex;
 pub use source::{KernelSource, lane_steps_of};
 pub use step_lane::{StepLane, StepLaneBuilder};
 use summary::{BinGrid, Blocks, Label, LaneBins};
-pub use view::{Hit, ITEM_MIN_PX, Item, LaneView, Link, TimelineView};
+pub use view::{
+    DEPTH_ROWS, Hit, ITEM_MIN_PX, Item, LaneView, Link, NAMED_DEPTHS, TimelineView, depth_row,
+};
 
 use crate::model::{HostTable, KernelEvent, NameId, Ns, Trace, UNHELD_NAME};
 use crate::steps::Step;
@@ -122,6 +124,7 @@ impl KernelLane {
             note: String::new(),
             group: String::new(),
             folded: 0,
+            depths: 0,
         }
     }
 }
@@ -354,22 +357,27 @@ impl Timeline {
         t: Ns,
         slack: Ns,
     ) -> crate::error::Result<Option<Hit>> {
-        self.hit_folded(source, lane, (t, slack), &[])
+        self.hit_folded(source, (lane, None), (t, slack), &[])
     }
 
     /// [`Timeline::hit`] in a view whose groups named in `folded` are folded: on a folded lane,
     /// the event of the first of its lanes that has one; lanes (the hit's and its link's) are
-    /// the view's.
+    /// the view's. `row`: the depth row of an NVTX lane under the pointer ([`depth_row`]; the
+    /// page reads the rows' places from the core's layout, `plot::lane_layout`), whose range is
+    /// the hit rather than the innermost one at `t`; `None` on other lanes.
     pub fn hit_folded(
         &self,
         source: &dyn KernelSource,
-        lane: u32,
+        (lane, row): (u32, Option<u8>),
         (t, slack): (Ns, Ns),
         folded: &[String],
     ) -> crate::error::Result<Option<Hit>> {
         let layout = fold::Layout::new(&self.lane_groups(self.host.get()), folded);
-        for full in layout.lanes_of(lane as usize) {
-            if let Some(mut hit) = self.full_hit(source, (full as u32, t, slack))? {
+        let members = layout.lanes_of(lane as usize);
+        // A folded group is drawn in one row: its rows are not the members' depth rows.
+        let row = row.filter(|_| members.len() == 1);
+        for full in members {
+            if let Some(mut hit) = self.full_hit(source, (full as u32, row, t, slack))? {
                 hit.lane = lane;
                 if let Some(link) = &mut hit.link {
                     link.lane = link
@@ -383,11 +391,12 @@ impl Timeline {
         Ok(None)
     }
 
-    /// [`Timeline::hit`] on lane `lane` of the full list (none folded), at `t` within `slack`.
+    /// [`Timeline::hit`] on lane `lane` of the full list (none folded), at `t` within `slack`,
+    /// in depth row `row` of an NVTX lane.
     fn full_hit(
         &self,
         source: &dyn KernelSource,
-        (lane, t, slack): (u32, Ns, Ns),
+        (lane, row, t, slack): (u32, Option<u8>, Ns, Ns),
     ) -> crate::error::Result<Option<Hit>> {
         let slack = slack.max(0);
         let (a, b) = (t.saturating_sub(slack), t.saturating_add(slack));
@@ -397,7 +406,7 @@ impl Timeline {
         if let Some((host, i)) = host.zip((lane as usize).checked_sub(steps))
             && i < host_lanes
         {
-            return self.host_hit(source, host, (lane, i), t, slack);
+            return self.host_hit(source, host, (lane, i, row), (t, slack));
         }
         // Lanes: the step lane, the host lanes, then the kernel lanes.
         let lane_index = if (lane as usize) < steps {
@@ -449,17 +458,16 @@ impl Timeline {
         }))
     }
 
-    /// The CUDA API call or NVTX range of host lane `i` (view lane `lane`) at `t`, a launch
-    /// call with its kernel.
+    /// The CUDA API call or NVTX range of host lane `i` (view lane `lane`, depth row `row`) at
+    /// `t`, a launch call with its kernel.
     fn host_hit(
         &self,
         source: &dyn KernelSource,
         host: &HostIndex,
-        (lane, i): (u32, usize),
-        t: Ns,
-        slack: Ns,
+        (lane, i, row): (u32, usize, Option<u8>),
+        (t, slack): (Ns, Ns),
     ) -> crate::error::Result<Option<Hit>> {
-        let Some(found) = host.hit(source, i, t, slack)? else {
+        let Some(found) = host.hit(source, i, (t, slack), row)? else {
             return Ok(None);
         };
         let link = match found.table {

@@ -153,6 +153,7 @@ impl StepLane {
             note: String::new(),
             group: String::new(),
             folded: 0,
+            depths: 0,
         })
     }
 }

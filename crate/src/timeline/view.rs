@@ -44,6 +44,20 @@ fn is_zero(d: &u8) -> bool {
     *d == 0
 }
 
+/// Depth rows an NVTX lane is laid out in at most: ranges nested deeper share the last row.
+pub const DEPTH_ROWS: u8 = 16;
+
+/// Depth rows tall enough for a range's name; the rows below them (depths `NAMED_DEPTHS` and
+/// deeper, up to [`DEPTH_ROWS`]) are drawn thin, so a thread nested 18 deep (nvFuser's host
+/// code) keeps a lane a few rows taller than one nested 6 deep rather than three times as tall.
+pub const NAMED_DEPTHS: u8 = 6;
+
+/// The row of an NVTX lane a range at `depth` is drawn in (and hovered at): its own up to
+/// [`DEPTH_ROWS`], the last one for deeper ranges.
+pub fn depth_row(depth: u8) -> u8 {
+    depth.min(DEPTH_ROWS - 1)
+}
+
 /// A lane's events are drawn one by one when the view holds at most one per this many pixel
 /// columns (on average) — kernels then are a few pixels wide, their boundaries visible.
 pub const ITEM_MIN_PX: u32 = 3;
@@ -80,6 +94,11 @@ pub struct LaneView {
     /// Lanes folded into this one (a collapsed group), 0 for a lane of its own.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub folded: u32,
+    /// Nesting levels the lane is laid out for, one depth row each ([`depth_row`]): on an NVTX
+    /// lane the deepest nesting on its thread over the whole trace, plus one (see
+    /// [`super::host`]); 0 for a lane of one row (kernels, steps, API calls, a folded group).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depths: u8,
 }
 
 fn is_zero_u32(n: &u32) -> bool {

@@ -40,6 +40,14 @@ struct DetectOptions {
     window: Option<(Ns, Ns)>,
 }
 
+/// A timeline view with its lanes' places (`plot::lane_layout`), as the page reads it.
+#[derive(Serialize)]
+struct LaidOutView<'a> {
+    #[serde(flatten)]
+    view: &'a crate::timeline::TimelineView,
+    layout: crate::plot::LaneLayout,
+}
+
 #[derive(Serialize)]
 struct Extent {
     start_ns: Ns,
@@ -137,7 +145,8 @@ impl Analysis {
 
     /// `TimelineView` JSON of `[startNs, endNs)` in `columns` pixel columns, the lane groups
     /// named in `folded` (`process:<pid>`, `device:<n>`: a lane's `group`) folded into one lane
-    /// each, with the label the page shows above it (`range_label`).
+    /// each, with the label the page shows above it (`range_label`) and where `drawTimeline`
+    /// draws its lanes (`layout`: `plot::LaneLayout`, each lane's top, height and rows in px).
     pub fn timeline(
         &self,
         #[wasm_bindgen(js_name = startNs)] start_ns: f64,
@@ -163,23 +172,31 @@ impl Analysis {
             f64::from(view.columns),
             crate::plot::RULER_FONT_PX,
         );
-        to_json(&view)
+        let layout = crate::plot::lane_layout(&view);
+        to_json(&LaidOutView {
+            view: &view,
+            layout,
+        })
     }
 
     /// The event under the pointer as `Hit` JSON, or `null`; `lane` is a lane of the view
-    /// drawn with the same `folded` groups.
+    /// drawn with the same `folded` groups, `row` the index of the row under the pointer among
+    /// that lane's `layout` rows (on an NVTX lane, the depth whose range is hovered).
     pub fn hover(
         &self,
         lane: u32,
         #[wasm_bindgen(js_name = tNs)] t_ns: f64,
         #[wasm_bindgen(js_name = slackNs)] slack_ns: f64,
         folded: Vec<String>,
+        row: Option<u32>,
     ) -> Result<String, WebError> {
         let t = ns_arg("tNs", t_ns)?;
         let slack = ns_arg("slackNs", slack_ns)?.max(0);
+        // Rows past the last are the last's (deeper ranges share it).
+        let row = row.map(|r| crate::timeline::depth_row(u8::try_from(r).unwrap_or(u8::MAX)));
         let hit = self
             .trace
-            .hit(lane, (t, slack), &folded)
+            .hit((lane, row), (t, slack), &folded)
             .map_err(WebError::from)?;
         to_json(&hit)
     }

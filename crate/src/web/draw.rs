@@ -151,8 +151,10 @@ pub fn idle_cause_colours() -> Result<String, WebError> {
     to_json(&colours)
 }
 
-/// `TIMELINE_LAYOUT` as JSON (label width, top margin, lane height in px), so the page maps a
-/// pointer position to a lane and a time exactly as the drawing placed them.
+/// `TIMELINE_LAYOUT` as JSON (label width, ruler height in px …), so the page maps a pointer
+/// position to a time exactly as the drawing placed it. Lanes are not of one height (an NVTX
+/// lane has a row per nesting depth): their places come with each view (`layout` of
+/// `Analysis.timeline`, `plot::lane_layout`), which `drawTimeline` draws by.
 #[wasm_bindgen(js_name = timelineLayout)]
 pub fn timeline_layout() -> Result<String, WebError> {
     init();

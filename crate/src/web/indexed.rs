@@ -144,14 +144,17 @@ impl Indexed {
         })
     }
 
-    /// The kernel or step of view lane `lane` under the pointer.
+    /// The kernel, step, call or range of view lane `lane` (its depth row `row` on an NVTX
+    /// lane) under the pointer.
     pub(crate) fn hit(
         &self,
-        lane: u32,
+        (lane, row): (u32, Option<u8>),
         (t, slack): (Ns, Ns),
         folded: &[String],
     ) -> Result<Option<Hit>> {
-        self.with_timeline(|timeline, source| timeline.hit_folded(source, lane, (t, slack), folded))
+        self.with_timeline(|timeline, source| {
+            timeline.hit_folded(source, (lane, row), (t, slack), folded)
+        })
     }
 
     /// Runs `f` on the timeline and the source its zoomed-in views re-read: the loaded table,
