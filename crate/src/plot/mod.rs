@@ -227,10 +227,12 @@ pub fn draw_timeline_with<DB: DrawingBackend>(
             root.draw(&Text::new(lane.note.clone(), (x, y0 + 5), font))
                 .map_err(err)?;
         }
+        let width = f64::from(TIMELINE_LAYOUT.label_width_px) - 10.0;
+        let (text, size) = fit_lane_label(&lane.label, width);
         let label = Text::new(
-            lane.label.clone(),
+            text,
             (6, y0 + 5),
-            ("sans-serif", 12).into_font().color(&INK),
+            ("sans-serif", size).into_font().color(&INK),
         );
         root.draw(&label).map_err(err)?;
     }
@@ -414,6 +416,31 @@ fn item_color(view: &TimelineView, lane: &LaneView, item: &Item) -> RGBColor {
     }
 }
 
+/// A lane label that fits the label column: as is at 12 px, else at 10 px, else cut in the
+/// middle so that what the lane holds (`CUDA API`, `NVTX`, `stream 7`: the text after the last
+/// digit) stays readable and only the ids are shortened (the hover names the whole thread).
+fn fit_lane_label(label: &str, width_px: f64) -> (String, f64) {
+    for size in [12.0, 10.0] {
+        if text_width(label, size) <= width_px {
+            return (label.to_string(), size);
+        }
+    }
+    let size = 10.0;
+    let fits = (width_px / (size * 0.56)).floor().max(0.0) as usize;
+    let chars: Vec<char> = label.chars().collect();
+    let tail_from = chars
+        .iter()
+        .rposition(char::is_ascii_digit)
+        .map_or(chars.len(), |i| i + 1);
+    let tail: String = chars[tail_from..].iter().collect();
+    let head_room = fits.saturating_sub(tail.chars().count() + 1);
+    if head_room < 2 {
+        return (ellipsize(label, width_px, size).unwrap_or_default(), size);
+    }
+    let head: String = chars[..tail_from].iter().take(head_room).collect();
+    (format!("{head}…{tail}"), size)
+}
+
 /// `text` cut to fit `width_px` at `font_px`, ending in "…" when cut; `None` when not even two
 /// characters fit.
 fn ellipsize(text: &str, width_px: f64, font_px: f64) -> Option<String> {
@@ -568,6 +595,22 @@ mod tests {
             folded: 0,
             depths: 0,
         }
+    }
+
+    #[test]
+    fn a_long_lane_label_keeps_what_the_lane_holds_and_shortens_the_ids() {
+        let width = f64::from(TIMELINE_LAYOUT.label_width_px) - 10.0;
+        assert_eq!(
+            fit_lane_label("GPU 0 · stream 7", width),
+            ("GPU 0 · stream 7".to_string(), 12.0)
+        );
+        let (text, size) = fit_lane_label("▾ 227916/227950 CUDA API", width);
+        assert_eq!(size, 10.0);
+        assert!(text_width(&text, size) <= width, "{text}");
+        let (text, size) = fit_lane_label("▾ 2279161234/2279501234 CUDA API", width);
+        assert!(text.ends_with("… CUDA API"), "{text}");
+        assert!(text.starts_with("▾ 2279"), "{text}");
+        assert!(text_width(&text, size) <= width, "{text}");
     }
 
     #[test]
