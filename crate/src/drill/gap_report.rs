@@ -251,10 +251,7 @@ pub fn gaps_and_idle<'t>(
         let mut host = HostCauses::new(ix);
         for d in &ix.devices {
             // Gaps end where a kernel starts: in device order their ends only grow.
-            let mut cursors = [
-                SpanCursor::new(&phase_spans[0]),
-                SpanCursor::new(&phase_spans[1]),
-            ];
+            let mut cursors = phase_spans.map(SpanCursor::new);
             let mut lane = LaneCauses::new(host.device(d.device));
             scan_device((ix, input, d), window, |found| match found {
                 Found::Device(c) => {
@@ -325,8 +322,8 @@ pub fn gaps_and_idle<'t>(
 /// either closes a gap holding them or (overlapping the stream's busy time) finds none pending.
 struct LaneCauses<'h, 'a, 't> {
     sweep: DeviceSweep<'h, 'a, 't>,
+    /// The device's causes, per label, with their evidence.
     ledger: CauseLedger<'t>,
-    total: Tally<'t>,
     idle_ns: Ns,
     /// Per stream slot of the scan, the causes of the device-idle gaps since its last kernel.
     pending: Vec<Tally<'t>>,
@@ -337,7 +334,6 @@ impl<'h, 'a, 't> LaneCauses<'h, 'a, 't> {
         LaneCauses {
             sweep,
             ledger: CauseLedger::default(),
-            total: Tally::default(),
             idle_ns: 0,
             pending: Vec::new(),
         }
@@ -348,7 +344,6 @@ impl<'h, 'a, 't> LaneCauses<'h, 'a, 't> {
     fn device_gap(&mut self, (start, end): (Ns, Ns), buckets: &mut [Tally<'t>; 9]) -> &Tally<'t> {
         let causes = self.sweep.gap((start, end));
         self.idle_ns += end - start;
-        self.total.merge(causes);
         self.ledger.add_gap((start, end), causes);
         buckets[bucket_of(end - start)].merge(causes);
         for p in &mut self.pending {
@@ -369,7 +364,7 @@ impl<'h, 'a, 't> LaneCauses<'h, 'a, 't> {
         DeviceIdle {
             device,
             idle_ns: self.idle_ns,
-            causes: self.ledger.causes(&self.total, self.idle_ns),
+            causes: self.ledger.causes(self.idle_ns),
             file,
         }
     }
@@ -424,13 +419,9 @@ fn scan_device(
 }
 
 /// Context and generation step windows of one trace, as sorted disjoint spans.
-fn phase_spans(ix: &TraceIndex<'_>) -> [Vec<(Ns, Ns)>; 2] {
-    let spans = |p: &Option<crate::steps::PhaseSteps>| {
-        p.as_ref()
-            .map(|p| p.window.spans().to_vec())
-            .unwrap_or_default()
-    };
-    [spans(&ix.steps.context), spans(&ix.steps.generation)]
+fn phase_spans<'a>(ix: &'a TraceIndex<'_>) -> [&'a [(Ns, Ns)]; 2] {
+    [&ix.steps.context, &ix.steps.generation]
+        .map(|p| p.as_ref().map_or(&[][..], |p| p.window.spans()))
 }
 
 fn phase_gaps(inputs: &[TraceIndex<'_>], streams: &Collector) -> Vec<PhaseGaps> {

@@ -211,37 +211,71 @@ impl<'t> CauseLedger<'t> {
         }
     }
 
-    /// Every cause of `tally` (a device's total) as a share of `idle_ns`, with its evidence.
-    pub fn causes(&self, tally: &Tally<'t>, idle_ns: Ns) -> Vec<IdleCause> {
-        let mut out = tally.causes(idle_ns);
-        for c in &mut out {
-            let Some(l) = self.per.get(c.kind.rank()) else {
-                continue;
-            };
-            let mut labels: Vec<(&str, Ns)> = l.labels.iter().map(|(&k, &v)| (k, v)).collect();
-            labels.sort_by_key(|&(label, ns)| (Reverse(ns), label));
-            c.labels = labels
-                .into_iter()
-                .take(DETAIL)
-                .map(|(label, ns)| LabelTime {
-                    label: label.to_string(),
-                    ns,
-                })
-                .collect();
-            let mut gaps: Vec<CauseGap> = l
-                .gaps
-                .iter()
-                .map(|&Reverse((ns, Reverse(start_ns), end_ns))| CauseGap {
-                    start_ns,
-                    end_ns,
-                    ns,
-                })
-                .collect();
-            gaps.sort_by_key(|g| (Reverse(g.ns), g.start_ns));
-            c.gaps = gaps;
-            c.by_bucket = l.by_bucket.to_vec();
+    /// Every cause of the gaps added (a device's), as a share of `idle_ns`, with its evidence;
+    /// largest first (ties: precedence order), each labelled by its largest label (ties: the
+    /// first name).
+    pub fn causes(&self, idle_ns: Ns) -> Vec<IdleCause> {
+        let mut kinds: Vec<(KindTotal<'t>, &Ledger<'t>)> = self
+            .per
+            .iter()
+            .zip(PRECEDENCE)
+            .filter_map(|(l, kind)| {
+                let (&label, _) = l
+                    .labels
+                    .iter()
+                    .max_by_key(|&(&label, &ns)| (ns, Reverse(label)))?;
+                let ns = l.labels.values().sum();
+                Some((KindTotal { kind, ns, label }, l))
+            })
+            .collect();
+        kinds.sort_by_key(|(k, _)| (Reverse(k.ns), k.kind.rank()));
+        kinds
+            .into_iter()
+            .map(|(k, l)| IdleCause {
+                kind: k.kind,
+                label: k.label.to_string(),
+                ns: k.ns,
+                share: share(k.ns, idle_ns),
+                labels: l.top_labels(),
+                gaps: l.top_gaps(),
+                by_bucket: l.by_bucket.to_vec(),
+            })
+            .collect()
+    }
+}
+
+impl Ledger<'_> {
+    /// The [`DETAIL`] labels holding the most time, largest first (ties: by name).
+    fn top_labels(&self) -> Vec<LabelTime> {
+        let mut labels: Vec<(Reverse<Ns>, &str)> =
+            self.labels.iter().map(|(&k, &v)| (Reverse(v), k)).collect();
+        if labels.len() > DETAIL {
+            labels.select_nth_unstable(DETAIL);
+            labels.truncate(DETAIL);
         }
-        out
+        labels.sort_unstable();
+        labels
+            .into_iter()
+            .map(|(Reverse(ns), label)| LabelTime {
+                label: label.to_string(),
+                ns,
+            })
+            .collect()
+    }
+
+    /// The kept gaps, the cause's largest time in them first (ties: the earlier).
+    fn top_gaps(&self) -> Vec<CauseGap> {
+        let mut gaps: Vec<CauseGap> = self
+            .gaps
+            .iter()
+            .map(|&Reverse((ns, Reverse(start_ns), end_ns))| CauseGap {
+                start_ns,
+                end_ns,
+                ns,
+            })
+            .collect();
+        gaps.sort_by_key(|g| (Reverse(g.ns), g.start_ns));
+        gaps
     }
 }
 

@@ -10,12 +10,13 @@ pub mod names;
 pub(crate) mod testing;
 pub mod units;
 
+use crate::model::intervals::IntervalSet;
 use crate::model::{CoverageNote, MemOps, Ns, ProcessIdx, Trace};
 use crate::names::api::ApiKind;
 use crate::profile::Profile;
 use crate::steps;
+use crate::steps::Step;
 use crate::steps::names::StepNames;
-use crate::steps::{PhaseSteps, Step};
 use names::Names;
 
 /// Kernels of one device, sorted by (start, end).
@@ -125,12 +126,19 @@ impl CallIndex {
     }
 }
 
+/// One phase (context or generation): how many forward steps it has and its window.
+#[derive(Debug, Clone, Default)]
+pub struct Phase {
+    pub steps: u64,
+    pub window: IntervalSet,
+}
+
 /// Forward steps and phases as `detect` sees them in the standard profile.
 #[derive(Debug, Clone, Default)]
 pub struct StepInfo {
     pub steps: Vec<Step>,
-    pub context: Option<PhaseSteps>,
-    pub generation: Option<PhaseSteps>,
+    pub context: Option<Phase>,
+    pub generation: Option<Phase>,
     /// The step marker they were read under (`None`: no range was a step).
     pub marker: Option<crate::names::steps::StepMarkerReport>,
 }
@@ -265,7 +273,14 @@ impl<'t> TraceIndex<'t> {
 fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
     let k = &trace.kernels;
     let devices = k.devices();
-    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); devices.len()];
+    // Counted first, so each list is allocated once at its size.
+    let mut counts = vec![0usize; devices.len()];
+    for d in &k.device {
+        if let Ok(slot) = devices.binary_search(d) {
+            counts[slot] += 1;
+        }
+    }
+    let mut lists: Vec<Vec<u32>> = counts.into_iter().map(Vec::with_capacity).collect();
     for (i, d) in k.device.iter().enumerate() {
         if let Ok(slot) = devices.binary_search(d) {
             lists[slot].push(i as u32);
@@ -294,10 +309,16 @@ fn step_info(trace: &Trace, marker: Option<&crate::names::steps::StepSource>) ->
     let mut steps = reader.raw();
     steps::dedup_tp_steps_in_place(&mut steps);
     let (context, generation) = steps::phases(&steps, &sw);
+    let phase = |p: Option<steps::PhaseCounts>| {
+        p.map(|p| Phase {
+            steps: p.steps,
+            window: p.window.unwrap_or_default(),
+        })
+    };
     StepInfo {
         steps,
-        context,
-        generation,
+        context: phase(context),
+        generation: phase(generation),
         marker: reader.lookup().parser.used(),
     }
 }

@@ -86,6 +86,13 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
         }
         let (kind, label) = self.winner();
         self.tally.add(kind, label, end - t);
+        if std::env::var_os("DBG_SWEEP").is_some() && self.ends.len() > 1000 {
+            eprintln!(
+                "ends {} open {:?}",
+                self.ends.len(),
+                self.open.iter().map(|s| s.len()).collect::<Vec<_>>()
+            );
+        }
         &self.tally
     }
 
