@@ -326,20 +326,55 @@ fn step_info(trace: &Trace, marker: Option<&crate::names::steps::StepSource>) ->
 /// Steady-state steps (reference §7: ctx = 0 and gen = the maximum gen count), else every
 /// generation step, else every step.
 pub fn steady_steps(steps: &[Step]) -> (Vec<Step>, &'static str) {
-    let max_gen = steps.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
-    let steady: Vec<Step> = steps
-        .iter()
-        .copied()
-        .filter(|s| s.name.ctx == 0 && s.name.gen_reqs == max_gen && max_gen > 0)
-        .collect();
-    if !steady.is_empty() {
-        return (steady, "steady-state steps (0 ctx reqs, max gen reqs)");
+    let (rule, what) = SteadyRule::of(steps);
+    (
+        steps.iter().copied().filter(|s| rule.keeps(s)).collect(),
+        what,
+    )
+}
+
+/// [`steady_steps`] as their `(start, end)` only, without a copy of each step.
+pub fn steady_spans(steps: &[Step]) -> (Vec<(Ns, Ns)>, &'static str) {
+    let (rule, what) = SteadyRule::of(steps);
+    let spans = steps.iter().filter(|s| rule.keeps(s));
+    (spans.map(|s| (s.start, s.end)).collect(), what)
+}
+
+/// Which steps [`steady_steps`] keeps.
+#[derive(Clone, Copy)]
+enum SteadyRule {
+    /// ctx = 0 and gen = this maximum gen count.
+    Steady(u64),
+    Generation,
+    All,
+}
+
+impl SteadyRule {
+    /// The first rule that keeps a step, and what it keeps.
+    fn of(steps: &[Step]) -> (SteadyRule, &'static str) {
+        let max_gen = steps.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
+        let rules = [
+            (
+                SteadyRule::Steady(max_gen),
+                "steady-state steps (0 ctx reqs, max gen reqs)",
+            ),
+            (SteadyRule::Generation, "generation steps"),
+        ];
+        rules
+            .into_iter()
+            .find(|(rule, _)| steps.iter().any(|s| rule.keeps(s)))
+            .unwrap_or((SteadyRule::All, "all forward steps"))
     }
-    let generation: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx == 0).collect();
-    if !generation.is_empty() {
-        return (generation, "generation steps");
+
+    fn keeps(self, s: &Step) -> bool {
+        match self {
+            SteadyRule::Steady(max_gen) => {
+                s.name.ctx == 0 && s.name.gen_reqs == max_gen && max_gen > 0
+            }
+            SteadyRule::Generation => s.name.ctx == 0,
+            SteadyRule::All => true,
+        }
     }
-    (steps.to_vec(), "all forward steps")
 }
 
 /// Looks up times in sorted disjoint spans, moving forward: O(1) amortized per lookup when the
