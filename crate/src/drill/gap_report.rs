@@ -382,7 +382,7 @@ fn scan_device(
     // Few streams per device: a list, searched from the last one used.
     let mut streams: Vec<(u32, IdleLane<u32>)> = Vec::new();
     let mut last = 0;
-    for &i in &d.kernels {
+    for i in d.kernels() {
         let (s, e) = (k.start[i as usize], k.end[i as usize]);
         let stream = k.stream.get(i as usize).copied().unwrap_or(0);
         let candidate = |gap: IdleGap<u32>, stream: Option<u32>| Candidate {

@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use serde::Serialize;
 
 use crate::index::units::us;
-use crate::index::{SpanCursor, TraceIndex, steady_spans};
+use crate::index::{DeviceKernels, SpanCursor, TraceIndex, steady_spans};
 use crate::model::{NameId, Ns};
 use crate::names::kernels::KernelCategory;
 
@@ -85,7 +85,7 @@ pub struct PatternReport {
 enum Sequences<'a> {
     InOrder {
         ix: &'a TraceIndex<'a>,
-        order: &'a [u32],
+        order: &'a DeviceKernels,
         spans: &'a [(Ns, Ns)],
     },
     Held {
@@ -139,8 +139,8 @@ pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
     let best = ix
         .devices
         .iter()
-        .max_by_key(|d| d.kernels.len())
-        .map(|d| (d.device, sequences(ix, &d.kernels, &spans)));
+        .max_by_key(|d| d.len())
+        .map(|d| (d.device, sequences(ix, d, &spans)));
     let Some((device, seqs)) = best else {
         return not_found(Some(ix), None, source.into(), 0);
     };
@@ -224,7 +224,11 @@ fn not_found(
 
 /// Kernels of one device grouped by the step that launched them (one sequence without steps),
 /// each with its preceding gap: streamed when the steps come in device order, else held.
-fn sequences<'a>(ix: &'a TraceIndex<'a>, order: &'a [u32], spans: &'a [(Ns, Ns)]) -> Sequences<'a> {
+fn sequences<'a>(
+    ix: &'a TraceIndex<'a>,
+    order: &'a DeviceKernels,
+    spans: &'a [(Ns, Ns)],
+) -> Sequences<'a> {
     let mut last = 0;
     let in_order = walk(ix, order, spans, |step, _, _| {
         if step < last {
@@ -261,7 +265,7 @@ fn sequences<'a>(ix: &'a TraceIndex<'a>, order: &'a [u32], spans: &'a [(Ns, Ns)]
 /// gap (the device's idle time right before it), until `each` breaks.
 fn walk(
     ix: &TraceIndex<'_>,
-    order: &[u32],
+    order: &DeviceKernels,
     spans: &[(Ns, Ns)],
     mut each: impl FnMut(u32, u32, Ns) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
@@ -269,7 +273,7 @@ fn walk(
     let mut busy_until = Ns::MIN;
     let mut steps = SpanCursor::new(spans);
     let mut handed: usize = 0;
-    for &i in order {
+    for i in order.kernels() {
         let (s, e) = (k.start[i as usize], k.end[i as usize]);
         let gap = if busy_until == Ns::MIN {
             0

@@ -23,8 +23,65 @@ use names::Names;
 #[derive(Debug, Clone)]
 pub struct DeviceKernels {
     pub device: u32,
-    pub kernels: Vec<u32>,
+    kernels: KernelOrder,
 }
+
+/// Kernel rows in (start, end) order.
+#[derive(Debug, Clone)]
+enum KernelOrder {
+    /// Every row of the table, in row order: the trace has one device and its table is in that
+    /// order already (as nsys writes it), so no list is held.
+    All(u32),
+    Rows(Vec<u32>),
+}
+
+impl DeviceKernels {
+    /// The device's kernel rows in (start, end) order.
+    pub fn kernels(&self) -> DeviceRows<'_> {
+        match &self.kernels {
+            KernelOrder::All(n) => DeviceRows::All(0..*n),
+            KernelOrder::Rows(rows) => DeviceRows::Rows(rows.iter()),
+        }
+    }
+
+    /// How many kernels ran on the device.
+    pub fn len(&self) -> usize {
+        match &self.kernels {
+            KernelOrder::All(n) => *n as usize,
+            KernelOrder::Rows(rows) => rows.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The iterator of [`DeviceKernels::kernels`].
+pub enum DeviceRows<'a> {
+    All(std::ops::Range<u32>),
+    Rows(std::slice::Iter<'a, u32>),
+}
+
+impl Iterator for DeviceRows<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            DeviceRows::All(r) => r.next(),
+            DeviceRows::Rows(r) => r.next().copied(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            DeviceRows::All(r) => r.size_hint(),
+            DeviceRows::Rows(r) => r.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for DeviceRows<'_> {}
 
 /// (process, correlation id) → runtime row.
 #[derive(Debug, Default)]
@@ -273,6 +330,16 @@ impl<'t> TraceIndex<'t> {
 fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
     let k = &trace.kernels;
     let devices = k.devices();
+    let key = |i: usize| (k.start[i], k.end[i]);
+    if let [device] = devices[..]
+        && k.device.len() == k.len()
+        && (1..k.len()).all(|i| key(i - 1) <= key(i))
+    {
+        return vec![DeviceKernels {
+            device,
+            kernels: KernelOrder::All(k.len() as u32),
+        }];
+    }
     // Counted first, so each list is allocated once at its size.
     let mut counts = vec![0usize; devices.len()];
     for d in &k.device {
@@ -290,11 +357,14 @@ fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
         .into_iter()
         .zip(lists)
         .map(|(device, mut kernels)| {
-            let key = |&i: &u32| (k.start[i as usize], k.end[i as usize]);
+            let key = |&i: &u32| key(i as usize);
             if !kernels.is_sorted_by_key(key) {
                 kernels.sort_by_key(key);
             }
-            DeviceKernels { device, kernels }
+            DeviceKernels {
+                device,
+                kernels: KernelOrder::Rows(kernels),
+            }
         })
         .collect()
 }

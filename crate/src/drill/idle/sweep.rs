@@ -9,7 +9,9 @@
 //! stretch between two interval boundaries is [`winner`](Sweep::winner) of that set.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap};
+
+use hashbrown::HashMap;
 use std::iter::Peekable;
 
 use super::{CauseKind, PRECEDENCE, Tally};
@@ -156,13 +158,24 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
 pub struct HostCauses<'a, 't> {
     ix: &'a TraceIndex<'t>,
     calls: HashMap<NameId, (CauseKind, &'t str)>,
-    ranges: HashMap<NameId, (CauseKind, &'t str, bool)>,
+    /// Per NVTX name: its cause, whether it is weak, and where its label lies in it (a long
+    /// trace names every step differently: a name's entry stays small).
+    ranges: HashMap<NameId, RangeCause>,
     /// Runtime rows of async copies with a pageable host side (synchronous in effect), sorted.
     pageable_async: Vec<u32>,
     /// Runtime and NVTX rows in start order; `None` when the table already is.
     call_order: Option<Vec<u32>>,
     range_order: Option<Vec<u32>>,
     switches: Switches,
+}
+
+/// What an NVTX name says: its cause, whether it is weak, and its label as `name[at..at + len]`.
+#[derive(Debug, Clone, Copy)]
+struct RangeCause {
+    kind: CauseKind,
+    weak: bool,
+    at: u32,
+    len: u32,
 }
 
 /// One device's sweep over its trace's host intervals.
@@ -207,7 +220,7 @@ impl<'a, 't> HostCauses<'a, 't> {
         let trace = self.ix.trace;
         let mut flags = vec![false; trace.processes.len()];
         let kernels = self.ix.devices.iter().filter(|d| d.device == device);
-        for &k in kernels.flat_map(|d| &d.kernels) {
+        for k in kernels.flat_map(|d| d.kernels()) {
             if let Some(f) = trace
                 .kernels
                 .process
@@ -231,16 +244,20 @@ impl<'a, 't> HostCauses<'a, 't> {
     }
 
     fn range(&mut self, name: NameId) -> (CauseKind, &'t str, bool) {
-        let trace = self.ix.trace;
-        *self.ranges.entry(name).or_insert_with(|| {
-            let s = trace.strings.get(name);
+        let s = self.ix.trace.strings.get(name);
+        let c = *self.ranges.entry(name).or_insert_with(|| {
             let class = range_class(s);
-            (
-                CauseKind::of_range(class),
-                range_label(s),
-                class == RangeClass::GilHeld,
-            )
-        })
+            let label = range_label(s);
+            RangeCause {
+                kind: CauseKind::of_range(class),
+                weak: class == RangeClass::GilHeld,
+                // The label is a piece of the name.
+                at: (label.as_ptr() as usize).saturating_sub(s.as_ptr() as usize) as u32,
+                len: label.len() as u32,
+            }
+        });
+        let (at, len) = (c.at as usize, c.len as usize);
+        (c.kind, s.get(at..at + len).unwrap_or(s), c.weak)
     }
 
     /// The row at position `p` of the runtime (`0`) or NVTX (`1`) table's start order.
