@@ -245,17 +245,19 @@ impl<'t> CauseLedger<'t> {
 }
 
 impl Ledger<'_> {
-    /// The [`DETAIL`] labels holding the most time, largest first (ties: by name).
+    /// The [`DETAIL`] labels holding the most time, largest first (ties: by name): kept as
+    /// they pass, without a list of every label (a long trace names every step differently).
     fn top_labels(&self) -> Vec<LabelTime> {
-        let mut labels: Vec<(Reverse<Ns>, &str)> =
-            self.labels.iter().map(|(&k, &v)| (Reverse(v), k)).collect();
-        if labels.len() > DETAIL {
-            labels.select_nth_unstable(DETAIL);
-            labels.truncate(DETAIL);
+        let mut top: Vec<(Reverse<Ns>, &str)> = Vec::with_capacity(DETAIL + 1);
+        for (&label, &ns) in &self.labels {
+            let item = (Reverse(ns), label);
+            if top.len() < DETAIL || top.last().is_some_and(|last| item < *last) {
+                let at = top.partition_point(|t| *t < item);
+                top.insert(at, item);
+                top.truncate(DETAIL);
+            }
         }
-        labels.sort_unstable();
-        labels
-            .into_iter()
+        top.into_iter()
             .map(|(Reverse(ns), label)| LabelTime {
                 label: label.to_string(),
                 ns,

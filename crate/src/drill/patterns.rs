@@ -240,6 +240,11 @@ fn sequences<'a>(
     if in_order.is_continue() {
         return Sequences::InOrder { ix, order, spans };
     }
+    held(ix, order, spans)
+}
+
+/// The sequences grouped by step and held: each kernel with its step, sorted by step.
+fn held<'a>(ix: &TraceIndex<'_>, order: &DeviceKernels, spans: &[(Ns, Ns)]) -> Sequences<'a> {
     let mut entries: Vec<(u32, u32, Ns)> = Vec::new(); // (step, kernel, gap)
     let _ = walk(ix, order, spans, |step, kernel, gap| {
         entries.push((step, kernel, gap));
@@ -454,6 +459,74 @@ fn group_letter(i: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::testing::TraceBuilder;
+
+    fn collected(s: &Sequences<'_>) -> Vec<Vec<(u32, Ns)>> {
+        let mut out = Vec::new();
+        s.for_each(|seq| {
+            out.push(seq.to_vec());
+            ControlFlow::Continue(())
+        });
+        out
+    }
+
+    /// Two steps, 0..1000 and 1000..2000; three kernels on one device at 3000, 3020 and 3050
+    /// (10 ns each), launched at `launches`.
+    fn two_steps(launches: [Ns; 3]) -> TraceBuilder {
+        let mut b = TraceBuilder::new();
+        b.range(
+            "[Executor] _forward_step 1: 0 ctx reqs, 1 gen reqs",
+            0,
+            1000,
+        );
+        b.range(
+            "[Executor] _forward_step 2: 0 ctx reqs, 1 gen reqs",
+            1000,
+            2000,
+        );
+        for (name, (at, start)) in ["a", "b", "c"]
+            .iter()
+            .zip(launches.iter().zip([3000, 3020, 3050]))
+        {
+            let c = b.call("cudaLaunchKernel", *at, at + 5);
+            b.kernel(name, start, start + 10, c);
+        }
+        b
+    }
+
+    /// Kernel `b` launched in step 2 runs before `c` of step 1: the step's sequence is its
+    /// kernels in device order, `c` waiting 20 ns after `b` ended (the device's idle time), each
+    /// step's first kernel 0.
+    #[test]
+    fn steps_out_of_device_order_are_grouped_by_step() {
+        let b = two_steps([100, 1100, 200]);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let (spans, _) = steady_spans(&ix.steps.steps);
+        assert_eq!(spans, [(0, 1000), (1000, 2000)]);
+        let s = sequences(&ix, &ix.devices[0], &spans);
+        assert!(matches!(s, Sequences::Held { .. }));
+        assert_eq!(collected(&s), vec![vec![(0, 0), (2, 20)], vec![(1, 0)]]);
+    }
+
+    /// In device order the sequences are streamed, and are those the held grouping gives.
+    #[test]
+    fn steps_in_device_order_stream_the_sequences_they_would_hold() {
+        let b = two_steps([100, 200, 1100]);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let (spans, _) = steady_spans(&ix.steps.steps);
+        let s = sequences(&ix, &ix.devices[0], &spans);
+        assert!(matches!(s, Sequences::InOrder { .. }));
+        let want = vec![vec![(0, 0), (1, 10)], vec![(2, 0)]];
+        assert_eq!(collected(&s), want);
+        assert_eq!(collected(&held(&ix, &ix.devices[0], &spans)), want);
+        // Stopped early, the walk hands over no more.
+        let mut first = Vec::new();
+        s.for_each(|seq| {
+            first.push(seq.to_vec());
+            ControlFlow::Break(())
+        });
+        assert_eq!(first, want[..1]);
+    }
 
     #[test]
     fn finds_the_layer_between_a_prefix_and_a_tail() {

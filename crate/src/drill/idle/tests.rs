@@ -33,8 +33,7 @@ fn causes(d: &DeviceIdle) -> Vec<(CauseKind, &str, Ns)> {
 ///   while `outer` is open; process 9, which launches only on device 1, syncs 2100..3000.
 ///
 /// Device 1 (process 9) idles 100..3000: its sync 2100..3000 (900), untraced 2000.
-#[test]
-fn planted_causes_get_their_exact_time_and_sum_to_the_idle_time() {
+fn planted() -> TraceBuilder {
     let mut b = TraceBuilder::new();
     let launch = |b: &mut TraceBuilder, at: Ns| b.call("cudaLaunchKernel", at, at + 5);
     let c = launch(&mut b, 0);
@@ -63,7 +62,12 @@ fn planted_causes_get_their_exact_time_and_sum_to_the_idle_time() {
     b.call("cudaStreamSynchronize_v3020", 2100, 3000);
     let c = launch(&mut b, 50);
     b.kernel_on((1, 3), "k6", (3000, 3100), c);
+    b
+}
 
+#[test]
+fn planted_causes_get_their_exact_time_and_sum_to_the_idle_time() {
+    let b = planted();
     let d = drilled(&b);
     let [d0, d1] = &d.idle.per_device[..] else {
         panic!("two devices: {:?}", d.idle);
@@ -106,6 +110,56 @@ fn planted_causes_get_their_exact_time_and_sum_to_the_idle_time() {
         (Jit, "KernelExecutor::compileFusion".into(), 700)
     );
     assert_eq!(cause(2100), (Nvtx, "outer".into(), 900));
+}
+
+/// The attribution reads the calls and NVTX ranges in start order whatever the tables' row
+/// order (nsys writes a range when it ends, and flushes each thread's calls in turn): the
+/// planted trace with its runtime, NVTX and kernel rows reversed gets the same causes, gap by
+/// gap, as the hand-worked ones of the trace in start order.
+#[test]
+fn the_attribution_does_not_depend_on_the_tables_row_order() {
+    let b = planted();
+    let mut r = planted();
+    let t = &mut r.trace;
+    t.runtime.start.reverse();
+    t.runtime.end.reverse();
+    t.runtime.thread.reverse();
+    t.runtime.correlation.reverse();
+    t.runtime.name.reverse();
+    t.nvtx.start.reverse();
+    t.nvtx.end.reverse();
+    t.nvtx.thread.reverse();
+    t.nvtx.event_type.reverse();
+    t.nvtx.domain.reverse();
+    t.nvtx.name.reverse();
+    t.nvtx.text_id_name.reverse();
+    let k = &mut t.kernels;
+    for c in [&mut k.start, &mut k.end] {
+        c.reverse();
+    }
+    for c in [
+        &mut k.device,
+        &mut k.stream,
+        &mut k.process,
+        &mut k.correlation,
+    ] {
+        c.reverse();
+    }
+    for c in [&mut k.short_name, &mut k.demangled_name] {
+        c.reverse();
+    }
+    assert!(!r.trace.runtime.start.is_sorted() && !r.trace.nvtx.start.is_sorted());
+    let (sorted, reversed) = (drilled(&b), drilled(&r));
+    assert_eq!(reversed.idle, sorted.idle);
+    let causes = |d: &DrillReport| -> Vec<_> {
+        let g = &d.gaps.device_idle;
+        g.top
+            .iter()
+            .map(|g| (g.start_ns, g.cause.clone()))
+            .collect()
+    };
+    assert_eq!(causes(&reversed), causes(&sorted));
+    assert_eq!(reversed.gaps.bucket_causes, sorted.gaps.bucket_causes);
 }
 
 /// Stream gaps take the causes of the device-idle time inside them. Device 0: stream 1
