@@ -244,6 +244,9 @@ pub fn gaps_and_idle<'t>(
     let mut devices = Collector::new(top);
     let mut causes = Causes::default();
     let mut device_time: Ns = 0;
+    // With one stream per device everywhere, each stream gap is its device's gap: the stream
+    // buckets' causes are the device buckets', gathered once.
+    let one_stream = inputs.iter().all(one_stream_per_device);
     for (input, ix) in inputs.iter().enumerate() {
         let phase_spans = phase_spans(ix);
         let (ws, we) = window.unwrap_or_else(|| ix.kernel_extent());
@@ -261,7 +264,9 @@ pub fn gaps_and_idle<'t>(
                 Found::Stream { slot, gap } => {
                     let pending = lane.pending(slot);
                     if let Some(c) = gap {
-                        causes.stream_buckets[bucket_of(c.gap)].merge(pending);
+                        if !one_stream {
+                            causes.stream_buckets[bucket_of(c.gap)].merge(pending);
+                        }
                         streams.add(c, pending, &mut cursors);
                     }
                     pending.clear();
@@ -291,12 +296,16 @@ pub fn gaps_and_idle<'t>(
         b.dominant()
             .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
     };
+    let stream_buckets = match one_stream {
+        true => &causes.device_buckets,
+        false => &causes.stream_buckets,
+    };
     let report = GapReport {
         buckets: streams.buckets.list(),
         top: stream_top,
         gaps: streams.buckets.gaps(),
         total_us: us(streams.buckets.total()),
-        reading: read(&streams.buckets, &causes.stream_buckets),
+        reading: read(&streams.buckets, stream_buckets),
         window,
         device_idle: IdleGaps {
             buckets: devices.buckets.list(),
@@ -309,7 +318,7 @@ pub fn gaps_and_idle<'t>(
             bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
         },
         phases,
-        bucket_causes: bucket_causes(&streams.buckets, &causes.stream_buckets),
+        bucket_causes: bucket_causes(&streams.buckets, stream_buckets),
     };
     (report, causes.idle)
 }
@@ -368,6 +377,18 @@ impl<'h, 'a, 't> LaneCauses<'h, 'a, 't> {
             file,
         }
     }
+}
+
+/// Whether every device of `ix` ran its kernels on one stream.
+fn one_stream_per_device(ix: &TraceIndex<'_>) -> bool {
+    let streams = &ix.trace.kernels.stream;
+    ix.devices.iter().all(|d| {
+        let mut of = d
+            .kernels()
+            .map(|i| streams.get(i as usize).copied().unwrap_or(0));
+        let first = of.next();
+        of.all(|s| Some(s) == first)
+    })
 }
 
 /// Walks one device's kernels in time order, reporting every device gap inside `window` and

@@ -97,6 +97,11 @@ fn planted_causes_get_their_exact_time_and_sum_to_the_idle_time() {
     }
     // The device-idle total is the gap report's.
     assert_eq!(d.gaps.device_idle.total_us, 5.6);
+    // One stream per device: the stream gaps are the device gaps, with the same causes.
+    assert_eq!(d.gaps.buckets, d.gaps.device_idle.buckets);
+    assert_eq!(d.gaps.bucket_causes, d.gaps.device_idle.bucket_causes);
+    assert!(d.gaps.bucket_causes.iter().any(Option::is_some));
+    assert_eq!(d.gaps.reading, d.gaps.device_idle.reading);
     // Each gap's cause is the same attribution restricted to it.
     let cause = |start: Ns| {
         let top = &d.gaps.device_idle.top;
