@@ -10,9 +10,9 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
+use std::iter::Peekable;
 
 use hashbrown::HashMap;
-use std::iter::Peekable;
 
 use super::{CauseKind, PRECEDENCE, Tally};
 use crate::index::TraceIndex;
@@ -88,13 +88,6 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
         }
         let (kind, label) = self.winner();
         self.tally.add(kind, label, end - t);
-        if std::env::var_os("DBG_SWEEP").is_some() && self.ends.len() > 1000 {
-            eprintln!(
-                "ends {} open {:?}",
-                self.ends.len(),
-                self.open.iter().map(|s| s.len()).collect::<Vec<_>>()
-            );
-        }
         &self.tally
     }
 
