@@ -22,7 +22,8 @@ use crate::drill::gaps::{
     Buckets, GapBucket, IdleGap, IdleLane, bucket_cause, bucket_label, bucket_of,
 };
 use crate::drill::idle::{
-    CauseLedger, DeviceIdle, GapCause, HostCauses, IdleAttribution, Tally, cause_sentence,
+    CauseLedger, DeviceIdle, DeviceSweep, GapCause, HostCauses, IdleAttribution, Tally,
+    cause_sentence,
 };
 use crate::drill::topk::TopK;
 use crate::drill::{attribution, phase_steps};
@@ -148,15 +149,41 @@ impl PartialOrd for Candidate {
     }
 }
 
+/// A kept gap and its causes (those of the device-idle time inside it), ordered as its gap.
+struct Kept<'t> {
+    gap: Candidate,
+    causes: Tally<'t>,
+}
+
+impl Ord for Kept<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.gap.cmp(&other.gap)
+    }
+}
+
+impl PartialOrd for Kept<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Kept<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.gap == other.gap
+    }
+}
+
+impl Eq for Kept<'_> {}
+
 /// Accumulates gaps of one kind (stream or device) over every input.
-struct Collector {
+struct Collector<'t> {
     buckets: Buckets,
-    top: TopK<Candidate>,
+    top: TopK<Kept<'t>>,
     phases: [Buckets; 2],
 }
 
-impl Collector {
-    fn new(top: usize) -> Collector {
+impl<'t> Collector<'t> {
+    fn new(top: usize) -> Collector<'t> {
         Collector {
             buckets: Buckets::default(),
             top: TopK::new(top),
@@ -164,15 +191,22 @@ impl Collector {
         }
     }
 
-    /// Counts gap `c`, also in each phase whose steps contain it.
-    fn add(&mut self, c: Candidate, phases: &mut [SpanCursor<'_>; 2]) {
+    /// Counts gap `c` (whose causes are `causes`), also in each phase whose steps contain it.
+    fn add(&mut self, c: Candidate, causes: &Tally<'t>, phases: &mut [SpanCursor<'_>; 2]) {
         self.buckets.add(c.gap);
         for (b, cursor) in self.phases.iter_mut().zip(phases.iter_mut()) {
             if cursor.covers(c.start, c.end) {
                 b.add(c.gap);
             }
         }
-        self.top.push(c);
+        let mut kept = Kept {
+            gap: c,
+            causes: Tally::default(),
+        };
+        if self.top.admits(&kept) {
+            kept.causes = causes.clone();
+            self.top.push(kept);
+        }
     }
 }
 
@@ -181,80 +215,78 @@ pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)
     gaps_and_idle(inputs, top, window).0
 }
 
-/// One device of one input: its device-idle gaps inside the window, in time order, and the
-/// stream gaps around them.
-struct DeviceLane {
-    input: usize,
-    device: u32,
-    gaps: Vec<(Ns, Ns)>,
-    covers: Vec<Cover>,
+/// What one device's kernel scan finds, in time order.
+enum Found {
+    /// A device-idle gap inside the window.
+    Device(Candidate),
+    /// A kernel that takes time on the stream in slot `slot` of the scan, with the stream gap
+    /// it closes when that lies inside the window.
+    Stream { slot: usize, gap: Option<Candidate> },
 }
 
-/// A stream gap as the device-idle gaps inside it (`gaps[from..to]` of its lane), with its
-/// bucket.
-struct Cover {
-    from: usize,
-    to: usize,
-    bucket: usize,
+/// The causes gathered over every device: per device, and per bucket of device and of stream
+/// gaps.
+#[derive(Default)]
+struct Causes<'t> {
+    idle: IdleAttribution,
+    device_buckets: [Tally<'t>; 9],
+    stream_buckets: [Tally<'t>; 9],
 }
 
 /// [`gap_report`] and the attribution of every device's idle time ([`super::idle`]), from one
-/// scan of the kernels and one attribution sweep per device.
-pub fn gaps_and_idle(
-    inputs: &[TraceIndex<'_>],
+/// scan of each device's kernels: each device-idle gap is attributed as the scan finds it.
+pub fn gaps_and_idle<'t>(
+    inputs: &[TraceIndex<'t>],
     top: usize,
     window: Option<(Ns, Ns)>,
 ) -> (GapReport, IdleAttribution) {
     let mut streams = Collector::new(top);
     let mut devices = Collector::new(top);
+    let mut causes = Causes::default();
     let mut device_time: Ns = 0;
-    let mut lanes = Vec::new();
+    // With one stream per device everywhere, each stream gap is its device's gap: the stream
+    // buckets' causes are the device buckets', gathered once.
+    let one_stream = inputs.iter().all(one_stream_per_device);
     for (input, ix) in inputs.iter().enumerate() {
         let phase_spans = phase_spans(ix);
         let (ws, we) = window.unwrap_or_else(|| ix.kernel_extent());
         device_time += (we - ws).max(0) * ix.devices.len() as Ns;
+        let mut host = HostCauses::new(ix);
         for d in &ix.devices {
             // Gaps end where a kernel starts: in device order their ends only grow.
-            let mut cursors = [
-                SpanCursor::new(&phase_spans[0]),
-                SpanCursor::new(&phase_spans[1]),
-            ];
-            let mut lane = DeviceLane {
-                input,
-                device: d.device,
-                gaps: Vec::new(),
-                covers: Vec::new(),
-            };
-            scan_device((ix, input, d), window, |c, is_stream| {
-                if is_stream {
-                    // The device gaps found so far end by this one's end (device gaps are
-                    // reported first); those starting inside it lie in it.
-                    let from = lane.gaps.partition_point(|g| g.0 < c.start);
-                    if from < lane.gaps.len() {
-                        lane.covers.push(Cover {
-                            from,
-                            to: lane.gaps.len(),
-                            bucket: bucket_of(c.gap),
-                        });
+            let mut cursors = phase_spans.map(SpanCursor::new);
+            let mut lane = LaneCauses::new(host.device(d.device));
+            scan_device((ix, input, d), window, |found| match found {
+                Found::Device(c) => {
+                    let tally = lane.device_gap((c.start, c.end), &mut causes.device_buckets);
+                    devices.add(c, tally, &mut cursors);
+                }
+                Found::Stream { slot, gap } => {
+                    let pending = lane.pending(slot);
+                    if let Some(c) = gap {
+                        if !one_stream {
+                            causes.stream_buckets[bucket_of(c.gap)].merge(pending);
+                        }
+                        streams.add(c, pending, &mut cursors);
                     }
-                    streams.add(c, &mut cursors);
-                } else {
-                    lane.gaps.push((c.start, c.end));
-                    devices.add(c, &mut cursors);
+                    pending.clear();
                 }
             });
-            lanes.push(lane);
+            causes
+                .idle
+                .per_device
+                .push(lane.finish(d.device, ix.label.clone()));
         }
     }
     let phases = phase_gaps(inputs, &streams);
     let stream_top = streams.top.into_sorted_desc();
     let split = stream_top.len();
-    let kept: Vec<Candidate> = stream_top
+    let (kept, top_causes): (Vec<Candidate>, Vec<Tally<'t>>) = stream_top
         .into_iter()
         .chain(devices.top.into_sorted_desc())
-        .collect();
-    let causes = attribute(inputs, &lanes, &kept);
-    let (stream_top, device_top) = finish_top(inputs, kept, split, &causes.top);
+        .map(|k| (k.gap, k.causes))
+        .unzip();
+    let (stream_top, device_top) = finish_top(inputs, kept, split, &top_causes);
     let bucket_causes = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<Option<GapCause>> {
         (0..tallies.len())
             .map(|i| tallies[i].gap_cause(b.bucket_total(i)))
@@ -264,12 +296,16 @@ pub fn gaps_and_idle(
         b.dominant()
             .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
     };
+    let stream_buckets = match one_stream {
+        true => &causes.device_buckets,
+        false => &causes.stream_buckets,
+    };
     let report = GapReport {
         buckets: streams.buckets.list(),
         top: stream_top,
         gaps: streams.buckets.gaps(),
         total_us: us(streams.buckets.total()),
-        reading: read(&streams.buckets, &causes.stream_buckets),
+        reading: read(&streams.buckets, stream_buckets),
         window,
         device_idle: IdleGaps {
             buckets: devices.buckets.list(),
@@ -282,100 +318,92 @@ pub fn gaps_and_idle(
             bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
         },
         phases,
-        bucket_causes: bucket_causes(&streams.buckets, &causes.stream_buckets),
+        bucket_causes: bucket_causes(&streams.buckets, stream_buckets),
     };
     (report, causes.idle)
 }
 
-/// What the attribution sweeps gave: per device, per bucket of device and of stream gaps, and
-/// per kept top gap.
-struct Attributed<'t> {
-    idle: IdleAttribution,
-    device_buckets: [Tally<'t>; 9],
-    stream_buckets: [Tally<'t>; 9],
-    top: Vec<Tally<'t>>,
+/// One device's idle time attributed gap by gap, as its kernel scan finds the gaps.
+///
+/// A device-idle gap lies in the current gap of every stream that has run a kernel (all are
+/// idle during it), and a stream's gap holds exactly the device-idle gaps found since its last
+/// kernel: so each stream keeps the causes of those (`pending`) until its next kernel, which
+/// either closes a gap holding them or (overlapping the stream's busy time) finds none pending.
+struct LaneCauses<'h, 'a, 't> {
+    sweep: DeviceSweep<'h, 'a, 't>,
+    /// The device's causes, per label, with their evidence.
+    ledger: CauseLedger<'t>,
+    idle_ns: Ns,
+    /// Per stream slot of the scan, the causes of the device-idle gaps since its last kernel.
+    pending: Vec<Tally<'t>>,
 }
 
-/// Attributes every lane's device-idle gaps (one sweep per lane) and adds each gap's causes to
-/// its device, its bucket, the buckets of the stream gaps around it and the kept top gaps
-/// containing it.
-fn attribute<'t>(
-    inputs: &[TraceIndex<'t>],
-    lanes: &[DeviceLane],
-    kept: &[Candidate],
-) -> Attributed<'t> {
-    let mut out = Attributed {
-        idle: IdleAttribution::default(),
-        device_buckets: Default::default(),
-        stream_buckets: Default::default(),
-        top: vec![Tally::default(); kept.len()],
-    };
-    let mut hosts: Vec<HostCauses<'_, 't>> = inputs.iter().map(HostCauses::new).collect();
-    for lane in lanes {
-        let Some(host) = hosts.get_mut(lane.input) else {
-            continue;
-        };
-        // Kept gaps of this lane as ranges of its device gaps.
-        let tops: Vec<(usize, usize, usize)> = kept
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.input == lane.input && c.device == lane.device)
-            .map(|(i, c)| {
-                let from = lane.gaps.partition_point(|g| g.0 < c.start);
-                let to = lane.gaps.partition_point(|g| g.1 <= c.end);
-                (i, from, to)
-            })
-            .collect();
-        let mut covers: Vec<&Cover> = lane.covers.iter().collect();
-        covers.sort_by_key(|c| c.from);
-        let mut covers = covers.into_iter().peekable();
-        let mut open: Vec<&Cover> = Vec::new();
-        let (device_buckets, stream_buckets, top) = (
-            &mut out.device_buckets,
-            &mut out.stream_buckets,
-            &mut out.top,
-        );
-        let mut ledger = CauseLedger::default();
-        let (idle_ns, total) = host.attribute(lane.device, &lane.gaps, |j, causes| {
-            let (start, end) = lane.gaps[j];
-            ledger.add_gap((start, end), causes);
-            device_buckets[bucket_of(end - start)].merge(causes);
-            while let Some(c) = covers.next_if(|c| c.from <= j) {
-                open.push(c);
-            }
-            open.retain(|c| c.to > j);
-            for c in &open {
-                stream_buckets[c.bucket].merge(causes);
-            }
-            for &(i, from, to) in &tops {
-                if (from..to).contains(&j) {
-                    top[i].merge(causes);
-                }
-            }
-        });
-        out.idle.per_device.push(DeviceIdle {
-            device: lane.device,
-            idle_ns,
-            causes: ledger.causes(&total, idle_ns),
-            file: inputs[lane.input].label.clone(),
-        });
+impl<'h, 'a, 't> LaneCauses<'h, 'a, 't> {
+    fn new(sweep: DeviceSweep<'h, 'a, 't>) -> LaneCauses<'h, 'a, 't> {
+        LaneCauses {
+            sweep,
+            ledger: CauseLedger::default(),
+            idle_ns: 0,
+            pending: Vec::new(),
+        }
     }
-    out
+
+    /// Attributes the next device-idle gap and adds its causes to the device, its bucket (of
+    /// `buckets`) and every stream's pending causes; returns them.
+    fn device_gap(&mut self, (start, end): (Ns, Ns), buckets: &mut [Tally<'t>; 9]) -> &Tally<'t> {
+        let causes = self.sweep.gap((start, end));
+        self.idle_ns += end - start;
+        self.ledger.add_gap((start, end), causes);
+        buckets[bucket_of(end - start)].merge(causes);
+        for p in &mut self.pending {
+            p.merge(causes);
+        }
+        causes
+    }
+
+    /// The pending causes of stream slot `slot`.
+    fn pending(&mut self, slot: usize) -> &mut Tally<'t> {
+        if slot >= self.pending.len() {
+            self.pending.resize_with(slot + 1, Tally::default);
+        }
+        &mut self.pending[slot]
+    }
+
+    fn finish(self, device: u32, file: String) -> DeviceIdle {
+        DeviceIdle {
+            device,
+            idle_ns: self.idle_ns,
+            causes: self.ledger.causes(self.idle_ns),
+            file,
+        }
+    }
 }
 
-/// Walks one device's kernels in time order, reporting every stream gap (`true`) and device
-/// gap (`false`) inside `window`.
+/// Whether every device of `ix` ran its kernels on one stream.
+fn one_stream_per_device(ix: &TraceIndex<'_>) -> bool {
+    let streams = &ix.trace.kernels.stream;
+    ix.devices.iter().all(|d| {
+        let mut of = d
+            .kernels()
+            .map(|i| streams.get(i as usize).copied().unwrap_or(0));
+        let first = of.next();
+        of.all(|s| Some(s) == first)
+    })
+}
+
+/// Walks one device's kernels in time order, reporting every device gap inside `window` and
+/// every kernel that takes time on a stream, with the stream gap it closes inside `window`.
 fn scan_device(
     (ix, input, d): (&TraceIndex<'_>, usize, &crate::index::DeviceKernels),
     window: Option<(Ns, Ns)>,
-    mut emit: impl FnMut(Candidate, bool),
+    mut emit: impl FnMut(Found),
 ) {
     let k = &ix.trace.kernels;
     let mut device = IdleLane::default();
     // Few streams per device: a list, searched from the last one used.
     let mut streams: Vec<(u32, IdleLane<u32>)> = Vec::new();
     let mut last = 0;
-    for &i in &d.kernels {
+    for i in d.kernels() {
         let (s, e) = (k.start[i as usize], k.end[i as usize]);
         let stream = k.stream.get(i as usize).copied().unwrap_or(0);
         let candidate = |gap: IdleGap<u32>, stream: Option<u32>| Candidate {
@@ -389,7 +417,7 @@ fn scan_device(
             next: i,
         };
         if let Some(g) = device.push(i, s, e).filter(|g| g.inside(window)) {
-            emit(candidate(g, None), false);
+            emit(Found::Device(candidate(g, None)));
         }
         if streams.get(last).is_none_or(|l| l.0 != stream) {
             last = match streams.iter().position(|l| l.0 == stream) {
@@ -400,20 +428,21 @@ fn scan_device(
                 }
             };
         }
-        if let Some(g) = streams[last].1.push(i, s, e).filter(|g| g.inside(window)) {
-            emit(candidate(g, Some(stream)), true);
+        let gap = streams[last].1.push(i, s, e).filter(|g| g.inside(window));
+        // A kernel that takes no time leaves its lane as it was (`IdleLane::push`).
+        if e > s {
+            emit(Found::Stream {
+                slot: last,
+                gap: gap.map(|g| candidate(g, Some(stream))),
+            });
         }
     }
 }
 
 /// Context and generation step windows of one trace, as sorted disjoint spans.
-fn phase_spans(ix: &TraceIndex<'_>) -> [Vec<(Ns, Ns)>; 2] {
-    let spans = |p: &Option<crate::steps::PhaseSteps>| {
-        p.as_ref()
-            .map(|p| p.window.spans().to_vec())
-            .unwrap_or_default()
-    };
-    [spans(&ix.steps.context), spans(&ix.steps.generation)]
+fn phase_spans<'a>(ix: &'a TraceIndex<'_>) -> [&'a [(Ns, Ns)]; 2] {
+    [&ix.steps.context, &ix.steps.generation]
+        .map(|p| p.as_ref().map_or(&[][..], |p| p.window.spans()))
 }
 
 fn phase_gaps(inputs: &[TraceIndex<'_>], streams: &Collector) -> Vec<PhaseGaps> {

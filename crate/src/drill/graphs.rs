@@ -132,7 +132,7 @@ fn tally(ix: &TraceIndex<'_>) -> Tally {
     for d in &ix.devices {
         // Launch times follow the device's kernel order closely: a cursor per phase.
         let mut cursors = windows.map(SpanCursor::new);
-        for &k in &d.kernels {
+        for k in d.kernels() {
             let k = k as usize;
             let call = ix.launch_call(k);
             let graph = is_graph_kernel(ix, k, call);

@@ -150,8 +150,7 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
 
 /// Steps in the context and generation phases, summed over inputs.
 pub(crate) fn phase_steps(inputs: &[TraceIndex<'_>]) -> [u64; 2] {
-    let count =
-        |p: &Option<crate::steps::PhaseSteps>| p.as_ref().map_or(0, |p| p.steps.len() as u64);
+    let count = |p: &Option<crate::index::Phase>| p.as_ref().map_or(0, |p| p.steps);
     inputs.iter().fold([0, 0], |acc, ix| {
         [
             acc[0] + count(&ix.steps.context),

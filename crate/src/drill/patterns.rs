@@ -10,10 +10,12 @@
 //! first kernel of a step counts 0 (its gap is the inter-step host work, which the gap analysis
 //! reports).
 
+use std::ops::ControlFlow;
+
 use serde::Serialize;
 
 use crate::index::units::us;
-use crate::index::{SpanCursor, TraceIndex, steady_steps};
+use crate::index::{DeviceKernels, SpanCursor, TraceIndex, steady_spans};
 use crate::model::{NameId, Ns};
 use crate::names::kernels::KernelCategory;
 
@@ -77,25 +79,54 @@ pub struct PatternReport {
     pub note: Option<String>,
 }
 
-/// Each step's kernels on one device in time order, (kernel row, preceding gap), stored flat.
-struct Sequences {
-    kernels: Vec<(u32, Ns)>,
-    /// Where each step's kernels start in `kernels`.
-    starts: Vec<usize>,
+/// Each step's kernels on one device in time order, (kernel row, preceding gap): streamed again
+/// from the device's kernels when the steps come in device order (launches follow kernel order
+/// closely: the common case), else grouped by step once and held.
+enum Sequences<'a> {
+    InOrder {
+        ix: &'a TraceIndex<'a>,
+        order: &'a DeviceKernels,
+        spans: &'a [(Ns, Ns)],
+    },
+    Held {
+        kernels: Vec<(u32, Ns)>,
+        /// Where each step's kernels start in `kernels`.
+        starts: Vec<usize>,
+    },
 }
 
-impl Sequences {
-    fn iter(&self) -> impl Iterator<Item = &[(u32, Ns)]> {
-        let ends = self
-            .starts
-            .iter()
-            .skip(1)
-            .copied()
-            .chain([self.kernels.len()]);
-        self.starts
-            .iter()
-            .zip(ends)
-            .map(|(&s, e)| &self.kernels[s..e])
+impl Sequences<'_> {
+    /// Hands each step's sequence to `f`, in step order, until `f` breaks.
+    fn for_each(&self, mut f: impl FnMut(&[(u32, Ns)]) -> ControlFlow<()>) {
+        match self {
+            Sequences::InOrder { ix, order, spans } => {
+                let mut seq: Vec<(u32, Ns)> = Vec::new();
+                let mut current = None;
+                let flow = walk(ix, order, spans, |step, kernel, gap| {
+                    if current != Some(step) {
+                        if !seq.is_empty() {
+                            f(&seq)?;
+                        }
+                        seq.clear();
+                        current = Some(step);
+                    }
+                    // A step's first kernel waits on the inter-step host work, not on the layer.
+                    seq.push((kernel, if seq.is_empty() { 0 } else { gap }));
+                    ControlFlow::Continue(())
+                });
+                if flow.is_continue() && !seq.is_empty() {
+                    let _ = f(&seq);
+                }
+            }
+            Sequences::Held { kernels, starts } => {
+                let ends = starts.iter().skip(1).copied().chain([kernels.len()]);
+                for (&s, e) in starts.iter().zip(ends) {
+                    if f(&kernels[s..e]).is_break() {
+                        break;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -104,13 +135,12 @@ pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
     let Some(ix) = inputs.first() else {
         return not_found(None, None, "no trace".into(), 0);
     };
-    let (steps, source) = steady_steps(&ix.steps.steps);
-    let spans: Vec<(Ns, Ns)> = steps.iter().map(|s| (s.start, s.end)).collect();
+    let (spans, source) = steady_spans(&ix.steps.steps);
     let best = ix
         .devices
         .iter()
-        .max_by_key(|d| d.kernels.len())
-        .map(|d| (d.device, sequences(ix, &d.kernels, &spans)));
+        .max_by_key(|d| d.len())
+        .map(|d| (d.device, sequences(ix, d, &spans)));
     let Some((device, seqs)) = best else {
         return not_found(Some(ix), None, source.into(), 0);
     };
@@ -132,7 +162,15 @@ pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
             .map(|&(k, _)| ix.trace.kernels.short_name[k as usize])
             .collect()
     };
-    let Some(unit) = vote_unit(seqs.iter().take(VOTING_STEPS).map(names)) else {
+    let mut voters: Vec<Vec<NameId>> = Vec::new();
+    seqs.for_each(|seq| {
+        voters.push(names(seq));
+        match voters.len() < VOTING_STEPS {
+            true => ControlFlow::Continue(()),
+            false => ControlFlow::Break(()),
+        }
+    });
+    let Some(unit) = vote_unit(voters.into_iter()) else {
         return not_found(Some(ix), Some(device), source, step_count);
     };
     let tally = count_occurrences(ix, &seqs, &unit);
@@ -185,13 +223,62 @@ fn not_found(
 }
 
 /// Kernels of one device grouped by the step that launched them (one sequence without steps),
-/// each with its preceding gap, stored flat.
-fn sequences(ix: &TraceIndex<'_>, order: &[u32], spans: &[(Ns, Ns)]) -> Sequences {
-    let k = &ix.trace.kernels;
+/// each with its preceding gap: streamed when the steps come in device order, else held.
+fn sequences<'a>(
+    ix: &'a TraceIndex<'a>,
+    order: &'a DeviceKernels,
+    spans: &'a [(Ns, Ns)],
+) -> Sequences<'a> {
+    let mut last = 0;
+    let in_order = walk(ix, order, spans, |step, _, _| {
+        if step < last {
+            return ControlFlow::Break(());
+        }
+        last = step;
+        ControlFlow::Continue(())
+    });
+    if in_order.is_continue() {
+        return Sequences::InOrder { ix, order, spans };
+    }
+    held(ix, order, spans)
+}
+
+/// The sequences grouped by step and held: each kernel with its step, sorted by step.
+fn held<'a>(ix: &TraceIndex<'_>, order: &DeviceKernels, spans: &[(Ns, Ns)]) -> Sequences<'a> {
     let mut entries: Vec<(u32, u32, Ns)> = Vec::new(); // (step, kernel, gap)
+    let _ = walk(ix, order, spans, |step, kernel, gap| {
+        entries.push((step, kernel, gap));
+        ControlFlow::Continue(())
+    });
+    // A stable sort keeps device order within a step.
+    entries.sort_by_key(|e| e.0);
+    let mut kernels = Vec::with_capacity(entries.len());
+    let mut starts = Vec::new();
+    for (j, &(step, kernel, gap)) in entries.iter().enumerate() {
+        let first = j == 0 || entries[j - 1].0 != step;
+        if first {
+            starts.push(kernels.len());
+        }
+        // A step's first kernel waits on the inter-step host work, not on the layer.
+        kernels.push((kernel, if first { 0 } else { gap }));
+    }
+    Sequences::Held { kernels, starts }
+}
+
+/// Walks one device's kernels in time order, handing over each kernel launched inside a step
+/// (without steps: the first [`NO_STEP_KERNELS`], as step 0) with its step and its preceding
+/// gap (the device's idle time right before it), until `each` breaks.
+fn walk(
+    ix: &TraceIndex<'_>,
+    order: &DeviceKernels,
+    spans: &[(Ns, Ns)],
+    mut each: impl FnMut(u32, u32, Ns) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let k = &ix.trace.kernels;
     let mut busy_until = Ns::MIN;
     let mut steps = SpanCursor::new(spans);
-    for &i in order {
+    let mut handed: usize = 0;
+    for i in order.kernels() {
         let (s, e) = (k.start[i as usize], k.end[i as usize]);
         let gap = if busy_until == Ns::MIN {
             0
@@ -200,31 +287,16 @@ fn sequences(ix: &TraceIndex<'_>, order: &[u32], spans: &[(Ns, Ns)]) -> Sequence
         };
         busy_until = busy_until.max(e);
         let step = if spans.is_empty() {
-            (entries.len() < NO_STEP_KERNELS).then_some(0)
+            (handed < NO_STEP_KERNELS).then_some(0)
         } else {
             steps.find(ix.launch_time(i as usize))
         };
         if let Some(step) = step {
-            entries.push((step as u32, i, gap));
+            handed += 1;
+            each(step as u32, i, gap)?;
         }
     }
-    // Launches follow kernel order closely; a stable sort keeps device order within a step.
-    if !entries.is_sorted_by_key(|e| e.0) {
-        entries.sort_by_key(|e| e.0);
-    }
-    let mut out = Sequences {
-        kernels: Vec::with_capacity(entries.len()),
-        starts: Vec::new(),
-    };
-    for (j, &(step, kernel, gap)) in entries.iter().enumerate() {
-        let first = j == 0 || entries[j - 1].0 != step;
-        if first {
-            out.starts.push(out.kernels.len());
-        }
-        // A step's first kernel waits on the inter-step host work, not on the layer.
-        out.kernels.push((kernel, if first { 0 } else { gap }));
-    }
-    out
+    ControlFlow::Continue(())
 }
 
 /// The unit most steps agree on (ties: the earliest step's).
@@ -274,14 +346,14 @@ struct Tally {
     duration: Vec<Ns>,
 }
 
-fn count_occurrences(ix: &TraceIndex<'_>, seqs: &Sequences, unit: &[NameId]) -> Tally {
+fn count_occurrences(ix: &TraceIndex<'_>, seqs: &Sequences<'_>, unit: &[NameId]) -> Tally {
     let k = &ix.trace.kernels;
     let mut t = Tally {
         occurrences: 0,
         gap: vec![0; unit.len()],
         duration: vec![0; unit.len()],
     };
-    for seq in seqs.iter() {
+    seqs.for_each(|seq| {
         let mut i = 0;
         while i + unit.len() <= seq.len() {
             let window = &seq[i..i + unit.len()];
@@ -300,7 +372,8 @@ fn count_occurrences(ix: &TraceIndex<'_>, seqs: &Sequences, unit: &[NameId]) -> 
             }
             i += unit.len();
         }
-    }
+        ControlFlow::Continue(())
+    });
     t
 }
 
@@ -386,6 +459,74 @@ fn group_letter(i: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::testing::TraceBuilder;
+
+    fn collected(s: &Sequences<'_>) -> Vec<Vec<(u32, Ns)>> {
+        let mut out = Vec::new();
+        s.for_each(|seq| {
+            out.push(seq.to_vec());
+            ControlFlow::Continue(())
+        });
+        out
+    }
+
+    /// Two steps, 0..1000 and 1000..2000; three kernels on one device at 3000, 3020 and 3050
+    /// (10 ns each), launched at `launches`.
+    fn two_steps(launches: [Ns; 3]) -> TraceBuilder {
+        let mut b = TraceBuilder::new();
+        b.range(
+            "[Executor] _forward_step 1: 0 ctx reqs, 1 gen reqs",
+            0,
+            1000,
+        );
+        b.range(
+            "[Executor] _forward_step 2: 0 ctx reqs, 1 gen reqs",
+            1000,
+            2000,
+        );
+        for (name, (at, start)) in ["a", "b", "c"]
+            .iter()
+            .zip(launches.iter().zip([3000, 3020, 3050]))
+        {
+            let c = b.call("cudaLaunchKernel", *at, at + 5);
+            b.kernel(name, start, start + 10, c);
+        }
+        b
+    }
+
+    /// Kernel `b` launched in step 2 runs before `c` of step 1: the step's sequence is its
+    /// kernels in device order, `c` waiting 20 ns after `b` ended (the device's idle time), each
+    /// step's first kernel 0.
+    #[test]
+    fn steps_out_of_device_order_are_grouped_by_step() {
+        let b = two_steps([100, 1100, 200]);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let (spans, _) = steady_spans(&ix.steps.steps);
+        assert_eq!(spans, [(0, 1000), (1000, 2000)]);
+        let s = sequences(&ix, &ix.devices[0], &spans);
+        assert!(matches!(s, Sequences::Held { .. }));
+        assert_eq!(collected(&s), vec![vec![(0, 0), (2, 20)], vec![(1, 0)]]);
+    }
+
+    /// In device order the sequences are streamed, and are those the held grouping gives.
+    #[test]
+    fn steps_in_device_order_stream_the_sequences_they_would_hold() {
+        let b = two_steps([100, 200, 1100]);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let (spans, _) = steady_spans(&ix.steps.steps);
+        let s = sequences(&ix, &ix.devices[0], &spans);
+        assert!(matches!(s, Sequences::InOrder { .. }));
+        let want = vec![vec![(0, 0), (1, 10)], vec![(2, 0)]];
+        assert_eq!(collected(&s), want);
+        assert_eq!(collected(&held(&ix, &ix.devices[0], &spans)), want);
+        // Stopped early, the walk hands over no more.
+        let mut first = Vec::new();
+        s.for_each(|seq| {
+            first.push(seq.to_vec());
+            ControlFlow::Break(())
+        });
+        assert_eq!(first, want[..1]);
+    }
 
     #[test]
     fn finds_the_layer_between_a_prefix_and_a_tail() {

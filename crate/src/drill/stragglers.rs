@@ -188,7 +188,7 @@ fn ranks_of(ix: &TraceIndex<'_>, offset: Ns) -> Vec<Rank> {
     let mut out: Vec<Rank> = Vec::new();
     for d in &ix.devices {
         let mut by_process: Vec<(ProcessIdx, Rank)> = Vec::new();
-        for &i in &d.kernels {
+        for i in d.kernels() {
             let i = i as usize;
             if !ix.names.is_collective(k.short_name[i]) {
                 continue;

@@ -18,6 +18,12 @@ impl<T: Ord> TopK<T> {
         }
     }
 
+    /// Whether `item` would be kept if pushed now (so its payload is built only then).
+    pub fn admits(&self, item: &T) -> bool {
+        self.k > 0
+            && (self.heap.len() < self.k || self.heap.peek().is_some_and(|Reverse(min)| item > min))
+    }
+
     pub fn push(&mut self, item: T) {
         if self.k == 0 {
             return;

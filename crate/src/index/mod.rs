@@ -10,20 +10,78 @@ pub mod names;
 pub(crate) mod testing;
 pub mod units;
 
+use crate::model::intervals::IntervalSet;
 use crate::model::{CoverageNote, MemOps, Ns, ProcessIdx, Trace};
 use crate::names::api::ApiKind;
 use crate::profile::Profile;
 use crate::steps;
+use crate::steps::Step;
 use crate::steps::names::StepNames;
-use crate::steps::{PhaseSteps, Step};
 use names::Names;
 
 /// Kernels of one device, sorted by (start, end).
 #[derive(Debug, Clone)]
 pub struct DeviceKernels {
     pub device: u32,
-    pub kernels: Vec<u32>,
+    kernels: KernelOrder,
 }
+
+/// Kernel rows in (start, end) order.
+#[derive(Debug, Clone)]
+enum KernelOrder {
+    /// Every row of the table, in row order: the trace has one device and its table is in that
+    /// order already (as nsys writes it), so no list is held.
+    All(u32),
+    Rows(Vec<u32>),
+}
+
+impl DeviceKernels {
+    /// The device's kernel rows in (start, end) order.
+    pub fn kernels(&self) -> DeviceRows<'_> {
+        match &self.kernels {
+            KernelOrder::All(n) => DeviceRows::All(0..*n),
+            KernelOrder::Rows(rows) => DeviceRows::Rows(rows.iter()),
+        }
+    }
+
+    /// How many kernels ran on the device.
+    pub fn len(&self) -> usize {
+        match &self.kernels {
+            KernelOrder::All(n) => *n as usize,
+            KernelOrder::Rows(rows) => rows.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The iterator of [`DeviceKernels::kernels`].
+pub enum DeviceRows<'a> {
+    All(std::ops::Range<u32>),
+    Rows(std::slice::Iter<'a, u32>),
+}
+
+impl Iterator for DeviceRows<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            DeviceRows::All(r) => r.next(),
+            DeviceRows::Rows(r) => r.next().copied(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            DeviceRows::All(r) => r.size_hint(),
+            DeviceRows::Rows(r) => r.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for DeviceRows<'_> {}
 
 /// (process, correlation id) → runtime row.
 #[derive(Debug, Default)]
@@ -125,12 +183,19 @@ impl CallIndex {
     }
 }
 
+/// One phase (context or generation): how many forward steps it has and its window.
+#[derive(Debug, Clone, Default)]
+pub struct Phase {
+    pub steps: u64,
+    pub window: IntervalSet,
+}
+
 /// Forward steps and phases as `detect` sees them in the standard profile.
 #[derive(Debug, Clone, Default)]
 pub struct StepInfo {
     pub steps: Vec<Step>,
-    pub context: Option<PhaseSteps>,
-    pub generation: Option<PhaseSteps>,
+    pub context: Option<Phase>,
+    pub generation: Option<Phase>,
     /// The step marker they were read under (`None`: no range was a step).
     pub marker: Option<crate::names::steps::StepMarkerReport>,
 }
@@ -265,7 +330,24 @@ impl<'t> TraceIndex<'t> {
 fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
     let k = &trace.kernels;
     let devices = k.devices();
-    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); devices.len()];
+    let key = |i: usize| (k.start[i], k.end[i]);
+    if let [device] = devices[..]
+        && k.device.len() == k.len()
+        && (1..k.len()).all(|i| key(i - 1) <= key(i))
+    {
+        return vec![DeviceKernels {
+            device,
+            kernels: KernelOrder::All(k.len() as u32),
+        }];
+    }
+    // Counted first, so each list is allocated once at its size.
+    let mut counts = vec![0usize; devices.len()];
+    for d in &k.device {
+        if let Ok(slot) = devices.binary_search(d) {
+            counts[slot] += 1;
+        }
+    }
+    let mut lists: Vec<Vec<u32>> = counts.into_iter().map(Vec::with_capacity).collect();
     for (i, d) in k.device.iter().enumerate() {
         if let Ok(slot) = devices.binary_search(d) {
             lists[slot].push(i as u32);
@@ -275,11 +357,14 @@ fn kernels_by_device(trace: &Trace) -> Vec<DeviceKernels> {
         .into_iter()
         .zip(lists)
         .map(|(device, mut kernels)| {
-            let key = |&i: &u32| (k.start[i as usize], k.end[i as usize]);
+            let key = |&i: &u32| key(i as usize);
             if !kernels.is_sorted_by_key(key) {
                 kernels.sort_by_key(key);
             }
-            DeviceKernels { device, kernels }
+            DeviceKernels {
+                device,
+                kernels: KernelOrder::Rows(kernels),
+            }
         })
         .collect()
 }
@@ -294,10 +379,16 @@ fn step_info(trace: &Trace, marker: Option<&crate::names::steps::StepSource>) ->
     let mut steps = reader.raw();
     steps::dedup_tp_steps_in_place(&mut steps);
     let (context, generation) = steps::phases(&steps, &sw);
+    let phase = |p: Option<steps::PhaseCounts>| {
+        p.map(|p| Phase {
+            steps: p.steps,
+            window: p.window.unwrap_or_default(),
+        })
+    };
     StepInfo {
         steps,
-        context,
-        generation,
+        context: phase(context),
+        generation: phase(generation),
         marker: reader.lookup().parser.used(),
     }
 }
@@ -305,20 +396,55 @@ fn step_info(trace: &Trace, marker: Option<&crate::names::steps::StepSource>) ->
 /// Steady-state steps (reference §7: ctx = 0 and gen = the maximum gen count), else every
 /// generation step, else every step.
 pub fn steady_steps(steps: &[Step]) -> (Vec<Step>, &'static str) {
-    let max_gen = steps.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
-    let steady: Vec<Step> = steps
-        .iter()
-        .copied()
-        .filter(|s| s.name.ctx == 0 && s.name.gen_reqs == max_gen && max_gen > 0)
-        .collect();
-    if !steady.is_empty() {
-        return (steady, "steady-state steps (0 ctx reqs, max gen reqs)");
+    let (rule, what) = SteadyRule::of(steps);
+    (
+        steps.iter().copied().filter(|s| rule.keeps(s)).collect(),
+        what,
+    )
+}
+
+/// [`steady_steps`] as their `(start, end)` only, without a copy of each step.
+pub fn steady_spans(steps: &[Step]) -> (Vec<(Ns, Ns)>, &'static str) {
+    let (rule, what) = SteadyRule::of(steps);
+    let spans = steps.iter().filter(|s| rule.keeps(s));
+    (spans.map(|s| (s.start, s.end)).collect(), what)
+}
+
+/// Which steps [`steady_steps`] keeps.
+#[derive(Clone, Copy)]
+enum SteadyRule {
+    /// ctx = 0 and gen = this maximum gen count.
+    Steady(u64),
+    Generation,
+    All,
+}
+
+impl SteadyRule {
+    /// The first rule that keeps a step, and what it keeps.
+    fn of(steps: &[Step]) -> (SteadyRule, &'static str) {
+        let max_gen = steps.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
+        let rules = [
+            (
+                SteadyRule::Steady(max_gen),
+                "steady-state steps (0 ctx reqs, max gen reqs)",
+            ),
+            (SteadyRule::Generation, "generation steps"),
+        ];
+        rules
+            .into_iter()
+            .find(|(rule, _)| steps.iter().any(|s| rule.keeps(s)))
+            .unwrap_or((SteadyRule::All, "all forward steps"))
     }
-    let generation: Vec<Step> = steps.iter().copied().filter(|s| s.name.ctx == 0).collect();
-    if !generation.is_empty() {
-        return (generation, "generation steps");
+
+    fn keeps(self, s: &Step) -> bool {
+        match self {
+            SteadyRule::Steady(max_gen) => {
+                s.name.ctx == 0 && s.name.gen_reqs == max_gen && max_gen > 0
+            }
+            SteadyRule::Generation => s.name.ctx == 0,
+            SteadyRule::All => true,
+        }
     }
-    (steps.to_vec(), "all forward steps")
 }
 
 /// Looks up times in sorted disjoint spans, moving forward: O(1) amortized per lookup when the

@@ -553,13 +553,6 @@ fn absorb(merged: &mut Step, s: &Step) {
     merged.ranks += 1;
 }
 
-/// The steps of one phase and the window its metrics are measured in.
-#[derive(Debug, Clone)]
-pub struct PhaseSteps {
-    pub steps: Vec<Step>,
-    pub window: IntervalSet,
-}
-
 /// A phase as the verdict needs it, without its steps (a copy of every step would double the
 /// plan on a long trace): the window and how many steps, merged and raw, fall in it.
 #[derive(Debug, Clone)]
@@ -584,20 +577,16 @@ pub struct StepCounts {
     pub distinct: usize,
 }
 
-/// Splits steps into context (C > 0) and generation (C == 0, G > 0); idle steps are skipped.
-pub fn phases(steps: &[Step], sw: &Switches) -> (Option<PhaseSteps>, Option<PhaseSteps>) {
+/// Splits steps into context (C > 0) and generation (C == 0, G > 0), idle steps skipped: each
+/// phase's window and counts, without a copy of its steps.
+pub fn phases(steps: &[Step], sw: &Switches) -> (Option<PhaseCounts>, Option<PhaseCounts>) {
     let [context, generation] = [0, 1].map(|phase| {
-        let steps: Vec<Step> = steps
-            .iter()
-            .copied()
-            .filter(|s| phase_of(s) == Some(phase))
-            .collect();
         let mut acc = PhaseAcc::new(sw);
-        steps.iter().for_each(|s| acc.push(s));
-        acc.finish().map(|c| PhaseSteps {
-            steps,
-            window: c.window.unwrap_or_default(),
-        })
+        steps
+            .iter()
+            .filter(|s| phase_of(s) == Some(phase))
+            .for_each(|s| acc.push(s));
+        acc.finish()
     });
     (context, generation)
 }
