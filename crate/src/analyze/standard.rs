@@ -266,6 +266,9 @@ fn slowest(cycles: &[(Ns, Ns, Ns)]) -> Vec<StepCycle> {
 /// NVTX time per op inside the cycles (clipped), TP ranks' copies merged. A PyTorch
 /// `emit_nvtx` range counts under its op (`aten::mm, seq = 12, op_id = 3, sizes = […]` is one
 /// call of `aten::mm`: `names::ranges::emit_nvtx_op`, as the explainer groups them).
+///
+/// An export's NVTX table is in start order: each op's copies then merge as they come, one open
+/// group per op. Otherwise each op's copies are listed and sorted first.
 fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpRow> {
     let sw = Profile::Standard.switches();
     let step_names: Vec<NameId> = {
@@ -275,6 +278,8 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
         v
     };
     let nvtx = &trace.nvtx;
+    let in_order = nvtx.start.is_sorted();
+    let mut open: HashMap<&str, RankGroup> = HashMap::new();
     let mut per_op: HashMap<&str, Vec<(Ns, Ns, ProcessIdx)>> = HashMap::new();
     let mut t = Tallies::default();
     for i in 0..nvtx.len() {
@@ -284,11 +289,20 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
         let (s, e) = (nvtx.start[i], nvtx.end[i]);
         let inside = overlap(spans, s, e);
         if (inside > 0 || contains(spans, s)) && step_names.binary_search(&name).is_err() {
-            let process = process_of(trace, nvtx.thread[i]);
+            let copy = (s, inside, process_of(trace, nvtx.thread[i]));
             let op = emit_nvtx_op(trace.strings.get(name));
-            per_op.entry(op).or_default().push((s, inside, process));
+            if in_order {
+                if let Some(closed) = open.entry(op).or_default().push(copy) {
+                    t.add(op, closed);
+                }
+            } else {
+                per_op.entry(op).or_default().push(copy);
+            }
             t.instance(op, (s, e));
         }
+    }
+    for (op, group) in open {
+        t.add(op, group.longest);
     }
     for (op, copies) in per_op {
         for dur in merge_rank_copies(copies) {
@@ -298,39 +312,56 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
     t.rows(None, |v| v / n)
 }
 
-/// One instance per group of copies from different processes starting within 100 µs of the
-/// group's first; the instance lasts as long as its longest copy.
+/// The open group of one op's copies, met in start order: copies from different processes
+/// starting within 100 µs of the group's first; the instance lasts as long as its longest copy.
+#[derive(Debug, Default)]
+struct RankGroup {
+    first: Ns,
+    longest: Ns,
+    processes: Vec<ProcessIdx>,
+}
+
+impl RankGroup {
+    /// Adds the copy `(start, duration, process)`; when it starts a new group, returns the
+    /// closed group's duration.
+    fn push(&mut self, (start, dur, process): (Ns, Ns, ProcessIdx)) -> Option<Ns> {
+        if !self.processes.is_empty()
+            && start - self.first < TP_DEDUP_NS
+            && !self.processes.contains(&process)
+        {
+            self.longest = self.longest.max(dur);
+            self.processes.push(process);
+            return None;
+        }
+        let closed = (!self.processes.is_empty()).then_some(self.longest);
+        (self.first, self.longest) = (start, dur);
+        self.processes.clear();
+        self.processes.push(process);
+        closed
+    }
+}
+
+/// One instance per [`RankGroup`] of the copies, taken in start order.
 fn merge_rank_copies(mut copies: Vec<(Ns, Ns, ProcessIdx)>) -> Vec<Ns> {
     copies.sort_unstable_by_key(|c| c.0);
-    let mut out = Vec::new();
-    let mut group: Option<(Ns, Ns, Vec<ProcessIdx>)> = None;
-    for (start, dur, process) in copies {
-        if let Some((first, longest, procs)) = group.as_mut()
-            && start - *first < TP_DEDUP_NS
-            && !procs.contains(&process)
-        {
-            *longest = (*longest).max(dur);
-            procs.push(process);
-            continue;
-        }
-        if let Some((_, longest, _)) = group.take() {
-            out.push(longest);
-        }
-        group = Some((start, dur, vec![process]));
+    let mut group = RankGroup::default();
+    let mut out: Vec<Ns> = copies.into_iter().filter_map(|c| group.push(c)).collect();
+    if !group.processes.is_empty() {
+        out.push(group.longest);
     }
-    out.extend(group.map(|g| g.1));
     out
 }
 
 /// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
 /// when no call matches), every name, all devices.
 fn kernel_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let launches = LaunchJoin::new(trace);
+    let launches = LaunchJoin::new(trace, spans);
     let k = &trace.kernels;
     let keep = |i: usize| {
         let correlation = k.correlation.get(i).copied().unwrap_or(0);
-        let at = launches.launched_at(k.process[i], correlation);
-        contains(spans, at.unwrap_or(k.start[i]))
+        launches
+            .launched_inside(k.process[i], correlation)
+            .unwrap_or_else(|| contains(spans, k.start[i]))
     };
     Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), keep)
         .rows(None, |v| v / n)
