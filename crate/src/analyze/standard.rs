@@ -418,6 +418,36 @@ mod tests {
         );
     }
 
+    /// `op` on two processes: rank 0 at 0 (30 ns), rank 1 20 µs later (50 ns), rank 0 again
+    /// at 50 µs (10 ns), rank 1 at 500 µs (40 ns): three instances of 50, 10 and 40 ns.
+    fn rank_copies(order: &[usize]) -> crate::index::testing::TraceBuilder {
+        let copies = [
+            (1, 0, 30),
+            (2, 20_000, 50),
+            (1, 50_000, 10),
+            (2, 500_000, 40),
+        ];
+        let mut b = crate::index::testing::TraceBuilder::new();
+        for &i in order {
+            let (pid, start, dur) = copies[i];
+            b.thread(pid, pid);
+            b.range("op", start, start + dur);
+        }
+        b
+    }
+
+    #[test]
+    fn nvtx_rank_copies_merge_alike_in_start_order_or_not() {
+        for order in [[0, 1, 2, 3], [3, 1, 0, 2]] {
+            let b = rank_copies(&order);
+            let rows = nvtx_rows(&b.trace, &[(0, 1_000_000)], &[], 2.0);
+            assert_eq!(rows.len(), 1, "{order:?}");
+            let op = &rows[0];
+            assert_eq!((op.name.as_str(), op.calls), ("op", 3), "{order:?}");
+            assert_eq!((op.total_us, op.us_per_step), (0.1, 0.05), "{order:?}");
+        }
+    }
+
     #[test]
     fn rank_copies_merge_at_the_longest_but_one_process_never_merges_with_itself() {
         let copies = vec![
