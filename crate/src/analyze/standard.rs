@@ -11,6 +11,7 @@
 //!   and process), all names, all devices (row 15); every CUDA API name is listed.
 //! - NVTX names include inline `text`; only push/pop and start/end ranges count.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::breakdown::StepsFound;
@@ -35,6 +36,8 @@ const MIN_STEADY: usize = 5;
 
 pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
+    // First, while nothing else is held: its idle attribution is the analysis's largest peak.
+    let window_figures = super::window::window_figures(trace);
     let (raw, marker) = raw_steps(trace, Profile::Standard, cfg.step_marker.as_ref());
     let steps = dedup(&raw);
     let mut iso = isolate(
@@ -43,6 +46,8 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         raw.len(),
         marker.as_ref().map(|m| m.pattern.as_str()),
     );
+    let step_names = step_names(&raw);
+    drop(raw);
     let inference = (iso.method == Method::None)
         .then(|| inferred::infer(trace))
         .flatten();
@@ -60,19 +65,13 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     }
     let mut warnings = Vec::new();
     let window = iso.benchmark_window();
-    let mut in_window: Vec<MergedStep> = window.map_or_else(Vec::new, |(ws, we)| {
-        steps
-            .iter()
-            .copied()
-            .filter(|m| m.step.end > ws && m.step.start < we)
-            .collect()
-    });
+    let mut in_window = window.map_or(Cow::Borrowed(&[][..]), |w| steps_in(&steps, w));
     let cross_check = (iso.method == Method::Allreduce).then_some(in_window.len());
     if let Some(w) = check_agreement(&iso, &in_window, window.is_some()) {
         warnings.push(w);
     }
     if window.is_some() && in_window.is_empty() {
-        in_window = iteration_steps(iso.benchmark_iterations());
+        in_window = Cow::Owned(iteration_steps(iso.benchmark_iterations()));
     }
     let max_gen = in_window.iter().map(|m| m.step.name.gen_reqs).max();
     let context = in_window.iter().filter(|m| m.step.name.ctx > 0).count();
@@ -88,15 +87,39 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     );
     b.warnings = warnings;
     b.steps = steps_found(&iso, inference.as_ref());
-    b.window = super::window::window_figures(trace);
+    b.window = window_figures;
     b.step_marker = marker;
     b.iterations = window.map(|_| iso.benchmark_iterations().len());
     b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
     match window {
         None => b.warnings.push(no_benchmark(&iso)),
-        Some(_) => steady_state(trace, &mut b, &in_window, max_gen.unwrap_or(0), &raw),
+        Some(_) => steady_state(trace, &mut b, &in_window, max_gen.unwrap_or(0), &step_names),
     }
     finish(b)
+}
+
+/// The NVTX names of the step ranges, sorted (the NVTX rows leave them out).
+fn step_names(raw: &[Step]) -> Vec<NameId> {
+    let mut v: Vec<NameId> = raw.iter().map(|s| s.name_id).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The steps overlapping `[ws, we)`: a slice of `steps` when they are contiguous there (steps
+/// are in start order, so they nearly always are), else a copy of those that overlap.
+fn steps_in(steps: &[MergedStep], (ws, we): (Ns, Ns)) -> Cow<'_, [MergedStep]> {
+    let overlaps = |m: &MergedStep| m.step.end > ws && m.step.start < we;
+    let Some(first) = steps.iter().position(overlaps) else {
+        return Cow::Borrowed(&[]);
+    };
+    let last = steps.iter().rposition(overlaps).unwrap_or(first);
+    let run = &steps[first..=last];
+    if run.iter().all(overlaps) {
+        Cow::Borrowed(run)
+    } else {
+        Cow::Owned(run.iter().copied().filter(overlaps).collect())
+    }
 }
 
 /// Where the steps came from, for the report.
@@ -187,7 +210,7 @@ fn steady_state(
     b: &mut TraceBreakdown,
     steps: &[MergedStep],
     max_gen: u64,
-    raw: &[Step],
+    step_names: &[NameId],
 ) {
     let is_steady = |m: &MergedStep| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen;
     let steady: Vec<&MergedStep> = steps.iter().filter(|m| is_steady(m)).collect();
@@ -236,7 +259,7 @@ fn steady_state(
     b.step_wall_times_us = walls;
     b.slowest_steps = slowest(&cycles);
     let spans = set.spans();
-    b.nvtx_ops = nvtx_rows(trace, spans, raw, n);
+    b.nvtx_ops = nvtx_rows(trace, spans, step_names, n);
     b.kernel_ops = kernel_rows(trace, spans, n);
     b.api_ops = api_rows(trace, spans, n);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
@@ -269,14 +292,8 @@ fn slowest(cycles: &[(Ns, Ns, Ns)]) -> Vec<StepCycle> {
 ///
 /// An export's NVTX table is in start order: each op's copies then merge as they come, one open
 /// group per op. Otherwise each op's copies are listed and sorted first.
-fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpRow> {
+fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], step_names: &[NameId], n: f64) -> Vec<OpRow> {
     let sw = Profile::Standard.switches();
-    let step_names: Vec<NameId> = {
-        let mut v: Vec<NameId> = raw.iter().map(|s| s.name_id).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
     let nvtx = &trace.nvtx;
     let in_order = nvtx.start.is_sorted();
     let mut open: HashMap<&str, RankGroup> = HashMap::new();
