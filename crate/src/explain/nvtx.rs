@@ -45,31 +45,96 @@ pub struct NvtxSummary {
 /// One visible range: (start, end, name).
 type Range = (Ns, Ns, NameId);
 
-/// Ranges grouped by thread, each thread's sorted by start (outer first on equal starts).
-fn ranges_by_thread(ix: &TraceIndex<'_>) -> Vec<Vec<Range>> {
-    let nvtx = &ix.trace.nvtx;
-    let sw = Profile::Standard.switches();
-    let mut out: Vec<Vec<Range>> = vec![Vec::new(); ix.trace.threads.len()];
-    for i in 0..nvtx.len() {
-        if let Some(name) = visible_name(nvtx, i, &sw)
-            && let Some(v) = out.get_mut(nvtx.thread[i] as usize)
-        {
-            v.push((nvtx.start[i], nvtx.end[i], name));
+/// One thread's visible ranges, sorted by start (outer first on equal starts): their NVTX rows
+/// when the table already has them in that order (an export's NVTX table is in start order),
+/// else the ranges themselves, sorted.
+enum ThreadRanges {
+    Rows(Vec<u32>),
+    Sorted(Vec<Range>),
+}
+
+impl ThreadRanges {
+    fn len(&self) -> usize {
+        match self {
+            ThreadRanges::Rows(v) => v.len(),
+            ThreadRanges::Sorted(v) => v.len(),
         }
     }
-    for v in &mut out {
-        v.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
     }
-    out
+
+    fn get(&self, i: usize, ix: &TraceIndex<'_>, names: &[NameId]) -> Option<Range> {
+        match self {
+            ThreadRanges::Rows(v) => v.get(i).map(|&r| {
+                let nvtx = &ix.trace.nvtx;
+                (
+                    nvtx.start[r as usize],
+                    nvtx.end[r as usize],
+                    names[r as usize],
+                )
+            }),
+            ThreadRanges::Sorted(v) => v.get(i).copied(),
+        }
+    }
+}
+
+/// Visible ranges by thread, each thread's sorted by start (outer first on equal starts), and
+/// every NVTX row's visible name (`NO_NAME`: not visible).
+fn ranges_by_thread(ix: &TraceIndex<'_>) -> (Vec<ThreadRanges>, Vec<NameId>) {
+    let nvtx = &ix.trace.nvtx;
+    let sw = Profile::Standard.switches();
+    let names: Vec<NameId> = (0..nvtx.len())
+        .map(|i| visible_name(nvtx, i, &sw).unwrap_or(NO_NAME))
+        .collect();
+    let mut rows: Vec<Vec<u32>> = vec![Vec::new(); ix.trace.threads.len()];
+    for i in (0..nvtx.len()).filter(|&i| names[i] != NO_NAME) {
+        if let Some(v) = rows.get_mut(nvtx.thread[i] as usize) {
+            v.push(i as u32);
+        }
+    }
+    let key = |r: &u32| {
+        (
+            nvtx.start[*r as usize],
+            std::cmp::Reverse(nvtx.end[*r as usize]),
+        )
+    };
+    let out = rows
+        .into_iter()
+        .map(|v| {
+            if v.is_sorted_by_key(key) {
+                return ThreadRanges::Rows(v);
+            }
+            let mut ranges: Vec<Range> = v
+                .iter()
+                .map(|&r| {
+                    (
+                        nvtx.start[r as usize],
+                        nvtx.end[r as usize],
+                        names[r as usize],
+                    )
+                })
+                .collect();
+            ranges.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+            ThreadRanges::Sorted(ranges)
+        })
+        .collect();
+    (out, names)
 }
 
 /// The innermost range open at each launch call (by runtime row), `NO_NAME` outside ranges.
-fn innermost_at_launches(ix: &TraceIndex<'_>, ranges: &[Vec<Range>]) -> Vec<NameId> {
+fn innermost_at_launches(
+    ix: &TraceIndex<'_>,
+    ranges: &[ThreadRanges],
+    names: &[NameId],
+) -> Vec<NameId> {
     let rt = &ix.trace.runtime;
     let mut calls: Vec<Vec<u32>> = vec![Vec::new(); ranges.len()];
     for r in 0..rt.len() {
         if ix.call_kind(r).launches_kernels()
             && let Some(v) = calls.get_mut(rt.thread[r] as usize)
+            && !ranges[rt.thread[r] as usize].is_empty()
         {
             v.push(r as u32);
         }
@@ -86,7 +151,7 @@ fn innermost_at_launches(ix: &TraceIndex<'_>, ranges: &[Vec<Range>]) -> Vec<Name
         let mut next = 0;
         for &r in thread_calls.iter() {
             let t = rt.start[r as usize];
-            while let Some(&range) = thread_ranges.get(next).filter(|g| g.0 <= t) {
+            while let Some(range) = thread_ranges.get(next, ix, names).filter(|g| g.0 <= t) {
                 while stack.last().is_some_and(|top| top.1 <= range.0) {
                     stack.pop();
                 }
@@ -106,14 +171,17 @@ fn innermost_at_launches(ix: &TraceIndex<'_>, ranges: &[Vec<Range>]) -> Vec<Name
 
 /// Range summary and GPU attribution; `top` limits both lists.
 pub fn nvtx_summary(ix: &TraceIndex<'_>, top: usize) -> NvtxSummary {
-    let ranges = ranges_by_thread(ix);
+    let (ranges, names) = ranges_by_thread(ix);
     let mut per_name: Vec<(u64, Ns, Ns)> = vec![(0, 0, 0); ix.trace.strings.len()];
-    for &(s, e, name) in ranges.iter().flatten() {
-        if let Some(a) = per_name.get_mut(name as usize) {
-            *a = (a.0 + 1, a.1 + (e - s), a.2.max(e - s));
+    for thread in &ranges {
+        for (s, e, name) in (0..thread.len()).filter_map(|i| thread.get(i, ix, &names)) {
+            if let Some(a) = per_name.get_mut(name as usize) {
+                *a = (a.0 + 1, a.1 + (e - s), a.2.max(e - s));
+            }
         }
     }
-    let inner = innermost_at_launches(ix, &ranges);
+    let inner = innermost_at_launches(ix, &ranges, &names);
+    drop((ranges, names));
     let k = &ix.trace.kernels;
     let mut gpu: Vec<(u64, Ns)> = vec![(0, 0); ix.trace.strings.len()];
     let mut kernel_ns: Ns = 0;
