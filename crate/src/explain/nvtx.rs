@@ -123,46 +123,85 @@ fn ranges_by_thread(ix: &TraceIndex<'_>) -> (Vec<ThreadRanges>, Vec<NameId>) {
     (out, names)
 }
 
+/// One thread's sweep over its ranges, fed its launch calls in start order: the ranges open at
+/// the last call, innermost on top.
+#[derive(Default)]
+struct ThreadSweep {
+    next: usize,
+    stack: Vec<Range>,
+}
+
+impl ThreadSweep {
+    /// The innermost range open at `t` (not before the previous call's start).
+    fn innermost(
+        &mut self,
+        t: Ns,
+        ranges: &ThreadRanges,
+        ix: &TraceIndex<'_>,
+        names: &[NameId],
+    ) -> Option<NameId> {
+        while let Some(range) = ranges.get(self.next, ix, names).filter(|g| g.0 <= t) {
+            while self.stack.last().is_some_and(|top| top.1 <= range.0) {
+                self.stack.pop();
+            }
+            self.stack.push(range);
+            self.next += 1;
+        }
+        while self.stack.last().is_some_and(|top| top.1 <= t) {
+            self.stack.pop();
+        }
+        self.stack.last().map(|top| top.2)
+    }
+}
+
 /// The innermost range open at each launch call (by runtime row), `NO_NAME` outside ranges.
+///
+/// When each thread's launch calls are in start order in the table (an export's runtime table
+/// is in start order per thread), one pass sweeps every thread at once; else each thread's calls
+/// are listed and sorted first.
 fn innermost_at_launches(
     ix: &TraceIndex<'_>,
     ranges: &[ThreadRanges],
     names: &[NameId],
 ) -> Vec<NameId> {
     let rt = &ix.trace.runtime;
+    let launch = |r: usize| {
+        let thread = rt.thread[r] as usize;
+        (ix.call_kind(r).launches_kernels() && ranges.get(thread).is_some_and(|g| !g.is_empty()))
+            .then_some(thread)
+    };
+    let mut inner = vec![NO_NAME; rt.len()];
+    let mut last: Vec<Ns> = vec![Ns::MIN; ranges.len()];
+    let in_order = (0..rt.len()).all(|r| {
+        launch(r)
+            .is_none_or(|thread| std::mem::replace(&mut last[thread], rt.start[r]) <= rt.start[r])
+    });
+    drop(last);
+    let mut sweeps: Vec<ThreadSweep> = ranges.iter().map(|_| ThreadSweep::default()).collect();
+    if in_order {
+        for r in 0..rt.len() {
+            if let Some(thread) = launch(r)
+                && let Some(name) =
+                    sweeps[thread].innermost(rt.start[r], &ranges[thread], ix, names)
+            {
+                inner[r] = name;
+            }
+        }
+        return inner;
+    }
     let mut calls: Vec<Vec<u32>> = vec![Vec::new(); ranges.len()];
     for r in 0..rt.len() {
-        if ix.call_kind(r).launches_kernels()
-            && let Some(v) = calls.get_mut(rt.thread[r] as usize)
-            && !ranges[rt.thread[r] as usize].is_empty()
-        {
-            v.push(r as u32);
+        if let Some(thread) = launch(r) {
+            calls[thread].push(r as u32);
         }
     }
-    let mut inner = vec![NO_NAME; rt.len()];
-    for (thread_calls, thread_ranges) in calls.iter_mut().zip(ranges) {
-        if thread_ranges.is_empty() {
-            continue;
-        }
+    for ((thread_calls, thread_ranges), sweep) in calls.iter_mut().zip(ranges).zip(&mut sweeps) {
         if !thread_calls.is_sorted_by_key(|&r| rt.start[r as usize]) {
             thread_calls.sort_by_key(|&r| rt.start[r as usize]);
         }
-        let mut stack: Vec<Range> = Vec::new();
-        let mut next = 0;
         for &r in thread_calls.iter() {
-            let t = rt.start[r as usize];
-            while let Some(range) = thread_ranges.get(next, ix, names).filter(|g| g.0 <= t) {
-                while stack.last().is_some_and(|top| top.1 <= range.0) {
-                    stack.pop();
-                }
-                stack.push(range);
-                next += 1;
-            }
-            while stack.last().is_some_and(|top| top.1 <= t) {
-                stack.pop();
-            }
-            if let Some(top) = stack.last() {
-                inner[r as usize] = top.2;
+            if let Some(name) = sweep.innermost(rt.start[r as usize], thread_ranges, ix, names) {
+                inner[r as usize] = name;
             }
         }
     }
@@ -254,6 +293,29 @@ fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) ->
 mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
+
+    #[test]
+    fn gpu_time_goes_to_the_innermost_range_whatever_the_table_order() {
+        // The ranges and launch calls of the test below, each table in reverse start order.
+        let mut b = TraceBuilder::new();
+        b.range("mlp", 400, 600);
+        b.range("attention", 100, 300);
+        b.range("step", 0, 1_000);
+        let c3 = b.call("cudaLaunchKernel", 500, 510); // inside mlp
+        let c2 = b.call("cudaLaunchKernel", 350, 360); // inside step only
+        let c1 = b.call("cudaLaunchKernel", 150, 160); // inside attention
+        b.kernel("a", 200, 210, c1);
+        b.kernel("b", 400, 430, c2);
+        b.kernel("c", 600, 700, c3);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let gpu: Vec<(String, u64)> = nvtx_summary(&ix, 10)
+            .gpu_time
+            .into_iter()
+            .map(|g| (g.name, g.kernels))
+            .collect();
+        let want = [("mlp", 1), ("step", 1), ("attention", 1)].map(|(n, k)| (n.to_string(), k));
+        assert_eq!(gpu, want);
+    }
 
     #[test]
     fn gpu_time_goes_to_the_innermost_range_at_the_launch() {
