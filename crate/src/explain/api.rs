@@ -177,14 +177,13 @@ fn busy_ns(ix: &TraceIndex<'_>, window: &Window, pick: &impl Fn(ApiKind) -> bool
 pub fn launch_latency(ix: &TraceIndex<'_>) -> LaunchLatency {
     let k = &ix.trace.kernels;
     let rt = &ix.trace.runtime;
-    let mut lat: Vec<Ns> = Vec::new();
-    for i in 0..k.len() {
-        if let Some(r) = ix.launch_call(i)
-            && ix.call_kind(r) == ApiKind::Launch
-        {
-            lat.push(k.start[i] - rt.end[r]);
-        }
-    }
+    let eager = |i: usize| {
+        ix.launch_call(i)
+            .filter(|&r| ix.call_kind(r) == ApiKind::Launch)
+    };
+    // Sized exactly (one value per kernel): a grown list can be twice that.
+    let mut lat: Vec<Ns> = Vec::with_capacity((0..k.len()).filter(|&i| eager(i).is_some()).count());
+    lat.extend((0..k.len()).filter_map(|i| eager(i).map(|r| k.start[i] - rt.end[r])));
     let distribution = distribution(&mut lat);
     LaunchLatency {
         kernels: lat.len() as u64,
