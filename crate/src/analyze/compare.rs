@@ -289,7 +289,7 @@ pub(super) fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
 
 /// Each name's first entry, looked up by name: a trace's per-name lists run to one name per
 /// step (a window's NVTX ops name every step), where a scan per name is quadratic.
-fn first_by_name<'a, T>(entries: &'a [T], name: impl Fn(&T) -> &String) -> HashMap<&'a str, &'a T> {
+fn first_by_name<T>(entries: &[T], name: impl Fn(&T) -> &String) -> HashMap<&str, &T> {
     let mut out: HashMap<&str, &T> = HashMap::with_capacity(entries.len());
     for e in entries {
         out.entry(name(e).as_str()).or_insert(e);

@@ -179,12 +179,12 @@ fn innermost_at_launches(
     drop(last);
     let mut sweeps: Vec<ThreadSweep> = ranges.iter().map(|_| ThreadSweep::default()).collect();
     if in_order {
-        for r in 0..rt.len() {
+        for (r, slot) in inner.iter_mut().enumerate() {
             if let Some(thread) = launch(r)
                 && let Some(name) =
                     sweeps[thread].innermost(rt.start[r], &ranges[thread], ix, names)
             {
-                inner[r] = name;
+                *slot = name;
             }
         }
         return inner;
