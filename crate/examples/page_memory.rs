@@ -3,7 +3,7 @@
 //! worker runs the same code, so this is where its memory goes. Then times timeline views from
 //! full extent down to a deep zoom (summary or re-read rows). With `views`, the whole load is
 //! followed by the deeper views instead (Root cause, Drill-down, the report), as the page runs
-//! them on a streamed trace. Not a test; prints figures.
+//! them on a streamed trace (Root cause in both profiles). Not a test; prints figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -115,6 +115,12 @@ fn deeper_views(
     let cfg = nsys_lens::analyze::AnalyzeConfig::default();
     let root_cause = nsys_lens::analyze::analyze_trace(trace, &cfg)?;
     mark("root cause (analyze)", t);
+    let skill = nsys_lens::analyze::AnalyzeConfig {
+        profile: nsys_lens::profile::Profile::TrtllmSkill,
+        ..cfg
+    };
+    std::hint::black_box(nsys_lens::analyze::analyze_trace(trace, &skill)?);
+    mark("root cause (trtllm-skill)", t);
     let opts = nsys_lens::drill::DrillOptions::default();
     let input = nsys_lens::drill::DrillInput {
         trace,

@@ -1,7 +1,7 @@
 //! Baseline vs target (reference §8.4): per-step deltas, per-op statuses, the conclusion and the
 //! comparability check.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -128,11 +128,12 @@ pub struct OpInstance {
 
 /// Names each row's longest instance from the two traces' op rows (the target's first).
 fn with_longest(mut rows: Vec<OpDelta>, b: &[OpRow], t: &[OpRow]) -> Vec<OpDelta> {
-    let find = |ops: &[OpRow], name: &str| ops.iter().find(|o| o.name == name)?.longest;
+    let (b_ops, t_ops) = (first_by_name(b, |o| &o.name), first_by_name(t, |o| &o.name));
+    let find = |ops: &HashMap<&str, &OpRow>, name: &str| ops.get(name)?.longest;
     for r in &mut rows {
-        let (side, span) = match find(t, &r.name) {
+        let (side, span) = match find(&t_ops, &r.name) {
             Some(w) => ("target", Some(w)),
-            None => ("baseline", find(b, &r.name)),
+            None => ("baseline", find(&b_ops, &r.name)),
         };
         r.longest = span.map(|w| OpInstance {
             trace: side,
@@ -263,11 +264,13 @@ fn window_handoff(
 /// Union of names, by |Δ| descending then name; missing values are 0.
 pub(super) fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
     let names: BTreeSet<&str> = b.0.iter().chain(&t.0).map(|(n, _)| n.as_str()).collect();
+    let (b_values, t_values) = (first_by_name(&b.0, |e| &e.0), first_by_name(&t.0, |e| &e.0));
+    let value = |m: &HashMap<&str, &(String, f64)>, name: &str| m.get(name).map_or(0.0, |e| e.1);
     let mut out: Vec<OpDelta> = names
         .into_iter()
         .map(|name| {
-            let bv = b.get(name).unwrap_or(0.0);
-            let tv = t.get(name).unwrap_or(0.0);
+            let bv = value(&b_values, name);
+            let tv = value(&t_values, name);
             OpDelta {
                 name: name.to_string(),
                 baseline_us_per_step: bv,
@@ -281,6 +284,16 @@ pub(super) fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
         .collect();
     // Stable sort over name-ordered rows: ties keep name order.
     out.sort_by(|x, y| y.delta_us.abs().total_cmp(&x.delta_us.abs()));
+    out
+}
+
+/// Each name's first entry, looked up by name: a trace's per-name lists run to one name per
+/// step (a window's NVTX ops name every step), where a scan per name is quadratic.
+fn first_by_name<T>(entries: &[T], name: impl Fn(&T) -> &String) -> HashMap<&str, &T> {
+    let mut out: HashMap<&str, &T> = HashMap::with_capacity(entries.len());
+    for e in entries {
+        out.entry(name(e).as_str()).or_insert(e);
+    }
     out
 }
 

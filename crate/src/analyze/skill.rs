@@ -34,7 +34,10 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     );
     let context = merged.iter().filter(|m| m.step.name.ctx > 0).count();
     let generation = merged.len() - context;
+    // The merged and raw steps are done with: the steady ones are all that is read below.
+    drop(merged);
     let steady = (!raw.is_empty()).then(|| steady_reference(&raw));
+    drop(raw);
     let workload = Workload::of(
         trace,
         steady.as_ref().map(|s| s.max_gen),

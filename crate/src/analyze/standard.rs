@@ -11,6 +11,7 @@
 //!   and process), all names, all devices (row 15); every CUDA API name is listed.
 //! - NVTX names include inline `text`; only push/pop and start/end ranges count.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::breakdown::StepsFound;
@@ -35,6 +36,8 @@ const MIN_STEADY: usize = 5;
 
 pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
+    // First, while nothing else is held: its idle attribution is the analysis's largest peak.
+    let window_figures = super::window::window_figures(trace);
     let (raw, marker) = raw_steps(trace, Profile::Standard, cfg.step_marker.as_ref());
     let steps = dedup(&raw);
     let mut iso = isolate(
@@ -43,6 +46,8 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         raw.len(),
         marker.as_ref().map(|m| m.pattern.as_str()),
     );
+    let step_names = step_names(&raw);
+    drop(raw);
     let inference = (iso.method == Method::None)
         .then(|| inferred::infer(trace))
         .flatten();
@@ -60,19 +65,13 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     }
     let mut warnings = Vec::new();
     let window = iso.benchmark_window();
-    let mut in_window: Vec<MergedStep> = window.map_or_else(Vec::new, |(ws, we)| {
-        steps
-            .iter()
-            .copied()
-            .filter(|m| m.step.end > ws && m.step.start < we)
-            .collect()
-    });
+    let mut in_window = window.map_or(Cow::Borrowed(&[][..]), |w| steps_in(&steps, w));
     let cross_check = (iso.method == Method::Allreduce).then_some(in_window.len());
     if let Some(w) = check_agreement(&iso, &in_window, window.is_some()) {
         warnings.push(w);
     }
     if window.is_some() && in_window.is_empty() {
-        in_window = iteration_steps(iso.benchmark_iterations());
+        in_window = Cow::Owned(iteration_steps(iso.benchmark_iterations()));
     }
     let max_gen = in_window.iter().map(|m| m.step.name.gen_reqs).max();
     let context = in_window.iter().filter(|m| m.step.name.ctx > 0).count();
@@ -88,15 +87,39 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     );
     b.warnings = warnings;
     b.steps = steps_found(&iso, inference.as_ref());
-    b.window = super::window::window_figures(trace);
+    b.window = window_figures;
     b.step_marker = marker;
     b.iterations = window.map(|_| iso.benchmark_iterations().len());
     b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
     match window {
         None => b.warnings.push(no_benchmark(&iso)),
-        Some(_) => steady_state(trace, &mut b, &in_window, max_gen.unwrap_or(0), &raw),
+        Some(_) => steady_state(trace, &mut b, &in_window, max_gen.unwrap_or(0), &step_names),
     }
     finish(b)
+}
+
+/// The NVTX names of the step ranges, sorted (the NVTX rows leave them out).
+fn step_names(raw: &[Step]) -> Vec<NameId> {
+    let mut v: Vec<NameId> = raw.iter().map(|s| s.name_id).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The steps overlapping `[ws, we)`: a slice of `steps` when they are contiguous there (steps
+/// are in start order, so they nearly always are), else a copy of those that overlap.
+fn steps_in(steps: &[MergedStep], (ws, we): (Ns, Ns)) -> Cow<'_, [MergedStep]> {
+    let overlaps = |m: &MergedStep| m.step.end > ws && m.step.start < we;
+    let Some(first) = steps.iter().position(overlaps) else {
+        return Cow::Borrowed(&[]);
+    };
+    let last = steps.iter().rposition(overlaps).unwrap_or(first);
+    let run = &steps[first..=last];
+    if run.iter().all(overlaps) {
+        Cow::Borrowed(run)
+    } else {
+        Cow::Owned(run.iter().copied().filter(overlaps).collect())
+    }
 }
 
 /// Where the steps came from, for the report.
@@ -187,7 +210,7 @@ fn steady_state(
     b: &mut TraceBreakdown,
     steps: &[MergedStep],
     max_gen: u64,
-    raw: &[Step],
+    step_names: &[NameId],
 ) {
     let is_steady = |m: &MergedStep| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen;
     let steady: Vec<&MergedStep> = steps.iter().filter(|m| is_steady(m)).collect();
@@ -236,7 +259,7 @@ fn steady_state(
     b.step_wall_times_us = walls;
     b.slowest_steps = slowest(&cycles);
     let spans = set.spans();
-    b.nvtx_ops = nvtx_rows(trace, spans, raw, n);
+    b.nvtx_ops = nvtx_rows(trace, spans, step_names, n);
     b.kernel_ops = kernel_rows(trace, spans, n);
     b.api_ops = api_rows(trace, spans, n);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
@@ -266,15 +289,14 @@ fn slowest(cycles: &[(Ns, Ns, Ns)]) -> Vec<StepCycle> {
 /// NVTX time per op inside the cycles (clipped), TP ranks' copies merged. A PyTorch
 /// `emit_nvtx` range counts under its op (`aten::mm, seq = 12, op_id = 3, sizes = […]` is one
 /// call of `aten::mm`: `names::ranges::emit_nvtx_op`, as the explainer groups them).
-fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpRow> {
+///
+/// An export's NVTX table is in start order: each op's copies then merge as they come, one open
+/// group per op. Otherwise each op's copies are listed and sorted first.
+fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], step_names: &[NameId], n: f64) -> Vec<OpRow> {
     let sw = Profile::Standard.switches();
-    let step_names: Vec<NameId> = {
-        let mut v: Vec<NameId> = raw.iter().map(|s| s.name_id).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
     let nvtx = &trace.nvtx;
+    let in_order = nvtx.start.is_sorted();
+    let mut open: HashMap<&str, RankGroup> = HashMap::new();
     let mut per_op: HashMap<&str, Vec<(Ns, Ns, ProcessIdx)>> = HashMap::new();
     let mut t = Tallies::default();
     for i in 0..nvtx.len() {
@@ -284,11 +306,20 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
         let (s, e) = (nvtx.start[i], nvtx.end[i]);
         let inside = overlap(spans, s, e);
         if (inside > 0 || contains(spans, s)) && step_names.binary_search(&name).is_err() {
-            let process = process_of(trace, nvtx.thread[i]);
+            let copy = (s, inside, process_of(trace, nvtx.thread[i]));
             let op = emit_nvtx_op(trace.strings.get(name));
-            per_op.entry(op).or_default().push((s, inside, process));
+            if in_order {
+                if let Some(closed) = open.entry(op).or_default().push(copy) {
+                    t.add(op, closed);
+                }
+            } else {
+                per_op.entry(op).or_default().push(copy);
+            }
             t.instance(op, (s, e));
         }
+    }
+    for (op, group) in open {
+        t.add(op, group.longest);
     }
     for (op, copies) in per_op {
         for dur in merge_rank_copies(copies) {
@@ -298,39 +329,56 @@ fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], raw: &[Step], n: f64) -> Vec<OpR
     t.rows(None, |v| v / n)
 }
 
-/// One instance per group of copies from different processes starting within 100 µs of the
-/// group's first; the instance lasts as long as its longest copy.
+/// The open group of one op's copies, met in start order: copies from different processes
+/// starting within 100 µs of the group's first; the instance lasts as long as its longest copy.
+#[derive(Debug, Default)]
+struct RankGroup {
+    first: Ns,
+    longest: Ns,
+    processes: Vec<ProcessIdx>,
+}
+
+impl RankGroup {
+    /// Adds the copy `(start, duration, process)`; when it starts a new group, returns the
+    /// closed group's duration.
+    fn push(&mut self, (start, dur, process): (Ns, Ns, ProcessIdx)) -> Option<Ns> {
+        if !self.processes.is_empty()
+            && start - self.first < TP_DEDUP_NS
+            && !self.processes.contains(&process)
+        {
+            self.longest = self.longest.max(dur);
+            self.processes.push(process);
+            return None;
+        }
+        let closed = (!self.processes.is_empty()).then_some(self.longest);
+        (self.first, self.longest) = (start, dur);
+        self.processes.clear();
+        self.processes.push(process);
+        closed
+    }
+}
+
+/// One instance per [`RankGroup`] of the copies, taken in start order.
 fn merge_rank_copies(mut copies: Vec<(Ns, Ns, ProcessIdx)>) -> Vec<Ns> {
     copies.sort_unstable_by_key(|c| c.0);
-    let mut out = Vec::new();
-    let mut group: Option<(Ns, Ns, Vec<ProcessIdx>)> = None;
-    for (start, dur, process) in copies {
-        if let Some((first, longest, procs)) = group.as_mut()
-            && start - *first < TP_DEDUP_NS
-            && !procs.contains(&process)
-        {
-            *longest = (*longest).max(dur);
-            procs.push(process);
-            continue;
-        }
-        if let Some((_, longest, _)) = group.take() {
-            out.push(longest);
-        }
-        group = Some((start, dur, vec![process]));
+    let mut group = RankGroup::default();
+    let mut out: Vec<Ns> = copies.into_iter().filter_map(|c| group.push(c)).collect();
+    if !group.processes.is_empty() {
+        out.push(group.longest);
     }
-    out.extend(group.map(|g| g.1));
     out
 }
 
 /// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
 /// when no call matches), every name, all devices.
 fn kernel_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let launches = LaunchJoin::new(trace);
+    let launches = LaunchJoin::new(trace, spans);
     let k = &trace.kernels;
     let keep = |i: usize| {
         let correlation = k.correlation.get(i).copied().unwrap_or(0);
-        let at = launches.launched_at(k.process[i], correlation);
-        contains(spans, at.unwrap_or(k.start[i]))
+        launches
+            .launched_inside(k.process[i], correlation)
+            .unwrap_or_else(|| contains(spans, k.start[i]))
     };
     Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), keep)
         .rows(None, |v| v / n)
@@ -385,6 +433,36 @@ mod tests {
             None,
             "NVTX method: nothing to check"
         );
+    }
+
+    /// `op` on two processes: rank 0 at 0 (30 ns), rank 1 20 µs later (50 ns), rank 0 again
+    /// at 50 µs (10 ns), rank 1 at 500 µs (40 ns): three instances of 50, 10 and 40 ns.
+    fn rank_copies(order: &[usize]) -> crate::index::testing::TraceBuilder {
+        let copies = [
+            (1, 0, 30),
+            (2, 20_000, 50),
+            (1, 50_000, 10),
+            (2, 500_000, 40),
+        ];
+        let mut b = crate::index::testing::TraceBuilder::new();
+        for &i in order {
+            let (pid, start, dur) = copies[i];
+            b.thread(pid, pid);
+            b.range("op", start, start + dur);
+        }
+        b
+    }
+
+    #[test]
+    fn nvtx_rank_copies_merge_alike_in_start_order_or_not() {
+        for order in [[0, 1, 2, 3], [3, 1, 0, 2]] {
+            let b = rank_copies(&order);
+            let rows = nvtx_rows(&b.trace, &[(0, 1_000_000)], &[], 2.0);
+            assert_eq!(rows.len(), 1, "{order:?}");
+            let op = &rows[0];
+            assert_eq!((op.name.as_str(), op.calls), ("op", 3), "{order:?}");
+            assert_eq!((op.total_us, op.us_per_step), (0.1, 0.05), "{order:?}");
+        }
     }
 
     #[test]

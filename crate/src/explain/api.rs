@@ -1,13 +1,15 @@
 //! Host-side CUDA API behaviour: API time by name, blocking synchronization and allocation
 //! calls, launch latency (spec §5).
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 
 use super::Window;
 use super::stats::{Distribution, NamedStats, distribution, named_stats};
 use crate::index::units::us;
 use crate::index::{SpanCursor, TraceIndex, steady_steps};
-use crate::model::intervals::IntervalSet;
+use crate::model::intervals::MergeSorted;
 use crate::model::{NameId, Ns};
 use crate::names::api::ApiKind;
 
@@ -109,10 +111,12 @@ fn calls_where(
         PerName(vec![(0, 0, 0); names]),
         PerName(vec![(0, 0, 0); names]),
     );
-    let mut pieces: Vec<(Ns, Ns)> = Vec::new();
-    let (mut threads, mut processes): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-    let (steps, _) = steady_steps(&ix.steps.steps);
-    let spans: Vec<(Ns, Ns)> = steps.iter().map(|s| (s.start, s.end)).collect();
+    let (mut threads, mut processes): (HashSet<u32>, HashSet<u32>) = Default::default();
+    let spans: Vec<(Ns, Ns)> = steady_steps(&ix.steps.steps)
+        .0
+        .iter()
+        .map(|s| (s.start, s.end))
+        .collect();
     let mut in_steps = 0u64;
     let mut cursor = SpanCursor::new(&spans);
     for r in 0..rt.len() {
@@ -122,8 +126,7 @@ fn calls_where(
         whole.add(rt.name[r], (rt.end[r] - rt.start[r]).max(0));
         if let Some((s, e)) = window.clip(rt.start[r], rt.end[r]) {
             inside.add(rt.name[r], e - s);
-            pieces.push((s, e));
-            threads.push(rt.thread[r]);
+            threads.insert(rt.thread[r]);
             processes.extend(ix.call_process(r));
         }
         if cursor.find(rt.start[r]).is_some() {
@@ -139,33 +142,48 @@ fn calls_where(
         in_window: WindowCalls {
             calls: inside.calls(),
             total_us: us(inside.total_ns()),
-            busy_us: us(IntervalSet::from_unsorted(pieces).measure()),
-            threads: distinct(threads),
-            processes: distinct(processes),
+            busy_us: us(busy_ns(ix, window, &pick)),
+            threads: threads.len() as u64,
+            processes: processes.len() as u64,
             by_name: in_window,
         },
         calls_per_step: (!spans.is_empty()).then(|| in_steps as f64 / spans.len() as f64),
     }
 }
 
-fn distinct(mut v: Vec<u32>) -> u64 {
-    v.sort_unstable();
-    v.dedup();
-    v.len() as u64
+/// How long at least one call of the kinds `pick` accepts ran inside `window` (their union):
+/// merged as the calls come when the runtime table is in start order (clipping keeps that
+/// order), else over their row numbers sorted by clipped start — never a list of the pieces.
+fn busy_ns(ix: &TraceIndex<'_>, window: &Window, pick: &impl Fn(ApiKind) -> bool) -> Ns {
+    let rt = &ix.trace.runtime;
+    let piece = |r: usize| window.clip(rt.start[r], rt.end[r]);
+    let rows = (0..rt.len()).filter(|&r| pick(ix.call_kind(r)));
+    if rt.start.is_sorted() {
+        return MergeSorted::new(rows.filter_map(piece))
+            .map(|(s, e)| e - s)
+            .sum();
+    }
+    let mut kept: Vec<u32> = rows
+        .filter(|&r| piece(r).is_some())
+        .map(|r| r as u32)
+        .collect();
+    kept.sort_unstable_by_key(|&r| piece(r as usize).map(|p| p.0));
+    MergeSorted::new(kept.iter().filter_map(|&r| piece(r as usize)))
+        .map(|(s, e)| e - s)
+        .sum()
 }
 
 /// The distribution of kernel start − launch call end over eagerly launched kernels.
 pub fn launch_latency(ix: &TraceIndex<'_>) -> LaunchLatency {
     let k = &ix.trace.kernels;
     let rt = &ix.trace.runtime;
-    let mut lat: Vec<Ns> = Vec::new();
-    for i in 0..k.len() {
-        if let Some(r) = ix.launch_call(i)
-            && ix.call_kind(r) == ApiKind::Launch
-        {
-            lat.push(k.start[i] - rt.end[r]);
-        }
-    }
+    let eager = |i: usize| {
+        ix.launch_call(i)
+            .filter(|&r| ix.call_kind(r) == ApiKind::Launch)
+    };
+    // Sized exactly (one value per kernel): a grown list can be twice that.
+    let mut lat: Vec<Ns> = Vec::with_capacity((0..k.len()).filter(|&i| eager(i).is_some()).count());
+    lat.extend((0..k.len()).filter_map(|i| eager(i).map(|r| k.start[i] - rt.end[r])));
     let distribution = distribution(&mut lat);
     LaunchLatency {
         kernels: lat.len() as u64,

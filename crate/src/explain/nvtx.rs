@@ -45,59 +45,163 @@ pub struct NvtxSummary {
 /// One visible range: (start, end, name).
 type Range = (Ns, Ns, NameId);
 
-/// Ranges grouped by thread, each thread's sorted by start (outer first on equal starts).
-fn ranges_by_thread(ix: &TraceIndex<'_>) -> Vec<Vec<Range>> {
-    let nvtx = &ix.trace.nvtx;
-    let sw = Profile::Standard.switches();
-    let mut out: Vec<Vec<Range>> = vec![Vec::new(); ix.trace.threads.len()];
-    for i in 0..nvtx.len() {
-        if let Some(name) = visible_name(nvtx, i, &sw)
-            && let Some(v) = out.get_mut(nvtx.thread[i] as usize)
-        {
-            v.push((nvtx.start[i], nvtx.end[i], name));
+/// One thread's visible ranges, sorted by start (outer first on equal starts): their NVTX rows
+/// when the table already has them in that order (an export's NVTX table is in start order),
+/// else the ranges themselves, sorted.
+enum ThreadRanges {
+    Rows(Vec<u32>),
+    Sorted(Vec<Range>),
+}
+
+impl ThreadRanges {
+    fn len(&self) -> usize {
+        match self {
+            ThreadRanges::Rows(v) => v.len(),
+            ThreadRanges::Sorted(v) => v.len(),
         }
     }
-    for v in &mut out {
-        v.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
     }
-    out
+
+    fn get(&self, i: usize, ix: &TraceIndex<'_>, names: &[NameId]) -> Option<Range> {
+        match self {
+            ThreadRanges::Rows(v) => v.get(i).map(|&r| {
+                let nvtx = &ix.trace.nvtx;
+                (
+                    nvtx.start[r as usize],
+                    nvtx.end[r as usize],
+                    names[r as usize],
+                )
+            }),
+            ThreadRanges::Sorted(v) => v.get(i).copied(),
+        }
+    }
+}
+
+/// Visible ranges by thread, each thread's sorted by start (outer first on equal starts), and
+/// every NVTX row's visible name (`NO_NAME`: not visible).
+fn ranges_by_thread(ix: &TraceIndex<'_>) -> (Vec<ThreadRanges>, Vec<NameId>) {
+    let nvtx = &ix.trace.nvtx;
+    let sw = Profile::Standard.switches();
+    let names: Vec<NameId> = (0..nvtx.len())
+        .map(|i| visible_name(nvtx, i, &sw).unwrap_or(NO_NAME))
+        .collect();
+    let mut rows: Vec<Vec<u32>> = vec![Vec::new(); ix.trace.threads.len()];
+    for i in (0..nvtx.len()).filter(|&i| names[i] != NO_NAME) {
+        if let Some(v) = rows.get_mut(nvtx.thread[i] as usize) {
+            v.push(i as u32);
+        }
+    }
+    let key = |r: &u32| {
+        (
+            nvtx.start[*r as usize],
+            std::cmp::Reverse(nvtx.end[*r as usize]),
+        )
+    };
+    let out = rows
+        .into_iter()
+        .map(|v| {
+            if v.is_sorted_by_key(key) {
+                return ThreadRanges::Rows(v);
+            }
+            let mut ranges: Vec<Range> = v
+                .iter()
+                .map(|&r| {
+                    (
+                        nvtx.start[r as usize],
+                        nvtx.end[r as usize],
+                        names[r as usize],
+                    )
+                })
+                .collect();
+            ranges.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+            ThreadRanges::Sorted(ranges)
+        })
+        .collect();
+    (out, names)
+}
+
+/// One thread's sweep over its ranges, fed its launch calls in start order: the ranges open at
+/// the last call, innermost on top.
+#[derive(Default)]
+struct ThreadSweep {
+    next: usize,
+    stack: Vec<Range>,
+}
+
+impl ThreadSweep {
+    /// The innermost range open at `t` (not before the previous call's start).
+    fn innermost(
+        &mut self,
+        t: Ns,
+        ranges: &ThreadRanges,
+        ix: &TraceIndex<'_>,
+        names: &[NameId],
+    ) -> Option<NameId> {
+        while let Some(range) = ranges.get(self.next, ix, names).filter(|g| g.0 <= t) {
+            while self.stack.last().is_some_and(|top| top.1 <= range.0) {
+                self.stack.pop();
+            }
+            self.stack.push(range);
+            self.next += 1;
+        }
+        while self.stack.last().is_some_and(|top| top.1 <= t) {
+            self.stack.pop();
+        }
+        self.stack.last().map(|top| top.2)
+    }
 }
 
 /// The innermost range open at each launch call (by runtime row), `NO_NAME` outside ranges.
-fn innermost_at_launches(ix: &TraceIndex<'_>, ranges: &[Vec<Range>]) -> Vec<NameId> {
+///
+/// When each thread's launch calls are in start order in the table (an export's runtime table
+/// is in start order per thread), one pass sweeps every thread at once; else each thread's calls
+/// are listed and sorted first.
+fn innermost_at_launches(
+    ix: &TraceIndex<'_>,
+    ranges: &[ThreadRanges],
+    names: &[NameId],
+) -> Vec<NameId> {
     let rt = &ix.trace.runtime;
+    let launch = |r: usize| {
+        let thread = rt.thread[r] as usize;
+        (ix.call_kind(r).launches_kernels() && ranges.get(thread).is_some_and(|g| !g.is_empty()))
+            .then_some(thread)
+    };
+    let mut inner = vec![NO_NAME; rt.len()];
+    let mut last: Vec<Ns> = vec![Ns::MIN; ranges.len()];
+    let in_order = (0..rt.len()).all(|r| {
+        launch(r)
+            .is_none_or(|thread| std::mem::replace(&mut last[thread], rt.start[r]) <= rt.start[r])
+    });
+    drop(last);
+    let mut sweeps: Vec<ThreadSweep> = ranges.iter().map(|_| ThreadSweep::default()).collect();
+    if in_order {
+        for (r, slot) in inner.iter_mut().enumerate() {
+            if let Some(thread) = launch(r)
+                && let Some(name) =
+                    sweeps[thread].innermost(rt.start[r], &ranges[thread], ix, names)
+            {
+                *slot = name;
+            }
+        }
+        return inner;
+    }
     let mut calls: Vec<Vec<u32>> = vec![Vec::new(); ranges.len()];
     for r in 0..rt.len() {
-        if ix.call_kind(r).launches_kernels()
-            && let Some(v) = calls.get_mut(rt.thread[r] as usize)
-        {
-            v.push(r as u32);
+        if let Some(thread) = launch(r) {
+            calls[thread].push(r as u32);
         }
     }
-    let mut inner = vec![NO_NAME; rt.len()];
-    for (thread_calls, thread_ranges) in calls.iter_mut().zip(ranges) {
-        if thread_ranges.is_empty() {
-            continue;
-        }
+    for ((thread_calls, thread_ranges), sweep) in calls.iter_mut().zip(ranges).zip(&mut sweeps) {
         if !thread_calls.is_sorted_by_key(|&r| rt.start[r as usize]) {
             thread_calls.sort_by_key(|&r| rt.start[r as usize]);
         }
-        let mut stack: Vec<Range> = Vec::new();
-        let mut next = 0;
         for &r in thread_calls.iter() {
-            let t = rt.start[r as usize];
-            while let Some(&range) = thread_ranges.get(next).filter(|g| g.0 <= t) {
-                while stack.last().is_some_and(|top| top.1 <= range.0) {
-                    stack.pop();
-                }
-                stack.push(range);
-                next += 1;
-            }
-            while stack.last().is_some_and(|top| top.1 <= t) {
-                stack.pop();
-            }
-            if let Some(top) = stack.last() {
-                inner[r as usize] = top.2;
+            if let Some(name) = sweep.innermost(rt.start[r as usize], thread_ranges, ix, names) {
+                inner[r as usize] = name;
             }
         }
     }
@@ -106,14 +210,17 @@ fn innermost_at_launches(ix: &TraceIndex<'_>, ranges: &[Vec<Range>]) -> Vec<Name
 
 /// Range summary and GPU attribution; `top` limits both lists.
 pub fn nvtx_summary(ix: &TraceIndex<'_>, top: usize) -> NvtxSummary {
-    let ranges = ranges_by_thread(ix);
+    let (ranges, names) = ranges_by_thread(ix);
     let mut per_name: Vec<(u64, Ns, Ns)> = vec![(0, 0, 0); ix.trace.strings.len()];
-    for &(s, e, name) in ranges.iter().flatten() {
-        if let Some(a) = per_name.get_mut(name as usize) {
-            *a = (a.0 + 1, a.1 + (e - s), a.2.max(e - s));
+    for thread in &ranges {
+        for (s, e, name) in (0..thread.len()).filter_map(|i| thread.get(i, ix, &names)) {
+            if let Some(a) = per_name.get_mut(name as usize) {
+                *a = (a.0 + 1, a.1 + (e - s), a.2.max(e - s));
+            }
         }
     }
-    let inner = innermost_at_launches(ix, &ranges);
+    let inner = innermost_at_launches(ix, &ranges, &names);
+    drop((ranges, names));
     let k = &ix.trace.kernels;
     let mut gpu: Vec<(u64, Ns)> = vec![(0, 0); ix.trace.strings.len()];
     let mut kernel_ns: Ns = 0;
@@ -186,6 +293,29 @@ fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) ->
 mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
+
+    #[test]
+    fn gpu_time_goes_to_the_innermost_range_whatever_the_table_order() {
+        // The ranges and launch calls of the test below, each table in reverse start order.
+        let mut b = TraceBuilder::new();
+        b.range("mlp", 400, 600);
+        b.range("attention", 100, 300);
+        b.range("step", 0, 1_000);
+        let c3 = b.call("cudaLaunchKernel", 500, 510); // inside mlp
+        let c2 = b.call("cudaLaunchKernel", 350, 360); // inside step only
+        let c1 = b.call("cudaLaunchKernel", 150, 160); // inside attention
+        b.kernel("a", 200, 210, c1);
+        b.kernel("b", 400, 430, c2);
+        b.kernel("c", 600, 700, c3);
+        let ix = TraceIndex::new(&b.trace, "t");
+        let gpu: Vec<(String, u64)> = nvtx_summary(&ix, 10)
+            .gpu_time
+            .into_iter()
+            .map(|g| (g.name, g.kernels))
+            .collect();
+        let want = [("mlp", 1), ("step", 1), ("attention", 1)].map(|(n, k)| (n.to_string(), k));
+        assert_eq!(gpu, want);
+    }
 
     #[test]
     fn gpu_time_goes_to_the_innermost_range_at_the_launch() {

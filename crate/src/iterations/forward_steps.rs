@@ -116,11 +116,10 @@ pub struct Steady {
 /// (`ctx == 0 && gen == max_gen`; unparsed ranges count as 0/0), then de-duplicate.
 pub fn steady_reference(raw: &[Step]) -> Steady {
     let max_gen = raw.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
-    let steady: Vec<Step> = raw
-        .iter()
-        .copied()
-        .filter(|s| s.name.ctx == 0 && s.name.gen_reqs == max_gen)
-        .collect();
+    let is_steady = |s: &&Step| s.name.ctx == 0 && s.name.gen_reqs == max_gen;
+    // Sized exactly: a grown list of steps can be twice their size.
+    let mut steady: Vec<Step> = Vec::with_capacity(raw.iter().filter(is_steady).count());
+    steady.extend(raw.iter().filter(is_steady).copied());
     Steady {
         max_gen,
         raw_count: steady.len(),
