@@ -164,10 +164,10 @@ fn timeline_hover_and_gaps_answer_json() {
     assert!(kernels > 0, "some column is busy");
     // A point inside the extent on a kernel lane, with a generous slack, hits something.
     let lane = lanes.iter().position(|l| l["kind"] == "kernels").unwrap() as u32;
-    let hit = json(&a.hover(lane, start, 1e9, Vec::new()).expect("hover"));
+    let hit = json(&a.hover(lane, start, 1e9, Vec::new(), None).expect("hover"));
     assert!(hit["name"].is_string(), "{hit}");
     assert_eq!(
-        a.hover(999, start, 0.0, Vec::new())
+        a.hover(999, start, 0.0, Vec::new(), None)
             .expect("hover on no lane"),
         "null"
     );
@@ -176,7 +176,7 @@ fn timeline_hover_and_gaps_answer_json() {
     // Inputs the page should never send are errors, not panics.
     assert!(a.timeline(end, start, 10, Vec::new()).is_err());
     assert!(a.timeline(f64::NAN, end, 10, Vec::new()).is_err());
-    assert!(a.hover(0, f64::INFINITY, 0.0, Vec::new()).is_err());
+    assert!(a.hover(0, f64::INFINITY, 0.0, Vec::new(), None).is_err());
     assert!(
         a.timeline(-1e300, 1e300, u32::MAX, Vec::new()).is_ok(),
         "huge ranges are clamped"
