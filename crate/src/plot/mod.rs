@@ -580,20 +580,16 @@ mod tests {
 
     fn lane(busy: Vec<f32>, idle: Vec<bool>) -> LaneView {
         let n = busy.len();
-        LaneView {
-            label: "GPU 0 · stream 7".into(),
-            kind: "kernels".into(),
-            device: Some(0),
-            stream: Some(7),
+        let columns = crate::timeline::columns::Columns {
             busy,
             count: vec![1; n],
             top: vec![-1; n],
+        };
+        LaneView {
+            device: Some(0),
+            stream: Some(7),
             idle,
-            items: Vec::new(),
-            note: String::new(),
-            group: String::new(),
-            folded: 0,
-            depths: 0,
+            ..LaneView::of_columns("GPU 0 · stream 7".into(), "kernels", columns)
         }
     }
 

@@ -188,21 +188,14 @@ mod tests {
     }
 
     fn lane(label: &str, busy: Vec<f32>, count: Vec<u32>, top: Vec<i32>) -> LaneView {
-        let n = busy.len();
         LaneView {
-            label: label.into(),
-            kind: "kernels".into(),
             device: Some(0),
             stream: Some(1),
-            busy,
-            count,
-            top,
-            idle: vec![false; n],
-            items: Vec::new(),
-            note: String::new(),
-            group: String::new(),
-            folded: 0,
-            depths: 0,
+            ..LaneView::of_columns(
+                label.into(),
+                "kernels",
+                crate::timeline::columns::Columns { busy, count, top },
+            )
         }
     }
 

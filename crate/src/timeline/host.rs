@@ -235,21 +235,12 @@ fn lane_view(
         HostTable::Api => "api",
         HostTable::Nvtx => "nvtx",
     };
-    let mut view = LaneView {
-        label: lane.label.clone(),
-        kind: kind.into(),
-        device: None,
-        stream: None,
+    let empty = super::columns::Columns {
         busy: vec![0.0; n],
         count: vec![0; n],
         top: vec![-1; n],
-        idle: vec![false; n],
-        items: Vec::new(),
-        note: String::new(),
-        group: String::new(),
-        folded: 0,
-        depths: 0,
     };
+    let mut view = LaneView::of_columns(lane.label.clone(), kind, empty);
     let Some(rows) = rows else {
         view.note = "zoom in to see its rows".into();
         return view;

@@ -110,21 +110,10 @@ impl KernelLane {
     }
 
     fn view(&self, columns: Columns) -> LaneView {
-        let n = columns.count.len();
         LaneView {
-            label: self.label.clone(),
-            kind: "kernels".into(),
             device: Some(self.device),
             stream: Some(self.stream),
-            busy: columns.busy,
-            count: columns.count,
-            top: columns.top,
-            idle: vec![false; n],
-            items: Vec::new(),
-            note: String::new(),
-            group: String::new(),
-            folded: 0,
-            depths: 0,
+            ..LaneView::of_columns(self.label.clone(), "kernels", columns)
         }
     }
 }

@@ -139,21 +139,9 @@ impl StepLane {
             let bins = self.summary.lanes.first().map_or(&[][..], |l| &l.bins[..]);
             columns::from_bins(bins, &self.summary.grid, grid, names)
         };
-        let n = cols.count.len();
         Ok(LaneView {
-            label: "forward steps".into(),
-            kind: "steps".into(),
-            device: None,
-            stream: None,
-            busy: cols.busy,
-            count: cols.count,
-            top: cols.top,
-            idle: vec![false; n],
             items,
-            note: String::new(),
-            group: String::new(),
-            folded: 0,
-            depths: 0,
+            ..LaneView::of_columns("forward steps".into(), "steps", cols)
         })
     }
 }

@@ -101,6 +101,30 @@ pub struct LaneView {
     pub depths: u8,
 }
 
+impl LaneView {
+    /// A lane of `kind` drawn from `columns`: no GPU-idle shading, no items, no note, in no
+    /// group, of one row. Callers set what they know beyond that, so a new field is given its
+    /// default here once.
+    pub fn of_columns(label: String, kind: &str, columns: super::columns::Columns) -> LaneView {
+        let n = columns.count.len();
+        LaneView {
+            label,
+            kind: kind.into(),
+            device: None,
+            stream: None,
+            busy: columns.busy,
+            count: columns.count,
+            top: columns.top,
+            idle: vec![false; n],
+            items: Vec::new(),
+            note: String::new(),
+            group: String::new(),
+            folded: 0,
+            depths: 0,
+        }
+    }
+}
+
 fn is_zero_u32(n: &u32) -> bool {
     *n == 0
 }
