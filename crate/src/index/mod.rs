@@ -5,6 +5,7 @@
 //! a dense table per process (ids are handed out by a counter, so they are nearly contiguous),
 //! falling back to a sorted list when a process's ids are sparse.
 
+pub mod call_join;
 pub mod names;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -8,6 +8,7 @@
 pub mod capture;
 pub mod chunked;
 pub mod intervals;
+pub mod rows;
 
 mod events;
 mod ids;

@@ -1,0 +1,148 @@
+//! The runtime call behind each kernel or memory operation, joined on (process, correlation
+//! id) while both tables are read in start order ([`crate::model::rows`]), so no table is held.
+//!
+//! A call starts before the work it issues: calls are read up to the item's start (plus
+//! [`LOOKAHEAD`], for clocks that disagree by a little), and a held call waits until its item
+//! comes. Only the calls that may issue items are held, and a call that issues one item is
+//! dropped when it is found: memory is the calls in flight (the launch queue), plus one per
+//! graph launch (its kernels all carry its id) and per call whose item is not in the capture.
+
+use std::iter::Peekable;
+
+use hashbrown::HashMap;
+
+use crate::model::rows::{CallRow, Rows};
+use crate::model::{Ns, ProcessIdx};
+
+/// How far past an item's start its call is still looked for.
+pub const LOOKAHEAD: Ns = 1_000_000;
+
+/// Whether a call is held for the join, and for how many items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// Issues nothing the join looks up.
+    No,
+    /// Issues one item (a kernel launch, a copy): dropped once found.
+    Once,
+    /// Issues several (a graph launch): kept to the end.
+    Many,
+}
+
+/// The join: calls read in start order, the held ones kept until their items come.
+pub struct CallJoin<'a> {
+    calls: Peekable<Rows<'a, CallRow>>,
+    hold: Box<dyn Fn(&CallRow) -> Hold + 'a>,
+    pending: HashMap<(ProcessIdx, u32), (CallRow, Hold)>,
+    peak: usize,
+}
+
+impl<'a> CallJoin<'a> {
+    /// Over `calls` (in start order), holding each as `hold` says.
+    pub fn new(calls: Rows<'a, CallRow>, hold: impl Fn(&CallRow) -> Hold + 'a) -> CallJoin<'a> {
+        CallJoin {
+            calls: calls.peekable(),
+            hold: Box::new(hold),
+            pending: HashMap::new(),
+            peak: 0,
+        }
+    }
+
+    /// The call of `process` with id `correlation` issuing an item that starts at `at`; items
+    /// must be asked for in start order. `None` for correlation 0 or no such held call.
+    pub fn find(&mut self, at: Ns, process: ProcessIdx, correlation: u32) -> Option<CallRow> {
+        self.read_until(at.saturating_add(LOOKAHEAD));
+        if correlation == 0 {
+            return None;
+        }
+        let key = (process, correlation);
+        let &(call, hold) = self.pending.get(&key)?;
+        if hold == Hold::Once {
+            self.pending.remove(&key);
+        }
+        Some(call)
+    }
+
+    /// Reads every call starting at or before `until`, holding those `hold` asks for.
+    fn read_until(&mut self, until: Ns) {
+        while let Some(call) = self.calls.next_if(|c| c.start <= until) {
+            let hold = (self.hold)(&call);
+            if hold != Hold::No && call.correlation != 0 {
+                self.pending
+                    .insert((call.process, call.correlation), (call, hold));
+            }
+        }
+        self.peak = self.peak.max(self.pending.len());
+    }
+
+    /// The most calls held at once (for the memory benchmarks).
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(row: i64, start: Ns, process: ProcessIdx, correlation: u32, name: u32) -> CallRow {
+        CallRow {
+            row,
+            start,
+            end: start + 10,
+            thread: 0,
+            process,
+            correlation,
+            name,
+        }
+    }
+
+    /// Name 1 launches one kernel, name 2 is a graph launch, name 0 issues nothing.
+    fn join(calls: Vec<CallRow>) -> CallJoin<'static> {
+        CallJoin::new(Box::new(calls.into_iter()), |c| match c.name {
+            1 => Hold::Once,
+            2 => Hold::Many,
+            _ => Hold::No,
+        })
+    }
+
+    #[test]
+    fn finds_a_launch_once_and_a_graph_launch_for_each_kernel() {
+        let mut j = join(vec![
+            call(0, 100, 0, 7, 1),
+            call(1, 110, 1, 7, 1),
+            call(2, 120, 0, 8, 2),
+            call(3, 130, 0, 9, 0),
+        ]);
+        assert_eq!(
+            j.find(200, 1, 7).map(|c| c.row),
+            Some(1),
+            "process 1's id 7"
+        );
+        assert_eq!(j.find(210, 0, 7).map(|c| c.row), Some(0));
+        assert_eq!(j.find(220, 0, 7), None, "a launch issues one kernel");
+        assert_eq!(j.find(230, 0, 8).map(|c| c.row), Some(2));
+        assert_eq!(
+            j.find(240, 0, 8).map(|c| c.row),
+            Some(2),
+            "graph launch kept"
+        );
+        assert_eq!(j.find(250, 0, 9), None, "not held");
+        assert_eq!(j.find(260, 0, 0), None, "correlation 0 joins nothing");
+    }
+
+    #[test]
+    fn reads_calls_only_up_to_the_lookahead() {
+        let mut j = join(vec![
+            call(0, 100, 0, 1, 1),
+            call(1, 100 + 2 * LOOKAHEAD, 0, 2, 1),
+        ]);
+        assert_eq!(
+            j.find(50, 0, 1).map(|c| c.row),
+            Some(0),
+            "a call just after"
+        );
+        assert_eq!(j.find(60, 0, 2), None, "too far ahead");
+        assert_eq!(j.peak(), 1);
+        assert_eq!(j.find(100 + 2 * LOOKAHEAD, 0, 2).map(|c| c.row), Some(1));
+    }
+}

@@ -1,0 +1,317 @@
+//! The event tables read row by row in start order: what an analysis written as a fold reads,
+//! from the loaded columns ([`Trace`]) or straight from the file (`trace::FileRows`).
+//!
+//! Why: Root cause, the drill-down and the report must run in the page without the tables in
+//! wasm memory. An analysis that folds rows as they come, holding only what is open or still
+//! pending (a gap's host intervals, a launch whose kernel has not started), runs over either
+//! source with the same code, so the CLI and the page give the same figures. Every iterator
+//! is in **start order**: `(start, row)` ascending (kernels `(start, end, row)`), `row` being
+//! the row's place in table order (its index when loaded, its `rowid` in the file: both grow
+//! in table order, so ties break alike).
+
+use std::cell::RefCell;
+
+use super::events::{MemOps, NvtxRow};
+use super::ids::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx};
+use super::{KernelEvent, Trace};
+use crate::error::Error;
+
+/// One kernel with every column an analysis reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelRow {
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub device: u32,
+    /// 0 when streams were not loaded.
+    pub stream: u32,
+    pub process: ProcessIdx,
+    /// `correlationId` (0: none), joining the launch call within the process.
+    pub correlation: u32,
+    pub short_name: NameId,
+    /// `NO_NAME` when not loaded.
+    pub demangled_name: NameId,
+    /// `graphNodeId`, 0 when none.
+    pub graph_node: u64,
+    /// `graphId`, 0 when none.
+    pub graph_id: u32,
+}
+
+impl KernelRow {
+    /// The row as the verdict's one-pass analyses see it.
+    pub fn event(&self) -> KernelEvent {
+        KernelEvent {
+            row: self.row,
+            start: self.start,
+            end: self.end,
+            device: self.device,
+            stream: self.stream,
+            process: self.process,
+            short_name: self.short_name,
+            graph_node: self.graph_node,
+        }
+    }
+}
+
+/// One CUDA runtime API call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallRow {
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub thread: ThreadIdx,
+    /// The thread's process (`Threads::process`).
+    pub process: ProcessIdx,
+    /// `correlationId` (0: none or not loaded).
+    pub correlation: u32,
+    pub name: NameId,
+}
+
+/// One memory copy or memset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemOpRow {
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub device: u32,
+    pub stream: u32,
+    pub process: ProcessIdx,
+    pub correlation: u32,
+    pub bytes: u64,
+    /// `copyKind` (255: none, as for a memset).
+    pub kind: u8,
+    pub src_mem: u8,
+    pub dst_mem: u8,
+}
+
+impl MemOpRow {
+    /// Either side in pageable host memory.
+    pub fn pageable_host(&self) -> bool {
+        self.src_mem == super::PAGEABLE_MEMORY || self.dst_mem == super::PAGEABLE_MEMORY
+    }
+}
+
+/// One CUDA synchronization event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncRow {
+    pub row: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub device: u32,
+    pub stream: u32,
+    pub process: ProcessIdx,
+    pub correlation: u32,
+    pub sync_type: u8,
+}
+
+/// Rows of one table in start order. A read error ends the iterator early; the source
+/// keeps it for [`EventRows::check`].
+pub type Rows<'a, T> = Box<dyn Iterator<Item = T> + 'a>;
+
+/// The event tables of one trace, each read in start order as often as an analysis asks.
+pub trait EventRows {
+    /// Everything but the event rows: strings, processes, threads, metadata, GPUs, coverage
+    /// notes, which tables are present. (A loaded trace's own tables are there too; an
+    /// analysis over `EventRows` reads rows only through the iterators below, so it runs
+    /// the same over the file, whose `meta` holds none.)
+    fn meta(&self) -> &Trace;
+    /// Which optional columns the rows carry.
+    fn columns(&self) -> Columns;
+    fn kernels(&self) -> Rows<'_, KernelRow>;
+    fn calls(&self) -> Rows<'_, CallRow>;
+    fn ranges(&self) -> Rows<'_, NvtxRow>;
+    fn memcpy(&self) -> Rows<'_, MemOpRow>;
+    fn memset(&self) -> Rows<'_, MemOpRow>;
+    fn syncs(&self) -> Rows<'_, SyncRow>;
+    /// The first error an iterator met since the last check (it ended early there): an
+    /// analysis checks once it is done, so a failed read is never a silently short table.
+    fn check(&self) -> crate::error::Result<()>;
+}
+
+/// Which optional columns were read (a whole load reads them all when the file has them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Columns {
+    pub kernel_streams: bool,
+    pub kernel_correlations: bool,
+    pub call_correlations: bool,
+}
+
+/// Rows `0..n` in start order by `key`, ties in table order; `None` when they already are.
+fn start_order<K: Ord>(n: usize, key: impl Fn(usize) -> K) -> Option<Vec<u32>> {
+    if (1..n).all(|i| key(i - 1) <= key(i)) {
+        return None;
+    }
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&i| key(i as usize));
+    Some(order)
+}
+
+/// Rows `0..n` of a loaded table in start order, each made by `row`.
+fn ordered<'a, T: 'a, K: Ord>(
+    n: usize,
+    key: impl Fn(usize) -> K,
+    row: impl Fn(usize) -> T + 'a,
+) -> Rows<'a, T> {
+    match start_order(n, key) {
+        None => Box::new((0..n).map(row)),
+        Some(order) => Box::new(order.into_iter().map(move |i| row(i as usize))),
+    }
+}
+
+impl EventRows for Trace {
+    fn meta(&self) -> &Trace {
+        self
+    }
+
+    fn columns(&self) -> Columns {
+        Columns {
+            kernel_streams: self.kernels.stream.len() == self.kernels.len(),
+            kernel_correlations: self.kernels.correlation.len() == self.kernels.len(),
+            call_correlations: self.runtime.correlation.len() == self.runtime.len(),
+        }
+    }
+
+    fn kernels(&self) -> Rows<'_, KernelRow> {
+        let k = &self.kernels;
+        ordered(
+            k.len(),
+            |i| (k.start[i], k.end[i]),
+            move |i| KernelRow {
+                row: i as i64,
+                start: k.start[i],
+                end: k.end[i],
+                device: k.device[i],
+                stream: k.stream.get(i).copied().unwrap_or(0),
+                process: k.process[i],
+                correlation: k.correlation.get(i).copied().unwrap_or(0),
+                short_name: k.short_name[i],
+                demangled_name: k.demangled_name.get(i).copied().unwrap_or(NO_NAME),
+                graph_node: k.graph_node_of(i),
+                graph_id: k.graph_id_of(i),
+            },
+        )
+    }
+
+    fn calls(&self) -> Rows<'_, CallRow> {
+        let (rt, threads) = (&self.runtime, &self.threads);
+        ordered(
+            rt.len(),
+            |i| rt.start[i],
+            move |i| CallRow {
+                row: i as i64,
+                start: rt.start[i],
+                end: rt.end[i],
+                thread: rt.thread[i],
+                process: threads
+                    .process
+                    .get(rt.thread[i] as usize)
+                    .copied()
+                    .unwrap_or(0),
+                correlation: rt.correlation.get(i).copied().unwrap_or(0),
+                name: rt.name[i],
+            },
+        )
+    }
+
+    fn ranges(&self) -> Rows<'_, NvtxRow> {
+        let n = &self.nvtx;
+        ordered(n.len(), |i| n.start[i], move |i| n.row(i))
+    }
+
+    fn memcpy(&self) -> Rows<'_, MemOpRow> {
+        mem_rows(&self.memcpy)
+    }
+
+    fn memset(&self) -> Rows<'_, MemOpRow> {
+        mem_rows(&self.memset)
+    }
+
+    fn syncs(&self) -> Rows<'_, SyncRow> {
+        let s = &self.syncs;
+        ordered(
+            s.len(),
+            |i| s.start[i],
+            move |i| SyncRow {
+                row: i as i64,
+                start: s.start[i],
+                end: s.end[i],
+                device: s.device[i],
+                stream: s.stream[i],
+                process: s.process[i],
+                correlation: s.correlation[i],
+                sync_type: s.sync_type[i],
+            },
+        )
+    }
+
+    fn check(&self) -> crate::error::Result<()> {
+        Ok(())
+    }
+}
+
+fn mem_rows(ops: &MemOps) -> Rows<'_, MemOpRow> {
+    ordered(
+        ops.len(),
+        |i| ops.start[i],
+        move |i| MemOpRow {
+            row: i as i64,
+            start: ops.start[i],
+            end: ops.end[i],
+            device: ops.device[i],
+            stream: ops.stream[i],
+            process: ops.process[i],
+            correlation: ops.correlation[i],
+            bytes: ops.bytes[i],
+            kind: ops.kind[i],
+            src_mem: ops.src_mem[i],
+            dst_mem: ops.dst_mem[i],
+        },
+    )
+}
+
+/// The first read error of a file source, kept until checked ([`EventRows::check`]).
+#[derive(Debug, Default)]
+pub struct ErrorLatch(RefCell<Option<Error>>);
+
+impl ErrorLatch {
+    /// Keeps `e` unless an earlier error is kept.
+    pub fn set(&self, e: Error) {
+        let mut slot = self.0.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    }
+
+    /// The kept error, cleared.
+    pub fn take(&self) -> crate::error::Result<()> {
+        match self.0.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loaded_calls_come_in_start_order_ties_in_table_order() {
+        let mut t = Trace::default();
+        let p = t.processes.intern(1 << 24);
+        let th = t.threads.intern((1 << 24) | 5, &mut t.processes);
+        for (start, name) in [(30, 0), (10, 1), (30, 2), (20, 3)] {
+            t.runtime.start.push(start);
+            t.runtime.end.push(start + 5);
+            t.runtime.thread.push(th);
+            t.runtime.name.push(name);
+        }
+        let rows: Vec<(i64, Ns, NameId)> = t.calls().map(|c| (c.row, c.start, c.name)).collect();
+        assert_eq!(rows, vec![(1, 10, 1), (3, 20, 3), (0, 30, 0), (2, 30, 2)]);
+        assert!(t.calls().all(|c| c.process == p && c.correlation == 0));
+        assert!(
+            !t.columns().call_correlations,
+            "no correlation column loaded"
+        );
+    }
+}
