@@ -12,13 +12,12 @@
 //! a call or union piece ending after the last kernel row's end (a lower bound of the hull's end)
 //! is kept until then: few, since a kernel's launch precedes it.
 
-use std::borrow::Cow;
-
 use crate::detect::host_facts::HostFacts;
 use crate::detect::name_tables::NameTables;
 use crate::detect::sweep::FedSweep;
 use crate::iterations::inferred::{GraphLaunchTape, UnitFound};
-use crate::model::{NameFlags, NameId, Ns, ProcessIdx, Trace, flag};
+use crate::model::rows::EventRows;
+use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
 use crate::steps::spans::{RangesUnordered, SpanQueue, Spans, fed_past, overlap_at, seek};
@@ -352,53 +351,42 @@ impl LaunchTotals {
     }
 }
 
-/// Sweeps the launch calls of a loaded host trace for `host_facts` (built on it), the aggregate
-/// window starting at `aggregate_start` and ending no earlier than `settled_until`
+/// Sweeps the launch calls of `rows` for `host_facts` (built on its trace), the aggregate window
+/// starting at `aggregate_start` and ending no earlier than `settled_until`
 /// ([`LaunchSweep::new`]): the calls the page sweeps from the file, in the same order, so native
 /// and streamed verdicts share one M2.
 pub fn sweep_loaded(
-    host: &Trace,
+    rows: &dyn EventRows,
     host_facts: &HostFacts,
     (aggregate_start, settled_until): (Ns, Ns),
 ) -> LaunchSweepResult {
     let mut sweep = LaunchSweep::new(host_facts, aggregate_start, settled_until);
-    loaded_calls(host, host_facts).for_each(|call| sweep.push(call));
+    launch_calls(rows, host_facts).for_each(|call| sweep.push(call));
     sweep.finish()
 }
 
-/// The loaded runtime table's kernel-launch API calls under any profile's rule (what the file
-/// sweep selects: a load may hold every runtime call) in non-decreasing start, ties in table
-/// order as the file sweep merges them; table order itself when it already is (every export).
-fn loaded_calls<'t>(
-    host: &'t Trace,
+/// The kernel-launch API calls of `rows` under any profile's rule (what the file sweep selects:
+/// a load may hold every runtime call) in non-decreasing start, ties in table order as the file
+/// sweep merges them.
+fn launch_calls<'t>(
+    rows: &'t dyn EventRows,
     host_facts: &HostFacts,
-) -> impl Iterator<Item = LaunchCall> + use<'t> {
-    let rt = &host.runtime;
-    let any_launch = match host_facts.sw.launch_apis {
-        LaunchApis::AllVersioned => Cow::Borrowed(&host_facts.names.launch),
-        LaunchApis::ExactCudaLaunchKernel => Cow::Owned(
-            host.strings
-                .classify(|s| is_launch_api(s, LaunchApis::AllVersioned)),
-        ),
+) -> impl Iterator<Item = LaunchCall> + 't {
+    let any_launch: NameFlags = match host_facts.sw.launch_apis {
+        LaunchApis::AllVersioned => host_facts.names.launch.clone(),
+        LaunchApis::ExactCudaLaunchKernel => rows
+            .meta()
+            .strings
+            .classify(|s| is_launch_api(s, LaunchApis::AllVersioned)),
     };
-    let mut rows: Vec<u32> = (0..rt.len())
-        .filter(|&i| flag(&any_launch, rt.name[i]))
-        .map(|i| i as u32)
-        .collect();
-    let start = |&i: &u32| rt.start[i as usize];
-    if !rows.is_sorted_by_key(start) {
-        rows.sort_by_key(start);
-    }
-    rows.into_iter().map(move |i| {
-        let i = i as usize;
-        let thread = rt.thread[i] as usize;
-        LaunchCall {
-            start: rt.start[i],
-            end: rt.end[i],
-            process: host.threads.process.get(thread).copied().unwrap_or(0),
-            name: rt.name[i],
-        }
-    })
+    rows.calls()
+        .filter(move |c| flag(&any_launch, c.name))
+        .map(|c| LaunchCall {
+            start: c.start,
+            end: c.end,
+            process: c.process,
+            name: c.name,
+        })
 }
 
 /// Credits a closed union piece to each scope.

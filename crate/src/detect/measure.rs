@@ -16,6 +16,7 @@ use crate::detect::name_tables::NameTables;
 use crate::detect::result::Metrics;
 use crate::detect::sweep::{GroupSummary, KernelSummary, ScopeSummary};
 use crate::model::intervals::push_gently;
+use crate::model::rows::EventRows;
 use crate::model::{Ns, NvtxRow, ProcessIdx, Threads, Trace};
 use crate::names::patterns::PREP_PATTERNS;
 use crate::profile::Switches;
@@ -109,10 +110,11 @@ impl<'t> Prepared<'t> {
     /// M2 from the launch calls `host_facts` swept ahead (the page), else from the host's loaded
     /// calls swept now in the aggregate window (the user's, or the kernel hull).
     pub(super) fn new(
-        trace: &'t Trace,
+        rows: &'t dyn EventRows,
         host_facts: &'t HostFacts,
         kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
+        let trace = rows.meta();
         let hull = kernels.facts.hull;
         let launches = match &host_facts.launches {
             Some(swept) => {
@@ -121,7 +123,7 @@ impl<'t> Prepared<'t> {
             }
             None => {
                 let window = kernels.aggregate.window.hull.or(hull).unwrap_or_default();
-                sweep_loaded(trace, host_facts, window).totals(window)
+                sweep_loaded(rows, host_facts, window).totals(window)
             }
         };
         Prepared {

@@ -21,7 +21,7 @@ pub mod verdict;
 
 pub use crate::model::OutOfOrder;
 pub use config::{DetectConfig, ScopeThresholds, ThresholdOverrides, Thresholds};
-pub use host_facts::HostFacts;
+pub use host_facts::{HostFacts, HostFactsBuilder};
 pub use result::DetectReport;
 pub use sweep::{KernelSummary, KernelSweep, SweepInputs};
 
@@ -33,32 +33,66 @@ use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 
 use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
-use crate::model::{CoverageNote, KernelAbsence, KernelEvent, Kernels, Trace};
+use crate::model::rows::EventRows;
+use crate::model::{CoverageNote, KernelAbsence, Trace};
 use crate::profile::Switches;
 use crate::pyfmt;
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
 pub fn detect(trace: &Trace, cfg: &DetectConfig) -> Result<DetectReport> {
     trace.require_kernels(&cfg.file_label)?;
-    let host_facts = HostFacts::new(trace, cfg);
-    let mut sweep = KernelSweep::of(host_facts.sweep_inputs(cfg));
-    for ev in start_ordered(&trace.kernels) {
-        // The events come in start order, so this cannot fail; say so if it ever did.
-        sweep.push(ev).map_err(|e| Error::Corrupt {
-            path: cfg.file_label.clone(),
-            detail: e.to_string(),
-        })?;
-    }
-    assemble(trace, &host_facts, &sweep.finish(), cfg)
+    // The host facts read NVTX in table order, as the reference's SQL sums do.
+    detect_over(trace, HostFacts::new(trace, cfg), cfg)
 }
 
-/// The kernels in non-decreasing start: table order when it already is (real exports; no
-/// index is built), else sorted. The sweep does not depend on the order among equal starts.
-fn start_ordered(k: &Kernels) -> Box<dyn Iterator<Item = KernelEvent> + '_> {
-    if k.start.is_sorted() {
-        Box::new((0..k.len()).map(|i| k.event(i)))
-    } else {
-        Box::new(k.events_in_start_order())
+/// Runs detection over the event rows of a trace, loaded or read from the file (the page's
+/// verdict under another step marker or window): NVTX ranges into the host facts as they come,
+/// then [`detect`]'s kernel pass and assembly. Gives [`detect`]'s report (a `trtllm-skill` sum
+/// over an NVTX table not in start order may differ in its last digit: the rows come sorted).
+pub fn detect_rows(rows: &dyn EventRows, cfg: &DetectConfig) -> Result<DetectReport> {
+    let host = rows.meta();
+    let mut builder = HostFactsBuilder::new(&host.strings, cfg);
+    for range in rows.ranges() {
+        // Ranges come in start order, so their steps do too; say so if they ever did not.
+        builder
+            .push(&range, &host.strings, &host.threads, &mut ())
+            .map_err(|_| corrupt(cfg, "forward steps out of start order"))?;
+    }
+    rows.check()?;
+    detect_over(rows, builder.finish(host.processes.len(), &mut ()), cfg)
+}
+
+/// One kernel pass over `rows` for `host_facts`, then the report (M2 swept from the rows' launch
+/// calls in the aggregate window).
+fn detect_over(
+    rows: &dyn EventRows,
+    host_facts: HostFacts,
+    cfg: &DetectConfig,
+) -> Result<DetectReport> {
+    let mut sweep = KernelSweep::of(host_facts.sweep_inputs(cfg));
+    for k in rows.kernels() {
+        // The rows come in start order, so this cannot fail; say so if it ever did.
+        sweep
+            .push(k.event())
+            .map_err(|e| corrupt(cfg, &e.to_string()))?;
+    }
+    rows.check()?;
+    let kernels = sweep.finish();
+    if kernels.facts.kernels == 0 {
+        let launches = Prepared::new(rows, &host_facts, &kernels).launch_api_calls();
+        rows.check()?;
+        return Err(KernelAbsence::of(&rows.meta().present, launches).error(&cfg.file_label));
+    }
+    let report = assemble(rows, &host_facts, &kernels, cfg);
+    rows.check()?;
+    report
+}
+
+/// A row source broke an ordering it guarantees.
+fn corrupt(cfg: &DetectConfig, detail: &str) -> Error {
+    Error::Corrupt {
+        path: cfg.file_label.clone(),
+        detail: detail.to_string(),
     }
 }
 
@@ -93,15 +127,16 @@ pub fn detect_with_host_facts(
 
 /// The report from the host part, its facts and the kernel summary.
 fn assemble(
-    host: &Trace,
+    rows: &dyn EventRows,
     host_facts: &HostFacts,
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
+    let host = rows.meta();
     check_summary(host_facts, kernels, cfg)?;
     let sw = host_facts.sw;
     let thresholds = cfg.thresholds.resolve(&sw);
-    let prepared = Prepared::new(host, host_facts, kernels);
+    let prepared = Prepared::new(rows, host_facts, kernels);
     let window_source = if cfg.window.is_some() {
         "user"
     } else {

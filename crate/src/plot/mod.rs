@@ -16,8 +16,9 @@ use serde::Serialize;
 use crate::drill::gaps::GapHistogram;
 use crate::timeline::{Item, LaneView, NAMED_DEPTHS, TimelineView, depth_row};
 
-/// Geometry of the timeline in pixels, shared with the page to map the pointer to a time; the
-/// lanes' places come with each view ([`lane_layout`]).
+/// Geometry of the timeline in pixels. The page reads the label column's width and the ruler's
+/// height (to map the pointer to a time); the lanes' heights are the core's alone, and their
+/// places come with each view ([`lane_layout`]), so they are not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TimelineLayout {
     /// Width of the lane-label column; the time axis starts here.
@@ -25,13 +26,17 @@ pub struct TimelineLayout {
     /// Height of the time ruler above the first lane.
     pub top_px: u32,
     /// Height of a lane of one row (kernels, steps, API calls, flat NVTX) including its gap.
+    #[serde(skip)]
     pub lane_height_px: u32,
     /// Blank space at the bottom of each lane.
+    #[serde(skip)]
     pub lane_gap_px: u32,
     /// Height of one depth row of an NVTX lane holding nested ranges: room for an 11 px name
     /// (names are drawn in rows of at least [`NAME_MIN_PX`]).
+    #[serde(skip)]
     pub depth_row_px: u32,
     /// Height of a depth row past `timeline::NAMED_DEPTHS`: a bar without a name (hover names it).
+    #[serde(skip)]
     pub thin_row_px: u32,
 }
 

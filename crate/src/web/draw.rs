@@ -151,7 +151,7 @@ pub fn idle_cause_colours() -> Result<String, WebError> {
     to_json(&colours)
 }
 
-/// `TIMELINE_LAYOUT` as JSON (label width, ruler height in px …), so the page maps a pointer
+/// `TIMELINE_LAYOUT`'s label width and ruler height as JSON, so the page maps a pointer
 /// position to a time exactly as the drawing placed it. Lanes are not of one height (an NVTX
 /// lane has a row per nesting depth): their places come with each view (`layout` of
 /// `Analysis.timeline`, `plot::lane_layout`), which `drawTimeline` draws by.
