@@ -851,3 +851,91 @@ fn hovering_a_depth_row_of_an_nvtx_lane_finds_the_range_drawn_there_not_its_pare
         assert_eq!(hit(Some(innermost.depth + 1)), None);
     });
 }
+
+/// Busy share of each column of `[start, end)` (`columns` of them, bounds rounded as the
+/// timeline's grid rounds them) covered by the union of `spans`.
+fn covered_per_column(spans: &[(i64, i64)], (start, end): (i64, i64), columns: u32) -> Vec<f64> {
+    let mut merged: Vec<(i64, i64)> = Vec::new();
+    let mut sorted = spans.to_vec();
+    sorted.sort();
+    for (s, e) in sorted {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let span = (end - start) as f64;
+    let at = |c: u32| start + (span * f64::from(c) / f64::from(columns)).round() as i64;
+    (0..columns)
+        .map(|c| {
+            let (a, b) = (at(c), at(c + 1));
+            let covered: i64 = merged
+                .iter()
+                .map(|&(s, e)| (e.min(b) - s.max(a)).max(0))
+                .sum();
+            covered as f64 / (b - a).max(1) as f64
+        })
+        .collect()
+}
+
+#[test]
+fn a_crowded_nvtx_lane_draws_each_depth_row_from_its_own_ranges() {
+    use nsys_lens::timeline::{DEPTH_ROWS, depth_row};
+    // ee4fcf3's busiest thread: 10 242 nvFuser ranges up to 19 deep, too many to draw one by
+    // one at full extent, so each depth row is drawn from its columns.
+    let path = common::public_trace("NVIDIA_Fuser__ee4fcf3__report1.sqlite");
+    with_sqlite_source(&path, |trace, source, conn| {
+        let label = "50556/50556 NVTX";
+        let ranges: Vec<SqlRange> = nvtx_ranges_by_sql(conn)
+            .into_iter()
+            .filter(|r| nvtx_lane_label(r.thread) == label)
+            .collect();
+        assert_eq!(ranges.len(), 10_242, "{label}'s ranges by SQL");
+        let timeline = Timeline::new(trace);
+        let (start, end) = timeline.extent();
+        let view = timeline.view(source, start, end, 1200).expect("view");
+        let lane = view
+            .lanes
+            .iter()
+            .find(|l| l.label == label)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{label}: {:?}",
+                    view.lanes.iter().map(|l| &l.label).collect::<Vec<_>>()
+                )
+            });
+        assert!(lane.items.is_empty(), "too many ranges to draw one by one");
+        assert_eq!(
+            lane.depth_busy.len(),
+            usize::from(lane.depths.min(DEPTH_ROWS))
+        );
+        for (row, digits) in lane.depth_busy.iter().enumerate() {
+            let spans: Vec<(i64, i64)> = ranges
+                .iter()
+                .filter(|r| usize::from(depth_row(r.depth)) == row)
+                .map(|r| (r.start, r.end))
+                .collect();
+            let want = covered_per_column(&spans, (start, end), 1200);
+            assert_eq!(digits.chars().count(), 1200);
+            for (c, (d, f)) in digits.chars().zip(&want).enumerate() {
+                let d = d.to_digit(10).expect("a digit");
+                let ninths = (f * 9.0).ceil();
+                // Rounding at a column's edge may move a share by a hair: one digit at most.
+                assert!(
+                    (f64::from(d) - ninths).abs() <= 1.0 && (d == 0) == (*f == 0.0) || *f < 1e-4,
+                    "row {row} column {c}: digit {d}, SQL share {f}"
+                );
+            }
+        }
+        // Deeper rows are busy only inside shallower ones (nvFuser's ranges nest).
+        let first: u32 = lane.depth_busy[0]
+            .chars()
+            .filter_map(|d| d.to_digit(10))
+            .sum();
+        let third: u32 = lane.depth_busy[2]
+            .chars()
+            .filter_map(|d| d.to_digit(10))
+            .sum();
+        assert!(first > third && third > 0, "{first} vs {third}");
+    });
+}

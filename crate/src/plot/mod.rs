@@ -14,7 +14,7 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::drill::gaps::GapHistogram;
-use crate::timeline::{Item, LaneView, NAMED_DEPTHS, TimelineView, depth_row};
+use crate::timeline::{Item, LaneView, NAMED_DEPTHS, TimelineView, depth_row, digit_busy};
 
 /// Geometry of the timeline in pixels. The page reads the label column's width and the ruler's
 /// height (to map the pointer to a time); the lanes' heights are the core's alone, and their
@@ -222,7 +222,7 @@ pub fn draw_timeline_with<DB: DrawingBackend>(
     for (lane, place) in view.lanes.iter().zip(&layout.lanes) {
         let y0 = place.top_px as i32;
         let y1 = (place.top_px + place.height_px - TIMELINE_LAYOUT.lane_gap_px) as i32;
-        draw_lane(root, lane, y0, y1)?;
+        draw_lane(root, lane, (y0, y1), &place.rows)?;
         if !lane.items.is_empty() {
             draw_items(root, view, lane, &place.rows)?;
         }
@@ -298,8 +298,8 @@ fn draw_arrow<DB: DrawingBackend>(
 fn draw_lane<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     lane: &LaneView,
-    y0: i32,
-    y1: i32,
+    (y0, y1): (i32, i32),
+    rows: &[RowBox],
 ) -> DrawResult {
     let x0 = TIMELINE_LAYOUT.label_width_px as i32;
     let base = match lane.kind.as_str() {
@@ -321,6 +321,30 @@ fn draw_lane<DB: DrawingBackend>(
             .map_err(err)?;
         }
     }
+    if !lane.items.is_empty() {
+        return Ok(());
+    }
+    if lane.depth_busy.is_empty() {
+        return draw_busy(root, &lane.busy, base, (y0, y1));
+    }
+    // Each depth row's own busy columns, in its row (a 1 px seam below each).
+    for (digits, row) in lane.depth_busy.iter().zip(rows) {
+        let busy: Vec<f32> = digits.chars().map(digit_busy).collect();
+        let top = row.top_px as i32;
+        let bottom = (row.top_px + row.height_px) as i32 - 1;
+        draw_busy(root, &busy, base, (top, bottom.max(top + 1)))?;
+    }
+    Ok(())
+}
+
+/// Busy columns in five shades of `base`, between `y0` and `y1`.
+fn draw_busy<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    busy: &[f32],
+    base: RGBColor,
+    (y0, y1): (i32, i32),
+) -> DrawResult {
+    let x0 = TIMELINE_LAYOUT.label_width_px as i32;
     let level = |b: &f32| {
         if *b <= 0.0 {
             0
@@ -328,8 +352,8 @@ fn draw_lane<DB: DrawingBackend>(
             1 + (b.clamp(0.0, 1.0) * 4.0).round() as u8
         }
     };
-    for (start, end, lvl) in runs(&lane.busy, level) {
-        if lvl == 0 || !lane.items.is_empty() {
+    for (start, end, lvl) in runs(busy, level) {
+        if lvl == 0 {
             continue;
         }
         let alpha = 0.2 + 0.8 * f64::from(lvl - 1) / 4.0;
@@ -798,6 +822,62 @@ mod tests {
         assert!(
             svg.contains(&format!("<rect x=\"{x}\" y=\"{top}\"")),
             "a box at ({x}, {top}): {svg}"
+        );
+    }
+
+    #[test]
+    fn a_crowded_nvtx_lane_shades_each_depth_row_from_its_own_columns() {
+        // Three depth rows over 600 columns: row 0 busy in the first half, row 1 in the first
+        // quarter, row 2 nowhere; the lane's overall busy (every column) is not drawn.
+        let mut nvtx = lane(vec![1.0; 600], vec![false; 600]);
+        nvtx.kind = "nvtx".into();
+        nvtx.depths = 3;
+        let digits = |busy: usize| "9".repeat(busy) + &"0".repeat(600 - busy);
+        nvtx.depth_busy = vec![digits(300), digits(150), digits(0)];
+        let view = TimelineView {
+            start_ns: 0,
+            end_ns: 1_000,
+            columns: 600,
+            lanes: vec![nvtx],
+            names: Vec::new(),
+            classes: Vec::new(),
+            origin_ns: 0,
+            range_label: String::new(),
+        };
+        let layout = lane_layout(&view);
+        let mut svg = String::new();
+        {
+            let root =
+                SVGBackend::with_string(&mut svg, (760, layout.height_px)).into_drawing_area();
+            draw_timeline(&root, &view).expect("draw");
+        }
+        let (x0, d) = (TIMELINE_LAYOUT.label_width_px, TIMELINE_LAYOUT.depth_row_px);
+        let rects: Vec<&str> = svg.lines().filter(|l| l.starts_with("<rect")).collect();
+        let filled = |y: u32, width: u32| {
+            let at = format!(
+                "<rect x=\"{x0}\" y=\"{y}\" width=\"{width}\" height=\"{}\"",
+                d - 1
+            );
+            rects.iter().any(|r| r.starts_with(&at))
+        };
+        assert!(filled(24, 300), "row 0 over half the columns: {rects:?}");
+        assert!(filled(24 + d, 150), "row 1 over a quarter: {rects:?}");
+        let whole = format!(
+            "<rect x=\"{x0}\" y=\"24\" width=\"600\" height=\"{}\"",
+            3 * d
+        );
+        let busy_fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", NVTX.0, NVTX.1, NVTX.2);
+        assert!(
+            !rects
+                .iter()
+                .any(|r| r.starts_with(&whole) && r.contains(&busy_fill)),
+            "no block over the whole lane: {rects:?}"
+        );
+        assert!(
+            !rects
+                .iter()
+                .any(|r| r.contains(&format!("y=\"{}\"", 24 + 2 * d))),
+            "row 2 empty: {rects:?}"
         );
     }
 }

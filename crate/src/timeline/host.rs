@@ -257,8 +257,12 @@ fn lane_view(
     view.count = cols.count;
     view.top = cols.top;
     view.depths = lane.depths;
-    if rows.len() <= (grid.columns / ITEM_MIN_PX).max(1) as usize {
-        let depth = depths(rows.iter().map(|r| (r.span.start, r.span.end)));
+    let depth = depths(rows.iter().map(|r| (r.span.start, r.span.end)));
+    if rows.len() > (grid.columns / ITEM_MIN_PX).max(1) as usize {
+        if lane.table == HostTable::Nvtx && lane.depths >= 2 {
+            view.depth_busy = busy_per_depth_row(lane.depths, evs().zip(&depth), grid, names);
+        }
+    } else {
         let deepest = depth.iter().max().map_or(0, |&d| d.saturating_add(1));
         if lane.table == HostTable::Nvtx {
             view.depths = view.depths.max(deepest);
@@ -276,6 +280,25 @@ fn lane_view(
             .collect();
     }
     view
+}
+
+/// Each depth row's busy columns ([`super::busy_digits`]) of a lane laid out for `depths` levels,
+/// from its events with their depths.
+fn busy_per_depth_row<'a>(
+    depths: u8,
+    events: impl Iterator<Item = ((Ns, Ns, Label), &'a u8)> + Clone,
+    grid: &Grid,
+    names: &mut NameIndex,
+) -> Vec<String> {
+    (0..=super::depth_row(depths - 1))
+        .map(|row| {
+            let in_row = events
+                .clone()
+                .filter(|(_, d)| super::depth_row(**d) == row)
+                .map(|(ev, _)| ev);
+            super::busy_digits(&columns::exact(in_row, grid, names).busy)
+        })
+        .collect()
 }
 
 /// The nesting levels of one thread's ranges, counted as they are scanned in start order (as

@@ -29,7 +29,8 @@ pub use source::{KernelSource, lane_steps_of};
 pub use step_lane::{StepLane, StepLaneBuilder};
 use summary::{BinGrid, Blocks, Label, LaneBins};
 pub use view::{
-    DEPTH_ROWS, Hit, ITEM_MIN_PX, Item, LaneView, Link, NAMED_DEPTHS, TimelineView, depth_row,
+    DEPTH_ROWS, Hit, ITEM_MIN_PX, Item, LaneView, Link, NAMED_DEPTHS, TimelineView, busy_digits,
+    depth_row, digit_busy,
 };
 
 use crate::model::{HostTable, KernelEvent, NameId, Ns, Trace, UNHELD_NAME};

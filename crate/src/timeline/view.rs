@@ -99,6 +99,28 @@ pub struct LaneView {
     /// [`super::host`]); 0 for a lane of one row (kernels, steps, API calls, a folded group).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depths: u8,
+    /// On an NVTX lane of nested ranges drawn from its columns (too many ranges to draw one
+    /// by one): per depth row ([`depth_row`]), how busy each column is, one digit a column
+    /// ([`busy_digits`]), so the rows keep their nesting rather than fill the lane as one
+    /// block. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depth_busy: Vec<String>,
+}
+
+/// A busy fraction per column as one digit each: `0` nothing, `1`–`9` the covered share
+/// rounded up to ninths (any event at all reads at least `1`).
+pub fn busy_digits(busy: &[f32]) -> String {
+    busy.iter()
+        .map(|&b| match b {
+            b if b <= 0.0 => '0',
+            b => char::from(b'0' + (b.min(1.0) * 9.0).ceil().clamp(1.0, 9.0) as u8),
+        })
+        .collect()
+}
+
+/// The busy fraction a [`busy_digits`] digit stands for.
+pub fn digit_busy(d: char) -> f32 {
+    d.to_digit(10).map_or(0.0, |d| d as f32 / 9.0)
 }
 
 impl LaneView {
@@ -121,6 +143,7 @@ impl LaneView {
             group: String::new(),
             folded: 0,
             depths: 0,
+            depth_busy: Vec::new(),
         }
     }
 }
