@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::breakdown::{OpRow, WindowNs};
-use crate::model::{NameId, Ns, Strings};
+use crate::model::Ns;
 
 /// Time and calls of one name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,20 +22,6 @@ pub struct Tallies<'a> {
 }
 
 impl<'a> Tallies<'a> {
-    /// Totals of the events `i` (name `names[i]`, `[starts[i], ends[i])`) for which `keep(i)`.
-    pub fn of_events(
-        strings: &'a Strings,
-        names: &[NameId],
-        (starts, ends): (&[Ns], &[Ns]),
-        keep: impl Fn(usize) -> bool,
-    ) -> Tallies<'a> {
-        let mut t = Tallies::default();
-        for i in (0..names.len()).filter(|&i| keep(i)) {
-            t.add(strings.get(names[i]), ends[i] - starts[i]);
-        }
-        t
-    }
-
     pub fn add(&mut self, name: &'a str, dur_ns: Ns) {
         let t = self.by_name.entry(name).or_default();
         t.total_ns += dur_ns;
