@@ -4,7 +4,7 @@
 //! A training or serving loop launches the same kernels in the same order every step, so the
 //! sequence of kernel names on one device repeats with the step's kernel count as its period.
 //! [`KernelTape`] holds the first [`MAX_SEARCHED`] kernels of each device (fed in start order,
-//! by `analyze` from the loaded table and by the verdict's kernel pass as it streams);
+//! by `analyze` from `rows.kernels()` and by the verdict's kernel pass as it streams);
 //! [`KernelTape::find_unit`] takes the busiest device, finds the shortest period at which its
 //! names repeat, then prefers the step scale: a larger period that lines up most of the
 //! shorter one's breaks replaces it (a layer block inside a step breaks at each step boundary,
@@ -463,7 +463,7 @@ fn graph_inference(
 }
 
 /// The starts of each process's first [`MAX_SEARCHED`] CUDA-graph launch calls, and how many it
-/// made, fed in start order (by `analyze` from the loaded runtime table, by `detect`'s launch
+/// made, fed in start order (by `analyze` from `rows.calls()`, by `detect`'s launch
 /// sweep as the calls stream).
 #[derive(Debug, Clone, Default)]
 pub struct GraphLaunchTape {
