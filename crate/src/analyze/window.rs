@@ -57,7 +57,7 @@ pub struct WindowFigures {
 /// The figures of a trace's kernel window (`Ok(None)` without kernels): one pass over the
 /// kernels (each device's busy union merged as they come, a total per name), one over the
 /// calls and one over the NVTX ranges, by name. GPU-idle time by cause is drill's attribution,
-/// which still reads the loaded trace ([`idle_causes`]).
+/// which still reads the loaded trace (`idle_causes`).
 pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
     let strings = &rows.meta().strings;
     let mut kernel_tally = Tallies::default();

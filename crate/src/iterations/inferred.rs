@@ -353,7 +353,7 @@ pub fn infer(rows: &dyn EventRows) -> Option<Inference> {
     let graph = &strings.classify(crate::names::launch::is_graph_launch);
     let graph_launches = || {
         rows.calls()
-            .filter(move |c| crate::model::flag(&graph, c.name))
+            .filter(move |c| crate::model::flag(graph, c.name))
     };
     let mut launches = GraphLaunchTape::default();
     graph_launches().for_each(|c| launches.push(c.process, c.start));
