@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::breakdown::{OpRow, WindowNs};
-use crate::model::Ns;
+use crate::model::{NameId, Ns, Strings};
 
 /// Time and calls of one name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +22,15 @@ pub struct Tallies<'a> {
 }
 
 impl<'a> Tallies<'a> {
+    /// Totals of `(name, start, end)` events, keyed by the name's string in `strings`.
+    pub fn of(strings: &'a Strings, events: impl Iterator<Item = (NameId, Ns, Ns)>) -> Tallies<'a> {
+        let mut t = Tallies::default();
+        for (name, start, end) in events {
+            t.add(strings.get(name), end - start);
+        }
+        t
+    }
+
     pub fn add(&mut self, name: &'a str, dur_ns: Ns) {
         let t = self.by_name.entry(name).or_default();
         t.total_ns += dur_ns;

@@ -10,7 +10,7 @@ use super::{AnalyzeConfig, finish, isolation_info};
 use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps, steady_reference};
 use crate::iterations::{Isolation, allreduce, isolate};
 use crate::model::rows::EventRows;
-use crate::model::{NO_NAME, Ns};
+use crate::model::{NO_NAME, NameId, Ns, Strings};
 use crate::profile::Profile;
 use crate::pyfmt;
 use crate::sqlike::Like;
@@ -190,8 +190,11 @@ fn per_step(
         .collect();
     let tp = f64::from(cfg.tp_size);
     b.nvtx_ops = nvtx_rows(rows, ss_start, ss_end, |v| v / tp / n);
-    b.kernel_ops = kernel_rows(rows, ss_start, ss_end, n);
-    b.api_ops = api_rows(rows, ss_start, ss_end, n);
+    let (strings, span) = (&rows.meta().strings, (ss_start, ss_end));
+    let kernels = rows.kernels().map(|k| (k.short_name, k.start, k.end));
+    b.kernel_ops = top_rows(strings, kernels, span, KERNEL_LIMIT, n);
+    let calls = rows.calls().map(|c| (c.name, c.start, c.end));
+    b.api_ops = top_rows(strings, calls, span, API_LIMIT, n);
     b.gpu_time_per_step_us = Some(pyfmt::naive_sum(b.kernel_ops.iter().map(|r| r.total_us)) / n);
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
 }
@@ -221,28 +224,16 @@ fn nvtx_rows(
     t.rows(Some(NVTX_LIMIT), per_step)
 }
 
-/// Kernels starting in `[ss_start, ss_end)`, by short name, top 15 by total.
-fn kernel_rows(rows: &dyn EventRows, ss_start: Ns, ss_end: Ns, n: f64) -> Vec<OpRow> {
-    let strings = &rows.meta().strings;
-    let mut t = Tallies::default();
-    let kept = rows
-        .kernels()
-        .filter(|k| (ss_start..ss_end).contains(&k.start) && k.short_name != NO_NAME);
-    for k in kept {
-        t.add(strings.get(k.short_name), k.end - k.start);
-    }
-    t.rows(Some(KERNEL_LIMIT), |v| v / n)
-}
-
-/// Every CUDA API call starting in `[ss_start, ss_end)`, by name, top 15 by total.
-fn api_rows(rows: &dyn EventRows, ss_start: Ns, ss_end: Ns, n: f64) -> Vec<OpRow> {
-    let strings = &rows.meta().strings;
-    let mut t = Tallies::default();
-    let kept = rows
-        .calls()
-        .filter(|c| (ss_start..ss_end).contains(&c.start) && c.name != NO_NAME);
-    for c in kept {
-        t.add(strings.get(c.name), c.end - c.start);
-    }
-    t.rows(Some(API_LIMIT), |v| v / n)
+/// Events `(name, start, end)` starting in `[ss_start, ss_end)` with a name, by name, the top
+/// `limit` by total (kernels by short name, CUDA API calls).
+fn top_rows(
+    strings: &Strings,
+    events: impl Iterator<Item = (NameId, Ns, Ns)>,
+    (ss_start, ss_end): (Ns, Ns),
+    limit: usize,
+    n: f64,
+) -> Vec<OpRow> {
+    let kept =
+        events.filter(|&(name, start, _)| (ss_start..ss_end).contains(&start) && name != NO_NAME);
+    Tallies::of(strings, kept).rows(Some(limit), |v| v / n)
 }

@@ -424,12 +424,11 @@ fn process_of(trace: &Trace, thread: ThreadIdx) -> ProcessIdx {
 
 /// Every CUDA API call starting inside the cycles, by name.
 fn api_rows(rows: &dyn EventRows, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let strings = &rows.meta().strings;
-    let mut t = Tallies::default();
-    for c in rows.calls().filter(|c| contains(spans, c.start)) {
-        t.add(strings.get(c.name), c.end - c.start);
-    }
-    t.rows(None, |v| v / n)
+    let inside = rows
+        .calls()
+        .filter(|c| contains(spans, c.start))
+        .map(|c| (c.name, c.start, c.end));
+    Tallies::of(&rows.meta().strings, inside).rows(None, |v| v / n)
 }
 
 #[cfg(test)]

@@ -90,10 +90,8 @@ pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
             .collect()
     };
     let inside = |t: Ns| t >= start_ns && t < end_ns;
-    let mut api = Tallies::default();
-    for c in rows.calls().filter(|c| inside(c.start)) {
-        api.add(strings.get(c.name), c.end - c.start);
-    }
+    let calls = rows.calls().filter(|c| inside(c.start));
+    let api = Tallies::of(strings, calls.map(|c| (c.name, c.start, c.end)));
     Ok(Some(WindowFigures {
         start_ns,
         end_ns,
