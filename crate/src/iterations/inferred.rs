@@ -641,6 +641,25 @@ mod tests {
     }
 
     #[test]
+    fn the_cutter_keeps_complete_units_from_the_offset_each_ending_at_its_latest_kernel() {
+        // Period 3 from the 2nd kernel, 2 complete units: kernel 0 comes before the cut and
+        // kernel 7 after the last complete unit; kernel 2 ends last in the first unit.
+        let mut cutter = StepCutter::new(3, 1, 2);
+        for (i, name) in [9, 0, 1, 2, 0, 1, 2, 0].into_iter().enumerate() {
+            let start = i as Ns * 10;
+            let end = if i == 2 { 100 } else { start + 5 };
+            cutter.push(name, start, end);
+        }
+        let spans: Vec<(Ns, Ns, u32, Ns)> = cutter
+            .iterations
+            .iter()
+            .map(|it| (it.start, it.end, it.kernel_count, it.wall_ns))
+            .collect();
+        assert_eq!(spans, vec![(10, 100, 3, 90), (40, 65, 3, 25)]);
+        assert_eq!(cutter.names, vec![0, 1, 2], "the first unit's names");
+    }
+
+    #[test]
     fn only_the_first_kernels_of_a_device_are_held() {
         let mut tape = KernelTape::default();
         for i in 0..MAX_SEARCHED + 5 {
