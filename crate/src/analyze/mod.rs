@@ -128,6 +128,16 @@ pub fn analyze_rows_measured(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
 ) -> Result<(TraceBreakdown, FoldPeaks)> {
+    fold(rows, cfg, rows.meta())
+}
+
+/// The analysis of `rows`; `loaded` is the same trace loaded, which the window's idle causes
+/// still read (`window::window_figures`): `rows.meta()` until drill folds rows too.
+fn fold(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    loaded: &Trace,
+) -> Result<(TraceBreakdown, FoldPeaks)> {
     require_kernels(rows, &cfg.source)?;
     if cfg.tp_size == 0 {
         return Err(Error::Usage("--tp-size must be at least 1".into()));
@@ -135,7 +145,7 @@ pub fn analyze_rows_measured(
     let mut peaks = FoldPeaks::default();
     let b = match cfg.profile {
         Profile::TrtllmSkill => skill::breakdown(rows, cfg),
-        Profile::Standard => standard::breakdown(rows, cfg, &mut peaks)?,
+        Profile::Standard => standard::breakdown(rows, cfg, &mut peaks, loaded)?,
     };
     rows.check()?;
     Ok((b, peaks))
@@ -224,4 +234,107 @@ fn finish(mut b: TraceBreakdown) -> TraceBreakdown {
         },
     );
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NvtxRow;
+    use crate::model::rows::{CallRow, Columns, KernelRow, MemOpRow, Rows, SyncRow};
+    use crate::synth::{GenOptions, MarkerStyle, generate_with_markers};
+
+    /// A loaded trace's rows behind a `meta` that holds none of its event tables, as rows read
+    /// from the file are: an analysis that read a table through `meta` would find it empty.
+    struct RowsOnly<'t> {
+        full: &'t Trace,
+        meta: Trace,
+    }
+
+    impl<'t> RowsOnly<'t> {
+        fn new(full: &'t Trace) -> RowsOnly<'t> {
+            let meta = Trace {
+                kernels: Default::default(),
+                runtime: Default::default(),
+                nvtx: Default::default(),
+                memcpy: Default::default(),
+                memset: Default::default(),
+                syncs: Default::default(),
+                ..full.clone()
+            };
+            RowsOnly { full, meta }
+        }
+    }
+
+    impl EventRows for RowsOnly<'_> {
+        fn meta(&self) -> &Trace {
+            &self.meta
+        }
+        fn columns(&self) -> Columns {
+            self.full.columns()
+        }
+        fn kernels(&self) -> Rows<'_, KernelRow> {
+            self.full.kernels()
+        }
+        fn calls(&self) -> Rows<'_, CallRow> {
+            self.full.calls()
+        }
+        fn ranges(&self) -> Rows<'_, NvtxRow> {
+            self.full.ranges()
+        }
+        fn memcpy(&self) -> Rows<'_, MemOpRow> {
+            self.full.memcpy()
+        }
+        fn memset(&self) -> Rows<'_, MemOpRow> {
+            self.full.memset()
+        }
+        fn syncs(&self) -> Rows<'_, SyncRow> {
+            self.full.syncs()
+        }
+        fn check(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn both_profiles_read_the_event_tables_only_through_the_row_iterators() {
+        let dir = tempfile::TempDir::new().expect("tempdir");
+        let mut methods = Vec::new();
+        for (scenario, markers) in [
+            ("tp2-phases", MarkerStyle::TensorrtLlm),
+            ("host-bound", MarkerStyle::TensorrtLlm),
+            ("host-bound", MarkerStyle::Unmarked),
+            ("cuda-graphs", MarkerStyle::Unmarked),
+        ] {
+            let path = dir.path().join(format!("{scenario}-{markers:?}.sqlite"));
+            let opts = GenOptions { scale: 1, seed: 5 };
+            generate_with_markers(scenario, &path, &opts, markers).expect("generated");
+            let trace =
+                crate::trace::load_path(&path, crate::trace::LoadOptions::all()).expect("loaded");
+            let rows = RowsOnly::new(&trace);
+            for profile in [Profile::Standard, Profile::TrtllmSkill] {
+                let cfg = AnalyzeConfig {
+                    profile,
+                    ..AnalyzeConfig::default()
+                };
+                let whole = analyze_trace(&trace, &cfg).expect("analysed");
+                let (folded, _) = fold(&rows, &cfg, &trace).expect("folded");
+                let json = |b: &TraceBreakdown| serde_json::to_string(b).unwrap_or_default();
+                assert_eq!(json(&folded), json(&whole), "{scenario}, {profile:?}");
+                methods.push(whole.steps.map_or("none", |s| s.method));
+            }
+        }
+        methods.sort_unstable();
+        methods.dedup();
+        assert_eq!(
+            methods,
+            [
+                "allreduce-groups",
+                "graph-launch",
+                "kernel-sequence",
+                "none",
+                "nvtx-ranges"
+            ],
+            "every way of finding steps is read through the rows"
+        );
+    }
 }
