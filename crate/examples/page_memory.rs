@@ -109,7 +109,7 @@ fn deeper_views(
     mark("trace index, gaps and idle", t);
     std::hint::black_box(gaps);
     drop(ix);
-    let window = nsys_lens::analyze::window::window_figures(trace);
+    let window = nsys_lens::analyze::window::window_figures(trace, trace)?;
     mark("root cause's window figures", t);
     std::hint::black_box(window);
     let cfg = nsys_lens::analyze::AnalyzeConfig::default();

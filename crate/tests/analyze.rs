@@ -1036,3 +1036,54 @@ fn longest_range_ns(conn: &rusqlite::Connection, name: &str, (a, b): (i64, i64))
     )
     .expect(name)
 }
+
+/// `scenario` at `scale`, generated and loaded: the trace and its kernel count.
+fn loaded(dir: &Path, scenario: &str, scale: u32) -> nsys_lens::model::Trace {
+    let path = dir.join(format!("{scenario}-{scale}.sqlite"));
+    synth::generate(scenario, &path, &GenOptions { scale, seed: 42 }).expect("generate");
+    nsys_lens::trace::load_path(&path, nsys_lens::trace::LoadOptions::all()).expect("load")
+}
+
+/// The fold's held state is the launches in flight and one open TP group per NVTX op: at 8
+/// times the steps (6–8 times the kernels, calls and ranges) it holds as much as at 1 (host-bound:
+/// 20 launches, a step's worth, and 6 ops; tp2-phases: 60 and 7), while the per-step figures
+/// stay alike.
+#[test]
+fn the_standard_fold_holds_the_same_state_at_eight_times_the_steps() {
+    let dir = TempDir::new().expect("tempdir");
+    let cfg = nsys_lens::analyze::AnalyzeConfig::default();
+    for scenario in ["host-bound", "tp2-phases"] {
+        let measured: Vec<_> = [1, 8]
+            .map(|scale| {
+                let trace = loaded(dir.path(), scenario, scale);
+                let (b, peaks) =
+                    nsys_lens::analyze::analyze_rows_measured(&trace, &cfg).expect("analysed");
+                (trace.kernels.len(), b, peaks)
+            })
+            .into();
+        let [(k1, b1, p1), (k8, b8, p8)] = &measured[..] else {
+            unreachable!("two scales")
+        };
+        eprintln!("{scenario}: kernels {k1} → {k8}, peaks {p1:?} → {p8:?}");
+        // tp2-phases scales its benchmark phase, not its warm-up: 6 times the kernels.
+        assert!(*k8 >= 6 * k1, "{scenario}: the kernels grow with the scale");
+        assert!(
+            b8.steady_steps.unwrap_or(0) >= 7 * b1.steady_steps.unwrap_or(0),
+            "{scenario}: the steady steps grow too: {:?} → {:?}",
+            b1.steady_steps,
+            b8.steady_steps
+        );
+        assert!(
+            p1.pending_launches > 0 && p1.open_op_groups > 0,
+            "{scenario}: launches were joined and NVTX ops grouped: {p1:?}"
+        );
+        assert_eq!(
+            p8, p1,
+            "{scenario}: the held state does not grow with the scale"
+        );
+        assert_eq!(
+            b8.kernels_per_step, b1.kernels_per_step,
+            "{scenario}: the same steps, more of them"
+        );
+    }
+}

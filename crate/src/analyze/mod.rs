@@ -6,12 +6,12 @@
 //! `trtllm-skill` reproduces `analyze_host_overhead.py` number for number (`skill`), `standard`
 //! measures the same quantities with the reference's defects fixed (`standard`). [`compare()`]
 //! turns two breakdowns into deltas, statuses, a conclusion and comparability warnings. Pure
-//! functions over a loaded [`Trace`]: the page calls them as the CLI does.
+//! folds over the trace's rows in start order ([`analyze_rows`], `crate::model::rows`): the
+//! CLI runs them over the loaded [`Trace`], the page as the CLI does.
 
 pub mod breakdown;
 pub mod compare;
 pub mod handoff;
-mod launch_join;
 mod ops;
 mod skill;
 mod standard;
@@ -30,7 +30,9 @@ use stats::Stats;
 
 use crate::error::{Error, Result};
 use crate::iterations::Isolation;
-use crate::model::{Ns, Trace};
+use crate::model::rows::EventRows;
+use crate::model::{KernelAbsence, Ns, Trace, flag};
+use crate::names::api::api_kind;
 use crate::profile::Profile;
 
 /// Settings of one trace's analysis.
@@ -98,17 +100,72 @@ pub fn tp_size_for(profile: Profile, tp_size: Option<u32>) -> Result<u32> {
     }
 }
 
-/// The per-step breakdown of one trace. Fails only without kernels (nothing to isolate) or
-/// with a zero `tp_size`.
+/// The per-step breakdown of one loaded trace ([`analyze_rows`] over its tables).
 pub fn analyze_trace(trace: &Trace, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
-    trace.require_kernels(&cfg.source)?;
+    analyze_rows(trace, cfg)
+}
+
+/// The per-step breakdown of one trace, folded over its rows in start order (a few passes over
+/// each table; what is held is per device, process, step and distinct name, plus the launches
+/// in flight). Fails without kernels (nothing to isolate), with a zero `tp_size`, or when a
+/// read of the rows failed.
+pub fn analyze_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
+    analyze_rows_measured(rows, cfg).map(|(b, _)| b)
+}
+
+/// What the folds of one analysis held at most: bounded by launches in flight and distinct
+/// names, never by the kernels, calls or ranges of the trace (the boundedness tests read it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FoldPeaks {
+    /// Launch calls held at once while joined to their kernels (`CallJoin::peak`).
+    pub pending_launches: usize,
+    /// NVTX ops with a group of TP ranks' copies open at once.
+    pub open_op_groups: usize,
+}
+
+/// [`analyze_rows`] and the peaks of its folds.
+pub fn analyze_rows_measured(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+) -> Result<(TraceBreakdown, FoldPeaks)> {
+    fold(rows, cfg, rows.meta())
+}
+
+/// The analysis of `rows`; `loaded` is the same trace loaded, which the window's idle causes
+/// still read (`window::window_figures`): `rows.meta()` until drill folds rows too.
+fn fold(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    loaded: &Trace,
+) -> Result<(TraceBreakdown, FoldPeaks)> {
+    require_kernels(rows, &cfg.source)?;
     if cfg.tp_size == 0 {
         return Err(Error::Usage("--tp-size must be at least 1".into()));
     }
-    Ok(match cfg.profile {
-        Profile::TrtllmSkill => skill::breakdown(trace, cfg),
-        Profile::Standard => standard::breakdown(trace, cfg),
-    })
+    let mut peaks = FoldPeaks::default();
+    let b = match cfg.profile {
+        Profile::TrtllmSkill => skill::breakdown(rows, cfg),
+        Profile::Standard => standard::breakdown(rows, cfg, &mut peaks, loaded)?,
+    };
+    rows.check()?;
+    Ok((b, peaks))
+}
+
+/// Fails when the trace has no kernel, saying why (from the tables present and the launch
+/// calls recorded).
+fn require_kernels(rows: &dyn EventRows, source: &str) -> Result<()> {
+    if rows.kernels().next().is_some() {
+        return Ok(());
+    }
+    rows.check()?;
+    let strings = &rows.meta().strings;
+    let launches_kernels = strings.classify(|s| api_kind(s).launches_kernels());
+    let launches = rows
+        .calls()
+        .filter(|c| flag(&launches_kernels, c.name))
+        .count() as u64;
+    rows.check()?;
+    Err(KernelAbsence::of(&rows.meta().present, launches).error(source))
 }
 
 /// Phases, benchmark iteration statistics and the explanation of the method.
@@ -177,4 +234,107 @@ fn finish(mut b: TraceBreakdown) -> TraceBreakdown {
         },
     );
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NvtxRow;
+    use crate::model::rows::{CallRow, Columns, KernelRow, MemOpRow, Rows, SyncRow};
+    use crate::synth::{GenOptions, MarkerStyle, generate_with_markers};
+
+    /// A loaded trace's rows behind a `meta` that holds none of its event tables, as rows read
+    /// from the file are: an analysis that read a table through `meta` would find it empty.
+    struct RowsOnly<'t> {
+        full: &'t Trace,
+        meta: Trace,
+    }
+
+    impl<'t> RowsOnly<'t> {
+        fn new(full: &'t Trace) -> RowsOnly<'t> {
+            let meta = Trace {
+                kernels: Default::default(),
+                runtime: Default::default(),
+                nvtx: Default::default(),
+                memcpy: Default::default(),
+                memset: Default::default(),
+                syncs: Default::default(),
+                ..full.clone()
+            };
+            RowsOnly { full, meta }
+        }
+    }
+
+    impl EventRows for RowsOnly<'_> {
+        fn meta(&self) -> &Trace {
+            &self.meta
+        }
+        fn columns(&self) -> Columns {
+            self.full.columns()
+        }
+        fn kernels(&self) -> Rows<'_, KernelRow> {
+            self.full.kernels()
+        }
+        fn calls(&self) -> Rows<'_, CallRow> {
+            self.full.calls()
+        }
+        fn ranges(&self) -> Rows<'_, NvtxRow> {
+            self.full.ranges()
+        }
+        fn memcpy(&self) -> Rows<'_, MemOpRow> {
+            self.full.memcpy()
+        }
+        fn memset(&self) -> Rows<'_, MemOpRow> {
+            self.full.memset()
+        }
+        fn syncs(&self) -> Rows<'_, SyncRow> {
+            self.full.syncs()
+        }
+        fn check(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn both_profiles_read_the_event_tables_only_through_the_row_iterators() {
+        let dir = tempfile::TempDir::new().expect("tempdir");
+        let mut methods = Vec::new();
+        for (scenario, markers) in [
+            ("tp2-phases", MarkerStyle::TensorrtLlm),
+            ("host-bound", MarkerStyle::TensorrtLlm),
+            ("host-bound", MarkerStyle::Unmarked),
+            ("cuda-graphs", MarkerStyle::Unmarked),
+        ] {
+            let path = dir.path().join(format!("{scenario}-{markers:?}.sqlite"));
+            let opts = GenOptions { scale: 1, seed: 5 };
+            generate_with_markers(scenario, &path, &opts, markers).expect("generated");
+            let trace =
+                crate::trace::load_path(&path, crate::trace::LoadOptions::all()).expect("loaded");
+            let rows = RowsOnly::new(&trace);
+            for profile in [Profile::Standard, Profile::TrtllmSkill] {
+                let cfg = AnalyzeConfig {
+                    profile,
+                    ..AnalyzeConfig::default()
+                };
+                let whole = analyze_trace(&trace, &cfg).expect("analysed");
+                let (folded, _) = fold(&rows, &cfg, &trace).expect("folded");
+                let json = |b: &TraceBreakdown| serde_json::to_string(b).unwrap_or_default();
+                assert_eq!(json(&folded), json(&whole), "{scenario}, {profile:?}");
+                methods.push(whole.steps.map_or("none", |s| s.method));
+            }
+        }
+        methods.sort_unstable();
+        methods.dedup();
+        assert_eq!(
+            methods,
+            [
+                "allreduce-groups",
+                "graph-launch",
+                "kernel-sequence",
+                "none",
+                "nvtx-ranges"
+            ],
+            "every way of finding steps is read through the rows"
+        );
+    }
 }

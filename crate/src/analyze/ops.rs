@@ -22,16 +22,11 @@ pub struct Tallies<'a> {
 }
 
 impl<'a> Tallies<'a> {
-    /// Totals of the events `i` (name `names[i]`, `[starts[i], ends[i])`) for which `keep(i)`.
-    pub fn of_events(
-        strings: &'a Strings,
-        names: &[NameId],
-        (starts, ends): (&[Ns], &[Ns]),
-        keep: impl Fn(usize) -> bool,
-    ) -> Tallies<'a> {
+    /// Totals of `(name, start, end)` events, keyed by the name's string in `strings`.
+    pub fn of(strings: &'a Strings, events: impl Iterator<Item = (NameId, Ns, Ns)>) -> Tallies<'a> {
         let mut t = Tallies::default();
-        for i in (0..names.len()).filter(|&i| keep(i)) {
-            t.add(strings.get(names[i]), ends[i] - starts[i]);
+        for (name, start, end) in events {
+            t.add(strings.get(name), end - start);
         }
         t
     }

@@ -9,11 +9,12 @@ use super::workload::Workload;
 use super::{AnalyzeConfig, finish, isolation_info};
 use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps, steady_reference};
 use crate::iterations::{Isolation, allreduce, isolate};
-use crate::model::{NO_NAME, Ns, Trace};
+use crate::model::rows::EventRows;
+use crate::model::{NO_NAME, NameId, Ns, Strings};
 use crate::profile::Profile;
 use crate::pyfmt;
 use crate::sqlike::Like;
-use crate::steps::visible_name;
+use crate::steps::visible_row_name;
 
 /// NVTX rows kept in the breakdown, kernel and API rows kept (the script's `LIMIT`s).
 const NVTX_LIMIT: usize = 30;
@@ -22,12 +23,12 @@ const API_LIMIT: usize = 15;
 /// The script analyses the steady state only with at least this many unique steady steps.
 const MIN_STEADY: usize = 5;
 
-pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
-    let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
-    let (raw, marker) = raw_steps(trace, Profile::TrtllmSkill, None);
+pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
+    let t0 = rows.kernels().next().map_or(0, |k| k.start);
+    let (raw, marker) = raw_steps(rows, Profile::TrtllmSkill, None);
     let merged = dedup(&raw);
     let iso = isolate(
-        &allreduce::allreduce_kernels(trace),
+        allreduce::allreduce_iterations(rows),
         &merged,
         raw.len(),
         None,
@@ -39,12 +40,12 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let steady = (!raw.is_empty()).then(|| steady_reference(&raw));
     drop(raw);
     let workload = Workload::of(
-        trace,
+        rows,
         steady.as_ref().map(|s| s.max_gen),
         context,
         generation,
     );
-    let mut b = empty(trace, cfg, &iso, t0, workload);
+    let mut b = empty(rows, cfg, &iso, t0, workload);
     b.step_marker = marker;
     if b.isolation.benchmark_phase.is_none() {
         b.warnings.push(format!(
@@ -89,7 +90,7 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         b.warnings.push(w);
     }
     per_step(
-        trace,
+        rows,
         cfg,
         &mut b,
         &steady.steps,
@@ -117,15 +118,16 @@ fn outside_benchmark(steady: &[MergedStep], window: Option<(Ns, Ns)>) -> Option<
 
 /// Everything but the per-step figures.
 fn empty(
-    trace: &Trace,
+    rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     iso: &Isolation,
     t0: Ns,
     workload: Workload,
 ) -> TraceBreakdown {
     let mut warnings = Vec::new();
-    let inline_only = (0..trace.nvtx.len())
-        .filter(|&i| trace.nvtx.text_id_name[i] == NO_NAME && trace.nvtx.name[i] != NO_NAME)
+    let inline_only = rows
+        .ranges()
+        .filter(|r| r.text_id_name == NO_NAME && r.name != NO_NAME)
         .count();
     if inline_only > 0 {
         warnings.push(format!(
@@ -146,7 +148,7 @@ fn empty(
 
 /// Reference §8.2 step 6, for at least five unique steady steps.
 fn per_step(
-    trace: &Trace,
+    rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     b: &mut TraceBreakdown,
     unique: &[MergedStep],
@@ -187,45 +189,51 @@ fn per_step(
         .map(|w| (w[1].step.start - w[0].step.start) as f64 / 1000.0)
         .collect();
     let tp = f64::from(cfg.tp_size);
-    b.nvtx_ops = nvtx_rows(trace, ss_start, ss_end, |v| v / tp / n);
-    b.kernel_ops = kernel_rows(trace, ss_start, ss_end, n);
-    b.api_ops = api_rows(trace, ss_start, ss_end, n);
+    b.nvtx_ops = nvtx_rows(rows, ss_start, ss_end, |v| v / tp / n);
+    let (strings, span) = (&rows.meta().strings, (ss_start, ss_end));
+    let kernels = rows.kernels().map(|k| (k.short_name, k.start, k.end));
+    b.kernel_ops = top_rows(strings, kernels, span, KERNEL_LIMIT, n);
+    let calls = rows.calls().map(|c| (c.name, c.start, c.end));
+    b.api_ops = top_rows(strings, calls, span, API_LIMIT, n);
     b.gpu_time_per_step_us = Some(pyfmt::naive_sum(b.kernel_ops.iter().map(|r| r.total_us)) / n);
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
 }
 
 /// Ranges fully inside `[ss_start, ss_end]` not named `LIKE '%[Executor]%'`, top 30 by total.
-fn nvtx_rows(trace: &Trace, ss_start: Ns, ss_end: Ns, per_step: impl Fn(f64) -> f64) -> Vec<OpRow> {
+fn nvtx_rows(
+    rows: &dyn EventRows,
+    ss_start: Ns,
+    ss_end: Ns,
+    per_step: impl Fn(f64) -> f64,
+) -> Vec<OpRow> {
     let sw = Profile::TrtllmSkill.switches();
     let executor = Like::new("%[Executor]%");
-    let excluded = trace.strings.classify(|s| executor.matches(s));
-    let nvtx = &trace.nvtx;
+    let strings = &rows.meta().strings;
+    let excluded = strings.classify(|s| executor.matches(s));
     let mut t = Tallies::default();
-    for i in 0..nvtx.len() {
-        let Some(name) = visible_name(nvtx, i, &sw) else {
+    for r in rows.ranges() {
+        let Some(name) = visible_row_name(&r, &sw) else {
             continue;
         };
-        let (s, e) = (nvtx.start[i], nvtx.end[i]);
+        let (s, e) = (r.start, r.end);
         if s >= ss_start && e <= ss_end && !crate::model::flag(&excluded, name) {
-            t.add(trace.strings.get(name), e - s);
-            t.instance(trace.strings.get(name), (s, e));
+            t.add(strings.get(name), e - s);
+            t.instance(strings.get(name), (s, e));
         }
     }
     t.rows(Some(NVTX_LIMIT), per_step)
 }
 
-/// Kernels starting in `[ss_start, ss_end)`, by short name, top 15 by total.
-fn kernel_rows(trace: &Trace, ss_start: Ns, ss_end: Ns, n: f64) -> Vec<OpRow> {
-    let k = &trace.kernels;
-    let keep = |i: usize| (ss_start..ss_end).contains(&k.start[i]) && k.short_name[i] != NO_NAME;
-    Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), keep)
-        .rows(Some(KERNEL_LIMIT), |v| v / n)
-}
-
-/// Every CUDA API call starting in `[ss_start, ss_end)`, by name, top 15 by total.
-fn api_rows(trace: &Trace, ss_start: Ns, ss_end: Ns, n: f64) -> Vec<OpRow> {
-    let r = &trace.runtime;
-    let keep = |i: usize| (ss_start..ss_end).contains(&r.start[i]) && r.name[i] != NO_NAME;
-    Tallies::of_events(&trace.strings, &r.name, (&r.start, &r.end), keep)
-        .rows(Some(API_LIMIT), |v| v / n)
+/// Events `(name, start, end)` starting in `[ss_start, ss_end)` with a name, by name, the top
+/// `limit` by total (kernels by short name, CUDA API calls).
+fn top_rows(
+    strings: &Strings,
+    events: impl Iterator<Item = (NameId, Ns, Ns)>,
+    (ss_start, ss_end): (Ns, Ns),
+    limit: usize,
+    n: f64,
+) -> Vec<OpRow> {
+    let kept =
+        events.filter(|&(name, start, _)| (ss_start..ss_end).contains(&start) && name != NO_NAME);
+    Tallies::of(strings, kept).rows(Some(limit), |v| v / n)
 }

@@ -16,32 +16,42 @@ use std::collections::HashMap;
 
 use super::breakdown::StepsFound;
 use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
-use super::launch_join::LaunchJoin;
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;
-use super::{AnalyzeConfig, finish, isolation_info};
+use super::{AnalyzeConfig, FoldPeaks, finish, isolation_info};
+use crate::error::Result;
+use crate::index::call_join::{CallJoin, Hold};
 use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, allreduce, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
-use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace};
+use crate::model::rows::EventRows;
+use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace, flag};
+use crate::names::launch::{LaunchApis, is_graph_launch, is_launch_api};
 use crate::names::ranges::emit_nvtx_op;
 use crate::names::steps::StepName;
 use crate::profile::Profile;
-use crate::steps::{Step, TP_DEDUP_NS, visible_name};
+use crate::steps::{Step, TP_DEDUP_NS, visible_row_name};
 
 /// Per-step figures need at least this many steady steps (as the reference).
 const MIN_STEADY: usize = 5;
 
-pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
-    let t0 = trace.kernels.start.iter().copied().min().unwrap_or(0);
+/// The standard breakdown of `rows`; `loaded` is the same trace loaded, for the idle causes
+/// (`window::window_figures`).
+pub fn breakdown(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    peaks: &mut FoldPeaks,
+    loaded: &Trace,
+) -> Result<TraceBreakdown> {
+    let t0 = rows.kernels().next().map_or(0, |k| k.start);
     // First, while nothing else is held: its idle attribution is the analysis's largest peak.
-    let window_figures = super::window::window_figures(trace);
-    let (raw, marker) = raw_steps(trace, Profile::Standard, cfg.step_marker.as_ref());
+    let window_figures = super::window::window_figures(rows, loaded)?;
+    let (raw, marker) = raw_steps(rows, Profile::Standard, cfg.step_marker.as_ref());
     let steps = dedup(&raw);
     let mut iso = isolate(
-        &allreduce::allreduce_kernels(trace),
+        allreduce::allreduce_iterations(rows),
         &steps,
         raw.len(),
         marker.as_ref().map(|m| m.pattern.as_str()),
@@ -49,7 +59,7 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let step_names = step_names(&raw);
     drop(raw);
     let inference = (iso.method == Method::None)
-        .then(|| inferred::infer(trace))
+        .then(|| inferred::infer(rows))
         .flatten();
     match &inference {
         Some(inf) => iso = from_inference(inf),
@@ -83,7 +93,7 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
         1,
         iso.method,
         isolation_info(&iso, t0, cross_check),
-        Workload::of(trace, batch, context, generation),
+        Workload::of(rows, batch, context, generation),
     );
     b.warnings = warnings;
     b.steps = steps_found(&iso, inference.as_ref());
@@ -93,9 +103,24 @@ pub fn breakdown(trace: &Trace, cfg: &AnalyzeConfig) -> TraceBreakdown {
     b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
     match window {
         None => b.warnings.push(no_benchmark(&iso)),
-        Some(_) => steady_state(trace, &mut b, &in_window, max_gen.unwrap_or(0), &step_names),
+        Some(_) => {
+            let steady = Steady {
+                steps: &in_window,
+                max_gen: max_gen.unwrap_or(0),
+                step_names: &step_names,
+            };
+            steady_state(rows, &mut b, &steady, peaks);
+        }
     }
-    finish(b)
+    Ok(finish(b))
+}
+
+/// The benchmark window's steps and what picks the steady ones among them.
+struct Steady<'a> {
+    steps: &'a [MergedStep],
+    max_gen: u64,
+    /// The NVTX names of the step ranges, sorted (the NVTX rows leave them out).
+    step_names: &'a [NameId],
 }
 
 /// The NVTX names of the step ranges, sorted (the NVTX rows leave them out).
@@ -204,14 +229,15 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
         .collect()
 }
 
-/// Steady steps (ctx 0, gen = the window's max) and their cycles; then every breakdown.
+/// Steady steps (ctx 0, gen = the window's max) and their cycles; then every breakdown, one
+/// pass over each table (kernels with their launch calls).
 fn steady_state(
-    trace: &Trace,
+    rows: &dyn EventRows,
     b: &mut TraceBreakdown,
-    steps: &[MergedStep],
-    max_gen: u64,
-    step_names: &[NameId],
+    window: &Steady<'_>,
+    peaks: &mut FoldPeaks,
 ) {
+    let (steps, max_gen) = (window.steps, window.max_gen);
     let is_steady = |m: &MergedStep| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen;
     let steady: Vec<&MergedStep> = steps.iter().filter(|m| is_steady(m)).collect();
     b.steady_steps = Some(steady.len());
@@ -259,9 +285,9 @@ fn steady_state(
     b.step_wall_times_us = walls;
     b.slowest_steps = slowest(&cycles);
     let spans = set.spans();
-    b.nvtx_ops = nvtx_rows(trace, spans, step_names, n);
-    b.kernel_ops = kernel_rows(trace, spans, n);
-    b.api_ops = api_rows(trace, spans, n);
+    b.nvtx_ops = nvtx_rows(rows, spans, window.step_names, n, peaks);
+    b.kernel_ops = kernel_rows(rows, spans, n, peaks);
+    b.api_ops = api_rows(rows, spans, n);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
 }
@@ -290,41 +316,37 @@ fn slowest(cycles: &[(Ns, Ns, Ns)]) -> Vec<StepCycle> {
 /// `emit_nvtx` range counts under its op (`aten::mm, seq = 12, op_id = 3, sizes = […]` is one
 /// call of `aten::mm`: `names::ranges::emit_nvtx_op`, as the explainer groups them).
 ///
-/// An export's NVTX table is in start order: each op's copies then merge as they come, one open
-/// group per op. Otherwise each op's copies are listed and sorted first.
-fn nvtx_rows(trace: &Trace, spans: &[(Ns, Ns)], step_names: &[NameId], n: f64) -> Vec<OpRow> {
+/// The ranges come in start order: each op's copies merge as they come, one open group per op
+/// (what `peaks.open_op_groups` counts).
+fn nvtx_rows(
+    rows: &dyn EventRows,
+    spans: &[(Ns, Ns)],
+    step_names: &[NameId],
+    n: f64,
+    peaks: &mut FoldPeaks,
+) -> Vec<OpRow> {
     let sw = Profile::Standard.switches();
-    let nvtx = &trace.nvtx;
-    let in_order = nvtx.start.is_sorted();
+    let meta = rows.meta();
     let mut open: HashMap<&str, RankGroup> = HashMap::new();
-    let mut per_op: HashMap<&str, Vec<(Ns, Ns, ProcessIdx)>> = HashMap::new();
     let mut t = Tallies::default();
-    for i in 0..nvtx.len() {
-        let Some(name) = visible_name(nvtx, i, &sw) else {
+    for r in rows.ranges() {
+        let Some(name) = visible_row_name(&r, &sw) else {
             continue;
         };
-        let (s, e) = (nvtx.start[i], nvtx.end[i]);
+        let (s, e) = (r.start, r.end);
         let inside = overlap(spans, s, e);
         if (inside > 0 || contains(spans, s)) && step_names.binary_search(&name).is_err() {
-            let copy = (s, inside, process_of(trace, nvtx.thread[i]));
-            let op = emit_nvtx_op(trace.strings.get(name));
-            if in_order {
-                if let Some(closed) = open.entry(op).or_default().push(copy) {
-                    t.add(op, closed);
-                }
-            } else {
-                per_op.entry(op).or_default().push(copy);
+            let copy = (s, inside, process_of(meta, r.thread));
+            let op = emit_nvtx_op(meta.strings.get(name));
+            if let Some(closed) = open.entry(op).or_default().push(copy) {
+                t.add(op, closed);
             }
+            peaks.open_op_groups = peaks.open_op_groups.max(open.len());
             t.instance(op, (s, e));
         }
     }
     for (op, group) in open {
         t.add(op, group.longest);
-    }
-    for (op, copies) in per_op {
-        for dur in merge_rank_copies(copies) {
-            t.add(op, dur);
-        }
     }
     t.rows(None, |v| v / n)
 }
@@ -358,30 +380,39 @@ impl RankGroup {
     }
 }
 
-/// One instance per [`RankGroup`] of the copies, taken in start order.
-fn merge_rank_copies(mut copies: Vec<(Ns, Ns, ProcessIdx)>) -> Vec<Ns> {
-    copies.sort_unstable_by_key(|c| c.0);
-    let mut group = RankGroup::default();
-    let mut out: Vec<Ns> = copies.into_iter().filter_map(|c| group.push(c)).collect();
-    if !group.processes.is_empty() {
-        out.push(group.longest);
-    }
-    out
-}
-
 /// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
-/// when no call matches), every name, all devices.
-fn kernel_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let launches = LaunchJoin::new(trace, spans);
-    let k = &trace.kernels;
-    let keep = |i: usize| {
-        let correlation = k.correlation.get(i).copied().unwrap_or(0);
-        launches
-            .launched_inside(k.process[i], correlation)
-            .unwrap_or_else(|| contains(spans, k.start[i]))
-    };
-    Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), keep)
-        .rows(None, |v| v / n)
+/// when no call matches), every name, all devices. The launch calls are joined as both tables
+/// stream ([`CallJoin`]): a kernel launch is held until its kernel starts, a graph launch (all
+/// its kernels carry its id) to the end.
+fn kernel_rows(
+    rows: &dyn EventRows,
+    spans: &[(Ns, Ns)],
+    n: f64,
+    peaks: &mut FoldPeaks,
+) -> Vec<OpRow> {
+    let strings = &rows.meta().strings;
+    let is_graph = strings.classify(is_graph_launch);
+    let is_launch = strings.classify(|s| is_launch_api(s, LaunchApis::AllVersioned));
+    let mut launches = CallJoin::new(rows.calls(), |c| {
+        if flag(&is_graph, c.name) {
+            Hold::Many
+        } else if flag(&is_launch, c.name) {
+            Hold::Once
+        } else {
+            Hold::No
+        }
+    });
+    let mut t = Tallies::default();
+    for k in rows.kernels() {
+        let launched = launches
+            .find(k.start, k.process, k.correlation)
+            .map_or(k.start, |call| call.start);
+        if contains(spans, launched) {
+            t.add(strings.get(k.short_name), k.end - k.start);
+        }
+    }
+    peaks.pending_launches = peaks.pending_launches.max(launches.peak());
+    t.rows(None, |v| v / n)
 }
 
 /// The process of a runtime or NVTX thread.
@@ -395,10 +426,12 @@ fn process_of(trace: &Trace, thread: ThreadIdx) -> ProcessIdx {
 }
 
 /// Every CUDA API call starting inside the cycles, by name.
-fn api_rows(trace: &Trace, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let r = &trace.runtime;
-    let keep = |i: usize| contains(spans, r.start[i]);
-    Tallies::of_events(&trace.strings, &r.name, (&r.start, &r.end), keep).rows(None, |v| v / n)
+fn api_rows(rows: &dyn EventRows, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
+    let inside = rows
+        .calls()
+        .filter(|c| contains(spans, c.start))
+        .map(|c| (c.name, c.start, c.end));
+    Tallies::of(&rows.meta().strings, inside).rows(None, |v| v / n)
 }
 
 #[cfg(test)]
@@ -457,12 +490,24 @@ mod tests {
     fn nvtx_rank_copies_merge_alike_in_start_order_or_not() {
         for order in [[0, 1, 2, 3], [3, 1, 0, 2]] {
             let b = rank_copies(&order);
-            let rows = nvtx_rows(&b.trace, &[(0, 1_000_000)], &[], 2.0);
+            let mut peaks = FoldPeaks::default();
+            let rows = nvtx_rows(&b.trace, &[(0, 1_000_000)], &[], 2.0, &mut peaks);
+            assert_eq!(peaks.open_op_groups, 1, "one op: one open group");
             assert_eq!(rows.len(), 1, "{order:?}");
             let op = &rows[0];
             assert_eq!((op.name.as_str(), op.calls), ("op", 3), "{order:?}");
             assert_eq!((op.total_us, op.us_per_step), (0.1, 0.05), "{order:?}");
         }
+    }
+
+    /// One instance per [`RankGroup`] of the copies, taken in start order.
+    fn merge_rank_copies(copies: Vec<(Ns, Ns, ProcessIdx)>) -> Vec<Ns> {
+        let mut group = RankGroup::default();
+        let mut out: Vec<Ns> = copies.into_iter().filter_map(|c| group.push(c)).collect();
+        if !group.processes.is_empty() {
+            out.push(group.longest);
+        }
+        out
     }
 
     #[test]

@@ -3,17 +3,20 @@
 //! to the last kernel's end (all devices); every figure is normalized per second of that window
 //! and per kernel launched, so two captures of different lengths compare.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::breakdown::PerName;
 use super::compare::{Delta, OpDelta, regressions, rows};
 use super::ops::Tallies;
 use crate::drill::gap_report::gaps_and_idle;
+use crate::error::{Error, Result};
 use crate::index::TraceIndex;
-use crate::model::intervals::MergeSorted;
+use crate::model::rows::EventRows;
 use crate::model::{Ns, Trace};
 use crate::profile::Profile;
-use crate::steps::visible_name;
+use crate::steps::visible_row_name;
 
 /// One name's time over the whole window, normalized.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,16 +54,29 @@ pub struct WindowFigures {
     pub idle_causes: Vec<(String, f64)>,
 }
 
-/// The figures of `trace`'s kernel window; `None` without kernels.
-pub fn window_figures(trace: &Trace) -> Option<WindowFigures> {
-    let k = &trace.kernels;
-    let start_ns = k.start.iter().copied().min()?;
-    let end_ns = k.end.iter().copied().max()?;
+/// The figures of a trace's kernel window (`Ok(None)` without kernels): one pass over the
+/// kernels (each device's busy union merged as they come, a total per name), one over the
+/// calls and one over the NVTX ranges, by name. GPU-idle time by cause is drill's attribution,
+/// which still reads the loaded trace: `loaded`, the same trace as `rows` (`idle_causes`).
+pub fn window_figures(rows: &dyn EventRows, loaded: &Trace) -> Result<Option<WindowFigures>> {
+    let strings = &rows.meta().strings;
+    let mut kernel_tally = Tallies::default();
+    let mut busy: BTreeMap<u32, Busy> = BTreeMap::new();
+    let (mut first, mut end_ns, mut kernels) = (None, Ns::MIN, 0u64);
+    for k in rows.kernels() {
+        first.get_or_insert(k.start);
+        end_ns = end_ns.max(k.end);
+        kernels += 1;
+        busy.entry(k.device).or_default().push(k.start, k.end);
+        kernel_tally.add(strings.get(k.short_name), k.end - k.start);
+    }
+    let Some(start_ns) = first else {
+        return Ok(None);
+    };
     let span = (end_ns - start_ns).max(1);
     let window_s = span as f64 / 1e9;
-    let kernels = k.len() as u64;
-    let (devices, busy) = busy_share(trace, span);
-    let rows = |t: Tallies<'_>| -> Vec<WindowRow> {
+    let (devices, busy) = busy_share(busy.into_values(), span);
+    let rows_of = |t: Tallies<'_>| -> Vec<WindowRow> {
         t.rows(None, |v| v)
             .into_iter()
             .map(|r| WindowRow {
@@ -74,13 +90,9 @@ pub fn window_figures(trace: &Trace) -> Option<WindowFigures> {
             .collect()
     };
     let inside = |t: Ns| t >= start_ns && t < end_ns;
-    let r = &trace.runtime;
-    let api = Tallies::of_events(&trace.strings, &r.name, (&r.start, &r.end), |i| {
-        inside(r.start[i])
-    });
-    let kernel_tally =
-        Tallies::of_events(&trace.strings, &k.short_name, (&k.start, &k.end), |_| true);
-    Some(WindowFigures {
+    let calls = rows.calls().filter(|c| inside(c.start));
+    let api = Tallies::of(strings, calls.map(|c| (c.name, c.start, c.end)));
+    Ok(Some(WindowFigures {
         start_ns,
         end_ns,
         window_s,
@@ -89,15 +101,24 @@ pub fn window_figures(trace: &Trace) -> Option<WindowFigures> {
         devices,
         gpu_busy_share: busy,
         gpu_idle_share: 1.0 - busy,
-        kernel_ops: rows(kernel_tally),
-        api_ops: rows(api),
-        nvtx_ops: rows(nvtx_tally(trace, inside)),
-        idle_causes: idle_causes(trace, window_s),
-    })
+        kernel_ops: rows_of(kernel_tally),
+        api_ops: rows_of(api),
+        nvtx_ops: rows_of(nvtx_tally(rows, inside)),
+        idle_causes: idle_causes(loaded, window_s)?,
+    }))
 }
 
 /// Every device's idle time by cause, as the drill-down attributes it, per second of window.
-fn idle_causes(trace: &Trace, window_s: f64) -> Vec<(String, f64)> {
+///
+/// `drill::gap_report::gaps_and_idle` reads a [`TraceIndex`] of the loaded trace: a trace
+/// whose kernel table is not loaded (rows read from the file) would attribute nothing, so that
+/// is an error until the drill-down folds rows too.
+fn idle_causes(trace: &Trace, window_s: f64) -> Result<Vec<(String, f64)>> {
+    if trace.kernels.is_empty() {
+        return Err(Error::Internal {
+            detail: "GPU-idle time by cause needs the loaded kernel table (drill's idle attribution does not read rows yet)".into(),
+        });
+    }
     let ix = TraceIndex::new(trace, "trace");
     let (_, idle) = gaps_and_idle(std::slice::from_ref(&ix), 0, None);
     let mut by_kind: Vec<(String, f64)> = Vec::new();
@@ -109,57 +130,63 @@ fn idle_causes(trace: &Trace, window_s: f64) -> Vec<(String, f64)> {
         }
     }
     by_kind.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    by_kind
+    Ok(by_kind)
 }
 
 /// NVTX ranges starting in the window, by their visible name.
-fn nvtx_tally<'t>(trace: &'t Trace, inside: impl Fn(Ns) -> bool) -> Tallies<'t> {
+fn nvtx_tally<'t>(rows: &'t dyn EventRows, inside: impl Fn(Ns) -> bool) -> Tallies<'t> {
     let sw = Profile::Standard.switches();
-    let nvtx = &trace.nvtx;
+    let strings = &rows.meta().strings;
     let mut t = Tallies::default();
-    for i in 0..nvtx.len() {
-        let Some(name) = visible_name(nvtx, i, &sw) else {
+    for r in rows.ranges() {
+        let Some(name) = visible_row_name(&r, &sw) else {
             continue;
         };
-        if inside(nvtx.start[i]) {
-            t.add(
-                trace.strings.get(name),
-                (nvtx.end[i] - nvtx.start[i]).max(0),
-            );
+        if inside(r.start) {
+            t.add(strings.get(name), (r.end - r.start).max(0));
         }
     }
     t
 }
 
-/// Devices with kernels, and the mean over them of the kernels' union over the window.
-///
-/// Each device's union is merged in start order as the kernels come (an export's kernel table
-/// is in start order); otherwise its kernels' row numbers are sorted by start first. No list of
-/// intervals per kernel.
-fn busy_share(trace: &Trace, span: Ns) -> (usize, f64) {
-    let k = &trace.kernels;
-    let in_order = k.start.is_sorted();
-    let device_ids = k.devices();
-    let busy: f64 = device_ids
-        .iter()
-        .map(|&device| {
-            let rows = (0..k.len()).filter(|&i| k.device[i] == device);
-            let union: Ns = if in_order {
-                MergeSorted::new(rows.map(|i| (k.start[i], k.end[i])))
-                    .map(|(s, e)| e - s)
-                    .sum()
-            } else {
-                let mut rows: Vec<u32> = rows.map(|i| i as u32).collect();
-                rows.sort_unstable_by_key(|&i| k.start[i as usize]);
-                let spans = rows
-                    .iter()
-                    .map(|&i| (k.start[i as usize], k.end[i as usize]));
-                MergeSorted::new(spans).map(|(s, e)| e - s).sum()
-            };
-            union as f64 / span as f64
-        })
-        .sum();
-    let devices = device_ids.len().max(1);
+/// One device's kernels merged into their union as they come in start order: the open
+/// interval and the measure of those closed.
+#[derive(Debug, Default)]
+struct Busy {
+    open: Option<(Ns, Ns)>,
+    closed: Ns,
+}
+
+impl Busy {
+    /// Adds `[s, e)` (zero-length and inverted ones add nothing); touching intervals merge.
+    fn push(&mut self, s: Ns, e: Ns) {
+        if e <= s {
+            return;
+        }
+        match &mut self.open {
+            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
+            Some(cur) => {
+                self.closed += cur.1 - cur.0;
+                *cur = (s, e);
+            }
+            None => self.open = Some((s, e)),
+        }
+    }
+
+    fn union(&self) -> Ns {
+        self.closed + self.open.map_or(0, |(s, e)| e - s)
+    }
+}
+
+/// Devices with kernels (ascending), and the mean over them of the kernels' union over the
+/// window.
+fn busy_share(devices: impl Iterator<Item = Busy>, span: Ns) -> (usize, f64) {
+    let (mut count, mut busy) = (0usize, 0f64);
+    for d in devices {
+        count += 1;
+        busy += d.union() as f64 / span as f64;
+    }
+    let devices = count.max(1);
     (devices, busy / devices as f64)
 }
 
@@ -306,11 +333,13 @@ mod tests {
     fn busy_share_is_each_devices_union_averaged_in_start_order_or_not() {
         for order in [[0, 1, 3, 4, 2, 5], [2, 5, 4, 0, 3, 1]] {
             let b = kernels(&order);
-            let (devices, busy) = busy_share(&b.trace, 500);
-            assert_eq!(devices, 2, "{order:?}");
+            let w = window_figures(&b.trace, &b.trace)
+                .ok()
+                .flatten()
+                .expect("kernels");
+            assert_eq!((w.start_ns, w.end_ns, w.devices), (0, 500, 2), "{order:?}");
+            let busy = w.gpu_busy_share;
             assert!((busy - 0.35).abs() < 1e-12, "{order:?}: {busy}");
-            let w = window_figures(&b.trace).expect("kernels");
-            assert_eq!((w.start_ns, w.end_ns, w.gpu_busy_share), (0, 500, busy));
         }
     }
 }

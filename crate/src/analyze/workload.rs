@@ -3,7 +3,10 @@
 
 use serde::Serialize;
 
+use std::collections::BTreeSet;
+
 use crate::model::Trace;
+use crate::model::rows::EventRows;
 
 /// Capture options whose difference changes what a trace records (or what it costs).
 const CAPTURE_KEYS: [&str; 5] = [
@@ -36,25 +39,29 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Facts of `trace`; the step facts come from the analysis.
+    /// Facts of a trace, from one pass over its kernels (a flag per process, a set of
+    /// devices); the step facts come from the analysis.
     pub fn of(
-        trace: &Trace,
+        rows: &dyn EventRows,
         steady_batch: Option<u64>,
         context: usize,
         generation: usize,
     ) -> Workload {
+        let trace = rows.meta();
         let mut seen = vec![false; trace.processes.len()];
-        for &p in &trace.kernels.process {
-            if let Some(s) = seen.get_mut(p as usize) {
+        let mut devices: BTreeSet<u32> = BTreeSet::new();
+        for k in rows.kernels() {
+            if let Some(s) = seen.get_mut(k.process as usize) {
                 *s = true;
             }
+            devices.insert(k.device);
         }
         let mut gpu_models: Vec<String> = trace.gpus.iter().map(|g| g.name.clone()).collect();
         gpu_models.sort();
         gpu_models.dedup();
         Workload {
             ranks: seen.iter().filter(|&&s| s).count(),
-            devices: trace.kernels.devices(),
+            devices: devices.into_iter().collect(),
             gpu_models,
             steady_batch,
             context_steps: context,

@@ -4,47 +4,83 @@
 //! layer); between steps the host works for a millisecond or more, so a gap longer than 1 ms
 //! between consecutive allreduce kernels (all devices pooled) closes an iteration.
 
-use super::Iteration;
-use crate::model::{Ns, Trace, flag};
+use super::{ITERATION_GAP_NS, Iteration};
+use crate::model::rows::EventRows;
+use crate::model::{Ns, flag};
 use crate::sqlike::Like;
 
-/// `(start, end)` of every kernel whose short name contains `allreduce` (SQLite `LIKE
-/// '%allreduce%'`: ASCII case-insensitive), all devices pooled, by start (table order on ties).
-pub fn allreduce_kernels(trace: &Trace) -> Vec<(Ns, Ns)> {
-    let pattern = Like::new("%allreduce%");
-    let is_allreduce = trace.strings.classify(|s| pattern.matches(s));
-    let k = &trace.kernels;
-    let mut events: Vec<(Ns, Ns)> = (0..k.len())
-        .filter(|&i| flag(&is_allreduce, k.short_name[i]))
-        .map(|i| (k.start[i], k.end[i]))
-        .collect();
-    events.sort_by_key(|e| e.0);
-    events
+/// The allreduce kernels of a trace grouped into iterations, as they pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllreduceIterations {
+    /// Allreduce kernels met (all devices pooled).
+    pub kernels: usize,
+    pub iterations: Vec<Iteration>,
 }
 
-/// Groups events sorted by start: a gap (this start − the previous event's end, not the
-/// group's running end) strictly longer than `gap_ns` starts a new iteration.
-pub fn group(events: &[(Ns, Ns)], gap_ns: Ns) -> Vec<Iteration> {
-    let mut out: Vec<Iteration> = Vec::new();
-    let mut prev_end: Option<Ns> = None;
-    for &(start, end) in events {
-        let extend = prev_end.is_some_and(|p| start - p <= gap_ns);
-        match out.last_mut() {
+/// Every kernel whose short name contains `allreduce` (SQLite `LIKE '%allreduce%'`: ASCII
+/// case-insensitive), all devices pooled, grouped in start order ([`Grouper`]) in one pass
+/// over the kernels: what is held is the iterations, not the kernels.
+pub fn allreduce_iterations(rows: &dyn EventRows) -> AllreduceIterations {
+    let pattern = Like::new("%allreduce%");
+    let is_allreduce = rows.meta().strings.classify(|s| pattern.matches(s));
+    let mut grouper = Grouper::new(ITERATION_GAP_NS);
+    for k in rows.kernels().filter(|k| flag(&is_allreduce, k.short_name)) {
+        grouper.push(k.start, k.end);
+    }
+    AllreduceIterations {
+        kernels: grouper.events,
+        iterations: grouper.iterations,
+    }
+}
+
+/// Groups events fed by start: a gap (this start − the previous event's end, not the group's
+/// running end) strictly longer than `gap_ns` starts a new iteration.
+#[derive(Debug, Clone)]
+pub struct Grouper {
+    gap_ns: Ns,
+    prev_end: Option<Ns>,
+    events: usize,
+    iterations: Vec<Iteration>,
+}
+
+impl Grouper {
+    pub fn new(gap_ns: Ns) -> Grouper {
+        Grouper {
+            gap_ns,
+            prev_end: None,
+            events: 0,
+            iterations: Vec::new(),
+        }
+    }
+
+    /// Adds the next event by start.
+    pub fn push(&mut self, start: Ns, end: Ns) {
+        let extend = self.prev_end.is_some_and(|p| start - p <= self.gap_ns);
+        match self.iterations.last_mut() {
             Some(it) if extend => {
                 it.end = it.end.max(end);
                 it.kernel_count += 1;
                 it.wall_ns = it.end - it.start;
             }
-            _ => out.push(Iteration {
+            _ => self.iterations.push(Iteration {
                 start,
                 end,
                 kernel_count: 1,
                 wall_ns: end - start,
             }),
         }
-        prev_end = Some(end);
+        self.prev_end = Some(end);
+        self.events += 1;
     }
-    out
+}
+
+/// [`Grouper`] over a list of events sorted by start.
+pub fn group(events: &[(Ns, Ns)], gap_ns: Ns) -> Vec<Iteration> {
+    let mut g = Grouper::new(gap_ns);
+    for &(start, end) in events {
+        g.push(start, end);
+    }
+    g.iterations
 }
 
 #[cfg(test)]

@@ -2,12 +2,13 @@
 //! steady state (ctx = 0, gen = max).
 
 use super::Iteration;
-use crate::model::{NameId, Ns, Trace};
+use crate::model::rows::EventRows;
+use crate::model::{NameId, Ns, Strings};
 use crate::names::steps::{StepMarkerReport, StepName, StepSource, StepStyle, parse_step};
-use crate::profile::Profile;
+use crate::profile::{Profile, Switches};
 use crate::sqlike::Like;
 use crate::steps::names::StepNames;
-use crate::steps::{Step, StepReader, dedup_tp_steps, forward_steps};
+use crate::steps::{Step, StepLookup, dedup_tp_steps, step_of_row};
 
 /// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
 pub const UNPARSED: u64 = u64::MAX;
@@ -20,42 +21,57 @@ pub struct MergedStep {
     pub longest_ns: Ns,
 }
 
-/// Every forward-step range the profile sees, by start (then end), not merged.
+/// Every forward-step range the profile sees, by start (then end), not merged: one pass over
+/// the NVTX rows, a list of the steps (not of the ranges).
 ///
 /// `trtllm-skill`: rows whose `textId` name is `LIKE '%[Executor] _forward_step%'`, any event
 /// type, unparsable names kept as step −1 with 0/0 requests. `standard`: push/pop and start/end
 /// ranges named (inline text or `textId`) `… _forward_step N: C ctx reqs, G gen reqs`.
 /// Also the step marker they were read under (`source`, else the first built-in marker met).
 pub fn raw_steps(
-    trace: &Trace,
+    rows: &dyn EventRows,
     profile: Profile,
     source: Option<&StepSource>,
 ) -> (Vec<Step>, Option<StepMarkerReport>) {
     let mut sw = profile.switches();
     sw.dedup_steps = false;
+    let strings = &rows.meta().strings;
     match profile {
         Profile::TrtllmSkill => {
-            let names = StepNames(reference_step_names(trace));
-            let steps = forward_steps(&trace.nvtx, |id| names.get(id), &sw).0;
+            let table = StepNames(reference_step_names(strings));
+            let names = |id: NameId| table.get(id);
+            let steps = steps_of(rows, &names, &sw);
             let marker = (!steps.is_empty())
                 .then(|| StepSource::Builtin(StepStyle::TensorrtLlm).report(false));
             (steps, marker)
         }
         Profile::Standard => {
-            let names = StepNames::parser(&trace.strings, &sw, source);
-            let reader = StepReader::new(&trace.nvtx, names, &sw);
-            let steps = reader.raw();
-            (steps, reader.lookup().parser.used())
+            let names = StepNames::parser(strings, &sw, source);
+            let steps = steps_of(rows, &names, &sw);
+            (steps, names.parser.used())
         }
     }
 }
 
+/// The raw steps of the NVTX rows under `sw`, sorted by start (then end).
+fn steps_of(rows: &dyn EventRows, names: &impl StepLookup, sw: &Switches) -> Vec<Step> {
+    let mut steps: Vec<Step> = rows
+        .ranges()
+        .filter_map(|r| step_of_row(&r, sw, names))
+        .collect();
+    if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
+        steps.sort_by_key(|s| (s.start, s.end));
+    }
+    steps.shrink_to_fit();
+    steps
+}
+
 /// Per string: `LIKE '%[Executor] _forward_step%'` matches, parsed or as an unparsed step.
-fn reference_step_names(trace: &Trace) -> Vec<Option<StepName>> {
+fn reference_step_names(strings: &Strings) -> Vec<Option<StepName>> {
     let marker = Like::new("%[Executor] _forward_step%");
-    (0..trace.strings.len() as NameId)
+    (0..strings.len() as NameId)
         .map(|id| {
-            let s = trace.strings.get(id);
+            let s = strings.get(id);
             marker.matches(s).then(|| {
                 parse_step(s).unwrap_or(StepName {
                     step: UNPARSED,

@@ -4,7 +4,7 @@
 //! A training or serving loop launches the same kernels in the same order every step, so the
 //! sequence of kernel names on one device repeats with the step's kernel count as its period.
 //! [`KernelTape`] holds the first [`MAX_SEARCHED`] kernels of each device (fed in start order,
-//! by `analyze` from the loaded table and by the verdict's kernel pass as it streams);
+//! by `analyze` from `rows.kernels()` and by the verdict's kernel pass as it streams);
 //! [`KernelTape::find_unit`] takes the busiest device, finds the shortest period at which its
 //! names repeat, then prefers the step scale: a larger period that lines up most of the
 //! shorter one's breaks replaces it (a layer block inside a step breaks at each step boundary,
@@ -16,7 +16,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Iteration;
-use crate::model::{NameId, Ns, ProcessIdx, Trace};
+use crate::model::rows::{CallRow, EventRows};
+use crate::model::{NameId, Ns, ProcessIdx, Strings};
 
 /// At most this many kernels of each device are searched for a period (bounds the work and the
 /// memory in the page: `MAX_SEARCHED × MAX_SEARCHED / MIN_REPEATS` comparisons per level at
@@ -184,12 +185,11 @@ pub struct KernelTape {
 }
 
 impl KernelTape {
-    /// The tape of a loaded trace's kernels (start order, table order on equal starts).
-    pub fn of(trace: &Trace) -> KernelTape {
-        let k = &trace.kernels;
+    /// The tape of a trace's kernels, read in start order.
+    pub fn of(rows: &dyn EventRows) -> KernelTape {
         let mut tape = KernelTape::default();
-        for i in kernel_order(trace) {
-            tape.push(k.device[i], k.short_name[i], k.start[i], k.end[i]);
+        for k in rows.kernels() {
+            tape.push(k.device, k.short_name, k.start, k.end);
         }
         tape
     }
@@ -346,59 +346,116 @@ fn pause_ratio(starts: &[Ns], ends: &[Ns], period: usize, offset: usize) -> Opti
 /// Infers the steps of a trace without markers, or `None` when neither its CUDA-graph launches
 /// nor its kernel stream repeat at step scale. Graph launches come first: one per step is a
 /// host-side mark of the step, and graph-level tracing leaves the graphs' kernels out of the
-/// kernel stream.
-pub fn infer(trace: &Trace) -> Option<Inference> {
-    if let Some((launches, found)) = GraphLaunchTape::of(trace).find() {
-        return Some(graph_inference(trace, &launches, found));
+/// kernel stream. Two passes over the calls or the kernels: one finds the unit (the tapes hold
+/// a bounded head of each device or process), the next cuts the steps.
+pub fn infer(rows: &dyn EventRows) -> Option<Inference> {
+    let strings = &rows.meta().strings;
+    let graph = &strings.classify(crate::names::launch::is_graph_launch);
+    let graph_launches = || {
+        rows.calls()
+            .filter(move |c| crate::model::flag(graph, c.name))
+    };
+    let mut launches = GraphLaunchTape::default();
+    graph_launches().for_each(|c| launches.push(c.process, c.start));
+    if let Some(found) = launches.find_unit() {
+        let process = launches.busiest()?.0;
+        return Some(graph_inference(
+            strings,
+            graph_launches().filter(|c| c.process == process),
+            found,
+        ));
     }
-    let found = KernelTape::of(trace).find_unit()?;
-    let (period, offset) = (found.period_kernels?, found.offset);
-    let idx = device_kernels(trace, found.device?);
-    let k = &trace.kernels;
-    let iterations: Vec<Iteration> = (offset..)
-        .step_by(period)
-        .take_while(|&b| b + period <= idx.len())
-        .map(|b| {
-            let unit = &idx[b..b + period];
-            let start = k.start[unit[0]];
-            let end = unit.iter().map(|&i| k.end[i]).max().unwrap_or(start);
-            Iteration {
-                start,
-                end,
-                kernel_count: period as u32,
-                wall_ns: end - start,
-            }
-        })
-        .collect();
-    let names: Vec<NameId> = idx[offset..offset + period]
-        .iter()
-        .map(|&i| k.short_name[i])
-        .collect();
+    let found = KernelTape::of(rows).find_unit()?;
+    let (period, offset, device) = (found.period_kernels?, found.offset, found.device?);
+    let mut cutter = StepCutter::new(period, offset, found.repeats);
+    rows.kernels()
+        .filter(|k| k.device == device)
+        .for_each(|k| cutter.push(k.short_name, k.start, k.end));
+    let names = cutter.names;
     Some(Inference {
-        first_kernel: trace.strings.get(names[0]).to_string(),
-        collectives: collectives_per_step(trace, &names),
+        first_kernel: strings.get(*names.first()?).to_string(),
+        collectives: collectives_per_step(strings, &names),
         found,
-        iterations,
+        iterations: cutter.iterations,
     })
 }
 
-/// Steps from one graph launch (runtime rows `launches`, in start order) to the next.
-fn graph_inference(trace: &Trace, launches: &[usize], found: UnitFound) -> Inference {
-    let rt = &trace.runtime;
-    let iterations = launches
-        .windows(2)
-        .map(|w| Iteration {
-            start: rt.start[w[0]],
-            end: rt.start[w[1]],
-            kernel_count: 1,
-            wall_ns: rt.start[w[1]] - rt.start[w[0]],
-        })
-        .collect();
-    let first = launches
-        .first()
-        .map_or("", |&i| trace.strings.get(rt.name[i]));
+/// Cuts one device's kernels, fed in start order, into the complete units of `period` kernels
+/// from the `offset`-th; keeps the first unit's names.
+struct StepCutter {
+    period: usize,
+    offset: usize,
+    /// Complete units on the device: kernels past the last are no step.
+    units: usize,
+    /// Kernels of the device met so far.
+    seen: usize,
+    names: Vec<NameId>,
+    iterations: Vec<Iteration>,
+}
+
+impl StepCutter {
+    fn new(period: usize, offset: usize, units: usize) -> StepCutter {
+        StepCutter {
+            period,
+            offset,
+            units,
+            seen: 0,
+            names: Vec::with_capacity(period),
+            iterations: Vec::with_capacity(units),
+        }
+    }
+
+    fn push(&mut self, name: NameId, start: Ns, end: Ns) {
+        let at = self.seen;
+        self.seen += 1;
+        let Some(into) = at.checked_sub(self.offset) else {
+            return;
+        };
+        let (unit, place) = (into / self.period, into % self.period);
+        if unit >= self.units {
+            return;
+        }
+        if unit == 0 {
+            self.names.push(name);
+        }
+        if place == 0 {
+            self.iterations.push(Iteration {
+                start,
+                end,
+                kernel_count: self.period as u32,
+                wall_ns: 0,
+            });
+        }
+        if let Some(it) = self.iterations.last_mut() {
+            it.end = it.end.max(end);
+            it.wall_ns = it.end - it.start;
+        }
+    }
+}
+
+/// Steps from one graph launch (calls in start order) to the next.
+fn graph_inference(
+    strings: &Strings,
+    launches: impl Iterator<Item = CallRow>,
+    found: UnitFound,
+) -> Inference {
+    let mut first: Option<CallRow> = None;
+    let mut prev: Option<Ns> = None;
+    let mut iterations = Vec::new();
+    for call in launches {
+        first.get_or_insert(call);
+        if let Some(p) = prev {
+            iterations.push(Iteration {
+                start: p,
+                end: call.start,
+                kernel_count: 1,
+                wall_ns: call.start - p,
+            });
+        }
+        prev = Some(call.start);
+    }
     Inference {
-        first_kernel: first.to_string(),
+        first_kernel: first.map_or("", |c| strings.get(c.name)).to_string(),
         collectives: Vec::new(),
         found,
         iterations,
@@ -406,7 +463,7 @@ fn graph_inference(trace: &Trace, launches: &[usize], found: UnitFound) -> Infer
 }
 
 /// The starts of each process's first [`MAX_SEARCHED`] CUDA-graph launch calls, and how many it
-/// made, fed in start order (by `analyze` from the loaded runtime table, by `detect`'s launch
+/// made, fed in start order (by `analyze` from `rows.calls()`, by `detect`'s launch
 /// sweep as the calls stream).
 #[derive(Debug, Clone, Default)]
 pub struct GraphLaunchTape {
@@ -429,32 +486,6 @@ impl GraphLaunchTape {
         if p.2.len() < MAX_SEARCHED {
             p.2.push(start);
         }
-    }
-
-    /// The tape of a loaded trace's graph launch calls, with each call's process and runtime
-    /// row (start order).
-    pub fn of(trace: &Trace) -> LoadedGraphLaunches {
-        let rt = &trace.runtime;
-        let graph = trace
-            .strings
-            .classify(crate::names::launch::is_graph_launch);
-        let mut rows: Vec<usize> = (0..rt.len())
-            .filter(|&i| crate::model::flag(&graph, rt.name[i]))
-            .collect();
-        if !rows.is_sorted_by_key(|&i| rt.start[i]) {
-            rows.sort_by_key(|&i| rt.start[i]);
-        }
-        let mut tape = GraphLaunchTape::default();
-        let owned: Vec<(ProcessIdx, usize)> = rows
-            .into_iter()
-            .map(|i| {
-                let thread = rt.thread[i] as usize;
-                let process = trace.threads.process.get(thread).copied().unwrap_or(0);
-                tape.push(process, rt.start[i]);
-                (process, i)
-            })
-            .collect();
-        LoadedGraphLaunches { tape, rows: owned }
     }
 
     /// The process that launched graphs most (the earliest to start on a tie: process numbers
@@ -497,53 +528,11 @@ impl GraphLaunchTape {
     }
 }
 
-/// A loaded trace's graph launches: the tape and each call's process and runtime row.
-pub struct LoadedGraphLaunches {
-    tape: GraphLaunchTape,
-    rows: Vec<(ProcessIdx, usize)>,
-}
-
-impl LoadedGraphLaunches {
-    /// The unit found, with the runtime rows of the chosen process's launches in start order.
-    fn find(&self) -> Option<(Vec<usize>, UnitFound)> {
-        let found = self.tape.find_unit()?;
-        let process = self.tape.busiest()?.0;
-        let rows = self
-            .rows
-            .iter()
-            .filter(|r| r.0 == process)
-            .map(|r| r.1)
-            .collect();
-        Some((rows, found))
-    }
-}
-
-/// The device's kernels in the tape's order: start, table order on ties (indices into
-/// `trace.kernels`).
-fn device_kernels(trace: &Trace, device: u32) -> Vec<usize> {
-    let k = &trace.kernels;
-    kernel_order(trace)
-        .into_iter()
-        .filter(|&i| k.device[i] == device)
-        .collect()
-}
-
-/// The kernels in the order `detect`'s sweep reads them: table order when starts are sorted
-/// (real exports), else by start and end.
-fn kernel_order(trace: &Trace) -> Vec<usize> {
-    let k = &trace.kernels;
-    if k.start.is_sorted() {
-        (0..k.len()).collect()
-    } else {
-        k.start_order().into_iter().map(|i| i as usize).collect()
-    }
-}
-
 /// NCCL kernels in one period, by name (first seen first).
-fn collectives_per_step(trace: &Trace, period: &[NameId]) -> Vec<(String, usize)> {
+fn collectives_per_step(strings: &Strings, period: &[NameId]) -> Vec<(String, usize)> {
     let mut out: Vec<(String, usize)> = Vec::new();
     for &id in period {
-        let name = trace.strings.get(id);
+        let name = strings.get(id);
         if !name.to_ascii_lowercase().contains("nccl") {
             continue;
         }
@@ -649,6 +638,25 @@ mod tests {
         assert_eq!(layers.unit, UnitScale::Repeat);
         assert_eq!(layers.pause_ratio, Some(1.0));
         assert!(layers.describe().contains("layer blocks inside one step"));
+    }
+
+    #[test]
+    fn the_cutter_keeps_complete_units_from_the_offset_each_ending_at_its_latest_kernel() {
+        // Period 3 from the 2nd kernel, 2 complete units: kernel 0 comes before the cut and
+        // kernel 7 after the last complete unit; kernel 2 ends last in the first unit.
+        let mut cutter = StepCutter::new(3, 1, 2);
+        for (i, name) in [9, 0, 1, 2, 0, 1, 2, 0].into_iter().enumerate() {
+            let start = i as Ns * 10;
+            let end = if i == 2 { 100 } else { start + 5 };
+            cutter.push(name, start, end);
+        }
+        let spans: Vec<(Ns, Ns, u32, Ns)> = cutter
+            .iterations
+            .iter()
+            .map(|it| (it.start, it.end, it.kernel_count, it.wall_ns))
+            .collect();
+        assert_eq!(spans, vec![(10, 100, 3, 90), (40, 65, 3, 25)]);
+        assert_eq!(cutter.names, vec![0, 1, 2], "the first unit's names");
     }
 
     #[test]

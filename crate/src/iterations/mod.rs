@@ -139,20 +139,20 @@ impl Isolation {
 }
 
 /// Chooses the technique as the reference does: allreduce grouping when the trace has allreduce
-/// kernels, else the (merged) forward steps, else nothing. `raw_steps` is the number of step
-/// ranges before TP merging and `marker` the range name they were read under (`None`: no range
-/// was a step), for the explanation.
+/// kernels (`allreduce`, grouped at gaps > [`ITERATION_GAP_NS`]), else the (merged) forward
+/// steps, else nothing. `raw_steps` is the number of step ranges before TP merging and `marker`
+/// the range name they were read under (`None`: no range was a step), for the explanation.
 pub fn isolate(
-    allreduce: &[(Ns, Ns)],
+    allreduce: allreduce::AllreduceIterations,
     steps: &[forward_steps::MergedStep],
     raw_steps: usize,
     marker: Option<&str>,
 ) -> Isolation {
-    if !allreduce.is_empty() {
-        let iterations = allreduce::group(allreduce, ITERATION_GAP_NS);
+    if allreduce.kernels > 0 {
+        let iterations = allreduce.iterations;
         let reason = format!(
             "{} allreduce kernels (tensor parallelism), all devices pooled, grouped into {} iterations at gaps > 1 ms",
-            allreduce.len(),
+            allreduce.kernels,
             iterations.len()
         );
         return Isolation::new(Method::Allreduce, reason, iterations);
