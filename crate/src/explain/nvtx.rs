@@ -379,4 +379,32 @@ mod tests {
             .collect();
         assert_eq!(gpu, vec![("flash_attn_forward", 2, 0.06)]);
     }
+
+    #[test]
+    fn each_thread_has_its_own_stack_and_overlapping_ranges_give_the_later_one() {
+        let mut b = TraceBuilder::new();
+        b.range("outer", 0, 1_000);
+        b.range("x", 100, 300);
+        b.range("y", 200, 400); // overlaps x without nesting
+        b.range("narrow", 600, 700); // same start as wide, listed first
+        b.range("wide", 600, 900);
+        for (at, kernel) in [(250, "k1"), (350, "k2"), (500, "k3"), (650, "k4")] {
+            let c = b.call("cudaLaunchKernel", at, at + 5);
+            b.kernel(kernel, at + 1_000, at + 1_010, c);
+        }
+        b.thread(8, 8);
+        b.range("other", 0, 1_000);
+        let c = b.call("cudaLaunchKernel", 260, 265);
+        b.kernel("k5", 1_270, 1_280, c);
+        let gpu: Vec<(String, u64)> = nvtx_of(&b, 10)
+            .gpu_time
+            .into_iter()
+            .map(|g| (g.name, g.kernels))
+            .collect();
+        // Equal GPU time: ties by string id (the order the names were first met).
+        let want = [("outer", 1), ("y", 2), ("narrow", 1), ("other", 1)];
+        let mut want: Vec<(String, u64)> = want.map(|(n, k)| (n.to_string(), k)).to_vec();
+        want.sort_by_key(|w| std::cmp::Reverse(w.1));
+        assert_eq!(gpu, want);
+    }
 }
