@@ -28,12 +28,15 @@ pub enum Hold {
     Many,
 }
 
+/// What the join asks of each call it reads: whether to hold it, and its payload.
+type HoldFn<'a, P> = Box<dyn FnMut(&CallRow) -> (Hold, P) + 'a>;
+
 /// The join: calls read in start order, the held ones kept until their items come, each with
 /// a payload `P` worked out when the call was read (what was true on the host at the call:
 /// the NVTX range open around a launch, say), so nothing is looked up again later.
 pub struct CallJoin<'a, P = ()> {
     calls: Peekable<Rows<'a, CallRow>>,
-    hold: Box<dyn FnMut(&CallRow) -> (Hold, P) + 'a>,
+    hold: HoldFn<'a, P>,
     pending: HashMap<(ProcessIdx, u32), (CallRow, Hold, P)>,
     peak: usize,
 }
