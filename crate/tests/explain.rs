@@ -33,7 +33,9 @@ fn held(scenario: &str, scale: u32) -> (Held, u64) {
 
 /// `host-bound` launches each kernel eagerly inside NVTX step ranges, `layers` nests layer
 /// ranges in steps: on a trace eight times longer, the calls held for the join and the ranges
-/// open at the clock stay as many, while the kernels are (nearly) eight times as many.
+/// open at the clock stay as many, while the kernels are (nearly) eight times as many. The
+/// percentiles' entries (coarse buckets, then the values inside the buckets the percentiles
+/// fall in) fill up towards their bound, set by the durations' range, not by their number.
 #[test]
 fn the_explainer_holds_as_much_on_a_trace_eight_times_longer() {
     for scenario in ["host-bound", "layers"] {
@@ -46,6 +48,10 @@ fn the_explainer_holds_as_much_on_a_trace_eight_times_longer() {
             (long.pending_calls, long.open_ranges),
             (short.pending_calls, short.open_ranges),
             "{scenario}: held calls and open ranges"
+        );
+        assert!(
+            long.duration_entries < 3 * short.duration_entries,
+            "{scenario}: percentile entries"
         );
     }
     assert_eq!(

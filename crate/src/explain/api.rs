@@ -2,15 +2,16 @@
 //! calls, launch latency (spec §5).
 //!
 //! Folded over the calls in start order ([`CallTally`]): per name, per thread and process met,
-//! the union of the window's calls merged as they come. Launch latency is counted per distinct
-//! value as the kernels are joined to their launch calls (`explain::fold`).
+//! the union of the window's calls merged as they come. Launch latency's percentiles are exact
+//! from two reads of the kernels joined to their launch calls ([`Percentiles`],
+//! `explain::fold`).
 
 use std::collections::HashSet;
 
 use serde::Serialize;
 
 use super::Window;
-use super::stats::{Distribution, Durations, NamedStats, PerName, named_stats};
+use super::stats::{Distribution, NamedStats, PerName, Percentiles, named_stats};
 use crate::index::SpanCursor;
 use crate::index::units::us;
 use crate::model::rows::CallRow;
@@ -200,9 +201,13 @@ fn summary(c: ClassTally, strings: &Strings, steps: usize) -> CallSummary {
     }
 }
 
+/// The quantiles of launch latency: p50, p90, p99.
+pub const LATENCY_QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
+
 impl LaunchLatency {
-    /// Of the latencies (kernel start − launch call end) of eagerly launched kernels.
-    pub fn of(latencies: &Durations) -> LaunchLatency {
+    /// Of the latencies (kernel start − launch call end) of eagerly launched kernels, read at
+    /// [`LATENCY_QUANTILES`].
+    pub fn of(latencies: &Percentiles) -> LaunchLatency {
         let distribution = latencies.distribution();
         LaunchLatency {
             kernels: latencies.count(),

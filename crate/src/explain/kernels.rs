@@ -1,14 +1,14 @@
 //! Top kernels by total time, and launch-storm detection (spec §5).
 //!
 //! Folded over the kernel rows: a first pass ([`KernelTally`]) counts per name and finds the
-//! window; the top names' percentiles come from their durations counted per distinct value
-//! ([`Durations`]) in a second pass, so no kernel is held.
+//! window; the top names' percentiles come from their durations read twice more
+//! ([`Percentiles`]), so no kernel is held.
 
 use serde::Serialize;
 
 use hashbrown::HashMap;
 
-use super::stats::{Durations, most_first};
+use super::stats::{Percentiles, most_first};
 use crate::index::units::{ratio, us};
 use crate::model::rows::KernelRow;
 use crate::model::{NameId, Ns, ProcessIdx, Strings};
@@ -131,23 +131,27 @@ impl KernelTally {
     }
 }
 
+/// The quantiles of each top name's durations: p50, p90.
+pub const KERNEL_QUANTILES: [f64; 2] = [0.5, 0.9];
+
 /// The `top` names by total kernel time, with percentiles; `durations` holds the durations of
-/// [`KernelTally::top_names`]`(top)`.
+/// [`KernelTally::top_names`]`(top)` at [`KERNEL_QUANTILES`].
 pub fn kernel_summary(
     tally: &KernelTally,
-    durations: &HashMap<usize, Durations>,
+    durations: &HashMap<usize, Percentiles>,
     strings: &Strings,
     top: usize,
 ) -> KernelTime {
     let total: Ns = tally.per_name.values().map(|a| a.1).sum();
     let distinct = tally.per_name.values().filter(|a| a.0 > 0).count() as u64;
-    let none = Durations::default();
     let top = tally
         .top_names(top)
         .into_iter()
         .map(|name| {
             let (count, sum, min, max) = tally.per_name[&name];
-            let [p50, p90] = durations.get(&name).unwrap_or(&none).quantiles([0.5, 0.9]);
+            let q = durations.get(&name).map(Percentiles::values);
+            let at = |i: usize| q.as_ref().and_then(|q| q.get(i).copied()).unwrap_or(0);
+            let (p50, p90) = (at(0), at(1));
             KernelStats {
                 name: match strings.get(name as NameId) {
                     "" => "(unnamed)".to_string(),

@@ -24,11 +24,11 @@ use crate::index::call_facts::CallFacts;
 use crate::index::call_join::{CallJoin, Hold};
 use crate::index::units::us;
 use crate::index::{TraceIndex, steady_spans};
-use crate::model::rows::{CallRow, EventRows, MemOpRow, Rows};
+use crate::model::rows::{CallRow, EventRows, KernelRow, MemOpRow, Rows};
 use crate::model::{CoverageNote, NO_NAME, NameId, Ns, ProcessIdx, Strings, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::steps::Step;
-use stats::Durations;
+use stats::Percentiles;
 
 /// Names listed per table by default.
 pub const DEFAULT_TOP: usize = 20;
@@ -156,9 +156,10 @@ pub struct Held {
     pub pending_calls: usize,
     /// NVTX ranges open at the clock (on the threads' stacks, and read ahead at one start).
     pub open_ranges: usize,
-    /// Distinct durations held for the percentiles: of the top kernel names and of launch
-    /// latency (a count per distinct value, however many kernels share it).
-    pub distinct_durations: usize,
+    /// Entries held for the exact percentiles of the top kernel names and of launch latency:
+    /// coarse buckets, then the distinct values inside the buckets the percentiles fall in
+    /// (`stats::Percentiles`).
+    pub duration_entries: usize,
 }
 
 /// The API kinds of the call names met, classified once per distinct name.
@@ -186,7 +187,8 @@ fn call_process(meta: &Trace, c: &CallRow) -> Option<ProcessIdx> {
 }
 
 /// The explainer's passes: kernels (window, time per name), calls, ranges, kernels joined to
-/// their launch calls (latency, NVTX GPU time, the top names' durations), copies, memsets.
+/// their launch calls twice (latency, NVTX GPU time, the top names' durations), copies,
+/// memsets.
 fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (ExplainReport, Held) {
     let meta = rows.meta();
     let strings = &meta.strings;
@@ -215,8 +217,11 @@ fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (Expla
         ranges.add(&r);
         procs.range(meta, &r);
     }
-    let (joined, mut held) = join_kernels(rows, &kinds, &tally, top);
-    held.kernels = tally.count();
+    let mut held = Held {
+        kernels: tally.count(),
+        ..Held::default()
+    };
+    let joined = joined_kernels(rows, &kinds, &tally, top, &mut held);
     let mut memory = memory::MemoryTally::new(window);
     let copies = join_copies(rows, &kinds, false, &mut |op, is_async| {
         memory.copy(op, is_async);
@@ -251,71 +256,115 @@ fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (Expla
     (report, held)
 }
 
+/// What a kernel's launch call was, joined: the call, its kind, and the innermost NVTX range
+/// open on its thread when it was made (`NO_NAME`: none, or ranges not read).
+type Launch = (CallRow, (ApiKind, NameId));
+
+/// Kernel start − launch call end, for a kernel launched eagerly (graph replays queue).
+fn eager_latency(k: &KernelRow, launch: Option<Launch>) -> Option<Ns> {
+    match launch? {
+        (call, (ApiKind::Launch, _)) => Some(k.start - call.end),
+        _ => None,
+    }
+}
+
+/// The kernels joined to their launch calls, read twice: first GPU time per range and the
+/// percentiles' buckets, then the values inside the buckets the percentiles fall in.
+fn joined_kernels(
+    rows: &dyn EventRows,
+    kinds: &ApiKinds,
+    tally: &kernels::KernelTally,
+    top: usize,
+    held: &mut Held,
+) -> Joined {
+    let mut joined = Joined {
+        gpu: nvtx::GpuTally::new(rows.meta().strings.len()),
+        latency: Percentiles::new(&api::LATENCY_QUANTILES),
+        durations: tally
+            .top_names(top)
+            .into_iter()
+            .map(|name| (name, Percentiles::new(&kernels::KERNEL_QUANTILES)))
+            .collect(),
+    };
+    let duration = |k: &KernelRow| (k.end - k.start).max(0);
+    join_kernels(rows, kinds, true, held, &mut |k, launch| {
+        joined
+            .gpu
+            .add(launch.map_or(NO_NAME, |(_, (_, range))| range), duration(k));
+        if let Some(latency) = eager_latency(k, launch) {
+            joined.latency.first(latency);
+        }
+        if let Some(p) = joined.durations.get_mut(&tally.name_key(k.short_name)) {
+            p.first(duration(k));
+        }
+    });
+    joined.latency.end_first();
+    joined
+        .durations
+        .values_mut()
+        .for_each(Percentiles::end_first);
+    join_kernels(rows, kinds, false, held, &mut |k, launch| {
+        if let Some(latency) = eager_latency(k, launch) {
+            joined.latency.second(latency);
+        }
+        if let Some(p) = joined.durations.get_mut(&tally.name_key(k.short_name)) {
+            p.second(duration(k));
+        }
+    });
+    held.duration_entries = joined.latency.held()
+        + joined
+            .durations
+            .values()
+            .map(Percentiles::held)
+            .sum::<usize>();
+    joined
+}
+
 /// What the kernels say once joined to their launch calls.
 struct Joined {
     /// GPU time per innermost launching range.
     gpu: nvtx::GpuTally,
     /// Kernel start − launch call end of eagerly launched kernels.
-    latency: Durations,
+    latency: Percentiles,
     /// The durations of the top kernel names ([`kernels::KernelTally::top_names`]).
-    durations: HashMap<usize, Durations>,
+    durations: HashMap<usize, Percentiles>,
 }
 
-/// The kernel pass joined to the launch calls: each launch call, when read, is held with the
-/// innermost NVTX range open on its thread (ranges read alongside), until its kernel comes.
+/// One pass over the kernels joined to their launch calls, each handed to `visit` with its
+/// call: a launch call, when read, is held (with the innermost NVTX range open on its thread
+/// when `ranges`, the ranges read alongside) until its kernel comes; a graph launch's call, to
+/// the end, only when `ranges` (eager latency needs no graph launch).
 fn join_kernels(
     rows: &dyn EventRows,
     kinds: &ApiKinds,
-    tally: &kernels::KernelTally,
-    top: usize,
-) -> (Joined, Held) {
+    ranges: bool,
+    held: &mut Held,
+    visit: &mut dyn FnMut(&KernelRow, Option<Launch>),
+) {
     let meta = rows.meta();
-    let mut open = nvtx::OpenRanges::new(rows.ranges(), meta.threads.len());
-    let mut joined = Joined {
-        gpu: nvtx::GpuTally::new(meta.strings.len()),
-        latency: Durations::default(),
-        durations: tally
-            .top_names(top)
-            .into_iter()
-            .map(|name| (name, Durations::default()))
-            .collect(),
-    };
+    let mut open = nvtx::OpenRanges::new(
+        match ranges {
+            true => rows.ranges(),
+            false => Box::new(std::iter::empty()),
+        },
+        meta.threads.len(),
+    );
     let mut join = CallJoin::with_payload(rows.calls(), |c| {
         let kind = kinds.get(c.name);
         let hold = match kind {
             ApiKind::Launch => Hold::Once,
-            ApiKind::GraphLaunch => Hold::Many,
+            ApiKind::GraphLaunch if ranges => Hold::Many,
             _ => return (Hold::No, (kind, NO_NAME)),
         };
         (hold, (kind, open.innermost(c.thread, c.start)))
     });
     for k in rows.kernels() {
-        let d = (k.end - k.start).max(0);
         let launch = join.find_with(k.start, k.process, k.correlation);
-        joined
-            .gpu
-            .add(launch.map_or(NO_NAME, |(_, (_, range))| range), d);
-        if let Some((call, (ApiKind::Launch, _))) = launch {
-            joined.latency.add(k.start - call.end);
-        }
-        if let Some(durations) = joined.durations.get_mut(&tally.name_key(k.short_name)) {
-            durations.add(d);
-        }
+        visit(&k, launch);
     }
-    let pending_calls = join.peak();
+    held.pending_calls = held.pending_calls.max(join.peak());
     drop(join);
-    let held = Held {
-        kernels: 0,
-        pending_calls,
-        open_ranges: open.peak(),
-        distinct_durations: joined.latency.distinct()
-            + joined
-                .durations
-                .values()
-                .map(Durations::distinct)
-                .sum::<usize>(),
-    };
-    (joined, held)
+    held.open_ranges = held.open_ranges.max(open.peak());
 }
 
 /// One pass over the copies (`memset` false) or memsets joined to the calls that issued them,
