@@ -117,8 +117,8 @@ fn bucket(v: Ns) -> i64 {
 
 /// Exact percentiles of values read twice ([`Percentiles::first`] for each, then
 /// [`Percentiles::second`] for each again, in any order): count, sum, min and max and a count
-/// per coarse [`bucket`] on the first read; on the second, a count per distinct value only in
-/// the buckets the percentiles fall in.
+/// per coarse bucket (8 significant bits) on the first read; on the second, a count per
+/// distinct value only in the buckets the percentiles fall in.
 #[derive(Debug, Clone, Default)]
 pub struct Percentiles {
     qs: Vec<f64>,
