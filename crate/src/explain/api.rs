@@ -1,16 +1,21 @@
 //! Host-side CUDA API behaviour: API time by name, blocking synchronization and allocation
 //! calls, launch latency (spec §5).
+//!
+//! Folded over the calls in start order ([`CallTally`]): per name, per thread and process met,
+//! the union of the window's calls merged as they come. Launch latency's percentiles are exact
+//! from two reads of the kernels joined to their launch calls ([`Percentiles`],
+//! `explain::fold`).
 
 use std::collections::HashSet;
 
 use serde::Serialize;
 
 use super::Window;
-use super::stats::{Distribution, NamedStats, distribution, named_stats};
+use super::stats::{Distribution, NamedStats, PerName, Percentiles, named_stats};
+use crate::index::SpanCursor;
 use crate::index::units::us;
-use crate::index::{SpanCursor, TraceIndex, steady_steps};
-use crate::model::intervals::MergeSorted;
-use crate::model::{NameId, Ns};
+use crate::model::rows::CallRow;
+use crate::model::{Ns, ProcessIdx, Strings};
 use crate::names::api::ApiKind;
 
 /// API calls of one class (every call; blocking syncs; object creation and allocation), by
@@ -61,142 +66,173 @@ pub struct LaunchLatency {
 /// millisecond or more is the time kernels wait behind earlier launches in the queue.
 pub const QUEUED_LAUNCH_US: f64 = 1000.0;
 
-/// Every CUDA API call by name (runtime and driver).
-pub fn api_summary(ix: &TraceIndex<'_>, window: &Window) -> CallSummary {
-    calls_where(ix, window, |_| true)
+/// The three classes of calls the explainer lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSummaries {
+    /// Every CUDA API call by name (runtime and driver).
+    pub api: CallSummary,
+    /// Host-blocking sync calls by name (`cudaEventQuery`/`cudaStreamWaitEvent` do not block).
+    pub syncs: CallSummary,
+    /// Event/stream creation and allocation calls by name.
+    pub allocations: CallSummary,
 }
 
-/// Host-blocking sync calls by name (`cudaEventQuery`/`cudaStreamWaitEvent` do not block).
-pub fn sync_summary(ix: &TraceIndex<'_>, window: &Window) -> CallSummary {
-    calls_where(ix, window, |k| k == ApiKind::BlockingSync)
+/// Whether a call of kind `kind` belongs to each class, in [`CallSummaries`] order.
+fn classes(kind: ApiKind) -> [bool; 3] {
+    [
+        true,
+        kind == ApiKind::BlockingSync,
+        matches!(kind, ApiKind::ObjectCreate | ApiKind::Alloc),
+    ]
 }
 
-/// Event/stream creation and allocation calls by name.
-pub fn alloc_summary(ix: &TraceIndex<'_>, window: &Window) -> CallSummary {
-    calls_where(ix, window, |k| {
-        matches!(k, ApiKind::ObjectCreate | ApiKind::Alloc)
-    })
+/// The length of the union of intervals pushed in start order (touching ones merge), without
+/// the intervals held.
+#[derive(Debug, Clone, Copy, Default)]
+struct UnionLength {
+    current: Option<(Ns, Ns)>,
+    closed: Ns,
 }
 
-/// Per name id `(count, total ns, max ns)`, added to one call at a time.
-struct PerName(Vec<(u64, Ns, Ns)>);
-
-impl PerName {
-    fn add(&mut self, name: NameId, d: Ns) {
-        if let Some(a) = self.0.get_mut(name as usize) {
-            *a = (a.0 + 1, a.1 + d, a.2.max(d));
+impl UnionLength {
+    fn push(&mut self, (s, e): (Ns, Ns)) {
+        if e <= s {
+            return;
+        }
+        match &mut self.current {
+            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
+            Some(cur) => {
+                self.closed += cur.1 - cur.0;
+                *cur = (s, e);
+            }
+            None => self.current = Some((s, e)),
         }
     }
 
-    fn calls(&self) -> u64 {
-        self.0.iter().map(|a| a.0).sum()
-    }
-
-    /// Summed in ns, so that no calls make 0 µs (a sum of no `f64` is −0).
-    fn total_ns(&self) -> Ns {
-        self.0.iter().map(|a| a.1).sum()
+    fn total(&self) -> Ns {
+        self.closed + self.current.map_or(0, |(s, e)| e - s)
     }
 }
 
-/// Calls of the kinds `pick` accepts: by name over the whole capture and inside `window`, and
-/// how many start in steady steps per step.
-fn calls_where(
-    ix: &TraceIndex<'_>,
-    window: &Window,
-    pick: impl Fn(ApiKind) -> bool,
-) -> CallSummary {
-    let rt = &ix.trace.runtime;
-    let names = ix.trace.strings.len();
-    let (mut whole, mut inside) = (
-        PerName(vec![(0, 0, 0); names]),
-        PerName(vec![(0, 0, 0); names]),
-    );
-    let (mut threads, mut processes): (HashSet<u32>, HashSet<u32>) = Default::default();
-    let spans: Vec<(Ns, Ns)> = steady_steps(&ix.steps.steps)
-        .0
-        .iter()
-        .map(|s| (s.start, s.end))
-        .collect();
-    let mut in_steps = 0u64;
-    let mut cursor = SpanCursor::new(&spans);
-    for r in 0..rt.len() {
-        if !pick(ix.call_kind(r)) {
-            continue;
-        }
-        whole.add(rt.name[r], (rt.end[r] - rt.start[r]).max(0));
-        if let Some((s, e)) = window.clip(rt.start[r], rt.end[r]) {
-            inside.add(rt.name[r], e - s);
-            threads.insert(rt.thread[r]);
-            processes.extend(ix.call_process(r));
-        }
-        if cursor.find(rt.start[r]).is_some() {
-            in_steps += 1;
+/// One class of calls, folded.
+#[derive(Debug, Clone, Default)]
+struct ClassTally {
+    whole: PerName,
+    inside: PerName,
+    threads: HashSet<u32>,
+    processes: HashSet<ProcessIdx>,
+    busy: UnionLength,
+    in_steps: u64,
+}
+
+/// The calls of every class, folded in start order: by name over the whole capture and inside
+/// the window, and how many start in steady steps.
+pub struct CallTally<'s> {
+    window: Window,
+    steps: usize,
+    cursor: SpanCursor<'s>,
+    strings: usize,
+    classes: [ClassTally; 3],
+}
+
+impl<'s> CallTally<'s> {
+    /// Over `window`, with the steady steps' `(start, end)` (sorted, disjoint) and a string
+    /// table of `strings` ids (calls with an id past it are not counted by name).
+    pub fn new(window: Window, steady: &'s [(Ns, Ns)], strings: usize) -> CallTally<'s> {
+        CallTally {
+            window,
+            steps: steady.len(),
+            cursor: SpanCursor::new(steady),
+            strings,
+            classes: Default::default(),
         }
     }
-    let by_name = named_stats(&ix.trace.strings, &whole.0, usize::MAX);
-    let in_window = named_stats(&ix.trace.strings, &inside.0, usize::MAX);
+
+    /// Counts call `c` of kind `kind`, made by `process`; calls come in start order.
+    pub fn add(&mut self, c: &CallRow, kind: ApiKind, process: Option<ProcessIdx>) {
+        let picked = classes(kind);
+        let clipped = self.window.clip(c.start, c.end);
+        let in_step = self.cursor.find(c.start).is_some();
+        let name = c.name as usize;
+        let named = name < self.strings;
+        for (class, _) in self.classes.iter_mut().zip(picked).filter(|(_, p)| *p) {
+            if named {
+                class.whole.add(name, (c.end - c.start).max(0));
+            }
+            if let Some((s, e)) = clipped {
+                if named {
+                    class.inside.add(name, e - s);
+                }
+                class.threads.insert(c.thread);
+                class.processes.extend(process);
+                class.busy.push((s, e));
+            }
+            class.in_steps += u64::from(in_step);
+        }
+    }
+
+    /// The three classes' summaries.
+    pub fn finish(self, strings: &Strings) -> CallSummaries {
+        let steps = self.steps;
+        let [api, syncs, allocations] = self.classes.map(|c| summary(c, strings, steps));
+        CallSummaries {
+            api,
+            syncs,
+            allocations,
+        }
+    }
+}
+
+/// One class's summary; `steps` steady steps.
+fn summary(c: ClassTally, strings: &Strings, steps: usize) -> CallSummary {
     CallSummary {
-        calls: whole.calls(),
-        total_us: us(whole.total_ns()),
-        by_name,
+        calls: c.whole.count(),
+        total_us: us(c.whole.total_ns()),
+        by_name: named_stats(strings, &c.whole, usize::MAX),
         in_window: WindowCalls {
-            calls: inside.calls(),
-            total_us: us(inside.total_ns()),
-            busy_us: us(busy_ns(ix, window, &pick)),
-            threads: threads.len() as u64,
-            processes: processes.len() as u64,
-            by_name: in_window,
+            calls: c.inside.count(),
+            total_us: us(c.inside.total_ns()),
+            busy_us: us(c.busy.total()),
+            threads: c.threads.len() as u64,
+            processes: c.processes.len() as u64,
+            by_name: named_stats(strings, &c.inside, usize::MAX),
         },
-        calls_per_step: (!spans.is_empty()).then(|| in_steps as f64 / spans.len() as f64),
+        calls_per_step: (steps > 0).then(|| c.in_steps as f64 / steps as f64),
     }
 }
 
-/// How long at least one call of the kinds `pick` accepts ran inside `window` (their union):
-/// merged as the calls come when the runtime table is in start order (clipping keeps that
-/// order), else over their row numbers sorted by clipped start — never a list of the pieces.
-fn busy_ns(ix: &TraceIndex<'_>, window: &Window, pick: &impl Fn(ApiKind) -> bool) -> Ns {
-    let rt = &ix.trace.runtime;
-    let piece = |r: usize| window.clip(rt.start[r], rt.end[r]);
-    let rows = (0..rt.len()).filter(|&r| pick(ix.call_kind(r)));
-    if rt.start.is_sorted() {
-        return MergeSorted::new(rows.filter_map(piece))
-            .map(|(s, e)| e - s)
-            .sum();
-    }
-    let mut kept: Vec<u32> = rows
-        .filter(|&r| piece(r).is_some())
-        .map(|r| r as u32)
-        .collect();
-    kept.sort_unstable_by_key(|&r| piece(r as usize).map(|p| p.0));
-    MergeSorted::new(kept.iter().filter_map(|&r| piece(r as usize)))
-        .map(|(s, e)| e - s)
-        .sum()
-}
+/// The quantiles of launch latency: p50, p90, p99.
+pub const LATENCY_QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
 
-/// The distribution of kernel start − launch call end over eagerly launched kernels.
-pub fn launch_latency(ix: &TraceIndex<'_>) -> LaunchLatency {
-    let k = &ix.trace.kernels;
-    let rt = &ix.trace.runtime;
-    let eager = |i: usize| {
-        ix.launch_call(i)
-            .filter(|&r| ix.call_kind(r) == ApiKind::Launch)
-    };
-    // Sized exactly (one value per kernel): a grown list can be twice that.
-    let mut lat: Vec<Ns> = Vec::with_capacity((0..k.len()).filter(|&i| eager(i).is_some()).count());
-    lat.extend((0..k.len()).filter_map(|i| eager(i).map(|r| k.start[i] - rt.end[r])));
-    let distribution = distribution(&mut lat);
-    LaunchLatency {
-        kernels: lat.len() as u64,
-        queued: distribution.count > 0 && distribution.p50_us >= QUEUED_LAUNCH_US,
-        distribution,
+impl LaunchLatency {
+    /// Of the latencies (kernel start − launch call end) of eagerly launched kernels, read at
+    /// [`LATENCY_QUANTILES`].
+    pub fn of(latencies: &Percentiles) -> LaunchLatency {
+        let distribution = latencies.distribution();
+        LaunchLatency {
+            kernels: latencies.count(),
+            queued: distribution.count > 0 && distribution.p50_us >= QUEUED_LAUNCH_US,
+            distribution,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::window_of;
+    use crate::explain::{Window, WindowBasis, explain_rows};
     use crate::index::testing::TraceBuilder;
+
+    /// The trace's window and its three call summaries, as the explainer folds them.
+    fn fold(b: &TraceBuilder) -> (Window, CallSummaries) {
+        let e = explain_rows(&b.trace, "t", &[], 10).expect("loaded rows");
+        let summaries = CallSummaries {
+            api: e.api_calls,
+            syncs: e.syncs,
+            allocations: e.allocations,
+        };
+        (e.window, summaries)
+    }
 
     /// The shared set-up and tear-down trace with an event created across the window's end
     /// (500.5..501.5 µs): it counts its part inside.
@@ -209,13 +245,12 @@ mod tests {
     #[test]
     fn allocations_outside_the_kernel_window_are_not_counted_in_it() {
         let b = setup_and_teardown();
-        let ix = TraceIndex::new(&b.trace, "t");
-        let w = window_of(&ix);
+        let (w, c) = fold(&b);
         assert_eq!(
             (w.start_ns, w.end_ns, w.basis),
-            (400_000, 501_000, super::super::WindowBasis::Kernels)
+            (400_000, 501_000, WindowBasis::Kernels)
         );
-        let a = alloc_summary(&ix, &w);
+        let a = &c.allocations;
         // Whole capture: 100 + 200 + 300 + 300 + 1 µs.
         assert_eq!((a.calls, a.total_us), (5, 901.0));
         // In the window: only cudaEventCreate's 500.5..501 µs.
@@ -230,9 +265,9 @@ mod tests {
             (a.in_window.calls, a.in_window.total_us, a.in_window.busy_us),
             (1, 0.5, 0.5)
         );
-        let s = sync_summary(&ix, &w);
+        let s = &c.syncs;
         assert_eq!((s.in_window.calls, s.in_window.busy_us), (1, 98.0));
-        let all = api_summary(&ix, &w);
+        let all = &c.api;
         // 8 calls: the set-up and the launch at 300 µs end before the window; the launch at
         // 499 µs, the sync and the event creation overlap it; the two frees come after it.
         assert_eq!((all.calls, all.in_window.calls), (8, 3));
@@ -245,9 +280,8 @@ mod tests {
         b.call("cudaDeviceSynchronize_v3020", 0, 800);
         b.thread(8, 8);
         b.call("cudaDeviceSynchronize_v3020", 200, 1_000);
-        let ix = TraceIndex::new(&b.trace, "t");
-        let s = sync_summary(&ix, &window_of(&ix));
-        let w = &s.in_window;
+        let (_, c) = fold(&b);
+        let w = &c.syncs.in_window;
         assert_eq!((w.calls, w.total_us, w.busy_us), (2, 1.6, 1.0));
         assert_eq!((w.threads, w.processes), (2, 2));
     }
@@ -256,13 +290,12 @@ mod tests {
     fn without_kernels_the_window_is_the_whole_capture() {
         let mut b = setup_and_teardown();
         b.trace.kernels = Default::default();
-        let ix = TraceIndex::new(&b.trace, "t");
-        let w = window_of(&ix);
+        let (w, c) = fold(&b);
         assert_eq!(
             (w.start_ns, w.end_ns, w.basis),
-            (0, 1_200_000, super::super::WindowBasis::Capture)
+            (0, 1_200_000, WindowBasis::Capture)
         );
-        let a = alloc_summary(&ix, &w);
+        let a = &c.allocations;
         assert_eq!((a.in_window.calls, a.in_window.total_us), (5, 901.0));
     }
 }

@@ -1,11 +1,18 @@
 //! Top kernels by total time, and launch-storm detection (spec §5).
+//!
+//! Folded over the kernel rows: a first pass ([`KernelTally`]) counts per name and finds the
+//! window; the top names' percentiles come from their durations read twice more
+//! ([`Percentiles`]), so no kernel is held.
 
 use serde::Serialize;
 
-use super::stats::quantiles;
-use crate::index::TraceIndex;
+use hashbrown::HashMap;
+
+use super::stats::{Percentiles, most_first};
 use crate::index::units::{ratio, us};
-use crate::model::{NameId, Ns};
+use crate::model::rows::KernelRow;
+use crate::model::{NameId, Ns, ProcessIdx, Strings};
+use crate::names::api::ApiKind;
 
 /// Kernels shorter than this cost less GPU time than launching them costs the host.
 pub const TINY_KERNEL_NS: Ns = 10_000;
@@ -54,52 +61,99 @@ pub struct LaunchStorm {
     pub storm: bool,
 }
 
-/// Per name id: (count, total ns, min, max).
-fn per_name(ix: &TraceIndex<'_>) -> Vec<(u64, Ns, Ns, Ns)> {
-    let k = &ix.trace.kernels;
-    let mut acc = vec![(0u64, 0 as Ns, Ns::MAX, Ns::MIN); ix.trace.strings.len() + 1];
-    let last = acc.len() - 1;
-    for i in 0..k.len() {
-        let d = (k.end[i] - k.start[i]).max(0);
-        let a = &mut acc[(k.short_name[i] as usize).min(last)];
-        *a = (a.0 + 1, a.1 + d, a.2.min(d), a.3.max(d));
-    }
-    acc
+/// `(count, total ns, min ns, max ns)` of one kernel name.
+type NameAcc = (u64, Ns, Ns, Ns);
+
+/// What one pass over the kernels counts: how many, their extent, time per name, tiny kernels
+/// and kernels per process.
+#[derive(Debug, Clone, Default)]
+pub struct KernelTally {
+    count: u64,
+    extent: Option<(Ns, Ns)>,
+    /// By short name id; ids past the string table share the id one past its end.
+    per_name: HashMap<usize, NameAcc>,
+    unknown_name: usize,
+    tiny: u64,
+    per_process: Vec<u64>,
 }
 
-/// The `top` names by total kernel time, with percentiles.
-pub fn kernel_summary(ix: &TraceIndex<'_>, top: usize) -> KernelTime {
-    let k = &ix.trace.kernels;
-    let acc = per_name(ix);
-    let total: Ns = acc.iter().map(|a| a.1).sum();
-    let mut order: Vec<usize> = (0..acc.len()).filter(|&i| acc[i].0 > 0).collect();
-    let distinct = order.len() as u64;
-    order.sort_by(|&a, &b| acc[b].1.cmp(&acc[a].1).then(a.cmp(&b)));
-    order.truncate(top);
-    // Durations of the kept names only, gathered in one pass.
-    let mut kept: Vec<Vec<Ns>> = order
-        .iter()
-        .map(|&o| Vec::with_capacity(acc[o].0 as usize))
-        .collect();
-    let mut position = vec![usize::MAX; acc.len()];
-    for (p, &o) in order.iter().enumerate() {
-        position[o] = p;
-    }
-    let last = acc.len() - 1;
-    for i in 0..k.len() {
-        let name = (k.short_name[i] as usize).min(last);
-        if let Some(durations) = kept.get_mut(position[name]) {
-            durations.push((k.end[i] - k.start[i]).max(0));
+impl KernelTally {
+    /// For a trace of `strings` strings and `processes` processes.
+    pub fn new(strings: usize, processes: usize) -> KernelTally {
+        KernelTally {
+            unknown_name: strings,
+            per_process: vec![0; processes],
+            ..KernelTally::default()
         }
     }
-    let top = order
-        .iter()
-        .zip(kept.iter_mut())
-        .map(|(&name, durations)| {
-            let (count, sum, min, max) = acc[name];
-            let [p50, p90] = quantiles(durations, [0.5, 0.9]);
+
+    pub fn add(&mut self, k: &KernelRow) {
+        self.count += 1;
+        self.extent = Some(match self.extent {
+            None => (k.start, k.end),
+            Some((s, e)) => (s.min(k.start), e.max(k.end)),
+        });
+        let d = (k.end - k.start).max(0);
+        let a =
+            self.per_name
+                .entry(self.name_key(k.short_name))
+                .or_insert((0, 0, Ns::MAX, Ns::MIN));
+        *a = (a.0 + 1, a.1 + d, a.2.min(d), a.3.max(d));
+        if k.end - k.start < TINY_KERNEL_NS {
+            self.tiny += 1;
+        }
+        if let Some(c) = self.per_process.get_mut(k.process as usize) {
+            *c += 1;
+        }
+    }
+
+    /// The key a kernel name is counted under.
+    pub fn name_key(&self, name: NameId) -> usize {
+        (name as usize).min(self.unknown_name)
+    }
+
+    /// How many kernels were read.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// First kernel start and last kernel end; `None` without kernels.
+    pub fn extent(&self) -> Option<(Ns, Ns)> {
+        self.extent
+    }
+
+    /// The `top` names by total time (ties by id): the names whose durations the second pass
+    /// counts.
+    pub fn top_names(&self, top: usize) -> Vec<usize> {
+        let mut order = most_first(&self.per_name, |a| a.0 > 0, |a| a.1);
+        order.truncate(top);
+        order.into_iter().map(|(name, _)| name).collect()
+    }
+}
+
+/// The quantiles of each top name's durations: p50, p90.
+pub const KERNEL_QUANTILES: [f64; 2] = [0.5, 0.9];
+
+/// The `top` names by total kernel time, with percentiles; `durations` holds the durations of
+/// [`KernelTally::top_names`]`(top)` at [`KERNEL_QUANTILES`].
+pub fn kernel_summary(
+    tally: &KernelTally,
+    durations: &HashMap<usize, Percentiles>,
+    strings: &Strings,
+    top: usize,
+) -> KernelTime {
+    let total: Ns = tally.per_name.values().map(|a| a.1).sum();
+    let distinct = tally.per_name.values().filter(|a| a.0 > 0).count() as u64;
+    let top = tally
+        .top_names(top)
+        .into_iter()
+        .map(|name| {
+            let (count, sum, min, max) = tally.per_name[&name];
+            let q = durations.get(&name).map(Percentiles::values);
+            let at = |i: usize| q.as_ref().and_then(|q| q.get(i).copied()).unwrap_or(0);
+            let (p50, p90) = (at(0), at(1));
             KernelStats {
-                name: match ix.trace.strings.get(name as NameId) {
+                name: match strings.get(name as NameId) {
                     "" => "(unnamed)".to_string(),
                     s => s.to_string(),
                 },
@@ -115,51 +169,67 @@ pub fn kernel_summary(ix: &TraceIndex<'_>, top: usize) -> KernelTime {
         })
         .collect();
     KernelTime {
-        kernels: k.len() as u64,
+        kernels: tally.count,
         total_us: us(total),
         distinct_names: distinct,
         top,
     }
 }
 
-/// Launch rate over the window and the share of tiny kernels.
-pub fn launch_storm(ix: &TraceIndex<'_>, window: (Ns, Ns)) -> LaunchStorm {
-    let k = &ix.trace.kernels;
+/// Kernel and graph launch calls, counted over the calls pass.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchCalls {
+    calls: u64,
+    per_process: Vec<u64>,
+}
+
+impl LaunchCalls {
+    pub fn new(processes: usize) -> LaunchCalls {
+        LaunchCalls {
+            calls: 0,
+            per_process: vec![0; processes],
+        }
+    }
+
+    /// Counts a call of kind `kind`, made by `process`, if it launches kernels.
+    pub fn add(&mut self, kind: ApiKind, process: Option<ProcessIdx>) {
+        if kind.launches_kernels() {
+            self.calls += 1;
+            if let Some(c) = process.and_then(|p| self.per_process.get_mut(p as usize)) {
+                *c += 1;
+            }
+        }
+    }
+}
+
+/// Launch rate over the window and the share of tiny kernels; `runtime` says whether the trace
+/// has a runtime table (without one, each kernel counts as its launch).
+pub fn launch_storm(
+    tally: &KernelTally,
+    launches: &LaunchCalls,
+    runtime: bool,
+    window: (Ns, Ns),
+) -> LaunchStorm {
     let window_s = (window.1 - window.0).max(0) as f64 / 1e9;
-    let mut per_process = vec![0u64; ix.trace.processes.len()];
-    let rt = &ix.trace.runtime;
-    let mut calls = 0u64;
-    for r in 0..rt.len() {
-        if ix.call_kind(r).launches_kernels() {
-            calls += 1;
-            if let Some(c) = ix
-                .call_process(r)
-                .and_then(|p| per_process.get_mut(p as usize))
-            {
-                *c += 1;
+    let mut per_process = launches.per_process.clone();
+    let calls = match runtime {
+        true => launches.calls,
+        false => {
+            for (c, k) in per_process.iter_mut().zip(&tally.per_process) {
+                *c += k;
             }
+            tally.count
         }
-    }
-    if !ix.trace.present.runtime {
-        calls = k.len() as u64;
-        for &p in &k.process {
-            if let Some(c) = per_process.get_mut(p as usize) {
-                *c += 1;
-            }
-        }
-    }
-    let tiny = (0..k.len())
-        .filter(|&i| k.end[i] - k.start[i] < TINY_KERNEL_NS)
-        .count() as u64;
+    };
     let rate = |n: u64| ratio(n as f64, window_s);
     let max_rate = per_process.iter().map(|&n| rate(n)).fold(0.0, f64::max);
-    let tiny_share = ratio(tiny as f64, k.len() as f64);
+    let tiny_share = ratio(tally.tiny as f64, tally.count as f64);
     LaunchStorm {
         launch_calls: calls,
         window_us: window_s * 1e6,
         launches_per_s: rate(calls),
         max_process_launches_per_s: max_rate,
-        tiny_kernels: tiny,
+        tiny_kernels: tally.tiny,
         tiny_share,
         tiny_threshold_us: us(TINY_KERNEL_NS),
         storm: max_rate > STORM_LAUNCHES_PER_S && tiny_share > STORM_TINY_SHARE,

@@ -3,14 +3,17 @@
 //! and copies issued through a synchronous API.
 //!
 //! Sync vs async comes from the API call that issued the operation (joined on process and
-//! correlation id); pageable from `srcKind`/`dstKind` (`ENUM_CUDA_MEM_KIND` 0 = pageable).
+//! correlation id while both tables stream, [`crate::index::call_join`]); pageable from
+//! `srcKind`/`dstKind` (`ENUM_CUDA_MEM_KIND` 0 = pageable). Folded per copy direction
+//! ([`MemoryTally`]): nothing is held per operation.
 
 use serde::Serialize;
 
 use super::Window;
-use crate::index::TraceIndex;
+use crate::index::call_join::Hold;
 use crate::index::units::us;
-use crate::model::{MemOps, Ns};
+use crate::model::Ns;
+use crate::model::rows::{CallRow, MemOpRow};
 use crate::names::api::ApiKind;
 
 /// Operations of one kind (a copy direction, or memset).
@@ -68,10 +71,19 @@ fn copy_kind(kind: u8) -> &'static str {
     }
 }
 
-/// Whether the API call that issued operation `i` is async; `None` when none joins it.
-fn issued_by(ix: &TraceIndex<'_>, ops: &MemOps, i: usize) -> Option<bool> {
-    let row = ix.issuing_call(ops, i)?;
-    match ix.call_kind(row) {
+/// Which calls the copy join holds (a copy's call issues one copy): copy calls for the copy
+/// table (`memset: false`), memset calls for the memset table.
+pub fn hold(kind: ApiKind, memset: bool) -> Hold {
+    match (kind, memset) {
+        (ApiKind::Memcpy { .. }, false) | (ApiKind::Memset { .. }, true) => Hold::Once,
+        _ => Hold::No,
+    }
+}
+
+/// Whether `call` (of kind `kind`), the call that issued an operation, is async; `None` when
+/// no call joins it.
+pub fn issued_async(call: Option<(CallRow, ApiKind)>) -> Option<bool> {
+    match call?.1 {
         ApiKind::Memcpy { is_async } | ApiKind::Memset { is_async } => Some(is_async),
         _ => None,
     }
@@ -89,10 +101,10 @@ fn stats(kind: &str) -> MemOpStats {
     }
 }
 
-fn add(s: &mut MemOpStats, ops: &MemOps, i: usize, is_async: Option<bool>, pageable: bool) {
-    let d: Ns = (ops.end[i] - ops.start[i]).max(0);
+fn add(s: &mut MemOpStats, op: &MemOpRow, is_async: Option<bool>, pageable: bool) {
+    let d: Ns = (op.end - op.start).max(0);
     s.count += 1;
-    s.bytes += ops.bytes.get(i).copied().unwrap_or(0);
+    s.bytes += op.bytes;
     s.total_us += us(d);
     match is_async {
         Some(true) if pageable => s.pageable_async += 1,
@@ -102,58 +114,75 @@ fn add(s: &mut MemOpStats, ops: &MemOps, i: usize, is_async: Option<bool>, pagea
     }
 }
 
-/// Copies per direction (most time first) and memsets.
-pub fn memory_summary(ix: &TraceIndex<'_>, window: &Window) -> MemorySummary {
-    let t = ix.trace;
-    let mut kinds: Vec<MemOpStats> = Vec::new();
-    let mut in_window = StallingOps::default();
-    let inside = |ops: &MemOps, i: usize| window.clip(ops.start[i], ops.end[i]).is_some();
-    for i in 0..t.memcpy.len() {
-        let label = copy_kind(t.memcpy.kind.get(i).copied().unwrap_or(0));
-        let pageable = t.memcpy.pageable_host(i);
-        let is_async = issued_by(ix, &t.memcpy, i);
-        if inside(&t.memcpy, i) {
+/// Copies per direction and memsets, folded in start order.
+pub struct MemoryTally {
+    window: Window,
+    kinds: Vec<MemOpStats>,
+    memset: MemOpStats,
+    in_window: StallingOps,
+}
+
+impl MemoryTally {
+    pub fn new(window: Window) -> MemoryTally {
+        MemoryTally {
+            window,
+            kinds: Vec::new(),
+            memset: stats("memset"),
+            in_window: StallingOps::default(),
+        }
+    }
+
+    /// Counts copy `op`, issued by an async call (`Some(true)`), a synchronous one, or none
+    /// found (`None`).
+    pub fn copy(&mut self, op: &MemOpRow, is_async: Option<bool>) {
+        let label = copy_kind(op.kind);
+        let pageable = op.pageable_host();
+        if self.window.clip(op.start, op.end).is_some() {
             match is_async {
-                Some(true) if pageable => in_window.pageable_async_copies += 1,
-                Some(false) => in_window.synchronous_copies += 1,
+                Some(true) if pageable => self.in_window.pageable_async_copies += 1,
+                Some(false) => self.in_window.synchronous_copies += 1,
                 _ => {}
             }
         }
-        let slot = match kinds.iter().position(|k| k.kind == label) {
+        let slot = match self.kinds.iter().position(|k| k.kind == label) {
             Some(p) => p,
             None => {
-                kinds.push(stats(label));
-                kinds.len() - 1
+                self.kinds.push(stats(label));
+                self.kinds.len() - 1
             }
         };
-        add(&mut kinds[slot], &t.memcpy, i, is_async, pageable);
+        add(&mut self.kinds[slot], op, is_async, pageable);
     }
-    kinds.sort_by(|a, b| {
-        b.total_us
-            .total_cmp(&a.total_us)
-            .then_with(|| a.kind.cmp(&b.kind))
-    });
-    let mut memset = stats("memset");
-    for i in 0..t.memset.len() {
-        let is_async = issued_by(ix, &t.memset, i);
-        if is_async == Some(false) && inside(&t.memset, i) {
-            in_window.synchronous_memsets += 1;
+
+    /// Counts memset `op` (as [`MemoryTally::copy`]).
+    pub fn memset(&mut self, op: &MemOpRow, is_async: Option<bool>) {
+        if is_async == Some(false) && self.window.clip(op.start, op.end).is_some() {
+            self.in_window.synchronous_memsets += 1;
         }
-        add(&mut memset, &t.memset, i, is_async, false);
+        add(&mut self.memset, op, is_async, false);
     }
-    MemorySummary {
-        pageable_async_copies: kinds.iter().map(|k| k.pageable_async).sum(),
-        synchronous_copies: kinds.iter().map(|k| k.synchronous).sum(),
-        synchronous_memsets: memset.synchronous,
-        memcpy: kinds,
-        memset,
-        in_window,
+
+    /// Copies per direction (most time first) and memsets.
+    pub fn finish(self) -> MemorySummary {
+        let mut kinds = self.kinds;
+        kinds.sort_by(|a, b| {
+            b.total_us
+                .total_cmp(&a.total_us)
+                .then_with(|| a.kind.cmp(&b.kind))
+        });
+        MemorySummary {
+            pageable_async_copies: kinds.iter().map(|k| k.pageable_async).sum(),
+            synchronous_copies: kinds.iter().map(|k| k.synchronous).sum(),
+            synchronous_memsets: self.memset.synchronous,
+            memcpy: kinds,
+            memset: self.memset,
+            in_window: self.in_window,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::index::testing::TraceBuilder;
     use crate::model::PAGEABLE_MEMORY as PAGEABLE;
 
@@ -174,8 +203,9 @@ mod tests {
             (vec![80], vec![90], vec![0], vec![7], vec![0]);
         (m.correlation, m.bytes, m.kind, m.src_mem, m.dst_mem) =
             (vec![memset], vec![64], vec![0], vec![2], vec![2]);
-        let ix = TraceIndex::new(&b.trace, "t");
-        let s = memory_summary(&ix, &super::super::window_of(&ix));
+        let s = crate::explain::explain_rows(&b.trace, "t", &[], 10)
+            .expect("loaded rows")
+            .memory;
         assert_eq!((s.pageable_async_copies, s.synchronous_copies), (1, 1));
         assert_eq!(s.synchronous_memsets, 1);
         let dtoh = s.memcpy.iter().find(|k| k.kind == "DtoH").expect("DtoH");

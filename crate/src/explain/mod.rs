@@ -2,8 +2,12 @@
 //! what to do next — prioritized findings mapped to the reference's optimization patterns
 //! (reference §9.5).
 //!
-//! Each section is its own module over the shared [`TraceIndex`]; [`crate::findings`] turns
-//! the sections (and the drill-down's results) into findings with severity and evidence.
+//! The explainer is a fold over the trace's rows in start order ([`EventRows`]: the loaded
+//! trace, or the file read as it goes), so it runs in bounded memory: what it holds is per
+//! name, per distinct duration, per process and thread, per step, per range open at the clock
+//! and per launch in flight — never per kernel, call or range. Each section is its own module
+//! with its tally; [`explain_rows`] runs the passes. [`crate::findings`] turns the sections
+//! (and the drill-down's results) into findings with severity and evidence.
 
 pub mod api;
 pub mod kernels;
@@ -12,11 +16,19 @@ pub mod nvtx;
 pub mod processes;
 pub mod stats;
 
+use hashbrown::HashMap;
 use serde::Serialize;
 
-use crate::index::TraceIndex;
+use crate::error::Result;
+use crate::index::call_facts::CallFacts;
+use crate::index::call_join::{CallJoin, Hold};
 use crate::index::units::us;
-use crate::model::{CoverageNote, Ns, Trace};
+use crate::index::{TraceIndex, steady_spans};
+use crate::model::rows::{CallRow, EventRows, KernelRow, MemOpRow, Rows};
+use crate::model::{CoverageNote, NO_NAME, NameId, Ns, ProcessIdx, Strings, Trace};
+use crate::names::api::{ApiKind, api_kind};
+use crate::steps::Step;
+use stats::Percentiles;
 
 /// Names listed per table by default.
 pub const DEFAULT_TOP: usize = 20;
@@ -51,14 +63,15 @@ impl Window {
     }
 }
 
-/// The kernel window, or the whole capture's host events when there is no kernel.
-pub fn window_of(ix: &TraceIndex<'_>) -> Window {
-    let (start_ns, end_ns, basis) = if ix.trace.kernels.is_empty() {
-        let (s, e) = host_extent(ix.trace);
-        (s, e, WindowBasis::Capture)
-    } else {
-        let (s, e) = ix.kernel_extent();
-        (s, e, WindowBasis::Kernels)
+/// The kernel window (`kernels`: first start, last end), or the whole capture's host events
+/// when there is no kernel.
+fn window_of(rows: &dyn EventRows, kernels: Option<(Ns, Ns)>) -> Window {
+    let (start_ns, end_ns, basis) = match kernels {
+        Some((s, e)) => (s, e, WindowBasis::Kernels),
+        None => {
+            let (s, e) = host_extent(rows);
+            (s, e, WindowBasis::Capture)
+        }
     };
     Window {
         start_ns,
@@ -69,19 +82,17 @@ pub fn window_of(ix: &TraceIndex<'_>) -> Window {
 }
 
 /// First start to last end over the host's events: API calls, NVTX ranges, copies and memsets.
-fn host_extent(t: &Trace) -> (Ns, Ns) {
-    let spans = [
-        (&t.runtime.start, &t.runtime.end),
-        (&t.nvtx.start, &t.nvtx.end),
-        (&t.memcpy.start, &t.memcpy.end),
-        (&t.memset.start, &t.memset.end),
-    ];
+fn host_extent(rows: &dyn EventRows) -> (Ns, Ns) {
+    let spans = rows
+        .calls()
+        .map(|c| (c.start, c.end))
+        .chain(rows.ranges().map(|r| (r.start, r.end)))
+        .chain(rows.memcpy().map(|m| (m.start, m.end)))
+        .chain(rows.memset().map(|m| (m.start, m.end)));
     let mut extent: Option<(Ns, Ns)> = None;
-    for (starts, ends) in spans {
-        for (&s, &e) in starts.iter().zip(ends) {
-            let e = e.max(s);
-            extent = Some(extent.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
-        }
+    for (s, e) in spans {
+        let e = e.max(s);
+        extent = Some(extent.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
     }
     extent.unwrap_or((0, 0))
 }
@@ -104,29 +115,275 @@ pub struct ExplainReport {
     pub coverage: Vec<CoverageNote>,
 }
 
-/// Explains one indexed trace; `top` limits the named lists.
+/// Explains one indexed trace; `top` limits the named lists. (The fold over the loaded
+/// trace's rows, [`explain_rows`], for callers that still hold a [`TraceIndex`].)
 pub fn explain(ix: &TraceIndex<'_>, top: usize) -> ExplainReport {
-    let window = window_of(ix);
-    ExplainReport {
-        file: ix.label.clone(),
-        window,
-        kernels: kernels::kernel_summary(ix, top),
-        launch_storm: kernels::launch_storm(ix, (window.start_ns, window.end_ns)),
-        api_calls: api::api_summary(ix, &window),
-        syncs: api::sync_summary(ix, &window),
-        allocations: api::alloc_summary(ix, &window),
-        memory: memory::memory_summary(ix, &window),
-        nvtx: nvtx::nvtx_summary(ix, top),
-        processes: processes::process_breakdown(ix),
-        launch_latency: api::launch_latency(ix),
-        coverage: coverage(ix),
+    // A loaded trace's rows never fail to read: no check to make.
+    fold(ix.trace, &ix.label, &ix.steps.steps, top).0
+}
+
+/// Explains the trace whose rows `rows` reads, `label` naming it and `steps` its forward steps
+/// (the standard profile's, TP-merged); `top` limits the named lists. Fails when a row could
+/// not be read.
+pub fn explain_rows(
+    rows: &dyn EventRows,
+    label: &str,
+    steps: &[Step],
+    top: usize,
+) -> Result<ExplainReport> {
+    explain_rows_held(rows, label, steps, top).map(|(report, _)| report)
+}
+
+/// [`explain_rows`] with the most state the fold held at once.
+pub fn explain_rows_held(
+    rows: &dyn EventRows,
+    label: &str,
+    steps: &[Step],
+    top: usize,
+) -> Result<(ExplainReport, Held)> {
+    let out = fold(rows, label, steps, top);
+    rows.check()?;
+    Ok(out)
+}
+
+/// The most state the explainer's fold held at once: what bounds its memory besides the
+/// per-name, per-process and per-thread tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Held {
+    /// Kernels read (what the held state must not grow with).
+    pub kernels: u64,
+    /// Calls held by a join until their kernel or copy came (the most of any join).
+    pub pending_calls: usize,
+    /// NVTX ranges open at the clock (on the threads' stacks, and read ahead at one start).
+    pub open_ranges: usize,
+    /// Entries held for the exact percentiles of the top kernel names and of launch latency:
+    /// coarse buckets, then the distinct values inside the buckets the percentiles fall in
+    /// (`stats::Percentiles`).
+    pub duration_entries: usize,
+}
+
+/// The API kinds of the call names met, classified once per distinct name.
+#[derive(Debug, Default)]
+pub struct ApiKinds(HashMap<NameId, ApiKind>);
+
+impl ApiKinds {
+    /// The kind of `name`, classified the first time it is met.
+    pub fn classify(&mut self, strings: &Strings, name: NameId) -> ApiKind {
+        *self.0.entry(name).or_insert_with(|| match name as usize {
+            i if i < strings.len() => api_kind(strings.get(name)),
+            _ => ApiKind::Other,
+        })
+    }
+
+    /// The kind of a name classified already (`Other` when not met).
+    pub fn get(&self, name: NameId) -> ApiKind {
+        self.0.get(&name).copied().unwrap_or(ApiKind::Other)
     }
 }
 
-/// What the explainer could not see, beyond what loading recorded (a missing table is the
-/// loader's note, stated once).
-fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
-    let mut notes = ix.trace.coverage.clone();
-    notes.extend(ix.call_coverage());
-    notes
+/// The process that made call `c` (`None`: its thread is not in the thread table).
+fn call_process(meta: &Trace, c: &CallRow) -> Option<ProcessIdx> {
+    meta.threads.process.get(c.thread as usize).copied()
+}
+
+/// The explainer's passes: kernels (window, time per name), calls, ranges, kernels joined to
+/// their launch calls twice (latency, NVTX GPU time, the top names' durations), copies,
+/// memsets.
+fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (ExplainReport, Held) {
+    let meta = rows.meta();
+    let strings = &meta.strings;
+    let mut procs = processes::ProcessTally::new(meta);
+    let mut tally = kernels::KernelTally::new(strings.len(), meta.processes.len());
+    for k in rows.kernels() {
+        tally.add(&k);
+        procs.kernel(&k);
+    }
+    let window = window_of(rows, tally.extent());
+    let steady = steady_spans(steps).0;
+    let mut kinds = ApiKinds::default();
+    let mut calls = api::CallTally::new(window, &steady, strings.len());
+    let mut launches = kernels::LaunchCalls::new(meta.processes.len());
+    let mut facts = CallFacts::default();
+    for c in rows.calls() {
+        let kind = kinds.classify(strings, c.name);
+        let process = call_process(meta, &c);
+        calls.add(&c, kind, process);
+        launches.add(kind, process);
+        procs.call(&c, kind, process);
+        facts.add(kind, c.correlation, process);
+    }
+    let mut ranges = nvtx::RangeTally::new(meta.threads.len(), strings.len());
+    for r in rows.ranges() {
+        ranges.add(&r);
+        procs.range(meta, &r);
+    }
+    let mut held = Held {
+        kernels: tally.count(),
+        ..Held::default()
+    };
+    let joined = joined_kernels(rows, &kinds, &tally, top, &mut held);
+    let mut memory = memory::MemoryTally::new(window);
+    let copies = join_copies(rows, &kinds, false, &mut |op, is_async| {
+        memory.copy(op, is_async);
+        procs.memcpy(op);
+    });
+    let memsets = join_copies(rows, &kinds, true, &mut |op, is_async| {
+        memory.memset(op, is_async)
+    });
+    held.pending_calls = held.pending_calls.max(copies).max(memsets);
+    let summaries = calls.finish(strings);
+    let mut coverage = meta.coverage.clone();
+    coverage.extend(facts.coverage(meta.present.runtime, rows.columns().call_correlations));
+    let report = ExplainReport {
+        file: label.to_string(),
+        window,
+        kernels: kernels::kernel_summary(&tally, &joined.durations, strings, top),
+        launch_storm: kernels::launch_storm(
+            &tally,
+            &launches,
+            meta.present.runtime,
+            (window.start_ns, window.end_ns),
+        ),
+        api_calls: summaries.api,
+        syncs: summaries.syncs,
+        allocations: summaries.allocations,
+        memory: memory.finish(),
+        nvtx: nvtx::nvtx_summary(&ranges, &joined.gpu, strings, top),
+        processes: procs.finish(meta),
+        launch_latency: api::LaunchLatency::of(&joined.latency),
+        coverage,
+    };
+    (report, held)
+}
+
+/// What a kernel's launch call was, joined: the call, its kind, and the innermost NVTX range
+/// open on its thread when it was made (`NO_NAME`: none, or ranges not read).
+type Launch = (CallRow, (ApiKind, NameId));
+
+/// Kernel start − launch call end, for a kernel launched eagerly (graph replays queue).
+fn eager_latency(k: &KernelRow, launch: Option<Launch>) -> Option<Ns> {
+    match launch? {
+        (call, (ApiKind::Launch, _)) => Some(k.start - call.end),
+        _ => None,
+    }
+}
+
+/// The kernels joined to their launch calls, read twice: first GPU time per range and the
+/// percentiles' buckets, then the values inside the buckets the percentiles fall in.
+fn joined_kernels(
+    rows: &dyn EventRows,
+    kinds: &ApiKinds,
+    tally: &kernels::KernelTally,
+    top: usize,
+    held: &mut Held,
+) -> Joined {
+    let mut joined = Joined {
+        gpu: nvtx::GpuTally::new(rows.meta().strings.len()),
+        latency: Percentiles::new(&api::LATENCY_QUANTILES),
+        durations: tally
+            .top_names(top)
+            .into_iter()
+            .map(|name| (name, Percentiles::new(&kernels::KERNEL_QUANTILES)))
+            .collect(),
+    };
+    let duration = |k: &KernelRow| (k.end - k.start).max(0);
+    join_kernels(rows, kinds, true, held, &mut |k, launch| {
+        joined
+            .gpu
+            .add(launch.map_or(NO_NAME, |(_, (_, range))| range), duration(k));
+        if let Some(latency) = eager_latency(k, launch) {
+            joined.latency.first(latency);
+        }
+        if let Some(p) = joined.durations.get_mut(&tally.name_key(k.short_name)) {
+            p.first(duration(k));
+        }
+    });
+    joined.latency.end_first();
+    joined
+        .durations
+        .values_mut()
+        .for_each(Percentiles::end_first);
+    join_kernels(rows, kinds, false, held, &mut |k, launch| {
+        if let Some(latency) = eager_latency(k, launch) {
+            joined.latency.second(latency);
+        }
+        if let Some(p) = joined.durations.get_mut(&tally.name_key(k.short_name)) {
+            p.second(duration(k));
+        }
+    });
+    held.duration_entries = joined.latency.held()
+        + joined
+            .durations
+            .values()
+            .map(Percentiles::held)
+            .sum::<usize>();
+    joined
+}
+
+/// What the kernels say once joined to their launch calls.
+struct Joined {
+    /// GPU time per innermost launching range.
+    gpu: nvtx::GpuTally,
+    /// Kernel start − launch call end of eagerly launched kernels.
+    latency: Percentiles,
+    /// The durations of the top kernel names ([`kernels::KernelTally::top_names`]).
+    durations: HashMap<usize, Percentiles>,
+}
+
+/// One pass over the kernels joined to their launch calls, each handed to `visit` with its
+/// call: a launch call, when read, is held (with the innermost NVTX range open on its thread
+/// when `ranges`, the ranges read alongside) until its kernel comes; a graph launch's call, to
+/// the end, only when `ranges` (eager latency needs no graph launch).
+fn join_kernels(
+    rows: &dyn EventRows,
+    kinds: &ApiKinds,
+    ranges: bool,
+    held: &mut Held,
+    visit: &mut dyn FnMut(&KernelRow, Option<Launch>),
+) {
+    let meta = rows.meta();
+    let mut open = nvtx::OpenRanges::new(
+        match ranges {
+            true => rows.ranges(),
+            false => Box::new(std::iter::empty()),
+        },
+        meta.threads.len(),
+    );
+    let mut join = CallJoin::with_payload(rows.calls(), |c| {
+        let kind = kinds.get(c.name);
+        let hold = match kind {
+            ApiKind::Launch => Hold::Once,
+            ApiKind::GraphLaunch if ranges => Hold::Many,
+            _ => return (Hold::No, (kind, NO_NAME)),
+        };
+        (hold, (kind, open.innermost(c.thread, c.start)))
+    });
+    for k in rows.kernels() {
+        let launch = join.find_with(k.start, k.process, k.correlation);
+        visit(&k, launch);
+    }
+    held.pending_calls = held.pending_calls.max(join.peak());
+    drop(join);
+    held.open_ranges = held.open_ranges.max(open.peak());
+}
+
+/// One pass over the copies (`memset` false) or memsets joined to the calls that issued them,
+/// each handed to `visit` with whether its call is async (`None`: none found); returns the
+/// most calls held at once.
+fn join_copies(
+    rows: &dyn EventRows,
+    kinds: &ApiKinds,
+    memset: bool,
+    visit: &mut dyn FnMut(&MemOpRow, Option<bool>),
+) -> usize {
+    let mut join = CallJoin::with_payload(rows.calls(), |c| {
+        let kind = kinds.get(c.name);
+        (memory::hold(kind, memset), kind)
+    });
+    let ops: Rows<'_, MemOpRow> = if memset { rows.memset() } else { rows.memcpy() };
+    for op in ops {
+        let call = join.find_with(op.start, op.process, op.correlation);
+        visit(&op, memory::issued_async(call));
+    }
+    join.peak()
 }

@@ -2,21 +2,25 @@
 //!
 //! A kernel's GPU time goes to the innermost NVTX range open on the thread that launched it, at
 //! the moment of the launch call (the usual "NVTX GPU projection"). Coverage is the share of all
-//! kernel time that some range received. Ranges per thread are swept once with a stack, in the
-//! order of the thread's launch calls.
+//! kernel time that some range received. Ranges and calls are read together in start order:
+//! each thread keeps a stack of its ranges open at the clock ([`OpenRanges`]), and a launch
+//! call, when read, is held with the innermost range of its thread until its kernels come.
 //!
 //! Ranges are counted by name, PyTorch `emit_nvtx` ranges by op: `aten::mm, seq = 12, op_id = 3,
 //! sizes = […]` is one call of `aten::mm` (`names::ranges::emit_nvtx_op`), not its own name.
 
+use std::iter::Peekable;
+
+use hashbrown::HashMap;
 use serde::Serialize;
 
-use super::stats::{NamedStats, named_stats_by};
-use crate::index::TraceIndex;
+use super::stats::{NamedStats, PerName, most_first, named_stats_by};
 use crate::index::units::{ratio, us};
-use crate::model::{NO_NAME, NameId, Ns, Strings};
+use crate::model::rows::Rows;
+use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Strings, ThreadIdx};
 use crate::names::ranges::emit_nvtx_op;
-use crate::profile::Profile;
-use crate::steps::visible_name;
+use crate::profile::{Profile, Switches};
+use crate::steps::visible_row_name;
 
 /// GPU time of kernels launched inside ranges of one name (innermost range).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,201 +49,175 @@ pub struct NvtxSummary {
 /// One visible range: (start, end, name).
 type Range = (Ns, Ns, NameId);
 
-/// One thread's visible ranges, sorted by start (outer first on equal starts): their NVTX rows
-/// when the table already has them in that order (an export's NVTX table is in start order),
-/// else the ranges themselves, sorted.
-enum ThreadRanges {
-    Rows(Vec<u32>),
-    Sorted(Vec<Range>),
+/// The visible range of `row` on a thread of the trace's `threads`, if it is one: the standard
+/// profile's name, on a known thread.
+fn visible(row: &NvtxRow, sw: &Switches, threads: usize) -> Option<Range> {
+    let name = visible_row_name(row, sw)?;
+    ((row.thread as usize) < threads).then_some((row.start, row.end, name))
 }
 
-impl ThreadRanges {
-    fn len(&self) -> usize {
-        match self {
-            ThreadRanges::Rows(v) => v.len(),
-            ThreadRanges::Sorted(v) => v.len(),
+/// Time per visible range name, folded over the ranges.
+pub struct RangeTally {
+    sw: Switches,
+    threads: usize,
+    strings: usize,
+    per_name: PerName,
+}
+
+impl RangeTally {
+    /// For a trace of `threads` threads and `strings` strings.
+    pub fn new(threads: usize, strings: usize) -> RangeTally {
+        RangeTally {
+            sw: Profile::Standard.switches(),
+            threads,
+            strings,
+            per_name: PerName::default(),
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn get(&self, i: usize, ix: &TraceIndex<'_>, names: &[NameId]) -> Option<Range> {
-        match self {
-            ThreadRanges::Rows(v) => v.get(i).map(|&r| {
-                let nvtx = &ix.trace.nvtx;
-                (
-                    nvtx.start[r as usize],
-                    nvtx.end[r as usize],
-                    names[r as usize],
-                )
-            }),
-            ThreadRanges::Sorted(v) => v.get(i).copied(),
+    pub fn add(&mut self, row: &NvtxRow) {
+        if let Some((s, e, name)) = visible(row, &self.sw, self.threads)
+            && (name as usize) < self.strings
+        {
+            self.per_name.add(name as usize, e - s);
         }
     }
 }
 
-/// Visible ranges by thread, each thread's sorted by start (outer first on equal starts), and
-/// every NVTX row's visible name (`NO_NAME`: not visible).
-fn ranges_by_thread(ix: &TraceIndex<'_>) -> (Vec<ThreadRanges>, Vec<NameId>) {
-    let nvtx = &ix.trace.nvtx;
-    let sw = Profile::Standard.switches();
-    let names: Vec<NameId> = (0..nvtx.len())
-        .map(|i| visible_name(nvtx, i, &sw).unwrap_or(NO_NAME))
-        .collect();
-    let mut rows: Vec<Vec<u32>> = vec![Vec::new(); ix.trace.threads.len()];
-    for i in (0..nvtx.len()).filter(|&i| names[i] != NO_NAME) {
-        if let Some(v) = rows.get_mut(nvtx.thread[i] as usize) {
-            v.push(i as u32);
-        }
-    }
-    let key = |r: &u32| {
-        (
-            nvtx.start[*r as usize],
-            std::cmp::Reverse(nvtx.end[*r as usize]),
-        )
-    };
-    let out = rows
-        .into_iter()
-        .map(|v| {
-            if v.is_sorted_by_key(key) {
-                return ThreadRanges::Rows(v);
-            }
-            let mut ranges: Vec<Range> = v
-                .iter()
-                .map(|&r| {
-                    (
-                        nvtx.start[r as usize],
-                        nvtx.end[r as usize],
-                        names[r as usize],
-                    )
-                })
-                .collect();
-            ranges.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
-            ThreadRanges::Sorted(ranges)
-        })
-        .collect();
-    (out, names)
-}
-
-/// One thread's sweep over its ranges, fed its launch calls in start order: the ranges open at
-/// the last call, innermost on top.
-#[derive(Default)]
-struct ThreadSweep {
-    next: usize,
-    stack: Vec<Range>,
-}
-
-impl ThreadSweep {
-    /// The innermost range open at `t` (not before the previous call's start).
-    fn innermost(
-        &mut self,
-        t: Ns,
-        ranges: &ThreadRanges,
-        ix: &TraceIndex<'_>,
-        names: &[NameId],
-    ) -> Option<NameId> {
-        while let Some(range) = ranges.get(self.next, ix, names).filter(|g| g.0 <= t) {
-            while self.stack.last().is_some_and(|top| top.1 <= range.0) {
-                self.stack.pop();
-            }
-            self.stack.push(range);
-            self.next += 1;
-        }
-        while self.stack.last().is_some_and(|top| top.1 <= t) {
-            self.stack.pop();
-        }
-        self.stack.last().map(|top| top.2)
-    }
-}
-
-/// The innermost range open at each launch call (by runtime row), `NO_NAME` outside ranges.
+/// The NVTX ranges open at the clock, per thread, innermost on top: fed the ranges in start
+/// order, asked at times that never go back.
 ///
-/// When each thread's launch calls are in start order in the table (an export's runtime table
-/// is in start order per thread), one pass sweeps every thread at once; else each thread's calls
-/// are listed and sorted first.
-fn innermost_at_launches(
-    ix: &TraceIndex<'_>,
-    ranges: &[ThreadRanges],
-    names: &[NameId],
-) -> Vec<NameId> {
-    let rt = &ix.trace.runtime;
-    let launch = |r: usize| {
-        let thread = rt.thread[r] as usize;
-        (ix.call_kind(r).launches_kernels() && ranges.get(thread).is_some_and(|g| !g.is_empty()))
-            .then_some(thread)
-    };
-    let mut inner = vec![NO_NAME; rt.len()];
-    let mut last: Vec<Ns> = vec![Ns::MIN; ranges.len()];
-    let in_order = (0..rt.len()).all(|r| {
-        launch(r)
-            .is_none_or(|thread| std::mem::replace(&mut last[thread], rt.start[r]) <= rt.start[r])
-    });
-    drop(last);
-    let mut sweeps: Vec<ThreadSweep> = ranges.iter().map(|_| ThreadSweep::default()).collect();
-    if in_order {
-        for (r, slot) in inner.iter_mut().enumerate() {
-            if let Some(thread) = launch(r)
-                && let Some(name) =
-                    sweeps[thread].innermost(rt.start[r], &ranges[thread], ix, names)
-            {
-                *slot = name;
-            }
-        }
-        return inner;
-    }
-    let mut calls: Vec<Vec<u32>> = vec![Vec::new(); ranges.len()];
-    for r in 0..rt.len() {
-        if let Some(thread) = launch(r) {
-            calls[thread].push(r as u32);
-        }
-    }
-    for ((thread_calls, thread_ranges), sweep) in calls.iter_mut().zip(ranges).zip(&mut sweeps) {
-        if !thread_calls.is_sorted_by_key(|&r| rt.start[r as usize]) {
-            thread_calls.sort_by_key(|&r| rt.start[r as usize]);
-        }
-        for &r in thread_calls.iter() {
-            if let Some(name) = sweep.innermost(rt.start[r as usize], thread_ranges, ix, names) {
-                inner[r as usize] = name;
-            }
-        }
-    }
-    inner
+/// Each thread's ranges are pushed in (start, longest first) order; a range pushed pops the
+/// ranges on top that ended by its start, and a lookup at `t` pops those that ended by `t`.
+/// What is held is the ranges open at the clock (plus, on a thread whose ranges overlap without
+/// nesting, an ended one under a longer one), and the ranges that start at one instant.
+pub struct OpenRanges<'a> {
+    ranges: Peekable<Rows<'a, NvtxRow>>,
+    sw: Switches,
+    stacks: Vec<Vec<Range>>,
+    /// Ranges of one start read ahead, to be pushed longest first.
+    same_start: Vec<(ThreadIdx, Range)>,
+    open: usize,
+    peak: usize,
 }
 
-/// Range summary and GPU attribution; `top` limits both lists.
-pub fn nvtx_summary(ix: &TraceIndex<'_>, top: usize) -> NvtxSummary {
-    let (ranges, names) = ranges_by_thread(ix);
-    let mut per_name: Vec<(u64, Ns, Ns)> = vec![(0, 0, 0); ix.trace.strings.len()];
-    for thread in &ranges {
-        for (s, e, name) in (0..thread.len()).filter_map(|i| thread.get(i, ix, &names)) {
-            if let Some(a) = per_name.get_mut(name as usize) {
-                *a = (a.0 + 1, a.1 + (e - s), a.2.max(e - s));
-            }
+impl<'a> OpenRanges<'a> {
+    /// Over `ranges` (in start order) of a trace of `threads` threads.
+    pub fn new(ranges: Rows<'a, NvtxRow>, threads: usize) -> OpenRanges<'a> {
+        OpenRanges {
+            ranges: ranges.peekable(),
+            sw: Profile::Standard.switches(),
+            stacks: vec![Vec::new(); threads],
+            same_start: Vec::new(),
+            open: 0,
+            peak: 0,
         }
     }
-    let inner = innermost_at_launches(ix, &ranges, &names);
-    drop((ranges, names));
-    let k = &ix.trace.kernels;
-    let mut gpu: Vec<(u64, Ns)> = vec![(0, 0); ix.trace.strings.len()];
-    let mut kernel_ns: Ns = 0;
-    for i in 0..k.len() {
-        let d = (k.end[i] - k.start[i]).max(0);
-        kernel_ns += d;
-        let name = ix.launch_call(i).map_or(NO_NAME, |r| inner[r]);
-        if let Some(g) = gpu.get_mut(name as usize) {
+
+    /// The innermost visible range open on `thread` at `t` (`NO_NAME`: none), `t` not before
+    /// the previous lookup's.
+    pub fn innermost(&mut self, thread: ThreadIdx, t: Ns) -> NameId {
+        self.read_until(t);
+        let Some(stack) = self.stacks.get_mut(thread as usize) else {
+            return NO_NAME;
+        };
+        while stack.last().is_some_and(|top| top.1 <= t) {
+            stack.pop();
+            self.open -= 1;
+        }
+        stack.last().map_or(NO_NAME, |top| top.2)
+    }
+
+    /// Pushes every range starting at or before `t`, one start at a time.
+    fn read_until(&mut self, t: Ns) {
+        while let Some(first) = self.ranges.next_if(|r| r.start <= t) {
+            let start = first.start;
+            let threads = self.stacks.len();
+            let push = |row: NvtxRow, group: &mut Vec<(ThreadIdx, Range)>| {
+                if let Some(range) = visible(&row, &self.sw, threads) {
+                    group.push((row.thread, range));
+                }
+            };
+            let mut group = std::mem::take(&mut self.same_start);
+            push(first, &mut group);
+            while let Some(row) = self.ranges.next_if(|r| r.start == start) {
+                push(row, &mut group);
+            }
+            self.peak = self.peak.max(self.open + group.len());
+            // Stable: equal ranges stay in row order.
+            group.sort_by_key(|&(_, (_, end, _))| std::cmp::Reverse(end));
+            for (thread, range) in group.drain(..) {
+                self.push(thread, range);
+            }
+            self.same_start = group;
+        }
+    }
+
+    fn push(&mut self, thread: ThreadIdx, range: Range) {
+        let Some(stack) = self.stacks.get_mut(thread as usize) else {
+            return;
+        };
+        while stack.last().is_some_and(|top| top.1 <= range.0) {
+            stack.pop();
+            self.open -= 1;
+        }
+        stack.push(range);
+        self.open += 1;
+        self.peak = self.peak.max(self.open);
+    }
+
+    /// The most ranges held at once (on the stacks, and read ahead at one start).
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+}
+
+/// GPU time per innermost launching range, folded over the kernels as they are joined to
+/// their launch calls.
+#[derive(Debug, Clone, Default)]
+pub struct GpuTally {
+    strings: usize,
+    /// `(kernels, ns)` per range name id.
+    per_name: HashMap<usize, (u64, Ns)>,
+    kernel_ns: Ns,
+}
+
+impl GpuTally {
+    pub fn new(strings: usize) -> GpuTally {
+        GpuTally {
+            strings,
+            ..GpuTally::default()
+        }
+    }
+
+    /// A kernel of `d` ns launched inside range `name` (`NO_NAME`: none or no launch call).
+    pub fn add(&mut self, name: NameId, d: Ns) {
+        self.kernel_ns += d;
+        if (name as usize) < self.strings {
+            let g = self.per_name.entry(name as usize).or_insert((0, 0));
             *g = (g.0 + 1, g.1 + d);
         }
     }
-    let attributed: Ns = gpu.iter().map(|g| g.1).sum();
-    let op = op_of(&ix.trace.strings);
-    let per_name = fold(&op, &per_name, |a, b| (a.0 + b.0, a.1 + b.1, a.2.max(b.2)));
-    let gpu = fold(&op, &gpu, |a, b| (a.0 + b.0, a.1 + b.1));
+}
+
+/// Range summary and GPU attribution; `top` limits both lists.
+pub fn nvtx_summary(
+    ranges: &RangeTally,
+    gpu: &GpuTally,
+    strings: &Strings,
+    top: usize,
+) -> NvtxSummary {
+    let attributed: Ns = gpu.per_name.values().map(|g| g.1).sum();
+    let kernel_ns = gpu.kernel_ns;
+    let op = op_of(strings);
+    let per_name = PerName(fold(&op, &ranges.per_name.0, |a, b| {
+        (a.0 + b.0, a.1 + b.1, a.2.max(b.2))
+    }));
+    let gpu = fold(&op, &gpu.per_name, |a, b| (a.0 + b.0, a.1 + b.1));
     NvtxSummary {
-        ranges: per_name.iter().map(|a| a.0).sum(),
-        top_ranges: named_stats_by(&per_name, top, |i| name_of(ix, i)),
-        gpu_time: top_gpu(ix, &gpu, kernel_ns, top),
+        ranges: per_name.count(),
+        top_ranges: named_stats_by(&per_name, top, |i| name_of(strings, i)),
+        gpu_time: top_gpu(strings, &gpu, kernel_ns, top),
         attributed_us: us(attributed),
         kernel_us: us(kernel_ns),
         coverage: ratio(attributed as f64, kernel_ns as f64),
@@ -247,8 +225,8 @@ pub fn nvtx_summary(ix: &TraceIndex<'_>, top: usize) -> NvtxSummary {
 }
 
 /// The op name of string `id` (a PyTorch `emit_nvtx` name without its per-call suffixes).
-fn name_of(ix: &TraceIndex<'_>, id: usize) -> String {
-    emit_nvtx_op(ix.trace.strings.get(id as NameId)).to_string()
+fn name_of(strings: &Strings, id: usize) -> String {
+    emit_nvtx_op(strings.get(id as NameId)).to_string()
 }
 
 /// Per string id, the first id naming the same op: every call of one `emit_nvtx` op maps to
@@ -264,27 +242,36 @@ fn op_of(strings: &Strings) -> Vec<usize> {
         .collect()
 }
 
-/// Per-id figures summed onto each id's op (`op_of`); other ids are left at their default.
-fn fold<T: Copy + Default>(op: &[usize], per_id: &[T], add: impl Fn(T, T) -> T) -> Vec<T> {
-    let mut out = vec![T::default(); per_id.len()];
-    for (i, &v) in per_id.iter().enumerate() {
-        if let Some(slot) = op.get(i).and_then(|&o| out.get_mut(o)) {
+/// Per-id figures summed onto each id's op (`op_of`); ids past the table are dropped.
+fn fold<T: Copy + Default>(
+    op: &[usize],
+    per_id: &HashMap<usize, T>,
+    add: impl Fn(T, T) -> T,
+) -> HashMap<usize, T> {
+    let mut out: HashMap<usize, T> = HashMap::new();
+    for (&i, &v) in per_id {
+        if let Some(&o) = op.get(i) {
+            let slot = out.entry(o).or_default();
             *slot = add(*slot, v);
         }
     }
     out
 }
 
-fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) -> Vec<NvtxGpuTime> {
-    let mut ids: Vec<usize> = (0..gpu.len()).filter(|&i| gpu[i].0 > 0).collect();
-    ids.sort_by(|&a, &b| gpu[b].1.cmp(&gpu[a].1).then(a.cmp(&b)));
-    ids.into_iter()
+fn top_gpu(
+    strings: &Strings,
+    gpu: &HashMap<usize, (u64, Ns)>,
+    kernel_ns: Ns,
+    top: usize,
+) -> Vec<NvtxGpuTime> {
+    most_first(gpu, |g| g.0 > 0, |g| g.1)
+        .into_iter()
         .take(top)
-        .map(|i| NvtxGpuTime {
-            name: name_of(ix, i),
-            kernels: gpu[i].0,
-            gpu_us: us(gpu[i].1),
-            share: ratio(gpu[i].1 as f64, kernel_ns as f64),
+        .map(|(i, (kernels, ns))| NvtxGpuTime {
+            name: name_of(strings, i),
+            kernels,
+            gpu_us: us(ns),
+            share: ratio(ns as f64, kernel_ns as f64),
         })
         .collect()
 }
@@ -293,6 +280,12 @@ fn top_gpu(ix: &TraceIndex<'_>, gpu: &[(u64, Ns)], kernel_ns: Ns, top: usize) ->
 mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
+
+    fn nvtx_of(b: &TraceBuilder, top: usize) -> NvtxSummary {
+        crate::explain::explain_rows(&b.trace, "t", &[], top)
+            .expect("loaded rows")
+            .nvtx
+    }
 
     #[test]
     fn gpu_time_goes_to_the_innermost_range_whatever_the_table_order() {
@@ -307,8 +300,7 @@ mod tests {
         b.kernel("a", 200, 210, c1);
         b.kernel("b", 400, 430, c2);
         b.kernel("c", 600, 700, c3);
-        let ix = TraceIndex::new(&b.trace, "t");
-        let gpu: Vec<(String, u64)> = nvtx_summary(&ix, 10)
+        let gpu: Vec<(String, u64)> = nvtx_of(&b, 10)
             .gpu_time
             .into_iter()
             .map(|g| (g.name, g.kernels))
@@ -332,8 +324,7 @@ mod tests {
         b.kernel("c", 600, 700, c3);
         b.kernel("d", 2_100, 2_110, c4);
         b.kernel("e", 2_200, 2_205, 0); // no launch call
-        let ix = TraceIndex::new(&b.trace, "t");
-        let n = nvtx_summary(&ix, 10);
+        let n = nvtx_of(&b, 10);
         let gpu: Vec<(&str, u64, f64)> = n
             .gpu_time
             .iter()
@@ -367,8 +358,7 @@ mod tests {
         let c2 = b.call("cudaLaunchKernel", 210, 220);
         b.kernel("fa", 30, 80, c1);
         b.kernel("fa", 230, 240, c2);
-        let ix = TraceIndex::new(&b.trace, "t");
-        let n = nvtx_summary(&ix, 10);
+        let n = nvtx_of(&b, 10);
         let rows: Vec<(&str, u64, f64, f64)> = n
             .top_ranges
             .iter()
@@ -388,5 +378,33 @@ mod tests {
             .map(|g| (g.name.as_str(), g.kernels, g.gpu_us))
             .collect();
         assert_eq!(gpu, vec![("flash_attn_forward", 2, 0.06)]);
+    }
+
+    #[test]
+    fn each_thread_has_its_own_stack_and_overlapping_ranges_give_the_later_one() {
+        let mut b = TraceBuilder::new();
+        b.range("outer", 0, 1_000);
+        b.range("x", 100, 300);
+        b.range("y", 200, 400); // overlaps x without nesting
+        b.range("narrow", 600, 700); // same start as wide, listed first
+        b.range("wide", 600, 900);
+        for (at, kernel) in [(250, "k1"), (350, "k2"), (500, "k3"), (650, "k4")] {
+            let c = b.call("cudaLaunchKernel", at, at + 5);
+            b.kernel(kernel, at + 1_000, at + 1_010, c);
+        }
+        b.thread(8, 8);
+        b.range("other", 0, 1_000);
+        let c = b.call("cudaLaunchKernel", 260, 265);
+        b.kernel("k5", 1_270, 1_280, c);
+        let gpu: Vec<(String, u64)> = nvtx_of(&b, 10)
+            .gpu_time
+            .into_iter()
+            .map(|g| (g.name, g.kernels))
+            .collect();
+        // Equal GPU time: ties by string id (the order the names were first met).
+        let want = [("outer", 1), ("y", 2), ("narrow", 1), ("other", 1)];
+        let mut want: Vec<(String, u64)> = want.map(|(n, k)| (n.to_string(), k)).to_vec();
+        want.sort_by_key(|w| std::cmp::Reverse(w.1));
+        assert_eq!(gpu, want);
     }
 }

@@ -1,10 +1,11 @@
-//! Per-process breakdown (spec §5): what each process ran on the GPUs and spent in CUDA calls.
+//! Per-process breakdown (spec §5): what each process ran on the GPUs and spent in CUDA calls,
+//! folded per process over the kernels, calls, copies and ranges ([`ProcessTally`]).
 
 use serde::Serialize;
 
-use crate::index::TraceIndex;
 use crate::index::units::us;
-use crate::model::Ns;
+use crate::model::rows::{CallRow, KernelRow, MemOpRow};
+use crate::model::{Ns, NvtxRow, ProcessIdx, Trace};
 use crate::names::api::ApiKind;
 
 /// One process's activity.
@@ -40,29 +41,38 @@ struct Acc {
     nvtx: u64,
 }
 
-/// Processes that ran kernels or called the CUDA API, by pid.
-pub fn process_breakdown(ix: &TraceIndex<'_>) -> Vec<ProcessStats> {
-    let t = ix.trace;
-    let mut acc = vec![Acc::default(); t.processes.len()];
-    let k = &t.kernels;
-    for i in 0..k.len() {
-        if let Some(a) = acc.get_mut(k.process[i] as usize) {
+/// Each process's activity, folded over the event tables.
+pub struct ProcessTally {
+    acc: Vec<Acc>,
+}
+
+impl ProcessTally {
+    /// For the processes of `meta`.
+    pub fn new(meta: &Trace) -> ProcessTally {
+        ProcessTally {
+            acc: vec![Acc::default(); meta.processes.len()],
+        }
+    }
+
+    pub fn kernel(&mut self, k: &KernelRow) {
+        if let Some(a) = self.acc.get_mut(k.process as usize) {
             a.kernels += 1;
-            a.kernel_ns += (k.end[i] - k.start[i]).max(0);
-            if !a.devices.contains(&k.device[i]) {
-                a.devices.push(k.device[i]);
+            a.kernel_ns += (k.end - k.start).max(0);
+            if !a.devices.contains(&k.device) {
+                a.devices.push(k.device);
             }
         }
     }
-    let rt = &t.runtime;
-    for r in 0..rt.len() {
-        let Some(a) = ix.call_process(r).and_then(|p| acc.get_mut(p as usize)) else {
-            continue;
+
+    /// Call `c` of kind `kind`, made by `process`.
+    pub fn call(&mut self, c: &CallRow, kind: ApiKind, process: Option<ProcessIdx>) {
+        let Some(a) = process.and_then(|p| self.acc.get_mut(p as usize)) else {
+            return;
         };
-        let d = (rt.end[r] - rt.start[r]).max(0);
+        let d = (c.end - c.start).max(0);
         a.api_calls += 1;
         a.api_ns += d;
-        match ix.call_kind(r) {
+        match kind {
             kind if kind.launches_kernels() => a.launch_calls += 1,
             ApiKind::BlockingSync => {
                 a.sync_calls += 1;
@@ -71,45 +81,54 @@ pub fn process_breakdown(ix: &TraceIndex<'_>) -> Vec<ProcessStats> {
             _ => {}
         }
     }
-    for i in 0..t.memcpy.len() {
-        if let Some(a) = acc.get_mut(t.memcpy.process[i] as usize) {
+
+    pub fn memcpy(&mut self, op: &MemOpRow) {
+        if let Some(a) = self.acc.get_mut(op.process as usize) {
             a.memcpy += 1;
-            a.memcpy_bytes += t.memcpy.bytes.get(i).copied().unwrap_or(0);
+            a.memcpy_bytes += op.bytes;
         }
     }
-    for &th in &t.nvtx.thread {
-        if let Some(a) = t
+
+    /// A range (visible or not) of a thread of `meta`.
+    pub fn range(&mut self, meta: &Trace, r: &NvtxRow) {
+        if let Some(a) = meta
             .threads
             .process
-            .get(th as usize)
-            .and_then(|&p| acc.get_mut(p as usize))
+            .get(r.thread as usize)
+            .and_then(|&p| self.acc.get_mut(p as usize))
         {
             a.nvtx += 1;
         }
     }
-    let mut out: Vec<ProcessStats> = acc
-        .into_iter()
-        .enumerate()
-        .filter(|(_, a)| a.kernels > 0 || a.api_calls > 0)
-        .map(|(p, mut a)| {
-            a.devices.sort_unstable();
-            ProcessStats {
-                pid: t.processes.pid.get(p).copied().unwrap_or(0),
-                name: t.processes.name.get(p).cloned().unwrap_or_default(),
-                devices: a.devices,
-                kernels: a.kernels,
-                kernel_us: us(a.kernel_ns),
-                launch_calls: a.launch_calls,
-                api_calls: a.api_calls,
-                api_us: us(a.api_ns),
-                sync_calls: a.sync_calls,
-                sync_us: us(a.sync_ns),
-                memcpy: a.memcpy,
-                memcpy_bytes: a.memcpy_bytes,
-                nvtx_ranges: a.nvtx,
-            }
-        })
-        .collect();
-    out.sort_by_key(|p| p.pid);
-    out
+
+    /// Processes that ran kernels or called the CUDA API, by pid.
+    pub fn finish(self, meta: &Trace) -> Vec<ProcessStats> {
+        let t = meta;
+        let mut out: Vec<ProcessStats> = self
+            .acc
+            .into_iter()
+            .enumerate()
+            .filter(|(_, a)| a.kernels > 0 || a.api_calls > 0)
+            .map(|(p, mut a)| {
+                a.devices.sort_unstable();
+                ProcessStats {
+                    pid: t.processes.pid.get(p).copied().unwrap_or(0),
+                    name: t.processes.name.get(p).cloned().unwrap_or_default(),
+                    devices: a.devices,
+                    kernels: a.kernels,
+                    kernel_us: us(a.kernel_ns),
+                    launch_calls: a.launch_calls,
+                    api_calls: a.api_calls,
+                    api_us: us(a.api_ns),
+                    sync_calls: a.sync_calls,
+                    sync_us: us(a.sync_ns),
+                    memcpy: a.memcpy,
+                    memcpy_bytes: a.memcpy_bytes,
+                    nvtx_ranges: a.nvtx,
+                }
+            })
+            .collect();
+        out.sort_by_key(|p| p.pid);
+        out
+    }
 }

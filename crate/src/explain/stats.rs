@@ -1,8 +1,14 @@
 //! Distributions of durations: count, min, mean, percentiles, max.
 //!
 //! Percentiles follow the reference scripts (`compute_stats`): the value at index
-//! `floor(n × q)` of the sorted values (clamped to the last), found by selection, not sorting.
+//! `floor(n × q)` of the sorted values (clamped to the last). They are exact without the values
+//! held ([`Percentiles`]): the values are read twice, first counted in coarse buckets (a few
+//! thousand at most), then counted exactly only inside the bucket each percentile falls in —
+//! memory bounded by the buckets' widths, however many values there are.
 
+use std::collections::BTreeMap;
+
+use hashbrown::HashMap;
 use serde::Serialize;
 
 use crate::model::{NameId, Ns, Strings};
@@ -29,34 +35,66 @@ pub struct NamedStats {
     pub max_us: f64,
 }
 
+/// `(count, total ns, max ns)` per name id met, added to one event at a time.
+#[derive(Debug, Clone, Default)]
+pub struct PerName(pub HashMap<usize, (u64, Ns, Ns)>);
+
+impl PerName {
+    pub fn add(&mut self, name: usize, d: Ns) {
+        let a = self.0.entry(name).or_insert((0, 0, 0));
+        *a = (a.0 + 1, a.1 + d, a.2.max(d));
+    }
+
+    /// Events counted.
+    pub fn count(&self) -> u64 {
+        self.0.values().map(|a| a.0).sum()
+    }
+
+    /// Summed in ns, so that no events make 0 µs (a sum of no `f64` is −0).
+    pub fn total_ns(&self) -> Ns {
+        self.0.values().map(|a| a.1).sum()
+    }
+}
+
 /// Per name id `(count, total ns, max ns)` as named stats, most total time first (ties by id),
 /// at most `top`.
-pub fn named_stats(strings: &Strings, per_name: &[(u64, Ns, Ns)], top: usize) -> Vec<NamedStats> {
+pub fn named_stats(strings: &Strings, per_name: &PerName, top: usize) -> Vec<NamedStats> {
     named_stats_by(per_name, top, |i| strings.get(i as NameId).to_string())
 }
 
-/// `named_stats` with the name of index `i` given by `name`.
+/// `named_stats` with the name of id `i` given by `name`.
 pub fn named_stats_by(
-    per_name: &[(u64, Ns, Ns)],
+    per_name: &PerName,
     top: usize,
     name: impl Fn(usize) -> String,
 ) -> Vec<NamedStats> {
-    let mut ids: Vec<usize> = (0..per_name.len()).filter(|&i| per_name[i].0 > 0).collect();
-    ids.sort_by(|&a, &b| per_name[b].1.cmp(&per_name[a].1).then(a.cmp(&b)));
     let us = |ns: Ns| ns as f64 / 1000.0;
-    ids.into_iter()
+    most_first(&per_name.0, |a| a.0 > 0, |a| a.1)
+        .into_iter()
         .take(top)
-        .map(|i| {
-            let (count, total, max) = per_name[i];
-            NamedStats {
-                name: name(i),
-                count,
-                total_us: us(total),
-                avg_us: us(total) / count as f64,
-                max_us: us(max),
-            }
+        .map(|(i, (count, total, max))| NamedStats {
+            name: name(i),
+            count,
+            total_us: us(total),
+            avg_us: us(total) / count as f64,
+            max_us: us(max),
         })
         .collect()
+}
+
+/// The entries `keep` accepts, largest `key` first, ties by id.
+pub fn most_first<T: Copy>(
+    per_id: &HashMap<usize, T>,
+    keep: impl Fn(&T) -> bool,
+    key: impl Fn(&T) -> Ns,
+) -> Vec<(usize, T)> {
+    let mut out: Vec<(usize, T)> = per_id
+        .iter()
+        .filter(|(_, v)| keep(v))
+        .map(|(&i, &v)| (i, v))
+        .collect();
+    out.sort_by(|a, b| key(&b.1).cmp(&key(&a.1)).then(a.0.cmp(&b.0)));
+    out
 }
 
 /// Index of quantile `q` among `n` sorted values.
@@ -64,41 +102,136 @@ pub fn quantile_index(n: usize, q: f64) -> usize {
     ((n as f64 * q) as usize).min(n.saturating_sub(1))
 }
 
-/// The values at quantiles `qs` (ascending), reordering `values` in place.
-pub fn quantiles<const N: usize>(values: &mut [Ns], qs: [f64; N]) -> [Ns; N] {
-    let mut out = [0; N];
-    let mut done = 0; // values[..done] are all ≤ values[done..]
-    for (slot, q) in out.iter_mut().zip(qs) {
-        if values.is_empty() {
-            break;
-        }
-        let idx = quantile_index(values.len(), q).max(done);
-        let (_, v, _) = values[done..].select_nth_unstable(idx - done);
-        *slot = *v;
-        done = idx;
-    }
-    out
+/// The coarse bucket of a value: non-decreasing in the value, exact below 256 and at most
+/// `|v| / 128` wide above (8 significant bits), so at most 14 848 buckets cover every `i64`.
+fn bucket(v: Ns) -> i64 {
+    let u = v.unsigned_abs();
+    let b = if u < 256 {
+        u as i64
+    } else {
+        let e = 63 - i64::from(u.leading_zeros());
+        256 + (e - 8) * 128 + ((u >> (e - 7)) & 0x7F) as i64
+    };
+    if v < 0 { -b - 1 } else { b }
 }
 
-/// The distribution of `values` (ns); reorders them.
-pub fn distribution(values: &mut [Ns]) -> Distribution {
-    if values.is_empty() {
-        return Distribution::default();
+/// Exact percentiles of values read twice ([`Percentiles::first`] for each, then
+/// [`Percentiles::second`] for each again, in any order): count, sum, min and max and a count
+/// per coarse bucket (8 significant bits) on the first read; on the second, a count per
+/// distinct value only in the buckets the percentiles fall in.
+#[derive(Debug, Clone, Default)]
+pub struct Percentiles {
+    qs: Vec<f64>,
+    n: u64,
+    sum: i128,
+    min: Ns,
+    max: Ns,
+    buckets: BTreeMap<i64, u64>,
+    /// Per quantile, after the first read: its bucket and its index among the bucket's values.
+    targets: Vec<(i64, u64)>,
+    /// The values of the target buckets, counted per distinct value on the second read.
+    exact: HashMap<i64, BTreeMap<Ns, u64>>,
+    most_held: usize,
+}
+
+impl Percentiles {
+    /// For the quantiles `qs` (ascending).
+    pub fn new(qs: &[f64]) -> Percentiles {
+        Percentiles {
+            qs: qs.to_vec(),
+            min: Ns::MAX,
+            max: Ns::MIN,
+            ..Percentiles::default()
+        }
     }
-    let n = values.len();
-    let sum: i128 = values.iter().map(|&v| i128::from(v)).sum();
-    let min = values.iter().copied().min().unwrap_or(0);
-    let max = values.iter().copied().max().unwrap_or(0);
-    let [p50, p90, p99] = quantiles(values, [0.5, 0.9, 0.99]);
-    let us = |ns: Ns| ns as f64 / 1000.0;
-    Distribution {
-        count: n as u64,
-        min_us: us(min),
-        mean_us: sum as f64 / n as f64 / 1000.0,
-        p50_us: us(p50),
-        p90_us: us(p90),
-        p99_us: us(p99),
-        max_us: us(max),
+
+    /// A value, first read.
+    pub fn first(&mut self, v: Ns) {
+        self.n += 1;
+        self.sum += i128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        *self.buckets.entry(bucket(v)).or_insert(0) += 1;
+    }
+
+    /// Ends the first read: finds the bucket of each quantile, the only ones the second read
+    /// counts exactly.
+    pub fn end_first(&mut self) {
+        let mut buckets = self.buckets.iter();
+        let (mut at, mut below, mut upto) = (0, 0u64, 0u64); // values before `at`, up to it
+        let mut done = 0;
+        self.targets.clear();
+        for &q in &self.qs {
+            if self.n == 0 {
+                break;
+            }
+            let idx = quantile_index(self.n as usize, q).max(done) as u64;
+            while upto <= idx {
+                let Some((&b, &c)) = buckets.next() else {
+                    break;
+                };
+                (at, below, upto) = (b, upto, upto + c);
+            }
+            self.targets.push((at, idx - below));
+            self.exact.entry(at).or_default();
+            done = idx as usize;
+        }
+        self.most_held = self.buckets.len();
+    }
+
+    /// The same value, read again (after [`Percentiles::end_first`]).
+    pub fn second(&mut self, v: Ns) {
+        if let Some(values) = self.exact.get_mut(&bucket(v)) {
+            *values.entry(v).or_insert(0) += 1;
+        }
+    }
+
+    /// How many values were read.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The most entries held at once: buckets, then the target buckets' distinct values.
+    pub fn held(&self) -> usize {
+        let exact: usize = self.exact.values().map(BTreeMap::len).sum();
+        self.most_held.max(self.buckets.len() + exact)
+    }
+
+    /// The values at the quantiles (0 when none was read).
+    pub fn values(&self) -> Vec<Ns> {
+        let mut out = vec![0; self.qs.len()];
+        for (slot, &(b, rank)) in out.iter_mut().zip(&self.targets) {
+            let mut seen = 0u64;
+            let values = self.exact.get(&b).into_iter().flatten();
+            for (&v, &c) in values {
+                seen += c;
+                if seen > rank {
+                    *slot = v;
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// The distribution of the values (ns), with p50, p90 and p99 (the quantiles this was
+    /// made for: `[0.5, 0.9, 0.99]`).
+    pub fn distribution(&self) -> Distribution {
+        if self.n == 0 {
+            return Distribution::default();
+        }
+        let q = self.values();
+        let at = |i: usize| q.get(i).copied().unwrap_or(0);
+        let us = |ns: Ns| ns as f64 / 1000.0;
+        Distribution {
+            count: self.n,
+            min_us: us(self.min),
+            mean_us: self.sum as f64 / self.n as f64 / 1000.0,
+            p50_us: us(at(0)),
+            p90_us: us(at(1)),
+            p99_us: us(at(2)),
+            max_us: us(self.max),
+        }
     }
 }
 
@@ -106,18 +239,75 @@ pub fn distribution(values: &mut [Ns]) -> Distribution {
 mod tests {
     use super::*;
 
+    /// `values` read twice.
+    fn percentiles(qs: &[f64], values: &[Ns]) -> Percentiles {
+        let mut p = Percentiles::new(qs);
+        values.iter().for_each(|&v| p.first(v));
+        p.end_first();
+        values.iter().for_each(|&v| p.second(v));
+        p
+    }
+
+    const DISTRIBUTION: [f64; 3] = [0.5, 0.9, 0.99];
+
     #[test]
     fn percentiles_follow_the_reference_indexing() {
-        let mut v: Vec<Ns> = (1..=10).rev().map(|x| x * 1000).collect();
-        let d = distribution(&mut v);
+        let v: Vec<Ns> = (1..=10).rev().map(|x| x * 1000).collect();
+        let d = percentiles(&DISTRIBUTION, &v).distribution();
         // sorted 1..10 µs: p50 = s[5] = 6, p90 = s[9] = 10, p99 = s[9] = 10.
         assert_eq!(
             (d.count, d.min_us, d.p50_us, d.p90_us, d.p99_us, d.max_us),
             (10, 1.0, 6.0, 10.0, 10.0, 10.0)
         );
         assert!((d.mean_us - 5.5).abs() < 1e-12);
-        assert_eq!(distribution(&mut []), Distribution::default());
-        let mut one = [7_000];
-        assert_eq!(distribution(&mut one).p99_us, 7.0);
+        let none = percentiles(&DISTRIBUTION, &[]).distribution();
+        assert_eq!(none, Distribution::default());
+        assert_eq!(
+            percentiles(&DISTRIBUTION, &[7_000]).distribution().p99_us,
+            7.0
+        );
+    }
+
+    /// The value at `floor(n × q)` of the sorted values, found by sorting a copy.
+    fn by_sorting(values: &[Ns], q: f64) -> Ns {
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable();
+        sorted[quantile_index(sorted.len(), q)]
+    }
+
+    #[test]
+    fn repeated_durations_give_the_percentiles_of_the_sorted_values() {
+        // 7 × 5, 1 × 9, 3 × 2, 1 × 100 in scrambled order: sorted 2 2 2 5 5 5 5 5 5 5 9 100.
+        let values = [5, 9, 5, 2, 5, 100, 5, 2, 5, 5, 2, 5];
+        let qs = [0.0, 0.25, 0.5, 0.9, 0.99, 1.0];
+        let got = percentiles(&qs, &values).values();
+        let want = qs.map(|q| by_sorting(&values, q));
+        assert_eq!(got, want);
+        assert_eq!(got, [2, 5, 5, 9, 100, 100]);
+    }
+
+    #[test]
+    fn values_sharing_a_bucket_are_told_apart_on_the_second_read() {
+        // Pseudo-random values from −2 ms to 50 ms, many to a bucket above 32 µs.
+        let mut x: u64 = 7;
+        let values: Vec<Ns> = (0..20_000)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                ((x >> 33) % 52_000_000) as Ns - 2_000_000
+            })
+            .collect();
+        let qs = [0.0, 0.1, 0.5, 0.9, 0.99, 1.0];
+        let p = percentiles(&qs, &values);
+        assert_eq!(p.values().to_vec(), qs.map(|q| by_sorting(&values, q)));
+        assert!(p.held() < 15_000, "{} entries held", p.held());
+    }
+
+    #[test]
+    fn buckets_keep_the_order_of_the_values() {
+        let mut v: Vec<Ns> = vec![Ns::MIN, -1 << 40, -70_000, -257, -256, -255, -1, 0, 1, 255];
+        v.extend([256, 257, 511, 512, 70_000, 1 << 40, Ns::MAX]);
+        assert!(v.windows(2).all(|w| bucket(w[0]) <= bucket(w[1])), "{v:?}");
+        assert_eq!((bucket(-1), bucket(0), bucket(255)), (-2, 0, 255));
+        assert!(bucket(Ns::MAX) - bucket(Ns::MIN) < 14_848 + 1);
     }
 }

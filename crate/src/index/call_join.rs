@@ -28,17 +28,33 @@ pub enum Hold {
     Many,
 }
 
-/// The join: calls read in start order, the held ones kept until their items come.
-pub struct CallJoin<'a> {
+/// What the join asks of each call it reads: whether to hold it, and its payload.
+type HoldFn<'a, P> = Box<dyn FnMut(&CallRow) -> (Hold, P) + 'a>;
+
+/// The join: calls read in start order, the held ones kept until their items come, each with
+/// a payload `P` worked out when the call was read (what was true on the host at the call:
+/// the NVTX range open around a launch, say), so nothing is looked up again later.
+pub struct CallJoin<'a, P = ()> {
     calls: Peekable<Rows<'a, CallRow>>,
-    hold: Box<dyn Fn(&CallRow) -> Hold + 'a>,
-    pending: HashMap<(ProcessIdx, u32), (CallRow, Hold)>,
+    hold: HoldFn<'a, P>,
+    pending: HashMap<(ProcessIdx, u32), (CallRow, Hold, P)>,
     peak: usize,
 }
 
 impl<'a> CallJoin<'a> {
     /// Over `calls` (in start order), holding each as `hold` says.
     pub fn new(calls: Rows<'a, CallRow>, hold: impl Fn(&CallRow) -> Hold + 'a) -> CallJoin<'a> {
+        CallJoin::with_payload(calls, move |c| (hold(c), ()))
+    }
+}
+
+impl<'a, P: Copy> CallJoin<'a, P> {
+    /// Over `calls` (in start order), holding each as `hold` says with the payload it gives;
+    /// `hold` sees every call, in start order, once.
+    pub fn with_payload(
+        calls: Rows<'a, CallRow>,
+        hold: impl FnMut(&CallRow) -> (Hold, P) + 'a,
+    ) -> CallJoin<'a, P> {
         CallJoin {
             calls: calls.peekable(),
             hold: Box::new(hold),
@@ -50,25 +66,36 @@ impl<'a> CallJoin<'a> {
     /// The call of `process` with id `correlation` issuing an item that starts at `at`; items
     /// must be asked for in start order. `None` for correlation 0 or no such held call.
     pub fn find(&mut self, at: Ns, process: ProcessIdx, correlation: u32) -> Option<CallRow> {
+        self.find_with(at, process, correlation)
+            .map(|(call, _)| call)
+    }
+
+    /// [`CallJoin::find`] with the call's payload.
+    pub fn find_with(
+        &mut self,
+        at: Ns,
+        process: ProcessIdx,
+        correlation: u32,
+    ) -> Option<(CallRow, P)> {
         self.read_until(at.saturating_add(LOOKAHEAD));
         if correlation == 0 {
             return None;
         }
         let key = (process, correlation);
-        let &(call, hold) = self.pending.get(&key)?;
+        let &(call, hold, payload) = self.pending.get(&key)?;
         if hold == Hold::Once {
             self.pending.remove(&key);
         }
-        Some(call)
+        Some((call, payload))
     }
 
     /// Reads every call starting at or before `until`, holding those `hold` asks for.
     fn read_until(&mut self, until: Ns) {
         while let Some(call) = self.calls.next_if(|c| c.start <= until) {
-            let hold = (self.hold)(&call);
+            let (hold, payload) = (self.hold)(&call);
             if hold != Hold::No && call.correlation != 0 {
                 self.pending
-                    .insert((call.process, call.correlation), (call, hold));
+                    .insert((call.process, call.correlation), (call, hold, payload));
             }
         }
         self.peak = self.peak.max(self.pending.len());
@@ -144,5 +171,31 @@ mod tests {
         assert_eq!(j.find(60, 0, 2), None, "too far ahead");
         assert_eq!(j.peak(), 1);
         assert_eq!(j.find(100 + 2 * LOOKAHEAD, 0, 2).map(|c| c.row), Some(1));
+    }
+
+    #[test]
+    fn a_held_call_keeps_the_payload_worked_out_when_it_was_read() {
+        let calls = vec![
+            call(0, 100, 0, 7, 1),
+            call(1, 110, 0, 8, 0),
+            call(2, 120, 0, 9, 1),
+        ];
+        let mut seen = Vec::new();
+        let mut j = CallJoin::with_payload(Box::new(calls.into_iter()), |c| {
+            seen.push(c.row);
+            let hold = if c.name == 1 { Hold::Once } else { Hold::No };
+            (hold, c.start * 2)
+        });
+        assert_eq!(
+            j.find_with(200, 0, 9).map(|(c, p)| (c.row, p)),
+            Some((2, 240))
+        );
+        assert_eq!(
+            j.find_with(210, 0, 7).map(|(c, p)| (c.row, p)),
+            Some((0, 200))
+        );
+        assert_eq!(j.find_with(220, 0, 8), None, "not held");
+        drop(j);
+        assert_eq!(seen, [0, 1, 2], "every call seen once, in start order");
     }
 }

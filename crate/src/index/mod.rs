@@ -5,6 +5,7 @@
 //! a dense table per process (ids are handed out by a counter, so they are nearly contiguous),
 //! falling back to a sorted list when a process's ids are sparse.
 
+pub mod call_facts;
 pub mod call_join;
 pub mod names;
 #[cfg(test)]
@@ -274,25 +275,11 @@ impl<'t> TraceIndex<'t> {
     /// (the report lists their notes together): the correlation ids were not loaded, or every
     /// call launches kernels. A missing runtime table is the loader's note.
     pub fn call_coverage(&self) -> Option<CoverageNote> {
-        let note = |subject: &str, reason: &str| CoverageNote {
-            subject: subject.into(),
-            reason: reason.into(),
-        };
-        if !self.trace.present.runtime {
-            None
-        } else if self.calls.is_empty() {
-            Some(note(
-                "launch latency, NVTX GPU time, memory, gaps, graphs",
-                "runtime correlation ids not loaded: kernels and copies cannot be joined to their API calls",
-            ))
-        } else if self.launch_calls_only() {
-            Some(note(
-                "syncs, allocations, memory, gaps",
-                "the runtime calls (as recorded or loaded) are kernel launches only: no sync, allocation or copy API call to report or to list in gaps",
-            ))
-        } else {
-            None
-        }
+        call_facts::coverage_note(
+            self.trace.present.runtime,
+            !self.calls.is_empty(),
+            self.launch_calls_only(),
+        )
     }
 
     /// The process of runtime row `row`.
