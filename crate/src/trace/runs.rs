@@ -8,6 +8,7 @@
 //! reaches its first start: memory follows the runs live at one instant, not the rows.
 
 use std::cmp::Ordering;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
 use rusqlite::Connection;
@@ -256,13 +257,22 @@ where
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
-        if let Err(e) = self.activate_due() {
+        if self.activated < self.order.len()
+            && let Err(e) = self.activate_due()
+        {
             return Some(Err(e));
         }
-        let mut live = self.heap.pop()?;
-        let row = live.buffer.pop_front()?;
-        if let Err(e) = self.refill_and_push(live) {
-            return Some(Err(e));
+        // The least run stays in the heap while it has rows (re-sifted, not moved).
+        let mut top = self.heap.peek_mut()?;
+        let row = top.buffer.pop_front()?;
+        match top.buffer.front().map(Keyed::key) {
+            Some(key) => top.key = key,
+            None => {
+                let live = PeekMut::pop(top);
+                if let Err(e) = self.refill_and_push(live) {
+                    return Some(Err(e));
+                }
+            }
         }
         Some(Ok(row))
     }
