@@ -23,9 +23,9 @@ use super::open::sqlite_error;
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{
-    Loader, NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, SYNC_COLUMNS, call_columns, call_row,
-    inline_text, int, kernel_columns, kernel_row, launch_filter, memop_columns, memop_row,
-    nvtx_columns, nvtx_row, only, opt_int, select, sync_row,
+    Loader, NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, Remembered, SYNC_COLUMNS, call_columns,
+    call_row, inline_text, int, kernel_columns, kernel_row, launch_filter, memop_columns,
+    memop_row, nvtx_columns, nvtx_row, only, opt_int, select, sync_row,
 };
 use crate::error::{Error, Result};
 use crate::model::rows::{
@@ -331,31 +331,9 @@ impl<T, I: Iterator<Item = Result<T>>> Iterator for Latched<'_, I> {
     }
 }
 
-/// The process of a `globalPid` as the scan interned it, the last one remembered (rows of
-/// one process come in runs).
-struct ProcessOf<'p> {
-    processes: &'p Processes,
-    last: Option<(i64, ProcessIdx)>,
-}
-
-impl<'p> ProcessOf<'p> {
-    fn new(processes: &'p Processes) -> Self {
-        ProcessOf {
-            processes,
-            last: None,
-        }
-    }
-
-    fn get(&mut self, gpid: i64) -> ProcessIdx {
-        match self.last {
-            Some((g, p)) if g == gpid => p,
-            _ => {
-                let p = self.processes.find(gpid).unwrap_or(0);
-                self.last = Some((gpid, p));
-                p
-            }
-        }
-    }
+/// The process of a `globalPid` as the scan interned it (0 if it did not).
+fn process_of(processes: &Processes) -> Remembered<ProcessIdx, impl FnMut(i64) -> ProcessIdx> {
+    Remembered::new(|gpid| processes.find(gpid).unwrap_or(0))
 }
 
 impl EventRows for FileRows<'_> {
@@ -377,7 +355,7 @@ impl EventRows for FileRows<'_> {
 
     fn kernels(&self) -> Rows<'_, KernelRow> {
         let meta = &self.scan.meta;
-        let mut process = ProcessOf::new(&meta.processes);
+        let mut process = process_of(&meta.processes);
         self.rows(&self.scan.kernels, move |r| {
             let (mut row, gpid) = kernel_row(r, &meta.strings)?;
             row.process = process.get(gpid);
@@ -418,7 +396,7 @@ impl EventRows for FileRows<'_> {
     }
 
     fn syncs(&self) -> Rows<'_, SyncRow> {
-        let mut process = ProcessOf::new(&self.scan.meta.processes);
+        let mut process = process_of(&self.scan.meta.processes);
         self.rows(&self.scan.syncs, move |r| {
             let (mut sync, gpid) = sync_row(r)?;
             sync.process = process.get(gpid);
@@ -433,7 +411,7 @@ impl EventRows for FileRows<'_> {
 
 impl<'a> FileRows<'a> {
     fn memops(&'a self, table: &'a Table<Ns>) -> Rows<'a, MemOpRow> {
-        let mut process = ProcessOf::new(&self.scan.meta.processes);
+        let mut process = process_of(&self.scan.meta.processes);
         self.rows(table, move |r| {
             let (mut op, gpid) = memop_row(r)?;
             op.process = process.get(gpid);

@@ -13,11 +13,11 @@ use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, text_ref};
 use super::tables::{
-    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, inline_text, int, nvtx_columns, nvtx_row, only, opt_int,
-    select, small,
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, Remembered, inline_text, int, nvtx_columns, nvtx_row, only,
+    opt_int, select, small,
 };
 use crate::error::Result;
-use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Processes, Strings};
+use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, Processes, Strings};
 
 /// Columns of a [`KernelEvent`], `NULL` where the export lacks one.
 const COLUMNS: [&str; 7] = [
@@ -153,7 +153,7 @@ impl KernelRows {
         let fail = |e: rusqlite::Error| sqlite_error(path, KERNEL_TABLE, &e);
         let mut stmt = conn.prepare_cached(&self.sql).map_err(fail)?;
         let mut rows = stmt.query([first, last]).map_err(fail)?;
-        let mut interner = ProcessInterner::new(processes);
+        let mut process = Remembered::new(|gpid| processes.intern(gpid));
         while let Some(r) = rows.next().map_err(fail)? {
             let ev = (|| -> rusqlite::Result<KernelEvent> {
                 Ok(KernelEvent {
@@ -162,7 +162,7 @@ impl KernelRows {
                     end: int(r.get_ref(2)?, 0),
                     device: small(r.get_ref(3)?),
                     stream: small(r.get_ref(4)?),
-                    process: interner.intern(int(r.get_ref(5)?, 0)),
+                    process: process.get(int(r.get_ref(5)?, 0)),
                     short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, &mut names),
                     graph_node: opt_int(r.get_ref(7)?).map_or(0, |g| g as u64),
                 })
@@ -224,32 +224,6 @@ fn rowid_bounds(conn: &Connection, path: &str) -> Result<(i64, i64)> {
         (Some(first), Some(last)) => (first, last),
         _ => (1, 0),
     })
-}
-
-/// Interns `globalPid`s, remembering the last one (kernels of one process come in runs).
-struct ProcessInterner<'p> {
-    processes: &'p mut Processes,
-    last: Option<(i64, ProcessIdx)>,
-}
-
-impl<'p> ProcessInterner<'p> {
-    fn new(processes: &'p mut Processes) -> Self {
-        ProcessInterner {
-            processes,
-            last: None,
-        }
-    }
-
-    fn intern(&mut self, gpid: i64) -> ProcessIdx {
-        match self.last {
-            Some((g, p)) if g == gpid => p,
-            _ => {
-                let p = self.processes.intern(gpid);
-                self.last = Some((gpid, p));
-                p
-            }
-        }
-    }
 }
 
 /// The NVTX columns the timeline's step lane reads (no thread, no domain).

@@ -71,12 +71,28 @@ pub(super) fn inline_text(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> 
     }
 }
 
-/// Sets `column[row]`, growing a lazily allocated column (zeros for earlier rows).
-fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
-    if column.len() <= row {
-        column.resize(row + 1, T::default());
+/// An id looked up by a row's `globalPid` or `globalTid`, the last answer remembered: rows
+/// of one process or thread come in runs.
+pub(super) struct Remembered<V, F> {
+    lookup: F,
+    last: Option<(i64, V)>,
+}
+
+impl<V: Copy, F: FnMut(i64) -> V> Remembered<V, F> {
+    pub(super) fn new(lookup: F) -> Self {
+        Remembered { lookup, last: None }
     }
-    column[row] = value;
+
+    pub(super) fn get(&mut self, key: i64) -> V {
+        match self.last {
+            Some((k, v)) if k == key => v,
+            _ => {
+                let v = (self.lookup)(key);
+                self.last = Some((key, v));
+                v
+            }
+        }
+    }
 }
 
 pub(super) fn small(v: ValueRef<'_>) -> u32 {
@@ -476,34 +492,9 @@ impl Loader<'_, '_> {
         let columns = kernel_columns(details, graph_nodes);
         let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
         let mut k = std::mem::take(&mut trace.kernels);
-        k.start.reserve_exact(reserve);
-        k.end.reserve_exact(reserve);
-        k.device.reserve_exact(reserve);
-        k.process.reserve_exact(reserve);
-        k.short_name.reserve_exact(reserve);
-        if details {
-            k.stream.reserve_exact(reserve);
-            k.correlation.reserve_exact(reserve);
-            k.demangled_name.reserve_exact(reserve);
-        }
+        k.reserve_exact(reserve, details);
         let streamed = self.stream_kernels(schema, strings, trace, &columns, &mut |row| {
-            let i = k.start.len();
-            k.start.push(row.start);
-            k.end.push(row.end);
-            k.device.push(row.device);
-            k.process.push(row.process);
-            k.short_name.push(row.short_name);
-            if details {
-                k.stream.push(row.stream);
-                k.correlation.push(row.correlation);
-                k.demangled_name.push(row.demangled_name);
-            }
-            if row.graph_node != 0 {
-                set_sparse(&mut k.graph_node, i, row.graph_node);
-            }
-            if row.graph_id != 0 {
-                set_sparse(&mut k.graph_id, i, row.graph_id);
-            }
+            k.push(&row, details);
         });
         trace.kernels = k;
         streamed
@@ -526,15 +517,10 @@ impl Loader<'_, '_> {
         }
         let sql = Self::select(schema, KERNEL_TABLE, columns, "");
         let processes = &mut trace.processes;
-        let mut last_gpid = i64::MIN;
-        let mut last_proc = 0;
+        let mut process = Remembered::new(|gpid| processes.intern(gpid));
         self.stream("loading kernels", KERNEL_TABLE, &sql, |r| {
             let (mut row, gpid) = kernel_row(r, strings)?;
-            if gpid != last_gpid {
-                last_gpid = gpid;
-                last_proc = processes.intern(gpid);
-            }
-            row.process = last_proc;
+            row.process = process.get(gpid);
             sink(row);
             Ok(())
         })
@@ -554,21 +540,9 @@ impl Loader<'_, '_> {
             self.estimate_rows(RUNTIME_TABLE) as usize
         };
         let mut rt = std::mem::take(&mut trace.runtime);
-        rt.start.reserve_exact(reserve);
-        rt.end.reserve_exact(reserve);
-        rt.thread.reserve_exact(reserve);
-        rt.name.reserve_exact(reserve);
-        if details {
-            rt.correlation.reserve_exact(reserve);
-        }
+        rt.reserve_exact(reserve, details);
         let streamed = self.stream_runtime(schema, strings, trace, opts, &mut |call| {
-            rt.start.push(call.start);
-            rt.end.push(call.end);
-            rt.thread.push(call.thread);
-            rt.name.push(call.name);
-            if details {
-                rt.correlation.push(call.correlation);
-            }
+            rt.push(&call, details);
         });
         trace.runtime = rt;
         streamed
@@ -600,8 +574,10 @@ impl Loader<'_, '_> {
             capture_fold,
             ..
         } = trace;
-        let mut last_tid = i64::MIN;
-        let mut last_thread = (0, 0);
+        let mut thread = Remembered::new(|gtid| {
+            let t = threads.intern(gtid, processes);
+            (t, threads.process.get(t as usize).copied().unwrap_or(0))
+        });
         self.stream("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
             let (mut call, gtid) = call_row(r, strings)?;
             if let Some(warmup) = &mut warmup {
@@ -610,12 +586,7 @@ impl Loader<'_, '_> {
             if launches.as_ref().is_some_and(|l| !l.get(call.name)) {
                 return Ok(());
             }
-            if gtid != last_tid {
-                last_tid = gtid;
-                let t = threads.intern(gtid, processes);
-                last_thread = (t, threads.process.get(t as usize).copied().unwrap_or(0));
-            }
-            (call.thread, call.process) = last_thread;
+            (call.thread, call.process) = thread.get(gtid);
             sink(call);
             Ok(())
         })?;
@@ -748,18 +719,7 @@ impl Loader<'_, '_> {
     ) -> Result<MemOps> {
         let mut ops = MemOps::default();
         let columns = memop_columns(table);
-        self.stream_memops(schema, trace, table, &columns, &mut |op| {
-            ops.start.push(op.start);
-            ops.end.push(op.end);
-            ops.device.push(op.device);
-            ops.stream.push(op.stream);
-            ops.process.push(op.process);
-            ops.correlation.push(op.correlation);
-            ops.bytes.push(op.bytes);
-            ops.kind.push(op.kind);
-            ops.src_mem.push(op.src_mem);
-            ops.dst_mem.push(op.dst_mem);
-        })?;
+        self.stream_memops(schema, trace, table, &columns, &mut |op| ops.push(&op))?;
         Ok(ops)
     }
 
@@ -803,15 +763,7 @@ impl Loader<'_, '_> {
 
     pub(super) fn load_syncs(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
         let mut s = std::mem::take(&mut trace.syncs);
-        let streamed = self.stream_syncs(schema, trace, &SYNC_COLUMNS, &mut |sync| {
-            s.start.push(sync.start);
-            s.end.push(sync.end);
-            s.device.push(sync.device);
-            s.stream.push(sync.stream);
-            s.process.push(sync.process);
-            s.correlation.push(sync.correlation);
-            s.sync_type.push(sync.sync_type);
-        });
+        let streamed = self.stream_syncs(schema, trace, &SYNC_COLUMNS, &mut |sync| s.push(&sync));
         trace.syncs = s;
         streamed
     }
