@@ -183,7 +183,7 @@ impl LaunchRuns {
     }
 
     /// Feeds every launch call to `each` in non-decreasing start (ties in table order), the
-    /// runs merged ([`SortedRuns::merge`]). Threads must have been interned by
+    /// runs merged (`runs::SortedRuns::merge`). Threads must have been interned by
     /// [`LaunchRuns::scan`].
     pub fn for_each(
         &self,

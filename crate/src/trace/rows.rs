@@ -6,9 +6,9 @@
 //! once what a whole load holds besides the event rows (strings, processes, threads, capture
 //! facts…) and where each table's sorted runs lie; [`FileRows`] then reads any table in start
 //! order as often as an analysis asks, a `rowid` chunk at a time, merging the runs
-//! ([`super::runs`]). Rows are decoded by the loader's own decoders (`tables.rs`), and the scan
+//! (`trace::runs`). Rows are decoded by the loader's own decoders (`tables.rs`), and the scan
 //! runs the loader's own table readers in the CLI's order, so every id and name equals the
-//! CLI's whole load of the file ([`super::load_path`]).
+//! CLI's whole load of the file (`load_path`).
 
 use std::collections::VecDeque;
 
@@ -85,7 +85,7 @@ pub struct FileScan {
 
 impl FileScan {
     /// Scans `conn` for the rows a whole load under `opts` holds. Tables are read in the
-    /// order of the CLI's load ([`super::load_path`]: the host side, then the kernel table),
+    /// order of the CLI's load (`load_path`: the host side, then the kernel table),
     /// each by its loader with a sink that keeps only the runs, reading only the columns that
     /// intern threads, processes and names, so their ids come out as that load's.
     pub fn new(
