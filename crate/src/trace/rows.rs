@@ -34,8 +34,9 @@ use crate::model::rows::{
 use crate::model::{Ns, NvtxRow, ProcessIdx, Processes, Trace};
 
 /// More sorted runs than this in one table and it is not read ([`Error::Shuffled`]): the
-/// runs' bounds are held (32 bytes each), and nsys writes a handful.
-pub const MAX_FILE_RUNS: usize = 1 << 16;
+/// runs' bounds are held (about 36 bytes each). nsys writes a handful; the generator's
+/// multi-rank traces one per rank and step.
+pub const MAX_FILE_RUNS: usize = super::launch_calls::MAX_RUNS;
 
 /// The columns a scan reads of a table: where its rows lie, their start and owner.
 const SCAN_COLUMNS: [&str; 5] = ["rowid", "start", "end", "globalPid", "globalTid"];

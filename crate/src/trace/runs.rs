@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::OnceLock;
 
 use rusqlite::Connection;
 
@@ -65,6 +66,8 @@ struct Run<K> {
 pub struct SortedRuns<K> {
     /// Emptied once there are more than `max`.
     runs: Vec<Run<K>>,
+    /// Runs by first key (table order among equal ones), sorted once for every merge.
+    order: OnceLock<Vec<u32>>,
     count: usize,
     max: usize,
     last_key: Option<K>,
@@ -76,6 +79,7 @@ impl<K: Ord + Copy> SortedRuns<K> {
     pub fn new(max: usize) -> SortedRuns<K> {
         SortedRuns {
             runs: Vec::new(),
+            order: OnceLock::new(),
             count: 0,
             max,
             last_key: None,
@@ -95,6 +99,7 @@ impl<K: Ord + Copy> SortedRuns<K> {
             return;
         }
         self.count += 1;
+        self.order = OnceLock::new();
         if self.count > self.max {
             self.runs = Vec::new();
             return;
@@ -143,8 +148,11 @@ impl<K: Ord + Copy> SortedRuns<K> {
         T: Keyed<Key = K>,
         F: FnMut(i64, i64, usize, &mut VecDeque<T>) -> Result<()>,
     {
-        let mut order: Vec<usize> = (0..self.runs.len()).collect();
-        order.sort_by_key(|&i| self.runs[i].first_key);
+        let order = self.order.get_or_init(|| {
+            let mut order: Vec<u32> = (0..self.runs.len() as u32).collect();
+            order.sort_by_key(|&i| self.runs[i as usize].first_key);
+            order
+        });
         Merge {
             runs: &self.runs,
             order,
@@ -200,7 +208,7 @@ impl<T: Keyed> Ord for Live<T> {
 pub struct Merge<'r, T: Keyed, F> {
     runs: &'r [Run<T::Key>],
     /// Runs by first key (table order among equal ones); `activated` of them are live or done.
-    order: Vec<usize>,
+    order: &'r [u32],
     activated: usize,
     heap: BinaryHeap<Live<T>>,
     refill: usize,
@@ -215,17 +223,19 @@ where
     /// Starts reading every run whose first key the merge has reached.
     fn activate_due(&mut self) -> Result<()> {
         while let Some(&i) = self.order.get(self.activated) {
-            let run = self.runs[i];
+            let (i, run) = (i as usize, self.runs[i as usize]);
             if self.heap.peek().is_some_and(|top| run.first_key > top.key) {
                 break;
             }
             self.activated += 1;
+            // A refill reads at most `refill` rows into an emptied buffer: it never grows.
+            let span = usize::try_from(run.last.saturating_sub(run.first)).unwrap_or(usize::MAX);
             let live = Live {
                 key: run.first_key,
                 run: i,
                 next: run.first,
                 last: run.last,
-                buffer: VecDeque::new(),
+                buffer: VecDeque::with_capacity(self.refill.min(span.saturating_add(1))),
             };
             self.refill_and_push(live)?;
         }
