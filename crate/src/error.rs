@@ -89,6 +89,18 @@ pub enum Error {
         room_gib: f64,
     },
 
+    /// A table is in more runs sorted by start than a read in start order merges without
+    /// holding the table (`trace::FileRows`). nsys writes a few; the CLI loads and sorts.
+    #[error(
+        "{path}: the {table} table is in {runs} runs sorted by start, more than the {max} the page merges: nsys writes a few, so another tool reordered this file. The page reads each table in start order without holding it and cannot analyse this one. The command line can (it loads and sorts the tables), same figures: nsys-lens analyze {path} · nsys-lens drill {path} · nsys-lens report {path} --out DIR"
+    )]
+    Shuffled {
+        path: String,
+        table: String,
+        runs: usize,
+        max: usize,
+    },
+
     /// A dropped or given text file is not line_profiler's text output.
     #[error("{path}: {detail}")]
     NotLineProfiler { path: String, detail: String },
@@ -124,6 +136,7 @@ impl Error {
             Error::Usage(_) => "usage",
             Error::Unordered { .. } => "unordered",
             Error::TooLarge { .. } => "too-large",
+            Error::Shuffled { .. } => "shuffled",
             Error::NotLineProfiler { .. } => "not-line-profiler",
             Error::Internal { .. } => "internal",
         }

@@ -2,6 +2,7 @@
 //! operations and syncs. Times are integer ns.
 
 use super::ids::{NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME};
+use super::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::names::steps::StepText;
 
 /// GPU kernels (`CUPTI_ACTIVITY_KIND_KERNEL`), in table order.
@@ -25,7 +26,51 @@ pub struct Kernels {
     pub graph_id: Vec<u32>,
 }
 
+/// Sets `column[row]`, growing a lazily allocated column (zeros for earlier rows).
+fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
+    if column.len() <= row {
+        column.resize(row + 1, T::default());
+    }
+    column[row] = value;
+}
+
 impl Kernels {
+    /// Room for `n` more kernels in the columns [`Kernels::push`] fills.
+    pub fn reserve_exact(&mut self, n: usize, details: bool) {
+        self.start.reserve_exact(n);
+        self.end.reserve_exact(n);
+        self.device.reserve_exact(n);
+        self.process.reserve_exact(n);
+        self.short_name.reserve_exact(n);
+        if details {
+            self.stream.reserve_exact(n);
+            self.correlation.reserve_exact(n);
+            self.demangled_name.reserve_exact(n);
+        }
+    }
+
+    /// Appends a kernel; stream, correlation and demangled name only with `details` (the
+    /// graph ids grow their columns only once one is set).
+    pub fn push(&mut self, row: &KernelRow, details: bool) {
+        let i = self.start.len();
+        self.start.push(row.start);
+        self.end.push(row.end);
+        self.device.push(row.device);
+        self.process.push(row.process);
+        self.short_name.push(row.short_name);
+        if details {
+            self.stream.push(row.stream);
+            self.correlation.push(row.correlation);
+            self.demangled_name.push(row.demangled_name);
+        }
+        if row.graph_node != 0 {
+            set_sparse(&mut self.graph_node, i, row.graph_node);
+        }
+        if row.graph_id != 0 {
+            set_sparse(&mut self.graph_id, i, row.graph_id);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.start.len()
     }
@@ -158,6 +203,28 @@ pub struct RuntimeCalls {
 }
 
 impl RuntimeCalls {
+    /// Room for `n` more calls in the columns [`RuntimeCalls::push`] fills.
+    pub fn reserve_exact(&mut self, n: usize, details: bool) {
+        self.start.reserve_exact(n);
+        self.end.reserve_exact(n);
+        self.thread.reserve_exact(n);
+        self.name.reserve_exact(n);
+        if details {
+            self.correlation.reserve_exact(n);
+        }
+    }
+
+    /// Appends a call (its correlation id only with `details`).
+    pub fn push(&mut self, call: &CallRow, details: bool) {
+        self.start.push(call.start);
+        self.end.push(call.end);
+        self.thread.push(call.thread);
+        self.name.push(call.name);
+        if details {
+            self.correlation.push(call.correlation);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.start.len()
     }
@@ -359,6 +426,19 @@ pub struct MemOps {
 pub const PAGEABLE_MEMORY: u8 = 0;
 
 impl MemOps {
+    pub fn push(&mut self, op: &MemOpRow) {
+        self.start.push(op.start);
+        self.end.push(op.end);
+        self.device.push(op.device);
+        self.stream.push(op.stream);
+        self.process.push(op.process);
+        self.correlation.push(op.correlation);
+        self.bytes.push(op.bytes);
+        self.kind.push(op.kind);
+        self.src_mem.push(op.src_mem);
+        self.dst_mem.push(op.dst_mem);
+    }
+
     pub fn len(&self) -> usize {
         self.start.len()
     }
@@ -387,6 +467,16 @@ pub struct Syncs {
 }
 
 impl Syncs {
+    pub fn push(&mut self, sync: &SyncRow) {
+        self.start.push(sync.start);
+        self.end.push(sync.end);
+        self.device.push(sync.device);
+        self.stream.push(sync.stream);
+        self.process.push(sync.process);
+        self.correlation.push(sync.correlation);
+        self.sync_type.push(sync.sync_type);
+    }
+
     pub fn len(&self) -> usize {
         self.start.len()
     }

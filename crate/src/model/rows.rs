@@ -249,6 +249,37 @@ impl EventRows for Trace {
     }
 }
 
+/// A borrowed source reads as its owner (a caller boxing `&Trace` or `&FileRows`).
+impl<R: EventRows + ?Sized> EventRows for &R {
+    fn meta(&self) -> &Trace {
+        (**self).meta()
+    }
+    fn columns(&self) -> Columns {
+        (**self).columns()
+    }
+    fn kernels(&self) -> Rows<'_, KernelRow> {
+        (**self).kernels()
+    }
+    fn calls(&self) -> Rows<'_, CallRow> {
+        (**self).calls()
+    }
+    fn ranges(&self) -> Rows<'_, NvtxRow> {
+        (**self).ranges()
+    }
+    fn memcpy(&self) -> Rows<'_, MemOpRow> {
+        (**self).memcpy()
+    }
+    fn memset(&self) -> Rows<'_, MemOpRow> {
+        (**self).memset()
+    }
+    fn syncs(&self) -> Rows<'_, SyncRow> {
+        (**self).syncs()
+    }
+    fn check(&self) -> crate::error::Result<()> {
+        (**self).check()
+    }
+}
+
 fn mem_rows(ops: &MemOps) -> Rows<'_, MemOpRow> {
     ordered(
         ops.len(),

@@ -10,6 +10,8 @@ mod links;
 mod load;
 mod nvtx_names;
 mod open;
+mod rows;
+mod runs;
 mod schema;
 mod staged;
 mod stream;
@@ -26,6 +28,7 @@ pub use load::{
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
+pub use rows::{FileRows, FileScan, MAX_FILE_RUNS};
 pub use schema::{Schema, read_meta};
 pub use staged::StagedLoad;
 pub use stream::{KernelRows, NvtxRows, kernel_edges};

@@ -177,7 +177,7 @@ impl StagedLoad {
         };
         let sorted = for_each_if_sorted(
             conn,
-            path,
+            (&self.schema, path),
             strings,
             (threads, processes),
             warmup.as_mut(),

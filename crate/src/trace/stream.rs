@@ -12,9 +12,12 @@ use super::load::{KERNEL_TABLE, NVTX_TABLE};
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, text_ref};
-use super::tables::{inline_text, int, opt_int, select, small};
+use super::tables::{
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, Remembered, inline_text, int, nvtx_columns, nvtx_row, only,
+    opt_int, select, small,
+};
 use crate::error::Result;
-use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Processes, Strings};
+use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, Processes, Strings};
 
 /// Columns of a [`KernelEvent`], `NULL` where the export lacks one.
 const COLUMNS: [&str; 7] = [
@@ -150,7 +153,7 @@ impl KernelRows {
         let fail = |e: rusqlite::Error| sqlite_error(path, KERNEL_TABLE, &e);
         let mut stmt = conn.prepare_cached(&self.sql).map_err(fail)?;
         let mut rows = stmt.query([first, last]).map_err(fail)?;
-        let mut interner = ProcessInterner::new(processes);
+        let mut process = Remembered::new(|gpid| processes.intern(gpid));
         while let Some(r) = rows.next().map_err(fail)? {
             let ev = (|| -> rusqlite::Result<KernelEvent> {
                 Ok(KernelEvent {
@@ -159,7 +162,7 @@ impl KernelRows {
                     end: int(r.get_ref(2)?, 0),
                     device: small(r.get_ref(3)?),
                     stream: small(r.get_ref(4)?),
-                    process: interner.intern(int(r.get_ref(5)?, 0)),
+                    process: process.get(int(r.get_ref(5)?, 0)),
                     short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, &mut names),
                     graph_node: opt_int(r.get_ref(7)?).map_or(0, |g| g as u64),
                 })
@@ -223,31 +226,8 @@ fn rowid_bounds(conn: &Connection, path: &str) -> Result<(i64, i64)> {
     })
 }
 
-/// Interns `globalPid`s, remembering the last one (kernels of one process come in runs).
-struct ProcessInterner<'p> {
-    processes: &'p mut Processes,
-    last: Option<(i64, ProcessIdx)>,
-}
-
-impl<'p> ProcessInterner<'p> {
-    fn new(processes: &'p mut Processes) -> Self {
-        ProcessInterner {
-            processes,
-            last: None,
-        }
-    }
-
-    fn intern(&mut self, gpid: i64) -> ProcessIdx {
-        match self.last {
-            Some((g, p)) if g == gpid => p,
-            _ => {
-                let p = self.processes.intern(gpid);
-                self.last = Some((gpid, p));
-                p
-            }
-        }
-    }
-}
+/// The NVTX columns the timeline's step lane reads (no thread, no domain).
+const NAMED_SPAN: [&str; 6] = ["rowid", "start", "end", "eventType", "text", "textId"];
 
 /// NVTX ranges read again by `rowid` range (the timeline's forward-step lane zoomed in), named
 /// as the staged load named them: a `textId` by the string table, an inline text by the text
@@ -262,7 +242,7 @@ pub struct NvtxRows {
 
 impl NvtxRows {
     pub fn new(schema: &Schema) -> NvtxRows {
-        let columns = ["start", "end", "eventType", "text", "textId", "rowid"];
+        let columns = only(nvtx_columns(false), &NAMED_SPAN);
         let filter = "WHERE rowid BETWEEN ?1 AND ?2 AND \"end\" IS NOT NULL";
         let has_table = schema.has_table(NVTX_TABLE);
         NvtxRows {
@@ -322,20 +302,10 @@ impl NvtxRows {
         let mut namer = RowNamer::new(conn);
         while let Some(r) = rows.next().map_err(fail)? {
             let row = (|| -> rusqlite::Result<NvtxRow> {
-                let text = inline_text(r.get_ref(3)?);
-                let names = namer.name_again(strings, text.as_deref(), opt_int(r.get_ref(4)?))?;
-                let mut row = NvtxRow {
-                    row: int(r.get_ref(5)?, 0),
-                    start: int(r.get_ref(0)?, 0),
-                    end: int(r.get_ref(1)?, 0),
-                    thread: 0,
-                    event_type: u8::try_from(int(r.get_ref(2)?, 0)).unwrap_or(0),
-                    domain: 0,
-                    name: NO_NAME,
-                    text_id_name: NO_NAME,
-                    step: None,
-                    text_id_step: None,
-                };
+                let text = inline_text(r.get_ref(NVTX_TEXT)?);
+                let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
+                let names = namer.name_again(strings, text.as_deref(), text_id)?;
+                let mut row = nvtx_row(r, int(r.get_ref(NVTX_END)?, 0), 0)?;
                 names.apply(&mut row);
                 Ok(row)
             })()

@@ -14,9 +14,10 @@ use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::error::{Error, Result};
+use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::model::{
-    GpuInfo, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, NvtxRow, Processes, Strings,
-    Trace,
+    GpuInfo, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, Ns, NvtxRanges, NvtxRow, Processes,
+    Strings, ThreadIdx, Trace,
 };
 use crate::names::patterns::may_define_windows;
 use crate::names::steps::step_text;
@@ -70,16 +71,224 @@ pub(super) fn inline_text(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> 
     }
 }
 
-/// Sets `column[row]`, growing a lazily allocated column (zeros for earlier rows).
-fn set_sparse<T: Copy + Default>(column: &mut Vec<T>, row: usize, value: T) {
-    if column.len() <= row {
-        column.resize(row + 1, T::default());
+/// An id looked up by a row's `globalPid` or `globalTid`, the last answer remembered: rows
+/// of one process or thread come in runs.
+pub(super) struct Remembered<V, F> {
+    lookup: F,
+    last: Option<(i64, V)>,
+}
+
+impl<V: Copy, F: FnMut(i64) -> V> Remembered<V, F> {
+    pub(super) fn new(lookup: F) -> Self {
+        Remembered { lookup, last: None }
     }
-    column[row] = value;
+
+    pub(super) fn get(&mut self, key: i64) -> V {
+        match self.last {
+            Some((k, v)) if k == key => v,
+            _ => {
+                let v = (self.lookup)(key);
+                self.last = Some((key, v));
+                v
+            }
+        }
+    }
 }
 
 pub(super) fn small(v: ValueRef<'_>) -> u32 {
     u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
+}
+
+/// `columns` with `NULL` for every one not in `kept` (a scan reads only what it needs).
+pub(super) fn only<const N: usize>(columns: [&'static str; N], kept: &[&str]) -> [&'static str; N] {
+    columns.map(|c| if kept.contains(&c) { c } else { "NULL" })
+}
+
+/// `column`, or `NULL` when not `read`.
+fn read_if(column: &'static str, read: bool) -> &'static str {
+    if read { column } else { "NULL" }
+}
+
+/// The columns [`kernel_row`] decodes, `NULL` for those not read: stream, correlation,
+/// demangled name and graph ids without `details` (the graph node with `graph_nodes` too).
+pub(super) fn kernel_columns(details: bool, graph_nodes: bool) -> [&'static str; 11] {
+    [
+        "rowid",
+        "start",
+        "end",
+        "deviceId",
+        "globalPid",
+        "shortName",
+        read_if("streamId", details),
+        read_if("correlationId", details),
+        read_if("demangledName", details),
+        read_if("graphNodeId", details || graph_nodes),
+        read_if("graphId", details),
+    ]
+}
+
+/// A kernel selected as [`kernel_columns`], and its `globalPid` (`process` is the caller's to
+/// set).
+pub(super) fn kernel_row(
+    r: &rusqlite::Row<'_>,
+    strings: &Strings,
+) -> rusqlite::Result<(KernelRow, i64)> {
+    let name = |v: ValueRef<'_>| opt_int(v).map_or(NO_NAME, |id| strings.resolve(id));
+    let row = KernelRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        device: small(r.get_ref(3)?),
+        process: 0,
+        short_name: name(r.get_ref(5)?),
+        stream: small(r.get_ref(6)?),
+        correlation: small(r.get_ref(7)?),
+        demangled_name: name(r.get_ref(8)?),
+        graph_node: opt_int(r.get_ref(9)?).map_or(0, |g| g as u64),
+        graph_id: opt_int(r.get_ref(10)?).map_or(0, |g| g as u32),
+    };
+    Ok((row, int(r.get_ref(4)?, 0)))
+}
+
+/// The columns [`call_row`] decodes (`correlationId` only with `details`).
+pub(super) fn call_columns(details: bool) -> [&'static str; 6] {
+    [
+        "rowid",
+        "start",
+        "end",
+        "globalTid",
+        "nameId",
+        read_if("correlationId", details),
+    ]
+}
+
+/// A CUDA API call selected as [`call_columns`], and its `globalTid` (`thread` and `process`
+/// are the caller's to set).
+pub(super) fn call_row(
+    r: &rusqlite::Row<'_>,
+    strings: &Strings,
+) -> rusqlite::Result<(CallRow, i64)> {
+    let row = CallRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        thread: 0,
+        process: 0,
+        correlation: small(r.get_ref(5)?),
+        name: opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)),
+    };
+    Ok((row, int(r.get_ref(3)?, 0)))
+}
+
+/// The columns [`nvtx_row`] decodes (`domainId` only with `details`); the names are read from
+/// [`NVTX_TEXT`] and [`NVTX_TEXT_ID`].
+pub(super) fn nvtx_columns(details: bool) -> [&'static str; 8] {
+    [
+        "rowid",
+        "start",
+        "end",
+        "globalTid",
+        "eventType",
+        read_if("domainId", details),
+        "text",
+        "textId",
+    ]
+}
+/// Where [`nvtx_columns`] puts `end`, `globalTid`, `eventType`, `text` and `textId`.
+pub(super) const NVTX_END: usize = 2;
+pub(super) const NVTX_THREAD: usize = 3;
+pub(super) const NVTX_TYPE: usize = 4;
+pub(super) const NVTX_TEXT: usize = 6;
+pub(super) const NVTX_TEXT_ID: usize = 7;
+
+/// An NVTX range selected as [`nvtx_columns`] that ends at `end` on `thread`, not named yet
+/// (`nvtx_names::RowNamer` names it).
+pub(super) fn nvtx_row(
+    r: &rusqlite::Row<'_>,
+    end: Ns,
+    thread: ThreadIdx,
+) -> rusqlite::Result<NvtxRow> {
+    Ok(NvtxRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end,
+        thread,
+        event_type: u8::try_from(int(r.get_ref(NVTX_TYPE)?, 0)).unwrap_or(0),
+        domain: small(r.get_ref(5)?),
+        name: NO_NAME,
+        text_id_name: NO_NAME,
+        step: None,
+        text_id_step: None,
+    })
+}
+
+/// The columns [`memop_row`] decodes from `table` (memset has no copy kind, and one memory
+/// kind for both ends).
+pub(super) fn memop_columns(table: &str) -> [&'static str; 11] {
+    let [kind, src, dst] = if table == MEMCPY_TABLE {
+        ["copyKind", "srcKind", "dstKind"]
+    } else {
+        ["NULL", "memKind", "memKind"]
+    };
+    [
+        "rowid",
+        "start",
+        "end",
+        "deviceId",
+        "streamId",
+        "globalPid",
+        "correlationId",
+        "bytes",
+        kind,
+        src,
+        dst,
+    ]
+}
+
+/// A copy or memset selected as [`memop_columns`], and its `globalPid`.
+pub(super) fn memop_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(MemOpRow, i64)> {
+    let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
+    let row = MemOpRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        device: small(r.get_ref(3)?),
+        stream: small(r.get_ref(4)?),
+        process: 0,
+        correlation: small(r.get_ref(6)?),
+        bytes: u64::try_from(int(r.get_ref(7)?, 0)).unwrap_or(0),
+        kind: kind(r.get_ref(8)?),
+        src_mem: kind(r.get_ref(9)?),
+        dst_mem: kind(r.get_ref(10)?),
+    };
+    Ok((row, int(r.get_ref(5)?, 0)))
+}
+
+/// The columns [`sync_row`] decodes.
+pub(super) const SYNC_COLUMNS: [&str; 8] = [
+    "rowid",
+    "start",
+    "end",
+    "deviceId",
+    "streamId",
+    "globalPid",
+    "correlationId",
+    "syncType",
+];
+
+/// A synchronization selected as [`SYNC_COLUMNS`], and its `globalPid`.
+pub(super) fn sync_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SyncRow, i64)> {
+    let row = SyncRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        device: small(r.get_ref(3)?),
+        stream: small(r.get_ref(4)?),
+        process: 0,
+        correlation: small(r.get_ref(6)?),
+        sync_type: u8::try_from(int(r.get_ref(7)?, 0)).unwrap_or(255),
+    };
+    Ok((row, int(r.get_ref(5)?, 0)))
 }
 
 /// The SQL condition selecting kernel-launch API calls (any profile's) by `nameId`.
@@ -98,6 +307,28 @@ fn nvtx_rows_filter(schema: &Schema) -> String {
         filter += &format!(" OR eventType IN ({})", id_list(&types));
     }
     filter
+}
+
+/// The runtime table's `SELECT` for a load, and the calls it keeps when only launch calls are
+/// (`None`: every call). Warm-up calls are selected too, for the capture checks.
+fn runtime_query(
+    schema: &Schema,
+    strings: &Strings,
+    opts: LoadOptions,
+    warmup: Option<&WarmupCalls>,
+) -> (String, Option<NameFlags>) {
+    let launches = (opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId"))
+        .then(|| strings.classify(is_any_launch_api));
+    let filter = match (&launches, warmup) {
+        (Some(launches), Some(warmup)) => format!(
+            "WHERE nameId IN ({})",
+            id_list(&warmup.sqlite_ids_or(strings, launches))
+        ),
+        (Some(_), None) => format!("WHERE {}", launch_filter(strings)),
+        (None, _) => String::new(),
+    };
+    let columns = call_columns(opts.event_details);
+    (select(schema, RUNTIME_TABLE, &columns, &filter), launches)
 }
 
 /// A kernel-launch API of any profile.
@@ -139,6 +370,12 @@ impl Loader<'_, '_> {
         if opts.syncs {
             self.load_syncs(schema, trace)?;
         }
+        self.finish_host(schema, trace)
+    }
+
+    /// What a load reads after the event tables: whether OS runtime calls were traced, the
+    /// capture checks' facts, GPU info and names.
+    pub(super) fn finish_host(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
         trace.present.osrt = schema.has_table(OSRT_TABLE);
         self.load_capture_marks(schema, trace)?;
         self.load_gpus(schema, trace)?;
@@ -251,72 +488,40 @@ impl Loader<'_, '_> {
         trace: &mut Trace,
         details: bool,
     ) -> Result<()> {
+        let graph_nodes = details || reads_graph_nodes(&trace.meta, strings);
+        let columns = kernel_columns(details, graph_nodes);
+        let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
+        let mut k = std::mem::take(&mut trace.kernels);
+        k.reserve_exact(reserve, details);
+        let streamed = self.stream_kernels(schema, strings, trace, &columns, &mut |row| {
+            k.push(&row, details);
+        });
+        trace.kernels = k;
+        streamed
+    }
+
+    /// Hands every kernel row (selected as `columns`, a [`kernel_columns`] list) to `sink` in
+    /// table order, its process interned; notes an absent table or column.
+    pub(super) fn stream_kernels(
+        &mut self,
+        schema: &Schema,
+        strings: &Strings,
+        trace: &mut Trace,
+        columns: &[&str],
+        sink: &mut dyn FnMut(KernelRow),
+    ) -> Result<()> {
         trace.present.kernels = schema.has_table(KERNEL_TABLE);
         trace.coverage.extend(kernel_table_notes(schema));
         if !trace.present.kernels {
             return Ok(());
         }
-        let mut cols = vec!["start", "end", "deviceId", "globalPid", "shortName"];
-        let graph_nodes = details || reads_graph_nodes(&trace.meta, strings);
-        if details {
-            cols.extend([
-                "streamId",
-                "correlationId",
-                "demangledName",
-                "graphNodeId",
-                "graphId",
-            ]);
-        } else if graph_nodes {
-            cols.push("graphNodeId");
-        }
-        let sql = Self::select(schema, KERNEL_TABLE, &cols, "");
-        let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
-        let Trace {
-            kernels: k,
-            processes,
-            ..
-        } = trace;
-        k.start.reserve_exact(reserve);
-        k.end.reserve_exact(reserve);
-        k.device.reserve_exact(reserve);
-        k.process.reserve_exact(reserve);
-        k.short_name.reserve_exact(reserve);
-        if details {
-            k.stream.reserve_exact(reserve);
-            k.correlation.reserve_exact(reserve);
-            k.demangled_name.reserve_exact(reserve);
-        }
-        let mut last_gpid = i64::MIN;
-        let mut last_proc = 0;
+        let sql = Self::select(schema, KERNEL_TABLE, columns, "");
+        let processes = &mut trace.processes;
+        let mut process = Remembered::new(|gpid| processes.intern(gpid));
         self.stream("loading kernels", KERNEL_TABLE, &sql, |r| {
-            k.start.push(int(r.get_ref(0)?, 0));
-            k.end.push(int(r.get_ref(1)?, 0));
-            k.device.push(small(r.get_ref(2)?));
-            let gpid = int(r.get_ref(3)?, 0);
-            if gpid != last_gpid {
-                last_gpid = gpid;
-                last_proc = processes.intern(gpid);
-            }
-            k.process.push(last_proc);
-            k.short_name
-                .push(opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)));
-            if !details {
-                if graph_nodes && let Some(g) = opt_int(r.get_ref(5)?) {
-                    set_sparse(&mut k.graph_node, k.start.len() - 1, g as u64);
-                }
-                return Ok(());
-            }
-            k.stream.push(small(r.get_ref(5)?));
-            k.correlation.push(small(r.get_ref(6)?));
-            k.demangled_name
-                .push(opt_int(r.get_ref(7)?).map_or(NO_NAME, |id| strings.resolve(id)));
-            let row = k.start.len() - 1;
-            if let Some(g) = opt_int(r.get_ref(8)?) {
-                set_sparse(&mut k.graph_node, row, g as u64);
-            }
-            if let Some(g) = opt_int(r.get_ref(9)?) {
-                set_sparse(&mut k.graph_id, row, g as u32);
-            }
+            let (mut row, gpid) = kernel_row(r, strings)?;
+            row.process = process.get(gpid);
+            sink(row);
             Ok(())
         })
     }
@@ -329,6 +534,30 @@ impl Loader<'_, '_> {
         opts: LoadOptions,
     ) -> Result<()> {
         let details = opts.event_details;
+        let reserve = if opts.launch_calls_only {
+            0
+        } else {
+            self.estimate_rows(RUNTIME_TABLE) as usize
+        };
+        let mut rt = std::mem::take(&mut trace.runtime);
+        rt.reserve_exact(reserve, details);
+        let streamed = self.stream_runtime(schema, strings, trace, opts, &mut |call| {
+            rt.push(&call, details);
+        });
+        trace.runtime = rt;
+        streamed
+    }
+
+    /// Hands the CUDA API calls a load keeps (only launch calls with `launch_calls_only`) to
+    /// `sink` in table order, their threads interned; folds the warm-up calls on the way.
+    pub(super) fn stream_runtime(
+        &mut self,
+        schema: &Schema,
+        strings: &Strings,
+        trace: &mut Trace,
+        opts: LoadOptions,
+        sink: &mut dyn FnMut(CallRow),
+    ) -> Result<()> {
         if !schema.has_table(RUNTIME_TABLE) {
             trace.note(
                 RUNTIME_TABLE,
@@ -337,66 +566,28 @@ impl Loader<'_, '_> {
             return Ok(());
         }
         trace.present.runtime = true;
-        let cols: &[&str] = if details {
-            &["start", "end", "globalTid", "nameId", "correlationId"]
-        } else {
-            &["start", "end", "globalTid", "nameId"]
-        };
         let mut warmup = WarmupCalls::new(schema, strings);
-        // Only launch calls are kept; warm-up calls are read too, for the capture checks.
-        let launches = (opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId"))
-            .then(|| strings.classify(is_any_launch_api));
-        let filter = match (&launches, &warmup) {
-            (Some(launches), Some(warmup)) => format!(
-                "WHERE nameId IN ({})",
-                id_list(&warmup.sqlite_ids_or(strings, launches))
-            ),
-            (Some(_), None) => format!("WHERE {}", launch_filter(strings)),
-            (None, _) => String::new(),
-        };
-        let sql = Self::select(schema, RUNTIME_TABLE, cols, &filter);
-        let reserve = if filter.is_empty() {
-            self.estimate_rows(RUNTIME_TABLE) as usize
-        } else {
-            0
-        };
+        let (sql, launches) = runtime_query(schema, strings, opts, warmup.as_ref());
         let Trace {
-            runtime: rt,
             processes,
             threads,
             capture_fold,
             ..
         } = trace;
-        rt.start.reserve_exact(reserve);
-        rt.end.reserve_exact(reserve);
-        rt.thread.reserve_exact(reserve);
-        rt.name.reserve_exact(reserve);
-        if details {
-            rt.correlation.reserve_exact(reserve);
-        }
-        let mut last_tid = i64::MIN;
-        let mut last_thread = 0;
+        let mut thread = Remembered::new(|gtid| {
+            let t = threads.intern(gtid, processes);
+            (t, threads.process.get(t as usize).copied().unwrap_or(0))
+        });
         self.stream("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
-            let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
-            let name = opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id));
+            let (mut call, gtid) = call_row(r, strings)?;
             if let Some(warmup) = &mut warmup {
-                warmup.observe(strings, start, end, name);
+                warmup.observe(strings, call.start, call.end, call.name);
             }
-            if launches.as_ref().is_some_and(|l| !l.get(name)) {
+            if launches.as_ref().is_some_and(|l| !l.get(call.name)) {
                 return Ok(());
             }
-            rt.start.push(start);
-            rt.end.push(end);
-            let gtid = int(r.get_ref(2)?, 0);
-            if gtid != last_tid {
-                last_tid = gtid;
-                last_thread = threads.intern(gtid, processes);
-            }
-            rt.thread.push(last_thread);
-            rt.name.push(name);
-            if details {
-                rt.correlation.push(small(r.get_ref(4)?));
-            }
+            (call.thread, call.process) = thread.get(gtid);
+            sink(call);
             Ok(())
         })?;
         capture_fold.runtime = warmup.map(WarmupCalls::finish);
@@ -453,16 +644,7 @@ impl Loader<'_, '_> {
         let sql = Self::select(
             schema,
             NVTX_TABLE,
-            &[
-                "start",
-                "end",
-                "globalTid",
-                "eventType",
-                if details { "domainId" } else { "NULL" },
-                "text",
-                "textId",
-                "rowid",
-            ],
+            &nvtx_columns(details),
             &nvtx_rows_filter(schema),
         );
         let Trace {
@@ -484,24 +666,30 @@ impl Loader<'_, '_> {
             NameFlags::default()
         };
         let done = self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
-            let end = opt_int(r.get_ref(1)?);
-            let text_id = opt_int(r.get_ref(6)?);
+            let end = opt_int(r.get_ref(NVTX_END)?);
+            let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
             if let Some(marked) = &mut marked {
-                let (start, event_type) = (int(r.get_ref(0)?, 0), int(r.get_ref(3)?, -1));
-                marked.observe(strings, (start, end), event_type, r.get_ref(5)?, text_id);
+                let (start, event_type) = (int(r.get_ref(1)?, 0), int(r.get_ref(NVTX_TYPE)?, -1));
+                marked.observe(
+                    strings,
+                    (start, end),
+                    event_type,
+                    r.get_ref(NVTX_TEXT)?,
+                    text_id,
+                );
             }
             let Some(end) = end else {
                 return Ok(true);
             };
             // Every row's thread is interned, kept or not: process and thread ids then come
             // out as in a whole load (they order per-process results).
-            let gtid = int(r.get_ref(2)?, 0);
+            let gtid = int(r.get_ref(NVTX_THREAD)?, 0);
             if gtid != last_tid {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
             let by_id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
-            let text = inline_text(r.get_ref(5)?);
+            let text = inline_text(r.get_ref(NVTX_TEXT)?);
             if windows_only
                 && !crate::model::flag(&keep_id, by_id)
                 && !strings.is_unheld(by_id)
@@ -510,18 +698,7 @@ impl Loader<'_, '_> {
                 n.omit(text.is_some());
                 return Ok(true);
             }
-            let mut row = NvtxRow {
-                row: int(r.get_ref(7)?, 0),
-                start: int(r.get_ref(0)?, 0),
-                end,
-                thread: last_thread,
-                event_type: u8::try_from(int(r.get_ref(3)?, 0)).unwrap_or(0),
-                domain: if details { small(r.get_ref(4)?) } else { 0 },
-                name: NO_NAME,
-                text_id_name: NO_NAME,
-                step: None,
-                text_id_step: None,
-            };
+            let mut row = nvtx_row(r, end, last_thread)?;
             namer
                 .name(strings, text.as_deref(), text_id)?
                 .apply(&mut row);
@@ -541,12 +718,27 @@ impl Loader<'_, '_> {
         table: &'static str,
     ) -> Result<MemOps> {
         let mut ops = MemOps::default();
+        let columns = memop_columns(table);
+        self.stream_memops(schema, trace, table, &columns, &mut |op| ops.push(&op))?;
+        Ok(ops)
+    }
+
+    /// Hands every row of memory-operation `table` (selected as `columns`, a [`memop_columns`]
+    /// list) to `sink` in table order, its process interned; notes an absent table.
+    pub(super) fn stream_memops(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        table: &'static str,
+        columns: &[&str],
+        sink: &mut dyn FnMut(MemOpRow),
+    ) -> Result<()> {
         if !schema.has_table(table) {
             trace.note(
                 table,
                 format!("no {table} table: no such operations were recorded"),
             );
-            return Ok(ops);
+            return Ok(());
         }
         let is_memcpy = table == MEMCPY_TABLE;
         if is_memcpy {
@@ -554,48 +746,37 @@ impl Loader<'_, '_> {
         } else {
             trace.present.memset = true;
         }
-        // memset has no copy kind and one memory kind for both ends.
-        let kinds: [&str; 3] = if is_memcpy {
-            ["copyKind", "srcKind", "dstKind"]
-        } else {
-            ["NULL", "memKind", "memKind"]
-        };
-        let mut cols = vec![
-            "start",
-            "end",
-            "deviceId",
-            "streamId",
-            "globalPid",
-            "correlationId",
-            "bytes",
-        ];
-        cols.extend(kinds);
-        let sql = Self::select(schema, table, &cols, "");
+        let sql = Self::select(schema, table, columns, "");
         let processes = &mut trace.processes;
         let step = if is_memcpy {
             "loading memcpy"
         } else {
             "loading memset"
         };
-        let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
         self.stream(step, table, &sql, |r| {
-            ops.start.push(int(r.get_ref(0)?, 0));
-            ops.end.push(int(r.get_ref(1)?, 0));
-            ops.device.push(small(r.get_ref(2)?));
-            ops.stream.push(small(r.get_ref(3)?));
-            ops.process.push(processes.intern(int(r.get_ref(4)?, 0)));
-            ops.correlation.push(small(r.get_ref(5)?));
-            ops.bytes
-                .push(u64::try_from(int(r.get_ref(6)?, 0)).unwrap_or(0));
-            ops.kind.push(kind(r.get_ref(7)?));
-            ops.src_mem.push(kind(r.get_ref(8)?));
-            ops.dst_mem.push(kind(r.get_ref(9)?));
+            let (mut op, gpid) = memop_row(r)?;
+            op.process = processes.intern(gpid);
+            sink(op);
             Ok(())
-        })?;
-        Ok(ops)
+        })
     }
 
     pub(super) fn load_syncs(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        let mut s = std::mem::take(&mut trace.syncs);
+        let streamed = self.stream_syncs(schema, trace, &SYNC_COLUMNS, &mut |sync| s.push(&sync));
+        trace.syncs = s;
+        streamed
+    }
+
+    /// Hands every synchronization (selected as `columns`, a [`SYNC_COLUMNS`] list) to `sink`
+    /// in table order, its process interned; notes an absent table.
+    pub(super) fn stream_syncs(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        columns: &[&str],
+        sink: &mut dyn FnMut(SyncRow),
+    ) -> Result<()> {
         if !schema.has_table(SYNC_TABLE) {
             trace.note(
                 SYNC_TABLE,
@@ -604,34 +785,12 @@ impl Loader<'_, '_> {
             return Ok(());
         }
         trace.present.syncs = true;
-        let sql = Self::select(
-            schema,
-            SYNC_TABLE,
-            &[
-                "start",
-                "end",
-                "deviceId",
-                "streamId",
-                "globalPid",
-                "correlationId",
-                "syncType",
-            ],
-            "",
-        );
-        let Trace {
-            syncs: s,
-            processes,
-            ..
-        } = trace;
+        let sql = Self::select(schema, SYNC_TABLE, columns, "");
+        let processes = &mut trace.processes;
         self.stream("loading synchronization", SYNC_TABLE, &sql, |r| {
-            s.start.push(int(r.get_ref(0)?, 0));
-            s.end.push(int(r.get_ref(1)?, 0));
-            s.device.push(small(r.get_ref(2)?));
-            s.stream.push(small(r.get_ref(3)?));
-            s.process.push(processes.intern(int(r.get_ref(4)?, 0)));
-            s.correlation.push(small(r.get_ref(5)?));
-            s.sync_type
-                .push(u8::try_from(int(r.get_ref(6)?, 0)).unwrap_or(255));
+            let (mut sync, gpid) = sync_row(r)?;
+            sync.process = processes.intern(gpid);
+            sink(sync);
             Ok(())
         })
     }

@@ -17,11 +17,14 @@ use rusqlite::Connection;
 use crate::detect::{self, DetectConfig, DetectReport};
 use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
+use crate::model::rows::EventRows;
 use crate::model::{HostTable, Ns, Trace};
 use crate::streamed::budget::{self, TableRows};
 use crate::streamed::{SqliteKernels, Streamed};
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{HostRows, KernelRows, Links, LoadOptions, NvtxRows, Part, Schema};
+use crate::trace::{
+    FileRows, FileScan, HostRows, KernelRows, Links, LoadOptions, NvtxRows, Part, Schema,
+};
 
 pub(crate) struct Indexed {
     /// The file's name, as results label the trace.
@@ -45,6 +48,8 @@ enum Kind {
         host: [HostRows; 2],
         links: Links,
         whole: OnceCell<Trace>,
+        /// What [`Indexed::rows`] found scanning the file, kept for every later read.
+        scan: OnceCell<Box<FileScan>>,
     },
 }
 
@@ -79,6 +84,7 @@ impl Indexed {
                 host,
                 links,
                 whole: OnceCell::new(),
+                scan: OnceCell::new(),
             },
         })
     }
@@ -103,6 +109,30 @@ impl Indexed {
                 let t =
                     crate::trace::load_part(conn, &self.label, opts, &mut |_| true, Part::Whole)?;
                 Ok(whole.get_or_init(|| t))
+            }
+        }
+    }
+
+    /// The event tables in start order, as the deeper views' folds read them: the loaded
+    /// trace's, or a streamed trace's read from its open file ([`FileRows`], nothing held; the
+    /// file is scanned on the first call and the scan kept).
+    #[expect(
+        dead_code,
+        reason = "the deeper views switch to it once their analyses are folds over EventRows"
+    )]
+    pub(crate) fn rows(&self) -> Result<Box<dyn EventRows + '_>> {
+        match &self.kind {
+            Kind::Loaded { trace, .. } => Ok(Box::new(trace)),
+            Kind::Streamed { conn, scan, .. } => {
+                let scan = match scan.get() {
+                    Some(scan) => scan,
+                    None => {
+                        let opts = LoadOptions::page();
+                        let found = FileScan::new(conn, &self.label, opts, &mut |_| true)?;
+                        scan.get_or_init(|| Box::new(found))
+                    }
+                };
+                Ok(Box::new(FileRows::over(conn, scan)))
             }
         }
     }

@@ -1,0 +1,422 @@
+//! The event tables read straight from an open export in start order ([`FileRows`]): the
+//! [`EventRows`] the page's deeper views fold without loading the trace.
+//!
+//! Why: Root cause, the drill-down and the report read every event; loaded, a 1 GB export
+//! takes about 1 GiB of the page's wasm memory and a 4 GiB one cannot open. [`FileScan`] reads
+//! once what a whole load holds besides the event rows (strings, processes, threads, capture
+//! facts…) and where each table's sorted runs lie; [`FileRows`] then reads any table in start
+//! order as often as an analysis asks, a `rowid` chunk at a time, merging the runs
+//! (`trace::runs`). Rows are decoded by the loader's own decoders (`tables.rs`), and the scan
+//! runs the loader's own table readers in the CLI's order, so every id and name equals the
+//! CLI's whole load of the file (`load_path`).
+
+use std::collections::VecDeque;
+
+use rusqlite::Connection;
+
+use super::load::{
+    KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, ProgressFn, RUNTIME_TABLE,
+    SYNC_TABLE, reads_graph_nodes,
+};
+use super::nvtx_names::RowNamer;
+use super::open::sqlite_error;
+use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
+use super::schema::Schema;
+use super::tables::{
+    Loader, NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, Remembered, SYNC_COLUMNS, call_columns,
+    call_row, inline_text, int, kernel_columns, kernel_row, launch_filter, memop_columns,
+    memop_row, nvtx_columns, nvtx_row, only, opt_int, select, sync_row,
+};
+use crate::error::{Error, Result};
+use crate::model::rows::{
+    CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
+};
+use crate::model::{Ns, NvtxRow, ProcessIdx, Processes, Trace};
+
+/// More sorted runs than this in one table and it is not read ([`Error::Shuffled`]): the
+/// runs' bounds are held (about 36 bytes each). nsys writes a handful; the generator's
+/// multi-rank traces one per rank and step.
+pub const MAX_FILE_RUNS: usize = super::launch_calls::MAX_RUNS;
+
+/// The columns a scan reads of a table: where its rows lie, their start and owner.
+const SCAN_COLUMNS: [&str; 5] = ["rowid", "start", "end", "globalPid", "globalTid"];
+
+/// A chunk of a table: rows of a `rowid` range, in `rowid` order, at most `?3`.
+const CHUNK: &str = "rowid BETWEEN ?1 AND ?2";
+const CHUNK_ORDER: &str = "ORDER BY rowid LIMIT ?3";
+
+/// One event table of a scanned file.
+#[derive(Debug, Clone)]
+struct Table<K> {
+    name: &'static str,
+    /// The `SELECT` of one chunk; `None`: the table is absent, or not read under the options.
+    sql: Option<String>,
+    runs: SortedRuns<K>,
+}
+
+impl<K: Ord + Copy> Table<K> {
+    fn new(name: &'static str) -> Table<K> {
+        Table {
+            name,
+            sql: None,
+            runs: SortedRuns::new(MAX_FILE_RUNS),
+        }
+    }
+
+    /// Rows the scan found (0 when the table is not read).
+    fn rows(&self) -> u64 {
+        self.runs.rows()
+    }
+}
+
+/// What one scan of an export found: everything a whole load holds but the event rows, and
+/// where each event table's runs sorted by start lie. Built once per open file.
+#[derive(Debug, Clone)]
+pub struct FileScan {
+    path: String,
+    meta: Trace,
+    details: bool,
+    kernels: Table<(Ns, Ns)>,
+    calls: Table<Ns>,
+    ranges: Table<Ns>,
+    memcpy: Table<Ns>,
+    memset: Table<Ns>,
+    syncs: Table<Ns>,
+}
+
+impl FileScan {
+    /// Scans `conn` for the rows a whole load under `opts` holds. Tables are read in the
+    /// order of the CLI's load (`load_path`: the host side, then the kernel table),
+    /// each by its loader with a sink that keeps only the runs, reading only the columns that
+    /// intern threads, processes and names, so their ids come out as that load's.
+    pub fn new(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+    ) -> Result<FileScan> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        let (schema, mut meta) = ctx.begin(false)?;
+        let mut scan = FileScan {
+            path: path.to_string(),
+            meta: Trace::default(),
+            details: opts.event_details,
+            kernels: Table::new(KERNEL_TABLE),
+            calls: Table::new(RUNTIME_TABLE),
+            ranges: Table::new(NVTX_TABLE),
+            memcpy: Table::new(MEMCPY_TABLE),
+            memset: Table::new(MEMSET_TABLE),
+            syncs: Table::new(SYNC_TABLE),
+        };
+        let strings_note = meta
+            .coverage
+            .iter()
+            .find(|n| n.subject == "StringIds")
+            .cloned();
+        scan.scan_host(&mut ctx, &schema, &mut meta, opts)?;
+        // The CLI's load reads the kernel table in a part of its own, whose notes (its string
+        // table's among them) follow the host side's (`merge_kernel_part`).
+        meta.coverage.extend(strings_note);
+        let strings = std::mem::take(&mut meta.strings);
+        let runs = &mut scan.kernels.runs;
+        let columns = only(kernel_columns(false, false), &SCAN_COLUMNS);
+        ctx.stream_kernels(&schema, &strings, &mut meta, &columns, &mut |k| {
+            runs.push(k.row, k.key());
+        })?;
+        meta.strings = strings;
+        ctx.load_process_names(&schema, &mut meta.processes)?;
+        scan.chunk_queries(&schema, &meta, opts);
+        scan.meta = meta;
+        Ok(scan)
+    }
+
+    /// The host side, as `load_part(.., Part::Host)` reads it: NVTX ranges, CUDA API calls,
+    /// memory operations, synchronizations, then the capture facts, GPUs and names.
+    fn scan_host(
+        &mut self,
+        ctx: &mut Loader<'_, '_>,
+        schema: &Schema,
+        meta: &mut Trace,
+        opts: LoadOptions,
+    ) -> Result<()> {
+        let ranges = &mut self.ranges.runs;
+        ctx.stream_nvtx(schema, meta, false, false, &mut |row, _, _| {
+            ranges.push(row.row, row.key());
+            true
+        })?;
+        let strings = std::mem::take(&mut meta.strings);
+        let calls = &mut self.calls.runs;
+        let scan_opts = LoadOptions {
+            event_details: false,
+            ..opts
+        };
+        let scanned = ctx.stream_runtime(schema, &strings, meta, scan_opts, &mut |call| {
+            calls.push(call.row, call.key());
+        });
+        meta.strings = strings;
+        scanned?;
+        if opts.memory_ops {
+            for table in [&mut self.memcpy, &mut self.memset] {
+                let runs = &mut table.runs;
+                let columns = only(memop_columns(table.name), &SCAN_COLUMNS);
+                ctx.stream_memops(schema, meta, table.name, &columns, &mut |op| {
+                    runs.push(op.row, op.key());
+                })?;
+            }
+        }
+        if opts.syncs {
+            let runs = &mut self.syncs.runs;
+            let columns = only(SYNC_COLUMNS, &SCAN_COLUMNS);
+            ctx.stream_syncs(schema, meta, &columns, &mut |sync| {
+                runs.push(sync.row, sync.key());
+            })?;
+        }
+        ctx.finish_host(schema, meta)
+    }
+
+    /// The `SELECT` of one chunk of each table the load reads.
+    fn chunk_queries(&mut self, schema: &Schema, meta: &Trace, opts: LoadOptions) {
+        let details = opts.event_details;
+        let chunk = |table: &str, columns: &[&str], filter: &str| {
+            let filter = format!("WHERE {CHUNK}{filter} {CHUNK_ORDER}");
+            Some(select(schema, table, columns, &filter))
+        };
+        if meta.present.kernels {
+            let graph_nodes = details || reads_graph_nodes(&meta.meta, &meta.strings);
+            let columns = kernel_columns(details, graph_nodes);
+            self.kernels.sql = chunk(KERNEL_TABLE, &columns, "");
+        }
+        if meta.present.runtime {
+            let launches = opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId");
+            let filter = match launches {
+                true => format!(" AND {}", launch_filter(&meta.strings)),
+                false => String::new(),
+            };
+            self.calls.sql = chunk(RUNTIME_TABLE, &call_columns(details), &filter);
+        }
+        if meta.present.nvtx {
+            let filter = " AND \"end\" IS NOT NULL";
+            self.ranges.sql = chunk(NVTX_TABLE, &nvtx_columns(details), filter);
+        }
+        if opts.memory_ops {
+            for (table, present) in [
+                (&mut self.memcpy, meta.present.memcpy),
+                (&mut self.memset, meta.present.memset),
+            ] {
+                if present {
+                    table.sql = chunk(table.name, &memop_columns(table.name), "");
+                }
+            }
+        }
+        if opts.syncs && meta.present.syncs {
+            self.syncs.sql = chunk(SYNC_TABLE, &SYNC_COLUMNS, "");
+        }
+    }
+
+    /// Everything but the event rows.
+    pub fn meta(&self) -> &Trace {
+        &self.meta
+    }
+
+    /// Sorted runs per table (kernels, calls, ranges, memcpy, memset, syncs), for figures.
+    pub fn run_counts(&self) -> [(&'static str, usize); 6] {
+        [
+            (self.kernels.name, self.kernels.runs.count()),
+            (self.calls.name, self.calls.runs.count()),
+            (self.ranges.name, self.ranges.runs.count()),
+            (self.memcpy.name, self.memcpy.runs.count()),
+            (self.memset.name, self.memset.runs.count()),
+            (self.syncs.name, self.syncs.runs.count()),
+        ]
+    }
+}
+
+/// The event tables of an open export, each read in start order from the file as often as an
+/// analysis asks, through a buffer of a few thousand rows (a few hundred per sorted run). A
+/// failed read ends the iterator and is returned by [`EventRows::check`].
+pub struct FileRows<'a> {
+    conn: &'a Connection,
+    scan: std::borrow::Cow<'a, FileScan>,
+    errors: ErrorLatch,
+}
+
+impl<'a> FileRows<'a> {
+    /// Scans `conn` ([`FileScan::new`]) and reads its rows.
+    pub fn open(
+        conn: &'a Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+    ) -> Result<FileRows<'a>> {
+        let scan = FileScan::new(conn, path, opts, progress)?;
+        Ok(FileRows {
+            conn,
+            scan: std::borrow::Cow::Owned(scan),
+            errors: ErrorLatch::default(),
+        })
+    }
+
+    /// The rows of a file scanned before (`scan` must be of `conn`'s file).
+    pub fn over(conn: &'a Connection, scan: &'a FileScan) -> FileRows<'a> {
+        FileRows {
+            conn,
+            scan: std::borrow::Cow::Borrowed(scan),
+            errors: ErrorLatch::default(),
+        }
+    }
+
+    pub fn scan(&self) -> &FileScan {
+        &self.scan
+    }
+
+    /// `table`'s rows in start order, each chunk's rows decoded by `decode`; empty when the
+    /// table is not read, and an error (kept for [`EventRows::check`]) when it is in too many
+    /// runs.
+    fn rows<T: Keyed + 'a>(
+        &'a self,
+        table: &'a Table<T::Key>,
+        mut decode: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T> + 'a,
+    ) -> Rows<'a, T> {
+        let Some(sql) = &table.sql else {
+            return Box::new(std::iter::empty());
+        };
+        let path = self.scan.path.as_str();
+        if table.runs.too_many() {
+            self.errors.set(Error::Shuffled {
+                path: path.to_string(),
+                table: table.name.to_string(),
+                runs: table.runs.count(),
+                max: MAX_FILE_RUNS,
+            });
+            return Box::new(std::iter::empty());
+        }
+        let conn = self.conn;
+        let read = move |first: i64, last: i64, limit: usize, out: &mut VecDeque<T>| {
+            read_chunk(conn, sql, (first, last, limit), out, &mut decode)
+                .map_err(|e| sqlite_error(path, table.name, &e))
+        };
+        Box::new(Latched {
+            rows: table.runs.merge(read),
+            errors: &self.errors,
+            failed: false,
+        })
+    }
+}
+
+/// Ends at the first error, keeping it in the latch.
+struct Latched<'e, I> {
+    rows: I,
+    errors: &'e ErrorLatch,
+    failed: bool,
+}
+
+impl<T, I: Iterator<Item = Result<T>>> Iterator for Latched<'_, I> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        if self.failed {
+            return None;
+        }
+        match self.rows.next()? {
+            Ok(row) => Some(row),
+            Err(e) => {
+                self.errors.set(e);
+                self.failed = true;
+                None
+            }
+        }
+    }
+}
+
+/// The process of a `globalPid` as the scan interned it (0 if it did not).
+fn process_of(processes: &Processes) -> Remembered<ProcessIdx, impl FnMut(i64) -> ProcessIdx> {
+    Remembered::new(|gpid| processes.find(gpid).unwrap_or(0))
+}
+
+impl EventRows for FileRows<'_> {
+    fn meta(&self) -> &Trace {
+        &self.scan.meta
+    }
+
+    /// As a whole load's (`EventRows::columns` of its `Trace`): a column is loaded with the event details, and
+    /// an empty table holds every column.
+    fn columns(&self) -> Columns {
+        let scan = &self.scan;
+        let held = |rows: u64| scan.details || rows == 0;
+        Columns {
+            kernel_streams: held(scan.kernels.rows()),
+            kernel_correlations: held(scan.kernels.rows()),
+            call_correlations: held(scan.calls.rows()),
+        }
+    }
+
+    fn kernels(&self) -> Rows<'_, KernelRow> {
+        let meta = &self.scan.meta;
+        let mut process = process_of(&meta.processes);
+        self.rows(&self.scan.kernels, move |r| {
+            let (mut row, gpid) = kernel_row(r, &meta.strings)?;
+            row.process = process.get(gpid);
+            Ok(row)
+        })
+    }
+
+    fn calls(&self) -> Rows<'_, CallRow> {
+        let meta = &self.scan.meta;
+        self.rows(&self.scan.calls, move |r| {
+            let (mut call, gtid) = call_row(r, &meta.strings)?;
+            (call.thread, call.process) = thread_of(&meta.threads, gtid);
+            Ok(call)
+        })
+    }
+
+    fn ranges(&self) -> Rows<'_, NvtxRow> {
+        let meta = &self.scan.meta;
+        let mut namer = RowNamer::new(self.conn);
+        self.rows(&self.scan.ranges, move |r| {
+            let (thread, _) = thread_of(&meta.threads, int(r.get_ref(NVTX_THREAD)?, 0));
+            let mut row = nvtx_row(r, int(r.get_ref(NVTX_END)?, 0), thread)?;
+            let text = inline_text(r.get_ref(NVTX_TEXT)?);
+            let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
+            namer
+                .name_again(&meta.strings, text.as_deref(), text_id)?
+                .apply(&mut row);
+            Ok(row)
+        })
+    }
+
+    fn memcpy(&self) -> Rows<'_, MemOpRow> {
+        self.memops(&self.scan.memcpy)
+    }
+
+    fn memset(&self) -> Rows<'_, MemOpRow> {
+        self.memops(&self.scan.memset)
+    }
+
+    fn syncs(&self) -> Rows<'_, SyncRow> {
+        let mut process = process_of(&self.scan.meta.processes);
+        self.rows(&self.scan.syncs, move |r| {
+            let (mut sync, gpid) = sync_row(r)?;
+            sync.process = process.get(gpid);
+            Ok(sync)
+        })
+    }
+
+    fn check(&self) -> Result<()> {
+        self.errors.take()
+    }
+}
+
+impl<'a> FileRows<'a> {
+    fn memops(&'a self, table: &'a Table<Ns>) -> Rows<'a, MemOpRow> {
+        let mut process = process_of(&self.scan.meta.processes);
+        self.rows(table, move |r| {
+            let (mut op, gpid) = memop_row(r)?;
+            op.process = process.get(gpid);
+            Ok(op)
+        })
+    }
+}
