@@ -232,7 +232,7 @@ fn assert_same_verdict(streamed: &Streamed, full: &Trace, label: &str, what: &st
             (Ok(w), Ok(g)) => assert!(
                 g == w,
                 "{what}: {profile:?} verdict differs at {}",
-                diff(&g, &w)
+                common::json_diff(&g, &w)
             ),
             (Err(w), Err(g)) => assert_eq!(g.to_string(), w.to_string(), "{what}: error"),
             (w, g) => panic!("{what} {profile:?}: whole load {w:?}, streamed {g:?}"),
@@ -393,32 +393,6 @@ fn streamed_open_equals_a_whole_load_on_every_public_export() {
         }
     }
     assert!(checked >= 8, "only {checked} public exports with kernels");
-}
-
-/// The first path where two JSON values differ, with both values.
-fn diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
-    use serde_json::Value;
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for (k, v) in x {
-                match y.get(k) {
-                    Some(w) if v != w => return format!("{k}.{}", diff(v, w)),
-                    None => return format!("{k} (missing on the right)"),
-                    _ => {}
-                }
-            }
-            format!(
-                "(keys) {:?} vs {:?}",
-                x.keys().collect::<Vec<_>>(),
-                y.keys().collect::<Vec<_>>()
-            )
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            let i = x.iter().zip(y).position(|(v, w)| v != w).unwrap_or(0);
-            format!("[{i}].{}", diff(&x[i], &y[i]))
-        }
-        _ => format!(": {a} vs {b}"),
-    }
 }
 
 /// A copy of `src` whose `table` is stored in reverse start order (not as nsys writes it).
@@ -904,7 +878,7 @@ fn assert_same_m2(path: &Path, seen: &mut M2Seen) -> Option<Vec<serde_json::Valu
         assert!(
             native == paged,
             "{label} {profile:?}: M2 differs at {}",
-            diff(&native, &paged)
+            common::json_diff(&native, &paged)
         );
         for s in ["aggregate", "context", "generation"] {
             let value = native[s]["value"].as_f64();

@@ -144,10 +144,17 @@ impl FileScan {
         opts: LoadOptions,
     ) -> Result<()> {
         let ranges = &mut self.ranges.runs;
+        // The ranges are counted as a load that forgot them counts them (`forget_ranges`):
+        // the verdict reports how many there are, and whether any is named by inline text.
+        let mut seen = crate::model::OmittedRanges::default();
         ctx.stream_nvtx(schema, meta, false, false, &mut |row, _, _| {
             ranges.push(row.row, row.key());
+            seen.count += 1;
+            seen.inline_text |= row.name != row.text_id_name;
             true
         })?;
+        meta.nvtx.omitted.count += seen.count;
+        meta.nvtx.omitted.inline_text |= seen.inline_text;
         let strings = std::mem::take(&mut meta.strings);
         let calls = &mut self.calls.runs;
         let scan_opts = LoadOptions {

@@ -116,10 +116,6 @@ impl Indexed {
     /// The event tables in start order, as the deeper views' folds read them: the loaded
     /// trace's, or a streamed trace's read from its open file ([`FileRows`], nothing held; the
     /// file is scanned on the first call and the scan kept).
-    #[expect(
-        dead_code,
-        reason = "the deeper views switch to it once their analyses are folds over EventRows"
-    )]
     pub(crate) fn rows(&self) -> Result<Box<dyn EventRows + '_>> {
         match &self.kind {
             Kind::Loaded { trace, .. } => Ok(Box::new(trace)),
@@ -141,10 +137,9 @@ impl Indexed {
         match &self.kind {
             Kind::Loaded { trace, .. } => detect::detect(trace, cfg),
             // The streamed pass measured the default windows of the marker the trace showed;
-            // another marker's, or another window, are measured on the whole load (as root
-            // cause reads it).
+            // another marker's, or another window, are measured over the file's rows.
             Kind::Streamed { .. } if cfg.step_marker.is_some() || cfg.window.is_some() => {
-                detect::detect(self.trace()?, cfg)
+                detect::detect_rows(&*self.rows()?, cfg)
             }
             Kind::Streamed { streamed, .. } => streamed.detect(cfg),
         }

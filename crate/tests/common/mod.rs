@@ -171,3 +171,29 @@ pub fn placed_steps(answers: &serde_json::Value) -> u64 {
         })
         .sum()
 }
+
+/// The first path where two JSON values differ, with both values.
+pub fn json_diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if v != w => return format!("{k}.{}", json_diff(v, w)),
+                    None => return format!("{k} (missing on the right)"),
+                    _ => {}
+                }
+            }
+            format!(
+                "(keys) {:?} vs {:?}",
+                x.keys().collect::<Vec<_>>(),
+                y.keys().collect::<Vec<_>>()
+            )
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            let i = x.iter().zip(y).position(|(v, w)| v != w).unwrap_or(0);
+            format!("[{i}].{}", json_diff(&x[i], &y[i]))
+        }
+        _ => format!(": {a} vs {b}"),
+    }
+}

@@ -1,0 +1,95 @@
+//! The page's deeper views run over the file's rows (`trace::FileRows`: nothing loaded) and
+//! give what the CLI gives over the loaded trace, output for output: the verdict under another
+//! step marker or window, root cause in both profiles, the drill-down with its findings, and
+//! the report. Every public export and generated scenarios.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use nsys_lens::detect::{self, DetectConfig};
+use nsys_lens::model::rows::EventRows;
+use nsys_lens::names::steps::{StepSource, parse_marker_spec};
+use nsys_lens::profile::Profile;
+use nsys_lens::trace::{self, FileRows, LoadOptions};
+
+/// Every public export, and scenarios with several ranks, CUDA graphs, inline NVTX names and
+/// planted idle causes (their temp dirs kept alive with them).
+fn traces() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(common::public_traces_dir())
+        .expect("public traces")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("sqlite"))
+        .collect();
+    paths.sort();
+    let mut dirs = Vec::new();
+    for scenario in [
+        "tp2-phases",
+        "cuda-graphs",
+        "gpu-bound",
+        "idle-causes",
+        "layers",
+    ] {
+        let (dir, path, _) = common::generated(scenario, 1, 3);
+        dirs.push(dir);
+        paths.push(path);
+    }
+    (dirs, paths)
+}
+
+/// `f` over the file's rows and over the whole load of `path`, both read as the page reads
+/// them (`LoadOptions::page`).
+fn both<R>(path: &Path, f: impl Fn(&dyn EventRows) -> R) -> (R, R) {
+    let label = path.display().to_string();
+    let loaded = trace::load_path(path, LoadOptions::page()).expect("load");
+    let conn = trace::open_path(path).expect("open");
+    let rows = FileRows::open(&conn, &label, LoadOptions::page(), &mut |_| true).expect("scan");
+    (f(&rows), f(&loaded))
+}
+
+fn json<T: serde::Serialize>(r: nsys_lens::error::Result<T>) -> Result<serde_json::Value, String> {
+    r.map(|v| serde_json::to_value(v).expect("json"))
+        .map_err(|e| e.to_string())
+}
+
+/// Equal results (or equal errors), else where they first differ.
+fn assert_same(
+    got: &Result<serde_json::Value, String>,
+    want: &Result<serde_json::Value, String>,
+    what: &str,
+) {
+    match (got, want) {
+        (Ok(g), Ok(w)) => assert!(g == w, "{what}: {}", common::json_diff(g, w)),
+        (g, w) => assert_eq!(g, w, "{what}"),
+    }
+}
+
+#[test]
+fn the_verdict_under_another_marker_or_window_over_the_file_equals_the_clis() {
+    let (_dirs, paths) = traces();
+    let marker: Option<StepSource> = parse_marker_spec("vllm").expect("marker");
+    for path in &paths {
+        let cfgs = [
+            DetectConfig::default(),
+            DetectConfig {
+                profile: Profile::TrtllmSkill,
+                ..DetectConfig::default()
+            },
+            DetectConfig {
+                step_marker: marker.clone(),
+                ..DetectConfig::default()
+            },
+            DetectConfig {
+                window: Some((0, i64::MAX / 4)),
+                ..DetectConfig::default()
+            },
+        ];
+        for cfg in &cfgs {
+            let (file, loaded) = both(path, |rows| json(detect::detect_rows(rows, cfg)));
+            let whole = trace::load_path(path, LoadOptions::page()).expect("load");
+            let want = json(detect::detect(&whole, cfg));
+            assert_same(&file, &want, &format!("{}: {cfg:?}", path.display()));
+            assert_same(&loaded, &want, &format!("{}: loaded rows", path.display()));
+        }
+    }
+}
