@@ -5,35 +5,12 @@
 //! followed by the deeper views instead (Root cause, Drill-down, the report), as the page runs
 //! them on a streamed trace (Root cause in both profiles). Not a test; prints figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(l.size(), Relaxed) + l.size();
-        PEAK.fetch_max(live, Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        // Worst case (a moving realloc): old and new blocks both live for a moment.
-        let live = LIVE.fetch_add(new, Relaxed) + new;
-        PEAK.fetch_max(live, Relaxed);
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+#[path = "../tests/common/counting.rs"]
+mod counting;
+use counting::{LIVE, PEAK};
 
 fn mib(b: usize) -> String {
     format!("{:.0} MiB", b as f64 / 1048576.0)

@@ -3,34 +3,12 @@
 //! with `--each`, also the bare `rowid`-chunk read and each one-pass analysis alone. Prints
 //! figures; not a test.
 //! Usage: cargo run --release -p nsys-lens --example stream_pass -- TRACE.sqlite [--each]
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-/// Counts live heap bytes and their high-water mark (the page's wasm memory only grows, so its
-/// peak is what a worker keeps).
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        PEAK.fetch_max(LIVE.fetch_add(l.size(), Relaxed) + l.size(), Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        PEAK.fetch_max(LIVE.fetch_add(new, Relaxed) + new, Relaxed);
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+#[path = "../tests/common/counting.rs"]
+mod counting;
+use counting::{LIVE, PEAK};
 
 /// Prints the heap high-water mark since the last call, then restarts it from the live bytes.
 fn peak() {

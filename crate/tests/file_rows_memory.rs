@@ -4,36 +4,14 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
+#[path = "common/counting.rs"]
+mod counting;
+use counting::{LIVE, PEAK};
 use nsys_lens::model::NvtxRow;
 use nsys_lens::model::rows::{CallRow, EventRows, KernelRow};
 use nsys_lens::trace::{self, FileRows, LoadOptions};
-
-/// Counts live heap bytes and their high-water mark.
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        PEAK.fetch_max(LIVE.fetch_add(l.size(), Relaxed) + l.size(), Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        PEAK.fetch_max(LIVE.fetch_add(new, Relaxed) + new, Relaxed);
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
 
 /// Rows a read of the table gave, and the heap it took beyond what was live before it.
 fn measured(read: impl FnOnce() -> usize) -> (usize, usize) {

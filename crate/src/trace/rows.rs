@@ -55,11 +55,11 @@ struct Table<K> {
 }
 
 impl<K: Ord + Copy> Table<K> {
-    fn new(name: &'static str) -> Table<K> {
+    fn new(name: &'static str, max_runs: usize) -> Table<K> {
         Table {
             name,
             sql: None,
-            runs: SortedRuns::new(MAX_FILE_RUNS),
+            runs: SortedRuns::new(max_runs),
         }
     }
 
@@ -95,6 +95,18 @@ impl FileScan {
         opts: LoadOptions,
         progress: ProgressFn<'_>,
     ) -> Result<FileScan> {
+        FileScan::with_max_runs(conn, path, opts, progress, MAX_FILE_RUNS)
+    }
+
+    /// [`FileScan::new`], a table in more than `max_runs` sorted runs refused (its rows read
+    /// as an [`Error::Shuffled`]): the runs' bounds are what the scan holds per table.
+    pub fn with_max_runs(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+        max_runs: usize,
+    ) -> Result<FileScan> {
         let mut ctx = Loader {
             conn,
             path,
@@ -105,12 +117,12 @@ impl FileScan {
             path: path.to_string(),
             meta: Trace::default(),
             details: opts.event_details,
-            kernels: Table::new(KERNEL_TABLE),
-            calls: Table::new(RUNTIME_TABLE),
-            ranges: Table::new(NVTX_TABLE),
-            memcpy: Table::new(MEMCPY_TABLE),
-            memset: Table::new(MEMSET_TABLE),
-            syncs: Table::new(SYNC_TABLE),
+            kernels: Table::new(KERNEL_TABLE, max_runs),
+            calls: Table::new(RUNTIME_TABLE, max_runs),
+            ranges: Table::new(NVTX_TABLE, max_runs),
+            memcpy: Table::new(MEMCPY_TABLE, max_runs),
+            memset: Table::new(MEMSET_TABLE, max_runs),
+            syncs: Table::new(SYNC_TABLE, max_runs),
         };
         let strings_note = meta
             .coverage
@@ -297,7 +309,7 @@ impl<'a> FileRows<'a> {
                 path: path.to_string(),
                 table: table.name.to_string(),
                 runs: table.runs.count(),
-                max: MAX_FILE_RUNS,
+                max: table.runs.max(),
             });
             return Box::new(std::iter::empty());
         }

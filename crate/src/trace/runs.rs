@@ -116,6 +116,11 @@ impl<K: Ord + Copy> SortedRuns<K> {
         self.count
     }
 
+    /// The most runs kept.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
     /// More than `max` runs: none kept.
     pub fn too_many(&self) -> bool {
         self.count > self.max
