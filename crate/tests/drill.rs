@@ -33,7 +33,7 @@ fn generated(dir: &Path, scenario: &str, seed: u64) -> (Trace, Value) {
 fn drill_one(trace: &Trace, label: &str, opts: &DrillOptions) -> DrillReport {
     drill::drill(
         &[DrillInput {
-            trace,
+            rows: trace,
             label,
             step_marker: None,
         }],
@@ -580,12 +580,12 @@ fn several_files_are_ranks_on_one_clock() {
     let (trace, answers) = generated(dir.path(), "tp2-straggler", 42);
     let inputs = [
         DrillInput {
-            trace: &trace,
+            rows: &trace,
             label: "a.sqlite",
             step_marker: None,
         },
         DrillInput {
-            trace: &trace,
+            rows: &trace,
             label: "b.sqlite",
             step_marker: None,
         },

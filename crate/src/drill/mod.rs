@@ -19,9 +19,11 @@ mod topk;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, Ns, Trace};
+use crate::model::rows::EventRows;
+use crate::model::{CoverageNote, Ns};
 
 pub use crate::index::TraceIndex;
+pub use crate::index::rows::RowIndex;
 
 /// Largest gaps (and eager kernel names) listed by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -46,9 +48,10 @@ impl Default for DrillOptions {
 }
 
 /// One trace given to the drill-down, with the name to show for it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct DrillInput<'t> {
-    pub trace: &'t Trace,
+    /// Its rows: the loaded trace, or the file read row by row.
+    pub rows: &'t dyn EventRows,
     pub label: &'t str,
     /// The user's step marker (`None`: the first built-in marker the trace shows).
     pub step_marker: Option<&'t crate::names::steps::StepSource>,
@@ -71,31 +74,36 @@ pub struct DrillReport {
     pub idle: idle::IdleAttribution,
 }
 
-/// Runs every drill-down over `inputs`. Fails when there is no input or an input has no kernels.
+/// Runs every drill-down over `inputs`. Fails when there is no input, an input has no kernels
+/// or a read failed.
 pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillReport> {
-    check_inputs(inputs)?;
-    let indexed: Vec<TraceIndex<'_>> = inputs
-        .iter()
-        .map(|i| TraceIndex::with_marker(i.trace, i.label, i.step_marker))
-        .collect();
-    Ok(drill_indexed(&indexed, opts))
+    let indexed = index_inputs(inputs)?;
+    drill_indexed(&indexed, opts)
 }
 
-/// Fails when there is no input or an input has no kernels.
-pub fn check_inputs(inputs: &[DrillInput<'_>]) -> Result<()> {
+/// Each input's [`RowIndex`]. Fails when there is no input, an input has no kernels or a read
+/// failed.
+pub fn index_inputs<'t>(inputs: &[DrillInput<'t>]) -> Result<Vec<RowIndex<'t>>> {
     if inputs.is_empty() {
         return Err(Error::Usage("drill needs at least one trace".into()));
     }
-    for i in inputs {
-        i.trace.require_kernels(i.label)?;
+    let indexed = inputs
+        .iter()
+        .map(|i| RowIndex::new(i.rows, i.label, i.step_marker))
+        .collect::<Result<Vec<RowIndex<'t>>>>()?;
+    for ix in &indexed {
+        if let Some(a) = ix.kernel_absence() {
+            return Err(a.error(&ix.label));
+        }
     }
-    Ok(())
+    Ok(indexed)
 }
 
-/// [`drill`] over traces already indexed (the page keeps its index between calls).
-pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillReport {
-    let (gaps, idle) = gap_report::gaps_and_idle(indexed, opts.top, opts.window);
-    DrillReport {
+/// [`drill`] over traces already indexed: folds over each trace's rows. Fails when a read
+/// failed.
+pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<DrillReport> {
+    let (gaps, idle) = gap_report::fold_gaps(indexed, opts.top, opts.window);
+    let report = DrillReport {
         gaps,
         graphs: graphs::graph_report(indexed, opts.top),
         patterns: patterns::pattern_report(indexed),
@@ -105,13 +113,17 @@ pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillRe
         step_markers: indexed.iter().map(|ix| ix.steps.marker.clone()).collect(),
         coverage: indexed.iter().flat_map(coverage).collect(),
         idle,
+    };
+    for ix in indexed {
+        ix.rows.check()?;
     }
+    Ok(report)
 }
 
 /// What the drill-down could not see in one trace, each note with the trace's label: what
 /// loading recorded (a missing table, once), then what the drill-down itself could not compute.
-fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
-    let t = ix.trace;
+fn coverage(ix: &RowIndex<'_>) -> Vec<CoverageNote> {
+    let t = ix.meta();
     let mut notes = Vec::new();
     let mut note = |subject: &str, reason: String| {
         notes.push(CoverageNote {
@@ -122,13 +134,13 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
     for n in &t.coverage {
         note(&n.subject, n.reason.clone());
     }
-    if t.kernels.stream.len() != t.kernels.len() {
+    if !ix.rows.columns().kernel_streams {
         note(
             "gaps",
             "kernel streams not loaded: per-stream gaps treat each device as one stream".into(),
         );
     }
-    if let Some(n) = ix.call_coverage() {
+    if let Some(n) = call_coverage(ix) {
         note(&n.subject, n.reason);
     }
     note(
@@ -149,7 +161,7 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
 }
 
 /// Steps in the context and generation phases, summed over inputs.
-pub(crate) fn phase_steps(inputs: &[TraceIndex<'_>]) -> [u64; 2] {
+pub(crate) fn phase_steps(inputs: &[RowIndex<'_>]) -> [u64; 2] {
     let count = |p: &Option<crate::index::Phase>| p.as_ref().map_or(0, |p| p.steps);
     inputs.iter().fold([0, 0], |acc, ix| {
         [
@@ -157,4 +169,10 @@ pub(crate) fn phase_steps(inputs: &[TraceIndex<'_>]) -> [u64; 2] {
             acc[1] + count(&ix.steps.generation),
         ]
     })
+}
+
+/// What the runtime calls cannot show ([`crate::index::call_coverage`]).
+fn call_coverage(ix: &RowIndex<'_>) -> Option<CoverageNote> {
+    let present = ix.meta().present.runtime;
+    crate::index::call_coverage(present, ix.calls.correlated, ix.calls.launch_calls_only())
 }

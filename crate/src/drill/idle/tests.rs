@@ -3,12 +3,12 @@ use std::cmp::Reverse;
 use super::sweep::{Span, Sweep};
 use super::*;
 use crate::drill::{DrillOptions, DrillReport, drill_indexed};
-use crate::index::TraceIndex;
+use crate::index::rows::RowIndex;
 use crate::index::testing::TraceBuilder;
 
 fn drilled(b: &TraceBuilder) -> DrillReport {
-    let ix = TraceIndex::new(&b.trace, "t");
-    drill_indexed(&[ix], &DrillOptions::default())
+    let ix = RowIndex::loaded(&b.trace, "t", None);
+    drill_indexed(&[ix], &DrillOptions::default()).expect("a loaded trace reads")
 }
 
 /// `(kind, label, ns)` of a device's causes, largest first.
