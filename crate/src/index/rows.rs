@@ -67,6 +67,11 @@ impl RowNames {
         self.api.get(&id).copied().unwrap_or(ApiKind::Other)
     }
 
+    /// Every call name's API kind (for a join's hold rule, which outlives a borrow).
+    pub fn api_kinds(&self) -> HashMap<NameId, ApiKind> {
+        self.api.clone()
+    }
+
     /// The category of a kernel's short name (`Other` for a name no kernel uses).
     pub fn category(&self, id: NameId) -> KernelCategory {
         self.kernels.get(&id).map_or(KernelCategory::Other, |k| k.0)
@@ -78,12 +83,13 @@ impl RowNames {
 }
 
 /// The most state the drill-down's folds held at once over one trace (the boundedness tests
-/// read it): open host intervals of the idle sweeps, calls held by the launch joins, and kernel
-/// names held for the layer search.
+/// read it): open host intervals of one device's idle sweep, calls held by a launch join,
+/// pageable copies read ahead of their calls, and kernels held for the layer search.
 #[derive(Debug, Default)]
 pub struct HeldPeak {
     pub open_intervals: Cell<usize>,
     pub pending_calls: Cell<usize>,
+    pub pending_copies: Cell<usize>,
     pub sequence_kernels: Cell<usize>,
 }
 
@@ -98,6 +104,10 @@ impl HeldPeak {
 
     pub fn calls(&self, n: usize) {
         HeldPeak::raise(&self.pending_calls, n);
+    }
+
+    pub fn copies(&self, n: usize) {
+        HeldPeak::raise(&self.pending_copies, n);
     }
 
     pub fn sequence(&self, n: usize) {
@@ -185,9 +195,8 @@ impl<'r> RowIndex<'r> {
     /// The join of kernels (read in start order) to the calls that launched them: kernel
     /// launches held until their kernel starts, graph launches to the end.
     pub fn launch_join(&self) -> CallJoin<'r> {
-        let rows = self.rows;
-        let api = self.names.api.clone();
-        CallJoin::new(rows.calls(), move |c| {
+        let api = self.names.api_kinds();
+        CallJoin::new(self.rows.calls(), move |c| {
             match api.get(&c.name).copied().unwrap_or(ApiKind::Other) {
                 ApiKind::Launch => Hold::Once,
                 ApiKind::GraphLaunch => Hold::Many,

@@ -2,7 +2,7 @@
 //! calls and NVTX ranges of the processes launching on the device) are read from the rows in
 //! start order ([`crate::model::rows`]) and held only while open, and each gap is attributed as
 //! the kernel pass finds it. Nothing is held per call or range: the memory is the open intervals
-//! (a few per thread), and the async copy calls whose copy has a pageable host side.
+//! (a few per thread) and the pageable copies read ahead of the calls that issued them.
 //!
 //! An interval opens at its start and closes at its end (a min-heap of the open ones' ends), so
 //! at every instant of a gap the open set is exactly the intervals covering it; the cause of each
@@ -13,12 +13,12 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 use std::iter::Peekable;
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 
 use super::{CauseKind, PRECEDENCE, Tally};
 use crate::index::call_join::{CallJoin, Hold};
 use crate::index::rows::{DeviceFacts, RowIndex};
-use crate::model::rows::{CallRow, Rows};
+use crate::model::rows::{CallRow, MemOpRow, Rows};
 use crate::model::{NameId, Ns, NvtxRow, ProcessIdx};
 use crate::names::api::{ApiKind, api_base_name};
 use crate::names::ranges::{RangeClass, range_class, range_label};
@@ -162,9 +162,6 @@ pub struct HostCauses<'a, 't> {
     /// Per NVTX name: its cause, whether it is weak, and where its label lies in it (a long
     /// trace names every step differently: a name's entry stays small).
     ranges: RefCell<HashMap<NameId, RangeCause>>,
-    /// (process, correlation id) of the async copy calls whose copy has a pageable host side
-    /// (synchronous in effect).
-    pageable_async: HashSet<(ProcessIdx, u32)>,
     switches: Switches,
 }
 
@@ -181,28 +178,11 @@ struct RangeCause {
 pub type DeviceSweep<'h, 't> = Sweep<'t, HostSpans<'h, 't>>;
 
 impl<'a, 't> HostCauses<'a, 't> {
-    /// Joins the trace's pageable copies to their calls: one pass over copies and calls.
     pub fn new(ix: &'a RowIndex<'t>) -> HostCauses<'a, 't> {
-        let async_copy = |c: &CallRow| ix.names.api(c.name) == ApiKind::Memcpy { is_async: true };
-        let mut join = CallJoin::new(ix.rows.calls(), |c| match async_copy(c) {
-            true => Hold::Once,
-            false => Hold::No,
-        });
-        let pageable_async = ix
-            .rows
-            .memcpy()
-            .filter_map(|m| {
-                let call = join.find(m.start, m.process, m.correlation)?;
-                m.pageable_host()
-                    .then_some((call.process, call.correlation))
-            })
-            .collect();
-        ix.peak.calls(join.peak());
         HostCauses {
             ix,
             calls: RefCell::new(HashMap::new()),
             ranges: RefCell::new(HashMap::new()),
-            pageable_async,
             switches: Profile::Standard.switches(),
         }
     }
@@ -216,6 +196,7 @@ impl<'a, 't> HostCauses<'a, 't> {
             processes: &device.processes,
             calls: rows.calls(),
             ranges: rows.ranges(),
+            copies: PageableCopies::new(self.ix),
             heads: [None, None],
         })
     }
@@ -247,18 +228,25 @@ impl<'a, 't> HostCauses<'a, 't> {
         (c.kind, s.get(at..at + len).unwrap_or(s), c.weak)
     }
 
-    /// A call as an interval, when it takes time on a launching process's thread.
-    fn call_span(&self, c: &CallRow, processes: &[bool]) -> Option<Span<'t>> {
+    /// A call as an interval, when it takes time on a launching process's thread: an async
+    /// copy call whose copy has a pageable host side (found in `copies`) is synchronous in
+    /// effect.
+    fn call_span(
+        &self,
+        c: &CallRow,
+        processes: &[bool],
+        copies: &mut PageableCopies<'t>,
+    ) -> Option<Span<'t>> {
         if c.end <= c.start || !ours(processes, Some(c.process)) {
             return None;
         }
         let (mut kind, label) = self.call(c.name);
-        if c.correlation != 0
-            && self.pageable_async.contains(&(c.process, c.correlation))
-            && self.ix.names.api(c.name) == (ApiKind::Memcpy { is_async: true })
+        if self.ix.names.api(c.name) == (ApiKind::Memcpy { is_async: true })
+            && copies.issued_pageable(c)
         {
             kind = CauseKind::Sync;
         }
+        self.ix.peak.copies(copies.held());
         Some(Span {
             start: c.start,
             end: c.end,
@@ -307,6 +295,7 @@ pub struct HostSpans<'h, 't> {
     processes: &'h [bool],
     calls: Rows<'t, CallRow>,
     ranges: Rows<'t, NvtxRow>,
+    copies: PageableCopies<'t>,
     /// Per table (calls, NVTX), the next interval once read.
     heads: [Option<Span<'t>>; 2],
 }
@@ -317,9 +306,11 @@ impl<'t> HostSpans<'_, 't> {
         if let Some(s) = self.heads[table] {
             return Some(s);
         }
-        let (host, processes) = (self.host, self.processes);
+        let (host, processes, copies) = (self.host, self.processes, &mut self.copies);
         let span = match table {
-            0 => self.calls.find_map(|c| host.call_span(&c, processes)),
+            0 => self
+                .calls
+                .find_map(|c| host.call_span(&c, processes, copies)),
             _ => self.ranges.find_map(|r| host.range_span(&r, processes)),
         };
         self.heads[table] = span;
@@ -339,5 +330,66 @@ impl<'t> Iterator for HostSpans<'_, 't> {
             (None, None) => return None,
         };
         self.heads[table].take()
+    }
+}
+
+/// Which async copy calls issued a copy with a pageable host side, found as the sweep reaches
+/// each call: the copies are read in start order, each joined to its call ([`CallJoin`]),
+/// until the asking call's copy is found. A pageable copy may start long after its call
+/// returned (the driver stages it, then the copy waits behind the stream's kernels: 12 ms on a
+/// public export), so no lookahead bound would do: what is held is the calls in flight (issued,
+/// copy not started) and the copies found ahead of their call's turn, never every copy.
+pub struct PageableCopies<'t> {
+    copies: Rows<'t, MemOpRow>,
+    join: CallJoin<'t>,
+    /// Per async copy call found ahead of its turn, by (process, correlation id): its start
+    /// and whether its copy has a pageable host side.
+    ahead: HashMap<(ProcessIdx, u32), (Ns, bool)>,
+}
+
+impl<'t> PageableCopies<'t> {
+    pub fn new(ix: &RowIndex<'t>) -> PageableCopies<'t> {
+        let api = ix.names.api_kinds();
+        let join = CallJoin::new(ix.rows.calls(), move |c| {
+            match api.get(&c.name) == Some(&ApiKind::Memcpy { is_async: true }) {
+                true => Hold::Once,
+                false => Hold::No,
+            }
+        });
+        PageableCopies {
+            copies: ix.rows.memcpy(),
+            join,
+            ahead: HashMap::new(),
+        }
+    }
+
+    /// Whether async copy call `c` issued a copy with a pageable host side; calls ask in start
+    /// order.
+    pub fn issued_pageable(&mut self, c: &CallRow) -> bool {
+        if c.correlation == 0 {
+            return false;
+        }
+        // Calls before this one have asked (or never will).
+        self.ahead.retain(|_, (start, _)| *start >= c.start);
+        let key = (c.process, c.correlation);
+        loop {
+            if let Some((_, pageable)) = self.ahead.remove(&key) {
+                return pageable;
+            }
+            let Some(m) = self.copies.next() else {
+                return false;
+            };
+            if let Some(call) = self.join.find(m.start, m.process, m.correlation)
+                && call.start >= c.start
+            {
+                let found = (call.process, call.correlation);
+                self.ahead.insert(found, (call.start, m.pageable_host()));
+            }
+        }
+    }
+
+    /// Calls and copies held now.
+    pub fn held(&self) -> usize {
+        self.ahead.len() + self.join.peak()
     }
 }
