@@ -2,10 +2,12 @@
 //! time went, CUDA-graph coverage, the per-layer kernel pattern and straggler ranks, over one
 //! trace or several (one per rank).
 //!
-//! [`crate::index::TraceIndex`] prepares each trace once (kernels per device in time order, the
-//! launch-call join, name classes, steps); each analysis is its own module; [`drill`] runs them
-//! all ([`crate::findings`] reads what they found). Pure functions over loaded traces: the page calls
-//! the same code as the CLI.
+//! Every analysis is a fold over a trace's rows in start order ([`EventRows`]): the loaded
+//! trace in the CLI, the file read row by row in the page, with the same code. Its state is per
+//! device, stream, process, step or distinct name (and what is open or in flight at the
+//! clock), never per kernel, call or range. [`RowIndex`] reads what several analyses need once
+//! (devices, name classes, steps); each analysis is its own module; [`drill`] runs them all
+//! ([`crate::findings`] reads what they found).
 
 pub mod attribution;
 pub mod gap_report;
