@@ -1319,3 +1319,90 @@ fn the_folds_hold_the_same_state_at_eight_times_the_trace() {
         "{peaks_1:?}"
     );
 }
+
+/// A source whose `meta` holds no event row, as the file's does: rows come only through the
+/// iterators.
+struct RowsOnly {
+    meta: Trace,
+    rows: Trace,
+}
+
+impl RowsOnly {
+    fn of(rows: Trace) -> RowsOnly {
+        let mut meta = rows.clone();
+        meta.kernels = Default::default();
+        meta.runtime = Default::default();
+        meta.nvtx = Default::default();
+        meta.memcpy = Default::default();
+        meta.memset = Default::default();
+        meta.syncs = Default::default();
+        RowsOnly { meta, rows }
+    }
+}
+
+impl nsys_lens::model::rows::EventRows for RowsOnly {
+    fn meta(&self) -> &Trace {
+        &self.meta
+    }
+    fn columns(&self) -> nsys_lens::model::rows::Columns {
+        self.rows.columns()
+    }
+    fn kernels(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::KernelRow> {
+        self.rows.kernels()
+    }
+    fn calls(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::CallRow> {
+        self.rows.calls()
+    }
+    fn ranges(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::NvtxRow> {
+        self.rows.ranges()
+    }
+    fn memcpy(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
+        self.rows.memcpy()
+    }
+    fn memset(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
+        self.rows.memset()
+    }
+    fn syncs(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::SyncRow> {
+        self.rows.syncs()
+    }
+    fn check(&self) -> nsys_lens::error::Result<()> {
+        Ok(())
+    }
+}
+
+/// The drill-down reads event rows only through `EventRows`' iterators (so it runs the same
+/// over the file, whose `meta` holds none): over a source whose `meta` has no event table it
+/// reports exactly what it reports over the loaded trace, on generated scenarios with several
+/// devices, graphs and planted causes, and on a public export with pageable async copies.
+#[test]
+fn the_drill_down_reads_rows_only_through_the_iterators() {
+    use nsys_lens::model::rows::EventRows;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut traces: Vec<(String, Trace)> = ["idle-causes", "tp2-phases", "cuda-graphs", "layers"]
+        .iter()
+        .map(|&s| (s.to_string(), generated(dir.path(), s, 42).0))
+        .collect();
+    let public = public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let loaded = load_path(&public, LoadOptions::all()).expect("load");
+    traces.push(("mfu_2gpu_before".into(), loaded));
+    let opts = DrillOptions::default();
+    for (label, trace) in traces {
+        let whole = drill_one(&trace, &label, &opts);
+        let rows_only = RowsOnly::of(trace);
+        let input = DrillInput {
+            rows: &rows_only as &dyn EventRows,
+            label: &label,
+            step_marker: None,
+        };
+        let streamed = drill::drill(&[input], &opts).expect("drill");
+        assert_eq!(
+            serde_json::to_value(&streamed).ok(),
+            serde_json::to_value(&whole).ok(),
+            "{label}"
+        );
+        assert!(
+            whole.idle.per_device.iter().any(|d| d.idle_ns > 0),
+            "{label}"
+        );
+    }
+}

@@ -2,8 +2,10 @@
 //! device (idle between any kernels), bucketed, per phase, and the largest gaps attributed to
 //! the kernels on either side and to what the host was doing meanwhile.
 //!
-//! Every device-idle gap's time is attributed to its causes by [`super::idle`] (one sweep per
-//! device): the device's `idle` section, each top gap's `cause`, and the readings come from it.
+//! One pass over each trace's kernels in start order finds every gap, all devices at once: each
+//! device keeps its busy interval, its streams' and its idle sweep. Every device-idle gap's
+//! time is attributed to its causes by [`super::idle`] (one sweep per device) as the pass finds
+//! it: the device's `idle` section, each top gap's `cause`, and the readings come from it.
 //! A device-idle gap lies whole inside a gap of every stream of the device that ran kernels
 //! before and after it, so a stream gap's causes are those of the device-idle gaps inside it
 //! (the time other streams kept the GPU busy has no cause).
