@@ -17,10 +17,10 @@ use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::{KernelCategory, is_collective, kernel_category};
 use crate::names::steps::StepSource;
-use crate::profile::Profile;
+use crate::profile::{Profile, Switches};
 use crate::steps;
 use crate::steps::Step;
-use crate::steps::names::StepNames;
+use crate::steps::names::{ParserOn, StepParser};
 
 /// One device: how many kernels ran on it, which processes launched them, and whether they
 /// all ran on one stream.
@@ -284,7 +284,12 @@ fn call_facts(rows: &dyn EventRows, names: &mut RowNames) -> CallFacts {
 /// Forward steps and phases under the standard profile, read from the NVTX ranges.
 fn step_info(rows: &dyn EventRows, marker: Option<&StepSource>) -> StepInfo {
     let sw = Profile::Standard.switches();
-    let names = StepNames::parser(&rows.meta().strings, &sw, marker);
+    let strings = &rows.meta().strings;
+    let parser = match marker {
+        Some(_) => StepParser::new(&sw, marker),
+        None => first_marker(rows, &sw),
+    };
+    let names = ParserOn(&parser, strings);
     let mut steps: Vec<Step> = rows
         .ranges()
         .filter_map(|r| steps::step_of_row(&r, &sw, &names))
@@ -306,8 +311,27 @@ fn step_info(rows: &dyn EventRows, marker: Option<&StepSource>) -> StepInfo {
         steps,
         context: phase(context),
         generation: phase(generation),
-        marker: names.parser.used(),
+        marker: parser.used(),
     }
+}
+
+/// The built-in step parser with the trace's marker chosen: the marker of the range earliest in
+/// table order that names one, as every other reader of the trace chooses it (it reads the
+/// table in row order), though the ranges come in start order here.
+fn first_marker(rows: &dyn EventRows, sw: &Switches) -> StepParser {
+    let strings = &rows.meta().strings;
+    let mut first: Option<(i64, StepParser)> = None;
+    for r in rows.ranges() {
+        if first.as_ref().is_some_and(|(row, _)| *row <= r.row) {
+            continue;
+        }
+        let parser = StepParser::new(sw, None);
+        let _ = steps::step_of_row(&r, sw, &ParserOn(&parser, strings));
+        if parser.used().is_some() {
+            first = Some((r.row, parser));
+        }
+    }
+    first.map_or_else(|| StepParser::new(sw, None), |(_, parser)| parser)
 }
 
 #[cfg(test)]
@@ -355,5 +379,29 @@ mod tests {
             .collect();
         assert_eq!(launches, [old.launch_time(0), old.launch_time(1)]);
         assert_eq!(launches, [10, 50]);
+    }
+
+    /// With two markers in the ranges, the steps are read under the marker of the range first
+    /// in table order, as the loaded index (and every reader of the table) chooses, though the
+    /// ranges come in start order: here the later-starting range is first in the table.
+    #[test]
+    fn the_marker_is_the_first_in_table_order_not_in_start_order() {
+        let mut b = TraceBuilder::new();
+        b.range("ProfilerStep#1", 5_000, 6_000);
+        b.range(
+            "[Executor] _forward_step 1: 0 ctx reqs, 1 gen reqs",
+            0,
+            1_000,
+        );
+        b.range("ProfilerStep#2", 7_000, 8_000);
+        let c = b.call("cudaLaunchKernel", 10, 15);
+        b.kernel("k", 20, 40, c);
+        let old = TraceIndex::new(&b.trace, "t");
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let starts = |s: &[Step]| s.iter().map(|s| s.start).collect::<Vec<Ns>>();
+        assert_eq!(starts(&ix.steps.steps), [5_000, 7_000], "PyTorch's marker");
+        assert_eq!(starts(&ix.steps.steps), starts(&old.steps.steps));
+        assert_eq!(ix.steps.marker, old.steps.marker);
+        assert!(ix.steps.marker.is_some());
     }
 }
