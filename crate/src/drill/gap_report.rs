@@ -28,11 +28,12 @@ use crate::drill::idle::{
     cause_sentence,
 };
 use crate::drill::topk::TopK;
+use crate::drill::{KernelFold, kernel_pass};
 use crate::drill::{attribution, phase_steps};
-use crate::index::rows::{RowIndex, launch_of};
+use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::index::{SpanCursor, TraceIndex};
-use crate::model::rows::KernelRow;
+use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
 
 /// One of the largest gaps, with what surrounds it.
@@ -270,70 +271,130 @@ pub fn fold_gaps<'t>(
     top: usize,
     window: Option<(Ns, Ns)>,
 ) -> (GapReport, IdleAttribution) {
-    let mut found = Found {
-        streams: Collector::new(top),
-        devices: Collector::new(top),
-        causes: Causes::default(),
-        one_stream: inputs
-            .iter()
-            .all(|ix| ix.devices.iter().all(|d| d.one_stream)),
-    };
-    let mut device_time: Ns = 0;
+    let mut folds = GapFolds::new(inputs, top, window);
     for (input, ix) in inputs.iter().enumerate() {
-        let (ws, we) = window.unwrap_or(ix.extent);
-        device_time += (we - ws).max(0) * ix.devices.len() as Ns;
         let host = HostCauses::new(ix);
-        scan_input((ix, input), &host, window, &mut found);
+        let mut gaps = folds.input((ix, input), &host);
+        kernel_pass(ix, &mut [&mut gaps]);
+        gaps.finish();
     }
-    let Found {
-        streams,
-        devices,
-        causes,
-        one_stream,
-    } = found;
-    let phases = phase_gaps(inputs, &streams);
-    let stream_top = streams.top.into_sorted_desc();
-    let split = stream_top.len();
-    let (kept, top_causes): (Vec<Candidate>, Vec<Tally<'t>>) = stream_top
-        .into_iter()
-        .chain(devices.top.into_sorted_desc())
-        .map(|k| (k.gap, k.causes))
-        .unzip();
-    let (stream_top, device_top) = finish_top(inputs, kept, split, &top_causes);
-    let bucket_causes = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<Option<GapCause>> {
-        (0..tallies.len())
-            .map(|i| tallies[i].gap_cause(b.bucket_total(i)))
-            .collect()
-    };
-    let read = |b: &Buckets, tallies: &[Tally<'_>; 9]| {
-        b.dominant()
-            .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
-    };
-    let stream_buckets = match one_stream {
-        true => &causes.device_buckets,
-        false => &causes.stream_buckets,
-    };
-    let report = GapReport {
-        buckets: streams.buckets.list(),
-        top: stream_top,
-        gaps: streams.buckets.gaps(),
-        total_us: us(streams.buckets.total()),
-        reading: read(&streams.buckets, stream_buckets),
-        window,
-        device_idle: IdleGaps {
-            buckets: devices.buckets.list(),
-            top: device_top,
-            gaps: devices.buckets.gaps(),
-            total_us: us(devices.buckets.total()),
-            device_time_us: us(device_time),
-            idle_share: ratio(devices.buckets.total() as f64, device_time as f64),
-            reading: read(&devices.buckets, &causes.device_buckets),
-            bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
-        },
-        phases,
-        bucket_causes: bucket_causes(&streams.buckets, stream_buckets),
-    };
-    (report, causes.idle)
+    folds.finish(inputs)
+}
+
+/// The gaps of every input, gathered as each input's pass finds them ([`GapFolds::input`]).
+pub(crate) struct GapFolds<'t> {
+    found: Found<'t>,
+    window: Option<(Ns, Ns)>,
+    /// Window length × devices, summed over inputs.
+    device_time: Ns,
+}
+
+impl<'t> GapFolds<'t> {
+    /// Keeps the `top` largest gaps of each kind, only gaps inside `window` when given.
+    pub(crate) fn new(inputs: &[RowIndex<'t>], top: usize, window: Option<(Ns, Ns)>) -> Self {
+        let device_time = inputs
+            .iter()
+            .map(|ix| {
+                let (ws, we) = window.unwrap_or(ix.extent);
+                (we - ws).max(0) * ix.devices.len() as Ns
+            })
+            .sum();
+        let one_stream = inputs
+            .iter()
+            .all(|ix| ix.devices.iter().all(|d| d.one_stream));
+        GapFolds {
+            found: Found {
+                streams: Collector::new(top),
+                devices: Collector::new(top),
+                causes: Causes::default(),
+                one_stream,
+            },
+            window,
+            device_time,
+        }
+    }
+
+    /// The fold of input `input`'s kernels, its idle time attributed over `host`'s intervals.
+    pub(crate) fn input<'f, 'h>(
+        &'f mut self,
+        (ix, input): (&'h RowIndex<'t>, usize),
+        host: &'h HostCauses<'h, 't>,
+    ) -> InputGaps<'f, 'h, 't> {
+        let spans = ix.phase_spans();
+        let scans = ix
+            .devices
+            .iter()
+            .map(|d| DeviceScan {
+                device: d.device,
+                lane: IdleLane::default(),
+                streams: Vec::new(),
+                last: 0,
+                causes: LaneCauses::new(host.device(d)),
+                cursors: spans.map(SpanCursor::new),
+            })
+            .collect();
+        InputGaps {
+            found: &mut self.found,
+            ix,
+            input,
+            window: self.window,
+            scans,
+        }
+    }
+
+    /// The report and the attribution, once every input's pass is done.
+    pub(crate) fn finish(self, inputs: &[RowIndex<'t>]) -> (GapReport, IdleAttribution) {
+        let (found, window, device_time) = (self.found, self.window, self.device_time);
+        let Found {
+            streams,
+            devices,
+            causes,
+            one_stream,
+        } = found;
+        let phases = phase_gaps(inputs, &streams);
+        let stream_top = streams.top.into_sorted_desc();
+        let split = stream_top.len();
+        let (kept, top_causes): (Vec<Candidate>, Vec<Tally<'t>>) = stream_top
+            .into_iter()
+            .chain(devices.top.into_sorted_desc())
+            .map(|k| (k.gap, k.causes))
+            .unzip();
+        let (stream_top, device_top) = finish_top(inputs, kept, split, &top_causes);
+        let bucket_causes = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<Option<GapCause>> {
+            (0..tallies.len())
+                .map(|i| tallies[i].gap_cause(b.bucket_total(i)))
+                .collect()
+        };
+        let read = |b: &Buckets, tallies: &[Tally<'_>; 9]| {
+            b.dominant()
+                .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
+        };
+        let stream_buckets = match one_stream {
+            true => &causes.device_buckets,
+            false => &causes.stream_buckets,
+        };
+        let report = GapReport {
+            buckets: streams.buckets.list(),
+            top: stream_top,
+            gaps: streams.buckets.gaps(),
+            total_us: us(streams.buckets.total()),
+            reading: read(&streams.buckets, stream_buckets),
+            window,
+            device_idle: IdleGaps {
+                buckets: devices.buckets.list(),
+                top: device_top,
+                gaps: devices.buckets.gaps(),
+                total_us: us(devices.buckets.total()),
+                device_time_us: us(device_time),
+                idle_share: ratio(devices.buckets.total() as f64, device_time as f64),
+                reading: read(&devices.buckets, &causes.device_buckets),
+                bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
+            },
+            phases,
+            bucket_causes: bucket_causes(&streams.buckets, stream_buckets),
+        };
+        (report, causes.idle)
+    }
 }
 
 /// One device during the pass: its busy interval, its streams' (few per device: a list,
@@ -348,47 +409,41 @@ struct DeviceScan<'h, 't> {
     cursors: [SpanCursor<'h>; 2],
 }
 
-/// One pass over the kernels of input `input`, every device at once: each device-idle gap
-/// inside `window` is attributed and counted, each stream gap counted with the causes of the
+/// The fold of one input's kernels, every device at once: each device-idle gap inside the
+/// window is attributed and counted, each stream gap counted with the causes of the
 /// device-idle gaps inside it.
-fn scan_input<'h, 't>(
-    (ix, input): (&'h RowIndex<'t>, usize),
-    host: &'h HostCauses<'h, 't>,
+pub(crate) struct InputGaps<'f, 'h, 't> {
+    found: &'f mut Found<'t>,
+    ix: &'h RowIndex<'t>,
+    input: usize,
     window: Option<(Ns, Ns)>,
-    found: &mut Found<'t>,
-) {
-    let spans = ix.phase_spans();
-    let mut scans: Vec<DeviceScan<'h, 't>> = ix
-        .devices
-        .iter()
-        .map(|d| DeviceScan {
-            device: d.device,
-            lane: IdleLane::default(),
-            streams: Vec::new(),
-            last: 0,
-            causes: LaneCauses::new(host.device(d)),
-            cursors: spans.map(SpanCursor::new),
-        })
-        .collect();
-    let mut join = ix.launch_join();
-    for k in ix.rows.kernels() {
-        let (_, thread) = launch_of(&mut join, &k);
-        let Ok(slot) = scans.binary_search_by_key(&k.device, |d| d.device) else {
-            continue;
+    scans: Vec<DeviceScan<'h, 't>>,
+}
+
+impl KernelFold for InputGaps<'_, '_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let Ok(slot) = self.scans.binary_search_by_key(&k.device, |d| d.device) else {
+            return;
         };
         let me = KernelRef {
             short_name: k.short_name,
             demangled_name: k.demangled_name,
             process: k.process,
-            thread,
+            thread: call.map(|c| c.thread),
         };
-        scan_kernel(&mut scans[slot], (input, &k, me), window, found);
-        ix.peak.intervals(scans[slot].causes.sweep.open_intervals());
+        let d = &mut self.scans[slot];
+        scan_kernel(d, (self.input, k, me), self.window, self.found);
+        self.ix.peak.intervals(d.causes.sweep.open_intervals());
     }
-    ix.peak.calls(join.peak());
-    for d in scans {
-        let idle = d.causes.finish(d.device, ix.label.clone());
-        found.causes.idle.per_device.push(idle);
+}
+
+impl InputGaps<'_, '_, '_> {
+    /// Hands each device's idle time and its causes over, once the pass is done.
+    pub(crate) fn finish(self) {
+        for d in self.scans {
+            let idle = d.causes.finish(d.device, self.ix.label.clone());
+            self.found.causes.idle.per_device.push(idle);
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::drill::phase_steps;
+use crate::drill::{KernelFold, kernel_pass, phase_steps};
 use crate::index::SpanCursor;
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
@@ -66,8 +66,9 @@ pub struct GraphReport {
     pub advice: Option<String>,
 }
 
+/// One input's (or every input's) graph and eager kernels.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     graph: u64,
     eager: u64,
     graph_ns: Ns,
@@ -82,11 +83,23 @@ struct Tally {
 
 /// Graph coverage over every input; `top` limits the eager-kernel list.
 pub fn graph_report(inputs: &[RowIndex<'_>], top: usize) -> GraphReport {
+    let tallies: Vec<Tally> = inputs
+        .iter()
+        .map(|ix| {
+            let mut fold = GraphFold::new(ix);
+            kernel_pass(ix, &mut [&mut fold]);
+            fold.finish()
+        })
+        .collect();
+    report_of(inputs, &tallies, top)
+}
+
+/// The report from each input's tally (as `inputs`).
+pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) -> GraphReport {
     let mut eager_names: Vec<EagerKernel> = Vec::new();
     let mut total = Tally::default();
-    for ix in inputs {
-        let t = tally(ix);
-        eager_names.extend(eager_list(ix, &t));
+    for (ix, t) in inputs.iter().zip(tallies) {
+        eager_names.extend(eager_list(ix, t));
         total.graph += t.graph;
         total.eager += t.eager;
         total.graph_ns += t.graph_ns;
@@ -123,15 +136,35 @@ pub fn is_graph_kernel(ix: &RowIndex<'_>, k: &KernelRow, call: Option<&CallRow>)
         || call.is_some_and(|c| ix.names.api(c.name) == ApiKind::GraphLaunch)
 }
 
-/// One pass over the kernels in start order, each joined to its launch call.
-fn tally(ix: &RowIndex<'_>) -> Tally {
-    let mut t = Tally::default();
-    // Launch times follow the kernel order closely: a cursor per phase.
-    let mut cursors = ix.phase_spans().map(SpanCursor::new);
-    let mut join = ix.launch_join();
-    for k in ix.rows.kernels() {
-        let call = join.find(k.start, k.process, k.correlation);
-        let graph = is_graph_kernel(ix, &k, call.as_ref());
+/// One input's tally as its kernels pass in start order, each with its launch call.
+pub(crate) struct GraphFold<'a, 't> {
+    ix: &'a RowIndex<'t>,
+    tally: Tally,
+    /// Launch times follow the kernel order closely: a cursor per phase.
+    cursors: [SpanCursor<'a>; 2],
+}
+
+impl<'a, 't> GraphFold<'a, 't> {
+    pub(crate) fn new(ix: &'a RowIndex<'t>) -> GraphFold<'a, 't> {
+        GraphFold {
+            ix,
+            tally: Tally::default(),
+            cursors: ix.phase_spans().map(SpanCursor::new),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Tally {
+        Tally {
+            graph_calls: self.ix.calls.graph_launches,
+            ..self.tally
+        }
+    }
+}
+
+impl KernelFold for GraphFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let (ix, t) = (self.ix, &mut self.tally);
+        let graph = is_graph_kernel(ix, k, call);
         let dur = (k.end - k.start).max(0);
         if graph {
             t.graph += 1;
@@ -149,16 +182,13 @@ fn tally(ix: &RowIndex<'_>) -> Tally {
             }
         }
         let at = call.map_or(k.start, |c| c.start);
-        for (c, p) in cursors.iter_mut().zip(t.phases.iter_mut()) {
+        for (c, p) in self.cursors.iter_mut().zip(t.phases.iter_mut()) {
             if c.find(at).is_some() {
                 p.0 += 1;
                 p.1 += u64::from(graph);
             }
         }
     }
-    ix.peak.calls(join.peak());
-    t.graph_calls = ix.calls.graph_launches;
-    t
 }
 
 fn eager_list(ix: &RowIndex<'_>, t: &Tally) -> Vec<EagerKernel> {

@@ -21,7 +21,7 @@ mod topk;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::rows::EventRows;
+use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{CoverageNote, Ns};
 
 pub use crate::index::TraceIndex;
@@ -101,15 +101,43 @@ pub fn index_inputs<'t>(inputs: &[DrillInput<'t>]) -> Result<Vec<RowIndex<'t>>> 
     Ok(indexed)
 }
 
-/// [`drill`] over traces already indexed: folds over each trace's rows. Fails when a read
-/// failed.
+/// [`drill`] over traces already indexed: per trace, one pass over its kernels feeds the gaps,
+/// graphs, stragglers and the pattern's vote (each kernel joined to its launch call once); the
+/// pattern's count and the top gaps' host activity take a pass each. Fails when a read failed.
 pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<DrillReport> {
-    let (gaps, idle) = gap_report::fold_gaps(indexed, opts.top, opts.window);
+    let mut gaps = gap_report::GapFolds::new(indexed, opts.top, opts.window);
+    let offsets = stragglers::clock_offsets(indexed);
+    let plan = indexed.first().map(patterns::PatternPlan::of);
+    let (mut tallies, mut ranks, mut votes) = (Vec::new(), Vec::new(), None);
+    for (input, ix) in indexed.iter().enumerate() {
+        let host = idle::HostCauses::new(ix);
+        let mut input_gaps = gaps.input((ix, input), &host);
+        let mut graph = graphs::GraphFold::new(ix);
+        let mut rank = stragglers::RankFold::new(ix, offsets.0.get(input).copied().unwrap_or(0));
+        let mut vote = plan
+            .as_ref()
+            .filter(|_| input == 0)
+            .map(|plan| patterns::VoteFold::new(ix, plan));
+        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut input_gaps, &mut graph, &mut rank];
+        if let Some(v) = vote.as_mut() {
+            folds.push(v);
+        }
+        kernel_pass(ix, &mut folds);
+        input_gaps.finish();
+        tallies.push(graph.finish());
+        ranks.extend(rank.finish());
+        votes = votes.or(vote.map(patterns::VoteFold::finish));
+    }
+    let (gaps, idle) = gaps.finish(indexed);
+    let patterns = match (indexed.first(), &plan, votes) {
+        (Some(ix), Some(plan), Some(votes)) => patterns::report_of(ix, plan, votes),
+        _ => patterns::pattern_report(indexed),
+    };
     let report = DrillReport {
         gaps,
-        graphs: graphs::graph_report(indexed, opts.top),
-        patterns: patterns::pattern_report(indexed),
-        stragglers: stragglers::straggler_report(indexed),
+        graphs: graphs::report_of(indexed, &tallies, opts.top),
+        patterns,
+        stragglers: stragglers::report_of(ranks, offsets.1),
         files: indexed.iter().map(|ix| ix.label.clone()).collect(),
         options: *opts,
         step_markers: indexed.iter().map(|ix| ix.steps.marker.clone()).collect(),
@@ -120,6 +148,25 @@ pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<Dr
         ix.rows.check()?;
     }
     Ok(report)
+}
+
+/// A fold fed by a pass over one trace's kernels: each kernel in start order, with the call
+/// that launched it when joined.
+pub(crate) trait KernelFold {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>);
+}
+
+/// One pass over `ix`'s kernels in start order, each joined to its launch call once
+/// ([`RowIndex::launch_join`]) and handed to every fold of `folds`.
+pub(crate) fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) {
+    let mut join = ix.launch_join();
+    for k in ix.rows.kernels() {
+        let call = join.find(k.start, k.process, k.correlation);
+        for f in folds.iter_mut() {
+            f.kernel(&k, call.as_ref());
+        }
+    }
+    ix.peak.calls(join.peak());
 }
 
 /// What the drill-down could not see in one trace, each note with the trace's label: what

@@ -11,13 +11,14 @@
 //! reports).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::ControlFlow;
 
 use serde::Serialize;
 
-use crate::index::rows::{RowIndex, launch_of};
+use crate::drill::{KernelFold, kernel_pass};
+use crate::index::rows::RowIndex;
 use crate::index::units::us;
 use crate::index::{SpanCursor, steady_spans};
+use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{NameId, Ns};
 use crate::names::kernels::KernelCategory;
 
@@ -88,15 +89,41 @@ pub fn pattern_report(inputs: &[RowIndex<'_>]) -> PatternReport {
     let Some(ix) = inputs.first() else {
         return not_found(None, None, "no trace".into(), 0);
     };
-    let (spans, source) = steady_spans(&ix.steps.steps);
-    // The device that ran the most kernels (ties: the last).
-    let Some(device) = ix
-        .devices
-        .iter()
-        .max_by_key(|d| d.kernels)
-        .map(|d| d.device)
-    else {
-        return not_found(Some(ix), None, source.into(), 0);
+    let plan = PatternPlan::of(ix);
+    report_of(ix, &plan, first_sequences(ix, &plan, VOTING_STEPS))
+}
+
+/// Where the layer is searched in a trace: the device that ran the most kernels (ties: the
+/// last), inside the steady steps.
+pub(crate) struct PatternPlan {
+    device: Option<u32>,
+    spans: Vec<(Ns, Ns)>,
+    /// Which steps `spans` are.
+    steps: &'static str,
+}
+
+impl PatternPlan {
+    pub(crate) fn of(ix: &RowIndex<'_>) -> PatternPlan {
+        let (spans, steps) = steady_spans(&ix.steps.steps);
+        let device = ix.devices.iter().max_by_key(|d| d.kernels);
+        PatternPlan {
+            device: device.map(|d| d.device),
+            spans,
+            steps,
+        }
+    }
+}
+
+/// The pattern of `ix` from the first steps' sequences (`first`, read by a [`VoteFold`]):
+/// the layer voted, then its occurrences counted in a pass over the kernels.
+pub(crate) fn report_of(
+    ix: &RowIndex<'_>,
+    plan: &PatternPlan,
+    first: FirstSequences,
+) -> PatternReport {
+    let spans = &plan.spans;
+    let Some(device) = plan.device else {
+        return not_found(Some(ix), None, plan.steps.into(), 0);
     };
     let (source, step_count) = if spans.is_empty() {
         (
@@ -107,11 +134,10 @@ pub fn pattern_report(inputs: &[RowIndex<'_>]) -> PatternReport {
         )
     } else {
         (
-            format!("{source} ({} steps)", spans.len()),
+            format!("{} ({} steps)", plan.steps, spans.len()),
             spans.len() as u64,
         )
     };
-    let first = first_sequences(ix, device, &spans, VOTING_STEPS);
     let voters = first
         .steps
         .into_values()
@@ -119,7 +145,7 @@ pub fn pattern_report(inputs: &[RowIndex<'_>]) -> PatternReport {
     let Some(unit) = vote_unit(voters) else {
         return not_found(Some(ix), Some(device), source, step_count);
     };
-    let tally = count_occurrences(ix, (device, &spans), &unit, first.in_order);
+    let tally = count_occurrences(ix, plan, &unit, first.in_order);
     if tally.occurrences < 2 {
         return not_found(Some(ix), Some(device), source, step_count);
     }
@@ -179,96 +205,123 @@ struct SeqKernel {
 }
 
 /// The first steps' sequences (by step index), and whether the steps came in device order.
-struct FirstSequences {
+pub(crate) struct FirstSequences {
     steps: BTreeMap<u32, Vec<SeqKernel>>,
     in_order: bool,
 }
 
-/// The sequences of the `keep` lowest steps that launched kernels on `device`, each cut at
-/// [`SEARCH_KERNELS`] (the most the layer search reads): kept as the kernels come, a step
-/// dropped once `keep` lower ones have kernels.
-fn first_sequences(
-    ix: &RowIndex<'_>,
-    device: u32,
-    spans: &[(Ns, Ns)],
+/// The sequences of the `keep` lowest steps that launched kernels on the plan's device, each
+/// cut at [`SEARCH_KERNELS`] (the most the layer search reads), in one pass.
+fn first_sequences(ix: &RowIndex<'_>, plan: &PatternPlan, keep: usize) -> FirstSequences {
+    let mut fold = VoteFold::new(ix, plan);
+    fold.keep = keep;
+    kernel_pass(ix, &mut [&mut fold]);
+    fold.finish()
+}
+
+/// Reads the first steps' sequences as the kernels pass: a step's kernels kept while fewer
+/// than [`VOTING_STEPS`] lower steps have kernels, dropped once they do.
+pub(crate) struct VoteFold<'a, 'p> {
+    ix: &'a RowIndex<'a>,
+    walk: StepWalk<'p>,
+    first: FirstSequences,
     keep: usize,
-) -> FirstSequences {
-    let mut first = FirstSequences {
-        steps: BTreeMap::new(),
-        in_order: true,
-    };
-    let mut last = 0;
-    let _ = walk(ix, device, spans, |step, k| {
-        first.in_order &= step >= last;
-        last = last.max(step);
-        let lowest = first.steps.len() < keep
+    last: u32,
+}
+
+impl<'a, 'p> VoteFold<'a, 'p> {
+    pub(crate) fn new(ix: &'a RowIndex<'a>, plan: &'p PatternPlan) -> VoteFold<'a, 'p> {
+        VoteFold {
+            ix,
+            walk: StepWalk::new(plan),
+            first: FirstSequences {
+                steps: BTreeMap::new(),
+                in_order: true,
+            },
+            keep: VOTING_STEPS,
+            last: 0,
+        }
+    }
+
+    pub(crate) fn finish(self) -> FirstSequences {
+        self.first
+    }
+}
+
+impl KernelFold for VoteFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let Some((step, k)) = self.walk.kernel(k, call) else {
+            return;
+        };
+        let first = &mut self.first;
+        first.in_order &= step >= self.last;
+        self.last = self.last.max(step);
+        let lowest = first.steps.len() < self.keep
             || first
                 .steps
                 .last_key_value()
                 .is_some_and(|(&max, _)| step <= max);
         if !lowest {
-            return ControlFlow::Continue(());
+            return;
         }
         let seq = first.steps.entry(step).or_default();
         if seq.len() < SEARCH_KERNELS {
             let gap = if seq.is_empty() { 0 } else { k.gap };
             seq.push(SeqKernel { gap, ..k });
         }
-        if first.steps.len() > keep {
+        if first.steps.len() > self.keep {
             first.steps.pop_last();
         }
-        let held = first.steps.values().map(Vec::len).sum();
-        ix.peak.sequence(held);
-        ControlFlow::Continue(())
-    });
-    first
+        self.ix
+            .peak
+            .sequence(first.steps.values().map(Vec::len).sum());
+    }
 }
 
-/// Walks the kernels in start order, handing over each kernel of `device` launched inside a
-/// step (without steps: the first [`NO_STEP_KERNELS`], as step 0) with its step, until `each`
-/// breaks. Every kernel is joined to its launch call, so the join holds only calls in flight.
-fn walk(
-    ix: &RowIndex<'_>,
-    device: u32,
-    spans: &[(Ns, Ns)],
-    mut each: impl FnMut(u32, SeqKernel) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    let mut busy_until = Ns::MIN;
-    let mut steps = SpanCursor::new(spans);
-    let mut handed: usize = 0;
-    let mut join = ix.launch_join();
-    let mut flow = ControlFlow::Continue(());
-    for k in ix.rows.kernels() {
-        let (launch, _) = launch_of(&mut join, &k);
-        if k.device != device {
-            continue;
-        }
-        let gap = if busy_until == Ns::MIN {
-            0
-        } else {
-            (k.start - busy_until).max(0)
-        };
-        busy_until = busy_until.max(k.end);
-        let step = if spans.is_empty() {
-            (handed < NO_STEP_KERNELS).then_some(0)
-        } else {
-            steps.find(launch)
-        };
-        if let Some(step) = step {
-            handed += 1;
-            let item = SeqKernel {
-                name: k.short_name,
-                duration: (k.end - k.start).max(0),
-                gap,
-            };
-            flow = each(step as u32, item);
-            if flow.is_break() {
-                break;
-            }
+/// The plan's device's kernels as they pass in start order: each kernel launched inside a step
+/// (without steps: the first [`NO_STEP_KERNELS`], as step 0) with its step, its duration and
+/// the device's idle time right before it.
+struct StepWalk<'p> {
+    plan: &'p PatternPlan,
+    busy_until: Ns,
+    steps: SpanCursor<'p>,
+    handed: usize,
+}
+
+impl<'p> StepWalk<'p> {
+    fn new(plan: &'p PatternPlan) -> StepWalk<'p> {
+        StepWalk {
+            plan,
+            busy_until: Ns::MIN,
+            steps: SpanCursor::new(&plan.spans),
+            handed: 0,
         }
     }
-    ix.peak.calls(join.peak());
-    flow
+
+    /// Kernel `k` (launched by `call`, when joined) with its step, if the walk hands it over.
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) -> Option<(u32, SeqKernel)> {
+        if self.plan.device != Some(k.device) {
+            return None;
+        }
+        let gap = if self.busy_until == Ns::MIN {
+            0
+        } else {
+            (k.start - self.busy_until).max(0)
+        };
+        self.busy_until = self.busy_until.max(k.end);
+        let step = if self.plan.spans.is_empty() {
+            (self.handed < NO_STEP_KERNELS).then_some(0)
+        } else {
+            self.steps.find(call.map_or(k.start, |c| c.start))
+        }?;
+        self.handed += 1;
+        let item = SeqKernel {
+            name: k.short_name,
+            duration: (k.end - k.start).max(0),
+            gap,
+        };
+        Some((step as u32, item))
+    }
 }
 
 /// The unit most steps agree on (ties: the earliest step's).
@@ -354,27 +407,50 @@ impl Tally {
 /// step starts).
 fn count_occurrences(
     ix: &RowIndex<'_>,
-    (device, spans): (u32, &[(Ns, Ns)]),
+    plan: &PatternPlan,
     unit: &[NameId],
     in_order: bool,
 ) -> Tally {
-    let mut t = Tally {
-        occurrences: 0,
-        gap: vec![0; unit.len()],
-        duration: vec![0; unit.len()],
+    let mut fold = CountFold {
+        ix,
+        walk: StepWalk::new(plan),
+        unit,
+        in_order,
+        open: BTreeMap::new(),
+        tally: Tally {
+            occurrences: 0,
+            gap: vec![0; unit.len()],
+            duration: vec![0; unit.len()],
+        },
     };
-    let mut open: BTreeMap<u32, StepMatch> = BTreeMap::new();
-    let _ = walk(ix, device, spans, |step, k| {
-        if in_order {
+    kernel_pass(ix, &mut [&mut fold]);
+    fold.tally
+}
+
+/// The count's fold: per step still open, its search.
+struct CountFold<'a, 'p> {
+    ix: &'a RowIndex<'a>,
+    walk: StepWalk<'p>,
+    unit: &'p [NameId],
+    in_order: bool,
+    open: BTreeMap<u32, StepMatch>,
+    tally: Tally,
+}
+
+impl KernelFold for CountFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let Some((step, k)) = self.walk.kernel(k, call) else {
+            return;
+        };
+        if self.in_order {
             // Earlier steps get no more kernels.
-            open.retain(|&s, _| s >= step);
+            self.open.retain(|&s, _| s >= step);
         }
-        t.push(open.entry(step).or_default(), k, unit);
-        ix.peak
-            .sequence(open.values().map(|m| m.window.len()).sum());
-        ControlFlow::Continue(())
-    });
-    t
+        self.tally
+            .push(self.open.entry(step).or_default(), k, self.unit);
+        let held = self.open.values().map(|m| m.window.len()).sum();
+        self.ix.peak.sequence(held);
+    }
 }
 
 fn layer_kernels(ix: &RowIndex<'_>, unit: &[NameId], t: &Tally) -> Vec<PatternKernel> {
@@ -505,12 +581,13 @@ mod tests {
         let ix = RowIndex::loaded(&b.trace, "t", None);
         let (spans, _) = steady_spans(&ix.steps.steps);
         assert_eq!(spans, [(0, 1000), (1000, 2000)]);
-        let first = first_sequences(&ix, 0, &spans, VOTING_STEPS);
+        let plan = PatternPlan::of(&ix);
+        let first = first_sequences(&ix, &plan, VOTING_STEPS);
         assert!(!first.in_order);
         let want = vec![seq(&[("a", 0), ("c", 20)]), seq(&[("b", 0)])];
         assert_eq!(collected(&first, &b), want);
         // Only the lowest step kept when one is asked for.
-        let one = first_sequences(&ix, 0, &spans, 1);
+        let one = first_sequences(&ix, &plan, 1);
         assert_eq!(collected(&one, &b), want[..1]);
     }
 
@@ -519,8 +596,7 @@ mod tests {
     fn steps_in_device_order_hand_each_steps_kernels_in_turn() {
         let b = two_steps([100, 200, 1100]);
         let ix = RowIndex::loaded(&b.trace, "t", None);
-        let (spans, _) = steady_spans(&ix.steps.steps);
-        let first = first_sequences(&ix, 0, &spans, VOTING_STEPS);
+        let first = first_sequences(&ix, &PatternPlan::of(&ix), VOTING_STEPS);
         assert!(first.in_order);
         let want = vec![seq(&[("a", 0), ("b", 10)]), seq(&[("c", 0)])];
         assert_eq!(collected(&first, &b), want);
@@ -559,13 +635,14 @@ mod tests {
             b.kernel(name, start, start + 10, c);
         }
         let ix = RowIndex::loaded(&b.trace, "t", None);
-        let (spans, _) = steady_spans(&ix.steps.steps);
+        let plan = PatternPlan::of(&ix);
+        assert_eq!(plan.spans, [(0, 1000), (1000, 2000)]);
         let unit = [
             b.trace.strings.find_text("x"),
             b.trace.strings.find_text("y"),
         ]
         .map(|id| id.expect("interned"));
-        let t = count_occurrences(&ix, (0, &spans), &unit, false);
+        let t = count_occurrences(&ix, &plan, &unit, false);
         assert_eq!(t.occurrences, 3);
         // Every kernel starts 90 ns after the device's previous one ends. Step 1's matches are
         // its kernels 0–1 (x is the step's first: 0) and 2–3, step 2's its kernels 1–2.

@@ -11,8 +11,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::drill::{KernelFold, kernel_pass};
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
+use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{Ns, ProcessIdx};
 
 /// A rank is flagged when it arrives last in more than this share of collectives.
@@ -72,7 +74,8 @@ pub struct StragglerReport {
     pub note: Option<String>,
 }
 
-struct Rank {
+/// One rank's collective kernels.
+pub(crate) struct Rank {
     id: RankId,
     /// Collective kernel starts on the common clock, ascending.
     arrivals: Vec<Ns>,
@@ -92,11 +95,18 @@ struct Tally {
 /// Stragglers over every rank of every input.
 pub fn straggler_report(inputs: &[RowIndex<'_>]) -> StragglerReport {
     let (offsets, alignment) = clock_offsets(inputs);
-    let ranks: Vec<Rank> = inputs
-        .iter()
-        .zip(offsets)
-        .flat_map(|(ix, offset)| ranks_of(ix, offset))
-        .collect();
+    let mut ranks: Vec<Rank> = Vec::new();
+    for (ix, offset) in inputs.iter().zip(offsets) {
+        let mut fold = RankFold::new(ix, offset);
+        kernel_pass(ix, &mut [&mut fold]);
+        ranks.extend(fold.finish());
+    }
+    report_of(ranks, alignment)
+}
+
+/// The report over every rank (of every input, in order), the files put on one clock as
+/// `alignment` says.
+pub(crate) fn report_of(ranks: Vec<Rank>, alignment: Option<String>) -> StragglerReport {
     let n = ranks.iter().map(|r| r.arrivals.len()).min().unwrap_or(0);
     let mut last = vec![Tally::default(); ranks.len()];
     if ranks.len() >= 2 {
@@ -162,7 +172,7 @@ pub fn straggler_report(inputs: &[RowIndex<'_>]) -> StragglerReport {
 }
 
 /// Shift of each input onto the first input's clock.
-fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>) {
+pub(crate) fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>) {
     if inputs.len() < 2 {
         return (vec![0; inputs.len()], None);
     }
@@ -186,14 +196,36 @@ fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>) {
 }
 
 /// Every rank of one input, by device (ascending) then process (in order of its first
-/// collective): one pass over the kernels in start order.
-fn ranks_of(ix: &RowIndex<'_>, offset: Ns) -> Vec<Rank> {
-    let mut by_device: BTreeMap<u32, Vec<(ProcessIdx, Rank)>> = BTreeMap::new();
-    for k in ix.rows.kernels() {
-        if !ix.names.is_collective(k.short_name) {
-            continue;
+/// collective), as its kernels pass in start order; its times shift by `offset` onto the first
+/// input's clock.
+pub(crate) struct RankFold<'a, 't> {
+    ix: &'a RowIndex<'t>,
+    offset: Ns,
+    by_device: BTreeMap<u32, Vec<(ProcessIdx, Rank)>>,
+}
+
+impl<'a, 't> RankFold<'a, 't> {
+    pub(crate) fn new(ix: &'a RowIndex<'t>, offset: Ns) -> RankFold<'a, 't> {
+        RankFold {
+            ix,
+            offset,
+            by_device: BTreeMap::new(),
         }
-        let ranks = by_device.entry(k.device).or_default();
+    }
+
+    pub(crate) fn finish(self) -> impl Iterator<Item = Rank> {
+        let ranks = self.by_device.into_values().flatten();
+        ranks.map(|(_, rank)| rank)
+    }
+}
+
+impl KernelFold for RankFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, _: Option<&CallRow>) {
+        let ix = self.ix;
+        if !ix.names.is_collective(k.short_name) {
+            return;
+        }
+        let ranks = self.by_device.entry(k.device).or_default();
         let at = match ranks.iter().position(|(q, _)| *q == k.process) {
             Some(at) => at,
             None => {
@@ -213,14 +245,9 @@ fn ranks_of(ix: &RowIndex<'_>, offset: Ns) -> Vec<Rank> {
             }
         };
         let rank = &mut ranks[at].1;
-        rank.arrivals.push(k.start.saturating_add(offset));
+        rank.arrivals.push(k.start.saturating_add(self.offset));
         rank.kernels.push((k.start, k.end));
     }
-    by_device
-        .into_values()
-        .flatten()
-        .map(|(_, rank)| rank)
-        .collect()
 }
 
 fn note(ranks: &[Rank], matched: usize) -> Option<String> {
