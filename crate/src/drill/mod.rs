@@ -220,8 +220,9 @@ pub(crate) fn phase_steps(inputs: &[RowIndex<'_>]) -> [u64; 2] {
     })
 }
 
-/// What the runtime calls cannot show ([`crate::index::call_coverage`]).
+/// What the runtime calls cannot show ([`crate::index::call_facts::coverage_note`]).
 fn call_coverage(ix: &RowIndex<'_>) -> Option<CoverageNote> {
-    let present = ix.meta().present.runtime;
-    crate::index::call_coverage(present, ix.calls.correlated, ix.calls.launch_calls_only())
+    let runtime = ix.meta().present.runtime;
+    let correlations = ix.rows.columns().call_correlations;
+    ix.calls.facts.coverage(runtime, correlations)
 }

@@ -5,6 +5,7 @@
 //! a dense table per process (ids are handed out by a counter, so they are nearly contiguous),
 //! falling back to a sorted list when a process's ids are sparse.
 
+pub mod call_facts;
 pub mod call_join;
 pub mod names;
 pub mod rows;
@@ -275,7 +276,7 @@ impl<'t> TraceIndex<'t> {
     /// (the report lists their notes together): the correlation ids were not loaded, or every
     /// call launches kernels. A missing runtime table is the loader's note.
     pub fn call_coverage(&self) -> Option<CoverageNote> {
-        call_coverage(
+        call_facts::coverage_note(
             self.trace.present.runtime,
             !self.calls.is_empty(),
             self.launch_calls_only(),
@@ -311,31 +312,6 @@ impl<'t> TraceIndex<'t> {
         let start = k.start.iter().copied().min().unwrap_or(0);
         let end = k.end.iter().copied().max().unwrap_or(0);
         (start, end)
-    }
-}
-
-/// What runtime calls cannot show: with the table `present`, its calls not `joined` to their
-/// kernels and copies (no correlation id), or `launch_only` (every call launches kernels). A
-/// missing runtime table is the loader's note.
-pub fn call_coverage(present: bool, joined: bool, launch_only: bool) -> Option<CoverageNote> {
-    let note = |subject: &str, reason: &str| CoverageNote {
-        subject: subject.into(),
-        reason: reason.into(),
-    };
-    if !present {
-        None
-    } else if !joined {
-        Some(note(
-            "launch latency, NVTX GPU time, memory, gaps, graphs",
-            "runtime correlation ids not loaded: kernels and copies cannot be joined to their API calls",
-        ))
-    } else if launch_only {
-        Some(note(
-            "syncs, allocations, memory, gaps",
-            "the runtime calls (as recorded or loaded) are kernel launches only: no sync, allocation or copy API call to report or to list in gaps",
-        ))
-    } else {
-        None
     }
 }
 

@@ -10,6 +10,7 @@ use std::cell::Cell;
 
 use hashbrown::HashMap;
 
+use super::call_facts::CallFacts;
 use super::call_join::{CallJoin, Hold};
 use super::{Phase, StepInfo};
 use crate::model::rows::{EventRows, KernelRow};
@@ -35,23 +36,16 @@ pub struct DeviceFacts {
     first_stream: Option<u32>,
 }
 
-/// What the runtime calls show, counted in one pass.
+/// How many runtime calls launch kernels, counted in one pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CallFacts {
+pub struct CallCounts {
     pub calls: u64,
-    /// Some call carries a correlation id (so kernels and copies can be joined to calls).
-    pub correlated: bool,
     /// Kernel and graph launch calls.
     pub launches: u64,
     /// `cudaGraphLaunch*` / `cuGraphLaunch*` calls.
     pub graph_launches: u64,
-}
-
-impl CallFacts {
-    /// Every call launches kernels: the capture or the loader kept no other call.
-    pub fn launch_calls_only(&self) -> bool {
-        self.calls > 0 && self.launches == self.calls
-    }
+    /// What the calls can show (joined to their work, other calls than launches).
+    pub facts: CallFacts,
 }
 
 /// The catalogue's classes of the names kernels and calls use, each name classified once.
@@ -125,7 +119,7 @@ pub struct RowIndex<'r> {
     pub kernels: u64,
     /// `[first kernel start, last kernel end]` (`(0, 0)` without kernels).
     pub extent: (Ns, Ns),
-    pub calls: CallFacts,
+    pub calls: CallCounts,
     pub names: RowNames,
     pub steps: StepInfo,
     /// The user's step marker the steps were read under (`None`: the first built-in one met).
@@ -154,7 +148,7 @@ impl<'r> RowIndex<'r> {
     fn read(rows: &'r dyn EventRows, label: &str, marker: Option<&StepSource>) -> RowIndex<'r> {
         let mut names = RowNames::default();
         let (devices, kernels, extent) = kernel_facts(rows, &mut names);
-        let calls = call_facts(rows, &mut names);
+        let calls = call_counts(rows, &mut names);
         RowIndex {
             rows,
             label: label.to_string(),
@@ -263,20 +257,19 @@ fn kernel_facts(rows: &dyn EventRows, names: &mut RowNames) -> (Vec<DeviceFacts>
     (devices, count, extent)
 }
 
-/// The runtime calls' facts, and each call name's API kind.
-fn call_facts(rows: &dyn EventRows, names: &mut RowNames) -> CallFacts {
+/// The runtime calls' counts and facts, and each call name's API kind.
+fn call_counts(rows: &dyn EventRows, names: &mut RowNames) -> CallCounts {
     let strings = &rows.meta().strings;
-    let correlations = rows.columns().call_correlations;
-    let mut f = CallFacts::default();
+    let mut f = CallCounts::default();
     for c in rows.calls() {
         let kind = *names
             .api
             .entry(c.name)
             .or_insert_with(|| api_kind(strings.get(c.name)));
         f.calls += 1;
-        f.correlated |= correlations && c.correlation != 0;
         f.launches += u64::from(kind.launches_kernels());
         f.graph_launches += u64::from(kind == ApiKind::GraphLaunch);
+        f.facts.add(kind, c.correlation, Some(c.process));
     }
     f
 }
@@ -368,7 +361,11 @@ mod tests {
             (ix.calls.calls, ix.calls.launches, ix.calls.graph_launches),
             (3, 2, 1)
         );
-        assert!(ix.calls.correlated && !ix.calls.launch_calls_only());
+        assert_eq!(
+            ix.calls.facts.coverage(true, true),
+            None,
+            "joined, not launches only"
+        );
         let short = b.trace.kernels.short_name[0];
         assert!(ix.names.is_collective(short) && old.names.is_collective(short));
         let mut join = ix.launch_join();
