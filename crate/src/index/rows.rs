@@ -13,7 +13,7 @@ use hashbrown::HashMap;
 use super::call_facts::CallFacts;
 use super::call_join::{CallJoin, Hold};
 use super::{Phase, StepInfo};
-use crate::model::rows::{EventRows, KernelRow};
+use crate::model::rows::EventRows;
 use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::{KernelCategory, is_collective, kernel_category};
@@ -206,15 +206,6 @@ impl<'r> RowIndex<'r> {
     }
 }
 
-/// The launch call's start of kernel `k` found by `join` (kernels asked in start order), else
-/// the kernel's own start; and the call's thread when found.
-pub fn launch_of(join: &mut CallJoin<'_>, k: &KernelRow) -> (Ns, Option<crate::model::ThreadIdx>) {
-    match join.find(k.start, k.process, k.correlation) {
-        Some(call) => (call.start, Some(call.thread)),
-        None => (k.start, None),
-    }
-}
-
 /// Devices (ascending), the kernel count and extent, and each kernel name's class.
 fn kernel_facts(rows: &dyn EventRows, names: &mut RowNames) -> (Vec<DeviceFacts>, u64, (Ns, Ns)) {
     let strings = &rows.meta().strings;
@@ -372,7 +363,10 @@ mod tests {
         let launches: Vec<Ns> = b
             .trace
             .kernels()
-            .map(|k| launch_of(&mut join, &k).0)
+            .map(|k| {
+                let call = join.find(k.start, k.process, k.correlation);
+                call.map_or(k.start, |c| c.start)
+            })
             .collect();
         assert_eq!(launches, [old.launch_time(0), old.launch_time(1)]);
         assert_eq!(launches, [10, 50]);
