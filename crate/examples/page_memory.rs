@@ -100,7 +100,7 @@ fn deeper_views(
     mark("root cause (trtllm-skill)", t);
     let opts = nsys_lens::drill::DrillOptions::default();
     let input = nsys_lens::drill::DrillInput {
-        trace,
+        rows: trace,
         label: "trace",
         step_marker: None,
     };

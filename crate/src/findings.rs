@@ -17,6 +17,7 @@ use crate::explain::{self, ExplainReport};
 use crate::explain::{Window, WindowBasis};
 use crate::format;
 use crate::index::TraceIndex;
+use crate::index::rows::RowIndex;
 use crate::model::Ns;
 
 /// How much a finding matters; sorts most severe first.
@@ -145,24 +146,25 @@ impl DrillFindings {
     }
 
     /// Drills into `indexed` (one trace, or one per rank) and explains each trace: the whole
-    /// drill-down as the CLI, the page and the report show it.
-    pub fn build(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillFindings {
-        let report = drill::drill_indexed(indexed, opts);
+    /// drill-down as the CLI, the page and the report show it. Fails when a read failed.
+    pub fn build(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> error::Result<DrillFindings> {
+        let report = drill::drill_indexed(indexed, opts)?;
         let top = explain::DEFAULT_TOP.max(opts.top);
-        let explains: Vec<ExplainReport> =
-            indexed.iter().map(|ix| explain::explain(ix, top)).collect();
-        DrillFindings::of(report, &explains)
+        // The explainer still reads the loaded trace.
+        let explains: Vec<ExplainReport> = indexed
+            .iter()
+            .map(|ix| {
+                let loaded = TraceIndex::with_marker(ix.meta(), &ix.label, ix.step_marker.as_ref());
+                explain::explain(&loaded, top)
+            })
+            .collect();
+        Ok(DrillFindings::of(report, &explains))
     }
 
-    /// [`DrillFindings::build`] over loaded traces. Fails when there is no input or an input
-    /// has no kernels.
+    /// [`DrillFindings::build`] over `inputs`. Fails when there is no input, an input has no
+    /// kernels or a read failed.
     pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> error::Result<DrillFindings> {
-        drill::check_inputs(inputs)?;
-        let indexed: Vec<TraceIndex<'_>> = inputs
-            .iter()
-            .map(|i| TraceIndex::with_marker(i.trace, i.label, i.step_marker))
-            .collect();
-        Ok(DrillFindings::build(&indexed, opts))
+        DrillFindings::build(&drill::index_inputs(inputs)?, opts)
     }
 }
 

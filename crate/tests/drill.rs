@@ -33,7 +33,7 @@ fn generated(dir: &Path, scenario: &str, seed: u64) -> (Trace, Value) {
 fn drill_one(trace: &Trace, label: &str, opts: &DrillOptions) -> DrillReport {
     drill::drill(
         &[DrillInput {
-            trace,
+            rows: trace,
             label,
             step_marker: None,
         }],
@@ -580,12 +580,12 @@ fn several_files_are_ranks_on_one_clock() {
     let (trace, answers) = generated(dir.path(), "tp2-straggler", 42);
     let inputs = [
         DrillInput {
-            trace: &trace,
+            rows: &trace,
             label: "a.sqlite",
             step_marker: None,
         },
         DrillInput {
-            trace: &trace,
+            rows: &trace,
             label: "b.sqlite",
             step_marker: None,
         },
@@ -1278,5 +1278,142 @@ fn dlprof_dictionary_ranges_naming_jit_paths_are_not_jit_compilation() {
     for d in &report.idle.per_device {
         let jit: Vec<_> = d.causes.iter().filter(|c| c.kind.name() == "jit").collect();
         assert!(jit.is_empty(), "device {}: {jit:?}", d.device);
+    }
+}
+
+/// The drill-down's folds hold state bounded by the trace's shape, not its length: on scenarios
+/// generated at scale 1 and 8 (8× the steady steps; one device, and two ranks on two devices),
+/// the most open host intervals, calls in flight, copies held and kernels held for the layer
+/// search at once are the same, while the kernels read grow 6–8×.
+#[test]
+fn the_folds_hold_the_same_state_at_eight_times_the_trace() {
+    use nsys_lens::index::rows::RowIndex;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let held = |scenario: &str, scale: u32| {
+        let path = dir.path().join(format!("{scenario}-{scale}.sqlite"));
+        synth::generate(scenario, &path, &GenOptions { scale, seed: 42 }).expect("generate");
+        let trace = load_path(&path, LoadOptions::all()).expect("load");
+        let ix = RowIndex::loaded(&trace, scenario, None);
+        let report = drill::drill_indexed(std::slice::from_ref(&ix), &DrillOptions::default())
+            .expect("drill");
+        assert!(
+            report.patterns.found,
+            "{scenario} at {scale}: the layer is found"
+        );
+        let p = &ix.peak;
+        let peaks = [
+            p.open_intervals.get(),
+            p.pending_calls.get(),
+            p.pending_copies.get(),
+            p.sequence_kernels.get(),
+        ];
+        eprintln!(
+            "{scenario} at scale {scale}: {} kernels, peaks {peaks:?}",
+            ix.kernels
+        );
+        (ix.kernels, peaks)
+    };
+    for scenario in ["host-bound", "tp2-phases"] {
+        let (kernels_1, peaks_1) = held(scenario, 1);
+        let (kernels_8, peaks_8) = held(scenario, 8);
+        assert!(
+            kernels_8 >= 6 * kernels_1,
+            "{scenario}: {kernels_1} → {kernels_8}"
+        );
+        assert_eq!(
+            peaks_8, peaks_1,
+            "{scenario}: open intervals, calls, copies, layer-search kernels"
+        );
+        assert!(
+            peaks_1[0] > 0 && peaks_1[1] > 0 && peaks_1[3] > 0,
+            "{scenario}: {peaks_1:?}"
+        );
+    }
+}
+
+/// A source whose `meta` holds no event row, as the file's does: rows come only through the
+/// iterators.
+struct RowsOnly {
+    meta: Trace,
+    rows: Trace,
+}
+
+impl RowsOnly {
+    fn of(rows: Trace) -> RowsOnly {
+        let mut meta = rows.clone();
+        meta.kernels = Default::default();
+        meta.runtime = Default::default();
+        meta.nvtx = Default::default();
+        meta.memcpy = Default::default();
+        meta.memset = Default::default();
+        meta.syncs = Default::default();
+        RowsOnly { meta, rows }
+    }
+}
+
+impl nsys_lens::model::rows::EventRows for RowsOnly {
+    fn meta(&self) -> &Trace {
+        &self.meta
+    }
+    fn columns(&self) -> nsys_lens::model::rows::Columns {
+        self.rows.columns()
+    }
+    fn kernels(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::KernelRow> {
+        self.rows.kernels()
+    }
+    fn calls(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::CallRow> {
+        self.rows.calls()
+    }
+    fn ranges(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::NvtxRow> {
+        self.rows.ranges()
+    }
+    fn memcpy(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
+        self.rows.memcpy()
+    }
+    fn memset(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
+        self.rows.memset()
+    }
+    fn syncs(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::SyncRow> {
+        self.rows.syncs()
+    }
+    fn check(&self) -> nsys_lens::error::Result<()> {
+        Ok(())
+    }
+}
+
+/// The drill-down reads event rows only through `EventRows`' iterators (so it runs the same
+/// over the file, whose `meta` holds none): over a source whose `meta` has no event table it
+/// reports exactly what it reports over the loaded trace, on generated scenarios with several
+/// devices, graphs and planted causes, and on a public export with pageable async copies.
+#[test]
+fn the_drill_down_reads_rows_only_through_the_iterators() {
+    use nsys_lens::model::rows::EventRows;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut traces: Vec<(String, Trace)> = ["idle-causes", "tp2-phases", "cuda-graphs", "layers"]
+        .iter()
+        .map(|&s| (s.to_string(), generated(dir.path(), s, 42).0))
+        .collect();
+    let public = public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let loaded = load_path(&public, LoadOptions::all()).expect("load");
+    traces.push(("mfu_2gpu_before".into(), loaded));
+    let opts = DrillOptions::default();
+    for (label, trace) in traces {
+        let whole = drill_one(&trace, &label, &opts);
+        let rows_only = RowsOnly::of(trace);
+        let input = DrillInput {
+            rows: &rows_only as &dyn EventRows,
+            label: &label,
+            step_marker: None,
+        };
+        let streamed = drill::drill(&[input], &opts).expect("drill");
+        assert_eq!(
+            serde_json::to_value(&streamed).ok(),
+            serde_json::to_value(&whole).ok(),
+            "{label}"
+        );
+        assert!(
+            whole.idle.per_device.iter().any(|d| d.idle_ns > 0),
+            "{label}"
+        );
     }
 }

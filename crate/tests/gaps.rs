@@ -5,7 +5,7 @@ mod common;
 
 use nsys_lens::drill::gap_report::gap_report;
 use nsys_lens::drill::gaps::{GapBucket, GapSweep, bucket_of, idle_gap_histogram};
-use nsys_lens::index::TraceIndex;
+use nsys_lens::index::rows::RowIndex;
 use nsys_lens::model::{Kernels, Trace};
 use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::trace::{LoadOptions, load_path};
@@ -192,7 +192,7 @@ fn kernels_that_take_no_time_split_no_gap_in_any_histogram() {
         .map(|b| (b["count"].as_u64().expect("count"), ns(&b["total_us"])))
         .collect();
     let verdict = idle_gap_histogram(&timeless, None);
-    let drill = gap_report(&[TraceIndex::new(&timeless, "gaps")], 20, None);
+    let drill = gap_report(&[RowIndex::loaded(&timeless, "gaps", None)], 20, None);
     assert_eq!(counts(&verdict.buckets), want, "verdict histogram");
     assert_eq!(
         counts(&drill.device_idle.buckets),
@@ -216,7 +216,7 @@ fn assert_same_device_histograms(trace: &Trace, label: &str) -> [u64; 2] {
     let (Some(&s), Some(&e)) = (k.start.iter().min(), k.end.iter().max()) else {
         return [0; 2];
     };
-    let index = [TraceIndex::new(trace, label)];
+    let index = [RowIndex::loaded(trace, label, None)];
     [None, Some((s + (e - s) / 4, e - (e - s) / 4))].map(|window| {
         let verdict = idle_gap_histogram(trace, window);
         let drill = gap_report(&index, 5, window).device_idle;

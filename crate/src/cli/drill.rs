@@ -63,7 +63,7 @@ pub fn run(args: &DrillArgs) -> Result<()> {
         .iter()
         .zip(&labels)
         .map(|(trace, label)| DrillInput {
-            trace,
+            rows: trace,
             label,
             step_marker: step_marker.as_ref(),
         })

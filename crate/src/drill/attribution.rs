@@ -9,12 +9,13 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::index::TraceIndex;
+use crate::drill::gap_report::KernelRef;
+use crate::index::rows::RowIndex;
 use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
 use crate::names::api::api_base_name;
 use crate::names::ranges::emit_nvtx_op;
 use crate::profile::Profile;
-use crate::steps::visible_name;
+use crate::steps::visible_row_name;
 
 /// At most this many names are listed per gap (largest overlap first).
 pub const MAX_NAMES: usize = 10;
@@ -27,13 +28,12 @@ pub struct Overlap {
     pub overlap_us: f64,
 }
 
-/// A gap to attribute: `[start, end)` between kernel rows `prev` and `next`.
+/// A gap to attribute: `[start, end)` between the kernels before and after it.
 #[derive(Debug, Clone, Copy)]
 pub struct GapSpan {
     pub start: Ns,
     pub end: Ns,
-    pub prev: u32,
-    pub next: u32,
+    pub kernels: [KernelRef; 2],
 }
 
 /// The NVTX ranges and API calls overlapping one gap.
@@ -52,12 +52,13 @@ struct Scope {
 
 type Acc = HashMap<NameId, (u64, Ns)>;
 
-/// Attributes every gap in `gaps` (all from the trace of `ix`).
-pub fn attribute(ix: &TraceIndex<'_>, gaps: &[GapSpan]) -> Vec<HostActivity> {
+/// Attributes every gap in `gaps` (all from the trace of `ix`): one pass over its NVTX ranges
+/// and one over its calls, each stopping at the last gap's end.
+pub fn attribute(ix: &RowIndex<'_>, gaps: &[GapSpan]) -> Vec<HostActivity> {
     if gaps.is_empty() {
         return Vec::new();
     }
-    let scopes: Vec<Scope> = gaps.iter().map(|g| scope(ix, g)).collect();
+    let scopes: Vec<Scope> = gaps.iter().map(scope).collect();
     let lo = gaps.iter().map(|g| g.start).min().unwrap_or(0);
     let hi = gaps.iter().map(|g| g.end).max().unwrap_or(0);
     let nvtx = nvtx_overlaps(ix, gaps, &scopes, (lo, hi));
@@ -71,17 +72,14 @@ pub fn attribute(ix: &TraceIndex<'_>, gaps: &[GapSpan]) -> Vec<HostActivity> {
         .collect()
 }
 
-fn scope(ix: &TraceIndex<'_>, g: &GapSpan) -> Scope {
+fn scope(g: &GapSpan) -> Scope {
     let mut threads = Vec::new();
     let mut processes = Vec::new();
-    for k in [g.prev as usize, g.next as usize] {
-        if let Some(&p) = ix.trace.kernels.process.get(k)
-            && !processes.contains(&p)
-        {
-            processes.push(p);
+    for k in &g.kernels {
+        if !processes.contains(&k.process) {
+            processes.push(k.process);
         }
-        if let Some(row) = ix.launch_call(k)
-            && let Some(&t) = ix.trace.runtime.thread.get(row)
+        if let Some(t) = k.thread
             && !threads.contains(&t)
         {
             threads.push(t);
@@ -95,31 +93,29 @@ fn overlap(start: Ns, end: Ns, g: &GapSpan) -> Ns {
 }
 
 fn nvtx_overlaps(
-    ix: &TraceIndex<'_>,
+    ix: &RowIndex<'_>,
     gaps: &[GapSpan],
     scopes: &[Scope],
     (lo, hi): (Ns, Ns),
 ) -> Vec<Acc> {
-    let nvtx = &ix.trace.nvtx;
-    let threads = &ix.trace.threads;
+    let threads = &ix.meta().threads;
     let sw = Profile::Standard.switches();
     let mut acc: Vec<Acc> = vec![Acc::new(); gaps.len()];
-    for r in 0..nvtx.len() {
-        let (s, e) = (nvtx.start[r], nvtx.end[r]);
-        if s >= hi || e <= lo {
+    // In start order: no range starting at or after the last gap's end overlaps one.
+    for r in ix.rows.ranges().take_while(|r| r.start < hi) {
+        if r.end <= lo {
             continue;
         }
-        let Some(name) = visible_name(nvtx, r, &sw) else {
+        let Some(name) = visible_row_name(&r, &sw) else {
             continue;
         };
-        let t = nvtx.thread[r];
-        let process = threads.process.get(t as usize).copied();
+        let process = threads.process.get(r.thread as usize).copied();
         for ((g, sc), a) in gaps.iter().zip(scopes).zip(acc.iter_mut()) {
-            let ov = overlap(s, e, g);
+            let ov = overlap(r.start, r.end, g);
             let ours = if sc.threads.is_empty() {
                 process.is_some_and(|p| sc.processes.contains(&p))
             } else {
-                sc.threads.contains(&t)
+                sc.threads.contains(&r.thread)
             };
             if ov > 0 && ours {
                 let entry = a.entry(name).or_default();
@@ -132,25 +128,20 @@ fn nvtx_overlaps(
 }
 
 fn api_overlaps(
-    ix: &TraceIndex<'_>,
+    ix: &RowIndex<'_>,
     gaps: &[GapSpan],
     scopes: &[Scope],
     (lo, hi): (Ns, Ns),
 ) -> Vec<Acc> {
-    let rt = &ix.trace.runtime;
     let mut acc: Vec<Acc> = vec![Acc::new(); gaps.len()];
-    for r in 0..rt.len() {
-        let (s, e) = (rt.start[r], rt.end[r]);
-        if s >= hi || e <= lo {
+    for c in ix.rows.calls().take_while(|c| c.start < hi) {
+        if c.end <= lo {
             continue;
         }
-        let Some(p) = ix.call_process(r) else {
-            continue;
-        };
         for ((g, sc), a) in gaps.iter().zip(scopes).zip(acc.iter_mut()) {
-            let ov = overlap(s, e, g);
-            if ov > 0 && sc.processes.contains(&p) {
-                let entry = a.entry(rt.name[r]).or_default();
+            let ov = overlap(c.start, c.end, g);
+            if ov > 0 && sc.processes.contains(&c.process) {
+                let entry = a.entry(c.name).or_default();
                 entry.0 += 1;
                 entry.1 += ov;
             }
@@ -162,7 +153,7 @@ fn api_overlaps(
 /// Largest overlap first (ties by name), at most [`MAX_NAMES`], names read by `label`: the
 /// calls of one PyTorch `emit_nvtx` op (`aten::mul, op_id = 7`, `aten::mul, op_id = 9`) are one
 /// name, and so are the versions of one API (`cudaStreamSynchronize_v3020`).
-fn ranked(ix: &TraceIndex<'_>, acc: Acc, label: fn(&str) -> &str) -> Vec<Overlap> {
+fn ranked(ix: &RowIndex<'_>, acc: Acc, label: fn(&str) -> &str) -> Vec<Overlap> {
     let mut by_op: HashMap<&str, (u64, Ns)> = HashMap::new();
     for (name, (count, ns)) in acc {
         let e = by_op.entry(label(name_or_unnamed(ix, name))).or_default();
@@ -183,8 +174,8 @@ fn ranked(ix: &TraceIndex<'_>, acc: Acc, label: fn(&str) -> &str) -> Vec<Overlap
         .collect()
 }
 
-fn name_or_unnamed<'a>(ix: &'a TraceIndex<'_>, name: NameId) -> &'a str {
-    match ix.trace.strings.get(name) {
+fn name_or_unnamed<'a>(ix: &RowIndex<'a>, name: NameId) -> &'a str {
+    match ix.string(name) {
         "" => "(unnamed)",
         s => s,
     }
@@ -195,13 +186,21 @@ mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
 
-    /// The gap between kernel rows 0 and 1 of the traces below.
-    const GAP: GapSpan = GapSpan {
-        start: 20,
-        end: 100,
-        prev: 0,
-        next: 1,
-    };
+    /// The gap between kernels 0 and 1 of `t`, each launched on the first call's thread when
+    /// `launched`.
+    fn gap(t: &crate::model::Trace, launched: bool) -> GapSpan {
+        let k = |i: usize| KernelRef {
+            short_name: t.kernels.short_name[i],
+            demangled_name: t.kernels.demangled_name[i],
+            process: t.kernels.process[i],
+            thread: launched.then(|| t.runtime.thread[0]),
+        };
+        GapSpan {
+            start: 20,
+            end: 100,
+            kernels: [k(0), k(1)],
+        }
+    }
 
     #[test]
     fn a_gap_lists_overlapping_ranges_and_calls_by_overlap() {
@@ -215,8 +214,8 @@ mod tests {
         b.call("cudaStreamSynchronize_v3020", 25, 95);
         let c2 = b.call("cudaLaunchKernel", 90, 95);
         b.kernel("k2", 100, 110, c2);
-        let ix = TraceIndex::new(&b.trace, "t");
-        let a = attribute(&ix, &[GAP]);
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let a = attribute(&ix, &[gap(&b.trace, true)]);
         let names = |v: &[Overlap]| -> Vec<(String, u64, f64)> {
             v.iter()
                 .map(|o| (o.name.clone(), o.count, o.overlap_us))
@@ -241,8 +240,8 @@ mod tests {
         b.kernel("k1", 10, 20, 0);
         b.kernel("k2", 100, 110, 0);
         b.range("python", 30, 40);
-        let ix = TraceIndex::new(&b.trace, "t");
-        let a = attribute(&ix, &[GAP]);
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let a = attribute(&ix, &[gap(&b.trace, false)]);
         assert_eq!(a[0].nvtx.len(), 1);
         assert!(a[0].api.is_empty());
     }

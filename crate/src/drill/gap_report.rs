@@ -2,8 +2,10 @@
 //! device (idle between any kernels), bucketed, per phase, and the largest gaps attributed to
 //! the kernels on either side and to what the host was doing meanwhile.
 //!
-//! Every device-idle gap's time is attributed to its causes by [`super::idle`] (one sweep per
-//! device): the device's `idle` section, each top gap's `cause`, and the readings come from it.
+//! One pass over each trace's kernels in start order finds every gap, all devices at once: each
+//! device keeps its busy interval, its streams' and its idle sweep. Every device-idle gap's
+//! time is attributed to its causes by [`super::idle`] (one sweep per device) as the pass finds
+//! it: the device's `idle` section, each top gap's `cause`, and the readings come from it.
 //! A device-idle gap lies whole inside a gap of every stream of the device that ran kernels
 //! before and after it, so a stream gap's causes are those of the device-idle gaps inside it
 //! (the time other streams kept the GPU busy has no cause).
@@ -26,10 +28,13 @@ use crate::drill::idle::{
     cause_sentence,
 };
 use crate::drill::topk::TopK;
+use crate::drill::{KernelFold, kernel_pass};
 use crate::drill::{attribution, phase_steps};
+use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::index::{SpanCursor, TraceIndex};
-use crate::model::Ns;
+use crate::model::rows::{CallRow, KernelRow};
+use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
 
 /// One of the largest gaps, with what surrounds it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -121,8 +126,18 @@ struct Candidate {
     input: usize,
     device: u32,
     stream: Option<u32>,
-    prev: u32,
-    next: u32,
+    prev: KernelRef,
+    next: KernelRef,
+}
+
+/// What a gap keeps of the kernel on either side: its names, its process and the thread of its
+/// launch call (when joined).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelRef {
+    pub short_name: NameId,
+    pub demangled_name: NameId,
+    pub process: ProcessIdx,
+    pub thread: Option<ThreadIdx>,
 }
 
 /// The order in which gaps are kept: the longer gap, then the earlier, then the lower lane.
@@ -211,17 +226,22 @@ impl<'t> Collector<'t> {
 }
 
 /// Gaps of every input; `window` keeps only gaps fully inside `[start, end)` (each file's clock).
-pub fn gap_report(inputs: &[TraceIndex<'_>], top: usize, window: Option<(Ns, Ns)>) -> GapReport {
-    gaps_and_idle(inputs, top, window).0
+pub fn gap_report(inputs: &[RowIndex<'_>], top: usize, window: Option<(Ns, Ns)>) -> GapReport {
+    fold_gaps(inputs, top, window).0
 }
 
-/// What one device's kernel scan finds, in time order.
-enum Found {
-    /// A device-idle gap inside the window.
-    Device(Candidate),
-    /// A kernel that takes time on the stream in slot `slot` of the scan, with the stream gap
-    /// it closes when that lies inside the window.
-    Stream { slot: usize, gap: Option<Candidate> },
+/// [`fold_gaps`] over loaded traces already indexed (the window analysis reads the idle
+/// attribution through it).
+pub fn gaps_and_idle(
+    inputs: &[TraceIndex<'_>],
+    top: usize,
+    window: Option<(Ns, Ns)>,
+) -> (GapReport, IdleAttribution) {
+    let indexed: Vec<RowIndex<'_>> = inputs
+        .iter()
+        .map(|ix| RowIndex::loaded(ix.trace, &ix.label, None))
+        .collect();
+    fold_gaps(&indexed, top, window)
 }
 
 /// The causes gathered over every device: per device, and per bucket of device and of stream
@@ -233,94 +253,254 @@ struct Causes<'t> {
     stream_buckets: [Tally<'t>; 9],
 }
 
+/// Both collectors and the causes, filled as every device's scan finds gaps.
+struct Found<'t> {
+    streams: Collector<'t>,
+    devices: Collector<'t>,
+    causes: Causes<'t>,
+    /// With one stream per device everywhere, each stream gap is its device's gap: the stream
+    /// buckets' causes are the device buckets', gathered once.
+    one_stream: bool,
+}
+
 /// [`gap_report`] and the attribution of every device's idle time ([`super::idle`]), from one
-/// scan of each device's kernels: each device-idle gap is attributed as the scan finds it.
-pub fn gaps_and_idle<'t>(
-    inputs: &[TraceIndex<'t>],
+/// pass over each input's kernels in start order: each device keeps its busy interval, its
+/// streams' and its idle sweep, and each device-idle gap is attributed as the pass finds it.
+pub fn fold_gaps<'t>(
+    inputs: &[RowIndex<'t>],
     top: usize,
     window: Option<(Ns, Ns)>,
 ) -> (GapReport, IdleAttribution) {
-    let mut streams = Collector::new(top);
-    let mut devices = Collector::new(top);
-    let mut causes = Causes::default();
-    let mut device_time: Ns = 0;
-    // With one stream per device everywhere, each stream gap is its device's gap: the stream
-    // buckets' causes are the device buckets', gathered once.
-    let one_stream = inputs.iter().all(one_stream_per_device);
+    let mut folds = GapFolds::new(inputs, top, window);
     for (input, ix) in inputs.iter().enumerate() {
-        let phase_spans = phase_spans(ix);
-        let (ws, we) = window.unwrap_or_else(|| ix.kernel_extent());
-        device_time += (we - ws).max(0) * ix.devices.len() as Ns;
-        let mut host = HostCauses::new(ix);
-        for d in &ix.devices {
-            // Gaps end where a kernel starts: in device order their ends only grow.
-            let mut cursors = phase_spans.map(SpanCursor::new);
-            let mut lane = LaneCauses::new(host.device(d.device));
-            scan_device((ix, input, d), window, |found| match found {
-                Found::Device(c) => {
-                    let tally = lane.device_gap((c.start, c.end), &mut causes.device_buckets);
-                    devices.add(c, tally, &mut cursors);
-                }
-                Found::Stream { slot, gap } => {
-                    let pending = lane.pending(slot);
-                    if let Some(c) = gap {
-                        if !one_stream {
-                            causes.stream_buckets[bucket_of(c.gap)].merge(pending);
-                        }
-                        streams.add(c, pending, &mut cursors);
-                    }
-                    pending.clear();
-                }
-            });
-            causes
-                .idle
-                .per_device
-                .push(lane.finish(d.device, ix.label.clone()));
+        let host = HostCauses::new(ix);
+        let mut gaps = folds.input((ix, input), &host);
+        kernel_pass(ix, &mut [&mut gaps]);
+        gaps.finish();
+    }
+    folds.finish(inputs)
+}
+
+/// The gaps of every input, gathered as each input's pass finds them ([`GapFolds::input`]).
+pub(crate) struct GapFolds<'t> {
+    found: Found<'t>,
+    window: Option<(Ns, Ns)>,
+    /// Window length × devices, summed over inputs.
+    device_time: Ns,
+}
+
+impl<'t> GapFolds<'t> {
+    /// Keeps the `top` largest gaps of each kind, only gaps inside `window` when given.
+    pub(crate) fn new(inputs: &[RowIndex<'t>], top: usize, window: Option<(Ns, Ns)>) -> Self {
+        let device_time = inputs
+            .iter()
+            .map(|ix| {
+                let (ws, we) = window.unwrap_or(ix.extent);
+                (we - ws).max(0) * ix.devices.len() as Ns
+            })
+            .sum();
+        let one_stream = inputs
+            .iter()
+            .all(|ix| ix.devices.iter().all(|d| d.one_stream));
+        GapFolds {
+            found: Found {
+                streams: Collector::new(top),
+                devices: Collector::new(top),
+                causes: Causes::default(),
+                one_stream,
+            },
+            window,
+            device_time,
         }
     }
-    let phases = phase_gaps(inputs, &streams);
-    let stream_top = streams.top.into_sorted_desc();
-    let split = stream_top.len();
-    let (kept, top_causes): (Vec<Candidate>, Vec<Tally<'t>>) = stream_top
-        .into_iter()
-        .chain(devices.top.into_sorted_desc())
-        .map(|k| (k.gap, k.causes))
-        .unzip();
-    let (stream_top, device_top) = finish_top(inputs, kept, split, &top_causes);
-    let bucket_causes = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<Option<GapCause>> {
-        (0..tallies.len())
-            .map(|i| tallies[i].gap_cause(b.bucket_total(i)))
-            .collect()
+
+    /// The fold of input `input`'s kernels, its idle time attributed over `host`'s intervals.
+    pub(crate) fn input<'f, 'h>(
+        &'f mut self,
+        (ix, input): (&'h RowIndex<'t>, usize),
+        host: &'h HostCauses<'h, 't>,
+    ) -> InputGaps<'f, 'h, 't> {
+        let spans = ix.phase_spans();
+        let scans = ix
+            .devices
+            .iter()
+            .map(|d| DeviceScan {
+                device: d.device,
+                lane: IdleLane::default(),
+                streams: Vec::new(),
+                last: 0,
+                causes: LaneCauses::new(host.device(d)),
+                cursors: spans.map(SpanCursor::new),
+            })
+            .collect();
+        InputGaps {
+            found: &mut self.found,
+            ix,
+            input,
+            window: self.window,
+            scans,
+        }
+    }
+
+    /// The report and the attribution, once every input's pass is done.
+    pub(crate) fn finish(self, inputs: &[RowIndex<'t>]) -> (GapReport, IdleAttribution) {
+        let (found, window, device_time) = (self.found, self.window, self.device_time);
+        let Found {
+            streams,
+            devices,
+            causes,
+            one_stream,
+        } = found;
+        let phases = phase_gaps(inputs, &streams);
+        let stream_top = streams.top.into_sorted_desc();
+        let split = stream_top.len();
+        let (kept, top_causes): (Vec<Candidate>, Vec<Tally<'t>>) = stream_top
+            .into_iter()
+            .chain(devices.top.into_sorted_desc())
+            .map(|k| (k.gap, k.causes))
+            .unzip();
+        let (stream_top, device_top) = finish_top(inputs, kept, split, &top_causes);
+        let bucket_causes = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<Option<GapCause>> {
+            (0..tallies.len())
+                .map(|i| tallies[i].gap_cause(b.bucket_total(i)))
+                .collect()
+        };
+        let read = |b: &Buckets, tallies: &[Tally<'_>; 9]| {
+            b.dominant()
+                .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
+        };
+        let stream_buckets = match one_stream {
+            true => &causes.device_buckets,
+            false => &causes.stream_buckets,
+        };
+        let report = GapReport {
+            buckets: streams.buckets.list(),
+            top: stream_top,
+            gaps: streams.buckets.gaps(),
+            total_us: us(streams.buckets.total()),
+            reading: read(&streams.buckets, stream_buckets),
+            window,
+            device_idle: IdleGaps {
+                buckets: devices.buckets.list(),
+                top: device_top,
+                gaps: devices.buckets.gaps(),
+                total_us: us(devices.buckets.total()),
+                device_time_us: us(device_time),
+                idle_share: ratio(devices.buckets.total() as f64, device_time as f64),
+                reading: read(&devices.buckets, &causes.device_buckets),
+                bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
+            },
+            phases,
+            bucket_causes: bucket_causes(&streams.buckets, stream_buckets),
+        };
+        (report, causes.idle)
+    }
+}
+
+/// One device during the pass: its busy interval, its streams' (few per device: a list,
+/// searched from the last one used), its idle sweep and its phase cursors.
+struct DeviceScan<'h, 't> {
+    device: u32,
+    lane: IdleLane<KernelRef>,
+    streams: Vec<(u32, IdleLane<KernelRef>)>,
+    last: usize,
+    causes: LaneCauses<'h, 't>,
+    /// Gaps end where a kernel starts: in device order their ends only grow.
+    cursors: [SpanCursor<'h>; 2],
+}
+
+/// The fold of one input's kernels, every device at once: each device-idle gap inside the
+/// window is attributed and counted, each stream gap counted with the causes of the
+/// device-idle gaps inside it.
+pub(crate) struct InputGaps<'f, 'h, 't> {
+    found: &'f mut Found<'t>,
+    ix: &'h RowIndex<'t>,
+    input: usize,
+    window: Option<(Ns, Ns)>,
+    scans: Vec<DeviceScan<'h, 't>>,
+}
+
+impl KernelFold for InputGaps<'_, '_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let Ok(slot) = self.scans.binary_search_by_key(&k.device, |d| d.device) else {
+            return;
+        };
+        let me = KernelRef {
+            short_name: k.short_name,
+            demangled_name: k.demangled_name,
+            process: k.process,
+            thread: call.map(|c| c.thread),
+        };
+        let d = &mut self.scans[slot];
+        scan_kernel(d, (self.input, k, me), self.window, self.found);
+        self.ix.peak.intervals(d.causes.sweep.open_intervals());
+    }
+}
+
+impl InputGaps<'_, '_, '_> {
+    /// Hands each device's idle time and its causes over, once the pass is done.
+    pub(crate) fn finish(self) {
+        for d in self.scans {
+            let idle = d.causes.finish(d.device, self.ix.label.clone());
+            self.found.causes.idle.per_device.push(idle);
+        }
+    }
+}
+
+/// Adds kernel `k` to its device's scan: the device gap it closes (inside `window`) is
+/// attributed and counted; when it takes time, its stream's gap is counted with the causes
+/// pending on the stream.
+fn scan_kernel<'t>(
+    d: &mut DeviceScan<'_, 't>,
+    (input, k, me): (usize, &KernelRow, KernelRef),
+    window: Option<(Ns, Ns)>,
+    found: &mut Found<'t>,
+) {
+    let (s, e) = (k.start, k.end);
+    let candidate = |gap: IdleGap<KernelRef>, stream: Option<u32>| Candidate {
+        gap: gap.ns(),
+        start: gap.start,
+        input,
+        device: d.device,
+        stream,
+        end: gap.end,
+        prev: gap.prev,
+        next: me,
     };
-    let read = |b: &Buckets, tallies: &[Tally<'_>; 9]| {
-        b.dominant()
-            .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
-    };
-    let stream_buckets = match one_stream {
-        true => &causes.device_buckets,
-        false => &causes.stream_buckets,
-    };
-    let report = GapReport {
-        buckets: streams.buckets.list(),
-        top: stream_top,
-        gaps: streams.buckets.gaps(),
-        total_us: us(streams.buckets.total()),
-        reading: read(&streams.buckets, stream_buckets),
-        window,
-        device_idle: IdleGaps {
-            buckets: devices.buckets.list(),
-            top: device_top,
-            gaps: devices.buckets.gaps(),
-            total_us: us(devices.buckets.total()),
-            device_time_us: us(device_time),
-            idle_share: ratio(devices.buckets.total() as f64, device_time as f64),
-            reading: read(&devices.buckets, &causes.device_buckets),
-            bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
-        },
-        phases,
-        bucket_causes: bucket_causes(&streams.buckets, stream_buckets),
-    };
-    (report, causes.idle)
+    if let Some(g) = d.lane.push(me, s, e).filter(|g| g.inside(window)) {
+        let c = candidate(g, None);
+        let tally = d
+            .causes
+            .device_gap((c.start, c.end), &mut found.causes.device_buckets);
+        found.devices.add(c, tally, &mut d.cursors);
+    }
+    let stream = k.stream;
+    if d.streams.get(d.last).is_none_or(|l| l.0 != stream) {
+        d.last = match d.streams.iter().position(|l| l.0 == stream) {
+            Some(p) => p,
+            None => {
+                d.streams.push((stream, IdleLane::default()));
+                d.streams.len() - 1
+            }
+        };
+    }
+    let gap = d.streams[d.last]
+        .1
+        .push(me, s, e)
+        .filter(|g| g.inside(window));
+    // A kernel that takes no time leaves its lane as it was (`IdleLane::push`).
+    if e <= s {
+        return;
+    }
+    let pending = d.causes.pending(d.last);
+    if let Some(g) = gap {
+        let c = candidate(g, Some(stream));
+        if !found.one_stream {
+            found.causes.stream_buckets[bucket_of(c.gap)].merge(pending);
+        }
+        found.streams.add(c, pending, &mut d.cursors);
+    }
+    pending.clear();
 }
 
 /// One device's idle time attributed gap by gap, as its kernel scan finds the gaps.
@@ -329,8 +509,8 @@ pub fn gaps_and_idle<'t>(
 /// idle during it), and a stream's gap holds exactly the device-idle gaps found since its last
 /// kernel: so each stream keeps the causes of those (`pending`) until its next kernel, which
 /// either closes a gap holding them or (overlapping the stream's busy time) finds none pending.
-struct LaneCauses<'h, 'a, 't> {
-    sweep: DeviceSweep<'h, 'a, 't>,
+struct LaneCauses<'h, 't> {
+    sweep: DeviceSweep<'h, 't>,
     /// The device's causes, per label, with their evidence.
     ledger: CauseLedger<'t>,
     idle_ns: Ns,
@@ -338,8 +518,8 @@ struct LaneCauses<'h, 'a, 't> {
     pending: Vec<Tally<'t>>,
 }
 
-impl<'h, 'a, 't> LaneCauses<'h, 'a, 't> {
-    fn new(sweep: DeviceSweep<'h, 'a, 't>) -> LaneCauses<'h, 'a, 't> {
+impl<'h, 't> LaneCauses<'h, 't> {
+    fn new(sweep: DeviceSweep<'h, 't>) -> LaneCauses<'h, 't> {
         LaneCauses {
             sweep,
             ledger: CauseLedger::default(),
@@ -379,73 +559,7 @@ impl<'h, 'a, 't> LaneCauses<'h, 'a, 't> {
     }
 }
 
-/// Whether every device of `ix` ran its kernels on one stream.
-fn one_stream_per_device(ix: &TraceIndex<'_>) -> bool {
-    let streams = &ix.trace.kernels.stream;
-    ix.devices.iter().all(|d| {
-        let mut of = d
-            .kernels()
-            .map(|i| streams.get(i as usize).copied().unwrap_or(0));
-        let first = of.next();
-        of.all(|s| Some(s) == first)
-    })
-}
-
-/// Walks one device's kernels in time order, reporting every device gap inside `window` and
-/// every kernel that takes time on a stream, with the stream gap it closes inside `window`.
-fn scan_device(
-    (ix, input, d): (&TraceIndex<'_>, usize, &crate::index::DeviceKernels),
-    window: Option<(Ns, Ns)>,
-    mut emit: impl FnMut(Found),
-) {
-    let k = &ix.trace.kernels;
-    let mut device = IdleLane::default();
-    // Few streams per device: a list, searched from the last one used.
-    let mut streams: Vec<(u32, IdleLane<u32>)> = Vec::new();
-    let mut last = 0;
-    for i in d.kernels() {
-        let (s, e) = (k.start[i as usize], k.end[i as usize]);
-        let stream = k.stream.get(i as usize).copied().unwrap_or(0);
-        let candidate = |gap: IdleGap<u32>, stream: Option<u32>| Candidate {
-            gap: gap.ns(),
-            start: gap.start,
-            input,
-            device: d.device,
-            stream,
-            end: gap.end,
-            prev: gap.prev,
-            next: i,
-        };
-        if let Some(g) = device.push(i, s, e).filter(|g| g.inside(window)) {
-            emit(Found::Device(candidate(g, None)));
-        }
-        if streams.get(last).is_none_or(|l| l.0 != stream) {
-            last = match streams.iter().position(|l| l.0 == stream) {
-                Some(p) => p,
-                None => {
-                    streams.push((stream, IdleLane::default()));
-                    streams.len() - 1
-                }
-            };
-        }
-        let gap = streams[last].1.push(i, s, e).filter(|g| g.inside(window));
-        // A kernel that takes no time leaves its lane as it was (`IdleLane::push`).
-        if e > s {
-            emit(Found::Stream {
-                slot: last,
-                gap: gap.map(|g| candidate(g, Some(stream))),
-            });
-        }
-    }
-}
-
-/// Context and generation step windows of one trace, as sorted disjoint spans.
-fn phase_spans<'a>(ix: &'a TraceIndex<'_>) -> [&'a [(Ns, Ns)]; 2] {
-    [&ix.steps.context, &ix.steps.generation]
-        .map(|p| p.as_ref().map_or(&[][..], |p| p.window.spans()))
-}
-
-fn phase_gaps(inputs: &[TraceIndex<'_>], streams: &Collector) -> Vec<PhaseGaps> {
+fn phase_gaps(inputs: &[RowIndex<'_>], streams: &Collector) -> Vec<PhaseGaps> {
     ["context", "generation"]
         .iter()
         .zip(&streams.phases)
@@ -465,7 +579,7 @@ fn phase_gaps(inputs: &[TraceIndex<'_>], streams: &Collector) -> Vec<PhaseGaps> 
 /// the stream gaps, largest first), host activity attributed together: one pass over each
 /// input's NVTX and runtime tables.
 fn finish_top(
-    inputs: &[TraceIndex<'_>],
+    inputs: &[RowIndex<'_>],
     kept: Vec<Candidate>,
     split: usize,
     causes: &[Tally<'_>],
@@ -480,8 +594,7 @@ fn finish_top(
             .map(|&i| GapSpan {
                 start: kept[i].start,
                 end: kept[i].end,
-                prev: kept[i].prev,
-                next: kept[i].next,
+                kernels: [kept[i].prev, kept[i].next],
             })
             .collect();
         for (i, a) in mine.into_iter().zip(attribution::attribute(ix, &spans)) {
@@ -502,7 +615,7 @@ fn finish_top(
 }
 
 fn top_gap(
-    ix: &TraceIndex<'_>,
+    ix: &RowIndex<'_>,
     c: &Candidate,
     a: attribution::HostActivity,
     causes: &Tally<'_>,
@@ -514,8 +627,8 @@ fn top_gap(
         start_ns: c.start,
         end_ns: c.end,
         gap_us: us(c.gap),
-        prev_kernel: ix.kernel_name(c.prev as usize).to_string(),
-        next_kernel: ix.kernel_name(c.next as usize).to_string(),
+        prev_kernel: kernel_name(ix, &c.prev).to_string(),
+        next_kernel: kernel_name(ix, &c.next).to_string(),
         nvtx: a.nvtx,
         api: a.api,
         bucket: bucket_label(b).to_string(),
@@ -523,4 +636,8 @@ fn top_gap(
         file: ix.label.clone(),
         cause: causes.gap_cause(c.gap),
     })
+}
+
+fn kernel_name<'t>(ix: &RowIndex<'t>, k: &KernelRef) -> &'t str {
+    ix.kernel_name(k.short_name, k.demangled_name)
 }

@@ -7,12 +7,16 @@
 //! graph-level tracing (`--cuda-graph-trace=graph`, the default) nsys records a replay as one
 //! graph event and no kernels, so coverage can only be measured from a node-level capture.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use crate::drill::phase_steps;
+use crate::drill::{KernelFold, kernel_pass, phase_steps};
+use crate::index::SpanCursor;
+use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
-use crate::index::{SpanCursor, TraceIndex};
-use crate::model::Ns;
+use crate::model::rows::{CallRow, KernelRow};
+use crate::model::{NameId, Ns};
 use crate::names::api::ApiKind;
 use crate::names::kernels::KernelCategory;
 
@@ -62,8 +66,9 @@ pub struct GraphReport {
     pub advice: Option<String>,
 }
 
+/// One input's (or every input's) graph and eager kernels.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     graph: u64,
     eager: u64,
     graph_ns: Ns,
@@ -71,18 +76,30 @@ struct Tally {
     capturable_eager_ns: Ns,
     graph_calls: u64,
     /// Per name id: (eager count, eager ns).
-    eager_by_name: Vec<(u64, Ns)>,
+    eager_by_name: BTreeMap<NameId, (u64, Ns)>,
     /// Per phase (context, generation): (kernels, graph kernels).
     phases: [(u64, u64); 2],
 }
 
 /// Graph coverage over every input; `top` limits the eager-kernel list.
-pub fn graph_report(inputs: &[TraceIndex<'_>], top: usize) -> GraphReport {
+pub fn graph_report(inputs: &[RowIndex<'_>], top: usize) -> GraphReport {
+    let tallies: Vec<Tally> = inputs
+        .iter()
+        .map(|ix| {
+            let mut fold = GraphFold::new(ix);
+            kernel_pass(ix, &mut [&mut fold]);
+            fold.finish()
+        })
+        .collect();
+    report_of(inputs, &tallies, top)
+}
+
+/// The report from each input's tally (as `inputs`).
+pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) -> GraphReport {
     let mut eager_names: Vec<EagerKernel> = Vec::new();
     let mut total = Tally::default();
-    for ix in inputs {
-        let t = tally(ix);
-        eager_names.extend(eager_list(ix, &t));
+    for (ix, t) in inputs.iter().zip(tallies) {
+        eager_names.extend(eager_list(ix, t));
         total.graph += t.graph;
         total.eager += t.eager;
         total.graph_ns += t.graph_ns;
@@ -112,71 +129,75 @@ pub fn graph_report(inputs: &[TraceIndex<'_>], top: usize) -> GraphReport {
     }
 }
 
-/// Whether kernel `k`, launched by runtime row `call` (if known), ran inside a graph replay.
-pub fn is_graph_kernel(ix: &TraceIndex<'_>, k: usize, call: Option<usize>) -> bool {
-    let kern = &ix.trace.kernels;
-    kern.graph_node_of(k) != 0
-        || kern.graph_id_of(k) != 0
-        || call.is_some_and(|row| ix.call_kind(row) == ApiKind::GraphLaunch)
+/// Whether kernel `k`, launched by `call` (if joined), ran inside a graph replay.
+pub fn is_graph_kernel(ix: &RowIndex<'_>, k: &KernelRow, call: Option<&CallRow>) -> bool {
+    k.graph_node != 0
+        || k.graph_id != 0
+        || call.is_some_and(|c| ix.names.api(c.name) == ApiKind::GraphLaunch)
 }
 
-fn tally(ix: &TraceIndex<'_>) -> Tally {
-    let kern = &ix.trace.kernels;
-    let rt = &ix.trace.runtime;
-    let mut t = Tally {
-        eager_by_name: vec![(0, 0); ix.trace.strings.len()],
-        ..Tally::default()
-    };
-    let windows = [&ix.steps.context, &ix.steps.generation]
-        .map(|p| p.as_ref().map_or(&[][..], |p| p.window.spans()));
-    for d in &ix.devices {
-        // Launch times follow the device's kernel order closely: a cursor per phase.
-        let mut cursors = windows.map(SpanCursor::new);
-        for k in d.kernels() {
-            let k = k as usize;
-            let call = ix.launch_call(k);
-            let graph = is_graph_kernel(ix, k, call);
-            let dur = (kern.end[k] - kern.start[k]).max(0);
-            if graph {
-                t.graph += 1;
-                t.graph_ns += dur;
-            } else {
-                t.eager += 1;
-                t.eager_ns += dur;
-                let name = kern.short_name[k];
-                if ix.names.category(name).capturable() {
-                    t.capturable_eager_ns += dur;
-                }
-                if let Some(e) = t.eager_by_name.get_mut(name as usize) {
-                    e.0 += 1;
-                    e.1 += dur;
-                }
+/// One input's tally as its kernels pass in start order, each with its launch call.
+pub(crate) struct GraphFold<'a, 't> {
+    ix: &'a RowIndex<'t>,
+    tally: Tally,
+    /// Launch times follow the kernel order closely: a cursor per phase.
+    cursors: [SpanCursor<'a>; 2],
+}
+
+impl<'a, 't> GraphFold<'a, 't> {
+    pub(crate) fn new(ix: &'a RowIndex<'t>) -> GraphFold<'a, 't> {
+        GraphFold {
+            ix,
+            tally: Tally::default(),
+            cursors: ix.phase_spans().map(SpanCursor::new),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Tally {
+        Tally {
+            graph_calls: self.ix.calls.graph_launches,
+            ..self.tally
+        }
+    }
+}
+
+impl KernelFold for GraphFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let (ix, t) = (self.ix, &mut self.tally);
+        let graph = is_graph_kernel(ix, k, call);
+        let dur = (k.end - k.start).max(0);
+        if graph {
+            t.graph += 1;
+            t.graph_ns += dur;
+        } else {
+            t.eager += 1;
+            t.eager_ns += dur;
+            if ix.names.category(k.short_name).capturable() {
+                t.capturable_eager_ns += dur;
             }
-            let at = call.map_or(kern.start[k], |row| rt.start[row]);
-            for (c, p) in cursors.iter_mut().zip(t.phases.iter_mut()) {
-                if c.find(at).is_some() {
-                    p.0 += 1;
-                    p.1 += u64::from(graph);
-                }
+            if (k.short_name as usize) < ix.meta().strings.len() {
+                let e = t.eager_by_name.entry(k.short_name).or_default();
+                e.0 += 1;
+                e.1 += dur;
+            }
+        }
+        let at = call.map_or(k.start, |c| c.start);
+        for (c, p) in self.cursors.iter_mut().zip(t.phases.iter_mut()) {
+            if c.find(at).is_some() {
+                p.0 += 1;
+                p.1 += u64::from(graph);
             }
         }
     }
-    t.graph_calls = (0..rt.len())
-        .filter(|&r| ix.call_kind(r) == ApiKind::GraphLaunch)
-        .count() as u64;
-    t
 }
 
-fn eager_list(ix: &TraceIndex<'_>, t: &Tally) -> Vec<EagerKernel> {
+fn eager_list(ix: &RowIndex<'_>, t: &Tally) -> Vec<EagerKernel> {
     t.eager_by_name
         .iter()
-        .enumerate()
-        .filter(|(_, e)| e.0 > 0)
-        .map(|(id, &(count, ns))| {
-            let id = id as u32;
+        .map(|(&id, &(count, ns))| {
             let category = ix.names.category(id);
             EagerKernel {
-                name: match ix.trace.strings.get(id) {
+                name: match ix.string(id) {
                     "" => "(unnamed)".to_string(),
                     s => s.to_string(),
                 },
@@ -211,11 +232,11 @@ fn merge_eager(mut all: Vec<EagerKernel>, top: usize) -> Vec<EagerKernel> {
     merged
 }
 
-fn capture_mode(inputs: &[TraceIndex<'_>]) -> String {
+fn capture_mode(inputs: &[RowIndex<'_>]) -> String {
     let modes: Vec<String> = inputs
         .iter()
         .map(|ix| {
-            ix.trace
+            ix.meta()
                 .meta
                 .capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE")
                 .map_or("unknown".to_string(), str::to_ascii_lowercase)
@@ -228,9 +249,9 @@ fn capture_mode(inputs: &[TraceIndex<'_>]) -> String {
     }
 }
 
-fn advice(inputs: &[TraceIndex<'_>], mode: &str, t: &Tally) -> Option<String> {
+fn advice(inputs: &[RowIndex<'_>], mode: &str, t: &Tally) -> Option<String> {
     let graph_table = inputs.iter().any(|ix| {
-        ix.trace
+        ix.meta()
             .meta
             .tables
             .iter()
@@ -251,7 +272,7 @@ fn advice(inputs: &[TraceIndex<'_>], mode: &str, t: &Tally) -> Option<String> {
     ))
 }
 
-fn phases(inputs: &[TraceIndex<'_>], t: &Tally) -> Vec<PhaseCoverage> {
+fn phases(inputs: &[RowIndex<'_>], t: &Tally) -> Vec<PhaseCoverage> {
     let steps = phase_steps(inputs);
     ["context", "generation"]
         .iter()

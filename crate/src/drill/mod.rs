@@ -2,10 +2,12 @@
 //! time went, CUDA-graph coverage, the per-layer kernel pattern and straggler ranks, over one
 //! trace or several (one per rank).
 //!
-//! [`crate::index::TraceIndex`] prepares each trace once (kernels per device in time order, the
-//! launch-call join, name classes, steps); each analysis is its own module; [`drill`] runs them
-//! all ([`crate::findings`] reads what they found). Pure functions over loaded traces: the page calls
-//! the same code as the CLI.
+//! Every analysis is a fold over a trace's rows in start order ([`EventRows`]): the loaded
+//! trace in the CLI, the file read row by row in the page, with the same code. Its state is per
+//! device, stream, process, step or distinct name (and what is open or in flight at the
+//! clock), never per kernel, call or range. [`RowIndex`] reads what several analyses need once
+//! (devices, name classes, steps); each analysis is its own module; [`drill`] runs them all
+//! ([`crate::findings`] reads what they found).
 
 pub mod attribution;
 pub mod gap_report;
@@ -19,9 +21,11 @@ mod topk;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, Ns, Trace};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{CoverageNote, Ns};
 
 pub use crate::index::TraceIndex;
+pub use crate::index::rows::RowIndex;
 
 /// Largest gaps (and eager kernel names) listed by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -46,9 +50,10 @@ impl Default for DrillOptions {
 }
 
 /// One trace given to the drill-down, with the name to show for it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct DrillInput<'t> {
-    pub trace: &'t Trace,
+    /// Its rows: the loaded trace, or the file read row by row.
+    pub rows: &'t dyn EventRows,
     pub label: &'t str,
     /// The user's step marker (`None`: the first built-in marker the trace shows).
     pub step_marker: Option<&'t crate::names::steps::StepSource>,
@@ -71,47 +76,103 @@ pub struct DrillReport {
     pub idle: idle::IdleAttribution,
 }
 
-/// Runs every drill-down over `inputs`. Fails when there is no input or an input has no kernels.
+/// Runs every drill-down over `inputs`. Fails when there is no input, an input has no kernels
+/// or a read failed.
 pub fn drill(inputs: &[DrillInput<'_>], opts: &DrillOptions) -> Result<DrillReport> {
-    check_inputs(inputs)?;
-    let indexed: Vec<TraceIndex<'_>> = inputs
-        .iter()
-        .map(|i| TraceIndex::with_marker(i.trace, i.label, i.step_marker))
-        .collect();
-    Ok(drill_indexed(&indexed, opts))
+    let indexed = index_inputs(inputs)?;
+    drill_indexed(&indexed, opts)
 }
 
-/// Fails when there is no input or an input has no kernels.
-pub fn check_inputs(inputs: &[DrillInput<'_>]) -> Result<()> {
+/// Each input's [`RowIndex`]. Fails when there is no input, an input has no kernels or a read
+/// failed.
+pub fn index_inputs<'t>(inputs: &[DrillInput<'t>]) -> Result<Vec<RowIndex<'t>>> {
     if inputs.is_empty() {
         return Err(Error::Usage("drill needs at least one trace".into()));
     }
-    for i in inputs {
-        i.trace.require_kernels(i.label)?;
+    let indexed = inputs
+        .iter()
+        .map(|i| RowIndex::new(i.rows, i.label, i.step_marker))
+        .collect::<Result<Vec<RowIndex<'t>>>>()?;
+    for ix in &indexed {
+        if let Some(a) = ix.kernel_absence() {
+            return Err(a.error(&ix.label));
+        }
     }
-    Ok(())
+    Ok(indexed)
 }
 
-/// [`drill`] over traces already indexed (the page keeps its index between calls).
-pub fn drill_indexed(indexed: &[TraceIndex<'_>], opts: &DrillOptions) -> DrillReport {
-    let (gaps, idle) = gap_report::gaps_and_idle(indexed, opts.top, opts.window);
-    DrillReport {
+/// [`drill`] over traces already indexed: per trace, one pass over its kernels feeds the gaps,
+/// graphs, stragglers and the pattern's vote (each kernel joined to its launch call once); the
+/// pattern's count and the top gaps' host activity take a pass each. Fails when a read failed.
+pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<DrillReport> {
+    let mut gaps = gap_report::GapFolds::new(indexed, opts.top, opts.window);
+    let offsets = stragglers::clock_offsets(indexed);
+    let plan = indexed.first().map(patterns::PatternPlan::of);
+    let (mut tallies, mut ranks, mut votes) = (Vec::new(), Vec::new(), None);
+    for (input, ix) in indexed.iter().enumerate() {
+        let host = idle::HostCauses::new(ix);
+        let mut input_gaps = gaps.input((ix, input), &host);
+        let mut graph = graphs::GraphFold::new(ix);
+        let mut rank = stragglers::RankFold::new(ix, offsets.0.get(input).copied().unwrap_or(0));
+        let mut vote = plan
+            .as_ref()
+            .filter(|_| input == 0)
+            .map(|plan| patterns::VoteFold::new(ix, plan));
+        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut input_gaps, &mut graph, &mut rank];
+        if let Some(v) = vote.as_mut() {
+            folds.push(v);
+        }
+        kernel_pass(ix, &mut folds);
+        input_gaps.finish();
+        tallies.push(graph.finish());
+        ranks.extend(rank.finish());
+        votes = votes.or(vote.map(patterns::VoteFold::finish));
+    }
+    let (gaps, idle) = gaps.finish(indexed);
+    let patterns = match (indexed.first(), &plan, votes) {
+        (Some(ix), Some(plan), Some(votes)) => patterns::report_of(ix, plan, votes),
+        _ => patterns::pattern_report(indexed),
+    };
+    let report = DrillReport {
         gaps,
-        graphs: graphs::graph_report(indexed, opts.top),
-        patterns: patterns::pattern_report(indexed),
-        stragglers: stragglers::straggler_report(indexed),
+        graphs: graphs::report_of(indexed, &tallies, opts.top),
+        patterns,
+        stragglers: stragglers::report_of(ranks, offsets.1),
         files: indexed.iter().map(|ix| ix.label.clone()).collect(),
         options: *opts,
         step_markers: indexed.iter().map(|ix| ix.steps.marker.clone()).collect(),
         coverage: indexed.iter().flat_map(coverage).collect(),
         idle,
+    };
+    for ix in indexed {
+        ix.rows.check()?;
     }
+    Ok(report)
+}
+
+/// A fold fed by a pass over one trace's kernels: each kernel in start order, with the call
+/// that launched it when joined.
+pub(crate) trait KernelFold {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>);
+}
+
+/// One pass over `ix`'s kernels in start order, each joined to its launch call once
+/// ([`RowIndex::launch_join`]) and handed to every fold of `folds`.
+pub(crate) fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) {
+    let mut join = ix.launch_join();
+    for k in ix.rows.kernels() {
+        let call = join.find(k.start, k.process, k.correlation);
+        for f in folds.iter_mut() {
+            f.kernel(&k, call.as_ref());
+        }
+    }
+    ix.peak.calls(join.peak());
 }
 
 /// What the drill-down could not see in one trace, each note with the trace's label: what
 /// loading recorded (a missing table, once), then what the drill-down itself could not compute.
-fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
-    let t = ix.trace;
+fn coverage(ix: &RowIndex<'_>) -> Vec<CoverageNote> {
+    let t = ix.meta();
     let mut notes = Vec::new();
     let mut note = |subject: &str, reason: String| {
         notes.push(CoverageNote {
@@ -122,13 +183,13 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
     for n in &t.coverage {
         note(&n.subject, n.reason.clone());
     }
-    if t.kernels.stream.len() != t.kernels.len() {
+    if !ix.rows.columns().kernel_streams {
         note(
             "gaps",
             "kernel streams not loaded: per-stream gaps treat each device as one stream".into(),
         );
     }
-    if let Some(n) = ix.call_coverage() {
+    if let Some(n) = call_coverage(ix) {
         note(&n.subject, n.reason);
     }
     note(
@@ -149,7 +210,7 @@ fn coverage(ix: &TraceIndex<'_>) -> Vec<CoverageNote> {
 }
 
 /// Steps in the context and generation phases, summed over inputs.
-pub(crate) fn phase_steps(inputs: &[TraceIndex<'_>]) -> [u64; 2] {
+pub(crate) fn phase_steps(inputs: &[RowIndex<'_>]) -> [u64; 2] {
     let count = |p: &Option<crate::index::Phase>| p.as_ref().map_or(0, |p| p.steps);
     inputs.iter().fold([0, 0], |acc, ix| {
         [
@@ -157,4 +218,11 @@ pub(crate) fn phase_steps(inputs: &[TraceIndex<'_>]) -> [u64; 2] {
             acc[1] + count(&ix.steps.generation),
         ]
     })
+}
+
+/// What the runtime calls cannot show ([`crate::index::call_facts::coverage_note`]).
+fn call_coverage(ix: &RowIndex<'_>) -> Option<CoverageNote> {
+    let runtime = ix.meta().present.runtime;
+    let correlations = ix.rows.columns().call_correlations;
+    ix.calls.facts.coverage(runtime, correlations)
 }

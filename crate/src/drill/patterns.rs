@@ -10,12 +10,15 @@
 //! first kernel of a step counts 0 (its gap is the inter-step host work, which the gap analysis
 //! reports).
 
-use std::ops::ControlFlow;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
+use crate::drill::{KernelFold, kernel_pass};
+use crate::index::rows::RowIndex;
 use crate::index::units::us;
-use crate::index::{DeviceKernels, SpanCursor, TraceIndex, steady_spans};
+use crate::index::{SpanCursor, steady_spans};
+use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{NameId, Ns};
 use crate::names::kernels::KernelCategory;
 
@@ -79,70 +82,48 @@ pub struct PatternReport {
     pub note: Option<String>,
 }
 
-/// Each step's kernels on one device in time order, (kernel row, preceding gap): streamed again
-/// from the device's kernels when the steps come in device order (launches follow kernel order
-/// closely: the common case), else grouped by step once and held.
-enum Sequences<'a> {
-    InOrder {
-        ix: &'a TraceIndex<'a>,
-        order: &'a DeviceKernels,
-        spans: &'a [(Ns, Ns)],
-    },
-    Held {
-        kernels: Vec<(u32, Ns)>,
-        /// Where each step's kernels start in `kernels`.
-        starts: Vec<usize>,
-    },
+/// Finds the per-layer pattern in the first input (ranks of one model repeat the same layer):
+/// two passes over its kernels, the first reading the first steps' sequences for the vote, the
+/// second counting the layer's occurrences in every step as the kernels come.
+pub fn pattern_report(inputs: &[RowIndex<'_>]) -> PatternReport {
+    let Some(ix) = inputs.first() else {
+        return not_found(None, None, "no trace".into(), 0);
+    };
+    let plan = PatternPlan::of(ix);
+    report_of(ix, &plan, first_sequences(ix, &plan, VOTING_STEPS))
 }
 
-impl Sequences<'_> {
-    /// Hands each step's sequence to `f`, in step order, until `f` breaks.
-    fn for_each(&self, mut f: impl FnMut(&[(u32, Ns)]) -> ControlFlow<()>) {
-        match self {
-            Sequences::InOrder { ix, order, spans } => {
-                let mut seq: Vec<(u32, Ns)> = Vec::new();
-                let mut current = None;
-                let flow = walk(ix, order, spans, |step, kernel, gap| {
-                    if current != Some(step) {
-                        if !seq.is_empty() {
-                            f(&seq)?;
-                        }
-                        seq.clear();
-                        current = Some(step);
-                    }
-                    // A step's first kernel waits on the inter-step host work, not on the layer.
-                    seq.push((kernel, if seq.is_empty() { 0 } else { gap }));
-                    ControlFlow::Continue(())
-                });
-                if flow.is_continue() && !seq.is_empty() {
-                    let _ = f(&seq);
-                }
-            }
-            Sequences::Held { kernels, starts } => {
-                let ends = starts.iter().skip(1).copied().chain([kernels.len()]);
-                for (&s, e) in starts.iter().zip(ends) {
-                    if f(&kernels[s..e]).is_break() {
-                        break;
-                    }
-                }
-            }
+/// Where the layer is searched in a trace: the device that ran the most kernels (ties: the
+/// last), inside the steady steps.
+pub(crate) struct PatternPlan {
+    device: Option<u32>,
+    spans: Vec<(Ns, Ns)>,
+    /// Which steps `spans` are.
+    steps: &'static str,
+}
+
+impl PatternPlan {
+    pub(crate) fn of(ix: &RowIndex<'_>) -> PatternPlan {
+        let (spans, steps) = steady_spans(&ix.steps.steps);
+        let device = ix.devices.iter().max_by_key(|d| d.kernels);
+        PatternPlan {
+            device: device.map(|d| d.device),
+            spans,
+            steps,
         }
     }
 }
 
-/// Finds the per-layer pattern in the first input (ranks of one model repeat the same layer).
-pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
-    let Some(ix) = inputs.first() else {
-        return not_found(None, None, "no trace".into(), 0);
-    };
-    let (spans, source) = steady_spans(&ix.steps.steps);
-    let best = ix
-        .devices
-        .iter()
-        .max_by_key(|d| d.len())
-        .map(|d| (d.device, sequences(ix, d, &spans)));
-    let Some((device, seqs)) = best else {
-        return not_found(Some(ix), None, source.into(), 0);
+/// The pattern of `ix` from the first steps' sequences (`first`, read by a [`VoteFold`]):
+/// the layer voted, then its occurrences counted in a pass over the kernels.
+pub(crate) fn report_of(
+    ix: &RowIndex<'_>,
+    plan: &PatternPlan,
+    first: FirstSequences,
+) -> PatternReport {
+    let spans = &plan.spans;
+    let Some(device) = plan.device else {
+        return not_found(Some(ix), None, plan.steps.into(), 0);
     };
     let (source, step_count) = if spans.is_empty() {
         (
@@ -153,27 +134,18 @@ pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
         )
     } else {
         (
-            format!("{source} ({} steps)", spans.len()),
+            format!("{} ({} steps)", plan.steps, spans.len()),
             spans.len() as u64,
         )
     };
-    let names = |seq: &[(u32, Ns)]| -> Vec<NameId> {
-        seq.iter()
-            .map(|&(k, _)| ix.trace.kernels.short_name[k as usize])
-            .collect()
-    };
-    let mut voters: Vec<Vec<NameId>> = Vec::new();
-    seqs.for_each(|seq| {
-        voters.push(names(seq));
-        match voters.len() < VOTING_STEPS {
-            true => ControlFlow::Continue(()),
-            false => ControlFlow::Break(()),
-        }
-    });
-    let Some(unit) = vote_unit(voters.into_iter()) else {
+    let voters = first
+        .steps
+        .into_values()
+        .map(|seq| seq.iter().map(|k| k.name).collect());
+    let Some(unit) = vote_unit(voters) else {
         return not_found(Some(ix), Some(device), source, step_count);
     };
-    let tally = count_occurrences(ix, &seqs, &unit);
+    let tally = count_occurrences(ix, plan, &unit, first.in_order);
     if tally.occurrences < 2 {
         return not_found(Some(ix), Some(device), source, step_count);
     }
@@ -199,7 +171,7 @@ pub fn pattern_report(inputs: &[TraceIndex<'_>]) -> PatternReport {
 }
 
 fn not_found(
-    ix: Option<&TraceIndex<'_>>,
+    ix: Option<&RowIndex<'_>>,
     device: Option<u32>,
     source: String,
     steps: u64,
@@ -222,81 +194,134 @@ fn not_found(
     }
 }
 
-/// Kernels of one device grouped by the step that launched them (one sequence without steps),
-/// each with its preceding gap: streamed when the steps come in device order, else held.
-fn sequences<'a>(
-    ix: &'a TraceIndex<'a>,
-    order: &'a DeviceKernels,
-    spans: &'a [(Ns, Ns)],
-) -> Sequences<'a> {
-    let mut last = 0;
-    let in_order = walk(ix, order, spans, |step, _, _| {
-        if step < last {
-            return ControlFlow::Break(());
-        }
-        last = step;
-        ControlFlow::Continue(())
-    });
-    if in_order.is_continue() {
-        return Sequences::InOrder { ix, order, spans };
-    }
-    held(ix, order, spans)
+/// One kernel of a step's sequence: its short name, its duration and the device's idle time
+/// right before it (0 for a step's first kernel: it waits on the inter-step host work, not on
+/// the layer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SeqKernel {
+    name: NameId,
+    duration: Ns,
+    gap: Ns,
 }
 
-/// The sequences grouped by step and held: each kernel with its step, sorted by step.
-fn held<'a>(ix: &TraceIndex<'_>, order: &DeviceKernels, spans: &[(Ns, Ns)]) -> Sequences<'a> {
-    let mut entries: Vec<(u32, u32, Ns)> = Vec::new(); // (step, kernel, gap)
-    let _ = walk(ix, order, spans, |step, kernel, gap| {
-        entries.push((step, kernel, gap));
-        ControlFlow::Continue(())
-    });
-    // A stable sort keeps device order within a step.
-    entries.sort_by_key(|e| e.0);
-    let mut kernels = Vec::with_capacity(entries.len());
-    let mut starts = Vec::new();
-    for (j, &(step, kernel, gap)) in entries.iter().enumerate() {
-        let first = j == 0 || entries[j - 1].0 != step;
-        if first {
-            starts.push(kernels.len());
-        }
-        // A step's first kernel waits on the inter-step host work, not on the layer.
-        kernels.push((kernel, if first { 0 } else { gap }));
-    }
-    Sequences::Held { kernels, starts }
+/// The first steps' sequences (by step index), and whether the steps came in device order.
+pub(crate) struct FirstSequences {
+    steps: BTreeMap<u32, Vec<SeqKernel>>,
+    in_order: bool,
 }
 
-/// Walks one device's kernels in time order, handing over each kernel launched inside a step
-/// (without steps: the first [`NO_STEP_KERNELS`], as step 0) with its step and its preceding
-/// gap (the device's idle time right before it), until `each` breaks.
-fn walk(
-    ix: &TraceIndex<'_>,
-    order: &DeviceKernels,
-    spans: &[(Ns, Ns)],
-    mut each: impl FnMut(u32, u32, Ns) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    let k = &ix.trace.kernels;
-    let mut busy_until = Ns::MIN;
-    let mut steps = SpanCursor::new(spans);
-    let mut handed: usize = 0;
-    for i in order.kernels() {
-        let (s, e) = (k.start[i as usize], k.end[i as usize]);
-        let gap = if busy_until == Ns::MIN {
+/// The sequences of the `keep` lowest steps that launched kernels on the plan's device, each
+/// cut at [`SEARCH_KERNELS`] (the most the layer search reads), in one pass.
+fn first_sequences(ix: &RowIndex<'_>, plan: &PatternPlan, keep: usize) -> FirstSequences {
+    let mut fold = VoteFold::new(ix, plan);
+    fold.keep = keep;
+    kernel_pass(ix, &mut [&mut fold]);
+    fold.finish()
+}
+
+/// Reads the first steps' sequences as the kernels pass: a step's kernels kept while fewer
+/// than [`VOTING_STEPS`] lower steps have kernels, dropped once they do.
+pub(crate) struct VoteFold<'a, 'p> {
+    ix: &'a RowIndex<'a>,
+    walk: StepWalk<'p>,
+    first: FirstSequences,
+    keep: usize,
+    last: u32,
+}
+
+impl<'a, 'p> VoteFold<'a, 'p> {
+    pub(crate) fn new(ix: &'a RowIndex<'a>, plan: &'p PatternPlan) -> VoteFold<'a, 'p> {
+        VoteFold {
+            ix,
+            walk: StepWalk::new(plan),
+            first: FirstSequences {
+                steps: BTreeMap::new(),
+                in_order: true,
+            },
+            keep: VOTING_STEPS,
+            last: 0,
+        }
+    }
+
+    pub(crate) fn finish(self) -> FirstSequences {
+        self.first
+    }
+}
+
+impl KernelFold for VoteFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let Some((step, k)) = self.walk.kernel(k, call) else {
+            return;
+        };
+        let first = &mut self.first;
+        first.in_order &= step >= self.last;
+        self.last = self.last.max(step);
+        let lowest = first.steps.len() < self.keep
+            || first
+                .steps
+                .last_key_value()
+                .is_some_and(|(&max, _)| step <= max);
+        if !lowest {
+            return;
+        }
+        let seq = first.steps.entry(step).or_default();
+        if seq.len() < SEARCH_KERNELS {
+            let gap = if seq.is_empty() { 0 } else { k.gap };
+            seq.push(SeqKernel { gap, ..k });
+        }
+        if first.steps.len() > self.keep {
+            first.steps.pop_last();
+        }
+        self.ix
+            .peak
+            .sequence(first.steps.values().map(Vec::len).sum());
+    }
+}
+
+/// The plan's device's kernels as they pass in start order: each kernel launched inside a step
+/// (without steps: the first [`NO_STEP_KERNELS`], as step 0) with its step, its duration and
+/// the device's idle time right before it.
+struct StepWalk<'p> {
+    plan: &'p PatternPlan,
+    busy_until: Ns,
+    steps: SpanCursor<'p>,
+    handed: usize,
+}
+
+impl<'p> StepWalk<'p> {
+    fn new(plan: &'p PatternPlan) -> StepWalk<'p> {
+        StepWalk {
+            plan,
+            busy_until: Ns::MIN,
+            steps: SpanCursor::new(&plan.spans),
+            handed: 0,
+        }
+    }
+
+    /// Kernel `k` (launched by `call`, when joined) with its step, if the walk hands it over.
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) -> Option<(u32, SeqKernel)> {
+        if self.plan.device != Some(k.device) {
+            return None;
+        }
+        let gap = if self.busy_until == Ns::MIN {
             0
         } else {
-            (s - busy_until).max(0)
+            (k.start - self.busy_until).max(0)
         };
-        busy_until = busy_until.max(e);
-        let step = if spans.is_empty() {
-            (handed < NO_STEP_KERNELS).then_some(0)
+        self.busy_until = self.busy_until.max(k.end);
+        let step = if self.plan.spans.is_empty() {
+            (self.handed < NO_STEP_KERNELS).then_some(0)
         } else {
-            steps.find(ix.launch_time(i as usize))
+            self.steps.find(call.map_or(k.start, |c| c.start))
+        }?;
+        self.handed += 1;
+        let item = SeqKernel {
+            name: k.short_name,
+            duration: (k.end - k.start).max(0),
+            gap,
         };
-        if let Some(step) = step {
-            handed += 1;
-            each(step as u32, i, gap)?;
-        }
+        Some((step as u32, item))
     }
-    ControlFlow::Continue(())
 }
 
 /// The unit most steps agree on (ties: the earliest step's).
@@ -346,44 +371,95 @@ struct Tally {
     duration: Vec<Ns>,
 }
 
-fn count_occurrences(ix: &TraceIndex<'_>, seqs: &Sequences<'_>, unit: &[NameId]) -> Tally {
-    let k = &ix.trace.kernels;
-    let mut t = Tally {
-        occurrences: 0,
-        gap: vec![0; unit.len()],
-        duration: vec![0; unit.len()],
-    };
-    seqs.for_each(|seq| {
-        let mut i = 0;
-        while i + unit.len() <= seq.len() {
-            let window = &seq[i..i + unit.len()];
-            let matches = window
-                .iter()
-                .zip(unit)
-                .all(|(&(kr, _), &n)| k.short_name[kr as usize] == n);
-            if !matches {
-                i += 1;
-                continue;
-            }
-            t.occurrences += 1;
-            for (j, &(kr, gap)) in window.iter().enumerate() {
-                t.gap[j] += gap;
-                t.duration[j] += (k.end[kr as usize] - k.start[kr as usize]).max(0);
-            }
-            i += unit.len();
-        }
-        ControlFlow::Continue(())
-    });
-    t
+/// One step's search for the unit as its kernels come: the kernels from the current position
+/// on, fewer than the unit's length but one (an exact match, non-overlapping, leftmost first).
+#[derive(Default)]
+struct StepMatch {
+    window: VecDeque<SeqKernel>,
+    started: bool,
 }
 
-fn layer_kernels(ix: &TraceIndex<'_>, unit: &[NameId], t: &Tally) -> Vec<PatternKernel> {
+impl Tally {
+    /// Adds the next kernel of a step: when the step's window then holds one unit's length of
+    /// kernels, it is an occurrence (counted, and the search goes on after it) or the search
+    /// moves on by one kernel.
+    fn push(&mut self, m: &mut StepMatch, k: SeqKernel, unit: &[NameId]) {
+        let gap = if m.started { k.gap } else { 0 };
+        m.started = true;
+        m.window.push_back(SeqKernel { gap, ..k });
+        if m.window.len() < unit.len() {
+            return;
+        }
+        if m.window.iter().zip(unit).all(|(k, &n)| k.name == n) {
+            self.occurrences += 1;
+            for (j, k) in m.window.drain(..).enumerate() {
+                self.gap[j] += k.gap;
+                self.duration[j] += k.duration;
+            }
+        } else {
+            m.window.pop_front();
+        }
+    }
+}
+
+/// Counts the unit's occurrences in every step's sequence, one pass: a search per step, held
+/// while the step may still get kernels (when the steps came in device order, until the next
+/// step starts).
+fn count_occurrences(
+    ix: &RowIndex<'_>,
+    plan: &PatternPlan,
+    unit: &[NameId],
+    in_order: bool,
+) -> Tally {
+    let mut fold = CountFold {
+        ix,
+        walk: StepWalk::new(plan),
+        unit,
+        in_order,
+        open: BTreeMap::new(),
+        tally: Tally {
+            occurrences: 0,
+            gap: vec![0; unit.len()],
+            duration: vec![0; unit.len()],
+        },
+    };
+    kernel_pass(ix, &mut [&mut fold]);
+    fold.tally
+}
+
+/// The count's fold: per step still open, its search.
+struct CountFold<'a, 'p> {
+    ix: &'a RowIndex<'a>,
+    walk: StepWalk<'p>,
+    unit: &'p [NameId],
+    in_order: bool,
+    open: BTreeMap<u32, StepMatch>,
+    tally: Tally,
+}
+
+impl KernelFold for CountFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let Some((step, k)) = self.walk.kernel(k, call) else {
+            return;
+        };
+        if self.in_order {
+            // Earlier steps get no more kernels.
+            self.open.retain(|&s, _| s >= step);
+        }
+        self.tally
+            .push(self.open.entry(step).or_default(), k, self.unit);
+        let held = self.open.values().map(|m| m.window.len()).sum();
+        self.ix.peak.sequence(held);
+    }
+}
+
+fn layer_kernels(ix: &RowIndex<'_>, unit: &[NameId], t: &Tally) -> Vec<PatternKernel> {
     let n = t.occurrences.max(1) as f64;
     unit.iter()
         .enumerate()
         .map(|(j, &name)| PatternKernel {
             index: j,
-            name: ix.trace.strings.get(name).to_string(),
+            name: ix.string(name).to_string(),
             category: ix.names.category(name),
             mean_gap_us: us(t.gap[j]) / n,
             mean_duration_us: us(t.duration[j]) / n,
@@ -461,13 +537,11 @@ mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
 
-    fn collected(s: &Sequences<'_>) -> Vec<Vec<(u32, Ns)>> {
-        let mut out = Vec::new();
-        s.for_each(|seq| {
-            out.push(seq.to_vec());
-            ControlFlow::Continue(())
-        });
-        out
+    /// Each step's sequence as (name, gap), in step order.
+    fn collected(first: &FirstSequences, b: &TraceBuilder) -> Vec<Vec<(String, Ns)>> {
+        let name = |id: NameId| b.trace.strings.get(id).to_string();
+        let seq = |s: &Vec<SeqKernel>| s.iter().map(|k| (name(k.name), k.gap)).collect();
+        first.steps.values().map(seq).collect()
     }
 
     /// Two steps, 0..1000 and 1000..2000; three kernels on one device at 3000, 3020 and 3050
@@ -494,38 +568,86 @@ mod tests {
         b
     }
 
+    fn seq(items: &[(&str, Ns)]) -> Vec<(String, Ns)> {
+        items.iter().map(|&(n, g)| (n.to_string(), g)).collect()
+    }
+
     /// Kernel `b` launched in step 2 runs before `c` of step 1: the step's sequence is its
     /// kernels in device order, `c` waiting 20 ns after `b` ended (the device's idle time), each
     /// step's first kernel 0.
     #[test]
     fn steps_out_of_device_order_are_grouped_by_step() {
         let b = two_steps([100, 1100, 200]);
-        let ix = TraceIndex::new(&b.trace, "t");
+        let ix = RowIndex::loaded(&b.trace, "t", None);
         let (spans, _) = steady_spans(&ix.steps.steps);
         assert_eq!(spans, [(0, 1000), (1000, 2000)]);
-        let s = sequences(&ix, &ix.devices[0], &spans);
-        assert!(matches!(s, Sequences::Held { .. }));
-        assert_eq!(collected(&s), vec![vec![(0, 0), (2, 20)], vec![(1, 0)]]);
+        let plan = PatternPlan::of(&ix);
+        let first = first_sequences(&ix, &plan, VOTING_STEPS);
+        assert!(!first.in_order);
+        let want = vec![seq(&[("a", 0), ("c", 20)]), seq(&[("b", 0)])];
+        assert_eq!(collected(&first, &b), want);
+        // Only the lowest step kept when one is asked for.
+        let one = first_sequences(&ix, &plan, 1);
+        assert_eq!(collected(&one, &b), want[..1]);
     }
 
-    /// In device order the sequences are streamed, and are those the held grouping gives.
+    /// In device order each step's kernels follow the last step's.
     #[test]
-    fn steps_in_device_order_stream_the_sequences_they_would_hold() {
+    fn steps_in_device_order_hand_each_steps_kernels_in_turn() {
         let b = two_steps([100, 200, 1100]);
-        let ix = TraceIndex::new(&b.trace, "t");
-        let (spans, _) = steady_spans(&ix.steps.steps);
-        let s = sequences(&ix, &ix.devices[0], &spans);
-        assert!(matches!(s, Sequences::InOrder { .. }));
-        let want = vec![vec![(0, 0), (1, 10)], vec![(2, 0)]];
-        assert_eq!(collected(&s), want);
-        assert_eq!(collected(&held(&ix, &ix.devices[0], &spans)), want);
-        // Stopped early, the walk hands over no more.
-        let mut first = Vec::new();
-        s.for_each(|seq| {
-            first.push(seq.to_vec());
-            ControlFlow::Break(())
-        });
-        assert_eq!(first, want[..1]);
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let first = first_sequences(&ix, &PatternPlan::of(&ix), VOTING_STEPS);
+        assert!(first.in_order);
+        let want = vec![seq(&[("a", 0), ("b", 10)]), seq(&[("c", 0)])];
+        assert_eq!(collected(&first, &b), want);
+    }
+
+    /// Occurrences counted as the kernels come are the leftmost non-overlapping exact matches
+    /// in each step, whether the steps' kernels interleave or not.
+    #[test]
+    fn occurrences_are_counted_per_step_as_kernels_come() {
+        let mut b = TraceBuilder::new();
+        b.range(
+            "[Executor] _forward_step 1: 0 ctx reqs, 1 gen reqs",
+            0,
+            1000,
+        );
+        b.range(
+            "[Executor] _forward_step 2: 0 ctx reqs, 1 gen reqs",
+            1000,
+            2000,
+        );
+        // Step 1: x y x y x (two matches of [x y]); step 2: y x y (one), interleaved on the
+        // device: launch times alternate between the steps.
+        let plan = [
+            ("x", 100),
+            ("y", 1100),
+            ("y", 110),
+            ("x", 1110),
+            ("x", 120),
+            ("y", 1120),
+            ("y", 130),
+            ("x", 140),
+        ];
+        for (i, &(name, at)) in plan.iter().enumerate() {
+            let c = b.call("cudaLaunchKernel", at, at + 5);
+            let start = 3000 + 100 * i as Ns;
+            b.kernel(name, start, start + 10, c);
+        }
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let plan = PatternPlan::of(&ix);
+        assert_eq!(plan.spans, [(0, 1000), (1000, 2000)]);
+        let unit = [
+            b.trace.strings.find_text("x"),
+            b.trace.strings.find_text("y"),
+        ]
+        .map(|id| id.expect("interned"));
+        let t = count_occurrences(&ix, &plan, &unit, false);
+        assert_eq!(t.occurrences, 3);
+        // Every kernel starts 90 ns after the device's previous one ends. Step 1's matches are
+        // its kernels 0–1 (x is the step's first: 0) and 2–3, step 2's its kernels 1–2.
+        assert_eq!(t.gap, [90 + 90, 90 + 90 + 90]);
+        assert_eq!(t.duration, [30, 30]);
     }
 
     #[test]

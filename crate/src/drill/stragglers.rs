@@ -7,10 +7,14 @@
 //! (`TARGET_INFO_SESSION_START_TIME.utcEpochNs`): file `i`'s times shift by
 //! `utc_i − utc_0`.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use crate::index::TraceIndex;
+use crate::drill::{KernelFold, kernel_pass};
+use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
+use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{Ns, ProcessIdx};
 
 /// A rank is flagged when it arrives last in more than this share of collectives.
@@ -70,7 +74,8 @@ pub struct StragglerReport {
     pub note: Option<String>,
 }
 
-struct Rank {
+/// One rank's collective kernels.
+pub(crate) struct Rank {
     id: RankId,
     /// Collective kernel starts on the common clock, ascending.
     arrivals: Vec<Ns>,
@@ -88,13 +93,20 @@ struct Tally {
 }
 
 /// Stragglers over every rank of every input.
-pub fn straggler_report(inputs: &[TraceIndex<'_>]) -> StragglerReport {
+pub fn straggler_report(inputs: &[RowIndex<'_>]) -> StragglerReport {
     let (offsets, alignment) = clock_offsets(inputs);
-    let ranks: Vec<Rank> = inputs
-        .iter()
-        .zip(offsets)
-        .flat_map(|(ix, offset)| ranks_of(ix, offset))
-        .collect();
+    let mut ranks: Vec<Rank> = Vec::new();
+    for (ix, offset) in inputs.iter().zip(offsets) {
+        let mut fold = RankFold::new(ix, offset);
+        kernel_pass(ix, &mut [&mut fold]);
+        ranks.extend(fold.finish());
+    }
+    report_of(ranks, alignment)
+}
+
+/// The report over every rank (of every input, in order), the files put on one clock as
+/// `alignment` says.
+pub(crate) fn report_of(ranks: Vec<Rank>, alignment: Option<String>) -> StragglerReport {
     let n = ranks.iter().map(|r| r.arrivals.len()).min().unwrap_or(0);
     let mut last = vec![Tally::default(); ranks.len()];
     if ranks.len() >= 2 {
@@ -160,13 +172,13 @@ pub fn straggler_report(inputs: &[TraceIndex<'_>]) -> StragglerReport {
 }
 
 /// Shift of each input onto the first input's clock.
-fn clock_offsets(inputs: &[TraceIndex<'_>]) -> (Vec<Ns>, Option<String>) {
+pub(crate) fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>) {
     if inputs.len() < 2 {
         return (vec![0; inputs.len()], None);
     }
     let starts: Vec<Option<i64>> = inputs
         .iter()
-        .map(|ix| ix.trace.meta.session_start_utc_ns)
+        .map(|ix| ix.meta().meta.session_start_utc_ns)
         .collect();
     match (
         starts.iter().copied().collect::<Option<Vec<i64>>>(),
@@ -183,22 +195,44 @@ fn clock_offsets(inputs: &[TraceIndex<'_>]) -> (Vec<Ns>, Option<String>) {
     }
 }
 
-fn ranks_of(ix: &TraceIndex<'_>, offset: Ns) -> Vec<Rank> {
-    let k = &ix.trace.kernels;
-    let mut out: Vec<Rank> = Vec::new();
-    for d in &ix.devices {
-        let mut by_process: Vec<(ProcessIdx, Rank)> = Vec::new();
-        for i in d.kernels() {
-            let i = i as usize;
-            if !ix.names.is_collective(k.short_name[i]) {
-                continue;
-            }
-            let p = k.process[i];
-            let at = by_process.iter().position(|(q, _)| *q == p);
-            let at = at.unwrap_or_else(|| {
+/// Every rank of one input, by device (ascending) then process (in order of its first
+/// collective), as its kernels pass in start order; its times shift by `offset` onto the first
+/// input's clock.
+pub(crate) struct RankFold<'a, 't> {
+    ix: &'a RowIndex<'t>,
+    offset: Ns,
+    by_device: BTreeMap<u32, Vec<(ProcessIdx, Rank)>>,
+}
+
+impl<'a, 't> RankFold<'a, 't> {
+    pub(crate) fn new(ix: &'a RowIndex<'t>, offset: Ns) -> RankFold<'a, 't> {
+        RankFold {
+            ix,
+            offset,
+            by_device: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn finish(self) -> impl Iterator<Item = Rank> {
+        let ranks = self.by_device.into_values().flatten();
+        ranks.map(|(_, rank)| rank)
+    }
+}
+
+impl KernelFold for RankFold<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, _: Option<&CallRow>) {
+        let ix = self.ix;
+        if !ix.names.is_collective(k.short_name) {
+            return;
+        }
+        let ranks = self.by_device.entry(k.device).or_default();
+        let at = match ranks.iter().position(|(q, _)| *q == k.process) {
+            Some(at) => at,
+            None => {
+                let pid = ix.meta().processes.pid.get(k.process as usize);
                 let id = RankId {
-                    device: d.device,
-                    pid: ix.trace.processes.pid.get(p as usize).copied().unwrap_or(0),
+                    device: k.device,
+                    pid: pid.copied().unwrap_or(0),
                     file: ix.label.clone(),
                 };
                 let rank = Rank {
@@ -206,16 +240,14 @@ fn ranks_of(ix: &TraceIndex<'_>, offset: Ns) -> Vec<Rank> {
                     arrivals: Vec::new(),
                     kernels: Vec::new(),
                 };
-                by_process.push((p, rank));
-                by_process.len() - 1
-            });
-            let rank = &mut by_process[at].1;
-            rank.arrivals.push(k.start[i].saturating_add(offset));
-            rank.kernels.push((k.start[i], k.end[i]));
-        }
-        out.extend(by_process.into_iter().map(|(_, rank)| rank));
+                ranks.push((k.process, rank));
+                ranks.len() - 1
+            }
+        };
+        let rank = &mut ranks[at].1;
+        rank.arrivals.push(k.start.saturating_add(self.offset));
+        rank.kernels.push((k.start, k.end));
     }
-    out
 }
 
 fn note(ranks: &[Rank], matched: usize) -> Option<String> {
@@ -252,7 +284,10 @@ mod tests {
         // File b started 500 ns later: its local 600 is file a's 1100.
         let a = rank_file(1_000_000, &[1_000, 5_000, 9_000]);
         let b = rank_file(1_000_500, &[600, 4_000, 8_000]);
-        let ix = [TraceIndex::new(&a, "a"), TraceIndex::new(&b, "b")];
+        let ix = [
+            RowIndex::loaded(&a, "a", None),
+            RowIndex::loaded(&b, "b", None),
+        ];
         let s = straggler_report(&ix);
         assert_eq!(s.collectives, 3);
         let last: Vec<u64> = s.ranks.iter().map(|r| r.last).collect();
@@ -280,7 +315,10 @@ mod tests {
     fn unequal_collective_counts_match_the_common_prefix() {
         let a = rank_file(0, &[100, 200, 300, 400]);
         let b = rank_file(0, &[150, 250]);
-        let ix = [TraceIndex::new(&a, "a"), TraceIndex::new(&b, "b")];
+        let ix = [
+            RowIndex::loaded(&a, "a", None),
+            RowIndex::loaded(&b, "b", None),
+        ];
         let s = straggler_report(&ix);
         assert_eq!(s.collectives, 2);
         assert_eq!(s.rank.map(|r| r.file), Some("b".to_string()));

@@ -8,6 +8,7 @@
 pub mod call_facts;
 pub mod call_join;
 pub mod names;
+pub mod rows;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod units;

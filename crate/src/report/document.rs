@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::explain::{self, ExplainReport};
 use crate::findings::{self, DrillFindings, Finding};
 use crate::index::TraceIndex;
+use crate::index::rows::RowIndex;
 use crate::model::{CoverageNote, KernelAbsence, Trace};
 
 /// Everything the report shows, derived results only (no event rows).
@@ -71,7 +72,8 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
                 ..DetectConfig::default()
             };
             let detect = detect::detect(trace, &cfg)?;
-            let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts);
+            let rows = RowIndex::loaded(trace, label, None);
+            let drill = drill::drill_indexed(std::slice::from_ref(&rows), opts)?;
             let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
             let all = drill.findings.clone();
             (Some(detect), Some(drill), None, all)

@@ -125,7 +125,7 @@ pub fn drill_traces(
         .zip(&labels)
         .map(|(t, label)| {
             Ok(DrillInput {
-                trace: t.trace()?,
+                rows: t.trace()?,
                 label,
                 step_marker: step_marker.as_ref(),
             })

@@ -1,13 +1,14 @@
 //! The attribution sweep over one device's idle gaps, streamed: the host intervals (runtime
-//! calls and NVTX ranges of the processes launching on the device) are read from their tables in
-//! start order and held only while open, and each gap is attributed as the kernel scan finds it.
-//! Nothing is materialised per call or range: the memory is the open intervals (a few per
-//! thread), plus a `u32` start order of a table whose rows are not already in start order.
+//! calls and NVTX ranges of the processes launching on the device) are read from the rows in
+//! start order ([`crate::model::rows`]) and held only while open, and each gap is attributed as
+//! the kernel pass finds it. Nothing is held per call or range: the memory is the open intervals
+//! (a few per thread) and the pageable copies read ahead of the calls that issued them.
 //!
 //! An interval opens at its start and closes at its end (a min-heap of the open ones' ends), so
 //! at every instant of a gap the open set is exactly the intervals covering it; the cause of each
 //! stretch between two interval boundaries is [`winner`](Sweep::winner) of that set.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 use std::iter::Peekable;
@@ -15,12 +16,14 @@ use std::iter::Peekable;
 use hashbrown::HashMap;
 
 use super::{CauseKind, PRECEDENCE, Tally};
-use crate::index::TraceIndex;
-use crate::model::{NameId, Ns};
+use crate::index::call_join::{CallJoin, Hold};
+use crate::index::rows::{DeviceFacts, RowIndex};
+use crate::model::rows::{CallRow, MemOpRow, Rows};
+use crate::model::{NameId, Ns, NvtxRow, ProcessIdx};
 use crate::names::api::{ApiKind, api_base_name};
 use crate::names::ranges::{RangeClass, range_class, range_label};
 use crate::profile::{Profile, Switches};
-use crate::steps::visible_name;
+use crate::steps::visible_row_name;
 
 /// A host interval with its cause: a call or an NVTX range on a launching process's thread.
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +139,11 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
         }
     }
 
+    /// How many intervals are open (for the boundedness tests).
+    pub fn open_intervals(&self) -> usize {
+        self.ends.len()
+    }
+
     /// The first cause of [`PRECEDENCE`] with an open interval, labelled by its innermost one.
     fn winner(&self) -> (CauseKind, &'t str) {
         self.open
@@ -146,19 +154,14 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
     }
 }
 
-/// The causes of one trace's host intervals, by name, each name classified once, and the
-/// tables' start orders, shared by the sweeps of its devices.
+/// The causes of one trace's host intervals, by name, each name classified once, shared by the
+/// sweeps of its devices.
 pub struct HostCauses<'a, 't> {
-    ix: &'a TraceIndex<'t>,
-    calls: HashMap<NameId, (CauseKind, &'t str)>,
+    ix: &'a RowIndex<'t>,
+    calls: RefCell<HashMap<NameId, (CauseKind, &'t str)>>,
     /// Per NVTX name: its cause, whether it is weak, and where its label lies in it (a long
     /// trace names every step differently: a name's entry stays small).
-    ranges: HashMap<NameId, RangeCause>,
-    /// Runtime rows of async copies with a pageable host side (synchronous in effect), sorted.
-    pageable_async: Vec<u32>,
-    /// Runtime and NVTX rows in start order; `None` when the table already is.
-    call_order: Option<Vec<u32>>,
-    range_order: Option<Vec<u32>>,
+    ranges: RefCell<HashMap<NameId, RangeCause>>,
     switches: Switches,
 }
 
@@ -172,73 +175,45 @@ struct RangeCause {
 }
 
 /// One device's sweep over its trace's host intervals.
-pub type DeviceSweep<'h, 'a, 't> = Sweep<'t, HostSpans<'h, 'a, 't>>;
+pub type DeviceSweep<'h, 't> = Sweep<'t, HostSpans<'h, 't>>;
 
 impl<'a, 't> HostCauses<'a, 't> {
-    pub fn new(ix: &'a TraceIndex<'t>) -> HostCauses<'a, 't> {
-        let copies = &ix.trace.memcpy;
-        let mut pageable_async: Vec<u32> = (0..copies.len())
-            .filter(|&i| copies.pageable_host(i))
-            .filter_map(|i| ix.issuing_call(copies, i))
-            .filter(|&row| ix.call_kind(row) == ApiKind::Memcpy { is_async: true })
-            .map(|row| row as u32)
-            .collect();
-        pageable_async.sort_unstable();
-        pageable_async.dedup();
+    pub fn new(ix: &'a RowIndex<'t>) -> HostCauses<'a, 't> {
         HostCauses {
             ix,
-            calls: HashMap::new(),
-            ranges: HashMap::new(),
-            pageable_async,
-            call_order: start_order(&ix.trace.runtime.start),
-            range_order: start_order(&ix.trace.nvtx.start),
+            calls: RefCell::new(HashMap::new()),
+            ranges: RefCell::new(HashMap::new()),
             switches: Profile::Standard.switches(),
         }
     }
 
     /// The sweep of `device`'s idle gaps over the calls and NVTX ranges of the processes that
-    /// launch kernels on it.
-    pub fn device<'h>(&'h mut self, device: u32) -> DeviceSweep<'h, 'a, 't> {
-        let processes = self.launching_processes(device);
+    /// launch kernels on it, both tables read in start order.
+    pub fn device<'h>(&'h self, device: &'h DeviceFacts) -> DeviceSweep<'h, 't> {
+        let rows = self.ix.rows;
         Sweep::new(HostSpans {
             host: self,
-            processes,
-            next: [0, 0],
+            processes: &device.processes,
+            calls: rows.calls(),
+            ranges: rows.ranges(),
+            copies: PageableCopies::new(self.ix),
             heads: [None, None],
         })
     }
 
-    /// Which processes launch kernels on `device`, flagged by process index.
-    fn launching_processes(&self, device: u32) -> Vec<bool> {
-        let trace = self.ix.trace;
-        let mut flags = vec![false; trace.processes.len()];
-        let kernels = self.ix.devices.iter().filter(|d| d.device == device);
-        for k in kernels.flat_map(|d| d.kernels()) {
-            if let Some(f) = trace
-                .kernels
-                .process
-                .get(k as usize)
-                .and_then(|&p| flags.get_mut(p as usize))
-            {
-                *f = true;
-            }
-        }
-        flags
-    }
-
-    fn call(&mut self, name: NameId) -> (CauseKind, &'t str) {
-        let (ix, trace) = (self.ix, self.ix.trace);
-        *self.calls.entry(name).or_insert_with(|| {
+    fn call(&self, name: NameId) -> (CauseKind, &'t str) {
+        let ix = self.ix;
+        *self.calls.borrow_mut().entry(name).or_insert_with(|| {
             (
                 CauseKind::of_api(ix.names.api(name)),
-                api_base_name(trace.strings.get(name)),
+                api_base_name(ix.string(name)),
             )
         })
     }
 
-    fn range(&mut self, name: NameId) -> (CauseKind, &'t str, bool) {
-        let s = self.ix.trace.strings.get(name);
-        let c = *self.ranges.entry(name).or_insert_with(|| {
+    fn range(&self, name: NameId) -> (CauseKind, &'t str, bool) {
+        let s = self.ix.string(name);
+        let c = *self.ranges.borrow_mut().entry(name).or_insert_with(|| {
             let class = range_class(s);
             let label = range_label(s);
             RangeCause {
@@ -253,59 +228,58 @@ impl<'a, 't> HostCauses<'a, 't> {
         (c.kind, s.get(at..at + len).unwrap_or(s), c.weak)
     }
 
-    /// The row at position `p` of the runtime (`0`) or NVTX (`1`) table's start order.
-    fn row(&self, table: usize, p: usize) -> Option<usize> {
-        let (len, order) = match table {
-            0 => (self.ix.trace.runtime.len(), &self.call_order),
-            _ => (self.ix.trace.nvtx.len(), &self.range_order),
-        };
-        match order {
-            _ if p >= len => None,
-            Some(o) => o.get(p).map(|&r| r as usize),
-            None => Some(p),
-        }
-    }
-
-    /// Runtime row `r` as an interval, when it takes time on a launching process's thread.
-    fn call_span(&mut self, r: usize, processes: &[bool]) -> Option<Span<'t>> {
-        let rt = &self.ix.trace.runtime;
-        let (start, end) = (rt.start[r], rt.end[r]);
-        if end <= start || !ours(processes, self.ix.call_process(r)) {
+    /// A call as an interval, when it takes time on a launching process's thread: an async
+    /// copy call whose copy has a pageable host side (found in `copies`) is synchronous in
+    /// effect.
+    fn call_span(
+        &self,
+        c: &CallRow,
+        processes: &[bool],
+        copies: &mut PageableCopies<'t>,
+    ) -> Option<Span<'t>> {
+        if c.end <= c.start || !ours(processes, Some(c.process)) {
             return None;
         }
-        let (mut kind, label) = self.call(rt.name[r]);
-        if self.pageable_async.binary_search(&(r as u32)).is_ok() {
+        let (mut kind, label) = self.call(c.name);
+        if self.ix.names.api(c.name) == (ApiKind::Memcpy { is_async: true })
+            && copies.issued_pageable(c)
+        {
             kind = CauseKind::Sync;
         }
+        self.ix.peak.copies(copies.held());
         Some(Span {
-            start,
-            end,
+            start: c.start,
+            end: c.end,
             kind,
             label,
             weak: false,
-            order: r as u64,
+            order: c.row as u64,
         })
     }
 
-    /// NVTX row `r` as an interval, when it takes time on a launching process's thread and has
-    /// a name.
-    fn range_span(&mut self, r: usize, processes: &[bool]) -> Option<Span<'t>> {
-        let trace = self.ix.trace;
-        let nvtx = &trace.nvtx;
-        let (start, end) = (nvtx.start[r], nvtx.end[r]);
-        let process = trace.threads.process.get(nvtx.thread[r] as usize).copied();
-        if end <= start || !ours(processes, process) {
+    /// An NVTX range as an interval, when it takes time on a launching process's thread and
+    /// has a name.
+    fn range_span(&self, r: &NvtxRow, processes: &[bool]) -> Option<Span<'t>> {
+        let process = self
+            .ix
+            .meta()
+            .threads
+            .process
+            .get(r.thread as usize)
+            .copied();
+        if r.end <= r.start || !ours(processes, process) {
             return None;
         }
-        let name = visible_name(nvtx, r, &self.switches)?;
+        let name = visible_row_name(r, &self.switches)?;
         let (kind, label, weak) = self.range(name);
         Some(Span {
-            start,
-            end,
+            start: r.start,
+            end: r.end,
             kind,
             label,
             weak,
-            order: (1 << 32) | r as u64,
+            // After every call of equal start and end.
+            order: (1 << 63) | r.row as u64,
         })
     }
 }
@@ -314,49 +288,37 @@ fn ours(processes: &[bool], p: Option<u32>) -> bool {
     p.is_some_and(|p| processes.get(p as usize) == Some(&true))
 }
 
-/// `None` when `start` is sorted, else the rows in start order.
-fn start_order(start: &[Ns]) -> Option<Vec<u32>> {
-    if start.is_sorted() {
-        return None;
-    }
-    let mut order: Vec<u32> = (0..start.len() as u32).collect();
-    order.sort_unstable_by_key(|&r| start[r as usize]);
-    Some(order)
-}
-
 /// The calls and NVTX ranges of the launching processes, in start order: both tables read in
 /// their start order and merged as they go.
-pub struct HostSpans<'h, 'a, 't> {
-    host: &'h mut HostCauses<'a, 't>,
-    processes: Vec<bool>,
-    /// Per table (runtime, NVTX), the next position in its start order and the interval
-    /// there once read.
-    next: [usize; 2],
+pub struct HostSpans<'h, 't> {
+    host: &'h HostCauses<'h, 't>,
+    processes: &'h [bool],
+    calls: Rows<'t, CallRow>,
+    ranges: Rows<'t, NvtxRow>,
+    copies: PageableCopies<'t>,
+    /// Per table (calls, NVTX), the next interval once read.
     heads: [Option<Span<'t>>; 2],
 }
 
-impl<'t> HostSpans<'_, '_, 't> {
-    /// The next interval of the runtime (`0`) or NVTX (`1`) table, without taking it.
+impl<'t> HostSpans<'_, 't> {
+    /// The next interval of the calls (`0`) or NVTX ranges (`1`), without taking it.
     fn head(&mut self, table: usize) -> Option<Span<'t>> {
         if let Some(s) = self.heads[table] {
             return Some(s);
         }
-        loop {
-            let r = self.host.row(table, self.next[table])?;
-            let span = match table {
-                0 => self.host.call_span(r, &self.processes),
-                _ => self.host.range_span(r, &self.processes),
-            };
-            if span.is_some() {
-                self.heads[table] = span;
-                return span;
-            }
-            self.next[table] += 1;
-        }
+        let (host, processes, copies) = (self.host, self.processes, &mut self.copies);
+        let span = match table {
+            0 => self
+                .calls
+                .find_map(|c| host.call_span(&c, processes, copies)),
+            _ => self.ranges.find_map(|r| host.range_span(&r, processes)),
+        };
+        self.heads[table] = span;
+        span
     }
 }
 
-impl<'t> Iterator for HostSpans<'_, '_, 't> {
+impl<'t> Iterator for HostSpans<'_, 't> {
     type Item = Span<'t>;
 
     fn next(&mut self) -> Option<Span<'t>> {
@@ -367,7 +329,67 @@ impl<'t> Iterator for HostSpans<'_, '_, 't> {
             (None, Some(_)) => 1,
             (None, None) => return None,
         };
-        self.next[table] += 1;
         self.heads[table].take()
+    }
+}
+
+/// Which async copy calls issued a copy with a pageable host side, found as the sweep reaches
+/// each call: the copies are read in start order, each joined to its call ([`CallJoin`]),
+/// until the asking call's copy is found. A pageable copy may start long after its call
+/// returned (the driver stages it, then the copy waits behind the stream's kernels: 12 ms on a
+/// public export), so no lookahead bound would do: what is held is the calls in flight (issued,
+/// copy not started) and the copies found ahead of their call's turn, never every copy.
+pub struct PageableCopies<'t> {
+    copies: Rows<'t, MemOpRow>,
+    join: CallJoin<'t>,
+    /// Per async copy call found ahead of its turn, by (process, correlation id): its start
+    /// and whether its copy has a pageable host side.
+    ahead: HashMap<(ProcessIdx, u32), (Ns, bool)>,
+}
+
+impl<'t> PageableCopies<'t> {
+    pub fn new(ix: &RowIndex<'t>) -> PageableCopies<'t> {
+        let api = ix.names.api_kinds();
+        let join = CallJoin::new(ix.rows.calls(), move |c| {
+            match api.get(&c.name) == Some(&ApiKind::Memcpy { is_async: true }) {
+                true => Hold::Once,
+                false => Hold::No,
+            }
+        });
+        PageableCopies {
+            copies: ix.rows.memcpy(),
+            join,
+            ahead: HashMap::new(),
+        }
+    }
+
+    /// Whether async copy call `c` issued a copy with a pageable host side; calls ask in start
+    /// order.
+    pub fn issued_pageable(&mut self, c: &CallRow) -> bool {
+        if c.correlation == 0 {
+            return false;
+        }
+        // Calls before this one have asked (or never will).
+        self.ahead.retain(|_, (start, _)| *start >= c.start);
+        let key = (c.process, c.correlation);
+        loop {
+            if let Some((_, pageable)) = self.ahead.remove(&key) {
+                return pageable;
+            }
+            let Some(m) = self.copies.next() else {
+                return false;
+            };
+            if let Some(call) = self.join.find(m.start, m.process, m.correlation)
+                && call.start >= c.start
+            {
+                let found = (call.process, call.correlation);
+                self.ahead.insert(found, (call.start, m.pageable_host()));
+            }
+        }
+    }
+
+    /// Calls and copies held now.
+    pub fn held(&self) -> usize {
+        self.ahead.len() + self.join.peak()
     }
 }

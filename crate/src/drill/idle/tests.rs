@@ -3,12 +3,12 @@ use std::cmp::Reverse;
 use super::sweep::{Span, Sweep};
 use super::*;
 use crate::drill::{DrillOptions, DrillReport, drill_indexed};
-use crate::index::TraceIndex;
+use crate::index::rows::RowIndex;
 use crate::index::testing::TraceBuilder;
 
 fn drilled(b: &TraceBuilder) -> DrillReport {
-    let ix = TraceIndex::new(&b.trace, "t");
-    drill_indexed(&[ix], &DrillOptions::default())
+    let ix = RowIndex::loaded(&b.trace, "t", None);
+    drill_indexed(&[ix], &DrillOptions::default()).expect("a loaded trace reads")
 }
 
 /// `(kind, label, ns)` of a device's causes, largest first.
@@ -352,4 +352,33 @@ fn sentences_say_what_was_measured_or_that_nothing_was() {
         cause_sentence(&t, 200, "sync"),
         "launch (cudaLaunchKernel) holds 50.0% of the gap time"
     );
+}
+
+/// An async copy call is synchronous in effect when its copy has a pageable host side, even
+/// when the copy starts long after the call returned and after a later call's copy: the copies
+/// found ahead of their call's turn are kept until it asks.
+#[test]
+fn pageable_copies_are_found_whenever_they_start() {
+    use crate::model::rows::EventRows;
+    let mut b = TraceBuilder::new();
+    let a = b.call("cudaMemcpyAsync_v3020", 100, 300);
+    let later = b.call("cudaMemcpyAsync_v3020", 400, 500);
+    b.call("cudaStreamSynchronize_v3020", 600, 700);
+    let (pageable, pinned) = (crate::model::PAGEABLE_MEMORY, 1);
+    // The later call's copy starts first, pageable, the first call's next, pinned: both
+    // milliseconds after their calls returned (queued behind the stream's kernels).
+    b.memcpy(1, pageable, 2, later);
+    b.memcpy(1, pinned, 2, a);
+    b.trace.memcpy.start = vec![5_000_000, 9_000_000];
+    b.trace.memcpy.end = vec![5_000_500, 9_000_500];
+    let ix = RowIndex::loaded(&b.trace, "t", None);
+    let mut copies = super::sweep::PageableCopies::new(&ix);
+    let asked: Vec<bool> = b
+        .trace
+        .calls()
+        .filter(|c| c.correlation != 0 && c.start < 600)
+        .map(|c| copies.issued_pageable(&c))
+        .collect();
+    assert_eq!(asked, [false, true]);
+    assert_eq!(copies.held(), 2, "both calls in flight at once");
 }

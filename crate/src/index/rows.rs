@@ -1,0 +1,398 @@
+//! What the drill-down looks up repeatedly, read from a trace's rows ([`EventRows`]) without
+//! holding any of them: the devices and what ran on each, the kernel extent, the classes of the
+//! names kernels and calls use, facts about the runtime calls, and the forward steps.
+//!
+//! Built in one pass over kernels, one over calls and one over NVTX ranges. Its state is per
+//! device, per device × process, per distinct name and per step, never per kernel, call or
+//! range, so it is the same over the loaded columns and over the file.
+
+use std::cell::Cell;
+
+use hashbrown::HashMap;
+
+use super::call_facts::CallFacts;
+use super::call_join::{CallJoin, Hold};
+use super::{Phase, StepInfo};
+use crate::model::rows::EventRows;
+use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, Trace};
+use crate::names::api::{ApiKind, api_kind};
+use crate::names::kernels::{KernelCategory, is_collective, kernel_category};
+use crate::names::steps::StepSource;
+use crate::profile::{Profile, Switches};
+use crate::steps;
+use crate::steps::Step;
+use crate::steps::names::{ParserOn, StepParser};
+
+/// One device: how many kernels ran on it, which processes launched them, and whether they
+/// all ran on one stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceFacts {
+    pub device: u32,
+    pub kernels: u64,
+    /// Per process index (as `Trace::processes`): whether it launched a kernel on the device.
+    pub processes: Vec<bool>,
+    /// Every kernel of the device ran on the same stream.
+    pub one_stream: bool,
+    first_stream: Option<u32>,
+}
+
+/// How many runtime calls launch kernels, counted in one pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    pub calls: u64,
+    /// Kernel and graph launch calls.
+    pub launches: u64,
+    /// `cudaGraphLaunch*` / `cuGraphLaunch*` calls.
+    pub graph_launches: u64,
+    /// What the calls can show (joined to their work, other calls than launches).
+    pub facts: CallFacts,
+}
+
+/// The catalogue's classes of the names kernels and calls use, each name classified once.
+#[derive(Debug, Default)]
+pub struct RowNames {
+    api: HashMap<NameId, ApiKind>,
+    kernels: HashMap<NameId, (KernelCategory, bool)>,
+}
+
+impl RowNames {
+    /// The API kind of a call's name (`Other` for a name no call uses).
+    pub fn api(&self, id: NameId) -> ApiKind {
+        self.api.get(&id).copied().unwrap_or(ApiKind::Other)
+    }
+
+    /// Every call name's API kind (for a join's hold rule, which outlives a borrow).
+    pub fn api_kinds(&self) -> HashMap<NameId, ApiKind> {
+        self.api.clone()
+    }
+
+    /// The category of a kernel's short name (`Other` for a name no kernel uses).
+    pub fn category(&self, id: NameId) -> KernelCategory {
+        self.kernels.get(&id).map_or(KernelCategory::Other, |k| k.0)
+    }
+
+    pub fn is_collective(&self, id: NameId) -> bool {
+        self.kernels.get(&id).is_some_and(|k| k.1)
+    }
+}
+
+/// The most state the drill-down's folds held at once over one trace (the boundedness tests
+/// read it): open host intervals of one device's idle sweep, calls held by a launch join,
+/// pageable copies read ahead of their calls, and kernels held for the layer search.
+#[derive(Debug, Default)]
+pub struct HeldPeak {
+    pub open_intervals: Cell<usize>,
+    pub pending_calls: Cell<usize>,
+    pub pending_copies: Cell<usize>,
+    pub sequence_kernels: Cell<usize>,
+}
+
+impl HeldPeak {
+    fn raise(cell: &Cell<usize>, n: usize) {
+        cell.set(cell.get().max(n));
+    }
+
+    pub fn intervals(&self, n: usize) {
+        HeldPeak::raise(&self.open_intervals, n);
+    }
+
+    pub fn calls(&self, n: usize) {
+        HeldPeak::raise(&self.pending_calls, n);
+    }
+
+    pub fn copies(&self, n: usize) {
+        HeldPeak::raise(&self.pending_copies, n);
+    }
+
+    pub fn sequence(&self, n: usize) {
+        HeldPeak::raise(&self.sequence_kernels, n);
+    }
+}
+
+/// A trace's rows with what the drill-down reads of them more than once.
+pub struct RowIndex<'r> {
+    pub rows: &'r dyn EventRows,
+    /// The file name shown in results.
+    pub label: String,
+    /// Ascending by device.
+    pub devices: Vec<DeviceFacts>,
+    pub kernels: u64,
+    /// `[first kernel start, last kernel end]` (`(0, 0)` without kernels).
+    pub extent: (Ns, Ns),
+    pub calls: CallCounts,
+    pub names: RowNames,
+    pub steps: StepInfo,
+    /// The user's step marker the steps were read under (`None`: the first built-in one met).
+    pub step_marker: Option<StepSource>,
+    pub peak: HeldPeak,
+}
+
+impl<'r> RowIndex<'r> {
+    /// Reads `rows` (steps under `marker`, else the first built-in marker met); fails when a
+    /// read failed.
+    pub fn new(
+        rows: &'r dyn EventRows,
+        label: &str,
+        marker: Option<&StepSource>,
+    ) -> crate::error::Result<RowIndex<'r>> {
+        let ix = RowIndex::read(rows, label, marker);
+        rows.check()?;
+        Ok(ix)
+    }
+
+    /// [`RowIndex::new`] over a loaded trace, whose reads cannot fail.
+    pub fn loaded(trace: &'r Trace, label: &str, marker: Option<&StepSource>) -> RowIndex<'r> {
+        RowIndex::read(trace, label, marker)
+    }
+
+    fn read(rows: &'r dyn EventRows, label: &str, marker: Option<&StepSource>) -> RowIndex<'r> {
+        let mut names = RowNames::default();
+        let (devices, kernels, extent) = kernel_facts(rows, &mut names);
+        let calls = call_counts(rows, &mut names);
+        RowIndex {
+            rows,
+            label: label.to_string(),
+            devices,
+            kernels,
+            extent,
+            calls,
+            names,
+            steps: step_info(rows, marker),
+            step_marker: marker.cloned(),
+            peak: HeldPeak::default(),
+        }
+    }
+
+    /// The trace's strings, processes, threads and metadata (never its event rows).
+    pub fn meta(&self) -> &'r Trace {
+        self.rows.meta()
+    }
+
+    /// The string of `id` (`""` for none).
+    pub fn string(&self, id: NameId) -> &'r str {
+        self.meta().strings.get(id)
+    }
+
+    /// A kernel's name: its short name, else its demangled name.
+    pub fn kernel_name(&self, short: NameId, demangled: NameId) -> &'r str {
+        match self.string(short) {
+            "" if demangled != NO_NAME => self.string(demangled),
+            s => s,
+        }
+    }
+
+    /// Why the trace has no kernel to analyse, or `None` when it has kernels.
+    pub fn kernel_absence(&self) -> Option<KernelAbsence> {
+        (self.kernels == 0).then(|| KernelAbsence::of(&self.meta().present, self.calls.launches))
+    }
+
+    /// The join of kernels (read in start order) to the calls that launched them: kernel
+    /// launches held until their kernel starts, graph launches to the end.
+    pub fn launch_join(&self) -> CallJoin<'r> {
+        let api = self.names.api_kinds();
+        CallJoin::new(self.rows.calls(), move |c| {
+            match api.get(&c.name).copied().unwrap_or(ApiKind::Other) {
+                ApiKind::Launch => Hold::Once,
+                ApiKind::GraphLaunch => Hold::Many,
+                _ => Hold::No,
+            }
+        })
+    }
+
+    /// The phases' step windows (context, generation) as sorted disjoint spans.
+    pub fn phase_spans(&self) -> [&[(Ns, Ns)]; 2] {
+        [&self.steps.context, &self.steps.generation]
+            .map(|p| p.as_ref().map_or(&[][..], |p| p.window.spans()))
+    }
+}
+
+/// Devices (ascending), the kernel count and extent, and each kernel name's class.
+fn kernel_facts(rows: &dyn EventRows, names: &mut RowNames) -> (Vec<DeviceFacts>, u64, (Ns, Ns)) {
+    let strings = &rows.meta().strings;
+    let processes = rows.meta().processes.len();
+    let mut devices: Vec<DeviceFacts> = Vec::new();
+    let (mut count, mut lo, mut hi) = (0u64, Ns::MAX, Ns::MIN);
+    for k in rows.kernels() {
+        count += 1;
+        lo = lo.min(k.start);
+        hi = hi.max(k.end);
+        let slot = match devices.binary_search_by_key(&k.device, |d| d.device) {
+            Ok(slot) => slot,
+            Err(slot) => {
+                let facts = DeviceFacts {
+                    device: k.device,
+                    kernels: 0,
+                    processes: vec![false; processes],
+                    one_stream: true,
+                    first_stream: None,
+                };
+                devices.insert(slot, facts);
+                slot
+            }
+        };
+        let d = &mut devices[slot];
+        d.kernels += 1;
+        if let Some(f) = d.processes.get_mut(k.process as usize) {
+            *f = true;
+        }
+        match d.first_stream {
+            None => d.first_stream = Some(k.stream),
+            Some(s) => d.one_stream &= s == k.stream,
+        }
+        names.kernels.entry(k.short_name).or_insert_with(|| {
+            let s = strings.get(k.short_name);
+            (kernel_category(s), is_collective(s))
+        });
+    }
+    let extent = if count == 0 { (0, 0) } else { (lo, hi) };
+    (devices, count, extent)
+}
+
+/// The runtime calls' counts and facts, and each call name's API kind.
+fn call_counts(rows: &dyn EventRows, names: &mut RowNames) -> CallCounts {
+    let strings = &rows.meta().strings;
+    let mut f = CallCounts::default();
+    for c in rows.calls() {
+        let kind = *names
+            .api
+            .entry(c.name)
+            .or_insert_with(|| api_kind(strings.get(c.name)));
+        f.calls += 1;
+        f.launches += u64::from(kind.launches_kernels());
+        f.graph_launches += u64::from(kind == ApiKind::GraphLaunch);
+        f.facts.add(kind, c.correlation, Some(c.process));
+    }
+    f
+}
+
+/// Forward steps and phases under the standard profile, read from the NVTX ranges.
+fn step_info(rows: &dyn EventRows, marker: Option<&StepSource>) -> StepInfo {
+    let sw = Profile::Standard.switches();
+    let strings = &rows.meta().strings;
+    let parser = match marker {
+        Some(_) => StepParser::new(&sw, marker),
+        None => first_marker(rows, &sw),
+    };
+    let names = ParserOn(&parser, strings);
+    let mut steps: Vec<Step> = rows
+        .ranges()
+        .filter_map(|r| steps::step_of_row(&r, &sw, &names))
+        .collect();
+    // Ranges come by (start, row): a stable sort by (start, end) orders ties by row.
+    if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
+        steps.sort_by_key(|s| (s.start, s.end));
+    }
+    steps::dedup_tp_steps_in_place(&mut steps);
+    steps.shrink_to_fit();
+    let (context, generation) = steps::phases(&steps, &sw);
+    let phase = |p: Option<steps::PhaseCounts>| {
+        p.map(|p| Phase {
+            steps: p.steps,
+            window: p.window.unwrap_or_default(),
+        })
+    };
+    StepInfo {
+        steps,
+        context: phase(context),
+        generation: phase(generation),
+        marker: parser.used(),
+    }
+}
+
+/// The built-in step parser with the trace's marker chosen: the marker of the range earliest in
+/// table order that names one, as every other reader of the trace chooses it (it reads the
+/// table in row order), though the ranges come in start order here.
+fn first_marker(rows: &dyn EventRows, sw: &Switches) -> StepParser {
+    let strings = &rows.meta().strings;
+    let mut first: Option<(i64, StepParser)> = None;
+    for r in rows.ranges() {
+        if first.as_ref().is_some_and(|(row, _)| *row <= r.row) {
+            continue;
+        }
+        let parser = StepParser::new(sw, None);
+        let _ = steps::step_of_row(&r, sw, &ParserOn(&parser, strings));
+        if parser.used().is_some() {
+            first = Some((r.row, parser));
+        }
+    }
+    first.map_or_else(|| StepParser::new(sw, None), |(_, parser)| parser)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::TraceIndex;
+    use crate::index::testing::TraceBuilder;
+
+    /// The rows' facts are those the loaded index reads from the columns.
+    #[test]
+    fn facts_agree_with_the_loaded_index() {
+        let mut b = TraceBuilder::new();
+        b.range(
+            "[Executor] _forward_step 1: 0 ctx reqs, 1 gen reqs",
+            0,
+            1000,
+        );
+        let c = b.call("cudaLaunchKernel", 10, 15);
+        b.kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 20, 40, c);
+        let g = b.call("cudaGraphLaunch", 50, 60);
+        b.kernel("gemm", 70, 90, g);
+        b.call("cudaStreamSynchronize", 95, 99);
+        let old = TraceIndex::new(&b.trace, "t");
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        assert_eq!(ix.extent, old.kernel_extent());
+        assert_eq!(ix.extent, (20, 90));
+        assert_eq!(ix.kernels, 2);
+        let devices: Vec<u32> = ix.devices.iter().map(|d| d.device).collect();
+        let want: Vec<u32> = old.devices.iter().map(|d| d.device).collect();
+        assert_eq!(devices, want);
+        assert_eq!(ix.steps.steps, old.steps.steps);
+        assert_eq!(ix.steps.steps.len(), 1);
+        assert_eq!(
+            (ix.calls.calls, ix.calls.launches, ix.calls.graph_launches),
+            (3, 2, 1)
+        );
+        assert_eq!(
+            ix.calls.facts.coverage(true, true),
+            None,
+            "joined, not launches only"
+        );
+        let short = b.trace.kernels.short_name[0];
+        assert!(ix.names.is_collective(short) && old.names.is_collective(short));
+        let mut join = ix.launch_join();
+        let launches: Vec<Ns> = b
+            .trace
+            .kernels()
+            .map(|k| {
+                let call = join.find(k.start, k.process, k.correlation);
+                call.map_or(k.start, |c| c.start)
+            })
+            .collect();
+        assert_eq!(launches, [old.launch_time(0), old.launch_time(1)]);
+        assert_eq!(launches, [10, 50]);
+    }
+
+    /// With two markers in the ranges, the steps are read under the marker of the range first
+    /// in table order, as the loaded index (and every reader of the table) chooses, though the
+    /// ranges come in start order: here the later-starting range is first in the table.
+    #[test]
+    fn the_marker_is_the_first_in_table_order_not_in_start_order() {
+        let mut b = TraceBuilder::new();
+        b.range("ProfilerStep#1", 5_000, 6_000);
+        b.range(
+            "[Executor] _forward_step 1: 0 ctx reqs, 1 gen reqs",
+            0,
+            1_000,
+        );
+        b.range("ProfilerStep#2", 7_000, 8_000);
+        let c = b.call("cudaLaunchKernel", 10, 15);
+        b.kernel("k", 20, 40, c);
+        let old = TraceIndex::new(&b.trace, "t");
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let starts = |s: &[Step]| s.iter().map(|s| s.start).collect::<Vec<Ns>>();
+        assert_eq!(starts(&ix.steps.steps), [5_000, 7_000], "PyTorch's marker");
+        assert_eq!(starts(&ix.steps.steps), starts(&old.steps.steps));
+        assert_eq!(ix.steps.marker, old.steps.marker);
+        assert!(ix.steps.marker.is_some());
+    }
+}
