@@ -2,8 +2,8 @@
 //! summary, detect, gap histogram) and prints heap high-water marks after each step: the wasm
 //! worker runs the same code, so this is where its memory goes. Then times timeline views from
 //! full extent down to a deep zoom (summary or re-read rows). With `views`, the whole load is
-//! followed by the deeper views instead (Root cause, Drill-down, the report), as the page runs
-//! them on a streamed trace (Root cause in both profiles). Not a test; prints figures.
+//! replaced by the deeper views over the file's rows (Root cause in both profiles, Drill-down,
+//! the report), as the page runs them on a streamed trace: nothing is loaded. Not a test; prints figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -38,6 +38,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let conn = nsys_lens::trace::open_path(path)?;
     nsys_lens::trace::configure(&conn, "trace")?;
     let mut quiet = |_: nsys_lens::trace::Progress| true;
+    if std::env::args().nth(2).as_deref() == Some("views") {
+        return deeper_views(&conn, t);
+    }
     let opts = if std::env::args().nth(2).as_deref() == Some("detect") {
         nsys_lens::trace::LoadOptions::detect()
     } else {
@@ -52,9 +55,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         trace.runtime.len(),
         trace.nvtx.len()
     );
-    if std::env::args().nth(2).as_deref() == Some("views") {
-        return deeper_views(&trace, t);
-    }
     let built = Instant::now();
     let timeline = nsys_lens::timeline::Timeline::new(&trace);
     mark("timeline summary", t);
@@ -76,38 +76,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     time_views(&timeline, &trace, (s, e))
 }
 
-/// Root cause, Drill-down and the report over the loaded trace, as the page's views call them.
-fn deeper_views(
-    trace: &nsys_lens::model::Trace,
-    t: Instant,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let ix = nsys_lens::drill::TraceIndex::new(trace, "trace");
-    let gaps = nsys_lens::drill::gap_report::gaps_and_idle(std::slice::from_ref(&ix), 0, None);
-    mark("trace index, gaps and idle", t);
-    std::hint::black_box(gaps);
-    drop(ix);
-    let window = nsys_lens::analyze::window::window_figures(trace, trace)?;
+/// Root cause, Drill-down and the report over the file's rows (`FileRows`: nothing loaded), as
+/// the page's views call them on a streamed trace.
+fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn std::error::Error>> {
+    use nsys_lens::model::rows::EventRows;
+    let page = nsys_lens::trace::LoadOptions::page();
+    let rows = nsys_lens::trace::FileRows::open(conn, "trace", page, &mut |_| true)?;
+    mark("file scan (strings, processes, runs)", t);
+    let rows: &dyn EventRows = &rows;
+    let window = nsys_lens::analyze::window::window_figures(rows)?;
     mark("root cause's window figures", t);
     std::hint::black_box(window);
     let cfg = nsys_lens::analyze::AnalyzeConfig::default();
-    let root_cause = nsys_lens::analyze::analyze_trace(trace, &cfg)?;
+    let root_cause = nsys_lens::analyze::analyze_rows(rows, &cfg)?;
     mark("root cause (analyze)", t);
     let skill = nsys_lens::analyze::AnalyzeConfig {
         profile: nsys_lens::profile::Profile::TrtllmSkill,
         ..cfg
     };
-    std::hint::black_box(nsys_lens::analyze::analyze_trace(trace, &skill)?);
+    std::hint::black_box(nsys_lens::analyze::analyze_rows(rows, &skill)?);
     mark("root cause (trtllm-skill)", t);
     let opts = nsys_lens::drill::DrillOptions::default();
     let input = nsys_lens::drill::DrillInput {
-        rows: trace,
+        rows,
         label: "trace",
         step_marker: None,
     };
     let drill = nsys_lens::findings::DrillFindings::drill(&[input], &opts)?;
     mark("drill-down with findings", t);
-    let doc = nsys_lens::report::document::build(trace, "trace", &opts)?;
-    mark("report document", t);
+    let verdict = |cfg: &nsys_lens::detect::DetectConfig| nsys_lens::detect::detect_rows(rows, cfg);
+    let doc = nsys_lens::report::document::build_rows(rows, "trace", &opts, &verdict)?;
+    mark("report document (verdict over the rows)", t);
     std::hint::black_box((root_cause, drill, doc));
     Ok(())
 }

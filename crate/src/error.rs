@@ -75,20 +75,6 @@ pub enum Error {
     )]
     Unordered { path: String, detail: String },
 
-    /// The page cannot hold the whole trace its deeper views read: a wasm32 instance addresses
-    /// 4 GiB (`streamed::budget`); the CLI computes the same figures.
-    #[error(
-        "{path}: Root cause, Drill-down, the report and a verdict under another step marker or time range read every kernel and CUDA API call at once, and this trace's {kernels} kernels and {calls} API calls need about {need_gib:.2} GiB in the page, more than the {room_gib:.2} GiB its WebAssembly memory has room for (a browser allows 4 GiB). The verdict and the timeline shown are complete: they stream the kernel table. Compute the rest natively, same figures: nsys-lens analyze {path} · nsys-lens drill {path} · nsys-lens report {path} --out DIR · nsys-lens detect {path} --step-regex … / --window …"
-    )]
-    TooLarge {
-        path: String,
-        /// Row counts as people read them (`crate::format::count`).
-        kernels: String,
-        calls: String,
-        need_gib: f64,
-        room_gib: f64,
-    },
-
     /// A table is in more runs sorted by start than a read in start order merges without
     /// holding the table (`trace::FileRows`). nsys writes a few; the CLI loads and sorts.
     #[error(
@@ -135,7 +121,6 @@ impl Error {
             Error::Cancelled => "cancelled",
             Error::Usage(_) => "usage",
             Error::Unordered { .. } => "unordered",
-            Error::TooLarge { .. } => "too-large",
             Error::Shuffled { .. } => "shuffled",
             Error::NotLineProfiler { .. } => "not-line-profiler",
             Error::Internal { .. } => "internal",

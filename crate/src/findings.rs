@@ -16,7 +16,6 @@ use crate::explain::api::CallSummary;
 use crate::explain::{self, ExplainReport};
 use crate::explain::{Window, WindowBasis};
 use crate::format;
-use crate::index::TraceIndex;
 use crate::index::rows::RowIndex;
 use crate::model::Ns;
 
@@ -150,14 +149,10 @@ impl DrillFindings {
     pub fn build(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> error::Result<DrillFindings> {
         let report = drill::drill_indexed(indexed, opts)?;
         let top = explain::DEFAULT_TOP.max(opts.top);
-        // The explainer still reads the loaded trace.
-        let explains: Vec<ExplainReport> = indexed
+        let explains = indexed
             .iter()
-            .map(|ix| {
-                let loaded = TraceIndex::with_marker(ix.meta(), &ix.label, ix.step_marker.as_ref());
-                explain::explain(&loaded, top)
-            })
-            .collect();
+            .map(|ix| explain::explain_rows(ix.rows, &ix.label, &ix.steps.steps, top))
+            .collect::<error::Result<Vec<ExplainReport>>>()?;
         Ok(DrillFindings::of(report, &explains))
     }
 

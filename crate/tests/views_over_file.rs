@@ -93,3 +93,58 @@ fn the_verdict_under_another_marker_or_window_over_the_file_equals_the_clis() {
         }
     }
 }
+
+#[test]
+fn root_cause_over_the_file_equals_the_clis_in_both_profiles() {
+    use nsys_lens::analyze::{AnalyzeConfig, analyze_rows};
+    let (_dirs, paths) = traces();
+    for path in &paths {
+        for profile in [Profile::Standard, Profile::TrtllmSkill] {
+            let cfg = AnalyzeConfig {
+                profile,
+                ..AnalyzeConfig::default()
+            };
+            let (file, loaded) = both(path, |rows| json(analyze_rows(rows, &cfg)));
+            assert_same(&file, &loaded, &format!("{}: {profile:?}", path.display()));
+        }
+    }
+}
+
+#[test]
+fn the_drill_down_and_the_report_over_the_file_equal_the_clis() {
+    use nsys_lens::drill::{DrillInput, DrillOptions};
+    use nsys_lens::findings::DrillFindings;
+    use nsys_lens::report::document;
+    let (_dirs, paths) = traces();
+    let opts = DrillOptions::default();
+    let mut reports = 0;
+    for path in &paths {
+        let label = "trace";
+        let (file, loaded) = both(path, |rows| {
+            let input = DrillInput {
+                rows,
+                label,
+                step_marker: None,
+            };
+            json(DrillFindings::drill(&[input], &opts))
+        });
+        assert_same(&file, &loaded, &format!("{}: drill", path.display()));
+        // The report: the file's rows with the verdict computed from them, as the page's
+        // streamed verdict equals the CLI's (tests/streamed.rs).
+        let (file, loaded) = both(path, |rows| {
+            json(document::build_rows(rows, label, &opts, &|cfg| {
+                detect::detect_rows(rows, cfg)
+            }))
+        });
+        let whole = trace::load_path(path, LoadOptions::page()).expect("load");
+        let want = json(document::build(&whole, label, &opts));
+        assert_same(&file, &want, &format!("{}: report", path.display()));
+        assert_same(
+            &loaded,
+            &want,
+            &format!("{}: report, loaded rows", path.display()),
+        );
+        reports += usize::from(want.is_ok());
+    }
+    assert!(reports >= 20, "{reports} reports compared");
+}

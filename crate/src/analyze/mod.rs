@@ -128,16 +128,6 @@ pub fn analyze_rows_measured(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
 ) -> Result<(TraceBreakdown, FoldPeaks)> {
-    fold(rows, cfg, rows.meta())
-}
-
-/// The analysis of `rows`; `loaded` is the same trace loaded, which the window's idle causes
-/// still read (`window::window_figures`): `rows.meta()` until drill folds rows too.
-fn fold(
-    rows: &dyn EventRows,
-    cfg: &AnalyzeConfig,
-    loaded: &Trace,
-) -> Result<(TraceBreakdown, FoldPeaks)> {
     require_kernels(rows, &cfg.source)?;
     if cfg.tp_size == 0 {
         return Err(Error::Usage("--tp-size must be at least 1".into()));
@@ -145,7 +135,7 @@ fn fold(
     let mut peaks = FoldPeaks::default();
     let b = match cfg.profile {
         Profile::TrtllmSkill => skill::breakdown(rows, cfg),
-        Profile::Standard => standard::breakdown(rows, cfg, &mut peaks, loaded)?,
+        Profile::Standard => standard::breakdown(rows, cfg, &mut peaks)?,
     };
     rows.check()?;
     Ok((b, peaks))
@@ -317,7 +307,7 @@ mod tests {
                     ..AnalyzeConfig::default()
                 };
                 let whole = analyze_trace(&trace, &cfg).expect("analysed");
-                let (folded, _) = fold(&rows, &cfg, &trace).expect("folded");
+                let folded = analyze_rows(&rows, &cfg).expect("folded");
                 let json = |b: &TraceBreakdown| serde_json::to_string(b).unwrap_or_default();
                 assert_eq!(json(&folded), json(&whole), "{scenario}, {profile:?}");
                 methods.push(whole.steps.map_or("none", |s| s.method));

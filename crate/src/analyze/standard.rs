@@ -37,17 +37,15 @@ use crate::steps::{Step, TP_DEDUP_NS, visible_row_name};
 /// Per-step figures need at least this many steady steps (as the reference).
 const MIN_STEADY: usize = 5;
 
-/// The standard breakdown of `rows`; `loaded` is the same trace loaded, for the idle causes
-/// (`window::window_figures`).
+/// The standard breakdown of `rows`.
 pub fn breakdown(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     peaks: &mut FoldPeaks,
-    loaded: &Trace,
 ) -> Result<TraceBreakdown> {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
     // First, while nothing else is held: its idle attribution is the analysis's largest peak.
-    let window_figures = super::window::window_figures(rows, loaded)?;
+    let window_figures = super::window::window_figures(rows)?;
     let (raw, marker) = raw_steps(rows, Profile::Standard, cfg.step_marker.as_ref());
     let steps = dedup(&raw);
     let mut iso = isolate(

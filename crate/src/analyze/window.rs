@@ -10,11 +10,11 @@ use serde::Serialize;
 use super::breakdown::PerName;
 use super::compare::{Delta, OpDelta, regressions, rows};
 use super::ops::Tallies;
-use crate::drill::gap_report::gaps_and_idle;
-use crate::error::{Error, Result};
-use crate::index::TraceIndex;
+use crate::drill::gap_report::fold_gaps;
+use crate::error::Result;
+use crate::index::rows::RowIndex;
+use crate::model::Ns;
 use crate::model::rows::EventRows;
-use crate::model::{Ns, Trace};
 use crate::profile::Profile;
 use crate::steps::visible_row_name;
 
@@ -56,9 +56,9 @@ pub struct WindowFigures {
 
 /// The figures of a trace's kernel window (`Ok(None)` without kernels): one pass over the
 /// kernels (each device's busy union merged as they come, a total per name), one over the
-/// calls and one over the NVTX ranges, by name. GPU-idle time by cause is drill's attribution,
-/// which still reads the loaded trace: `loaded`, the same trace as `rows` (`idle_causes`).
-pub fn window_figures(rows: &dyn EventRows, loaded: &Trace) -> Result<Option<WindowFigures>> {
+/// calls and one over the NVTX ranges, by name; GPU-idle time by cause is drill's attribution
+/// over the same rows.
+pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
     let strings = &rows.meta().strings;
     let mut kernel_tally = Tallies::default();
     let mut busy: BTreeMap<u32, Busy> = BTreeMap::new();
@@ -104,23 +104,15 @@ pub fn window_figures(rows: &dyn EventRows, loaded: &Trace) -> Result<Option<Win
         kernel_ops: rows_of(kernel_tally),
         api_ops: rows_of(api),
         nvtx_ops: rows_of(nvtx_tally(rows, inside)),
-        idle_causes: idle_causes(loaded, window_s)?,
+        idle_causes: idle_causes(rows, window_s)?,
     }))
 }
 
 /// Every device's idle time by cause, as the drill-down attributes it, per second of window.
-///
-/// `drill::gap_report::gaps_and_idle` reads a [`TraceIndex`] of the loaded trace: a trace
-/// whose kernel table is not loaded (rows read from the file) would attribute nothing, so that
-/// is an error until the drill-down folds rows too.
-fn idle_causes(trace: &Trace, window_s: f64) -> Result<Vec<(String, f64)>> {
-    if trace.kernels.is_empty() {
-        return Err(Error::Internal {
-            detail: "GPU-idle time by cause needs the loaded kernel table (drill's idle attribution does not read rows yet)".into(),
-        });
-    }
-    let ix = TraceIndex::new(trace, "trace");
-    let (_, idle) = gaps_and_idle(std::slice::from_ref(&ix), 0, None);
+fn idle_causes(rows: &dyn EventRows, window_s: f64) -> Result<Vec<(String, f64)>> {
+    let ix = RowIndex::new(rows, "trace", None)?;
+    let (_, idle) = fold_gaps(std::slice::from_ref(&ix), 0, None);
+    rows.check()?;
     let mut by_kind: Vec<(String, f64)> = Vec::new();
     for cause in idle.per_device.iter().flat_map(|d| &d.causes) {
         let us_per_s = cause.ns as f64 / 1000.0 / window_s;
@@ -333,10 +325,7 @@ mod tests {
     fn busy_share_is_each_devices_union_averaged_in_start_order_or_not() {
         for order in [[0, 1, 3, 4, 2, 5], [2, 5, 4, 0, 3, 1]] {
             let b = kernels(&order);
-            let w = window_figures(&b.trace, &b.trace)
-                .ok()
-                .flatten()
-                .expect("kernels");
+            let w = window_figures(&b.trace).ok().flatten().expect("kernels");
             assert_eq!((w.start_ns, w.end_ns, w.devices), (0, 500, 2), "{order:?}");
             let busy = w.gpu_busy_share;
             assert!((busy - 0.35).abs() < 1e-12, "{order:?}: {busy}");

@@ -11,8 +11,8 @@ use crate::drill::DrillOptions;
 use crate::error::Result;
 use crate::explain::{self, ExplainReport};
 use crate::findings::{self, DrillFindings, Finding};
-use crate::index::TraceIndex;
 use crate::index::rows::RowIndex;
+use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, KernelAbsence, Trace};
 
 /// Everything the report shows, derived results only (no event rows).
@@ -54,9 +54,21 @@ pub const NO_KERNEL_RECORDS: &str = "not computed: no kernel records";
 /// alone (CUDA API calls, syncs, copies, allocations, NVTX ranges, processes) when the trace has
 /// no kernel records.
 pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document> {
-    let ix = TraceIndex::new(trace, label);
-    let explain = explain::explain(&ix, explain::DEFAULT_TOP.max(opts.top));
-    let (detect, drill, not_computed, all) = match trace.kernel_absence() {
+    build_rows(trace, label, opts, &|cfg| detect::detect(trace, cfg))
+}
+
+/// [`build`] over the rows of a trace, loaded or read from the file; `verdict` gives its
+/// verdict under a config (the page's is the streamed verdict it already has).
+pub fn build_rows(
+    rows: &dyn EventRows,
+    label: &str,
+    opts: &DrillOptions,
+    verdict: &dyn Fn(&DetectConfig) -> Result<DetectReport>,
+) -> Result<Document> {
+    let ix = RowIndex::new(rows, label, None)?;
+    let top = explain::DEFAULT_TOP.max(opts.top);
+    let explain = explain::explain_rows(rows, label, &ix.steps.steps, top)?;
+    let (detect, drill, not_computed, all) = match ix.kernel_absence() {
         Some(a) => {
             let not_computed = NotComputed {
                 verdict: NO_KERNEL_RECORDS,
@@ -71,9 +83,8 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
                 file_label: label.to_string(),
                 ..DetectConfig::default()
             };
-            let detect = detect::detect(trace, &cfg)?;
-            let rows = RowIndex::loaded(trace, label, None);
-            let drill = drill::drill_indexed(std::slice::from_ref(&rows), opts)?;
+            let detect = verdict(&cfg)?;
+            let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts)?;
             let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
             let all = drill.findings.clone();
             (Some(detect), Some(drill), None, all)

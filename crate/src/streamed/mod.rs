@@ -5,7 +5,6 @@
 //! the one-pass analyses ([`consumers`]); their small [`KernelResults`] come back and join the
 //! host side as a [`Streamed`] trace.
 
-pub mod budget;
 pub mod consumers;
 pub mod feed;
 pub mod loader;

@@ -92,7 +92,8 @@ pub fn analyze_traces(
             source: label.to_string(),
             step_marker: step_marker.clone(),
         };
-        analyze::analyze_trace(trace.trace().map_err(WebError::from)?, &cfg).map_err(WebError::from)
+        let rows = trace.rows().map_err(WebError::from)?;
+        analyze::analyze_rows(&*rows, &cfg).map_err(WebError::from)
     };
     let baseline = breakdown(baseline_id, &opts.baseline_label)?;
     let target = target_id
@@ -119,19 +120,20 @@ pub fn drill_traces(
         .iter()
         .map(|&id| open_trace(id))
         .collect::<Result<Vec<_>, _>>()?;
-    let labels: Vec<String> = traces.iter().map(|t| t.label().to_string()).collect();
+    let rows = traces
+        .iter()
+        .map(|t| t.rows())
+        .collect::<crate::error::Result<Vec<_>>>()
+        .map_err(WebError::from)?;
     let inputs: Vec<DrillInput<'_>> = traces
         .iter()
-        .zip(&labels)
-        .map(|(t, label)| {
-            Ok(DrillInput {
-                rows: t.trace()?,
-                label,
-                step_marker: step_marker.as_ref(),
-            })
+        .zip(&rows)
+        .map(|(t, rows)| DrillInput {
+            rows: &**rows,
+            label: t.label(),
+            step_marker: step_marker.as_ref(),
         })
-        .collect::<crate::error::Result<_>>()
-        .map_err(WebError::from)?;
+        .collect();
     to_json(&DrillFindings::drill(&inputs, &opts).map_err(WebError::from)?)
 }
 
@@ -148,8 +150,10 @@ pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebErr
         top: top.max(1) as usize,
         window: None,
     };
-    let whole = trace.trace().map_err(WebError::from)?;
-    let doc = document::build(whole, trace.label(), &opts).map_err(WebError::from)?;
+    let rows = trace.rows().map_err(WebError::from)?;
+    let verdict = |cfg: &crate::detect::DetectConfig| trace.detect(cfg);
+    let doc =
+        document::build_rows(&*rows, trace.label(), &opts, &verdict).map_err(WebError::from)?;
     let bytes: Vec<u8> = match format {
         "md" => markdown::render(&doc).into_bytes(),
         "json" => serde_json::to_vec_pretty(&doc).map_err(js_error)?,

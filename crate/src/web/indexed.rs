@@ -3,10 +3,9 @@
 //! the kernel pass and re-read by `rowid` when the timeline zooms in).
 //!
 //! Why one type: the verdict view asks the same questions of both (verdict, timeline view,
-//! hover hit, gap histogram); the root cause, drill-down and report need every event, which a
-//! streamed trace loads whole the first time one of them is opened — unless the load cannot fit
-//! in the instance's memory ([`crate::streamed::budget`]): it is refused with the CLI command
-//! instead, before an allocation past 4 GiB would abort the worker.
+//! hover hit, gap histogram); Root cause, the drill-down, the report and a verdict under
+//! another step marker or window fold over the trace's rows ([`Indexed::rows`]), which a
+//! streamed trace reads again from its open file in start order, holding none of them.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
@@ -19,11 +18,10 @@ use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
 use crate::model::rows::EventRows;
 use crate::model::{HostTable, Ns, Trace};
-use crate::streamed::budget::{self, TableRows};
 use crate::streamed::{SqliteKernels, Streamed};
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
 use crate::trace::{
-    FileRows, FileScan, HostRows, KernelRows, Links, LoadOptions, NvtxRows, Part, Schema,
+    FileRows, FileScan, HostRows, KernelRows, Links, LoadOptions, NvtxRows, Schema,
 };
 
 pub(crate) struct Indexed {
@@ -39,7 +37,8 @@ enum Kind {
     },
     Streamed {
         streamed: Box<Streamed>,
-        /// The export, still open: the timeline's zoomed-in views and the whole load read it.
+        /// The export, still open: the timeline's zoomed-in views and the deeper views' rows
+        /// read it.
         conn: Connection,
         rows: KernelRows,
         /// The NVTX table's rows, for the forward-step lane.
@@ -47,7 +46,6 @@ enum Kind {
         /// The CUDA API calls and NVTX ranges, for the host tracks.
         host: [HostRows; 2],
         links: Links,
-        whole: OnceCell<Trace>,
         /// What [`Indexed::rows`] found scanning the file, kept for every later read.
         scan: OnceCell<Box<FileScan>>,
     },
@@ -83,7 +81,6 @@ impl Indexed {
                 nvtx,
                 host,
                 links,
-                whole: OnceCell::new(),
                 scan: OnceCell::new(),
             },
         })
@@ -91,26 +88,6 @@ impl Indexed {
 
     pub(crate) fn label(&self) -> &str {
         &self.label
-    }
-
-    /// Every event of the trace (a streamed one is loaded whole on the first call: the root
-    /// cause, drill-down and report read every table).
-    pub(crate) fn trace(&self) -> Result<&Trace> {
-        match &self.kind {
-            Kind::Loaded { trace, .. } => Ok(trace),
-            Kind::Streamed { conn, whole, .. } => {
-                if let Some(t) = whole.get() {
-                    return Ok(t);
-                }
-                let schema = Schema::probe(conn, &self.label)?;
-                let rows = TableRows::of(conn, &schema, &self.label)?;
-                budget::check_whole_load(&rows, wasm_memory_bytes(), &self.label)?;
-                let opts = LoadOptions::page();
-                let t =
-                    crate::trace::load_part(conn, &self.label, opts, &mut |_| true, Part::Whole)?;
-                Ok(whole.get_or_init(|| t))
-            }
-        }
     }
 
     /// The event tables in start order, as the deeper views' folds read them: the loaded
@@ -218,11 +195,6 @@ impl Indexed {
             Kind::Streamed { streamed, .. } => &streamed.timeline,
         }
     }
-}
-
-/// The bytes of this instance's linear memory (it only grows).
-fn wasm_memory_bytes() -> u64 {
-    core::arch::wasm32::memory_size(0) as u64 * 65_536
 }
 
 thread_local! {
