@@ -83,19 +83,26 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     let page = nsys_lens::trace::LoadOptions::page();
     let rows = nsys_lens::trace::FileRows::open(conn, "trace", page, &mut |_| true)?;
     mark("file scan (strings, processes, runs)", t);
-    let rows: &dyn EventRows = &rows;
+    let counted = Counted {
+        rows: &rows,
+        passes: Default::default(),
+    };
+    let rows: &dyn EventRows = &counted;
     let window = nsys_lens::analyze::window::window_figures(rows)?;
     mark("root cause's window figures", t);
+    counted.report();
     std::hint::black_box(window);
     let cfg = nsys_lens::analyze::AnalyzeConfig::default();
     let root_cause = nsys_lens::analyze::analyze_rows(rows, &cfg)?;
     mark("root cause (analyze)", t);
+    counted.report();
     let skill = nsys_lens::analyze::AnalyzeConfig {
         profile: nsys_lens::profile::Profile::TrtllmSkill,
         ..cfg
     };
     std::hint::black_box(nsys_lens::analyze::analyze_rows(rows, &skill)?);
     mark("root cause (trtllm-skill)", t);
+    counted.report();
     let opts = nsys_lens::drill::DrillOptions::default();
     let input = nsys_lens::drill::DrillInput {
         rows,
@@ -104,9 +111,11 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     };
     let drill = nsys_lens::findings::DrillFindings::drill(&[input], &opts)?;
     mark("drill-down with findings", t);
+    counted.report();
     let verdict = |cfg: &nsys_lens::detect::DetectConfig| nsys_lens::detect::detect_rows(rows, cfg);
     let doc = nsys_lens::report::document::build_rows(rows, "trace", &opts, &verdict)?;
     mark("report document (verdict over the rows)", t);
+    counted.report();
     std::hint::black_box((root_cause, drill, doc));
     Ok(())
 }
@@ -178,4 +187,63 @@ fn summary_error(
         "  full extent, 1200 columns: exact view {ms:.1} ms; summary busy error max {worst:.4} (bound max {bound:.4})"
     );
     Ok(())
+}
+
+/// Counts the passes over each table (kernels, calls, ranges, memcpy, memset, syncs).
+struct Counted<'a> {
+    rows: &'a dyn nsys_lens::model::rows::EventRows,
+    passes: std::cell::Cell<[u32; 6]>,
+}
+
+impl Counted<'_> {
+    fn count(&self, i: usize) {
+        let mut p = self.passes.get();
+        p[i] += 1;
+        self.passes.set(p);
+    }
+
+    /// Prints the passes since the last report.
+    fn report(&self) {
+        let p = self.passes.take();
+        println!(
+            "  passes: kernels {} calls {} ranges {} memcpy {} memset {} syncs {}",
+            p[0], p[1], p[2], p[3], p[4], p[5]
+        );
+    }
+}
+
+impl nsys_lens::model::rows::EventRows for Counted<'_> {
+    fn meta(&self) -> &nsys_lens::model::Trace {
+        self.rows.meta()
+    }
+    fn columns(&self) -> nsys_lens::model::rows::Columns {
+        self.rows.columns()
+    }
+    fn kernels(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::KernelRow> {
+        self.count(0);
+        self.rows.kernels()
+    }
+    fn calls(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::CallRow> {
+        self.count(1);
+        self.rows.calls()
+    }
+    fn ranges(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::NvtxRow> {
+        self.count(2);
+        self.rows.ranges()
+    }
+    fn memcpy(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
+        self.count(3);
+        self.rows.memcpy()
+    }
+    fn memset(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
+        self.count(4);
+        self.rows.memset()
+    }
+    fn syncs(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::SyncRow> {
+        self.count(5);
+        self.rows.syncs()
+    }
+    fn check(&self) -> nsys_lens::error::Result<()> {
+        self.rows.check()
+    }
 }

@@ -147,13 +147,22 @@ impl DrillFindings {
     /// Drills into `indexed` (one trace, or one per rank) and explains each trace: the whole
     /// drill-down as the CLI, the page and the report show it. Fails when a read failed.
     pub fn build(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> error::Result<DrillFindings> {
+        DrillFindings::explained(indexed, opts).map(|(d, _)| d)
+    }
+
+    /// [`DrillFindings::build`] and the explainer report of each trace it read (the report of
+    /// one trace shows both: the page keeps them for its export).
+    pub fn explained(
+        indexed: &[RowIndex<'_>],
+        opts: &DrillOptions,
+    ) -> error::Result<(DrillFindings, Vec<ExplainReport>)> {
         let report = drill::drill_indexed(indexed, opts)?;
         let top = explain::DEFAULT_TOP.max(opts.top);
         let explains = indexed
             .iter()
             .map(|ix| explain::explain_rows(ix.rows, &ix.label, &ix.steps.steps, top))
             .collect::<error::Result<Vec<ExplainReport>>>()?;
-        Ok(DrillFindings::of(report, &explains))
+        Ok((DrillFindings::of(report, &explains), explains))
     }
 
     /// [`DrillFindings::build`] over `inputs`. Fails when there is no input, an input has no

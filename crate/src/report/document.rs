@@ -68,28 +68,53 @@ pub fn build_rows(
     let ix = RowIndex::new(rows, label, None)?;
     let top = explain::DEFAULT_TOP.max(opts.top);
     let explain = explain::explain_rows(rows, label, &ix.steps.steps, top)?;
-    let (detect, drill, not_computed, all) = match ix.kernel_absence() {
-        Some(a) => {
-            let not_computed = NotComputed {
-                verdict: NO_KERNEL_RECORDS,
-                why: a.why,
-                advice: a.advice,
-            };
-            let all = findings::explain_findings(&explain, None);
-            (None, None, Some(not_computed), all)
-        }
-        None => {
-            let cfg = DetectConfig {
-                file_label: label.to_string(),
-                ..DetectConfig::default()
-            };
-            let detect = verdict(&cfg)?;
-            let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts)?;
-            let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
-            let all = drill.findings.clone();
-            (Some(detect), Some(drill), None, all)
-        }
+    if let Some(a) = ix.kernel_absence() {
+        return Ok(host_side(label, explain, a));
+    }
+    let detect = verdict(&verdict_config(label))?;
+    let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts)?;
+    let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
+    Ok(with_drill_down(label, detect, explain, drill))
+}
+
+/// The configuration of the report's verdict (the defaults, the trace's label).
+pub fn verdict_config(label: &str) -> DetectConfig {
+    DetectConfig {
+        file_label: label.to_string(),
+        ..DetectConfig::default()
+    }
+}
+
+/// The report of a trace with kernels from its parts: the verdict (under [`verdict_config`]),
+/// its explainer and its drill-down with the findings of both, as [`build_rows`] computes them
+/// (the page passes those its Drill-down computed already).
+pub fn with_drill_down(
+    label: &str,
+    detect: DetectReport,
+    explain: ExplainReport,
+    drill: DrillFindings,
+) -> Document {
+    let all = drill.findings.clone();
+    assemble(label, (Some(detect), explain, Some(drill)), None, all)
+}
+
+/// The report of a trace without kernel records: its host side, the verdict not computed.
+fn host_side(label: &str, explain: ExplainReport, absence: KernelAbsence) -> Document {
+    let not_computed = NotComputed {
+        verdict: NO_KERNEL_RECORDS,
+        why: absence.why,
+        advice: absence.advice,
     };
+    let all = findings::explain_findings(&explain, None);
+    assemble(label, (None, explain, None), Some(not_computed), all)
+}
+
+fn assemble(
+    label: &str,
+    (detect, explain, drill): (Option<DetectReport>, ExplainReport, Option<DrillFindings>),
+    not_computed: Option<NotComputed>,
+    findings: Vec<Finding>,
+) -> Document {
     let coverage = coverage(
         label,
         not_computed.as_ref(),
@@ -97,16 +122,16 @@ pub fn build_rows(
         &explain,
         drill.as_ref(),
     );
-    Ok(Document {
+    Document {
         file: label.to_string(),
         generated_by: format!("nsys-lens {}", env!("CARGO_PKG_VERSION")),
-        findings: all,
+        findings,
         detect,
         explain,
         drill,
         verdict_not_computed: not_computed,
         coverage,
-    })
+    }
 }
 
 /// The report's coverage notes, one per fact: the verdict and drill-down and explainer each

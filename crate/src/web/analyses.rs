@@ -9,7 +9,7 @@ use js_sys::Uint8Array;
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
-use super::indexed::{self, Indexed};
+use super::indexed::{self, Drilled, Indexed};
 use super::{WebError, from_json, init, js_error, to_json};
 use crate::analyze::{self, AnalyzeConfig, AnalyzeReport};
 use crate::drill::{DrillInput, DrillOptions};
@@ -134,7 +134,17 @@ pub fn drill_traces(
             step_marker: step_marker.as_ref(),
         })
         .collect();
-    to_json(&DrillFindings::drill(&inputs, &opts).map_err(WebError::from)?)
+    let indexed = crate::drill::index_inputs(&inputs).map_err(WebError::from)?;
+    let (drill, explains) = DrillFindings::explained(&indexed, &opts).map_err(WebError::from)?;
+    let json = to_json(&drill)?;
+    if let ([trace], [explain]) = (&traces[..], &explains[..]) {
+        trace.keep_drilled(Drilled {
+            key: (opts.top, opts.window, page.step_marker.clone()),
+            explain: explain.clone(),
+            drill,
+        });
+    }
+    Ok(json)
 }
 
 /// The explainer report of trace `id` as `format`: `"md"`, `"json"`, `"html"` (one
@@ -150,10 +160,7 @@ pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebErr
         top: top.max(1) as usize,
         window: None,
     };
-    let rows = trace.rows().map_err(WebError::from)?;
-    let verdict = |cfg: &crate::detect::DetectConfig| trace.detect(cfg);
-    let doc =
-        document::build_rows(&*rows, trace.label(), &opts, &verdict).map_err(WebError::from)?;
+    let doc = report_document(&trace, &opts).map_err(WebError::from)?;
     let bytes: Vec<u8> = match format {
         "md" => markdown::render(&doc).into_bytes(),
         "json" => serde_json::to_vec_pretty(&doc).map_err(js_error)?,
@@ -177,4 +184,27 @@ pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebErr
         }
     };
     Ok(Uint8Array::from(bytes.as_slice()))
+}
+
+/// The report of `trace`: from the drill-down the page already computed under the same options
+/// when it did (the Drill-down view, then its export), else from the trace's rows; the verdict
+/// is the one the page shows.
+fn report_document(
+    trace: &Indexed,
+    opts: &DrillOptions,
+) -> crate::error::Result<document::Document> {
+    let label = trace.label();
+    let key = (opts.top, opts.window, String::new());
+    if let Some(kept) = trace.drilled(&key) {
+        let detect = trace.detect(&document::verdict_config(label))?;
+        return Ok(document::with_drill_down(
+            label,
+            detect,
+            kept.explain.clone(),
+            kept.drill.clone(),
+        ));
+    }
+    let rows = trace.rows()?;
+    let verdict = |cfg: &crate::detect::DetectConfig| trace.detect(cfg);
+    document::build_rows(&*rows, label, opts, &verdict)
 }

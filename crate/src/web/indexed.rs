@@ -28,6 +28,17 @@ pub(crate) struct Indexed {
     /// The file's name, as results label the trace.
     label: String,
     kind: Kind,
+    /// The last drill-down of this trace alone, with its explainer report, under the options
+    /// it was asked for: the report's export reads it rather than every table again.
+    drilled: RefCell<Option<Drilled>>,
+}
+
+/// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
+pub(crate) struct Drilled {
+    /// `top`, `window` and the step marker's text, as the page asked.
+    pub key: (usize, Option<(Ns, Ns)>, String),
+    pub drill: crate::findings::DrillFindings,
+    pub explain: crate::explain::ExplainReport,
 }
 
 enum Kind {
@@ -54,6 +65,7 @@ enum Kind {
 impl Indexed {
     pub(crate) fn new(trace: Trace, label: &str) -> Indexed {
         Indexed {
+            drilled: RefCell::new(None),
             label: label.to_string(),
             kind: Kind::Loaded {
                 trace,
@@ -73,6 +85,7 @@ impl Indexed {
         ];
         let links = Links::new(&schema);
         Ok(Indexed {
+            drilled: RefCell::new(None),
             label: label.to_string(),
             kind: Kind::Streamed {
                 streamed: Box::new(streamed),
@@ -88,6 +101,22 @@ impl Indexed {
 
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// Keeps the drill-down of this trace alone (the last one asked for).
+    pub(crate) fn keep_drilled(&self, drilled: Drilled) {
+        self.drilled.replace(Some(drilled));
+    }
+
+    /// The drill-down kept under `key`, if the last one was asked with it.
+    pub(crate) fn drilled(
+        &self,
+        key: &(usize, Option<(Ns, Ns)>, String),
+    ) -> Option<std::cell::Ref<'_, Drilled>> {
+        std::cell::Ref::filter_map(self.drilled.borrow(), |d| {
+            d.as_ref().filter(|d| &d.key == key)
+        })
+        .ok()
     }
 
     /// The event tables in start order, as the deeper views' folds read them: the loaded
