@@ -43,7 +43,7 @@ pub(crate) struct Drilled {
 
 enum Kind {
     Loaded {
-        trace: Trace,
+        trace: Box<Trace>,
         timeline: OnceCell<Timeline>,
     },
     Streamed {
@@ -68,7 +68,7 @@ impl Indexed {
             drilled: RefCell::new(None),
             label: label.to_string(),
             kind: Kind::Loaded {
-                trace,
+                trace: Box::new(trace),
                 timeline: OnceCell::new(),
             },
         }
@@ -124,7 +124,7 @@ impl Indexed {
     /// file is scanned on the first call and the scan kept).
     pub(crate) fn rows(&self) -> Result<Box<dyn EventRows + '_>> {
         match &self.kind {
-            Kind::Loaded { trace, .. } => Ok(Box::new(trace)),
+            Kind::Loaded { trace, .. } => Ok(Box::new(&**trace)),
             Kind::Streamed { conn, scan, .. } => {
                 let scan = match scan.get() {
                     Some(scan) => scan,
@@ -192,7 +192,7 @@ impl Indexed {
     /// or the file's rows by `rowid`.
     fn with_timeline<R>(&self, f: impl FnOnce(&Timeline, &dyn KernelSource) -> R) -> R {
         match &self.kind {
-            Kind::Loaded { trace, .. } => f(self.timeline(), trace),
+            Kind::Loaded { trace, .. } => f(self.timeline(), &**trace),
             Kind::Streamed {
                 streamed,
                 conn,
