@@ -2,65 +2,12 @@
 //! rows behind a `meta` that holds no event table equals the analysis of the loaded trace, for
 //! every way of finding steps.
 
-use nsys_lens::Result;
+mod common;
+
 use nsys_lens::analyze::{AnalyzeConfig, TraceBreakdown, analyze_rows, analyze_trace};
-use nsys_lens::model::rows::{CallRow, Columns, EventRows, KernelRow, MemOpRow, Rows, SyncRow};
-use nsys_lens::model::{NvtxRow, Trace};
 use nsys_lens::profile::Profile;
 use nsys_lens::synth::{GenOptions, MarkerStyle, generate_with_markers};
 use nsys_lens::trace::{LoadOptions, load_path};
-
-/// A loaded trace's rows behind a `meta` that holds none of its event tables, as rows read
-/// from the file are: an analysis that read a table through `meta` would find it empty.
-struct RowsOnly<'t> {
-    full: &'t Trace,
-    meta: Trace,
-}
-
-impl<'t> RowsOnly<'t> {
-    fn new(full: &'t Trace) -> RowsOnly<'t> {
-        let meta = Trace {
-            kernels: Default::default(),
-            runtime: Default::default(),
-            nvtx: Default::default(),
-            memcpy: Default::default(),
-            memset: Default::default(),
-            syncs: Default::default(),
-            ..full.clone()
-        };
-        RowsOnly { full, meta }
-    }
-}
-
-impl EventRows for RowsOnly<'_> {
-    fn meta(&self) -> &Trace {
-        &self.meta
-    }
-    fn columns(&self) -> Columns {
-        self.full.columns()
-    }
-    fn kernels(&self) -> Rows<'_, KernelRow> {
-        self.full.kernels()
-    }
-    fn calls(&self) -> Rows<'_, CallRow> {
-        self.full.calls()
-    }
-    fn ranges(&self) -> Rows<'_, NvtxRow> {
-        self.full.ranges()
-    }
-    fn memcpy(&self) -> Rows<'_, MemOpRow> {
-        self.full.memcpy()
-    }
-    fn memset(&self) -> Rows<'_, MemOpRow> {
-        self.full.memset()
-    }
-    fn syncs(&self) -> Rows<'_, SyncRow> {
-        self.full.syncs()
-    }
-    fn check(&self) -> Result<()> {
-        Ok(())
-    }
-}
 
 #[test]
 fn both_profiles_read_the_event_tables_only_through_the_row_iterators() {
@@ -76,7 +23,7 @@ fn both_profiles_read_the_event_tables_only_through_the_row_iterators() {
         let opts = GenOptions { scale: 1, seed: 5 };
         generate_with_markers(scenario, &path, &opts, markers).expect("generated");
         let trace = load_path(&path, LoadOptions::all()).expect("loaded");
-        let rows = RowsOnly::new(&trace);
+        let rows = common::RowsOnly::of(trace.clone());
         for profile in [Profile::Standard, Profile::TrtllmSkill] {
             let cfg = AnalyzeConfig {
                 profile,

@@ -1331,56 +1331,6 @@ fn the_folds_hold_the_same_state_at_eight_times_the_trace() {
     }
 }
 
-/// A source whose `meta` holds no event row, as the file's does: rows come only through the
-/// iterators.
-struct RowsOnly {
-    meta: Trace,
-    rows: Trace,
-}
-
-impl RowsOnly {
-    fn of(rows: Trace) -> RowsOnly {
-        let mut meta = rows.clone();
-        meta.kernels = Default::default();
-        meta.runtime = Default::default();
-        meta.nvtx = Default::default();
-        meta.memcpy = Default::default();
-        meta.memset = Default::default();
-        meta.syncs = Default::default();
-        RowsOnly { meta, rows }
-    }
-}
-
-impl nsys_lens::model::rows::EventRows for RowsOnly {
-    fn meta(&self) -> &Trace {
-        &self.meta
-    }
-    fn columns(&self) -> nsys_lens::model::rows::Columns {
-        self.rows.columns()
-    }
-    fn kernels(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::KernelRow> {
-        self.rows.kernels()
-    }
-    fn calls(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::CallRow> {
-        self.rows.calls()
-    }
-    fn ranges(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::NvtxRow> {
-        self.rows.ranges()
-    }
-    fn memcpy(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
-        self.rows.memcpy()
-    }
-    fn memset(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
-        self.rows.memset()
-    }
-    fn syncs(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::SyncRow> {
-        self.rows.syncs()
-    }
-    fn check(&self) -> nsys_lens::error::Result<()> {
-        Ok(())
-    }
-}
-
 /// The drill-down reads event rows only through `EventRows`' iterators (so it runs the same
 /// over the file, whose `meta` holds none): over a source whose `meta` has no event table it
 /// reports exactly what it reports over the loaded trace, on generated scenarios with several
@@ -1399,7 +1349,7 @@ fn the_drill_down_reads_rows_only_through_the_iterators() {
     let opts = DrillOptions::default();
     for (label, trace) in traces {
         let whole = drill_one(&trace, &label, &opts);
-        let rows_only = RowsOnly::of(trace);
+        let rows_only = common::RowsOnly::of(trace);
         let input = DrillInput {
             rows: &rows_only as &dyn EventRows,
             label: &label,

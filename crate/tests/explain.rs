@@ -7,8 +7,7 @@ use std::collections::HashMap;
 
 use nsys_lens::explain::{self, Held};
 use nsys_lens::index::TraceIndex;
-use nsys_lens::model::rows::{CallRow, Columns, EventRows, KernelRow, MemOpRow, Rows, SyncRow};
-use nsys_lens::model::{NvtxRow, Trace};
+use nsys_lens::model::Trace;
 use nsys_lens::names::api::{ApiKind, api_kind};
 use nsys_lens::synth::HOST_BOUND_KERNELS_PER_SCALE;
 use nsys_lens::trace::{LoadOptions, load_path};
@@ -137,56 +136,6 @@ fn kernel_percentiles_are_the_sorted_durations_at_the_reference_indices() {
     }
 }
 
-/// A trace's rows with its metadata stripped of the event tables, as the file source gives
-/// them (`trace::FileRows`): an analysis that read a table through `meta()` would see it empty.
-struct RowsOnly {
-    rows: Trace,
-    meta: Trace,
-}
-
-impl RowsOnly {
-    fn of(trace: Trace) -> RowsOnly {
-        let mut meta = trace.clone();
-        meta.kernels = Default::default();
-        meta.runtime = Default::default();
-        meta.nvtx = Default::default();
-        meta.memcpy = Default::default();
-        meta.memset = Default::default();
-        meta.syncs = Default::default();
-        RowsOnly { rows: trace, meta }
-    }
-}
-
-impl EventRows for RowsOnly {
-    fn meta(&self) -> &Trace {
-        &self.meta
-    }
-    fn columns(&self) -> Columns {
-        self.rows.columns()
-    }
-    fn kernels(&self) -> Rows<'_, KernelRow> {
-        self.rows.kernels()
-    }
-    fn calls(&self) -> Rows<'_, CallRow> {
-        self.rows.calls()
-    }
-    fn ranges(&self) -> Rows<'_, NvtxRow> {
-        self.rows.ranges()
-    }
-    fn memcpy(&self) -> Rows<'_, MemOpRow> {
-        self.rows.memcpy()
-    }
-    fn memset(&self) -> Rows<'_, MemOpRow> {
-        self.rows.memset()
-    }
-    fn syncs(&self) -> Rows<'_, SyncRow> {
-        self.rows.syncs()
-    }
-    fn check(&self) -> nsys_lens::error::Result<()> {
-        Ok(())
-    }
-}
-
 /// The explainer reads the event tables only as rows: over rows whose metadata holds no table
 /// it gives what it gives over the loaded trace, on exports with copies, memsets, NVTX ranges
 /// and graph launches, and on exports without kernels (the window is then the host's events).
@@ -220,7 +169,7 @@ fn the_explainer_reads_the_tables_only_as_rows() {
         let loaded = serde_json::to_value(explain::explain(&ix, 20)).expect("json");
         let steps = ix.steps.steps.clone();
         drop(ix);
-        let rows = RowsOnly::of(trace);
+        let rows = common::RowsOnly::of(trace);
         let folded = explain::explain_rows(&rows, &name, &steps, 20).expect("explain");
         assert_eq!(
             serde_json::to_value(folded).expect("json"),

@@ -4,6 +4,10 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+mod rows_only;
+#[allow(unused_imports)] // used by the tests that read rows
+pub use rows_only::RowsOnly;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
