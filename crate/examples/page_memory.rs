@@ -189,6 +189,72 @@ fn summary_error(
     Ok(())
 }
 
+/// With `PASS_TRACE` set, each pass prints on its end the rows it read, the seconds spent
+/// reading them and the analysis that asked (the first frame of the library outside `model::rows`).
+fn traced<'a, T: 'a>(
+    table: &'static str,
+    rows: nsys_lens::model::rows::Rows<'a, T>,
+) -> nsys_lens::model::rows::Rows<'a, T> {
+    if std::env::var_os("PASS_TRACE").is_none() {
+        return rows;
+    }
+    let bt = std::backtrace::Backtrace::force_capture().to_string();
+    let caller = bt
+        .lines()
+        .filter(|l| {
+            l.contains("nsys_lens::")
+                && !l.contains("page_memory")
+                && !l.contains("model::rows")
+                && !l.contains("{closure")
+                && !l.contains("traced<")
+                && !l.contains(" at ")
+        })
+        .map(|l| {
+            l.trim()
+                .trim_start_matches(|c: char| c.is_ascii_digit() || c == ':')
+                .trim()
+                .to_string()
+        })
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" < ");
+    Box::new(Traced {
+        table,
+        caller,
+        rows,
+        n: 0,
+        secs: 0.0,
+    })
+}
+
+struct Traced<'a, T> {
+    table: &'static str,
+    caller: String,
+    rows: nsys_lens::model::rows::Rows<'a, T>,
+    n: u64,
+    secs: f64,
+}
+
+impl<T> Iterator for Traced<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        let t = Instant::now();
+        let r = self.rows.next();
+        self.secs += t.elapsed().as_secs_f64();
+        self.n += u64::from(r.is_some());
+        r
+    }
+}
+
+impl<T> Drop for Traced<'_, T> {
+    fn drop(&mut self) {
+        println!(
+            "    pass {:<7} {:>9} rows {:>6.2} s  {}",
+            self.table, self.n, self.secs, self.caller
+        );
+    }
+}
+
 /// Counts the passes over each table (kernels, calls, ranges, memcpy, memset, syncs).
 struct Counted<'a> {
     rows: &'a dyn nsys_lens::model::rows::EventRows,
@@ -221,27 +287,27 @@ impl nsys_lens::model::rows::EventRows for Counted<'_> {
     }
     fn kernels(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::KernelRow> {
         self.count(0);
-        self.rows.kernels()
+        traced("kernels", self.rows.kernels())
     }
     fn calls(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::CallRow> {
         self.count(1);
-        self.rows.calls()
+        traced("calls", self.rows.calls())
     }
     fn ranges(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::NvtxRow> {
         self.count(2);
-        self.rows.ranges()
+        traced("ranges", self.rows.ranges())
     }
     fn memcpy(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
         self.count(3);
-        self.rows.memcpy()
+        traced("memcpy", self.rows.memcpy())
     }
     fn memset(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::MemOpRow> {
         self.count(4);
-        self.rows.memset()
+        traced("memset", self.rows.memset())
     }
     fn syncs(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::SyncRow> {
         self.count(5);
-        self.rows.syncs()
+        traced("syncs", self.rows.syncs())
     }
     fn check(&self) -> nsys_lens::error::Result<()> {
         self.rows.check()

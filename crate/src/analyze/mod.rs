@@ -27,9 +27,11 @@ use serde::Serialize;
 use breakdown::{IsolationInfo, OpRow, PhaseInfo, per_step_map};
 use handoff::{Criteria, Handoff, HandoffOp};
 use stats::Stats;
+use workload::KernelSpread;
 
 use crate::error::{Error, Result};
 use crate::iterations::Isolation;
+use crate::iterations::allreduce::{AllreduceFold, AllreduceIterations};
 use crate::model::rows::EventRows;
 use crate::model::{KernelAbsence, Ns, Trace, flag};
 use crate::names::api::api_kind;
@@ -156,6 +158,18 @@ fn require_kernels(rows: &dyn EventRows, source: &str) -> Result<()> {
         .count() as u64;
     rows.check()?;
     Err(KernelAbsence::of(&rows.meta().present, launches).error(source))
+}
+
+/// The allreduce iterations and the kernels' spread over processes and devices, in one pass
+/// over the kernels (both profiles need both).
+fn allreduce_and_spread(rows: &dyn EventRows) -> (AllreduceIterations, KernelSpread) {
+    let mut allreduce = AllreduceFold::new(&rows.meta().strings);
+    let mut spread = KernelSpread::new(rows.meta());
+    for k in rows.kernels() {
+        allreduce.push(&k);
+        spread.push(&k);
+    }
+    (allreduce.finish(), spread)
 }
 
 /// Phases, benchmark iteration statistics and the explanation of the method.

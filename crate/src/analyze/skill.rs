@@ -6,9 +6,9 @@ use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
 use super::ops::Tallies;
 use super::stats::Stats;
 use super::workload::Workload;
-use super::{AnalyzeConfig, finish, isolation_info};
+use super::{AnalyzeConfig, allreduce_and_spread, finish, isolation_info};
 use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps, steady_reference};
-use crate::iterations::{Isolation, allreduce, isolate};
+use crate::iterations::{Isolation, isolate};
 use crate::model::rows::EventRows;
 use crate::model::{NO_NAME, NameId, Ns, Strings};
 use crate::profile::Profile;
@@ -27,20 +27,17 @@ pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
     let (raw, marker) = raw_steps(rows, Profile::TrtllmSkill, None);
     let merged = dedup(&raw);
-    let iso = isolate(
-        allreduce::allreduce_iterations(rows),
-        &merged,
-        raw.len(),
-        None,
-    );
+    let (allreduce, spread) = allreduce_and_spread(rows);
+    let iso = isolate(allreduce, &merged, raw.len(), None);
     let context = merged.iter().filter(|m| m.step.name.ctx > 0).count();
     let generation = merged.len() - context;
     // The merged and raw steps are done with: the steady ones are all that is read below.
     drop(merged);
     let steady = (!raw.is_empty()).then(|| steady_reference(&raw));
     drop(raw);
-    let workload = Workload::of(
-        rows,
+    let workload = Workload::from_spread(
+        rows.meta(),
+        spread,
         steady.as_ref().map(|s| s.max_gen),
         context,
         generation,

@@ -19,12 +19,12 @@ use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdo
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;
-use super::{AnalyzeConfig, FoldPeaks, finish, isolation_info};
+use super::{AnalyzeConfig, FoldPeaks, allreduce_and_spread, finish, isolation_info};
 use crate::error::Result;
 use crate::index::call_join::{CallJoin, Hold};
 use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps};
 use crate::iterations::inferred::{self, Inference};
-use crate::iterations::{Isolation, Iteration, Method, allreduce, from_inference, isolate};
+use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
 use crate::model::rows::EventRows;
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace, flag};
@@ -48,8 +48,9 @@ pub fn breakdown(
     let window_figures = super::window::window_figures(rows)?;
     let (raw, marker) = raw_steps(rows, Profile::Standard, cfg.step_marker.as_ref());
     let steps = dedup(&raw);
+    let (allreduce, spread) = allreduce_and_spread(rows);
     let mut iso = isolate(
-        allreduce::allreduce_iterations(rows),
+        allreduce,
         &steps,
         raw.len(),
         marker.as_ref().map(|m| m.pattern.as_str()),
@@ -91,7 +92,7 @@ pub fn breakdown(
         1,
         iso.method,
         isolation_info(&iso, t0, cross_check),
-        Workload::of(rows, batch, context, generation),
+        Workload::from_spread(rows.meta(), spread, batch, context, generation),
     );
     b.warnings = warnings;
     b.steps = steps_found(&iso, inference.as_ref());
@@ -284,8 +285,7 @@ fn steady_state(
     b.slowest_steps = slowest(&cycles);
     let spans = set.spans();
     b.nvtx_ops = nvtx_rows(rows, spans, window.step_names, n, peaks);
-    b.kernel_ops = kernel_rows(rows, spans, n, peaks);
-    b.api_ops = api_rows(rows, spans, n);
+    (b.kernel_ops, b.api_ops) = kernel_and_api_rows(rows, spans, n, peaks);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
 }
@@ -379,26 +379,32 @@ impl RankGroup {
 }
 
 /// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
-/// when no call matches), every name, all devices. The launch calls are joined as both tables
-/// stream ([`CallJoin`]): a kernel launch is held until its kernel starts, a graph launch (all
-/// its kernels carry its id) to the end.
-fn kernel_rows(
+/// when no call matches), every name, all devices; and every CUDA API call starting inside
+/// them, by name, tallied as the join reads the calls. The launch calls are joined as both
+/// tables stream ([`CallJoin`]): a kernel launch is held until its kernel starts, a graph
+/// launch (all its kernels carry its id) to the end.
+fn kernel_and_api_rows(
     rows: &dyn EventRows,
     spans: &[(Ns, Ns)],
     n: f64,
     peaks: &mut FoldPeaks,
-) -> Vec<OpRow> {
+) -> (Vec<OpRow>, Vec<OpRow>) {
     let strings = &rows.meta().strings;
     let is_graph = strings.classify(is_graph_launch);
     let is_launch = strings.classify(|s| is_launch_api(s, LaunchApis::AllVersioned));
-    let mut launches = CallJoin::new(rows.calls(), |c| {
-        if flag(&is_graph, c.name) {
+    let mut api = Tallies::default();
+    let mut launches = CallJoin::with_payload(rows.calls(), |c| {
+        if contains(spans, c.start) {
+            api.add(strings.get(c.name), c.end - c.start);
+        }
+        let hold = if flag(&is_graph, c.name) {
             Hold::Many
         } else if flag(&is_launch, c.name) {
             Hold::Once
         } else {
             Hold::No
-        }
+        };
+        (hold, ())
     });
     let mut t = Tallies::default();
     for k in rows.kernels() {
@@ -410,7 +416,9 @@ fn kernel_rows(
         }
     }
     peaks.pending_launches = peaks.pending_launches.max(launches.peak());
-    t.rows(None, |v| v / n)
+    launches.read_to_end();
+    drop(launches);
+    (t.rows(None, |v| v / n), api.rows(None, |v| v / n))
 }
 
 /// The process of a runtime or NVTX thread.
@@ -421,15 +429,6 @@ fn process_of(trace: &Trace, thread: ThreadIdx) -> ProcessIdx {
         .get(thread as usize)
         .copied()
         .unwrap_or(0)
-}
-
-/// Every CUDA API call starting inside the cycles, by name.
-fn api_rows(rows: &dyn EventRows, spans: &[(Ns, Ns)], n: f64) -> Vec<OpRow> {
-    let inside = rows
-        .calls()
-        .filter(|c| contains(spans, c.start))
-        .map(|c| (c.name, c.start, c.end));
-    Tallies::of(&rows.meta().strings, inside).rows(None, |v| v / n)
 }
 
 #[cfg(test)]

@@ -12,10 +12,10 @@ use super::compare::{Delta, OpDelta, regressions, rows};
 use super::ops::Tallies;
 use crate::drill::gap_report::fold_gaps;
 use crate::error::Result;
-use crate::index::rows::RowIndex;
-use crate::model::Ns;
-use crate::model::rows::EventRows;
-use crate::profile::Profile;
+use crate::index::rows::{RowIndex, RowVisitor};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{Ns, NvtxRow, Strings};
+use crate::profile::{Profile, Switches};
 use crate::steps::visible_row_name;
 
 /// One name's time over the whole window, normalized.
@@ -54,28 +54,21 @@ pub struct WindowFigures {
     pub idle_causes: Vec<(String, f64)>,
 }
 
-/// The figures of a trace's kernel window (`Ok(None)` without kernels): one pass over the
-/// kernels (each device's busy union merged as they come, a total per name), one over the
-/// calls and one over the NVTX ranges, by name; GPU-idle time by cause is drill's attribution
-/// over the same rows.
+/// The figures of a trace's kernel window (`Ok(None)` without kernels), folded over the
+/// rows drill's index reads (one pass over the kernels, one over the calls, one over the NVTX
+/// ranges): each device's busy union merged as the kernels come, a total per name of kernels,
+/// of calls and of ranges starting in the window; GPU-idle time by cause is drill's
+/// attribution over the same rows.
 pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
-    let strings = &rows.meta().strings;
-    let mut kernel_tally = Tallies::default();
-    let mut busy: BTreeMap<u32, Busy> = BTreeMap::new();
-    let (mut first, mut end_ns, mut kernels) = (None, Ns::MIN, 0u64);
-    for k in rows.kernels() {
-        first.get_or_insert(k.start);
-        end_ns = end_ns.max(k.end);
-        kernels += 1;
-        busy.entry(k.device).or_default().push(k.start, k.end);
-        kernel_tally.add(strings.get(k.short_name), k.end - k.start);
-    }
-    let Some(start_ns) = first else {
+    let mut tally = WindowTally::new(rows);
+    let ix = RowIndex::visiting(rows, "trace", None, &mut tally)?;
+    let Some(start_ns) = tally.first else {
         return Ok(None);
     };
+    let (end_ns, kernels) = (tally.end_ns, tally.kernels);
     let span = (end_ns - start_ns).max(1);
     let window_s = span as f64 / 1e9;
-    let (devices, busy) = busy_share(busy.into_values(), span);
+    let (devices, busy) = busy_share(tally.busy.into_values(), span);
     let rows_of = |t: Tallies<'_>| -> Vec<WindowRow> {
         t.rows(None, |v| v)
             .into_iter()
@@ -89,9 +82,6 @@ pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
             })
             .collect()
     };
-    let inside = |t: Ns| t >= start_ns && t < end_ns;
-    let calls = rows.calls().filter(|c| inside(c.start));
-    let api = Tallies::of(strings, calls.map(|c| (c.name, c.start, c.end)));
     Ok(Some(WindowFigures {
         start_ns,
         end_ns,
@@ -101,18 +91,80 @@ pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
         devices,
         gpu_busy_share: busy,
         gpu_idle_share: 1.0 - busy,
-        kernel_ops: rows_of(kernel_tally),
-        api_ops: rows_of(api),
-        nvtx_ops: rows_of(nvtx_tally(rows, inside)),
-        idle_causes: idle_causes(rows, window_s)?,
+        kernel_ops: rows_of(tally.kernel_ops),
+        api_ops: rows_of(tally.api_ops),
+        nvtx_ops: rows_of(tally.nvtx_ops),
+        idle_causes: idle_causes(&ix, window_s)?,
     }))
 }
 
+/// The window's tallies, folded as drill's index reads the rows: the kernels first (which
+/// make the window), then the calls and the ranges starting in it.
+struct WindowTally<'t> {
+    strings: &'t Strings,
+    sw: Switches,
+    first: Option<Ns>,
+    end_ns: Ns,
+    kernels: u64,
+    busy: BTreeMap<u32, Busy>,
+    kernel_ops: Tallies<'t>,
+    api_ops: Tallies<'t>,
+    nvtx_ops: Tallies<'t>,
+}
+
+impl<'t> WindowTally<'t> {
+    fn new(rows: &'t dyn EventRows) -> WindowTally<'t> {
+        WindowTally {
+            strings: &rows.meta().strings,
+            sw: Profile::Standard.switches(),
+            first: None,
+            end_ns: Ns::MIN,
+            kernels: 0,
+            busy: BTreeMap::new(),
+            kernel_ops: Tallies::default(),
+            api_ops: Tallies::default(),
+            nvtx_ops: Tallies::default(),
+        }
+    }
+
+    fn inside(&self, t: Ns) -> bool {
+        self.first
+            .is_some_and(|start| t >= start && t < self.end_ns)
+    }
+}
+
+impl RowVisitor for WindowTally<'_> {
+    fn kernel(&mut self, k: &KernelRow) {
+        self.first.get_or_insert(k.start);
+        self.end_ns = self.end_ns.max(k.end);
+        self.kernels += 1;
+        self.busy.entry(k.device).or_default().push(k.start, k.end);
+        self.kernel_ops
+            .add(self.strings.get(k.short_name), k.end - k.start);
+    }
+
+    fn call(&mut self, c: &CallRow) {
+        if self.inside(c.start) {
+            self.api_ops.add(self.strings.get(c.name), c.end - c.start);
+        }
+    }
+
+    /// NVTX ranges starting in the window, by their visible name.
+    fn range(&mut self, r: &NvtxRow) {
+        let Some(name) = visible_row_name(r, &self.sw) else {
+            return;
+        };
+        if self.inside(r.start) {
+            self.nvtx_ops
+                .add(self.strings.get(name), (r.end - r.start).max(0));
+        }
+    }
+}
+
 /// Every device's idle time by cause, as the drill-down attributes it, per second of window.
-fn idle_causes(rows: &dyn EventRows, window_s: f64) -> Result<Vec<(String, f64)>> {
-    let ix = RowIndex::new(rows, "trace", None)?;
-    let (_, idle) = fold_gaps(std::slice::from_ref(&ix), 0, None);
-    rows.check()?;
+fn idle_causes(ix: &RowIndex<'_>, window_s: f64) -> Result<Vec<(String, f64)>> {
+    let (_, idle) = fold_gaps(std::slice::from_ref(ix), 0, None);
+    ix.rows.check()?;
     let mut by_kind: Vec<(String, f64)> = Vec::new();
     for cause in idle.per_device.iter().flat_map(|d| &d.causes) {
         let us_per_s = cause.ns as f64 / 1000.0 / window_s;
@@ -123,22 +175,6 @@ fn idle_causes(rows: &dyn EventRows, window_s: f64) -> Result<Vec<(String, f64)>
     }
     by_kind.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     Ok(by_kind)
-}
-
-/// NVTX ranges starting in the window, by their visible name.
-fn nvtx_tally<'t>(rows: &'t dyn EventRows, inside: impl Fn(Ns) -> bool) -> Tallies<'t> {
-    let sw = Profile::Standard.switches();
-    let strings = &rows.meta().strings;
-    let mut t = Tallies::default();
-    for r in rows.ranges() {
-        let Some(name) = visible_row_name(&r, &sw) else {
-            continue;
-        };
-        if inside(r.start) {
-            t.add(strings.get(name), (r.end - r.start).max(0));
-        }
-    }
-    t
 }
 
 /// One device's kernels merged into their union as they come in start order: the open

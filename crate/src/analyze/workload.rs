@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 use crate::model::Trace;
-use crate::model::rows::EventRows;
+use crate::model::rows::KernelRow;
 
 /// Capture options whose difference changes what a trace records (or what it costs).
 const CAPTURE_KEYS: [&str; 5] = [
@@ -19,6 +19,30 @@ const CAPTURE_KEYS: [&str; 5] = [
 
 /// Context shares further apart than this (absolute) make the per-step figures incomparable.
 pub const MIX_TOLERANCE: f64 = 0.10;
+
+/// Which processes launched kernels and on which devices, fed one kernel at a time.
+#[derive(Debug, Clone)]
+pub struct KernelSpread {
+    processes: Vec<bool>,
+    devices: BTreeSet<u32>,
+}
+
+impl KernelSpread {
+    /// For kernels of the processes of `trace`.
+    pub fn new(trace: &Trace) -> KernelSpread {
+        KernelSpread {
+            processes: vec![false; trace.processes.len()],
+            devices: BTreeSet::new(),
+        }
+    }
+
+    pub fn push(&mut self, k: &KernelRow) {
+        if let Some(s) = self.processes.get_mut(k.process as usize) {
+            *s = true;
+        }
+        self.devices.insert(k.device);
+    }
+}
 
 /// What ran, as far as the trace says.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,29 +63,21 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Facts of a trace, from one pass over its kernels (a flag per process, a set of
-    /// devices); the step facts come from the analysis.
-    pub fn of(
-        rows: &dyn EventRows,
+    /// Facts of a trace: the kernels' spread over processes and devices (read in a pass over
+    /// the kernels), its GPUs and capture options; the step facts come from the analysis.
+    pub fn from_spread(
+        trace: &Trace,
+        spread: KernelSpread,
         steady_batch: Option<u64>,
         context: usize,
         generation: usize,
     ) -> Workload {
-        let trace = rows.meta();
-        let mut seen = vec![false; trace.processes.len()];
-        let mut devices: BTreeSet<u32> = BTreeSet::new();
-        for k in rows.kernels() {
-            if let Some(s) = seen.get_mut(k.process as usize) {
-                *s = true;
-            }
-            devices.insert(k.device);
-        }
         let mut gpu_models: Vec<String> = trace.gpus.iter().map(|g| g.name.clone()).collect();
         gpu_models.sort();
         gpu_models.dedup();
         Workload {
-            ranks: seen.iter().filter(|&&s| s).count(),
-            devices: devices.into_iter().collect(),
+            ranks: spread.processes.iter().filter(|&&s| s).count(),
+            devices: spread.devices.into_iter().collect(),
             gpu_models,
             steady_batch,
             context_steps: context,

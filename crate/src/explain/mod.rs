@@ -16,6 +16,8 @@ pub mod nvtx;
 pub mod processes;
 pub mod stats;
 
+use std::cell::RefCell;
+
 use hashbrown::HashMap;
 use serde::Serialize;
 
@@ -25,7 +27,7 @@ use crate::index::call_join::{CallJoin, Hold};
 use crate::index::units::us;
 use crate::index::{TraceIndex, steady_spans};
 use crate::model::rows::{CallRow, EventRows, KernelRow, MemOpRow, Rows};
-use crate::model::{CoverageNote, NO_NAME, NameId, Ns, ProcessIdx, Strings, Trace};
+use crate::model::{CoverageNote, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::steps::Step;
 use stats::Percentiles;
@@ -186,9 +188,10 @@ fn call_process(meta: &Trace, c: &CallRow) -> Option<ProcessIdx> {
     meta.threads.process.get(c.thread as usize).copied()
 }
 
-/// The explainer's passes: kernels (window, time per name), calls, ranges, kernels joined to
-/// their launch calls twice (latency, NVTX GPU time, the top names' durations), copies,
-/// memsets.
+/// The explainer's passes: kernels (window, time per name); kernels joined to their launch
+/// calls with the ranges open around them, the calls and ranges tallied as the join reads them
+/// (it needs the window first); the kernels joined again (the percentiles' exact values); the
+/// copies and memsets joined to their calls.
 fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (ExplainReport, Held) {
     let meta = rows.meta();
     let strings = &meta.strings;
@@ -200,37 +203,37 @@ fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (Expla
     }
     let window = window_of(rows, tally.extent());
     let steady = steady_spans(steps).0;
-    let mut kinds = ApiKinds::default();
-    let mut calls = api::CallTally::new(window, &steady, strings.len());
-    let mut launches = kernels::LaunchCalls::new(meta.processes.len());
-    let mut facts = CallFacts::default();
-    for c in rows.calls() {
-        let kind = kinds.classify(strings, c.name);
-        let process = call_process(meta, &c);
-        calls.add(&c, kind, process);
-        launches.add(kind, process);
-        procs.call(&c, kind, process);
-        facts.add(kind, c.correlation, process);
-    }
-    let mut ranges = nvtx::RangeTally::new(meta.threads.len(), strings.len());
-    for r in rows.ranges() {
-        ranges.add(&r);
-        procs.range(meta, &r);
-    }
+    let host = RefCell::new(HostTally {
+        kinds: ApiKinds::default(),
+        calls: api::CallTally::new(window, &steady, strings.len()),
+        launches: kernels::LaunchCalls::new(meta.processes.len()),
+        facts: CallFacts::default(),
+        ranges: nvtx::RangeTally::new(meta.threads.len(), strings.len()),
+        procs,
+    });
     let mut held = Held {
         kernels: tally.count(),
         ..Held::default()
     };
-    let joined = joined_kernels(rows, &kinds, &tally, top, &mut held);
+    let joined = joined_kernels(rows, &host, &tally, top, &mut held);
+    let HostTally {
+        kinds,
+        calls,
+        launches,
+        facts,
+        ranges,
+        mut procs,
+    } = host.into_inner();
     let mut memory = memory::MemoryTally::new(window);
-    let copies = join_copies(rows, &kinds, false, &mut |op, is_async| {
-        memory.copy(op, is_async);
-        procs.memcpy(op);
-    });
-    let memsets = join_copies(rows, &kinds, true, &mut |op, is_async| {
-        memory.memset(op, is_async)
-    });
-    held.pending_calls = held.pending_calls.max(copies).max(memsets);
+    held.pending_calls =
+        held.pending_calls
+            .max(join_copies(rows, &kinds, &mut |op, call| match op {
+                Op::Copy(op) => {
+                    memory.copy(op, call);
+                    procs.memcpy(op);
+                }
+                Op::Memset(op) => memory.memset(op, call),
+            }));
     let summaries = calls.finish(strings);
     let mut coverage = meta.coverage.clone();
     coverage.extend(facts.coverage(meta.present.runtime, rows.columns().call_correlations));
@@ -256,6 +259,35 @@ fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (Expla
     (report, held)
 }
 
+/// What the first kernel join tallies of the calls and ranges it reads (each once, in start
+/// order; the rest after the last kernel read to the end), and the API kinds it classifies.
+struct HostTally<'w> {
+    kinds: ApiKinds,
+    calls: api::CallTally<'w>,
+    launches: kernels::LaunchCalls,
+    facts: CallFacts,
+    ranges: nvtx::RangeTally,
+    procs: processes::ProcessTally,
+}
+
+impl HostTally<'_> {
+    /// Tallies call `c` of a trace of `meta`; its API kind.
+    fn call(&mut self, meta: &Trace, c: &CallRow) -> ApiKind {
+        let kind = self.kinds.classify(&meta.strings, c.name);
+        let process = call_process(meta, c);
+        self.calls.add(c, kind, process);
+        self.launches.add(kind, process);
+        self.procs.call(c, kind, process);
+        self.facts.add(kind, c.correlation, process);
+        kind
+    }
+
+    fn range(&mut self, meta: &Trace, r: &NvtxRow) {
+        self.ranges.add(r);
+        self.procs.range(meta, r);
+    }
+}
+
 /// What a kernel's launch call was, joined: the call, its kind, and the innermost NVTX range
 /// open on its thread when it was made (`NO_NAME`: none, or ranges not read).
 type Launch = (CallRow, (ApiKind, NameId));
@@ -269,16 +301,18 @@ fn eager_latency(k: &KernelRow, launch: Option<Launch>) -> Option<Ns> {
 }
 
 /// The kernels joined to their launch calls, read twice: first GPU time per range and the
-/// percentiles' buckets, then the values inside the buckets the percentiles fall in.
+/// percentiles' buckets (the calls and ranges tallied into `host` as they are read), then the
+/// values inside the buckets the percentiles fall in.
 fn joined_kernels(
     rows: &dyn EventRows,
-    kinds: &ApiKinds,
+    host: &RefCell<HostTally<'_>>,
     tally: &kernels::KernelTally,
     top: usize,
     held: &mut Held,
 ) -> Joined {
+    let meta = rows.meta();
     let mut joined = Joined {
-        gpu: nvtx::GpuTally::new(rows.meta().strings.len()),
+        gpu: nvtx::GpuTally::new(meta.strings.len()),
         latency: Percentiles::new(&api::LATENCY_QUANTILES),
         durations: tally
             .top_names(top)
@@ -287,7 +321,13 @@ fn joined_kernels(
             .collect(),
     };
     let duration = |k: &KernelRow| (k.end - k.start).max(0);
-    join_kernels(rows, kinds, true, held, &mut |k, launch| {
+    let first = KernelJoin {
+        ranges: Box::new(rows.ranges().inspect(|r| host.borrow_mut().range(meta, r))),
+        kind: &mut |c| host.borrow_mut().call(meta, c),
+        graph_launches: true,
+        to_the_end: true,
+    };
+    join_kernels(rows, first, held, &mut |k, launch| {
         joined
             .gpu
             .add(launch.map_or(NO_NAME, |(_, (_, range))| range), duration(k));
@@ -303,7 +343,14 @@ fn joined_kernels(
         .durations
         .values_mut()
         .for_each(Percentiles::end_first);
-    join_kernels(rows, kinds, false, held, &mut |k, launch| {
+    let host = host.borrow();
+    let second = KernelJoin {
+        ranges: Box::new(std::iter::empty()),
+        kind: &mut |c| host.kinds.get(c.name),
+        graph_launches: false,
+        to_the_end: false,
+    };
+    join_kernels(rows, second, held, &mut |k, launch| {
         if let Some(latency) = eager_latency(k, launch) {
             joined.latency.second(latency);
         }
@@ -330,30 +377,36 @@ struct Joined {
     durations: HashMap<usize, Percentiles>,
 }
 
+/// How a pass joins kernels to their calls: the ranges read alongside (for the innermost one
+/// open at each launch; none: the pass needs no range), the API kind of each call read,
+/// whether graph launches are joined (held to the end), and whether the calls and ranges are
+/// read to the end once the kernels are (for what tallies them as they are read).
+struct KernelJoin<'a, 'k> {
+    ranges: Rows<'a, NvtxRow>,
+    kind: &'k mut dyn FnMut(&CallRow) -> ApiKind,
+    graph_launches: bool,
+    to_the_end: bool,
+}
+
 /// One pass over the kernels joined to their launch calls, each handed to `visit` with its
-/// call: a launch call, when read, is held (with the innermost NVTX range open on its thread
-/// when `ranges`, the ranges read alongside) until its kernel comes; a graph launch's call, to
-/// the end, only when `ranges` (eager latency needs no graph launch).
+/// call: a launch call, when read, is held (with the innermost NVTX range open on its thread,
+/// when ranges are read) until its kernel comes; a graph launch's call to the end, when asked
+/// (eager latency needs no graph launch).
 fn join_kernels(
     rows: &dyn EventRows,
-    kinds: &ApiKinds,
-    ranges: bool,
+    how: KernelJoin<'_, '_>,
     held: &mut Held,
     visit: &mut dyn FnMut(&KernelRow, Option<Launch>),
 ) {
     let meta = rows.meta();
-    let mut open = nvtx::OpenRanges::new(
-        match ranges {
-            true => rows.ranges(),
-            false => Box::new(std::iter::empty()),
-        },
-        meta.threads.len(),
-    );
+    let graph_launches = how.graph_launches;
+    let mut open = nvtx::OpenRanges::new(how.ranges, meta.threads.len());
+    let kind_of = how.kind;
     let mut join = CallJoin::with_payload(rows.calls(), |c| {
-        let kind = kinds.get(c.name);
+        let kind = kind_of(c);
         let hold = match kind {
             ApiKind::Launch => Hold::Once,
-            ApiKind::GraphLaunch if ranges => Hold::Many,
+            ApiKind::GraphLaunch if graph_launches => Hold::Many,
             _ => return (Hold::No, (kind, NO_NAME)),
         };
         (hold, (kind, open.innermost(c.thread, c.start)))
@@ -363,27 +416,62 @@ fn join_kernels(
         visit(&k, launch);
     }
     held.pending_calls = held.pending_calls.max(join.peak());
+    if how.to_the_end {
+        join.read_to_end();
+    }
     drop(join);
     held.open_ranges = held.open_ranges.max(open.peak());
+    if how.to_the_end {
+        open.read_to_end();
+    }
 }
 
-/// One pass over the copies (`memset` false) or memsets joined to the calls that issued them,
-/// each handed to `visit` with whether its call is async (`None`: none found); returns the
-/// most calls held at once.
+/// A copy or a memset.
+enum Op<'a> {
+    Copy(&'a MemOpRow),
+    Memset(&'a MemOpRow),
+}
+
+/// One pass over the copies and memsets, merged in start order and joined to the calls that
+/// issued them, each handed to `visit` with whether its call is async (`None`: none found);
+/// returns the most calls held at once.
 fn join_copies(
     rows: &dyn EventRows,
     kinds: &ApiKinds,
-    memset: bool,
-    visit: &mut dyn FnMut(&MemOpRow, Option<bool>),
+    visit: &mut dyn FnMut(Op<'_>, Option<bool>),
 ) -> usize {
     let mut join = CallJoin::with_payload(rows.calls(), |c| {
         let kind = kinds.get(c.name);
-        (memory::hold(kind, memset), kind)
+        match memory::hold(kind, false) {
+            Hold::No => (memory::hold(kind, true), kind),
+            hold => (hold, kind),
+        }
     });
-    let ops: Rows<'_, MemOpRow> = if memset { rows.memset() } else { rows.memcpy() };
-    for op in ops {
+    let mut copies = rows.memcpy().peekable();
+    let mut memsets = rows.memset().peekable();
+    loop {
+        let copy_first = match (copies.peek(), memsets.peek()) {
+            (Some(c), Some(m)) => c.start <= m.start,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if copy_first {
+            copies.next()
+        } else {
+            memsets.next()
+        };
+        let Some(op) = next else { break };
         let call = join.find_with(op.start, op.process, op.correlation);
-        visit(&op, memory::issued_async(call));
+        let issued = memory::issued_async(call);
+        visit(
+            if copy_first {
+                Op::Copy(&op)
+            } else {
+                Op::Memset(&op)
+            },
+            issued,
+        );
     }
     join.peak()
 }

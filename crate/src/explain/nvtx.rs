@@ -128,6 +128,12 @@ impl<'a> OpenRanges<'a> {
         stack.last().map_or(NO_NAME, |top| top.2)
     }
 
+    /// Reads the ranges not read yet, opening none: for what tallies every range as it is
+    /// read, once the lookups are done.
+    pub fn read_to_end(&mut self) {
+        self.ranges.by_ref().for_each(drop);
+    }
+
     /// Pushes every range starting at or before `t`, one start at a time.
     fn read_until(&mut self, t: Ns) {
         while let Some(first) = self.ranges.next_if(|r| r.start <= t) {

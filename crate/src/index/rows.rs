@@ -13,8 +13,8 @@ use hashbrown::HashMap;
 use super::call_facts::CallFacts;
 use super::call_join::{CallJoin, Hold};
 use super::{Phase, StepInfo};
-use crate::model::rows::EventRows;
-use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, Trace};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, NvtxRow, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::{KernelCategory, is_collective, kernel_category};
 use crate::names::steps::StepSource;
@@ -145,10 +145,33 @@ impl<'r> RowIndex<'r> {
         RowIndex::read(trace, label, marker)
     }
 
+    /// [`RowIndex::new`], each row its passes read also handed to `visit`: every kernel, then
+    /// every call, then every NVTX range, each in start order (so what folds the calls knows
+    /// the kernels' extent), for an analysis that would otherwise read them again.
+    pub fn visiting(
+        rows: &'r dyn EventRows,
+        label: &str,
+        marker: Option<&StepSource>,
+        visit: &mut dyn RowVisitor,
+    ) -> crate::error::Result<RowIndex<'r>> {
+        let ix = RowIndex::read_visiting(rows, label, marker, visit);
+        rows.check()?;
+        Ok(ix)
+    }
+
     fn read(rows: &'r dyn EventRows, label: &str, marker: Option<&StepSource>) -> RowIndex<'r> {
+        RowIndex::read_visiting(rows, label, marker, &mut ())
+    }
+
+    fn read_visiting(
+        rows: &'r dyn EventRows,
+        label: &str,
+        marker: Option<&StepSource>,
+        visit: &mut dyn RowVisitor,
+    ) -> RowIndex<'r> {
         let mut names = RowNames::default();
-        let (devices, kernels, extent) = kernel_facts(rows, &mut names);
-        let calls = call_counts(rows, &mut names);
+        let (devices, kernels, extent) = kernel_facts(rows, &mut names, visit);
+        let calls = call_counts(rows, &mut names, visit);
         RowIndex {
             rows,
             label: label.to_string(),
@@ -157,7 +180,7 @@ impl<'r> RowIndex<'r> {
             extent,
             calls,
             names,
-            steps: step_info(rows, marker),
+            steps: step_info(rows, marker, visit),
             step_marker: marker.cloned(),
             peak: HeldPeak::default(),
         }
@@ -206,13 +229,28 @@ impl<'r> RowIndex<'r> {
     }
 }
 
+/// What an analysis folds of the rows a [`RowIndex`] reads ([`RowIndex::visiting`]).
+pub trait RowVisitor {
+    fn kernel(&mut self, _k: &KernelRow) {}
+    fn call(&mut self, _c: &CallRow) {}
+    fn range(&mut self, _r: &NvtxRow) {}
+}
+
+/// Folds nothing.
+impl RowVisitor for () {}
+
 /// Devices (ascending), the kernel count and extent, and each kernel name's class.
-fn kernel_facts(rows: &dyn EventRows, names: &mut RowNames) -> (Vec<DeviceFacts>, u64, (Ns, Ns)) {
+fn kernel_facts(
+    rows: &dyn EventRows,
+    names: &mut RowNames,
+    visit: &mut dyn RowVisitor,
+) -> (Vec<DeviceFacts>, u64, (Ns, Ns)) {
     let strings = &rows.meta().strings;
     let processes = rows.meta().processes.len();
     let mut devices: Vec<DeviceFacts> = Vec::new();
     let (mut count, mut lo, mut hi) = (0u64, Ns::MAX, Ns::MIN);
     for k in rows.kernels() {
+        visit.kernel(&k);
         count += 1;
         lo = lo.min(k.start);
         hi = hi.max(k.end);
@@ -249,10 +287,15 @@ fn kernel_facts(rows: &dyn EventRows, names: &mut RowNames) -> (Vec<DeviceFacts>
 }
 
 /// The runtime calls' counts and facts, and each call name's API kind.
-fn call_counts(rows: &dyn EventRows, names: &mut RowNames) -> CallCounts {
+fn call_counts(
+    rows: &dyn EventRows,
+    names: &mut RowNames,
+    visit: &mut dyn RowVisitor,
+) -> CallCounts {
     let strings = &rows.meta().strings;
     let mut f = CallCounts::default();
     for c in rows.calls() {
+        visit.call(&c);
         let kind = *names
             .api
             .entry(c.name)
@@ -266,7 +309,11 @@ fn call_counts(rows: &dyn EventRows, names: &mut RowNames) -> CallCounts {
 }
 
 /// Forward steps and phases under the standard profile, read from the NVTX ranges.
-fn step_info(rows: &dyn EventRows, marker: Option<&StepSource>) -> StepInfo {
+fn step_info(
+    rows: &dyn EventRows,
+    marker: Option<&StepSource>,
+    visit: &mut dyn RowVisitor,
+) -> StepInfo {
     let sw = Profile::Standard.switches();
     let strings = &rows.meta().strings;
     let parser = match marker {
@@ -276,6 +323,7 @@ fn step_info(rows: &dyn EventRows, marker: Option<&StepSource>) -> StepInfo {
     let names = ParserOn(&parser, strings);
     let mut steps: Vec<Step> = rows
         .ranges()
+        .inspect(|r| visit.range(r))
         .filter_map(|r| steps::step_of_row(&r, &sw, &names))
         .collect();
     // Ranges come by (start, row): a stable sort by (start, end) orders ties by row.

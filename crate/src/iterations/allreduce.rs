@@ -5,8 +5,8 @@
 //! between consecutive allreduce kernels (all devices pooled) closes an iteration.
 
 use super::{ITERATION_GAP_NS, Iteration};
-use crate::model::rows::EventRows;
-use crate::model::{Ns, flag};
+use crate::model::rows::KernelRow;
+use crate::model::{NameFlags, Ns, Strings, flag};
 use crate::sqlike::Like;
 
 /// The allreduce kernels of a trace grouped into iterations, as they pass.
@@ -18,18 +18,36 @@ pub struct AllreduceIterations {
 }
 
 /// Every kernel whose short name contains `allreduce` (SQLite `LIKE '%allreduce%'`: ASCII
-/// case-insensitive), all devices pooled, grouped in start order ([`Grouper`]) in one pass
-/// over the kernels: what is held is the iterations, not the kernels.
-pub fn allreduce_iterations(rows: &dyn EventRows) -> AllreduceIterations {
-    let pattern = Like::new("%allreduce%");
-    let is_allreduce = rows.meta().strings.classify(|s| pattern.matches(s));
-    let mut grouper = Grouper::new(ITERATION_GAP_NS);
-    for k in rows.kernels().filter(|k| flag(&is_allreduce, k.short_name)) {
-        grouper.push(k.start, k.end);
+/// case-insensitive), all devices pooled, grouped in start order ([`Grouper`]), fed one kernel
+/// at a time by a pass over the kernels that folds other things too: what is held is the
+/// iterations, not the kernels.
+#[derive(Debug, Clone)]
+pub struct AllreduceFold {
+    is_allreduce: NameFlags,
+    grouper: Grouper,
+}
+
+impl AllreduceFold {
+    /// For kernels whose names are in `strings`.
+    pub fn new(strings: &Strings) -> AllreduceFold {
+        let pattern = Like::new("%allreduce%");
+        AllreduceFold {
+            is_allreduce: strings.classify(|s| pattern.matches(s)),
+            grouper: Grouper::new(ITERATION_GAP_NS),
+        }
     }
-    AllreduceIterations {
-        kernels: grouper.events,
-        iterations: grouper.iterations,
+
+    pub fn push(&mut self, k: &KernelRow) {
+        if flag(&self.is_allreduce, k.short_name) {
+            self.grouper.push(k.start, k.end);
+        }
+    }
+
+    pub fn finish(self) -> AllreduceIterations {
+        AllreduceIterations {
+            kernels: self.grouper.events,
+            iterations: self.grouper.iterations,
+        }
     }
 }
 
