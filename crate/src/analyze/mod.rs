@@ -32,7 +32,8 @@ use workload::KernelSpread;
 use crate::error::{Error, Result};
 use crate::iterations::Isolation;
 use crate::iterations::allreduce::{AllreduceFold, AllreduceIterations};
-use crate::model::rows::EventRows;
+use crate::index::rows::RowVisitor;
+use crate::model::rows::{EventRows, KernelRow};
 use crate::model::{KernelAbsence, Ns, Trace, flag};
 use crate::names::api::api_kind;
 use crate::profile::Profile;
@@ -160,16 +161,38 @@ fn require_kernels(rows: &dyn EventRows, source: &str) -> Result<()> {
     Err(KernelAbsence::of(&rows.meta().present, launches).error(source))
 }
 
-/// The allreduce iterations and the kernels' spread over processes and devices, in one pass
-/// over the kernels (both profiles need both).
-fn allreduce_and_spread(rows: &dyn EventRows) -> (AllreduceIterations, KernelSpread) {
-    let mut allreduce = AllreduceFold::new(&rows.meta().strings);
-    let mut spread = KernelSpread::new(rows.meta());
-    for k in rows.kernels() {
-        allreduce.push(&k);
-        spread.push(&k);
+/// The allreduce iterations and the kernels' spread over processes and devices, folded over
+/// a pass over the kernels (both profiles need both).
+struct KernelFacts {
+    allreduce: AllreduceFold,
+    spread: KernelSpread,
+}
+
+impl KernelFacts {
+    fn new(trace: &Trace) -> KernelFacts {
+        KernelFacts {
+            allreduce: AllreduceFold::new(&trace.strings),
+            spread: KernelSpread::new(trace),
+        }
     }
-    (allreduce.finish(), spread)
+
+    /// Reads them in a pass of their own.
+    fn read(rows: &dyn EventRows) -> (AllreduceIterations, KernelSpread) {
+        let mut facts = KernelFacts::new(rows.meta());
+        rows.kernels().for_each(|k| facts.kernel(&k));
+        facts.finish()
+    }
+
+    fn finish(self) -> (AllreduceIterations, KernelSpread) {
+        (self.allreduce.finish(), self.spread)
+    }
+}
+
+impl RowVisitor for KernelFacts {
+    fn kernel(&mut self, k: &KernelRow) {
+        self.allreduce.push(k);
+        self.spread.push(k);
+    }
 }
 
 /// Phases, benchmark iteration statistics and the explanation of the method.

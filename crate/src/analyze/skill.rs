@@ -6,7 +6,7 @@ use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
 use super::ops::Tallies;
 use super::stats::Stats;
 use super::workload::Workload;
-use super::{AnalyzeConfig, allreduce_and_spread, finish, isolation_info};
+use super::{AnalyzeConfig, KernelFacts, finish, isolation_info};
 use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps, steady_reference};
 use crate::iterations::{Isolation, isolate};
 use crate::model::rows::EventRows;
@@ -27,7 +27,7 @@ pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
     let (raw, marker) = raw_steps(rows, Profile::TrtllmSkill, None);
     let merged = dedup(&raw);
-    let (allreduce, spread) = allreduce_and_spread(rows);
+    let (allreduce, spread) = KernelFacts::read(rows);
     let iso = isolate(allreduce, &merged, raw.len(), None);
     let context = merged.iter().filter(|m| m.step.name.ctx > 0).count();
     let generation = merged.len() - context;

@@ -19,16 +19,17 @@ use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdo
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::workload::Workload;
-use super::{AnalyzeConfig, FoldPeaks, allreduce_and_spread, finish, isolation_info};
+use super::window::WindowPass;
+use super::{AnalyzeConfig, FoldPeaks, KernelFacts, finish, isolation_info};
 use crate::error::Result;
-use crate::index::call_join::{CallJoin, Hold};
-use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps};
+use crate::iterations::forward_steps::{MergedStep, RawSteps, dedup};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
-use crate::model::rows::EventRows;
-use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, Trace, flag};
-use crate::names::launch::{LaunchApis, is_graph_launch, is_launch_api};
+use crate::drill::KernelFold;
+use crate::index::rows::RowVisitor;
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, ThreadIdx, Trace};
 use crate::names::ranges::emit_nvtx_op;
 use crate::names::steps::StepName;
 use crate::profile::Profile;
@@ -44,11 +45,16 @@ pub fn breakdown(
     peaks: &mut FoldPeaks,
 ) -> Result<TraceBreakdown> {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
-    // First, while nothing else is held: its idle attribution is the analysis's largest peak.
-    let window_figures = super::window::window_figures(rows)?;
-    let (raw, marker) = raw_steps(rows, Profile::Standard, cfg.step_marker.as_ref());
+    // The forward steps, the allreduce iterations and the kernels' spread fold over the
+    // window's first passes; its idle attribution, the steady kernels and calls over its last.
+    let mut first = FirstPasses {
+        facts: KernelFacts::new(rows.meta()),
+        steps: RawSteps::new(&rows.meta().strings, cfg.step_marker.as_ref()),
+    };
+    let pass = WindowPass::read(rows, &mut first)?;
+    let (allreduce, spread) = first.facts.finish();
+    let (raw, marker) = first.steps.finish();
     let steps = dedup(&raw);
-    let (allreduce, spread) = allreduce_and_spread(rows);
     let mut iso = isolate(
         allreduce,
         &steps,
@@ -96,30 +102,51 @@ pub fn breakdown(
     );
     b.warnings = warnings;
     b.steps = steps_found(&iso, inference.as_ref());
-    b.window = window_figures;
     b.step_marker = marker;
     b.iterations = window.map(|_| iso.benchmark_iterations().len());
     b.benchmark_window = window.map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns });
-    match window {
-        None => b.warnings.push(no_benchmark(&iso)),
+    let spans = match window {
+        None => {
+            b.warnings.push(no_benchmark(&iso));
+            None
+        }
         Some(_) => {
             let steady = Steady {
                 steps: &in_window,
                 max_gen: max_gen.unwrap_or(0),
-                step_names: &step_names,
             };
-            steady_state(rows, &mut b, &steady, peaks);
+            steady_state(&mut b, &steady)
+        }
+    };
+    match spans {
+        None => b.window = pass.figures(&mut [], None)?.0,
+        Some(spans) => {
+            b.nvtx_ops = nvtx_rows(rows, spans.spans(), &step_names, spans.n(), peaks);
+            steady_ops(rows, &mut b, pass, &spans, peaks)?;
         }
     }
     Ok(finish(b))
+}
+
+/// What the standard profile folds over the window's first passes.
+struct FirstPasses<'s> {
+    facts: KernelFacts,
+    steps: RawSteps<'s>,
+}
+
+impl RowVisitor for FirstPasses<'_> {
+    fn kernel(&mut self, k: &KernelRow) {
+        self.facts.kernel(k);
+    }
+    fn range(&mut self, r: &NvtxRow) {
+        self.steps.push(r);
+    }
 }
 
 /// The benchmark window's steps and what picks the steady ones among them.
 struct Steady<'a> {
     steps: &'a [MergedStep],
     max_gen: u64,
-    /// The NVTX names of the step ranges, sorted (the NVTX rows leave them out).
-    step_names: &'a [NameId],
 }
 
 /// The NVTX names of the step ranges, sorted (the NVTX rows leave them out).
@@ -228,14 +255,9 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
         .collect()
 }
 
-/// Steady steps (ctx 0, gen = the window's max) and their cycles; then every breakdown, one
-/// pass over each table (kernels with their launch calls).
-fn steady_state(
-    rows: &dyn EventRows,
-    b: &mut TraceBreakdown,
-    window: &Steady<'_>,
-    peaks: &mut FoldPeaks,
-) {
+/// Steady steps (ctx 0, gen = the window's max) and their cycles, whose spans the per-step
+/// breakdowns are read in (`None`: too few steady steps for them).
+fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet> {
     let (steps, max_gen) = (window.steps, window.max_gen);
     let is_steady = |m: &MergedStep| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen;
     let steady: Vec<&MergedStep> = steps.iter().filter(|m| is_steady(m)).collect();
@@ -252,7 +274,7 @@ fn steady_state(
             steady.len(),
             cycles.len()
         ));
-        return;
+        return None;
     }
     let n = cycles.len() as f64;
     let walls: Vec<f64> = cycles
@@ -283,11 +305,74 @@ fn steady_state(
     b.inter_step_gap_us = Some(gap_stats.percentiles());
     b.step_wall_times_us = walls;
     b.slowest_steps = slowest(&cycles);
-    let spans = set.spans();
-    b.nvtx_ops = nvtx_rows(rows, spans, window.step_names, n, peaks);
-    (b.kernel_ops, b.api_ops) = kernel_and_api_rows(rows, spans, n, peaks);
+    Some(CycleSet { set, cycles: cycles.len() })
+}
+
+/// The steady cycles: their union, and how many (the per-step divisor).
+struct CycleSet {
+    set: IntervalSet,
+    cycles: usize,
+}
+
+impl CycleSet {
+    fn spans(&self) -> &[(Ns, Ns)] {
+        self.set.spans()
+    }
+
+    fn n(&self) -> f64 {
+        self.cycles as f64
+    }
+}
+
+/// The kernels launched and the CUDA API calls made inside the steady cycles, by name, folded
+/// over the window's last passes (kernels joined to their launch calls, every call), which
+/// give the window's figures too.
+fn steady_ops(
+    rows: &dyn EventRows,
+    b: &mut TraceBreakdown,
+    pass: WindowPass<'_>,
+    cycles: &CycleSet,
+    peaks: &mut FoldPeaks,
+) -> Result<()> {
+    let strings = &rows.meta().strings;
+    let (spans, n) = (cycles.spans(), cycles.n());
+    let mut kernels = SteadyKernels {
+        spans,
+        strings,
+        tally: Tallies::default(),
+    };
+    let mut api = Tallies::default();
+    let mut call = |c: &CallRow| {
+        if contains(spans, c.start) {
+            api.add(strings.get(c.name), c.end - c.start);
+        }
+    };
+    let (window, pending) = pass.figures(&mut [&mut kernels], Some(&mut call))?;
+    b.window = window;
+    peaks.pending_launches = peaks.pending_launches.max(pending);
+    b.kernel_ops = kernels.tally.rows(None, |v| v / n);
+    b.api_ops = api.rows(None, |v| v / n);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
+    Ok(())
+}
+
+/// Kernels launched inside the cycles (by their launch call's start; the kernel's own start
+/// when no call joins it), every name, all devices.
+struct SteadyKernels<'a> {
+    spans: &'a [(Ns, Ns)],
+    strings: &'a Strings,
+    tally: Tallies<'a>,
+}
+
+impl KernelFold for SteadyKernels<'_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        let launched = call.map_or(k.start, |c| c.start);
+        if contains(self.spans, launched) {
+            self.tally
+                .add(self.strings.get(k.short_name), k.end - k.start);
+        }
+    }
 }
 
 /// The [`SLOWEST_STEPS`] longest cycles `(start, next start, end)`, slowest first.
@@ -376,49 +461,6 @@ impl RankGroup {
         self.processes.push(process);
         closed
     }
-}
-
-/// Kernels launched inside the cycles (by their runtime call's start; the kernel's own start
-/// when no call matches), every name, all devices; and every CUDA API call starting inside
-/// them, by name, tallied as the join reads the calls. The launch calls are joined as both
-/// tables stream ([`CallJoin`]): a kernel launch is held until its kernel starts, a graph
-/// launch (all its kernels carry its id) to the end.
-fn kernel_and_api_rows(
-    rows: &dyn EventRows,
-    spans: &[(Ns, Ns)],
-    n: f64,
-    peaks: &mut FoldPeaks,
-) -> (Vec<OpRow>, Vec<OpRow>) {
-    let strings = &rows.meta().strings;
-    let is_graph = strings.classify(is_graph_launch);
-    let is_launch = strings.classify(|s| is_launch_api(s, LaunchApis::AllVersioned));
-    let mut api = Tallies::default();
-    let mut launches = CallJoin::with_payload(rows.calls(), |c| {
-        if contains(spans, c.start) {
-            api.add(strings.get(c.name), c.end - c.start);
-        }
-        let hold = if flag(&is_graph, c.name) {
-            Hold::Many
-        } else if flag(&is_launch, c.name) {
-            Hold::Once
-        } else {
-            Hold::No
-        };
-        (hold, ())
-    });
-    let mut t = Tallies::default();
-    for k in rows.kernels() {
-        let launched = launches
-            .find(k.start, k.process, k.correlation)
-            .map_or(k.start, |call| call.start);
-        if contains(spans, launched) {
-            t.add(strings.get(k.short_name), k.end - k.start);
-        }
-    }
-    peaks.pending_launches = peaks.pending_launches.max(launches.peak());
-    launches.read_to_end();
-    drop(launches);
-    (t.rows(None, |v| v / n), api.rows(None, |v| v / n))
 }
 
 /// The process of a runtime or NVTX thread.

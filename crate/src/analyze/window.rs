@@ -10,7 +10,9 @@ use serde::Serialize;
 use super::breakdown::PerName;
 use super::compare::{Delta, OpDelta, regressions, rows};
 use super::ops::Tallies;
-use crate::drill::gap_report::fold_gaps;
+use crate::drill::KernelFold;
+use crate::drill::gap_report::idle_visiting;
+use crate::drill::idle::IdleAttribution;
 use crate::error::Result;
 use crate::index::rows::{RowIndex, RowVisitor};
 use crate::model::rows::{CallRow, EventRows, KernelRow};
@@ -55,47 +57,96 @@ pub struct WindowFigures {
 }
 
 /// The figures of a trace's kernel window (`Ok(None)` without kernels), folded over the
-/// rows drill's index reads (one pass over the kernels, one over the calls, one over the NVTX
-/// ranges): each device's busy union merged as the kernels come, a total per name of kernels,
-/// of calls and of ranges starting in the window; GPU-idle time by cause is drill's
-/// attribution over the same rows.
+/// rows drill's index reads ([`WindowPass`]).
 pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
-    let mut tally = WindowTally::new(rows);
-    let ix = RowIndex::visiting(rows, "trace", None, &mut tally)?;
-    let Some(start_ns) = tally.first else {
-        return Ok(None);
-    };
-    let (end_ns, kernels) = (tally.end_ns, tally.kernels);
-    let span = (end_ns - start_ns).max(1);
-    let window_s = span as f64 / 1e9;
-    let (devices, busy) = busy_share(tally.busy.into_values(), span);
-    let rows_of = |t: Tallies<'_>| -> Vec<WindowRow> {
-        t.rows(None, |v| v)
-            .into_iter()
-            .map(|r| WindowRow {
-                us_per_s: r.total_us / window_s,
-                us_per_kernel: r.total_us / kernels.max(1) as f64,
-                calls_per_s: r.calls as f64 / window_s,
-                name: r.name,
-                total_us: r.total_us,
-                calls: r.calls,
-            })
-            .collect()
-    };
-    Ok(Some(WindowFigures {
-        start_ns,
-        end_ns,
-        window_s,
-        kernels,
-        kernels_per_s: kernels as f64 / window_s,
-        devices,
-        gpu_busy_share: busy,
-        gpu_idle_share: 1.0 - busy,
-        kernel_ops: rows_of(tally.kernel_ops),
-        api_ops: rows_of(tally.api_ops),
-        nvtx_ops: rows_of(tally.nvtx_ops),
-        idle_causes: idle_causes(&ix, window_s)?,
-    }))
+    Ok(WindowPass::read(rows, &mut ())?.figures(&mut [], None)?.0)
+}
+
+/// A trace's kernel window read in two steps, so an analysis can fold its own tallies over
+/// the same passes: [`WindowPass::read`] indexes the rows as drill does (one pass over the
+/// kernels, one over the calls, the NVTX ranges for the steps), tallying each device's busy
+/// union and the time per name of kernels, of calls and of ranges starting in the window;
+/// [`WindowPass::figures`] attributes the GPU-idle time by cause (drill's pass over the
+/// kernels joined to their launch calls, and its sweep of the host's activity in the gaps).
+pub(crate) struct WindowPass<'r> {
+    ix: RowIndex<'r>,
+    tally: WindowTally<'r>,
+}
+
+impl<'r> WindowPass<'r> {
+    /// Indexes `rows` and tallies the window, each row also handed to `also`.
+    pub(crate) fn read(rows: &'r dyn EventRows, also: &mut dyn RowVisitor) -> Result<WindowPass<'r>> {
+        let mut tally = WindowTally::new(rows);
+        let ix = RowIndex::visiting(rows, "trace", None, &mut Both(&mut tally, also))?;
+        Ok(WindowPass { ix, tally })
+    }
+
+    /// The window's figures (`None` without kernels) and the most launch calls its join held;
+    /// `also` folded over the kernels as they are joined to their launch calls, and every call
+    /// handed to `visit`.
+    pub(crate) fn figures(
+        self,
+        also: &mut [&mut dyn KernelFold],
+        visit: Option<&mut dyn FnMut(&CallRow)>,
+    ) -> Result<(Option<WindowFigures>, usize)> {
+        let WindowPass { ix, tally } = self;
+        let idle = idle_visiting(&ix, also, visit);
+        ix.rows.check()?;
+        let pending_launches = ix.peak.pending_calls.get();
+        let Some(start_ns) = tally.first else {
+            return Ok((None, pending_launches));
+        };
+        let (end_ns, kernels) = (tally.end_ns, tally.kernels);
+        let span = (end_ns - start_ns).max(1);
+        let window_s = span as f64 / 1e9;
+        let (devices, busy) = busy_share(tally.busy.into_values(), span);
+        let rows_of = |t: Tallies<'_>| -> Vec<WindowRow> {
+            t.rows(None, |v| v)
+                .into_iter()
+                .map(|r| WindowRow {
+                    us_per_s: r.total_us / window_s,
+                    us_per_kernel: r.total_us / kernels.max(1) as f64,
+                    calls_per_s: r.calls as f64 / window_s,
+                    name: r.name,
+                    total_us: r.total_us,
+                    calls: r.calls,
+                })
+                .collect()
+        };
+        let figures = WindowFigures {
+            start_ns,
+            end_ns,
+            window_s,
+            kernels,
+            kernels_per_s: kernels as f64 / window_s,
+            devices,
+            gpu_busy_share: busy,
+            gpu_idle_share: 1.0 - busy,
+            kernel_ops: rows_of(tally.kernel_ops),
+            api_ops: rows_of(tally.api_ops),
+            nvtx_ops: rows_of(tally.nvtx_ops),
+            idle_causes: idle_causes(&idle, window_s),
+        };
+        Ok((Some(figures), pending_launches))
+    }
+}
+
+/// Two visitors fed the same rows.
+struct Both<'a, 'b>(&'a mut dyn RowVisitor, &'b mut dyn RowVisitor);
+
+impl RowVisitor for Both<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow) {
+        self.0.kernel(k);
+        self.1.kernel(k);
+    }
+    fn call(&mut self, c: &CallRow) {
+        self.0.call(c);
+        self.1.call(c);
+    }
+    fn range(&mut self, r: &NvtxRow) {
+        self.0.range(r);
+        self.1.range(r);
+    }
 }
 
 /// The window's tallies, folded as drill's index reads the rows: the kernels first (which
@@ -162,9 +213,7 @@ impl RowVisitor for WindowTally<'_> {
 }
 
 /// Every device's idle time by cause, as the drill-down attributes it, per second of window.
-fn idle_causes(ix: &RowIndex<'_>, window_s: f64) -> Result<Vec<(String, f64)>> {
-    let (_, idle) = fold_gaps(std::slice::from_ref(ix), 0, None);
-    ix.rows.check()?;
+fn idle_causes(idle: &IdleAttribution, window_s: f64) -> Vec<(String, f64)> {
     let mut by_kind: Vec<(String, f64)> = Vec::new();
     for cause in idle.per_device.iter().flat_map(|d| &d.causes) {
         let us_per_s = cause.ns as f64 / 1000.0 / window_s;
@@ -174,7 +223,7 @@ fn idle_causes(ix: &RowIndex<'_>, window_s: f64) -> Result<Vec<(String, f64)>> {
         }
     }
     by_kind.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Ok(by_kind)
+    by_kind
 }
 
 /// One device's kernels merged into their union as they come in start order: the open

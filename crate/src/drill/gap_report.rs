@@ -28,7 +28,7 @@ use crate::drill::idle::{
     cause_sentence,
 };
 use crate::drill::topk::TopK;
-use crate::drill::{KernelFold, kernel_pass};
+use crate::drill::{KernelFold, kernel_pass, kernel_pass_visiting};
 use crate::drill::{attribution, phase_steps};
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
@@ -279,6 +279,28 @@ pub fn fold_gaps<'t>(
         gaps.finish();
     }
     folds.finish(inputs)
+}
+
+/// One trace's idle time by cause ([`fold_gaps`] with no gap kept), with `also` folded over
+/// its kernel pass and every call handed to `visit`: for an analysis that reads the kernels
+/// joined to their launches, or every call, anyway.
+pub(crate) fn idle_visiting(
+    ix: &RowIndex<'_>,
+    also: &mut [&mut dyn KernelFold],
+    visit: Option<&mut dyn FnMut(&CallRow)>,
+) -> IdleAttribution {
+    let inputs = std::slice::from_ref(ix);
+    let mut folds = GapFolds::new(inputs, 0, None);
+    let host = HostCauses::new(ix);
+    let mut gaps = folds.input((ix, 0), &host);
+    let mut all: Vec<&mut dyn KernelFold> = Vec::with_capacity(also.len() + 1);
+    all.push(&mut gaps);
+    for f in also.iter_mut() {
+        all.push(*f);
+    }
+    kernel_pass_visiting(ix, &mut all, visit);
+    gaps.finish();
+    folds.finish(inputs).1
 }
 
 /// The gaps of every input, gathered as each input's pass finds them ([`GapFolds::input`]).

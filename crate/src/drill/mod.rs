@@ -159,7 +159,18 @@ pub(crate) trait KernelFold {
 /// One pass over `ix`'s kernels in start order, each joined to its launch call once
 /// ([`RowIndex::launch_join`]) and handed to every fold of `folds`.
 pub(crate) fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) {
-    let mut join = ix.launch_join();
+    kernel_pass_visiting(ix, folds, None);
+}
+
+/// [`kernel_pass`], every call handed to `visit` as well (when given): those the join reads,
+/// then the rest, read to the end once the kernels are.
+pub(crate) fn kernel_pass_visiting(
+    ix: &RowIndex<'_>,
+    folds: &mut [&mut dyn KernelFold],
+    visit: Option<&mut dyn FnMut(&CallRow)>,
+) {
+    let to_the_end = visit.is_some();
+    let mut join = ix.launch_join_visiting(visit.map(|v| -> &mut dyn FnMut(&CallRow) { v }));
     for k in ix.rows.kernels() {
         let call = join.find(k.start, k.process, k.correlation);
         for f in folds.iter_mut() {
@@ -167,6 +178,9 @@ pub(crate) fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) 
         }
     }
     ix.peak.calls(join.peak());
+    if to_the_end {
+        join.read_to_end();
+    }
 }
 
 /// What the drill-down could not see in one trace, each note with the trace's label: what

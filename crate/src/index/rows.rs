@@ -212,14 +212,30 @@ impl<'r> RowIndex<'r> {
     /// The join of kernels (read in start order) to the calls that launched them: kernel
     /// launches held until their kernel starts, graph launches to the end.
     pub fn launch_join(&self) -> CallJoin<'r> {
+        self.launch_join_visiting(None)
+    }
+
+    /// [`RowIndex::launch_join`], every call it reads handed to `visit` first.
+    pub fn launch_join_visiting<'v>(
+        &self,
+        mut visit: Option<&'v mut dyn FnMut(&CallRow)>,
+    ) -> CallJoin<'v>
+    where
+        'r: 'v,
+    {
         let api = self.names.api_kinds();
-        CallJoin::new(self.rows.calls(), move |c| {
-            match api.get(&c.name).copied().unwrap_or(ApiKind::Other) {
+        let hold = move |c: &CallRow| {
+            if let Some(visit) = visit.as_mut() {
+                visit(c);
+            }
+            let hold = match api.get(&c.name).copied().unwrap_or(ApiKind::Other) {
                 ApiKind::Launch => Hold::Once,
                 ApiKind::GraphLaunch => Hold::Many,
                 _ => Hold::No,
-            }
-        })
+            };
+            (hold, ())
+        };
+        CallJoin::with_payload(self.rows.calls(), hold)
     }
 
     /// The phases' step windows (context, generation) as sorted disjoint spans.

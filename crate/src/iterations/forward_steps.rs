@@ -3,11 +3,11 @@
 
 use super::Iteration;
 use crate::model::rows::EventRows;
-use crate::model::{NameId, Ns, Strings};
+use crate::model::{NameId, Ns, NvtxRow, Strings};
 use crate::names::steps::{StepMarkerReport, StepName, StepSource, StepStyle, parse_step};
 use crate::profile::{Profile, Switches};
 use crate::sqlike::Like;
-use crate::steps::names::StepNames;
+use crate::steps::names::{ParsedNames, StepNames};
 use crate::steps::{Step, StepLookup, dedup_tp_steps, step_of_row};
 
 /// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
@@ -46,10 +46,45 @@ pub fn raw_steps(
             (steps, marker)
         }
         Profile::Standard => {
-            let names = StepNames::parser(strings, &sw, source);
-            let steps = steps_of(rows, &names, &sw);
-            (steps, names.parser.used())
+            let mut steps = RawSteps::new(strings, source);
+            rows.ranges().for_each(|r| steps.push(&r));
+            steps.finish()
         }
+    }
+}
+
+/// [`raw_steps`] of the standard profile, fed the NVTX rows one at a time (in start order) by
+/// a pass that folds other things too.
+pub struct RawSteps<'s> {
+    names: ParsedNames<'s>,
+    sw: Switches,
+    steps: Vec<Step>,
+}
+
+impl<'s> RawSteps<'s> {
+    /// Steps named in `strings`, under `source` (else the first built-in marker met).
+    pub fn new(strings: &'s Strings, source: Option<&StepSource>) -> RawSteps<'s> {
+        let mut sw = Profile::Standard.switches();
+        sw.dedup_steps = false;
+        RawSteps {
+            names: StepNames::parser(strings, &sw, source),
+            sw,
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, r: &NvtxRow) {
+        self.steps.extend(step_of_row(r, &self.sw, &self.names));
+    }
+
+    /// The steps by start (then end), and the marker they were read under.
+    pub fn finish(self) -> (Vec<Step>, Option<StepMarkerReport>) {
+        let mut steps = self.steps;
+        if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
+            steps.sort_by_key(|s| (s.start, s.end));
+        }
+        steps.shrink_to_fit();
+        (steps, self.names.parser.used())
     }
 }
 
