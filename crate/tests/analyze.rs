@@ -892,6 +892,42 @@ fn trtllm_skill_matches_the_reference_oracle() {
 /// names, cut before the first `, seq = ` / `, op_id = ` / `, sizes = ` / `, input_op_ids = `,
 /// of the ranges overlapping the steady window or starting in it (plain SQL on the file, the
 /// window read from the JSON), and each row is one op.
+/// The kernel window's NVTX table holds one row per name of the ranges starting in the window,
+/// the forward steps' ranges left out (each step names its own: they would be a row per step).
+#[test]
+fn the_window_nvtx_table_leaves_the_forward_step_ranges_out() {
+    let dir = TempDir::new().expect("tempdir");
+    let (path, _) = generate(dir.path(), "host-bound");
+    let window = &analyze_json(&[&path], "standard", &[])["baseline"]["window"];
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let count = |steps: &str| -> i64 {
+        let sql = format!(
+            "SELECT count(DISTINCT coalesce(n.text, s.value)) FROM NVTX_EVENTS n
+               LEFT JOIN StringIds s ON s.id = n.textId
+               WHERE n.eventType IN (59, 60) AND n.start >= ?1 AND n.start < ?2
+                 AND coalesce(n.text, s.value) {steps} LIKE '%_forward_step %'"
+        );
+        let bounds = [&window["start_ns"], &window["end_ns"]].map(|v| v.as_i64().expect("ns"));
+        conn.query_row(&sql, bounds, |r| r.get(0))
+            .expect("distinct names")
+    };
+    let (steps, others) = (count(""), count("NOT"));
+    assert!(
+        steps > 50,
+        "the window holds a step range per step: {steps}"
+    );
+    let rows = window["nvtx_ops"].as_array().expect("nvtx_ops");
+    assert_eq!(rows.len() as i64, others, "one row per name but the steps'");
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert!(names.contains(&"_prepare_tp_inputs"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains("_forward_step")),
+        "{names:?}"
+    );
+}
+
 #[test]
 fn emit_nvtx_ops_are_one_row_per_op_in_the_per_step_nvtx_table() {
     let path = public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");

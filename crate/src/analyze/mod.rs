@@ -30,9 +30,9 @@ use stats::Stats;
 use workload::KernelSpread;
 
 use crate::error::{Error, Result};
+use crate::index::rows::RowVisitor;
 use crate::iterations::Isolation;
 use crate::iterations::allreduce::{AllreduceFold, AllreduceIterations};
-use crate::index::rows::RowVisitor;
 use crate::model::rows::{EventRows, KernelRow};
 use crate::model::{KernelAbsence, Ns, Trace, flag};
 use crate::names::api::api_kind;

@@ -18,16 +18,16 @@ use super::breakdown::StepsFound;
 use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
-use super::workload::Workload;
 use super::window::WindowPass;
+use super::workload::Workload;
 use super::{AnalyzeConfig, FoldPeaks, KernelFacts, finish, isolation_info};
+use crate::drill::KernelFold;
 use crate::error::Result;
+use crate::index::rows::RowVisitor;
 use crate::iterations::forward_steps::{MergedStep, RawSteps, dedup};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
-use crate::drill::KernelFold;
-use crate::index::rows::RowVisitor;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, ThreadIdx, Trace};
 use crate::names::ranges::emit_nvtx_op;
@@ -305,7 +305,10 @@ fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet>
     b.inter_step_gap_us = Some(gap_stats.percentiles());
     b.step_wall_times_us = walls;
     b.slowest_steps = slowest(&cycles);
-    Some(CycleSet { set, cycles: cycles.len() })
+    Some(CycleSet {
+        set,
+        cycles: cycles.len(),
+    })
 }
 
 /// The steady cycles: their union, and how many (the per-step divisor).

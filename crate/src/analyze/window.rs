@@ -18,7 +18,8 @@ use crate::index::rows::{RowIndex, RowVisitor};
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{Ns, NvtxRow, Strings};
 use crate::profile::{Profile, Switches};
-use crate::steps::visible_row_name;
+use crate::steps::names::{ParsedNames, StepNames};
+use crate::steps::{step_of_row, visible_row_name};
 
 /// One name's time over the whole window, normalized.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,7 +50,9 @@ pub struct WindowFigures {
     pub kernel_ops: Vec<WindowRow>,
     /// CUDA API time by name (calls starting in the window), largest first.
     pub api_ops: Vec<WindowRow>,
-    /// NVTX push/pop and start/end ranges starting in the window, by name, largest first.
+    /// NVTX push/pop and start/end ranges starting in the window, by name, largest first; the
+    /// forward-step ranges left out, as in the per-step table (each step names its own range,
+    /// so they would be a row per step that no other capture shares).
     pub nvtx_ops: Vec<WindowRow>,
     /// GPU-idle time by cause (`drill::idle`'s attribution, all devices), µs per second of
     /// window, largest first.
@@ -57,7 +60,7 @@ pub struct WindowFigures {
 }
 
 /// The figures of a trace's kernel window (`Ok(None)` without kernels), folded over the
-/// rows drill's index reads ([`WindowPass`]).
+/// rows drill's index reads (`WindowPass`).
 pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
     Ok(WindowPass::read(rows, &mut ())?.figures(&mut [], None)?.0)
 }
@@ -75,7 +78,10 @@ pub(crate) struct WindowPass<'r> {
 
 impl<'r> WindowPass<'r> {
     /// Indexes `rows` and tallies the window, each row also handed to `also`.
-    pub(crate) fn read(rows: &'r dyn EventRows, also: &mut dyn RowVisitor) -> Result<WindowPass<'r>> {
+    pub(crate) fn read(
+        rows: &'r dyn EventRows,
+        also: &mut dyn RowVisitor,
+    ) -> Result<WindowPass<'r>> {
         let mut tally = WindowTally::new(rows);
         let ix = RowIndex::visiting(rows, "trace", None, &mut Both(&mut tally, also))?;
         Ok(WindowPass { ix, tally })
@@ -154,6 +160,7 @@ impl RowVisitor for Both<'_, '_> {
 struct WindowTally<'t> {
     strings: &'t Strings,
     sw: Switches,
+    step_names: ParsedNames<'t>,
     first: Option<Ns>,
     end_ns: Ns,
     kernels: u64,
@@ -165,9 +172,11 @@ struct WindowTally<'t> {
 
 impl<'t> WindowTally<'t> {
     fn new(rows: &'t dyn EventRows) -> WindowTally<'t> {
+        let sw = Profile::Standard.switches();
         WindowTally {
             strings: &rows.meta().strings,
-            sw: Profile::Standard.switches(),
+            step_names: StepNames::parser(&rows.meta().strings, &sw, None),
+            sw,
             first: None,
             end_ns: Ns::MIN,
             kernels: 0,
@@ -200,11 +209,14 @@ impl RowVisitor for WindowTally<'_> {
         }
     }
 
-    /// NVTX ranges starting in the window, by their visible name.
+    /// NVTX ranges starting in the window, by their visible name; not the forward steps.
     fn range(&mut self, r: &NvtxRow) {
         let Some(name) = visible_row_name(r, &self.sw) else {
             return;
         };
+        if step_of_row(r, &self.sw, &self.step_names).is_some() {
+            return;
+        }
         if self.inside(r.start) {
             self.nvtx_ops
                 .add(self.strings.get(name), (r.end - r.start).max(0));

@@ -2,6 +2,8 @@
 //! or holding the GIL, compiling code, a collective, or other named work; and the label a range
 //! is reported under (its name without per-instance numbers).
 
+use super::steps::parse_builtin;
+
 /// The class of an NVTX range, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RangeClass {
@@ -114,8 +116,13 @@ pub fn emit_nvtx_op(name: &str) -> &str {
 }
 
 /// The label a range is reported under: its PyTorch op (`emit_nvtx_op`) without trailing
-/// numbers (`IO 190` → `IO`), so the instances of one range add up.
+/// numbers (`IO 190` → `IO`), so the instances of one range add up; a forward step's range
+/// (a built-in step marker, whose every step names its range differently) under its marker's
+/// pattern.
 pub fn range_label(name: &str) -> &str {
+    if let Some((style, _)) = parse_builtin(name) {
+        return style.pattern();
+    }
     let mut s = emit_nvtx_op(name);
     loop {
         let t = s.trim_end();
@@ -135,6 +142,27 @@ pub fn range_label(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forward_step_range_is_labelled_by_its_marker_and_others_without_their_numbers() {
+        use crate::names::steps::StepStyle;
+        for (name, label) in [
+            (
+                "[Executor] _forward_step 12800: 0 ctx reqs, 64 gen reqs",
+                StepStyle::TensorrtLlm.pattern(),
+            ),
+            (
+                "execute_context_1(512)_generation_7(7)",
+                StepStyle::Vllm.pattern(),
+            ),
+            ("scheduler.run_batch", StepStyle::Sglang.pattern()),
+            ("ProfilerStep#41", StepStyle::Pytorch.pattern()),
+            ("IO 190", "IO"),
+            ("_prepare_tp_inputs", "_prepare_tp_inputs"),
+        ] {
+            assert_eq!(range_label(name), label, "{name}");
+        }
+    }
 
     #[test]
     fn emit_nvtx_names_group_by_op() {

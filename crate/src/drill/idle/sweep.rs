@@ -159,19 +159,18 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
 pub struct HostCauses<'a, 't> {
     ix: &'a RowIndex<'t>,
     calls: RefCell<HashMap<NameId, (CauseKind, &'t str)>>,
-    /// Per NVTX name: its cause, whether it is weak, and where its label lies in it (a long
-    /// trace names every step differently: a name's entry stays small).
-    ranges: RefCell<HashMap<NameId, RangeCause>>,
+    /// Per NVTX name: its cause, whether it is weak, and its label.
+    ranges: RefCell<HashMap<NameId, RangeCause<'t>>>,
     switches: Switches,
 }
 
-/// What an NVTX name says: its cause, whether it is weak, and its label as `name[at..at + len]`.
+/// What an NVTX name says: its cause, whether it is weak, and its label (a piece of the name,
+/// or a step marker's pattern: every step names its range differently).
 #[derive(Debug, Clone, Copy)]
-struct RangeCause {
+struct RangeCause<'t> {
     kind: CauseKind,
     weak: bool,
-    at: u32,
-    len: u32,
+    label: &'t str,
 }
 
 /// One device's sweep over its trace's host intervals.
@@ -215,17 +214,13 @@ impl<'a, 't> HostCauses<'a, 't> {
         let s = self.ix.string(name);
         let c = *self.ranges.borrow_mut().entry(name).or_insert_with(|| {
             let class = range_class(s);
-            let label = range_label(s);
             RangeCause {
                 kind: CauseKind::of_range(class),
                 weak: class == RangeClass::GilHeld,
-                // The label is a piece of the name.
-                at: (label.as_ptr() as usize).saturating_sub(s.as_ptr() as usize) as u32,
-                len: label.len() as u32,
+                label: range_label(s),
             }
         });
-        let (at, len) = (c.at as usize, c.len as usize);
-        (c.kind, s.get(at..at + len).unwrap_or(s), c.weak)
+        (c.kind, c.label, c.weak)
     }
 
     /// A call as an interval, when it takes time on a launching process's thread: an async
