@@ -18,6 +18,7 @@ use crate::explain::{Window, WindowBasis};
 use crate::format;
 use crate::index::rows::RowIndex;
 use crate::model::Ns;
+use crate::names::steps::StepStyle;
 
 /// How much a finding matters; sorts most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -364,8 +365,18 @@ fn cause_text(c: &GapCause) -> String {
     };
     match c.label.is_empty() {
         true => what.to_string(),
+        false if c.kind == CauseKind::Nvtx && is_step_marker(&c.label) => format!(
+            "host work in the forward step ({}) outside its named ranges",
+            c.label
+        ),
         false => format!("{what} ({})", c.label),
     }
+}
+
+/// Whether an idle label is a step marker's pattern: the idle time of a step's own range,
+/// outside every range named inside it (`names::ranges::range_label`).
+fn is_step_marker(label: &str) -> bool {
+    StepStyle::ALL.iter().any(|s| s.pattern() == label)
 }
 
 /// The optimization pattern (reference §9.5, where one applies) and the advice that fit a
@@ -412,6 +423,10 @@ fn fix_for(c: &GapCause) -> (Option<&'static str>, String) {
         CauseKind::Api => (
             None,
             format!("CUDA API calls ({label}) hold the host: call them once outside the loop or cache their results."),
+        ),
+        CauseKind::Nvtx if is_step_marker(label) => (
+            Some("HOIST, CUSTOM_OP"),
+            "Host code in the forward step outside every NVTX range named inside it holds the GPU: name it first (NVTX ranges around the step's host functions, or line_profiler on the step), then hoist per-step work out of the loop (HOIST) or fuse it into a custom op (CUSTOM_OP).".to_string(),
         ),
         CauseKind::Nvtx => (
             Some("HOIST, CUSTOM_OP"),

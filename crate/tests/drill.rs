@@ -1367,3 +1367,45 @@ fn the_drill_down_reads_rows_only_through_the_iterators() {
         );
     }
 }
+
+/// Idle time inside a forward step's own range (outside the ranges named in it) is reported
+/// under the step marker's pattern, once, not under each step's name (every step names its
+/// range differently), and its finding says it is the step's own range.
+#[test]
+fn idle_time_in_the_step_ranges_adds_up_under_the_markers_pattern() {
+    let dir = tempfile::TempDir::new().expect("tempdir");
+    let (trace, _) = generated(dir.path(), "tp2-phases", 42);
+    let report = drill_one(&trace, "tp2", &DrillOptions::default());
+    let pattern = nsys_lens::names::steps::StepStyle::TensorrtLlm.pattern();
+    let mut under_pattern = 0;
+    for device in &report.idle.per_device {
+        for cause in &device.causes {
+            for l in &cause.labels {
+                assert!(
+                    !l.label.contains("_forward_step ") || l.label == pattern,
+                    "a step's own name as a label: {}",
+                    l.label
+                );
+                if l.label == pattern {
+                    assert!(l.ns > 0 && l.ns <= device.idle_ns, "{l:?}");
+                    under_pattern += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        under_pattern > 0,
+        "idle time inside the step ranges: {report:?}"
+    );
+    let findings = drill_findings(&report);
+    let text: Vec<String> = findings
+        .iter()
+        .map(|f| format!("{} {}", f.title, f.evidence))
+        .collect();
+    assert!(
+        text.iter().any(|t| t.contains(&format!(
+            "in the forward step ({pattern}) outside its named ranges"
+        ))),
+        "{text:#?}"
+    );
+}
