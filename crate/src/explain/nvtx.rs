@@ -6,8 +6,9 @@
 //! each thread keeps a stack of its ranges open at the clock ([`OpenRanges`]), and a launch
 //! call, when read, is held with the innermost range of its thread until its kernels come.
 //!
-//! Ranges are counted by name, PyTorch `emit_nvtx` ranges by op: `aten::mm, seq = 12, op_id = 3,
-//! sizes = […]` is one call of `aten::mm` (`names::ranges::emit_nvtx_op`), not its own name.
+//! Ranges are counted by name (`names::ranges::range_name`): PyTorch `emit_nvtx` ranges by op
+//! (`aten::mm, seq = 12, op_id = 3, sizes = […]` is one call of `aten::mm`), every forward
+//! step's range under its marker's pattern (each step names its range differently).
 
 use std::iter::Peekable;
 
@@ -18,7 +19,7 @@ use super::stats::{NamedStats, PerName, most_first, named_stats_by};
 use crate::index::units::{ratio, us};
 use crate::model::rows::Rows;
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Strings, ThreadIdx};
-use crate::names::ranges::emit_nvtx_op;
+use crate::names::ranges::range_name;
 use crate::profile::{Profile, Switches};
 use crate::steps::visible_row_name;
 
@@ -215,7 +216,7 @@ pub fn nvtx_summary(
 ) -> NvtxSummary {
     let attributed: Ns = gpu.per_name.values().map(|g| g.1).sum();
     let kernel_ns = gpu.kernel_ns;
-    let op = op_of(strings);
+    let op = op_of(strings, ranges.per_name.0.keys().chain(gpu.per_name.keys()));
     let per_name = PerName(fold(&op, &ranges.per_name.0, |a, b| {
         (a.0 + b.0, a.1 + b.1, a.2.max(b.2))
     }));
@@ -230,33 +231,36 @@ pub fn nvtx_summary(
     }
 }
 
-/// The op name of string `id` (a PyTorch `emit_nvtx` name without its per-call suffixes).
+/// The name string `id` is counted under (`names::ranges::range_name`).
 fn name_of(strings: &Strings, id: usize) -> String {
-    emit_nvtx_op(strings.get(id as NameId)).to_string()
+    range_name(strings.get(id as NameId)).to_string()
 }
 
-/// Per string id, the first id naming the same op: every call of one `emit_nvtx` op maps to
-/// one id.
-fn op_of(strings: &Strings) -> Vec<usize> {
-    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    (0..strings.len())
+/// Per string id of `ids`, the first of them (by id) counted under the same name: every call of
+/// one op, every step's range, maps to one id. Only the ids counted are named, not the whole
+/// string table.
+fn op_of<'i>(strings: &Strings, ids: impl Iterator<Item = &'i usize>) -> HashMap<usize, usize> {
+    let mut ids: Vec<usize> = ids.copied().filter(|&i| i < strings.len()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    ids.into_iter()
         .map(|i| {
-            *first
-                .entry(emit_nvtx_op(strings.get(i as NameId)))
-                .or_insert(i)
+            let name = range_name(strings.get(i as NameId));
+            (i, *first.entry(name).or_insert(i))
         })
         .collect()
 }
 
 /// Per-id figures summed onto each id's op (`op_of`); ids past the table are dropped.
 fn fold<T: Copy + Default>(
-    op: &[usize],
+    op: &HashMap<usize, usize>,
     per_id: &HashMap<usize, T>,
     add: impl Fn(T, T) -> T,
 ) -> HashMap<usize, T> {
     let mut out: HashMap<usize, T> = HashMap::new();
     for (&i, &v) in per_id {
-        if let Some(&o) = op.get(i) {
+        if let Some(&o) = op.get(&i) {
             let slot = out.entry(o).or_default();
             *slot = add(*slot, v);
         }

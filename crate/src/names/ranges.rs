@@ -115,15 +115,28 @@ pub fn emit_nvtx_op(name: &str) -> &str {
     &name[..end]
 }
 
+/// The name a range is counted under: its PyTorch op (`emit_nvtx_op`), or a forward step's
+/// marker's pattern (every step names its range differently).
+pub fn range_name(name: &str) -> &str {
+    match parse_builtin(name) {
+        Some((style, _)) => style.pattern(),
+        None => emit_nvtx_op(name),
+    }
+}
+
 /// The label a range is reported under: its PyTorch op (`emit_nvtx_op`) without trailing
 /// numbers (`IO 190` → `IO`), so the instances of one range add up; a forward step's range
 /// (a built-in step marker, whose every step names its range differently) under its marker's
 /// pattern.
 pub fn range_label(name: &str) -> &str {
-    if let Some((style, _)) = parse_builtin(name) {
-        return style.pattern();
+    match parse_builtin(name) {
+        Some((style, _)) => style.pattern(),
+        None => without_trailing_numbers(emit_nvtx_op(name)),
     }
-    let mut s = emit_nvtx_op(name);
+}
+
+/// `s` without its trailing space-separated numbers (`IO 190` → `IO`; not a number alone).
+fn without_trailing_numbers(mut s: &str) -> &str {
     loop {
         let t = s.trim_end();
         match t.rsplit_once(' ') {
@@ -161,6 +174,22 @@ mod tests {
             ("_prepare_tp_inputs", "_prepare_tp_inputs"),
         ] {
             assert_eq!(range_label(name), label, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_range_is_counted_by_op_or_by_step_marker_and_keeps_its_numbers() {
+        use crate::names::steps::StepStyle;
+        for (name, counted) in [
+            (
+                "[Executor] _forward_step 7: 0 ctx reqs, 8 gen reqs",
+                StepStyle::TensorrtLlm.pattern(),
+            ),
+            ("aten::mm, seq = 12, op_id = 3", "aten::mm"),
+            ("Step 190 to 200", "Step 190 to 200"),
+            ("IO 190", "IO 190"),
+        ] {
+            assert_eq!(range_name(name), counted, "{name}");
         }
     }
 

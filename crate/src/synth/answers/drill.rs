@@ -349,6 +349,15 @@ fn explain(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
     })
 }
 
+/// The name the explainer reports a range under: the forward steps' ranges, each named for its
+/// step, under the marker's pattern.
+fn reported_name<'n>(step: &regex::Regex, name: &'n str) -> &'n str {
+    match step.is_match(name) {
+        true => "[Executor] _forward_step N: C ctx reqs, G gen reqs",
+        false => name,
+    }
+}
+
 /// GPU time by the innermost push/pop range open on the launching thread at the launch call
 /// (latest start, then shortest), and the share of kernel time attributed.
 fn nvtx_gpu(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
@@ -365,6 +374,8 @@ fn nvtx_gpu(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
                 .push((r.start, end, r.name));
         }
     }
+    let step = regex::Regex::new(r"^\[Executor\] _forward_step \d+: \d+ ctx reqs, \d+ gen reqs$")
+        .expect("constant regex");
     let mut gpu: BTreeMap<&str, Ns> = BTreeMap::new();
     let (mut attributed, mut total) = (0 as Ns, 0 as Ns);
     for k in &tl.kernels {
@@ -380,7 +391,8 @@ fn nvtx_gpu(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
         });
         if let Some(r) = inner {
             attributed += k.end - k.start;
-            *gpu.entry(tl.names.get(r.2)).or_default() += k.end - k.start;
+            *gpu.entry(reported_name(&step, tl.names.get(r.2)))
+                .or_default() += k.end - k.start;
         }
     }
     json!({
