@@ -12,9 +12,10 @@ use std::sync::OnceLock;
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rusqlite::types::ValueRef;
 
+use super::decode::{int, opt_int};
 use super::load::{NVTX_TABLE, RUNTIME_TABLE};
 use super::schema::{Schema, text_ref};
-use super::tables::{Loader, id_list, int, opt_int};
+use super::tables::{Loader, id_list};
 use crate::error::Result;
 use crate::model::capture::{
     CaptureMarks, MAX_WARMUP_SPANS, MetricClass, MetricSeries, SLOW_LAUNCH_NS, WarmupKind,

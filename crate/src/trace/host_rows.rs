@@ -5,10 +5,11 @@
 
 use rusqlite::Connection;
 
+use super::decode::{inline_text, int, opt_int};
 use super::load::{NVTX_TABLE, RUNTIME_TABLE};
 use super::open::sqlite_error;
 use super::schema::Schema;
-use super::tables::{inline_text, int, opt_int, select};
+use super::tables::select;
 use crate::error::Result;
 use crate::model::{HostRow, HostSpan, HostTable, NVTX_RANGE_TYPES, Strings};
 

@@ -12,13 +12,12 @@ use std::collections::VecDeque;
 use rusqlite::Connection;
 
 use super::capture::WarmupCalls;
+use super::decode::{call_columns, call_row, int};
 use super::load::RUNTIME_TABLE;
 use super::open::sqlite_error;
 use super::runs::{SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
-use super::tables::{
-    call_columns, call_row, id_list, int, is_any_launch_api, launch_filter, select,
-};
+use super::tables::{id_list, is_any_launch_api, launch_filter, select};
 use crate::error::Result;
 use crate::model::rows::CallRow;
 use crate::model::{NameId, Ns, ProcessIdx, Processes, Strings, Threads};

@@ -4,6 +4,7 @@
 //! never see a connection.
 
 mod capture;
+mod decode;
 mod host_rows;
 mod launch_calls;
 mod links;

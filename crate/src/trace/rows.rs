@@ -14,6 +14,11 @@ use std::collections::VecDeque;
 
 use rusqlite::Connection;
 
+use super::decode::{
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, Remembered, SYNC_COLUMNS, call_columns,
+    call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row, nvtx_columns,
+    nvtx_row, only, opt_int, sync_row,
+};
 use super::load::{
     KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, ProgressFn, RUNTIME_TABLE,
     SYNC_TABLE, reads_graph_nodes,
@@ -22,11 +27,7 @@ use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
-use super::tables::{
-    Loader, NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, Remembered, SYNC_COLUMNS, call_columns,
-    call_row, inline_text, int, kernel_columns, kernel_row, launch_filter, memop_columns,
-    memop_row, nvtx_columns, nvtx_row, only, opt_int, select, sync_row,
-};
+use super::tables::{Loader, launch_filter, select};
 use crate::error::{Error, Result};
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,

@@ -8,14 +8,15 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
+use super::decode::{
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, Remembered, inline_text, int, nvtx_columns, nvtx_row, only,
+    opt_int, small,
+};
 use super::load::{KERNEL_TABLE, NVTX_TABLE};
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::schema::{Schema, text_ref};
-use super::tables::{
-    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, Remembered, inline_text, int, nvtx_columns, nvtx_row, only,
-    opt_int, select, small,
-};
+use super::tables::select;
 use crate::error::Result;
 use crate::model::{KernelEvent, NO_NAME, NameId, Ns, NvtxRow, Processes, Strings};
 

@@ -1,0 +1,258 @@
+//! Row decoders: each event table's columns (absent ones selected as `NULL`) and the decoder of
+//! one row into its `model::rows` type, values read leniently (a NULL, text or blob where a
+//! number belongs reads as a default). The loaders, `FileRows`, the launch sweep and the
+//! timeline's NVTX reads share them.
+
+use rusqlite::types::ValueRef;
+
+use super::load::MEMCPY_TABLE;
+use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
+use crate::model::{NO_NAME, Ns, NvtxRow, Strings, ThreadIdx};
+
+/// An integer column value; NULL, text and blobs read as `default` (odd columns never panic).
+pub(super) fn int(v: ValueRef<'_>, default: i64) -> i64 {
+    match v {
+        ValueRef::Integer(i) => i,
+        ValueRef::Real(f) if f.is_finite() => f as i64,
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(default),
+        _ => default,
+    }
+}
+
+pub(super) fn opt_int(v: ValueRef<'_>) -> Option<i64> {
+    match v {
+        ValueRef::Null => None,
+        other => Some(int(other, 0)),
+    }
+}
+
+/// An NVTX range's inline `text`: `None` unless the column holds text.
+pub(super) fn inline_text(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> {
+    match v {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+        _ => None,
+    }
+}
+
+/// An id looked up by a row's `globalPid` or `globalTid`, the last answer remembered: rows
+/// of one process or thread come in runs.
+pub(super) struct Remembered<V, F> {
+    lookup: F,
+    last: Option<(i64, V)>,
+}
+
+impl<V: Copy, F: FnMut(i64) -> V> Remembered<V, F> {
+    pub(super) fn new(lookup: F) -> Self {
+        Remembered { lookup, last: None }
+    }
+
+    pub(super) fn get(&mut self, key: i64) -> V {
+        match self.last {
+            Some((k, v)) if k == key => v,
+            _ => {
+                let v = (self.lookup)(key);
+                self.last = Some((key, v));
+                v
+            }
+        }
+    }
+}
+
+pub(super) fn small(v: ValueRef<'_>) -> u32 {
+    u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
+}
+
+/// `columns` with `NULL` for every one not in `kept` (a scan reads only what it needs).
+pub(super) fn only<const N: usize>(columns: [&'static str; N], kept: &[&str]) -> [&'static str; N] {
+    columns.map(|c| if kept.contains(&c) { c } else { "NULL" })
+}
+
+/// `column`, or `NULL` when not `read`.
+fn read_if(column: &'static str, read: bool) -> &'static str {
+    if read { column } else { "NULL" }
+}
+
+/// The columns [`kernel_row`] decodes, `NULL` for those not read: stream, correlation,
+/// demangled name and graph ids without `details` (the graph node with `graph_nodes` too).
+pub(super) fn kernel_columns(details: bool, graph_nodes: bool) -> [&'static str; 11] {
+    [
+        "rowid",
+        "start",
+        "end",
+        "deviceId",
+        "globalPid",
+        "shortName",
+        read_if("streamId", details),
+        read_if("correlationId", details),
+        read_if("demangledName", details),
+        read_if("graphNodeId", details || graph_nodes),
+        read_if("graphId", details),
+    ]
+}
+
+/// A kernel selected as [`kernel_columns`], and its `globalPid` (`process` is the caller's to
+/// set).
+pub(super) fn kernel_row(
+    r: &rusqlite::Row<'_>,
+    strings: &Strings,
+) -> rusqlite::Result<(KernelRow, i64)> {
+    let name = |v: ValueRef<'_>| opt_int(v).map_or(NO_NAME, |id| strings.resolve(id));
+    let row = KernelRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        device: small(r.get_ref(3)?),
+        process: 0,
+        short_name: name(r.get_ref(5)?),
+        stream: small(r.get_ref(6)?),
+        correlation: small(r.get_ref(7)?),
+        demangled_name: name(r.get_ref(8)?),
+        graph_node: opt_int(r.get_ref(9)?).map_or(0, |g| g as u64),
+        graph_id: opt_int(r.get_ref(10)?).map_or(0, |g| g as u32),
+    };
+    Ok((row, int(r.get_ref(4)?, 0)))
+}
+
+/// The columns [`call_row`] decodes (`correlationId` only with `details`).
+pub(super) fn call_columns(details: bool) -> [&'static str; 6] {
+    [
+        "rowid",
+        "start",
+        "end",
+        "globalTid",
+        "nameId",
+        read_if("correlationId", details),
+    ]
+}
+
+/// A CUDA API call selected as [`call_columns`], and its `globalTid` (`thread` and `process`
+/// are the caller's to set).
+pub(super) fn call_row(
+    r: &rusqlite::Row<'_>,
+    strings: &Strings,
+) -> rusqlite::Result<(CallRow, i64)> {
+    let row = CallRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        thread: 0,
+        process: 0,
+        correlation: small(r.get_ref(5)?),
+        name: opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)),
+    };
+    Ok((row, int(r.get_ref(3)?, 0)))
+}
+
+/// The columns [`nvtx_row`] decodes (`domainId` only with `details`); the names are read from
+/// [`NVTX_TEXT`] and [`NVTX_TEXT_ID`].
+pub(super) fn nvtx_columns(details: bool) -> [&'static str; 8] {
+    [
+        "rowid",
+        "start",
+        "end",
+        "globalTid",
+        "eventType",
+        read_if("domainId", details),
+        "text",
+        "textId",
+    ]
+}
+/// Where [`nvtx_columns`] puts `end`, `globalTid`, `eventType`, `text` and `textId`.
+pub(super) const NVTX_END: usize = 2;
+pub(super) const NVTX_THREAD: usize = 3;
+pub(super) const NVTX_TYPE: usize = 4;
+pub(super) const NVTX_TEXT: usize = 6;
+pub(super) const NVTX_TEXT_ID: usize = 7;
+
+/// An NVTX range selected as [`nvtx_columns`] that ends at `end` on `thread`, not named yet
+/// (`nvtx_names::RowNamer` names it).
+pub(super) fn nvtx_row(
+    r: &rusqlite::Row<'_>,
+    end: Ns,
+    thread: ThreadIdx,
+) -> rusqlite::Result<NvtxRow> {
+    Ok(NvtxRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end,
+        thread,
+        event_type: u8::try_from(int(r.get_ref(NVTX_TYPE)?, 0)).unwrap_or(0),
+        domain: small(r.get_ref(5)?),
+        name: NO_NAME,
+        text_id_name: NO_NAME,
+        step: None,
+        text_id_step: None,
+    })
+}
+
+/// The columns [`memop_row`] decodes from `table` (memset has no copy kind, and one memory
+/// kind for both ends).
+pub(super) fn memop_columns(table: &str) -> [&'static str; 11] {
+    let [kind, src, dst] = if table == MEMCPY_TABLE {
+        ["copyKind", "srcKind", "dstKind"]
+    } else {
+        ["NULL", "memKind", "memKind"]
+    };
+    [
+        "rowid",
+        "start",
+        "end",
+        "deviceId",
+        "streamId",
+        "globalPid",
+        "correlationId",
+        "bytes",
+        kind,
+        src,
+        dst,
+    ]
+}
+
+/// A copy or memset selected as [`memop_columns`], and its `globalPid`.
+pub(super) fn memop_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(MemOpRow, i64)> {
+    let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
+    let row = MemOpRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        device: small(r.get_ref(3)?),
+        stream: small(r.get_ref(4)?),
+        process: 0,
+        correlation: small(r.get_ref(6)?),
+        bytes: u64::try_from(int(r.get_ref(7)?, 0)).unwrap_or(0),
+        kind: kind(r.get_ref(8)?),
+        src_mem: kind(r.get_ref(9)?),
+        dst_mem: kind(r.get_ref(10)?),
+    };
+    Ok((row, int(r.get_ref(5)?, 0)))
+}
+
+/// The columns [`sync_row`] decodes.
+pub(super) const SYNC_COLUMNS: [&str; 8] = [
+    "rowid",
+    "start",
+    "end",
+    "deviceId",
+    "streamId",
+    "globalPid",
+    "correlationId",
+    "syncType",
+];
+
+/// A synchronization selected as [`SYNC_COLUMNS`], and its `globalPid`.
+pub(super) fn sync_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SyncRow, i64)> {
+    let row = SyncRow {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        device: small(r.get_ref(3)?),
+        stream: small(r.get_ref(4)?),
+        process: 0,
+        correlation: small(r.get_ref(6)?),
+        sync_type: u8::try_from(int(r.get_ref(7)?, 0)).unwrap_or(255),
+    };
+    Ok((row, int(r.get_ref(5)?, 0)))
+}
