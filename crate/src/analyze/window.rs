@@ -15,6 +15,7 @@ use crate::drill::gap_report::idle_visiting;
 use crate::drill::idle::IdleAttribution;
 use crate::error::Result;
 use crate::index::rows::{RowIndex, RowVisitor};
+use crate::model::intervals::UnionLength;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{Ns, NvtxRow, Strings};
 use crate::profile::{Profile, Switches};
@@ -164,7 +165,7 @@ struct WindowTally<'t> {
     first: Option<Ns>,
     end_ns: Ns,
     kernels: u64,
-    busy: BTreeMap<u32, Busy>,
+    busy: BTreeMap<u32, UnionLength>,
     kernel_ops: Tallies<'t>,
     api_ops: Tallies<'t>,
     nvtx_ops: Tallies<'t>,
@@ -238,42 +239,13 @@ fn idle_causes(idle: &IdleAttribution, window_s: f64) -> Vec<(String, f64)> {
     by_kind
 }
 
-/// One device's kernels merged into their union as they come in start order: the open
-/// interval and the measure of those closed.
-#[derive(Debug, Default)]
-struct Busy {
-    open: Option<(Ns, Ns)>,
-    closed: Ns,
-}
-
-impl Busy {
-    /// Adds `[s, e)` (zero-length and inverted ones add nothing); touching intervals merge.
-    fn push(&mut self, s: Ns, e: Ns) {
-        if e <= s {
-            return;
-        }
-        match &mut self.open {
-            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
-            Some(cur) => {
-                self.closed += cur.1 - cur.0;
-                *cur = (s, e);
-            }
-            None => self.open = Some((s, e)),
-        }
-    }
-
-    fn union(&self) -> Ns {
-        self.closed + self.open.map_or(0, |(s, e)| e - s)
-    }
-}
-
 /// Devices with kernels (ascending), and the mean over them of the kernels' union over the
 /// window.
-fn busy_share(devices: impl Iterator<Item = Busy>, span: Ns) -> (usize, f64) {
+fn busy_share(devices: impl Iterator<Item = UnionLength>, span: Ns) -> (usize, f64) {
     let (mut count, mut busy) = (0usize, 0f64);
     for d in devices {
         count += 1;
-        busy += d.union() as f64 / span as f64;
+        busy += d.total() as f64 / span as f64;
     }
     let devices = count.max(1);
     (devices, busy / devices as f64)

@@ -14,6 +14,7 @@ use super::Window;
 use super::stats::{Distribution, NamedStats, PerName, Percentiles, named_stats};
 use crate::index::SpanCursor;
 use crate::index::units::us;
+use crate::model::intervals::UnionLength;
 use crate::model::rows::CallRow;
 use crate::model::{Ns, ProcessIdx, Strings};
 use crate::names::api::ApiKind;
@@ -86,34 +87,6 @@ fn classes(kind: ApiKind) -> [bool; 3] {
     ]
 }
 
-/// The length of the union of intervals pushed in start order (touching ones merge), without
-/// the intervals held.
-#[derive(Debug, Clone, Copy, Default)]
-struct UnionLength {
-    current: Option<(Ns, Ns)>,
-    closed: Ns,
-}
-
-impl UnionLength {
-    fn push(&mut self, (s, e): (Ns, Ns)) {
-        if e <= s {
-            return;
-        }
-        match &mut self.current {
-            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
-            Some(cur) => {
-                self.closed += cur.1 - cur.0;
-                *cur = (s, e);
-            }
-            None => self.current = Some((s, e)),
-        }
-    }
-
-    fn total(&self) -> Ns {
-        self.closed + self.current.map_or(0, |(s, e)| e - s)
-    }
-}
-
 /// One class of calls, folded.
 #[derive(Debug, Clone, Default)]
 struct ClassTally {
@@ -165,7 +138,7 @@ impl<'s> CallTally<'s> {
                 }
                 class.threads.insert(c.thread);
                 class.processes.extend(process);
-                class.busy.push((s, e));
+                class.busy.push(s, e);
             }
             class.in_steps += u64::from(in_step);
         }

@@ -203,6 +203,32 @@ pub struct StepInfo {
     pub marker: Option<crate::names::steps::StepMarkerReport>,
 }
 
+impl StepInfo {
+    /// The forward steps of `raw` (read under `sw`, by start) with TP ranks' copies merged, and
+    /// each phase's steps and window.
+    pub(crate) fn of(
+        mut raw: Vec<Step>,
+        sw: &crate::profile::Switches,
+        marker: Option<crate::names::steps::StepMarkerReport>,
+    ) -> StepInfo {
+        steps::dedup_tp_steps_in_place(&mut raw);
+        raw.shrink_to_fit();
+        let (context, generation) = steps::phases(&raw, sw);
+        let phase = |p: Option<steps::PhaseCounts>| {
+            p.map(|p| Phase {
+                steps: p.steps,
+                window: p.window.unwrap_or_default(),
+            })
+        };
+        StepInfo {
+            steps: raw,
+            context: phase(context),
+            generation: phase(generation),
+            marker,
+        }
+    }
+}
+
 /// A trace with everything the drill-down looks up repeatedly.
 pub struct TraceIndex<'t> {
     pub trace: &'t Trace,
@@ -365,21 +391,7 @@ fn step_info(trace: &Trace, marker: Option<&crate::names::steps::StepSource>) ->
         StepNames::parser(&trace.strings, &sw, marker),
         &sw,
     );
-    let mut steps = reader.raw();
-    steps::dedup_tp_steps_in_place(&mut steps);
-    let (context, generation) = steps::phases(&steps, &sw);
-    let phase = |p: Option<steps::PhaseCounts>| {
-        p.map(|p| Phase {
-            steps: p.steps,
-            window: p.window.unwrap_or_default(),
-        })
-    };
-    StepInfo {
-        steps,
-        context: phase(context),
-        generation: phase(generation),
-        marker: reader.lookup().parser.used(),
-    }
+    StepInfo::of(reader.raw(), &sw, reader.lookup().parser.used())
 }
 
 /// Steady-state steps (reference §7: ctx = 0 and gen = the maximum gen count), else every

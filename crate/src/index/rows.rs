@@ -10,9 +10,9 @@ use std::cell::Cell;
 
 use hashbrown::HashMap;
 
+use super::StepInfo;
 use super::call_facts::CallFacts;
 use super::call_join::{CallJoin, Hold};
-use super::{Phase, StepInfo};
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, NvtxRow, Trace};
 use crate::names::api::{ApiKind, api_kind};
@@ -346,21 +346,7 @@ fn step_info(
     if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
         steps.sort_by_key(|s| (s.start, s.end));
     }
-    steps::dedup_tp_steps_in_place(&mut steps);
-    steps.shrink_to_fit();
-    let (context, generation) = steps::phases(&steps, &sw);
-    let phase = |p: Option<steps::PhaseCounts>| {
-        p.map(|p| Phase {
-            steps: p.steps,
-            window: p.window.unwrap_or_default(),
-        })
-    };
-    StepInfo {
-        steps,
-        context: phase(context),
-        generation: phase(generation),
-        marker: parser.used(),
-    }
+    StepInfo::of(steps, &sw, parser.used())
 }
 
 /// The built-in step parser with the trace's marker chosen: the marker of the range earliest in

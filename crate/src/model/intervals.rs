@@ -52,6 +52,36 @@ impl UnionBuilder {
     }
 }
 
+/// The length of the union of intervals pushed in start order (touching ones merge), without
+/// the intervals held.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnionLength {
+    current: Option<(Ns, Ns)>,
+    closed: Ns,
+}
+
+impl UnionLength {
+    /// Adds `[s, e)` (zero-length and inverted intervals add nothing), `s` not before the
+    /// previous interval's start.
+    pub fn push(&mut self, s: Ns, e: Ns) {
+        if e <= s {
+            return;
+        }
+        match &mut self.current {
+            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
+            Some(cur) => {
+                self.closed += cur.1 - cur.0;
+                *cur = (s, e);
+            }
+            None => self.current = Some((s, e)),
+        }
+    }
+
+    pub fn total(&self) -> Ns {
+        self.closed + self.current.map_or(0, |(s, e)| e - s)
+    }
+}
+
 /// Pushes onto `v`, growing it by an eighth of its length when full rather than doubling it:
 /// for lists that grow with the number of forward steps (the page's wasm memory keeps its
 /// high-water mark).
@@ -311,6 +341,17 @@ impl IntervalSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_union_length_merges_overlapping_and_touching_intervals_and_drops_empty_ones() {
+        let mut u = UnionLength::default();
+        for (s, e) in [(0, 10), (5, 15), (15, 20), (30, 40), (35, 35), (38, 36)] {
+            u.push(s, e);
+        }
+        // [0, 20) and [30, 40).
+        assert_eq!(u.total(), 30);
+        assert_eq!(UnionLength::default().total(), 0);
+    }
 
     fn set(v: &[(Ns, Ns)]) -> IntervalSet {
         IntervalSet::from_unsorted(v.to_vec())
