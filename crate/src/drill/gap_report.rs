@@ -28,8 +28,8 @@ use crate::drill::idle::{
     cause_sentence,
 };
 use crate::drill::topk::TopK;
-use crate::drill::{KernelFold, kernel_pass, kernel_pass_visiting};
 use crate::drill::{attribution, phase_steps};
+use crate::index::kernel_pass::{KernelFold, kernel_pass, kernel_pass_visiting};
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::index::{SpanCursor, TraceIndex};

@@ -21,7 +21,8 @@ mod topk;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::index::kernel_pass::{KernelFold, Rider, Riding, kernel_pass};
+use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, Ns};
 
 pub use crate::index::TraceIndex;
@@ -105,6 +106,16 @@ pub fn index_inputs<'t>(inputs: &[DrillInput<'t>]) -> Result<Vec<RowIndex<'t>>> 
 /// graphs, stragglers and the pattern's vote (each kernel joined to its launch call once); the
 /// pattern's count and the top gaps' host activity take a pass each. Fails when a read failed.
 pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<DrillReport> {
+    drill_riding(indexed, opts, &mut [])
+}
+
+/// [`drill_indexed`], `riders[i]` riding on the passes over trace `i`'s kernels: its first
+/// pass, then (for the first trace) the pattern's count when it is made.
+pub fn drill_riding(
+    indexed: &[RowIndex<'_>],
+    opts: &DrillOptions,
+    riders: &mut [&mut dyn Rider],
+) -> Result<DrillReport> {
     let mut gaps = gap_report::GapFolds::new(indexed, opts.top, opts.window);
     let offsets = stragglers::clock_offsets(indexed);
     let plan = indexed.first().map(patterns::PatternPlan::of);
@@ -118,7 +129,13 @@ pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<Dr
             .as_ref()
             .filter(|_| input == 0)
             .map(|plan| patterns::VoteFold::new(ix, plan));
-        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut input_gaps, &mut graph, &mut rank];
+        let mut rider = Riding(
+            riders
+                .get_mut(input)
+                .map(|r| &mut **r as &mut dyn KernelFold),
+        );
+        let mut folds: Vec<&mut dyn KernelFold> =
+            vec![&mut input_gaps, &mut graph, &mut rank, &mut rider];
         if let Some(v) = vote.as_mut() {
             folds.push(v);
         }
@@ -128,9 +145,13 @@ pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<Dr
         ranks.extend(rank.finish());
         votes = votes.or(vote.map(patterns::VoteFold::finish));
     }
+    riders.iter_mut().for_each(|r| r.first_pass_done());
     let (gaps, idle) = gaps.finish(indexed);
     let patterns = match (indexed.first(), &plan, votes) {
-        (Some(ix), Some(plan), Some(votes)) => patterns::report_of(ix, plan, votes),
+        (Some(ix), Some(plan), Some(votes)) => {
+            let rider = riders.first_mut().map(|r| &mut **r as &mut dyn KernelFold);
+            patterns::report_of(ix, plan, votes, rider)
+        }
         _ => patterns::pattern_report(indexed),
     };
     let report = DrillReport {
@@ -148,39 +169,6 @@ pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<Dr
         ix.rows.check()?;
     }
     Ok(report)
-}
-
-/// A fold fed by a pass over one trace's kernels: each kernel in start order, with the call
-/// that launched it when joined.
-pub(crate) trait KernelFold {
-    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>);
-}
-
-/// One pass over `ix`'s kernels in start order, each joined to its launch call once
-/// ([`RowIndex::launch_join`]) and handed to every fold of `folds`.
-pub(crate) fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) {
-    kernel_pass_visiting(ix, folds, None);
-}
-
-/// [`kernel_pass`], every call handed to `visit` as well (when given): those the join reads,
-/// then the rest, read to the end once the kernels are.
-pub(crate) fn kernel_pass_visiting(
-    ix: &RowIndex<'_>,
-    folds: &mut [&mut dyn KernelFold],
-    visit: Option<&mut dyn FnMut(&CallRow)>,
-) {
-    let to_the_end = visit.is_some();
-    let mut join = ix.launch_join_visiting(visit.map(|v| -> &mut dyn FnMut(&CallRow) { v }));
-    for k in ix.rows.kernels() {
-        let call = join.find(k.start, k.process, k.correlation);
-        for f in folds.iter_mut() {
-            f.kernel(&k, call.as_ref());
-        }
-    }
-    ix.peak.calls(join.peak());
-    if to_the_end {
-        join.read_to_end();
-    }
 }
 
 /// What the drill-down could not see in one trace, each note with the trace's label: what

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::drill::{KernelFold, kernel_pass};
+use crate::index::kernel_pass::{KernelFold, Riding, kernel_pass};
 use crate::index::rows::RowIndex;
 use crate::index::units::us;
 use crate::index::{SpanCursor, steady_spans};
@@ -90,7 +90,7 @@ pub fn pattern_report(inputs: &[RowIndex<'_>]) -> PatternReport {
         return not_found(None, None, "no trace".into(), 0);
     };
     let plan = PatternPlan::of(ix);
-    report_of(ix, &plan, first_sequences(ix, &plan, VOTING_STEPS))
+    report_of(ix, &plan, first_sequences(ix, &plan, VOTING_STEPS), None)
 }
 
 /// Where the layer is searched in a trace: the device that ran the most kernels (ties: the
@@ -115,11 +115,13 @@ impl PatternPlan {
 }
 
 /// The pattern of `ix` from the first steps' sequences (`first`, read by a [`VoteFold`]):
-/// the layer voted, then its occurrences counted in a pass over the kernels.
+/// the layer voted, then its occurrences counted in a pass over the kernels (`rider` riding on
+/// it).
 pub(crate) fn report_of(
     ix: &RowIndex<'_>,
     plan: &PatternPlan,
     first: FirstSequences,
+    rider: Option<&mut dyn KernelFold>,
 ) -> PatternReport {
     let spans = &plan.spans;
     let Some(device) = plan.device else {
@@ -145,7 +147,7 @@ pub(crate) fn report_of(
     let Some(unit) = vote_unit(voters) else {
         return not_found(Some(ix), Some(device), source, step_count);
     };
-    let tally = count_occurrences(ix, plan, &unit, first.in_order);
+    let tally = count_occurrences(ix, plan, &unit, first.in_order, rider);
     if tally.occurrences < 2 {
         return not_found(Some(ix), Some(device), source, step_count);
     }
@@ -410,6 +412,7 @@ fn count_occurrences(
     plan: &PatternPlan,
     unit: &[NameId],
     in_order: bool,
+    rider: Option<&mut dyn KernelFold>,
 ) -> Tally {
     let mut fold = CountFold {
         ix,
@@ -423,7 +426,7 @@ fn count_occurrences(
             duration: vec![0; unit.len()],
         },
     };
-    kernel_pass(ix, &mut [&mut fold]);
+    kernel_pass(ix, &mut [&mut fold, &mut Riding(rider)]);
     fold.tally
 }
 
@@ -642,7 +645,7 @@ mod tests {
             b.trace.strings.find_text("y"),
         ]
         .map(|id| id.expect("interned"));
-        let t = count_occurrences(&ix, &plan, &unit, false);
+        let t = count_occurrences(&ix, &plan, &unit, false, None);
         assert_eq!(t.occurrences, 3);
         // Every kernel starts 90 ns after the device's previous one ends. Step 1's matches are
         // its kernels 0–1 (x is the step's first: 0) and 2–3, step 2's its kernels 1–2.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::drill::{KernelFold, kernel_pass};
+use crate::index::kernel_pass::{KernelFold, kernel_pass};
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::model::rows::{CallRow, KernelRow};

@@ -24,6 +24,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::index::call_facts::CallFacts;
 use crate::index::call_join::{CallJoin, Hold};
+use crate::index::kernel_pass::{KernelFold, Rider};
 use crate::index::units::us;
 use crate::index::{TraceIndex, steady_spans};
 use crate::model::rows::{CallRow, EventRows, KernelRow, MemOpRow, Rows};
@@ -188,75 +189,200 @@ fn call_process(meta: &Trace, c: &CallRow) -> Option<ProcessIdx> {
     meta.threads.process.get(c.thread as usize).copied()
 }
 
-/// The explainer's passes: kernels (window, time per name); kernels joined to their launch
-/// calls with the ranges open around them, the calls and ranges tallied as the join reads them
-/// (it needs the window first); the kernels joined again (the percentiles' exact values); the
-/// copies and memsets joined to their calls.
+/// The explainer's passes, each run by itself ([`Explainer`] with no one else's pass to ride).
 fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (ExplainReport, Held) {
-    let meta = rows.meta();
-    let strings = &meta.strings;
-    let mut procs = processes::ProcessTally::new(meta);
-    let mut tally = kernels::KernelTally::new(strings.len(), meta.processes.len());
+    let mut explainer = Explainer::new(rows, label, steps, top);
     for k in rows.kernels() {
-        tally.add(&k);
-        procs.kernel(&k);
+        explainer.kernel(&k, None);
     }
-    let window = window_of(rows, tally.extent());
-    let steady = steady_spans(steps).0;
-    let host = RefCell::new(HostTally {
-        kinds: ApiKinds::default(),
-        calls: api::CallTally::new(window, &steady, strings.len()),
-        launches: kernels::LaunchCalls::new(meta.processes.len()),
-        facts: CallFacts::default(),
-        ranges: nvtx::RangeTally::new(meta.threads.len(), strings.len()),
-        procs,
-    });
-    let mut held = Held {
-        kernels: tally.count(),
-        ..Held::default()
-    };
-    let joined = joined_kernels(rows, &host, &tally, top, &mut held);
-    let HostTally {
-        kinds,
-        calls,
-        launches,
-        facts,
-        ranges,
-        mut procs,
-    } = host.into_inner();
-    let mut memory = memory::MemoryTally::new(window);
-    held.pending_calls =
-        held.pending_calls
-            .max(join_copies(rows, &kinds, &mut |op, call| match op {
-                Op::Copy(op) => {
-                    memory.copy(op, call);
-                    procs.memcpy(op);
-                }
-                Op::Memset(op) => memory.memset(op, call),
-            }));
-    let summaries = calls.finish(strings);
-    let mut coverage = meta.coverage.clone();
-    coverage.extend(facts.coverage(meta.present.runtime, rows.columns().call_correlations));
-    let report = ExplainReport {
-        file: label.to_string(),
-        window,
-        kernels: kernels::kernel_summary(&tally, &joined.durations, strings, top),
-        launch_storm: kernels::launch_storm(
-            &tally,
-            &launches,
-            meta.present.runtime,
-            (window.start_ns, window.end_ns),
-        ),
-        api_calls: summaries.api,
-        syncs: summaries.syncs,
-        allocations: summaries.allocations,
-        memory: memory.finish(),
-        nvtx: nvtx::nvtx_summary(&ranges, &joined.gpu, strings, top),
-        processes: procs.finish(meta),
-        launch_latency: api::LaunchLatency::of(&joined.latency),
-        coverage,
-    };
-    (report, held)
+    explainer.finish()
+}
+
+/// The explainer's passes as a value, so that what already passes over a trace's kernels
+/// joined to their launch calls (the drill-down) carries the explainer's kernel passes on its
+/// own ([`Rider`]): every kernel (the window, time per name); then [`Explainer::join`], the
+/// kernels joined to their launch calls with the ranges open around them, the calls and ranges
+/// tallied as the join reads them (it needs the window first); then every kernel again with its
+/// launch call (the percentiles' exact values; [`Explainer::finish`] makes that pass itself
+/// when no one did); then the copies and memsets joined to their calls.
+pub struct Explainer<'r> {
+    rows: &'r dyn EventRows,
+    label: String,
+    /// The steady steps' spans.
+    steady: Vec<(Ns, Ns)>,
+    top: usize,
+    tally: kernels::KernelTally,
+    procs: processes::ProcessTally,
+    held: Held,
+    /// What the join found (`None` before it).
+    joined: Option<HostJoined>,
+    /// Kernels the last pass (the percentiles' exact values) was handed.
+    exact: u64,
+}
+
+/// What [`Explainer::join`] found of the calls, the ranges and the kernels joined to them.
+struct HostJoined {
+    window: Window,
+    kinds: ApiKinds,
+    summaries: api::CallSummaries,
+    launches: kernels::LaunchCalls,
+    facts: CallFacts,
+    ranges: nvtx::RangeTally,
+    kernels: Joined,
+}
+
+impl<'r> Explainer<'r> {
+    /// The explainer of the trace whose rows `rows` reads, `label` naming it and `steps` its
+    /// forward steps (the standard profile's, TP-merged); `top` limits the named lists.
+    pub fn new(rows: &'r dyn EventRows, label: &str, steps: &[Step], top: usize) -> Explainer<'r> {
+        let meta = rows.meta();
+        Explainer {
+            rows,
+            label: label.to_string(),
+            steady: steady_spans(steps).0,
+            top,
+            tally: kernels::KernelTally::new(meta.strings.len(), meta.processes.len()),
+            procs: processes::ProcessTally::new(meta),
+            held: Held::default(),
+            joined: None,
+            exact: 0,
+        }
+    }
+
+    /// The join (once every kernel was handed to the first pass): the kernels joined to their
+    /// launch calls, each call and range tallied as it is read.
+    pub fn join(&mut self) {
+        if self.joined.is_none() {
+            self.joined = Some(self.host_join());
+        }
+    }
+
+    fn host_join(&mut self) -> HostJoined {
+        let rows = self.rows;
+        let strings = &rows.meta().strings;
+        let window = window_of(rows, self.tally.extent());
+        let host = RefCell::new(HostTally {
+            kinds: ApiKinds::default(),
+            calls: api::CallTally::new(window, &self.steady, strings.len()),
+            launches: kernels::LaunchCalls::new(rows.meta().processes.len()),
+            facts: CallFacts::default(),
+            ranges: nvtx::RangeTally::new(rows.meta().threads.len(), strings.len()),
+            procs: &mut self.procs,
+        });
+        self.held.kernels = self.tally.count();
+        let kernels = first_join(rows, &host, &self.tally, self.top, &mut self.held);
+        let host = host.into_inner();
+        HostJoined {
+            window,
+            kinds: host.kinds,
+            summaries: host.calls.finish(strings),
+            launches: host.launches,
+            facts: host.facts,
+            ranges: host.ranges,
+            kernels,
+        }
+    }
+
+    /// The report and the most state held; the percentiles' pass is made here when no one
+    /// handed the kernels again after the join.
+    pub fn finish(mut self) -> (ExplainReport, Held) {
+        let rows = self.rows;
+        let meta = rows.meta();
+        let strings = &meta.strings;
+        let mut host = match self.joined.take() {
+            Some(host) => host,
+            None => self.host_join(),
+        };
+        if self.exact == 0 {
+            let kinds = &host.kinds;
+            let second = KernelJoin {
+                ranges: Box::new(std::iter::empty()),
+                kind: &mut |c| kinds.get(c.name),
+                graph_launches: false,
+                to_the_end: false,
+            };
+            let (joined, tally) = (&mut host.kernels, &self.tally);
+            join_kernels(rows, second, &mut self.held, &mut |k, launch| {
+                joined.second(k, launch, tally)
+            });
+        }
+        let joined = &host.kernels;
+        self.held.duration_entries = joined.latency.held()
+            + joined
+                .durations
+                .values()
+                .map(Percentiles::held)
+                .sum::<usize>();
+        let window = host.window;
+        let mut memory = memory::MemoryTally::new(window);
+        let procs = &mut self.procs;
+        let copies_held = join_copies(rows, &host.kinds, &mut |op, call| match op {
+            Op::Copy(op) => {
+                memory.copy(op, call);
+                procs.memcpy(op);
+            }
+            Op::Memset(op) => memory.memset(op, call),
+        });
+        self.held.pending_calls = self.held.pending_calls.max(copies_held);
+        let mut coverage = meta.coverage.clone();
+        coverage.extend(
+            host.facts
+                .coverage(meta.present.runtime, rows.columns().call_correlations),
+        );
+        let (tally, top) = (&self.tally, self.top);
+        let report = ExplainReport {
+            file: self.label,
+            window,
+            kernels: kernels::kernel_summary(tally, &joined.durations, strings, top),
+            launch_storm: kernels::launch_storm(
+                tally,
+                &host.launches,
+                meta.present.runtime,
+                (window.start_ns, window.end_ns),
+            ),
+            api_calls: host.summaries.api,
+            syncs: host.summaries.syncs,
+            allocations: host.summaries.allocations,
+            memory: memory.finish(),
+            nvtx: nvtx::nvtx_summary(&host.ranges, &joined.gpu, strings, top),
+            processes: self.procs.finish(meta),
+            launch_latency: api::LaunchLatency::of(&joined.latency),
+            coverage,
+        };
+        (report, self.held)
+    }
+
+    /// [`Explainer::finish`]'s report; fails when a row could not be read.
+    pub fn report(self) -> Result<ExplainReport> {
+        let rows = self.rows;
+        let (report, _) = self.finish();
+        rows.check()?;
+        Ok(report)
+    }
+}
+
+/// Before the join, the first pass (window, time per name); after it, the percentiles' exact
+/// values.
+impl KernelFold for Explainer<'_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        match &mut self.joined {
+            None => {
+                self.tally.add(k);
+                self.procs.kernel(k);
+            }
+            Some(host) => {
+                self.exact += 1;
+                let launch = call.map(|c| (*c, (host.kinds.get(c.name), NO_NAME)));
+                host.kernels.second(k, launch, &self.tally);
+            }
+        }
+    }
+}
+
+impl Rider for Explainer<'_> {
+    fn first_pass_done(&mut self) {
+        self.join();
+    }
 }
 
 /// What the first kernel join tallies of the calls and ranges it reads (each once, in start
@@ -267,7 +393,7 @@ struct HostTally<'w> {
     launches: kernels::LaunchCalls,
     facts: CallFacts,
     ranges: nvtx::RangeTally,
-    procs: processes::ProcessTally,
+    procs: &'w mut processes::ProcessTally,
 }
 
 impl HostTally<'_> {
@@ -300,10 +426,9 @@ fn eager_latency(k: &KernelRow, launch: Option<Launch>) -> Option<Ns> {
     }
 }
 
-/// The kernels joined to their launch calls, read twice: first GPU time per range and the
-/// percentiles' buckets (the calls and ranges tallied into `host` as they are read), then the
-/// values inside the buckets the percentiles fall in.
-fn joined_kernels(
+/// The kernels joined to their launch calls: GPU time per range and the percentiles' buckets
+/// (the calls and ranges tallied into `host` as they are read).
+fn first_join(
     rows: &dyn EventRows,
     host: &RefCell<HostTally<'_>>,
     tally: &kernels::KernelTally,
@@ -320,7 +445,6 @@ fn joined_kernels(
             .map(|name| (name, Percentiles::new(&kernels::KERNEL_QUANTILES)))
             .collect(),
     };
-    let duration = |k: &KernelRow| (k.end - k.start).max(0);
     let first = KernelJoin {
         ranges: Box::new(rows.ranges().inspect(|r| host.borrow_mut().range(meta, r))),
         kind: &mut |c| host.borrow_mut().call(meta, c),
@@ -343,28 +467,11 @@ fn joined_kernels(
         .durations
         .values_mut()
         .for_each(Percentiles::end_first);
-    let host = host.borrow();
-    let second = KernelJoin {
-        ranges: Box::new(std::iter::empty()),
-        kind: &mut |c| host.kinds.get(c.name),
-        graph_launches: false,
-        to_the_end: false,
-    };
-    join_kernels(rows, second, held, &mut |k, launch| {
-        if let Some(latency) = eager_latency(k, launch) {
-            joined.latency.second(latency);
-        }
-        if let Some(p) = joined.durations.get_mut(&tally.name_key(k.short_name)) {
-            p.second(duration(k));
-        }
-    });
-    held.duration_entries = joined.latency.held()
-        + joined
-            .durations
-            .values()
-            .map(Percentiles::held)
-            .sum::<usize>();
     joined
+}
+
+fn duration(k: &KernelRow) -> Ns {
+    (k.end - k.start).max(0)
 }
 
 /// What the kernels say once joined to their launch calls.
@@ -375,6 +482,18 @@ struct Joined {
     latency: Percentiles,
     /// The durations of the top kernel names ([`kernels::KernelTally::top_names`]).
     durations: HashMap<usize, Percentiles>,
+}
+
+impl Joined {
+    /// Kernel `k` read again, with its launch: the percentiles' exact values.
+    fn second(&mut self, k: &KernelRow, launch: Option<Launch>, tally: &kernels::KernelTally) {
+        if let Some(latency) = eager_latency(k, launch) {
+            self.latency.second(latency);
+        }
+        if let Some(p) = self.durations.get_mut(&tally.name_key(k.short_name)) {
+            p.second(duration(k));
+        }
+    }
 }
 
 /// How a pass joins kernels to their calls: the ranges read alongside (for the innermost one

@@ -15,8 +15,9 @@ use serde::{Serialize, Serializer};
 use crate::drill::idle::CauseKind;
 use crate::drill::{self, DrillInput, DrillOptions, DrillReport};
 use crate::error;
-use crate::explain::{self, ExplainReport};
+use crate::explain::{self, ExplainReport, Explainer};
 use crate::format;
+use crate::index::kernel_pass::Rider;
 use crate::index::rows::RowIndex;
 use crate::model::Ns;
 use drill_down::{graph_findings, pattern_finding, straggler_finding};
@@ -155,16 +156,23 @@ impl DrillFindings {
     }
 
     /// [`DrillFindings::build`] and the explainer report of each trace it read (the report of
-    /// one trace shows both: the page keeps them for its export).
+    /// one trace shows both: the page keeps them for its export). The explainer rides on the
+    /// drill-down's passes over the kernels.
     pub fn explained(
         indexed: &[RowIndex<'_>],
         opts: &DrillOptions,
     ) -> error::Result<(DrillFindings, Vec<ExplainReport>)> {
-        let report = drill::drill_indexed(indexed, opts)?;
         let top = explain::DEFAULT_TOP.max(opts.top);
-        let explains = indexed
+        let mut explainers: Vec<Explainer<'_>> = indexed
             .iter()
-            .map(|ix| explain::explain_rows(ix.rows, &ix.label, &ix.steps.steps, top))
+            .map(|ix| Explainer::new(ix.rows, &ix.label, &ix.steps.steps, top))
+            .collect();
+        let mut riders: Vec<&mut dyn Rider> =
+            explainers.iter_mut().map(|e| e as &mut dyn Rider).collect();
+        let report = drill::drill_riding(indexed, opts, &mut riders)?;
+        let explains = explainers
+            .into_iter()
+            .map(Explainer::report)
             .collect::<error::Result<Vec<ExplainReport>>>()?;
         Ok((DrillFindings::of(report, &explains), explains))
     }

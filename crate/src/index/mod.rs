@@ -7,6 +7,7 @@
 
 pub mod call_facts;
 pub mod call_join;
+pub mod kernel_pass;
 pub mod names;
 pub mod rows;
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, NvtxRow, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::{KernelCategory, is_collective, kernel_category};
-use crate::names::steps::StepSource;
+use crate::names::steps::{StepSource, StepStyle};
 use crate::profile::{Profile, Switches};
 use crate::steps;
 use crate::steps::Step;
@@ -324,7 +324,7 @@ fn call_counts(
     f
 }
 
-/// Forward steps and phases under the standard profile, read from the NVTX ranges.
+/// Forward steps and phases under the standard profile, read from the NVTX ranges in one pass.
 fn step_info(
     rows: &dyn EventRows,
     marker: Option<&StepSource>,
@@ -332,40 +332,56 @@ fn step_info(
 ) -> StepInfo {
     let sw = Profile::Standard.switches();
     let strings = &rows.meta().strings;
-    let parser = match marker {
-        Some(_) => StepParser::new(&sw, marker),
-        None => first_marker(rows, &sw),
+    let ranges = rows.ranges().inspect(|r| visit.range(r));
+    let (mut steps, used) = match marker {
+        Some(_) => {
+            let parser = StepParser::new(&sw, marker);
+            let names = ParserOn(&parser, strings);
+            let steps: Vec<Step> = ranges
+                .filter_map(|r| steps::step_of_row(&r, &sw, &names))
+                .collect();
+            (steps, parser.used())
+        }
+        None => builtin_steps(ranges, &sw, strings),
     };
-    let names = ParserOn(&parser, strings);
-    let mut steps: Vec<Step> = rows
-        .ranges()
-        .inspect(|r| visit.range(r))
-        .filter_map(|r| steps::step_of_row(&r, &sw, &names))
-        .collect();
     // Ranges come by (start, row): a stable sort by (start, end) orders ties by row.
     if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
         steps.sort_by_key(|s| (s.start, s.end));
     }
-    StepInfo::of(steps, &sw, parser.used())
+    StepInfo::of(steps, &sw, used)
 }
 
-/// The built-in step parser with the trace's marker chosen: the marker of the range earliest in
-/// table order that names one, as every other reader of the trace chooses it (it reads the
-/// table in row order), though the ranges come in start order here.
-fn first_marker(rows: &dyn EventRows, sw: &Switches) -> StepParser {
-    let strings = &rows.meta().strings;
-    let mut first: Option<(i64, StepParser)> = None;
-    for r in rows.ranges() {
-        if first.as_ref().is_some_and(|(row, _)| *row <= r.row) {
-            continue;
-        }
-        let parser = StepParser::new(sw, None);
-        let _ = steps::step_of_row(&r, sw, &ParserOn(&parser, strings));
-        if parser.used().is_some() {
-            first = Some((r.row, parser));
+/// The steps under the trace's built-in marker: that of the range earliest in table order that
+/// names one, as every other reader of the trace chooses it (it reads the table in row order),
+/// though the ranges come in start order here. Every marker's steps are read as the ranges
+/// pass (no name is a step under two markers) and the chosen one's kept, so the ranges are
+/// read once.
+fn builtin_steps(
+    ranges: impl Iterator<Item = NvtxRow>,
+    sw: &Switches,
+    strings: &crate::model::Strings,
+) -> (Vec<Step>, Option<crate::names::steps::StepMarkerReport>) {
+    let parsers =
+        StepStyle::ALL.map(|style| StepParser::new(sw, Some(&StepSource::Builtin(style))));
+    let mut found: [(Option<i64>, Vec<Step>); StepStyle::ALL.len()] = Default::default();
+    for r in ranges {
+        for (parser, (first, steps)) in parsers.iter().zip(found.iter_mut()) {
+            if let Some(step) = steps::step_of_row(&r, sw, &ParserOn(parser, strings)) {
+                *first = Some(first.map_or(r.row, |f| f.min(r.row)));
+                steps.push(step);
+            }
         }
     }
-    first.map_or_else(|| StepParser::new(sw, None), |(_, parser)| parser)
+    let chosen = (0..found.len())
+        .filter_map(|i| found[i].0.map(|row| (row, i)))
+        .min();
+    match chosen {
+        Some((_, i)) => (
+            std::mem::take(&mut found[i].1),
+            Some(StepSource::Builtin(StepStyle::ALL[i]).report(true)),
+        ),
+        None => (Vec::new(), None),
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 use serde::Serialize;
 
 use crate::detect::{self, DetectConfig, DetectReport};
-use crate::drill;
 use crate::drill::DrillOptions;
 use crate::error::Result;
 use crate::explain::{self, ExplainReport};
@@ -66,14 +65,18 @@ pub fn build_rows(
     verdict: &dyn Fn(&DetectConfig) -> Result<DetectReport>,
 ) -> Result<Document> {
     let ix = RowIndex::new(rows, label, None)?;
-    let top = explain::DEFAULT_TOP.max(opts.top);
-    let explain = explain::explain_rows(rows, label, &ix.steps.steps, top)?;
     if let Some(a) = ix.kernel_absence() {
+        let top = explain::DEFAULT_TOP.max(opts.top);
+        let explain = explain::explain_rows(rows, label, &ix.steps.steps, top)?;
         return Ok(host_side(label, explain, a));
     }
     let detect = verdict(&verdict_config(label))?;
-    let drill = drill::drill_indexed(std::slice::from_ref(&ix), opts)?;
-    let drill = DrillFindings::of(drill, std::slice::from_ref(&explain));
+    let (drill, mut explains) = DrillFindings::explained(std::slice::from_ref(&ix), opts)?;
+    let explain = explains
+        .pop()
+        .ok_or_else(|| crate::error::Error::Internal {
+            detail: "the drill-down explained no trace".into(),
+        })?;
     Ok(with_drill_down(label, detect, explain, drill))
 }
 

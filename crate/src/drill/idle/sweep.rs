@@ -16,7 +16,7 @@ use std::iter::Peekable;
 use hashbrown::HashMap;
 
 use super::{CauseKind, PRECEDENCE, Tally};
-use crate::index::call_join::{CallJoin, Hold};
+use crate::index::call_join::LOOKAHEAD;
 use crate::index::rows::{DeviceFacts, RowIndex};
 use crate::model::rows::{CallRow, MemOpRow, Rows};
 use crate::model::{NameId, Ns, NvtxRow, ProcessIdx};
@@ -329,32 +329,25 @@ impl<'t> Iterator for HostSpans<'_, 't> {
 }
 
 /// Which async copy calls issued a copy with a pageable host side, found as the sweep reaches
-/// each call: the copies are read in start order, each joined to its call ([`CallJoin`]),
-/// until the asking call's copy is found. A pageable copy may start long after its call
-/// returned (the driver stages it, then the copy waits behind the stream's kernels: 12 ms on a
-/// public export), so no lookahead bound would do: what is held is the calls in flight (issued,
-/// copy not started) and the copies found ahead of their call's turn, never every copy.
+/// each call: the copies are read in start order until the asking call's copy is found (by
+/// process and correlation id). A pageable copy may start long after its call returned (the
+/// driver stages it, then the copy waits behind the stream's kernels: 12 ms on a public export),
+/// so no lookahead bound would do: what is held is the copies read ahead of their call's turn,
+/// never every copy, and the calls are not read again.
 pub struct PageableCopies<'t> {
     copies: Rows<'t, MemOpRow>,
-    join: CallJoin<'t>,
-    /// Per async copy call found ahead of its turn, by (process, correlation id): its start
-    /// and whether its copy has a pageable host side.
+    /// Per copy read ahead of its call's turn, by (process, correlation id): its start and
+    /// whether it has a pageable host side.
     ahead: HashMap<(ProcessIdx, u32), (Ns, bool)>,
+    peak: usize,
 }
 
 impl<'t> PageableCopies<'t> {
     pub fn new(ix: &RowIndex<'t>) -> PageableCopies<'t> {
-        let api = ix.names.api_kinds();
-        let join = CallJoin::new(ix.rows.calls(), move |c| {
-            match api.get(&c.name) == Some(&ApiKind::Memcpy { is_async: true }) {
-                true => Hold::Once,
-                false => Hold::No,
-            }
-        });
         PageableCopies {
             copies: ix.rows.memcpy(),
-            join,
             ahead: HashMap::new(),
+            peak: 0,
         }
     }
 
@@ -364,8 +357,10 @@ impl<'t> PageableCopies<'t> {
         if c.correlation == 0 {
             return false;
         }
-        // Calls before this one have asked (or never will).
-        self.ahead.retain(|_, (start, _)| *start >= c.start);
+        // A copy starts after its call (within the join's lookahead, for clocks that disagree):
+        // one starting before this call belongs to a call that has asked, or never will.
+        self.ahead
+            .retain(|_, (start, _)| start.saturating_add(LOOKAHEAD) >= c.start);
         let key = (c.process, c.correlation);
         loop {
             if let Some((_, pageable)) = self.ahead.remove(&key) {
@@ -374,17 +369,16 @@ impl<'t> PageableCopies<'t> {
             let Some(m) = self.copies.next() else {
                 return false;
             };
-            if let Some(call) = self.join.find(m.start, m.process, m.correlation)
-                && call.start >= c.start
-            {
-                let found = (call.process, call.correlation);
-                self.ahead.insert(found, (call.start, m.pageable_host()));
+            if m.correlation != 0 {
+                self.ahead
+                    .insert((m.process, m.correlation), (m.start, m.pageable_host()));
+                self.peak = self.peak.max(self.ahead.len());
             }
         }
     }
 
-    /// Calls and copies held now.
+    /// The most copies held at once.
     pub fn held(&self) -> usize {
-        self.ahead.len() + self.join.peak()
+        self.peak
     }
 }

@@ -380,5 +380,5 @@ fn pageable_copies_are_found_whenever_they_start() {
         .map(|c| copies.issued_pageable(&c))
         .collect();
     assert_eq!(asked, [false, true]);
-    assert_eq!(copies.held(), 2, "both calls in flight at once");
+    assert_eq!(copies.held(), 2, "both copies held at once");
 }

@@ -1,0 +1,59 @@
+//! One pass over a trace's kernels in start order, each joined to the call that launched it
+//! once ([`RowIndex::launch_join`]) and handed to every fold riding on the pass: the
+//! drill-down's analyses, Root cause's steady kernels, the explainer's tallies.
+
+use super::rows::RowIndex;
+use crate::model::rows::{CallRow, KernelRow};
+
+/// A fold fed by a pass over one trace's kernels: each kernel in start order, with the call
+/// that launched it when joined.
+pub trait KernelFold {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>);
+}
+
+/// One pass over `ix`'s kernels in start order, each joined to its launch call once
+/// ([`RowIndex::launch_join`]) and handed to every fold of `folds`.
+pub fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) {
+    kernel_pass_visiting(ix, folds, None);
+}
+
+/// [`kernel_pass`], every call handed to `visit` as well (when given): those the join reads,
+/// then the rest, read to the end once the kernels are.
+pub fn kernel_pass_visiting(
+    ix: &RowIndex<'_>,
+    folds: &mut [&mut dyn KernelFold],
+    visit: Option<&mut dyn FnMut(&CallRow)>,
+) {
+    let to_the_end = visit.is_some();
+    let mut join = ix.launch_join_visiting(visit.map(|v| -> &mut dyn FnMut(&CallRow) { v }));
+    for k in ix.rows.kernels() {
+        let call = join.find(k.start, k.process, k.correlation);
+        for f in folds.iter_mut() {
+            f.kernel(&k, call.as_ref());
+        }
+    }
+    ix.peak.calls(join.peak());
+    if to_the_end {
+        join.read_to_end();
+    }
+}
+
+/// A fold riding on every pass a driver makes over one trace's kernels joined to their launch
+/// calls (the explainer's on the drill-down's), so the trace's kernels are not read again for
+/// it: told when the driver's first pass is over, the kernels it is handed next are the next
+/// pass's.
+pub trait Rider: KernelFold {
+    fn first_pass_done(&mut self);
+}
+
+/// A rider among a pass's folds, when there is one: its borrow outlives the pass's (a slice of
+/// folds takes each at the pass's own lifetime).
+pub struct Riding<'r>(pub Option<&'r mut dyn KernelFold>);
+
+impl KernelFold for Riding<'_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        if let Some(rider) = self.0.as_mut() {
+            rider.kernel(k, call);
+        }
+    }
+}
