@@ -3,7 +3,8 @@
 //! worker runs the same code, so this is where its memory goes. Then times timeline views from
 //! full extent down to a deep zoom (summary or re-read rows). With `views`, the whole load is
 //! replaced by the deeper views over the file's rows (Root cause in both profiles, Drill-down,
-//! the report), as the page runs them on a streamed trace: nothing is loaded. Not a test; prints figures.
+//! the report), as the page runs them on a streamed trace: nothing is loaded (the drill-down
+//! twice: indexing the rows itself, and over the index Root cause read, as the page runs it). Not a test; prints figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -93,7 +94,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     counted.report();
     std::hint::black_box(window);
     let cfg = nsys_lens::analyze::AnalyzeConfig::default();
-    let root_cause = nsys_lens::analyze::analyze_rows(rows, &cfg)?;
+    let (root_cause, index) = nsys_lens::analyze::analyze_rows_indexed(rows, &cfg)?;
     mark("root cause (analyze)", t);
     counted.report();
     let skill = nsys_lens::analyze::AnalyzeConfig {
@@ -112,6 +113,15 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     let drill = nsys_lens::findings::DrillFindings::drill(&[input], &opts)?;
     mark("drill-down with findings", t);
     counted.report();
+    if let Some(facts) = index {
+        // As the page runs it after Root cause: over the index Root cause read.
+        let indexed = [nsys_lens::drill::RowIndex::with_facts(rows, "trace", facts)];
+        std::hint::black_box(nsys_lens::findings::DrillFindings::explained(
+            &indexed, &opts,
+        )?);
+        mark("drill-down after root cause", t);
+        counted.report();
+    }
     let verdict = |cfg: &nsys_lens::detect::DetectConfig| nsys_lens::detect::detect_rows(rows, cfg);
     let doc = nsys_lens::report::document::build_rows(rows, "trace", &opts, &verdict)?;
     mark("report document (verdict over the rows)", t);

@@ -50,3 +50,46 @@ fn both_profiles_read_the_event_tables_only_through_the_row_iterators() {
         "every way of finding steps is read through the rows"
     );
 }
+
+/// The drill-down over the index Root cause read on its way (`analyze_rows_indexed`, as the
+/// page keeps it between the two views) equals the drill-down that indexes the rows itself,
+/// findings and explainer report alike; `trtllm-skill` reads no index to keep.
+#[test]
+fn the_drill_down_over_root_causes_index_equals_one_that_reads_its_own() {
+    use nsys_lens::analyze::analyze_rows_indexed;
+    use nsys_lens::drill::{DrillOptions, RowIndex};
+    use nsys_lens::findings::DrillFindings;
+    let dir = tempfile::TempDir::new().expect("tempdir");
+    for scenario in ["tp2-phases", "host-bound", "cuda-graphs"] {
+        let path = dir.path().join(format!("{scenario}.sqlite"));
+        let opts = GenOptions { scale: 1, seed: 3 };
+        generate_with_markers(scenario, &path, &opts, MarkerStyle::TensorrtLlm).expect("generated");
+        let rows = common::RowsOnly::of(load_path(&path, LoadOptions::all()).expect("loaded"));
+        let cfg = AnalyzeConfig::default();
+        let (_, kept) = analyze_rows_indexed(&rows, &cfg).expect("analysed");
+        let kept = kept.expect("the standard profile reads drill's index");
+        let reused = [RowIndex::with_facts(&rows, "t", kept)];
+        let own = [RowIndex::new(&rows, "t", None).expect("indexed")];
+        let drill = DrillOptions::default();
+        let (a, ea) = DrillFindings::explained(&reused, &drill).expect("drilled");
+        let (b, eb) = DrillFindings::explained(&own, &drill).expect("drilled");
+        let same = |x: serde_json::Result<String>, y: serde_json::Result<String>| {
+            x.is_ok() && x.ok() == y.ok()
+        };
+        let (a_json, b_json) = (serde_json::to_string(&a), serde_json::to_string(&b));
+        assert!(same(a_json, b_json), "{scenario}: drill-down");
+        let (ea_json, eb_json) = (serde_json::to_string(&ea), serde_json::to_string(&eb));
+        assert!(same(ea_json, eb_json), "{scenario}: explainer");
+        assert!(!a.findings.is_empty(), "{scenario}: something found");
+        let skill = AnalyzeConfig {
+            profile: Profile::TrtllmSkill,
+            ..AnalyzeConfig::default()
+        };
+        assert!(
+            analyze_rows_indexed(&rows, &skill)
+                .expect("analysed")
+                .1
+                .is_none()
+        );
+    }
+}

@@ -30,7 +30,7 @@ use stats::Stats;
 use workload::KernelSpread;
 
 use crate::error::{Error, Result};
-use crate::index::rows::RowVisitor;
+use crate::index::rows::{IndexFacts, RowVisitor};
 use crate::iterations::Isolation;
 use crate::iterations::allreduce::{AllreduceFold, AllreduceIterations};
 use crate::model::rows::{EventRows, KernelRow};
@@ -131,17 +131,39 @@ pub fn analyze_rows_measured(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
 ) -> Result<(TraceBreakdown, FoldPeaks)> {
+    let mut peaks = FoldPeaks::default();
+    let b = analyze_rows_with(rows, cfg, &mut peaks, &mut None)?;
+    Ok((b, peaks))
+}
+
+/// [`analyze_rows`] and what drill's index read of the rows on the way (the standard
+/// profile's window reads it; `None` under `trtllm-skill`): the page keeps it for the
+/// drill-down of the same trace.
+pub fn analyze_rows_indexed(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+) -> Result<(TraceBreakdown, Option<IndexFacts>)> {
+    let mut kept = None;
+    let b = analyze_rows_with(rows, cfg, &mut FoldPeaks::default(), &mut kept)?;
+    Ok((b, kept))
+}
+
+fn analyze_rows_with(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    peaks: &mut FoldPeaks,
+    kept: &mut Option<IndexFacts>,
+) -> Result<TraceBreakdown> {
     require_kernels(rows, &cfg.source)?;
     if cfg.tp_size == 0 {
         return Err(Error::Usage("--tp-size must be at least 1".into()));
     }
-    let mut peaks = FoldPeaks::default();
     let b = match cfg.profile {
         Profile::TrtllmSkill => skill::breakdown(rows, cfg),
-        Profile::Standard => standard::breakdown(rows, cfg, &mut peaks)?,
+        Profile::Standard => standard::breakdown(rows, cfg, peaks, kept)?,
     };
     rows.check()?;
-    Ok((b, peaks))
+    Ok(b)
 }
 
 /// Fails when the trace has no kernel, saying why (from the tables present and the launch

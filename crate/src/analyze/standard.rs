@@ -23,7 +23,7 @@ use super::workload::Workload;
 use super::{AnalyzeConfig, FoldPeaks, KernelFacts, finish, isolation_info};
 use crate::error::Result;
 use crate::index::kernel_pass::KernelFold;
-use crate::index::rows::RowVisitor;
+use crate::index::rows::{IndexFacts, RowVisitor};
 use crate::iterations::forward_steps::{MergedStep, RawSteps, dedup};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
@@ -38,11 +38,12 @@ use crate::steps::{Step, TP_DEDUP_NS, visible_row_name};
 /// Per-step figures need at least this many steady steps (as the reference).
 const MIN_STEADY: usize = 5;
 
-/// The standard breakdown of `rows`.
+/// The standard breakdown of `rows`; what drill's index read of them is left in `kept`.
 pub fn breakdown(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     peaks: &mut FoldPeaks,
+    kept: &mut Option<IndexFacts>,
 ) -> Result<TraceBreakdown> {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
     // The forward steps, the allreduce iterations and the kernels' spread fold over the
@@ -119,10 +120,14 @@ pub fn breakdown(
         }
     };
     match spans {
-        None => b.window = pass.figures(&mut [], None)?.0,
+        None => {
+            let read = pass.figures(&mut [], None)?;
+            b.window = read.figures;
+            *kept = Some(read.index);
+        }
         Some(spans) => {
             b.nvtx_ops = nvtx_rows(rows, spans.spans(), &step_names, spans.n(), peaks);
-            steady_ops(rows, &mut b, pass, &spans, peaks)?;
+            steady_ops(rows, &mut b, pass, &spans, (peaks, kept))?;
         }
     }
     Ok(finish(b))
@@ -335,7 +340,7 @@ fn steady_ops(
     b: &mut TraceBreakdown,
     pass: WindowPass<'_>,
     cycles: &CycleSet,
-    peaks: &mut FoldPeaks,
+    (peaks, kept): (&mut FoldPeaks, &mut Option<IndexFacts>),
 ) -> Result<()> {
     let strings = &rows.meta().strings;
     let (spans, n) = (cycles.spans(), cycles.n());
@@ -350,9 +355,10 @@ fn steady_ops(
             api.add(strings.get(c.name), c.end - c.start);
         }
     };
-    let (window, pending) = pass.figures(&mut [&mut kernels], Some(&mut call))?;
-    b.window = window;
-    peaks.pending_launches = peaks.pending_launches.max(pending);
+    let read = pass.figures(&mut [&mut kernels], Some(&mut call))?;
+    b.window = read.figures;
+    peaks.pending_launches = peaks.pending_launches.max(read.pending_launches);
+    *kept = Some(read.index);
     b.kernel_ops = kernels.tally.rows(None, |v| v / n);
     b.api_ops = api.rows(None, |v| v / n);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);

@@ -14,7 +14,7 @@ use crate::drill::gap_report::idle_visiting;
 use crate::drill::idle::IdleAttribution;
 use crate::error::Result;
 use crate::index::kernel_pass::KernelFold;
-use crate::index::rows::{RowIndex, RowVisitor};
+use crate::index::rows::{IndexFacts, RowIndex, RowVisitor};
 use crate::model::intervals::UnionLength;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{Ns, NvtxRow, Strings};
@@ -63,7 +63,9 @@ pub struct WindowFigures {
 /// The figures of a trace's kernel window (`Ok(None)` without kernels), folded over the
 /// rows drill's index reads (`WindowPass`).
 pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
-    Ok(WindowPass::read(rows, &mut ())?.figures(&mut [], None)?.0)
+    Ok(WindowPass::read(rows, &mut ())?
+        .figures(&mut [], None)?
+        .figures)
 }
 
 /// A trace's kernel window read in two steps, so an analysis can fold its own tallies over
@@ -88,21 +90,40 @@ impl<'r> WindowPass<'r> {
         Ok(WindowPass { ix, tally })
     }
 
-    /// The window's figures (`None` without kernels) and the most launch calls its join held;
-    /// `also` folded over the kernels as they are joined to their launch calls, and every call
-    /// handed to `visit`.
+    /// The window's figures; `also` folded over the kernels as they are joined to their launch
+    /// calls, and every call handed to `visit`.
     pub(crate) fn figures(
         self,
         also: &mut [&mut dyn KernelFold],
         visit: Option<&mut dyn FnMut(&CallRow)>,
-    ) -> Result<(Option<WindowFigures>, usize)> {
+    ) -> Result<WindowRead> {
         let WindowPass { ix, tally } = self;
         let idle = idle_visiting(&ix, also, visit);
         ix.rows.check()?;
         let pending_launches = ix.peak.pending_calls.get();
-        let Some(start_ns) = tally.first else {
-            return Ok((None, pending_launches));
-        };
+        let figures = tally.first.map(|start_ns| tally.figures(start_ns, &idle));
+        Ok(WindowRead {
+            figures,
+            pending_launches,
+            index: ix.into_facts(),
+        })
+    }
+}
+
+/// What [`WindowPass::figures`] found.
+pub(crate) struct WindowRead {
+    /// `None` without kernels.
+    pub(crate) figures: Option<WindowFigures>,
+    /// The most launch calls its join held.
+    pub(crate) pending_launches: usize,
+    /// What drill's index read (the steps under the first built-in marker met).
+    pub(crate) index: IndexFacts,
+}
+
+impl WindowTally<'_> {
+    /// The figures of a window whose first kernel starts at `start_ns`, its idle time `idle`.
+    fn figures(self, start_ns: Ns, idle: &IdleAttribution) -> WindowFigures {
+        let tally = self;
         let (end_ns, kernels) = (tally.end_ns, tally.kernels);
         let span = (end_ns - start_ns).max(1);
         let window_s = span as f64 / 1e9;
@@ -120,7 +141,7 @@ impl<'r> WindowPass<'r> {
                 })
                 .collect()
         };
-        let figures = WindowFigures {
+        WindowFigures {
             start_ns,
             end_ns,
             window_s,
@@ -132,9 +153,8 @@ impl<'r> WindowPass<'r> {
             kernel_ops: rows_of(tally.kernel_ops),
             api_ops: rows_of(tally.api_ops),
             nvtx_ops: rows_of(tally.nvtx_ops),
-            idle_causes: idle_causes(&idle, window_s),
-        };
-        Ok((Some(figures), pending_launches))
+            idle_causes: idle_causes(idle, window_s),
+        }
     }
 }
 

@@ -94,12 +94,19 @@ pub fn index_inputs<'t>(inputs: &[DrillInput<'t>]) -> Result<Vec<RowIndex<'t>>> 
         .iter()
         .map(|i| RowIndex::new(i.rows, i.label, i.step_marker))
         .collect::<Result<Vec<RowIndex<'t>>>>()?;
-    for ix in &indexed {
-        if let Some(a) = ix.kernel_absence() {
-            return Err(a.error(&ix.label));
-        }
-    }
+    require_kernels(&indexed)?;
     Ok(indexed)
+}
+
+/// Fails when an indexed trace has no kernels, saying why.
+pub fn require_kernels(indexed: &[RowIndex<'_>]) -> Result<()> {
+    match indexed
+        .iter()
+        .find_map(|ix| Some((ix, ix.kernel_absence()?)))
+    {
+        Some((ix, absence)) => Err(absence.error(&ix.label)),
+        None => Ok(()),
+    }
 }
 
 /// [`drill`] over traces already indexed: per trace, one pass over its kernels feeds the gaps,
@@ -149,8 +156,7 @@ pub fn drill_riding(
     let (gaps, idle) = gaps.finish(indexed);
     let patterns = match (indexed.first(), &plan, votes) {
         (Some(ix), Some(plan), Some(votes)) => {
-            let rider = riders.first_mut().map(|r| &mut **r as &mut dyn KernelFold);
-            patterns::report_of(ix, plan, votes, rider)
+            patterns::report_of(ix, plan, votes, riders.first_mut().map(|r| &mut **r))
         }
         _ => patterns::pattern_report(indexed),
     };

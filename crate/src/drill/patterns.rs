@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::index::kernel_pass::{KernelFold, Riding, kernel_pass};
+use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass, kernel_pass_riding};
 use crate::index::rows::RowIndex;
 use crate::index::units::us;
 use crate::index::{SpanCursor, steady_spans};
@@ -121,7 +121,7 @@ pub(crate) fn report_of(
     ix: &RowIndex<'_>,
     plan: &PatternPlan,
     first: FirstSequences,
-    rider: Option<&mut dyn KernelFold>,
+    rider: Option<&mut (dyn Rider + '_)>,
 ) -> PatternReport {
     let spans = &plan.spans;
     let Some(device) = plan.device else {
@@ -412,7 +412,7 @@ fn count_occurrences(
     plan: &PatternPlan,
     unit: &[NameId],
     in_order: bool,
-    rider: Option<&mut dyn KernelFold>,
+    rider: Option<&mut (dyn Rider + '_)>,
 ) -> Tally {
     let mut fold = CountFold {
         ix,
@@ -426,7 +426,7 @@ fn count_occurrences(
             duration: vec![0; unit.len()],
         },
     };
-    kernel_pass(ix, &mut [&mut fold, &mut Riding(rider)]);
+    kernel_pass_riding(ix, &mut fold, rider);
     fold.tally
 }
 

@@ -9,11 +9,14 @@
 
 use serde::Serialize;
 
-use super::Window;
-use crate::index::call_join::Hold;
+use std::iter::Peekable;
+
+use super::processes::ProcessTally;
+use super::{ApiKinds, Window};
+use crate::index::call_join::{CallJoin, Hold, LOOKAHEAD};
 use crate::index::units::us;
 use crate::model::Ns;
-use crate::model::rows::{CallRow, MemOpRow};
+use crate::model::rows::{CallRow, EventRows, MemOpRow, Rows};
 use crate::names::api::ApiKind;
 
 /// Operations of one kind (a copy direction, or memset).
@@ -86,6 +89,78 @@ pub fn issued_async(call: Option<(CallRow, ApiKind)>) -> Option<bool> {
     match call?.1 {
         ApiKind::Memcpy { is_async } | ApiKind::Memset { is_async } => Some(is_async),
         _ => None,
+    }
+}
+
+/// The copies and memsets, merged in start order, joined to the calls that issued them as the
+/// calls are handed over in start order ([`CopyJoin::call`], by a pass that reads them for the
+/// kernels): an operation is joined once every call that may have issued it was handed over
+/// (those starting up to [`LOOKAHEAD`] after it), so the calls are not read again for it.
+pub struct CopyJoin<'r> {
+    join: CallJoin<'r, ApiKind>,
+    copies: Peekable<Rows<'r, MemOpRow>>,
+    memsets: Peekable<Rows<'r, MemOpRow>>,
+    tally: MemoryTally,
+}
+
+impl<'r> CopyJoin<'r> {
+    /// Over `rows`' copies and memsets, the calls' kinds as `kinds` classified them.
+    pub fn new(rows: &'r dyn EventRows, kinds: &ApiKinds, window: Window) -> CopyJoin<'r> {
+        let kinds = kinds.clone();
+        let join = CallJoin::pushed(move |c| {
+            let kind = kinds.get(c.name);
+            match hold(kind, false) {
+                Hold::No => (hold(kind, true), kind),
+                held => (held, kind),
+            }
+        });
+        CopyJoin {
+            join,
+            copies: rows.memcpy().peekable(),
+            memsets: rows.memset().peekable(),
+            tally: MemoryTally::new(window),
+        }
+    }
+
+    /// The next call in start order; each copy joined is handed to `procs` too.
+    pub fn call(&mut self, c: &CallRow, procs: &mut ProcessTally) {
+        self.join_before(Some(c.start), procs);
+        self.join.push(c);
+    }
+
+    /// Joins the operations whose calls were all handed over: those starting more than
+    /// [`LOOKAHEAD`] before `until`, or every one left.
+    fn join_before(&mut self, until: Option<Ns>, procs: &mut ProcessTally) {
+        loop {
+            let (copy_first, start) = match (self.copies.peek(), self.memsets.peek()) {
+                (Some(c), Some(m)) if c.start <= m.start => (true, c.start),
+                (_, Some(m)) => (false, m.start),
+                (Some(c), None) => (true, c.start),
+                (None, None) => return,
+            };
+            if until.is_some_and(|until| start.saturating_add(LOOKAHEAD) >= until) {
+                return;
+            }
+            let next = match copy_first {
+                true => self.copies.next(),
+                false => self.memsets.next(),
+            };
+            let Some(op) = next else { return };
+            let call = self.join.find_with(op.start, op.process, op.correlation);
+            let issued = issued_async(call);
+            if copy_first {
+                self.tally.copy(&op, issued);
+                procs.memcpy(&op);
+            } else {
+                self.tally.memset(&op, issued);
+            }
+        }
+    }
+
+    /// The operations' summary, every one joined, and the most calls held at once.
+    pub fn finish(mut self, procs: &mut ProcessTally) -> (MemorySummary, usize) {
+        self.join_before(None, procs);
+        (self.tally.finish(), self.join.peak())
     }
 }
 

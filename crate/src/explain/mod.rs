@@ -27,7 +27,7 @@ use crate::index::call_join::{CallJoin, Hold};
 use crate::index::kernel_pass::{KernelFold, Rider};
 use crate::index::units::us;
 use crate::index::{TraceIndex, steady_spans};
-use crate::model::rows::{CallRow, EventRows, KernelRow, MemOpRow, Rows};
+use crate::model::rows::{CallRow, EventRows, KernelRow, Rows};
 use crate::model::{CoverageNote, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::steps::Step;
@@ -166,7 +166,7 @@ pub struct Held {
 }
 
 /// The API kinds of the call names met, classified once per distinct name.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ApiKinds(HashMap<NameId, ApiKind>);
 
 impl ApiKinds {
@@ -214,8 +214,9 @@ pub struct Explainer<'r> {
     tally: kernels::KernelTally,
     procs: processes::ProcessTally,
     held: Held,
-    /// What the join found (`None` before it).
-    joined: Option<HostJoined>,
+    /// What the join found (`None` before it), and the copies and memsets, joined to the calls
+    /// the last pass hands over.
+    joined: Option<(HostJoined, memory::CopyJoin<'r>)>,
     /// Kernels the last pass (the percentiles' exact values) was handed.
     exact: u64,
 }
@@ -257,7 +258,7 @@ impl<'r> Explainer<'r> {
         }
     }
 
-    fn host_join(&mut self) -> HostJoined {
+    fn host_join(&mut self) -> (HostJoined, memory::CopyJoin<'r>) {
         let rows = self.rows;
         let strings = &rows.meta().strings;
         let window = window_of(rows, self.tally.extent());
@@ -272,7 +273,8 @@ impl<'r> Explainer<'r> {
         self.held.kernels = self.tally.count();
         let kernels = first_join(rows, &host, &self.tally, self.top, &mut self.held);
         let host = host.into_inner();
-        HostJoined {
+        let copies = memory::CopyJoin::new(rows, &host.kinds, window);
+        let joined = HostJoined {
             window,
             kinds: host.kinds,
             summaries: host.calls.finish(strings),
@@ -280,7 +282,8 @@ impl<'r> Explainer<'r> {
             facts: host.facts,
             ranges: host.ranges,
             kernels,
-        }
+        };
+        (joined, copies)
     }
 
     /// The report and the most state held; the percentiles' pass is made here when no one
@@ -289,17 +292,20 @@ impl<'r> Explainer<'r> {
         let rows = self.rows;
         let meta = rows.meta();
         let strings = &meta.strings;
-        let mut host = match self.joined.take() {
-            Some(host) => host,
+        let (mut host, mut copies) = match self.joined.take() {
+            Some(joined) => joined,
             None => self.host_join(),
         };
         if self.exact == 0 {
-            let kinds = &host.kinds;
+            let (kinds, procs) = (&host.kinds, &mut self.procs);
             let second = KernelJoin {
                 ranges: Box::new(std::iter::empty()),
-                kind: &mut |c| kinds.get(c.name),
+                kind: &mut |c| {
+                    copies.call(c, procs);
+                    kinds.get(c.name)
+                },
                 graph_launches: false,
-                to_the_end: false,
+                to_the_end: true,
             };
             let (joined, tally) = (&mut host.kernels, &self.tally);
             join_kernels(rows, second, &mut self.held, &mut |k, launch| {
@@ -314,15 +320,7 @@ impl<'r> Explainer<'r> {
                 .map(Percentiles::held)
                 .sum::<usize>();
         let window = host.window;
-        let mut memory = memory::MemoryTally::new(window);
-        let procs = &mut self.procs;
-        let copies_held = join_copies(rows, &host.kinds, &mut |op, call| match op {
-            Op::Copy(op) => {
-                memory.copy(op, call);
-                procs.memcpy(op);
-            }
-            Op::Memset(op) => memory.memset(op, call),
-        });
+        let (memory, copies_held) = copies.finish(&mut self.procs);
         self.held.pending_calls = self.held.pending_calls.max(copies_held);
         let mut coverage = meta.coverage.clone();
         coverage.extend(
@@ -343,7 +341,7 @@ impl<'r> Explainer<'r> {
             api_calls: host.summaries.api,
             syncs: host.summaries.syncs,
             allocations: host.summaries.allocations,
-            memory: memory.finish(),
+            memory,
             nvtx: nvtx::nvtx_summary(&host.ranges, &joined.gpu, strings, top),
             processes: self.procs.finish(meta),
             launch_latency: api::LaunchLatency::of(&joined.latency),
@@ -370,7 +368,7 @@ impl KernelFold for Explainer<'_> {
                 self.tally.add(k);
                 self.procs.kernel(k);
             }
-            Some(host) => {
+            Some((host, _)) => {
                 self.exact += 1;
                 let launch = call.map(|c| (*c, (host.kinds.get(c.name), NO_NAME)));
                 host.kernels.second(k, launch, &self.tally);
@@ -382,6 +380,13 @@ impl KernelFold for Explainer<'_> {
 impl Rider for Explainer<'_> {
     fn first_pass_done(&mut self) {
         self.join();
+    }
+
+    /// After the join, the calls the last pass reads: the copies and memsets are joined to them.
+    fn call(&mut self, c: &CallRow) {
+        if let Some((_, copies)) = self.joined.as_mut() {
+            copies.call(c, &mut self.procs);
+        }
     }
 }
 
@@ -543,54 +548,4 @@ fn join_kernels(
     if how.to_the_end {
         open.read_to_end();
     }
-}
-
-/// A copy or a memset.
-enum Op<'a> {
-    Copy(&'a MemOpRow),
-    Memset(&'a MemOpRow),
-}
-
-/// One pass over the copies and memsets, merged in start order and joined to the calls that
-/// issued them, each handed to `visit` with whether its call is async (`None`: none found);
-/// returns the most calls held at once.
-fn join_copies(
-    rows: &dyn EventRows,
-    kinds: &ApiKinds,
-    visit: &mut dyn FnMut(Op<'_>, Option<bool>),
-) -> usize {
-    let mut join = CallJoin::with_payload(rows.calls(), |c| {
-        let kind = kinds.get(c.name);
-        match memory::hold(kind, false) {
-            Hold::No => (memory::hold(kind, true), kind),
-            hold => (hold, kind),
-        }
-    });
-    let mut copies = rows.memcpy().peekable();
-    let mut memsets = rows.memset().peekable();
-    loop {
-        let copy_first = match (copies.peek(), memsets.peek()) {
-            (Some(c), Some(m)) => c.start <= m.start,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        let next = if copy_first {
-            copies.next()
-        } else {
-            memsets.next()
-        };
-        let Some(op) = next else { break };
-        let call = join.find_with(op.start, op.process, op.correlation);
-        let issued = memory::issued_async(call);
-        visit(
-            if copy_first {
-                Op::Copy(&op)
-            } else {
-                Op::Memset(&op)
-            },
-            issued,
-        );
-    }
-    join.peak()
 }

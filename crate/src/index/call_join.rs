@@ -92,12 +92,30 @@ impl<'a, P: Copy> CallJoin<'a, P> {
     /// Reads every call starting at or before `until`, holding those `hold` asks for.
     fn read_until(&mut self, until: Ns) {
         while let Some(call) = self.calls.next_if(|c| c.start <= until) {
-            let (hold, payload) = (self.hold)(&call);
-            if hold != Hold::No && call.correlation != 0 {
-                self.pending
-                    .insert((call.process, call.correlation), (call, hold, payload));
-            }
+            self.take(call);
         }
+        self.peak = self.peak.max(self.pending.len());
+    }
+
+    /// Holds `call` if `hold` asks for it.
+    fn take(&mut self, call: CallRow) {
+        let (hold, payload) = (self.hold)(&call);
+        if hold != Hold::No && call.correlation != 0 {
+            self.pending
+                .insert((call.process, call.correlation), (call, hold, payload));
+        }
+    }
+
+    /// A join the calls are handed to ([`CallJoin::push`]) rather than read by: for a pass
+    /// whose calls another join reads. An item may be asked for once every call starting up
+    /// to [`LOOKAHEAD`] after it was pushed.
+    pub fn pushed(hold: impl FnMut(&CallRow) -> (Hold, P) + 'a) -> CallJoin<'a, P> {
+        CallJoin::with_payload(Box::new(std::iter::empty()), hold)
+    }
+
+    /// Hands the next call in start order to a [`CallJoin::pushed`] join.
+    pub fn push(&mut self, call: &CallRow) {
+        self.take(*call);
         self.peak = self.peak.max(self.pending.len());
     }
 
@@ -205,5 +223,30 @@ mod tests {
         assert_eq!(j.find_with(220, 0, 8), None, "not held");
         drop(j);
         assert_eq!(seen, [0, 1, 2], "every call seen once, in start order");
+    }
+
+    #[test]
+    fn a_pushed_join_finds_what_a_reading_join_finds() {
+        let calls = vec![
+            call(0, 100, 0, 7, 1),
+            call(1, 110, 0, 8, 2),
+            call(2, 120, 0, 9, 0),
+        ];
+        let hold = |c: &CallRow| match c.name {
+            1 => (Hold::Once, ()),
+            2 => (Hold::Many, ()),
+            _ => (Hold::No, ()),
+        };
+        let mut pushed = CallJoin::pushed(hold);
+        calls.iter().for_each(|c| pushed.push(c));
+        let mut read = CallJoin::with_payload(Box::new(calls.into_iter()), hold);
+        for (at, correlation) in [(200, 7), (210, 7), (220, 8), (230, 8), (240, 9)] {
+            assert_eq!(
+                pushed.find(at, 0, correlation).map(|c| c.row),
+                read.find(at, 0, correlation).map(|c| c.row),
+                "id {correlation} at {at}"
+            );
+        }
+        assert_eq!((pushed.peak(), read.peak()), (2, 2));
     }
 }

@@ -44,6 +44,41 @@ pub fn kernel_pass_visiting(
 /// pass's.
 pub trait Rider: KernelFold {
     fn first_pass_done(&mut self);
+    /// Each call the driver's pass reads, in start order, when the pass reads them all
+    /// ([`kernel_pass_riding`]).
+    fn call(&mut self, c: &CallRow);
+}
+
+/// [`kernel_pass`] over `fold` with `rider` riding, handed every call as well (the pass then
+/// reads the calls to the end).
+pub fn kernel_pass_riding(
+    ix: &RowIndex<'_>,
+    fold: &mut dyn KernelFold,
+    rider: Option<&mut (dyn Rider + '_)>,
+) {
+    let Some(rider) = rider else {
+        return kernel_pass(ix, &mut [fold]);
+    };
+    let rider = std::cell::RefCell::new(rider);
+    let mut both = WithRider {
+        fold,
+        rider: &rider,
+    };
+    let mut visit = |c: &CallRow| rider.borrow_mut().call(c);
+    kernel_pass_visiting(ix, &mut [&mut both], Some(&mut visit));
+}
+
+/// A fold and a rider whose calls are handed over by the same pass.
+struct WithRider<'a, 'b, 'r, 'd> {
+    fold: &'a mut dyn KernelFold,
+    rider: &'b std::cell::RefCell<&'r mut (dyn Rider + 'd)>,
+}
+
+impl KernelFold for WithRider<'_, '_, '_, '_> {
+    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        self.fold.kernel(k, call);
+        self.rider.borrow_mut().kernel(k, call);
+    }
 }
 
 /// A rider among a pass's folds, when there is one: its borrow outlives the pass's (a slice of

@@ -186,6 +186,36 @@ impl<'r> RowIndex<'r> {
         }
     }
 
+    /// What the index read, without the rows: to index the same rows again without reading
+    /// them ([`RowIndex::with_facts`]).
+    pub fn into_facts(self) -> IndexFacts {
+        IndexFacts {
+            devices: self.devices,
+            kernels: self.kernels,
+            extent: self.extent,
+            calls: self.calls,
+            names: self.names,
+            steps: self.steps,
+            step_marker: self.step_marker,
+        }
+    }
+
+    /// The index of `rows` from what an index of the same rows read ([`RowIndex::into_facts`]).
+    pub fn with_facts(rows: &'r dyn EventRows, label: &str, facts: IndexFacts) -> RowIndex<'r> {
+        RowIndex {
+            rows,
+            label: label.to_string(),
+            devices: facts.devices,
+            kernels: facts.kernels,
+            extent: facts.extent,
+            calls: facts.calls,
+            names: facts.names,
+            steps: facts.steps,
+            step_marker: facts.step_marker,
+            peak: HeldPeak::default(),
+        }
+    }
+
     /// The trace's strings, processes, threads and metadata (never its event rows).
     pub fn meta(&self) -> &'r Trace {
         self.rows.meta()
@@ -242,6 +272,26 @@ impl<'r> RowIndex<'r> {
     pub fn phase_spans(&self) -> [&[(Ns, Ns)]; 2] {
         [&self.steps.context, &self.steps.generation]
             .map(|p| p.as_ref().map_or(&[][..], |p| p.window.spans()))
+    }
+}
+
+/// What a [`RowIndex`] read of a trace, without its rows: kept between analyses of the same
+/// rows (the page's Root cause, then its Drill-down) so they are not read again to index them.
+#[derive(Debug)]
+pub struct IndexFacts {
+    devices: Vec<DeviceFacts>,
+    kernels: u64,
+    extent: (Ns, Ns),
+    calls: CallCounts,
+    names: RowNames,
+    steps: StepInfo,
+    step_marker: Option<StepSource>,
+}
+
+impl IndexFacts {
+    /// Whether the steps were read under the first built-in marker met (no marker given).
+    pub fn builtin_marker(&self) -> bool {
+        self.step_marker.is_none()
     }
 }
 

@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use super::indexed::{self, Drilled, Indexed};
 use super::{WebError, from_json, init, js_error, to_json};
 use crate::analyze::{self, AnalyzeConfig, AnalyzeReport};
-use crate::drill::{DrillInput, DrillOptions};
+use crate::drill::{DrillInput, DrillOptions, RowIndex};
 use crate::findings::DrillFindings;
 use crate::names::steps::{StepSource, parse_marker_spec};
 use crate::profile::Profile;
@@ -93,7 +93,12 @@ pub fn analyze_traces(
             step_marker: step_marker.clone(),
         };
         let rows = trace.rows().map_err(WebError::from)?;
-        analyze::analyze_rows(&*rows, &cfg).map_err(WebError::from)
+        let (breakdown, index) =
+            analyze::analyze_rows_indexed(&*rows, &cfg).map_err(WebError::from)?;
+        if let Some(facts) = index {
+            trace.keep_index(facts);
+        }
+        Ok(breakdown)
     };
     let baseline = breakdown(baseline_id, &opts.baseline_label)?;
     let target = target_id
@@ -134,8 +139,24 @@ pub fn drill_traces(
             step_marker: step_marker.as_ref(),
         })
         .collect();
-    let indexed = crate::drill::index_inputs(&inputs).map_err(WebError::from)?;
-    let (drill, explains) = DrillFindings::explained(&indexed, &opts).map_err(WebError::from)?;
+    let indexed = match (&traces[..], &inputs[..]) {
+        // One trace under its built-in marker: Root cause or the last drill-down indexed it.
+        ([trace], [input]) if input.step_marker.is_none() => match trace.take_index() {
+            Some(facts) => vec![RowIndex::with_facts(input.rows, input.label, facts)],
+            None => crate::drill::index_inputs(&inputs).map_err(WebError::from)?,
+        },
+        _ => crate::drill::index_inputs(&inputs).map_err(WebError::from)?,
+    };
+    crate::drill::require_kernels(&indexed).map_err(WebError::from)?;
+    let drilled = DrillFindings::explained(&indexed, &opts);
+    if let ([trace], [input]) = (&traces[..], &inputs[..])
+        && input.step_marker.is_none()
+    {
+        indexed
+            .into_iter()
+            .for_each(|ix| trace.keep_index(ix.into_facts()));
+    }
+    let (drill, explains) = drilled.map_err(WebError::from)?;
     let json = to_json(&drill)?;
     if let ([trace], [explain]) = (&traces[..], &explains[..]) {
         trace.keep_drilled(Drilled {

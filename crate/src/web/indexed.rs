@@ -16,6 +16,7 @@ use rusqlite::Connection;
 use crate::detect::{self, DetectConfig, DetectReport};
 use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
+use crate::index::rows::IndexFacts;
 use crate::model::rows::EventRows;
 use crate::model::{HostTable, Ns, Trace};
 use crate::streamed::{SqliteKernels, Streamed};
@@ -31,6 +32,10 @@ pub(crate) struct Indexed {
     /// The last drill-down of this trace alone, with its explainer report, under the options
     /// it was asked for: the report's export reads it rather than every table again.
     drilled: RefCell<Option<Drilled>>,
+    /// What drill's index read of the trace's rows (steps under the first built-in marker
+    /// met), left by Root cause or a drill-down: the next drill-down does not read the rows
+    /// again to index them.
+    index: RefCell<Option<IndexFacts>>,
 }
 
 /// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
@@ -66,6 +71,7 @@ impl Indexed {
     pub(crate) fn new(trace: Trace, label: &str) -> Indexed {
         Indexed {
             drilled: RefCell::new(None),
+            index: RefCell::new(None),
             label: label.to_string(),
             kind: Kind::Loaded {
                 trace: Box::new(trace),
@@ -86,6 +92,7 @@ impl Indexed {
         let links = Links::new(&schema);
         Ok(Indexed {
             drilled: RefCell::new(None),
+            index: RefCell::new(None),
             label: label.to_string(),
             kind: Kind::Streamed {
                 streamed: Box::new(streamed),
@@ -101,6 +108,19 @@ impl Indexed {
 
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// Keeps what drill's index read of this trace's rows (under the first built-in marker).
+    pub(crate) fn keep_index(&self, facts: IndexFacts) {
+        if facts.builtin_marker() {
+            self.index.replace(Some(facts));
+        }
+    }
+
+    /// What drill's index read of this trace's rows, when kept (taken: give it back with
+    /// [`Indexed::keep_index`]).
+    pub(crate) fn take_index(&self) -> Option<IndexFacts> {
+        self.index.take()
     }
 
     /// Keeps the drill-down of this trace alone (the last one asked for).
