@@ -21,7 +21,7 @@ use crate::names::steps::{StepSource, StepStyle};
 use crate::profile::{Profile, Switches};
 use crate::steps;
 use crate::steps::Step;
-use crate::steps::names::{ParserOn, StepParser};
+use crate::steps::names::{AnyBuiltin, ParserOn, StepParser};
 
 /// One device: how many kernels ran on it, which processes launched them, and whether they
 /// all ran on one stream.
@@ -411,16 +411,19 @@ fn builtin_steps(
     sw: &Switches,
     strings: &crate::model::Strings,
 ) -> (Vec<Step>, Option<crate::names::steps::StepMarkerReport>) {
-    let parsers =
-        StepStyle::ALL.map(|style| StepParser::new(sw, Some(&StepSource::Builtin(style))));
+    let names = AnyBuiltin::new(strings);
     let mut found: [(Option<i64>, Vec<Step>); StepStyle::ALL.len()] = Default::default();
     for r in ranges {
-        for (parser, (first, steps)) in parsers.iter().zip(found.iter_mut()) {
-            if let Some(step) = steps::step_of_row(&r, sw, &ParserOn(parser, strings)) {
-                *first = Some(first.map_or(r.row, |f| f.min(r.row)));
-                steps.push(step);
-            }
-        }
+        let Some(step) = steps::step_of_row(&r, sw, &names) else {
+            continue;
+        };
+        let marker = names.last_style();
+        let Some(i) = StepStyle::ALL.iter().position(|s| Some(*s) == marker) else {
+            continue;
+        };
+        let (first, steps) = &mut found[i];
+        *first = Some(first.map_or(r.row, |f| f.min(r.row)));
+        steps.push(step);
     }
     let chosen = (0..found.len())
         .filter_map(|i| found[i].0.map(|row| (row, i)))

@@ -158,3 +158,43 @@ impl StepLookup for ParserOn<'_> {
         self.0.parse_unheld(text, sw)
     }
 }
+
+/// Every built-in marker at once, no marker chosen: each name is parsed under the marker that
+/// reads it (no name is a step under two), and that marker is [`AnyBuiltin::last_style`] —
+/// for a reader that keeps every marker's steps and chooses one after.
+pub struct AnyBuiltin<'s> {
+    strings: &'s Strings,
+    last: Cell<Option<StepStyle>>,
+}
+
+impl<'s> AnyBuiltin<'s> {
+    pub fn new(strings: &'s Strings) -> AnyBuiltin<'s> {
+        AnyBuiltin {
+            strings,
+            last: Cell::new(None),
+        }
+    }
+
+    /// The marker of the last name read as a step.
+    pub fn last_style(&self) -> Option<StepStyle> {
+        self.last.get()
+    }
+}
+
+impl StepLookup for AnyBuiltin<'_> {
+    fn held(&self, id: NameId) -> Option<StepName> {
+        let (style, step) = parse_builtin(self.strings.get(id))?;
+        self.last.set(Some(style));
+        Some(step)
+    }
+
+    /// As [`StepParser::parse_unheld`] under the text's own marker.
+    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
+        let step = match text.style {
+            StepStyle::TensorrtLlm => unheld_step(text, sw),
+            _ => Some(text.name),
+        }?;
+        self.last.set(Some(text.style));
+        Some(step)
+    }
+}

@@ -214,20 +214,45 @@ pub(super) fn memop_columns(table: &str) -> [&'static str; 11] {
 /// A copy or memset selected as [`memop_columns`], and its `globalPid`.
 pub(super) fn memop_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(MemOpRow, i64)> {
     let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
+    let op = device_op(r)?;
     let row = MemOpRow {
-        row: int(r.get_ref(0)?, 0),
-        start: int(r.get_ref(1)?, 0),
-        end: int(r.get_ref(2)?, 0),
-        device: small(r.get_ref(3)?),
-        stream: small(r.get_ref(4)?),
+        row: op.row,
+        start: op.start,
+        end: op.end,
+        device: op.device,
+        stream: op.stream,
         process: 0,
-        correlation: small(r.get_ref(6)?),
+        correlation: op.correlation,
         bytes: u64::try_from(int(r.get_ref(7)?, 0)).unwrap_or(0),
         kind: kind(r.get_ref(8)?),
         src_mem: kind(r.get_ref(9)?),
         dst_mem: kind(r.get_ref(10)?),
     };
-    Ok((row, int(r.get_ref(5)?, 0)))
+    Ok((row, op.global_pid))
+}
+
+/// The columns a copy, memset or synchronization row opens with: `rowid`, `start`, `end`,
+/// `deviceId`, `streamId`, `globalPid`, `correlationId`.
+struct DeviceOp {
+    row: i64,
+    start: i64,
+    end: i64,
+    device: u32,
+    stream: u32,
+    global_pid: i64,
+    correlation: u32,
+}
+
+fn device_op(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceOp> {
+    Ok(DeviceOp {
+        row: int(r.get_ref(0)?, 0),
+        start: int(r.get_ref(1)?, 0),
+        end: int(r.get_ref(2)?, 0),
+        device: small(r.get_ref(3)?),
+        stream: small(r.get_ref(4)?),
+        global_pid: int(r.get_ref(5)?, 0),
+        correlation: small(r.get_ref(6)?),
+    })
 }
 
 /// The columns [`sync_row`] decodes.
@@ -244,15 +269,16 @@ pub(super) const SYNC_COLUMNS: [&str; 8] = [
 
 /// A synchronization selected as [`SYNC_COLUMNS`], and its `globalPid`.
 pub(super) fn sync_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SyncRow, i64)> {
+    let op = device_op(r)?;
     let row = SyncRow {
-        row: int(r.get_ref(0)?, 0),
-        start: int(r.get_ref(1)?, 0),
-        end: int(r.get_ref(2)?, 0),
-        device: small(r.get_ref(3)?),
-        stream: small(r.get_ref(4)?),
+        row: op.row,
+        start: op.start,
+        end: op.end,
+        device: op.device,
+        stream: op.stream,
         process: 0,
-        correlation: small(r.get_ref(6)?),
+        correlation: op.correlation,
         sync_type: u8::try_from(int(r.get_ref(7)?, 0)).unwrap_or(255),
     };
-    Ok((row, int(r.get_ref(5)?, 0)))
+    Ok((row, op.global_pid))
 }

@@ -139,19 +139,22 @@ pub fn drill_traces(
             step_marker: step_marker.as_ref(),
         })
         .collect();
-    let indexed = match (&traces[..], &inputs[..]) {
+    let kept = match (&traces[..], &inputs[..]) {
         // One trace under its built-in marker: Root cause or the last drill-down indexed it.
-        ([trace], [input]) if input.step_marker.is_none() => match trace.take_index() {
-            Some(facts) => vec![RowIndex::with_facts(input.rows, input.label, facts)],
-            None => crate::drill::index_inputs(&inputs).map_err(WebError::from)?,
-        },
+        ([trace], [input]) if input.step_marker.is_none() => trace.take_index(),
+        _ => None,
+    };
+    let indexed = match (kept, inputs.first()) {
+        (Some(facts), Some(input)) => {
+            let indexed = vec![RowIndex::with_facts(input.rows, input.label, facts)];
+            crate::drill::require_kernels(&indexed).map_err(WebError::from)?;
+            indexed
+        }
         _ => crate::drill::index_inputs(&inputs).map_err(WebError::from)?,
     };
-    crate::drill::require_kernels(&indexed).map_err(WebError::from)?;
     let drilled = DrillFindings::explained(&indexed, &opts);
-    if let ([trace], [input]) = (&traces[..], &inputs[..])
-        && input.step_marker.is_none()
-    {
+    if let [trace] = &traces[..] {
+        // Kept only when read under the built-in marker.
         indexed
             .into_iter()
             .for_each(|ix| trace.keep_index(ix.into_facts()));
