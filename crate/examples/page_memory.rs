@@ -82,7 +82,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn std::error::Error>> {
     use nsys_lens::model::rows::EventRows;
     let page = nsys_lens::trace::LoadOptions::page();
-    let rows = nsys_lens::trace::FileRows::open(conn, "trace", page, &mut |_| true)?;
+    let mut scan = nsys_lens::trace::FileScan::new(conn, "trace", page, &mut |_| true)?;
+    // As the page's budget at this file size (`web::indexed`); `ROW_CACHE_MIB` overrides it.
+    let cache_mib = std::env::var("ROW_CACHE_MIB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    scan.cache_rows_up_to(cache_mib << 20);
+    let rows = nsys_lens::trace::FileRows::over(conn, &scan);
     mark("file scan (strings, processes, runs)", t);
     let counted = Counted {
         rows: &rows,
@@ -126,6 +133,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     let doc = nsys_lens::report::document::build_rows(rows, "trace", &opts, &verdict)?;
     mark("report document (verdict over the rows)", t);
     counted.report();
+    println!("  rows cached: {} MiB", scan.cached_bytes() >> 20);
     std::hint::black_box((root_cause, drill, doc));
     Ok(())
 }

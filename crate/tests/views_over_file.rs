@@ -1,7 +1,8 @@
 //! The page's deeper views run over the file's rows (`trace::FileRows`: nothing loaded) and
 //! give what the CLI gives over the loaded trace, output for output: the verdict under another
 //! step marker or window, root cause in both profiles, the drill-down with its findings, and
-//! the report. Every public export and generated scenarios.
+//! the report. Every public export and generated scenarios; the rows kept in memory after
+//! their first pass (`FileScan::cache_rows_up_to`), as the page keeps them.
 
 mod common;
 
@@ -43,7 +44,11 @@ fn both<R>(path: &Path, f: impl Fn(&dyn EventRows) -> R) -> (R, R) {
     let label = path.display().to_string();
     let loaded = trace::load_path(path, LoadOptions::page()).expect("load");
     let conn = trace::open_path(path).expect("open");
-    let rows = FileRows::open(&conn, &label, LoadOptions::page(), &mut |_| true).expect("scan");
+    let mut scan =
+        trace::FileScan::new(&conn, &label, LoadOptions::page(), &mut |_| true).expect("scan");
+    // As the page reads them: the first pass over a table keeps it, the later ones read it back.
+    scan.cache_rows_up_to(1 << 30);
+    let rows = FileRows::over(&conn, &scan);
     (f(&rows), f(&loaded))
 }
 

@@ -12,7 +12,7 @@ use super::patterns::matches_other_rules;
 use crate::sqlike::{Like, contains_folded};
 
 /// A parsed `[Executor] _forward_step N: C ctx reqs, G gen reqs` name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct StepName {
     pub step: u64,
     pub ctx: u64,
@@ -22,7 +22,7 @@ pub struct StepName {
 /// What the page keeps of a step name it does not hold (a long trace names every step
 /// differently): the parsed step, the built-in marker that names it, and whether the name passed
 /// the `trtllm-skill` profile's prefilter (`LIKE '%[Executor] _forward_step%'`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct StepText {
     pub name: StepName,
     pub style: StepStyle,
@@ -34,7 +34,9 @@ pub struct StepText {
 
 /// A built-in step marker: the NVTX range a framework opens around one step of its loop.
 /// `ALL` lists them in the order a name is tried (the first that parses names the step).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepStyle {
     /// TensorRT-LLM's `[Executor] _forward_step N: C ctx reqs, G gen reqs`.

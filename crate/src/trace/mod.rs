@@ -11,6 +11,8 @@ mod links;
 mod load;
 mod nvtx_names;
 mod open;
+mod packed_rows;
+mod row_cache;
 mod rows;
 mod runs;
 mod schema;

@@ -10,6 +10,7 @@
 //! runs the loader's own table readers in the CLI's order, so every id and name equals the
 //! CLI's whole load of the file (`load_path`).
 
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use rusqlite::Connection;
@@ -25,6 +26,8 @@ use super::load::{
 };
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
+use super::packed_rows::Packable;
+use super::row_cache::{Cached, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
@@ -53,6 +56,8 @@ struct Table<K> {
     /// The `SELECT` of one chunk; `None`: the table is absent, or not read under the options.
     sql: Option<String>,
     runs: SortedRuns<K>,
+    /// Rows read before, kept up to the file's budget.
+    cache: RefCell<TableCache>,
 }
 
 impl<K: Ord + Copy> Table<K> {
@@ -61,6 +66,7 @@ impl<K: Ord + Copy> Table<K> {
             name,
             sql: None,
             runs: SortedRuns::new(max_runs),
+            cache: RefCell::default(),
         }
     }
 
@@ -83,6 +89,8 @@ pub struct FileScan {
     memcpy: Table<Ns>,
     memset: Table<Ns>,
     syncs: Table<Ns>,
+    /// Bytes the tables' caches may still take.
+    cache_budget: Cell<usize>,
 }
 
 impl FileScan {
@@ -124,6 +132,7 @@ impl FileScan {
             memcpy: Table::new(MEMCPY_TABLE, max_runs),
             memset: Table::new(MEMSET_TABLE, max_runs),
             syncs: Table::new(SYNC_TABLE, max_runs),
+            cache_budget: Cell::new(0),
         };
         let strings_note = meta
             .coverage
@@ -237,6 +246,29 @@ impl FileScan {
         }
     }
 
+    /// Lets the rows read from the file be kept, `bytes` at most over every table (none
+    /// before), so later passes read them from memory (`row_cache`).
+    pub fn cache_rows_up_to(&mut self, bytes: usize) {
+        self.cache_budget = Cell::new(bytes);
+    }
+
+    /// Bytes the tables' caches hold.
+    pub fn cached_bytes(&self) -> usize {
+        self.tables_cached().iter().sum()
+    }
+
+    fn tables_cached(&self) -> [usize; 6] {
+        let bytes = |c: &RefCell<TableCache>| c.borrow().bytes();
+        [
+            bytes(&self.kernels.cache),
+            bytes(&self.calls.cache),
+            bytes(&self.ranges.cache),
+            bytes(&self.memcpy.cache),
+            bytes(&self.memset.cache),
+            bytes(&self.syncs.cache),
+        ]
+    }
+
     /// Everything but the event rows.
     pub fn meta(&self) -> &Trace {
         &self.meta
@@ -296,7 +328,7 @@ impl<'a> FileRows<'a> {
     /// `table`'s rows in start order, each chunk's rows decoded by `decode`; empty when the
     /// table is not read, and an error (kept for [`EventRows::check`]) when it is in too many
     /// runs.
-    fn rows<T: Keyed + 'a>(
+    fn rows<T: Keyed + Packable + 'a>(
         &'a self,
         table: &'a Table<T::Key>,
         mut decode: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T> + 'a,
@@ -319,8 +351,14 @@ impl<'a> FileRows<'a> {
             read_chunk(conn, sql, (first, last, limit), out, &mut decode)
                 .map_err(|e| sqlite_error(path, table.name, &e))
         };
+        let runs = &table.runs;
+        let from_file = move |after: Option<i64>| {
+            runs.merge_from(after.map_or(i64::MIN, |row| row.saturating_add(1)), read)
+        };
+        let budget = &self.scan.cache_budget;
+        let one_run = runs.count() == 1;
         Box::new(Latched {
-            rows: table.runs.merge(read),
+            rows: Cached::new(&table.cache, budget, one_run, from_file),
             errors: &self.errors,
             failed: false,
         })

@@ -147,6 +147,21 @@ impl<K: Ord + Copy> SortedRuns<K> {
         self.merge_by(refill, read)
     }
 
+    /// [`SortedRuns::merge`] from the first row at or after `rowid` `from` of a table in one
+    /// run (the rows after a cached prefix); of a table in several, it would skip rows of
+    /// every run, so they are read from their first.
+    pub fn merge_from<T, F>(&self, from: i64, read: F) -> Merge<'_, T, F>
+    where
+        T: Keyed<Key = K>,
+        F: FnMut(i64, i64, usize, &mut VecDeque<T>) -> Result<()>,
+    {
+        let mut merge = self.merge(read);
+        if self.runs.len() == 1 {
+            merge.from = from;
+        }
+        merge
+    }
+
     /// [`SortedRuns::merge`] refilling `refill` rows at a time.
     fn merge_by<T, F>(&self, refill: usize, read: F) -> Merge<'_, T, F>
     where
@@ -164,6 +179,7 @@ impl<K: Ord + Copy> SortedRuns<K> {
             activated: 0,
             heap: BinaryHeap::new(),
             refill: refill.max(1),
+            from: i64::MIN,
             read,
         }
     }
@@ -217,6 +233,8 @@ pub struct Merge<'r, T: Keyed, F> {
     activated: usize,
     heap: BinaryHeap<Live<T>>,
     refill: usize,
+    /// The first `rowid` read (of a table in one run).
+    from: i64,
     read: F,
 }
 
@@ -238,7 +256,7 @@ where
             let live = Live {
                 key: run.first_key,
                 run: i,
-                next: run.first,
+                next: run.first.max(self.from),
                 last: run.last,
                 buffer: VecDeque::with_capacity(self.refill.min(span.saturating_add(1))),
             };

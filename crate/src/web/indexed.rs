@@ -25,6 +25,24 @@ use crate::trace::{
     FileRows, FileScan, HostRows, KernelRows, Links, LoadOptions, NvtxRows, Schema,
 };
 
+/// The wasm memory the page keeps under (the streamed open's bound).
+const PAGE_MEMORY: usize = 512 << 20;
+/// Room kept for the deeper views' own state over the rows (their peaks over a 1 GB export's
+/// rows are about 140 MiB).
+const VIEW_ROOM: usize = 160 << 20;
+/// The most one trace's rows take in memory.
+const MAX_ROW_CACHE: usize = 256 << 20;
+
+/// What a trace scanned now may keep of the rows its views read (`trace::FileScan::
+/// cache_rows_up_to`): the page's memory left once the views' room is set aside, measured as
+/// the wasm memory grown so far (it never shrinks), so a second trace gets what the first left.
+fn row_cache_budget() -> usize {
+    let grown = core::arch::wasm32::memory_size(0) * 65536;
+    PAGE_MEMORY
+        .saturating_sub(grown.saturating_add(VIEW_ROOM))
+        .min(MAX_ROW_CACHE)
+}
+
 pub(crate) struct Indexed {
     /// The file's name, as results label the trace.
     label: String,
@@ -150,7 +168,8 @@ impl Indexed {
                     Some(scan) => scan,
                     None => {
                         let opts = LoadOptions::page();
-                        let found = FileScan::new(conn, &self.label, opts, &mut |_| true)?;
+                        let mut found = FileScan::new(conn, &self.label, opts, &mut |_| true)?;
+                        found.cache_rows_up_to(row_cache_budget());
                         scan.get_or_init(|| Box::new(found))
                     }
                 };

@@ -1,0 +1,251 @@
+//! The rows [`super::FileRows`] read, kept as bytes up to a budget, so that the passes after
+//! the first read them back from memory instead of the file.
+//!
+//! Why: the deeper views read each table several times (Root cause twice the kernels, three
+//! times the calls); in the page a row read from the file through SQLite costs about twenty
+//! times one unpacked from memory. The budget bounds the memory: a table whose rows do not fit
+//! keeps the rows in start order that fit (a prefix) and a pass reads the rest from the file —
+//! when the table is one sorted run (every real export), since only there does the rest start
+//! at a `rowid`. A table in several runs is kept only whole.
+//!
+//! One pass at a time fills a table's cache (the one that reaches its end first); others
+//! read what is there and go on from the file. Each row is packed against the previous one
+//! ([`super::packed_rows`]), so a pass always reads the cache from its first row.
+
+use std::cell::{Cell, RefCell};
+
+use super::packed_rows::{Base, Packable};
+use crate::error::{Error, Result};
+
+/// The cache's bytes are allocated in blocks of this size (a growing buffer would be copied).
+const BLOCK_BYTES: usize = 1 << 20;
+/// Room for any packed row (postcard varints: at most 10 bytes a 64-bit field).
+const MAX_PACKED: usize = 256;
+
+/// One table's cached rows: its first `rows` in start order.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TableCache {
+    blocks: Vec<Vec<u8>>,
+    rows: u64,
+    /// Every row of the table is here.
+    complete: bool,
+    /// The budget ran out: no pass adds rows any more.
+    closed: bool,
+    /// A pass is adding rows.
+    filling: bool,
+}
+
+impl TableCache {
+    /// Forgets the rows, giving their bytes back to `budget`.
+    fn clear(&mut self, budget: &Cell<usize>) {
+        let held = self.blocks.len() * BLOCK_BYTES;
+        budget.set(budget.get().saturating_add(held));
+        self.blocks = Vec::new();
+        self.rows = 0;
+        self.complete = false;
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.blocks.len() * BLOCK_BYTES
+    }
+}
+
+/// A pass over a table: the cached rows, then the file's from where they end, adding those to
+/// the cache while it may.
+pub(crate) struct Cached<'c, T, I, F> {
+    cache: &'c RefCell<TableCache>,
+    budget: &'c Cell<usize>,
+    /// The table is one sorted run: a prefix of it can be read back, the rest read after it.
+    one_run: bool,
+    /// Where the replay stands: block, offset, rows read back, the last row's base.
+    block: usize,
+    at: usize,
+    replayed: u64,
+    base: Base,
+    last_row: Option<i64>,
+    /// Opens the file's rows after a `rowid` (`None`: from the first).
+    open: Option<F>,
+    file: Option<I>,
+    /// This pass adds the rows it reads from the file, packed against `fill_base`.
+    filling: bool,
+    fill_base: Base,
+    rows: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<'c, T, I, F> Cached<'c, T, I, F>
+where
+    T: Packable,
+    I: Iterator<Item = Result<T>>,
+    F: FnOnce(Option<i64>) -> I,
+{
+    pub(crate) fn new(
+        cache: &'c RefCell<TableCache>,
+        budget: &'c Cell<usize>,
+        one_run: bool,
+        open: F,
+    ) -> Self {
+        Cached {
+            cache,
+            budget,
+            one_run,
+            block: 0,
+            at: 0,
+            replayed: 0,
+            base: Base::default(),
+            last_row: None,
+            open: Some(open),
+            file: None,
+            filling: false,
+            fill_base: Base::default(),
+            rows: std::marker::PhantomData,
+        }
+    }
+
+    /// The next cached row, if this pass may read the cache and has not read all of it.
+    fn replay(&mut self) -> Option<Result<T>> {
+        let cell = self.cache;
+        let cache = cell.borrow();
+        if !(self.one_run || cache.complete) || self.replayed >= cache.rows {
+            return None;
+        }
+        // A block is done once a later one exists (the filling pass may still add to the last).
+        let mut block = cache.blocks.get(self.block)?;
+        if self.at >= block.len() {
+            (self.block, self.at) = (self.block + 1, 0);
+            block = cache.blocks.get(self.block)?;
+        }
+        let (packed, rest) = match postcard::take_from_bytes::<T::Packed>(&block[self.at..]) {
+            Ok(read) => read,
+            Err(e) => return Some(Err(unreadable(e))),
+        };
+        self.at = block.len() - rest.len();
+        let row = T::unpack(packed, self.base);
+        self.base = row.base();
+        self.replayed += 1;
+        Some(Ok(row))
+    }
+
+    /// Past the cached rows: opens the file after the last one, filling the cache if no other
+    /// pass is and there is room; `None` when the cache held the whole table.
+    fn open_file(&mut self) -> Option<I> {
+        let open = self.open.take()?;
+        let cell = self.cache;
+        let mut cache = cell.borrow_mut();
+        if cache.complete && self.replayed == cache.rows {
+            return None;
+        }
+        // Only a pass that read every cached row may add to them (a table in several runs
+        // only from its first row).
+        let adds = self.replayed == cache.rows && (self.one_run || cache.rows == 0);
+        if adds && !cache.filling && !cache.closed {
+            cache.filling = true;
+            self.filling = true;
+            self.fill_base = self.base;
+        }
+        Some(open(self.last_row))
+    }
+
+    /// Adds `row` to the cache, or stops filling when the budget is spent.
+    fn add(&mut self, row: &T) {
+        let mut scratch = [0u8; MAX_PACKED];
+        let packed = row.pack(self.fill_base);
+        let cell = self.cache;
+        let mut cache = cell.borrow_mut();
+        let bytes = match postcard::to_slice(&packed, &mut scratch) {
+            Ok(bytes) => bytes,
+            Err(_) => return self.stop(&mut cache, true),
+        };
+        let fits = cache
+            .blocks
+            .last()
+            .is_some_and(|b| b.len() + bytes.len() <= BLOCK_BYTES);
+        if !fits {
+            if self.budget.get() < BLOCK_BYTES {
+                return self.stop(&mut cache, true);
+            }
+            self.budget.set(self.budget.get() - BLOCK_BYTES);
+            cache.blocks.push(Vec::with_capacity(BLOCK_BYTES));
+        }
+        if let Some(block) = cache.blocks.last_mut() {
+            block.extend_from_slice(bytes);
+        }
+        cache.rows += 1;
+        self.fill_base = row.base();
+    }
+
+    /// Stops adding rows (`closed`: for good). A table in several runs keeps its rows only
+    /// whole.
+    fn stop(&mut self, cache: &mut TableCache, closed: bool) {
+        if !self.filling {
+            return;
+        }
+        self.filling = false;
+        cache.filling = false;
+        cache.closed |= closed;
+        if !self.one_run && !cache.complete {
+            cache.clear(self.budget);
+        }
+    }
+}
+
+fn unreadable(e: postcard::Error) -> Error {
+    Error::Internal {
+        detail: format!("a cached row does not read back: {e}"),
+    }
+}
+
+impl<T, I, F> Iterator for Cached<'_, T, I, F>
+where
+    T: Packable,
+    I: Iterator<Item = Result<T>>,
+    F: FnOnce(Option<i64>) -> I,
+{
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        if self.file.is_none() {
+            if let Some(row) = self.replay() {
+                if let Ok(row) = &row {
+                    self.last_row = Some(row_id(row));
+                }
+                return Some(row);
+            }
+            self.file = Some(self.open_file()?);
+        }
+        let next = self.file.as_mut()?.next();
+        match &next {
+            Some(Ok(row)) if self.filling => self.add(row),
+            Some(Err(_)) => {
+                let cell = self.cache;
+                self.stop(&mut cell.borrow_mut(), false);
+            }
+            None if self.filling => {
+                let cell = self.cache;
+                let mut cache = cell.borrow_mut();
+                cache.complete = true;
+                self.stop(&mut cache, false);
+            }
+            _ => {}
+        }
+        next
+    }
+}
+
+impl<T, I, F> Drop for Cached<'_, T, I, F> {
+    fn drop(&mut self) {
+        if !self.filling {
+            return;
+        }
+        let mut cache = self.cache.borrow_mut();
+        cache.filling = false;
+        if !self.one_run && !cache.complete {
+            cache.clear(self.budget);
+        }
+    }
+}
+
+/// A row's `rowid`, where the file's rows go on after a cached prefix.
+fn row_id<T: Packable>(row: &T) -> i64 {
+    row.base().row
+}

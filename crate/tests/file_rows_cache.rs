@@ -1,0 +1,122 @@
+//! `trace::FileScan::cache_rows_up_to`: the rows `FileRows` reads from the file are kept as
+//! bytes up to a budget and read back by later passes. Whatever the budget (none, a prefix of a
+//! table, every table), every pass gives the rows the file gives, in the same order; a table in
+//! several sorted runs is kept only whole; a table kept whole is read without the file.
+
+mod common;
+
+use std::path::Path;
+
+use nsys_lens::model::NvtxRow;
+use nsys_lens::model::rows::{CallRow, EventRows, KernelRow, MemOpRow};
+use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
+
+const MIB: usize = 1 << 20;
+
+fn scan(conn: &rusqlite::Connection, budget: usize) -> FileScan {
+    let mut scan = FileScan::new(conn, "cached", LoadOptions::all(), &mut |_| true).expect("scan");
+    scan.cache_rows_up_to(budget);
+    scan
+}
+
+/// Every table of `rows`, in start order.
+type Tables = (Vec<KernelRow>, Vec<CallRow>, Vec<NvtxRow>, Vec<MemOpRow>);
+
+fn read_all(rows: &dyn EventRows) -> Tables {
+    let tables = (
+        rows.kernels().collect(),
+        rows.calls().collect(),
+        rows.ranges().collect(),
+        rows.memcpy().collect(),
+    );
+    rows.check().expect("no read error");
+    tables
+}
+
+/// Reads `path` uncached, then three times through a cache of `budget` bytes (the second pass
+/// over the calls starting while the first is halfway), comparing every pass; returns the bytes
+/// cached and the runtime table's sorted runs.
+fn assert_cached_reads_equal(path: &Path, budget: usize) -> (usize, usize) {
+    let conn = trace::open_path(path).expect("open");
+    let plain = scan(&conn, 0);
+    let expected = read_all(&FileRows::over(&conn, &plain));
+    let cached = scan(&conn, budget);
+    let rows = FileRows::over(&conn, &cached);
+    for pass in 0..3 {
+        assert_eq!(read_all(&rows), expected, "pass {pass}, budget {budget}");
+    }
+    let mut first = rows.calls();
+    let half: Vec<CallRow> = first.by_ref().take(expected.1.len() / 2).collect();
+    let second: Vec<CallRow> = rows.calls().collect();
+    let rest: Vec<CallRow> = first.collect();
+    assert_eq!([half, rest].concat(), expected.1, "interleaved calls");
+    assert_eq!(
+        second, expected.1,
+        "calls read while another pass was halfway"
+    );
+    rows.check().expect("no read error");
+    assert!(
+        cached.cached_bytes() <= budget,
+        "{} bytes",
+        cached.cached_bytes()
+    );
+    let runs = plain.run_counts()[1].1;
+    (cached.cached_bytes(), runs)
+}
+
+#[test]
+fn cached_rows_read_back_as_the_file_gives_them_whatever_the_budget() {
+    // host-bound: every table in one run; its kernels and calls take several MiB packed.
+    let (_dir, path, _) = common::generated("host-bound", 8, 5);
+    assert_eq!(
+        assert_cached_reads_equal(&path, 0).0,
+        0,
+        "no budget, no cache"
+    );
+    // A prefix of the first table read; the rest of every pass from the file.
+    assert_eq!(assert_cached_reads_equal(&path, MIB).0, MIB);
+    let (whole, runs) = assert_cached_reads_equal(&path, 1 << 30);
+    assert_eq!(runs, 1);
+    assert!(whole > 2 * MIB, "{whole} bytes cached");
+}
+
+#[test]
+fn a_table_in_several_runs_is_cached_only_whole() {
+    let (_dir, path, _) = common::generated("tp2-phases", 2, 5);
+    let (whole, runs) = assert_cached_reads_equal(&path, 1 << 30);
+    assert!(runs > 1, "runtime table in {runs} run(s)");
+    assert!(whole > 0);
+    let conn = trace::open_path(&path).expect("open");
+    let calls_only = |budget: usize| {
+        let cached = scan(&conn, budget);
+        FileRows::over(&conn, &cached).calls().for_each(drop);
+        cached.cached_bytes()
+    };
+    assert!(calls_only(1 << 30) > 0, "the calls fit whole");
+    let needed = calls_only(1 << 30);
+    assert_eq!(calls_only(needed - MIB), 0, "a part of them is not kept");
+}
+
+/// Once a table is cached whole, a pass reads it from memory: over a connection to a file cut
+/// to nothing, the kernels still read, and the calls (never read before) fail.
+#[test]
+fn a_table_cached_whole_is_read_without_the_file() {
+    let (dir, path, _) = common::generated("host-bound", 2, 5);
+    let conn = trace::open_path(&path).expect("open");
+    let cached = scan(&conn, 1 << 30);
+    let expected: Vec<KernelRow> = FileRows::over(&conn, &cached).kernels().collect();
+    assert!(!expected.is_empty());
+    let cut = dir.path().join("cut.sqlite");
+    let bytes = std::fs::read(&path).expect("read");
+    std::fs::write(&cut, &bytes[..bytes.len() / 50]).expect("write");
+    let cut_conn = rusqlite::Connection::open_with_flags(
+        &cut,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open the cut file");
+    let rows = FileRows::over(&cut_conn, &cached);
+    assert_eq!(rows.kernels().collect::<Vec<_>>(), expected);
+    rows.check().expect("kernels from the cache");
+    assert!(rows.calls().count() < 10, "calls read from the cut file");
+    assert!(rows.check().is_err(), "the cut file fails");
+}
