@@ -82,13 +82,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn std::error::Error>> {
     use nsys_lens::model::rows::EventRows;
     let page = nsys_lens::trace::LoadOptions::page();
-    let mut scan = nsys_lens::trace::FileScan::new(conn, "trace", page, &mut |_| true)?;
-    // As the page's budget at this file size (`web::indexed`); `ROW_CACHE_MIB` overrides it.
+    // The page keeps up to 256 MiB of rows (`web::indexed::row_cache_budget`); `ROW_CACHE_MIB`
+    // sets another budget.
     let cache_mib = std::env::var("ROW_CACHE_MIB")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    scan.cache_rows_up_to(cache_mib << 20);
+        .unwrap_or(256);
+    let scan = nsys_lens::trace::FileScan::keeping_rows(
+        conn,
+        "trace",
+        page,
+        &mut |_| true,
+        cache_mib << 20,
+    )?;
     let rows = nsys_lens::trace::FileRows::over(conn, &scan);
     mark("file scan (strings, processes, runs)", t);
     let counted = Counted {

@@ -1,7 +1,9 @@
 //! `trace::FileScan::cache_rows_up_to`: the rows `FileRows` reads from the file are kept as
 //! bytes up to a budget and read back by later passes. Whatever the budget (none, a prefix of a
 //! table, every table), every pass gives the rows the file gives, in the same order; a table in
-//! several sorted runs is kept only whole; a table kept whole is read without the file.
+//! several sorted runs is kept only whole; a table kept whole is read without the file. A scan
+//! that keeps the rows it reads (`FileScan::keeping_rows`) gives the same rows and the same
+//! trace facts, on every public export.
 
 mod common;
 
@@ -64,6 +66,18 @@ fn assert_cached_reads_equal(path: &Path, budget: usize) -> (usize, usize) {
     (cached.cached_bytes(), runs)
 }
 
+/// A copy of `path` cut to its first fiftieth, open: a read past that fails.
+fn cut_to_a_fiftieth(dir: &Path, path: &Path) -> rusqlite::Connection {
+    let cut = dir.join("cut.sqlite");
+    let bytes = std::fs::read(path).expect("read");
+    std::fs::write(&cut, &bytes[..bytes.len() / 50]).expect("write");
+    rusqlite::Connection::open_with_flags(
+        &cut,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open the cut file")
+}
+
 #[test]
 fn cached_rows_read_back_as_the_file_gives_them_whatever_the_budget() {
     // host-bound: every table in one run; its kernels and calls take several MiB packed.
@@ -106,17 +120,70 @@ fn a_table_cached_whole_is_read_without_the_file() {
     let cached = scan(&conn, 1 << 30);
     let expected: Vec<KernelRow> = FileRows::over(&conn, &cached).kernels().collect();
     assert!(!expected.is_empty());
-    let cut = dir.path().join("cut.sqlite");
-    let bytes = std::fs::read(&path).expect("read");
-    std::fs::write(&cut, &bytes[..bytes.len() / 50]).expect("write");
-    let cut_conn = rusqlite::Connection::open_with_flags(
-        &cut,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .expect("open the cut file");
+    let cut_conn = cut_to_a_fiftieth(dir.path(), &path);
     let rows = FileRows::over(&cut_conn, &cached);
     assert_eq!(rows.kernels().collect::<Vec<_>>(), expected);
     rows.check().expect("kernels from the cache");
     assert!(rows.calls().count() < 10, "calls read from the cut file");
     assert!(rows.check().is_err(), "the cut file fails");
+}
+
+fn read_every_table(rows: &dyn EventRows) -> (Tables, Vec<nsys_lens::model::rows::SyncRow>) {
+    let syncs = rows.syncs().collect();
+    (read_all(rows), syncs)
+}
+
+/// A scan keeping up to `budget` bytes gives the rows and facts of one keeping none, twice.
+fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
+    let conn = trace::open_path(path).expect("open");
+    let opts = LoadOptions::page();
+    let plain = FileScan::new(&conn, "s", opts, &mut |_| true).expect("scan");
+    let kept = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, budget).expect("scan");
+    let what = path.display();
+    let (p, k) = (plain.meta(), kept.meta());
+    assert_eq!(p.processes.global_pid, k.processes.global_pid, "{what}");
+    assert_eq!(p.threads.process, k.threads.process, "{what}");
+    assert_eq!(p.strings.len(), k.strings.len(), "{what}");
+    assert_eq!(p.coverage, k.coverage, "{what}");
+    let cached = kept.cached_bytes();
+    let expected = read_every_table(&FileRows::over(&conn, &plain));
+    let rows = FileRows::over(&conn, &kept);
+    for pass in 0..2 {
+        assert_eq!(read_every_table(&rows), expected, "{what}: pass {pass}");
+    }
+    cached
+}
+
+#[test]
+fn a_scan_keeping_the_rows_gives_the_files_rows_on_every_public_export() {
+    let mut kept = 0;
+    for path in common::public_exports() {
+        kept += usize::from(assert_kept_scan_equals_plain(&path, 1 << 30) > 0);
+    }
+    assert!(kept >= 10, "{kept} exports kept rows from their scan");
+    for scenario in ["tp2-phases", "cuda-graphs", "idle-causes"] {
+        let (_dir, path, _) = common::generated(scenario, 2, 5);
+        assert!(
+            assert_kept_scan_equals_plain(&path, 1 << 30) > 0,
+            "{scenario}"
+        );
+    }
+    let (_dir, path, _) = common::generated("host-bound", 8, 5);
+    assert_eq!(assert_kept_scan_equals_plain(&path, MIB), MIB, "a prefix");
+}
+
+/// The rows a scan kept are read without the file, from the first pass.
+#[test]
+fn a_scan_keeping_the_rows_serves_the_first_pass_from_memory() {
+    let (dir, path, _) = common::generated("host-bound", 2, 5);
+    let conn = trace::open_path(&path).expect("open");
+    let opts = LoadOptions::page();
+    let plain = FileScan::new(&conn, "s", opts, &mut |_| true).expect("scan");
+    let expected = read_every_table(&FileRows::over(&conn, &plain));
+    let kept = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, 1 << 30).expect("scan");
+    let cut_conn = cut_to_a_fiftieth(dir.path(), &path);
+    assert_eq!(
+        read_every_table(&FileRows::over(&cut_conn, &kept)),
+        expected
+    );
 }

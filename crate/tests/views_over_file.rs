@@ -1,8 +1,8 @@
 //! The page's deeper views run over the file's rows (`trace::FileRows`: nothing loaded) and
 //! give what the CLI gives over the loaded trace, output for output: the verdict under another
 //! step marker or window, root cause in both profiles, the drill-down with its findings, and
-//! the report. Every public export and generated scenarios; the rows kept in memory after
-//! their first pass (`FileScan::cache_rows_up_to`), as the page keeps them.
+//! the report. Every public export and generated scenarios; the rows kept in memory by the
+//! file's scan (`FileScan::keeping_rows`), as the page keeps them.
 
 mod common;
 
@@ -17,12 +17,7 @@ use nsys_lens::trace::{self, FileRows, LoadOptions};
 /// Every public export, and scenarios with several ranks, CUDA graphs, inline NVTX names and
 /// planted idle causes (their temp dirs kept alive with them).
 fn traces() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(common::public_traces_dir())
-        .expect("public traces")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("sqlite"))
-        .collect();
-    paths.sort();
+    let mut paths = common::public_exports();
     let mut dirs = Vec::new();
     for scenario in [
         "tp2-phases",
@@ -44,10 +39,10 @@ fn both<R>(path: &Path, f: impl Fn(&dyn EventRows) -> R) -> (R, R) {
     let label = path.display().to_string();
     let loaded = trace::load_path(path, LoadOptions::page()).expect("load");
     let conn = trace::open_path(path).expect("open");
-    let mut scan =
-        trace::FileScan::new(&conn, &label, LoadOptions::page(), &mut |_| true).expect("scan");
-    // As the page reads them: the first pass over a table keeps it, the later ones read it back.
-    scan.cache_rows_up_to(1 << 30);
+    // As the page reads them: the scan keeps the rows, every pass reads them back.
+    let scan =
+        trace::FileScan::keeping_rows(&conn, &label, LoadOptions::page(), &mut |_| true, 1 << 30)
+            .expect("scan");
     let rows = FileRows::over(&conn, &scan);
     (f(&rows), f(&loaded))
 }

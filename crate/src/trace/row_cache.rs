@@ -49,6 +49,71 @@ impl TableCache {
     pub(crate) fn bytes(&self) -> usize {
         self.blocks.len() * BLOCK_BYTES
     }
+
+    /// Adds `row`, packed against `base` (then moved to it); `false` when the budget is spent
+    /// (or the row does not pack), the row not added.
+    fn push<T: Packable>(&mut self, row: &T, base: &mut Base, budget: &Cell<usize>) -> bool {
+        let mut scratch = [0u8; MAX_PACKED];
+        let Ok(bytes) = postcard::to_slice(&row.pack(*base), &mut scratch) else {
+            return false;
+        };
+        let fits = self
+            .blocks
+            .last()
+            .is_some_and(|b| b.len() + bytes.len() <= BLOCK_BYTES);
+        if !fits {
+            if budget.get() < BLOCK_BYTES {
+                return false;
+            }
+            budget.set(budget.get() - BLOCK_BYTES);
+            self.blocks.push(Vec::with_capacity(BLOCK_BYTES));
+        }
+        if let Some(block) = self.blocks.last_mut() {
+            block.extend_from_slice(bytes);
+        }
+        self.rows += 1;
+        *base = row.base();
+        true
+    }
+}
+
+/// A table's cache filled by the file's scan, which reads the table in `rowid` order: the
+/// rows are in start order only if the table turns out to be one sorted run, known at its end
+/// ([`ScanFill::finish`]).
+pub(crate) struct ScanFill<'c> {
+    cache: &'c mut TableCache,
+    budget: &'c Cell<usize>,
+    base: Base,
+    on: bool,
+}
+
+impl<'c> ScanFill<'c> {
+    /// Fills `cache` (empty) if `on`.
+    pub(crate) fn new(cache: &'c mut TableCache, budget: &'c Cell<usize>, on: bool) -> Self {
+        ScanFill {
+            cache,
+            budget,
+            base: Base::default(),
+            on,
+        }
+    }
+
+    /// The next row in table order.
+    pub(crate) fn push<T: Packable>(&mut self, row: &T) {
+        if self.on && !self.cache.push(row, &mut self.base, self.budget) {
+            self.on = false;
+            self.cache.closed = true;
+        }
+    }
+
+    /// The table read: kept if it is `one_run` (whole if every row fitted), else forgotten.
+    pub(crate) fn finish(self, one_run: bool) {
+        if !one_run {
+            self.cache.clear(self.budget);
+        } else if self.on {
+            self.cache.complete = true;
+        }
+    }
 }
 
 /// A pass over a table: the cached rows, then the file's from where they end, adding those to
@@ -148,30 +213,11 @@ where
 
     /// Adds `row` to the cache, or stops filling when the budget is spent.
     fn add(&mut self, row: &T) {
-        let mut scratch = [0u8; MAX_PACKED];
-        let packed = row.pack(self.fill_base);
         let cell = self.cache;
         let mut cache = cell.borrow_mut();
-        let bytes = match postcard::to_slice(&packed, &mut scratch) {
-            Ok(bytes) => bytes,
-            Err(_) => return self.stop(&mut cache, true),
-        };
-        let fits = cache
-            .blocks
-            .last()
-            .is_some_and(|b| b.len() + bytes.len() <= BLOCK_BYTES);
-        if !fits {
-            if self.budget.get() < BLOCK_BYTES {
-                return self.stop(&mut cache, true);
-            }
-            self.budget.set(self.budget.get() - BLOCK_BYTES);
-            cache.blocks.push(Vec::with_capacity(BLOCK_BYTES));
+        if !cache.push(row, &mut self.fill_base, self.budget) {
+            self.stop(&mut cache, true);
         }
-        if let Some(block) = cache.blocks.last_mut() {
-            block.extend_from_slice(bytes);
-        }
-        cache.rows += 1;
-        self.fill_base = row.base();
     }
 
     /// Stops adding rows (`closed`: for good). A table in several runs keeps its rows only

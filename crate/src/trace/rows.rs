@@ -27,7 +27,7 @@ use super::load::{
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::packed_rows::Packable;
-use super::row_cache::{Cached, TableCache};
+use super::row_cache::{Cached, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
@@ -104,7 +104,20 @@ impl FileScan {
         opts: LoadOptions,
         progress: ProgressFn<'_>,
     ) -> Result<FileScan> {
-        FileScan::with_max_runs(conn, path, opts, progress, MAX_FILE_RUNS)
+        FileScan::scan(conn, path, opts, progress, (MAX_FILE_RUNS, 0))
+    }
+
+    /// [`FileScan::new`] keeping the rows it reads, `bytes` at most over every table, as the
+    /// passes after it keep theirs ([`FileScan::cache_rows_up_to`]): the first pass over a table
+    /// then reads it from memory too. It reads every column a pass reads, not only the scan's.
+    pub fn keeping_rows(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+        bytes: usize,
+    ) -> Result<FileScan> {
+        FileScan::scan(conn, path, opts, progress, (MAX_FILE_RUNS, bytes))
     }
 
     /// [`FileScan::new`], a table in more than `max_runs` sorted runs refused (its rows read
@@ -115,6 +128,16 @@ impl FileScan {
         opts: LoadOptions,
         progress: ProgressFn<'_>,
         max_runs: usize,
+    ) -> Result<FileScan> {
+        FileScan::scan(conn, path, opts, progress, (max_runs, 0))
+    }
+
+    fn scan(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+        (max_runs, cache_bytes): (usize, usize),
     ) -> Result<FileScan> {
         let mut ctx = Loader {
             conn,
@@ -132,7 +155,7 @@ impl FileScan {
             memcpy: Table::new(MEMCPY_TABLE, max_runs),
             memset: Table::new(MEMSET_TABLE, max_runs),
             syncs: Table::new(SYNC_TABLE, max_runs),
-            cache_budget: Cell::new(0),
+            cache_budget: Cell::new(cache_bytes),
         };
         let strings_note = meta
             .coverage
@@ -143,12 +166,19 @@ impl FileScan {
         // The CLI's load reads the kernel table in a part of its own, whose notes (its string
         // table's among them) follow the host side's (`merge_kernel_part`).
         meta.coverage.extend(strings_note);
+        let keep = cache_bytes > 0;
+        let columns = match keep {
+            true => kernel_read_columns(opts.event_details, &meta),
+            false => only(kernel_columns(false, false), &SCAN_COLUMNS),
+        };
         let strings = std::mem::take(&mut meta.strings);
-        let runs = &mut scan.kernels.runs;
-        let columns = only(kernel_columns(false, false), &SCAN_COLUMNS);
+        let Table { runs, cache, .. } = &mut scan.kernels;
+        let mut fill = ScanFill::new(cache.get_mut(), &scan.cache_budget, keep);
         ctx.stream_kernels(&schema, &strings, &mut meta, &columns, &mut |k| {
             runs.push(k.row, k.key());
+            fill.push(&k);
         })?;
+        fill.finish(runs.count() == 1);
         meta.strings = strings;
         ctx.load_process_names(&schema, &mut meta.processes)?;
         scan.chunk_queries(&schema, &meta, opts);
@@ -165,44 +195,70 @@ impl FileScan {
         meta: &mut Trace,
         opts: LoadOptions,
     ) -> Result<()> {
-        let ranges = &mut self.ranges.runs;
+        let budget = &self.cache_budget;
+        let keep = budget.get() > 0;
+        let Table { runs, cache, .. } = &mut self.ranges;
+        let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
         // The ranges are counted as a load that forgot them counts them (`forget_ranges`):
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
-        ctx.stream_nvtx(schema, meta, false, false, &mut |row, _, _| {
-            ranges.push(row.row, row.key());
+        let details = keep && opts.event_details;
+        ctx.stream_nvtx(schema, meta, details, false, &mut |row, _, _| {
+            runs.push(row.row, row.key());
+            fill.push(row);
             seen.count += 1;
             seen.inline_text |= row.name != row.text_id_name;
             true
         })?;
+        fill.finish(runs.count() == 1);
         meta.nvtx.omitted.count += seen.count;
         meta.nvtx.omitted.inline_text |= seen.inline_text;
         let strings = std::mem::take(&mut meta.strings);
-        let calls = &mut self.calls.runs;
+        // Launch calls only are filtered by name in SQL when passes read them: kept from the
+        // scan only when every call is read.
+        let keep_calls = keep && !opts.launch_calls_only;
+        let Table { runs, cache, .. } = &mut self.calls;
+        let mut fill = ScanFill::new(cache.get_mut(), budget, keep_calls);
         let scan_opts = LoadOptions {
-            event_details: false,
+            event_details: keep_calls && opts.event_details,
             ..opts
         };
         let scanned = ctx.stream_runtime(schema, &strings, meta, scan_opts, &mut |call| {
-            calls.push(call.row, call.key());
+            runs.push(call.row, call.key());
+            fill.push(&call);
         });
+        fill.finish(runs.count() == 1);
         meta.strings = strings;
         scanned?;
         if opts.memory_ops {
             for table in [&mut self.memcpy, &mut self.memset] {
-                let runs = &mut table.runs;
-                let columns = only(memop_columns(table.name), &SCAN_COLUMNS);
-                ctx.stream_memops(schema, meta, table.name, &columns, &mut |op| {
+                let Table {
+                    name, runs, cache, ..
+                } = table;
+                let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
+                let columns = match keep {
+                    true => memop_columns(name),
+                    false => only(memop_columns(name), &SCAN_COLUMNS),
+                };
+                ctx.stream_memops(schema, meta, name, &columns, &mut |op| {
                     runs.push(op.row, op.key());
+                    fill.push(&op);
                 })?;
+                fill.finish(runs.count() == 1);
             }
         }
         if opts.syncs {
-            let runs = &mut self.syncs.runs;
-            let columns = only(SYNC_COLUMNS, &SCAN_COLUMNS);
+            let Table { runs, cache, .. } = &mut self.syncs;
+            let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
+            let columns = match keep {
+                true => SYNC_COLUMNS,
+                false => only(SYNC_COLUMNS, &SCAN_COLUMNS),
+            };
             ctx.stream_syncs(schema, meta, &columns, &mut |sync| {
                 runs.push(sync.row, sync.key());
+                fill.push(&sync);
             })?;
+            fill.finish(runs.count() == 1);
         }
         ctx.finish_host(schema, meta)
     }
@@ -215,8 +271,7 @@ impl FileScan {
             Some(select(schema, table, columns, &filter))
         };
         if meta.present.kernels {
-            let graph_nodes = details || reads_graph_nodes(&meta.meta, &meta.strings);
-            let columns = kernel_columns(details, graph_nodes);
+            let columns = kernel_read_columns(details, meta);
             self.kernels.sql = chunk(KERNEL_TABLE, &columns, "");
         }
         if meta.present.runtime {
@@ -285,6 +340,12 @@ impl FileScan {
             (self.syncs.name, self.syncs.runs.count()),
         ]
     }
+}
+
+/// The kernel columns a pass reads: the graph node only while the verdict can use it.
+fn kernel_read_columns(details: bool, meta: &Trace) -> [&'static str; 11] {
+    let graph_nodes = details || reads_graph_nodes(&meta.meta, &meta.strings);
+    kernel_columns(details, graph_nodes)
 }
 
 /// The event tables of an open export, each read in start order from the file as often as an

@@ -27,20 +27,32 @@ use crate::trace::{
 
 /// The wasm memory the page keeps under (the streamed open's bound).
 const PAGE_MEMORY: usize = 512 << 20;
-/// Room kept for the deeper views' own state over the rows (their peaks over a 1 GB export's
-/// rows are about 140 MiB).
+/// Room kept for the deeper views' own state over the rows (per step, name, thread…): at least
+/// this, and a sixth of the file (about 140 MiB over a 1 GB export's rows, 560 MiB over a
+/// 4.2 GiB one's).
 const VIEW_ROOM: usize = 160 << 20;
+const VIEW_ROOM_PER_FILE_BYTE: f64 = 1.0 / 6.0;
 /// The most one trace's rows take in memory.
 const MAX_ROW_CACHE: usize = 256 << 20;
 
 /// What a trace scanned now may keep of the rows its views read (`trace::FileScan::
-/// cache_rows_up_to`): the page's memory left once the views' room is set aside, measured as
-/// the wasm memory grown so far (it never shrinks), so a second trace gets what the first left.
-fn row_cache_budget() -> usize {
+/// keeping_rows`): the page's memory left once the views' room is set aside, measured as the
+/// wasm memory grown so far (it never shrinks), so a second trace gets what the first left.
+fn row_cache_budget(conn: &Connection) -> usize {
     let grown = core::arch::wasm32::memory_size(0) * 65536;
+    let room = VIEW_ROOM.max((file_bytes(conn) as f64 * VIEW_ROOM_PER_FILE_BYTE) as usize);
     PAGE_MEMORY
-        .saturating_sub(grown.saturating_add(VIEW_ROOM))
+        .saturating_sub(grown.saturating_add(room))
         .min(MAX_ROW_CACHE)
+}
+
+/// The size of the open export (0 if SQLite cannot say).
+fn file_bytes(conn: &Connection) -> usize {
+    let pragma = |name: &str| -> usize {
+        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
+            .map_or(0, |v| usize::try_from(v).unwrap_or(0))
+    };
+    pragma("page_count").saturating_mul(pragma("page_size"))
 }
 
 pub(crate) struct Indexed {
@@ -168,8 +180,9 @@ impl Indexed {
                     Some(scan) => scan,
                     None => {
                         let opts = LoadOptions::page();
-                        let mut found = FileScan::new(conn, &self.label, opts, &mut |_| true)?;
-                        found.cache_rows_up_to(row_cache_budget());
+                        let budget = row_cache_budget(conn);
+                        let found =
+                            FileScan::keeping_rows(conn, &self.label, opts, &mut |_| true, budget)?;
                         scan.get_or_init(|| Box::new(found))
                     }
                 };

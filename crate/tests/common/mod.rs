@@ -61,6 +61,17 @@ pub fn public_traces_dir() -> PathBuf {
     dir
 }
 
+/// Every public export (`.sqlite`), sorted by path.
+pub fn public_exports() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(public_traces_dir())
+        .expect("public traces")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("sqlite"))
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// Every public export whose manifest entry counts kernels, by path.
 pub fn public_exports_with_kernels() -> Vec<PathBuf> {
     let dir = public_traces_dir();
