@@ -13,6 +13,7 @@
 //! ([`super::packed_rows`]), so a pass always reads the cache from its first row.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 
 use super::packed_rows::{Base, Packable};
 use crate::error::{Error, Result};
@@ -21,6 +22,8 @@ use crate::error::{Error, Result};
 const BLOCK_BYTES: usize = 1 << 20;
 /// Room for any packed row (postcard varints: at most 10 bytes a 64-bit field).
 const MAX_PACKED: usize = 256;
+/// Rows unpacked at a time by a pass reading the cache back.
+const REPLAY_ROWS: u64 = 512;
 
 /// One table's cached rows: its first `rows` in start order.
 #[derive(Debug, Default, Clone)]
@@ -128,14 +131,16 @@ pub(crate) struct Cached<'c, T, I, F> {
     at: usize,
     replayed: u64,
     base: Base,
+    /// The last row read back's `rowid`.
     last_row: Option<i64>,
+    /// Rows read back, not yet handed out.
+    buffer: VecDeque<T>,
     /// Opens the file's rows after a `rowid` (`None`: from the first).
     open: Option<F>,
     file: Option<I>,
     /// This pass adds the rows it reads from the file, packed against `fill_base`.
     filling: bool,
     fill_base: Base,
-    rows: std::marker::PhantomData<fn() -> T>,
 }
 
 impl<'c, T, I, F> Cached<'c, T, I, F>
@@ -159,36 +164,54 @@ where
             replayed: 0,
             base: Base::default(),
             last_row: None,
+            buffer: VecDeque::new(),
             open: Some(open),
             file: None,
             filling: false,
             fill_base: Base::default(),
-            rows: std::marker::PhantomData,
         }
     }
 
     /// The next cached row, if this pass may read the cache and has not read all of it.
     fn replay(&mut self) -> Option<Result<T>> {
+        if self.buffer.is_empty()
+            && let Err(e) = self.read_back()
+        {
+            return Some(Err(e));
+        }
+        self.buffer.pop_front().map(Ok)
+    }
+
+    /// Unpacks the next [`REPLAY_ROWS`] cached rows (fewer at the end) into the buffer: one
+    /// borrow of the cache for them all.
+    fn read_back(&mut self) -> Result<()> {
         let cell = self.cache;
         let cache = cell.borrow();
-        if !(self.one_run || cache.complete) || self.replayed >= cache.rows {
-            return None;
+        if !(self.one_run || cache.complete) {
+            return Ok(());
         }
-        // A block is done once a later one exists (the filling pass may still add to the last).
-        let mut block = cache.blocks.get(self.block)?;
-        if self.at >= block.len() {
-            (self.block, self.at) = (self.block + 1, 0);
-            block = cache.blocks.get(self.block)?;
+        for _ in 0..(cache.rows - self.replayed).min(REPLAY_ROWS) {
+            // A block is done once a later one exists (the filling pass may add to the last).
+            let Some(mut block) = cache.blocks.get(self.block) else {
+                break;
+            };
+            if self.at >= block.len() {
+                (self.block, self.at) = (self.block + 1, 0);
+                match cache.blocks.get(self.block) {
+                    Some(next) => block = next,
+                    None => break,
+                }
+            }
+            let (packed, rest) =
+                postcard::take_from_bytes::<T::Packed>(&block[self.at..]).map_err(unreadable)?;
+            self.at = block.len() - rest.len();
+            let row = T::unpack(packed, self.base);
+            self.base = row.base();
+            self.last_row = Some(self.base.row);
+            self.replayed += 1;
+            self.buffer.push_back(row);
         }
-        let (packed, rest) = match postcard::take_from_bytes::<T::Packed>(&block[self.at..]) {
-            Ok(read) => read,
-            Err(e) => return Some(Err(unreadable(e))),
-        };
-        self.at = block.len() - rest.len();
-        let row = T::unpack(packed, self.base);
-        self.base = row.base();
-        self.replayed += 1;
-        Some(Ok(row))
+        Ok(())
     }
 
     /// Past the cached rows: opens the file after the last one, filling the cache if no other
@@ -252,9 +275,6 @@ where
     fn next(&mut self) -> Option<Result<T>> {
         if self.file.is_none() {
             if let Some(row) = self.replay() {
-                if let Ok(row) = &row {
-                    self.last_row = Some(row_id(row));
-                }
                 return Some(row);
             }
             self.file = Some(self.open_file()?);
@@ -289,9 +309,4 @@ impl<T, I, F> Drop for Cached<'_, T, I, F> {
             cache.clear(self.budget);
         }
     }
-}
-
-/// A row's `rowid`, where the file's rows go on after a cached prefix.
-fn row_id<T: Packable>(row: &T) -> i64 {
-    row.base().row
 }
