@@ -25,6 +25,16 @@ struct Steps {
     duration: i64,
 }
 
+impl Base {
+    fn of(row: i64, start: Ns, correlation: u32) -> Base {
+        Base {
+            row,
+            start,
+            correlation,
+        }
+    }
+}
+
 impl Steps {
     fn of(base: Base, row: i64, start: Ns, end: Ns) -> Steps {
         Steps {
@@ -73,22 +83,6 @@ pub(crate) trait Packable: Sized {
     fn base(&self) -> Base;
 }
 
-/// Packed against their `rowid`, start and correlation.
-macro_rules! based_on_correlation {
-    ($($row:ty),*) => {$(
-        impl $row {
-            fn packing_base(&self) -> Base {
-                Base {
-                    row: self.row,
-                    start: self.start,
-                    correlation: self.correlation,
-                }
-            }
-        }
-    )*};
-}
-based_on_correlation!(KernelRow, CallRow, MemOpRow, SyncRow);
-
 #[derive(Serialize, Deserialize)]
 pub(crate) struct PackedKernel {
     steps: Steps,
@@ -106,7 +100,7 @@ impl Packable for KernelRow {
     type Packed = PackedKernel;
 
     fn base(&self) -> Base {
-        self.packing_base()
+        Base::of(self.row, self.start, self.correlation)
     }
 
     fn pack(&self, base: Base) -> PackedKernel {
@@ -154,7 +148,7 @@ impl Packable for CallRow {
     type Packed = PackedCall;
 
     fn base(&self) -> Base {
-        self.packing_base()
+        Base::of(self.row, self.start, self.correlation)
     }
 
     fn pack(&self, base: Base) -> PackedCall {
@@ -226,11 +220,7 @@ impl Packable for NvtxRow {
     }
 
     fn base(&self) -> Base {
-        Base {
-            row: self.row,
-            start: self.start,
-            correlation: 0,
-        }
+        Base::of(self.row, self.start, 0)
     }
 }
 
@@ -251,7 +241,7 @@ impl Packable for MemOpRow {
     type Packed = PackedMemOp;
 
     fn base(&self) -> Base {
-        self.packing_base()
+        Base::of(self.row, self.start, self.correlation)
     }
 
     fn pack(&self, base: Base) -> PackedMemOp {
@@ -300,7 +290,7 @@ impl Packable for SyncRow {
     type Packed = PackedSync;
 
     fn base(&self) -> Base {
-        self.packing_base()
+        Base::of(self.row, self.start, self.correlation)
     }
 
     fn pack(&self, base: Base) -> PackedSync {

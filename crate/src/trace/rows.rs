@@ -309,19 +309,17 @@ impl FileScan {
 
     /// Bytes the tables' caches hold.
     pub fn cached_bytes(&self) -> usize {
-        self.tables_cached().iter().sum()
-    }
-
-    fn tables_cached(&self) -> [usize; 6] {
-        let bytes = |c: &RefCell<TableCache>| c.borrow().bytes();
         [
-            bytes(&self.kernels.cache),
-            bytes(&self.calls.cache),
-            bytes(&self.ranges.cache),
-            bytes(&self.memcpy.cache),
-            bytes(&self.memset.cache),
-            bytes(&self.syncs.cache),
+            &self.kernels.cache,
+            &self.calls.cache,
+            &self.ranges.cache,
+            &self.memcpy.cache,
+            &self.memset.cache,
+            &self.syncs.cache,
         ]
+        .iter()
+        .map(|c| c.borrow().bytes())
+        .sum()
     }
 
     /// Everything but the event rows.

@@ -28,8 +28,8 @@ use crate::trace::{
 /// The wasm memory the page keeps under (the streamed open's bound).
 const PAGE_MEMORY: usize = 512 << 20;
 /// Room kept for the deeper views' own state over the rows (per step, name, thread…): at least
-/// this, and a sixth of the file (about 140 MiB over a 1 GB export's rows, 560 MiB over a
-/// 4.2 GiB one's).
+/// this, and a sixth of the file (measured: about 140 MiB over a 1 GB export's rows, 690 MiB
+/// over a 4.2 GiB one's).
 const VIEW_ROOM: usize = 160 << 20;
 const VIEW_ROOM_PER_FILE_BYTE: f64 = 1.0 / 6.0;
 /// The most one trace's rows take in memory.
