@@ -4,7 +4,9 @@
 //! full extent down to a deep zoom (summary or re-read rows). With `views`, the whole load is
 //! replaced by the deeper views over the file's rows (Root cause in both profiles, Drill-down,
 //! the report), as the page runs them on a streamed trace: nothing is loaded (the drill-down
-//! twice: indexing the rows itself, and over the index Root cause read, as the page runs it). Not a test; prints figures.
+//! twice: indexing the rows itself, and over the index Root cause read, as the page runs it).
+//! With `DRILL_ONLY` set, only Root cause, then the drill-down over its index, with and without
+//! the explainer riding on it (for profiling that step). Not a test; prints figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -110,14 +112,31 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     let (root_cause, index) = nsys_lens::analyze::analyze_rows_indexed(rows, &cfg)?;
     mark("root cause (analyze)", t);
     counted.report();
+    let drill_only = std::env::var_os("DRILL_ONLY").is_some();
     let skill = nsys_lens::analyze::AnalyzeConfig {
         profile: nsys_lens::profile::Profile::TrtllmSkill,
         ..cfg
     };
+    let opts = nsys_lens::drill::DrillOptions::default();
+    if drill_only {
+        if let Some(facts) = index {
+            let indexed = [nsys_lens::drill::RowIndex::with_facts(rows, "trace", facts)];
+            let t = Instant::now();
+            std::hint::black_box(nsys_lens::findings::DrillFindings::explained(
+                &indexed, &opts,
+            )?);
+            mark("drill-down after root cause", t);
+            counted.report();
+            let t = Instant::now();
+            std::hint::black_box(nsys_lens::drill::drill_indexed(&indexed, &opts)?);
+            mark("drill-down without the explainer", t);
+            counted.report();
+        }
+        return Ok(());
+    }
     std::hint::black_box(nsys_lens::analyze::analyze_rows(rows, &skill)?);
     mark("root cause (trtllm-skill)", t);
     counted.report();
-    let opts = nsys_lens::drill::DrillOptions::default();
     let input = nsys_lens::drill::DrillInput {
         rows,
         label: "trace",

@@ -178,3 +178,47 @@ fn the_explainer_reads_the_tables_only_as_rows() {
         );
     }
 }
+
+/// The explainer riding on the drill-down's passes (its host join on the drill's first pass,
+/// its window and top names from the index) reports exactly what its own passes report, on
+/// every public export with kernels and on scenarios with graph launches, idle causes and
+/// several ranks' worth of calls.
+#[test]
+fn the_explainer_riding_on_the_drill_down_reports_what_its_own_passes_report() {
+    use nsys_lens::drill::{DrillOptions, RowIndex};
+    use nsys_lens::findings::DrillFindings;
+    let mut traces: Vec<(String, Trace)> = common::public_exports_with_kernels()
+        .iter()
+        .map(|path| {
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .to_string();
+            (name, load_path(path, LoadOptions::all()).expect("load"))
+        })
+        .collect();
+    let mut dirs = Vec::new();
+    for scenario in ["cuda-graphs", "idle-causes", "host-bound", "gaps"] {
+        let (dir, path, _) = common::generated(scenario, 2, 7);
+        traces.push((
+            scenario.into(),
+            load_path(&path, LoadOptions::all()).expect("load"),
+        ));
+        dirs.push(dir);
+    }
+    let opts = DrillOptions::default();
+    let top = explain::DEFAULT_TOP.max(opts.top);
+    for (name, trace) in &traces {
+        let ix = RowIndex::new(trace, name, None).expect("index");
+        let own = explain::explain_rows(trace, name, &ix.steps.steps, top).expect("explain");
+        let (_, mut rode) =
+            DrillFindings::explained(std::slice::from_ref(&ix), &opts).expect("drill-down");
+        let rode = rode.pop().expect("one explained trace");
+        assert_eq!(
+            serde_json::to_value(&rode).expect("json"),
+            serde_json::to_value(&own).expect("json"),
+            "{name}"
+        );
+    }
+}

@@ -21,7 +21,7 @@ mod topk;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::index::kernel_pass::{KernelFold, Rider, Riding, kernel_pass};
+use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass_riding};
 use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, Ns};
 
@@ -136,17 +136,11 @@ pub fn drill_riding(
             .as_ref()
             .filter(|_| input == 0)
             .map(|plan| patterns::VoteFold::new(ix, plan));
-        let mut rider = Riding(
-            riders
-                .get_mut(input)
-                .map(|r| &mut **r as &mut dyn KernelFold),
-        );
-        let mut folds: Vec<&mut dyn KernelFold> =
-            vec![&mut input_gaps, &mut graph, &mut rank, &mut rider];
+        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut input_gaps, &mut graph, &mut rank];
         if let Some(v) = vote.as_mut() {
             folds.push(v);
         }
-        kernel_pass(ix, &mut folds);
+        kernel_pass_riding(ix, &mut folds, riders.get_mut(input).map(|r| &mut **r));
         input_gaps.finish();
         tallies.push(graph.finish());
         ranks.extend(rank.finish());

@@ -426,7 +426,7 @@ fn count_occurrences(
             duration: vec![0; unit.len()],
         },
     };
-    kernel_pass_riding(ix, &mut fold, rider);
+    kernel_pass_riding(ix, &mut [&mut fold], rider);
     fold.tally
 }
 

@@ -109,7 +109,7 @@ impl KernelTally {
 
     /// The key a kernel name is counted under.
     pub fn name_key(&self, name: NameId) -> usize {
-        (name as usize).min(self.unknown_name)
+        name_key(name, self.unknown_name)
     }
 
     /// How many kernels were read.
@@ -125,10 +125,41 @@ impl KernelTally {
     /// The `top` names by total time (ties by id): the names whose durations the second pass
     /// counts.
     pub fn top_names(&self, top: usize) -> Vec<usize> {
-        let mut order = most_first(&self.per_name, |a| a.0 > 0, |a| a.1);
-        order.truncate(top);
-        order.into_iter().map(|(name, _)| name).collect()
+        top_by_time(&self.per_name, |a| (a.0, a.1), top)
     }
+}
+
+/// A kernel short name's key in a trace of `strings` strings: its id, or one past the string
+/// table for every id past it.
+pub fn name_key(name: NameId, strings: usize) -> usize {
+    (name as usize).min(strings)
+}
+
+/// [`KernelTally::top_names`] from each short name's kernel count and summed duration as
+/// another pass counted them (`(name, count, total ns)`, the drill-down's index): the same
+/// names, known before this pass reads a kernel.
+pub fn top_names_of(
+    times: impl Iterator<Item = (NameId, u64, Ns)>,
+    strings: usize,
+    top: usize,
+) -> Vec<usize> {
+    let mut per_name: HashMap<usize, (u64, Ns)> = HashMap::new();
+    for (name, count, total) in times {
+        let a = per_name.entry(name_key(name, strings)).or_default();
+        *a = (a.0 + count, a.1 + total);
+    }
+    top_by_time(&per_name, |&a| a, top)
+}
+
+/// The `top` names with kernels by total time (ties by id); `time` gives `(count, total)`.
+fn top_by_time<T: Copy>(
+    per_name: &HashMap<usize, T>,
+    time: impl Fn(&T) -> (u64, Ns),
+    top: usize,
+) -> Vec<usize> {
+    let mut order = most_first(per_name, |a| time(a).0 > 0, |a| time(a).1);
+    order.truncate(top);
+    order.into_iter().map(|(name, _)| name).collect()
 }
 
 /// The quantiles of each top name's durations: p50, p90.

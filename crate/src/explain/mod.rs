@@ -10,27 +10,26 @@
 //! (and the drill-down's results) into findings with severity and evidence.
 
 pub mod api;
+mod join;
 pub mod kernels;
 pub mod memory;
 pub mod nvtx;
 pub mod processes;
 pub mod stats;
 
-use std::cell::RefCell;
-
 use hashbrown::HashMap;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::index::call_facts::CallFacts;
-use crate::index::call_join::{CallJoin, Hold};
 use crate::index::kernel_pass::{KernelFold, Rider};
+use crate::index::rows::RowIndex;
 use crate::index::units::us;
 use crate::index::{TraceIndex, steady_spans};
-use crate::model::rows::{CallRow, EventRows, KernelRow, Rows};
-use crate::model::{CoverageNote, NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, Trace};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{CoverageNote, NO_NAME, NameId, Ns, ProcessIdx, Strings, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::steps::Step;
+use join::HostJoined;
 use stats::Percentiles;
 
 /// Names listed per table by default.
@@ -191,7 +190,8 @@ fn call_process(meta: &Trace, c: &CallRow) -> Option<ProcessIdx> {
 
 /// The explainer's passes, each run by itself ([`Explainer`] with no one else's pass to ride).
 fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (ExplainReport, Held) {
-    let mut explainer = Explainer::new(rows, label, steps, top);
+    let steady = steady_spans(steps).0;
+    let mut explainer = Explainer::new(rows, label, &steady, top);
     for k in rows.kernels() {
         explainer.kernel(&k, None);
     }
@@ -199,21 +199,24 @@ fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (Expla
 }
 
 /// The explainer's passes as a value, so that what already passes over a trace's kernels
-/// joined to their launch calls (the drill-down) carries the explainer's kernel passes on its
-/// own ([`Rider`]): every kernel (the window, time per name); then [`Explainer::join`], the
-/// kernels joined to their launch calls with the ranges open around them, the calls and ranges
-/// tallied as the join reads them (it needs the window first); then every kernel again with its
+/// joined to their launch calls (the drill-down) carries the explainer's passes on its own
+/// ([`Rider`]): every kernel (the window, time per name) and, when the window and the top
+/// names are known before it ([`Explainer::riding`]), the host join with it (the kernels
+/// joined to their launch calls with the ranges open around them, every call and range
+/// tallied); else the join after it ([`Explainer::join`]). Then every kernel again with its
 /// launch call (the percentiles' exact values; [`Explainer::finish`] makes that pass itself
-/// when no one did); then the copies and memsets joined to their calls.
+/// when no one did), the copies and memsets joined to the calls it reads.
 pub struct Explainer<'r> {
     rows: &'r dyn EventRows,
     label: String,
     /// The steady steps' spans.
-    steady: Vec<(Ns, Ns)>,
+    steady: &'r [(Ns, Ns)],
     top: usize,
     tally: kernels::KernelTally,
     procs: processes::ProcessTally,
     held: Held,
+    /// The host join riding on the first pass, when it is made with it.
+    riding: Option<join::HostJoin<'r>>,
     /// What the join found (`None` before it), and the copies and memsets, joined to the calls
     /// the last pass hands over.
     joined: Option<(HostJoined, memory::CopyJoin<'r>)>,
@@ -221,33 +224,43 @@ pub struct Explainer<'r> {
     exact: u64,
 }
 
-/// What [`Explainer::join`] found of the calls, the ranges and the kernels joined to them.
-struct HostJoined {
-    window: Window,
-    kinds: ApiKinds,
-    summaries: api::CallSummaries,
-    launches: kernels::LaunchCalls,
-    facts: CallFacts,
-    ranges: nvtx::RangeTally,
-    kernels: Joined,
-}
-
 impl<'r> Explainer<'r> {
-    /// The explainer of the trace whose rows `rows` reads, `label` naming it and `steps` its
-    /// forward steps (the standard profile's, TP-merged); `top` limits the named lists.
-    pub fn new(rows: &'r dyn EventRows, label: &str, steps: &[Step], top: usize) -> Explainer<'r> {
+    /// The explainer of the trace whose rows `rows` reads, `label` naming it and `steady` the
+    /// spans of its steady forward steps ([`steady_spans`] of the standard profile's steps,
+    /// TP-merged); `top` limits the named lists.
+    pub fn new(
+        rows: &'r dyn EventRows,
+        label: &str,
+        steady: &'r [(Ns, Ns)],
+        top: usize,
+    ) -> Explainer<'r> {
         let meta = rows.meta();
         Explainer {
             rows,
             label: label.to_string(),
-            steady: steady_spans(steps).0,
+            steady,
             top,
             tally: kernels::KernelTally::new(meta.strings.len(), meta.processes.len()),
             procs: processes::ProcessTally::new(meta),
             held: Held::default(),
+            riding: None,
             joined: None,
             exact: 0,
         }
+    }
+
+    /// [`Explainer::new`] over an indexed trace with kernels: its kernel extent and the time
+    /// per kernel name give the window and the top names first, so the host join rides on the
+    /// first pass too (the passes then read every kernel twice).
+    pub fn riding(ix: &'r RowIndex<'_>, steady: &'r [(Ns, Ns)], top: usize) -> Explainer<'r> {
+        let mut explainer = Explainer::new(ix.rows, &ix.label, steady, top);
+        if ix.kernels > 0 {
+            let strings = ix.meta().strings.len();
+            let names = kernels::top_names_of(ix.names.kernel_time(), strings, top);
+            let window = window_of(ix.rows, Some(ix.extent));
+            explainer.riding = Some(join::HostJoin::new(ix.rows, window, steady, names));
+        }
+        explainer
     }
 
     /// The join (once every kernel was handed to the first pass): the kernels joined to their
@@ -260,30 +273,18 @@ impl<'r> Explainer<'r> {
 
     fn host_join(&mut self) -> (HostJoined, memory::CopyJoin<'r>) {
         let rows = self.rows;
-        let strings = &rows.meta().strings;
-        let window = window_of(rows, self.tally.extent());
-        let host = RefCell::new(HostTally {
-            kinds: ApiKinds::default(),
-            calls: api::CallTally::new(window, &self.steady, strings.len()),
-            launches: kernels::LaunchCalls::new(rows.meta().processes.len()),
-            facts: CallFacts::default(),
-            ranges: nvtx::RangeTally::new(rows.meta().threads.len(), strings.len()),
-            procs: &mut self.procs,
-        });
         self.held.kernels = self.tally.count();
-        let kernels = first_join(rows, &host, &self.tally, self.top, &mut self.held);
-        let host = host.into_inner();
-        let copies = memory::CopyJoin::new(rows, &host.kinds, window);
-        let joined = HostJoined {
-            window,
-            kinds: host.kinds,
-            summaries: host.calls.finish(strings),
-            launches: host.launches,
-            facts: host.facts,
-            ranges: host.ranges,
-            kernels,
+        let host = match self.riding.take() {
+            Some(rode) => rode.finish(&mut self.procs, &mut self.held),
+            None => {
+                let window = window_of(rows, self.tally.extent());
+                let names = self.tally.top_names(self.top);
+                let host = join::HostJoin::new(rows, window, self.steady, names);
+                join::own_pass(rows, host, &mut self.procs, &mut self.held)
+            }
         };
-        (joined, copies)
+        let copies = memory::CopyJoin::new(rows, &host.kinds, host.window);
+        (host, copies)
     }
 
     /// The report and the most state held; the percentiles' pass is made here when no one
@@ -297,20 +298,14 @@ impl<'r> Explainer<'r> {
             None => self.host_join(),
         };
         if self.exact == 0 {
-            let (kinds, procs) = (&host.kinds, &mut self.procs);
-            let second = KernelJoin {
-                ranges: Box::new(std::iter::empty()),
-                kind: &mut |c| {
-                    copies.call(c, procs);
-                    kinds.get(c.name)
-                },
-                graph_launches: false,
-                to_the_end: true,
-            };
-            let (joined, tally) = (&mut host.kernels, &self.tally);
-            join_kernels(rows, second, &mut self.held, &mut |k, launch| {
-                joined.second(k, launch, tally)
-            });
+            join::exact_pass(
+                rows,
+                &mut host,
+                &mut copies,
+                &mut self.procs,
+                &self.tally,
+                &mut self.held,
+            );
         }
         let joined = &host.kernels;
         self.held.duration_entries = joined.latency.held()
@@ -359,14 +354,17 @@ impl<'r> Explainer<'r> {
     }
 }
 
-/// Before the join, the first pass (window, time per name); after it, the percentiles' exact
-/// values.
+/// Before the join, the first pass (window, time per name; the host join when it rides);
+/// after it, the percentiles' exact values.
 impl KernelFold for Explainer<'_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         match &mut self.joined {
             None => {
                 self.tally.add(k);
                 self.procs.kernel(k);
+                if let Some(host) = self.riding.as_mut() {
+                    host.kernel(k);
+                }
             }
             Some((host, _)) => {
                 self.exact += 1;
@@ -382,170 +380,13 @@ impl Rider for Explainer<'_> {
         self.join();
     }
 
-    /// After the join, the calls the last pass reads: the copies and memsets are joined to them.
+    /// On the first pass, the host join's calls when it rides; after the join, the calls the
+    /// last pass reads: the copies and memsets are joined to them.
     fn call(&mut self, c: &CallRow) {
-        if let Some((_, copies)) = self.joined.as_mut() {
+        if let Some(host) = self.riding.as_mut() {
+            host.call(c, &mut self.procs);
+        } else if let Some((_, copies)) = self.joined.as_mut() {
             copies.call(c, &mut self.procs);
         }
-    }
-}
-
-/// What the first kernel join tallies of the calls and ranges it reads (each once, in start
-/// order; the rest after the last kernel read to the end), and the API kinds it classifies.
-struct HostTally<'w> {
-    kinds: ApiKinds,
-    calls: api::CallTally<'w>,
-    launches: kernels::LaunchCalls,
-    facts: CallFacts,
-    ranges: nvtx::RangeTally,
-    procs: &'w mut processes::ProcessTally,
-}
-
-impl HostTally<'_> {
-    /// Tallies call `c` of a trace of `meta`; its API kind.
-    fn call(&mut self, meta: &Trace, c: &CallRow) -> ApiKind {
-        let kind = self.kinds.classify(&meta.strings, c.name);
-        let process = call_process(meta, c);
-        self.calls.add(c, kind, process);
-        self.launches.add(kind, process);
-        self.procs.call(c, kind, process);
-        self.facts.add(kind, c.correlation, process);
-        kind
-    }
-
-    fn range(&mut self, meta: &Trace, r: &NvtxRow) {
-        self.ranges.add(r);
-        self.procs.range(meta, r);
-    }
-}
-
-/// What a kernel's launch call was, joined: the call, its kind, and the innermost NVTX range
-/// open on its thread when it was made (`NO_NAME`: none, or ranges not read).
-type Launch = (CallRow, (ApiKind, NameId));
-
-/// Kernel start − launch call end, for a kernel launched eagerly (graph replays queue).
-fn eager_latency(k: &KernelRow, launch: Option<Launch>) -> Option<Ns> {
-    match launch? {
-        (call, (ApiKind::Launch, _)) => Some(k.start - call.end),
-        _ => None,
-    }
-}
-
-/// The kernels joined to their launch calls: GPU time per range and the percentiles' buckets
-/// (the calls and ranges tallied into `host` as they are read).
-fn first_join(
-    rows: &dyn EventRows,
-    host: &RefCell<HostTally<'_>>,
-    tally: &kernels::KernelTally,
-    top: usize,
-    held: &mut Held,
-) -> Joined {
-    let meta = rows.meta();
-    let mut joined = Joined {
-        gpu: nvtx::GpuTally::new(meta.strings.len()),
-        latency: Percentiles::new(&api::LATENCY_QUANTILES),
-        durations: tally
-            .top_names(top)
-            .into_iter()
-            .map(|name| (name, Percentiles::new(&kernels::KERNEL_QUANTILES)))
-            .collect(),
-    };
-    let first = KernelJoin {
-        ranges: Box::new(rows.ranges().inspect(|r| host.borrow_mut().range(meta, r))),
-        kind: &mut |c| host.borrow_mut().call(meta, c),
-        graph_launches: true,
-        to_the_end: true,
-    };
-    join_kernels(rows, first, held, &mut |k, launch| {
-        joined
-            .gpu
-            .add(launch.map_or(NO_NAME, |(_, (_, range))| range), duration(k));
-        if let Some(latency) = eager_latency(k, launch) {
-            joined.latency.first(latency);
-        }
-        if let Some(p) = joined.durations.get_mut(&tally.name_key(k.short_name)) {
-            p.first(duration(k));
-        }
-    });
-    joined.latency.end_first();
-    joined
-        .durations
-        .values_mut()
-        .for_each(Percentiles::end_first);
-    joined
-}
-
-fn duration(k: &KernelRow) -> Ns {
-    (k.end - k.start).max(0)
-}
-
-/// What the kernels say once joined to their launch calls.
-struct Joined {
-    /// GPU time per innermost launching range.
-    gpu: nvtx::GpuTally,
-    /// Kernel start − launch call end of eagerly launched kernels.
-    latency: Percentiles,
-    /// The durations of the top kernel names ([`kernels::KernelTally::top_names`]).
-    durations: HashMap<usize, Percentiles>,
-}
-
-impl Joined {
-    /// Kernel `k` read again, with its launch: the percentiles' exact values.
-    fn second(&mut self, k: &KernelRow, launch: Option<Launch>, tally: &kernels::KernelTally) {
-        if let Some(latency) = eager_latency(k, launch) {
-            self.latency.second(latency);
-        }
-        if let Some(p) = self.durations.get_mut(&tally.name_key(k.short_name)) {
-            p.second(duration(k));
-        }
-    }
-}
-
-/// How a pass joins kernels to their calls: the ranges read alongside (for the innermost one
-/// open at each launch; none: the pass needs no range), the API kind of each call read,
-/// whether graph launches are joined (held to the end), and whether the calls and ranges are
-/// read to the end once the kernels are (for what tallies them as they are read).
-struct KernelJoin<'a, 'k> {
-    ranges: Rows<'a, NvtxRow>,
-    kind: &'k mut dyn FnMut(&CallRow) -> ApiKind,
-    graph_launches: bool,
-    to_the_end: bool,
-}
-
-/// One pass over the kernels joined to their launch calls, each handed to `visit` with its
-/// call: a launch call, when read, is held (with the innermost NVTX range open on its thread,
-/// when ranges are read) until its kernel comes; a graph launch's call to the end, when asked
-/// (eager latency needs no graph launch).
-fn join_kernels(
-    rows: &dyn EventRows,
-    how: KernelJoin<'_, '_>,
-    held: &mut Held,
-    visit: &mut dyn FnMut(&KernelRow, Option<Launch>),
-) {
-    let meta = rows.meta();
-    let graph_launches = how.graph_launches;
-    let mut open = nvtx::OpenRanges::new(how.ranges, meta.threads.len());
-    let kind_of = how.kind;
-    let mut join = CallJoin::with_payload(rows.calls(), |c| {
-        let kind = kind_of(c);
-        let hold = match kind {
-            ApiKind::Launch => Hold::Once,
-            ApiKind::GraphLaunch if graph_launches => Hold::Many,
-            _ => return (Hold::No, (kind, NO_NAME)),
-        };
-        (hold, (kind, open.innermost(c.thread, c.start)))
-    });
-    for k in rows.kernels() {
-        let launch = join.find_with(k.start, k.process, k.correlation);
-        visit(&k, launch);
-    }
-    held.pending_calls = held.pending_calls.max(join.peak());
-    if how.to_the_end {
-        join.read_to_end();
-    }
-    drop(join);
-    held.open_ranges = held.open_ranges.max(open.peak());
-    if how.to_the_end {
-        open.read_to_end();
     }
 }

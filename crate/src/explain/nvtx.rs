@@ -118,7 +118,17 @@ impl<'a> OpenRanges<'a> {
     /// The innermost visible range open on `thread` at `t` (`NO_NAME`: none), `t` not before
     /// the previous lookup's.
     pub fn innermost(&mut self, thread: ThreadIdx, t: Ns) -> NameId {
-        self.read_until(t);
+        self.innermost_reading(thread, t, &mut |_| {})
+    }
+
+    /// [`OpenRanges::innermost`], each range read for it handed to `read` first.
+    pub fn innermost_reading(
+        &mut self,
+        thread: ThreadIdx,
+        t: Ns,
+        read: &mut dyn FnMut(&NvtxRow),
+    ) -> NameId {
+        self.read_until(t, read);
         let Some(stack) = self.stacks.get_mut(thread as usize) else {
             return NO_NAME;
         };
@@ -132,12 +142,18 @@ impl<'a> OpenRanges<'a> {
     /// Reads the ranges not read yet, opening none: for what tallies every range as it is
     /// read, once the lookups are done.
     pub fn read_to_end(&mut self) {
-        self.ranges.by_ref().for_each(drop);
+        self.read_to_end_reading(&mut |_| {});
     }
 
-    /// Pushes every range starting at or before `t`, one start at a time.
-    fn read_until(&mut self, t: Ns) {
+    /// [`OpenRanges::read_to_end`], each range handed to `read`.
+    pub fn read_to_end_reading(&mut self, read: &mut dyn FnMut(&NvtxRow)) {
+        self.ranges.by_ref().for_each(|r| read(&r));
+    }
+
+    /// Pushes every range starting at or before `t`, one start at a time, each handed to `read`.
+    fn read_until(&mut self, t: Ns, read: &mut dyn FnMut(&NvtxRow)) {
         while let Some(first) = self.ranges.next_if(|r| r.start <= t) {
+            read(&first);
             let start = first.start;
             let threads = self.stacks.len();
             let push = |row: NvtxRow, group: &mut Vec<(ThreadIdx, Range)>| {
@@ -148,6 +164,7 @@ impl<'a> OpenRanges<'a> {
             let mut group = std::mem::take(&mut self.same_start);
             push(first, &mut group);
             while let Some(row) = self.ranges.next_if(|r| r.start == start) {
+                read(&row);
                 push(row, &mut group);
             }
             self.peak = self.peak.max(self.open + group.len());

@@ -126,7 +126,7 @@ pub struct Percentiles {
     sum: i128,
     min: Ns,
     max: Ns,
-    buckets: BTreeMap<i64, u64>,
+    buckets: Buckets,
     /// Per quantile, after the first read: its bucket and its index among the bucket's values.
     targets: Vec<(i64, u64)>,
     /// The values of the target buckets, counted per distinct value on the second read.
@@ -151,13 +151,13 @@ impl Percentiles {
         self.sum += i128::from(v);
         self.min = self.min.min(v);
         self.max = self.max.max(v);
-        *self.buckets.entry(bucket(v)).or_insert(0) += 1;
+        self.buckets.add(bucket(v));
     }
 
     /// Ends the first read: finds the bucket of each quantile, the only ones the second read
     /// counts exactly.
     pub fn end_first(&mut self) {
-        let mut buckets = self.buckets.iter();
+        let mut buckets = self.buckets.occupied();
         let (mut at, mut below, mut upto) = (0, 0u64, 0u64); // values before `at`, up to it
         let mut done = 0;
         self.targets.clear();
@@ -167,7 +167,7 @@ impl Percentiles {
             }
             let idx = quantile_index(self.n as usize, q).max(done) as u64;
             while upto <= idx {
-                let Some((&b, &c)) = buckets.next() else {
+                let Some((b, c)) = buckets.next() else {
                     break;
                 };
                 (at, below, upto) = (b, upto, upto + c);
@@ -176,7 +176,7 @@ impl Percentiles {
             self.exact.entry(at).or_default();
             done = idx as usize;
         }
-        self.most_held = self.buckets.len();
+        self.most_held = self.buckets.occupied().count();
     }
 
     /// The same value, read again (after [`Percentiles::end_first`]).
@@ -194,7 +194,7 @@ impl Percentiles {
     /// The most entries held at once: buckets, then the target buckets' distinct values.
     pub fn held(&self) -> usize {
         let exact: usize = self.exact.values().map(BTreeMap::len).sum();
-        self.most_held.max(self.buckets.len() + exact)
+        self.most_held.max(self.buckets.occupied().count() + exact)
     }
 
     /// The values at the quantiles (0 when none was read).
@@ -232,6 +232,45 @@ impl Percentiles {
             p99_us: us(at(2)),
             max_us: us(self.max),
         }
+    }
+}
+
+/// A count per coarse bucket, dense between the lowest and highest bucket met (values cluster,
+/// so the span stays small; it never exceeds the 29 697 buckets of every `i64`).
+#[derive(Debug, Clone, Default)]
+struct Buckets {
+    /// The bucket of `counts[0]`.
+    lo: i64,
+    counts: Vec<u64>,
+}
+
+impl Buckets {
+    fn add(&mut self, b: i64) {
+        if self.counts.is_empty() {
+            self.lo = b;
+        }
+        if b < self.lo {
+            // Room below for as many again, so a falling run of buckets moves the counts
+            // a few times only.
+            let room = (self.lo - b) as usize + self.counts.len();
+            let lo = (self.lo - room as i64).max(bucket(Ns::MIN));
+            let mut counts = vec![0; (self.lo - lo) as usize];
+            counts.append(&mut self.counts);
+            (self.lo, self.counts) = (lo, counts);
+        }
+        let at = (b - self.lo) as usize;
+        if at >= self.counts.len() {
+            self.counts.resize(at + 1, 0);
+        }
+        self.counts[at] += 1;
+    }
+
+    /// `(bucket, count)` of the buckets met, ascending.
+    fn occupied(&self) -> impl Iterator<Item = (i64, u64)> + '_ {
+        let lo = self.lo;
+        (lo..)
+            .zip(self.counts.iter().copied())
+            .filter(|&(_, c)| c > 0)
     }
 }
 

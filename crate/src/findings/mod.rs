@@ -19,6 +19,7 @@ use crate::explain::{self, ExplainReport, Explainer};
 use crate::format;
 use crate::index::kernel_pass::Rider;
 use crate::index::rows::RowIndex;
+use crate::index::steady_spans;
 use crate::model::Ns;
 use drill_down::{graph_findings, pattern_finding, straggler_finding};
 pub use explained::explain_findings;
@@ -163,9 +164,14 @@ impl DrillFindings {
         opts: &DrillOptions,
     ) -> error::Result<(DrillFindings, Vec<ExplainReport>)> {
         let top = explain::DEFAULT_TOP.max(opts.top);
+        let steady: Vec<Vec<(Ns, Ns)>> = indexed
+            .iter()
+            .map(|ix| steady_spans(&ix.steps.steps).0)
+            .collect();
         let mut explainers: Vec<Explainer<'_>> = indexed
             .iter()
-            .map(|ix| Explainer::new(ix.rows, &ix.label, &ix.steps.steps, top))
+            .zip(&steady)
+            .map(|(ix, steady)| Explainer::riding(ix, steady, top))
             .collect();
         let mut riders: Vec<&mut dyn Rider> =
             explainers.iter_mut().map(|e| e as &mut dyn Rider).collect();

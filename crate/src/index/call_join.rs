@@ -89,21 +89,23 @@ impl<'a, P: Copy> CallJoin<'a, P> {
         Some((call, payload))
     }
 
+    /// Reads every call an item starting at `at` may have been issued by, without looking
+    /// one up: for a pass that hands the calls to what joins them itself.
+    pub fn advance(&mut self, at: Ns) {
+        self.read_until(at.saturating_add(LOOKAHEAD));
+    }
+
     /// Reads every call starting at or before `until`, holding those `hold` asks for.
     fn read_until(&mut self, until: Ns) {
         while let Some(call) = self.calls.next_if(|c| c.start <= until) {
             self.take(call);
         }
-        self.peak = self.peak.max(self.pending.len());
     }
 
     /// Holds `call` if `hold` asks for it.
     fn take(&mut self, call: CallRow) {
         let (hold, payload) = (self.hold)(&call);
-        if hold != Hold::No && call.correlation != 0 {
-            self.pending
-                .insert((call.process, call.correlation), (call, hold, payload));
-        }
+        self.push_held(&call, hold, payload);
     }
 
     /// A join the calls are handed to ([`CallJoin::push`]) rather than read by: for a pass
@@ -116,7 +118,16 @@ impl<'a, P: Copy> CallJoin<'a, P> {
     /// Hands the next call in start order to a [`CallJoin::pushed`] join.
     pub fn push(&mut self, call: &CallRow) {
         self.take(*call);
-        self.peak = self.peak.max(self.pending.len());
+    }
+
+    /// [`CallJoin::push`], held as `hold` says with `payload` (the join's own rule not asked):
+    /// for a caller that classified the call already.
+    pub fn push_held(&mut self, call: &CallRow, hold: Hold, payload: P) {
+        if hold != Hold::No && call.correlation != 0 {
+            self.pending
+                .insert((call.process, call.correlation), (*call, hold, payload));
+            self.peak = self.peak.max(self.pending.len());
+        }
     }
 
     /// Hands the calls not read yet to `hold`, holding none: for what tallies every call as the

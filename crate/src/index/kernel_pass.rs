@@ -39,56 +39,46 @@ pub fn kernel_pass_visiting(
 }
 
 /// A fold riding on every pass a driver makes over one trace's kernels joined to their launch
-/// calls (the explainer's on the drill-down's), so the trace's kernels are not read again for
-/// it: told when the driver's first pass is over, the kernels it is handed next are the next
-/// pass's.
+/// calls (the explainer's on the drill-down's), so the trace's kernels and calls are not read
+/// again for it: handed every kernel and every call of each pass (the pass reads the calls to
+/// the end), and told when the driver's first pass is over, so that the kernels it is handed
+/// next are the next pass's.
 pub trait Rider: KernelFold {
     fn first_pass_done(&mut self);
-    /// Each call the driver's pass reads, in start order, when the pass reads them all
-    /// ([`kernel_pass_riding`]).
+    /// Each call the pass reads, in start order, before the kernels it may launch.
     fn call(&mut self, c: &CallRow);
 }
 
-/// [`kernel_pass`] over `fold` with `rider` riding, handed every call as well (the pass then
+/// [`kernel_pass`] over `folds` with `rider` riding, handed every call as well (the pass then
 /// reads the calls to the end).
 pub fn kernel_pass_riding(
     ix: &RowIndex<'_>,
-    fold: &mut dyn KernelFold,
+    folds: &mut [&mut dyn KernelFold],
     rider: Option<&mut (dyn Rider + '_)>,
 ) {
     let Some(rider) = rider else {
-        return kernel_pass(ix, &mut [fold]);
+        return kernel_pass(ix, folds);
     };
     let rider = std::cell::RefCell::new(rider);
-    let mut both = WithRider {
-        fold,
+    let mut all = WithRider {
+        folds,
         rider: &rider,
     };
     let mut visit = |c: &CallRow| rider.borrow_mut().call(c);
-    kernel_pass_visiting(ix, &mut [&mut both], Some(&mut visit));
+    kernel_pass_visiting(ix, &mut [&mut all], Some(&mut visit));
 }
 
-/// A fold and a rider whose calls are handed over by the same pass.
-struct WithRider<'a, 'b, 'r, 'd> {
-    fold: &'a mut dyn KernelFold,
+/// Folds and a rider whose calls are handed over by the same pass.
+struct WithRider<'a, 'f, 'b, 'r, 'd> {
+    folds: &'a mut [&'f mut dyn KernelFold],
     rider: &'b std::cell::RefCell<&'r mut (dyn Rider + 'd)>,
 }
 
-impl KernelFold for WithRider<'_, '_, '_, '_> {
+impl KernelFold for WithRider<'_, '_, '_, '_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
-        self.fold.kernel(k, call);
-        self.rider.borrow_mut().kernel(k, call);
-    }
-}
-
-/// A rider among a pass's folds, when there is one: its borrow outlives the pass's (a slice of
-/// folds takes each at the pass's own lifetime).
-pub struct Riding<'r>(pub Option<&'r mut dyn KernelFold>);
-
-impl KernelFold for Riding<'_> {
-    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
-        if let Some(rider) = self.0.as_mut() {
-            rider.kernel(k, call);
+        for f in self.folds.iter_mut() {
+            f.kernel(k, call);
         }
+        self.rider.borrow_mut().kernel(k, call);
     }
 }

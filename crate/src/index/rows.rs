@@ -52,7 +52,18 @@ pub struct CallCounts {
 #[derive(Debug, Default)]
 pub struct RowNames {
     api: HashMap<NameId, ApiKind>,
-    kernels: HashMap<NameId, (KernelCategory, bool)>,
+    kernels: HashMap<NameId, KernelName>,
+}
+
+/// A kernel short name's class, and the kernels of that name: what the explainer ranks its
+/// names by before it reads a kernel ([`RowNames::kernel_time`]).
+#[derive(Debug, Clone, Copy)]
+struct KernelName {
+    category: KernelCategory,
+    collective: bool,
+    count: u64,
+    /// Summed `end − start` (negative durations as 0).
+    total: Ns,
 }
 
 impl RowNames {
@@ -68,11 +79,18 @@ impl RowNames {
 
     /// The category of a kernel's short name (`Other` for a name no kernel uses).
     pub fn category(&self, id: NameId) -> KernelCategory {
-        self.kernels.get(&id).map_or(KernelCategory::Other, |k| k.0)
+        self.kernels
+            .get(&id)
+            .map_or(KernelCategory::Other, |k| k.category)
     }
 
     pub fn is_collective(&self, id: NameId) -> bool {
-        self.kernels.get(&id).is_some_and(|k| k.1)
+        self.kernels.get(&id).is_some_and(|k| k.collective)
+    }
+
+    /// Per kernel short name: the kernels of that name and their summed duration (ns).
+    pub fn kernel_time(&self) -> impl Iterator<Item = (NameId, u64, Ns)> + '_ {
+        self.kernels.iter().map(|(&id, k)| (id, k.count, k.total))
     }
 }
 
@@ -305,7 +323,7 @@ pub trait RowVisitor {
 /// Folds nothing.
 impl RowVisitor for () {}
 
-/// Devices (ascending), the kernel count and extent, and each kernel name's class.
+/// Devices (ascending), the kernel count and extent, and each kernel name's class and time.
 fn kernel_facts(
     rows: &dyn EventRows,
     names: &mut RowNames,
@@ -343,10 +361,17 @@ fn kernel_facts(
             None => d.first_stream = Some(k.stream),
             Some(s) => d.one_stream &= s == k.stream,
         }
-        names.kernels.entry(k.short_name).or_insert_with(|| {
+        let name = names.kernels.entry(k.short_name).or_insert_with(|| {
             let s = strings.get(k.short_name);
-            (kernel_category(s), is_collective(s))
+            KernelName {
+                category: kernel_category(s),
+                collective: is_collective(s),
+                count: 0,
+                total: 0,
+            }
         });
+        name.count += 1;
+        name.total += (k.end - k.start).max(0);
     }
     let extent = if count == 0 { (0, 0) } else { (lo, hi) };
     (devices, count, extent)

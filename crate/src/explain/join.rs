@@ -1,0 +1,255 @@
+//! The explainer's joins of kernels to the calls that launched them.
+//!
+//! The host join ([`HostJoin`]) is handed the calls in start order and each kernel once the
+//! calls that may have launched it were: it tallies every call and NVTX range once, holds each
+//! launch call with the innermost range open on its thread when it was made, and counts each
+//! kernel's GPU time under that range with the first read of the percentiles. What hands it
+//! the rows is the drill-down's first pass when the explainer rides on it, else the explainer's
+//! own pass ([`own_pass`]). The exact pass ([`exact_pass`]) reads the kernels again with their
+//! eager launch calls, for the percentiles' exact values.
+
+use std::cell::RefCell;
+
+use hashbrown::HashMap;
+
+use super::stats::Percentiles;
+use super::{ApiKinds, Held, Window, api, call_process, kernels, memory, nvtx, processes};
+use crate::index::call_facts::CallFacts;
+use crate::index::call_join::{CallJoin, Hold};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Trace};
+use crate::names::api::ApiKind;
+
+/// What a kernel's launch call was, joined: the call, its kind, and the innermost NVTX range
+/// open on its thread when it was made (`NO_NAME`: none, or ranges not read).
+pub(super) type Launch = (CallRow, (ApiKind, NameId));
+
+/// What [`HostJoin`] found of the calls, the ranges and the kernels joined to them.
+pub(super) struct HostJoined {
+    pub window: Window,
+    pub kinds: ApiKinds,
+    pub summaries: api::CallSummaries,
+    pub launches: kernels::LaunchCalls,
+    pub facts: CallFacts,
+    pub ranges: nvtx::RangeTally,
+    pub kernels: Joined,
+}
+
+/// The host join, fed the calls and kernels by a pass (see the module's doc).
+pub(super) struct HostJoin<'r> {
+    meta: &'r Trace,
+    window: Window,
+    host: HostTally<'r>,
+    open: nvtx::OpenRanges<'r>,
+    /// Launch calls (graph launches to the end) with their kind and innermost range.
+    join: CallJoin<'r, (ApiKind, NameId)>,
+    kernels: Joined,
+}
+
+impl<'r> HostJoin<'r> {
+    /// Over `rows`' calls and ranges inside `window`, the steady steps' spans `steady`; the
+    /// durations of the kernel names `top` (keys of [`kernels::name_key`]) get percentiles.
+    pub fn new(
+        rows: &'r dyn EventRows,
+        window: Window,
+        steady: &'r [(Ns, Ns)],
+        top: Vec<usize>,
+    ) -> HostJoin<'r> {
+        let meta = rows.meta();
+        let (strings, threads) = (meta.strings.len(), meta.threads.len());
+        HostJoin {
+            meta,
+            window,
+            host: HostTally {
+                kinds: ApiKinds::default(),
+                calls: api::CallTally::new(window, steady, strings),
+                launches: kernels::LaunchCalls::new(meta.processes.len()),
+                facts: CallFacts::default(),
+                ranges: nvtx::RangeTally::new(threads, strings),
+            },
+            open: nvtx::OpenRanges::new(rows.ranges(), threads),
+            join: CallJoin::pushed(|_| (Hold::No, (ApiKind::Other, NO_NAME))),
+            kernels: Joined {
+                gpu: nvtx::GpuTally::new(strings),
+                latency: Percentiles::new(&api::LATENCY_QUANTILES),
+                durations: top
+                    .into_iter()
+                    .map(|name| (name, Percentiles::new(&kernels::KERNEL_QUANTILES)))
+                    .collect(),
+            },
+        }
+    }
+
+    /// The next call in start order: tallied, and held when it launches kernels.
+    pub fn call(&mut self, c: &CallRow, procs: &mut processes::ProcessTally) {
+        let (meta, host) = (self.meta, &mut self.host);
+        let kind = host.call(meta, c, procs);
+        let hold = match kind {
+            ApiKind::Launch => Hold::Once,
+            ApiKind::GraphLaunch => Hold::Many,
+            _ => return,
+        };
+        let range = self
+            .open
+            .innermost_reading(c.thread, c.start, &mut |r| host.range(meta, r, procs));
+        self.join.push_held(c, hold, (kind, range));
+    }
+
+    /// The next kernel in start order, once every call that may have launched it was handed.
+    pub fn kernel(&mut self, k: &KernelRow) {
+        let launch = self.join.find_with(k.start, k.process, k.correlation);
+        let strings = self.meta.strings.len();
+        self.kernels
+            .first(k, launch, kernels::name_key(k.short_name, strings));
+    }
+
+    /// What the join found, once every kernel and call was handed: the ranges not read yet are
+    /// read and tallied.
+    pub fn finish(mut self, procs: &mut processes::ProcessTally, held: &mut Held) -> HostJoined {
+        held.pending_calls = held.pending_calls.max(self.join.peak());
+        held.open_ranges = held.open_ranges.max(self.open.peak());
+        let (meta, host) = (self.meta, &mut self.host);
+        self.open
+            .read_to_end_reading(&mut |r| host.range(meta, r, procs));
+        let mut joined = self.kernels;
+        joined.latency.end_first();
+        joined
+            .durations
+            .values_mut()
+            .for_each(Percentiles::end_first);
+        let host = self.host;
+        HostJoined {
+            window: self.window,
+            kinds: host.kinds,
+            summaries: host.calls.finish(&meta.strings),
+            launches: host.launches,
+            facts: host.facts,
+            ranges: host.ranges,
+            kernels: joined,
+        }
+    }
+}
+
+/// The explainer's own pass handing `rows`' kernels and calls to `join` (when no other pass
+/// did): each kernel after the calls that may have launched it.
+pub(super) fn own_pass(
+    rows: &dyn EventRows,
+    join: HostJoin<'_>,
+    procs: &mut processes::ProcessTally,
+    held: &mut Held,
+) -> HostJoined {
+    let join = RefCell::new(join);
+    let mut calls = CallJoin::with_payload(rows.calls(), |c| {
+        join.borrow_mut().call(c, procs);
+        (Hold::No, ())
+    });
+    for k in rows.kernels() {
+        calls.advance(k.start);
+        join.borrow_mut().kernel(&k);
+    }
+    calls.read_to_end();
+    drop(calls);
+    join.into_inner().finish(procs, held)
+}
+
+/// Every kernel read again with its eager launch call (the percentiles' exact values), every
+/// call handed to `copies` as it is read (when no other pass handed the kernels again).
+pub(super) fn exact_pass(
+    rows: &dyn EventRows,
+    host: &mut HostJoined,
+    copies: &mut memory::CopyJoin<'_>,
+    procs: &mut processes::ProcessTally,
+    tally: &kernels::KernelTally,
+    held: &mut Held,
+) {
+    let kinds = &host.kinds;
+    let mut join = CallJoin::with_payload(rows.calls(), |c| {
+        copies.call(c, procs);
+        let kind = kinds.get(c.name);
+        let hold = match kind {
+            ApiKind::Launch => Hold::Once,
+            _ => Hold::No,
+        };
+        (hold, (kind, NO_NAME))
+    });
+    for k in rows.kernels() {
+        let launch = join.find_with(k.start, k.process, k.correlation);
+        host.kernels.second(&k, launch, tally);
+    }
+    held.pending_calls = held.pending_calls.max(join.peak());
+    join.read_to_end();
+}
+
+/// What the host join tallies of the calls and ranges (each once), and the API kinds it
+/// classifies.
+struct HostTally<'w> {
+    kinds: ApiKinds,
+    calls: api::CallTally<'w>,
+    launches: kernels::LaunchCalls,
+    facts: CallFacts,
+    ranges: nvtx::RangeTally,
+}
+
+impl HostTally<'_> {
+    /// Tallies call `c` of a trace of `meta`; its API kind.
+    fn call(&mut self, meta: &Trace, c: &CallRow, procs: &mut processes::ProcessTally) -> ApiKind {
+        let kind = self.kinds.classify(&meta.strings, c.name);
+        let process = call_process(meta, c);
+        self.calls.add(c, kind, process);
+        self.launches.add(kind, process);
+        procs.call(c, kind, process);
+        self.facts.add(kind, c.correlation, process);
+        kind
+    }
+
+    fn range(&mut self, meta: &Trace, r: &NvtxRow, procs: &mut processes::ProcessTally) {
+        self.ranges.add(r);
+        procs.range(meta, r);
+    }
+}
+
+/// Kernel start − launch call end, for a kernel launched eagerly (graph replays queue).
+fn eager_latency(k: &KernelRow, launch: Option<Launch>) -> Option<Ns> {
+    match launch? {
+        (call, (ApiKind::Launch, _)) => Some(k.start - call.end),
+        _ => None,
+    }
+}
+
+fn duration(k: &KernelRow) -> Ns {
+    (k.end - k.start).max(0)
+}
+
+/// What the kernels say once joined to their launch calls.
+pub(super) struct Joined {
+    /// GPU time per innermost launching range.
+    pub gpu: nvtx::GpuTally,
+    /// Kernel start − launch call end of eagerly launched kernels.
+    pub latency: Percentiles,
+    /// The durations of the top kernel names, by [`kernels::name_key`].
+    pub durations: HashMap<usize, Percentiles>,
+}
+
+impl Joined {
+    /// Kernel `k` (name key `name`) read first, with its launch.
+    fn first(&mut self, k: &KernelRow, launch: Option<Launch>, name: usize) {
+        let range = launch.map_or(NO_NAME, |(_, (_, range))| range);
+        self.gpu.add(range, duration(k));
+        if let Some(latency) = eager_latency(k, launch) {
+            self.latency.first(latency);
+        }
+        if let Some(p) = self.durations.get_mut(&name) {
+            p.first(duration(k));
+        }
+    }
+
+    /// Kernel `k` read again, with its launch: the percentiles' exact values.
+    pub fn second(&mut self, k: &KernelRow, launch: Option<Launch>, tally: &kernels::KernelTally) {
+        if let Some(latency) = eager_latency(k, launch) {
+            self.latency.second(latency);
+        }
+        if let Some(p) = self.durations.get_mut(&tally.name_key(k.short_name)) {
+            p.second(duration(k));
+        }
+    }
+}
