@@ -99,6 +99,15 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     )?;
     let rows = nsys_lens::trace::FileRows::over(conn, &scan);
     mark("file scan (strings, processes, runs)", t);
+    println!(
+        "  rows kept: {} MiB ({})",
+        scan.cached_bytes() >> 20,
+        scan.cached_rows()
+            .iter()
+            .map(|(table, rows, all)| format!("{table} {rows}{}", if *all { " (all)" } else { "" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let counted = Counted {
         rows: &rows,
         passes: Default::default(),

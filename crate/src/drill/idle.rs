@@ -182,7 +182,7 @@ pub struct CauseLedger<'t> {
 
 #[derive(Debug, Clone, Default)]
 struct Ledger<'t> {
-    labels: HashMap<&'t str, Ns>,
+    labels: HashMap<Label<'t>, Ns>,
     /// Min-heap of the kept gaps by the cause's time in them.
     gaps: std::collections::BinaryHeap<Reverse<(Ns, Reverse<Ns>, Ns)>>,
     by_bucket: [Ns; 9],
@@ -193,11 +193,11 @@ impl<'t> CauseLedger<'t> {
     pub fn add_gap(&mut self, (start, end): (Ns, Ns), causes: &Tally<'t>) {
         let bucket = super::gaps::bucket_of(end - start);
         let mut in_gap = [0; PRECEDENCE.len()];
-        for (&(kind, label), &ns) in &causes.ns {
+        for (kind, label, ns) in causes.iter() {
             let Some(l) = self.per.get_mut(kind.rank()) else {
                 continue;
             };
-            *l.labels.entry(label).or_default() += ns;
+            *l.labels.entry(Label(label)).or_default() += ns;
             l.by_bucket[bucket] += ns;
             in_gap[kind.rank()] += ns;
         }
@@ -220,10 +220,10 @@ impl<'t> CauseLedger<'t> {
             .iter()
             .zip(PRECEDENCE)
             .filter_map(|(l, kind)| {
-                let (&label, _) = l
+                let (&Label(label), _) = l
                     .labels
                     .iter()
-                    .max_by_key(|&(&label, &ns)| (ns, Reverse(label)))?;
+                    .max_by_key(|&(&label, &ns)| (ns, Reverse(label.0)))?;
                 let ns = l.labels.values().sum();
                 Some((KindTotal { kind, ns, label }, l))
             })
@@ -249,7 +249,7 @@ impl Ledger<'_> {
     /// they pass, without a list of every label (a long trace names every step differently).
     fn top_labels(&self) -> Vec<LabelTime> {
         let mut top: Vec<(Reverse<Ns>, &str)> = Vec::with_capacity(DETAIL + 1);
-        for (&label, &ns) in &self.labels {
+        for (&Label(label), &ns) in &self.labels {
             let item = (Reverse(ns), label);
             if top.len() < DETAIL || top.last().is_some_and(|last| item < *last) {
                 let at = top.partition_point(|t| *t < item);
@@ -306,9 +306,47 @@ pub struct GapCause {
 }
 
 /// Idle time per (cause, label): a gap's, a bucket's or a device's.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// A gap's tally holds a few entries and is merged into several others (its bucket's, each
+/// stream's pending causes): up to eight entries are a list searched in order, which in wasm
+/// costs a fraction of hashing each label at each merge; past that, a map.
+#[derive(Debug, Clone, Default)]
 pub struct Tally<'t> {
-    ns: HashMap<(CauseKind, &'t str), Ns>,
+    few: Vec<(CauseKind, &'t str, Ns)>,
+    /// Every entry, once there are more than [`FEW`] (`few` is then empty).
+    many: HashMap<(CauseKind, Label<'t>), Ns>,
+}
+
+/// The most entries a [`Tally`] keeps as a list.
+const FEW: usize = 8;
+
+/// The same time per (cause, label), however each tally holds it.
+impl PartialEq for Tally<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let map = |t: &Self| -> HashMap<(CauseKind, Label<'_>), Ns> {
+            t.iter().map(|(k, l, ns)| ((k, Label(l)), ns)).collect()
+        };
+        map(self) == map(other)
+    }
+}
+
+/// A label as a map key: hashed by its length and its first and last eight bytes, compared
+/// whole. Labels are short names met again and again (a cause's label in every stretch of every
+/// gap); hashing each byte of each was a tenth of the drill-down's time in wasm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Label<'t>(&'t str);
+
+impl std::hash::Hash for Label<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let b = self.0.as_bytes();
+        let word = |bytes: &[u8]| {
+            let mut w = [0u8; 8];
+            w[..bytes.len()].copy_from_slice(bytes);
+            u64::from_le_bytes(w)
+        };
+        let (head, tail) = (&b[..b.len().min(8)], &b[b.len().saturating_sub(8)..]);
+        state.write_u64(word(head) ^ word(tail).rotate_left(29) ^ b.len() as u64);
+    }
 }
 
 /// One cause's total in a [`Tally`], with the label holding most of it.
@@ -321,35 +359,58 @@ pub struct KindTotal<'t> {
 
 impl<'t> Tally<'t> {
     pub fn add(&mut self, kind: CauseKind, label: &'t str, ns: Ns) {
-        if ns > 0 {
-            *self.ns.entry((kind, label)).or_default() += ns;
+        if ns <= 0 {
+            return;
+        }
+        if !self.many.is_empty() {
+            *self.many.entry((kind, Label(label))).or_default() += ns;
+            return;
+        }
+        let same = |&(k, l, _): &(CauseKind, &str, Ns)| {
+            k == kind && (std::ptr::eq(l, label) || l == label)
+        };
+        match self.few.iter().position(same) {
+            Some(at) => self.few[at].2 += ns,
+            None if self.few.len() < FEW => self.few.push((kind, label, ns)),
+            None => {
+                let few = self.few.drain(..).map(|(k, l, ns)| ((k, Label(l)), ns));
+                self.many.extend(few);
+                self.many.insert((kind, Label(label)), ns);
+            }
         }
     }
 
     pub fn merge(&mut self, other: &Tally<'t>) {
-        for (&(kind, label), &ns) in &other.ns {
+        for (kind, label, ns) in other.iter() {
             self.add(kind, label, ns);
         }
     }
 
+    /// Every (cause, label) with its time, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (CauseKind, &'t str, Ns)> + '_ {
+        let many = self.many.iter().map(|(&(k, Label(l)), &ns)| (k, l, ns));
+        self.few.iter().copied().chain(many)
+    }
+
     pub fn total(&self) -> Ns {
-        self.ns.values().sum()
+        self.iter().map(|(_, _, ns)| ns).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ns.is_empty()
+        self.few.is_empty() && self.many.is_empty()
     }
 
     /// Empties the tally, keeping its room.
     pub fn clear(&mut self) {
-        self.ns.clear();
+        self.few.clear();
+        self.many.clear();
     }
 
     /// Per cause: its time and its largest label (ties: the first name), largest cause first
     /// (ties: precedence order).
     pub fn kinds(&self) -> Vec<KindTotal<'t>> {
         let mut per: HashMap<CauseKind, (Ns, Ns, &'t str)> = HashMap::new();
-        for (&(kind, label), &ns) in &self.ns {
+        for (kind, label, ns) in self.iter() {
             let e = per.entry(kind).or_insert((0, 0, label));
             e.0 += ns;
             if (ns, Reverse(label)) > (e.1, Reverse(e.2)) {

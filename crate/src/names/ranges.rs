@@ -2,6 +2,10 @@
 //! or holding the GIL, compiling code, a collective, or other named work; and the label a range
 //! is reported under (its name without per-instance numbers).
 
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
+
 use super::steps::parse_builtin;
 
 /// The class of an NVTX range, by name.
@@ -25,36 +29,60 @@ pub enum RangeClass {
     Other,
 }
 
+/// Names matched anywhere in the range's name, in this order.
+const WHOLE_NAME: [(&str, RangeClass); 3] = [
+    ("python gc", RangeClass::Gc),
+    ("waiting for gil", RangeClass::GilWait),
+    ("holding gil", RangeClass::GilHeld),
+];
+
+/// A JIT range's words (`compile` only when not `compiled`).
+const JIT: [&str; 4] = ["compile", "nvrtc", "jit", "autotun"];
+
+/// A collective's words.
+const COMM: [&str; 12] = [
+    "nccl",
+    "c10d::",
+    "record_param_comms",
+    "allreduce",
+    "all_reduce",
+    "allgather",
+    "all_gather",
+    "reduce_scatter",
+    "reducescatter",
+    "alltoall",
+    "all_to_all",
+    "barrier",
+];
+
+/// Every substring [`range_class`] looks for, ASCII case-insensitive. The words are looked for
+/// in the name's words joined by spaces, and none holds a space, so a name holding none of
+/// these anywhere is `Other`: found in one pass, without a lowercase copy (a long trace names
+/// each of its forward steps differently, so most names are classified once each).
+fn class_substrings() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        let whole = WHOLE_NAME.iter().map(|(s, _)| *s);
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(whole.chain(JIT).chain(COMM))
+            .unwrap_or_else(|e| unreachable!("constant patterns: {e}"))
+    })
+}
+
 /// Classifies one NVTX range name (ASCII case-insensitive).
 pub fn range_class(name: &str) -> RangeClass {
+    if !class_substrings().is_match(name) {
+        return RangeClass::Other;
+    }
     let lower = name.to_ascii_lowercase();
-    if lower.contains("python gc") {
-        return RangeClass::Gc;
-    }
-    if lower.contains("waiting for gil") {
-        return RangeClass::GilWait;
-    }
-    if lower.contains("holding gil") {
-        return RangeClass::GilHeld;
+    if let Some(&(_, class)) = WHOLE_NAME.iter().find(|(s, _)| lower.contains(s)) {
+        return class;
     }
     let words = without_paths(&lower);
     if is_jit(&words) {
         return RangeClass::Jit;
     }
-    const COMM: [&str; 12] = [
-        "nccl",
-        "c10d::",
-        "record_param_comms",
-        "allreduce",
-        "all_reduce",
-        "allgather",
-        "all_gather",
-        "reduce_scatter",
-        "reducescatter",
-        "alltoall",
-        "all_to_all",
-        "barrier",
-    ];
     if COMM.iter().any(|p| words.contains(p)) {
         return RangeClass::Comm;
     }
@@ -78,10 +106,7 @@ fn is_jit(lower: &str) -> bool {
     let compiles = lower
         .match_indices("compile")
         .any(|(i, m)| lower.as_bytes().get(i + m.len()) != Some(&b'd'));
-    compiles
-        || ["nvrtc", "jit", "autotun"]
-            .iter()
-            .any(|p| lower.contains(p))
+    compiles || JIT[1..].iter().any(|p| lower.contains(p))
 }
 
 /// The suffixes PyTorch's `emit_nvtx` appends to an op's name, in its order (`getNvtxStr` in

@@ -53,6 +53,16 @@ impl TableCache {
         self.blocks.len() * BLOCK_BYTES
     }
 
+    /// Rows held.
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Whether every row of the table is held.
+    pub(crate) fn complete(&self) -> bool {
+        self.complete
+    }
+
     /// Adds `row`, packed against `base` (then moved to it); `false` when the budget is spent
     /// (or the row does not pack), the row not added.
     fn push<T: Packable>(&mut self, row: &T, base: &mut Base, budget: &Cell<usize>) -> bool {

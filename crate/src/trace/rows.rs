@@ -309,17 +309,30 @@ impl FileScan {
 
     /// Bytes the tables' caches hold.
     pub fn cached_bytes(&self) -> usize {
+        self.caches().iter().map(|(_, c)| c.borrow().bytes()).sum()
+    }
+
+    /// Per table: its name, the rows its cache holds and whether they are all its rows (for
+    /// the benchmarks).
+    pub fn cached_rows(&self) -> Vec<(&'static str, u64, bool)> {
+        self.caches()
+            .iter()
+            .map(|(name, c)| {
+                let c = c.borrow();
+                (*name, c.rows(), c.complete())
+            })
+            .collect()
+    }
+
+    fn caches(&self) -> [(&'static str, &RefCell<TableCache>); 6] {
         [
-            &self.kernels.cache,
-            &self.calls.cache,
-            &self.ranges.cache,
-            &self.memcpy.cache,
-            &self.memset.cache,
-            &self.syncs.cache,
+            ("kernels", &self.kernels.cache),
+            ("calls", &self.calls.cache),
+            ("ranges", &self.ranges.cache),
+            ("memcpy", &self.memcpy.cache),
+            ("memset", &self.memset.cache),
+            ("syncs", &self.syncs.cache),
         ]
-        .iter()
-        .map(|c| c.borrow().bytes())
-        .sum()
     }
 
     /// Everything but the event rows.

@@ -4,13 +4,17 @@
 //! the kernel pass finds it. Nothing is held per call or range: the memory is the open intervals
 //! (a few per thread) and the pageable copies read ahead of the calls that issued them.
 //!
-//! An interval opens at its start and closes at its end (a min-heap of the open ones' ends), so
-//! at every instant of a gap the open set is exactly the intervals covering it; the cause of each
-//! stretch between two interval boundaries is [`winner`](Sweep::winner) of that set.
+//! An interval opens at its start and closes at its end (a min-heap of the open ones' ends gives
+//! the boundaries), so at every instant of a gap the open set is exactly the intervals covering
+//! it; the cause of each stretch between two interval boundaries is [`winner`](Sweep::winner) of
+//! that set. Each cause keeps its opened intervals in a max-heap, innermost on top: an interval
+//! closing drops the closed ones on top of its cause's heap, and a closed one under an open one
+//! waits until it surfaces (it cannot be the innermost open one meanwhile), so closing needs no
+//! search.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::iter::Peekable;
 
 use hashbrown::HashMap;
@@ -56,10 +60,10 @@ struct Open<'t> {
 /// with an interval open over it (labelled by its innermost open interval), or to `untraced`.
 pub struct Sweep<'t, I: Iterator<Item = Span<'t>>> {
     spans: Peekable<I>,
-    /// Per cause (by precedence rank), its open intervals.
-    open: Vec<BTreeSet<Open<'t>>>,
+    /// Per cause (by precedence rank), its intervals opened and not found closed on top.
+    open: Vec<BinaryHeap<Open<'t>>>,
     /// The open intervals' ends, earliest first, with their cause's rank.
-    ends: BinaryHeap<Reverse<(Ns, usize, Open<'t>)>>,
+    ends: BinaryHeap<Reverse<(Ns, usize)>>,
     tally: Tally<'t>,
 }
 
@@ -67,7 +71,7 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
     pub fn new(spans: I) -> Sweep<'t, I> {
         Sweep {
             spans: spans.peekable(),
-            open: vec![BTreeSet::new(); PRECEDENCE.len()],
+            open: vec![BinaryHeap::new(); PRECEDENCE.len()],
             ends: BinaryHeap::new(),
             tally: Tally::default(),
         }
@@ -78,26 +82,29 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
         // Intervals ending by the gap's start never cover it, nor any later gap.
         self.close_until(start);
         self.open_until(start, start);
-        self.tally.ns.clear();
+        self.tally.clear();
+        // Consecutive stretches mostly share their winner: each run of one is tallied once.
+        let mut run = Run::default();
         let mut t = start;
         while let Some(at) = self.next_boundary().filter(|&at| at < end) {
             if at > t {
-                let (kind, label) = self.winner();
-                self.tally.add(kind, label, at - t);
+                let winner = self.winner(t);
+                run.extend(winner, at - t, &mut self.tally);
                 t = at;
             }
             self.close_until(at);
             self.open_until(at, start);
         }
-        let (kind, label) = self.winner();
-        self.tally.add(kind, label, end - t);
+        let winner = self.winner(t);
+        run.extend(winner, end - t, &mut self.tally);
+        run.flush(&mut self.tally);
         &self.tally
     }
 
     /// The next time an interval opens or closes.
     fn next_boundary(&mut self) -> Option<Ns> {
         let opens = self.spans.peek().map(|s| s.start);
-        let closes = self.ends.peek().map(|Reverse(e)| e.0);
+        let closes = self.ends.peek().map(|&Reverse((end, _))| end);
         match (opens, closes) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -106,13 +113,13 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
 
     /// Closes every interval ending at or before `at`.
     fn close_until(&mut self, at: Ns) {
-        while let Some(&Reverse((end, rank, o))) = self.ends.peek() {
+        while let Some(&Reverse((end, rank))) = self.ends.peek() {
             if end > at {
                 break;
             }
             self.ends.pop();
-            if let Some(set) = self.open.get_mut(rank) {
-                set.remove(&o);
+            if let Some(heap) = self.open.get_mut(rank) {
+                drop_closed(heap, at);
             }
         }
     }
@@ -132,25 +139,67 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
                 label: s.label,
             };
             let rank = s.kind.rank();
-            if let Some(set) = self.open.get_mut(rank) {
-                set.insert(o);
-                self.ends.push(Reverse((s.end, rank, o)));
+            if let Some(heap) = self.open.get_mut(rank) {
+                heap.push(o);
+                self.ends.push(Reverse((s.end, rank)));
             }
         }
     }
 
-    /// How many intervals are open (for the boundedness tests).
+    /// How many intervals are held: open, or closed under an open one of their cause (for the
+    /// boundedness tests).
     pub fn open_intervals(&self) -> usize {
-        self.ends.len()
+        self.open.iter().map(BinaryHeap::len).sum()
     }
 
-    /// The first cause of [`PRECEDENCE`] with an open interval, labelled by its innermost one.
-    fn winner(&self) -> (CauseKind, &'t str) {
+    /// The first cause of [`PRECEDENCE`] with an interval open at `t`, labelled by its
+    /// innermost one.
+    fn winner(&mut self, t: Ns) -> (CauseKind, &'t str) {
         self.open
-            .iter()
+            .iter_mut()
             .zip(PRECEDENCE)
-            .find_map(|(set, kind)| set.last().map(|o| (kind, o.label)))
+            .find_map(|(heap, kind)| {
+                drop_closed(heap, t);
+                heap.peek().map(|o| (kind, o.label))
+            })
             .unwrap_or((CauseKind::Untraced, ""))
+    }
+}
+
+/// Consecutive stretches of one gap with the same winner (the same label text, not only equal).
+#[derive(Default)]
+struct Run<'t> {
+    winner: Option<(CauseKind, &'t str)>,
+    ns: Ns,
+}
+
+impl<'t> Run<'t> {
+    /// Adds a stretch of `ns` won by `winner`; the run before it goes to `tally` when the
+    /// winner changes.
+    fn extend(&mut self, winner: (CauseKind, &'t str), ns: Ns, tally: &mut Tally<'t>) {
+        let same = self
+            .winner
+            .is_some_and(|(kind, label)| kind == winner.0 && std::ptr::eq(label, winner.1));
+        if !same {
+            self.flush(tally);
+            self.winner = Some(winner);
+        }
+        self.ns += ns;
+    }
+
+    /// Tallies the run and starts none.
+    fn flush(&mut self, tally: &mut Tally<'t>) {
+        if let Some((kind, label)) = self.winner.take() {
+            tally.add(kind, label, self.ns);
+        }
+        self.ns = 0;
+    }
+}
+
+/// Drops the intervals on top of `heap` that ended by `t`.
+fn drop_closed(heap: &mut BinaryHeap<Open<'_>>, t: Ns) {
+    while heap.peek().is_some_and(|o| o.end.0 <= t) {
+        heap.pop();
     }
 }
 

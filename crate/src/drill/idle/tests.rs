@@ -252,12 +252,7 @@ fn swept<'t>(gaps: &[(Ns, Ns)], spans: &mut [Span<'t>]) -> Vec<Vec<(CauseKind, &
     let mut sweep = Sweep::new(spans.iter().copied());
     gaps.iter()
         .map(|&g| {
-            let mut v: Vec<_> = sweep
-                .gap(g)
-                .ns
-                .iter()
-                .map(|(&(k, l), &ns)| (k, l, ns))
-                .collect();
+            let mut v: Vec<_> = sweep.gap(g).iter().collect();
             v.sort();
             v
         })
