@@ -1,6 +1,6 @@
 //! Per-name totals (NVTX ops, kernels, CUDA APIs) and the steady-state window tests they use.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use super::breakdown::{OpRow, WindowNs};
 use crate::model::{NameId, Ns, Strings};

@@ -6,7 +6,7 @@
 //! from two reads of the kernels joined to their launch calls ([`Percentiles`],
 //! `explain::fold`).
 
-use std::collections::HashSet;
+use hashbrown::HashSet;
 
 use serde::Serialize;
 

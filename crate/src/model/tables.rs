@@ -1,6 +1,6 @@
 //! Processes and threads, keyed by `globalPid` / `globalTid`.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use super::ids::{GLOBAL_PID_MASK, NO_NAME, NameId, ProcessIdx, ThreadIdx, os_pid};
 use serde::Serialize;

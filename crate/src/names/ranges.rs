@@ -126,6 +126,10 @@ const EMIT_NVTX_SUFFIXES: [(&str, StartsValue); 4] = [
 /// (`aten::mm, seq = 12, op_id = 3, sizes = [[2, 3], [3, 4]]` → `aten::mm`), so every call of
 /// one op is counted under one name. A name without those suffixes is returned whole.
 pub fn emit_nvtx_op(name: &str) -> &str {
+    // Every suffix starts with a comma, which most names lack.
+    if memchr::memchr(b',', name.as_bytes()).is_none() {
+        return name;
+    }
     let mut end = name.len();
     for (suffix, starts_value) in EMIT_NVTX_SUFFIXES {
         let found = name.match_indices(suffix).find(|(i, _)| {

@@ -1,7 +1,7 @@
 //! The string table: `StringIds` rows and interned inline NVTX texts, held in fixed-size
 //! chunks, and per-string flags (`NameFlags`) that name rules fill once per distinct string.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
 use hashbrown::HashTable;
