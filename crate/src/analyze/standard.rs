@@ -12,7 +12,8 @@
 //! - NVTX names include inline `text`; only push/pop and start/end ranges count.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use super::breakdown::StepsFound;
 use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
@@ -24,7 +25,7 @@ use super::{AnalyzeConfig, FoldPeaks, KernelFacts, finish, isolation_info};
 use crate::error::Result;
 use crate::index::kernel_pass::KernelFold;
 use crate::index::rows::{IndexFacts, RowVisitor};
-use crate::iterations::forward_steps::{MergedStep, RawSteps, dedup};
+use crate::iterations::forward_steps::{MergedStep, RawSteps, ReadSteps};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
@@ -54,16 +55,18 @@ pub fn breakdown(
     };
     let pass = WindowPass::read(rows, &mut first)?;
     let (allreduce, spread) = first.facts.finish();
-    let (raw, marker) = first.steps.finish();
-    let steps = dedup(&raw);
+    let ReadSteps {
+        steps,
+        raw_count,
+        names: step_names,
+        marker,
+    } = first.steps.finish_merged();
     let mut iso = isolate(
         allreduce,
         &steps,
-        raw.len(),
+        raw_count,
         marker.as_ref().map(|m| m.pattern.as_str()),
     );
-    let step_names = step_names(&raw);
-    drop(raw);
     let inference = (iso.method == Method::None)
         .then(|| inferred::infer(rows))
         .flatten();
@@ -152,14 +155,6 @@ impl RowVisitor for FirstPasses<'_> {
 struct Steady<'a> {
     steps: &'a [MergedStep],
     max_gen: u64,
-}
-
-/// The NVTX names of the step ranges, sorted (the NVTX rows leave them out).
-fn step_names(raw: &[Step]) -> Vec<NameId> {
-    let mut v: Vec<NameId> = raw.iter().map(|s| s.name_id).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 /// The steps overlapping `[ws, we)`: a slice of `steps` when they are contiguous there (steps
@@ -265,55 +260,58 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
 fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet> {
     let (steps, max_gen) = (window.steps, window.max_gen);
     let is_steady = |m: &MergedStep| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen;
-    let steady: Vec<&MergedStep> = steps.iter().filter(|m| is_steady(m)).collect();
-    b.steady_steps = Some(steady.len());
+    let steady = || steps.iter().filter(|m| is_steady(m));
     // A cycle: a steady step's start to the next step's start (the next step in the window).
-    let cycles: Vec<(Ns, Ns, Ns)> = steps
-        .windows(2)
-        .filter(|w| is_steady(&w[0]))
-        .map(|w| (w[0].step.start, w[1].step.start, w[0].step.end))
-        .collect();
-    if steady.len() < MIN_STEADY || cycles.is_empty() {
+    let cycles = || {
+        steps
+            .windows(2)
+            .filter(|w| is_steady(&w[0]))
+            .map(|w| (w[0].step.start, w[1].step.start, w[0].step.end))
+    };
+    // Each per-cycle list is sized exactly and made when used: a long trace has a cycle per
+    // step, and the page's wasm memory keeps its high-water mark.
+    let (n_steady, n_cycles) = (steady().count(), cycles().count());
+    b.steady_steps = Some(n_steady);
+    if n_steady < MIN_STEADY || n_cycles == 0 {
         b.warnings.push(format!(
-            "only {} steady-state steps (0 ctx, {max_gen} gen) with {} complete cycles in the benchmark window: at least {MIN_STEADY} steps are needed for per-step figures",
-            steady.len(),
-            cycles.len()
+            "only {n_steady} steady-state steps (0 ctx, {max_gen} gen) with {n_cycles} complete cycles in the benchmark window: at least {MIN_STEADY} steps are needed for per-step figures"
         ));
         return None;
     }
-    let n = cycles.len() as f64;
-    let walls: Vec<f64> = cycles
-        .iter()
-        .map(|&(s, e, _)| (e - s) as f64 / 1000.0)
-        .collect();
-    let gaps: Vec<f64> = cycles
-        .iter()
-        .map(|&(_, next, end)| (next - end) as f64 / 1000.0)
-        .collect();
-    let durations: Vec<f64> = steady
-        .iter()
-        .map(|m| (m.step.end - m.step.start) as f64 / 1000.0)
-        .collect();
-    let set = IntervalSet::from_unsorted(cycles.iter().map(|&(s, e, _)| (s, e)).collect());
+    let n = n_cycles as f64;
+    let us = |ns: Ns| ns as f64 / 1000.0;
+    let set = IntervalSet::from_unsorted(exactly(n_cycles, cycles().map(|(s, e, _)| (s, e))));
     let (start_ns, end_ns) = set.hull().unwrap_or((0, 0));
-    let gap_stats = Stats::of(&gaps);
+    let gap_stats = Stats::of_owned(exactly(
+        n_cycles,
+        cycles().map(|(_, next, end)| us(next - end)),
+    ));
+    let durations = exactly(n_steady, steady().map(|m| us(m.step.end - m.step.start)));
     b.steady = Some(SteadyInfo {
         max_gen,
-        ranges: steady.iter().map(|m| m.step.ranks as usize).sum(),
-        per_step_divisor: cycles.len(),
-        step_duration_us: Stats::of(&durations),
+        ranges: steady().map(|m| m.step.ranks as usize).sum(),
+        per_step_divisor: n_cycles,
+        step_duration_us: Stats::of_owned(durations),
         inter_step_gap_us: gap_stats,
         window: WindowNs { start_ns, end_ns },
-        window_us: set.measure() as f64 / 1000.0,
+        window_us: us(set.measure()),
     });
-    b.wall_time_per_step_us = Some(set.measure() as f64 / 1000.0 / n);
+    b.wall_time_per_step_us = Some(us(set.measure()) / n);
     b.inter_step_gap_us = Some(gap_stats.percentiles());
-    b.step_wall_times_us = walls;
-    b.slowest_steps = slowest(&cycles);
+    b.step_wall_times_us = exactly(n_cycles, cycles().map(|(s, e, _)| us(e - s)));
+    b.slowest_steps = slowest(cycles());
     Some(CycleSet {
         set,
-        cycles: cycles.len(),
+        cycles: n_cycles,
     })
+}
+
+/// The `n` items of `items` in a list of exactly their size (a filter's collect grows by
+/// doubling).
+fn exactly<T>(n: usize, items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    v.extend(items);
+    v
 }
 
 /// The steady cycles: their union, and how many (the per-step divisor).
@@ -384,18 +382,20 @@ impl KernelFold for SteadyKernels<'_> {
     }
 }
 
-/// The [`SLOWEST_STEPS`] longest cycles `(start, next start, end)`, slowest first.
-fn slowest(cycles: &[(Ns, Ns, Ns)]) -> Vec<StepCycle> {
-    let mut by_wall: Vec<(usize, Ns, Ns)> = cycles
-        .iter()
-        .enumerate()
-        .map(|(i, &(s, next, _))| (i, s, next))
-        .collect();
-    by_wall.sort_by_key(|&(i, s, next)| (std::cmp::Reverse(next - s), i));
-    by_wall.truncate(SLOWEST_STEPS);
-    by_wall
+/// The [`SLOWEST_STEPS`] longest cycles `(start, next start, end)`, slowest first (the earlier
+/// of a tie first), kept as they come: no list of every cycle.
+fn slowest(cycles: impl Iterator<Item = (Ns, Ns, Ns)>) -> Vec<StepCycle> {
+    // Ordered so that the greatest is the one to drop: the shortest, then the later.
+    let mut kept: BinaryHeap<(Reverse<Ns>, usize, Ns, Ns)> = BinaryHeap::new();
+    for (i, (s, next, _)) in cycles.enumerate() {
+        kept.push((Reverse(next - s), i, s, next));
+        if kept.len() > SLOWEST_STEPS {
+            kept.pop();
+        }
+    }
+    kept.into_sorted_vec()
         .into_iter()
-        .map(|(index, start_ns, end_ns)| StepCycle {
+        .map(|(_, index, start_ns, end_ns)| StepCycle {
             index,
             start_ns,
             end_ns,
@@ -493,6 +493,28 @@ mod tests {
             kernel_count: 8,
             wall_ns: 500,
         }
+    }
+
+    #[test]
+    fn the_slowest_cycles_are_the_longest_first_the_earlier_of_a_tie_first() {
+        // Walls (next start − start): 10, 30, 20, 30, 5, 40, 30 ns.
+        let walls: [Ns; 7] = [10, 30, 20, 30, 5, 40, 30];
+        let mut start = 0;
+        let cycles: Vec<(Ns, Ns, Ns)> = walls
+            .iter()
+            .map(|&w| {
+                start += 100;
+                (start, start + w, start + 1)
+            })
+            .collect();
+        let slowest: Vec<(usize, f64)> = slowest(cycles.into_iter())
+            .iter()
+            .map(|c| (c.index, c.wall_us * 1000.0))
+            .collect();
+        assert_eq!(
+            slowest,
+            [(5, 40.0), (1, 30.0), (3, 30.0), (6, 30.0), (2, 20.0)]
+        );
     }
 
     #[test]

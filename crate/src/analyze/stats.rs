@@ -26,12 +26,16 @@ impl Stats {
     /// Sorted ascending: `avg = sum/n` (left-to-right, as Python ≤ 3.11), `p50 = s[n/2]`,
     /// `p90 = s[int(n·0.9)]` with the float product, as the reference computes it.
     pub fn of(values: &[f64]) -> Stats {
-        if values.is_empty() {
+        Stats::of_owned(values.to_vec())
+    }
+
+    /// [`Stats::of`] a list it may sort in place.
+    pub fn of_owned(mut sorted: Vec<f64>) -> Stats {
+        if sorted.is_empty() {
             return Stats::default();
         }
-        let n = values.len();
-        let avg = pyfmt::naive_sum(values.iter().copied()) / n as f64;
-        let mut sorted = values.to_vec();
+        let n = sorted.len();
+        let avg = pyfmt::naive_sum(sorted.iter().copied()) / n as f64;
         sorted.sort_by(f64::total_cmp);
         let at = |i: usize| sorted[i.min(n - 1)];
         Stats {

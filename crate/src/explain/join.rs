@@ -25,14 +25,14 @@ use crate::names::api::ApiKind;
 pub(super) type Launch = (CallRow, (ApiKind, NameId));
 
 /// What [`HostJoin`] found of the calls, the ranges and the kernels joined to them.
-pub(super) struct HostJoined {
+pub(super) struct HostJoined<'r> {
     pub window: Window,
     pub kinds: ApiKinds,
     pub summaries: api::CallSummaries,
     pub launches: kernels::LaunchCalls,
     pub facts: CallFacts,
-    pub ranges: nvtx::RangeTally,
-    pub kernels: Joined,
+    pub ranges: nvtx::RangeTally<'r>,
+    pub kernels: Joined<'r>,
 }
 
 /// The host join, fed the calls and kernels by a pass (see the module's doc).
@@ -43,7 +43,7 @@ pub(super) struct HostJoin<'r> {
     open: nvtx::OpenRanges<'r>,
     /// Launch calls (graph launches to the end) with their kind and innermost range.
     join: CallJoin<'r, (ApiKind, NameId)>,
-    kernels: Joined,
+    kernels: Joined<'r>,
 }
 
 impl<'r> HostJoin<'r> {
@@ -65,12 +65,12 @@ impl<'r> HostJoin<'r> {
                 calls: api::CallTally::new(window, steady, strings),
                 launches: kernels::LaunchCalls::new(meta.processes.len()),
                 facts: CallFacts::default(),
-                ranges: nvtx::RangeTally::new(threads, strings),
+                ranges: nvtx::RangeTally::new(threads, &meta.strings),
             },
             open: nvtx::OpenRanges::new(rows.ranges(), threads),
             join: CallJoin::pushed(|_| (Hold::No, (ApiKind::Other, NO_NAME))),
             kernels: Joined {
-                gpu: nvtx::GpuTally::new(strings),
+                gpu: nvtx::GpuTally::new(&meta.strings),
                 latency: Percentiles::new(&api::LATENCY_QUANTILES),
                 durations: top
                     .into_iter()
@@ -105,7 +105,11 @@ impl<'r> HostJoin<'r> {
 
     /// What the join found, once every kernel and call was handed: the ranges not read yet are
     /// read and tallied.
-    pub fn finish(mut self, procs: &mut processes::ProcessTally, held: &mut Held) -> HostJoined {
+    pub fn finish(
+        mut self,
+        procs: &mut processes::ProcessTally,
+        held: &mut Held,
+    ) -> HostJoined<'r> {
         held.pending_calls = held.pending_calls.max(self.join.peak());
         held.open_ranges = held.open_ranges.max(self.open.peak());
         let (meta, host) = (self.meta, &mut self.host);
@@ -132,12 +136,12 @@ impl<'r> HostJoin<'r> {
 
 /// The explainer's own pass handing `rows`' kernels and calls to `join` (when no other pass
 /// did): each kernel after the calls that may have launched it.
-pub(super) fn own_pass(
+pub(super) fn own_pass<'r>(
     rows: &dyn EventRows,
-    join: HostJoin<'_>,
+    join: HostJoin<'r>,
     procs: &mut processes::ProcessTally,
     held: &mut Held,
-) -> HostJoined {
+) -> HostJoined<'r> {
     let join = RefCell::new(join);
     let mut calls = CallJoin::with_payload(rows.calls(), |c| {
         join.borrow_mut().call(c, procs);
@@ -156,7 +160,7 @@ pub(super) fn own_pass(
 /// call handed to `copies` as it is read (when no other pass handed the kernels again).
 pub(super) fn exact_pass(
     rows: &dyn EventRows,
-    host: &mut HostJoined,
+    host: &mut HostJoined<'_>,
     copies: &mut memory::CopyJoin<'_>,
     procs: &mut processes::ProcessTally,
     tally: &kernels::KernelTally,
@@ -187,7 +191,7 @@ struct HostTally<'w> {
     calls: api::CallTally<'w>,
     launches: kernels::LaunchCalls,
     facts: CallFacts,
-    ranges: nvtx::RangeTally,
+    ranges: nvtx::RangeTally<'w>,
 }
 
 impl HostTally<'_> {
@@ -221,16 +225,16 @@ fn duration(k: &KernelRow) -> Ns {
 }
 
 /// What the kernels say once joined to their launch calls.
-pub(super) struct Joined {
+pub(super) struct Joined<'t> {
     /// GPU time per innermost launching range.
-    pub gpu: nvtx::GpuTally,
+    pub gpu: nvtx::GpuTally<'t>,
     /// Kernel start − launch call end of eagerly launched kernels.
     pub latency: Percentiles,
     /// The durations of the top kernel names, by [`kernels::name_key`].
     pub durations: HashMap<usize, Percentiles>,
 }
 
-impl Joined {
+impl Joined<'_> {
     /// Kernel `k` (name key `name`) read first, with its launch.
     fn first(&mut self, k: &KernelRow, launch: Option<Launch>, name: usize) {
         let range = launch.map_or(NO_NAME, |(_, (_, range))| range);

@@ -219,7 +219,7 @@ pub struct Explainer<'r> {
     riding: Option<join::HostJoin<'r>>,
     /// What the join found (`None` before it), and the copies and memsets, joined to the calls
     /// the last pass hands over.
-    joined: Option<(HostJoined, memory::CopyJoin<'r>)>,
+    joined: Option<(HostJoined<'r>, memory::CopyJoin<'r>)>,
     /// Kernels the last pass (the percentiles' exact values) was handed.
     exact: u64,
 }
@@ -271,7 +271,7 @@ impl<'r> Explainer<'r> {
         }
     }
 
-    fn host_join(&mut self) -> (HostJoined, memory::CopyJoin<'r>) {
+    fn host_join(&mut self) -> (HostJoined<'r>, memory::CopyJoin<'r>) {
         let rows = self.rows;
         self.held.kernels = self.tally.count();
         let host = match self.riding.take() {

@@ -19,7 +19,7 @@ use super::stats::{NamedStats, PerName, most_first, named_stats_by};
 use crate::index::units::{ratio, us};
 use crate::model::rows::Rows;
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Strings, ThreadIdx};
-use crate::names::ranges::range_name;
+use crate::names::ranges::{counted_name, range_name};
 use crate::profile::{Profile, Switches};
 use crate::steps::visible_row_name;
 
@@ -57,30 +57,82 @@ fn visible(row: &NvtxRow, sw: &Switches, threads: usize) -> Option<Range> {
     ((row.thread as usize) < threads).then_some((row.start, row.end, name))
 }
 
-/// Time per visible range name, folded over the ranges.
-pub struct RangeTally {
-    sw: Switches,
-    threads: usize,
-    strings: usize,
-    per_name: PerName,
+/// Range name ids onto the name each is counted under ([`range_name`]), each id read once; a
+/// forward step's name (every step has its own) is read each time and not kept, so that what
+/// is kept is an entry per op, not per step.
+struct CountedNames<'t> {
+    strings: &'t Strings,
+    kept: HashMap<NameId, &'t str>,
 }
 
-impl RangeTally {
-    /// For a trace of `threads` threads and `strings` strings.
-    pub fn new(threads: usize, strings: usize) -> RangeTally {
+impl<'t> CountedNames<'t> {
+    fn new(strings: &'t Strings) -> CountedNames<'t> {
+        CountedNames {
+            strings,
+            kept: HashMap::new(),
+        }
+    }
+
+    /// The name range name `id` is counted under (`None`: past the string table).
+    fn of(&mut self, id: NameId) -> Option<&'t str> {
+        if (id as usize) >= self.strings.len() {
+            return None;
+        }
+        if let Some(&name) = self.kept.get(&id) {
+            return Some(name);
+        }
+        let (name, step) = counted_name(self.strings.get(id));
+        if !step {
+            self.kept.insert(id, name);
+        }
+        Some(name)
+    }
+}
+
+/// Figures per counted name, with the least name id counted under it: the lists' ties go by
+/// that id.
+type PerCounted<'t, T> = HashMap<&'t str, (NameId, T)>;
+
+/// Adds to `name`'s figures with `add`, counting id `id` under it.
+fn add_to<'t, T: Default>(
+    per: &mut PerCounted<'t, T>,
+    name: &'t str,
+    id: NameId,
+    add: impl FnOnce(&mut T),
+) {
+    let entry = per.entry(name).or_insert((id, T::default()));
+    entry.0 = entry.0.min(id);
+    add(&mut entry.1);
+}
+
+/// Time per visible range name, folded over the ranges.
+pub struct RangeTally<'t> {
+    sw: Switches,
+    threads: usize,
+    names: CountedNames<'t>,
+    /// `(count, total ns, max ns)` per counted name.
+    per_name: PerCounted<'t, (u64, Ns, Ns)>,
+}
+
+impl<'t> RangeTally<'t> {
+    /// For a trace of `threads` threads and its `strings`.
+    pub fn new(threads: usize, strings: &'t Strings) -> RangeTally<'t> {
         RangeTally {
             sw: Profile::Standard.switches(),
             threads,
-            strings,
-            per_name: PerName::default(),
+            names: CountedNames::new(strings),
+            per_name: HashMap::new(),
         }
     }
 
     pub fn add(&mut self, row: &NvtxRow) {
-        if let Some((s, e, name)) = visible(row, &self.sw, self.threads)
-            && (name as usize) < self.strings
+        if let Some((s, e, id)) = visible(row, &self.sw, self.threads)
+            && let Some(name) = self.names.of(id)
         {
-            self.per_name.add(name as usize, e - s);
+            let d = e - s;
+            add_to(&mut self.per_name, name, id, |a| {
+                *a = (a.0 + 1, a.1 + d, a.2.max(d));
+            });
         }
     }
 }
@@ -198,50 +250,62 @@ impl<'a> OpenRanges<'a> {
 
 /// GPU time per innermost launching range, folded over the kernels as they are joined to
 /// their launch calls.
-#[derive(Debug, Clone, Default)]
-pub struct GpuTally {
-    strings: usize,
-    /// `(kernels, ns)` per range name id.
-    per_name: HashMap<usize, (u64, Ns)>,
+pub struct GpuTally<'t> {
+    names: CountedNames<'t>,
+    /// `(kernels, ns)` per counted name.
+    per_name: PerCounted<'t, (u64, Ns)>,
     kernel_ns: Ns,
 }
 
-impl GpuTally {
-    pub fn new(strings: usize) -> GpuTally {
+impl<'t> GpuTally<'t> {
+    pub fn new(strings: &'t Strings) -> GpuTally<'t> {
         GpuTally {
-            strings,
-            ..GpuTally::default()
+            names: CountedNames::new(strings),
+            per_name: HashMap::new(),
+            kernel_ns: 0,
         }
     }
 
-    /// A kernel of `d` ns launched inside range `name` (`NO_NAME`: none or no launch call).
-    pub fn add(&mut self, name: NameId, d: Ns) {
+    /// A kernel of `d` ns launched inside range `id` (`NO_NAME`: none or no launch call).
+    pub fn add(&mut self, id: NameId, d: Ns) {
         self.kernel_ns += d;
-        if (name as usize) < self.strings {
-            let g = self.per_name.entry(name as usize).or_insert((0, 0));
-            *g = (g.0 + 1, g.1 + d);
+        if let Some(name) = self.names.of(id) {
+            add_to(&mut self.per_name, name, id, |g| *g = (g.0 + 1, g.1 + d));
         }
     }
 }
 
 /// Range summary and GPU attribution; `top` limits both lists.
 pub fn nvtx_summary(
-    ranges: &RangeTally,
-    gpu: &GpuTally,
+    ranges: &RangeTally<'_>,
+    gpu: &GpuTally<'_>,
     strings: &Strings,
     top: usize,
 ) -> NvtxSummary {
-    let attributed: Ns = gpu.per_name.values().map(|g| g.1).sum();
+    let attributed: Ns = gpu.per_name.values().map(|(_, g)| g.1).sum();
     let kernel_ns = gpu.kernel_ns;
-    let op = op_of(strings, ranges.per_name.0.keys().chain(gpu.per_name.keys()));
-    let per_name = PerName(fold(&op, &ranges.per_name.0, |a, b| {
-        (a.0 + b.0, a.1 + b.1, a.2.max(b.2))
-    }));
-    let gpu = fold(&op, &gpu.per_name, |a, b| (a.0 + b.0, a.1 + b.1));
+    // Each name under the least id counted under it in either tally.
+    let id_of = |name: &str| -> usize {
+        let least = |per: Option<NameId>| per.unwrap_or(NameId::MAX);
+        least(ranges.per_name.get(name).map(|e| e.0))
+            .min(least(gpu.per_name.get(name).map(|e| e.0))) as usize
+    };
+    let per_name = PerName(
+        ranges
+            .per_name
+            .iter()
+            .map(|(name, &(_, v))| (id_of(name), v))
+            .collect(),
+    );
+    let gpu_by_id: HashMap<usize, (u64, Ns)> = gpu
+        .per_name
+        .iter()
+        .map(|(name, &(_, v))| (id_of(name), v))
+        .collect();
     NvtxSummary {
         ranges: per_name.count(),
         top_ranges: named_stats_by(&per_name, top, |i| name_of(strings, i)),
-        gpu_time: top_gpu(strings, &gpu, kernel_ns, top),
+        gpu_time: top_gpu(strings, &gpu_by_id, kernel_ns, top),
         attributed_us: us(attributed),
         kernel_us: us(kernel_ns),
         coverage: ratio(attributed as f64, kernel_ns as f64),
@@ -251,38 +315,6 @@ pub fn nvtx_summary(
 /// The name string `id` is counted under (`names::ranges::range_name`).
 fn name_of(strings: &Strings, id: usize) -> String {
     range_name(strings.get(id as NameId)).to_string()
-}
-
-/// Per string id of `ids`, the first of them (by id) counted under the same name: every call of
-/// one op, every step's range, maps to one id. Only the ids counted are named, not the whole
-/// string table.
-fn op_of<'i>(strings: &Strings, ids: impl Iterator<Item = &'i usize>) -> HashMap<usize, usize> {
-    let mut ids: Vec<usize> = ids.copied().filter(|&i| i < strings.len()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let mut first: HashMap<&str, usize> = HashMap::new();
-    ids.into_iter()
-        .map(|i| {
-            let name = range_name(strings.get(i as NameId));
-            (i, *first.entry(name).or_insert(i))
-        })
-        .collect()
-}
-
-/// Per-id figures summed onto each id's op (`op_of`); ids past the table are dropped.
-fn fold<T: Copy + Default>(
-    op: &HashMap<usize, usize>,
-    per_id: &HashMap<usize, T>,
-    add: impl Fn(T, T) -> T,
-) -> HashMap<usize, T> {
-    let mut out: HashMap<usize, T> = HashMap::new();
-    for (&i, &v) in per_id {
-        if let Some(&o) = op.get(&i) {
-            let slot = out.entry(o).or_default();
-            *slot = add(*slot, v);
-        }
-    }
-    out
 }
 
 fn top_gpu(
@@ -312,6 +344,24 @@ mod tests {
         crate::explain::explain_rows(&b.trace, "t", &[], top)
             .expect("loaded rows")
             .nvtx
+    }
+
+    #[test]
+    fn range_names_are_kept_per_op_not_per_forward_step() {
+        use crate::model::rows::EventRows;
+        let mut b = TraceBuilder::new();
+        for i in 0..3 {
+            let name = format!("[Executor] _forward_step {i}: 0 ctx reqs, 4 gen reqs");
+            b.range(&name, i * 100, i * 100 + 50);
+        }
+        b.range("IO 1", 0, 10);
+        b.range("IO 1", 20, 40);
+        let mut tally = RangeTally::new(b.trace.threads.len(), &b.trace.strings);
+        b.trace.ranges().for_each(|r| tally.add(&r));
+        assert_eq!(tally.names.kept.len(), 1, "only IO 1's id is kept");
+        let pattern = crate::names::steps::StepStyle::TensorrtLlm.pattern();
+        assert_eq!(tally.per_name.get(pattern).map(|e| e.1), Some((3, 150, 50)));
+        assert_eq!(tally.per_name.get("IO 1").map(|e| e.1), Some((2, 30, 20)));
     }
 
     #[test]

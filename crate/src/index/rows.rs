@@ -13,6 +13,7 @@ use hashbrown::HashMap;
 use super::StepInfo;
 use super::call_facts::CallFacts;
 use super::call_join::{CallJoin, Hold};
+use crate::model::intervals::push_gently;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, NvtxRow, Trace};
 use crate::names::api::{ApiKind, api_kind};
@@ -412,9 +413,10 @@ fn step_info(
         Some(_) => {
             let parser = StepParser::new(&sw, marker);
             let names = ParserOn(&parser, strings);
-            let steps: Vec<Step> = ranges
-                .filter_map(|r| steps::step_of_row(&r, &sw, &names))
-                .collect();
+            let mut steps: Vec<Step> = Vec::new();
+            for step in ranges.filter_map(|r| steps::step_of_row(&r, &sw, &names)) {
+                push_gently(&mut steps, step);
+            }
             (steps, parser.used())
         }
         None => builtin_steps(ranges, &sw, strings),
@@ -448,7 +450,7 @@ fn builtin_steps(
         };
         let (first, steps) = &mut found[i];
         *first = Some(first.map_or(r.row, |f| f.min(r.row)));
-        steps.push(step);
+        push_gently(steps, step);
     }
     let chosen = (0..found.len())
         .filter_map(|i| found[i].0.map(|row| (row, i)))

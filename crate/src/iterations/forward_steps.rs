@@ -2,13 +2,16 @@
 //! steady state (ctx = 0, gen = max).
 
 use super::Iteration;
+use crate::model::intervals::push_gently;
 use crate::model::rows::EventRows;
 use crate::model::{NameId, Ns, NvtxRow, Strings};
 use crate::names::steps::{StepMarkerReport, StepName, StepSource, StepStyle, parse_step};
 use crate::profile::{Profile, Switches};
 use crate::sqlike::Like;
 use crate::steps::names::{ParsedNames, StepNames};
-use crate::steps::{Step, StepLookup, dedup_tp_steps, step_of_row};
+use crate::steps::{
+    Step, StepLookup, TpCopy, dedup_tp_in_place, merge_group, step_of_row, tp_groups,
+};
 
 /// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
 pub const UNPARSED: u64 = u64::MAX;
@@ -19,6 +22,28 @@ pub const UNPARSED: u64 = u64::MAX;
 pub struct MergedStep {
     pub step: Step,
     pub longest_ns: Ns,
+}
+
+impl TpCopy for MergedStep {
+    fn step(&self) -> &Step {
+        &self.step
+    }
+
+    fn absorb(&mut self, copy: &MergedStep) {
+        self.step.absorb(&copy.step);
+        self.longest_ns = self.longest_ns.max(copy.longest_ns);
+    }
+}
+
+/// The forward steps a pass read ([`RawSteps::finish_merged`]).
+pub struct ReadSteps {
+    /// Merged over TP ranks, by start.
+    pub steps: Vec<MergedStep>,
+    /// How many ranges they were read from.
+    pub raw_count: usize,
+    /// Their ranges' NVTX names, sorted, each once.
+    pub names: Vec<NameId>,
+    pub marker: Option<StepMarkerReport>,
 }
 
 /// Every forward-step range the profile sees, by start (then end), not merged: one pass over
@@ -58,7 +83,9 @@ pub fn raw_steps(
 pub struct RawSteps<'s> {
     names: ParsedNames<'s>,
     sw: Switches,
-    steps: Vec<Step>,
+    /// Each range's step, as a merged step of one range (merged in place at the end: a long
+    /// trace has a step per range, and no second list of them is made).
+    steps: Vec<MergedStep>,
 }
 
 impl<'s> RawSteps<'s> {
@@ -74,16 +101,41 @@ impl<'s> RawSteps<'s> {
     }
 
     pub fn push(&mut self, r: &NvtxRow) {
-        self.steps.extend(step_of_row(r, &self.sw, &self.names));
+        if let Some(step) = step_of_row(r, &self.sw, &self.names) {
+            let longest_ns = step.end - step.start;
+            push_gently(&mut self.steps, MergedStep { step, longest_ns });
+        }
     }
 
     /// The steps by start (then end), and the marker they were read under.
     pub fn finish(self) -> (Vec<Step>, Option<StepMarkerReport>) {
-        let mut steps = self.steps;
-        if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
-            steps.sort_by_key(|s| (s.start, s.end));
-        }
+        let (mut steps, marker) = self.sorted();
         steps.shrink_to_fit();
+        (steps.into_iter().map(|m| m.step).collect(), marker)
+    }
+
+    /// The steps merged over TP ranks ([`dedup`]), in the list they were read into.
+    pub fn finish_merged(self) -> ReadSteps {
+        let (mut steps, marker) = self.sorted();
+        let raw_count = steps.len();
+        let mut names: Vec<NameId> = steps.iter().map(|m| m.step.name_id).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.shrink_to_fit();
+        dedup_tp_in_place(&mut steps);
+        ReadSteps {
+            steps,
+            raw_count,
+            names,
+            marker,
+        }
+    }
+
+    fn sorted(self) -> (Vec<MergedStep>, Option<StepMarkerReport>) {
+        let mut steps = self.steps;
+        if !steps.is_sorted_by_key(|m| (m.step.start, m.step.end)) {
+            steps.sort_by_key(|m| (m.step.start, m.step.end));
+        }
         (steps, self.names.parser.used())
     }
 }
@@ -121,23 +173,14 @@ fn reference_step_names(strings: &Strings) -> Vec<Option<StepName>> {
 /// TP de-duplication (`steps::dedup_tp_steps`: same step number, starts < 100 µs after
 /// the group's first) keeping each group's longest member duration.
 pub fn dedup(raw: &[Step]) -> Vec<MergedStep> {
-    let merged = dedup_tp_steps(raw);
-    let mut at = 0;
+    // Sized exactly, with no copy of the raw steps: a long trace has a step per range.
+    let mut merged = Vec::with_capacity(tp_groups(raw).count());
+    merged.extend(tp_groups(raw).filter_map(|group| {
+        let step = merge_group(group)?;
+        let longest_ns = group.iter().map(|s| s.end - s.start).max()?;
+        Some(MergedStep { step, longest_ns })
+    }));
     merged
-        .into_iter()
-        .map(|step| {
-            let n = step.ranks as usize;
-            let longest_ns = raw
-                .get(at..at + n)
-                .unwrap_or(&[])
-                .iter()
-                .map(|s| s.end - s.start)
-                .max()
-                .unwrap_or(step.end - step.start);
-            at += n;
-            MergedStep { step, longest_ns }
-        })
-        .collect()
 }
 
 /// NVTX iterations: one per merged step, wall time = its longest rank's duration.

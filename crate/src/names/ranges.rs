@@ -147,9 +147,15 @@ pub fn emit_nvtx_op(name: &str) -> &str {
 /// The name a range is counted under: its PyTorch op (`emit_nvtx_op`), or a forward step's
 /// marker's pattern (every step names its range differently).
 pub fn range_name(name: &str) -> &str {
+    counted_name(name).0
+}
+
+/// [`range_name`], and whether `name` is a forward step's: a name of which every step has its
+/// own, so that what is kept per name id must not keep it.
+pub fn counted_name(name: &str) -> (&str, bool) {
     match parse_builtin(name) {
-        Some((style, _)) => style.pattern(),
-        None => emit_nvtx_op(name),
+        Some((style, _)) => (style.pattern(), true),
+        None => (emit_nvtx_op(name), false),
     }
 }
 
@@ -158,9 +164,14 @@ pub fn range_name(name: &str) -> &str {
 /// (a built-in step marker, whose every step names its range differently) under its marker's
 /// pattern.
 pub fn range_label(name: &str) -> &str {
-    match parse_builtin(name) {
-        Some((style, _)) => style.pattern(),
-        None => without_trailing_numbers(emit_nvtx_op(name)),
+    label_of(name).0
+}
+
+/// [`range_label`], and whether `name` is a forward step's ([`counted_name`]).
+pub fn label_of(name: &str) -> (&str, bool) {
+    match counted_name(name) {
+        (pattern, true) => (pattern, true),
+        (op, false) => (without_trailing_numbers(op), false),
     }
 }
 
@@ -203,6 +214,23 @@ mod tests {
             ("_prepare_tp_inputs", "_prepare_tp_inputs"),
         ] {
             assert_eq!(range_label(name), label, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_a_forward_step_range_is_flagged_as_a_name_every_step_has_its_own() {
+        for (name, step) in [
+            (
+                "[Executor] _forward_step 12800: 0 ctx reqs, 64 gen reqs",
+                true,
+            ),
+            ("ProfilerStep#41", true),
+            ("IO 190", false),
+            ("aten::mm, seq = 12, op_id = 3", false),
+        ] {
+            assert_eq!(label_of(name).1, step, "{name}");
+            assert_eq!(counted_name(name).1, step, "{name}");
+            assert_eq!(label_of(name).0, range_label(name), "{name}");
         }
     }
 

@@ -520,24 +520,74 @@ pub fn dedup_tp_steps(steps: &[Step]) -> Vec<Step> {
     out
 }
 
+/// The TP groups of `steps` (in start order), each a run of ranges [`dedup_tp_steps`] merges
+/// into one step ([`merge_group`]).
+pub fn tp_groups(steps: &[Step]) -> impl Iterator<Item = &[Step]> {
+    let mut rest = steps;
+    std::iter::from_fn(move || {
+        let (first, others) = rest.split_first()?;
+        let n = 1 + others
+            .iter()
+            .take_while(|s| same_tp_group(first, s))
+            .count();
+        let (group, after) = rest.split_at(n);
+        rest = after;
+        Some(group)
+    })
+}
+
+/// The step a TP group merges into: from its min start to its max end.
+pub fn merge_group(group: &[Step]) -> Option<Step> {
+    let (first, others) = group.split_first()?;
+    Some(others.iter().fold(*first, |mut merged, s| {
+        absorb(&mut merged, s);
+        merged
+    }))
+}
+
+/// What [`dedup_tp_in_place`] merges: a step, or something that holds one.
+pub trait TpCopy: Copy {
+    fn step(&self) -> &Step;
+    /// Merges a TP rank's copy into this, its group's first.
+    fn absorb(&mut self, copy: &Self);
+}
+
+impl TpCopy for Step {
+    fn step(&self) -> &Step {
+        self
+    }
+
+    fn absorb(&mut self, copy: &Step) {
+        absorb(self, copy);
+    }
+}
+
 /// [`dedup_tp_steps`] without a second list of steps.
 pub fn dedup_tp_steps_in_place(steps: &mut Vec<Step>) {
+    dedup_tp_in_place(steps);
+}
+
+/// [`dedup_tp_steps_in_place`] over items that hold a step.
+pub fn dedup_tp_in_place<T: TpCopy>(items: &mut Vec<T>) {
     let mut kept = 0;
     let mut i = 0;
-    while i < steps.len() {
-        let first = steps[i];
+    while i < items.len() {
+        let first = items[i];
         let mut merged = first;
         let mut j = i + 1;
-        while let Some(s) = steps.get(j).filter(|s| same_tp_group(&first, s)) {
-            absorb(&mut merged, s);
+        while let Some(s) = items
+            .get(j)
+            .filter(|s| same_tp_group(first.step(), s.step()))
+        {
+            merged.absorb(s);
             j += 1;
         }
-        steps[kept] = merged;
+        items[kept] = merged;
         kept += 1;
         i = j;
     }
-    steps.truncate(kept);
-    steps.shrink_to_fit();
+    items.truncate(kept);
+    items.shrink_to_fit();
 }
 
 /// Whether `s` is a TP rank's copy of the step whose group `first` opened: its step number,

@@ -25,7 +25,7 @@ use crate::index::rows::{DeviceFacts, RowIndex};
 use crate::model::rows::{CallRow, MemOpRow, Rows};
 use crate::model::{NameId, Ns, NvtxRow, ProcessIdx};
 use crate::names::api::{ApiKind, api_base_name};
-use crate::names::ranges::{RangeClass, range_class, range_label};
+use crate::names::ranges::{RangeClass, label_of, range_class};
 use crate::profile::{Profile, Switches};
 use crate::steps::visible_row_name;
 
@@ -259,16 +259,23 @@ impl<'a, 't> HostCauses<'a, 't> {
         })
     }
 
+    /// What NVTX name `name` says, classified once per name; a forward step's name (every step
+    /// has its own) is classified each time, not kept.
     fn range(&self, name: NameId) -> (CauseKind, &'t str, bool) {
+        if let Some(c) = self.ranges.borrow().get(&name) {
+            return (c.kind, c.label, c.weak);
+        }
         let s = self.ix.string(name);
-        let c = *self.ranges.borrow_mut().entry(name).or_insert_with(|| {
-            let class = range_class(s);
-            RangeCause {
-                kind: CauseKind::of_range(class),
-                weak: class == RangeClass::GilHeld,
-                label: range_label(s),
-            }
-        });
+        let class = range_class(s);
+        let (label, step) = label_of(s);
+        let c = RangeCause {
+            kind: CauseKind::of_range(class),
+            weak: class == RangeClass::GilHeld,
+            label,
+        };
+        if !step {
+            self.ranges.borrow_mut().insert(name, c);
+        }
         (c.kind, c.label, c.weak)
     }
 
