@@ -63,6 +63,9 @@ fn visible(row: &NvtxRow, sw: &Switches, threads: usize) -> Option<Range> {
 struct CountedNames<'t> {
     strings: &'t Strings,
     kept: HashMap<NameId, &'t str>,
+    /// The id asked last and its name: the kernels launched inside one step ask for its name
+    /// one after the other.
+    last: Option<(NameId, &'t str)>,
 }
 
 impl<'t> CountedNames<'t> {
@@ -70,6 +73,7 @@ impl<'t> CountedNames<'t> {
         CountedNames {
             strings,
             kept: HashMap::new(),
+            last: None,
         }
     }
 
@@ -78,13 +82,22 @@ impl<'t> CountedNames<'t> {
         if (id as usize) >= self.strings.len() {
             return None;
         }
-        if let Some(&name) = self.kept.get(&id) {
+        if let Some((last, name)) = self.last
+            && last == id
+        {
             return Some(name);
         }
-        let (name, step) = counted_name(self.strings.get(id));
-        if !step {
-            self.kept.insert(id, name);
-        }
+        let name = match self.kept.get(&id) {
+            Some(&name) => name,
+            None => {
+                let (name, step) = counted_name(self.strings.get(id));
+                if !step {
+                    self.kept.insert(id, name);
+                }
+                name
+            }
+        };
+        self.last = Some((id, name));
         Some(name)
     }
 }
