@@ -122,6 +122,9 @@ pub fn breakdown(
             steady_state(&mut b, &steady)
         }
     };
+    // Not held through the passes below: a long trace has a step and an iteration per range.
+    drop(in_window);
+    drop((steps, iso, inference));
     match spans {
         None => {
             let read = pass.figures(&mut [], None)?;
