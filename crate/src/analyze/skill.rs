@@ -7,7 +7,9 @@ use super::ops::Tallies;
 use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, KernelFacts, finish, isolation_info};
-use crate::iterations::forward_steps::{MergedStep, dedup, raw_steps, steady_reference};
+use crate::iterations::forward_steps::{
+    MergedStep, dedup, iteration, reference_raw_steps, steady_reference,
+};
 use crate::iterations::{Isolation, isolate};
 use crate::model::rows::EventRows;
 use crate::model::{NO_NAME, NameId, Ns, Strings};
@@ -25,10 +27,15 @@ const MIN_STEADY: usize = 5;
 
 pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
-    let (raw, marker) = raw_steps(rows, Profile::TrtllmSkill, None);
+    let (raw, marker) = reference_raw_steps(rows);
     let merged = dedup(&raw);
     let (allreduce, spread) = KernelFacts::read(rows);
-    let iso = isolate(allreduce, &merged, raw.len(), None);
+    let iso = isolate(
+        allreduce,
+        merged.iter().map(|m| iteration(&m.step, m.longest_ns)),
+        raw.len(),
+        None,
+    );
     let context = merged.iter().filter(|m| m.step.name.ctx > 0).count();
     let generation = merged.len() - context;
     // The merged and raw steps are done with: the steady ones are all that is read below.

@@ -25,12 +25,12 @@ use super::{AnalyzeConfig, FoldPeaks, KernelFacts, finish, isolation_info};
 use crate::error::Result;
 use crate::index::kernel_pass::KernelFold;
 use crate::index::rows::{IndexFacts, RowVisitor};
-use crate::iterations::forward_steps::{MergedStep, RawSteps, ReadSteps};
+use crate::iterations::forward_steps::{iteration, longest_ranks};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
 use crate::model::intervals::IntervalSet;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
-use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, ThreadIdx, Trace};
+use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, Strings, ThreadIdx, Trace};
 use crate::names::ranges::emit_nvtx_op;
 use crate::names::steps::StepName;
 use crate::profile::Profile;
@@ -47,26 +47,29 @@ pub fn breakdown(
     kept: &mut Option<IndexFacts>,
 ) -> Result<TraceBreakdown> {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
-    // The forward steps, the allreduce iterations and the kernels' spread fold over the
-    // window's first passes; its idle attribution, the steady kernels and calls over its last.
+    // The allreduce iterations and the kernels' spread fold over the window's first passes,
+    // the forward steps are its index's (with what the index does not keep of them); its idle
+    // attribution, the steady kernels and calls over its last.
     let mut first = FirstPasses {
         facts: KernelFacts::new(rows.meta()),
-        steps: RawSteps::new(&rows.meta().strings, cfg.step_marker.as_ref()),
+        steps: RawStepFacts::default(),
     };
-    let pass = WindowPass::read(rows, &mut first)?;
+    let pass = WindowPass::read(rows, cfg.step_marker.as_ref(), &mut first)?;
     let (allreduce, spread) = first.facts.finish();
-    let ReadSteps {
-        steps,
-        raw_count,
+    let RawStepFacts {
+        count: raw_count,
         names: step_names,
-        marker,
-    } = first.steps.finish_merged();
+        longest,
+    } = first.steps;
+    let read = pass.steps();
+    let (steps, marker) = (&read.steps[..], read.marker.clone());
     let mut iso = isolate(
         allreduce,
-        &steps,
+        steps.iter().zip(&longest).map(|(s, &l)| iteration(s, l)),
         raw_count,
         marker.as_ref().map(|m| m.pattern.as_str()),
     );
+    drop(longest);
     let inference = (iso.method == Method::None)
         .then(|| inferred::infer(rows))
         .flatten();
@@ -84,7 +87,7 @@ pub fn breakdown(
     }
     let mut warnings = Vec::new();
     let window = iso.benchmark_window();
-    let mut in_window = window.map_or(Cow::Borrowed(&[][..]), |w| steps_in(&steps, w));
+    let mut in_window = window.map_or(Cow::Borrowed(&[][..]), |w| steps_in(steps, w));
     let cross_check = (iso.method == Method::Allreduce).then_some(in_window.len());
     if let Some(w) = check_agreement(&iso, &in_window, window.is_some()) {
         warnings.push(w);
@@ -92,8 +95,8 @@ pub fn breakdown(
     if window.is_some() && in_window.is_empty() {
         in_window = Cow::Owned(iteration_steps(iso.benchmark_iterations()));
     }
-    let max_gen = in_window.iter().map(|m| m.step.name.gen_reqs).max();
-    let context = in_window.iter().filter(|m| m.step.name.ctx > 0).count();
+    let max_gen = in_window.iter().map(|s| s.name.gen_reqs).max();
+    let context = in_window.iter().filter(|s| s.name.ctx > 0).count();
     let generation = in_window.len() - context;
     let batch = max_gen.filter(|&g| g > 0);
     let mut b = TraceBreakdown::new(
@@ -124,7 +127,7 @@ pub fn breakdown(
     };
     // Not held through the passes below: a long trace has a step and an iteration per range.
     drop(in_window);
-    drop((steps, iso, inference));
+    drop((iso, inference));
     match spans {
         None => {
             let read = pass.figures(&mut [], None)?;
@@ -140,30 +143,51 @@ pub fn breakdown(
 }
 
 /// What the standard profile folds over the window's first passes.
-struct FirstPasses<'s> {
+struct FirstPasses {
     facts: KernelFacts,
-    steps: RawSteps<'s>,
+    steps: RawStepFacts,
 }
 
-impl RowVisitor for FirstPasses<'_> {
+/// What Root cause reads of the forward steps before the index merges their TP ranks (the
+/// index keeps the merged steps only).
+#[derive(Default)]
+struct RawStepFacts {
+    /// How many ranges the steps were read from.
+    count: usize,
+    /// Their ranges' NVTX names, sorted, each once.
+    names: Vec<NameId>,
+    /// Per merged step, its longest rank's duration.
+    longest: Vec<Ns>,
+}
+
+impl RowVisitor for FirstPasses {
     fn kernel(&mut self, k: &KernelRow) {
         self.facts.kernel(k);
     }
-    fn range(&mut self, r: &NvtxRow) {
-        self.steps.push(r);
+
+    fn raw_steps(&mut self, raw: &[Step]) {
+        let mut names: Vec<NameId> = raw.iter().map(|s| s.name_id).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.shrink_to_fit();
+        self.steps = RawStepFacts {
+            count: raw.len(),
+            names,
+            longest: longest_ranks(raw),
+        };
     }
 }
 
 /// The benchmark window's steps and what picks the steady ones among them.
 struct Steady<'a> {
-    steps: &'a [MergedStep],
+    steps: &'a [Step],
     max_gen: u64,
 }
 
 /// The steps overlapping `[ws, we)`: a slice of `steps` when they are contiguous there (steps
 /// are in start order, so they nearly always are), else a copy of those that overlap.
-fn steps_in(steps: &[MergedStep], (ws, we): (Ns, Ns)) -> Cow<'_, [MergedStep]> {
-    let overlaps = |m: &MergedStep| m.step.end > ws && m.step.start < we;
+fn steps_in(steps: &[Step], (ws, we): (Ns, Ns)) -> Cow<'_, [Step]> {
+    let overlaps = |s: &Step| s.end > ws && s.start < we;
     let Some(first) = steps.iter().position(overlaps) else {
         return Cow::Borrowed(&[]);
     };
@@ -215,7 +239,7 @@ fn no_benchmark(iso: &Isolation) -> String {
 
 /// The documented cross-check (reference §7.4): allreduce iterations in the benchmark window
 /// against the forward steps there.
-fn check_agreement(iso: &Isolation, in_window: &[MergedStep], has_window: bool) -> Option<String> {
+fn check_agreement(iso: &Isolation, in_window: &[Step], has_window: bool) -> Option<String> {
     if iso.method != Method::Allreduce || !has_window {
         return None;
     }
@@ -234,26 +258,23 @@ fn check_agreement(iso: &Isolation, in_window: &[MergedStep], has_window: bool) 
 }
 
 /// Allreduce iterations standing in for forward steps (no counts: all steady).
-fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
+fn iteration_steps(its: &[Iteration]) -> Vec<Step> {
     its.iter()
         .enumerate()
-        .map(|(i, it)| MergedStep {
-            step: Step {
-                row: i as i64,
-                start: it.start,
-                end: it.end,
-                name: StepName {
-                    step: i as u64,
-                    ctx: 0,
-                    gen_reqs: 0,
-                },
-                ranks: 1,
-                name_id: NO_NAME,
-                executor: false,
-                style: crate::names::steps::StepStyle::TensorrtLlm,
-                tokens: None,
+        .map(|(i, it)| Step {
+            row: i as i64,
+            start: it.start,
+            end: it.end,
+            name: StepName {
+                step: i as u64,
+                ctx: 0,
+                gen_reqs: 0,
             },
-            longest_ns: it.end - it.start,
+            ranks: 1,
+            name_id: NO_NAME,
+            executor: false,
+            style: crate::names::steps::StepStyle::TensorrtLlm,
+            tokens: None,
         })
         .collect()
 }
@@ -262,14 +283,14 @@ fn iteration_steps(its: &[Iteration]) -> Vec<MergedStep> {
 /// breakdowns are read in (`None`: too few steady steps for them).
 fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet> {
     let (steps, max_gen) = (window.steps, window.max_gen);
-    let is_steady = |m: &MergedStep| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen;
+    let is_steady = |s: &Step| s.name.ctx == 0 && s.name.gen_reqs == max_gen;
     let steady = || steps.iter().filter(|m| is_steady(m));
     // A cycle: a steady step's start to the next step's start (the next step in the window).
     let cycles = || {
         steps
             .windows(2)
             .filter(|w| is_steady(&w[0]))
-            .map(|w| (w[0].step.start, w[1].step.start, w[0].step.end))
+            .map(|w| (w[0].start, w[1].start, w[0].end))
     };
     // Each per-cycle list is sized exactly and made when used: a long trace has a cycle per
     // step, and the page's wasm memory keeps its high-water mark.
@@ -289,10 +310,10 @@ fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet>
         n_cycles,
         cycles().map(|(_, next, end)| us(next - end)),
     ));
-    let durations = exactly(n_steady, steady().map(|m| us(m.step.end - m.step.start)));
+    let durations = exactly(n_steady, steady().map(|s| us(s.end - s.start)));
     b.steady = Some(SteadyInfo {
         max_gen,
-        ranges: steady().map(|m| m.step.ranks as usize).sum(),
+        ranges: steady().map(|s| s.ranks as usize).sum(),
         per_step_divisor: n_cycles,
         step_duration_us: Stats::of_owned(durations),
         inter_step_gap_us: gap_stats,

@@ -13,14 +13,16 @@ use super::ops::Tallies;
 use crate::drill::gap_report::idle_visiting;
 use crate::drill::idle::IdleAttribution;
 use crate::error::Result;
+use crate::index::StepInfo;
 use crate::index::kernel_pass::KernelFold;
 use crate::index::rows::{IndexFacts, RowIndex, RowVisitor};
 use crate::model::intervals::UnionLength;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{Ns, NvtxRow, Strings};
+use crate::names::steps::StepSource;
 use crate::profile::{Profile, Switches};
 use crate::steps::names::{ParsedNames, StepNames};
-use crate::steps::{step_of_row, visible_row_name};
+use crate::steps::{Step, step_of_row, visible_row_name};
 
 /// One name's time over the whole window, normalized.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -63,7 +65,7 @@ pub struct WindowFigures {
 /// The figures of a trace's kernel window (`Ok(None)` without kernels), folded over the
 /// rows drill's index reads (`WindowPass`).
 pub fn window_figures(rows: &dyn EventRows) -> Result<Option<WindowFigures>> {
-    Ok(WindowPass::read(rows, &mut ())?
+    Ok(WindowPass::read(rows, None, &mut ())?
         .figures(&mut [], None)?
         .figures)
 }
@@ -83,11 +85,17 @@ impl<'r> WindowPass<'r> {
     /// Indexes `rows` and tallies the window, each row also handed to `also`.
     pub(crate) fn read(
         rows: &'r dyn EventRows,
+        marker: Option<&StepSource>,
         also: &mut dyn RowVisitor,
     ) -> Result<WindowPass<'r>> {
         let mut tally = WindowTally::new(rows);
-        let ix = RowIndex::visiting(rows, "trace", None, &mut Both(&mut tally, also))?;
+        let ix = RowIndex::visiting(rows, "trace", marker, &mut Both(&mut tally, also))?;
         Ok(WindowPass { ix, tally })
+    }
+
+    /// The forward steps its index read (TP ranks merged).
+    pub(crate) fn steps(&self) -> &StepInfo {
+        &self.ix.steps
     }
 
     /// The window's figures; `also` folded over the kernels as they are joined to their launch
@@ -173,6 +181,10 @@ impl RowVisitor for Both<'_, '_> {
     fn range(&mut self, r: &NvtxRow) {
         self.0.range(r);
         self.1.range(r);
+    }
+    fn raw_steps(&mut self, steps: &[Step]) {
+        self.0.raw_steps(steps);
+        self.1.raw_steps(steps);
     }
 }
 

@@ -319,6 +319,8 @@ pub trait RowVisitor {
     fn kernel(&mut self, _k: &KernelRow) {}
     fn call(&mut self, _c: &CallRow) {}
     fn range(&mut self, _r: &NvtxRow) {}
+    /// The forward steps read, by start (then end), before TP ranks are merged in their list.
+    fn raw_steps(&mut self, _steps: &[Step]) {}
 }
 
 /// Folds nothing.
@@ -425,6 +427,7 @@ fn step_info(
     if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
         steps.sort_by_key(|s| (s.start, s.end));
     }
+    visit.raw_steps(&steps);
     StepInfo::of(steps, &sw, used)
 }
 

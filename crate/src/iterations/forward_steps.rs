@@ -2,16 +2,13 @@
 //! steady state (ctx = 0, gen = max).
 
 use super::Iteration;
-use crate::model::intervals::push_gently;
 use crate::model::rows::EventRows;
-use crate::model::{NameId, Ns, NvtxRow, Strings};
+use crate::model::{NameId, Ns, Strings};
 use crate::names::steps::{StepMarkerReport, StepName, StepSource, StepStyle, parse_step};
 use crate::profile::{Profile, Switches};
 use crate::sqlike::Like;
-use crate::steps::names::{ParsedNames, StepNames};
-use crate::steps::{
-    Step, StepLookup, TpCopy, dedup_tp_in_place, merge_group, step_of_row, tp_groups,
-};
+use crate::steps::names::StepNames;
+use crate::steps::{Step, StepLookup, merge_group, step_of_row, tp_groups};
 
 /// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
 pub const UNPARSED: u64 = u64::MAX;
@@ -24,120 +21,19 @@ pub struct MergedStep {
     pub longest_ns: Ns,
 }
 
-impl TpCopy for MergedStep {
-    fn step(&self) -> &Step {
-        &self.step
-    }
-
-    fn absorb(&mut self, copy: &MergedStep) {
-        self.step.absorb(&copy.step);
-        self.longest_ns = self.longest_ns.max(copy.longest_ns);
-    }
-}
-
-/// The forward steps a pass read ([`RawSteps::finish_merged`]).
-pub struct ReadSteps {
-    /// Merged over TP ranks, by start.
-    pub steps: Vec<MergedStep>,
-    /// How many ranges they were read from.
-    pub raw_count: usize,
-    /// Their ranges' NVTX names, sorted, each once.
-    pub names: Vec<NameId>,
-    pub marker: Option<StepMarkerReport>,
-}
-
-/// Every forward-step range the profile sees, by start (then end), not merged: one pass over
-/// the NVTX rows, a list of the steps (not of the ranges).
-///
-/// `trtllm-skill`: rows whose `textId` name is `LIKE '%[Executor] _forward_step%'`, any event
-/// type, unparsable names kept as step −1 with 0/0 requests. `standard`: push/pop and start/end
-/// ranges named (inline text or `textId`) `… _forward_step N: C ctx reqs, G gen reqs`.
-/// Also the step marker they were read under (`source`, else the first built-in marker met).
-pub fn raw_steps(
-    rows: &dyn EventRows,
-    profile: Profile,
-    source: Option<&StepSource>,
-) -> (Vec<Step>, Option<StepMarkerReport>) {
-    let mut sw = profile.switches();
+/// Every forward-step range the `trtllm-skill` profile sees, by start (then end), not merged:
+/// rows whose `textId` name is `LIKE '%[Executor] _forward_step%'`, any event type, unparsable
+/// names kept as step −1 with 0/0 requests; and the marker they were read under. (The standard
+/// profile's steps are drill's index's: [`crate::index::rows::RowIndex`].)
+pub fn reference_raw_steps(rows: &dyn EventRows) -> (Vec<Step>, Option<StepMarkerReport>) {
+    let mut sw = Profile::TrtllmSkill.switches();
     sw.dedup_steps = false;
-    let strings = &rows.meta().strings;
-    match profile {
-        Profile::TrtllmSkill => {
-            let table = StepNames(reference_step_names(strings));
-            let names = |id: NameId| table.get(id);
-            let steps = steps_of(rows, &names, &sw);
-            let marker = (!steps.is_empty())
-                .then(|| StepSource::Builtin(StepStyle::TensorrtLlm).report(false));
-            (steps, marker)
-        }
-        Profile::Standard => {
-            let mut steps = RawSteps::new(strings, source);
-            rows.ranges().for_each(|r| steps.push(&r));
-            steps.finish()
-        }
-    }
-}
-
-/// [`raw_steps`] of the standard profile, fed the NVTX rows one at a time (in start order) by
-/// a pass that folds other things too.
-pub struct RawSteps<'s> {
-    names: ParsedNames<'s>,
-    sw: Switches,
-    /// Each range's step, as a merged step of one range (merged in place at the end: a long
-    /// trace has a step per range, and no second list of them is made).
-    steps: Vec<MergedStep>,
-}
-
-impl<'s> RawSteps<'s> {
-    /// Steps named in `strings`, under `source` (else the first built-in marker met).
-    pub fn new(strings: &'s Strings, source: Option<&StepSource>) -> RawSteps<'s> {
-        let mut sw = Profile::Standard.switches();
-        sw.dedup_steps = false;
-        RawSteps {
-            names: StepNames::parser(strings, &sw, source),
-            sw,
-            steps: Vec::new(),
-        }
-    }
-
-    pub fn push(&mut self, r: &NvtxRow) {
-        if let Some(step) = step_of_row(r, &self.sw, &self.names) {
-            let longest_ns = step.end - step.start;
-            push_gently(&mut self.steps, MergedStep { step, longest_ns });
-        }
-    }
-
-    /// The steps by start (then end), and the marker they were read under.
-    pub fn finish(self) -> (Vec<Step>, Option<StepMarkerReport>) {
-        let (mut steps, marker) = self.sorted();
-        steps.shrink_to_fit();
-        (steps.into_iter().map(|m| m.step).collect(), marker)
-    }
-
-    /// The steps merged over TP ranks ([`dedup`]), in the list they were read into.
-    pub fn finish_merged(self) -> ReadSteps {
-        let (mut steps, marker) = self.sorted();
-        let raw_count = steps.len();
-        let mut names: Vec<NameId> = steps.iter().map(|m| m.step.name_id).collect();
-        names.sort_unstable();
-        names.dedup();
-        names.shrink_to_fit();
-        dedup_tp_in_place(&mut steps);
-        ReadSteps {
-            steps,
-            raw_count,
-            names,
-            marker,
-        }
-    }
-
-    fn sorted(self) -> (Vec<MergedStep>, Option<StepMarkerReport>) {
-        let mut steps = self.steps;
-        if !steps.is_sorted_by_key(|m| (m.step.start, m.step.end)) {
-            steps.sort_by_key(|m| (m.step.start, m.step.end));
-        }
-        (steps, self.names.parser.used())
-    }
+    let table = StepNames(reference_step_names(&rows.meta().strings));
+    let names = |id: NameId| table.get(id);
+    let steps = steps_of(rows, &names, &sw);
+    let marker =
+        (!steps.is_empty()).then(|| StepSource::Builtin(StepStyle::TensorrtLlm).report(false));
+    (steps, marker)
 }
 
 /// The raw steps of the NVTX rows under `sw`, sorted by start (then end).
@@ -183,17 +79,23 @@ pub fn dedup(raw: &[Step]) -> Vec<MergedStep> {
     merged
 }
 
-/// NVTX iterations: one per merged step, wall time = its longest rank's duration.
-pub fn iterations(steps: &[MergedStep]) -> Vec<Iteration> {
-    steps
-        .iter()
-        .map(|m| Iteration {
-            start: m.step.start,
-            end: m.step.end,
-            kernel_count: 1,
-            wall_ns: m.longest_ns,
-        })
-        .collect()
+/// The NVTX iteration of a merged step: wall time = its longest rank's duration.
+pub fn iteration(step: &Step, longest_ns: Ns) -> Iteration {
+    Iteration {
+        start: step.start,
+        end: step.end,
+        kernel_count: 1,
+        wall_ns: longest_ns,
+    }
+}
+
+/// Each TP group's longest rank's duration, one per step [`crate::steps::dedup_tp_steps`]
+/// merges `raw` (by start) into.
+pub fn longest_ranks(raw: &[Step]) -> Vec<Ns> {
+    let longest = |group: &[Step]| group.iter().map(|s| s.end - s.start).max();
+    let mut out = Vec::with_capacity(tp_groups(raw).count());
+    out.extend(tp_groups(raw).filter_map(longest));
+    out
 }
 
 /// The steady state: context-free steps at the largest generation batch.
@@ -285,9 +187,15 @@ mod tests {
         assert_eq!(m[1].step.ranks, 2);
         assert_eq!(m[1].longest_ns, 200_000);
         assert_eq!(m[2].step.start, 1_100_000);
-        let its = iterations(&m);
-        assert_eq!(its[0].wall_ns, 500);
-        assert_eq!(its[0].kernel_count, 1);
+        let its = iteration(&m[0].step, m[0].longest_ns);
+        assert_eq!(its.wall_ns, 500);
+        assert_eq!(its.kernel_count, 1);
+        let longest: Vec<Ns> = m.iter().map(|m| m.longest_ns).collect();
+        assert_eq!(
+            longest_ranks(&raw),
+            longest,
+            "one per merged step, as dedup's"
+        );
     }
 
     #[test]

@@ -140,11 +140,12 @@ impl Isolation {
 
 /// Chooses the technique as the reference does: allreduce grouping when the trace has allreduce
 /// kernels (`allreduce`, grouped at gaps > [`ITERATION_GAP_NS`]), else the (merged) forward
-/// steps, else nothing. `raw_steps` is the number of step ranges before TP merging and `marker`
-/// the range name they were read under (`None`: no range was a step), for the explanation.
+/// steps' iterations (`steps`, one per step: [`forward_steps::iteration`]), else nothing.
+/// `raw_steps` is the number of step ranges before TP merging and `marker` the range name they
+/// were read under (`None`: no range was a step), for the explanation.
 pub fn isolate(
     allreduce: allreduce::AllreduceIterations,
-    steps: &[forward_steps::MergedStep],
+    steps: impl ExactSizeIterator<Item = Iteration>,
     raw_steps: usize,
     marker: Option<&str>,
 ) -> Isolation {
@@ -157,14 +158,14 @@ pub fn isolate(
         );
         return Isolation::new(Method::Allreduce, reason, iterations);
     }
-    if !steps.is_empty() {
+    if steps.len() > 0 {
         let reason = format!(
             "no allreduce kernels (TP = 1 or no collectives): {} `{}` NVTX ranges, {} steps after merging TP ranks",
             raw_steps,
             marker.unwrap_or("[Executor] _forward_step"),
             steps.len()
         );
-        return Isolation::new(Method::Nvtx, reason, forward_steps::iterations(steps));
+        return Isolation::new(Method::Nvtx, reason, steps.collect());
     }
     let markers = match marker {
         Some(m) => format!("`{m}`"),

@@ -520,32 +520,15 @@ pub fn dedup_tp_steps(steps: &[Step]) -> Vec<Step> {
     out
 }
 
-/// What the TP merge merges: a step, or something that holds one.
-pub trait TpCopy: Copy {
-    fn step(&self) -> &Step;
-    /// Merges a TP rank's copy into this, its group's first.
-    fn absorb(&mut self, copy: &Self);
-}
-
-impl TpCopy for Step {
-    fn step(&self) -> &Step {
-        self
-    }
-
-    fn absorb(&mut self, copy: &Step) {
-        absorb(self, copy);
-    }
-}
-
-/// The TP groups of `items` (in start order), each a run of ranges [`dedup_tp_steps`] merges
+/// The TP groups of `steps` (in start order), each a run of ranges [`dedup_tp_steps`] merges
 /// into one step ([`merge_group`]).
-pub fn tp_groups<T: TpCopy>(items: &[T]) -> impl Iterator<Item = &[T]> {
-    let mut rest = items;
+pub fn tp_groups(steps: &[Step]) -> impl Iterator<Item = &[Step]> {
+    let mut rest = steps;
     std::iter::from_fn(move || {
         let (first, others) = rest.split_first()?;
         let n = 1 + others
             .iter()
-            .take_while(|s| same_tp_group(first.step(), s.step()))
+            .take_while(|s| same_tp_group(first, s))
             .count();
         let (group, after) = rest.split_at(n);
         rest = after;
@@ -554,34 +537,29 @@ pub fn tp_groups<T: TpCopy>(items: &[T]) -> impl Iterator<Item = &[T]> {
 }
 
 /// What a TP group merges into: its step from its min start to its max end.
-pub fn merge_group<T: TpCopy>(group: &[T]) -> Option<T> {
+pub fn merge_group(group: &[Step]) -> Option<Step> {
     let (first, others) = group.split_first()?;
     Some(others.iter().fold(*first, |mut merged, s| {
-        merged.absorb(s);
+        absorb(&mut merged, s);
         merged
     }))
 }
 
-/// [`dedup_tp_steps`] without a second list of steps.
+/// [`dedup_tp_steps`] without a second list of steps: each group merged into its first slot's
+/// place, in the list itself.
 pub fn dedup_tp_steps_in_place(steps: &mut Vec<Step>) {
-    dedup_tp_in_place(steps);
-}
-
-/// [`dedup_tp_steps_in_place`] over items that hold a step: each group merged into its first
-/// slot's place, in the list itself.
-pub fn dedup_tp_in_place<T: TpCopy>(items: &mut Vec<T>) {
     let mut kept = 0;
     let mut at = 0;
-    while let Some(group) = items.get(at..).and_then(|rest| tp_groups(rest).next()) {
+    while let Some(group) = steps.get(at..).and_then(|rest| tp_groups(rest).next()) {
         let (n, merged) = (group.len(), merge_group(group));
         if let Some(merged) = merged {
-            items[kept] = merged;
+            steps[kept] = merged;
             kept += 1;
         }
         at += n;
     }
-    items.truncate(kept);
-    items.shrink_to_fit();
+    steps.truncate(kept);
+    steps.shrink_to_fit();
 }
 
 /// Whether `s` is a TP rank's copy of the step whose group `first` opened: its step number,
