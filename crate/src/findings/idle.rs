@@ -96,10 +96,13 @@ fn idle_finding(
         ),
         _ => format!("GPU idle during {what}: {} of device time", pct(share)),
     };
+    // The title's share is of device time; this one names its own base, so that on a trace
+    // idle nearly all the time the two do not read as one figure rounded two ways.
     let mut evidence = format!(
-        "{} of GPU-idle time ({} of all idle time) on {} device{}",
+        "{} of GPU-idle time ({} of the {} idle) on {} device{}",
         ms_ns(t.ns),
         pct(t.ns as f64 / idle_ns as f64),
+        ms_ns(idle_ns),
         t.devices,
         if t.devices == 1 { "" } else { "s" }
     );

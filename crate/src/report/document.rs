@@ -212,7 +212,7 @@ mod tests {
         );
         assert!(
             sync.evidence
-                .starts_with("98.0\u{a0}µs of GPU-idle time (99.0% of all idle time)"),
+                .starts_with("98.0\u{a0}µs of GPU-idle time (99.0% of the 99.0\u{a0}µs idle)"),
             "{}",
             sync.evidence
         );
