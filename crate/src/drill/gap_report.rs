@@ -454,8 +454,9 @@ impl KernelFold for InputGaps<'_, '_, '_> {
             thread: call.map(|c| c.thread),
         };
         let d = &mut self.scans[slot];
-        scan_kernel(d, (self.input, k, me), self.window, self.found);
-        self.ix.peak.intervals(d.causes.sweep.open_intervals());
+        if scan_kernel(d, (self.input, k, me), self.window, self.found) {
+            self.ix.peak.intervals(d.causes.sweep.open_intervals());
+        }
     }
 }
 
@@ -471,13 +472,13 @@ impl InputGaps<'_, '_, '_> {
 
 /// Adds kernel `k` to its device's scan: the device gap it closes (inside `window`) is
 /// attributed and counted; when it takes time, its stream's gap is counted with the causes
-/// pending on the stream.
+/// pending on the stream. Whether a device gap was attributed (the sweep moved).
 fn scan_kernel<'t>(
     d: &mut DeviceScan<'_, 't>,
     (input, k, me): (usize, &KernelRow, KernelRef),
     window: Option<(Ns, Ns)>,
     found: &mut Found<'t>,
-) {
+) -> bool {
     let (s, e) = (k.start, k.end);
     let candidate = |gap: IdleGap<KernelRef>, stream: Option<u32>| Candidate {
         gap: gap.ns(),
@@ -489,7 +490,9 @@ fn scan_kernel<'t>(
         prev: gap.prev,
         next: me,
     };
-    if let Some(g) = d.lane.push(me, s, e).filter(|g| g.inside(window)) {
+    let device_gap = d.lane.push(me, s, e).filter(|g| g.inside(window));
+    let swept = device_gap.is_some();
+    if let Some(g) = device_gap {
         let c = candidate(g, None);
         let tally = d
             .causes
@@ -512,7 +515,7 @@ fn scan_kernel<'t>(
         .filter(|g| g.inside(window));
     // A kernel that takes no time leaves its lane as it was (`IdleLane::push`).
     if e <= s {
-        return;
+        return swept;
     }
     let pending = d.causes.pending(d.last);
     if let Some(g) = gap {
@@ -523,6 +526,7 @@ fn scan_kernel<'t>(
         found.streams.add(c, pending, &mut d.cursors);
     }
     pending.clear();
+    swept
 }
 
 /// One device's idle time attributed gap by gap, as its kernel scan finds the gaps.

@@ -183,6 +183,9 @@ pub struct CauseLedger<'t> {
 #[derive(Debug, Clone, Default)]
 struct Ledger<'t> {
     labels: HashMap<Label<'t>, Ns>,
+    /// The label of the last gaps, with their time not yet in `labels` (a cause's label mostly
+    /// stays the same from gap to gap: it is looked up once a run).
+    run: Option<(&'t str, Ns)>,
     /// Min-heap of the kept gaps by the cause's time in them.
     gaps: std::collections::BinaryHeap<Reverse<(Ns, Reverse<Ns>, Ns)>>,
     by_bucket: [Ns; 9],
@@ -197,13 +200,16 @@ impl<'t> CauseLedger<'t> {
             let Some(l) = self.per.get_mut(kind.rank()) else {
                 continue;
             };
-            *l.labels.entry(Label(label)).or_default() += ns;
+            l.add_label(label, ns);
             l.by_bucket[bucket] += ns;
             in_gap[kind.rank()] += ns;
         }
         for (l, &ns) in self.per.iter_mut().zip(&in_gap) {
-            if ns > 0 {
-                l.gaps.push(Reverse((ns, Reverse(start), end)));
+            let gap = (ns, Reverse(start), end);
+            // Full, the heap keeps a gap only above its least one.
+            let kept = l.gaps.len() < DETAIL || l.gaps.peek().is_some_and(|least| gap > least.0);
+            if ns > 0 && kept {
+                l.gaps.push(Reverse(gap));
                 if l.gaps.len() > DETAIL {
                     l.gaps.pop();
                 }
@@ -214,7 +220,8 @@ impl<'t> CauseLedger<'t> {
     /// Every cause of the gaps added (a device's), as a share of `idle_ns`, with its evidence;
     /// largest first (ties: precedence order), each labelled by its largest label (ties: the
     /// first name).
-    pub fn causes(&self, idle_ns: Ns) -> Vec<IdleCause> {
+    pub fn causes(mut self, idle_ns: Ns) -> Vec<IdleCause> {
+        self.per.iter_mut().for_each(Ledger::end_run);
         let mut kinds: Vec<(KindTotal<'t>, &Ledger<'t>)> = self
             .per
             .iter()
@@ -244,7 +251,24 @@ impl<'t> CauseLedger<'t> {
     }
 }
 
-impl Ledger<'_> {
+impl<'t> Ledger<'t> {
+    fn add_label(&mut self, label: &'t str, ns: Ns) {
+        match &mut self.run {
+            Some((last, run)) if std::ptr::eq(*last, label) => *run += ns,
+            _ => {
+                self.end_run();
+                self.run = Some((label, ns));
+            }
+        }
+    }
+
+    /// Adds the last run's time to its label.
+    fn end_run(&mut self) {
+        if let Some((label, ns)) = self.run.take() {
+            *self.labels.entry(Label(label)).or_default() += ns;
+        }
+    }
+
     /// The [`DETAIL`] labels holding the most time, largest first (ties: by name): kept as
     /// they pass, without a list of every label (a long trace names every step differently).
     fn top_labels(&self) -> Vec<LabelTime> {

@@ -94,6 +94,9 @@ struct ClassTally {
     inside: PerName,
     threads: HashSet<u32>,
     processes: HashSet<ProcessIdx>,
+    /// The thread and process inserted last.
+    last_thread: Option<u32>,
+    last_process: Option<ProcessIdx>,
     busy: UnionLength,
     in_steps: u64,
 }
@@ -136,8 +139,15 @@ impl<'s> CallTally<'s> {
                 if named {
                     class.inside.add(name, e - s);
                 }
-                class.threads.insert(c.thread);
-                class.processes.extend(process);
+                // A thread's calls come in runs: each is inserted once a run.
+                if class.last_thread != Some(c.thread) {
+                    class.threads.insert(c.thread);
+                    class.last_thread = Some(c.thread);
+                }
+                if process.is_some() && class.last_process != process {
+                    class.processes.extend(process);
+                    class.last_process = process;
+                }
                 class.busy.push(s, e);
             }
             class.in_steps += u64::from(in_step);

@@ -12,7 +12,7 @@
 //! waits until it surfaces (it cannot be the innermost open one meanwhile), so closing needs no
 //! search.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::iter::Peekable;
@@ -62,6 +62,9 @@ pub struct Sweep<'t, I: Iterator<Item = Span<'t>>> {
     spans: Peekable<I>,
     /// Per cause (by precedence rank), its intervals opened and not found closed on top.
     open: Vec<BinaryHeap<Open<'t>>>,
+    /// Bit `rank` set while cause `rank`'s heap may hold an interval (never clear while it
+    /// does): [`Sweep::winner`] looks only there, not at every cause for every stretch.
+    occupied: u16,
     /// The open intervals' ends, earliest first, with their cause's rank.
     ends: BinaryHeap<Reverse<(Ns, usize)>>,
     tally: Tally<'t>,
@@ -72,6 +75,7 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
         Sweep {
             spans: spans.peekable(),
             open: vec![BinaryHeap::new(); PRECEDENCE.len()],
+            occupied: 0,
             ends: BinaryHeap::new(),
             tally: Tally::default(),
         }
@@ -141,6 +145,7 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
             let rank = s.kind.rank();
             if let Some(heap) = self.open.get_mut(rank) {
                 heap.push(o);
+                self.occupied |= 1 << rank;
                 self.ends.push(Reverse((s.end, rank)));
             }
         }
@@ -155,14 +160,20 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
     /// The first cause of [`PRECEDENCE`] with an interval open at `t`, labelled by its
     /// innermost one.
     fn winner(&mut self, t: Ns) -> (CauseKind, &'t str) {
-        self.open
-            .iter_mut()
-            .zip(PRECEDENCE)
-            .find_map(|(heap, kind)| {
-                drop_closed(heap, t);
-                heap.peek().map(|o| (kind, o.label))
-            })
-            .unwrap_or((CauseKind::Untraced, ""))
+        let mut ranks = self.occupied;
+        while ranks != 0 {
+            let rank = ranks.trailing_zeros() as usize;
+            ranks &= ranks - 1;
+            let Some(heap) = self.open.get_mut(rank) else {
+                break;
+            };
+            drop_closed(heap, t);
+            match heap.peek() {
+                Some(o) => return (PRECEDENCE[rank], o.label),
+                None => self.occupied &= !(1 << rank),
+            }
+        }
+        (CauseKind::Untraced, "")
     }
 }
 
@@ -207,10 +218,21 @@ fn drop_closed(heap: &mut BinaryHeap<Open<'_>>, t: Ns) {
 /// sweeps of its devices.
 pub struct HostCauses<'a, 't> {
     ix: &'a RowIndex<'t>,
-    calls: RefCell<HashMap<NameId, (CauseKind, &'t str)>>,
+    calls: RefCell<HashMap<NameId, CallCause<'t>>>,
+    /// The last call name looked up (calls of one name come in runs).
+    last_call: Cell<Option<(NameId, CallCause<'t>)>>,
     /// Per NVTX name: its cause, whether it is weak, and its label.
     ranges: RefCell<HashMap<NameId, RangeCause<'t>>>,
     switches: Switches,
+}
+
+/// What a call name says: its cause and label, and whether it is an async copy (synchronous in
+/// effect when its copy has a pageable host side).
+#[derive(Debug, Clone, Copy)]
+struct CallCause<'t> {
+    kind: CauseKind,
+    label: &'t str,
+    async_copy: bool,
 }
 
 /// What an NVTX name says: its cause, whether it is weak, and its label (a piece of the name,
@@ -230,6 +252,7 @@ impl<'a, 't> HostCauses<'a, 't> {
         HostCauses {
             ix,
             calls: RefCell::new(HashMap::new()),
+            last_call: Cell::new(None),
             ranges: RefCell::new(HashMap::new()),
             switches: Profile::Standard.switches(),
         }
@@ -249,14 +272,24 @@ impl<'a, 't> HostCauses<'a, 't> {
         })
     }
 
-    fn call(&self, name: NameId) -> (CauseKind, &'t str) {
+    /// What call name `name` says: its cause and label, and whether it is an async copy.
+    fn call(&self, name: NameId) -> CallCause<'t> {
+        if let Some((last, cause)) = self.last_call.get()
+            && last == name
+        {
+            return cause;
+        }
         let ix = self.ix;
-        *self.calls.borrow_mut().entry(name).or_insert_with(|| {
-            (
-                CauseKind::of_api(ix.names.api(name)),
-                api_base_name(ix.string(name)),
-            )
-        })
+        let cause = *self.calls.borrow_mut().entry(name).or_insert_with(|| {
+            let api = ix.names.api(name);
+            CallCause {
+                kind: CauseKind::of_api(api),
+                label: api_base_name(ix.string(name)),
+                async_copy: api == (ApiKind::Memcpy { is_async: true }),
+            }
+        });
+        self.last_call.set(Some((name, cause)));
+        cause
     }
 
     /// What NVTX name `name` says, classified once per name; a forward step's name (every step
@@ -291,10 +324,12 @@ impl<'a, 't> HostCauses<'a, 't> {
         if c.end <= c.start || !ours(processes, Some(c.process)) {
             return None;
         }
-        let (mut kind, label) = self.call(c.name);
-        if self.ix.names.api(c.name) == (ApiKind::Memcpy { is_async: true })
-            && copies.issued_pageable(c)
-        {
+        let CallCause {
+            mut kind,
+            label,
+            async_copy,
+        } = self.call(c.name);
+        if async_copy && copies.issued_pageable(c) {
             kind = CauseKind::Sync;
         }
         self.ix.peak.copies(copies.held());
