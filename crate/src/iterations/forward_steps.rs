@@ -66,17 +66,22 @@ fn reference_step_names(strings: &Strings) -> Vec<Option<StepName>> {
         .collect()
 }
 
-/// TP de-duplication (`steps::dedup_tp_steps`: same step number, starts < 100 µs after
+/// TP de-duplication (`steps::dedup_tp_steps_in_place`: same step number, starts < 100 µs after
 /// the group's first) keeping each group's longest member duration.
 pub fn dedup(raw: &[Step]) -> Vec<MergedStep> {
     // Sized exactly, with no copy of the raw steps: a long trace has a step per range.
     let mut merged = Vec::with_capacity(tp_groups(raw).count());
     merged.extend(tp_groups(raw).filter_map(|group| {
         let step = merge_group(group)?;
-        let longest_ns = group.iter().map(|s| s.end - s.start).max()?;
+        let longest_ns = longest_rank(group)?;
         Some(MergedStep { step, longest_ns })
     }));
     merged
+}
+
+/// A TP group's longest rank's duration (`None`: an empty group).
+fn longest_rank(group: &[Step]) -> Option<Ns> {
+    group.iter().map(|s| s.end - s.start).max()
 }
 
 /// The NVTX iteration of a merged step: wall time = its longest rank's duration.
@@ -89,12 +94,11 @@ pub fn iteration(step: &Step, longest_ns: Ns) -> Iteration {
     }
 }
 
-/// Each TP group's longest rank's duration, one per step [`crate::steps::dedup_tp_steps`]
-/// merges `raw` (by start) into.
+/// Each TP group's longest rank's duration, one per step that
+/// [`crate::steps::dedup_tp_steps_in_place`] merges `raw` (by start) into.
 pub fn longest_ranks(raw: &[Step]) -> Vec<Ns> {
-    let longest = |group: &[Step]| group.iter().map(|s| s.end - s.start).max();
     let mut out = Vec::with_capacity(tp_groups(raw).count());
-    out.extend(tp_groups(raw).filter_map(longest));
+    out.extend(tp_groups(raw).filter_map(longest_rank));
     out
 }
 

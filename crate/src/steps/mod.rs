@@ -512,15 +512,7 @@ pub fn forward_steps(
     (raw, raw_count)
 }
 
-/// Merges consecutive ranges with the same step number starting < 100 µs after the group's
-/// first (reference `dedup_tp_steps`): one step from the min start to the max end.
-pub fn dedup_tp_steps(steps: &[Step]) -> Vec<Step> {
-    let mut out = steps.to_vec();
-    dedup_tp_steps_in_place(&mut out);
-    out
-}
-
-/// The TP groups of `steps` (in start order), each a run of ranges [`dedup_tp_steps`] merges
+/// The TP groups of `steps` (in start order), each a run of ranges [`dedup_tp_steps_in_place`] merges
 /// into one step ([`merge_group`]).
 pub fn tp_groups(steps: &[Step]) -> impl Iterator<Item = &[Step]> {
     let mut rest = steps;
@@ -545,8 +537,9 @@ pub fn merge_group(group: &[Step]) -> Option<Step> {
     }))
 }
 
-/// [`dedup_tp_steps`] without a second list of steps: each group merged into its first slot's
-/// place, in the list itself.
+/// Merges consecutive ranges with the same step number starting < 100 µs after the group's
+/// first (reference `dedup_tp_steps`) into one step from the min start to the max end, each
+/// group in its first slot's place in the list itself (no second list of steps).
 pub fn dedup_tp_steps_in_place(steps: &mut Vec<Step>) {
     let mut kept = 0;
     let mut at = 0;

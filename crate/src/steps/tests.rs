@@ -1,5 +1,12 @@
 use super::*;
 
+/// The merged copy of `raw` (the tests' reading of [`dedup_tp_steps_in_place`]).
+fn dedup_tp_steps(raw: &[Step]) -> Vec<Step> {
+    let mut out = raw.to_vec();
+    dedup_tp_steps_in_place(&mut out);
+    out
+}
+
 fn step(start: Ns, end: Ns, n: u64) -> Step {
     Step {
         row: 0,
