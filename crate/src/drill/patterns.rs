@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass, kernel_pass_riding};
+use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass};
 use crate::index::rows::RowIndex;
 use crate::index::units::us;
 use crate::index::{SpanCursor, steady_spans};
@@ -83,8 +83,9 @@ pub struct PatternReport {
 }
 
 /// Finds the per-layer pattern in the first input (ranks of one model repeat the same layer):
-/// two passes over its kernels, the first reading the first steps' sequences for the vote, the
-/// second counting the layer's occurrences in every step as the kernels come.
+/// a pass over its kernels reading the first steps' sequences for the vote and, when the steps
+/// come in device order, counting the layer's occurrences in every step as the kernels come;
+/// else a second pass counts them.
 pub fn pattern_report(inputs: &[RowIndex<'_>]) -> PatternReport {
     let Some(ix) = inputs.first() else {
         return not_found(None, None, "no trace".into(), 0);
@@ -115,8 +116,8 @@ impl PatternPlan {
 }
 
 /// The pattern of `ix` from the first steps' sequences (`first`, read by a [`VoteFold`]):
-/// the layer voted, then its occurrences counted in a pass over the kernels (`rider` riding on
-/// it).
+/// the layer voted and its occurrences counted on the vote's pass, or else counted in a pass
+/// over the kernels (`rider` riding on it when it asks to).
 pub(crate) fn report_of(
     ix: &RowIndex<'_>,
     plan: &PatternPlan,
@@ -140,14 +141,19 @@ pub(crate) fn report_of(
             spans.len() as u64,
         )
     };
-    let voters = first
-        .steps
-        .into_values()
-        .map(|seq| seq.iter().map(|k| k.name).collect());
-    let Some(unit) = vote_unit(voters) else {
+    let counted = match first.counted {
+        Some(counted) => counted,
+        None => {
+            let unit = vote_unit(first.steps.values());
+            let tally = unit
+                .as_deref()
+                .map(|unit| count_occurrences(ix, plan, unit, first.in_order, rider));
+            Counted { unit, tally }
+        }
+    };
+    let (Some(unit), Some(tally)) = (counted.unit, counted.tally) else {
         return not_found(Some(ix), Some(device), source, step_count);
     };
-    let tally = count_occurrences(ix, plan, &unit, first.in_order, rider);
     if tally.occurrences < 2 {
         return not_found(Some(ix), Some(device), source, step_count);
     }
@@ -206,10 +212,39 @@ struct SeqKernel {
     gap: Ns,
 }
 
-/// The first steps' sequences (by step index), and whether the steps came in device order.
+/// The first steps' sequences (by step index), whether the steps came in device order, and
+/// the layer's count when the vote's pass made it.
 pub(crate) struct FirstSequences {
     steps: BTreeMap<u32, Vec<SeqKernel>>,
     in_order: bool,
+    counted: Option<Counted>,
+}
+
+/// The layer voted (`None`: no step has one) and its occurrences counted in every step.
+struct Counted {
+    unit: Option<Vec<NameId>>,
+    tally: Option<Tally>,
+}
+
+/// Most kernels of the voting steps held whole (24 B each: 6 MiB) while the vote's pass waits
+/// to count the layer in them.
+const HELD_STEP_KERNELS: usize = 1 << 18;
+
+/// The layer's count on the vote's pass ([`VoteFold`]). While the steps come in device order,
+/// the voting steps (the first ones) are held whole until the next step's first kernel decides
+/// the vote; then they are counted, and every later step as its kernels come. Steps out of
+/// order, or voting steps too long to hold, leave the count to a pass of its own.
+enum CountAhead {
+    Holding {
+        kernels: usize,
+    },
+    Counting {
+        unit: Option<Vec<NameId>>,
+        tally: Option<Tally>,
+        step: u32,
+        search: StepMatch,
+    },
+    GivenUp,
 }
 
 /// The sequences of the `keep` lowest steps that launched kernels on the plan's device, each
@@ -222,13 +257,15 @@ fn first_sequences(ix: &RowIndex<'_>, plan: &PatternPlan, keep: usize) -> FirstS
 }
 
 /// Reads the first steps' sequences as the kernels pass: a step's kernels kept while fewer
-/// than [`VOTING_STEPS`] lower steps have kernels, dropped once they do.
+/// than [`VOTING_STEPS`] lower steps have kernels, dropped once they do; and counts the layer
+/// on the way when it can ([`CountAhead`]).
 pub(crate) struct VoteFold<'a, 'p> {
     ix: &'a RowIndex<'a>,
     walk: StepWalk<'p>,
     first: FirstSequences,
     keep: usize,
     last: u32,
+    ahead: CountAhead,
 }
 
 impl<'a, 'p> VoteFold<'a, 'p> {
@@ -239,14 +276,57 @@ impl<'a, 'p> VoteFold<'a, 'p> {
             first: FirstSequences {
                 steps: BTreeMap::new(),
                 in_order: true,
+                counted: None,
             },
             keep: VOTING_STEPS,
             last: 0,
+            ahead: CountAhead::Holding { kernels: 0 },
         }
     }
 
-    pub(crate) fn finish(self) -> FirstSequences {
+    /// The first steps' sequences, with the layer's count when it was made on the way (or can
+    /// be now: every step with kernels held whole).
+    pub(crate) fn finish(mut self) -> FirstSequences {
+        if matches!(self.ahead, CountAhead::Holding { .. }) {
+            self.decide();
+        }
+        if let CountAhead::Counting { unit, tally, .. } = self.ahead {
+            self.first.counted = Some(Counted { unit, tally });
+        }
         self.first
+    }
+
+    /// Votes on the voting steps held whole and counts the layer in them.
+    fn decide(&mut self) {
+        let unit = vote_unit(self.first.steps.values());
+        let tally = unit.as_deref().map(|unit| {
+            let mut tally = Tally::new(unit.len());
+            for seq in self.first.steps.values() {
+                let mut search = StepMatch::default();
+                seq.iter().for_each(|&k| tally.push(&mut search, k, unit));
+            }
+            tally
+        });
+        self.hold_only_the_search();
+        self.ahead = CountAhead::Counting {
+            unit,
+            tally,
+            step: u32::MAX,
+            search: StepMatch::default(),
+        };
+    }
+
+    /// Leaves the count to a pass of its own.
+    fn give_up_counting(&mut self) {
+        self.hold_only_the_search();
+        self.ahead = CountAhead::GivenUp;
+    }
+
+    /// Cuts the sequences held to what the vote reads of them.
+    fn hold_only_the_search(&mut self) {
+        for seq in self.first.steps.values_mut() {
+            seq.truncate(SEARCH_KERNELS);
+        }
     }
 }
 
@@ -255,19 +335,40 @@ impl KernelFold for VoteFold<'_, '_> {
         let Some((step, k)) = self.walk.kernel(k, call) else {
             return;
         };
-        let first = &mut self.first;
-        first.in_order &= step >= self.last;
+        if step < self.last {
+            self.first.in_order = false;
+            if !matches!(self.ahead, CountAhead::GivenUp) {
+                self.give_up_counting();
+            }
+        }
         self.last = self.last.max(step);
+        let first = &mut self.first;
         let lowest = first.steps.len() < self.keep
             || first
                 .steps
                 .last_key_value()
                 .is_some_and(|(&max, _)| step <= max);
         if !lowest {
+            if matches!(self.ahead, CountAhead::Holding { .. }) {
+                self.decide();
+            }
+            if let CountAhead::Counting {
+                unit: Some(unit),
+                tally: Some(tally),
+                step: counting,
+                search,
+            } = &mut self.ahead
+            {
+                if *counting != step {
+                    (*counting, *search) = (step, StepMatch::default());
+                }
+                tally.push(search, k, unit);
+            }
             return;
         }
         let seq = first.steps.entry(step).or_default();
-        if seq.len() < SEARCH_KERNELS {
+        let whole = matches!(self.ahead, CountAhead::Holding { .. });
+        if whole || seq.len() < SEARCH_KERNELS {
             let gap = if seq.is_empty() { 0 } else { k.gap };
             seq.push(SeqKernel { gap, ..k });
         }
@@ -277,6 +378,12 @@ impl KernelFold for VoteFold<'_, '_> {
         self.ix
             .peak
             .sequence(first.steps.values().map(Vec::len).sum());
+        if let CountAhead::Holding { kernels } = &mut self.ahead {
+            *kernels += 1;
+            if *kernels > HELD_STEP_KERNELS {
+                self.give_up_counting();
+            }
+        }
     }
 }
 
@@ -326,10 +433,14 @@ impl<'p> StepWalk<'p> {
     }
 }
 
-/// The unit most steps agree on (ties: the earliest step's).
-fn vote_unit(units: impl Iterator<Item = Vec<NameId>>) -> Option<Vec<NameId>> {
+/// The unit most steps' sequences agree on (ties: the earliest step's).
+fn vote_unit<'s>(steps: impl Iterator<Item = &'s Vec<SeqKernel>>) -> Option<Vec<NameId>> {
+    let units = steps.filter_map(|seq| {
+        let names: Vec<NameId> = seq.iter().take(SEARCH_KERNELS).map(|k| k.name).collect();
+        find_unit(&names)
+    });
     let mut votes: Vec<(Vec<NameId>, usize)> = Vec::new();
-    for unit in units.filter_map(|names| find_unit(&names)) {
+    for unit in units {
         match votes.iter_mut().find(|(u, _)| *u == unit) {
             Some(v) => v.1 += 1,
             None => votes.push((unit, 1)),
@@ -373,6 +484,17 @@ struct Tally {
     duration: Vec<Ns>,
 }
 
+impl Tally {
+    /// No occurrence yet of a unit `len` kernels long.
+    fn new(len: usize) -> Tally {
+        Tally {
+            occurrences: 0,
+            gap: vec![0; len],
+            duration: vec![0; len],
+        }
+    }
+}
+
 /// One step's search for the unit as its kernels come: the kernels from the current position
 /// on, fewer than the unit's length but one (an exact match, non-overlapping, leftmost first).
 #[derive(Default)]
@@ -404,9 +526,9 @@ impl Tally {
     }
 }
 
-/// Counts the unit's occurrences in every step's sequence, one pass: a search per step, held
-/// while the step may still get kernels (when the steps came in device order, until the next
-/// step starts).
+/// Counts the unit's occurrences in every step's sequence, one pass (`rider` handed its
+/// kernels when it asks for them): a search per step, held while the step may still get
+/// kernels (when the steps came in device order, until the next step starts).
 fn count_occurrences(
     ix: &RowIndex<'_>,
     plan: &PatternPlan,
@@ -420,13 +542,12 @@ fn count_occurrences(
         unit,
         in_order,
         open: BTreeMap::new(),
-        tally: Tally {
-            occurrences: 0,
-            gap: vec![0; unit.len()],
-            duration: vec![0; unit.len()],
-        },
+        tally: Tally::new(unit.len()),
     };
-    kernel_pass_riding(ix, &mut [&mut fold], rider);
+    match rider.filter(|r| r.wants_kernels_again()) {
+        Some(rider) => kernel_pass(ix, &mut [&mut fold, rider]),
+        None => kernel_pass(ix, &mut [&mut fold]),
+    }
     fold.tally
 }
 

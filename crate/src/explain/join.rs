@@ -3,10 +3,11 @@
 //! The host join ([`HostJoin`]) is handed the calls in start order and each kernel once the
 //! calls that may have launched it were: it tallies every call and NVTX range once, holds each
 //! launch call with the innermost range open on its thread when it was made, and counts each
-//! kernel's GPU time under that range with the first read of the percentiles. What hands it
-//! the rows is the drill-down's first pass when the explainer rides on it, else the explainer's
-//! own pass ([`own_pass`]). The exact pass ([`exact_pass`]) reads the kernels again with their
-//! eager launch calls, for the percentiles' exact values.
+//! kernel's GPU time under that range with the first read of the percentiles; the copies and
+//! memsets are joined to the calls it is handed. What hands it the rows is the drill-down's
+//! first pass when the explainer rides on it, else the explainer's own pass ([`own_pass`]).
+//! The exact pass ([`exact_pass`]) reads the kernels again with their eager launch calls, for
+//! the percentiles' exact values, when they held too many distinct values to know them then.
 
 use std::cell::RefCell;
 
@@ -16,6 +17,7 @@ use super::stats::Percentiles;
 use super::{ApiKinds, Held, Window, api, call_process, kernels, memory, nvtx, processes};
 use crate::index::call_facts::CallFacts;
 use crate::index::call_join::{CallJoin, Hold};
+use crate::index::kernel_pass::CallNote;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Trace};
 use crate::names::api::ApiKind;
@@ -33,17 +35,19 @@ pub(super) struct HostJoined<'r> {
     pub facts: CallFacts,
     pub ranges: nvtx::RangeTally<'r>,
     pub kernels: Joined<'r>,
+    pub copies: memory::CopyJoin<'r>,
 }
 
-/// The host join, fed the calls and kernels by a pass (see the module's doc).
+/// The host join, fed the calls and kernels by a pass (see the module's doc) that joins each
+/// kernel to its launch call: the pass holds the launch calls (graph launches to the end),
+/// each with what [`HostJoin::call`] noted of it.
 pub(super) struct HostJoin<'r> {
     meta: &'r Trace,
     window: Window,
     host: HostTally<'r>,
     open: nvtx::OpenRanges<'r>,
-    /// Launch calls (graph launches to the end) with their kind and innermost range.
-    join: CallJoin<'r, (ApiKind, NameId)>,
     kernels: Joined<'r>,
+    copies: memory::CopyJoin<'r>,
 }
 
 impl<'r> HostJoin<'r> {
@@ -68,7 +72,6 @@ impl<'r> HostJoin<'r> {
                 ranges: nvtx::RangeTally::new(threads, &meta.strings),
             },
             open: nvtx::OpenRanges::new(rows.ranges(), threads),
-            join: CallJoin::pushed(|_| (Hold::No, (ApiKind::Other, NO_NAME))),
             kernels: Joined {
                 gpu: nvtx::GpuTally::new(&meta.strings),
                 latency: Percentiles::new(&api::LATENCY_QUANTILES),
@@ -76,28 +79,32 @@ impl<'r> HostJoin<'r> {
                     .into_iter()
                     .map(|name| (name, Percentiles::new(&kernels::KERNEL_QUANTILES)))
                     .collect(),
+                held_entries: 0,
             },
+            copies: memory::CopyJoin::new(rows, window),
         }
     }
 
-    /// The next call in start order: tallied, and held when it launches kernels.
-    pub fn call(&mut self, c: &CallRow, procs: &mut processes::ProcessTally) {
+    /// The next call in start order, tallied and handed to the copies' join: whether a join of
+    /// kernels to their launch calls holds it, with its kind and (for a launch) the innermost
+    /// range open on its thread.
+    pub fn call(&mut self, c: &CallRow, procs: &mut processes::ProcessTally) -> (Hold, CallNote) {
         let (meta, host) = (self.meta, &mut self.host);
         let kind = host.call(meta, c, procs);
+        self.copies.call(c, kind, procs);
         let hold = match kind {
             ApiKind::Launch => Hold::Once,
             ApiKind::GraphLaunch => Hold::Many,
-            _ => return,
+            _ => return (Hold::No, (kind, NO_NAME)),
         };
         let range = self
             .open
             .innermost_reading(c.thread, c.start, &mut |r| host.range(meta, r, procs));
-        self.join.push_held(c, hold, (kind, range));
+        (hold, (kind, range))
     }
 
-    /// The next kernel in start order, once every call that may have launched it was handed.
-    pub fn kernel(&mut self, k: &KernelRow) {
-        let launch = self.join.find_with(k.start, k.process, k.correlation);
+    /// The next kernel in start order, with its launch call and that call's note when joined.
+    pub fn kernel(&mut self, k: &KernelRow, launch: Option<Launch>) {
         let strings = self.meta.strings.len();
         self.kernels
             .first(k, launch, kernels::name_key(k.short_name, strings));
@@ -110,7 +117,6 @@ impl<'r> HostJoin<'r> {
         procs: &mut processes::ProcessTally,
         held: &mut Held,
     ) -> HostJoined<'r> {
-        held.pending_calls = held.pending_calls.max(self.join.peak());
         held.open_ranges = held.open_ranges.max(self.open.peak());
         let (meta, host) = (self.meta, &mut self.host);
         self.open
@@ -130,6 +136,7 @@ impl<'r> HostJoin<'r> {
             facts: host.facts,
             ranges: host.ranges,
             kernels: joined,
+            copies: self.copies,
         }
     }
 }
@@ -143,32 +150,27 @@ pub(super) fn own_pass<'r>(
     held: &mut Held,
 ) -> HostJoined<'r> {
     let join = RefCell::new(join);
-    let mut calls = CallJoin::with_payload(rows.calls(), |c| {
-        join.borrow_mut().call(c, procs);
-        (Hold::No, ())
-    });
+    let mut calls = CallJoin::with_payload(rows.calls(), |c| join.borrow_mut().call(c, procs));
     for k in rows.kernels() {
-        calls.advance(k.start);
-        join.borrow_mut().kernel(&k);
+        let launch = calls.find_with(k.start, k.process, k.correlation);
+        join.borrow_mut().kernel(&k, launch);
     }
+    held.pending_calls = held.pending_calls.max(calls.peak());
     calls.read_to_end();
     drop(calls);
     join.into_inner().finish(procs, held)
 }
 
-/// Every kernel read again with its eager launch call (the percentiles' exact values), every
-/// call handed to `copies` as it is read (when no other pass handed the kernels again).
+/// Every kernel read again with its eager launch call (the percentiles' exact values, when no
+/// other pass handed the kernels again).
 pub(super) fn exact_pass(
     rows: &dyn EventRows,
     host: &mut HostJoined<'_>,
-    copies: &mut memory::CopyJoin<'_>,
-    procs: &mut processes::ProcessTally,
     tally: &kernels::KernelTally,
     held: &mut Held,
 ) {
     let kinds = &host.kinds;
     let mut join = CallJoin::with_payload(rows.calls(), |c| {
-        copies.call(c, procs);
         let kind = kinds.get(c.name);
         let hold = match kind {
             ApiKind::Launch => Hold::Once,
@@ -181,7 +183,6 @@ pub(super) fn exact_pass(
         host.kernels.second(&k, launch, tally);
     }
     held.pending_calls = held.pending_calls.max(join.peak());
-    join.read_to_end();
 }
 
 /// What the host join tallies of the calls and ranges (each once), and the API kinds it
@@ -224,6 +225,11 @@ fn duration(k: &KernelRow) -> Ns {
     (k.end - k.start).max(0)
 }
 
+/// The most entries the percentiles of one trace hold (`stats::Percentiles::first`: 16 MiB
+/// of counts at most), so that their exact values are known without reading the kernels again;
+/// past it, the kernels are read again.
+const HELD_ENTRIES: usize = 1 << 22;
+
 /// What the kernels say once joined to their launch calls.
 pub(super) struct Joined<'t> {
     /// GPU time per innermost launching range.
@@ -232,6 +238,8 @@ pub(super) struct Joined<'t> {
     pub latency: Percentiles,
     /// The durations of the top kernel names, by [`kernels::name_key`].
     pub durations: HashMap<usize, Percentiles>,
+    /// Entries the percentiles hold, all told (bounded by [`HELD_ENTRIES`]).
+    held_entries: usize,
 }
 
 impl Joined<'_> {
@@ -239,12 +247,25 @@ impl Joined<'_> {
     fn first(&mut self, k: &KernelRow, launch: Option<Launch>, name: usize) {
         let range = launch.map_or(NO_NAME, |(_, (_, range))| range);
         self.gpu.add(range, duration(k));
+        let mut added = 0;
         if let Some(latency) = eager_latency(k, launch) {
-            self.latency.first(latency);
+            added += self.latency.first(latency);
         }
         if let Some(p) = self.durations.get_mut(&name) {
-            p.first(duration(k));
+            added += p.first(duration(k));
         }
+        self.held_entries += added;
+        if added > 0 && self.held_entries > HELD_ENTRIES {
+            self.latency.release_values();
+            self.durations
+                .values_mut()
+                .for_each(Percentiles::release_values);
+        }
+    }
+
+    /// Whether the percentiles' exact values need the kernels read again.
+    pub fn needs_second(&self) -> bool {
+        self.latency.needs_second() || self.durations.values().any(Percentiles::needs_second)
     }
 
     /// Kernel `k` read again, with its launch: the percentiles' exact values.

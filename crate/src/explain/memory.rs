@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use std::iter::Peekable;
 
+use super::Window;
 use super::processes::ProcessTally;
-use super::{ApiKinds, Window};
 use crate::index::call_join::{CallJoin, Hold, LOOKAHEAD};
 use crate::index::units::us;
 use crate::model::Ns;
@@ -93,8 +93,8 @@ pub fn issued_async(call: Option<(CallRow, ApiKind)>) -> Option<bool> {
 }
 
 /// The copies and memsets, merged in start order, joined to the calls that issued them as the
-/// calls are handed over in start order ([`CopyJoin::call`], by a pass that reads them for the
-/// kernels): an operation is joined once every call that may have issued it was handed over
+/// calls are handed over in start order with their kinds ([`CopyJoin::call`], by the pass that
+/// reads them for the kernels): an operation is joined once every call that may have issued it was handed over
 /// (those starting up to [`LOOKAHEAD`] after it), so the calls are not read again for it.
 pub struct CopyJoin<'r> {
     join: CallJoin<'r, ApiKind>,
@@ -104,28 +104,24 @@ pub struct CopyJoin<'r> {
 }
 
 impl<'r> CopyJoin<'r> {
-    /// Over `rows`' copies and memsets, the calls' kinds as `kinds` classified them.
-    pub fn new(rows: &'r dyn EventRows, kinds: &ApiKinds, window: Window) -> CopyJoin<'r> {
-        let kinds = kinds.clone();
-        let join = CallJoin::pushed(move |c| {
-            let kind = kinds.get(c.name);
-            match hold(kind, false) {
-                Hold::No => (hold(kind, true), kind),
-                held => (held, kind),
-            }
-        });
+    /// Over `rows`' copies and memsets.
+    pub fn new(rows: &'r dyn EventRows, window: Window) -> CopyJoin<'r> {
         CopyJoin {
-            join,
+            join: CallJoin::pushed(),
             copies: rows.memcpy().peekable(),
             memsets: rows.memset().peekable(),
             tally: MemoryTally::new(window),
         }
     }
 
-    /// The next call in start order; each copy joined is handed to `procs` too.
-    pub fn call(&mut self, c: &CallRow, procs: &mut ProcessTally) {
+    /// The next call in start order, of kind `kind`; each copy joined is handed to `procs` too.
+    pub fn call(&mut self, c: &CallRow, kind: ApiKind, procs: &mut ProcessTally) {
         self.join_before(Some(c.start), procs);
-        self.join.push(c);
+        let held = match hold(kind, false) {
+            Hold::No => hold(kind, true),
+            held => held,
+        };
+        self.join.push_held(c, held, kind);
     }
 
     /// Joins the operations whose calls were all handed over: those starting more than

@@ -21,7 +21,7 @@ use hashbrown::HashMap;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::index::kernel_pass::{KernelFold, Rider};
+use crate::index::kernel_pass::{CallNote, KernelFold, Rider};
 use crate::index::rows::RowIndex;
 use crate::index::units::us;
 use crate::index::{TraceIndex, steady_spans};
@@ -203,9 +203,10 @@ fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (Expla
 /// ([`Rider`]): every kernel (the window, time per name) and, when the window and the top
 /// names are known before it ([`Explainer::riding`]), the host join with it (the kernels
 /// joined to their launch calls with the ranges open around them, every call and range
-/// tallied); else the join after it ([`Explainer::join`]). Then every kernel again with its
-/// launch call (the percentiles' exact values; [`Explainer::finish`] makes that pass itself
-/// when no one did), the copies and memsets joined to the calls it reads.
+/// tallied, the copies and memsets joined to them); else the join after it
+/// ([`Explainer::join`]). Then, when the percentiles held too many distinct values to know
+/// their exact values, every kernel again with its launch call ([`Explainer::finish`] makes
+/// that pass itself when no one did).
 pub struct Explainer<'r> {
     rows: &'r dyn EventRows,
     label: String,
@@ -217,9 +218,8 @@ pub struct Explainer<'r> {
     held: Held,
     /// The host join riding on the first pass, when it is made with it.
     riding: Option<join::HostJoin<'r>>,
-    /// What the join found (`None` before it), and the copies and memsets, joined to the calls
-    /// the last pass hands over.
-    joined: Option<(HostJoined<'r>, memory::CopyJoin<'r>)>,
+    /// What the join found (`None` before it).
+    joined: Option<HostJoined<'r>>,
     /// Kernels the last pass (the percentiles' exact values) was handed.
     exact: u64,
 }
@@ -271,10 +271,10 @@ impl<'r> Explainer<'r> {
         }
     }
 
-    fn host_join(&mut self) -> (HostJoined<'r>, memory::CopyJoin<'r>) {
+    fn host_join(&mut self) -> HostJoined<'r> {
         let rows = self.rows;
         self.held.kernels = self.tally.count();
-        let host = match self.riding.take() {
+        match self.riding.take() {
             Some(rode) => rode.finish(&mut self.procs, &mut self.held),
             None => {
                 let window = window_of(rows, self.tally.extent());
@@ -282,30 +282,31 @@ impl<'r> Explainer<'r> {
                 let host = join::HostJoin::new(rows, window, self.steady, names);
                 join::own_pass(rows, host, &mut self.procs, &mut self.held)
             }
-        };
-        let copies = memory::CopyJoin::new(rows, &host.kinds, host.window);
-        (host, copies)
+        }
     }
 
-    /// The report and the most state held; the percentiles' pass is made here when no one
-    /// handed the kernels again after the join.
+    /// Whether the explainer asks for the kernels again (with their launch calls): the
+    /// percentiles' exact values after the join, when no pass handed them yet.
+    pub fn needs_kernels_again(&self) -> bool {
+        self.exact == 0
+            && self
+                .joined
+                .as_ref()
+                .is_some_and(|host| host.kernels.needs_second())
+    }
+
+    /// The report and the most state held; the percentiles' pass is made here when they need
+    /// it and no one handed the kernels again after the join.
     pub fn finish(mut self) -> (ExplainReport, Held) {
         let rows = self.rows;
         let meta = rows.meta();
         let strings = &meta.strings;
-        let (mut host, mut copies) = match self.joined.take() {
+        let mut host = match self.joined.take() {
             Some(joined) => joined,
             None => self.host_join(),
         };
-        if self.exact == 0 {
-            join::exact_pass(
-                rows,
-                &mut host,
-                &mut copies,
-                &mut self.procs,
-                &self.tally,
-                &mut self.held,
-            );
+        if self.exact == 0 && host.kernels.needs_second() {
+            join::exact_pass(rows, &mut host, &self.tally, &mut self.held);
         }
         let joined = &host.kernels;
         self.held.duration_entries = joined.latency.held()
@@ -315,7 +316,7 @@ impl<'r> Explainer<'r> {
                 .map(Percentiles::held)
                 .sum::<usize>();
         let window = host.window;
-        let (memory, copies_held) = copies.finish(&mut self.procs);
+        let (memory, copies_held) = host.copies.finish(&mut self.procs);
         self.held.pending_calls = self.held.pending_calls.max(copies_held);
         let mut coverage = meta.coverage.clone();
         coverage.extend(
@@ -354,19 +355,25 @@ impl<'r> Explainer<'r> {
     }
 }
 
-/// Before the join, the first pass (window, time per name; the host join when it rides);
-/// after it, the percentiles' exact values.
+impl Explainer<'_> {
+    /// Kernel `k` on the first pass (window, time per name), with its launch call and what the
+    /// host join noted of it when the join rides.
+    fn first(&mut self, k: &KernelRow, launch: Option<join::Launch>) {
+        self.tally.add(k);
+        self.procs.kernel(k);
+        if let Some(host) = self.riding.as_mut() {
+            host.kernel(k, launch);
+        }
+    }
+}
+
+/// Before the join, the first pass (window, time per name); after it, the percentiles' exact
+/// values.
 impl KernelFold for Explainer<'_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         match &mut self.joined {
-            None => {
-                self.tally.add(k);
-                self.procs.kernel(k);
-                if let Some(host) = self.riding.as_mut() {
-                    host.kernel(k);
-                }
-            }
-            Some((host, _)) => {
+            None => self.first(k, None),
+            Some(host) => {
                 self.exact += 1;
                 let launch = call.map(|c| (*c, (host.kinds.get(c.name), NO_NAME)));
                 host.kernels.second(k, launch, &self.tally);
@@ -380,13 +387,19 @@ impl Rider for Explainer<'_> {
         self.join();
     }
 
-    /// On the first pass, the host join's calls when it rides; after the join, the calls the
-    /// last pass reads: the copies and memsets are joined to them.
-    fn call(&mut self, c: &CallRow) {
-        if let Some(host) = self.riding.as_mut() {
-            host.call(c, &mut self.procs);
-        } else if let Some((_, copies)) = self.joined.as_mut() {
-            copies.call(c, &mut self.procs);
+    /// On the first pass, the host join's calls when it rides.
+    fn call(&mut self, c: &CallRow) -> CallNote {
+        match self.riding.as_mut() {
+            Some(host) => host.call(c, &mut self.procs).1,
+            None => (ApiKind::Other, NO_NAME),
         }
+    }
+
+    fn launched(&mut self, k: &KernelRow, launch: Option<(&CallRow, CallNote)>) {
+        self.first(k, launch.map(|(c, note)| (*c, note)));
+    }
+
+    fn wants_kernels_again(&self) -> bool {
+        self.needs_kernels_again()
     }
 }

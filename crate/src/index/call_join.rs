@@ -89,12 +89,6 @@ impl<'a, P: Copy> CallJoin<'a, P> {
         Some((call, payload))
     }
 
-    /// Reads every call an item starting at `at` may have been issued by, without looking
-    /// one up: for a pass that hands the calls to what joins them itself.
-    pub fn advance(&mut self, at: Ns) {
-        self.read_until(at.saturating_add(LOOKAHEAD));
-    }
-
     /// Reads every call starting at or before `until`, holding those `hold` asks for.
     fn read_until(&mut self, until: Ns) {
         while let Some(call) = self.calls.next_if(|c| c.start <= until) {
@@ -108,20 +102,18 @@ impl<'a, P: Copy> CallJoin<'a, P> {
         self.push_held(&call, hold, payload);
     }
 
-    /// A join the calls are handed to ([`CallJoin::push`]) rather than read by: for a pass
-    /// whose calls another join reads. An item may be asked for once every call starting up
-    /// to [`LOOKAHEAD`] after it was pushed.
-    pub fn pushed(hold: impl FnMut(&CallRow) -> (Hold, P) + 'a) -> CallJoin<'a, P> {
-        CallJoin::with_payload(Box::new(std::iter::empty()), hold)
+    /// A join the calls are handed to ([`CallJoin::push_held`]) rather than read by: for a
+    /// pass whose calls another join reads. An item may be asked for once every call starting
+    /// up to [`LOOKAHEAD`] after it was pushed.
+    pub fn pushed() -> CallJoin<'a, P>
+    where
+        P: Default,
+    {
+        CallJoin::with_payload(Box::new(std::iter::empty()), |_| (Hold::No, P::default()))
     }
 
-    /// Hands the next call in start order to a [`CallJoin::pushed`] join.
-    pub fn push(&mut self, call: &CallRow) {
-        self.take(*call);
-    }
-
-    /// [`CallJoin::push`], held as `hold` says with `payload` (the join's own rule not asked):
-    /// for a caller that classified the call already.
+    /// Holds `call` as `hold` says with `payload`: how a [`CallJoin::pushed`] join is handed
+    /// the next call in start order.
     pub fn push_held(&mut self, call: &CallRow, hold: Hold, payload: P) {
         if hold != Hold::No && call.correlation != 0 {
             self.pending
@@ -248,8 +240,11 @@ mod tests {
             2 => (Hold::Many, ()),
             _ => (Hold::No, ()),
         };
-        let mut pushed = CallJoin::pushed(hold);
-        calls.iter().for_each(|c| pushed.push(c));
+        let mut pushed = CallJoin::pushed();
+        for c in &calls {
+            let (held, ()) = hold(c);
+            pushed.push_held(c, held, ());
+        }
         let mut read = CallJoin::with_payload(Box::new(calls.into_iter()), hold);
         for (at, correlation) in [(200, 7), (210, 7), (220, 8), (230, 8), (240, 9)] {
             assert_eq!(

@@ -2,8 +2,12 @@
 //! once ([`RowIndex::launch_join`]) and handed to every fold riding on the pass: the
 //! drill-down's analyses, Root cause's steady kernels, the explainer's tallies.
 
+use std::cell::RefCell;
+
 use super::rows::RowIndex;
+use crate::model::NameId;
 use crate::model::rows::{CallRow, KernelRow};
+use crate::names::api::ApiKind;
 
 /// A fold fed by a pass over one trace's kernels: each kernel in start order, with the call
 /// that launched it when joined.
@@ -38,19 +42,31 @@ pub fn kernel_pass_visiting(
     }
 }
 
-/// A fold riding on every pass a driver makes over one trace's kernels joined to their launch
+/// What a rider noted of a call when the pass read it (the explainer: the call's API kind and
+/// the innermost NVTX range open on its thread), handed back with the kernels it launched.
+pub type CallNote = (ApiKind, NameId);
+
+/// A fold riding on the passes a driver makes over one trace's kernels joined to their launch
 /// calls (the explainer's on the drill-down's), so the trace's kernels and calls are not read
-/// again for it: handed every kernel and every call of each pass (the pass reads the calls to
-/// the end), and told when the driver's first pass is over, so that the kernels it is handed
-/// next are the next pass's.
+/// again for it: handed every call of the first pass (the pass reads the calls to the end) and
+/// every kernel with its launch call and what the rider noted of that call, told when the pass
+/// is over, then handed the kernels of a later pass ([`KernelFold::kernel`]) when it asks for
+/// them.
 pub trait Rider: KernelFold {
+    /// Each call the first pass reads, in start order, before the kernels it may launch: what
+    /// the rider notes of it.
+    fn call(&mut self, c: &CallRow) -> CallNote;
+    /// Each kernel of the first pass, with its launch call and the call's note when joined.
+    fn launched(&mut self, k: &KernelRow, launch: Option<(&CallRow, CallNote)>);
     fn first_pass_done(&mut self);
-    /// Each call the pass reads, in start order, before the kernels it may launch.
-    fn call(&mut self, c: &CallRow);
+    /// Whether, after the first pass, the rider asks to be handed the kernels of another pass
+    /// (with their launch calls).
+    fn wants_kernels_again(&self) -> bool;
 }
 
-/// [`kernel_pass`] over `folds` with `rider` riding, handed every call as well (the pass then
-/// reads the calls to the end).
+/// [`kernel_pass`] over `folds` with `rider` riding (the pass then reads the calls to the
+/// end): one join finds each kernel's launch call for the folds and, with its note, for the
+/// rider.
 pub fn kernel_pass_riding(
     ix: &RowIndex<'_>,
     folds: &mut [&mut dyn KernelFold],
@@ -59,26 +75,17 @@ pub fn kernel_pass_riding(
     let Some(rider) = rider else {
         return kernel_pass(ix, folds);
     };
-    let rider = std::cell::RefCell::new(rider);
-    let mut all = WithRider {
-        folds,
-        rider: &rider,
-    };
-    let mut visit = |c: &CallRow| rider.borrow_mut().call(c);
-    kernel_pass_visiting(ix, &mut [&mut all], Some(&mut visit));
-}
-
-/// Folds and a rider whose calls are handed over by the same pass.
-struct WithRider<'a, 'f, 'b, 'r, 'd> {
-    folds: &'a mut [&'f mut dyn KernelFold],
-    rider: &'b std::cell::RefCell<&'r mut (dyn Rider + 'd)>,
-}
-
-impl KernelFold for WithRider<'_, '_, '_, '_, '_> {
-    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
-        for f in self.folds.iter_mut() {
-            f.kernel(k, call);
+    let rider = RefCell::new(rider);
+    let mut join = ix.launch_join_noting(|c| rider.borrow_mut().call(c));
+    for k in ix.rows.kernels() {
+        let launch = join.find_with(k.start, k.process, k.correlation);
+        let call = launch.as_ref().map(|(c, _)| c);
+        for f in folds.iter_mut() {
+            f.kernel(&k, call);
         }
-        self.rider.borrow_mut().kernel(k, call);
+        let launch = launch.as_ref().map(|(c, note)| (c, *note));
+        rider.borrow_mut().launched(&k, launch);
     }
+    ix.peak.calls(join.peak());
+    join.read_to_end();
 }

@@ -272,17 +272,31 @@ impl<'r> RowIndex<'r> {
     where
         'r: 'v,
     {
-        let api = self.names.api_kinds();
-        let hold = move |c: &CallRow| {
+        self.launch_join_noting(move |c| {
             if let Some(visit) = visit.as_mut() {
                 visit(c);
             }
+        })
+    }
+
+    /// [`RowIndex::launch_join`], every call it reads handed to `note` first: a held call is
+    /// found with what `note` said of it.
+    pub fn launch_join_noting<'v, P: Copy>(
+        &self,
+        mut note: impl FnMut(&CallRow) -> P + 'v,
+    ) -> CallJoin<'v, P>
+    where
+        'r: 'v,
+    {
+        let api = self.names.api_kinds();
+        let hold = move |c: &CallRow| {
+            let noted = note(c);
             let hold = match api.get(&c.name).copied().unwrap_or(ApiKind::Other) {
                 ApiKind::Launch => Hold::Once,
                 ApiKind::GraphLaunch => Hold::Many,
                 _ => Hold::No,
             };
-            (hold, ())
+            (hold, noted)
         };
         CallJoin::with_payload(self.rows.calls(), hold)
     }

@@ -4,8 +4,9 @@
 use super::launch::{LaunchApis, is_launch_api};
 
 /// What a CUDA runtime/driver API call does, as far as the analyses care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ApiKind {
+    #[default]
     Other,
     /// `cudaLaunchKernel*`, `cuLaunchKernel*`, cooperative launches.
     Launch,
