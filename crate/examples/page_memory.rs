@@ -118,7 +118,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     counted.report();
     std::hint::black_box(window);
     let cfg = nsys_lens::analyze::AnalyzeConfig::default();
-    let (root_cause, index) = nsys_lens::analyze::analyze_rows_indexed(rows, &cfg)?;
+    let (root_cause, read) = nsys_lens::analyze::analyze_rows_indexed(rows, &cfg)?;
     mark("root cause (analyze)", t);
     counted.report();
     let drill_only = std::env::var_os("DRILL_ONLY").is_some();
@@ -128,11 +128,15 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     };
     let opts = nsys_lens::drill::DrillOptions::default();
     if drill_only {
-        if let Some(facts) = index {
-            let indexed = [nsys_lens::drill::RowIndex::with_facts(rows, "trace", facts)];
+        if let Some(read) = read {
+            let indexed = [nsys_lens::drill::RowIndex::with_facts(
+                rows, "trace", read.index,
+            )];
             let t = Instant::now();
-            std::hint::black_box(nsys_lens::findings::DrillFindings::explained(
-                &indexed, &opts,
+            std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
+                &indexed,
+                &opts,
+                Some(&read.gaps),
             )?);
             mark("drill-down after root cause", t);
             counted.report();
@@ -154,11 +158,15 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     let drill = nsys_lens::findings::DrillFindings::drill(&[input], &opts)?;
     mark("drill-down with findings", t);
     counted.report();
-    if let Some(facts) = index {
-        // As the page runs it after Root cause: over the index Root cause read.
-        let indexed = [nsys_lens::drill::RowIndex::with_facts(rows, "trace", facts)];
-        std::hint::black_box(nsys_lens::findings::DrillFindings::explained(
-            &indexed, &opts,
+    if let Some(read) = read {
+        // As the page runs it after Root cause: over the index and the gaps Root cause read.
+        let indexed = [nsys_lens::drill::RowIndex::with_facts(
+            rows, "trace", read.index,
+        )];
+        std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
+            &indexed,
+            &opts,
+            Some(&read.gaps),
         )?);
         mark("drill-down after root cause", t);
         counted.report();

@@ -51,9 +51,11 @@ fn both_profiles_read_the_event_tables_only_through_the_row_iterators() {
     );
 }
 
-/// The drill-down over the index Root cause read on its way (`analyze_rows_indexed`, as the
-/// page keeps it between the two views) equals the drill-down that indexes the rows itself,
-/// findings and explainer report alike; `trtllm-skill` reads no index to keep.
+/// The drill-down over the index Root cause read on its way and the gaps its window pass swept
+/// (`analyze_rows_indexed`, as the page keeps them between the two views) equals the drill-down
+/// that indexes the rows and sweeps the gaps itself, findings and explainer report alike, under
+/// the default options and under others (then sweeping the gaps itself); `trtllm-skill` reads
+/// no index to keep.
 #[test]
 fn the_drill_down_over_root_causes_index_equals_one_that_reads_its_own() {
     use nsys_lens::analyze::analyze_rows_indexed;
@@ -68,19 +70,61 @@ fn the_drill_down_over_root_causes_index_equals_one_that_reads_its_own() {
         let cfg = AnalyzeConfig::default();
         let (_, kept) = analyze_rows_indexed(&rows, &cfg).expect("analysed");
         let kept = kept.expect("the standard profile reads drill's index");
-        let reused = [RowIndex::with_facts(&rows, "t", kept)];
-        let own = [RowIndex::new(&rows, "t", None).expect("indexed")];
-        let drill = DrillOptions::default();
-        let (a, ea) = DrillFindings::explained(&reused, &drill).expect("drilled");
-        let (b, eb) = DrillFindings::explained(&own, &drill).expect("drilled");
+        let label = format!("{scenario}.sqlite");
+        let reused = [RowIndex::with_facts(&rows, &label, kept.index)];
+        let own = [RowIndex::new(&rows, &label, None).expect("indexed")];
         let same = |x: serde_json::Result<String>, y: serde_json::Result<String>| {
             x.is_ok() && x.ok() == y.ok()
         };
-        let (a_json, b_json) = (serde_json::to_string(&a), serde_json::to_string(&b));
-        assert!(same(a_json, b_json), "{scenario}: drill-down");
-        let (ea_json, eb_json) = (serde_json::to_string(&ea), serde_json::to_string(&eb));
-        assert!(same(ea_json, eb_json), "{scenario}: explainer");
-        assert!(!a.findings.is_empty(), "{scenario}: something found");
+        let three = DrillOptions {
+            top: 3,
+            ..DrillOptions::default()
+        };
+        for drill in [DrillOptions::default(), three] {
+            let swept = Some(&kept.gaps);
+            rows.call_reads();
+            let (a, ea) = DrillFindings::explained_after(&reused, &drill, swept).expect("drilled");
+            let reads_after = rows.call_reads();
+            let (b, eb) = DrillFindings::explained(&own, &drill).expect("drilled");
+            let reads_own = rows.call_reads();
+            // Root cause's gaps taken under its options: neither each device's sweep nor the
+            // top gaps' attribution reads the calls again.
+            let taken = drill.top == DrillOptions::default().top;
+            let saved = if taken {
+                own[0].devices.len() as u32 + 1
+            } else {
+                0
+            };
+            assert_eq!(
+                (reads_after + saved, reads_after > 0),
+                (reads_own, true),
+                "{scenario}, top {}: the calls' reads",
+                drill.top
+            );
+            let (a_json, b_json) = (serde_json::to_string(&a), serde_json::to_string(&b));
+            assert!(
+                same(a_json, b_json),
+                "{scenario}, top {}: drill-down",
+                drill.top
+            );
+            let (ea_json, eb_json) = (serde_json::to_string(&ea), serde_json::to_string(&eb));
+            assert!(
+                same(ea_json, eb_json),
+                "{scenario}, top {}: explainer",
+                drill.top
+            );
+            assert!(!a.findings.is_empty(), "{scenario}: something found");
+            let gaps = &a.report.gaps;
+            assert!(
+                gaps.top
+                    .iter()
+                    .chain(&gaps.device_idle.top)
+                    .all(|g| g.file == label)
+                    && a.report.idle.per_device.iter().all(|d| d.file == label),
+                "{scenario}: every gap and device names the trace"
+            );
+            assert!(!a.report.gaps.top.is_empty(), "{scenario}: gaps kept");
+        }
         let skill = AnalyzeConfig {
             profile: Profile::TrtllmSkill,
             ..AnalyzeConfig::default()

@@ -30,13 +30,14 @@ use stats::Stats;
 use workload::KernelSpread;
 
 use crate::error::{Error, Result};
-use crate::index::rows::{IndexFacts, RowVisitor};
+use crate::index::rows::RowVisitor;
 use crate::iterations::Isolation;
 use crate::iterations::allreduce::{AllreduceFold, AllreduceIterations};
 use crate::model::rows::{EventRows, KernelRow};
 use crate::model::{KernelAbsence, Ns, Trace, flag};
 use crate::names::api::api_kind;
 use crate::profile::Profile;
+pub use window::DrillRead;
 
 /// Settings of one trace's analysis.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,13 +137,13 @@ pub fn analyze_rows_measured(
     Ok((b, peaks))
 }
 
-/// [`analyze_rows`] and what drill's index read of the rows on the way (the standard
-/// profile's window reads it; `None` under `trtllm-skill`): the page keeps it for the
-/// drill-down of the same trace.
+/// [`analyze_rows`] and what a drill-down of the same rows would read of them again (the
+/// standard profile's window pass reads it; `None` under `trtllm-skill`): the page keeps it for
+/// the drill-down of the same trace.
 pub fn analyze_rows_indexed(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
-) -> Result<(TraceBreakdown, Option<IndexFacts>)> {
+) -> Result<(TraceBreakdown, Option<DrillRead>)> {
     let mut kept = None;
     let b = analyze_rows_with(rows, cfg, &mut FoldPeaks::default(), &mut kept)?;
     Ok((b, kept))
@@ -152,7 +153,7 @@ fn analyze_rows_with(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     peaks: &mut FoldPeaks,
-    kept: &mut Option<IndexFacts>,
+    kept: &mut Option<DrillRead>,
 ) -> Result<TraceBreakdown> {
     require_kernels(rows, &cfg.source)?;
     if cfg.tp_size == 0 {

@@ -19,12 +19,12 @@ use super::breakdown::StepsFound;
 use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
-use super::window::WindowPass;
+use super::window::{DrillRead, WindowPass};
 use super::workload::Workload;
 use super::{AnalyzeConfig, FoldPeaks, KernelFacts, finish, isolation_info};
 use crate::error::Result;
 use crate::index::kernel_pass::KernelFold;
-use crate::index::rows::{IndexFacts, RowVisitor};
+use crate::index::rows::RowVisitor;
 use crate::iterations::forward_steps::{iteration, longest_ranks};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
@@ -39,12 +39,13 @@ use crate::steps::{Step, TP_DEDUP_NS, visible_row_name};
 /// Per-step figures need at least this many steady steps (as the reference).
 const MIN_STEADY: usize = 5;
 
-/// The standard breakdown of `rows`; what drill's index read of them is left in `kept`.
+/// The standard breakdown of `rows`; what a drill-down would read of them again is left in
+/// `kept`.
 pub fn breakdown(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     peaks: &mut FoldPeaks,
-    kept: &mut Option<IndexFacts>,
+    kept: &mut Option<DrillRead>,
 ) -> Result<TraceBreakdown> {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
     // The allreduce iterations and the kernels' spread fold over the window's first passes,
@@ -132,7 +133,7 @@ pub fn breakdown(
         None => {
             let read = pass.figures(&mut [], None)?;
             b.window = read.figures;
-            *kept = Some(read.index);
+            *kept = Some(read.drill);
         }
         Some(spans) => {
             b.nvtx_ops = nvtx_rows(rows, spans.spans(), &step_names, spans.n(), peaks);
@@ -362,7 +363,7 @@ fn steady_ops(
     b: &mut TraceBreakdown,
     pass: WindowPass<'_>,
     cycles: &CycleSet,
-    (peaks, kept): (&mut FoldPeaks, &mut Option<IndexFacts>),
+    (peaks, kept): (&mut FoldPeaks, &mut Option<DrillRead>),
 ) -> Result<()> {
     let strings = &rows.meta().strings;
     let (spans, n) = (cycles.spans(), cycles.n());
@@ -380,7 +381,7 @@ fn steady_ops(
     let read = pass.figures(&mut [&mut kernels], Some(&mut call))?;
     b.window = read.figures;
     peaks.pending_launches = peaks.pending_launches.max(read.pending_launches);
-    *kept = Some(read.index);
+    *kept = Some(read.drill);
     b.kernel_ops = kernels.tally.rows(None, |v| v / n);
     b.api_ops = api.rows(None, |v| v / n);
     b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);

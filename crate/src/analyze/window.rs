@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::breakdown::PerName;
 use super::compare::{Delta, OpDelta, regressions, rows};
 use super::ops::Tallies;
-use crate::drill::gap_report::idle_visiting;
+use crate::drill::gap_report::{SweptGaps, swept_visiting};
 use crate::drill::idle::IdleAttribution;
 use crate::error::Result;
 use crate::index::StepInfo;
@@ -106,14 +106,19 @@ impl<'r> WindowPass<'r> {
         visit: Option<&mut dyn FnMut(&CallRow)>,
     ) -> Result<WindowRead> {
         let WindowPass { ix, tally } = self;
-        let idle = idle_visiting(&ix, also, visit);
+        let swept = swept_visiting(&ix, also, visit);
         ix.rows.check()?;
         let pending_launches = ix.peak.pending_calls.get();
-        let figures = tally.first.map(|start_ns| tally.figures(start_ns, &idle));
+        let figures = tally
+            .first
+            .map(|start_ns| tally.figures(start_ns, &swept.idle));
         Ok(WindowRead {
             figures,
             pending_launches,
-            index: ix.into_facts(),
+            drill: DrillRead {
+                index: ix.into_facts(),
+                gaps: swept,
+            },
         })
     }
 }
@@ -124,8 +129,18 @@ pub(crate) struct WindowRead {
     pub(crate) figures: Option<WindowFigures>,
     /// The most launch calls its join held.
     pub(crate) pending_launches: usize,
-    /// What drill's index read (the steps under the first built-in marker met).
-    pub(crate) index: IndexFacts,
+    /// What a drill-down of the same rows would read again.
+    pub(crate) drill: DrillRead,
+}
+
+/// What a window pass read of a trace's rows that a drill-down of the same rows reads too:
+/// drill's index (the steps under the user's marker, else the first built-in marker met), and
+/// the gaps and idle time its sweep found as the drill-down's first pass does. The page keeps
+/// it for the drill-down of the same trace.
+#[derive(Debug)]
+pub struct DrillRead {
+    pub index: IndexFacts,
+    pub gaps: SweptGaps,
 }
 
 impl WindowTally<'_> {

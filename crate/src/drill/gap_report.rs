@@ -281,16 +281,42 @@ pub fn fold_gaps<'t>(
     folds.finish(inputs)
 }
 
-/// One trace's idle time by cause ([`fold_gaps`] with no gap kept), with `also` folded over
-/// its kernel pass and every call handed to `visit`: for an analysis that reads the kernels
-/// joined to their launches, or every call, anyway.
-pub(crate) fn idle_visiting(
+/// One trace's gaps and idle time by cause as the drill-down's first pass finds them, under
+/// its default options: what an analysis sweeping the same gaps leaves for the drill-down of
+/// the same trace after it (Root cause's window pass, for the page's Drill-down).
+#[derive(Debug, Clone)]
+pub struct SweptGaps {
+    /// The largest gaps kept, and no window.
+    pub top: usize,
+    pub gaps: GapReport,
+    pub idle: IdleAttribution,
+}
+
+impl SweptGaps {
+    /// The gaps and idle time, each row naming the trace `label`.
+    pub fn labeled(&self, label: &str) -> (GapReport, IdleAttribution) {
+        let (mut gaps, mut idle) = (self.gaps.clone(), self.idle.clone());
+        let tops = gaps.top.iter_mut().chain(gaps.device_idle.top.iter_mut());
+        tops.for_each(|g| g.file = label.to_string());
+        idle.per_device
+            .iter_mut()
+            .for_each(|d| d.file = label.to_string());
+        (gaps, idle)
+    }
+}
+
+/// One trace's gaps and idle time by cause ([`fold_gaps`] keeping the drill-down's default
+/// number of gaps, no window), with `also` folded over its kernel pass and every call handed
+/// to `visit`: for an analysis that reads the kernels joined to their launches, or every
+/// call, anyway.
+pub(crate) fn swept_visiting(
     ix: &RowIndex<'_>,
     also: &mut [&mut dyn KernelFold],
     visit: Option<&mut dyn FnMut(&CallRow)>,
-) -> IdleAttribution {
+) -> SweptGaps {
     let inputs = std::slice::from_ref(ix);
-    let mut folds = GapFolds::new(inputs, 0, None);
+    let top = super::DEFAULT_TOP;
+    let mut folds = GapFolds::new(inputs, top, None);
     let host = HostCauses::new(ix);
     let mut gaps = folds.input((ix, 0), &host);
     let mut all: Vec<&mut dyn KernelFold> = Vec::with_capacity(also.len() + 1);
@@ -300,7 +326,8 @@ pub(crate) fn idle_visiting(
     }
     kernel_pass_visiting(ix, &mut all, visit);
     gaps.finish();
-    folds.finish(inputs).1
+    let (gaps, idle) = folds.finish(inputs);
+    SweptGaps { top, gaps, idle }
 }
 
 /// The gaps of every input, gathered as each input's pass finds them ([`GapFolds::input`]).

@@ -113,41 +113,53 @@ pub fn require_kernels(indexed: &[RowIndex<'_>]) -> Result<()> {
 /// graphs, stragglers and the pattern's vote (each kernel joined to its launch call once); the
 /// pattern's count and the top gaps' host activity take a pass each. Fails when a read failed.
 pub fn drill_indexed(indexed: &[RowIndex<'_>], opts: &DrillOptions) -> Result<DrillReport> {
-    drill_riding(indexed, opts, &mut [])
+    drill_riding(indexed, opts, &mut [], None)
 }
 
 /// [`drill_indexed`], `riders[i]` riding on the passes over trace `i`'s kernels: its first
-/// pass, then (for the first trace) the pattern's count when it is made.
+/// pass, then (for the first trace) the pattern's count when it is made. The gaps and idle
+/// time are `swept`'s when given for one trace under the same options (another pass swept
+/// them): the pass then does not sweep them again.
 pub fn drill_riding(
     indexed: &[RowIndex<'_>],
     opts: &DrillOptions,
     riders: &mut [&mut dyn Rider],
+    swept: Option<&gap_report::SweptGaps>,
 ) -> Result<DrillReport> {
+    let swept = swept.filter(|s| indexed.len() == 1 && s.top == opts.top && opts.window.is_none());
     let mut gaps = gap_report::GapFolds::new(indexed, opts.top, opts.window);
     let offsets = stragglers::clock_offsets(indexed);
     let plan = indexed.first().map(patterns::PatternPlan::of);
     let (mut tallies, mut ranks, mut votes) = (Vec::new(), Vec::new(), None);
     for (input, ix) in indexed.iter().enumerate() {
         let host = idle::HostCauses::new(ix);
-        let mut input_gaps = gaps.input((ix, input), &host);
+        let mut input_gaps = swept.is_none().then(|| gaps.input((ix, input), &host));
         let mut graph = graphs::GraphFold::new(ix);
         let mut rank = stragglers::RankFold::new(ix, offsets.0.get(input).copied().unwrap_or(0));
         let mut vote = plan
             .as_ref()
             .filter(|_| input == 0)
             .map(|plan| patterns::VoteFold::new(ix, plan));
-        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut input_gaps, &mut graph, &mut rank];
+        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut graph, &mut rank];
+        if let Some(g) = input_gaps.as_mut() {
+            folds.push(g);
+        }
         if let Some(v) = vote.as_mut() {
             folds.push(v);
         }
         kernel_pass_riding(ix, &mut folds, riders.get_mut(input).map(|r| &mut **r));
-        input_gaps.finish();
+        if let Some(g) = input_gaps {
+            g.finish();
+        }
         tallies.push(graph.finish());
         ranks.extend(rank.finish());
         votes = votes.or(vote.map(patterns::VoteFold::finish));
     }
     riders.iter_mut().for_each(|r| r.first_pass_done());
-    let (gaps, idle) = gaps.finish(indexed);
+    let (gaps, idle) = match (swept, indexed.first()) {
+        (Some(swept), Some(ix)) => swept.labeled(&ix.label),
+        _ => gaps.finish(indexed),
+    };
     let patterns = match (indexed.first(), &plan, votes) {
         (Some(ix), Some(plan), Some(votes)) => {
             patterns::report_of(ix, plan, votes, riders.first_mut().map(|r| &mut **r))

@@ -12,6 +12,7 @@ mod idle;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
+use crate::drill::gap_report::SweptGaps;
 use crate::drill::idle::CauseKind;
 use crate::drill::{self, DrillInput, DrillOptions, DrillReport};
 use crate::error;
@@ -163,6 +164,16 @@ impl DrillFindings {
         indexed: &[RowIndex<'_>],
         opts: &DrillOptions,
     ) -> error::Result<(DrillFindings, Vec<ExplainReport>)> {
+        DrillFindings::explained_after(indexed, opts, None)
+    }
+
+    /// [`DrillFindings::explained`] with the gaps another pass over the one trace swept
+    /// (`drill::drill_riding`).
+    pub fn explained_after(
+        indexed: &[RowIndex<'_>],
+        opts: &DrillOptions,
+        swept: Option<&SweptGaps>,
+    ) -> error::Result<(DrillFindings, Vec<ExplainReport>)> {
         let top = explain::DEFAULT_TOP.max(opts.top);
         let steady: Vec<Vec<(Ns, Ns)>> = indexed
             .iter()
@@ -175,7 +186,7 @@ impl DrillFindings {
             .collect();
         let mut riders: Vec<&mut dyn Rider> =
             explainers.iter_mut().map(|e| e as &mut dyn Rider).collect();
-        let report = drill::drill_riding(indexed, opts, &mut riders)?;
+        let report = drill::drill_riding(indexed, opts, &mut riders, swept)?;
         let explains = explainers
             .into_iter()
             .map(Explainer::report)

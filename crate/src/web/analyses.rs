@@ -93,10 +93,10 @@ pub fn analyze_traces(
             step_marker: step_marker.clone(),
         };
         let rows = trace.rows().map_err(WebError::from)?;
-        let (breakdown, index) =
+        let (breakdown, read) =
             analyze::analyze_rows_indexed(&*rows, &cfg).map_err(WebError::from)?;
-        if let Some(facts) = index {
-            trace.keep_index(facts);
+        if let Some(read) = read {
+            trace.keep_drill_read(read);
         }
         Ok(breakdown)
     };
@@ -139,11 +139,13 @@ pub fn drill_traces(
             step_marker: step_marker.as_ref(),
         })
         .collect();
-    let kept = match (&traces[..], &inputs[..]) {
-        // One trace under its built-in marker: Root cause or the last drill-down indexed it.
-        ([trace], [input]) if input.step_marker.is_none() => trace.take_index(),
-        _ => None,
+    let (kept, swept) = match (&traces[..], &inputs[..]) {
+        // One trace under its built-in marker: Root cause or the last drill-down indexed it
+        // (and Root cause swept its gaps).
+        ([trace], [input]) if input.step_marker.is_none() => (trace.take_index(), trace.swept()),
+        _ => (None, None),
     };
+    let swept = swept.filter(|_| kept.is_some());
     let indexed = match (kept, inputs.first()) {
         (Some(facts), Some(input)) => {
             let indexed = vec![RowIndex::with_facts(input.rows, input.label, facts)];
@@ -152,7 +154,7 @@ pub fn drill_traces(
         }
         _ => crate::drill::index_inputs(&inputs).map_err(WebError::from)?,
     };
-    let drilled = DrillFindings::explained(&indexed, &opts);
+    let drilled = DrillFindings::explained_after(&indexed, &opts, swept.as_ref());
     if let [trace] = &traces[..] {
         // Kept only when read under the built-in marker.
         indexed

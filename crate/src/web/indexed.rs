@@ -13,7 +13,9 @@ use std::rc::{Rc, Weak};
 
 use rusqlite::Connection;
 
+use crate::analyze::DrillRead;
 use crate::detect::{self, DetectConfig, DetectReport};
+use crate::drill::gap_report::SweptGaps;
 use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
 use crate::index::rows::IndexFacts;
@@ -67,6 +69,9 @@ pub(crate) struct Indexed {
     /// met), left by Root cause or a drill-down: the next drill-down does not read the rows
     /// again to index them.
     index: RefCell<Option<IndexFacts>>,
+    /// The gaps Root cause's window pass swept with that index: the next drill-down under the
+    /// same options does not sweep them again.
+    swept: RefCell<Option<SweptGaps>>,
 }
 
 /// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
@@ -103,6 +108,7 @@ impl Indexed {
         Indexed {
             drilled: RefCell::new(None),
             index: RefCell::new(None),
+            swept: RefCell::new(None),
             label: label.to_string(),
             kind: Kind::Loaded {
                 trace: Box::new(trace),
@@ -124,6 +130,7 @@ impl Indexed {
         Ok(Indexed {
             drilled: RefCell::new(None),
             index: RefCell::new(None),
+            swept: RefCell::new(None),
             label: label.to_string(),
             kind: Kind::Streamed {
                 streamed: Box::new(streamed),
@@ -146,6 +153,20 @@ impl Indexed {
         if facts.builtin_marker() {
             self.index.replace(Some(facts));
         }
+    }
+
+    /// Keeps what Root cause read of this trace's rows for its drill-down (under the first
+    /// built-in marker): drill's index and the gaps swept with it.
+    pub(crate) fn keep_drill_read(&self, read: DrillRead) {
+        if read.index.builtin_marker() {
+            self.index.replace(Some(read.index));
+            self.swept.replace(Some(read.gaps));
+        }
+    }
+
+    /// The gaps Root cause swept with the index it kept ([`Indexed::keep_drill_read`]).
+    pub(crate) fn swept(&self) -> Option<SweptGaps> {
+        self.swept.borrow().clone()
     }
 
     /// What drill's index read of this trace's rows, when kept (taken: give it back with

@@ -5,9 +5,11 @@ use nsys_lens::model::{NvtxRow, Trace};
 
 /// A trace's rows with its metadata stripped of the event tables, as the file source gives
 /// them (`trace::FileRows`): an analysis that read a table through `meta()` would see it empty.
+/// Counts the reads of the calls.
 pub struct RowsOnly {
     rows: Trace,
     meta: Trace,
+    call_reads: std::cell::Cell<u32>,
 }
 
 impl RowsOnly {
@@ -19,7 +21,17 @@ impl RowsOnly {
         meta.memcpy = Default::default();
         meta.memset = Default::default();
         meta.syncs = Default::default();
-        RowsOnly { rows: trace, meta }
+        RowsOnly {
+            rows: trace,
+            meta,
+            call_reads: Default::default(),
+        }
+    }
+
+    /// How many times the calls were read since the last time asked.
+    #[allow(dead_code)] // not every test binary counts them
+    pub fn call_reads(&self) -> u32 {
+        self.call_reads.take()
     }
 }
 
@@ -34,6 +46,7 @@ impl EventRows for RowsOnly {
         self.rows.kernels()
     }
     fn calls(&self) -> Rows<'_, CallRow> {
+        self.call_reads.set(self.call_reads.get() + 1);
         self.rows.calls()
     }
     fn ranges(&self) -> Rows<'_, NvtxRow> {
