@@ -32,7 +32,7 @@ const PAGE_MEMORY: usize = 512 << 20;
 /// Room kept for the deeper views' own state over the rows (per step, name, thread…): at least
 /// this, and a sixth of the file (a bound from above: natively, Root cause's peak over a 1 GB
 /// export's rows, none kept, is 60 MiB above the scan's, and the page's wasm memory after the
-/// views is 453 MiB in all over a 4.2 GiB one's, with no rows kept).
+/// views is 385 MiB in all over a 4.2 GiB one's, with no rows kept).
 const VIEW_ROOM: usize = 160 << 20;
 const VIEW_ROOM_PER_FILE_BYTE: f64 = 1.0 / 6.0;
 /// The most one trace's rows take in memory.
