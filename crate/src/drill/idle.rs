@@ -489,17 +489,19 @@ fn share(ns: Ns, of: Ns) -> f64 {
 }
 
 /// What the measured causes of some gap time say, for a reading: the dominant cause and its
-/// share of `of_ns` when the host recorded something; else that nothing was recorded, with the
-/// `typical` cause of such gaps (reference §9.1) as a hint only.
+/// share of `of_ns` (named: a bucket's gaps hold more time than the device's idle time when
+/// other streams ran meanwhile) when the host recorded something; else that nothing was
+/// recorded, with the `typical` cause of such gaps (reference §9.1) as a hint only.
 pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
     let kinds = tally.kinds();
     let pct = |ns: Ns| crate::format::percent(share(ns, of_ns));
+    let of = crate::format::duration_ns(of_ns);
     match kinds.first() {
         None if of_ns > 0 => {
             format!("the GPU ran other streams' kernels throughout; typical: {typical}")
         }
         Some(k) if k.kind != Untraced => format!(
-            "{} ({}) holds {} of the gap time",
+            "{} ({}) holds {} of the {of} of gap time",
             k.kind.name(),
             k.label,
             pct(k.ns)
@@ -510,7 +512,7 @@ pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
                 .map(|n| format!(", then {} ({}) {}", n.kind.name(), n.label, pct(n.ns)))
                 .unwrap_or_default();
             format!(
-                "no host activity recorded for {}{next}; typical: {typical}",
+                "no host activity recorded for {} of the {of} of gap time{next}; typical: {typical}",
                 pct(k.ns)
             )
         }

@@ -330,7 +330,7 @@ fn the_precedence_lists_every_cause_once() {
 }
 
 #[test]
-fn sentences_say_what_was_measured_or_that_nothing_was() {
+fn sentences_say_what_was_measured_of_which_gap_time_or_that_nothing_was() {
     let mut t = Tally::default();
     assert_eq!(
         cause_sentence(&t, 0, "sync"),
@@ -340,12 +340,12 @@ fn sentences_say_what_was_measured_or_that_nothing_was() {
     t.add(ModuleLoad, "cuLibraryLoadData", 40);
     assert_eq!(
         cause_sentence(&t, 100, "sync"),
-        "no host activity recorded for 60.0%, then module_load (cuLibraryLoadData) 40.0%; typical: sync"
+        "no host activity recorded for 60.0% of the 100\u{a0}ns of gap time, then module_load (cuLibraryLoadData) 40.0%; typical: sync"
     );
     t.add(Launch, "cudaLaunchKernel", 100);
     assert_eq!(
         cause_sentence(&t, 200, "sync"),
-        "launch (cudaLaunchKernel) holds 50.0% of the gap time"
+        "launch (cudaLaunchKernel) holds 50.0% of the 200\u{a0}ns of gap time"
     );
 }
 
