@@ -16,7 +16,7 @@ use hashbrown::HashMap;
 use super::stats::Percentiles;
 use super::{ApiKinds, Held, Window, api, call_process, kernels, memory, nvtx, processes};
 use crate::index::call_facts::CallFacts;
-use crate::index::call_join::{CallJoin, Hold};
+use crate::index::call_join::{CallJoin, Hold, launch_hold};
 use crate::index::kernel_pass::CallNote;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Trace};
@@ -92,11 +92,10 @@ impl<'r> HostJoin<'r> {
         let (meta, host) = (self.meta, &mut self.host);
         let kind = host.call(meta, c, procs);
         self.copies.call(c, kind, procs);
-        let hold = match kind {
-            ApiKind::Launch => Hold::Once,
-            ApiKind::GraphLaunch => Hold::Many,
-            _ => return (Hold::No, (kind, NO_NAME)),
-        };
+        let hold = launch_hold(kind);
+        if hold == Hold::No {
+            return (hold, (kind, NO_NAME));
+        }
         let range = self
             .open
             .innermost_reading(c.thread, c.start, &mut |r| host.range(meta, r, procs));

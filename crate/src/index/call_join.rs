@@ -13,6 +13,7 @@ use hashbrown::HashMap;
 
 use crate::model::rows::{CallRow, Rows};
 use crate::model::{Ns, ProcessIdx};
+use crate::names::api::ApiKind;
 
 /// How far past an item's start its call is still looked for.
 pub const LOOKAHEAD: Ns = 1_000_000;
@@ -26,6 +27,16 @@ pub enum Hold {
     Once,
     /// Issues several (a graph launch): kept to the end.
     Many,
+}
+
+/// How a join of kernels to their launch calls holds a call of kind `kind`: a kernel launch
+/// until its kernel comes, a graph launch to the end (its kernels all carry its id).
+pub fn launch_hold(kind: ApiKind) -> Hold {
+    match kind {
+        ApiKind::Launch => Hold::Once,
+        ApiKind::GraphLaunch => Hold::Many,
+        _ => Hold::No,
+    }
 }
 
 /// What the join asks of each call it reads: whether to hold it, and its payload.

@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 
 use super::StepInfo;
 use super::call_facts::CallFacts;
-use super::call_join::{CallJoin, Hold};
+use super::call_join::{CallJoin, launch_hold};
 use crate::model::intervals::push_gently;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, NvtxRow, Trace};
@@ -291,12 +291,8 @@ impl<'r> RowIndex<'r> {
         let api = self.names.api_kinds();
         let hold = move |c: &CallRow| {
             let noted = note(c);
-            let hold = match api.get(&c.name).copied().unwrap_or(ApiKind::Other) {
-                ApiKind::Launch => Hold::Once,
-                ApiKind::GraphLaunch => Hold::Many,
-                _ => Hold::No,
-            };
-            (hold, noted)
+            let kind = api.get(&c.name).copied().unwrap_or(ApiKind::Other);
+            (launch_hold(kind), noted)
         };
         CallJoin::with_payload(self.rows.calls(), hold)
     }
