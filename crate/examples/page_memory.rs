@@ -6,7 +6,8 @@
 //! the report), as the page runs them on a streamed trace: nothing is loaded (the drill-down
 //! twice: indexing the rows itself, and over the index Root cause read, as the page runs it).
 //! With `DRILL_ONLY` set, only Root cause, then the drill-down over its index, with and without
-//! the explainer riding on it (for profiling that step). Not a test; prints figures.
+//! the explainer riding on it (for profiling that step); with `SKILL_ONLY`, only the
+//! `trtllm-skill` Root cause. Not a test; prints figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -113,6 +114,16 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
         passes: Default::default(),
     };
     let rows: &dyn EventRows = &counted;
+    let skill = nsys_lens::analyze::AnalyzeConfig {
+        profile: nsys_lens::profile::Profile::TrtllmSkill,
+        ..Default::default()
+    };
+    if std::env::var_os("SKILL_ONLY").is_some() {
+        std::hint::black_box(nsys_lens::analyze::analyze_rows(rows, &skill)?);
+        mark("root cause (trtllm-skill)", t);
+        counted.report();
+        return Ok(());
+    }
     let window = nsys_lens::analyze::window::window_figures(rows)?;
     mark("root cause's window figures", t);
     counted.report();
@@ -122,10 +133,6 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     mark("root cause (analyze)", t);
     counted.report();
     let drill_only = std::env::var_os("DRILL_ONLY").is_some();
-    let skill = nsys_lens::analyze::AnalyzeConfig {
-        profile: nsys_lens::profile::Profile::TrtllmSkill,
-        ..cfg
-    };
     let opts = nsys_lens::drill::DrillOptions::default();
     if drill_only {
         if let Some(read) = read {

@@ -8,7 +8,7 @@ use super::stats::Stats;
 use super::workload::Workload;
 use super::{AnalyzeConfig, KernelFacts, finish, isolation_info};
 use crate::iterations::forward_steps::{
-    MergedStep, dedup, iteration, reference_raw_steps, steady_reference,
+    ReferenceSteps, Steady, iteration, merged_steps, steady_reference,
 };
 use crate::iterations::{Isolation, isolate};
 use crate::model::rows::EventRows;
@@ -16,7 +16,7 @@ use crate::model::{NO_NAME, NameId, Ns, Strings};
 use crate::profile::Profile;
 use crate::pyfmt;
 use crate::sqlike::Like;
-use crate::steps::visible_row_name;
+use crate::steps::{Step, visible_row_name};
 
 /// NVTX rows kept in the breakdown, kernel and API rows kept (the script's `LIMIT`s).
 const NVTX_LIMIT: usize = 30;
@@ -27,21 +27,24 @@ const MIN_STEADY: usize = 5;
 
 pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
-    let (raw, marker) = reference_raw_steps(rows);
-    let merged = dedup(&raw);
+    let steps = ReferenceSteps::new(&rows.meta().strings);
+    let ranges = RangeCounts::of(rows, &steps);
+    let (raw, marker) = steps.read(rows, ranges.steps);
+    drop(steps); // its parsed step per string
     let (allreduce, spread) = KernelFacts::read(rows);
-    let iso = isolate(
-        allreduce,
-        merged.iter().map(|m| iteration(&m.step, m.longest_ns)),
-        raw.len(),
-        None,
-    );
-    let context = merged.iter().filter(|m| m.step.name.ctx > 0).count();
-    let generation = merged.len() - context;
-    // The merged and raw steps are done with: the steady ones are all that is read below.
-    drop(merged);
-    let steady = (!raw.is_empty()).then(|| steady_reference(&raw));
-    drop(raw);
+    // The merged steps are read as they come, twice (to count them, then to list their
+    // iterations): a long trace has a step per range, and no list of them is held beside `raw`.
+    let (mut steps, mut context) = (0, 0);
+    for m in merged_steps(&raw) {
+        steps += 1;
+        context += usize::from(m.step.name.ctx > 0);
+    }
+    let generation = steps - context;
+    let mut iterations = Vec::with_capacity(steps);
+    iterations.extend(merged_steps(&raw).map(|m| iteration(&m.step, m.longest_ns)));
+    let iso = isolate(allreduce, iterations.into_iter(), raw.len(), None);
+    // The raw steps become the steady ones: all that is read below.
+    let steady = (!raw.is_empty()).then(|| steady_reference(raw));
     let workload = Workload::from_spread(
         rows.meta(),
         spread,
@@ -49,7 +52,7 @@ pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
         context,
         generation,
     );
-    let mut b = empty(rows, cfg, &iso, t0, workload);
+    let mut b = empty(cfg, &iso, t0, workload, ranges.inline_only);
     b.step_marker = marker;
     if b.isolation.benchmark_phase.is_none() {
         b.warnings.push(format!(
@@ -93,24 +96,17 @@ pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
     if let Some(w) = outside_benchmark(&steady.steps, iso.benchmark_window()) {
         b.warnings.push(w);
     }
-    per_step(
-        rows,
-        cfg,
-        &mut b,
-        &steady.steps,
-        steady.max_gen,
-        steady.raw_count,
-    );
+    per_step(rows, cfg, &mut b, &steady);
     finish(b)
 }
 
 /// The reference takes the steady state from the whole trace (§4 row 13): say so when that
 /// pulls in steps outside the benchmark window (warm-up, teardown), and the pauses with them.
-fn outside_benchmark(steady: &[MergedStep], window: Option<(Ns, Ns)>) -> Option<String> {
+fn outside_benchmark(steady: &[Step], window: Option<(Ns, Ns)>) -> Option<String> {
     let (ws, we) = window?;
     let outside = steady
         .iter()
-        .filter(|m| m.step.end <= ws || m.step.start >= we)
+        .filter(|m| m.end <= ws || m.start >= we)
         .count();
     (outside > 0).then(|| {
         format!(
@@ -120,19 +116,37 @@ fn outside_benchmark(steady: &[MergedStep], window: Option<(Ns, Ns)>) -> Option<
     })
 }
 
+/// What one pass over the NVTX ranges counts before the steps are read.
+struct RangeCounts {
+    /// The forward-step ranges ([`ReferenceSteps::step`]).
+    steps: usize,
+    /// Ranges named in the `text` column only, which the reference's join on `textId` drops.
+    inline_only: usize,
+}
+
+impl RangeCounts {
+    fn of(rows: &dyn EventRows, steps: &ReferenceSteps) -> RangeCounts {
+        let mut counts = RangeCounts {
+            steps: 0,
+            inline_only: 0,
+        };
+        for r in rows.ranges() {
+            counts.steps += usize::from(steps.step(&r).is_some());
+            counts.inline_only += usize::from(r.text_id_name == NO_NAME && r.name != NO_NAME);
+        }
+        counts
+    }
+}
+
 /// Everything but the per-step figures.
 fn empty(
-    rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     iso: &Isolation,
     t0: Ns,
     workload: Workload,
+    inline_only: usize,
 ) -> TraceBreakdown {
     let mut warnings = Vec::new();
-    let inline_only = rows
-        .ranges()
-        .filter(|r| r.text_id_name == NO_NAME && r.name != NO_NAME)
-        .count();
     if inline_only > 0 {
         warnings.push(format!(
             "{inline_only} NVTX ranges carry their name only in the `text` column: the reference joins on textId and does not see them (the standard profile does)"
@@ -151,32 +165,27 @@ fn empty(
 }
 
 /// Reference §8.2 step 6, for at least five unique steady steps.
-fn per_step(
-    rows: &dyn EventRows,
-    cfg: &AnalyzeConfig,
-    b: &mut TraceBreakdown,
-    unique: &[MergedStep],
-    max_gen: u64,
-    raw_count: usize,
-) {
+fn per_step(rows: &dyn EventRows, cfg: &AnalyzeConfig, b: &mut TraceBreakdown, steady: &Steady) {
+    let unique = &steady.steps;
     let n = unique.len() as f64;
-    let durations: Vec<f64> = unique
+    let durations: Vec<f64> = steady
+        .longest_ns
         .iter()
-        .map(|m| m.longest_ns as f64 / 1000.0)
+        .map(|&ns| ns as f64 / 1000.0)
         .collect();
     let gaps: Vec<f64> = unique
         .windows(2)
-        .map(|w| (w[1].step.start - w[0].step.end) as f64 / 1000.0)
+        .map(|w| (w[1].start - w[0].end) as f64 / 1000.0)
         .collect();
     let (ss_start, ss_end) = match (unique.first(), unique.last()) {
-        (Some(f), Some(l)) => (f.step.start, l.step.end),
+        (Some(f), Some(l)) => (f.start, l.end),
         _ => return,
     };
     let ss_wall = (ss_end - ss_start) as f64 / 1000.0;
     let gap_stats = Stats::of(&gaps);
     b.steady = Some(SteadyInfo {
-        max_gen,
-        ranges: raw_count,
+        max_gen: steady.max_gen,
+        ranges: steady.raw_count,
         per_step_divisor: unique.len(),
         step_duration_us: Stats::of(&durations),
         inter_step_gap_us: gap_stats,
@@ -190,7 +199,7 @@ fn per_step(
     b.inter_step_gap_us = Some(gap_stats.percentiles());
     b.step_wall_times_us = unique
         .windows(2)
-        .map(|w| (w[1].step.start - w[0].step.start) as f64 / 1000.0)
+        .map(|w| (w[1].start - w[0].start) as f64 / 1000.0)
         .collect();
     let tp = f64::from(cfg.tp_size);
     b.nvtx_ops = nvtx_rows(rows, ss_start, ss_end, |v| v / tp / n);

@@ -3,12 +3,12 @@
 
 use super::Iteration;
 use crate::model::rows::EventRows;
-use crate::model::{NameId, Ns, Strings};
+use crate::model::{NameId, Ns, NvtxRow, Strings};
 use crate::names::steps::{StepMarkerReport, StepName, StepSource, StepStyle, parse_step};
 use crate::profile::{Profile, Switches};
 use crate::sqlike::Like;
 use crate::steps::names::StepNames;
-use crate::steps::{Step, StepLookup, merge_group, step_of_row, tp_groups};
+use crate::steps::{Step, dedup_tp_steps_in_place, merge_group, step_of_row, tp_groups};
 
 /// Step number of a range the reference selects by `LIKE` but cannot parse (`step_num = -1`).
 pub const UNPARSED: u64 = u64::MAX;
@@ -21,32 +21,48 @@ pub struct MergedStep {
     pub longest_ns: Ns,
 }
 
-/// Every forward-step range the `trtllm-skill` profile sees, by start (then end), not merged:
+/// What picks the forward-step ranges the `trtllm-skill` profile sees out of the NVTX rows:
 /// rows whose `textId` name is `LIKE '%[Executor] _forward_step%'`, any event type, unparsable
-/// names kept as step −1 with 0/0 requests; and the marker they were read under. (The standard
-/// profile's steps are drill's index's: [`crate::index::rows::RowIndex`].)
-pub fn reference_raw_steps(rows: &dyn EventRows) -> (Vec<Step>, Option<StepMarkerReport>) {
-    let mut sw = Profile::TrtllmSkill.switches();
-    sw.dedup_steps = false;
-    let table = StepNames(reference_step_names(&rows.meta().strings));
-    let names = |id: NameId| table.get(id);
-    let steps = steps_of(rows, &names, &sw);
-    let marker =
-        (!steps.is_empty()).then(|| StepSource::Builtin(StepStyle::TensorrtLlm).report(false));
-    (steps, marker)
+/// names kept as step −1 with 0/0 requests. (The standard profile's steps are drill's index's:
+/// [`crate::index::rows::RowIndex`].)
+pub struct ReferenceSteps {
+    sw: Switches,
+    names: StepNames,
 }
 
-/// The raw steps of the NVTX rows under `sw`, sorted by start (then end).
-fn steps_of(rows: &dyn EventRows, names: &impl StepLookup, sw: &Switches) -> Vec<Step> {
-    let mut steps: Vec<Step> = rows
-        .ranges()
-        .filter_map(|r| step_of_row(&r, sw, names))
-        .collect();
-    if !steps.is_sorted_by_key(|s| (s.start, s.end)) {
-        steps.sort_by_key(|s| (s.start, s.end));
+impl ReferenceSteps {
+    pub fn new(strings: &Strings) -> ReferenceSteps {
+        let mut sw = Profile::TrtllmSkill.switches();
+        sw.dedup_steps = false;
+        ReferenceSteps {
+            sw,
+            names: StepNames(reference_step_names(strings)),
+        }
     }
-    steps.shrink_to_fit();
-    steps
+
+    /// The raw (one rank's) step `row` is, if it is one.
+    pub fn step(&self, row: &NvtxRow) -> Option<Step> {
+        step_of_row(row, &self.sw, &|id: NameId| self.names.get(id))
+    }
+
+    /// Every step of `rows`, not merged, by start (then end), and the marker they were read
+    /// under. `count`: how many there are (a pass that counted [`Self::step`]s); the list is
+    /// sized to it, not grown by doubling: a long trace has a step per range, and a grown
+    /// list's last copy holds them one and a half times over.
+    pub fn read(
+        &self,
+        rows: &dyn EventRows,
+        count: usize,
+    ) -> (Vec<Step>, Option<StepMarkerReport>) {
+        let mut steps = Vec::with_capacity(count);
+        steps.extend(rows.ranges().filter_map(|r| self.step(&r)));
+        if !steps.is_sorted_by_key(|s: &Step| (s.start, s.end)) {
+            steps.sort_by_key(|s| (s.start, s.end));
+        }
+        let marker =
+            (!steps.is_empty()).then(|| StepSource::Builtin(StepStyle::TensorrtLlm).report(false));
+        (steps, marker)
+    }
 }
 
 /// Per string: `LIKE '%[Executor] _forward_step%'` matches, parsed or as an unparsed step.
@@ -66,17 +82,15 @@ fn reference_step_names(strings: &Strings) -> Vec<Option<StepName>> {
         .collect()
 }
 
-/// TP de-duplication (`steps::dedup_tp_steps_in_place`: same step number, starts < 100 µs after
-/// the group's first) keeping each group's longest member duration.
-pub fn dedup(raw: &[Step]) -> Vec<MergedStep> {
-    // Sized exactly, with no copy of the raw steps: a long trace has a step per range.
-    let mut merged = Vec::with_capacity(tp_groups(raw).count());
-    merged.extend(tp_groups(raw).filter_map(|group| {
+/// The steps `raw` (by start) merge into over TP ranks (`steps::dedup_tp_steps_in_place`:
+/// same step number, starts < 100 µs after the group's first), each with its longest member's
+/// duration; read as they are met, with no list of them held.
+pub fn merged_steps(raw: &[Step]) -> impl Iterator<Item = MergedStep> + '_ {
+    tp_groups(raw).filter_map(|group| {
         let step = merge_group(group)?;
         let longest_ns = longest_rank(group)?;
         Some(MergedStep { step, longest_ns })
-    }));
-    merged
+    })
 }
 
 /// A TP group's longest rank's duration (`None`: an empty group).
@@ -109,41 +123,28 @@ pub struct Steady {
     pub max_gen: u64,
     /// Candidate ranges at steady state before TP de-duplication.
     pub raw_count: usize,
-    pub steps: Vec<MergedStep>,
+    /// The steady steps merged over TP ranks, by start.
+    pub steps: Vec<Step>,
+    /// Each step's longest rank's duration (the reference's `dur_us` of a merged step), one
+    /// per step.
+    pub longest_ns: Vec<Ns>,
 }
 
 /// The reference's order (§4 row 12): `max_gen` over the *raw* ranges of the whole trace, filter
-/// (`ctx == 0 && gen == max_gen`; unparsed ranges count as 0/0), then de-duplicate.
-pub fn steady_reference(raw: &[Step]) -> Steady {
+/// (`ctx == 0 && gen == max_gen`; unparsed ranges count as 0/0), then de-duplicate. Filtered
+/// and merged in `raw`'s own list: a long trace has a step per range, and a second list of
+/// them would double what the profile holds.
+pub fn steady_reference(mut raw: Vec<Step>) -> Steady {
     let max_gen = raw.iter().map(|s| s.name.gen_reqs).max().unwrap_or(0);
-    let is_steady = |s: &&Step| s.name.ctx == 0 && s.name.gen_reqs == max_gen;
-    // Sized exactly: a grown list of steps can be twice their size.
-    let mut steady: Vec<Step> = Vec::with_capacity(raw.iter().filter(is_steady).count());
-    steady.extend(raw.iter().filter(is_steady).copied());
+    raw.retain(|s| s.name.ctx == 0 && s.name.gen_reqs == max_gen);
+    let raw_count = raw.len();
+    let longest_ns = longest_ranks(&raw);
+    dedup_tp_steps_in_place(&mut raw);
     Steady {
         max_gen,
-        raw_count: steady.len(),
-        steps: dedup(&steady),
-    }
-}
-
-/// The documented order (reference §7.2): among already merged `steps`, those with ctx == 0
-/// and gen == the largest gen among them.
-pub fn steady_merged(steps: &[MergedStep]) -> Steady {
-    let max_gen = steps
-        .iter()
-        .map(|m| m.step.name.gen_reqs)
-        .max()
-        .unwrap_or(0);
-    let chosen: Vec<MergedStep> = steps
-        .iter()
-        .copied()
-        .filter(|m| m.step.name.ctx == 0 && m.step.name.gen_reqs == max_gen)
-        .collect();
-    Steady {
-        max_gen,
-        raw_count: chosen.iter().map(|m| m.step.ranks as usize).sum(),
-        steps: chosen,
+        raw_count,
+        steps: raw,
+        longest_ns,
     }
 }
 
@@ -170,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn dedup_keeps_the_longest_rank_and_the_merged_span() {
+    fn merging_keeps_the_longest_rank_and_the_merged_span() {
         let raw = [
             step(0, 500, 1, 0, 8),
             step(40_000, 900, 1, 0, 8), // same step, 40 µs later, ends later
@@ -178,7 +179,7 @@ mod tests {
             step(1_099_999, 1_150_000, 2, 0, 8), // 99.999 µs: merged
             step(1_100_000, 1_300_000, 2, 0, 8), // 100 µs: a new step
         ];
-        let m = dedup(&raw);
+        let m: Vec<MergedStep> = merged_steps(&raw).collect();
         assert_eq!(m.len(), 3);
         assert_eq!(
             (m[0].step.start, m[0].step.end, m[0].step.ranks),
@@ -198,42 +199,58 @@ mod tests {
         assert_eq!(
             longest_ranks(&raw),
             longest,
-            "one per merged step, as dedup's"
+            "one per merged step, as merged_steps's"
         );
     }
 
     #[test]
-    fn dedup_needs_the_same_step_number() {
+    fn merging_needs_the_same_step_number() {
         let raw = [step(0, 10, 1, 0, 8), step(5, 10, 2, 0, 8)];
-        assert_eq!(dedup(&raw).len(), 2);
+        assert_eq!(merged_steps(&raw).count(), 2);
     }
 
     #[test]
-    fn steady_state_is_ctx_zero_at_the_largest_batch() {
-        let raw = [
+    fn steady_state_is_ctx_zero_at_the_largest_batch_merged_after_the_filter() {
+        let raw = vec![
             step(0, 10, 1, 4, 60),  // context
             step(20, 30, 2, 0, 64), // steady
-            step(22, 32, 2, 0, 64), // its TP copy
+            step(22, 35, 2, 0, 64), // its TP copy
+            step(24, 31, 2, 0, 32), // a copy at another batch: filtered out before merging
             step(40, 50, 3, 0, 64), // steady
             step(60, 70, 4, 0, 32), // drain
         ];
-        let s = steady_reference(&raw);
+        let s = steady_reference(raw.clone());
         assert_eq!(s.max_gen, 64);
         assert_eq!(s.raw_count, 3);
-        assert_eq!(s.steps.len(), 2);
-        let merged = steady_merged(&dedup(&raw));
-        assert_eq!(merged.max_gen, 64);
-        assert_eq!(merged.steps, s.steps);
-        assert_eq!(merged.raw_count, 3);
+        let spans: Vec<(Ns, Ns, u32)> = s.steps.iter().map(|m| (m.start, m.end, m.ranks)).collect();
+        assert_eq!(spans, [(20, 35, 2), (40, 50, 1)]);
+        assert_eq!(s.longest_ns, [13, 10], "the longest member of each");
+        let steady: Vec<Step> = raw
+            .into_iter()
+            .filter(|s| s.name.ctx == 0 && s.name.gen_reqs == 64)
+            .collect();
+        let merged: Vec<MergedStep> = merged_steps(&steady).collect();
+        assert_eq!(
+            merged
+                .iter()
+                .map(|m| (m.step, m.longest_ns))
+                .collect::<Vec<_>>(),
+            s.steps
+                .iter()
+                .copied()
+                .zip(s.longest_ns.iter().copied())
+                .collect::<Vec<_>>(),
+            "as merging a list of the steady ranges alone"
+        );
     }
 
     #[test]
     fn unparsed_steps_are_steady_only_when_no_step_has_generation_requests() {
         let unparsed = step(0, 10, UNPARSED, 0, 0);
-        let s = steady_reference(&[unparsed, step(20, 30, 1, 1, 0)]);
+        let s = steady_reference(vec![unparsed, step(20, 30, 1, 1, 0)]);
         assert_eq!((s.max_gen, s.steps.len()), (0, 1));
-        let s = steady_reference(&[unparsed, step(20, 30, 1, 0, 3)]);
+        let s = steady_reference(vec![unparsed, step(20, 30, 1, 0, 3)]);
         assert_eq!((s.max_gen, s.steps.len()), (3, 1));
-        assert_eq!(s.steps[0].step.start, 20);
+        assert_eq!(s.steps[0].start, 20);
     }
 }

@@ -20,9 +20,16 @@ unsafe impl GlobalAlloc for Counting {
         LIVE.fetch_sub(l.size(), Relaxed);
         unsafe { System.dealloc(p, l) }
     }
+    /// A block that grows is counted twice until the old one is freed (a move's copy); one that
+    /// shrinks stays in place (as dlmalloc, the wasm worker's allocator, and glibc both do), so
+    /// its smaller size is all there is.
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        PEAK.fetch_max(LIVE.fetch_add(new, Relaxed) + new, Relaxed);
-        LIVE.fetch_sub(l.size(), Relaxed);
+        if new > l.size() {
+            PEAK.fetch_max(LIVE.fetch_add(new, Relaxed) + new, Relaxed);
+            LIVE.fetch_sub(l.size(), Relaxed);
+        } else {
+            LIVE.fetch_sub(l.size() - new, Relaxed);
+        }
         unsafe { System.realloc(p, l, new) }
     }
 }

@@ -2,6 +2,7 @@
 // computes: opens FILE, opens the views before VIEW untimed, then VIEW profiled; prints the
 // functions with the most self time (wasm functions by their Rust names). Not a test.
 // Usage: node tests/e2e/tools/profile_view.mjs FILE [rootcause|drill] [--out PROFILE.cpuprofile]
+// [--profile standard|trtllm-skill]
 import fs from 'node:fs';
 import { launch, serve, openTrace, requireDist } from '../helpers.mjs';
 
@@ -10,6 +11,8 @@ const view = process.argv[3] ?? 'drill';
 const outAt = process.argv.indexOf('--out');
 const out = outAt > 0 ? process.argv[outAt + 1] : null;
 const ORDER = ['rootcause', 'drill'];
+const profileAt = process.argv.indexOf('--profile');
+const PROFILE = profileAt > 0 ? process.argv[profileAt + 1] : 'standard';
 
 requireDist();
 const server = await serve();
@@ -22,6 +25,9 @@ try {
   await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
   await page.goto(`${server.origin}/`);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  await page.evaluate((p) => {
+    document.querySelector(`input[name=profile][value=${p}]`).checked = true;
+  }, PROFILE);
   await openTrace(page, file, { timeout: 600_000 });
   const open = async (name) => {
     const t0 = Date.now();
