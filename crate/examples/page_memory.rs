@@ -7,7 +7,8 @@
 //! twice: indexing the rows itself, and over the index Root cause read, as the page runs it).
 //! With `DRILL_ONLY` set, only Root cause, then the drill-down over its index, with and without
 //! the explainer riding on it (for profiling that step); with `SKILL_ONLY`, only the
-//! `trtllm-skill` Root cause. Not a test; prints figures.
+//! `trtllm-skill` Root cause, then the drill-down over the index it kept. Not a test; prints
+//! figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -119,9 +120,24 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
         ..Default::default()
     };
     if std::env::var_os("SKILL_ONLY").is_some() {
-        std::hint::black_box(nsys_lens::analyze::analyze_rows(rows, &skill)?);
+        // As the page runs them: Root cause keeping drill's index, the drill-down over it.
+        let (root_cause, read) = nsys_lens::analyze::analyze_rows_indexed(rows, &skill)?;
         mark("root cause (trtllm-skill)", t);
         counted.report();
+        if let Some(read) = read {
+            let indexed = [nsys_lens::drill::RowIndex::with_facts(
+                rows, "trace", read.index,
+            )];
+            let t = Instant::now();
+            std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
+                &indexed,
+                &nsys_lens::drill::DrillOptions::default(),
+                read.gaps.as_ref(),
+            )?);
+            mark("drill-down after root cause", t);
+            counted.report();
+        }
+        std::hint::black_box(root_cause);
         return Ok(());
     }
     let window = nsys_lens::analyze::window::window_figures(rows)?;
@@ -143,7 +159,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
             std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
                 &indexed,
                 &opts,
-                Some(&read.gaps),
+                read.gaps.as_ref(),
             )?);
             mark("drill-down after root cause", t);
             counted.report();
@@ -173,7 +189,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
         std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
             &indexed,
             &opts,
-            Some(&read.gaps),
+            read.gaps.as_ref(),
         )?);
         mark("drill-down after root cause", t);
         counted.report();

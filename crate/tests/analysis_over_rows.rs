@@ -51,11 +51,12 @@ fn both_profiles_read_the_event_tables_only_through_the_row_iterators() {
     );
 }
 
-/// The drill-down over the index Root cause read on its way and the gaps its window pass swept
-/// (`analyze_rows_indexed`, as the page keeps them between the two views) equals the drill-down
-/// that indexes the rows and sweeps the gaps itself, findings and explainer report alike, under
-/// the default options and under others (then sweeping the gaps itself); `trtllm-skill` reads
-/// no index to keep.
+/// The drill-down over the index Root cause read on its way and the gaps the standard profile's
+/// window pass swept (`analyze_rows_indexed`, as the page keeps them between the two views)
+/// equals the drill-down that indexes the rows and sweeps the gaps itself, findings and
+/// explainer report alike, under the default options and under others (then sweeping the gaps
+/// itself). `trtllm-skill` keeps the index alone: its drill-down sweeps the gaps, reading the
+/// rows for no index.
 #[test]
 fn the_drill_down_over_root_causes_index_equals_one_that_reads_its_own() {
     use nsys_lens::analyze::analyze_rows_indexed;
@@ -67,73 +68,67 @@ fn the_drill_down_over_root_causes_index_equals_one_that_reads_its_own() {
         let opts = GenOptions { scale: 1, seed: 3 };
         generate_with_markers(scenario, &path, &opts, MarkerStyle::TensorrtLlm).expect("generated");
         let rows = common::RowsOnly::of(load_path(&path, LoadOptions::all()).expect("loaded"));
-        let cfg = AnalyzeConfig::default();
-        let (_, kept) = analyze_rows_indexed(&rows, &cfg).expect("analysed");
-        let kept = kept.expect("the standard profile reads drill's index");
-        let label = format!("{scenario}.sqlite");
-        let reused = [RowIndex::with_facts(&rows, &label, kept.index)];
-        let own = [RowIndex::new(&rows, &label, None).expect("indexed")];
-        let same = |x: serde_json::Result<String>, y: serde_json::Result<String>| {
-            x.is_ok() && x.ok() == y.ok()
-        };
-        let three = DrillOptions {
-            top: 3,
-            ..DrillOptions::default()
-        };
-        for drill in [DrillOptions::default(), three] {
-            let swept = Some(&kept.gaps);
-            rows.call_reads();
-            let (a, ea) = DrillFindings::explained_after(&reused, &drill, swept).expect("drilled");
-            let reads_after = rows.call_reads();
-            let (b, eb) = DrillFindings::explained(&own, &drill).expect("drilled");
-            let reads_own = rows.call_reads();
-            // Root cause's gaps taken under its options: neither each device's sweep nor the
-            // top gaps' attribution reads the calls again.
-            let taken = drill.top == DrillOptions::default().top;
-            let saved = if taken {
-                own[0].devices.len() as u32 + 1
-            } else {
-                0
+        for profile in [Profile::Standard, Profile::TrtllmSkill] {
+            let cfg = AnalyzeConfig {
+                profile,
+                ..AnalyzeConfig::default()
             };
+            let (_, kept) = analyze_rows_indexed(&rows, &cfg).expect("analysed");
+            let kept = kept.expect("Root cause reads drill's index");
             assert_eq!(
-                (reads_after + saved, reads_after > 0),
-                (reads_own, true),
-                "{scenario}, top {}: the calls' reads",
-                drill.top
+                kept.gaps.is_some(),
+                profile == Profile::Standard,
+                "{scenario}, {profile:?}: the gaps swept by the window pass alone"
             );
-            let (a_json, b_json) = (serde_json::to_string(&a), serde_json::to_string(&b));
-            assert!(
-                same(a_json, b_json),
-                "{scenario}, top {}: drill-down",
-                drill.top
-            );
-            let (ea_json, eb_json) = (serde_json::to_string(&ea), serde_json::to_string(&eb));
-            assert!(
-                same(ea_json, eb_json),
-                "{scenario}, top {}: explainer",
-                drill.top
-            );
-            assert!(!a.findings.is_empty(), "{scenario}: something found");
-            let gaps = &a.report.gaps;
-            assert!(
-                gaps.top
-                    .iter()
-                    .chain(&gaps.device_idle.top)
-                    .all(|g| g.file == label)
-                    && a.report.idle.per_device.iter().all(|d| d.file == label),
-                "{scenario}: every gap and device names the trace"
-            );
-            assert!(!a.report.gaps.top.is_empty(), "{scenario}: gaps kept");
+            let label = format!("{scenario}.sqlite");
+            let reused = [RowIndex::with_facts(&rows, &label, kept.index)];
+            let own = [RowIndex::new(&rows, &label, None).expect("indexed")];
+            let three = DrillOptions {
+                top: 3,
+                ..DrillOptions::default()
+            };
+            for drill in [DrillOptions::default(), three] {
+                let what = format!("{scenario}, {profile:?}, top {}", drill.top);
+                let swept = kept.gaps.as_ref();
+                rows.call_reads();
+                let (a, ea) =
+                    DrillFindings::explained_after(&reused, &drill, swept).expect("drilled");
+                let reads_after = rows.call_reads();
+                let (b, eb) = DrillFindings::explained(&own, &drill).expect("drilled");
+                let reads_own = rows.call_reads();
+                // Root cause's gaps taken under its options: neither each device's sweep nor
+                // the top gaps' attribution reads the calls again.
+                let taken = swept.is_some() && drill.top == DrillOptions::default().top;
+                let saved = if taken {
+                    own[0].devices.len() as u32 + 1
+                } else {
+                    0
+                };
+                assert_eq!(
+                    (reads_after + saved, reads_after > 0),
+                    (reads_own, true),
+                    "{what}: the calls' reads"
+                );
+                assert_same(&a, &b, &format!("{what}: drill-down"));
+                assert_same(&ea, &eb, &format!("{what}: explainer"));
+                assert!(!a.findings.is_empty(), "{what}: something found");
+                let gaps = &a.report.gaps;
+                assert!(
+                    gaps.top
+                        .iter()
+                        .chain(&gaps.device_idle.top)
+                        .all(|g| g.file == label)
+                        && a.report.idle.per_device.iter().all(|d| d.file == label),
+                    "{what}: every gap and device names the trace"
+                );
+                assert!(!a.report.gaps.top.is_empty(), "{what}: gaps kept");
+            }
         }
-        let skill = AnalyzeConfig {
-            profile: Profile::TrtllmSkill,
-            ..AnalyzeConfig::default()
-        };
-        assert!(
-            analyze_rows_indexed(&rows, &skill)
-                .expect("analysed")
-                .1
-                .is_none()
-        );
     }
+}
+
+/// Both serialize, to the same JSON.
+fn assert_same<T: serde::Serialize>(a: &T, b: &T, what: &str) {
+    let (a, b) = (serde_json::to_string(a), serde_json::to_string(b));
+    assert!(a.is_ok() && a.ok() == b.ok(), "{what}");
 }

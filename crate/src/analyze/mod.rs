@@ -133,19 +133,19 @@ pub fn analyze_rows_measured(
     cfg: &AnalyzeConfig,
 ) -> Result<(TraceBreakdown, FoldPeaks)> {
     let mut peaks = FoldPeaks::default();
-    let b = analyze_rows_with(rows, cfg, &mut peaks, &mut None)?;
+    let b = analyze_rows_with(rows, cfg, &mut peaks, None)?;
     Ok((b, peaks))
 }
 
-/// [`analyze_rows`] and what a drill-down of the same rows would read of them again (the
-/// standard profile's window pass reads it; `None` under `trtllm-skill`): the page keeps it for
-/// the drill-down of the same trace.
+/// [`analyze_rows`] and what a drill-down of the same rows would read of them again: drill's
+/// index (read on the passes both profiles make anyway) and, under the standard profile, the
+/// gaps its window pass swept. The page keeps it for the drill-down of the same trace.
 pub fn analyze_rows_indexed(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
 ) -> Result<(TraceBreakdown, Option<DrillRead>)> {
     let mut kept = None;
-    let b = analyze_rows_with(rows, cfg, &mut FoldPeaks::default(), &mut kept)?;
+    let b = analyze_rows_with(rows, cfg, &mut FoldPeaks::default(), Some(&mut kept))?;
     Ok((b, kept))
 }
 
@@ -153,15 +153,15 @@ fn analyze_rows_with(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     peaks: &mut FoldPeaks,
-    kept: &mut Option<DrillRead>,
+    kept: Option<&mut Option<DrillRead>>,
 ) -> Result<TraceBreakdown> {
     require_kernels(rows, &cfg.source)?;
     if cfg.tp_size == 0 {
         return Err(Error::Usage("--tp-size must be at least 1".into()));
     }
     let b = match cfg.profile {
-        Profile::TrtllmSkill => skill::breakdown(rows, cfg),
-        Profile::Standard => standard::breakdown(rows, cfg, peaks, kept)?,
+        Profile::TrtllmSkill => skill::breakdown(rows, cfg, kept)?,
+        Profile::Standard => standard::breakdown(rows, cfg, peaks, kept.unwrap_or(&mut None))?,
     };
     rows.check()?;
     Ok(b)
@@ -197,13 +197,6 @@ impl KernelFacts {
             allreduce: AllreduceFold::new(&trace.strings),
             spread: KernelSpread::new(trace),
         }
-    }
-
-    /// Reads them in a pass of their own.
-    fn read(rows: &dyn EventRows) -> (AllreduceIterations, KernelSpread) {
-        let mut facts = KernelFacts::new(rows.meta());
-        rows.kernels().for_each(|k| facts.kernel(&k));
-        facts.finish()
     }
 
     fn finish(self) -> (AllreduceIterations, KernelSpread) {

@@ -5,14 +5,17 @@
 use super::breakdown::{OpRow, SteadyInfo, TraceBreakdown, WindowNs};
 use super::ops::Tallies;
 use super::stats::Stats;
+use super::window::DrillRead;
 use super::workload::Workload;
 use super::{AnalyzeConfig, KernelFacts, finish, isolation_info};
+use crate::error::Result;
+use crate::index::rows::{RowIndex, RowVisitor};
 use crate::iterations::forward_steps::{
     ReferenceSteps, Steady, iteration, merged_steps, steady_reference,
 };
 use crate::iterations::{Isolation, isolate};
-use crate::model::rows::EventRows;
-use crate::model::{NO_NAME, NameId, Ns, Strings};
+use crate::model::rows::{EventRows, KernelRow};
+use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Strings};
 use crate::profile::Profile;
 use crate::pyfmt;
 use crate::sqlike::Like;
@@ -25,13 +28,34 @@ const API_LIMIT: usize = 15;
 /// The script analyses the steady state only with at least this many unique steady steps.
 const MIN_STEADY: usize = 5;
 
-pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
+/// The `trtllm-skill` breakdown of `rows`; with `kept`, drill's index is read on its first
+/// passes and left there (the page keeps it for the drill-down of the same trace).
+pub fn breakdown(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    kept: Option<&mut Option<DrillRead>>,
+) -> Result<TraceBreakdown> {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
     let steps = ReferenceSteps::new(&rows.meta().strings);
-    let ranges = RangeCounts::of(rows, &steps);
+    let mut first = FirstPasses {
+        facts: KernelFacts::new(rows.meta()),
+        ranges: RangeCounts::default(),
+        steps: &steps,
+    };
+    match kept {
+        Some(kept) => {
+            let index = RowIndex::visiting(rows, "trace", cfg.step_marker.as_ref(), &mut first)?;
+            *kept = Some(DrillRead {
+                index: index.into_facts(),
+                gaps: None,
+            });
+        }
+        None => first.read(rows),
+    }
+    let FirstPasses { facts, ranges, .. } = first;
+    let (allreduce, spread) = facts.finish();
     let (raw, marker) = steps.read(rows, ranges.steps);
     drop(steps); // its parsed step per string
-    let (allreduce, spread) = KernelFacts::read(rows);
     // The merged steps are read as they come, twice (to count them, then to list their
     // iterations): a long trace has a step per range, and no list of them is held beside `raw`.
     let (mut steps, mut context) = (0, 0);
@@ -60,7 +84,7 @@ pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
             iso.iterations.len(),
             iso.phases.len()
         ));
-        return finish(b);
+        return Ok(finish(b));
     }
     b.iterations = Some(iso.benchmark_iterations().len());
     b.benchmark_window = iso
@@ -70,7 +94,7 @@ pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
         b.warnings
             .push("No [Executor] _forward_step NVTX ranges found.".into());
         b.steady_steps = Some(0);
-        return finish(b);
+        return Ok(finish(b));
     };
     let n = steady.steps.len();
     b.steady_steps = Some(n);
@@ -91,13 +115,13 @@ pub fn breakdown(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> TraceBreakdown {
             "only {n} unique steady-state steps (0 ctx, {} gen): the reference needs at least {MIN_STEADY} for per-step figures",
             steady.max_gen
         ));
-        return finish(b);
+        return Ok(finish(b));
     }
     if let Some(w) = outside_benchmark(&steady.steps, iso.benchmark_window()) {
         b.warnings.push(w);
     }
     per_step(rows, cfg, &mut b, &steady);
-    finish(b)
+    Ok(finish(b))
 }
 
 /// The reference takes the steady state from the whole trace (§4 row 13): say so when that
@@ -116,26 +140,39 @@ fn outside_benchmark(steady: &[Step], window: Option<(Ns, Ns)>) -> Option<String
     })
 }
 
-/// What one pass over the NVTX ranges counts before the steps are read.
+/// What a pass over the kernels and one over the NVTX ranges fold before the steps are read:
+/// passes of their own, or drill's index's.
+struct FirstPasses<'s> {
+    facts: KernelFacts,
+    ranges: RangeCounts,
+    steps: &'s ReferenceSteps,
+}
+
+impl FirstPasses<'_> {
+    fn read(&mut self, rows: &dyn EventRows) {
+        rows.kernels().for_each(|k| self.kernel(&k));
+        rows.ranges().for_each(|r| self.range(&r));
+    }
+}
+
+impl RowVisitor for FirstPasses<'_> {
+    fn kernel(&mut self, k: &KernelRow) {
+        self.facts.kernel(k);
+    }
+
+    fn range(&mut self, r: &NvtxRow) {
+        self.ranges.steps += usize::from(self.steps.step(r).is_some());
+        self.ranges.inline_only += usize::from(r.text_id_name == NO_NAME && r.name != NO_NAME);
+    }
+}
+
+/// What the pass over the NVTX ranges counts.
+#[derive(Default)]
 struct RangeCounts {
     /// The forward-step ranges ([`ReferenceSteps::step`]).
     steps: usize,
     /// Ranges named in the `text` column only, which the reference's join on `textId` drops.
     inline_only: usize,
-}
-
-impl RangeCounts {
-    fn of(rows: &dyn EventRows, steps: &ReferenceSteps) -> RangeCounts {
-        let mut counts = RangeCounts {
-            steps: 0,
-            inline_only: 0,
-        };
-        for r in rows.ranges() {
-            counts.steps += usize::from(steps.step(&r).is_some());
-            counts.inline_only += usize::from(r.text_id_name == NO_NAME && r.name != NO_NAME);
-        }
-        counts
-    }
 }
 
 /// Everything but the per-step figures.

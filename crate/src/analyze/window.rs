@@ -117,7 +117,7 @@ impl<'r> WindowPass<'r> {
             pending_launches,
             drill: DrillRead {
                 index: ix.into_facts(),
-                gaps: swept,
+                gaps: Some(swept),
             },
         })
     }
@@ -133,14 +133,14 @@ pub(crate) struct WindowRead {
     pub(crate) drill: DrillRead,
 }
 
-/// What a window pass read of a trace's rows that a drill-down of the same rows reads too:
-/// drill's index (the steps under the user's marker, else the first built-in marker met), and
-/// the gaps and idle time its sweep found as the drill-down's first pass does. The page keeps
-/// it for the drill-down of the same trace.
+/// What Root cause read of a trace's rows that a drill-down of the same rows reads too:
+/// drill's index (the steps under the user's marker, else the first built-in marker met), and,
+/// from the standard profile's window pass, the gaps and idle time its sweep found as the
+/// drill-down's first pass does. The page keeps it for the drill-down of the same trace.
 #[derive(Debug)]
 pub struct DrillRead {
     pub index: IndexFacts,
-    pub gaps: SweptGaps,
+    pub gaps: Option<SweptGaps>,
 }
 
 impl WindowTally<'_> {

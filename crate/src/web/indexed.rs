@@ -160,7 +160,7 @@ impl Indexed {
     pub(crate) fn keep_drill_read(&self, read: DrillRead) {
         if read.index.builtin_marker() {
             self.index.replace(Some(read.index));
-            self.swept.replace(Some(read.gaps));
+            self.swept.replace(read.gaps);
         }
     }
 
