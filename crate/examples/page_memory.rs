@@ -125,17 +125,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
         mark("root cause (trtllm-skill)", t);
         counted.report();
         if let Some(read) = read {
-            let indexed = [nsys_lens::drill::RowIndex::with_facts(
-                rows, "trace", read.index,
-            )];
-            let t = Instant::now();
-            std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
-                &indexed,
-                &nsys_lens::drill::DrillOptions::default(),
-                read.gaps.as_ref(),
-            )?);
-            mark("drill-down after root cause", t);
-            counted.report();
+            drill_after(&counted, read, Instant::now())?;
         }
         std::hint::black_box(root_cause);
         return Ok(());
@@ -152,17 +142,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     let opts = nsys_lens::drill::DrillOptions::default();
     if drill_only {
         if let Some(read) = read {
-            let indexed = [nsys_lens::drill::RowIndex::with_facts(
-                rows, "trace", read.index,
-            )];
-            let t = Instant::now();
-            std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
-                &indexed,
-                &opts,
-                read.gaps.as_ref(),
-            )?);
-            mark("drill-down after root cause", t);
-            counted.report();
+            let indexed = drill_after(&counted, read, Instant::now())?;
             let t = Instant::now();
             std::hint::black_box(nsys_lens::drill::drill_indexed(&indexed, &opts)?);
             mark("drill-down without the explainer", t);
@@ -182,17 +162,7 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     mark("drill-down with findings", t);
     counted.report();
     if let Some(read) = read {
-        // As the page runs it after Root cause: over the index and the gaps Root cause read.
-        let indexed = [nsys_lens::drill::RowIndex::with_facts(
-            rows, "trace", read.index,
-        )];
-        std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
-            &indexed,
-            &opts,
-            read.gaps.as_ref(),
-        )?);
-        mark("drill-down after root cause", t);
-        counted.report();
+        drill_after(&counted, read, t)?;
     }
     let verdict = |cfg: &nsys_lens::detect::DetectConfig| nsys_lens::detect::detect_rows(rows, cfg);
     let doc = nsys_lens::report::document::build_rows(rows, "trace", &opts, &verdict)?;
@@ -201,6 +171,26 @@ fn deeper_views(conn: &rusqlite::Connection, t: Instant) -> Result<(), Box<dyn s
     println!("  rows cached: {} MiB", scan.cached_bytes() >> 20);
     std::hint::black_box((root_cause, drill, doc));
     Ok(())
+}
+
+/// The drill-down as the page runs it after Root cause: over the index (and the gaps) Root
+/// cause read, under the default options; its figures printed from `t`. Gives the index back.
+fn drill_after<'r>(
+    counted: &'r Counted<'r>,
+    read: nsys_lens::analyze::DrillRead,
+    t: Instant,
+) -> Result<[nsys_lens::drill::RowIndex<'r>; 1], Box<dyn std::error::Error>> {
+    let indexed = [nsys_lens::drill::RowIndex::with_facts(
+        counted, "trace", read.index,
+    )];
+    std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
+        &indexed,
+        &nsys_lens::drill::DrillOptions::default(),
+        read.gaps.as_ref(),
+    )?);
+    mark("drill-down after root cause", t);
+    counted.report();
+    Ok(indexed)
 }
 
 /// Times views centred on the middle of the trace, each 10× narrower than the previous one.
