@@ -13,7 +13,7 @@ use crate::index::rows::{RowIndex, RowVisitor};
 use crate::iterations::forward_steps::{
     ReferenceSteps, Steady, iteration, merged_steps, steady_reference,
 };
-use crate::iterations::{Isolation, isolate};
+use crate::iterations::{Isolation, Iteration, isolate};
 use crate::model::rows::{EventRows, KernelRow};
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Strings};
 use crate::profile::Profile;
@@ -37,35 +37,12 @@ pub fn breakdown(
 ) -> Result<TraceBreakdown> {
     let t0 = rows.kernels().next().map_or(0, |k| k.start);
     let steps = ReferenceSteps::new(&rows.meta().strings);
-    let mut first = FirstPasses {
-        facts: KernelFacts::new(rows.meta()),
-        ranges: RangeCounts::default(),
-        steps: &steps,
-    };
-    match kept {
-        Some(kept) => {
-            let index = RowIndex::visiting(rows, "trace", cfg.step_marker.as_ref(), &mut first)?;
-            *kept = Some(DrillRead {
-                index: index.into_facts(),
-                gaps: None,
-            });
-        }
-        None => first.read(rows),
-    }
-    let FirstPasses { facts, ranges, .. } = first;
+    let FirstPasses { facts, ranges, .. } = FirstPasses::read(rows, cfg, &steps, kept)?;
     let (allreduce, spread) = facts.finish();
     let (raw, marker) = steps.read(rows, ranges.steps);
     drop(steps); // its parsed step per string
-    // The merged steps are read as they come, twice (to count them, then to list their
-    // iterations): a long trace has a step per range, and no list of them is held beside `raw`.
-    let (mut steps, mut context) = (0, 0);
-    for m in merged_steps(&raw) {
-        steps += 1;
-        context += usize::from(m.step.name.ctx > 0);
-    }
-    let generation = steps - context;
-    let mut iterations = Vec::with_capacity(steps);
-    iterations.extend(merged_steps(&raw).map(|m| iteration(&m.step, m.longest_ns)));
+    let (iterations, context) = merged_iterations(&raw);
+    let generation = iterations.len() - context;
     let iso = isolate(allreduce, iterations.into_iter(), raw.len(), None);
     // The raw steps become the steady ones: all that is read below.
     let steady = (!raw.is_empty()).then(|| steady_reference(raw));
@@ -148,11 +125,51 @@ struct FirstPasses<'s> {
     steps: &'s ReferenceSteps,
 }
 
-impl FirstPasses<'_> {
-    fn read(&mut self, rows: &dyn EventRows) {
-        rows.kernels().for_each(|k| self.kernel(&k));
-        rows.ranges().for_each(|r| self.range(&r));
+impl<'s> FirstPasses<'s> {
+    /// Folded over drill's index's passes when `kept` asks for the index (left there), else
+    /// over a pass of their own over each table.
+    fn read(
+        rows: &dyn EventRows,
+        cfg: &AnalyzeConfig,
+        steps: &'s ReferenceSteps,
+        kept: Option<&mut Option<DrillRead>>,
+    ) -> Result<FirstPasses<'s>> {
+        let mut first = FirstPasses {
+            facts: KernelFacts::new(rows.meta()),
+            ranges: RangeCounts::default(),
+            steps,
+        };
+        match kept {
+            Some(kept) => {
+                let marker = cfg.step_marker.as_ref();
+                let index = RowIndex::visiting(rows, "trace", marker, &mut first)?;
+                *kept = Some(DrillRead {
+                    index: index.into_facts(),
+                    gaps: None,
+                });
+            }
+            None => {
+                rows.kernels().for_each(|k| first.kernel(&k));
+                rows.ranges().for_each(|r| first.range(&r));
+            }
+        }
+        Ok(first)
     }
+}
+
+/// The iteration of each step `raw` merges into over TP ranks, and how many of those steps
+/// carry context requests. The merged steps are read as they come, twice (to count them, then
+/// to list their iterations): a long trace has a step per range, and no list of them is held
+/// beside `raw`.
+fn merged_iterations(raw: &[Step]) -> (Vec<Iteration>, usize) {
+    let (mut count, mut context) = (0, 0);
+    for m in merged_steps(raw) {
+        count += 1;
+        context += usize::from(m.step.name.ctx > 0);
+    }
+    let mut iterations = Vec::with_capacity(count);
+    iterations.extend(merged_steps(raw).map(|m| iteration(&m.step, m.longest_ns)));
+    (iterations, context)
 }
 
 impl RowVisitor for FirstPasses<'_> {
