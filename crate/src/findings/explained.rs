@@ -72,8 +72,8 @@ fn memory_findings(e: &ExplainReport, d: &DrillReport) -> Vec<Finding> {
             "memory",
             format!("Async copies from pageable host memory ({counted})"),
             format!(
-                "{} cudaMemcpyAsync-style copies {scope} touch pageable memory: the driver stages them synchronously; they hold {} of GPU-idle time ({} of device time)",
-                m.pageable_async_copies,
+                "{}; they hold {} of GPU-idle time ({} of device time)",
+                pageable_copies(m.pageable_async_copies, scope),
                 ms_ns(held),
                 pct(share)
             ),
@@ -92,9 +92,8 @@ fn memory_findings(e: &ExplainReport, d: &DrillReport) -> Vec<Finding> {
             "memory",
             format!("Synchronous copies or memsets ({counted})"),
             format!(
-                "{} copies and {} memsets {scope} were issued through synchronous APIs, blocking the host; they hold {} of GPU-idle time ({} of device time)",
-                m.synchronous_copies,
-                m.synchronous_memsets,
+                "{}; they hold {} of GPU-idle time ({} of device time)",
+                synchronous_ops(m.synchronous_copies, m.synchronous_memsets, scope),
                 ms_ns(held),
                 pct(share)
             ),
@@ -221,10 +220,7 @@ fn host_memory_findings(e: &ExplainReport) -> Vec<Finding> {
             Severity::Low,
             "memory",
             format!("Async copies from pageable host memory ({counted})"),
-            format!(
-                "{} cudaMemcpyAsync-style copies {scope} touch pageable memory: the driver stages them synchronously",
-                m.pageable_async_copies
-            ),
+            pageable_copies(m.pageable_async_copies, scope),
             Some("ALLOC"),
             "Allocate pinned host buffers once at initialization (cudaHostAlloc, tensor.pin_memory()) and copy through them.",
             0.0,
@@ -235,14 +231,62 @@ fn host_memory_findings(e: &ExplainReport) -> Vec<Finding> {
             Severity::Low,
             "memory",
             format!("Synchronous copies or memsets ({counted})"),
-            format!(
-                "{} copies and {} memsets {scope} were issued through synchronous APIs, blocking the host",
-                m.synchronous_copies, m.synchronous_memsets
-            ),
+            synchronous_ops(m.synchronous_copies, m.synchronous_memsets, scope),
             Some("SYNC"),
             "Use the async variants on a stream (cudaMemcpyAsync, non_blocking=True) and synchronize only where the result is needed.",
             0.0,
         ));
     }
     out
+}
+
+/// The async copies of `scope` from pageable memory, counted in words.
+fn pageable_copies(copies: u64, scope: &str) -> String {
+    let (touch, them) = if copies == 1 {
+        ("touches", "it")
+    } else {
+        ("touch", "them")
+    };
+    format!(
+        "{} {scope} {touch} pageable memory: the driver stages {them} synchronously",
+        format::counted(
+            copies,
+            "cudaMemcpyAsync-style copy",
+            "cudaMemcpyAsync-style copies"
+        )
+    )
+}
+
+/// The synchronous copies and memsets of `scope`, counted in words ("1 copy and 0 memsets …").
+fn synchronous_ops(copies: u64, memsets: u64, scope: &str) -> String {
+    format!(
+        "{} and {} {scope} were issued through synchronous APIs, blocking the host",
+        format::counted(copies, "copy", "copies"),
+        format::counted(memsets, "memset", "memsets")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_counts_read_in_the_singular_for_one() {
+        assert_eq!(
+            synchronous_ops(1, 0, "in the kernel window"),
+            "1 copy and 0 memsets in the kernel window were issued through synchronous APIs, blocking the host"
+        );
+        assert_eq!(
+            synchronous_ops(1_200, 1, "in the whole capture"),
+            "1,200 copies and 1 memset in the whole capture were issued through synchronous APIs, blocking the host"
+        );
+        assert_eq!(
+            pageable_copies(1, "in the kernel window"),
+            "1 cudaMemcpyAsync-style copy in the kernel window touches pageable memory: the driver stages it synchronously"
+        );
+        assert_eq!(
+            pageable_copies(4, "in the kernel window"),
+            "4 cudaMemcpyAsync-style copies in the kernel window touch pageable memory: the driver stages them synchronously"
+        );
+    }
 }
