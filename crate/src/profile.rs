@@ -50,6 +50,7 @@ impl Profile {
                 phase_window: PhaseWindow::UnionOfSteps,
                 round_4dp: false,
                 generation_ignores_cli: false,
+                gpu_work: true,
             },
             Profile::TrtllmSkill => Switches {
                 per_device: false,
@@ -64,6 +65,7 @@ impl Profile {
                 phase_window: PhaseWindow::Span,
                 round_4dp: true,
                 generation_ignores_cli: true,
+                gpu_work: false,
             },
         }
     }
@@ -102,4 +104,20 @@ pub struct Switches {
     pub round_4dp: bool,
     /// Generation uses 0.15/0.80 for M1/M4 whatever the CLI says (the reference's behaviour).
     pub generation_ignores_cli: bool,
+    /// Busy is every GPU operation (kernels, graph replays, copies, memsets: `docs/gpu-work.md`);
+    /// else kernel rows only, as the reference scripts count.
+    pub gpu_work: bool,
+}
+
+impl Switches {
+    /// The rows whose union is GPU busy time under this profile, in start order.
+    pub fn busy_rows<'a>(
+        &self,
+        rows: &'a dyn crate::model::rows::EventRows,
+    ) -> crate::model::rows::Rows<'a, crate::model::rows::KernelRow> {
+        match self.gpu_work {
+            true => rows.gpu_work(),
+            false => rows.kernels(),
+        }
+    }
 }

@@ -206,6 +206,9 @@ impl KernelFacts {
 
 impl RowVisitor for KernelFacts {
     fn kernel(&mut self, k: &KernelRow) {
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
         self.allreduce.push(k);
         self.spread.push(k);
     }

@@ -174,6 +174,9 @@ fn merged_iterations(raw: &[Step]) -> (Vec<Iteration>, usize) {
 
 impl RowVisitor for FirstPasses<'_> {
     fn kernel(&mut self, k: &KernelRow) {
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
         self.facts.kernel(k);
     }
 

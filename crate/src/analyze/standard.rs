@@ -163,6 +163,9 @@ struct RawStepFacts {
 
 impl RowVisitor for FirstPasses {
     fn kernel(&mut self, k: &KernelRow) {
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
         self.facts.kernel(k);
     }
 
@@ -399,6 +402,9 @@ struct SteadyKernels<'a> {
 
 impl KernelFold for SteadyKernels<'_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
         let launched = call.map_or(k.start, |c| c.start);
         if contains(self.spans, launched) {
             self.tally

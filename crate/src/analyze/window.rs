@@ -245,8 +245,11 @@ impl RowVisitor for WindowTally<'_> {
     fn kernel(&mut self, k: &KernelRow) {
         self.first.get_or_insert(k.start);
         self.end_ns = self.end_ns.max(k.end);
-        self.kernels += 1;
         self.busy.entry(k.device).or_default().push(k.start, k.end);
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
+        self.kernels += 1;
         self.kernel_ops
             .add(self.strings.get(k.short_name), k.end - k.start);
     }

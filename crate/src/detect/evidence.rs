@@ -13,7 +13,7 @@ use crate::names::launch::LaunchApis;
 const MEANINGS: [(&str, &str); 7] = [
     (
         "gpu_idle_ratio",
-        "share of the window in which the GPU ran no kernel",
+        "share of the window in which the GPU ran nothing: no kernel, graph replay, copy or memset (trtllm-skill: no kernel)",
     ),
     (
         "launch_overhead_ratio",
@@ -21,7 +21,7 @@ const MEANINGS: [(&str, &str); 7] = [
     ),
     (
         "gpu_utilization",
-        "share of the window in which the GPU ran at least one kernel",
+        "share of the window in which the GPU ran something: a kernel, graph replay, copy or memset (trtllm-skill: a kernel)",
     ),
     (
         "nccl_ratio",

@@ -7,6 +7,7 @@
 //!
 //! Thresholds act only in assembly: a summary can be re-assembled under edited thresholds.
 
+pub mod bound;
 pub mod capture;
 pub mod catalogue;
 pub mod config;
@@ -70,7 +71,7 @@ fn detect_over(
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
     let mut sweep = KernelSweep::of(host_facts.sweep_inputs(cfg));
-    for k in rows.kernels() {
+    for k in host_facts.sw.busy_rows(rows) {
         // The rows come in start order, so this cannot fail; say so if it ever did.
         sweep
             .push(k.event())
@@ -78,7 +79,7 @@ fn detect_over(
     }
     rows.check()?;
     let kernels = sweep.finish();
-    if kernels.facts.kernels == 0 {
+    if kernels.facts.gpu_ops == 0 {
         let launches = Prepared::new(rows, &host_facts, &kernels).launch_api_calls();
         rows.check()?;
         return Err(KernelAbsence::of(&rows.meta().present, launches).error(&cfg.file_label));
@@ -117,7 +118,7 @@ pub fn detect_with_host_facts(
     kernels: &KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
-    if kernels.facts.kernels == 0 {
+    if kernels.facts.gpu_ops == 0 {
         // The page's host part holds no launch call (they are swept): their count is the sweep's.
         let launches = Prepared::new(host, host_facts, kernels).launch_api_calls();
         return Err(KernelAbsence::of(&host.present, launches).error(&cfg.file_label));
@@ -137,10 +138,10 @@ fn assemble(
     let sw = host_facts.sw;
     let thresholds = cfg.thresholds.resolve(&sw);
     let prepared = Prepared::new(rows, host_facts, kernels);
-    let window_source = if cfg.window.is_some() {
-        "user"
-    } else {
-        "kernels"
+    let window_source = match (cfg.window.is_some(), sw.gpu_work) {
+        (true, _) => "user",
+        (false, true) => "gpu-work",
+        (false, false) => "kernels",
     };
     let aggregate = prepared.measure(Scope::Aggregate, &kernels.aggregate);
     let phase =
@@ -215,6 +216,13 @@ fn assemble(
         nccl_caveat: outcome.nccl_caveat,
         crossed_details: outcome.crossed,
         phases,
+        bound: kernels.work.as_ref().map(|w| {
+            bound::classify(
+                overall == "YES",
+                w,
+                kernels.aggregate.window.measure,
+            )
+        }),
         profile: cfg.profile.name(),
         window: window_info(
             &kernels.aggregate.window,

@@ -64,7 +64,9 @@ pub struct WindowInfo {
     pub duration_us: f64,
     /// How many disjoint intervals make up the window.
     pub intervals: usize,
-    /// `"kernels"` (first kernel start to last kernel end), `"user"`, `"steps-union"` or `"steps-span"`.
+    /// `"gpu-work"` (first GPU operation's start to the last one's end: kernels, graph replays,
+    /// copies, memsets), `"kernels"` (first kernel start to last kernel end, `trtllm-skill`),
+    /// `"user"`, `"steps-union"` or `"steps-span"`.
     pub source: &'static str,
 }
 
@@ -164,6 +166,9 @@ pub struct DetectReport {
     pub crossed_details: CrossedDetails,
     pub phases: Phases,
     // --- added keys ---
+    /// What bounds the run, with the shares that decide it (`null` under `trtllm-skill`, which
+    /// counts kernels only).
+    pub bound: Option<super::bound::Bound>,
     pub profile: &'static str,
     pub window: WindowInfo,
     /// The step marker the phases were read under (`null`: no range was a step).

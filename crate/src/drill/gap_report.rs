@@ -71,7 +71,7 @@ pub struct PhaseGaps {
     pub buckets: Vec<GapBucket>,
 }
 
-/// Device-idle gaps (no kernel on any stream of the device).
+/// Device-idle gaps (no GPU work — kernel, graph replay, copy, memset — on any stream of the device).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IdleGaps {
     pub buckets: Vec<GapBucket>,

@@ -164,6 +164,9 @@ impl<'a, 't> GraphFold<'a, 't> {
 
 impl KernelFold for GraphFold<'_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        if !k.work.is_compute() {
+            return;
+        }
         let (ix, t) = (self.ix, &mut self.tally);
         let graph = is_graph_kernel(ix, k, call);
         let dur = (k.end - k.start).max(0);

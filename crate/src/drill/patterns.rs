@@ -418,6 +418,10 @@ impl<'p> StepWalk<'p> {
             (k.start - self.busy_until).max(0)
         };
         self.busy_until = self.busy_until.max(k.end);
+        // Copies, memsets and replays keep the device busy but are not in the sequence.
+        if k.work != crate::model::Work::Kernel {
+            return None;
+        }
         let step = if self.plan.spans.is_empty() {
             (self.handed < NO_STEP_KERNELS).then_some(0)
         } else {

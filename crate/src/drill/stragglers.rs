@@ -221,6 +221,9 @@ impl<'a, 't> RankFold<'a, 't> {
 
 impl KernelFold for RankFold<'_, '_> {
     fn kernel(&mut self, k: &KernelRow, _: Option<&CallRow>) {
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
         let ix = self.ix;
         if !ix.names.is_collective(k.short_name) {
             return;

@@ -371,6 +371,9 @@ impl Explainer<'_> {
 /// values.
 impl KernelFold for Explainer<'_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
         match &mut self.joined {
             None => self.first(k, None),
             Some(host) => {
@@ -396,6 +399,9 @@ impl Rider for Explainer<'_> {
     }
 
     fn launched(&mut self, k: &KernelRow, launch: Option<(&CallRow, CallNote)>) {
+        if k.work != crate::model::Work::Kernel {
+            return;
+        }
         self.first(k, launch.map(|(c, note)| (*c, note)));
     }
 

@@ -5,6 +5,7 @@
 //! Severity follows the share of device (or step) time at stake: ≥ 25 % high, ≥ 10 % medium,
 //! ≥ 2 % low, else informational.
 
+mod bound;
 mod drill_down;
 mod explained;
 mod idle;
@@ -23,6 +24,7 @@ use crate::index::rows::RowIndex;
 use crate::index::steady_spans;
 use crate::model::Ns;
 use drill_down::{graph_findings, pattern_finding, straggler_finding};
+pub use bound::transfer_finding;
 pub use explained::explain_findings;
 use idle::idle_findings;
 

@@ -9,8 +9,9 @@ use crate::model::NameId;
 use crate::model::rows::{CallRow, KernelRow};
 use crate::names::api::ApiKind;
 
-/// A fold fed by a pass over one trace's kernels: each kernel in start order, with the call
-/// that launched it when joined.
+/// A fold fed by a pass over one trace's GPU work (`EventRows::gpu_work`: kernels, graph
+/// replays, copies, memsets): each row in start order, with the call that launched it when
+/// joined. A fold about kernels alone skips the rows whose `work` is not `Work::Kernel`.
 pub trait KernelFold {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>);
 }
@@ -30,7 +31,7 @@ pub fn kernel_pass_visiting(
 ) {
     let to_the_end = visit.is_some();
     let mut join = ix.launch_join_visiting(visit.map(|v| -> &mut dyn FnMut(&CallRow) { v }));
-    for k in ix.rows.kernels() {
+    for k in ix.rows.gpu_work() {
         let call = join.find(k.start, k.process, k.correlation);
         for f in folds.iter_mut() {
             f.kernel(&k, call.as_ref());
@@ -77,7 +78,7 @@ pub fn kernel_pass_riding(
     };
     let rider = RefCell::new(rider);
     let mut join = ix.launch_join_noting(|c| rider.borrow_mut().call(c));
-    for k in ix.rows.kernels() {
+    for k in ix.rows.gpu_work() {
         let launch = join.find_with(k.start, k.process, k.correlation);
         let call = launch.as_ref().map(|(c, _)| c);
         for f in folds.iter_mut() {

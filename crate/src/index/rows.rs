@@ -346,11 +346,13 @@ fn kernel_facts(
     let processes = rows.meta().processes.len();
     let mut devices: Vec<DeviceFacts> = Vec::new();
     let (mut count, mut lo, mut hi) = (0u64, Ns::MAX, Ns::MIN);
-    for k in rows.kernels() {
+    // Every GPU operation makes the extent and the devices; names and counts are kernels'.
+    for k in rows.gpu_work() {
         visit.kernel(&k);
-        count += 1;
         lo = lo.min(k.start);
         hi = hi.max(k.end);
+        let kernel = k.work == crate::model::Work::Kernel;
+        count += u64::from(kernel);
         let slot = match devices.binary_search_by_key(&k.device, |d| d.device) {
             Ok(slot) => slot,
             Err(slot) => {
@@ -366,13 +368,16 @@ fn kernel_facts(
             }
         };
         let d = &mut devices[slot];
-        d.kernels += 1;
+        d.kernels += u64::from(kernel);
         if let Some(f) = d.processes.get_mut(k.process as usize) {
             *f = true;
         }
         match d.first_stream {
             None => d.first_stream = Some(k.stream),
             Some(s) => d.one_stream &= s == k.stream,
+        }
+        if !kernel {
+            continue;
         }
         let name = names.kernels.entry(k.short_name).or_insert_with(|| {
             let s = strings.get(k.short_name);
@@ -386,7 +391,7 @@ fn kernel_facts(
         name.count += 1;
         name.total += (k.end - k.start).max(0);
     }
-    let extent = if count == 0 { (0, 0) } else { (lo, hi) };
+    let extent = if lo > hi { (0, 0) } else { (lo, hi) };
     (devices, count, extent)
 }
 

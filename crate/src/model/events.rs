@@ -104,6 +104,122 @@ impl Kernels {
     }
 }
 
+/// What a row of GPU work is. Busy time is what the GPU did on any engine (`docs/gpu-work.md`):
+/// kernels, CUDA-graph replays traced at graph level (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`, one row
+/// per replay, no kernel rows inside), copies and memsets. Kernel-only analyses (names, classes,
+/// patterns, the `trtllm-skill` profile) read [`Work::Kernel`] rows alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+pub enum Work {
+    #[default]
+    Kernel,
+    /// A CUDA graph's whole replay (graph-level tracing).
+    Replay,
+    /// A memory copy: `copyKind` (`ENUM_CUDA_MEMCPY_OPER`) and whether a side is pageable host
+    /// memory.
+    Copy { kind: u8, pageable: bool },
+    Memset,
+}
+
+/// A copy's direction, grouped from `copyKind` (`ENUM_CUDA_MEMCPY_OPER`: arrays count as their
+/// side, unified-memory migrations as the direction they move).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Direction {
+    #[serde(rename = "H2D")]
+    HostToDevice,
+    #[serde(rename = "D2H")]
+    DeviceToHost,
+    #[serde(rename = "D2D")]
+    DeviceToDevice,
+    #[serde(rename = "P2P")]
+    PeerToPeer,
+    #[serde(rename = "H2H")]
+    HostToHost,
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl Direction {
+    pub const ALL: [Direction; 6] = [
+        Direction::HostToDevice,
+        Direction::DeviceToHost,
+        Direction::DeviceToDevice,
+        Direction::PeerToPeer,
+        Direction::HostToHost,
+        Direction::Unknown,
+    ];
+
+    pub fn of(copy_kind: u8) -> Direction {
+        match copy_kind {
+            1 | 3 | 11 => Direction::HostToDevice,
+            2 | 4 | 12 => Direction::DeviceToHost,
+            5..=8 | 13 => Direction::DeviceToDevice,
+            10 => Direction::PeerToPeer,
+            9 => Direction::HostToHost,
+            _ => Direction::Unknown,
+        }
+    }
+
+    /// The short label reports use (`H2D`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Direction::HostToDevice => "H2D",
+            Direction::DeviceToHost => "D2H",
+            Direction::DeviceToDevice => "D2D",
+            Direction::PeerToPeer => "P2P",
+            Direction::HostToHost => "H2H",
+            Direction::Unknown => "unknown",
+        }
+    }
+
+    /// The name nsys's timeline gives such a copy.
+    pub fn copy_name(self) -> &'static str {
+        match self {
+            Direction::HostToDevice => "[CUDA memcpy Host-to-Device]",
+            Direction::DeviceToHost => "[CUDA memcpy Device-to-Host]",
+            Direction::DeviceToDevice => "[CUDA memcpy Device-to-Device]",
+            Direction::PeerToPeer => "[CUDA memcpy Peer-to-Peer]",
+            Direction::HostToHost => "[CUDA memcpy Host-to-Host]",
+            Direction::Unknown => "[CUDA memcpy]",
+        }
+    }
+}
+
+/// The name of a graph replay row (its graph id is the row's `graph_id`).
+pub const REPLAY_NAME: &str = "[CUDA graph replay]";
+/// The name of a memset row.
+pub const MEMSET_NAME: &str = "[CUDA memset]";
+
+/// Every name a non-kernel GPU-work row is given, interned into every trace's strings when
+/// they are loaded so rows of any source name them alike.
+pub fn work_names() -> impl Iterator<Item = &'static str> {
+    Direction::ALL
+        .into_iter()
+        .map(Direction::copy_name)
+        .chain([REPLAY_NAME, MEMSET_NAME])
+}
+
+impl Work {
+    /// The name of a non-kernel row (`None` for a kernel, named by its table).
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Work::Kernel => None,
+            Work::Replay => Some(REPLAY_NAME),
+            Work::Copy { kind, .. } => Some(Direction::of(kind).copy_name()),
+            Work::Memset => Some(MEMSET_NAME),
+        }
+    }
+
+    /// Kernels and graph replays: the work the SMs run.
+    pub fn is_compute(self) -> bool {
+        matches!(self, Work::Kernel | Work::Replay)
+    }
+
+    /// Copies and memsets: the work the copy engines (or memset kernels) run.
+    pub fn is_transfer(self) -> bool {
+        matches!(self, Work::Copy { .. } | Work::Memset)
+    }
+}
+
 /// One kernel as a one-pass analysis sees it: the streaming passes (detect's kernel sweep, the
 /// timeline summary, the gap histogram) consume these in start order, either from a loaded
 /// [`Kernels`] table ([`Kernels::events_in_start_order`]) or straight from SQLite rows, so the
@@ -120,6 +236,10 @@ pub struct KernelEvent {
     pub short_name: NameId,
     /// `graphNodeId`, 0 when none (a kernel launched inside a CUDA graph has one).
     pub graph_node: u64,
+    /// What the GPU ran: a kernel unless the row came from another GPU-work table.
+    pub work: Work,
+    /// Bytes a copy or memset touched (0 for kernels and replays).
+    pub bytes: u64,
 }
 
 impl Kernels {
@@ -134,6 +254,8 @@ impl Kernels {
             process: self.process[i],
             short_name: self.short_name[i],
             graph_node: self.graph_node_of(i),
+            work: Work::Kernel,
+            bytes: 0,
         }
     }
 

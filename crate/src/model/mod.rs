@@ -17,6 +17,9 @@ mod strings;
 mod tables;
 
 pub use events::{
+    Direction, MEMSET_NAME, REPLAY_NAME, Work, work_names,
+};
+pub use events::{
     HostRow, HostSpan, HostTable, KernelEvent, Kernels, LinkKey, MemOps, NVTX_RANGE_TYPES,
     NvtxRanges, NvtxRow, OmittedRanges, OutOfOrder, PAGEABLE_MEMORY, RuntimeCalls, StartOrder,
     Syncs,
@@ -38,6 +41,9 @@ pub struct Trace {
     pub processes: Processes,
     pub threads: Threads,
     pub kernels: Kernels,
+    /// CUDA-graph replays traced at graph level (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`), one row per
+    /// replay in kernel columns: no names, `graph_id` set.
+    pub replays: Kernels,
     pub runtime: RuntimeCalls,
     pub nvtx: NvtxRanges,
     pub memcpy: MemOps,
@@ -112,6 +118,8 @@ pub struct PresentTables {
     pub nvtx: bool,
     pub memcpy: bool,
     pub memset: bool,
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`: graph replays traced at graph level.
+    pub replays: bool,
     pub syncs: bool,
     /// `OSRT_API` (OS runtime calls) exists in the file; no loader reads its rows.
     pub osrt: bool,

@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 
-use super::events::{MemOps, NvtxRow};
+use super::events::{MemOps, NvtxRow, Work};
 use super::ids::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx};
 use super::{KernelEvent, Trace};
 use crate::error::Error;
@@ -35,6 +35,11 @@ pub struct KernelRow {
     pub graph_node: u64,
     /// `graphId`, 0 when none.
     pub graph_id: u32,
+    /// What the GPU ran: [`Work::Kernel`] from the kernel table; [`EventRows::gpu_work`] gives
+    /// the other kinds.
+    pub work: Work,
+    /// Bytes of a copy or memset, else 0.
+    pub bytes: u64,
 }
 
 impl KernelRow {
@@ -49,6 +54,27 @@ impl KernelRow {
             process: self.process,
             short_name: self.short_name,
             graph_node: self.graph_node,
+            work: self.work,
+            bytes: self.bytes,
+        }
+    }
+
+    /// A copy or memset as GPU work, named `name`.
+    pub fn of_memop(op: &MemOpRow, work: Work, name: NameId) -> KernelRow {
+        KernelRow {
+            row: op.row,
+            start: op.start,
+            end: op.end,
+            device: op.device,
+            stream: op.stream,
+            process: op.process,
+            correlation: op.correlation,
+            short_name: name,
+            demangled_name: name,
+            graph_node: 0,
+            graph_id: 0,
+            work,
+            bytes: op.bytes,
         }
     }
 }
@@ -118,6 +144,9 @@ pub trait EventRows {
     /// Which optional columns the rows carry.
     fn columns(&self) -> Columns;
     fn kernels(&self) -> Rows<'_, KernelRow>;
+    /// CUDA-graph replays traced at graph level, [`Work::Replay`] rows named
+    /// [`super::REPLAY_NAME`].
+    fn replays(&self) -> Rows<'_, KernelRow>;
     fn calls(&self) -> Rows<'_, CallRow>;
     fn ranges(&self) -> Rows<'_, NvtxRow>;
     fn memcpy(&self) -> Rows<'_, MemOpRow>;
@@ -126,6 +155,64 @@ pub trait EventRows {
     /// The first error an iterator met since the last check (it ended early there): an
     /// analysis checks once it is done, so a failed read is never a silently short table.
     fn check(&self) -> crate::error::Result<()>;
+
+    /// Everything the GPU executed, in start order `(start, end)`: kernels, graph replays,
+    /// copies and memsets, each with its [`Work`] (copies and memsets named as nsys's
+    /// timeline names them). Busy time is their union; idle is what is left.
+    fn gpu_work(&self) -> Rows<'_, KernelRow> {
+        let strings = &self.meta().strings;
+        let name = move |w: Work| {
+            w.name()
+                .and_then(|n| strings.find_text(n))
+                .unwrap_or(NO_NAME)
+        };
+        let memset_name = name(Work::Memset);
+        let copies = self.memcpy().map(move |op| {
+            let work = Work::Copy {
+                kind: op.kind,
+                pageable: op.pageable_host(),
+            };
+            KernelRow::of_memop(&op, work, name(work))
+        });
+        let memsets = self
+            .memset()
+            .map(move |op| KernelRow::of_memop(&op, Work::Memset, memset_name));
+        Box::new(StartMerge::new(vec![
+            self.kernels(),
+            self.replays(),
+            Box::new(copies),
+            Box::new(memsets),
+        ]))
+    }
+}
+
+/// Row sources each in start order merged into one, by `(start, end)`, ties by source order.
+struct StartMerge<'a> {
+    heads: Vec<Option<KernelRow>>,
+    sources: Vec<Rows<'a, KernelRow>>,
+}
+
+impl<'a> StartMerge<'a> {
+    fn new(mut sources: Vec<Rows<'a, KernelRow>>) -> StartMerge<'a> {
+        let heads = sources.iter_mut().map(|s| s.next()).collect();
+        StartMerge { heads, sources }
+    }
+}
+
+impl Iterator for StartMerge<'_> {
+    type Item = KernelRow;
+
+    fn next(&mut self) -> Option<KernelRow> {
+        let (i, _) = self
+            .heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.map(|h| (i, (h.start, h.end))))
+            .min_by_key(|&(i, key)| (key, i))?;
+        let row = self.heads[i].take();
+        self.heads[i] = self.sources[i].next();
+        row
+    }
 }
 
 /// Which optional columns were read (a whole load reads them all when the file has them).
@@ -188,6 +275,32 @@ impl EventRows for Trace {
                 demangled_name: k.demangled_name.get(i).copied().unwrap_or(NO_NAME),
                 graph_node: k.graph_node_of(i),
                 graph_id: k.graph_id_of(i),
+                work: Work::Kernel,
+                bytes: 0,
+            },
+        )
+    }
+
+    fn replays(&self) -> Rows<'_, KernelRow> {
+        let k = &self.replays;
+        let name = self.strings.find_text(super::REPLAY_NAME).unwrap_or(NO_NAME);
+        ordered(
+            k.len(),
+            |i| (k.start[i], k.end[i]),
+            move |i| KernelRow {
+                row: i as i64,
+                start: k.start[i],
+                end: k.end[i],
+                device: k.device[i],
+                stream: k.stream.get(i).copied().unwrap_or(0),
+                process: k.process[i],
+                correlation: k.correlation.get(i).copied().unwrap_or(0),
+                short_name: name,
+                demangled_name: name,
+                graph_node: 0,
+                graph_id: k.graph_id_of(i),
+                work: Work::Replay,
+                bytes: 0,
             },
         )
     }
@@ -259,6 +372,12 @@ impl<R: EventRows + ?Sized> EventRows for &R {
     }
     fn kernels(&self) -> Rows<'_, KernelRow> {
         (**self).kernels()
+    }
+    fn replays(&self) -> Rows<'_, KernelRow> {
+        (**self).replays()
+    }
+    fn gpu_work(&self) -> Rows<'_, KernelRow> {
+        (**self).gpu_work()
     }
     fn calls(&self) -> Rows<'_, CallRow> {
         (**self).calls()

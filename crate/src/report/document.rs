@@ -97,7 +97,9 @@ pub fn with_drill_down(
     explain: ExplainReport,
     drill: DrillFindings,
 ) -> Document {
-    let all = drill.findings.clone();
+    let mut all = drill.findings.clone();
+    all.extend(detect.bound.as_ref().and_then(findings::transfer_finding));
+    findings::sort(&mut all);
     assemble(label, (Some(detect), explain, Some(drill)), None, all)
 }
 

@@ -110,7 +110,7 @@ pub fn drill_report(drilled: &DrillFindings) -> String {
     let idle = &g.device_idle;
     let _ = writeln!(
         out,
-        "GPU-idle gaps (no kernel on any stream): {} gaps, {:.3} ms = {:.1}% of device time{}",
+        "GPU-idle gaps (no kernel, graph replay, copy or memset on any stream): {} gaps, {:.3} ms = {:.1}% of device time{}",
         idle.gaps,
         idle.total_us / 1000.0,
         idle.idle_share * 100.0,

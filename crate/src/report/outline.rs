@@ -135,6 +135,11 @@ fn host_sections(doc: &Document) -> Vec<Section> {
     ]
 }
 
+/// What bounds the run, first in the summary: the kind and the shares that decide it.
+fn bound_line(b: &crate::detect::bound::Bound) -> String {
+    format!("Bound by: {} — {}.", b.kind.label(), b.evidence)
+}
+
 fn verdict_line(doc: &Document) -> String {
     match (&doc.detect, &doc.verdict_not_computed) {
         (Some(d), _) => format!(
@@ -197,7 +202,8 @@ fn summary(doc: &Document) -> Section {
 
 fn kernel_summary(doc: &Document, detect: &DetectReport, drill: &DrillReport) -> Vec<String> {
     let f = &detect.trace;
-    let mut text = vec![
+    let mut text: Vec<String> = detect.bound.iter().map(bound_line).collect();
+    text.extend([
         format!(
             "{}: nsys {}, {} on {} ({}), {}, {}, window {}.",
             doc.file,
@@ -214,7 +220,7 @@ fn kernel_summary(doc: &Document, detect: &DetectReport, drill: &DrillReport) ->
             dur(doc.explain.window.duration_us)
         ),
         verdict_line(doc),
-    ];
+    ]);
     let idle = &drill.gaps.device_idle;
     if let Some(r) = &idle.reading {
         text.push(format!(
@@ -231,7 +237,7 @@ fn gaps(d: &DrillReport, detect: &DetectReport) -> Section {
     let g = &d.gaps;
     let idle = &g.device_idle;
     let mut text = vec![format!(
-        "Device-idle gaps (no kernel on any stream): {}, {} = {} of {} device time; {}.",
+        "Device-idle gaps (no kernel, graph replay, copy or memset on any stream): {}, {} = {} of {} device time; {}.",
         plural(idle.gaps, "gap", "gaps"),
         dur(idle.total_us),
         percent(idle.idle_share),

@@ -11,6 +11,9 @@ use crate::detect::result::{DeviceMetrics, Evidence, PhaseResult, ProcessMetrics
 pub fn detect_report(r: &DetectReport) -> String {
     let mut out = String::new();
     let o = &mut out;
+    if let Some(b) = &r.bound {
+        line(o, &format!("Bound by: {} ({})", b.kind.label(), b.evidence));
+    }
     line(
         o,
         &format!(
@@ -25,10 +28,10 @@ pub fn detect_report(r: &DetectReport) -> String {
         duration(r.window.duration_us),
         r.window.start_ns,
         r.window.end_ns,
-        if r.window.source == "user" {
-            "chosen window"
-        } else {
-            "first kernel start to last kernel end"
+        match r.window.source {
+            "user" => "chosen window",
+            "gpu-work" => "first GPU operation's start to the last one's end: kernels, graph replays, copies, memsets",
+            _ => "first kernel start to last kernel end",
         }
     );
     scope_header(

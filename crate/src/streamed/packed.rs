@@ -115,6 +115,8 @@ impl<B: AsRef<[u8]>> Iterator for Unpacker<B> {
             process: packed.process,
             short_name: packed.name.wrapping_sub(1),
             graph_node: packed.device_and_graph & 1,
+            work: crate::model::Work::Kernel,
+            bytes: 0,
         }))
     }
 }

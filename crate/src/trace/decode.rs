@@ -93,6 +93,22 @@ pub(super) fn kernel_columns(details: bool, graph_nodes: bool) -> [&'static str;
     ]
 }
 
+/// The columns of `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` that [`kernel_row`] decodes as a graph replay:
+/// no name, no graph node (CUPTI's `CUpti_ActivityGraphTrace2`; see `docs/gpu-work.md`).
+pub(super) const REPLAY_COLUMNS: [&str; 11] = [
+    "rowid",
+    "start",
+    "end",
+    "deviceId",
+    "globalPid",
+    "NULL",
+    "streamId",
+    "correlationId",
+    "NULL",
+    "NULL",
+    "graphId",
+];
+
 /// A kernel selected as [`kernel_columns`], and its `globalPid` (`process` is the caller's to
 /// set).
 pub(super) fn kernel_row(
@@ -112,6 +128,8 @@ pub(super) fn kernel_row(
         demangled_name: name(r.get_ref(8)?),
         graph_node: opt_int(r.get_ref(9)?).map_or(0, |g| g as u64),
         graph_id: opt_int(r.get_ref(10)?).map_or(0, |g| g as u32),
+        work: crate::model::Work::Kernel,
+        bytes: 0,
     };
     Ok((row, int(r.get_ref(4)?, 0)))
 }

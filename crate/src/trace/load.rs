@@ -46,10 +46,11 @@ impl LoadOptions {
         LoadOptions::all()
     }
 
-    /// Only what detection reads: kernel start/end/device/process/name, launch calls, NVTX ranges.
+    /// Only what detection reads: kernel start/end/device/process/name, copies and memsets (GPU
+    /// work too), launch calls, NVTX ranges.
     pub fn detect() -> LoadOptions {
         LoadOptions {
-            memory_ops: false,
+            memory_ops: true,
             syncs: false,
             event_details: false,
             launch_calls_only: true,
@@ -78,6 +79,8 @@ pub const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
 pub const NVTX_TABLE: &str = "NVTX_EVENTS";
 pub const MEMCPY_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
 pub const MEMSET_TABLE: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+/// CUDA-graph replays traced at graph level (`--cuda-graph-trace=graph`, nsys's default).
+pub const GRAPH_TRACE_TABLE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
 /// OS runtime calls: only whether the table exists is read.
 pub const OSRT_TABLE: &str = "OSRT_API";
 pub const SYNC_TABLE: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";

@@ -131,6 +131,10 @@ impl Packable for KernelRow {
             demangled_name: name_of(p.demangled_name),
             graph_node: p.graph_node,
             graph_id: p.graph_id,
+            // Only the kernel and graph-trace tables are cached as kernel rows; the reader of
+            // the latter marks its rows as replays.
+            work: crate::model::Work::Kernel,
+            bytes: 0,
         }
     }
 }

@@ -16,12 +16,13 @@ use std::collections::VecDeque;
 use rusqlite::Connection;
 
 use super::decode::{
-    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, Remembered, SYNC_COLUMNS, call_columns,
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
+    call_columns,
     call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row, nvtx_columns,
     nvtx_row, only, opt_int, sync_row,
 };
 use super::load::{
-    KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, ProgressFn, RUNTIME_TABLE,
+    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, ProgressFn, RUNTIME_TABLE,
     SYNC_TABLE, reads_graph_nodes,
 };
 use super::nvtx_names::RowNamer;
@@ -35,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };
-use crate::model::{Ns, NvtxRow, ProcessIdx, Processes, Trace};
+use crate::model::{NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Trace, Work};
 
 /// More sorted runs than this in one table and it is not read ([`Error::Shuffled`]): the
 /// runs' bounds are held (about 36 bytes each). nsys writes a handful; the generator's
@@ -84,6 +85,7 @@ pub struct FileScan {
     meta: Trace,
     details: bool,
     kernels: Table<(Ns, Ns)>,
+    replays: Table<(Ns, Ns)>,
     calls: Table<Ns>,
     ranges: Table<Ns>,
     memcpy: Table<Ns>,
@@ -150,6 +152,7 @@ impl FileScan {
             meta: Trace::default(),
             details: opts.event_details,
             kernels: Table::new(KERNEL_TABLE, max_runs),
+            replays: Table::new(GRAPH_TRACE_TABLE, max_runs),
             calls: Table::new(RUNTIME_TABLE, max_runs),
             ranges: Table::new(NVTX_TABLE, max_runs),
             memcpy: Table::new(MEMCPY_TABLE, max_runs),
@@ -247,6 +250,13 @@ impl FileScan {
                 fill.finish(runs.count() == 1);
             }
         }
+        let Table { runs, cache, .. } = &mut self.replays;
+        let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
+        ctx.stream_replays(schema, meta, &REPLAY_COLUMNS, &mut |row| {
+            runs.push(row.row, row.key());
+            fill.push(&row);
+        })?;
+        fill.finish(runs.count() == 1);
         if opts.syncs {
             let Table { runs, cache, .. } = &mut self.syncs;
             let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
@@ -296,6 +306,9 @@ impl FileScan {
                 }
             }
         }
+        if meta.present.replays {
+            self.replays.sql = chunk(GRAPH_TRACE_TABLE, &REPLAY_COLUMNS, "");
+        }
         if opts.syncs && meta.present.syncs {
             self.syncs.sql = chunk(SYNC_TABLE, &SYNC_COLUMNS, "");
         }
@@ -324,9 +337,10 @@ impl FileScan {
             .collect()
     }
 
-    fn caches(&self) -> [(&'static str, &RefCell<TableCache>); 6] {
+    fn caches(&self) -> [(&'static str, &RefCell<TableCache>); 7] {
         [
             ("kernels", &self.kernels.cache),
+            ("replays", &self.replays.cache),
             ("calls", &self.calls.cache),
             ("ranges", &self.ranges.cache),
             ("memcpy", &self.memcpy.cache),
@@ -492,6 +506,23 @@ impl EventRows for FileRows<'_> {
             row.process = process.get(gpid);
             Ok(row)
         })
+    }
+
+    fn replays(&self) -> Rows<'_, KernelRow> {
+        let meta = &self.scan.meta;
+        let name = meta.strings.find_text(REPLAY_NAME).unwrap_or(NO_NAME);
+        let mut process = process_of(&meta.processes);
+        let rows = self.rows(&self.scan.replays, move |r| {
+            let (mut row, gpid) = kernel_row(r, &meta.strings)?;
+            row.process = process.get(gpid);
+            Ok(row)
+        });
+        Box::new(rows.map(move |mut row| {
+            row.work = Work::Replay;
+            row.short_name = name;
+            row.demangled_name = name;
+            row
+        }))
     }
 
     fn calls(&self) -> Rows<'_, CallRow> {

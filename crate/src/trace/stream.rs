@@ -166,6 +166,8 @@ impl KernelRows {
                     process: process.get(int(r.get_ref(5)?, 0)),
                     short_name: opt_int(r.get_ref(6)?).map_or(NO_NAME, &mut names),
                     graph_node: opt_int(r.get_ref(7)?).map_or(0, |g| g as u64),
+                    work: crate::model::Work::Kernel,
+                    bytes: 0,
                 })
             })()
             .map_err(fail)?;

@@ -6,12 +6,12 @@ use rusqlite::types::ValueRef;
 
 use super::capture::{MarkedRanges, WarmupCalls};
 use super::decode::{
-    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, Remembered, SYNC_COLUMNS,
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
     call_columns, call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row,
     nvtx_columns, nvtx_row, opt_int, sync_row,
 };
 use super::load::{
-    KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink, OSRT_TABLE,
+    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink, OSRT_TABLE,
     PROGRESS_EVERY, Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes,
     probe_export, reads_graph_nodes,
 };
@@ -21,7 +21,7 @@ use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::error::{Error, Result};
 use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::model::{
-    GpuInfo, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes, Strings, Trace,
+    GpuInfo, Kernels, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes, Strings, Trace,
 };
 use crate::names::patterns::may_define_windows;
 use crate::names::steps::step_text;
@@ -109,6 +109,11 @@ impl Loader<'_, '_> {
             ..Trace::default()
         };
         self.load_strings(&schema, &mut trace, steps_unheld)?;
+        // Non-kernel GPU work is named by these (`EventRows::gpu_work`), interned before any
+        // inline NVTX text so every load of a file numbers them alike.
+        for name in crate::model::work_names() {
+            trace.strings.intern(name);
+        }
         Ok((schema, trace))
     }
 
@@ -123,6 +128,11 @@ impl Loader<'_, '_> {
             trace.memcpy = self.load_memops(schema, trace, MEMCPY_TABLE)?;
             trace.memset = self.load_memops(schema, trace, MEMSET_TABLE)?;
         }
+        let mut replays = Kernels::default();
+        self.stream_replays(schema, trace, &REPLAY_COLUMNS, &mut |row| {
+            replays.push(&row, true)
+        })?;
+        trace.replays = replays;
         if opts.syncs {
             self.load_syncs(schema, trace)?;
         }
@@ -465,6 +475,32 @@ impl Loader<'_, '_> {
             capture_fold.nvtx = marked.map(MarkedRanges::finish);
         }
         Ok(done)
+    }
+
+    /// Hands every graph replay of `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (selected as `columns`,
+    /// [`REPLAY_COLUMNS`] or fewer) to `sink` in table order, its process interned. The table is
+    /// there only when graphs were traced at graph level, so its absence is no coverage note.
+    pub(super) fn stream_replays(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        columns: &[&str],
+        sink: &mut dyn FnMut(KernelRow),
+    ) -> Result<()> {
+        trace.present.replays = schema.has_table(GRAPH_TRACE_TABLE);
+        if !trace.present.replays {
+            return Ok(());
+        }
+        let sql = Self::select(schema, GRAPH_TRACE_TABLE, columns, "");
+        let (processes, strings) = (&mut trace.processes, &trace.strings);
+        let mut process = Remembered::new(|gpid| processes.intern(gpid));
+        self.stream("loading graph replays", GRAPH_TRACE_TABLE, &sql, |r| {
+            let (mut row, gpid) = kernel_row(r, strings)?;
+            row.process = process.get(gpid);
+            row.work = crate::model::Work::Replay;
+            sink(row);
+            Ok(())
+        })
     }
 
     pub(super) fn load_memops(

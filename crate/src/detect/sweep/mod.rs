@@ -38,6 +38,7 @@ mod scope;
 mod summary;
 #[cfg(test)]
 mod tests;
+pub mod work;
 
 pub use inputs::{SweepInputs, SweepInputsRef};
 pub use masks::MAX_MASK_DEVICES;
@@ -48,7 +49,7 @@ use crate::detect::config::DetectConfig;
 use crate::detect::host_facts::HostFacts;
 use crate::iterations::inferred::KernelTape;
 use crate::model::intervals::IntervalSet;
-use crate::model::{KernelEvent, NameFlags, Ns, OutOfOrder, StartOrder, Trace, flag};
+use crate::model::{KernelEvent, NameFlags, Ns, OutOfOrder, StartOrder, Trace, Work, flag};
 use crate::profile::Switches;
 use crate::steps::spans::{RangesUnordered, SpanQueue, fed_past};
 use crate::steps::{Step, phase_of};
@@ -135,6 +136,10 @@ pub struct KernelSweep {
     idle: IdleSweep,
     /// Each device's first kernels, for the repeating unit reported when no marker names steps.
     tape: KernelTape,
+    /// Each device's busy time by kind (profiles that count every GPU operation).
+    work: Option<work::WorkTally>,
+    /// GPU operations of any kind (kernels are `kernels`).
+    ops: u64,
 }
 
 impl KernelSweep {
@@ -180,6 +185,7 @@ impl KernelSweep {
         needs_masks: bool,
     ) -> KernelSweep {
         let sw = inputs.sw;
+        let work = sw.gpu_work.then(|| work::WorkTally::new(inputs.window));
         let scopes: Vec<ScopeAcc> = phases
             .iter()
             .enumerate()
@@ -208,6 +214,8 @@ impl KernelSweep {
             hull: None,
             idle: IdleSweep::default(),
             tape: KernelTape::default(),
+            work,
+            ops: 0,
         }
     }
 
@@ -322,9 +330,14 @@ impl KernelSweep {
         self.hull = Some((first, last_end));
         self.note_facts(&ev);
         self.idle.push(&ev);
-        self.tape.push(ev.device, ev.short_name, ev.start, ev.end);
+        if ev.work.is_compute() {
+            self.tape.push(ev.device, ev.short_name, ev.start, ev.end);
+        }
         let slot = self.slot(ev.device);
-        let nccl = flag(&self.nccl, ev.short_name);
+        let nccl = ev.work == Work::Kernel && flag(&self.nccl, ev.short_name);
+        if let Some(w) = &mut self.work {
+            w.push(&ev, nccl);
+        }
         self.resolve_deferred(last_end);
         let q = &self.queues;
         for scope in self.scopes.iter_mut() {
@@ -405,6 +418,7 @@ impl KernelSweep {
             user_window: self.user_window,
             facts: KernelFacts {
                 kernels: self.kernels,
+                gpu_ops: self.ops,
                 devices,
                 processes: self.processes.keys(),
                 any_graph_node: self.any_graph_node,
@@ -416,6 +430,7 @@ impl KernelSweep {
             device_masks_overflow: overflow,
             idle: Some(self.idle.finish()),
             inferred: self.tape.find_unit(),
+            work: self.work.map(work::WorkTally::finish),
         }
     }
 
@@ -430,7 +445,8 @@ impl KernelSweep {
     }
 
     fn note_facts(&mut self, ev: &KernelEvent) {
-        self.kernels += 1;
+        self.ops += 1;
+        self.kernels += u64::from(ev.work == Work::Kernel);
         self.devices.add(ev.device, 1);
         self.processes.add(ev.process, 1);
         self.any_graph_node |= ev.graph_node != 0;

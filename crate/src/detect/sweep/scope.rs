@@ -4,7 +4,7 @@
 //! [`ScopeSummary`] at the end.
 
 use crate::model::intervals::IntervalSet;
-use crate::model::{KernelEvent, Ns, ProcessIdx};
+use crate::model::{KernelEvent, Ns, ProcessIdx, Work};
 use crate::profile::Switches;
 use crate::steps::spans::{SpanQueue, Spans, WindowFacts, overlap_at, seek};
 
@@ -261,7 +261,7 @@ impl ScopeAcc {
             start: ev.start,
             slot,
             process: ev.process,
-            kernels: 1,
+            kernels: u64::from(ev.work == Work::Kernel),
             nccl_ns: if nccl { ev.end - ev.start } else { 0 },
         })
     }
@@ -378,7 +378,7 @@ impl ScopeAcc {
         self.count(
             slot,
             ev.process,
-            1,
+            u64::from(ev.work == Work::Kernel),
             if nccl { ev.end - ev.start } else { 0 },
         );
         if let (Some(gap), Some(x), Some(pooled)) = (gap, &mut self.exposure, &q.pooled) {

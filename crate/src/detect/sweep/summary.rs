@@ -12,6 +12,10 @@ use crate::steps::spans::WindowFacts;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelFacts {
     pub kernels: u64,
+    /// GPU operations the sweep read: kernels, and under a profile counting every GPU operation
+    /// graph replays, copies and memsets too.
+    #[serde(default)]
+    pub gpu_ops: u64,
     /// Devices that ran at least one kernel, ascending. Bit `i` of a device mask is `devices[i]`.
     pub devices: Vec<u32>,
     /// Processes that ran at least one kernel, ascending.
@@ -108,6 +112,10 @@ pub struct KernelSummary {
     /// `None` when it does not repeat at step scale.
     #[serde(default)]
     pub inferred: Option<crate::iterations::inferred::UnitFound>,
+    /// Each device's busy time by kind and its copies (`None` under `trtllm-skill`, which counts
+    /// kernels only).
+    #[serde(default)]
+    pub work: Option<super::work::WorkSummary>,
 }
 
 impl KernelSummary {

@@ -1,0 +1,339 @@
+//! What the GPU did, by kind: each device's busy time split exclusively into compute, the
+//! communication compute did not hide and the transfers neither hid, and its copies by direction.
+//!
+//! Why exclusive: a copy overlapping a kernel costs nothing the kernel did not already take, so
+//! a run is transfer-bound only by the copy time left once compute and communication are taken
+//! out (`docs/gpu-work.md`). The shares sum to the busy time; the run's `bound` reads them.
+//!
+//! Memory: per device, each class's merged intervals not yet settled (those ending after the
+//! latest start), three small lists; rows come in start order, so time before the latest start
+//! is final and is tallied then.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Direction, KernelEvent, Ns, Work};
+
+/// The class a row's time counts under, in precedence order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Kernels (not NCCL) and graph replays.
+    Compute = 0,
+    /// NCCL kernels.
+    Communication = 1,
+    /// Copies and memsets.
+    Transfer = 2,
+}
+
+impl Class {
+    pub fn of(work: Work, nccl: bool) -> Class {
+        match work {
+            Work::Kernel if nccl => Class::Communication,
+            Work::Kernel | Work::Replay => Class::Compute,
+            Work::Copy { .. } | Work::Memset => Class::Transfer,
+        }
+    }
+}
+
+/// One direction's copies on a device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopyTally {
+    pub direction: String,
+    pub count: u64,
+    pub bytes: u64,
+    /// Summed durations (inside the window).
+    pub ns: Ns,
+    /// Copies with a side in pageable host memory (staged by the driver, and synchronous).
+    pub pageable: u64,
+    pub pageable_bytes: u64,
+    /// Streams the copies ran on, ascending (at most [`MAX_STREAMS`]).
+    pub streams: Vec<u32>,
+}
+
+impl CopyTally {
+    /// Achieved bandwidth, GB/s (bytes over summed duration).
+    pub fn gb_per_s(&self) -> Option<f64> {
+        (self.ns > 0).then(|| self.bytes as f64 / self.ns as f64)
+    }
+}
+
+/// Streams listed per copy direction.
+pub const MAX_STREAMS: usize = 16;
+
+/// One device's GPU work inside the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceWork {
+    pub device: u32,
+    /// Union of every row.
+    pub busy_ns: Ns,
+    /// Union of kernels (not NCCL) and graph replays.
+    pub compute_ns: Ns,
+    /// NCCL kernels' time outside compute.
+    pub communication_ns: Ns,
+    /// Copies' and memsets' time outside compute and communication.
+    pub transfer_ns: Ns,
+    /// Union of copies and memsets, hidden or not.
+    pub transfer_union_ns: Ns,
+    pub kernels: u64,
+    pub replays: u64,
+    /// Union of graph replays.
+    pub replay_ns: Ns,
+    pub memsets: u64,
+    pub memset_bytes: u64,
+    /// Per direction, in [`Direction::ALL`] order, only those seen.
+    pub copies: Vec<CopyTally>,
+}
+
+/// Every device's [`DeviceWork`], ascending by device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkSummary {
+    pub devices: Vec<DeviceWork>,
+}
+
+impl WorkSummary {
+    pub fn busy_ns(&self) -> Ns {
+        self.devices.iter().map(|d| d.busy_ns).sum()
+    }
+}
+
+/// Folds GPU-work rows in start order into a [`WorkSummary`], clipped to `window` when given.
+#[derive(Debug, Default)]
+pub struct WorkTally {
+    window: Option<(Ns, Ns)>,
+    devices: Vec<DeviceAcc>,
+}
+
+#[derive(Debug, Default)]
+struct DeviceAcc {
+    out: DeviceWork,
+    /// Per class, merged intervals ending after `settled`, in order.
+    open: [Vec<(Ns, Ns)>; 3],
+    replays_open: Option<(Ns, Ns)>,
+    settled: Ns,
+    started: bool,
+}
+
+impl WorkTally {
+    pub fn new(window: Option<(Ns, Ns)>) -> WorkTally {
+        WorkTally {
+            window,
+            devices: Vec::new(),
+        }
+    }
+
+    /// One row, after every row starting earlier.
+    pub fn push(&mut self, ev: &KernelEvent, nccl: bool) {
+        let (mut start, mut end) = (ev.start, ev.end.max(ev.start));
+        if let Some((ws, we)) = self.window {
+            start = start.max(ws);
+            end = end.min(we);
+            if end <= start && !(ev.start == ev.end && ws <= ev.start && ev.start < we) {
+                return;
+            }
+        }
+        let dev = self.device(ev.device);
+        dev.count(ev, end - start);
+        dev.settle(start);
+        let class = Class::of(ev.work, nccl) as usize;
+        merge_into(&mut dev.open[class], start, end);
+        if ev.work == Work::Replay {
+            dev.replay(start, end);
+        }
+    }
+
+    pub fn finish(mut self) -> WorkSummary {
+        self.devices.sort_by_key(|d| d.out.device);
+        let devices = self
+            .devices
+            .into_iter()
+            .map(|mut d| {
+                d.settle(Ns::MAX);
+                if let Some((s, e)) = d.replays_open.take() {
+                    d.out.replay_ns += e - s;
+                }
+                d.out
+            })
+            .collect();
+        WorkSummary { devices }
+    }
+
+    fn device(&mut self, device: u32) -> &mut DeviceAcc {
+        let i = match self.devices.iter().position(|d| d.out.device == device) {
+            Some(i) => i,
+            None => {
+                self.devices.push(DeviceAcc {
+                    out: DeviceWork {
+                        device,
+                        ..DeviceWork::default()
+                    },
+                    ..DeviceAcc::default()
+                });
+                self.devices.len() - 1
+            }
+        };
+        &mut self.devices[i]
+    }
+}
+
+/// Adds `[start, end)` to a merged list whose starts do not decrease.
+fn merge_into(list: &mut Vec<(Ns, Ns)>, start: Ns, end: Ns) {
+    match list.last_mut() {
+        Some(last) if start <= last.1 => last.1 = last.1.max(end),
+        _ => list.push((start, end)),
+    }
+}
+
+impl DeviceAcc {
+    fn count(&mut self, ev: &KernelEvent, ns: Ns) {
+        let out = &mut self.out;
+        match ev.work {
+            Work::Kernel => out.kernels += 1,
+            Work::Replay => out.replays += 1,
+            Work::Memset => {
+                out.memsets += 1;
+                out.memset_bytes += ev.bytes;
+            }
+            Work::Copy { kind, pageable } => {
+                let direction = Direction::of(kind);
+                let label = direction.label();
+                let i = match out.copies.iter().position(|c| c.direction == label) {
+                    Some(i) => i,
+                    None => {
+                        out.copies.push(CopyTally {
+                            direction: label.to_string(),
+                            ..CopyTally::default()
+                        });
+                        let order = |c: &CopyTally| {
+                            Direction::ALL.iter().position(|d| d.label() == c.direction)
+                        };
+                        out.copies.sort_by_key(order);
+                        out.copies
+                            .iter()
+                            .position(|c| c.direction == label)
+                            .unwrap_or(0)
+                    }
+                };
+                let c = &mut out.copies[i];
+                c.count += 1;
+                c.bytes += ev.bytes;
+                c.ns += ns;
+                if pageable {
+                    c.pageable += 1;
+                    c.pageable_bytes += ev.bytes;
+                }
+                if let Err(at) = c.streams.binary_search(&ev.stream)
+                    && c.streams.len() < MAX_STREAMS
+                {
+                    c.streams.insert(at, ev.stream);
+                }
+            }
+        }
+    }
+
+    fn replay(&mut self, start: Ns, end: Ns) {
+        match &mut self.replays_open {
+            Some(open) if start <= open.1 => open.1 = open.1.max(end),
+            open => {
+                if let Some((s, e)) = open.replace((start, end)) {
+                    self.out.replay_ns += e - s;
+                }
+            }
+        }
+    }
+
+    /// Tallies the time before `t`: no row starting later can cover it.
+    fn settle(&mut self, t: Ns) {
+        if !self.started {
+            self.started = true;
+            self.settled = self.open.iter().flatten().map(|iv| iv.0).min().unwrap_or(t);
+        }
+        let lo = self.settled;
+        if t <= lo {
+            return;
+        }
+        let mut points: Vec<Ns> = vec![lo, t];
+        for iv in self.open.iter().flatten() {
+            for p in [iv.0, iv.1] {
+                if lo < p && p < t {
+                    points.push(p);
+                }
+            }
+        }
+        points.sort_unstable();
+        points.dedup();
+        for w in points.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let covers = |c: usize| self.open[c].iter().any(|iv| iv.0 <= a && b <= iv.1);
+            let [compute, comm, transfer] = [0, 1, 2].map(covers);
+            let len = b - a;
+            let out = &mut self.out;
+            if compute || comm || transfer {
+                out.busy_ns += len;
+            }
+            if transfer {
+                out.transfer_union_ns += len;
+            }
+            if compute {
+                out.compute_ns += len;
+            } else if comm {
+                out.communication_ns += len;
+            } else if transfer {
+                out.transfer_ns += len;
+            }
+        }
+        for list in &mut self.open {
+            list.retain(|iv| iv.1 > t);
+        }
+        self.settled = t;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(start: Ns, end: Ns, work: Work) -> KernelEvent {
+        KernelEvent {
+            row: 0,
+            start,
+            end,
+            device: 0,
+            stream: 7,
+            process: 0,
+            short_name: 0,
+            graph_node: 0,
+            work,
+            bytes: 1000,
+        }
+    }
+
+    const H2D: Work = Work::Copy {
+        kind: 1,
+        pageable: false,
+    };
+
+    #[test]
+    fn copies_hidden_by_kernels_count_as_compute_and_the_rest_as_transfer() {
+        let mut t = WorkTally::new(None);
+        t.push(&ev(0, 100, H2D), false);
+        t.push(&ev(20, 50, Work::Kernel), false);
+        t.push(&ev(40, 60, Work::Kernel), true);
+        t.push(&ev(150, 170, Work::Replay), false);
+        let s = t.finish();
+        let d = &s.devices[0];
+        // compute [20,50) ∪ [150,170) = 50; NCCL [50,60) outside compute = 10; copy 100 − 40 = 60.
+        assert_eq!((d.compute_ns, d.communication_ns, d.transfer_ns), (50, 10, 60));
+        assert_eq!((d.busy_ns, d.transfer_union_ns, d.replay_ns), (120, 100, 20));
+        assert_eq!(d.copies[0].direction, "H2D");
+        assert_eq!((d.copies[0].count, d.copies[0].bytes), (1, 1000));
+        assert_eq!(d.copies[0].gb_per_s(), Some(10.0));
+    }
+
+    #[test]
+    fn a_window_clips_every_class() {
+        let mut t = WorkTally::new(Some((50, 120)));
+        t.push(&ev(0, 100, H2D), false);
+        t.push(&ev(90, 200, Work::Kernel), false);
+        let d = &t.finish().devices[0];
+        assert_eq!((d.compute_ns, d.transfer_ns, d.busy_ns), (30, 40, 70));
+    }
+}
