@@ -362,6 +362,9 @@ impl nsys_lens::model::rows::EventRows for Counted<'_> {
         self.count(0);
         traced("kernels", self.rows.kernels())
     }
+    fn replays(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::KernelRow> {
+        traced("replays", self.rows.replays())
+    }
     fn calls(&self) -> nsys_lens::model::rows::Rows<'_, nsys_lens::model::rows::CallRow> {
         self.count(1);
         traced("calls", self.rows.calls())

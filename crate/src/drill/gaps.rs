@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
-use crate::model::{KernelEvent, Ns, OutOfOrder, StartOrder, Trace};
+use crate::model::rows::EventRows;
+use crate::model::{KernelEvent, Ns, OutOfOrder, StartOrder};
 
 /// The nine buckets: upper bounds in ns (the last is open), label, typical cause.
 const BUCKETS: [(Ns, &str, &str); 9] = [
@@ -205,11 +206,12 @@ impl<K> IdleGap<K> {
     }
 }
 
-/// Positive gaps between a device's merged kernel intervals (idle between any kernels), over
+/// Positive gaps between a device's merged GPU-work intervals (kernels, graph replays, copies,
+/// memsets: idle between any of them), over
 /// all devices, optionally only those inside `window` (`[start, end)` ns).
-pub fn idle_gap_histogram(trace: &Trace, window: Option<(Ns, Ns)>) -> GapHistogram {
+pub fn idle_gap_histogram(rows: &dyn EventRows, window: Option<(Ns, Ns)>) -> GapHistogram {
     let mut sweep = GapSweep::new(window);
-    for ev in trace.kernels.events_in_start_order() {
+    for ev in rows.gpu_work().map(|k| k.event()) {
         // In start order by construction, so no push is refused.
         if sweep.push(&ev).is_err() {
             break;

@@ -224,7 +224,7 @@ impl Work {
 /// timeline summary, the gap histogram) consume these in start order, either from a loaded
 /// [`Kernels`] table ([`Kernels::events_in_start_order`]) or straight from SQLite rows, so the
 /// page never has to hold the kernel table in memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KernelEvent {
     /// Position in table order (the SQLite `rowid` when streamed; the row index when loaded).
     pub row: i64,

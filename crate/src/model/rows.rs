@@ -17,7 +17,7 @@ use super::{KernelEvent, Trace};
 use crate::error::Error;
 
 /// One kernel with every column an analysis reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KernelRow {
     pub row: i64,
     pub start: Ns,

@@ -36,6 +36,10 @@ pub struct KernelResults {
     /// What the kernel table lacked (absent table or columns).
     pub coverage: Vec<CoverageNote>,
     pub present: bool,
+    /// The export holds copies, memsets or graph replays, which the kernel pass did not read:
+    /// a verdict counting every GPU operation is then measured over the file's rows.
+    #[serde(default)]
+    pub other_gpu_work: bool,
 }
 
 impl Consumers {
@@ -107,6 +111,7 @@ impl Consumers {
             gaps: self.gaps.finish(),
             coverage,
             present,
+            other_gpu_work: false,
         }
     }
 }

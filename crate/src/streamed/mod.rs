@@ -38,7 +38,10 @@ pub struct Streamed {
     /// The host's detect plan per entry of [`PROFILES`], built once.
     plans: HostPlans,
     pub timeline: Timeline,
+    /// The kernel table's gap histogram (not the GPU-idle one when `other_gpu_work`).
     pub gaps: GapHistogram,
+    /// The export holds copies, memsets or graph replays, which the kernel pass did not read.
+    pub other_gpu_work: bool,
 }
 
 impl Streamed {
@@ -71,11 +74,15 @@ impl Streamed {
             plans,
             timeline,
             gaps: results.gaps,
+            other_gpu_work: results.other_gpu_work,
         })
     }
 
     /// The verdict under `cfg` (its profile picks the summary; thresholds apply here).
     pub fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
+        if self.other_gpu_work && cfg.profile.switches().gpu_work {
+            return Err(Error::Usage(NEEDS_ROWS.into()));
+        }
         let i = PROFILES.iter().position(|&p| p == cfg.profile);
         let (Some(summary), Some(plan)) = (
             i.and_then(|i| self.detect.get(i)),
@@ -100,6 +107,10 @@ impl Streamed {
         detect::detect_with_host_facts(&self.host, plan, summary, cfg)
     }
 }
+
+/// Why the streamed verdict is refused for an export with GPU work besides kernels, under a
+/// profile that counts it: the caller measures it over the file's rows (`detect::detect_rows`).
+pub const NEEDS_ROWS: &str = "the streamed pass read the kernel table only; this export's copies, memsets or graph replays are GPU work: measure the verdict over the file's rows";
 
 /// Where encoded bytes go: told their length, then given them in pieces.
 pub trait ByteSink {

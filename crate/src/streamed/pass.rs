@@ -50,6 +50,9 @@ pub struct KernelPass {
     /// What the file's kernel table lacks, for the trace's coverage notes.
     coverage: Vec<CoverageNote>,
     present: bool,
+    /// Whether the export holds copies, memsets or graph replays, which this pass (the kernel
+    /// table only) does not read.
+    other_gpu_work: bool,
 }
 
 /// How kernel names (`StringIds.id`s) become [`NameId`]s.
@@ -121,6 +124,7 @@ impl KernelPass {
             label: label.to_string(),
             coverage: kernel_table_notes(schema),
             present: schema.has_table(KERNEL_TABLE),
+            other_gpu_work: crate::trace::holds_other_gpu_work(conn),
         })
     }
 
@@ -372,7 +376,9 @@ impl KernelPass {
                 detail: "kernels still waited for windows when the kernel pass ended".into(),
             });
         }
-        Ok(consumers.finish(self.processes.global_pid, self.coverage, self.present))
+        let mut results = consumers.finish(self.processes.global_pid, self.coverage, self.present);
+        results.other_gpu_work = self.other_gpu_work;
+        Ok(results)
     }
 }
 
@@ -541,6 +547,7 @@ mod tests {
             process,
             short_name: row as NameId % 5,
             graph_node,
+            ..KernelEvent::default()
         }
     }
 
@@ -605,6 +612,7 @@ mod tests {
                 process: (r % 4) as u32,
                 short_name: (r % 300) as NameId,
                 graph_node: 0,
+                ..KernelEvent::default()
             });
         }
         let used: usize = waiting.blocks.iter().map(Vec::len).sum();

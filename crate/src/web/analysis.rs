@@ -203,7 +203,7 @@ impl Analysis {
 
     /// `GapHistogram` JSON: GPU-idle gaps of every device, bucketed.
     pub fn gaps(&self) -> Result<String, WebError> {
-        to_json(&self.trace.gaps())
+        to_json(&self.trace.gaps().map_err(WebError::from)?)
     }
 
     /// The file's name as the user chose it.

@@ -45,6 +45,9 @@ impl EventRows for RowsOnly {
     fn kernels(&self) -> Rows<'_, KernelRow> {
         self.rows.kernels()
     }
+    fn replays(&self) -> Rows<'_, KernelRow> {
+        self.rows.replays()
+    }
     fn calls(&self) -> Rows<'_, CallRow> {
         self.call_reads.set(self.call_reads.get() + 1);
         self.rows.calls()

@@ -190,6 +190,7 @@ mod tests {
             process: 0,
             short_name: 0,
             graph_node: 0,
+            ..KernelEvent::default()
         }
     }
 
