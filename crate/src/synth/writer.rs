@@ -170,8 +170,8 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (
     streamId                    INTEGER   NOT NULL,                    -- Stream ID.
     correlationId               INTEGER,                               -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
     globalPid                   INTEGER,                               -- Serialized GlobalId.
-    graphId                     INTEGER,                               -- REFERENCES CUDA_GRAPH_EVENTS(graphId)
-    graphExecId                 INTEGER                                -- REFERENCES CUDA_GRAPH_EVENTS(graphExecId)
+    graphId                     INTEGER,                               -- Unique ID of the launched graph.
+    graphExecId                 INTEGER                                -- ID of the launched graph executable.
 );
 ";
 
