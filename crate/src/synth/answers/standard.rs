@@ -228,7 +228,20 @@ fn dedup_steps(raw: &[Step]) -> Vec<Step> {
 /// The `standard` DETECT-SUBSET of `tl`.
 pub fn answers(tl: &Timeline) -> Value {
     let m = build(tl);
-    let (ws, we) = work::hull(&work::rows(tl));
+    // The aggregate window: first start to last end of any GPU work row (unions are sorted).
+    let ws = m
+        .busy
+        .values()
+        .filter_map(|v| v.first())
+        .map(|iv| iv.0)
+        .min();
+    let we = m
+        .busy
+        .values()
+        .filter_map(|v| v.last())
+        .map(|iv| iv.1)
+        .max();
+    let (ws, we) = (ws.unwrap_or(0), we.unwrap_or(0));
     let agg = scope(&m, &[(ws, we)]);
     let v = verdict::judge(&agg.metrics, &verdict::DEFAULT);
     let bound = bound(&m, &[(ws, we)], v.yes);
@@ -291,7 +304,7 @@ impl Bound {
     }
 
     /// `host-bound` on an aggregate YES; else the kind holding at least half of the busy time
-    /// (compute, then communication, then transfer on a tie); else `mixed`.
+    /// (compute, then transfer, then communication, should two hold exactly half); else `mixed`.
     pub fn kind(&self) -> &'static str {
         let busy = self.busy();
         let half = |ns: Ns| busy > 0 && 2 * ns >= busy;
@@ -299,10 +312,10 @@ impl Bound {
             "host-bound"
         } else if half(self.compute) {
             "gpu-compute-bound"
-        } else if half(self.communication) {
-            "communication-bound"
         } else if half(self.transfer) {
             "transfer-bound"
+        } else if half(self.communication) {
+            "communication-bound"
         } else {
             "mixed"
         }
@@ -324,14 +337,11 @@ impl Bound {
                 "transfer": share(self.transfer),
                 "idle": share(self.idle()),
             },
-            "busy_ns": {
-                "compute": self.compute,
-                "communication": self.communication,
-                "transfer": self.transfer,
-                "total": self.busy(),
-            },
             "window_ns": self.window,
-            "idle_ns": self.idle(),
+            "busy_ns": self.busy(),
+            "compute_ns": self.compute,
+            "communication_ns": self.communication,
+            "transfer_ns": self.transfer,
         })
     }
 }
@@ -439,14 +449,12 @@ mod tests {
         let b = &a["bound"];
         // compute [1000,1010) + [1020,1030); NCCL [1025,1040) less compute = [1030,1040);
         // transfer [1035,1060) + [1090,1100) less both = [1040,1060) + [1090,1100).
+        let ns = |k: &str| b[k].as_i64();
         assert_eq!(
-            b["busy_ns"],
-            json!({"compute": 20, "communication": 10, "transfer": 30, "total": 60})
+            [ns("compute_ns"), ns("communication_ns"), ns("transfer_ns")],
+            [Some(20), Some(10), Some(30)]
         );
-        assert_eq!(
-            (b["window_ns"].as_i64(), b["idle_ns"].as_i64()),
-            (Some(100), Some(40))
-        );
+        assert_eq!((ns("busy_ns"), ns("window_ns")), (Some(60), Some(100)));
         // Transfer holds exactly half of the busy time: enough (≥ 50 %).
         assert_eq!(b["kind"], "transfer-bound");
         let shares: f64 = ["compute", "communication", "transfer", "idle"]
@@ -473,12 +481,13 @@ mod tests {
         }
         let a = answers(&tl);
         let b = &a["bound"];
+        let ns = |k: &str| b[k].as_i64();
         assert_eq!(
-            b["busy_ns"],
-            json!({"compute": 110, "communication": 10, "transfer": 30, "total": 150})
+            [ns("compute_ns"), ns("communication_ns"), ns("transfer_ns")],
+            [Some(110), Some(10), Some(30)]
         );
-        assert_eq!(b["window_ns"].as_i64(), Some(200));
-        assert_eq!(b["idle_ns"].as_i64(), Some(50));
+        assert_eq!((ns("busy_ns"), ns("window_ns")), (Some(150), Some(200)));
+        assert_eq!(b["shares"]["idle"].as_f64(), Some(0.25));
         assert_eq!(a["verdict"], "NO");
         assert_eq!(b["kind"], "gpu-compute-bound");
     }
@@ -511,7 +520,7 @@ mod tests {
         let a = answers(&tl);
         assert_eq!(a["crossed_count"], 2);
         assert_eq!(a["bound"]["kind"], "host-bound");
-        assert_eq!(a["bound"]["busy_ns"]["transfer"], 200);
+        assert_eq!(a["bound"]["transfer_ns"], 200);
     }
 
     #[test]
@@ -526,6 +535,7 @@ mod tests {
         assert_eq!(b(50, 25, 25, false).kind(), "gpu-compute-bound");
         assert_eq!(b(20, 60, 20, false).kind(), "communication-bound");
         assert_eq!(b(40, 30, 30, false).kind(), "mixed");
+        assert_eq!(b(0, 50, 50, false).kind(), "transfer-bound");
         assert_eq!(b(90, 0, 0, true).kind(), "host-bound");
         assert_eq!(b(0, 0, 0, false).kind(), "mixed");
         assert_eq!(b(20, 60, 20, false).idle(), 900);

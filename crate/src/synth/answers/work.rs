@@ -70,10 +70,3 @@ pub fn rows(tl: &Timeline) -> Vec<Work> {
     }
     out
 }
-
-/// The aggregate window: first start to last end over every GPU work row (`(0, 0)` if none).
-pub fn hull(rows: &[Work]) -> (Ns, Ns) {
-    let s = rows.iter().map(|w| w.start).min().unwrap_or(0);
-    let e = rows.iter().map(|w| w.end).max().unwrap_or(0);
-    (s, e)
-}

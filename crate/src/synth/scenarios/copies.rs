@@ -91,7 +91,7 @@ fn copies(tl: &Timeline) -> serde_json::Value {
         .iter()
         .all(|m| m.src_kind == MEM_PINNED && m.dst_kind == MEM_DEVICE);
     json!({
-        "definitions": "weight copies: CUPTI_ACTIVITY_KIND_MEMCPY rows with copyKind 1 (HtoD); achieved_gbps = bytes / summed copy durations (ns), decimal GB/s",
+        "definitions": "weight copies: CUPTI_ACTIVITY_KIND_MEMCPY rows with copyKind 1 (HtoD); ns = their summed durations; gb_per_s = bytes / ns (decimal GB/s)",
         "direction": "HtoD",
         "copy_kind": COPY_HTOD,
         "src_kind": MEM_PINNED,
@@ -100,8 +100,8 @@ fn copies(tl: &Timeline) -> serde_json::Value {
         "api": "cudaMemcpyAsync",
         "count": weights.len(),
         "bytes": bytes,
-        "total_ns": ns,
-        "achieved_gbps": bytes as f64 / ns.max(1) as f64,
+        "ns": ns,
+        "gb_per_s": bytes as f64 / ns.max(1) as f64,
         "all_copies": tl.memcpy.len(),
     })
 }

@@ -155,7 +155,7 @@ fn serving(seed: u64, scale: u32, mode: &'static str) -> Built {
     extras.insert(
         "graph_modes".into(),
         json!({
-            "definitions": "the same placement in both modes; replay_span_ns = sum over graph launches of first node start to last node end; inner_gap_ns = the gaps between consecutive nodes inside those spans (1 us each). standard: busy_ns(Graph) = busy_ns(Node) + inner_gap_ns, same aggregate window, so gpu_idle_ratio(Graph) = gpu_idle_ratio(Node) - inner_gap_ns / window_ns and gpu_utilization up by as much; verdict, crossed_count, applicable_count and bound.kind agree; trtllm-skill is kernel-only and sees in Graph mode only the eager attention kernels",
+            "definitions": "the same placement in both modes; replay_span_ns = sum over graph launches of first node start to last node end; inner_gap_ns = the gaps between consecutive nodes inside those spans (1 us each). standard: bound.busy_ns and bound.compute_ns are larger at graph level by inner_gap_ns, the aggregate window (bound.window_ns) is the same, so gpu_idle_ratio(Graph) = gpu_idle_ratio(Node) - inner_gap_ns / window_ns and gpu_utilization up by as much; verdict, crossed_count, applicable_count and bound.kind agree; trtllm-skill is kernel-only and sees in Graph mode only the eager attention kernels",
             "mode": mode,
             "graph_launches": launches,
             "graph_replays": sim.tl.graph_replays.len(),
