@@ -7,7 +7,7 @@
 //! and from how far the host runs ahead (`sync_lag`).
 
 use super::kinds::{self, KernelKind};
-use super::sim::Sim;
+use super::sim::{GraphIds, Sim};
 use super::timeline::{Ns, US};
 
 /// One kernel submission inside a forward step.
@@ -19,8 +19,14 @@ pub enum Launch {
         kind: KernelKind,
         dur: Ns,
     },
-    /// A CUDA graph replay: `(kernel, duration, graphNodeId)` per node.
-    Graph { nodes: Vec<(KernelKind, Ns, u32)> },
+    /// A CUDA graph replay: `(kernel, duration, graphNodeId)` per node, and which graph it is
+    /// (`None`: graph 1 / exec 1 at graph level, no `graphId` on node-level kernels).
+    Graph {
+        nodes: Vec<(KernelKind, Ns, u32)>,
+        ids: Option<GraphIds>,
+    },
+    /// A `cudaMemcpyAsync` host-to-device copy of `bytes` from pinned memory, running `dur`.
+    CopyHtoD { bytes: i64, dur: Ns },
 }
 
 /// One forward step and the host work around it.
@@ -131,8 +137,11 @@ fn submit(sim: &mut Sim, p: usize, launch: &Launch, pacing: Pacing) {
         Launch::Eager { api, kind, dur } => {
             sim.launch(p, api, pacing.api, kind, *dur, pacing.gpu_gap);
         }
-        Launch::Graph { nodes } => {
-            sim.graph_launch(p, 2 * pacing.api, nodes, pacing.gpu_gap);
+        Launch::Graph { nodes, ids } => {
+            sim.graph_launch(p, 2 * pacing.api, nodes, pacing.gpu_gap, *ids);
+        }
+        Launch::CopyHtoD { bytes, dur } => {
+            sim.memcpy_htod(p, *bytes, pacing.api, *dur);
         }
     }
 }

@@ -18,6 +18,8 @@ pub mod markers;
 mod scenarios;
 pub mod schema;
 pub mod sim;
+#[cfg(test)]
+mod tests;
 pub mod timeline;
 pub mod writer;
 

@@ -13,9 +13,16 @@ use rand_chacha::ChaCha8Rng;
 
 use super::kinds::{self, KernelKind};
 use super::timeline::{
-    Api, Kernel, MemOp, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, Ns, Nvtx, SyncOp, Timeline,
-    US,
+    Api, COPY_DTOH, COPY_HTOD, GraphReplay, Kernel, MEM_DEVICE, MEM_PINNED, MemOp,
+    NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, Ns, Nvtx, SyncOp, Timeline, US,
 };
+
+/// Which CUDA graph a replay runs: `graphId` and `graphExecId`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphIds {
+    pub graph: u32,
+    pub exec: u32,
+}
 
 /// Time from a launch call's return to the earliest start of its kernel.
 pub const LAUNCH_LATENCY: Ns = 4 * US;
@@ -204,6 +211,7 @@ impl Sim {
             short,
             demangled,
             graph_node,
+            graph_id: 0,
             kind,
             proc: p as u8,
             device,
@@ -233,28 +241,52 @@ impl Sim {
         (ks, ks + dur)
     }
 
-    /// A CUDA graph replay in node-level tracing: one `cudaGraphLaunch` call, then each node's
-    /// kernel back to back (separated by `gap`), all sharing the call's correlation id and each
-    /// carrying its `graphNodeId`.
+    /// A CUDA graph replay: one `cudaGraphLaunch` call, then each node's kernel back to back
+    /// (separated by `gap`) on the process's device. How it is recorded follows the timeline's
+    /// `graph_trace_mode`: `Node` writes each node's kernel, sharing the call's correlation id and
+    /// carrying its `graphNodeId` (and the `graphId` of `ids` when given); `Graph` writes one
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` row from the first node's start to the last node's end
+    /// (`ids`, or graph 1 / exec 1) and no kernel. The placement is the same in both modes.
+    /// Returns the replay's `(start, end)` on the GPU.
     pub fn graph_launch(
         &mut self,
         p: usize,
         api_dur: Ns,
         nodes: &[(KernelKind, Ns, u32)],
         gap: Ns,
+        ids: Option<GraphIds>,
     ) -> (Ns, Ns) {
         let s = self.host[p];
         let corr = self.api_row(p, kinds::GRAPH_LAUNCH, s, s + api_dur);
         self.host[p] = s + api_dur;
         let d = self.tl.procs[p].device;
         let first = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + gap);
+        let node_level = self.tl.graph_trace_mode != "Graph";
         let mut t = first;
         for (i, (k, dur, node)) in nodes.iter().enumerate() {
             if i > 0 {
                 t += gap;
             }
-            self.kernel_row(p, k, t, t + dur, corr, *node);
+            if node_level {
+                self.kernel_row(p, k, t, t + dur, corr, *node);
+                if let (Some(ids), Some(last)) = (ids, self.tl.kernels.last_mut()) {
+                    last.graph_id = ids.graph;
+                }
+            }
             t += dur;
+        }
+        if !node_level && t > first {
+            let ids = ids.unwrap_or(GraphIds { graph: 1, exec: 1 });
+            self.tl.graph_replays.push(GraphReplay {
+                start: first,
+                end: t,
+                corr,
+                graph_id: ids.graph,
+                graph_exec_id: ids.exec,
+                proc: p as u8,
+                device: d as u8,
+                stream: STREAM,
+            });
         }
         self.set_gpu_free(d, t);
         (first, t)
@@ -267,15 +299,26 @@ impl Sim {
         self.host[p] = s + dur;
     }
 
-    /// `cudaMemcpyAsync` device-to-host of `bytes`, queued on the compute stream.
+    /// `cudaMemcpyAsync` device-to-host of `bytes` into pinned memory, queued on the compute
+    /// stream.
     pub fn memcpy_dtoh(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) {
-        let op = self.mem_op(p, kinds::MEMCPY_ASYNC, 2, bytes, api_dur, dur);
+        let mut op = self.mem_op(p, kinds::MEMCPY_ASYNC, COPY_DTOH, bytes, api_dur, dur);
+        (op.src_kind, op.dst_kind) = (MEM_DEVICE, MEM_PINNED);
         self.tl.memcpy.push(op);
     }
 
-    /// `cudaMemsetAsync` of `bytes`, queued on the compute stream.
+    /// `cudaMemcpyAsync` host-to-device of `bytes` from pinned memory, queued on the compute
+    /// stream; returns the copy's `(start, end)` on the GPU.
+    pub fn memcpy_htod(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) -> (Ns, Ns) {
+        let mut op = self.mem_op(p, kinds::MEMCPY_ASYNC, COPY_HTOD, bytes, api_dur, dur);
+        (op.src_kind, op.dst_kind) = (MEM_PINNED, MEM_DEVICE);
+        self.tl.memcpy.push(op);
+        (op.start, op.end)
+    }
+
+    /// `cudaMemsetAsync` of `bytes` of device memory, queued on the compute stream.
     pub fn memset(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) {
-        let op = self.mem_op(p, kinds::MEMSET_ASYNC, 1, bytes, api_dur, dur);
+        let op = self.mem_op(p, kinds::MEMSET_ASYNC, MEM_DEVICE, bytes, api_dur, dur);
         self.tl.memset.push(op);
     }
 
@@ -301,6 +344,8 @@ impl Sim {
             corr,
             bytes,
             kind,
+            src_kind: 0,
+            dst_kind: 0,
             proc: p as u8,
             device: d as u8,
             stream: STREAM,

@@ -107,6 +107,9 @@ pub struct Kernel {
     pub demangled: u32,
     /// `graphNodeId`, 0 for an eagerly launched kernel (written as NULL).
     pub graph_node: u32,
+    /// `graphId` of the graph a node-traced kernel ran in, 0 for none (written as NULL). The
+    /// column exists from nsys 2026.1; the writer adds it only when some kernel carries one.
+    pub graph_id: u32,
     pub kind: u16,
     pub proc: u8,
     pub device: u8,
@@ -138,6 +141,15 @@ pub struct Nvtx {
     pub domain: u32,
 }
 
+/// `ENUM_CUDA_MEMCPY_OPER`: host to device.
+pub const COPY_HTOD: u8 = 1;
+/// `ENUM_CUDA_MEMCPY_OPER`: device to host.
+pub const COPY_DTOH: u8 = 2;
+/// `ENUM_CUDA_MEM_KIND`: page-locked (pinned) host memory.
+pub const MEM_PINNED: u8 = 1;
+/// `ENUM_CUDA_MEM_KIND`: device memory.
+pub const MEM_DEVICE: u8 = 2;
+
 /// A memcpy or memset GPU activity row.
 #[derive(Debug, Clone, Copy)]
 pub struct MemOp {
@@ -145,8 +157,27 @@ pub struct MemOp {
     pub end: Ns,
     pub corr: u32,
     pub bytes: i64,
-    /// `copyKind` for memcpy (2 = DtoH), `memKind` for memset.
+    /// `copyKind` for memcpy (`ENUM_CUDA_MEMCPY_OPER`: 1 = HtoD, 2 = DtoH), `memKind` for
+    /// memset (`ENUM_CUDA_MEM_KIND`: 2 = device).
     pub kind: u8,
+    /// Memcpy only: `srcKind` and `dstKind` (`ENUM_CUDA_MEM_KIND`: 1 = pinned, 2 = device).
+    pub src_kind: u8,
+    pub dst_kind: u8,
+    pub proc: u8,
+    pub device: u8,
+    pub stream: u8,
+}
+
+/// A graph-level trace row (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`, CUPTI's
+/// `CUpti_ActivityGraphTrace2`): one replay of a CUDA graph, spanning the GPU work of its nodes,
+/// with the correlation id of the `cudaGraphLaunch` call that launched it.
+#[derive(Debug, Clone, Copy)]
+pub struct GraphReplay {
+    pub start: Ns,
+    pub end: Ns,
+    pub corr: u32,
+    pub graph_id: u32,
+    pub graph_exec_id: u32,
     pub proc: u8,
     pub device: u8,
     pub stream: u8,
@@ -178,6 +209,8 @@ pub struct Timeline {
     pub memcpy: Vec<MemOp>,
     pub memset: Vec<MemOp>,
     pub syncs: Vec<SyncOp>,
+    /// Graph replays traced at graph level (written only when there are some).
+    pub graph_replays: Vec<GraphReplay>,
     /// `CUDA_GRAPH_TRACE_OPTIONS:MODE` written to META_DATA_CAPTURE (`Graph` or `Node`).
     pub graph_trace_mode: &'static str,
     /// `START_TRIGGER` written to META_DATA_CAPTURE when set (`Immediate`: no capture range).

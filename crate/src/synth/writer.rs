@@ -9,10 +9,10 @@ use std::path::Path;
 use rusqlite::{Connection, Statement, ToSql};
 
 use super::schema;
-use super::timeline::{Api, Kernel, MemOp, Nvtx, SyncOp, Timeline};
+use super::timeline::{Api, GraphReplay, Kernel, MemOp, Nvtx, SyncOp, Timeline};
 use crate::error::{Error, Result};
 
-/// Rows per multi-row `INSERT` (13 parameters × 64 stays far below SQLite's variable limit).
+/// Rows per multi-row `INSERT` (at most 14 parameters × 64 stays far below SQLite's variable limit).
 const BATCH: usize = 64;
 
 /// Replaces `out` with the export of `tl`.
@@ -59,9 +59,28 @@ fn write_events(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
     // one-pass analyses rely on it: generated traces do the same.
     let mut kernels: Vec<&Kernel> = tl.kernels.iter().collect();
     kernels.sort_by_key(|k| k.start);
-    insert_all(conn, &KERNELS, &kernels, |st, o, k| {
-        bind_kernel(st, o, k, tl, &gpids)
-    })?;
+    if tl.kernels.iter().any(|k| k.graph_id != 0) {
+        // `graphId` joined the kernel table in nsys 2026.1 (schema 3.24.14), as its last column
+        // but the ones after it, which these files do not have.
+        conn.execute_batch(KERNEL_GRAPH_ID_DDL)?;
+        insert_all(conn, &KERNELS_WITH_GRAPH_ID, &kernels, |st, o, k| {
+            bind_kernel(st, o, k, tl, &gpids)?;
+            bind(st, o + 14, (k.graph_id != 0).then_some(k.graph_id))
+        })?;
+    } else {
+        insert_all(conn, &KERNELS, &kernels, |st, o, k| {
+            bind_kernel(st, o, k, tl, &gpids)
+        })?;
+    }
+    if !tl.graph_replays.is_empty() {
+        // nsys creates tables lazily: the graph-trace table exists only when replays were traced.
+        conn.execute_batch(GRAPH_TRACE_DDL)?;
+        let mut replays: Vec<&GraphReplay> = tl.graph_replays.iter().collect();
+        replays.sort_by_key(|r| r.start);
+        insert_all(conn, &GRAPH_TRACE, &replays, |st, o, r| {
+            bind_replay(st, o, r, &gpids)
+        })?;
+    }
     insert_all(conn, &RUNTIME, &tl.apis, |st, o, a| {
         bind_api(st, o, a, &gpids)
     })?;
@@ -124,6 +143,44 @@ const KERNELS: TableSpec = TableSpec {
     row: "(?,?,?,1,NULL,?,?,?,?,?,NULL,0,0,?,?,1,1,?,1,1,0,0,0,0,?,0,?,NULL)",
 };
 
+/// The 2026.1 kernel column, added to the 2025.3.1 table when a node-traced kernel has a graph.
+const KERNEL_GRAPH_ID_DDL: &str =
+    "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN graphId INTEGER; -- Kernel graph ID.";
+
+const KERNELS_WITH_GRAPH_ID: TableSpec = TableSpec {
+    table: "CUPTI_ACTIVITY_KIND_KERNEL",
+    columns: "start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, \
+              shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, \
+              blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, \
+              gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig, graphId",
+    row: "(?,?,?,1,NULL,?,?,?,?,?,NULL,0,0,?,?,1,1,?,1,1,0,0,0,0,?,0,?,NULL,?)",
+};
+
+/// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` as graph-level CUDA graph tracing exports it. None of the
+/// reference schemas or public exports holds this table: the columns are those of CUPTI's
+/// `CUpti_ActivityGraphTrace2` record plus the ids every CUPTI table of the export carries
+/// (`docs/gpu-work-generator.md` says which are confirmed where).
+pub const GRAPH_TRACE_DDL: &str = "
+CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    deviceId                    INTEGER   NOT NULL,                    -- Device ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    greenContextId              INTEGER,                               -- Green context ID.
+    streamId                    INTEGER   NOT NULL,                    -- Stream ID.
+    correlationId               INTEGER,                               -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
+    globalPid                   INTEGER,                               -- Serialized GlobalId.
+    graphId                     INTEGER,                               -- Unique ID of the launched graph.
+    graphExecId                 INTEGER                                -- ID of the launched graph executable.
+);
+";
+
+const GRAPH_TRACE: TableSpec = TableSpec {
+    table: "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    columns: "start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, graphId, graphExecId",
+    row: "(?,?,?,1,NULL,?,?,?,?,?)",
+};
+
 const RUNTIME: TableSpec = TableSpec {
     table: "CUPTI_ACTIVITY_KIND_RUNTIME",
     columns: "start, end, eventClass, globalTid, correlationId, nameId, returnValue, callchainId",
@@ -140,7 +197,7 @@ const MEMCPY: TableSpec = TableSpec {
     table: "CUPTI_ACTIVITY_KIND_MEMCPY",
     columns: "start, end, deviceId, contextId, streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind, \
               srcDeviceId, dstDeviceId, copyCount",
-    row: "(?,?,?,1,?,?,?,?,?,3,1,?,?,1)",
+    row: "(?,?,?,1,?,?,?,?,?,?,?,?,?,1)",
 };
 
 const MEMSET: TableSpec = TableSpec {
@@ -272,8 +329,26 @@ fn bind_memop_common(
 
 fn bind_memcpy(st: &mut Statement<'_>, o: usize, m: &MemOp, gpids: &[i64]) -> rusqlite::Result<()> {
     bind_memop_common(st, o, m, gpids)?;
-    bind(st, o + 9, m.device)?;
-    bind(st, o + 10, m.device)
+    bind(st, o + 9, m.src_kind)?;
+    bind(st, o + 10, m.dst_kind)?;
+    bind(st, o + 11, m.device)?;
+    bind(st, o + 12, m.device)
+}
+
+fn bind_replay(
+    st: &mut Statement<'_>,
+    o: usize,
+    r: &GraphReplay,
+    gpids: &[i64],
+) -> rusqlite::Result<()> {
+    bind(st, o + 1, r.start)?;
+    bind(st, o + 2, r.end)?;
+    bind(st, o + 3, r.device)?;
+    bind(st, o + 4, r.stream)?;
+    bind(st, o + 5, r.corr)?;
+    bind(st, o + 6, gpid(gpids, r.proc))?;
+    bind(st, o + 7, r.graph_id)?;
+    bind(st, o + 8, r.graph_exec_id)
 }
 
 fn bind_sync(st: &mut Statement<'_>, o: usize, s: &SyncOp, gpids: &[i64]) -> rusqlite::Result<()> {

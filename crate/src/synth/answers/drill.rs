@@ -2,6 +2,9 @@
 //! sorted lists, unions, linear scans. Never calls `drill`, `explain` or `model`.
 //!
 //! Definitions stated once, here and in the answers file:
+//! - `work_idle_buckets`: a device's idle gaps under the `standard` profile's busy time, the
+//!   holes between the union of all its GPU work rows (kernels, graph-level replays, memcpy,
+//!   memset); the other gap answers stay kernel-only, as their ends are named by kernels;
 //! - a lane's gaps are the holes between the union of its kernel intervals (lane = device and
 //!   stream, or device); the kernel before a gap is the last (in start, end order) to end when the
 //!   busy interval ends, the kernel after is the first to start;
@@ -101,15 +104,34 @@ fn all_gaps(tl: &Timeline, per_stream: bool) -> Vec<Gap> {
 }
 
 fn buckets(gaps: &[Gap]) -> Value {
+    bucket_sizes(gaps.iter().map(|g| g.end - g.start))
+}
+
+fn bucket_sizes(sizes: impl Iterator<Item = Ns>) -> Value {
     let mut count = [0u64; 9];
     let mut total = [0 as Ns; 9];
-    for g in gaps {
-        count[bucket(g.end - g.start)] += 1;
-        total[bucket(g.end - g.start)] += g.end - g.start;
+    for g in sizes {
+        count[bucket(g)] += 1;
+        total[bucket(g)] += g;
     }
     (0..9)
         .map(|b| json!({"count": count[b], "total_us": us(total[b])}))
         .collect()
+}
+
+/// The device-idle gaps of the `standard` profile's busy time: per device, the holes between
+/// the union of all its GPU work rows (kernels, graph replays, memcpy, memset), bucketed.
+fn work_idle_buckets(tl: &Timeline) -> Value {
+    let mut per_dev: BTreeMap<u32, Vec<(Ns, Ns)>> = BTreeMap::new();
+    for w in super::work::rows(tl) {
+        per_dev.entry(w.device).or_default().push((w.start, w.end));
+    }
+    let mut sizes: Vec<Ns> = Vec::new();
+    for v in per_dev.into_values() {
+        let u = super::ivl::union(v);
+        sizes.extend(u.windows(2).map(|w| w[1].0 - w[0].1));
+    }
+    bucket_sizes(sizes.into_iter())
 }
 
 /// `(proc, corr)` → index of its runtime row, for the given kernels only (a linear scan).
@@ -411,9 +433,10 @@ pub fn drill_answers(tl: &Timeline) -> Value {
     let idle_gaps = all_gaps(tl, false);
     let calls = all_calls(tl);
     json!({
-        "definitions": "see crate/src/synth/answers/drill.rs: gaps are holes in each lane's kernel union (lane = device+stream, or device); top gaps by size, earlier start, lower device/stream; NVTX = push/pop ranges on the launching threads overlapping the gap, API = calls of the kernels' processes overlapping it, by name, largest overlap first, at most 10",
+        "definitions": "see crate/src/synth/answers/drill.rs: gaps are holes in each lane's kernel union (lane = device+stream, or device); work_idle_buckets: holes in each device's union of all GPU work rows (kernels, graph replays, memcpy, memset), the standard profile's busy time; top gaps by size, earlier start, lower device/stream; NVTX = push/pop ranges on the launching threads overlapping the gap, API = calls of the kernels' processes overlapping it, by name, largest overlap first, at most 10",
         "stream_buckets": buckets(&stream_gaps),
         "idle_buckets": buckets(&idle_gaps),
+        "work_idle_buckets": work_idle_buckets(tl),
         "top_stream_gaps": top_gaps(tl, stream_gaps),
         "top_idle_gaps": top_gaps(tl, idle_gaps),
         "graphs": graphs(tl, &calls),

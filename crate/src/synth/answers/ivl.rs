@@ -35,6 +35,30 @@ pub fn intersect(a: &[Iv], b: &[Iv]) -> Vec<Iv> {
     out
 }
 
+/// `a` minus `b`, both sorted and disjoint: the parts of `a` no interval of `b` covers.
+pub fn subtract(a: &[Iv], b: &[Iv]) -> Vec<Iv> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    for &(s, e) in a {
+        let mut cur = s;
+        while j < b.len() && b[j].1 <= cur {
+            j += 1;
+        }
+        let mut k = j;
+        while k < b.len() && b[k].0 < e {
+            if b[k].0 > cur {
+                out.push((cur, b[k].0));
+            }
+            cur = cur.max(b[k].1);
+            k += 1;
+        }
+        if cur < e {
+            out.push((cur, e));
+        }
+    }
+    out
+}
+
 /// Total length.
 pub fn measure(v: &[Iv]) -> Ns {
     v.iter().map(|&(s, e)| e - s).sum()
@@ -50,6 +74,19 @@ mod tests {
             union(vec![(5, 7), (0, 2), (2, 3), (6, 9), (4, 4)]),
             vec![(0, 3), (5, 9)]
         );
+    }
+
+    #[test]
+    fn subtract_cuts_holes() {
+        let a = vec![(0, 10), (20, 30), (40, 50)];
+        let b = vec![(2, 4), (8, 22), (25, 26), (45, 60)];
+        assert_eq!(
+            subtract(&a, &b),
+            vec![(0, 2), (4, 8), (22, 25), (26, 30), (40, 45)]
+        );
+        assert_eq!(subtract(&a, &[]), a);
+        assert_eq!(subtract(&[], &b), vec![]);
+        assert_eq!(subtract(&[(0, 10)], &[(0, 10)]), vec![]);
     }
 
     #[test]

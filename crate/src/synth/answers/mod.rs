@@ -11,6 +11,7 @@ mod ivl;
 mod skill;
 mod standard;
 mod verdict;
+mod work;
 
 pub use analyze::{PlacedStep, Placement, analyze_answers, expected_comparison};
 pub use drill::{LayerPlan, drill_answers, layer_pattern};
@@ -82,6 +83,7 @@ pub fn document(
         "scale": scale,
         "nsys_version": NSYS_VERSION,
         "kernels": tl.kernels.len(),
+        "graph_replays": tl.graph_replays.len(),
         "devices": tl.devices(),
         "processes": tl.procs.len(),
         "profiles": {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::Built;
 use crate::synth::kinds::{self, KernelKind};
-use crate::synth::sim::{Sim, T0};
+use crate::synth::sim::{GraphIds, Sim, T0};
 use crate::synth::timeline::{MS, Ns, Timeline, US};
 
 /// Steady-loop kernels of the warm-up, graph-level and no-NVTX captures.
@@ -141,20 +141,32 @@ pub fn warmup(seed: u64, scale: u32) -> Built {
     )
 }
 
-/// CUDA graphs replayed under graph-level tracing (`MODE = Graph`): the graph launch calls are
-/// recorded, the kernels inside the graphs are not; eager kernels around them are.
+/// Nodes per graph replay of [`graph_level`].
+const GRAPH_NODES: usize = 6;
+
+/// CUDA graphs replayed under graph-level tracing (`MODE = Graph`): each `cudaGraphLaunch` runs
+/// a 6-node graph whose replay is recorded as one `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` row (same
+/// correlation id, process, device and stream as the call; graph 1, exec 1) and whose kernels
+/// are not recorded; eager kernels run between the replays.
 pub fn graph_level(seed: u64, scale: u32) -> Built {
     let mut sim = sim(41003, seed);
     sim.tl.graph_trace_mode = "Graph";
     let steps = 200 * scale as usize;
+    let ids = GraphIds { graph: 1, exec: 1 };
     for _ in 0..steps {
-        sim.host_api(0, kinds::GRAPH_LAUNCH, 12 * US);
+        let nodes: Vec<(KernelKind, Ns, u32)> = (0..GRAPH_NODES)
+            .map(|i| (KINDS[i % 4], sim.uniform(40 * US, 60 * US), 7001 + i as u32))
+            .collect();
+        sim.graph_launch(0, 12 * US, &nodes, US, Some(ids));
         steady_loop(&mut sim, LOOP_KERNELS / 200, 5);
     }
+    let replay_ns: Ns = sim.tl.graph_replays.iter().map(|r| r.end - r.start).sum();
     built(
         sim,
         json!({
             "graph_launches": steps,
+            "graph_replays": steps,
+            "graph_replay_ns": replay_ns,
             "status": statuses(&[("cuda_graph_trace", "warn"), ("length", "ok")]),
         }),
     )

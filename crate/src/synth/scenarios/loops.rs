@@ -362,7 +362,7 @@ fn graph_step_launches(sim: &mut Sim, base: &[(KernelKind, Ns)]) -> Vec<Launch> 
             kind: kinds::ELEMENTWISE,
             dur: 3 * US,
         },
-        Launch::Graph { nodes },
+        Launch::Graph { nodes, ids: None },
         Launch::Eager {
             api: kinds::LAUNCH_VERSIONED,
             kind: kinds::SAMPLER,

@@ -2,9 +2,11 @@
 
 mod capture;
 mod causes;
+mod copies;
 mod gaps;
 mod layers;
 mod loops;
+mod serving;
 mod tp2;
 
 use serde_json::{Map, Value};
@@ -20,7 +22,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 16] = [
+pub const SCENARIOS: [(&str, &str, Builder); 19] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -62,6 +64,21 @@ pub const SCENARIOS: [(&str, &str, Builder); 16] = [
         loops::cuda_graphs,
     ),
     (
+        "serving-graphs",
+        "vLLM-like serving, graph-level tracing (MODE = Graph): prefill every 8th step as piecewise graphs around eager attention, decode as one full cudaGraphLaunch; one GRAPH_TRACE row per launch, no kernels inside",
+        serving::serving_graphs,
+    ),
+    (
+        "serving-graphs-node",
+        "serving-graphs traced at node level (MODE = Node): the same placement, the kernels inside the graphs written with graphNodeId and graphId, no GRAPH_TRACE rows",
+        serving::serving_graphs_node,
+    ),
+    (
+        "copy-bound",
+        "TP=1 decode loop streaming each layer's 64 MiB of weights host to device (pinned cudaMemcpyAsync, ~2.8 ms) before its short kernels, host a step ahead: NO, transfer-bound",
+        copies::copy_bound,
+    ),
+    (
         "gaps",
         "one device, one stream, inter-kernel gaps of known sizes in all nine buckets",
         gaps::gaps,
@@ -88,7 +105,7 @@ pub const SCENARIOS: [(&str, &str, Builder); 16] = [
     ),
     (
         "capture-graph-level",
-        "cudaGraphLaunch replays traced at graph level (MODE = Graph) between eager kernels",
+        "6-node cudaGraphLaunch replays traced at graph level (MODE = Graph: one GRAPH_TRACE row each, no kernels inside) between eager kernels",
         capture::graph_level,
     ),
     (
