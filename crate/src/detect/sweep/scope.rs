@@ -391,7 +391,8 @@ impl ScopeAcc {
         self.ensure_group(slot);
         let g = &mut self.groups[slot];
         g.kernels += kernels;
-        g.processes.add(process, kernels);
+        // A process owns the scope's GPU work of any kind (a copy-only phase still has its launches).
+        g.processes.add(process, 1);
         g.nccl_raw += nccl_ns;
     }
 

@@ -244,7 +244,6 @@ pub fn answers(tl: &Timeline) -> Value {
     let (ws, we) = (ws.unwrap_or(0), we.unwrap_or(0));
     let agg = scope(&m, &[(ws, we)]);
     let v = verdict::judge(&agg.metrics, &verdict::DEFAULT);
-    let bound = bound(&m, &[(ws, we)], v.yes);
     let mut raw = parse_steps(tl, true, |t| RANGE_TYPES.contains(&t));
     raw.sort_by_key(|s| (s.start, s.end));
     let steps = dedup_steps(&raw);
@@ -265,6 +264,8 @@ pub fn answers(tl: &Timeline) -> Value {
             phases.insert(key.to_string(), value);
         }
     }
+    // Host-bound is the overall verdict's YES (any scope's), as the report says it first.
+    let bound = bound(&m, &[(ws, we)], v.yes || any_phase_yes);
     json!({
         "verdict": verdict::yes_no(v.yes || any_phase_yes),
         "aggregate_metrics": verdict::metrics_json(&agg.metrics, false),
@@ -303,7 +304,7 @@ impl Bound {
         self.window - self.busy()
     }
 
-    /// `host-bound` on an aggregate YES; else the kind holding at least half of the busy time
+    /// `host-bound` on an overall YES; else the kind holding at least half of the busy time
     /// (compute, then transfer, then communication, should two hold exactly half); else `mixed`.
     pub fn kind(&self) -> &'static str {
         let busy = self.busy();
