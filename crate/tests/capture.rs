@@ -244,11 +244,14 @@ fn jit_range(name: &str) -> bool {
     compile || lower.contains("nvrtc") || lower.contains("jit") || lower.contains("autotun")
 }
 
-/// Per device, the gaps between its merged kernel intervals (zero-length kernels skipped).
+/// Per device, the gaps between its merged GPU-work intervals (kernels, copies, memsets, graph
+/// replays; zero-length rows skipped).
 fn device_gaps(conn: &Connection) -> (Vec<(i64, i64)>, (i64, i64)) {
-    let mut stmt = conn
-        .prepare("SELECT deviceId, start, \"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE \"end\" > start ORDER BY deviceId, start")
-        .expect("kernels");
+    let sql = format!(
+        "SELECT deviceId, start, \"end\" FROM ({}) WHERE \"end\" > start ORDER BY deviceId, start",
+        common::gpu_work_sql(conn)
+    );
+    let mut stmt = conn.prepare(&sql).expect("GPU work");
     let rows: Vec<(i64, i64, i64)> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .expect("query")
@@ -420,8 +423,10 @@ fn every_public_exports_capture_checks_follow_from_its_rows() {
         let fig = cap.warmup.expect("warm-up figures");
         assert_eq!(fig.idle_ns, idle, "{what}: idle between kernels");
         assert!(fig.warmup_ns <= warm, "{what}: {} > {warm}", fig.warmup_ns);
+        // The tool reads each device's 64 largest gaps: warm-up spans over thousands of
+        // µs-sized gaps (a copy-filled run's short idle stretches) escape it by up to 2 %.
         assert!(
-            warm - fig.warmup_ns <= idle / 100,
+            warm - fig.warmup_ns <= idle / 50,
             "{what}: the largest gaps miss {} of {warm} ns of warm-up",
             warm - fig.warmup_ns
         );

@@ -384,7 +384,7 @@ fn streamed_open_infers_the_steps_a_whole_load_infers() {
             file_label: label.clone(),
             ..DetectConfig::default()
         };
-        let report = streamed.detect(&cfg).expect("detect");
+        let report = page_verdict(&streamed, &label, &cfg).expect("detect");
         let unit = report.inferred_steps.expect("inferred steps");
         assert_eq!(unit.method.name(), method, "{scenario}");
     }
@@ -557,8 +557,8 @@ fn whole_graph_captures_get_the_same_graph_warning_as_a_whole_load() {
         &no_nodes,
         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = NULL",
     );
-    let warned = |s: &Streamed| {
-        s.detect(&DetectConfig::default())
+    let warned = |s: &Streamed, label: &str| {
+        page_verdict(s, label, &DetectConfig::default())
             .expect("detect")
             .warnings
             .iter()
@@ -567,7 +567,7 @@ fn whole_graph_captures_get_the_same_graph_warning_as_a_whole_load() {
     for (path, warns) in [(&nodes, false), (&no_nodes, true)] {
         let label = path.display().to_string();
         let streamed = stream_open(path, 1000, 0);
-        assert_eq!(warned(&streamed), warns, "{label}");
+        assert_eq!(warned(&streamed, &label), warns, "{label}");
         assert_same_verdict(&streamed, &whole(path, true), &label, &label);
     }
 }
@@ -665,7 +665,7 @@ fn tp_copies_of_forward_steps_are_counted_as_placed() {
             file_label: label.clone(),
             ..DetectConfig::default()
         };
-        let report = streamed.detect(&cfg).expect("detect");
+        let report = page_verdict(&streamed, &label, &cfg).expect("detect");
         assert!(
             report.warnings.iter().any(|w| w.contains(&warning)),
             "{profile:?}: {warning:?} not in {:?}",
@@ -905,7 +905,7 @@ fn assert_same_m2(path: &Path, seen: &mut M2Seen) -> Option<Vec<serde_json::Valu
             ..DetectConfig::default()
         };
         let native = m2_figures(&detect(&loaded, &cfg).expect("native detect"));
-        let paged = m2_figures(&streamed.detect(&cfg).expect("streamed detect"));
+        let paged = m2_figures(&page_verdict(&streamed, &label, &cfg).expect("streamed detect"));
         assert!(
             native == paged,
             "{label} {profile:?}: M2 differs at {}",
@@ -999,7 +999,8 @@ fn streamed_open_reads_every_builtin_step_marker_as_a_whole_load() {
             let label = path.display().to_string();
             let streamed = stream_open_with(&path, 97, 3, Some(0.6));
             assert_same_verdict(&streamed, &whole(&path, true), &label, &what);
-            let report = streamed.detect(&DetectConfig::default()).expect("detect");
+            let report =
+                page_verdict(&streamed, &label, &DetectConfig::default()).expect("detect");
             let marker = report.step_marker.expect("a marker");
             assert_eq!(marker.marker.as_deref(), Some(key), "{what}");
             assert!(report.trace.forward_steps > 0, "{what}");

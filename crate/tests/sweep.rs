@@ -27,13 +27,16 @@ fn config(profile: Profile, label: &str) -> DetectConfig {
 
 /// One stream of kernels feeding one sweep per profile, as the page does.
 fn summaries(trace: &Trace, cfgs: &[DetectConfig]) -> Vec<KernelSummary> {
-    let mut sweeps: Vec<KernelSweep> = cfgs.iter().map(|c| KernelSweep::new(trace, c)).collect();
-    for ev in trace.kernels.events_in_start_order() {
-        for s in &mut sweeps {
-            s.push(ev).expect("a sorted stream is accepted");
-        }
-    }
-    sweeps.into_iter().map(KernelSweep::finish).collect()
+    // Each profile's busy rows: every GPU operation (standard) or the kernels (trtllm-skill).
+    cfgs.iter()
+        .map(|c| {
+            let mut s = KernelSweep::new(trace, c);
+            for k in c.profile.switches().busy_rows(trace) {
+                s.push(k.event()).expect("a sorted stream is accepted");
+            }
+            s.finish()
+        })
+        .collect()
 }
 
 /// The summary of a sweep fed the NVTX ranges as the kernels need them (every range starting
@@ -46,7 +49,7 @@ fn fed_summary(trace: &Trace, cfg: &DetectConfig) -> Option<(KernelSummary, usiz
         next: 0,
     };
     let mut most = 0;
-    for ev in trace.kernels.events_in_start_order() {
+    for ev in cfg.profile.switches().busy_rows(trace).map(|k| k.event()) {
         while !sweep.ready_for(ev.end) {
             feed.row(trace, &mut sweep)?;
         }
@@ -118,7 +121,14 @@ fn without_kernels(trace: &Trace) -> Trace {
 /// a lower bound of the hull's end; the lowest one, the first kernel's start, leaves every call and
 /// union piece waiting for the hull's end.
 fn swept_ahead(trace: &Trace, cfg: &DetectConfig) -> HostFacts {
-    let first = trace.kernels.start.iter().min().copied().expect("kernels");
+    // The first busy row's start: every GPU operation's under the standard profile.
+    let first = cfg
+        .profile
+        .switches()
+        .busy_rows(trace)
+        .next()
+        .map(|k| k.start)
+        .expect("kernels");
     let mut facts = HostFacts::new(trace, cfg);
     facts.sweep_loaded_launches(trace, (first, first));
     facts

@@ -87,12 +87,18 @@ impl KernelTally {
         }
     }
 
-    pub fn add(&mut self, k: &KernelRow) {
-        self.count += 1;
+    /// A copy, memset or graph replay: it widens the window (every GPU operation's extent)
+    /// and counts nowhere else.
+    pub fn widen(&mut self, k: &KernelRow) {
         self.extent = Some(match self.extent {
             None => (k.start, k.end),
             Some((s, e)) => (s.min(k.start), e.max(k.end)),
         });
+    }
+
+    pub fn add(&mut self, k: &KernelRow) {
+        self.count += 1;
+        self.widen(k);
         let d = (k.end - k.start).max(0);
         let a =
             self.per_name

@@ -192,7 +192,7 @@ fn call_process(meta: &Trace, c: &CallRow) -> Option<ProcessIdx> {
 fn fold(rows: &dyn EventRows, label: &str, steps: &[Step], top: usize) -> (ExplainReport, Held) {
     let steady = steady_spans(steps).0;
     let mut explainer = Explainer::new(rows, label, &steady, top);
-    for k in rows.kernels() {
+    for k in rows.gpu_work() {
         explainer.kernel(&k, None);
     }
     explainer.finish()
@@ -372,6 +372,9 @@ impl Explainer<'_> {
 impl KernelFold for Explainer<'_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         if k.work != crate::model::Work::Kernel {
+            if self.joined.is_none() {
+                self.tally.widen(k);
+            }
             return;
         }
         match &mut self.joined {
@@ -400,6 +403,7 @@ impl Rider for Explainer<'_> {
 
     fn launched(&mut self, k: &KernelRow, launch: Option<(&CallRow, CallNote)>) {
         if k.work != crate::model::Work::Kernel {
+            self.tally.widen(k);
             return;
         }
         self.first(k, launch.map(|(c, note)| (*c, note)));

@@ -212,3 +212,32 @@ pub fn json_diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
         _ => format!(": {a} vs {b}"),
     }
 }
+
+/// Plain SQL over an export: every GPU operation's `(deviceId, start, end)` — the kernel,
+/// memcpy, memset and graph-trace tables that exist, `UNION ALL` — as the standard profile's
+/// busy time counts them, independently of the loader.
+#[allow(dead_code)] // not every test binary reads it
+pub fn gpu_work_sql(conn: &rusqlite::Connection) -> String {
+    let tables = [
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    ];
+    let parts: Vec<String> = tables
+        .iter()
+        .filter(|t| {
+            conn.query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [t],
+                |_| Ok(()),
+            )
+            .is_ok()
+        })
+        .map(|t| format!("SELECT deviceId, start, \"end\" FROM {t}"))
+        .collect();
+    match parts.is_empty() {
+        true => "SELECT 0 AS deviceId, 0 AS start, 0 AS \"end\" WHERE 0".to_string(),
+        false => parts.join(" UNION ALL "),
+    }
+}
