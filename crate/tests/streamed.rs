@@ -258,7 +258,8 @@ fn assert_same_verdict(streamed: &Streamed, full: &Trace, label: &str, what: &st
             ..DetectConfig::default()
         };
         let want = detect(full, &cfg).map(|r| serde_json::to_value(r).expect("json"));
-        let got = page_verdict(streamed, label, &cfg).map(|r| serde_json::to_value(r).expect("json"));
+        let got =
+            page_verdict(streamed, label, &cfg).map(|r| serde_json::to_value(r).expect("json"));
         match (want, got) {
             (Ok(w), Ok(g)) => assert!(
                 g == w,
@@ -999,8 +1000,7 @@ fn streamed_open_reads_every_builtin_step_marker_as_a_whole_load() {
             let label = path.display().to_string();
             let streamed = stream_open_with(&path, 97, 3, Some(0.6));
             assert_same_verdict(&streamed, &whole(&path, true), &label, &what);
-            let report =
-                page_verdict(&streamed, &label, &DetectConfig::default()).expect("detect");
+            let report = page_verdict(&streamed, &label, &DetectConfig::default()).expect("detect");
             let marker = report.step_marker.expect("a marker");
             assert_eq!(marker.marker.as_deref(), Some(key), "{what}");
             assert!(report.trace.forward_steps > 0, "{what}");

@@ -96,14 +96,26 @@ pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
         sum(|d| d.communication_ns),
         sum(|d| d.transfer_ns),
     );
-    let of = |ns: Ns| if window_ns > 0 { ns as f64 / window_ns as f64 } else { 0.0 };
+    let of = |ns: Ns| {
+        if window_ns > 0 {
+            ns as f64 / window_ns as f64
+        } else {
+            0.0
+        }
+    };
     let shares = Shares {
         compute: of(compute),
         communication: of(comm),
         transfer: of(transfer),
         idle: of((window_ns - busy).max(0)),
     };
-    let of_busy = |ns: Ns| if busy > 0 { ns as f64 / busy as f64 } else { 0.0 };
+    let of_busy = |ns: Ns| {
+        if busy > 0 {
+            ns as f64 / busy as f64
+        } else {
+            0.0
+        }
+    };
     let kind = if host_bound {
         BoundKind::Host
     } else if of_busy(compute) >= DOMINANT_SHARE {
@@ -191,7 +203,9 @@ fn evidence(b: &Bound) -> String {
         pct(s.idle)
     );
     let lead = match b.kind {
-        BoundKind::Host => "the host-overhead verdict is YES: the GPU waits on the host".to_string(),
+        BoundKind::Host => {
+            "the host-overhead verdict is YES: the GPU waits on the host".to_string()
+        }
         BoundKind::Compute => "kernels and graph replays fill most of the busy time".to_string(),
         BoundKind::Transfer => match b.copies.first() {
             Some(c) => format!(

@@ -216,13 +216,10 @@ fn assemble(
         nccl_caveat: outcome.nccl_caveat,
         crossed_details: outcome.crossed,
         phases,
-        bound: kernels.work.as_ref().map(|w| {
-            bound::classify(
-                overall == "YES",
-                w,
-                kernels.aggregate.window.measure,
-            )
-        }),
+        bound: kernels
+            .work
+            .as_ref()
+            .map(|w| bound::classify(overall == "YES", w, kernels.aggregate.window.measure)),
         profile: cfg.profile.name(),
         window: window_info(
             &kernels.aggregate.window,

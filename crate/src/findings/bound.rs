@@ -65,7 +65,10 @@ fn copy_phrase(c: &CopySummary) -> String {
         [s] => format!(" on stream {s}"),
         many => format!(
             " on streams {}",
-            many.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     let bandwidth = c

@@ -23,8 +23,8 @@ use crate::index::kernel_pass::Rider;
 use crate::index::rows::RowIndex;
 use crate::index::steady_spans;
 use crate::model::Ns;
-use drill_down::{graph_findings, pattern_finding, straggler_finding};
 pub use bound::transfer_finding;
+use drill_down::{graph_findings, pattern_finding, straggler_finding};
 pub use explained::explain_findings;
 use idle::idle_findings;
 

@@ -108,7 +108,9 @@ impl Kernels {
 /// kernels, CUDA-graph replays traced at graph level (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`, one row
 /// per replay, no kernel rows inside), copies and memsets. Kernel-only analyses (names, classes,
 /// patterns, the `trtllm-skill` profile) read [`Work::Kernel`] rows alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub enum Work {
     #[default]
     Kernel,
@@ -116,7 +118,10 @@ pub enum Work {
     Replay,
     /// A memory copy: `copyKind` (`ENUM_CUDA_MEMCPY_OPER`) and whether a side is pageable host
     /// memory.
-    Copy { kind: u8, pageable: bool },
+    Copy {
+        kind: u8,
+        pageable: bool,
+    },
     Memset,
 }
 

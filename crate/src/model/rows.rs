@@ -283,7 +283,10 @@ impl EventRows for Trace {
 
     fn replays(&self) -> Rows<'_, KernelRow> {
         let k = &self.replays;
-        let name = self.strings.find_text(super::REPLAY_NAME).unwrap_or(NO_NAME);
+        let name = self
+            .strings
+            .find_text(super::REPLAY_NAME)
+            .unwrap_or(NO_NAME);
         ordered(
             k.len(),
             |i| (k.start[i], k.end[i]),

@@ -30,7 +30,8 @@ pub fn detect_report(r: &DetectReport) -> String {
         r.window.end_ns,
         match r.window.source {
             "user" => "chosen window",
-            "gpu-work" => "first GPU operation's start to the last one's end: kernels, graph replays, copies, memsets",
+            "gpu-work" =>
+                "first GPU operation's start to the last one's end: kernels, graph replays, copies, memsets",
             _ => "first kernel start to last kernel end",
         }
     );

@@ -219,10 +219,16 @@ pub fn kernel_table_notes(schema: &Schema) -> Vec<CoverageNote> {
 /// Whether the export holds GPU work besides kernels (a copy, memset or graph replay row): the
 /// page's kernel-table pass does not read it, so its verdict is measured over the file's rows.
 pub fn holds_other_gpu_work(conn: &Connection) -> bool {
-    [MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TRACE_TABLE].iter().any(|table| {
-        conn.query_row(&format!("SELECT 1 FROM \"{table}\" LIMIT 1"), [], |_| Ok(()))
+    [MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TRACE_TABLE]
+        .iter()
+        .any(|table| {
+            conn.query_row(
+                &format!("SELECT 1 FROM \"{table}\" LIMIT 1"),
+                [],
+                |_| Ok(()),
+            )
             .is_ok()
-    })
+        })
 }
 
 /// The schema of an open file, which must be an nsys export.

@@ -24,9 +24,9 @@ pub use host_rows::HostRows;
 pub use launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use links::Links;
 pub use load::{
-    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, Part, Progress, ProgressFn,
-    RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes, load, load_part, merge_kernel_part,
-    holds_other_gpu_work, probe_export, reads_graph_nodes,
+    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, Part,
+    Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, holds_other_gpu_work, kernel_table_notes,
+    load, load_part, merge_kernel_part, probe_export, reads_graph_nodes,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;

@@ -17,13 +17,12 @@ use rusqlite::Connection;
 
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
-    call_columns,
-    call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row, nvtx_columns,
-    nvtx_row, only, opt_int, sync_row,
+    call_columns, call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row,
+    nvtx_columns, nvtx_row, only, opt_int, sync_row,
 };
 use super::load::{
-    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, ProgressFn, RUNTIME_TABLE,
-    SYNC_TABLE, reads_graph_nodes,
+    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE,
+    ProgressFn, RUNTIME_TABLE, SYNC_TABLE, reads_graph_nodes,
 };
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;

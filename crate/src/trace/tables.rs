@@ -6,14 +6,14 @@ use rusqlite::types::ValueRef;
 
 use super::capture::{MarkedRanges, WarmupCalls};
 use super::decode::{
-    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
-    call_columns, call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row,
-    nvtx_columns, nvtx_row, opt_int, sync_row,
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered,
+    SYNC_COLUMNS, call_columns, call_row, inline_text, int, kernel_columns, kernel_row,
+    memop_columns, memop_row, nvtx_columns, nvtx_row, opt_int, sync_row,
 };
 use super::load::{
-    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink, OSRT_TABLE,
-    PROGRESS_EVERY, Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes,
-    probe_export, reads_graph_nodes,
+    GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink,
+    OSRT_TABLE, PROGRESS_EVERY, Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE,
+    kernel_table_notes, probe_export, reads_graph_nodes,
 };
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
@@ -21,7 +21,8 @@ use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::error::{Error, Result};
 use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::model::{
-    GpuInfo, Kernels, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes, Strings, Trace,
+    GpuInfo, Kernels, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes, Strings,
+    Trace,
 };
 use crate::names::patterns::may_define_windows;
 use crate::names::steps::step_text;

@@ -321,8 +321,14 @@ mod tests {
         let s = t.finish();
         let d = &s.devices[0];
         // compute [20,50) ∪ [150,170) = 50; NCCL [50,60) outside compute = 10; copy 100 − 40 = 60.
-        assert_eq!((d.compute_ns, d.communication_ns, d.transfer_ns), (50, 10, 60));
-        assert_eq!((d.busy_ns, d.transfer_union_ns, d.replay_ns), (120, 100, 20));
+        assert_eq!(
+            (d.compute_ns, d.communication_ns, d.transfer_ns),
+            (50, 10, 60)
+        );
+        assert_eq!(
+            (d.busy_ns, d.transfer_union_ns, d.replay_ns),
+            (120, 100, 20)
+        );
         assert_eq!(d.copies[0].direction, "H2D");
         assert_eq!((d.copies[0].count, d.copies[0].bytes), (1, 1000));
         assert_eq!(d.copies[0].gb_per_s(), Some(10.0));
