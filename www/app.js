@@ -160,6 +160,7 @@ function renderVerdict(report) {
   const v = report.verdict === 'YES' ? 'YES' : 'NO';
   $('verdict').textContent = v;
   $('verdict-box').className = `verdict-box ${v === 'YES' ? 'yes' : 'no'}`;
+  renderBound($('bound'), report.bound);
   $('file-name').textContent = appState.fileName;
   const t = report.trace || {};
   $('summary').textContent = report.summary;
@@ -167,6 +168,19 @@ function renderVerdict(report) {
     el('span', { class: 'muted small block', text: `${t.nsys_version ? `nsys ${t.nsys_version} · ` : ''}${counted((t.devices || []).length, 'device', 'devices')} · ${counted(t.kernels ?? 0, 'kernel', 'kernels')} · profile ${report.profile}` }),
   );
   renderCallouts($('callouts'), report);
+}
+
+// What bounds the run, first: the core's kind and the sentence with the shares that decide it
+// (none under trtllm-skill, which counts kernel rows only).
+function renderBound(box, bound) {
+  box.hidden = !bound;
+  box.replaceChildren();
+  if (!bound) return;
+  box.append(
+    el('span', { class: 'bound-label', text: 'Bound by ' }),
+    el('strong', { class: `bound-kind bound-${bound.kind}`, 'data-testid': 'bound-kind', text: bound.label }),
+    el('span', { class: 'muted small block', 'data-testid': 'bound-evidence', text: bound.evidence }),
+  );
 }
 
 function renderThresholdInputs(report) {

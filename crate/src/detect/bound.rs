@@ -65,6 +65,8 @@ pub struct CopySummary {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bound {
     pub kind: BoundKind,
+    /// The kind as the reports write it (`GPU-compute-bound`).
+    pub label: &'static str,
     pub shares: Shares,
     /// Device time of the window (its length × devices with GPU work).
     pub window_ns: Ns,
@@ -130,6 +132,7 @@ pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
     let copies = copies(work);
     let mut bound = Bound {
         kind,
+        label: kind.label(),
         shares,
         window_ns,
         busy_ns: busy,

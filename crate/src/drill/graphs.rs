@@ -58,6 +58,12 @@ pub struct GraphReport {
     /// Eager kernels by name, most time first.
     pub eager_top: Vec<EagerKernel>,
     pub graph_launch_calls: u64,
+    /// Graph replays recorded whole (graph-level tracing): GPU busy time whose kernels are not
+    /// itemized.
+    pub replays: u64,
+    pub replay_us: f64,
+    /// Replay time / (replay + kernel time): the share of GPU compute time inside replays.
+    pub replay_share: f64,
     pub graph_kernel_us: f64,
     pub eager_kernel_us: f64,
     /// Time of eager GEMM/norm/collective kernels.
@@ -76,6 +82,9 @@ pub(crate) struct Tally {
     eager_ns: Ns,
     capturable_eager_ns: Ns,
     graph_calls: u64,
+    /// Graph replays recorded at graph level, and their time.
+    replays: u64,
+    replay_ns: Ns,
     /// Per name id: (eager count, eager ns).
     eager_by_name: BTreeMap<NameId, (u64, Ns)>,
     /// Per phase (context, generation): (kernels, graph kernels).
@@ -107,6 +116,8 @@ pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) 
         total.eager_ns += t.eager_ns;
         total.capturable_eager_ns += t.capturable_eager_ns;
         total.graph_calls += t.graph_calls;
+        total.replays += t.replays;
+        total.replay_ns += t.replay_ns;
         for (a, b) in total.phases.iter_mut().zip(t.phases) {
             a.0 += b.0;
             a.1 += b.1;
@@ -122,6 +133,12 @@ pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) 
         capture_mode,
         eager_top,
         graph_launch_calls: total.graph_calls,
+        replays: total.replays,
+        replay_us: us(total.replay_ns),
+        replay_share: ratio(
+            total.replay_ns as f64,
+            (total.replay_ns + total.graph_ns + total.eager_ns) as f64,
+        ),
         graph_kernel_us: us(total.graph_ns),
         eager_kernel_us: us(total.eager_ns),
         capturable_eager_us: us(total.capturable_eager_ns),
@@ -165,6 +182,11 @@ impl<'a, 't> GraphFold<'a, 't> {
 impl KernelFold for GraphFold<'_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         if !k.work.is_compute() {
+            return;
+        }
+        if k.work == crate::model::Work::Replay {
+            self.tally.replays += 1;
+            self.tally.replay_ns += (k.end - k.start).max(0);
             return;
         }
         let (ix, t) = (self.ix, &mut self.tally);
@@ -264,6 +286,18 @@ fn advice(inputs: &[RowIndex<'_>], mode: &str, t: &Tally) -> Option<String> {
     let graphs_used = t.graph_calls > 0 || graph_table;
     if !graphs_used || (mode == "node" && t.graph > 0) {
         return None;
+    }
+    if t.replays > 0 {
+        let share = ratio(
+            t.replay_ns as f64,
+            (t.replay_ns + t.graph_ns + t.eager_ns) as f64,
+        );
+        return Some(format!(
+            "{} graph replays recorded whole (graph-level tracing) hold {:.1}% of the kernel and replay time ({}): that time is measured as GPU busy time; only the kernels inside the replays are not itemized (their names, classes and the per-layer pattern inside graphs). When those matter, re-capture with node-level graph tracing: nsys profile --cuda-graph-trace=node ...",
+            t.replays,
+            share * 100.0,
+            crate::format::duration_ns(t.replay_ns)
+        ));
     }
     let seen = if mode == "graph" {
         "the capture used graph-level tracing (CUDA_GRAPH_TRACE_OPTIONS:MODE = Graph): each replay was recorded as one graph event, without its kernels"

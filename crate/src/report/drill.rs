@@ -171,6 +171,15 @@ fn graphs(out: &mut String, d: &DrillReport) {
         g.eager_kernels,
         g.coverage * 100.0
     );
+    if g.replays > 0 {
+        let _ = writeln!(
+            out,
+            "  {} graph replays recorded whole: {:.3} ms, {:.1}% of the kernel and replay time",
+            g.replays,
+            g.replay_us / 1000.0,
+            g.replay_share * 100.0
+        );
+    }
     for p in &g.phases {
         let _ = writeln!(
             out,

@@ -122,8 +122,19 @@ fn length(inp: &CaptureInputs<'_>) -> CaptureCheck {
     let window = k.hull.map_or(0, |(s, e)| e - s);
     let steps = inp.forward_steps;
     let mut short = Vec::new();
-    if k.kernels < MIN_KERNELS {
-        short.push(format!("{} kernels (< {MIN_KERNELS})", k.kernels));
+    // A graph replay recorded whole is work launched as one.
+    let replays: u64 = inp
+        .kernels
+        .work
+        .as_ref()
+        .map_or(0, |w| w.devices.iter().map(|d| d.replays).sum());
+    let launched = k.kernels + replays;
+    let what = match replays {
+        0 => format!("{} kernels", k.kernels),
+        r => format!("{} kernels and {r} graph replays", k.kernels),
+    };
+    if launched < MIN_KERNELS {
+        short.push(format!("{what} (< {MIN_KERNELS})"));
     }
     if window < MIN_WINDOW_NS {
         short.push(format!(
@@ -143,11 +154,7 @@ fn length(inp: &CaptureInputs<'_>) -> CaptureCheck {
     let (status, evidence) = if short.is_empty() {
         (
             Status::Ok,
-            format!(
-                "{} kernels in a {} window{steps_text}",
-                k.kernels,
-                ms(window)
-            ),
+            format!("{what} in a {} window{steps_text}", ms(window)),
         )
     } else {
         (
@@ -183,7 +190,7 @@ fn graph_trace(inp: &CaptureInputs<'_>) -> CaptureCheck {
     let (status, evidence) = match (mode, graph_calls || node_kernels) {
         (Some("Graph"), true) => (
             Status::Warn,
-            "CUDA graphs were launched and traced at graph level (CUDA_GRAPH_TRACE_OPTIONS:MODE = Graph): the kernels inside each graph are not recorded one by one, so GPU busy time and gaps inside graphs are not measured".to_string(),
+            "CUDA graphs were launched and traced at graph level (CUDA_GRAPH_TRACE_OPTIONS:MODE = Graph): each replay's GPU time is measured as busy time, but the kernels inside are not recorded one by one, so their names, the idle gaps inside a replay and the per-layer pattern inside graphs are not measured".to_string(),
         ),
         (Some(m), true) => (
             Status::Ok,
