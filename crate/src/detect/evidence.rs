@@ -194,9 +194,11 @@ pub fn warnings(
     if trace.meta.traces_whole_graphs() && !p.kernels.facts.any_graph_node {
         let graph_launches = p.launched_any(|s| s.starts_with(crate::names::launch::GRAPH_LAUNCH));
         if graph_launches {
-            let replays = p.kernels.work.as_ref().map_or(0, |w| {
-                w.devices.iter().map(|d| d.replays).sum::<u64>()
-            });
+            let replays = p
+                .kernels
+                .work
+                .as_ref()
+                .map_or(0, |w| w.devices.iter().map(|d| d.replays).sum::<u64>());
             w.push(match replays {
                 0 => "CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph) but no replay was recorded: the GPU time of the graphs is missing; re-capture with --cuda-graph-trace=node".into(),
                 n => format!("CUDA graphs were traced as whole graphs (--cuda-graph-trace=graph): their {n} replays are measured as GPU busy time; only the kernels inside are not itemized (re-capture with --cuda-graph-trace=node when their names matter)"),
