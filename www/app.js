@@ -177,7 +177,7 @@ function renderBound(box, bound) {
   box.replaceChildren();
   if (!bound) return;
   box.append(
-    el('span', { class: 'bound-label', text: 'Bound by ' }),
+    el('span', { class: 'bound-label', text: 'What bounds the run: ' }),
     el('strong', { class: `bound-kind bound-${bound.kind}`, 'data-testid': 'bound-kind', text: bound.label }),
     el('span', { class: 'muted small block', 'data-testid': 'bound-evidence', text: bound.evidence }),
   );

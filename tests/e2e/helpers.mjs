@@ -233,6 +233,14 @@ export async function assertMatchesCli(page, file, profile = 'standard') {
   const verdict = await page.textContent('[data-testid=verdict]');
   assert.equal(verdict, report.verdict, `verdict of ${name} (${profile})`);
   assert.ok(verdict === 'YES' || verdict === 'NO');
+  // What bounds the run, first: the CLI's kind and evidence, or nothing under trtllm-skill.
+  const bound = page.locator('[data-testid=bound]');
+  if (report.bound) {
+    assert.equal(await page.textContent('[data-testid=bound-kind]'), report.bound.label, `bound of ${name}`);
+    assert.equal(await page.textContent('[data-testid=bound-evidence]'), report.bound.evidence, `bound evidence of ${name}`);
+  } else {
+    assert.equal(await bound.isVisible(), false, `no bound under ${profile}`);
+  }
   const cards = await readCards(page);
   const want = expectedCards(report);
   assert.deepEqual(Object.keys(cards).sort(), Object.keys(want).sort(), `scopes with cards for ${name}`);

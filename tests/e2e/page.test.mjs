@@ -211,7 +211,21 @@ test('on a one-core machine the page opens the file the same bounded way', { tim
   }
 });
 
+// Copies, memsets and graph replays are GPU work: the page (which streams the kernel table alone)
+// measures such a file's verdict over its rows and equals the CLI, bound included.
+for (const scenario of ['copy-bound', 'serving-graphs', 'serving-graphs-node']) {
+  test(`generated ${scenario}: equals the CLI, what bounds the run first`, { timeout: TIMEOUT }, async () => {
+    const file = generate(scenario, path.join(tmp, `${scenario}.sqlite`));
+    await load(file);
+    const { report } = await assertMatchesCli(file);
+    assert.ok(report.bound, 'a bound under standard');
+    if (scenario === 'copy-bound') assert.equal(report.bound.kind, 'transfer-bound');
+    if (scenario === 'serving-graphs') assert.ok(report.bound.replays > 0, 'replays counted');
+  });
+}
+
 for (const name of [
+  'GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite',
   'GindaChen_nsys-ai__mfu_2gpu_before.sqlite',
   'brycelelbach_nsightful__power_iteration__baseline.sqlite',
   'LeiWang1999_memfusion_artifact__report1.sqlite',

@@ -245,6 +245,34 @@ fn ordered<'a, T: 'a, K: Ord>(
     }
 }
 
+/// A loaded kernel-shaped table's rows in start order: the kernels (`replay_name` `None`), or
+/// the graph replays, all named `replay_name`.
+fn kernel_table_rows(k: &super::Kernels, replay_name: Option<NameId>) -> Rows<'_, KernelRow> {
+    ordered(
+        k.len(),
+        |i| (k.start[i], k.end[i]),
+        move |i| KernelRow {
+            row: i as i64,
+            start: k.start[i],
+            end: k.end[i],
+            device: k.device[i],
+            stream: k.stream.get(i).copied().unwrap_or(0),
+            process: k.process[i],
+            correlation: k.correlation.get(i).copied().unwrap_or(0),
+            short_name: replay_name.unwrap_or(k.short_name[i]),
+            demangled_name: replay_name
+                .unwrap_or_else(|| k.demangled_name.get(i).copied().unwrap_or(NO_NAME)),
+            graph_node: k.graph_node_of(i),
+            graph_id: k.graph_id_of(i),
+            work: match replay_name {
+                None => Work::Kernel,
+                Some(_) => Work::Replay,
+            },
+            bytes: 0,
+        },
+    )
+}
+
 impl EventRows for Trace {
     fn meta(&self) -> &Trace {
         self
@@ -259,53 +287,15 @@ impl EventRows for Trace {
     }
 
     fn kernels(&self) -> Rows<'_, KernelRow> {
-        let k = &self.kernels;
-        ordered(
-            k.len(),
-            |i| (k.start[i], k.end[i]),
-            move |i| KernelRow {
-                row: i as i64,
-                start: k.start[i],
-                end: k.end[i],
-                device: k.device[i],
-                stream: k.stream.get(i).copied().unwrap_or(0),
-                process: k.process[i],
-                correlation: k.correlation.get(i).copied().unwrap_or(0),
-                short_name: k.short_name[i],
-                demangled_name: k.demangled_name.get(i).copied().unwrap_or(NO_NAME),
-                graph_node: k.graph_node_of(i),
-                graph_id: k.graph_id_of(i),
-                work: Work::Kernel,
-                bytes: 0,
-            },
-        )
+        kernel_table_rows(&self.kernels, None)
     }
 
     fn replays(&self) -> Rows<'_, KernelRow> {
-        let k = &self.replays;
         let name = self
             .strings
             .find_text(super::REPLAY_NAME)
             .unwrap_or(NO_NAME);
-        ordered(
-            k.len(),
-            |i| (k.start[i], k.end[i]),
-            move |i| KernelRow {
-                row: i as i64,
-                start: k.start[i],
-                end: k.end[i],
-                device: k.device[i],
-                stream: k.stream.get(i).copied().unwrap_or(0),
-                process: k.process[i],
-                correlation: k.correlation.get(i).copied().unwrap_or(0),
-                short_name: name,
-                demangled_name: name,
-                graph_node: 0,
-                graph_id: k.graph_id_of(i),
-                work: Work::Replay,
-                bytes: 0,
-            },
-        )
+        kernel_table_rows(&self.replays, Some(name))
     }
 
     fn calls(&self) -> Rows<'_, CallRow> {
