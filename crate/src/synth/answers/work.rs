@@ -80,8 +80,16 @@ pub fn rows(tl: &Timeline) -> Vec<Work> {
             source: Source::Replay(i),
         });
     }
-    let copies = tl.memcpy.iter().enumerate().map(|(i, m)| (m, Source::Memcpy(i)));
-    let memsets = tl.memset.iter().enumerate().map(|(i, m)| (m, Source::Memset(i)));
+    let copies = tl
+        .memcpy
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m, Source::Memcpy(i)));
+    let memsets = tl
+        .memset
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m, Source::Memset(i)));
     for (m, source) in copies.chain(memsets) {
         out.push(Work {
             device: u32::from(m.device),
