@@ -212,3 +212,54 @@ pub fn json_diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
         _ => format!(": {a} vs {b}"),
     }
 }
+
+/// The tables whose rows are GPU work under the `standard` profile: kernels, CUDA-graph replays
+/// traced at graph level, copies and memsets.
+pub const GPU_WORK_TABLES: [&str; 4] = [
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+];
+
+/// A `SELECT` of every GPU work row of the export open in `conn`, as `deviceId, start, end,
+/// globalPid` (0 where a table has no `globalPid` column): the rows of each table of
+/// [`GPU_WORK_TABLES`] the export has (nsys creates tables lazily: an absent one contributes
+/// nothing), `UNION ALL`, each named in the `main` schema.
+pub fn gpu_work_select(conn: &rusqlite::Connection) -> String {
+    let columns = |table: &str| -> Vec<String> {
+        let mut st = conn
+            .prepare(&format!("PRAGMA main.table_info({table})"))
+            .expect("table_info");
+        st.query_map([], |r| r.get::<_, String>(1))
+            .expect("columns")
+            .map(|c| c.expect("column"))
+            .collect()
+    };
+    let parts: Vec<String> = GPU_WORK_TABLES
+        .iter()
+        .filter_map(|table| {
+            let cols = columns(table);
+            let pid = match cols.iter().any(|c| c == "globalPid") {
+                true => "globalPid",
+                false => "0",
+            };
+            (!cols.is_empty()).then(|| {
+                format!("SELECT deviceId, start, end, {pid} AS globalPid FROM main.{table}")
+            })
+        })
+        .collect();
+    assert!(!parts.is_empty(), "no GPU work table");
+    parts.join(" UNION ALL ")
+}
+
+/// Opens the export at `path` read-only, as immutable (the shared folder is read-only).
+pub fn open_export(path: &Path) -> rusqlite::Connection {
+    use rusqlite::OpenFlags;
+    let uri = format!("file:{}?immutable=1", path.display());
+    rusqlite::Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .expect("open export")
+}
