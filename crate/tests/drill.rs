@@ -909,7 +909,7 @@ print(json.dumps(oracle.attribute(trace), indent=1, sort_keys=True))
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reference/idle_attribution_oracle.py");
     let view = format!(
         "CREATE TEMP VIEW CUPTI_ACTIVITY_KIND_KERNEL AS {}",
-        common::gpu_work_select(&common::open_export(path))
+        common::gpu_work_select(&common::open_export(path)).expect("GPU work tables")
     );
     let out = std::process::Command::new("python3")
         .arg("-c")

@@ -225,8 +225,8 @@ pub const GPU_WORK_TABLES: [&str; 4] = [
 /// A `SELECT` of every GPU work row of the export open in `conn`, as `deviceId, start, end,
 /// globalPid` (0 where a table has no `globalPid` column): the rows of each table of
 /// [`GPU_WORK_TABLES`] the export has (nsys creates tables lazily: an absent one contributes
-/// nothing), `UNION ALL`, each named in the `main` schema.
-pub fn gpu_work_select(conn: &rusqlite::Connection) -> String {
+/// nothing), `UNION ALL`, each named in the `main` schema; `None` when it has none of them.
+pub fn gpu_work_select(conn: &rusqlite::Connection) -> Option<String> {
     let columns = |table: &str| -> Vec<String> {
         let mut st = conn
             .prepare(&format!("PRAGMA main.table_info({table})"))
@@ -249,8 +249,7 @@ pub fn gpu_work_select(conn: &rusqlite::Connection) -> String {
             })
         })
         .collect();
-    assert!(!parts.is_empty(), "no GPU work table");
-    parts.join(" UNION ALL ")
+    (!parts.is_empty()).then(|| parts.join(" UNION ALL "))
 }
 
 /// Opens the export at `path` read-only, as immutable (the shared folder is read-only).
