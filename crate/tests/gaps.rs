@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use nsys_lens::drill::gap_report::gap_report;
 use nsys_lens::drill::gaps::{GapBucket, GapSweep, bucket_of, idle_gap_histogram};
 use nsys_lens::index::rows::RowIndex;
@@ -76,9 +78,16 @@ fn gaps_trace(scale: u32, seed: u64) -> Trace {
     load_path(&path, LoadOptions::all()).expect("load")
 }
 
+/// The `gaps` scenario places kernels alone, so the sweep over its kernels is the histogram of
+/// its GPU work.
 #[test]
 fn the_one_pass_sweep_equals_brute_force_per_device_gaps() {
     let trace = gaps_trace(2, 11);
+    assert!(
+        trace.replays.start.is_empty()
+            && trace.memcpy.start.is_empty()
+            && trace.memset.start.is_empty()
+    );
     let k = &trace.kernels;
     let (lo, hi) = (k.start[k.len() / 4], k.start[3 * k.len() / 4]);
     for window in [None, Some((lo, hi))] {
@@ -116,8 +125,8 @@ fn the_sweep_refuses_a_kernel_out_of_start_order() {
 /// Name of the kernels [`with_timeless_kernels`] adds.
 const TIMELESS: &str = "timeless_marker_kernel";
 
-/// `trace` (kernels in start order) with a kernel that takes no time inside every idle gap of a
-/// device: zero-length in the middle, and in the first gap also one ending before it starts
+/// `trace` (kernels in start order) with a kernel that takes no time inside every gap between a
+/// device's kernels: zero-length in the middle, and in the first gap also one ending before it starts
 /// (a damaged row). Returns how many were added.
 fn with_timeless_kernels(trace: &Trace) -> (Trace, usize) {
     let mut out = trace.clone();
@@ -209,11 +218,67 @@ fn kernels_that_take_no_time_split_no_gap_in_any_histogram() {
     }
 }
 
-/// The verdict's histogram and the drill-down's device-idle one of `trace`, whole and in the
-/// middle half of its kernels' extent, are the same; returns their gap counts.
-fn assert_same_device_histograms(trace: &Trace, label: &str) -> [u64; 2] {
-    let k = &trace.kernels;
-    let (Some(&s), Some(&e)) = (k.start.iter().min(), k.end.iter().max()) else {
+/// `(count, total ns)` per bucket of every device's idle gaps as plain SQL and brute force find
+/// them in the export at `path`: its GPU work rows ([`common::gpu_work_select`]: kernels, graph
+/// replays, copies, memsets) per device in start order, rows that take no time skipped, each gap
+/// between the busy time so far and the next row's start, kept when wholly inside `window`.
+fn sql_device_gaps(path: &Path, window: Option<(i64, i64)>) -> Vec<(u64, i64)> {
+    let conn = common::open_export(path);
+    let Some(work) = common::gpu_work_select(&conn) else {
+        return vec![(0, 0); 9];
+    };
+    let sql = format!(
+        "SELECT deviceId, start, end FROM ({work}) WHERE end > start ORDER BY deviceId, start, end"
+    );
+    let mut st = conn.prepare(&sql).expect("GPU work");
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .expect("rows");
+    let (mut counts, mut totals) = ([0u64; 9], [0i64; 9]);
+    let mut busy: Option<(i64, i64)> = None;
+    for row in rows {
+        let (device, s, e) = row.expect("row");
+        match busy {
+            Some((d, until)) if d == device => {
+                if s > until && window.is_none_or(|(ws, we)| until >= ws && s <= we) {
+                    counts[bucket_of(s - until)] += 1;
+                    totals[bucket_of(s - until)] += s - until;
+                }
+                busy = Some((d, until.max(e)));
+            }
+            _ => busy = Some((device, e)),
+        }
+    }
+    counts.into_iter().zip(totals).collect()
+}
+
+/// The first start and last end of the GPU work rows of the export at `path`, if it has any.
+fn sql_work_extent(path: &Path) -> Option<(i64, i64)> {
+    let conn = common::open_export(path);
+    let sql = format!(
+        "SELECT min(start), max(end) FROM ({})",
+        common::gpu_work_select(&conn)?
+    );
+    conn.query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .ok()
+}
+
+/// The verdict's histogram and the drill-down's device-idle one of `trace` (read from `path`,
+/// possibly changed since), whole and in the middle half of the extent of its GPU work, are
+/// the same and those of [`sql_device_gaps`] over the file; returns their gap counts.
+fn assert_same_device_histograms(trace: &Trace, path: &Path, label: &str) -> [u64; 2] {
+    let Some((s, e)) = sql_work_extent(path) else {
+        assert_eq!(
+            idle_gap_histogram(trace, None).gaps,
+            0,
+            "{label}: no GPU work"
+        );
         return [0; 2];
     };
     let index = [RowIndex::loaded(trace, label, None)];
@@ -223,12 +288,17 @@ fn assert_same_device_histograms(trace: &Trace, label: &str) -> [u64; 2] {
         assert_eq!(verdict.buckets, drill.buckets, "{label} {window:?}");
         assert_eq!(verdict.gaps, drill.gaps, "{label} {window:?}");
         assert_eq!(verdict.total_us, drill.total_us, "{label} {window:?}");
+        assert_eq!(
+            counts(&verdict.buckets),
+            sql_device_gaps(path, window),
+            "{label} {window:?}: the gaps between GPU work rows"
+        );
         verdict.gaps
     })
 }
 
-/// On every scenario, as generated and with kernels that take no time in every gap (which
-/// change neither histogram).
+/// On every scenario, as generated and with kernels that take no time in every gap between a
+/// device's kernels (which change neither histogram).
 #[test]
 fn verdict_and_drill_down_device_idle_histograms_agree_on_every_scenario() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -237,14 +307,14 @@ fn verdict_and_drill_down_device_idle_histograms_agree_on_every_scenario() {
         let path = dir.path().join(format!("{scenario}.sqlite"));
         generate(scenario, &path, &GenOptions::default()).expect("generate");
         let trace = load_path(&path, LoadOptions::all()).expect("load");
-        let [whole, windowed] = assert_same_device_histograms(&trace, scenario);
+        let [whole, windowed] = assert_same_device_histograms(&trace, &path, scenario);
         assert!(
             whole > windowed && windowed > 0,
             "{scenario}: {whole}, {windowed}"
         );
         let (timeless, added) = with_timeless_kernels(&trace);
         assert!(added > 0, "{scenario}");
-        let same = assert_same_device_histograms(&timeless, scenario);
+        let same = assert_same_device_histograms(&timeless, &path, scenario);
         assert_eq!(
             same,
             [whole, windowed],
@@ -265,7 +335,7 @@ fn verdict_and_drill_down_device_idle_histograms_agree_on_every_public_export() 
         }
         let label = path.display().to_string();
         let trace = load_path(&path, LoadOptions::all()).expect("load");
-        let [whole, _] = assert_same_device_histograms(&trace, &label);
+        let [whole, _] = assert_same_device_histograms(&trace, &path, &label);
         compared += usize::from(whole > 0);
     }
     assert!(compared >= 8, "only {compared} exports with idle gaps");

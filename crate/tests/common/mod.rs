@@ -213,31 +213,61 @@ pub fn json_diff(a: &serde_json::Value, b: &serde_json::Value) -> String {
     }
 }
 
-/// Plain SQL over an export: every GPU operation's `(deviceId, start, end)` — the kernel,
-/// memcpy, memset and graph-trace tables that exist, `UNION ALL` — as the standard profile's
-/// busy time counts them, independently of the loader.
+/// The tables whose rows are GPU work under the `standard` profile: kernels, CUDA-graph replays
+/// traced at graph level, copies and memsets.
+pub const GPU_WORK_TABLES: [&str; 4] = [
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+];
+
+/// A `SELECT` of every GPU work row of the export open in `conn`, as `deviceId, start, end,
+/// globalPid` (0 where a table has no `globalPid` column): the rows of each table of
+/// [`GPU_WORK_TABLES`] the export has (nsys creates tables lazily: an absent one contributes
+/// nothing), `UNION ALL`, each named in the `main` schema; `None` when it has none of them.
+pub fn gpu_work_select(conn: &rusqlite::Connection) -> Option<String> {
+    let columns = |table: &str| -> Vec<String> {
+        let mut st = conn
+            .prepare(&format!("PRAGMA main.table_info({table})"))
+            .expect("table_info");
+        st.query_map([], |r| r.get::<_, String>(1))
+            .expect("columns")
+            .map(|c| c.expect("column"))
+            .collect()
+    };
+    let parts: Vec<String> = GPU_WORK_TABLES
+        .iter()
+        .filter_map(|table| {
+            let cols = columns(table);
+            let pid = match cols.iter().any(|c| c == "globalPid") {
+                true => "globalPid",
+                false => "0",
+            };
+            (!cols.is_empty()).then(|| {
+                format!("SELECT deviceId, start, end, {pid} AS globalPid FROM main.{table}")
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" UNION ALL "))
+}
+
+/// Opens the export at `path` read-only, as immutable (the shared folder is read-only).
+pub fn open_export(path: &Path) -> rusqlite::Connection {
+    use rusqlite::OpenFlags;
+    let uri = format!("file:{}?immutable=1", path.display());
+    rusqlite::Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .expect("open export")
+}
+
+/// [`gpu_work_select`] as `deviceId, start, end` rows, an empty `SELECT` without GPU work.
 #[allow(dead_code)] // not every test binary reads it
 pub fn gpu_work_sql(conn: &rusqlite::Connection) -> String {
-    let tables = [
-        "CUPTI_ACTIVITY_KIND_KERNEL",
-        "CUPTI_ACTIVITY_KIND_MEMCPY",
-        "CUPTI_ACTIVITY_KIND_MEMSET",
-        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-    ];
-    let parts: Vec<String> = tables
-        .iter()
-        .filter(|t| {
-            conn.query_row(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                [t],
-                |_| Ok(()),
-            )
-            .is_ok()
-        })
-        .map(|t| format!("SELECT deviceId, start, \"end\" FROM {t}"))
-        .collect();
-    match parts.is_empty() {
-        true => "SELECT 0 AS deviceId, 0 AS start, 0 AS \"end\" WHERE 0".to_string(),
-        false => parts.join(" UNION ALL "),
+    match gpu_work_select(conn) {
+        Some(sql) => format!("SELECT deviceId, start, \"end\" FROM ({sql})"),
+        None => "SELECT 0 AS deviceId, 0 AS start, 0 AS \"end\" WHERE 0".to_string(),
     }
 }

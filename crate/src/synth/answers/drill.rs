@@ -2,16 +2,24 @@
 //! sorted lists, unions, linear scans. Never calls `drill`, `explain` or `model`.
 //!
 //! Definitions stated once, here and in the answers file:
-//! - `work_idle_buckets`: a device's idle gaps under the `standard` profile's busy time, the
-//!   holes between the union of all its GPU work rows (kernels, graph-level replays, memcpy,
-//!   memset); the other gap answers stay kernel-only, as their ends are named by kernels;
-//! - a lane's gaps are the holes between the union of its kernel intervals (lane = device and
-//!   stream, or device); the kernel before a gap is the last (in start, end order) to end when the
-//!   busy interval ends, the kernel after is the first to start;
+//! - a lane's gaps are the holes between the union of its GPU work rows: kernels, graph-level
+//!   replays (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`), memcpy and memset rows (lane = device and
+//!   stream, or device: `idle_buckets` are the device-idle gaps of the `standard` profile's busy
+//!   time). A row that takes no time (end ≤ start) is no work and is skipped. A lane reads its
+//!   rows by start, then end, then table (kernels, graph replays, memcpy, memset), then place in
+//!   the table; the row before a gap is the last so read to reach the busy interval's end, the
+//!   row after is the first read after the gap;
+//! - a gap names a kernel by its short name, a replay `[CUDA graph replay]`, a copy
+//!   `[CUDA memcpy <direction>]` by its `copyKind` (1 `Host-to-Device`, 2 `Device-to-Host`,
+//!   8 `Device-to-Device`, 9 `Host-to-Host`, 10 `Peer-to-Peer`), a memset `[CUDA memset]`;
 //! - the largest gaps are ordered by size, then earlier start, then lower device and stream;
-//! - a gap's NVTX ranges are the push/pop ranges overlapping it on the threads that issued the
-//!   launch calls of the kernels on either side; its API calls are all runtime calls of those
-//!   kernels' processes overlapping it; both aggregated by name, largest overlap first, ≤ 10;
+//! - a row's call is the runtime call of its process with its correlation id (a kernel's or
+//!   replay's launch, a copy's `cudaMemcpy*`, a memset's `cudaMemset*`). A gap's NVTX ranges are
+//!   the push/pop ranges overlapping it on the threads of the calls of the rows on either side
+//!   (on any thread of those rows' processes when neither call is in the trace); its API calls
+//!   are all runtime calls of those rows' processes overlapping it; both aggregated by name,
+//!   largest overlap first, ≤ 10;
+//! - `graphs` and `explain` read the kernel table only;
 //! - a kernel is graph-launched when it has a graph node id or its launch call is a graph launch;
 //!   it belongs to a phase when its launch call starts inside one of that phase's steps.
 
@@ -20,6 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Value, json};
 
 use super::parse_steps;
+use super::work::{self, Source, Work};
 use crate::synth::timeline::{Kernel, Ns, Timeline};
 
 /// Top gaps listed, and names listed per gap.
@@ -40,31 +49,40 @@ fn bucket(g: Ns) -> usize {
     UPPER_NS.iter().filter(|&&hi| g >= hi).count()
 }
 
-/// A gap between kernels `prev` and `next` (indices into `tl.kernels`).
+/// A gap between GPU work rows `prev` and `next` (indices into the rows in lane order).
 #[derive(Debug, Clone, Copy)]
 struct Gap {
     start: Ns,
     end: Ns,
-    device: u8,
+    device: u32,
     stream: Option<u8>,
     prev: usize,
     next: usize,
 }
 
-/// The gaps of one lane: kernel indices sorted by (start, end); union, then holes.
-fn lane_gaps(tl: &Timeline, lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
-    let k = |i: usize| &tl.kernels[i];
-    // (span start, span end, first kernel of span, last-ending kernel of span)
+/// Every GPU work row that takes time, in the order a lane reads them: start, end, then table
+/// (kernels, graph replays, memcpy, memset), then place in the table.
+fn work_in_order(tl: &Timeline) -> Vec<Work> {
+    let mut rows = work::rows(tl);
+    rows.retain(|w| w.end > w.start);
+    rows.sort_by_key(|w| (w.start, w.end, w.source));
+    rows
+}
+
+/// The gaps of one lane (`lane`: indices into `rows`, in order): union, then holes.
+fn lane_gaps(rows: &[Work], lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
+    // (span start, span end, first row of span, last row of span to reach its end)
     let mut spans: Vec<(Ns, Ns, usize, usize)> = Vec::new();
     for &i in lane {
+        let w = &rows[i];
         match spans.last_mut() {
-            Some(sp) if k(i).start <= sp.1 => {
-                if k(i).end >= sp.1 {
-                    sp.1 = k(i).end;
+            Some(sp) if w.start <= sp.1 => {
+                if w.end >= sp.1 {
+                    sp.1 = w.end;
                     sp.3 = i;
                 }
             }
-            _ => spans.push((k(i).start, k(i).end, i, i)),
+            _ => spans.push((w.start, w.end, i, i)),
         }
     }
     spans
@@ -73,7 +91,7 @@ fn lane_gaps(tl: &Timeline, lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
         .map(|w| Gap {
             start: w[0].1,
             end: w[1].0,
-            device: k(w[0].3).device,
+            device: rows[w[0].3].device,
             stream,
             prev: w[0].3,
             next: w[1].2,
@@ -81,36 +99,23 @@ fn lane_gaps(tl: &Timeline, lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
         .collect()
 }
 
-fn sorted_lanes(
-    tl: &Timeline,
-    key: impl Fn(&Kernel) -> (u8, Option<u8>),
-) -> BTreeMap<(u8, Option<u8>), Vec<usize>> {
-    let mut lanes: BTreeMap<(u8, Option<u8>), Vec<usize>> = BTreeMap::new();
-    for (i, kern) in tl.kernels.iter().enumerate() {
-        lanes.entry(key(kern)).or_default().push(i);
+/// The gaps of every lane: per (device, stream) when `per_stream`, else per device.
+fn all_gaps(rows: &[Work], per_stream: bool) -> Vec<Gap> {
+    let mut lanes: BTreeMap<(u32, Option<u8>), Vec<usize>> = BTreeMap::new();
+    for (i, w) in rows.iter().enumerate() {
+        let key = (w.device, per_stream.then_some(w.stream));
+        lanes.entry(key).or_default().push(i);
     }
-    for v in lanes.values_mut() {
-        v.sort_by_key(|&i| (tl.kernels[i].start, tl.kernels[i].end));
-    }
-    lanes
-}
-
-fn all_gaps(tl: &Timeline, per_stream: bool) -> Vec<Gap> {
-    let lanes = sorted_lanes(tl, |k| (k.device, per_stream.then_some(k.stream)));
     lanes
         .iter()
-        .flat_map(|(&(_, stream), lane)| lane_gaps(tl, lane, stream))
+        .flat_map(|(&(_, stream), lane)| lane_gaps(rows, lane, stream))
         .collect()
 }
 
 fn buckets(gaps: &[Gap]) -> Value {
-    bucket_sizes(gaps.iter().map(|g| g.end - g.start))
-}
-
-fn bucket_sizes(sizes: impl Iterator<Item = Ns>) -> Value {
     let mut count = [0u64; 9];
     let mut total = [0 as Ns; 9];
-    for g in sizes {
+    for g in gaps.iter().map(|g| g.end - g.start) {
         count[bucket(g)] += 1;
         total[bucket(g)] += g;
     }
@@ -119,33 +124,28 @@ fn bucket_sizes(sizes: impl Iterator<Item = Ns>) -> Value {
         .collect()
 }
 
-/// The device-idle gaps of the `standard` profile's busy time: per device, the holes between
-/// the union of all its GPU work rows (kernels, graph replays, memcpy, memset), bucketed.
-fn work_idle_buckets(tl: &Timeline) -> Value {
-    let mut per_dev: BTreeMap<u32, Vec<(Ns, Ns)>> = BTreeMap::new();
-    for w in super::work::rows(tl) {
-        per_dev.entry(w.device).or_default().push((w.start, w.end));
+/// The name nsys's timeline gives a copy of `copyKind` `kind` (`ENUM_CUDA_MEMCPY_OPER`), for the
+/// kinds the generator writes.
+fn copy_name(kind: u8) -> &'static str {
+    match kind {
+        1 => "[CUDA memcpy Host-to-Device]",
+        2 => "[CUDA memcpy Device-to-Host]",
+        8 => "[CUDA memcpy Device-to-Device]",
+        9 => "[CUDA memcpy Host-to-Host]",
+        10 => "[CUDA memcpy Peer-to-Peer]",
+        other => panic!("the drill answers name no copy of copyKind {other}"),
     }
-    let mut sizes: Vec<Ns> = Vec::new();
-    for v in per_dev.into_values() {
-        let u = super::ivl::union(v);
-        sizes.extend(u.windows(2).map(|w| w[1].0 - w[0].1));
-    }
-    bucket_sizes(sizes.into_iter())
 }
 
-/// `(proc, corr)` → index of its runtime row, for the given kernels only (a linear scan).
-fn launch_calls(tl: &Timeline, kernels: &[usize]) -> HashMap<(u8, u32), usize> {
-    let wanted: Vec<(u8, u32)> = kernels
-        .iter()
-        .map(|&i| (tl.kernels[i].proc, tl.kernels[i].corr))
-        .collect();
-    tl.apis
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| wanted.contains(&(a.proc, a.corr)))
-        .map(|(i, a)| ((a.proc, a.corr), i))
-        .collect()
+/// What a gap names the row on one of its sides: a kernel by its short name, the other rows as
+/// nsys's timeline names them.
+fn row_name<'t>(tl: &'t Timeline, w: &Work) -> &'t str {
+    match w.source {
+        Source::Kernel(i) => tl.names.get(tl.kernels[i].short),
+        Source::Replay(_) => "[CUDA graph replay]",
+        Source::Memcpy(i) => copy_name(tl.memcpy[i].kind),
+        Source::Memset(_) => "[CUDA memset]",
+    }
 }
 
 /// Name → (count, overlap ns) as the ranked list of the answers.
@@ -161,7 +161,12 @@ fn ranked(tl: &Timeline, acc: HashMap<u32, (u64, Ns)>) -> Value {
         .collect()
 }
 
-fn top_gaps(tl: &Timeline, mut gaps: Vec<Gap>) -> Value {
+fn top_gaps(
+    tl: &Timeline,
+    rows: &[Work],
+    calls: &HashMap<(u8, u32), usize>,
+    mut gaps: Vec<Gap>,
+) -> Value {
     gaps.sort_by_key(|g| {
         (
             std::cmp::Reverse(g.end - g.start),
@@ -171,33 +176,34 @@ fn top_gaps(tl: &Timeline, mut gaps: Vec<Gap>) -> Value {
         )
     });
     gaps.truncate(TOP);
-    let ends: Vec<usize> = gaps.iter().flat_map(|g| [g.prev, g.next]).collect();
-    let calls = launch_calls(tl, &ends);
     gaps.iter()
         .map(|g| {
-            let (kp, kn) = (&tl.kernels[g.prev], &tl.kernels[g.next]);
-            let threads: Vec<(u8, u32)> = [kp, kn]
+            let (wp, wn) = (&rows[g.prev], &rows[g.next]);
+            let processes = [wp.proc, wn.proc];
+            // The threads of the calls that issued the rows on either side.
+            let threads: Vec<(u8, u32)> = [wp, wn]
                 .iter()
-                .filter_map(|k| calls.get(&(k.proc, k.corr)))
+                .filter_map(|w| calls.get(&(w.proc, w.corr)))
                 .map(|&a| (tl.apis[a].proc, tl.apis[a].tid))
                 .collect();
+            let ours = |proc: u8, tid: u32| match threads.is_empty() {
+                true => processes.contains(&proc),
+                false => threads.contains(&(proc, tid)),
+            };
             let overlap = |s: Ns, e: Ns| e.min(g.end) - s.max(g.start);
             let mut nvtx: HashMap<u32, (u64, Ns)> = HashMap::new();
             for r in &tl.nvtx {
                 let Some(end) = r.end.filter(|&e| e > 0 && e >= r.start) else {
                     continue;
                 };
-                if r.event_type == 59
-                    && threads.contains(&(r.proc, r.tid))
-                    && overlap(r.start, end) > 0
-                {
+                if r.event_type == 59 && ours(r.proc, r.tid) && overlap(r.start, end) > 0 {
                     let e = nvtx.entry(r.name).or_default();
                     *e = (e.0 + 1, e.1 + overlap(r.start, end));
                 }
             }
             let mut api: HashMap<u32, (u64, Ns)> = HashMap::new();
             for a in &tl.apis {
-                if (a.proc == kp.proc || a.proc == kn.proc) && overlap(a.start, a.end) > 0 {
+                if processes.contains(&a.proc) && overlap(a.start, a.end) > 0 {
                     let e = api.entry(a.name).or_default();
                     *e = (e.0 + 1, e.1 + overlap(a.start, a.end));
                 }
@@ -208,8 +214,8 @@ fn top_gaps(tl: &Timeline, mut gaps: Vec<Gap>) -> Value {
                 "start_ns": g.start,
                 "end_ns": g.end,
                 "gap_us": us(g.end - g.start),
-                "prev_kernel": tl.names.get(kp.short),
-                "next_kernel": tl.names.get(kn.short),
+                "prev_kernel": row_name(tl, wp),
+                "next_kernel": row_name(tl, wn),
                 "nvtx": ranked(tl, nvtx),
                 "api": ranked(tl, api),
             })
@@ -429,16 +435,16 @@ pub fn drill_answers(tl: &Timeline) -> Value {
     if tl.kernels.len() > MAX_KERNELS {
         return Value::Null;
     }
-    let stream_gaps = all_gaps(tl, true);
-    let idle_gaps = all_gaps(tl, false);
+    let rows = work_in_order(tl);
+    let stream_gaps = all_gaps(&rows, true);
+    let idle_gaps = all_gaps(&rows, false);
     let calls = all_calls(tl);
     json!({
-        "definitions": "see crate/src/synth/answers/drill.rs: gaps are holes in each lane's kernel union (lane = device+stream, or device); work_idle_buckets: holes in each device's union of all GPU work rows (kernels, graph replays, memcpy, memset), the standard profile's busy time; top gaps by size, earlier start, lower device/stream; NVTX = push/pop ranges on the launching threads overlapping the gap, API = calls of the kernels' processes overlapping it, by name, largest overlap first, at most 10",
+        "definitions": "see crate/src/synth/answers/drill.rs: gaps are holes in each lane's union of GPU work rows (kernels, graph replays, memcpy, memset; rows taking no time skipped; lane = device+stream, or device: the standard profile's idle time); gap ends named by kernel short name, [CUDA graph replay], [CUDA memcpy <direction>], [CUDA memset]; top gaps by size, earlier start, lower device/stream; NVTX = push/pop ranges overlapping the gap on the threads of the calls that issued the rows on either side (any thread of their processes when neither call is traced), API = calls of those rows' processes overlapping it, by name, largest overlap first, at most 10; graphs and explain: kernels only",
         "stream_buckets": buckets(&stream_gaps),
         "idle_buckets": buckets(&idle_gaps),
-        "work_idle_buckets": work_idle_buckets(tl),
-        "top_stream_gaps": top_gaps(tl, stream_gaps),
-        "top_idle_gaps": top_gaps(tl, idle_gaps),
+        "top_stream_gaps": top_gaps(tl, &rows, &calls, stream_gaps),
+        "top_idle_gaps": top_gaps(tl, &rows, &calls, idle_gaps),
         "graphs": graphs(tl, &calls),
         "explain": explain(tl, &calls),
     })
