@@ -11,9 +11,10 @@
 //! (the time other streams kept the GPU busy has no cause).
 //!
 //! A lane's gaps are those of [`IdleLane`], which the verdict's histogram reads too: the positive
-//! holes between its merged kernel intervals, kernels that take no time skipped. The kernel
-//! before a gap is the one whose end closed the busy interval; the kernel after is the first to
-//! start once the lane is idle.
+//! holes between its merged GPU-work intervals (kernels, graph replays, copies, memsets: the
+//! kernel pass reads `EventRows::gpu_work`), rows that take no time skipped. The row before a
+//! gap is the one whose end closed the busy interval; the row after is the first to start once
+//! the lane is idle.
 
 use std::cmp::Reverse;
 

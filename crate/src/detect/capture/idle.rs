@@ -41,9 +41,9 @@ impl KeptGap {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceIdleProfile {
     pub device: u32,
-    /// Union of its kernels' intervals.
+    /// Union of its busy rows' intervals (every GPU operation under `standard`).
     pub busy_ns: Ns,
-    /// Total of its gaps between merged kernel intervals.
+    /// Total of its gaps between merged busy intervals.
     pub idle_ns: Ns,
     pub gaps: u64,
     /// Its largest gaps (at most [`KEPT_GAPS`]), in start order.
