@@ -170,14 +170,21 @@ pub fn summary(r: &DetectReport) -> String {
         })
         .collect();
     let min = super::verdict::MIN_CROSSED;
-    match crossed.is_empty() {
+    let verdict = match crossed.is_empty() {
         false => format!("The host CPU is a bottleneck: {}.", crossed.join("; ")),
         true => format!(
             "The host CPU does not look like the bottleneck: fewer than {min} applicable metrics crossed in every scope (aggregate {} of {}).",
             r.crossed_count, r.applicable_count
         ),
+    };
+    match r.bound {
+        Some(_) => verdict,
+        None => format!("{verdict} {KERNEL_ROWS_ONLY}"),
     }
 }
+
+/// What the `trtllm-skill` profile's figures count, said once beside its verdict.
+pub const KERNEL_ROWS_ONLY: &str = "As the reference scripts do, this profile counts kernel rows only: copies, memsets and CUDA-graph replays read as idle time.";
 
 /// Where a report's steps come from, in one phrase: the step marker (built-in, regex or phase
 /// map, found or given), else the unit inferred from the kernel stream, else none.
