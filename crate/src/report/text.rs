@@ -12,7 +12,10 @@ pub fn detect_report(r: &DetectReport) -> String {
     let mut out = String::new();
     let o = &mut out;
     if let Some(b) = &r.bound {
-        line(o, &format!("What bounds the run: {} ({})", b.kind.label(), b.evidence));
+        line(
+            o,
+            &format!("What bounds the run: {} ({})", b.kind.label(), b.evidence),
+        );
     }
     line(
         o,
