@@ -250,17 +250,40 @@ impl DeviceAcc {
         if t <= lo {
             return;
         }
-        let mut points: Vec<Ns> = vec![lo, t];
-        for iv in self.open.iter().flatten() {
-            for p in [iv.0, iv.1] {
-                if lo < p && p < t {
-                    points.push(p);
-                }
+        // Each class holds at most the interval open at the last settle and one begun since,
+        // so the cut points fit on the stack; more (never seen) go to the heap.
+        let mut stack = [0 as Ns; 16];
+        let mut heap: Vec<Ns> = Vec::new();
+        let mut n = 0;
+        let cuts = self
+            .open
+            .iter()
+            .flatten()
+            .flat_map(|iv| [iv.0, iv.1])
+            .filter(|&p| lo < p && p < t)
+            .chain([lo, t]);
+        for p in cuts {
+            match stack.get_mut(n) {
+                Some(slot) => *slot = p,
+                None => heap.push(p),
+            }
+            n += 1;
+        }
+        let points: &mut [Ns] = if heap.is_empty() {
+            &mut stack[..n]
+        } else {
+            heap.extend_from_slice(&stack);
+            &mut heap
+        };
+        points.sort_unstable();
+        let mut kept = 0;
+        for i in 0..points.len() {
+            if i == 0 || points[i] != points[kept - 1] {
+                points[kept] = points[i];
+                kept += 1;
             }
         }
-        points.sort_unstable();
-        points.dedup();
-        for w in points.windows(2) {
+        for w in points[..kept].windows(2) {
             let (a, b) = (w[0], w[1]);
             let covers = |c: usize| self.open[c].iter().any(|iv| iv.0 <= a && b <= iv.1);
             let [compute, comm, transfer] = [0, 1, 2].map(covers);
