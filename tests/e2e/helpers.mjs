@@ -234,12 +234,18 @@ export async function assertMatchesCli(page, file, profile = 'standard') {
   assert.equal(verdict, report.verdict, `verdict of ${name} (${profile})`);
   assert.ok(verdict === 'YES' || verdict === 'NO');
   // What bounds the run, first: the CLI's kind and evidence, or nothing under trtllm-skill.
-  const bound = page.locator('[data-testid=bound]');
+  // (Playwright and Puppeteer pages alike: plain DOM reads.)
+  const shown = await page.evaluate(() => {
+    const box = document.querySelector('[data-testid=bound]');
+    const text = (id) => document.querySelector(`[data-testid=${id}]`)?.textContent;
+    return { hidden: box.hidden, kind: text('bound-kind'), evidence: text('bound-evidence') };
+  });
   if (report.bound) {
-    assert.equal(await page.textContent('[data-testid=bound-kind]'), report.bound.label, `bound of ${name}`);
-    assert.equal(await page.textContent('[data-testid=bound-evidence]'), report.bound.evidence, `bound evidence of ${name}`);
+    assert.equal(shown.hidden, false, `bound of ${name} shown`);
+    assert.equal(shown.kind, report.bound.label, `bound of ${name}`);
+    assert.equal(shown.evidence, report.bound.evidence, `bound evidence of ${name}`);
   } else {
-    assert.equal(await bound.isVisible(), false, `no bound under ${profile}`);
+    assert.equal(shown.hidden, true, `no bound under ${profile}`);
   }
   const cards = await readCards(page);
   const want = expectedCards(report);
