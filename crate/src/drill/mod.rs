@@ -20,6 +20,7 @@ mod topk;
 
 use serde::{Deserialize, Serialize};
 
+use crate::detect::sweep::work::{WorkSummary, WorkTally};
 use crate::error::{Error, Result};
 use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass_riding};
 use crate::model::rows::EventRows;
@@ -75,6 +76,9 @@ pub struct DrillReport {
     pub coverage: Vec<CoverageNote>,
     /// Where each device's idle time went (the gaps' causes come from the same attribution).
     pub idle: idle::IdleAttribution,
+    /// What the GPU did: each device's busy time by kind and its copies, and what bounds the run
+    /// by its GPU work alone (the drill-down has no verdict: never `host-bound`).
+    pub gpu_work: crate::detect::bound::Bound,
 }
 
 /// Runs every drill-down over `inputs`. Fails when there is no input, an input has no kernels
@@ -131,6 +135,7 @@ pub fn drill_riding(
     let offsets = stragglers::clock_offsets(indexed);
     let plan = indexed.first().map(patterns::PatternPlan::of);
     let (mut tallies, mut ranks, mut votes) = (Vec::new(), Vec::new(), None);
+    let mut works: Vec<WorkSummary> = Vec::new();
     for (input, ix) in indexed.iter().enumerate() {
         let host = idle::HostCauses::new(ix);
         let mut input_gaps = swept.is_none().then(|| gaps.input((ix, input), &host));
@@ -140,7 +145,8 @@ pub fn drill_riding(
             .as_ref()
             .filter(|_| input == 0)
             .map(|plan| patterns::VoteFold::new(ix, plan));
-        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut graph, &mut rank];
+        let mut work = WorkFold::new(ix, opts.window);
+        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut graph, &mut rank, &mut work];
         if let Some(g) = input_gaps.as_mut() {
             folds.push(g);
         }
@@ -152,6 +158,7 @@ pub fn drill_riding(
             g.finish();
         }
         tallies.push(graph.finish());
+        works.push(work.0.finish());
         ranks.extend(rank.finish());
         votes = votes.or(vote.map(patterns::VoteFold::finish));
     }
@@ -176,11 +183,52 @@ pub fn drill_riding(
         step_markers: indexed.iter().map(|ix| ix.steps.marker.clone()).collect(),
         coverage: indexed.iter().flat_map(coverage).collect(),
         idle,
+        gpu_work: work_bound(indexed, works, opts.window),
     };
     for ix in indexed {
         ix.rows.check()?;
     }
     Ok(report)
+}
+
+/// Every GPU operation of one trace into its devices' busy time by kind (NCCL by the index's
+/// collective names), inside the drill-down's window when it has one.
+struct WorkFold<'i>(WorkTally, &'i RowIndex<'i>);
+
+impl<'i> WorkFold<'i> {
+    fn new(ix: &'i RowIndex<'i>, window: Option<(crate::model::Ns, crate::model::Ns)>) -> Self {
+        WorkFold(WorkTally::new(window), ix)
+    }
+}
+
+impl KernelFold for WorkFold<'_> {
+    fn kernel(
+        &mut self,
+        k: &crate::model::rows::KernelRow,
+        _: Option<&crate::model::rows::CallRow>,
+    ) {
+        let nccl = k.work == crate::model::Work::Kernel && self.1.names.is_collective(k.short_name);
+        self.0.push(&k.event(), nccl);
+    }
+}
+
+/// The bound of the inputs' GPU work over the window (the user's, or each trace's extent),
+/// devices of every input summed.
+fn work_bound(
+    indexed: &[RowIndex<'_>],
+    works: Vec<WorkSummary>,
+    window: Option<(crate::model::Ns, crate::model::Ns)>,
+) -> crate::detect::bound::Bound {
+    let len = match window {
+        Some((s, e)) => e - s,
+        None => indexed
+            .iter()
+            .map(|ix| ix.extent.1 - ix.extent.0)
+            .max()
+            .unwrap_or(0),
+    };
+    let devices = works.into_iter().flat_map(|w| w.devices).collect();
+    crate::detect::bound::classify(false, &WorkSummary { devices }, len)
 }
 
 /// What the drill-down could not see in one trace, each note with the trace's label: what

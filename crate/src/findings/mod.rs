@@ -120,7 +120,7 @@ pub struct DrillFindings {
 impl Serialize for DrillFindings {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = &self.report;
-        let mut out = s.serialize_struct("DrillReport", 10)?;
+        let mut out = s.serialize_struct("DrillReport", 11)?;
         out.serialize_field("gaps", &r.gaps)?;
         out.serialize_field("graphs", &r.graphs)?;
         out.serialize_field("patterns", &r.patterns)?;
@@ -131,6 +131,7 @@ impl Serialize for DrillFindings {
         out.serialize_field("step_markers", &r.step_markers)?;
         out.serialize_field("coverage", &r.coverage)?;
         out.serialize_field("idle", &r.idle)?;
+        out.serialize_field("gpu_work", &r.gpu_work)?;
         out.end()
     }
 }
@@ -207,6 +208,7 @@ impl DrillFindings {
 /// pattern and stragglers.
 pub fn drill_findings(d: &DrillReport) -> Vec<Finding> {
     let mut out = idle_findings(d);
+    out.extend(transfer_finding(&d.gpu_work));
     out.extend(graph_findings(d));
     out.extend(pattern_finding(d));
     out.extend(straggler_finding(d));

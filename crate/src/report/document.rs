@@ -97,9 +97,7 @@ pub fn with_drill_down(
     explain: ExplainReport,
     drill: DrillFindings,
 ) -> Document {
-    let mut all = drill.findings.clone();
-    all.extend(detect.bound.as_ref().and_then(findings::transfer_finding));
-    findings::sort(&mut all);
+    let all = drill.findings.clone();
     assemble(label, (Some(detect), explain, Some(drill)), None, all)
 }
 
