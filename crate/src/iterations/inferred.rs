@@ -184,11 +184,23 @@ pub struct KernelTape {
     devices: Vec<DeviceTape>,
 }
 
+/// Kernels and graph replays in start order: a replay recorded whole is one item of the stream
+/// (kernels alone, as they come, when the export has no graph-trace table).
+fn compute_rows(
+    rows: &dyn EventRows,
+) -> crate::model::rows::Rows<'_, crate::model::rows::KernelRow> {
+    match rows.meta().present.replays {
+        false => rows.kernels(),
+        true => Box::new(rows.gpu_work().filter(|k| k.work.is_compute())),
+    }
+}
+
 impl KernelTape {
-    /// The tape of a trace's kernels, read in start order.
+    /// The tape of a trace's kernels and graph replays (the work the verdict's sweep tapes), read
+    /// in start order.
     pub fn of(rows: &dyn EventRows) -> KernelTape {
         let mut tape = KernelTape::default();
-        for k in rows.kernels() {
+        for k in compute_rows(rows) {
             tape.push(k.device, k.short_name, k.start, k.end);
         }
         tape
@@ -368,7 +380,7 @@ pub fn infer(rows: &dyn EventRows) -> Option<Inference> {
     let found = KernelTape::of(rows).find_unit()?;
     let (period, offset, device) = (found.period_kernels?, found.offset, found.device?);
     let mut cutter = StepCutter::new(period, offset, found.repeats);
-    rows.kernels()
+    compute_rows(rows)
         .filter(|k| k.device == device)
         .for_each(|k| cutter.push(k.short_name, k.start, k.end));
     let names = cutter.names;
