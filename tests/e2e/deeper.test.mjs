@@ -165,8 +165,10 @@ async function assertDrillMatchesCli(files) {
   const titles = await page.$$eval('[data-testid=drill-findings] li', (l) => l.map((f) => f.dataset.title));
   assert.deepEqual(titles, want.findings.map((f) => f.title));
   // Where the idle time went: every cause of every device, as the CLI attributes it.
-  const causes = await page.$$eval('[data-testid=drill-idle-causes] tbody tr', (trs) => trs.map((t) => [t.dataset.kind, Number(t.dataset.device), Number(t.dataset.ns)]));
-  assert.deepEqual(causes, want.idle.per_device.flatMap((d) => d.causes.map((c) => [c.kind, d.device, c.ns])));
+  // Each with its label and the frames its CPU samples name.
+  const causes = await page.$$eval('[data-testid=drill-idle-causes] tbody tr', (trs) => trs.map((t) => [t.dataset.kind, Number(t.dataset.device), Number(t.dataset.ns), t.dataset.label, t.dataset.frames]));
+  const frames = (c) => (c.frames || []).map((f) => `${f.frame}=${f.samples}`).join('\n');
+  assert.deepEqual(causes, want.idle.per_device.flatMap((d) => d.causes.map((c) => [c.kind, d.device, c.ns, c.label, frames(c)])));
   return want;
 }
 
@@ -191,6 +193,18 @@ test('drill-down of a TP=2 trace equals `drill --json`; a gap click zooms the ti
   assert.ok(view.start <= gap.start_ns && view.end >= gap.end_ns, `the view ${view.start}–${view.end} holds the gap ${gap.start_ns}–${gap.end_ns}`);
   assert.ok(view.end - view.start <= 4 * (gap.end_ns - gap.start_ns) + 4000, 'zoomed in on the gap');
   await page.screenshot({ path: artifact('drill-gap-on-timeline.png') });
+});
+
+test('the trace\'s own records explain idle time in the page as in `drill --json`: module and lazy loading, the profiler, a full command buffer, the launching thread off its CPU and its sampled code', { timeout: TIMEOUT }, async () => {
+  const trace = generate('host-records', path.join(tmp, 'host-records.sqlite'));
+  await openTrace(page, trace, { timeout: TIMEOUT });
+  await showView('drill');
+  const want = await assertDrillMatchesCli([trace]);
+  const kinds = want.idle.per_device[0].causes.map((c) => c.kind);
+  for (const k of ['module_load', 'lazy_load', 'profiler', 'host_ahead', 'cpu_busy', 'cpu_waiting']) assert.ok(kinds.includes(k), `${k} in ${kinds}`);
+  const busy = await page.$eval('[data-testid=drill-idle-causes] tbody tr[data-kind=cpu_busy]', (t) => t.textContent);
+  assert.match(busy, /tokenize \(libserving\.so\)/, 'the sampled function is shown');
+  await page.screenshot({ path: artifact('drill-host-records.png'), fullPage: true });
 });
 
 test('a public export: idle causes and findings equal `drill --json`; a cause lists its gaps and zooms the timeline to the largest', { timeout: TIMEOUT }, async () => {

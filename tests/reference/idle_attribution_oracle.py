@@ -5,11 +5,16 @@ rows with SQL and brute force, for checking the Rust sweep (crate/src/drill/idle
 The rules are the ones the core documents (the name catalogue, the precedence, the innermost
 range's label); the algorithm is not: per device, the idle gaps are the holes between its kernels
 merged in start order, and each gap is cut at every boundary of a call or range of the processes
-that launch on the device; each piece goes to the first cause of PRECEDENCE with a call or range
-covering all of it, labelled by the covering interval that started last (a `Holding GIL` range
-only when no other range of the cause covers it), or to `untraced`.
+that launch on the device; each piece goes to the first cause of PRECEDENCE with a call, range or
+overhead record (the driver's CUPTI_ACTIVITY_KIND_OVERHEAD, nsys's PROFILER_OVERHEAD) covering all
+of it, labelled by the covering interval that started last (a `Holding GIL` range only when no
+other range of the cause covers it), or to `untraced`. Untraced pieces are cut again at every
+SCHED_EVENTS switch of a launching thread (one that made a launch call): `cpu_busy` while one is
+on a CPU (labelled by the first CPU sample of a launching thread inside, else `untraced code`),
+`cpu_waiting` while all with a known state are off (labelled by the latest switch-out's state).
 Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns, label]},
-"labels": {kind: [[label, ns], …]}}} (the five labels holding most of each cause, ties by name).
+"labels": {kind: [[label, ns], …]}, "frames": {kind: [[frame, samples], …]}}} (the five labels
+holding most of each cause and the five frames sampled most in it, ties by name).
 
 Usage: idle_attribution_oracle.py TRACE
 """
@@ -20,8 +25,17 @@ import sqlite3
 import sys
 from collections import defaultdict
 
-PRECEDENCE = ["gc", "gil", "jit", "comm", "sync", "module_load", "alloc", "memop", "launch", "api",
-              "osrt", "nvtx", "untraced"]
+PRECEDENCE = ["profiler", "gc", "gil", "jit", "comm", "sync", "host_ahead", "module_load",
+              "lazy_load", "alloc", "memop", "launch", "api", "osrt", "nvtx", "cpu_busy",
+              "cpu_waiting", "untraced"]
+# ENUM_CUPTI_OVERHEAD_TYPE id -> (cause, label); ids 0 and 1 (undefined, unknown) say nothing.
+DRIVER_OVERHEAD = {2: ("jit", "driver JIT compiler"), 3: ("profiler", None), 4: ("profiler", None),
+                   5: ("profiler", None), 6: ("module_load", "runtime module loading"),
+                   7: ("lazy_load", "lazy function loading"),
+                   8: ("host_ahead", "command buffer full")}
+# SCHED_EVENTS.threadState (ENUM_SAMPLING_THREAD_STATE) of a switch-out -> cpu_waiting's label.
+OFF_CPU = {1: "runnable, not scheduled", 2: "blocked", 3: "blocked", 7: "blocked", 8: "blocked"}
+UNSAMPLED = "untraced code"
 LAUNCH = re.compile(r"^(cudaLaunchKernel|cudaLaunchKernelExC|cuLaunchKernel|cuLaunchKernelEx|"
                     r"cudaLaunchCooperativeKernel|cuLaunchCooperativeKernel|cudaGraphLaunch|"
                     r"cuGraphLaunch)(_ptsz|_ptds)?(_v\d+)?$")
@@ -100,6 +114,86 @@ def range_label(name):
         name = head
 
 
+def frame_label(symbol, module, unresolved):
+    """A sample frame's name, or None for the profiler's own frames and nsys's entries."""
+    if "libToolsInjection" in module or "nsight-systems" in module or symbol.startswith("["):
+        return None
+    file = module.rsplit("/", 1)[-1]
+    if unresolved or symbol.startswith("0x"):
+        return f"{file} (unresolved)" if file else None
+    return f"{symbol} ({file})" if file else symbol
+
+
+def overheads(db, tables):
+    """Driver and profiler overhead records as (start, end, pid, kind, label, strong)."""
+    out = []
+    if "CUPTI_ACTIVITY_KIND_OVERHEAD" in tables:
+        for start, end, t, kind, name in db.execute(
+                "SELECT o.start, o.end, o.globalTid, o.overheadType, s.value"
+                " FROM CUPTI_ACTIVITY_KIND_OVERHEAD o LEFT JOIN StringIds s ON s.id = o.nameId"):
+            if kind in DRIVER_OVERHEAD and t is not None:
+                cause, label = DRIVER_OVERHEAD[kind]
+                out.append((start, end, process(t), cause, label or name or "profiler overhead",
+                            True))
+    if "PROFILER_OVERHEAD" in tables:
+        for start, end, t, name in db.execute(
+                "SELECT p.start, p.end, p.globalTid, s.value FROM PROFILER_OVERHEAD p"
+                " LEFT JOIN StringIds s ON s.id = p.nameId"):
+            if t is not None:
+                out.append((start, end, process(t), "profiler", name or "profiler overhead", True))
+    return out
+
+
+def sched_events(db, tables):
+    """(at, tid, on_cpu, off_label) in time order, ties in table order."""
+    if "SCHED_EVENTS" not in tables:
+        return []
+    state = "threadState" if "threadState" in columns(db, "SCHED_EVENTS") else "NULL"
+    rows = db.execute(f"SELECT start, globalTid, isSchedIn, {state} FROM SCHED_EVENTS"
+                      " ORDER BY start, rowid").fetchall()
+    return [(at, t, bool(on), OFF_CPU.get(st, "off-CPU")) for at, t, on, st in rows]
+
+
+def samples(db, tables):
+    """(at, tid, frame) of every sample with a telling frame, in time order."""
+    if not {"COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS"} <= tables:
+        return []
+    frames = {}
+    for sid, symbol, module, unresolved in db.execute(
+            "SELECT c.id, s.value, m.value, c.unresolved FROM SAMPLING_CALLCHAINS c"
+            " JOIN StringIds s ON s.id = c.symbol JOIN StringIds m ON m.id = c.module"
+            " ORDER BY c.id, c.stackDepth"):
+        if sid not in frames:
+            label = frame_label(symbol or "", module or "", bool(unresolved))
+            if label is not None:
+                frames[sid] = label
+    rows = db.execute("SELECT id, start, globalTid FROM COMPOSITE_EVENTS ORDER BY start, id")
+    return [(at, t, frames[i]) for i, at, t in rows if i in frames]
+
+
+def cpu_pieces(a, b, sched, threads, sampled):
+    """Untraced time [a, b) split at the launching threads' switches: (start, end, kind, label)."""
+    cuts = sorted({a, b} | {e[0] for e in sched if e[1] in threads and a < e[0] < b})
+    out = []
+    for x, y in zip(cuts, cuts[1:]):
+        state, last_off = {}, None
+        for at, t, on, off in sched:
+            if at > x:
+                break
+            if t in threads:
+                state[t] = on
+                if not on:
+                    last_off = off
+        if any(state.values()):
+            first = next((f for at, t, f in sampled if x <= at < y and t in threads), UNSAMPLED)
+            out.append((x, y, "cpu_busy", first))
+        elif state:
+            out.append((x, y, "cpu_waiting", last_off))
+        else:
+            out.append((x, y, "untraced", ""))
+    return out
+
+
 def columns(db, table):
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
@@ -129,7 +223,7 @@ def attribute(path):
             kind = call_kind(name)
             if kind == "memop" and "Memcpy" in name and (process(t), corr) in pageable:
                 kind = "sync"
-            calls.append((start, end, process(t), kind, base_name(name), True))
+            calls.append((start, end, process(t), kind, base_name(name), True, t))
     ranges = []
     if "NVTX_EVENTS" in tables:
         for start, end, t, name in db.execute(
@@ -139,9 +233,16 @@ def attribute(path):
             if name is not None:
                 strong = "holding gil" not in name.lower()
                 ranges.append((start, end, process(t), range_kind(name), range_label(name), strong))
+    records = overheads(db, tables)
+    sched, sampled = sched_events(db, tables), samples(db, tables)
+    launchers = {c[6] for c in calls if c[3] == "launch"}
     out = {}
     for device in sorted({k[0] for k in kernels}):
         pids = {process(k[3]) for k in kernels if k[0] == device}
+        threads = {t for t in launchers if process(t) in pids}
+        mine = [e for e in sched if e[1] in threads]
+        mine_samples = [x for x in sampled if x[1] in threads]
+        has_cpu = bool(mine) or bool(mine_samples)
         gaps, busy = [], None
         for d, start, end, _ in kernels:
             if d != device or end <= start:
@@ -149,8 +250,9 @@ def attribute(path):
             if busy is not None and start > busy:
                 gaps.append((busy, start))
             busy = end if busy is None else max(busy, end)
-        spans = sorted((s for s in calls + ranges if s[1] > s[0] and s[2] in pids),
+        spans = sorted((s[:6] for s in calls + records + ranges if s[1] > s[0] and s[2] in pids),
                        key=lambda s: (s[0], -s[1]))
+        frames = defaultdict(lambda: defaultdict(int))
         starts = [s[0] for s in spans]
         per_kind = defaultdict(lambda: defaultdict(int))
         for gs, ge in gaps:
@@ -160,17 +262,27 @@ def attribute(path):
                 covering = [(i, s) for i, s in near if s[0] <= a and s[1] >= b]
                 kind, label = "untraced", ""
                 for k in PRECEDENCE:
-                    mine = [(s[5], s[0], i, s[4]) for i, s in covering if s[3] == k]
-                    if mine:
-                        kind, label = k, max(mine)[3]
+                    held = [(s[5], s[0], i, s[4]) for i, s in covering if s[3] == k]
+                    if held:
+                        kind, label = k, max(held)[3]
                         break
-                per_kind[kind][label] += b - a
+                pieces = [(a, b, kind, label)]
+                if kind == "untraced" and has_cpu:
+                    pieces = cpu_pieces(a, b, mine, threads, mine_samples)
+                for x, y, k, lab in pieces:
+                    per_kind[k][lab] += y - x
+                    for at, _, f in mine_samples:
+                        if x <= at < y:
+                            frames[k][f] += 1
         causes, held = {}, {}
         for kind, labels in per_kind.items():
             ranked = sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
             causes[kind] = [sum(labels.values()), ranked[0][0]]
             held[kind] = [[label, ns] for label, ns in ranked[:5]]
-        out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held}
+        sampled_frames = {k: [[f, n] for f, n in sorted(fs.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]
+                          for k, fs in frames.items()}
+        out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held,
+                       "frames": sampled_frames}
     return out
 
 

@@ -121,6 +121,8 @@ function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
           'data-kind': c.kind,
           'data-device': String(d.device),
           'data-ns': String(c.ns),
+          'data-label': c.label,
+          'data-frames': (c.frames || []).map((f) => `${f.frame}=${f.samples}`).join('\n'),
           onclick: () => showCause(d, c),
           onkeydown: (e) => {
             if (e.key === 'Enter') showCause(d, c);
@@ -131,20 +133,26 @@ function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
         el('td', { class: 'mono num', text: ns(c.ns) }),
         el('td', { class: 'mono num', text: pct(c.share) }),
         el('td', { class: 'mono name small', title: heldBy(c).join('\n'), text: heldBy(c).slice(0, 3).join(' · ') || '—' }),
+        el('td', { class: 'mono name small', 'data-testid': 'drill-idle-frames', title: sampled(c).join('\n'), text: sampled(c).slice(0, 2).join(' · ') || '—' }),
       ),
     ),
   );
   const panelNode = panel(
     'Where the GPU-idle time went',
     'drill-idle',
-    el('p', { class: 'muted small', text: 'Every nanosecond of each device\'s idle time given to one cause, from the calls and NVTX ranges the launching processes recorded during it (click a cause to list its gaps).' }),
+    el('p', { class: 'muted small', text: 'Every nanosecond of each device\'s idle time given to one cause, from what the launching processes recorded during it: calls, NVTX ranges, the driver\'s and the profiler\'s overhead records (profiler: nsys\'s own work, not your application), and where the launching threads were (cpu_busy: on a CPU running untraced code; cpu_waiting: off-CPU). Click a cause to list its gaps.' }),
     el('div', { class: 'canvas-wrap' }, canvas),
-    dataTable(['Cause', 'Device', 'Idle time', 'Share of its idle time', 'Held by (inside the gaps)'], rows, { 'data-testid': 'drill-idle-causes' }),
+    dataTable(['Cause', 'Device', 'Idle time', 'Share of its idle time', 'Held by (inside the gaps)', 'CPU samples (launching threads)'], rows, { 'data-testid': 'drill-idle-causes' }),
     gapList,
   );
   // Swatch colours come from the core; set as properties (the page's CSP forbids inline style).
   for (const s of panelNode.querySelectorAll('.swatch')) s.style.backgroundColor = s.dataset.colour;
   return panelNode;
+}
+
+// The frames the launching threads' CPU samples name inside a cause's time, with their share.
+function sampled(c) {
+  return (c.frames || []).map((f) => `${f.frame} ${pct(f.share)} (${f.samples})`);
 }
 
 // The calls or ranges holding a cause's idle time; untraced time has no label: nothing recorded.

@@ -609,6 +609,7 @@ impl<'h, 't> LaneCauses<'h, 't> {
             idle_ns: self.idle_ns,
             causes: self.ledger.causes(self.idle_ns),
             file,
+            cpu_records: self.sweep.cpu_records(),
         }
     }
 }

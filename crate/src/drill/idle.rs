@@ -17,6 +17,7 @@ use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Ns;
+use crate::model::host_records::OverheadKind;
 use crate::names::api::ApiKind;
 use crate::names::ranges::RangeClass;
 
@@ -24,15 +25,26 @@ use crate::names::ranges::RangeClass;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CauseKind {
+    /// nsys's own work on the launching processes (`PROFILER_OVERHEAD`, CUPTI buffer flushes,
+    /// instrumentation): not the application's.
+    Profiler,
     /// Blocking synchronization (`cudaStreamSynchronize`, `cudaDeviceSynchronize` …) and
     /// synchronous copies: `cudaMemcpy` without `Async`, and async copies with a pageable host
     /// side (the driver stages them synchronously; labelled by their API, `cudaMemcpyAsync`).
     Sync,
-    /// Kernel and graph launch calls, slow first launches (lazy module loading) included.
+    /// Kernel and graph launch calls (the time no driver record inside them explains).
     Launch,
-    /// Loading device code: `cuModuleLoad*`, `cuLibraryLoad*`, lazy-loading lookups.
+    /// The launch waited for room in the GPU's command queue (the driver's "command buffer
+    /// full" record): the host was ahead of the GPU, so this is not host overhead.
+    HostAhead,
+    /// Loading device code: `cuModuleLoad*`, `cuLibraryLoad*`, or the driver's record of
+    /// module loading the runtime triggered.
     ModuleLoad,
-    /// Run-time compilation: NVRTC, `cuLink*`, or NVTX ranges naming a compile or autotuning.
+    /// The driver loading a function on its first launch (its "lazy function loading"
+    /// record; `CUDA_MODULE_LOADING=LAZY`).
+    LazyLoad,
+    /// Run-time compilation: NVRTC, `cuLink*`, the driver's JIT compiler record, or NVTX
+    /// ranges naming a compile or autotuning.
     Jit,
     /// Device or pinned memory allocation and release, runtime object creation (events,
     /// streams).
@@ -52,6 +64,12 @@ pub enum CauseKind {
     Api,
     /// Host work inside a named NVTX range with no traced call: labelled by the innermost range.
     Nvtx,
+    /// No traced call, and a launching thread on a CPU (`SCHED_EVENTS`): host code nsys did not
+    /// trace was running. Labelled by the CPU sample inside, when there is one.
+    CpuBusy,
+    /// No traced call, and every launching thread off its CPU: blocked, or runnable but not
+    /// scheduled (labelled by the reason the scheduling record gives).
+    CpuWaiting,
     /// No recorded activity on the launching processes' threads.
     Untraced,
 }
@@ -61,31 +79,42 @@ use CauseKind::*;
 /// The order in which causes claim idle time that several of them cover (first wins). Written
 /// once, read by every attribution (per device, per gap, per bucket):
 ///
+/// 0. `profiler`: nsys's own work on a launching process stalls whatever the application was
+///    doing, so its time is the profiler's, whatever else is open.
 /// 1. `gc`, `gil`, `jit`, `comm`: ranges that name what the host was doing *for*. A call inside
 ///    one is part of it: the module load or `cudaMalloc` of a compile is the compile, the
 ///    `cudaStreamSynchronize` inside a collective's range is the wait for the collective. A GC
 ///    pause or a GIL wait interrupts whatever code was running, so they come first, then
 ///    compilation (which may run collectives' set-up, not the reverse), then collectives.
 /// 2. CUDA API calls, the thread's own leaf activity, the most direct stall first: `sync` (the
-///    host waits for the device), `module_load` and `alloc` (one-off or avoidable costs that
-///    block the launch stream), `memop` (issuing copies), `launch` (the launches themselves,
-///    slow first launches included), `api` (anything else traced). Calls of one thread do not
-///    overlap; this order only decides between threads.
+///    host waits for the device), `host_ahead` (a launch waiting for room in the GPU's queue),
+///    `module_load`, `lazy_load` and `alloc` (one-off or avoidable costs that block the launch
+///    stream), `memop` (issuing copies), `launch` (the launches themselves), `api` (anything
+///    else traced). The driver's overhead records lie inside the call they slowed, on its
+///    thread, and rank above `launch` and `api`, so they refine it: a launch that spent its time
+///    loading a module is `module_load`. Calls of one thread do not overlap; otherwise this
+///    order only decides between threads.
 /// 3. `osrt`: blocking OS calls are leaf activity too, but generic: a `read` inside a compile is
 ///    the compile, a `poll` inside a collective is the collective, and a CUDA call says more.
 /// 4. `nvtx`: a named range with nothing more specific inside it (labelled by the innermost).
-/// 5. `untraced`: nothing recorded.
-pub const PRECEDENCE: [CauseKind; 13] = [
-    Gc, Gil, Jit, Comm, Sync, ModuleLoad, Alloc, Memop, Launch, Api, Osrt, Nvtx, Untraced,
+/// 5. `cpu_busy`, `cpu_waiting`: no interval at all, split by where the launching threads were
+///    (`SCHED_EVENTS`): on a CPU running untraced code, or all off-CPU.
+/// 6. `untraced`: nothing recorded.
+pub const PRECEDENCE: [CauseKind; 18] = [
+    Profiler, Gc, Gil, Jit, Comm, Sync, HostAhead, ModuleLoad, LazyLoad, Alloc, Memop, Launch,
+    Api, Osrt, Nvtx, CpuBusy, CpuWaiting, Untraced,
 ];
 
 impl CauseKind {
     /// The JSON name (`module_load`).
     pub fn name(self) -> &'static str {
         match self {
+            Profiler => "profiler",
             Sync => "sync",
             Launch => "launch",
+            HostAhead => "host_ahead",
             ModuleLoad => "module_load",
+            LazyLoad => "lazy_load",
             Jit => "jit",
             Alloc => "alloc",
             Memop => "memop",
@@ -95,6 +124,8 @@ impl CauseKind {
             Comm => "comm",
             Api => "api",
             Nvtx => "nvtx",
+            CpuBusy => "cpu_busy",
+            CpuWaiting => "cpu_waiting",
             Untraced => "untraced",
         }
     }
@@ -117,6 +148,19 @@ impl CauseKind {
             ApiKind::ModuleLoad => ModuleLoad,
             ApiKind::Jit => Jit,
             ApiKind::Other => Api,
+        }
+    }
+
+    /// The cause of time inside an overhead record of this kind (`None`: the record does not
+    /// say what the time went to).
+    pub fn of_overhead(kind: OverheadKind) -> Option<CauseKind> {
+        match kind {
+            OverheadKind::Profiler => Some(Profiler),
+            OverheadKind::Jit => Some(Jit),
+            OverheadKind::ModuleLoad => Some(ModuleLoad),
+            OverheadKind::LazyLoad => Some(LazyLoad),
+            OverheadKind::CommandBufferFull => Some(HostAhead),
+            OverheadKind::Unknown => None,
         }
     }
 
@@ -151,6 +195,21 @@ pub struct IdleCause {
     /// Its time per gap-size bucket (the nine of spec §4, in order).
     #[serde(default)]
     pub by_bucket: Vec<Ns>,
+    /// The frames the launching threads' CPU samples inside this cause's time name, most
+    /// sampled first (at most [`DETAIL`]); empty when the capture has no samples there.
+    #[serde(default)]
+    pub frames: Vec<FrameShare>,
+    /// Every CPU sample of the launching threads inside this cause's time.
+    #[serde(default)]
+    pub samples: u32,
+}
+
+/// A sampled frame (`symbol (module)`) and its share of a cause's samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrameShare {
+    pub frame: String,
+    pub samples: u32,
+    pub share: f64,
 }
 
 /// How many labels and gaps a cause keeps as evidence.
@@ -189,6 +248,8 @@ struct Ledger<'t> {
     /// Min-heap of the kept gaps by the cause's time in them.
     gaps: std::collections::BinaryHeap<Reverse<(Ns, Reverse<Ns>, Ns)>>,
     by_bucket: [Ns; 9],
+    /// Samples per frame.
+    frames: HashMap<Label<'t>, u32>,
 }
 
 impl<'t> CauseLedger<'t> {
@@ -203,6 +264,11 @@ impl<'t> CauseLedger<'t> {
             l.add_label(label, ns);
             l.by_bucket[bucket] += ns;
             in_gap[kind.rank()] += ns;
+        }
+        for &(kind, frame, n) in &causes.samples {
+            if let Some(l) = self.per.get_mut(kind.rank()) {
+                *l.frames.entry(Label(frame)).or_default() += n;
+            }
         }
         for (l, &ns) in self.per.iter_mut().zip(&in_gap) {
             let gap = (ns, Reverse(start), end);
@@ -246,9 +312,27 @@ impl<'t> CauseLedger<'t> {
                 labels: l.top_labels(),
                 gaps: l.top_gaps(),
                 by_bucket: l.by_bucket.to_vec(),
+                frames: top_frames(l.frames.iter().map(|(&Label(f), &n)| (f, n))),
+                samples: l.frames.values().sum(),
             })
             .collect()
     }
+}
+
+/// The [`DETAIL`] most sampled frames of `frames`, each with its share of them all (ties: by
+/// name).
+fn top_frames<'a>(frames: impl Iterator<Item = (&'a str, u32)>) -> Vec<FrameShare> {
+    let mut all: Vec<(&str, u32)> = frames.collect();
+    let total: u32 = all.iter().map(|f| f.1).sum();
+    all.sort_by_key(|&(frame, n)| (Reverse(n), frame));
+    all.into_iter()
+        .take(DETAIL)
+        .map(|(frame, samples)| FrameShare {
+            frame: frame.to_string(),
+            samples,
+            share: f64::from(samples) / f64::from(total.max(1)),
+        })
+        .collect()
 }
 
 impl<'t> Ledger<'t> {
@@ -313,6 +397,9 @@ pub struct DeviceIdle {
     pub idle_ns: Ns,
     pub causes: Vec<IdleCause>,
     pub file: String,
+    /// Whether the launching threads' scheduling and CPU samples were recorded.
+    #[serde(default)]
+    pub cpu_records: CpuRecords,
 }
 
 /// The `idle` section of the drill-down: per device (per file), where its idle time went.
@@ -327,6 +414,10 @@ pub struct GapCause {
     pub kind: CauseKind,
     pub label: String,
     pub share: f64,
+    /// The frame the launching threads' CPU samples inside this cause's time in the gap name
+    /// most, if any were taken there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<String>,
 }
 
 /// Idle time per (cause, label): a gap's, a bucket's or a device's.
@@ -339,6 +430,9 @@ pub struct Tally<'t> {
     few: Vec<(CauseKind, &'t str, Ns)>,
     /// Every entry, once there are more than [`FEW`] (`few` is then empty).
     many: HashMap<(CauseKind, Label<'t>), Ns>,
+    /// CPU samples of the launching threads per (cause, frame): evidence, not time (equal
+    /// tallies may differ here).
+    pub samples: Vec<(CauseKind, &'t str, u32)>,
 }
 
 /// The most entries a [`Tally`] keeps as a list.
@@ -408,6 +502,26 @@ impl<'t> Tally<'t> {
         for (kind, label, ns) in other.iter() {
             self.add(kind, label, ns);
         }
+        for &(kind, frame, n) in &other.samples {
+            self.add_samples(kind, frame, n);
+        }
+    }
+
+    /// The sampled frames of `kind`'s time, with their samples.
+    fn frames_of(&self, kind: CauseKind) -> impl Iterator<Item = (&'t str, u32)> + '_ {
+        self.samples
+            .iter()
+            .filter(move |s| s.0 == kind)
+            .map(|&(_, frame, n)| (frame, n))
+    }
+
+    /// Counts `n` samples naming `frame` in time given to `kind`.
+    pub fn add_samples(&mut self, kind: CauseKind, frame: &'t str, n: u32) {
+        let same = |&&mut (k, f, _): &&mut (CauseKind, &str, u32)| k == kind && f == frame;
+        match self.samples.iter_mut().find(same) {
+            Some(e) => e.2 += n,
+            None => self.samples.push((kind, frame, n)),
+        }
     }
 
     /// Every (cause, label) with its time, in no order.
@@ -428,6 +542,7 @@ impl<'t> Tally<'t> {
     pub fn clear(&mut self) {
         self.few.clear();
         self.many.clear();
+        self.samples.clear();
     }
 
     /// Per cause: its time and its largest label (ties: the first name), largest cause first
@@ -460,6 +575,12 @@ impl<'t> Tally<'t> {
             kind: k.kind,
             label: k.label.to_string(),
             share: share(k.ns, of_ns),
+            sampled: self
+                .samples
+                .iter()
+                .filter(|s| s.0 == k.kind)
+                .max_by_key(|&&(_, frame, n)| (n, Reverse(frame)))
+                .map(|&(_, frame, _)| frame.to_string()),
         })
     }
 
@@ -475,6 +596,8 @@ impl<'t> Tally<'t> {
                 labels: Vec::new(),
                 gaps: Vec::new(),
                 by_bucket: Vec::new(),
+                frames: top_frames(self.frames_of(k.kind)),
+                samples: self.frames_of(k.kind).map(|(_, n)| n).sum(),
             })
             .collect()
     }
@@ -500,12 +623,19 @@ pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
         None if of_ns > 0 => {
             format!("the GPU ran other streams' kernels throughout; typical: {typical}")
         }
-        Some(k) if k.kind != Untraced => format!(
-            "{} ({}) holds {} of the {of} of gap time",
-            k.kind.name(),
-            k.label,
-            pct(k.ns)
-        ),
+        Some(k) if k.kind != Untraced => {
+            let sampled = tally
+                .gap_cause(of_ns)
+                .and_then(|c| c.sampled)
+                .map(|f| format!("; CPU samples there: {f}"))
+                .unwrap_or_default();
+            format!(
+                "{} ({}) holds {} of the {of} of gap time{sampled}",
+                k.kind.name(),
+                k.label,
+                pct(k.ns)
+            )
+        }
         Some(k) => {
             let next = kinds
                 .get(1)
@@ -520,8 +650,10 @@ pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
     }
 }
 
+mod cpu;
 mod sweep;
 #[cfg(test)]
 mod tests;
 
+pub use cpu::{CpuRecords, CpuView, UNSAMPLED};
 pub use sweep::{DeviceSweep, HostCauses};

@@ -9,9 +9,14 @@ use crate::format;
 /// fix first.
 const PAGEABLE_SHARE: f64 = 0.5;
 
+/// From this share of idle device time, a run is not said to be bound by its copies.
+const MOSTLY_IDLE: f64 = 0.5;
+
 /// A transfer-bound run's finding (`None` for any other bound).
 pub fn transfer_finding(b: &Bound) -> Option<Finding> {
-    if b.kind != BoundKind::Transfer || b.window_ns <= 0 {
+    // A GPU idle most of the window is held by the host, not by its copies (the drill-down
+    // classifies without the verdict, so this is said here).
+    if b.kind != BoundKind::Transfer || b.window_ns <= 0 || b.shares.idle >= MOSTLY_IDLE {
         return None;
     }
     let share = b.transfer_ns as f64 / b.window_ns as f64;

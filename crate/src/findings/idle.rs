@@ -17,6 +17,10 @@ struct CauseTotal<'d> {
     /// (gap, its device, its file).
     gaps: Vec<(CauseGap, u32, &'d str)>,
     by_bucket: [Ns; 9],
+    /// CPU samples of the launching threads per frame (the most sampled of each device).
+    frames: Vec<(&'d str, u32)>,
+    /// Every sample of the launching threads in this time.
+    samples: u32,
 }
 
 /// The causes of every device's idle time summed per kind, largest first.
@@ -45,10 +49,18 @@ fn cause_totals(d: &DrillReport) -> Vec<(CauseKind, CauseTotal<'_>)> {
             for (b, ns) in t.by_bucket.iter_mut().zip(&c.by_bucket) {
                 *b += ns;
             }
+            t.samples += c.samples;
+            for f in &c.frames {
+                match t.frames.iter_mut().find(|(n, _)| *n == f.frame) {
+                    Some((_, n)) => *n += f.samples,
+                    None => t.frames.push((&f.frame, f.samples)),
+                }
+            }
         }
     }
     for (_, t) in &mut per {
         t.labels.sort_by_key(|&(l, ns)| (std::cmp::Reverse(ns), l));
+        t.frames.sort_by_key(|&(f, n)| (std::cmp::Reverse(n), f));
         t.gaps
             .sort_by_key(|(g, _, _)| (std::cmp::Reverse(g.ns), g.start_ns));
     }
@@ -65,33 +77,107 @@ pub(super) fn idle_findings(d: &DrillReport) -> Vec<Finding> {
     if device_us <= 0.0 || idle_ns <= 0 {
         return Vec::new();
     }
-    cause_totals(d)
+    let totals = cause_totals(d);
+    let unexplained = capture_advice(d, &totals, idle_ns, device_us);
+    totals
         .into_iter()
         .filter_map(|(kind, t)| {
             let share = t.ns as f64 / 1000.0 / device_us;
             let severity = Severity::of_share(share);
-            (severity != Severity::Info).then(|| idle_finding(d, kind, &t, idle_ns, share))
+            // nsys's own overhead is shown apart: a fact about the capture, never a warning.
+            let severity = match kind {
+                CauseKind::Profiler if share >= PROFILER_SHOWN => Severity::Info,
+                CauseKind::Profiler => return None,
+                _ if severity == Severity::Info => return None,
+                _ => severity,
+            };
+            Some(idle_finding(d, kind, &t, idle_ns, (share, severity)))
         })
+        .chain(unexplained)
         .collect()
 }
+
+/// From this share of GPU-idle time, host time no call explains asks for the records that
+/// would.
+const UNEXPLAINED_ASKS: f64 = 0.2;
+
+/// When much idle time is host time no traced call explains (`cpu_busy`, `untraced`) and the
+/// capture lacks the records that would name it, the nsys options that add them (NVIDIA's
+/// Nsight Systems User Guide, `nsys profile` switches; see `docs/host-records.md`).
+fn capture_advice(
+    d: &DrillReport,
+    totals: &[(CauseKind, CauseTotal<'_>)],
+    idle_ns: Ns,
+    device_us: f64,
+) -> Option<Finding> {
+    let unexplained: Ns = totals
+        .iter()
+        .filter(|(k, _)| matches!(k, CauseKind::CpuBusy | CauseKind::Untraced))
+        .map(|(_, t)| t.ns)
+        .sum();
+    let share = unexplained as f64 / idle_ns as f64;
+    let seen = |f: fn(&crate::drill::idle::CpuRecords) -> bool| {
+        d.idle.per_device.iter().all(|x| f(&x.cpu_records))
+    };
+    let (scheduling, samples) = (seen(|r| r.scheduling), seen(|r| r.samples));
+    if share < UNEXPLAINED_ASKS || (scheduling && samples) {
+        return None;
+    }
+    let mut missing = Vec::new();
+    if !samples {
+        missing.push("CPU samples of the launching threads (nsys profile --sample=process-tree; for Python code also --python-sampling=true) name the code that ran");
+    }
+    if !scheduling {
+        missing.push("thread scheduling (--cpuctxsw=process-tree) tells a thread running untraced code (cpu_busy) from one blocked or waiting for a CPU (cpu_waiting)");
+    }
+    Some(finding(
+        Severity::Info,
+        "capture",
+        format!(
+            "The capture cannot say what the host did during {} of the GPU-idle time",
+            pct(share)
+        ),
+        format!(
+            "{} of GPU-idle time ({} of device time) has no traced call or range on the launching processes; the capture has no {}",
+            ms_ns(unexplained),
+            pct(unexplained as f64 / 1000.0 / device_us),
+            match (scheduling, samples) {
+                (false, false) => "scheduling records or CPU samples of them",
+                (true, false) => "CPU samples of them",
+                _ => "scheduling records of them",
+            }
+        ),
+        None,
+        &format!("Capture again with what is missing: {}.", missing.join("; ")),
+        unexplained as f64 / 1000.0,
+    ))
+}
+
+/// The share of device time from which nsys's own overhead gets a finding of its own.
+const PROFILER_SHOWN: f64 = 0.02;
 
 fn idle_finding(
     d: &DrillReport,
     kind: CauseKind,
     t: &CauseTotal<'_>,
     idle_ns: Ns,
-    share: f64,
+    (share, severity): (f64, Severity),
 ) -> Finding {
     let label = t.labels.first().map_or("", |l| l.0);
     let cause = GapCause {
         kind,
         label: label.to_string(),
         share: 0.0,
+        sampled: None,
     };
     let what = cause_text(&cause);
     let title = match kind {
         CauseKind::Untraced => format!(
             "GPU idle with no host activity recorded: {} of device time",
+            pct(share)
+        ),
+        CauseKind::Profiler => format!(
+            "GPU idle during nsys's own overhead (not your application): {} of device time",
             pct(share)
         ),
         _ => format!("GPU idle during {what}: {} of device time", pct(share)),
@@ -131,15 +217,40 @@ fn idle_finding(
     if let Some((g, device, file)) = t.gaps.first() {
         evidence += &format!("; {}", largest_gap_text(d, g, *device, file));
     }
-    let (pattern, fix) = fix_for(&cause);
+    let samples = t.samples;
+    if samples > 0 {
+        let top: Vec<String> = t
+            .frames
+            .iter()
+            .take(3)
+            .map(|(f, n)| format!("{f} {} ({n})", pct(f64::from(*n) / f64::from(samples))))
+            .collect();
+        evidence += &format!(
+            "; CPU samples of the launching threads in this time ({samples}): {}",
+            top.join(", ")
+        );
+    }
+    let (pattern, mut fix) = fix_for(&cause);
+    let resolved = t.frames.iter().find(|(f, _)| !f.ends_with("(unresolved)"));
+    if let Some((frame, _)) = resolved.filter(|_| profiled_code(kind)) {
+        fix += &format!(" The samples point at {frame}: profile it first (line_profiler; for a Python function, name it in TLLM_LINE_PROFILER_FUNCTIONS).");
+    }
     finding(
-        Severity::of_share(share),
+        severity,
         "idle",
         title,
         evidence,
         pattern,
         &fix,
         t.ns as f64 / 1000.0,
+    )
+}
+
+/// Whether a cause's time is host code running, whose sampled function is what to profile.
+fn profiled_code(kind: CauseKind) -> bool {
+    matches!(
+        kind,
+        CauseKind::CpuBusy | CauseKind::Nvtx | CauseKind::Untraced | CauseKind::Launch
     )
 }
 
@@ -163,8 +274,11 @@ fn largest_gap_text(d: &DrillReport, g: &CauseGap, device: u32, file: &str) -> S
 /// A measured cause in words, with the API or NVTX name that holds it.
 pub(super) fn cause_text(c: &GapCause) -> String {
     let what = match c.kind {
+        CauseKind::Profiler => "nsys's own overhead, not your application",
         CauseKind::Sync => "host-device synchronization",
         CauseKind::Launch => "kernel launch calls",
+        CauseKind::HostAhead => "launches waiting for room in the GPU's queue (host ahead)",
+        CauseKind::LazyLoad => "the driver loading functions on first launch",
         CauseKind::ModuleLoad => "loading device code",
         CauseKind::Jit => "JIT compilation",
         CauseKind::Alloc => "allocation and runtime object creation",
@@ -175,9 +289,11 @@ pub(super) fn cause_text(c: &GapCause) -> String {
         CauseKind::Comm => "waiting on a collective",
         CauseKind::Api => "other CUDA API calls",
         CauseKind::Nvtx => "host work in an NVTX range",
+        CauseKind::CpuBusy => "untraced host code on the CPU",
+        CauseKind::CpuWaiting => "launching threads off-CPU",
         CauseKind::Untraced => "no recorded host activity",
     };
-    match c.label.is_empty() {
+    match c.label.is_empty() || c.label == crate::drill::idle::UNSAMPLED {
         true => what.to_string(),
         false if c.kind == CauseKind::Nvtx && is_step_marker(&c.label) => format!(
             "host work in the forward step ({}) outside its named ranges",
@@ -202,9 +318,32 @@ fn fix_for(c: &GapCause) -> (Option<&'static str>, String) {
             Some("SYNC, HOIST"),
             format!("Remove the host-device sync ({label}): pre-compute the value on the CPU (SYNC) and pass it down from step level (HOIST) instead of reading GPU results (.item(), .cpu(), .tolist()) in the loop."),
         ),
+        CauseKind::Profiler => (
+            None,
+            format!("This is nsys's own work ({label}), not your application's: it would not happen without the profiler, so it is no cause to fix in the code. If it is large, capture a shorter range or trace fewer APIs."),
+        ),
         CauseKind::Launch => (
             Some("GRAPH_EXPAND, CUSTOM_OP"),
-            format!("The launch calls themselves ({label}) hold the GPU: slow first launches are lazy module loading (warm up before the capture, or CUDA_MODULE_LOADING=EAGER); many short launches are fused (CUSTOM_OP) or captured in a CUDA graph (GRAPH_EXPAND)."),
+            format!("The launch calls themselves ({label}) hold the GPU: many short launches are fused (CUSTOM_OP) or captured in a CUDA graph (GRAPH_EXPAND). Slow first launches that no driver record explains may be lazy loading (warm up before the capture, or CUDA_MODULE_LOADING=EAGER)."),
+        ),
+        CauseKind::HostAhead => (
+            None,
+            format!("The launches ({label}) waited for room in the GPU's command queue: the host was ahead of the GPU, so this is not host overhead to cut. The GPU was busy with, or waiting on, work queued earlier (another stream, a copy, another device): look at what ran before these gaps."),
+        ),
+        CauseKind::LazyLoad => (
+            None,
+            format!("The driver loaded functions on their first launch ({label}): warm up before the capture or set CUDA_MODULE_LOADING=EAGER; it says nothing about the steady state."),
+        ),
+        CauseKind::CpuBusy => (
+            Some("HOIST, CUSTOM_OP"),
+            format!("The launching thread was on a CPU running code nsys did not trace{}: profile that code with line_profiler (TLLM_LINE_PROFILER_FUNCTIONS names it for the reference's loop) or put NVTX ranges around the step's host functions, then hoist per-step work out of the loop (HOIST) or fuse it (CUSTOM_OP).", match label.as_str() {
+                crate::drill::idle::UNSAMPLED => String::new(),
+                frame => format!(" (sampled in {frame})"),
+            }),
+        ),
+        CauseKind::CpuWaiting => (
+            None,
+            format!("The launching threads were off their CPUs ({label}): blocked on I/O, a lock or a condition (trace OS runtime calls, -t osrt, to see which), or runnable but not scheduled, which is CPU contention: pin the launching thread to cores of its own near the GPU (taskset or numactl), and keep other work off them."),
         ),
         CauseKind::ModuleLoad | CauseKind::Jit => (
             None,

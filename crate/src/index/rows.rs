@@ -139,6 +139,9 @@ pub struct RowIndex<'r> {
     /// `[first kernel start, last kernel end]` (`(0, 0)` without kernels).
     pub extent: (Ns, Ns),
     pub calls: CallCounts,
+    /// Per thread index: whether it made a kernel or graph launch call (the threads whose
+    /// scheduling and samples explain a device's idle time).
+    pub launch_threads: Vec<bool>,
     pub names: RowNames,
     pub steps: StepInfo,
     /// The user's step marker the steps were read under (`None`: the first built-in one met).
@@ -190,7 +193,7 @@ impl<'r> RowIndex<'r> {
     ) -> RowIndex<'r> {
         let mut names = RowNames::default();
         let (devices, kernels, extent) = kernel_facts(rows, &mut names, visit);
-        let calls = call_counts(rows, &mut names, visit);
+        let (calls, launch_threads) = call_counts(rows, &mut names, visit);
         RowIndex {
             rows,
             label: label.to_string(),
@@ -198,6 +201,7 @@ impl<'r> RowIndex<'r> {
             kernels,
             extent,
             calls,
+            launch_threads,
             names,
             steps: step_info(rows, marker, visit),
             step_marker: marker.cloned(),
@@ -213,6 +217,7 @@ impl<'r> RowIndex<'r> {
             kernels: self.kernels,
             extent: self.extent,
             calls: self.calls,
+            launch_threads: self.launch_threads,
             names: self.names,
             steps: self.steps,
             step_marker: self.step_marker,
@@ -228,6 +233,7 @@ impl<'r> RowIndex<'r> {
             kernels: facts.kernels,
             extent: facts.extent,
             calls: facts.calls,
+            launch_threads: facts.launch_threads,
             names: facts.names,
             steps: facts.steps,
             step_marker: facts.step_marker,
@@ -312,6 +318,7 @@ pub struct IndexFacts {
     kernels: u64,
     extent: (Ns, Ns),
     calls: CallCounts,
+    launch_threads: Vec<bool>,
     names: RowNames,
     steps: StepInfo,
     step_marker: Option<StepSource>,
@@ -395,14 +402,16 @@ fn kernel_facts(
     (devices, count, extent)
 }
 
-/// The runtime calls' counts and facts, and each call name's API kind.
+/// The runtime calls' counts and facts, and each call name's API kind; per thread, whether it
+/// launched.
 fn call_counts(
     rows: &dyn EventRows,
     names: &mut RowNames,
     visit: &mut dyn RowVisitor,
-) -> CallCounts {
+) -> (CallCounts, Vec<bool>) {
     let strings = &rows.meta().strings;
     let mut f = CallCounts::default();
+    let mut threads = vec![false; rows.meta().threads.len()];
     for c in rows.calls() {
         visit.call(&c);
         let kind = *names
@@ -413,8 +422,13 @@ fn call_counts(
         f.launches += u64::from(kind.launches_kernels());
         f.graph_launches += u64::from(kind == ApiKind::GraphLaunch);
         f.facts.add(kind, c.correlation, Some(c.process));
+        if kind.launches_kernels()
+            && let Some(t) = threads.get_mut(c.thread as usize)
+        {
+            *t = true;
+        }
     }
-    f
+    (f, threads)
 }
 
 /// Forward steps and phases under the standard profile, read from the NVTX ranges in one pass.

@@ -7,6 +7,7 @@
 
 pub mod capture;
 pub mod chunked;
+pub mod host_records;
 pub mod intervals;
 pub mod rows;
 
@@ -56,6 +57,8 @@ pub struct Trace {
     pub capture: capture::CaptureMarks,
     /// What the load gathered of `capture` while reading the NVTX and runtime tables.
     pub capture_fold: capture::CaptureFold,
+    /// What nsys recorded about why the host was slow: overhead, scheduling, CPU samples.
+    pub records: host_records::HostRecords,
 }
 
 /// The kernel table of an nsys export.

@@ -19,6 +19,11 @@ const TEXT_PX: f64 = 96.0;
 /// The colour of a cause, fixed so that every chart and the page's list agree.
 pub fn cause_colour(kind: CauseKind) -> RGBColor {
     match kind {
+        CauseKind::Profiler => RGBColor(148, 163, 184),
+        CauseKind::HostAhead => RGBColor(14, 165, 233),
+        CauseKind::LazyLoad => RGBColor(167, 139, 250),
+        CauseKind::CpuBusy => RGBColor(236, 72, 153),
+        CauseKind::CpuWaiting => RGBColor(71, 85, 105),
         CauseKind::Sync => RGBColor(220, 38, 38),
         CauseKind::Launch => RGBColor(37, 99, 235),
         CauseKind::ModuleLoad => RGBColor(124, 58, 237),
@@ -167,6 +172,8 @@ mod tests {
             labels: Vec::new(),
             gaps: Vec::new(),
             by_bucket: Vec::new(),
+            frames: Vec::new(),
+            samples: 0,
         }
     }
 
@@ -176,6 +183,7 @@ mod tests {
             idle_ns: 4_000_000,
             causes,
             file: "t.sqlite".into(),
+            cpu_records: Default::default(),
         };
         IdleAttribution {
             per_device: vec![

@@ -6,7 +6,7 @@ use super::tables::overlaps;
 use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
-use crate::drill::idle::{CauseKind, GapCause, IdleAttribution};
+use crate::drill::idle::{CauseKind, FrameShare, GapCause, IdleAttribution};
 use crate::findings::DrillFindings;
 use crate::format;
 
@@ -63,16 +63,38 @@ Where the GPU-idle time went:"
             d.idle_ns as f64 / 1e6
         );
         for c in &d.causes {
+            let apart = match c.kind {
+                CauseKind::Profiler => "  [nsys's own: not your application]",
+                _ => "",
+            };
             let _ = writeln!(
                 out,
-                "    {:<12} {:>12.3} ms {:>6.1}%  {}",
+                "    {:<12} {:>12.3} ms {:>6.1}%  {}{apart}",
                 c.kind.name(),
                 c.ns as f64 / 1e6,
                 c.share * 100.0,
                 c.label
             );
+            if !c.frames.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "    {:<12} {} CPU samples: {}",
+                    "",
+                    c.samples,
+                    sampled_frames(&c.frames)
+                );
+            }
         }
     }
+}
+
+/// The CPU samples' frames of a cause as `frame 40% (12), …`.
+pub fn sampled_frames(frames: &[FrameShare]) -> String {
+    frames
+        .iter()
+        .map(|f| format!("{} {:.0}% ({})", f.frame, f.share * 100.0, f.samples))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn top(out: &mut String, gaps: &[TopGap]) {

@@ -13,6 +13,7 @@
 pub mod answers;
 pub mod decode;
 pub mod gpu_metrics;
+pub mod host_records;
 pub mod kinds;
 pub mod markers;
 mod scenarios;

@@ -196,6 +196,46 @@ pub struct SyncOp {
     pub stream: u8,
 }
 
+/// A driver (`CUPTI_ACTIVITY_KIND_OVERHEAD`) or profiler (`PROFILER_OVERHEAD`) overhead record
+/// on a thread of a process.
+#[derive(Debug, Clone, Copy)]
+pub struct Overhead {
+    pub start: Ns,
+    pub end: Ns,
+    pub proc: u8,
+    pub tid: u32,
+    /// `ENUM_CUPTI_OVERHEAD_TYPE` id.
+    pub overhead_type: u8,
+    /// The record's name (`nameId`): the API it ran under, or the profiler's own name.
+    pub name: u32,
+    /// The API call it ran under (`correlationId`), 0 for none.
+    pub corr: u32,
+    /// `true`: `PROFILER_OVERHEAD`; `false`: the driver's table.
+    pub profiler: bool,
+}
+
+/// A thread switched onto (`on_cpu`) or off a CPU (`SCHED_EVENTS`).
+#[derive(Debug, Clone, Copy)]
+pub struct Switch {
+    pub at: Ns,
+    pub proc: u8,
+    pub tid: u32,
+    pub on_cpu: bool,
+    /// `ENUM_SAMPLING_THREAD_STATE` id written with a switch-out (1 running: preempted,
+    /// 2 interruptible: blocked); 0 for a switch-in.
+    pub state: u8,
+}
+
+/// A CPU sample of a thread (`COMPOSITE_EVENTS`) and its call chain, innermost frame first
+/// (`SAMPLING_CALLCHAINS`: symbol and module names, whether the symbol is unresolved).
+#[derive(Debug, Clone)]
+pub struct CpuSample {
+    pub at: Ns,
+    pub proc: u8,
+    pub tid: u32,
+    pub frames: Vec<(u32, u32, bool)>,
+}
+
 /// Everything placed for one synthetic capture.
 #[derive(Debug, Default)]
 pub struct Timeline {
@@ -220,6 +260,11 @@ pub struct Timeline {
     pub metric_samples: Vec<super::gpu_metrics::MetricSample>,
     /// Host-clock instant the capture started (ns), anchoring `TARGET_INFO_SESSION_START_TIME`.
     pub session_start_utc_ns: i64,
+    /// Overhead records, thread switches and CPU samples (each table written only when some
+    /// rows of it were placed, as nsys creates tables lazily).
+    pub overheads: Vec<Overhead>,
+    pub switches: Vec<Switch>,
+    pub samples: Vec<CpuSample>,
 }
 
 impl Timeline {

@@ -5,6 +5,7 @@
 
 mod capture;
 mod decode;
+mod host_records;
 mod host_rows;
 mod launch_calls;
 mod links;

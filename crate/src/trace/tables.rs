@@ -147,6 +147,7 @@ impl Loader<'_, '_> {
         self.load_capture_marks(schema, trace)?;
         self.load_gpus(schema, trace)?;
         self.load_names(schema, trace)?;
+        self.load_host_records(schema, trace)?;
         self.report("done", 1, 1)
     }
 

@@ -19,11 +19,13 @@ use std::iter::Peekable;
 
 use hashbrown::HashMap;
 
+use super::cpu::{CpuRecords, CpuView, Piece};
 use super::{CauseKind, PRECEDENCE, Tally};
 use crate::index::call_join::LOOKAHEAD;
 use crate::index::rows::{DeviceFacts, RowIndex};
 use crate::model::rows::{CallRow, MemOpRow, Rows};
-use crate::model::{NameId, Ns, NvtxRow, ProcessIdx};
+use crate::model::host_records::{OverheadKind, OverheadRow};
+use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx};
 use crate::names::api::{ApiKind, api_base_name};
 use crate::names::ranges::{RangeClass, label_of, range_class};
 use crate::profile::{Profile, Switches};
@@ -64,20 +66,30 @@ pub struct Sweep<'t, I: Iterator<Item = Span<'t>>> {
     open: Vec<BinaryHeap<Open<'t>>>,
     /// Bit `rank` set while cause `rank`'s heap may hold an interval (never clear while it
     /// does): [`Sweep::winner`] looks only there, not at every cause for every stretch.
-    occupied: u16,
+    occupied: u32,
     /// The open intervals' ends, earliest first, with their cause's rank.
     ends: BinaryHeap<Reverse<(Ns, usize)>>,
     tally: Tally<'t>,
+    /// The launching threads' scheduling and samples, when the trace has them.
+    cpu: Option<CpuView<'t>>,
+    pieces: Vec<Piece<'t>>,
 }
 
 impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
     pub fn new(spans: I) -> Sweep<'t, I> {
+        Sweep::with_cpu(spans, None)
+    }
+
+    /// A sweep whose untraced time is split by `cpu`, and whose stretches count its samples.
+    pub fn with_cpu(spans: I, cpu: Option<CpuView<'t>>) -> Sweep<'t, I> {
         Sweep {
             spans: spans.peekable(),
             open: vec![BinaryHeap::new(); PRECEDENCE.len()],
             occupied: 0,
             ends: BinaryHeap::new(),
             tally: Tally::default(),
+            cpu,
+            pieces: Vec::new(),
         }
     }
 
@@ -93,16 +105,37 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
         while let Some(at) = self.next_boundary().filter(|&at| at < end) {
             if at > t {
                 let winner = self.winner(t);
-                run.extend(winner, at - t, &mut self.tally);
+                self.stretch(&mut run, (t, at), winner);
                 t = at;
             }
             self.close_until(at);
             self.open_until(at, start);
         }
         let winner = self.winner(t);
-        run.extend(winner, end - t, &mut self.tally);
+        self.stretch(&mut run, (t, end), winner);
         run.flush(&mut self.tally);
         &self.tally
+    }
+
+    /// Tallies stretch `span` won by `winner`: untraced time split by where the launching
+    /// threads were, and the samples inside counted for the cause they fall in.
+    fn stretch(&mut self, run: &mut Run<'t>, span: (Ns, Ns), winner: (CauseKind, &'t str)) {
+        let Some(cpu) = self.cpu.as_mut() else {
+            run.extend(winner, span.1 - span.0, &mut self.tally);
+            return;
+        };
+        let (kind, label) = winner;
+        if kind == CauseKind::Untraced {
+            cpu.split(span, &mut self.pieces);
+        } else {
+            self.pieces.clear();
+            self.pieces.push(Piece { span, kind, label });
+        }
+        let tally = &mut self.tally;
+        for p in &self.pieces {
+            run.extend((p.kind, p.label), p.span.1 - p.span.0, tally);
+            cpu.samples_in(p.span, &mut |frame| tally.add_samples(p.kind, frame, 1));
+        }
     }
 
     /// The next time an interval opens or closes.
@@ -149,6 +182,11 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
                 self.ends.push(Reverse((s.end, rank)));
             }
         }
+    }
+
+    /// What the capture recorded of the launching threads' CPU side.
+    pub fn cpu_records(&self) -> CpuRecords {
+        self.cpu.as_ref().map(CpuView::seen).unwrap_or_default()
     }
 
     /// How many intervals are held: open, or closed under an open one of their cause (for the
@@ -262,13 +300,54 @@ impl<'a, 't> HostCauses<'a, 't> {
     /// launch kernels on it, both tables read in start order.
     pub fn device<'h>(&'h self, device: &'h DeviceFacts) -> DeviceSweep<'h, 't> {
         let rows = self.ix.rows;
-        Sweep::new(HostSpans {
+        let spans = HostSpans {
             host: self,
             processes: &device.processes,
             calls: rows.calls(),
             ranges: rows.ranges(),
+            overheads: self.ix.meta().records.overheads.iter().enumerate(),
             copies: PageableCopies::new(self.ix),
-            heads: [None, None],
+            heads: [None, None, None],
+        };
+        Sweep::with_cpu(spans, CpuView::new(self.ix.meta(), self.launch_threads(device)))
+    }
+
+    /// Per thread index: whether it launched kernels and belongs to a process launching on
+    /// `device`.
+    fn launch_threads(&self, device: &DeviceFacts) -> Vec<bool> {
+        let process = &self.ix.meta().threads.process;
+        self.ix
+            .launch_threads
+            .iter()
+            .zip(process)
+            .map(|(&launched, &p)| launched && ours(&device.processes, Some(p)))
+            .collect()
+    }
+
+    /// An overhead record as an interval, when it lies on a launching process and says what
+    /// its time went to: the profiler's labelled by its own name, the driver's by its kind.
+    fn overhead_span(&self, (i, o): (usize, &OverheadRow), processes: &[bool]) -> Option<Span<'t>> {
+        if o.end <= o.start || !ours(processes, Some(o.process)) {
+            return None;
+        }
+        let kind = CauseKind::of_overhead(o.kind)?;
+        let label = match o.kind {
+            OverheadKind::Profiler if o.name != NO_NAME => self.ix.string(o.name),
+            OverheadKind::Profiler => "profiler overhead",
+            OverheadKind::Jit => "driver JIT compiler",
+            OverheadKind::ModuleLoad => "runtime module loading",
+            OverheadKind::LazyLoad => "lazy function loading",
+            OverheadKind::CommandBufferFull => "command buffer full",
+            OverheadKind::Unknown => return None,
+        };
+        Some(Span {
+            start: o.start,
+            end: o.end,
+            kind,
+            label,
+            weak: false,
+            // After calls and before NVTX ranges of equal start and end.
+            order: (1 << 62) | i as u64,
         })
     }
 
@@ -381,25 +460,31 @@ pub struct HostSpans<'h, 't> {
     processes: &'h [bool],
     calls: Rows<'t, CallRow>,
     ranges: Rows<'t, NvtxRow>,
+    /// The overhead records, sorted by start as loaded.
+    overheads: std::iter::Enumerate<std::slice::Iter<'t, OverheadRow>>,
     copies: PageableCopies<'t>,
-    /// Per table (calls, NVTX), the next interval once read.
-    heads: [Option<Span<'t>>; 2],
+    /// Per source (calls, NVTX, overhead records), the next interval once read.
+    heads: [Option<Span<'t>>; 3],
 }
 
 impl<'t> HostSpans<'_, 't> {
-    /// The next interval of the calls (`0`) or NVTX ranges (`1`), without taking it.
-    fn head(&mut self, table: usize) -> Option<Span<'t>> {
-        if let Some(s) = self.heads[table] {
+    /// The next interval of the calls (`0`), NVTX ranges (`1`) or overhead records (`2`),
+    /// without taking it.
+    fn head(&mut self, source: usize) -> Option<Span<'t>> {
+        if let Some(s) = self.heads.get(source).copied().flatten() {
             return Some(s);
         }
         let (host, processes, copies) = (self.host, self.processes, &mut self.copies);
-        let span = match table {
+        let span = match source {
             0 => self
                 .calls
                 .find_map(|c| host.call_span(&c, processes, copies)),
-            _ => self.ranges.find_map(|r| host.range_span(&r, processes)),
+            1 => self.ranges.find_map(|r| host.range_span(&r, processes)),
+            _ => self.overheads.find_map(|o| host.overhead_span(o, processes)),
         };
-        self.heads[table] = span;
+        if let Some(h) = self.heads.get_mut(source) {
+            *h = span;
+        }
         span
     }
 }
@@ -407,15 +492,12 @@ impl<'t> HostSpans<'_, 't> {
 impl<'t> Iterator for HostSpans<'_, 't> {
     type Item = Span<'t>;
 
+    /// The earliest head (ties: calls, then NVTX ranges, then overhead records).
     fn next(&mut self) -> Option<Span<'t>> {
-        let (call, range) = (self.head(0), self.head(1));
-        let table = match (call, range) {
-            (Some(c), Some(r)) => usize::from(r.start < c.start),
-            (Some(_), None) => 0,
-            (None, Some(_)) => 1,
-            (None, None) => return None,
-        };
-        self.heads[table].take()
+        let first = (0..3)
+            .filter_map(|source| Some((self.head(source)?.start, source)))
+            .min()?;
+        self.heads[first.1].take()
     }
 }
 

@@ -65,20 +65,25 @@ impl Planted {
     /// `{"idle_ns", "causes": {kind: {"ns", "label"}}}`: per cause its time and the label
     /// holding most of it.
     fn answers(&self) -> Value {
-        let mut causes: BTreeMap<&str, (Ns, &str, Ns)> = BTreeMap::new();
-        for (&(kind, label), &ns) in &self.0 {
-            let c = causes.entry(kind).or_insert((0, label, 0));
-            c.0 += ns;
-            if ns > c.2 {
-                (c.1, c.2) = (label, ns);
-            }
-        }
-        let causes: Map<String, Value> = causes
-            .into_iter()
-            .map(|(kind, (ns, label, _))| (kind.to_string(), json!({"ns": ns, "label": label})))
-            .collect();
-        json!({"idle_ns": self.0.values().sum::<Ns>(), "causes": causes})
+        json!({"idle_ns": self.0.values().sum::<Ns>(), "causes": per_cause(&self.0)})
     }
+}
+
+/// Per cause of planted `(cause, label)` times: `{kind: {"ns", "label"}}`, its time and the
+/// label holding most of it.
+pub(super) fn per_cause(time: &BTreeMap<(&'static str, &'static str), Ns>) -> Map<String, Value> {
+    let mut causes: BTreeMap<&str, (Ns, &str, Ns)> = BTreeMap::new();
+    for (&(kind, label), &ns) in time {
+        let c = causes.entry(kind).or_insert((0, label, 0));
+        c.0 += ns;
+        if ns > c.2 {
+            (c.1, c.2) = (label, ns);
+        }
+    }
+    causes
+        .into_iter()
+        .map(|(kind, (ns, label, _))| (kind.to_string(), json!({"ns": ns, "label": label})))
+        .collect()
 }
 
 /// Places `pieces` one after the other on the host from its clock; returns where they end.

@@ -2,6 +2,7 @@
 
 mod capture;
 mod causes;
+mod records;
 mod copies;
 mod gaps;
 mod layers;
@@ -22,7 +23,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 19] = [
+pub const SCENARIOS: [(&str, &str, Builder); 20] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -92,6 +93,11 @@ pub const SCENARIOS: [(&str, &str, Builder); 19] = [
         "idle-causes",
         "one device whose idle gaps hold planted causes: JIT compile, module load and a slow first launch at start, then per step a sync, cudaMalloc, an IO range, GC pauses, GIL waits, untraced host time and the launch",
         causes::idle_causes,
+    ),
+    (
+        "host-records",
+        "one device whose idle gaps the trace's own records explain: module and lazy function loading inside a first launch, a profiler buffer flush, a launch waiting on a full command buffer, then per step the launching thread blocked, running sampled untraced code, preempted, and the launch",
+        records::host_records,
     ),
     (
         "capture-short",

@@ -1,0 +1,243 @@
+//! Reading the records of why the host was slow ([`HostRecords`]): `CUPTI_ACTIVITY_KIND_OVERHEAD`,
+//! `PROFILER_OVERHEAD`, `SCHED_EVENTS`, `COMPOSITE_EVENTS` + `SAMPLING_CALLCHAINS`.
+//!
+//! Read last of a load, by every engine alike ([`Loader::finish_host`]), and only for threads
+//! and processes the event tables made known: no id is numbered here. Each table is sorted by
+//! time after reading, so the order nsys wrote it in does not matter.
+
+use hashbrown::HashMap;
+
+use super::decode::{int, opt_int};
+use super::schema::Schema;
+use super::tables::Loader;
+use crate::error::Result;
+use crate::model::host_records::{
+    HostRecords, OffCpu, OverheadKind, OverheadRow, RecordTables, SampleRow, SchedRow,
+};
+use crate::model::{NO_NAME, NameId, Ns, Trace};
+
+pub const DRIVER_OVERHEAD_TABLE: &str = "CUPTI_ACTIVITY_KIND_OVERHEAD";
+pub const PROFILER_OVERHEAD_TABLE: &str = "PROFILER_OVERHEAD";
+pub const SCHED_TABLE: &str = "SCHED_EVENTS";
+pub const SAMPLES_TABLE: &str = "COMPOSITE_EVENTS";
+pub const CALLCHAINS_TABLE: &str = "SAMPLING_CALLCHAINS";
+
+/// More scheduling records than this and they are not read (a note says so): about 24 bytes
+/// each are held.
+const MAX_SCHED_ROWS: i64 = 20_000_000;
+
+/// Modules of the profiler itself: a sample's frames there are nsys's, not the application's.
+const PROFILER_MODULES: [&str; 2] = ["libToolsInjection", "nsight-systems"];
+
+impl Loader<'_, '_> {
+    /// Reads every record table the file has into `trace.records`.
+    pub(super) fn load_host_records(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        let present = RecordTables {
+            driver_overhead: schema.has_table(DRIVER_OVERHEAD_TABLE),
+            profiler_overhead: schema.has_table(PROFILER_OVERHEAD_TABLE),
+            sched: schema.has_table(SCHED_TABLE),
+            samples: schema.has_table(SAMPLES_TABLE) && schema.has_table(CALLCHAINS_TABLE),
+        };
+        let mut records = HostRecords {
+            present,
+            ..HostRecords::default()
+        };
+        if present.driver_overhead {
+            self.read_overheads(schema, trace, DRIVER_OVERHEAD_TABLE, &mut records.overheads)?;
+        }
+        if present.profiler_overhead {
+            self.read_overheads(schema, trace, PROFILER_OVERHEAD_TABLE, &mut records.overheads)?;
+        }
+        records.overheads.sort_by_key(|o| (o.start, o.end));
+        if present.sched {
+            self.read_sched(schema, trace, &mut records.sched)?;
+        }
+        if present.samples {
+            self.read_samples(schema, trace, &mut records.samples)?;
+        }
+        trace.records = records;
+        Ok(())
+    }
+
+    /// Overhead records of known processes: the driver's carry their kind in `overheadType`;
+    /// every `PROFILER_OVERHEAD` row is the profiler's (its `overheadType`, where present, is
+    /// the CUPTI enum, or absent in older exports).
+    fn read_overheads(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        table: &'static str,
+        out: &mut Vec<OverheadRow>,
+    ) -> Result<()> {
+        let columns = ["start", "end", "globalTid", "nameId", "overheadType"];
+        let sql = Self::select(schema, table, &columns, "");
+        let driver = table == DRIVER_OVERHEAD_TABLE;
+        let (processes, threads, strings) = (&trace.processes, &trace.threads, &trace.strings);
+        self.stream("loading overhead records", table, &sql, |r| {
+            let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
+            let Some(tid) = opt_int(r.get_ref(2)?) else {
+                return Ok(());
+            };
+            let Some(process) = processes.find(tid) else {
+                return Ok(());
+            };
+            let kind = match driver {
+                true => OverheadKind::of_cupti(int(r.get_ref(4)?, 0)),
+                false => OverheadKind::Profiler,
+            };
+            let name = opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id));
+            if end > start {
+                out.push(OverheadRow {
+                    start,
+                    end,
+                    process,
+                    thread: threads.find(tid),
+                    kind,
+                    name,
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// Switches of known threads onto and off CPUs.
+    fn read_sched(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        out: &mut Vec<SchedRow>,
+    ) -> Result<()> {
+        if self.estimate_rows(SCHED_TABLE) as i64 > MAX_SCHED_ROWS {
+            trace.note(
+                SCHED_TABLE,
+                format!("more than {MAX_SCHED_ROWS} scheduling records: not read"),
+            );
+            return Ok(());
+        }
+        let columns = ["start", "globalTid", "isSchedIn", "threadState"];
+        let sql = Self::select(schema, SCHED_TABLE, &columns, "");
+        let threads = &trace.threads;
+        self.stream("loading thread scheduling", SCHED_TABLE, &sql, |r| {
+            let Some(thread) = opt_int(r.get_ref(1)?).and_then(|t| threads.find(t)) else {
+                return Ok(());
+            };
+            let on_cpu = int(r.get_ref(2)?, 0) != 0;
+            out.push(SchedRow {
+                at: int(r.get_ref(0)?, 0),
+                thread,
+                on_cpu,
+                off: OffCpu::of_state(opt_int(r.get_ref(3)?)),
+            });
+            Ok(())
+        })?;
+        out.sort_by_key(|s| s.at);
+        Ok(())
+    }
+
+    /// CPU samples of known threads, each named by its shallowest telling frame.
+    fn read_samples(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        out: &mut Vec<SampleRow>,
+    ) -> Result<()> {
+        let mut kept: Vec<(i64, Ns, u32)> = Vec::new();
+        let sql = Self::select(schema, SAMPLES_TABLE, &["id", "start", "globalTid"], "");
+        let threads = &trace.threads;
+        self.stream("loading CPU samples", SAMPLES_TABLE, &sql, |r| {
+            let id = int(r.get_ref(0)?, 0);
+            if let Some(thread) = opt_int(r.get_ref(2)?).and_then(|t| threads.find(t)) {
+                kept.push((id, int(r.get_ref(1)?, 0), thread));
+            }
+            Ok(())
+        })?;
+        if kept.is_empty() {
+            return Ok(());
+        }
+        let frames = self.sample_frames(schema, trace, &kept)?;
+        out.extend(kept.iter().zip(frames).map(|(&(_, at, thread), frame)| SampleRow {
+            at,
+            thread,
+            frame,
+        }));
+        out.sort_by_key(|s| s.at);
+        Ok(())
+    }
+
+    /// The frame naming each of `samples` (sorted by id), in their order: `NO_NAME` for a
+    /// sample without a telling frame. The call chains are read in table order; per sample the
+    /// shallowest telling frame is kept.
+    fn sample_frames(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        samples: &[(i64, Ns, u32)],
+    ) -> Result<Vec<NameId>> {
+        let columns = ["id", "symbol", "module", "unresolved", "stackDepth"];
+        let sql = Self::select(schema, CALLCHAINS_TABLE, &columns, "");
+        let mut best: HashMap<i64, (i64, String)> = HashMap::new();
+        let strings = &trace.strings;
+        self.stream("loading CPU call chains", CALLCHAINS_TABLE, &sql, |r| {
+            let (id, depth) = (int(r.get_ref(0)?, 0), int(r.get_ref(4)?, 0));
+            if best.get(&id).is_some_and(|(d, _)| *d <= depth) {
+                return Ok(());
+            }
+            let text = |v| opt_int(v).map_or("", |s| strings.get(strings.resolve(s)));
+            let (symbol, module) = (text(r.get_ref(1)?), text(r.get_ref(2)?));
+            let unresolved = int(r.get_ref(3)?, 0) != 0;
+            if let Some(frame) = frame_label(symbol, module, unresolved) {
+                best.insert(id, (depth, frame));
+            }
+            Ok(())
+        })?;
+        Ok(samples
+            .iter()
+            .map(|(id, _, _)| {
+                best.get(id)
+                    .map_or(NO_NAME, |(_, frame)| trace.strings.intern(frame))
+            })
+            .collect())
+    }
+}
+
+/// How a sample's frame is named, or `None` when the frame is the profiler's own: `symbol
+/// (module)`, the module's file name only; an unresolved symbol (an address) by its module.
+pub fn frame_label(symbol: &str, module: &str, unresolved: bool) -> Option<String> {
+    if PROFILER_MODULES.iter().any(|m| module.contains(m)) {
+        return None;
+    }
+    // nsys's own entries (`[Broken backtraces]`, `[Max depth]`) name no code.
+    if symbol.starts_with('[') {
+        return None;
+    }
+    let file = module.rsplit('/').next().unwrap_or(module);
+    let address = unresolved || symbol.starts_with("0x");
+    match (address, file.is_empty()) {
+        (true, true) => None,
+        (true, false) => Some(format!("{file} (unresolved)")),
+        (false, true) => Some(symbol.to_string()),
+        (false, false) => Some(format!("{symbol} ({file})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame_label;
+
+    #[test]
+    fn frames_are_named_by_symbol_and_module_file_and_the_profilers_are_skipped() {
+        assert_eq!(
+            frame_label("_Py_dg_dtoa", "/usr/bin/python3.11", false).as_deref(),
+            Some("_Py_dg_dtoa (python3.11)")
+        );
+        assert_eq!(
+            frame_label("0x7cfa361805c1", "/usr/lib64-nvidia/libcuda.so.550", true).as_deref(),
+            Some("libcuda.so.550 (unresolved)")
+        );
+        assert_eq!(
+            frame_label("0x1", "/opt/nsight-systems/libToolsInjection64.so", true),
+            None
+        );
+        assert_eq!(frame_label("[Broken backtraces]", "[Broken backtraces]", false), None);
+    }
+}
