@@ -376,3 +376,97 @@ fn a_real_exports_phases_split_their_busy_time_as_sql_does() {
         assert!(transfer > 0, "{phase}: the loop's D2H copies fall in its steps");
     }
 }
+
+fn drill_graphs(path: &std::path::Path) -> Value {
+    let args = ["drill".as_ref(), "--json".as_ref(), path.as_os_str()];
+    let out = nsys_lens(args);
+    assert!(out.status.success(), "{}", describe(&args, &out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    report["graphs"].clone()
+}
+
+fn sql_i64(conn: &Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
+        .expect(sql)
+        .unwrap_or(0)
+}
+
+/// The drill-down's CUDA-graph figures in both tracing modes of one run, against SQL over each
+/// file: graph level counts replays and their graphs; node level the graphs by `graphId`, the
+/// kernel nodes by `graphNodeId` and the launches whose kernels ran; both give the same share
+/// of compute time in graphs, up to the gaps between nodes a replay covers. A
+/// `CUDA_GRAPH_NODE_EVENTS` table, when present, is counted.
+#[test]
+fn graph_coverage_agrees_between_graph_level_and_node_level_tracing() {
+    let (_g, graph, answers) = common::generated("serving-graphs", 1, 42);
+    let (_n, node, _) = common::generated("serving-graphs-node", 1, 42);
+    let modes = &answers["graph_modes"];
+    let (span, inner) = (
+        modes["replay_span_ns"].as_f64().expect("span"),
+        modes["inner_gap_ns"].as_f64().expect("gaps"),
+    );
+    let launches = modes["graph_launches"].as_u64().expect("launches");
+    let (gc, nc) = (common::open_export(&graph), common::open_export(&node));
+    let eager = |c: &Connection| {
+        sql_i64(
+            c,
+            "SELECT sum(\"end\" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NULL",
+        ) as f64
+    };
+    let (g, n) = (drill_graphs(&graph), drill_graphs(&node));
+    let share = |r: &Value| r["graph_share"].as_f64().unwrap_or(-1.0);
+    let want_g = span / (span + eager(&gc));
+    let want_n = (span - inner) / (span - inner + eager(&nc));
+    assert!((share(&g) - want_g).abs() < 1e-12, "graph level {g}");
+    assert!((share(&n) - want_n).abs() < 1e-12, "node level {n}");
+    assert!((share(&g) - share(&n)).abs() < 0.01, "{} vs {}", share(&g), share(&n));
+    assert_eq!(g["graph_executions"], launches);
+    assert_eq!(n["graph_executions"], launches);
+    let graphs_g = sql_i64(
+        &gc,
+        "SELECT count(DISTINCT graphId) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    );
+    let graphs_n = sql_i64(
+        &nc,
+        "SELECT count(DISTINCT graphId) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphId IS NOT NULL",
+    );
+    assert_eq!((g["graphs"].clone(), n["graphs"].clone()), (graphs_g.into(), graphs_n.into()));
+    assert_eq!(graphs_g, graphs_n, "one placement");
+    let nodes = sql_i64(
+        &nc,
+        "SELECT count(DISTINCT graphNodeId) FROM CUPTI_ACTIVITY_KIND_KERNEL",
+    );
+    assert!(nodes > 0);
+    assert_eq!((g["graph_nodes"].clone(), n["graph_nodes"].clone()), (0.into(), nodes.into()));
+    let kernels = sql_i64(
+        &nc,
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL",
+    );
+    assert_eq!(n["graph_kernels"], kernels);
+    assert!(n["node_events"].is_null(), "no CUDA_GRAPH_NODE_EVENTS table");
+
+    // A node-creation table added to the node-level file (the columns of nsys's DDL): each
+    // kernel node created once by capture and cloned once at instantiation.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("with-node-events.sqlite");
+    std::fs::copy(&node, &copy).expect("copy");
+    let conn = Connection::open(&copy).expect("open copy");
+    conn.execute_batch(
+        "CREATE TABLE CUDA_GRAPH_NODE_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, \
+         eventClass INTEGER NOT NULL, globalTid INTEGER, nameId INTEGER NOT NULL, \
+         graphNodeId INTEGER NOT NULL, originalGraphNodeId INTEGER); \
+         INSERT INTO CUDA_GRAPH_NODE_EVENTS \
+         SELECT DISTINCT 0, 0, 0, NULL, 0, graphNodeId + 1000000, NULL \
+         FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL; \
+         INSERT INTO CUDA_GRAPH_NODE_EVENTS \
+         SELECT DISTINCT 0, 0, 0, NULL, 0, graphNodeId, graphNodeId + 1000000 \
+         FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL;",
+    )
+    .expect("node events");
+    drop(conn);
+    let with = drill_graphs(&copy);
+    assert_eq!(
+        with["node_events"],
+        serde_json::json!({"rows": 2 * nodes, "cloned": nodes})
+    );
+}
