@@ -101,7 +101,9 @@ fn check(what: &str, got: &Value, want: &Value, errors: &mut Vec<String>) {
 
 /// Every per-trace figure the answers state, against the breakdown `t`.
 fn check_breakdown(label: &str, t: &Value, answers: &Value, errors: &mut Vec<String>) {
-    let keys = T_KEYS[1..11].iter().chain(["step_wall_times_us"].iter());
+    let keys = T_KEYS[1..11]
+        .iter()
+        .chain(["step_wall_times_us", "gpu_time_per_step_us"].iter());
     for &key in keys {
         let Some(want) = answers.get(key) else {
             continue;
@@ -404,6 +406,43 @@ fn tp2_traces_reproduce_the_generator_with_allreduce_grouping_and_rank_dedup() {
         );
     }
     assert_no_errors(errors);
+}
+
+/// GPU busy per step counts every GPU operation under `standard`: copies (copy-bound), whole
+/// graph replays (serving-graphs) and node-level graph kernels (serving-graphs-node), each
+/// against the oracle's union of every placed GPU row clipped to the steady cycles. The
+/// kernel-only `trtllm-skill` profile keeps the reference's top kernels' summed time.
+#[test]
+fn gpu_busy_per_step_counts_copies_and_graph_replays_in_standard() {
+    let dir = TempDir::new().unwrap();
+    let mut errors = Vec::new();
+    let mut busy = Vec::new();
+    for scenario in ["copy-bound", "serving-graphs", "serving-graphs-node"] {
+        let (path, answers) = generate(dir.path(), scenario);
+        for profile in PROFILES {
+            let t = &analyze_json(&[&path], profile, &[])["baseline"];
+            let want = &answers["analyze"][profile];
+            check_breakdown(&format!("{scenario}.{profile}"), t, want, &mut errors);
+            assert!(
+                want["gpu_time_per_step_us"].is_number(),
+                "{scenario} {profile}: the oracle states GPU time per step"
+            );
+            if profile == "standard" {
+                assert_eq!(t["gpu_time_label"], "GPU busy per step");
+                busy.push(t["gpu_time_per_step_us"].as_f64().unwrap_or(0.0));
+            }
+        }
+    }
+    assert_no_errors(errors);
+    // The copies dominate copy-bound's steps: busy per step far above its kernels' time.
+    let (path, _) = generate(dir.path(), "copy-bound");
+    let t = &analyze_json(&[&path], "standard", &[])["baseline"];
+    let kernels: f64 = t["kernel_ops"]
+        .as_array()
+        .map_or(0.0, |v| v.iter().filter_map(|r| r["us_per_step"].as_f64()).sum());
+    assert!(busy[0] > 10.0 * kernels, "{} vs {kernels}", busy[0]);
+    // Graph level covers the 1 µs gaps between nodes inside a replay; node level does not.
+    assert!(busy[1] > busy[2], "{busy:?}");
 }
 
 /// The warm-up phase has a steady-sized step: the reference's whole-trace steady state takes it

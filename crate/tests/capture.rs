@@ -336,6 +336,75 @@ fn warmup_spans(conn: &Connection, hull: (i64, i64)) -> Vec<(i64, i64)> {
     out
 }
 
+/// The GPU operations of an export by table, counted by plain SQL.
+#[derive(Debug)]
+struct GpuOps {
+    kernels: i64,
+    replays: i64,
+    copies: i64,
+    memsets: i64,
+}
+
+impl GpuOps {
+    fn of(conn: &Connection) -> GpuOps {
+        let rows = |table: &str| {
+            if has_table(conn, table) {
+                count(conn, &format!("SELECT count(*) FROM {table}"))
+            } else {
+                0
+            }
+        };
+        GpuOps {
+            kernels: rows("CUPTI_ACTIVITY_KIND_KERNEL"),
+            replays: rows("CUPTI_ACTIVITY_KIND_GRAPH_TRACE"),
+            copies: rows("CUPTI_ACTIVITY_KIND_MEMCPY"),
+            memsets: rows("CUPTI_ACTIVITY_KIND_MEMSET"),
+        }
+    }
+
+    fn total(&self) -> i64 {
+        self.kernels + self.replays + self.copies + self.memsets
+    }
+
+    /// How the length check words them: the total, then each kind present (kernels always).
+    fn phrase(&self) -> String {
+        let n = |v: i64, one: &str, many: &str| {
+            let digits = v.to_string();
+            let mut grouped = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                    grouped.push(',');
+                }
+                grouped.push(c);
+            }
+            format!("{grouped} {}", if v == 1 { one } else { many })
+        };
+        let mut kinds = vec![n(self.kernels, "kernel", "kernels")];
+        for (v, one, many) in [
+            (self.replays, "graph replay", "graph replays"),
+            (self.copies, "copy", "copies"),
+            (self.memsets, "memset", "memsets"),
+        ] {
+            if v > 0 {
+                kinds.push(n(v, one, many));
+            }
+        }
+        format!(
+            "{} ({})",
+            n(self.total(), "GPU operation", "GPU operations"),
+            kinds.join(", ")
+        )
+    }
+}
+
+fn check<'c>(capture: &'c CaptureReport, id: &str) -> &'c nsys_lens::detect::capture::CaptureCheck {
+    capture
+        .checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
 fn count(conn: &Connection, sql: &str) -> i64 {
     conn.query_row(sql, [], |r| r.get(0)).expect(sql)
 }
@@ -352,16 +421,14 @@ fn every_public_exports_capture_checks_follow_from_its_rows() {
         let report = detect_file(&path);
         let cap = &report.capture;
 
-        // Length: kernel count and hull from the kernel table.
-        let kernels = count(&conn, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+        // Length: every GPU operation (kernels, replays, copies, memsets) and their hull.
+        let ops = GpuOps::of(&conn);
         let (gaps, hull) = device_gaps(&conn);
-        let short = kernels < 1000 || hull.1 - hull.0 < 100_000_000;
+        let short = ops.total() < 1000 || hull.1 - hull.0 < 100_000_000;
         let want = if short { "warn" } else { "ok" };
-        assert_eq!(
-            status(cap, "length"),
-            want,
-            "{what}: length ({kernels} kernels)"
-        );
+        assert_eq!(status(cap, "length"), want, "{what}: length ({ops:?})");
+        let evidence = &check(cap, "length").evidence;
+        assert!(evidence.contains(&ops.phrase()), "{what}: {evidence}");
 
         // NVTX: warn when the table is absent or holds no range.
         let ranges = if has_table(&conn, "NVTX_EVENTS") {

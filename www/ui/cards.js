@@ -18,6 +18,7 @@ export function scopeOf(report, scope) {
       ncclCaveat: report.nccl_caveat,
       thresholds: report.thresholds?.aggregate || {},
       window: report.window,
+      bound: report.bound,
     };
   }
   const p = report.phases?.[scope];
@@ -34,6 +35,7 @@ export function scopeOf(report, scope) {
     thresholds: p.thresholds || {},
     window: p.window,
     iterations: p.iteration_count,
+    bound: p.bound,
   };
 }
 

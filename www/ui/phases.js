@@ -38,6 +38,17 @@ export function renderPhases(container, report) {
   row('Intervals', (s) =>
     el('td', { class: 'mono num', title: s.window?.source || '', text: s.window ? `${int(s.window.intervals)} (${s.window.source})` : '—' }),
   );
+  if (scopes.some((sc) => sc.s.bound)) {
+    // What the GPU did in each scope, as the core split it (shares of the busy time).
+    const share = (kind) => (s) => {
+      const v = s.bound?.of_busy?.[kind];
+      return el('td', { class: 'mono num', dataset: { busy: kind, value: rawValue(v) }, text: isNum(v) ? pct(v) : '—' });
+    };
+    row('GPU busy: compute', share('compute'), 'busy-row');
+    row('GPU busy: communication', share('communication'), 'busy-row');
+    row('GPU busy: transfers (copies, memsets)', share('transfer'), 'busy-row');
+    row('GPU work bound', (s) => el('td', { dataset: { bound: s.bound?.kind || '' }, text: s.bound?.label || '—' }), 'busy-row');
+  }
   for (const m of METRICS) row(`${m.title} (${m.id})`, (s) => metricCell(s, m.key), 'metric-row');
   row('Crossed', (s) => el('td', { class: 'mono num', text: `${s.crossedCount ?? 0} of ${s.applicableCount ?? 0}` }));
   row('Host prep confirmed', (s) => el('td', { text: s.hostPrepConfirmed ? 'yes' : 'no', class: s.hostPrepConfirmed ? 'crossed' : '' }));

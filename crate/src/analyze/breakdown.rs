@@ -189,8 +189,12 @@ pub struct TraceBreakdown {
     pub tp_size: u32,
     pub isolation: IsolationInfo,
     pub steady: Option<SteadyInfo>,
-    /// Kernel time per step over the kernels counted (top 15 names in `trtllm-skill`).
+    /// GPU time per step. `standard`: GPU busy, per device the union of every GPU operation
+    /// (kernels, graph replays, copies, memsets) inside the steady cycles, summed over devices;
+    /// `trtllm-skill`: the reference's summed kernel time of its top 15 kernel names.
     pub gpu_time_per_step_us: Option<f64>,
+    /// What `gpu_time_per_step_us` measures, as the reports label it.
+    pub gpu_time_label: &'static str,
     pub nvtx_ops: Vec<OpRow>,
     pub kernel_ops: Vec<OpRow>,
     pub api_ops: Vec<OpRow>,
@@ -237,6 +241,7 @@ impl TraceBreakdown {
             isolation,
             steady: None,
             gpu_time_per_step_us: None,
+            gpu_time_label: gpu_time_label(profile),
             nvtx_ops: Vec::new(),
             kernel_ops: Vec::new(),
             api_ops: Vec::new(),
@@ -259,6 +264,14 @@ impl TraceBreakdown {
             .as_ref()
             .filter(|_| self.wall_time_per_step_us.is_some())
             .map(|s| s.step_duration_us.avg)
+    }
+}
+
+/// The label of `gpu_time_per_step_us` under `profile`.
+pub fn gpu_time_label(profile: Profile) -> &'static str {
+    match profile {
+        Profile::Standard => "GPU busy per step",
+        Profile::TrtllmSkill => "GPU kernel time per step",
     }
 }
 

@@ -403,7 +403,7 @@ fn reference_conclusion(gap_delta: f64, dur_delta: f64) -> (Option<&'static str>
     }
 }
 
-/// `standard`: the same split, and inside a step, launch-call time against GPU kernel time.
+/// `standard`: the same split, and inside a step, launch-call time against GPU busy time.
 fn standard_conclusion(
     c: &Comparison,
     wall: f64,
@@ -421,7 +421,7 @@ fn standard_conclusion(
         _ => String::new(),
     };
     let detail = format!(
-        "inter-step gap p50 {gap:+.1} µs, step duration {dur:+.1} µs (launch calls {launch:+.1} µs, GPU kernel time {gpu:+.1} µs per step{kernels})"
+        "inter-step gap p50 {gap:+.1} µs, step duration {dur:+.1} µs (launch calls {launch:+.1} µs, GPU busy {gpu:+.1} µs per step{kernels})"
     );
     if wall <= 0.0 {
         return (
@@ -437,10 +437,10 @@ fn standard_conclusion(
             "INTER-STEP HOST OVERHEAD: the host work between forward steps grew more than the steps"
         }
         "launch count" => {
-            "KERNEL LAUNCHES: the steps grew, and more of it in launch calls than in GPU kernel time"
+            "KERNEL LAUNCHES: the steps grew, and more of it in launch calls than in GPU busy time"
         }
         _ => {
-            "GPU EXECUTION: the steps grew, and more of it in GPU kernel time than in launch calls"
+            "GPU EXECUTION: the steps grew, and more of it in GPU busy time than in launch calls"
         }
     };
     (
@@ -450,7 +450,7 @@ fn standard_conclusion(
 }
 
 /// Where a regression sits: between steps (gap p50 grew more than the mean step), else inside
-/// the steps, in launch calls or in GPU kernel time, whichever grew more per step.
+/// the steps, in launch calls or in GPU busy time, whichever grew more per step.
 fn standard_cause(gap: f64, dur: f64, launch: f64, gpu: f64) -> &'static str {
     if gap > dur {
         "inter-step host overhead"

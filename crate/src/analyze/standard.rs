@@ -9,6 +9,9 @@
 //!   once, at the longest copy, instead of dividing by `--tp-size` (row 14).
 //! - Kernels count by when they were *launched* (their runtime call, joined on correlation id
 //!   and process), all names, all devices (row 15); every CUDA API name is listed.
+//! - GPU busy per step is what the GPU did inside the steady cycles: per device the union of
+//!   every GPU operation (kernels, graph replays, copies, memsets) clipped to the cycles, summed
+//!   over devices (`docs/gpu-work.md`); the reference sums its top kernels' durations.
 //! - NVTX names include inline `text`; only push/pop and start/end ranges count.
 
 use std::borrow::Cow;
@@ -34,6 +37,7 @@ use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, Strings, ThreadIdx, Trace};
 use crate::names::ranges::emit_nvtx_op;
 use crate::names::steps::StepName;
 use crate::profile::Profile;
+use crate::steps::spans::overlap_at;
 use crate::steps::{Step, TP_DEDUP_NS, visible_row_name};
 
 /// Per-step figures need at least this many steady steps (as the reference).
@@ -381,19 +385,21 @@ fn steady_ops(
             api.add(strings.get(c.name), c.end - c.start);
         }
     };
-    let read = pass.figures(&mut [&mut kernels], Some(&mut call))?;
+    let mut busy = SteadyBusy::new(spans);
+    let read = pass.figures(&mut [&mut kernels, &mut busy], Some(&mut call))?;
     b.window = read.figures;
     peaks.pending_launches = peaks.pending_launches.max(read.pending_launches);
     *kept = Some(read.drill);
     b.kernel_ops = kernels.tally.rows(None, |v| v / n);
     b.api_ops = api.rows(None, |v| v / n);
-    b.gpu_time_per_step_us = Some(b.kernel_ops.iter().map(|r| r.total_us).sum::<f64>() / n);
+    b.gpu_time_per_step_us = Some(busy.total() as f64 / 1000.0 / n);
     b.kernels_per_step = Some(b.kernel_ops.iter().map(|r| r.calls).sum::<u64>() as f64 / n);
     Ok(())
 }
 
 /// Kernels launched inside the cycles (by their launch call's start; the kernel's own start
-/// when no call joins it), every name, all devices.
+/// when no call joins it), every name, all devices: kernel rows only (the steady kernel
+/// table is about kernels; the busy time per step, [`SteadyBusy`], counts every GPU operation).
 struct SteadyKernels<'a> {
     spans: &'a [(Ns, Ns)],
     strings: &'a Strings,
@@ -409,6 +415,75 @@ impl KernelFold for SteadyKernels<'_> {
         if contains(self.spans, launched) {
             self.tally
                 .add(self.strings.get(k.short_name), k.end - k.start);
+        }
+    }
+}
+
+/// The GPU's busy time inside the cycles: per device, the union of every GPU operation
+/// (kernels, graph replays, copies, memsets: `EventRows::gpu_work`) clipped to the cycles,
+/// summed over devices. The rows come in start order, so each device holds its open merged
+/// interval and a cursor into the cycles.
+struct SteadyBusy<'a> {
+    spans: &'a [(Ns, Ns)],
+    devices: Vec<(u32, DeviceBusy)>,
+}
+
+#[derive(Default)]
+struct DeviceBusy {
+    open: Option<(Ns, Ns)>,
+    cursor: usize,
+    ns: Ns,
+}
+
+impl DeviceBusy {
+    fn push(&mut self, spans: &[(Ns, Ns)], (s, e): (Ns, Ns)) {
+        match &mut self.open {
+            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
+            open => {
+                if let Some((a, b)) = open.replace((s, e)) {
+                    self.ns += overlap_at(spans, &mut self.cursor, a, b);
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, spans: &[(Ns, Ns)]) -> Ns {
+        if let Some((a, b)) = self.open.take() {
+            self.ns += overlap_at(spans, &mut self.cursor, a, b);
+        }
+        self.ns
+    }
+}
+
+impl<'a> SteadyBusy<'a> {
+    fn new(spans: &'a [(Ns, Ns)]) -> SteadyBusy<'a> {
+        SteadyBusy {
+            spans,
+            devices: Vec::new(),
+        }
+    }
+
+    /// Busy ns inside the cycles, summed over devices.
+    fn total(&mut self) -> Ns {
+        let spans = self.spans;
+        self.devices.iter_mut().map(|(_, d)| d.close(spans)).sum()
+    }
+}
+
+impl KernelFold for SteadyBusy<'_> {
+    fn kernel(&mut self, k: &KernelRow, _call: Option<&CallRow>) {
+        if k.end <= k.start {
+            return;
+        }
+        let i = match self.devices.iter().position(|(d, _)| *d == k.device) {
+            Some(i) => i,
+            None => {
+                self.devices.push((k.device, DeviceBusy::default()));
+                self.devices.len() - 1
+            }
+        };
+        if let Some((_, d)) = self.devices.get_mut(i) {
+            d.push(self.spans, (k.start, k.end));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Whole-window figures of one trace (issue 18 item 4): what a comparison falls back to when
-//! steps cannot be found in one or both traces. The kernel window is the first kernel's start
-//! to the last kernel's end (all devices); every figure is normalized per second of that window
-//! and per kernel launched, so two captures of different lengths compare.
+//! steps cannot be found in one or both traces. The window is the first GPU operation's start
+//! to the last one's end (all devices; kernels, graph replays, copies, memsets: the busy share
+//! counts them all, the kernel table is about kernels); every figure is normalized per second
+//! of that window and per kernel launched, so two captures of different lengths compare.
 
 use std::collections::BTreeMap;
 
@@ -46,7 +47,8 @@ pub struct WindowFigures {
     pub kernels: u64,
     pub kernels_per_s: f64,
     pub devices: usize,
-    /// Busy share of the window (kernels' union per device, averaged over devices), 0–1.
+    /// Busy share of the window (per device the union of every GPU operation — kernels, graph
+    /// replays, copies, memsets —, averaged over devices), 0–1.
     pub gpu_busy_share: f64,
     pub gpu_idle_share: f64,
     /// Kernel time by kernel name, largest first.
@@ -289,8 +291,8 @@ fn idle_causes(idle: &IdleAttribution, window_s: f64) -> Vec<(String, f64)> {
     by_kind
 }
 
-/// Devices with kernels (ascending), and the mean over them of the kernels' union over the
-/// window.
+/// Devices with GPU work (ascending), and the mean over them of their GPU work's union over
+/// the window.
 fn busy_share(devices: impl Iterator<Item = UnionLength>, span: Ns) -> (usize, f64) {
     let (mut count, mut busy) = (0usize, 0f64);
     for d in devices {

@@ -48,6 +48,15 @@ pub struct Shares {
     pub idle: f64,
 }
 
+/// Shares of the busy time (they sum to 1 when the GPU did anything).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BusyShares {
+    pub compute: f64,
+    pub communication: f64,
+    /// Copies and memsets.
+    pub transfer: f64,
+}
+
 /// The copies of one direction over all devices.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CopySummary {
@@ -68,6 +77,8 @@ pub struct Bound {
     /// The kind as the reports write it (`GPU-compute-bound`).
     pub label: &'static str,
     pub shares: Shares,
+    /// The same split as shares of the busy time.
+    pub of_busy: BusyShares,
     /// Device time of the window (its length × devices with GPU work).
     pub window_ns: Ns,
     pub busy_ns: Ns,
@@ -118,6 +129,11 @@ pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
             0.0
         }
     };
+    let of_busy_shares = BusyShares {
+        compute: of_busy(compute),
+        communication: of_busy(comm),
+        transfer: of_busy(transfer),
+    };
     let kind = if host_bound {
         BoundKind::Host
     } else if of_busy(compute) >= DOMINANT_SHARE {
@@ -134,6 +150,7 @@ pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
         kind,
         label: kind.label(),
         shares,
+        of_busy: of_busy_shares,
         window_ns,
         busy_ns: busy,
         compute_ns: compute,
@@ -149,6 +166,21 @@ pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
     };
     bound.evidence = evidence(&bound);
     bound
+}
+
+impl Bound {
+    /// The busy time split by kind, in words: `compute 2.2%, communication 0.0%, transfers
+    /// (copies, memsets) 97.8% of busy time; busy 99.5% of device time`.
+    pub fn busy_split(&self) -> String {
+        let b = &self.of_busy;
+        format!(
+            "compute {}, communication {}, transfers (copies, memsets) {} of busy time; busy {} of device time",
+            pct(b.compute),
+            pct(b.communication),
+            pct(b.transfer),
+            pct(1.0 - self.shares.idle)
+        )
+    }
 }
 
 fn copies(work: &WorkSummary) -> Vec<CopySummary> {

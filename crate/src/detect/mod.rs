@@ -328,6 +328,10 @@ fn phase_result(
         per_device: evidence::devices(prepared, &m),
         per_process: evidence::processes(prepared, &m),
         raw_step_count: p.raw_steps,
+        bound: scope
+            .work
+            .as_ref()
+            .map(|w| bound::classify(o.verdict == "YES", w, scope.window.measure)),
     }
 }
 

@@ -124,6 +124,9 @@ pub struct PhaseResult {
     pub per_process: Vec<ProcessMetrics>,
     /// Forward steps before TP de-duplication.
     pub raw_step_count: u64,
+    /// The phase's GPU work by kind within its window, as the run's `bound` splits it (a
+    /// profile counting every GPU operation; `null` under `trtllm-skill`).
+    pub bound: Option<super::bound::Bound>,
 }
 
 /// Context and generation phases; absent phases are omitted.

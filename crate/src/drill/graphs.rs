@@ -5,9 +5,14 @@
 //! A kernel is graph-launched when its correlation id joins a `cudaGraphLaunch*`/`cuGraphLaunch*`
 //! call of its own process, or when nsys recorded a `graphNodeId`/`graphId` for it. With
 //! graph-level tracing (`--cuda-graph-trace=graph`, the default) nsys records a replay as one
-//! graph event and no kernels, so coverage can only be measured from a node-level capture.
+//! graph event and no kernels, so coverage can only be measured from a node-level capture;
+//! both modes give the share of compute time spent in graphs (`graph_share`), and a node-level
+//! capture the distinct graphs (`graphId`) and kernel nodes (`graphNodeId`) and the launches
+//! whose kernels ran. `CUDA_GRAPH_NODE_EVENTS` (the export's graph-node creation records, when
+//! present) adds how many nodes were created and how many of them cloned
+//! (`docs/gpu-work.md`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -17,7 +22,7 @@ use crate::index::kernel_pass::{KernelFold, kernel_pass};
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::model::rows::{CallRow, KernelRow};
-use crate::model::{NameId, Ns};
+use crate::model::{NameId, Ns, ProcessIdx};
 use crate::names::api::ApiKind;
 use crate::names::kernels::KernelCategory;
 
@@ -64,6 +69,21 @@ pub struct GraphReport {
     pub replay_us: f64,
     /// Replay time / (replay + kernel time): the share of GPU compute time inside replays.
     pub replay_share: f64,
+    /// (Replay + graph kernel time) / (replay + kernel time): the share of GPU compute time
+    /// spent in graphs, at graph level (replays) or node level (kernels carrying a
+    /// `graphNodeId`/`graphId`, or launched by a graph launch) alike, up to the gaps between
+    /// nodes a replay covers.
+    pub graph_share: f64,
+    /// Graph executions seen: replays at graph level; at node level, the graph launches whose
+    /// kernels ran (each launch's kernels share its correlation id).
+    pub graph_executions: u64,
+    /// Distinct graphs by `graphId` (replays, or node-level kernels in exports whose kernel
+    /// table has the column); `None` when no row carries one.
+    pub graphs: Option<u64>,
+    /// Distinct `graphNodeId`s of node-level graph kernels: the graphs' kernel nodes.
+    pub graph_nodes: u64,
+    /// What the export's `CUDA_GRAPH_NODE_EVENTS` table says of graph nodes, when it has one.
+    pub node_events: Option<crate::model::GraphNodeEvents>,
     pub graph_kernel_us: f64,
     pub eager_kernel_us: f64,
     /// Time of eager GEMM/norm/collective kernels.
@@ -89,6 +109,36 @@ pub(crate) struct Tally {
     eager_by_name: BTreeMap<NameId, (u64, Ns)>,
     /// Per phase (context, generation): (kernels, graph kernels).
     phases: [(u64, u64); 2],
+    /// Distinct graph ids and graph node ids met (bounded by the graphs' nodes).
+    graph_ids: BTreeSet<u32>,
+    node_ids: BTreeSet<u64>,
+    /// Node level: per process, the highest correlation id of a graph kernel so far (a launch's
+    /// kernels share its id, later launches have higher ones), and the launches counted.
+    launch_marks: Vec<(ProcessIdx, u32)>,
+    node_launches: u64,
+}
+
+impl Tally {
+    /// A graph kernel recorded at node level: its ids, and its launch when first met.
+    fn node_kernel(&mut self, k: &KernelRow) {
+        if k.graph_id != 0 {
+            self.graph_ids.insert(k.graph_id);
+        }
+        if k.graph_node != 0 {
+            self.node_ids.insert(k.graph_node);
+        }
+        match self.launch_marks.iter_mut().find(|(p, _)| *p == k.process) {
+            Some((_, last)) if k.correlation <= *last => {}
+            Some((_, last)) => {
+                *last = k.correlation;
+                self.node_launches += 1;
+            }
+            None => {
+                self.launch_marks.push((k.process, k.correlation));
+                self.node_launches += 1;
+            }
+        }
+    }
 }
 
 /// Graph coverage over every input; `top` limits the eager-kernel list.
@@ -108,6 +158,7 @@ pub fn graph_report(inputs: &[RowIndex<'_>], top: usize) -> GraphReport {
 pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) -> GraphReport {
     let mut eager_names: Vec<EagerKernel> = Vec::new();
     let mut total = Tally::default();
+    let (mut graphs, mut nodes) = (0u64, 0u64);
     for (ix, t) in inputs.iter().zip(tallies) {
         eager_names.extend(eager_list(ix, t));
         total.graph += t.graph;
@@ -118,6 +169,10 @@ pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) 
         total.graph_calls += t.graph_calls;
         total.replays += t.replays;
         total.replay_ns += t.replay_ns;
+        total.node_launches += t.node_launches;
+        // Ids are per process: each input's distinct ones add up.
+        graphs += t.graph_ids.len() as u64;
+        nodes += t.node_ids.len() as u64;
         for (a, b) in total.phases.iter_mut().zip(t.phases) {
             a.0 += b.0;
             a.1 += b.1;
@@ -139,6 +194,14 @@ pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) 
             total.replay_ns as f64,
             (total.replay_ns + total.graph_ns + total.eager_ns) as f64,
         ),
+        graph_share: ratio(
+            (total.replay_ns + total.graph_ns) as f64,
+            (total.replay_ns + total.graph_ns + total.eager_ns) as f64,
+        ),
+        graph_executions: total.replays + total.node_launches,
+        graphs: (graphs > 0).then_some(graphs),
+        graph_nodes: nodes,
+        node_events: node_events(inputs),
         graph_kernel_us: us(total.graph_ns),
         eager_kernel_us: us(total.eager_ns),
         capturable_eager_us: us(total.capturable_eager_ns),
@@ -187,6 +250,9 @@ impl KernelFold for GraphFold<'_, '_> {
         if k.work == crate::model::Work::Replay {
             self.tally.replays += 1;
             self.tally.replay_ns += (k.end - k.start).max(0);
+            if k.graph_id != 0 {
+                self.tally.graph_ids.insert(k.graph_id);
+            }
             return;
         }
         let (ix, t) = (self.ix, &mut self.tally);
@@ -195,6 +261,7 @@ impl KernelFold for GraphFold<'_, '_> {
         if graph {
             t.graph += 1;
             t.graph_ns += dur;
+            t.node_kernel(k);
         } else {
             t.eager += 1;
             t.eager_ns += dur;
@@ -256,6 +323,17 @@ fn merge_eager(mut all: Vec<EagerKernel>, top: usize) -> Vec<EagerKernel> {
     });
     merged.truncate(top);
     merged
+}
+
+/// Every input's `CUDA_GRAPH_NODE_EVENTS` counts added up; `None` when no input has the table.
+fn node_events(inputs: &[RowIndex<'_>]) -> Option<crate::model::GraphNodeEvents> {
+    inputs
+        .iter()
+        .filter_map(|ix| ix.meta().meta.graph_node_events)
+        .reduce(|a, b| crate::model::GraphNodeEvents {
+            rows: a.rows + b.rows,
+            cloned: a.cloned + b.cloned,
+        })
 }
 
 fn capture_mode(inputs: &[RowIndex<'_>]) -> String {

@@ -28,6 +28,17 @@ pub struct TraceMeta {
     pub session_start_utc_ns: Option<i64>,
     /// All tables in the file, sorted.
     pub tables: Vec<String>,
+    /// `CUDA_GRAPH_NODE_EVENTS`, when the export has it (node-level graph tracing).
+    pub graph_node_events: Option<GraphNodeEvents>,
+}
+
+/// What `CUDA_GRAPH_NODE_EVENTS` holds: one row per graph node created (captured, added or
+/// cloned when a graph is instantiated), `originalGraphNodeId` set on a clone.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GraphNodeEvents {
+    pub rows: u64,
+    /// Rows with an `originalGraphNodeId`: nodes cloned from another (instantiation).
+    pub cloned: u64,
 }
 
 impl TraceMeta {

@@ -26,7 +26,7 @@ pub use events::{
 pub use ids::{
     GLOBAL_PID_MASK, NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME, os_pid, os_tid,
 };
-pub use meta::{CoverageNote, GpuInfo, TraceMeta};
+pub use meta::{CoverageNote, GpuInfo, GraphNodeEvents, TraceMeta};
 pub use strings::{NameFlags, RowIds, StringIndex, Strings, flag};
 pub use tables::{Processes, Threads};
 

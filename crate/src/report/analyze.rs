@@ -536,19 +536,19 @@ mod standard {
         );
         let _ = writeln!(
             o,
-            "  GPU kernel time / step   {:>10} µs",
+            "  GPU busy / step          {:>10} µs   (every GPU operation: kernels, graph replays, copies, memsets)",
             fig(b.gpu_time_per_step_us, "")
         );
-        table(o, "NVTX ops", &b.nvtx_ops);
-        table(o, "GPU kernels", &b.kernel_ops);
-        table(o, "CUDA API calls", &b.api_ops);
+        table(o, "NVTX ops per step", &b.nvtx_ops);
+        table(o, "GPU kernels per step (kernel rows only)", &b.kernel_ops);
+        table(o, "CUDA API calls per step", &b.api_ops);
     }
 
     fn table(o: &mut String, title: &str, rows: &[OpRow]) {
         let _ = writeln!(
             o,
             "\n  {:<60} {:>10} {:>12}",
-            format!("{title} per step"),
+            title,
             "µs/step",
             "calls/step"
         );
@@ -595,12 +595,7 @@ mod standard {
         line(o, "forward step duration", &c.step_duration_us, " µs");
         line(o, "inter-step gap p50", &c.inter_step_gap_p50_us, " µs");
         line(o, "kernels per step", &c.kernels_per_step, "");
-        line(
-            o,
-            "GPU kernel time per step",
-            &c.gpu_time_per_step_us,
-            " µs",
-        );
+        line(o, "GPU busy per step", &c.gpu_time_per_step_us, " µs");
         line(
             o,
             "launch-call time per step",

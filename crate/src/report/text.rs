@@ -283,6 +283,9 @@ fn phase_section(o: &mut String, name: &str, p: &PhaseResult) {
             duration(p.window.duration_us)
         ),
     );
+    if let Some(b) = &p.bound {
+        line(o, &format!("  GPU work: {} ({})", b.busy_split(), b.label));
+    }
     metric_table(o, &p.evidence);
     summed_note(o, p.per_device.len(), p.per_process.len());
     devices(o, &p.per_device);

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use super::open::sqlite_error;
 use crate::error::Result;
-use crate::model::TraceMeta;
+use crate::model::{GraphNodeEvents, TraceMeta};
 
 /// Tables and their columns, as found in `sqlite_master`.
 #[derive(Debug, Clone, Default)]
@@ -105,6 +105,7 @@ pub fn read_meta(conn: &Connection, schema: &Schema, path: &str) -> Result<Trace
             .filter(|(k, _)| !k.ends_with(":ENVIRONMENT_VARIABLE"))
             .collect();
     }
+    meta.graph_node_events = graph_node_events(conn, schema);
     if schema.has_column("TARGET_INFO_SESSION_START_TIME", "utcEpochNs") {
         meta.session_start_utc_ns = conn
             .query_row(
@@ -115,6 +116,26 @@ pub fn read_meta(conn: &Connection, schema: &Schema, path: &str) -> Result<Trace
             .unwrap_or(None);
     }
     Ok(meta)
+}
+
+/// The table of graph-node creation records, counted (`None` without it; a failed count reads
+/// as no table: it only adds to the drill-down's graph figures).
+fn graph_node_events(conn: &Connection, schema: &Schema) -> Option<GraphNodeEvents> {
+    const TABLE: &str = "CUDA_GRAPH_NODE_EVENTS";
+    if !schema.has_table(TABLE) {
+        return None;
+    }
+    let cloned = match schema.has_column(TABLE, "originalGraphNodeId") {
+        true => "count(originalGraphNodeId)",
+        false => "0",
+    };
+    conn.query_row(&format!("SELECT count(*), {cloned} FROM {TABLE}"), [], |r| {
+        Ok(GraphNodeEvents {
+            rows: r.get::<_, i64>(0)?.max(0) as u64,
+            cloned: r.get::<_, i64>(1)?.max(0) as u64,
+        })
+    })
+    .ok()
 }
 
 /// `(name, value)` rows of a metadata table; NULL values read as `""`.

@@ -17,14 +17,16 @@ use serde::Serialize;
 use super::config::Thresholds;
 use super::result::Metrics;
 use super::sweep::KernelSummary;
+use crate::format::counted;
 use crate::model::Trace;
 use crate::names::api::{ApiKind, api_kind};
 pub use idle::{IdleProfile, IdleSweep};
 pub use warmup::{SteadyWindow, WarmupFigures};
 
-/// Fewer kernels than this and the capture is too short to judge.
-pub const MIN_KERNELS: u64 = 1000;
-/// A kernel window shorter than this (ns) is too short to judge.
+/// Fewer GPU operations (kernels, graph replays, copies, memsets) than this and the capture is
+/// too short to judge.
+pub const MIN_GPU_OPERATIONS: u64 = 1000;
+/// A GPU-work window shorter than this (ns) is too short to judge.
 pub const MIN_WINDOW_NS: i64 = 100_000_000;
 /// Fewer forward steps than this (when the trace marks steps) is too few to judge.
 pub const MIN_STEPS: usize = 20;
@@ -122,23 +124,14 @@ fn length(inp: &CaptureInputs<'_>) -> CaptureCheck {
     let window = k.hull.map_or(0, |(s, e)| e - s);
     let steps = inp.forward_steps;
     let mut short = Vec::new();
-    // A graph replay recorded whole is work launched as one.
-    let replays: u64 = inp
-        .kernels
-        .work
-        .as_ref()
-        .map_or(0, |w| w.devices.iter().map(|d| d.replays).sum());
-    let launched = k.kernels + replays;
-    let what = match replays {
-        0 => format!("{} kernels", k.kernels),
-        r => format!("{} kernels and {r} graph replays", k.kernels),
-    };
-    if launched < MIN_KERNELS {
-        short.push(format!("{what} (< {MIN_KERNELS})"));
+    let ops = GpuOperations::of(inp.kernels);
+    let what = ops.phrase();
+    if ops.total < MIN_GPU_OPERATIONS {
+        short.push(format!("{what} (< {MIN_GPU_OPERATIONS})"));
     }
     if window < MIN_WINDOW_NS {
         short.push(format!(
-            "a {} kernel window (< {})",
+            "a {} GPU-work window (< {})",
             ms(window),
             ms(MIN_WINDOW_NS)
         ));
@@ -173,6 +166,49 @@ fn length(inp: &CaptureInputs<'_>) -> CaptureCheck {
         fix: (status == Status::Warn).then(|| {
             "capture ≥ 50 steady iterations: nsys profile -c cudaProfilerApi with TLLM_PROFILE_START_STOP=A-B (e.g. 100-150), or a longer --duration".to_string()
         }),
+    }
+}
+
+/// The GPU operations the sweep read, by kind: what the length check counts. Under a profile
+/// that counts kernels only (`trtllm-skill`), kernels alone.
+struct GpuOperations {
+    total: u64,
+    kernels: u64,
+    replays: u64,
+    copies: u64,
+    memsets: u64,
+}
+
+impl GpuOperations {
+    fn of(summary: &KernelSummary) -> GpuOperations {
+        let devices = summary.work.as_ref().map_or(&[][..], |w| &w.devices[..]);
+        let sum = |f: fn(&super::sweep::work::DeviceWork) -> u64| devices.iter().map(f).sum();
+        GpuOperations {
+            total: summary.facts.gpu_ops.max(summary.facts.kernels),
+            kernels: summary.facts.kernels,
+            replays: sum(|d| d.replays),
+            copies: sum(|d| d.copies.iter().map(|c| c.count).sum()),
+            memsets: sum(|d| d.memsets),
+        }
+    }
+
+    /// `1,234 GPU operations (1,000 kernels, 200 copies, 34 memsets)`: the kinds present.
+    fn phrase(&self) -> String {
+        let kinds: Vec<String> = [
+            (self.kernels, "kernel", "kernels"),
+            (self.replays, "graph replay", "graph replays"),
+            (self.copies, "copy", "copies"),
+            (self.memsets, "memset", "memsets"),
+        ]
+        .iter()
+        .filter(|&&(n, one, _)| n > 0 || one == "kernel")
+        .map(|&(n, one, many)| counted(n, one, many))
+        .collect();
+        format!(
+            "{} ({})",
+            counted(self.total, "GPU operation", "GPU operations"),
+            kinds.join(", ")
+        )
     }
 }
 

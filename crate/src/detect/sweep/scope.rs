@@ -12,6 +12,7 @@ use super::exposure::{ExposureAcc, ExposureBounds};
 use super::masks::{MaskAcc, PrepAcc, remap_masks};
 use super::queues::{QueueRef, Queues};
 use super::summary::{GroupSummary, PrepBusy, ScopeSummary};
+use super::work::WorkTally;
 
 /// A running union of intervals arriving in start order, measured as each merged interval closes.
 #[derive(Debug, Clone, Default)]
@@ -128,6 +129,8 @@ pub(super) struct ScopeAcc {
     pub(super) exposure: Option<ExposureAcc>,
     pub(super) busy_masks: MaskAcc,
     pub(super) prep_masks: Vec<PrepAcc>,
+    /// A phase's GPU work by kind within its window (profiles counting every GPU operation).
+    work: Option<WorkTally>,
 }
 
 /// Kernels of the hull scope whose membership waits for the hull's end: a zero-length (or
@@ -187,6 +190,7 @@ pub(super) fn empty_scope(window: WindowFacts) -> ScopeSummary {
         busy_by_mask: Vec::new(),
         prep_busy: Vec::new(),
         prep_exposure: None,
+        work: None,
     }
 }
 
@@ -215,6 +219,7 @@ impl ScopeAcc {
                 .as_ref()
                 .map(|pooled| ExposureAcc::new(pooled, q.pooled_sorted)),
             prep_masks: Vec::new(),
+            work: (sw.gpu_work && phase.is_some() && windowed).then(|| WorkTally::new(None)),
         }
     }
 
@@ -357,6 +362,9 @@ impl ScopeAcc {
     fn add(&mut self, ev: &KernelEvent, slot: usize, nccl: bool, sw: &Switches, q: &Queues) {
         let clip = self.clip(q, sw);
         self.add_clipped(ev, slot, nccl, sw, (clip, q));
+        if let (Some(work), Some(window)) = (&mut self.work, q.window(self.index)) {
+            work.push_within(ev, nccl, window);
+        }
     }
 
     /// Adds a kernel to its group, its busy time clipped to `clip` (the hull scope has nothing
@@ -403,9 +411,11 @@ impl ScopeAcc {
             .groups
             .iter()
             .flat_map(|g| [g.busy.current, g.nccl.current]);
+        let work = self.work.as_ref().and_then(WorkTally::reading_from);
         open.flatten()
             .filter(|_| clip)
             .map(|c| c.0)
+            .chain(work)
             .fold(low, Ns::min)
     }
 
@@ -458,6 +468,11 @@ impl ScopeAcc {
             Some(w) => w.facts(),
             None => hull_facts(end.hull),
         };
+        let work = match (self.work.take(), q.window(self.index)) {
+            (Some(tally), Some(spans)) => Some(tally.finish_within(spans)),
+            (tally, None) => tally.map(WorkTally::finish),
+            (None, Some(_)) => None,
+        };
         let (first, last_end) = end.hull.unwrap_or((0, 0));
         let (from, to) = if self.windowed {
             (Ns::MIN, Ns::MAX)
@@ -490,6 +505,7 @@ impl ScopeAcc {
             busy_by_mask: remap_masks(&self.busy_masks.by_mask, end.remap),
             prep_busy,
             prep_exposure,
+            work,
         }
     }
 }

@@ -65,6 +65,10 @@ pub struct ScopeSummary {
     /// `trtllm-skill` M3: the pooled host-prep ranges inside the window and how much of them
     /// the kernel gaps expose ([`PrepExposure`]).
     pub prep_exposure: Option<PrepExposure>,
+    /// A phase's GPU work by kind within its window (profiles counting every GPU operation;
+    /// the aggregate's is [`KernelSummary::work`]).
+    #[serde(default)]
+    pub work: Option<super::work::WorkSummary>,
 }
 
 /// The reference M3 of one window: its pooled host-prep ranges of the first pattern that has

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Direction, KernelEvent, Ns, Work};
+use crate::steps::spans::{Spans, overlap_at};
 
 /// The class a row's time counts under, in precedence order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,16 +96,19 @@ impl WorkSummary {
     }
 }
 
-/// Folds GPU-work rows in start order into a [`WorkSummary`], clipped to `window` when given.
-#[derive(Debug, Default)]
+/// Folds GPU-work rows in start order into a [`WorkSummary`], clipped to `window` when given,
+/// or measured within a list of spans ([`WorkTally::push_within`]: a phase's steps).
+#[derive(Debug, Default, Clone)]
 pub struct WorkTally {
     window: Option<(Ns, Ns)>,
     devices: Vec<DeviceAcc>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct DeviceAcc {
     out: DeviceWork,
+    /// Position in the spans the time is measured within ([`WorkTally::push_within`]).
+    clip_cursor: usize,
     /// Per class, merged intervals ending after `settled`, in order.
     open: [Vec<(Ns, Ns)>; 3],
     replays_open: Option<(Ns, Ns)>,
@@ -122,6 +126,29 @@ impl WorkTally {
 
     /// One row, after every row starting earlier.
     pub fn push(&mut self, ev: &KernelEvent, nccl: bool) {
+        self.push_clipped(ev, nccl, None);
+    }
+
+    /// One row, after every row starting earlier, its time measured only within `spans`
+    /// (ascending, disjoint; those before the row's start still held). Its copy counts and
+    /// durations are the whole row's.
+    pub fn push_within(&mut self, ev: &KernelEvent, nccl: bool, spans: &dyn Spans) {
+        self.push_clipped(ev, nccl, Some(spans));
+    }
+
+    /// The earliest time a later row or [`WorkTally::finish_within`] measures: the start of the
+    /// intervals not yet tallied (`None` when none is open).
+    pub fn reading_from(&self) -> Option<Ns> {
+        self.devices
+            .iter()
+            .filter_map(|d| {
+                let open = d.open.iter().flatten().map(|iv| iv.0).min()?;
+                Some(if d.started { open.max(d.settled) } else { open })
+            })
+            .min()
+    }
+
+    fn push_clipped(&mut self, ev: &KernelEvent, nccl: bool, clip: Option<&dyn Spans>) {
         let (mut start, mut end) = (ev.start, ev.end.max(ev.start));
         if let Some((ws, we)) = self.window {
             start = start.max(ws);
@@ -132,7 +159,7 @@ impl WorkTally {
         }
         let dev = self.device(ev.device);
         dev.count(ev, end - start);
-        dev.settle(start);
+        dev.settle(start, clip);
         let class = Class::of(ev.work, nccl) as usize;
         merge_into(&mut dev.open[class], start, end);
         if ev.work == Work::Replay {
@@ -140,13 +167,22 @@ impl WorkTally {
         }
     }
 
-    pub fn finish(mut self) -> WorkSummary {
+    pub fn finish(self) -> WorkSummary {
+        self.finish_clipped(None)
+    }
+
+    /// The summary of rows pushed by [`WorkTally::push_within`] the same `spans`.
+    pub fn finish_within(self, spans: &dyn Spans) -> WorkSummary {
+        self.finish_clipped(Some(spans))
+    }
+
+    fn finish_clipped(mut self, clip: Option<&dyn Spans>) -> WorkSummary {
         self.devices.sort_by_key(|d| d.out.device);
         let devices = self
             .devices
             .into_iter()
             .map(|mut d| {
-                d.settle(Ns::MAX);
+                d.settle(Ns::MAX, clip);
                 if let Some((s, e)) = d.replays_open.take() {
                     d.out.replay_ns += e - s;
                 }
@@ -240,8 +276,9 @@ impl DeviceAcc {
         }
     }
 
-    /// Tallies the time before `t`: no row starting later can cover it.
-    fn settle(&mut self, t: Ns) {
+    /// Tallies the time before `t` (within `clip` when given): no row starting later can
+    /// cover it.
+    fn settle(&mut self, t: Ns, clip: Option<&dyn Spans>) {
         if !self.started {
             self.started = true;
             self.settled = self.open.iter().flatten().map(|iv| iv.0).min().unwrap_or(t);
@@ -287,11 +324,15 @@ impl DeviceAcc {
             let (a, b) = (w[0], w[1]);
             let covers = |c: usize| self.open[c].iter().any(|iv| iv.0 <= a && b <= iv.1);
             let [compute, comm, transfer] = [0, 1, 2].map(covers);
-            let len = b - a;
-            let out = &mut self.out;
-            if compute || comm || transfer {
-                out.busy_ns += len;
+            if !(compute || comm || transfer) {
+                continue;
             }
+            let len = match clip {
+                Some(spans) => overlap_at(spans, &mut self.clip_cursor, a, b),
+                None => b - a,
+            };
+            let out = &mut self.out;
+            out.busy_ns += len;
             if transfer {
                 out.transfer_union_ns += len;
             }
@@ -355,6 +396,20 @@ mod tests {
         assert_eq!(d.copies[0].direction, "H2D");
         assert_eq!((d.copies[0].count, d.copies[0].bytes), (1, 1000));
         assert_eq!(d.copies[0].gb_per_s(), Some(10.0));
+    }
+
+    #[test]
+    fn time_within_spans_is_split_as_the_whole_is() {
+        let spans = crate::steps::spans::SpanQueue::of(&[(10, 30), (60, 80)]);
+        let mut t = WorkTally::new(None);
+        t.push_within(&ev(0, 100, H2D), false, &spans);
+        t.push_within(&ev(20, 70, Work::Kernel), false, &spans);
+        assert_eq!(t.reading_from(), Some(20), "the copy is tallied up to the kernel");
+        t.push_within(&ev(200, 210, Work::Memset), false, &spans);
+        let d = &t.finish_within(&spans).devices[0];
+        // Compute [20,30) + [60,70); the copy outside it [10,20) + [70,80); the memset outside.
+        assert_eq!((d.compute_ns, d.transfer_ns, d.busy_ns), (20, 20, 40));
+        assert_eq!((d.copies[0].count, d.copies[0].ns, d.memsets), (1, 100, 1));
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub struct Placement {
     pub benchmark_phase: usize,
 }
 
-const DEFINITIONS: &str = "iterations: one per placed step (allreduce groups or merged forward steps); benchmark = the scenario's benchmark phase. trtllm-skill: steady = steps of the whole trace with ctx 0 and gen = max gen; span = first steady start .. last steady end (TP ranks merged: min start, max end); wall_time_per_step_us = span / n; gaps between consecutive steady steps; NVTX ranges registered by textId, fully inside the span, not [Executor], top 30, / n (tp-size 1); kernels and APIs starting in [span), top 15 by total, / n. standard: steady = benchmark steps with ctx 0 and gen = the benchmark's max gen; a cycle = a steady step's start to the next benchmark step's start; per-step = total over cycles / cycles; NVTX time clipped to the cycles, TP ranks' copies of an op (the i-th range of that name on each rank) counted once at the longest; kernels counted when their launch call starts in a cycle; percentiles p50 = s[n/2], p90 = s[int(0.9 n)]";
+const DEFINITIONS: &str = "iterations: one per placed step (allreduce groups or merged forward steps); benchmark = the scenario's benchmark phase. trtllm-skill: steady = steps of the whole trace with ctx 0 and gen = max gen; span = first steady start .. last steady end (TP ranks merged: min start, max end); wall_time_per_step_us = span / n; gaps between consecutive steady steps; NVTX ranges registered by textId, fully inside the span, not [Executor], top 30, / n (tp-size 1); kernels and APIs starting in [span), top 15 by total, / n; gpu_time_per_step_us = the sum of those kernels' per-step times. standard: steady = benchmark steps with ctx 0 and gen = the benchmark's max gen; a cycle = a steady step's start to the next benchmark step's start; per-step = total over cycles / cycles; NVTX time clipped to the cycles, TP ranks' copies of an op (the i-th range of that name on each rank) counted once at the longest; kernels counted when their launch call starts in a cycle; gpu_time_per_step_us = per device the union of every placed GPU operation (kernels, graph replays, copies, memsets) clipped to the cycles, summed over devices, / cycles; percentiles p50 = s[n/2], p90 = s[int(0.9 n)]";
 
 /// `{"definitions", "standard", "trtllm-skill"}`.
 pub fn analyze_answers(tl: &Timeline, p: &Placement) -> Value {
@@ -163,6 +163,10 @@ fn skill(tl: &Timeline, p: &Placement) -> Value {
             .map(|a| (tl.names.get(a.name), a.end - a.start)),
     );
     let (kernel_map, kernel_count) = per_step(kernels, n, 15);
+    let kernel_time: f64 = kernel_map
+        .as_object()
+        .map_or(0.0, |o| o.values().filter_map(Value::as_f64).sum());
+    m.insert("gpu_time_per_step_us".into(), json!(kernel_time));
     m.insert("wall_time_per_step_us".into(), json!(us(se - ss) / n));
     m.insert("inter_step_gap_us".into(), percentiles(gaps));
     m.insert("step_duration_avg_us".into(), json!(durations / n));
@@ -261,6 +265,10 @@ fn standard(tl: &Timeline, p: &Placement) -> Value {
         json!(durations / steady.len() as f64),
     );
     m.insert("kernels_per_step".into(), json!(kernel_count as f64 / n));
+    m.insert(
+        "gpu_time_per_step_us".into(),
+        json!(us(busy_in(tl, &cycles)) / n),
+    );
     m.insert("nvtx_per_step_us".into(), nvtx_standard(tl, &cycles, n));
     m.insert("kernel_time_per_step_us".into(), kernel_map);
     m.insert(
@@ -268,6 +276,23 @@ fn standard(tl: &Timeline, p: &Placement) -> Value {
         per_step(apis, n, usize::MAX).0,
     );
     Value::Object(m)
+}
+
+/// Every placed GPU operation (kernels, graph replays, copies, memsets): per device, their
+/// union clipped to the cycles, summed over devices.
+fn busy_in(tl: &Timeline, cycles: &[(Ns, Ns)]) -> Ns {
+    let mut per_device: BTreeMap<u32, Vec<(Ns, Ns)>> = BTreeMap::new();
+    for w in super::work::rows(tl).into_iter().filter(|w| w.end > w.start) {
+        per_device
+            .entry(w.device)
+            .or_default()
+            .push((w.start, w.end));
+    }
+    per_device
+        .into_values()
+        .flat_map(merge)
+        .map(|(s, e)| clipped(cycles, s, e))
+        .sum()
 }
 
 fn merge(mut v: Vec<(Ns, Ns)>) -> Vec<(Ns, Ns)> {

@@ -347,7 +347,8 @@ impl Bound {
     }
 }
 
-/// The exclusive partition of busy time in `w` (one window interval: the aggregate's).
+/// The exclusive partition of busy time in `w` (the aggregate's one interval, or a phase's
+/// steps' union).
 fn bound(m: &Model, w: &[Iv], host_bound: bool) -> Bound {
     let mut b = Bound {
         compute: 0,
@@ -379,7 +380,12 @@ fn phase(m: &Model, steps: &[Step], thr: &Thresholds) -> Option<(Value, bool)> {
     }
     let w = union(steps.iter().map(|s| (s.start, s.end)).collect());
     let sc = scope(m, &w);
-    Some(verdict::phase_json(steps.len(), &sc.metrics, thr, false))
+    let (mut value, yes) = verdict::phase_json(steps.len(), &sc.metrics, thr, false);
+    // The phase's own busy time by kind, within its steps' union; host-bound on its own YES.
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("bound".into(), bound(m, &w, yes).json());
+    }
+    Some((value, yes))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 use serde_json::{Map, json};
 
 use super::Built;
+use crate::synth::answers;
 use crate::synth::decode::{self, DEFAULT_PACING, Launch, Step};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::Sim;
@@ -66,9 +67,14 @@ pub fn copy_bound(seed: u64, scale: u32) -> Built {
             pacing: DEFAULT_PACING,
         });
     }
-    decode::run(&mut sim, 0, &steps);
+    let placed = decode::run(&mut sim, 0, &steps);
     let mut extras = Map::new();
     extras.insert("copies".into(), copies(&sim.tl));
+    let placement = super::one_phase(&steps, &placed);
+    extras.insert(
+        "analyze".into(),
+        answers::analyze_answers(&sim.tl, &placement),
+    );
     Built { tl: sim.tl, extras }
 }
 

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::Built;
-use crate::synth::answers::{self, PlacedStep, Placement};
+use crate::synth::answers;
 use crate::synth::decode::{self, DEFAULT_PACING, Launch, PYTORCH_EAGER, Pacing, Step};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::Sim;
@@ -273,21 +273,7 @@ fn regression(seed: u64, scale: u32, pid: u32, h: &RegressionHost) -> Built {
         .map(|i| regression_step(i + 1, if i < n_ctx { (8, 56) } else { (0, 64) }, h))
         .collect();
     let placed = decode::run(&mut sim, 0, &steps);
-    let placement = Placement {
-        steps: steps
-            .iter()
-            .zip(&placed)
-            .map(|(s, p)| PlacedStep {
-                ctx: s.ctx,
-                generation: s.generation,
-                phase: 0,
-                ranks: vec![(p.start, p.end)],
-                allreduce: None,
-            })
-            .collect(),
-        phases: 1,
-        benchmark_phase: 0,
-    };
+    let placement = super::one_phase(&steps, &placed);
     let mut extras = Map::new();
     extras.insert("per_step".into(), answers::regression_figures(&sim.tl));
     extras.insert(

@@ -12,6 +12,8 @@ mod tp2;
 
 use serde_json::{Map, Value};
 
+use super::answers::{PlacedStep, Placement};
+use super::decode::{Step, StepPlaced};
 use super::timeline::Timeline;
 
 /// A placed scenario: its timeline and the answers that only it knows how to state.
@@ -125,3 +127,23 @@ pub const SCENARIOS: [(&str, &str, Builder); 20] = [
         capture::gpu_metrics,
     ),
 ];
+
+/// One process's decode loop as placed, in one phase (the benchmark): what the root-cause
+/// oracle reads of it.
+pub(crate) fn one_phase(steps: &[Step], placed: &[StepPlaced]) -> Placement {
+    Placement {
+        steps: steps
+            .iter()
+            .zip(placed)
+            .map(|(s, p)| PlacedStep {
+                ctx: s.ctx,
+                generation: s.generation,
+                phase: 0,
+                ranks: vec![(p.start, p.end)],
+                allreduce: None,
+            })
+            .collect(),
+        phases: 1,
+        benchmark_phase: 0,
+    }
+}

@@ -15,6 +15,7 @@
 use serde_json::{Map, json};
 
 use super::Built;
+use crate::synth::answers;
 use crate::synth::decode::{self, Launch, Pacing, Step};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{GraphIds, Sim};
@@ -150,8 +151,13 @@ fn serving(seed: u64, scale: u32, mode: &'static str) -> Built {
             }
         }
     }
-    decode::run(&mut sim, 0, &steps);
+    let placed = decode::run(&mut sim, 0, &steps);
     let mut extras = Map::new();
+    let placement = super::one_phase(&steps, &placed);
+    extras.insert(
+        "analyze".into(),
+        answers::analyze_answers(&sim.tl, &placement),
+    );
     extras.insert(
         "graph_modes".into(),
         json!({
