@@ -109,8 +109,8 @@ pub struct SchedRow {
 pub struct SampleRow {
     pub at: Ns,
     pub thread: ThreadIdx,
-    /// `symbol (module)`, interned.
-    pub frame: NameId,
+    /// Index into [`HostRecords::frames`].
+    pub frame: u32,
 }
 
 /// The records of one trace, each sorted by time (ties in table order).
@@ -119,6 +119,9 @@ pub struct HostRecords {
     pub overheads: Vec<OverheadRow>,
     pub sched: Vec<SchedRow>,
     pub samples: Vec<SampleRow>,
+    /// The samples' frame names (`symbol (module)`), each once. Kept here, not in the string
+    /// table: a load's string ids are fixed before these tables are read.
+    pub frames: Vec<String>,
     /// Which tables the file has (a table absent is a capture option not set).
     pub present: RecordTables,
 }
@@ -137,6 +140,11 @@ pub struct RecordTables {
 }
 
 impl HostRecords {
+    /// The name of a sample's frame.
+    pub fn frame(&self, sample: &SampleRow) -> &str {
+        self.frames.get(sample.frame as usize).map_or("", String::as_str)
+    }
+
     /// Whether any launching thread's scheduling or samples were recorded.
     pub fn has_cpu_view(&self) -> bool {
         !self.sched.is_empty() || !self.samples.is_empty()

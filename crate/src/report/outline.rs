@@ -276,6 +276,7 @@ fn gaps(d: &DrillReport, detect: &DetectReport) -> Section {
                 &idle.buckets,
             ),
             t::top_gaps("top_idle_gaps", "Largest device-idle gaps", &idle.top),
+            t::idle_causes(&d.idle),
             t::buckets(
                 "gap_buckets",
                 "Gaps per (device, stream) by bucket",

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::model::host_records::{
     HostRecords, OffCpu, OverheadKind, OverheadRow, RecordTables, SampleRow, SchedRow,
 };
-use crate::model::{NO_NAME, NameId, Ns, Trace};
+use crate::model::{NO_NAME, Ns, Trace};
 
 pub const DRIVER_OVERHEAD_TABLE: &str = "CUPTI_ACTIVITY_KIND_OVERHEAD";
 pub const PROFILER_OVERHEAD_TABLE: &str = "PROFILER_OVERHEAD";
@@ -53,7 +53,7 @@ impl Loader<'_, '_> {
             self.read_sched(schema, trace, &mut records.sched)?;
         }
         if present.samples {
-            self.read_samples(schema, trace, &mut records.samples)?;
+            self.read_samples(schema, trace, &mut records)?;
         }
         trace.records = records;
         Ok(())
@@ -139,7 +139,7 @@ impl Loader<'_, '_> {
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
-        out: &mut Vec<SampleRow>,
+        records: &mut HostRecords,
     ) -> Result<()> {
         let mut kept: Vec<(i64, Ns, u32)> = Vec::new();
         let sql = Self::select(schema, SAMPLES_TABLE, &["id", "start", "globalTid"], "");
@@ -154,25 +154,30 @@ impl Loader<'_, '_> {
         if kept.is_empty() {
             return Ok(());
         }
-        let frames = self.sample_frames(schema, trace, &kept)?;
-        out.extend(kept.iter().zip(frames).map(|(&(_, at, thread), frame)| SampleRow {
-            at,
-            thread,
-            frame,
-        }));
-        out.sort_by_key(|s| s.at);
+        let mut best = self.sample_frames(schema, trace)?;
+        let mut index: HashMap<String, u32> = HashMap::new();
+        for &(id, at, thread) in &kept {
+            let Some((_, label)) = best.remove(&id) else {
+                continue;
+            };
+            let next = records.frames.len() as u32;
+            let frame = *index.entry(label).or_insert_with_key(|label| {
+                records.frames.push(label.clone());
+                next
+            });
+            records.samples.push(SampleRow { at, thread, frame });
+        }
+        records.samples.sort_by_key(|s| s.at);
         Ok(())
     }
 
-    /// The frame naming each of `samples` (sorted by id), in their order: `NO_NAME` for a
-    /// sample without a telling frame. The call chains are read in table order; per sample the
-    /// shallowest telling frame is kept.
+    /// Per sample id, its shallowest telling frame (depth, name); samples without one are
+    /// absent. The call chains are read in table order.
     fn sample_frames(
         &mut self,
         schema: &Schema,
-        trace: &mut Trace,
-        samples: &[(i64, Ns, u32)],
-    ) -> Result<Vec<NameId>> {
+        trace: &Trace,
+    ) -> Result<HashMap<i64, (i64, String)>> {
         let columns = ["id", "symbol", "module", "unresolved", "stackDepth"];
         let sql = Self::select(schema, CALLCHAINS_TABLE, &columns, "");
         let mut best: HashMap<i64, (i64, String)> = HashMap::new();
@@ -190,13 +195,7 @@ impl Loader<'_, '_> {
             }
             Ok(())
         })?;
-        Ok(samples
-            .iter()
-            .map(|(id, _, _)| {
-                best.get(id)
-                    .map_or(NO_NAME, |(_, frame)| trace.strings.intern(frame))
-            })
-            .collect())
+        Ok(best)
     }
 }
 

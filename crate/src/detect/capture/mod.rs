@@ -28,6 +28,9 @@ pub use warmup::{SteadyWindow, WarmupFigures};
 pub const MIN_GPU_OPERATIONS: u64 = 1000;
 /// A GPU-work window shorter than this (ns) is too short to judge.
 pub const MIN_WINDOW_NS: i64 = 100_000_000;
+/// A window at least this long (ns) is long enough whatever its operations: a 27 s run of
+/// long copies holds few operations, but start-up and single stalls do not dominate it.
+pub const LONG_WINDOW_NS: i64 = 1_000_000_000;
 /// Fewer forward steps than this (when the trace marks steps) is too few to judge.
 pub const MIN_STEPS: usize = 20;
 /// Warm-up holding at least this share of the idle time between kernels dominates the capture.
@@ -126,7 +129,7 @@ fn length(inp: &CaptureInputs<'_>) -> CaptureCheck {
     let mut short = Vec::new();
     let ops = GpuOperations::of(inp.kernels);
     let what = ops.phrase();
-    if ops.total < MIN_GPU_OPERATIONS {
+    if ops.total < MIN_GPU_OPERATIONS && window < LONG_WINDOW_NS {
         short.push(format!("{what} (< {MIN_GPU_OPERATIONS})"));
     }
     if window < MIN_WINDOW_NS {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::CauseKind;
 use crate::model::host_records::{OffCpu, SampleRow, SchedRow};
-use crate::model::{NO_NAME, Ns, ThreadIdx, Trace};
+use crate::model::{Ns, ThreadIdx, Trace};
 
 /// What the untraced stretches of one device's gaps are split by, and where the samples of its
 /// launching threads fall.
@@ -154,9 +154,9 @@ impl<'t> CpuView<'t> {
         if kind != CauseKind::CpuBusy {
             return label;
         }
-        let trace = self.trace;
+        let records = &self.trace.records;
         self.first_sample(span)
-            .map_or(label, |frame| trace.strings.get(frame))
+            .map_or(label, |frame| records.frames.get(frame as usize).map_or(label, String::as_str))
     }
 
     /// The frame of the first sample of a launching thread in `[from, to)`, without taking it
@@ -166,16 +166,16 @@ impl<'t> CpuView<'t> {
         self.samples
             .clone()
             .take_while(|s| s.at < to)
-            .find(|s| self.ours(s.thread) && s.frame != NO_NAME)
+            .find(|s| self.ours(s.thread))
             .map(|s| s.frame)
     }
 
     /// Takes the samples of launching threads in `[from, to)`, handing each frame to `frame`.
     pub fn samples_in(&mut self, (from, to): (Ns, Ns), frame: &mut dyn FnMut(&'t str)) {
-        let trace = self.trace;
+        let records = &self.trace.records;
         while let Some(s) = self.samples.next_if(|s| s.at < to) {
-            if s.at >= from && s.frame != NO_NAME && self.ours(s.thread) {
-                frame(trace.strings.get(s.frame));
+            if s.at >= from && self.ours(s.thread) {
+                frame(records.frame(s));
             }
         }
     }

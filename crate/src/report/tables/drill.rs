@@ -5,6 +5,7 @@ use super::{Cell, FILE, Kind, Table, col, csv_only, overlap_items, shown_only};
 use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
+use crate::drill::idle::IdleAttribution;
 
 pub fn buckets(name: &'static str, title: &'static str, b: &[GapBucket]) -> Table {
     use Kind::*;
@@ -31,6 +32,46 @@ pub fn buckets(name: &'static str, title: &'static str, b: &[GapBucket]) -> Tabl
             x.share.into(),
             x.cause.clone().into(),
         ]);
+    }
+    t
+}
+
+/// Where each device's GPU-idle time went: every cause, its label, and the frames the
+/// launching threads' CPU samples name inside it.
+pub fn idle_causes(idle: &IdleAttribution) -> Table {
+    use Kind::*;
+    let mut t = Table::new(
+        "idle_causes",
+        "Where the GPU-idle time went",
+        &[
+            FILE,
+            col("device", "Device", Key),
+            col("cause", "Cause", Key),
+            col("idle_us", "Idle time", Duration),
+            col("share", "Share of its idle time", Share),
+            col("label", "Held by", Text),
+            col("samples", "CPU samples", Count),
+            col("frames", "Sampled frames", Text),
+        ],
+    );
+    for d in &idle.per_device {
+        for c in &d.causes {
+            let frames = c
+                .frames
+                .iter()
+                .map(|f| format!("{} ({})", f.frame, f.samples))
+                .collect();
+            t.row(vec![
+                d.file.clone().into(),
+                d.device.into(),
+                c.kind.name().into(),
+                (c.ns as f64 / 1000.0).into(),
+                c.share.into(),
+                c.label.clone().into(),
+                c.samples.into(),
+                Cell::List(frames),
+            ]);
+        }
     }
     t
 }
