@@ -147,24 +147,31 @@ async function hoverWidestKernel() {
   // +1: the canvas's border.
   const x = box.x + 1 + LAYOUT.label + (((best.a + best.b) / 2 - view.start_ns) / span) * view.columns;
   const y = box.y + 1 + laneMiddle(view, best.lane);
+  // Its launch call, when the export joins them (correlation id): named, with the arrow drawn.
+  const link = await hoverNaming(x, y, best.name);
+  return { ...best, link };
+}
+
+// Hovers (x, y) until the tooltip names `name`; returns what it says of the item's kind and its
+// launch link, and the arrow drawn.
+async function hoverNaming(x, y, name) {
   await page.mouse.move(x - 5, y);
   await page.mouse.move(x, y, { steps: 3 });
   await page.waitForFunction(
-    (name) => {
+    (want) => {
       const tip = document.querySelector('[data-testid=tooltip]');
-      return !tip.hidden && tip.querySelector('[data-testid=tooltip-name]')?.textContent === name;
+      return !tip.hidden && tip.querySelector('[data-testid=tooltip-name]')?.textContent === want;
     },
-    best.name,
+    name,
     { timeout: 20_000 },
   );
-  // Its launch call, when the export joins them (correlation id): named, with the arrow drawn.
   await page.waitForTimeout(300);
-  const link = await page.evaluate(() => ({
+  return page.evaluate(() => ({
     text: document.querySelector('[data-testid=tooltip-link]')?.textContent ?? null,
+    what: document.querySelector('[data-testid=tooltip-what]')?.textContent ?? '',
     arrow: document.querySelector('[data-testid=timeline]').dataset.arrow || '',
     tooltip: document.querySelector('[data-testid=tooltip]').innerText,
   }));
-  return { ...best, link };
 }
 
 // Shift-drags from 30 % to 55 % of the plot, analyses the range and compares with the CLI.
@@ -452,24 +459,9 @@ for (const [scenario, prefix, kind, api] of [
     const mid = (Math.max(item.start, view.start_ns) + Math.min(item.end, view.end_ns)) / 2;
     const x = box.x + 1 + xOf(view, mid);
     const y = box.y + 1 + laneMiddle(view, item.lane);
-    await page.mouse.move(x - 5, y);
-    await page.mouse.move(x, y, { steps: 3 });
-    await page.waitForFunction(
-      (name) => {
-        const tip = document.querySelector('[data-testid=tooltip]');
-        return !tip.hidden && tip.querySelector('[data-testid=tooltip-name]')?.textContent === name;
-      },
-      item.name,
-      { timeout: 20_000 },
-    );
-    await page.waitForTimeout(300);
-    const tip = await page.evaluate(() => ({
-      what: document.querySelector('[data-testid=tooltip-what]')?.textContent ?? '',
-      link: document.querySelector('[data-testid=tooltip-link]')?.textContent ?? '',
-      arrow: document.querySelector('[data-testid=timeline]').dataset.arrow || '',
-    }));
+    const tip = await hoverNaming(x, y, item.name);
     assert.ok(tip.what.endsWith(` · ${kind}`), `the hover says it is a ${kind}: ${tip.what}`);
-    assert.match(tip.link, new RegExp(`^launched by ${api}`), `its launch call: ${tip.link}`);
+    assert.match(tip.text ?? '', new RegExp(`^launched by ${api}`), `its launch call: ${tip.text}`);
     const arrow = JSON.parse(tip.arrow);
     assert.equal(arrow.to_lane, item.lane, `the arrow ends on the ${kind}`);
     assert.ok(arrow.from_lane < item.lane, 'from a host lane above');

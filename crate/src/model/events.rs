@@ -228,9 +228,7 @@ impl Work {
 /// The table a row of GPU work comes from. The timeline indexes each by row number and reads
 /// rows back from it (a view zoomed in, a hover, a launch link), so a row is named by its table
 /// and its row there.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WorkTable {
     /// `CUPTI_ACTIVITY_KIND_KERNEL`.
     Kernels,
