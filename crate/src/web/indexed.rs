@@ -97,7 +97,7 @@ enum Kind {
         reads: FileReads,
         /// The timeline of every GPU operation, built on first use over the file's rows when
         /// the export holds work besides kernels (`Streamed::work_timeline`).
-        work_timeline: OnceCell<Timeline>,
+        work_timeline: OnceCell<Box<Timeline>>,
         /// What [`Indexed::rows`] found scanning the file, kept for every later read.
         scan: OnceCell<Box<FileScan>>,
     },
@@ -315,7 +315,7 @@ impl Indexed {
                     return Ok(t);
                 }
                 let built = streamed.work_timeline(&*self.rows()?, &self.label)?;
-                Ok(work_timeline.get_or_init(|| built))
+                Ok(work_timeline.get_or_init(|| Box::new(built)))
             }
         }
     }
