@@ -18,7 +18,7 @@ use nsys_lens::streamed::{
     Schedule, SqliteKernels, Streamed, TailReader,
 };
 use nsys_lens::timeline::{Detail, Timeline};
-use nsys_lens::trace::{self, KernelRows, LoadOptions, StagedLoad};
+use nsys_lens::trace::{self, LoadOptions, StagedLoad};
 
 /// Opens `path` the way the page's two workers do and returns the joined trace.
 fn stream_open(path: &Path, chunk: u32, plan_after_chunks: usize) -> Streamed {
@@ -278,7 +278,7 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
     let label = path.display().to_string();
     let conn = trace::open_path(path).expect("open");
     let schema = trace::Schema::probe(&conn, &label).expect("schema");
-    let rows = KernelRows::new(&conn, &schema, &label, true).expect("rows");
+    let work = trace::WorkRows::new(&schema);
     let nvtx = trace::NvtxRows::new(&schema);
     // The loaded table shows no host tracks: compared without them (crate/tests/timeline.rs
     // checks them against SQL).
@@ -289,20 +289,25 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
     let links = trace::Links::none();
     let source = SqliteKernels {
         conn: &conn,
-        rows: &rows,
+        work: &work,
         nvtx: &nvtx,
         host: &host,
         links: &links,
         strings: &streamed.host.strings,
         label: &label,
-        scratch: Default::default(),
     };
     let loaded = Timeline::new(full);
-    assert_eq!(
-        streamed.timeline.extent(),
-        loaded.extent(),
-        "{what}: extent"
-    );
+    // The page's timeline: the kernel pass's, or built again over the file's rows when the
+    // export holds GPU work besides kernels (as `web::Indexed` does).
+    let rebuilt = streamed.other_gpu_work.then(|| {
+        let rows = trace::FileRows::open(&conn, &label, LoadOptions::page(), &mut |_| true)
+            .expect("file rows");
+        streamed
+            .work_timeline(&rows, &label)
+            .expect("work timeline")
+    });
+    let page = rebuilt.as_ref().unwrap_or(&streamed.timeline);
+    assert_eq!(page.extent(), loaded.extent(), "{what}: extent");
     let (s, e) = loaded.extent();
     let span = (e - s).max(1);
     for (a, b, detail) in [
@@ -310,8 +315,7 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
         (s, e, Detail::Exact),
         (s + span / 3, s + span / 3 + span / 50, Detail::Auto),
     ] {
-        let got = streamed
-            .timeline
+        let got = page
             .view_with(&source, a, b.max(a + 1), 600, detail)
             .expect("streamed view");
         let want = loaded
@@ -324,10 +328,7 @@ fn assert_same_timeline(streamed: &Streamed, full: &Trace, path: &Path, what: &s
     for lane in 0..loaded.lane_count() as u32 {
         for k in 1..8 {
             let t = s + span / 8 * k;
-            let got = streamed
-                .timeline
-                .hit(&source, lane, t, span / 50)
-                .expect("hit");
+            let got = page.hit(&source, lane, t, span / 50).expect("hit");
             let want = loaded.hit(full, lane, t, span / 50).expect("hit");
             assert_eq!(got, want, "{what}: hover on lane {lane} at {t}");
             hits += usize::from(got.is_some());
@@ -346,6 +347,8 @@ fn streamed_open_equals_a_whole_load_on_generated_scenarios() {
         "gaps",
         "capture-warmup",
         "capture-short",
+        "serving-graphs",
+        "copy-bound",
     ] {
         let (_dir, path, _) = common::generated(scenario, 2, 5);
         let full = whole(&path, false);

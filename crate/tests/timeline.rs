@@ -109,24 +109,40 @@ fn generated(scenario: &str, scale: u32) -> (tempfile::TempDir, Trace) {
     (dir, trace)
 }
 
-/// The timeline as it was computed before the summary existed: every kernel of a lane, in
-/// (start, row) order, spread over the columns it touches. Kernel lanes only, names resolved.
+/// The timeline as it was computed before the summary existed: every row of GPU work of a lane
+/// (kernels, graph replays, copies, memsets), in (start, table, row) order, spread over the
+/// columns it touches. Device lanes only, names resolved as nsys's timeline labels them.
 fn brute_force_lanes(trace: &Trace, grid: &Grid) -> Vec<(Vec<f32>, Vec<u32>, Vec<String>)> {
-    let k = &trace.kernels;
-    let mut lanes: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
-    for i in 0..k.len() {
-        let key = (k.device[i], k.stream.get(i).copied().unwrap_or(0));
-        lanes.entry(key).or_default().push(i);
+    use nsys_lens::model::Work;
+    use nsys_lens::model::rows::{EventRows, KernelRow};
+    let table = |w: Work| match w {
+        Work::Kernel => 0,
+        Work::Replay => 1,
+        Work::Copy { .. } => 2,
+        Work::Memset => 3,
+    };
+    let name = |r: &KernelRow| {
+        let base = trace.strings.get(r.short_name).to_string();
+        match r.work {
+            Work::Kernel => base,
+            Work::Replay if r.graph_id != 0 => format!("{base} graph {}", r.graph_id),
+            Work::Replay => base,
+            _ => format!("{base} {}", nsys_lens::format::bytes(r.bytes)),
+        }
+    };
+    let mut lanes: BTreeMap<(u32, u32), Vec<KernelRow>> = BTreeMap::new();
+    for r in trace.gpu_work() {
+        lanes.entry((r.device, r.stream)).or_default().push(r);
     }
     lanes
         .into_values()
         .map(|mut rows| {
-            rows.sort_by_key(|&i| k.start[i]);
+            rows.sort_by_key(|r| (r.start, table(r.work), r.row));
             let n = grid.columns as usize;
             let (mut covered, mut count) = (vec![0.0f64; n], vec![0u32; n]);
             let mut top: Vec<(i64, String)> = vec![(0, String::new()); n];
-            for i in rows {
-                let (s, e) = (k.start[i].max(grid.start), k.end[i].min(grid.end));
+            for r in rows {
+                let (s, e) = (r.start.max(grid.start), r.end.min(grid.end));
                 if e <= s {
                     continue;
                 }
@@ -135,7 +151,7 @@ fn brute_force_lanes(trace: &Trace, grid: &Grid) -> Vec<(Vec<f32>, Vec<u32>, Vec
                     covered[c] += (e.min(ce) - s.max(cs)).max(0) as f64;
                     count[c] += 1;
                     if e - s > top[c].0 {
-                        top[c] = (e - s, trace.strings.get(k.short_name[i]).to_string());
+                        top[c] = (e - s, name(&r));
                     }
                 }
             }
@@ -172,7 +188,10 @@ fn zoomed_views_re_read_rows_and_equal_the_brute_force_aggregation() {
         // From the start of a kernel, so that every window holds some.
         let a = trace.kernels.start[(trace.kernels.len() as f64 * at) as usize];
         let b = a + ((end - start) as f64 * span) as i64 + 1;
-        assert!(timeline.rows_covering(a, b) < trace.kernels.len() as i64 / 2);
+        // The row-block indexes narrow the rows read (a table of few rows spread over the
+        // trace, as copies here, is one block and read whole).
+        let rows = trace.kernels.len() + trace.memcpy.len() + trace.memset.len();
+        assert!(timeline.rows_covering(a, b) < rows as i64 * 3 / 4);
         let view = timeline.view(&trace, a, b, 700).expect("view");
         let grid = Grid {
             start: a,
@@ -423,30 +442,14 @@ fn with_sqlite_source(
     path: &std::path::Path,
     f: impl FnOnce(&Trace, &nsys_lens::streamed::SqliteKernels, &rusqlite::Connection),
 ) {
-    use nsys_lens::model::HostTable;
-    use nsys_lens::streamed::SqliteKernels;
-    use nsys_lens::trace::{HostRows, KernelRows, Links, NvtxRows, Schema, open_path};
+    use nsys_lens::streamed::FileReads;
+    use nsys_lens::trace::{Schema, open_path};
     let trace = load_path(path, LoadOptions::page()).expect("load");
     let label = path.display().to_string();
     let conn = open_path(path).expect("open");
     let schema = Schema::probe(&conn, &label).expect("schema");
-    let rows = KernelRows::new(&conn, &schema, &label, false).expect("rows");
-    let nvtx = NvtxRows::new(&schema);
-    let host = [
-        HostRows::new(&schema, HostTable::Api),
-        HostRows::new(&schema, HostTable::Nvtx),
-    ];
-    let links = Links::new(&schema);
-    let source = SqliteKernels {
-        conn: &conn,
-        rows: &rows,
-        nvtx: &nvtx,
-        host: &host,
-        links: &links,
-        strings: &trace.strings,
-        label: &label,
-        scratch: Default::default(),
-    };
+    let reads = FileReads::new(&schema);
+    let source = reads.source(&conn, &trace.strings, &label);
     f(&trace, &source, &conn);
 }
 

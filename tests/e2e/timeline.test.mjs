@@ -2,8 +2,9 @@
 // zoom to kernels drawn one by one, a kernel's name under the pointer from the core's hit test,
 // and a shift-dragged range analysed as a window equal to `nsys-lens detect --window`; nested
 // NVTX ranges (PyTorch emit_nvtx, 5 levels) named in their depth rows at deep zoom, a depth row
-// hovered naming its own range, not its parent. Lanes are placed where the core's layout says
-// (the drawn view's `layout`: each lane's top, height and rows).
+// hovered naming its own range, not its parent; graph replays and copies drawn on their lanes,
+// busy as the CLI measures them, hovered with their names and launch calls. Lanes are placed
+// where the core's layout says (the drawn view's `layout`: each lane's top, height and rows).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, generate, publicTrace, artifact, openTrace, timelineDrawn, canvasStats } from './helpers.mjs';
+import { requireDist, openSite, cli, generate, publicTrace, artifact, openTrace, timelineDrawn, canvasStats, detectJson, assertMatchesCli } from './helpers.mjs';
 
 const TIMEOUT = 300_000;
 const CANVAS = '[data-testid=timeline]';
@@ -146,24 +147,31 @@ async function hoverWidestKernel() {
   // +1: the canvas's border.
   const x = box.x + 1 + LAYOUT.label + (((best.a + best.b) / 2 - view.start_ns) / span) * view.columns;
   const y = box.y + 1 + laneMiddle(view, best.lane);
+  // Its launch call, when the export joins them (correlation id): named, with the arrow drawn.
+  const link = await hoverNaming(x, y, best.name);
+  return { ...best, link };
+}
+
+// Hovers (x, y) until the tooltip names `name`; returns what it says of the item's kind and its
+// launch link, and the arrow drawn.
+async function hoverNaming(x, y, name) {
   await page.mouse.move(x - 5, y);
   await page.mouse.move(x, y, { steps: 3 });
   await page.waitForFunction(
-    (name) => {
+    (want) => {
       const tip = document.querySelector('[data-testid=tooltip]');
-      return !tip.hidden && tip.querySelector('[data-testid=tooltip-name]')?.textContent === name;
+      return !tip.hidden && tip.querySelector('[data-testid=tooltip-name]')?.textContent === want;
     },
-    best.name,
+    name,
     { timeout: 20_000 },
   );
-  // Its launch call, when the export joins them (correlation id): named, with the arrow drawn.
   await page.waitForTimeout(300);
-  const link = await page.evaluate(() => ({
+  return page.evaluate(() => ({
     text: document.querySelector('[data-testid=tooltip-link]')?.textContent ?? null,
+    what: document.querySelector('[data-testid=tooltip-what]')?.textContent ?? '',
     arrow: document.querySelector('[data-testid=timeline]').dataset.arrow || '',
     tooltip: document.querySelector('[data-testid=tooltip]').innerText,
   }));
-  return { ...best, link };
 }
 
 // Shift-drags from 30 % to 55 % of the plot, analyses the range and compares with the CLI.
@@ -369,3 +377,94 @@ test('h100: nested NVTX ranges are named in their depth rows at deep zoom; a dep
   await shot('h100-nvtx-deep-1024.png');
   await page.setViewportSize({ width: 1440, height: 1000 });
 });
+
+// What the GPU did, on `serving-graphs` (graph replays traced at graph level) and `copy-bound`
+// (weight copies): the device lane's busy time over the whole view equals the CLI's per-device
+// busy time and the view starts at the CLI's window start (the first GPU operation); zoomed in
+// (W around a column whose longest row is one), a replay or a copy is drawn on its own, its hover
+// names it (graph id, direction and bytes, its kind) and its launch call (`cudaGraphLaunch`,
+// `cudaMemcpyAsync`), with the arrow drawn.
+
+const spanOf = (view) => view.end_ns - view.start_ns;
+const xOf = (view, t) => LAYOUT.label + ((t - view.start_ns) / spanOf(view)) * view.columns;
+
+// The widest item of a device lane named with `prefix` (null: none drawn), with its width in px.
+function widestItem(view, prefix) {
+  let best = null;
+  view.lanes.forEach((l, lane) => {
+    if (l.kind !== 'kernels') return;
+    for (const it of l.items || []) {
+      const name = view.names[it.name];
+      if (!name.startsWith(prefix)) continue;
+      const px = xOf(view, Math.min(it.end_ns, view.end_ns)) - xOf(view, Math.max(it.start_ns, view.start_ns));
+      if (!best || px > best.px) best = { lane, name, px, start: it.start_ns, end: it.end_ns };
+    }
+  });
+  return best;
+}
+
+// The pointer on a column of a device lane whose longest row is named with `prefix` (the
+// middle of the widest such item once items are drawn).
+async function aim(prefix) {
+  const { view, box } = await drawnView();
+  const item = widestItem(view, prefix);
+  if (item) {
+    const mid = (Math.max(item.start, view.start_ns) + Math.min(item.end, view.end_ns)) / 2;
+    await page.mouse.move(box.x + 1 + xOf(view, mid), box.y + 1 + laneMiddle(view, item.lane));
+    return;
+  }
+  const lane = view.lanes.findIndex((l) => l.kind === 'kernels' && l.top.some((t) => t >= 0 && view.names[t].startsWith(prefix)));
+  assert.ok(lane >= 0, `a device lane's column names ${prefix}: ${JSON.stringify(view.names.slice(0, 20))}`);
+  const col = view.lanes[lane].top.findIndex((t) => t >= 0 && view.names[t].startsWith(prefix));
+  await page.mouse.move(box.x + 1 + LAYOUT.label + col + 0.5, box.y + 1 + laneMiddle(view, lane));
+}
+
+for (const [scenario, prefix, kind, api] of [
+  ['serving-graphs', '[CUDA graph replay] graph ', 'graph replay', 'cudaGraphLaunch'],
+  ['copy-bound', '[CUDA memcpy Host-to-Device] ', 'copy', 'cudaMemcpy'],
+]) {
+  test(`${scenario}: lanes hold what the GPU did, as the CLI measures it; a ${kind} hovered names itself and its launch call`, { timeout: TIMEOUT }, async () => {
+    const file = generate(scenario, path.join(tmp, `${scenario}.sqlite`));
+    await openTrace(page, file, { timeout: TIMEOUT });
+    await assertMatchesCli(page, file);
+    await timelineDrawn(page, CANVAS);
+    await page.locator(CANVAS).scrollIntoViewIfNeeded();
+    await settled();
+    const want = detectJson(file);
+    let { view } = await drawnView();
+    assert.equal(view.origin_ns, want.window.start_ns, 'the timeline starts at the first GPU operation');
+    assert.equal(view.end_ns, want.window.end_ns, 'and ends at the last one\'s end');
+    const col = spanOf(view) / view.columns;
+    for (const d of want.per_device) {
+      const lanes = view.lanes.filter((l) => l.kind === 'kernels' && l.device === d.device);
+      assert.equal(lanes.length, 1, `one lane on device ${d.device}`);
+      const busyNs = lanes[0].busy.reduce((a, b) => a + b * col, 0);
+      assert.ok(Math.abs(busyNs - d.busy_us * 1e3) / spanOf(view) < 2e-3, `device ${d.device}: busy ${busyNs} ns on the timeline, ${d.busy_us} µs by the CLI`);
+    }
+    await shot(`${scenario}-work-whole.png`);
+    // W around a column whose longest row is a replay (a copy) until one is drawn 60 px wide.
+    await aim(prefix);
+    let item = null;
+    for (let i = 0; i < 120; i++) {
+      await page.keyboard.press('w');
+      if (i % 5 !== 4) continue;
+      await settled();
+      ({ view } = await drawnView());
+      item = widestItem(view, prefix);
+      if (item && item.px >= 60) break;
+      await aim(prefix);
+    }
+    assert.ok(item && item.px >= 20, `a ${kind} drawn on its own: ${JSON.stringify(item)}`);
+    const { box } = await drawnView();
+    const mid = (Math.max(item.start, view.start_ns) + Math.min(item.end, view.end_ns)) / 2;
+    const x = box.x + 1 + xOf(view, mid);
+    const y = box.y + 1 + laneMiddle(view, item.lane);
+    const tip = await hoverNaming(x, y, item.name);
+    assert.ok(tip.what.endsWith(` · ${kind}`), `the hover says it is a ${kind}: ${tip.what}`);
+    assert.match(tip.text ?? '', new RegExp(`^launched by ${api}`), `its launch call: ${tip.text}`);
+    const arrow = JSON.parse(tip.arrow);
+    assert.equal(arrow.to_lane, item.lane, `the arrow ends on the ${kind}`);
+    assert.ok(arrow.from_lane < item.lane, 'from a host lane above');
+    await shot(`${scenario}-work-hover.png`);
+  });
+}

@@ -425,7 +425,7 @@ export class TimelinePanel {
     ].filter(Boolean);
     tip.append(
       el('div', { class: 'tip-name', 'data-testid': 'tooltip-name', text: h.name }),
-      el('div', { class: 'tip-row mono' }, `${us(h.duration_us)}`, where.length ? ` · ${where.join(', ')}` : '', lane?.kind === 'steps' ? ' · step' : ''),
+      el('div', { class: 'tip-row mono', 'data-testid': 'tooltip-what' }, `${us(h.duration_us)}`, where.length ? ` · ${where.join(', ')}` : '', lane?.kind === 'steps' ? ' · step' : '', h.work ? ` · ${h.work}` : ''),
       el('div', { class: 'tip-row mono muted', text: `starts at ${ns(h.start_ns - this.extent.start)} from the trace start` }),
     );
     if (h.link) {

@@ -225,6 +225,45 @@ impl Work {
     }
 }
 
+/// The table a row of GPU work comes from. The timeline indexes each by row number and reads
+/// rows back from it (a view zoomed in, a hover, a launch link), so a row is named by its table
+/// and its row there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkTable {
+    /// `CUPTI_ACTIVITY_KIND_KERNEL`.
+    Kernels,
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`.
+    Replays,
+    /// `CUPTI_ACTIVITY_KIND_MEMCPY`.
+    Memcpy,
+    /// `CUPTI_ACTIVITY_KIND_MEMSET`.
+    Memset,
+}
+
+impl WorkTable {
+    pub const ALL: [WorkTable; 4] = [
+        WorkTable::Kernels,
+        WorkTable::Replays,
+        WorkTable::Memcpy,
+        WorkTable::Memset,
+    ];
+
+    /// The table rows of this kind of work come from.
+    pub fn of(work: Work) -> WorkTable {
+        match work {
+            Work::Kernel => WorkTable::Kernels,
+            Work::Replay => WorkTable::Replays,
+            Work::Copy { .. } => WorkTable::Memcpy,
+            Work::Memset => WorkTable::Memset,
+        }
+    }
+
+    /// Its place in [`WorkTable::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// One kernel as a one-pass analysis sees it: the streaming passes (detect's kernel sweep, the
 /// timeline summary, the gap histogram) consume these in start order, either from a loaded
 /// [`Kernels`] table ([`Kernels::events_in_start_order`]) or straight from SQLite rows, so the
@@ -250,18 +289,7 @@ pub struct KernelEvent {
 impl Kernels {
     /// The kernel at row index `i` as a [`KernelEvent`] (`stream` 0 when not loaded).
     pub fn event(&self, i: usize) -> KernelEvent {
-        KernelEvent {
-            row: i as i64,
-            start: self.start[i],
-            end: self.end[i],
-            device: self.device[i],
-            stream: self.stream.get(i).copied().unwrap_or(0),
-            process: self.process[i],
-            short_name: self.short_name[i],
-            graph_node: self.graph_node_of(i),
-            work: Work::Kernel,
-            bytes: 0,
-        }
+        super::rows::kernel_table_row(self, i, None).event()
     }
 
     /// Row indices sorted by `(start, end)`, ties in table order: the order every one-pass

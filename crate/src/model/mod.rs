@@ -17,7 +17,7 @@ mod meta;
 mod strings;
 mod tables;
 
-pub use events::{Direction, MEMSET_NAME, REPLAY_NAME, Work, work_names};
+pub use events::{Direction, MEMSET_NAME, REPLAY_NAME, Work, WorkTable, work_names};
 pub use events::{
     HostRow, HostSpan, HostTable, KernelEvent, Kernels, LinkKey, MemOps, NVTX_RANGE_TYPES,
     NvtxRanges, NvtxRow, OmittedRanges, OutOfOrder, PAGEABLE_MEMORY, RuntimeCalls, StartOrder,

@@ -59,6 +59,17 @@ impl KernelRow {
         }
     }
 
+    /// A copy as GPU work, named by its direction as nsys's timeline names it.
+    pub fn of_copy(op: &MemOpRow, strings: &super::Strings) -> KernelRow {
+        let work = op.copy_work();
+        KernelRow::of_memop(op, work, work_name(strings, work))
+    }
+
+    /// A memset as GPU work, named [`super::MEMSET_NAME`].
+    pub fn of_memset(op: &MemOpRow, strings: &super::Strings) -> KernelRow {
+        KernelRow::of_memop(op, Work::Memset, work_name(strings, Work::Memset))
+    }
+
     /// A copy or memset as GPU work, named `name`.
     pub fn of_memop(op: &MemOpRow, work: Work, name: NameId) -> KernelRow {
         KernelRow {
@@ -111,6 +122,14 @@ pub struct MemOpRow {
 }
 
 impl MemOpRow {
+    /// What a copy row is as GPU work: its kind and whether a side is pageable.
+    pub fn copy_work(&self) -> Work {
+        Work::Copy {
+            kind: self.kind,
+            pageable: self.pageable_host(),
+        }
+    }
+
     /// Either side in pageable host memory.
     pub fn pageable_host(&self) -> bool {
         self.src_mem == super::PAGEABLE_MEMORY || self.dst_mem == super::PAGEABLE_MEMORY
@@ -161,19 +180,10 @@ pub trait EventRows {
     /// timeline names them). Busy time is their union; idle is what is left.
     fn gpu_work(&self) -> Rows<'_, KernelRow> {
         let strings = &self.meta().strings;
-        let name = move |w: Work| {
-            w.name()
-                .and_then(|n| strings.find_text(n))
-                .unwrap_or(NO_NAME)
-        };
-        let memset_name = name(Work::Memset);
-        let copies = self.memcpy().map(move |op| {
-            let work = Work::Copy {
-                kind: op.kind,
-                pageable: op.pageable_host(),
-            };
-            KernelRow::of_memop(&op, work, name(work))
-        });
+        let memset_name = work_name(strings, Work::Memset);
+        let copies = self
+            .memcpy()
+            .map(move |op| KernelRow::of_copy(&op, strings));
         let memsets = self
             .memset()
             .map(move |op| KernelRow::of_memop(&op, Work::Memset, memset_name));
@@ -184,6 +194,14 @@ pub trait EventRows {
             Box::new(memsets),
         ]))
     }
+}
+
+/// The interned name of a non-kernel row of `work` (`NO_NAME` for a kernel, or when the
+/// strings lack it).
+fn work_name(strings: &super::Strings, work: Work) -> NameId {
+    work.name()
+        .and_then(|n| strings.find_text(n))
+        .unwrap_or(NO_NAME)
 }
 
 /// Row sources each in start order merged into one, by `(start, end)`, ties by source order.
@@ -251,26 +269,56 @@ fn kernel_table_rows(k: &super::Kernels, replay_name: Option<NameId>) -> Rows<'_
     ordered(
         k.len(),
         |i| (k.start[i], k.end[i]),
-        move |i| KernelRow {
-            row: i as i64,
-            start: k.start[i],
-            end: k.end[i],
-            device: k.device[i],
-            stream: k.stream.get(i).copied().unwrap_or(0),
-            process: k.process[i],
-            correlation: k.correlation.get(i).copied().unwrap_or(0),
-            short_name: replay_name.unwrap_or(k.short_name[i]),
-            demangled_name: replay_name
-                .unwrap_or_else(|| k.demangled_name.get(i).copied().unwrap_or(NO_NAME)),
-            graph_node: k.graph_node_of(i),
-            graph_id: k.graph_id_of(i),
-            work: match replay_name {
-                None => Work::Kernel,
-                Some(_) => Work::Replay,
-            },
-            bytes: 0,
-        },
+        move |i| kernel_table_row(k, i, replay_name),
     )
+}
+
+/// Row `i` (`i < k.len()`) of a loaded kernel-shaped table (see [`kernel_table_rows`]).
+pub(super) fn kernel_table_row(
+    k: &super::Kernels,
+    i: usize,
+    replay_name: Option<NameId>,
+) -> KernelRow {
+    KernelRow {
+        row: i as i64,
+        start: k.start[i],
+        end: k.end[i],
+        device: k.device[i],
+        stream: k.stream.get(i).copied().unwrap_or(0),
+        process: k.process[i],
+        correlation: k.correlation.get(i).copied().unwrap_or(0),
+        short_name: replay_name.unwrap_or(k.short_name[i]),
+        demangled_name: replay_name
+            .unwrap_or_else(|| k.demangled_name.get(i).copied().unwrap_or(NO_NAME)),
+        graph_node: k.graph_node_of(i),
+        graph_id: k.graph_id_of(i),
+        work: match replay_name {
+            None => Work::Kernel,
+            Some(_) => Work::Replay,
+        },
+        bytes: 0,
+    }
+}
+
+impl Trace {
+    /// Row `i` of the loaded GPU-work table `table` as [`EventRows::gpu_work`] gives it (the
+    /// timeline's re-reads of a loaded trace); `None` past the table's end.
+    pub fn work_row(&self, table: super::WorkTable, i: usize) -> Option<KernelRow> {
+        use super::WorkTable;
+        match table {
+            WorkTable::Kernels => {
+                (i < self.kernels.len()).then(|| kernel_table_row(&self.kernels, i, None))
+            }
+            WorkTable::Replays => (i < self.replays.len()).then(|| {
+                let name = work_name(&self.strings, Work::Replay);
+                kernel_table_row(&self.replays, i, Some(name))
+            }),
+            WorkTable::Memcpy => (i < self.memcpy.len())
+                .then(|| KernelRow::of_copy(&mem_row(&self.memcpy, i), &self.strings)),
+            WorkTable::Memset => (i < self.memset.len())
+                .then(|| KernelRow::of_memset(&mem_row(&self.memset, i), &self.strings)),
+        }
+    }
 }
 
 impl EventRows for Trace {
@@ -291,10 +339,7 @@ impl EventRows for Trace {
     }
 
     fn replays(&self) -> Rows<'_, KernelRow> {
-        let name = self
-            .strings
-            .find_text(super::REPLAY_NAME)
-            .unwrap_or(NO_NAME);
+        let name = work_name(&self.strings, Work::Replay);
         kernel_table_rows(&self.replays, Some(name))
     }
 
@@ -393,23 +438,24 @@ impl<R: EventRows + ?Sized> EventRows for &R {
 }
 
 fn mem_rows(ops: &MemOps) -> Rows<'_, MemOpRow> {
-    ordered(
-        ops.len(),
-        |i| ops.start[i],
-        move |i| MemOpRow {
-            row: i as i64,
-            start: ops.start[i],
-            end: ops.end[i],
-            device: ops.device[i],
-            stream: ops.stream[i],
-            process: ops.process[i],
-            correlation: ops.correlation[i],
-            bytes: ops.bytes[i],
-            kind: ops.kind[i],
-            src_mem: ops.src_mem[i],
-            dst_mem: ops.dst_mem[i],
-        },
-    )
+    ordered(ops.len(), |i| ops.start[i], move |i| mem_row(ops, i))
+}
+
+/// Row `i` (`i < ops.len()`) of a loaded copy or memset table.
+fn mem_row(ops: &MemOps, i: usize) -> MemOpRow {
+    MemOpRow {
+        row: i as i64,
+        start: ops.start[i],
+        end: ops.end[i],
+        device: ops.device[i],
+        stream: ops.stream[i],
+        process: ops.process[i],
+        correlation: ops.correlation[i],
+        bytes: ops.bytes[i],
+        kind: ops.kind[i],
+        src_mem: ops.src_mem[i],
+        dst_mem: ops.dst_mem[i],
+    }
 }
 
 /// The first read error of a file source, kept until checked ([`EventRows::check`]).

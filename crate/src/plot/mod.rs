@@ -177,6 +177,11 @@ fn class_color(class: &str) -> RGBColor {
         "sampling" => RGBColor(202, 138, 4),
         "elementwise" => RGBColor(22, 163, 74),
         "memory" => RGBColor(219, 39, 119),
+        // Other GPU work than kernels (`timeline::work`): copies in the colour of memory
+        // kernels, memsets a darker shade, graph replays orange.
+        "copy" => RGBColor(219, 39, 119),
+        "memset" => RGBColor(157, 23, 77),
+        "replay" => RGBColor(234, 88, 12),
         _ => RGBColor(100, 116, 139),
     }
 }

@@ -18,13 +18,14 @@ pub use loader::{Action, LoaderMachine, Message, Schedule};
 pub use pass::{KernelPass, TailReader};
 pub use plan::{HostPlans, KernelPlan};
 
-pub use source::SqliteKernels;
+pub use source::{FileReads, SqliteKernels};
 
 use crate::detect;
 use crate::detect::sweep::KernelSummary;
 use crate::detect::{DetectConfig, DetectReport};
 use crate::drill::gaps::GapHistogram;
 use crate::error::{Error, Result};
+use crate::model::rows::EventRows;
 use crate::model::{ProcessIdx, Trace};
 use crate::profile::Profile;
 use crate::timeline::Timeline;
@@ -105,6 +106,17 @@ impl Streamed {
             return detect::detect_with_kernels(&self.host, summary, cfg);
         }
         detect::detect_with_host_facts(&self.host, plan, summary, cfg)
+    }
+}
+
+impl Streamed {
+    /// The timeline of every GPU operation over `rows` (the file's rows, `trace::FileRows`),
+    /// with the kernel pass's step lane: the pass read the kernel table alone, so an export
+    /// holding copies, memsets or graph replays ([`Streamed::other_gpu_work`]) has its timeline
+    /// built again, as its verdict and gap histogram are measured, over every table.
+    pub fn work_timeline(&self, rows: &dyn EventRows, label: &str) -> Result<Timeline> {
+        let steps = self.timeline.step_lane().cloned();
+        Ok(Timeline::of_rows(rows, label)?.with_step_lane(steps))
     }
 }
 

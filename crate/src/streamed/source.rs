@@ -1,32 +1,70 @@
-//! The timeline's re-reads for a streamed trace: kernel rows by `rowid` from the open file.
-
-use std::cell::RefCell;
+//! The timeline's re-reads for a streamed trace: GPU-work rows by `rowid` from the open file.
 
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::model::{
-    HostRow, HostSpan, HostTable, KernelEvent, LinkKey, NameId, Processes, Strings,
-};
+use crate::model::rows::KernelRow;
+use crate::model::{HostRow, HostSpan, HostTable, LinkKey, NameId, Strings, WorkTable};
 use crate::steps::Step;
 use crate::timeline::{KernelSource, lane_steps_of};
-use crate::trace::{HostRows, KernelRows, Links, NvtxRows};
+use crate::trace::{HostRows, Links, NvtxRows, Schema, WorkRows};
 
-/// Kernel rows of an open export, for views zoomed in far enough to draw single kernels.
+/// The reads a streamed export's timeline makes again, prepared once from its schema: GPU
+/// work, forward steps, host tracks and launch links.
+pub struct FileReads {
+    pub work: WorkRows,
+    pub nvtx: NvtxRows,
+    /// [`HostTable::Api`], [`HostTable::Nvtx`].
+    pub host: [HostRows; 2],
+    pub links: Links,
+}
+
+impl FileReads {
+    pub fn new(schema: &Schema) -> FileReads {
+        FileReads {
+            work: WorkRows::new(schema),
+            nvtx: NvtxRows::new(schema),
+            host: [
+                HostRows::new(schema, HostTable::Api),
+                HostRows::new(schema, HostTable::Nvtx),
+            ],
+            links: Links::new(schema),
+        }
+    }
+
+    /// The source reading them from `conn`, names resolved by `strings`.
+    pub fn source<'a>(
+        &'a self,
+        conn: &'a Connection,
+        strings: &'a Strings,
+        label: &'a str,
+    ) -> SqliteKernels<'a> {
+        SqliteKernels {
+            conn,
+            work: &self.work,
+            nvtx: &self.nvtx,
+            host: &self.host,
+            links: &self.links,
+            strings,
+            label,
+        }
+    }
+}
+
+/// GPU-work rows (kernels, graph replays, copies, memsets) of an open export, for views zoomed
+/// in far enough to draw single operations.
 pub struct SqliteKernels<'a> {
     pub conn: &'a Connection,
-    pub rows: &'a KernelRows,
+    pub work: &'a WorkRows,
     /// The NVTX table's rows, for the forward-step lane.
     pub nvtx: &'a NvtxRows,
     /// The CUDA API calls and NVTX ranges ([`HostTable::Api`], [`HostTable::Nvtx`]), for the
     /// host tracks.
     pub host: &'a [HostRows; 2],
-    /// Kernels and their launch calls by correlation id, for the hover.
+    /// GPU work and its launch calls by correlation id, for the hover.
     pub links: &'a Links,
     pub strings: &'a Strings,
     pub label: &'a str,
-    /// Process ids for the events read (the timeline does not use them).
-    pub scratch: RefCell<Processes>,
 }
 
 impl KernelSource for SqliteKernels<'_> {
@@ -55,17 +93,24 @@ impl KernelSource for SqliteKernels<'_> {
         Ok(())
     }
 
-    fn kernel_key(&self, row: i64) -> Result<Option<LinkKey>> {
-        self.links.kernel_key(self.conn, self.label, row)
+    fn work_key(&self, table: WorkTable, row: i64) -> Result<Option<LinkKey>> {
+        self.links.work_key(self.conn, self.label, table, row)
     }
 
     fn call_key(&self, row: i64) -> Result<Option<LinkKey>> {
         self.links.call_key(self.conn, self.label, row)
     }
 
-    fn kernel_with(&self, first_row: i64, last_row: i64, key: LinkKey) -> Result<Option<i64>> {
+    fn work_with(
+        &self,
+        table: WorkTable,
+        first_row: i64,
+        last_row: i64,
+        key: LinkKey,
+    ) -> Result<Option<i64>> {
         let rows = (first_row, last_row);
-        self.links.kernel_with(self.conn, self.label, rows, key)
+        self.links
+            .work_with(self.conn, self.label, table, rows, key)
     }
 
     fn call_with(&self, first_row: i64, last_row: i64, key: LinkKey) -> Result<Option<i64>> {
@@ -94,21 +139,16 @@ impl KernelSource for SqliteKernels<'_> {
         )
     }
 
-    fn kernels_in_rows(
+    fn work_in_rows(
         &self,
+        table: WorkTable,
         first_row: i64,
         last_row: i64,
-        visit: &mut dyn FnMut(KernelEvent),
+        visit: &mut dyn FnMut(KernelRow),
     ) -> Result<()> {
-        let mut processes = self.scratch.borrow_mut();
-        self.rows.read(
-            self.conn,
-            self.label,
-            (first_row, last_row),
-            |id| self.strings.resolve(id),
-            &mut processes,
-            visit,
-        )
+        let rows = (first_row, last_row);
+        self.work
+            .read(self.conn, self.label, table, rows, self.strings, visit)
     }
 }
 

@@ -1,14 +1,18 @@
-//! Building a [`Timeline`] in one pass over kernels in start order, in memory bounded by the
-//! number of lanes (not kernels), so the page can build it while streaming SQLite rows.
+//! Building a [`Timeline`] in one pass over GPU work in start order, in memory bounded by the
+//! number of lanes (not rows), so the page can build it while streaming SQLite rows.
 
 use std::collections::BTreeMap;
 
 use super::summary::{Blocks, LaneBins, Summary};
 use super::{KernelLane, OutOfOrder, StepLane, Timeline};
-use crate::model::{KernelEvent, Ns, StartOrder, Trace};
+use crate::model::rows::KernelRow;
+use crate::model::{KernelEvent, Ns, StartOrder, Trace, WorkTable};
 
-/// Feeds a [`Timeline`] one kernel at a time: `new` with the host part of the trace (NVTX steps
-/// and names), `push` every kernel in non-decreasing start, then `finish`.
+/// Feeds a [`Timeline`] one row of GPU work at a time (kernels, graph replays, copies,
+/// memsets, as `EventRows::gpu_work` merges them): `new` with the host part of the trace (NVTX
+/// steps and names), `push` every row in non-decreasing start, then `finish`. One order over
+/// every table, because a lane's running union and the grid (its origin the first row's start,
+/// growing only to the right) need the rows of all tables in start order.
 pub struct TimelineBuilder {
     steps: Option<StepLane>,
     /// Whether lanes are per stream (the stream column was read) or per device only.
@@ -17,9 +21,12 @@ pub struct TimelineBuilder {
     lanes: BTreeMap<(u32, u32), usize>,
     /// The last lane looked up: consecutive kernels mostly share one.
     recent: Option<((u32, u32), usize)>,
-    /// The grid's origin is the first kernel's start, set by the first push.
+    /// The grid's origin is the first row's start, set by the first push.
     summary: Summary,
-    blocks: Blocks,
+    /// Per GPU-work table ([`WorkTable::index`]).
+    blocks: [Blocks; 4],
+    /// Whether a row was pushed.
+    started: bool,
     order: StartOrder,
     max_end: Ns,
 }
@@ -43,28 +50,46 @@ impl TimelineBuilder {
             lanes: BTreeMap::new(),
             recent: None,
             summary: Summary::new(0),
-            blocks: Blocks::default(),
+            blocks: Default::default(),
+            started: false,
             order: StartOrder::default(),
             max_end: Ns::MIN,
         }
     }
 
-    /// Adds the next kernel; one starting before the previous one is refused (the caller falls
-    /// back to loading and sorting the table) and leaves the builder unchanged.
+    /// Adds the next row of GPU work (its table is its `work`'s); one starting before the
+    /// previous one is refused (the caller falls back to loading and sorting the table) and
+    /// leaves the builder unchanged.
     pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
         self.order.check(&ev)?;
-        if self.blocks.blocks.is_empty() {
+        if !self.started {
             self.summary.grid.origin = ev.start;
+            self.started = true;
         }
         self.max_end = self.max_end.max(ev.end);
-        self.blocks.push(ev.row, ev.start, ev.end);
-        let lane = self.lane_of(ev.device, ev.stream);
+        self.blocks[WorkTable::of(ev.work).index()].push(ev.row, ev.start, ev.end);
+        let stream = if self.streams { ev.stream } else { 0 };
+        let lane = self.lane_of(ev.device, stream);
         let summary = &mut self.summary;
         let end = summary.fit(ev.end);
         if end > ev.start {
             summary.lanes[lane].record(&summary.grid, ev.start, end, ev.short_name);
         }
         Ok(())
+    }
+
+    /// Pushes every row of `rows` (in start order) and finishes; a row out of order gives the
+    /// builder back, the rows before it pushed.
+    pub fn fed(
+        mut self,
+        rows: impl Iterator<Item = KernelRow>,
+    ) -> Result<Timeline, Box<TimelineBuilder>> {
+        for row in rows {
+            if self.push(row.event()).is_err() {
+                return Err(Box::new(self));
+            }
+        }
+        Ok(self.finish())
     }
 
     /// The index of the lane of `(device, stream)`, created on first sight.
@@ -98,16 +123,17 @@ impl TimelineBuilder {
                 Some(KernelLane::new(device, stream, self.streams, bins))
             })
             .collect();
-        let extent = if self.blocks.blocks.is_empty() {
-            (0, 0)
-        } else {
+        let extent = if self.started {
             (grid.origin, self.max_end)
+        } else {
+            (0, 0)
         };
         Timeline {
             steps: self.steps,
             lanes,
             grid,
             blocks: self.blocks,
+            streams: self.streams,
             extent,
             host: std::cell::OnceCell::new(),
         }

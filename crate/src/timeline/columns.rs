@@ -62,6 +62,7 @@ impl<'a> NameIndex<'a> {
         self.names.push(match label {
             Label::Name(id) => self.source.name(id),
             Label::Step(step) => step_label(&step),
+            Label::Work(work) => work.text(self.source),
             Label::Index(_) => String::new(),
         });
         self.by_label.insert(label, i);

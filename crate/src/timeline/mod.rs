@@ -1,15 +1,19 @@
-//! The kernel timeline at any zoom: per-lane, per-pixel-column aggregates (level of detail),
+//! The GPU timeline at any zoom: per-lane, per-pixel-column aggregates (level of detail),
 //! so millions of kernels become a few thousand numbers before anything reaches JavaScript.
 //!
 //! Lanes: one "forward steps" lane (NVTX steps, TP-deduplicated) then one lane per
-//! (device, stream). Each column holds the fraction of its time covered by kernels, the kernel
-//! count, and the longest kernel's name; device-idle columns are flagged for shading.
+//! (device, stream) holding what the GPU did there — kernels, CUDA-graph replays, copies and
+//! memsets (`EventRows::gpu_work`), as nsys's timeline puts them on their stream. Each column
+//! holds the fraction of its time covered by that work, the count, and the longest one's name;
+//! device-idle columns (no work of any kind on the device) are flagged for shading. The
+//! timeline is built once for every profile, so it counts all GPU work even where the
+//! `trtllm-skill` profile's verdict counts kernels alone.
 //!
-//! The page cannot hold the kernel table, so a [`Timeline`] keeps only what one pass over
-//! kernels in start order leaves behind ([`TimelineBuilder`]): per-lane summary bins (a fixed
-//! number per lane, see [`summary::BINS`]) and a row-block index. A view covering few kernels
-//! re-reads their rows from a [`KernelSource`] and is exact; a wider one is drawn from the bins
-//! (see [`columns::from_bins`] for the approximation).
+//! The page cannot hold the tables, so a [`Timeline`] keeps only what one pass over the work
+//! in start order leaves behind ([`TimelineBuilder`]): per-lane summary bins (a fixed number
+//! per lane, see [`summary::BINS`]) and a row-block index per table. A view covering few rows
+//! re-reads them from a [`KernelSource`] and is exact; a wider one is drawn from the bins (see
+//! [`columns::from_bins`] for the approximation).
 
 mod build;
 pub mod columns;
@@ -19,6 +23,7 @@ mod source;
 mod step_lane;
 pub mod summary;
 mod view;
+mod work;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,8 +38,10 @@ pub use view::{
     depth_row, digit_busy,
 };
 
-use crate::model::{HostTable, KernelEvent, NameId, Ns, Trace, UNHELD_NAME};
+use crate::model::rows::{EventRows, KernelRow};
+use crate::model::{HostTable, Ns, Trace, UNHELD_NAME, WorkTable};
 use crate::steps::Step;
+use work::{WorkEvent, work_class};
 
 pub use crate::model::OutOfOrder;
 
@@ -59,32 +66,39 @@ pub enum Detail {
 }
 
 impl Detail {
-    /// Whether a view covering `rows` re-reads them (else it is drawn from the bins).
-    fn reads(self, rows: &[(i64, i64)]) -> bool {
+    /// Whether a view covering `rows` rows re-reads them (else it is drawn from the bins).
+    fn reads(self, rows: i64) -> bool {
         match self {
-            Detail::Auto => row_count(rows) <= EXACT_ROWS,
+            Detail::Auto => rows <= EXACT_ROWS,
             Detail::Exact => true,
             Detail::Summary => false,
         }
     }
 }
 
-/// The summary of one pass over the kernels: views are computed on demand from it and a
-/// [`KernelSource`]. Memory: `BINS` bins per lane plus at most `MAX_BLOCKS` row blocks.
+/// The summary of one pass over the GPU work: views are computed on demand from it and a
+/// [`KernelSource`]. Memory: `BINS` bins per lane plus at most `MAX_BLOCKS` row blocks per
+/// GPU-work table.
 #[derive(Serialize, Deserialize)]
 pub struct Timeline {
     /// Given by the host part where the timeline is used ([`Timeline::with_step_lane`]).
     #[serde(skip)]
     steps: Option<StepLane>,
-    /// Kernel lanes by (device, stream).
+    /// Device lanes by (device, stream).
     lanes: Vec<KernelLane>,
     grid: BinGrid,
-    blocks: Blocks,
+    /// The row-block index of each GPU-work table, by [`WorkTable::index`].
+    blocks: [Blocks; 4],
+    /// Whether lanes are per stream (else a device's work shares one lane, stream 0).
+    streams: bool,
     extent: (Ns, Ns),
     /// The host tracks' index, scanned from the source on the first view.
     #[serde(skip)]
     host: std::cell::OnceCell<HostIndex>,
 }
+
+/// Row ranges of each GPU-work table (by [`WorkTable::index`]), disjoint and ascending.
+type TableRows = [Vec<(i64, i64)>; 4];
 
 /// One (device, stream) lane's summary.
 #[derive(Serialize, Deserialize)]
@@ -122,20 +136,32 @@ impl KernelLane {
 /// A step read back from the source: `(start, end, (label, NVTX row))`.
 type LaneStep = (Ns, Ns, (Label, i64));
 
-/// A lane's events read back from the source: `(start, row, end, name)`.
-type RowEvent = (Ns, i64, Ns, NameId);
-
 impl Timeline {
-    /// Indexes a loaded trace through the same one-pass builder the page streams into.
+    /// Indexes a loaded trace's GPU work through the same one-pass builder the page streams
+    /// into.
     pub fn new(trace: &Trace) -> Timeline {
-        let mut builder = TimelineBuilder::new(trace, !trace.kernels.stream.is_empty());
-        for ev in trace.kernels.events_in_start_order() {
-            // In start order by construction, so no push is refused.
-            if builder.push(ev).is_err() {
-                break;
-            }
-        }
-        builder.finish()
+        let builder = TimelineBuilder::new(trace, trace.columns().kernel_streams);
+        // In start order by construction, so no push is refused.
+        builder.fed(trace.gpu_work()).unwrap_or_else(|b| b.finish())
+    }
+
+    /// Indexes the GPU work of `rows` (the page reads them from the file when the export holds
+    /// work besides kernels, which its kernel pass does not read), without the step lane. A
+    /// read error of `rows` is returned, not a short timeline.
+    pub fn of_rows(rows: &dyn EventRows, label: &str) -> crate::error::Result<Timeline> {
+        let builder = TimelineBuilder::without_steps(rows.columns().kernel_streams);
+        let timeline = builder
+            .fed(rows.gpu_work())
+            .map_err(|_| crate::error::Error::Internal {
+                detail: format!("{label}: GPU work out of start order"),
+            })?;
+        rows.check()?;
+        Ok(timeline)
+    }
+
+    /// The forward-step lane, for a timeline built again over the same trace.
+    pub fn step_lane(&self) -> Option<&StepLane> {
+        self.steps.as_ref()
     }
 
     /// The forward-step lane: a timeline built elsewhere (the page's kernel pass) gets its
@@ -145,7 +171,7 @@ impl Timeline {
         self
     }
 
-    /// First kernel start to last kernel end.
+    /// First GPU operation's start to the last one's end.
     pub fn extent(&self) -> (Ns, Ns) {
         self.extent
     }
@@ -159,9 +185,22 @@ impl Timeline {
         self.lanes.len() * summary::BINS * std::mem::size_of::<summary::Bin>()
     }
 
-    /// Heap bytes of the row-block index (at most `MAX_BLOCKS` blocks).
+    /// Heap bytes of the row-block indexes (at most `MAX_BLOCKS` blocks a table).
     pub fn index_bytes(&self) -> usize {
-        self.blocks.heap_bytes()
+        self.blocks.iter().map(Blocks::heap_bytes).sum()
+    }
+
+    /// Per GPU-work table, the row ranges holding every row that overlaps `[a, b)`.
+    fn rows_overlapping(&self, a: Ns, b: Ns) -> TableRows {
+        std::array::from_fn(|i| self.blocks[i].rows_overlapping(a, b))
+    }
+
+    /// The lane of work on `(device, stream)`, if any.
+    fn lane_index(&self, device: u32, stream: u32) -> Option<usize> {
+        let key = (device, if self.streams { stream } else { 0 });
+        self.lanes
+            .binary_search_by_key(&key, |l| (l.device, l.stream))
+            .ok()
     }
 
     /// Aggregates `[start, end)` into `columns` per lane: exact from re-read rows when at most
@@ -226,8 +265,8 @@ impl Timeline {
         if let Some(steps) = &self.steps {
             lanes.push(steps.view(source, &grid, &mut names, detail)?);
         }
-        let rows = self.blocks.rows_overlapping(grid.start, grid.end);
-        let exact = detail.reads(&rows);
+        let rows = self.rows_overlapping(grid.start, grid.end);
+        let exact = detail.reads(row_count(&rows));
         // The host tracks' scan reads both tables whole: done once a view is narrow enough to
         // read its kernels again (a first, whole-trace view of a large trace stays quick).
         let host = if exact {
@@ -241,7 +280,10 @@ impl Timeline {
         if exact {
             let events = self.read_lanes(source, &rows, grid.start, grid.end)?;
             for (lane, evs) in self.lanes.iter().zip(events) {
-                let evs = || evs.iter().map(|&(s, _, e, name)| (s, e, name));
+                let evs = || {
+                    evs.iter()
+                        .map(|ev| (ev.start, ev.end, Label::from(ev.label)))
+                };
                 let items = items_of(evs(), &grid, &mut names);
                 let mut view = lane.view(columns::exact(evs(), &grid, &mut names));
                 view.items = items;
@@ -285,7 +327,7 @@ impl Timeline {
     /// [`EXACT_ROWS`]).
     pub fn rows_covering(&self, start: Ns, end: Ns) -> i64 {
         let grid = view_grid(start, end, 1);
-        row_count(&self.blocks.rows_overlapping(grid.start, grid.end))
+        row_count(&self.rows_overlapping(grid.start, grid.end))
     }
 
     /// Per column of a view of `[start, end)`, the largest possible difference between the
@@ -304,35 +346,33 @@ impl Timeline {
         }
     }
 
-    /// Each kernel lane's events overlapping `[a, b)` (or within it, for a zero-length one),
-    /// read from `rows` and put in start order (ties in row order), as the exact aggregation
-    /// and hit testing expect.
+    /// Each device lane's events overlapping `[a, b)` (or within it, for a zero-length one),
+    /// read from `rows` of every GPU-work table and put in start order (ties by table, then
+    /// row), as the exact aggregation and hit testing expect.
     fn read_lanes(
         &self,
         source: &dyn KernelSource,
-        rows: &[(i64, i64)],
+        rows: &TableRows,
         a: Ns,
         b: Ns,
-    ) -> crate::error::Result<Vec<Vec<RowEvent>>> {
-        let mut lanes: Vec<Vec<RowEvent>> = vec![Vec::new(); self.lanes.len()];
-        let mut visit = |ev: KernelEvent| {
-            if ev.start >= b || ev.end.max(ev.start) < a {
+    ) -> crate::error::Result<Vec<Vec<WorkEvent>>> {
+        let mut lanes: Vec<Vec<WorkEvent>> = vec![Vec::new(); self.lanes.len()];
+        let mut visit = |row: KernelRow| {
+            if row.start >= b || row.end.max(row.start) < a {
                 return;
             }
-            let key = (ev.device, ev.stream);
-            if let Ok(i) = self
-                .lanes
-                .binary_search_by_key(&key, |l| (l.device, l.stream))
-            {
-                lanes[i].push((ev.start, ev.row, ev.end, ev.short_name));
+            if let Some(i) = self.lane_index(row.device, row.stream) {
+                lanes[i].push(WorkEvent::of(&row));
             }
         };
-        for &(first, last) in rows {
-            source.kernels_in_rows(first, last, &mut visit)?;
+        for (table, ranges) in WorkTable::ALL.into_iter().zip(rows) {
+            for &(first, last) in ranges {
+                source.work_in_rows(table, first, last, &mut visit)?;
+            }
         }
         for lane in &mut lanes {
-            if !lane.is_sorted() {
-                lane.sort_unstable();
+            if !lane.is_sorted_by_key(WorkEvent::order_key) {
+                lane.sort_unstable_by_key(WorkEvent::order_key);
             }
         }
         Ok(lanes)
@@ -419,20 +459,19 @@ impl Timeline {
                 let Some(l) = self.lanes.get(i) else {
                     return Ok(None);
                 };
-                let rows = self.blocks.rows_overlapping(a.saturating_sub(1), b);
+                let rows = self.rows_overlapping(a.saturating_sub(1), b);
                 let events = self.read_lanes(source, &rows, a, b)?;
                 let evs = events.into_iter().nth(i).unwrap_or_default();
-                let evs = evs.into_iter().map(|(s, row, e, name)| (s, e, (name, row)));
-                let found = closest(evs, t, slack)
-                    .map(|(s, e, (id, row))| (s, e, source.name(id), Some(row)));
+                let found = closest(evs.into_iter().map(|ev| (ev.start, ev.end, ev)), t, slack)
+                    .map(|(s, e, ev)| (s, e, ev.label.text(source), Some(ev)));
                 (found, Some(l.device), Some(l.stream))
             }
         };
-        let Some((start_ns, end_ns, name, row)) = found else {
+        let Some((start_ns, end_ns, name, work)) = found else {
             return Ok(None);
         };
-        let link = match (row, host) {
-            (Some(row), Some(host)) => self.launch_of(source, host, steps, row, start_ns)?,
+        let link = match (work, host) {
+            (Some(ev), Some(host)) => self.launch_of(source, host, steps, &ev)?,
             _ => None,
         };
         Ok(Some(Hit {
@@ -443,6 +482,7 @@ impl Timeline {
             duration_us: (end_ns - start_ns) as f64 / 1000.0,
             device,
             stream,
+            work: work.map(|ev| ev.label.kind().to_string()),
             track: None,
             link,
         }))
@@ -461,7 +501,7 @@ impl Timeline {
             return Ok(None);
         };
         let link = match found.table {
-            HostTable::Api => self.kernel_of(source, host.lane_count(), &found)?,
+            HostTable::Api => self.launched_work(source, host.lane_count(), &found)?,
             HostTable::Nvtx => None,
         };
         let r = found.row;
@@ -473,24 +513,26 @@ impl Timeline {
             duration_us: (r.span.end - r.span.start) as f64 / 1000.0,
             device: None,
             stream: None,
+            work: None,
             track: Some(found.label),
             link,
         }))
     }
 
-    /// The launch call of the kernel in row `row` (starting at `start`): searched among the
-    /// calls of ever wider spans before the kernel ([`LINK_REACH`]).
+    /// The launch call of GPU work `ev` (a kernel, a graph replay's `cudaGraphLaunch`, a
+    /// copy's `cudaMemcpyAsync`…): searched among the calls of ever wider spans before it
+    /// ([`LINK_REACH`]).
     fn launch_of(
         &self,
         source: &dyn KernelSource,
         host: &HostIndex,
         steps: usize,
-        row: i64,
-        start: Ns,
+        ev: &WorkEvent,
     ) -> crate::error::Result<Option<Link>> {
-        let Some(key) = source.kernel_key(row)? else {
+        let Some(key) = source.work_key(ev.table, ev.row)? else {
             return Ok(None);
         };
+        let start = ev.start;
         for reach in LINK_REACH {
             let span = (start.saturating_sub(reach), start.saturating_add(1));
             for (first, last) in host.api_rows(span) {
@@ -515,9 +557,9 @@ impl Timeline {
         Ok(None)
     }
 
-    /// The kernel launched by the CUDA API call `call` (a host hit): searched among the kernels
-    /// of ever wider spans after the call.
-    fn kernel_of(
+    /// The GPU work launched by the CUDA API call `call` (a host hit): searched in every
+    /// GPU-work table among the rows of ever wider spans after the call.
+    fn launched_work(
         &self,
         source: &dyn KernelSource,
         host_lanes: usize,
@@ -526,35 +568,36 @@ impl Timeline {
         let Some(key) = source.call_key(call.row.span.row)? else {
             return Ok(None);
         };
-        let steps = usize::from(self.steps.is_some());
         let start = call.row.span.start;
         for reach in LINK_REACH {
-            let rows = self
-                .blocks
-                .rows_overlapping(start, start.saturating_add(reach));
-            for (first, last) in rows {
-                let Some(row) = source.kernel_with(first, last, key)? else {
-                    continue;
-                };
-                let mut found = None;
-                source.kernels_in_rows(row, row, &mut |ev| found = Some(ev))?;
-                return Ok(found.map(|ev| {
-                    let lane = self
-                        .lanes
-                        .binary_search_by_key(&(ev.device, ev.stream), |l| (l.device, l.stream))
-                        .ok();
-                    Link {
-                        kind: "kernels".into(),
-                        place: lane.map_or_else(String::new, |i| self.lanes[i].label.clone()),
-                        name: source.name(ev.short_name),
-                        start_ns: ev.start,
-                        end_ns: ev.end,
-                        lane: lane.map(|i| (steps + host_lanes + i) as u32),
-                    }
-                }));
+            let rows = self.rows_overlapping(start, start.saturating_add(reach));
+            for (table, ranges) in WorkTable::ALL.into_iter().zip(rows) {
+                for (first, last) in ranges {
+                    let Some(row) = source.work_with(table, first, last, key)? else {
+                        continue;
+                    };
+                    let mut found = None;
+                    source.work_in_rows(table, row, row, &mut |r| found = Some(r))?;
+                    return Ok(found.map(|r| self.work_link(source, host_lanes, &r)));
+                }
             }
         }
         Ok(None)
+    }
+
+    /// The link to GPU work `row` from its launch call: its lane (after `host_lanes` host
+    /// lanes) and label.
+    fn work_link(&self, source: &dyn KernelSource, host_lanes: usize, row: &KernelRow) -> Link {
+        let steps = usize::from(self.steps.is_some());
+        let lane = self.lane_index(row.device, row.stream);
+        Link {
+            kind: "kernels".into(),
+            place: lane.map_or_else(String::new, |i| self.lanes[i].label.clone()),
+            name: work::WorkLabel::of(row).text(source),
+            start_ns: row.start,
+            end_ns: row.end,
+            lane: lane.map(|i| (steps + host_lanes + i) as u32),
+        }
     }
 }
 
@@ -595,9 +638,13 @@ fn items_of<K: Copy + Into<Label>>(
         .collect()
 }
 
-/// A name's kernel class as the page colours it (`KernelCategory`'s lowercase name).
+/// A name's class as the page colours it: other work than a kernel by its kind, a kernel by
+/// `KernelCategory`'s lowercase name.
 fn class_of(name: &str) -> &'static str {
     use crate::names::kernels::{KernelCategory, kernel_category};
+    if let Some(class) = work_class(name) {
+        return class;
+    }
     match kernel_category(name) {
         KernelCategory::Collective => "collective",
         KernelCategory::Attention => "attention",
@@ -619,9 +666,9 @@ fn view_grid(start: Ns, end: Ns, columns: u32) -> Grid {
     }
 }
 
-/// Rows spanned by disjoint row ranges.
-fn row_count(rows: &[(i64, i64)]) -> i64 {
-    rows.iter().map(|(f, l)| l - f + 1).sum()
+/// Rows spanned by disjoint row ranges of every table.
+fn row_count(rows: &TableRows) -> i64 {
+    rows.iter().flatten().map(|(f, l)| l - f + 1).sum()
 }
 
 /// A hovered step's name: the name itself, read again from the source when the trace does not
@@ -632,6 +679,7 @@ fn hit_name(source: &dyn KernelSource, label: Label, row: i64) -> crate::error::
         Label::Step(step) => source
             .nvtx_name(row)?
             .unwrap_or_else(|| crate::names::steps::step_label(&step)),
+        Label::Work(work) => work.text(source),
         Label::Index(_) => String::new(),
     })
 }

@@ -1,22 +1,24 @@
-//! Where a view re-reads the rows it covers: the kernel table (and NVTX steps) by row number.
+//! Where a view re-reads the rows it covers: the GPU-work tables (and NVTX steps) by row number.
 
-use crate::model::{HostRow, HostSpan, HostTable, KernelEvent, LinkKey, NameId, Trace};
+use crate::model::rows::KernelRow;
+use crate::model::{HostRow, HostSpan, HostTable, LinkKey, NameId, Trace, WorkTable};
 use crate::steps::Step;
 
-/// Where a view re-reads the kernels it covers: rows of the kernel table by row number (the
-/// SQLite `rowid` in the page, the row index of a loaded table), plus the names they refer to.
-/// Object-safe so the page can hand in its SQLite reader.
+/// Where a view re-reads the GPU work it covers: rows of the kernel, graph-replay, copy and
+/// memset tables by row number (the SQLite `rowid` in the page, the row index of a loaded
+/// table), plus the names they refer to. Object-safe so the page can hand in its SQLite reader.
 pub trait KernelSource {
-    /// The name `KernelEvent::short_name` (or an NVTX step's name) `id` stands for.
+    /// The name `KernelRow::short_name` (or an NVTX step's name) `id` stands for.
     fn name(&self, id: NameId) -> String;
 
-    /// Visits every kernel of rows `first_row..=last_row` (missing rows are skipped), in table
-    /// order.
-    fn kernels_in_rows(
+    /// Visits every row of `table` in rows `first_row..=last_row` (missing rows, or a missing
+    /// table, are skipped), in table order, named as `EventRows::gpu_work` names them.
+    fn work_in_rows(
         &self,
+        table: WorkTable,
         first_row: i64,
         last_row: i64,
-        visit: &mut dyn FnMut(KernelEvent),
+        visit: &mut dyn FnMut(KernelRow),
     ) -> crate::error::Result<()>;
 
     /// The name of the NVTX range in row `row`, read from the source: for a forward step
@@ -44,19 +46,21 @@ pub trait KernelSource {
         Ok(())
     }
 
-    /// The key joining kernel row `row` to its launch call (`None`: not known).
-    fn kernel_key(&self, _row: i64) -> crate::error::Result<Option<LinkKey>> {
+    /// The key joining row `row` of `table` (a kernel, replay, copy or memset) to its launch
+    /// call (`None`: not known).
+    fn work_key(&self, _table: WorkTable, _row: i64) -> crate::error::Result<Option<LinkKey>> {
         Ok(None)
     }
 
-    /// The key joining CUDA API call row `row` to the kernel it launched.
+    /// The key joining CUDA API call row `row` to the GPU work it launched.
     fn call_key(&self, _row: i64) -> crate::error::Result<Option<LinkKey>> {
         Ok(None)
     }
 
-    /// The kernel row of `first_row..=last_row` with `key`.
-    fn kernel_with(
+    /// The row of `table` in `first_row..=last_row` with `key`.
+    fn work_with(
         &self,
+        _table: WorkTable,
         _first_row: i64,
         _last_row: i64,
         _key: LinkKey,
@@ -99,20 +103,25 @@ pub fn lane_steps_of(
     crate::steps::steps_of_rows(rows, names, &sw, visit);
 }
 
-/// A loaded trace reads rows straight from its kernel table.
+/// A loaded trace reads rows straight from its GPU-work tables.
 impl KernelSource for Trace {
     fn name(&self, id: NameId) -> String {
         self.strings.get(id).to_string()
     }
 
-    fn kernels_in_rows(
+    fn work_in_rows(
         &self,
+        table: WorkTable,
         first_row: i64,
         last_row: i64,
-        visit: &mut dyn FnMut(KernelEvent),
+        visit: &mut dyn FnMut(KernelRow),
     ) -> crate::error::Result<()> {
-        for i in rows_within(first_row, last_row, self.kernels.len()) {
-            visit(self.kernels.event(i));
+        // Rows past the table's end end the visit.
+        for i in first_row.max(0)..=last_row {
+            match self.work_row(table, i as usize) {
+                Some(row) => visit(row),
+                None => break,
+            }
         }
         Ok(())
     }

@@ -10,7 +10,9 @@ use crate::steps::{Step, StepSink};
 /// host part of the trace. Like a kernel lane it keeps summary bins and a row-block index (of
 /// NVTX rows), not the steps: a view covering few rows reads their steps again
 /// ([`KernelSource::steps_in_rows`]), a wider one is drawn from the bins. A long trace has
-/// millions of steps; this stays the same size.
+/// millions of steps; this stays the same size. Cloned when the page builds the timeline again
+/// over every GPU operation (`streamed::Streamed::work_timeline`).
+#[derive(Clone)]
 pub struct StepLane {
     pub(super) summary: Summary<Label>,
     blocks: Blocks,
@@ -128,7 +130,7 @@ impl StepLane {
         detail: Detail,
     ) -> crate::error::Result<LaneView> {
         let rows = self.rows_near(grid.start, grid.end);
-        let exact = detail.reads(&rows);
+        let exact = detail.reads(rows.iter().map(|(f, l)| l - f + 1).sum());
         let mut items = Vec::new();
         let cols = if exact {
             let steps = self.read(source, &rows, (grid.start, grid.end))?;

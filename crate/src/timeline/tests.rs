@@ -2,7 +2,7 @@
 //! order, and memory that does not follow the kernel count.
 
 use super::*;
-use crate::model::{Kernels, Strings};
+use crate::model::{Kernels, NameId, Strings};
 
 /// `n` kernels 100 ns apart, alternating between two devices, of 60 to 120 ns, named by
 /// `i % 5`, in start order.

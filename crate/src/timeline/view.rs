@@ -162,10 +162,15 @@ pub struct Hit {
     pub duration_us: f64,
     pub device: Option<u32>,
     pub stream: Option<u32>,
+    /// On a device lane, what the GPU did: `kernel`, `graph replay`, `copy` or `memset`
+    /// (`work::work_kind`); `None` on other lanes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
     /// The host lane's label (process/thread and table) for a CUDA API call or NVTX range.
     #[serde(default)]
     pub track: Option<String>,
-    /// For a kernel, the CUDA API call that launched it; for a launch call, its kernel.
+    /// For GPU work, the CUDA API call that launched it; for a launch call, the work it
+    /// launched (a kernel, a graph replay, a copy…).
     #[serde(default)]
     pub link: Option<Link>,
 }
@@ -173,7 +178,7 @@ pub struct Hit {
 /// The other end of a launch: a kernel's launch call, or a launch call's kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Link {
-    /// `"api"` (the launch call) or `"kernels"` (the kernel launched).
+    /// `"api"` (the launch call) or `"kernels"` (the GPU work launched, on a device lane).
     pub kind: String,
     pub name: String,
     pub start_ns: Ns,

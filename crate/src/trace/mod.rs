@@ -20,6 +20,7 @@ mod schema;
 mod staged;
 mod stream;
 mod tables;
+mod work_rows;
 
 pub use host_rows::HostRows;
 pub use launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
@@ -36,6 +37,7 @@ pub use rows::{FileRows, FileScan, MAX_FILE_RUNS};
 pub use schema::{Schema, read_meta};
 pub use staged::StagedLoad;
 pub use stream::{KernelRows, NvtxRows, kernel_edges};
+pub use work_rows::{WorkRows, work_table_name};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]

@@ -136,10 +136,10 @@ impl Analysis {
         to_json(&report)
     }
 
-    /// `{"start_ns", "end_ns"}`: first kernel start to last kernel end.
+    /// `{"start_ns", "end_ns"}`: first GPU operation's start to the last one's end.
     #[wasm_bindgen(js_name = timelineExtent)]
     pub fn timeline_extent(&self) -> Result<String, WebError> {
-        let (start_ns, end_ns) = self.trace.extent();
+        let (start_ns, end_ns) = self.trace.extent().map_err(WebError::from)?;
         to_json(&Extent { start_ns, end_ns })
     }
 
@@ -165,7 +165,7 @@ impl Analysis {
             .trace
             .view((start, end), columns, &folded)
             .map_err(WebError::from)?;
-        let (origin, trace_end) = self.trace.extent();
+        let (origin, trace_end) = self.trace.extent().map_err(WebError::from)?;
         view.range_label = crate::plot::ticks::range_label(
             (view.start_ns, view.end_ns),
             (origin, trace_end),

@@ -20,12 +20,10 @@ use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
 use crate::index::rows::IndexFacts;
 use crate::model::rows::EventRows;
-use crate::model::{HostTable, Ns, Trace};
-use crate::streamed::{SqliteKernels, Streamed};
+use crate::model::{Ns, Trace};
+use crate::streamed::{FileReads, Streamed};
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{
-    FileRows, FileScan, HostRows, KernelRows, Links, LoadOptions, NvtxRows, Schema,
-};
+use crate::trace::{FileRows, FileScan, LoadOptions, Schema};
 
 /// The wasm memory the page keeps under (the streamed open's bound).
 const PAGE_MEMORY: usize = 512 << 20;
@@ -94,12 +92,12 @@ enum Kind {
         /// The export, still open: the timeline's zoomed-in views and the deeper views' rows
         /// read it.
         conn: Connection,
-        rows: KernelRows,
-        /// The NVTX table's rows, for the forward-step lane.
-        nvtx: NvtxRows,
-        /// The CUDA API calls and NVTX ranges, for the host tracks.
-        host: [HostRows; 2],
-        links: Links,
+        /// What the timeline's zoomed-in views and hovers read again: GPU work, forward
+        /// steps, host tracks, launch links.
+        reads: FileReads,
+        /// The timeline of every GPU operation, built on first use over the file's rows when
+        /// the export holds work besides kernels (`Streamed::work_timeline`).
+        work_timeline: OnceCell<Box<Timeline>>,
         /// What [`Indexed::rows`] found scanning the file, kept for every later read.
         scan: OnceCell<Box<FileScan>>,
     },
@@ -123,13 +121,7 @@ impl Indexed {
     /// A streamed trace over its still-open connection.
     pub(crate) fn streamed(streamed: Streamed, conn: Connection, label: &str) -> Result<Indexed> {
         let schema = Schema::probe(&conn, label)?;
-        let rows = KernelRows::new(&conn, &schema, label, false)?;
-        let nvtx = NvtxRows::new(&schema);
-        let host = [
-            HostRows::new(&schema, HostTable::Api),
-            HostRows::new(&schema, HostTable::Nvtx),
-        ];
-        let links = Links::new(&schema);
+        let reads = FileReads::new(&schema);
         Ok(Indexed {
             drilled: RefCell::new(None),
             index: RefCell::new(None),
@@ -139,10 +131,8 @@ impl Indexed {
             kind: Kind::Streamed {
                 streamed: Box::new(streamed),
                 conn,
-                rows,
-                nvtx,
-                host,
-                links,
+                reads,
+                work_timeline: OnceCell::new(),
                 scan: OnceCell::new(),
             },
         })
@@ -259,8 +249,8 @@ impl Indexed {
         }
     }
 
-    pub(crate) fn extent(&self) -> (Ns, Ns) {
-        self.timeline().extent()
+    pub(crate) fn extent(&self) -> Result<(Ns, Ns)> {
+        Ok(self.timeline()?.extent())
     }
 
     /// The timeline view of `[start, end)` in `columns` columns, the groups named in `folded`
@@ -289,40 +279,44 @@ impl Indexed {
         })
     }
 
-    /// Runs `f` on the timeline and the source its zoomed-in views re-read: the loaded table,
+    /// Runs `f` on the timeline and the source its zoomed-in views re-read: the loaded tables,
     /// or the file's rows by `rowid`.
-    fn with_timeline<R>(&self, f: impl FnOnce(&Timeline, &dyn KernelSource) -> R) -> R {
+    fn with_timeline<R>(
+        &self,
+        f: impl FnOnce(&Timeline, &dyn KernelSource) -> Result<R>,
+    ) -> Result<R> {
+        let timeline = self.timeline()?;
         match &self.kind {
-            Kind::Loaded { trace, .. } => f(self.timeline(), &**trace),
+            Kind::Loaded { trace, .. } => f(timeline, &**trace),
             Kind::Streamed {
                 streamed,
                 conn,
-                rows,
-                nvtx,
-                host,
-                links,
+                reads,
                 ..
-            } => {
-                let source = SqliteKernels {
-                    conn,
-                    rows,
-                    nvtx,
-                    host,
-                    links,
-                    strings: &streamed.host.strings,
-                    label: &self.label,
-                    scratch: RefCell::default(),
-                };
-                f(&streamed.timeline, &source)
-            }
+            } => f(
+                timeline,
+                &reads.source(conn, &streamed.host.strings, &self.label),
+            ),
         }
     }
 
-    /// The timeline summary (built on first use for a loaded trace).
-    fn timeline(&self) -> &Timeline {
+    /// The timeline summary: built on first use for a loaded trace, and for a streamed export
+    /// holding GPU work besides kernels (over the file's rows); else the kernel pass's.
+    fn timeline(&self) -> Result<&Timeline> {
         match &self.kind {
-            Kind::Loaded { trace, timeline } => timeline.get_or_init(|| Timeline::new(trace)),
-            Kind::Streamed { streamed, .. } => &streamed.timeline,
+            Kind::Loaded { trace, timeline } => Ok(timeline.get_or_init(|| Timeline::new(trace))),
+            Kind::Streamed { streamed, .. } if !self.other_gpu_work() => Ok(&streamed.timeline),
+            Kind::Streamed {
+                streamed,
+                work_timeline,
+                ..
+            } => {
+                if let Some(t) = work_timeline.get() {
+                    return Ok(t);
+                }
+                let built = streamed.work_timeline(&*self.rows()?, &self.label)?;
+                Ok(work_timeline.get_or_init(|| Box::new(built)))
+            }
         }
     }
 }
