@@ -437,9 +437,9 @@ fn gpu_busy_per_step_counts_copies_and_graph_replays_in_standard() {
     // The copies dominate copy-bound's steps: busy per step far above its kernels' time.
     let (path, _) = generate(dir.path(), "copy-bound");
     let t = &analyze_json(&[&path], "standard", &[])["baseline"];
-    let kernels: f64 = t["kernel_ops"]
-        .as_array()
-        .map_or(0.0, |v| v.iter().filter_map(|r| r["us_per_step"].as_f64()).sum());
+    let kernels: f64 = t["kernel_ops"].as_array().map_or(0.0, |v| {
+        v.iter().filter_map(|r| r["us_per_step"].as_f64()).sum()
+    });
     assert!(busy[0] > 10.0 * kernels, "{} vs {kernels}", busy[0]);
     // Graph level covers the 1 µs gaps between nodes inside a replay; node level does not.
     assert!(busy[1] > busy[2], "{busy:?}");

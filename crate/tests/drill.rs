@@ -1008,8 +1008,11 @@ fn idle_causes_add_up_and_match_the_oracle_on_every_public_export() {
                 .iter()
                 .filter(|c| !c.frames.is_empty())
                 .map(|c| {
-                    let sampled: Vec<Value> =
-                        c.frames.iter().map(|f| json!([f.frame, f.samples])).collect();
+                    let sampled: Vec<Value> = c
+                        .frames
+                        .iter()
+                        .map(|f| json!([f.frame, f.samples]))
+                        .collect();
                     (c.kind.name().to_string(), Value::Array(sampled))
                 })
                 .collect();
@@ -1061,7 +1064,9 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
         ("cpu_busy", "untraced code")
     );
     assert!(
-        top[1].reading.starts_with("cpu_busy (untraced code) holds 78.5%"),
+        top[1]
+            .reading
+            .starts_with("cpu_busy (untraced code) holds 78.5%"),
         "{}",
         top[1].reading
     );
@@ -1314,7 +1319,12 @@ fn planted_host_records_explain_exactly_the_time_placed() {
     let got: serde_json::Map<String, Value> = device
         .causes
         .iter()
-        .map(|c| (c.kind.name().to_string(), json!({"ns": c.ns, "label": c.label})))
+        .map(|c| {
+            (
+                c.kind.name().to_string(),
+                json!({"ns": c.ns, "label": c.label}),
+            )
+        })
         .collect();
     assert_eq!(Value::Object(got), want["causes"]);
     let frames: serde_json::Map<String, Value> = device
@@ -1322,8 +1332,11 @@ fn planted_host_records_explain_exactly_the_time_placed() {
         .iter()
         .filter(|c| !c.frames.is_empty())
         .map(|c| {
-            let f: serde_json::Map<String, Value> =
-                c.frames.iter().map(|f| (f.frame.clone(), json!(f.samples))).collect();
+            let f: serde_json::Map<String, Value> = c
+                .frames
+                .iter()
+                .map(|f| (f.frame.clone(), json!(f.samples)))
+                .collect();
             (c.kind.name().to_string(), Value::Object(f))
         })
         .collect();
@@ -1344,7 +1357,9 @@ fn planted_host_records_explain_exactly_the_time_placed() {
         busy.fix
     );
     assert!(
-        !findings.iter().any(|f| f.title.contains("cannot say what the host did")),
+        !findings
+            .iter()
+            .any(|f| f.title.contains("cannot say what the host did")),
         "samples and scheduling were recorded"
     );
 }

@@ -228,7 +228,13 @@ fn graph_level_and_node_level_captures_of_one_run_agree() {
 fn copy_bound_phases_split_their_busy_time_as_the_placed_rows_do() {
     let (_dir, path, answers) = common::generated("copy-bound", 1, 42);
     let report = detect_json(&path, "standard").expect("verdict");
-    let keys = ["busy_ns", "compute_ns", "communication_ns", "transfer_ns", "window_ns"];
+    let keys = [
+        "busy_ns",
+        "compute_ns",
+        "communication_ns",
+        "transfer_ns",
+        "window_ns",
+    ];
     for phase in ["context", "generation"] {
         let (got, want) = (
             &report["phases"][phase]["bound"],
@@ -241,10 +247,16 @@ fn copy_bound_phases_split_their_busy_time_as_the_placed_rows_do() {
         let of_busy = got["of_busy"]["transfer"].as_f64().unwrap_or(0.0);
         let busy = want["busy_ns"].as_f64().unwrap_or(0.0);
         let transfer = want["transfer_ns"].as_f64().unwrap_or(-1.0);
-        assert!((of_busy - transfer / busy).abs() < 1e-12, "{phase}: {of_busy}");
+        assert!(
+            (of_busy - transfer / busy).abs() < 1e-12,
+            "{phase}: {of_busy}"
+        );
     }
     let skill = detect_json(&path, "trtllm-skill").expect("verdict");
-    assert!(skill["phases"]["generation"]["bound"].is_null(), "kernel rows only");
+    assert!(
+        skill["phases"]["generation"]["bound"].is_null(),
+        "kernel rows only"
+    );
 }
 
 /// One GPU-work row from SQL: device, start, end, and its class (0 compute, 1 communication,
@@ -273,7 +285,9 @@ fn classed_rows(conn: &Connection) -> Vec<ClassedRow> {
         ("CUPTI_ACTIVITY_KIND_MEMSET", 2),
     ] {
         if has(table) {
-            parts.push(format!("SELECT deviceId, start, \"end\", {class} FROM {table}"));
+            parts.push(format!(
+                "SELECT deviceId, start, \"end\", {class} FROM {table}"
+            ));
         }
     }
     let mut stmt = conn.prepare(&parts.join(" UNION ALL ")).expect("GPU work");
@@ -352,7 +366,10 @@ fn a_real_exports_phases_split_their_busy_time_as_sql_does() {
         .map(|r| r.expect("row"))
         .collect();
     let first_number = |name: &str| -> i64 {
-        name.split(' ').nth(1).and_then(|n| n.parse().ok()).unwrap_or(-1)
+        name.split(' ')
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(-1)
     };
     let rows = classed_rows(&conn);
     for (phase, parity) in [("context", 0), ("generation", 1)] {
@@ -373,7 +390,10 @@ fn a_real_exports_phases_split_their_busy_time_as_sql_does() {
         assert_eq!(b["communication_ns"], comm, "{phase}");
         assert_eq!(b["transfer_ns"], transfer, "{phase}");
         assert_eq!(b["busy_ns"], compute + comm + transfer, "{phase}");
-        assert!(transfer > 0, "{phase}: the loop's D2H copies fall in its steps");
+        assert!(
+            transfer > 0,
+            "{phase}: the loop's D2H copies fall in its steps"
+        );
     }
 }
 
@@ -419,7 +439,12 @@ fn graph_coverage_agrees_between_graph_level_and_node_level_tracing() {
     let want_n = (span - inner) / (span - inner + eager(&nc));
     assert!((share(&g) - want_g).abs() < 1e-12, "graph level {g}");
     assert!((share(&n) - want_n).abs() < 1e-12, "node level {n}");
-    assert!((share(&g) - share(&n)).abs() < 0.01, "{} vs {}", share(&g), share(&n));
+    assert!(
+        (share(&g) - share(&n)).abs() < 0.01,
+        "{} vs {}",
+        share(&g),
+        share(&n)
+    );
     assert_eq!(g["graph_executions"], launches);
     assert_eq!(n["graph_executions"], launches);
     let graphs_g = sql_i64(
@@ -430,20 +455,29 @@ fn graph_coverage_agrees_between_graph_level_and_node_level_tracing() {
         &nc,
         "SELECT count(DISTINCT graphId) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphId IS NOT NULL",
     );
-    assert_eq!((g["graphs"].clone(), n["graphs"].clone()), (graphs_g.into(), graphs_n.into()));
+    assert_eq!(
+        (g["graphs"].clone(), n["graphs"].clone()),
+        (graphs_g.into(), graphs_n.into())
+    );
     assert_eq!(graphs_g, graphs_n, "one placement");
     let nodes = sql_i64(
         &nc,
         "SELECT count(DISTINCT graphNodeId) FROM CUPTI_ACTIVITY_KIND_KERNEL",
     );
     assert!(nodes > 0);
-    assert_eq!((g["graph_nodes"].clone(), n["graph_nodes"].clone()), (0.into(), nodes.into()));
+    assert_eq!(
+        (g["graph_nodes"].clone(), n["graph_nodes"].clone()),
+        (0.into(), nodes.into())
+    );
     let kernels = sql_i64(
         &nc,
         "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL",
     );
     assert_eq!(n["graph_kernels"], kernels);
-    assert!(n["node_events"].is_null(), "no CUDA_GRAPH_NODE_EVENTS table");
+    assert!(
+        n["node_events"].is_null(),
+        "no CUDA_GRAPH_NODE_EVENTS table"
+    );
 
     // A node-creation table added to the node-level file (the columns of nsys's DDL): each
     // kernel node created once by capture and cloned once at instantiation.

@@ -439,9 +439,7 @@ fn standard_conclusion(
         "launch count" => {
             "KERNEL LAUNCHES: the steps grew, and more of it in launch calls than in GPU busy time"
         }
-        _ => {
-            "GPU EXECUTION: the steps grew, and more of it in GPU busy time than in launch calls"
-        }
+        _ => "GPU EXECUTION: the steps grew, and more of it in GPU busy time than in launch calls",
     };
     (
         Some(cause),

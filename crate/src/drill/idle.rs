@@ -101,8 +101,8 @@ use CauseKind::*;
 ///    (`SCHED_EVENTS`): on a CPU running untraced code, or all off-CPU.
 /// 6. `untraced`: nothing recorded.
 pub const PRECEDENCE: [CauseKind; 18] = [
-    Profiler, Gc, Gil, Jit, Comm, Sync, HostAhead, ModuleLoad, LazyLoad, Alloc, Memop, Launch,
-    Api, Osrt, Nvtx, CpuBusy, CpuWaiting, Untraced,
+    Profiler, Gc, Gil, Jit, Comm, Sync, HostAhead, ModuleLoad, LazyLoad, Alloc, Memop, Launch, Api,
+    Osrt, Nvtx, CpuBusy, CpuWaiting, Untraced,
 ];
 
 impl CauseKind {

@@ -148,7 +148,10 @@ fn capture_advice(
             }
         ),
         None,
-        &format!("Capture again with what is missing: {}.", missing.join("; ")),
+        &format!(
+            "Capture again with what is missing: {}.",
+            missing.join("; ")
+        ),
         unexplained as f64 / 1000.0,
     ))
 }
@@ -233,7 +236,9 @@ fn idle_finding(
     let (pattern, mut fix) = fix_for(&cause);
     let resolved = t.frames.iter().find(|(f, _)| !f.ends_with("(unresolved)"));
     if let Some((frame, _)) = resolved.filter(|_| profiled_code(kind)) {
-        fix += &format!(" The samples point at {frame}: profile it first (line_profiler; for a Python function, name it in TLLM_LINE_PROFILER_FUNCTIONS).");
+        fix += &format!(
+            " The samples point at {frame}: profile it first (line_profiler; for a Python function, name it in TLLM_LINE_PROFILER_FUNCTIONS)."
+        );
     }
     finding(
         severity,

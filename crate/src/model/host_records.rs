@@ -142,7 +142,9 @@ pub struct RecordTables {
 impl HostRecords {
     /// The name of a sample's frame.
     pub fn frame(&self, sample: &SampleRow) -> &str {
-        self.frames.get(sample.frame as usize).map_or("", String::as_str)
+        self.frames
+            .get(sample.frame as usize)
+            .map_or("", String::as_str)
     }
 
     /// Whether any launching thread's scheduling or samples were recorded.

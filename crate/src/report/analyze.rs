@@ -548,9 +548,7 @@ mod standard {
         let _ = writeln!(
             o,
             "\n  {:<60} {:>10} {:>12}",
-            title,
-            "µs/step",
-            "calls/step"
+            title, "µs/step", "calls/step"
         );
         if rows.is_empty() {
             let _ = writeln!(o, "    (none)");

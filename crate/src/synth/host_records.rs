@@ -43,11 +43,31 @@ const OVERHEAD_TYPES: [(i64, &str, &str); 9] = [
     (1, "OVERHEAD_UNKNOWN", "Unknown"),
     (2, "OVERHEAD_DRIVER_COMPILER", "Driver JIT compiler (CUDA)"),
     (3, "OVERHEAD_CUPTI_BUFFER_FLUSH", "Buffer flush (Profiler)"),
-    (4, "OVERHEAD_CUPTI_INSTRUMENTATION", "Instrumentation (Profiler)"),
-    (5, "OVERHEAD_CUPTI_RESOURCE", "Resource creation/destruction (Profiler)"),
-    (6, "OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING", "Runtime module loading (CUDA)"),
-    (7, "OVERHEAD_LAZY_FUNCTION_LOADING", "Lazy function loading (CUDA)"),
-    (8, "OVERHEAD_COMMAND_BUFFER_FULL", "Command buffer full (CUDA)"),
+    (
+        4,
+        "OVERHEAD_CUPTI_INSTRUMENTATION",
+        "Instrumentation (Profiler)",
+    ),
+    (
+        5,
+        "OVERHEAD_CUPTI_RESOURCE",
+        "Resource creation/destruction (Profiler)",
+    ),
+    (
+        6,
+        "OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING",
+        "Runtime module loading (CUDA)",
+    ),
+    (
+        7,
+        "OVERHEAD_LAZY_FUNCTION_LOADING",
+        "Lazy function loading (CUDA)",
+    ),
+    (
+        8,
+        "OVERHEAD_COMMAND_BUFFER_FULL",
+        "Command buffer full (CUDA)",
+    ),
 ];
 
 const SCHED_DDL: &str = "
@@ -111,11 +131,7 @@ const OVERHEAD_EVENT_CLASS: i64 = 103;
 
 /// Writes the record tables `tl` placed rows in.
 pub fn write(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
-    let tid = |proc: u8, tid: u32| {
-        tl.procs
-            .get(usize::from(proc))
-            .map(|p| p.global_tid(tid))
-    };
+    let tid = |proc: u8, tid: u32| tl.procs.get(usize::from(proc)).map(|p| p.global_tid(tid));
     if !tl.overheads.is_empty() {
         conn.execute_batch(OVERHEAD_DDL)?;
         let mut enums = conn.prepare("INSERT INTO ENUM_CUPTI_OVERHEAD_TYPE VALUES (?1, ?2, ?3)")?;
@@ -145,13 +161,19 @@ pub fn write(conn: &Connection, tl: &Timeline) -> rusqlite::Result<()> {
     }
     if !tl.switches.is_empty() {
         conn.execute_batch(SCHED_DDL)?;
-        let mut states = conn.prepare("INSERT INTO ENUM_SAMPLING_THREAD_STATE VALUES (?1, ?2, ?2)")?;
+        let mut states =
+            conn.prepare("INSERT INTO ENUM_SAMPLING_THREAD_STATE VALUES (?1, ?2, ?2)")?;
         for (id, name) in THREAD_STATES {
             states.execute(params![id, name])?;
         }
         let mut st = conn.prepare("INSERT INTO SCHED_EVENTS VALUES (?1, 1, ?2, ?3, ?4, NULL)")?;
         for s in &tl.switches {
-            st.execute(params![s.at, i64::from(s.on_cpu), tid(s.proc, s.tid), s.state])?;
+            st.execute(params![
+                s.at,
+                i64::from(s.on_cpu),
+                tid(s.proc, s.tid),
+                s.state
+            ])?;
         }
     }
     if !tl.samples.is_empty() {

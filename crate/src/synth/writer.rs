@@ -38,7 +38,8 @@ pub fn write(tl: &mut Timeline, out: &Path, scenario: &str) -> Result<()> {
     schema::write_descriptive(&tx, tl, scenario).map_err(sql_err("metadata tables"))?;
     write_events(&tx, tl).map_err(sql_err("event tables"))?;
     super::gpu_metrics::write(&tx, tl).map_err(sql_err("GPU metrics"))?;
-    super::host_records::write(&tx, tl).map_err(sql_err("overhead, scheduling and sample tables"))?;
+    super::host_records::write(&tx, tl)
+        .map_err(sql_err("overhead, scheduling and sample tables"))?;
     tx.commit().map_err(sql_err("COMMIT"))
 }
 

@@ -32,7 +32,7 @@ pub enum Label {
     /// A name already in the view's list (a host track's, read as text).
     Index(i32),
     /// A row of GPU work read back, named with what tells it apart (a replay's graph, a copy's
-    /// bytes: [`super::work::WorkLabel::text`]).
+    /// bytes: `WorkLabel::text`).
     Work(super::work::WorkLabel),
 }
 

@@ -46,7 +46,12 @@ impl Loader<'_, '_> {
             self.read_overheads(schema, trace, DRIVER_OVERHEAD_TABLE, &mut records.overheads)?;
         }
         if present.profiler_overhead {
-            self.read_overheads(schema, trace, PROFILER_OVERHEAD_TABLE, &mut records.overheads)?;
+            self.read_overheads(
+                schema,
+                trace,
+                PROFILER_OVERHEAD_TABLE,
+                &mut records.overheads,
+            )?;
         }
         records.overheads.sort_by_key(|o| (o.start, o.end));
         if present.sched {
@@ -237,6 +242,9 @@ mod tests {
             frame_label("0x1", "/opt/nsight-systems/libToolsInjection64.so", true),
             None
         );
-        assert_eq!(frame_label("[Broken backtraces]", "[Broken backtraces]", false), None);
+        assert_eq!(
+            frame_label("[Broken backtraces]", "[Broken backtraces]", false),
+            None
+        );
     }
 }

@@ -129,12 +129,16 @@ fn graph_node_events(conn: &Connection, schema: &Schema) -> Option<GraphNodeEven
         true => "count(originalGraphNodeId)",
         false => "0",
     };
-    conn.query_row(&format!("SELECT count(*), {cloned} FROM {TABLE}"), [], |r| {
-        Ok(GraphNodeEvents {
-            rows: r.get::<_, i64>(0)?.max(0) as u64,
-            cloned: r.get::<_, i64>(1)?.max(0) as u64,
-        })
-    })
+    conn.query_row(
+        &format!("SELECT count(*), {cloned} FROM {TABLE}"),
+        [],
+        |r| {
+            Ok(GraphNodeEvents {
+                rows: r.get::<_, i64>(0)?.max(0) as u64,
+                cloned: r.get::<_, i64>(1)?.max(0) as u64,
+            })
+        },
+    )
     .ok()
 }
 

@@ -404,7 +404,11 @@ mod tests {
         let mut t = WorkTally::new(None);
         t.push_within(&ev(0, 100, H2D), false, &spans);
         t.push_within(&ev(20, 70, Work::Kernel), false, &spans);
-        assert_eq!(t.reading_from(), Some(20), "the copy is tallied up to the kernel");
+        assert_eq!(
+            t.reading_from(),
+            Some(20),
+            "the copy is tallied up to the kernel"
+        );
         t.push_within(&ev(200, 210, Work::Memset), false, &spans);
         let d = &t.finish_within(&spans).devices[0];
         // Compute [20,30) + [60,70); the copy outside it [10,20) + [70,80); the memset outside.

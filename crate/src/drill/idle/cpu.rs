@@ -155,8 +155,12 @@ impl<'t> CpuView<'t> {
             return label;
         }
         let records = &self.trace.records;
-        self.first_sample(span)
-            .map_or(label, |frame| records.frames.get(frame as usize).map_or(label, String::as_str))
+        self.first_sample(span).map_or(label, |frame| {
+            records
+                .frames
+                .get(frame as usize)
+                .map_or(label, String::as_str)
+        })
     }
 
     /// The frame of the first sample of a launching thread in `[from, to)`, without taking it

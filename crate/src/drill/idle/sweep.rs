@@ -23,8 +23,8 @@ use super::cpu::{CpuRecords, CpuView, Piece};
 use super::{CauseKind, PRECEDENCE, Tally};
 use crate::index::call_join::LOOKAHEAD;
 use crate::index::rows::{DeviceFacts, RowIndex};
-use crate::model::rows::{CallRow, MemOpRow, Rows};
 use crate::model::host_records::{OverheadKind, OverheadRow};
+use crate::model::rows::{CallRow, MemOpRow, Rows};
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx};
 use crate::names::api::{ApiKind, api_base_name};
 use crate::names::ranges::{RangeClass, label_of, range_class};
@@ -309,7 +309,10 @@ impl<'a, 't> HostCauses<'a, 't> {
             copies: PageableCopies::new(self.ix),
             heads: [None, None, None],
         };
-        Sweep::with_cpu(spans, CpuView::new(self.ix.meta(), self.launch_threads(device)))
+        Sweep::with_cpu(
+            spans,
+            CpuView::new(self.ix.meta(), self.launch_threads(device)),
+        )
     }
 
     /// Per thread index: whether it launched kernels and belongs to a process launching on
@@ -480,7 +483,9 @@ impl<'t> HostSpans<'_, 't> {
                 .calls
                 .find_map(|c| host.call_span(&c, processes, copies)),
             1 => self.ranges.find_map(|r| host.range_span(&r, processes)),
-            _ => self.overheads.find_map(|o| host.overhead_span(o, processes)),
+            _ => self
+                .overheads
+                .find_map(|o| host.overhead_span(o, processes)),
         };
         if let Some(h) = self.heads.get_mut(source) {
             *h = span;

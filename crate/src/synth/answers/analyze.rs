@@ -282,7 +282,10 @@ fn standard(tl: &Timeline, p: &Placement) -> Value {
 /// union clipped to the cycles, summed over devices.
 fn busy_in(tl: &Timeline, cycles: &[(Ns, Ns)]) -> Ns {
     let mut per_device: BTreeMap<u32, Vec<(Ns, Ns)>> = BTreeMap::new();
-    for w in super::work::rows(tl).into_iter().filter(|w| w.end > w.start) {
+    for w in super::work::rows(tl)
+        .into_iter()
+        .filter(|w| w.end > w.start)
+    {
         per_device
             .entry(w.device)
             .or_default()

@@ -2,11 +2,11 @@
 
 mod capture;
 mod causes;
-mod records;
 mod copies;
 mod gaps;
 mod layers;
 mod loops;
+mod records;
 mod serving;
 mod tp2;
 

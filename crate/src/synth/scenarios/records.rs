@@ -49,7 +49,10 @@ impl Planted {
         let causes = super::causes::per_cause(&self.time);
         let mut frames: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
         for (&(kind, frame), &n) in &self.frames {
-            frames.entry(kind).or_default().insert(frame.into(), json!(n));
+            frames
+                .entry(kind)
+                .or_default()
+                .insert(frame.into(), json!(n));
         }
         json!({"idle_ns": self.time.values().sum::<Ns>(), "causes": causes, "frames": frames})
     }
@@ -100,7 +103,11 @@ impl Host {
             true,
         );
         let mut chain = vec![injection];
-        chain.extend(frames.iter().map(|&(s, m)| (names.id(s), names.id(m), false)));
+        chain.extend(
+            frames
+                .iter()
+                .map(|&(s, m)| (names.id(s), names.id(m), false)),
+        );
         self.sim.tl.samples.push(CpuSample {
             at,
             proc: 0,
@@ -131,9 +138,12 @@ pub fn host_records(seed: u64, scale: u32) -> Built {
     };
     h.switch(T0, true, 0);
     // The first kernel opens the window; its launch's latency is no gap.
-    let corr = h.sim.api_row(0, kinds::LAUNCH_EXACT, T0 + MS - 10 * US, T0 + MS);
+    let corr = h
+        .sim
+        .api_row(0, kinds::LAUNCH_EXACT, T0 + MS - 10 * US, T0 + MS);
     let start = T0 + MS + LAUNCH_LATENCY;
-    h.sim.kernel_row(0, &kinds::GEMM, start, start + 50 * US, corr, 0);
+    h.sim
+        .kernel_row(0, &kinds::GEMM, start, start + 50 * US, corr, 0);
     let e0 = start + 50 * US;
     // Gap 1: untraced on-CPU time, then a first launch whose 5 ms the driver spent loading the
     // module (4 ms) and the function (0.5 ms).
@@ -143,16 +153,24 @@ pub fn host_records(seed: u64, scale: u32) -> Built {
     let launch = kinds::LAUNCH_EXACT;
     h.overhead((a + 200 * US, a + 4200 * US), MODULE_LOADING, launch, corr);
     h.overhead((a + 4300 * US, a + 4800 * US), LAZY_LOADING, launch, corr);
-    h.planted.add("module_load", "runtime module loading", 4 * MS);
-    h.planted.add("lazy_load", "lazy function loading", 500 * US);
+    h.planted
+        .add("module_load", "runtime module loading", 4 * MS);
+    h.planted
+        .add("lazy_load", "lazy function loading", 500 * US);
     h.planted.add("launch", "cudaLaunchKernel", 500 * US);
     // Gap 2: a profiler buffer flush on its own thread (1 ms), then a launch that waited 1.8 ms
     // of its 2 ms for room in the command buffer.
     h.overhead((e1, e1 + MS), BUFFER_FLUSH, "CUPTI Buffer flush", 0);
     h.planted.add("profiler", "CUPTI Buffer flush", MS);
     let (corr, mut end) = h.launch(&kinds::FLASH, e1 + MS, 2 * MS, 100 * US);
-    h.overhead((e1 + 1100 * US, e1 + 2900 * US), COMMAND_BUFFER_FULL, launch, corr);
-    h.planted.add("host_ahead", "command buffer full", 1800 * US);
+    h.overhead(
+        (e1 + 1100 * US, e1 + 2900 * US),
+        COMMAND_BUFFER_FULL,
+        launch,
+        corr,
+    );
+    h.planted
+        .add("host_ahead", "command buffer full", 1800 * US);
     h.planted.add("launch", "cudaLaunchKernel", 200 * US);
     for _ in 0..STEPS * scale {
         end = steady_step(&mut h, end);
@@ -174,7 +192,10 @@ fn steady_step(h: &mut Host, e: Ns) -> Ns {
     h.switch(e + 2 * MS, true, 0);
     h.planted.add("cpu_waiting", "blocked", 2 * MS);
     for at in [2500, 3500, 4500] {
-        let frames = [("tokenize", "/opt/app/libserving.so"), ("main", "/usr/bin/python3")];
+        let frames = [
+            ("tokenize", "/opt/app/libserving.so"),
+            ("main", "/usr/bin/python3"),
+        ];
         h.sample(e + at * US, h.main, &frames);
         *h.planted.frames.entry(("cpu_busy", TOKENIZE)).or_default() += 1;
     }
@@ -183,7 +204,8 @@ fn steady_step(h: &mut Host, e: Ns) -> Ns {
     h.planted.add("cpu_busy", TOKENIZE, 3 * MS);
     h.switch(e + 5 * MS, false, PREEMPTED);
     h.switch(e + 5500 * US, true, 0);
-    h.planted.add("cpu_waiting", "runnable, not scheduled", 500 * US);
+    h.planted
+        .add("cpu_waiting", "runnable, not scheduled", 500 * US);
     let (_, end) = h.launch(&kinds::GEMM, e + 5500 * US, 10 * US, 200 * US);
     h.planted.add("launch", "cudaLaunchKernel", 10 * US);
     // A sample while the kernel runs is in no gap.
