@@ -298,7 +298,10 @@ pub(super) fn cause_text(c: &GapCause) -> String {
         CauseKind::CpuWaiting => "launching threads off-CPU",
         CauseKind::Untraced => "no recorded host activity",
     };
-    match c.label.is_empty() || c.label == crate::drill::idle::UNSAMPLED {
+    // These labels only restate the cause.
+    let restated = matches!(c.kind, CauseKind::HostAhead | CauseKind::LazyLoad)
+        || c.label == crate::drill::idle::UNSAMPLED;
+    match c.label.is_empty() || restated {
         true => what.to_string(),
         false if c.kind == CauseKind::Nvtx && is_step_marker(&c.label) => format!(
             "host work in the forward step ({}) outside its named ranges",
@@ -341,10 +344,7 @@ fn fix_for(c: &GapCause) -> (Option<&'static str>, String) {
         ),
         CauseKind::CpuBusy => (
             Some("HOIST, CUSTOM_OP"),
-            format!("The launching thread was on a CPU running code nsys did not trace{}: profile that code with line_profiler (TLLM_LINE_PROFILER_FUNCTIONS names it for the reference's loop) or put NVTX ranges around the step's host functions, then hoist per-step work out of the loop (HOIST) or fuse it (CUSTOM_OP).", match label.as_str() {
-                crate::drill::idle::UNSAMPLED => String::new(),
-                frame => format!(" (sampled in {frame})"),
-            }),
+            "The launching thread was on a CPU running code nsys did not trace: profile it with line_profiler, or put NVTX ranges around the step's host functions, then hoist per-step work out of the loop (HOIST) or fuse it (CUSTOM_OP).".to_string(),
         ),
         CauseKind::CpuWaiting => (
             None,
