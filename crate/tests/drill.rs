@@ -1144,7 +1144,9 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
 
     // brycelelbach power_iteration: the 44 device-idle gaps over 5 ms (kernels merged in start
     // order) each lie in one NVTX range `IO <step>` of the main thread covering 97.8 % of it
-    // or more, with no runtime call inside those ranges.
+    // or more, with no runtime call inside those ranges. The main thread's OS runtime calls
+    // inside them (`OSRT_API`: 1100 `write`, 88 `open64`/`close`/`fstat64` … 16.9 ms in all
+    // inside gaps) are `osrt`, a little of each gap: the range keeps over 95 % of every one.
     let power = drill_public(
         "brycelelbach_nsightful__power_iteration__baseline.sqlite",
         100,
@@ -1161,7 +1163,7 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
     for g in over_5ms {
         let c = g.cause.clone().expect("a cause");
         assert_eq!((c.kind.name(), c.label.as_str()), ("nvtx", "IO"), "{g:?}");
-        assert!(c.share > 0.977, "{g:?}");
+        assert!(c.share > 0.95, "{g:?}");
     }
     let reading = power.gaps.device_idle.reading.unwrap_or_default();
     assert!(

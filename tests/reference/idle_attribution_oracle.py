@@ -7,7 +7,8 @@ range's label); the algorithm is not: per device, the idle gaps are the holes be
 merged in start order, and each gap is cut at every boundary of a call or range of the processes
 that launch on the device; each piece goes to the first cause of PRECEDENCE with a call, range or
 overhead record (the driver's CUPTI_ACTIVITY_KIND_OVERHEAD, nsys's PROFILER_OVERHEAD) covering all
-of it, labelled by the covering interval that started last (a `Holding GIL` range only when no
+of it (and OS runtime calls, OSRT_API, of a launching thread only), labelled by the covering
+interval that started last (a `Holding GIL` range only when no
 other range of the cause covers it), or to `untraced`. Untraced pieces are cut again at every
 SCHED_EVENTS switch of a launching thread (one that made a launch call): `cpu_busy` while one is
 on a CPU (labelled by the first CPU sample of a launching thread inside, else `untraced code`),
@@ -234,6 +235,11 @@ def attribute(path):
                 strong = "holding gil" not in name.lower()
                 ranges.append((start, end, process(t), range_kind(name), range_label(name), strong))
     records = overheads(db, tables)
+    os_calls = []
+    if "OSRT_API" in tables:
+        os_calls = [(start, end, process(t), "osrt", name, True, t) for start, end, t, name in db.execute(
+            "SELECT o.start, o.end, o.globalTid, s.value FROM OSRT_API o"
+            " JOIN StringIds s ON s.id = o.nameId") if t is not None]
     sched, sampled = sched_events(db, tables), samples(db, tables)
     launchers = {c[6] for c in calls if c[3] == "launch"}
     out = {}
@@ -250,7 +256,9 @@ def attribute(path):
             if busy is not None and start > busy:
                 gaps.append((busy, start))
             busy = end if busy is None else max(busy, end)
-        spans = sorted((s[:6] for s in calls + records + ranges if s[1] > s[0] and s[2] in pids),
+        mine_os = [c for c in os_calls if c[6] in threads]
+        spans = sorted((s[:6] for s in calls + records + mine_os + ranges
+                        if s[1] > s[0] and s[2] in pids),
                        key=lambda s: (s[0], -s[1]))
         frames = defaultdict(lambda: defaultdict(int))
         starts = [s[0] for s in spans]

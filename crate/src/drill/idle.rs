@@ -55,8 +55,8 @@ pub enum CauseKind {
     Gc,
     /// Waiting for the Python GIL (`Waiting for GIL` ranges).
     Gil,
-    /// Blocking OS runtime calls. The loader does not read `OSRT_API`, so no time is given to
-    /// this cause yet (the drill-down's coverage says so).
+    /// OS runtime calls (`OSRT_API`: `poll`, `read`, `pthread_cond_wait` …) of a launching
+    /// thread (another thread's waits are its own business).
     Osrt,
     /// A collective or its wait (NCCL and `c10d` ranges, all-reduce, barrier …).
     Comm,

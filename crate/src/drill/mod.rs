@@ -254,14 +254,12 @@ fn coverage(ix: &RowIndex<'_>) -> Vec<CoverageNote> {
     if let Some(n) = call_coverage(ix) {
         note(&n.subject, n.reason);
     }
-    note(
-        "idle",
-        if t.present.osrt {
-            "the OSRT_API table (OS runtime calls) is not loaded: no idle time is given to blocking OS calls (osrt); it counts as nvtx or untraced".into()
-        } else {
-            "no OSRT_API table (capture without -t osrt): no idle time is given to blocking OS calls (osrt); it counts as nvtx or untraced".into()
-        },
-    );
+    if !t.present.osrt {
+        note(
+            "idle",
+            "no OSRT_API table (capture without -t osrt): no idle time is given to blocking OS calls (osrt); it counts as nvtx, cpu_busy, cpu_waiting or untraced".into(),
+        );
+    }
     if t.present.nvtx && ix.steps.steps.is_empty() {
         note(
             "patterns, phases",

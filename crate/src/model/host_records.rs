@@ -113,12 +113,23 @@ pub struct SampleRow {
     pub frame: u32,
 }
 
+/// A call into the OS runtime libraries (`OSRT_API`: `poll`, `read`, `pthread_cond_wait` …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OsCallRow {
+    pub start: Ns,
+    pub end: Ns,
+    pub thread: ThreadIdx,
+    pub name: NameId,
+}
+
 /// The records of one trace, each sorted by time (ties in table order).
 #[derive(Debug, Clone, Default)]
 pub struct HostRecords {
     pub overheads: Vec<OverheadRow>,
     pub sched: Vec<SchedRow>,
     pub samples: Vec<SampleRow>,
+    /// OS runtime calls, by start.
+    pub os_calls: Vec<OsCallRow>,
     /// The samples' frame names (`symbol (module)`), each once. Kept here, not in the string
     /// table: a load's string ids are fixed before these tables are read.
     pub frames: Vec<String>,
@@ -137,6 +148,8 @@ pub struct RecordTables {
     pub sched: bool,
     /// `COMPOSITE_EVENTS` with `SAMPLING_CALLCHAINS` (`--sample=process-tree`).
     pub samples: bool,
+    /// `OSRT_API` (`-t osrt`).
+    pub os_calls: bool,
 }
 
 impl HostRecords {

@@ -12,7 +12,7 @@ use super::schema::Schema;
 use super::tables::Loader;
 use crate::error::Result;
 use crate::model::host_records::{
-    HostRecords, OffCpu, OverheadKind, OverheadRow, RecordTables, SampleRow, SchedRow,
+    HostRecords, OffCpu, OsCallRow, OverheadKind, OverheadRow, RecordTables, SampleRow, SchedRow,
 };
 use crate::model::{NO_NAME, Ns, Trace};
 
@@ -21,10 +21,11 @@ pub const PROFILER_OVERHEAD_TABLE: &str = "PROFILER_OVERHEAD";
 pub const SCHED_TABLE: &str = "SCHED_EVENTS";
 pub const SAMPLES_TABLE: &str = "COMPOSITE_EVENTS";
 pub const CALLCHAINS_TABLE: &str = "SAMPLING_CALLCHAINS";
+pub const OSRT_TABLE: &str = super::load::OSRT_TABLE;
 
-/// More scheduling records than this and they are not read (a note says so): about 24 bytes
-/// each are held.
-const MAX_SCHED_ROWS: i64 = 20_000_000;
+/// More scheduling records or OS calls than this and they are not read (a note says so):
+/// about 24 bytes each are held.
+const MAX_RECORD_ROWS: i64 = 20_000_000;
 
 /// Modules of the profiler itself: a sample's frames there are nsys's, not the application's.
 const PROFILER_MODULES: [&str; 2] = ["libToolsInjection", "nsight-systems"];
@@ -37,6 +38,7 @@ impl Loader<'_, '_> {
             profiler_overhead: schema.has_table(PROFILER_OVERHEAD_TABLE),
             sched: schema.has_table(SCHED_TABLE),
             samples: schema.has_table(SAMPLES_TABLE) && schema.has_table(CALLCHAINS_TABLE),
+            os_calls: schema.has_table(OSRT_TABLE),
         };
         let mut records = HostRecords {
             present,
@@ -59,6 +61,9 @@ impl Loader<'_, '_> {
         }
         if present.samples {
             self.read_samples(schema, trace, &mut records)?;
+        }
+        if present.os_calls {
+            self.read_os_calls(schema, trace, &mut records.os_calls)?;
         }
         trace.records = records;
         Ok(())
@@ -105,6 +110,51 @@ impl Loader<'_, '_> {
         })
     }
 
+    /// Whether `table` holds more rows than a load keeps of it (a note then says so).
+    fn too_many(&mut self, trace: &mut Trace, table: &str, what: &str) -> bool {
+        let many = self.estimate_rows(table) as i64 > MAX_RECORD_ROWS;
+        if many {
+            trace.note(
+                table,
+                format!("more than {MAX_RECORD_ROWS} {what}: not read"),
+            );
+        }
+        many
+    }
+
+    /// OS runtime calls of known threads.
+    fn read_os_calls(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        out: &mut Vec<OsCallRow>,
+    ) -> Result<()> {
+        if self.too_many(trace, OSRT_TABLE, "OS runtime calls") {
+            return Ok(());
+        }
+        let columns = ["start", "end", "globalTid", "nameId"];
+        let sql = Self::select(schema, OSRT_TABLE, &columns, "");
+        let (threads, strings) = (&trace.threads, &trace.strings);
+        self.stream("loading OS runtime calls", OSRT_TABLE, &sql, |r| {
+            let Some(thread) = opt_int(r.get_ref(2)?).and_then(|t| threads.find(t)) else {
+                return Ok(());
+            };
+            let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
+            let name = opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id));
+            if end > start {
+                out.push(OsCallRow {
+                    start,
+                    end,
+                    thread,
+                    name,
+                });
+            }
+            Ok(())
+        })?;
+        out.sort_by_key(|c| (c.start, c.end));
+        Ok(())
+    }
+
     /// Switches of known threads onto and off CPUs.
     fn read_sched(
         &mut self,
@@ -112,11 +162,7 @@ impl Loader<'_, '_> {
         trace: &mut Trace,
         out: &mut Vec<SchedRow>,
     ) -> Result<()> {
-        if self.estimate_rows(SCHED_TABLE) as i64 > MAX_SCHED_ROWS {
-            trace.note(
-                SCHED_TABLE,
-                format!("more than {MAX_SCHED_ROWS} scheduling records: not read"),
-            );
+        if self.too_many(trace, SCHED_TABLE, "scheduling records") {
             return Ok(());
         }
         let columns = ["start", "globalTid", "isSchedIn", "threadState"];

@@ -23,7 +23,7 @@ use super::cpu::{CpuRecords, CpuView, Piece};
 use super::{CauseKind, PRECEDENCE, Tally};
 use crate::index::call_join::LOOKAHEAD;
 use crate::index::rows::{DeviceFacts, RowIndex};
-use crate::model::host_records::{OverheadKind, OverheadRow};
+use crate::model::host_records::{OsCallRow, OverheadKind, OverheadRow};
 use crate::model::rows::{CallRow, MemOpRow, Rows};
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx};
 use crate::names::api::{ApiKind, api_base_name};
@@ -300,19 +300,37 @@ impl<'a, 't> HostCauses<'a, 't> {
     /// launch kernels on it, both tables read in start order.
     pub fn device<'h>(&'h self, device: &'h DeviceFacts) -> DeviceSweep<'h, 't> {
         let rows = self.ix.rows;
+        let records = &self.ix.meta().records;
+        let launchers = self.launch_threads(device);
         let spans = HostSpans {
             host: self,
             processes: &device.processes,
             calls: rows.calls(),
             ranges: rows.ranges(),
-            overheads: self.ix.meta().records.overheads.iter().enumerate(),
+            overheads: records.overheads.iter().enumerate(),
+            os_calls: records.os_calls.iter().enumerate(),
+            launchers: launchers.clone(),
             copies: PageableCopies::new(self.ix),
-            heads: [None, None, None],
+            heads: [None; SOURCES],
         };
-        Sweep::with_cpu(
-            spans,
-            CpuView::new(self.ix.meta(), self.launch_threads(device)),
-        )
+        Sweep::with_cpu(spans, CpuView::new(self.ix.meta(), launchers))
+    }
+
+    /// An OS runtime call as an interval, when a launching thread of the device made it:
+    /// other threads of the process poll and wait for their own work all along.
+    fn os_call_span(&self, (i, c): (usize, &OsCallRow), launchers: &[bool]) -> Option<Span<'t>> {
+        if c.end <= c.start || launchers.get(c.thread as usize) != Some(&true) {
+            return None;
+        }
+        Some(Span {
+            start: c.start,
+            end: c.end,
+            kind: CauseKind::Osrt,
+            label: self.ix.string(c.name),
+            weak: false,
+            // After calls and overhead records, before NVTX ranges of equal start and end.
+            order: (3 << 61) | i as u64,
+        })
     }
 
     /// Per thread index: whether it launched kernels and belongs to a process launching on
@@ -463,29 +481,37 @@ pub struct HostSpans<'h, 't> {
     processes: &'h [bool],
     calls: Rows<'t, CallRow>,
     ranges: Rows<'t, NvtxRow>,
-    /// The overhead records, sorted by start as loaded.
+    /// The overhead records and OS runtime calls, sorted by start as loaded.
     overheads: std::iter::Enumerate<std::slice::Iter<'t, OverheadRow>>,
+    os_calls: std::iter::Enumerate<std::slice::Iter<'t, OsCallRow>>,
+    /// By thread index: a launching thread of the device (whose OS calls count).
+    launchers: Vec<bool>,
     copies: PageableCopies<'t>,
-    /// Per source (calls, NVTX, overhead records), the next interval once read.
-    heads: [Option<Span<'t>>; 3],
+    /// Per source (calls, NVTX, overhead records, OS calls), the next interval once read.
+    heads: [Option<Span<'t>>; SOURCES],
 }
 
+/// The interval sources a device's sweep merges.
+const SOURCES: usize = 4;
+
 impl<'t> HostSpans<'_, 't> {
-    /// The next interval of the calls (`0`), NVTX ranges (`1`) or overhead records (`2`),
-    /// without taking it.
+    /// The next interval of the calls (`0`), NVTX ranges (`1`), overhead records (`2`) or OS
+    /// calls (`3`), without taking it.
     fn head(&mut self, source: usize) -> Option<Span<'t>> {
         if let Some(s) = self.heads.get(source).copied().flatten() {
             return Some(s);
         }
         let (host, processes, copies) = (self.host, self.processes, &mut self.copies);
+        let launchers = &self.launchers;
         let span = match source {
             0 => self
                 .calls
                 .find_map(|c| host.call_span(&c, processes, copies)),
             1 => self.ranges.find_map(|r| host.range_span(&r, processes)),
-            _ => self
+            2 => self
                 .overheads
                 .find_map(|o| host.overhead_span(o, processes)),
+            _ => self.os_calls.find_map(|c| host.os_call_span(c, launchers)),
         };
         if let Some(h) = self.heads.get_mut(source) {
             *h = span;
@@ -497,9 +523,9 @@ impl<'t> HostSpans<'_, 't> {
 impl<'t> Iterator for HostSpans<'_, 't> {
     type Item = Span<'t>;
 
-    /// The earliest head (ties: calls, then NVTX ranges, then overhead records).
+    /// The earliest head (ties: calls, NVTX ranges, overhead records, OS calls).
     fn next(&mut self) -> Option<Span<'t>> {
-        let first = (0..3)
+        let first = (0..SOURCES)
             .filter_map(|source| Some((self.head(source)?.start, source)))
             .min()?;
         self.heads[first.1].take()
