@@ -1022,6 +1022,18 @@ fn idle_causes_add_up_and_match_the_oracle_on_every_public_export() {
                 "{name} device {}: sampled frames",
                 d.device
             );
+            let samples: serde_json::Map<String, Value> = d
+                .causes
+                .iter()
+                .filter(|c| c.samples > 0)
+                .map(|c| (c.kind.name().to_string(), json!(c.samples)))
+                .collect();
+            assert_eq!(
+                Value::Object(samples),
+                want["samples"],
+                "{name} device {}: samples",
+                d.device
+            );
         }
     }
 }
@@ -1347,6 +1359,20 @@ fn planted_host_records_explain_exactly_the_time_placed() {
         device.cpu_records.scheduling && device.cpu_records.samples,
         "{:?}",
         device.cpu_records
+    );
+    // A steady step's gap (2 + 3 + 0.5 ms, the 10 µs launch, 4 µs latency): 3.004 ms on-CPU
+    // (three samples), 2.5 ms off it.
+    let step_gap = report
+        .gaps
+        .device_idle
+        .top
+        .iter()
+        .find(|g| g.end_ns - g.start_ns == 5_514_000)
+        .and_then(|g| g.cause.clone())
+        .expect("a steady step's gap");
+    assert_eq!(
+        (step_gap.kind.name(), step_gap.sampled.as_deref()),
+        ("cpu_busy", Some("tokenize (libserving.so)"))
     );
     let findings = drill_findings(&report);
     let busy = findings

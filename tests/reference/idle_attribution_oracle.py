@@ -14,8 +14,9 @@ SCHED_EVENTS switch of a launching thread (one that made a launch call): `cpu_bu
 on a CPU (labelled by the first CPU sample of a launching thread inside, else `untraced code`),
 `cpu_waiting` while all with a known state are off (labelled by the latest switch-out's state).
 Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns, label]},
-"labels": {kind: [[label, ns], …]}, "frames": {kind: [[frame, samples], …]}}} (the five labels
-holding most of each cause and the five frames sampled most in it, ties by name).
+"labels": {kind: [[label, ns], …]}, "frames": {kind: [[frame, samples], …]},
+"samples": {kind: n}}} (the five labels holding most of each cause, the five frames sampled most
+in it, ties by name, and every sample in it).
 
 Usage: idle_attribution_oracle.py TRACE
 """
@@ -289,8 +290,9 @@ def attribute(path):
             held[kind] = [[label, ns] for label, ns in ranked[:5]]
         sampled_frames = {k: [[f, n] for f, n in sorted(fs.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]
                           for k, fs in frames.items()}
+        totals = {k: sum(fs.values()) for k, fs in frames.items()}
         out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held,
-                       "frames": sampled_frames}
+                       "frames": sampled_frames, "samples": totals}
     return out
 
 
