@@ -195,3 +195,40 @@ fn non_numeric_threshold_is_a_usage_error() {
         OsStr::new("lots"),
     ]);
 }
+
+/// A record table that cannot be read (here the driver's overhead table replaced by a view
+/// whose rows fail to compute: `abs` of the least integer overflows) costs its explanations only: `drill` still answers, the driver's
+/// module loading reads as the launch it lies in, and a note names the table.
+#[test]
+fn an_unreadable_record_table_is_a_note_not_a_failure() {
+    let dir = TempDir::new().unwrap();
+    let path = copy_real_export(&dir, "broken-overhead.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TABLE CUPTI_ACTIVITY_KIND_OVERHEAD;
+         CREATE VIEW CUPTI_ACTIVITY_KIND_OVERHEAD AS
+           SELECT abs(-9223372036854775807 - 1) AS start, 0 AS end, 0 AS globalTid,
+                  0 AS nameId, 6 AS overheadType;",
+    )
+    .unwrap();
+    drop(conn);
+    let args = [OsStr::new("drill"), path.as_os_str(), OsStr::new("--json")];
+    let out = nsys_lens(args);
+    assert!(out.status.success(), "{}", describe(&args, &out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: Vec<&str> = json["idle"]["per_device"][0]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"launch") && !kinds.contains(&"module_load"),
+        "{kinds:?}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("CUPTI_ACTIVITY_KIND_OVERHEAD") && text.contains("not read"),
+        "a note names the table"
+    );
+}

@@ -44,26 +44,33 @@ impl Loader<'_, '_> {
             present,
             ..HostRecords::default()
         };
+        // A record table that cannot be read loses its explanations, not the analysis.
         if present.driver_overhead {
-            self.read_overheads(schema, trace, DRIVER_OVERHEAD_TABLE, &mut records.overheads)?;
+            let read =
+                self.read_overheads(schema, trace, DRIVER_OVERHEAD_TABLE, &mut records.overheads);
+            kept(trace, DRIVER_OVERHEAD_TABLE, read)?;
         }
         if present.profiler_overhead {
-            self.read_overheads(
+            let read = self.read_overheads(
                 schema,
                 trace,
                 PROFILER_OVERHEAD_TABLE,
                 &mut records.overheads,
-            )?;
+            );
+            kept(trace, PROFILER_OVERHEAD_TABLE, read)?;
         }
         records.overheads.sort_by_key(|o| (o.start, o.end));
         if present.sched {
-            self.read_sched(schema, trace, &mut records.sched)?;
+            let read = self.read_sched(schema, trace, &mut records.sched);
+            kept(trace, SCHED_TABLE, read)?;
         }
         if present.samples {
-            self.read_samples(schema, trace, &mut records)?;
+            let read = self.read_samples(schema, trace, &mut records);
+            kept(trace, SAMPLES_TABLE, read)?;
         }
         if present.os_calls {
-            self.read_os_calls(schema, trace, &mut records.os_calls)?;
+            let read = self.read_os_calls(schema, trace, &mut records.os_calls);
+            kept(trace, OSRT_TABLE, read)?;
         }
         trace.records = records;
         Ok(())
@@ -247,6 +254,21 @@ impl Loader<'_, '_> {
             Ok(())
         })?;
         Ok(best)
+    }
+}
+
+/// `read` of an optional record table: a failure other than a cancel becomes a coverage note.
+fn kept(trace: &mut Trace, table: &str, read: Result<()>) -> Result<()> {
+    match read {
+        Err(crate::error::Error::Cancelled) => Err(crate::error::Error::Cancelled),
+        Err(e) => {
+            trace.note(
+                table,
+                format!("not read ({e}): its records explain no idle time"),
+            );
+            Ok(())
+        }
+        Ok(()) => Ok(()),
     }
 }
 
