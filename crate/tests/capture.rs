@@ -247,20 +247,7 @@ fn jit_range(name: &str) -> bool {
 /// Per device, the gaps between its merged GPU-work intervals (kernels, copies, memsets, graph
 /// replays; zero-length rows skipped).
 fn device_gaps(conn: &Connection) -> (Vec<(i64, i64)>, (i64, i64)) {
-    let sql = format!(
-        "SELECT deviceId, start, \"end\" FROM ({}) WHERE \"end\" > start ORDER BY deviceId, start",
-        common::gpu_work_sql(conn)
-    );
-    let mut stmt = conn.prepare(&sql).expect("GPU work");
-    let rows: Vec<(i64, i64, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .expect("query")
-        .map(|r| r.expect("row"))
-        .collect();
-    let hull = (
-        rows.iter().map(|r| r.1).min().unwrap_or(0),
-        rows.iter().map(|r| r.2).max().unwrap_or(0),
-    );
+    let (rows, hull) = common::gpu_work_rows(conn, "WHERE \"end\" > start");
     let mut gaps = Vec::new();
     let mut open: Option<(i64, i64)> = None;
     for (device, s, e) in rows {

@@ -11,24 +11,11 @@ use std::collections::BTreeMap;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use common::{describe, gpu_work_sql, nsys_lens, public_exports, public_trace};
+use common::{describe, nsys_lens, public_exports, public_trace};
 
 /// Per device, the union of `[start, end)` of every GPU operation, from SQL rows merged here.
 fn busy_by_device(conn: &Connection) -> (BTreeMap<i64, i64>, (i64, i64)) {
-    let sql = format!(
-        "SELECT deviceId, start, \"end\" FROM ({}) ORDER BY deviceId, start",
-        gpu_work_sql(conn)
-    );
-    let mut stmt = conn.prepare(&sql).expect("GPU work");
-    let rows: Vec<(i64, i64, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .expect("query")
-        .map(|r| r.expect("row"))
-        .collect();
-    let hull = (
-        rows.iter().map(|r| r.1).min().unwrap_or(0),
-        rows.iter().map(|r| r.2).max().unwrap_or(0),
-    );
+    let (rows, hull) = common::gpu_work_rows(conn, "");
     let mut busy: BTreeMap<i64, i64> = BTreeMap::new();
     let mut open: Option<(i64, i64, i64)> = None;
     for (d, s, e) in rows {

@@ -98,6 +98,11 @@ pub struct Bound {
     pub per_device: Vec<super::sweep::work::DeviceWork>,
 }
 
+/// `ns` as a share of `of` (0 when `of` is not positive).
+fn share(ns: Ns, of: Ns) -> f64 {
+    if of > 0 { ns as f64 / of as f64 } else { 0.0 }
+}
+
 /// The run's bound from the verdict and the work of `devices` devices over a window of
 /// `window_len` ns each.
 pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
@@ -109,26 +114,14 @@ pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
         sum(|d| d.communication_ns),
         sum(|d| d.transfer_ns),
     );
-    let of = |ns: Ns| {
-        if window_ns > 0 {
-            ns as f64 / window_ns as f64
-        } else {
-            0.0
-        }
-    };
+    let of = |ns: Ns| share(ns, window_ns);
     let shares = Shares {
         compute: of(compute),
         communication: of(comm),
         transfer: of(transfer),
         idle: of((window_ns - busy).max(0)),
     };
-    let of_busy = |ns: Ns| {
-        if busy > 0 {
-            ns as f64 / busy as f64
-        } else {
-            0.0
-        }
-    };
+    let of_busy = |ns: Ns| share(ns, busy);
     let of_busy_shares = BusyShares {
         compute: of_busy(compute),
         communication: of_busy(comm),

@@ -271,3 +271,27 @@ pub fn gpu_work_sql(conn: &rusqlite::Connection) -> String {
         None => "SELECT 0 AS deviceId, 0 AS start, 0 AS \"end\" WHERE 0".to_string(),
     }
 }
+
+/// Every GPU operation as `(deviceId, start, end)`, by device then start (`where_`: an SQL
+/// condition on them, or `""`), and the hull of them all.
+#[allow(dead_code)] // not every test binary reads it
+pub fn gpu_work_rows(
+    conn: &rusqlite::Connection,
+    where_: &str,
+) -> (Vec<(i64, i64, i64)>, (i64, i64)) {
+    let sql = format!(
+        "SELECT deviceId, start, \"end\" FROM ({}) {where_} ORDER BY deviceId, start",
+        gpu_work_sql(conn)
+    );
+    let mut stmt = conn.prepare(&sql).expect("GPU work");
+    let rows: Vec<(i64, i64, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    let hull = (
+        rows.iter().map(|r| r.1).min().unwrap_or(0),
+        rows.iter().map(|r| r.2).max().unwrap_or(0),
+    );
+    (rows, hull)
+}
