@@ -272,19 +272,20 @@ pub fn gpu_work_sql(conn: &rusqlite::Connection) -> String {
     }
 }
 
+/// A GPU operation as `(deviceId, start, end)`.
+#[allow(dead_code)] // not every test binary reads it
+pub type WorkRow = (i64, i64, i64);
+
 /// Every GPU operation as `(deviceId, start, end)`, by device then start (`where_`: an SQL
 /// condition on them, or `""`), and the hull of them all.
 #[allow(dead_code)] // not every test binary reads it
-pub fn gpu_work_rows(
-    conn: &rusqlite::Connection,
-    where_: &str,
-) -> (Vec<(i64, i64, i64)>, (i64, i64)) {
+pub fn gpu_work_rows(conn: &rusqlite::Connection, where_: &str) -> (Vec<WorkRow>, (i64, i64)) {
     let sql = format!(
         "SELECT deviceId, start, \"end\" FROM ({}) {where_} ORDER BY deviceId, start",
         gpu_work_sql(conn)
     );
     let mut stmt = conn.prepare(&sql).expect("GPU work");
-    let rows: Vec<(i64, i64, i64)> = stmt
+    let rows: Vec<WorkRow> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .expect("query")
         .map(|r| r.expect("row"))
