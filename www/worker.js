@@ -41,7 +41,7 @@ function initWasm(wasm) {
   return ready;
 }
 
-// The kind of a failure: the core's errors carry a `code` (`cancelled`, `unordered`, `truncated`
+// The kind of a failure: the core's errors carry a `code` (`cancelled`, `truncated`, `not-sqlite`
 // …); anything else is `internal`.
 function errorCode(e) {
   return typeof e?.code === 'string' ? e.code : 'internal';

@@ -68,25 +68,6 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    /// A one-pass analysis met a kernel out of start order. nsys writes the kernel table in start
-    /// order, so another tool rewrote it; the CLI sorts a loaded table, the page reads it once.
-    #[error(
-        "{path}: the kernel table is not in start order ({detail}). nsys writes it in order, so another tool rewrote this file; the page reads kernels once in start order and cannot analyse it. The command line can (it sorts them): nsys-lens detect {path}"
-    )]
-    Unordered { path: String, detail: String },
-
-    /// A table is in more runs sorted by start than a read in start order merges without
-    /// holding the table (`trace::FileRows`). nsys writes a few; the CLI loads and sorts.
-    #[error(
-        "{path}: the {table} table is in {runs} runs sorted by start, more than the {max} the page merges: nsys writes a few, so another tool reordered this file. The page reads each table in start order without holding it and cannot analyse this one. The command line can (it loads and sorts the tables), same figures: nsys-lens analyze {path} · nsys-lens drill {path} · nsys-lens report {path} --out DIR"
-    )]
-    Shuffled {
-        path: String,
-        table: String,
-        runs: usize,
-        max: usize,
-    },
-
     /// A dropped or given text file is not line_profiler's text output.
     #[error("{path}: {detail}")]
     NotLineProfiler { path: String, detail: String },
@@ -120,8 +101,6 @@ impl Error {
             Error::Sqlite { .. } => "sqlite",
             Error::Cancelled => "cancelled",
             Error::Usage(_) => "usage",
-            Error::Unordered { .. } => "unordered",
-            Error::Shuffled { .. } => "shuffled",
             Error::NotLineProfiler { .. } => "not-line-profiler",
             Error::Internal { .. } => "internal",
         }

@@ -148,3 +148,54 @@ fn the_drill_down_and_the_report_over_the_file_equal_the_clis() {
     }
     assert!(reports >= 20, "{reports} reports compared");
 }
+
+/// nsys promises no row order (2025.6 release notes): every input rewritten in every order
+/// ([`common::ROW_ORDERS`]) gives, over the file's rows as the page reads them and loaded as the
+/// CLI reads them, the original's verdict (both profiles), root cause (both profiles) and
+/// drill-down.
+#[test]
+fn every_view_of_an_export_in_any_row_order_equals_the_originals() {
+    use nsys_lens::analyze::{AnalyzeConfig, analyze_rows};
+    use nsys_lens::drill::{DrillInput, DrillOptions};
+    use nsys_lens::findings::DrillFindings;
+    let (_dirs, paths) = common::row_order_inputs();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let views = |rows: &dyn EventRows| -> Vec<Result<serde_json::Value, String>> {
+        let mut out = Vec::new();
+        for profile in [Profile::Standard, Profile::TrtllmSkill] {
+            let cfg = DetectConfig {
+                profile,
+                ..DetectConfig::default()
+            };
+            out.push(json(detect::detect_rows(rows, &cfg)));
+            let cfg = AnalyzeConfig {
+                profile,
+                ..AnalyzeConfig::default()
+            };
+            out.push(json(analyze_rows(rows, &cfg)));
+        }
+        let input = DrillInput {
+            rows,
+            label: "trace",
+            step_marker: None,
+        };
+        out.push(json(DrillFindings::drill(
+            &[input],
+            &DrillOptions::default(),
+        )));
+        out
+    };
+    for path in &paths {
+        let want = views(&trace::load_path(path, LoadOptions::page()).expect("load"));
+        for order in common::ROW_ORDERS {
+            let copy = common::reordered(path, tmp.path(), order);
+            let what = format!("{} in {order} order", path.display());
+            let (file, loaded) = both(&copy, |rows| views(rows));
+            for (i, w) in want.iter().enumerate() {
+                assert_same(&file[i], w, &format!("{what}: view {i} over the file"));
+                assert_same(&loaded[i], w, &format!("{what}: view {i} loaded"));
+            }
+            std::fs::remove_file(&copy).expect("remove copy");
+        }
+    }
+}

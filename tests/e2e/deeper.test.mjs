@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, generate, artifact, openTrace, canvasStats, publicTrace } from './helpers.mjs';
+import { showView as showViewOf, requireDist, openSite, cli, generate, artifact, openTrace, canvasStats, publicTrace } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
@@ -46,13 +46,7 @@ async function openFiles(files) {
   await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'done', run, { timeout: TIMEOUT });
 }
 
-async function showView(name) {
-  await page.click(`[data-testid=tab-${name}]`);
-  await page.waitForFunction((n) => ['done', 'error'].includes(document.body.dataset[`${n}State`]), name, { timeout: TIMEOUT });
-  const state = await page.evaluate((n) => document.body.dataset[`${n}State`], name);
-  const why = state === 'done' ? '' : await page.textContent(`[data-testid=${name}-error]`).catch(() => '');
-  assert.equal(state, 'done', `${name} view failed: ${why}`);
-}
+const showView = (name) => showViewOf(page, name, TIMEOUT);
 
 // Rows of a table as {name: dataset}.
 async function rows(testid) {

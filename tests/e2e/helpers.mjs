@@ -322,3 +322,13 @@ export async function openSite(contextOptions = {}, initScript = null) {
     },
   };
 }
+
+// Opens the tab of view `name` (`rootcause`, `drill`) and waits until it is done; fails with the
+// view's own error message otherwise.
+export async function showView(page, name, timeout = 240_000) {
+  await page.click(`[data-testid=tab-${name}]`);
+  await page.waitForFunction((n) => ['done', 'error'].includes(document.body.dataset[`${n}State`]), name, { timeout });
+  const state = await page.evaluate((n) => document.body.dataset[`${n}State`], name);
+  const why = state === 'done' ? '' : await page.textContent(`[data-testid=${name}-error]`).catch(() => '');
+  assert.equal(state, 'done', `${name} view failed: ${why}`);
+}

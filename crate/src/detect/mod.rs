@@ -175,7 +175,14 @@ fn assemble(
         .into_iter()
         .flatten(),
     );
-    let mut coverage = host.coverage.clone();
+    // The verdict reads no synchronization: a note on that table belongs to the views that do,
+    // whichever load (the CLI's for the verdict, or every table's) the rows came from.
+    let mut coverage: Vec<_> = host
+        .coverage
+        .iter()
+        .filter(|n| n.subject != crate::trace::SYNC_TABLE)
+        .cloned()
+        .collect();
     coverage.extend(detect_coverage(
         &prepared,
         &aggregate,

@@ -21,7 +21,9 @@ pub struct Consumers {
     detect: Vec<KernelSweep>,
     timeline: TimelineBuilder,
     gaps: GapSweep,
-    label: String,
+    /// A kernel came out of start order: the analyses stopped, and the verdict's views are
+    /// measured over the file's rows instead (read as a merge of the table's sorted runs).
+    unordered: bool,
 }
 
 /// What the kernel pass found, keyed by the processes it numbered.
@@ -40,12 +42,16 @@ pub struct KernelResults {
     /// a verdict counting every GPU operation is then measured over the file's rows.
     #[serde(default)]
     pub other_gpu_work: bool,
+    /// The kernel table is not in start order (nsys does not promise it): the summaries above
+    /// are partial, and every view is measured over the file's rows.
+    #[serde(default)]
+    pub unordered: bool,
 }
 
 impl Consumers {
     /// The analyses under `sweeps` (one per entry of [`PROFILES`]), `fed` their windows as they
     /// go ([`KernelSweep::fed`]) or given them whole.
-    pub fn new(sweeps: Vec<SweepInputs>, fed: bool, label: &str) -> Result<Consumers> {
+    pub fn new(sweeps: Vec<SweepInputs>, fed: bool) -> Result<Consumers> {
         if sweeps.len() != PROFILES.len() {
             return Err(Error::Internal {
                 detail: format!("the kernel pass got {} sweep plans", sweeps.len()),
@@ -62,13 +68,13 @@ impl Consumers {
                 .collect(),
             timeline: TimelineBuilder::without_steps(true),
             gaps: GapSweep::new(None),
-            label: label.to_string(),
+            unordered: false,
         })
     }
 
     /// Whether a kernel ending at `end` can be pushed (every sweep was fed past it).
     pub fn ready_for(&self, end: Ns) -> bool {
-        self.detect.iter().all(|s| s.ready_for(end))
+        self.unordered || self.detect.iter().all(|s| s.ready_for(end))
     }
 
     /// Window and host-prep spans the sweeps hold now.
@@ -77,23 +83,29 @@ impl Consumers {
     }
 
     /// Feeds the sweeps a chunk of windows ([`FeedChunk`]); `true` if it was the last.
+    /// Once a kernel came out of order the windows are not kept.
     pub fn feed(&mut self, chunk: &FeedChunk) -> Result<bool> {
+        if self.unordered {
+            return Ok(chunk.is_last());
+        }
         chunk.apply(&mut self.detect)
     }
 
-    /// Feeds one kernel to every analysis; one out of start order stops the pass.
-    pub fn push(&mut self, ev: KernelEvent) -> Result<()> {
-        let unordered = |detail: String| Error::Unordered {
-            path: self.label.clone(),
-            detail,
-        };
-        for sweep in &mut self.detect {
-            sweep.push(ev).map_err(|e| unordered(e.to_string()))?;
+    /// Whether a kernel came out of start order ([`KernelResults::unordered`]).
+    pub fn unordered(&self) -> bool {
+        self.unordered
+    }
+
+    /// Feeds one kernel to every analysis; one out of start order stops them all (the views are
+    /// then measured over the file's rows).
+    pub fn push(&mut self, ev: KernelEvent) {
+        if self.unordered {
+            return;
         }
-        self.timeline
-            .push(ev)
-            .map_err(|e| unordered(e.to_string()))?;
-        self.gaps.push(&ev).map_err(|e| unordered(e.to_string()))
+        let ordered = self.detect.iter_mut().all(|sweep| sweep.push(ev).is_ok())
+            && self.timeline.push(ev).is_ok()
+            && self.gaps.push(&ev).is_ok();
+        self.unordered = !ordered;
     }
 
     /// The results, numbering processes by `processes` (`globalPid` per id), with what the
@@ -112,6 +124,7 @@ impl Consumers {
             coverage,
             present,
             other_gpu_work: false,
+            unordered: self.unordered,
         }
     }
 }

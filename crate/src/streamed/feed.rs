@@ -137,6 +137,11 @@ impl FeedChunk {
         })
     }
 
+    /// Whether this is the last chunk.
+    pub fn is_last(&self) -> bool {
+        self.done
+    }
+
     /// Feeds the chunk to the sweeps (one per profile, in order); `true` if it was the last.
     pub fn apply<S: FedSweep>(&self, sweeps: &mut [S]) -> Result<bool> {
         if self.profiles.len() != sweeps.len() {

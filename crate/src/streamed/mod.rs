@@ -43,6 +43,9 @@ pub struct Streamed {
     pub gaps: GapHistogram,
     /// The export holds copies, memsets or graph replays, which the kernel pass did not read.
     pub other_gpu_work: bool,
+    /// The kernel table is not in start order: the pass stopped at the first kernel out of
+    /// order, and every view is measured over the file's rows.
+    pub unordered: bool,
 }
 
 impl Streamed {
@@ -76,12 +79,13 @@ impl Streamed {
             timeline,
             gaps: results.gaps,
             other_gpu_work: results.other_gpu_work,
+            unordered: results.unordered,
         })
     }
 
     /// The verdict under `cfg` (its profile picks the summary; thresholds apply here).
     pub fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
-        if self.other_gpu_work && cfg.profile.switches().gpu_work {
+        if self.needs_rows(cfg.profile) {
             return Err(Error::Usage(NEEDS_ROWS.into()));
         }
         let i = PROFILES.iter().position(|&p| p == cfg.profile);
@@ -110,6 +114,19 @@ impl Streamed {
 }
 
 impl Streamed {
+    /// Whether the kernel pass's summaries cannot answer under `profile`, so the verdict, the
+    /// timeline and the gap histogram are measured over the file's rows: its kernels came out of
+    /// start order, or the profile counts the copies, memsets or graph replays it did not read.
+    pub fn needs_rows(&self, profile: Profile) -> bool {
+        self.unordered || (self.other_gpu_work && profile.switches().gpu_work)
+    }
+
+    /// Whether the timeline and the gap histogram are measured over the file's rows (under
+    /// every profile: they count every GPU operation).
+    pub fn views_need_rows(&self) -> bool {
+        self.unordered || self.other_gpu_work
+    }
+
     /// The timeline of every GPU operation over `rows` (the file's rows, `trace::FileRows`),
     /// with the kernel pass's step lane: the pass read the kernel table alone, so an export
     /// holding copies, memsets or graph replays ([`Streamed::other_gpu_work`]) has its timeline
@@ -120,9 +137,9 @@ impl Streamed {
     }
 }
 
-/// Why the streamed verdict is refused for an export with GPU work besides kernels, under a
-/// profile that counts it: the caller measures it over the file's rows (`detect::detect_rows`).
-pub const NEEDS_ROWS: &str = "the streamed pass read the kernel table only; this export's copies, memsets or graph replays are GPU work: measure the verdict over the file's rows";
+/// Why the streamed verdict is refused ([`Streamed::needs_rows`]): the caller measures it over
+/// the file's rows (`detect::detect_rows`).
+pub const NEEDS_ROWS: &str = "the streamed pass cannot answer for this export (its kernels are out of start order, or its copies, memsets or graph replays are GPU work): measure the verdict over the file's rows";
 
 /// Where encoded bytes go: told their length, then given them in pieces.
 pub trait ByteSink {

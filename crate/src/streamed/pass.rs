@@ -180,9 +180,10 @@ impl KernelPass {
             if !consumers.ready_for(ev.end) {
                 break;
             }
-            consumers.push(ev)?;
+            consumers.push(ev);
             self.waiting.pop();
         }
+        self.skip_if_unordered();
         Ok(())
     }
 
@@ -254,7 +255,7 @@ impl KernelPass {
                 .get(ev.process as usize)
                 .ok_or_else(|| broken("a kernel of an unknown process".into()))?;
             if self.waiting.is_empty() && consumers.ready_for(ev.end) {
-                consumers.push(ev)?;
+                consumers.push(ev);
             } else {
                 self.waiting.push(&ev);
             }
@@ -284,7 +285,6 @@ impl KernelPass {
         if rows == 0 {
             return Ok(true);
         }
-        let mut failed = None;
         let KernelPass {
             rows: table,
             names,
@@ -301,16 +301,20 @@ impl KernelPass {
             |id| names.resolve(id),
             processes,
             |ev| match consumers {
-                Some(c) if failed.is_none() && waiting.is_empty() && c.ready_for(ev.end) => {
-                    failed = c.push(ev).err()
-                }
-                Some(_) if failed.is_some() => {}
+                Some(c) if waiting.is_empty() && c.ready_for(ev.end) => c.push(ev),
                 _ => waiting.push(&ev),
             },
         )?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(!self.rows.is_done()),
+        self.skip_if_unordered();
+        Ok(!self.rows.is_done())
+    }
+
+    /// Once a kernel came out of start order the analyses have stopped: the rows not read yet
+    /// (and those waiting) are not read, and the views are measured over the file's rows.
+    fn skip_if_unordered(&mut self) {
+        if self.consumers.as_ref().is_some_and(Consumers::unordered) {
+            self.rows.skip_rest();
+            self.waiting = WaitingKernels::default();
         }
     }
 
@@ -333,7 +337,7 @@ impl KernelPass {
         if !plan.graph_nodes {
             self.rows.skip_graph_nodes();
         }
-        self.consumers = Some(Consumers::new(plan.sweeps, plan.fed, &self.label)?);
+        self.consumers = Some(Consumers::new(plan.sweeps, plan.fed)?);
         self.fed = plan.fed;
         // The waiting kernels renumbered, a block at a time.
         let mut waiting = std::mem::take(&mut self.waiting);

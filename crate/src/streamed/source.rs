@@ -89,6 +89,11 @@ impl KernelSource for SqliteKernels<'_> {
             .read(self.conn, self.label, range, self.strings, &mut |r| {
                 rows.push(r)
             })?;
+        // Steps are read in start order (TP copies merge as they meet); nsys promises no row
+        // order, so a table grouped by thread is sorted here (stable: ties keep table order).
+        if !rows.is_sorted_by_key(|r| r.start) {
+            rows.sort_by_key(|r| r.start);
+        }
         lane_steps_of(rows.into_iter(), self.strings, visit);
         Ok(())
     }

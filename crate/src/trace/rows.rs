@@ -31,15 +31,15 @@ use super::row_cache::{Cached, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };
 use crate::model::{NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Trace, Work};
 
-/// More sorted runs than this in one table and it is not read ([`Error::Shuffled`]): the
-/// runs' bounds are held (about 36 bytes each). nsys writes a handful; the generator's
-/// multi-rank traces one per rank and step.
+/// More sorted runs than this in one table and it is read in slices of its keys instead
+/// (`runs::Slices`): the runs' bounds are held (about 36 bytes each). nsys has written a handful;
+/// the generator's multi-rank traces one per rank and step; a reversed table one per row.
 pub const MAX_FILE_RUNS: usize = super::launch_calls::MAX_RUNS;
 
 /// The columns a scan reads of a table: where its rows lie, their start and owner.
@@ -121,8 +121,8 @@ impl FileScan {
         FileScan::scan(conn, path, opts, progress, (MAX_FILE_RUNS, bytes))
     }
 
-    /// [`FileScan::new`], a table in more than `max_runs` sorted runs refused (its rows read
-    /// as an [`Error::Shuffled`]): the runs' bounds are what the scan holds per table.
+    /// [`FileScan::new`], a table in more than `max_runs` sorted runs read in slices of its
+    /// keys (`runs::Slices`): the runs' bounds are what the scan holds per table.
     pub fn with_max_runs(
         conn: &Connection,
         path: &str,
@@ -410,9 +410,9 @@ impl<'a> FileRows<'a> {
         &self.scan
     }
 
-    /// `table`'s rows in start order, each chunk's rows decoded by `decode`; empty when the
-    /// table is not read, and an error (kept for [`EventRows::check`]) when it is in too many
-    /// runs.
+    /// `table`'s rows in start order, each chunk's rows decoded by `decode` (merged from its
+    /// sorted runs, or read in slices when it is in too many, `runs::Slices`); empty when the
+    /// table is not read.
     fn rows<T: Keyed + Packable + 'a>(
         &'a self,
         table: &'a Table<T::Key>,
@@ -422,15 +422,6 @@ impl<'a> FileRows<'a> {
             return Box::new(std::iter::empty());
         };
         let path = self.scan.path.as_str();
-        if table.runs.too_many() {
-            self.errors.set(Error::Shuffled {
-                path: path.to_string(),
-                table: table.name.to_string(),
-                runs: table.runs.count(),
-                max: table.runs.max(),
-            });
-            return Box::new(std::iter::empty());
-        }
         let conn = self.conn;
         let read = move |first: i64, last: i64, limit: usize, out: &mut VecDeque<T>| {
             read_chunk(conn, sql, (first, last, limit), out, &mut decode)

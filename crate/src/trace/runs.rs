@@ -6,6 +6,13 @@
 //! table order finds the runs ([`SortedRuns`]); a k-way merge ([`Merge`]) then reads each run
 //! through a small buffer refilled by `rowid` range, activating a run only once the merge
 //! reaches its first start: memory follows the runs live at one instant, not the rows.
+//!
+//! nsys promises no order (2025.6 release notes), so a table may come in more runs than are worth
+//! holding (a reversed table is one run per row). Its rows are then read in slices of keys
+//! ([`Slices`]): the scan keeps a systematic sample of the keys, whose quantiles cut the key range
+//! into slices of about [`SLICE_ROWS`] rows; each slice is one pass over the table in `rowid`
+//! order keeping the rows whose key falls in it, sorted in memory. Memory: one slice; time: one
+//! pass per slice.
 
 use std::cmp::Ordering;
 use std::collections::binary_heap::PeekMut;
@@ -72,6 +79,63 @@ pub struct SortedRuns<K> {
     max: usize,
     last_key: Option<K>,
     rows: u64,
+    /// The `rowid`s of the first and last rows fed.
+    span: Option<(i64, i64)>,
+    /// Keys sampled for slicing a table in too many runs.
+    sample: KeySample<K>,
+    /// Rows per slice of such a table, about.
+    slice_rows: u64,
+}
+
+/// Every `stride`-th key fed, at most [`SAMPLE_KEYS`]: when full, every other one is dropped and
+/// the stride doubles (a systematic sample of the table, whose quantiles cut it into slices).
+#[derive(Debug, Clone)]
+struct KeySample<K> {
+    keys: Vec<K>,
+    stride: u64,
+    seen: u64,
+}
+
+/// Keys a sample holds at most.
+const SAMPLE_KEYS: usize = 1 << 14;
+/// Rows per slice of a table in too many runs: the rows one pass sorts in memory (a kernel row
+/// is about 64 bytes: 32 MiB).
+pub const SLICE_ROWS: u64 = 1 << 19;
+
+impl<K: Ord + Copy> KeySample<K> {
+    fn new() -> KeySample<K> {
+        KeySample {
+            keys: Vec::new(),
+            stride: 1,
+            seen: 0,
+        }
+    }
+
+    fn push(&mut self, key: K) {
+        if self.seen.is_multiple_of(self.stride) {
+            if self.keys.len() == SAMPLE_KEYS {
+                let kept: Vec<K> = self.keys.iter().step_by(2).copied().collect();
+                self.keys = kept;
+                self.stride *= 2;
+            }
+            if self.seen.is_multiple_of(self.stride) {
+                self.keys.push(key);
+            }
+        }
+        self.seen += 1;
+    }
+
+    /// Ascending keys cutting the sampled rows into slices of about `rows` rows: slice `i` holds
+    /// the keys from bound `i - 1` (inclusive; the least key for the first) to bound `i`
+    /// (exclusive; past the greatest for the last).
+    fn bounds(&self, rows: u64) -> Vec<K> {
+        let mut keys = self.keys.clone();
+        keys.sort_unstable();
+        let every = usize::try_from((rows / self.stride).max(1)).unwrap_or(usize::MAX);
+        let mut bounds: Vec<K> = keys.iter().skip(every).step_by(every).copied().collect();
+        bounds.dedup();
+        bounds
+    }
 }
 
 impl<K: Ord + Copy> SortedRuns<K> {
@@ -84,7 +148,17 @@ impl<K: Ord + Copy> SortedRuns<K> {
             max,
             last_key: None,
             rows: 0,
+            span: None,
+            sample: KeySample::new(),
+            slice_rows: SLICE_ROWS,
         }
+    }
+
+    /// Reads a table in too many runs in slices of about `rows` rows (tests take small ones).
+    #[cfg(test)]
+    pub fn with_slice_rows(mut self, rows: u64) -> SortedRuns<K> {
+        self.slice_rows = rows.max(1);
+        self
     }
 
     /// The next row in table order.
@@ -92,6 +166,8 @@ impl<K: Ord + Copy> SortedRuns<K> {
         let continues = self.last_key.is_some_and(|last| key >= last);
         self.last_key = Some(key);
         self.rows += 1;
+        self.span = Some(self.span.map_or((row, row), |(first, _)| (first, row)));
+        self.sample.push(key);
         if continues {
             if let Some(run) = self.runs.last_mut() {
                 run.last = row;
@@ -116,11 +192,6 @@ impl<K: Ord + Copy> SortedRuns<K> {
         self.count
     }
 
-    /// The most runs kept.
-    pub fn max(&self) -> usize {
-        self.max
-    }
-
     /// More than `max` runs: none kept.
     pub fn too_many(&self) -> bool {
         self.count > self.max
@@ -132,8 +203,8 @@ impl<K: Ord + Copy> SortedRuns<K> {
     }
 
     /// The rows in start order, `read` filling a buffer with at most `limit` rows of `rowid`
-    /// range `[first, last]` in `rowid` order (rows the scan did not see must not be read).
-    /// Empty when [`SortedRuns::too_many`].
+    /// range `[first, last]` in `rowid` order (rows the scan did not see must not be read); in
+    /// slices ([`Slices`]) when [`SortedRuns::too_many`].
     pub fn merge<T, F>(&self, read: F) -> Merge<'_, T, F>
     where
         T: Keyed<Key = K>,
@@ -173,6 +244,10 @@ impl<K: Ord + Copy> SortedRuns<K> {
             order.sort_by_key(|&i| self.runs[i as usize].first_key);
             order
         });
+        let slices = match (self.too_many(), self.span) {
+            (true, Some(span)) => Some(Slices::new(self.sample.bounds(self.slice_rows), span)),
+            _ => None,
+        };
         Merge {
             runs: &self.runs,
             order,
@@ -181,7 +256,64 @@ impl<K: Ord + Copy> SortedRuns<K> {
             refill: refill.max(1),
             from: i64::MIN,
             read,
+            slices,
         }
+    }
+}
+
+/// A table in too many runs read slice by slice: each slice one pass over its `rowid` span,
+/// keeping the rows whose key falls in the slice, sorted by `(key, rowid)`.
+struct Slices<T: Keyed> {
+    /// Upper bounds of the slices but the last ([`KeySample::bounds`]).
+    bounds: Vec<T::Key>,
+    /// The next slice to read.
+    next: usize,
+    /// `rowid`s of the table's first and last rows.
+    span: (i64, i64),
+    /// The current slice's rows not yet handed out.
+    rows: VecDeque<T>,
+}
+
+impl<T: Keyed> Slices<T> {
+    fn new(bounds: Vec<T::Key>, span: (i64, i64)) -> Slices<T> {
+        Slices {
+            bounds,
+            next: 0,
+            span,
+            rows: VecDeque::new(),
+        }
+    }
+
+    /// Whether every slice has been read.
+    fn done(&self) -> bool {
+        self.next > self.bounds.len()
+    }
+
+    /// Reads the next slice with `read` ([`SortedRuns::merge`]'s).
+    fn read_next<F>(&mut self, read: &mut F) -> Result<()>
+    where
+        F: FnMut(i64, i64, usize, &mut VecDeque<T>) -> Result<()>,
+    {
+        let i = self.next;
+        self.next += 1;
+        let low = i.checked_sub(1).and_then(|j| self.bounds.get(j)).copied();
+        let high = self.bounds.get(i).copied();
+        let inside = |k: T::Key| low.is_none_or(|l| k >= l) && high.is_none_or(|h| k < h);
+        let mut kept: Vec<T> = Vec::new();
+        let mut chunk = VecDeque::with_capacity(CHUNK_ROWS);
+        let (mut next, last) = self.span;
+        while next <= last {
+            chunk.clear();
+            read(next, last, CHUNK_ROWS, &mut chunk)?;
+            next = match chunk.back() {
+                Some(row) if chunk.len() >= CHUNK_ROWS => row.row().saturating_add(1),
+                _ => last.saturating_add(1),
+            };
+            kept.extend(chunk.drain(..).filter(|row| inside(row.key())));
+        }
+        kept.sort_by_key(|row| (row.key(), row.row()));
+        self.rows = kept.into();
+        Ok(())
     }
 }
 
@@ -236,6 +368,8 @@ pub struct Merge<'r, T: Keyed, F> {
     /// The first `rowid` read (of a table in one run).
     from: i64,
     read: F,
+    /// A table in too many runs, read in slices instead.
+    slices: Option<Slices<T>>,
 }
 
 impl<T, F> Merge<'_, T, F>
@@ -290,6 +424,15 @@ where
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
+        if let Some(slices) = &mut self.slices {
+            while slices.rows.is_empty() && !slices.done() {
+                if let Err(e) = slices.read_next(&mut self.read) {
+                    slices.next = usize::MAX;
+                    return Some(Err(e));
+                }
+            }
+            return slices.rows.pop_front().map(Ok);
+        }
         if self.activated < self.order.len()
             && let Err(e) = self.activate_due()
         {
@@ -384,15 +527,58 @@ mod tests {
         assert_eq!(reads, 6);
     }
 
+    /// A table in more runs than kept (reversed, with ties and a run going forward) comes in
+    /// start order, ties in table order, read in slices of about three rows: one pass per slice
+    /// over the whole table, and no run held.
     #[test]
-    fn too_many_runs_are_counted_not_kept() {
-        let mut runs = SortedRuns::new(2);
-        for (row, start) in [(1, 3), (2, 2), (3, 1), (4, 0)] {
-            runs.push(row, start);
+    fn a_table_in_too_many_runs_is_read_in_slices_in_start_order() {
+        let starts = [50, 40, 40, 30, 20, 20, 25, 26, 27, 10, 5, 5, 1];
+        let table: Vec<CallRow> = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| call(i as i64 + 1, s))
+            .collect();
+        let mut runs = SortedRuns::new(2).with_slice_rows(3);
+        for c in &table {
+            runs.push(c.row, c.start);
         }
         assert!(runs.too_many());
-        assert_eq!(runs.count(), 4);
-        let merged = runs.merge(|_, _, _, _: &mut VecDeque<CallRow>| Ok(()));
-        assert_eq!(merged.count(), 0);
+        assert!(runs.runs.is_empty(), "no run is held");
+        let mut passes = 0;
+        let merged: Vec<(Ns, i64)> = runs
+            .merge(|first, last, limit, out: &mut VecDeque<CallRow>| {
+                passes += usize::from(first == 1);
+                let rows = table.iter().filter(|c| (first..=last).contains(&c.row));
+                out.extend(rows.take(limit).copied());
+                Ok(())
+            })
+            .map(|c| c.map(|c| (c.start, c.row)))
+            .collect::<Result<_>>()
+            .expect("slices");
+        let mut sorted: Vec<(Ns, i64)> = table.iter().map(|c| (c.start, c.row)).collect();
+        sorted.sort();
+        assert_eq!(merged, sorted);
+        assert_eq!(
+            passes,
+            runs.sample.bounds(3).len() + 1,
+            "one pass per slice"
+        );
+        assert!(passes >= 4, "{passes} slices of about 3 of 13 rows");
+    }
+
+    /// A failed read ends the slices with its error.
+    #[test]
+    fn a_failed_slice_read_is_an_error_once() {
+        let mut runs = SortedRuns::new(1);
+        for (row, start) in [(1, 3), (2, 2), (3, 1)] {
+            runs.push(row, start);
+        }
+        let mut merged = runs.merge(|_, _, _, _: &mut VecDeque<CallRow>| {
+            Err(crate::error::Error::Internal {
+                detail: "read failed".into(),
+            })
+        });
+        assert!(matches!(merged.next(), Some(Err(_))));
+        assert!(merged.next().is_none());
     }
 }

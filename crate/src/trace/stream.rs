@@ -105,6 +105,11 @@ impl KernelRows {
         self.next
     }
 
+    /// Reads no more rows (the reader has what it needs).
+    pub fn skip_rest(&mut self) {
+        self.next = self.last.saturating_add(1);
+    }
+
     /// Whether every row has been read.
     pub fn is_done(&self) -> bool {
         self.next > self.last

@@ -21,8 +21,8 @@ use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::error::{Error, Result};
 use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::model::{
-    GpuInfo, Kernels, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes, Strings,
-    Trace,
+    GLOBAL_PID_MASK, GpuInfo, Kernels, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges,
+    Processes, Strings, Trace,
 };
 use crate::names::patterns::may_define_windows;
 use crate::names::steps::step_text;
@@ -110,6 +110,7 @@ impl Loader<'_, '_> {
             ..Trace::default()
         };
         self.load_strings(&schema, &mut trace, steps_unheld)?;
+        self.number_threads(&schema, &mut trace)?;
         // Non-kernel GPU work is named by these (`EventRows::gpu_work`), interned before any
         // inline NVTX text so every load of a file numbers them alike.
         for name in crate::model::work_names() {
@@ -381,6 +382,9 @@ impl Loader<'_, '_> {
         windows_only: bool,
     ) -> Result<()> {
         let mut kept = NvtxRanges::default();
+        if windows_only {
+            kept.keep_rowids();
+        }
         self.stream_nvtx(schema, trace, details, windows_only, &mut |row, _, _| {
             kept.push(row, details);
             true
@@ -619,6 +623,37 @@ impl Loader<'_, '_> {
             });
             Ok(())
         })
+    }
+
+    /// Numbers the processes and threads `ThreadNames` lists, by ascending `globalPid` and
+    /// `globalTid`, before any event is read: a process's or thread's id then does not depend on
+    /// the order the event tables' rows are read in (nsys promises none). Only a thread no name
+    /// row lists is numbered as met.
+    fn number_threads(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+        if !schema.has_column("ThreadNames", "globalTid") {
+            return Ok(());
+        }
+        let mut tids: Vec<i64> = Vec::new();
+        self.stream(
+            "numbering threads",
+            "ThreadNames",
+            "SELECT globalTid FROM ThreadNames",
+            |r| {
+                tids.extend(opt_int(r.get_ref(0)?));
+                Ok(())
+            },
+        )?;
+        tids.sort_unstable();
+        tids.dedup();
+        let mut pids: Vec<i64> = tids.iter().map(|&t| t & GLOBAL_PID_MASK).collect();
+        pids.dedup();
+        for pid in pids {
+            trace.processes.intern(pid);
+        }
+        for tid in tids {
+            trace.threads.intern(tid, &mut trace.processes);
+        }
+        Ok(())
     }
 
     /// Thread names (`ThreadNames`) and process names (`PROCESSES`).

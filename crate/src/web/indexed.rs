@@ -70,8 +70,6 @@ pub(crate) struct Indexed {
     /// The gaps Root cause's window pass swept with that index: the next drill-down under the
     /// same options does not sweep them again.
     swept: RefCell<Option<SweptGaps>>,
-    /// Whether a streamed export holds GPU work besides kernels ([`Indexed::other_gpu_work`]).
-    other_work: OnceCell<bool>,
 }
 
 /// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
@@ -109,7 +107,6 @@ impl Indexed {
             drilled: RefCell::new(None),
             index: RefCell::new(None),
             swept: RefCell::new(None),
-            other_work: OnceCell::new(),
             label: label.to_string(),
             kind: Kind::Loaded {
                 trace: Box::new(trace),
@@ -126,7 +123,6 @@ impl Indexed {
             drilled: RefCell::new(None),
             index: RefCell::new(None),
             swept: RefCell::new(None),
-            other_work: OnceCell::new(),
             label: label.to_string(),
             kind: Kind::Streamed {
                 streamed: Box::new(streamed),
@@ -215,9 +211,9 @@ impl Indexed {
             Kind::Streamed { .. } if cfg.step_marker.is_some() || cfg.window.is_some() => {
                 detect::detect_rows(&*self.rows()?, cfg)
             }
-            // The streamed pass read the kernel table alone: copies, memsets and graph replays
-            // are GPU work too under a profile that counts them (`docs/gpu-work.md`).
-            Kind::Streamed { .. } if cfg.profile.switches().gpu_work && self.other_gpu_work() => {
+            // Kernels out of start order, or copies, memsets and graph replays under a profile
+            // that counts them (`docs/gpu-work.md`): the pass's summaries cannot answer.
+            Kind::Streamed { streamed, .. } if streamed.needs_rows(cfg.profile) => {
                 detect::detect_rows(&*self.rows()?, cfg)
             }
             Kind::Streamed { streamed, .. } => streamed.detect(cfg),
@@ -225,27 +221,17 @@ impl Indexed {
     }
 
     /// The GPU-idle gap histogram: gaps in every GPU operation (the streamed pass's, from the
-    /// kernel table, when the export holds no other GPU work).
+    /// kernel table, when that is all the GPU did and its rows were in start order).
     pub(crate) fn gaps(&self) -> Result<GapHistogram> {
         match &self.kind {
             Kind::Loaded { trace, .. } => Ok(idle_gap_histogram(&**trace, None)),
-            Kind::Streamed { .. } if self.other_gpu_work() => {
+            Kind::Streamed { streamed, .. } if streamed.views_need_rows() => {
                 let rows = self.rows()?;
                 let hist = idle_gap_histogram(&*rows, None);
                 rows.check()?;
                 Ok(hist)
             }
             Kind::Streamed { streamed, .. } => Ok(streamed.gaps.clone()),
-        }
-    }
-
-    /// Whether a streamed export holds copies, memsets or graph replays (asked once).
-    fn other_gpu_work(&self) -> bool {
-        match &self.kind {
-            Kind::Loaded { .. } => false,
-            Kind::Streamed { conn, .. } => *self
-                .other_work
-                .get_or_init(|| crate::trace::holds_other_gpu_work(conn)),
         }
     }
 
@@ -305,7 +291,9 @@ impl Indexed {
     fn timeline(&self) -> Result<&Timeline> {
         match &self.kind {
             Kind::Loaded { trace, timeline } => Ok(timeline.get_or_init(|| Timeline::new(trace))),
-            Kind::Streamed { streamed, .. } if !self.other_gpu_work() => Ok(&streamed.timeline),
+            Kind::Streamed { streamed, .. } if !streamed.views_need_rows() => {
+                Ok(&streamed.timeline)
+            }
             Kind::Streamed {
                 streamed,
                 work_timeline,

@@ -296,3 +296,69 @@ pub fn gpu_work_rows(conn: &rusqlite::Connection, where_: &str) -> (Vec<WorkRow>
     );
     (rows, hull)
 }
+
+/// The row orders `tests/tools/reorder.py` writes (nsys promises no order, 2025.6 release notes).
+pub const ROW_ORDERS: [&str; 3] = ["grouped", "chunks", "reversed"];
+
+/// A copy of `src` in `dir` whose event tables are stored in `order` ([`ROW_ORDERS`]).
+pub fn reordered(src: &Path, dir: &Path, order: &str) -> PathBuf {
+    let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    let dst = dir.join(format!("{stem}.{order}.sqlite"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/tools/reorder.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(src)
+        .arg(&dst)
+        .arg(order)
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "reorder.py {} {order}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dst
+}
+
+/// Every public export and a few scenarios with several ranks, CUDA graphs, copies and planted
+/// idle causes (their temp dirs kept alive with them): the inputs rewritten in every row order.
+pub fn row_order_inputs() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
+    let mut paths = public_exports();
+    let mut dirs = Vec::new();
+    for scenario in [
+        "tp2-phases",
+        "serving-graphs",
+        "copy-bound",
+        "idle-causes",
+        "host-records",
+    ] {
+        let (dir, path, _) = generated(scenario, 1, 3);
+        dirs.push(dir);
+        paths.push(path);
+    }
+    (dirs, paths)
+}
+
+/// Whether two JSON values are equal but for floats within `rel` of each other (relative):
+/// sums of the same terms added in another order differ in their last bits.
+pub fn json_close(a: &serde_json::Value, b: &serde_json::Value, rel: f64) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) if x.is_finite() && y.is_finite() => {
+                (x - y).abs() <= rel * x.abs().max(y.abs()) || x == y
+            }
+            _ => x == y,
+        },
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_close(v, w, rel)))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| json_close(v, w, rel))
+        }
+        _ => a == b,
+    }
+}
