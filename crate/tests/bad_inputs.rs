@@ -100,12 +100,39 @@ fn sqlite_database_that_is_not_an_nsys_export() {
 }
 
 #[test]
+/// No kernel, but a copy: the GPU did work, so the standard verdict is measured (transfer-bound);
+/// `trtllm-skill`, which counts kernels only, refuses it; with the copies gone too, both refuse.
 fn nsys_export_with_an_empty_kernel_table() {
     let dir = TempDir::new().unwrap();
     let path = copy_real_export(&dir, "no-kernels.sqlite");
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;")
         .unwrap();
+    let copies: i64 = conn
+        .query_row("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(copies > 0, "the export has copies");
+    let out = nsys_lens([OsStr::new("detect"), path.as_os_str(), OsStr::new("--json")]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a verdict");
+    assert_eq!(report["bound"]["kind"], "transfer-bound", "{report}");
+    let skill = [
+        OsStr::new("detect"),
+        path.as_os_str(),
+        OsStr::new("--profile"),
+        OsStr::new("trtllm-skill"),
+    ];
+    assert_one_line_error(
+        &skill,
+        &nsys_lens(skill),
+        EXIT_INPUT,
+        Some("no GPU kernels"),
+    );
+    conn.execute_batch(
+        "DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY; DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMSET;",
+    )
+    .unwrap();
     conn.close().unwrap();
     refused(&path, Some("no GPU kernels"));
     refused_json(&path, Some("no GPU kernels"));

@@ -9,7 +9,7 @@ use nsys_lens::analyze::{self, AnalyzeConfig, AnalyzeReport, TraceBreakdown};
 use nsys_lens::error::Result;
 use nsys_lens::profile::Profile;
 use nsys_lens::report;
-use nsys_lens::trace::{self, LoadOptions};
+use nsys_lens::trace::LoadOptions;
 
 use super::{MarkerArgs, OutputArgs, ProfileArg};
 
@@ -70,6 +70,6 @@ fn breakdown(path: &Path, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
         event_details: true,
         launch_calls_only: false,
     };
-    let loaded = trace::load_path(path, opts)?;
-    analyze::analyze_trace(&loaded, cfg)
+    let export = super::OpenExport::open(path, opts)?;
+    analyze::analyze_rows(&export.rows(), cfg)
 }

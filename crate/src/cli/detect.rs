@@ -7,7 +7,7 @@ use clap::Args;
 use nsys_lens::detect::{self, DetectConfig, ThresholdOverrides};
 use nsys_lens::error::{Error, Result};
 use nsys_lens::report;
-use nsys_lens::trace::{self, LoadOptions};
+use nsys_lens::trace::LoadOptions;
 
 use super::{MarkerArgs, OutputArgs, ProfileArg, ratio, window};
 
@@ -77,7 +77,7 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         }
     }
     let label = args.trace.display().to_string();
-    let loaded = trace::load_path(&args.trace, LoadOptions::detect())?;
+    let export = super::OpenExport::open(&args.trace, LoadOptions::detect())?;
     let cfg = DetectConfig {
         profile: args.profile.into(),
         thresholds: ThresholdOverrides {
@@ -96,6 +96,6 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         file_label: label,
         step_marker: args.marker.source()?,
     };
-    let result = detect::detect(&loaded, &cfg)?;
+    let result = detect::detect_rows(&export.rows(), &cfg)?;
     args.out.write(&result, report::text::detect_report)
 }

@@ -8,7 +8,7 @@ use nsys_lens::drill::{self, DrillInput, DrillOptions};
 use nsys_lens::error::Result;
 use nsys_lens::findings::DrillFindings;
 use nsys_lens::report;
-use nsys_lens::trace::{self, LoadOptions};
+use nsys_lens::trace::LoadOptions;
 
 use super::{MarkerArgs, OutputArgs, window};
 
@@ -54,16 +54,17 @@ pub fn run(args: &DrillArgs) -> Result<()> {
         .map(|p| p.display().to_string())
         .collect();
     let step_marker = args.marker.source()?;
-    let loaded = args
+    let exports = args
         .traces
         .iter()
-        .map(|p| trace::load_path(p, drill_columns()))
+        .map(|p| super::OpenExport::open(p, drill_columns()))
         .collect::<Result<Vec<_>>>()?;
-    let inputs: Vec<DrillInput<'_>> = loaded
+    let rows: Vec<_> = exports.iter().map(super::OpenExport::rows).collect();
+    let inputs: Vec<DrillInput<'_>> = rows
         .iter()
         .zip(&labels)
-        .map(|(trace, label)| DrillInput {
-            rows: trace,
+        .map(|(rows, label)| DrillInput {
+            rows,
             label,
             step_marker: step_marker.as_ref(),
         })

@@ -17,6 +17,7 @@ use nsys_lens::error::{Error, Result};
 use nsys_lens::names::phase_map::PhaseMap;
 use nsys_lens::names::steps::{StepMarker, StepSource, StepStyle, StepsPhase};
 use nsys_lens::profile::Profile;
+use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProfileArg {
@@ -189,4 +190,32 @@ fn phase_map(arg: &str) -> Result<StepSource> {
     PhaseMap::from_json(&text)
         .map(StepSource::PhaseMap)
         .map_err(|e| Error::Usage(format!("{arg}: {e}")))
+}
+
+/// Rows a command keeps in memory at most (packed, about 16 bytes a kernel): a pass after the
+/// scan reads them from memory, the rest again from the file.
+const ROW_CACHE: usize = 256 << 20;
+
+/// An export opened the way every command and the page read it: its tables scanned once
+/// (`trace::FileScan`, [`ROW_CACHE`] of their rows kept), each pass a fold over the rows read
+/// again in start order (`trace::FileRows`, sorted runs merged), so memory does not grow with the
+/// file and no row order is assumed.
+pub struct OpenExport {
+    conn: rusqlite::Connection,
+    scan: FileScan,
+}
+
+impl OpenExport {
+    /// Scans `path` for the tables `opts` reads.
+    pub fn open(path: &Path, opts: LoadOptions) -> Result<OpenExport> {
+        let label = path.display().to_string();
+        let conn = trace::open_path(path)?;
+        let scan = FileScan::keeping_rows(&conn, &label, opts, &mut |_| true, ROW_CACHE)?;
+        Ok(OpenExport { conn, scan })
+    }
+
+    /// The export's rows in start order.
+    pub fn rows(&self) -> FileRows<'_> {
+        FileRows::over(&self.conn, &self.scan)
+    }
 }

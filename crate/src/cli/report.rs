@@ -8,7 +8,7 @@ use clap::Args;
 use nsys_lens::drill::DrillOptions;
 use nsys_lens::error::{Error, Result};
 use nsys_lens::report::{csv, document, html, markdown, outline};
-use nsys_lens::trace::{self, LoadOptions};
+use nsys_lens::trace::LoadOptions;
 
 #[derive(Args)]
 pub struct ReportArgs {
@@ -38,12 +38,15 @@ fn create_dir(path: &Path) -> Result<()> {
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let label = args.trace.display().to_string();
-    let loaded = trace::load_path(&args.trace, LoadOptions::all())?;
+    let export = super::OpenExport::open(&args.trace, LoadOptions::all())?;
+    let rows = export.rows();
     let opts = DrillOptions {
         top: args.top,
         window: None,
     };
-    let doc = document::build(&loaded, &label, &opts)?;
+    let doc = document::build_rows(&rows, &label, &opts, &|cfg| {
+        nsys_lens::detect::detect_rows(&rows, cfg)
+    })?;
     let json = serde_json::to_string_pretty(&doc)
         .map_err(|e| Error::Usage(format!("cannot serialize the report: {e}")))?;
     let tables = csv::csv_files(&outline::tables(&doc))?;
