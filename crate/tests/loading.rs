@@ -138,67 +138,6 @@ fn up_to_window_nvtx(path: &std::path::Path) -> (String, rusqlite::Connection, t
     (label, conn, staged)
 }
 
-/// The plan the kernel pass receives, built from the window-defining NVTX ranges alone, holds
-/// the same phase windows, host-prep ranges and NCCL names as plans built from the whole trace,
-/// in both profiles, and survives its trip between workers as bytes.
-#[test]
-fn kernel_plan_carries_the_windows_of_the_host_side() {
-    use nsys_lens::streamed::{HostPlans, KernelPlan};
-    for scenario in ["tp2-phases", "host-bound", "regression-target"] {
-        let (_dir, path) = generated(scenario);
-        let (_, _conn, staged) = up_to_window_nvtx(&path);
-        let host = staged.trace();
-        let plans = HostPlans::of(host);
-        let bytes = KernelPlan::encode(host, &plans);
-        let decoded = KernelPlan::from_bytes(&bytes).expect("decode");
-        assert_eq!(
-            decoded.to_bytes(),
-            bytes,
-            "{scenario}: the borrowed plan encodes as the owned one"
-        );
-
-        let whole = trace::load_path(&path, LoadOptions::all()).expect("whole load");
-        let want = KernelPlan::of(&whole, &HostPlans::of(&whole)).expect("plan");
-        assert_eq!(
-            decoded.sweeps, want.sweeps,
-            "{scenario}: windows-only NVTX loses nothing"
-        );
-        assert_eq!(
-            decoded.processes[..],
-            whole.processes.global_pid[..decoded.processes.len()],
-            "{scenario}: processes numbered as the host side numbers them"
-        );
-        for (sweep, profile) in decoded.sweeps.iter().zip(["standard", "trtllm-skill"]) {
-            let v = serde_json::to_value(sweep).expect("json");
-            assert!(
-                !v["generation"].is_null(),
-                "{scenario} {profile}: a generation window"
-            );
-            let prep_ranges: usize = v["prep"]
-                .as_array()
-                .expect("prep")
-                .iter()
-                .flat_map(|r| r["by_pattern"].as_array().expect("patterns"))
-                .map(|ranges| ranges.as_array().map_or(0, Vec::len))
-                .sum();
-            assert!(prep_ranges > 0, "{scenario} {profile}: host-prep ranges");
-            // A bit per string name (`NameFlags`).
-            let nccl_names: u32 = v["nccl"]["words"]
-                .as_array()
-                .expect("nccl")
-                .iter()
-                .map(|w| w.as_u64().expect("word").count_ones())
-                .sum();
-            // Only the tensor-parallel scenario runs collectives.
-            assert_eq!(
-                nccl_names > 0,
-                scenario == "tp2-phases",
-                "{scenario} {profile}: NCCL kernel names"
-            );
-        }
-    }
-}
-
 /// The launch calls merged from their sorted runs come in start order, equal to the loaded calls
 /// stably sorted by start, with threads numbered as a whole load numbers them — on every public
 /// export (one has its runtime table in five runs) and on a table shuffled into many runs.
@@ -282,41 +221,4 @@ fn launch_calls_merge_from_sorted_runs_in_start_order() {
         );
     }
     assert!(multi_run >= 2, "only {multi_run} tables in several runs");
-}
-
-/// Sweeping the launch calls reports its progress like loading them, and a progress callback
-/// returning false cancels it.
-#[test]
-fn sweeping_launch_calls_reports_progress_and_cancels() {
-    use nsys_lens::streamed::HostPlans;
-    let (_dir, path) = generated("host-bound");
-    let sweep = |cancel: bool| {
-        let (label, conn, mut staged) = up_to_window_nvtx(&path);
-        let mut plans = HostPlans::of(staged.trace());
-        let mut steps = Vec::new();
-        let mut progress = |p: nsys_lens::trace::Progress| {
-            steps.push((p.step, p.done));
-            !(cancel && p.step == "sweeping kernel launches")
-        };
-        let outcome =
-            plans.sweep_launches(&conn, &label, (&mut staged, &mut progress), &mut |_| None);
-        (outcome, steps)
-    };
-    let (swept, steps) = sweep(false);
-    assert!(swept.expect("sweep"), "a generated runtime table is swept");
-    let whole = trace::load_path(&path, LoadOptions::detect()).expect("load");
-    let last = steps
-        .iter()
-        .rfind(|&&(s, _)| s == "sweeping kernel launches")
-        .map(|&(_, done)| done);
-    assert_eq!(
-        last,
-        Some(whole.runtime.len() as u64),
-        "progress: {steps:?}"
-    );
-    let (cancelled, _) = sweep(true);
-    assert!(
-        matches!(cancelled, Err(nsys_lens::error::Error::Cancelled)),
-        "{cancelled:?}"
-    );
 }

@@ -440,9 +440,9 @@ fn host_items(view: &TimelineView, kind: &str) -> Vec<(i64, i64, String)> {
 /// SQLite source (host rows, launch links), as the page's zoomed-in views read it.
 fn with_sqlite_source(
     path: &std::path::Path,
-    f: impl FnOnce(&Trace, &nsys_lens::streamed::SqliteKernels, &rusqlite::Connection),
+    f: impl FnOnce(&Trace, &nsys_lens::reread::SqliteKernels, &rusqlite::Connection),
 ) {
-    use nsys_lens::streamed::FileReads;
+    use nsys_lens::reread::FileReads;
     use nsys_lens::trace::{Schema, open_path};
     let trace = load_path(path, LoadOptions::page()).expect("load");
     let label = path.display().to_string();

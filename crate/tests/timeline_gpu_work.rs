@@ -10,7 +10,7 @@ use std::path::Path;
 
 use nsys_lens::model::Direction;
 use nsys_lens::model::rows::EventRows;
-use nsys_lens::streamed::{FileReads, SqliteKernels};
+use nsys_lens::reread::{FileReads, SqliteKernels};
 use nsys_lens::timeline::columns::Grid;
 use nsys_lens::timeline::{Detail, Hit, Timeline, TimelineView};
 use nsys_lens::trace::{FileRows, LoadOptions, Schema, open_path};

@@ -192,7 +192,7 @@ c.commit()`;
   assert.ok(stats.ink > 500, `the timeline is drawn (${stats.ink} ink pixels)`);
 });
 
-test('on a one-core machine the page opens the file the same bounded way', { timeout: TIMEOUT }, async () => {
+test('on a one-core machine the page opens the file the same way', { timeout: TIMEOUT }, async () => {
   const one = await openSite({}, () => Object.defineProperty(navigator, 'hardwareConcurrency', { get: () => 1 }));
   try {
     const cores = await one.page.evaluate(() => navigator.hardwareConcurrency);
@@ -200,16 +200,13 @@ test('on a one-core machine the page opens the file the same bounded way', { tim
     const file = path.join(tmp, 'host-bound.sqlite');
     await openTrace(one.page, file, { timeout: TIMEOUT });
     await matchesCli(one.page, file);
-    // The kernel table went through the kernel-streaming worker (its memory mark), not a whole load.
-    const marks = await one.page.evaluate(() => performance.getEntriesByName('nsys-lens:loader-memory').length);
-    assert.ok(marks >= 1, 'the kernel-streaming worker ran');
   } finally {
     await one.close();
   }
 });
 
-// Copies, memsets and graph replays are GPU work: the page (which streams the kernel table alone)
-// measures such a file's verdict over its rows and equals the CLI, bound included.
+// Copies, memsets and graph replays are GPU work: the page's verdict counts them as the CLI's
+// does, bound included.
 for (const scenario of ['copy-bound', 'serving-graphs', 'serving-graphs-node']) {
   test(`generated ${scenario}: equals the CLI, what bounds the run first`, { timeout: TIMEOUT }, async () => {
     const file = generate(scenario, path.join(tmp, `${scenario}.sqlite`));
@@ -292,23 +289,10 @@ test('cancel stops a running analysis and the page stays usable', { timeout: TIM
   await assertMatchesCli(file);
 });
 
-test('a kernel table read partly by the analysis worker gives the CLI\'s verdict', { timeout: TIMEOUT }, async () => {
-  // The cancel test's trace (1.28 M kernels): the host side is loaded before the kernel table,
-  // and the analysis worker reads the rows the loader gives it.
+test('a 1.28 M-kernel trace: the verdict equals the CLI\'s in both profiles', { timeout: TIMEOUT }, async () => {
+  // The cancel test's trace.
   const big = path.join(tmp, 'big.sqlite');
-  // Whichever worker is faster on this machine, the loader waits for the offer (test hook).
-  await page.evaluate(() => {
-    window.nsysLensWaitForKernelOffer = true;
-  });
-  try {
-    await load(big);
-  } finally {
-    await page.evaluate(() => {
-      delete window.nsysLensWaitForKernelOffer;
-    });
-  }
-  const shared = await page.evaluate(() => performance.getEntriesByName('nsys-lens:kernel-rows-shared').at(-1)?.detail ?? null);
-  assert.ok(Array.isArray(shared) && shared[1] > shared[0], `kernel rows read for the loader: ${JSON.stringify(shared)}`);
+  await load(big);
   await assertMatchesCli(big);
   await page.check('[data-testid=profile-trtllm-skill]');
   await page.waitForSelector('body[data-profile="trtllm-skill"][data-state="done"]', { timeout: 60_000 });

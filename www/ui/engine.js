@@ -14,16 +14,12 @@ function workerError(detail) {
 
 export class WorkerEngine {
   // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null;
-  // loader: this engine drives a loader worker (the kernel table of an open), not the analysis;
   // onDead(error, {started}): the worker could not start (started false: its script failed, it
   // did not answer in time, or the wasm did not instantiate) or died after starting (true).
-  constructor(makeWorker, wasm, { loader = false, onDead = null } = {}) {
+  constructor(makeWorker, wasm, { onDead = null } = {}) {
     this.makeWorker = makeWorker;
     this.wasm = wasm;
-    this.isLoader = loader;
     this.onDead = onDead;
-    this.loader = null; // the kernel-streaming WorkerEngine of the open in progress
-    this.spare = null; // the next open's loader, started (wasm compiled) while the page is idle
     this.focus = 'main'; // the slot the verdict view (detect, timeline, hover) reads
     this.worker = null;
     this.nextId = 1;
@@ -31,13 +27,6 @@ export class WorkerEngine {
     this.openId = 0;
     this.cancelFlag = null;
     this.start();
-    this.warmLoader();
-  }
-
-  // Starts the next open's loader ahead of time: instantiating the wasm module takes a few
-  // hundred milliseconds that would otherwise delay the kernel pass.
-  warmLoader() {
-    if (!this.isLoader && !this.spare) this.spare = new WorkerEngine(this.makeWorker, this.wasm, { loader: true });
   }
 
   start() {
@@ -78,13 +67,9 @@ export class WorkerEngine {
     });
   }
 
-  // Ends the worker (and an open's loader) and rejects everything in flight with `err`.
+  // Ends the worker and rejects everything in flight with `err`.
   stop(err) {
     clearTimeout(this.startTimer);
-    if (this.loader) {
-      this.loader.terminate();
-      this.loader = null;
-    }
     this.worker?.terminate();
     this.worker = null;
     this.alive = false;
@@ -170,85 +155,14 @@ export class WorkerEngine {
     const id = this.nextId;
     this.openId = id;
     try {
-      // One way to open, whatever the machine: the bounded streamed open (on one core the two
-      // workers take turns).
-      return await this.openStreaming(id, { file, options, cancelFlag, slot, only }, onProgress);
+      // The worker scans the file once; every view then folds over its rows.
+      return await this.request('open', { file, options, cancelFlag, slot, only }, onProgress);
     } finally {
       if (this.openId === id) this.openId = 0;
     }
   }
 
-  // A fresh loader worker per open: one left from an earlier open (whose host side failed
-  // first) may still be busy; it is terminated when its own work settles.
-  freshLoader() {
-    this.loader?.terminate();
-    this.loader = this.spare || new WorkerEngine(this.makeWorker, this.wasm, { loader: true });
-    this.spare = null;
-    return this.loader;
-  }
-
-  // Bounded memory: the analysis worker loads the host side; after its NVTX ranges it sends a
-  // plan, forwarded here to a loader worker that streams the kernel table through the one-pass
-  // analyses and sends back their small results. Neither worker ever holds the kernel table.
-  async openStreaming(id, req, onProgress) {
-    const { file } = req;
-    const loader = this.freshLoader();
-    const progress = new CombinedProgress(onProgress);
-    const worker = this.worker;
-    // Once its host side is loaded, the analysis worker reads part of the kernel table for the
-    // loader: its offer, the loader's answer and the rows read cross here.
-    const opened = this.request('open', req, progress.part('host'), {
-      plan: (msg) => loader.post({ type: 'plan', bytes: msg.bytes }, [msg.bytes.buffer]),
-      feed: (msg) => loader.post({ type: 'feed', bytes: msg.bytes }, [msg.bytes.buffer]),
-      'help-offer': () => loader.post({ type: 'help-offer' }),
-      'kernel-tail': (msg) => loader.post({ type: 'kernel-tail', bytes: msg.bytes, error: msg.error, code: msg.code }, msg.bytes ? [msg.bytes.buffer] : []),
-    });
-    // Test hook: with `nsysLensWaitForKernelOffer` set on the page, the loader reads nothing
-    // before the plan and then waits for the analysis worker's offer, so that worker always
-    // reads part of the table.
-    const waitForOffer = globalThis.nsysLensWaitForKernelOffer === true;
-    const streamed = loader.request('streamKernels', { file, waitForOffer }, progress.part('kernels'), {
-      help: (msg) => {
-        // For the tests: which kernel rows the analysis worker read for the loader.
-        if (msg.range) performance.mark('nsys-lens:kernel-rows-shared', { detail: msg.range });
-        worker.postMessage({ type: 'help', id, range: msg.range });
-      },
-    });
-    this.forwardKernels(loader, streamed, id, worker);
-    return await opened;
-  }
-
-  // Sends the loader's result (or its error) to the analysis worker's open `id`, then frees the
-  // loader: its wasm memory holds its high-water mark.
-  forwardKernels(loader, work, id, worker) {
-    work
-      .then(
-        ({ bytes, wasmMemoryBytes }) => {
-          // For the benchmark: the loader's wasm memory high-water mark, before it is released.
-          performance.mark('nsys-lens:loader-memory', { detail: wasmMemoryBytes });
-          worker.postMessage({ type: 'kernels', id, bytes }, [bytes.buffer]);
-        },
-        (e) => worker.postMessage({ type: 'kernels', id, error: e.message || String(e), code: e.code || 'internal' }),
-      )
-      .finally(() => {
-        if (this.loader === loader) {
-          loader.terminate();
-          this.loader = null;
-        }
-        this.warmLoader();
-      });
-  }
-
-  // A message outside request/response (the kernel pass's plan), once the worker is up; dropped
-  // once it is terminated (an offer to read kernel rows for a loader that has finished).
-  post(msg, transfer = []) {
-    if (!this.alive) this.queue.push(msg);
-    else if (this.worker) this.worker.postMessage(msg, transfer);
-  }
-
   terminate() {
-    this.spare?.terminate();
-    this.spare = null;
     this.stop(new Error('terminated'));
   }
 
@@ -308,8 +222,8 @@ export class WorkerEngine {
     return this.request('drill', { slots, options: JSON.stringify(options || {}) });
   }
 
-  // The host side of a file without kernel records, opened whole into `slot` (the streamed
-  // open refused it with `no-kernels`): `{fileName, outline}`, the report's sections as JSON.
+  // A file without GPU work opened into `slot` (its verdict refused with `no-kernels`):
+  // `{fileName, outline}`, the report's sections as JSON.
   openHostSide(file, onProgress, slot = 'main', top = 10) {
     return this.request('openHostSide', { file, slot, top }, onProgress);
   }
@@ -317,29 +231,5 @@ export class WorkerEngine {
   // The explainer report of `slot` as a Uint8Array: format 'md' | 'json' | 'html' | 'csv-zip'.
   report(slot, format, top = 10) {
     return this.request('report', { slot, format, top });
-  }
-}
-
-// Progress of the two workers of an open as one: rows done and expected add up, the
-// step names join.
-class CombinedProgress {
-  constructor(onProgress) {
-    this.onProgress = onProgress;
-    this.parts = new Map();
-  }
-
-  part(name) {
-    return (step, done, total) => {
-      this.parts.set(name, { step, done, total });
-      let d = 0;
-      let t = 0;
-      const steps = [];
-      for (const p of this.parts.values()) {
-        d += p.done;
-        t += p.total;
-        if (p.step !== 'done') steps.push(p.step);
-      }
-      this.onProgress?.(steps.join(' · ') || step, d, t);
-    };
   }
 }

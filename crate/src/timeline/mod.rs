@@ -145,9 +145,21 @@ impl Timeline {
         builder.fed(trace.gpu_work()).unwrap_or_else(|b| b.finish())
     }
 
-    /// Indexes the GPU work of `rows` (the page reads them from the file when the export holds
-    /// work besides kernels, which its kernel pass does not read), without the step lane. A
-    /// read error of `rows` is returned, not a short timeline.
+    /// Indexes the GPU work and the forward steps of `rows` (the page's timeline, over the
+    /// file's rows): the steps' lane re-reads its steps by the rows the ranges came from. A read
+    /// error of `rows` is returned, not a short timeline.
+    pub fn of_rows_with_steps(rows: &dyn EventRows, label: &str) -> crate::error::Result<Timeline> {
+        let timeline = Timeline::of_rows(rows, label)?;
+        let mut lane = StepLane::builder();
+        lane_steps_of(rows.ranges(), &rows.meta().strings, &mut |s| {
+            crate::steps::StepSink::step(&mut lane, &s)
+        });
+        rows.check()?;
+        Ok(timeline.with_step_lane(lane.finish()))
+    }
+
+    /// Indexes the GPU work of `rows`, without the step lane. A read error of `rows` is
+    /// returned, not a short timeline.
     pub fn of_rows(rows: &dyn EventRows, label: &str) -> crate::error::Result<Timeline> {
         let builder = TimelineBuilder::without_steps(rows.columns().kernel_streams);
         let timeline = builder

@@ -12,10 +12,9 @@ use super::vfs::{self, Registration};
 use super::{WebError, from_json, init, js_error, to_json};
 use crate::detect::{DetectConfig, ThresholdOverrides};
 use crate::error::Error;
-use crate::model::{Ns, Trace};
+use crate::model::Ns;
 use crate::profile::Profile;
-use crate::streamed::Streamed;
-use crate::trace::{self, HEADER_LEN, LoadOptions, Part, Progress};
+use crate::trace::{self, HEADER_LEN, Progress};
 
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
 #[wasm_bindgen]
@@ -59,22 +58,6 @@ struct Extent {
 const NS_LIMIT: f64 = (1u64 << 61) as f64;
 
 impl Analysis {
-    fn new(name: String, trace: Trace, registration: Registration) -> Analysis {
-        let trace = Indexed::new(trace, &name);
-        Analysis::of(name, trace, registration)
-    }
-
-    /// A trace opened by streaming its kernel table (`super::stream`).
-    pub(super) fn streamed(
-        name: String,
-        streamed: Streamed,
-        conn: Connection,
-        registration: Registration,
-    ) -> Result<Analysis, Error> {
-        let trace = Indexed::streamed(streamed, conn, &name)?;
-        Ok(Analysis::of(name, trace, registration))
-    }
-
     fn of(name: String, trace: Indexed, registration: Registration) -> Analysis {
         let trace = Rc::new(trace);
         let id = indexed::register(&trace);
@@ -96,22 +79,23 @@ impl Analysis {
         self.id
     }
 
-    /// Opens `file` read-only through the blob VFS (no copy into wasm memory) and loads what the
-    /// page shows. `onProgress(step, done, total)` returning `false` cancels.
+    /// Opens `file` read-only through the blob VFS (no copy into wasm memory) and scans its
+    /// tables, as the CLI does: every view then folds over its rows. `onProgress(step, done,
+    /// total)` returning `false` cancels.
     pub fn open(
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
     ) -> Result<Analysis, WebError> {
         let (name, registration) = register(&file)?;
-        let trace =
-            load(&registration, &name, &on_progress, Part::Whole).map_err(WebError::from)?;
-        Ok(Analysis::new(name, trace, registration))
+        let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+        let mut progress = |p: Progress| report_progress(&on_progress, p);
+        let trace = Indexed::open(conn, &name, &mut progress).map_err(WebError::from)?;
+        Ok(Analysis::of(name, trace, registration))
     }
 
     /// The verdict as `DetectReport` JSON. `optionsJson`: `{"profile": "standard" |
     /// "trtllm-skill", "no_m3": bool, "thresholds": {...}, "window": [start_ns, end_ns]}`,
-    /// every key optional (`"{}"`). A window loads a streamed trace whole (its open measured
-    /// the default windows only).
+    /// every key optional (`"{}"`).
     pub fn detect(
         &self,
         #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
@@ -249,20 +233,6 @@ fn check_header(file: &File, name: &str) -> Result<(), Error> {
         vfs::read_slice(&reader, file, 0, size.min(HEADER_LEN as u64)).map_err(io)?
     };
     trace::check_header(name, &head, size)
-}
-
-/// Opens the registered file read-only and loads the tables the page uses. The connection is
-/// closed afterwards: the page works on the loaded columns, and closing frees SQLite's page
-/// cache and the VFS's block cache.
-fn load(
-    registration: &Registration,
-    name: &str,
-    on_progress: &js_sys::Function,
-    part: Part,
-) -> Result<Trace, Error> {
-    let conn = open_connection(registration, name)?;
-    let mut progress = |p: Progress| report_progress(on_progress, p);
-    trace::load_part(&conn, name, LoadOptions::page(), &mut progress, part)
 }
 
 /// Opens the registered file read-only through the blob VFS, configured for analysis.

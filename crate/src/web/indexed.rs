@@ -1,11 +1,8 @@
-//! An open trace as the page's views read it: either loaded whole (with its timeline summary
-//! built once on first use), or streamed (the host side loaded, the kernel table summarised by
-//! the kernel pass and re-read by `rowid` when the timeline zooms in).
-//!
-//! Why one type: the verdict view asks the same questions of both (verdict, timeline view,
-//! hover hit, gap histogram); Root cause, the drill-down, the report and a verdict under
-//! another step marker or window fold over the trace's rows ([`Indexed::rows`]), which a
-//! streamed trace reads again from its open file in start order, holding none of them.
+//! An open trace as the page's views read it, the way the CLI reads it: the export still open,
+//! its tables scanned once (`trace::FileScan`, as many of their rows kept in memory as the page's
+//! budget allows), every view a fold over its rows read again in start order
+//! (`trace::FileRows`, sorted runs merged). The timeline's summary is built on first use; its
+//! zoomed-in views and hovers read rows again by `rowid` (`trace::FileReads`).
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
@@ -19,16 +16,16 @@ use crate::drill::gap_report::SweptGaps;
 use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
 use crate::index::rows::IndexFacts;
+use crate::model::Ns;
 use crate::model::rows::EventRows;
-use crate::model::{Ns, Trace};
-use crate::streamed::{FileReads, Streamed};
+use crate::reread::FileReads;
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{FileRows, FileScan, LoadOptions, Schema};
+use crate::trace::{FileRows, FileScan, LoadOptions, ProgressFn, Schema};
 
-/// The wasm memory the page keeps under (the streamed open's bound).
+/// The wasm memory the page keeps under.
 const PAGE_MEMORY: usize = 512 << 20;
-/// Room kept for the deeper views' own state over the rows (per step, name, thread…): at least
-/// this, and a sixth of the file (a bound from above: natively, Root cause's peak over a 1 GB
+/// Room kept for the views' own state over the rows (per step, name, thread…): at least this,
+/// and a sixth of the file (a bound from above: natively, Root cause's peak over a 1 GB
 /// export's rows, none kept, is 60 MiB above the scan's, and the page's wasm memory after the
 /// views is 385 MiB in all over a 4.2 GiB one's, with no rows kept).
 const VIEW_ROOM: usize = 160 << 20;
@@ -36,7 +33,7 @@ const VIEW_ROOM_PER_FILE_BYTE: f64 = 1.0 / 6.0;
 /// The most one trace's rows take in memory.
 const MAX_ROW_CACHE: usize = 256 << 20;
 
-/// What a trace scanned now may keep of the rows its views read (`trace::FileScan::
+/// What a trace opened now may keep of the rows its views read (`trace::FileScan::
 /// keeping_rows`): the page's memory left once the views' room is set aside, measured as the
 /// wasm memory grown so far (it never shrinks), so a second trace gets what the first left.
 fn row_cache_budget(conn: &Connection) -> usize {
@@ -59,7 +56,15 @@ fn file_bytes(conn: &Connection) -> usize {
 pub(crate) struct Indexed {
     /// The file's name, as results label the trace.
     label: String,
-    kind: Kind,
+    /// The export, still open: every view reads its rows.
+    conn: Connection,
+    /// Where each table's rows lie, the catalog (strings, processes, threads), the kept rows.
+    scan: Box<FileScan>,
+    /// What the timeline's zoomed-in views and hovers read again: GPU work, forward steps,
+    /// host tracks, launch links.
+    reads: FileReads,
+    /// The timeline summary, built on first use.
+    timeline: OnceCell<Box<Timeline>>,
     /// The last drill-down of this trace alone, with its explainer report, under the options
     /// it was asked for: the report's export reads it rather than every table again.
     drilled: RefCell<Option<Drilled>>,
@@ -80,57 +85,21 @@ pub(crate) struct Drilled {
     pub explain: crate::explain::ExplainReport,
 }
 
-enum Kind {
-    Loaded {
-        trace: Box<Trace>,
-        timeline: OnceCell<Timeline>,
-    },
-    Streamed {
-        streamed: Box<Streamed>,
-        /// The export, still open: the timeline's zoomed-in views and the deeper views' rows
-        /// read it.
-        conn: Connection,
-        /// What the timeline's zoomed-in views and hovers read again: GPU work, forward
-        /// steps, host tracks, launch links.
-        reads: FileReads,
-        /// The timeline of every GPU operation, built on first use over the file's rows when
-        /// the export holds work besides kernels (`Streamed::work_timeline`).
-        work_timeline: OnceCell<Box<Timeline>>,
-        /// What [`Indexed::rows`] found scanning the file, kept for every later read.
-        scan: OnceCell<Box<FileScan>>,
-    },
-}
-
 impl Indexed {
-    pub(crate) fn new(trace: Trace, label: &str) -> Indexed {
-        Indexed {
-            drilled: RefCell::new(None),
-            index: RefCell::new(None),
-            swept: RefCell::new(None),
-            label: label.to_string(),
-            kind: Kind::Loaded {
-                trace: Box::new(trace),
-                timeline: OnceCell::new(),
-            },
-        }
-    }
-
-    /// A streamed trace over its still-open connection.
-    pub(crate) fn streamed(streamed: Streamed, conn: Connection, label: &str) -> Result<Indexed> {
-        let schema = Schema::probe(&conn, label)?;
-        let reads = FileReads::new(&schema);
+    /// Scans the export open in `conn` (`progress` returning `false` cancels).
+    pub(crate) fn open(conn: Connection, label: &str, progress: ProgressFn<'_>) -> Result<Indexed> {
+        let budget = row_cache_budget(&conn);
+        let scan = FileScan::keeping_rows(&conn, label, LoadOptions::page(), progress, budget)?;
+        let reads = FileReads::new(&Schema::probe(&conn, label)?);
         Ok(Indexed {
+            label: label.to_string(),
+            conn,
+            scan: Box::new(scan),
+            reads,
+            timeline: OnceCell::new(),
             drilled: RefCell::new(None),
             index: RefCell::new(None),
             swept: RefCell::new(None),
-            label: label.to_string(),
-            kind: Kind::Streamed {
-                streamed: Box::new(streamed),
-                conn,
-                reads,
-                work_timeline: OnceCell::new(),
-                scan: OnceCell::new(),
-            },
         })
     }
 
@@ -181,58 +150,25 @@ impl Indexed {
         .ok()
     }
 
-    /// The event tables in start order, as the deeper views' folds read them: the loaded
-    /// trace's, or a streamed trace's read from its open file ([`FileRows`], nothing held; the
-    /// file is scanned on the first call and the scan kept).
+    /// The event tables in start order, read from the open file ([`FileRows`]).
     pub(crate) fn rows(&self) -> Result<Box<dyn EventRows + '_>> {
-        match &self.kind {
-            Kind::Loaded { trace, .. } => Ok(Box::new(&**trace)),
-            Kind::Streamed { conn, scan, .. } => {
-                let scan = match scan.get() {
-                    Some(scan) => scan,
-                    None => {
-                        let opts = LoadOptions::page();
-                        let budget = row_cache_budget(conn);
-                        let found =
-                            FileScan::keeping_rows(conn, &self.label, opts, &mut |_| true, budget)?;
-                        scan.get_or_init(|| Box::new(found))
-                    }
-                };
-                Ok(Box::new(FileRows::over(conn, scan)))
-            }
-        }
+        Ok(Box::new(self.file_rows()))
+    }
+
+    fn file_rows(&self) -> FileRows<'_> {
+        FileRows::over(&self.conn, &self.scan)
     }
 
     pub(crate) fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
-        match &self.kind {
-            Kind::Loaded { trace, .. } => detect::detect(trace, cfg),
-            // The streamed pass measured the default windows of the marker the trace showed;
-            // another marker's, or another window, are measured over the file's rows.
-            Kind::Streamed { .. } if cfg.step_marker.is_some() || cfg.window.is_some() => {
-                detect::detect_rows(&*self.rows()?, cfg)
-            }
-            // Kernels out of start order, or copies, memsets and graph replays under a profile
-            // that counts them (`docs/gpu-work.md`): the pass's summaries cannot answer.
-            Kind::Streamed { streamed, .. } if streamed.needs_rows(cfg.profile) => {
-                detect::detect_rows(&*self.rows()?, cfg)
-            }
-            Kind::Streamed { streamed, .. } => streamed.detect(cfg),
-        }
+        detect::detect_rows(&self.file_rows(), cfg)
     }
 
-    /// The GPU-idle gap histogram: gaps in every GPU operation (the streamed pass's, from the
-    /// kernel table, when that is all the GPU did and its rows were in start order).
+    /// The GPU-idle gap histogram: gaps in every GPU operation.
     pub(crate) fn gaps(&self) -> Result<GapHistogram> {
-        match &self.kind {
-            Kind::Loaded { trace, .. } => Ok(idle_gap_histogram(&**trace, None)),
-            Kind::Streamed { streamed, .. } if streamed.views_need_rows() => {
-                let rows = self.rows()?;
-                let hist = idle_gap_histogram(&*rows, None);
-                rows.check()?;
-                Ok(hist)
-            }
-            Kind::Streamed { streamed, .. } => Ok(streamed.gaps.clone()),
-        }
+        let rows = self.file_rows();
+        let hist = idle_gap_histogram(&rows, None);
+        rows.check()?;
+        Ok(hist)
     }
 
     pub(crate) fn extent(&self) -> Result<(Ns, Ns)> {
@@ -265,47 +201,27 @@ impl Indexed {
         })
     }
 
-    /// Runs `f` on the timeline and the source its zoomed-in views re-read: the loaded tables,
-    /// or the file's rows by `rowid`.
+    /// Runs `f` on the timeline and the source its zoomed-in views re-read (the file's rows by
+    /// `rowid`).
     fn with_timeline<R>(
         &self,
         f: impl FnOnce(&Timeline, &dyn KernelSource) -> Result<R>,
     ) -> Result<R> {
         let timeline = self.timeline()?;
-        match &self.kind {
-            Kind::Loaded { trace, .. } => f(timeline, &**trace),
-            Kind::Streamed {
-                streamed,
-                conn,
-                reads,
-                ..
-            } => f(
-                timeline,
-                &reads.source(conn, &streamed.host.strings, &self.label),
-            ),
-        }
+        let strings = &self.scan.meta().strings;
+        f(
+            timeline,
+            &self.reads.source(&self.conn, strings, &self.label),
+        )
     }
 
-    /// The timeline summary: built on first use for a loaded trace, and for a streamed export
-    /// holding GPU work besides kernels (over the file's rows); else the kernel pass's.
+    /// The timeline summary, built on first use over the file's rows.
     fn timeline(&self) -> Result<&Timeline> {
-        match &self.kind {
-            Kind::Loaded { trace, timeline } => Ok(timeline.get_or_init(|| Timeline::new(trace))),
-            Kind::Streamed { streamed, .. } if !streamed.views_need_rows() => {
-                Ok(&streamed.timeline)
-            }
-            Kind::Streamed {
-                streamed,
-                work_timeline,
-                ..
-            } => {
-                if let Some(t) = work_timeline.get() {
-                    return Ok(t);
-                }
-                let built = streamed.work_timeline(&*self.rows()?, &self.label)?;
-                Ok(work_timeline.get_or_init(|| Box::new(built)))
-            }
+        if let Some(t) = self.timeline.get() {
+            return Ok(t);
         }
+        let built = Timeline::of_rows_with_steps(&self.file_rows(), &self.label)?;
+        Ok(self.timeline.get_or_init(|| Box::new(built)))
     }
 }
 

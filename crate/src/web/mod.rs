@@ -16,7 +16,6 @@ mod draw;
 mod format;
 mod indexed;
 mod lprof;
-mod stream;
 pub mod vfs;
 
 pub use analyses::{analyze_traces, drill_traces, report_file};
@@ -29,7 +28,6 @@ pub use format::{
     format_signed_duration, format_signed_percent,
 };
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
-pub use stream::{KernelPass, LoaderStep, StreamHost};
 
 use std::fmt::Display;
 use std::sync::Once;

@@ -75,15 +75,15 @@ function nativeSeconds(cli, file) {
   return Number(process.hrtime.bigint() - t0) / 1e9;
 }
 
-// Waits until the page and both of its workers (analysis and the next kernel-loading one) have
-// instantiated the wasm module, as they have by the time a user has picked a file.
+// Waits until the page and its analysis worker have instantiated the wasm module, as they have
+// by the time a user has picked a file.
 async function pageWarm(page) {
   await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
   const deadline = Date.now() + 60_000;
   for (;;) {
     const workers = page.workers();
     const ready = await Promise.all(workers.map((w) => w.evaluate(() => typeof self.nsysLensWasmMemoryBytes === 'function').catch(() => false)));
-    if (ready.filter(Boolean).length >= 2) return;
+    if (ready.filter(Boolean).length >= 1) return;
     if (Date.now() > deadline) throw new Error('the page\'s workers did not start');
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -140,10 +140,9 @@ async function browserRun(origin, file) {
       const timeline = performance.getEntriesByName('nsys-lens:timeline').find((m) => m.startTime >= verdict);
       return { verdictSeconds: (verdict - open) / 1000, paint: (timeline.startTime - verdict) / 1000 };
     });
-    const loaderBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:loader-memory').at(-1)?.detail ?? 0);
     const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, wasmBytes, loaderBytes, views };
+    return { verdictSeconds, paint, wasmBytes, views };
   } finally {
     await browser.close();
   }
@@ -188,7 +187,6 @@ console.log(`| page: file taken (drop or picker) → verdict shown, median${spre
 if (!PAGE_ONLY) console.log(`| page / native | ${(run.verdictSeconds / native).toFixed(2)}× | ≤ 2.5× |`);
 console.log(`| first timeline paint after the verdict | ${run.paint.toFixed(2)} s | < 1 s |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
-console.log(`| peak wasm memory of the kernel-loading worker (released after loading) | ${mib(run.loaderBytes)} | |`);
 if (VIEWS) {
   const names = { rootcause: ['Root cause', 'analyze --json'], drill: ['Drill-down', 'drill --json'], report: ['report (Markdown export)', 'report --out DIR'] };
   console.log('');

@@ -1,4 +1,5 @@
-//! The timeline's re-reads for a streamed trace: GPU-work rows by `rowid` from the open file.
+//! What the timeline's zoomed-in views and hovers read again from the open export, by `rowid`:
+//! GPU-work rows, forward steps, host tracks and launch links (the summary holds none of them).
 
 use rusqlite::Connection;
 
@@ -9,7 +10,7 @@ use crate::steps::Step;
 use crate::timeline::{KernelSource, lane_steps_of};
 use crate::trace::{HostRows, Links, NvtxRows, Schema, WorkRows};
 
-/// The reads a streamed export's timeline makes again, prepared once from its schema: GPU
+/// The reads an open export's timeline makes again, prepared once from its schema: GPU
 /// work, forward steps, host tracks and launch links.
 pub struct FileReads {
     pub work: WorkRows,

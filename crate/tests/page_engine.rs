@@ -1,0 +1,108 @@
+//! The page's engine, natively: an export scanned (`trace::FileScan`, rows kept as the page keeps
+//! them) and read again in start order (`trace::FileRows`). Its timeline — summary built over
+//! the rows with the forward-step lane, zoomed-in views and hovers read again by `rowid`
+//! (`reread::FileReads`) — and its gap histogram equal the loaded trace's, on every public export
+//! and scenario and in every row order nsys may write (`tests/tools/reorder.py`). The verdict,
+//! Root cause and drill-down over the same rows are `tests/views_over_file.rs`'s.
+
+mod common;
+
+use std::path::Path;
+
+use nsys_lens::drill::gaps::idle_gap_histogram;
+use nsys_lens::model::rows::EventRows;
+use nsys_lens::model::{HostTable, Trace};
+use nsys_lens::reread::{FileReads, SqliteKernels};
+use nsys_lens::timeline::{Detail, Timeline};
+use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
+
+/// The page's timeline of `path` and the loaded trace's agree: the extent, views zoomed out
+/// (summary) and in (rows re-read), hovers on every lane, and the gap histogram; returns how
+/// many hovers hit.
+fn assert_same_timeline(path: &Path, full: &Trace, what: &str) -> usize {
+    let label = path.display().to_string();
+    let conn = trace::open_path(path).expect("open");
+    let scan = FileScan::keeping_rows(&conn, &label, LoadOptions::page(), &mut |_| true, 1 << 30)
+        .expect("scan");
+    let rows = FileRows::over(&conn, &scan);
+    let page = Timeline::of_rows_with_steps(&rows, &label).expect("timeline");
+    let reads = FileReads::new(&trace::Schema::probe(&conn, &label).expect("schema"));
+    // The loaded trace shows no host tracks: compared without them (`tests/timeline.rs` checks
+    // them against SQL).
+    let host = [
+        trace::HostRows::none(HostTable::Api),
+        trace::HostRows::none(HostTable::Nvtx),
+    ];
+    let links = trace::Links::none();
+    let source = SqliteKernels {
+        host: &host,
+        links: &links,
+        ..reads.source(&conn, &scan.meta().strings, &label)
+    };
+    let loaded = Timeline::new(full);
+    assert_eq!(page.extent(), loaded.extent(), "{what}: extent");
+    assert_eq!(page.lane_count(), loaded.lane_count(), "{what}: lanes");
+    let (s, e) = loaded.extent();
+    let span = (e - s).max(1);
+    for (a, b, detail) in [
+        (s, e, Detail::Summary),
+        (s, e, Detail::Exact),
+        (s + span / 3, s + span / 3 + span / 50, Detail::Auto),
+    ] {
+        let got = page
+            .view_with(&source, a, b.max(a + 1), 600, detail)
+            .expect("page view");
+        let want = loaded
+            .view_with(full, a, b.max(a + 1), 600, detail)
+            .expect("loaded view");
+        if got != want {
+            let [g, w] = [&got, &want].map(|v| serde_json::to_value(v).expect("json"));
+            panic!(
+                "{what}: view [{a}, {b}) {detail:?} differs at {}",
+                common::json_diff(&g, &w)
+            );
+        }
+    }
+    // Hovers on every lane, at a few times: the forward-step lane's names are read back whole.
+    let mut hits = 0;
+    for lane in 0..loaded.lane_count() as u32 {
+        for k in 1..8 {
+            let t = s + span / 8 * k;
+            let got = page.hit(&source, lane, t, span / 50).expect("hit");
+            let want = loaded.hit(full, lane, t, span / 50).expect("hit");
+            assert_eq!(got, want, "{what}: hover on lane {lane} at {t}");
+            hits += usize::from(got.is_some());
+        }
+    }
+    assert_eq!(
+        idle_gap_histogram(&rows, None),
+        idle_gap_histogram(full, None),
+        "{what}: gaps"
+    );
+    rows.check().expect("every read");
+    hits
+}
+
+#[test]
+fn the_page_timeline_and_gaps_equal_the_loaded_traces_in_any_row_order() {
+    let (_dirs, paths) = common::row_order_inputs();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (mut checked, mut hits) = (0, 0);
+    for path in &paths {
+        let full = trace::load_path(path, LoadOptions::all()).expect("load");
+        if full.kernels.is_empty() {
+            continue;
+        }
+        hits += assert_same_timeline(path, &full, &path.display().to_string());
+        for order in common::ROW_ORDERS {
+            let copy = common::reordered(path, tmp.path(), order);
+            let what = format!("{} in {order} order", path.display());
+            let reordered = trace::load_path(&copy, LoadOptions::all()).expect("load");
+            hits += assert_same_timeline(&copy, &reordered, &what);
+            std::fs::remove_file(&copy).expect("remove copy");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15, "{checked} exports with kernels");
+    assert!(hits > 100, "{hits} hovers hit");
+}
