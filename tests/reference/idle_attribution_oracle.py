@@ -13,10 +13,16 @@ other range of the cause covers it), or to `untraced`. Untraced pieces are cut a
 SCHED_EVENTS switch of a launching thread (one that made a launch call): `cpu_busy` while one is
 on a CPU (labelled by the first CPU sample of a launching thread inside, else `untraced code`),
 `cpu_waiting` while all with a known state are off (labelled by the latest switch-out's state).
+For `host_ahead` time (a launch waiting on a full command buffer), what the other devices ran
+meanwhile: the time their rows of each GPU-work table (kernels, graph replays, copies, memsets,
+read from the file's own tables) cover inside it, per device and table, and the time any of
+them covers.
 Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns, label]},
 "labels": {kind: [[label, ns], …]}, "frames": {kind: [[frame, samples], …]},
-"samples": {kind: n}}} (the five labels holding most of each cause, the five frames sampled most
-in it, ties by name, and every sample in it).
+"samples": {kind: n}, "meanwhile": {"ns": n, "busy_ns": n, "work": [[device, kind, ns], …]}}}
+(the five labels holding most of each cause, the five frames sampled most in it, ties by name,
+and every sample in it; `meanwhile` only with host_ahead time, its work largest first, ties by
+device then kind).
 
 Usage: idle_attribution_oracle.py TRACE
 """
@@ -196,6 +202,56 @@ def cpu_pieces(a, b, sched, threads, sampled):
     return out
 
 
+# The GPU-work tables and the kind of work each holds, as the drill-down names them.
+WORK_TABLES = [("CUPTI_ACTIVITY_KIND_KERNEL", "kernels"),
+               ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "graph replays"),
+               ("CUPTI_ACTIVITY_KIND_MEMCPY", "copies"), ("CUPTI_ACTIVITY_KIND_MEMSET", "memsets")]
+
+
+def union(intervals):
+    """Sorted, merged [start, end] pairs of the non-empty intervals."""
+    out = []
+    for s, e in sorted(i for i in intervals if i[1] > i[0]):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def overlap(a, b):
+    """Time two sorted, merged interval lists share."""
+    i = j = n = 0
+    while i < len(a) and j < len(b):
+        n += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+def meanwhile(db, tables, device, ahead):
+    """What the other devices ran during `ahead` (the device's host_ahead pieces)."""
+    ahead = union(ahead)
+    work, every = [], []
+    for table, kind in WORK_TABLES:
+        if table not in tables:
+            continue
+        rows = defaultdict(list)
+        for d, s, e in db.execute(f"SELECT deviceId, start, end FROM main.{table}"):
+            if d != device:
+                rows[d].append((s, e))
+                every.append((s, e))
+        for d, spans in rows.items():
+            ns = overlap(ahead, union(spans))
+            if ns > 0:
+                work.append([d, kind, ns])
+    work.sort(key=lambda w: (-w[2], w[0], w[1]))
+    return {"ns": sum(e - s for s, e in ahead), "busy_ns": overlap(ahead, union(every)),
+            "work": work}
+
+
 def columns(db, table):
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
@@ -262,6 +318,7 @@ def attribute(path):
                         if s[1] > s[0] and s[2] in pids),
                        key=lambda s: (s[0], -s[1]))
         frames = defaultdict(lambda: defaultdict(int))
+        ahead = []
         starts = [s[0] for s in spans]
         per_kind = defaultdict(lambda: defaultdict(int))
         for gs, ge in gaps:
@@ -280,6 +337,8 @@ def attribute(path):
                     pieces = cpu_pieces(a, b, mine, threads, mine_samples)
                 for x, y, k, lab in pieces:
                     per_kind[k][lab] += y - x
+                    if k == "host_ahead":
+                        ahead.append((x, y))
                     for at, _, f in mine_samples:
                         if x <= at < y:
                             frames[k][f] += 1
@@ -293,6 +352,8 @@ def attribute(path):
         totals = {k: sum(fs.values()) for k, fs in frames.items()}
         out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held,
                        "frames": sampled_frames, "samples": totals}
+        if ahead:
+            out[device]["meanwhile"] = meanwhile(db, tables, device, ahead)
     return out
 
 

@@ -4,7 +4,7 @@
 use super::{Finding, Severity, finding, ms_ns, pct};
 use crate::drill::DrillReport;
 use crate::drill::gaps::bucket_label;
-use crate::drill::idle::{CauseGap, CauseKind, GapCause};
+use crate::drill::idle::{CauseGap, CauseKind, GapCause, Meanwhile};
 use crate::model::Ns;
 use crate::names::steps::StepStyle;
 
@@ -21,6 +21,8 @@ struct CauseTotal<'d> {
     frames: Vec<(&'d str, u32)>,
     /// Every sample of the launching threads in this time.
     samples: u32,
+    /// Per device (and its file), what the other devices ran during this time (`host_ahead`).
+    meanwhile: Vec<(u32, &'d str, &'d Meanwhile)>,
 }
 
 /// The causes of every device's idle time summed per kind, largest first.
@@ -50,6 +52,9 @@ fn cause_totals(d: &DrillReport) -> Vec<(CauseKind, CauseTotal<'_>)> {
                 *b += ns;
             }
             t.samples += c.samples;
+            if let Some(m) = &c.meanwhile {
+                t.meanwhile.push((dev.device, dev.file.as_str(), m));
+            }
             for f in &c.frames {
                 match t.frames.iter_mut().find(|(n, _)| *n == f.frame) {
                     Some((_, n)) => *n += f.samples,
@@ -112,12 +117,17 @@ fn capture_advice(
 ) -> Option<Finding> {
     let unexplained: Ns = totals
         .iter()
-        .filter(|(k, _)| matches!(k, CauseKind::CpuBusy | CauseKind::Untraced))
+        .filter(|(k, _)| unexplained_kind(*k))
         .map(|(_, t)| t.ns)
         .sum();
     let share = unexplained as f64 / idle_ns as f64;
+    // Only devices with time to explain ask for the records (a device busy throughout does not).
     let seen = |f: fn(&crate::drill::idle::CpuRecords) -> bool| {
-        d.idle.per_device.iter().all(|x| f(&x.cpu_records))
+        d.idle
+            .per_device
+            .iter()
+            .filter(|x| x.causes.iter().any(|c| unexplained_kind(c.kind)))
+            .all(|x| f(&x.cpu_records))
     };
     let (scheduling, samples) = (seen(|r| r.scheduling), seen(|r| r.samples));
     if share < UNEXPLAINED_ASKS || (scheduling && samples) {
@@ -156,6 +166,11 @@ fn capture_advice(
     ))
 }
 
+/// Host time no traced call or range explains: what CPU samples and scheduling records would.
+fn unexplained_kind(kind: CauseKind) -> bool {
+    matches!(kind, CauseKind::CpuBusy | CauseKind::Untraced)
+}
+
 /// The share of device time from which nsys's own overhead gets a finding of its own.
 const PROFILER_SHOWN: f64 = 0.02;
 
@@ -172,6 +187,7 @@ fn idle_finding(
         label: label.to_string(),
         share: 0.0,
         sampled: None,
+        meanwhile: None,
     };
     let what = cause_text(&cause);
     let title = match kind {
@@ -219,6 +235,18 @@ fn idle_finding(
     }
     if let Some((g, device, file)) = t.gaps.first() {
         evidence += &format!("; {}", largest_gap_text(d, g, *device, file));
+    }
+    if !t.meanwhile.is_empty() {
+        let files = d.idle.per_device.iter().any(|x| x.file != t.meanwhile[0].1);
+        let each: Vec<String> = t
+            .meanwhile
+            .iter()
+            .map(|(device, file, m)| match files {
+                true => format!("while device {device} ({file}) waited, {}", m.sentence()),
+                false => format!("while device {device} waited, {}", m.sentence()),
+            })
+            .collect();
+        evidence += &format!("; {}", each.join("; "));
     }
     let samples = t.samples;
     if samples > 0 {
