@@ -1324,6 +1324,104 @@ fn host_ahead_time_names_what_the_other_gpu_ran_as_the_rows_show() {
     );
 }
 
+/// brycelelbach power_iteration: nsys kept the backtraces of the OS calls over 80 µs
+/// (`OSRT_CALLCHAINS`, 24 chains). Those of the launching (main) thread are five `open64` and
+/// one `close` (`SELECT … FROM OSRT_API WHERE globalTid = <main> AND callchainId != 0`); each
+/// chain's first frame is libc's `__open` / `__close`, the next an unresolved address in
+/// `/usr/bin/python3.11`, so the code that made them is named `python3.11 (unresolved)`, as a
+/// sample's frame would be. Inside the device's idle gaps (its GPU work merged, as SQL reads it
+/// here) they take 423989 and 197710 ns, no CUDA call of the process overlapping them: the
+/// `osrt` cause lists them under `open64 from python3.11 (unresolved)` and `close from …`, the
+/// calls without a backtrace under their function alone.
+#[test]
+fn os_calls_name_the_code_that_made_them_as_their_backtraces_show() {
+    let name = "brycelelbach_nsightful__power_iteration__baseline.sqlite";
+    let conn = common::open_export(&public_trace(name));
+    let main: i64 = conn
+        .query_row(
+            "SELECT DISTINCT r.globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s \
+             ON s.id = r.nameId WHERE s.value LIKE 'cudaLaunchKernel%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the launching thread");
+    let mut st = conn
+        .prepare(
+            "SELECT o.start, o.\"end\", s.value, o.callchainId FROM OSRT_API o JOIN StringIds s \
+             ON s.id = o.nameId WHERE o.globalTid = ?1 AND o.callchainId != 0",
+        )
+        .expect("sql");
+    let chained: Vec<(i64, i64, String, i64)> = st
+        .query_map([main], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    assert_eq!(chained.len(), 6);
+    let mut frames = conn
+        .prepare(
+            "SELECT m.value, c.unresolved FROM OSRT_CALLCHAINS c JOIN StringIds m \
+             ON m.id = c.module WHERE c.id = ?1 ORDER BY c.stackDepth",
+        )
+        .expect("sql");
+    let busy = merged(spans_of(
+        &conn,
+        &common::gpu_work_sql(&conn).replace("deviceId, ", ""),
+    ));
+    let gaps: Vec<(i64, i64)> = busy.windows(2).map(|w| (w[0].1, w[1].0)).collect();
+    let calls = merged(spans_of(
+        &conn,
+        &format!(
+            "SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE globalTid >> 24 = {}",
+            main >> 24
+        ),
+    ));
+    let mut want: Vec<(String, i64)> = Vec::new();
+    for (start, end, function, chain) in &chained {
+        let chain: Vec<(String, bool)> = frames
+            .query_map([chain], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)))
+            .expect("query")
+            .map(|r| r.expect("row"))
+            .collect();
+        let (module, unresolved) = chain
+            .iter()
+            .find(|(m, _)| !m.ends_with("/libc.so.6"))
+            .expect("a frame outside libc");
+        assert!(*unresolved && module == "/usr/bin/python3.11", "{chain:?}");
+        let label = format!("{function} from python3.11 (unresolved)");
+        let inside = shared(&gaps, &[(*start, *end)]);
+        assert!(shared(&inside, &calls).is_empty(), "a CUDA call takes it");
+        match want.iter_mut().find(|(l, _)| *l == label) {
+            Some(w) => w.1 += total(&inside),
+            None => want.push((label, total(&inside))),
+        }
+    }
+    want.sort_by_key(|w| std::cmp::Reverse(w.1));
+    assert_eq!(
+        want,
+        vec![
+            ("open64 from python3.11 (unresolved)".to_string(), 423989),
+            ("close from python3.11 (unresolved)".to_string(), 197710)
+        ]
+    );
+    let report = drill_public(name, 10, None);
+    let osrt = report.idle.per_device[0]
+        .causes
+        .iter()
+        .find(|c| c.kind.name() == "osrt")
+        .expect("osrt");
+    let got: Vec<(String, i64)> = osrt
+        .labels
+        .iter()
+        .filter(|l| l.label.contains(" from "))
+        .map(|l| (l.label.clone(), l.ns))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        osrt.label, "write",
+        "the calls without a backtrace keep their function"
+    );
+}
+
 /// The first idle-time finding names the cause that holds most of the GPU-idle time, with the
 /// calls or ranges holding it inside the gaps and the fix that fits that cause — on the exports
 /// whose largest gaps the test above reads from the rows: JIT on nvFuser (warm-up advice, not

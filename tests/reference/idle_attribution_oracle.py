@@ -7,7 +7,9 @@ range's label); the algorithm is not: per device, the idle gaps are the holes be
 merged in start order, and each gap is cut at every boundary of a call or range of the processes
 that launch on the device; each piece goes to the first cause of PRECEDENCE with a call, range or
 overhead record (the driver's CUPTI_ACTIVITY_KIND_OVERHEAD, nsys's PROFILER_OVERHEAD) covering all
-of it (and OS runtime calls, OSRT_API, of a launching thread only), labelled by the covering
+of it (and OS runtime calls, OSRT_API, of a launching thread only: named `function from caller`
+when OSRT_CALLCHAINS holds the call's backtrace, the caller being its first frame outside the C
+library, the threads library, the loader and the kernel), labelled by the covering
 interval that started last (a `Holding GIL` range only when no
 other range of the cause covers it), or to `untraced`. Untraced pieces are cut again at every
 SCHED_EVENTS switch of a launching thread (one that made a launch call): `cpu_busy` while one is
@@ -130,6 +132,29 @@ def frame_label(symbol, module, unresolved):
     if unresolved or symbol.startswith("0x"):
         return f"{file} (unresolved)" if file else None
     return f"{symbol} ({file})" if file else symbol
+
+
+# An OS call's own frames: these libraries (by file name start) and the kernel's.
+SYSTEM_MODULES = ("libc.so", "libc-", "libpthread", "ld-linux")
+
+
+def callers(db, tables):
+    """Per OSRT_CALLCHAINS id, the name of its first frame outside the system's libraries."""
+    if "OSRT_CALLCHAINS" not in tables:
+        return {}
+    kernel = "c.kernelMode" if "kernelMode" in columns(db, "OSRT_CALLCHAINS") else "0"
+    out = {}
+    for cid, symbol, module, unresolved, in_kernel in db.execute(
+            f"SELECT c.id, s.value, m.value, c.unresolved, {kernel} FROM OSRT_CALLCHAINS c"
+            " JOIN StringIds s ON s.id = c.symbol JOIN StringIds m ON m.id = c.module"
+            " ORDER BY c.id, c.stackDepth"):
+        file = (module or "").rsplit("/", 1)[-1]
+        if cid in out or in_kernel or file.startswith("[") or file.startswith(SYSTEM_MODULES):
+            continue
+        label = frame_label(symbol or "", module or "", bool(unresolved))
+        if label is not None:
+            out[cid] = label
+    return out
 
 
 def overheads(db, tables):
@@ -294,9 +319,13 @@ def attribute(path):
     records = overheads(db, tables)
     os_calls = []
     if "OSRT_API" in tables:
-        os_calls = [(start, end, process(t), "osrt", name, True, t) for start, end, t, name in db.execute(
-            "SELECT o.start, o.end, o.globalTid, s.value FROM OSRT_API o"
-            " JOIN StringIds s ON s.id = o.nameId") if t is not None]
+        chain = "o.callchainId" if "callchainId" in columns(db, "OSRT_API") else "0"
+        by_chain = callers(db, tables)
+        os_calls = [(start, end, process(t), "osrt",
+                     f"{name} from {by_chain[c]}" if c and c in by_chain else name, True, t)
+                    for start, end, t, name, c in db.execute(
+                        f"SELECT o.start, o.end, o.globalTid, s.value, {chain} FROM OSRT_API o"
+                        " JOIN StringIds s ON s.id = o.nameId") if t is not None]
     sched, sampled = sched_events(db, tables), samples(db, tables)
     launchers = {c[6] for c in calls if c[3] == "launch"}
     out = {}

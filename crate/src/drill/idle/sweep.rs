@@ -352,11 +352,14 @@ impl<'a, 't> HostCauses<'a, 't> {
         if c.end <= c.start || launchers.get(c.thread as usize) != Some(&true) {
             return None;
         }
+        let records = &self.ix.meta().records;
         Some(Span {
             start: c.start,
             end: c.end,
             kind: CauseKind::Osrt,
-            label: self.ix.string(c.name),
+            label: records
+                .os_label(c)
+                .unwrap_or_else(|| self.ix.string(c.name)),
             weak: false,
             // After calls and overhead records, before NVTX ranges of equal start and end.
             order: (3 << 61) | i as u64,
