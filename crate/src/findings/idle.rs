@@ -424,3 +424,76 @@ fn fix_for(c: &GapCause) -> (Option<&'static str>, String) {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::drill::idle::CauseKind;
+    use crate::drill::{DrillOptions, drill_indexed};
+    use crate::index::rows::RowIndex;
+    use crate::index::testing::TraceBuilder;
+
+    /// Device 0 (process 7) idles 100..1000 while its launch 100..1000 waits on a full command
+    /// buffer 200..900 (host_ahead 700; the rest of the call is `launch`). Device 1 (process 9)
+    /// runs a kernel 300..500 and one 1000..1100: inside the wait, 200 of 700 ns. The device's
+    /// `host_ahead` cause, the gap's reading and the finding (700 of the 2200 ns of device time)
+    /// say so.
+    #[test]
+    fn host_ahead_time_says_what_the_other_device_ran_meanwhile() {
+        use crate::model::host_records::{OverheadKind, OverheadRow};
+        let mut b = TraceBuilder::new();
+        let c = b.call("cudaLaunchKernel", 0, 5);
+        b.kernel("k1", 0, 100, c);
+        let c = b.call("cudaLaunchKernel", 100, 1000);
+        b.kernel("k2", 1000, 1100, c);
+        b.trace.records.overheads.push(OverheadRow {
+            start: 200,
+            end: 900,
+            process: 0,
+            thread: Some(0),
+            kind: OverheadKind::CommandBufferFull,
+            name: crate::model::NO_NAME,
+        });
+        b.thread(9, 9);
+        let c = b.call("cudaLaunchKernel", 250, 260);
+        b.kernel_on((1, 3), "k3", (300, 500), c);
+        let c = b.call("cudaLaunchKernel", 900, 910);
+        b.kernel_on((1, 3), "k4", (1000, 1100), c);
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let d = drill_indexed(&[ix], &DrillOptions::default()).expect("a loaded trace reads");
+        let d0 = &d.idle.per_device[0];
+        let ahead = d0
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::HostAhead)
+            .expect("host_ahead");
+        let m = ahead.meanwhile.as_ref().expect("meanwhile");
+        assert_eq!((ahead.ns, m.busy_ns, m.other_devices), (700, 200, 1));
+        let sentence =
+            "device 1 ran kernels for 28.6% of it; the trace shows no GPU work for the other 71.4%";
+        assert_eq!(m.sentence(), sentence);
+        let gap = d.gaps.device_idle.top.iter().find(|g| g.device == 0);
+        let reading = gap.map(|g| g.reading.as_str()).unwrap_or_default();
+        assert!(
+            reading.ends_with(&format!("; meanwhile {sentence}")),
+            "{reading}"
+        );
+        let findings = super::super::drill_findings(&d);
+        let f = findings
+            .iter()
+            .find(|f| f.title.contains("room in the GPU's queue"))
+            .expect("a host_ahead finding");
+        assert!(
+            f.evidence
+                .contains(&format!("while device 0 waited, {sentence}")),
+            "{}",
+            f.evidence
+        );
+        // Device 1 has no command-buffer-full record: nothing is measured for it.
+        assert!(
+            d.idle.per_device[1]
+                .causes
+                .iter()
+                .all(|c| c.meanwhile.is_none())
+        );
+    }
+}
