@@ -537,6 +537,50 @@ fn every_public_exports_capture_checks_follow_from_its_rows() {
             "{what}: {launches} launch calls"
         );
 
+        // CPU samples and scheduling of the processes that launch kernels (a thread's process
+        // is its globalTid's bits above the 24 of the thread id).
+        let of_launchers = |table: &str| {
+            if !has_table(&conn, table) {
+                return None;
+            }
+            Some(count(
+                &conn,
+                &format!(
+                    "SELECT count(*) FROM {table} WHERE globalTid >> 24 IN \
+                     (SELECT globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_KERNEL)"
+                ),
+            ))
+        };
+        let samples = has_table(&conn, "SAMPLING_CALLCHAINS")
+            .then(|| of_launchers("COMPOSITE_EVENTS"))
+            .flatten();
+        let sched = of_launchers("SCHED_EVENTS");
+        let has = |n: Option<i64>| n.is_some_and(|n| n > 0);
+        let cpu = check(cap, "cpu_records");
+        let want = if has(samples) && has(sched) {
+            "ok"
+        } else {
+            "unknown"
+        };
+        assert_eq!(
+            status(cap, "cpu_records"),
+            want,
+            "{what}: {samples:?} samples, {sched:?} switches"
+        );
+        for (n, table, flag) in [
+            (samples, "COMPOSITE_EVENTS", "--sample=process-tree"),
+            (sched, "SCHED_EVENTS", "--cpuctxsw=process-tree"),
+        ] {
+            let said = match n {
+                None => format!("({table} absent)"),
+                Some(0) => format!("({table} holds none)"),
+                Some(_) => String::new(),
+            };
+            assert!(cpu.evidence.contains(&said), "{what}: {}", cpu.evidence);
+            let fix = cpu.fix.as_deref().unwrap_or_default();
+            assert_eq!(fix.contains(flag), !has(n), "{what}: {fix}");
+        }
+
         // GPU metrics: the table `--gpu-metrics-devices` fills.
         let want = if has_table(&conn, "GPU_METRICS") {
             "ok"
@@ -545,6 +589,61 @@ fn every_public_exports_capture_checks_follow_from_its_rows() {
         };
         assert_eq!(status(cap, "gpu_metrics"), want, "{what}: gpu metrics");
     }
+}
+
+/// `detect --json` and the readable `detect` on a public export with CPU samples and scheduling
+/// of its launching process (power_iteration: 893 samples, 430 switches) and on one with neither
+/// table (h100_2gpu): the check is `ok` on the first; on the second it is `unknown`, an info for
+/// the capture, not a failure (the verdict is given), naming the three flags.
+#[test]
+fn the_cpu_records_check_says_when_untraced_host_time_cannot_be_explained() {
+    for (name, want) in [
+        (
+            "brycelelbach_nsightful__power_iteration__baseline.sqlite",
+            "ok",
+        ),
+        ("GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite", "unknown"),
+    ] {
+        let path = common::public_trace(name);
+        let out = common::nsys_lens(["detect".as_ref(), "--json".as_ref(), path.as_os_str()]);
+        assert!(out.status.success(), "{name}");
+        let json: Value = serde_json::from_slice(&out.stdout).expect("detect --json");
+        let checks = json["capture"]["checks"].as_array().expect("checks");
+        let cpu = checks
+            .iter()
+            .find(|c| c["id"] == "cpu_records")
+            .expect("the cpu_records check");
+        assert_eq!(cpu["status"], want, "{name}: {cpu}");
+        let text = common::nsys_lens(["detect".as_ref(), path.as_os_str()]);
+        let text = String::from_utf8_lossy(&text.stdout);
+        if want == "ok" {
+            assert!(cpu["fix"].is_null(), "{name}: {cpu}");
+            assert!(text.contains("cpu_records"), "{name}: listed as ok\n{text}");
+            continue;
+        }
+        let fix = cpu["fix"].as_str().unwrap_or_default();
+        for flag in [
+            "--sample=process-tree",
+            "--cpuctxsw=process-tree",
+            "--python-sampling=true",
+        ] {
+            assert!(fix.contains(flag), "{name}: {fix}");
+        }
+        assert!(
+            cpu["evidence"]
+                .as_str()
+                .is_some_and(|e| e.contains("cannot be explained")),
+            "{name}: {cpu}"
+        );
+        assert!(
+            text.contains("[unknown] CPU samples and thread scheduling recorded"),
+            "{text}"
+        );
+        assert!(!json["verdict"].is_null(), "{name}: a verdict is given");
+    }
+    // The generator's host-records scenario writes both for its launching thread.
+    let (_dir, path, _) = common::generated("host-records", 1, 5);
+    assert_eq!(status(&detect_file(&path).capture, "cpu_records"), "ok");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use common::{EXIT_INPUT, EXIT_USAGE, assert_one_line_error, describe, nsys_lens,
 use nsys_lens::drill;
 use nsys_lens::drill::{DrillInput, DrillOptions, DrillReport};
 use nsys_lens::explain::{self, ExplainReport};
-use nsys_lens::findings::drill_findings;
+use nsys_lens::findings::{DrillFindings, drill_findings};
 use nsys_lens::index::TraceIndex;
 use nsys_lens::model::Trace;
 use nsys_lens::names::api::api_base_name;
@@ -931,7 +931,8 @@ print(json.dumps(oracle.attribute(trace), indent=1, sort_keys=True))
 /// (and the devices' idle times to the gap report's device-idle total), no share is above 1,
 /// and per device the idle time and every cause's time and label are those of an independent
 /// oracle that cuts each gap between GPU work rows (kernels, graph replays, copies, memsets) at
-/// every call and range boundary with SQL and brute force ([`idle_attribution_oracle`]).
+/// every call and range boundary with SQL and brute force ([`idle_attribution_oracle`]), as
+/// is what the other devices ran during its `host_ahead` time.
 #[test]
 fn idle_causes_add_up_and_match_the_oracle_on_every_public_export() {
     for path in common::public_exports_with_kernels() {
@@ -1032,6 +1033,20 @@ fn idle_causes_add_up_and_match_the_oracle_on_every_public_export() {
                 Value::Object(samples),
                 want["samples"],
                 "{name} device {}: samples",
+                d.device
+            );
+            let meanwhile = d.causes.iter().find_map(|c| c.meanwhile.as_ref()).map(|m| {
+                let work: Vec<Value> = m
+                    .work
+                    .iter()
+                    .map(|w| json!([w.device, w.work, w.ns]))
+                    .collect();
+                json!({"ns": m.ns, "busy_ns": m.busy_ns, "work": work})
+            });
+            assert_eq!(
+                meanwhile.unwrap_or(Value::Null),
+                want["meanwhile"],
+                "{name} device {}: other devices' work during host_ahead",
                 d.device
             );
         }
@@ -1184,6 +1199,229 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
     );
 }
 
+/// Sorted, merged `[start, end)` intervals of `rows` (empty ones dropped).
+fn merged(mut rows: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    rows.retain(|r| r.1 > r.0);
+    rows.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (s, e) in rows {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// The intervals two merged lists share.
+fn shared(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        let (s, e) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
+        if e > s {
+            out.push((s, e));
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+fn total(intervals: &[(i64, i64)]) -> i64 {
+    intervals.iter().map(|(s, e)| e - s).sum()
+}
+
+/// `(start, end)` rows of an SQL query.
+fn spans_of(conn: &rusqlite::Connection, sql: &str) -> Vec<(i64, i64)> {
+    let mut st = conn.prepare(sql).expect(sql);
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect(sql)
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
+/// GindaChen h100_2gpu: device 0's `host_ahead` time (13.1 % of its idle time) is its idle
+/// gaps (between its merged kernels, copies and memsets) inside the driver's 99 "command buffer
+/// full" records of process 111 (`CUPTI_ACTIVITY_KIND_OVERHEAD`, overheadType 8): 859876 ns.
+/// Those records lie inside launch calls, where no sync call, profiler record or NVTX range of a
+/// higher cause is open, so nothing takes that time before `host_ahead`. What device 1 ran
+/// meanwhile is its rows of each table inside that time, read here with plain SQL: copies
+/// 772694 ns (89.9 %), kernels 72522 ns (8.4 %), any work 845216 ns; no memset. The
+/// drill-down gives those figures, and its readings say so.
+#[test]
+fn host_ahead_time_names_what_the_other_gpu_ran_as_the_rows_show() {
+    let name = "GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite";
+    let conn = common::open_export(&public_trace(name));
+    let device_rows = |device: i64| {
+        let sql = format!(
+            "SELECT start, \"end\" FROM ({}) WHERE deviceId = {device}",
+            common::gpu_work_sql(&conn)
+        );
+        merged(spans_of(&conn, &sql))
+    };
+    let busy0 = device_rows(0);
+    let gaps: Vec<(i64, i64)> = busy0.windows(2).map(|w| (w[0].1, w[1].0)).collect();
+    let full = merged(spans_of(
+        &conn,
+        "SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_OVERHEAD WHERE overheadType = 8 \
+         AND globalTid >> 24 IN (SELECT globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0)",
+    ));
+    let ahead = shared(&gaps, &full);
+    assert_eq!(total(&ahead), 859876);
+    let of_device1 = |table: &str| {
+        let sql = format!("SELECT start, \"end\" FROM {table} WHERE deviceId = 1");
+        total(&shared(&ahead, &merged(spans_of(&conn, &sql))))
+    };
+    let copies = of_device1("CUPTI_ACTIVITY_KIND_MEMCPY");
+    let kernels = of_device1("CUPTI_ACTIVITY_KIND_KERNEL");
+    let memsets = of_device1("CUPTI_ACTIVITY_KIND_MEMSET");
+    let any = total(&shared(&ahead, &device_rows(1)));
+    assert_eq!((copies, kernels, memsets, any), (772694, 72522, 0, 845216));
+
+    let report = drill_public(name, 400, None);
+    let device0 = &report.idle.per_device[0];
+    let cause = device0
+        .causes
+        .iter()
+        .find(|c| c.kind.name() == "host_ahead")
+        .expect("host_ahead");
+    assert_eq!(cause.ns, total(&ahead));
+    let m = cause.meanwhile.as_ref().expect("what the other GPU ran");
+    assert_eq!((m.ns, m.busy_ns, m.other_devices), (cause.ns, any, 1));
+    let work: Vec<(u32, &str, i64)> = m
+        .work
+        .iter()
+        .map(|w| (w.device, w.work.as_str(), w.ns))
+        .collect();
+    assert_eq!(work, vec![(1, "copies", copies), (1, "kernels", kernels)]);
+    assert_eq!(
+        m.sentence(),
+        "device 1 ran copies for 89.9% of it and kernels for 8.4%; the trace shows no GPU work for the other 1.7%"
+    );
+    // A gap the command buffer held whole: its reading says what device 1 ran then.
+    let held = report
+        .gaps
+        .device_idle
+        .top
+        .iter()
+        .find(|g| g.device == 0 && g.reading.starts_with("host_ahead"))
+        .expect("a host_ahead gap among the largest");
+    let rows_then = total(&shared(&[(held.start_ns, held.end_ns)], &device_rows(1)));
+    assert_eq!(rows_then, held.end_ns - held.start_ns, "{held:?}");
+    assert!(
+        held.reading
+            .ends_with("; meanwhile device 1 ran copies for 100.0% of it"),
+        "{}",
+        held.reading
+    );
+    let text = nsys_lens::report::drill::drill_report(&DrillFindings::of(report, &[]));
+    assert!(
+        text.contains("meanwhile device 1 ran copies for 89.9% of it"),
+        "{text}"
+    );
+}
+
+/// brycelelbach power_iteration: nsys kept the backtraces of the OS calls over 80 µs
+/// (`OSRT_CALLCHAINS`, 24 chains). Those of the launching (main) thread are five `open64` and
+/// one `close` (`SELECT … FROM OSRT_API WHERE globalTid = <main> AND callchainId != 0`); each
+/// chain's first frame is libc's `__open` / `__close`, the next an unresolved address in
+/// `/usr/bin/python3.11`, so the code that made them is named `python3.11 (unresolved)`, as a
+/// sample's frame would be. Inside the device's idle gaps (its GPU work merged, as SQL reads it
+/// here) they take 423989 and 197710 ns, no CUDA call of the process overlapping them: the
+/// `osrt` cause lists them under `open64 from python3.11 (unresolved)` and `close from …`, the
+/// calls without a backtrace under their function alone.
+#[test]
+fn os_calls_name_the_code_that_made_them_as_their_backtraces_show() {
+    let name = "brycelelbach_nsightful__power_iteration__baseline.sqlite";
+    let conn = common::open_export(&public_trace(name));
+    let main: i64 = conn
+        .query_row(
+            "SELECT DISTINCT r.globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s \
+             ON s.id = r.nameId WHERE s.value LIKE 'cudaLaunchKernel%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the launching thread");
+    let mut st = conn
+        .prepare(
+            "SELECT o.start, o.\"end\", s.value, o.callchainId FROM OSRT_API o JOIN StringIds s \
+             ON s.id = o.nameId WHERE o.globalTid = ?1 AND o.callchainId != 0",
+        )
+        .expect("sql");
+    let chained: Vec<(i64, i64, String, i64)> = st
+        .query_map([main], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    assert_eq!(chained.len(), 6);
+    let mut frames = conn
+        .prepare(
+            "SELECT m.value, c.unresolved FROM OSRT_CALLCHAINS c JOIN StringIds m \
+             ON m.id = c.module WHERE c.id = ?1 ORDER BY c.stackDepth",
+        )
+        .expect("sql");
+    let busy = merged(spans_of(
+        &conn,
+        &common::gpu_work_sql(&conn).replace("deviceId, ", ""),
+    ));
+    let gaps: Vec<(i64, i64)> = busy.windows(2).map(|w| (w[0].1, w[1].0)).collect();
+    let calls = merged(spans_of(
+        &conn,
+        &format!(
+            "SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE globalTid >> 24 = {}",
+            main >> 24
+        ),
+    ));
+    let mut want: Vec<(String, i64)> = Vec::new();
+    for (start, end, function, chain) in &chained {
+        let chain: Vec<(String, bool)> = frames
+            .query_map([chain], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)))
+            .expect("query")
+            .map(|r| r.expect("row"))
+            .collect();
+        let (module, unresolved) = chain
+            .iter()
+            .find(|(m, _)| !m.ends_with("/libc.so.6"))
+            .expect("a frame outside libc");
+        assert!(*unresolved && module == "/usr/bin/python3.11", "{chain:?}");
+        let label = format!("{function} from python3.11 (unresolved)");
+        let inside = shared(&gaps, &[(*start, *end)]);
+        assert!(shared(&inside, &calls).is_empty(), "a CUDA call takes it");
+        match want.iter_mut().find(|(l, _)| *l == label) {
+            Some(w) => w.1 += total(&inside),
+            None => want.push((label, total(&inside))),
+        }
+    }
+    want.sort_by_key(|w| std::cmp::Reverse(w.1));
+    assert_eq!(
+        want,
+        vec![
+            ("open64 from python3.11 (unresolved)".to_string(), 423989),
+            ("close from python3.11 (unresolved)".to_string(), 197710)
+        ]
+    );
+    let report = drill_public(name, 10, None);
+    let osrt = report.idle.per_device[0]
+        .causes
+        .iter()
+        .find(|c| c.kind.name() == "osrt")
+        .expect("osrt");
+    let got: Vec<(String, i64)> = osrt
+        .labels
+        .iter()
+        .filter(|l| l.label.contains(" from "))
+        .map(|l| (l.label.clone(), l.ns))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        osrt.label, "write",
+        "the calls without a backtrace keep their function"
+    );
+}
+
 /// The first idle-time finding names the cause that holds most of the GPU-idle time, with the
 /// calls or ranges holding it inside the gaps and the fix that fits that cause — on the exports
 /// whose largest gaps the test above reads from the rows: JIT on nvFuser (warm-up advice, not
@@ -1321,12 +1559,18 @@ fn idle_findings_follow_the_attribution_on_every_public_export() {
 /// flush on its own thread, a launch waiting on a full command buffer; per step the launching
 /// thread blocked, running sampled untraced code, preempted): each cause gets exactly the time
 /// placed under the label placed, and the samples inside the launching thread's on-CPU time (not
-/// another thread's, not one while a kernel runs) name the sampled function.
+/// another thread's, not one while a kernel runs) name the sampled function. What device 1 ran
+/// during the full command buffer's wait is the copy and kernel placed there, and its reading
+/// says so; device 1, busy throughout, asks for no records.
 #[test]
 fn planted_host_records_explain_exactly_the_time_placed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (trace, answers) = generated(dir.path(), "host-records", 3);
-    let report = drill_one(&trace, "host-records", &DrillOptions::default());
+    let opts = DrillOptions {
+        top: 40,
+        ..DrillOptions::default()
+    };
+    let report = drill_one(&trace, "host-records", &opts);
     let want = &answers["idle_causes"]["0"];
     let device = &report.idle.per_device[0];
     assert_eq!(json!(device.idle_ns), want["idle_ns"]);
@@ -1359,6 +1603,39 @@ fn planted_host_records_explain_exactly_the_time_placed() {
         device.cpu_records.scheduling && device.cpu_records.samples,
         "{:?}",
         device.cpu_records
+    );
+    // Device 1 copies, then runs a kernel, during device 0's command-buffer-full wait.
+    let ahead = device
+        .causes
+        .iter()
+        .find_map(|c| c.meanwhile.as_ref())
+        .expect("what device 1 ran during host_ahead");
+    let work: Vec<Value> = ahead
+        .work
+        .iter()
+        .map(|w| json!([w.device, w.work, w.ns]))
+        .collect();
+    assert_eq!(
+        json!({"ns": ahead.ns, "busy_ns": ahead.busy_ns, "work": work}),
+        want["meanwhile"]
+    );
+    let waited = report
+        .gaps
+        .device_idle
+        .top
+        .iter()
+        .find(|g| {
+            g.cause
+                .as_ref()
+                .is_some_and(|c| c.kind.name() == "host_ahead")
+        })
+        .expect("the gap of the full command buffer");
+    assert!(
+        waited
+            .reading
+            .ends_with("; meanwhile device 1 ran copies for 80.0% of it and kernels for 10.0%; the trace shows no GPU work for the other 10.0%"),
+        "{}",
+        waited.reading
     );
     // A steady step's gap (2 + 3 + 0.5 ms, the 10 µs launch, 4 µs latency): 3.004 ms on-CPU
     // (three samples), 2.5 ms off it.

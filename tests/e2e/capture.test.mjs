@@ -92,3 +92,17 @@ test('real exports: nvFuser JIT, the 2-kernel mock and a 1 s 2-GPU capture equal
     await assertCaptureMatchesCli(publicTrace(name), shot);
   }
 });
+
+test('CPU samples and scheduling: ok with both (power_iteration), unknown with the flags without (h100), as the CLI says', { timeout: TIMEOUT }, async () => {
+  for (const [name, status] of [
+    ['brycelelbach_nsightful__power_iteration__baseline.sqlite', 'ok'],
+    ['GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite', 'unknown'],
+  ]) {
+    const want = await assertCaptureMatchesCli(publicTrace(name), null);
+    const check = want.checks.find((c) => c.id === 'cpu_records');
+    assert.equal(check?.status, status, name);
+    const shown = await page.getAttribute('[data-testid=capture-card] [data-testid=capture-cpu_records]', 'data-status');
+    assert.equal(shown, status, `${name}: the card shows the check`);
+    if (status !== 'ok') assert.match(check.fix, /--sample=process-tree --cpuctxsw=process-tree --python-sampling=true/);
+  }
+});

@@ -7,16 +7,24 @@ range's label); the algorithm is not: per device, the idle gaps are the holes be
 merged in start order, and each gap is cut at every boundary of a call or range of the processes
 that launch on the device; each piece goes to the first cause of PRECEDENCE with a call, range or
 overhead record (the driver's CUPTI_ACTIVITY_KIND_OVERHEAD, nsys's PROFILER_OVERHEAD) covering all
-of it (and OS runtime calls, OSRT_API, of a launching thread only), labelled by the covering
+of it (and OS runtime calls, OSRT_API, of a launching thread only: named `function from caller`
+when OSRT_CALLCHAINS holds the call's backtrace, the caller being its first frame outside the C
+library, the threads library, the loader and the kernel), labelled by the covering
 interval that started last (a `Holding GIL` range only when no
 other range of the cause covers it), or to `untraced`. Untraced pieces are cut again at every
 SCHED_EVENTS switch of a launching thread (one that made a launch call): `cpu_busy` while one is
 on a CPU (labelled by the first CPU sample of a launching thread inside, else `untraced code`),
 `cpu_waiting` while all with a known state are off (labelled by the latest switch-out's state).
+For `host_ahead` time (a launch waiting on a full command buffer), what the other devices ran
+meanwhile: the time their rows of each GPU-work table (kernels, graph replays, copies, memsets,
+read from the file's own tables) cover inside it, per device and table, and the time any of
+them covers.
 Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns, label]},
 "labels": {kind: [[label, ns], …]}, "frames": {kind: [[frame, samples], …]},
-"samples": {kind: n}}} (the five labels holding most of each cause, the five frames sampled most
-in it, ties by name, and every sample in it).
+"samples": {kind: n}, "meanwhile": {"ns": n, "busy_ns": n, "work": [[device, kind, ns], …]}}}
+(the five labels holding most of each cause, the five frames sampled most in it, ties by name,
+and every sample in it; `meanwhile` only with host_ahead time, its work largest first, ties by
+device then kind).
 
 Usage: idle_attribution_oracle.py TRACE
 """
@@ -126,6 +134,29 @@ def frame_label(symbol, module, unresolved):
     return f"{symbol} ({file})" if file else symbol
 
 
+# An OS call's own frames: these libraries (by file name start) and the kernel's.
+SYSTEM_MODULES = ("libc.so", "libc-", "libpthread", "ld-linux")
+
+
+def callers(db, tables):
+    """Per OSRT_CALLCHAINS id, the name of its first frame outside the system's libraries."""
+    if "OSRT_CALLCHAINS" not in tables:
+        return {}
+    kernel = "c.kernelMode" if "kernelMode" in columns(db, "OSRT_CALLCHAINS") else "0"
+    out = {}
+    for cid, symbol, module, unresolved, in_kernel in db.execute(
+            f"SELECT c.id, s.value, m.value, c.unresolved, {kernel} FROM OSRT_CALLCHAINS c"
+            " JOIN StringIds s ON s.id = c.symbol JOIN StringIds m ON m.id = c.module"
+            " ORDER BY c.id, c.stackDepth"):
+        file = (module or "").rsplit("/", 1)[-1]
+        if cid in out or in_kernel or file.startswith("[") or file.startswith(SYSTEM_MODULES):
+            continue
+        label = frame_label(symbol or "", module or "", bool(unresolved))
+        if label is not None:
+            out[cid] = label
+    return out
+
+
 def overheads(db, tables):
     """Driver and profiler overhead records as (start, end, pid, kind, label, strong)."""
     out = []
@@ -196,6 +227,56 @@ def cpu_pieces(a, b, sched, threads, sampled):
     return out
 
 
+# The GPU-work tables and the kind of work each holds, as the drill-down names them.
+WORK_TABLES = [("CUPTI_ACTIVITY_KIND_KERNEL", "kernels"),
+               ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "graph replays"),
+               ("CUPTI_ACTIVITY_KIND_MEMCPY", "copies"), ("CUPTI_ACTIVITY_KIND_MEMSET", "memsets")]
+
+
+def union(intervals):
+    """Sorted, merged [start, end] pairs of the non-empty intervals."""
+    out = []
+    for s, e in sorted(i for i in intervals if i[1] > i[0]):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def overlap(a, b):
+    """Time two sorted, merged interval lists share."""
+    i = j = n = 0
+    while i < len(a) and j < len(b):
+        n += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+def meanwhile(db, tables, device, ahead):
+    """What the other devices ran during `ahead` (the device's host_ahead pieces)."""
+    ahead = union(ahead)
+    work, every = [], []
+    for table, kind in WORK_TABLES:
+        if table not in tables:
+            continue
+        rows = defaultdict(list)
+        for d, s, e in db.execute(f"SELECT deviceId, start, end FROM main.{table}"):
+            if d != device:
+                rows[d].append((s, e))
+                every.append((s, e))
+        for d, spans in rows.items():
+            ns = overlap(ahead, union(spans))
+            if ns > 0:
+                work.append([d, kind, ns])
+    work.sort(key=lambda w: (-w[2], w[0], w[1]))
+    return {"ns": sum(e - s for s, e in ahead), "busy_ns": overlap(ahead, union(every)),
+            "work": work}
+
+
 def columns(db, table):
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
@@ -238,9 +319,13 @@ def attribute(path):
     records = overheads(db, tables)
     os_calls = []
     if "OSRT_API" in tables:
-        os_calls = [(start, end, process(t), "osrt", name, True, t) for start, end, t, name in db.execute(
-            "SELECT o.start, o.end, o.globalTid, s.value FROM OSRT_API o"
-            " JOIN StringIds s ON s.id = o.nameId") if t is not None]
+        chain = "o.callchainId" if "callchainId" in columns(db, "OSRT_API") else "0"
+        by_chain = callers(db, tables)
+        os_calls = [(start, end, process(t), "osrt",
+                     f"{name} from {by_chain[c]}" if c and c in by_chain else name, True, t)
+                    for start, end, t, name, c in db.execute(
+                        f"SELECT o.start, o.end, o.globalTid, s.value, {chain} FROM OSRT_API o"
+                        " JOIN StringIds s ON s.id = o.nameId") if t is not None]
     sched, sampled = sched_events(db, tables), samples(db, tables)
     launchers = {c[6] for c in calls if c[3] == "launch"}
     out = {}
@@ -262,6 +347,7 @@ def attribute(path):
                         if s[1] > s[0] and s[2] in pids),
                        key=lambda s: (s[0], -s[1]))
         frames = defaultdict(lambda: defaultdict(int))
+        ahead = []
         starts = [s[0] for s in spans]
         per_kind = defaultdict(lambda: defaultdict(int))
         for gs, ge in gaps:
@@ -280,6 +366,8 @@ def attribute(path):
                     pieces = cpu_pieces(a, b, mine, threads, mine_samples)
                 for x, y, k, lab in pieces:
                     per_kind[k][lab] += y - x
+                    if k == "host_ahead":
+                        ahead.append((x, y))
                     for at, _, f in mine_samples:
                         if x <= at < y:
                             frames[k][f] += 1
@@ -293,6 +381,8 @@ def attribute(path):
         totals = {k: sum(fs.values()) for k, fs in frames.items()}
         out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held,
                        "frames": sampled_frames, "samples": totals}
+        if ahead:
+            out[device]["meanwhile"] = meanwhile(db, tables, device, ahead)
     return out
 
 

@@ -25,7 +25,7 @@ use crate::drill::gaps::{
     Buckets, GapBucket, IdleGap, IdleLane, bucket_cause, bucket_label, bucket_of,
 };
 use crate::drill::idle::{
-    CauseLedger, DeviceIdle, DeviceSweep, GapCause, HostCauses, IdleAttribution, Tally,
+    AheadWatch, CauseLedger, DeviceIdle, DeviceSweep, GapCause, HostCauses, IdleAttribution, Tally,
     cause_sentence,
 };
 use crate::drill::topk::TopK;
@@ -371,7 +371,8 @@ impl<'t> GapFolds<'t> {
         host: &'h HostCauses<'h, 't>,
     ) -> InputGaps<'f, 'h, 't> {
         let spans = ix.phase_spans();
-        let scans = ix
+        let others = ix.devices.len().saturating_sub(1) as u32;
+        let scans: Vec<DeviceScan<'h, 't>> = ix
             .devices
             .iter()
             .map(|d| DeviceScan {
@@ -379,16 +380,18 @@ impl<'t> GapFolds<'t> {
                 lane: IdleLane::default(),
                 streams: Vec::new(),
                 last: 0,
-                causes: LaneCauses::new(host.device(d)),
+                causes: LaneCauses::new(host.device(d), host.ahead_watch(d, others)),
                 cursors: spans.map(SpanCursor::new),
             })
             .collect();
+        let watching = scans.iter().any(|d| d.causes.watch.is_some());
         InputGaps {
             found: &mut self.found,
             ix,
             input,
             window: self.window,
             scans,
+            watching,
         }
     }
 
@@ -468,10 +471,21 @@ pub(crate) struct InputGaps<'f, 'h, 't> {
     input: usize,
     window: Option<(Ns, Ns)>,
     scans: Vec<DeviceScan<'h, 't>>,
+    /// Some device watches the others' work during its command-buffer-full records.
+    watching: bool,
 }
 
 impl KernelFold for InputGaps<'_, '_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
+        if self.watching {
+            // Before this row's own device attributes the gap it closes (the row starts where
+            // that gap ends, so it overlaps none of it).
+            for d in self.scans.iter_mut().filter(|d| d.device != k.device) {
+                if let Some(w) = d.causes.watch.as_mut() {
+                    w.offer(k, d.lane.busy_until());
+                }
+            }
+        }
         let Ok(slot) = self.scans.binary_search_by_key(&k.device, |d| d.device) else {
             return;
         };
@@ -484,6 +498,9 @@ impl KernelFold for InputGaps<'_, '_, '_> {
         let d = &mut self.scans[slot];
         if scan_kernel(d, (self.input, k, me), self.window, self.found) {
             self.ix.peak.intervals(d.causes.sweep.open_intervals());
+        }
+        if let (Some(w), Some(busy)) = (d.causes.watch.as_mut(), d.lane.busy_until()) {
+            w.prune(busy);
         }
     }
 }
@@ -565,6 +582,8 @@ fn scan_kernel<'t>(
 /// either closes a gap holding them or (overlapping the stream's busy time) finds none pending.
 struct LaneCauses<'h, 't> {
     sweep: DeviceSweep<'h, 't>,
+    /// The other devices' work during this device's command-buffer-full records, if it has any.
+    watch: Option<AheadWatch>,
     /// The device's causes, per label, with their evidence.
     ledger: CauseLedger<'t>,
     idle_ns: Ns,
@@ -573,9 +592,10 @@ struct LaneCauses<'h, 't> {
 }
 
 impl<'h, 't> LaneCauses<'h, 't> {
-    fn new(sweep: DeviceSweep<'h, 't>) -> LaneCauses<'h, 't> {
+    fn new(sweep: DeviceSweep<'h, 't>, watch: Option<AheadWatch>) -> LaneCauses<'h, 't> {
         LaneCauses {
             sweep,
+            watch,
             ledger: CauseLedger::default(),
             idle_ns: 0,
             pending: Vec::new(),
@@ -585,7 +605,12 @@ impl<'h, 't> LaneCauses<'h, 't> {
     /// Attributes the next device-idle gap and adds its causes to the device, its bucket (of
     /// `buckets`) and every stream's pending causes; returns them.
     fn device_gap(&mut self, (start, end): (Ns, Ns), buckets: &mut [Tally<'t>; 9]) -> &Tally<'t> {
-        let causes = self.sweep.gap((start, end));
+        self.sweep.gap((start, end));
+        let (ahead, causes) = self.sweep.last_gap();
+        if let Some(w) = self.watch.as_ref().filter(|_| !ahead.is_empty()) {
+            w.measure(ahead, &mut causes.meanwhile);
+        }
+        let causes = &*causes;
         self.idle_ns += end - start;
         self.ledger.add_gap((start, end), causes);
         buckets[bucket_of(end - start)].merge(causes);

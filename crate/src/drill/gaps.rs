@@ -170,6 +170,12 @@ pub struct IdleGap<K> {
 }
 
 impl<K: Copy> IdleLane<K> {
+    /// Where its busy time so far ends (its later gaps start there or after), once it has
+    /// had work.
+    pub fn busy_until(&self) -> Option<Ns> {
+        self.busy.as_ref().map(|b| b.0)
+    }
+
     /// Adds kernel `k` running `[start, end)` (a lane's kernels come in non-decreasing start);
     /// returns the gap it closes, if any.
     pub fn push(&mut self, k: K, start: Ns, end: Ns) -> Option<IdleGap<K>> {

@@ -202,6 +202,9 @@ pub struct IdleCause {
     /// Every CPU sample of the launching threads inside this cause's time.
     #[serde(default)]
     pub samples: u32,
+    /// For `host_ahead`: what the other devices of the trace ran during its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meanwhile: Option<Meanwhile>,
 }
 
 /// A sampled frame (`symbol (module)`) and its share of a cause's samples.
@@ -237,6 +240,8 @@ pub struct CauseGap {
 pub struct CauseLedger<'t> {
     /// By cause's rank in [`PRECEDENCE`].
     per: [Ledger<'t>; PRECEDENCE.len()],
+    /// What the other devices ran during the `host_ahead` time.
+    meanwhile: MeanwhileTally,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -270,6 +275,7 @@ impl<'t> CauseLedger<'t> {
                 *l.frames.entry(Label(frame)).or_default() += n;
             }
         }
+        self.meanwhile.merge(&causes.meanwhile);
         for (l, &ns) in self.per.iter_mut().zip(&in_gap) {
             let gap = (ns, Reverse(start), end);
             // Full, the heap keeps a gap only above its least one.
@@ -314,6 +320,9 @@ impl<'t> CauseLedger<'t> {
                 by_bucket: l.by_bucket.to_vec(),
                 frames: top_frames(l.frames.iter().map(|(&Label(f), &n)| (f, n))),
                 samples: l.frames.values().sum(),
+                meanwhile: (k.kind == HostAhead)
+                    .then(|| self.meanwhile.report())
+                    .flatten(),
             })
             .collect()
     }
@@ -418,6 +427,9 @@ pub struct GapCause {
     /// most, if any were taken there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<String>,
+    /// For `host_ahead`: what the other devices ran during its time in the gap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meanwhile: Option<Meanwhile>,
 }
 
 /// Idle time per (cause, label): a gap's, a bucket's or a device's.
@@ -433,6 +445,8 @@ pub struct Tally<'t> {
     /// CPU samples of the launching threads per (cause, frame): evidence, not time (equal
     /// tallies may differ here).
     pub samples: Vec<(CauseKind, &'t str, u32)>,
+    /// What the other devices ran during the `host_ahead` time (evidence, as `samples`).
+    pub meanwhile: MeanwhileTally,
 }
 
 /// The most entries a [`Tally`] keeps as a list.
@@ -505,6 +519,7 @@ impl<'t> Tally<'t> {
         for &(kind, frame, n) in &other.samples {
             self.add_samples(kind, frame, n);
         }
+        self.meanwhile.merge(&other.meanwhile);
     }
 
     /// The sampled frames of `kind`'s time, with their samples.
@@ -543,6 +558,7 @@ impl<'t> Tally<'t> {
         self.few.clear();
         self.many.clear();
         self.samples.clear();
+        self.meanwhile.clear();
     }
 
     /// Per cause: its time and its largest label (ties: the first name), largest cause first
@@ -581,7 +597,15 @@ impl<'t> Tally<'t> {
                 .filter(|s| s.0 == k.kind)
                 .max_by_key(|&&(_, frame, n)| (n, Reverse(frame)))
                 .map(|&(_, frame, _)| frame.to_string()),
+            meanwhile: self.meanwhile_of(k.kind),
         })
+    }
+
+    /// What the other devices ran during `kind`'s time, when it is `host_ahead`.
+    fn meanwhile_of(&self, kind: CauseKind) -> Option<Meanwhile> {
+        (kind == HostAhead)
+            .then(|| self.meanwhile.report())
+            .flatten()
     }
 
     /// Every cause as a share of `idle_ns` (the tally's total for a device).
@@ -598,6 +622,7 @@ impl<'t> Tally<'t> {
                 by_bucket: Vec::new(),
                 frames: top_frames(self.frames_of(k.kind)),
                 samples: self.frames_of(k.kind).map(|(_, n)| n).sum(),
+                meanwhile: self.meanwhile_of(k.kind),
             })
             .collect()
     }
@@ -624,13 +649,18 @@ pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
             format!("the GPU ran other streams' kernels throughout; typical: {typical}")
         }
         Some(k) if k.kind != Untraced => {
-            let sampled = tally
-                .gap_cause(of_ns)
-                .and_then(|c| c.sampled)
+            let cause = tally.gap_cause(of_ns);
+            let sampled = cause
+                .as_ref()
+                .and_then(|c| c.sampled.as_ref())
                 .map(|f| format!("; CPU samples there: {f}"))
                 .unwrap_or_default();
+            let meanwhile = cause
+                .and_then(|c| c.meanwhile)
+                .map(|m| format!("; meanwhile {}", m.sentence()))
+                .unwrap_or_default();
             format!(
-                "{} ({}) holds {} of the {of} of gap time{sampled}",
+                "{} ({}) holds {} of the {of} of gap time{sampled}{meanwhile}",
                 k.kind.name(),
                 k.label,
                 pct(k.ns)
@@ -651,9 +681,11 @@ pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
 }
 
 mod cpu;
+pub mod meanwhile;
 mod sweep;
 #[cfg(test)]
 mod tests;
 
 pub use cpu::{CpuRecords, CpuView, UNSAMPLED};
+pub use meanwhile::{AheadWatch, Meanwhile, MeanwhileTally};
 pub use sweep::{DeviceSweep, HostCauses};

@@ -4,7 +4,7 @@
 use super::{Finding, Severity, finding, ms_ns, pct};
 use crate::drill::DrillReport;
 use crate::drill::gaps::bucket_label;
-use crate::drill::idle::{CauseGap, CauseKind, GapCause};
+use crate::drill::idle::{CauseGap, CauseKind, GapCause, Meanwhile};
 use crate::model::Ns;
 use crate::names::steps::StepStyle;
 
@@ -21,6 +21,8 @@ struct CauseTotal<'d> {
     frames: Vec<(&'d str, u32)>,
     /// Every sample of the launching threads in this time.
     samples: u32,
+    /// Per device (and its file), what the other devices ran during this time (`host_ahead`).
+    meanwhile: Vec<(u32, &'d str, &'d Meanwhile)>,
 }
 
 /// The causes of every device's idle time summed per kind, largest first.
@@ -50,6 +52,9 @@ fn cause_totals(d: &DrillReport) -> Vec<(CauseKind, CauseTotal<'_>)> {
                 *b += ns;
             }
             t.samples += c.samples;
+            if let Some(m) = &c.meanwhile {
+                t.meanwhile.push((dev.device, dev.file.as_str(), m));
+            }
             for f in &c.frames {
                 match t.frames.iter_mut().find(|(n, _)| *n == f.frame) {
                     Some((_, n)) => *n += f.samples,
@@ -112,12 +117,17 @@ fn capture_advice(
 ) -> Option<Finding> {
     let unexplained: Ns = totals
         .iter()
-        .filter(|(k, _)| matches!(k, CauseKind::CpuBusy | CauseKind::Untraced))
+        .filter(|(k, _)| unexplained_kind(*k))
         .map(|(_, t)| t.ns)
         .sum();
     let share = unexplained as f64 / idle_ns as f64;
+    // Only devices with time to explain ask for the records (a device busy throughout does not).
     let seen = |f: fn(&crate::drill::idle::CpuRecords) -> bool| {
-        d.idle.per_device.iter().all(|x| f(&x.cpu_records))
+        d.idle
+            .per_device
+            .iter()
+            .filter(|x| x.causes.iter().any(|c| unexplained_kind(c.kind)))
+            .all(|x| f(&x.cpu_records))
     };
     let (scheduling, samples) = (seen(|r| r.scheduling), seen(|r| r.samples));
     if share < UNEXPLAINED_ASKS || (scheduling && samples) {
@@ -156,6 +166,11 @@ fn capture_advice(
     ))
 }
 
+/// Host time no traced call or range explains: what CPU samples and scheduling records would.
+fn unexplained_kind(kind: CauseKind) -> bool {
+    matches!(kind, CauseKind::CpuBusy | CauseKind::Untraced)
+}
+
 /// The share of device time from which nsys's own overhead gets a finding of its own.
 const PROFILER_SHOWN: f64 = 0.02;
 
@@ -172,6 +187,7 @@ fn idle_finding(
         label: label.to_string(),
         share: 0.0,
         sampled: None,
+        meanwhile: None,
     };
     let what = cause_text(&cause);
     let title = match kind {
@@ -219,6 +235,18 @@ fn idle_finding(
     }
     if let Some((g, device, file)) = t.gaps.first() {
         evidence += &format!("; {}", largest_gap_text(d, g, *device, file));
+    }
+    if !t.meanwhile.is_empty() {
+        let files = d.idle.per_device.iter().any(|x| x.file != t.meanwhile[0].1);
+        let each: Vec<String> = t
+            .meanwhile
+            .iter()
+            .map(|(device, file, m)| match files {
+                true => format!("while device {device} ({file}) waited, {}", m.sentence()),
+                false => format!("while device {device} waited, {}", m.sentence()),
+            })
+            .collect();
+        evidence += &format!("; {}", each.join("; "));
     }
     let samples = t.samples;
     if samples > 0 {
@@ -394,5 +422,78 @@ fn fix_for(c: &GapCause) -> (Option<&'static str>, String) {
             None,
             "No host activity was recorded during most of this time: trace more of the host (nsys -t cuda,nvtx,osrt, NVTX ranges around the serving loop, Python sampling) to see what holds it.".to_string(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::drill::idle::CauseKind;
+    use crate::drill::{DrillOptions, drill_indexed};
+    use crate::index::rows::RowIndex;
+    use crate::index::testing::TraceBuilder;
+
+    /// Device 0 (process 7) idles 100..1000 while its launch 100..1000 waits on a full command
+    /// buffer 200..900 (host_ahead 700; the rest of the call is `launch`). Device 1 (process 9)
+    /// runs a kernel 300..500 and one 1000..1100: inside the wait, 200 of 700 ns. The device's
+    /// `host_ahead` cause, the gap's reading and the finding (700 of the 2200 ns of device time)
+    /// say so.
+    #[test]
+    fn host_ahead_time_says_what_the_other_device_ran_meanwhile() {
+        use crate::model::host_records::{OverheadKind, OverheadRow};
+        let mut b = TraceBuilder::new();
+        let c = b.call("cudaLaunchKernel", 0, 5);
+        b.kernel("k1", 0, 100, c);
+        let c = b.call("cudaLaunchKernel", 100, 1000);
+        b.kernel("k2", 1000, 1100, c);
+        b.trace.records.overheads.push(OverheadRow {
+            start: 200,
+            end: 900,
+            process: 0,
+            thread: Some(0),
+            kind: OverheadKind::CommandBufferFull,
+            name: crate::model::NO_NAME,
+        });
+        b.thread(9, 9);
+        let c = b.call("cudaLaunchKernel", 250, 260);
+        b.kernel_on((1, 3), "k3", (300, 500), c);
+        let c = b.call("cudaLaunchKernel", 900, 910);
+        b.kernel_on((1, 3), "k4", (1000, 1100), c);
+        let ix = RowIndex::loaded(&b.trace, "t", None);
+        let d = drill_indexed(&[ix], &DrillOptions::default()).expect("a loaded trace reads");
+        let d0 = &d.idle.per_device[0];
+        let ahead = d0
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::HostAhead)
+            .expect("host_ahead");
+        let m = ahead.meanwhile.as_ref().expect("meanwhile");
+        assert_eq!((ahead.ns, m.busy_ns, m.other_devices), (700, 200, 1));
+        let sentence =
+            "device 1 ran kernels for 28.6% of it; the trace shows no GPU work for the other 71.4%";
+        assert_eq!(m.sentence(), sentence);
+        let gap = d.gaps.device_idle.top.iter().find(|g| g.device == 0);
+        let reading = gap.map(|g| g.reading.as_str()).unwrap_or_default();
+        assert!(
+            reading.ends_with(&format!("; meanwhile {sentence}")),
+            "{reading}"
+        );
+        let findings = super::super::drill_findings(&d);
+        let f = findings
+            .iter()
+            .find(|f| f.title.contains("room in the GPU's queue"))
+            .expect("a host_ahead finding");
+        assert!(
+            f.evidence
+                .contains(&format!("while device 0 waited, {sentence}")),
+            "{}",
+            f.evidence
+        );
+        // Device 1 has no command-buffer-full record: nothing is measured for it.
+        assert!(
+            d.idle.per_device[1]
+                .causes
+                .iter()
+                .all(|c| c.meanwhile.is_none())
+        );
     }
 }

@@ -120,6 +120,9 @@ pub struct OsCallRow {
     pub end: Ns,
     pub thread: ThreadIdx,
     pub name: NameId,
+    /// Index into [`HostRecords::os_labels`]: the function and the code that called it, when
+    /// nsys kept the call's backtrace (`OSRT_CALLCHAINS`) and a frame of it names code.
+    pub caller: Option<u32>,
 }
 
 /// The records of one trace, each sorted by time (ties in table order).
@@ -133,6 +136,9 @@ pub struct HostRecords {
     /// The samples' frame names (`symbol (module)`), each once. Kept here, not in the string
     /// table: a load's string ids are fixed before these tables are read.
     pub frames: Vec<String>,
+    /// OS runtime calls named with their caller (`open64 from _PyObject_MakeTpCall
+    /// (python3.11)`), each once.
+    pub os_labels: Vec<String>,
     /// Which tables the file has (a table absent is a capture option not set).
     pub present: RecordTables,
 }
@@ -153,6 +159,13 @@ pub struct RecordTables {
 }
 
 impl HostRecords {
+    /// The label of an OS runtime call with a known caller.
+    pub fn os_label(&self, call: &OsCallRow) -> Option<&str> {
+        call.caller
+            .and_then(|i| self.os_labels.get(i as usize))
+            .map(String::as_str)
+    }
+
     /// The name of a sample's frame.
     pub fn frame(&self, sample: &SampleRow) -> &str {
         self.frames

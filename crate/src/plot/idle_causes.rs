@@ -174,6 +174,7 @@ mod tests {
             by_bucket: Vec::new(),
             frames: Vec::new(),
             samples: 0,
+            meanwhile: None,
         }
     }
 

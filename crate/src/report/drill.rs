@@ -84,6 +84,9 @@ Where the GPU-idle time went:"
                     sampled_frames(&c.frames)
                 );
             }
+            if let Some(m) = &c.meanwhile {
+                let _ = writeln!(out, "    {:<12} meanwhile {}", "", m.sentence());
+            }
         }
     }
 }

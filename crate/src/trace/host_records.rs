@@ -1,5 +1,6 @@
 //! Reading the records of why the host was slow ([`HostRecords`]): `CUPTI_ACTIVITY_KIND_OVERHEAD`,
-//! `PROFILER_OVERHEAD`, `SCHED_EVENTS`, `COMPOSITE_EVENTS` + `SAMPLING_CALLCHAINS`.
+//! `PROFILER_OVERHEAD`, `SCHED_EVENTS`, `COMPOSITE_EVENTS` + `SAMPLING_CALLCHAINS`, `OSRT_API` +
+//! `OSRT_CALLCHAINS`.
 //!
 //! Read last of a load, by every engine alike ([`Loader::finish_host`]), and only for threads
 //! and processes the event tables made known: no id is numbered here. Each table is sorted by
@@ -22,6 +23,7 @@ pub const SCHED_TABLE: &str = "SCHED_EVENTS";
 pub const SAMPLES_TABLE: &str = "COMPOSITE_EVENTS";
 pub const CALLCHAINS_TABLE: &str = "SAMPLING_CALLCHAINS";
 pub const OSRT_TABLE: &str = super::load::OSRT_TABLE;
+pub const OSRT_CALLCHAINS_TABLE: &str = "OSRT_CALLCHAINS";
 
 /// More scheduling records or OS calls than this and they are not read (a note says so):
 /// about 24 bytes each are held.
@@ -29,6 +31,10 @@ const MAX_RECORD_ROWS: i64 = 20_000_000;
 
 /// Modules of the profiler itself: a sample's frames there are nsys's, not the application's.
 const PROFILER_MODULES: [&str; 2] = ["libToolsInjection", "nsight-systems"];
+
+/// Files of the C library, the threads library and the dynamic loader (by their name's start):
+/// an OS call's frames there are the call itself, not the code that made it.
+const SYSTEM_MODULES: [&str; 4] = ["libc.so", "libc-", "libpthread", "ld-linux"];
 
 impl Loader<'_, '_> {
     /// Reads every record table the file has into `trace.records`.
@@ -69,7 +75,7 @@ impl Loader<'_, '_> {
             kept(trace, SAMPLES_TABLE, read)?;
         }
         if present.os_calls {
-            let read = self.read_os_calls(schema, trace, &mut records.os_calls);
+            let read = self.read_os_calls(schema, trace, &mut records);
             kept(trace, OSRT_TABLE, read)?;
         }
         trace.records = records;
@@ -129,19 +135,23 @@ impl Loader<'_, '_> {
         many
     }
 
-    /// OS runtime calls of known threads.
+    /// OS runtime calls of known threads, each with the code that made it when nsys kept its
+    /// backtrace.
     fn read_os_calls(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
-        out: &mut Vec<OsCallRow>,
+        records: &mut HostRecords,
     ) -> Result<()> {
         if self.too_many(trace, OSRT_TABLE, "OS runtime calls") {
             return Ok(());
         }
-        let columns = ["start", "end", "globalTid", "nameId"];
+        let columns = ["start", "end", "globalTid", "nameId", "callchainId"];
         let sql = Self::select(schema, OSRT_TABLE, &columns, "");
         let (threads, strings) = (&trace.threads, &trace.strings);
+        // Per call kept, its backtrace's id (0 or NULL: none).
+        let mut chains: Vec<i64> = Vec::new();
+        let out = &mut records.os_calls;
         self.stream("loading OS runtime calls", OSRT_TABLE, &sql, |r| {
             let Some(thread) = opt_int(r.get_ref(2)?).and_then(|t| threads.find(t)) else {
                 return Ok(());
@@ -154,11 +164,29 @@ impl Loader<'_, '_> {
                     end,
                     thread,
                     name,
+                    caller: None,
                 });
+                chains.push(int(r.get_ref(4)?, 0));
             }
             Ok(())
         })?;
-        out.sort_by_key(|c| (c.start, c.end));
+        if schema.has_table(OSRT_CALLCHAINS_TABLE) && chains.iter().any(|&c| c != 0) {
+            let callers =
+                self.first_frames(schema, trace, OSRT_CALLCHAINS_TABLE, Frames::Callers)?;
+            let mut index: HashMap<String, u32> = HashMap::new();
+            for (call, chain) in records.os_calls.iter_mut().zip(&chains) {
+                let Some((_, frame)) = callers.get(chain).filter(|_| *chain != 0) else {
+                    continue;
+                };
+                let label = format!("{} from {frame}", trace.strings.get(call.name));
+                let next = records.os_labels.len() as u32;
+                call.caller = Some(*index.entry(label).or_insert_with_key(|label| {
+                    records.os_labels.push(label.clone());
+                    next
+                }));
+            }
+        }
+        records.os_calls.sort_by_key(|c| (c.start, c.end));
         Ok(())
     }
 
@@ -212,7 +240,7 @@ impl Loader<'_, '_> {
         if kept.is_empty() {
             return Ok(());
         }
-        let mut best = self.sample_frames(schema, trace)?;
+        let mut best = self.first_frames(schema, trace, CALLCHAINS_TABLE, Frames::Samples)?;
         let mut index: HashMap<String, u32> = HashMap::new();
         for &(id, at, thread) in &kept {
             let Some((_, label)) = best.remove(&id) else {
@@ -229,24 +257,43 @@ impl Loader<'_, '_> {
         Ok(())
     }
 
-    /// Per sample id, its shallowest telling frame (depth, name); samples without one are
-    /// absent. The call chains are read in table order.
-    fn sample_frames(
+    /// Per call chain id of `table` (`SAMPLING_CALLCHAINS`, `OSRT_CALLCHAINS`), its shallowest
+    /// frame that names code (depth, name): any telling frame of a sample; the first frame of an
+    /// OS call outside the C library, the threads library, the loader and the kernel. Chains
+    /// without one are absent. The chains are read in table order.
+    fn first_frames(
         &mut self,
         schema: &Schema,
         trace: &Trace,
+        table: &'static str,
+        which: Frames,
     ) -> Result<HashMap<i64, (i64, String)>> {
-        let columns = ["id", "symbol", "module", "unresolved", "stackDepth"];
-        let sql = Self::select(schema, CALLCHAINS_TABLE, &columns, "");
+        let columns = [
+            "id",
+            "symbol",
+            "module",
+            "unresolved",
+            "stackDepth",
+            "kernelMode",
+        ];
+        let sql = Self::select(schema, table, &columns, "");
         let mut best: HashMap<i64, (i64, String)> = HashMap::new();
         let strings = &trace.strings;
-        self.stream("loading CPU call chains", CALLCHAINS_TABLE, &sql, |r| {
+        let step = match which {
+            Frames::Samples => "loading CPU call chains",
+            Frames::Callers => "loading OS call chains",
+        };
+        self.stream(step, table, &sql, |r| {
             let (id, depth) = (int(r.get_ref(0)?, 0), int(r.get_ref(4)?, 0));
             if best.get(&id).is_some_and(|(d, _)| *d <= depth) {
                 return Ok(());
             }
             let text = |v| opt_int(v).map_or("", |s| strings.get(strings.resolve(s)));
             let (symbol, module) = (text(r.get_ref(1)?), text(r.get_ref(2)?));
+            let kernel = int(r.get_ref(5)?, 0) != 0;
+            if which == Frames::Callers && (kernel || system_module(module)) {
+                return Ok(());
+            }
             let unresolved = int(r.get_ref(3)?, 0) != 0;
             if let Some(frame) = frame_label(symbol, module, unresolved) {
                 best.insert(id, (depth, frame));
@@ -255,6 +302,23 @@ impl Loader<'_, '_> {
         })?;
         Ok(best)
     }
+}
+
+/// Which frame of a call chain names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frames {
+    /// A CPU sample: its shallowest telling frame.
+    Samples,
+    /// An OS runtime call: the code that made it, its first frame outside the system's
+    /// libraries and the kernel.
+    Callers,
+}
+
+/// Whether `module` is the C library, the threads library, the dynamic loader or the kernel
+/// (`[kernel.kallsyms]`, `[vdso]`): where an OS call's own frames are.
+pub fn system_module(module: &str) -> bool {
+    let file = module.rsplit('/').next().unwrap_or(module);
+    file.starts_with('[') || SYSTEM_MODULES.iter().any(|m| file.starts_with(m))
 }
 
 /// `read` of an optional record table: a failure other than a cancel becomes a coverage note.
@@ -294,7 +358,27 @@ pub fn frame_label(symbol: &str, module: &str, unresolved: bool) -> Option<Strin
 
 #[cfg(test)]
 mod tests {
-    use super::frame_label;
+    use super::{frame_label, system_module};
+
+    #[test]
+    fn an_os_calls_own_frames_are_in_the_c_library_the_loader_or_the_kernel() {
+        for m in [
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/usr/lib/x86_64-linux-gnu/libc-2.31.so",
+            "/usr/lib/x86_64-linux-gnu/libpthread-2.31.so",
+            "/lib64/ld-linux-x86-64.so.2",
+            "[kernel.kallsyms]",
+        ] {
+            assert!(system_module(m), "{m}");
+        }
+        for m in [
+            "/usr/bin/python3.11",
+            "/usr/lib64-nvidia/libcuda.so.550.54.15",
+            "/usr/lib/libcrypto.so.3",
+        ] {
+            assert!(!system_module(m), "{m}");
+        }
+    }
 
     #[test]
     fn frames_are_named_by_symbol_and_module_file_and_the_profilers_are_skipped() {

@@ -110,6 +110,7 @@ pub fn check(inp: &CaptureInputs<'_>) -> CaptureReport {
             gc_markers(inp),
             gil_markers(inp),
             kernel_records(inp),
+            cpu_records(inp),
             gpu_metrics_check(inp, metrics.as_ref()),
         ],
         steady_window,
@@ -398,6 +399,96 @@ fn kernel_records(inp: &CaptureInputs<'_>) -> CaptureCheck {
         title: "Kernels and their launches recorded",
         evidence,
         fix,
+    }
+}
+
+/// The flags that record the launching processes' CPU side (NVIDIA's Nsight Systems User Guide,
+/// `nsys profile` switches; see `docs/host-records.md`): CPU samples, thread scheduling, Python
+/// backtrace samples.
+const SAMPLE_FLAG: &str = "--sample=process-tree";
+const SCHED_FLAG: &str = "--cpuctxsw=process-tree";
+const PYTHON_FLAG: &str = "--python-sampling=true";
+
+/// Whether the export holds CPU samples and thread scheduling of the processes that launch
+/// kernels: without them, host time no CUDA call, NVTX range or OS call covers cannot be
+/// explained (what code ran; whether a launching thread was running, blocked or waiting for a
+/// CPU). Info, not a failure: the verdict stands, that time stays `untraced`.
+fn cpu_records(inp: &CaptureInputs<'_>) -> CaptureCheck {
+    let host = inp.host;
+    let records = &host.records;
+    let launching = |thread: u32| {
+        host.threads
+            .process
+            .get(thread as usize)
+            .is_some_and(|p| inp.kernels.facts.processes.binary_search(p).is_ok())
+    };
+    let samples = records.samples.iter().any(|s| launching(s.thread));
+    let sched = records.sched.iter().any(|s| launching(s.thread));
+    let missing = |has: bool, present: bool, what: &str, table: &str| match (has, present) {
+        (true, _) => None,
+        (false, true) => Some(format!(
+            "no {what} of the processes that launch kernels ({table} holds none)"
+        )),
+        (false, false) => Some(format!("no {what} ({table} absent)")),
+    };
+    let gaps: Vec<String> = [
+        missing(
+            samples,
+            records.present.samples,
+            "CPU samples",
+            "COMPOSITE_EVENTS",
+        ),
+        missing(
+            sched,
+            records.present.sched,
+            "thread scheduling",
+            "SCHED_EVENTS",
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let (status, evidence) = match (samples, sched) {
+        (true, true) => (
+            Status::Ok,
+            "CPU samples and thread scheduling of the processes that launch kernels recorded: host time no call or range covers is split into a launching thread on a CPU (named by the sampled code) or off it".to_string(),
+        ),
+        _ => (
+            Status::Unknown,
+            format!(
+                "{}: host time nsys did not trace (no CUDA call, NVTX range or OS call on it) cannot be explained: {}",
+                gaps.join(", "),
+                match (samples, sched) {
+                    (false, false) => "what code ran, and whether a launching thread was running, blocked or waiting for a CPU",
+                    (false, true) => "what code ran",
+                    _ => "whether a launching thread was running, blocked or waiting for a CPU",
+                }
+            ),
+        ),
+    };
+    let flags: Vec<&str> = [
+        (!samples, SAMPLE_FLAG),
+        (!sched, SCHED_FLAG),
+        (!samples, PYTHON_FLAG),
+    ]
+    .into_iter()
+    .filter_map(|(want, f)| want.then_some(f))
+    .collect();
+    CaptureCheck {
+        id: "cpu_records",
+        status,
+        title: "CPU samples and thread scheduling recorded",
+        evidence,
+        fix: (status != Status::Ok).then(|| {
+            let python = match samples {
+                false => "--python-sampling names Python code; ",
+                true => "",
+            };
+            format!(
+                "nsys profile {} ({python}the kernel's perf_event access is needed: nsys status --environment)",
+                flags.join(" ")
+            )
+        }),
     }
 }
 

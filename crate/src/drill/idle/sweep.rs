@@ -20,7 +20,7 @@ use std::iter::Peekable;
 use hashbrown::HashMap;
 
 use super::cpu::{CpuRecords, CpuView, Piece};
-use super::{CauseKind, PRECEDENCE, Tally};
+use super::{AheadWatch, CauseKind, PRECEDENCE, Tally};
 use crate::index::call_join::LOOKAHEAD;
 use crate::index::rows::{DeviceFacts, RowIndex};
 use crate::model::host_records::{OsCallRow, OverheadKind, OverheadRow};
@@ -73,6 +73,8 @@ pub struct Sweep<'t, I: Iterator<Item = Span<'t>>> {
     /// The launching threads' scheduling and samples, when the trace has them.
     cpu: Option<CpuView<'t>>,
     pieces: Vec<Piece<'t>>,
+    /// The last gap's `host_ahead` stretches, in order, adjacent ones merged.
+    ahead: Vec<(Ns, Ns)>,
 }
 
 impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
@@ -90,6 +92,7 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
             tally: Tally::default(),
             cpu,
             pieces: Vec::new(),
+            ahead: Vec::new(),
         }
     }
 
@@ -99,6 +102,7 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
         self.close_until(start);
         self.open_until(start, start);
         self.tally.clear();
+        self.ahead.clear();
         // Consecutive stretches mostly share their winner: each run of one is tallied once.
         let mut run = Run::default();
         let mut t = start;
@@ -120,6 +124,12 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
     /// Tallies stretch `span` won by `winner`: untraced time split by where the launching
     /// threads were, and the samples inside counted for the cause they fall in.
     fn stretch(&mut self, run: &mut Run<'t>, span: (Ns, Ns), winner: (CauseKind, &'t str)) {
+        if winner.0 == CauseKind::HostAhead && span.1 > span.0 {
+            match self.ahead.last_mut() {
+                Some(last) if last.1 == span.0 => last.1 = span.1,
+                _ => self.ahead.push(span),
+            }
+        }
         let Some(cpu) = self.cpu.as_mut() else {
             run.extend(winner, span.1 - span.0, &mut self.tally);
             return;
@@ -182,6 +192,12 @@ impl<'t, I: Iterator<Item = Span<'t>>> Sweep<'t, I> {
                 self.ends.push(Reverse((s.end, rank)));
             }
         }
+    }
+
+    /// The last gap's `host_ahead` stretches (sorted, disjoint) and its causes, to add what
+    /// the other devices ran meanwhile.
+    pub fn last_gap(&mut self) -> (&[(Ns, Ns)], &mut Tally<'t>) {
+        (&self.ahead, &mut self.tally)
     }
 
     /// What the capture recorded of the launching threads' CPU side.
@@ -316,17 +332,34 @@ impl<'a, 't> HostCauses<'a, 't> {
         Sweep::with_cpu(spans, CpuView::new(self.ix.meta(), launchers))
     }
 
+    /// The command-buffer-full records on the processes launching on `device` (a `host_ahead`
+    /// stretch of it lies in one), and the watch over the other devices' work during them;
+    /// `None` when it has none.
+    pub fn ahead_watch(&self, device: &DeviceFacts, other_devices: u32) -> Option<AheadWatch> {
+        let records = &self.ix.meta().records.overheads;
+        let mine = records
+            .iter()
+            .filter(|o| o.kind == OverheadKind::CommandBufferFull)
+            .filter(|o| ours(&device.processes, Some(o.process)))
+            .map(|o| (o.start, o.end))
+            .collect();
+        AheadWatch::new(mine, other_devices)
+    }
+
     /// An OS runtime call as an interval, when a launching thread of the device made it:
     /// other threads of the process poll and wait for their own work all along.
     fn os_call_span(&self, (i, c): (usize, &OsCallRow), launchers: &[bool]) -> Option<Span<'t>> {
         if c.end <= c.start || launchers.get(c.thread as usize) != Some(&true) {
             return None;
         }
+        let records = &self.ix.meta().records;
         Some(Span {
             start: c.start,
             end: c.end,
             kind: CauseKind::Osrt,
-            label: self.ix.string(c.name),
+            label: records
+                .os_label(c)
+                .unwrap_or_else(|| self.ix.string(c.name)),
             weak: false,
             // After calls and overhead records, before NVTX ranges of equal start and end.
             order: (3 << 61) | i as u64,

@@ -36,8 +36,8 @@ pub fn buckets(name: &'static str, title: &'static str, b: &[GapBucket]) -> Tabl
     t
 }
 
-/// Where each device's GPU-idle time went: every cause, its label, and the frames the
-/// launching threads' CPU samples name inside it.
+/// Where each device's GPU-idle time went: every cause, its label, the frames the launching
+/// threads' CPU samples name inside it, and (for `host_ahead`) what the other GPUs ran then.
 pub fn idle_causes(idle: &IdleAttribution) -> Table {
     use Kind::*;
     let mut t = Table::new(
@@ -52,6 +52,7 @@ pub fn idle_causes(idle: &IdleAttribution) -> Table {
             col("label", "Held by", Text),
             col("samples", "CPU samples", Count),
             col("frames", "Sampled frames", Text),
+            col("meanwhile", "Other GPUs meanwhile", Text),
         ],
     );
     for d in &idle.per_device {
@@ -70,6 +71,11 @@ pub fn idle_causes(idle: &IdleAttribution) -> Table {
                 c.label.clone().into(),
                 c.samples.into(),
                 Cell::List(frames),
+                c.meanwhile
+                    .as_ref()
+                    .map(|m| m.sentence())
+                    .unwrap_or_default()
+                    .into(),
             ]);
         }
     }

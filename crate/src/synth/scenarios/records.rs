@@ -2,9 +2,12 @@
 //! driver's overhead records (module loading and lazy function loading inside a first launch, a
 //! launch waiting on a full command buffer), a profiler buffer flush, the launching thread's
 //! scheduling (blocked, then runnable but preempted) and CPU samples of the untraced code it ran.
+//! A second process runs a copy and a kernel on device 1 while device 0's launch waits on the
+//! full command buffer: what the other GPU ran meanwhile.
 //!
 //! Every gap is tiled by planted pieces, so the answers are the sums of the pieces: each cause's
-//! time, its largest label, and the frames the samples inside its time name.
+//! time, its largest label, the frames the samples inside its time name, and the other device's
+//! work inside the `host_ahead` time.
 
 use std::collections::BTreeMap;
 
@@ -44,8 +47,9 @@ impl Planted {
         *self.time.entry((kind, label)).or_default() += ns;
     }
 
-    /// `{"idle_ns", "causes": {kind: {"ns", "label"}}, "frames": {kind: {frame: samples}}}`.
-    fn answers(&self) -> Value {
+    /// `{"idle_ns", "causes": {kind: {"ns", "label"}}, "frames": {kind: {frame: samples}},
+    /// "meanwhile": …}`.
+    fn answers(&self, meanwhile: Value) -> Value {
         let causes = super::causes::per_cause(&self.time);
         let mut frames: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
         for (&(kind, frame), &n) in &self.frames {
@@ -54,7 +58,12 @@ impl Planted {
                 .or_default()
                 .insert(frame.into(), json!(n));
         }
-        json!({"idle_ns": self.time.values().sum::<Ns>(), "causes": causes, "frames": frames})
+        json!({
+            "idle_ns": self.time.values().sum::<Ns>(),
+            "causes": causes,
+            "frames": frames,
+            "meanwhile": meanwhile,
+        })
     }
 }
 
@@ -129,7 +138,8 @@ impl Host {
 
 /// Builds the scenario; `scale` multiplies the steady steps.
 pub fn host_records(seed: u64, scale: u32) -> Built {
-    let sim = Sim::new(Timeline::new(&[(31415, "python3", 0)]), seed, false);
+    let procs = [(31415, "python3", 0), (31416, "python3", 1)];
+    let sim = Sim::new(Timeline::new(&procs), seed, false);
     let main = sim.tl.procs[0].main_tid();
     let mut h = Host {
         sim,
@@ -172,16 +182,40 @@ pub fn host_records(seed: u64, scale: u32) -> Built {
     h.planted
         .add("host_ahead", "command buffer full", 1800 * US);
     h.planted.add("launch", "cudaLaunchKernel", 200 * US);
+    let meanwhile = other_device_work(&mut h.sim, e1 + 1100 * US);
     for _ in 0..STEPS * scale {
         end = steady_step(&mut h, end);
     }
     h.sim.wait_until(0, end);
     let mut extras = Map::new();
-    extras.insert("idle_causes".into(), json!({ "0": h.planted.answers() }));
+    extras.insert(
+        "idle_causes".into(),
+        json!({ "0": h.planted.answers(meanwhile) }),
+    );
     Built {
         tl: h.sim.tl,
         extras,
     }
+}
+
+/// Process 1 (device 1) copies 1.44 ms host to device from `at`, where device 0's 1.8 ms
+/// command-buffer-full wait begins, then runs a 180 µs kernel right after: device 1 is busy for
+/// 80 % + 10 % of the wait, and idle for the last 10 %. Returns the answer: the wait, the time
+/// device 1 ran anything in it, and per kind of work its time there (largest first).
+fn other_device_work(sim: &mut Sim, at: Ns) -> Value {
+    let wait = (at, at + 1800 * US);
+    let api = 10 * US;
+    // The copy call returns `LAUNCH_LATENCY` before the copy starts.
+    sim.wait_until(1, at - api - LAUNCH_LATENCY);
+    let copy = sim.memcpy_htod(1, 64 << 20, api, 1440 * US);
+    // Launched while the copy runs, the kernel starts as it ends.
+    let kernel = sim.launch(1, kinds::LAUNCH_EXACT, api, &kinds::GEMM, 180 * US, 0);
+    let inside = |(s, e): (Ns, Ns)| (e.min(wait.1) - s.max(wait.0)).max(0);
+    json!({
+        "ns": wait.1 - wait.0,
+        "busy_ns": inside((copy.0, kernel.1)),
+        "work": [[1, "copies", inside(copy)], [1, "kernels", inside(kernel)]],
+    })
 }
 
 /// One step after a kernel ending at `e`: the launching thread blocks 2 ms, runs untraced code
