@@ -192,12 +192,9 @@ fn phase_map(arg: &str) -> Result<StepSource> {
         .map_err(|e| Error::Usage(format!("{arg}: {e}")))
 }
 
-/// Rows a command keeps in memory at most (packed, about 16 bytes a kernel): a pass after the
-/// scan reads them from memory, the rest again from the file.
-const ROW_CACHE: usize = 256 << 20;
-
 /// An export opened the way every command and the page read it: its tables scanned once
-/// (`trace::FileScan`, [`ROW_CACHE`] of their rows kept), each pass a fold over the rows read
+/// (`trace::FileScan`, as many of their rows kept as `trace::row_budget` allows the file under
+/// 512 MiB, the page's bound), each pass a fold over the rows read
 /// again in start order (`trace::FileRows`, sorted runs merged), so memory does not grow with the
 /// file and no row order is assumed.
 pub struct OpenExport {
@@ -210,7 +207,9 @@ impl OpenExport {
     pub fn open(path: &Path, opts: LoadOptions) -> Result<OpenExport> {
         let label = path.display().to_string();
         let conn = trace::open_path(path)?;
-        let scan = FileScan::keeping_rows(&conn, &label, opts, &mut |_| true, ROW_CACHE)?;
+        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        let budget = trace::row_budget(bytes, 0);
+        let scan = FileScan::keeping_rows(&conn, &label, opts, &mut |_| true, budget)?;
         Ok(OpenExport { conn, scan })
     }
 

@@ -14,6 +14,7 @@ mod nvtx_names;
 mod open;
 mod packed_rows;
 mod row_cache;
+pub use row_cache::{READ_MEMORY, row_budget};
 mod rows;
 mod runs;
 mod schema;

@@ -320,3 +320,38 @@ impl<T, I, F> Drop for Cached<'_, T, I, F> {
         }
     }
 }
+
+/// The memory an open export is read in, at most: the page's wasm instance and, natively, the
+/// CLI keep under it whatever the file's size.
+pub const READ_MEMORY: usize = 512 << 20;
+/// Room kept for the views' own state over the rows (per step, name, thread…): at least this,
+/// and a sixth of the file (a bound from above: natively, Root cause's peak over a 1 GB
+/// export's rows, none kept, is 60 MiB above the scan's, and the page's wasm memory after the
+/// views was 385 MiB in all over a 4.2 GiB one's, with no rows kept).
+const VIEW_ROOM: usize = 160 << 20;
+/// The most one export's kept rows take.
+const MAX_KEPT: usize = 256 << 20;
+
+/// What a scan may keep of an export's rows (`FileScan::keeping_rows`): [`READ_MEMORY`] less
+/// what is already `used` and the views' room for a file of `file_bytes`, 256 MiB at most. A
+/// 1 GB export keeps 256 MiB (all its tables fit); from about 2 GB the views' room leaves none.
+pub fn row_budget(file_bytes: u64, used: usize) -> usize {
+    let file = usize::try_from(file_bytes / 6).unwrap_or(usize::MAX);
+    READ_MEMORY
+        .saturating_sub(used.saturating_add(VIEW_ROOM.max(file)))
+        .min(MAX_KEPT)
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn the_row_budget_leaves_the_views_their_room() {
+        assert_eq!(row_budget(100 << 20, 0), 256 << 20);
+        assert_eq!(row_budget(1 << 30, 0), 256 << 20);
+        // 512 MiB less 200 MiB used and a sixth of 1 GiB (more than 160 MiB).
+        assert_eq!(row_budget(1 << 30, 200 << 20), (312 << 20) - (1 << 30) / 6);
+        assert_eq!(row_budget(3 << 30, 0), 0);
+    }
+}

@@ -22,26 +22,12 @@ use crate::reread::FileReads;
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
 use crate::trace::{FileRows, FileScan, LoadOptions, ProgressFn, Schema};
 
-/// The wasm memory the page keeps under.
-const PAGE_MEMORY: usize = 512 << 20;
-/// Room kept for the views' own state over the rows (per step, name, thread…): at least this,
-/// and a sixth of the file (a bound from above: natively, Root cause's peak over a 1 GB
-/// export's rows, none kept, is 60 MiB above the scan's, and the page's wasm memory after the
-/// views is 385 MiB in all over a 4.2 GiB one's, with no rows kept).
-const VIEW_ROOM: usize = 160 << 20;
-const VIEW_ROOM_PER_FILE_BYTE: f64 = 1.0 / 6.0;
-/// The most one trace's rows take in memory.
-const MAX_ROW_CACHE: usize = 256 << 20;
-
-/// What a trace opened now may keep of the rows its views read (`trace::FileScan::
-/// keeping_rows`): the page's memory left once the views' room is set aside, measured as the
-/// wasm memory grown so far (it never shrinks), so a second trace gets what the first left.
+/// What a trace opened now may keep of the rows its views read (`trace::row_budget`), counting
+/// the wasm memory grown so far as used (it never shrinks), so a second trace gets what the first
+/// left.
 fn row_cache_budget(conn: &Connection) -> usize {
     let grown = core::arch::wasm32::memory_size(0) * 65536;
-    let room = VIEW_ROOM.max((file_bytes(conn) as f64 * VIEW_ROOM_PER_FILE_BYTE) as usize);
-    PAGE_MEMORY
-        .saturating_sub(grown.saturating_add(room))
-        .min(MAX_ROW_CACHE)
+    crate::trace::row_budget(file_bytes(conn) as u64, grown)
 }
 
 /// The size of the open export (0 if SQLite cannot say).
