@@ -17,11 +17,11 @@ use crate::detect::name_tables::NameTables;
 use crate::detect::sweep::FedSweep;
 use crate::iterations::inferred::{GraphLaunchTape, UnitFound};
 use crate::model::rows::EventRows;
+use crate::model::rows::LaunchCall;
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
 use crate::steps::spans::{RangesUnordered, SpanQueue, Spans, fed_past, overlap_at, seek};
-use crate::trace::LaunchCall;
 
 /// Scopes in the order the totals keep them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

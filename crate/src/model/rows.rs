@@ -16,6 +16,15 @@ use super::ids::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx};
 use super::{KernelEvent, Trace};
 use crate::error::Error;
 
+/// One kernel-launch API call, as the launch-overhead metric (M2) sweeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchCall {
+    pub start: Ns,
+    pub end: Ns,
+    pub process: ProcessIdx,
+    pub name: NameId,
+}
+
 /// One kernel with every column an analysis reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KernelRow {

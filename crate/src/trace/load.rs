@@ -1,5 +1,6 @@
-//! Loading an export into the columnar [`Trace`]: whole ([`load`], [`load_part`]), on two
-//! threads natively ([`load_parallel`]), or the host side in steps ([`StagedLoad`]).
+//! Loading an export whole into the columnar [`Trace`] ([`load`], [`load_part`]; on two threads
+//! natively, [`load_parallel`]): the in-memory row source of tests and benchmarks. The front ends
+//! read an export through `FileScan` and `FileRows` instead.
 //!
 //! No `GROUP BY`, `JOIN` or `ORDER BY` runs inside SQLite: in wasm those are an order of magnitude
 //! slower than a Rust pass over the streamed rows. Absent columns are selected as `NULL`, so one
@@ -13,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::model::{CoverageNote, NvtxRow, ProcessIdx, Strings, Threads, Trace, TraceMeta};
 use crate::names::launch::GRAPH_LAUNCH;
 
-/// Where [`StagedLoad::stream_nvtx`] hands each NVTX range (with the strings and threads as
-/// interned so far); `false` stops the read.
+/// Where a reader of the NVTX table hands each range (with the strings and threads as interned
+/// so far); `false` stops the read.
 pub type NvtxSink<'a> = &'a mut dyn FnMut(&NvtxRow, &Strings, &Threads) -> bool;
 
 /// What to load. Decoding a column costs time per row, so the verdict loads only what it reads.
@@ -71,8 +72,6 @@ pub struct Progress {
 pub type ProgressFn<'a> = &'a mut dyn FnMut(Progress) -> bool;
 
 pub(super) const PROGRESS_EVERY: u64 = 1 << 16;
-/// The progress step of [`StagedLoad::sweep_launches`].
-pub(super) const SWEEP_STEP: &str = "sweeping kernel launches";
 
 pub use crate::model::KERNEL_TABLE;
 pub const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
@@ -214,21 +213,6 @@ pub fn kernel_table_notes(schema: &Schema) -> Vec<CoverageNote> {
             )
         })
         .collect()
-}
-
-/// Whether the export holds GPU work besides kernels (a copy, memset or graph replay row): the
-/// page's kernel-table pass does not read it, so its verdict is measured over the file's rows.
-pub fn holds_other_gpu_work(conn: &Connection) -> bool {
-    [MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TRACE_TABLE]
-        .iter()
-        .any(|table| {
-            conn.query_row(
-                &format!("SELECT 1 FROM \"{table}\" LIMIT 1"),
-                [],
-                |_| Ok(()),
-            )
-            .is_ok()
-        })
 }
 
 /// The schema of an open file, which must be an nsys export.

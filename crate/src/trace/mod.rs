@@ -7,7 +7,6 @@ mod capture;
 mod decode;
 mod host_records;
 mod host_rows;
-mod launch_calls;
 mod links;
 mod load;
 mod nvtx_names;
@@ -15,29 +14,26 @@ mod open;
 mod packed_rows;
 mod row_cache;
 pub use row_cache::{READ_MEMORY, row_budget};
+mod nvtx_rows;
 mod rows;
 mod runs;
 mod schema;
-mod staged;
-mod stream;
 mod tables;
 mod work_rows;
 
 pub use host_rows::HostRows;
-pub use launch_calls::{LaunchCall, LaunchRuns, LaunchScan, LaunchSink, MAX_RUNS};
 pub use links::Links;
 pub use load::{
     GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, Part,
-    Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, holds_other_gpu_work, kernel_table_notes,
-    load, load_part, merge_kernel_part, probe_export, reads_graph_nodes,
+    Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE, kernel_table_notes, load, load_part,
+    merge_kernel_part, probe_export, reads_graph_nodes,
 };
+pub use nvtx_rows::NvtxRows;
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use rows::{FileRows, FileScan, MAX_FILE_RUNS};
 pub use schema::{Schema, read_meta};
-pub use staged::StagedLoad;
-pub use stream::{KernelRows, NvtxRows, kernel_edges};
 pub use work_rows::{WorkRows, work_table_name};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).

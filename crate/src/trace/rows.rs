@@ -40,7 +40,7 @@ use crate::model::{NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Tra
 /// More sorted runs than this in one table and it is read in slices of its keys instead
 /// (`runs::Slices`): the runs' bounds are held (about 36 bytes each). nsys has written a handful;
 /// the generator's multi-rank traces one per rank and step; a reversed table one per row.
-pub const MAX_FILE_RUNS: usize = super::launch_calls::MAX_RUNS;
+pub const MAX_FILE_RUNS: usize = 1 << 20;
 
 /// The columns a scan reads of a table: where its rows lie, their start and owner.
 const SCAN_COLUMNS: [&str; 5] = ["rowid", "start", "end", "globalPid", "globalTid"];
