@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use rusqlite::Connection;
 
 use super::capture::WarmupCalls;
-use super::decode::{call_columns, call_row, int};
+use super::decode::{call_columns, call_row, int, time};
 use super::load::RUNTIME_TABLE;
 use super::open::sqlite_error;
 use super::runs::{SortedRuns, read_chunk, thread_of};
@@ -153,7 +153,8 @@ impl LaunchRuns {
         let mut last_tid = i64::MIN;
         while let Some(r) = rows.next().map_err(fail)? {
             let value = |i: usize| r.get_ref(i).map(|v| int(v, 0)).map_err(fail);
-            let (rowid, start, gtid) = (value(0)?, value(1)?, value(2)?);
+            let start = r.get_ref(1).and_then(time).map_err(fail)?;
+            let (rowid, gtid) = (value(0)?, value(2)?);
             if gtid != last_tid {
                 last_tid = gtid;
                 threads.intern(gtid, processes);
