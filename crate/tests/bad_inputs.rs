@@ -259,3 +259,132 @@ fn an_unreadable_record_table_is_a_note_not_a_failure() {
         "a note names the table"
     );
 }
+
+/// A copy of `REAL_EXPORT` in `dir` after `sql`.
+fn real_export_after(dir: &TempDir, sql: &str) -> PathBuf {
+    let path = copy_real_export(dir, "edited.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert!(conn.execute(sql, []).unwrap() > 0, "{sql}");
+    path
+}
+
+/// Where `needle` first occurs in `bytes` at or after `from`.
+fn find(bytes: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    let at = bytes
+        .get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)?;
+    Some(from + at)
+}
+
+/// A copy of `REAL_EXPORT` in `dir` whose `DIAGNOSTIC_EVENT` table text has `byte` at `offset`
+/// into the first `needle` after its `CREATE TABLE` — in every copy of that text in the file
+/// (the live one, and any left in free space).
+fn damaged_ddl(dir: &TempDir, needle: &[u8], offset: usize, byte: u8) -> PathBuf {
+    let mut bytes = fs::read(public_trace(REAL_EXPORT)).unwrap();
+    let mut from = 0;
+    while let Some(ddl) = find(&bytes, b"CREATE TABLE DIAGNOSTIC_EVENT (\n", from) {
+        let at = find(&bytes, needle, ddl).expect("the table has the text");
+        bytes[at + offset] = byte;
+        from = ddl + 1;
+    }
+    assert!(from > 0, "the export has the table");
+    write(dir, "damaged.sqlite", &bytes)
+}
+
+/// A damaged `CREATE TABLE` text in the schema: SQLite's message quotes the statement from the
+/// damage on (comments and line breaks), which made the refusal dozens of lines long. It is
+/// one short line naming the table.
+#[test]
+fn a_damaged_schema_is_refused_in_one_short_line() {
+    let dir = TempDir::new().unwrap();
+    // An unterminated quoted identifier where a column's type was.
+    let path = damaged_ddl(&dir, b"INTEGER", 0, b'"');
+    let args = [OsStr::new("detect"), path.as_os_str()];
+    let out = nsys_lens(args);
+    let line = assert_one_line_error(&args, &out, EXIT_INPUT, Some("damaged"));
+    assert!(
+        line.contains("malformed database schema (DIAGNOSTIC_EVENT)") && line.len() < 400,
+        "{line}"
+    );
+    // The library's own message, which the page shows as is, is one line too.
+    let err = nsys_lens::trace::open_path(&path).expect_err("refused");
+    assert!(!err.to_string().contains('\n'), "{err}");
+}
+
+/// A table or column name that is not UTF-8 (nsys writes UTF-8 only) is a damaged file, said
+/// so, not an "SQLite error … invalid utf-8 sequence of 1 bytes from index 0".
+#[test]
+fn a_name_that_is_not_utf8_is_a_damaged_file() {
+    let dir = TempDir::new().unwrap();
+    let path = damaged_ddl(&dir, b"timestampType", "timestamp".len(), 0xff);
+    let line = refused(&path, Some("damaged"));
+    assert!(
+        line.contains("not UTF-8 while reading the schema"),
+        "{line}"
+    );
+}
+
+/// A time no capture holds (a flipped high bit, a float where an integer belongs) is refused as
+/// damage naming the table: sums and differences of such times overflowed (a panic in a debug
+/// build, nonsense otherwise) in the launch sweep, root cause, the drill-down and the bound.
+#[test]
+fn a_time_far_from_the_session_start_is_refused_as_damage() {
+    let first = |table: &str| format!("rowid = (SELECT min(rowid) FROM {table})");
+    for (table, set, rows) in [
+        (
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "start = -9223372036854775808",
+            first("CUPTI_ACTIVITY_KIND_KERNEL"),
+        ),
+        // Every call: `detect` reads the launches only.
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "\"end\" = 1e300", "1".into()),
+        (
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "start = 4611686018427387904",
+            first("CUPTI_ACTIVITY_KIND_MEMCPY"),
+        ),
+    ] {
+        let dir = TempDir::new().unwrap();
+        let path = real_export_after(&dir, &format!("UPDATE {table} SET {set} WHERE {rows}"));
+        for command in ["detect", "analyze", "drill"] {
+            let args = [OsStr::new(command), path.as_os_str()];
+            let line = assert_one_line_error(&args, &nsys_lens(args), EXIT_INPUT, Some(table));
+            assert!(
+                line.contains("more than 104 days from the session start"),
+                "{line}"
+            );
+        }
+    }
+}
+
+/// Copy sizes no copy has (beyond 256 TiB) read as unknown, as negative ones do: several of
+/// them overflowed the sums of bytes per device and direction.
+#[test]
+fn copy_sizes_beyond_256_tib_read_as_unknown() {
+    let dir = TempDir::new().unwrap();
+    let sql = "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = 9223372036854775807";
+    let path = real_export_after(&dir, sql);
+    for command in ["detect", "drill"] {
+        let args = [OsStr::new(command), path.as_os_str(), OsStr::new("--json")];
+        let out = nsys_lens(args);
+        assert!(out.status.success(), "{}", describe(&args, &out));
+    }
+}
+
+/// A damaged b-tree whose rows read back otherwise than the scan found them (zeroed cells give
+/// rowids that repeat) is refused as damage, not as "the kernel table is not in start order":
+/// nsys promises no order, and none is refused.
+#[test]
+fn a_kernel_table_that_reads_back_otherwise_is_damage() {
+    let dir = TempDir::new().unwrap();
+    // Case 678 of `tests/fuzz.rs` under seed 5.
+    let mut bytes = fs::read(public_trace("GindaChen_nsys-ai__healthy_1pct.v3.sqlite")).unwrap();
+    bytes[33_216..33_216 + 2030].fill(0);
+    let path = write(&dir, "zeroed.sqlite", &bytes);
+    let line = refused(&path, Some("damaged"));
+    assert!(
+        line.contains("reads back otherwise than it was scanned") && !line.contains("start order"),
+        "{line}"
+    );
+}

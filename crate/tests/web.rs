@@ -6,6 +6,8 @@
 //! file): `CHROMEDRIVER=/usr/bin/chromedriver cargo test -p nsys-lens --target wasm32-unknown-unknown --test web`.
 #![cfg(target_arch = "wasm32")]
 
+mod corrupted;
+
 use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
 use nsys_lens::web::{Analysis, WebError};
@@ -312,5 +314,124 @@ fn main_thread_helpers() {
         layout,
         serde_json::json!({"label_width_px": 150, "top_px": 24}),
         "{layout}"
+    );
+}
+
+/// Small public exports, copied beside the fixture by `cargo xtask test`
+/// (`xtask/src/web/test.rs`, `PUBLIC_FIXTURES`); the first is the valid file each damaged one is
+/// followed by.
+const PUBLIC: [(&str, &[u8]); 3] = [
+    (
+        "GindaChen_nsys-ai__healthy_1pct.v3.sqlite",
+        include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../target/web-fixtures/public/GindaChen_nsys-ai__healthy_1pct.v3.sqlite"
+        )),
+    ),
+    (
+        "GindaChen_nsys-ai__mock.sqlite",
+        include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../target/web-fixtures/public/GindaChen_nsys-ai__mock.sqlite"
+        )),
+    ),
+    (
+        "MohanadOdema_DLProf__w_Relu_nsys_profile.sqlite",
+        include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../target/web-fixtures/public/MohanadOdema_DLProf__w_Relu_nsys_profile.sqlite"
+        )),
+    ),
+];
+
+/// Damaged copies opened per run (the issue asks for at least 100 through the wasm build).
+const CORRUPTED_CASES: usize = 240;
+/// The seed of the wasm run (the native run, `tests/fuzz.rs`, has its own).
+const CORRUPTED_SEED: u64 = 0x7761_736d;
+/// A load still running after this long is taken for a hang: its progress callback cancels it.
+const CASE_BUDGET_MS: f64 = 20_000.0;
+
+/// An error the page can show: one line naming the file, of a kind the input can cause.
+fn clear_error(e: WebError, label: &str) -> Result<String, String> {
+    let value = JsValue::from(e);
+    let code = js_sys::Reflect::get(&value, &JsValue::from_str("code"))
+        .ok()
+        .and_then(|c| c.as_string())
+        .unwrap_or_default();
+    let msg = value
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .unwrap_or_else(|| format!("{value:?}"));
+    if !msg.starts_with(&format!("{label}: ")) || msg.chars().any(char::is_control) {
+        return Err(format!("not one line naming the file: {msg:?}"));
+    }
+    match code.as_str() {
+        "cancelled" => Err(format!("still loading after {CASE_BUDGET_MS} ms: a hang?")),
+        "internal" | "usage" | "" => Err(format!("a {code:?} error: {msg:?}")),
+        _ => Ok(code),
+    }
+}
+
+/// Opens `bytes` as `label` and asks for the verdict in both profiles: `Ok(None)` for an
+/// answer, `Ok(Some(code))` for a clear refusal, else what is wrong.
+fn answer_or_refusal(bytes: &[u8], label: &str) -> Result<Option<String>, String> {
+    let deadline = js_sys::Date::now() + CASE_BUDGET_MS;
+    let on_progress = Function::new_with_args(
+        "step, done, total",
+        &format!("return Date.now() < {deadline};"),
+    );
+    let a = match Analysis::open(file(bytes, label), on_progress) {
+        Ok(a) => a,
+        Err(e) => return clear_error(e, label).map(Some),
+    };
+    for options in ["{}", r#"{"profile":"trtllm-skill"}"#] {
+        match a.detect(options) {
+            Ok(report) => {
+                serde_json::from_str::<Value>(&report)
+                    .map_err(|e| format!("{options}: not JSON: {e}"))?;
+            }
+            Err(e) => return clear_error(e, label).map(Some),
+        }
+    }
+    Ok(None)
+}
+
+/// Damaged copies of public exports (`tests/corrupted`: bit flips, garbled pages, truncations,
+/// zeroed blocks; every export with every kind) end in a verdict or a clear error, and the
+/// instance survives each: a panic would abort it, so after every damaged file a valid export
+/// must still open and answer in the same instance. The case about to run is logged, so a
+/// trap or a timeout of the runner names it.
+#[wasm_bindgen_test]
+fn corrupted_public_exports_end_in_an_answer_or_a_clear_error_and_the_instance_survives() {
+    use corrupted::{KINDS, Rng, corrupt};
+    let (valid_name, valid) = PUBLIC[0];
+    let mut answers = 0;
+    let mut refusals: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut failures = Vec::new();
+    for case in 0..CORRUPTED_CASES {
+        let (name, original) = PUBLIC[case % PUBLIC.len()];
+        let kind = KINDS[case / PUBLIC.len() % KINDS.len()];
+        let (bytes, what) = corrupt(original, kind, &mut Rng::for_case(CORRUPTED_SEED, case));
+        let label = format!("case{case}.{name}");
+        console_log!("case {case}: {label}: {kind:?}, {what}");
+        match answer_or_refusal(&bytes, &label) {
+            Ok(None) => answers += 1,
+            Ok(Some(code)) => *refusals.entry(code).or_default() += 1,
+            Err(e) => failures.push(format!("case {case} ({label}: {kind:?}, {what}): {e}")),
+        }
+        let survived = open(valid, valid_name)
+            .and_then(|a| a.detect("{}").map_err(message))
+            .map(|report| json(&report)["verdict"].is_string());
+        assert_eq!(
+            survived,
+            Ok(true),
+            "after case {case} ({label}: {kind:?}, {what}) a valid export no longer answers"
+        );
+    }
+    console_log!("{CORRUPTED_CASES} damaged copies: {answers} answers, refusals {refusals:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        answers > 0 && !refusals.is_empty(),
+        "{answers} answers, {refusals:?}"
     );
 }

@@ -71,10 +71,16 @@ fn detect_over(
 ) -> Result<DetectReport> {
     let mut sweep = KernelSweep::of(host_facts.sweep_inputs(cfg));
     for k in host_facts.sw.busy_rows(rows) {
-        // The rows come in start order, so this cannot fail; say so if it ever did.
-        sweep
-            .push(k.event())
-            .map_err(|e| corrupt(cfg, &e.to_string()))?;
+        // The rows come in start order (a table's sorted runs merged): this fails only when the
+        // file reads back otherwise than it was scanned (a damaged b-tree: rows whose rowids
+        // repeat or run backwards).
+        sweep.push(k.event()).map_err(|e| {
+            let detail = format!(
+                "the kernel table reads back otherwise than it was scanned: row {} at {} ns came after one at {} ns",
+                e.row, e.start, e.previous
+            );
+            corrupt(cfg, &detail)
+        })?;
     }
     rows.check()?;
     let kernels = sweep.finish();

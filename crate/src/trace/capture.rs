@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rusqlite::types::ValueRef;
 
-use super::decode::{int, opt_int};
+use super::decode::{int, opt_int, opt_time, time};
 use super::load::{NVTX_TABLE, RUNTIME_TABLE};
 use super::schema::{Schema, text_ref};
 use super::tables::{Loader, id_list};
@@ -277,7 +277,7 @@ impl Loader<'_, '_> {
             &format!("WHERE {}", any.join(" OR ")),
         );
         self.stream("reading warm-up calls", RUNTIME_TABLE, &sql, |r| {
-            let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
+            let (start, end) = (time(r.get_ref(0)?)?, time(r.get_ref(1)?)?);
             let name = opt_int(r.get_ref(2)?).map_or(NO_NAME, |id| strings.resolve(id));
             calls.observe(strings, start, end, name);
             Ok(())
@@ -321,7 +321,7 @@ impl Loader<'_, '_> {
             &filter,
         );
         self.stream("reading compile and GC/GIL ranges", NVTX_TABLE, &sql, |r| {
-            let span = (int(r.get_ref(0)?, 0), opt_int(r.get_ref(1)?));
+            let span = (time(r.get_ref(0)?)?, opt_time(r.get_ref(1)?)?);
             let event_type = int(r.get_ref(2)?, -1);
             ranges.observe(
                 strings,
@@ -372,7 +372,7 @@ impl Loader<'_, '_> {
         );
         let series = &mut marks.metric_series;
         self.stream("reading GPU metrics", GPU_METRICS_TABLE, &sql, |r| {
-            let t = int(r.get_ref(0)?, 0);
+            let t = time(r.get_ref(0)?)?;
             let device = (int(r.get_ref(1)?, 0) & 0xFF) as u32;
             let id = int(r.get_ref(2)?, -1);
             let value = match r.get_ref(3)? {

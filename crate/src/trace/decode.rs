@@ -22,6 +22,56 @@ pub(super) fn int(v: ValueRef<'_>, default: i64) -> i64 {
     }
 }
 
+/// The furthest a time (ns) may lie from the session start nsys counts from: 2^53 ns, about
+/// 104 days. A time further away is a damaged value (a flipped high bit, a float where an
+/// integer belongs), and sums and differences of such times overflow, so a row holding one is
+/// refused ([`time`]) rather than analysed.
+pub const MAX_TIME_NS: Ns = 1 << 53;
+
+/// The most bytes a copy or memset may move: 2^48 (256 TiB); more is a damaged value, read as
+/// unknown (0), as a negative size is, so that sums of sizes never overflow.
+pub const MAX_BYTES: u64 = 1 << 48;
+
+/// A time further than [`MAX_TIME_NS`] from the session start: the error a row holding one
+/// reads as (`open::sqlite_error` makes it [`crate::error::Error::Corrupt`]).
+#[derive(Debug)]
+pub(super) struct DamagedTime(pub Ns);
+
+impl std::fmt::Display for DamagedTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a time of {} ns, more than {} days from the session start",
+            self.0,
+            MAX_TIME_NS / 86_400_000_000_000
+        )
+    }
+}
+
+impl std::error::Error for DamagedTime {}
+
+/// A time column's value (ns, read as [`int`]): an error when further than [`MAX_TIME_NS`] from
+/// the session start.
+pub(super) fn time(v: ValueRef<'_>) -> rusqlite::Result<Ns> {
+    let t = int(v, 0);
+    match (-MAX_TIME_NS..=MAX_TIME_NS).contains(&t) {
+        true => Ok(t),
+        false => Err(rusqlite::Error::FromSqlConversionFailure(
+            0,
+            v.data_type(),
+            Box::new(DamagedTime(t)),
+        )),
+    }
+}
+
+/// [`time`], `None` for NULL (a range that never ended).
+pub(super) fn opt_time(v: ValueRef<'_>) -> rusqlite::Result<Option<Ns>> {
+    match v {
+        ValueRef::Null => Ok(None),
+        other => time(other).map(Some),
+    }
+}
+
 pub(super) fn opt_int(v: ValueRef<'_>) -> Option<i64> {
     match v {
         ValueRef::Null => None,
@@ -118,8 +168,8 @@ pub(super) fn kernel_row(
     let name = |v: ValueRef<'_>| opt_int(v).map_or(NO_NAME, |id| strings.resolve(id));
     let row = KernelRow {
         row: int(r.get_ref(0)?, 0),
-        start: int(r.get_ref(1)?, 0),
-        end: int(r.get_ref(2)?, 0),
+        start: time(r.get_ref(1)?)?,
+        end: time(r.get_ref(2)?)?,
         device: small(r.get_ref(3)?),
         process: 0,
         short_name: name(r.get_ref(5)?),
@@ -154,8 +204,8 @@ pub(super) fn call_row(
 ) -> rusqlite::Result<(CallRow, i64)> {
     let row = CallRow {
         row: int(r.get_ref(0)?, 0),
-        start: int(r.get_ref(1)?, 0),
-        end: int(r.get_ref(2)?, 0),
+        start: time(r.get_ref(1)?)?,
+        end: time(r.get_ref(2)?)?,
         thread: 0,
         process: 0,
         correlation: small(r.get_ref(5)?),
@@ -194,7 +244,7 @@ pub(super) fn nvtx_row(
 ) -> rusqlite::Result<NvtxRow> {
     Ok(NvtxRow {
         row: int(r.get_ref(0)?, 0),
-        start: int(r.get_ref(1)?, 0),
+        start: time(r.get_ref(1)?)?,
         end,
         thread,
         event_type: u8::try_from(int(r.get_ref(NVTX_TYPE)?, 0)).unwrap_or(0),
@@ -241,7 +291,10 @@ pub(super) fn memop_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(MemOpRow, i6
         stream: op.stream,
         process: 0,
         correlation: op.correlation,
-        bytes: u64::try_from(int(r.get_ref(7)?, 0)).unwrap_or(0),
+        bytes: u64::try_from(int(r.get_ref(7)?, 0))
+            .ok()
+            .filter(|&b| b <= MAX_BYTES)
+            .unwrap_or(0),
         kind: kind(r.get_ref(8)?),
         src_mem: kind(r.get_ref(9)?),
         dst_mem: kind(r.get_ref(10)?),
@@ -264,8 +317,8 @@ struct DeviceOp {
 fn device_op(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceOp> {
     Ok(DeviceOp {
         row: int(r.get_ref(0)?, 0),
-        start: int(r.get_ref(1)?, 0),
-        end: int(r.get_ref(2)?, 0),
+        start: time(r.get_ref(1)?)?,
+        end: time(r.get_ref(2)?)?,
         device: small(r.get_ref(3)?),
         stream: small(r.get_ref(4)?),
         global_pid: int(r.get_ref(5)?, 0),

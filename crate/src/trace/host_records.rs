@@ -8,7 +8,7 @@
 
 use hashbrown::HashMap;
 
-use super::decode::{int, opt_int};
+use super::decode::{int, opt_int, time};
 use super::schema::Schema;
 use super::tables::Loader;
 use crate::error::Result;
@@ -97,7 +97,7 @@ impl Loader<'_, '_> {
         let driver = table == DRIVER_OVERHEAD_TABLE;
         let (processes, threads, strings) = (&trace.processes, &trace.threads, &trace.strings);
         self.stream("loading overhead records", table, &sql, |r| {
-            let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
+            let (start, end) = (time(r.get_ref(0)?)?, time(r.get_ref(1)?)?);
             let Some(tid) = opt_int(r.get_ref(2)?) else {
                 return Ok(());
             };
@@ -156,7 +156,7 @@ impl Loader<'_, '_> {
             let Some(thread) = opt_int(r.get_ref(2)?).and_then(|t| threads.find(t)) else {
                 return Ok(());
             };
-            let (start, end) = (int(r.get_ref(0)?, 0), int(r.get_ref(1)?, 0));
+            let (start, end) = (time(r.get_ref(0)?)?, time(r.get_ref(1)?)?);
             let name = opt_int(r.get_ref(3)?).map_or(NO_NAME, |id| strings.resolve(id));
             if end > start {
                 out.push(OsCallRow {
@@ -209,7 +209,7 @@ impl Loader<'_, '_> {
             };
             let on_cpu = int(r.get_ref(2)?, 0) != 0;
             out.push(SchedRow {
-                at: int(r.get_ref(0)?, 0),
+                at: time(r.get_ref(0)?)?,
                 thread,
                 on_cpu,
                 off: OffCpu::of_state(opt_int(r.get_ref(3)?)),
@@ -233,7 +233,7 @@ impl Loader<'_, '_> {
         self.stream("loading CPU samples", SAMPLES_TABLE, &sql, |r| {
             let id = int(r.get_ref(0)?, 0);
             if let Some(thread) = opt_int(r.get_ref(2)?).and_then(|t| threads.find(t)) {
-                kept.push((id, int(r.get_ref(1)?, 0), thread));
+                kept.push((id, time(r.get_ref(1)?)?, thread));
             }
             Ok(())
         })?;

@@ -5,7 +5,7 @@
 
 use rusqlite::Connection;
 
-use super::decode::{inline_text, int, opt_int};
+use super::decode::{inline_text, int, opt_int, time};
 use super::load::{NVTX_TABLE, RUNTIME_TABLE};
 use super::open::sqlite_error;
 use super::schema::Schema;
@@ -136,8 +136,8 @@ fn table_name(table: HostTable) -> &'static str {
 fn span_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<HostSpan> {
     Ok(HostSpan {
         row: int(r.get_ref(0)?, 0),
-        start: int(r.get_ref(1)?, 0),
-        end: int(r.get_ref(2)?, 0),
+        start: time(r.get_ref(1)?)?,
+        end: time(r.get_ref(2)?)?,
         thread: int(r.get_ref(3)?, 0),
     })
 }

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use super::decode::{
-    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, inline_text, int, nvtx_columns, nvtx_row, only, opt_int,
+    NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, inline_text, nvtx_columns, nvtx_row, only, opt_int, time,
 };
 use super::load::NVTX_TABLE;
 use super::nvtx_names::RowNamer;
@@ -93,7 +93,7 @@ impl NvtxRows {
                 let text = inline_text(r.get_ref(NVTX_TEXT)?);
                 let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
                 let names = namer.name_again(strings, text.as_deref(), text_id)?;
-                let mut row = nvtx_row(r, int(r.get_ref(NVTX_END)?, 0), 0)?;
+                let mut row = nvtx_row(r, time(r.get_ref(NVTX_END)?)?, 0)?;
                 names.apply(&mut row);
                 Ok(row)
             })()

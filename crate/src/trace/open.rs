@@ -72,7 +72,7 @@ fn expected_size(head: &[u8]) -> Option<u64> {
 /// Read-only pragmas: never write, and keep SQLite's temporary storage and cache small.
 pub fn configure(conn: &Connection, path: &str) -> Result<()> {
     conn.execute_batch("PRAGMA query_only=1; PRAGMA temp_store=FILE; PRAGMA cache_size=-2000;")
-        .map_err(|e| sqlite_error(path, "the database header", &e))
+        .map_err(|e| sqlite_error(path, "the schema", &e))
 }
 
 /// Opens a file on disk read-only after checking its header.
@@ -126,10 +126,49 @@ fn uri_escape(path: &str) -> String {
     out
 }
 
-/// Maps an SQLite error while reading to a user-facing error (damaged files get their own kind).
+/// Characters of SQLite's message an error keeps.
+const DETAIL_CHARS: usize = 160;
+
+/// SQLite's message as one short line: a damaged schema's message quotes the `CREATE TABLE`
+/// text it failed on (line breaks, comments and the damaged bytes included), so only the part
+/// naming the table is kept, control characters become spaces and the rest is cut at
+/// [`DETAIL_CHARS`].
+fn one_line_detail(detail: &str) -> String {
+    let detail = match detail.split_once(" - ") {
+        Some((head, _)) if head.starts_with("malformed database schema") => head,
+        _ => detail,
+    };
+    let spaced: String = detail
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(DETAIL_CHARS) {
+        Some((at, _)) => format!("{}…", &flat[..at]),
+        None => flat,
+    }
+}
+
+/// Maps an SQLite error while reading to a user-facing error (damaged files get their own kind),
+/// SQLite's message on one line and at most 160 characters.
 pub fn sqlite_error(path: &str, what: &str, e: &rusqlite::Error) -> Error {
     use rusqlite::ffi::ErrorCode;
-    let detail = e.to_string();
+    if let rusqlite::Error::FromSqlConversionFailure(_, _, cause) = e
+        && let Some(time) = cause.downcast_ref::<super::decode::DamagedTime>()
+    {
+        return Error::Corrupt {
+            path: path.into(),
+            detail: format!("{time}, while reading {what}"),
+        };
+    }
+    if let rusqlite::Error::Utf8Error(..) = e {
+        // nsys writes UTF-8 only: a name that is not was damaged.
+        return Error::Corrupt {
+            path: path.into(),
+            detail: format!("a text that is not UTF-8 while reading {what}"),
+        };
+    }
+    let detail = one_line_detail(&e.to_string());
     if let rusqlite::Error::SqliteFailure(f, _) = e {
         match f.code {
             ErrorCode::DatabaseCorrupt => {
@@ -189,6 +228,15 @@ mod tests {
             check_header("t.sqlite", &h[..50], 50),
             Err(Error::Truncated { .. })
         ));
+    }
+
+    #[test]
+    fn sqlite_details_are_one_short_line() {
+        let schema = "malformed database schema (T) - unrecognized token: \"\"  -- a comment\n    x INTEGER\n)";
+        assert_eq!(one_line_detail(schema), "malformed database schema (T)");
+        assert_eq!(one_line_detail("a\n\tb\u{1b}c"), "a b c");
+        let long = "x".repeat(DETAIL_CHARS + 5);
+        assert_eq!(one_line_detail(&long).chars().count(), DETAIL_CHARS + 1);
     }
 
     #[test]

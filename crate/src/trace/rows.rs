@@ -18,7 +18,7 @@ use rusqlite::Connection;
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
     call_columns, call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row,
-    nvtx_columns, nvtx_row, only, opt_int, sync_row,
+    nvtx_columns, nvtx_row, only, opt_int, sync_row, time,
 };
 use super::load::{
     GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE,
@@ -529,7 +529,7 @@ impl EventRows for FileRows<'_> {
         let mut namer = RowNamer::new(self.conn);
         self.rows(&self.scan.ranges, move |r| {
             let (thread, _) = thread_of(&meta.threads, int(r.get_ref(NVTX_THREAD)?, 0));
-            let mut row = nvtx_row(r, int(r.get_ref(NVTX_END)?, 0), thread)?;
+            let mut row = nvtx_row(r, time(r.get_ref(NVTX_END)?)?, thread)?;
             let text = inline_text(r.get_ref(NVTX_TEXT)?);
             let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
             namer

@@ -8,7 +8,7 @@ use super::capture::{MarkedRanges, WarmupCalls};
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered,
     SYNC_COLUMNS, call_columns, call_row, inline_text, int, kernel_columns, kernel_row,
-    memop_columns, memop_row, nvtx_columns, nvtx_row, opt_int, sync_row,
+    memop_columns, memop_row, nvtx_columns, nvtx_row, opt_int, opt_time, sync_row, time,
 };
 use super::load::{
     GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink,
@@ -438,10 +438,10 @@ impl Loader<'_, '_> {
             NameFlags::default()
         };
         let done = self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
-            let end = opt_int(r.get_ref(NVTX_END)?);
+            let end = opt_time(r.get_ref(NVTX_END)?)?;
             let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
             if let Some(marked) = &mut marked {
-                let (start, event_type) = (int(r.get_ref(1)?, 0), int(r.get_ref(NVTX_TYPE)?, -1));
+                let (start, event_type) = (time(r.get_ref(1)?)?, int(r.get_ref(NVTX_TYPE)?, -1));
                 marked.observe(
                     strings,
                     (start, end),

@@ -15,6 +15,15 @@ use crate::{Result, cargo, root, run};
 pub const FIXTURE: &str = "target/web-fixtures/host-bound.sqlite";
 /// `host-bound --scale 16`: about 3 MB, 20 480 kernels — large enough to see lazy reads.
 const FIXTURE_SCALE: &str = "16";
+/// Seconds the wasm test suite may take in all (`WASM_BINDGEN_TEST_TIMEOUT`).
+const WASM_TESTS_TIMEOUT_S: &str = "180";
+/// Small public exports the wasm tests damage (`corrupted_public_exports_…` in
+/// `crate/tests/web.rs`), copied beside the fixture from the shared folder.
+pub const PUBLIC_FIXTURES: [&str; 3] = [
+    "GindaChen_nsys-ai__healthy_1pct.v3.sqlite",
+    "GindaChen_nsys-ai__mock.sqlite",
+    "MohanadOdema_DLProf__w_Relu_nsys_profile.sqlite",
+];
 
 /// chromedriver's own switches that change what a page may do or how it is scheduled (popups
 /// allowed, timers never throttled, …), removed from the wasm tests' Chromium. The test runner
@@ -61,16 +70,21 @@ pub fn wasm_tests() -> Result<()> {
             "web",
         ])
         .env("CHROMEDRIVER", chromedriver())
+        // The whole suite's time limit (the runner's default, 20 s, is the fuzz test's order
+        // of magnitude on a 2-core machine); a hang fails after it, naming its case.
+        .env("WASM_BINDGEN_TEST_TIMEOUT", WASM_TESTS_TIMEOUT_S)
         .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &capabilities)
         .env("PATH", path_with_cargo_bin()))
 }
 
-/// The generator's output for the wasm tests (regenerated so it always matches the generator).
+/// The generator's output for the wasm tests (regenerated so it always matches the generator),
+/// and the public exports they damage.
 pub fn write_fixture() -> Result<()> {
     let out = root().join(FIXTURE);
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        copy_public_fixtures(dir)?;
     }
     run(cargo()
         .args([
@@ -84,6 +98,30 @@ pub fn write_fixture() -> Result<()> {
         ])
         .arg(&out)
         .args(["--scale", FIXTURE_SCALE]))
+}
+
+/// [`PUBLIC_FIXTURES`] into `dir/public/`, from `$NSYS_LENS_SHARED/traces/public` or the
+/// `shared` folder beside the repository (as the native tests find them).
+fn copy_public_fixtures(dir: &std::path::Path) -> Result<()> {
+    let shared = std::env::var_os("NSYS_LENS_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared"));
+    let from = shared.join("traces/public");
+    let to = dir.join("public");
+    std::fs::create_dir_all(&to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    for name in PUBLIC_FIXTURES {
+        let (src, dst) = (from.join(name), to.join(name));
+        // The shared folder's files are read-only, and so is the copy a previous run made.
+        let _ = std::fs::remove_file(&dst);
+        std::fs::copy(&src, &dst).map_err(|e| {
+            format!(
+                "cannot copy the public export {} for the wasm tests: {e}. Put the shared folder \
+                 beside the repository (../shared) or set NSYS_LENS_SHARED to it",
+                src.display()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether `tests/e2e/` holds test modules yet (the page's engineer writes them).
