@@ -388,3 +388,52 @@ fn a_kernel_table_that_reads_back_otherwise_is_damage() {
         "{line}"
     );
 }
+
+/// Thousands of operations each lasting 2^52 ns (about 52 days, inside the times a read
+/// accepts) and copies of 2^47 bytes add up past `i64`: every command answers or refuses in one
+/// line, and no sum overflows (this binary is built with overflow checks).
+#[test]
+fn huge_but_accepted_durations_and_sizes_do_not_overflow() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("huge.sqlite");
+    fs::copy(
+        public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite"),
+        &path,
+    )
+    .unwrap();
+    let mut perms = fs::metadata(&path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    fs::set_permissions(&path, perms).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + (1 << 52);
+         UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start + (1 << 52);
+         UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start + (1 << 52), bytes = 1 << 47;",
+    )
+    .unwrap();
+    let kernels: i64 = conn
+        .query_row("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(
+        kernels > 2048,
+        "{kernels} kernels: their durations add past i64"
+    );
+    conn.close().unwrap();
+    for command in ["detect", "analyze", "drill"] {
+        let args = [OsStr::new(command), path.as_os_str(), OsStr::new("--json")];
+        let out = nsys_lens(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{}", describe(&args, &out));
+        match out.status.code() {
+            Some(0) => {
+                serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON");
+            }
+            _ => {
+                assert_one_line_error(&args, &out, EXIT_INPUT, None);
+            }
+        }
+    }
+}

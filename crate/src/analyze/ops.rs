@@ -33,7 +33,7 @@ impl<'a> Tallies<'a> {
 
     pub fn add(&mut self, name: &'a str, dur_ns: Ns) {
         let t = self.by_name.entry(name).or_default();
-        t.total_ns += dur_ns;
+        t.total_ns = t.total_ns.saturating_add(dur_ns);
         t.calls += 1;
     }
 

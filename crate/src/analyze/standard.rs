@@ -441,7 +441,9 @@ impl DeviceBusy {
             Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
             open => {
                 if let Some((a, b)) = open.replace((s, e)) {
-                    self.ns += overlap_at(spans, &mut self.cursor, a, b);
+                    self.ns = self
+                        .ns
+                        .saturating_add(overlap_at(spans, &mut self.cursor, a, b));
                 }
             }
         }
@@ -449,7 +451,9 @@ impl DeviceBusy {
 
     fn close(&mut self, spans: &[(Ns, Ns)]) -> Ns {
         if let Some((a, b)) = self.open.take() {
-            self.ns += overlap_at(spans, &mut self.cursor, a, b);
+            self.ns = self
+                .ns
+                .saturating_add(overlap_at(spans, &mut self.cursor, a, b));
         }
         self.ns
     }

@@ -106,8 +106,10 @@ fn share(ns: Ns, of: Ns) -> f64 {
 /// The run's bound from the verdict and the work of `devices` devices over a window of
 /// `window_len` ns each.
 pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
-    let sum = |f: fn(&super::sweep::work::DeviceWork) -> Ns| work.devices.iter().map(f).sum::<Ns>();
-    let window_ns = window_len.max(0) * work.devices.len() as Ns;
+    let sum = |f: fn(&super::sweep::work::DeviceWork) -> Ns| {
+        work.devices.iter().map(f).fold(0, Ns::saturating_add)
+    };
+    let window_ns = window_len.max(0).saturating_mul(work.devices.len() as Ns);
     let (busy, compute, comm, transfer) = (
         sum(|d| d.busy_ns),
         sum(|d| d.compute_ns),
@@ -188,8 +190,8 @@ fn copies(work: &WorkSummary) -> Vec<CopySummary> {
         };
         let o = &mut out[i];
         o.count += c.count;
-        o.bytes += c.bytes;
-        o.ns += c.ns;
+        o.bytes = o.bytes.saturating_add(c.bytes);
+        o.ns = o.ns.saturating_add(c.ns);
         o.pageable += c.pageable;
         for s in &c.streams {
             if !o.streams.contains(s) {

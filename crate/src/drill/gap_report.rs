@@ -346,7 +346,9 @@ impl<'t> GapFolds<'t> {
             .iter()
             .map(|ix| {
                 let (ws, we) = window.unwrap_or(ix.extent);
-                (we - ws).max(0) * ix.devices.len() as Ns
+                we.saturating_sub(ws)
+                    .max(0)
+                    .saturating_mul(ix.devices.len() as Ns)
             })
             .sum();
         let one_stream = inputs
@@ -611,7 +613,7 @@ impl<'h, 't> LaneCauses<'h, 't> {
             w.measure(ahead, &mut causes.meanwhile);
         }
         let causes = &*causes;
-        self.idle_ns += end - start;
+        self.idle_ns = self.idle_ns.saturating_add(end - start);
         self.ledger.add_gap((start, end), causes);
         buckets[bucket_of(end - start)].merge(causes);
         for p in &mut self.pending {

@@ -79,7 +79,7 @@ impl Buckets {
     pub fn add(&mut self, gap: Ns) {
         let b = bucket_of(gap);
         self.counts[b] += 1;
-        self.totals[b] += gap;
+        self.totals[b] = self.totals[b].saturating_add(gap);
     }
 
     pub fn gaps(&self) -> u64 {

@@ -163,12 +163,14 @@ pub(crate) fn report_of(inputs: &[RowIndex<'_>], tallies: &[Tally], top: usize) 
         eager_names.extend(eager_list(ix, t));
         total.graph += t.graph;
         total.eager += t.eager;
-        total.graph_ns += t.graph_ns;
-        total.eager_ns += t.eager_ns;
-        total.capturable_eager_ns += t.capturable_eager_ns;
+        total.graph_ns = total.graph_ns.saturating_add(t.graph_ns);
+        total.eager_ns = total.eager_ns.saturating_add(t.eager_ns);
+        total.capturable_eager_ns = total
+            .capturable_eager_ns
+            .saturating_add(t.capturable_eager_ns);
         total.graph_calls += t.graph_calls;
         total.replays += t.replays;
-        total.replay_ns += t.replay_ns;
+        total.replay_ns = total.replay_ns.saturating_add(t.replay_ns);
         total.node_launches += t.node_launches;
         // Ids are per process: each input's distinct ones add up.
         graphs += t.graph_ids.len() as u64;
@@ -249,7 +251,10 @@ impl KernelFold for GraphFold<'_, '_> {
         }
         if k.work == crate::model::Work::Replay {
             self.tally.replays += 1;
-            self.tally.replay_ns += (k.end - k.start).max(0);
+            self.tally.replay_ns = self
+                .tally
+                .replay_ns
+                .saturating_add((k.end - k.start).max(0));
             if k.graph_id != 0 {
                 self.tally.graph_ids.insert(k.graph_id);
             }
@@ -260,18 +265,18 @@ impl KernelFold for GraphFold<'_, '_> {
         let dur = (k.end - k.start).max(0);
         if graph {
             t.graph += 1;
-            t.graph_ns += dur;
+            t.graph_ns = t.graph_ns.saturating_add(dur);
             t.node_kernel(k);
         } else {
             t.eager += 1;
-            t.eager_ns += dur;
+            t.eager_ns = t.eager_ns.saturating_add(dur);
             if ix.names.category(k.short_name).capturable() {
-                t.capturable_eager_ns += dur;
+                t.capturable_eager_ns = t.capturable_eager_ns.saturating_add(dur);
             }
             if (k.short_name as usize) < ix.meta().strings.len() {
                 let e = t.eager_by_name.entry(k.short_name).or_default();
                 e.0 += 1;
-                e.1 += dur;
+                e.1 = e.1.saturating_add(dur);
             }
         }
         let at = call.map_or(k.start, |c| c.start);

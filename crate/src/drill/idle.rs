@@ -261,14 +261,14 @@ impl<'t> CauseLedger<'t> {
     /// Adds one gap `[start, end)` and its causes.
     pub fn add_gap(&mut self, (start, end): (Ns, Ns), causes: &Tally<'t>) {
         let bucket = super::gaps::bucket_of(end - start);
-        let mut in_gap = [0; PRECEDENCE.len()];
+        let mut in_gap: [Ns; PRECEDENCE.len()] = [0; PRECEDENCE.len()];
         for (kind, label, ns) in causes.iter() {
             let Some(l) = self.per.get_mut(kind.rank()) else {
                 continue;
             };
             l.add_label(label, ns);
-            l.by_bucket[bucket] += ns;
-            in_gap[kind.rank()] += ns;
+            l.by_bucket[bucket] = l.by_bucket[bucket].saturating_add(ns);
+            in_gap[kind.rank()] = in_gap[kind.rank()].saturating_add(ns);
         }
         for &(kind, frame, n) in &causes.samples {
             if let Some(l) = self.per.get_mut(kind.rank()) {
@@ -567,7 +567,7 @@ impl<'t> Tally<'t> {
         let mut per: HashMap<CauseKind, (Ns, Ns, &'t str)> = HashMap::new();
         for (kind, label, ns) in self.iter() {
             let e = per.entry(kind).or_insert((0, 0, label));
-            e.0 += ns;
+            e.0 = e.0.saturating_add(ns);
             if (ns, Reverse(label)) > (e.1, Reverse(e.2)) {
                 (e.1, e.2) = (ns, label);
             }

@@ -121,7 +121,7 @@ pub(crate) fn report_of(ranks: Vec<Rank>, alignment: Option<String>) -> Straggle
             }
             let tally = &mut last[who];
             tally.last += 1;
-            tally.late_ns += late - early;
+            tally.late_ns = tally.late_ns.saturating_add(late - early);
             if tally.worst.is_none_or(|(_, worst)| late - early > worst) {
                 tally.worst = Some((c, late - early));
             }

@@ -179,7 +179,11 @@ pub fn kernel_summary(
     strings: &Strings,
     top: usize,
 ) -> KernelTime {
-    let total: Ns = tally.per_name.values().map(|a| a.1).sum();
+    let total: Ns = tally
+        .per_name
+        .values()
+        .map(|a| a.1)
+        .fold(0, Ns::saturating_add);
     let distinct = tally.per_name.values().filter(|a| a.0 > 0).count() as u64;
     let top = tally
         .top_names(top)

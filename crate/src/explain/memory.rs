@@ -175,7 +175,7 @@ fn stats(kind: &str) -> MemOpStats {
 fn add(s: &mut MemOpStats, op: &MemOpRow, is_async: Option<bool>, pageable: bool) {
     let d: Ns = (op.end - op.start).max(0);
     s.count += 1;
-    s.bytes += op.bytes;
+    s.bytes = s.bytes.saturating_add(op.bytes);
     s.total_us += us(d);
     match is_async {
         Some(true) if pageable => s.pageable_async += 1,

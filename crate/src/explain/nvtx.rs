@@ -144,7 +144,7 @@ impl<'t> RangeTally<'t> {
         {
             let d = e - s;
             add_to(&mut self.per_name, name, id, |a| {
-                *a = (a.0 + 1, a.1 + d, a.2.max(d));
+                *a = (a.0 + 1, a.1.saturating_add(d), a.2.max(d));
             });
         }
     }
@@ -281,7 +281,7 @@ impl<'t> GpuTally<'t> {
 
     /// A kernel of `d` ns launched inside range `id` (`NO_NAME`: none or no launch call).
     pub fn add(&mut self, id: NameId, d: Ns) {
-        self.kernel_ns += d;
+        self.kernel_ns = self.kernel_ns.saturating_add(d);
         if let Some(name) = self.names.of(id) {
             add_to(&mut self.per_name, name, id, |g| *g = (g.0 + 1, g.1 + d));
         }
@@ -295,7 +295,11 @@ pub fn nvtx_summary(
     strings: &Strings,
     top: usize,
 ) -> NvtxSummary {
-    let attributed: Ns = gpu.per_name.values().map(|(_, g)| g.1).sum();
+    let attributed: Ns = gpu
+        .per_name
+        .values()
+        .map(|(_, g)| g.1)
+        .fold(0, Ns::saturating_add);
     let kernel_ns = gpu.kernel_ns;
     // Each name under the least id counted under it in either tally.
     let id_of = |name: &str| -> usize {

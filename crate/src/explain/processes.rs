@@ -57,7 +57,7 @@ impl ProcessTally {
     pub fn kernel(&mut self, k: &KernelRow) {
         if let Some(a) = self.acc.get_mut(k.process as usize) {
             a.kernels += 1;
-            a.kernel_ns += (k.end - k.start).max(0);
+            a.kernel_ns = a.kernel_ns.saturating_add((k.end - k.start).max(0));
             if !a.devices.contains(&k.device) {
                 a.devices.push(k.device);
             }
@@ -71,12 +71,12 @@ impl ProcessTally {
         };
         let d = (c.end - c.start).max(0);
         a.api_calls += 1;
-        a.api_ns += d;
+        a.api_ns = a.api_ns.saturating_add(d);
         match kind {
             kind if kind.launches_kernels() => a.launch_calls += 1,
             ApiKind::BlockingSync => {
                 a.sync_calls += 1;
-                a.sync_ns += d;
+                a.sync_ns = a.sync_ns.saturating_add(d);
             }
             _ => {}
         }
@@ -85,7 +85,7 @@ impl ProcessTally {
     pub fn memcpy(&mut self, op: &MemOpRow) {
         if let Some(a) = self.acc.get_mut(op.process as usize) {
             a.memcpy += 1;
-            a.memcpy_bytes += op.bytes;
+            a.memcpy_bytes = a.memcpy_bytes.saturating_add(op.bytes);
         }
     }
 

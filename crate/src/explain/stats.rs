@@ -44,7 +44,7 @@ pub struct PerName(pub HashMap<usize, (u64, Ns, Ns)>);
 impl PerName {
     pub fn add(&mut self, name: usize, d: Ns) {
         let a = self.0.entry(name).or_insert((0, 0, 0));
-        *a = (a.0 + 1, a.1 + d, a.2.max(d));
+        *a = (a.0 + 1, a.1.saturating_add(d), a.2.max(d));
     }
 
     /// Events counted.
@@ -54,7 +54,9 @@ impl PerName {
 
     /// Summed in ns, so that no events make 0 µs (a sum of no `f64` is −0).
     pub fn total_ns(&self) -> Ns {
-        self.0.values().map(|a| a.1).sum()
+        self.0
+            .values()
+            .fold(0, |sum: Ns, a| sum.saturating_add(a.1))
     }
 }
 

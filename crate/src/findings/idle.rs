@@ -38,7 +38,7 @@ fn cause_totals(d: &DrillReport) -> Vec<(CauseKind, CauseTotal<'_>)> {
                 }
             };
             let t = &mut per[i].1;
-            t.ns += c.ns;
+            t.ns = t.ns.saturating_add(c.ns);
             t.devices += 1;
             for l in &c.labels {
                 match t.labels.iter_mut().find(|(n, _)| *n == l.label) {
@@ -78,7 +78,12 @@ fn cause_totals(d: &DrillReport) -> Vec<(CauseKind, CauseTotal<'_>)> {
 /// gaps, the gap sizes it sits in, its largest gap, and the fix that fits the cause.
 pub(super) fn idle_findings(d: &DrillReport) -> Vec<Finding> {
     let device_us = d.gaps.device_idle.device_time_us;
-    let idle_ns: Ns = d.idle.per_device.iter().map(|x| x.idle_ns).sum();
+    let idle_ns: Ns = d
+        .idle
+        .per_device
+        .iter()
+        .map(|x| x.idle_ns)
+        .fold(0, Ns::saturating_add);
     if device_us <= 0.0 || idle_ns <= 0 {
         return Vec::new();
     }

@@ -396,7 +396,9 @@ fn kernel_facts(
             }
         });
         name.count += 1;
-        name.total += (k.end - k.start).max(0);
+        name.total = name
+            .total
+            .saturating_add(k.end.saturating_sub(k.start).max(0));
     }
     let extent = if lo > hi { (0, 0) } else { (lo, hi) };
     (devices, count, extent)

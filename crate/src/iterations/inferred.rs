@@ -219,7 +219,7 @@ impl KernelTape {
             }
         };
         let d = &mut self.devices[at];
-        d.total += 1;
+        d.total = d.total.saturating_add(1);
         if d.names.len() < MAX_SEARCHED {
             d.names.push(name);
             d.starts.push(start);

@@ -405,9 +405,6 @@ pub struct NvtxRanges {
     unheld: Vec<(usize, Option<StepText>, Option<StepText>)>,
     /// What a windows-only load (the page's verdict) did not keep.
     pub omitted: OmittedRanges,
-    /// Each kept row's `rowid`, kept by a windows-only load (whose indices are not the file's
-    /// rows): a step lane built from it re-reads its steps by `rowid`.
-    rowids: Option<Vec<i64>>,
 }
 
 /// One NVTX range as the loader reads it: a row of [`NvtxRanges`], or a row handed straight to
@@ -472,11 +469,7 @@ impl NvtxRanges {
     /// Row `i` (`i < len()`); `domain` is 0 when the load did not read domains.
     pub fn row(&self, i: usize) -> NvtxRow {
         let mut row = NvtxRow {
-            row: self
-                .rowids
-                .as_ref()
-                .and_then(|r| r.get(i).copied())
-                .unwrap_or(i as i64),
+            row: i as i64,
             start: self.start[i],
             end: self.end[i],
             thread: self.thread[i],
@@ -510,9 +503,6 @@ impl NvtxRanges {
         }
         self.name.push(row.name);
         self.text_id_name.push(row.text_id_name);
-        if let Some(rowids) = &mut self.rowids {
-            rowids.push(row.row);
-        }
     }
 
     /// Counts a range read but not kept.
@@ -548,14 +538,6 @@ impl NvtxRanges {
         self.name.shrink_to_fit();
         self.text_id_name.shrink_to_fit();
         self.unheld.shrink_to_fit();
-        if let Some(rowids) = &mut self.rowids {
-            rowids.shrink_to_fit();
-        }
-    }
-
-    /// Keeps the `rowid` of every row pushed from now on ([`NvtxRanges::row`] gives it back).
-    pub fn keep_rowids(&mut self) {
-        self.rowids = Some(Vec::new());
     }
 
     /// Lets the kept ranges go, keeping what the verdict's facts and warnings say of them: the

@@ -391,7 +391,7 @@ mod tests {
         s.lanes[0].flush(&s.grid);
         assert_eq!(s.grid.width, 4);
         let bins = &s.lanes[0].bins;
-        let busy: Ns = bins.iter().map(|b| b.busy).sum();
+        let busy: Ns = bins.iter().map(|b| b.busy).fold(0, Ns::saturating_add);
         assert_eq!(busy, 10 + 5 + BINS as Ns);
         let starts: u32 = bins.iter().map(|b| b.starts).sum();
         assert_eq!(starts, 3);

@@ -205,7 +205,7 @@ impl FileScan {
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
         let details = keep && opts.event_details;
-        ctx.stream_nvtx(schema, meta, details, false, &mut |row, _, _| {
+        ctx.stream_nvtx(schema, meta, details, &mut |row, _, _| {
             runs.push(row.row, row.key());
             fill.push(row);
             seen.count += 1;

@@ -21,10 +21,9 @@ use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::error::{Error, Result};
 use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::model::{
-    GLOBAL_PID_MASK, GpuInfo, Kernels, MemOps, NO_NAME, NVTX_RANGE_TYPES, NameFlags, NvtxRanges,
-    Processes, Strings, Trace,
+    GLOBAL_PID_MASK, GpuInfo, Kernels, MemOps, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes,
+    Strings, Trace,
 };
-use crate::names::patterns::may_define_windows;
 use crate::names::steps::step_text;
 
 /// `SELECT` list with `NULL` standing in for absent columns.
@@ -363,29 +362,15 @@ impl Loader<'_, '_> {
         Ok(())
     }
 
+    /// Every NVTX range, kept.
     pub(super) fn load_nvtx(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
         details: bool,
     ) -> Result<()> {
-        self.load_nvtx_where(schema, trace, details, false)
-    }
-
-    /// NVTX ranges; with `windows_only`, only those that may be forward steps or host-prep
-    /// ranges are kept (the rest are counted): the verdict needs no other.
-    pub(super) fn load_nvtx_where(
-        &mut self,
-        schema: &Schema,
-        trace: &mut Trace,
-        details: bool,
-        windows_only: bool,
-    ) -> Result<()> {
         let mut kept = NvtxRanges::default();
-        if windows_only {
-            kept.keep_rowids();
-        }
-        self.stream_nvtx(schema, trace, details, windows_only, &mut |row, _, _| {
+        self.stream_nvtx(schema, trace, details, &mut |row, _, _| {
             kept.push(row, details);
             true
         })?;
@@ -395,14 +380,13 @@ impl Loader<'_, '_> {
         Ok(())
     }
 
-    /// Hands NVTX ranges to `sink` in table order instead of keeping them (they only count, in
-    /// `trace.nvtx.omitted`). `sink` returning `false` stops the read: `Ok(false)`.
+    /// Hands NVTX ranges to `sink` in table order instead of keeping them. `sink` returning
+    /// `false` stops the read: `Ok(false)`.
     pub(super) fn stream_nvtx(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
         details: bool,
-        windows_only: bool,
         sink: NvtxSink<'_>,
     ) -> Result<bool> {
         if !schema.has_table(NVTX_TABLE) {
@@ -420,7 +404,6 @@ impl Loader<'_, '_> {
             &nvtx_rows_filter(schema),
         );
         let Trace {
-            nvtx: n,
             strings,
             processes,
             threads,
@@ -432,11 +415,6 @@ impl Loader<'_, '_> {
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
         let mut namer = RowNamer::new(self.conn);
-        let keep_id: NameFlags = if windows_only {
-            strings.classify(may_define_windows)
-        } else {
-            NameFlags::default()
-        };
         let done = self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
             let end = opt_time(r.get_ref(NVTX_END)?)?;
             let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
@@ -460,16 +438,7 @@ impl Loader<'_, '_> {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
-            let by_id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
             let text = inline_text(r.get_ref(NVTX_TEXT)?);
-            if windows_only
-                && !crate::model::flag(&keep_id, by_id)
-                && !strings.is_unheld(by_id)
-                && !text.as_deref().is_some_and(may_define_windows)
-            {
-                n.omit(text.is_some());
-                return Ok(true);
-            }
             let mut row = nvtx_row(r, end, last_thread)?;
             namer
                 .name(strings, text.as_deref(), text_id)?

@@ -157,7 +157,11 @@ pub(super) fn check(
     }
     let spans = early_launches(&marks.warmup, inp.kernels.facts.hull);
     let cov = Coverage::of(&spans);
-    let idle: Ns = profile.devices.iter().map(|d| d.idle_ns).sum();
+    let idle: Ns = profile
+        .devices
+        .iter()
+        .map(|d| d.idle_ns)
+        .fold(0, Ns::saturating_add);
     let mut warm: Ns = 0;
     let mut warm_gaps: Vec<(&KeptGap, u32)> = Vec::new();
     for d in &profile.devices {

@@ -44,7 +44,7 @@ impl MaskAcc {
             if self.by_mask.len() <= mask_id {
                 self.by_mask.resize(mask_id + 1, 0);
             }
-            self.by_mask[mask_id] += ns;
+            self.by_mask[mask_id] = self.by_mask[mask_id].saturating_add(ns);
         }
     }
 }

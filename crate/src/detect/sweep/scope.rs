@@ -37,7 +37,9 @@ impl Union {
                 if let Some(w) = clip
                     && s > cur.0
                 {
-                    self.ns += overlap_at(w, &mut self.cursor, cur.0, s);
+                    self.ns = self
+                        .ns
+                        .saturating_add(overlap_at(w, &mut self.cursor, cur.0, s));
                     cur.0 = s;
                 }
                 cur.1 = cur.1.max(e);
@@ -60,7 +62,7 @@ impl Union {
         match clip {
             Some(w) => self.ns += overlap_at(w, &mut self.cursor, s, e),
             None => {
-                self.ns += e - s;
+                self.ns = self.ns.saturating_add(e - s);
                 self.us += (e - s) as f64 / 1000.0;
             }
         }
@@ -176,8 +178,8 @@ pub(super) fn defer(list: &mut Vec<Deferred>, d: Deferred) {
         .find(|x| x.slot == d.slot && x.process == d.process);
     match same {
         Some(x) => {
-            x.kernels += d.kernels;
-            x.nccl_ns += d.nccl_ns;
+            x.kernels = x.kernels.saturating_add(d.kernels);
+            x.nccl_ns = x.nccl_ns.saturating_add(d.nccl_ns);
         }
         None => list.push(d),
     }

@@ -184,7 +184,7 @@ impl WorkTally {
             .map(|mut d| {
                 d.settle(Ns::MAX, clip);
                 if let Some((s, e)) = d.replays_open.take() {
-                    d.out.replay_ns += e - s;
+                    d.out.replay_ns = d.out.replay_ns.saturating_add(e - s);
                 }
                 d.out
             })
@@ -226,7 +226,7 @@ impl DeviceAcc {
             Work::Replay => out.replays += 1,
             Work::Memset => {
                 out.memsets += 1;
-                out.memset_bytes += ev.bytes;
+                out.memset_bytes = out.memset_bytes.saturating_add(ev.bytes);
             }
             Work::Copy { kind, pageable } => {
                 let direction = Direction::of(kind);
@@ -250,11 +250,11 @@ impl DeviceAcc {
                 };
                 let c = &mut out.copies[i];
                 c.count += 1;
-                c.bytes += ev.bytes;
-                c.ns += ns;
+                c.bytes = c.bytes.saturating_add(ev.bytes);
+                c.ns = c.ns.saturating_add(ns);
                 if pageable {
                     c.pageable += 1;
-                    c.pageable_bytes += ev.bytes;
+                    c.pageable_bytes = c.pageable_bytes.saturating_add(ev.bytes);
                 }
                 if let Err(at) = c.streams.binary_search(&ev.stream)
                     && c.streams.len() < MAX_STREAMS
@@ -270,7 +270,7 @@ impl DeviceAcc {
             Some(open) if start <= open.1 => open.1 = open.1.max(end),
             open => {
                 if let Some((s, e)) = open.replace((start, end)) {
-                    self.out.replay_ns += e - s;
+                    self.out.replay_ns = self.out.replay_ns.saturating_add(e - s);
                 }
             }
         }
@@ -332,16 +332,16 @@ impl DeviceAcc {
                 None => b - a,
             };
             let out = &mut self.out;
-            out.busy_ns += len;
+            out.busy_ns = out.busy_ns.saturating_add(len);
             if transfer {
-                out.transfer_union_ns += len;
+                out.transfer_union_ns = out.transfer_union_ns.saturating_add(len);
             }
             if compute {
-                out.compute_ns += len;
+                out.compute_ns = out.compute_ns.saturating_add(len);
             } else if comm {
-                out.communication_ns += len;
+                out.communication_ns = out.communication_ns.saturating_add(len);
             } else if transfer {
-                out.transfer_ns += len;
+                out.transfer_ns = out.transfer_ns.saturating_add(len);
             }
         }
         for list in &mut self.open {

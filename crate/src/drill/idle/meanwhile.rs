@@ -80,7 +80,7 @@ impl MeanwhileTally {
     }
 
     pub fn merge(&mut self, other: &MeanwhileTally) {
-        self.ns += other.ns;
+        self.ns = self.ns.saturating_add(other.ns);
         self.busy += other.busy;
         self.other_devices = self.other_devices.max(other.other_devices);
         for &(device, table, ns) in &other.per {
@@ -270,7 +270,7 @@ impl AheadWatch {
             if y <= x {
                 continue;
             }
-            into.ns += y - x;
+            into.ns = into.ns.saturating_add(y - x);
             all.clear();
             for (device, table, lane) in &self.held {
                 let mut ns = 0;

@@ -249,7 +249,7 @@ impl<'t> Run<'t> {
             self.flush(tally);
             self.winner = Some(winner);
         }
-        self.ns += ns;
+        self.ns = self.ns.saturating_add(ns);
     }
 
     /// Tallies the run and starts none.

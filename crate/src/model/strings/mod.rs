@@ -58,7 +58,7 @@ impl Unheld {
             self.before.push(self.total);
         }
         self.flags.push(unheld);
-        self.total += u32::from(unheld);
+        self.total = self.total.saturating_add(u32::from(unheld));
     }
 
     /// Unheld rows before `id` (every one, past the rows).
