@@ -11,18 +11,9 @@ use nsys_lens::findings::DrillFindings;
 use nsys_lens::model::rows::EventRows;
 use nsys_lens::trace::{self, FileRows, LoadOptions};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
-
-/// The peak resident set so far, in MiB.
-fn peak_mib() -> Res<f64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .ok_or("no VmHWM in /proc/self/status")?;
-    Ok(kib / 1024.0)
-}
+#[path = "peak/mod.rs"]
+mod peak;
+use peak::{Res, peak_mib};
 
 fn views(rows: &dyn EventRows, label: &str) -> Res<()> {
     let t = Instant::now();

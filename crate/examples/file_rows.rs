@@ -8,18 +8,9 @@ use std::time::Instant;
 use nsys_lens::model::rows::{EventRows, Rows};
 use nsys_lens::trace::{self, FileRows, LoadOptions};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
-
-/// The peak resident set so far, in MiB.
-fn peak_mib() -> Res<f64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .ok_or("no VmHWM in /proc/self/status")?;
-    Ok(kib / 1024.0)
-}
+#[path = "peak/mod.rs"]
+mod peak;
+use peak::{Res, peak_mib};
 
 /// Reads every row of `rows`, summing starts so the read is not optimised away.
 fn drain<T>(rows: Rows<'_, T>, start: impl Fn(&T) -> i64) -> (u64, i64) {
