@@ -14,7 +14,7 @@ use nsys_lens::drill;
 use nsys_lens::drill::{DrillInput, DrillOptions, DrillReport};
 use nsys_lens::explain::{self, ExplainReport};
 use nsys_lens::findings::{DrillFindings, drill_findings};
-use nsys_lens::index::TraceIndex;
+use nsys_lens::index::rows::RowIndex;
 use nsys_lens::model::Trace;
 use nsys_lens::names::api::api_base_name;
 use nsys_lens::synth::{self, GenOptions};
@@ -311,8 +311,9 @@ fn every_scenario_matches_its_gap_graph_and_explainer_answers() {
         let report = drill_one(&trace, scenario, &DrillOptions::default());
         check_gaps(&report, &answers, scenario);
         check_graphs(&report, &answers, scenario);
-        let ix = TraceIndex::new(&trace, scenario);
-        check_explain(&explain::explain(&ix, 1000), &answers, scenario);
+        let steps = RowIndex::loaded(&trace, scenario, None).steps.steps;
+        let explained = explain::explain_rows(&trace, scenario, &steps, 1000).expect("explain");
+        check_explain(&explained, &answers, scenario);
     }
 }
 
@@ -864,7 +865,8 @@ fn a_launch_calls_only_load_states_what_it_cannot_see() {
     let all = drill_one(&full, "layers", &DrillOptions::default());
     assert_eq!(report.gaps.buckets, all.gaps.buckets);
     assert_eq!(report.patterns, all.patterns);
-    let e = explain::explain(&TraceIndex::new(&lean, "layers"), 10);
+    let steps = RowIndex::loaded(&lean, "layers", None).steps.steps;
+    let e = explain::explain_rows(&lean, "layers", &steps, 10).expect("explain");
     assert_eq!(e.syncs.calls, 0);
     assert!(e.coverage.iter().any(|c| c.subject.contains("syncs")));
 }
@@ -1764,7 +1766,6 @@ fn dlprof_dictionary_ranges_naming_jit_paths_are_not_jit_compilation() {
 /// search at once are the same, while the kernels read grow 6–8×.
 #[test]
 fn the_folds_hold_the_same_state_at_eight_times_the_trace() {
-    use nsys_lens::index::rows::RowIndex;
     let dir = tempfile::tempdir().expect("tempdir");
     let held = |scenario: &str, scale: u32| {
         let path = dir.path().join(format!("{scenario}-{scale}.sqlite"));

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 
 use nsys_lens::explain::{self, Held};
-use nsys_lens::index::TraceIndex;
+use nsys_lens::index::rows::RowIndex;
 use nsys_lens::model::Trace;
 use nsys_lens::names::api::{ApiKind, api_kind};
 use nsys_lens::synth::HOST_BOUND_KERNELS_PER_SCALE;
@@ -17,9 +17,8 @@ use nsys_lens::trace::{LoadOptions, load_path};
 fn held(scenario: &str, scale: u32) -> (Held, u64) {
     let (_dir, path, _answers) = common::generated(scenario, scale, 5);
     let trace = load_path(&path, LoadOptions::all()).expect("load");
-    let ix = TraceIndex::new(&trace, scenario);
-    let (report, held) =
-        explain::explain_rows_held(&trace, scenario, &ix.steps.steps, 20).expect("explain");
+    let steps = RowIndex::loaded(&trace, scenario, None).steps.steps;
+    let (report, held) = explain::explain_rows_held(&trace, scenario, &steps, 20).expect("explain");
     assert_eq!(report.kernels.kernels, held.kernels, "{scenario}");
     let graph_launches = report
         .api_calls
@@ -165,10 +164,11 @@ fn the_explainer_reads_the_tables_only_as_rows() {
         load_path(&path, LoadOptions::all()).expect("load"),
     ));
     for (name, trace) in traces {
-        let ix = TraceIndex::new(&trace, &name);
-        let loaded = serde_json::to_value(explain::explain(&ix, 20)).expect("json");
-        let steps = ix.steps.steps.clone();
-        drop(ix);
+        let steps = RowIndex::loaded(&trace, &name, None).steps.steps;
+        let loaded = serde_json::to_value(
+            explain::explain_rows(&trace, &name, &steps, 20).expect("explain"),
+        )
+        .expect("json");
         let rows = common::RowsOnly::of(trace);
         let folded = explain::explain_rows(&rows, &name, &steps, 20).expect("explain");
         assert_eq!(

@@ -1,27 +1,21 @@
-//! M2 (launch overhead), the one implementation: kernel-launch API calls swept in start order.
-//! The page streams them from the file, never held (`trace::LaunchRuns` merges the runtime
-//! table's sorted runs); native `detect`, and the page when the file cannot be swept, sweep the
-//! loaded runtime table's calls the same way ([`sweep_loaded`]), so both give the same figures.
+//! M2 (launch overhead), the one implementation: kernel-launch API calls swept in start order
+//! from the rows ([`sweep_loaded`]), none held.
 //!
 //! Per profile: `standard` — per process, the time its launch calls' union covers in each
 //! window, and its launch-call count; `trtllm-skill` — count and summed duration of the calls
 //! starting in each window (the reference's `SUM(end-start)`: integer ns, so the order of the sum
-//! does not matter). The phase windows are known before the pass; the aggregate window starts at
-//! a known time (the first kernel's start, or the user's window) but may end later than the
-//! sweep knows: streamed, it is the kernel hull, whose end is known only after the kernel pass, so
-//! a call or union piece ending after the last kernel row's end (a lower bound of the hull's end)
-//! is kept until then: few, since a kernel's launch precedes it.
+//! does not matter). The phase windows and the aggregate window (the user's, or the kernel hull)
+//! are known before the pass.
 
 use crate::detect::host_facts::HostFacts;
 use crate::detect::name_tables::NameTables;
-use crate::detect::sweep::FedSweep;
 use crate::iterations::inferred::{GraphLaunchTape, UnitFound};
 use crate::model::rows::EventRows;
 use crate::model::rows::LaunchCall;
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
-use crate::steps::spans::{RangesUnordered, SpanQueue, Spans, fed_past, overlap_at, seek};
+use crate::steps::spans::{SpanQueue, Spans, overlap_at, seek};
 
 /// Scopes in the order the totals keep them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +32,8 @@ impl Scope {
 }
 
 /// Folds launch calls, in non-decreasing start, into per-scope M2 figures. It reads its host facts'
-/// name table in place, and the phase windows through queues: copied from the facts, or fed as
-/// NVTX is read ([`LaunchSweep::fed`], as the kernel sweep is), so that it holds only the spans
-/// around the calls it is at.
+/// name table in place, and the phase windows through queues copied from the facts, trimmed as
+/// the calls pass them.
 #[derive(Debug, Clone)]
 pub struct LaunchSweep<'p> {
     sw: Switches,
@@ -48,11 +41,6 @@ pub struct LaunchSweep<'p> {
     graph_launch: &'p NameFlags,
     /// Context and generation windows.
     phases: [SpanQueue; 2],
-    /// Fed: every range starting before this was fed (`Ns::MAX` once all were, or whole).
-    fed_until: Ns,
-    /// `trtllm-skill`: per phase, the pooled figures before the first call taken past the
-    /// phase's span so far (a later step of the phase confirms it, the feed's end rolls back).
-    speculation: [Option<(u64, Ns)>; 2],
     counts: LaunchCounts,
 }
 
@@ -142,31 +130,15 @@ impl<'p> LaunchSweep<'p> {
         settled_until: Ns,
     ) -> LaunchSweep<'p> {
         let whole = |p: &Option<crate::steps::PhaseCounts>| {
-            let spans = p.as_ref().and_then(|p| p.window.as_ref());
+            let spans = p.as_ref().map(|p| &p.window);
             SpanQueue::of(spans.map_or(&[][..], |w| w.spans()))
         };
-        LaunchSweep {
-            phases: [whole(&host_facts.context), whole(&host_facts.generation)],
-            fed_until: Ns::MAX,
-            ..LaunchSweep::fed(host_facts, aggregate_start, settled_until)
-        }
-    }
-
-    /// [`LaunchSweep::new`], the phase windows fed as the NVTX ranges are read
-    /// ([`FedSweep`]); a call is pushed once the sweep is [`LaunchSweep::ready_for`] its end.
-    pub fn fed(
-        host_facts: &'p HostFacts,
-        aggregate_start: Ns,
-        settled_until: Ns,
-    ) -> LaunchSweep<'p> {
         let names: &NameTables = &host_facts.names;
         LaunchSweep {
             sw: host_facts.sw,
             launch: &names.launch,
             graph_launch: &names.graph_launch,
-            phases: Default::default(),
-            fed_until: Ns::MIN,
-            speculation: [None; 2],
+            phases: [whole(&host_facts.context), whole(&host_facts.generation)],
             counts: LaunchCounts {
                 aggregate_start,
                 settled_until,
@@ -177,11 +149,6 @@ impl<'p> LaunchSweep<'p> {
                 graphs: GraphLaunchTape::default(),
             },
         }
-    }
-
-    /// Whether a call ending at `end` can be pushed (the windows were fed past it).
-    pub fn ready_for(&self, end: Ns) -> bool {
-        fed_past(self.fed_until, end)
     }
 
     pub fn push(&mut self, call: LaunchCall) {
@@ -250,14 +217,8 @@ impl<'p> LaunchSweep<'p> {
         let c = &mut self.counts;
         let acc = &mut c.pooled;
         let duration = call.end - call.start;
-        let span = self.sw.phase_window == PhaseWindow::Span;
         for (w, window) in self.phases.iter().enumerate() {
-            let inside = if span && !window.complete() {
-                starts_in_growing_span(window, call.start, (acc, w), &mut self.speculation[w])
-            } else {
-                starts_in(window, &mut acc.cursors[w], call.start)
-            };
-            if inside {
+            if starts_in(window, &mut acc.cursors[w], call.start) {
                 acc.count[w + 1] += 1;
                 acc.sum[w + 1] += duration;
             }
@@ -272,13 +233,6 @@ impl<'p> LaunchSweep<'p> {
 
     /// Ends the pass (the aggregate window's end is applied later, [`LaunchSweepResult::totals`]).
     pub fn finish(mut self) -> LaunchSweepResult {
-        self.feed_done();
-        for (w, spec) in self.speculation.iter_mut().enumerate() {
-            if let Some((count, sum)) = spec.take() {
-                self.counts.pooled.count[w + 1] = count;
-                self.counts.pooled.sum[w + 1] = sum;
-            }
-        }
         let c = &mut self.counts;
         let (start, until) = (c.aggregate_start, c.settled_until);
         for acc in &mut c.processes {
@@ -324,11 +278,6 @@ impl LaunchSweepResult {
             names_seen: s.names_seen.clone(),
             graph_steps: s.graphs.find_unit(),
         }
-    }
-
-    /// The aggregate window's start the sweep assumed.
-    pub fn aggregate_start(&self) -> Ns {
-        self.sweep.aggregate_start
     }
 }
 
@@ -419,50 +368,4 @@ fn measure_phases(acc: &mut ProcessAcc, (s, e): (Ns, Ns), phases: &[SpanQueue; 2
 /// Whether `t` lies in the window, for `t` non-decreasing across calls (forward-only cursor).
 fn starts_in<S: Spans + ?Sized>(window: &S, cursor: &mut usize, t: Ns) -> bool {
     seek(window, cursor, t).is_some_and(|(s, _)| s <= t)
-}
-
-/// [`starts_in`] a phase span still fed: a call past its end so far is taken on speculation,
-/// the phase's figures before it kept in `speculation` (see [`LaunchSweep`]).
-fn starts_in_growing_span(
-    window: &SpanQueue,
-    t: Ns,
-    (acc, w): (&PooledAcc, usize),
-    speculation: &mut Option<(u64, Ns)>,
-) -> bool {
-    let Some(first) = window.first_start() else {
-        return false;
-    };
-    if t < first {
-        return false;
-    }
-    let end = window.facts().hull.map_or(first, |h| h.1);
-    if t >= end && speculation.is_none() {
-        *speculation = Some((acc.count[w + 1], acc.sum[w + 1]));
-    }
-    true
-}
-
-impl FedSweep for LaunchSweep<'_> {
-    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
-        let Some(window) = self.phases.get_mut(phase) else {
-            return Ok(());
-        };
-        window.add_step(self.sw.phase_window, start, end)?;
-        // It starts after every call taken so far: those past the span so far are inside.
-        self.speculation[phase] = None;
-        Ok(())
-    }
-
-    fn feed_prep(&mut self, _: usize, _: usize, _: (Ns, Ns)) -> Result<(), RangesUnordered> {
-        Ok(())
-    }
-
-    fn feed_until(&mut self, t: Ns) {
-        self.fed_until = self.fed_until.max(t);
-    }
-
-    fn feed_done(&mut self) {
-        self.fed_until = Ns::MAX;
-        self.phases.iter_mut().for_each(SpanQueue::finish);
-    }
 }

@@ -107,8 +107,8 @@ pub struct ScopeMeasure {
 }
 
 impl<'t> Prepared<'t> {
-    /// M2 from the launch calls `host_facts` swept ahead (the page), else from the host's loaded
-    /// calls swept now in the aggregate window (the user's, or the kernel hull).
+    /// M2 from the rows' launch calls swept in the aggregate window (the user's, or the
+    /// kernel hull).
     pub(super) fn new(
         rows: &'t dyn EventRows,
         host_facts: &'t HostFacts,
@@ -116,16 +116,8 @@ impl<'t> Prepared<'t> {
     ) -> Prepared<'t> {
         let trace = rows.meta();
         let hull = kernels.facts.hull;
-        let launches = match &host_facts.launches {
-            Some(swept) => {
-                let start = swept.aggregate_start();
-                swept.totals(hull.unwrap_or((start, start)))
-            }
-            None => {
-                let window = kernels.aggregate.window.hull.or(hull).unwrap_or_default();
-                sweep_loaded(rows, host_facts, window).totals(window)
-            }
-        };
+        let window = kernels.aggregate.window.hull.or(hull).unwrap_or_default();
+        let launches = sweep_loaded(rows, host_facts, window).totals(window);
         Prepared {
             trace,
             sw: host_facts.sw,

@@ -33,7 +33,6 @@ use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 
 use crate::error::{Error, Result};
-use crate::model::intervals::IntervalSet;
 use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, KernelAbsence, Trace};
 use crate::profile::Switches;
@@ -102,35 +101,6 @@ fn corrupt(cfg: &DetectConfig, detail: &str) -> Error {
     }
 }
 
-/// Runs detection from the host part of a trace and the summary of its kernels (the page's
-/// path: `host.kernels` may be empty). Gives the same report as [`detect`] on the full trace.
-/// `kernels` must come from a [`KernelSweep`] built on `host` under the same profile, window,
-/// step marker and `skip_m3` as `cfg` (a mismatch is an error); `cfg.thresholds` may differ.
-pub fn detect_with_kernels(
-    host: &Trace,
-    kernels: &KernelSummary,
-    cfg: &DetectConfig,
-) -> Result<DetectReport> {
-    detect_with_host_facts(host, &HostFacts::new(host, cfg), kernels, cfg)
-}
-
-/// Like [`detect_with_kernels`] with the host's facts built once ([`HostFacts::new`]) and
-/// reused: building it classifies every string, which a page re-applying edited thresholds
-/// should not pay on each edit.
-pub fn detect_with_host_facts(
-    host: &Trace,
-    host_facts: &HostFacts,
-    kernels: &KernelSummary,
-    cfg: &DetectConfig,
-) -> Result<DetectReport> {
-    if kernels.facts.gpu_ops == 0 {
-        // The page's host part holds no launch call (they are swept): their count is the sweep's.
-        let launches = Prepared::new(host, host_facts, kernels).launch_api_calls();
-        return Err(KernelAbsence::of(&host.present, launches).error(&cfg.file_label));
-    }
-    assemble(host, host_facts, kernels, cfg)
-}
-
 /// The report from the host part, its facts and the kernel summary.
 fn assemble(
     rows: &dyn EventRows,
@@ -139,7 +109,6 @@ fn assemble(
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
     let host = rows.meta();
-    check_summary(host_facts, kernels, cfg)?;
     let sw = host_facts.sw;
     let thresholds = cfg.thresholds.resolve(&sw);
     let prepared = Prepared::new(rows, host_facts, kernels);
@@ -266,49 +235,6 @@ fn assemble(
         );
     }
     Ok(report)
-}
-
-/// A summary swept under other settings would give silently wrong numbers: refuse it.
-fn check_summary(host_facts: &HostFacts, k: &KernelSummary, cfg: &DetectConfig) -> Result<()> {
-    fn window(p: &Option<PhaseCounts>) -> Option<WindowFacts> {
-        p.as_ref().map(|p| p.facts)
-    }
-    fn swept(s: &Option<sweep::ScopeSummary>) -> Option<WindowFacts> {
-        s.as_ref().map(|s| s.window)
-    }
-    // Loaded launch calls are swept at the verdict in the phase windows, which host facts fed to
-    // its sweeps keeps only the facts of; calls swept ahead measured the kernel hull.
-    let windowless = [&host_facts.context, &host_facts.generation]
-        .into_iter()
-        .any(|p| p.as_ref().is_some_and(|p| p.window.is_none()));
-    if windowless && !host_facts.launches_swept() {
-        return Err(Error::Internal {
-            detail:
-                "the launch calls are swept from the loaded table but the host facts kept no phase window"
-                    .into(),
-        });
-    }
-    if host_facts.launches_swept() && cfg.window.is_some() {
-        return Err(Error::Usage(
-            "the launch calls were swept for the kernel hull, not for a user window: load the trace whole".into(),
-        ));
-    }
-    let user = cfg
-        .window
-        .map(|(s, e)| WindowFacts::of(&IntervalSet::single(s, e)));
-    let same = k.switches == host_facts.sw
-        && k.skip_m3 == cfg.skip_m3
-        && k.user_window == user.is_some()
-        && user.is_none_or(|w| w == k.aggregate.window)
-        && window(&host_facts.context) == swept(&k.context)
-        && window(&host_facts.generation) == swept(&k.generation);
-    if same {
-        Ok(())
-    } else {
-        Err(Error::Usage(
-            "the kernel summary was computed for another profile, window, step marker or --no-m3 setting than this detection".into(),
-        ))
-    }
 }
 
 fn phase_result(

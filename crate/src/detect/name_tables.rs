@@ -4,10 +4,10 @@
 //! catalogue ([`crate::names`]: launch API, NCCL, host prep) is evaluated over the string table
 //! under the profile's matching and looked up by [`NameId`] in the hot loops.
 
-use crate::model::{NameFlags, NameId, NvtxRow, Strings, flag};
+use crate::model::{NameFlags, NameId, Strings, flag};
 use crate::names::launch::{is_graph_launch, is_launch_api};
 use crate::names::patterns::NameMatch;
-use crate::names::patterns::{is_nccl_name, is_prep_name, may_define_windows};
+use crate::names::patterns::{is_nccl_name, is_prep_name};
 use crate::profile::Switches;
 
 /// Per-name lookup tables for one profile.
@@ -18,8 +18,6 @@ pub struct NameTables {
     pub nccl: NameFlags,
     /// For each prep pattern, which names match it.
     pub prep: [NameFlags; 3],
-    /// Names of ranges that may define windows under some profile ([`may_define_windows`]).
-    pub windows: NameFlags,
 }
 
 impl NameTables {
@@ -29,7 +27,6 @@ impl NameTables {
             graph_launch: NameFlags::default(),
             nccl: NameFlags::default(),
             prep: Default::default(),
-            windows: NameFlags::default(),
         };
         tables.extend(strings, sw);
         tables
@@ -48,15 +45,6 @@ impl NameTables {
         for (p, table) in self.prep.iter_mut().enumerate() {
             strings.classify_more(table, |s| is_prep_name(s, p, like));
         }
-        strings.classify_more(&mut self.windows, may_define_windows);
-    }
-
-    /// Whether an NVTX range may be a forward step or a host-prep range under some profile
-    /// (a name not held is a step's).
-    pub fn may_define_windows(&self, row: &NvtxRow) -> bool {
-        row.has_unheld_name()
-            || flag(&self.windows, row.name)
-            || flag(&self.windows, row.text_id_name)
     }
 
     pub fn is_launch(&self, id: NameId) -> bool {

@@ -30,10 +30,10 @@ use crate::drill::idle::{
 };
 use crate::drill::topk::TopK;
 use crate::drill::{attribution, phase_steps};
+use crate::index::SpanCursor;
 use crate::index::kernel_pass::{KernelFold, kernel_pass, kernel_pass_visiting};
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
-use crate::index::{SpanCursor, TraceIndex};
 use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{NameId, Ns, ProcessIdx, ThreadIdx};
 
@@ -229,20 +229,6 @@ impl<'t> Collector<'t> {
 /// Gaps of every input; `window` keeps only gaps fully inside `[start, end)` (each file's clock).
 pub fn gap_report(inputs: &[RowIndex<'_>], top: usize, window: Option<(Ns, Ns)>) -> GapReport {
     fold_gaps(inputs, top, window).0
-}
-
-/// [`fold_gaps`] over loaded traces already indexed (the window analysis reads the idle
-/// attribution through it).
-pub fn gaps_and_idle(
-    inputs: &[TraceIndex<'_>],
-    top: usize,
-    window: Option<(Ns, Ns)>,
-) -> (GapReport, IdleAttribution) {
-    let indexed: Vec<RowIndex<'_>> = inputs
-        .iter()
-        .map(|ix| RowIndex::loaded(ix.trace, &ix.label, None))
-        .collect();
-    fold_gaps(&indexed, top, window)
 }
 
 /// The causes gathered over every device: per device, and per bucket of device and of stream

@@ -26,7 +26,6 @@ use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass_riding};
 use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, Ns};
 
-pub use crate::index::TraceIndex;
 pub use crate::index::rows::RowIndex;
 
 /// Largest gaps (and eager kernel names) listed by default.

@@ -23,8 +23,8 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::index::kernel_pass::{CallNote, KernelFold, Rider};
 use crate::index::rows::RowIndex;
+use crate::index::steady_spans;
 use crate::index::units::us;
-use crate::index::{TraceIndex, steady_spans};
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{CoverageNote, NO_NAME, NameId, Ns, ProcessIdx, Strings, Trace};
 use crate::names::api::{ApiKind, api_kind};
@@ -115,13 +115,6 @@ pub struct ExplainReport {
     pub processes: Vec<processes::ProcessStats>,
     pub launch_latency: api::LaunchLatency,
     pub coverage: Vec<CoverageNote>,
-}
-
-/// Explains one indexed trace; `top` limits the named lists. (The fold over the loaded
-/// trace's rows, [`explain_rows`], for callers that still hold a [`TraceIndex`].)
-pub fn explain(ix: &TraceIndex<'_>, top: usize) -> ExplainReport {
-    // A loaded trace's rows never fail to read: no check to make.
-    fold(ix.trace, &ix.label, &ix.steps.steps, top).0
 }
 
 /// Explains the trace whose rows `rows` reads, `label` naming it and `steps` its forward steps

@@ -1,6 +1,6 @@
 //! What the runtime calls can show, folded over them as they are read: whether any call can be
 //! joined to the work it issued, and whether every call launches kernels. Shared by
-//! [`super::TraceIndex::call_coverage`] and the explainer's fold over rows.
+//! the drill-down's index ([`super::rows::RowIndex`]) and the explainer's fold over rows.
 
 use crate::model::{CoverageNote, ProcessIdx};
 use crate::names::api::ApiKind;

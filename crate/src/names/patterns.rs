@@ -53,12 +53,3 @@ pub fn matches_other_rules(name: &str) -> bool {
         is_nccl_name(name, like) || (0..PREP_PATTERNS.len()).any(|p| is_prep_name(name, p, like))
     })
 }
-
-/// Whether a range of this name may be a forward step or a host-prep range under some
-/// profile: SQLite `LIKE` (case-insensitive, `_` a wildcard) or a substring test. Broader than
-/// every rule, never narrower, so a load keeping only such ranges loses no window.
-pub fn may_define_windows(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.contains("forward") && lower.contains("step"))
-        || (lower.contains("prepare") && lower.contains("inputs"))
-}

@@ -10,7 +10,7 @@ use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow, UNHELD_NAM
 use crate::names::steps::{StepName, StepStyle, StepText};
 use crate::profile::{PhaseWindow, Switches};
 use names::unheld_step;
-use spans::{SpanQueue, WindowFacts};
+use spans::WindowFacts;
 
 /// TP ranks' copies of one step start within this much of each other (reference: 100 µs).
 pub const TP_DEDUP_NS: Ns = 100_000;
@@ -287,11 +287,6 @@ pub struct TpFolder {
 }
 
 impl TpFolder {
-    /// The start of the TP group still open: its step is handed out when the group closes.
-    pub fn pending_start(&self) -> Option<Ns> {
-        self.group.as_ref().map(|(first, _)| first.start)
-    }
-
     pub fn new(sw: &Switches) -> TpFolder {
         TpFolder {
             dedup: sw.dedup_steps,
@@ -347,22 +342,6 @@ pub struct StepSummarizer {
 }
 
 impl StepSummarizer {
-    /// A summarizer that keeps the phases' window facts, not the windows (the kernel and
-    /// launch sweeps are fed them as they pass); the steps must come in start order.
-    pub fn facts_only(sw: &Switches) -> StepSummarizer {
-        StepSummarizer {
-            phases: [PhaseAcc::facts_only(sw), PhaseAcc::facts_only(sw)],
-            ..StepSummarizer::new(sw)
-        }
-    }
-}
-
-impl StepSummarizer {
-    /// The start of a step read but not yet handed out ([`TpFolder::pending_start`]).
-    pub fn pending_start(&self) -> Option<Ns> {
-        self.folder.pending_start()
-    }
-
     pub fn new(sw: &Switches) -> StepSummarizer {
         StepSummarizer {
             folder: TpFolder::new(sw),
@@ -434,8 +413,6 @@ struct PhaseAcc {
     raw_steps: u64,
     union: Option<UnionBuilder>,
     span: Option<(Ns, Ns)>,
-    /// Instead of the window, its facts ([`StepSummarizer::facts_only`]).
-    facts: Option<(SpanQueue, PhaseWindow)>,
 }
 
 impl PhaseAcc {
@@ -445,15 +422,6 @@ impl PhaseAcc {
             raw_steps: 0,
             union: (sw.phase_window == PhaseWindow::UnionOfSteps).then(UnionBuilder::default),
             span: None,
-            facts: None,
-        }
-    }
-
-    fn facts_only(sw: &Switches) -> PhaseAcc {
-        PhaseAcc {
-            union: None,
-            facts: Some((SpanQueue::default(), sw.phase_window)),
-            ..PhaseAcc::new(sw)
         }
     }
 
@@ -463,11 +431,6 @@ impl PhaseAcc {
         if let Some(u) = &mut self.union {
             u.push(s.start, s.end);
         }
-        if let Some((q, kind)) = &mut self.facts {
-            // In start order (the summarizer's folder refuses others): nothing to report.
-            let _ = q.add_step(*kind, s.start, s.end);
-            q.trim_before(s.start);
-        }
         self.span = Some(match self.span {
             Some((a, b)) => (a.min(s.start), b.max(s.end)),
             None => (s.start, s.end),
@@ -476,21 +439,13 @@ impl PhaseAcc {
 
     fn finish(self) -> Option<PhaseCounts> {
         let (start, end) = self.span?;
-        if let Some((q, _)) = self.facts {
-            return Some(PhaseCounts {
-                window: None,
-                facts: q.facts(),
-                steps: self.steps,
-                raw_steps: self.raw_steps,
-            });
-        }
         let window = match self.union {
             Some(u) => u.finish(),
             None => IntervalSet::single(start, end),
         };
         Some(PhaseCounts {
             facts: WindowFacts::of(&window),
-            window: Some(window),
+            window,
             steps: self.steps,
             raw_steps: self.raw_steps,
         })
@@ -572,9 +527,7 @@ fn absorb(merged: &mut Step, s: &Step) {
 /// plan on a long trace): the window and how many steps, merged and raw, fall in it.
 #[derive(Debug, Clone)]
 pub struct PhaseCounts {
-    /// The window, unless only its facts were kept ([`StepSummarizer::facts_only`]: the
-    /// sweeps are fed it instead).
-    pub window: Option<IntervalSet>,
+    pub window: IntervalSet,
     pub facts: WindowFacts,
     pub steps: u64,
     /// Raw NVTX ranges behind those steps (TP copies counted).

@@ -155,13 +155,6 @@ impl SpanQueue {
         }
     }
 
-    /// Adds a range as it is (a list of ranges in start order, not a union).
-    pub fn add_range(&mut self, s: Ns, e: Ns) -> Result<(), RangesUnordered> {
-        self.check_order(s)?;
-        self.push((s, e));
-        Ok(())
-    }
-
     fn check_order(&mut self, s: Ns) -> Result<(), RangesUnordered> {
         if self.last_start.is_some_and(|last| s < last) {
             return Err(RangesUnordered);
@@ -239,12 +232,6 @@ impl SpanQueue {
     pub fn facts(&self) -> WindowFacts {
         self.facts
     }
-}
-
-/// Whether a sweep fed every range starting before `fed_until` (`Ns::MAX`: all of them) can take
-/// an event ending at `end`.
-pub fn fed_past(fed_until: Ns, end: Ns) -> bool {
-    end < fed_until || fed_until == Ns::MAX
 }
 
 /// Moves `cursor` past the spans that end at or before `t` (callers query in ascending `t`) and

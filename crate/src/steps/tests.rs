@@ -127,12 +127,12 @@ fn a_step_reader_reads_the_steps_forward_steps_lists() {
                         steps.iter().map(|s| s.end).max().unwrap_or(0),
                     ),
                 };
-                assert_eq!(c.window.as_ref(), Some(&window));
+                assert_eq!(c.window, window);
                 assert_eq!(c.facts, WindowFacts::of(&window));
                 assert_eq!(c.steps, steps.len() as u64);
                 let raw_steps: u64 = steps.iter().map(|s| u64::from(s.ranks)).sum();
                 assert_eq!(c.raw_steps, raw_steps);
-                assert_eq!(l.window.as_ref(), Some(&window));
+                assert_eq!(l.window, window);
                 assert_eq!((l.steps, l.raw_steps), (c.steps, c.raw_steps));
             }
         }

@@ -115,18 +115,6 @@ impl ExposureAcc {
         }
     }
 
-    /// Measures ranges set aside by a speculation that ended, against the final window.
-    pub(super) fn settle_aside(&mut self, aside: &[Vec<(Ns, Ns)>; 3], b: ExposureBounds) {
-        let gaps = self.gaps.make_contiguous();
-        for (x, ranges) in self.patterns.iter_mut().zip(aside) {
-            for &(s, e) in ranges {
-                if s >= b.start && e <= b.end {
-                    x.take(gaps, (s, e));
-                }
-            }
-        }
-    }
-
     /// The first pattern with a range inside the window, and its exposure.
     pub(super) fn finish(self) -> Option<PrepExposure> {
         let (pattern, x) = self.patterns.iter().enumerate().find(|(_, x)| x.inside)?;

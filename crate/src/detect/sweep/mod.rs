@@ -1,10 +1,8 @@
-//! One pass over the kernel table, in start order, for every kernel-derived figure `detect` reads.
+//! One pass over the GPU work rows, in start order, for every kernel-derived figure `detect` reads.
 //!
-//! The page cannot hold the kernel table (millions of rows), so detection splits in two: a
-//! [`KernelSweep`] built from the host part of a trace (NVTX, strings, processes, threads,
-//! runtime calls) consumes [`KernelEvent`]s in non-decreasing `start` and folds them into a
-//! [`KernelSummary`]; `detect::detect_with_kernels` then assembles the report from the host part
-//! and the summary. `detect::detect` is the same two steps fed from a loaded table.
+//! A [`KernelSweep`] built from the host facts (phase windows, host-prep ranges, NCCL names)
+//! consumes [`KernelEvent`]s in non-decreasing `start` and folds them into a [`KernelSummary`];
+//! `detect` then assembles the report from the host facts and the summary.
 //!
 //! Memory: the sweep's state and the summary are bounded by scopes (≤ 3 windows) × groups
 //! (devices, or one pooled group) × processes, plus
@@ -22,10 +20,9 @@
 //!
 //! Nothing grows with the number of kernels elsewhere.
 //!
-//! Thresholds play no part here: they only act when the report is assembled, so a page can
-//! re-apply edited thresholds to the same summary without streaming the kernels again.
+//! Thresholds play no part here: they only act when the report is assembled.
 //!
-//! Rooms: [`KernelSweep`] and [`FedSweep`] here; what the sweep is given (`inputs`), what it
+//! Rooms: [`KernelSweep`] here; what the sweep is given (`inputs`), what it
 //! leaves (`summary`), the span queues it reads (`queues`), one window's running state
 //! (`scope`), the standard M3's busy-device masks (`masks`) and the reference M3's exposure
 //! (`exposure`).
@@ -40,7 +37,7 @@ mod summary;
 mod tests;
 pub mod work;
 
-pub use inputs::{SweepInputs, SweepInputsRef};
+pub use inputs::SweepInputs;
 pub use masks::MAX_MASK_DEVICES;
 pub use summary::{GroupSummary, KernelFacts, KernelSummary, PrepBusy, PrepExposure, ScopeSummary};
 
@@ -51,60 +48,16 @@ use crate::iterations::inferred::KernelTape;
 use crate::model::intervals::IntervalSet;
 use crate::model::{KernelEvent, NameFlags, Ns, OutOfOrder, StartOrder, Trace, Work, flag};
 use crate::profile::Switches;
-use crate::steps::spans::{RangesUnordered, SpanQueue, fed_past};
-use crate::steps::{Step, phase_of};
+use crate::steps::spans::SpanQueue;
 use masks::{MaskSweep, PrepAcc};
 use queues::{QueueRef, Queues, queues_of};
 use scope::{Counts, Deferred, Ends, ScopeAcc, defer, empty_scope, hull_facts};
-
-/// A sweep fed its phase windows and host-prep ranges as the NVTX ranges are read: the kernel
-/// sweep and the launch sweep ([`super::launch_sweep::LaunchSweep`]).
-pub trait FedSweep {
-    /// A forward step `[start, end)` of `phase` (0 context, 1 generation), in start order.
-    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered>;
-    /// A host-prep range of `pattern` of process `slot` (0 when pooled), in start order.
-    fn feed_prep(
-        &mut self,
-        slot: usize,
-        pattern: usize,
-        range: (Ns, Ns),
-    ) -> Result<(), RangesUnordered>;
-    /// Every range starting before `t` has been fed.
-    fn feed_until(&mut self, t: Ns);
-    /// Every range has been fed.
-    fn feed_done(&mut self);
-}
-
-impl FedSweep for KernelSweep {
-    fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
-        KernelSweep::feed_phase(self, phase, start, end)
-    }
-
-    fn feed_prep(
-        &mut self,
-        slot: usize,
-        pattern: usize,
-        range: (Ns, Ns),
-    ) -> Result<(), RangesUnordered> {
-        KernelSweep::feed_prep(self, slot, pattern, range)
-    }
-
-    fn feed_until(&mut self, t: Ns) {
-        KernelSweep::feed_until(self, t);
-    }
-
-    fn feed_done(&mut self) {
-        KernelSweep::feed_done(self);
-    }
-}
 
 /// Kernels between two trims of the queues: what they hold is what lies between the slowest
 /// reader and the clock, read again this often.
 const TRIM_EVERY: u64 = 1 << 10;
 
 /// Folds kernels, in start order, into a [`KernelSummary`].
-///
-/// The page runs one sweep per profile and pushes each streamed kernel to both.
 pub struct KernelSweep {
     sw: Switches,
     skip_m3: bool,
@@ -119,11 +72,6 @@ pub struct KernelSweep {
     tracked_prep: Vec<[bool; 3]>,
     has_context: bool,
     has_generation: bool,
-    /// Fed mode ([`KernelSweep::fed`]): every range starting before this has been fed
-    /// (`Ns::MAX` once all were, and in a sweep given its windows whole).
-    fed_until: Ns,
-    /// Fed mode: forward steps fed per phase (a phase exists once it has one).
-    phase_steps: Option<[u64; 2]>,
     masks: Option<MaskSweep>,
     deferred: Vec<Deferred>,
     order: StartOrder,
@@ -171,13 +119,11 @@ impl KernelSweep {
         let mut sweep = KernelSweep::with(inputs, queues, &phases, needs_masks);
         sweep.has_context = has_context;
         sweep.has_generation = has_generation;
-        sweep.fed_until = Ns::MAX;
-        sweep.phase_steps = None;
         sweep.track_prep();
         sweep
     }
 
-    /// A sweep over `queues`, one scope per entry of `phases` (`None`: the aggregate), fed.
+    /// A sweep over `queues`, one scope per entry of `phases` (`None`: the aggregate).
     fn with(
         inputs: SweepInputs,
         queues: Queues,
@@ -202,8 +148,6 @@ impl KernelSweep {
             queues,
             has_context: false,
             has_generation: false,
-            fed_until: Ns::MIN,
-            phase_steps: Some([0; 2]),
             masks: needs_masks.then(MaskSweep::new),
             deferred: Vec::new(),
             order: StartOrder::default(),
@@ -219,109 +163,9 @@ impl KernelSweep {
         }
     }
 
-    /// A sweep whose phase windows and host-prep ranges are fed as the NVTX ranges are read
-    /// ([`KernelSweep::feed_step`], [`KernelSweep::feed_prep`], [`KernelSweep::feed_until`]) rather
-    /// than given whole: those of `inputs` are not read. It holds of them only what lies between
-    /// its slowest reader and the feed, so its memory does not grow with the trace.
-    pub fn fed(inputs: SweepInputs) -> KernelSweep {
-        let sw = inputs.sw;
-        let aggregate = inputs
-            .window
-            .map(|(s, e)| SpanQueue::of(IntervalSet::single(s, e).spans()));
-        let skip_m3 = inputs.skip_m3;
-        let windows = vec![
-            aggregate,
-            Some(SpanQueue::default()),
-            Some(SpanQueue::default()),
-        ];
-        let mut queues = queues_of(windows, &[], &sw);
-        if !sw.prep_per_process && !skip_m3 {
-            queues.pooled = Some(Default::default());
-            queues.pooled_sorted = true;
-        }
-        let needs_masks = sw.prep_per_process && !skip_m3;
-        KernelSweep::with(inputs, queues, &[None, Some(0), Some(1)], needs_masks)
-    }
-
-    /// Feeds a forward step of the profile (TP copies merged), in start order.
-    pub fn feed_step(&mut self, step: &Step) -> Result<(), RangesUnordered> {
-        match phase_of(step) {
-            Some(phase) => self.feed_phase(phase, step.start, step.end),
-            None => Ok(()),
-        }
-    }
-
-    /// Feeds a forward step `[start, end)` of `phase` (0 context, 1 generation), in start order.
-    pub fn feed_phase(&mut self, phase: usize, start: Ns, end: Ns) -> Result<(), RangesUnordered> {
-        let Some(counts) = &mut self.phase_steps else {
-            return Ok(());
-        };
-        let Some(Some(window)) = self.queues.windows.get_mut(phase + 1) else {
-            return Ok(());
-        };
-        counts[phase] += 1;
-        window.add_step(self.sw.phase_window, start, end)?;
-        // It starts after every kernel taken so far: those past the span so far are inside.
-        if let Some(scope) = self.scopes.iter_mut().find(|s| s.phase == Some(phase)) {
-            scope.speculation = None;
-        }
-        Ok(())
-    }
-
-    /// Feeds a host-prep range of `pattern` (index into `names::PREP_PATTERNS`) of process
-    /// `slot` (standard; 0 when pooled), in start order.
-    pub fn feed_prep(
-        &mut self,
-        slot: usize,
-        pattern: usize,
-        (s, e): (Ns, Ns),
-    ) -> Result<(), RangesUnordered> {
-        if self.phase_steps.is_none() || self.skip_m3 || pattern >= 3 {
-            return Ok(());
-        }
-        if let Some(pooled) = &mut self.queues.pooled {
-            return pooled[pattern].add_range(s, e);
-        }
-        let prep = &mut self.queues.prep;
-        if prep.len() <= slot {
-            prep.resize_with(slot + 1, Default::default);
-            self.tracked_prep.resize(slot + 1, [false; 3]);
-        }
-        prep[slot][pattern].add_union(s, e)?;
-        self.track(slot, pattern);
-        Ok(())
-    }
-
-    /// Every range starting before `t` has been fed: kernels ending before it can be pushed.
-    pub fn feed_until(&mut self, t: Ns) {
-        self.fed_until = self.fed_until.max(t);
-    }
-
-    /// Every range has been fed.
-    pub fn feed_done(&mut self) {
-        self.fed_until = Ns::MAX;
-        let q = &mut self.queues;
-        let windows = q.windows.iter_mut().flatten();
-        let prep = q.prep.iter_mut().flatten();
-        let pooled = q.pooled.iter_mut().flatten();
-        windows
-            .chain(prep)
-            .chain(pooled)
-            .for_each(SpanQueue::finish);
-    }
-
-    /// Whether a kernel ending at `end` can be pushed: every range that may decide where it
-    /// counts has been fed.
-    pub fn ready_for(&self, end: Ns) -> bool {
-        fed_past(self.fed_until, end)
-    }
-
     /// Adds one kernel. Kernels must come in non-decreasing `start`: one that starts before its
-    /// predecessor is refused with [`OutOfOrder`], and the sweep is then unusable (the caller
-    /// falls back to loading and sorting the table). A fed sweep takes a kernel only once it
-    /// is [`KernelSweep::ready_for`] its end.
+    /// predecessor is refused with [`OutOfOrder`], and the sweep is then unusable.
     pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
-        debug_assert!(self.ready_for(ev.end), "a kernel pushed past the feed");
         self.order.check(&ev)?;
         let (first, last_end) = match self.hull {
             Some((first, last_end)) => (first, last_end.max(ev.end)),
@@ -362,16 +206,6 @@ impl KernelSweep {
 
     /// Ends the pass: closes every running union and resolves the kernel hull.
     pub fn finish(mut self) -> KernelSummary {
-        self.feed_done();
-        let hull = self.hull;
-        let q = &self.queues;
-        for scope in &mut self.scopes {
-            scope.end_speculation(q, hull);
-        }
-        if let Some(counts) = self.phase_steps {
-            self.has_context = counts[0] > 0;
-            self.has_generation = counts[1] > 0;
-        }
         if let Some(m) = &mut self.masks {
             m.finish(&mut self.scopes, &self.queues);
         }
@@ -526,7 +360,7 @@ impl KernelSweep {
                 .prep_masks
                 .iter_mut()
                 .for_each(|m| m.measure_to(q, from, now));
-            let bounds = scope.exposure_bounds(q, (hull_start, last_end), self.fed_until);
+            let bounds = scope.exposure_bounds(q, (hull_start, last_end));
             if let Some(x) = &mut scope.exposure {
                 // Gaps to come start where the open merged interval ends, or later than now.
                 let open = scope.groups.first().and_then(|g| g.busy.current);

@@ -1,12 +1,11 @@
 //! One window's running state in the kernel sweep ([`ScopeAcc`]): which kernels it selects (the
-//! profile's membership rule, the hull's zero-length kernels deferred, kernels past a growing
-//! phase span taken on speculation), each group's busy union, counts and NCCL time, and its
-//! [`ScopeSummary`] at the end.
+//! profile's membership rule, the hull's zero-length kernels deferred), each group's busy union,
+//! counts and NCCL time, and its [`ScopeSummary`] at the end.
 
 use crate::model::intervals::IntervalSet;
 use crate::model::{KernelEvent, Ns, ProcessIdx, Work};
 use crate::profile::Switches;
-use crate::steps::spans::{SpanQueue, Spans, WindowFacts, overlap_at, seek};
+use crate::steps::spans::{SpanQueue, WindowFacts, overlap_at, seek};
 
 use super::exposure::{ExposureAcc, ExposureBounds};
 use super::masks::{MaskAcc, PrepAcc, remap_masks};
@@ -121,10 +120,6 @@ pub(super) struct ScopeAcc {
     pub(super) phase: Option<usize>,
     /// `false`: the kernel hull, known only at the end.
     pub(super) windowed: bool,
-    /// Kernels past a phase span still growing are taken as inside it, with the state before
-    /// the first of them kept here: a later step of the phase confirms them (it ends after
-    /// them), the end of the ranges without one brings the state back.
-    pub(super) speculation: Option<Box<Speculation>>,
     select_cursor: usize,
     pub(super) groups: Vec<GroupAcc>,
     /// `trtllm-skill` M3, measured as the kernel gaps pass.
@@ -145,14 +140,6 @@ pub(super) struct Deferred {
     pub(super) process: ProcessIdx,
     pub(super) kernels: u64,
     pub(super) nccl_ns: Ns,
-}
-
-/// A scope's state before it took kernels past its span on speculation, and the host-prep
-/// ranges that were then waiting inside the span (per pattern, table order).
-#[derive(Clone)]
-pub(super) struct Speculation {
-    before: ScopeAcc,
-    aside: [Vec<(Ns, Ns)>; 3],
 }
 
 /// What every scope needs to end: the kernel hull, the group order and the mask remapping.
@@ -204,7 +191,6 @@ impl ScopeAcc {
             index,
             phase,
             windowed,
-            speculation: None,
             busy_masks: MaskAcc {
                 spans: window,
                 ..MaskAcc::default()
@@ -287,7 +273,7 @@ impl ScopeAcc {
             return true;
         };
         if q.span_phases && self.phase.is_some() && !clip {
-            return self.selects_in_span(ev, w, q);
+            return Self::selects_in_span(ev, w);
         }
         let Some((ws, _)) = seek(w, &mut self.select_cursor, ev.start) else {
             return false;
@@ -299,65 +285,13 @@ impl ScopeAcc {
         ev.end > hs && (ws < ev.end || (ev.start == ev.end && ws <= ev.start))
     }
 
-    /// The unclipped rule (start in `[first start, last end)`) for a phase span, which may
-    /// still grow while it is fed: a kernel past its end so far is taken on speculation.
-    fn selects_in_span(&mut self, ev: &KernelEvent, w: &SpanQueue, q: &Queues) -> bool {
+    /// The unclipped rule (start in `[first start, last end)`) for a phase span.
+    fn selects_in_span(ev: &KernelEvent, w: &SpanQueue) -> bool {
         let Some(first) = w.first_start() else {
-            // No step of the phase starts by the feed, which is past this kernel's end.
             return false;
         };
-        if ev.start < first {
-            return false;
-        }
         let end = w.facts().hull.map_or(first, |h| h.1);
-        if ev.start < end {
-            return true;
-        }
-        if w.complete() {
-            return false;
-        }
-        if self.speculation.is_none() {
-            self.speculate(q, end);
-        }
-        true
-    }
-
-    /// Keeps the state before the first kernel past the span's end so far, with the host-prep
-    /// ranges still waiting inside the span (they may need gaps this kernel would close).
-    fn speculate(&mut self, q: &Queues, end: Ns) {
-        let mut aside: [Vec<(Ns, Ns)>; 3] = Default::default();
-        if let (Some(x), Some(pooled)) = (&self.exposure, &q.pooled) {
-            for (k, queue) in pooled.iter().enumerate() {
-                let from = x.patterns[k].next.max(queue.first_held());
-                aside[k] = (from..queue.end_index())
-                    .filter_map(|i| queue.span(i))
-                    .filter(|&(_, e)| e <= end)
-                    .collect();
-            }
-        }
-        let before = ScopeAcc {
-            speculation: None,
-            ..self.clone()
-        };
-        self.speculation = Some(Box::new(Speculation { before, aside }));
-    }
-
-    /// No later step confirmed the kernels taken past the span: back to the state before
-    /// them, the ranges waiting inside the span measured against it, none after.
-    pub(super) fn end_speculation(&mut self, q: &Queues, hull: Option<(Ns, Ns)>) {
-        let Some(spec) = self.speculation.take() else {
-            return;
-        };
-        let Speculation { before, aside } = *spec;
-        *self = before;
-        let bounds = self.exposure_bounds(q, hull.unwrap_or((0, 0)), Ns::MAX);
-        let (Some(x), Some(pooled)) = (&mut self.exposure, &q.pooled) else {
-            return;
-        };
-        x.settle_aside(&aside, bounds);
-        for (k, queue) in pooled.iter().enumerate() {
-            x.patterns[k].next = queue.end_index();
-        }
+        first <= ev.start && ev.start < end
     }
 
     /// Adds a selected kernel to its group.
@@ -427,7 +361,6 @@ impl ScopeAcc {
         &self,
         q: &Queues,
         (first, last_end): (Ns, Ns),
-        fed: Ns,
     ) -> ExposureBounds {
         match q.window(self.index) {
             Some(w) => {
@@ -437,12 +370,9 @@ impl ScopeAcc {
                 } else {
                     w.facts().hull.map(|h| h.0)
                 };
-                // A window without a span yet starts at or after the feed.
-                let start = first.unwrap_or(if w.complete() { start } else { fed });
                 ExposureBounds {
-                    start,
-                    // On speculation the span reaches the feed (a later step ends past it).
-                    end: if self.speculation.is_some() { fed } else { end },
+                    start: first.unwrap_or(start),
+                    end,
                     end_final: w.complete(),
                 }
             }
@@ -495,7 +425,7 @@ impl ScopeAcc {
             })
             .collect();
         prep_busy.sort_by_key(|b| (b.process, b.pattern));
-        let mut bounds = self.exposure_bounds(q, (first, last_end), Ns::MAX);
+        let mut bounds = self.exposure_bounds(q, (first, last_end));
         bounds.end_final = true;
         let prep_exposure = self.exposure.take().and_then(|mut x| {
             x.settle(q, bounds, Some(Ns::MAX), Ns::MAX);

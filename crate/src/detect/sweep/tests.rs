@@ -1,10 +1,10 @@
-//! Unit tests of the kernel sweep: window membership, the masks' and the exposure's helpers, the
-//! borrowed sweep inputs' bytes, start order, zero-length kernels and device overflow, and random
-//! traces against the per-kernel rules.
+//! Unit tests of the kernel sweep: window membership, the masks' and the exposure's helpers,
+//! start order, zero-length kernels and device overflow, and random traces against the
+//! per-kernel rules.
 
 use super::exposure::NearPrep;
 use super::*;
-use crate::detect::{detect, detect_with_kernels};
+use crate::detect::detect;
 use crate::model::{PresentTables, Strings};
 use crate::profile::Profile;
 use crate::steps::spans::{WindowFacts, overlap_within};
@@ -134,37 +134,6 @@ fn sweep(t: &Trace, profile: Profile) -> KernelSummary {
 }
 
 #[test]
-fn borrowed_sweep_inputs_serialise_as_the_sweep_inputs() {
-    // Prep ranges (name 0) and two steps (names 2 and 3) of two phases.
-    let mut t = trace(&[(0, 10, 0)], &[(0, 5), (20, 25)]);
-    t.strings = Strings::from_rows(vec![
-        (0, PREP.into()),
-        (1, "gemm".into()),
-        (
-            2,
-            "[Executor] _forward_step 1: 2 ctx reqs, 0 gen reqs".into(),
-        ),
-        (
-            3,
-            "[Executor] _forward_step 2: 0 ctx reqs, 4 gen reqs".into(),
-        ),
-    ]);
-    for (start, name) in [(0, 2), (20, 3)] {
-        t.nvtx.push_range((start, start + 15), 0, name);
-    }
-    for profile in [Profile::Standard, Profile::TrtllmSkill] {
-        let mut cfg = config(profile);
-        cfg.window = Some((1, 30));
-        let facts = HostFacts::new(&t, &cfg);
-        let owned = facts.sweep_inputs(&cfg);
-        assert!(owned.context.is_some() && owned.generation.is_some());
-        assert!(owned.prep.iter().any(|p| p.by_pattern[1].len() == 2));
-        let bytes = postcard::to_allocvec(&facts.sweep_inputs_ref(&cfg)).expect("encode");
-        assert_eq!(postcard::from_bytes::<SweepInputs>(&bytes), Ok(owned));
-    }
-}
-
-#[test]
 fn a_kernel_starting_before_its_predecessor_is_refused() {
     let t = trace(&[(0, 10, 0), (5, 20, 1), (30, 40, 0)], &[]);
     let mut s = KernelSweep::new(&t, &config(Profile::Standard));
@@ -196,7 +165,7 @@ fn one_process_on_two_devices_is_exposed_only_where_both_are_idle() {
     // Device 0 alone: [10,20) + [80,90); both: [20,30); device 1 alone: [30,50).
     assert_eq!(masks, vec![(0b01, 20), (0b10, 20), (0b11, 10)]);
     assert_eq!(ScopeSummary::busy_of(&masks, 0b11), 50);
-    let r = detect_with_kernels(&t, &k, &config(Profile::Standard)).expect("report");
+    let r = detect(&t, &config(Profile::Standard)).expect("report");
     let p = &r.per_process[0];
     assert_eq!(p.devices, vec![0, 1]);
     // Prep 80 ns, union busy 50 ns: 30 ns exposed, 30 ns idle.
@@ -205,8 +174,6 @@ fn one_process_on_two_devices_is_exposed_only_where_both_are_idle() {
     assert_eq!(p.idle_us, Some(0.03));
     assert_eq!(r.per_device[0].busy_us, 0.03);
     assert_eq!(r.per_device[1].busy_us, 0.03);
-    let full = detect(&t, &config(Profile::Standard)).expect("report");
-    assert_eq!(full, r);
 }
 
 #[test]
@@ -232,12 +199,6 @@ fn zero_length_kernels_at_the_hull_ends_follow_the_half_open_window() {
     assert_eq!(skill.aggregate.groups[0].kernels, 5);
     assert_eq!(standard.aggregate.groups[0].busy_ns, 20);
     assert_eq!(skill.aggregate.groups[0].busy_us, 0.02);
-    for profile in [Profile::Standard, Profile::TrtllmSkill] {
-        let cfg = config(profile);
-        let k = sweep(&t, profile);
-        let paged = detect_with_kernels(&t, &k, &cfg).expect("report");
-        assert_eq!(paged, detect(&t, &cfg).expect("report"));
-    }
 }
 
 #[test]
@@ -262,7 +223,7 @@ fn more_than_64_devices_leave_standard_m3_uncomputed_and_say_so() {
     let t = trace(&kernels, &[(0, 50)]);
     let k = sweep(&t, Profile::Standard);
     assert!(k.device_masks_overflow);
-    let r = detect_with_kernels(&t, &k, &config(Profile::Standard)).expect("report");
+    let r = detect(&t, &config(Profile::Standard)).expect("report");
     assert_eq!(r.aggregate_metrics.host_prep_exposed_ratio, None);
     assert!(
         r.coverage
