@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 mod common;
 
-use nsys_lens::model::{KernelEvent, Trace};
+use nsys_lens::model::{KernelRow, Trace};
 use nsys_lens::synth::{GenOptions, generate};
 use nsys_lens::timeline::columns::Grid;
 use nsys_lens::timeline::{Detail, Timeline, TimelineBuilder, TimelineView};
@@ -293,7 +293,7 @@ fn a_kernel_out_of_start_order_is_refused() {
     let (_dir, trace) = generated("tp2-straggler", 1);
     let mut builder = TimelineBuilder::new(&trace, true);
     let first = trace.kernels.event(0);
-    let earlier = KernelEvent {
+    let earlier = KernelRow {
         row: 1,
         start: first.start - 1,
         ..first

@@ -10,8 +10,7 @@
 use crate::detect::host_facts::HostFacts;
 use crate::detect::name_tables::NameTables;
 use crate::iterations::inferred::{GraphLaunchTape, UnitFound};
-use crate::model::rows::EventRows;
-use crate::model::rows::LaunchCall;
+use crate::model::rows::{CallRow, EventRows};
 use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
@@ -151,7 +150,7 @@ impl<'p> LaunchSweep<'p> {
         }
     }
 
-    pub fn push(&mut self, call: LaunchCall) {
+    pub fn push(&mut self, call: CallRow) {
         if self.counts.calls.is_multiple_of(TRIM_EVERY) {
             self.trim(call.start);
         }
@@ -173,7 +172,7 @@ impl<'p> LaunchSweep<'p> {
         }
     }
 
-    fn push_to_process(&mut self, call: LaunchCall) {
+    fn push_to_process(&mut self, call: CallRow) {
         let c = &mut self.counts;
         let p = call.process as usize;
         if c.processes.len() <= p {
@@ -213,7 +212,7 @@ impl<'p> LaunchSweep<'p> {
         }
     }
 
-    fn push_pooled(&mut self, call: LaunchCall) {
+    fn push_pooled(&mut self, call: CallRow) {
         let c = &mut self.counts;
         let acc = &mut c.pooled;
         let duration = call.end - call.start;
@@ -320,7 +319,7 @@ pub fn sweep_loaded(
 fn launch_calls<'t>(
     rows: &'t dyn EventRows,
     host_facts: &HostFacts,
-) -> impl Iterator<Item = LaunchCall> + 't {
+) -> impl Iterator<Item = CallRow> + 't {
     let any_launch: NameFlags = match host_facts.sw.launch_apis {
         LaunchApis::AllVersioned => host_facts.names.launch.clone(),
         LaunchApis::ExactCudaLaunchKernel => rows
@@ -328,14 +327,7 @@ fn launch_calls<'t>(
             .strings
             .classify(|s| is_launch_api(s, LaunchApis::AllVersioned)),
     };
-    rows.calls()
-        .filter(move |c| flag(&any_launch, c.name))
-        .map(|c| LaunchCall {
-            start: c.start,
-            end: c.end,
-            process: c.process,
-            name: c.name,
-        })
+    rows.calls().filter(move |c| flag(&any_launch, c.name))
 }
 
 /// Credits a closed union piece to each scope.

@@ -73,7 +73,7 @@ fn detect_over(
         // The rows come in start order (a table's sorted runs merged): this fails only when the
         // file reads back otherwise than it was scanned (a damaged b-tree: rows whose rowids
         // repeat or run backwards).
-        sweep.push(k.event()).map_err(|e| {
+        sweep.push(k).map_err(|e| {
             let detail = format!(
                 "the kernel table reads back otherwise than it was scanned: row {} at {} ns came after one at {} ns",
                 e.row, e.start, e.previous

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::model::rows::EventRows;
-use crate::model::{KernelEvent, Ns, OutOfOrder, StartOrder};
+use crate::model::{KernelRow, Ns, OutOfOrder, StartOrder};
 
 /// The nine buckets: upper bounds in ns (the last is open), label, typical cause.
 const BUCKETS: [(Ns, &str, &str); 9] = [
@@ -217,7 +217,7 @@ impl<K> IdleGap<K> {
 /// all devices, optionally only those inside `window` (`[start, end)` ns).
 pub fn idle_gap_histogram(rows: &dyn EventRows, window: Option<(Ns, Ns)>) -> GapHistogram {
     let mut sweep = GapSweep::new(window);
-    for ev in rows.gpu_work().map(|k| k.event()) {
+    for ev in rows.gpu_work() {
         // In start order by construction, so no push is refused.
         if sweep.push(&ev).is_err() {
             break;
@@ -248,7 +248,7 @@ impl GapSweep {
 
     /// Adds the next kernel; one starting before the previous one is refused (the caller falls
     /// back to loading the table) and leaves the sweep unchanged.
-    pub fn push(&mut self, ev: &KernelEvent) -> Result<(), OutOfOrder> {
+    pub fn push(&mut self, ev: &KernelRow) -> Result<(), OutOfOrder> {
         self.order.check(ev)?;
         let lane = self.devices.entry(ev.device).or_default();
         if let Some(gap) = lane.push((), ev.start, ev.end)

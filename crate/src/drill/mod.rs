@@ -207,7 +207,7 @@ impl KernelFold for WorkFold<'_> {
         _: Option<&crate::model::rows::CallRow>,
     ) {
         let nccl = k.work == crate::model::Work::Kernel && self.1.names.is_collective(k.short_name);
-        self.0.push(&k.event(), nccl);
+        self.0.push(k, nccl);
     }
 }
 

@@ -264,32 +264,10 @@ impl WorkTable {
     }
 }
 
-/// One kernel as a one-pass analysis sees it: the streaming passes (detect's kernel sweep, the
-/// timeline summary, the gap histogram) consume these in start order, either from a loaded
-/// [`Kernels`] table ([`Kernels::events_in_start_order`]) or straight from SQLite rows, so the
-/// page never has to hold the kernel table in memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct KernelEvent {
-    /// Position in table order (the SQLite `rowid` when streamed; the row index when loaded).
-    pub row: i64,
-    pub start: Ns,
-    pub end: Ns,
-    pub device: u32,
-    pub stream: u32,
-    pub process: ProcessIdx,
-    pub short_name: NameId,
-    /// `graphNodeId`, 0 when none (a kernel launched inside a CUDA graph has one).
-    pub graph_node: u64,
-    /// What the GPU ran: a kernel unless the row came from another GPU-work table.
-    pub work: Work,
-    /// Bytes a copy or memset touched (0 for kernels and replays).
-    pub bytes: u64,
-}
-
 impl Kernels {
-    /// The kernel at row index `i` as a [`KernelEvent`] (`stream` 0 when not loaded).
-    pub fn event(&self, i: usize) -> KernelEvent {
-        super::rows::kernel_table_row(self, i, None).event()
+    /// The kernel at row index `i` as a [`KernelRow`] (`stream` 0 when not loaded).
+    pub fn event(&self, i: usize) -> KernelRow {
+        super::rows::kernel_table_row(self, i, None)
     }
 
     /// Row indices sorted by `(start, end)`, ties in table order: the order every one-pass
@@ -303,8 +281,8 @@ impl Kernels {
         idx
     }
 
-    /// Every kernel as a [`KernelEvent`], in start order.
-    pub fn events_in_start_order(&self) -> impl Iterator<Item = KernelEvent> + '_ {
+    /// Every kernel as a [`KernelRow`], in start order.
+    pub fn events_in_start_order(&self) -> impl Iterator<Item = KernelRow> + '_ {
         self.start_order()
             .into_iter()
             .map(|i| self.event(i as usize))
@@ -332,7 +310,7 @@ pub struct StartOrder {
 
 impl StartOrder {
     /// Accepts `ev` when it starts no earlier than every kernel accepted before it.
-    pub fn check(&mut self, ev: &KernelEvent) -> Result<(), OutOfOrder> {
+    pub fn check(&mut self, ev: &KernelRow) -> Result<(), OutOfOrder> {
         match self.last {
             Some(previous) if ev.start < previous => Err(OutOfOrder {
                 row: ev.row,

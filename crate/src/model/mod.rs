@@ -19,14 +19,14 @@ mod tables;
 
 pub use events::{Direction, MEMSET_NAME, REPLAY_NAME, Work, WorkTable, work_names};
 pub use events::{
-    HostRow, HostSpan, HostTable, KernelEvent, Kernels, LinkKey, MemOps, NVTX_RANGE_TYPES,
-    NvtxRanges, NvtxRow, OmittedRanges, OutOfOrder, PAGEABLE_MEMORY, RuntimeCalls, StartOrder,
-    Syncs,
+    HostRow, HostSpan, HostTable, Kernels, LinkKey, MemOps, NVTX_RANGE_TYPES, NvtxRanges, NvtxRow,
+    OmittedRanges, OutOfOrder, PAGEABLE_MEMORY, RuntimeCalls, StartOrder, Syncs,
 };
 pub use ids::{
     GLOBAL_PID_MASK, NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME, os_pid, os_tid,
 };
 pub use meta::{CoverageNote, GpuInfo, GraphNodeEvents, TraceMeta};
+pub use rows::KernelRow;
 pub use strings::{NameFlags, RowIds, StringIndex, Strings, flag};
 pub use tables::{Processes, Threads};
 

@@ -11,21 +11,13 @@
 
 use std::cell::RefCell;
 
+use super::Trace;
 use super::events::{MemOps, NvtxRow, Work};
 use super::ids::{NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx};
-use super::{KernelEvent, Trace};
 use crate::error::Error;
 
-/// One kernel-launch API call, as the launch-overhead metric (M2) sweeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchCall {
-    pub start: Ns,
-    pub end: Ns,
-    pub process: ProcessIdx,
-    pub name: NameId,
-}
-
-/// One kernel with every column an analysis reads.
+/// One row of GPU work with every column an analysis reads: a kernel, or (from
+/// [`EventRows::gpu_work`]) a copy, memset or CUDA-graph replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KernelRow {
     pub row: i64,
@@ -52,22 +44,6 @@ pub struct KernelRow {
 }
 
 impl KernelRow {
-    /// The row as the verdict's one-pass analyses see it.
-    pub fn event(&self) -> KernelEvent {
-        KernelEvent {
-            row: self.row,
-            start: self.start,
-            end: self.end,
-            device: self.device,
-            stream: self.stream,
-            process: self.process,
-            short_name: self.short_name,
-            graph_node: self.graph_node,
-            work: self.work,
-            bytes: self.bytes,
-        }
-    }
-
     /// A copy as GPU work, named by its direction as nsys's timeline names it.
     pub fn of_copy(op: &MemOpRow, strings: &super::Strings) -> KernelRow {
         let work = op.copy_work();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::summary::{Blocks, LaneBins, Summary};
 use super::{KernelLane, OutOfOrder, StepLane, Timeline};
 use crate::model::rows::KernelRow;
-use crate::model::{KernelEvent, Ns, StartOrder, Trace, WorkTable};
+use crate::model::{Ns, StartOrder, Trace, WorkTable};
 
 /// Feeds a [`Timeline`] one row of GPU work at a time (kernels, graph replays, copies,
 /// memsets, as `EventRows::gpu_work` merges them): `new` with the host part of the trace (NVTX
@@ -60,7 +60,7 @@ impl TimelineBuilder {
     /// Adds the next row of GPU work (its table is its `work`'s); one starting before the
     /// previous one is refused (the caller falls back to loading and sorting the table) and
     /// leaves the builder unchanged.
-    pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
+    pub fn push(&mut self, ev: KernelRow) -> Result<(), OutOfOrder> {
         self.order.check(&ev)?;
         if !self.started {
             self.summary.grid.origin = ev.start;
@@ -85,7 +85,7 @@ impl TimelineBuilder {
         rows: impl Iterator<Item = KernelRow>,
     ) -> Result<Timeline, Box<TimelineBuilder>> {
         for row in rows {
-            if self.push(row.event()).is_err() {
+            if self.push(row).is_err() {
                 return Err(Box::new(self));
             }
         }

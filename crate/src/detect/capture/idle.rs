@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{KernelEvent, Ns};
+use crate::model::{KernelRow, Ns};
 
 /// Largest gaps kept per device. Warm-up stalls are the longest gaps of a capture (module loads,
 /// compiles: milliseconds to seconds); the share they hold is read from these, a lower bound.
@@ -85,7 +85,7 @@ pub struct IdleSweep {
 }
 
 impl IdleSweep {
-    pub fn push(&mut self, ev: &KernelEvent) {
+    pub fn push(&mut self, ev: &KernelRow) {
         if ev.end <= ev.start {
             return;
         }
@@ -180,8 +180,8 @@ mod tests {
     use super::*;
     use crate::model::intervals::IntervalSet;
 
-    fn ev(start: Ns, end: Ns, device: u32) -> KernelEvent {
-        KernelEvent {
+    fn ev(start: Ns, end: Ns, device: u32) -> KernelRow {
+        KernelRow {
             row: 0,
             start,
             end,
@@ -190,7 +190,7 @@ mod tests {
             process: 0,
             short_name: 0,
             graph_node: 0,
-            ..KernelEvent::default()
+            ..KernelRow::default()
         }
     }
 

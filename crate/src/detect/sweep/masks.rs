@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{KernelEvent, Ns, ProcessIdx};
+use crate::model::{KernelRow, Ns, ProcessIdx};
 use crate::steps::spans::{overlap_at, overlap_within};
 
 use super::queues::{QueueRef, Queues};
@@ -133,7 +133,7 @@ impl MaskSweep {
         }
     }
 
-    pub(super) fn push(&mut self, ev: &KernelEvent, scopes: &mut [ScopeAcc], q: &Queues) {
+    pub(super) fn push(&mut self, ev: &KernelRow, scopes: &mut [ScopeAcc], q: &Queues) {
         if self.overflow {
             return;
         }

@@ -1,7 +1,7 @@
 //! One pass over the GPU work rows, in start order, for every kernel-derived figure `detect` reads.
 //!
 //! A [`KernelSweep`] built from the host facts (phase windows, host-prep ranges, NCCL names)
-//! consumes [`KernelEvent`]s in non-decreasing `start` and folds them into a [`KernelSummary`];
+//! consumes [`KernelRow`]s in non-decreasing `start` and folds them into a [`KernelSummary`];
 //! `detect` then assembles the report from the host facts and the summary.
 //!
 //! Memory: the sweep's state and the summary are bounded by scopes (≤ 3 windows) × groups
@@ -46,7 +46,7 @@ use crate::detect::config::DetectConfig;
 use crate::detect::host_facts::HostFacts;
 use crate::iterations::inferred::KernelTape;
 use crate::model::intervals::IntervalSet;
-use crate::model::{KernelEvent, NameFlags, Ns, OutOfOrder, StartOrder, Trace, Work, flag};
+use crate::model::{KernelRow, NameFlags, Ns, OutOfOrder, StartOrder, Trace, Work, flag};
 use crate::profile::Switches;
 use crate::steps::spans::SpanQueue;
 use masks::{MaskSweep, PrepAcc};
@@ -165,7 +165,7 @@ impl KernelSweep {
 
     /// Adds one kernel. Kernels must come in non-decreasing `start`: one that starts before its
     /// predecessor is refused with [`OutOfOrder`], and the sweep is then unusable.
-    pub fn push(&mut self, ev: KernelEvent) -> Result<(), OutOfOrder> {
+    pub fn push(&mut self, ev: KernelRow) -> Result<(), OutOfOrder> {
         self.order.check(&ev)?;
         let (first, last_end) = match self.hull {
             Some((first, last_end)) => (first, last_end.max(ev.end)),
@@ -278,7 +278,7 @@ impl KernelSweep {
         windows.chain(prep).chain(pooled).sum()
     }
 
-    fn note_facts(&mut self, ev: &KernelEvent) {
+    fn note_facts(&mut self, ev: &KernelRow) {
         self.ops += 1;
         self.kernels += u64::from(ev.work == Work::Kernel);
         self.devices.add(ev.device, 1);

@@ -3,7 +3,7 @@
 //! counts and NCCL time, and its [`ScopeSummary`] at the end.
 
 use crate::model::intervals::IntervalSet;
-use crate::model::{KernelEvent, Ns, ProcessIdx, Work};
+use crate::model::{KernelRow, Ns, ProcessIdx, Work};
 use crate::profile::Switches;
 use crate::steps::spans::{SpanQueue, WindowFacts, overlap_at, seek};
 
@@ -219,7 +219,7 @@ impl ScopeAcc {
     /// A kernel for a window known in advance: selected by the profile's membership rule.
     pub(super) fn push(
         &mut self,
-        ev: &KernelEvent,
+        ev: &KernelRow,
         slot: usize,
         nccl: bool,
         sw: &Switches,
@@ -234,7 +234,7 @@ impl ScopeAcc {
     /// is inside; the others may have to wait for the hull's end (returned to be deferred).
     pub(super) fn push_to_hull(
         &mut self,
-        ev: &KernelEvent,
+        ev: &KernelRow,
         (slot, nccl): (usize, bool),
         (sw, q): (&Switches, &Queues),
         (first, last_end): (Ns, Ns),
@@ -268,7 +268,7 @@ impl ScopeAcc {
     /// The old `in_window` (unclipped: start in a `[start, end)` span) and `overlaps` (clipped:
     /// `end > window start` and the kernel overlaps a span; zero-length kernels count inside)
     /// rules, with a cursor that only moves forward because starts do.
-    fn selects(&mut self, ev: &KernelEvent, clip: bool, q: &Queues) -> bool {
+    fn selects(&mut self, ev: &KernelRow, clip: bool, q: &Queues) -> bool {
         let Some(w) = q.window(self.index) else {
             return true;
         };
@@ -286,7 +286,7 @@ impl ScopeAcc {
     }
 
     /// The unclipped rule (start in `[first start, last end)`) for a phase span.
-    fn selects_in_span(ev: &KernelEvent, w: &SpanQueue) -> bool {
+    fn selects_in_span(ev: &KernelRow, w: &SpanQueue) -> bool {
         let Some(first) = w.first_start() else {
             return false;
         };
@@ -295,7 +295,7 @@ impl ScopeAcc {
     }
 
     /// Adds a selected kernel to its group.
-    fn add(&mut self, ev: &KernelEvent, slot: usize, nccl: bool, sw: &Switches, q: &Queues) {
+    fn add(&mut self, ev: &KernelRow, slot: usize, nccl: bool, sw: &Switches, q: &Queues) {
         let clip = self.clip(q, sw);
         self.add_clipped(ev, slot, nccl, sw, (clip, q));
         if let (Some(work), Some(window)) = (&mut self.work, q.window(self.index)) {
@@ -307,7 +307,7 @@ impl ScopeAcc {
     /// to clip to but the hull itself).
     fn add_clipped(
         &mut self,
-        ev: &KernelEvent,
+        ev: &KernelRow,
         slot: usize,
         nccl: bool,
         sw: &Switches,

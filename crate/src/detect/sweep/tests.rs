@@ -120,7 +120,7 @@ fn config(profile: Profile) -> DetectConfig {
     }
 }
 
-fn sweep_events(t: &Trace, cfg: &DetectConfig, events: &[KernelEvent]) -> KernelSummary {
+fn sweep_events(t: &Trace, cfg: &DetectConfig, events: &[KernelRow]) -> KernelSummary {
     let mut s = KernelSweep::new(t, cfg);
     for &ev in events {
         assert_eq!(s.push(ev), Ok(()));
@@ -129,7 +129,7 @@ fn sweep_events(t: &Trace, cfg: &DetectConfig, events: &[KernelEvent]) -> Kernel
 }
 
 fn sweep(t: &Trace, profile: Profile) -> KernelSummary {
-    let events: Vec<KernelEvent> = t.kernels.events_in_start_order().collect();
+    let events: Vec<KernelRow> = t.kernels.events_in_start_order().collect();
     sweep_events(t, &config(profile), &events)
 }
 
@@ -137,7 +137,7 @@ fn sweep(t: &Trace, profile: Profile) -> KernelSummary {
 fn a_kernel_starting_before_its_predecessor_is_refused() {
     let t = trace(&[(0, 10, 0), (5, 20, 1), (30, 40, 0)], &[]);
     let mut s = KernelSweep::new(&t, &config(Profile::Standard));
-    let mut events: Vec<KernelEvent> = t.kernels.events_in_start_order().collect();
+    let mut events: Vec<KernelRow> = t.kernels.events_in_start_order().collect();
     events.swap(0, 2);
     assert_eq!(s.push(events[0]), Ok(()));
     assert_eq!(
@@ -150,7 +150,7 @@ fn a_kernel_starting_before_its_predecessor_is_refused() {
     );
     // Equal starts are in order.
     let mut s = KernelSweep::new(&t, &config(Profile::Standard));
-    let at = |start| KernelEvent { start, ..events[0] };
+    let at = |start| KernelRow { start, ..events[0] };
     assert!(s.push(at(7)).is_ok() && s.push(at(7)).is_ok() && s.push(at(6)).is_err());
 }
 
@@ -301,7 +301,7 @@ fn random_traces_match_the_per_kernel_rules() {
                     window,
                     ..config(profile)
                 };
-                let mut events: Vec<KernelEvent> = t.kernels.events_in_start_order().collect();
+                let mut events: Vec<KernelRow> = t.kernels.events_in_start_order().collect();
                 let k = sweep_events(&t, &cfg, &events);
                 // Ties in start may come in any order (table order, when already sorted).
                 events.sort_by_key(|e| (e.start, std::cmp::Reverse(e.end)));

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Direction, KernelEvent, Ns, Work};
+use crate::model::{Direction, KernelRow, Ns, Work};
 use crate::steps::spans::{Spans, overlap_at};
 
 /// The class a row's time counts under, in precedence order.
@@ -125,14 +125,14 @@ impl WorkTally {
     }
 
     /// One row, after every row starting earlier.
-    pub fn push(&mut self, ev: &KernelEvent, nccl: bool) {
+    pub fn push(&mut self, ev: &KernelRow, nccl: bool) {
         self.push_clipped(ev, nccl, None);
     }
 
     /// One row, after every row starting earlier, its time measured only within `spans`
     /// (ascending, disjoint; those before the row's start still held). Its copy counts and
     /// durations are the whole row's.
-    pub fn push_within(&mut self, ev: &KernelEvent, nccl: bool, spans: &dyn Spans) {
+    pub fn push_within(&mut self, ev: &KernelRow, nccl: bool, spans: &dyn Spans) {
         self.push_clipped(ev, nccl, Some(spans));
     }
 
@@ -148,7 +148,7 @@ impl WorkTally {
             .min()
     }
 
-    fn push_clipped(&mut self, ev: &KernelEvent, nccl: bool, clip: Option<&dyn Spans>) {
+    fn push_clipped(&mut self, ev: &KernelRow, nccl: bool, clip: Option<&dyn Spans>) {
         let (mut start, mut end) = (ev.start, ev.end.max(ev.start));
         if let Some((ws, we)) = self.window {
             start = start.max(ws);
@@ -219,7 +219,7 @@ fn merge_into(list: &mut Vec<(Ns, Ns)>, start: Ns, end: Ns) {
 }
 
 impl DeviceAcc {
-    fn count(&mut self, ev: &KernelEvent, ns: Ns) {
+    fn count(&mut self, ev: &KernelRow, ns: Ns) {
         let out = &mut self.out;
         match ev.work {
             Work::Kernel => out.kernels += 1,
@@ -355,8 +355,8 @@ impl DeviceAcc {
 mod tests {
     use super::*;
 
-    fn ev(start: Ns, end: Ns, work: Work) -> KernelEvent {
-        KernelEvent {
+    fn ev(start: Ns, end: Ns, work: Work) -> KernelRow {
+        KernelRow {
             row: 0,
             start,
             end,
@@ -367,6 +367,7 @@ mod tests {
             graph_node: 0,
             work,
             bytes: 1000,
+            ..KernelRow::default()
         }
     }
 
