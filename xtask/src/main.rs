@@ -4,7 +4,7 @@
 //! CI) needs nothing but cargo to run it.
 //!
 //! - `setup`: install the tools the build needs but cargo cannot fetch (see [`setup::TOOLS`]).
-//! - `test`:  setup, every test of the workspace, and the wasm32 build of the core.
+//! - `test`:  setup, lint, every test of the workspace, the wasm tests, `dist` and the page's tests.
 //! - `lint`:  rustfmt check and clippy with warnings denied.
 //! - `bench`: the large-trace benchmark (figures for the README; not a pass/fail test).
 //! - `web`, `dist`, `serve`: the static page (see [`web`] and [`serve`]).
@@ -33,9 +33,9 @@ tasks:
   setup                 install missing tools (clang, the wasm32 target, wasm-bindgen-cli, binaryen,
                         chromium + chromedriver, playwright-core, firefox-esr, puppeteer-core);
                         report what could not be installed
-  test                  setup, `cargo test --workspace`, the wasm32 build, the wasm tests in headless
-                        Chromium, `dist`, and the page's end-to-end tests (tests/e2e/, when present)
-                        in headless Chromium and Firefox
+  test                  setup, lint, `cargo test --workspace`, the wasm tests in headless Chromium,
+                        `dist`, and the page's end-to-end tests (tests/e2e/, when present) in
+                        headless Chromium and Firefox
   web                   build the page into dist/ (wasm32 release build, wasm-bindgen, wasm-opt, www/ + static/)
   dist                  web, plus dist/nsys-lens-offline.html: one self-contained file for file:// use
   serve [--port N]      dist, then serve dist/ at http://127.0.0.1:N/ (default {PORT})
@@ -104,9 +104,9 @@ fn usage_error(msg: &str) -> ExitCode {
 
 /// `cargo xtask test`: what CI runs (`.ci/run`). Stops at the first failing step.
 ///
-/// The wasm32 build is part of the test because the analysis core must stay portable to the
-/// browser: a native-only dependency or API in the library fails here, not months later. The
-/// lint checks run first ([`lint_steps`]): CI holds the tree to them.
+/// The wasm32 builds (clippy, the wasm tests, `dist`) are part of the test because the analysis
+/// core must stay portable to the browser: a native-only dependency or API in the library fails
+/// here, not months later. The lint checks run first ([`lint_steps`]): CI holds the tree to them.
 fn test() -> Result<()> {
     let mut summary = Summary::default();
     let result = (|| {
@@ -114,9 +114,6 @@ fn test() -> Result<()> {
         lint_steps(&mut summary)?;
         summary.step("cargo test --workspace", || {
             run(cargo().args(["test", "--workspace"]))
-        })?;
-        summary.step("wasm32 build of the core library", || {
-            run(cargo().args(["build", "-p", "nsys-lens", "--lib", "--target", WASM_TARGET]))
         })?;
         summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;
         summary.step("cargo xtask dist", web::dist)?;
@@ -145,9 +142,9 @@ fn lint() -> Result<()> {
 
 /// The lint checks as steps of `summary` (also part of `cargo xtask test`, as CI runs it).
 fn lint_steps(summary: &mut Summary) -> Result<()> {
-    let wasm = ["--target", WASM_TARGET, "--target-dir"];
-    let wasm_dir = target_dir().join("wasm-lint");
-    let wasm_dir = wasm_dir.to_string_lossy().to_string();
+    // The wasm32 checks share `target/` with the wasm tests' build: the dependencies' build
+    // scripts (SQLite's C, compiled by clang) run once.
+    let wasm = ["--target", WASM_TARGET];
     let checks: [(&str, Vec<&str>, bool); 5] = [
         (
             "cargo fmt --check",
@@ -171,7 +168,6 @@ fn lint_steps(summary: &mut Summary) -> Result<()> {
             [
                 &["clippy", "-p", "nsys-lens", "--lib"][..],
                 &wasm,
-                &[wasm_dir.as_str()],
                 &["--", "-D", "warnings"],
             ]
             .concat(),
@@ -187,7 +183,6 @@ fn lint_steps(summary: &mut Summary) -> Result<()> {
             [
                 &["doc", "-p", "nsys-lens", "--no-deps"][..],
                 &wasm,
-                &[wasm_dir.as_str()],
             ]
             .concat(),
             true,
