@@ -4,7 +4,7 @@
 //! CI) needs nothing but cargo to run it.
 //!
 //! - `setup`: install the tools the build needs but cargo cannot fetch (see [`setup::TOOLS`]).
-//! - `test`:  setup, every test of the workspace, and the wasm32 build of the core.
+//! - `test`:  setup, every test of the workspace, the pip wheel, and the wasm32 build of the core.
 //! - `lint`:  rustfmt check and clippy with warnings denied.
 //! - `bench`: the large-trace benchmark (figures for the README; not a pass/fail test).
 //! - `web`, `dist`, `serve`: the static page (see [`web`] and [`serve`]).
@@ -13,6 +13,7 @@ mod bench;
 mod serve;
 mod setup;
 mod web;
+mod wheel;
 
 use std::env;
 use std::ffi::OsStr;
@@ -31,11 +32,15 @@ usage: cargo xtask <task> [options]
 
 tasks:
   setup                 install missing tools (clang, the wasm32 target, wasm-bindgen-cli, binaryen,
-                        chromium + chromedriver, playwright-core, firefox-esr, puppeteer-core);
+                        maturin, chromium + chromedriver, playwright-core, firefox-esr,
+                        puppeteer-core);
                         report what could not be installed
-  test                  setup, `cargo test --workspace`, the wasm32 build, the wasm tests in headless
+  test                  setup, `cargo test --workspace`, the pip wheel (built, installed in a fresh
+                        venv, run), the wasm32 build, the wasm tests in headless
                         Chromium, `dist`, and the page's end-to-end tests (tests/e2e/, when present)
                         in headless Chromium and Firefox
+  wheel                 build the pip wheel (pyproject.toml, maturin), install it in a fresh venv and
+                        check its `nsys-lens detect --json` against cargo's (also part of `test`)
   web                   build the page into dist/ (wasm32 release build, wasm-bindgen, wasm-opt, www/ + static/)
   dist                  web, plus dist/nsys-lens-offline.html: one self-contained file for file:// use
   serve [--port N]      dist, then serve dist/ at http://127.0.0.1:N/ (default {PORT})
@@ -53,8 +58,10 @@ fn main() -> ExitCode {
         return usage_error("no task given");
     };
     let rest = &args[1..];
-    if matches!(task.as_str(), "setup" | "test" | "lint" | "web" | "dist")
-        && let Some(arg) = rest.first()
+    if matches!(
+        task.as_str(),
+        "setup" | "test" | "lint" | "web" | "dist" | "wheel"
+    ) && let Some(arg) = rest.first()
     {
         return usage_error(&format!("`{task}` takes no options (got `{arg}`)"));
     }
@@ -62,6 +69,7 @@ fn main() -> ExitCode {
         "setup" => setup::setup(),
         "test" => test(),
         "lint" => lint(),
+        "wheel" => wheel::test(),
         "web" => web::web(),
         "dist" => web::dist(),
         "serve" => match serve::Options::parse(rest) {
@@ -115,6 +123,10 @@ fn test() -> Result<()> {
         summary.step("cargo test --workspace", || {
             run(cargo().args(["test", "--workspace"]))
         })?;
+        summary.step(
+            "pip wheel: build, install in a fresh venv, run",
+            wheel::test,
+        )?;
         summary.step("wasm32 build of the core library", || {
             run(cargo().args(["build", "-p", "nsys-lens", "--lib", "--target", WASM_TARGET]))
         })?;
