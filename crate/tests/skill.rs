@@ -14,11 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nsys_lens::synth::{self, GenOptions};
 use regex::Regex;
 use serde_json::Value;
 
-use common::{BIN, public_trace};
+use common::{BIN, cli_dir, generate_in, public_trace};
 
 fn skill_text() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills/nsys-lens/SKILL.md");
@@ -163,13 +162,6 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn generate(dir: &Path, scenario: &str) -> PathBuf {
-    let path = dir.join(format!("{scenario}.sqlite"));
-    synth::generate(scenario, &path, &GenOptions { scale: 1, seed: 42 })
-        .unwrap_or_else(|e| panic!("generate {scenario}: {e}"));
-    path
-}
-
 fn json_of(args: &[&str]) -> Value {
     let out = Command::new(BIN).args(args).output().expect("nsys-lens");
     assert!(out.status.success(), "nsys-lens {args:?}: {:?}", out);
@@ -227,8 +219,8 @@ fn every_command_of_the_skill_runs_and_every_field_it_names_exists() {
     let dir = tmp.path();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lprof");
     let (base, target) = (
-        generate(dir, "regression-baseline"),
-        generate(dir, "regression-target"),
+        generate_in(dir, "regression-baseline"),
+        generate_in(dir, "regression-target"),
     );
     // The hand-off line exactly as `analyze` prints it for the generated regression pair.
     let pair = json_of(&[
@@ -267,15 +259,20 @@ fn every_command_of_the_skill_runs_and_every_field_it_names_exists() {
             &public_target,
         ),
         // TensorRT-LLM markers, host prep, a regression with a hand-off.
-        trace_set("generated", generate(dir, "host-bound"), &base, &target),
+        trace_set("generated", generate_in(dir, "host-bound"), &base, &target),
         // Two ranks with NCCL: a straggler.
-        trace_set("tp2", generate(dir, "tp2-straggler"), &base, &target),
+        trace_set("tp2", generate_in(dir, "tp2-straggler"), &base, &target),
         // A JIT warm-up before the steady loop: a steady window.
-        trace_set("warm-up", generate(dir, "capture-warmup"), &base, &target),
+        trace_set(
+            "warm-up",
+            generate_in(dir, "capture-warmup"),
+            &base,
+            &target,
+        ),
         // CUDA graphs traced at graph level: the graph advice.
         trace_set(
             "graph-level",
-            generate(dir, "capture-graph-level"),
+            generate_in(dir, "capture-graph-level"),
             &base,
             &target,
         ),
@@ -306,9 +303,7 @@ fn every_command_of_the_skill_runs_and_every_field_it_names_exists() {
     .collect();
 
     // `nsys-lens` on PATH is the binary cargo built for this test.
-    let bin_dir = dir.join("bin");
-    std::fs::create_dir_all(&bin_dir).unwrap();
-    std::os::unix::fs::symlink(BIN, bin_dir.join("nsys-lens")).unwrap();
+    let bin_dir = cli_dir(dir);
     let path = std::env::join_paths(
         std::iter::once(bin_dir.clone()).chain(std::env::split_paths(
             &std::env::var_os("PATH").unwrap_or_default(),
