@@ -4,7 +4,8 @@
 //! CI) needs nothing but cargo to run it.
 //!
 //! - `setup`: install the tools the build needs but cargo cannot fetch (see [`setup::TOOLS`]).
-//! - `test`:  setup, lint, every test of the workspace, the wasm tests, `dist` and the page's tests.
+//! - `test`:  setup, lint, every test of the workspace, the pip wheel, the wasm tests, `dist` and
+//!   the page's tests.
 //! - `lint`:  rustfmt check and clippy with warnings denied.
 //! - `bench`: the large-trace benchmark (figures for the README; not a pass/fail test).
 //! - `web`, `dist`, `serve`: the static page (see [`web`] and [`serve`]).
@@ -13,6 +14,7 @@ mod bench;
 mod serve;
 mod setup;
 mod web;
+mod wheel;
 
 use std::env;
 use std::ffi::OsStr;
@@ -31,11 +33,15 @@ usage: cargo xtask <task> [options]
 
 tasks:
   setup                 install missing tools (clang, the wasm32 target, wasm-bindgen-cli, binaryen,
-                        chromium + chromedriver, playwright-core, firefox-esr, puppeteer-core);
+                        maturin, chromium + chromedriver, playwright-core, firefox-esr,
+                        puppeteer-core);
                         report what could not be installed
-  test                  setup, lint, `cargo test --workspace`, the wasm tests in headless Chromium,
-                        `dist`, and the page's end-to-end tests (tests/e2e/, when present) in
-                        headless Chromium and Firefox
+  test                  setup, lint, `cargo test --workspace`, the pip wheel (built, installed in a
+                        fresh venv, run), the wasm tests in headless Chromium, `dist`, and the
+                        page's end-to-end tests (tests/e2e/, when present) in headless Chromium
+                        and Firefox
+  wheel                 build the pip wheel (pyproject.toml, maturin), install it in a fresh venv and
+                        check its `nsys-lens detect --json` against cargo's (also part of `test`)
   web                   build the page into dist/ (wasm32 release build, wasm-bindgen, wasm-opt, www/ + static/)
   dist                  web, plus dist/nsys-lens-offline.html: one self-contained file for file:// use
   serve [--port N]      dist, then serve dist/ at http://127.0.0.1:N/ (default {PORT})
@@ -53,8 +59,10 @@ fn main() -> ExitCode {
         return usage_error("no task given");
     };
     let rest = &args[1..];
-    if matches!(task.as_str(), "setup" | "test" | "lint" | "web" | "dist")
-        && let Some(arg) = rest.first()
+    if matches!(
+        task.as_str(),
+        "setup" | "test" | "lint" | "web" | "dist" | "wheel"
+    ) && let Some(arg) = rest.first()
     {
         return usage_error(&format!("`{task}` takes no options (got `{arg}`)"));
     }
@@ -62,6 +70,7 @@ fn main() -> ExitCode {
         "setup" => setup::setup(),
         "test" => test(),
         "lint" => lint(),
+        "wheel" => wheel::test(),
         "web" => web::web(),
         "dist" => web::dist(),
         "serve" => match serve::Options::parse(rest) {
@@ -115,6 +124,10 @@ fn test() -> Result<()> {
         summary.step("cargo test --workspace", || {
             run(cargo().args(["test", "--workspace"]))
         })?;
+        summary.step(
+            "pip wheel: build, install in a fresh venv, run",
+            wheel::test,
+        )?;
         summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;
         summary.step("cargo xtask dist", web::dist)?;
         if web::test::e2e_present() {
@@ -180,11 +193,7 @@ fn lint_steps(summary: &mut Summary) -> Result<()> {
         ),
         (
             "cargo doc (wasm32, warnings denied)",
-            [
-                &["doc", "-p", "nsys-lens", "--no-deps"][..],
-                &wasm,
-            ]
-            .concat(),
+            [&["doc", "-p", "nsys-lens", "--no-deps"][..], &wasm].concat(),
             true,
         ),
     ];

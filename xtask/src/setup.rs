@@ -2,7 +2,8 @@
 //!
 //! Each tool is one row of [`TOOLS`]: how to tell it is there, how to install it, and what to
 //! run by hand when that fails: clang and the wasm32 target for the core; wasm-bindgen-cli
-//! (pinned, via `cargo install`) and npm's binaryen for the page; Debian's chromium and
+//! (pinned, via `cargo install`) and npm's binaryen for the page; maturin (in a virtual
+//! environment under `target/tools`) for the pip wheel; Debian's chromium and
 //! chromedriver and npm's playwright-core, Debian's firefox-esr and npm's puppeteer-core for the
 //! browser tests.
 
@@ -65,6 +66,14 @@ pub const TOOLS: &[Tool] = &[
         install: install_binaryen,
         manual: "npm install --prefix target/tools --no-save binaryen",
         builds_page: true,
+    },
+    Tool {
+        name: "maturin (pip, in target/tools/py)",
+        why: "builds the pip wheel (pyproject.toml) whose install the tests check",
+        check: || crate::wheel::maturin_path().is_some(),
+        install: crate::wheel::install_maturin,
+        manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'maturin>=1.5,<2'   (or any maturin on PATH)",
+        builds_page: false,
     },
     Tool {
         name: "chromium",
@@ -193,7 +202,7 @@ thread_local! {
 }
 
 /// `apt-get install -y PACKAGES`, as root or through sudo (only when not root and sudo exists).
-fn apt_install(packages: &[&str]) -> Result<()> {
+pub fn apt_install(packages: &[&str]) -> Result<()> {
     if !succeeds("apt-get", &["--version"]) {
         return Err("apt-get not found (not a Debian/Ubuntu machine)".into());
     }

@@ -173,6 +173,24 @@ pub fn generated(
     (dir, path, answers)
 }
 
+/// Generates `scenario` (scale 1, seed 42) as `DIR/SCENARIO.sqlite`.
+pub fn generate_in(dir: &Path, scenario: &str) -> PathBuf {
+    let path = dir.join(format!("{scenario}.sqlite"));
+    let opts = nsys_lens::synth::GenOptions { scale: 1, seed: 42 };
+    nsys_lens::synth::generate(scenario, &path, &opts)
+        .unwrap_or_else(|e| panic!("generate {scenario}: {e}"));
+    path
+}
+
+/// `DIR/bin`, holding only `nsys-lens` (a link to [`BIN`]): the folder to put on PATH for
+/// commands that call the CLI by name.
+pub fn cli_dir(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin folder");
+    std::os::unix::fs::symlink(BIN, bin.join("nsys-lens")).expect("link to nsys-lens");
+    bin
+}
+
 /// Forward steps the generator placed (each once, whatever the ranks): the standard profile's
 /// context and generation iteration counts in its answers.
 pub fn placed_steps(answers: &serde_json::Value) -> u64 {
