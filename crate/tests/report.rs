@@ -346,8 +346,43 @@ fn every_public_export_is_reported() {
         }
         check_csv(&out.join("tables"));
         problems.extend(findings_within_their_window(file, &json));
+        problems.extend(pageable_copies_hold_their_sync_time(file, &json));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// The pageable-async-copy finding states the GPU-idle time the drill-down's `sync` cause gives
+/// to async copy calls, runtime or driver API (`cudaMemcpyAsync`, `cuMemcpyHtoDAsync`): summed
+/// here from the idle section's labels (checked between 1 ms and 1 s, written with two decimals).
+fn pageable_copies_hold_their_sync_time(file: &str, json: &Value) -> Vec<String> {
+    let async_copy = regex::Regex::new(r"^cu(da)?Memcpy\w*Async").expect("regex");
+    let held: u64 = json["drill"]["idle"]["per_device"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|d| d["causes"].as_array().into_iter().flatten())
+        .filter(|c| c["kind"] == "sync")
+        .flat_map(|c| c["labels"].as_array().into_iter().flatten())
+        .filter(|l| l["label"].as_str().is_some_and(|l| async_copy.is_match(l)))
+        .filter_map(|l| l["ns"].as_u64())
+        .sum();
+    let findings = json["findings"].as_array().into_iter().flatten();
+    let stated = findings
+        .filter(|f| {
+            f["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Async copies from pageable host memory"))
+        })
+        .filter_map(|f| f["evidence"].as_str())
+        .filter(|e| e.contains("of GPU-idle time"));
+    let want = format!(
+        "they hold {:.2}\u{a0}ms of GPU-idle time",
+        held as f64 / 1e6
+    );
+    stated
+        .filter(|e| (1_000_000..1_000_000_000).contains(&held) && !e.contains(&want))
+        .map(|e| format!("{file}: pageable copies: `{e}` does not say `{want}`"))
+        .collect()
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::drill::idle::CauseKind;
 use crate::explain::api::CallSummary;
 use crate::explain::{ExplainReport, Window, WindowBasis};
 use crate::format;
+use crate::names::api::{ApiKind, api_kind};
 
 /// Findings of the explainer's sections. With kernels (a drill-down `d`), each is as severe as
 /// the GPU-idle time its cause holds (a pattern that holds no idle time is informational);
@@ -62,9 +63,10 @@ fn memory_findings(e: &ExplainReport, d: &DrillReport) -> Vec<Finding> {
     let (scope, counted) = scope_words(&e.window);
     let mut out = Vec::new();
     if m.pageable_async_copies > 0 {
-        // The attribution gives an async copy from pageable memory to `sync`, labelled by its API.
+        // The attribution gives an async copy from pageable memory to `sync`, labelled by its API
+        // (runtime or driver: `cudaMemcpyAsync`, `cuMemcpyHtoDAsync`).
         let held = idle_held(d, CauseKind::Sync, |l| {
-            l.starts_with("cudaMemcpy") && l.contains("Async")
+            api_kind(l) == ApiKind::Memcpy { is_async: true }
         });
         let share = device_share(d, held);
         out.push(finding(
@@ -84,7 +86,10 @@ fn memory_findings(e: &ExplainReport, d: &DrillReport) -> Vec<Finding> {
     }
     if m.synchronous_copies + m.synchronous_memsets > 0 {
         let held = idle_held(d, CauseKind::Sync, |l| {
-            (l.starts_with("cudaMemcpy") || l.starts_with("cudaMemset")) && !l.contains("Async")
+            matches!(
+                api_kind(l),
+                ApiKind::Memcpy { is_async: false } | ApiKind::Memset { is_async: false }
+            )
         });
         let share = device_share(d, held);
         out.push(finding(
