@@ -203,3 +203,45 @@ fn fail_on_host_bound_fails_a_host_bound_run_and_passes_a_gpu_bound_one() {
     let (code, _, stderr) = detect_gate(&gpu, "cpu-bound", "standard");
     assert_eq!(code, Some(EXIT_USAGE), "{stderr}");
 }
+
+#[test]
+fn without_steps_the_gate_reads_the_windows_time_per_kernel_launched() {
+    let (_a_dir, a, _) = generated("capture-no-nvtx", 1, 42);
+    let (_b_dir, b, _) = generated("capture-no-nvtx", 1, 7);
+    let kernels_per_s = |base: &Path, target: &Path| {
+        let (code, json, stderr) = run(&[
+            OsStr::new("analyze"),
+            base.as_os_str(),
+            target.as_os_str(),
+            OsStr::new("--json"),
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        let json: Value = serde_json::from_str(&json).expect("analyze JSON");
+        let c = &json["comparison"];
+        assert!(c["wall_time_per_step_us"]["baseline"].is_null(), "no steps");
+        assert_eq!(c["window"]["replaces_steps"], true);
+        let k = &c["window"]["kernels_per_s"];
+        (
+            k["baseline"].as_f64().expect("baseline kernels/s"),
+            k["target"].as_f64().expect("target kernels/s"),
+        )
+    };
+    // The slower capture as the target: fewer kernels per second of window.
+    let (kb, kt) = kernels_per_s(&a, &b);
+    let (base, target, kb, kt) = if kt < kb {
+        (&a, &b, kb, kt)
+    } else {
+        (&b, &a, kt, kb)
+    };
+    let regressed = (kb / kt - 1.0) * 100.0;
+    assert!(regressed > 0.0, "{kb} → {kt} kernels/s");
+    let (code, _, stderr) = gate(base, target, regressed / 2.0);
+    assert_eq!(code, Some(EXIT_GATE), "{regressed}%: {stderr}");
+    assert!(
+        stderr.contains("time per kernel launched")
+            && stderr.contains(&format!("{regressed:+.2}%")),
+        "{stderr}"
+    );
+    let (code, _, stderr) = gate(base, target, regressed * 2.0);
+    assert_eq!(code, Some(0), "{regressed}%: {stderr}");
+}
