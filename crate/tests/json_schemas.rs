@@ -290,6 +290,9 @@ fn every_json_output_of_every_public_export_and_scenario_validates_against_its_s
     );
 }
 
+/// A change to a valid output.
+type Change = fn(&mut Value);
+
 /// The schemas are not vacuous: a changed type, an unknown verdict or bound kind, a missing key
 /// or version fail.
 #[test]
@@ -302,7 +305,7 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     let good = serde_json::to_value(Versioned(&verdict)).expect("json");
     check.json("detect", "as written", &good);
     assert!(check.errors.is_empty(), "{:?}", check.errors);
-    let broken: [(&str, fn(&mut Value)); 6] = [
+    let broken: [(&str, Change); 6] = [
         ("verdict MAYBE", |v| v["verdict"] = "MAYBE".into()),
         ("bound kind", |v| v["bound"]["kind"] = "cpu-bound".into()),
         ("no schema_version", |v| {
