@@ -1,7 +1,9 @@
 //! The `nsys-lens` command-line tool: the same analysis core as the page, for CI and scripts.
 //!
-//! Exit status: 0 for any analysed trace (YES or NO), 2 for usage errors, 3 for input that
-//! cannot be analysed (with one line on stderr saying what is wrong and what to do).
+//! Exit status: 0 for any analysed trace (YES or NO), 1 when a gate's condition held
+//! (`analyze --fail-on-regression`, `detect --fail-on`), 2 for usage errors, 3 for input that
+//! cannot be analysed (with one line on stderr saying what is wrong and what to do), 4 when
+//! `analyze --fail-on-regression` was given traces that cannot be compared.
 
 // The CLI is native only. `cargo test --target wasm32-unknown-unknown --test web` still builds
 // the package's binaries, so on wasm32 this crate is empty (and has no `main`).
@@ -13,6 +15,8 @@ mod cli;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use cli::Gate;
 
 #[derive(Parser)]
 #[command(
@@ -27,17 +31,41 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Give the host-overhead verdict for one trace (spec §2).
+    /// Give the host-overhead verdict for one trace, and what bounds the run.
+    #[command(after_help = concat!(
+        "Exit codes: 0 analysed (YES or NO), 1 the run is bounded by a --fail-on kind, 2 usage error, 3 input that cannot be analysed (one line on stderr says what to do).\n\n",
+        "Example: nsys-lens detect trace.sqlite --json --fail-on host-bound"
+    ))]
     Detect(cli::detect::DetectArgs),
-    /// Find the root cause per step: one trace, or a baseline vs a target (spec §3).
+    /// Find the root cause per step: one trace, or a baseline vs a target.
+    #[command(after_help = concat!(
+        "Exit codes: 0 analysed, 1 the target regressed by more than --fail-on-regression PCT, 2 usage error, 3 input that cannot be analysed, 4 --fail-on-regression was given traces that cannot be compared (stderr says why).\n\n",
+        "Example: nsys-lens analyze baseline.sqlite target.sqlite --fail-on-regression 5"
+    ))]
     Analyze(cli::analyze::AnalyzeArgs),
-    /// Kernel-level drill-down: gaps, CUDA-graph coverage, per-layer pattern, stragglers (spec §4).
+    /// Kernel-level drill-down: gaps, CUDA-graph coverage, per-layer pattern, stragglers.
+    #[command(after_help = concat!(
+        "Exit codes: 0 done, 2 usage error, 3 input that cannot be analysed (one line on stderr says what to do).\n\n",
+        "Example: nsys-lens drill rank0.sqlite rank1.sqlite --json"
+    ))]
     Drill(cli::drill::DrillArgs),
-    /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML (spec §5).
+    /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML.
+    #[command(after_help = concat!(
+        "Exit codes: 0 done, 2 usage error, 3 input that cannot be analysed (one line on stderr says what to do).\n\n",
+        "Example: nsys-lens report trace.sqlite --out report/"
+    ))]
     Report(cli::report::ReportArgs),
     /// Hot lines, next functions to profile and rounds compared, from line_profiler text outputs.
+    #[command(after_help = concat!(
+        "Exit codes: 0 done, 2 usage error, 3 input that is not line_profiler output (one line on stderr says what to do).\n\n",
+        "Example: nsys-lens lprof round1.txt round2.txt --json"
+    ))]
     Lprof(cli::lprof::LprofArgs),
     /// Write a synthetic nsys export with known answers (for tests and benchmarks).
+    #[command(after_help = concat!(
+        "Exit codes: 0 done, 2 usage error or unknown scenario, 3 the file cannot be written.\n\n",
+        "Example: nsys-lens gen host-bound host-bound.sqlite"
+    ))]
     Gen(cli::generate::GenArgs),
 }
 
@@ -46,13 +74,21 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Detect(args) => cli::detect::run(&args),
         Command::Analyze(args) => cli::analyze::run(&args),
-        Command::Drill(args) => cli::drill::run(&args),
-        Command::Report(args) => cli::report::run(&args),
-        Command::Lprof(args) => cli::lprof::run(&args),
-        Command::Gen(args) => cli::generate::run(&args),
+        Command::Drill(args) => cli::drill::run(&args).map(|()| Gate::Pass),
+        Command::Report(args) => cli::report::run(&args).map(|()| Gate::Pass),
+        Command::Lprof(args) => cli::lprof::run(&args).map(|()| Gate::Pass),
+        Command::Gen(args) => cli::generate::run(&args).map(|()| Gate::Pass),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Gate::Pass) => ExitCode::SUCCESS,
+        Ok(Gate::Failed(why)) => {
+            eprintln!("nsys-lens: {}", one_line(&why));
+            ExitCode::from(cli::EXIT_GATE)
+        }
+        Ok(Gate::NotComparable(why)) => {
+            eprintln!("nsys-lens: {}", one_line(&why));
+            ExitCode::from(cli::EXIT_NOT_COMPARABLE)
+        }
         Err(e) => {
             eprintln!("nsys-lens: {}", one_line(&e.to_string()));
             ExitCode::from(e.exit_code() as u8)

@@ -515,8 +515,8 @@ fn tp_size_divides_nvtx_in_trtllm_skill_only() {
     assert!(line.contains("--tp-size"), "{line}");
 }
 
-/// The JSON is `{"profile", "baseline": T, "target": T|null, "comparison": C|null}` with the
-/// issue's keys first, in the issue's order.
+/// The JSON is `{"schema_version", "profile", "baseline": T, "target": T|null, "comparison":
+/// C|null}` with the issue's keys first, in the issue's order, after the version.
 #[test]
 fn json_shape_is_the_issues() {
     let dir = TempDir::new().unwrap();
@@ -538,7 +538,16 @@ fn json_shape_is_the_issues() {
             OsStr::new(profile),
         ]);
         let r: Node = serde_json::from_str(&text).expect("JSON");
-        assert_eq!(r.keys(), ["profile", "baseline", "target", "comparison"]);
+        assert_eq!(
+            r.keys(),
+            [
+                "schema_version",
+                "profile",
+                "baseline",
+                "target",
+                "comparison"
+            ]
+        );
         for t in [r.get("baseline"), r.get("target")] {
             starts_with(t, &T_KEYS);
             assert_eq!(t.get("benchmark_window").keys(), ["start_ns", "end_ns"]);

@@ -724,8 +724,15 @@ fn cli_json_has_the_issue_shape() {
     let o: Ordered = serde_json::from_slice(&out.stdout).expect("JSON");
     let keys = |path: &[&str]| o.at(path).keys();
     assert_eq!(
-        &keys(&[])[..5],
-        ["gaps", "graphs", "patterns", "stragglers", "findings"]
+        &keys(&[])[..6],
+        [
+            "schema_version",
+            "gaps",
+            "graphs",
+            "patterns",
+            "stragglers",
+            "findings"
+        ]
     );
     assert_eq!(
         &keys(&["gaps", "buckets", "0"])[..7],

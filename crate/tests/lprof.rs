@@ -512,12 +512,17 @@ fn cli_json_is_the_library_result() {
         String::from_utf8_lossy(&out.stderr)
     );
     let cli: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let lib = serde_json::to_value(run(
+    let lib = run(
         &["round1.txt", "round2.txt", "round3.txt"],
         &Options::default(),
-    ))
-    .expect("value");
+    );
+    let lib = serde_json::to_value(nsys_lens::report::Versioned(&lib)).expect("value");
     assert_eq!(cli, lib);
+    assert_eq!(
+        cli["schema_version"],
+        nsys_lens::report::SCHEMA_VERSION,
+        "the JSON says its schema version"
+    );
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_nsys-lens"))
         .args(["lprof"])
         .arg(dir.join("not_lprof.txt"))

@@ -245,6 +245,59 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
     c
 }
 
+/// The figure a regression gate reads of a comparison: time per unit of work in both traces,
+/// and by how much the target's grew.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RegressionFigure {
+    /// `wall time per step` (µs), or without per-step figures `time per kernel launched` over
+    /// the whole kernel window (µs, the inverse of the window's kernels per second).
+    pub figure: &'static str,
+    pub baseline: f64,
+    pub target: f64,
+    /// `(target − baseline) / baseline · 100`: positive when the target is slower.
+    pub regressed_pct: f64,
+}
+
+impl Comparison {
+    /// What a gate compares: wall time per step when both traces have steady steps, else the
+    /// window comparison's time per kernel launched; `None` when neither was measured (the
+    /// conclusion says why).
+    pub fn regression_figure(&self) -> Option<RegressionFigure> {
+        let grew = |figure, b: f64, t: f64| {
+            (b > 0.0 && b.is_finite() && t.is_finite()).then(|| RegressionFigure {
+                figure,
+                baseline: b,
+                target: t,
+                regressed_pct: (t - b) / b * 100.0,
+            })
+        };
+        let wall = &self.wall_time_per_step_us;
+        if self.benchmark_found
+            && let (Some(b), Some(t)) = (wall.baseline, wall.target)
+        {
+            return grew("wall time per step", b, t);
+        }
+        let w = self.window.as_ref().filter(|w| w.replaces_steps)?;
+        let per_kernel =
+            |kernels_per_s: Option<f64>| kernels_per_s.filter(|&k| k > 0.0).map(|k| 1e6 / k);
+        grew(
+            "time per kernel launched",
+            per_kernel(w.kernels_per_s.baseline)?,
+            per_kernel(w.kernels_per_s.target)?,
+        )
+    }
+
+    /// Why the two traces cannot be held to a gate: each workload difference
+    /// ([`Comparison::comparability`]), or the conclusion when no figure was measured in both.
+    pub fn incomparable(&self) -> Vec<String> {
+        let mut why = self.comparability.clone();
+        if self.regression_figure().is_none() {
+            why.push(self.conclusion.clone());
+        }
+        why
+    }
+}
+
 /// The hand-off of a window comparison: the NVTX ops that grew per second of window, else the
 /// kernels that did.
 fn window_handoff(

@@ -1,17 +1,17 @@
-//! `nsys-lens analyze`: the root cause, per step, of one trace or of a baseline vs a target
-//! (spec §3).
+//! `nsys-lens analyze`: the root cause, per step, of one trace or of a baseline vs a target,
+//! and the regression gate (`--fail-on-regression`).
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use nsys_lens::analyze::{self, AnalyzeConfig, AnalyzeReport, TraceBreakdown};
+use nsys_lens::analyze::{self, AnalyzeConfig, AnalyzeReport, Comparison, TraceBreakdown};
 use nsys_lens::error::Result;
 use nsys_lens::profile::Profile;
 use nsys_lens::report;
 use nsys_lens::trace::LoadOptions;
 
-use super::{MarkerArgs, OutputArgs, ProfileArg};
+use super::{Gate, MarkerArgs, OutputArgs, ProfileArg};
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
@@ -36,9 +36,15 @@ pub struct AnalyzeArgs {
     pub target_label: String,
     #[command(flatten)]
     pub marker: MarkerArgs,
+    /// Exit 1 when the target regressed by more than PCT percent: wall time per step, or
+    /// without steps in both traces the whole kernel window's time per kernel launched. Exit 4
+    /// when the two traces cannot be compared (different workloads, no figure measured in
+    /// both), saying why.
+    #[arg(long, value_name = "PCT", value_parser = super::percent, requires = "target")]
+    pub fail_on_regression: Option<f64>,
 }
 
-pub fn run(args: &AnalyzeArgs) -> Result<()> {
+pub fn run(args: &AnalyzeArgs) -> Result<Gate> {
     let profile: Profile = args.profile.into();
     let tp_size = analyze::tp_size_for(profile, args.tp_size)?;
     args.marker.check_profile(profile)?;
@@ -57,7 +63,35 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
         .map(|path| breakdown(path, &cfg(&args.target_label, path)))
         .transpose()?;
     let result = AnalyzeReport::new(profile, baseline, target);
-    args.out.write(&result, report::analyze::analyze_report)
+    args.out.write(&result, report::analyze::analyze_report)?;
+    Ok(match (args.fail_on_regression, &result.comparison) {
+        (Some(pct), Some(c)) => gate(c, pct),
+        _ => Gate::Pass,
+    })
+}
+
+/// The regression gate over a comparison: not comparable, regressed beyond `pct`, or passed.
+fn gate(c: &Comparison, pct: f64) -> Gate {
+    let why = c.incomparable();
+    let figure = match c.regression_figure() {
+        Some(f) if why.is_empty() => f,
+        _ => {
+            return Gate::NotComparable(format!(
+                "the traces cannot be compared for --fail-on-regression: {}",
+                why.join("; ")
+            ));
+        }
+    };
+    let change = format!(
+        "{} {:.1} → {:.1} µs ({:+.2}%)",
+        figure.figure, figure.baseline, figure.target, figure.regressed_pct
+    );
+    if figure.regressed_pct > pct {
+        Gate::Failed(format!("regression beyond {pct}%: {change}"))
+    } else {
+        eprintln!("nsys-lens: no regression beyond {pct}%: {change}");
+        Gate::Pass
+    }
 }
 
 /// Loads every runtime call (API time per step needs them all, not only launches) and the copies

@@ -1,15 +1,17 @@
-//! `nsys-lens detect`: the host-overhead verdict (spec §2).
+//! `nsys-lens detect`: the host-overhead verdict, what bounds the run, and the bound gate
+//! (`--fail-on`).
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use nsys_lens::detect::{self, DetectConfig, ThresholdOverrides};
+use nsys_lens::detect::bound::BoundKind;
+use nsys_lens::detect::{self, DetectConfig, DetectReport, ThresholdOverrides};
 use nsys_lens::error::{Error, Result};
 use nsys_lens::report;
 use nsys_lens::trace::LoadOptions;
 
-use super::{MarkerArgs, OutputArgs, ProfileArg, ratio, window};
+use super::{Gate, MarkerArgs, OutputArgs, ProfileArg, ratio, window};
 
 #[derive(Args)]
 pub struct DetectArgs {
@@ -52,9 +54,36 @@ pub struct DetectArgs {
     /// Analyse only this window instead of first-kernel..last-kernel (ns, as in the export).
     #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
     pub window: Option<(i64, i64)>,
+    /// Exit 1 when the run is bounded by one of these kinds (comma-separated), for pipelines
+    /// that must stay GPU-bound: `--fail-on host-bound`. Kinds other than host-bound need the
+    /// standard profile (trtllm-skill does not split the GPU work).
+    #[arg(long, value_enum, value_name = "KIND", value_delimiter = ',')]
+    pub fail_on: Vec<BoundArg>,
 }
 
-pub fn run(args: &DetectArgs) -> Result<()> {
+/// What bounds a run, as `bound.kind` of `detect --json` names it.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BoundArg {
+    HostBound,
+    GpuComputeBound,
+    TransferBound,
+    CommunicationBound,
+    Mixed,
+}
+
+impl From<BoundArg> for BoundKind {
+    fn from(b: BoundArg) -> BoundKind {
+        match b {
+            BoundArg::HostBound => BoundKind::Host,
+            BoundArg::GpuComputeBound => BoundKind::Compute,
+            BoundArg::TransferBound => BoundKind::Transfer,
+            BoundArg::CommunicationBound => BoundKind::Communication,
+            BoundArg::Mixed => BoundKind::Mixed,
+        }
+    }
+}
+
+pub fn run(args: &DetectArgs) -> Result<Gate> {
     if matches!(args.profile, ProfileArg::TrtllmSkill) {
         let standard_only = [
             ("--gen-gpu-idle-threshold", args.gen_gpu_idle_threshold),
@@ -74,6 +103,11 @@ pub fn run(args: &DetectArgs) -> Result<()> {
             return Err(Error::Usage(format!(
                 "{flag} applies to the standard profile only: the reference scripts (trtllm-skill) fix that threshold"
             )));
+        }
+        if args.fail_on.iter().any(|&k| k != BoundArg::HostBound) {
+            return Err(Error::Usage(
+                "--fail-on accepts only host-bound under the trtllm-skill profile: the reference scripts do not split the GPU work by kind".into(),
+            ));
         }
     }
     let label = args.trace.display().to_string();
@@ -97,5 +131,26 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         step_marker: args.marker.source()?,
     };
     let result = detect::detect_rows(&export.rows(), &cfg)?;
-    args.out.write(&result, report::text::detect_report)
+    args.out.write(&result, report::text::detect_report)?;
+    Ok(gate(&result, &args.fail_on))
+}
+
+/// The bound gate: fails when the run's bound is one of `kinds` (host-bound: the verdict's YES,
+/// in either profile).
+fn gate(result: &DetectReport, kinds: &[BoundArg]) -> Gate {
+    if kinds.is_empty() {
+        return Gate::Pass;
+    }
+    let kind = match &result.bound {
+        Some(b) => Some(b.kind),
+        None => (result.verdict == "YES").then_some(BoundKind::Host),
+    };
+    match kind {
+        Some(kind) if kinds.iter().any(|&k| BoundKind::from(k) == kind) => Gate::Failed(format!(
+            "the run is {} (--fail-on): {}",
+            kind.label(),
+            result.summary
+        )),
+        _ => Gate::Pass,
+    }
 }

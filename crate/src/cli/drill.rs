@@ -1,4 +1,4 @@
-//! `nsys-lens drill`: kernel-level drill-down (spec §4) over one trace or one file per rank.
+//! `nsys-lens drill`: the kernel-level drill-down over one trace or one file per rank.
 
 use std::path::PathBuf;
 

@@ -17,6 +17,7 @@ use nsys_lens::error::{Error, Result};
 use nsys_lens::names::phase_map::PhaseMap;
 use nsys_lens::names::steps::{StepMarker, StepSource, StepStyle, StepsPhase};
 use nsys_lens::profile::Profile;
+use nsys_lens::report::Versioned;
 use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -48,16 +49,41 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
-    /// Writes `result` as pretty JSON (`--json`) or as the readable `text(result)`.
+    /// Writes `result` as pretty JSON (`--json`, its `schema_version` first) or as the readable
+    /// `text(result)`.
     pub fn write<T: Serialize>(&self, result: &T, text: impl FnOnce(&T) -> String) -> Result<()> {
         let out = if self.json {
-            serde_json::to_string_pretty(result)
+            serde_json::to_string_pretty(&Versioned(result))
                 .map_err(|e| Error::Usage(format!("cannot serialize the result: {e}")))?
                 + "\n"
         } else {
             text(result)
         };
         emit(&out, self.output.as_deref())
+    }
+}
+
+/// What a command's gate found (`analyze --fail-on-regression`, `detect --fail-on`); commands
+/// without a gate pass.
+pub enum Gate {
+    Pass,
+    /// The gate's condition held: exit [`EXIT_GATE`], saying why on stderr.
+    Failed(String),
+    /// The pair cannot be held to the gate: exit [`EXIT_NOT_COMPARABLE`], saying why.
+    NotComparable(String),
+}
+
+/// Exit status when a gate's condition held (a regression beyond the threshold, a run bounded
+/// by a `--fail-on` kind).
+pub const EXIT_GATE: u8 = 1;
+/// Exit status when `--fail-on-regression` was given two traces that cannot be compared.
+pub const EXIT_NOT_COMPARABLE: u8 = 4;
+
+/// A percentage argument: a finite number ≥ 0.
+pub fn percent(s: &str) -> std::result::Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` must be a percentage ≥ 0, such as 5 or 2.5")),
     }
 }
 

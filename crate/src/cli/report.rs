@@ -1,4 +1,4 @@
-//! `nsys-lens report`: the explainer report (spec §5) of one trace, written to a directory as
+//! `nsys-lens report`: the explainer report of one trace, written to a directory as
 //! `report.md`, `report.json`, `tables/*.csv` and one self-contained `report.html`.
 
 use std::path::{Path, PathBuf};

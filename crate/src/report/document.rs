@@ -17,6 +17,8 @@ use crate::model::{CoverageNote, KernelAbsence, Trace};
 /// Everything the report shows, derived results only (no event rows).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Document {
+    /// [`super::SCHEMA_VERSION`]: `report.json` is read by scripts as `--json` outputs are.
+    pub schema_version: u32,
     pub file: String,
     pub generated_by: String,
     /// All findings (explainer and drill-down), most severe first: the drill-down's list, the
@@ -126,6 +128,7 @@ fn assemble(
         drill.as_ref(),
     );
     Document {
+        schema_version: super::SCHEMA_VERSION,
         file: label.to_string(),
         generated_by: format!("nsys-lens {}", env!("CARGO_PKG_VERSION")),
         findings,

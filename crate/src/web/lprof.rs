@@ -11,6 +11,7 @@ use web_sys::HtmlCanvasElement;
 use super::{WebError, from_json, init, js_error, to_json};
 use crate::lprof::{self, LprofInput, LprofReport, Options, names};
 use crate::plot::lprof_rounds::{self, RoundChart};
+use crate::report::Versioned;
 
 /// One dropped file: `{"name", "text"}`.
 #[derive(Deserialize)]
@@ -33,7 +34,8 @@ struct LprofOptions {
 
 #[derive(Serialize)]
 struct LprofView<'a> {
-    report: &'a LprofReport,
+    /// As `nsys-lens lprof --json` writes it (the page exports it as is).
+    report: Versioned<'a, LprofReport>,
     chart: RoundChart,
     markdown: String,
 }
@@ -67,7 +69,7 @@ pub fn lprof_analyze(
     to_json(&LprofView {
         chart: RoundChart::of(&report),
         markdown: lprof::report::markdown(&report),
-        report: &report,
+        report: Versioned(&report),
     })
 }
 
