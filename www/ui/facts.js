@@ -25,7 +25,7 @@ export function renderFacts(container, report) {
   const dl = el('dl', { class: 'facts', 'data-testid': 'facts' });
   const fact = (k, v, testid) => dl.append(el('div', { class: 'fact' }, el('dt', { text: k }), el('dd', { class: 'mono', 'data-testid': testid, text: v })));
   fact('nsys version', t.nsys_version || 'unknown', 'fact-nsys-version');
-  fact('Schema', t.schema_version || '—');
+  fact('Export schema', t.export_schema_version || '—');
   fact('GPUs', gpuList(t), 'fact-gpus');
   // Device ids, not a count: "GPU 0" reads as the device, "0" as none.
   fact('Devices with kernels', (t.devices || []).map((d) => `GPU ${d}`).join(', ') || 'none', 'fact-devices');

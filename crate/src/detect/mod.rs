@@ -384,7 +384,7 @@ fn facts(
     TraceFacts {
         file: cfg.file_label.clone(),
         nsys_version: trace.meta.nsys_version.clone(),
-        schema_version: trace.meta.schema_version.clone(),
+        export_schema_version: trace.meta.schema_version.clone(),
         gpus: trace.gpus.iter().map(|g| g.name.clone()).collect(),
         devices: kernels.facts.devices.clone(),
         processes: gpu_processes(trace, kernels),

@@ -143,7 +143,8 @@ pub struct Phases {
 pub struct TraceFacts {
     pub file: String,
     pub nsys_version: Option<String>,
-    pub schema_version: Option<String>,
+    /// The export's own schema version (`EXPORT_META_DATA`), not the JSON's `schema_version`.
+    pub export_schema_version: Option<String>,
     pub gpus: Vec<String>,
     pub devices: Vec<u32>,
     /// Processes that launched kernels.
