@@ -4,7 +4,7 @@
 //!
 //! Pure rules over `&str`, with no trace, table or profile behind them: every layer above
 //! asks here, so a rule is written once. Tables that evaluate a rule once per string of a trace
-//! live with their readers ([`crate::detect::name_tables`], [`crate::index::names`]).
+//! live with their readers ([`crate::detect::name_tables`], [`crate::index::rows::RowIndex`]).
 
 pub mod api;
 pub mod kernels;
