@@ -198,6 +198,12 @@ test('the trace\'s own records explain idle time in the page as in `drill --json
   for (const k of ['module_load', 'lazy_load', 'profiler', 'host_ahead', 'cpu_busy', 'cpu_waiting']) assert.ok(kinds.includes(k), `${k} in ${kinds}`);
   const busy = await page.$eval('[data-testid=drill-idle-causes] tbody tr[data-kind=cpu_busy]', (t) => t.textContent);
   assert.match(busy, /tokenize \(libserving\.so\)/, 'the sampled function is shown');
+  // What the other GPUs ran while the launching thread waited on a full command buffer: the
+  // core's sentence, as `drill --json` gives it.
+  const ahead = want.idle.per_device[0].causes.find((c) => c.kind === 'host_ahead');
+  const shown = await page.$eval('[data-testid=drill-idle-causes] tbody tr[data-kind=host_ahead] [data-testid=drill-idle-meanwhile]', (m) => m.textContent);
+  assert.equal(shown, `meanwhile ${ahead.meanwhile.sentence}`);
+  assert.match(shown, /device 1 ran/, 'the scenario plants device 1\'s work during the wait');
   await page.screenshot({ path: artifact('drill-host-records.png'), fullPage: true });
 });
 

@@ -132,7 +132,12 @@ function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
         el('td', { class: 'mono nowrap', text: where(d) }),
         el('td', { class: 'mono num', text: ns(c.ns) }),
         el('td', { class: 'mono num', text: pct(c.share) }),
-        el('td', { class: 'mono name small', title: heldBy(c).join('\n'), text: heldBy(c).slice(0, 3).join(' · ') || '—' }),
+        el(
+          'td',
+          { class: 'mono name small', title: heldBy(c).join('\n') },
+          heldBy(c).slice(0, 3).join(' · ') || '—',
+          c.meanwhile ? el('div', { class: 'muted', 'data-testid': 'drill-idle-meanwhile', text: `meanwhile ${c.meanwhile.sentence}` }) : null,
+        ),
         el('td', { class: 'mono name small', 'data-testid': 'drill-idle-frames', title: sampled(c).join('\n'), text: sampled(c).slice(0, 2).join(' · ') || '—' }),
       ),
     ),

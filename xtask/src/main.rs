@@ -129,7 +129,9 @@ fn test() -> Result<()> {
             wheel::test,
         )?;
         summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;
-        summary.step("cargo xtask dist", web::dist)?;
+        summary.step("cargo xtask dist (thin LTO)", || {
+            web::dist_built(web::Build::Test)
+        })?;
         if web::test::e2e_present() {
             summary.step(
                 "page end-to-end tests (node --test tests/e2e/)",

@@ -61,6 +61,10 @@ pub(crate) struct Indexed {
     /// The gaps Root cause's window pass swept with that index: the next drill-down under the
     /// same options does not sweep them again.
     swept: RefCell<Option<SweptGaps>>,
+    /// The last verdict and its options (their `Debug` text: a custom step marker is a regex,
+    /// which has no equality): the report's export after the Drill-down asks for the verdict
+    /// the page already shows, and should not read every row again for it.
+    verdict: RefCell<Option<(String, DetectReport)>>,
 }
 
 /// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
@@ -86,6 +90,7 @@ impl Indexed {
             drilled: RefCell::new(None),
             index: RefCell::new(None),
             swept: RefCell::new(None),
+            verdict: RefCell::new(None),
         })
     }
 
@@ -146,7 +151,15 @@ impl Indexed {
     }
 
     pub(crate) fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {
-        detect::detect_rows(&self.file_rows(), cfg)
+        let key = format!("{cfg:?}");
+        if let Some((kept, report)) = &*self.verdict.borrow()
+            && *kept == key
+        {
+            return Ok(report.clone());
+        }
+        let report = detect::detect_rows(&self.file_rows(), cfg)?;
+        self.verdict.replace(Some((key, report.clone())));
+        Ok(report)
     }
 
     /// The GPU-idle gap histogram: gaps in every GPU operation.

@@ -34,6 +34,9 @@ pub struct Meanwhile {
     pub busy_share: f64,
     /// Per other device and kind of work, its time inside `ns` and share of it, largest first.
     pub work: Vec<OtherWork>,
+    /// [`Meanwhile::sentence`], for readers that show it as it is (the page).
+    #[serde(default)]
+    pub sentence: String,
 }
 
 /// One other device's work of one kind during a cause's time.
@@ -121,13 +124,16 @@ impl MeanwhileTally {
                 .then(a.device.cmp(&b.device))
                 .then(a.work.cmp(&b.work))
         });
-        Some(Meanwhile {
+        let mut meanwhile = Meanwhile {
             ns: self.ns,
             other_devices: self.other_devices,
             busy_ns: self.busy,
             busy_share: share(self.busy),
             work,
-        })
+            sentence: String::new(),
+        };
+        meanwhile.sentence = meanwhile.sentence();
+        Some(meanwhile)
     }
 }
 
