@@ -30,10 +30,10 @@ use stats::Stats;
 use workload::KernelSpread;
 
 use crate::error::{Error, Result};
-use crate::index::rows::RowVisitor;
+use crate::index::Fold;
 use crate::iterations::Isolation;
 use crate::iterations::allreduce::{AllreduceFold, AllreduceIterations};
-use crate::model::rows::{EventRows, KernelRow};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{KernelAbsence, Ns, Trace, flag};
 use crate::names::api::api_kind;
 use crate::profile::Profile;
@@ -204,8 +204,8 @@ impl KernelFacts {
     }
 }
 
-impl RowVisitor for KernelFacts {
-    fn kernel(&mut self, k: &KernelRow) {
+impl Fold for KernelFacts {
+    fn kernel(&mut self, k: &KernelRow, _launch: Option<&CallRow>) {
         if k.work != crate::model::Work::Kernel {
             return;
         }

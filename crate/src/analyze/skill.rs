@@ -9,12 +9,13 @@ use super::window::DrillRead;
 use super::workload::Workload;
 use super::{AnalyzeConfig, KernelFacts, finish, isolation_info};
 use crate::error::Result;
-use crate::index::rows::{RowIndex, RowVisitor};
+use crate::index::Fold;
+use crate::index::rows::RowIndex;
 use crate::iterations::forward_steps::{
     ReferenceSteps, Steady, iteration, merged_steps, steady_reference,
 };
 use crate::iterations::{Isolation, Iteration, isolate};
-use crate::model::rows::{EventRows, KernelRow};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{NO_NAME, NameId, Ns, NvtxRow, Strings};
 use crate::profile::Profile;
 use crate::pyfmt;
@@ -149,7 +150,7 @@ impl<'s> FirstPasses<'s> {
                 });
             }
             None => {
-                rows.kernels().for_each(|k| first.kernel(&k));
+                rows.kernels().for_each(|k| first.kernel(&k, None));
                 rows.ranges().for_each(|r| first.range(&r));
             }
         }
@@ -172,12 +173,12 @@ fn merged_iterations(raw: &[Step]) -> (Vec<Iteration>, usize) {
     (iterations, context)
 }
 
-impl RowVisitor for FirstPasses<'_> {
-    fn kernel(&mut self, k: &KernelRow) {
+impl Fold for FirstPasses<'_> {
+    fn kernel(&mut self, k: &KernelRow, _launch: Option<&CallRow>) {
         if k.work != crate::model::Work::Kernel {
             return;
         }
-        self.facts.kernel(k);
+        self.facts.kernel(k, None);
     }
 
     fn range(&mut self, r: &NvtxRow) {

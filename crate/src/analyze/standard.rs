@@ -26,8 +26,7 @@ use super::window::{DrillRead, WindowPass};
 use super::workload::Workload;
 use super::{AnalyzeConfig, FoldPeaks, KernelFacts, finish, isolation_info};
 use crate::error::Result;
-use crate::index::kernel_pass::KernelFold;
-use crate::index::rows::RowVisitor;
+use crate::index::Fold;
 use crate::iterations::forward_steps::{iteration, longest_ranks};
 use crate::iterations::inferred::{self, Inference};
 use crate::iterations::{Isolation, Iteration, Method, from_inference, isolate};
@@ -165,12 +164,12 @@ struct RawStepFacts {
     longest: Vec<Ns>,
 }
 
-impl RowVisitor for FirstPasses {
-    fn kernel(&mut self, k: &KernelRow) {
+impl Fold for FirstPasses {
+    fn kernel(&mut self, k: &KernelRow, _launch: Option<&CallRow>) {
         if k.work != crate::model::Work::Kernel {
             return;
         }
-        self.facts.kernel(k);
+        self.facts.kernel(k, None);
     }
 
     fn raw_steps(&mut self, raw: &[Step]) {
@@ -406,7 +405,7 @@ struct SteadyKernels<'a> {
     tally: Tallies<'a>,
 }
 
-impl KernelFold for SteadyKernels<'_> {
+impl Fold for SteadyKernels<'_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         if k.work != crate::model::Work::Kernel {
             return;
@@ -474,7 +473,7 @@ impl<'a> SteadyBusy<'a> {
     }
 }
 
-impl KernelFold for SteadyBusy<'_> {
+impl Fold for SteadyBusy<'_> {
     fn kernel(&mut self, k: &KernelRow, _call: Option<&CallRow>) {
         if k.end <= k.start {
             return;

@@ -14,9 +14,9 @@ use super::ops::Tallies;
 use crate::drill::gap_report::{SweptGaps, swept_visiting};
 use crate::drill::idle::IdleAttribution;
 use crate::error::Result;
+use crate::index::Fold;
 use crate::index::StepInfo;
-use crate::index::kernel_pass::KernelFold;
-use crate::index::rows::{IndexFacts, RowIndex, RowVisitor};
+use crate::index::rows::{IndexFacts, RowIndex};
 use crate::model::intervals::UnionLength;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{Ns, NvtxRow, Strings};
@@ -88,7 +88,7 @@ impl<'r> WindowPass<'r> {
     pub(crate) fn read(
         rows: &'r dyn EventRows,
         marker: Option<&StepSource>,
-        also: &mut dyn RowVisitor,
+        also: &mut dyn Fold,
     ) -> Result<WindowPass<'r>> {
         let mut tally = WindowTally::new(rows);
         let ix = RowIndex::visiting(rows, "trace", marker, &mut Both(&mut tally, also))?;
@@ -104,7 +104,7 @@ impl<'r> WindowPass<'r> {
     /// calls, and every call handed to `visit`.
     pub(crate) fn figures(
         self,
-        also: &mut [&mut dyn KernelFold],
+        also: &mut [&mut dyn Fold],
         visit: Option<&mut dyn FnMut(&CallRow)>,
     ) -> Result<WindowRead> {
         let WindowPass { ix, tally } = self;
@@ -183,13 +183,13 @@ impl WindowTally<'_> {
     }
 }
 
-/// Two visitors fed the same rows.
-struct Both<'a, 'b>(&'a mut dyn RowVisitor, &'b mut dyn RowVisitor);
+/// Two folds fed the same rows.
+struct Both<'a, 'b>(&'a mut dyn Fold, &'b mut dyn Fold);
 
-impl RowVisitor for Both<'_, '_> {
-    fn kernel(&mut self, k: &KernelRow) {
-        self.0.kernel(k);
-        self.1.kernel(k);
+impl Fold for Both<'_, '_> {
+    fn kernel(&mut self, k: &KernelRow, launch: Option<&CallRow>) {
+        self.0.kernel(k, launch);
+        self.1.kernel(k, launch);
     }
     fn call(&mut self, c: &CallRow) {
         self.0.call(c);
@@ -243,8 +243,8 @@ impl<'t> WindowTally<'t> {
     }
 }
 
-impl RowVisitor for WindowTally<'_> {
-    fn kernel(&mut self, k: &KernelRow) {
+impl Fold for WindowTally<'_> {
+    fn kernel(&mut self, k: &KernelRow, _launch: Option<&CallRow>) {
         self.first.get_or_insert(k.start);
         self.end_ns = self.end_ns.max(k.end);
         self.busy.entry(k.device).or_default().push(k.start, k.end);

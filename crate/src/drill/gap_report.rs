@@ -30,8 +30,9 @@ use crate::drill::idle::{
 };
 use crate::drill::topk::TopK;
 use crate::drill::{attribution, phase_steps};
+use crate::index::Fold;
 use crate::index::SpanCursor;
-use crate::index::kernel_pass::{KernelFold, kernel_pass, kernel_pass_visiting};
+use crate::index::kernel_pass::{kernel_pass, kernel_pass_visiting};
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::model::rows::{CallRow, KernelRow};
@@ -298,7 +299,7 @@ impl SweptGaps {
 /// call, anyway.
 pub(crate) fn swept_visiting(
     ix: &RowIndex<'_>,
-    also: &mut [&mut dyn KernelFold],
+    also: &mut [&mut dyn Fold],
     visit: Option<&mut dyn FnMut(&CallRow)>,
 ) -> SweptGaps {
     let inputs = std::slice::from_ref(ix);
@@ -306,7 +307,7 @@ pub(crate) fn swept_visiting(
     let mut folds = GapFolds::new(inputs, top, None);
     let host = HostCauses::new(ix);
     let mut gaps = folds.input((ix, 0), &host);
-    let mut all: Vec<&mut dyn KernelFold> = Vec::with_capacity(also.len() + 1);
+    let mut all: Vec<&mut dyn Fold> = Vec::with_capacity(also.len() + 1);
     all.push(&mut gaps);
     for f in also.iter_mut() {
         all.push(*f);
@@ -463,7 +464,7 @@ pub(crate) struct InputGaps<'f, 'h, 't> {
     watching: bool,
 }
 
-impl KernelFold for InputGaps<'_, '_, '_> {
+impl Fold for InputGaps<'_, '_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         if self.watching {
             // Before this row's own device attributes the gap it closes (the row starts where

@@ -17,8 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::drill::phase_steps;
+use crate::index::Fold;
 use crate::index::SpanCursor;
-use crate::index::kernel_pass::{KernelFold, kernel_pass};
+use crate::index::kernel_pass::kernel_pass;
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::model::rows::{CallRow, KernelRow};
@@ -244,7 +245,7 @@ impl<'a, 't> GraphFold<'a, 't> {
     }
 }
 
-impl KernelFold for GraphFold<'_, '_> {
+impl Fold for GraphFold<'_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         if !k.work.is_compute() {
             return;

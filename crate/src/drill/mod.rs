@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::sweep::work::{WorkSummary, WorkTally};
 use crate::error::{Error, Result};
-use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass_riding};
+use crate::index::Fold;
+use crate::index::kernel_pass::{Rider, kernel_pass_riding};
 use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, Ns};
 
@@ -145,7 +146,7 @@ pub fn drill_riding(
             .filter(|_| input == 0)
             .map(|plan| patterns::VoteFold::new(ix, plan));
         let mut work = WorkFold::new(ix, opts.window);
-        let mut folds: Vec<&mut dyn KernelFold> = vec![&mut graph, &mut rank, &mut work];
+        let mut folds: Vec<&mut dyn Fold> = vec![&mut graph, &mut rank, &mut work];
         if let Some(g) = input_gaps.as_mut() {
             folds.push(g);
         }
@@ -200,7 +201,7 @@ impl<'i> WorkFold<'i> {
     }
 }
 
-impl KernelFold for WorkFold<'_> {
+impl Fold for WorkFold<'_> {
     fn kernel(
         &mut self,
         k: &crate::model::rows::KernelRow,

@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::index::kernel_pass::{KernelFold, Rider, kernel_pass};
+use crate::index::Fold;
+use crate::index::kernel_pass::{Rider, kernel_pass};
 use crate::index::rows::RowIndex;
 use crate::index::units::us;
 use crate::index::{SpanCursor, steady_spans};
@@ -330,7 +331,7 @@ impl<'a, 'p> VoteFold<'a, 'p> {
     }
 }
 
-impl KernelFold for VoteFold<'_, '_> {
+impl Fold for VoteFold<'_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         let Some((step, k)) = self.walk.kernel(k, call) else {
             return;
@@ -565,7 +566,7 @@ struct CountFold<'a, 'p> {
     tally: Tally,
 }
 
-impl KernelFold for CountFold<'_, '_> {
+impl Fold for CountFold<'_, '_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         let Some((step, k)) = self.walk.kernel(k, call) else {
             return;

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::index::kernel_pass::{KernelFold, kernel_pass};
+use crate::index::Fold;
+use crate::index::kernel_pass::kernel_pass;
 use crate::index::rows::RowIndex;
 use crate::index::units::{ratio, us};
 use crate::model::rows::{CallRow, KernelRow};
@@ -219,7 +220,7 @@ impl<'a, 't> RankFold<'a, 't> {
     }
 }
 
-impl KernelFold for RankFold<'_, '_> {
+impl Fold for RankFold<'_, '_> {
     fn kernel(&mut self, k: &KernelRow, _: Option<&CallRow>) {
         if k.work != crate::model::Work::Kernel {
             return;

@@ -21,7 +21,8 @@ use hashbrown::HashMap;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::index::kernel_pass::{CallNote, KernelFold, Rider};
+use crate::index::Fold;
+use crate::index::kernel_pass::{CallNote, Rider};
 use crate::index::rows::RowIndex;
 use crate::index::steady_spans;
 use crate::index::units::us;
@@ -362,7 +363,7 @@ impl Explainer<'_> {
 
 /// Before the join, the first pass (window, time per name); after it, the percentiles' exact
 /// values.
-impl KernelFold for Explainer<'_> {
+impl Fold for Explainer<'_> {
     fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>) {
         if k.work != crate::model::Work::Kernel {
             if self.joined.is_none() {
@@ -387,7 +388,7 @@ impl Rider for Explainer<'_> {
     }
 
     /// On the first pass, the host join's calls when it rides.
-    fn call(&mut self, c: &CallRow) -> CallNote {
+    fn note_call(&mut self, c: &CallRow) -> CallNote {
         match self.riding.as_mut() {
             Some(host) => host.call(c, &mut self.procs).1,
             None => (ApiKind::Other, NO_NAME),

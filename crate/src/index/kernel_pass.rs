@@ -4,21 +4,15 @@
 
 use std::cell::RefCell;
 
+use super::Fold;
 use super::rows::RowIndex;
 use crate::model::NameId;
 use crate::model::rows::{CallRow, KernelRow};
 use crate::names::api::ApiKind;
 
-/// A fold fed by a pass over one trace's GPU work (`EventRows::gpu_work`: kernels, graph
-/// replays, copies, memsets): each row in start order, with the call that launched it when
-/// joined. A fold about kernels alone skips the rows whose `work` is not `Work::Kernel`.
-pub trait KernelFold {
-    fn kernel(&mut self, k: &KernelRow, call: Option<&CallRow>);
-}
-
 /// One pass over `ix`'s kernels in start order, each joined to its launch call once
 /// ([`RowIndex::launch_join`]) and handed to every fold of `folds`.
-pub fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) {
+pub fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn Fold]) {
     kernel_pass_visiting(ix, folds, None);
 }
 
@@ -26,7 +20,7 @@ pub fn kernel_pass(ix: &RowIndex<'_>, folds: &mut [&mut dyn KernelFold]) {
 /// then the rest, read to the end once the kernels are.
 pub fn kernel_pass_visiting(
     ix: &RowIndex<'_>,
-    folds: &mut [&mut dyn KernelFold],
+    folds: &mut [&mut dyn Fold],
     visit: Option<&mut dyn FnMut(&CallRow)>,
 ) {
     let to_the_end = visit.is_some();
@@ -51,12 +45,12 @@ pub type CallNote = (ApiKind, NameId);
 /// calls (the explainer's on the drill-down's), so the trace's kernels and calls are not read
 /// again for it: handed every call of the first pass (the pass reads the calls to the end) and
 /// every kernel with its launch call and what the rider noted of that call, told when the pass
-/// is over, then handed the kernels of a later pass ([`KernelFold::kernel`]) when it asks for
+/// is over, then handed the kernels of a later pass ([`Fold::kernel`]) when it asks for
 /// them.
-pub trait Rider: KernelFold {
+pub trait Rider: Fold {
     /// Each call the first pass reads, in start order, before the kernels it may launch: what
     /// the rider notes of it.
-    fn call(&mut self, c: &CallRow) -> CallNote;
+    fn note_call(&mut self, c: &CallRow) -> CallNote;
     /// Each kernel of the first pass, with its launch call and the call's note when joined.
     fn launched(&mut self, k: &KernelRow, launch: Option<(&CallRow, CallNote)>);
     fn first_pass_done(&mut self);
@@ -70,14 +64,14 @@ pub trait Rider: KernelFold {
 /// rider.
 pub fn kernel_pass_riding(
     ix: &RowIndex<'_>,
-    folds: &mut [&mut dyn KernelFold],
+    folds: &mut [&mut dyn Fold],
     rider: Option<&mut (dyn Rider + '_)>,
 ) {
     let Some(rider) = rider else {
         return kernel_pass(ix, folds);
     };
     let rider = RefCell::new(rider);
-    let mut join = ix.launch_join_noting(|c| rider.borrow_mut().call(c));
+    let mut join = ix.launch_join_noting(|c| rider.borrow_mut().note_call(c));
     for k in ix.rows.gpu_work() {
         let launch = join.find_with(k.start, k.process, k.correlation);
         let call = launch.as_ref().map(|(c, _)| c);

@@ -11,10 +11,28 @@ pub mod rows;
 pub(crate) mod testing;
 pub mod units;
 
-use crate::model::Ns;
 use crate::model::intervals::IntervalSet;
+use crate::model::rows::{CallRow, KernelRow};
+use crate::model::{Ns, NvtxRow};
 use crate::steps;
 use crate::steps::Step;
+
+/// A fold subscribed to the passes over one trace's rows, in start order: each row of GPU work
+/// (kernels, graph replays, copies, memsets; a fold about kernels alone skips the others), each
+/// runtime call, each NVTX range, the forward steps read. It keeps state bounded by devices,
+/// streams, processes, threads, steps and names, never a row per event. The index's passes
+/// ([`rows::RowIndex::visiting`]) hand kernels without their launch; the kernel passes
+/// ([`kernel_pass::kernel_pass`]) join each to the call that launched it.
+pub trait Fold {
+    fn kernel(&mut self, _k: &KernelRow, _launch: Option<&CallRow>) {}
+    fn call(&mut self, _c: &CallRow) {}
+    fn range(&mut self, _r: &NvtxRow) {}
+    /// The forward steps read, by start (then end), before TP ranks are merged in their list.
+    fn raw_steps(&mut self, _steps: &[Step]) {}
+}
+
+/// Folds nothing.
+impl Fold for () {}
 
 /// One phase (context or generation): how many forward steps it has and its window.
 #[derive(Debug, Clone, Default)]

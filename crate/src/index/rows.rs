@@ -10,11 +10,11 @@ use std::cell::Cell;
 
 use hashbrown::HashMap;
 
-use super::StepInfo;
 use super::call_facts::CallFacts;
 use super::call_join::{CallJoin, launch_hold};
+use super::{Fold, StepInfo};
 use crate::model::intervals::push_gently;
-use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::rows::{CallRow, EventRows};
 use crate::model::{KernelAbsence, NO_NAME, NameId, Ns, NvtxRow, Trace};
 use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::{KernelCategory, is_collective, kernel_category};
@@ -174,7 +174,7 @@ impl<'r> RowIndex<'r> {
         rows: &'r dyn EventRows,
         label: &str,
         marker: Option<&StepSource>,
-        visit: &mut dyn RowVisitor,
+        visit: &mut dyn Fold,
     ) -> crate::error::Result<RowIndex<'r>> {
         let ix = RowIndex::read_visiting(rows, label, marker, visit);
         rows.check()?;
@@ -189,7 +189,7 @@ impl<'r> RowIndex<'r> {
         rows: &'r dyn EventRows,
         label: &str,
         marker: Option<&StepSource>,
-        visit: &mut dyn RowVisitor,
+        visit: &mut dyn Fold,
     ) -> RowIndex<'r> {
         let mut names = RowNames::default();
         let (devices, kernels, extent) = kernel_facts(rows, &mut names, visit);
@@ -331,23 +331,11 @@ impl IndexFacts {
     }
 }
 
-/// What an analysis folds of the rows a [`RowIndex`] reads ([`RowIndex::visiting`]).
-pub trait RowVisitor {
-    fn kernel(&mut self, _k: &KernelRow) {}
-    fn call(&mut self, _c: &CallRow) {}
-    fn range(&mut self, _r: &NvtxRow) {}
-    /// The forward steps read, by start (then end), before TP ranks are merged in their list.
-    fn raw_steps(&mut self, _steps: &[Step]) {}
-}
-
-/// Folds nothing.
-impl RowVisitor for () {}
-
 /// Devices (ascending), the kernel count and extent, and each kernel name's class and time.
 fn kernel_facts(
     rows: &dyn EventRows,
     names: &mut RowNames,
-    visit: &mut dyn RowVisitor,
+    visit: &mut dyn Fold,
 ) -> (Vec<DeviceFacts>, u64, (Ns, Ns)) {
     let strings = &rows.meta().strings;
     let processes = rows.meta().processes.len();
@@ -355,7 +343,7 @@ fn kernel_facts(
     let (mut count, mut lo, mut hi) = (0u64, Ns::MAX, Ns::MIN);
     // Every GPU operation makes the extent and the devices; names and counts are kernels'.
     for k in rows.gpu_work() {
-        visit.kernel(&k);
+        visit.kernel(&k, None);
         lo = lo.min(k.start);
         hi = hi.max(k.end);
         let kernel = k.work == crate::model::Work::Kernel;
@@ -409,7 +397,7 @@ fn kernel_facts(
 fn call_counts(
     rows: &dyn EventRows,
     names: &mut RowNames,
-    visit: &mut dyn RowVisitor,
+    visit: &mut dyn Fold,
 ) -> (CallCounts, Vec<bool>) {
     let strings = &rows.meta().strings;
     let mut f = CallCounts::default();
@@ -434,11 +422,7 @@ fn call_counts(
 }
 
 /// Forward steps and phases under the standard profile, read from the NVTX ranges in one pass.
-fn step_info(
-    rows: &dyn EventRows,
-    marker: Option<&StepSource>,
-    visit: &mut dyn RowVisitor,
-) -> StepInfo {
+fn step_info(rows: &dyn EventRows, marker: Option<&StepSource>, visit: &mut dyn Fold) -> StepInfo {
     let sw = Profile::Standard.switches();
     let strings = &rows.meta().strings;
     let ranges = rows.ranges().inspect(|r| visit.range(r));
