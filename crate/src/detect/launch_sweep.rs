@@ -51,7 +51,7 @@ const TRIM_EVERY: u64 = 1 << 10;
 struct LaunchCounts {
     /// The aggregate window's start.
     aggregate_start: Ns,
-    /// No later than the aggregate window's end (streamed: the last kernel row's end).
+    /// No later than the aggregate window's end.
     settled_until: Ns,
     processes: Vec<ProcessAcc>,
     pooled: PooledAcc,
@@ -301,8 +301,7 @@ impl LaunchTotals {
 
 /// Sweeps the launch calls of `rows` for `host_facts` (built on its trace), the aggregate window
 /// starting at `aggregate_start` and ending no earlier than `settled_until`
-/// ([`LaunchSweep::new`]): the calls the page sweeps from the file, in the same order, so native
-/// and streamed verdicts share one M2.
+/// ([`LaunchSweep::new`]).
 pub fn sweep_loaded(
     rows: &dyn EventRows,
     host_facts: &HostFacts,

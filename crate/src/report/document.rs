@@ -59,7 +59,7 @@ pub fn build(trace: &Trace, label: &str, opts: &DrillOptions) -> Result<Document
 }
 
 /// [`build`] over the rows of a trace, loaded or read from the file; `verdict` gives its
-/// verdict under a config (the page's is the streamed verdict it already has).
+/// verdict under a config (the page's is the verdict it already shows).
 pub fn build_rows(
     rows: &dyn EventRows,
     label: &str,

@@ -16,7 +16,7 @@ use crate::sqlike::Like;
 
 /// The forward step a TensorRT-LLM name not held stands for under `sw`: every profile's parser
 /// reads it but `trtllm-skill`'s, which takes only names its prefilter passes. A user's marker
-/// needs the names themselves (the page's streamed open, which holds none, takes no such marker).
+/// needs the names themselves.
 pub fn unheld_step(text: &StepText, sw: &Switches) -> Option<StepName> {
     (sw.name_match != NameMatch::SqliteLike || text.executor).then_some(text.name)
 }

@@ -10,8 +10,7 @@ use crate::steps::{Step, StepSink};
 /// host part of the trace. Like a kernel lane it keeps summary bins and a row-block index (of
 /// NVTX rows), not the steps: a view covering few rows reads their steps again
 /// ([`KernelSource::steps_in_rows`]), a wider one is drawn from the bins. A long trace has
-/// millions of steps; this stays the same size. Cloned when the page builds the timeline again
-/// over every GPU operation (`streamed::Streamed::work_timeline`).
+/// millions of steps; this stays the same size.
 #[derive(Clone)]
 pub struct StepLane {
     pub(super) summary: Summary<Label>,

@@ -1,6 +1,6 @@
 //! The capture checks' host facts ([`CaptureMarks`]): warm-up calls from the runtime table and
 //! compile / GC / GIL ranges from NVTX, gathered from the rows the load reads anyway
-//! ([`WarmupCalls`] in `load_runtime`, [`MarkedRanges`] in `stream_nvtx`: no second scan of the
+//! ([`WarmupCalls`] in `load_runtime`, [`MarkedRanges`] in `read_nvtx`: no second scan of the
 //! two largest host tables), else (the page sweeps its launch calls instead of loading them) by
 //! one `SELECT` whose `WHERE` keeps only candidate rows. Names are classified once per distinct
 //! string, behind a prefilter that rejects most names (step names, kernels) in one pass. Run by
@@ -276,7 +276,7 @@ impl Loader<'_, '_> {
             &["start", "end", "nameId"],
             &format!("WHERE {}", any.join(" OR ")),
         );
-        self.stream("reading warm-up calls", RUNTIME_TABLE, &sql, |r| {
+        self.read_rows("reading warm-up calls", RUNTIME_TABLE, &sql, |r| {
             let (start, end) = (time(r.get_ref(0)?)?, time(r.get_ref(1)?)?);
             let name = opt_int(r.get_ref(2)?).map_or(NO_NAME, |id| strings.resolve(id));
             calls.observe(strings, start, end, name);
@@ -320,7 +320,7 @@ impl Loader<'_, '_> {
             &["start", "end", "eventType", "text", "textId"],
             &filter,
         );
-        self.stream("reading compile and GC/GIL ranges", NVTX_TABLE, &sql, |r| {
+        self.read_rows("reading compile and GC/GIL ranges", NVTX_TABLE, &sql, |r| {
             let span = (time(r.get_ref(0)?)?, opt_time(r.get_ref(1)?)?);
             let event_type = int(r.get_ref(2)?, -1);
             ranges.observe(
@@ -342,7 +342,7 @@ impl Loader<'_, '_> {
     fn metric_series(&mut self, schema: &Schema, marks: &mut CaptureMarks) -> Result<()> {
         let mut classes: Vec<(i64, MetricClass)> = Vec::new();
         let sql = Loader::select(schema, METRIC_NAMES_TABLE, &["metricId", "metricName"], "");
-        self.stream("reading GPU metric names", METRIC_NAMES_TABLE, &sql, |r| {
+        self.read_rows("reading GPU metric names", METRIC_NAMES_TABLE, &sql, |r| {
             let id = int(r.get_ref(0)?, -1);
             let name = text_ref(r.get_ref(1)?);
             if let Some(class) = MetricClass::of(&name)
@@ -371,7 +371,7 @@ impl Loader<'_, '_> {
             &format!("WHERE metricId IN ({})", id_list(&ids)),
         );
         let series = &mut marks.metric_series;
-        self.stream("reading GPU metrics", GPU_METRICS_TABLE, &sql, |r| {
+        self.read_rows("reading GPU metrics", GPU_METRICS_TABLE, &sql, |r| {
             let t = time(r.get_ref(0)?)?;
             let device = (int(r.get_ref(1)?, 0) & 0xFF) as u32;
             let id = int(r.get_ref(2)?, -1);

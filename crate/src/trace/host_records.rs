@@ -96,7 +96,7 @@ impl Loader<'_, '_> {
         let sql = Self::select(schema, table, &columns, "");
         let driver = table == DRIVER_OVERHEAD_TABLE;
         let (processes, threads, strings) = (&trace.processes, &trace.threads, &trace.strings);
-        self.stream("loading overhead records", table, &sql, |r| {
+        self.read_rows("loading overhead records", table, &sql, |r| {
             let (start, end) = (time(r.get_ref(0)?)?, time(r.get_ref(1)?)?);
             let Some(tid) = opt_int(r.get_ref(2)?) else {
                 return Ok(());
@@ -152,7 +152,7 @@ impl Loader<'_, '_> {
         // Per call kept, its backtrace's id (0 or NULL: none).
         let mut chains: Vec<i64> = Vec::new();
         let out = &mut records.os_calls;
-        self.stream("loading OS runtime calls", OSRT_TABLE, &sql, |r| {
+        self.read_rows("loading OS runtime calls", OSRT_TABLE, &sql, |r| {
             let Some(thread) = opt_int(r.get_ref(2)?).and_then(|t| threads.find(t)) else {
                 return Ok(());
             };
@@ -203,7 +203,7 @@ impl Loader<'_, '_> {
         let columns = ["start", "globalTid", "isSchedIn", "threadState"];
         let sql = Self::select(schema, SCHED_TABLE, &columns, "");
         let threads = &trace.threads;
-        self.stream("loading thread scheduling", SCHED_TABLE, &sql, |r| {
+        self.read_rows("loading thread scheduling", SCHED_TABLE, &sql, |r| {
             let Some(thread) = opt_int(r.get_ref(1)?).and_then(|t| threads.find(t)) else {
                 return Ok(());
             };
@@ -230,7 +230,7 @@ impl Loader<'_, '_> {
         let mut kept: Vec<(i64, Ns, u32)> = Vec::new();
         let sql = Self::select(schema, SAMPLES_TABLE, &["id", "start", "globalTid"], "");
         let threads = &trace.threads;
-        self.stream("loading CPU samples", SAMPLES_TABLE, &sql, |r| {
+        self.read_rows("loading CPU samples", SAMPLES_TABLE, &sql, |r| {
             let id = int(r.get_ref(0)?, 0);
             if let Some(thread) = opt_int(r.get_ref(2)?).and_then(|t| threads.find(t)) {
                 kept.push((id, time(r.get_ref(1)?)?, thread));
@@ -283,7 +283,7 @@ impl Loader<'_, '_> {
             Frames::Samples => "loading CPU call chains",
             Frames::Callers => "loading OS call chains",
         };
-        self.stream(step, table, &sql, |r| {
+        self.read_rows(step, table, &sql, |r| {
             let (id, depth) = (int(r.get_ref(0)?, 0), int(r.get_ref(4)?, 0));
             if best.get(&id).is_some_and(|(d, _)| *d <= depth) {
                 return Ok(());

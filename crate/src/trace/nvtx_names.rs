@@ -1,5 +1,5 @@
-//! Names of NVTX rows when the string table holds no forward-step name (the page's streamed
-//! open, [`Strings::without_step_names`]).
+//! Names of NVTX rows: inline texts interned, and the forward-step names when the string table
+//! holds none ([`Strings::without_step_names`], which no reader asks for now).
 //!
 //! A TensorRT-LLM trace names every forward step differently, so a table holding the names
 //! grows with the trace. Instead a row named by a step gets [`UNHELD_NAME`] and carries the

@@ -176,7 +176,7 @@ impl FileScan {
         let strings = std::mem::take(&mut meta.strings);
         let Table { runs, cache, .. } = &mut scan.kernels;
         let mut fill = ScanFill::new(cache.get_mut(), &scan.cache_budget, keep);
-        ctx.stream_kernels(&schema, &strings, &mut meta, &columns, &mut |k| {
+        ctx.read_kernels(&schema, &strings, &mut meta, &columns, &mut |k| {
             runs.push(k.row, k.key());
             fill.push(&k);
         })?;
@@ -205,7 +205,7 @@ impl FileScan {
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
         let details = keep && opts.event_details;
-        ctx.stream_nvtx(schema, meta, details, &mut |row, _, _| {
+        ctx.read_nvtx(schema, meta, details, &mut |row, _, _| {
             runs.push(row.row, row.key());
             fill.push(row);
             seen.count += 1;
@@ -225,7 +225,7 @@ impl FileScan {
             event_details: keep_calls && opts.event_details,
             ..opts
         };
-        let scanned = ctx.stream_runtime(schema, &strings, meta, scan_opts, &mut |call| {
+        let scanned = ctx.read_runtime(schema, &strings, meta, scan_opts, &mut |call| {
             runs.push(call.row, call.key());
             fill.push(&call);
         });
@@ -242,7 +242,7 @@ impl FileScan {
                     true => memop_columns(name),
                     false => only(memop_columns(name), &SCAN_COLUMNS),
                 };
-                ctx.stream_memops(schema, meta, name, &columns, &mut |op| {
+                ctx.read_memops(schema, meta, name, &columns, &mut |op| {
                     runs.push(op.row, op.key());
                     fill.push(&op);
                 })?;
@@ -251,7 +251,7 @@ impl FileScan {
         }
         let Table { runs, cache, .. } = &mut self.replays;
         let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
-        ctx.stream_replays(schema, meta, &REPLAY_COLUMNS, &mut |row| {
+        ctx.read_replays(schema, meta, &REPLAY_COLUMNS, &mut |row| {
             runs.push(row.row, row.key());
             fill.push(&row);
         })?;
@@ -263,7 +263,7 @@ impl FileScan {
                 true => SYNC_COLUMNS,
                 false => only(SYNC_COLUMNS, &SCAN_COLUMNS),
             };
-            ctx.stream_syncs(schema, meta, &columns, &mut |sync| {
+            ctx.read_syncs(schema, meta, &columns, &mut |sync| {
                 runs.push(sync.row, sync.key());
                 fill.push(&sync);
             })?;

@@ -130,7 +130,7 @@ impl Loader<'_, '_> {
             trace.memset = self.load_memops(schema, trace, MEMSET_TABLE)?;
         }
         let mut replays = Kernels::default();
-        self.stream_replays(schema, trace, &REPLAY_COLUMNS, &mut |row| {
+        self.read_replays(schema, trace, &REPLAY_COLUMNS, &mut |row| {
             replays.push(&row, true)
         })?;
         trace.replays = replays;
@@ -175,19 +175,19 @@ impl Loader<'_, '_> {
     }
 
     /// Streams rows of `sql` into `each`, reporting progress under `step`.
-    pub(super) fn stream(
+    pub(super) fn read_rows(
         &mut self,
         step: &'static str,
         table: &str,
         sql: &str,
         mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
     ) -> Result<()> {
-        self.stream_while(step, table, sql, |r| each(r).map(|()| true))
+        self.read_while(step, table, sql, |r| each(r).map(|()| true))
             .map(|_| ())
     }
 
     /// [`Loader::stream`] until `each` returns `false`: `Ok(false)` then.
-    pub(super) fn stream_while(
+    pub(super) fn read_while(
         &mut self,
         step: &'static str,
         table: &str,
@@ -230,7 +230,7 @@ impl Loader<'_, '_> {
             true => Strings::without_step_names(),
             false => Strings::default(),
         };
-        self.stream(
+        self.read_rows(
             "loading strings",
             "StringIds",
             "SELECT id, value FROM StringIds",
@@ -261,7 +261,7 @@ impl Loader<'_, '_> {
         let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
         let mut k = std::mem::take(&mut trace.kernels);
         k.reserve_exact(reserve, details);
-        let streamed = self.stream_kernels(schema, strings, trace, &columns, &mut |row| {
+        let streamed = self.read_kernels(schema, strings, trace, &columns, &mut |row| {
             k.push(&row, details);
         });
         trace.kernels = k;
@@ -270,7 +270,7 @@ impl Loader<'_, '_> {
 
     /// Hands every kernel row (selected as `columns`, a [`kernel_columns`] list) to `sink` in
     /// table order, its process interned; notes an absent table or column.
-    pub(super) fn stream_kernels(
+    pub(super) fn read_kernels(
         &mut self,
         schema: &Schema,
         strings: &Strings,
@@ -286,7 +286,7 @@ impl Loader<'_, '_> {
         let sql = Self::select(schema, KERNEL_TABLE, columns, "");
         let processes = &mut trace.processes;
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
-        self.stream("loading kernels", KERNEL_TABLE, &sql, |r| {
+        self.read_rows("loading kernels", KERNEL_TABLE, &sql, |r| {
             let (mut row, gpid) = kernel_row(r, strings)?;
             row.process = process.get(gpid);
             sink(row);
@@ -309,7 +309,7 @@ impl Loader<'_, '_> {
         };
         let mut rt = std::mem::take(&mut trace.runtime);
         rt.reserve_exact(reserve, details);
-        let streamed = self.stream_runtime(schema, strings, trace, opts, &mut |call| {
+        let streamed = self.read_runtime(schema, strings, trace, opts, &mut |call| {
             rt.push(&call, details);
         });
         trace.runtime = rt;
@@ -318,7 +318,7 @@ impl Loader<'_, '_> {
 
     /// Hands the CUDA API calls a load keeps (only launch calls with `launch_calls_only`) to
     /// `sink` in table order, their threads interned; folds the warm-up calls on the way.
-    pub(super) fn stream_runtime(
+    pub(super) fn read_runtime(
         &mut self,
         schema: &Schema,
         strings: &Strings,
@@ -346,7 +346,7 @@ impl Loader<'_, '_> {
             let t = threads.intern(gtid, processes);
             (t, threads.process.get(t as usize).copied().unwrap_or(0))
         });
-        self.stream("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
+        self.read_rows("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
             let (mut call, gtid) = call_row(r, strings)?;
             if let Some(warmup) = &mut warmup {
                 warmup.observe(strings, call.start, call.end, call.name);
@@ -370,7 +370,7 @@ impl Loader<'_, '_> {
         details: bool,
     ) -> Result<()> {
         let mut kept = NvtxRanges::default();
-        self.stream_nvtx(schema, trace, details, &mut |row, _, _| {
+        self.read_nvtx(schema, trace, details, &mut |row, _, _| {
             kept.push(row, details);
             true
         })?;
@@ -382,7 +382,7 @@ impl Loader<'_, '_> {
 
     /// Hands NVTX ranges to `sink` in table order instead of keeping them. `sink` returning
     /// `false` stops the read: `Ok(false)`.
-    pub(super) fn stream_nvtx(
+    pub(super) fn read_nvtx(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
@@ -415,7 +415,7 @@ impl Loader<'_, '_> {
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
         let mut namer = RowNamer::new(self.conn);
-        let done = self.stream_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
+        let done = self.read_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
             let end = opt_time(r.get_ref(NVTX_END)?)?;
             let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
             if let Some(marked) = &mut marked {
@@ -455,7 +455,7 @@ impl Loader<'_, '_> {
     /// Hands every graph replay of `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (selected as `columns`,
     /// [`REPLAY_COLUMNS`] or fewer) to `sink` in table order, its process interned. The table is
     /// there only when graphs were traced at graph level, so its absence is no coverage note.
-    pub(super) fn stream_replays(
+    pub(super) fn read_replays(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
@@ -469,7 +469,7 @@ impl Loader<'_, '_> {
         let sql = Self::select(schema, GRAPH_TRACE_TABLE, columns, "");
         let (processes, strings) = (&mut trace.processes, &trace.strings);
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
-        self.stream("loading graph replays", GRAPH_TRACE_TABLE, &sql, |r| {
+        self.read_rows("loading graph replays", GRAPH_TRACE_TABLE, &sql, |r| {
             let (mut row, gpid) = kernel_row(r, strings)?;
             row.process = process.get(gpid);
             row.work = crate::model::Work::Replay;
@@ -486,13 +486,13 @@ impl Loader<'_, '_> {
     ) -> Result<MemOps> {
         let mut ops = MemOps::default();
         let columns = memop_columns(table);
-        self.stream_memops(schema, trace, table, &columns, &mut |op| ops.push(&op))?;
+        self.read_memops(schema, trace, table, &columns, &mut |op| ops.push(&op))?;
         Ok(ops)
     }
 
     /// Hands every row of memory-operation `table` (selected as `columns`, a [`memop_columns`]
     /// list) to `sink` in table order, its process interned; notes an absent table.
-    pub(super) fn stream_memops(
+    pub(super) fn read_memops(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
@@ -520,7 +520,7 @@ impl Loader<'_, '_> {
         } else {
             "loading memset"
         };
-        self.stream(step, table, &sql, |r| {
+        self.read_rows(step, table, &sql, |r| {
             let (mut op, gpid) = memop_row(r)?;
             op.process = processes.intern(gpid);
             sink(op);
@@ -530,14 +530,14 @@ impl Loader<'_, '_> {
 
     pub(super) fn load_syncs(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
         let mut s = std::mem::take(&mut trace.syncs);
-        let streamed = self.stream_syncs(schema, trace, &SYNC_COLUMNS, &mut |sync| s.push(&sync));
+        let streamed = self.read_syncs(schema, trace, &SYNC_COLUMNS, &mut |sync| s.push(&sync));
         trace.syncs = s;
         streamed
     }
 
     /// Hands every synchronization (selected as `columns`, a [`SYNC_COLUMNS`] list) to `sink`
     /// in table order, its process interned; notes an absent table.
-    pub(super) fn stream_syncs(
+    pub(super) fn read_syncs(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
@@ -554,7 +554,7 @@ impl Loader<'_, '_> {
         trace.present.syncs = true;
         let sql = Self::select(schema, SYNC_TABLE, columns, "");
         let processes = &mut trace.processes;
-        self.stream("loading synchronization", SYNC_TABLE, &sql, |r| {
+        self.read_rows("loading synchronization", SYNC_TABLE, &sql, |r| {
             let (mut sync, gpid) = sync_row(r)?;
             sync.process = processes.intern(gpid);
             sink(sync);
@@ -578,7 +578,7 @@ impl Loader<'_, '_> {
             "",
         );
         let gpus = &mut trace.gpus;
-        self.stream("loading GPU info", T, &sql, |r| {
+        self.read_rows("loading GPU info", T, &sql, |r| {
             let text = |v: ValueRef<'_>| match v {
                 ValueRef::Null => None,
                 other => Some(text_of(other)),
@@ -603,7 +603,7 @@ impl Loader<'_, '_> {
             return Ok(());
         }
         let mut tids: Vec<i64> = Vec::new();
-        self.stream(
+        self.read_rows(
             "numbering threads",
             "ThreadNames",
             "SELECT globalTid FROM ThreadNames",
@@ -636,7 +636,7 @@ impl Loader<'_, '_> {
                 processes,
                 ..
             } = trace;
-            self.stream(
+            self.read_rows(
                 "loading thread names",
                 "ThreadNames",
                 "SELECT globalTid, nameId FROM ThreadNames",
@@ -661,7 +661,7 @@ impl Loader<'_, '_> {
         processes: &mut Processes,
     ) -> Result<()> {
         if schema.has_column("PROCESSES", "globalPid") && schema.has_column("PROCESSES", "name") {
-            self.stream(
+            self.read_rows(
                 "loading process names",
                 "PROCESSES",
                 "SELECT globalPid, name FROM PROCESSES",

@@ -5,8 +5,7 @@
 //!
 //! Computed in `detect`'s assembly from what both front ends hold: the host's capture facts
 //! ([`crate::model::capture::CaptureMarks`], read by the loader), the verdict's counts and the
-//! kernel sweep's [`IdleProfile`] (bounded: a device's largest gaps, not its kernels). So the
-//! page's streamed open and the CLI give the same checks.
+//! kernel sweep's [`IdleProfile`] (bounded: a device's largest gaps, not its kernels).
 
 pub mod gpu_metrics;
 pub mod idle;

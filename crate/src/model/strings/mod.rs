@@ -36,8 +36,8 @@ pub struct Strings {
     hasher: RandomState,
     /// `StringIds` rows whose value is not held ([`Strings::push_row_unheld`]).
     unheld: Unheld,
-    /// Whether forward-step names are held, as values and as interned inline texts; the
-    /// page's streamed open holds none ([`Strings::without_step_names`]).
+    /// Whether forward-step names are held, as values and as interned inline texts
+    /// ([`Strings::without_step_names`]; every reader holds them now).
     steps_unheld: bool,
 }
 
@@ -235,8 +235,8 @@ impl Strings {
     }
 
     /// A table that will hold no forward-step name ([`Strings::push_row_unheld`], and inline
-    /// texts left to their rows): the page's streamed open, whose analysis worker would
-    /// otherwise hold a string per step.
+    /// texts left to their rows), for a reader that must not hold a string per step (the
+    /// page's removed streamed open was one; no reader asks for it now).
     pub fn without_step_names() -> Strings {
         Strings {
             steps_unheld: true,
