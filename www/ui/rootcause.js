@@ -388,6 +388,7 @@ function rcNvtxTable(c, show) {
     { 'data-testid': 'rc-nvtx-table' },
   );
   const body = table.querySelector('tbody');
+  const tableEl = table.querySelector('table');
   const toggle = el('input', { type: 'checkbox', 'data-testid': 'rc-nvtx-tree' });
   toggle.addEventListener('change', () => {
     const order = toggle.checked ? rcTreeOrder(list) : list.map((_, i) => i);
@@ -395,9 +396,9 @@ function rcNvtxTable(c, show) {
     rows.forEach((tr, i) => {
       tr.cells[0].style.paddingLeft = toggle.checked ? `${0.5 + 1.25 * Math.min(list[i].depth ?? 0, 8)}rem` : '';
     });
-    table.dataset.view = toggle.checked ? 'tree' : 'flat';
+    tableEl.dataset.view = toggle.checked ? 'tree' : 'flat';
   });
-  table.dataset.view = 'flat';
+  tableEl.dataset.view = 'flat';
   return panel(
     'NVTX ops per step',
     'rc-nvtx',
