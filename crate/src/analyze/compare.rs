@@ -811,6 +811,84 @@ mod tests {
         );
     }
 
+    fn op(name: &str, us: f64, own: f64, members: &[&str]) -> OpRow {
+        OpRow {
+            name: name.into(),
+            us_per_step: us,
+            self_us_per_step: Some(own),
+            members: members
+                .iter()
+                .map(|m| super::super::breakdown::MemberRow {
+                    name: (*m).into(),
+                    us_per_step: us / members.len() as f64,
+                    calls: 1,
+                })
+                .collect(),
+            ..OpRow::default()
+        }
+    }
+
+    fn compared(b: &[OpRow], t: &[OpRow]) -> Vec<OpDelta> {
+        let per = |ops: &[OpRow]| {
+            PerName(
+                ops.iter()
+                    .map(|o| (o.name.clone(), o.us_per_step))
+                    .collect(),
+            )
+        };
+        with_tree(rows(&per(b), &per(t)), b, t)
+    }
+
+    #[test]
+    fn coverage_names_other_instances_and_work_one_trace_alone_has() {
+        let b = [
+            op(
+                "fwd (blocks.*)",
+                40.0,
+                40.0,
+                &["fwd (blocks.1)", "fwd (blocks.2)"],
+            ),
+            op("step", 60.0, 60.0, &[]),
+        ];
+        let t = [
+            op(
+                "fwd (blocks.*)",
+                40.0,
+                40.0,
+                &["fwd (blocks.2)", "fwd (blocks.3)"],
+            ),
+            op("step", 60.0, 60.0, &[]),
+            // Another phase: 40 of the target's 140 µs of self time (29 %).
+            op("backward", 40.0, 40.0, &[]),
+        ];
+        let rows = compared(&b, &t);
+        let fwd = rows.iter().find(|r| r.name == "fwd (blocks.*)").cloned();
+        let fwd = fwd.unwrap_or_else(|| rows[0].clone());
+        assert_eq!(fwd.status, Status::Unchanged);
+        assert_eq!(
+            fwd.instances,
+            Some(Instances {
+                baseline: 2,
+                target: 2,
+                common: 1
+            })
+        );
+        let warnings = coverage(&rows);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("fwd (blocks.*) (2 in the baseline, 2 in the target, 1 in both)"),
+            "{warnings:?}"
+        );
+        assert!(warnings[1].starts_with("29% of the target's NVTX self time per step is in 1 op the other trace lacks (backward)"), "{warnings:?}");
+        // Below the share, a new op is a change, not another phase.
+        let t_small = [t[0].clone(), t[1].clone(), op("backward", 10.0, 10.0, &[])];
+        assert_eq!(coverage(&compared(&b, &t_small)).len(), 1);
+        // A parent whose child grew keeps its status.
+        let (pb, pt) = ([op("to", 100.0, 20.0, &[])], [op("to", 180.0, 20.0, &[])]);
+        let r = &compared(&pb, &pt)[0];
+        assert_eq!((r.status, r.self_delta_us), (Status::Unchanged, Some(0.0)));
+    }
+
     #[test]
     fn status_boundaries_are_strict() {
         assert_eq!(Status::of(100.0, 150.0), Status::Unchanged);
