@@ -357,6 +357,15 @@ fn mfu_captures_of_other_blocks_show_no_new_or_removed_row_for_a_shape_both_have
     );
     let i = &fsdp["instances"];
     assert!(i["common"].as_u64() < i["baseline"].as_u64(), "{fsdp}");
+    // The whole-window table groups the same way.
+    let windowed = row(
+        &json["comparison"]["window"]["nvtx"],
+        "FSDP::pre_forward (blocks.*._checkpoint_wrapped_module)",
+    );
+    assert!(
+        windowed["status"] != "NEW" && windowed["status"] != "REMOVED",
+        "{windowed}"
+    );
     let coverage = json["comparison"]["coverage"]
         .as_array()
         .expect("coverage warned");

@@ -14,6 +14,7 @@ use hashbrown::HashMap;
 
 use super::breakdown::{MemberRow, OpRow};
 use crate::model::{Ns, ThreadIdx};
+use crate::names::ranges::emit_nvtx_op;
 use crate::names::shape::op_shape;
 
 /// The parent of a range at the top of its thread's stack.
@@ -174,6 +175,25 @@ pub fn group(
         .collect();
     set_depths(&mut out);
     out.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then(a.name.cmp(&b.name)));
+    out
+}
+
+/// Rows of whole NVTX names (a kernel window's, which has no nesting) as op rows by shape:
+/// each name's PyTorch op (`emit_nvtx_op`), then its shape, time and calls summed, as the
+/// per-step table groups them. By total time (desc), then shape.
+pub fn by_shape(rows: Vec<OpRow>) -> Vec<OpRow> {
+    let ops = rows
+        .into_iter()
+        .map(|mut r| {
+            r.name = emit_nvtx_op(&r.name).to_string();
+            r
+        })
+        .collect();
+    let mut out = group(ops, &HashMap::new(), &Nesting::default(), |v| v);
+    for r in &mut out {
+        (r.self_us_per_step, r.parent, r.depth) = (None, None, None);
+        r.members.clear();
+    }
     out
 }
 
@@ -386,6 +406,32 @@ mod tests {
             assert_eq!(get("inner").parent.as_deref(), Some("outer"), "{order:?}");
             assert_eq!(get("outer").self_us_per_step, Some(60.0), "{order:?}");
         }
+    }
+
+    #[test]
+    fn window_names_group_by_op_and_shape() {
+        let rows = vec![
+            row("aten::mm, seq = 1, op_id = 7", 3.0),
+            row("aten::mm, seq = 2, op_id = 8", 4.0),
+            row("FSDP::pre_forward (blocks.3.m)", 5.0),
+            row("FSDP::pre_forward (blocks.4.m)", 1.0),
+        ];
+        let out = by_shape(rows);
+        let got: Vec<(&str, f64, u64)> = out
+            .iter()
+            .map(|r| (r.name.as_str(), r.total_us, r.calls))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("aten::mm", 7.0, 2),
+                ("FSDP::pre_forward (blocks.*.m)", 6.0, 2)
+            ]
+        );
+        assert!(
+            out.iter()
+                .all(|r| r.members.is_empty() && r.self_us_per_step.is_none())
+        );
     }
 
     #[test]
