@@ -215,11 +215,7 @@ fn slowed_copy(
         "slow-{}",
         src.file_name().and_then(|n| n.to_str()).unwrap_or("trace")
     ));
-    std::fs::copy(src, &dst).unwrap();
-    let mut perms = std::fs::metadata(&dst).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    perms.set_readonly(false);
-    std::fs::set_permissions(&dst, perms).unwrap();
+    common::writable_copy(src, &dst);
     let conn = Connection::open(&dst).unwrap();
     let changed = conn
         .execute(

@@ -37,7 +37,9 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcCompareSummary(comparison, baseline, target),
       rcStepPlot([baseline, target], drawStepTimes),
       rcSlowestSteps([baseline, target], onShow),
-      rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change; click a row to see its longest instance (in the target, else in the baseline) on the timeline.', 'µs/step', onShow),
+      comparison.nvtx_note
+        ? rcNvtxTable(comparison, onShow)
+        : rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change; click a row to see its longest instance (in the target, else in the baseline) on the timeline.', 'µs/step', onShow),
       rcDeltaTable('GPU kernel time per step (kernels only)', 'rc-kernels', comparison.kernels, 'Kernel time per step by kernel name (kernel rows only; GPU busy above counts copies, memsets and graph replays too).'),
       rcDeltaTable('CUDA API time per step', 'rc-api', comparison.api, 'CPU time in CUDA API calls per step, by API.'),
       rcHandoff(comparison.handoff),
@@ -49,7 +51,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcSingleSummary(baseline),
       rcStepPlot([baseline], drawStepTimes),
       rcSlowestSteps([baseline], onShow),
-      rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops, onShow && ((item) => onShow(item, 'baseline'))),
+      rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops, onShow && ((item) => onShow(item, 'baseline')), baseline.nvtx_note),
       rcOpsTable('GPU kernel time per step (kernels only)', 'rc-kernels', baseline.kernel_ops),
       rcOpsTable('CUDA API time per step', 'rc-api', baseline.api_ops),
       rcHandoff(baseline.handoff),
@@ -117,6 +119,14 @@ function rcCompareSummary(c, baseline, target) {
           { class: 'callout warn', 'data-testid': 'rc-comparability' },
           el('strong', { text: 'The two traces may not be comparable: ' }),
           el('ul', {}, c.comparability.map((w) => el('li', { text: typeof w === 'string' ? w : w.message || JSON.stringify(w) }))),
+        )
+      : null,
+    (c.coverage || []).length
+      ? el(
+          'div',
+          { class: 'callout warn', 'data-testid': 'rc-coverage' },
+          el('strong', { text: 'The two captures cover different parts of the run: ' }),
+          el('ul', {}, c.coverage.map((w) => el('li', { text: w }))),
         )
       : null,
     rcWarnings([baseline, target]),
@@ -282,14 +292,7 @@ function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step', show = nul
   const rows = sorted.map((r) =>
     el(
       'tr',
-      {
-        'data-name': r.name,
-        'data-status': r.status,
-        'data-baseline': rawValue(r.baseline_us_per_step),
-        'data-target': rawValue(r.target_us_per_step),
-        'data-delta': rawValue(r.delta_us),
-        ...rcDeltaLink(r, show),
-      },
+      rcDeltaAttrs(r, show),
       el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
       el('td', { class: 'mono num', text: base.cell(r.baseline_us_per_step), dataset: { sort: String(r.baseline_us_per_step) } }),
       el('td', { class: 'mono num', text: targ.cell(r.target_us_per_step), dataset: { sort: String(r.target_us_per_step) } }),
@@ -317,6 +320,18 @@ function rcDeltaTable(title, testid, deltas, note, unit = 'µs/step', show = nul
   );
 }
 
+// A delta row's attributes: its name, status and raw figures, and its timeline link.
+function rcDeltaAttrs(r, show) {
+  return {
+    'data-name': r.name,
+    'data-status': r.status,
+    'data-baseline': rawValue(r.baseline_us_per_step),
+    'data-target': rawValue(r.target_us_per_step),
+    'data-delta': rawValue(r.delta_us),
+    ...rcDeltaLink(r, show),
+  };
+}
+
 function rcDeltaLink(r, show) {
   const w = r.longest;
   if (!show || !w) return {};
@@ -330,18 +345,143 @@ function rcDeltaLink(r, show) {
   };
 }
 
+// The comparison's NVTX ops (standard): self time per step in both traces and its change, in
+// the core's order (by change in self time); the core's note says how ops are grouped and what
+// self time is. A grouped op's names open under its name; "Show as tree" puts each op under its
+// parent (the core's `parent`, `depth`).
+function rcNvtxTable(c, show) {
+  const list = c.nvtx || [];
+  const base = durationColumn(list.map((r) => r.baseline_self_us_per_step));
+  const targ = durationColumn(list.map((r) => r.target_self_us_per_step));
+  const rows = list.map((r) =>
+    el(
+      'tr',
+      {
+        ...rcDeltaAttrs(r, show),
+        'data-self-baseline': rawValue(r.baseline_self_us_per_step),
+        'data-self-target': rawValue(r.target_self_us_per_step),
+        'data-self-delta': rawValue(r.self_delta_us),
+        'data-parent': r.parent ?? '',
+        'data-depth': String(r.depth ?? 0),
+        'data-instances': r.instances ? `${r.instances.baseline}/${r.instances.target}/${r.instances.common}` : '',
+      },
+      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name)), rcMembers(r)),
+      el('td', { class: 'mono num', text: base.cell(r.baseline_self_us_per_step), dataset: { sort: String(r.baseline_self_us_per_step) } }),
+      el('td', { class: 'mono num', text: targ.cell(r.target_self_us_per_step), dataset: { sort: String(r.target_self_us_per_step) } }),
+      el('td', { class: 'mono num', text: signedUs(r.self_delta_us), dataset: { sort: String(r.self_delta_us) } }),
+      el('td', { class: 'mono num', text: signedUs(r.delta_us), dataset: { sort: String(r.delta_us) } }),
+      el('td', { class: 'mono num', text: r.instances ? `${int(r.instances.baseline)} → ${int(r.instances.target)}` : '', dataset: { sort: String(r.instances?.target ?? 1) } }),
+      el('td', { dataset: { sort: String(STATUS_ORDER[r.status] ?? 9) } }, rcBadge(r.status)),
+    ),
+  );
+  const table = dataTable(
+    [
+      'Name',
+      { label: base.header('Baseline self per step'), num: true },
+      { label: targ.header('Target self per step'), num: true },
+      { label: 'Self change per step', num: true },
+      { label: 'Total change per step', num: true, title: 'The change in the op\'s whole time, its children\'s included' },
+      { label: 'Names', num: true, title: 'How many names the op groups, baseline → target' },
+      'Status',
+    ],
+    rows,
+    { 'data-testid': 'rc-nvtx-table' },
+  );
+  const body = table.querySelector('tbody');
+  const tableEl = table.querySelector('table');
+  const toggle = el('input', { type: 'checkbox', 'data-testid': 'rc-nvtx-tree' });
+  toggle.addEventListener('change', () => {
+    const order = toggle.checked ? rcTreeOrder(list) : list.map((_, i) => i);
+    body.append(...order.map((i) => rows[i]));
+    rows.forEach((tr, i) => {
+      tr.cells[0].style.paddingLeft = toggle.checked ? `${0.5 + 1.25 * Math.min(list[i].depth ?? 0, 8)}rem` : '';
+    });
+    tableEl.dataset.view = toggle.checked ? 'tree' : 'flat';
+  });
+  tableEl.dataset.view = 'flat';
+  return panel(
+    'NVTX ops per step',
+    'rc-nvtx',
+    el('p', { class: 'muted small', 'data-testid': 'rc-nvtx-note', text: c.nvtx_note }),
+    el('label', { class: 'small' }, toggle, ' Show as tree (each op under its parent)'),
+    table,
+  );
+}
+
+// The rows in tree order: each op under its parent (the core's `parent`), siblings in the core's
+// order; an op whose parent has no row sits at the top.
+function rcTreeOrder(list) {
+  const at = new Map(list.map((r, i) => [r.name, i]));
+  const children = new Map();
+  const roots = [];
+  list.forEach((r, i) => {
+    const p = r.parent != null ? at.get(r.parent) : undefined;
+    if (p === undefined || p === i) roots.push(i);
+    else children.set(p, [...(children.get(p) || []), i]);
+  });
+  const out = [];
+  const seen = new Set();
+  const visit = (i) => {
+    if (seen.has(i)) return;
+    seen.add(i);
+    out.push(i);
+    for (const c of children.get(i) || []) visit(c);
+  };
+  roots.forEach(visit);
+  list.forEach((_, i) => visit(i));
+  return out;
+}
+
+// A grouped op's names in both traces (the core's `members`), opened under its name.
+function rcMembers(r) {
+  const members = r.members || [];
+  if (!members.length) return null;
+  const i = r.instances;
+  return el(
+    'details',
+    { class: 'rc-members', 'data-testid': 'rc-members', onclick: (e) => e.stopPropagation() },
+    el('summary', { class: 'small', text: i ? `${int(i.baseline)} → ${int(i.target)} names, ${int(i.common)} in both` : `${int(members.length)} names` }),
+    el(
+      'ul',
+      { class: 'small' },
+      members.map((m) =>
+        el(
+          'li',
+          { 'data-name': m.name, 'data-baseline': rawValue(m.baseline_us_per_step), 'data-target': rawValue(m.target_us_per_step) },
+          `${m.name}: ${us(m.baseline_us_per_step)} → ${us(m.target_us_per_step)}`,
+        ),
+      ),
+    ),
+  );
+}
+
 // A per-name table; with `show`, a row whose op has a longest instance opens the timeline there.
-function rcOpsTable(title, testid, ops, show = null) {
+function rcOpsTable(title, testid, ops, show = null, note = null) {
   const list = ops || [];
   const perStep = durationColumn(list.map((r) => r.us_per_step));
+  // NVTX ops of the standard profile carry self time (the note says what it is).
+  const own = note ? durationColumn(list.map((r) => r.self_us_per_step)) : null;
   const total = durationColumn(list.map((r) => r.total_us));
   const link = (r) => (show && r.longest ? { ...timelineLink(`Show the longest ${r.name} (${ns(r.longest.end_ns - r.longest.start_ns)}) on the timeline`, () => show({ ...r.longest, label: `Longest ${r.name}: ${ns(r.longest.end_ns - r.longest.start_ns)}` })), 'data-start-ns': String(r.longest.start_ns), 'data-end-ns': String(r.longest.end_ns) } : {});
   const rows = list.map((r) =>
     el(
       'tr',
-      { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step), ...link(r) },
-      el('td', { class: 'mono name', title: r.name }, el('span', { class: 'clamp' }, breakable(r.name))),
+      { 'data-name': r.name, 'data-us-per-step': rawValue(r.us_per_step), 'data-self-us-per-step': rawValue(r.self_us_per_step), 'data-depth': r.depth ?? '', 'data-parent': r.parent ?? '', ...link(r) },
+      el(
+        'td',
+        { class: 'mono name', title: r.name },
+        el('span', { class: 'clamp' }, breakable(r.name)),
+        (r.members || []).length
+          ? el(
+              'details',
+              { class: 'rc-members', 'data-testid': 'rc-members', onclick: (e) => e.stopPropagation() },
+              el('summary', { class: 'small', text: `${int(r.members.length)} names` }),
+              el('ul', { class: 'small' }, r.members.map((m) => el('li', { 'data-name': m.name, 'data-us-per-step': rawValue(m.us_per_step) }, `${m.name}: ${us(m.us_per_step)}`))),
+            )
+          : null,
+      ),
       el('td', { class: 'mono num', text: perStep.cell(r.us_per_step), dataset: { sort: String(r.us_per_step) } }),
+      own ? el('td', { class: 'mono num', text: own.cell(r.self_us_per_step), dataset: { sort: String(r.self_us_per_step) } }) : null,
       el('td', { class: 'mono num', text: num(r.calls_per_step, 2), dataset: { sort: String(r.calls_per_step) } }),
       el('td', { class: 'mono num', text: total.cell(r.total_us), dataset: { sort: String(r.total_us) } }),
       el('td', { class: 'mono num', text: int(r.calls), dataset: { sort: String(r.calls) } }),
@@ -350,8 +490,9 @@ function rcOpsTable(title, testid, ops, show = null) {
   return panel(
     title,
     testid,
+    note ? el('p', { class: 'muted small', 'data-testid': `${testid}-note`, text: note }) : null,
     dataTable(
-      ['Name', { label: perStep.header('Time per step'), num: true }, { label: 'Calls per step', num: true }, { label: total.header('Total'), num: true }, { label: 'Calls', num: true }],
+      ['Name', { label: perStep.header('Time per step'), num: true }, own ? { label: own.header('Self per step'), num: true } : null, { label: 'Calls per step', num: true }, { label: total.header('Total'), num: true }, { label: 'Calls', num: true }].filter(Boolean),
       rows,
       { 'data-testid': `${testid}-table` },
     ),

@@ -36,7 +36,7 @@ impl Serialize for PerName {
 }
 
 /// One name's totals inside the steady state: an NVTX op, a kernel or a CUDA API.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct OpRow {
     pub name: String,
     /// Time per step (µs): `total_us / divisor`, where the divisor is the step count (times
@@ -51,6 +51,28 @@ pub struct OpRow {
     /// timeline; absent for kernels and API calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub longest: Option<WindowNs>,
+    /// NVTX ops (`standard`): the op's own time per step, µs — its time minus the time of the
+    /// ranges nested directly inside it on the same thread (`docs/spec.md`, NVTX ops).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_us_per_step: Option<f64>,
+    /// NVTX ops (`standard`): the op most of its time runs directly inside (null at the top).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// NVTX ops (`standard`): how many ops up the `parent` chain (0 at the top).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// NVTX ops (`standard`) grouped by shape (`names::shape`): the names the op groups, by
+    /// time (empty when the op is one name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberRow>,
+}
+
+/// One name an NVTX op groups ([`OpRow::members`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemberRow {
+    pub name: String,
+    pub us_per_step: f64,
+    pub calls: u64,
 }
 
 /// A window in trace time.
@@ -206,6 +228,10 @@ pub struct TraceBreakdown {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slowest_steps: Vec<StepCycle>,
     pub workload: Workload,
+    /// How the NVTX table is built (`standard`: the grouping rule and self time), as its note
+    /// says it; absent in `trtllm-skill`, which lists the reference's names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvtx_note: Option<String>,
     pub handoff: Handoff,
     /// The whole kernel window, normalized (`standard`; what a comparison without steps uses).
     pub window: Option<super::window::WindowFigures>,
@@ -248,6 +274,7 @@ impl TraceBreakdown {
             step_wall_times_us: Vec::new(),
             slowest_steps: Vec::new(),
             workload,
+            nvtx_note: None,
             handoff: Handoff::default(),
             window: None,
         }

@@ -115,6 +115,43 @@ pub struct OpDelta {
     /// lost), where the page opens the timeline; null for kernel and API rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub longest: Option<OpInstance>,
+    /// NVTX ops (`standard`): self time per step (µs) in both traces, 0 where the op is absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_self_us_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_self_us_per_step: Option<f64>,
+    /// `target_self_us_per_step − baseline_self_us_per_step`: what the table sorts by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_delta_us: Option<f64>,
+    /// NVTX ops (`standard`): the parent op and the depth (the target's, else the baseline's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// NVTX ops grouped by shape: how many names (instances) the op groups in each trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<Instances>,
+    /// NVTX ops grouped by shape: the names grouped, each in both traces (by target time, then
+    /// baseline time, then name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberDelta>,
+}
+
+/// How many names an op grouped by shape holds in each trace, and in both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Instances {
+    pub baseline: usize,
+    pub target: usize,
+    pub common: usize,
+}
+
+/// One name of an op grouped by shape, in both traces (µs per step; 0 where absent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemberDelta {
+    pub name: String,
+    pub baseline_us_per_step: f64,
+    pub target_us_per_step: f64,
+    pub delta_us: f64,
 }
 
 /// One instance of an op in one of the two traces.
@@ -173,6 +210,15 @@ pub struct Comparison {
     /// NVTX ops that grew, largest growth first (the reference prints five).
     pub top_regressions: Vec<OpDelta>,
     pub handoff: Handoff,
+    /// What the two captures cover differently, measured on the NVTX ops (`standard`): other
+    /// instances (layers, blocks) of ops both have, or much of one's op time in ops the other
+    /// lacks (another phase). Shown with the comparability warnings; a gate does not refuse on
+    /// it, since the steps still compare.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub coverage: Vec<String>,
+    /// How the NVTX table is built, as its note says (`standard`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvtx_note: Option<String>,
     /// The whole-window comparison (`standard`): the conclusion and hand-off come from it when
     /// steps could not be compared (`window.note` then says so).
     pub window: Option<super::window::WindowComparison>,
@@ -185,8 +231,12 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
         let g = |x: &TraceBreakdown| x.benchmark_found().then(|| f(x));
         d(g(b), g(t))
     };
-    let nvtx = with_longest(
-        rows(&b.nvtx_per_step_us, &t.nvtx_per_step_us),
+    let nvtx = with_tree(
+        with_longest(
+            rows(&b.nvtx_per_step_us, &t.nvtx_per_step_us),
+            &b.nvtx_ops,
+            &t.nvtx_ops,
+        ),
         &b.nvtx_ops,
         &t.nvtx_ops,
     );
@@ -198,6 +248,8 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
         kernels_per_step: d(b.kernels_per_step, t.kernels_per_step),
         conclusion: String::new(),
         comparability: comparability(&b.workload, &t.workload),
+        coverage: coverage(&nvtx),
+        nvtx_note: b.nvtx_note.clone().or_else(|| t.nvtx_note.clone()),
         primary_cause: None,
         benchmark_found: b.benchmark_found() && t.benchmark_found(),
         iterations: d(
@@ -222,6 +274,18 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
     let (cause, text) = conclusion(&c, b, t, profile);
     c.primary_cause = cause;
     c.conclusion = text;
+    if cause.is_some()
+        && let Some(op) = c
+            .top_regressions
+            .first()
+            .filter(|r| r.self_delta_us.is_some())
+    {
+        c.conclusion.push_str(&format!(
+            " The NVTX op whose own (self) time grew most: {} ({:+.1} µs per step).",
+            op.name,
+            growth(op)
+        ));
+    }
     // The window comparison is always given in `standard`; it answers when steps did not.
     if profile == Profile::Standard
         && let (Some(bw), Some(tw)) = (&b.window, &t.window)
@@ -332,6 +396,13 @@ pub(super) fn rows(b: &PerName, t: &PerName) -> Vec<OpDelta> {
                 status: Status::of(bv, tv),
                 delta_pct: (bv > 0.0).then(|| (tv - bv) / bv * 100.0),
                 longest: None,
+                baseline_self_us_per_step: None,
+                target_self_us_per_step: None,
+                self_delta_us: None,
+                parent: None,
+                depth: None,
+                instances: None,
+                members: Vec::new(),
             }
         })
         .collect();
@@ -350,11 +421,185 @@ fn first_by_name<T>(entries: &[T], name: impl Fn(&T) -> &String) -> HashMap<&str
     out
 }
 
-/// Rows that grew, largest growth first (every row, not only the printed 20).
+/// Rows that grew, largest growth first (every row, not only the printed 20): by self time
+/// where the rows carry it (`standard` NVTX ops: a parent does not grow because its child did),
+/// else by time.
 pub(super) fn regressions(rows: &[OpDelta]) -> Vec<OpDelta> {
-    let mut grew: Vec<OpDelta> = rows.iter().filter(|r| r.delta_us > 0.0).cloned().collect();
-    grew.sort_by(|x, y| y.delta_us.total_cmp(&x.delta_us));
+    let mut grew: Vec<OpDelta> = rows.iter().filter(|r| growth(r) > 0.0).cloned().collect();
+    grew.sort_by(|x, y| growth(y).total_cmp(&growth(x)));
     grew
+}
+
+/// The change a row is ranked by: its self time's where it has one, else its time's.
+fn growth(r: &OpDelta) -> f64 {
+    r.self_delta_us.unwrap_or(r.delta_us)
+}
+
+/// Fills the NVTX rows' self times, parents, depths, instances and members from the two
+/// traces' op rows (`standard`; rows without self time are left as they are), and sorts them
+/// by |self-time change| (then as they were: by |change|, then name).
+fn with_tree(mut rows: Vec<OpDelta>, b: &[OpRow], t: &[OpRow]) -> Vec<OpDelta> {
+    if !b.iter().chain(t).any(|o| o.self_us_per_step.is_some()) {
+        return rows;
+    }
+    let (b_ops, t_ops) = (first_by_name(b, |o| &o.name), first_by_name(t, |o| &o.name));
+    for r in &mut rows {
+        let (bo, to) = (b_ops.get(r.name.as_str()), t_ops.get(r.name.as_str()));
+        let own =
+            |o: Option<&&OpRow>| o.map_or(0.0, |o| o.self_us_per_step.unwrap_or(o.us_per_step));
+        let (bs, ts) = (own(bo), own(to));
+        r.baseline_self_us_per_step = Some(bs);
+        r.target_self_us_per_step = Some(ts);
+        r.self_delta_us = Some(ts - bs);
+        r.status = self_status(bo.is_some(), to.is_some(), bs, ts);
+        let side = to.or(bo);
+        r.parent = side.and_then(|o| o.parent.clone());
+        r.depth = side.and_then(|o| o.depth);
+        let names = |o: Option<&&OpRow>| -> Vec<(String, f64)> {
+            match o {
+                Some(o) if !o.members.is_empty() => o
+                    .members
+                    .iter()
+                    .map(|m| (m.name.clone(), m.us_per_step))
+                    .collect(),
+                Some(o) => vec![(o.name.clone(), o.us_per_step)],
+                None => Vec::new(),
+            }
+        };
+        let grouped =
+            bo.is_some_and(|o| !o.members.is_empty()) || to.is_some_and(|o| !o.members.is_empty());
+        if grouped {
+            let (bm, tm) = (names(bo), names(to));
+            let mut all: Vec<&str> = bm.iter().chain(&tm).map(|(n, _)| n.as_str()).collect();
+            all.sort_unstable();
+            all.dedup();
+            let value = |v: &[(String, f64)], n: &str| v.iter().find(|(m, _)| m == n).map(|e| e.1);
+            r.instances = Some(Instances {
+                baseline: bm.len(),
+                target: tm.len(),
+                common: all
+                    .iter()
+                    .filter(|n| value(&bm, n).is_some() && value(&tm, n).is_some())
+                    .count(),
+            });
+            let mut members: Vec<MemberDelta> = all
+                .into_iter()
+                .map(|n| {
+                    let (bv, tv) = (value(&bm, n).unwrap_or(0.0), value(&tm, n).unwrap_or(0.0));
+                    MemberDelta {
+                        name: n.to_string(),
+                        baseline_us_per_step: bv,
+                        target_us_per_step: tv,
+                        delta_us: tv - bv,
+                    }
+                })
+                .collect();
+            members.sort_by(|x, y| {
+                y.target_us_per_step
+                    .total_cmp(&x.target_us_per_step)
+                    .then(y.baseline_us_per_step.total_cmp(&x.baseline_us_per_step))
+                    .then(x.name.cmp(&y.name))
+            });
+            r.members = members;
+        }
+    }
+    // Stable: ties keep the |Δ| then name order.
+    rows.sort_by(|x, y| growth(y).abs().total_cmp(&growth(x).abs()));
+    rows
+}
+
+/// The status of an NVTX op by its self time (`standard`): NEW or REMOVED only for an op one
+/// trace lacks; otherwise the reference's thresholds on the self time (an op whose own time is
+/// nil in the baseline regresses if it has any in the target).
+fn self_status(in_baseline: bool, in_target: bool, bs: f64, ts: f64) -> Status {
+    match (in_baseline, in_target) {
+        (false, _) => Status::New,
+        (_, false) => Status::Removed,
+        _ if bs == 0.0 && ts > 0.0 => Status::Regression,
+        _ if bs == 0.0 => Status::Unchanged,
+        _ if ts == 0.0 => Status::Improved,
+        _ => Status::of(bs, ts),
+    }
+}
+
+/// A shape present in both traces whose names differ, as the coverage warning lists it.
+const COVERAGE_EXAMPLES: usize = 3;
+/// Ops found in one trace only holding at least this share of that trace's NVTX self time per
+/// step mean the captures cover different work (another phase).
+pub const ONE_SIDED_SHARE: f64 = 0.25;
+
+/// The coverage warnings of the NVTX rows ([`Comparison::coverage`]), measured: the ops both
+/// traces have whose instances differ, and the share of each trace's NVTX self time in ops
+/// the other lacks.
+fn coverage(nvtx: &[OpDelta]) -> Vec<String> {
+    let mut out = Vec::new();
+    if nvtx.iter().all(|r| r.self_delta_us.is_none()) {
+        return out;
+    }
+    let mut differ: Vec<(&OpDelta, Instances)> = nvtx
+        .iter()
+        .filter_map(|r| r.instances.map(|i| (r, i)))
+        .filter(|(_, i)| {
+            i.baseline > 0 && i.target > 0 && (i.common < i.baseline || i.common < i.target)
+        })
+        .collect();
+    if !differ.is_empty() {
+        differ.sort_by(|x, y| {
+            let missing = |i: &Instances| i.baseline + i.target - 2 * i.common;
+            missing(&y.1)
+                .cmp(&missing(&x.1))
+                .then(x.0.name.cmp(&y.0.name))
+        });
+        let examples: Vec<String> = differ
+            .iter()
+            .take(COVERAGE_EXAMPLES)
+            .map(|(r, i)| {
+                format!(
+                    "{} ({} in the baseline, {} in the target, {} in both)",
+                    r.name, i.baseline, i.target, i.common
+                )
+            })
+            .collect();
+        out.push(format!(
+            "the captures cover different instances (layers, blocks) of {} op{} both traces have: {}{}; their per-step times compare different parts of the model",
+            differ.len(),
+            if differ.len() == 1 { "" } else { "s" },
+            examples.join("; "),
+            if differ.len() > COVERAGE_EXAMPLES { "; …" } else { "" }
+        ));
+    }
+    let side = |own: fn(&OpDelta) -> f64, other: fn(&OpDelta) -> f64| {
+        let total: f64 = nvtx.iter().map(own).sum();
+        let alone: Vec<&OpDelta> = nvtx
+            .iter()
+            .filter(|r| own(r) > 0.0 && other(r) == 0.0)
+            .collect();
+        let share = alone.iter().map(|r| own(r)).sum::<f64>() / total;
+        (share.is_finite() && share >= ONE_SIDED_SHARE).then_some((share, alone))
+    };
+    let bv = |r: &OpDelta| {
+        r.baseline_self_us_per_step
+            .unwrap_or(r.baseline_us_per_step)
+    };
+    let tv = |r: &OpDelta| r.target_self_us_per_step.unwrap_or(r.target_us_per_step);
+    for (label, found) in [("baseline", side(bv, tv)), ("target", side(tv, bv))] {
+        if let Some((share, alone)) = found {
+            let names: Vec<&str> = alone
+                .iter()
+                .take(COVERAGE_EXAMPLES)
+                .map(|r| r.name.as_str())
+                .collect();
+            out.push(format!(
+                "{:.0}% of the {label}'s NVTX self time per step is in {} op{} the other trace lacks ({}{}): the captures may cover different phases or work",
+                share * 100.0,
+                alone.len(),
+                if alone.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                if alone.len() > COVERAGE_EXAMPLES { ", …" } else { "" }
+            ));
+        }
+    }
+    out
 }
 
 /// Time per step in kernel-launch API calls (`cudaLaunchKernel*`, `cuLaunchKernel*`, graph launches).
@@ -375,9 +620,16 @@ fn launch_api_time(b: &TraceBreakdown) -> Option<f64> {
 }
 
 fn handoff(top: &[OpDelta], b: &TraceBreakdown, t: &TraceBreakdown) -> Handoff {
+    // Self time where the rows carry it (`standard` NVTX ops).
     let ops = top
         .iter()
-        .map(|r| HandoffOp::new(&r.name, r.target_us_per_step, Some(r.delta_us)))
+        .map(|r| {
+            HandoffOp::new(
+                &r.name,
+                r.target_self_us_per_step.unwrap_or(r.target_us_per_step),
+                Some(growth(r)),
+            )
+        })
         .collect();
     let seen_prep = b
         .nvtx_per_step_us
@@ -557,6 +809,84 @@ mod tests {
                 "_fetch_new_requests"
             ]
         );
+    }
+
+    fn op(name: &str, us: f64, own: f64, members: &[&str]) -> OpRow {
+        OpRow {
+            name: name.into(),
+            us_per_step: us,
+            self_us_per_step: Some(own),
+            members: members
+                .iter()
+                .map(|m| super::super::breakdown::MemberRow {
+                    name: (*m).into(),
+                    us_per_step: us / members.len() as f64,
+                    calls: 1,
+                })
+                .collect(),
+            ..OpRow::default()
+        }
+    }
+
+    fn compared(b: &[OpRow], t: &[OpRow]) -> Vec<OpDelta> {
+        let per = |ops: &[OpRow]| {
+            PerName(
+                ops.iter()
+                    .map(|o| (o.name.clone(), o.us_per_step))
+                    .collect(),
+            )
+        };
+        with_tree(rows(&per(b), &per(t)), b, t)
+    }
+
+    #[test]
+    fn coverage_names_other_instances_and_work_one_trace_alone_has() {
+        let b = [
+            op(
+                "fwd (blocks.*)",
+                40.0,
+                40.0,
+                &["fwd (blocks.1)", "fwd (blocks.2)"],
+            ),
+            op("step", 60.0, 60.0, &[]),
+        ];
+        let t = [
+            op(
+                "fwd (blocks.*)",
+                40.0,
+                40.0,
+                &["fwd (blocks.2)", "fwd (blocks.3)"],
+            ),
+            op("step", 60.0, 60.0, &[]),
+            // Another phase: 40 of the target's 140 µs of self time (29 %).
+            op("backward", 40.0, 40.0, &[]),
+        ];
+        let rows = compared(&b, &t);
+        let fwd = rows.iter().find(|r| r.name == "fwd (blocks.*)").cloned();
+        let fwd = fwd.unwrap_or_else(|| rows[0].clone());
+        assert_eq!(fwd.status, Status::Unchanged);
+        assert_eq!(
+            fwd.instances,
+            Some(Instances {
+                baseline: 2,
+                target: 2,
+                common: 1
+            })
+        );
+        let warnings = coverage(&rows);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("fwd (blocks.*) (2 in the baseline, 2 in the target, 1 in both)"),
+            "{warnings:?}"
+        );
+        assert!(warnings[1].starts_with("29% of the target's NVTX self time per step is in 1 op the other trace lacks (backward)"), "{warnings:?}");
+        // Below the share, a new op is a change, not another phase.
+        let t_small = [t[0].clone(), t[1].clone(), op("backward", 10.0, 10.0, &[])];
+        assert_eq!(coverage(&compared(&b, &t_small)).len(), 1);
+        // A parent whose child grew keeps its status.
+        let (pb, pt) = ([op("to", 100.0, 20.0, &[])], [op("to", 180.0, 20.0, &[])]);
+        let r = &compared(&pb, &pt)[0];
+        assert_eq!((r.status, r.self_delta_us), (Status::Unchanged, Some(0.0)));
     }
 
     #[test]

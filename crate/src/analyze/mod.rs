@@ -12,6 +12,7 @@
 pub mod breakdown;
 pub mod compare;
 pub mod handoff;
+mod nesting;
 mod ops;
 mod skill;
 mod standard;
@@ -125,6 +126,8 @@ pub struct FoldPeaks {
     pub pending_launches: usize,
     /// NVTX ops with a group of TP ranks' copies open at once.
     pub open_op_groups: usize,
+    /// NVTX ranges held open at once on one thread's stack (the nesting depth).
+    pub nvtx_stack_depth: usize,
 }
 
 /// [`analyze_rows`] and the peaks of its folds.

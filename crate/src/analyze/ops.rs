@@ -64,6 +64,7 @@ impl<'a> Tallies<'a> {
                     longest: t
                         .longest
                         .map(|(start_ns, end_ns)| WindowNs { start_ns, end_ns }),
+                    ..OpRow::default()
                 }
             })
             .collect()

@@ -20,6 +20,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use super::breakdown::StepsFound;
 use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
+use super::nesting::{self, Nesting};
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
 use super::window::{DrillRead, WindowPass};
@@ -34,6 +35,7 @@ use crate::model::intervals::IntervalSet;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
 use crate::model::{NO_NAME, NameId, Ns, ProcessIdx, Strings, ThreadIdx, Trace};
 use crate::names::ranges::emit_nvtx_op;
+use crate::names::shape::SHAPE_RULE;
 use crate::names::steps::StepName;
 use crate::profile::Profile;
 use crate::steps::spans::overlap_at;
@@ -140,6 +142,7 @@ pub fn breakdown(
         }
         Some(spans) => {
             b.nvtx_ops = nvtx_rows(rows, spans.spans(), &step_names, spans.n(), peaks);
+            b.nvtx_note = Some(nvtx_note());
             steady_ops(rows, &mut b, pass, &spans, (peaks, kept))?;
         }
     }
@@ -530,6 +533,10 @@ fn nvtx_rows(
     let meta = rows.meta();
     let mut open: HashMap<&str, RankGroup> = HashMap::new();
     let mut t = Tallies::default();
+    // Each name's op (`emit_nvtx_op`) numbered once, for the nesting fold.
+    let mut op_of: HashMap<NameId, u32> = HashMap::new();
+    let mut index: hashbrown::HashMap<&str, u32> = hashbrown::HashMap::new();
+    let mut nest = Nesting::default();
     for r in rows.ranges() {
         let Some(name) = visible_row_name(&r, &sw) else {
             continue;
@@ -544,12 +551,26 @@ fn nvtx_rows(
             }
             peaks.open_op_groups = peaks.open_op_groups.max(open.len());
             t.instance(op, (s, e));
+            let next = index.len() as u32;
+            let member = *op_of
+                .entry(name)
+                .or_insert_with(|| *index.entry(op).or_insert(next));
+            nest.push(r.thread, (s, e), (op, member), inside);
         }
     }
     for (op, group) in open {
         t.add(op, group.longest);
     }
-    t.rows(None, |v| v / n)
+    nest.finish();
+    peaks.nvtx_stack_depth = peaks.nvtx_stack_depth.max(nest.peak_depth);
+    nesting::group(t.rows(None, |v| v / n), &index, &nest, |v| v / n)
+}
+
+/// What the standard NVTX table's note says of how it is built (shown with the table).
+pub fn nvtx_note() -> String {
+    format!(
+        "{SHAPE_RULE}; an op's members are the names it groups. Self time is an op's time minus that of the ranges nested directly inside it on the same thread (NVTX push/pop ranges nest per thread; Nsight Systems' nvtx_pushpop_sum calls the two DurNonChild and DurChild); the parent is the op most of its time runs directly inside. TP ranks' copies of a range count once, at the longest, and keep the self share measured over all copies. Sorted by the change in self time, so a parent does not move because its child did. The trtllm-skill profile lists the reference scripts' names as they are (no grouping, no self time)."
+    )
 }
 
 /// The open group of one op's copies, met in start order: copies from different processes

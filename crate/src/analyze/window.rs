@@ -55,7 +55,8 @@ pub struct WindowFigures {
     pub kernel_ops: Vec<WindowRow>,
     /// CUDA API time by name (calls starting in the window), largest first.
     pub api_ops: Vec<WindowRow>,
-    /// NVTX push/pop and start/end ranges starting in the window, by name, largest first; the
+    /// NVTX push/pop and start/end ranges starting in the window, by op grouped by shape
+    /// (`names::shape`, as the per-step table), largest first; the
     /// forward-step ranges left out, as in the per-step table (each step names its own range,
     /// so they would be a row per step that no other capture shares).
     pub nvtx_ops: Vec<WindowRow>,
@@ -153,9 +154,8 @@ impl WindowTally<'_> {
         let span = (end_ns - start_ns).max(1);
         let window_s = span as f64 / 1e9;
         let (devices, busy) = busy_share(tally.busy.into_values(), span);
-        let rows_of = |t: Tallies<'_>| -> Vec<WindowRow> {
-            t.rows(None, |v| v)
-                .into_iter()
+        let window_rows = |rows: Vec<super::breakdown::OpRow>| -> Vec<WindowRow> {
+            rows.into_iter()
                 .map(|r| WindowRow {
                     us_per_s: r.total_us / window_s,
                     us_per_kernel: r.total_us / kernels.max(1) as f64,
@@ -166,6 +166,7 @@ impl WindowTally<'_> {
                 })
                 .collect()
         };
+        let rows_of = |t: Tallies<'_>| window_rows(t.rows(None, |v| v));
         WindowFigures {
             start_ns,
             end_ns,
@@ -177,7 +178,8 @@ impl WindowTally<'_> {
             gpu_idle_share: 1.0 - busy,
             kernel_ops: rows_of(tally.kernel_ops),
             api_ops: rows_of(tally.api_ops),
-            nvtx_ops: rows_of(tally.nvtx_ops),
+            // By op and shape, as the per-step table (`nesting::by_shape`).
+            nvtx_ops: window_rows(super::nesting::by_shape(tally.nvtx_ops.rows(None, |v| v))),
             idle_causes: idle_causes(idle, window_s),
         }
     }

@@ -1,6 +1,6 @@
 //! The name catalogue: what the names in a trace mean (launch APIs, other API kinds, NCCL and
 //! collective kernels, kernel classes, host-prep ranges, forward-step markers, what an NVTX
-//! range says the host was doing).
+//! range says the host was doing, the shape NVTX ops are grouped by).
 //!
 //! Pure rules over `&str`, with no trace, table or profile behind them: every layer above
 //! asks here, so a rule is written once. Tables that evaluate a rule once per string of a trace
@@ -12,4 +12,5 @@ pub mod launch;
 pub mod patterns;
 pub mod phase_map;
 pub mod ranges;
+pub mod shape;
 pub mod steps;

@@ -539,7 +539,7 @@ mod standard {
             "  GPU busy / step          {:>10} µs   (every GPU operation: kernels, graph replays, copies, memsets)",
             fig(b.gpu_time_per_step_us, "")
         );
-        table(o, "NVTX ops per step", &b.nvtx_ops);
+        nvtx_table(o, b);
         table(o, "GPU kernels per step (kernel rows only)", &b.kernel_ops);
         table(o, "CUDA API calls per step", &b.api_ops);
     }
@@ -561,6 +561,84 @@ mod standard {
                 r.us_per_step,
                 r.calls_per_step
             );
+        }
+    }
+
+    /// The NVTX ops of one trace: time and self time per step, nested by parent (indented by
+    /// depth), the names an op groups counted; the note says how.
+    fn nvtx_table(o: &mut String, b: &TraceBreakdown) {
+        let Some(note) = &b.nvtx_note else {
+            table(o, "NVTX ops per step", &b.nvtx_ops);
+            return;
+        };
+        let _ = writeln!(
+            o,
+            "\n  {:<60} {:>10} {:>10} {:>12} {:>6}",
+            "NVTX ops per step", "µs/step", "self µs", "calls/step", "names"
+        );
+        let _ = writeln!(o, "  ({note})");
+        if b.nvtx_ops.is_empty() {
+            let _ = writeln!(o, "    (none)");
+        }
+        for r in &b.nvtx_ops {
+            let indent = "  ".repeat(r.depth.unwrap_or(0).min(8) as usize);
+            let _ = writeln!(
+                o,
+                "    {:<58} {:10.1} {:10.1} {:12.2} {:>6}",
+                short55(&format!("{indent}{}", r.name)),
+                r.us_per_step,
+                r.self_us_per_step.unwrap_or(r.us_per_step),
+                r.calls_per_step,
+                r.members.len().max(1)
+            );
+        }
+    }
+
+    /// The NVTX ops of a comparison: self time per step in both traces and its change (the
+    /// order), the total time's change, the names an op groups in each trace, the status.
+    fn nvtx_deltas(o: &mut String, c: &Comparison) {
+        let Some(note) = &c.nvtx_note else {
+            deltas(o, "NVTX ops", &c.nvtx);
+            return;
+        };
+        let _ = writeln!(
+            o,
+            "\nNVTX ops (µs/step, by change in self time)\n  ({note})"
+        );
+        let _ = writeln!(
+            o,
+            "  {:<50} {:>10} {:>10} {:>10} {:>10} {:>9}  Status",
+            "Operation", "Self base", "Self tgt", "Self Δ", "Total Δ", "Names"
+        );
+        if c.nvtx.is_empty() {
+            let _ = writeln!(o, "  (none)");
+        }
+        for r in &c.nvtx {
+            let names = r
+                .instances
+                .map_or_else(String::new, |i| format!("{}→{}", i.baseline, i.target));
+            let indent = "  ".repeat(r.depth.unwrap_or(0).min(8) as usize);
+            let _ = writeln!(
+                o,
+                "  {:<50} {:10.1} {:10.1} {:+10.1} {:+10.1} {:>9}  {}",
+                short_to(&format!("{indent}{}", r.name), 50),
+                r.baseline_self_us_per_step
+                    .unwrap_or(r.baseline_us_per_step),
+                r.target_self_us_per_step.unwrap_or(r.target_us_per_step),
+                r.self_delta_us.unwrap_or(r.delta_us),
+                r.delta_us,
+                names,
+                r.status.name()
+            );
+        }
+    }
+
+    /// `name` cut to `n` characters (`..` ending a cut one).
+    fn short_to(name: &str, n: usize) -> String {
+        if name.chars().count() > n {
+            format!("{}..", name.chars().take(n - 2).collect::<String>())
+        } else {
+            name.to_string()
         }
     }
 
@@ -610,7 +688,10 @@ mod standard {
         for w in &c.comparability {
             let _ = writeln!(o, "Comparability warning: {w}");
         }
-        deltas(o, "NVTX ops", &c.nvtx);
+        for w in &c.coverage {
+            let _ = writeln!(o, "Coverage warning: {w}");
+        }
+        nvtx_deltas(o, c);
         deltas(o, "GPU kernels", &c.kernels);
         deltas(o, "CUDA API calls", &c.api);
         let _ = writeln!(o, "\n{}", c.handoff.text);

@@ -380,3 +380,38 @@ pub fn json_close(a: &serde_json::Value, b: &serde_json::Value, rel: f64) -> boo
         _ => a == b,
     }
 }
+
+/// The tests' own NVTX op shape rule (`docs/spec.md` §3, NVTX ops), written apart from the
+/// crate's: PyTorch `emit_nvtx` suffixes dropped, then each digit run that does not follow a
+/// letter read as `*`, a `0x` hex id as `0x*`; a name of digits and spaces kept whole.
+pub fn nvtx_op_shape(name: &str) -> String {
+    let suffix = regex::Regex::new(r", (seq = -?\d|op_id = \d|sizes = \[|input_op_ids = \[)")
+        .expect("constant regex");
+    let op = suffix.find(name).map_or(name, |m| &name[..m.start()]);
+    if op.chars().all(|c| c.is_ascii_digit() || c == ' ') {
+        return op.to_string();
+    }
+    let run =
+        regex::Regex::new(r"[A-Za-z][0-9]+|0[xX][0-9A-Fa-f]+|[0-9]+").expect("constant regex");
+    run.replace_all(op, |c: &regex::Captures| {
+        let m = &c[0];
+        if m.as_bytes()[0].is_ascii_alphabetic() {
+            m.to_string()
+        } else if m.len() > 2 && (m.starts_with("0x") || m.starts_with("0X")) {
+            format!("{}*", &m[..2])
+        } else {
+            "*".to_string()
+        }
+    })
+    .into_owned()
+}
+
+/// A copy of `src` at `dst` that can be written (the public exports are read-only).
+pub fn writable_copy(src: &Path, dst: &Path) -> PathBuf {
+    std::fs::copy(src, dst).unwrap_or_else(|e| panic!("copy {}: {e}", src.display()));
+    let mut perms = std::fs::metadata(dst).expect("metadata").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(dst, perms).expect("set permissions");
+    dst.to_path_buf()
+}

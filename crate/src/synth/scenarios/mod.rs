@@ -4,6 +4,7 @@ mod capture;
 mod causes;
 mod copies;
 mod gaps;
+mod indexed;
 mod layers;
 mod loops;
 mod records;
@@ -25,7 +26,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 20] = [
+pub const SCENARIOS: [(&str, &str, Builder); 22] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -60,6 +61,16 @@ pub const SCENARIOS: [(&str, &str, Builder); 20] = [
         "regression-target",
         "same GPU work as regression-baseline, more host work (+broadcast_requests, 270/723 us, 22 launches/step)",
         loops::regression_target,
+    ),
+    (
+        "indexed-layers-baseline",
+        "TP=1 steps of eight layers whose NVTX ranges carry the layer index (FSDP::pre_forward (blocks.N…)), layers 0-7, with aten::to ⊃ aten::_to_copy ⊃ aten::copy_ nested per layer: known self times",
+        indexed::indexed_layers_baseline,
+    ),
+    (
+        "indexed-layers-target",
+        "indexed-layers-baseline capturing layers 4-11 instead, aten::copy_ twice as long (its parents' own time unchanged), broadcast_requests added",
+        indexed::indexed_layers_target,
     ),
     (
         "cuda-graphs",
