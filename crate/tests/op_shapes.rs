@@ -303,7 +303,7 @@ fn shapes_in(path: &Path, w: (i64, i64)) -> BTreeSet<String> {
 /// step covering other blocks (blocks 9-26 where the export has 2-19).
 fn other_blocks_copy(src: &Path, dir: &Path) -> PathBuf {
     let dst = writable_copy(src, &dir.join("mfu_2gpu_other_blocks.sqlite"));
-    let conn = Connection::open(&dst).unwrap();
+    let mut conn = Connection::open(&dst).unwrap();
     let block = Regex::new(r"blocks\.(\d+)\.").unwrap();
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT rowid, text FROM NVTX_EVENTS WHERE text LIKE '%blocks.%'")
@@ -313,16 +313,19 @@ fn other_blocks_copy(src: &Path, dir: &Path) -> PathBuf {
         .map(Result::unwrap)
         .collect();
     assert!(!rows.is_empty());
+    // One transaction: a commit per row would sync the file thousands of times.
+    let tx = conn.transaction().unwrap();
     for (rowid, text) in rows {
         let shifted = block.replace_all(&text, |c: &regex::Captures| {
             format!("blocks.{}.", c[1].parse::<u32>().unwrap() + 7)
         });
-        conn.execute(
+        tx.execute(
             "UPDATE NVTX_EVENTS SET text = ?1 WHERE rowid = ?2",
             rusqlite::params![&*shifted, rowid],
         )
         .unwrap();
     }
+    tx.commit().unwrap();
     dst
 }
 

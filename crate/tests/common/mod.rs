@@ -385,15 +385,19 @@ pub fn json_close(a: &serde_json::Value, b: &serde_json::Value, rel: f64) -> boo
 /// crate's: PyTorch `emit_nvtx` suffixes dropped, then each digit run that does not follow a
 /// letter read as `*`, a `0x` hex id as `0x*`; a name of digits and spaces kept whole.
 pub fn nvtx_op_shape(name: &str) -> String {
-    let suffix = regex::Regex::new(r", (seq = -?\d|op_id = \d|sizes = \[|input_op_ids = \[)")
-        .expect("constant regex");
-    let op = suffix.find(name).map_or(name, |m| &name[..m.start()]);
+    // Compiled once: a test shapes every range of an export (debug builds compile slowly).
+    static SUFFIX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r", (seq = -?\d|op_id = \d|sizes = \[|input_op_ids = \[)")
+            .expect("constant regex")
+    });
+    static RUN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[A-Za-z][0-9]+|0[xX][0-9A-Fa-f]+|[0-9]+").expect("constant regex")
+    });
+    let op = SUFFIX.find(name).map_or(name, |m| &name[..m.start()]);
     if op.chars().all(|c| c.is_ascii_digit() || c == ' ') {
         return op.to_string();
     }
-    let run =
-        regex::Regex::new(r"[A-Za-z][0-9]+|0[xX][0-9A-Fa-f]+|[0-9]+").expect("constant regex");
-    run.replace_all(op, |c: &regex::Captures| {
+    RUN.replace_all(op, |c: &regex::Captures| {
         let m = &c[0];
         if m.as_bytes()[0].is_ascii_alphabetic() {
             m.to_string()
