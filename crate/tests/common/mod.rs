@@ -380,3 +380,33 @@ pub fn json_close(a: &serde_json::Value, b: &serde_json::Value, rel: f64) -> boo
         _ => a == b,
     }
 }
+
+/// A copy of `src` in `dir` with every kernel named `kernel` lasting `extra_ns` longer (the
+/// rest of the trace untouched), written with SQL.
+#[allow(dead_code)] // not every test binary reads it
+pub fn slowed_copy(
+    src: &std::path::Path,
+    dir: &std::path::Path,
+    kernel: &str,
+    extra_ns: i64,
+) -> std::path::PathBuf {
+    let dst = dir.join(format!(
+        "slow-{}",
+        src.file_name().and_then(|n| n.to_str()).unwrap_or("trace")
+    ));
+    std::fs::copy(src, &dst).unwrap();
+    let mut perms = std::fs::metadata(&dst).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&dst, perms).unwrap();
+    let conn = rusqlite::Connection::open(&dst).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + ?1 \
+             WHERE shortName IN (SELECT id FROM StringIds WHERE value = ?2)",
+            rusqlite::params![extra_ns, kernel],
+        )
+        .unwrap();
+    assert!(changed > 0, "no `{kernel}` kernel in {}", src.display());
+    dst
+}

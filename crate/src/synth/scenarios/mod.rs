@@ -25,7 +25,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 20] = [
+pub const SCENARIOS: [(&str, &str, Builder); 21] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -60,6 +60,11 @@ pub const SCENARIOS: [(&str, &str, Builder); 20] = [
         "regression-target",
         "same GPU work as regression-baseline, more host work (+broadcast_requests, 270/723 us, 22 launches/step)",
         loops::regression_target,
+    ),
+    (
+        "kernel-classes",
+        "TP=1 loop, 3 context and 40 generation steps, each launching a GEMM, attention, norm, elementwise, reduction, memory, sampling and other kernel of fixed durations and a host-to-device copy: known time per kernel class and phase",
+        loops::kernel_classes,
     ),
     (
         "cuda-graphs",
