@@ -12,7 +12,7 @@ use super::class_color;
 use super::stacked::{Stacked, StackedRow};
 use crate::names::kernels::KernelCategory;
 
-const LABEL_PX: f64 = 190.0;
+const LABEL_PX: f64 = 260.0;
 const TEXT_PX: f64 = 120.0;
 
 /// One bar: a trace (or one of its phases), its GPU time per class (µs per unit), the text

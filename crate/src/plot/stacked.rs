@@ -39,7 +39,7 @@ fn legend_layout(labels: &[&str], width: f64) -> Vec<(f64, u32)> {
     labels
         .iter()
         .map(|label| {
-            let w = 16.0 + text_width(label, 11.0) + 14.0;
+            let w = 16.0 + text_width(label, 11.0) + 18.0;
             if x + w > width && x > 8.0 {
                 (x, row) = (8.0, row + 1);
             }
@@ -48,6 +48,21 @@ fn legend_layout(labels: &[&str], width: f64) -> Vec<(f64, u32)> {
             at
         })
         .collect()
+}
+
+/// `label` cut to fit `width` px at 11 px (its middle replaced by `…`, so a file's name and
+/// what follows it both show), else whole.
+fn fit(label: &str, width: f64) -> String {
+    if text_width(label, 11.0) <= width {
+        return label.to_string();
+    }
+    let keep = ((width / text_width("m", 11.0)).floor() as usize).saturating_sub(1);
+    let chars: Vec<char> = label.chars().collect();
+    let tail = keep / 2;
+    let head = keep - tail;
+    let start: String = chars.iter().take(head).collect();
+    let end: String = chars[chars.len().saturating_sub(tail)..].iter().collect();
+    format!("{start}…{end}")
 }
 
 impl Stacked {
@@ -103,8 +118,12 @@ impl Stacked {
         for (i, r) in self.rows.iter().enumerate() {
             let y = top + (ROW_PX as i32) * i as i32;
             let (y0, y1) = (y + 2, y + ROW_PX as i32 - 4);
-            root.draw(&Text::new(r.label.clone(), (8, y + 5), font(11)))
-                .map_err(err)?;
+            root.draw(&Text::new(
+                fit(&r.label, self.label_px - 14.0),
+                (8, y + 5),
+                font(11),
+            ))
+            .map_err(err)?;
             root.draw(&Rectangle::new(
                 [(x0, y0), (x0 + plot_w as i32, y1)],
                 GRID.filled(),

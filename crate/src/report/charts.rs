@@ -271,7 +271,8 @@ pub fn kernel_class_bars(
         bars.push(bar(label.to_string(), main));
         if per_step {
             for p in &k.phases {
-                bars.push(bar(format!("{label} · {}", p.scope), p));
+                let phase = p.scope.trim_end_matches(" steps");
+                bars.push(bar(format!("{label} · {phase}"), p));
             }
         }
     }
