@@ -12,7 +12,7 @@
 //! step by when it was launched (its launch call's start; its own start when no call joins it),
 //! as the per-step kernel table counts kernels.
 //!
-//! One fold over the GPU work rows in start order ([`ClassFold`]), riding on the standard
+//! One fold over the GPU work rows in start order (`ClassFold`), riding on the standard
 //! profile's last pass: its state is classes × scopes (whole window, steady steps, two phases)
 //! plus the scopes' step spans, never a row per kernel.
 
