@@ -265,6 +265,20 @@ fn sql_classes(path: &Path) -> BTreeMap<&'static str, (i64, u64)> {
     out
 }
 
+/// The kernel window of the export, ns: its first GPU operation's start to the last one's end.
+fn window_ns(path: &Path) -> i64 {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row(
+        &format!(
+            "SELECT max(\"end\") - min(start) FROM ({})",
+            common::gpu_work_sql(&conn)
+        ),
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 #[test]
 fn mfu_2gpu_before_time_per_class_over_its_window_equals_plain_sql() {
     let path = public_trace(MFU_BEFORE);
@@ -284,17 +298,7 @@ fn mfu_2gpu_before_time_per_class_over_its_window_equals_plain_sql() {
         assert_eq!(got_rows, *rows, "{class}");
     }
     // Per second of the window: first GPU operation's start to the last one's end.
-    let conn = Connection::open(&path).unwrap();
-    let span: i64 = conn
-        .query_row(
-            &format!(
-                "SELECT max(\"end\") - min(start) FROM ({})",
-                common::gpu_work_sql(&conn)
-            ),
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let span = window_ns(&path);
     assert!(
         close(f(&window["divisor"]), span as f64 / 1e9),
         "{}",
@@ -345,20 +349,8 @@ fn a_window_comparison_whose_gpu_execution_grew_names_the_slowed_kernels_class()
     let class = class_of(op);
     assert_eq!(k["grew_most"]["class"], class, "{k}");
     // The class's GPU time per second of window, from SQL on both files.
-    let per_s = |path: &Path| {
-        let conn = Connection::open(path).unwrap();
-        let span: i64 = conn
-            .query_row(
-                &format!(
-                    "SELECT max(\"end\") - min(start) FROM ({})",
-                    common::gpu_work_sql(&conn)
-                ),
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        sql_classes(path)[class].0 as f64 / 1000.0 / (span as f64 / 1e9)
-    };
+    let per_s =
+        |path: &Path| sql_classes(path)[class].0 as f64 / 1000.0 / (window_ns(path) as f64 / 1e9);
     let (b, t) = (per_s(&before), per_s(&slow));
     assert!(close(f(&k["grew_most"]["baseline_us"]), b), "{b}: {k}");
     assert!(close(f(&k["grew_most"]["target_us"]), t), "{t}: {k}");
