@@ -380,3 +380,48 @@ fn the_trtllm_skill_profile_has_no_kernel_classes() {
     assert!(json["baseline"].get("kernel_classes").is_none());
     assert!(json["comparison"].get("kernel_classes").is_none());
 }
+
+#[test]
+fn the_regression_pair_compares_each_class_per_step_and_per_phase_as_placed() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let opts = Default::default();
+    let (b, t) = (dir.path().join("b.sqlite"), dir.path().join("t.sqlite"));
+    let ba = nsys_lens::synth::generate("regression-baseline", &b, &opts).unwrap();
+    let ta = nsys_lens::synth::generate("regression-target", &t, &opts).unwrap();
+    let json = analyze_json(&[&b, &t]);
+    let k = &json["comparison"]["kernel_classes"];
+    let placed = |a: &Value, scope: Option<&str>| {
+        let c = &a["analyze"]["standard"]["kernel_classes"];
+        match scope {
+            None => c["per_step"].clone(),
+            Some(s) => c["phases"][s].clone(),
+        }
+    };
+    let check = |what: &str, got: &Value, scope: Option<&str>| {
+        let (pb, pt) = (placed(&ba, scope), placed(&ta, scope));
+        for d in got.as_array().into_iter().flatten() {
+            let class = d["class"].as_str().unwrap_or("");
+            let us = |p: &Value| p[class]["us"].as_f64().unwrap_or(0.0);
+            let (wb, wt) = (us(&pb), us(&pt));
+            assert!(close(f(&d["baseline_us"]), wb), "{what} {d} vs {wb}");
+            assert!(close(f(&d["target_us"]), wt), "{what} {d} vs {wt}");
+            assert!(close(f(&d["delta_us"]), wt - wb), "{what} {d}");
+        }
+    };
+    check("per step", &k["classes"], None);
+    let phases = k["phases"].as_array().cloned().unwrap_or_default();
+    assert_eq!(phases.len(), 2, "{k}");
+    for p in &phases {
+        let scope = p["scope"].as_str().unwrap_or("");
+        check(scope, &p["classes"], Some(scope));
+    }
+    // The target's 16 extra tiny launches per step are elementwise kernels of 2 µs.
+    let elementwise = k["classes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["class"] == "elementwise")
+        .cloned()
+        .unwrap_or_default();
+    assert!(close(f(&elementwise["delta_us"]), 32.0), "{elementwise}");
+}

@@ -76,16 +76,15 @@ test('a pair: the deltas per class and the class named in the conclusion equal t
   const labels = ['--baseline-label', 'regression-baseline.sqlite', '--target-label', 'regression-target.sqlite'];
   const want = cliJson(['analyze', baseline, target, ...labels]).comparison;
   const k = want.kernel_classes;
-  const table = await page.$eval('[data-testid=rc-classes-table]', (t) => ({
-    scope: t.dataset.scope,
-    per: t.dataset.per,
-    rows: [...t.querySelectorAll('tbody tr')].map((r) => [r.dataset.class, Number(r.dataset.baseline), Number(r.dataset.target), Number(r.dataset.delta)]),
-  }));
-  assert.deepEqual(table, {
-    scope: k.scope,
-    per: k.per,
-    rows: k.classes.map((r) => [r.class, r.baseline_us, r.target_us, r.delta_us]),
-  });
+  const tables = await page.$$eval('[data-testid=rc-classes-table]', (ts) =>
+    ts.map((t) => ({
+      scope: t.dataset.scope,
+      rows: [...t.querySelectorAll('tbody tr')].map((r) => [r.dataset.class, Number(r.dataset.baseline), Number(r.dataset.target), Number(r.dataset.delta)]),
+    })),
+  );
+  const rows = (classes) => classes.map((r) => [r.class, r.baseline_us, r.target_us, r.delta_us]);
+  assert.deepEqual(tables, [{ scope: k.scope, rows: rows(k.classes) }, ...k.phases.map((p) => ({ scope: p.scope, rows: rows(p.classes) }))]);
+  assert.deepEqual(k.phases.map((p) => p.scope), ['context steps', 'generation steps']);
   // The target's 16 extra tiny launches per step are elementwise kernels.
   assert.ok(k.classes.find((r) => r.class === 'elementwise').delta_us > 0);
   assert.equal(await page.textContent('[data-testid=rc-conclusion]'), want.conclusion);

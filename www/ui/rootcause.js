@@ -306,28 +306,30 @@ function rcClasses(traces, comparison, draw, colours) {
   const k = comparison?.kernel_classes;
   if (k) {
     const per = k.per === 'step' ? 'per step' : 'per second of window';
-    const rows = k.classes.map((r) =>
-      el(
-        'tr',
-        { 'data-class': r.class, 'data-baseline': rawValue(r.baseline_us), 'data-target': rawValue(r.target_us), 'data-delta': rawValue(r.delta_us), 'data-baseline-count': rawValue(r.baseline_count), 'data-target-count': rawValue(r.target_count) },
-        el('td', { class: 'name nowrap' }, swatch(r.class), ` ${r.label}`),
-        el('td', { class: 'mono num', text: us(r.baseline_us), dataset: { sort: String(r.baseline_us) } }),
-        el('td', { class: 'mono num', text: us(r.target_us), dataset: { sort: String(r.target_us) } }),
-        el('td', { class: 'mono num', text: signedUs(r.delta_us), dataset: { sort: String(r.delta_us) } }),
-        el('td', { class: 'mono num', text: rcSignedPct(r.delta_pct), dataset: { sort: rawValue(r.delta_pct) } }),
-        el('td', { class: 'mono num', text: `${num(r.baseline_count, 1)} → ${num(r.target_count, 1)}` }),
-      ),
-    );
+    const deltaTable = (scope, classes, perText) =>
+      dataTable(
+        ['Class', { label: `Baseline ${perText}`, num: true }, { label: `Target ${perText}`, num: true }, { label: `Change ${perText}`, num: true }, { label: 'Change', num: true }, { label: `Rows ${perText}`, num: true }],
+        classes.map((r) =>
+          el(
+            'tr',
+            { 'data-class': r.class, 'data-baseline': rawValue(r.baseline_us), 'data-target': rawValue(r.target_us), 'data-delta': rawValue(r.delta_us), 'data-baseline-count': rawValue(r.baseline_count), 'data-target-count': rawValue(r.target_count) },
+            el('td', { class: 'name nowrap' }, swatch(r.class), ` ${r.label}`),
+            el('td', { class: 'mono num', text: us(r.baseline_us), dataset: { sort: String(r.baseline_us) } }),
+            el('td', { class: 'mono num', text: us(r.target_us), dataset: { sort: String(r.target_us) } }),
+            el('td', { class: 'mono num', text: signedUs(r.delta_us), dataset: { sort: String(r.delta_us) } }),
+            el('td', { class: 'mono num', text: rcSignedPct(r.delta_pct), dataset: { sort: rawValue(r.delta_pct) } }),
+            el('td', { class: 'mono num', text: `${num(r.baseline_count, 1)} → ${num(r.target_count, 1)}` }),
+          ),
+        ),
+        { 'data-testid': 'rc-classes-table', 'data-scope': scope, 'data-per': k.per },
+      );
     return panel(
       `GPU time per kernel class (${k.scope}, ${per})`,
       'rc-classes',
       el('p', { class: 'muted small', text: note }),
       wrap,
-      dataTable(
-        ['Class', { label: `Baseline ${per}`, num: true }, { label: `Target ${per}`, num: true }, { label: `Change ${per}`, num: true }, { label: 'Change', num: true }, { label: `Rows ${per}`, num: true }],
-        rows,
-        { 'data-testid': 'rc-classes-table', 'data-scope': k.scope, 'data-per': k.per },
-      ),
+      deltaTable(k.scope, k.classes, per),
+      ...(k.phases || []).map((p) => el('div', { class: 'rc-class-scope' }, el('h3', { text: `${p.scope}, per step` }), deltaTable(p.scope, p.classes, 'per step'))),
     );
   }
   const tables = withClasses.flatMap((t) => {

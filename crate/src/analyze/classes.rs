@@ -310,6 +310,17 @@ pub struct ClassComparison {
     /// The class whose GPU time per unit grew most (null when none grew): the one the
     /// conclusion names when GPU execution grew.
     pub grew_most: Option<ClassDelta>,
+    /// Per context step and per generation step, when the comparison is per step and both
+    /// traces have both phases; else empty.
+    pub phases: Vec<PhaseDeltas>,
+}
+
+/// One phase's classes in both traces, µs per step of the phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseDeltas {
+    /// `context steps` or `generation steps`.
+    pub scope: String,
+    pub classes: Vec<ClassDelta>,
 }
 
 /// Compares two traces' class tables: per step when `per_step` (both have steady figures and
@@ -323,7 +334,52 @@ pub fn compare_classes(
         (Some(bs), Some(ts)) if per_step => (bs, ts),
         _ => (&b.window, &t.window),
     };
-    let classes: Vec<ClassDelta> = KernelCategory::ALL
+    let classes = deltas(bt, tt);
+    let grew_most = classes
+        .iter()
+        .filter(|c| c.delta_us > 0.0)
+        .fold(None::<&ClassDelta>, |best, c| match best {
+            Some(b) if b.delta_us >= c.delta_us => Some(b),
+            _ => Some(c),
+        })
+        .cloned();
+    Some(ClassComparison {
+        scope: bt.scope.clone(),
+        per: bt.per.clone(),
+        gpu_us: super::compare::Delta::new(
+            Some(bt.gpu_us),
+            Some(tt.gpu_us),
+            crate::profile::Profile::Standard,
+        ),
+        classes,
+        grew_most,
+        phases: if per_step {
+            phase_deltas(b, t)
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// Each phase of `b` and `t` compared, when both have the same phases.
+fn phase_deltas(b: &KernelClasses, t: &KernelClasses) -> Vec<PhaseDeltas> {
+    let scopes = |k: &KernelClasses| k.phases.iter().map(|p| p.scope.clone()).collect::<Vec<_>>();
+    if b.phases.is_empty() || scopes(b) != scopes(t) {
+        return Vec::new();
+    }
+    b.phases
+        .iter()
+        .zip(&t.phases)
+        .map(|(bp, tp)| PhaseDeltas {
+            scope: bp.scope.clone(),
+            classes: deltas(bp, tp),
+        })
+        .collect()
+}
+
+/// Every class with rows in either table, in [`KernelCategory::ALL`]'s order.
+fn deltas(bt: &ClassTable, tt: &ClassTable) -> Vec<ClassDelta> {
+    KernelCategory::ALL
         .iter()
         .filter_map(|&class| {
             let (br, tr) = (bt.row(class), tt.row(class));
@@ -344,26 +400,7 @@ pub fn compare_classes(
                 target_count: count(tr),
             })
         })
-        .collect();
-    let grew_most = classes
-        .iter()
-        .filter(|c| c.delta_us > 0.0)
-        .fold(None::<&ClassDelta>, |best, c| match best {
-            Some(b) if b.delta_us >= c.delta_us => Some(b),
-            _ => Some(c),
-        })
-        .cloned();
-    Some(ClassComparison {
-        scope: bt.scope.clone(),
-        per: bt.per.clone(),
-        gpu_us: super::compare::Delta::new(
-            Some(bt.gpu_us),
-            Some(tt.gpu_us),
-            crate::profile::Profile::Standard,
-        ),
-        classes,
-        grew_most,
-    })
+        .collect()
 }
 
 impl ClassComparison {

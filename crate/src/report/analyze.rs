@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::analyze::AnalyzeReport;
 use crate::analyze::breakdown::{OpRow, TraceBreakdown};
-use crate::analyze::classes::{ClassComparison, ClassTable, KernelClasses};
+use crate::analyze::classes::{ClassComparison, ClassDelta, ClassTable, KernelClasses};
 use crate::analyze::compare::{Comparison, Delta, OpDelta, Status};
 use crate::analyze::window::{WindowComparison, WindowFigures};
 use crate::iterations::Method;
@@ -587,18 +587,23 @@ mod standard {
         let _ = writeln!(o, "    {:<38} {:10.1}", "all classes", t.gpu_us);
     }
 
-    /// Baseline vs target per kernel class.
+    /// Baseline vs target per kernel class, then per phase.
     fn class_deltas(o: &mut String, k: &ClassComparison) {
+        let title = format!("Kernel classes ({}, µs per {})", k.scope, k.per);
+        class_delta_table(o, &title, &k.classes);
+        for p in &k.phases {
+            let title = format!("Kernel classes ({}, µs per step)", p.scope);
+            class_delta_table(o, &title, &p.classes);
+        }
+    }
+
+    fn class_delta_table(o: &mut String, title: &str, rows: &[ClassDelta]) {
         let _ = writeln!(
             o,
             "\n  {:<40} {:>10} {:>10} {:>10} {:>8}",
-            format!("Kernel classes ({}, µs per {})", k.scope, k.per),
-            "Baseline",
-            "Target",
-            "Delta",
-            "Delta%"
+            title, "Baseline", "Target", "Delta", "Delta%"
         );
-        for r in &k.classes {
+        for r in rows {
             let pct = r
                 .delta_pct
                 .map_or_else(|| "NEW".to_string(), |p| format!("{p:+.0}%"));
