@@ -4,7 +4,7 @@
 // (one-line relative imports, unique top-level names, the worker's classic form) is in
 // docs/offline-file.md.
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
+import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawKernelClasses, kernelClassColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
 import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
 import { WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
@@ -546,7 +546,7 @@ async function computeRootCause() {
   const { report } = await appState.engine.analyze(baseline, target, options);
   const parsed = JSON.parse(report);
   const onShow = (item, side) => showOnTimeline(item, side === 'target' ? target : baseline);
-  renderRootCause($('rootcause'), parsed, { drawStepTimes, names, markerField: markerFieldCopy, onShow });
+  renderRootCause($('rootcause'), parsed, { drawStepTimes, drawKernelClasses, classColours: JSON.parse(kernelClassColours()), names, markerField: markerFieldCopy, onShow });
   appState.lprof.setHandoff((parsed.comparison || parsed.baseline)?.handoff?.line_profiler);
 }
 

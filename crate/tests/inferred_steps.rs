@@ -17,7 +17,7 @@ use std::ffi::OsStr;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use common::{describe, nsys_lens, public_trace};
+use common::{describe, nsys_lens, public_trace, slowed_copy};
 
 const MFU_BEFORE: &str = "GindaChen_nsys-ai__mfu_2gpu_before.sqlite";
 
@@ -201,31 +201,6 @@ fn mfu_2gpu_before_repeat_is_reported_as_back_to_back_blocks_not_steps() {
     assert_eq!(inferred["repeats"], steps["count"]);
     assert_eq!(inferred["unit"], "repeat");
     assert_eq!(inferred["pause_ratio"], steps["pause_ratio"]);
-}
-
-/// A copy of `src` in `dir` with every kernel named `kernel` lasting `extra_ns` longer (the
-/// rest of the trace untouched), written with SQL.
-fn slowed_copy(
-    src: &std::path::Path,
-    dir: &std::path::Path,
-    kernel: &str,
-    extra_ns: i64,
-) -> std::path::PathBuf {
-    let dst = dir.join(format!(
-        "slow-{}",
-        src.file_name().and_then(|n| n.to_str()).unwrap_or("trace")
-    ));
-    common::writable_copy(src, &dst);
-    let conn = Connection::open(&dst).unwrap();
-    let changed = conn
-        .execute(
-            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + ?1 \
-             WHERE shortName IN (SELECT id FROM StringIds WHERE value = ?2)",
-            rusqlite::params![extra_ns, kernel],
-        )
-        .unwrap();
-    assert!(changed > 0, "no `{kernel}` kernel in {}", src.display());
-    dst
 }
 
 fn compare_json(baseline: &std::path::Path, target: &std::path::Path) -> Value {

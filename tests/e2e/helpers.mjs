@@ -134,6 +134,12 @@ export function cli() {
   return exe;
 }
 
+// `nsys-lens ARGS… --json`, parsed.
+export function cliJson(args) {
+  const out = execFileSync(cli(), [...args, '--json'], { cwd: ROOT, maxBuffer: 256 << 20 });
+  return JSON.parse(out.toString('utf8'));
+}
+
 export function detectJson(file, profile = 'standard') {
   const out = execFileSync(cli(), ['detect', file, '--json', '--profile', profile], { cwd: ROOT, maxBuffer: 64 << 20 });
   return JSON.parse(out.toString('utf8'));

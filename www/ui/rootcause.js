@@ -7,7 +7,7 @@ import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTab
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
 // onShow(item, side): opens the timeline of the baseline or target trace at item {start_ns, end_ns}.
-export function renderRootCause(container, report, { drawStepTimes, markerField = null, onShow = null }) {
+export function renderRootCause(container, report, { drawStepTimes, drawKernelClasses = null, classColours = {}, markerField = null, onShow = null }) {
   clear(container);
   const { baseline, target, comparison } = report;
   container.dataset.profile = report.profile;
@@ -20,6 +20,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
     append(
       rcMissing(missing, markerField),
       rcWindowSummary(comparison, w, baseline, target),
+      rcClasses(traces, comparison, drawKernelClasses, classColours),
       rcDeltaTable('NVTX ops per second of window', 'rc-nvtx', w.nvtx, 'NVTX ranges starting in the kernel window, µs per second of window.', 'µs/s'),
       rcDeltaTable('GPU kernel time per second of window', 'rc-kernels', w.kernels, 'Kernel time by kernel name, µs per second of window.', 'µs/s'),
       rcDeltaTable('CUDA API time per second of window', 'rc-api', w.api, 'CPU time in CUDA API calls, µs per second of window.', 'µs/s'),
@@ -30,13 +31,14 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
   } else if (missing.length) {
     // Steps could not be isolated in a trace: one sentence on why and the field to fix it,
     // then the whole kernel window (figures per second), never an empty per-step table.
-    append(rcMissing(missing, markerField), ...traces.map(rcWindowFigures), rcIsolation(traces));
+    append(rcMissing(missing, markerField), ...traces.map(rcWindowFigures), rcClasses(traces, null, drawKernelClasses, classColours), rcIsolation(traces));
   } else if (comparison && target) {
     append(
       rcStepsSource(traces),
       rcCompareSummary(comparison, baseline, target),
       rcStepPlot([baseline, target], drawStepTimes),
       rcSlowestSteps([baseline, target], onShow),
+      rcClasses([baseline, target], comparison, drawKernelClasses, classColours),
       comparison.nvtx_note
         ? rcNvtxTable(comparison, onShow)
         : rcDeltaTable('NVTX ops per step', 'rc-nvtx', comparison.nvtx, 'Host work inside each step, by NVTX range; sorted by absolute change; click a row to see its longest instance (in the target, else in the baseline) on the timeline.', 'µs/step', onShow),
@@ -51,6 +53,7 @@ export function renderRootCause(container, report, { drawStepTimes, markerField 
       rcSingleSummary(baseline),
       rcStepPlot([baseline], drawStepTimes),
       rcSlowestSteps([baseline], onShow),
+      rcClasses([baseline], null, drawKernelClasses, classColours),
       rcOpsTable('NVTX ops per step', 'rc-nvtx', baseline.nvtx_ops, onShow && ((item) => onShow(item, 'baseline')), baseline.nvtx_note),
       rcOpsTable('GPU kernel time per step (kernels only)', 'rc-kernels', baseline.kernel_ops),
       rcOpsTable('CUDA API time per step', 'rc-api', baseline.api_ops),
@@ -276,6 +279,102 @@ function rcWindowFigures(t) {
     table('GPU kernel time per second of window', 'rc-kernels', w.kernel_ops),
     table('CUDA API time per second of window', 'rc-api', w.api_ops),
     table('NVTX ops per second of window', 'rc-nvtx', w.nvtx_ops),
+  );
+}
+
+// GPU time per kernel class (the core's `kernel_classes`): the stacked bars drawn by the core,
+// then the table: one trace's classes (per step, else per second of window, and per phase), or
+// the comparison's deltas. Absent under trtllm-skill (the reference has no such table).
+function rcClasses(traces, comparison, draw, colours) {
+  const withClasses = traces.filter((t) => t.kernel_classes);
+  if (!withClasses.length) return null;
+  const canvas = el('canvas', { 'data-testid': 'rc-classes-chart', height: '120' });
+  const wrap = el('div', { class: 'canvas-wrap' }, canvas);
+  if (draw) {
+    const json = JSON.stringify(withClasses.map((t) => ({ label: t.label, classes: t.kernel_classes })));
+    requestAnimationFrame(() => {
+      try {
+        fitCanvas(canvas, 120);
+        const needed = draw(canvas, json);
+        if (needed && needed !== canvas.height) {
+          fitCanvas(canvas, needed);
+          draw(canvas, json);
+        }
+        canvas.dataset.drawn = '1';
+      } catch (e) {
+        wrap.append(el('p', { class: 'muted', text: `The chart could not be drawn: ${e.message || e}` }));
+      }
+    });
+  }
+  // The colour is set through the CSSOM (the page's CSP allows no inline style attribute).
+  const swatch = (cls) => {
+    const s = el('span', { class: 'swatch', 'data-colour': colours[cls] || '' });
+    s.style.backgroundColor = colours[cls] || '#64748b';
+    return s;
+  };
+  const note = 'Summed GPU time of each class\'s rows (kernels by name; copies, memsets and graph replays by kind — the timeline\'s colours): kernels running at once on several streams each count, so the classes can add up to more than GPU busy. A row counts in a step by when it was launched.';
+  const k = comparison?.kernel_classes;
+  if (k) {
+    const per = k.per === 'step' ? 'per step' : 'per second of window';
+    const deltaTable = (scope, classes, perText) =>
+      dataTable(
+        ['Class', { label: `Baseline ${perText}`, num: true }, { label: `Target ${perText}`, num: true }, { label: `Change ${perText}`, num: true }, { label: 'Change', num: true }, { label: `Rows ${perText}`, num: true }],
+        classes.map((r) =>
+          el(
+            'tr',
+            { 'data-class': r.class, 'data-baseline': rawValue(r.baseline_us), 'data-target': rawValue(r.target_us), 'data-delta': rawValue(r.delta_us), 'data-baseline-count': rawValue(r.baseline_count), 'data-target-count': rawValue(r.target_count) },
+            el('td', { class: 'name nowrap' }, swatch(r.class), ` ${r.label}`),
+            el('td', { class: 'mono num', text: us(r.baseline_us), dataset: { sort: String(r.baseline_us) } }),
+            el('td', { class: 'mono num', text: us(r.target_us), dataset: { sort: String(r.target_us) } }),
+            el('td', { class: 'mono num', text: signedUs(r.delta_us), dataset: { sort: String(r.delta_us) } }),
+            el('td', { class: 'mono num', text: rcSignedPct(r.delta_pct), dataset: { sort: rawValue(r.delta_pct) } }),
+            el('td', { class: 'mono num', text: `${num(r.baseline_count, 1)} → ${num(r.target_count, 1)}` }),
+          ),
+        ),
+        { 'data-testid': 'rc-classes-table', 'data-scope': scope, 'data-per': k.per },
+      );
+    return panel(
+      `GPU time per kernel class (${k.scope}, ${per})`,
+      'rc-classes',
+      el('p', { class: 'muted small', text: note }),
+      wrap,
+      deltaTable(k.scope, k.classes, per),
+      ...(k.phases || []).map((p) => el('div', { class: 'rc-class-scope' }, el('h3', { text: `${p.scope}, per step` }), deltaTable(p.scope, p.classes, 'per step'))),
+    );
+  }
+  const tables = withClasses.flatMap((t) => {
+    const kc = t.kernel_classes;
+    return [kc.per_step || kc.window, ...(kc.per_step ? kc.phases : [])].map((table) => ({ t, table }));
+  });
+  return panel(
+    'GPU time per kernel class',
+    'rc-classes',
+    el('p', { class: 'muted small', text: note }),
+    wrap,
+    ...tables.map(({ t, table }) => {
+      const per = table.per === 'step' ? 'per step' : 'per second of window';
+      return el(
+        'div',
+        { class: 'rc-class-scope' },
+        el('h3', { text: `${withClasses.length > 1 ? `${t.label} · ` : ''}${table.scope}, ${per}` }),
+        dataTable(
+          ['Class', { label: `GPU time ${per}`, num: true }, { label: `Rows ${per}`, num: true }, { label: 'Share', num: true }, { label: 'Total', num: true }, { label: 'Rows', num: true }],
+          table.classes.map((r) =>
+            el(
+              'tr',
+              { 'data-class': r.class, 'data-gpu-us': rawValue(r.gpu_us), 'data-count': rawValue(r.count), 'data-rows': String(r.rows) },
+              el('td', { class: 'name nowrap' }, swatch(r.class), ` ${r.label}`),
+              el('td', { class: 'mono num', text: us(r.gpu_us), dataset: { sort: String(r.gpu_us) } }),
+              el('td', { class: 'mono num', text: num(r.count, 2), dataset: { sort: String(r.count) } }),
+              el('td', { class: 'mono num', text: `${(r.share * 100).toFixed(1)}%`, dataset: { sort: String(r.share) } }),
+              el('td', { class: 'mono num', text: us(r.total_us), dataset: { sort: String(r.total_us) } }),
+              el('td', { class: 'mono num', text: int(r.rows), dataset: { sort: String(r.rows) } }),
+            ),
+          ),
+          { 'data-testid': 'rc-classes-table', 'data-scope': table.scope, 'data-per': table.per, 'data-label': t.label },
+        ),
+      );
+    }),
   );
 }
 

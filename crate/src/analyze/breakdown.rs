@@ -235,6 +235,10 @@ pub struct TraceBreakdown {
     pub handoff: Handoff,
     /// The whole kernel window, normalized (`standard`; what a comparison without steps uses).
     pub window: Option<super::window::WindowFigures>,
+    /// GPU time and rows per kernel class, per steady step, per phase and over the whole
+    /// kernel window (`standard` only; absent from `trtllm-skill`'s JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_classes: Option<super::classes::KernelClasses>,
 }
 
 impl TraceBreakdown {
@@ -277,6 +281,7 @@ impl TraceBreakdown {
             nvtx_note: None,
             handoff: Handoff::default(),
             window: None,
+            kernel_classes: None,
         }
     }
 

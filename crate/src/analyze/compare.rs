@@ -222,6 +222,10 @@ pub struct Comparison {
     /// The whole-window comparison (`standard`): the conclusion and hand-off come from it when
     /// steps could not be compared (`window.note` then says so).
     pub window: Option<super::window::WindowComparison>,
+    /// GPU time per kernel class in both traces (`standard` only; absent from
+    /// `trtllm-skill`'s JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_classes: Option<super::classes::ClassComparison>,
 }
 
 /// Compares two breakdowns made with the same profile.
@@ -270,6 +274,7 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
         top_regressions,
         nvtx,
         window: None,
+        kernel_classes: None,
     };
     let (cause, text) = conclusion(&c, b, t, profile);
     c.primary_cause = cause;
@@ -306,7 +311,23 @@ pub fn compare(b: &TraceBreakdown, t: &TraceBreakdown, profile: Profile) -> Comp
         }
         c.window = Some(w);
     }
+    with_kernel_classes(&mut c, b, t);
     c
+}
+
+/// The comparison per kernel class (per step when the comparison is, else over the whole
+/// windows); when GPU execution grew, the conclusion names the class that grew most.
+fn with_kernel_classes(c: &mut Comparison, b: &TraceBreakdown, t: &TraceBreakdown) {
+    let (Some(bk), Some(tk)) = (&b.kernel_classes, &t.kernel_classes) else {
+        return;
+    };
+    let per_step = !c.window.as_ref().is_some_and(|w| w.replaces_steps);
+    c.kernel_classes = super::classes::compare_classes(bk, tk, per_step);
+    if c.primary_cause == Some("GPU execution")
+        && let Some(sentence) = c.kernel_classes.as_ref().and_then(|k| k.sentence())
+    {
+        c.conclusion = format!("{} {sentence}", c.conclusion);
+    }
 }
 
 /// The figure a regression gate reads of a comparison: time per unit of work in both traces,

@@ -10,6 +10,7 @@
 //! CLI runs them over the loaded [`Trace`], the page as the CLI does.
 
 pub mod breakdown;
+pub mod classes;
 pub mod compare;
 pub mod handoff;
 mod nesting;

@@ -20,6 +20,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use super::breakdown::StepsFound;
 use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
+use super::classes::{self, ClassFold, StepSpans};
 use super::nesting::{self, Nesting};
 use super::ops::{Tallies, contains, overlap};
 use super::stats::Stats;
@@ -131,19 +132,28 @@ pub fn breakdown(
             steady_state(&mut b, &steady)
         }
     };
+    let phases = classes::phase_spans(in_window.iter().map(|s| (s.start, s.name.ctx > 0)));
     // Not held through the passes below: a long trace has a step and an iteration per range.
     drop(in_window);
     drop((iso, inference));
     match spans {
         None => {
-            let read = pass.figures(&mut [], None)?;
+            let mut by_class = ClassFold::new(&rows.meta().strings, None, phases);
+            let read = pass.figures(&mut [&mut by_class], None)?;
             b.window = read.figures;
+            b.kernel_classes = Some(by_class.finish());
             *kept = Some(read.drill);
         }
         Some(spans) => {
             b.nvtx_ops = nvtx_rows(rows, spans.spans(), &step_names, spans.n(), peaks);
             b.nvtx_note = Some(nvtx_note());
-            steady_ops(rows, &mut b, pass, &spans, (peaks, kept))?;
+            let steady = StepSpans {
+                scope: "steady steps",
+                spans: spans.spans().to_vec(),
+                cycles: spans.cycles,
+            };
+            let by_class = ClassFold::new(&rows.meta().strings, Some(steady), phases);
+            steady_ops(rows, &mut b, pass, &spans, by_class, (peaks, kept))?;
         }
     }
     Ok(finish(b))
@@ -364,14 +374,15 @@ impl CycleSet {
     }
 }
 
-/// The kernels launched and the CUDA API calls made inside the steady cycles, by name, folded
-/// over the window's last passes (kernels joined to their launch calls, every call), which
-/// give the window's figures too.
+/// The kernels launched and the CUDA API calls made inside the steady cycles, by name, and the
+/// GPU time per kernel class (`by_class`), folded over the window's last passes (kernels joined
+/// to their launch calls, every call), which give the window's figures too.
 fn steady_ops(
     rows: &dyn EventRows,
     b: &mut TraceBreakdown,
     pass: WindowPass<'_>,
     cycles: &CycleSet,
+    mut by_class: ClassFold<'_>,
     (peaks, kept): (&mut FoldPeaks, &mut Option<DrillRead>),
 ) -> Result<()> {
     let strings = &rows.meta().strings;
@@ -388,8 +399,12 @@ fn steady_ops(
         }
     };
     let mut busy = SteadyBusy::new(spans);
-    let read = pass.figures(&mut [&mut kernels, &mut busy], Some(&mut call))?;
+    let read = pass.figures(
+        &mut [&mut kernels, &mut busy, &mut by_class],
+        Some(&mut call),
+    )?;
     b.window = read.figures;
+    b.kernel_classes = Some(by_class.finish());
     peaks.pending_launches = peaks.pending_launches.max(read.pending_launches);
     *kept = Some(read.drill);
     b.kernel_ops = kernels.tally.rows(None, |v| v / n);

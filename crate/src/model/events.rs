@@ -223,6 +223,38 @@ impl Work {
     pub fn is_transfer(self) -> bool {
         matches!(self, Work::Copy { .. } | Work::Memset)
     }
+
+    /// The class of a row of this kind named `short_name`: a graph replay, copy or memset by
+    /// its kind, a kernel by its short name (`names::kernels::kernel_category`). The one rule
+    /// the timeline colours GPU work by and Root cause rolls its time up by.
+    pub fn class(self, short_name: &str) -> crate::names::kernels::KernelCategory {
+        use crate::names::kernels::{KernelCategory, kernel_category};
+        match self {
+            Work::Kernel => kernel_category(short_name),
+            Work::Replay => KernelCategory::Replay,
+            Work::Copy { .. } => KernelCategory::Copy,
+            Work::Memset => KernelCategory::Memset,
+        }
+    }
+
+    /// The kind of GPU work a name drawn on a device lane stands for: a graph replay, copy or
+    /// memset by the name every load gives such rows (`[CUDA graph replay] graph 3`, `[CUDA
+    /// memcpy Host-to-Device] 4.0 GiB`), else a kernel.
+    pub fn of_name(name: &str) -> Work {
+        let copy = Direction::Unknown.copy_name().trim_end_matches(']');
+        if name.starts_with(REPLAY_NAME) {
+            Work::Replay
+        } else if name.starts_with(MEMSET_NAME) {
+            Work::Memset
+        } else if name.starts_with(copy) {
+            Work::Copy {
+                kind: 0,
+                pageable: false,
+            }
+        } else {
+            Work::Kernel
+        }
+    }
 }
 
 /// The table a row of GPU work comes from. The timeline indexes each by row number and reads

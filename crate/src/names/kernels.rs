@@ -1,10 +1,14 @@
 //! Kernel name classes: the functional blocks of a decoder layer (reference §9.3) and whether a
-//! kernel is a collective (§9.4), from its short name.
+//! kernel is a collective (§9.4), from its short name; with the other kinds of GPU work (graph
+//! replays, copies, memsets), the classes the timeline colours GPU work by and Root cause rolls
+//! GPU time up by (`docs/kernel-classes.md`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// Functional block of a kernel, from its short name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// Class of a row of GPU work: a kernel's functional block, from its short name
+/// ([`kernel_category`]); a graph replay, copy or memset by its kind
+/// (`model::Work::class`, the one rule the timeline and the roll-up share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KernelCategory {
     Collective,
@@ -13,11 +17,31 @@ pub enum KernelCategory {
     Norm,
     Sampling,
     Elementwise,
+    Reduction,
     Memory,
+    Copy,
+    Memset,
+    Replay,
     Other,
 }
 
 impl KernelCategory {
+    /// Every class, in the order tables, bars and legends list them.
+    pub const ALL: [KernelCategory; 12] = [
+        KernelCategory::Gemm,
+        KernelCategory::Attention,
+        KernelCategory::Collective,
+        KernelCategory::Norm,
+        KernelCategory::Elementwise,
+        KernelCategory::Reduction,
+        KernelCategory::Sampling,
+        KernelCategory::Memory,
+        KernelCategory::Copy,
+        KernelCategory::Memset,
+        KernelCategory::Replay,
+        KernelCategory::Other,
+    ];
+
     pub fn label(self) -> &'static str {
         match self {
             KernelCategory::Collective => "allreduce/collective",
@@ -26,7 +50,30 @@ impl KernelCategory {
             KernelCategory::Norm => "norm",
             KernelCategory::Sampling => "sampling",
             KernelCategory::Elementwise => "elementwise",
+            KernelCategory::Reduction => "reduction",
             KernelCategory::Memory => "memory",
+            KernelCategory::Copy => "copy",
+            KernelCategory::Memset => "memset",
+            KernelCategory::Replay => "graph replay",
+            KernelCategory::Other => "other",
+        }
+    }
+
+    /// The class's key: its JSON name and the timeline's class of a name
+    /// (`TimelineView::classes`, which the drawing colours by).
+    pub fn key(self) -> &'static str {
+        match self {
+            KernelCategory::Collective => "collective",
+            KernelCategory::Attention => "attention",
+            KernelCategory::Gemm => "gemm",
+            KernelCategory::Norm => "norm",
+            KernelCategory::Sampling => "sampling",
+            KernelCategory::Elementwise => "elementwise",
+            KernelCategory::Reduction => "reduction",
+            KernelCategory::Memory => "memory",
+            KernelCategory::Copy => "copy",
+            KernelCategory::Memset => "memset",
+            KernelCategory::Replay => "replay",
             KernelCategory::Other => "other",
         }
     }
@@ -85,6 +132,8 @@ pub fn kernel_category(short_name: &str) -> KernelCategory {
         KernelCategory::Gemm
     } else if has(&["norm"]) {
         KernelCategory::Norm
+    } else if has(&["reduce", "reduction", "triton_red", "triton_per_"]) {
+        KernelCategory::Reduction
     } else if has(&["sample", "sampling", "argmax", "topk", "top_k", "softmax"]) {
         KernelCategory::Sampling
     } else if has(&[
@@ -98,7 +147,6 @@ pub fn kernel_category(short_name: &str) -> KernelCategory {
         "relu",
         "act_and_mul",
         "triton_poi",
-        "triton_red",
         "add",
         "mul",
         "divide",
@@ -107,7 +155,6 @@ pub fn kernel_category(short_name: &str) -> KernelCategory {
         "_exp",
         "tanh",
         "sigmoid",
-        "reduce",
     ]) {
         KernelCategory::Elementwise
     } else {
@@ -137,6 +184,13 @@ mod tests {
             ("fast_greedy_sample_kernel", Sampling),
             ("cupy_true_divide__float64_float64_float64", Elementwise),
             ("power_iteration", Other),
+            ("reduce_kernel", Reduction),
+            (
+                "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0",
+                Reduction,
+            ),
+            ("cub::DeviceReduceSingleTileKernel", Reduction),
+            ("reduce_scatter_kernel", Collective),
         ] {
             assert_eq!(kernel_category(name), want, "{name}");
         }

@@ -6,14 +6,13 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{DrawResult, GRID, INK, err, text_width};
+use super::DrawResult;
+use super::stacked::{Stacked, StackedRow};
 use crate::drill::idle::{CauseKind, IdleAttribution, PRECEDENCE};
 
-/// Geometry in pixels: the title and legend rows above the bars, one row per device.
-const TITLE_PX: u32 = 24;
-const LEGEND_ROW_PX: u32 = 18;
-const ROW_PX: u32 = 24;
+#[cfg(test)]
 const LABEL_PX: f64 = 150.0;
+#[cfg(test)]
 const TEXT_PX: f64 = 96.0;
 
 /// The colour of a cause, fixed so that every chart and the page's list agree.
@@ -52,31 +51,6 @@ fn present(idle: &IdleAttribution) -> Vec<CauseKind> {
         .collect()
 }
 
-/// Legend entries laid out in rows that fit `width`: (kind, x, row).
-fn legend_layout(kinds: &[CauseKind], width: f64) -> Vec<(CauseKind, f64, u32)> {
-    let (mut x, mut row) = (8.0, 0);
-    kinds
-        .iter()
-        .map(|&k| {
-            let w = 16.0 + text_width(k.name(), 11.0) + 14.0;
-            if x + w > width && x > 8.0 {
-                (x, row) = (8.0, row + 1);
-            }
-            let at = (k, x, row);
-            x += w;
-            at
-        })
-        .collect()
-}
-
-/// The height in pixels the chart of `idle` needs at `width`.
-pub fn idle_causes_height(idle: &IdleAttribution, width: u32) -> u32 {
-    let rows = legend_layout(&present(idle), f64::from(width))
-        .last()
-        .map_or(1, |l| l.2 + 1);
-    TITLE_PX + LEGEND_ROW_PX * rows + 6 + ROW_PX * idle.per_device.len().max(1) as u32 + 4
-}
-
 /// A device's row label: the device, with its file when the drill-down read several.
 fn device_label(idle: &IdleAttribution, i: usize) -> String {
     let d = &idle.per_device[i];
@@ -90,72 +64,46 @@ fn device_label(idle: &IdleAttribution, i: usize) -> String {
     }
 }
 
+/// The chart of `idle` as stacked bars: one per device, split at its causes' shares.
+fn stacked(idle: &IdleAttribution) -> Stacked {
+    let nothing = idle.per_device.iter().all(|d| d.idle_ns == 0);
+    Stacked {
+        title: "Where the GPU-idle time went, per device (share of its idle time)".into(),
+        legend: present(idle)
+            .into_iter()
+            .map(|k| (cause_colour(k), k.name().to_string()))
+            .collect(),
+        rows: idle
+            .per_device
+            .iter()
+            .enumerate()
+            .map(|(i, d)| StackedRow {
+                label: device_label(idle, i),
+                segments: d
+                    .causes
+                    .iter()
+                    .map(|c| (cause_colour(c.kind), c.share))
+                    .collect(),
+                text: format!("{:.2} ms idle", d.idle_ns as f64 / 1e6),
+            })
+            .collect(),
+        empty: nothing.then(|| "no GPU-idle time in this window".to_string()),
+        label_px: 150.0,
+        text_px: 96.0,
+    }
+}
+
+/// The height in pixels the chart of `idle` needs at `width`.
+pub fn idle_causes_height(idle: &IdleAttribution, width: u32) -> u32 {
+    stacked(idle).height(width)
+}
+
 /// Draws the chart filling `root`.
 pub fn draw_idle_causes<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     idle: &IdleAttribution,
 ) -> DrawResult {
-    root.fill(&WHITE).map_err(err)?;
-    let (w, _) = root.dim_in_pixel();
-    let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
-    root.draw(&Text::new(
-        "Where the GPU-idle time went, per device (share of its idle time)",
-        (8, 6),
-        font(13),
-    ))
-    .map_err(err)?;
-    if idle.per_device.iter().all(|d| d.idle_ns == 0) {
-        return root
-            .draw(&Text::new(
-                "no GPU-idle time in this window",
-                (8, TITLE_PX as i32 + 4),
-                font(12),
-            ))
-            .map_err(err);
-    }
-    let legend = legend_layout(&present(idle), f64::from(w));
-    for &(kind, x, row) in &legend {
-        let y = (TITLE_PX + LEGEND_ROW_PX * row) as i32;
-        let x = x as i32;
-        root.draw(&Rectangle::new(
-            [(x, y + 2), (x + 11, y + 13)],
-            cause_colour(kind).filled(),
-        ))
-        .map_err(err)?;
-        root.draw(&Text::new(kind.name(), (x + 16, y + 1), font(11)))
-            .map_err(err)?;
-    }
-    let legend_rows = legend.last().map_or(1, |l| l.2 + 1);
-    let top = (TITLE_PX + LEGEND_ROW_PX * legend_rows + 6) as i32;
-    let plot_w = (f64::from(w) - LABEL_PX - TEXT_PX - 8.0).max(40.0);
-    for (i, d) in idle.per_device.iter().enumerate() {
-        let y = top + (ROW_PX as i32) * i as i32;
-        root.draw(&Text::new(device_label(idle, i), (8, y + 5), font(11)))
-            .map_err(err)?;
-        let x0 = LABEL_PX as i32;
-        root.draw(&Rectangle::new(
-            [(x0, y + 2), (x0 + plot_w as i32, y + ROW_PX as i32 - 4)],
-            GRID.filled(),
-        ))
-        .map_err(err)?;
-        let mut at = 0.0;
-        for c in &d.causes {
-            let from = x0 + (at * plot_w) as i32;
-            at += c.share;
-            let to = x0 + (at.min(1.0) * plot_w) as i32;
-            if to > from {
-                root.draw(&Rectangle::new(
-                    [(from, y + 2), (to, y + ROW_PX as i32 - 4)],
-                    cause_colour(c.kind).filled(),
-                ))
-                .map_err(err)?;
-            }
-        }
-        let text = format!("{:.2} ms idle", d.idle_ns as f64 / 1e6);
-        root.draw(&Text::new(text, (x0 + plot_w as i32 + 6, y + 5), font(11)))
-            .map_err(err)?;
-    }
-    Ok(())
+    stacked(idle).draw(root)
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! rectangle per run of equal pixel columns, never one per kernel.
 
 pub mod idle_causes;
+pub mod kernel_classes;
 pub mod lprof_rounds;
+pub mod stacked;
 pub mod step_times;
 pub mod ticks;
 
@@ -167,8 +169,9 @@ fn api_color(name: &str) -> RGBColor {
     }
 }
 
-/// The colour of a kernel drawn on its own, by its class (`TimelineView::classes`).
-fn class_color(class: &str) -> RGBColor {
+/// The colour of a kernel drawn on its own, by its class (`TimelineView::classes`,
+/// `names::kernels::KernelCategory::key`); the bars of time per kernel class use the same.
+pub fn class_color(class: &str) -> RGBColor {
     match class {
         "gemm" => RGBColor(37, 99, 235),
         "attention" => RGBColor(124, 58, 237),
@@ -176,6 +179,7 @@ fn class_color(class: &str) -> RGBColor {
         "norm" => RGBColor(13, 148, 136),
         "sampling" => RGBColor(202, 138, 4),
         "elementwise" => RGBColor(22, 163, 74),
+        "reduction" => RGBColor(146, 64, 14),
         "memory" => RGBColor(219, 39, 119),
         // Other GPU work than kernels (`timeline::work`): copies in the colour of memory
         // kernels, memsets a darker shade, graph replays orange.

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::analyze::AnalyzeReport;
 use crate::analyze::breakdown::{OpRow, TraceBreakdown};
+use crate::analyze::classes::{ClassComparison, ClassDelta, ClassTable, KernelClasses};
 use crate::analyze::compare::{Comparison, Delta, OpDelta, Status};
 use crate::analyze::window::{WindowComparison, WindowFigures};
 use crate::iterations::Method;
@@ -456,6 +457,9 @@ mod standard {
         {
             whole_window(o, w);
         }
+        if let Some(k) = &b.kernel_classes {
+            kernel_classes(o, k);
+        }
         for w in &b.warnings {
             let _ = writeln!(o, "Warning: {w}");
         }
@@ -542,6 +546,73 @@ mod standard {
         nvtx_table(o, b);
         table(o, "GPU kernels per step (kernel rows only)", &b.kernel_ops);
         table(o, "CUDA API calls per step", &b.api_ops);
+    }
+
+    /// GPU time per kernel class: per steady step (else per second of the whole window), and
+    /// per phase when the window has context and generation steps.
+    fn kernel_classes(o: &mut String, k: &KernelClasses) {
+        let tables = std::iter::once(k.main()).chain(&k.phases);
+        for t in tables {
+            class_table(o, t);
+        }
+    }
+
+    fn class_table(o: &mut String, t: &ClassTable) {
+        let unit = if t.per == crate::analyze::classes::PER_STEP {
+            "µs/step"
+        } else {
+            "µs/s"
+        };
+        let _ = writeln!(
+            o,
+            "\n  {:<40} {:>10} {:>10} {:>7}",
+            format!("Time per kernel class ({}, summed)", t.scope),
+            unit,
+            format!("rows/{}", if unit == "µs/s" { "s" } else { "step" }),
+            "share"
+        );
+        if t.classes.is_empty() {
+            let _ = writeln!(o, "    (none)");
+        }
+        for r in &t.classes {
+            let _ = writeln!(
+                o,
+                "    {:<38} {:10.1} {:10.2} {:6.1}%",
+                r.label,
+                r.gpu_us,
+                r.count,
+                r.share * 100.0
+            );
+        }
+        let _ = writeln!(o, "    {:<38} {:10.1}", "all classes", t.gpu_us);
+    }
+
+    /// Baseline vs target per kernel class, then per phase.
+    fn class_deltas(o: &mut String, k: &ClassComparison) {
+        let title = format!("Kernel classes ({}, µs per {})", k.scope, k.per);
+        class_delta_table(o, &title, &k.classes);
+        for p in &k.phases {
+            let title = format!("Kernel classes ({}, µs per step)", p.scope);
+            class_delta_table(o, &title, &p.classes);
+        }
+    }
+
+    fn class_delta_table(o: &mut String, title: &str, rows: &[ClassDelta]) {
+        let _ = writeln!(
+            o,
+            "\n  {:<40} {:>10} {:>10} {:>10} {:>8}",
+            title, "Baseline", "Target", "Delta", "Delta%"
+        );
+        for r in rows {
+            let pct = r
+                .delta_pct
+                .map_or_else(|| "NEW".to_string(), |p| format!("{p:+.0}%"));
+            let _ = writeln!(
+                o,
+                "  {:<40} {:10.1} {:10.1} {:+10.1} {:>8}",
+                r.label, r.baseline_us, r.target_us, r.delta_us, pct
+            );
+        }
     }
 
     fn table(o: &mut String, title: &str, rows: &[OpRow]) {
@@ -691,6 +762,9 @@ mod standard {
         for w in &c.coverage {
             let _ = writeln!(o, "Coverage warning: {w}");
         }
+        if let Some(k) = &c.kernel_classes {
+            class_deltas(o, k);
+        }
         nvtx_deltas(o, c);
         deltas(o, "GPU kernels", &c.kernels);
         deltas(o, "CUDA API calls", &c.api);
@@ -706,6 +780,9 @@ mod standard {
         let _ = writeln!(o, "\nConclusion: {}", c.conclusion);
         for warning in &c.comparability {
             let _ = writeln!(o, "Comparability warning: {warning}");
+        }
+        if let Some(k) = &c.kernel_classes {
+            class_deltas(o, k);
         }
         for (title, rows) in [
             ("NVTX ops", &w.nvtx),

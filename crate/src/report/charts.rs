@@ -246,3 +246,43 @@ pub fn svg(
     }
     Ok(text.replace(" xmlns=\"http://www.w3.org/2000/svg\"", ""))
 }
+
+/// The stacked bars of time per kernel class of `traces` (`(label, classes)`, each trace's
+/// [`crate::analyze::classes::KernelClasses::main`] table then its phases), on one scale: a figure per step when every
+/// trace has one, else per second of kernel window.
+pub fn kernel_class_bars(
+    traces: &[(&str, &crate::analyze::classes::KernelClasses)],
+) -> crate::plot::kernel_classes::ClassBars {
+    use crate::analyze::classes::{ClassTable, PER_STEP};
+    use crate::plot::kernel_classes::{ClassBar, ClassBars};
+    let per_step = traces.iter().all(|(_, k)| k.per_step.is_some());
+    let bar = |label: String, t: &ClassTable| ClassBar {
+        label,
+        segments: t.classes.iter().map(|r| (r.class, r.gpu_us)).collect(),
+        text: format!(
+            "{:.1} µs/{}",
+            t.gpu_us,
+            if t.per == PER_STEP { "step" } else { "s" }
+        ),
+    };
+    let mut bars = Vec::new();
+    for (label, k) in traces {
+        let main = if per_step { k.main() } else { &k.window };
+        bars.push(bar(label.to_string(), main));
+        if per_step {
+            for p in &k.phases {
+                let phase = p.scope.trim_end_matches(" steps");
+                bars.push(bar(format!("{label} · {phase}"), p));
+            }
+        }
+    }
+    let per = if per_step {
+        "per step"
+    } else {
+        "per second of kernel window"
+    };
+    ClassBars {
+        title: format!("GPU time per kernel class, {per} (summed GPU time)"),
+        bars,
+    }
+}

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::analyze::classes::{ClassTable, window_classes};
 use crate::detect::{self, DetectConfig, DetectReport};
 use crate::drill::DrillOptions;
 use crate::error::Result;
@@ -35,6 +36,9 @@ pub struct Document {
     pub verdict_not_computed: Option<NotComputed>,
     /// What could not be computed, and why (each note once).
     pub coverage: Vec<CoverageNote>,
+    /// GPU time per kernel class over the whole kernel window (summed GPU time, per second of
+    /// window; `analyze`'s `kernel_classes.window`); `null` without kernel records.
+    pub kernel_classes: Option<ClassTable>,
 }
 
 /// Why a report has no verdict and no drill-down, and how to capture what they need.
@@ -79,7 +83,8 @@ pub fn build_rows(
         .ok_or_else(|| crate::error::Error::Internal {
             detail: "the drill-down explained no trace".into(),
         })?;
-    Ok(with_drill_down(label, detect, explain, drill))
+    let classes = window_classes(rows)?;
+    Ok(with_drill_down(label, detect, explain, drill, classes))
 }
 
 /// The configuration of the report's verdict (the defaults, the trace's label).
@@ -91,16 +96,20 @@ pub fn verdict_config(label: &str) -> DetectConfig {
 }
 
 /// The report of a trace with kernels from its parts: the verdict (under [`verdict_config`]),
-/// its explainer and its drill-down with the findings of both, as [`build_rows`] computes them
-/// (the page passes those its Drill-down computed already).
+/// its explainer, its drill-down with the findings of both and its time per kernel class
+/// ([`window_classes`]), as [`build_rows`] computes them (the page passes those its Drill-down
+/// computed already).
 pub fn with_drill_down(
     label: &str,
     detect: DetectReport,
     explain: ExplainReport,
     drill: DrillFindings,
+    classes: ClassTable,
 ) -> Document {
     let all = drill.findings.clone();
-    assemble(label, (Some(detect), explain, Some(drill)), None, all)
+    let mut doc = assemble(label, (Some(detect), explain, Some(drill)), None, all);
+    doc.kernel_classes = Some(classes);
+    doc
 }
 
 /// The report of a trace without kernel records: its host side, the verdict not computed.
@@ -137,6 +146,7 @@ fn assemble(
         drill,
         verdict_not_computed: not_computed,
         coverage,
+        kernel_classes: None,
     }
 }
 

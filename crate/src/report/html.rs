@@ -109,6 +109,10 @@ fn chart(out: &mut String, c: &Chart) {
     let drawn = match c {
         Chart::Bars(b) => svg((760, bar_chart_height(b)), |root| draw_bar_chart(root, b)),
         Chart::Gaps(h) => svg((760, 280), |root| draw_gap_histogram(root, h)),
+        Chart::Classes(c) => svg(
+            (760, crate::plot::kernel_classes::class_bars_height(c, 760)),
+            |root| crate::plot::kernel_classes::draw_class_bars(root, c),
+        ),
     };
     match drawn {
         Ok(svg) => out.push_str(&format!("<figure>{svg}</figure>\n")),

@@ -19,6 +19,7 @@ use crate::format::{count, duration_us as dur, percent};
 pub enum Chart {
     Bars(BarChart),
     Gaps(GapHistogram),
+    Classes(crate::plot::kernel_classes::ClassBars),
 }
 
 /// One section of the report (as JSON, the page's host-side view renders it: charts left out,
@@ -76,6 +77,7 @@ pub fn outline(doc: &Document) -> Vec<Section> {
                 stragglers(doc, d),
                 kernels(doc),
             ]);
+            out.extend(kernel_classes(doc));
         }
         _ => out.push(section(
             "Host-overhead verdict",
@@ -416,6 +418,26 @@ fn kernels(doc: &Document) -> Section {
     }
     let s = section("Kernels and launches", text, vec![t::top_kernels(doc)]);
     with_charts(s, doc, "Top kernels")
+}
+
+/// GPU time per kernel class over the whole kernel window: the table and its stacked bar.
+fn kernel_classes(doc: &Document) -> Option<Section> {
+    let k = doc.kernel_classes.as_ref()?;
+    let text = vec![format!(
+        "Summed GPU time of each class's rows over the whole kernel window ({}), per second of window: kernels by their name's class, copies, memsets and graph replays by their kind (the timeline's colours). Rows running at once on several streams each count, so the classes can add up to more than the GPU's busy time.",
+        dur(k.divisor * 1e6)
+    )];
+    let mut s = section("Time per kernel class", text, vec![t::kernel_classes(k)]);
+    let classes = crate::analyze::classes::KernelClasses {
+        per_step: None,
+        phases: Vec::new(),
+        window: k.clone(),
+    };
+    s.charts.push(Chart::Classes(charts::kernel_class_bars(&[(
+        doc.file.as_str(),
+        &classes,
+    )])));
+    Some(s)
 }
 
 fn api_line(doc: &Document) -> String {

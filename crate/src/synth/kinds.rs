@@ -93,6 +93,46 @@ pub const SAMPLER: KernelKind = kind(
     256,
 );
 
+pub const REDUCE: KernelKind = kind(
+    "reduce_kernel",
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)",
+    32,
+    108,
+    512,
+);
+pub const CAT_COPY: KernelKind = kind(
+    "CatArrayBatchedCopy",
+    "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 3, 128, 1>(at::native::(anonymous namespace)::OpaqueType<2u>*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 128, 1>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)",
+    30,
+    96,
+    512,
+);
+pub const POWER_ITERATION: KernelKind = kind(
+    "power_iteration_kernel",
+    "void power_iteration_kernel(float const*, float*, int)",
+    20,
+    32,
+    256,
+);
+
+/// The class the generator places each of its kernel kinds as (written here, apart from the
+/// analyzer's name rule, so the answers sum what was placed): `None` for a name it never
+/// places.
+pub fn placed_class(short: &str) -> Option<&'static str> {
+    Some(match short {
+        "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn" => "gemm",
+        "flash_fwd_kernel" | "applyBiasRopeUpdateKVCache" => "attention",
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" | "allreduce_fusion_kernel" => "collective",
+        "rms_norm_kernel" => "norm",
+        "silu_and_mul_kernel" | "vectorized_elementwise_kernel" => "elementwise",
+        "reduce_kernel" => "reduction",
+        "fast_greedy_sample_kernel" => "sampling",
+        "CatArrayBatchedCopy" => "memory",
+        "power_iteration_kernel" => "other",
+        _ => return None,
+    })
+}
+
 /// The per-layer kernel sequence of a decoder block (without the collective).
 pub const LAYER: [KernelKind; 6] = [RMS_NORM, GEMM, ROPE, FLASH, GEMM, SILU];
 

@@ -41,7 +41,7 @@ pub use view::{
 use crate::model::rows::{EventRows, KernelRow};
 use crate::model::{HostTable, Ns, Trace, UNHELD_NAME, WorkTable};
 use crate::steps::Step;
-use work::{WorkEvent, work_class};
+use work::WorkEvent;
 
 pub use crate::model::OutOfOrder;
 
@@ -651,22 +651,9 @@ fn items_of<K: Copy + Into<Label>>(
 }
 
 /// A name's class as the page colours it: other work than a kernel by its kind, a kernel by
-/// `KernelCategory`'s lowercase name.
+/// its short name (`model::Work::class`, the rule Root cause's roll-up by class uses too).
 fn class_of(name: &str) -> &'static str {
-    use crate::names::kernels::{KernelCategory, kernel_category};
-    if let Some(class) = work_class(name) {
-        return class;
-    }
-    match kernel_category(name) {
-        KernelCategory::Collective => "collective",
-        KernelCategory::Attention => "attention",
-        KernelCategory::Gemm => "gemm",
-        KernelCategory::Norm => "norm",
-        KernelCategory::Sampling => "sampling",
-        KernelCategory::Elementwise => "elementwise",
-        KernelCategory::Memory => "memory",
-        KernelCategory::Other => "other",
-    }
+    crate::model::Work::of_name(name).class(name).key()
 }
 
 /// The view's column grid, with `columns` clamped and an empty range widened to 1 ns.

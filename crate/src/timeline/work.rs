@@ -5,7 +5,7 @@
 use super::KernelSource;
 use super::summary::Label;
 use crate::model::rows::KernelRow;
-use crate::model::{Direction, MEMSET_NAME, NameId, Ns, REPLAY_NAME, Work, WorkTable};
+use crate::model::{NameId, Ns, Work, WorkTable};
 
 /// A row of GPU work as a view reads it back: where it is and what it is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,20 +101,5 @@ pub fn work_kind(work: Work) -> &'static str {
         Work::Replay => "graph replay",
         Work::Copy { .. } => "copy",
         Work::Memset => "memset",
-    }
-}
-
-/// The class of a name of other work than a kernel (`replay`, `copy`, `memset`), which the
-/// page colours apart from kernels; `None` for a kernel's name.
-pub fn work_class(name: &str) -> Option<&'static str> {
-    let copy = Direction::Unknown.copy_name().trim_end_matches(']');
-    if name.starts_with(REPLAY_NAME) {
-        Some("replay")
-    } else if name.starts_with(MEMSET_NAME) {
-        Some("memset")
-    } else if name.starts_with(copy) {
-        Some("copy")
-    } else {
-        None
     }
 }

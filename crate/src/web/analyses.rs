@@ -223,11 +223,13 @@ fn report_document(
     let key = (opts.top, opts.window, String::new());
     if let Some(kept) = trace.drilled(&key) {
         let detect = trace.detect(&document::verdict_config(label))?;
+        let classes = crate::analyze::classes::window_classes(&*trace.rows()?)?;
         return Ok(document::with_drill_down(
             label,
             detect,
             kept.explain.clone(),
             kept.drill.clone(),
+            classes,
         ));
     }
     let rows = trace.rows()?;

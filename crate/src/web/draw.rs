@@ -136,6 +136,52 @@ pub fn draw_idle_causes(
     Ok(plot::idle_causes::idle_causes_height(&idle, width))
 }
 
+/// One trace of `drawKernelClasses`: its label and its `kernel_classes` (as a breakdown of
+/// `AnalyzeReport` gives them).
+#[derive(Deserialize)]
+struct ClassesOf {
+    label: String,
+    classes: crate::analyze::classes::KernelClasses,
+}
+
+/// Draws the stacked bars of GPU time per kernel class, one per trace (and phase), from
+/// `[{"label", "classes"}]` (`classes`: a breakdown's `kernel_classes`); returns the height in
+/// CSS pixels the chart needs at the canvas's width (size the canvas, draw again).
+#[wasm_bindgen(js_name = drawKernelClasses)]
+pub fn draw_kernel_classes(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = tracesJson)] traces_json: &str,
+) -> Result<u32, WebError> {
+    init();
+    let traces: Vec<ClassesOf> = from_json("kernel classes", traces_json)?;
+    let traces: Vec<(&str, &crate::analyze::classes::KernelClasses)> = traces
+        .iter()
+        .map(|t| (t.label.as_str(), &t.classes))
+        .collect();
+    let chart = charts::kernel_class_bars(&traces);
+    let width = canvas.width();
+    let root = backend(canvas)?.into_drawing_area();
+    plot::kernel_classes::draw_class_bars(&root, &chart).map_err(js_error)?;
+    root.present().map_err(js_error)?;
+    Ok(plot::kernel_classes::class_bars_height(&chart, width))
+}
+
+/// `{class: "#rrggbb"}`: the colour of each kernel class (the timeline's and
+/// `drawKernelClasses`'), so the page's class table uses the same ones.
+#[wasm_bindgen(js_name = kernelClassColours)]
+pub fn kernel_class_colours() -> Result<String, WebError> {
+    init();
+    let colours: std::collections::BTreeMap<&str, String> =
+        crate::names::kernels::KernelCategory::ALL
+            .iter()
+            .map(|k| {
+                let c = plot::class_color(k.key());
+                (k.key(), format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2))
+            })
+            .collect();
+    to_json(&colours)
+}
+
 /// `{kind: "#rrggbb"}`: the colour of each idle-time cause in `drawIdleCauses`, so the page's
 /// list beside the chart uses the same ones.
 #[wasm_bindgen(js_name = idleCauseColours)]

@@ -419,3 +419,24 @@ pub fn writable_copy(src: &Path, dst: &Path) -> PathBuf {
     std::fs::set_permissions(dst, perms).expect("set permissions");
     dst.to_path_buf()
 }
+
+/// A copy of `src` in `dir` with every kernel named `kernel` lasting `extra_ns` longer (the
+/// rest of the trace untouched), written with SQL.
+#[allow(dead_code)] // not every test binary reads it
+pub fn slowed_copy(src: &Path, dir: &Path, kernel: &str, extra_ns: i64) -> PathBuf {
+    let dst = dir.join(format!(
+        "slow-{}",
+        src.file_name().and_then(|n| n.to_str()).unwrap_or("trace")
+    ));
+    writable_copy(src, &dst);
+    let conn = rusqlite::Connection::open(&dst).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + ?1 \
+             WHERE shortName IN (SELECT id FROM StringIds WHERE value = ?2)",
+            rusqlite::params![extra_ns, kernel],
+        )
+        .unwrap();
+    assert!(changed > 0, "no `{kernel}` kernel in {}", src.display());
+    dst
+}

@@ -105,6 +105,34 @@ pub fn top_kernels(doc: &Document) -> Table {
     t
 }
 
+/// GPU time per kernel class over the whole kernel window.
+pub fn kernel_classes(k: &crate::analyze::classes::ClassTable) -> Table {
+    use Kind::*;
+    let mut t = Table::new(
+        "kernel_classes",
+        "GPU time per kernel class (whole kernel window, summed)",
+        &[
+            csv_only("class", Key),
+            col("label", "Class", Text),
+            col("total_us", "GPU time", Duration),
+            col("rows", "Rows", Count),
+            col("us_per_s", "GPU time per s of window", Duration),
+            col("share", "Share", Share),
+        ],
+    );
+    for r in &k.classes {
+        t.row(vec![
+            r.class.key().into(),
+            r.label.clone().into(),
+            r.total_us.into(),
+            r.rows.into(),
+            r.gpu_us.into(),
+            r.share.into(),
+        ]);
+    }
+    t
+}
+
 pub fn calls(name: &'static str, title: &'static str, c: &CallSummary) -> Table {
     use Kind::*;
     let mut t = Table::new(

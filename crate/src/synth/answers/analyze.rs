@@ -45,7 +45,7 @@ pub struct Placement {
     pub benchmark_phase: usize,
 }
 
-const DEFINITIONS: &str = "iterations: one per placed step (allreduce groups or merged forward steps); benchmark = the scenario's benchmark phase. trtllm-skill: steady = steps of the whole trace with ctx 0 and gen = max gen; span = first steady start .. last steady end (TP ranks merged: min start, max end); wall_time_per_step_us = span / n; gaps between consecutive steady steps; NVTX ranges registered by textId, fully inside the span, not [Executor], top 30, / n (tp-size 1); kernels and APIs starting in [span), top 15 by total, / n; gpu_time_per_step_us = the sum of those kernels' per-step times. standard: steady = benchmark steps with ctx 0 and gen = the benchmark's max gen; a cycle = a steady step's start to the next benchmark step's start; per-step = total over cycles / cycles; NVTX time clipped to the cycles, TP ranks' copies of an op (the i-th range of that name on each rank) counted once at the longest; kernels counted when their launch call starts in a cycle; gpu_time_per_step_us = per device the union of every placed GPU operation (kernels, graph replays, copies, memsets) clipped to the cycles, summed over devices, / cycles; percentiles p50 = s[n/2], p90 = s[int(0.9 n)]";
+const DEFINITIONS: &str = "iterations: one per placed step (allreduce groups or merged forward steps); benchmark = the scenario's benchmark phase. trtllm-skill: steady = steps of the whole trace with ctx 0 and gen = max gen; span = first steady start .. last steady end (TP ranks merged: min start, max end); wall_time_per_step_us = span / n; gaps between consecutive steady steps; NVTX ranges registered by textId, fully inside the span, not [Executor], top 30, / n (tp-size 1); kernels and APIs starting in [span), top 15 by total, / n; gpu_time_per_step_us = the sum of those kernels' per-step times. standard: steady = benchmark steps with ctx 0 and gen = the benchmark's max gen; a cycle = a steady step's start to the next benchmark step's start; per-step = total over cycles / cycles; NVTX time clipped to the cycles, TP ranks' copies of an op (the i-th range of that name on each rank) counted once at the longest; kernels counted when their launch call starts in a cycle; gpu_time_per_step_us = per device the union of every placed GPU operation (kernels, graph replays, copies, memsets) clipped to the cycles, summed over devices, / cycles; percentiles p50 = s[n/2], p90 = s[int(0.9 n)]; kernel_classes: summed durations and rows per class of every placed GPU work row (a kernel's class as the scenario placed it, other work by its kind) launched in the steady cycles (per_step, / cycles), in the benchmark's context or generation cycles (a step's start to the next benchmark step's start, / their cycles; phases only when both exist), or anywhere (window_total); kernels and graph replays by their launch call's start, copies and memsets by their own start";
 
 /// `{"definitions", "standard", "trtllm-skill"}`.
 pub fn analyze_answers(tl: &Timeline, p: &Placement) -> Value {
@@ -275,7 +275,79 @@ fn standard(tl: &Timeline, p: &Placement) -> Value {
         "api_time_per_step_us".into(),
         per_step(apis, n, usize::MAX).0,
     );
+    // Context and generation cycles of the benchmark steps, when it holds both.
+    let (mut context, mut generation) = (Vec::new(), Vec::new());
+    for w in bench.windows(2) {
+        let cycle = (w[0].start(), w[1].start());
+        if w[0].ctx > 0 {
+            context.push(cycle);
+        } else {
+            generation.push(cycle);
+        }
+    }
+    let mut classes = Map::new();
+    classes.insert("per_step".into(), class_time(tl, &launched, &cycles, n));
+    if !context.is_empty() && !generation.is_empty() {
+        let mut phases = Map::new();
+        for (scope, spans) in [("context steps", context), ("generation steps", generation)] {
+            let k = spans.len() as f64;
+            phases.insert(scope.into(), class_time(tl, &launched, &merge(spans), k));
+        }
+        classes.insert("phases".into(), Value::Object(phases));
+    }
+    classes.insert(
+        "window_total".into(),
+        class_time(tl, &launched, &[(Ns::MIN, Ns::MAX)], 1.0),
+    );
+    m.insert("kernel_classes".into(), Value::Object(classes));
     Value::Object(m)
+}
+
+/// `{class: {"us": GPU time, "count": rows}}` per unit (`n` cycles) of every placed GPU work row
+/// launched inside `spans` (a kernel or graph replay by its launch call's start, a copy or
+/// memset by its own start), summed durations; a kernel's class is the one the generator placed
+/// it as (`kinds::placed_class`), other work's its kind.
+fn class_time(
+    tl: &Timeline,
+    launched: &HashMap<(u8, u32), Ns>,
+    spans: &[(Ns, Ns)],
+    n: f64,
+) -> Value {
+    use super::work::Source;
+    let mut out: BTreeMap<&str, (Ns, u64)> = BTreeMap::new();
+    for w in super::work::rows(tl) {
+        let (class, by_call) = match w.source {
+            Source::Kernel(i) => {
+                let name = tl.kernels.get(i).map_or("", |k| tl.names.get(k.short));
+                (
+                    crate::synth::kinds::placed_class(name).unwrap_or("unplaced"),
+                    true,
+                )
+            }
+            Source::Replay(_) => ("replay", true),
+            Source::Memcpy(_) => ("copy", false),
+            Source::Memset(_) => ("memset", false),
+        };
+        let at = match by_call {
+            true => launched.get(&(w.proc, w.corr)).copied().unwrap_or(w.start),
+            false => w.start,
+        };
+        if in_cycles(spans, at) {
+            let e = out.entry(class).or_default();
+            e.0 += (w.end - w.start).max(0);
+            e.1 += 1;
+        }
+    }
+    Value::Object(
+        out.into_iter()
+            .map(|(k, (ns, rows))| {
+                (
+                    k.to_string(),
+                    json!({"us": us(ns) / n, "count": rows as f64 / n}),
+                )
+            })
+            .collect(),
+    )
 }
 
 /// Every placed GPU operation (kernels, graph replays, copies, memsets): per device, their

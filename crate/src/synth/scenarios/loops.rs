@@ -300,6 +300,60 @@ pub fn regression_target(seed: u64, scale: u32) -> Built {
     built
 }
 
+/// GPU work of one `kernel-classes` step: a kernel of each class the generator places (no
+/// collective: one rank) with fixed durations; context steps run a longer GEMM (prefill).
+fn class_launches(context: bool) -> Vec<Launch> {
+    let gemm = if context { 900 * US } else { 300 * US };
+    let ks: Vec<(KernelKind, Ns)> = vec![
+        (kinds::RMS_NORM, 80 * US),
+        (kinds::GEMM, gemm),
+        (kinds::FLASH, 200 * US),
+        (kinds::SILU, 40 * US),
+        (kinds::REDUCE, 30 * US),
+        (kinds::CAT_COPY, 20 * US),
+        (kinds::ELEMENTWISE, 5 * US),
+        (kinds::SAMPLER, 25 * US),
+        (kinds::POWER_ITERATION, 15 * US),
+    ];
+    let mut launches = eager(kinds::LAUNCH_EXACT, ks);
+    launches.push(Launch::CopyHtoD {
+        bytes: 4 << 20,
+        dur: 60 * US,
+    });
+    launches
+}
+
+/// TP=1 loop of 3 context and 40 generation steps, each launching a kernel of every class the
+/// generator places and a host-to-device copy (plus `_sample_async`'s device-to-host copy):
+/// the time per kernel class and per phase are known.
+pub fn kernel_classes(seed: u64, scale: u32) -> Built {
+    let mut sim = start(seed, 31344, false);
+    let n_ctx = 3 * scale as u64;
+    let total = 43 * scale as u64;
+    let mut steps = Vec::new();
+    for i in 0..total {
+        let context = i < n_ctx;
+        let reqs = if context { (8, 56) } else { (0, 64) };
+        let prep = sim.jitter(400 * US, 5);
+        steps.push(step(
+            &mut sim,
+            i + 1,
+            reqs,
+            prep,
+            class_launches(context),
+            LOCKSTEP,
+        ));
+    }
+    let placed = decode::run(&mut sim, 0, &steps);
+    let placement = super::one_phase(&steps, &placed);
+    let mut extras = Map::new();
+    extras.insert(
+        "analyze".into(),
+        answers::analyze_answers(&sim.tl, &placement),
+    );
+    finish(sim, extras)
+}
+
 /// Node-level graph tracing: generation steps replay a 14-node CUDA graph (kernels share the
 /// `cudaGraphLaunch` correlation id and carry `graphNodeId`) around two eager launches;
 /// context steps are eager.

@@ -26,7 +26,7 @@ pub struct Built {
 type Builder = fn(u64, u32) -> Built;
 
 /// `(name, one-line description, builder)`; `--scale N` multiplies the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder); 22] = [
+pub const SCENARIOS: [(&str, &str, Builder); 23] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -71,6 +71,11 @@ pub const SCENARIOS: [(&str, &str, Builder); 22] = [
         "indexed-layers-target",
         "indexed-layers-baseline capturing layers 4-11 instead, aten::copy_ twice as long (its parents' own time unchanged), broadcast_requests added",
         indexed::indexed_layers_target,
+    ),
+    (
+        "kernel-classes",
+        "TP=1 loop, 3 context and 40 generation steps, each launching a GEMM, attention, norm, elementwise, reduction, memory, sampling and other kernel of fixed durations and a host-to-device copy: known time per kernel class and phase",
+        loops::kernel_classes,
     ),
     (
         "cuda-graphs",
