@@ -146,7 +146,7 @@ impl Tally {
 
     fn table(&self, scope: &str, per: &str, divisor: f64) -> ClassTable {
         let divisor = if divisor > 0.0 { divisor } else { 1.0 };
-        let total: Ns = self.0.iter().map(|t| t.0).sum();
+        let total: Ns = self.0.iter().fold(0, |sum: Ns, t| sum.saturating_add(t.0));
         let classes = KernelCategory::ALL
             .iter()
             .zip(self.0)
