@@ -428,7 +428,7 @@ fn gpu_busy_per_step_counts_copies_and_graph_replays_in_standard() {
                 "{scenario} {profile}: the oracle states GPU time per step"
             );
             if profile == "standard" {
-                assert_eq!(t["gpu_time_label"], "GPU busy per step");
+                assert_eq!(t["gpu_time_label"], "GPU busy per step (devices summed)");
                 busy.push(t["gpu_time_per_step_us"].as_f64().unwrap_or(0.0));
             }
         }

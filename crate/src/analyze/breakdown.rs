@@ -302,7 +302,7 @@ impl TraceBreakdown {
 /// The label of `gpu_time_per_step_us` under `profile`.
 pub fn gpu_time_label(profile: Profile) -> &'static str {
     match profile {
-        Profile::Standard => "GPU busy per step",
+        Profile::Standard => "GPU busy per step (devices summed)",
         Profile::TrtllmSkill => "GPU kernel time per step",
     }
 }

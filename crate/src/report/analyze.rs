@@ -540,7 +540,7 @@ mod standard {
         );
         let _ = writeln!(
             o,
-            "  GPU busy / step          {:>10} µs   (every GPU operation: kernels, graph replays, copies, memsets)",
+            "  GPU busy / step          {:>10} µs   (every GPU operation: kernels, graph replays, copies, memsets; devices summed)",
             fig(b.gpu_time_per_step_us, "")
         );
         nvtx_table(o, b);
@@ -742,7 +742,12 @@ mod standard {
         line(o, "forward step duration", &c.step_duration_us, " µs");
         line(o, "inter-step gap p50", &c.inter_step_gap_p50_us, " µs");
         line(o, "kernels per step", &c.kernels_per_step, "");
-        line(o, "GPU busy per step", &c.gpu_time_per_step_us, " µs");
+        line(
+            o,
+            "GPU busy per step (devices summed)",
+            &c.gpu_time_per_step_us,
+            " µs",
+        );
         line(
             o,
             "launch-call time per step",
