@@ -658,6 +658,7 @@ fn handoff(top: &[OpDelta], b: &TraceBreakdown, t: &TraceBreakdown) -> Handoff {
         .iter()
         .chain(&t.nvtx_per_step_us.0)
         .any(|(n, _)| n.contains("_prepare_tp_inputs"));
+    let self_time = top.iter().any(|r| r.target_self_us_per_step.is_some());
     Handoff::new(
         ops,
         true,
@@ -668,6 +669,7 @@ fn handoff(top: &[OpDelta], b: &TraceBreakdown, t: &TraceBreakdown) -> Handoff {
             kernels_per_step: t.kernels_per_step,
         },
     )
+    .measured_as(self_time)
 }
 
 /// The conclusion line and its cause.

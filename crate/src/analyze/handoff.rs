@@ -136,6 +136,15 @@ impl Handoff {
         h
     }
 
+    /// The block with its ops measured in self time (`standard`'s NVTX ops: an op's time less
+    /// its nested children's), said in its heading; the reference's block measures total time.
+    pub fn measured_as(mut self, self_time: bool) -> Handoff {
+        if self_time {
+            self.text = self.text.replacen("(µs/step,", "(self µs/step,", 1);
+        }
+        self
+    }
+
     /// The listed ops, whichever kind.
     pub fn ops(&self) -> &[HandoffOp] {
         self.top_regressing_ops

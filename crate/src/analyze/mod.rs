@@ -254,20 +254,19 @@ fn isolation_info(
     }
 }
 
-/// The single-trace hand-off block: the heaviest NVTX ops per step.
+/// The single-trace hand-off block: the heaviest NVTX ops per step, by self time where the rows
+/// carry it (`standard`), so a parent is not listed for its children's work.
 fn single_handoff(nvtx: &[OpRow], c: Criteria) -> Handoff {
+    let own = |r: &OpRow| r.self_us_per_step.unwrap_or(r.us_per_step);
     let mut rows: Vec<&OpRow> = nvtx.iter().collect();
-    rows.sort_by(|a, b| {
-        b.us_per_step
-            .total_cmp(&a.us_per_step)
-            .then(a.name.cmp(&b.name))
-    });
+    rows.sort_by(|a, b| own(b).total_cmp(&own(a)).then(a.name.cmp(&b.name)));
     let ops = rows
         .iter()
-        .map(|r| HandoffOp::new(&r.name, r.us_per_step, None))
+        .map(|r| HandoffOp::new(&r.name, own(r), None))
         .collect();
     let seen_prep = nvtx.iter().any(|r| r.name.contains("_prepare_tp_inputs"));
-    Handoff::new(ops, false, seen_prep, c)
+    let self_time = nvtx.iter().any(|r| r.self_us_per_step.is_some());
+    Handoff::new(ops, false, seen_prep, c).measured_as(self_time)
 }
 
 /// Fills the per-name maps and the hand-off block from the rows.
