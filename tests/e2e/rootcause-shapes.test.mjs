@@ -115,3 +115,34 @@ test('indexed layers: the grouped NVTX table and its tree equal the CLI', { time
   assert.deepEqual((await pageRows()).map((r) => r.name), want.nvtx.map((r) => r.name));
   assert.deepEqual(problems, []);
 });
+
+test('one trace: its NVTX ops show as a tree too, each under its parent as the CLI nests them', { timeout: TIMEOUT }, async () => {
+  const baseline = generate('indexed-layers-baseline', path.join(tmp, 'indexed-layers-single.sqlite'));
+  await openFiles([baseline]);
+  await showView(page, 'rootcause');
+  const want = cliJson(['analyze', baseline]).baseline.nvtx_ops;
+  const single = () =>
+    page.$$eval('[data-testid=rc-nvtx-table] tbody tr', (trs) =>
+      trs.map((t) => ({ name: t.dataset.name, parent: t.dataset.parent, depth: Number(t.dataset.depth || 0) })),
+    );
+  const flat = await single();
+  assert.deepEqual(flat.map((r) => r.name), want.map((r) => r.name), 'the core order');
+  assert.deepEqual(flat.map((r) => [r.parent, r.depth]), want.map((r) => [r.parent ?? '', r.depth ?? 0]));
+  await page.check('[data-testid=rc-nvtx-tree]');
+  assert.equal(await page.getAttribute('[data-testid=rc-nvtx-table]', 'data-view'), 'tree');
+  const tree = await single();
+  const at = new Map(tree.map((r, i) => [r.name, i]));
+  for (const [i, r] of tree.entries()) {
+    if (!r.parent) continue;
+    const p = at.get(r.parent);
+    assert.ok(p < i, `${r.name} after its parent ${r.parent}`);
+    assert.equal(r.depth, tree[p].depth + 1, r.name);
+  }
+  assert.deepEqual(
+    tree.filter((r) => r.name.startsWith('aten::')).map((r) => r.name),
+    ['aten::to', 'aten::_to_copy', 'aten::copy_'],
+  );
+  await page.uncheck('[data-testid=rc-nvtx-tree]');
+  assert.deepEqual((await single()).map((r) => r.name), want.map((r) => r.name));
+  assert.deepEqual(problems, []);
+});

@@ -486,9 +486,22 @@ function rcNvtxTable(c, show) {
     rows,
     { 'data-testid': 'rc-nvtx-table' },
   );
+  return panel(
+    'NVTX ops per step',
+    'rc-nvtx',
+    el('p', { class: 'muted small', 'data-testid': 'rc-nvtx-note', text: c.nvtx_note }),
+    rcTreeToggle(table, list, rows, 'rc-nvtx-tree'),
+    table,
+  );
+}
+
+// "Show as tree": reorders `rows` (one per op of `list`) under their parents (the core's
+// `parent`, indented by its `depth`), and back to the core's order; the table's `data-view`
+// says which.
+function rcTreeToggle(table, list, rows, testid) {
   const body = table.querySelector('tbody');
   const tableEl = table.querySelector('table');
-  const toggle = el('input', { type: 'checkbox', 'data-testid': 'rc-nvtx-tree' });
+  const toggle = el('input', { type: 'checkbox', 'data-testid': testid });
   toggle.addEventListener('change', () => {
     const order = toggle.checked ? rcTreeOrder(list) : list.map((_, i) => i);
     body.append(...order.map((i) => rows[i]));
@@ -498,13 +511,7 @@ function rcNvtxTable(c, show) {
     tableEl.dataset.view = toggle.checked ? 'tree' : 'flat';
   });
   tableEl.dataset.view = 'flat';
-  return panel(
-    'NVTX ops per step',
-    'rc-nvtx',
-    el('p', { class: 'muted small', 'data-testid': 'rc-nvtx-note', text: c.nvtx_note }),
-    el('label', { class: 'small' }, toggle, ' Show as tree (each op under its parent)'),
-    table,
-  );
+  return el('label', { class: 'small' }, toggle, ' Show as tree (each op under its parent)');
 }
 
 // The rows in tree order: each op under its parent (the core's `parent`), siblings in the core's
@@ -586,15 +593,18 @@ function rcOpsTable(title, testid, ops, show = null, note = null) {
       el('td', { class: 'mono num', text: int(r.calls), dataset: { sort: String(r.calls) } }),
     ),
   );
+  const table = dataTable(
+    ['Name', { label: perStep.header('Time per step'), num: true }, own ? { label: own.header('Self per step'), num: true } : null, { label: 'Calls per step', num: true }, { label: total.header('Total'), num: true }, { label: 'Calls', num: true }].filter(Boolean),
+    rows,
+    { 'data-testid': `${testid}-table` },
+  );
   return panel(
     title,
     testid,
     note ? el('p', { class: 'muted small', 'data-testid': `${testid}-note`, text: note }) : null,
-    dataTable(
-      ['Name', { label: perStep.header('Time per step'), num: true }, own ? { label: own.header('Self per step'), num: true } : null, { label: 'Calls per step', num: true }, { label: total.header('Total'), num: true }, { label: 'Calls', num: true }].filter(Boolean),
-      rows,
-      { 'data-testid': `${testid}-table` },
-    ),
+    // NVTX ops with self time nest (the core's `parent`, `depth`): they can show as a tree.
+    own ? rcTreeToggle(table, list, rows, `${testid}-tree`) : null,
+    table,
   );
 }
 
