@@ -57,6 +57,18 @@ const pageRows = () =>
     })),
   );
 
+// Rows in tree order: every op after its parent, one deeper, inside its parent's subtree.
+function assertTree(tree) {
+  const at = new Map(tree.map((r, i) => [r.name, i]));
+  for (const [i, r] of tree.entries()) {
+    if (!r.parent) continue;
+    const p = at.get(r.parent);
+    assert.ok(p < i, `${r.name} after its parent ${r.parent}`);
+    assert.equal(r.depth, tree[p].depth + 1, r.name);
+    assert.ok(tree.slice(p + 1, i).every((x) => x.depth > tree[p].depth), `${r.name} inside ${r.parent}'s subtree`);
+  }
+}
+
 test('indexed layers: the grouped NVTX table and its tree equal the CLI', { timeout: TIMEOUT }, async () => {
   const baseline = generate('indexed-layers-baseline', path.join(tmp, 'indexed-layers-baseline.sqlite'));
   const target = generate('indexed-layers-target', path.join(tmp, 'indexed-layers-target.sqlite'));
@@ -98,14 +110,7 @@ test('indexed layers: the grouped NVTX table and its tree equal the CLI', { time
   assert.equal(await page.getAttribute('[data-testid=rc-nvtx-table]', 'data-view'), 'tree');
   const tree = await pageRows();
   assert.deepEqual([...tree.map((r) => r.name)].sort(), [...rows.map((r) => r.name)].sort());
-  const at = new Map(tree.map((r, i) => [r.name, i]));
-  for (const [i, r] of tree.entries()) {
-    if (!r.parent) continue;
-    const p = at.get(r.parent);
-    assert.ok(p < i, `${r.name} after its parent ${r.parent}`);
-    assert.equal(r.depth, tree[p].depth + 1, r.name);
-    assert.ok(tree.slice(p + 1, i).every((x) => x.depth > tree[p].depth), `${r.name} inside ${r.parent}'s subtree`);
-  }
+  assertTree(tree);
   assert.deepEqual(
     tree.filter((r) => r.name.startsWith('aten::')).map((r) => r.name),
     ['aten::to', 'aten::_to_copy', 'aten::copy_'],
@@ -131,13 +136,7 @@ test('one trace: its NVTX ops show as a tree too, each under its parent as the C
   await page.check('[data-testid=rc-nvtx-tree]');
   assert.equal(await page.getAttribute('[data-testid=rc-nvtx-table]', 'data-view'), 'tree');
   const tree = await single();
-  const at = new Map(tree.map((r, i) => [r.name, i]));
-  for (const [i, r] of tree.entries()) {
-    if (!r.parent) continue;
-    const p = at.get(r.parent);
-    assert.ok(p < i, `${r.name} after its parent ${r.parent}`);
-    assert.equal(r.depth, tree[p].depth + 1, r.name);
-  }
+  assertTree(tree);
   assert.deepEqual(
     tree.filter((r) => r.name.startsWith('aten::')).map((r) => r.name),
     ['aten::to', 'aten::_to_copy', 'aten::copy_'],
