@@ -140,6 +140,13 @@ export function cliJson(args) {
   return JSON.parse(out.toString('utf8'));
 }
 
+// Drops `files` on the page's file input and waits for the analysis run they start to finish.
+export async function dropFiles(page, files, timeout = 240_000) {
+  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
+  await page.setInputFiles('#file-input', files);
+  await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'done', run, { timeout });
+}
+
 export function detectJson(file, profile = 'standard') {
   const out = execFileSync(cli(), ['detect', file, '--json', '--profile', profile], { cwd: ROOT, maxBuffer: 64 << 20 });
   return JSON.parse(out.toString('utf8'));

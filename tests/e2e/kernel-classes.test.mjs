@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { requireDist, openSite, cliJson, artifact, generate, showView, removeDir } from './helpers.mjs';
+import { artifact, cliJson, dropFiles, generate, openSite, removeDir, requireDist, showView } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
@@ -27,11 +27,7 @@ after(async () => {
   if (tmp) removeDir(tmp);
 });
 
-async function openFiles(files) {
-  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
-  await page.setInputFiles('#file-input', files);
-  await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'done', run, { timeout: TIMEOUT });
-}
+const openFiles = (files) => dropFiles(page, files, TIMEOUT);
 
 async function chartDrawn() {
   await page.waitForFunction(() => document.querySelector('[data-testid=rc-classes-chart]')?.dataset.drawn === '1', null, { timeout: 30_000 });

@@ -9,8 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, artifact, generate, removeDir, showView } from './helpers.mjs';
+import { artifact, cliJson, dropFiles, generate, openSite, removeDir, requireDist, showView } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
@@ -30,16 +29,7 @@ after(async () => {
   if (tmp) removeDir(tmp);
 });
 
-function cliJson(args) {
-  const out = execFileSync(cli(), [...args, '--json'], { maxBuffer: 256 << 20 });
-  return JSON.parse(out.toString('utf8'));
-}
-
-async function openFiles(files) {
-  const run = await page.evaluate(() => Number(document.body.dataset.run || 0));
-  await page.setInputFiles('#file-input', files);
-  await page.waitForFunction((r) => Number(document.body.dataset.run) === r + 1 && document.body.dataset.state === 'done', run, { timeout: TIMEOUT });
-}
+const openFiles = (files) => dropFiles(page, files, TIMEOUT);
 
 const pageRows = () =>
   page.$$eval('[data-testid=rc-nvtx-table] tbody tr', (trs) =>

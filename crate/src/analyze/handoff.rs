@@ -97,6 +97,9 @@ pub struct Handoff {
     pub line_profiler: Option<String>,
     /// The block as text, ready to paste into an issue or hand to the optimization step.
     pub text: String,
+    /// The ops are measured in self time ([`Handoff::measured_as`]), as the text's heading says.
+    #[serde(skip)]
+    self_time: bool,
 }
 
 /// Per-step figures the block repeats as stopping criteria.
@@ -131,6 +134,7 @@ impl Handoff {
             kernels_per_step: c.kernels_per_step,
             line_profiler,
             text: String::new(),
+            self_time: false,
         };
         h.text = h.render(&ops);
         h
@@ -139,9 +143,9 @@ impl Handoff {
     /// The block with its ops measured in self time (`standard`'s NVTX ops: an op's time less
     /// its nested children's), said in its heading; the reference's block measures total time.
     pub fn measured_as(mut self, self_time: bool) -> Handoff {
-        if self_time {
-            self.text = self.text.replacen("(µs/step,", "(self µs/step,", 1);
-        }
+        self.self_time = self_time;
+        let text = self.render(self.ops());
+        self.text = text;
         self
     }
 
@@ -155,12 +159,16 @@ impl Handoff {
 
     fn render(&self, ops: &[HandoffOp]) -> String {
         let mut out = String::from("optimization_handoff:\n");
-        let heading = if self.top_regressing_ops.is_some() {
-            "top_regressing_ops (µs/step, largest growth first):"
-        } else {
-            "top_ops (µs/step, heaviest first):"
+        let (key, order) = match self.top_regressing_ops.is_some() {
+            true => ("top_regressing_ops", "largest growth first"),
+            false => ("top_ops", "heaviest first"),
         };
-        out.push_str(&format!("  {heading}\n"));
+        let unit = if self.self_time {
+            "self µs/step"
+        } else {
+            "µs/step"
+        };
+        out.push_str(&format!("  {key} ({unit}, {order}):\n"));
         if ops.is_empty() {
             out.push_str("    (none)\n");
         }
