@@ -70,13 +70,7 @@ fn main() -> Res<()> {
                 Some("cached") => 256 << 20,
                 _ => 0,
             };
-            let scan = trace::FileScan::keeping_rows(
-                &conn,
-                &label,
-                LoadOptions::all(),
-                &mut |_| true,
-                keep,
-            )?;
+            let scan = trace::FileScan::of_file(&conn, path, LoadOptions::all(), keep)?;
             let rows = FileRows::over(&conn, &scan);
             println!(
                 "scan    {:>7.2} s  peak {:>7.0} MiB",

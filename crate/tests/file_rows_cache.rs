@@ -133,25 +133,32 @@ fn read_every_table(rows: &dyn EventRows) -> (Tables, Vec<nsys_lens::model::rows
     (read_all(rows), syncs)
 }
 
-/// A scan keeping up to `budget` bytes gives the rows and facts of one keeping none, twice.
+/// A scan keeping up to `budget` bytes gives the rows and facts of one keeping none, twice; so
+/// does the CLI's, whose kernel table is read on a thread of its own (`FileScan::of_file`: its
+/// processes numbered after the host side's, its kept rows rewritten when that renumbers them,
+/// as on most public exports). Returns the bytes the first kept.
 fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
     let conn = trace::open_path(path).expect("open");
     let opts = LoadOptions::page();
     let plain = FileScan::new(&conn, "s", opts, &mut |_| true).expect("scan");
-    let kept = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, budget).expect("scan");
-    let what = path.display();
-    let (p, k) = (plain.meta(), kept.meta());
-    assert_eq!(p.processes.global_pid, k.processes.global_pid, "{what}");
-    assert_eq!(p.threads.process, k.threads.process, "{what}");
-    assert_eq!(p.strings.len(), k.strings.len(), "{what}");
-    assert_eq!(p.coverage, k.coverage, "{what}");
-    let cached = kept.cached_bytes();
     let expected = read_every_table(&FileRows::over(&conn, &plain));
-    let rows = FileRows::over(&conn, &kept);
-    for pass in 0..2 {
-        assert_eq!(read_every_table(&rows), expected, "{what}: pass {pass}");
+    let kept = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, budget).expect("scan");
+    let threaded = FileScan::of_file(&conn, path, opts, budget).expect("scan");
+    for (scan, how) in [(&kept, "kept"), (&threaded, "kernels on a thread")] {
+        let what = format!("{} ({how})", path.display());
+        let (p, k) = (plain.meta(), scan.meta());
+        assert_eq!(p.processes.global_pid, k.processes.global_pid, "{what}");
+        assert_eq!(p.processes.name, k.processes.name, "{what}");
+        assert_eq!(p.threads.process, k.threads.process, "{what}");
+        assert_eq!(p.strings.len(), k.strings.len(), "{what}");
+        assert_eq!(p.coverage, k.coverage, "{what}");
+        assert_eq!(p.present, k.present, "{what}");
+        let rows = FileRows::over(&conn, scan);
+        for pass in 0..2 {
+            assert_eq!(read_every_table(&rows), expected, "{what}: pass {pass}");
+        }
     }
-    cached
+    kept.cached_bytes()
 }
 
 #[test]
@@ -184,6 +191,56 @@ fn a_scan_keeping_the_rows_serves_the_first_pass_from_memory() {
     let cut_conn = cut_to_a_fiftieth(dir.path(), &path);
     assert_eq!(
         read_every_table(&FileRows::over(&cut_conn, &kept)),
+        expected
+    );
+}
+
+/// The kernel table read on a thread of its own numbers a process the host side met first, and
+/// `ThreadNames` does not list, after the host side's: its kept rows are rewritten to the ids
+/// of the scan on one thread. Here `ThreadNames` is emptied and the kernels' two processes are
+/// swapped, so the kernels meet them in the other order than the host side.
+#[test]
+fn kernels_scanned_on_a_thread_take_the_process_ids_of_the_scan_on_one() {
+    let (_dir, path, _) = common::generated("tp2-phases", 1, 5);
+    let conn = rusqlite::Connection::open(&path).expect("open for writing");
+    let pids: Vec<i64> = conn
+        .prepare("SELECT DISTINCT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .expect("kernel processes");
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    conn.execute_batch(&format!(
+        "DELETE FROM ThreadNames;
+         UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = CASE globalPid
+             WHEN {a} THEN {b} ELSE {a} END;",
+        a = pids[0],
+        b = pids[1]
+    ))
+    .expect("rewrite");
+    drop(conn);
+    let conn = trace::open_path(&path).expect("open");
+    let opts = LoadOptions::page();
+    let plain = FileScan::new(&conn, "s", opts, &mut |_| true).expect("scan");
+    let threaded = FileScan::of_file(&conn, &path, opts, 1 << 30).expect("scan");
+    let processes = &plain.meta().processes.global_pid;
+    let first_kernel = FileRows::over(&conn, &plain)
+        .kernels()
+        .next()
+        .expect("a kernel");
+    assert_ne!(
+        processes.get(first_kernel.process as usize),
+        processes.first(),
+        "the kernels meet the processes in another order than the host side"
+    );
+    assert_eq!(processes, &threaded.meta().processes.global_pid);
+    let expected = read_every_table(&FileRows::over(&conn, &plain));
+    let kernels = expected.0.0.len() as u64;
+    assert!(
+        threaded.cached_rows().contains(&("kernels", kernels, true)),
+        "every kernel kept: {:?}",
+        threaded.cached_rows()
+    );
+    assert_eq!(
+        read_every_table(&FileRows::over(&conn, &threaded)),
         expected
     );
 }

@@ -1,8 +1,8 @@
 //! Corrupted copies of the public exports end in an answer or a clear refusal — never a panic
 //! or a hang. Each case copies an export in memory, damages it one of five ways (bit flips and
 //! random bytes, a garbled SQLite page, a truncation, a zeroed block: `corrupted`; or extreme
-//! values written into a few rows), writes it to a temporary file and reads it as the CLI does (`trace::open_path`, `FileScan::keeping_rows`,
-//! `FileRows::over`): the verdict in both profiles, and on every [`DEEP_EVERY`]th case root
+//! values written into a few rows), writes it to a temporary file and reads it as the CLI does
+//! (`trace::open_path`, `FileScan::of_file`, `FileRows::over`): the verdict in both profiles, and on every [`DEEP_EVERY`]th case root
 //! cause and the drill-down too, each with its text report. An error must be one line naming
 //! the file (the CLI prints it as is, exit status 3).
 //!
@@ -229,7 +229,7 @@ fn read_as_the_cli_does(path: &Path, deep: bool) -> Result<Outcome, String> {
         },
         false => LoadOptions::detect(),
     };
-    let scan = match FileScan::keeping_rows(&conn, &label, opts, &mut |_| true, ROW_CACHE) {
+    let scan = match FileScan::of_file(&conn, path, opts, ROW_CACHE) {
         Ok(s) => s,
         Err(e) => return refused(e),
     };

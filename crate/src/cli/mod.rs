@@ -219,7 +219,7 @@ fn phase_map(arg: &str) -> Result<StepSource> {
 }
 
 /// An export opened the way every command and the page read it: its tables scanned once
-/// (`trace::FileScan`, as many of their rows kept as `trace::row_budget` allows the file under
+/// (`trace::FileScan`, the kernel table on a thread of its own, as many of their rows kept as `trace::row_budget` allows the file under
 /// 512 MiB, the page's bound), each pass a fold over the rows read
 /// again in start order (`trace::FileRows`, sorted runs merged), so memory does not grow with the
 /// file and no row order is assumed.
@@ -231,11 +231,10 @@ pub struct OpenExport {
 impl OpenExport {
     /// Scans `path` for the tables `opts` reads.
     pub fn open(path: &Path, opts: LoadOptions) -> Result<OpenExport> {
-        let label = path.display().to_string();
         let conn = trace::open_path(path)?;
         let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
         let budget = trace::row_budget(bytes, 0);
-        let scan = FileScan::keeping_rows(&conn, &label, opts, &mut |_| true, budget)?;
+        let scan = FileScan::of_file(&conn, path, opts, budget)?;
         Ok(OpenExport { conn, scan })
     }
 

@@ -112,7 +112,7 @@ impl KernelAbsence {
 }
 
 /// Which event tables exist (a missing table differs from an empty one).
-#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PresentTables {
     pub kernels: bool,
     pub runtime: bool,

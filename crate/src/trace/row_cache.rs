@@ -12,8 +12,9 @@
 //! read what is there and go on from the file. Each row is packed against the previous one
 //! ([`super::packed_rows`]), so a pass always reads the cache from its first row.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::packed_rows::{Base, Packable};
 use crate::error::{Error, Result};
@@ -24,6 +25,40 @@ const BLOCK_BYTES: usize = 1 << 20;
 const MAX_PACKED: usize = 256;
 /// Rows unpacked at a time by a pass reading the cache back.
 const REPLAY_ROWS: u64 = 512;
+
+/// Bytes the tables' caches may still take, shared by the scan's reader threads (natively the
+/// kernel table is scanned on a thread of its own, `FileScan`).
+#[derive(Debug, Default)]
+pub(crate) struct Budget(AtomicUsize);
+
+impl Budget {
+    pub(crate) fn new(bytes: usize) -> Budget {
+        Budget(AtomicUsize::new(bytes))
+    }
+
+    pub(crate) fn left(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Takes `bytes` if that many are left.
+    fn take(&self, bytes: usize) -> bool {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(bytes)
+            })
+            .is_ok()
+    }
+
+    fn give(&self, bytes: usize) {
+        self.0.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+impl Clone for Budget {
+    fn clone(&self) -> Budget {
+        Budget::new(self.left())
+    }
+}
 
 /// One table's cached rows: its first `rows` in start order.
 #[derive(Debug, Default, Clone)]
@@ -40,9 +75,8 @@ pub(crate) struct TableCache {
 
 impl TableCache {
     /// Forgets the rows, giving their bytes back to `budget`.
-    fn clear(&mut self, budget: &Cell<usize>) {
-        let held = self.blocks.len() * BLOCK_BYTES;
-        budget.set(budget.get().saturating_add(held));
+    fn clear(&mut self, budget: &Budget) {
+        budget.give(self.blocks.len() * BLOCK_BYTES);
         self.blocks = Vec::new();
         self.rows = 0;
         self.complete = false;
@@ -65,7 +99,7 @@ impl TableCache {
 
     /// Adds `row`, packed against `base` (then moved to it); `false` when the budget is spent
     /// (or the row does not pack), the row not added.
-    fn push<T: Packable>(&mut self, row: &T, base: &mut Base, budget: &Cell<usize>) -> bool {
+    fn push<T: Packable>(&mut self, row: &T, base: &mut Base, budget: &Budget) -> bool {
         let mut scratch = [0u8; MAX_PACKED];
         let Ok(bytes) = postcard::to_slice(&row.pack(*base), &mut scratch) else {
             return false;
@@ -75,10 +109,9 @@ impl TableCache {
             .last()
             .is_some_and(|b| b.len() + bytes.len() <= BLOCK_BYTES);
         if !fits {
-            if budget.get() < BLOCK_BYTES {
+            if !budget.take(BLOCK_BYTES) {
                 return false;
             }
-            budget.set(budget.get() - BLOCK_BYTES);
             self.blocks.push(Vec::with_capacity(BLOCK_BYTES));
         }
         if let Some(block) = self.blocks.last_mut() {
@@ -90,19 +123,55 @@ impl TableCache {
     }
 }
 
+impl TableCache {
+    /// Rewrites every held row through `fix`, so rows kept by a reader that numbered something
+    /// its own way (the kernel table's processes, read on a thread of its own) read back as the
+    /// scan numbers it. Each block is freed once read; a row that no longer fits ends the cache
+    /// there (it keeps a prefix, as when the budget runs out).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn rewrite<T: Packable>(
+        &mut self,
+        budget: &Budget,
+        mut fix: impl FnMut(&mut T),
+    ) -> Result<()> {
+        let blocks = std::mem::take(&mut self.blocks);
+        let complete = std::mem::replace(&mut self.complete, false);
+        self.rows = 0;
+        let (mut read, mut write) = (Base::default(), Base::default());
+        for block in blocks {
+            budget.give(BLOCK_BYTES);
+            let mut rest = &block[..];
+            while !rest.is_empty() {
+                let (packed, left) =
+                    postcard::take_from_bytes::<T::Packed>(rest).map_err(unreadable)?;
+                rest = left;
+                let mut row = T::unpack(packed, read);
+                read = row.base();
+                fix(&mut row);
+                if !self.push(&row, &mut write, budget) {
+                    self.closed = true;
+                    return Ok(());
+                }
+            }
+        }
+        self.complete = complete;
+        Ok(())
+    }
+}
+
 /// A table's cache filled by the file's scan, which reads the table in `rowid` order: the
 /// rows are in start order only if the table turns out to be one sorted run, known at its end
 /// ([`ScanFill::finish`]).
 pub(crate) struct ScanFill<'c> {
     cache: &'c mut TableCache,
-    budget: &'c Cell<usize>,
+    budget: &'c Budget,
     base: Base,
     on: bool,
 }
 
 impl<'c> ScanFill<'c> {
     /// Fills `cache` (empty) if `on`.
-    pub(crate) fn new(cache: &'c mut TableCache, budget: &'c Cell<usize>, on: bool) -> Self {
+    pub(crate) fn new(cache: &'c mut TableCache, budget: &'c Budget, on: bool) -> Self {
         ScanFill {
             cache,
             budget,
@@ -133,7 +202,7 @@ impl<'c> ScanFill<'c> {
 /// the cache while it may.
 pub(crate) struct Cached<'c, T, I, F> {
     cache: &'c RefCell<TableCache>,
-    budget: &'c Cell<usize>,
+    budget: &'c Budget,
     /// The table is one sorted run: a prefix of it can be read back, the rest read after it.
     one_run: bool,
     /// Where the replay stands: block, offset, rows read back, the last row's base.
@@ -161,7 +230,7 @@ where
 {
     pub(crate) fn new(
         cache: &'c RefCell<TableCache>,
-        budget: &'c Cell<usize>,
+        budget: &'c Budget,
         one_run: bool,
         open: F,
     ) -> Self {

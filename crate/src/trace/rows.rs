@@ -10,7 +10,7 @@
 //! runs the loader's own table readers in the CLI's order, so every id and name equals the
 //! CLI's whole load of the file (`load_path`).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use rusqlite::Connection;
@@ -27,7 +27,7 @@ use super::load::{
 use super::nvtx_names::RowNamer;
 use super::open::sqlite_error;
 use super::packed_rows::Packable;
-use super::row_cache::{Cached, ScanFill, TableCache};
+use super::row_cache::{Budget, Cached, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
@@ -35,7 +35,9 @@ use crate::error::Result;
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };
-use crate::model::{NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Trace, Work};
+use crate::model::{
+    NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Strings, Trace, Work,
+};
 
 /// More sorted runs than this in one table and it is read in slices of its keys instead
 /// (`runs::Slices`): the runs' bounds are held (about 36 bytes each). nsys has written a handful;
@@ -91,7 +93,69 @@ pub struct FileScan {
     memset: Table<Ns>,
     syncs: Table<Ns>,
     /// Bytes the tables' caches may still take.
-    cache_budget: Cell<usize>,
+    cache_budget: Budget,
+}
+
+/// Where the scan reads the kernel table (the largest): on its own connection after the host
+/// side, or natively on a second connection to the file, in a thread of its own meanwhile.
+#[derive(Clone, Copy)]
+enum KernelReader<'p> {
+    After,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    Thread(&'p std::path::Path),
+}
+
+/// The scan of the kernel table: where its sorted runs lie and, if `keep`, its rows as far as
+/// the budget goes.
+struct KernelScan {
+    columns: [&'static str; 11],
+    keep: bool,
+}
+
+impl KernelScan {
+    /// Reads the table into `table`, the kernels' processes interned in `part`.
+    fn read(
+        &self,
+        ctx: &mut Loader<'_, '_>,
+        schema: &Schema,
+        strings: &Strings,
+        part: &mut Trace,
+        table: &mut Table<(Ns, Ns)>,
+        budget: &Budget,
+    ) -> Result<()> {
+        let Table { runs, cache, .. } = table;
+        let mut fill = ScanFill::new(cache.get_mut(), budget, self.keep);
+        ctx.read_kernels(schema, strings, part, &self.columns, &mut |k| {
+            runs.push(k.row, k.key());
+            fill.push(&k);
+        })?;
+        fill.finish(runs.count() == 1);
+        Ok(())
+    }
+}
+
+/// Joins a kernel table scanned on a thread of its own to the host side: its processes take
+/// the ids the scan on one thread gives them (those `ThreadNames` lists, then those the host
+/// side met, then in the kernels' order), and its kept rows are rewritten if that renumbered
+/// any (a kernel of a process met first by the host side, not listed).
+#[cfg(not(target_arch = "wasm32"))]
+fn join_kernel_part(
+    meta: &mut Trace,
+    part: Trace,
+    table: &mut Table<(Ns, Ns)>,
+    budget: &Budget,
+) -> Result<()> {
+    let ids: Vec<ProcessIdx> = (part.processes.global_pid.iter())
+        .map(|&gpid| meta.processes.intern(gpid))
+        .collect();
+    meta.present.kernels = part.present.kernels;
+    meta.coverage.extend(part.coverage);
+    if ids.iter().enumerate().all(|(i, &p)| p as usize == i) {
+        return Ok(());
+    }
+    table.cache.get_mut().rewrite(budget, |k: &mut KernelRow| {
+        k.process = ids.get(k.process as usize).copied().unwrap_or(0);
+    })
 }
 
 impl FileScan {
@@ -105,7 +169,14 @@ impl FileScan {
         opts: LoadOptions,
         progress: ProgressFn<'_>,
     ) -> Result<FileScan> {
-        FileScan::scan(conn, path, opts, progress, (MAX_FILE_RUNS, 0))
+        FileScan::scan(
+            conn,
+            path,
+            opts,
+            progress,
+            (MAX_FILE_RUNS, 0),
+            KernelReader::After,
+        )
     }
 
     /// [`FileScan::new`] keeping the rows it reads, `bytes` at most over every table, as the
@@ -118,7 +189,14 @@ impl FileScan {
         progress: ProgressFn<'_>,
         bytes: usize,
     ) -> Result<FileScan> {
-        FileScan::scan(conn, path, opts, progress, (MAX_FILE_RUNS, bytes))
+        FileScan::scan(
+            conn,
+            path,
+            opts,
+            progress,
+            (MAX_FILE_RUNS, bytes),
+            KernelReader::After,
+        )
     }
 
     /// [`FileScan::new`], a table in more than `max_runs` sorted runs read in slices of its
@@ -130,7 +208,36 @@ impl FileScan {
         progress: ProgressFn<'_>,
         max_runs: usize,
     ) -> Result<FileScan> {
-        FileScan::scan(conn, path, opts, progress, (max_runs, 0))
+        FileScan::scan(
+            conn,
+            path,
+            opts,
+            progress,
+            (max_runs, 0),
+            KernelReader::After,
+        )
+    }
+
+    /// [`FileScan::keeping_rows`] of the export at `file`, its kernel table read on a second
+    /// connection in a thread of its own while this one reads the host side: the two largest
+    /// tables decoded on two cores. Ids and rows are those of the scan on one thread.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn of_file(
+        conn: &Connection,
+        file: &std::path::Path,
+        opts: LoadOptions,
+        bytes: usize,
+    ) -> Result<FileScan> {
+        let label = file.display().to_string();
+        let limits = (MAX_FILE_RUNS, bytes);
+        FileScan::scan(
+            conn,
+            &label,
+            opts,
+            &mut |_| true,
+            limits,
+            KernelReader::Thread(file),
+        )
     }
 
     fn scan(
@@ -139,6 +246,7 @@ impl FileScan {
         opts: LoadOptions,
         progress: ProgressFn<'_>,
         (max_runs, cache_bytes): (usize, usize),
+        reader: KernelReader<'_>,
     ) -> Result<FileScan> {
         let mut ctx = Loader {
             conn,
@@ -157,31 +265,70 @@ impl FileScan {
             memcpy: Table::new(MEMCPY_TABLE, max_runs),
             memset: Table::new(MEMSET_TABLE, max_runs),
             syncs: Table::new(SYNC_TABLE, max_runs),
-            cache_budget: Cell::new(cache_bytes),
+            cache_budget: Budget::new(cache_bytes),
         };
+        // The CLI's load reads the kernel table in a part of its own, whose notes (its string
+        // table's among them) follow the host side's (`merge_kernel_part`).
         let strings_note = meta
             .coverage
             .iter()
             .find(|n| n.subject == "StringIds")
             .cloned();
-        scan.scan_host(&mut ctx, &schema, &mut meta, opts)?;
-        // The CLI's load reads the kernel table in a part of its own, whose notes (its string
-        // table's among them) follow the host side's (`merge_kernel_part`).
-        meta.coverage.extend(strings_note);
         let keep = cache_bytes > 0;
-        let columns = match keep {
-            true => kernel_read_columns(opts.event_details, &meta),
-            false => only(kernel_columns(false, false), &SCAN_COLUMNS),
+        let kernels = KernelScan {
+            columns: match keep {
+                true => kernel_read_columns(opts.event_details, &meta),
+                false => only(kernel_columns(false, false), &SCAN_COLUMNS),
+            },
+            keep,
         };
-        let strings = std::mem::take(&mut meta.strings);
-        let Table { runs, cache, .. } = &mut scan.kernels;
-        let mut fill = ScanFill::new(cache.get_mut(), &scan.cache_budget, keep);
-        ctx.read_kernels(&schema, &strings, &mut meta, &columns, &mut |k| {
-            runs.push(k.row, k.key());
-            fill.push(&k);
-        })?;
-        fill.finish(runs.count() == 1);
-        meta.strings = strings;
+        let mut table = std::mem::replace(&mut scan.kernels, Table::new(KERNEL_TABLE, max_runs));
+        let budget = std::mem::take(&mut scan.cache_budget);
+        match reader {
+            #[cfg(not(target_arch = "wasm32"))]
+            KernelReader::Thread(file) => {
+                let strings = meta.strings.clone();
+                // The processes `ThreadNames` lists keep their ids; others are numbered on join.
+                let listed = meta.processes.clone();
+                let (host, part) = std::thread::scope(|threads| {
+                    let worker = threads.spawn(|| -> Result<Trace> {
+                        let conn = super::open::open_path(file)?;
+                        let mut ctx = Loader {
+                            conn: &conn,
+                            path,
+                            progress: &mut |_| true,
+                        };
+                        let mut part = Trace {
+                            processes: listed,
+                            ..Trace::default()
+                        };
+                        kernels
+                            .read(&mut ctx, &schema, &strings, &mut part, &mut table, &budget)?;
+                        Ok(part)
+                    });
+                    let host = scan.scan_host(&mut ctx, &schema, &mut meta, opts, &budget);
+                    (host, worker.join())
+                });
+                host?;
+                let part = part.map_err(|_| crate::error::Error::Io {
+                    path: path.to_string(),
+                    detail: "the kernel-reading thread failed".into(),
+                })??;
+                meta.coverage.extend(strings_note);
+                join_kernel_part(&mut meta, part, &mut table, &budget)?;
+            }
+            _ => {
+                scan.scan_host(&mut ctx, &schema, &mut meta, opts, &budget)?;
+                meta.coverage.extend(strings_note);
+                let strings = std::mem::take(&mut meta.strings);
+                let read =
+                    kernels.read(&mut ctx, &schema, &strings, &mut meta, &mut table, &budget);
+                meta.strings = strings;
+                read?;
+            }
+        }
+        scan.kernels = table;
+        scan.cache_budget = budget;
         ctx.load_process_names(&schema, &mut meta.processes)?;
         scan.chunk_queries(&schema, &meta, opts);
         scan.meta = meta;
@@ -196,9 +343,9 @@ impl FileScan {
         schema: &Schema,
         meta: &mut Trace,
         opts: LoadOptions,
+        budget: &Budget,
     ) -> Result<()> {
-        let budget = &self.cache_budget;
-        let keep = budget.get() > 0;
+        let keep = budget.left() > 0;
         let Table { runs, cache, .. } = &mut self.ranges;
         let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
         // The ranges are counted as a load that forgot them counts them (`forget_ranges`):
@@ -316,7 +463,7 @@ impl FileScan {
     /// Lets the rows read from the file be kept, `bytes` at most over every table (none
     /// before), so later passes read them from memory (`row_cache`).
     pub fn cache_rows_up_to(&mut self, bytes: usize) {
-        self.cache_budget = Cell::new(bytes);
+        self.cache_budget = Budget::new(bytes);
     }
 
     /// Bytes the tables' caches hold.
