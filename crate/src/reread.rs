@@ -73,11 +73,6 @@ impl KernelSource for SqliteKernels<'_> {
         self.strings.get(id).to_string()
     }
 
-    /// A forward step's name is not held: read again by `rowid` (a hover).
-    fn nvtx_name(&self, row: i64) -> Result<Option<String>> {
-        self.nvtx.name_of(self.conn, self.label, row)
-    }
-
     fn steps_in_rows(
         &self,
         first_row: i64,

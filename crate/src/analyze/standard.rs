@@ -292,9 +292,6 @@ fn iteration_steps(its: &[Iteration]) -> Vec<Step> {
             },
             ranks: 1,
             name_id: NO_NAME,
-            executor: false,
-            style: crate::names::steps::StepStyle::TensorrtLlm,
-            tokens: None,
         })
         .collect()
 }

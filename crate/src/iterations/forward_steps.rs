@@ -164,9 +164,6 @@ mod tests {
             },
             ranks: 1,
             name_id: 0,
-            executor: false,
-            style: crate::names::steps::StepStyle::TensorrtLlm,
-            tokens: None,
         }
     }
 

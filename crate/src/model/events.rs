@@ -1,9 +1,8 @@
 //! The event tables as parallel columns: kernels, CUDA runtime calls, NVTX ranges, memory
 //! operations and syncs. Times are integer ns.
 
-use super::ids::{NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME};
+use super::ids::{NameId, Ns, ProcessIdx, ThreadIdx};
 use super::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
-use crate::names::steps::StepText;
 
 /// GPU kernels (`CUPTI_ACTIVITY_KIND_KERNEL`), in table order.
 ///
@@ -411,8 +410,6 @@ pub struct NvtxRanges {
     pub name: Vec<NameId>,
     /// `StringIds[textId]` only (`NO_NAME` when `textId` is NULL): what the reference scripts see.
     pub text_id_name: Vec<NameId>,
-    /// The forward-step names of rows named [`UNHELD_NAME`] (by text, by `textId`), by row.
-    unheld: Vec<(usize, Option<StepText>, Option<StepText>)>,
     /// What a windows-only load (the page's verdict) did not keep.
     pub omitted: OmittedRanges,
 }
@@ -432,17 +429,6 @@ pub struct NvtxRow {
     pub name: NameId,
     /// `StringIds[textId]` only (see [`NvtxRanges::text_id_name`]).
     pub text_id_name: NameId,
-    /// The forward step `name` stands for when it is [`UNHELD_NAME`] (a name not held).
-    pub step: Option<StepText>,
-    /// The same for `text_id_name`.
-    pub text_id_step: Option<StepText>,
-}
-
-impl NvtxRow {
-    /// Whether a name of the row is a forward-step name not held.
-    pub fn has_unheld_name(&self) -> bool {
-        self.name == UNHELD_NAME || self.text_id_name == UNHELD_NAME
-    }
 }
 
 /// NVTX ranges read but not kept: only their count and one fact about their names remain.
@@ -466,8 +452,6 @@ impl NvtxRanges {
             domain: 0,
             name,
             text_id_name: name,
-            step: None,
-            text_id_step: None,
         };
         self.push(&row, true);
     }
@@ -478,7 +462,7 @@ impl NvtxRanges {
 
     /// Row `i` (`i < len()`); `domain` is 0 when the load did not read domains.
     pub fn row(&self, i: usize) -> NvtxRow {
-        let mut row = NvtxRow {
+        NvtxRow {
             row: i as i64,
             start: self.start[i],
             end: self.end[i],
@@ -487,15 +471,7 @@ impl NvtxRanges {
             domain: self.domain.get(i).copied().unwrap_or(0),
             name: self.name[i],
             text_id_name: self.text_id_name[i],
-            step: None,
-            text_id_step: None,
-        };
-        if row.has_unheld_name()
-            && let Ok(k) = self.unheld.binary_search_by_key(&i, |u| u.0)
-        {
-            (row.step, row.text_id_step) = (self.unheld[k].1, self.unheld[k].2);
         }
-        row
     }
 
     /// Adds a row; `with_domain`: the load reads domains (else the column stays empty).
@@ -506,10 +482,6 @@ impl NvtxRanges {
         self.event_type.push(row.event_type);
         if with_domain {
             self.domain.push(row.domain);
-        }
-        if row.has_unheld_name() {
-            let i = self.name.len();
-            self.unheld.push((i, row.step, row.text_id_step));
         }
         self.name.push(row.name);
         self.text_id_name.push(row.text_id_name);
@@ -547,7 +519,6 @@ impl NvtxRanges {
         self.domain.shrink_to_fit();
         self.name.shrink_to_fit();
         self.text_id_name.shrink_to_fit();
-        self.unheld.shrink_to_fit();
     }
 
     /// Lets the kept ranges go, keeping what the verdict's facts and warnings say of them: the

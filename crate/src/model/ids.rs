@@ -6,9 +6,6 @@ pub type Ns = i64;
 /// Index into [`super::Strings`]; `NO_NAME` marks a missing/NULL name.
 pub type NameId = u32;
 pub const NO_NAME: NameId = u32::MAX;
-/// A name read but not held ([`super::Strings::holds_step_names`]): the loader holds no forward-step
-/// name, and the NVTX row so named carries the parsed marker instead ([`super::NvtxRow::step`]).
-pub const UNHELD_NAME: NameId = u32::MAX - 1;
 
 /// Index into [`super::Processes`].
 pub type ProcessIdx = u32;

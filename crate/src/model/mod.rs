@@ -22,9 +22,7 @@ pub use events::{
     HostRow, HostSpan, HostTable, Kernels, LinkKey, MemOps, NVTX_RANGE_TYPES, NvtxRanges, NvtxRow,
     OmittedRanges, OutOfOrder, PAGEABLE_MEMORY, RuntimeCalls, StartOrder, Syncs,
 };
-pub use ids::{
-    GLOBAL_PID_MASK, NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, UNHELD_NAME, os_pid, os_tid,
-};
+pub use ids::{GLOBAL_PID_MASK, NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, os_pid, os_tid};
 pub use meta::{CoverageNote, GpuInfo, GraphNodeEvents, TraceMeta};
 pub use rows::KernelRow;
 pub use strings::{NameFlags, RowIds, StringIndex, Strings, flag};

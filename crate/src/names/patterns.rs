@@ -46,10 +46,3 @@ pub fn is_prep_name(name: &str, p: usize, like: bool) -> bool {
         false => PREP_PATTERNS.get(p).is_some_and(|pat| name.contains(pat)),
     }
 }
-
-/// Whether an NCCL or host-prep rule of either profile's matching takes `name`.
-pub fn matches_other_rules(name: &str) -> bool {
-    [true, false].into_iter().any(|like| {
-        is_nccl_name(name, like) || (0..PREP_PATTERNS.len()).any(|p| is_prep_name(name, p, like))
-    })
-}

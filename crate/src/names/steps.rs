@@ -7,29 +7,12 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::launch::{LaunchApis, is_launch_api};
-use super::patterns::matches_other_rules;
-use crate::sqlike::{Like, contains_folded};
-
 /// A parsed `[Executor] _forward_step N: C ctx reqs, G gen reqs` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct StepName {
     pub step: u64,
     pub ctx: u64,
     pub gen_reqs: u64,
-}
-
-/// What the page keeps of a step name it does not hold (a long trace names every step
-/// differently): the parsed step, the built-in marker that names it, and whether the name passed
-/// the `trtllm-skill` profile's prefilter (`LIKE '%[Executor] _forward_step%'`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct StepText {
-    pub name: StepName,
-    pub style: StepStyle,
-    pub executor: bool,
-    /// vLLM's `execute_context_C(T)_generation_G(T)` token counts (`None` for every other form),
-    /// so that the label gives back the name.
-    pub tokens: Option<[u32; 2]>,
 }
 
 /// A built-in step marker: the NVTX range a framework opens around one step of its loop.
@@ -115,29 +98,6 @@ impl StepStyle {
                 gen_reqs: 1,
             }),
             StepStyle::Pytorch => parse_profiler_step(name),
-        }
-    }
-
-    /// A label for a step whose name is not held, in the marker's own form: the name itself
-    /// for every name the marker parses (vLLM's `tokens` when the name carried them).
-    pub fn label(self, s: &StepName, executor: bool, tokens: Option<[u32; 2]>) -> String {
-        match self {
-            StepStyle::TensorrtLlm => {
-                let prefix = if executor { "[Executor] " } else { "" };
-                format!(
-                    "{prefix}_forward_step {}: {} ctx reqs, {} gen reqs",
-                    s.step, s.ctx, s.gen_reqs
-                )
-            }
-            StepStyle::Vllm => match tokens {
-                Some([ct, gt]) => format!(
-                    "execute_context_{}({ct})_generation_{}({gt})",
-                    s.ctx, s.gen_reqs
-                ),
-                None => format!("execute_new_{}_cached_{}", s.ctx, s.gen_reqs),
-            },
-            StepStyle::Sglang => SGLANG_STEP.to_string(),
-            StepStyle::Pytorch => format!("ProfilerStep#{}", s.step),
         }
     }
 }
@@ -431,48 +391,6 @@ fn decimal_digit_regex() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"^\d$").unwrap_or_else(|e| unreachable!("constant regex: {e}")))
 }
 
-/// What the page keeps of a forward-step name, not the name ([`StepText`]): a long trace names
-/// every step differently. Only for names no other rule matches (launch API, NCCL, host prep,
-/// under either profile's matching), so that a name not held is one only the step parsers read.
-pub fn step_text(name: &str) -> Option<StepText> {
-    let (style, step) = parse_builtin(name)?;
-    // Every other rule's text holds `nccl` or `prepare` (any case, as `LIKE` compares).
-    let bytes = name.as_bytes();
-    let may_match = contains_folded(bytes, b"nccl") || contains_folded(bytes, b"prepare");
-    if (may_match && matches_other_rules(name))
-        || is_launch_api(name, LaunchApis::AllVersioned)
-        || is_launch_api(name, LaunchApis::ExactCudaLaunchKernel)
-    {
-        return None;
-    }
-    let tokens = match style {
-        StepStyle::Vllm => parse_vllm(name).and_then(|(_, t)| t),
-        _ => None,
-    };
-    // A token count that does not fit would not give the name back: hold such a name.
-    if style == StepStyle::Vllm && name.starts_with("execute_context_") && tokens.is_none() {
-        return None;
-    }
-    Some(StepText {
-        name: step,
-        style,
-        executor: style == StepStyle::TensorrtLlm && executor_prefilter().matches(name),
-        tokens,
-    })
-}
-
-/// A label for a step whose name is not held, in its marker's form ([`StepStyle::label`]):
-/// TensorRT-LLM's gives back the name itself on every trace it writes (with the `[Executor] `
-/// prefix when the name passed the `trtllm-skill` prefilter).
-pub fn step_label(s: &StepText) -> String {
-    s.style.label(&s.name, s.executor, s.tokens)
-}
-
-pub(crate) fn executor_prefilter() -> &'static Like {
-    static LIKE: OnceLock<Like> = OnceLock::new();
-    LIKE.get_or_init(|| Like::new(EXECUTOR_STEP))
-}
-
 /// The `trtllm-skill` profile's forward-step prefilter.
 pub const EXECUTOR_STEP: &str = "%[Executor] _forward_step%";
 
@@ -553,18 +471,6 @@ mod tests {
         ];
         for (name, want) in cases {
             assert_eq!(parse_builtin(name), want, "{name}");
-        }
-        let text = step_text("execute_new_1_cached_7").expect("a step");
-        assert_eq!(text.style, StepStyle::Vllm);
-        assert!(!text.executor);
-        assert_eq!(step_label(&text), "execute_new_1_cached_7");
-        for name in [
-            "execute_context_2(300)_generation_14(14)",
-            "scheduler.run_batch",
-            "ProfilerStep#4",
-            "[Executor] _forward_step 3: 1 ctx reqs, 2 gen reqs",
-        ] {
-            assert_eq!(step_text(name).map(|t| step_label(&t)), Some(name.into()));
         }
         for style in StepStyle::ALL {
             assert_eq!(StepStyle::from_key(style.key()), Some(style));

@@ -6,10 +6,9 @@ pub mod names;
 pub mod spans;
 
 use crate::model::intervals::{IntervalSet, UnionBuilder};
-use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow, UNHELD_NAME};
-use crate::names::steps::{StepName, StepStyle, StepText};
+use crate::model::{NVTX_RANGE_TYPES, NameId, Ns, NvtxRanges, NvtxRow};
+use crate::names::steps::StepName;
 use crate::profile::{PhaseWindow, Switches};
-use names::unheld_step;
 use spans::WindowFacts;
 
 /// TP ranks' copies of one step start within this much of each other (reference: 100 µs).
@@ -27,13 +26,6 @@ pub struct Step {
     pub ranks: u32,
     /// The (first) range's NVTX name.
     pub name_id: NameId,
-    /// For a name not held ([`UNHELD_NAME`]): whether it passed the `trtllm-skill` prefilter,
-    /// `[Executor] _forward_step` (the step lane labels it by it).
-    pub executor: bool,
-    /// For a name not held: the built-in marker that named it and vLLM's token counts (the step
-    /// lane's label).
-    pub style: StepStyle,
-    pub tokens: Option<[u32; 2]>,
 }
 
 /// Which NVTX rows a profile can see, and under which name.
@@ -58,54 +50,27 @@ pub fn visible_row_name(row: &NvtxRow, sw: &Switches) -> Option<NameId> {
     (name != crate::model::NO_NAME).then_some(name)
 }
 
-/// How a reader of steps parses names: a held name by id, a name not held from what the row
-/// carries of it ([`StepText`]). A plain function of the id reads TensorRT-LLM's unheld steps
-/// only, as the reference does; [`names::ParsedNames`] reads its source's.
+/// How a reader of steps parses names: by id ([`names::ParsedNames`], or a plain function).
 pub trait StepLookup {
-    fn held(&self, id: NameId) -> Option<StepName>;
-    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
-        (text.style == StepStyle::TensorrtLlm)
-            .then(|| unheld_step(text, sw))
-            .flatten()
-    }
+    fn step_name(&self, id: NameId) -> Option<StepName>;
 }
 
 impl<F: Fn(NameId) -> Option<StepName>> StepLookup for F {
-    fn held(&self, id: NameId) -> Option<StepName> {
+    fn step_name(&self, id: NameId) -> Option<StepName> {
         self(id)
     }
 }
 
-/// The raw (one rank's) forward step `row` is under `sw`, if it is one; `names` gives a held
-/// name's parsed step (a name not held, [`UNHELD_NAME`], comes parsed with the row).
+/// The raw (one rank's) forward step `row` is under `sw`, if it is one; `names` parses its name.
 pub fn step_of_row(row: &NvtxRow, sw: &Switches, names: &impl StepLookup) -> Option<Step> {
     let name_id = visible_row_name(row, sw)?;
-    let (name, executor, style, tokens) = match name_id {
-        UNHELD_NAME => {
-            let text = if sw.nvtx_text_fallback {
-                row.step
-            } else {
-                row.text_id_step
-            }?;
-            (
-                names.unheld(&text, sw)?,
-                text.executor,
-                text.style,
-                text.tokens,
-            )
-        }
-        id => (names.held(id)?, false, StepStyle::TensorrtLlm, None),
-    };
     Some(Step {
         row: row.row,
         start: row.start,
         end: row.end,
-        name,
+        name: names.step_name(name_id)?,
         ranks: 1,
         name_id,
-        executor,
-        style,
-        tokens,
     })
 }
 

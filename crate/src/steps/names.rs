@@ -9,17 +9,10 @@ use super::StepLookup;
 use crate::model::{NameId, Strings};
 use crate::names::patterns::NameMatch;
 use crate::names::steps::{
-    EXECUTOR_STEP, StepMarkerReport, StepName, StepSource, StepStyle, StepText, parse_builtin,
+    EXECUTOR_STEP, StepMarkerReport, StepName, StepSource, StepStyle, parse_builtin,
 };
 use crate::profile::Switches;
 use crate::sqlike::Like;
-
-/// The forward step a TensorRT-LLM name not held stands for under `sw`: every profile's parser
-/// reads it but `trtllm-skill`'s, which takes only names its prefilter passes. A user's marker
-/// needs the names themselves.
-pub fn unheld_step(text: &StepText, sw: &Switches) -> Option<StepName> {
-    (sw.name_match != NameMatch::SqliteLike || text.executor).then_some(text.name)
-}
 
 /// Forward-step names by [`NameId`]: a table built by the caller (the reference's own rules), or
 /// [`StepNames::parser`], which parses on each lookup — a TensorRT-LLM trace has a distinct name
@@ -52,12 +45,8 @@ pub struct ParsedNames<'s> {
 }
 
 impl StepLookup for ParsedNames<'_> {
-    fn held(&self, id: NameId) -> Option<StepName> {
+    fn step_name(&self, id: NameId) -> Option<StepName> {
         self.parser.parse_id(self.strings, id)
-    }
-
-    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
-        self.parser.parse_unheld(text, sw)
     }
 }
 
@@ -86,7 +75,7 @@ impl StepParser {
         }
     }
 
-    /// The step string `id` names (none for a name not held: see [`StepParser::parse_unheld`]).
+    /// The step string `id` names.
     pub fn parse_id(&self, strings: &Strings, id: NameId) -> Option<StepName> {
         self.parse(strings.get(id))
     }
@@ -107,19 +96,6 @@ impl StepParser {
                     self.accept(style).then_some(step)
                 }
             },
-        }
-    }
-
-    /// A name not held, parsed as it was read: a built-in marker's only (see [`unheld_step`]).
-    pub fn parse_unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
-        let step = match &self.source {
-            Some(StepSource::Builtin(style)) => (*style == text.style).then_some(text.name),
-            Some(_) => None,
-            None => self.accept(text.style).then_some(text.name),
-        }?;
-        match text.style {
-            StepStyle::TensorrtLlm => unheld_step(text, sw),
-            _ => Some(step),
         }
     }
 
@@ -150,12 +126,8 @@ impl StepParser {
 pub struct ParserOn<'a>(pub &'a StepParser, pub &'a Strings);
 
 impl StepLookup for ParserOn<'_> {
-    fn held(&self, id: NameId) -> Option<StepName> {
+    fn step_name(&self, id: NameId) -> Option<StepName> {
         self.0.parse_id(self.1, id)
-    }
-
-    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
-        self.0.parse_unheld(text, sw)
     }
 }
 
@@ -182,19 +154,9 @@ impl<'s> AnyBuiltin<'s> {
 }
 
 impl StepLookup for AnyBuiltin<'_> {
-    fn held(&self, id: NameId) -> Option<StepName> {
+    fn step_name(&self, id: NameId) -> Option<StepName> {
         let (style, step) = parse_builtin(self.strings.get(id))?;
         self.last.set(Some(style));
-        Some(step)
-    }
-
-    /// As [`StepParser::parse_unheld`] under the text's own marker.
-    fn unheld(&self, text: &StepText, sw: &Switches) -> Option<StepName> {
-        let step = match text.style {
-            StepStyle::TensorrtLlm => unheld_step(text, sw),
-            _ => Some(text.name),
-        }?;
-        self.last.set(Some(text.style));
         Some(step)
     }
 }

@@ -19,9 +19,6 @@ fn step(start: Ns, end: Ns, n: u64) -> Step {
         },
         ranks: 1,
         name_id: 0,
-        executor: false,
-        style: crate::names::steps::StepStyle::TensorrtLlm,
-        tokens: None,
     }
 }
 
@@ -81,9 +78,6 @@ fn a_step_reader_reads_the_steps_forward_steps_lists() {
                     name: names[nvtx.name[i] as usize],
                     ranks: 1,
                     name_id: nvtx.name[i],
-                    executor: false,
-                    style: crate::names::steps::StepStyle::TensorrtLlm,
-                    tokens: None,
                 })
                 .collect();
             raw.sort_by_key(|s| (s.start, s.end));

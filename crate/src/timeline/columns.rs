@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use super::KernelSource;
 use super::summary::{Bin, BinGrid, Label, TopKey};
 use crate::model::Ns;
-use crate::names::steps::step_label;
 
 /// The view's columns: column `c` covers `[start + c·w, start + (c+1)·w)`.
 pub struct Grid {
@@ -61,7 +60,6 @@ impl<'a> NameIndex<'a> {
         let i = self.names.len() as i32;
         self.names.push(match label {
             Label::Name(id) => self.source.name(id),
-            Label::Step(step) => step_label(&step),
             Label::Work(work) => work.text(self.source),
             Label::Index(_) => String::new(),
         });

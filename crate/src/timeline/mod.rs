@@ -39,7 +39,7 @@ pub use view::{
 };
 
 use crate::model::rows::{EventRows, KernelRow};
-use crate::model::{HostTable, Ns, Trace, UNHELD_NAME, WorkTable};
+use crate::model::{HostTable, Ns, Trace, WorkTable};
 use crate::steps::Step;
 use work::WorkEvent;
 
@@ -463,8 +463,8 @@ impl Timeline {
                 };
                 let steps = s.read(source, &s.rows_near(a, b), (a, b))?;
                 let found = closest(steps.into_iter(), t, slack);
-                let named = found
-                    .map(|(s, e, (label, row))| Ok((s, e, hit_name(source, label, row)?, None)));
+                let named =
+                    found.map(|(s, e, (label, _))| Ok((s, e, hit_name(source, label)?, None)));
                 (named.transpose()?, None, None)
             }
             Some(i) => {
@@ -670,14 +670,10 @@ fn row_count(rows: &TableRows) -> i64 {
     rows.iter().flatten().map(|(f, l)| l - f + 1).sum()
 }
 
-/// A hovered step's name: the name itself, read again from the source when the trace does not
-/// hold it (else the part of it the parser read).
-fn hit_name(source: &dyn KernelSource, label: Label, row: i64) -> crate::error::Result<String> {
+/// A hovered column's name.
+fn hit_name(source: &dyn KernelSource, label: Label) -> crate::error::Result<String> {
     Ok(match label {
         Label::Name(id) => source.name(id),
-        Label::Step(step) => source
-            .nvtx_name(row)?
-            .unwrap_or_else(|| crate::names::steps::step_label(&step)),
         Label::Work(work) => work.text(source),
         Label::Index(_) => String::new(),
     })
@@ -685,15 +681,7 @@ fn hit_name(source: &dyn KernelSource, label: Label, row: i64) -> crate::error::
 
 /// What the step lane labels a step by.
 fn step_label(s: &Step) -> Label {
-    match s.name_id {
-        UNHELD_NAME => Label::Step(crate::names::steps::StepText {
-            name: s.name,
-            style: s.style,
-            executor: s.executor,
-            tokens: s.tokens,
-        }),
-        id => Label::Name(id),
-    }
+    Label::Name(s.name_id)
 }
 
 /// The event nearest `t` among those (in start order) starting before `t + slack`: distance 0

@@ -21,12 +21,6 @@ pub trait KernelSource {
         visit: &mut dyn FnMut(KernelRow),
     ) -> crate::error::Result<()>;
 
-    /// The name of the NVTX range in row `row`, read from the source: for a forward step
-    /// whose name the trace does not hold ([`crate::model::UNHELD_NAME`]). `None`: not read.
-    fn nvtx_name(&self, _row: i64) -> crate::error::Result<Option<String>> {
-        Ok(None)
-    }
-
     /// Visits the forward steps (the standard profile's, TP copies merged) whose ranges are in
     /// NVTX rows `first_row..=last_row`, in start order.
     fn steps_in_rows(

@@ -7,8 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{NO_NAME, NameId, Ns};
 
-use crate::names::steps::StepText;
-
 /// Bins per lane. A full-extent view spans at least `BINS / 2` bins (the grid doubles only when
 /// the extent outgrows it), so at 1 200 columns a column covers ≥ 3.4 bins.
 pub const BINS: usize = 8192;
@@ -23,12 +21,11 @@ pub const MAX_BLOCKS: usize = 4096;
 /// guard so that absurd timestamps cannot overflow the grid's arithmetic.
 const MAX_WIDTH: Ns = 1 << 48;
 
-/// What a lane labels a column by: a name of the string table, or a forward step whose name
-/// is not held ([`crate::model::UNHELD_NAME`]), by the step its name reads as.
+/// What a lane labels a column by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Label {
+    /// A name of the string table.
     Name(NameId),
-    Step(StepText),
     /// A name already in the view's list (a host track's, read as text).
     Index(i32),
     /// A row of GPU work read back, named with what tells it apart (a replay's graph, a copy's

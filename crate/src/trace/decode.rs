@@ -236,7 +236,7 @@ pub(super) const NVTX_TEXT: usize = 6;
 pub(super) const NVTX_TEXT_ID: usize = 7;
 
 /// An NVTX range selected as [`nvtx_columns`] that ends at `end` on `thread`, not named yet
-/// (`nvtx_names::RowNamer` names it).
+/// (`nvtx_names` names it).
 pub(super) fn nvtx_row(
     r: &rusqlite::Row<'_>,
     end: Ns,
@@ -251,8 +251,6 @@ pub(super) fn nvtx_row(
         domain: small(r.get_ref(5)?),
         name: NO_NAME,
         text_id_name: NO_NAME,
-        step: None,
-        text_id_step: None,
     })
 }
 

@@ -119,7 +119,7 @@ pub fn load_part(
         path,
         progress,
     };
-    let (schema, mut trace) = ctx.begin(false)?;
+    let (schema, mut trace) = ctx.begin()?;
     let strings = std::mem::take(&mut trace.strings);
     if part != Part::Host {
         ctx.load_kernels(&schema, &strings, &mut trace, opts.event_details)?;

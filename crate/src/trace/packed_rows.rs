@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::model::{Ns, NvtxRow};
-use crate::names::steps::StepText;
 
 /// What the next row is packed against: the previous row's `rowid`, start and correlation.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -187,8 +186,6 @@ pub(crate) struct PackedRange {
     domain: u32,
     name: u32,
     text_id_name: u32,
-    step: Option<StepText>,
-    text_id_step: Option<StepText>,
 }
 
 impl Packable for NvtxRow {
@@ -202,8 +199,6 @@ impl Packable for NvtxRow {
             domain: self.domain,
             name: name_step(self.name),
             text_id_name: name_step(self.text_id_name),
-            step: self.step,
-            text_id_step: self.text_id_step,
         }
     }
 
@@ -218,8 +213,6 @@ impl Packable for NvtxRow {
             domain: p.domain,
             name: name_of(p.name),
             text_id_name: name_of(p.text_id_name),
-            step: p.step,
-            text_id_step: p.text_id_step,
         }
     }
 

@@ -24,7 +24,7 @@ use super::load::{
     GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE,
     ProgressFn, RUNTIME_TABLE, SYNC_TABLE, reads_graph_nodes,
 };
-use super::nvtx_names::RowNamer;
+use super::nvtx_names::name_row_again;
 use super::open::sqlite_error;
 use super::packed_rows::Packable;
 use super::row_cache::{Budget, Cached, ScanFill, TableCache};
@@ -253,7 +253,7 @@ impl FileScan {
             path,
             progress,
         };
-        let (schema, mut meta) = ctx.begin(false)?;
+        let (schema, mut meta) = ctx.begin()?;
         let mut scan = FileScan {
             path: path.to_string(),
             meta: Trace::default(),
@@ -673,15 +673,12 @@ impl EventRows for FileRows<'_> {
 
     fn ranges(&self) -> Rows<'_, NvtxRow> {
         let meta = &self.scan.meta;
-        let mut namer = RowNamer::new(self.conn);
         self.rows(&self.scan.ranges, move |r| {
             let (thread, _) = thread_of(&meta.threads, int(r.get_ref(NVTX_THREAD)?, 0));
             let mut row = nvtx_row(r, time(r.get_ref(NVTX_END)?)?, thread)?;
             let text = inline_text(r.get_ref(NVTX_TEXT)?);
             let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
-            namer
-                .name_again(&meta.strings, text.as_deref(), text_id)?
-                .apply(&mut row);
+            name_row_again(&mut row, &meta.strings, text.as_deref(), text_id);
             Ok(row)
         })
     }

@@ -15,7 +15,7 @@ use super::load::{
     OSRT_TABLE, PROGRESS_EVERY, Progress, ProgressFn, RUNTIME_TABLE, SYNC_TABLE,
     kernel_table_notes, probe_export, reads_graph_nodes,
 };
-use super::nvtx_names::RowNamer;
+use super::nvtx_names::name_row;
 use super::open::sqlite_error;
 use super::schema::{Schema, read_meta, text_of, text_ref};
 use crate::error::{Error, Result};
@@ -24,7 +24,6 @@ use crate::model::{
     GLOBAL_PID_MASK, GpuInfo, Kernels, MemOps, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes,
     Strings, Trace,
 };
-use crate::names::steps::step_text;
 
 /// `SELECT` list with `NULL` standing in for absent columns.
 pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
@@ -99,16 +98,15 @@ pub(super) fn id_list(ids: &[i64]) -> String {
 }
 
 impl Loader<'_, '_> {
-    /// Schema, metadata and strings: what every table loader needs first (forward-step names
-    /// held unless `steps_unheld`).
-    pub(super) fn begin(&mut self, steps_unheld: bool) -> Result<(Schema, Trace)> {
+    /// Schema, metadata and strings: what every table loader needs first.
+    pub(super) fn begin(&mut self) -> Result<(Schema, Trace)> {
         self.report("probing schema", 0, 0)?;
         let schema = probe_export(self.conn, self.path)?;
         let mut trace = Trace {
             meta: read_meta(self.conn, &schema, self.path)?,
             ..Trace::default()
         };
-        self.load_strings(&schema, &mut trace, steps_unheld)?;
+        self.load_strings(&schema, &mut trace)?;
         self.number_threads(&schema, &mut trace)?;
         // Non-kernel GPU work is named by these (`EventRows::gpu_work`), interned before any
         // inline NVTX text so every load of a file numbers them alike.
@@ -213,12 +211,7 @@ impl Loader<'_, '_> {
         self.report(step, done, total).map(|()| true)
     }
 
-    pub(super) fn load_strings(
-        &mut self,
-        schema: &Schema,
-        trace: &mut Trace,
-        steps_unheld: bool,
-    ) -> Result<()> {
+    pub(super) fn load_strings(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
         if !(schema.has_column("StringIds", "id") && schema.has_column("StringIds", "value")) {
             trace.note(
                 "StringIds",
@@ -226,21 +219,14 @@ impl Loader<'_, '_> {
             );
             return Ok(());
         }
-        let mut strings = match steps_unheld {
-            true => Strings::without_step_names(),
-            false => Strings::default(),
-        };
+        let mut strings = Strings::default();
         self.read_rows(
             "loading strings",
             "StringIds",
             "SELECT id, value FROM StringIds",
             |r| {
                 let id = int(r.get_ref(0)?, -1);
-                let value = text_ref(r.get_ref(1)?);
-                match steps_unheld && step_text(&value).is_some() {
-                    true => strings.push_row_unheld(id),
-                    false => strings.push_row(id, &value),
-                }
+                strings.push_row(id, &text_ref(r.get_ref(1)?));
                 Ok(())
             },
         )?;
@@ -414,7 +400,6 @@ impl Loader<'_, '_> {
         let mut marked = MarkedRanges::new(schema, strings);
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
-        let mut namer = RowNamer::new(self.conn);
         let done = self.read_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
             let end = opt_time(r.get_ref(NVTX_END)?)?;
             let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
@@ -440,9 +425,7 @@ impl Loader<'_, '_> {
             }
             let text = inline_text(r.get_ref(NVTX_TEXT)?);
             let mut row = nvtx_row(r, end, last_thread)?;
-            namer
-                .name(strings, text.as_deref(), text_id)?
-                .apply(&mut row);
+            name_row(&mut row, strings, text.as_deref(), text_id);
             Ok(sink(&row, strings, threads))
         })?;
         strings.shrink_to_fit();

@@ -34,57 +34,6 @@ pub struct Strings {
     /// Inline texts already interned (NVTX `text` column), by the hash of their value.
     interned: HashTable<NameId>,
     hasher: RandomState,
-    /// `StringIds` rows whose value is not held ([`Strings::push_row_unheld`]).
-    unheld: Unheld,
-    /// Whether forward-step names are held, as values and as interned inline texts
-    /// ([`Strings::without_step_names`]; every reader holds them now).
-    steps_unheld: bool,
-}
-
-/// Which `StringIds` rows hold no value, with a running count per 64 rows: a held value's
-/// place among the values is its id less the unheld rows before it, in O(1). A bit and a half
-/// per row, where an offset per row would cost 8 bytes per forward step.
-#[derive(Debug, Default, Clone)]
-struct Unheld {
-    flags: NameFlags,
-    /// Unheld rows before each 64-row word of `flags`.
-    before: Vec<u32>,
-    total: u32,
-}
-
-impl Unheld {
-    fn push(&mut self, unheld: bool) {
-        if self.flags.len().is_multiple_of(64) {
-            self.before.push(self.total);
-        }
-        self.flags.push(unheld);
-        self.total = self.total.saturating_add(u32::from(unheld));
-    }
-
-    /// Unheld rows before `id` (every one, past the rows).
-    fn before(&self, id: NameId) -> u32 {
-        let i = id as usize;
-        if i >= self.flags.len() {
-            return self.total;
-        }
-        let (w, bit) = (i / 64, i % 64);
-        let below = self.flags.words[w] & ((1u64 << bit) - 1);
-        self.before[w] + below.count_ones()
-    }
-
-    /// Where the value of held string `id` sits among the values (its id when every row is
-    /// held, as in every load but the page's: no rank on the CLI's lookups).
-    fn slot(&self, id: NameId) -> u32 {
-        match self.total {
-            0 => id,
-            _ => id - self.before(id),
-        }
-    }
-
-    fn shrink_to_fit(&mut self) {
-        self.flags.words.shrink_to_fit();
-        self.before.shrink_to_fit();
-    }
 }
 
 /// `StringIds.id` of each string loaded from that table, in load order: `first + row` when the
@@ -231,35 +180,6 @@ impl Strings {
     pub fn push_row(&mut self, sqlite_id: i64, value: &str) {
         self.push(value);
         self.row_ids.push(sqlite_id);
-        self.unheld.push(false);
-    }
-
-    /// A table that will hold no forward-step name ([`Strings::push_row_unheld`], and inline
-    /// texts left to their rows), for a reader that must not hold a string per step (the
-    /// page's removed streamed open was one; no reader asks for it now).
-    pub fn without_step_names() -> Strings {
-        Strings {
-            steps_unheld: true,
-            ..Strings::default()
-        }
-    }
-
-    /// Whether forward-step names are held ([`Strings::without_step_names`]).
-    pub fn holds_step_names(&self) -> bool {
-        !self.steps_unheld
-    }
-
-    /// Adds a `StringIds` row without its value (a forward-step name, which no table rule but
-    /// the step parsers reads): its id reads as `""`, and [`Strings::is_unheld`] tells it
-    /// apart; whoever meets it reads the value again from the file.
-    pub fn push_row_unheld(&mut self, sqlite_id: i64) {
-        self.row_ids.push(sqlite_id);
-        self.unheld.push(true);
-    }
-
-    /// Whether string `id` is a `StringIds` row whose value is not held.
-    pub fn is_unheld(&self, id: NameId) -> bool {
-        self.unheld.flags.get(id)
     }
 
     /// Indexes the rows pushed so far by `StringIds.id`.
@@ -272,7 +192,6 @@ impl Strings {
     pub fn shrink_to_fit(&mut self) {
         self.ends.shrink_to_fit();
         self.row_ids.shrink_to_fit();
-        self.unheld.shrink_to_fit();
     }
 
     fn push(&mut self, value: &str) -> NameId {
@@ -292,11 +211,6 @@ impl Strings {
         (self.ends.len() - 1) as NameId
     }
 
-    /// The [`NameId`] of the value in `slot` pushed after every `StringIds` row.
-    fn interned_id(&self, slot: NameId) -> NameId {
-        slot + self.unheld.total
-    }
-
     /// Maps a `StringIds.id` to a [`NameId`]; unknown ids give `NO_NAME`.
     pub fn resolve(&self, sqlite_id: i64) -> NameId {
         self.index.resolve(sqlite_id)
@@ -309,7 +223,7 @@ impl Strings {
     }
 
     /// Interns an inline string (NVTX `text`), reusing an earlier copy.
-    /// The interned table holds slots: interning starts once every row is pushed.
+    /// Interning starts once every `StringIds` row is pushed.
     pub fn intern(&mut self, text: &str) -> NameId {
         let hash = self.hasher.hash_one(text);
         let (all, ends) = (&self.chunks, &self.ends);
@@ -317,13 +231,13 @@ impl Strings {
             .interned
             .find(hash, |&slot| value_of(all, ends, slot) == text)
         {
-            return self.interned_id(slot);
+            return slot;
         }
         let slot = self.push(text);
         let (all, ends, hasher) = (&self.chunks, &self.ends, &self.hasher);
         self.interned
             .insert_unique(hash, slot, |&s| hasher.hash_one(value_of(all, ends, s)));
-        self.interned_id(slot)
+        slot
     }
 
     /// The id an inline text was interned under ([`Strings::intern`]), if it was.
@@ -332,7 +246,7 @@ impl Strings {
         let (all, ends) = (&self.chunks, &self.ends);
         self.interned
             .find(hash, |&slot| value_of(all, ends, slot) == text)
-            .map(|&slot| self.interned_id(slot))
+            .copied()
     }
 
     /// The `StringIds.id` behind `id`; `None` for interned inline texts and `NO_NAME`.
@@ -342,20 +256,12 @@ impl Strings {
 
     /// The string for `id`; `""` for `NO_NAME` or an out-of-range id.
     pub fn get(&self, id: NameId) -> &str {
-        if self.is_unheld(id) {
-            return "";
-        }
-        value_of(&self.chunks, &self.ends, self.unheld.slot(id))
+        value_of(&self.chunks, &self.ends, id)
     }
 
-    /// Values held: every `StringIds` row's but the unheld, and every interned text.
-    pub fn held_values(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// Ids given out: every `StringIds` row, held or not, and every interned text.
+    /// Ids given out: every `StringIds` row and every interned text.
     pub fn len(&self) -> usize {
-        self.ends.len() + self.unheld.total as usize
+        self.ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
