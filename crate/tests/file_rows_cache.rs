@@ -135,8 +135,9 @@ fn read_every_table(rows: &dyn EventRows) -> (Tables, Vec<nsys_lens::model::rows
 
 /// A scan keeping up to `budget` bytes gives the rows and facts of one keeping none, twice; so
 /// does the CLI's, whose kernel table is read on a thread of its own (`FileScan::of_file`: its
-/// processes numbered after the host side's, its kept rows rewritten when that renumbers them,
-/// as on most public exports). Returns the bytes the first kept.
+/// processes numbered after the host side's, its kept rows rewritten when that renumbers them),
+/// and, keeping none, whose passes read every table on threads of their own. Returns the bytes
+/// the first kept.
 fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
     let conn = trace::open_path(path).expect("open");
     let opts = LoadOptions::page();
@@ -144,7 +145,13 @@ fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
     let expected = read_every_table(&FileRows::over(&conn, &plain));
     let kept = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, budget).expect("scan");
     let threaded = FileScan::of_file(&conn, path, opts, budget).expect("scan");
-    for (scan, how) in [(&kept, "kept"), (&threaded, "kernels on a thread")] {
+    let read_ahead = FileScan::of_file(&conn, path, opts, 0).expect("scan");
+    let scans = [
+        (&kept, "kept"),
+        (&threaded, "kernels on a thread"),
+        (&read_ahead, "every pass read ahead on threads"),
+    ];
+    for (scan, how) in scans {
         let what = format!("{} ({how})", path.display());
         let (p, k) = (plain.meta(), scan.meta());
         assert_eq!(p.processes.global_pid, k.processes.global_pid, "{what}");

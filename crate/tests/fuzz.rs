@@ -229,7 +229,9 @@ fn read_as_the_cli_does(path: &Path, deep: bool) -> Result<Outcome, String> {
         },
         false => LoadOptions::detect(),
     };
-    let scan = match FileScan::of_file(&conn, path, opts, ROW_CACHE) {
+    // The deep cases keep no rows: every pass then reads the damaged file on reader threads.
+    let budget = if deep { 0 } else { ROW_CACHE };
+    let scan = match FileScan::of_file(&conn, path, opts, budget) {
         Ok(s) => s,
         Err(e) => return refused(e),
     };

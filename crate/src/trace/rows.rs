@@ -12,6 +12,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rusqlite::Connection;
 
@@ -83,7 +84,12 @@ impl<K: Ord + Copy> Table<K> {
 #[derive(Debug, Clone)]
 pub struct FileScan {
     path: String,
-    meta: Trace,
+    /// The export's file when the scan may open it again (`of_file`): natively each pass then
+    /// reads a table on a thread of its own (`read_ahead`).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    file: Option<std::path::PathBuf>,
+    /// Shared with the passes' reader threads.
+    meta: Arc<Trace>,
     details: bool,
     kernels: Table<(Ns, Ns)>,
     replays: Table<(Ns, Ns)>,
@@ -230,14 +236,10 @@ impl FileScan {
     ) -> Result<FileScan> {
         let label = file.display().to_string();
         let limits = (MAX_FILE_RUNS, bytes);
-        FileScan::scan(
-            conn,
-            &label,
-            opts,
-            &mut |_| true,
-            limits,
-            KernelReader::Thread(file),
-        )
+        let reader = KernelReader::Thread(file);
+        let mut scan = FileScan::scan(conn, &label, opts, &mut |_| true, limits, reader)?;
+        scan.file = Some(file.to_path_buf());
+        Ok(scan)
     }
 
     fn scan(
@@ -256,7 +258,8 @@ impl FileScan {
         let (schema, mut meta) = ctx.begin()?;
         let mut scan = FileScan {
             path: path.to_string(),
-            meta: Trace::default(),
+            file: None,
+            meta: Arc::default(),
             details: opts.event_details,
             kernels: Table::new(KERNEL_TABLE, max_runs),
             replays: Table::new(GRAPH_TRACE_TABLE, max_runs),
@@ -331,7 +334,7 @@ impl FileScan {
         scan.cache_budget = budget;
         ctx.load_process_names(&schema, &mut meta.processes)?;
         scan.chunk_queries(&schema, &meta, opts);
-        scan.meta = meta;
+        scan.meta = Arc::new(meta);
         Ok(scan)
     }
 
@@ -557,34 +560,302 @@ impl<'a> FileRows<'a> {
         &self.scan
     }
 
-    /// `table`'s rows in start order, each chunk's rows decoded by `decode` (merged from its
-    /// sorted runs, or read in slices when it is in too many, `runs::Slices`); empty when the
-    /// table is not read.
-    fn rows<T: Keyed + Packable + 'a>(
-        &'a self,
-        table: &'a Table<T::Key>,
-        mut decode: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T> + 'a,
-    ) -> Rows<'a, T> {
+    /// `table`'s rows in start order (merged from its sorted runs, or read in slices when it
+    /// is in too many, `runs::Slices`), decoded by `T`'s decoder; empty when the table is not
+    /// read. Natively, of a file scanned with `of_file`, the rows past the kept ones are read
+    /// and decoded on a thread of their own while the caller folds them.
+    fn rows<T: Decode>(&'a self, table: &'a Table<T::Key>) -> Rows<'a, T> {
         let Some(sql) = &table.sql else {
             return Box::new(std::iter::empty());
         };
-        let path = self.scan.path.as_str();
+        let scan: &'a FileScan = &self.scan;
         let conn = self.conn;
-        let read = move |first: i64, last: i64, limit: usize, out: &mut VecDeque<T>| {
-            read_chunk(conn, sql, (first, last, limit), out, &mut decode)
-                .map_err(|e| sqlite_error(path, table.name, &e))
-        };
         let runs = &table.runs;
-        let from_file = move |after: Option<i64>| {
-            runs.merge_from(after.map_or(i64::MIN, |row| row.saturating_add(1)), read)
+        let from_file = move |after: Option<i64>| -> FileRowsIter<'a, T> {
+            let from = after.map_or(i64::MIN, |row| row.saturating_add(1));
+            #[cfg(not(target_arch = "wasm32"))]
+            if let Some(file) = &scan.file {
+                return Box::new(read_ahead::spawn(read_ahead::Read {
+                    file: file.clone(),
+                    label: scan.path.clone(),
+                    table: table.name,
+                    sql: sql.clone(),
+                    runs: runs.clone(),
+                    from,
+                    meta: Arc::clone(&scan.meta),
+                }));
+            }
+            let path = scan.path.as_str();
+            let mut decode = T::decoder(&scan.meta);
+            let read = move |first: i64, last: i64, limit: usize, out: &mut VecDeque<T>| {
+                read_chunk(conn, sql, (first, last, limit), out, &mut decode)
+                    .map_err(|e| sqlite_error(path, table.name, &e))
+            };
+            Box::new(runs.merge_from(from, read))
         };
-        let budget = &self.scan.cache_budget;
+        let budget = &scan.cache_budget;
         let one_run = runs.count() == 1;
         Box::new(Latched {
             rows: Cached::new(&table.cache, budget, one_run, from_file),
             errors: &self.errors,
             failed: false,
         })
+    }
+}
+
+/// A table's rows read from the file, in start order.
+type FileRowsIter<'a, T> = Box<dyn Iterator<Item = Result<T>> + 'a>;
+
+/// How a row type is decoded from its table's `SELECT`, over the scan's catalog (names,
+/// processes, threads): one decoder per row type, which a reader thread builds for itself.
+trait Decode: Keyed<Key: Send + Sync + 'static> + Packable + Send + 'static {
+    fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_;
+}
+
+impl Decode for KernelRow {
+    fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
+        let mut process = process_of(&meta.processes);
+        move |r| {
+            let (mut row, gpid) = kernel_row(r, &meta.strings)?;
+            row.process = process.get(gpid);
+            Ok(row)
+        }
+    }
+}
+
+impl Decode for CallRow {
+    fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
+        move |r| {
+            let (mut call, gtid) = call_row(r, &meta.strings)?;
+            (call.thread, call.process) = thread_of(&meta.threads, gtid);
+            Ok(call)
+        }
+    }
+}
+
+impl Decode for NvtxRow {
+    fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
+        move |r| {
+            let (thread, _) = thread_of(&meta.threads, int(r.get_ref(NVTX_THREAD)?, 0));
+            let mut row = nvtx_row(r, time(r.get_ref(NVTX_END)?)?, thread)?;
+            let text = inline_text(r.get_ref(NVTX_TEXT)?);
+            let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
+            name_row_again(&mut row, &meta.strings, text.as_deref(), text_id);
+            Ok(row)
+        }
+    }
+}
+
+impl Decode for MemOpRow {
+    fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
+        let mut process = process_of(&meta.processes);
+        move |r| {
+            let (mut op, gpid) = memop_row(r)?;
+            op.process = process.get(gpid);
+            Ok(op)
+        }
+    }
+}
+
+impl Decode for SyncRow {
+    fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
+        let mut process = process_of(&meta.processes);
+        move |r| {
+            let (mut sync, gpid) = sync_row(r)?;
+            sync.process = process.get(gpid);
+            Ok(sync)
+        }
+    }
+}
+
+/// A table's rows read ahead on threads of their own, natively: SQLite's stepping and the
+/// decoding, most of a pass over rows not kept, run beside the fold. A table in one sorted run
+/// (every export nsys writes) is read by two threads taking turns over `rowid` ranges, in
+/// order; one in several is merged on one thread.
+#[cfg(not(target_arch = "wasm32"))]
+mod read_ahead {
+    use std::collections::VecDeque;
+    use std::path::PathBuf;
+    use std::sync::{Arc, mpsc};
+
+    use super::super::open::{open_path, sqlite_error};
+    use super::super::runs::{SortedRuns, read_chunk};
+    use super::Decode;
+    use crate::error::{Error, Result};
+    use crate::model::Trace;
+
+    /// Rows handed over at a time by the merging reader; `rowid`s per range of the others.
+    const BATCH: usize = 4096;
+    const RANGE: i64 = 8192;
+    /// Threads reading a table in one run, and the batches each may have waiting.
+    const LANES: usize = 2;
+    const WAITING: usize = 2;
+
+    /// What reader threads read: `table`'s rows in start order from `from` on (a `rowid` when
+    /// the table is in one run, as `SortedRuns::merge_from` takes it).
+    pub(super) struct Read<T: Decode> {
+        pub file: PathBuf,
+        pub label: String,
+        pub table: &'static str,
+        pub sql: String,
+        pub runs: SortedRuns<T::Key>,
+        pub from: i64,
+        pub meta: Arc<Trace>,
+    }
+
+    enum Message<T> {
+        Rows(Vec<T>),
+        Failed(Error),
+        Done,
+    }
+
+    /// The rows reader threads read, as the caller takes them: a batch from each lane in turn.
+    /// A thread that stops without saying it is done is an error, never the table's end.
+    pub(super) struct ReadAhead<T> {
+        lanes: Vec<mpsc::Receiver<Message<T>>>,
+        turn: usize,
+        batch: std::vec::IntoIter<T>,
+        label: String,
+        ended: bool,
+    }
+
+    pub(super) fn spawn<T: Decode>(read: Read<T>) -> ReadAhead<T> {
+        let label = read.label.clone();
+        let read = Arc::new(read);
+        let lanes = match read.runs.one_run() {
+            Some((first, last)) => {
+                let first = first.max(read.from);
+                (0..LANES)
+                    .map(|lane| {
+                        start(&read, move |read, send| {
+                            ranges(read, (first, last), lane, send)
+                        })
+                    })
+                    .collect()
+            }
+            None => vec![start(&read, merged)],
+        };
+        ReadAhead {
+            lanes,
+            turn: 0,
+            batch: Vec::new().into_iter(),
+            label,
+            ended: false,
+        }
+    }
+
+    /// A thread running `body` with its end of a channel (dropped at once if no thread starts:
+    /// the caller reads that as an error).
+    fn start<T: Decode>(
+        read: &Arc<Read<T>>,
+        body: impl FnOnce(&Read<T>, &mpsc::SyncSender<Message<T>>) + Send + 'static,
+    ) -> mpsc::Receiver<Message<T>> {
+        let (send, receive) = mpsc::sync_channel(WAITING);
+        let read = Arc::clone(read);
+        let _ = std::thread::Builder::new()
+            .name(format!("read {}", read.table))
+            .spawn(move || body(&read, &send));
+        receive
+    }
+
+    /// Reads `rowid` ranges `lane`, `lane + LANES`, … of `[first, last]`, one message each.
+    fn ranges<T: Decode>(
+        read: &Read<T>,
+        (first, last): (i64, i64),
+        lane: usize,
+        send: &mpsc::SyncSender<Message<T>>,
+    ) {
+        let Some(conn) = connect(read, send) else {
+            return;
+        };
+        let mut decode = T::decoder(&read.meta);
+        let mut low = first.saturating_add(lane as i64 * RANGE);
+        while low <= last {
+            let high = low.saturating_add(RANGE - 1).min(last);
+            let mut rows = VecDeque::new();
+            let range = (low, high, usize::MAX);
+            if let Err(e) = read_chunk(&conn, &read.sql, range, &mut rows, &mut decode) {
+                let _ = send.send(Message::Failed(sqlite_error(&read.label, read.table, &e)));
+                return;
+            }
+            if send.send(Message::Rows(rows.into())).is_err() {
+                return;
+            }
+            low = low.saturating_add(RANGE * LANES as i64);
+        }
+        let _ = send.send(Message::Done);
+    }
+
+    /// Merges the table's sorted runs, sending the rows in batches.
+    fn merged<T: Decode>(read: &Read<T>, send: &mpsc::SyncSender<Message<T>>) {
+        let Some(conn) = connect(read, send) else {
+            return;
+        };
+        let mut decode = T::decoder(&read.meta);
+        let chunk = |first: i64, last: i64, limit: usize, out: &mut VecDeque<T>| {
+            read_chunk(&conn, &read.sql, (first, last, limit), out, &mut decode)
+                .map_err(|e| sqlite_error(&read.label, read.table, &e))
+        };
+        let mut batch = Vec::with_capacity(BATCH);
+        for row in read.runs.merge_from(read.from, chunk) {
+            match row {
+                Ok(row) => batch.push(row),
+                Err(e) => {
+                    let _ = send.send(Message::Rows(batch));
+                    let _ = send.send(Message::Failed(e));
+                    return;
+                }
+            }
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                if send.send(Message::Rows(full)).is_err() {
+                    return;
+                }
+            }
+        }
+        let _ = send.send(Message::Rows(batch));
+        let _ = send.send(Message::Done);
+    }
+
+    /// The thread's own connection to the file, or the error sent.
+    fn connect<T: Decode>(
+        read: &Read<T>,
+        send: &mpsc::SyncSender<Message<T>>,
+    ) -> Option<rusqlite::Connection> {
+        open_path(&read.file)
+            .map_err(|e| send.send(Message::Failed(e)))
+            .ok()
+    }
+
+    impl<T> Iterator for ReadAhead<T> {
+        type Item = Result<T>;
+
+        fn next(&mut self) -> Option<Result<T>> {
+            loop {
+                if let Some(row) = self.batch.next() {
+                    return Some(Ok(row));
+                }
+                if self.ended {
+                    return None;
+                }
+                let lane = self.lanes.get(self.turn)?;
+                let message = lane.recv().unwrap_or(Message::Failed(Error::Io {
+                    path: self.label.clone(),
+                    detail: "the thread reading its rows stopped".into(),
+                }));
+                match message {
+                    Message::Rows(rows) => {
+                        self.batch = rows.into_iter();
+                        self.turn = (self.turn + 1) % self.lanes.len();
+                    }
+                    Message::Failed(e) => {
+                        self.ended = true;
+                        return Some(Err(e));
+                    }
+                    Message::Done => self.ended = true,
+                }
+            }
+        }
     }
 }
 
@@ -636,82 +907,48 @@ impl EventRows for FileRows<'_> {
     }
 
     fn kernels(&self) -> Rows<'_, KernelRow> {
-        let meta = &self.scan.meta;
-        let mut process = process_of(&meta.processes);
-        self.rows(&self.scan.kernels, move |r| {
-            let (mut row, gpid) = kernel_row(r, &meta.strings)?;
-            row.process = process.get(gpid);
-            Ok(row)
-        })
+        self.rows(&self.scan.kernels)
     }
 
     fn replays(&self) -> Rows<'_, KernelRow> {
-        let meta = &self.scan.meta;
-        let name = meta.strings.find_text(REPLAY_NAME).unwrap_or(NO_NAME);
-        let mut process = process_of(&meta.processes);
-        let rows = self.rows(&self.scan.replays, move |r| {
-            let (mut row, gpid) = kernel_row(r, &meta.strings)?;
-            row.process = process.get(gpid);
-            Ok(row)
-        });
-        Box::new(rows.map(move |mut row| {
-            row.work = Work::Replay;
-            row.short_name = name;
-            row.demangled_name = name;
-            row
-        }))
+        let name = self
+            .scan
+            .meta
+            .strings
+            .find_text(REPLAY_NAME)
+            .unwrap_or(NO_NAME);
+        Box::new(
+            self.rows::<KernelRow>(&self.scan.replays)
+                .map(move |mut row| {
+                    row.work = Work::Replay;
+                    row.short_name = name;
+                    row.demangled_name = name;
+                    row
+                }),
+        )
     }
 
     fn calls(&self) -> Rows<'_, CallRow> {
-        let meta = &self.scan.meta;
-        self.rows(&self.scan.calls, move |r| {
-            let (mut call, gtid) = call_row(r, &meta.strings)?;
-            (call.thread, call.process) = thread_of(&meta.threads, gtid);
-            Ok(call)
-        })
+        self.rows(&self.scan.calls)
     }
 
     fn ranges(&self) -> Rows<'_, NvtxRow> {
-        let meta = &self.scan.meta;
-        self.rows(&self.scan.ranges, move |r| {
-            let (thread, _) = thread_of(&meta.threads, int(r.get_ref(NVTX_THREAD)?, 0));
-            let mut row = nvtx_row(r, time(r.get_ref(NVTX_END)?)?, thread)?;
-            let text = inline_text(r.get_ref(NVTX_TEXT)?);
-            let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
-            name_row_again(&mut row, &meta.strings, text.as_deref(), text_id);
-            Ok(row)
-        })
+        self.rows(&self.scan.ranges)
     }
 
     fn memcpy(&self) -> Rows<'_, MemOpRow> {
-        self.memops(&self.scan.memcpy)
+        self.rows(&self.scan.memcpy)
     }
 
     fn memset(&self) -> Rows<'_, MemOpRow> {
-        self.memops(&self.scan.memset)
+        self.rows(&self.scan.memset)
     }
 
     fn syncs(&self) -> Rows<'_, SyncRow> {
-        let mut process = process_of(&self.scan.meta.processes);
-        self.rows(&self.scan.syncs, move |r| {
-            let (mut sync, gpid) = sync_row(r)?;
-            sync.process = process.get(gpid);
-            Ok(sync)
-        })
+        self.rows(&self.scan.syncs)
     }
 
     fn check(&self) -> Result<()> {
         self.errors.take()
-    }
-}
-
-impl<'a> FileRows<'a> {
-    fn memops(&'a self, table: &'a Table<Ns>) -> Rows<'a, MemOpRow> {
-        let mut process = process_of(&self.scan.meta.processes);
-        self.rows(table, move |r| {
-            let (mut op, gpid) = memop_row(r)?;
-            op.process = process.get(gpid);
-            Ok(op)
-        })
     }
 }

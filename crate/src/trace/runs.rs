@@ -192,6 +192,16 @@ impl<K: Ord + Copy> SortedRuns<K> {
         self.count
     }
 
+    /// The `rowid`s of the first and last row of a table in one sorted run: its rows in start
+    /// order are those of any `rowid` ranges that cover it, in order.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn one_run(&self) -> Option<(i64, i64)> {
+        match self.runs.as_slice() {
+            [run] if self.count == 1 => Some((run.first, run.last)),
+            _ => None,
+        }
+    }
+
     /// More than `max` runs: none kept.
     pub fn too_many(&self) -> bool {
         self.count > self.max
