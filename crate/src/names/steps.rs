@@ -91,7 +91,7 @@ impl StepStyle {
     pub fn parse(self, name: &str) -> Option<StepName> {
         match self {
             StepStyle::TensorrtLlm => parse_step(name),
-            StepStyle::Vllm => parse_vllm(name).map(|(s, _)| s),
+            StepStyle::Vllm => parse_vllm(name),
             StepStyle::Sglang => (name == SGLANG_STEP).then_some(StepName {
                 step: 0,
                 ctx: 0,
@@ -111,36 +111,34 @@ pub fn parse_builtin(name: &str) -> Option<(StepStyle, StepName)> {
 
 const SGLANG_STEP: &str = "scheduler.run_batch";
 
-/// `execute_context_C(T)_generation_G(T)` (with its token counts, `None` when one does not fit
-/// a `u32`) or `execute_new_C_cached_G` (no tokens), the whole name.
-fn parse_vllm(name: &str) -> Option<(StepName, Option<[u32; 2]>)> {
+/// `execute_context_C(T)_generation_G(T)` (token counts in parentheses) or
+/// `execute_new_C_cached_G`, the whole name.
+fn parse_vllm(name: &str) -> Option<StepName> {
     let rest = name.strip_prefix("execute_")?;
-    let counts = |ctx: &str, gen_reqs: &str| {
-        Some(StepName {
-            step: 0,
-            ctx: ctx.parse().ok()?,
-            gen_reqs: gen_reqs.parse().ok()?,
-        })
+    let (ctx, gen_reqs) = match rest.strip_prefix("context_") {
+        Some(rest) => {
+            let (ctx, rest) = ascii_digits(rest)?;
+            let rest = tokens(rest)?;
+            let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_generation_")?)?;
+            tokens(rest)?.is_empty().then_some((ctx, gen_reqs))?
+        }
+        None => {
+            let (ctx, rest) = ascii_digits(rest.strip_prefix("new_")?)?;
+            let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_cached_")?)?;
+            rest.is_empty().then_some((ctx, gen_reqs))?
+        }
     };
-    if let Some(rest) = rest.strip_prefix("context_") {
-        let (ctx, rest) = ascii_digits(rest)?;
-        let (ctx_tokens, rest) = tokens(rest)?;
-        let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_generation_")?)?;
-        let (gen_tokens, rest) = tokens(rest)?;
-        rest.is_empty().then_some(())?;
-        let tokens = ctx_tokens.parse().ok().zip(gen_tokens.parse().ok());
-        return Some((counts(ctx, gen_reqs)?, tokens.map(|(c, g)| [c, g])));
-    }
-    let (ctx, rest) = ascii_digits(rest.strip_prefix("new_")?)?;
-    let (gen_reqs, rest) = ascii_digits(rest.strip_prefix("_cached_")?)?;
-    rest.is_empty().then_some(())?;
-    Some((counts(ctx, gen_reqs)?, None))
+    Some(StepName {
+        step: 0,
+        ctx: ctx.parse().ok()?,
+        gen_reqs: gen_reqs.parse().ok()?,
+    })
 }
 
-/// `(T)` at the start of `rest`: the digits and what follows.
-fn tokens(rest: &str) -> Option<(&str, &str)> {
-    let (t, rest) = ascii_digits(rest.strip_prefix('(')?)?;
-    Some((t, rest.strip_prefix(')')?))
+/// What follows `(T)` (a token count) at the start of `rest`.
+fn tokens(rest: &str) -> Option<&str> {
+    let (_, rest) = ascii_digits(rest.strip_prefix('(')?)?;
+    rest.strip_prefix(')')
 }
 
 /// `ProfilerStep#N`, the whole name.

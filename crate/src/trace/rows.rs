@@ -313,9 +313,9 @@ impl FileScan {
                     (host, worker.join())
                 });
                 host?;
-                let part = part.map_err(|_| crate::error::Error::Io {
-                    path: path.to_string(),
-                    detail: "the kernel-reading thread failed".into(),
+                // A reader that died is a bug, never an answer: an internal error.
+                let part = part.map_err(|_| crate::error::Error::Internal {
+                    detail: format!("the thread reading the kernels of {path} stopped"),
                 })??;
                 meta.coverage.extend(strings_note);
                 join_kernel_part(&mut meta, part, &mut table, &budget)?;
@@ -710,7 +710,8 @@ mod read_ahead {
     }
 
     /// The rows reader threads read, as the caller takes them: a batch from each lane in turn.
-    /// A thread that stops without saying it is done is an error, never the table's end.
+    /// A thread that stops without saying it is done (it panicked) is an internal error, never
+    /// the table's end.
     pub(super) struct ReadAhead<T> {
         lanes: Vec<mpsc::Receiver<Message<T>>>,
         turn: usize,
@@ -839,9 +840,9 @@ mod read_ahead {
                     return None;
                 }
                 let lane = self.lanes.get(self.turn)?;
-                let message = lane.recv().unwrap_or(Message::Failed(Error::Io {
-                    path: self.label.clone(),
-                    detail: "the thread reading its rows stopped".into(),
+                // A thread that died (a bug, never an answer) is an internal error.
+                let message = lane.recv().unwrap_or(Message::Failed(Error::Internal {
+                    detail: format!("a thread reading the rows of {} stopped", self.label),
                 }));
                 match message {
                     Message::Rows(rows) => {
