@@ -1,7 +1,8 @@
-//! Importing an nsys SQLite export: recognise the file, probe its schema, load its columns.
+//! Importing an nsys SQLite export: recognise the file, probe its schema, read its tables.
 //!
-//! This is the only module that talks to SQLite. It yields a [`crate::model::Trace`]; analyses
-//! never see a connection.
+//! This is the only module that talks to SQLite. It yields the export's catalog and its rows in
+//! start order ([`FileScan`], [`FileRows`]; whole tables loaded into a [`crate::model::Trace`]
+//! for tests); analyses never see a connection.
 
 mod capture;
 mod decode;

@@ -563,7 +563,7 @@ impl<'a> FileRows<'a> {
     /// `table`'s rows in start order (merged from its sorted runs, or read in slices when it
     /// is in too many, `runs::Slices`), decoded by `T`'s decoder; empty when the table is not
     /// read. Natively, of a file scanned with `of_file`, the rows past the kept ones are read
-    /// and decoded on a thread of their own while the caller folds them.
+    /// and decoded on threads of their own while the caller folds them (`read_ahead`).
     fn rows<T: Decode>(&'a self, table: &'a Table<T::Key>) -> Rows<'a, T> {
         let Some(sql) = &table.sql else {
             return Box::new(std::iter::empty());
