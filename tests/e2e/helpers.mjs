@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { before, after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -304,6 +305,23 @@ export async function canvasStats(page, selector) {
 // The served site in a fresh browser page: every request that is not the local site is blocked
 // (and recorded), page errors and console errors are collected; `initScript` runs in the page
 // before its own scripts (to pose as another machine). `close()` ends it all.
+// One served site and browser page for a test file, with a temporary directory named by `prefix`:
+// opened before its tests (handed to `opened` as { site, page, problems, tmp }), closed after.
+export function useSite(prefix, opened) {
+  const s = { site: null, page: null, problems: null, tmp: null };
+  before(async () => {
+    requireDist();
+    s.tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    s.site = await openSite();
+    ({ page: s.page, problems: s.problems } = s.site);
+    opened(s);
+  });
+  after(async () => {
+    await s.site?.close();
+    if (s.tmp) removeDir(s.tmp);
+  });
+}
+
 export async function openSite(contextOptions = {}, initScript = null) {
   const srv = await serve();
   const browser = await launch();

@@ -2,30 +2,16 @@
 // CLI's `analyze --json` for the same files: one trace's tables (per step, per phase) and the
 // stacked bars drawn by the core, and a pair's deltas per class.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { artifact, cliJson, dropFiles, generate, openSite, removeDir, requireDist, showView } from './helpers.mjs';
+import { artifact, cliJson, dropFiles, generate, showView, useSite } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
-let site;
 let page;
 let problems;
 let tmp;
-
-before(async () => {
-  requireDist();
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-classes-'));
-  site = await openSite();
-  ({ page, problems } = site);
-});
-
-after(async () => {
-  await site?.close();
-  if (tmp) removeDir(tmp);
-});
+useSite('nsys-lens-classes-', (s) => ({ page, problems, tmp } = s));
 
 const openFiles = (files) => dropFiles(page, files, TIMEOUT);
 

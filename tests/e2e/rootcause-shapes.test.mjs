@@ -4,30 +4,16 @@
 // in self time), the same self times, statuses, instances and members, the core's note, the
 // coverage warning, and the tree view putting every op under its parent.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { artifact, cliJson, dropFiles, generate, openSite, removeDir, requireDist, showView } from './helpers.mjs';
+import { artifact, cliJson, dropFiles, generate, showView, useSite } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
-let site;
 let page;
 let problems;
 let tmp;
-
-before(async () => {
-  requireDist();
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-shapes-'));
-  site = await openSite();
-  ({ page, problems } = site);
-});
-
-after(async () => {
-  await site?.close();
-  if (tmp) removeDir(tmp);
-});
+useSite('nsys-lens-shapes-', (s) => ({ page, problems, tmp } = s));
 
 const openFiles = (files) => dropFiles(page, files, TIMEOUT);
 

@@ -4,37 +4,19 @@
 // thread, stored in shuffled time chunks, or reversed — open in the page like the original: the
 // verdict, Root cause and the drill-down equal the CLI's on the original file.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { showView as showViewOf, requireDist, openSite, cli, generate, publicTrace, openTrace, assertMatchesCli, timelineDrawn, ROOT } from './helpers.mjs';
+import { showView as showViewOf, cliJson, generate, publicTrace, openTrace, assertMatchesCli, timelineDrawn, useSite, ROOT } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 const ORDERS = ['grouped', 'chunks', 'reversed'];
-let site;
 let page;
 let problems;
 let tmp;
-
-before(async () => {
-  requireDist();
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-order-'));
-  site = await openSite();
-  ({ page, problems } = site);
-});
-
-after(async () => {
-  await site?.close();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-});
-
-function cliJson(args) {
-  const out = execFileSync(cli(), [...args, '--json'], { maxBuffer: 256 << 20 });
-  return JSON.parse(out.toString('utf8'));
-}
+useSite('nsys-lens-order-', (s) => ({ page, problems, tmp } = s));
 
 function reordered(src, order) {
   const dst = path.join(tmp, `${path.basename(src, '.sqlite')}.${order}.sqlite`);

@@ -34,6 +34,22 @@ impl Processes {
         i
     }
 
+    /// Interns every process of `other` (named as there when unnamed here), in its order: the
+    /// ids `other`'s processes take here, by their id there. A table read apart from the rest
+    /// (the kernels, on a thread of their own) joins the others' numbering so.
+    pub fn absorb(&mut self, other: &Processes) -> Vec<ProcessIdx> {
+        (0..other.len())
+            .map(|i| {
+                let p = self.intern(other.global_pid[i]);
+                let name = &mut self.name[p as usize];
+                if name.is_empty() {
+                    name.clone_from(&other.name[i]);
+                }
+                p
+            })
+            .collect()
+    }
+
     pub fn find(&self, global_id: i64) -> Option<ProcessIdx> {
         self.index.get(&(global_id & GLOBAL_PID_MASK)).copied()
     }

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use super::schema::Schema;
 use super::tables::Loader;
 use crate::error::{Error, Result};
-use crate::model::{CoverageNote, NvtxRow, ProcessIdx, Strings, Threads, Trace, TraceMeta};
+use crate::model::{CoverageNote, NvtxRow, Strings, Threads, Trace, TraceMeta};
 use crate::names::launch::GRAPH_LAUNCH;
 
 /// Where a reader of the NVTX table hands each range (with the strings and threads as interned
@@ -175,16 +175,7 @@ pub fn load_parallel(
 /// re-keying their processes. (Name ids agree: both halves read `StringIds` the same way, and
 /// inline NVTX text is interned after those ids.)
 pub fn merge_kernel_part(trace: &mut Trace, part: Trace) {
-    let map: Vec<ProcessIdx> = (0..part.processes.len())
-        .map(|i| {
-            let p = trace.processes.intern(part.processes.global_pid[i]);
-            let name = &mut trace.processes.name[p as usize];
-            if name.is_empty() {
-                name.clone_from(&part.processes.name[i]);
-            }
-            p
-        })
-        .collect();
+    let map = trace.processes.absorb(&part.processes);
     trace.kernels = part.kernels;
     for p in &mut trace.kernels.process {
         *p = map.get(*p as usize).copied().unwrap_or(0);

@@ -151,9 +151,7 @@ fn join_kernel_part(
     table: &mut Table<(Ns, Ns)>,
     budget: &Budget,
 ) -> Result<()> {
-    let ids: Vec<ProcessIdx> = (part.processes.global_pid.iter())
-        .map(|&gpid| meta.processes.intern(gpid))
-        .collect();
+    let ids = meta.processes.absorb(&part.processes);
     meta.present.kernels = part.present.kernels;
     meta.coverage.extend(part.coverage);
     if ids.iter().enumerate().all(|(i, &p)| p as usize == i) {
