@@ -355,8 +355,12 @@ async function analyse(files) {
     showView('verdict');
     renderReport(JSON.parse(focused.detect));
     performance.mark('nsys-lens:verdict'); // benchmarks measure open → verdict → first timeline paint
-    renderGaps(focused.gaps, focused.gapsError);
-    appState.timeline.setTrace(JSON.parse(focused.extent), appState.engine);
+    // What bounds the run is on screen while the timeline's summary is built, then the gaps.
+    const { extent } = await appState.engine.extent(appState.engine.focus);
+    appState.timeline.setTrace(JSON.parse(extent), appState.engine);
+    appState.timeline.drawNow();
+    const { gaps, gapsError } = await appState.engine.gaps(appState.engine.focus);
+    renderGaps(gaps, gapsError);
     await renderComparison();
     clearWindowAnalysis();
     appState.busy = false;

@@ -8,12 +8,34 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, reportFile } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, reportFile, scanKernels } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
 let cancelFlag = null; // Int32Array over a SharedArrayBuffer when the page is cross-origin isolated
 let cancelled = false; // set by a 'cancel' message (only seen when the core yields between steps)
+// The kernel table of an open in progress, scanned by the page's reader worker: open id ->
+// {part} once it came (an Array of Uint8Array, or null: the reader failed), or {resolve} while
+// the open waits for it.
+const kernelParts = new Map();
+
+// The reader worker's part for open `id` (null: read the kernel table here).
+function kernelPart(id) {
+  const came = kernelParts.get(id);
+  if (came && 'part' in came) {
+    kernelParts.delete(id);
+    return Promise.resolve(came.part);
+  }
+  return new Promise((resolve) => kernelParts.set(id, { resolve }));
+}
+
+function kernelPartCame(id, part) {
+  const waiting = kernelParts.get(id);
+  if (waiting?.resolve) {
+    kernelParts.delete(id);
+    waiting.resolve(part);
+  } else kernelParts.set(id, { part });
+}
 function initWasm(wasm) {
   if (!ready) {
     ready = (wasm ? __wbg_init({ module_or_path: wasm }) : __wbg_init()).then((exports) => {
@@ -96,16 +118,35 @@ function progressTo(id, carryOn) {
   };
 }
 
+// The gap histogram of one open trace, or why it was not computed.
+function gapsOf(analysis) {
+  try {
+    return { gaps: analysis.gaps(), gapsError: null };
+  } catch (e) {
+    return { gaps: null, gapsError: errorMessage(e) };
+  }
+}
+
 // What the verdict view shows of one open trace.
 function verdictView(analysis, options) {
-  let gaps = null;
-  let gapsError = null;
-  try {
-    gaps = analysis.gaps();
-  } catch (e) {
-    gapsError = errorMessage(e);
+  return { detect: analysis.detect(options), extent: analysis.timelineExtent(), ...gapsOf(analysis), fileName: analysis.fileName() };
+}
+
+// Opens `file` with its kernel table read by the reader worker meanwhile (`kernels` message),
+// or here if the reader failed. A cancel while waiting ends the wait.
+async function openBeside(id, file, onProgress) {
+  const host = Analysis.openHost(file, onProgress);
+  if (cancelled) {
+    freeQuietly(host);
+    throw coded('the analysis was cancelled', 'cancelled');
   }
-  return { detect: analysis.detect(options), extent: analysis.timelineExtent(), gaps, gapsError, fileName: analysis.fileName() };
+  onProgress('loading kernels', 0, 0);
+  const part = await kernelPart(id);
+  if (cancelled) {
+    freeQuietly(host);
+    throw coded('the analysis was cancelled', 'cancelled');
+  }
+  return host.join(part ?? undefined, onProgress);
 }
 
 async function handle(msg) {
@@ -121,14 +162,16 @@ async function handle(msg) {
       if (msg.only) for (const other of [...analyses.keys()]) freeAnalysis(other);
       freeAnalysis(slot);
       cancelled = false;
+      kernelParts.clear(); // parts of opens that ended before theirs came
       cancelFlag = msg.cancelFlag ? new Int32Array(msg.cancelFlag) : null;
       const onProgress = progressTo(id, () => {
         if (cancelFlag && Atomics.load(cancelFlag, 0) !== 0) cancelled = true;
         return !cancelled;
       });
       // The file is scanned once; every view then folds over its rows read again in start
-      // order, as the CLI reads them (memory does not grow with the file).
-      const opened = Analysis.open(msg.file, onProgress);
+      // order, as the CLI reads them (memory does not grow with the file). With a reader
+      // worker, this one reads the host side while that one reads the kernel table.
+      const opened = msg.reader ? await openBeside(id, msg.file, onProgress) : Analysis.open(msg.file, onProgress);
       if (cancelled) {
         try {
           opened.free();
@@ -140,7 +183,18 @@ async function handle(msg) {
       const analysis = opened;
       analyses.set(slot, analysis);
       self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
-      return verdictView(analysis, msg.options);
+      // The verdict first: the page shows it while the overview is computed.
+      return { detect: analysis.detect(msg.options), fileName: analysis.fileName() };
+    }
+    case 'kernels':
+      // The reader worker's part for the open `openId`, relayed by the page.
+      kernelPartCame(msg.openId, msg.part);
+      return {};
+    case 'scanKernels': {
+      // This worker is a reader: the kernel table of `file`, for the analysis worker.
+      await initWasm(); // after the engine's 'init'
+      const part = scanKernels(msg.file);
+      return { part, wasmBytes: self.nsysLensWasmMemoryBytes() };
     }
     case 'openHostSide': {
       // A file without GPU work (its verdict refused with `no-kernels`): its report's sections
@@ -156,6 +210,11 @@ async function handle(msg) {
     }
     case 'detect':
       return { detect: analysisIn(msg.slot).detect(msg.options) };
+    case 'extent':
+      // The timeline's extent (its summary built on the way).
+      return { extent: analysisIn(msg.slot).timelineExtent() };
+    case 'gaps':
+      return gapsOf(analysisIn(msg.slot));
     case 'view':
       // Switching the verdict view between open files (baseline and target, rank files).
       return verdictView(analysisIn(msg.slot), msg.options);
@@ -193,12 +252,13 @@ self.onmessage = async (ev) => {
   const msg = ev.data || {};
   if (msg.type === 'cancel') {
     cancelled = true;
+    for (const id of [...kernelParts.keys()]) kernelPartCame(id, null);
     self.postMessage({ id: msg.id, type: 'cancel-ack' });
     return;
   }
   try {
     const result = await handle(msg);
-    const transfer = result && result.bytes ? [result.bytes.buffer] : [];
+    const transfer = result?.bytes ? [result.bytes.buffer] : result?.part ? result.part.map((a) => a.buffer) : [];
     self.postMessage({ id: msg.id, type: 'result', ok: true, result }, transfer);
   } catch (e) {
     const fatal = typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;

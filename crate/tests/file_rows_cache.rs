@@ -11,7 +11,7 @@ use std::path::Path;
 
 use nsys_lens::model::NvtxRow;
 use nsys_lens::model::rows::{CallRow, EventRows, KernelRow, MemOpRow};
-use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
+use nsys_lens::trace::{self, FileRows, FileScan, KernelPart, LoadOptions};
 
 const MIB: usize = 1 << 20;
 
@@ -128,6 +128,18 @@ fn a_table_cached_whole_is_read_without_the_file() {
     assert!(rows.check().is_err(), "the cut file fails");
 }
 
+/// The page's scan on two workers: the host side here, the kernel table by a reader on a
+/// connection of its own, its part crossing as bytes (as between two wasm instances), joined.
+fn scan_by_two_readers(conn: &rusqlite::Connection, path: &Path, budget: usize) -> FileScan {
+    let opts = LoadOptions::page();
+    let host = FileScan::host_side(conn, "s", opts, &mut |_| true, budget).expect("host side");
+    let reader = trace::open_path(path).expect("open");
+    let part = KernelPart::read(&reader, "s", opts, budget).expect("kernel part");
+    let (shape, blocks) = part.into_bytes().expect("as bytes");
+    let part = KernelPart::from_bytes(&shape, blocks).expect("from bytes");
+    host.finish(conn, &mut |_| true, Some(part)).expect("join")
+}
+
 fn read_every_table(rows: &dyn EventRows) -> (Tables, Vec<nsys_lens::model::rows::SyncRow>) {
     let syncs = rows.syncs().collect();
     (read_all(rows), syncs)
@@ -146,10 +158,12 @@ fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
     let kept = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, budget).expect("scan");
     let threaded = FileScan::of_file(&conn, path, opts, budget).expect("scan");
     let read_ahead = FileScan::of_file(&conn, path, opts, 0).expect("scan");
+    let two_readers = scan_by_two_readers(&conn, path, budget);
     let scans = [
         (&kept, "kept"),
         (&threaded, "kernels on a thread"),
         (&read_ahead, "every pass read ahead on threads"),
+        (&two_readers, "kernels by a reader of their own, as bytes"),
     ];
     for (scan, how) in scans {
         let what = format!("{} ({how})", path.display());
@@ -165,6 +179,12 @@ fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
             assert_eq!(read_every_table(&rows), expected, "{what}: pass {pass}");
         }
     }
+    assert_eq!(
+        kept.cached_rows(),
+        two_readers.cached_rows(),
+        "{}",
+        path.display()
+    );
     kept.cached_bytes()
 }
 
@@ -238,16 +258,47 @@ fn kernels_scanned_on_a_thread_take_the_process_ids_of_the_scan_on_one() {
         processes.first(),
         "the kernels meet the processes in another order than the host side"
     );
-    assert_eq!(processes, &threaded.meta().processes.global_pid);
     let expected = read_every_table(&FileRows::over(&conn, &plain));
     let kernels = expected.0.0.len() as u64;
-    assert!(
-        threaded.cached_rows().contains(&("kernels", kernels, true)),
-        "every kernel kept: {:?}",
-        threaded.cached_rows()
-    );
-    assert_eq!(
-        read_every_table(&FileRows::over(&conn, &threaded)),
-        expected
-    );
+    let two_readers = scan_by_two_readers(&conn, &path, 1 << 30);
+    for (scan, how) in [(&threaded, "a thread"), (&two_readers, "another worker")] {
+        assert_eq!(processes, &scan.meta().processes.global_pid, "{how}");
+        assert!(
+            scan.cached_rows().contains(&("kernels", kernels, true)),
+            "every kernel kept ({how}): {:?}",
+            scan.cached_rows()
+        );
+        assert_eq!(
+            read_every_table(&FileRows::over(&conn, scan)),
+            expected,
+            "{how}"
+        );
+    }
+}
+
+/// Kernel rows a reader of its own kept on its budget are taken from the scan's as far as it
+/// goes (whole blocks: a prefix of the table), the rest read from the file.
+#[test]
+fn kernel_rows_kept_by_another_reader_are_taken_as_far_as_the_budget_goes() {
+    let (_dir, path, _) = common::generated("host-bound", 8, 5);
+    let conn = trace::open_path(&path).expect("open");
+    let opts = LoadOptions::page();
+    let plain = FileScan::new(&conn, "s", opts, &mut |_| true).expect("scan");
+    let expected = read_every_table(&FileRows::over(&conn, &plain));
+    let kernels = expected.0.0.len() as u64;
+    let whole = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, 1 << 30).expect("scan");
+    assert!(whole.cached_rows().contains(&("kernels", kernels, true)));
+    // Room for every table but the kernels' last block (here their only one: the prefix of
+    // several blocks is `row_cache`'s own test).
+    let budget = whole.cached_bytes() - MIB;
+    let joined = scan_by_two_readers(&conn, &path, budget);
+    let kept = joined.cached_rows();
+    let (_, rows, whole) = kept
+        .iter()
+        .find(|c| c.0 == "kernels")
+        .copied()
+        .expect("kernels");
+    assert!(rows < kernels && !whole, "{kept:?}");
+    assert_eq!(joined.cached_bytes(), budget, "{kept:?}");
+    assert_eq!(read_every_table(&FileRows::over(&conn, &joined)), expected);
 }

@@ -19,6 +19,7 @@ import {
   openTrace,
   timelineDrawn,
   assertMatchesCli,
+  readerOpens,
 } from './helpers.mjs';
 import { firefoxMissing, launchFirefox, asPage } from './firefox.mjs';
 
@@ -67,6 +68,7 @@ test('Firefox: the offline file from file:// analyses real traces like the CLI',
     assert.ok((await timelineDrawn(page)).ink > 500, `timeline drawn for ${path.basename(file)}`);
     if (file.includes('NVIDIA_Fuser')) await page.screenshot({ path: artifact('offline-firefox-NVIDIA_Fuser.png'), fullPage: true });
   }
+  assert.equal(await readerOpens(page), 2, 'each kernel table read by the reader worker');
   const outside = requests.filter((u) => !(u === pageUrl || u.startsWith('blob:') || u.startsWith('data:')));
   assert.deepEqual([...new Set(outside)], [], 'requests other than the page itself');
   assert.deepEqual(problems, [], 'page errors / console errors');
@@ -84,6 +86,7 @@ test('Firefox: the served page analyses real traces like the CLI, both profiles'
       await openTrace(page, file, { timeout: TIMEOUT });
       await assertMatchesCli(page, file);
     }
+    assert.equal(await readerOpens(page), 2, 'each kernel table read by the reader worker');
     await raw.click('[data-testid=profile-trtllm-skill]');
     await page.waitForFunction(() => document.body.dataset.profile === 'trtllm-skill' && document.body.dataset.state === 'done', null, { timeout: 60_000 });
     await assertMatchesCli(page, path.join(tmp, 'host-bound.sqlite'), 'trtllm-skill');

@@ -239,6 +239,12 @@ export async function openTrace(page, file, { expect = 'done', timeout = 120_000
   }
 }
 
+// How many opens of this page had their kernel table read by the reader worker (its part
+// handed to the analysis worker: the page's `nsys-lens:reader` marks).
+export async function readerOpens(page) {
+  return page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').length);
+}
+
 // The page's verdict, every metric card's value and each phase verdict against the CLI's
 // `detect --json` for the same file; returns the report and how many cards were compared.
 export async function assertMatchesCli(page, file, profile = 'standard') {

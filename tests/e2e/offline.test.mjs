@@ -18,6 +18,7 @@ import {
   openTrace,
   timelineDrawn,
   assertMatchesCli,
+  readerOpens,
 } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
@@ -83,6 +84,7 @@ test('offline single file from file:// analyses real traces like the CLI, with t
     if (file.includes('NVIDIA_Fuser')) await page.screenshot({ path: artifact('offline-chromium-NVIDIA_Fuser.png'), fullPage: true });
   }
   await page.screenshot({ path: artifact('offline-file-url.png') });
+  assert.equal(await readerOpens(page), 3, 'each kernel table read by the reader worker (a Blob worker too)');
 
   const outside = requests.filter((u) => !(u === pageUrl || u.startsWith('blob:') || u.startsWith('data:')));
   assert.deepEqual([...new Set(outside)], [], 'requests other than the page itself');

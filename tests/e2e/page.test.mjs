@@ -21,6 +21,7 @@ import {
   canvasStats,
   timelineDrawn,
   assertMatchesCli as matchesCli,
+  readerOpens,
 } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
@@ -200,6 +201,7 @@ test('on a one-core machine the page opens the file the same way', { timeout: TI
     const file = path.join(tmp, 'host-bound.sqlite');
     await openTrace(one.page, file, { timeout: TIMEOUT });
     await matchesCli(one.page, file);
+    assert.equal(await readerOpens(one.page), 0, 'no reader worker on one core');
   } finally {
     await one.close();
   }
@@ -226,7 +228,9 @@ for (const name of [
 ]) {
   test(`public trace ${name}: equals the CLI`, { timeout: TIMEOUT }, async () => {
     const file = publicTrace(name);
+    const opens = await readerOpens(page);
     await load(file);
+    assert.equal(await readerOpens(page), opens + 1, 'the kernel table read by the reader worker');
     const { report } = await assertMatchesCli(file);
     // What was not computed is said on the page.
     const coverage = await page.textContent('[data-testid=coverage]');

@@ -98,7 +98,7 @@ export class WorkerEngine {
     if (msg.type === 'alive') {
       clearTimeout(this.startTimer);
       this.alive = true;
-      for (const m of this.queue.splice(0)) this.worker.postMessage(m);
+      for (const [m, transfer] of this.queue.splice(0)) this.worker.postMessage(m, transfer);
       return;
     }
     const p = this.pending.get(msg.id);
@@ -118,8 +118,9 @@ export class WorkerEngine {
     }
   }
 
-  // `on` maps other message types the worker sends for this request to handlers.
-  request(type, payload = {}, onProgress = null, on = {}) {
+  // `on` maps other message types the worker sends for this request to handlers; `transfer`
+  // lists the buffers the message moves to the worker.
+  request(type, payload = {}, onProgress = null, on = {}, transfer = []) {
     if (!this.worker) this.start();
     if (!this.worker) return this.initPromise; // rejected: the browser refused to create it
     const id = this.nextId++;
@@ -127,8 +128,8 @@ export class WorkerEngine {
       this.pending.set(id, { resolve, reject, onProgress, type, on });
       try {
         const m = { id, type, ...payload };
-        if (this.alive) this.worker.postMessage(m);
-        else this.queue.push(m);
+        if (this.alive) this.worker.postMessage(m, transfer);
+        else this.queue.push([m, transfer]);
       } catch (e) {
         this.pending.delete(id);
         reject(e);
@@ -154,15 +155,49 @@ export class WorkerEngine {
     }
     const id = this.nextId;
     this.openId = id;
+    // With a core to spare, a reader worker scans the kernel table meanwhile, on a wasm
+    // instance of its own; its part goes to the analysis worker, which reads the table itself
+    // if none comes.
+    const reader = (navigator.hardwareConcurrency || 1) > 1;
+    if (reader) {
+      this.readKernels(file).then((part) => {
+        if (this.openId !== id) return;
+        this.request('kernels', { openId: id, part }, null, {}, part ? part.map((a) => a.buffer) : []).catch(() => {});
+      });
+    }
     try {
       // The worker scans the file once; every view then folds over its rows.
-      return await this.request('open', { file, options, cancelFlag, slot, only }, onProgress);
+      return await this.request('open', { file, options, cancelFlag, slot, only, reader }, onProgress);
     } finally {
       if (this.openId === id) this.openId = 0;
+      this.stopReader();
     }
   }
 
+  // The kernel table of `file` as a reader worker scans it (null if it cannot), the worker
+  // ended once it has answered: its wasm memory goes with it.
+  async readKernels(file) {
+    this.stopReader();
+    const reader = new WorkerEngine(this.makeWorker, this.wasm);
+    this.reader = reader;
+    try {
+      const { part, wasmBytes } = await reader.request('scanKernels', { file });
+      performance.mark('nsys-lens:reader', { detail: { wasmBytes } });
+      return part;
+    } catch {
+      return null;
+    } finally {
+      if (this.reader === reader) this.stopReader();
+    }
+  }
+
+  stopReader() {
+    this.reader?.terminate();
+    this.reader = null;
+  }
+
   terminate() {
+    this.stopReader();
     this.stop(new Error('terminated'));
   }
 
@@ -171,6 +206,7 @@ export class WorkerEngine {
     const id = this.openId;
     if (!id || !this.pending.has(id)) return;
     if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 1);
+    this.stopReader();
     if (this.alive) this.worker.postMessage({ id, type: 'cancel' });
     const settled = new Promise((resolve) => {
       const p = this.pending.get(id);
@@ -193,6 +229,16 @@ export class WorkerEngine {
 
   detect(options) {
     return this.request('detect', { options, slot: this.focus });
+  }
+
+  // The timeline's extent of `slot` (after its verdict, which `open` returns).
+  extent(slot) {
+    return this.request('extent', { slot });
+  }
+
+  // The gap histogram of `slot`.
+  gaps(slot) {
+    return this.request('gaps', { slot });
   }
 
   // Verdict, timeline extent and gaps of `slot`, which becomes the focus.

@@ -249,6 +249,14 @@ export class TimelinePanel {
     return Math.max(1, Math.floor(this.canvas.width - this.layout.label_width_px));
   }
 
+  // Asks for the view at once rather than on the next frame: a request posted after this one
+  // waits behind it in the worker.
+  drawNow() {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.pump();
+  }
+
   schedule() {
     this.dirty = true;
     if (!this.frame) this.frame = requestAnimationFrame(() => this.pump());

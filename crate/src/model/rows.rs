@@ -206,15 +206,18 @@ impl Iterator for StartMerge<'_> {
     type Item = KernelRow;
 
     fn next(&mut self) -> Option<KernelRow> {
-        let (i, _) = self
-            .heads
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| h.map(|h| (i, (h.start, h.end))))
-            .min_by_key(|&(i, key)| (key, i))?;
-        let row = self.heads[i].take();
-        self.heads[i] = self.sources[i].next();
-        row
+        // The heads compared in place (a row is copied once, out), the first source on ties.
+        let mut first: Option<(usize, (Ns, Ns))> = None;
+        for (i, head) in self.heads.iter().enumerate() {
+            if let Some(h) = head
+                && first.is_none_or(|(_, key)| (h.start, h.end) < key)
+            {
+                first = Some((i, (h.start, h.end)));
+            }
+        }
+        let (i, _) = first?;
+        let next = self.sources[i].next();
+        std::mem::replace(&mut self.heads[i], next)
     }
 }
 

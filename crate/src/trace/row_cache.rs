@@ -16,6 +16,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use serde::{Deserialize, Serialize};
+
 use super::packed_rows::{Base, Packable};
 use crate::error::{Error, Result};
 
@@ -64,6 +66,8 @@ impl Clone for Budget {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TableCache {
     blocks: Vec<Vec<u8>>,
+    /// The rows before each block: where a prefix of whole blocks ends.
+    starts: Vec<u64>,
     rows: u64,
     /// Every row of the table is here.
     complete: bool,
@@ -78,6 +82,7 @@ impl TableCache {
     fn clear(&mut self, budget: &Budget) {
         budget.give(self.blocks.len() * BLOCK_BYTES);
         self.blocks = Vec::new();
+        self.starts = Vec::new();
         self.rows = 0;
         self.complete = false;
     }
@@ -113,6 +118,7 @@ impl TableCache {
                 return false;
             }
             self.blocks.push(Vec::with_capacity(BLOCK_BYTES));
+            self.starts.push(self.rows);
         }
         if let Some(block) = self.blocks.last_mut() {
             block.extend_from_slice(bytes);
@@ -128,13 +134,13 @@ impl TableCache {
     /// its own way (the kernel table's processes, read on a thread of its own) read back as the
     /// scan numbers it. Each block is freed once read; a row that no longer fits ends the cache
     /// there (it keeps a prefix, as when the budget runs out).
-    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn rewrite<T: Packable>(
         &mut self,
         budget: &Budget,
         mut fix: impl FnMut(&mut T),
     ) -> Result<()> {
         let blocks = std::mem::take(&mut self.blocks);
+        self.starts.clear();
         let complete = std::mem::replace(&mut self.complete, false);
         self.rows = 0;
         let (mut read, mut write) = (Base::default(), Base::default());
@@ -156,6 +162,76 @@ impl TableCache {
         }
         self.complete = complete;
         Ok(())
+    }
+}
+
+/// A table's cache as it crosses from the reader that filled it to another instance (the
+/// page's reader worker to its analysis worker): the blocks travel apart, as they are.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CacheShape {
+    starts: Vec<u64>,
+    rows: u64,
+    complete: bool,
+    closed: bool,
+}
+
+impl TableCache {
+    /// The cache as its shape and its blocks.
+    pub(crate) fn into_parts(self) -> (CacheShape, Vec<Vec<u8>>) {
+        let shape = CacheShape {
+            starts: self.starts,
+            rows: self.rows,
+            complete: self.complete,
+            closed: self.closed,
+        };
+        (shape, self.blocks)
+    }
+
+    /// The cache [`TableCache::into_parts`] split, its blocks taken from `budget` as far as
+    /// it allows: a cache whose blocks do not all fit keeps those that do (a prefix of the
+    /// table, as when the budget runs out while a scan fills it).
+    pub(crate) fn adopt(
+        shape: CacheShape,
+        mut blocks: Vec<Vec<u8>>,
+        budget: &Budget,
+    ) -> Result<TableCache> {
+        let CacheShape {
+            mut starts,
+            mut rows,
+            mut complete,
+            mut closed,
+        } = shape;
+        let fits = starts.len() == blocks.len()
+            && starts.windows(2).all(|w| w[0] <= w[1])
+            && starts.last().is_none_or(|&s| s <= rows)
+            && blocks.iter().all(|b| b.len() <= BLOCK_BYTES);
+        if !fits {
+            return Err(Error::Internal {
+                detail: format!(
+                    "a table's kept rows came back malformed: {} blocks, {} starts",
+                    blocks.len(),
+                    starts.len()
+                ),
+            });
+        }
+        let kept = (0..blocks.len())
+            .take_while(|_| budget.take(BLOCK_BYTES))
+            .count();
+        if kept < blocks.len() {
+            rows = starts[kept];
+            blocks.truncate(kept);
+            starts.truncate(kept);
+            complete = false;
+            closed = true;
+        }
+        Ok(TableCache {
+            blocks,
+            starts,
+            rows,
+            complete,
+            closed,
+            filling: false,
+        })
     }
 }
 
@@ -422,5 +498,63 @@ mod budget_tests {
         // 512 MiB less 200 MiB used and a sixth of 1 GiB (more than 160 MiB).
         assert_eq!(row_budget(1 << 30, 200 << 20), (312 << 20) - (1 << 30) / 6);
         assert_eq!(row_budget(3 << 30, 0), 0);
+    }
+}
+
+#[cfg(test)]
+mod adopt_tests {
+    use super::*;
+    use crate::model::rows::SyncRow;
+
+    fn row(i: i64) -> SyncRow {
+        SyncRow {
+            row: i + 1,
+            start: 1_000 * i,
+            end: 1_000 * i + 7 * (i % 13),
+            device: (i % 3) as u32,
+            stream: (i % 5) as u32,
+            process: 0,
+            correlation: i as u32,
+            sync_type: (i % 4) as u8,
+        }
+    }
+
+    fn unpack_all(cache: &TableCache) -> Vec<SyncRow> {
+        let mut base = Base::default();
+        let mut rows = Vec::new();
+        for block in &cache.blocks {
+            let mut rest = &block[..];
+            while !rest.is_empty() {
+                let (packed, left) = postcard::take_from_bytes(rest).expect("a packed row");
+                let r = SyncRow::unpack(packed, base);
+                base = r.base();
+                rows.push(r);
+                rest = left;
+            }
+        }
+        rows
+    }
+
+    /// A cache whose blocks do not all fit the budget keeps the first ones whole: a prefix of
+    /// the rows, every one as it was, the cache closed.
+    #[test]
+    fn a_cache_adopted_on_a_smaller_budget_keeps_its_first_blocks() {
+        let (all, rows) = (Budget::new(usize::MAX), 400_000);
+        let mut cache = TableCache::default();
+        let mut fill = ScanFill::new(&mut cache, &all, true);
+        for i in 0..rows {
+            fill.push(&row(i));
+        }
+        fill.finish(true);
+        assert!(cache.blocks.len() >= 3, "{} blocks", cache.blocks.len());
+        let (shape, blocks) = cache.into_parts();
+        let second_ends = shape.starts[2];
+        let budget = Budget::new(2 * BLOCK_BYTES + 10);
+        let kept = TableCache::adopt(shape, blocks, &budget).expect("adopted");
+        assert_eq!((kept.rows(), kept.bytes()), (second_ends, 2 * BLOCK_BYTES));
+        assert!(!kept.complete() && kept.closed);
+        assert_eq!(budget.left(), 10);
+        let expected: Vec<SyncRow> = (0..second_ends as i64).map(row).collect();
+        assert_eq!(unpack_all(&kept), expected);
     }
 }

@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
 
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
@@ -28,7 +29,7 @@ use super::load::{
 use super::nvtx_names::name_row_again;
 use super::open::sqlite_error;
 use super::packed_rows::Packable;
-use super::row_cache::{Budget, Cached, ScanFill, TableCache};
+use super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
@@ -37,7 +38,7 @@ use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };
 use crate::model::{
-    NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Strings, Trace, Work,
+    CoverageNote, NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Strings, Trace, Work,
 };
 
 /// More sorted runs than this in one table and it is read in slices of its keys instead
@@ -113,53 +114,300 @@ enum KernelReader<'p> {
 
 /// The scan of the kernel table: where its sorted runs lie and, if `keep`, its rows as far as
 /// the budget goes.
+#[derive(Debug, Clone, Copy)]
 struct KernelScan {
     columns: [&'static str; 11],
     keep: bool,
 }
 
 impl KernelScan {
-    /// Reads the table into `table`, the kernels' processes interned in `part`.
+    /// The columns read: every column a pass reads when the rows are kept, else the scan's.
+    fn new(opts: LoadOptions, meta: &Trace, keep: bool) -> KernelScan {
+        let columns = match keep {
+            true => kernel_read_columns(opts.event_details, meta),
+            false => only(kernel_columns(false, false), &SCAN_COLUMNS),
+        };
+        KernelScan { columns, keep }
+    }
+
+    /// Reads the table into a [`KernelPart`], its processes numbered after `listed` (those
+    /// `ThreadNames` lists: every reader numbers them alike).
     fn read(
         &self,
         ctx: &mut Loader<'_, '_>,
-        schema: &Schema,
-        strings: &Strings,
-        part: &mut Trace,
-        table: &mut Table<(Ns, Ns)>,
+        (schema, strings): (&Schema, &Strings),
+        listed: Processes,
+        max_runs: usize,
         budget: &Budget,
-    ) -> Result<()> {
-        let Table { runs, cache, .. } = table;
-        let mut fill = ScanFill::new(cache.get_mut(), budget, self.keep);
-        ctx.read_kernels(schema, strings, part, &self.columns, &mut |k| {
+    ) -> Result<KernelPart> {
+        let mut part = Trace {
+            processes: listed,
+            ..Trace::default()
+        };
+        let mut runs = SortedRuns::new(max_runs);
+        let mut cache = TableCache::default();
+        let mut fill = ScanFill::new(&mut cache, budget, self.keep);
+        ctx.read_kernels(schema, strings, &mut part, &self.columns, &mut |k| {
             runs.push(k.row, k.key());
             fill.push(&k);
         })?;
         fill.finish(runs.count() == 1);
-        Ok(())
+        Ok(KernelPart {
+            processes: part.processes,
+            present: part.present.kernels,
+            coverage: part.coverage,
+            runs,
+            cache,
+            own_budget: false,
+        })
     }
 }
 
-/// Joins a kernel table scanned on a thread of its own to the host side: its processes take
-/// the ids the scan on one thread gives them (those `ThreadNames` lists, then those the host
-/// side met, then in the kernels' order), and its kept rows are rewritten if that renumbered
-/// any (a kernel of a process met first by the host side, not listed).
-#[cfg(not(target_arch = "wasm32"))]
-fn join_kernel_part(
-    meta: &mut Trace,
-    part: Trace,
-    table: &mut Table<(Ns, Ns)>,
-    budget: &Budget,
-) -> Result<()> {
-    let ids = meta.processes.absorb(&part.processes);
-    meta.present.kernels = part.present.kernels;
-    meta.coverage.extend(part.coverage);
-    if ids.iter().enumerate().all(|(i, &p)| p as usize == i) {
-        return Ok(());
+/// The kernel table as a reader of its own scanned it: natively a thread, in the page a
+/// worker of its own (its wasm instance apart, so the part crosses as bytes:
+/// [`KernelPart::into_bytes`]). The scan joins it to the host side ([`HostScan::finish`]).
+#[derive(Debug)]
+pub struct KernelPart {
+    /// The listed processes, then those the kernels met, in their order.
+    processes: Processes,
+    present: bool,
+    coverage: Vec<CoverageNote>,
+    runs: SortedRuns<(Ns, Ns)>,
+    cache: TableCache,
+    /// The kept rows were counted against a budget of the reader's own (another instance's):
+    /// the join takes them from the scan's, as far as it goes.
+    own_budget: bool,
+}
+
+/// What of a [`KernelPart`] is not its kept rows' blocks, as it crosses between instances.
+#[derive(Serialize, Deserialize)]
+struct PartShape {
+    /// `globalPid` and name of each process, in the part's numbering.
+    processes: Vec<(i64, String)>,
+    present: bool,
+    coverage: Vec<CoverageNote>,
+    runs: SortedRuns<(Ns, Ns)>,
+    cache: CacheShape,
+}
+
+impl KernelPart {
+    /// Scans the kernel table of the export open in `conn` under `opts`, keeping its rows up
+    /// to `bytes`, as [`FileScan::keeping_rows`] would: what the page's reader worker does
+    /// while its analysis worker reads the host side ([`FileScan::host_side`]).
+    pub fn read(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        bytes: usize,
+    ) -> Result<KernelPart> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress: &mut |_| true,
+        };
+        let (schema, meta) = ctx.begin()?;
+        let budget = Budget::new(bytes);
+        let kernels = KernelScan::new(opts, &meta, bytes > 0);
+        let part = kernels.read(
+            &mut ctx,
+            (&schema, &meta.strings),
+            meta.processes,
+            MAX_FILE_RUNS,
+            &budget,
+        )?;
+        Ok(KernelPart {
+            own_budget: true,
+            ..part
+        })
     }
-    table.cache.get_mut().rewrite(budget, |k: &mut KernelRow| {
-        k.process = ids.get(k.process as usize).copied().unwrap_or(0);
-    })
+
+    /// The part as bytes: its shape (postcard) and its kept rows' blocks, each as it is.
+    pub fn into_bytes(self) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
+        let (cache, blocks) = self.cache.into_parts();
+        let p = &self.processes;
+        let shape = PartShape {
+            processes: (0..p.len())
+                .map(|i| (p.global_pid[i], p.name[i].clone()))
+                .collect(),
+            present: self.present,
+            coverage: self.coverage,
+            runs: self.runs,
+            cache,
+        };
+        let bytes = postcard::to_allocvec(&shape).map_err(|e| crate::error::Error::Internal {
+            detail: format!("the kernel table's scan could not be written: {e}"),
+        })?;
+        Ok((bytes, blocks))
+    }
+
+    /// The part [`KernelPart::into_bytes`] wrote. Its kept rows are checked as every kept row
+    /// is, when a pass reads them back.
+    pub fn from_bytes(shape: &[u8], blocks: Vec<Vec<u8>>) -> Result<KernelPart> {
+        let shape: PartShape =
+            postcard::from_bytes(shape).map_err(|e| crate::error::Error::Internal {
+                detail: format!("the kernel table's scan came back unreadable: {e}"),
+            })?;
+        let mut processes = Processes::default();
+        for (gpid, name) in shape.processes {
+            let p = processes.intern(gpid) as usize;
+            processes.name[p] = name;
+        }
+        Ok(KernelPart {
+            processes,
+            present: shape.present,
+            coverage: shape.coverage,
+            runs: shape.runs,
+            // Taken from the scan's budget on join.
+            cache: TableCache::adopt(shape.cache, blocks, &Budget::new(usize::MAX))?,
+            own_budget: true,
+        })
+    }
+}
+
+/// A scan whose host side is read ([`FileScan::host_side`]), waiting for its kernel table:
+/// read by another reader meanwhile, or here ([`HostScan::finish`]).
+#[derive(Debug)]
+pub struct HostScan {
+    scan: FileScan,
+    schema: Schema,
+    meta: Trace,
+    opts: LoadOptions,
+    max_runs: usize,
+    kernels: KernelScan,
+    /// The string table's note, which follows the host side's notes (the CLI's load reads
+    /// the kernel table in a part of its own: `merge_kernel_part`).
+    strings_note: Option<CoverageNote>,
+    /// Shared with a thread reading the kernels meanwhile.
+    budget: Arc<Budget>,
+}
+
+impl HostScan {
+    /// Reads the catalog (strings, threads, capture facts) and sets the scan up.
+    fn begin(
+        ctx: &mut Loader<'_, '_>,
+        opts: LoadOptions,
+        (max_runs, cache_bytes): (usize, usize),
+    ) -> Result<HostScan> {
+        let (schema, meta) = ctx.begin()?;
+        let strings_note = meta
+            .coverage
+            .iter()
+            .find(|n| n.subject == "StringIds")
+            .cloned();
+        let scan = FileScan {
+            path: ctx.path.to_string(),
+            file: None,
+            meta: Arc::default(),
+            details: opts.event_details,
+            kernels: Table::new(KERNEL_TABLE, max_runs),
+            replays: Table::new(GRAPH_TRACE_TABLE, max_runs),
+            calls: Table::new(RUNTIME_TABLE, max_runs),
+            ranges: Table::new(NVTX_TABLE, max_runs),
+            memcpy: Table::new(MEMCPY_TABLE, max_runs),
+            memset: Table::new(MEMSET_TABLE, max_runs),
+            syncs: Table::new(SYNC_TABLE, max_runs),
+            cache_budget: Budget::default(),
+        };
+        let kernels = KernelScan::new(opts, &meta, cache_bytes > 0);
+        Ok(HostScan {
+            scan,
+            schema,
+            meta,
+            opts,
+            max_runs,
+            kernels,
+            strings_note,
+            budget: Arc::new(Budget::new(cache_bytes)),
+        })
+    }
+
+    /// Reads the host side.
+    fn read(&mut self, ctx: &mut Loader<'_, '_>) -> Result<()> {
+        let HostScan {
+            scan,
+            schema,
+            meta,
+            opts,
+            budget,
+            ..
+        } = self;
+        scan.scan_host(ctx, schema, meta, *opts, budget)?;
+        meta.coverage.extend(self.strings_note.take());
+        Ok(())
+    }
+
+    /// The scan, its kernel table joined from `part` (read by another reader) or, without
+    /// one, read here on `conn` (`progress` returning `false` cancels).
+    pub fn finish(
+        mut self,
+        conn: &Connection,
+        progress: ProgressFn<'_>,
+        part: Option<KernelPart>,
+    ) -> Result<FileScan> {
+        let path = self.scan.path.clone();
+        let mut ctx = Loader {
+            conn,
+            path: &path,
+            progress,
+        };
+        let part = match part {
+            Some(part) => part,
+            None => self.kernels.read(
+                &mut ctx,
+                (&self.schema, &self.meta.strings),
+                std::mem::take(&mut self.meta.processes),
+                self.max_runs,
+                &self.budget,
+            )?,
+        };
+        self.join(part)?;
+        let HostScan {
+            mut scan,
+            schema,
+            mut meta,
+            opts,
+            budget,
+            ..
+        } = self;
+        scan.cache_budget = Budget::new(budget.left());
+        ctx.load_process_names(&schema, &mut meta.processes)?;
+        scan.chunk_queries(&schema, &meta, opts);
+        scan.meta = Arc::new(meta);
+        Ok(scan)
+    }
+
+    /// Joins the kernel table's part: its processes take the ids the scan on one reader gives
+    /// them (those `ThreadNames` lists, then those the host side met, then in the kernels'
+    /// order), and its kept rows are rewritten if that renumbered any (a kernel of a process
+    /// met first by the host side, not listed); rows kept on a budget of their own are taken
+    /// from the scan's as far as it goes.
+    fn join(&mut self, part: KernelPart) -> Result<()> {
+        let KernelPart {
+            processes,
+            present,
+            coverage,
+            runs,
+            mut cache,
+            own_budget,
+        } = part;
+        let budget = &*self.budget;
+        if own_budget {
+            let (shape, blocks) = cache.into_parts();
+            cache = TableCache::adopt(shape, blocks, budget)?;
+        }
+        let ids = self.meta.processes.absorb(&processes);
+        self.meta.present.kernels = present;
+        self.meta.coverage.extend(coverage);
+        if ids.iter().enumerate().any(|(i, &p)| p as usize != i) {
+            cache.rewrite(budget, |k: &mut KernelRow| {
+                k.process = ids.get(k.process as usize).copied().unwrap_or(0);
+            })?;
+        }
+        let table = &mut self.scan.kernels;
+        table.runs = runs;
+        table.cache = RefCell::new(cache);
+        Ok(())
+    }
 }
 
 impl FileScan {
@@ -240,12 +488,31 @@ impl FileScan {
         Ok(scan)
     }
 
+    /// The host side of [`FileScan::keeping_rows`], its kernel table left to another reader
+    /// ([`KernelPart::read`], the page's reader worker), joined by [`HostScan::finish`].
+    pub fn host_side(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+        bytes: usize,
+    ) -> Result<HostScan> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, bytes))?;
+        host.read(&mut ctx)?;
+        Ok(host)
+    }
+
     fn scan(
         conn: &Connection,
         path: &str,
         opts: LoadOptions,
         progress: ProgressFn<'_>,
-        (max_runs, cache_bytes): (usize, usize),
+        limits: (usize, usize),
         reader: KernelReader<'_>,
     ) -> Result<FileScan> {
         let mut ctx = Loader {
@@ -253,89 +520,56 @@ impl FileScan {
             path,
             progress,
         };
-        let (schema, mut meta) = ctx.begin()?;
-        let mut scan = FileScan {
-            path: path.to_string(),
-            file: None,
-            meta: Arc::default(),
-            details: opts.event_details,
-            kernels: Table::new(KERNEL_TABLE, max_runs),
-            replays: Table::new(GRAPH_TRACE_TABLE, max_runs),
-            calls: Table::new(RUNTIME_TABLE, max_runs),
-            ranges: Table::new(NVTX_TABLE, max_runs),
-            memcpy: Table::new(MEMCPY_TABLE, max_runs),
-            memset: Table::new(MEMSET_TABLE, max_runs),
-            syncs: Table::new(SYNC_TABLE, max_runs),
-            cache_budget: Budget::new(cache_bytes),
-        };
-        // The CLI's load reads the kernel table in a part of its own, whose notes (its string
-        // table's among them) follow the host side's (`merge_kernel_part`).
-        let strings_note = meta
-            .coverage
-            .iter()
-            .find(|n| n.subject == "StringIds")
-            .cloned();
-        let keep = cache_bytes > 0;
-        let kernels = KernelScan {
-            columns: match keep {
-                true => kernel_read_columns(opts.event_details, &meta),
-                false => only(kernel_columns(false, false), &SCAN_COLUMNS),
-            },
-            keep,
-        };
-        let mut table = std::mem::replace(&mut scan.kernels, Table::new(KERNEL_TABLE, max_runs));
-        let budget = std::mem::take(&mut scan.cache_budget);
-        match reader {
+        let mut host = HostScan::begin(&mut ctx, opts, limits)?;
+        let part = match reader {
             #[cfg(not(target_arch = "wasm32"))]
-            KernelReader::Thread(file) => {
-                let strings = meta.strings.clone();
-                // The processes `ThreadNames` lists keep their ids; others are numbered on join.
-                let listed = meta.processes.clone();
-                let (host, part) = std::thread::scope(|threads| {
-                    let worker = threads.spawn(|| -> Result<Trace> {
-                        let conn = super::open::open_path(file)?;
-                        let mut ctx = Loader {
-                            conn: &conn,
-                            path,
-                            progress: &mut |_| true,
-                        };
-                        let mut part = Trace {
-                            processes: listed,
-                            ..Trace::default()
-                        };
-                        kernels
-                            .read(&mut ctx, &schema, &strings, &mut part, &mut table, &budget)?;
-                        Ok(part)
-                    });
-                    let host = scan.scan_host(&mut ctx, &schema, &mut meta, opts, &budget);
-                    (host, worker.join())
-                });
-                host?;
-                // A reader that died is a bug, never an answer: an internal error.
-                let part = part.map_err(|_| crate::error::Error::Internal {
-                    detail: format!("the thread reading the kernels of {path} stopped"),
-                })??;
-                meta.coverage.extend(strings_note);
-                join_kernel_part(&mut meta, part, &mut table, &budget)?;
-            }
+            KernelReader::Thread(file) => Some(host.read_beside_kernels(&mut ctx, file)?),
             _ => {
-                scan.scan_host(&mut ctx, &schema, &mut meta, opts, &budget)?;
-                meta.coverage.extend(strings_note);
-                let strings = std::mem::take(&mut meta.strings);
-                let read =
-                    kernels.read(&mut ctx, &schema, &strings, &mut meta, &mut table, &budget);
-                meta.strings = strings;
-                read?;
+                host.read(&mut ctx)?;
+                None
             }
-        }
-        scan.kernels = table;
-        scan.cache_budget = budget;
-        ctx.load_process_names(&schema, &mut meta.processes)?;
-        scan.chunk_queries(&schema, &meta, opts);
-        scan.meta = Arc::new(meta);
-        Ok(scan)
+        };
+        host.finish(conn, ctx.progress, part)
     }
+}
 
+impl HostScan {
+    /// Reads the host side while a thread reads the kernel table on a connection of its own
+    /// (the kept rows of both counted against one budget): that part.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn read_beside_kernels(
+        &mut self,
+        ctx: &mut Loader<'_, '_>,
+        file: &std::path::Path,
+    ) -> Result<KernelPart> {
+        let path = ctx.path;
+        let job = (self.kernels, self.max_runs, Arc::clone(&self.budget));
+        let strings = self.meta.strings.clone();
+        let listed = self.meta.processes.clone();
+        let schema = self.schema.clone();
+        let (host, part) = std::thread::scope(|threads| {
+            let worker = threads.spawn(move || -> Result<KernelPart> {
+                let conn = super::open::open_path(file)?;
+                let mut ctx = Loader {
+                    conn: &conn,
+                    path,
+                    progress: &mut |_| true,
+                };
+                let (kernels, max_runs, budget) = job;
+                kernels.read(&mut ctx, (&schema, &strings), listed, max_runs, &budget)
+            });
+            let host = self.read(ctx);
+            (host, worker.join())
+        });
+        host?;
+        // A reader that died is a bug, never an answer: an internal error.
+        part.map_err(|_| crate::error::Error::Internal {
+            detail: format!("the thread reading the kernels of {path} stopped"),
+        })?
+    }
+}
+
+impl FileScan {
     /// The host side, as `load_part(.., Part::Host)` reads it: NVTX ranges, CUDA API calls,
     /// memory operations, synchronizations, then the capture facts, GPUs and names.
     fn scan_host(

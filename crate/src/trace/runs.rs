@@ -20,6 +20,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::OnceLock;
 
 use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::model::Ns;
@@ -61,7 +62,7 @@ macro_rules! keyed_by_start {
 keyed_by_start!(CallRow, NvtxRow, MemOpRow, SyncRow);
 
 /// A sorted run: inclusive `rowid` range and its first row's key.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct Run<K> {
     first: i64,
     last: i64,
@@ -69,11 +70,13 @@ struct Run<K> {
 }
 
 /// The sorted runs of a table, found by feeding its rows' `rowid` and key in table order.
-#[derive(Debug, Clone)]
+/// (Serialized when a reader of its own scanned the table: `KernelPart`.)
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SortedRuns<K> {
     /// Emptied once there are more than `max`.
     runs: Vec<Run<K>>,
     /// Runs by first key (table order among equal ones), sorted once for every merge.
+    #[serde(skip)]
     order: OnceLock<Vec<u32>>,
     count: usize,
     max: usize,
@@ -89,7 +92,7 @@ pub struct SortedRuns<K> {
 
 /// Every `stride`-th key fed, at most [`SAMPLE_KEYS`]: when full, every other one is dropped and
 /// the stride doubles (a systematic sample of the table, whose quantiles cut it into slices).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct KeySample<K> {
     keys: Vec<K>,
     stride: u64,

@@ -93,6 +93,25 @@ impl Analysis {
         Ok(Analysis::of(name, trace, registration))
     }
 
+    /// [`Analysis::open`]'s host side: the kernel table is left to the reader worker
+    /// ([`scan_kernels`]) meanwhile, and joined by [`HostSide::join`].
+    #[wasm_bindgen(js_name = openHost)]
+    pub fn open_host(
+        file: File,
+        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+    ) -> Result<HostSide, WebError> {
+        let (name, registration) = register(&file)?;
+        let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+        let mut progress = |p: Progress| report_progress(&on_progress, p);
+        let host = Indexed::open_host(&conn, &name, &mut progress).map_err(WebError::from)?;
+        Ok(HostSide {
+            name,
+            conn,
+            host,
+            registration,
+        })
+    }
+
     /// The verdict as `DetectReport` JSON. `optionsJson`: `{"profile": "standard" |
     /// "trtllm-skill", "no_m3": bool, "thresholds": {...}, "window": [start_ns, end_ns]}`,
     /// every key optional (`"{}"`).
@@ -202,6 +221,77 @@ impl Analysis {
     pub fn read_stats(&self) -> Result<String, WebError> {
         to_json(&self.registration.stats())
     }
+}
+
+/// A trace whose host side is scanned ([`Analysis::open_host`]), waiting for its kernel table.
+#[wasm_bindgen]
+pub struct HostSide {
+    name: String,
+    conn: Connection,
+    host: trace::HostScan,
+    registration: Registration,
+}
+
+#[wasm_bindgen]
+impl HostSide {
+    /// The open trace, its kernel table joined from the reader worker's `part` (what
+    /// [`scan_kernels`] returned), or read here when `part` is `undefined` (the reader failed).
+    pub fn join(
+        self,
+        part: Option<js_sys::Array>,
+        #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+    ) -> Result<Analysis, WebError> {
+        let part = part
+            .map(|p| kernel_part_of(&p))
+            .transpose()
+            .map_err(WebError::from)?;
+        let mut progress = |p: Progress| report_progress(&on_progress, p);
+        let HostSide {
+            name,
+            conn,
+            host,
+            registration,
+        } = self;
+        let trace =
+            Indexed::join(conn, &name, host, part, &mut progress).map_err(WebError::from)?;
+        Ok(Analysis::of(name, trace, registration))
+    }
+}
+
+/// The reader worker's side of an open: scans the kernel table of `file` on a connection and a
+/// wasm instance of its own, keeping its rows as the budget of this instance allows. Returns
+/// the part as `[shape, block…]`, `Uint8Array`s whose buffers the worker transfers to the
+/// analysis worker ([`HostSide::join`]).
+#[wasm_bindgen(js_name = scanKernels)]
+pub fn scan_kernels(file: File) -> Result<js_sys::Array, WebError> {
+    let (name, registration) = register(&file)?;
+    let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+    let budget = super::indexed::row_cache_budget(&conn);
+    let part = trace::KernelPart::read(&conn, &name, crate::trace::LoadOptions::page(), budget)
+        .map_err(WebError::from)?;
+    drop(conn);
+    drop(registration);
+    let (shape, blocks) = part.into_bytes().map_err(WebError::from)?;
+    let out = js_sys::Array::new();
+    out.push(&js_sys::Uint8Array::from(&shape[..]));
+    for block in blocks {
+        out.push(&js_sys::Uint8Array::from(&block[..]));
+    }
+    Ok(out)
+}
+
+/// The part [`scan_kernels`] returned, back in this instance.
+fn kernel_part_of(part: &js_sys::Array) -> Result<trace::KernelPart, Error> {
+    let bytes = |v: JsValue| v.dyn_into::<js_sys::Uint8Array>().map(|a| a.to_vec());
+    let mut items = part.iter().map(bytes);
+    let malformed = || Error::Internal {
+        detail: "the reader worker's scan of the kernel table came back malformed".into(),
+    };
+    let shape = items.next().and_then(|s| s.ok()).ok_or_else(malformed)?;
+    let blocks = items
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| malformed())?;
+    trace::KernelPart::from_bytes(&shape, blocks)
 }
 
 /// Checks the header of `file` and registers it with the blob VFS.

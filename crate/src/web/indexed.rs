@@ -20,12 +20,12 @@ use crate::model::Ns;
 use crate::model::rows::EventRows;
 use crate::reread::FileReads;
 use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{FileRows, FileScan, LoadOptions, ProgressFn, Schema};
+use crate::trace::{FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, Schema};
 
 /// What a trace opened now may keep of the rows its views read (`trace::row_budget`), counting
 /// the wasm memory grown so far as used (it never shrinks), so a second trace gets what the first
 /// left.
-fn row_cache_budget(conn: &Connection) -> usize {
+pub(crate) fn row_cache_budget(conn: &Connection) -> usize {
     let grown = core::arch::wasm32::memory_size(0) * 65536;
     crate::trace::row_budget(file_bytes(conn) as u64, grown)
 }
@@ -80,6 +80,34 @@ impl Indexed {
     pub(crate) fn open(conn: Connection, label: &str, progress: ProgressFn<'_>) -> Result<Indexed> {
         let budget = row_cache_budget(&conn);
         let scan = FileScan::keeping_rows(&conn, label, LoadOptions::page(), progress, budget)?;
+        Indexed::of_scan(conn, label, scan)
+    }
+
+    /// The host side of [`Indexed::open`], the kernel table left to the reader worker
+    /// (`trace::KernelPart`); [`Indexed::join`] ends it.
+    pub(crate) fn open_host(
+        conn: &Connection,
+        label: &str,
+        progress: ProgressFn<'_>,
+    ) -> Result<HostScan> {
+        let budget = row_cache_budget(conn);
+        FileScan::host_side(conn, label, LoadOptions::page(), progress, budget)
+    }
+
+    /// [`Indexed::open`] from its host side and the reader worker's kernel part (`None`: the
+    /// reader failed, the kernel table is read here).
+    pub(crate) fn join(
+        conn: Connection,
+        label: &str,
+        host: HostScan,
+        part: Option<KernelPart>,
+        progress: ProgressFn<'_>,
+    ) -> Result<Indexed> {
+        let scan = host.finish(&conn, progress, part)?;
+        Indexed::of_scan(conn, label, scan)
+    }
+
+    fn of_scan(conn: Connection, label: &str, scan: FileScan) -> Result<Indexed> {
         let reads = FileReads::new(&Schema::probe(&conn, label)?);
         Ok(Indexed {
             label: label.to_string(),

@@ -5,6 +5,8 @@
 // Root cause, Drill-down and report export are then opened in turn (time to each shown, and the
 // analysis worker's wasm memory after it), next to the native `analyze`, `drill` and `report`
 // (time and peak resident memory, from /usr/bin/time -v). Prints figures; not a test.
+// The reader worker's wasm memory (it scans the kernel table while the analysis worker reads the
+// host side, and ends then) is printed beside.
 // Usage: node tests/e2e/tools/bench.mjs [--scenario NAME] [--scale N] [--runs N] [--views]
 // [--file PATH] [--cli PATH] [--profile standard|trtllm-skill] [--page-only (no native runs)]   (needs dist/: cargo xtask dist, or NSYS_LENS_DIST=another build)
 import fs from 'node:fs';
@@ -141,8 +143,10 @@ async function browserRun(origin, file) {
       return { verdictSeconds: (verdict - open) / 1000, paint: (timeline.startTime - verdict) / 1000 };
     });
     const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
+    // The reader worker's, as it answered (it ends then): 0 if no reader read the kernels.
+    const readerBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.wasmBytes ?? 0);
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, wasmBytes, views };
+    return { verdictSeconds, paint, wasmBytes, readerBytes, views };
   } finally {
     await browser.close();
   }
@@ -187,6 +191,7 @@ console.log(`| page: file taken (drop or picker) → verdict shown, median${spre
 if (!PAGE_ONLY) console.log(`| page / native | ${(run.verdictSeconds / native).toFixed(2)}× | ≤ 2× (issue 38's gate) |`);
 console.log(`| first timeline paint after the verdict | ${run.paint.toFixed(2)} s | < 1 s |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
+console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${run.readerBytes ? mib(run.readerBytes) : 'no reader'} | < 512 MB |`);
 if (VIEWS) {
   const names = { rootcause: ['Root cause', 'analyze --json'], drill: ['Drill-down', 'drill --json'], report: ['report (Markdown export)', 'report --out DIR'] };
   console.log('');
