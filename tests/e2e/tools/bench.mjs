@@ -136,17 +136,17 @@ async function browserRun(origin, file) {
     await openTrace(page, file, { timeout: 600_000 });
     await page.waitForFunction(() => performance.getEntriesByName('nsys-lens:timeline').length > 0, null, { timeout: 60_000 });
     // From the page taking the file (the drop or the picker's change event) to the verdict shown.
-    const { verdictSeconds, paint } = await page.evaluate(() => {
+    const { verdictSeconds, paint, painted } = await page.evaluate(() => {
       const open = performance.getEntriesByName('nsys-lens:open').at(-1).startTime;
       const verdict = performance.getEntriesByName('nsys-lens:verdict').at(-1).startTime;
       const timeline = performance.getEntriesByName('nsys-lens:timeline').find((m) => m.startTime >= verdict);
-      return { verdictSeconds: (verdict - open) / 1000, paint: (timeline.startTime - verdict) / 1000 };
+      return { verdictSeconds: (verdict - open) / 1000, paint: (timeline.startTime - verdict) / 1000, painted: (timeline.startTime - open) / 1000 };
     });
     const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
     // The reader worker's, as it answered (it ends then): 0 if no reader read the kernels.
     const readerBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.wasmBytes ?? 0);
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, wasmBytes, readerBytes, views };
+    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views };
   } finally {
     await browser.close();
   }
@@ -189,7 +189,8 @@ console.log('|---|---:|---|');
 if (!PAGE_ONLY) console.log(`| native \`nsys-lens detect --json\` | ${native.toFixed(2)} s | |`);
 console.log(`| page: file taken (drop or picker) → verdict shown, median${spread} | ${run.verdictSeconds.toFixed(2)} s | |`);
 if (!PAGE_ONLY) console.log(`| page / native | ${(run.verdictSeconds / native).toFixed(2)}× | ≤ 2× (issue 38's gate) |`);
-console.log(`| first timeline paint after the verdict | ${run.paint.toFixed(2)} s | < 1 s |`);
+console.log(`| first timeline paint after the verdict (the verdict is shown first) | ${run.paint.toFixed(2)} s | < 1 s |`);
+console.log(`| file taken → first timeline paint | ${run.painted.toFixed(2)} s | |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
 console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${run.readerBytes ? mib(run.readerBytes) : 'no reader'} | < 512 MB |`);
 if (VIEWS) {
