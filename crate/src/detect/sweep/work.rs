@@ -287,6 +287,11 @@ impl DeviceAcc {
         if t <= lo {
             return;
         }
+        let mut busy = self.open.iter().enumerate().filter(|(_, l)| !l.is_empty());
+        if let (Some((class, _)), None) = (busy.next(), busy.next()) {
+            self.settle_one(class, (lo, t), clip);
+            return;
+        }
         // Each class holds at most the interval open at the last settle and one begun since,
         // so the cut points fit on the stack; more (never seen) go to the heap.
         let mut stack = [0 as Ns; 16];
@@ -344,6 +349,41 @@ impl DeviceAcc {
                 out.transfer_ns = out.transfer_ns.saturating_add(len);
             }
         }
+        self.settled_to(t);
+    }
+
+    /// [`DeviceAcc::settle`] while only `class` has work open (the common case: kernels one
+    /// after another). Its intervals are merged, so each one clipped to `[lo, t)` is one of
+    /// the pieces the general case would cut.
+    fn settle_one(&mut self, class: usize, (lo, t): (Ns, Ns), clip: Option<&dyn Spans>) {
+        let mut total: Ns = 0;
+        for &(start, end) in &self.open[class] {
+            let (a, b) = (start.max(lo), end.min(t));
+            if a < b {
+                total = total.saturating_add(match clip {
+                    Some(spans) => overlap_at(spans, &mut self.clip_cursor, a, b),
+                    None => b - a,
+                });
+            }
+        }
+        let out = &mut self.out;
+        out.busy_ns = out.busy_ns.saturating_add(total);
+        let by_class = [
+            &mut out.compute_ns,
+            &mut out.communication_ns,
+            &mut out.transfer_ns,
+        ];
+        if let Some(ns) = by_class.into_iter().nth(class) {
+            *ns = ns.saturating_add(total);
+        }
+        if class == 2 {
+            out.transfer_union_ns = out.transfer_union_ns.saturating_add(total);
+        }
+        self.settled_to(t);
+    }
+
+    /// Forgets the work that ended by `t`.
+    fn settled_to(&mut self, t: Ns) {
         for list in &mut self.open {
             list.retain(|iv| iv.1 > t);
         }

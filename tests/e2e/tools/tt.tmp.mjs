@@ -1,0 +1,14 @@
+import { launch, openTrace, serve } from '../helpers.mjs';
+const s = await serve('/tmp/distp'); const browser = await launch();
+const page = await browser.newPage();
+const lines = [];
+page.on('console', (m) => { if (m.text().startsWith('T ')) lines.push(m.text()); });
+page.on('worker', (w) => w.on('console', (m) => { if (m.text().startsWith('T ')) lines.push(m.text()); }));
+await page.goto(s.origin + '/');
+await page.waitForSelector('body[data-ready="1"]');
+await new Promise((r) => setTimeout(r, 1500));
+await openTrace(page, process.argv[2], { timeout: 600000 });
+const uniq = [...new Set(lines)].map((l) => l.split(' ')).sort((a, b) => a[2] - b[2]);
+const t0 = Number(uniq[0][2]);
+for (const [, name, t] of uniq) console.log(name.padEnd(14), ((t - t0) / 1000).toFixed(2));
+await browser.close(); s.close();
