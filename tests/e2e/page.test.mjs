@@ -207,6 +207,30 @@ test('on a one-core machine the page opens the file the same way', { timeout: TI
   }
 });
 
+test('a reader worker the browser refuses: the analysis worker reads the kernel table itself', { timeout: TIMEOUT }, async () => {
+  // Every worker after the first (the analysis worker) is refused, as a policy might.
+  const refused = await openSite({}, () => {
+    const Real = window.Worker;
+    let made = 0;
+    window.Worker = class extends Real {
+      constructor(...args) {
+        made += 1;
+        if (made > 1) throw new Error('no second worker');
+        super(...args);
+      }
+    };
+  });
+  try {
+    const file = path.join(tmp, 'host-bound.sqlite');
+    await openTrace(refused.page, file, { timeout: TIMEOUT });
+    await matchesCli(refused.page, file);
+    assert.equal(await readerOpens(refused.page), 0, 'no reader answered');
+    assert.deepEqual(refused.problems, [], 'page errors / console errors');
+  } finally {
+    await refused.close();
+  }
+});
+
 // Copies, memsets and graph replays are GPU work: the page's verdict counts them as the CLI's
 // does, bound included.
 for (const scenario of ['copy-bound', 'serving-graphs', 'serving-graphs-node']) {
