@@ -187,25 +187,19 @@ impl TableCache {
         (shape, self.blocks)
     }
 
-    /// The cache [`TableCache::into_parts`] split, its blocks taken from `budget` as far as
-    /// it allows: a cache whose blocks do not all fit keeps those that do (a prefix of the
-    /// table, as when the budget runs out while a scan fills it).
-    pub(crate) fn adopt(
-        shape: CacheShape,
-        mut blocks: Vec<Vec<u8>>,
-        budget: &Budget,
-    ) -> Result<TableCache> {
+    /// The cache [`TableCache::into_parts`] split, whole again.
+    pub(crate) fn from_parts(shape: CacheShape, blocks: Vec<Vec<u8>>) -> Result<TableCache> {
         let CacheShape {
-            mut starts,
-            mut rows,
-            mut complete,
-            mut closed,
+            starts,
+            rows,
+            complete,
+            closed,
         } = shape;
-        let fits = starts.len() == blocks.len()
+        let whole = starts.len() == blocks.len()
             && starts.windows(2).all(|w| w[0] <= w[1])
             && starts.last().is_none_or(|&s| s <= rows)
             && blocks.iter().all(|b| b.len() <= BLOCK_BYTES);
-        if !fits {
+        if !whole {
             return Err(Error::Internal {
                 detail: format!(
                     "a table's kept rows came back malformed: {} blocks, {} starts",
@@ -213,16 +207,6 @@ impl TableCache {
                     starts.len()
                 ),
             });
-        }
-        let kept = (0..blocks.len())
-            .take_while(|_| budget.take(BLOCK_BYTES))
-            .count();
-        if kept < blocks.len() {
-            rows = starts[kept];
-            blocks.truncate(kept);
-            starts.truncate(kept);
-            complete = false;
-            closed = true;
         }
         Ok(TableCache {
             blocks,
@@ -232,6 +216,22 @@ impl TableCache {
             closed,
             filling: false,
         })
+    }
+
+    /// Takes the blocks, filled against another budget, from `budget` as far as it allows: a
+    /// cache whose blocks do not all fit keeps those that do (a prefix of the table, as when
+    /// the budget runs out while a scan fills it).
+    pub(crate) fn charge(&mut self, budget: &Budget) {
+        let kept = (0..self.blocks.len())
+            .take_while(|_| budget.take(BLOCK_BYTES))
+            .count();
+        if let Some(&rows) = self.starts.get(kept) {
+            self.rows = rows;
+            self.blocks.truncate(kept);
+            self.starts.truncate(kept);
+            self.complete = false;
+            self.closed = true;
+        }
     }
 }
 
@@ -502,7 +502,7 @@ mod budget_tests {
 }
 
 #[cfg(test)]
-mod adopt_tests {
+mod charge_tests {
     use super::*;
     use crate::model::rows::SyncRow;
 
@@ -538,7 +538,7 @@ mod adopt_tests {
     /// A cache whose blocks do not all fit the budget keeps the first ones whole: a prefix of
     /// the rows, every one as it was, the cache closed.
     #[test]
-    fn a_cache_adopted_on_a_smaller_budget_keeps_its_first_blocks() {
+    fn a_cache_charged_to_a_smaller_budget_keeps_its_first_blocks() {
         let (all, rows) = (Budget::new(usize::MAX), 400_000);
         let mut cache = TableCache::default();
         let mut fill = ScanFill::new(&mut cache, &all, true);
@@ -550,7 +550,8 @@ mod adopt_tests {
         let (shape, blocks) = cache.into_parts();
         let second_ends = shape.starts[2];
         let budget = Budget::new(2 * BLOCK_BYTES + 10);
-        let kept = TableCache::adopt(shape, blocks, &budget).expect("adopted");
+        let mut kept = TableCache::from_parts(shape, blocks).expect("whole again");
+        kept.charge(&budget);
         assert_eq!((kept.rows(), kept.bytes()), (second_ends, 2 * BLOCK_BYTES));
         assert!(!kept.complete() && kept.closed);
         assert_eq!(budget.left(), 10);

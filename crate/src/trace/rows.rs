@@ -257,8 +257,8 @@ impl KernelPart {
             present: shape.present,
             coverage: shape.coverage,
             runs: shape.runs,
-            // Taken from the scan's budget on join.
-            cache: TableCache::adopt(shape.cache, blocks, &Budget::new(usize::MAX))?,
+            // Charged to the scan's budget on join.
+            cache: TableCache::from_parts(shape.cache, blocks)?,
             own_budget: true,
         })
     }
@@ -392,8 +392,7 @@ impl HostScan {
         } = part;
         let budget = &*self.budget;
         if own_budget {
-            let (shape, blocks) = cache.into_parts();
-            cache = TableCache::adopt(shape, blocks, budget)?;
+            cache.charge(budget);
         }
         let ids = self.meta.processes.absorb(&processes);
         self.meta.present.kernels = present;

@@ -86,8 +86,7 @@ impl Analysis {
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
     ) -> Result<Analysis, WebError> {
-        let (name, registration) = register(&file)?;
-        let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+        let (name, registration, conn) = open_file(&file)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         let trace = Indexed::open(conn, &name, &mut progress).map_err(WebError::from)?;
         Ok(Analysis::of(name, trace, registration))
@@ -100,8 +99,7 @@ impl Analysis {
         file: File,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
     ) -> Result<HostSide, WebError> {
-        let (name, registration) = register(&file)?;
-        let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+        let (name, registration, conn) = open_file(&file)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         let host = Indexed::open_host(&conn, &name, &mut progress).map_err(WebError::from)?;
         Ok(HostSide {
@@ -264,8 +262,7 @@ impl HostSide {
 /// analysis worker ([`HostSide::join`]).
 #[wasm_bindgen(js_name = scanKernels)]
 pub fn scan_kernels(file: File) -> Result<js_sys::Array, WebError> {
-    let (name, registration) = register(&file)?;
-    let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+    let (name, registration, conn) = open_file(&file)?;
     let budget = super::indexed::row_cache_budget(&conn);
     let part = trace::KernelPart::read(&conn, &name, crate::trace::LoadOptions::page(), budget)
         .map_err(WebError::from)?;
@@ -292,6 +289,13 @@ fn kernel_part_of(part: &js_sys::Array) -> Result<trace::KernelPart, Error> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| malformed())?;
     trace::KernelPart::from_bytes(&shape, blocks)
+}
+
+/// `file` registered with the blob VFS and open: its name, registration and connection.
+fn open_file(file: &File) -> Result<(String, Registration, Connection), WebError> {
+    let (name, registration) = register(file)?;
+    let conn = open_connection(&registration, &name).map_err(WebError::from)?;
+    Ok((name, registration, conn))
 }
 
 /// Checks the header of `file` and registers it with the blob VFS.

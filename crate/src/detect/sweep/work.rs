@@ -368,16 +368,13 @@ impl DeviceAcc {
         }
         let out = &mut self.out;
         out.busy_ns = out.busy_ns.saturating_add(total);
-        let by_class = [
-            &mut out.compute_ns,
-            &mut out.communication_ns,
-            &mut out.transfer_ns,
-        ];
-        if let Some(ns) = by_class.into_iter().nth(class) {
-            *ns = ns.saturating_add(total);
-        }
-        if class == 2 {
-            out.transfer_union_ns = out.transfer_union_ns.saturating_add(total);
+        match class {
+            0 => out.compute_ns = out.compute_ns.saturating_add(total),
+            1 => out.communication_ns = out.communication_ns.saturating_add(total),
+            _ => {
+                out.transfer_ns = out.transfer_ns.saturating_add(total);
+                out.transfer_union_ns = out.transfer_union_ns.saturating_add(total);
+            }
         }
         self.settled_to(t);
     }
