@@ -373,6 +373,7 @@ impl HostScan {
         ctx.load_process_names(&schema, &mut meta.processes)?;
         scan.chunk_queries(&schema, &meta, opts);
         scan.meta = Arc::new(meta);
+        scan.check_rowid_order(&path)?;
         Ok(scan)
     }
 
@@ -734,6 +735,31 @@ impl FileScan {
         &self.meta
     }
 
+    /// Refuses a table whose scan met a `rowid` not above the one before it: its rows read
+    /// again by `rowid` range would be missed or read twice (a damaged b-tree; SQLite's
+    /// `PRAGMA integrity_check` says "Rowid … out of order").
+    fn check_rowid_order(&self, path: &str) -> Result<()> {
+        let tables = [
+            (self.kernels.name, self.kernels.runs.out_of_order()),
+            (self.replays.name, self.replays.runs.out_of_order()),
+            (self.calls.name, self.calls.runs.out_of_order()),
+            (self.ranges.name, self.ranges.runs.out_of_order()),
+            (self.memcpy.name, self.memcpy.runs.out_of_order()),
+            (self.memset.name, self.memset.runs.out_of_order()),
+            (self.syncs.name, self.syncs.runs.out_of_order()),
+        ];
+        match tables.into_iter().find_map(|(t, o)| o.map(|o| (t, o))) {
+            Some((table, (before, row))) => Err(crate::error::Error::Corrupt {
+                path: path.into(),
+                detail: format!(
+                    "table {table} lists rowid {row} after rowid {before}: its b-tree is out \
+                     of order (PRAGMA integrity_check names the page)"
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Sorted runs per table (kernels, calls, ranges, memcpy, memset, syncs), for figures.
     pub fn run_counts(&self) -> [(&'static str, usize); 6] {
         [
@@ -1013,7 +1039,10 @@ mod read_ahead {
             if send.send(Message::Rows(rows.into())).is_err() {
                 return;
             }
-            low = low.saturating_add(RANGE * LANES as i64);
+            match low.checked_add(RANGE * LANES as i64) {
+                Some(next) => low = next,
+                None => break,
+            }
         }
         let _ = send.send(Message::Done);
     }

@@ -75,6 +75,10 @@ struct Run<K> {
 pub struct SortedRuns<K> {
     /// Emptied once there are more than `max`.
     runs: Vec<Run<K>>,
+    /// The first `rowid` fed that was not above the one before it, and that one: a damaged
+    /// b-tree, whose `rowid` ranges would not cover the rows the scan saw.
+    #[serde(default)]
+    out_of_order: Option<(i64, i64)>,
     /// Runs by first key (table order among equal ones), sorted once for every merge.
     #[serde(skip)]
     order: OnceLock<Vec<u32>>,
@@ -146,6 +150,7 @@ impl<K: Ord + Copy> SortedRuns<K> {
     pub fn new(max: usize) -> SortedRuns<K> {
         SortedRuns {
             runs: Vec::new(),
+            out_of_order: None,
             order: OnceLock::new(),
             count: 0,
             max,
@@ -169,6 +174,12 @@ impl<K: Ord + Copy> SortedRuns<K> {
         let continues = self.last_key.is_some_and(|last| key >= last);
         self.last_key = Some(key);
         self.rows += 1;
+        if let Some((_, before)) = self.span
+            && row <= before
+            && self.out_of_order.is_none()
+        {
+            self.out_of_order = Some((before, row));
+        }
         self.span = Some(self.span.map_or((row, row), |(first, _)| (first, row)));
         self.sample.push(key);
         if continues {
@@ -188,6 +199,12 @@ impl<K: Ord + Copy> SortedRuns<K> {
             last: row,
             first_key: key,
         });
+    }
+
+    /// The first `rowid` fed that was not above the one before it (`(before, row)`): rows
+    /// read by `rowid` range would then be missed or read twice, so the table is refused.
+    pub fn out_of_order(&self) -> Option<(i64, i64)> {
+        self.out_of_order
     }
 
     /// Runs found.
@@ -318,11 +335,13 @@ impl<T: Keyed> Slices<T> {
         while next <= last {
             chunk.clear();
             read(next, last, CHUNK_ROWS, &mut chunk)?;
-            next = match chunk.back() {
-                Some(row) if chunk.len() >= CHUNK_ROWS => row.row().saturating_add(1),
-                _ => last.saturating_add(1),
-            };
+            let after = chunk.back().map(Keyed::row).and_then(|r| r.checked_add(1));
+            let full = chunk.len() >= CHUNK_ROWS;
             kept.extend(chunk.drain(..).filter(|row| inside(row.key())));
+            match after {
+                Some(after) if full => next = after,
+                _ => break,
+            }
         }
         kept.sort_by_key(|row| (row.key(), row.row()));
         self.rows = kept.into();
@@ -340,7 +359,8 @@ struct Live<T: Keyed> {
     /// The key of the first buffered row.
     key: T::Key,
     run: usize,
-    next: i64,
+    /// `None` once the run is read to its end.
+    next: Option<i64>,
     last: i64,
     buffer: VecDeque<T>,
 }
@@ -403,7 +423,7 @@ where
             let live = Live {
                 key: run.first_key,
                 run: i,
-                next: run.first.max(self.from),
+                next: Some(run.first.max(self.from)),
                 last: run.last,
                 buffer: VecDeque::with_capacity(self.refill.min(span.saturating_add(1))),
             };
@@ -414,12 +434,17 @@ where
 
     /// Refills an emptied run and puts it back in the heap, unless it is done.
     fn refill_and_push(&mut self, mut live: Live<T>) -> Result<()> {
-        if live.buffer.is_empty() && live.next <= live.last {
-            (self.read)(live.next, live.last, self.refill, &mut live.buffer)?;
-            live.next = match live.buffer.back() {
-                Some(last) if live.buffer.len() >= self.refill => last.row().saturating_add(1),
-                _ => live.last.saturating_add(1),
-            };
+        if live.buffer.is_empty()
+            && let Some(next) = live.next.filter(|&next| next <= live.last)
+        {
+            (self.read)(next, live.last, self.refill, &mut live.buffer)?;
+            // `read_chunk` hands out rows at or above `next` only: each refill advances.
+            let after = live
+                .buffer
+                .back()
+                .map(Keyed::row)
+                .and_then(|r| r.checked_add(1));
+            live.next = after.filter(|_| live.buffer.len() >= self.refill);
         }
         if let Some(head) = live.buffer.front() {
             live.key = head.key();
@@ -469,7 +494,11 @@ where
 
 /// Reads the rows of `sql` (a `SELECT … WHERE rowid BETWEEN ?1 AND ?2 … ORDER BY rowid LIMIT
 /// ?3`) for `[first, last]` and `limit`, decoded, into `out`.
-pub fn read_chunk<T>(
+///
+/// Every row read lies in `[first, last]` above the one before it, or the read fails as a
+/// damaged database: a b-tree whose `rowid`s are out of order could otherwise hand a refill a
+/// row before where it started, and the merge would read the same rows again for ever.
+pub fn read_chunk<T: Keyed>(
     conn: &Connection,
     sql: &str,
     (first, last, limit): (i64, i64, usize),
@@ -479,10 +508,27 @@ pub fn read_chunk<T>(
     let mut stmt = conn.prepare_cached(sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut rows = stmt.query(rusqlite::params![first, last, limit])?;
+    let mut before: Option<i64> = None;
     while let Some(r) = rows.next()? {
-        out.push_back(decode(r)?);
+        let row = decode(r)?;
+        let at = row.row();
+        if !(first..=last).contains(&at) || before.is_some_and(|b| at <= b) {
+            return Err(rowids_out_of_order(before.unwrap_or(first), at));
+        }
+        before = Some(at);
+        out.push_back(row);
     }
     Ok(())
+}
+
+/// The error a read by `rowid` range meets when the b-tree hands out `row` after `before`.
+fn rowids_out_of_order(before: i64, row: i64) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+        Some(format!(
+            "rowid {row} comes after rowid {before}: the table's b-tree is out of order"
+        )),
+    )
 }
 
 /// The thread of `globalTid` and its process, as interned by a scan (0 and 0 if it was not).
@@ -577,6 +623,43 @@ mod tests {
             "one pass per slice"
         );
         assert!(passes >= 4, "{passes} slices of about 3 of 13 rows");
+    }
+
+    /// A `rowid` not above the one before it (a damaged b-tree) is what the scan reports.
+    #[test]
+    fn a_rowid_not_above_the_one_before_is_reported() {
+        let mut runs = SortedRuns::new(8);
+        for (row, start) in [(1, 10), (2, 20), (7, 30), (5, 40), (9, 50)] {
+            runs.push(row, start);
+        }
+        assert_eq!(runs.out_of_order(), Some((7, 5)));
+    }
+
+    /// A run ending at the greatest `rowid` is read to its end once, not for ever.
+    #[test]
+    fn a_run_ending_at_the_last_possible_rowid_ends() {
+        let table = [
+            call(i64::MAX - 2, 1),
+            call(i64::MAX - 1, 2),
+            call(i64::MAX, 3),
+        ];
+        let mut runs = SortedRuns::new(8);
+        for c in &table {
+            runs.push(c.row, c.start);
+        }
+        let mut reads = 0;
+        let merged: Vec<i64> = runs
+            .merge_by(1, |first, last, limit, out: &mut VecDeque<CallRow>| {
+                reads += 1;
+                assert!(reads < 10, "the merge reads again and again");
+                let rows = table.iter().filter(|c| (first..=last).contains(&c.row));
+                out.extend(rows.take(limit).copied());
+                Ok(())
+            })
+            .map(|c| c.map(|c| c.start))
+            .collect::<Result<_>>()
+            .expect("merge");
+        assert_eq!(merged, [1, 2, 3]);
     }
 
     /// A failed read ends the slices with its error.
