@@ -3,6 +3,11 @@
 //! `lprof`, over every public export and every generator scenario. The results are computed
 //! in-process as the CLI computes them (the export scanned once, its rows read in start order)
 //! and versioned as the CLI writes them (`report::Versioned`).
+//!
+//! Every schema is self-contained: a definition used from another file is copied in
+//! (`#/$defs/detect.bound`, by `tests/tools/schemas.py bundle`), each copy equal to its source,
+//! so that a stock validator needs no registry and fetches nothing. The CLI's own output, read
+//! back by Python's `jsonschema` with the network cut, validates as a user would check it.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -11,7 +16,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use jsonschema::{Registry, Validator};
+use jsonschema::Validator;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -31,8 +36,8 @@ fn schema_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas")
 }
 
-/// One validator per command, the schemas' cross-references resolved among themselves (no
-/// retrieval).
+/// One validator per command, each schema on its own: no registry, no retrieval (the crate is
+/// built without it), so a `$ref` to another file would fail the build.
 fn validators() -> BTreeMap<&'static str, Validator> {
     let docs: Vec<(&str, Value)> = SCHEMAS
         .iter()
@@ -57,18 +62,9 @@ fn validators() -> BTreeMap<&'static str, Validator> {
             "{name}: the schema names the version the CLI writes"
         );
     }
-    let registry = Registry::new()
-        .extend(
-            docs.iter()
-                .map(|(_, doc)| (doc["$id"].as_str().unwrap_or(""), doc)),
-        )
-        .expect("schema ids")
-        .prepare()
-        .expect("registry");
     docs.iter()
         .map(|(name, doc)| {
             let v = jsonschema::options()
-                .with_registry(&registry)
                 .build(doc)
                 .unwrap_or_else(|e| panic!("{name}.schema.json is not a valid schema: {e}"));
             (*name, v)
@@ -326,4 +322,190 @@ fn the_schemas_reject_what_the_cli_never_writes() {
         check.json("detect", what, &bad);
         assert!(check.errors.len() > before, "{what} should fail the schema");
     }
+}
+
+/// `tests/tools/schemas.py`, which bundles the schemas and validates with Python's `jsonschema`.
+fn schemas_py() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/tools/schemas.py")
+}
+
+/// Every `$ref` of a schema stays in its file, and every definition copied from another file
+/// equals its source (`schemas.py check`; `schemas.py bundle` rewrites the copies).
+#[test]
+fn every_schema_is_self_contained_and_its_copies_equal_their_source() {
+    fn refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::Object(o) => {
+                for (k, v) in o {
+                    match (k.as_str(), v) {
+                        ("$ref", Value::String(r)) => out.push(r),
+                        _ => refs(v, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    for name in SCHEMAS {
+        let path = schema_dir().join(format!("{name}.schema.json"));
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("schema")).expect("JSON");
+        let mut found = Vec::new();
+        refs(&doc, &mut found);
+        assert!(!found.is_empty(), "{name}");
+        for r in found {
+            let def = r.strip_prefix("#/$defs/");
+            assert!(
+                def.is_some_and(|d| doc["$defs"].get(d).is_some()),
+                "{name}.schema.json: $ref {r} is not one of the file's own $defs"
+            );
+        }
+    }
+    let out = std::process::Command::new("python3")
+        .arg(schemas_py())
+        .arg("check")
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A Python with `jsonschema`: the one `cargo xtask setup` makes (`target/tools/py`, found from
+/// this test binary's place in the target folder), else `python3` if it has the package.
+fn python_with_jsonschema() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary");
+    let venv = exe
+        .ancestors()
+        .map(|dir| dir.join("tools/py/bin/python"))
+        .find(|p| p.is_file());
+    let has = |python: &Path| {
+        std::process::Command::new(python)
+            .args(["-c", "import jsonschema"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    venv.into_iter()
+        .chain([PathBuf::from("python3")])
+        .find(|p| has(p))
+        .unwrap_or_else(|| {
+            panic!(
+                "no Python with the jsonschema package: run `cargo xtask setup` (it installs \
+                 jsonschema in target/tools/py)"
+            )
+        })
+}
+
+/// The CLI's JSON on real exports, as a user would check it: each document and its schema file
+/// read from disk and given to Python's `jsonschema.validate(doc, schema)`, every network
+/// connection refused (a schema that needed another file would fail: "Unresolvable"). Covers
+/// `detect` in both profiles, `drill` of one file and of two ranks, `analyze` of one trace and of
+/// the real before/after pair, `report.json` with and without kernel records, and `lprof`; a
+/// document the CLI never writes is rejected.
+#[test]
+fn the_clis_json_validates_with_pythons_jsonschema_offline() {
+    let python = python_with_jsonschema();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let before = common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let after = common::public_trace("GindaChen_nsys-ai__mfu_2gpu_after.sqlite");
+    let samples = common::public_trace("brycelelbach_nsightful__power_iteration__baseline.sqlite");
+    let no_kernels = common::public_trace("CO18326_uvmTorch__report1.sqlite");
+    let mut pairs: Vec<(String, PathBuf)> = Vec::new();
+    let mut n = 0;
+    let mut run = |schema: &str, args: &[&std::ffi::OsStr]| {
+        n += 1;
+        let path = dir.path().join(format!("{n}.{schema}.json"));
+        let mut all: Vec<&std::ffi::OsStr> = args.to_vec();
+        all.extend(["--json".as_ref(), "-o".as_ref(), path.as_os_str()]);
+        let out = common::nsys_lens(&all);
+        assert!(out.status.success(), "{}", common::describe(&all, &out));
+        pairs.push((schema.to_string(), path));
+    };
+    for trace in [&before, &after, &samples] {
+        let t = trace.as_os_str();
+        run("detect", &["detect".as_ref(), t]);
+        run(
+            "detect",
+            &[
+                "detect".as_ref(),
+                t,
+                "--profile".as_ref(),
+                "trtllm-skill".as_ref(),
+            ],
+        );
+        run("drill", &["drill".as_ref(), t]);
+        run("analyze", &["analyze".as_ref(), t]);
+    }
+    run(
+        "drill",
+        &["drill".as_ref(), before.as_os_str(), after.as_os_str()],
+    );
+    for profile in ["standard", "trtllm-skill"] {
+        run(
+            "analyze",
+            &[
+                "analyze".as_ref(),
+                before.as_os_str(),
+                after.as_os_str(),
+                "--profile".as_ref(),
+                profile.as_ref(),
+            ],
+        );
+    }
+    let lprof = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lprof");
+    let rounds: Vec<PathBuf> = (1..=4)
+        .map(|i| lprof.join(format!("round{i}.txt")))
+        .collect();
+    let mut args: Vec<&std::ffi::OsStr> = vec!["lprof".as_ref()];
+    args.extend(rounds.iter().map(|p| p.as_os_str()));
+    run("lprof", &args);
+    for (i, trace) in [&samples, &no_kernels].into_iter().enumerate() {
+        let out_dir = dir.path().join(format!("report{i}"));
+        let args = [
+            "report".as_ref(),
+            trace.as_os_str(),
+            "--out".as_ref(),
+            out_dir.as_os_str(),
+        ];
+        let out = common::nsys_lens(args);
+        assert!(out.status.success(), "{}", common::describe(&args, &out));
+        pairs.push(("report".into(), out_dir.join("report.json")));
+    }
+    // Not vacuous: a verdict the CLI never writes must fail.
+    let mut bad: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pairs[0].1).expect("detect json"))
+            .expect("JSON");
+    bad["verdict"] = "MAYBE".into();
+    let bad_path = dir.path().join("bad.detect.json");
+    std::fs::write(&bad_path, bad.to_string()).expect("write");
+
+    let mut cmd = std::process::Command::new(&python);
+    cmd.arg(schemas_py()).arg("validate");
+    for (schema, doc) in &pairs {
+        cmd.arg(schema_dir().join(format!("{schema}.schema.json")))
+            .arg(doc);
+    }
+    cmd.arg(schema_dir().join("detect.schema.json"))
+        .arg("--reject")
+        .arg(&bad_path);
+    let out = cmd.output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{} validate:\n{stdout}{}",
+        python.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = format!("validated {} documents; 0 unexpected", pairs.len() + 1);
+    assert!(stdout.contains(&want), "{stdout}");
+    let schemas: std::collections::BTreeSet<&str> = pairs.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(
+        schemas.len(),
+        SCHEMAS.len(),
+        "every schema used: {schemas:?}"
+    );
 }

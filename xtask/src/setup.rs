@@ -3,7 +3,8 @@
 //! Each tool is one row of [`TOOLS`]: how to tell it is there, how to install it, and what to
 //! run by hand when that fails: clang and the wasm32 target for the core; wasm-bindgen-cli
 //! (pinned, via `cargo install`) and npm's binaryen for the page; maturin (in a virtual
-//! environment under `target/tools`) for the pip wheel; Debian's chromium and
+//! environment under `target/tools`) for the pip wheel, and Python's jsonschema beside it for the
+//! schema test; Debian's chromium and
 //! chromedriver and npm's playwright-core, Debian's firefox-esr and npm's puppeteer-core for the
 //! browser tests.
 
@@ -73,6 +74,14 @@ pub const TOOLS: &[Tool] = &[
         check: || crate::wheel::maturin_path().is_some(),
         install: crate::wheel::install_maturin,
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'maturin>=1.5,<2'   (or any maturin on PATH)",
+        builds_page: false,
+    },
+    Tool {
+        name: "jsonschema (pip, in target/tools/py)",
+        why: "validates the CLI's JSON against schemas/ offline, as a user's Python would (crate/tests/json_schemas.rs)",
+        check: crate::wheel::jsonschema_present,
+        install: crate::wheel::install_jsonschema,
+        manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'jsonschema>=4.18,<5'",
         builds_page: false,
     },
     Tool {

@@ -28,22 +28,36 @@ pub fn maturin_path() -> Option<PathBuf> {
         .find(|p| crate::succeeds(&p.to_string_lossy(), &["--version"]))
 }
 
-/// `python3 -m venv target/tools/py` and `pip install maturin` into it; on Debian without
-/// `ensurepip`, installs `python3-venv` first.
+/// `pip install maturin` into the tools' environment.
 pub fn install_maturin() -> Result<()> {
+    pip_install("maturin>=1.5,<2")
+}
+
+/// Whether the tools' environment has Python's `jsonschema`, with which
+/// `crate/tests/json_schemas.rs` validates the CLI's JSON against `schemas/` as a user would.
+pub fn jsonschema_present() -> bool {
+    let python = tools_venv().join("bin/python");
+    crate::succeeds(&python.to_string_lossy(), &["-c", "import jsonschema"])
+}
+
+/// `pip install jsonschema` into the tools' environment (4.18 resolves `$ref`s with
+/// `referencing`, the current way).
+pub fn install_jsonschema() -> Result<()> {
+    pip_install("jsonschema>=4.18,<5")
+}
+
+/// `pip install SPEC` into `target/tools/py`, made first if missing (`python3 -m venv`; on Debian
+/// without `ensurepip`, after installing `python3-venv`).
+fn pip_install(spec: &str) -> Result<()> {
     let venv = tools_venv();
-    let make_venv = || run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-    if make_venv().is_err() {
-        crate::setup::apt_install(&["python3-venv"])?;
-        make_venv()?;
+    if !venv.join("bin/python").is_file() {
+        let make_venv = || run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+        if make_venv().is_err() {
+            crate::setup::apt_install(&["python3-venv"])?;
+            make_venv()?;
+        }
     }
-    run(Command::new(venv.join("bin/python")).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "maturin>=1.5,<2",
-    ]))
+    run(Command::new(venv.join("bin/python")).args(["-m", "pip", "install", "--quiet", spec]))
 }
 
 /// The public export the check runs on (a real capture, verdict NO, CPU samples).
