@@ -8,17 +8,20 @@
 
 mod common;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use common::{describe, generated, nsys_lens, nvtx_op_shape as shape, public_trace, writable_copy};
+use common::{
+    describe, generated, nsys_lens, nvtx_op_name as op_name, nvtx_op_shape as shape, public_trace,
+};
 
 const MFU_BEFORE: &str = "GindaChen_nsys-ai__mfu_2gpu_before.sqlite";
+/// The same job after a change: with `MFU_BEFORE`, the real pair nsys-ai's `diff` tests use.
+const MFU_AFTER: &str = "GindaChen_nsys-ai__mfu_2gpu_after.sqlite";
 
 fn analyze(paths: &[&Path], extra: &[&str]) -> Value {
     let mut args: Vec<&OsStr> = vec![OsStr::new("analyze")];
@@ -290,94 +293,222 @@ fn clipped((ws, we): (i64, i64), r: &Range) -> i64 {
     (r.3.min(we) - r.2.max(ws)).max(0)
 }
 
-/// The shapes of the ranges counted in the window.
-fn shapes_in(path: &Path, w: (i64, i64)) -> BTreeSet<String> {
-    ranges(path)
-        .iter()
-        .filter(|r| counted(w, r))
-        .map(|r| shape(&r.4))
+/// The names (PyTorch's `emit_nvtx` suffixes dropped) of the ranges counted in the window, by
+/// shape.
+fn names_by_shape(path: &Path, w: (i64, i64)) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in ranges(path).iter().filter(|r| counted(w, r)) {
+        out.entry(shape(&r.4))
+            .or_default()
+            .insert(op_name(&r.4).to_string());
+    }
+    out
+}
+
+/// Each name's time per step in the window, as the root cause counts it (`docs/spec.md` §3),
+/// from the ranges SQL reads: each range clipped to the window; TP ranks' copies (the same name
+/// in another process — `globalTid >> 24` — starting less than 100 µs after the first copy met)
+/// count once, at the longest; divided by the window's step cycles.
+fn us_per_step_by_name(path: &Path, w: (i64, i64), steps: usize) -> BTreeMap<String, f64> {
+    let mut by_name: BTreeMap<String, Vec<&Range>> = BTreeMap::new();
+    let all = ranges(path);
+    for r in all.iter().filter(|r| counted(w, r)) {
+        by_name
+            .entry(op_name(&r.4).to_string())
+            .or_default()
+            .push(r);
+    }
+    by_name
+        .into_iter()
+        .map(|(name, mut rs)| {
+            rs.sort_by_key(|r| (r.2, r.0));
+            let (mut total, mut group) = (0i64, Vec::<&Range>::new());
+            for r in rs {
+                let joins = group.first().is_some_and(|first| {
+                    r.2 - first.2 < 100_000 && group.iter().all(|g| g.1 >> 24 != r.1 >> 24)
+                });
+                if !joins {
+                    total += group.iter().map(|g| clipped(w, g)).max().unwrap_or(0);
+                    group.clear();
+                }
+                group.push(r);
+            }
+            total += group.iter().map(|g| clipped(w, g)).max().unwrap_or(0);
+            (name, total as f64 / 1000.0 / steps as f64)
+        })
         .collect()
 }
 
-/// `mfu_2gpu_before` with every `blocks.N.` renamed `blocks.(N + 7).`: a capture of the same
-/// step covering other blocks (blocks 9-26 where the export has 2-19).
-fn other_blocks_copy(src: &Path, dir: &Path) -> PathBuf {
-    let dst = writable_copy(src, &dir.join("mfu_2gpu_other_blocks.sqlite"));
-    let mut conn = Connection::open(&dst).unwrap();
-    let block = Regex::new(r"blocks\.(\d+)\.").unwrap();
-    let rows: Vec<(i64, String)> = conn
-        .prepare("SELECT rowid, text FROM NVTX_EVENTS WHERE text LIKE '%blocks.%'")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert!(!rows.is_empty());
-    // One transaction: a commit per row would sync the file thousands of times.
-    let tx = conn.transaction().unwrap();
-    for (rowid, text) in rows {
-        let shifted = block.replace_all(&text, |c: &regex::Captures| {
-            format!("blocks.{}.", c[1].parse::<u32>().unwrap() + 7)
-        });
-        tx.execute(
-            "UPDATE NVTX_EVENTS SET text = ?1 WHERE rowid = ?2",
-            rusqlite::params![&*shifted, rowid],
-        )
-        .unwrap();
+/// Each shape's time per second of the kernel window (the first GPU operation's start to the
+/// last one's end: kernels, copies, memsets), from the ranges SQL reads that start in it.
+fn us_per_s_by_shape(path: &Path) -> BTreeMap<String, f64> {
+    let conn = Connection::open(path).unwrap();
+    let (mut start, mut end) = (i64::MAX, i64::MIN);
+    for table in [
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ] {
+        let (s, e): (i64, i64) = conn
+            .query_row(
+                &format!("SELECT min(start), max(end) FROM {table}"),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        (start, end) = (start.min(s), end.max(e));
     }
-    tx.commit().unwrap();
-    dst
+    let seconds = (end - start) as f64 / 1e9;
+    let mut out: BTreeMap<String, f64> = BTreeMap::new();
+    for r in ranges(path).iter().filter(|r| r.2 >= start && r.2 < end) {
+        *out.entry(shape(&r.4)).or_default() += (r.3 - r.2) as f64 / 1000.0 / seconds;
+    }
+    out
 }
 
-#[test]
-fn mfu_captures_of_other_blocks_show_no_new_or_removed_row_for_a_shape_both_have() {
-    let dir = tempfile::TempDir::new().unwrap();
-    let before = public_trace(MFU_BEFORE);
-    let after = other_blocks_copy(&before, dir.path());
-    let json = analyze(&[&before, &after], &[]);
-    let b_shapes = shapes_in(&before, window(&json["baseline"]));
-    let t_shapes = shapes_in(&after, window(&json["target"]));
-    let both: BTreeSet<&String> = b_shapes.intersection(&t_shapes).collect();
-    assert!(
-        both.contains(&"FSDP::pre_forward (blocks.*._checkpoint_wrapped_module)".to_string()),
-        "{both:?}"
+/// Asserts that a comparison row (or member) has the baseline and target figures SQL gives its
+/// name (0 where a side lacks it), and returns them.
+fn assert_both(r: &Value, b: &BTreeMap<String, f64>, t: &BTreeMap<String, f64>) -> (f64, f64) {
+    let name = r["name"].as_str().unwrap();
+    let (bv, tv) = (
+        b.get(name).copied().unwrap_or(0.0),
+        t.get(name).copied().unwrap_or(0.0),
     );
-    let rows = json["comparison"]["nvtx"].as_array().unwrap();
+    assert!(close(f(&r["baseline_us_per_step"]), bv), "{r} vs {bv}");
+    assert!(close(f(&r["target_us_per_step"]), tv), "{r} vs {tv}");
+    (bv, tv)
+}
+
+/// The real pair (`mfu_2gpu_before` → `mfu_2gpu_after`): the same FSDP training step captured
+/// before and after a change, the two 1-second slices covering other blocks (FSDP's
+/// pre-forward: blocks 4-18 in the baseline's steady window, 9-22 in the target's). Every figure is recomputed from plain SQL over both
+/// files: the ops (one row per shape, NEW or REMOVED only for a shape one window lacks), each
+/// grouped op's instances and its members' time per step, the coverage warning, and the whole
+/// windows' NVTX table.
+#[test]
+fn mfu_before_and_after_group_their_blocks_by_shape_as_plain_sql_does() {
+    let before = public_trace(MFU_BEFORE);
+    let after = public_trace(MFU_AFTER);
+    let json = analyze(&[&before, &after], &[]);
+    let (b, t) = (&json["baseline"], &json["target"]);
+    let (wb, wt) = (window(b), window(t));
+    let steps = |b: &Value| b["step_wall_times_us"].as_array().unwrap().len();
+    let (b_names, t_names) = (names_by_shape(&before, wb), names_by_shape(&after, wt));
+    let (b_time, t_time) = (
+        us_per_step_by_name(&before, wb, steps(b)),
+        us_per_step_by_name(&after, wt, steps(t)),
+    );
+    let c = &json["comparison"];
+    let rows = c["nvtx"].as_array().unwrap();
+
+    // One row per shape of either window; NEW / REMOVED only for a shape one lacks.
+    let shapes: BTreeSet<&str> = b_names
+        .keys()
+        .chain(t_names.keys())
+        .map(String::as_str)
+        .collect();
+    let listed: BTreeSet<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(listed, shapes);
     for r in rows {
-        let name = r["name"].as_str().unwrap_or("");
-        if both.iter().any(|s| s.as_str() == name) {
+        let name = r["name"].as_str().unwrap();
+        let want = match (b_names.contains_key(name), t_names.contains_key(name)) {
+            (false, _) => Some("NEW"),
+            (_, false) => Some("REMOVED"),
+            _ => None,
+        };
+        match want {
+            Some(status) => assert_eq!(r["status"], status, "{r}"),
+            None => assert!(r["status"] != "NEW" && r["status"] != "REMOVED", "{r}"),
+        }
+    }
+
+    // Grouped ops: their instances and members, each member's time per step.
+    let mut differ: Vec<(usize, &str, [usize; 3])> = Vec::new();
+    let empty = BTreeSet::new();
+    for r in rows {
+        let name = r["name"].as_str().unwrap();
+        let (bn, tn) = (
+            b_names.get(name).unwrap_or(&empty),
+            t_names.get(name).unwrap_or(&empty),
+        );
+        let names: BTreeSet<&String> = bn.union(tn).collect();
+        if names.iter().all(|n| n.as_str() == name) {
+            assert!(r.get("instances").is_none(), "{r}");
+            continue;
+        }
+        let common = bn.intersection(tn).count();
+        let want = [bn.len(), tn.len(), common];
+        let i = &r["instances"];
+        let got =
+            [&i["baseline"], &i["target"], &i["common"]].map(|v| v.as_u64().unwrap() as usize);
+        assert_eq!(got, want, "{name}");
+        // Both windows have the op, and one has a name the other lacks.
+        if !bn.is_empty() && !tn.is_empty() && bn != tn {
+            differ.push((bn.len() + tn.len() - 2 * common, name, want));
+        }
+        let members = r["members"].as_array().unwrap();
+        let listed: BTreeSet<&str> = members.iter().filter_map(|m| m["name"].as_str()).collect();
+        assert_eq!(listed, names.iter().map(|n| n.as_str()).collect(), "{name}");
+        let (mut b_sum, mut t_sum) = (0.0, 0.0);
+        for m in members {
+            let (bv, tv) = assert_both(m, &b_time, &t_time);
+            (b_sum, t_sum) = (b_sum + bv, t_sum + tv);
+        }
+        assert!(close(f(&r["baseline_us_per_step"]), b_sum), "{r}");
+        assert!(close(f(&r["target_us_per_step"]), t_sum), "{r}");
+    }
+    // The slices cover other blocks: FSDP's pre-forward in 15 blocks of the baseline's window,
+    // 14 of the target's, 10 in both (SQL).
+    let fsdp = "FSDP::pre_forward (blocks.*._checkpoint_wrapped_module)";
+    let (bn, tn) = (&b_names[fsdp], &t_names[fsdp]);
+    assert!(
+        bn.intersection(tn).count() < bn.len().min(tn.len()),
+        "{bn:?} {tn:?}"
+    );
+
+    // The warning names the ops whose instances differ, most missing first, then by name.
+    differ.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(y.1)));
+    assert!(differ.iter().any(|d| d.1 == fsdp), "{differ:?}");
+    let coverage: Vec<&str> = c["coverage"]
+        .as_array()
+        .expect("coverage warned")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let warning = coverage
+        .iter()
+        .find(|w| w.starts_with("the captures cover different instances"))
+        .unwrap_or_else(|| panic!("{coverage:?}"));
+    let plural = if differ.len() == 1 { "" } else { "s" };
+    assert!(
+        warning.contains(&format!(
+            "of {} op{plural} both traces have: ",
+            differ.len()
+        )),
+        "{warning}"
+    );
+    let examples: Vec<String> = differ
+        .iter()
+        .take(3)
+        .map(|(_, name, [b, t, c])| {
+            format!("{name} ({b} in the baseline, {t} in the target, {c} in both)")
+        })
+        .collect();
+    assert!(
+        warning.contains(&examples.join("; ")),
+        "{warning} vs {examples:?}"
+    );
+
+    // The whole windows' NVTX table: every shape's time per second of kernel window.
+    let (b_s, t_s) = (us_per_s_by_shape(&before), us_per_s_by_shape(&after));
+    let windowed = c["window"]["nvtx"].as_array().unwrap();
+    assert!(windowed.iter().any(|r| r["name"] == fsdp));
+    for r in windowed {
+        let (bv, tv) = assert_both(r, &b_s, &t_s);
+        if bv > 0.0 && tv > 0.0 {
             assert!(r["status"] != "NEW" && r["status"] != "REMOVED", "{r}");
         }
     }
-    // Every row is one of the SQL shapes, and every shape both have is a row.
-    let names: BTreeSet<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
-    for s in &both {
-        assert!(names.contains(s.as_str()), "{s} has no row");
-    }
-    let fsdp = row(
-        &json["comparison"]["nvtx"],
-        "FSDP::pre_forward (blocks.*._checkpoint_wrapped_module)",
-    );
-    let i = &fsdp["instances"];
-    assert!(i["common"].as_u64() < i["baseline"].as_u64(), "{fsdp}");
-    // The whole-window table groups the same way.
-    let windowed = row(
-        &json["comparison"]["window"]["nvtx"],
-        "FSDP::pre_forward (blocks.*._checkpoint_wrapped_module)",
-    );
-    assert!(
-        windowed["status"] != "NEW" && windowed["status"] != "REMOVED",
-        "{windowed}"
-    );
-    let coverage = json["comparison"]["coverage"]
-        .as_array()
-        .expect("coverage warned");
-    assert!(
-        coverage
-            .iter()
-            .any(|w| w.as_str().unwrap_or("").contains("FSDP::")),
-        "{coverage:?}"
-    );
 }
 
 #[test]

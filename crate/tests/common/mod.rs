@@ -381,19 +381,26 @@ pub fn json_close(a: &serde_json::Value, b: &serde_json::Value, rel: f64) -> boo
     }
 }
 
-/// The tests' own NVTX op shape rule (`docs/spec.md` §3, NVTX ops), written apart from the
-/// crate's: PyTorch `emit_nvtx` suffixes dropped, then each digit run that does not follow a
-/// letter read as `*`, a `0x` hex id as `0x*`; a name of digits and spaces kept whole.
-pub fn nvtx_op_shape(name: &str) -> String {
-    // Compiled once: a test shapes every range of an export (debug builds compile slowly).
+/// An NVTX range's op name: the name without PyTorch's `emit_nvtx` suffixes (`, seq = …`,
+/// `, op_id = …`, `, sizes = […]`, `, input_op_ids = […]`), written apart from the crate's.
+pub fn nvtx_op_name(name: &str) -> &str {
+    // Compiled once: a test names every range of an export (debug builds compile slowly).
     static SUFFIX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r", (seq = -?\d|op_id = \d|sizes = \[|input_op_ids = \[)")
             .expect("constant regex")
     });
+    SUFFIX.find(name).map_or(name, |m| &name[..m.start()])
+}
+
+/// The tests' own NVTX op shape rule (`docs/spec.md` §3, NVTX ops), written apart from the
+/// crate's: PyTorch `emit_nvtx` suffixes dropped ([`nvtx_op_name`]), then each digit run that
+/// does not follow a letter read as `*`, a `0x` hex id as `0x*`; a name of digits and spaces
+/// kept whole.
+pub fn nvtx_op_shape(name: &str) -> String {
     static RUN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"[A-Za-z][0-9]+|0[xX][0-9A-Fa-f]+|[0-9]+").expect("constant regex")
     });
-    let op = SUFFIX.find(name).map_or(name, |m| &name[..m.start()]);
+    let op = nvtx_op_name(name);
     if op.chars().all(|c| c.is_ascii_digit() || c == ' ') {
         return op.to_string();
     }
