@@ -1128,8 +1128,8 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
         assert!(c.share > 0.95, "{g:?}");
     }
     assert_eq!(
-        (top[2].start_ns, top[2].end_ns, top[2].prev_kernel.as_str()),
-        (1892414795, 1905382031, "[CUDA memset]")
+        (top[2].start_ns, top[2].end_ns, top[2].prev_kernel.as_deref()),
+        (1892414795, 1905382031, Some("[CUDA memset]"))
     );
 
     // GindaChen h100_2gpu: copies keep both GPUs busy. Per device 223 pinned host-to-device
@@ -1164,14 +1164,14 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
         (
             largest.start_ns,
             largest.end_ns,
-            largest.prev_kernel.as_str(),
-            largest.next_kernel.as_str()
+            largest.prev_kernel.as_deref(),
+            largest.next_kernel.as_deref()
         ),
         (
             156064988229,
             156065750091,
-            "[CUDA memcpy Device-to-Device]",
-            "[CUDA memcpy Host-to-Device]"
+            Some("[CUDA memcpy Device-to-Device]"),
+            Some("[CUDA memcpy Host-to-Device]")
         )
     );
     let cause = device0_gap_cause(two_gpus, (156064988229, 156065750091));
@@ -1670,11 +1670,29 @@ fn planted_host_records_explain_exactly_the_time_placed() {
         "{}",
         busy.fix
     );
+    // Device 0's launching threads were sampled and scheduled; device 1's process (which ran
+    // only a copy and a kernel) was not, and device 1 idles over the rest of the window (the
+    // verdict's: first GPU operation to last, on any device): the capture cannot say what its
+    // host did then, and says so for it alone.
+    let second = &report.idle.per_device[1];
     assert!(
-        !findings
-            .iter()
-            .any(|f| f.title.contains("cannot say what the host did")),
-        "samples and scheduling were recorded"
+        !second.cpu_records.scheduling && !second.cpu_records.samples,
+        "{:?}",
+        second.cpu_records
+    );
+    assert!(
+        second.causes.iter().any(|c| c.kind.name() == "untraced"),
+        "{:?}",
+        second.causes
+    );
+    let asks = findings
+        .iter()
+        .find(|f| f.title.contains("cannot say what the host did"))
+        .expect("the capture's records of device 1's process are missing");
+    assert!(
+        asks.evidence.contains("no scheduling records or CPU samples"),
+        "{}",
+        asks.evidence
     );
 }
 

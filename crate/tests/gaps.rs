@@ -1,11 +1,14 @@
 //! The GPU-idle gap histogram against the `gaps` scenario, whose generator placed gaps of known
-//! sizes in every bucket and recorded their counts and totals.
+//! sizes in every bucket and recorded their counts and totals; the verdict's and the
+//! drill-down's idle time over one window, against plain SQL over every public export and
+//! scenario.
 
 mod common;
 
 use std::path::Path;
 
-use nsys_lens::drill::gap_report::gap_report;
+use nsys_lens::detect::{DetectConfig, detect_rows};
+use nsys_lens::drill::gap_report::{fold_gaps, gap_report};
 use nsys_lens::drill::gaps::{GapBucket, GapSweep, bucket_of, idle_gap_histogram};
 use nsys_lens::index::rows::RowIndex;
 use nsys_lens::model::{Kernels, Trace};
@@ -45,9 +48,30 @@ fn every_bucket_matches_the_generated_gaps() {
     }
 }
 
-/// Per device: the kernels' intervals sorted and merged, the holes between them bucketed.
+/// The stretches of `window` (`[ws, we)`) that no interval of `busy` (sorted by start, each
+/// taking time) covers: the window minus their union.
+fn uncovered(busy: &[(i64, i64)], (ws, we): (i64, i64)) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut from = ws;
+    for &(s, e) in busy {
+        if s.min(we) > from {
+            out.push(s.min(we) - from);
+        }
+        from = from.max(e);
+    }
+    if we > from {
+        out.push(we - from);
+    }
+    out
+}
+
+/// Per device: the window (`window`, else the first kernel's start to the last end) minus the
+/// union of the device's kernels, bucketed stretch by stretch.
 fn brute_force(trace: &Trace, window: Option<(i64, i64)>) -> ([u64; 9], [i64; 9]) {
     let k = &trace.kernels;
+    let extent = (0..k.len()).fold((i64::MAX, i64::MIN), |(lo, hi), i| {
+        (lo.min(k.start[i]), hi.max(k.end[i]))
+    });
     let (mut counts, mut totals) = ([0u64; 9], [0i64; 9]);
     for d in k.devices() {
         let mut spans: Vec<(i64, i64)> = (0..k.len())
@@ -55,16 +79,9 @@ fn brute_force(trace: &Trace, window: Option<(i64, i64)>) -> ([u64; 9], [i64; 9]
             .map(|i| (k.start[i], k.end[i]))
             .collect();
         spans.sort_unstable();
-        let mut busy_until: Option<i64> = None;
-        for (s, e) in spans {
-            if let Some(p) = busy_until
-                && s > p
-                && window.is_none_or(|(ws, we)| p >= ws && s <= we)
-            {
-                counts[bucket_of(s - p)] += 1;
-                totals[bucket_of(s - p)] += s - p;
-            }
-            busy_until = Some(busy_until.map_or(e, |p| p.max(e)));
+        for ns in uncovered(&spans, window.unwrap_or(extent)) {
+            counts[bucket_of(ns)] += 1;
+            totals[bucket_of(ns)] += ns;
         }
     }
     (counts, totals)
@@ -212,48 +229,51 @@ fn kernels_that_take_no_time_split_no_gap_in_any_histogram() {
     let top = drill.top.iter().chain(&drill.device_idle.top);
     for gap in top {
         assert!(
-            gap.prev_kernel != TIMELESS && gap.next_kernel != TIMELESS,
+            gap.prev_kernel.as_deref() != Some(TIMELESS)
+                && gap.next_kernel.as_deref() != Some(TIMELESS),
             "a gap listed beside a kernel that takes no time: {gap:?}"
         );
     }
 }
 
-/// `(count, total ns)` per bucket of every device's idle gaps as plain SQL and brute force find
-/// them in the export at `path`: its GPU work rows ([`common::gpu_work_select`]: kernels, graph
-/// replays, copies, memsets) per device in start order, rows that take no time skipped, each gap
-/// between the busy time so far and the next row's start, kept when wholly inside `window`.
-fn sql_device_gaps(path: &Path, window: Option<(i64, i64)>) -> Vec<(u64, i64)> {
-    let conn = common::open_export(path);
-    let Some(work) = common::gpu_work_select(&conn) else {
-        return vec![(0, 0); 9];
+/// Per device (ascending) of the export at `path`, its idle stretches in `window`, else in the
+/// verdict's window (spec §2: the first GPU operation's start to the last one's end), as plain
+/// SQL and brute force find them: its GPU work rows ([`common::gpu_work_select`]: kernels,
+/// graph replays, copies, memsets) that take time, sorted by start, and the window minus their
+/// union.
+fn sql_device_stretches(path: &Path, window: Option<(i64, i64)>) -> Vec<(i64, Vec<i64>)> {
+    let (busy, extent) = sql_busy(&common::open_export(path));
+    let Some(window) = window.or(extent) else {
+        return Vec::new();
     };
-    let sql = format!(
-        "SELECT deviceId, start, end FROM ({work}) WHERE end > start ORDER BY deviceId, start, end"
-    );
-    let mut st = conn.prepare(&sql).expect("GPU work");
-    let rows = st
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        })
-        .expect("rows");
-    let (mut counts, mut totals) = ([0u64; 9], [0i64; 9]);
-    let mut busy: Option<(i64, i64)> = None;
-    for row in rows {
-        let (device, s, e) = row.expect("row");
-        match busy {
-            Some((d, until)) if d == device => {
-                if s > until && window.is_none_or(|(ws, we)| until >= ws && s <= we) {
-                    counts[bucket_of(s - until)] += 1;
-                    totals[bucket_of(s - until)] += s - until;
-                }
-                busy = Some((d, until.max(e)));
-            }
-            _ => busy = Some((device, e)),
+    busy.into_iter()
+        .map(|(device, busy)| (device, uncovered(&busy, window)))
+        .collect()
+}
+
+/// Per device of an export (every device with GPU work), its GPU work rows that take time,
+/// `(start, end)` sorted; and the first start and last end of all rows, if there are any.
+fn sql_busy(conn: &rusqlite::Connection) -> (Vec<(i64, Vec<(i64, i64)>)>, Option<(i64, i64)>) {
+    let (rows, hull) = common::gpu_work_rows(conn, "");
+    let mut per: Vec<(i64, Vec<(i64, i64)>)> = Vec::new();
+    for (device, s, e) in rows.iter().copied() {
+        if per.last().is_none_or(|p| p.0 != device) {
+            per.push((device, Vec::new()));
         }
+        if let Some(p) = per.last_mut().filter(|_| e > s) {
+            p.1.push((s, e));
+        }
+    }
+    per.iter_mut().for_each(|p| p.1.sort_unstable());
+    (per, (!rows.is_empty()).then_some(hull))
+}
+
+/// `(count, total ns)` per bucket of every device's idle stretches ([`sql_device_stretches`]).
+fn sql_device_gaps(path: &Path, window: Option<(i64, i64)>) -> Vec<(u64, i64)> {
+    let (mut counts, mut totals) = ([0u64; 9], [0i64; 9]);
+    for ns in sql_device_stretches(path, window).into_iter().flat_map(|d| d.1) {
+        counts[bucket_of(ns)] += 1;
+        totals[bucket_of(ns)] += ns;
     }
     counts.into_iter().zip(totals).collect()
 }
@@ -339,4 +359,79 @@ fn verdict_and_drill_down_device_idle_histograms_agree_on_every_public_export() 
         compared += usize::from(whole > 0);
     }
     assert!(compared >= 8, "only {compared} exports with idle gaps");
+}
+
+/// One window for idle time (spec §2): per device, the drill-down's idle time (`idle.per_device`,
+/// which its causes add up to) and the verdict's (`per_device`: window − busy) are the window
+/// minus the device's busy time as plain SQL finds it ([`sql_device_stretches`]); the
+/// drill-down's device-idle histogram holds that time, as a share of device time equal to the
+/// verdict's M1. Returns the idle time the devices spend before their first operation or after
+/// their last (what a per-device window would not count), ns.
+fn assert_one_idle_window(trace: &Trace, path: &Path, label: &str) -> i64 {
+    let want: Vec<(u32, i64)> = sql_device_stretches(path, None)
+        .into_iter()
+        .map(|(d, v)| (d as u32, v.iter().sum()))
+        .collect();
+    let index = [RowIndex::loaded(trace, label, None)];
+    let (gaps, idle) = fold_gaps(&index, 5, None);
+    let drill: Vec<(u32, i64)> = idle
+        .per_device
+        .iter()
+        .map(|d| (d.device, d.idle_ns))
+        .collect();
+    assert_eq!(drill, want, "{label}: drill's idle.per_device");
+    for d in &idle.per_device {
+        let causes: i64 = d.causes.iter().map(|c| c.ns).sum();
+        assert_eq!(causes, d.idle_ns, "{label}: device {} causes", d.device);
+    }
+    let verdict = detect_rows(trace, &DetectConfig::default()).expect("detect");
+    let detect: Vec<(u32, i64)> = verdict
+        .per_device
+        .iter()
+        .map(|d| (d.device, ((d.window_us - d.busy_us) * 1000.0).round() as i64))
+        .collect();
+    assert_eq!(detect, want, "{label}: detect's per_device idle");
+    let total: i64 = want.iter().map(|d| d.1).sum();
+    let ns = |us: f64| (us * 1000.0).round() as i64;
+    assert_eq!(ns(gaps.device_idle.total_us), total, "{label}: histogram");
+    let m1 = verdict.evidence["gpu_idle_ratio"].value.expect("M1");
+    assert!(
+        (gaps.device_idle.idle_share - m1).abs() < 1e-9,
+        "{label}: idle share {} vs M1 {m1}",
+        gaps.device_idle.idle_share
+    );
+    // What a window per device (first to last operation of each) would leave out.
+    let mut inner = 0;
+    for (_, busy) in sql_busy(&common::open_export(path)).0 {
+        let Some(first) = busy.first() else { continue };
+        let own = (first.0, busy.iter().map(|b| b.1).max().unwrap_or(0));
+        inner += uncovered(&busy, own).iter().sum::<i64>();
+    }
+    total - inner
+}
+
+#[test]
+fn drill_and_detect_count_idle_over_one_window_on_every_public_export() {
+    let mut edges = Vec::new();
+    for path in common::public_exports_with_kernels() {
+        let label = path.display().to_string();
+        let trace = load_path(&path, LoadOptions::all()).expect("load");
+        let edge = assert_one_idle_window(&trace, &path, &label);
+        edges.push((label, edge));
+    }
+    // The case: GPU 1 of h100_2gpu_1s.v2 starts after GPU 0 and ends before it.
+    let h100 = edges.iter().find(|e| e.0.contains("h100_2gpu_1s.v2"));
+    assert!(h100.is_some_and(|e| e.1 > 0), "{edges:?}");
+}
+
+#[test]
+fn drill_and_detect_count_idle_over_one_window_on_every_scenario() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut edges = 0;
+    for &(scenario, _) in nsys_lens::synth::scenarios() {
+        let path = common::generate_in(dir.path(), scenario);
+        let trace = load_path(&path, LoadOptions::all()).expect("load");
+        edges += assert_one_idle_window(&trace, &path, scenario);
+    }
+    assert!(edges > 0, "no scenario has a device idle at the window's edges");
 }

@@ -4,7 +4,9 @@ rows with SQL and brute force, for checking the Rust sweep (crate/src/drill/idle
 
 The rules are the ones the core documents (the name catalogue, the precedence, the innermost
 range's label); the algorithm is not: per device, the idle gaps are the holes between its kernels
-merged in start order, and each gap is cut at every boundary of a call or range of the processes
+merged in start order, and the stretches from the window's start (the first kernel's start on any
+device; the window of the verdict, spec §2) to its first kernel and from its last kernel's end to
+the window's end (the last end on any device), and each gap is cut at every boundary of a call or range of the processes
 that launch on the device; each piece goes to the first cause of PRECEDENCE with a call, range or
 overhead record (the driver's CUPTI_ACTIVITY_KIND_OVERHEAD, nsys's PROFILER_OVERHEAD) covering all
 of it (and OS runtime calls, OSRT_API, of a launching thread only: named `function from caller`
@@ -329,6 +331,7 @@ def attribute(path):
     sched, sampled = sched_events(db, tables), samples(db, tables)
     launchers = {c[6] for c in calls if c[3] == "launch"}
     out = {}
+    window = (min((k[1] for k in kernels), default=0), max((k[2] for k in kernels), default=0))
     for device in sorted({k[0] for k in kernels}):
         pids = {process(k[3]) for k in kernels if k[0] == device}
         threads = {t for t in launchers if process(t) in pids}
@@ -339,9 +342,15 @@ def attribute(path):
         for d, start, end, _ in kernels:
             if d != device or end <= start:
                 continue
+            if busy is None and start > window[0]:
+                gaps.append((window[0], start))
             if busy is not None and start > busy:
                 gaps.append((busy, start))
             busy = end if busy is None else max(busy, end)
+        if busy is not None and window[1] > busy:
+            gaps.append((busy, window[1]))
+        elif busy is None and window[1] > window[0]:
+            gaps.append(window)
         mine_os = [c for c in os_calls if c[6] in threads]
         spans = sorted((s[:6] for s in calls + records + mine_os + ranges
                         if s[1] > s[0] and s[2] in pids),

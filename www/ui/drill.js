@@ -51,13 +51,15 @@ function drOverlaps(list) {
 }
 
 // The kernels either side of a gap, one per line.
+// A device-idle stretch at the window's edge has no operation on that side (null).
 function drNeighbours(gap) {
-  const both = `${gap.prev_kernel} → ${gap.next_kernel}`;
+  const prev = gap.prev_kernel ?? '(window start)';
+  const next = gap.next_kernel ?? '(window end)';
   return el(
     'td',
-    { class: 'mono small neighbours', title: both },
-    el('div', { class: 'clamp' }, breakable(gap.prev_kernel)),
-    el('div', { class: 'clamp' }, el('span', { class: 'muted', text: '→ ' }), breakable(gap.next_kernel)),
+    { class: 'mono small neighbours', title: `${prev} → ${next}` },
+    el('div', { class: 'clamp' }, breakable(prev)),
+    el('div', { class: 'clamp' }, el('span', { class: 'muted', text: '→ ' }), breakable(next)),
   );
 }
 

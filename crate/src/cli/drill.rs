@@ -22,7 +22,7 @@ pub struct DrillArgs {
     /// How many largest gaps and eager kernel names to list.
     #[arg(long, default_value_t = drill::DEFAULT_TOP, value_parser = top_count)]
     pub top: usize,
-    /// Count only gaps fully inside this window (ns, as in the export).
+    /// Count idle time in this window (ns, as in the export): each device's idle stretches cut to it, stream gaps wholly inside it
     #[arg(long, value_name = "START_NS:END_NS", value_parser = window)]
     pub window: Option<(i64, i64)>,
     #[command(flatten)]

@@ -1,20 +1,24 @@
 //! Inter-kernel gaps ("bubble profiling", reference §9.1, spec §4): per (device, stream) and per
-//! device (idle between any kernels), bucketed, per phase, and the largest gaps attributed to
-//! the kernels on either side and to what the host was doing meanwhile.
+//! device (idle between any GPU work, over the verdict's window), bucketed, per phase, and the
+//! largest gaps attributed to the kernels on either side and to what the host was doing
+//! meanwhile.
 //!
 //! One pass over each trace's kernels in start order finds every gap, all devices at once: each
-//! device keeps its busy interval, its streams' and its idle sweep. Every device-idle gap's
+//! device keeps its busy interval, its streams' and its idle sweep. Every device-idle stretch's
 //! time is attributed to its causes by [`super::idle`] (one sweep per device) as the pass finds
 //! it: the device's `idle` section, each top gap's `cause`, and the readings come from it.
 //! A device-idle gap lies whole inside a gap of every stream of the device that ran kernels
 //! before and after it, so a stream gap's causes are those of the device-idle gaps inside it
 //! (the time other streams kept the GPU busy has no cause).
 //!
-//! A lane's gaps are those of [`IdleLane`], which the verdict's histogram reads too: the positive
-//! holes between its merged GPU-work intervals (kernels, graph replays, copies, memsets: the
-//! kernel pass reads `EventRows::gpu_work`), rows that take no time skipped. The row before a
-//! gap is the one whose end closed the busy interval; the row after is the first to start once
-//! the lane is idle.
+//! A stream's gaps are those of [`IdleLane`]: the positive holes between its merged GPU-work
+//! intervals (kernels, graph replays, copies, memsets: the kernel pass reads
+//! `EventRows::gpu_work`), rows that take no time skipped, wholly inside the user's window. A
+//! device's idle time is [`WindowIdle`]'s, which the verdict's histogram reads too: the window
+//! (the user's, else the trace's first GPU operation to its last, as the verdict's) minus its
+//! busy time, in stretches: its lane's gaps, the time before its first operation and after its
+//! last, cut to the window. The row before a gap is the one whose end closed the busy interval;
+//! the row after is the first to start once the lane is idle.
 
 use std::cmp::Reverse;
 
@@ -22,7 +26,8 @@ use serde::Serialize;
 
 use crate::drill::attribution::{GapSpan, Overlap};
 use crate::drill::gaps::{
-    Buckets, GapBucket, IdleGap, IdleLane, bucket_cause, bucket_label, bucket_of,
+    Buckets, GapBucket, IdleGap, IdleLane, IdleStretch, WindowIdle, bucket_cause, bucket_label,
+    bucket_of,
 };
 use crate::drill::idle::{
     AheadWatch, CauseLedger, DeviceIdle, DeviceSweep, GapCause, HostCauses, IdleAttribution, Tally,
@@ -47,8 +52,12 @@ pub struct TopGap {
     pub start_ns: Ns,
     pub end_ns: Ns,
     pub gap_us: f64,
-    pub prev_kernel: String,
-    pub next_kernel: String,
+    /// The GPU operation before it (`None`: a device-idle stretch from the window's start,
+    /// before the device's first operation).
+    pub prev_kernel: Option<String>,
+    /// The GPU operation after it (`None`: a device-idle stretch to the window's end, after
+    /// the device's last operation).
+    pub next_kernel: Option<String>,
     /// NVTX ranges on the launching thread(s) overlapping the gap, largest overlap first.
     pub nvtx: Vec<Overlap>,
     /// CUDA API calls of the launching process(es) overlapping the gap, largest overlap first.
@@ -63,6 +72,22 @@ pub struct TopGap {
     pub cause: Option<GapCause>,
 }
 
+impl TopGap {
+    /// The names of what is on either side, as a reader sees them: the operations, or `window
+    /// start` / `window end` for a device-idle stretch at the window's edge.
+    pub fn sides(&self) -> (&str, &str) {
+        (
+            self.prev_kernel.as_deref().unwrap_or(WINDOW_START),
+            self.next_kernel.as_deref().unwrap_or(WINDOW_END),
+        )
+    }
+}
+
+/// What a reader sees on the side of a stretch that starts at the window's start.
+pub const WINDOW_START: &str = "(window start)";
+/// What a reader sees on the side of a stretch that ends at the window's end.
+pub const WINDOW_END: &str = "(window end)";
+
 /// Bucketed gaps of one phase (context or generation), counted when fully inside its steps.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhaseGaps {
@@ -73,7 +98,9 @@ pub struct PhaseGaps {
     pub buckets: Vec<GapBucket>,
 }
 
-/// Device-idle gaps (no GPU work — kernel, graph replay, copy, memset — on any stream of the device).
+/// Device-idle stretches of the window (no GPU work — kernel, graph replay, copy, memset — on
+/// any stream of the device): the gaps between its operations, and the window's time before its
+/// first and after its last ([`WindowIdle`]); their total is the verdict's idle time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IdleGaps {
     pub buckets: Vec<GapBucket>,
@@ -128,8 +155,10 @@ struct Candidate {
     input: usize,
     device: u32,
     stream: Option<u32>,
-    prev: KernelRef,
-    next: KernelRef,
+    /// `None` at the window's start or end (a device-idle stretch before the device's first
+    /// operation or after its last).
+    prev: Option<KernelRef>,
+    next: Option<KernelRef>,
 }
 
 /// What a gap keeps of the kernel on either side: its names, its process and the thread of its
@@ -227,7 +256,8 @@ impl<'t> Collector<'t> {
     }
 }
 
-/// Gaps of every input; `window` keeps only gaps fully inside `[start, end)` (each file's clock).
+/// Gaps of every input; `window` (`[start, end)`, each file's clock) replaces the trace's: the
+/// device-idle stretches are cut to it, per-stream gaps kept when wholly inside it.
 pub fn gap_report(inputs: &[RowIndex<'_>], top: usize, window: Option<(Ns, Ns)>) -> GapReport {
     fold_gaps(inputs, top, window).0
 }
@@ -237,7 +267,12 @@ pub fn gap_report(inputs: &[RowIndex<'_>], top: usize, window: Option<(Ns, Ns)>)
 #[derive(Default)]
 struct Causes<'t> {
     idle: IdleAttribution,
+    /// Per bucket, the causes of the device-idle stretches that are whole gaps between two
+    /// operations ([`IdleStretch::between`]).
     device_buckets: [Tally<'t>; 9],
+    /// Per bucket, the causes of the other stretches (at the window's edges, or cut by it): no
+    /// stream gap holds them.
+    edge_buckets: [Tally<'t>; 9],
     stream_buckets: [Tally<'t>; 9],
 }
 
@@ -366,7 +401,7 @@ impl<'t> GapFolds<'t> {
             .iter()
             .map(|d| DeviceScan {
                 device: d.device,
-                lane: IdleLane::default(),
+                lane: WindowIdle::default(),
                 streams: Vec::new(),
                 last: 0,
                 causes: LaneCauses::new(host.device(d), host.ahead_watch(d, others)),
@@ -379,6 +414,7 @@ impl<'t> GapFolds<'t> {
             ix,
             input,
             window: self.window,
+            span: self.window.unwrap_or(ix.extent),
             scans,
             watching,
         }
@@ -402,6 +438,22 @@ impl<'t> GapFolds<'t> {
             .map(|k| (k.gap, k.causes))
             .unzip();
         let (stream_top, device_top) = finish_top(inputs, kept, split, &top_causes);
+        let Causes {
+            idle,
+            device_buckets: between,
+            edge_buckets,
+            stream_buckets,
+        } = causes;
+        // With one stream per device, the stream gaps are the device stretches between two
+        // operations; the device's buckets add the stretches at the window's edges.
+        let stream_buckets = match one_stream {
+            true => between.clone(),
+            false => stream_buckets,
+        };
+        let mut device_buckets = between;
+        for (all, edge) in device_buckets.iter_mut().zip(&edge_buckets) {
+            all.merge(edge);
+        }
         let bucket_causes = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<Option<GapCause>> {
             (0..tallies.len())
                 .map(|i| tallies[i].gap_cause(b.bucket_total(i)))
@@ -411,16 +463,12 @@ impl<'t> GapFolds<'t> {
             b.dominant()
                 .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
         };
-        let stream_buckets = match one_stream {
-            true => &causes.device_buckets,
-            false => &causes.stream_buckets,
-        };
         let report = GapReport {
             buckets: streams.buckets.list(),
             top: stream_top,
             gaps: streams.buckets.gaps(),
             total_us: us(streams.buckets.total()),
-            reading: read(&streams.buckets, stream_buckets),
+            reading: read(&streams.buckets, &stream_buckets),
             window,
             device_idle: IdleGaps {
                 buckets: devices.buckets.list(),
@@ -429,13 +477,13 @@ impl<'t> GapFolds<'t> {
                 total_us: us(devices.buckets.total()),
                 device_time_us: us(device_time),
                 idle_share: ratio(devices.buckets.total() as f64, device_time as f64),
-                reading: read(&devices.buckets, &causes.device_buckets),
-                bucket_causes: bucket_causes(&devices.buckets, &causes.device_buckets),
+                reading: read(&devices.buckets, &device_buckets),
+                bucket_causes: bucket_causes(&devices.buckets, &device_buckets),
             },
             phases,
-            bucket_causes: bucket_causes(&streams.buckets, stream_buckets),
+            bucket_causes: bucket_causes(&streams.buckets, &stream_buckets),
         };
-        (report, causes.idle)
+        (report, idle)
     }
 }
 
@@ -443,7 +491,7 @@ impl<'t> GapFolds<'t> {
 /// searched from the last one used), its idle sweep and its phase cursors.
 struct DeviceScan<'h, 't> {
     device: u32,
-    lane: IdleLane<KernelRef>,
+    lane: WindowIdle<KernelRef>,
     streams: Vec<(u32, IdleLane<KernelRef>)>,
     last: usize,
     causes: LaneCauses<'h, 't>,
@@ -458,7 +506,10 @@ pub(crate) struct InputGaps<'f, 'h, 't> {
     found: &'f mut Found<'t>,
     ix: &'h RowIndex<'t>,
     input: usize,
+    /// The user's window: per-stream gaps count wholly inside it.
     window: Option<(Ns, Ns)>,
+    /// The window device idle time is counted over: the user's, else the trace's GPU work.
+    span: (Ns, Ns),
     scans: Vec<DeviceScan<'h, 't>>,
     /// Some device watches the others' work during its command-buffer-full records.
     watching: bool,
@@ -485,7 +536,7 @@ impl Fold for InputGaps<'_, '_, '_> {
             thread: call.map(|c| c.thread),
         };
         let d = &mut self.scans[slot];
-        if scan_kernel(d, (self.input, k, me), self.window, self.found) {
+        if scan_kernel(d, (self.input, k, me), (self.window, self.span), self.found) {
             self.ix.peak.intervals(d.causes.sweep.open_intervals());
         }
         if let (Some(w), Some(busy)) = (d.causes.watch.as_mut(), d.lane.busy_until()) {
@@ -495,43 +546,59 @@ impl Fold for InputGaps<'_, '_, '_> {
 }
 
 impl InputGaps<'_, '_, '_> {
-    /// Hands each device's idle time and its causes over, once the pass is done.
+    /// Attributes each device's last stretch (to the window's end) and hands its idle time and
+    /// causes over, once the pass is done.
     pub(crate) fn finish(self) {
-        for d in self.scans {
+        for mut d in self.scans {
+            if let Some(last) = d.lane.finish(self.span) {
+                device_stretch(&mut d, self.input, last, self.found);
+            }
             let idle = d.causes.finish(d.device, self.ix.label.clone());
             self.found.causes.idle.per_device.push(idle);
         }
     }
 }
 
-/// Adds kernel `k` to its device's scan: the device gap it closes (inside `window`) is
-/// attributed and counted; when it takes time, its stream's gap is counted with the causes
-/// pending on the stream. Whether a device gap was attributed (the sweep moved).
+/// Attributes and counts one idle stretch of device `d`'s window.
+fn device_stretch<'t>(
+    d: &mut DeviceScan<'_, 't>,
+    input: usize,
+    s: IdleStretch<KernelRef>,
+    found: &mut Found<'t>,
+) {
+    let c = Candidate {
+        gap: s.ns(),
+        start: s.start,
+        end: s.end,
+        input,
+        device: d.device,
+        stream: None,
+        prev: s.prev,
+        next: s.next,
+    };
+    let buckets = match s.between {
+        true => &mut found.causes.device_buckets,
+        false => &mut found.causes.edge_buckets,
+    };
+    let tally = d.causes.device_gap((c.start, c.end), buckets);
+    found.devices.add(c, tally, &mut d.cursors);
+}
+
+/// Adds kernel `k` to its device's scan: the device-idle stretch it ends (in the window, the
+/// user's `window` or else the trace's `span`) is attributed and counted; when it takes time,
+/// its stream's gap (wholly inside the user's window) is counted with the causes pending on the
+/// stream. Whether a device stretch was attributed (the sweep moved).
 fn scan_kernel<'t>(
     d: &mut DeviceScan<'_, 't>,
     (input, k, me): (usize, &KernelRow, KernelRef),
-    window: Option<(Ns, Ns)>,
+    (window, span): (Option<(Ns, Ns)>, (Ns, Ns)),
     found: &mut Found<'t>,
 ) -> bool {
     let (s, e) = (k.start, k.end);
-    let candidate = |gap: IdleGap<KernelRef>, stream: Option<u32>| Candidate {
-        gap: gap.ns(),
-        start: gap.start,
-        input,
-        device: d.device,
-        stream,
-        end: gap.end,
-        prev: gap.prev,
-        next: me,
-    };
-    let device_gap = d.lane.push(me, s, e).filter(|g| g.inside(window));
-    let swept = device_gap.is_some();
-    if let Some(g) = device_gap {
-        let c = candidate(g, None);
-        let tally = d
-            .causes
-            .device_gap((c.start, c.end), &mut found.causes.device_buckets);
-        found.devices.add(c, tally, &mut d.cursors);
+    let device_stretch_found = d.lane.push(me, (s, e), span);
+    let swept = device_stretch_found.is_some();
+    if let Some(stretch) = device_stretch_found {
+        device_stretch(d, input, stretch, found);
     }
     let stream = k.stream;
     if d.streams.get(d.last).is_none_or(|l| l.0 != stream) {
@@ -547,6 +614,16 @@ fn scan_kernel<'t>(
         .1
         .push(me, s, e)
         .filter(|g| g.inside(window));
+    let candidate = |gap: IdleGap<KernelRef>, stream: Option<u32>| Candidate {
+        gap: gap.ns(),
+        start: gap.start,
+        input,
+        device: d.device,
+        stream,
+        end: gap.end,
+        prev: Some(gap.prev),
+        next: Some(me),
+    };
     // A kernel that takes no time leaves its lane as it was (`IdleLane::push`).
     if e <= s {
         return swept;
@@ -655,17 +732,20 @@ fn finish_top(
 ) -> (Vec<TopGap>, Vec<TopGap>) {
     let mut activity = vec![attribution::HostActivity::default(); kept.len()];
     for (input, ix) in inputs.iter().enumerate() {
-        let mine: Vec<usize> = (0..kept.len())
+        // A stretch at the window's edge has an operation on one side only (a device that ran
+        // only rows taking no time, none: nothing says whose host time it is).
+        let (mine, spans): (Vec<usize>, Vec<GapSpan>) = (0..kept.len())
             .filter(|&i| kept[i].input == input)
-            .collect();
-        let spans: Vec<GapSpan> = mine
-            .iter()
-            .map(|&i| GapSpan {
-                start: kept[i].start,
-                end: kept[i].end,
-                kernels: [kept[i].prev, kept[i].next],
+            .filter_map(|i| {
+                let (prev, next) = (kept[i].prev, kept[i].next);
+                let span = GapSpan {
+                    start: kept[i].start,
+                    end: kept[i].end,
+                    kernels: [prev.or(next)?, next.or(prev)?],
+                };
+                Some((i, span))
             })
-            .collect();
+            .unzip();
         for (i, a) in mine.into_iter().zip(attribution::attribute(ix, &spans)) {
             activity[i] = a;
         }
@@ -696,8 +776,8 @@ fn top_gap(
         start_ns: c.start,
         end_ns: c.end,
         gap_us: us(c.gap),
-        prev_kernel: kernel_name(ix, &c.prev).to_string(),
-        next_kernel: kernel_name(ix, &c.next).to_string(),
+        prev_kernel: c.prev.map(|k| kernel_name(ix, &k).to_string()),
+        next_kernel: c.next.map(|k| kernel_name(ix, &k).to_string()),
         nvtx: a.nvtx,
         api: a.api,
         bucket: bucket_label(b).to_string(),

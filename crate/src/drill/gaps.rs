@@ -1,9 +1,11 @@
 //! GPU-idle gaps: the time between consecutive kernels of a device (any stream), bucketed into
 //! the reference's nine buckets (`[lo, hi)` µs), each with its typical cause (reference §9.1).
 //!
-//! [`IdleLane`] finds a lane's gaps and [`IdleGap::inside`] keeps those in a window for every
-//! gap histogram: the verdict's ([`GapSweep`]) and the drill-down's (per device and per stream,
-//! [`super::gap_report`]), so their device-idle histograms cannot disagree.
+//! [`IdleLane`] finds a lane's gaps; [`WindowIdle`] cuts a device's idle time in the window
+//! into stretches (its gaps, and the window's time before its first and after its last
+//! operation) for every device-idle histogram: the verdict's ([`GapSweep`]) and the
+//! drill-down's ([`super::gap_report`]), so they cannot disagree, nor with the verdict's idle
+//! time. Per-stream lanes keep the gaps wholly inside the window ([`IdleGap::inside`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -200,6 +202,96 @@ impl<K: Copy> IdleLane<K> {
     }
 }
 
+impl<K: Copy> IdleLane<K> {
+    /// The operation whose end closes its busy time so far, once it has had work.
+    pub fn last(&self) -> Option<K> {
+        self.busy.as_ref().map(|b| b.1)
+    }
+}
+
+/// A stretch of a device's idle time inside a window: `[start, end)`, with the operations of
+/// the device on either side (`None`: none on that side, the window's start or end bounds it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleStretch<K> {
+    pub start: Ns,
+    pub end: Ns,
+    pub prev: Option<K>,
+    pub next: Option<K>,
+    /// The stretch is a whole gap between two operations (not cut by the window, nor before
+    /// the device's first operation or after its last): what a per-stream lane can see too.
+    pub between: bool,
+}
+
+impl<K> IdleStretch<K> {
+    /// The stretch's length in ns.
+    pub fn ns(&self) -> Ns {
+        self.end - self.start
+    }
+}
+
+/// One device's idle time in a window (spec §2: `[first GPU operation's start, last one's end]`
+/// over all devices, or the user's), as its GPU work arrives in start order: the window minus
+/// its busy time, in stretches cut at its operations. Between two operations a stretch is the
+/// gap of its [`IdleLane`]; before the device's first operation the window's start opens one,
+/// after its last the window's end closes one (a device that starts late or ends early in a
+/// multi-GPU trace idles there); a gap the window cuts counts the part inside it. So a device's
+/// stretches add up to its idle time as the verdict measures it (M1's numerator), which the
+/// drill-down's attribution, its histogram and the verdict's histogram all count.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WindowIdle<K> {
+    lane: IdleLane<K>,
+}
+
+impl<K: Copy> WindowIdle<K> {
+    /// Where its busy time so far ends, once it has had work.
+    pub fn busy_until(&self) -> Option<Ns> {
+        self.lane.busy_until()
+    }
+
+    /// Adds operation `k` running `[start, end)` (in non-decreasing start); returns the idle
+    /// stretch of `window` it ends, if any.
+    pub fn push(
+        &mut self,
+        k: K,
+        (start, end): (Ns, Ns),
+        window: (Ns, Ns),
+    ) -> Option<IdleStretch<K>> {
+        if end <= start {
+            return None;
+        }
+        if self.lane.busy_until().is_none() {
+            self.lane.push(k, start, end);
+            return stretch((window.0, start), (None, Some(k)), window);
+        }
+        let gap = self.lane.push(k, start, end)?;
+        stretch((gap.start, gap.end), (Some(gap.prev), Some(k)), window)
+    }
+
+    /// The stretch from its last operation (the window's start without any) to the window's
+    /// end, once every operation was pushed.
+    pub fn finish(&self, window: (Ns, Ns)) -> Option<IdleStretch<K>> {
+        let from = self.lane.busy_until().unwrap_or(window.0);
+        stretch((from, window.1), (self.lane.last(), None), window)
+    }
+}
+
+/// `[start, end)` clipped to `window`, if anything of it is left.
+fn stretch<K>(
+    (start, end): (Ns, Ns),
+    (prev, next): (Option<K>, Option<K>),
+    (ws, we): (Ns, Ns),
+) -> Option<IdleStretch<K>> {
+    let (a, b) = (start.max(ws), end.min(we));
+    let between = prev.is_some() && next.is_some() && (a, b) == (start, end);
+    (b > a).then_some(IdleStretch {
+        start: a,
+        end: b,
+        prev,
+        next,
+        between,
+    })
+}
+
 impl<K> IdleGap<K> {
     /// The gap's length in ns.
     pub fn ns(&self) -> Ns {
@@ -212,9 +304,10 @@ impl<K> IdleGap<K> {
     }
 }
 
-/// Positive gaps between a device's merged GPU-work intervals (kernels, graph replays, copies,
-/// memsets: idle between any of them), over
-/// all devices, optionally only those inside `window` (`[start, end)` ns).
+/// Every device's idle stretches in the window ([`WindowIdle`]: the gaps between its merged
+/// GPU-work intervals — kernels, graph replays, copies, memsets — and the window's time before
+/// its first and after its last operation), bucketed; the window is `window` (`[start, end)`
+/// ns), else the first GPU operation's start to the last one's end.
 pub fn idle_gap_histogram(rows: &dyn EventRows, window: Option<(Ns, Ns)>) -> GapHistogram {
     let mut sweep = GapSweep::new(window);
     for ev in rows.gpu_work() {
@@ -226,19 +319,22 @@ pub fn idle_gap_histogram(rows: &dyn EventRows, window: Option<(Ns, Ns)>) -> Gap
     sweep.finish()
 }
 
-/// The idle-gap histogram in one pass over kernels in start order, keeping per device only the
-/// busy interval still open: the page streams kernels into it without holding the table.
+/// The idle-stretch histogram in one pass over GPU work in start order, keeping per device
+/// only the busy interval still open: the page streams the rows into it without holding the
+/// table.
 #[derive(Debug, Clone, Default)]
 pub struct GapSweep {
     window: Option<(Ns, Ns)>,
-    /// Per device (ascending, every device that ran a kernel): its busy union.
-    devices: BTreeMap<u32, IdleLane<()>>,
+    /// The first operation's start and the last end so far (the window when none is given).
+    extent: Option<(Ns, Ns)>,
+    /// Per device (ascending, every device that ran GPU work): its idle time in the window.
+    devices: BTreeMap<u32, WindowIdle<()>>,
     buckets: Buckets,
     order: StartOrder,
 }
 
 impl GapSweep {
-    /// A sweep keeping only gaps inside `window` (`[start, end)` ns), or all of them.
+    /// A sweep over `window` (`[start, end)` ns), or over the rows' extent.
     pub fn new(window: Option<(Ns, Ns)>) -> GapSweep {
         GapSweep {
             window,
@@ -246,21 +342,34 @@ impl GapSweep {
         }
     }
 
-    /// Adds the next kernel; one starting before the previous one is refused (the caller falls
+    /// Adds the next row; one starting before the previous one is refused (the caller falls
     /// back to loading the table) and leaves the sweep unchanged.
     pub fn push(&mut self, ev: &KernelRow) -> Result<(), OutOfOrder> {
         self.order.check(ev)?;
+        let extent = match self.extent {
+            Some((first, last)) => (first, last.max(ev.end)),
+            None => (ev.start, ev.end),
+        };
+        self.extent = Some(extent);
+        // Rows come in start order: the extent's start is known, its end not yet (no gap
+        // reaches past the last end).
+        let window = self.window.unwrap_or((extent.0, Ns::MAX));
         let lane = self.devices.entry(ev.device).or_default();
-        if let Some(gap) = lane.push((), ev.start, ev.end)
-            && gap.inside(self.window)
-        {
-            self.buckets.add(gap.ns());
+        if let Some(s) = lane.push((), (ev.start, ev.end), window) {
+            self.buckets.add(s.ns());
         }
         Ok(())
     }
 
-    /// The histogram of every gap seen.
-    pub fn finish(self) -> GapHistogram {
+    /// The histogram of every stretch, the last ones (to the window's end) included.
+    pub fn finish(mut self) -> GapHistogram {
+        if let Some(window) = self.window.or(self.extent) {
+            for lane in self.devices.values() {
+                if let Some(s) = lane.finish(window) {
+                    self.buckets.add(s.ns());
+                }
+            }
+        }
         GapHistogram {
             buckets: self.buckets.list(),
             gaps: self.buckets.gaps(),

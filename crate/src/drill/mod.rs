@@ -38,7 +38,9 @@ pub const DEFAULT_TOP: usize = 10;
 pub struct DrillOptions {
     /// How many largest gaps and eager kernel names to list.
     pub top: usize,
-    /// Keep only gaps fully inside `[start, end)` ns (each file's own clock).
+    /// Count idle time in `[start, end)` ns (each file's own clock) instead of the trace's
+    /// window (its first GPU operation to its last): each device's idle stretches cut to it,
+    /// per-stream gaps kept when wholly inside it.
     pub window: Option<(Ns, Ns)>,
 }
 

@@ -304,7 +304,8 @@ fn largest_gap_text(d: &DrillReport, g: &CauseGap, device: u32, file: &str) -> S
         t.start_ns == g.start_ns && t.end_ns == g.end_ns && t.device == device && t.file == file
     });
     if let Some(t) = listed {
-        s += &format!(" between {} and {}", t.prev_kernel, t.next_kernel);
+        let (prev, next) = t.sides();
+        s += &format!(" between {prev} and {next}");
     }
     s
 }

@@ -114,8 +114,8 @@ fn top(out: &mut String, gaps: &[TopGap]) {
             g.start_ns,
             g.end_ns,
             g.bucket,
-            g.prev_kernel,
-            g.next_kernel
+            g.sides().0,
+            g.sides().1
         );
         if !g.nvtx.is_empty() {
             let _ = writeln!(out, "      NVTX: {}", overlaps(&g.nvtx));

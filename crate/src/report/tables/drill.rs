@@ -113,7 +113,7 @@ pub fn top_gaps(name: &'static str, title: &'static str, gaps: &[TopGap]) -> Tab
             g.bucket.clone().into(),
             g.prev_kernel.clone().into(),
             g.next_kernel.clone().into(),
-            Cell::List(vec![g.prev_kernel.clone(), format!("→ {}", g.next_kernel)]),
+            Cell::List(vec![g.sides().0.to_string(), format!("→ {}", g.sides().1)]),
             Cell::List(overlap_items(&g.nvtx)),
             Cell::List(overlap_items(&g.api)),
         ]);

@@ -9,6 +9,11 @@
 //!   rows by start, then end, then table (kernels, graph replays, memcpy, memset), then place in
 //!   the table; the row before a gap is the last so read to reach the busy interval's end, the
 //!   row after is the first read after the gap;
+//! - a device's idle time is counted over the window of the verdict (spec §2): the first start
+//!   to the last end of any GPU work row of the trace (rows taking no time included). Its
+//!   `idle_buckets` hold the device's gaps and two more stretches: from the window's start to
+//!   its first row, and from its last row's end to the window's end (no row on that side:
+//!   `null`). The per-stream buckets keep the gaps only;
 //! - a gap names a kernel by its short name, a replay `[CUDA graph replay]`, a copy
 //!   `[CUDA memcpy <direction>]` by its `copyKind` (1 `Host-to-Device`, 2 `Device-to-Host`,
 //!   8 `Device-to-Device`, 9 `Host-to-Host`, 10 `Peer-to-Peer`), a memset `[CUDA memset]`;
@@ -49,15 +54,16 @@ fn bucket(g: Ns) -> usize {
     UPPER_NS.iter().filter(|&&hi| g >= hi).count()
 }
 
-/// A gap between GPU work rows `prev` and `next` (indices into the rows in lane order).
+/// A gap between GPU work rows `prev` and `next` (indices into the rows in lane order; `None`:
+/// the window's start or end).
 #[derive(Debug, Clone, Copy)]
 struct Gap {
     start: Ns,
     end: Ns,
     device: u32,
     stream: Option<u8>,
-    prev: usize,
-    next: usize,
+    prev: Option<usize>,
+    next: Option<usize>,
 }
 
 /// Every GPU work row that takes time, in the order a lane reads them: start, end, then table
@@ -69,8 +75,15 @@ fn work_in_order(tl: &Timeline) -> Vec<Work> {
     rows
 }
 
-/// The gaps of one lane (`lane`: indices into `rows`, in order): union, then holes.
-fn lane_gaps(rows: &[Work], lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
+/// The gaps of one lane (`lane`: indices into `rows`, in order): union, then holes; with a
+/// `window`, also the stretches from its start to the first row and from the last row's end to
+/// its end.
+fn lane_gaps(
+    rows: &[Work],
+    lane: &[usize],
+    stream: Option<u8>,
+    window: Option<(Ns, Ns)>,
+) -> Vec<Gap> {
     // (span start, span end, first row of span, last row of span to reach its end)
     let mut spans: Vec<(Ns, Ns, usize, usize)> = Vec::new();
     for &i in lane {
@@ -85,7 +98,7 @@ fn lane_gaps(rows: &[Work], lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
             _ => spans.push((w.start, w.end, i, i)),
         }
     }
-    spans
+    let mut gaps: Vec<Gap> = spans
         .windows(2)
         .filter(|w| w[1].0 > w[0].1)
         .map(|w| Gap {
@@ -93,22 +106,41 @@ fn lane_gaps(rows: &[Work], lane: &[usize], stream: Option<u8>) -> Vec<Gap> {
             end: w[1].0,
             device: rows[w[0].3].device,
             stream,
-            prev: w[0].3,
-            next: w[1].2,
+            prev: Some(w[0].3),
+            next: Some(w[1].2),
         })
-        .collect()
+        .collect();
+    if let (Some((ws, we)), Some(first), Some(last)) = (window, spans.first(), spans.last()) {
+        let device = rows[first.2].device;
+        let edge = |start: Ns, end: Ns, prev: Option<usize>, next: Option<usize>| Gap {
+            start,
+            end,
+            device,
+            stream,
+            prev,
+            next,
+        };
+        if first.0 > ws {
+            gaps.push(edge(ws, first.0, None, Some(first.2)));
+        }
+        if we > last.1 {
+            gaps.push(edge(last.1, we, Some(last.3), None));
+        }
+    }
+    gaps
 }
 
-/// The gaps of every lane: per (device, stream) when `per_stream`, else per device.
-fn all_gaps(rows: &[Work], per_stream: bool) -> Vec<Gap> {
+/// The gaps of every lane: per (device, stream) when `window` is `None`, else per device with
+/// the stretches at the window's edges.
+fn all_gaps(rows: &[Work], window: Option<(Ns, Ns)>) -> Vec<Gap> {
     let mut lanes: BTreeMap<(u32, Option<u8>), Vec<usize>> = BTreeMap::new();
     for (i, w) in rows.iter().enumerate() {
-        let key = (w.device, per_stream.then_some(w.stream));
+        let key = (w.device, window.is_none().then_some(w.stream));
         lanes.entry(key).or_default().push(i);
     }
     lanes
         .iter()
-        .flat_map(|(&(_, stream), lane)| lane_gaps(rows, lane, stream))
+        .flat_map(|(&(_, stream), lane)| lane_gaps(rows, lane, stream, window))
         .collect()
 }
 
@@ -178,10 +210,11 @@ fn top_gaps(
     gaps.truncate(TOP);
     gaps.iter()
         .map(|g| {
-            let (wp, wn) = (&rows[g.prev], &rows[g.next]);
-            let processes = [wp.proc, wn.proc];
+            let (wp, wn) = (g.prev.map(|i| &rows[i]), g.next.map(|i| &rows[i]));
+            let sides: Vec<&Work> = [wp, wn].into_iter().flatten().collect();
+            let processes: Vec<u8> = sides.iter().map(|w| w.proc).collect();
             // The threads of the calls that issued the rows on either side.
-            let threads: Vec<(u8, u32)> = [wp, wn]
+            let threads: Vec<(u8, u32)> = sides
                 .iter()
                 .filter_map(|w| calls.get(&(w.proc, w.corr)))
                 .map(|&a| (tl.apis[a].proc, tl.apis[a].tid))
@@ -214,8 +247,8 @@ fn top_gaps(
                 "start_ns": g.start,
                 "end_ns": g.end,
                 "gap_us": us(g.end - g.start),
-                "prev_kernel": row_name(tl, wp),
-                "next_kernel": row_name(tl, wn),
+                "prev_kernel": wp.map(|w| row_name(tl, w)),
+                "next_kernel": wn.map(|w| row_name(tl, w)),
                 "nvtx": ranked(tl, nvtx),
                 "api": ranked(tl, api),
             })
@@ -435,12 +468,15 @@ pub fn drill_answers(tl: &Timeline) -> Value {
     if tl.kernels.len() > MAX_KERNELS {
         return Value::Null;
     }
+    let window = work::rows(tl).iter().fold(None, |w: Option<(Ns, Ns)>, r| {
+        Some(w.map_or((r.start, r.end), |(s, e)| (s.min(r.start), e.max(r.end))))
+    });
     let rows = work_in_order(tl);
-    let stream_gaps = all_gaps(&rows, true);
-    let idle_gaps = all_gaps(&rows, false);
+    let stream_gaps = all_gaps(&rows, None);
+    let idle_gaps = window.map_or_else(Vec::new, |w| all_gaps(&rows, Some(w)));
     let calls = all_calls(tl);
     json!({
-        "definitions": "see crate/src/synth/answers/drill.rs: gaps are holes in each lane's union of GPU work rows (kernels, graph replays, memcpy, memset; rows taking no time skipped; lane = device+stream, or device: the standard profile's idle time); gap ends named by kernel short name, [CUDA graph replay], [CUDA memcpy <direction>], [CUDA memset]; top gaps by size, earlier start, lower device/stream; NVTX = push/pop ranges overlapping the gap on the threads of the calls that issued the rows on either side (any thread of their processes when neither call is traced), API = calls of those rows' processes overlapping it, by name, largest overlap first, at most 10; graphs and explain: kernels only",
+        "definitions": "see crate/src/synth/answers/drill.rs: gaps are holes in each lane's union of GPU work rows (kernels, graph replays, memcpy, memset; rows taking no time skipped; lane = device+stream, or device: the standard profile's idle time, counted over the verdict's window, first start to last end of any GPU work row, so a device's lane also holds the stretches from the window's start to its first row and from its last row to the window's end, null on the side with no row); gap ends named by kernel short name, [CUDA graph replay], [CUDA memcpy <direction>], [CUDA memset]; top gaps by size, earlier start, lower device/stream; NVTX = push/pop ranges overlapping the gap on the threads of the calls that issued the rows on either side (any thread of their processes when neither call is traced), API = calls of those rows' processes overlapping it, by name, largest overlap first, at most 10; graphs and explain: kernels only",
         "stream_buckets": buckets(&stream_gaps),
         "idle_buckets": buckets(&idle_gaps),
         "top_stream_gaps": top_gaps(tl, &rows, &calls, stream_gaps),
