@@ -1,6 +1,8 @@
 // Verdict cards: one grid per scope (aggregate, context, generation), one card per metric of
-// spec §2, each with value, threshold and direction, crossed or not, numerator / denominator (µs)
-// and what the metric means — all read from the detect report, nothing recomputed.
+// spec §2, each with value, threshold and direction, crossed or not, the figures its value is
+// computed from — numerator / denominator (µs), or for a mean of ratios with their own
+// denominators each device's or process's (`evidence.parts`) — and what the metric means: all
+// read from the detect report, nothing recomputed.
 
 import { METRICS, SCOPES, el, pct, us, rawValue, directionSign, clear, isNum, counted } from './format.js';
 
@@ -56,8 +58,16 @@ function metricCard(key, s) {
   const ev = s.evidence[key] || {};
   const threshold = ev.threshold ?? (key === 'nccl_ratio' ? s.thresholds.nccl_ratio_caveat : s.thresholds[key]);
   const status = cardStatus(key, value, ev, s);
-  const ratio =
-    isNum(ev.numerator_us) && isNum(ev.denominator_us)
+  const parts = Array.isArray(ev.parts) ? ev.parts : [];
+  const ratio = parts.length
+    ? el(
+        'ul',
+        { class: 'card-parts', 'data-testid': 'card-parts', title: 'the value is the mean of these' },
+        parts.map((p) =>
+          el('li', { dataset: { numeratorUs: rawValue(p.numerator_us), denominatorUs: rawValue(p.denominator_us), value: rawValue(p.value) } }, `${isNum(p.device) ? `GPU ${p.device}` : `pid ${p.pid}`}: ${us(p.numerator_us)} / ${us(p.denominator_us)} = ${pct(p.value)}`),
+        ),
+      )
+    : isNum(ev.numerator_us) && isNum(ev.denominator_us)
       ? `${us(ev.numerator_us)} / ${us(ev.denominator_us)}`
       : 'not computed';
   return el(
@@ -85,7 +95,7 @@ function metricCard(key, s) {
           : '',
       }),
     ),
-    el('div', { class: 'card-ratio mono', title: 'numerator / denominator' }, ratio),
+    el('div', { class: 'card-ratio mono', title: parts.length ? `mean of ${parts.length}` : 'numerator / denominator' }, parts.length ? `mean of ${parts.length}:` : null, ratio),
     el('p', { class: 'card-meaning', text: ev.meaning || '' }),
   );
 }
@@ -146,7 +156,7 @@ export function renderCards(container, tabs, report, activeScope, onScope) {
         box.append(
           el('p', {
             class: 'muted small scope-note',
-            text: `Values are means over ${counted(devices.length, 'device', 'devices')} / ${counted(procs.length, 'process', 'processes')}; numerators and denominators are their sums.`,
+            text: `Values are means over ${counted(devices.length, 'device', 'devices')} / ${counted(procs.length, 'process', 'processes')}: numerator / denominator are their sums where each divides by the window; a card listing each device or process shows the figures its mean is taken over.`,
           }),
         );
       }

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::measure::{Prepared, ScopeMeasure};
-use super::result::{DeviceMetrics, Evidence, ProcessMetrics};
+use super::measure::{PartOf, Prepared, ScopeMeasure};
+use super::result::{DeviceMetrics, Evidence, EvidencePart, ProcessMetrics};
 use super::verdict::Outcome;
 use crate::detect::config::Thresholds;
 use crate::names::launch::LaunchApis;
@@ -42,7 +42,13 @@ const MEANINGS: [(&str, &str); 7] = [
 ];
 
 /// The evidence table of one scope.
-pub fn table(m: &ScopeMeasure, t: &Thresholds, o: &Outcome) -> BTreeMap<&'static str, Evidence> {
+pub fn table(
+    p: &Prepared<'_>,
+    m: &ScopeMeasure,
+    t: &Thresholds,
+    o: &Outcome,
+) -> BTreeMap<&'static str, Evidence> {
+    let pid = |i: crate::model::ProcessIdx| p.trace.processes.pid.get(i as usize).copied();
     let values = [
         m.metrics.gpu_idle_ratio,
         m.metrics.launch_overhead_ratio,
@@ -78,6 +84,24 @@ pub fn table(m: &ScopeMeasure, t: &Thresholds, o: &Outcome) -> BTreeMap<&'static
                 value: values[i],
                 numerator_us: values[i].and(m.numerators.get(key).copied()),
                 denominator_us: values[i].and(m.denominators.get(key).copied()),
+                parts: values[i]
+                    .and(m.parts.get(key))
+                    .into_iter()
+                    .flatten()
+                    .map(|part| EvidencePart {
+                        device: match part.of {
+                            PartOf::Device(d) => Some(d),
+                            PartOf::Process(_) => None,
+                        },
+                        pid: match part.of {
+                            PartOf::Process(i) => pid(i),
+                            PartOf::Device(_) => None,
+                        },
+                        numerator_us: part.numerator_us,
+                        denominator_us: part.denominator_us,
+                        value: part.value,
+                    })
+                    .collect(),
                 threshold: thresholds[i],
                 direction: if key == "gpu_utilization" {
                     "below"

@@ -101,9 +101,32 @@ pub struct ScopeMeasure {
     pub metrics: Metrics,
     pub devices: Vec<DeviceMeasure>,
     pub processes: Vec<ProcessMeasure>,
-    /// Aggregate numerators (µs) per metric key, for the evidence table.
+    /// Aggregate numerators (µs) per metric key, for the evidence table: present where the
+    /// value is numerator ÷ denominator (parts sharing one denominator, the window, or one part).
     pub numerators: BTreeMap<&'static str, f64>,
     pub denominators: BTreeMap<&'static str, f64>,
+    /// Per metric key whose value is the mean of ratios with their own denominators over
+    /// several devices or processes (M5 over busy times, M3a over prep times, M3c over idle
+    /// times): each one's figures, which the value is computed from (no summed numerator and
+    /// denominator then: they divide to another number).
+    pub parts: BTreeMap<&'static str, Vec<Part>>,
+}
+
+/// Whose figures a [`Part`] are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartOf {
+    Device(u32),
+    Process(ProcessIdx),
+}
+
+/// One device's or process's numerator, denominator (µs) and value of a metric that is their
+/// mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Part {
+    pub of: PartOf,
+    pub numerator_us: f64,
+    pub denominator_us: f64,
+    pub value: f64,
 }
 
 impl<'t> Prepared<'t> {
@@ -358,10 +381,12 @@ impl ScopeMeasure {
             processes: Vec::new(),
             numerators: BTreeMap::new(),
             denominators: BTreeMap::new(),
+            parts: BTreeMap::new(),
         }
     }
 
-    /// Aggregates per-device and per-process values: means, with summed numerators.
+    /// Aggregates per-device and per-process values: means, with summed numerators and
+    /// denominators where they divide to the mean, else each part's figures.
     fn combine(
         window_us: f64,
         devices: Vec<DeviceMeasure>,
@@ -380,8 +405,24 @@ impl ScopeMeasure {
         den.insert("gpu_idle_ratio", window_us * nd);
         num.insert("gpu_utilization", busy_sum);
         den.insert("gpu_utilization", window_us * nd);
-        num.insert("nccl_ratio", devices.iter().map(|d| d.nccl_us).sum());
-        den.insert("nccl_ratio", busy_sum);
+        let mut parts = BTreeMap::new();
+        let device_parts: Vec<Part> = devices
+            .iter()
+            .filter_map(|d| {
+                Some(Part {
+                    of: PartOf::Device(d.device?),
+                    numerator_us: d.nccl_us,
+                    denominator_us: d.busy_us,
+                    value: d.nccl_ratio,
+                })
+            })
+            .collect();
+        if device_parts.len() > 1 {
+            parts.insert("nccl_ratio", device_parts);
+        } else {
+            num.insert("nccl_ratio", devices.iter().map(|d| d.nccl_us).sum());
+            den.insert("nccl_ratio", busy_sum);
+        }
 
         let launch: Vec<&ProcessMeasure> =
             processes.iter().filter(|p| p.launch_us.is_some()).collect();
@@ -400,19 +441,44 @@ impl ScopeMeasure {
             (n > 0.0).then(|| preps.iter().map(|p| f(p)).sum::<f64>() / n)
         };
         let exposed: f64 = preps.iter().map(|p| p.exposed_us).sum();
-        if n > 0.0 {
+        let process_parts = |den: fn(&PrepMeasure) -> f64, value: fn(&PrepMeasure) -> f64| {
+            processes
+                .iter()
+                .filter_map(|p| {
+                    let prep = p.prep.as_ref()?;
+                    Some(Part {
+                        of: PartOf::Process(p.process),
+                        numerator_us: prep.exposed_us,
+                        denominator_us: den(prep),
+                        value: value(prep),
+                    })
+                })
+                .collect::<Vec<Part>>()
+        };
+        if n > 1.0 {
+            parts.insert(
+                "host_prep_exposed_ratio",
+                process_parts(|p| p.prep_us, |p| p.exposed_ratio),
+            );
+            parts.insert(
+                "host_prep_idle_attribution",
+                process_parts(|p| p.idle_us, |p| p.idle_attribution),
+            );
+        } else if n > 0.0 {
             num.insert("host_prep_exposed_ratio", exposed);
             den.insert(
                 "host_prep_exposed_ratio",
                 preps.iter().map(|p| p.prep_us).sum(),
             );
-            num.insert("host_prep_perf_impact", exposed);
-            den.insert("host_prep_perf_impact", window_us * n);
             num.insert("host_prep_idle_attribution", exposed);
             den.insert(
                 "host_prep_idle_attribution",
                 preps.iter().map(|p| p.idle_us).sum(),
             );
+        }
+        if n > 0.0 {
+            num.insert("host_prep_perf_impact", exposed);
+            den.insert("host_prep_perf_impact", window_us * n);
         }
         let metrics = Metrics {
             gpu_idle_ratio: dev_mean(|d| d.gpu_idle_ratio),
@@ -430,6 +496,7 @@ impl ScopeMeasure {
             processes,
             numerators: num,
             denominators: den,
+            parts,
         }
     }
 }

@@ -211,7 +211,7 @@ fn assemble(
         inferred_steps: inferred.clone(),
         step_source: catalogue::step_source(host_facts.step_marker.as_ref(), inferred.as_ref()),
         thresholds,
-        evidence: evidence::table(&aggregate, &thresholds.aggregate, &outcome),
+        evidence: evidence::table(&prepared, &aggregate, &thresholds.aggregate, &outcome),
         per_device: evidence::devices(&prepared, &aggregate),
         per_process: evidence::processes(&prepared, &aggregate),
         trace: facts(
@@ -262,7 +262,7 @@ fn phase_result(
         crossed_details: o.crossed,
         window: window_info(&p.facts, m.window_us, source),
         thresholds: *t,
-        evidence: evidence::table(&m, t, &o),
+        evidence: evidence::table(prepared, &m, t, &o),
         per_device: evidence::devices(prepared, &m),
         per_process: evidence::processes(prepared, &m),
         raw_step_count: p.raw_steps,

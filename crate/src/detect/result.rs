@@ -40,12 +40,18 @@ pub struct CrossedDetails {
     pub host_prep_idle_attribution: Option<bool>,
 }
 
-/// One metric with its evidence: value = numerator / denominator, both in µs.
+/// One metric with the figures its value is computed from: value = numerator / denominator,
+/// both in µs; or, for a mean of ratios with their own denominators over several devices or
+/// processes (M5, M3a, M3c), value = the mean of `parts`' values, each its numerator /
+/// denominator (numerator and denominator then `None`: summed, they divide to another number).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
     pub value: Option<f64>,
     pub numerator_us: Option<f64>,
     pub denominator_us: Option<f64>,
+    /// Per device or process, when the value is their mean (else empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<EvidencePart>,
     pub threshold: f64,
     /// `"above"` (crossed when value > threshold) or `"below"` (crossed when value < threshold).
     pub direction: &'static str,
@@ -53,6 +59,57 @@ pub struct Evidence {
     pub crossed: Option<bool>,
     /// One line on what the metric means.
     pub meaning: &'static str,
+}
+
+impl Evidence {
+    /// The figures its value is computed from, as people read them: `numerator / denominator`,
+    /// or for a mean of parts `mean of GPU 0 1.20 ms / 3.00 ms = 40.0%, GPU 1 …` (empty when
+    /// not applicable).
+    pub fn figures(&self) -> String {
+        use crate::format::{duration_us, percent};
+        if self.value.is_none() {
+            return String::new();
+        }
+        if !self.parts.is_empty() {
+            let parts: Vec<String> = self
+                .parts
+                .iter()
+                .map(|p| {
+                    let who = match (p.device, p.pid) {
+                        (Some(d), _) => format!("GPU {d}"),
+                        (None, Some(pid)) => format!("pid {pid}"),
+                        (None, None) => String::new(),
+                    };
+                    format!(
+                        "{who} {} / {} = {}",
+                        duration_us(p.numerator_us),
+                        duration_us(p.denominator_us),
+                        percent(p.value)
+                    )
+                })
+                .collect();
+            return format!("mean of {}", parts.join(", "));
+        }
+        match (self.numerator_us, self.denominator_us) {
+            (Some(n), Some(d)) => format!("{} / {}", duration_us(n), duration_us(d)),
+            _ => String::new(),
+        }
+    }
+}
+
+/// One device's or process's figures of a metric whose value is their mean.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvidencePart {
+    /// The device, for a mean over devices (M5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    /// The process's pid, for a mean over processes (M3a, M3c).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub numerator_us: f64,
+    pub denominator_us: f64,
+    /// numerator / denominator (0 when the denominator is 0, as the metric's rule says).
+    pub value: f64,
 }
 
 /// The analysed window.

@@ -172,7 +172,8 @@ fn metric_table(o: &mut String, ev: &std::collections::BTreeMap<&'static str, Ev
                 },
                 match (e.numerator_us, e.denominator_us) {
                     (Some(n), Some(d)) => format!("{} / {}", duration(n), duration(d)),
-                    _ => String::new(),
+                    // A mean of ratios with their own denominators: each one's figures.
+                    _ => e.figures(),
                 },
             ),
         };
@@ -183,14 +184,15 @@ fn metric_table(o: &mut String, ev: &std::collections::BTreeMap<&'static str, Ev
     }
 }
 
-/// With several devices/processes a value is the mean of their ratios, and the evidence
-/// columns hold sums; say so rather than let the reader divide and get a different number.
+/// With several devices/processes a value is the mean of their ratios: the summed numerator
+/// and denominator divide to it where the ratios share the window as denominator, and a mean
+/// of ratios with their own denominators shows each one's; say so.
 fn summed_note(o: &mut String, devices: usize, processes: usize) {
     if devices > 1 || processes > 1 {
         line(
             o,
             &format!(
-                "  (values are means over {devices} device(s) / {processes} process(es); numerators and denominators are their sums)"
+                "  (values are means over {devices} device(s) / {processes} process(es): numerator / denominator are their sums where each divides by the window, else each one's figures are listed)"
             ),
         );
     }

@@ -22,6 +22,7 @@ pub fn verdict(detect: &DetectReport) -> Table {
             col("crossed", "Crossed", Key),
             col("numerator_us", "Numerator", Duration),
             col("denominator_us", "Denominator", Duration),
+            col("parts", "Mean of (per device or process)", Text),
             col("meaning", "Meaning", Text),
         ],
     );
@@ -39,6 +40,10 @@ pub fn verdict(detect: &DetectReport) -> Table {
             e.crossed.map(|c| if c { "yes" } else { "no" }).into(),
             e.numerator_us.into(),
             e.denominator_us.into(),
+            match e.parts.is_empty() {
+                true => Cell::Missing,
+                false => e.figures().into(),
+            },
             e.meaning.into(),
         ]);
     }
