@@ -422,7 +422,8 @@ fn answer_or_refusal(bytes: &[u8], label: &str, beside: bool) -> Result<Option<S
 }
 
 /// Damaged copies of public exports (`tests/corrupted`: bit flips, garbled pages, truncations,
-/// zeroed blocks; every export with every kind) end in a verdict or a clear error, and the
+/// zeroed blocks, swapped cells, duplicated rowids, flips in two b-tree pages; every export
+/// with every kind) end in a verdict or a clear error, and the
 /// instance survives each: a panic would abort it, so after every damaged file a valid export
 /// must still open and answer in the same instance. The case about to run is logged, so a
 /// trap or a timeout of the runner names it.

@@ -8,9 +8,11 @@
 //!   the page's tests.
 //! - `lint`:  rustfmt check and clippy with warnings denied.
 //! - `bench`: the large-trace benchmark (figures for the README; not a pass/fail test).
+//! - `fuzz`:  long runs of the native fuzz test (damaged exports; see [`fuzz`]).
 //! - `web`, `dist`, `serve`: the static page (see [`web`] and [`serve`]).
 
 mod bench;
+mod fuzz;
 mod serve;
 mod setup;
 mod web;
@@ -51,6 +53,12 @@ tasks:
                         generate a large host-bound trace (cached under target/bench/) and measure
                         the bare SQLite scan, `nsys-lens detect` wall time and peak RSS
                         (defaults: --scale {SCALE}, --runs 3)
+  fuzz [--count N] [--seed S] [--case I] [--debug]
+                        the native fuzz test (crate/tests/fuzz.rs, docs/fuzzing.md) over N damaged
+                        copies of the public exports (default {COUNT}), optimised (--debug: the
+                        unoptimised build, overflow checks on); prints the time per case, mean and
+                        worst, and fails on a hang (a case over 30 s), a panic or an unclear refusal,
+                        naming its case and seed (--case I runs that one alone)
   help                  this text";
 
 fn main() -> ExitCode {
@@ -81,6 +89,10 @@ fn main() -> ExitCode {
             Ok(opts) => bench::bench(&opts),
             Err(msg) => return usage_error(&msg),
         },
+        "fuzz" => match fuzz::Options::parse(rest) {
+            Ok(opts) => fuzz::fuzz(&opts),
+            Err(msg) => return usage_error(&msg),
+        },
         // Internal: the bench runs the bare scan in a child so that its time and memory are
         // measured the same way as `nsys-lens detect`.
         bench::SCAN_CHILD => bench::scan_child(rest),
@@ -103,6 +115,7 @@ fn usage() -> String {
     USAGE
         .replace("{SCALE}", &bench::DEFAULT_SCALE.to_string())
         .replace("{PORT}", &serve::DEFAULT_PORT.to_string())
+        .replace("{COUNT}", &fuzz::DEFAULT_COUNT.to_string())
 }
 
 /// Unknown task or bad option: usage on stderr, exit 2 (as the product's CLI does).
