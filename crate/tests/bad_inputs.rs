@@ -6,9 +6,12 @@ mod common;
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use common::{
-    EXIT_INPUT, EXIT_USAGE, assert_one_line_error, describe, lcg_bytes, nsys_lens, public_trace,
+    BIN, EXIT_INPUT, EXIT_USAGE, assert_one_line_error, describe, lcg_bytes, nsys_lens,
+    public_trace,
 };
 use tempfile::TempDir;
 
@@ -435,5 +438,81 @@ fn huge_but_accepted_durations_and_sizes_do_not_overflow() {
                 assert_one_line_error(&args, &out, EXIT_INPUT, None);
             }
         }
+    }
+}
+
+/// Runs `nsys-lens ARGS…` in `dir`, killed if it is still running after `limit`: `None` for a
+/// hang, which then fails the test instead of hanging it. Its output goes to files (a pipe
+/// nobody reads while it runs could block it).
+fn nsys_lens_within(args: &[&OsStr], dir: &Path, limit: Duration) -> Option<Output> {
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out).unwrap())
+        .stderr(fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("start the nsys-lens binary");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for nsys-lens") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Some(Output {
+        status,
+        stdout: fs::read(out).unwrap(),
+        stderr: fs::read(err).unwrap(),
+    })
+}
+
+/// Issue 48: two bit flips in `NVTX_EVENTS`' pages of a public export — the first turns the key
+/// of cell 246 of its interior page (page 26) from 12303 into 13327 (`PRAGMA integrity_check`:
+/// "Rowid 13327 out of order"), the second a byte of a row on page 412. Every read by `rowid`
+/// range from 12304 up then began at row 12304 again, and `detect` read the same rows for ever.
+/// Every command now ends at once in one line naming the damage and the table (each is given a
+/// minute; the unoptimised build takes well under a second).
+#[test]
+fn an_out_of_order_btree_is_refused_not_read_for_ever() {
+    const LIMIT: Duration = Duration::from_secs(60);
+    let dir = TempDir::new().unwrap();
+    let mut bytes = fs::read(public_trace("GindaChen_nsys-ai__mfu_2gpu_after.sqlite")).unwrap();
+    assert_eq!((bytes[105_020], bytes[1_687_256]), (224, 0), "the export");
+    bytes[105_020] = 232;
+    bytes[1_687_256] = 64;
+    let path = write(&dir, "two-flips.sqlite", &bytes);
+    let report = dir.path().join("report");
+    let commands: [&[&OsStr]; 5] = [
+        &[OsStr::new("detect")],
+        &[OsStr::new("detect"), OsStr::new("--json")],
+        &[OsStr::new("analyze")],
+        &[OsStr::new("drill")],
+        &[
+            OsStr::new("report"),
+            OsStr::new("--out"),
+            report.as_os_str(),
+        ],
+    ];
+    for command in commands {
+        let args = [command, &[path.as_os_str()]].concat();
+        let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+        let out = nsys_lens_within(&args, dir.path(), LIMIT).unwrap_or_else(|| {
+            panic!(
+                "`nsys-lens {}` still ran after {LIMIT:?}: a hang",
+                shown.join(" ")
+            )
+        });
+        let line = assert_one_line_error(&args, &out, EXIT_INPUT, Some("damaged"));
+        assert!(
+            line.contains("two-flips.sqlite") && line.contains("NVTX_EVENTS"),
+            "`nsys-lens {}`: {line}",
+            shown.join(" ")
+        );
     }
 }
