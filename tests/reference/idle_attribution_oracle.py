@@ -22,6 +22,8 @@ meanwhile: the time their rows of each GPU-work table (kernels, graph replays, c
 read from the file's own tables) cover inside it, per device and table, and the time any of
 them covers.
 Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns, label]},
+"buckets": {bucket: {kind: ns}} (per gap-size bucket, `[lo, hi)` µs bounds 1, 5, 10, 50, 100,
+500, 1000, 5000, numbered 0–8 by the gap's whole length),
 "labels": {kind: [[label, ns], …]}, "frames": {kind: [[frame, samples], …]},
 "samples": {kind: n}, "meanwhile": {"ns": n, "busy_ns": n, "work": [[device, kind, ns], …]}}}
 (the five labels holding most of each cause, the five frames sampled most in it, ties by name,
@@ -359,7 +361,9 @@ def attribute(path):
         ahead = []
         starts = [s[0] for s in spans]
         per_kind = defaultdict(lambda: defaultdict(int))
+        per_bucket = defaultdict(lambda: defaultdict(int))
         for gs, ge in gaps:
+            bucket = sum(ge - gs >= hi * 1000 for hi in (1, 5, 10, 50, 100, 500, 1000, 5000))
             near = [(i, s) for i, s in enumerate(spans[:bisect.bisect_left(starts, ge)]) if s[1] > gs]
             cuts = sorted({gs, ge} | {t for _, s in near for t in s[:2] if gs < t < ge})
             for a, b in zip(cuts, cuts[1:]):
@@ -375,6 +379,7 @@ def attribute(path):
                     pieces = cpu_pieces(a, b, mine, threads, mine_samples)
                 for x, y, k, lab in pieces:
                     per_kind[k][lab] += y - x
+                    per_bucket[str(bucket)][k] += y - x
                     if k == "host_ahead":
                         ahead.append((x, y))
                     for at, _, f in mine_samples:
@@ -389,6 +394,7 @@ def attribute(path):
                           for k, fs in frames.items()}
         totals = {k: sum(fs.values()) for k, fs in frames.items()}
         out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held,
+                       "buckets": {b: dict(kinds) for b, kinds in per_bucket.items()},
                        "frames": sampled_frames, "samples": totals}
         if ahead:
             out[device]["meanwhile"] = meanwhile(db, tables, device, ahead)

@@ -4,12 +4,14 @@
 // ranks, findings, and the explainer report's exports, all built in this tab.
 
 import { el, clear, us, ns, int, pct, rawValue, fitCanvas, panel, dataTable, durationColumn, breakable, timelineLink } from './format.js';
+import { renderGapTable } from './gaps.js';
 
 export function renderDrill(container, report, deps) {
   clear(container);
   const panels = [
     drFindings(report.findings || []),
     drIdle(report.idle, deps),
+    drIdleBuckets(report.gaps?.device_idle),
     drGaps(report.gaps, deps),
     drGraphs(report.graphs),
     drPattern(report.patterns),
@@ -165,6 +167,16 @@ function sampled(c) {
 // The calls or ranges holding a cause's idle time; untraced time has no label: nothing recorded.
 function heldBy(c) {
   return (c.labels || []).map((l) => (l.label ? `${l.label} ${ns(l.ns)}` : `nothing recorded ${ns(l.ns)}`));
+}
+
+// The device-idle time by gap size, each bucket with the causes the attribution measured in its
+// gaps (the core's `causes`): the verdict's gap table, measured.
+function drIdleBuckets(idle) {
+  if (!idle || !(Number(idle.gaps) > 0)) return null;
+  const table = el('div', { 'data-testid': 'drill-idle-buckets' });
+  const summary = el('p', { class: 'muted small' });
+  renderGapTable(table, summary, { buckets: idle.buckets, gaps: idle.gaps, total_us: idle.total_us }, 'drill-idle-bucket-table');
+  return panel('GPU-idle time by gap size', 'drill-idle-gaps', el('p', { class: 'small', text: idle.reading || '' }), summary, table);
 }
 
 function drGaps(g, { drawGapHistogram, onGap }) {

@@ -26,8 +26,7 @@ use serde::Serialize;
 
 use crate::drill::attribution::{GapSpan, Overlap};
 use crate::drill::gaps::{
-    Buckets, GapBucket, IdleGap, IdleLane, IdleStretch, WindowIdle, bucket_cause, bucket_label,
-    bucket_of,
+    Buckets, GapBucket, IdleGap, IdleLane, IdleStretch, WindowIdle, bucket_label, bucket_of,
 };
 use crate::drill::idle::{
     AheadWatch, CauseLedger, DeviceIdle, DeviceSweep, GapCause, HostCauses, IdleAttribution, Tally,
@@ -64,7 +63,7 @@ pub struct TopGap {
     pub api: Vec<Overlap>,
     pub bucket: String,
     /// What its measured causes say ([`cause_sentence`]): the dominant cause and its share, or
-    /// that no host activity was recorded, with the bucket's typical cause.
+    /// that no host activity was recorded.
     pub reading: String,
     pub file: String,
     /// The cause holding most of the gap's time, as a share of the gap; `None` for a stream
@@ -137,12 +136,12 @@ pub struct GapReport {
 }
 
 /// The reading of a distribution dominated by `bucket`: what the causes measured in that
-/// bucket's gaps (`causes`, over `gap_ns` of gap time) say, else its typical cause, saying so.
+/// bucket's gaps (`causes`, over `gap_ns` of gap time) say.
 pub fn reading(bucket: usize, causes: &Tally<'_>, gap_ns: Ns) -> String {
     format!(
         "dominated by {}: {}",
         bucket_label(bucket),
-        cause_sentence(causes, gap_ns, bucket_cause(bucket))
+        cause_sentence(causes, gap_ns)
     )
 }
 
@@ -463,15 +462,23 @@ impl<'t> GapFolds<'t> {
             b.dominant()
                 .map(|i| reading(i, &tallies[i], b.bucket_total(i)))
         };
+        // Each bucket with the mix of causes measured in its gaps.
+        let measured = |b: &Buckets, tallies: &[Tally<'_>; 9]| -> Vec<GapBucket> {
+            let mut list = b.list();
+            for (i, bucket) in list.iter_mut().enumerate() {
+                bucket.causes = tallies[i].mix(b.bucket_total(i));
+            }
+            list
+        };
         let report = GapReport {
-            buckets: streams.buckets.list(),
+            buckets: measured(&streams.buckets, &stream_buckets),
             top: stream_top,
             gaps: streams.buckets.gaps(),
             total_us: us(streams.buckets.total()),
             reading: read(&streams.buckets, &stream_buckets),
             window,
             device_idle: IdleGaps {
-                buckets: devices.buckets.list(),
+                buckets: measured(&devices.buckets, &device_buckets),
                 top: device_top,
                 gaps: devices.buckets.gaps(),
                 total_us: us(devices.buckets.total()),
@@ -781,7 +788,7 @@ fn top_gap(
         nvtx: a.nvtx,
         api: a.api,
         bucket: bucket_label(b).to_string(),
-        reading: cause_sentence(causes, c.gap, bucket_cause(b)),
+        reading: cause_sentence(causes, c.gap),
         file: ix.label.clone(),
         cause: causes.gap_cause(c.gap),
     })

@@ -1,5 +1,7 @@
 //! GPU-idle gaps: the time between consecutive kernels of a device (any stream), bucketed into
-//! the reference's nine buckets (`[lo, hi)` µs), each with its typical cause (reference §9.1).
+//! the reference's nine buckets (`[lo, hi)` µs). The reference (§9.1) names a typical cause per
+//! bucket; nsys-lens shows none it did not measure: the drill-down gives each bucket the causes
+//! its gaps' time was attributed to (`causes`), the verdict's histogram none.
 //!
 //! [`IdleLane`] finds a lane's gaps; [`WindowIdle`] cuts a device's idle time in the window
 //! into stretches (its gaps, and the window's time before its first and after its last
@@ -11,40 +13,21 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
+use super::idle::CauseShare;
 use crate::model::rows::EventRows;
 use crate::model::{KernelRow, Ns, OutOfOrder, StartOrder};
 
-/// The nine buckets: upper bounds in ns (the last is open), label, typical cause.
-const BUCKETS: [(Ns, &str, &str); 9] = [
-    (1_000, "< 1 µs", "normal dispatch pipeline"),
-    (5_000, "1–5 µs", "CUDA-graph segment replay overhead"),
-    (10_000, "5–10 µs", "cudaGraphLaunch dispatch"),
-    (
-        50_000,
-        "10–50 µs",
-        "light Python dispatch between graph segments",
-    ),
-    (
-        100_000,
-        "50–100 µs",
-        "gap between piecewise graph replays (Python dispatch loop)",
-    ),
-    (
-        500_000,
-        "100–500 µs",
-        "Python interpreter overhead between launches",
-    ),
-    (
-        1_000_000,
-        "500 µs–1 ms",
-        "heavy Python (tensor view chains, metadata prep)",
-    ),
-    (5_000_000, "1–5 ms", "Python overhead in eager code paths"),
-    (
-        Ns::MAX,
-        "> 5 ms",
-        "host-device sync (.item()) or runtime object creation (cudaEventCreate)",
-    ),
+/// The nine buckets: upper bounds in ns (the last is open) and labels.
+const BUCKETS: [(Ns, &str); 9] = [
+    (1_000, "< 1 µs"),
+    (5_000, "1–5 µs"),
+    (10_000, "5–10 µs"),
+    (50_000, "10–50 µs"),
+    (100_000, "50–100 µs"),
+    (500_000, "100–500 µs"),
+    (1_000_000, "500 µs–1 ms"),
+    (5_000_000, "1–5 ms"),
+    (Ns::MAX, "> 5 ms"),
 ];
 
 /// One bucket of the histogram.
@@ -58,7 +41,11 @@ pub struct GapBucket {
     pub total_us: f64,
     /// Share of all idle-gap time.
     pub share: f64,
-    pub cause: String,
+    /// What held its gaps' time, as the drill-down measures it (each cause's share of the
+    /// bucket's gap time, largest first); empty where nothing was attributed (the verdict's
+    /// histogram, a bucket without gaps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<CauseShare>,
 }
 
 /// Idle gaps of every device, bucketed.
@@ -107,14 +94,14 @@ impl Buckets {
         })
     }
 
-    /// The nine buckets with counts, totals, shares of all gap time and causes.
+    /// The nine buckets with counts, totals and shares of all gap time.
     pub fn list(&self) -> Vec<GapBucket> {
         let all = self.total();
         let mut lo = 0;
         BUCKETS
             .iter()
             .enumerate()
-            .map(|(i, &(hi, label, cause))| {
+            .map(|(i, &(hi, label))| {
                 let bucket = GapBucket {
                     label: label.to_string(),
                     lo_us: lo as f64 / 1000.0,
@@ -126,7 +113,7 @@ impl Buckets {
                     } else {
                         0.0
                     },
-                    cause: cause.to_string(),
+                    causes: Vec::new(),
                 };
                 lo = hi;
                 bucket
@@ -138,11 +125,6 @@ impl Buckets {
 /// A bucket's label (`"50–100 µs"`).
 pub fn bucket_label(bucket: usize) -> &'static str {
     BUCKETS.get(bucket).map_or("", |b| b.1)
-}
-
-/// A bucket's typical cause (reference §9.1).
-pub fn bucket_cause(bucket: usize) -> &'static str {
-    BUCKETS.get(bucket).map_or("", |b| b.2)
 }
 
 /// One lane's busy union (a device, or one stream of it) as its kernels arrive in start order:
@@ -383,7 +365,7 @@ impl GapSweep {
 pub fn bucket_of(ns: Ns) -> usize {
     BUCKETS
         .iter()
-        .position(|&(hi, _, _)| ns < hi)
+        .position(|&(hi, _)| ns < hi)
         .unwrap_or(BUCKETS.len() - 1)
 }
 

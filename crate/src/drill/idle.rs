@@ -432,6 +432,16 @@ pub struct GapCause {
     pub meanwhile: Option<Meanwhile>,
 }
 
+/// One cause's share of some gap time (a bucket's): its kind, the API or NVTX name holding most
+/// of it (`""` for `untraced`), its time and its share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CauseShare {
+    pub kind: CauseKind,
+    pub label: String,
+    pub ns: Ns,
+    pub share: f64,
+}
+
 /// Idle time per (cause, label): a gap's, a bucket's or a device's.
 ///
 /// A gap's tally holds a few entries and is merged into several others (its bucket's, each
@@ -585,6 +595,20 @@ impl<'t> Tally<'t> {
         self.kinds().into_iter().next()
     }
 
+    /// Every cause as a share of `of_ns` (a bucket's gap time), largest first: the mix of
+    /// causes measured in it.
+    pub fn mix(&self, of_ns: Ns) -> Vec<CauseShare> {
+        self.kinds()
+            .into_iter()
+            .map(|k| CauseShare {
+                kind: k.kind,
+                label: k.label.to_string(),
+                ns: k.ns,
+                share: share(k.ns, of_ns),
+            })
+            .collect()
+    }
+
     /// The dominant cause as a share of `of_ns` (a gap's length).
     pub fn gap_cause(&self, of_ns: Ns) -> Option<GapCause> {
         self.dominant().map(|k| GapCause {
@@ -639,15 +663,14 @@ fn share(ns: Ns, of: Ns) -> f64 {
 /// What the measured causes of some gap time say, for a reading: the dominant cause and its
 /// share of `of_ns` (named: a bucket's gaps hold more time than the device's idle time when
 /// other streams ran meanwhile) when the host recorded something; else that nothing was
-/// recorded, with the `typical` cause of such gaps (reference §9.1) as a hint only.
-pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
+/// recorded. No cause the trace does not show (the reference's typical cause of a gap size is
+/// a guess, not a measurement).
+pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns) -> String {
     let kinds = tally.kinds();
     let pct = |ns: Ns| crate::format::percent(share(ns, of_ns));
     let of = crate::format::duration_ns(of_ns);
     match kinds.first() {
-        None if of_ns > 0 => {
-            format!("the GPU ran other streams' kernels throughout; typical: {typical}")
-        }
+        None if of_ns > 0 => "the GPU ran other streams' kernels throughout".to_string(),
         Some(k) if k.kind != Untraced => {
             let cause = tally.gap_cause(of_ns);
             let sampled = cause
@@ -672,11 +695,11 @@ pub fn cause_sentence(tally: &Tally<'_>, of_ns: Ns, typical: &str) -> String {
                 .map(|n| format!(", then {} ({}) {}", n.kind.name(), n.label, pct(n.ns)))
                 .unwrap_or_default();
             format!(
-                "no host activity recorded for {} of the {of} of gap time{next}; typical: {typical}",
+                "no host activity recorded for {} of the {of} of gap time{next}",
                 pct(k.ns)
             )
         }
-        None => format!("no host activity recorded; typical: {typical}"),
+        None => "no host activity recorded".to_string(),
     }
 }
 

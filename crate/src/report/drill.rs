@@ -6,32 +6,47 @@ use super::tables::overlaps;
 use crate::drill::DrillReport;
 use crate::drill::gap_report::TopGap;
 use crate::drill::gaps::GapBucket;
-use crate::drill::idle::{CauseKind, FrameShare, GapCause, IdleAttribution};
+use crate::drill::idle::{CauseKind, CauseShare, FrameShare, IdleAttribution};
 use crate::findings::DrillFindings;
 use crate::format;
 
-/// A measured cause as `kind (label) share`.
-fn cause_text(c: &GapCause) -> String {
-    match c.kind {
-        CauseKind::Untraced => format!("untraced {:.1}%", c.share * 100.0),
-        k => format!("{} ({}) {:.1}%", k.name(), c.label, c.share * 100.0),
+/// How many causes of a bucket are named; the rest are counted with their share.
+const MIX_NAMED: usize = 3;
+
+/// A bucket's measured causes as `sync (cudaStreamSynchronize) 54.3%, untraced 20.1%, nvtx
+/// (aten::cat) 9.8% (+2 more: 5.2%)`, each a share of the bucket's gap time; `—` without any.
+pub fn mix_text(causes: &[CauseShare]) -> String {
+    if causes.is_empty() {
+        return "—".into();
     }
+    let named: Vec<String> = causes
+        .iter()
+        .take(MIX_NAMED)
+        .map(|c| match c.kind {
+            CauseKind::Untraced => format!("untraced {:.1}%", c.share * 100.0),
+            k => format!("{} ({}) {:.1}%", k.name(), c.label, c.share * 100.0),
+        })
+        .collect();
+    let rest = &causes[causes.len().min(MIX_NAMED)..];
+    let more = match rest.len() {
+        0 => String::new(),
+        n => format!(
+            " (+{n} more: {:.1}%)",
+            rest.iter().map(|c| c.share).sum::<f64>() * 100.0
+        ),
+    };
+    format!("{}{more}", named.join(", "))
 }
 
-/// The bucket table: each bucket's measured dominant cause, or its typical cause when the
-/// host recorded nothing in its gaps.
-fn buckets(out: &mut String, b: &[GapBucket], causes: &[Option<GapCause>]) {
+/// The bucket table: each bucket's causes as measured in its gaps (no guessed cause).
+fn buckets(out: &mut String, b: &[GapBucket]) {
     let _ = writeln!(
         out,
-        "  {:<12} {:>8} {:>12} {:>7}  cause (measured; typical when nothing was recorded)",
+        "  {:<12} {:>8} {:>12} {:>7}  measured causes (share of the bucket's gap time)",
         "bucket", "gaps", "total ms", "share"
     );
-    for (i, x) in b.iter().enumerate() {
-        let cause = match causes.get(i).and_then(Option::as_ref) {
-            Some(c) if c.kind != CauseKind::Untraced => cause_text(c),
-            Some(c) => format!("{}; typical: {}", cause_text(c), x.cause),
-            None => format!("typical: {}", x.cause),
-        };
+    for x in b {
+        let cause = mix_text(&x.causes);
         let _ = writeln!(
             out,
             "  {:<12} {:>8} {:>12.3} {:>6.1}%  {cause}",
@@ -143,7 +158,7 @@ pub fn drill_report(drilled: &DrillFindings) -> String {
             .as_ref()
             .map_or(String::new(), |r| format!("; {r}"))
     );
-    buckets(&mut out, &idle.buckets, &idle.bucket_causes);
+    buckets(&mut out, &idle.buckets);
     idle_causes(&mut out, &d.idle, d.files.len());
     let _ = writeln!(out, "\nLargest device-idle gaps:");
     top(&mut out, &idle.top);
@@ -156,7 +171,11 @@ pub fn drill_report(drilled: &DrillFindings) -> String {
             .as_ref()
             .map_or(String::new(), |r| format!("; {r}"))
     );
-    buckets(&mut out, &g.buckets, &g.bucket_causes);
+    buckets(&mut out, &g.buckets);
+    let _ = writeln!(
+        out,
+        "  (per stream, time other streams of the device kept busy has no cause: such a bucket's shares add up to less than 100%)"
+    );
     let _ = writeln!(out, "\nLargest per-stream gaps:");
     top(&mut out, &g.top);
     graphs(&mut out, d);

@@ -19,7 +19,7 @@ pub fn buckets(name: &'static str, title: &'static str, b: &[GapBucket]) -> Tabl
             col("count", "Gaps", Count),
             col("total_us", "Total", Duration),
             col("share", "Share", Share),
-            col("cause", "Typical cause", Text),
+            col("causes", "Measured causes (share of its gap time)", Text),
         ],
     );
     for x in b {
@@ -30,7 +30,12 @@ pub fn buckets(name: &'static str, title: &'static str, b: &[GapBucket]) -> Tabl
             x.count.into(),
             x.total_us.into(),
             x.share.into(),
-            x.cause.clone().into(),
+            Cell::List(
+                x.causes
+                    .iter()
+                    .map(|c| crate::report::drill::mix_text(std::slice::from_ref(c)))
+                    .collect(),
+            ),
         ]);
     }
     t
