@@ -176,7 +176,7 @@ function drIdleBuckets(idle) {
   const table = el('div', { 'data-testid': 'drill-idle-buckets' });
   const summary = el('p', { class: 'muted small' });
   renderGapTable(table, summary, { buckets: idle.buckets, gaps: idle.gaps, total_us: idle.total_us }, 'drill-idle-bucket-table');
-  return panel('GPU-idle time by gap size', 'drill-idle-gaps', el('p', { class: 'small', text: idle.reading || '' }), summary, table);
+  return panel('GPU-idle time by gap size', 'drill-idle-by-size', el('p', { class: 'small', text: idle.reading || '' }), summary, table);
 }
 
 function drGaps(g, { drawGapHistogram, onGap }) {
