@@ -5,12 +5,15 @@
 //! `OUT.answers.json` beside it: what a correct analysis must report, derived from the placed
 //! events by an oracle independent of the analyzer. Tests compare the two; benchmarks use
 //! `--scale` to write millions of kernels (`host-bound --scale 4000` writes 5.12 M).
+//! [`Costs`] (`--host`, `--launch`, `--kernels`, `--kernel-class`, `--op`) write the same run with
+//! one cost scaled, every random draw unchanged, for checking a what-if replay (issue 49).
 //!
 //! Layout: [`timeline`] holds placed events, [`sim`] places them like a host/GPU pair would,
 //! [`decode`] runs a TensorRT-LLM executor loop, `scenarios` defines the named runs,
 //! [`writer`]/[`schema`] store them, and [`answers`] is the oracle.
 
 pub mod answers;
+pub mod costs;
 pub mod decode;
 pub mod gpu_metrics;
 pub mod host_records;
@@ -44,6 +47,7 @@ impl Default for GenOptions {
     }
 }
 
+pub use costs::{Costs, Knobs};
 pub use markers::MarkerStyle;
 
 /// Kernels `host-bound` writes per unit of `--scale` (64 steps × 20 kernels).
@@ -56,9 +60,17 @@ pub fn scenarios() -> &'static [(&'static str, &'static str)] {
     LIST.get_or_init(|| {
         scenarios::SCENARIOS
             .iter()
-            .map(|(n, d, _)| (*n, *d))
+            .map(|(n, d, _, _)| (*n, *d))
             .collect()
     })
+}
+
+/// The cost knobs scenario `scenario` supports (`None` for an unknown name).
+pub fn knobs(scenario: &str) -> Option<Knobs> {
+    scenarios::SCENARIOS
+        .iter()
+        .find(|s| s.0 == scenario)
+        .map(|s| s.3)
 }
 
 /// `OUT.sqlite` → `OUT.answers.json` (any other name gets `.answers.json` appended).
@@ -84,7 +96,21 @@ pub fn generate_with_markers(
     opts: &GenOptions,
     style: MarkerStyle,
 ) -> Result<Value> {
-    let Some(&(name, _, build)) = scenarios::SCENARIOS.iter().find(|s| s.0 == scenario) else {
+    generate_with_costs(scenario, out, opts, style, &Costs::default())
+}
+
+/// [`generate_with_markers`] with `costs` applied (issue 49): the same draws, one cost scaled.
+/// The answers are the scaled run's and state the factors (`"costs"`, absent when all are 1).
+/// A scenario that does not support a knob the costs turn is refused.
+pub fn generate_with_costs(
+    scenario: &str,
+    out: &Path,
+    opts: &GenOptions,
+    style: MarkerStyle,
+    costs: &Costs,
+) -> Result<Value> {
+    let Some(&(name, _, build, knobs)) = scenarios::SCENARIOS.iter().find(|s| s.0 == scenario)
+    else {
         let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.0).collect();
         return Err(Error::Usage(format!(
             "unknown scenario '{scenario}'; known scenarios: {}",
@@ -94,7 +120,21 @@ pub fn generate_with_markers(
     if opts.scale == 0 {
         return Err(Error::Usage("--scale must be at least 1".into()));
     }
-    let mut built = build(opts.seed, opts.scale);
+    costs.check()?;
+    let refused = knobs.refusing(costs.used());
+    if refused != Knobs::NONE {
+        let supported = knobs.flags();
+        let supported = if supported.is_empty() {
+            "no cost factor".to_string()
+        } else {
+            supported.join(", ")
+        };
+        return Err(Error::Usage(format!(
+            "scenario '{name}' does not support {}: its rows are placed explicitly or its answers planned from the unscaled durations; it supports {supported}",
+            refused.flags().join(", "),
+        )));
+    }
+    let mut built = build(opts.seed, opts.scale, costs);
     let renamed = markers::restyle(&mut built.tl, style);
     let written = writer::write(&mut built.tl, out, name);
     markers::restore(&mut built.tl, &renamed);
@@ -109,6 +149,9 @@ pub fn generate_with_markers(
             "markers".into(),
             serde_json::json!({"style": key, "counts": style.has_counts(), "renamed": renamed.len()}),
         );
+        if let Some(c) = costs.to_json() {
+            map.insert("costs".into(), c);
+        }
     }
     write_answers(&answers_path(out), &doc)?;
     Ok(doc)

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::costs::Costs;
 use super::kinds::{self, KernelKind};
 use super::timeline::{
     Api, COPY_DTOH, COPY_HTOD, GraphReplay, Kernel, MEM_DEVICE, MEM_PINNED, MemOp,
@@ -43,6 +44,9 @@ pub struct Sim {
     kind_ids: HashMap<&'static str, (u32, u32, u16)>,
     /// Whether NVTX names go inline (`text`) rather than registered (`textId`).
     pub inline_nvtx: bool,
+    costs: Costs,
+    /// Per process, its open ranges (`Sim::open`) as `(row, op factor)`, innermost last.
+    open: Vec<Vec<(usize, f64)>>,
 }
 
 impl Sim {
@@ -62,15 +66,30 @@ impl Sim {
             gpu_free: vec![T0; devices],
             kind_ids: HashMap::new(),
             inline_nvtx,
+            costs: Costs::default(),
+            open: vec![Vec::new(); n],
         }
+    }
+
+    /// This simulator with `costs` applied to every duration it places from now on.
+    pub fn costed(mut self, costs: &Costs) -> Sim {
+        self.costs = costs.clone();
+        self
+    }
+
+    pub fn costs(&self) -> &Costs {
+        &self.costs
     }
 
     pub fn now(&self, p: usize) -> Ns {
         self.host[p]
     }
 
+    /// Host work of `dt` on `p` (scaled by the host factor, and by the op's when the op is
+    /// `p`'s innermost open range).
     pub fn advance(&mut self, p: usize, dt: Ns) {
-        self.host[p] += dt.max(0);
+        let op = self.open[p].last().map_or(1.0, |o| o.1);
+        self.host[p] += self.costs.host_ns(dt, op).max(0);
     }
 
     /// Blocks process `p`'s host until `t` (no-op if already later).
@@ -126,8 +145,10 @@ impl Sim {
         self.tl.nvtx.len() - 1
     }
 
-    /// A push/pop range of `dur` on `p`'s main thread at its host clock; the clock advances.
+    /// A push/pop range of `dur` of host work on `p`'s main thread at its host clock; the clock
+    /// advances.
     pub fn range(&mut self, p: usize, name: &str, dur: Ns) -> (Ns, Ns) {
+        let dur = self.costs.host_ns(dur, self.costs.op_factor(name));
         let s = self.host[p];
         let inline = self.inline_nvtx;
         self.nvtx_row(p, name, s, Some(s + dur), NVTX_PUSH_POP, inline);
@@ -139,11 +160,15 @@ impl Sim {
     pub fn open(&mut self, p: usize, name: &str) -> usize {
         let s = self.host[p];
         let inline = self.inline_nvtx;
-        self.nvtx_row(p, name, s, Some(s), NVTX_PUSH_POP, inline)
+        let row = self.nvtx_row(p, name, s, Some(s), NVTX_PUSH_POP, inline);
+        let op = self.costs.op_factor(name);
+        self.open[p].push((row, op));
+        row
     }
 
     /// Closes a range opened by [`Sim::open`] at `p`'s host clock.
     pub fn close(&mut self, p: usize, idx: usize) -> (Ns, Ns) {
+        self.open[p].retain(|o| o.0 != idx);
         let end = self.host[p];
         let r = &mut self.tl.nvtx[idx];
         r.end = Some(end);
@@ -192,7 +217,8 @@ impl Sim {
         corr
     }
 
-    /// A kernel row at an explicit place, attributed to launch `corr` of process `p`.
+    /// A kernel row at an explicit place, attributed to launch `corr` of process `p` (placed as
+    /// given: a caller scales its duration by [`Sim::kernel_ns`]).
     pub fn kernel_row(
         &mut self,
         p: usize,
@@ -221,7 +247,7 @@ impl Sim {
 
     /// An eager launch: the call `api` takes `api_dur` on the host, then the kernel runs `dur` on
     /// the process's device once the call has returned and the stream is free (plus `gap`).
-    /// Returns the kernel's `(start, end)`.
+    /// Returns the kernel's `(start, end)`. The costs scale `api_dur` and `dur`.
     pub fn launch(
         &mut self,
         p: usize,
@@ -231,6 +257,8 @@ impl Sim {
         dur: Ns,
         gap: Ns,
     ) -> (Ns, Ns) {
+        let api_dur = self.costs.launch_ns(api_dur);
+        let dur = self.costs.kernel_ns(k.short, dur);
         let s = self.host[p];
         let corr = self.api_row(p, api, s, s + api_dur);
         self.host[p] = s + api_dur;
@@ -247,7 +275,8 @@ impl Sim {
     /// carrying its `graphNodeId` (and the `graphId` of `ids` when given); `Graph` writes one
     /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` row from the first node's start to the last node's end
     /// (`ids`, or graph 1 / exec 1) and no kernel. The placement is the same in both modes.
-    /// Returns the replay's `(start, end)` on the GPU.
+    /// Returns the replay's `(start, end)` on the GPU. The costs scale `api_dur` and each node's
+    /// duration.
     pub fn graph_launch(
         &mut self,
         p: usize,
@@ -256,6 +285,7 @@ impl Sim {
         gap: Ns,
         ids: Option<GraphIds>,
     ) -> (Ns, Ns) {
+        let api_dur = self.costs.launch_ns(api_dur);
         let s = self.host[p];
         let corr = self.api_row(p, kinds::GRAPH_LAUNCH, s, s + api_dur);
         self.host[p] = s + api_dur;
@@ -267,6 +297,7 @@ impl Sim {
             if i > 0 {
                 t += gap;
             }
+            let dur = self.costs.kernel_ns(k.short, *dur);
             if node_level {
                 self.kernel_row(p, k, t, t + dur, corr, *node);
                 if let (Some(ids), Some(last)) = (ids, self.tl.kernels.last_mut()) {
@@ -292,7 +323,17 @@ impl Sim {
         (first, t)
     }
 
-    /// A non-launch API call of `dur` on the host (e.g. `cudaEventRecord`).
+    /// Kernel `k`'s GPU duration `dur` under the costs.
+    pub fn kernel_ns(&self, k: &KernelKind, dur: Ns) -> Ns {
+        self.costs.kernel_ns(k.short, dur)
+    }
+
+    /// A kernel-launch call's duration `dur` under the costs.
+    pub fn launch_ns(&self, dur: Ns) -> Ns {
+        self.costs.launch_ns(dur)
+    }
+
+    /// A non-launch API call of `dur` on the host (e.g. `cudaEventRecord`; not scaled).
     pub fn host_api(&mut self, p: usize, name: &str, dur: Ns) {
         let s = self.host[p];
         self.api_row(p, name, s, s + dur);

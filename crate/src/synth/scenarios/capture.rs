@@ -1,11 +1,13 @@
 //! Captures the capture checks must flag: too short, dominated by a JIT warm-up at the start,
 //! CUDA graphs traced at graph level, no NVTX. Each answers `capture` with the status every
 //! check must have and, for the warm-up, the share of idle time its spans cover and the
-//! steady window after it, computed here from what was placed.
+//! steady window after it, computed here from what was placed. The statuses are planned against
+//! the checks' thresholds for the unscaled durations: no cost knob.
 
 use serde_json::{Map, Value, json};
 
 use super::Built;
+use crate::synth::costs::Costs;
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{GraphIds, Sim, T0};
 use crate::synth::timeline::{MS, Ns, Timeline, US};
@@ -48,7 +50,7 @@ fn built(sim: Sim, capture: Value) -> Built {
 }
 
 /// 46 kernels in about 2 ms, host-bound: a YES the capture cannot support.
-pub fn short(seed: u64, _scale: u32) -> Built {
+pub fn short(seed: u64, _scale: u32, _: &Costs) -> Built {
     let mut sim = sim(41001, seed);
     for i in 0..SHORT_KERNELS {
         let host = sim.uniform(25 * US, 35 * US);
@@ -70,7 +72,7 @@ pub fn short(seed: u64, _scale: u32) -> Built {
 /// One kernel, then a module load, an NVRTC compile inside a `compileFusion` range and a slow
 /// first launch holding the GPU idle about 200 ms, then a steady GPU-bound loop; GC and GIL
 /// ranges in the loop, no capture range (`START_TRIGGER = Immediate`).
-pub fn warmup(seed: u64, scale: u32) -> Built {
+pub fn warmup(seed: u64, scale: u32, _: &Costs) -> Built {
     let mut sim = sim(41002, seed);
     sim.tl.start_trigger = Some("Immediate");
     sim.launch(
@@ -148,7 +150,7 @@ const GRAPH_NODES: usize = 6;
 /// a 6-node graph whose replay is recorded as one `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` row (same
 /// correlation id, process, device and stream as the call; graph 1, exec 1) and whose kernels
 /// are not recorded; eager kernels run between the replays.
-pub fn graph_level(seed: u64, scale: u32) -> Built {
+pub fn graph_level(seed: u64, scale: u32, _: &Costs) -> Built {
     let mut sim = sim(41003, seed);
     sim.tl.graph_trace_mode = "Graph";
     let steps = 200 * scale as usize;
@@ -173,7 +175,7 @@ pub fn graph_level(seed: u64, scale: u32) -> Built {
 }
 
 /// A steady loop with no NVTX range at all.
-pub fn no_nvtx(seed: u64, scale: u32) -> Built {
+pub fn no_nvtx(seed: u64, scale: u32, _: &Costs) -> Built {
     let mut sim = sim(41004, seed);
     steady_loop(&mut sim, LOOP_KERNELS * scale as usize, 5);
     built(
@@ -247,7 +249,7 @@ const SAMPLE_EVERY: Ns = 100 * US;
 /// The GPU-bound loop with GPU metrics sampled at 10 kHz from 1 ms before the first kernel to
 /// 1 ms after the last: each sample reads its "busy" value when a kernel runs at its instant.
 /// Answers the per-metric means over the kernel window, from the samples placed.
-pub fn gpu_metrics(seed: u64, scale: u32) -> Built {
+pub fn gpu_metrics(seed: u64, scale: u32, _: &Costs) -> Built {
     let mut sim = sim(41005, seed);
     sim.advance(0, 2 * MS);
     steady_loop(&mut sim, LOOP_KERNELS * scale as usize, 5);

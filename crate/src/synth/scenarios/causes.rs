@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::Built;
+use crate::synth::costs::Costs;
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{LAUNCH_LATENCY, Sim, T0};
 use crate::synth::timeline::{MS, Ns, Timeline, US};
@@ -113,8 +114,9 @@ fn launched(sim: &mut Sim, k: &KernelKind, at: Ns, dur: Ns) -> (Ns, Ns) {
     (start, start + dur)
 }
 
-/// Builds the scenario; `scale` multiplies the steps.
-pub fn idle_causes(seed: u64, scale: u32) -> Built {
+/// Builds the scenario; `scale` multiplies the steps. Its answers are the planted durations: no
+/// cost knob.
+pub fn idle_causes(seed: u64, scale: u32, _: &Costs) -> Built {
     let mut sim = Sim::new(Timeline::new(&[(31415, "python3", 0)]), seed, false);
     let mut planted = Planted::default();
     // Warm-up: the first kernel, then a compile range holding a module load (the compile wins),

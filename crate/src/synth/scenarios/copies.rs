@@ -10,6 +10,7 @@ use serde_json::{Map, json};
 
 use super::Built;
 use crate::synth::answers;
+use crate::synth::costs::Costs;
 use crate::synth::decode::{self, DEFAULT_PACING, Launch, Step};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::Sim;
@@ -23,8 +24,8 @@ const LAYER_BYTES: i64 = 64 << 20;
 const COPY_BYTES_PER_NS: i64 = 24;
 
 /// Builds the scenario; `scale` multiplies the steps.
-pub fn copy_bound(seed: u64, scale: u32) -> Built {
-    let mut sim = Sim::new(Timeline::new(&[(31350, "python3", 0)]), seed, false);
+pub fn copy_bound(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut sim = Sim::new(Timeline::new(&[(31350, "python3", 0)]), seed, false).costed(costs);
     // The first layer's weights are prefetched, keeping the GPU busy while the first step
     // prepares its inputs.
     let dur = sim.jitter(LAYER_BYTES / COPY_BYTES_PER_NS, 3);

@@ -8,6 +8,7 @@ use serde_json::Map;
 
 use super::Built;
 use crate::synth::answers;
+use crate::synth::costs::Costs;
 use crate::synth::kinds;
 use crate::synth::sim::{LAUNCH_LATENCY, Sim, T0};
 use crate::synth::timeline::{MS, Ns, Timeline, US};
@@ -27,8 +28,9 @@ const PLAN: [(u32, Ns, Ns); 9] = [
 
 const KINDS: [kinds::KernelKind; 4] = [kinds::GEMM, kinds::FLASH, kinds::RMS_NORM, kinds::SILU];
 
-/// Builds the scenario; `scale` multiplies every bucket's count.
-pub fn gaps(seed: u64, scale: u32) -> Built {
+/// Builds the scenario; `scale` multiplies every bucket's count. Places its rows explicitly: no
+/// cost knob.
+pub fn gaps(seed: u64, scale: u32, _: &Costs) -> Built {
     let mut sim = Sim::new(Timeline::new(&[(27182, "python3", 0)]), seed, false);
     sim.domain_create(0, "TensorRT-LLM");
     sim.mark(0, "gap sweep start");

@@ -11,6 +11,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Built;
+use crate::synth::costs::Costs;
 use crate::synth::decode::{self, DEFAULT_PACING};
 use crate::synth::kinds;
 use crate::synth::sim::Sim;
@@ -55,8 +56,13 @@ fn layer_name(shape: &str, i: usize) -> String {
     shape.replace('*', &i.to_string())
 }
 
-fn build(seed: u64, scale: u32, pid: u32, plan: &Plan, layers: std::ops::Range<usize>) -> Sim {
-    let mut sim = Sim::new(Timeline::new(&[(pid, "python3", 0)]), seed, false);
+fn build(
+    (seed, scale, costs): (u64, u32, &Costs),
+    pid: u32,
+    plan: &Plan,
+    layers: std::ops::Range<usize>,
+) -> Sim {
+    let mut sim = Sim::new(Timeline::new(&[(pid, "python3", 0)]), seed, false).costed(costs);
     sim.domain_create(0, "TensorRT-LLM");
     sim.advance(0, 200 * US);
     let total = CONTEXT_STEPS + STEADY_STEPS * u64::from(scale);
@@ -134,15 +140,15 @@ fn built(sim: Sim, key: &str, value: Value) -> Built {
 }
 
 /// The baseline: layers 0–7.
-pub fn indexed_layers_baseline(seed: u64, scale: u32) -> Built {
-    let sim = build(seed, scale, 31350, &BASELINE, BASELINE_LAYERS);
+pub fn indexed_layers_baseline(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let sim = build((seed, scale, costs), 31350, &BASELINE, BASELINE_LAYERS);
     built(sim, "indexed_layers", answers(&BASELINE, BASELINE_LAYERS))
 }
 
 /// The target: layers 4–11, `aten::copy_` twice as long, `broadcast_requests` added. Its
 /// answers also hold what comparing it with the baseline must give.
-pub fn indexed_layers_target(seed: u64, scale: u32) -> Built {
-    let sim = build(seed, scale, 31351, &TARGET, TARGET_LAYERS);
+pub fn indexed_layers_target(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let sim = build((seed, scale, costs), 31351, &TARGET, TARGET_LAYERS);
     let common = TARGET_LAYERS
         .filter(|i| BASELINE_LAYERS.contains(i))
         .count();

@@ -9,6 +9,7 @@ use serde_json::Map;
 
 use super::Built;
 use crate::synth::answers::{self, LayerPlan};
+use crate::synth::costs::Costs;
 use crate::synth::decode::{self, DEFAULT_PACING};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::Sim;
@@ -54,8 +55,8 @@ const EVENT_CREATE_EVERY: u64 = 8;
 const EVENT_CREATE: &str = "cudaEventCreateWithFlags_v3020";
 
 /// Builds the scenario; `scale` multiplies the steady steps.
-pub fn layers(seed: u64, scale: u32) -> Built {
-    let mut sim = Sim::new(Timeline::new(&[(31343, "python3", 0)]), seed, false);
+pub fn layers(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut sim = Sim::new(Timeline::new(&[(31343, "python3", 0)]), seed, false).costed(costs);
     sim.domain_create(0, "TensorRT-LLM");
     sim.advance(0, 200 * US);
     let total = CONTEXT_STEPS + STEADY_STEPS * u64::from(scale);

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::Built;
 use crate::synth::answers;
+use crate::synth::costs::Costs;
 use crate::synth::decode::{self, DEFAULT_PACING, Launch, PYTORCH_EAGER, Pacing, Step};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::Sim;
@@ -101,8 +102,8 @@ fn step(
     }
 }
 
-fn start(seed: u64, pid: u32, inline: bool) -> Sim {
-    let mut sim = Sim::new(Timeline::new(&[(pid, "python3", 0)]), seed, inline);
+fn start(seed: u64, pid: u32, inline: bool, costs: &Costs) -> Sim {
+    let mut sim = Sim::new(Timeline::new(&[(pid, "python3", 0)]), seed, inline).costed(costs);
     sim.domain_create(0, "TensorRT-LLM");
     sim.memset(0, 1 << 20, 5 * US, 3 * US);
     sim.advance(0, 200 * US);
@@ -115,8 +116,8 @@ fn finish(sim: Sim, extras: Map<String, Value>) -> Built {
 
 /// TP=1 decode loop, eager exact `cudaLaunchKernel`, ~1.1 ms of exposed `_prepare_tp_inputs`
 /// per step and ~20 short kernels: the GPU idles most of the time.
-pub fn host_bound(seed: u64, scale: u32) -> Built {
-    let mut sim = start(seed, 31337, false);
+pub fn host_bound(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut sim = start(seed, 31337, false, costs);
     sim.mark(0, "executor loop start");
     let n_ctx = 4 * scale as u64;
     let total = 64 * scale as u64;
@@ -146,8 +147,8 @@ pub fn host_bound(seed: u64, scale: u32) -> Built {
 
 /// Long kernels queued back to back while the host runs a step ahead; inline NVTX names and a
 /// versioned launch API, so the reference profile sees no phases, no host prep and M2 = 0.
-pub fn gpu_bound(seed: u64, scale: u32) -> Built {
-    let mut sim = start(seed, 31338, true);
+pub fn gpu_bound(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut sim = start(seed, 31338, true, costs);
     decode::warmup(&mut sim, 0, kinds::LAUNCH_VERSIONED, 12, 400 * US);
     sim.mark(0, "executor loop start");
     let n_ctx = 2 * scale as u64;
@@ -172,8 +173,8 @@ pub fn gpu_bound(seed: u64, scale: u32) -> Built {
 
 /// Context steps with heavy exposed host prep and short kernels, then GPU-bound generation:
 /// the aggregate hides what the context phase shows.
-pub fn context_only(seed: u64, scale: u32) -> Built {
-    let mut sim = start(seed, 31339, false);
+pub fn context_only(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut sim = start(seed, 31339, false, costs);
     let n_ctx = 4 * scale as u64;
     let total = 64 * scale as u64;
     let mut steps = Vec::new();
@@ -265,8 +266,8 @@ fn regression_step(number: u64, reqs: (u32, u32), h: &RegressionHost) -> Step {
     }
 }
 
-fn regression(seed: u64, scale: u32, pid: u32, h: &RegressionHost) -> Built {
-    let mut sim = start(seed, pid, false);
+fn regression(seed: u64, scale: u32, costs: &Costs, pid: u32, h: &RegressionHost) -> Built {
+    let mut sim = start(seed, pid, false, costs);
     let n_ctx = 3 * scale as u64;
     let total = 43 * scale as u64;
     let steps: Vec<Step> = (0..total)
@@ -284,15 +285,16 @@ fn regression(seed: u64, scale: u32, pid: u32, h: &RegressionHost) -> Built {
 }
 
 /// The regression pair's baseline (TRT-LLM v1.1-like host work).
-pub fn regression_baseline(seed: u64, scale: u32) -> Built {
-    regression(seed, scale, 31340, &BASELINE)
+pub fn regression_baseline(seed: u64, scale: u32, costs: &Costs) -> Built {
+    regression(seed, scale, costs, 31340, &BASELINE)
 }
 
 /// The regression pair's target: same GPU work, more host work and 16 extra tiny launches.
-/// Its answers also hold what comparing it with the baseline (same seed and scale) must give.
-pub fn regression_target(seed: u64, scale: u32) -> Built {
-    let mut built = regression(seed, scale, 31341, &TARGET);
-    let baseline = regression(seed, scale, 31340, &BASELINE);
+/// Its answers also hold what comparing it with the baseline (same seed, scale and costs) must
+/// give.
+pub fn regression_target(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut built = regression(seed, scale, costs, 31341, &TARGET);
+    let baseline = regression(seed, scale, costs, 31340, &BASELINE);
     if let (Some(b), Some(t)) = (baseline.extras.get("analyze"), built.extras.get("analyze")) {
         let expected = answers::expected_comparison(b, t);
         built.extras.insert("versus_baseline".into(), expected);
@@ -326,8 +328,8 @@ fn class_launches(context: bool) -> Vec<Launch> {
 /// TP=1 loop of 3 context and 40 generation steps, each launching a kernel of every class the
 /// generator places and a host-to-device copy (plus `_sample_async`'s device-to-host copy):
 /// the time per kernel class and per phase are known.
-pub fn kernel_classes(seed: u64, scale: u32) -> Built {
-    let mut sim = start(seed, 31344, false);
+pub fn kernel_classes(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut sim = start(seed, 31344, false, costs);
     let n_ctx = 3 * scale as u64;
     let total = 43 * scale as u64;
     let mut steps = Vec::new();
@@ -357,8 +359,8 @@ pub fn kernel_classes(seed: u64, scale: u32) -> Built {
 /// Node-level graph tracing: generation steps replay a 14-node CUDA graph (kernels share the
 /// `cudaGraphLaunch` correlation id and carry `graphNodeId`) around two eager launches;
 /// context steps are eager.
-pub fn cuda_graphs(seed: u64, scale: u32) -> Built {
-    let mut sim = start(seed, 31342, false);
+pub fn cuda_graphs(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut sim = start(seed, 31342, false, costs);
     sim.tl.graph_trace_mode = "Node";
     let base: Vec<(KernelKind, Ns)> = layer_kernels(&mut sim, 2, 40, 120);
     let n_ctx = 3 * scale as u64;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::Built;
+use crate::synth::costs::Costs;
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{LAUNCH_LATENCY, Sim, T0};
 use crate::synth::timeline::{CpuSample, MS, Ns, Overhead, Switch, Timeline, US};
@@ -136,8 +137,9 @@ impl Host {
     }
 }
 
-/// Builds the scenario; `scale` multiplies the steady steps.
-pub fn host_records(seed: u64, scale: u32) -> Built {
+/// Builds the scenario; `scale` multiplies the steady steps. Its rows are placed explicitly: no
+/// cost knob.
+pub fn host_records(seed: u64, scale: u32, _: &Costs) -> Built {
     let procs = [(31415, "python3", 0), (31416, "python3", 1)];
     let sim = Sim::new(Timeline::new(&procs), seed, false);
     let main = sim.tl.procs[0].main_tid();

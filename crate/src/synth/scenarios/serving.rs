@@ -16,6 +16,7 @@ use serde_json::{Map, json};
 
 use super::Built;
 use crate::synth::answers;
+use crate::synth::costs::Costs;
 use crate::synth::decode::{self, Launch, Pacing, Step};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{GraphIds, Sim};
@@ -43,13 +44,13 @@ const PACING: Pacing = Pacing {
 };
 
 /// Graph-level tracing (`MODE = Graph`).
-pub fn serving_graphs(seed: u64, scale: u32) -> Built {
-    serving(seed, scale, "Graph")
+pub fn serving_graphs(seed: u64, scale: u32, costs: &Costs) -> Built {
+    serving(seed, scale, costs, "Graph")
 }
 
 /// Node-level tracing (`MODE = Node`) of the same placement.
-pub fn serving_graphs_node(seed: u64, scale: u32) -> Built {
-    serving(seed, scale, "Node")
+pub fn serving_graphs_node(seed: u64, scale: u32, costs: &Costs) -> Built {
+    serving(seed, scale, costs, "Node")
 }
 
 type Nodes = Vec<(KernelKind, Ns, u32)>;
@@ -107,8 +108,8 @@ fn decode_step(sim: &mut Sim) -> Vec<Launch> {
     }]
 }
 
-fn serving(seed: u64, scale: u32, mode: &'static str) -> Built {
-    let mut sim = Sim::new(Timeline::new(&[(31360, "python3", 0)]), seed, false);
+fn serving(seed: u64, scale: u32, costs: &Costs, mode: &'static str) -> Built {
+    let mut sim = Sim::new(Timeline::new(&[(31360, "python3", 0)]), seed, false).costed(costs);
     sim.tl.graph_trace_mode = mode;
     sim.mark(0, "engine core loop start");
     let mut steps = Vec::new();
@@ -147,7 +148,7 @@ fn serving(seed: u64, scale: u32, mode: &'static str) -> Built {
                 launches += 1;
                 let gaps = (nodes.len() as Ns - 1) * PACING.gpu_gap;
                 inner_gaps += gaps;
-                span += gaps + nodes.iter().map(|n| n.1).sum::<Ns>();
+                span += gaps + nodes.iter().map(|n| sim.kernel_ns(&n.0, n.1)).sum::<Ns>();
             }
         }
     }

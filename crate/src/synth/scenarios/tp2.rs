@@ -13,6 +13,7 @@ use serde_json::Map;
 
 use super::Built;
 use crate::synth::answers::{self, PlacedStep, Placement};
+use crate::synth::costs::Costs;
 use crate::synth::decode::{self, DEFAULT_PACING};
 use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{LAUNCH_LATENCY, Sim};
@@ -22,8 +23,8 @@ const RANKS: usize = 2;
 const LAYERS: usize = 4;
 
 /// Builds the scenario; `scale` multiplies the number of steps.
-pub fn tp2_straggler(seed: u64, scale: u32) -> Built {
-    let mut run = Tp2::new(seed);
+pub fn tp2_straggler(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut run = Tp2::new(seed, costs);
     let n_ctx = 3 * scale as u64;
     for i in 0..33 * scale as u64 {
         let reqs = if i < n_ctx { (4, 28) } else { (0, 32) };
@@ -35,8 +36,8 @@ pub fn tp2_straggler(seed: u64, scale: u32) -> Built {
 /// A serving run in three phases separated by pauses longer than 100 ms: CUDA-graph warm-up
 /// (batches 32, 16, 8, 4), the benchmark (ramp-up, steady state at 32, drain at 16) and a
 /// teardown of two steps. The benchmark is not the last phase: the teardown is too short.
-pub fn tp2_phases(seed: u64, scale: u32) -> Built {
-    let mut run = Tp2::new(seed);
+pub fn tp2_phases(seed: u64, scale: u32, costs: &Costs) -> Built {
+    let mut run = Tp2::new(seed, costs);
     for generation in [32, 16, 8, 4] {
         run.step((0, generation));
     }
@@ -66,9 +67,9 @@ struct Tp2 {
 }
 
 impl Tp2 {
-    fn new(seed: u64) -> Tp2 {
+    fn new(seed: u64, costs: &Costs) -> Tp2 {
         let tl = Timeline::new(&[(50001, "python3", 0), (50002, "python3", 1)]);
-        let mut sim = Sim::new(tl, seed, false);
+        let mut sim = Sim::new(tl, seed, false).costed(costs);
         for p in 0..RANKS {
             sim.domain_create(p, "TensorRT-LLM");
         }
@@ -218,15 +219,19 @@ fn allreduce(sim: &mut Sim) -> (Ns, Ns) {
     for (p, slot) in arrivals.iter_mut().enumerate() {
         sim.advance(p, pace.between);
         let s = sim.now(p);
-        let corr = sim.api_row(p, kinds::LAUNCH_EXACT, s, s + pace.api);
-        sim.advance(p, pace.api);
+        let api = sim.launch_ns(pace.api);
+        let corr = sim.api_row(p, kinds::LAUNCH_EXACT, s, s + api);
+        sim.wait_until(p, s + api);
         let dev = sim.tl.procs[p].device;
         *slot = (
-            (s + pace.api + LAUNCH_LATENCY).max(sim.gpu_free(dev) + pace.gpu_gap),
+            (s + api + LAUNCH_LATENCY).max(sim.gpu_free(dev) + pace.gpu_gap),
             corr,
         );
     }
-    let end = arrivals.iter().map(|a| a.0).max().unwrap_or(0) + sim.uniform(15 * US, 25 * US);
+    // The kernels' own part after the last arrival (the transfer) is what the costs scale.
+    let transfer = sim.uniform(15 * US, 25 * US);
+    let end = arrivals.iter().map(|a| a.0).max().unwrap_or(0)
+        + sim.kernel_ns(&kinds::NCCL_ALLREDUCE, transfer);
     for (p, &(start, corr)) in arrivals.iter().enumerate() {
         sim.kernel_row(p, &kinds::NCCL_ALLREDUCE, start, end, corr, 0);
         let dev = sim.tl.procs[p].device;
