@@ -6,7 +6,7 @@
 
 import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawKernelClasses, kernelClassColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
 import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
-import { WorkerEngine } from './ui/engine.js';
+import { STALL_MS, WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
 import { renderFacts } from './ui/facts.js';
@@ -138,6 +138,12 @@ function showError(message, title = 'Could not analyse this file.') {
 
 function hideError() {
   $('error').hidden = true;
+}
+
+// The watchdog's time: `?watchdog=S` (seconds) in the page's address, else STALL_MS.
+function stallMs() {
+  const s = Number(new URLSearchParams(location.search).get('watchdog'));
+  return Number.isFinite(s) && s > 0 ? s * 1000 : STALL_MS;
 }
 
 // The analysis worker could not start or died: nothing can be analysed until a new one runs.
@@ -788,7 +794,7 @@ async function main() {
     count: formatCount,
     counted: formatCounted,
   });
-  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead });
+  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead, stallMs: stallMs() });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),
     tooltip: $('tooltip'),

@@ -36,6 +36,10 @@ function kernelPartCame(id, part) {
     waiting.resolve(part);
   } else kernelParts.set(id, { part });
 }
+// The core beats every few ten thousand rows a view folds: the page's watchdog hears the
+// worker is alive while a synchronous call runs (it can send, not receive, meanwhile).
+self.nsysLensHeartbeat = (rows) => self.postMessage({ type: 'heartbeat', rows: Number(rows) });
+
 function initWasm(wasm) {
   if (!ready) {
     ready = (wasm ? __wbg_init({ module_or_path: wasm }) : __wbg_init()).then((exports) => {

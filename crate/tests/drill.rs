@@ -869,7 +869,11 @@ fn a_launch_calls_only_load_states_what_it_cannot_see() {
     let full = load_path(&path, LoadOptions::all()).expect("load");
     let all = drill_one(&full, "layers", &DrillOptions::default());
     let sizes = |r: &DrillReport| -> Vec<(u64, f64)> {
-        r.gaps.buckets.iter().map(|b| (b.count, b.total_us)).collect()
+        r.gaps
+            .buckets
+            .iter()
+            .map(|b| (b.count, b.total_us))
+            .collect()
     };
     assert_eq!(sizes(&report), sizes(&all));
     assert_eq!(report.patterns, all.patterns);
@@ -959,7 +963,12 @@ fn check_bucket_mix(report: &DrillReport, oracle: &Value, name: &str) {
             .collect();
         assert_eq!(got, want, "{name}: device-idle bucket {}", b.label);
         let total: i64 = b.causes.iter().map(|c| c.ns).sum();
-        assert_eq!(total, (b.total_us * 1000.0).round() as i64, "{name} {}", b.label);
+        assert_eq!(
+            total,
+            (b.total_us * 1000.0).round() as i64,
+            "{name} {}",
+            b.label
+        );
         let dominant = idle.bucket_causes[i].as_ref().map(|c| (c.kind, &c.label));
         assert_eq!(
             b.causes.first().map(|c| (c.kind, &c.label)),
@@ -971,7 +980,11 @@ fn check_bucket_mix(report: &DrillReport, oracle: &Value, name: &str) {
     }
     for b in &report.gaps.buckets {
         let total: i64 = b.causes.iter().map(|c| c.ns).sum();
-        assert!(total <= (b.total_us * 1000.0).round() as i64, "{name} stream {}", b.label);
+        assert!(
+            total <= (b.total_us * 1000.0).round() as i64,
+            "{name} stream {}",
+            b.label
+        );
     }
     let readings = [&report.gaps.reading, &idle.reading].into_iter().flatten();
     let tops = report.gaps.top.iter().chain(&idle.top).map(|g| &g.reading);
@@ -1173,7 +1186,11 @@ fn the_gaps_of_public_exports_have_the_causes_their_rows_show() {
         assert!(c.share > 0.95, "{g:?}");
     }
     assert_eq!(
-        (top[2].start_ns, top[2].end_ns, top[2].prev_kernel.as_deref()),
+        (
+            top[2].start_ns,
+            top[2].end_ns,
+            top[2].prev_kernel.as_deref()
+        ),
         (1892414795, 1905382031, Some("[CUDA memset]"))
     );
 
@@ -1735,7 +1752,8 @@ fn planted_host_records_explain_exactly_the_time_placed() {
         .find(|f| f.title.contains("cannot say what the host did"))
         .expect("the capture's records of device 1's process are missing");
     assert!(
-        asks.evidence.contains("no scheduling records or CPU samples"),
+        asks.evidence
+            .contains("no scheduling records or CPU samples"),
         "{}",
         asks.evidence
     );

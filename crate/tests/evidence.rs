@@ -146,7 +146,11 @@ fn sql_nccl_and_busy(path: &Path) -> BTreeMap<u32, (i64, i64)> {
 fn every_metric_shows_what_its_value_is_computed_from_on_every_public_export() {
     let mut nccl_parts = Vec::new();
     for path in common::public_exports_with_kernels() {
-        let name = path.file_name().expect("name").to_string_lossy().to_string();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .to_string();
         let standard = verdict(&path, Profile::Standard);
         check_report(&standard, &name, false);
         let skill = verdict(&path, Profile::TrtllmSkill);
@@ -176,10 +180,9 @@ fn every_metric_shows_what_its_value_is_computed_from_on_every_public_export() {
         .iter()
         .find(|p| p.0.contains("mfu_2gpu_before"))
         .expect("mfu_2gpu_before shows M5 per device");
-    let (n, d): (f64, f64) = before
-        .2
-        .iter()
-        .fold((0.0, 0.0), |a, p| (a.0 + p.numerator_us, a.1 + p.denominator_us));
+    let (n, d): (f64, f64) = before.2.iter().fold((0.0, 0.0), |a, p| {
+        (a.0 + p.numerator_us, a.1 + p.denominator_us)
+    });
     let value = before.1.expect("M5");
     assert!((value - n / d).abs() > 1e-4, "{value} vs {}", n / d);
 }
@@ -197,5 +200,8 @@ fn every_metric_shows_what_its_value_is_computed_from_on_every_scenario() {
             true,
         );
     }
-    assert!(parts > 0, "no scenario has a metric that is a mean of parts");
+    assert!(
+        parts > 0,
+        "no scenario has a metric that is a mean of parts"
+    );
 }

@@ -251,9 +251,12 @@ fn sql_device_stretches(path: &Path, window: Option<(i64, i64)>) -> Vec<(i64, Ve
         .collect()
 }
 
+/// A device and its GPU work rows that take time, `(start, end)` sorted.
+type DeviceBusy = (i64, Vec<(i64, i64)>);
+
 /// Per device of an export (every device with GPU work), its GPU work rows that take time,
 /// `(start, end)` sorted; and the first start and last end of all rows, if there are any.
-fn sql_busy(conn: &rusqlite::Connection) -> (Vec<(i64, Vec<(i64, i64)>)>, Option<(i64, i64)>) {
+fn sql_busy(conn: &rusqlite::Connection) -> (Vec<DeviceBusy>, Option<(i64, i64)>) {
     let (rows, hull) = common::gpu_work_rows(conn, "");
     let mut per: Vec<(i64, Vec<(i64, i64)>)> = Vec::new();
     for (device, s, e) in rows.iter().copied() {
@@ -271,7 +274,10 @@ fn sql_busy(conn: &rusqlite::Connection) -> (Vec<(i64, Vec<(i64, i64)>)>, Option
 /// `(count, total ns)` per bucket of every device's idle stretches ([`sql_device_stretches`]).
 fn sql_device_gaps(path: &Path, window: Option<(i64, i64)>) -> Vec<(u64, i64)> {
     let (mut counts, mut totals) = ([0u64; 9], [0i64; 9]);
-    for ns in sql_device_stretches(path, window).into_iter().flat_map(|d| d.1) {
+    for ns in sql_device_stretches(path, window)
+        .into_iter()
+        .flat_map(|d| d.1)
+    {
         counts[bucket_of(ns)] += 1;
         totals[bucket_of(ns)] += ns;
     }
@@ -391,7 +397,12 @@ fn assert_one_idle_window(trace: &Trace, path: &Path, label: &str) -> i64 {
     let detect: Vec<(u32, i64)> = verdict
         .per_device
         .iter()
-        .map(|d| (d.device, ((d.window_us - d.busy_us) * 1000.0).round() as i64))
+        .map(|d| {
+            (
+                d.device,
+                ((d.window_us - d.busy_us) * 1000.0).round() as i64,
+            )
+        })
         .collect();
     assert_eq!(detect, want, "{label}: detect's per_device idle");
     let total: i64 = want.iter().map(|d| d.1).sum();
@@ -436,5 +447,8 @@ fn drill_and_detect_count_idle_over_one_window_on_every_scenario() {
         let trace = load_path(&path, LoadOptions::all()).expect("load");
         edges += assert_one_idle_window(&trace, &path, scenario);
     }
-    assert!(edges > 0, "no scenario has a device idle at the window's edges");
+    assert!(
+        edges > 0,
+        "no scenario has a device idle at the window's edges"
+    );
 }

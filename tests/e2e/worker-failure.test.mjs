@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { requireDist, serve, launch, openSite, generate, openTrace, assertMatchesCli } from './helpers.mjs';
+import { requireDist, serve, launch, openSite, generate, openTrace, assertMatchesCli, publicTrace, waitReady } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let tmp;
@@ -72,6 +72,64 @@ test('the analysis worker dies after a trace was analysed: an error on the page;
     assert.match(s.error, /The analysis worker stopped: Uncaught Error: simulated crash\./);
     assert.match(s.error, /drop the file again/i, 'says what to do');
     // A fresh worker takes the next file.
+    await openTrace(page, trace, { timeout: TIMEOUT });
+    await assertMatchesCli(page, trace);
+  } finally {
+    await site.close();
+  }
+});
+
+// The copy of the real `mfu_2gpu_after` export that once hung the page (issue 48): two bit
+// flips in NVTX_EVENTS pages leave a rowid out of order in its b-tree.
+function twoFlipCopy(dir) {
+  const bytes = fs.readFileSync(publicTrace('GindaChen_nsys-ai__mfu_2gpu_after.sqlite'));
+  assert.equal(bytes[105020], 224, 'the public export is the one the flips were found on');
+  assert.equal(bytes[1687256], 0);
+  bytes[105020] = 232;
+  bytes[1687256] = 64;
+  const out = path.join(dir, 'mfu_2gpu_after.two-flips.sqlite');
+  fs.writeFileSync(out, bytes);
+  return out;
+}
+
+test('an export whose b-tree is out of order ends in a clear refusal naming the table, and the page stays usable', { timeout: TIMEOUT }, async () => {
+  const damaged = twoFlipCopy(tmp);
+  const site = await openSite();
+  try {
+    const { page } = site;
+    const started = Date.now();
+    await openTrace(page, damaged, { expect: 'error', timeout: 30_000 });
+    console.log(`# two-flip export refused in ${Date.now() - started} ms (page)`);
+    const s = await pageState(page);
+    assert.match(s.error, /damaged/);
+    assert.match(s.error, /NVTX_EVENTS/);
+    assert.match(s.error, /out of order/);
+    await openTrace(page, trace, { timeout: TIMEOUT });
+    await assertMatchesCli(page, trace);
+    assert.deepEqual(site.problems, []);
+  } finally {
+    await site.close();
+  }
+});
+
+test('a worker that makes no progress is ended by the watchdog with a clear error; the next file analyses anew', { timeout: TIMEOUT }, async () => {
+  const site = await openSite();
+  try {
+    const { page } = site;
+    // A watchdog of 3 s (the page's `?watchdog=` setting) keeps the test short.
+    await page.goto(`${site.srv.origin}/?watchdog=3`);
+    await waitReady(page);
+    // The analysis worker is stuck in a synchronous loop, as the core was on a damaged file:
+    // it can neither answer nor beat.
+    for (const w of page.workers()) w.evaluate(() => { for (;;); }).catch(() => {});
+    const started = Date.now();
+    await page.setInputFiles('#file-input', trace);
+    await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 30_000 });
+    const waited = Date.now() - started;
+    const s = await pageState(page);
+    assert.match(s.error, /made no progress for 3 s/);
+    assert.match(s.error, /PRAGMA integrity_check/, 'says how to check the file');
+    assert.ok(waited >= 3_000, `ended after the watchdog's time, not before (${waited} ms)`);
     await openTrace(page, trace, { timeout: TIMEOUT });
     await assertMatchesCli(page, trace);
   } finally {

@@ -5,6 +5,10 @@
 const CANCEL_GRACE_MS = 400;
 // A worker that has not evaluated its script by then is reported as unable to start.
 const START_TIMEOUT_MS = 60_000;
+// A worker that works on a request and sends nothing (no progress, no heartbeat: the core beats
+// every 65,536 rows a view folds) for this long is stuck: it is ended and the page says so.
+export const STALL_MS = 30_000;
+const STALL_CHECK_MS = 1_000;
 
 // An error of the worker itself (not of a request): `detail` says what happened, for the page.
 function workerError(detail) {
@@ -16,10 +20,15 @@ export class WorkerEngine {
   // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null;
   // onDead(error, {started}): the worker could not start (started false: its script failed, it
   // did not answer in time, or the wasm did not instantiate) or died after starting (true).
-  constructor(makeWorker, wasm, { onDead = null } = {}) {
+  // stallMs: the watchdog's time (STALL_MS); onHeard: called on every message of the worker.
+  constructor(makeWorker, wasm, { onDead = null, stallMs = STALL_MS, onHeard = null } = {}) {
     this.makeWorker = makeWorker;
     this.wasm = wasm;
     this.onDead = onDead;
+    this.stallMs = stallMs;
+    this.onHeard = onHeard;
+    this.heardAt = performance.now();
+    this.watchdog = null;
     this.focus = 'main'; // the slot the verdict view (detect, timeline, hover) reads
     this.worker = null;
     this.nextId = 1;
@@ -70,6 +79,8 @@ export class WorkerEngine {
   // Ends the worker and rejects everything in flight with `err`.
   stop(err) {
     clearTimeout(this.startTimer);
+    clearInterval(this.watchdog);
+    this.watchdog = null;
     this.worker?.terminate();
     this.worker = null;
     this.alive = false;
@@ -94,7 +105,34 @@ export class WorkerEngine {
     this.onDead?.(err, { started });
   }
 
+  // The worker was heard from (any message), or given work after a silence.
+  heard() {
+    this.heardAt = performance.now();
+    this.onHeard?.();
+  }
+
+  // While requests are in flight, a worker heard from by nobody for `stallMs` is stuck in a
+  // synchronous step (a bug, or a file the core loops over): it is ended with a clear error,
+  // everything in flight rejected, and the next request starts a fresh one.
+  watch() {
+    if (this.watchdog) return;
+    this.watchdog = setInterval(() => {
+      if (this.pending.size === 0) {
+        clearInterval(this.watchdog);
+        this.watchdog = null;
+      } else if (this.alive && performance.now() - this.heardAt > this.stallMs) {
+        const s = Math.round(this.stallMs / 1000);
+        const err = workerError(
+          `it made no progress for ${s} s (no rows read), so it was ended. The export may be damaged: check it with sqlite3 trace.sqlite 'PRAGMA integrity_check' or export it again`,
+        );
+        this.fail(Object.assign(err, { code: 'stalled' }));
+      }
+    }, STALL_CHECK_MS);
+  }
+
   onMessage(msg) {
+    this.heard();
+    if (msg.type === 'heartbeat') return;
     if (msg.type === 'alive') {
       clearTimeout(this.startTimer);
       this.alive = true;
@@ -124,8 +162,10 @@ export class WorkerEngine {
     if (!this.worker) this.start();
     if (!this.worker) return this.initPromise; // rejected: the browser refused to create it
     const id = this.nextId++;
+    if (this.pending.size === 0) this.heard();
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onProgress, type, on });
+      this.watch();
       try {
         const m = { id, type, ...payload };
         if (this.alive) this.worker.postMessage(m, transfer);
@@ -178,7 +218,8 @@ export class WorkerEngine {
   // ended once it has answered: its wasm memory goes with it.
   async readKernels(file) {
     this.stopReader();
-    const reader = new WorkerEngine(this.makeWorker, this.wasm);
+    // While the analysis worker waits for the part, the reader's messages are its life signs.
+    const reader = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, onHeard: () => this.heard() });
     this.reader = reader;
     try {
       const { part, wasmBytes } = await reader.request('scanKernels', { file });

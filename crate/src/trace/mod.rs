@@ -33,7 +33,9 @@ pub use nvtx_rows::NvtxRows;
 #[cfg(not(target_arch = "wasm32"))]
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
-pub use rows::{FileRows, FileScan, HostScan, KernelPart, MAX_FILE_RUNS};
+pub use rows::{
+    FileRows, FileScan, HEARTBEAT_ROWS, HostScan, KernelPart, MAX_FILE_RUNS, heartbeat,
+};
 pub use schema::{Schema, read_meta};
 pub use work_rows::{WorkRows, work_table_name};
 

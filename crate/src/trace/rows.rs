@@ -33,7 +33,7 @@ use super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };
@@ -856,6 +856,9 @@ impl<'a> FileRows<'a> {
             rows: Cached::new(&table.cache, budget, one_run, from_file),
             errors: &self.errors,
             failed: false,
+            left: runs.rows(),
+            table: table.name,
+            path: &scan.path,
         })
     }
 }
@@ -1120,11 +1123,17 @@ mod read_ahead {
     }
 }
 
-/// Ends at the first error, keeping it in the latch.
+/// Ends at the first error, keeping it in the latch; a pass that would hand out more rows than
+/// the scan counted in its table ends with an error too, so no pass runs for ever whatever the
+/// file holds. Every [`HEARTBEAT_ROWS`] rows it beats the [`heartbeat`] (the page's watchdog).
 struct Latched<'e, I> {
     rows: I,
     errors: &'e ErrorLatch,
     failed: bool,
+    /// Rows the pass may still hand out: the table's rows as the scan counted them.
+    left: u64,
+    table: &'static str,
+    path: &'e str,
 }
 
 impl<T, I: Iterator<Item = Result<T>>> Iterator for Latched<'_, I> {
@@ -1134,7 +1143,22 @@ impl<T, I: Iterator<Item = Result<T>>> Iterator for Latched<'_, I> {
         if self.failed {
             return None;
         }
-        match self.rows.next()? {
+        let next = self.rows.next()?;
+        let next = match self.left.checked_sub(1) {
+            Some(left) => {
+                self.left = left;
+                beat();
+                next
+            }
+            None => Err(Error::Corrupt {
+                path: self.path.into(),
+                detail: format!(
+                    "reading {} again gave more rows than its scan counted",
+                    self.table
+                ),
+            }),
+        };
+        match next {
             Ok(row) => Some(row),
             Err(e) => {
                 self.errors.set(e);
@@ -1143,6 +1167,36 @@ impl<T, I: Iterator<Item = Result<T>>> Iterator for Latched<'_, I> {
             }
         }
     }
+}
+
+/// Rows handed out by passes between two beats of the [`heartbeat`].
+pub const HEARTBEAT_ROWS: u64 = 1 << 16;
+
+/// Rows handed out by passes on this thread, and the heartbeat, if one is set.
+type Beats = (u64, Option<fn(u64)>);
+
+thread_local! {
+    static BEATS: std::cell::Cell<Beats> = const { std::cell::Cell::new((0, None)) };
+}
+
+/// Sets `beat` to be called with the rows handed out so far on this thread every
+/// [`HEARTBEAT_ROWS`] rows any pass hands out: the page's worker tells the page it is alive
+/// while a view folds (a synchronous call, during which it can send but not receive).
+pub fn heartbeat(beat: fn(u64)) {
+    BEATS.with(|b| b.set((b.get().0, Some(beat))));
+}
+
+fn beat() {
+    BEATS.with(|b| {
+        let (rows, f) = b.get();
+        let rows = rows.wrapping_add(1);
+        b.set((rows, f));
+        if rows.is_multiple_of(HEARTBEAT_ROWS)
+            && let Some(f) = f
+        {
+            f(rows);
+        }
+    });
 }
 
 /// The process of a `globalPid` as the scan interned it (0 if it did not).

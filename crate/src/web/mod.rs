@@ -56,7 +56,22 @@ pub(crate) fn init() {
                 &format!("nsys-lens panicked (a bug, please report it): {info}").into(),
             );
         }));
+        crate::trace::heartbeat(beat);
     });
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The worker's `self.nsysLensHeartbeat(rows)`: tells the page the core is folding rows
+    /// (absent on the main thread, whose instance only draws).
+    #[wasm_bindgen(js_namespace = globalThis, js_name = nsysLensHeartbeat, catch)]
+    fn js_heartbeat(rows: f64) -> Result<(), JsValue>;
+}
+
+/// The core's heartbeat ([`crate::trace::heartbeat`]): the page's watchdog ends an analysis
+/// that hears nothing for a set time, so a view that folds for long must be heard.
+fn beat(rows: u64) {
+    let _ = js_heartbeat(rows as f64);
 }
 
 /// An error thrown to the page: a JS `Error` with the message a user reads and a `code` naming

@@ -332,10 +332,7 @@ fn the_precedence_lists_every_cause_once() {
 #[test]
 fn sentences_say_what_was_measured_of_which_gap_time_or_that_nothing_was() {
     let mut t = Tally::default();
-    assert_eq!(
-        cause_sentence(&t, 0),
-        "no host activity recorded"
-    );
+    assert_eq!(cause_sentence(&t, 0), "no host activity recorded");
     t.add(Untraced, "", 60);
     t.add(ModuleLoad, "cuLibraryLoadData", 40);
     assert_eq!(
