@@ -12,6 +12,7 @@
 //! specification as `reference §N` (`docs/reference/trtllm-skill-spec.md`).
 
 pub mod analyze;
+pub mod costs;
 pub mod detect;
 pub mod drill;
 pub mod error;
@@ -35,5 +36,6 @@ pub mod timeline;
 pub mod trace;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+pub mod whatif;
 
 pub use error::{Error, Result};

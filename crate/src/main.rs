@@ -67,6 +67,14 @@ enum Command {
         "Example: nsys-lens gen host-bound host-bound.sqlite"
     ))]
     Gen(cli::generate::GenArgs),
+    /// What a fix would buy: the critical path of the steady steps and the step time after a
+    /// change of costs (host time, launches, kernels, one NVTX op), by replaying the export.
+    #[command(after_help = concat!(
+        "Without a change, predicts the standard set: host ×0.5, launches ×0.5, kernels ×0.5, host ×0.\n\n",
+        "Exit codes: 0 done, 2 usage error, 3 input that cannot be analysed.\n\n",
+        "Example: nsys-lens whatif trace.sqlite --host 0.5 --json"
+    ))]
+    Whatif(cli::whatif::WhatifArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +86,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cli::report::run(&args).map(|()| Gate::Pass),
         Command::Lprof(args) => cli::lprof::run(&args).map(|()| Gate::Pass),
         Command::Gen(args) => cli::generate::run(&args).map(|()| Gate::Pass),
+        Command::Whatif(args) => cli::whatif::run(&args).map(|()| Gate::Pass),
     };
     match result {
         Ok(Gate::Pass) => ExitCode::SUCCESS,

@@ -239,6 +239,20 @@ pub struct TraceBreakdown {
     /// kernel window (`standard` only; absent from `trtllm-skill`'s JSON).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_classes: Option<super::classes::KernelClasses>,
+    /// The steady cycles' bounds, in order (`standard`; not serialized): what the what-if
+    /// replay re-times to predict the wall time per step.
+    #[serde(skip)]
+    pub steady_cycles: Vec<CycleBounds>,
+}
+
+/// One steady cycle: a steady step's start to the next step's start, each bound with the NVTX
+/// row of its step range (`None` when the steps are iterations of GPU work, not NVTX ranges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CycleBounds {
+    pub start: Ns,
+    pub start_row: Option<i64>,
+    pub next: Ns,
+    pub next_row: Option<i64>,
 }
 
 impl TraceBreakdown {
@@ -258,6 +272,7 @@ impl TraceBreakdown {
             benchmark_window: None,
             steady_steps: None,
             wall_time_per_step_us: None,
+            steady_cycles: Vec::new(),
             inter_step_gap_us: None,
             kernels_per_step: None,
             nvtx_per_step_us: PerName::default(),

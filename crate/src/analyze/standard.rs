@@ -19,7 +19,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::breakdown::StepsFound;
-use super::breakdown::{OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs};
+use super::breakdown::{
+    CycleBounds, OpRow, SLOWEST_STEPS, SteadyInfo, StepCycle, TraceBreakdown, WindowNs,
+};
 use super::classes::{self, ClassFold, StepSpans};
 use super::nesting::{self, Nesting};
 use super::ops::{Tallies, contains, overlap};
@@ -341,6 +343,19 @@ fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet>
     b.inter_step_gap_us = Some(gap_stats.percentiles());
     b.step_wall_times_us = exactly(n_cycles, cycles().map(|(s, e, _)| us(e - s)));
     b.slowest_steps = slowest(cycles());
+    let row = |s: &Step| (s.name_id != NO_NAME).then_some(s.row);
+    b.steady_cycles = exactly(
+        n_cycles,
+        steps
+            .windows(2)
+            .filter(|w| is_steady(&w[0]))
+            .map(|w| CycleBounds {
+                start: w[0].start,
+                start_row: row(&w[0]),
+                next: w[1].start,
+                next_row: row(&w[1]),
+            }),
+    );
     Some(CycleSet {
         set,
         cycles: n_cycles,

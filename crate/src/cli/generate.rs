@@ -29,33 +29,8 @@ pub struct GenArgs {
     /// TensorRT-LLM run's.
     #[arg(long, value_name = "STYLE", default_value = "tensorrt-llm")]
     pub markers: String,
-    /// Scale the host's own time between CUDA calls (every host range and gap) by F; every
-    /// random draw stays the unscaled run's.
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub host: f64,
-    /// Scale kernel-launch calls (cudaLaunchKernel*, cudaGraphLaunch) by F.
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub launch: f64,
-    /// Scale every kernel's and graph node's GPU duration by F.
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub kernels: f64,
-    /// Scale the kernels of one class (gemm, attention, collective, norm, elementwise,
-    /// reduction, sampling, memory, other) by F, on top of --kernels; repeatable.
-    #[arg(long, value_name = "CLASS=F", value_parser = named_factor)]
-    pub kernel_class: Vec<(String, f64)>,
-    /// Scale one NVTX op's self time (e.g. _prepare_tp_inputs=0.5) by F, on top of --host;
-    /// repeatable.
-    #[arg(long, value_name = "NAME=F", value_parser = named_factor)]
-    pub op: Vec<(String, f64)>,
-}
-
-/// `NAME=F`; the last `=` splits, so a name may hold one.
-fn named_factor(s: &str) -> std::result::Result<(String, f64), String> {
-    let (name, f) = s
-        .rsplit_once('=')
-        .ok_or_else(|| format!("{s:?} is not NAME=F"))?;
-    let f: f64 = f.parse().map_err(|_| format!("{f:?} is not a number"))?;
-    Ok((name.to_string(), f))
+    #[command(flatten)]
+    pub costs: super::CostArgs,
 }
 
 pub fn run(args: &GenArgs) -> Result<()> {
@@ -75,13 +50,7 @@ pub fn run(args: &GenArgs) -> Result<()> {
         seed: args.seed,
     };
     let style = synth::MarkerStyle::from_key(&args.markers)?;
-    let costs = synth::Costs {
-        host: args.host,
-        launch: args.launch,
-        kernels: args.kernels,
-        kernel_classes: args.kernel_class.clone(),
-        ops: args.op.clone(),
-    };
+    let costs = args.costs.costs();
     let answers = synth::generate_with_costs(scenario, out, &opts, style, &costs)?;
     let kernels = answers.get("kernels").and_then(|k| k.as_u64()).unwrap_or(0);
     eprintln!(

@@ -6,6 +6,7 @@ pub mod drill;
 pub mod generate;
 pub mod lprof;
 pub mod report;
+pub mod whatif;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
+use nsys_lens::costs::Costs;
 use nsys_lens::error::{Error, Result};
 use nsys_lens::names::phase_map::PhaseMap;
 use nsys_lens::names::steps::{StepMarker, StepSource, StepStyle, StepsPhase};
@@ -141,6 +143,48 @@ fn emit(text: &str, output: Option<&Path>) -> Result<()> {
 pub enum StepsPhaseArg {
     Context,
     Generation,
+}
+
+/// Cost factors, shared by `whatif` (what it predicts) and `gen` (what it writes).
+#[derive(Args)]
+pub struct CostArgs {
+    /// The host's own time between CUDA calls × F.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub host: f64,
+    /// Kernel-launch calls (cudaLaunchKernel*, cudaGraphLaunch) × F.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub launch: f64,
+    /// Every kernel's, CUDA-graph replay's and graph node's GPU duration × F.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub kernels: f64,
+    /// The kernels of one class (gemm, attention, collective, norm, elementwise, reduction,
+    /// sampling, memory, other, …) × F, on top of --kernels; repeatable.
+    #[arg(long, value_name = "CLASS=F", value_parser = named_factor)]
+    pub kernel_class: Vec<(String, f64)>,
+    /// One NVTX op's self time (e.g. _prepare_tp_inputs=0.5) × F, on top of --host; repeatable.
+    #[arg(long, value_name = "NAME=F", value_parser = named_factor)]
+    pub op: Vec<(String, f64)>,
+}
+
+impl CostArgs {
+    pub fn costs(&self) -> Costs {
+        Costs {
+            host: self.host,
+            launch: self.launch,
+            kernels: self.kernels,
+            kernel_classes: self.kernel_class.clone(),
+            ops: self.op.clone(),
+        }
+    }
+}
+
+/// `NAME=F`; the last `=` splits, so a name may hold one.
+fn named_factor(s: &str) -> std::result::Result<(String, f64), String> {
+    let (name, f) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAME=F"))?;
+    let f: f64 = f.parse().map_err(|_| format!("{f:?} is not a number"))?;
+    Ok((name.to_string(), f))
 }
 
 /// The user's step marker, shared by detect, analyze and drill (standard profile only).

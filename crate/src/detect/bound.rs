@@ -13,7 +13,7 @@ use crate::model::Ns;
 /// A kind of work holding at least this share of the busy time bounds the run.
 pub const DOMINANT_SHARE: f64 = 0.5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum BoundKind {
     #[serde(rename = "host-bound")]
     Host,

@@ -43,7 +43,7 @@ fn short55(name: &str) -> String {
 }
 
 /// `op[:38] + ".."` beyond 40 characters (comparison rows of the reference).
-fn short40(name: &str) -> String {
+pub(crate) fn short40(name: &str) -> String {
     if name.chars().count() > 40 {
         format!("{}..", name.chars().take(38).collect::<String>())
     } else {

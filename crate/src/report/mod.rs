@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod outline;
 pub mod tables;
 pub mod text;
+pub mod whatif;
 
 use serde::Serialize;
 

@@ -6,11 +6,10 @@
 //! stream, and so every other duration, is the unscaled run's. A scaled duration is rounded to
 //! the nearest ns; a factor of exactly 1 leaves it untouched, so default costs write the same bytes.
 
-use serde::Serialize;
-
 use crate::error::{Error, Result};
 
 use super::timeline::Ns;
+use crate::costs::scale;
 
 /// What a scenario lets be scaled: `host` (with `ops`), `launch`, `kernels` (with `kernel_classes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,52 +77,10 @@ pub const KERNEL_CLASSES: [&str; 9] = [
     "other",
 ];
 
-/// Multipliers of one run's costs; 1 (the default) leaves a cost as drawn. The fields and their
-/// meaning are those of the what-if replay's `whatif::Costs`, which predicts what this writes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Costs {
-    /// The host's own time between CUDA calls: every `Sim::advance` and `Sim::range`.
-    pub host: f64,
-    /// Kernel-launch calls' durations (`cudaLaunchKernel` and its variants, `cudaGraphLaunch`).
-    pub launch: f64,
-    /// Every kernel's and graph node's GPU duration.
-    pub kernels: f64,
-    /// `(class, F)`: kernels and graph nodes of one class, times `kernels` (the first pair naming
-    /// a class counts).
-    pub kernel_classes: Vec<(String, f64)>,
-    /// `(name, F)`: one NVTX op's self time (its host time while it is the innermost open range
-    /// on its thread), times `host`. CUDA calls and waits inside it are not scaled.
-    pub ops: Vec<(String, f64)>,
-}
-
-impl Default for Costs {
-    fn default() -> Costs {
-        Costs {
-            host: 1.0,
-            launch: 1.0,
-            kernels: 1.0,
-            kernel_classes: Vec::new(),
-            ops: Vec::new(),
-        }
-    }
-}
-
-/// Largest factor accepted: keeps every scaled time far inside `i64` ns.
-const MAX_FACTOR: f64 = 1000.0;
-
-/// `ns × factor`, rounded to the nearest ns; untouched at 1.
-fn scale(ns: Ns, factor: f64) -> Ns {
-    if factor == 1.0 {
-        ns
-    } else {
-        (ns as f64 * factor).round() as Ns
-    }
-}
-
-/// The factor of the first pair naming `key` (1 if none).
-fn named(pairs: &[(String, f64)], key: &str) -> f64 {
-    pairs.iter().find(|(k, _)| k == key).map_or(1.0, |p| p.1)
-}
+/// Multipliers of one run's costs (`crate::costs::Costs`): 1 (the default) leaves a cost as
+/// drawn. `host` scales every `Sim::advance` and `Sim::range`, `launch` the launch calls'
+/// durations, `kernels` every kernel's and graph node's GPU duration.
+pub use crate::costs::Costs;
 
 impl Costs {
     /// Whether every factor is 1 (the unscaled run).
@@ -144,17 +101,7 @@ impl Costs {
     /// Refuses a factor that is not a finite number in [0, 1000], an unknown kernel class or an
     /// empty op name.
     pub fn check(&self) -> Result<()> {
-        let factors = [self.host, self.launch, self.kernels]
-            .into_iter()
-            .chain(self.kernel_classes.iter().map(|c| c.1))
-            .chain(self.ops.iter().map(|o| o.1));
-        for f in factors {
-            if !(f.is_finite() && (0.0..=MAX_FACTOR).contains(&f)) {
-                return Err(Error::Usage(format!(
-                    "a cost factor must be a number from 0 to {MAX_FACTOR}, not {f}"
-                )));
-            }
-        }
+        self.check_factors()?;
         if let Some((class, _)) = self
             .kernel_classes
             .iter()
@@ -165,15 +112,7 @@ impl Costs {
                 KERNEL_CLASSES.join(", ")
             )));
         }
-        if self.ops.iter().any(|(name, _)| name.is_empty()) {
-            return Err(Error::Usage("--op needs NAME=F with a range name".into()));
-        }
         Ok(())
-    }
-
-    /// The factor on the self time of a range named `name` (1 if it is no scaled op).
-    pub fn op_factor(&self, name: &str) -> f64 {
-        named(&self.ops, name)
     }
 
     /// Host time `ns`, spent in an op of factor `op`.
@@ -188,9 +127,9 @@ impl Costs {
 
     /// GPU duration `ns` of a kernel (or graph node) named `short`.
     pub fn kernel_ns(&self, short: &str, ns: Ns) -> Ns {
-        let class =
-            super::kinds::placed_class(short).map_or(1.0, |c| named(&self.kernel_classes, c));
-        scale(ns, self.kernels * class)
+        let factor =
+            super::kinds::placed_class(short).map_or(self.kernels, |c| self.class_factor(c));
+        scale(ns, factor)
     }
 
     /// The factors as the answers state them (`None` for the unscaled run).

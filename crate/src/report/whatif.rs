@@ -1,0 +1,91 @@
+//! The readable `whatif` report: measured and replayed step time, the critical path's split
+//! and the predicted step time of each change.
+
+use std::fmt::Write;
+
+use crate::whatif::{CriticalPath, WhatIf};
+
+/// Renders the whole report.
+pub fn text(w: &WhatIf) -> String {
+    let mut o = String::new();
+    let step = |t: Option<f64>| t.map_or("—".to_string(), |v| format!("{v:.1} µs"));
+    let _ = writeln!(o, "What a fix would buy ({} steady steps)", w.steps);
+    let _ = writeln!(
+        o,
+        "  measured wall time per step   {}   (window {:.1} µs)",
+        step(w.measured.wall_time_per_step_us),
+        w.measured.window_us
+    );
+    let _ = writeln!(
+        o,
+        "  replayed, unchanged costs     {}   (error {:+.3} %)",
+        step(w.replayed.wall_time_per_step_us),
+        w.replay_error_pct
+    );
+    path(&mut o, "Critical path", &w.critical_path);
+    let verdict = w.bound.verdict.map_or("—", |b| b.label());
+    let _ = writeln!(
+        o,
+        "  bound: {} by the path; {} by the verdict's busy shares (host bottleneck: {})",
+        w.bound.path.label(),
+        verdict,
+        w.bound.host_verdict
+    );
+    if let Some(n) = &w.bound.note {
+        let _ = writeln!(o, "  note: {n}");
+    }
+    let _ = writeln!(o, "\nPredicted");
+    let _ = writeln!(
+        o,
+        "  {:<40} {:>14} {:>9}  bound",
+        "change", "per step", "gain"
+    );
+    for p in &w.predicted {
+        let gain = p.gain_pct.map_or("—".into(), |g| format!("{g:+.1} %"));
+        let _ = writeln!(
+            o,
+            "  {:<40} {:>14} {:>9}  {}",
+            p.change,
+            step(p.wall_time_per_step_us),
+            gain,
+            p.bound.label()
+        );
+    }
+    for n in &w.notes {
+        let _ = writeln!(o, "\nNote: {n}");
+    }
+    o
+}
+
+fn path(o: &mut String, title: &str, p: &CriticalPath) {
+    let _ = writeln!(
+        o,
+        "\n{title}: {:.1} µs per step, {} by the path",
+        p.per_step_us,
+        p.bound.label()
+    );
+    for part in p.parts.iter().filter(|x| x.per_step_us != 0.0) {
+        let _ = writeln!(
+            o,
+            "  {:<18} {:>10.1} µs {:>6.1} %",
+            part.label,
+            part.per_step_us,
+            100.0 * part.share
+        );
+    }
+    for (what, names) in [("NVTX ops", &p.top_ops), ("GPU work", &p.top_kernels)] {
+        if names.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "  most on the path, {what}:");
+        for n in names {
+            let _ = writeln!(
+                o,
+                "    {:<40} {:>10.1} µs {:>6.1} %",
+                super::analyze::short40(&n.name),
+                n.per_step_us,
+                100.0 * n.share
+            );
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The points of the dependency graph a replay builds, each with the one predecessor that
+//! decided its time: what the critical path is read back from.
+//!
+//! Why an arena with a moving base: the replay is a fold over the rows in start order, so it
+//! must not keep a point per kernel or call of the whole trace. A critical path is read per
+//! steady cycle, backwards from the cycle's end to its start; points older than the cycle before
+//! the current one are dropped, and a predecessor that was dropped ends the walk (it lies before
+//! the cycle's start, where the walk stops anyway).
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Serialize;
+
+use crate::model::{NameId, Ns};
+
+/// A point's id: its place in the order points were made.
+pub type PointId = u64;
+/// No predecessor: a point whose time nothing in the export explains (the first on its thread,
+/// an operation no traced call launched).
+pub const NONE: PointId = u64::MAX;
+
+/// What the time between a point and its predecessor was spent on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// The host's own time between CUDA calls (named by the innermost NVTX range).
+    Host,
+    /// Kernel-launch calls (`cudaGraphLaunch` included) and the launch latency to the kernel's
+    /// start.
+    Launch,
+    /// Other CUDA calls: copies, memsets, event and stream calls, allocations, and a
+    /// synchronization that did not wait.
+    Calls,
+    /// A synchronization's return after the GPU work it waited for, a gap between operations on
+    /// a stream, and a wait on another stream's work.
+    Waits,
+    /// Kernels and CUDA-graph replays but collectives.
+    Compute,
+    /// Collective kernels (NCCL).
+    Communication,
+    /// Copies and memsets.
+    Transfers,
+}
+
+impl Part {
+    pub const ALL: [Part; 7] = [
+        Part::Host,
+        Part::Launch,
+        Part::Calls,
+        Part::Waits,
+        Part::Compute,
+        Part::Communication,
+        Part::Transfers,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Part::Host => "host's own time",
+            Part::Launch => "launch calls",
+            Part::Calls => "other CUDA calls",
+            Part::Waits => "waits",
+            Part::Compute => "GPU compute",
+            Part::Communication => "communication",
+            Part::Transfers => "transfers",
+        }
+    }
+}
+
+/// A point: its replayed time, the predecessor that decided it and what the time since was.
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    pub time: Ns,
+    pub pred: PointId,
+    pub part: Part,
+    /// The NVTX op (host time), call or kernel name the time since the predecessor belongs to.
+    pub name: NameId,
+}
+
+/// The points kept: those from `base` on.
+#[derive(Debug, Default)]
+pub struct Points {
+    base: PointId,
+    points: VecDeque<Point>,
+    /// Most points held at once (the boundedness figure).
+    pub peak: usize,
+}
+
+impl Points {
+    pub fn push(&mut self, point: Point) -> PointId {
+        let id = self.base + self.points.len() as PointId;
+        self.points.push_back(point);
+        self.peak = self.peak.max(self.points.len());
+        id
+    }
+
+    pub fn get(&self, id: PointId) -> Option<&Point> {
+        let i = id.checked_sub(self.base)?;
+        self.points.get(usize::try_from(i).ok()?)
+    }
+
+    /// The id the next point gets.
+    pub fn next_id(&self) -> PointId {
+        self.base + self.points.len() as PointId
+    }
+
+    /// Drops the points made before `id`.
+    pub fn drop_before(&mut self, id: PointId) {
+        while self.base < id && self.points.pop_front().is_some() {
+            self.base += 1;
+        }
+    }
+}
+
+/// The critical path over a span, split by part and by name.
+#[derive(Debug, Clone, Default)]
+pub struct PathSplit {
+    pub parts: HashMap<Part, Ns>,
+    pub names: HashMap<(Part, NameId), Ns>,
+    pub total: Ns,
+}
+
+impl PathSplit {
+    pub fn add(&mut self, other: &PathSplit) {
+        for (&p, &t) in &other.parts {
+            *self.parts.entry(p).or_default() += t;
+        }
+        for (&k, &t) in &other.names {
+            *self.names.entry(k).or_default() += t;
+        }
+        self.total += other.total;
+    }
+
+    fn take(&mut self, point: &Point, time: Ns) {
+        *self.parts.entry(point.part).or_default() += time;
+        *self.names.entry((point.part, point.name)).or_default() += time;
+        self.total += time;
+    }
+}
+
+/// The critical path that ends at point `end`, walked back to time `from`: each point's time
+/// since its predecessor, the last segment cut at `from`. Its parts sum to `end`'s time − `from`
+/// (when `end` lies after `from`).
+pub fn walk_back(points: &Points, end: PointId, from: Ns) -> PathSplit {
+    let mut split = PathSplit::default();
+    let mut at = end;
+    // A chain is at most as long as the points kept: a bound, whatever the predecessors say.
+    for _ in 0..=points.points.len() {
+        let Some(point) = points.get(at) else { break };
+        if point.time <= from {
+            break;
+        }
+        match points.get(point.pred) {
+            Some(pred) if pred.time > from => {
+                split.take(point, point.time - pred.time);
+                at = point.pred;
+            }
+            _ => {
+                split.take(point, point.time - from);
+                break;
+            }
+        }
+    }
+    split
+}

@@ -1,0 +1,376 @@
+//! What a fix would buy: the critical path of the steady steps and a what-if replay that
+//! predicts the wall time per step after a change of costs (`docs/whatif.md`).
+//!
+//! Why a replay rather than thresholds: a metric that crosses its threshold says a cost is
+//! large, not that removing it shortens the step. A loop that waits on a stream sync each step
+//! gains from faster kernels even when its launch overhead ratio is high; a GPU-bound loop
+//! gains less than its kernels shrink once the host becomes the limit. Re-timing the rows with
+//! their dependencies kept answers both.
+//!
+//! The replay (`replay.rs`) is one fold over the rows in time order; its points and their
+//! deciding predecessors (`graph.rs`) give the critical path per steady cycle. The steady
+//! cycles are Root cause's, so "wall time per step" means what it means there.
+
+pub mod graph;
+mod replay;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::analyze::{AnalyzeConfig, analyze_rows};
+use crate::detect::bound::BoundKind;
+use crate::detect::{DetectConfig, detect_rows};
+use crate::error::{Error, Result};
+use crate::model::intervals::IntervalSet;
+use crate::model::rows::EventRows;
+use crate::model::{NO_NAME, Ns, Strings};
+use crate::names::kernels::KernelCategory;
+use graph::{Part, PathSplit};
+
+pub use crate::costs::Costs;
+
+/// The changes predicted when none is asked for: halve the host's own time, the launch calls,
+/// the kernels; and no host time at all.
+pub fn standard_set() -> Vec<Costs> {
+    let with = |f: fn(&mut Costs)| {
+        let mut c = Costs::default();
+        f(&mut c);
+        c
+    };
+    vec![
+        with(|c| c.host = 0.5),
+        with(|c| c.launch = 0.5),
+        with(|c| c.kernels = 0.5),
+        with(|c| c.host = 0.0),
+    ]
+}
+
+/// Refuses a factor out of range, an empty op name and a class no kernel rule names.
+fn check(costs: &Costs) -> Result<()> {
+    costs.check_factors()?;
+    for (k, _) in &costs.kernel_classes {
+        if !KernelCategory::ALL.iter().any(|c| c.key() == k) {
+            let keys: Vec<&str> = KernelCategory::ALL.iter().map(|c| c.key()).collect();
+            return Err(Error::Usage(format!(
+                "no kernel class {k:?}; the classes are {}",
+                keys.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One steady cycle, measured and replayed, with its critical path.
+#[derive(Debug, Clone, Default)]
+pub struct Cycle {
+    pub measured: (Ns, Ns),
+    pub replayed: Option<(Ns, Ns)>,
+    pub path: PathSplit,
+}
+
+/// The wall time per step, as Root cause defines it, and the GPU window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepTime {
+    /// The union of the steady cycles ÷ their number, µs (null without steady steps).
+    pub wall_time_per_step_us: Option<f64>,
+    /// First GPU operation's start to the last one's end, µs.
+    pub window_us: f64,
+    /// The steady cycles' lengths summed, ns (what the critical path's parts sum to).
+    pub steps_ns: Ns,
+}
+
+/// A part of the critical path: its time per step and share.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathPart {
+    pub part: Part,
+    pub label: &'static str,
+    pub per_step_us: f64,
+    pub share: f64,
+}
+
+/// A name on the critical path (an NVTX op for host time, a kernel for GPU time).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathName {
+    pub name: String,
+    pub part: Part,
+    pub per_step_us: f64,
+    pub share: f64,
+}
+
+/// The critical path of the steady steps: per step, split by part; the names with most time
+/// on it; what bounds the steps by the path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CriticalPath {
+    pub steps: usize,
+    /// Its length per step, µs: the parts sum to it (to the ns over all steps).
+    pub per_step_us: f64,
+    /// Its length over all steps, ns.
+    pub total_ns: Ns,
+    pub parts: Vec<PathPart>,
+    pub top_ops: Vec<PathName>,
+    pub top_kernels: Vec<PathName>,
+    /// The part group with at least half of the path (host: own time, launch calls, other
+    /// calls), else mixed.
+    pub bound: BoundKind,
+    /// How many steps each bound holds, by the step's own path.
+    pub steps_by_bound: Vec<(BoundKind, usize)>,
+}
+
+/// One prediction: a change of costs and the step time the replay gives under it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    pub change: String,
+    pub costs: Costs,
+    pub wall_time_per_step_us: Option<f64>,
+    pub window_us: f64,
+    /// Of the replayed step time (of the window without steps): negative is faster.
+    pub gain_pct: Option<f64>,
+    pub bound: BoundKind,
+    pub critical_path: CriticalPath,
+}
+
+/// What bounds the run: by the critical path of the steady steps, and by the threshold verdict
+/// (`detect`'s `bound`), with a note when they differ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bounds {
+    pub path: BoundKind,
+    /// `detect`'s bound over its window (busy shares, the host verdict first).
+    pub verdict: Option<BoundKind>,
+    /// `detect`'s verdict: YES (host-bound by its thresholds) or NO.
+    pub host_verdict: &'static str,
+    pub note: Option<String>,
+}
+
+/// `whatif`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WhatIf {
+    pub steps: usize,
+    pub bound: Bounds,
+    pub measured: StepTime,
+    /// The replay of unchanged costs: it must give the measured time.
+    pub replayed: StepTime,
+    /// (replayed − measured) ÷ measured, percent, of the step time (of the window without steps).
+    pub replay_error_pct: f64,
+    pub critical_path: CriticalPath,
+    pub predicted: Vec<Prediction>,
+    /// Most graph points held at once by one replay (the fold's bound).
+    pub peak_points: usize,
+    pub notes: Vec<String>,
+}
+
+/// Names listed per table.
+const TOP_NAMES: usize = 8;
+
+/// The critical path and the predictions of `changes` (the standard set when empty) for the
+/// trace `rows`, whose steady steps Root cause finds under `cfg`.
+pub fn whatif_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) -> Result<WhatIf> {
+    for c in changes {
+        check(c)?;
+    }
+    let b = analyze_rows(rows, cfg)?;
+    let cycles = &b.steady_cycles;
+    let strings = &rows.meta().strings;
+    let base = replay::replay(rows, cycles, &Costs::default())?;
+    let measured = StepTime {
+        wall_time_per_step_us: b.wall_time_per_step_us,
+        window_us: us(base.measured_window.map_or(0, |(a, e)| e - a)),
+        steps_ns: cycles.iter().map(|c| c.next - c.start).sum(),
+    };
+    let replayed = step_time(&base);
+    let error = |r: f64, m: f64| if m == 0.0 { 0.0 } else { 100.0 * (r - m) / m };
+    let replay_error_pct = match (
+        replayed.wall_time_per_step_us,
+        measured.wall_time_per_step_us,
+    ) {
+        (Some(r), Some(m)) => error(r, m),
+        _ => error(replayed.window_us, measured.window_us),
+    };
+    let critical_path = critical_path_of(&base, strings);
+    let bound = bounds(rows, cfg, critical_path.bound)?;
+    let standard = standard_set();
+    let changes = if changes.is_empty() {
+        &standard[..]
+    } else {
+        changes
+    };
+    let mut predicted = Vec::with_capacity(changes.len());
+    let mut peak_points = base.peak_points;
+    for costs in changes {
+        let r = replay::replay(rows, cycles, costs)?;
+        peak_points = peak_points.max(r.peak_points);
+        let t = step_time(&r);
+        let gain_pct = match (t.wall_time_per_step_us, replayed.wall_time_per_step_us) {
+            (Some(p), Some(r)) => Some(error(p, r)),
+            (None, None) => Some(error(t.window_us, replayed.window_us)),
+            _ => None,
+        };
+        let path = critical_path_of(&r, strings);
+        predicted.push(Prediction {
+            change: costs.label(),
+            costs: costs.clone(),
+            wall_time_per_step_us: t.wall_time_per_step_us,
+            window_us: t.window_us,
+            gain_pct,
+            bound: path.bound,
+            critical_path: path,
+        });
+    }
+    let mut notes = Vec::new();
+    if cycles.is_empty() {
+        notes.push(format!(
+            "no steady steps ({}): the window from the first GPU operation to the last is replayed, and the critical path is not split by step",
+            b.warnings.first().map_or("Root cause found none", |w| w.as_str())
+        ));
+    }
+    Ok(WhatIf {
+        steps: cycles.len(),
+        bound,
+        measured,
+        replayed,
+        replay_error_pct,
+        critical_path,
+        predicted,
+        peak_points,
+        notes,
+    })
+}
+
+/// The path's bound next to the threshold verdict's.
+fn bounds(rows: &dyn EventRows, cfg: &AnalyzeConfig, path: BoundKind) -> Result<Bounds> {
+    let report = detect_rows(
+        rows,
+        &DetectConfig {
+            step_marker: cfg.step_marker.clone(),
+            ..DetectConfig::default()
+        },
+    )?;
+    let verdict = report.bound.as_ref().map(|b| b.kind);
+    let host_verdict = report.verdict;
+    let path_host = path == BoundKind::Host;
+    let note = match (verdict, host_verdict == "YES") {
+        (Some(v), _) if v != path => Some(format!(
+            "the verdict's busy shares say {} over the whole window, the critical path of the steady steps says {}: a fix pays where the path lies",
+            v.label(),
+            path.label()
+        )),
+        (_, true) if !path_host => Some(format!(
+            "the thresholds call the host a bottleneck, yet the steady steps' critical path is {}: shortening host time buys less than the metrics suggest",
+            path.label()
+        )),
+        (_, false) if path_host => Some(
+            "the thresholds do not call the host a bottleneck, yet the steady steps' critical path runs mostly on the host".into(),
+        ),
+        _ => None,
+    };
+    Ok(Bounds {
+        path,
+        verdict,
+        host_verdict,
+        note,
+    })
+}
+
+fn us(ns: Ns) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The replayed wall time per step (Root cause's rule: the union of the cycles ÷ their number).
+fn step_time(r: &replay::Replayed) -> StepTime {
+    let spans: Vec<(Ns, Ns)> = r.cycles.iter().filter_map(|c| c.replayed).collect();
+    let per_step = (!spans.is_empty()).then(|| {
+        let n = spans.len() as f64;
+        us(IntervalSet::from_unsorted(spans).measure()) / n
+    });
+    StepTime {
+        wall_time_per_step_us: per_step,
+        window_us: us(r.window.map_or(0, |(a, e)| e - a)),
+        steps_ns: r
+            .cycles
+            .iter()
+            .filter_map(|c| c.replayed)
+            .map(|(s, e)| e - s)
+            .sum(),
+    }
+}
+
+fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
+    let steps = r.cycles.iter().filter(|c| c.replayed.is_some()).count();
+    let path = &r.path;
+    let n = steps.max(1) as f64;
+    let share = |t: Ns| match path.total {
+        0 => 0.0,
+        total => t as f64 / total as f64,
+    };
+    let parts = Part::ALL
+        .iter()
+        .map(|&p| {
+            let t = path.parts.get(&p).copied().unwrap_or(0);
+            PathPart {
+                part: p,
+                label: p.label(),
+                per_step_us: us(t) / n,
+                share: share(t),
+            }
+        })
+        .collect();
+    let top = |host: bool| {
+        let mut names: Vec<(&(Part, u32), &Ns)> = path
+            .names
+            .iter()
+            .filter(|((p, name), _)| {
+                *name != NO_NAME
+                    && match host {
+                        true => *p == Part::Host,
+                        false => matches!(p, Part::Compute | Part::Communication | Part::Transfers),
+                    }
+            })
+            .collect();
+        names.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        names
+            .into_iter()
+            .take(TOP_NAMES)
+            .map(|(&(part, name), &t)| PathName {
+                name: strings.get(name).to_string(),
+                part,
+                per_step_us: us(t) / n,
+                share: share(t),
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut by_bound: HashMap<BoundKind, usize> = HashMap::new();
+    for c in r.cycles.iter().filter(|c| c.replayed.is_some()) {
+        *by_bound.entry(bound_of(&c.path)).or_default() += 1;
+    }
+    let mut steps_by_bound: Vec<(BoundKind, usize)> = by_bound.into_iter().collect();
+    steps_by_bound.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    CriticalPath {
+        steps,
+        per_step_us: us(path.total) / n,
+        total_ns: path.total,
+        parts,
+        top_ops: top(true),
+        top_kernels: top(false),
+        bound: bound_of(path),
+        steps_by_bound,
+    }
+}
+
+/// What bounds a path: the group of parts holding at least half of it, else mixed.
+pub fn bound_of(path: &PathSplit) -> BoundKind {
+    let t = |ps: &[Part]| -> Ns {
+        ps.iter()
+            .map(|p| path.parts.get(p).copied().unwrap_or(0))
+            .sum()
+    };
+    let groups = [
+        (BoundKind::Host, t(&[Part::Host, Part::Launch, Part::Calls])),
+        (BoundKind::Compute, t(&[Part::Compute])),
+        (BoundKind::Communication, t(&[Part::Communication])),
+        (BoundKind::Transfer, t(&[Part::Transfers])),
+    ];
+    groups
+        .into_iter()
+        .find(|&(_, g)| path.total > 0 && 2 * g >= path.total)
+        .map_or(BoundKind::Mixed, |(k, _)| k)
+}

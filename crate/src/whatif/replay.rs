@@ -1,0 +1,733 @@
+//! The replay: one fold over the rows in time order that gives every call, NVTX boundary and
+//! GPU operation a replayed time under changed costs, keeping the dependencies the export
+//! shows (`docs/whatif.md` lists each edge and its source).
+//!
+//! Each point's time is the latest of its predecessors' replayed times plus the delay of the
+//! edge. The edge that decided the measured time keeps its measured delay; the others keep at
+//! most a typical delay (the launch latency or the gap between operations on the device,
+//! the median of the last ones measured). So the replay of unchanged costs gives every row its
+//! measured time, and a changed cost moves only what depends on it.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use super::graph::{NONE, Part, PathSplit, Point, PointId, Points, walk_back};
+use super::{Costs, Cycle};
+use crate::analyze::breakdown::CycleBounds;
+use crate::costs::scale;
+use crate::error::Result;
+use crate::model::rows::{CallRow, EventRows, KernelRow, Rows, SyncRow};
+use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, ThreadIdx, Work};
+use crate::names::api::{ApiKind, api_kind};
+use crate::names::kernels::KernelCategory;
+
+/// What one replay gives: the replayed cycles with their critical paths, and the window.
+#[derive(Debug, Clone, Default)]
+pub struct Replayed {
+    pub cycles: Vec<Cycle>,
+    /// First GPU operation's start to the last one's end, replayed.
+    pub window: Option<(Ns, Ns)>,
+    /// The same, measured.
+    pub measured_window: Option<(Ns, Ns)>,
+    /// The critical path summed over the cycles.
+    pub path: PathSplit,
+    /// Most points held at once.
+    pub peak_points: usize,
+}
+
+/// Replays `rows` under `costs`; `cycles` are the steady cycles Root cause measured.
+pub fn replay(rows: &dyn EventRows, cycles: &[CycleBounds], costs: &Costs) -> Result<Replayed> {
+    let strings = &rows.meta().strings;
+    let mut fold = Replay::new(strings, costs, cycles);
+    let mut sources = Sources {
+        calls: rows.calls().peekable(),
+        ranges: rows.ranges().peekable(),
+        work: rows.gpu_work().peekable(),
+        syncs: rows.syncs().peekable(),
+    };
+    loop {
+        let start = sources.next_start();
+        let end = fold.ends.peek().map(|Reverse(e)| (e.0, e.1));
+        match (start, end) {
+            (None, None) => break,
+            (Some(s), Some(e)) if e <= s => fold.end_next(),
+            (None, Some(_)) => fold.end_next(),
+            (Some(_), _) => sources.start_next(&mut fold),
+        }
+    }
+    rows.check()?;
+    Ok(fold.finish())
+}
+
+/// Order of points at one time: ends before starts (a kernel ends before the sync waiting on
+/// it returns, a launch call returns before its kernel starts), NVTX starts before calls.
+const GPU_END: u8 = 0;
+const CALL_END: u8 = 1;
+const NVTX_END: u8 = 2;
+const SYNC_ROW: u8 = 3;
+const NVTX_START: u8 = 4;
+const CALL_START: u8 = 5;
+const GPU_START: u8 = 6;
+
+struct Sources<'a> {
+    calls: std::iter::Peekable<Rows<'a, CallRow>>,
+    ranges: std::iter::Peekable<Rows<'a, NvtxRow>>,
+    work: std::iter::Peekable<Rows<'a, KernelRow>>,
+    syncs: std::iter::Peekable<Rows<'a, SyncRow>>,
+}
+
+impl Sources<'_> {
+    fn next_start(&mut self) -> Option<(Ns, u8)> {
+        [
+            self.syncs.peek().map(|r| (r.start, SYNC_ROW)),
+            self.ranges.peek().map(|r| (r.start, NVTX_START)),
+            self.calls.peek().map(|r| (r.start, CALL_START)),
+            self.work.peek().map(|r| (r.start, GPU_START)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn start_next(&mut self, fold: &mut Replay<'_>) {
+        match self.next_start().map(|(_, class)| class) {
+            Some(SYNC_ROW) => {
+                if let Some(r) = self.syncs.next() {
+                    fold.sync_row(&r);
+                }
+            }
+            Some(NVTX_START) => {
+                if let Some(r) = self.ranges.next() {
+                    fold.nvtx_start(&r);
+                }
+            }
+            Some(CALL_START) => {
+                if let Some(r) = self.calls.next() {
+                    fold.call_start(&r);
+                }
+            }
+            _ => {
+                if let Some(r) = self.work.next() {
+                    fold.work_start(&r);
+                }
+            }
+        }
+    }
+}
+
+/// A host thread: its last point, where it is in measured and replayed time, how deep in CUDA
+/// calls, and its open NVTX ranges (name, end).
+struct Thread {
+    last: PointId,
+    measured: Ns,
+    replayed: Ns,
+    calls: u32,
+    ranges: Vec<(NameId, Ns)>,
+}
+
+/// An edge's end: a point, its measured and its replayed time.
+#[derive(Debug, Clone, Copy)]
+struct Anchor {
+    point: PointId,
+    measured: Ns,
+    replayed: Ns,
+}
+
+/// A call that launched (or may launch) GPU work, until its operations come.
+#[derive(Debug, Clone, Copy)]
+struct Launch {
+    start: Anchor,
+    end: Option<Anchor>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenCall {
+    thread: ThreadIdx,
+    process: ProcessIdx,
+    correlation: u32,
+    name: NameId,
+    kind: ApiKind,
+    start: Anchor,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenWork {
+    device: u32,
+    stream: u32,
+    process: ProcessIdx,
+    start: Anchor,
+    duration: Ns,
+    part: Part,
+    name: NameId,
+}
+
+/// The last operation that ended on a stream, and its process.
+#[derive(Debug, Clone, Copy)]
+struct Ended {
+    at: Anchor,
+    process: ProcessIdx,
+}
+
+/// Delays measured on a device: the last few, whose median is the typical one.
+#[derive(Debug, Default)]
+struct Typical {
+    samples: VecDeque<Ns>,
+}
+
+const TYPICAL_SAMPLES: usize = 31;
+
+impl Typical {
+    fn push(&mut self, d: Ns) {
+        if d < 0 {
+            return;
+        }
+        if self.samples.len() == TYPICAL_SAMPLES {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(d);
+    }
+
+    fn median(&self, default: Ns) -> Ns {
+        if self.samples.is_empty() {
+            return default;
+        }
+        let mut v: Vec<Ns> = self.samples.iter().copied().collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    }
+}
+
+#[derive(Debug, Default)]
+struct Device {
+    latency: Typical,
+    gap: Typical,
+    /// The operation on any stream of the device that ended last.
+    last: Option<Anchor>,
+}
+
+/// Launch latency assumed before a device has shown one (the generator's, CUDA's order).
+const DEFAULT_LATENCY: Ns = 4_000;
+/// Gap between operations on a stream assumed before a device has shown one.
+const DEFAULT_GAP: Ns = 1_000;
+/// A start later than its predecessors explain by more than this is looked for on the
+/// device's other streams (a cross-stream wait the export does not link).
+const UNEXPLAINED: Ns = 2_000;
+/// Launches held for their operations at most (a launch whose kernel was not captured).
+const MAX_LAUNCHES: usize = 1 << 16;
+
+/// Where a synchronization waits, from its `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` row.
+#[derive(Debug, Clone, Copy)]
+enum Scope {
+    /// One stream of the calling process.
+    Stream(u32),
+    /// Every stream of the calling process (a device or event synchronization).
+    Process,
+}
+
+/// `CUpti_ActivitySynchronizationType`: 3 is a stream synchronization.
+const SYNC_STREAM: u8 = 3;
+
+struct Replay<'a> {
+    strings: &'a Strings,
+    costs: &'a Costs,
+    points: Points,
+    threads: HashMap<ThreadIdx, Thread>,
+    streams: HashMap<(u32, u32), Ended>,
+    devices: HashMap<u32, Device>,
+    launches: HashMap<(ProcessIdx, u32), Launch>,
+    launch_order: VecDeque<(ProcessIdx, u32)>,
+    scopes: HashMap<(ProcessIdx, u32), Scope>,
+    calls: HashMap<u64, OpenCall>,
+    work: HashMap<u64, OpenWork>,
+    next_id: u64,
+    ends: BinaryHeap<Reverse<(Ns, u8, u64)>>,
+    /// NVTX ends: (end, thread, name).
+    nvtx_ends: HashMap<u64, (ThreadIdx, NameId)>,
+    kinds: HashMap<NameId, ApiKind>,
+    op_factors: HashMap<NameId, f64>,
+    classes: HashMap<NameId, KernelCategory>,
+    /// Cycle bounds by NVTX row, and those met at a GPU operation's start, in time order.
+    bound_rows: HashMap<i64, Vec<usize>>,
+    bound_times: Vec<(Ns, usize)>,
+    next_time_bound: usize,
+    /// Per bound (cycle `i` starts at bound `2i` and ends at `2i + 1`): its anchor.
+    bounds: Vec<Option<Anchor>>,
+    cycles: Vec<Cycle>,
+    done_cycles: usize,
+    path: PathSplit,
+    window: Option<(Ns, Ns)>,
+    measured_window: Option<(Ns, Ns)>,
+}
+
+impl<'a> Replay<'a> {
+    fn new(strings: &'a Strings, costs: &'a Costs, cycles: &[CycleBounds]) -> Replay<'a> {
+        let mut bound_rows: HashMap<i64, Vec<usize>> = HashMap::new();
+        let mut bound_times = Vec::new();
+        for (i, c) in cycles.iter().enumerate() {
+            for (j, (row, t)) in [(c.start_row, c.start), (c.next_row, c.next)]
+                .into_iter()
+                .enumerate()
+            {
+                match row {
+                    Some(row) => bound_rows.entry(row).or_default().push(2 * i + j),
+                    None => bound_times.push((t, 2 * i + j)),
+                }
+            }
+        }
+        bound_times.sort_unstable();
+        Replay {
+            strings,
+            costs,
+            points: Points::default(),
+            threads: HashMap::new(),
+            streams: HashMap::new(),
+            devices: HashMap::new(),
+            launches: HashMap::new(),
+            launch_order: VecDeque::new(),
+            scopes: HashMap::new(),
+            calls: HashMap::new(),
+            work: HashMap::new(),
+            next_id: 0,
+            ends: BinaryHeap::new(),
+            nvtx_ends: HashMap::new(),
+            kinds: HashMap::new(),
+            op_factors: HashMap::new(),
+            classes: HashMap::new(),
+            bound_rows,
+            bound_times,
+            next_time_bound: 0,
+            bounds: vec![None; 2 * cycles.len()],
+            cycles: cycles
+                .iter()
+                .map(|c| Cycle {
+                    measured: (c.start, c.next),
+                    replayed: None,
+                    path: PathSplit::default(),
+                })
+                .collect(),
+            done_cycles: 0,
+            path: PathSplit::default(),
+            window: None,
+            measured_window: None,
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn kind(&mut self, name: NameId) -> ApiKind {
+        let strings = self.strings;
+        *self
+            .kinds
+            .entry(name)
+            .or_insert_with(|| api_kind(strings.get(name)))
+    }
+
+    fn class(&mut self, name: NameId) -> KernelCategory {
+        let strings = self.strings;
+        *self
+            .classes
+            .entry(name)
+            .or_insert_with(|| Work::Kernel.class(strings.get(name)))
+    }
+
+    /// The factor on the host's own time inside NVTX op `name` (innermost).
+    fn host_factor(&mut self, name: NameId) -> f64 {
+        let (strings, costs) = (self.strings, self.costs);
+        let op = *self.op_factors.entry(name).or_insert_with(|| match name {
+            NO_NAME => 1.0,
+            _ => costs.op_factor(strings.get(name)),
+        });
+        self.costs.host * op
+    }
+
+    /// A point on `thread`'s host timeline at measured time `t`: the host's own time since its
+    /// last point, scaled, attributed to the innermost NVTX range (inside a call, the call's
+    /// time, unscaled).
+    fn host_point(&mut self, thread: ThreadIdx, t: Ns) -> Anchor {
+        let th = self.threads.entry(thread).or_insert(Thread {
+            last: NONE,
+            measured: t,
+            replayed: t,
+            calls: 0,
+            ranges: Vec::new(),
+        });
+        let elapsed = t - th.measured;
+        let (in_call, last, from) = (th.calls > 0, th.last, th.replayed);
+        let op = th.ranges.last().map_or(NO_NAME, |&(n, _)| n);
+        let (part, time) = match in_call {
+            true => (Part::Calls, from + elapsed),
+            false => (Part::Host, from + scale(elapsed, self.host_factor(op))),
+        };
+        let point = self.points.push(Point {
+            time,
+            pred: last,
+            part,
+            name: op,
+        });
+        if let Some(th) = self.threads.get_mut(&thread) {
+            th.last = point;
+            th.measured = t;
+            th.replayed = time;
+        }
+        Anchor {
+            point,
+            measured: t,
+            replayed: time,
+        }
+    }
+
+    fn sync_row(&mut self, r: &SyncRow) {
+        let scope = match r.sync_type {
+            SYNC_STREAM => Scope::Stream(r.stream),
+            _ => Scope::Process,
+        };
+        if self.scopes.len() >= MAX_LAUNCHES {
+            self.scopes.clear();
+        }
+        self.scopes.insert((r.process, r.correlation), scope);
+    }
+
+    fn nvtx_start(&mut self, r: &NvtxRow) {
+        if r.end < r.start {
+            return;
+        }
+        let at = self.host_point(r.thread, r.start);
+        if let Some(th) = self.threads.get_mut(&r.thread) {
+            th.ranges.push((r.name, r.end));
+        }
+        if let Some(bounds) = self.bound_rows.remove(&r.row) {
+            for b in bounds {
+                self.bound(b, at);
+            }
+        }
+        let id = self.id();
+        self.nvtx_ends.insert(id, (r.thread, r.name));
+        self.ends.push(Reverse((r.end, NVTX_END, id)));
+    }
+
+    fn nvtx_end(&mut self, id: u64, t: Ns) {
+        let Some((thread, name)) = self.nvtx_ends.remove(&id) else {
+            return;
+        };
+        self.host_point(thread, t);
+        if let Some(th) = self.threads.get_mut(&thread)
+            && let Some(i) = th.ranges.iter().rposition(|&(n, e)| n == name && e == t)
+        {
+            th.ranges.remove(i);
+        }
+    }
+
+    fn call_start(&mut self, r: &CallRow) {
+        let start = self.host_point(r.thread, r.start);
+        if let Some(th) = self.threads.get_mut(&r.thread) {
+            th.calls += 1;
+        }
+        let kind = self.kind(r.name);
+        if r.correlation != 0
+            && matches!(
+                kind,
+                ApiKind::Launch
+                    | ApiKind::GraphLaunch
+                    | ApiKind::Memcpy { .. }
+                    | ApiKind::Memset { .. }
+            )
+        {
+            let key = (r.process, r.correlation);
+            if self.launch_order.len() >= MAX_LAUNCHES
+                && let Some(old) = self.launch_order.pop_front()
+            {
+                self.launches.remove(&old);
+            }
+            self.launches.insert(key, Launch { start, end: None });
+            self.launch_order.push_back(key);
+        }
+        let id = self.id();
+        self.calls.insert(
+            id,
+            OpenCall {
+                thread: r.thread,
+                process: r.process,
+                correlation: r.correlation,
+                name: r.name,
+                kind,
+                start,
+            },
+        );
+        self.ends.push(Reverse((r.end.max(r.start), CALL_END, id)));
+    }
+
+    fn call_end(&mut self, id: u64, e: Ns) {
+        let Some(c) = self.calls.remove(&id) else {
+            return;
+        };
+        let s = c.start.measured;
+        let took = e - s;
+        let (time, pred, part) = match c.kind {
+            ApiKind::Launch | ApiKind::GraphLaunch => (
+                c.start.replayed + scale(took, self.costs.launch),
+                c.start.point,
+                Part::Launch,
+            ),
+            ApiKind::BlockingSync
+            | ApiKind::Memcpy { is_async: false }
+            | ApiKind::Memset { is_async: false } => self.sync_end(&c, e),
+            _ => (c.start.replayed + took, c.start.point, Part::Calls),
+        };
+        let point = self.points.push(Point {
+            time,
+            pred,
+            part,
+            name: c.name,
+        });
+        let end = Anchor {
+            point,
+            measured: e,
+            replayed: time,
+        };
+        if let Some(l) = self.launches.get_mut(&(c.process, c.correlation)) {
+            l.end = Some(end);
+        }
+        if let Some(th) = self.threads.get_mut(&c.thread) {
+            th.calls = th.calls.saturating_sub(1);
+            th.last = point;
+            th.measured = e;
+            th.replayed = time;
+        }
+    }
+
+    /// A blocking call's end: when the GPU work it waited for ends, plus its measured return;
+    /// the work it waited for is what ended last during the call on the streams it waits on.
+    fn sync_end(&mut self, c: &OpenCall, e: Ns) -> (Ns, PointId, Part) {
+        let s = c.start.measured;
+        let scope = self.scopes.remove(&(c.process, c.correlation));
+        // The row's deviceId is not the kernel table's: in `mfu_2gpu_before` the process whose
+        // kernels run on device 1 writes deviceId 0 (its own ordinal). Streams are matched within
+        // the calling process, by id for a stream synchronization.
+        let waited = self
+            .streams
+            .iter()
+            .filter(|&(&(_, st), ended)| {
+                ended.process == c.process
+                    && match scope {
+                        Some(Scope::Stream(ss)) => st == ss,
+                        Some(Scope::Process) | None => true,
+                    }
+            })
+            .map(|(_, ended)| ended.at)
+            .filter(|a| a.measured > s && a.measured <= e)
+            .max_by_key(|a| a.measured);
+        let own = c.start.replayed + (e - s);
+        let Some(w) = waited else {
+            return (own, c.start.point, Part::Calls);
+        };
+        let ret = e - w.measured;
+        let alone = c.start.replayed + ret.min(e - s);
+        let after = w.replayed + ret;
+        match after >= alone {
+            true => (after, w.point, Part::Waits),
+            false => (alone, c.start.point, Part::Calls),
+        }
+    }
+
+    fn work_start(&mut self, k: &KernelRow) {
+        let s = k.start;
+        let launch = (k.correlation != 0)
+            .then(|| self.launches.get(&(k.process, k.correlation)))
+            .flatten()
+            .map(|l| match l.end {
+                Some(end) if s >= end.measured => end,
+                _ => l.start,
+            });
+        let stream = self.streams.get(&(k.device, k.stream)).map(|e| e.at);
+        let device = self.devices.entry(k.device).or_default();
+        let latency = device.latency.median(DEFAULT_LATENCY);
+        let gap = device.gap.median(DEFAULT_GAP);
+        let other = device.last;
+        // (anchor, typical delay, part of the edge, whether a launch edge)
+        let mut edges: Vec<(Anchor, Ns, Part, bool)> = Vec::with_capacity(3);
+        if let Some(l) = launch {
+            edges.push((l, latency, Part::Launch, true));
+        }
+        if let Some(p) = stream {
+            edges.push((p, gap, Part::Waits, false));
+        }
+        let decided = edges
+            .iter()
+            .copied()
+            .max_by_key(|&(a, _, _, launch)| (a.measured, !launch));
+        // A start its own predecessors leave unexplained: another stream's work that ended just
+        // before it (a cross-stream wait the export does not link) decides it.
+        if let (Some(o), Some((d, typical, _, _))) = (other, decided)
+            && s - d.measured > typical + UNEXPLAINED
+            && o.measured > d.measured
+            && o.measured <= s
+        {
+            edges.push((o, gap, Part::Waits, false));
+        }
+        let decided = edges
+            .iter()
+            .copied()
+            .max_by_key(|&(a, _, _, launch)| (a.measured, !launch));
+        let (time, pred, part) = match decided {
+            None => (s, NONE, Part::Waits),
+            Some((d, _, _, _)) => edges
+                .iter()
+                .map(|&(a, typical, part, _)| {
+                    let delay = match a.point == d.point {
+                        true => s - a.measured,
+                        false => typical.min(s - a.measured),
+                    };
+                    (a.replayed + delay, a.point, part)
+                })
+                .max_by_key(|&(t, p, _)| (t, p == d.point))
+                .unwrap_or((s, NONE, Part::Waits)),
+        };
+        if let Some((d, _, _, launch)) = decided {
+            let device = self.devices.entry(k.device).or_default();
+            match launch {
+                true => device.latency.push(s - d.measured),
+                false => device.gap.push(s - d.measured),
+            }
+        }
+        let point = self.points.push(Point {
+            time,
+            pred,
+            part,
+            name: k.short_name,
+        });
+        let start = Anchor {
+            point,
+            measured: s,
+            replayed: time,
+        };
+        self.time_bounds(start);
+        let (duration, part) = self.duration(k);
+        let id = self.id();
+        self.work.insert(
+            id,
+            OpenWork {
+                device: k.device,
+                stream: k.stream,
+                process: k.process,
+                start,
+                duration,
+                part,
+                name: k.short_name,
+            },
+        );
+        self.ends.push(Reverse((k.end.max(s), GPU_END, id)));
+    }
+
+    /// A GPU operation's replayed duration and what it is on a path.
+    fn duration(&mut self, k: &KernelRow) -> (Ns, Part) {
+        let took = k.end.max(k.start) - k.start;
+        match k.work {
+            Work::Kernel => {
+                let class = self.class(k.short_name);
+                let part = match class {
+                    KernelCategory::Collective => Part::Communication,
+                    _ => Part::Compute,
+                };
+                (scale(took, self.costs.class_factor(class.key())), part)
+            }
+            Work::Replay => (
+                scale(took, self.costs.class_factor(KernelCategory::Replay.key())),
+                Part::Compute,
+            ),
+            Work::Copy { .. } | Work::Memset => (took, Part::Transfers),
+        }
+    }
+
+    fn work_end(&mut self, id: u64, e: Ns) {
+        let Some(w) = self.work.remove(&id) else {
+            return;
+        };
+        let time = w.start.replayed + w.duration;
+        let point = self.points.push(Point {
+            time,
+            pred: w.start.point,
+            part: w.part,
+            name: w.name,
+        });
+        let at = Anchor {
+            point,
+            measured: e,
+            replayed: time,
+        };
+        self.streams.insert(
+            (w.device, w.stream),
+            Ended {
+                at,
+                process: w.process,
+            },
+        );
+        let device = self.devices.entry(w.device).or_default();
+        if device.last.is_none_or(|l| l.measured <= e) {
+            device.last = Some(at);
+        }
+        self.window = Some(widen(self.window, (w.start.replayed, time)));
+        self.measured_window = Some(widen(self.measured_window, (w.start.measured, e)));
+    }
+
+    /// Cycle bounds that are GPU iterations' starts: at the first operation starting at or after
+    /// them.
+    fn time_bounds(&mut self, start: Anchor) {
+        while let Some(&(t, b)) = self.bound_times.get(self.next_time_bound) {
+            if t > start.measured {
+                break;
+            }
+            self.next_time_bound += 1;
+            self.bound(b, start);
+        }
+    }
+
+    /// Bound `b` reached at `at`: a cycle whose both bounds are known is replayed, its
+    /// critical path walked back, and points older than it dropped.
+    fn bound(&mut self, b: usize, at: Anchor) {
+        if let Some(slot) = self.bounds.get_mut(b) {
+            *slot = Some(at);
+        }
+        let i = b / 2;
+        if let (Some(Some(start)), Some(Some(next))) =
+            (self.bounds.get(2 * i), self.bounds.get(2 * i + 1))
+        {
+            let (start, next) = (*start, *next);
+            let path = walk_back(&self.points, next.point, start.replayed);
+            self.path.add(&path);
+            if let Some(c) = self.cycles.get_mut(i) {
+                c.replayed = Some((start.replayed, next.replayed));
+                c.path = path;
+            }
+            self.done_cycles += 1;
+            self.points.drop_before(start.point);
+        }
+    }
+
+    fn end_next(&mut self) {
+        let Some(Reverse((t, class, id))) = self.ends.pop() else {
+            return;
+        };
+        match class {
+            GPU_END => self.work_end(id, t),
+            CALL_END => self.call_end(id, t),
+            _ => self.nvtx_end(id, t),
+        }
+    }
+
+    fn finish(self) -> Replayed {
+        Replayed {
+            cycles: self.cycles,
+            window: self.window,
+            measured_window: self.measured_window,
+            path: self.path,
+            peak_points: self.points.peak,
+        }
+    }
+}
+
+fn widen(span: Option<(Ns, Ns)>, (s, e): (Ns, Ns)) -> (Ns, Ns) {
+    span.map_or((s, e), |(a, b)| (a.min(s), b.max(e)))
+}

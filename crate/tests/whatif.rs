@@ -1,0 +1,249 @@
+//! The what-if replay against runs it did not see: a scenario written with one cost scaled by
+//! the generator (every other duration the unscaled run's) is the measured answer the replay of
+//! the unscaled run must predict; the replay of unchanged costs must give the measured step
+//! time, on generated runs and on every public export; the critical path's parts sum to the
+//! steps' time to the nanosecond.
+
+mod common;
+
+use std::path::Path;
+
+use nsys_lens::analyze::AnalyzeConfig;
+use nsys_lens::costs::Costs;
+use nsys_lens::names::steps::{StepSource, StepStyle};
+use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
+use nsys_lens::whatif::{WhatIf, whatif_rows};
+
+/// Predictions within this share of the scaled run's measured step time.
+const PREDICTION_TOLERANCE_PCT: f64 = 5.0;
+/// The unchanged replay within this share of the measured step time (generated runs).
+const REPLAY_TOLERANCE_PCT: f64 = 2.0;
+/// The unchanged replay within this share of the measured step time (real exports).
+const REAL_REPLAY_TOLERANCE_PCT: f64 = 5.0;
+
+fn whatif(
+    path: &Path,
+    marker: Option<&str>,
+    changes: &[Costs],
+) -> nsys_lens::error::Result<WhatIf> {
+    let conn = trace::open_path(path)?;
+    let scan = FileScan::of_file(&conn, path, LoadOptions::all(), 1 << 30)?;
+    let rows = FileRows::over(&conn, &scan);
+    let cfg = AnalyzeConfig {
+        step_marker: marker
+            .map(|m| StepSource::Builtin(StepStyle::from_key(m).expect("built-in marker"))),
+        ..AnalyzeConfig::default()
+    };
+    whatif_rows(&rows, &cfg, changes)
+}
+
+fn write(dir: &Path, scenario: &str, costs: &Costs) -> std::path::PathBuf {
+    let path = dir.join(format!(
+        "{scenario}-{}.sqlite",
+        costs.label().replace(' ', "")
+    ));
+    let opts = nsys_lens::synth::GenOptions { scale: 1, seed: 42 };
+    nsys_lens::synth::generate_with_costs(
+        scenario,
+        &path,
+        &opts,
+        nsys_lens::synth::MarkerStyle::default(),
+        costs,
+    )
+    .unwrap_or_else(|e| panic!("generate {scenario} {}: {e}", costs.label()));
+    path
+}
+
+fn costs(f: impl Fn(&mut Costs)) -> Costs {
+    let mut c = Costs::default();
+    f(&mut c);
+    c
+}
+
+/// Writes `scenario` plain and under each change; the prediction of each from the plain run
+/// must match the changed run's measured wall time per step.
+fn predicts(scenario: &str, marker: Option<&str>, changes: &[Costs]) {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write(dir.path(), scenario, &Costs::default());
+    let w = whatif(&plain, marker, changes).unwrap();
+    let measured = w.measured.wall_time_per_step_us.expect("steady steps");
+    let replayed = w.replayed.wall_time_per_step_us.expect("replayed steps");
+    let replay_err = 100.0 * (replayed - measured) / measured;
+    println!(
+        "{scenario}: measured {measured:.1} µs, replayed {replayed:.1} µs ({replay_err:+.3} %)"
+    );
+    assert!(
+        replay_err.abs() <= REPLAY_TOLERANCE_PCT,
+        "{scenario}: replay error {replay_err} %"
+    );
+    assert_eq!(
+        w.critical_path.total_ns, w.replayed.steps_ns,
+        "{scenario}: path ≠ steps"
+    );
+    for (change, p) in changes.iter().zip(&w.predicted) {
+        let scaled = write(dir.path(), scenario, change);
+        let m = whatif(&scaled, marker, &[]).unwrap();
+        assert_eq!(m.steps, w.steps, "{scenario} {}: steps", change.label());
+        let truth = m
+            .measured
+            .wall_time_per_step_us
+            .expect("scaled run's steps");
+        let predicted = p.wall_time_per_step_us.expect("predicted steps");
+        let err = 100.0 * (predicted - truth) / truth;
+        println!(
+            "  {:<28} predicted {predicted:9.1} µs, measured {truth:9.1} µs, error {err:+.2} %",
+            change.label()
+        );
+        assert!(
+            err.abs() <= PREDICTION_TOLERANCE_PCT,
+            "{scenario} {}: predicted {predicted}, measured {truth}",
+            change.label()
+        );
+    }
+}
+
+#[test]
+fn a_host_bound_loop_gains_from_host_time_not_from_launches() {
+    let changes = [
+        costs(|c| c.host = 0.5),
+        costs(|c| c.launch = 0.5),
+        costs(|c| c.kernels = 0.5),
+        costs(|c| c.ops = vec![("_prepare_tp_inputs".into(), 0.5)]),
+    ];
+    predicts("host-bound", None, &changes);
+    // What the thresholds cannot say: halving host time buys far more than halving launches.
+    let dir = tempfile::tempdir().unwrap();
+    let w = whatif(
+        &write(dir.path(), "host-bound", &Costs::default()),
+        None,
+        &changes,
+    )
+    .unwrap();
+    let gain = |i: usize| w.predicted[i].gain_pct.unwrap();
+    assert!(
+        gain(0) < -30.0 && gain(1) > -1.0,
+        "host {} launch {}",
+        gain(0),
+        gain(1)
+    );
+    assert_eq!(w.bound.path, nsys_lens::detect::bound::BoundKind::Host);
+}
+
+#[test]
+fn a_gpu_bound_loop_gains_from_kernels_only() {
+    predicts(
+        "gpu-bound",
+        None,
+        &[costs(|c| c.kernels = 0.5), costs(|c| c.host = 0.0)],
+    );
+}
+
+#[test]
+fn context_and_generation_steps_are_predicted() {
+    predicts(
+        "context-only",
+        None,
+        &[costs(|c| c.kernels = 0.5), costs(|c| c.host = 0.5)],
+    );
+}
+
+#[test]
+fn a_tp2_run_with_a_straggler_is_predicted() {
+    // A larger host cut packs the steps' all-reduces closer than Root cause's 1 ms iteration
+    // gap, and the scaled run then has no steady steps to measure.
+    predicts(
+        "tp2-straggler",
+        Some("tensorrt-llm"),
+        &[
+            costs(|c| c.host = 0.8),
+            costs(|c| c.launch = 0.5),
+            costs(|c| c.ops = vec![("_prepare_tp_inputs".into(), 0.5)]),
+        ],
+    );
+}
+
+#[test]
+fn cuda_graphs_at_graph_and_node_level_are_predicted() {
+    for scenario in ["cuda-graphs", "serving-graphs", "serving-graphs-node"] {
+        predicts(
+            scenario,
+            None,
+            &[
+                costs(|c| c.kernels = 0.5),
+                costs(|c| c.launch = 0.5),
+                costs(|c| c.host = 0.5),
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_copy_bound_loop_gains_little_from_kernels() {
+    predicts(
+        "copy-bound",
+        None,
+        &[costs(|c| c.kernels = 0.5), costs(|c| c.host = 0.0)],
+    );
+}
+
+#[test]
+fn one_kernel_class_is_predicted() {
+    predicts(
+        "kernel-classes",
+        None,
+        &[costs(|c| c.kernel_classes = vec![("gemm".into(), 0.5)])],
+    );
+}
+
+/// Every public export with kernels replays to its measured step time (or window), and its
+/// critical path sums to its steps' time to the ns.
+#[test]
+fn every_public_export_replays_to_its_measured_step_time() {
+    for path in common::public_exports_with_kernels() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let w = match whatif(&path, None, &[costs(|c| c.host = 0.5)]) {
+            Ok(w) => w,
+            Err(e) => panic!("{name}: {e}"),
+        };
+        println!(
+            "{name}: {} steps, measured {:?} µs/step, window {:.1} µs, replay error {:+.4} %",
+            w.steps, w.measured.wall_time_per_step_us, w.measured.window_us, w.replay_error_pct
+        );
+        assert!(
+            w.replay_error_pct.abs() <= REAL_REPLAY_TOLERANCE_PCT,
+            "{name}: replay error {} %",
+            w.replay_error_pct
+        );
+        assert_eq!(w.critical_path.total_ns, w.replayed.steps_ns, "{name}");
+        assert_eq!(w.replayed.steps_ns, w.measured.steps_ns, "{name}");
+        let parts: i64 = w
+            .critical_path
+            .parts
+            .iter()
+            .map(|p| (p.per_step_us * 1000.0 * w.steps.max(1) as f64).round() as i64)
+            .sum();
+        assert!(
+            (parts - w.critical_path.total_ns).abs() <= 8,
+            "{name}: parts {parts}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_factor_or_class_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write(dir.path(), "host-bound", &Costs::default());
+    for bad in [
+        costs(|c| c.host = -1.0),
+        costs(|c| c.kernels = f64::NAN),
+        costs(|c| c.kernel_classes = vec![("nonsense".into(), 0.5)]),
+        costs(|c| c.ops = vec![(String::new(), 0.5)]),
+    ] {
+        let e = whatif(&plain, None, std::slice::from_ref(&bad)).unwrap_err();
+        assert!(
+            matches!(e, nsys_lens::error::Error::Usage(_)),
+            "{}: {e}",
+            bad.label()
+        );
+    }
+}
