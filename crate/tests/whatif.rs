@@ -247,3 +247,32 @@ fn a_bad_factor_or_class_is_a_usage_error() {
         );
     }
 }
+
+/// A step's critical path, as the timeline highlights it: contiguous segments from the step's
+/// start to the next step's, each on a thread or stream of the export, summing to the step.
+#[test]
+fn a_steps_critical_path_is_contiguous_and_spans_the_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write(dir.path(), "host-bound", &Costs::default());
+    let conn = trace::open_path(&plain).unwrap();
+    let scan = FileScan::of_file(&conn, &plain, LoadOptions::all(), 1 << 30).unwrap();
+    let rows = FileRows::over(&conn, &scan);
+    let cfg = AnalyzeConfig::default();
+    let p = nsys_lens::whatif::step_path(&rows, &cfg, 3).unwrap();
+    assert!(!p.segments.is_empty());
+    assert_eq!(p.segments[0].start_ns, p.start_ns);
+    assert_eq!(p.segments.last().unwrap().end_ns, p.end_ns);
+    for w in p.segments.windows(2) {
+        assert_eq!(w[0].end_ns, w[1].start_ns, "{:?}", w);
+    }
+    // The loop is host-bound: most of the step lies on a host thread, in host time.
+    let on_host: i64 = p
+        .segments
+        .iter()
+        .filter(|s| matches!(s.place, nsys_lens::whatif::PathPlace::Thread { .. }))
+        .map(|s| s.end_ns - s.start_ns)
+        .sum();
+    assert!(2 * on_host > p.end_ns - p.start_ns, "{on_host}");
+    let steps = p.steps;
+    assert!(nsys_lens::whatif::step_path(&rows, &cfg, steps).is_err());
+}

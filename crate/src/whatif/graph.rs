@@ -11,7 +11,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::model::{NameId, Ns};
+use crate::model::{NameId, Ns, ThreadIdx};
 
 /// A point's id: its place in the order points were made.
 pub type PointId = u64;
@@ -66,6 +66,13 @@ impl Part {
     }
 }
 
+/// Where the time since a point's predecessor was spent: a host thread or a GPU stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Thread(ThreadIdx),
+    Stream { device: u32, stream: u32 },
+}
+
 /// A point: its replayed time, the predecessor that decided it and what the time since was.
 #[derive(Debug, Clone, Copy)]
 pub struct Point {
@@ -74,6 +81,29 @@ pub struct Point {
     pub part: Part,
     /// The NVTX op (host time), call or kernel name the time since the predecessor belongs to.
     pub name: NameId,
+    pub place: Place,
+}
+
+/// One stretch of a critical path: `[start, end)` spent on `part` at `place`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub start: Ns,
+    pub end: Ns,
+    pub part: Part,
+    pub name: NameId,
+    pub place: Place,
+}
+
+impl Point {
+    fn segment(&self, start: Ns) -> Segment {
+        Segment {
+            start,
+            end: self.time,
+            part: self.part,
+            name: self.name,
+            place: self.place,
+        }
+    }
 }
 
 /// The points kept: those from `base` on.
@@ -141,6 +171,21 @@ impl PathSplit {
 /// since its predecessor, the last segment cut at `from`. Its parts sum to `end`'s time − `from`
 /// (when `end` lies after `from`).
 pub fn walk_back(points: &Points, end: PointId, from: Ns) -> PathSplit {
+    walk(points, end, from, |_| {})
+}
+
+/// [`walk_back`], also giving the path's segments, latest first.
+pub fn segments_back(points: &Points, end: PointId, from: Ns) -> (PathSplit, Vec<Segment>) {
+    let mut segments = Vec::new();
+    let split = walk(points, end, from, |s| {
+        if s.end > s.start {
+            segments.push(s);
+        }
+    });
+    (split, segments)
+}
+
+fn walk(points: &Points, end: PointId, from: Ns, mut seg: impl FnMut(Segment)) -> PathSplit {
     let mut split = PathSplit::default();
     let mut at = end;
     // A chain is at most as long as the points kept: a bound, whatever the predecessors say.
@@ -152,10 +197,12 @@ pub fn walk_back(points: &Points, end: PointId, from: Ns) -> PathSplit {
         match points.get(point.pred) {
             Some(pred) if pred.time > from => {
                 split.take(point, point.time - pred.time);
+                seg(point.segment(pred.time));
                 at = point.pred;
             }
             _ => {
                 split.take(point, point.time - from);
+                seg(point.segment(from));
                 break;
             }
         }

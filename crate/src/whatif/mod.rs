@@ -26,7 +26,7 @@ use crate::model::intervals::IntervalSet;
 use crate::model::rows::EventRows;
 use crate::model::{NO_NAME, Ns, Strings};
 use crate::names::kernels::KernelCategory;
-use graph::{Part, PathSplit};
+use graph::{Part, PathSplit, Place};
 
 pub use crate::costs::Costs;
 
@@ -268,6 +268,87 @@ fn bounds(rows: &dyn EventRows, cfg: &AnalyzeConfig, path: BoundKind) -> Result<
         verdict,
         host_verdict,
         note,
+    })
+}
+
+/// Where a stretch of the critical path lies: a host thread (`tid`, the `globalTid` as a string:
+/// it exceeds 2^53) or a GPU stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PathPlace {
+    Thread { tid: String },
+    Stream { device: u32, stream: u32 },
+}
+
+/// One stretch of a step's critical path, in the export's time (ns).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathSegment {
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    pub part: Part,
+    pub label: &'static str,
+    /// The NVTX op, call or GPU operation the time belongs to (empty: none).
+    pub name: String,
+    pub place: PathPlace,
+}
+
+/// The critical path of one steady step, as the timeline highlights it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepPath {
+    /// The step's index among the steady steps (0-based).
+    pub step: usize,
+    pub steps: usize,
+    /// The step's start and the next step's start, ns.
+    pub start_ns: Ns,
+    pub end_ns: Ns,
+    /// In time order; their lengths sum to `end_ns − start_ns`.
+    pub segments: Vec<PathSegment>,
+}
+
+/// The critical path of steady step `step` of the trace `rows` (Root cause's steps under `cfg`),
+/// replayed with unchanged costs, so in the export's own times.
+pub fn step_path(rows: &dyn EventRows, cfg: &AnalyzeConfig, step: usize) -> Result<StepPath> {
+    let b = analyze_rows(rows, cfg)?;
+    let cycles = &b.steady_cycles;
+    let Some(cycle) = cycles.get(step) else {
+        return Err(Error::Usage(format!(
+            "no steady step {step}: the trace has {} (numbered from 0)",
+            cycles.len()
+        )));
+    };
+    let r = replay::replay_keeping(rows, cycles, &Costs::default(), Some(step))?;
+    let meta = rows.meta();
+    let tid = |t: crate::model::ThreadIdx| {
+        meta.threads
+            .global_tid
+            .get(t as usize)
+            .map_or_else(String::new, |g| g.to_string())
+    };
+    let segments = r
+        .segments
+        .iter()
+        .rev()
+        .map(|s| PathSegment {
+            start_ns: s.start,
+            end_ns: s.end,
+            part: s.part,
+            label: s.part.label(),
+            name: match s.name {
+                NO_NAME => String::new(),
+                n => meta.strings.get(n).to_string(),
+            },
+            place: match s.place {
+                Place::Thread(t) => PathPlace::Thread { tid: tid(t) },
+                Place::Stream { device, stream } => PathPlace::Stream { device, stream },
+            },
+        })
+        .collect();
+    Ok(StepPath {
+        step,
+        steps: cycles.len(),
+        start_ns: cycle.start,
+        end_ns: cycle.next,
+        segments,
     })
 }
 

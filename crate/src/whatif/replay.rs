@@ -11,7 +11,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use super::graph::{NONE, Part, PathSplit, Point, PointId, Points, walk_back};
+use super::graph::{
+    NONE, Part, PathSplit, Place, Point, PointId, Points, Segment, segments_back, walk_back,
+};
 use super::{Costs, Cycle};
 use crate::analyze::breakdown::CycleBounds;
 use crate::costs::scale;
@@ -33,12 +35,25 @@ pub struct Replayed {
     pub path: PathSplit,
     /// Most points held at once.
     pub peak_points: usize,
+    /// The critical path of the cycle asked for, latest segment first.
+    pub segments: Vec<Segment>,
 }
 
 /// Replays `rows` under `costs`; `cycles` are the steady cycles Root cause measured.
 pub fn replay(rows: &dyn EventRows, cycles: &[CycleBounds], costs: &Costs) -> Result<Replayed> {
+    replay_keeping(rows, cycles, costs, None)
+}
+
+/// [`replay`], keeping the critical path's segments of cycle `keep`.
+pub fn replay_keeping(
+    rows: &dyn EventRows,
+    cycles: &[CycleBounds],
+    costs: &Costs,
+    keep: Option<usize>,
+) -> Result<Replayed> {
     let strings = &rows.meta().strings;
     let mut fold = Replay::new(strings, costs, cycles);
+    fold.keep = keep;
     let mut sources = Sources {
         calls: rows.calls().peekable(),
         ranges: rows.ranges().peekable(),
@@ -257,6 +272,8 @@ struct Replay<'a> {
     path: PathSplit,
     window: Option<(Ns, Ns)>,
     measured_window: Option<(Ns, Ns)>,
+    keep: Option<usize>,
+    segments: Vec<Segment>,
 }
 
 impl<'a> Replay<'a> {
@@ -309,6 +326,8 @@ impl<'a> Replay<'a> {
             path: PathSplit::default(),
             window: None,
             measured_window: None,
+            keep: None,
+            segments: Vec::new(),
         }
     }
 
@@ -366,6 +385,7 @@ impl<'a> Replay<'a> {
             pred: last,
             part,
             name: op,
+            place: Place::Thread(thread),
         });
         if let Some(th) = self.threads.get_mut(&thread) {
             th.last = point;
@@ -481,6 +501,7 @@ impl<'a> Replay<'a> {
             pred,
             part,
             name: c.name,
+            place: Place::Thread(c.thread),
         });
         let end = Anchor {
             point,
@@ -597,6 +618,10 @@ impl<'a> Replay<'a> {
             pred,
             part,
             name: k.short_name,
+            place: Place::Stream {
+                device: k.device,
+                stream: k.stream,
+            },
         });
         let start = Anchor {
             point,
@@ -651,6 +676,10 @@ impl<'a> Replay<'a> {
             pred: w.start.point,
             part: w.part,
             name: w.name,
+            place: Place::Stream {
+                device: w.device,
+                stream: w.stream,
+            },
         });
         let at = Anchor {
             point,
@@ -695,7 +724,14 @@ impl<'a> Replay<'a> {
             (self.bounds.get(2 * i), self.bounds.get(2 * i + 1))
         {
             let (start, next) = (*start, *next);
-            let path = walk_back(&self.points, next.point, start.replayed);
+            let path = match self.keep == Some(i) {
+                true => {
+                    let (path, segments) = segments_back(&self.points, next.point, start.replayed);
+                    self.segments = segments;
+                    path
+                }
+                false => walk_back(&self.points, next.point, start.replayed),
+            };
             self.path.add(&path);
             if let Some(c) = self.cycles.get_mut(i) {
                 c.replayed = Some((start.replayed, next.replayed));
@@ -724,6 +760,7 @@ impl<'a> Replay<'a> {
             measured_window: self.measured_window,
             path: self.path,
             peak_points: self.points.peak,
+            segments: self.segments,
         }
     }
 }
