@@ -276,3 +276,38 @@ fn a_steps_critical_path_is_contiguous_and_spans_the_step() {
     let steps = p.steps;
     assert!(nsys_lens::whatif::step_path(&rows, &cfg, steps).is_err());
 }
+
+/// A collective ends when the last device has arrived: on the real two-rank
+/// `mfu_2gpu_before`, a step's critical path crosses from one rank to the other through the
+/// collectives they share, and it still spans the step exactly.
+#[test]
+fn a_steps_path_crosses_ranks_through_their_collectives() {
+    let path = common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let conn = trace::open_path(&path).unwrap();
+    let scan = FileScan::of_file(&conn, &path, LoadOptions::all(), 1 << 30).unwrap();
+    let rows = FileRows::over(&conn, &scan);
+    let cfg = AnalyzeConfig::default();
+    let (mut both_devices, mut both_hosts) = (0, 0);
+    for step in 0..15 {
+        let p = nsys_lens::whatif::step_path(&rows, &cfg, step).unwrap();
+        let mut devices = std::collections::BTreeSet::new();
+        let mut threads = std::collections::BTreeSet::new();
+        for s in &p.segments {
+            match &s.place {
+                nsys_lens::whatif::PathPlace::Stream { device, .. } => devices.insert(*device),
+                nsys_lens::whatif::PathPlace::Thread { tid } => threads.insert(tid.clone()),
+            };
+        }
+        println!("step {step}: devices {devices:?}, threads {threads:?}");
+        both_devices += usize::from(devices.len() == 2);
+        both_hosts += usize::from(threads.len() == 2);
+        let sum: i64 = p.segments.iter().map(|s| s.end_ns - s.start_ns).sum();
+        assert_eq!(sum, p.end_ns - p.start_ns, "step {step}");
+    }
+    // Each rank's kernels wait in the collectives for the other's: many steps' paths run on
+    // both devices, and some through the other rank's host.
+    assert!(
+        both_devices >= 8 && both_hosts >= 1,
+        "{both_devices} {both_hosts}"
+    );
+}

@@ -174,6 +174,16 @@ struct OpenWork {
     duration: Ns,
     part: Part,
     name: NameId,
+    /// A collective's key among the devices' collectives: its name and its place in each
+    /// device's sequence of that name.
+    collective: Option<(NameId, u64)>,
+}
+
+/// One device's instance of a collective: its start and measured duration.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    start: Anchor,
+    took: Ns,
 }
 
 /// The last operation that ended on a stream, and its process.
@@ -274,6 +284,11 @@ struct Replay<'a> {
     measured_window: Option<(Ns, Ns)>,
     keep: Option<usize>,
     segments: Vec<Segment>,
+    /// Collectives by (name, place in each device's sequence): the devices' instances so far.
+    collectives: HashMap<(NameId, u64), Vec<Member>>,
+    collective_order: VecDeque<(NameId, u64)>,
+    /// Per (device, name): the collectives of that name the device started.
+    ordinals: HashMap<(u32, NameId), u64>,
 }
 
 impl<'a> Replay<'a> {
@@ -328,6 +343,9 @@ impl<'a> Replay<'a> {
             measured_window: None,
             keep: None,
             segments: Vec::new(),
+            collectives: HashMap::new(),
+            collective_order: VecDeque::new(),
+            ordinals: HashMap::new(),
         }
     }
 
@@ -630,6 +648,7 @@ impl<'a> Replay<'a> {
         };
         self.time_bounds(start);
         let (duration, part) = self.duration(k);
+        let collective = (part == Part::Communication).then(|| self.join(k, start));
         let id = self.id();
         self.work.insert(
             id,
@@ -641,6 +660,7 @@ impl<'a> Replay<'a> {
                 duration,
                 part,
                 name: k.short_name,
+                collective,
             },
         );
         self.ends.push(Reverse((k.end.max(s), GPU_END, id)));
@@ -666,14 +686,65 @@ impl<'a> Replay<'a> {
         }
     }
 
+    /// A collective kernel starting on its device: its key, and its instance recorded.
+    fn join(&mut self, k: &KernelRow, start: Anchor) -> (NameId, u64) {
+        let ordinal = self.ordinals.entry((k.device, k.short_name)).or_default();
+        let key = (k.short_name, *ordinal);
+        *ordinal += 1;
+        if !self.collectives.contains_key(&key) {
+            if self.collective_order.len() >= MAX_LAUNCHES
+                && let Some(old) = self.collective_order.pop_front()
+            {
+                self.collectives.remove(&old);
+            }
+            self.collective_order.push_back(key);
+        }
+        self.collectives.entry(key).or_default().push(Member {
+            start,
+            took: k.end.max(k.start) - k.start,
+        });
+        key
+    }
+
+    /// A collective's end on one device: it cannot end before the last device to arrive has
+    /// started it (NCCL's kernels wait for their peers), so its end follows the last arrival by
+    /// what it measured, and every other device's start by at most the transfer time (the
+    /// shortest instance's duration, when nobody waited).
+    fn collective_end(&self, key: (NameId, u64), w: &OpenWork, e: Ns) -> (Ns, PointId) {
+        let own = (w.start.replayed + w.duration, w.start.point);
+        let Some(members) = self.collectives.get(&key) else {
+            return own;
+        };
+        let arrived = members.iter().filter(|m| m.start.measured <= e);
+        let Some(last) = arrived.clone().max_by_key(|m| m.start.measured) else {
+            return own;
+        };
+        let transfer = arrived.clone().map(|m| m.took).min().unwrap_or(0);
+        let factor = self.costs.class_factor(KernelCategory::Collective.key());
+        arrived
+            .map(|m| {
+                let waited = e - m.start.measured;
+                let delay = match m.start.point == last.start.point {
+                    true => waited,
+                    false => transfer.min(waited),
+                };
+                (m.start.replayed + scale(delay, factor), m.start.point)
+            })
+            .max_by_key(|&(t, p)| (t, p == last.start.point))
+            .unwrap_or(own)
+    }
+
     fn work_end(&mut self, id: u64, e: Ns) {
         let Some(w) = self.work.remove(&id) else {
             return;
         };
-        let time = w.start.replayed + w.duration;
+        let (time, pred) = match w.collective {
+            Some(key) => self.collective_end(key, &w, e),
+            None => (w.start.replayed + w.duration, w.start.point),
+        };
         let point = self.points.push(Point {
             time,
-            pred: w.start.point,
+            pred,
             part: w.part,
             name: w.name,
             place: Place::Stream {
