@@ -311,3 +311,60 @@ fn a_steps_path_crosses_ranks_through_their_collectives() {
         "{both_devices} {both_hosts}"
     );
 }
+
+fn path_of(path: &Path) -> WhatIf {
+    let conn = trace::open_path(path).unwrap();
+    let scan = FileScan::of_file(&conn, path, LoadOptions::all(), 1 << 30).unwrap();
+    let rows = FileRows::over(&conn, &scan);
+    nsys_lens::whatif::path_rows(&rows, &AnalyzeConfig::default()).unwrap()
+}
+
+/// Where a regression lies on the critical path: the parts' changes sum to the change of the
+/// wall time per step; the generator's added host work (`broadcast_requests`, longer
+/// `_update_requests`) is where the generated regression lies; the real pair's split adds up.
+#[test]
+fn a_regression_is_split_by_what_the_path_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = common::generate_in(dir.path(), "regression-baseline");
+    let target = common::generate_in(dir.path(), "regression-target");
+    let (b, t) = (path_of(&base), path_of(&target));
+    let r = nsys_lens::whatif::compare::regression(&b, &t);
+    let measured =
+        t.measured.wall_time_per_step_us.unwrap() - b.measured.wall_time_per_step_us.unwrap();
+    assert!(
+        (r.delta_us - measured).abs() < 0.01,
+        "{} vs {measured}",
+        r.delta_us
+    );
+    let parts: f64 = r.parts.iter().map(|p| p.delta_us).sum();
+    assert!(
+        (parts - r.delta_us).abs() < 0.01,
+        "{parts} vs {}",
+        r.delta_us
+    );
+    let host = r
+        .parts
+        .iter()
+        .find(|p| p.part == nsys_lens::whatif::graph::Part::Host)
+        .unwrap();
+    assert!(host.delta_us > 0.5 * r.delta_us, "{r:#?}");
+    let broadcast = r
+        .names
+        .iter()
+        .find(|n| n.name == "broadcast_requests")
+        .expect("added op");
+    assert_eq!(broadcast.baseline_us, 0.0);
+    assert!(broadcast.delta_us > 0.0);
+
+    let public = |n: &str| path_of(&common::public_trace(n));
+    let (b, t) = (
+        public("GindaChen_nsys-ai__mfu_2gpu_before.sqlite"),
+        public("GindaChen_nsys-ai__mfu_2gpu_after.sqlite"),
+    );
+    let r = nsys_lens::whatif::compare::regression(&b, &t);
+    let measured =
+        t.measured.wall_time_per_step_us.unwrap() - b.measured.wall_time_per_step_us.unwrap();
+    let parts: f64 = r.parts.iter().map(|p| p.delta_us).sum();
+    println!("mfu pair: {:.1} µs per step, parts {parts:.1}", r.delta_us);
+    assert!((r.delta_us - measured).abs() < 0.01 && (parts - measured).abs() < 0.01);
+}

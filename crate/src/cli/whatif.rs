@@ -19,6 +19,10 @@ pub struct WhatifArgs {
     pub trace: PathBuf,
     #[command(flatten)]
     pub costs: super::CostArgs,
+    /// A baseline export of the same workload: also say where the step time's change from it
+    /// lies on the critical path (part by part, op by op).
+    #[arg(long, value_name = "BASELINE")]
+    pub baseline: Option<PathBuf>,
     #[command(flatten)]
     pub marker: MarkerArgs,
     #[command(flatten)]
@@ -44,6 +48,16 @@ pub fn run(args: &WhatifArgs) -> Result<()> {
         ..AnalyzeConfig::default()
     };
     let export = super::OpenExport::open(&args.trace, LoadOptions::all())?;
-    let result = whatif::whatif_rows(&export.rows(), &cfg, &args.changes())?;
+    let mut result = whatif::whatif_rows(&export.rows(), &cfg, &args.changes())?;
+    if let Some(base) = &args.baseline {
+        let export = super::OpenExport::open(base, LoadOptions::all())?;
+        let cfg = AnalyzeConfig {
+            label: base.display().to_string(),
+            source: base.display().to_string(),
+            ..cfg
+        };
+        let baseline = whatif::path_rows(&export.rows(), &cfg)?;
+        result.regression = Some(whatif::compare::regression(&baseline, &result));
+    }
     args.out.write(&result, report::whatif::text)
 }

@@ -51,6 +51,9 @@ pub fn text(w: &WhatIf) -> String {
             p.bound.label()
         );
     }
+    if let Some(r) = &w.regression {
+        regression(&mut o, r);
+    }
     for n in &w.notes {
         let _ = writeln!(o, "\nNote: {n}");
     }
@@ -85,6 +88,51 @@ fn path(o: &mut String, title: &str, p: &CriticalPath) {
                 super::analyze::short40(&n.name),
                 n.per_step_us,
                 100.0 * n.share
+            );
+        }
+    }
+}
+
+fn regression(o: &mut String, r: &crate::whatif::compare::PathRegression) {
+    let pct = r.delta_pct.map_or("—".into(), |p| format!("{p:+.1} %"));
+    let _ = writeln!(
+        o,
+        "\nAgainst the baseline: {:.1} → {:.1} µs per step ({:+.1} µs, {pct}); bound by the path {} → {}",
+        r.baseline_per_step_us,
+        r.target_per_step_us,
+        r.delta_us,
+        r.baseline_bound.label(),
+        r.target_bound.label()
+    );
+    let _ = writeln!(
+        o,
+        "  {:<18} {:>12} {:>12} {:>12} {:>9}",
+        "on the path", "baseline", "target", "change", "of it"
+    );
+    for p in r
+        .parts
+        .iter()
+        .filter(|p| p.delta_us != 0.0 || p.target_us != 0.0)
+    {
+        let of = p
+            .share_of_delta
+            .map_or("—".into(), |s| format!("{:.1} %", 100.0 * s));
+        let _ = writeln!(
+            o,
+            "  {:<18} {:>9.1} µs {:>9.1} µs {:>+9.1} µs {:>9}",
+            p.label, p.baseline_us, p.target_us, p.delta_us, of
+        );
+    }
+    if !r.names.is_empty() {
+        let _ = writeln!(o, "  changed most on the path:");
+        for n in &r.names {
+            let _ = writeln!(
+                o,
+                "    {:<40} {:>9.1} → {:>9.1} µs {:>+9.1} µs",
+                super::analyze::short40(&n.name),
+                n.baseline_us,
+                n.target_us,
+                n.delta_us
             );
         }
     }

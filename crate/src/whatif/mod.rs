@@ -11,6 +11,7 @@
 //! deciding predecessors (`graph.rs`) give the critical path per steady cycle. The steady
 //! cycles are Root cause's, so "wall time per step" means what it means there.
 
+pub mod compare;
 pub mod graph;
 mod replay;
 
@@ -26,6 +27,7 @@ use crate::model::intervals::IntervalSet;
 use crate::model::rows::EventRows;
 use crate::model::{NO_NAME, Ns, Strings};
 use crate::names::kernels::KernelCategory;
+use crate::names::shape::op_shape;
 use graph::{Part, PathSplit, Place};
 
 pub use crate::costs::Costs;
@@ -115,6 +117,18 @@ pub struct CriticalPath {
     pub bound: BoundKind,
     /// How many steps each bound holds, by the step's own path.
     pub steps_by_bound: Vec<(BoundKind, usize)>,
+    /// Every name's time on the path over all steps, most first (not serialized: what a
+    /// comparison of two traces reads).
+    #[serde(skip)]
+    pub names: Vec<NameTime>,
+}
+
+/// A name's time on the critical path over all steps (host ops by their shape).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NameTime {
+    pub part: Part,
+    pub name: String,
+    pub ns: Ns,
 }
 
 /// One prediction: a change of costs and the step time the replay gives under it.
@@ -154,6 +168,10 @@ pub struct WhatIf {
     pub replay_error_pct: f64,
     pub critical_path: CriticalPath,
     pub predicted: Vec<Prediction>,
+    /// With a baseline trace (`whatif TARGET --baseline BASE`): where the step time's change
+    /// from the baseline lies on the critical path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regression: Option<compare::PathRegression>,
     /// Most graph points held at once by one replay (the fold's bound).
     pub peak_points: usize,
     pub notes: Vec<String>,
@@ -165,6 +183,20 @@ const TOP_NAMES: usize = 8;
 /// The critical path and the predictions of `changes` (the standard set when empty) for the
 /// trace `rows`, whose steady steps Root cause finds under `cfg`.
 pub fn whatif_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) -> Result<WhatIf> {
+    let standard = standard_set();
+    match changes.is_empty() {
+        true => replayed_under(rows, cfg, &standard),
+        false => replayed_under(rows, cfg, changes),
+    }
+}
+
+/// The measured and replayed step time and the critical path, without predictions: what a
+/// comparison of two traces reads ([`compare::regression`]).
+pub fn path_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> Result<WhatIf> {
+    replayed_under(rows, cfg, &[])
+}
+
+fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) -> Result<WhatIf> {
     for c in changes {
         check(c)?;
     }
@@ -188,12 +220,6 @@ pub fn whatif_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs])
     };
     let critical_path = critical_path_of(&base, strings);
     let bound = bounds(rows, cfg, critical_path.bound)?;
-    let standard = standard_set();
-    let changes = if changes.is_empty() {
-        &standard[..]
-    } else {
-        changes
-    };
     let mut predicted = Vec::with_capacity(changes.len());
     let mut peak_points = base.peak_points;
     for costs in changes {
@@ -231,6 +257,7 @@ pub fn whatif_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs])
         replay_error_pct,
         critical_path,
         predicted,
+        regression: None,
         peak_points,
         notes,
     })
@@ -378,7 +405,8 @@ fn step_time(r: &replay::Replayed) -> StepTime {
 fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
     let steps = r.cycles.iter().filter(|c| c.replayed.is_some()).count();
     let path = &r.path;
-    let n = steps.max(1) as f64;
+    let steps_n = steps.max(1) as f64;
+    let n = steps_n;
     let share = |t: Ns| match path.total {
         0 => 0.0,
         total => t as f64 / total as f64,
@@ -395,27 +423,44 @@ fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
             }
         })
         .collect();
+    // Host time by the op's shape (its instance numbers as `*`, as Root cause groups ops),
+    // GPU time by the operation's name.
+    let mut totals: HashMap<(Part, String), Ns> = HashMap::new();
+    for (&(part, name), &t) in &path.names {
+        if name == NO_NAME {
+            continue;
+        }
+        let text = strings.get(name);
+        let key = match part {
+            Part::Host => op_shape(text).into_owned(),
+            _ => text.to_string(),
+        };
+        *totals.entry((part, key)).or_default() += t;
+    }
+    let mut all: Vec<NameTime> = totals
+        .into_iter()
+        .map(|((part, name), ns)| NameTime { part, name, ns })
+        .collect();
+    all.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then(a.part.cmp(&b.part))
+            .then(a.name.cmp(&b.name))
+    });
     let top = |host: bool| {
-        let mut names: Vec<(&(Part, u32), &Ns)> = path
-            .names
-            .iter()
-            .filter(|((p, name), _)| {
-                *name != NO_NAME
-                    && match host {
-                        true => *p == Part::Host,
-                        false => matches!(p, Part::Compute | Part::Communication | Part::Transfers),
-                    }
+        all.iter()
+            .filter(|n| match host {
+                true => n.part == Part::Host,
+                false => matches!(
+                    n.part,
+                    Part::Compute | Part::Communication | Part::Transfers
+                ),
             })
-            .collect();
-        names.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        names
-            .into_iter()
             .take(TOP_NAMES)
-            .map(|(&(part, name), &t)| PathName {
-                name: strings.get(name).to_string(),
-                part,
-                per_step_us: us(t) / n,
-                share: share(t),
+            .map(|n| PathName {
+                name: n.name.clone(),
+                part: n.part,
+                per_step_us: us(n.ns) / steps_n,
+                share: share(n.ns),
             })
             .collect::<Vec<_>>()
     };
@@ -434,6 +479,7 @@ fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
         top_kernels: top(false),
         bound: bound_of(path),
         steps_by_bound,
+        names: all,
     }
 }
 
