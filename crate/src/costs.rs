@@ -21,6 +21,10 @@ pub struct Costs {
     /// `(name, F)`: the host's own time inside one NVTX op (while it is the innermost open range
     /// on its thread), on top of `host`. CUDA calls and waits inside it are not scaled.
     pub ops: Vec<(String, f64)>,
+    /// Each steady step's eager kernel launches on a thread replaced by one graph launch (the
+    /// replay's `--graphs`; the generator cannot write it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub graphs: bool,
 }
 
 impl Default for Costs {
@@ -31,6 +35,7 @@ impl Default for Costs {
             kernels: 1.0,
             kernel_classes: Vec::new(),
             ops: Vec::new(),
+            graphs: false,
         }
     }
 }
@@ -80,6 +85,9 @@ impl Costs {
         }
         for (op, f) in &self.ops {
             parts.push(format!("op {op} ×{f}"));
+        }
+        if self.graphs {
+            parts.push("eager launches as one graph launch per step".into());
         }
         match parts.is_empty() {
             true => "unchanged".into(),

@@ -368,3 +368,34 @@ fn a_regression_is_split_by_what_the_path_waited_on() {
     println!("mfu pair: {:.1} µs per step, parts {parts:.1}", r.delta_us);
     assert!((r.delta_us - measured).abs() < 0.01 && (parts - measured).abs() < 0.01);
 }
+
+/// `--graphs`: each steady step's eager launches on a thread become one graph launch. On
+/// `layers`, whose host pays 63 launch calls a step on the critical path, the gain is what
+/// free launches would buy but the one graph launch a step (no generator run is graphed, so
+/// this compares two predictions); on a run already launched as graphs it buys nothing.
+#[test]
+fn graphing_eager_launches_buys_what_their_calls_cost_on_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let layers = write(dir.path(), "layers", &Costs::default());
+    let w = whatif(
+        &layers,
+        None,
+        &[costs(|c| c.graphs = true), costs(|c| c.launch = 0.0)],
+    )
+    .unwrap();
+    let (graphs, free) = (
+        w.predicted[0].wall_time_per_step_us.unwrap(),
+        w.predicted[1].wall_time_per_step_us.unwrap(),
+    );
+    let measured = w.measured.wall_time_per_step_us.unwrap();
+    println!("layers: measured {measured:.1}, graphs {graphs:.1}, launches free {free:.1} µs");
+    assert!(graphs < 0.9 * measured, "{graphs} vs {measured}");
+    assert!(
+        (graphs - free).abs() < 0.02 * measured,
+        "{graphs} vs {free}"
+    );
+    let graphed = write(dir.path(), "cuda-graphs", &Costs::default());
+    let w = whatif(&graphed, None, &[costs(|c| c.graphs = true)]).unwrap();
+    let gain = w.predicted[0].gain_pct.unwrap();
+    assert!(gain.abs() < 0.5, "{gain}");
+}

@@ -174,6 +174,7 @@ impl CostArgs {
             kernels: self.kernels,
             kernel_classes: self.kernel_class.clone(),
             ops: self.op.clone(),
+            graphs: false,
         }
     }
 }

@@ -19,6 +19,10 @@ pub struct WhatifArgs {
     pub trace: PathBuf,
     #[command(flatten)]
     pub costs: super::CostArgs,
+    /// Replace each steady step's eager kernel launches on a thread by one graph launch (CUDA
+    /// graphs: the launch calls' time paid once, the kernels queued back to back).
+    #[arg(long)]
+    pub graphs: bool,
     /// A baseline export of the same workload: also say where the step time's change from it
     /// lies on the critical path (part by part, op by op).
     #[arg(long, value_name = "BASELINE")]
@@ -32,7 +36,10 @@ pub struct WhatifArgs {
 impl WhatifArgs {
     /// The change asked for; none: the standard set.
     fn changes(&self) -> Vec<Costs> {
-        let costs = self.costs.costs();
+        let costs = Costs {
+            graphs: self.graphs,
+            ..self.costs.costs()
+        };
         match costs == Costs::default() {
             true => Vec::new(),
             false => vec![costs],

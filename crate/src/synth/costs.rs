@@ -102,6 +102,11 @@ impl Costs {
     /// empty op name.
     pub fn check(&self) -> Result<()> {
         self.check_factors()?;
+        if self.graphs {
+            return Err(Error::Usage(
+                "the generator cannot write a run with its launches graphed".into(),
+            ));
+        }
         if let Some((class, _)) = self
             .kernel_classes
             .iter()

@@ -153,10 +153,24 @@ struct Anchor {
 struct Launch {
     start: Anchor,
     end: Option<Anchor>,
+    /// Under `--graphs`, for an eager launch the step's graph launch stands for: the graph
+    /// launch's end, which its kernel follows by the typical latency whenever the eager call
+    /// was made.
+    graph: Option<Anchor>,
+}
+
+/// Under `--graphs`, what a kernel-launch call in a steady step becomes: the step's graph
+/// launch (the thread's first launch in the step), or a launch it absorbs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GraphRole {
+    Eager,
+    First(usize),
+    Absorbed(usize),
 }
 
 #[derive(Debug, Clone, Copy)]
 struct OpenCall {
+    graph: GraphRole,
     thread: ThreadIdx,
     process: ProcessIdx,
     correlation: u32,
@@ -289,6 +303,10 @@ struct Replay<'a> {
     collective_order: VecDeque<(NameId, u64)>,
     /// Per (device, name): the collectives of that name the device started.
     ordinals: HashMap<(u32, NameId), u64>,
+    /// Under `--graphs`: the steady cycles' measured spans, and each (thread, cycle)'s graph
+    /// launch.
+    cycle_spans: Vec<(Ns, Ns)>,
+    graph_launches: HashMap<(ThreadIdx, usize), Launch>,
 }
 
 impl<'a> Replay<'a> {
@@ -346,6 +364,8 @@ impl<'a> Replay<'a> {
             collectives: HashMap::new(),
             collective_order: VecDeque::new(),
             ordinals: HashMap::new(),
+            cycle_spans: cycles.iter().map(|c| (c.start, c.next)).collect(),
+            graph_launches: HashMap::new(),
         }
     }
 
@@ -479,13 +499,22 @@ impl<'a> Replay<'a> {
             {
                 self.launches.remove(&old);
             }
-            self.launches.insert(key, Launch { start, end: None });
+            self.launches.insert(
+                key,
+                Launch {
+                    start,
+                    end: None,
+                    graph: None,
+                },
+            );
             self.launch_order.push_back(key);
         }
+        let graph = self.graph_role(r, kind);
         let id = self.id();
         self.calls.insert(
             id,
             OpenCall {
+                graph,
                 thread: r.thread,
                 process: r.process,
                 correlation: r.correlation,
@@ -497,6 +526,28 @@ impl<'a> Replay<'a> {
         self.ends.push(Reverse((r.end.max(r.start), CALL_END, id)));
     }
 
+    /// Under `--graphs`, a kernel-launch call's role: in a steady step, the thread's first
+    /// launch becomes the step's graph launch (at the first call's cost) and absorbs the rest.
+    fn graph_role(&mut self, r: &CallRow, kind: ApiKind) -> GraphRole {
+        if !self.costs.graphs || kind != ApiKind::Launch {
+            return GraphRole::Eager;
+        }
+        let i = self.cycle_spans.partition_point(|&(s, _)| s <= r.start);
+        let Some(i) = i
+            .checked_sub(1)
+            .filter(|&i| r.start < self.cycle_spans[i].1)
+        else {
+            return GraphRole::Eager;
+        };
+        if self.graph_launches.contains_key(&(r.thread, i)) {
+            return GraphRole::Absorbed(i);
+        }
+        if let Some(l) = self.launches.get(&(r.process, r.correlation)) {
+            self.graph_launches.insert((r.thread, i), *l);
+        }
+        GraphRole::First(i)
+    }
+
     fn call_end(&mut self, id: u64, e: Ns) {
         let Some(c) = self.calls.remove(&id) else {
             return;
@@ -504,6 +555,9 @@ impl<'a> Replay<'a> {
         let s = c.start.measured;
         let took = e - s;
         let (time, pred, part) = match c.kind {
+            ApiKind::Launch if matches!(c.graph, GraphRole::Absorbed(_)) => {
+                (c.start.replayed, c.start.point, Part::Launch)
+            }
             ApiKind::Launch | ApiKind::GraphLaunch => (
                 c.start.replayed + scale(took, self.costs.launch),
                 c.start.point,
@@ -526,8 +580,19 @@ impl<'a> Replay<'a> {
             measured: e,
             replayed: time,
         };
+        let graph = match c.graph {
+            GraphRole::Eager => None,
+            GraphRole::First(i) => {
+                if let Some(g) = self.graph_launches.get_mut(&(c.thread, i)) {
+                    g.end = Some(end);
+                }
+                None
+            }
+            GraphRole::Absorbed(i) => self.graph_launches.get(&(c.thread, i)).copied(),
+        };
         if let Some(l) = self.launches.get_mut(&(c.process, c.correlation)) {
             l.end = Some(end);
+            l.graph = graph.and_then(|g| g.end);
         }
         if let Some(th) = self.threads.get_mut(&c.thread) {
             th.calls = th.calls.saturating_sub(1);
@@ -577,9 +642,10 @@ impl<'a> Replay<'a> {
             .then(|| self.launches.get(&(k.process, k.correlation)))
             .flatten()
             .map(|l| match l.end {
-                Some(end) if s >= end.measured => end,
-                _ => l.start,
+                Some(end) if s >= end.measured => (end, l.graph),
+                _ => (l.start, l.graph),
             });
+        let graphed = launch.and_then(|(_, graph)| graph);
         let stream = self.streams.get(&(k.device, k.stream)).map(|e| e.at);
         let device = self.devices.entry(k.device).or_default();
         let latency = device.latency.median(DEFAULT_LATENCY);
@@ -587,7 +653,7 @@ impl<'a> Replay<'a> {
         let other = device.last;
         // (anchor, typical delay, part of the edge, whether a launch edge)
         let mut edges: Vec<(Anchor, Ns, Part, bool)> = Vec::with_capacity(3);
-        if let Some(l) = launch {
+        if let Some((l, _)) = launch {
             edges.push((l, latency, Part::Launch, true));
         }
         if let Some(p) = stream {
@@ -614,10 +680,12 @@ impl<'a> Replay<'a> {
             None => (s, NONE, Part::Waits),
             Some((d, _, _, _)) => edges
                 .iter()
-                .map(|&(a, typical, part, _)| {
-                    let delay = match a.point == d.point {
-                        true => s - a.measured,
-                        false => typical.min(s - a.measured),
+                .map(|&(a, typical, part, launch)| {
+                    // Under --graphs the kernel follows the step's graph launch, not its own.
+                    let (a, delay) = match (graphed.filter(|_| launch), a.point == d.point) {
+                        (Some(g), _) => (g, typical),
+                        (None, true) => (a, s - a.measured),
+                        (None, false) => (a, typical.min(s - a.measured)),
                     };
                     (a.replayed + delay, a.point, part)
                 })
