@@ -1,8 +1,9 @@
 //! Every `--json` output validates against its JSON Schema in `schemas/` (draft 2020-12): `detect`
-//! (both profiles), `analyze` (one trace and a pair, both profiles), `drill`, `report.json` and
-//! `lprof`, over every public export and every generator scenario. The results are computed
-//! in-process as the CLI computes them (the export scanned once, its rows read in start order)
-//! and versioned as the CLI writes them (`report::Versioned`).
+//! (both profiles), `analyze` (one trace and a pair, both profiles), `drill`, `whatif` (the
+//! standard set, every cost flag, a baseline), `report.json` and `lprof`, over every public export
+//! and every generator scenario. The results are computed in-process as the CLI computes them
+//! (the export scanned once, its rows read in start order) and versioned as the CLI writes them
+//! (`report::Versioned`).
 //!
 //! Every schema is self-contained: a definition used from another file is copied in
 //! (`#/$defs/detect.bound`, by `tests/tools/schemas.py bundle`), each copy equal to its source,
@@ -29,8 +30,9 @@ use nsys_lens::lprof::{self, LprofInput};
 use nsys_lens::profile::Profile;
 use nsys_lens::report::{SCHEMA_VERSION, Versioned, document};
 use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
+use nsys_lens::whatif::{self, Costs};
 
-const SCHEMAS: [&str; 5] = ["detect", "analyze", "drill", "report", "lprof"];
+const SCHEMAS: [&str; 6] = ["detect", "analyze", "drill", "report", "lprof", "whatif"];
 
 fn schema_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas")
@@ -127,7 +129,8 @@ fn analyze_cfg(profile: Profile, label: &str) -> AnalyzeConfig {
     }
 }
 
-/// `detect` in both profiles, `analyze` of the one trace in both, the report and its drill-down.
+/// `detect` in both profiles, `analyze` of the one trace in both, `whatif` (the standard set and
+/// every cost flag at once), the report and its drill-down.
 fn check_trace(check: &mut Check, path: &Path) {
     let what = path
         .file_name()
@@ -156,9 +159,22 @@ fn check_trace(check: &mut Check, path: &Path) {
         let report = AnalyzeReport::new(profile, b, None);
         check.versioned("analyze", &format!("{what} ({})", profile.name()), &report);
     }
+    let cfg = analyze_cfg(Profile::Standard, &what);
+    let w = whatif::whatif_rows(&rows, &cfg, &[]).expect("whatif");
+    check.versioned("whatif", &what, &w);
+    let every_flag = Costs {
+        host: 0.5,
+        launch: 0.5,
+        kernels: 0.8,
+        kernel_classes: vec![("gemm".into(), 0.5)],
+        ops: vec![("_prepare_tp_inputs".into(), 0.0)],
+        ..Costs::default()
+    };
+    let w = whatif::whatif_rows(&rows, &cfg, &[every_flag]).expect("whatif");
+    check.versioned("whatif", &format!("{what} (every cost flag)"), &w);
 }
 
-/// `analyze BASE TARGET` in both profiles.
+/// `analyze BASE TARGET` in both profiles, and `whatif TARGET --baseline BASE`.
 fn check_pair(check: &mut Check, base: &Path, target: &Path) {
     let (b, t) = (open(base).expect("base"), open(target).expect("target"));
     let (b_rows, t_rows) = (
@@ -178,6 +194,12 @@ fn check_pair(check: &mut Check, base: &Path, target: &Path) {
         );
         check.versioned("analyze", &what, &report);
     }
+    let cfg = analyze_cfg(Profile::Standard, "target");
+    let baseline = whatif::path_rows(&b_rows, &cfg).expect("baseline path");
+    let mut w = whatif::whatif_rows(&t_rows, &cfg, &[]).expect("whatif");
+    w.regression = Some(whatif::compare::regression(&baseline, &w));
+    let what = format!("{} --baseline {}", target.display(), base.display());
+    check.versioned("whatif", &what, &w);
 }
 
 /// `drill A B`: one file per rank.
@@ -279,6 +301,7 @@ fn every_json_output_of_every_public_export_and_scenario_validates_against_its_s
     assert_eq!(n("drill"), with_kernels + 1);
     assert_eq!(n("analyze"), 2 * with_kernels + 8);
     assert_eq!(n("lprof"), 5);
+    assert_eq!(n("whatif"), 2 * with_kernels + 4);
     eprintln!(
         "validated {:?} in {:.1} s",
         check.validated,
@@ -404,8 +427,9 @@ fn python_with_jsonschema() -> PathBuf {
 /// read from disk and given to Python's `jsonschema.validate(doc, schema)`, every network
 /// connection refused (a schema that needed another file would fail: "Unresolvable"). Covers
 /// `detect` in both profiles, `drill` of one file and of two ranks, `analyze` of one trace and of
-/// the real before/after pair, `report.json` with and without kernel records, and `lprof`; a
-/// document the CLI never writes is rejected.
+/// the real before/after pair, `whatif` (the standard set, cost flags, a baseline),
+/// `report.json` with and without kernel records, and `lprof`; a document the CLI never writes
+/// is rejected.
 #[test]
 fn the_clis_json_validates_with_pythons_jsonschema_offline() {
     let python = python_with_jsonschema();
@@ -439,7 +463,21 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
         );
         run("drill", &["drill".as_ref(), t]);
         run("analyze", &["analyze".as_ref(), t]);
+        run("whatif", &["whatif".as_ref(), t]);
     }
+    let flags = "--host 0.5 --launch 0.5 --kernels 0.8 --kernel-class gemm=0.5 --op aten::mul=0";
+    let mut args: Vec<&std::ffi::OsStr> = vec!["whatif".as_ref(), before.as_os_str()];
+    args.extend(flags.split(' ').map(std::ffi::OsStr::new));
+    run("whatif", &args);
+    run(
+        "whatif",
+        &[
+            "whatif".as_ref(),
+            after.as_os_str(),
+            "--baseline".as_ref(),
+            before.as_os_str(),
+        ],
+    );
     run(
         "drill",
         &["drill".as_ref(), before.as_os_str(), after.as_os_str()],
@@ -482,6 +520,14 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
     bad["verdict"] = "MAYBE".into();
     let bad_path = dir.path().join("bad.detect.json");
     std::fs::write(&bad_path, bad.to_string()).expect("write");
+    // Nor a part of the critical path that `whatif` never names.
+    let whatif_doc = &pairs.iter().find(|(s, _)| s == "whatif").expect("whatif").1;
+    let mut bad: Value =
+        serde_json::from_str(&std::fs::read_to_string(whatif_doc).expect("whatif json"))
+            .expect("JSON");
+    bad["critical_path"]["parts"][0]["part"] = "cpu".into();
+    let bad_whatif = dir.path().join("bad.whatif.json");
+    std::fs::write(&bad_whatif, bad.to_string()).expect("write");
 
     let mut cmd = std::process::Command::new(&python);
     cmd.arg(schemas_py()).arg("validate");
@@ -492,6 +538,9 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
     cmd.arg(schema_dir().join("detect.schema.json"))
         .arg("--reject")
         .arg(&bad_path);
+    cmd.arg(schema_dir().join("whatif.schema.json"))
+        .arg("--reject")
+        .arg(&bad_whatif);
     let out = cmd.output().expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -500,7 +549,7 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
         python.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let want = format!("validated {} documents; 0 unexpected", pairs.len() + 1);
+    let want = format!("validated {} documents; 0 unexpected", pairs.len() + 2);
     assert!(stdout.contains(&want), "{stdout}");
     let schemas: std::collections::BTreeSet<&str> = pairs.iter().map(|(s, _)| s.as_str()).collect();
     assert_eq!(
