@@ -60,11 +60,12 @@ fn commands(text: &str) -> Vec<String> {
 }
 
 /// The outputs the Fields table names, by its first column.
-const KEYS: [&str; 6] = [
+const KEYS: [&str; 7] = [
     "detect",
     "analyze (one)",
     "analyze (pair)",
     "drill",
+    "whatif",
     "report",
     "lprof",
 ];
@@ -134,6 +135,9 @@ fn key_of(command: &str) -> &'static str {
         "drill" => "drill",
         "report" => "report",
         "lprof" => "lprof",
+        "whatif" => "whatif",
+        // The generator writes an export for the commands after it; it prints no JSON.
+        "gen" => "gen",
         "analyze" => {
             let traces = words[2..]
                 .iter()
