@@ -399,3 +399,25 @@ fn graphing_eager_launches_buys_what_their_calls_cost_on_the_path() {
     let gain = w.predicted[0].gain_pct.unwrap();
     assert!(gain.abs() < 0.5, "{gain}");
 }
+
+/// The replay keeps a bounded number of graph points, whatever the run's length: outside the
+/// steady cycles the last 4,096, inside them those since the open cycle's start, so the same
+/// scenario ten times longer stays under that bound (the fold's memory does not grow with it).
+#[test]
+fn the_replays_points_do_not_grow_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let peak = |scale: u32| {
+        let path = dir.path().join(format!("hb{scale}.sqlite"));
+        let opts = nsys_lens::synth::GenOptions { scale, seed: 42 };
+        nsys_lens::synth::generate("host-bound", &path, &opts).unwrap();
+        let w = whatif(&path, None, &[]).unwrap();
+        println!(
+            "scale {scale}: {} steps, {} points at most",
+            w.steps, w.peak_points
+        );
+        (w.steps, w.peak_points)
+    };
+    let (short, long) = (peak(1), peak(10));
+    assert!(long.0 >= 9 * short.0, "{short:?} {long:?}");
+    assert!(long.1 <= 4_200, "{long:?}");
+}

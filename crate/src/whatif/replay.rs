@@ -69,6 +69,7 @@ pub fn replay_keeping(
             (None, Some(_)) => fold.end_next(),
             (Some(_), _) => sources.start_next(&mut fold),
         }
+        fold.trim();
     }
     rows.check()?;
     Ok(fold.finish())
@@ -253,6 +254,8 @@ const DEFAULT_GAP: Ns = 1_000;
 const UNEXPLAINED: Ns = 2_000;
 /// Launches held for their operations at most (a launch whose kernel was not captured).
 const MAX_LAUNCHES: usize = 1 << 16;
+/// Points kept while no steady cycle is open.
+const KEEP_OUTSIDE: PointId = 1 << 12;
 
 /// Where a synchronization waits, from its `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` row.
 #[derive(Debug, Clone, Copy)]
@@ -293,6 +296,8 @@ struct Replay<'a> {
     bounds: Vec<Option<Anchor>>,
     cycles: Vec<Cycle>,
     done_cycles: usize,
+    /// Start points of the cycles started and not yet done.
+    open: std::collections::BTreeSet<PointId>,
     path: PathSplit,
     window: Option<(Ns, Ns)>,
     measured_window: Option<(Ns, Ns)>,
@@ -356,6 +361,7 @@ impl<'a> Replay<'a> {
                 })
                 .collect(),
             done_cycles: 0,
+            open: std::collections::BTreeSet::new(),
             path: PathSplit::default(),
             window: None,
             measured_window: None,
@@ -877,7 +883,24 @@ impl<'a> Replay<'a> {
                 c.path = path;
             }
             self.done_cycles += 1;
-            self.points.drop_before(start.point);
+            self.open.remove(&start.point);
+        } else if b % 2 == 0 {
+            self.open.insert(at.point);
+        }
+        // A walk back stops at its cycle's start: what lies before the earliest open cycle's
+        // start is not needed, and outside any cycle only the last points are kept (a
+        // predecessor dropped ends a walk where the cycle starts).
+        match self.open.first() {
+            Some(&first) => self.points.drop_before(first),
+            None => self.points.drop_before(at.point),
+        }
+    }
+
+    /// Outside the steady cycles (a warm-up, a tail), keeps the points bounded.
+    fn trim(&mut self) {
+        if self.open.is_empty() {
+            let keep = self.points.next_id().saturating_sub(KEEP_OUTSIDE);
+            self.points.drop_before(keep);
         }
     }
 
