@@ -884,7 +884,7 @@ impl<'a> Replay<'a> {
             }
             self.done_cycles += 1;
             self.open.remove(&start.point);
-        } else if b % 2 == 0 {
+        } else if b.is_multiple_of(2) {
             self.open.insert(at.point);
         }
         // A walk back stops at its cycle's start: what lies before the earliest open cycle's
