@@ -1975,3 +1975,50 @@ fn idle_time_in_the_step_ranges_adds_up_under_the_markers_pattern() {
         "{text:#?}"
     );
 }
+
+/// One export per rank whose second host's clock is off beyond what the session start times
+/// say (planted: rank 1's kernels shifted by +137 µs, or −420 µs): the files are put on one
+/// clock by their collectives' ends, the offset is found to the ns (the generator's kernels end
+/// together), and the straggler, its share and lateness are the one-file answer. With the
+/// session start alone, +137 µs made rank 1 last in every collective and −420 µs named rank 0.
+#[test]
+fn per_rank_files_with_clock_errors_give_the_one_file_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = dir.path().join("tp2.sqlite");
+    synth::generate("tp2-straggler", &one, &GenOptions { scale: 1, seed: 42 }).expect("gen");
+    let straggler = |args: &[&Path]| {
+        let mut a: Vec<&OsStr> = vec![OsStr::new("drill")];
+        a.extend(args.iter().map(|p| p.as_os_str()));
+        a.push(OsStr::new("--json"));
+        let out = nsys_lens(&a);
+        assert!(out.status.success(), "{}", describe(&a, &out));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["stragglers"].clone()
+    };
+    let whole = straggler(&[&one]);
+    let rank = |device: i64, shift_ns: i64, name: &str| {
+        let path = common::writable_copy(&one, &dir.path().join(name));
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute_batch(&format!(
+            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId != {device};
+             UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + {shift_ns}, end = end + {shift_ns};"
+        ))
+        .expect("edit");
+        path
+    };
+    let r0 = rank(0, 0, "rank0.sqlite");
+    for shift in [137_000, -420_000] {
+        let r1 = rank(1, shift, &format!("rank1_{shift}.sqlite"));
+        let s = straggler(&[&r0, &r1]);
+        assert_eq!(s["rank"]["device"], whole["rank"]["device"], "{s}");
+        assert_eq!(s["share"], whole["share"], "{s}");
+        assert_eq!(s["mean_lateness_us"], whole["mean_lateness_us"], "{s}");
+        let said = format!("{:+.1} µs (spread 0.0 µs", -(shift as f64) / 1000.0);
+        assert!(
+            s["alignment"].as_str().is_some_and(|a| a.contains(&said)),
+            "{s}"
+        );
+    }
+    // One export holding both ranks: nothing to correct.
+    assert!(whole["alignment"].is_null(), "{whole}");
+}

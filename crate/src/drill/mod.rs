@@ -142,7 +142,8 @@ pub fn drill_riding(
         let host = idle::HostCauses::new(ix);
         let mut input_gaps = swept.is_none().then(|| gaps.input((ix, input), &host));
         let mut graph = graphs::GraphFold::new(ix);
-        let mut rank = stragglers::RankFold::new(ix, offsets.0.get(input).copied().unwrap_or(0));
+        let mut rank =
+            stragglers::RankFold::new(ix, input, offsets.0.get(input).copied().unwrap_or(0));
         let mut vote = plan
             .as_ref()
             .filter(|_| input == 0)

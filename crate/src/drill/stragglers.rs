@@ -78,8 +78,12 @@ pub struct StragglerReport {
 /// One rank's collective kernels.
 pub(crate) struct Rank {
     id: RankId,
+    /// The input (file) it was read from.
+    input: usize,
     /// Collective kernel starts on the common clock, ascending.
     arrivals: Vec<Ns>,
+    /// The same kernels' ends on the common clock.
+    ends: Vec<Ns>,
     /// The same kernels' `(start, end)` on their own file's clock.
     kernels: Vec<(Ns, Ns)>,
 }
@@ -97,8 +101,8 @@ struct Tally {
 pub fn straggler_report(inputs: &[RowIndex<'_>]) -> StragglerReport {
     let (offsets, alignment) = clock_offsets(inputs);
     let mut ranks: Vec<Rank> = Vec::new();
-    for (ix, offset) in inputs.iter().zip(offsets) {
-        let mut fold = RankFold::new(ix, offset);
+    for (input, (ix, offset)) in inputs.iter().zip(offsets).enumerate() {
+        let mut fold = RankFold::new(ix, input, offset);
         kernel_pass(ix, &mut [&mut fold]);
         ranks.extend(fold.finish());
     }
@@ -107,7 +111,11 @@ pub fn straggler_report(inputs: &[RowIndex<'_>]) -> StragglerReport {
 
 /// The report over every rank (of every input, in order), the files put on one clock as
 /// `alignment` says.
-pub(crate) fn report_of(ranks: Vec<Rank>, alignment: Option<String>) -> StragglerReport {
+pub(crate) fn report_of(mut ranks: Vec<Rank>, alignment: Option<String>) -> StragglerReport {
+    let alignment = match align_by_collectives(&mut ranks) {
+        Some(by_ends) => Some(format!("{}, then {by_ends}", alignment.unwrap_or_default())),
+        None => alignment,
+    };
     let n = ranks.iter().map(|r| r.arrivals.len()).min().unwrap_or(0);
     let mut last = vec![Tally::default(); ranks.len()];
     if ranks.len() >= 2 {
@@ -172,6 +180,63 @@ pub(crate) fn report_of(ranks: Vec<Rank>, alignment: Option<String>) -> Straggle
     }
 }
 
+/// Puts every file after the first on the first one's clock by its collectives: matched
+/// collective kernels end nearly together on every rank (each waits for its peers) while their
+/// starts spread, so the median difference of their ends between a file's ranks and the first
+/// file's is what the session start times left of the hosts' clock difference. Ranks of one
+/// file share a clock and are not moved. Says what it did, or `None` with one file.
+fn align_by_collectives(ranks: &mut [Rank]) -> Option<String> {
+    let files = ranks.iter().map(|r| r.input).max()?;
+    if files == 0 {
+        return None;
+    }
+    let mut said = Vec::new();
+    for input in 1..=files {
+        let mut diffs: Vec<Ns> = Vec::new();
+        let mut matched = 0;
+        for r in ranks.iter().filter(|r| r.input == input) {
+            for q in ranks.iter().filter(|q| q.input == 0) {
+                let n = r.ends.len().min(q.ends.len());
+                matched = matched.max(n);
+                diffs.extend((0..n).map(|c| r.ends[c] - q.ends[c]));
+            }
+        }
+        let Some(offset) = median(&mut diffs) else {
+            continue;
+        };
+        let mut spread: Vec<Ns> = diffs.iter().map(|d| (d - offset).abs()).collect();
+        let spread = median(&mut spread).unwrap_or(0);
+        for r in ranks.iter_mut().filter(|r| r.input == input) {
+            r.arrivals.iter_mut().for_each(|t| *t -= offset);
+            r.ends.iter_mut().for_each(|t| *t -= offset);
+        }
+        let file = ranks
+            .iter()
+            .find(|r| r.input == input)
+            .map_or(String::new(), |r| r.id.file.clone());
+        said.push(format!(
+            "{file} {:+.1} µs (spread {:.1} µs over {matched} collectives)",
+            -us(offset),
+            us(spread)
+        ));
+    }
+    (!said.is_empty()).then(|| {
+        format!(
+            "each file's clock corrected by the median difference of its collectives' ends from the first file's: {}",
+            said.join(", ")
+        )
+    })
+}
+
+/// The median of `v` (the lower middle of an even count), `None` if empty.
+fn median(v: &mut [Ns]) -> Option<Ns> {
+    if v.is_empty() {
+        return None;
+    }
+    let mid = (v.len() - 1) / 2;
+    Some(*v.select_nth_unstable(mid).1)
+}
+
 /// Shift of each input onto the first input's clock.
 pub(crate) fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>) {
     if inputs.len() < 2 {
@@ -201,14 +266,16 @@ pub(crate) fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>
 /// input's clock.
 pub(crate) struct RankFold<'a, 't> {
     ix: &'a RowIndex<'t>,
+    input: usize,
     offset: Ns,
     by_device: BTreeMap<u32, Vec<(ProcessIdx, Rank)>>,
 }
 
 impl<'a, 't> RankFold<'a, 't> {
-    pub(crate) fn new(ix: &'a RowIndex<'t>, offset: Ns) -> RankFold<'a, 't> {
+    pub(crate) fn new(ix: &'a RowIndex<'t>, input: usize, offset: Ns) -> RankFold<'a, 't> {
         RankFold {
             ix,
+            input,
             offset,
             by_device: BTreeMap::new(),
         }
@@ -241,7 +308,9 @@ impl Fold for RankFold<'_, '_> {
                 };
                 let rank = Rank {
                     id,
+                    input: self.input,
                     arrivals: Vec::new(),
+                    ends: Vec::new(),
                     kernels: Vec::new(),
                 };
                 ranks.push((k.process, rank));
@@ -250,6 +319,7 @@ impl Fold for RankFold<'_, '_> {
         };
         let rank = &mut ranks[at].1;
         rank.arrivals.push(k.start.saturating_add(self.offset));
+        rank.ends.push(k.end.saturating_add(self.offset));
         rank.kernels.push((k.start, k.end));
     }
 }
