@@ -340,6 +340,12 @@ fn every_public_export_is_reported() {
         if (kernels == 0) != json["detect"].is_null() {
             problems.push(format!("{file}: detect is {}", json["detect"]));
         }
+        if (kernels == 0) != json["whatif"].is_null() {
+            problems.push(format!(
+                "{file}: whatif is null: {}",
+                json["whatif"].is_null()
+            ));
+        }
         let page = std::fs::read_to_string(out.join("report.html")).expect("report.html");
         if let Err(e) = check_self_contained(&page) {
             problems.push(format!("{file}: report.html: {e}"));
@@ -349,6 +355,128 @@ fn every_public_export_is_reported() {
         problems.extend(pageable_copies_hold_their_sync_time(file, &json));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// A CSV cell as a number (empty: none).
+fn csv_number(cell: &str) -> Option<f64> {
+    (!cell.is_empty()).then(|| cell.parse().expect("a number"))
+}
+
+/// Whether a CSV cell holds `want` as the report writes it (durations to 3 decimals, shares to
+/// 4), or is empty where the JSON holds none.
+fn csv_holds(cell: &str, want: Option<f64>, decimals: i32) -> bool {
+    match (csv_number(cell), want) {
+        (Some(got), Some(want)) => (got - want).abs() <= 0.51 * 10f64.powi(-decimals),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// What would it buy: `report.json`'s `whatif` is `nsys-lens whatif --json` of the same export
+/// (its schema_version aside), and the section's tables hold its figures: the unchanged replay
+/// and each prediction of the standard set (per step, window, gain, bound), the critical path
+/// per part and the names on it; the Markdown shows the section. On a real export with steady
+/// steps, a generated one, and a real one without steps (its window replayed, no path tables).
+#[test]
+fn the_reports_what_would_it_buy_equals_whatif_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let traces = [
+        common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite"),
+        common::generate_in(dir.path(), "host-bound"),
+        common::public_trace("NVIDIA_Fuser__df8f397__report1.sqlite"),
+    ];
+    for (i, trace) in traces.iter().enumerate() {
+        let out = dir.path().join(format!("out{i}"));
+        let run = report(trace, &out);
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("json"))
+                .expect("report.json parses");
+        let args = [
+            OsStr::new("whatif"),
+            trace.as_os_str(),
+            OsStr::new("--json"),
+        ];
+        let cli = nsys_lens(args);
+        assert!(cli.status.success(), "{}", describe(&args, &cli));
+        let mut want: Value = serde_json::from_slice(&cli.stdout).expect("whatif JSON");
+        want.as_object_mut().map(|o| o.remove("schema_version"));
+        let w = &json["whatif"];
+        assert_eq!(w, &want, "{}: report.json's whatif", trace.display());
+
+        let tables = check_csv(&out.join("tables"));
+        let predicted = &tables["whatif_predicted.csv"];
+        let rows: Vec<&Value> = std::iter::once(&w["replayed"])
+            .chain(w["predicted"].as_array().expect("predicted"))
+            .collect();
+        assert_eq!(predicted.len(), rows.len());
+        let steps = w["steps"].as_u64().expect("steps");
+        for (k, (row, p)) in predicted.iter().zip(&rows).enumerate() {
+            if k > 0 {
+                assert_eq!(&row[0], p["change"].as_str().expect("change"));
+            }
+            let gain = (k > 0).then(|| p["gain_pct"].as_f64()).flatten();
+            assert!(
+                csv_holds(&row[1], p["wall_time_per_step_us"].as_f64(), 3)
+                    && csv_holds(&row[2], p["window_us"].as_f64(), 3)
+                    && csv_holds(&row[3], gain.map(|g| g / 100.0), 4),
+                "{}: {row:?} vs {p}",
+                trace.display()
+            );
+            let bound = if k == 0 {
+                &w["critical_path"]["bound"]
+            } else {
+                &p["bound"]
+            };
+            assert_eq!(row[4].is_empty(), steps == 0, "{row:?}");
+            if steps > 0 {
+                let kind = bound.as_str().expect("bound");
+                assert_eq!(row[4].to_lowercase(), kind, "{row:?}");
+            }
+        }
+        let md = std::fs::read_to_string(out.join("report.md")).expect("md");
+        assert!(md.contains("## What would it buy"), "{}", trace.display());
+        let path = &w["critical_path"];
+        if steps == 0 {
+            assert!(!tables.contains_key("whatif_path.csv"));
+            continue;
+        }
+        let parts: Vec<&Value> = path["parts"]
+            .as_array()
+            .expect("parts")
+            .iter()
+            .filter(|p| p["per_step_us"].as_f64() != Some(0.0))
+            .collect();
+        let csv = &tables["whatif_path.csv"];
+        assert_eq!(csv.len(), parts.len());
+        for (row, p) in csv.iter().zip(parts) {
+            assert_eq!(&row[0], p["part"].as_str().expect("part"));
+            assert!(
+                csv_holds(&row[2], p["per_step_us"].as_f64(), 3),
+                "{row:?} vs {p}"
+            );
+            assert!(csv_holds(&row[3], p["share"].as_f64(), 4), "{row:?} vs {p}");
+        }
+        let names: Vec<&Value> = ["top_ops", "top_kernels"]
+            .iter()
+            .flat_map(|k| path[k].as_array().expect("names"))
+            .collect();
+        let csv = &tables["whatif_names.csv"];
+        assert_eq!(csv.len(), names.len());
+        for (row, n) in csv.iter().zip(names) {
+            assert_eq!(&row[0], n["name"].as_str().expect("name"));
+            assert_eq!(&row[1], n["part"].as_str().expect("part"));
+            assert!(
+                csv_holds(&row[2], n["per_step_us"].as_f64(), 3),
+                "{row:?} vs {n}"
+            );
+        }
+    }
 }
 
 /// The pageable-async-copy finding states the GPU-idle time the drill-down's `sync` cause gives

@@ -1,10 +1,11 @@
-//! The explainer report of one trace (spec §5): the verdict, the explainer and the drill-down,
-//! with every finding in one prioritized list; for a trace without kernel records, its host side
-//! with the verdict marked not computed. Built once, then written as Markdown, JSON, CSV
+//! The explainer report of one trace (spec §5): the verdict, the explainer, the drill-down and
+//! what a fix would buy (the what-if replay), with every finding in one prioritized list; for a
+//! trace without kernel records, its host side with the verdict marked not computed. Built once, then written as Markdown, JSON, CSV
 //! tables and HTML by the sibling modules — in memory, so the page exports client-side.
 
 use serde::Serialize;
 
+use crate::analyze::AnalyzeConfig;
 use crate::analyze::classes::{ClassTable, window_classes};
 use crate::detect::{self, DetectConfig, DetectReport};
 use crate::drill::DrillOptions;
@@ -14,6 +15,7 @@ use crate::findings::{self, DrillFindings, Finding};
 use crate::index::rows::RowIndex;
 use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, KernelAbsence, Trace};
+use crate::whatif::{self, WhatIf};
 
 /// Everything the report shows, derived results only (no event rows).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,6 +41,11 @@ pub struct Document {
     /// GPU time per kernel class over the whole kernel window (summed GPU time, per second of
     /// window; `analyze`'s `kernel_classes.window`); `null` without kernel records.
     pub kernel_classes: Option<ClassTable>,
+    /// What a fix would buy, as `nsys-lens whatif --json` gives it (without its
+    /// schema_version): the critical path of the steady steps and the standard set's
+    /// predictions ([`whatif_config`]); `null` without kernel records, and in a report
+    /// assembled from parts ([`with_drill_down`]) until its caller sets it ([`add_whatif`]).
+    pub whatif: Option<WhatIf>,
 }
 
 /// Why a report has no verdict and no drill-down, and how to capture what they need.
@@ -84,7 +91,27 @@ pub fn build_rows(
             detail: "the drill-down explained no trace".into(),
         })?;
     let classes = window_classes(rows)?;
-    Ok(with_drill_down(label, detect, explain, drill, classes))
+    let mut doc = with_drill_down(label, detect, explain, drill, classes);
+    add_whatif(&mut doc, rows)?;
+    Ok(doc)
+}
+
+/// Sets the report's `whatif` from the trace's rows: the standard set's predictions and the
+/// critical path under [`whatif_config`] (what [`build_rows`] does; a report assembled from
+/// parts by [`with_drill_down`] gets it this way).
+pub fn add_whatif(doc: &mut Document, rows: &dyn EventRows) -> Result<()> {
+    doc.whatif = Some(whatif::whatif_rows(rows, &whatif_config(&doc.file), &[])?);
+    Ok(())
+}
+
+/// The configuration of the report's what-if replay: Root cause's defaults (the step marker
+/// found in the trace), the trace's label; what `nsys-lens whatif TRACE` uses.
+pub fn whatif_config(label: &str) -> AnalyzeConfig {
+    AnalyzeConfig {
+        label: label.to_string(),
+        source: label.to_string(),
+        ..AnalyzeConfig::default()
+    }
 }
 
 /// The configuration of the report's verdict (the defaults, the trace's label).
@@ -98,7 +125,7 @@ pub fn verdict_config(label: &str) -> DetectConfig {
 /// The report of a trace with kernels from its parts: the verdict (under [`verdict_config`]),
 /// its explainer, its drill-down with the findings of both and its time per kernel class
 /// ([`window_classes`]), as [`build_rows`] computes them (the page passes those its Drill-down
-/// computed already).
+/// computed already); its `whatif` is left `None` for the caller to set ([`add_whatif`]).
 pub fn with_drill_down(
     label: &str,
     detect: DetectReport,
@@ -147,6 +174,7 @@ fn assemble(
         verdict_not_computed: not_computed,
         coverage,
         kernel_classes: None,
+        whatif: None,
     }
 }
 

@@ -69,8 +69,9 @@ pub fn outline(doc: &Document) -> Vec<Section> {
                 vec![verdict_line(doc)],
                 vec![t::verdict(detect)],
             ));
+            out.push(super::capture::section(detect));
+            out.extend(whatif(doc));
             out.extend([
-                super::capture::section(detect),
                 gaps(d, detect),
                 graphs(doc, d),
                 patterns(doc, d),
@@ -418,6 +419,59 @@ fn kernels(doc: &Document) -> Section {
     }
     let s = section("Kernels and launches", text, vec![t::top_kernels(doc)]);
     with_charts(s, doc, "Top kernels")
+}
+
+/// What a fix would buy: the critical path of the steady steps, what bounds them by it next to
+/// the verdict, and the standard set's predictions (`nsys-lens whatif`).
+fn whatif(doc: &Document) -> Option<Section> {
+    let w = doc.whatif.as_ref()?;
+    let p = &w.critical_path;
+    let per_step = |v: Option<f64>| v.map_or_else(|| "—".to_string(), dur);
+    let mut text = vec![match w.steps {
+        0 => format!(
+            "The GPU window ({}), replayed with unchanged costs: {} (error {:+.3} %); each prediction replays the export with one cost changed and its dependencies kept, and its gain is of the window.",
+            dur(w.measured.window_us),
+            dur(w.replayed.window_us),
+            w.replay_error_pct
+        ),
+        n => format!(
+            "The critical path of the {}: {} per step (measured {}, replayed with unchanged costs {}, error {:+.3} %), split by what it waited on below; each prediction replays the export with one cost changed and its dependencies kept.",
+            plural(n as u64, "steady step", "steady steps"),
+            dur(p.per_step_us),
+            per_step(w.measured.wall_time_per_step_us),
+            per_step(w.replayed.wall_time_per_step_us),
+            w.replay_error_pct
+        ),
+    }];
+    // Without steady steps there is no critical path to compare with the verdict.
+    if w.steps > 0 {
+        text.push(format!(
+            "What bounds the steps: {} by their critical path; {} by the verdict's busy shares (host-overhead verdict {}).",
+            w.bound.path.label(),
+            w.bound.verdict.map_or("—", |b| b.label()),
+            w.bound.host_verdict
+        ));
+        text.extend(w.bound.note.iter().map(|n| format!("Note: {n}.")));
+    }
+    if let Some(best) = w
+        .predicted
+        .iter()
+        .filter_map(|x| x.gain_pct.map(|g| (g, x)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+    {
+        text.push(format!(
+            "Of the changes below, {} buys most: {:+.1} % of the {}.",
+            best.1.change,
+            best.0,
+            if w.steps == 0 { "window" } else { "step" }
+        ));
+    }
+    text.extend(w.notes.iter().map(|n| format!("Note: {n}.")));
+    let mut tables = vec![t::whatif_predicted(w)];
+    if w.steps > 0 {
+        tables.extend([t::whatif_path(p), t::whatif_names(p)]);
+    }
+    Some(section("What would it buy", text, tables))
 }
 
 /// GPU time per kernel class over the whole kernel window: the table and its stacked bar.

@@ -1,12 +1,15 @@
 //! The report's tables, once, as rows of cells: Markdown, CSV and HTML render the same tables.
 //! This module holds the table type and how a cell reads; the tables themselves are built in
-//! `trace` (the verdict and the explainer's tables of one trace) and `drill` (the drill-down's).
+//! `trace` (the verdict and the explainer's tables of one trace), `drill` (the drill-down's) and
+//! `whatif` (what a fix would buy).
 
 mod drill;
 mod trace;
+mod whatif;
 
 pub use drill::*;
 pub use trace::*;
+pub use whatif::*;
 
 use crate::drill::attribution::Overlap;
 use crate::format::{self, TimeUnit};
