@@ -22,15 +22,26 @@ pub fn text(w: &WhatIf) -> String {
         step(w.replayed.wall_time_per_step_us),
         w.replay_error_pct
     );
-    path(&mut o, "Critical path", &w.critical_path);
     let verdict = w.bound.verdict.map_or("—", |b| b.label());
-    let _ = writeln!(
-        o,
-        "  bound: {} by the path; {} by the verdict's busy shares (host bottleneck: {})",
-        w.bound.path.label(),
-        verdict,
-        w.bound.host_verdict
-    );
+    match w.steps {
+        0 => {
+            let _ = writeln!(
+                o,
+                "\nNo critical path (no steady steps); {verdict} by the verdict's busy shares (host bottleneck: {})",
+                w.bound.host_verdict
+            );
+        }
+        _ => {
+            path(&mut o, "Critical path", &w.critical_path);
+            let _ = writeln!(
+                o,
+                "  bound: {} by the path; {} by the verdict's busy shares (host bottleneck: {})",
+                w.bound.path.label(),
+                verdict,
+                w.bound.host_verdict
+            );
+        }
+    }
     if let Some(n) = &w.bound.note {
         let _ = writeln!(o, "  note: {n}");
     }
@@ -48,7 +59,7 @@ pub fn text(w: &WhatIf) -> String {
             p.change,
             step(p.wall_time_per_step_us),
             gain,
-            p.bound.label()
+            if w.steps == 0 { "—" } else { p.bound.label() }
         );
     }
     if let Some(r) = &w.regression {

@@ -223,14 +223,17 @@ fn report_document(
     let key = (opts.top, opts.window, String::new());
     if let Some(kept) = trace.drilled(&key) {
         let detect = trace.detect(&document::verdict_config(label))?;
-        let classes = crate::analyze::classes::window_classes(&*trace.rows()?)?;
-        return Ok(document::with_drill_down(
+        let rows = trace.rows()?;
+        let classes = crate::analyze::classes::window_classes(&*rows)?;
+        let mut doc = document::with_drill_down(
             label,
             detect,
             kept.explain.clone(),
             kept.drill.clone(),
             classes,
-        ));
+        );
+        document::add_whatif(&mut doc, &*rows)?;
+        return Ok(doc);
     }
     let rows = trace.rows()?;
     let verdict = |cfg: &crate::detect::DetectConfig| trace.detect(cfg);

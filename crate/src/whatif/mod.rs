@@ -219,7 +219,7 @@ fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) 
         _ => error(replayed.window_us, measured.window_us),
     };
     let critical_path = critical_path_of(&base, strings);
-    let bound = bounds(rows, cfg, critical_path.bound)?;
+    let bound = bounds(rows, cfg, critical_path.bound, !cycles.is_empty())?;
     let mut predicted = Vec::with_capacity(changes.len());
     let mut peak_points = base.peak_points;
     for costs in changes {
@@ -263,8 +263,14 @@ fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) 
     })
 }
 
-/// The path's bound next to the threshold verdict's.
-fn bounds(rows: &dyn EventRows, cfg: &AnalyzeConfig, path: BoundKind) -> Result<Bounds> {
+/// The path's bound next to the threshold verdict's; without steady steps there is no path to
+/// compare (its bound reads mixed) and no note.
+fn bounds(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    path: BoundKind,
+    steps: bool,
+) -> Result<Bounds> {
     let report = detect_rows(
         rows,
         &DetectConfig {
@@ -276,6 +282,7 @@ fn bounds(rows: &dyn EventRows, cfg: &AnalyzeConfig, path: BoundKind) -> Result<
     let host_verdict = report.verdict;
     let path_host = path == BoundKind::Host;
     let note = match (verdict, host_verdict == "YES") {
+        _ if !steps => None,
         (Some(v), _) if v != path => Some(format!(
             "the verdict's busy shares say {} over the whole window, the critical path of the steady steps says {}: a fix pays where the path lies",
             v.label(),
