@@ -216,7 +216,7 @@ fn align_by_collectives(ranks: &mut [Rank]) -> Option<String> {
             .map_or(String::new(), |r| r.id.file.clone());
         said.push(format!(
             "{file} {:+.1} µs (spread {:.1} µs over {matched} collectives)",
-            -us(offset),
+            us(-offset),
             us(spread)
         ));
     }
@@ -344,10 +344,11 @@ mod tests {
     use super::*;
     use crate::index::testing::TraceBuilder;
 
-    fn rank_file(session_start: i64, arrivals: &[i64]) -> crate::model::Trace {
+    /// A rank's file: its collective kernels `(start, end)` on its own clock.
+    fn rank_file(session_start: i64, kernels: &[(i64, i64)]) -> crate::model::Trace {
         let mut b = TraceBuilder::new();
-        for &t in arrivals {
-            b.kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", t, t + 50, 0);
+        for &(start, end) in kernels {
+            b.kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", start, end, 0);
         }
         b.trace.meta.session_start_utc_ns = Some(session_start);
         b.trace
@@ -355,9 +356,10 @@ mod tests {
 
     #[test]
     fn files_are_put_on_one_clock_by_their_session_start() {
-        // File b started 500 ns later: its local 600 is file a's 1100.
-        let a = rank_file(1_000_000, &[1_000, 5_000, 9_000]);
-        let b = rank_file(1_000_500, &[600, 4_000, 8_000]);
+        // File b started 500 ns later: its local 600 is file a's 1100. Each collective ends
+        // 50 ns after its last arrival on both ranks.
+        let a = rank_file(1_000_000, &[(1_000, 1_150), (5_000, 5_050), (9_000, 9_050)]);
+        let b = rank_file(1_000_500, &[(600, 650), (4_000, 4_550), (8_000, 8_550)]);
         let ix = [
             RowIndex::loaded(&a, "a", None),
             RowIndex::loaded(&b, "b", None),
@@ -383,12 +385,38 @@ mod tests {
             .collect();
         assert_eq!(worst, vec![(1, 5_000, 5_050, 0.5), (0, 600, 650, 0.1)]);
         assert!((s.share - 2.0 / 3.0).abs() < 1e-12);
+        let said = s.alignment.unwrap_or_default();
+        assert!(
+            said.contains("b +0.0 µs (spread 0.0 µs over 3 collectives)"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_clock_the_session_start_misses_is_corrected_by_the_collectives_ends() {
+        // b's host clock runs 300 ns ahead of what its session start says: its kernels read
+        // 300 ns late, so b seems last at every collective; their ends say by how much.
+        let a = rank_file(0, &[(1_000, 1_200), (5_000, 5_200), (9_000, 9_200)]);
+        let b = rank_file(0, &[(1_450, 1_500), (5_100, 5_500), (9_050, 9_500)]);
+        let ix = [
+            RowIndex::loaded(&a, "a", None),
+            RowIndex::loaded(&b, "b", None),
+        ];
+        let s = straggler_report(&ix);
+        let last: Vec<u64> = s.ranks.iter().map(|r| r.last).collect();
+        assert_eq!(last, vec![2, 1], "b arrives 150 ns late once, a twice");
+        assert_eq!(s.ranks[1].mean_lateness_us, 0.15);
+        let said = s.alignment.unwrap_or_default();
+        assert!(
+            said.contains("b -0.3 µs (spread 0.0 µs over 3 collectives)"),
+            "{said}"
+        );
     }
 
     #[test]
     fn unequal_collective_counts_match_the_common_prefix() {
-        let a = rank_file(0, &[100, 200, 300, 400]);
-        let b = rank_file(0, &[150, 250]);
+        let a = rank_file(0, &[(100, 200), (200, 300), (300, 350), (400, 450)]);
+        let b = rank_file(0, &[(150, 200), (250, 300)]);
         let ix = [
             RowIndex::loaded(&a, "a", None),
             RowIndex::loaded(&b, "b", None),
