@@ -27,6 +27,7 @@ pub mod names;
 pub mod plot;
 pub mod profile;
 pub mod pyfmt;
+pub mod ranks;
 pub mod report;
 pub mod reread;
 pub mod sqlike;

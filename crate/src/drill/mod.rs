@@ -196,10 +196,13 @@ pub fn drill_riding(
 
 /// Every GPU operation of one trace into its devices' busy time by kind (NCCL by the index's
 /// collective names), inside the drill-down's window when it has one.
-struct WorkFold<'i>(WorkTally, &'i RowIndex<'i>);
+pub(crate) struct WorkFold<'i>(pub(crate) WorkTally, &'i RowIndex<'i>);
 
 impl<'i> WorkFold<'i> {
-    fn new(ix: &'i RowIndex<'i>, window: Option<(crate::model::Ns, crate::model::Ns)>) -> Self {
+    pub(crate) fn new(
+        ix: &'i RowIndex<'i>,
+        window: Option<(crate::model::Ns, crate::model::Ns)>,
+    ) -> Self {
         WorkFold(WorkTally::new(window), ix)
     }
 }

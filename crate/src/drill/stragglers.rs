@@ -77,15 +77,74 @@ pub struct StragglerReport {
 
 /// One rank's collective kernels.
 pub(crate) struct Rank {
-    id: RankId,
+    pub(crate) id: RankId,
     /// The input (file) it was read from.
-    input: usize,
+    pub(crate) input: usize,
     /// Collective kernel starts on the common clock, ascending.
-    arrivals: Vec<Ns>,
+    pub(crate) arrivals: Vec<Ns>,
     /// The same kernels' ends on the common clock.
-    ends: Vec<Ns>,
+    pub(crate) ends: Vec<Ns>,
     /// The same kernels' `(start, end)` on their own file's clock.
-    kernels: Vec<(Ns, Ns)>,
+    pub(crate) kernels: Vec<(Ns, Ns)>,
+    /// The same kernels' names, as places in `name_list`.
+    pub(crate) names: Vec<u32>,
+    /// The distinct names of its collective kernels, in order of first use.
+    pub(crate) name_list: Vec<String>,
+}
+
+impl Rank {
+    /// The name of its collective kernel `i`.
+    pub(crate) fn name(&self, i: usize) -> &str {
+        let at = self.names.get(i).map_or(usize::MAX, |&n| n as usize);
+        self.name_list.get(at).map_or("", String::as_str)
+    }
+
+    /// Its kernels matched to `other`'s: `(mine, theirs)` by name and place among the kernels
+    /// of that name (the `k`-th `AllReduce` of one rank with the `k`-th of the other), in my
+    /// order.
+    pub(crate) fn matched_with(&self, other: &Rank) -> Vec<(usize, usize)> {
+        let mut theirs: Vec<Vec<usize>> = vec![Vec::new(); other.name_list.len()];
+        for (j, &n) in other.names.iter().enumerate() {
+            if let Some(v) = theirs.get_mut(n as usize) {
+                v.push(j);
+            }
+        }
+        // My name `n` as a place in `other.name_list`.
+        let place: Vec<Option<usize>> = self
+            .name_list
+            .iter()
+            .map(|name| other.name_list.iter().position(|o| o == name))
+            .collect();
+        let mut seen = vec![0usize; self.name_list.len()];
+        let mut out = Vec::new();
+        for (i, &n) in self.names.iter().enumerate() {
+            let n = n as usize;
+            let Some(k) = seen.get_mut(n) else { continue };
+            let j = place
+                .get(n)
+                .copied()
+                .flatten()
+                .and_then(|p| theirs.get(p)?.get(*k).copied());
+            *k += 1;
+            if let Some(j) = j {
+                out.push((i, j));
+            }
+        }
+        out
+    }
+}
+
+/// How one file was put on the first file's clock by its collectives, after the session start
+/// times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct FileShift {
+    /// The median difference of its collectives' ends from the first file's (subtracted from
+    /// its times).
+    pub(crate) offset_ns: Ns,
+    /// The median distance of the differences from it.
+    pub(crate) spread_ns: Ns,
+    /// Collectives matched between one of its ranks and one of the first file's (the most).
+    pub(crate) matched: u64,
 }
 
 /// One rank's tally over the collectives it arrived last in.
@@ -112,7 +171,8 @@ pub fn straggler_report(inputs: &[RowIndex<'_>]) -> StragglerReport {
 /// The report over every rank (of every input, in order), the files put on one clock as
 /// `alignment` says.
 pub(crate) fn report_of(mut ranks: Vec<Rank>, alignment: Option<String>) -> StragglerReport {
-    let alignment = match align_by_collectives(&mut ranks) {
+    let shifts = align_by_collectives(&mut ranks);
+    let alignment = match said_of(&ranks, &shifts) {
         Some(by_ends) => Some(format!("{}, then {by_ends}", alignment.unwrap_or_default())),
         None => alignment,
     };
@@ -183,22 +243,24 @@ pub(crate) fn report_of(mut ranks: Vec<Rank>, alignment: Option<String>) -> Stra
 /// Puts every file after the first on the first one's clock by its collectives: matched
 /// collective kernels end nearly together on every rank (each waits for its peers) while their
 /// starts spread, so the median difference of their ends between a file's ranks and the first
-/// file's is what the session start times left of the hosts' clock difference. Ranks of one
-/// file share a clock and are not moved. Says what it did, or `None` with one file.
-fn align_by_collectives(ranks: &mut [Rank]) -> Option<String> {
-    let files = ranks.iter().map(|r| r.input).max()?;
-    if files == 0 {
-        return None;
-    }
-    let mut said = Vec::new();
-    for input in 1..=files {
+/// file's is what the session start times left of the hosts' clock difference. Collectives
+/// are matched by name and place among the kernels of that name. Ranks of one file share a
+/// clock and are not moved. One entry per file (`None`: the first, or nothing matched).
+pub(crate) fn align_by_collectives(ranks: &mut [Rank]) -> Vec<Option<FileShift>> {
+    let files = ranks.iter().map(|r| r.input + 1).max().unwrap_or(0);
+    let mut shifts = vec![None; files];
+    for (input, shift) in shifts.iter_mut().enumerate().skip(1) {
         let mut diffs: Vec<Ns> = Vec::new();
         let mut matched = 0;
         for r in ranks.iter().filter(|r| r.input == input) {
             for q in ranks.iter().filter(|q| q.input == 0) {
-                let n = r.ends.len().min(q.ends.len());
-                matched = matched.max(n);
-                diffs.extend((0..n).map(|c| r.ends[c] - q.ends[c]));
+                let pairs = r.matched_with(q);
+                matched = matched.max(pairs.len() as u64);
+                diffs.extend(
+                    pairs
+                        .iter()
+                        .filter_map(|&(i, j)| Some(r.ends.get(i)? - q.ends.get(j)?)),
+                );
             }
         }
         let Some(offset) = median(&mut diffs) else {
@@ -210,16 +272,34 @@ fn align_by_collectives(ranks: &mut [Rank]) -> Option<String> {
             r.arrivals.iter_mut().for_each(|t| *t -= offset);
             r.ends.iter_mut().for_each(|t| *t -= offset);
         }
-        let file = ranks
-            .iter()
-            .find(|r| r.input == input)
-            .map_or(String::new(), |r| r.id.file.clone());
-        said.push(format!(
-            "{file} {:+.1} µs (spread {:.1} µs over {matched} collectives)",
-            us(-offset),
-            us(spread)
-        ));
+        *shift = Some(FileShift {
+            offset_ns: offset,
+            spread_ns: spread,
+            matched,
+        });
     }
+    shifts
+}
+
+/// What [`align_by_collectives`] did, in words; `None` when it moved no file.
+fn said_of(ranks: &[Rank], shifts: &[Option<FileShift>]) -> Option<String> {
+    let said: Vec<String> = shifts
+        .iter()
+        .enumerate()
+        .filter_map(|(input, s)| {
+            let s = s.as_ref()?;
+            let file = ranks
+                .iter()
+                .find(|r| r.input == input)
+                .map_or(String::new(), |r| r.id.file.clone());
+            Some(format!(
+                "{file} {:+.1} µs (spread {:.1} µs over {} collectives)",
+                us(-s.offset_ns),
+                us(s.spread_ns),
+                s.matched
+            ))
+        })
+        .collect();
     (!said.is_empty()).then(|| {
         format!(
             "each file's clock corrected by the median difference of its collectives' ends from the first file's: {}",
@@ -312,6 +392,8 @@ impl Fold for RankFold<'_, '_> {
                     arrivals: Vec::new(),
                     ends: Vec::new(),
                     kernels: Vec::new(),
+                    names: Vec::new(),
+                    name_list: Vec::new(),
                 };
                 ranks.push((k.process, rank));
                 ranks.len() - 1
@@ -321,6 +403,15 @@ impl Fold for RankFold<'_, '_> {
         rank.arrivals.push(k.start.saturating_add(self.offset));
         rank.ends.push(k.end.saturating_add(self.offset));
         rank.kernels.push((k.start, k.end));
+        let name = ix.meta().strings.get(k.short_name);
+        let n = match rank.name_list.iter().position(|m| m == name) {
+            Some(n) => n,
+            None => {
+                rank.name_list.push(name.to_string());
+                rank.name_list.len() - 1
+            }
+        };
+        rank.names.push(n as u32);
     }
 }
 

@@ -30,6 +30,24 @@ pub struct TraceMeta {
     pub tables: Vec<String>,
     /// `CUDA_GRAPH_NODE_EVENTS`, when the export has it (node-level graph tracing).
     pub graph_node_events: Option<GraphNodeEvents>,
+    /// What NCCL said of its communicators: the payloads of its `ncclCommInitRank*` (and
+    /// `ncclCommDestroy`/`Abort`) NVTX ranges, when the export carries them (`nsys export
+    /// --include-blobs=true`); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nccl_ranks: Vec<NcclRank>,
+}
+
+/// One rank as NCCL knows it: the payload of an NVTX range in its `NcclNvtxParamsCommInitRank`
+/// schema (communicator hash, number of ranks, the caller's rank, its CUDA device), with the
+/// process that recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct NcclRank {
+    /// OS process id of the range's thread (`globalTid >> 24 & 0xFFFFFF`).
+    pub pid: u32,
+    pub communicator: u64,
+    pub nranks: u32,
+    pub rank: u32,
+    pub cuda_device: u32,
 }
 
 /// What `CUDA_GRAPH_NODE_EVENTS` holds: one row per graph node created (captured, added or

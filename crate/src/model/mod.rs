@@ -23,7 +23,7 @@ pub use events::{
     OmittedRanges, OutOfOrder, PAGEABLE_MEMORY, RuntimeCalls, StartOrder, Syncs,
 };
 pub use ids::{GLOBAL_PID_MASK, NO_NAME, NameId, Ns, ProcessIdx, ThreadIdx, os_pid, os_tid};
-pub use meta::{CoverageNote, GpuInfo, GraphNodeEvents, TraceMeta};
+pub use meta::{CoverageNote, GpuInfo, GraphNodeEvents, NcclRank, TraceMeta};
 pub use rows::KernelRow;
 pub use strings::{NameFlags, RowIds, StringIndex, Strings, flag};
 pub use tables::{Processes, Threads};

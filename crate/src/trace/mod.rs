@@ -10,6 +10,7 @@ mod host_records;
 mod host_rows;
 mod links;
 mod load;
+mod nccl;
 mod nvtx_names;
 mod open;
 mod packed_rows;

@@ -106,6 +106,7 @@ pub fn read_meta(conn: &Connection, schema: &Schema, path: &str) -> Result<Trace
             .collect();
     }
     meta.graph_node_events = graph_node_events(conn, schema);
+    meta.nccl_ranks = super::nccl::nccl_ranks(conn, schema);
     if schema.has_column("TARGET_INFO_SESSION_START_TIME", "utcEpochNs") {
         meta.session_start_utc_ns = conn
             .query_row(

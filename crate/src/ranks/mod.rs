@@ -1,0 +1,598 @@
+//! Every rank, one answer (issue 50): the ranks of one or several exports, put on one clock by
+//! their collectives, and per collective who arrived last, how far apart the ranks arrived and
+//! how long the transfer itself took.
+//!
+//! A rank is a (file, process, device) that ran collective (NCCL) kernels, named by what the
+//! trace says ([`names`]). Collectives are matched by name and place: the `k`-th kernel of a
+//! name on each rank that ran that name. Files are put on the first file's clock by their
+//! session start times, then by the median difference of matched collectives' ends
+//! ([`crate::drill::stragglers`]: matched kernels end together, their starts spread); ranks of
+//! one file share its clock and are never moved.
+//!
+//! Per collective: the earliest and latest arrival (kernel start), the skew (latest −
+//! earliest), the transfer time (the shortest duration across ranks, TraceLens's latency: the
+//! rank that arrived last waits for no one) and the rank that arrived last (the first of a
+//! tie). Per rank: the time its collective kernels spent waiting for the others (its duration
+//! − the transfer time) and transferring, the share of its collectives it arrived last in, and
+//! its mean and worst lateness over those.
+//!
+//! State: each rank's collective kernels (as the straggler view keeps them), a bounded list of
+//! the worst collectives and one skew per collective for the statistics.
+
+pub mod names;
+pub mod text;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::detect::bound::BoundKind;
+use crate::detect::sweep::work::WorkSummary;
+use crate::detect::{DetectConfig, detect_rows};
+use crate::drill::stragglers::{self, FileShift, Rank, RankFold};
+use crate::drill::{DrillInput, RowIndex, WorkFold, index_inputs};
+use crate::error::Result;
+use crate::index::Fold;
+use crate::index::kernel_pass::kernel_pass;
+use crate::index::units::{ratio, us};
+use crate::model::Ns;
+
+pub use names::NamedBy;
+
+/// How many of the worst collectives (largest skew) are listed.
+pub const WORST_LISTED: usize = 10;
+
+/// The `ranks` view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RanksReport {
+    pub files: Vec<String>,
+    pub ranks: Vec<RankSummary>,
+    pub collectives: Collectives,
+    pub clock: Clock,
+    /// The rank (a place in `ranks`) last in more than [`stragglers::STRAGGLER_SHARE`] of its
+    /// collectives, if one is.
+    pub straggler: Option<usize>,
+    pub threshold: f64,
+    /// What could not be matched or named, in words.
+    pub notes: Vec<String>,
+}
+
+/// One rank.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankSummary {
+    pub file: String,
+    pub pid: u32,
+    /// The device its collective kernels ran on (`deviceId`).
+    pub device: u32,
+    /// Its name: `rank 3`, or `pid 50002 GPU 1` when nothing names it.
+    pub rank: String,
+    /// The rank number, when NCCL or the file name gives one.
+    pub rank_number: Option<u32>,
+    /// The size of the communicator NCCL named it in.
+    pub nranks: Option<u32>,
+    pub named_by: NamedBy,
+    /// Its collective kernels, matched or not.
+    pub collective_kernels: u64,
+    /// Matched collectives it took part in.
+    pub collectives: u64,
+    /// Of those, the ones it arrived last in.
+    pub last: u64,
+    pub last_share: f64,
+    /// Mean (its arrival − the first arrival) over the collectives it arrived last in.
+    pub mean_lateness_us: f64,
+    /// The largest of them.
+    pub worst_lateness_us: f64,
+    /// Its matched collective kernels' time beyond the transfer: waiting for the others.
+    pub waiting_us: f64,
+    /// Their transfer time (the shortest duration of each collective).
+    pub transferring_us: f64,
+    /// What bounds its file's run (`detect`'s bound: its verdict, then the GPU work of every
+    /// device of the file); `null` when detect could not tell.
+    pub bound: Option<BoundKind>,
+    /// What fills its own device's time (compute, communication, transfers, mixed; never
+    /// host-bound): its device's GPU work over its file's window.
+    pub gpu_bound: Option<BoundKind>,
+}
+
+/// The matched collectives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Collectives {
+    pub count: u64,
+    pub skew_us: Stats,
+    pub transfer_us: Stats,
+    /// Per kernel name, in order of first use.
+    pub by_name: Vec<NameSummary>,
+    /// The [`WORST_LISTED`] largest skews, largest first (ties: the earlier first).
+    pub worst: Vec<CollectiveRow>,
+}
+
+/// Mean, median, 90th percentile (nearest rank) and largest; all 0 without collectives.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Stats {
+    pub mean: f64,
+    pub median: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NameSummary {
+    pub name: String,
+    pub count: u64,
+    /// Ranks that ran it.
+    pub ranks: u64,
+    pub mean_skew_us: f64,
+    pub max_skew_us: f64,
+    pub mean_transfer_us: f64,
+}
+
+/// One matched collective.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveRow {
+    pub name: String,
+    /// Its place among the collectives of its name, from 0.
+    pub index: u64,
+    /// The first and last arrival, on the first file's clock.
+    pub first_arrival_ns: Ns,
+    pub last_arrival_ns: Ns,
+    pub skew_us: f64,
+    pub transfer_us: f64,
+    /// The rank that arrived last (a place in `ranks`).
+    pub last_rank: usize,
+    /// Its kernel's start on its own file's clock (where to look in that file).
+    pub last_start_ns: Ns,
+}
+
+/// How the files were put on one clock.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Clock {
+    /// Per file: the ns added to its times to put them on the first file's clock (file 0: 0):
+    /// `session_start_ns + correction_ns`.
+    pub offset_ns: Vec<Ns>,
+    /// Per file: its session start after the first file's
+    /// (`TARGET_INFO_SESSION_START_TIME.utcEpochNs`).
+    pub session_start_ns: Vec<Ns>,
+    /// Per file: what its collectives' ends moved it by beyond that (0 when not moved).
+    pub correction_ns: Vec<Ns>,
+    /// Per file: the median distance of its collectives' end differences from the correction.
+    pub spread_ns: Vec<Ns>,
+    /// Per file: the collectives the correction rests on.
+    pub matched: Vec<u64>,
+    pub method: String,
+}
+
+/// The ranks of `inputs` (one export, or one per rank or node). Fails when there is no input,
+/// an input has no kernels or a read failed.
+pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
+    let indexed = index_inputs(inputs)?;
+    ranks_indexed(&indexed)
+}
+
+/// [`ranks`] over traces already indexed: per trace one pass over its kernels and `detect`'s.
+pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
+    let (starts, said) = stragglers::clock_offsets(indexed);
+    let mut all: Vec<Rank> = Vec::new();
+    let mut gpu: Vec<BTreeMap<u32, BoundKind>> = Vec::new();
+    let mut bounds: Vec<Option<BoundKind>> = Vec::new();
+    for (input, ix) in indexed.iter().enumerate() {
+        let mut fold = RankFold::new(ix, input, starts.get(input).copied().unwrap_or(0));
+        let mut work = WorkFold::new(ix, None);
+        kernel_pass(ix, &mut [&mut fold as &mut dyn Fold, &mut work]);
+        all.extend(fold.finish());
+        let len = ix.extent.1 - ix.extent.0;
+        let devices = work.0.finish().devices;
+        gpu.push(
+            devices
+                .into_iter()
+                .map(|d| {
+                    let device = d.device;
+                    let one = WorkSummary { devices: vec![d] };
+                    (
+                        device,
+                        crate::detect::bound::classify(false, &one, len).kind,
+                    )
+                })
+                .collect(),
+        );
+        let cfg = DetectConfig {
+            file_label: ix.label.clone(),
+            step_marker: ix.step_marker.clone(),
+            ..DetectConfig::default()
+        };
+        bounds.push(
+            detect_rows(ix.rows, &cfg)
+                .ok()
+                .and_then(|d| d.bound.map(|b| b.kind)),
+        );
+        ix.rows.check()?;
+    }
+    let shifts = stragglers::align_by_collectives(&mut all);
+    let clock = clock_of(&starts, &shifts, said, indexed.len());
+    let mut report = report_of(&all, clock);
+    report.files = indexed.iter().map(|ix| ix.label.clone()).collect();
+    let named = name_ranks(indexed, &all);
+    for ((summary, rank), named) in report.ranks.iter_mut().zip(&all).zip(named) {
+        summary.bound = bounds.get(rank.input).copied().flatten();
+        summary.gpu_bound = gpu
+            .get(rank.input)
+            .and_then(|g| g.get(&rank.id.device))
+            .copied();
+        summary.rank = named.name;
+        summary.rank_number = named.number;
+        summary.nranks = named.nranks;
+        summary.named_by = named.by;
+    }
+    Ok(report)
+}
+
+/// The clock section from the session-start shifts and the collectives' corrections.
+fn clock_of(
+    starts: &[Ns],
+    shifts: &[Option<FileShift>],
+    said: Option<String>,
+    files: usize,
+) -> Clock {
+    let shift = |i: usize| shifts.get(i).copied().flatten();
+    let correction: Vec<Ns> = (0..files)
+        .map(|i| shift(i).map_or(0, |s| -s.offset_ns))
+        .collect();
+    let session: Vec<Ns> = (0..files)
+        .map(|i| starts.get(i).copied().unwrap_or(0))
+        .collect();
+    let method = match (files, shifts.iter().any(Option::is_some)) {
+        (0 | 1, _) => "one export: one clock, no correction".to_string(),
+        (_, true) => format!(
+            "{}, then each file moved by the median difference of its matched collectives' ends from the first file's",
+            said.unwrap_or_default()
+        ),
+        (_, false) => format!(
+            "{}; no collective matched the first file's: no correction",
+            said.unwrap_or_default()
+        ),
+    };
+    Clock {
+        offset_ns: session
+            .iter()
+            .zip(&correction)
+            .map(|(s, c)| s.saturating_add(*c))
+            .collect(),
+        session_start_ns: session,
+        correction_ns: correction,
+        spread_ns: (0..files)
+            .map(|i| shift(i).map_or(0, |s| s.spread_ns))
+            .collect(),
+        matched: (0..files)
+            .map(|i| shift(i).map_or(0, |s| s.matched))
+            .collect(),
+        method,
+    }
+}
+
+/// Each rank's name: NCCL's payload in its process, else a rank number in its file's name (the
+/// file holding it alone, the number used by no other file), else its process and device.
+fn name_ranks(indexed: &[RowIndex<'_>], ranks: &[Rank]) -> Vec<names::Named> {
+    let alone = |input: usize| ranks.iter().filter(|r| r.input == input).count() == 1;
+    let from_file: Vec<Option<u32>> = ranks
+        .iter()
+        .map(|r| {
+            alone(r.input)
+                .then(|| names::number_in_file_name(&r.id.file))
+                .flatten()
+        })
+        .collect();
+    ranks
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let said = indexed
+                .get(r.input)
+                .map_or(&[][..], |ix| &ix.meta().meta.nccl_ranks[..]);
+            if let Some(n) = names::by_nccl(said, r.id.pid, r.id.device) {
+                return n;
+            }
+            let n = from_file.get(i).copied().flatten();
+            let unique = n.is_some() && from_file.iter().filter(|m| **m == n).count() == 1;
+            match n {
+                Some(n) if unique => names::Named {
+                    name: format!("rank {n}"),
+                    number: Some(n),
+                    nranks: None,
+                    by: NamedBy::FileName,
+                },
+                _ => names::by_process(r.id.pid, r.id.device),
+            }
+        })
+        .collect()
+}
+
+/// One rank's tally over the matched collectives.
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    collectives: u64,
+    last: u64,
+    late_ns: Ns,
+    worst_ns: Ns,
+    waiting_ns: Ns,
+    transfer_ns: Ns,
+}
+
+/// Per name: its collectives' count, skew and transfer sums, largest skew and ranks.
+#[derive(Default)]
+struct NameTally {
+    count: u64,
+    ranks: u64,
+    skew_ns: Ns,
+    max_skew_ns: Ns,
+    transfer_ns: Ns,
+}
+
+/// The report over ranks already on one clock (names and bounds filled in by the caller).
+fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
+    let mut tally = vec![Tally::default(); ranks.len()];
+    let mut skews: Vec<Ns> = Vec::new();
+    let mut transfers: Vec<Ns> = Vec::new();
+    let mut worst: Vec<CollectiveRow> = Vec::new();
+    let mut by_name: Vec<(String, NameTally)> = Vec::new();
+    let mut notes = Vec::new();
+    for name in distinct_names(ranks) {
+        // Each rank that ran `name`: the places of its kernels of that name.
+        let places: Vec<(usize, Vec<usize>)> = ranks
+            .iter()
+            .enumerate()
+            .map(|(r, rank)| {
+                let at: Vec<usize> = (0..rank.names.len())
+                    .filter(|&i| rank.name(i) == name)
+                    .collect();
+                (r, at)
+            })
+            .filter(|(_, at)| !at.is_empty())
+            .collect();
+        if places.len() < 2 {
+            continue;
+        }
+        let n = places.iter().map(|(_, at)| at.len()).min().unwrap_or(0);
+        let most = places.iter().map(|(_, at)| at.len()).max().unwrap_or(0);
+        if most != n {
+            notes.push(format!(
+                "{name}: ranks ran {n} to {most} kernels: only the first {n} of each were matched"
+            ));
+        }
+        let mut nt = NameTally {
+            ranks: places.len() as u64,
+            ..NameTally::default()
+        };
+        for c in 0..n {
+            let kernel = |(r, at): &(usize, Vec<usize>)| {
+                let rank = ranks.get(*r)?;
+                let i = *at.get(c)?;
+                Some((
+                    *r,
+                    *rank.arrivals.get(i)?,
+                    *rank.ends.get(i)?,
+                    rank.kernels.get(i)?.0,
+                ))
+            };
+            let ks: Vec<(usize, Ns, Ns, Ns)> = places.iter().filter_map(kernel).collect();
+            let (Some(early), Some(transfer)) = (
+                ks.iter().map(|k| k.1).min(),
+                ks.iter().map(|k| k.2 - k.1).min(),
+            ) else {
+                continue;
+            };
+            let (mut late, mut who, mut own_start) = (Ns::MIN, 0, 0);
+            for &(r, start, end, own) in &ks {
+                if start > late {
+                    (late, who, own_start) = (start, r, own);
+                }
+                if let Some(t) = tally.get_mut(r) {
+                    t.collectives += 1;
+                    t.waiting_ns = t.waiting_ns.saturating_add(end - start - transfer);
+                    t.transfer_ns = t.transfer_ns.saturating_add(transfer);
+                }
+            }
+            let skew = late - early;
+            if let Some(t) = tally.get_mut(who) {
+                t.last += 1;
+                t.late_ns = t.late_ns.saturating_add(skew);
+                t.worst_ns = t.worst_ns.max(skew);
+            }
+            skews.push(skew);
+            transfers.push(transfer);
+            nt.count += 1;
+            nt.skew_ns = nt.skew_ns.saturating_add(skew);
+            nt.max_skew_ns = nt.max_skew_ns.max(skew);
+            nt.transfer_ns = nt.transfer_ns.saturating_add(transfer);
+            keep_worst(
+                &mut worst,
+                CollectiveRow {
+                    name: name.clone(),
+                    index: c as u64,
+                    first_arrival_ns: early,
+                    last_arrival_ns: late,
+                    skew_us: us(skew),
+                    transfer_us: us(transfer),
+                    last_rank: who,
+                    last_start_ns: own_start,
+                },
+            );
+        }
+        by_name.push((name, nt));
+    }
+    if ranks.len() < 2 {
+        let ran = crate::format::counted(ranks.len() as u64, "rank", "ranks");
+        notes.push(format!(
+            "{ran} ran collective (NCCL) kernels: lining ranks up needs at least two (give one file per rank, or an export holding several)"
+        ));
+    }
+    let summaries: Vec<RankSummary> = ranks
+        .iter()
+        .zip(&tally)
+        .map(|(r, t)| {
+            let named = names::by_process(r.id.pid, r.id.device);
+            RankSummary {
+                file: r.id.file.clone(),
+                pid: r.id.pid,
+                device: r.id.device,
+                rank: named.name,
+                rank_number: None,
+                nranks: None,
+                named_by: named.by,
+                collective_kernels: r.arrivals.len() as u64,
+                collectives: t.collectives,
+                last: t.last,
+                last_share: ratio(t.last as f64, t.collectives as f64),
+                mean_lateness_us: ratio(us(t.late_ns), t.last as f64),
+                worst_lateness_us: us(t.worst_ns),
+                waiting_us: us(t.waiting_ns),
+                transferring_us: us(t.transfer_ns),
+                bound: None,
+                gpu_bound: None,
+            }
+        })
+        .collect();
+    let straggler = summaries
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.last, std::cmp::Reverse(*i)))
+        .filter(|(_, s)| s.last_share > stragglers::STRAGGLER_SHARE)
+        .map(|(i, _)| i);
+    RanksReport {
+        files: Vec::new(),
+        ranks: summaries,
+        collectives: Collectives {
+            count: skews.len() as u64,
+            skew_us: stats(&mut skews),
+            transfer_us: stats(&mut transfers),
+            by_name: by_name
+                .into_iter()
+                .map(|(name, t)| NameSummary {
+                    name,
+                    count: t.count,
+                    ranks: t.ranks,
+                    mean_skew_us: ratio(us(t.skew_ns), t.count as f64),
+                    max_skew_us: us(t.max_skew_ns),
+                    mean_transfer_us: ratio(us(t.transfer_ns), t.count as f64),
+                })
+                .collect(),
+            worst,
+        },
+        clock,
+        straggler,
+        threshold: stragglers::STRAGGLER_SHARE,
+        notes,
+    }
+}
+
+/// The distinct collective kernel names of every rank, in order of first use (rank by rank).
+fn distinct_names(ranks: &[Rank]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in ranks.iter().flat_map(|r| r.name_list.iter()) {
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// Keeps the [`WORST_LISTED`] largest skews, largest first; a later collective displaces an
+/// earlier one only with a larger skew.
+fn keep_worst(worst: &mut Vec<CollectiveRow>, row: CollectiveRow) {
+    let at = worst.partition_point(|w| w.skew_us >= row.skew_us);
+    if at < WORST_LISTED {
+        worst.insert(at, row);
+        worst.truncate(WORST_LISTED);
+    }
+}
+
+/// The statistics of `v` in µs (sorted in place).
+fn stats(v: &mut [Ns]) -> Stats {
+    if v.is_empty() {
+        return Stats::default();
+    }
+    v.sort_unstable();
+    let n = v.len();
+    let sum = v.iter().fold(0 as Ns, |a, &x| a.saturating_add(x));
+    let nearest = |p: usize| v[((n * p).div_ceil(100)).clamp(1, n) - 1];
+    Stats {
+        mean: us(sum) / n as f64,
+        median: us(v[(n - 1) / 2]),
+        p90: us(nearest(90)),
+        max: us(v[n - 1]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::testing::TraceBuilder;
+
+    /// A file of one rank on `device`: collective kernels `(start, end)` on its own clock.
+    fn rank_file(session_start: i64, device: u32, kernels: &[(i64, i64)]) -> crate::model::Trace {
+        let mut b = TraceBuilder::new();
+        for &(start, end) in kernels {
+            b.kernel(
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+                start,
+                end,
+                device,
+            );
+        }
+        b.trace.meta.session_start_utc_ns = Some(session_start);
+        b.trace
+    }
+
+    #[test]
+    fn per_collective_arrivals_skew_transfer_and_waiting() {
+        // a arrives at 1000 and 5000, b at 1400 and 4900; both end together.
+        let a = rank_file(0, 0, &[(1_000, 1_500), (5_000, 5_100)]);
+        let b = rank_file(0, 1, &[(1_400, 1_500), (4_900, 5_100)]);
+        let ix = [
+            RowIndex::loaded(&a, "trace_rank0.sqlite", None),
+            RowIndex::loaded(&b, "trace_rank1.sqlite", None),
+        ];
+        let r = ranks_indexed(&ix).expect("ranks");
+        assert_eq!(r.collectives.count, 2);
+        let names: Vec<(&str, NamedBy)> = r
+            .ranks
+            .iter()
+            .map(|s| (s.rank.as_str(), s.named_by))
+            .collect();
+        assert_eq!(
+            names,
+            vec![("rank 0", NamedBy::FileName), ("rank 1", NamedBy::FileName)]
+        );
+        // Collective 0: skew 400, transfer 100 (b's); collective 1: skew 100, transfer 100.
+        assert_eq!(r.collectives.skew_us.max, 0.4);
+        assert_eq!(r.collectives.skew_us.mean, 0.25);
+        assert_eq!(r.collectives.transfer_us.max, 0.1);
+        let (ra, rb) = (&r.ranks[0], &r.ranks[1]);
+        assert_eq!((ra.last, rb.last), (1, 1));
+        assert_eq!((ra.waiting_us, ra.transferring_us), (0.4, 0.2));
+        assert_eq!((rb.waiting_us, rb.transferring_us), (0.1, 0.2));
+        assert_eq!((rb.mean_lateness_us, rb.worst_lateness_us), (0.4, 0.4));
+        assert_eq!(r.collectives.worst[0].last_rank, 1);
+        assert_eq!(r.collectives.worst[0].first_arrival_ns, 1_000);
+        assert_eq!(r.clock.offset_ns, vec![0, 0]);
+        assert_eq!(r.straggler, None);
+    }
+
+    #[test]
+    fn one_rank_is_no_line_up() {
+        let a = rank_file(0, 0, &[(1_000, 1_500)]);
+        let ix = [RowIndex::loaded(&a, "a", None)];
+        let r = ranks_indexed(&ix).expect("ranks");
+        assert_eq!(r.collectives.count, 0);
+        assert_eq!(r.ranks.len(), 1);
+        assert_eq!(r.ranks[0].named_by, NamedBy::ProcessDevice);
+        assert!(r.notes.iter().any(|n| n.contains("at least two")));
+        assert_eq!(r.clock.method, "one export: one clock, no correction");
+    }
+
+    #[test]
+    fn statistics_by_nearest_rank() {
+        let mut v: Vec<Ns> = (1..=10).map(|i| i * 1000).collect();
+        let s = stats(&mut v);
+        assert_eq!((s.mean, s.median, s.p90, s.max), (5.5, 5.0, 9.0, 10.0));
+        assert_eq!(stats(&mut []), Stats::default());
+    }
+}
