@@ -49,6 +49,13 @@ enum Command {
         "Example: nsys-lens drill rank0.sqlite rank1.sqlite --json"
     ))]
     Drill(cli::drill::DrillArgs),
+    /// Every rank on one clock: who arrives last at the collectives, by how much, and how long
+    /// the ranks wait for each other (one export with several ranks, or one file per rank).
+    #[command(after_help = concat!(
+        "Exit codes: 0 done, 2 usage error, 3 input that cannot be analysed (one line on stderr says what to do).\n\n",
+        "Example: nsys-lens ranks trace_rank0.sqlite trace_rank1.sqlite --json"
+    ))]
+    Ranks(cli::ranks::RanksArgs),
     /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML.
     #[command(after_help = concat!(
         "Exit codes: 0 done, 2 usage error, 3 input that cannot be analysed (one line on stderr says what to do).\n\n",
@@ -83,6 +90,7 @@ fn main() -> ExitCode {
         Command::Detect(args) => cli::detect::run(&args),
         Command::Analyze(args) => cli::analyze::run(&args),
         Command::Drill(args) => cli::drill::run(&args).map(|()| Gate::Pass),
+        Command::Ranks(args) => cli::ranks::run(&args).map(|()| Gate::Pass),
         Command::Report(args) => cli::report::run(&args).map(|()| Gate::Pass),
         Command::Lprof(args) => cli::lprof::run(&args).map(|()| Gate::Pass),
         Command::Gen(args) => cli::generate::run(&args).map(|()| Gate::Pass),

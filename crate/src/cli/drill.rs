@@ -48,16 +48,32 @@ pub fn top_count(s: &str) -> std::result::Result<usize, String> {
 }
 
 pub fn run(args: &DrillArgs) -> Result<()> {
-    let labels: Vec<String> = args
-        .traces
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
     let step_marker = args.marker.source()?;
-    let exports = args
-        .traces
+    let opts = DrillOptions {
+        top: args.top,
+        window: args.window,
+    };
+    let result = with_inputs(
+        &args.traces,
+        drill_columns(),
+        step_marker.as_ref(),
+        |inputs| DrillFindings::drill(inputs, &opts),
+    )?;
+    args.out.write(&result, report::drill::drill_report)
+}
+
+/// `f` over the exports at `paths`, each opened for the tables `columns` reads and labelled by
+/// its path (the drill-down's and the ranks' inputs).
+pub fn with_inputs<T>(
+    paths: &[PathBuf],
+    columns: LoadOptions,
+    step_marker: Option<&nsys_lens::names::steps::StepSource>,
+    f: impl FnOnce(&[DrillInput<'_>]) -> Result<T>,
+) -> Result<T> {
+    let labels: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let exports = paths
         .iter()
-        .map(|p| super::OpenExport::open(p, drill_columns()))
+        .map(|p| super::OpenExport::open(p, columns))
         .collect::<Result<Vec<_>>>()?;
     let rows: Vec<_> = exports.iter().map(super::OpenExport::rows).collect();
     let inputs: Vec<DrillInput<'_>> = rows
@@ -66,13 +82,8 @@ pub fn run(args: &DrillArgs) -> Result<()> {
         .map(|(rows, label)| DrillInput {
             rows,
             label,
-            step_marker: step_marker.as_ref(),
+            step_marker,
         })
         .collect();
-    let opts = DrillOptions {
-        top: args.top,
-        window: args.window,
-    };
-    let result = DrillFindings::drill(&inputs, &opts)?;
-    args.out.write(&result, report::drill::drill_report)
+    f(&inputs)
 }

@@ -5,6 +5,7 @@ pub mod detect;
 pub mod drill;
 pub mod generate;
 pub mod lprof;
+pub mod ranks;
 pub mod report;
 pub mod whatif;
 
