@@ -32,7 +32,9 @@ use nsys_lens::report::{SCHEMA_VERSION, Versioned, document};
 use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
 use nsys_lens::whatif::{self, Costs};
 
-const SCHEMAS: [&str; 6] = ["detect", "analyze", "drill", "report", "lprof", "whatif"];
+const SCHEMAS: [&str; 7] = [
+    "detect", "analyze", "drill", "report", "lprof", "whatif", "ranks",
+];
 
 fn schema_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas")
@@ -147,6 +149,13 @@ fn check_trace(check: &mut Check, path: &Path) {
     };
     check.versioned("detect", &what, verdict);
     check.versioned("drill", &what, drill);
+    let one = [DrillInput {
+        rows: &rows,
+        label: &what,
+        step_marker: None,
+    }];
+    let ranks = nsys_lens::ranks::ranks(&one).expect("ranks");
+    check.versioned("ranks", &what, &ranks);
     let skill = DetectConfig {
         profile: Profile::TrtllmSkill,
         file_label: what.clone(),
@@ -202,7 +211,7 @@ fn check_pair(check: &mut Check, base: &Path, target: &Path) {
     check.versioned("whatif", &what, &w);
 }
 
-/// `drill A B`: one file per rank.
+/// `drill A B` and `ranks A B`: one file per rank.
 fn check_ranks(check: &mut Check, paths: &[&Path]) {
     let exports: Vec<Open> = paths.iter().map(|p| open(p).expect("open")).collect();
     let rows: Vec<FileRows<'_>> = exports
@@ -221,6 +230,8 @@ fn check_ranks(check: &mut Check, paths: &[&Path]) {
         .collect();
     let drill = DrillFindings::drill(&inputs, &DrillOptions::default()).expect("drill");
     check.versioned("drill", &labels.join(" "), &drill);
+    let ranks = nsys_lens::ranks::ranks(&inputs).expect("ranks");
+    check.versioned("ranks", &labels.join(" "), &ranks);
 }
 
 fn check_lprof(check: &mut Check) {
@@ -299,6 +310,7 @@ fn every_json_output_of_every_public_export_and_scenario_validates_against_its_s
     assert_eq!(n("report"), exports.len() + scenarios.len());
     assert_eq!(n("detect"), 2 * with_kernels);
     assert_eq!(n("drill"), with_kernels + 1);
+    assert_eq!(n("ranks"), with_kernels + 1);
     assert_eq!(n("analyze"), 2 * with_kernels + 8);
     assert_eq!(n("lprof"), 5);
     assert_eq!(n("whatif"), 2 * with_kernels + 4);
@@ -343,6 +355,38 @@ fn the_schemas_reject_what_the_cli_never_writes() {
         change(&mut bad);
         let before = check.errors.len();
         check.json("detect", what, &bad);
+        assert!(check.errors.len() > before, "{what} should fail the schema");
+    }
+    // The ranks of tp2-straggler: a source that never names a rank, a share above 1.
+    check.errors.clear();
+    let (_dir, path, _) = common::generated("tp2-straggler", 1, 42);
+    let export = open(&path).expect("open");
+    let rows = FileRows::over(&export.conn, &export.scan);
+    let one = [DrillInput {
+        rows: &rows,
+        label: "tp2",
+        step_marker: None,
+    }];
+    let ranks = nsys_lens::ranks::ranks(&one).expect("ranks");
+    let good = serde_json::to_value(Versioned(&ranks)).expect("json");
+    check.json("ranks", "as written", &good);
+    assert!(check.errors.is_empty(), "{:?}", check.errors);
+    let broken: [(&str, Change); 3] = [
+        ("named by a guess", |v| {
+            v["ranks"][0]["named_by"] = "guess".into()
+        }),
+        ("share above 1", |v| {
+            v["ranks"][0]["last_share"] = 1.5.into()
+        }),
+        ("no clock", |v| {
+            v.as_object_mut().map(|o| o.remove("clock"));
+        }),
+    ];
+    for (what, change) in broken {
+        let mut bad = good.clone();
+        change(&mut bad);
+        let before = check.errors.len();
+        check.json("ranks", what, &bad);
         assert!(check.errors.len() > before, "{what} should fail the schema");
     }
 }
@@ -462,6 +506,7 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
             ],
         );
         run("drill", &["drill".as_ref(), t]);
+        run("ranks", &["ranks".as_ref(), t]);
         run("analyze", &["analyze".as_ref(), t]);
         run("whatif", &["whatif".as_ref(), t]);
     }
@@ -481,6 +526,10 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
     run(
         "drill",
         &["drill".as_ref(), before.as_os_str(), after.as_os_str()],
+    );
+    run(
+        "ranks",
+        &["ranks".as_ref(), before.as_os_str(), after.as_os_str()],
     );
     for profile in ["standard", "trtllm-skill"] {
         run(
