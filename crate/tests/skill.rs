@@ -60,11 +60,12 @@ fn commands(text: &str) -> Vec<String> {
 }
 
 /// The outputs the Fields table names, by its first column.
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 8] = [
     "detect",
     "analyze (one)",
     "analyze (pair)",
     "drill",
+    "ranks",
     "whatif",
     "report",
     "lprof",
@@ -133,6 +134,7 @@ fn key_of(command: &str) -> &'static str {
     match words[1] {
         "detect" => "detect",
         "drill" => "drill",
+        "ranks" => "ranks",
         "report" => "report",
         "lprof" => "lprof",
         "whatif" => "whatif",
