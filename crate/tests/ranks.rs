@@ -132,6 +132,71 @@ fn per_rank_files_with_planted_clock_errors_give_the_one_file_answer() {
     }
 }
 
+#[test]
+fn tp4_as_four_files_with_four_clock_errors_gives_the_one_file_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = dir.path().join("tp4.sqlite");
+    let answers =
+        synth::generate("tp4-straggler", &one, &GenOptions { scale: 1, seed: 7 }).expect("gen");
+    let whole = ranks(&[&one]);
+    // The generator's answer: rank 1 (device 1) last at 44 of 48 all-reduces.
+    let planted = &answers["stragglers"];
+    assert_eq!(
+        whole["collectives"]["count"], planted["collectives"],
+        "{whole}"
+    );
+    assert_eq!(whole["ranks"].as_array().map(Vec::len), Some(4));
+    let straggler = whole["straggler"].as_u64().expect("a straggler") as usize;
+    assert_eq!(
+        whole["ranks"][straggler]["device"],
+        planted["straggler_device"]
+    );
+    assert_eq!(
+        whole["ranks"][straggler]["last_share"],
+        planted["straggler_share"]
+    );
+    let mean = whole["ranks"][straggler]["mean_lateness_us"]
+        .as_f64()
+        .unwrap();
+    assert!((mean - planted["mean_lateness_us"].as_f64().unwrap()).abs() < 1e-9);
+    let shifts = [0, 137_000, -420_000, 1_000_000];
+    let files: Vec<PathBuf> = shifts
+        .iter()
+        .enumerate()
+        .map(|(d, &shift)| {
+            rank_file(
+                &one,
+                dir.path(),
+                d as i64,
+                shift,
+                &format!("tp4_r{d}.sqlite"),
+            )
+        })
+        .collect();
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let split = ranks(&paths);
+    assert_eq!(
+        figures(&split),
+        figures(&whole),
+        "{}",
+        common::json_diff(&figures(&split), &figures(&whole))
+    );
+    for (i, shift) in shifts.iter().enumerate() {
+        let offset = split["clock"]["offset_ns"][i].as_i64().unwrap();
+        assert!(
+            (offset + shift).abs() <= 5_000,
+            "file {i}: planted {shift}, found {offset}"
+        );
+    }
+    let names: Vec<&str> = split["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rank 0", "rank 1", "rank 2", "rank 3"]);
+}
+
 /// NCCL's kernels of `mfu_2gpu_before` by device (start, end), in start order, read by SQL.
 fn nccl_kernels(path: &Path) -> BTreeMap<i64, Vec<(i64, i64)>> {
     let conn = rusqlite::Connection::open(path).expect("open");

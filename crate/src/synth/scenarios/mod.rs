@@ -29,7 +29,7 @@ type Builder = fn(u64, u32, &Costs) -> Built;
 
 /// `(name, one-line description, builder, the cost knobs it supports)`; `--scale N` multiplies
 /// the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder, Knobs); 23] = [
+pub const SCENARIOS: [(&str, &str, Builder, Knobs); 24] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -52,6 +52,12 @@ pub const SCENARIOS: [(&str, &str, Builder, Knobs); 23] = [
         "tp2-straggler",
         "TP=2, two ranks on devices 0/1, NCCL allreduce per layer, rank 1 arrives last at 90% of collectives",
         tp2::tp2_straggler,
+        Knobs::ALL,
+    ),
+    (
+        "tp4-straggler",
+        "TP=4, four ranks on devices 0-3, NCCL allreduce per layer, 12 steps, rank 1 arrives last at 90% of collectives",
+        tp2::tp4_straggler,
         Knobs::ALL,
     ),
     (

@@ -7,7 +7,8 @@
 //! kernel waits inside NCCL. Both kernels end together, when the last rank has arrived.
 //!
 //! `tp2-phases` runs the same steps in three phases separated by idle pauses (warm-up,
-//! benchmark, teardown), for iteration isolation.
+//! benchmark, teardown), for iteration isolation. `tp4-straggler` is the same run on four ranks
+//! (devices 0–3), fewer steps, rank 1 still the straggler.
 
 use serde_json::Map;
 
@@ -19,14 +20,19 @@ use crate::synth::kinds::{self, KernelKind};
 use crate::synth::sim::{LAUNCH_LATENCY, Sim};
 use crate::synth::timeline::{MS, Ns, Timeline, US};
 
-const RANKS: usize = 2;
 const LAYERS: usize = 4;
 
 /// Builds the scenario; `scale` multiplies the number of steps.
 pub fn tp2_straggler(seed: u64, scale: u32, costs: &Costs) -> Built {
-    let mut run = Tp2::new(seed, costs);
+    straggler_run(seed, scale, costs, 2, 33)
+}
+
+/// `ranks` ranks stepping `steps` steps per scale unit (the first 3 per unit context steps),
+/// rank 1 the straggler.
+fn straggler_run(seed: u64, scale: u32, costs: &Costs, ranks: usize, steps: u64) -> Built {
+    let mut run = Tp2::new(seed, costs, ranks);
     let n_ctx = 3 * scale as u64;
-    for i in 0..33 * scale as u64 {
+    for i in 0..steps * scale as u64 {
         let reqs = if i < n_ctx { (4, 28) } else { (0, 32) };
         run.step(reqs);
     }
@@ -37,7 +43,7 @@ pub fn tp2_straggler(seed: u64, scale: u32, costs: &Costs) -> Built {
 /// (batches 32, 16, 8, 4), the benchmark (ramp-up, steady state at 32, drain at 16) and a
 /// teardown of two steps. The benchmark is not the last phase: the teardown is too short.
 pub fn tp2_phases(seed: u64, scale: u32, costs: &Costs) -> Built {
-    let mut run = Tp2::new(seed, costs);
+    let mut run = Tp2::new(seed, costs, 2);
     for generation in [32, 16, 8, 4] {
         run.step((0, generation));
     }
@@ -58,7 +64,13 @@ pub fn tp2_phases(seed: u64, scale: u32, costs: &Costs) -> Built {
     run.finish(3, 1)
 }
 
-/// Two ranks stepping together, and where their steps landed.
+/// TP=4: four ranks (processes 50001–50004 on devices 0–3), 3 context and 9 generation steps
+/// per scale unit; rank 1 arrives last at 9 of every 10 all-reduces, rank 0 at the tenth.
+pub fn tp4_straggler(seed: u64, scale: u32, costs: &Costs) -> Built {
+    straggler_run(seed, scale, costs, 4, 12)
+}
+
+/// Ranks stepping together, and where their steps landed.
 struct Tp2 {
     sim: Sim,
     collective: u64,
@@ -67,10 +79,13 @@ struct Tp2 {
 }
 
 impl Tp2 {
-    fn new(seed: u64, costs: &Costs) -> Tp2 {
-        let tl = Timeline::new(&[(50001, "python3", 0), (50002, "python3", 1)]);
+    fn new(seed: u64, costs: &Costs, ranks: usize) -> Tp2 {
+        let procs: Vec<(u32, &'static str, u32)> = (0..ranks as u32)
+            .map(|p| (50001 + p, "python3", p))
+            .collect();
+        let tl = Timeline::new(&procs);
         let mut sim = Sim::new(tl, seed, false).costed(costs);
-        for p in 0..RANKS {
+        for p in 0..ranks {
             sim.domain_create(p, "TensorRT-LLM");
         }
         sim.mark(0, "executor loop start");
@@ -118,10 +133,15 @@ impl Tp2 {
     }
 }
 
-/// Both hosts resume together at the later one's clock plus `extra`.
+/// The ranks: one process each.
+fn ranks(sim: &Sim) -> usize {
+    sim.tl.procs.len()
+}
+
+/// Every host resumes together at the latest one's clock plus `extra`.
 fn realign(sim: &mut Sim, extra: Ns) {
-    let t = (0..RANKS).map(|p| sim.now(p)).max().unwrap_or(0) + extra;
-    (0..RANKS).for_each(|p| sim.wait_until(p, t));
+    let t = (0..ranks(sim)).map(|p| sim.now(p)).max().unwrap_or(0) + extra;
+    (0..ranks(sim)).for_each(|p| sim.wait_until(p, t));
 }
 
 /// One step on both ranks: each rank's forward-step range and the step's allreduce kernels
@@ -141,7 +161,7 @@ fn run_step(
         ("broadcast_requests", sim.jitter(250 * US, 10)),
     ];
     let prep = sim.jitter(if ctx > 0 { 1500 * US } else { 500 * US }, 5);
-    let mut fwd = [0usize; RANKS];
+    let mut fwd = vec![0usize; ranks(sim)];
     for (p, slot) in fwd.iter_mut().enumerate() {
         for (name, dur) in before {
             sim.range(p, name, dur);
@@ -152,8 +172,9 @@ fn run_step(
     let mut allreduce: Option<(Ns, Ns, u32)> = None;
     for _ in 0..LAYERS {
         let (s, e) = layer(sim, ctx > 0, collective);
-        allreduce = Some(allreduce.map_or((s, e, RANKS as u32), |(a, b, n)| {
-            (a.min(s), b.max(e), n + RANKS as u32)
+        let n_ranks = ranks(sim) as u32;
+        allreduce = Some(allreduce.map_or((s, e, n_ranks), |(a, b, n)| {
+            (a.min(s), b.max(e), n + n_ranks)
         }));
     }
     let tail = [
@@ -165,7 +186,7 @@ fn run_step(
         ("_update_requests", sim.jitter(250 * US, 10)),
         ("_handle_responses", sim.jitter(120 * US, 10)),
     ];
-    let mut ranks = Vec::with_capacity(RANKS);
+    let mut ranks = Vec::with_capacity(fwd.len());
     for (p, &f) in fwd.iter().enumerate() {
         compute(sim, p, &tail);
         sim.host_api(p, kinds::EVENT_RECORD, 3 * US);
@@ -199,7 +220,7 @@ fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) -> (Ns, Ns) {
         .iter()
         .map(|&k| (k, sim.uniform(lo, hi)))
         .collect();
-    for p in 0..RANKS {
+    for p in 0..ranks(sim) {
         compute(sim, p, &ks);
     }
     let straggler = if *collective % 10 == 9 { 0 } else { 1 };
@@ -215,7 +236,7 @@ fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) -> (Ns, Ns) {
 /// Returns the first start and the common end.
 fn allreduce(sim: &mut Sim) -> (Ns, Ns) {
     let pace = DEFAULT_PACING;
-    let mut arrivals = [(0 as Ns, 0u32); RANKS];
+    let mut arrivals = vec![(0 as Ns, 0u32); ranks(sim)];
     for (p, slot) in arrivals.iter_mut().enumerate() {
         sim.advance(p, pace.between);
         let s = sim.now(p);
