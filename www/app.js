@@ -5,7 +5,7 @@
 // docs/offline-file.md.
 
 import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawKernelClasses, kernelClassColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
-import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign } from './ui/format.js';
+import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign, panel, outlineTable } from './ui/format.js';
 import { STALL_MS, WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -18,6 +18,7 @@ import { renderVerdictCompare } from './ui/compare.js';
 import { renderHostSide } from './ui/hostside.js';
 import { LprofPanel, splitLineProfilerFiles } from './ui/lprof.js';
 import { renderCapture } from './ui/capture.js';
+import { renderWhatif } from './ui/whatif.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -321,6 +322,8 @@ async function analyse(files) {
   appState.busy = true;
   appState.session = null;
   appState.views = {};
+  appState.whatif = null;
+  clear($('whatif'));
   appState.recomputeSeq++;
   document.body.dataset.run = String(Number(document.body.dataset.run || 0) + 1);
   setState('loading');
@@ -371,6 +374,7 @@ async function analyse(files) {
     clearWindowAnalysis();
     appState.busy = false;
     setState('done');
+    loadWhatif();
   } catch (e) {
     appState.busy = false;
     $('progress').hidden = true;
@@ -491,10 +495,64 @@ async function focusOn(slot) {
     appState.timeline.setTrace(JSON.parse(res.extent), appState.engine);
     clearWindowAnalysis();
     setState('done');
+    loadWhatif();
   } catch (e) {
     showError(e.message || String(e));
     setState('error');
   }
+}
+
+// ── what would it buy ────────────────────────────────────────────────────────────────────────────
+
+// Above this size the replay (several more reads of the file) waits for a click.
+const WHATIF_AUTO_BYTES = 512 * 1024 * 1024;
+
+// The what-if card of the trace shown, once per trace and step marker; it loads after the
+// verdict, the timeline and the gaps, and the page is usable meanwhile.
+async function loadWhatif({ asked = false } = {}) {
+  if (!appState.session) return;
+  const slot = appState.engine.focus;
+  const key = `${slot}:${markerOption()}`;
+  if (appState.whatif?.key === key) return;
+  const token = {};
+  appState.whatif = { key, token };
+  const box = clear($('whatif'));
+  const status = $('whatif-status');
+  const size = appState.session.slots.find((e) => e.slot === slot)?.file?.size ?? 0;
+  if (!asked && size > WHATIF_AUTO_BYTES) {
+    status.textContent = '';
+    box.append(
+      el('p', { class: 'small', text: `The replay reads this ${formatSize(size)} file several more times. ` }),
+      el('button', { type: 'button', class: 'button small', 'data-testid': 'whatif-compute', text: 'Replay the steady steps', onclick: () => ((appState.whatif = null), loadWhatif({ asked: true })) }),
+    );
+    document.body.dataset.whatifState = 'waiting';
+    return;
+  }
+  status.textContent = 'Replaying the steady steps…';
+  document.body.dataset.whatifState = 'loading';
+  try {
+    const { view } = await appState.engine.whatif(slot, null, { step_marker: markerOption() });
+    if (appState.whatif?.token !== token) return;
+    renderWhatif(box, JSON.parse(view), { onStep: (step) => showStepPath(slot, step) });
+    status.textContent = '';
+    document.body.dataset.whatifState = 'done';
+  } catch (e) {
+    if (appState.whatif?.token !== token) return;
+    appState.whatif = null;
+    status.textContent = '';
+    box.append(el('div', { class: 'error', 'data-testid': 'whatif-error', role: 'alert', text: e.message || String(e) }));
+    document.body.dataset.whatifState = 'error';
+  }
+}
+
+// Draws steady step `step`'s critical path on the timeline, zoomed to the step.
+async function showStepPath(slot, step) {
+  const { path } = await appState.engine.stepPath(slot, step, { step_marker: markerOption() });
+  const p = JSON.parse(path);
+  if (slot !== appState.engine.focus) return;
+  $('timeline').stepPath = p; // test hook: the path drawn
+  appState.timeline.zoomTo(p.start_ns, p.end_ns, `critical path of steady step ${step} (${p.segments.length} stretches)`, path);
+  $('timeline').scrollIntoView({ block: 'center' });
 }
 
 // ── views: verdict, root cause, drill-down ──────────────────────────────────────────────────────
@@ -558,6 +616,23 @@ async function computeRootCause() {
   const onShow = (item, side) => showOnTimeline(item, side === 'target' ? target : baseline);
   renderRootCause($('rootcause'), parsed, { drawStepTimes, drawKernelClasses, classColours: JSON.parse(kernelClassColours()), names, markerField: markerFieldCopy, onShow });
   appState.lprof.setHandoff((parsed.comparison || parsed.baseline)?.handoff?.line_profiler);
+  if (target) await renderPathRegression(baseline, target);
+}
+
+// A pair: where the step time's change lies on the critical path (the core's section of
+// `whatif TARGET --baseline BASE`), below Root cause's comparison.
+async function renderPathRegression(baseline, target) {
+  const holder = el('div', { 'data-testid': 'rc-path-regression' }, el('p', { class: 'muted small', text: 'Walking both traces’ critical paths…' }));
+  $('rootcause').append(holder);
+  try {
+    const { view } = await appState.engine.whatif(target, baseline, { step_marker: markerOption(), path_only: true });
+    const parsed = JSON.parse(view);
+    const s = parsed.regression;
+    holder.dataset.deltaUs = String(parsed.whatif.regression.delta_us);
+    clear(holder).append(panel(s.title, 'rc-path-regression-panel', ...s.text.map((t) => el('p', { class: 'small', text: t })), ...s.tables.map(outlineTable)));
+  } catch (e) {
+    clear(holder).append(el('div', { class: 'error', role: 'alert', text: `Critical paths not compared: ${e.message || e}` }));
+  }
 }
 
 // The step-marker field again, where a view says no step was found: it sets the main field.
@@ -577,6 +652,7 @@ function setMarker(value) {
   appState.marker = v === 'auto' || v === appState.foundMarker ? '' : v;
   $('step-marker').value = appState.marker || appState.foundMarker;
   recompute();
+  loadWhatif();
   if (appState.view !== 'verdict') showView(appState.view); // their keys include the marker
 }
 

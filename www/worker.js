@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, reportFile, scanKernels } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, reportFile, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -236,6 +236,13 @@ async function handle(msg) {
       const target = msg.target ? analysisIn(msg.target).id : undefined;
       return { report: analyzeTraces(baseline, target, msg.options || '{}') };
     }
+    case 'whatif': {
+      const target = analysisIn(msg.slot).id;
+      const baseline = msg.baseline ? analysisIn(msg.baseline).id : undefined;
+      return { view: whatifTraces(target, baseline, msg.options || '{}') };
+    }
+    case 'stepPath':
+      return { path: stepPath(analysisIn(msg.slot).id, msg.step, msg.options || '{}') };
     case 'drill': {
       const ids = new Uint32Array((msg.slots || ['main']).map((s) => analysisIn(s).id));
       return { report: drillTraces(ids, msg.options || '{}') };

@@ -2,12 +2,14 @@
 //! predicts a run under them (`whatif`); the generator writes a run under them (`synth`), so the
 //! prediction can be checked against a measured run.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
 /// Each a factor on what it names (1: unchanged).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Read from JSON too (the page's what-if options): a factor left out is 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Costs {
     /// The host's own time between CUDA calls.
     pub host: f64,

@@ -81,6 +81,8 @@ struct Check {
     validators: BTreeMap<&'static str, Validator>,
     errors: Vec<String>,
     validated: BTreeMap<&'static str, usize>,
+    /// `whatif --step` outputs among the `whatif` ones.
+    step_paths: usize,
 }
 
 impl Check {
@@ -89,6 +91,7 @@ impl Check {
             validators: validators(),
             errors: Vec::new(),
             validated: BTreeMap::new(),
+            step_paths: 0,
         }
     }
 
@@ -171,6 +174,15 @@ fn check_trace(check: &mut Check, path: &Path) {
     let cfg = analyze_cfg(Profile::Standard, &what);
     let w = whatif::whatif_rows(&rows, &cfg, &[]).expect("whatif");
     check.versioned("whatif", &what, &w);
+    // `whatif --step N`: the first and the last steady step's path.
+    for step in [0, w.steps.saturating_sub(1)]
+        .into_iter()
+        .take(w.steps.min(2))
+    {
+        let path = whatif::step_path(&rows, &cfg, step).expect("step path");
+        check.versioned("whatif", &format!("{what} (--step {step})"), &path);
+        check.step_paths += 1;
+    }
     let every_flag = Costs {
         host: 0.5,
         launch: 0.5,
@@ -313,7 +325,8 @@ fn every_json_output_of_every_public_export_and_scenario_validates_against_its_s
     assert_eq!(n("ranks"), with_kernels + 1);
     assert_eq!(n("analyze"), 2 * with_kernels + 8);
     assert_eq!(n("lprof"), 5);
-    assert_eq!(n("whatif"), 2 * with_kernels + 4);
+    assert!(check.step_paths > 2 * 10, "{} step paths", check.step_paths);
+    assert_eq!(n("whatif"), 2 * with_kernels + 4 + check.step_paths);
     eprintln!(
         "validated {:?} in {:.1} s",
         check.validated,
@@ -387,6 +400,35 @@ fn the_schemas_reject_what_the_cli_never_writes() {
         change(&mut bad);
         let before = check.errors.len();
         check.json("ranks", what, &bad);
+        assert!(check.errors.len() > before, "{what} should fail the schema");
+    }
+    // A step's critical path (`whatif --step`): a place that is neither a thread nor a stream,
+    // a tid as a number (it exceeds 2^53), a stretch without its part.
+    check.errors.clear();
+    let (_dir, path, _) = common::generated("host-bound", 1, 42);
+    let export = open(&path).expect("open");
+    let rows = FileRows::over(&export.conn, &export.scan);
+    let cfg = analyze_cfg(Profile::Standard, "host-bound");
+    let step = whatif::step_path(&rows, &cfg, 1).expect("step path");
+    let good = serde_json::to_value(Versioned(&step)).expect("json");
+    check.json("whatif", "a step's path as written", &good);
+    assert!(check.errors.is_empty(), "{:?}", check.errors);
+    let broken: [(&str, Change); 3] = [
+        ("a place on a host", |v| {
+            v["segments"][0]["place"]["kind"] = "host".into()
+        }),
+        ("tid as a number", |v| {
+            v["segments"][0]["place"] = serde_json::json!({"kind": "thread", "tid": 7})
+        }),
+        ("no part", |v| {
+            v["segments"][0].as_object_mut().map(|o| o.remove("part"));
+        }),
+    ];
+    for (what, change) in broken {
+        let mut bad = good.clone();
+        change(&mut bad);
+        let before = check.errors.len();
+        check.json("whatif", what, &bad);
         assert!(check.errors.len() > before, "{what} should fail the schema");
     }
 }
@@ -521,6 +563,15 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
             after.as_os_str(),
             "--baseline".as_ref(),
             before.as_os_str(),
+        ],
+    );
+    run(
+        "whatif",
+        &[
+            "whatif".as_ref(),
+            before.as_os_str(),
+            "--step".as_ref(),
+            "3".as_ref(),
         ],
     );
     run(

@@ -592,14 +592,7 @@ fn folding_a_process_or_a_device_leaves_one_lane_for_it_and_unfolding_restores_t
         let open = timeline
             .view_folded(source, (a, b), 1200, Detail::Auto, &[])
             .expect("view");
-        let groups: Vec<String> = open
-            .lanes
-            .iter()
-            .map(|l| l.group.clone())
-            .filter(|g| !g.is_empty())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let groups = groups_of(&open);
         assert!(
             groups.iter().any(|g| g.starts_with("process:")),
             "a process with several lanes: {groups:?}"
@@ -941,4 +934,87 @@ fn a_crowded_nvtx_lane_draws_each_depth_row_from_its_own_ranges() {
             .sum();
         assert!(first > third && third > 0, "{first} vs {third}");
     });
+}
+
+#[test]
+fn every_stretch_of_a_steps_critical_path_finds_the_lane_it_ran_on_open_or_folded() {
+    use nsys_lens::analyze::AnalyzeConfig;
+    use nsys_lens::whatif::{PathPlace, step_path};
+    let path = common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let export = nsys_lens::trace::load_path(&path, LoadOptions::all()).expect("load");
+    let step = step_path(&export, &AnalyzeConfig::default(), 3).expect("step path");
+    // The path crosses both the host threads and both GPUs' streams.
+    let threads: std::collections::BTreeSet<&str> = step
+        .segments
+        .iter()
+        .filter_map(|s| match &s.place {
+            PathPlace::Thread { tid } => Some(tid.as_str()),
+            PathPlace::Stream { .. } => None,
+        })
+        .collect();
+    assert!(!threads.is_empty(), "host time on the path");
+    with_sqlite_source(&path, |trace, source, _| {
+        let timeline = Timeline::new(trace);
+        let window = (step.start_ns, step.end_ns);
+        let open = timeline
+            .view_folded(source, window, 1200, Detail::Auto, &[])
+            .expect("view");
+        for s in &step.segments {
+            match &s.place {
+                PathPlace::Thread { tid } => {
+                    let lane = open
+                        .thread_lane(tid.parse().expect("tid"))
+                        .expect("a lane for the thread");
+                    let lane = &open.lanes[lane as usize];
+                    assert_eq!(lane.kind, "api", "{s:?}");
+                    assert_eq!(lane.thread.as_deref(), Some(tid.as_str()), "{s:?}");
+                }
+                PathPlace::Stream { device, stream } => {
+                    let lane = open
+                        .stream_lane(*device, *stream)
+                        .expect("a lane for the stream");
+                    let lane = &open.lanes[lane as usize];
+                    assert_eq!((lane.device, lane.stream), (Some(*device), Some(*stream)));
+                }
+            }
+        }
+        // Every group folded: each stretch lands on its process's or its device's one lane.
+        let groups = groups_of(&open);
+        let folded = timeline
+            .view_folded(source, window, 1200, Detail::Auto, &groups)
+            .expect("folded view");
+        for s in &step.segments {
+            let lane = match &s.place {
+                PathPlace::Thread { tid } => {
+                    let tid: i64 = tid.parse().expect("tid");
+                    let lane = folded.thread_lane(tid).expect("a lane");
+                    let l = &folded.lanes[lane as usize];
+                    let pid = (tid >> 24) & 0xFF_FFFF;
+                    assert!(
+                        l.thread.as_deref() == Some(tid.to_string().as_str())
+                            || l.group == format!("process:{pid}"),
+                        "{s:?} on {}",
+                        l.label
+                    );
+                    l
+                }
+                PathPlace::Stream { device, stream } => {
+                    let lane = folded.stream_lane(*device, *stream).expect("a lane");
+                    &folded.lanes[lane as usize]
+                }
+            };
+            assert!(lane.kind != "steps", "{s:?}");
+        }
+    });
+}
+
+/// The foldable groups of a view's lanes, each once.
+fn groups_of(view: &TimelineView) -> Vec<String> {
+    view.lanes
+        .iter()
+        .map(|l| l.group.clone())
+        .filter(|g| !g.is_empty())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }

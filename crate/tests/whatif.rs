@@ -421,3 +421,58 @@ fn the_replays_points_do_not_grow_with_the_run() {
     assert!(long.0 >= 9 * short.0, "{short:?} {long:?}");
     assert!(long.1 <= 4_200, "{long:?}");
 }
+
+/// `whatif --step N --json` prints the path the library walks for that step (what the page's
+/// timeline draws); a step past the last, or a cost change with it, is a one-line usage error.
+#[test]
+fn whatif_step_prints_the_steps_critical_path() {
+    use std::ffi::OsStr;
+    let path = common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let conn = trace::open_path(&path).unwrap();
+    let scan = FileScan::of_file(&conn, &path, LoadOptions::all(), 1 << 30).unwrap();
+    let rows = FileRows::over(&conn, &scan);
+    let want = nsys_lens::whatif::step_path(&rows, &AnalyzeConfig::default(), 2).unwrap();
+    let args = |extra: &[&str]| -> Vec<std::ffi::OsString> {
+        let mut a = vec!["whatif".into(), path.clone().into_os_string()];
+        a.extend(
+            ["--step", "2"]
+                .iter()
+                .chain(extra)
+                .map(std::ffi::OsString::from),
+        );
+        a
+    };
+    let run = |a: &[std::ffi::OsString]| {
+        let a: Vec<&OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+        let out = common::nsys_lens(&a);
+        (common::describe(&a, &out), out)
+    };
+    let json = args(&["--json"]);
+    let (said, out) = run(&json);
+    assert!(out.status.success(), "{said}");
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut want = serde_json::to_value(&want).unwrap();
+    want["schema_version"] = got["schema_version"].clone();
+    assert_eq!(got, want);
+    let (_, text) = run(&args(&[]));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.starts_with("Critical path of steady step 2 of 15"),
+        "{text}"
+    );
+    for (bad, needle) in [
+        (args(&["--host", "0.5"]), "--step"),
+        (
+            {
+                let mut a = args(&[]);
+                a[3] = "15".into();
+                a
+            },
+            "has 15",
+        ),
+    ] {
+        let a: Vec<&OsStr> = bad.iter().map(|s| s.as_os_str()).collect();
+        let out = common::nsys_lens(&a);
+        common::assert_one_line_error(&a, &out, 2, Some(needle));
+    }
+}

@@ -26,9 +26,11 @@ test(`the README's picture: the verdict view on ${TRACE}`, { timeout: TIMEOUT },
   await openTrace(page, file, { timeout: TIMEOUT });
   const { report } = await assertMatchesCli(page, file);
   assert.ok(report.bound, 'what bounds the run is shown');
+  // What would it buy loads after the verdict: the picture shows it done.
+  await page.waitForFunction(() => document.body.dataset.whatifState === 'done', null, { timeout: TIMEOUT });
   await page.evaluate(() => document.fonts.ready);
   // From the top of the page to the end of the metric cards (half the gap to the next panel):
-  // the verdict, what bounds the run, the capture checks and the metrics.
+  // the verdict, what bounds the run, what a fix would buy, the capture checks and the metrics.
   const { width, bottom } = await page.evaluate(() => {
     const panel = document.getElementById('cards').closest('section');
     const next = panel.nextElementSibling;

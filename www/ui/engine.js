@@ -304,6 +304,17 @@ export class WorkerEngine {
     return this.request('analyze', { baseline, target, options: JSON.stringify(options || {}) });
   }
 
+  // What a fix would buy for the trace in `slot` (`{whatif, section, regression}` JSON),
+  // against the trace in `baseline` when given.
+  whatif(slot, baseline, options) {
+    return this.request('whatif', { slot, baseline, options: JSON.stringify(options || {}) });
+  }
+
+  // The critical path of steady step `step` of the trace in `slot` (StepPath JSON).
+  stepPath(slot, step, options) {
+    return this.request('stepPath', { slot, step, options: JSON.stringify(options || {}) });
+  }
+
   // DrillReport JSON over `slots` (one trace, or the rank files of one run).
   drill(slots, options) {
     return this.request('drill', { slots, options: JSON.stringify(options || {}) });

@@ -170,6 +170,18 @@ export function dataTable(headers, rows, attrs = {}) {
   return el('div', { class: 'table-wrap' }, el('table', { class: 'table', ...attrs }, el('thead', {}, head), body));
 }
 
+// A table of the core's report outline (`{name, title, headers, rows}`, cells as the report
+// writes them) under its title; "None." when it has no rows.
+export function outlineTable(t) {
+  const rows = t.rows.map((r) => el('tr', {}, r.map((c) => el('td', { class: 'mono small', text: c }))));
+  return el(
+    'div',
+    { class: 'host-table' },
+    el('h3', { text: t.title }),
+    rows.length ? dataTable(t.headers, rows, { 'data-table': t.name }) : el('p', { class: 'muted small', 'data-table': t.name, text: 'None.' }),
+  );
+}
+
 function sortKey(td) {
   const raw = td?.dataset.sort ?? td?.textContent ?? '';
   const n = Number(raw);

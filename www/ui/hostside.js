@@ -5,7 +5,7 @@
 // allocations, copies, NVTX ranges, processes, what could not be computed — and the report's
 // exports.
 
-import { el, clear, panel, dataTable } from './format.js';
+import { el, clear, panel, outlineTable } from './format.js';
 import { drFindings, drExports } from './drill.js';
 
 export function renderHostSide(container, outline, { exportReport }) {
@@ -51,16 +51,6 @@ function hostSection(s) {
     s.title,
     `hostside-${slug}`,
     ...(s.text || []).map((t) => el('p', { class: 'small', text: t })),
-    ...(s.tables || []).map(hostTable),
-  );
-}
-
-function hostTable(t) {
-  const rows = t.rows.map((r) => el('tr', {}, r.map((c) => el('td', { class: 'mono small', text: c }))));
-  return el(
-    'div',
-    { class: 'host-table' },
-    el('h3', { text: t.title }),
-    rows.length ? dataTable(t.headers, rows, { 'data-table': t.name }) : el('p', { class: 'muted small', 'data-table': t.name, text: 'None.' }),
+    ...(s.tables || []).map(outlineTable),
   );
 }

@@ -46,6 +46,7 @@ export class TimelinePanel {
     this.generation = 0; // bumps on every new trace
     this.selection = null; // {start, end} ns: the shift-dragged range
     this.highlighted = null; // {start, end} ns: a clicked gap or finding
+    this.path = null; // a step's critical path (StepPath JSON from the core), drawn over the lanes
     this.folded = new Set(); // lane groups shown folded (a lane's `group`: process:<pid>, device:<n>)
     this.pointerX = null; // canvas px of the pointer over the plot, for W/S
     this.selectionBar = selectionBar;
@@ -86,6 +87,7 @@ export class TimelinePanel {
     this.view = { ...this.extent };
     this.lanes = 0;
     this.viewJson = null;
+    this.path = null;
     this.mark(null);
     this.folded = new Set();
     this.select(null);
@@ -120,6 +122,7 @@ export class TimelinePanel {
     this.extent = null;
     this.view = null;
     this.viewJson = null;
+    this.path = null;
     const ctx = this.canvas.getContext('2d');
     ctx?.clearRect(0, 0, this.canvas.width, this.canvas.height);
     this.rangeLabel.textContent = '';
@@ -130,9 +133,11 @@ export class TimelinePanel {
 
   // Shows [start, end) ns with as much again on either side (a gap and its neighbours), marked,
   // with `label` saying what it is.
-  zoomTo(start, end, label = '') {
+  // `path`: a step's critical path (the core's StepPath JSON) to draw over the lanes, or null.
+  zoomTo(start, end, label = '', path = null) {
     if (!this.extent) return;
     const pad = Math.max(end - start, 1000);
+    this.path = path;
     this.mark({ start, end }, label);
     this.view = this.clampView(start - pad, end + pad);
     this.schedule();
@@ -286,7 +291,7 @@ export class TimelinePanel {
       this.lanes = lanes;
       this.fit();
       this.arrow = null;
-      this.wasm.drawTimeline(this.canvas, view, undefined);
+      this.canvas.dataset.pathMarks = String(this.wasm.drawTimeline(this.canvas, view, undefined, this.path ?? undefined));
       performance.mark('nsys-lens:timeline');
       this.canvas.dataset.drawn = String(seq);
       this.canvas.dataset.lanes = String(lanes);
@@ -465,7 +470,7 @@ export class TimelinePanel {
     const key = arrow ? JSON.stringify(arrow) : null;
     if (key === (this.arrow ?? null) || !this.viewJson) return;
     this.arrow = key;
-    this.wasm.drawTimeline(this.canvas, this.viewJson, key ?? undefined);
+    this.wasm.drawTimeline(this.canvas, this.viewJson, key ?? undefined, this.path ?? undefined);
     this.canvas.dataset.arrow = key ?? '';
   }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use nsys_lens::analyze::AnalyzeConfig;
-use nsys_lens::error::Result;
+use nsys_lens::error::{Error, Result};
 use nsys_lens::report;
 use nsys_lens::trace::LoadOptions;
 use nsys_lens::whatif::{self, Costs};
@@ -27,6 +27,10 @@ pub struct WhatifArgs {
     /// lies on the critical path (part by part, op by op).
     #[arg(long, value_name = "BASELINE")]
     pub baseline: Option<PathBuf>,
+    /// Instead of predictions: the critical path of steady step N (from 0) as it was measured,
+    /// stretch by stretch — where each ran (a thread or a GPU stream), on what, for how long.
+    #[arg(long, value_name = "N", conflicts_with_all = ["baseline", "graphs"])]
+    pub step: Option<usize>,
     #[command(flatten)]
     pub marker: MarkerArgs,
     #[command(flatten)]
@@ -55,6 +59,15 @@ pub fn run(args: &WhatifArgs) -> Result<()> {
         ..AnalyzeConfig::default()
     };
     let export = super::OpenExport::open(&args.trace, LoadOptions::all())?;
+    if let Some(step) = args.step {
+        if !args.changes().is_empty() {
+            return Err(Error::Usage(
+                "--step shows the measured critical path: it takes no cost change".into(),
+            ));
+        }
+        let path = whatif::step_path(&export.rows(), &cfg, step)?;
+        return args.out.write(&path, report::whatif::step_text);
+    }
     let mut result = whatif::whatif_rows(&export.rows(), &cfg, &args.changes())?;
     if let Some(base) = &args.baseline {
         let export = super::OpenExport::open(base, LoadOptions::all())?;

@@ -154,6 +154,8 @@ const KERNEL: RGBColor = RGBColor(37, 99, 235);
 const STEP: RGBColor = RGBColor(217, 119, 6);
 const MUTED: RGBColor = RGBColor(110, 118, 129);
 const ARROW: RGBColor = RGBColor(17, 24, 39);
+/// A step's critical path: black over the lanes' colours.
+const PATH: RGBColor = RGBColor(0, 0, 0);
 const NVTX: RGBColor = RGBColor(71, 85, 105);
 
 /// The colour of a CUDA API call by what it does (`names::api::ApiKind`).
@@ -211,19 +213,30 @@ pub struct Arrow {
     pub to_ns: i64,
 }
 
+/// A stretch of a critical path on a lane (an index into `TimelineView::lanes`), `[start, end)`
+/// in the export's ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PathMark {
+    pub lane: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
 /// Draws lanes (labels, idle shading, busy columns) and a time ruler.
 pub fn draw_timeline<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
 ) -> DrawResult {
-    draw_timeline_with(root, view, None)
+    draw_timeline_with(root, view, None, &[])
 }
 
-/// [`draw_timeline`], with a launch → kernel arrow on top.
+/// [`draw_timeline`], with a launch → kernel arrow and a critical path (`path`, in time order)
+/// on top.
 pub fn draw_timeline_with<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &TimelineView,
     arrow: Option<&Arrow>,
+    path: &[PathMark],
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let layout = lane_layout(view);
@@ -250,8 +263,55 @@ pub fn draw_timeline_with<DB: DrawingBackend>(
         );
         root.draw(&label).map_err(err)?;
     }
+    draw_path(root, view, &layout, path)?;
     if let Some(a) = arrow {
         draw_arrow(root, view, &layout, a)?;
+    }
+    Ok(())
+}
+
+/// The canvas x of time `t` in `view` (clamped to the plot).
+fn time_x(view: &TimelineView) -> impl Fn(i64) -> i32 + '_ {
+    let x0 = f64::from(TIMELINE_LAYOUT.label_width_px);
+    let cols = f64::from(view.columns);
+    let span = (view.end_ns - view.start_ns).max(1) as f64;
+    move |t| (x0 + ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols)) as i32
+}
+
+/// A critical path: a bar along the bottom of each stretch's lane, joined where the path moves
+/// from one lane to another; stretches outside the view are clamped to its edges.
+fn draw_path<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &TimelineView,
+    layout: &LaneLayout,
+    path: &[PathMark],
+) -> DrawResult {
+    let l = TIMELINE_LAYOUT;
+    let x = time_x(view);
+    let bottom = |lane: u32| {
+        layout
+            .lanes
+            .get(lane as usize)
+            .map(|p| (p.top_px + p.height_px - l.lane_gap_px) as i32 - 2)
+    };
+    let bar = ShapeStyle::from(&PATH).stroke_width(3);
+    let joint = ShapeStyle::from(&PATH).stroke_width(1);
+    let mut previous: Option<(i32, i32)> = None;
+    for m in path {
+        let Some(y) = bottom(m.lane) else {
+            previous = None;
+            continue;
+        };
+        let (a, b) = (x(m.start_ns), x(m.end_ns).max(x(m.start_ns) + 1));
+        if let Some((px, py)) = previous
+            && py != y
+        {
+            root.draw(&PathElement::new(vec![(px, py), (a, y)], joint))
+                .map_err(err)?;
+        }
+        root.draw(&PathElement::new(vec![(a, y), (b, y)], bar))
+            .map_err(err)?;
+        previous = Some((b, y));
     }
     Ok(())
 }
@@ -265,10 +325,7 @@ fn draw_arrow<DB: DrawingBackend>(
     a: &Arrow,
 ) -> DrawResult {
     let l = TIMELINE_LAYOUT;
-    let x0 = f64::from(l.label_width_px);
-    let cols = f64::from(view.columns);
-    let span = (view.end_ns - view.start_ns).max(1) as f64;
-    let x = |t: i64| (x0 + ((t - view.start_ns) as f64 / span * cols).clamp(0.0, cols)) as i32;
+    let x = time_x(view);
     // A lane's top and bottom (a lane past the view's: the bottom of the last).
     let lane_y = |lane: u32| {
         let place = layout.lanes.get(lane as usize).or(layout.lanes.last());
@@ -755,7 +812,7 @@ mod tests {
         {
             let root = SVGBackend::with_string(&mut svg, (560, timeline_height(&view)))
                 .into_drawing_area();
-            draw_timeline_with(&root, &view, Some(&arrow)).expect("draw");
+            draw_timeline_with(&root, &view, Some(&arrow), &[]).expect("draw");
         }
         // 240 px wide at 11 px (6.16 px a character): 37 characters, the last one "…"; the
         // 8 px kernel has no room for a name; the 40 px call keeps 5.

@@ -424,7 +424,11 @@ fn kernels(doc: &Document) -> Section {
 /// What a fix would buy: the critical path of the steady steps, what bounds them by it next to
 /// the verdict, and the standard set's predictions (`nsys-lens whatif`).
 fn whatif(doc: &Document) -> Option<Section> {
-    let w = doc.whatif.as_ref()?;
+    doc.whatif.as_ref().map(whatif_section)
+}
+
+/// The report's "What would it buy" of one what-if answer (the page's card shows it too).
+pub fn whatif_section(w: &crate::whatif::WhatIf) -> Section {
     let p = &w.critical_path;
     let per_step = |v: Option<f64>| v.map_or_else(|| "—".to_string(), dur);
     let mut text = vec![match w.steps {
@@ -471,7 +475,49 @@ fn whatif(doc: &Document) -> Option<Section> {
     if w.steps > 0 {
         tables.extend([t::whatif_path(p), t::whatif_names(p)]);
     }
-    Some(section("What would it buy", text, tables))
+    section("What would it buy", text, tables)
+}
+
+/// Where a regression lies on the critical path (`whatif TARGET --baseline BASE`): the step
+/// time's change split by part, and the names whose time on the path changed most.
+pub fn regression_section(r: &crate::whatif::compare::PathRegression) -> Section {
+    let pct = r
+        .delta_pct
+        .map_or_else(String::new, |p| format!(" ({p:+.1} %)"));
+    let mut text = vec![format!(
+        "The critical path per step went from {} to {}: {}{pct}; bound by the path: {} → {}. The parts' changes below sum to it.",
+        dur(r.baseline_per_step_us),
+        dur(r.target_per_step_us),
+        signed_dur(r.delta_us),
+        r.baseline_bound.label(),
+        r.target_bound.label()
+    )];
+    if let Some(top) = r
+        .parts
+        .iter()
+        .filter(|p| p.delta_us * r.delta_us > 0.0)
+        .max_by(|a, b| a.delta_us.abs().total_cmp(&b.delta_us.abs()))
+    {
+        text.push(format!(
+            "Most of the change lies in {}: {}{}.",
+            top.label,
+            signed_dur(top.delta_us),
+            top.share_of_delta
+                .map_or_else(String::new, |s| format!(", {:.0} % of it", 100.0 * s))
+        ));
+    }
+    section(
+        "Where the regression lies on the critical path",
+        text,
+        vec![t::regression_parts(r), t::regression_names(r)],
+    )
+}
+
+fn signed_dur(us: f64) -> String {
+    match us < 0.0 {
+        true => format!("−{}", dur(-us)),
+        false => format!("+{}", dur(us)),
+    }
 }
 
 /// GPU time per kernel class over the whole kernel window: the table and its stacked bar.

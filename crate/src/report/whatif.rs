@@ -148,3 +148,38 @@ fn regression(o: &mut String, r: &crate::whatif::compare::PathRegression) {
         }
     }
 }
+
+/// Renders one step's critical path: each stretch with where it ran, on what, for how long.
+pub fn step_text(p: &crate::whatif::StepPath) -> String {
+    use crate::whatif::PathPlace;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Critical path of steady step {} of {} ({:.1} µs, {} stretches)",
+        p.step,
+        p.steps,
+        (p.end_ns - p.start_ns) as f64 / 1000.0,
+        p.segments.len()
+    );
+    let _ = writeln!(
+        o,
+        "  {:>12} {:>10}  {:<18} {:<22} name",
+        "start (µs)", "µs", "part", "where"
+    );
+    for s in &p.segments {
+        let place = match &s.place {
+            PathPlace::Thread { tid } => format!("thread {tid}"),
+            PathPlace::Stream { device, stream } => format!("GPU {device} stream {stream}"),
+        };
+        let _ = writeln!(
+            o,
+            "  {:>12.3} {:>10.3}  {:<18} {:<22} {}",
+            (s.start_ns - p.start_ns) as f64 / 1000.0,
+            (s.end_ns - s.start_ns) as f64 / 1000.0,
+            s.label,
+            place,
+            s.name
+        );
+    }
+    o
+}

@@ -138,6 +138,7 @@ fn merge(group: &str, members: Vec<LaneView>) -> Option<LaneView> {
     }
     lane.items.clear();
     lane.stream = None;
+    lane.thread = None;
     lane.label = folded_label(group, folded);
     lane.group = group.to_string();
     lane.folded = folded;

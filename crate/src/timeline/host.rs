@@ -241,6 +241,7 @@ fn lane_view(
         top: vec![-1; n],
     };
     let mut view = LaneView::of_columns(lane.label.clone(), kind, empty);
+    view.thread = Some(lane.thread.to_string());
     let Some(rows) = rows else {
         view.note = "zoom in to see its rows".into();
         return view;
@@ -342,7 +343,7 @@ fn depths(spans: impl Iterator<Item = (Ns, Ns)>) -> Vec<u8> {
 }
 
 /// nsys packs the process id above bit 24 of `globalTid` and the thread id below it.
-fn process_of(global_tid: i64) -> i64 {
+pub fn process_of(global_tid: i64) -> i64 {
     (global_tid >> 24) & 0xFF_FFFF
 }
 

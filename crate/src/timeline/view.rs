@@ -27,6 +27,39 @@ pub struct TimelineView {
     pub range_label: String,
 }
 
+impl TimelineView {
+    /// The lane where time on host thread `tid` (its `globalTid`) is drawn: its CUDA API lane
+    /// (one row, and a path moving between the thread's calls and its own time stays on it),
+    /// else its NVTX lane, else its process's folded lane.
+    pub fn thread_lane(&self, tid: i64) -> Option<u32> {
+        let text = tid.to_string();
+        let of_thread = |kind: &str| {
+            self.lanes
+                .iter()
+                .position(|l| l.kind == kind && l.thread.as_deref() == Some(text.as_str()))
+        };
+        let group = super::fold::process_group(super::host::process_of(tid));
+        of_thread("api")
+            .or_else(|| of_thread("nvtx"))
+            .or_else(|| {
+                self.lanes
+                    .iter()
+                    .position(|l| l.folded > 0 && l.group == group)
+            })
+            .map(|i| i as u32)
+    }
+
+    /// The lane of GPU `stream` on `device`, else the device's folded lane.
+    pub fn stream_lane(&self, device: u32, stream: u32) -> Option<u32> {
+        let kernels = |l: &&LaneView| l.kind == "kernels" && l.device == Some(device);
+        let lanes = || self.lanes.iter().enumerate().filter(|(_, l)| kernels(l));
+        lanes()
+            .find(|(_, l)| l.stream == Some(stream))
+            .or_else(|| lanes().find(|(_, l)| l.folded > 0))
+            .map(|(i, _)| i as u32)
+    }
+}
+
 /// One event drawn on its own (a view zoomed in far enough that its events are a few pixels
 /// wide or more, [`ITEM_MIN_PX`]): its boundaries and its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,6 +104,10 @@ pub struct LaneView {
     pub kind: String,
     pub device: Option<u32>,
     pub stream: Option<u32>,
+    /// The thread of a host lane (`api`, `nvtx`): its `globalTid`, as a string (it exceeds
+    /// 2^53); none on other lanes and on a folded group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
     /// Fraction of each column covered by events, 0..=1.
     pub busy: Vec<f32>,
     /// Events starting in or overlapping each column.
@@ -134,6 +171,7 @@ impl LaneView {
             kind: kind.into(),
             device: None,
             stream: None,
+            thread: None,
             busy: columns.busy,
             count: columns.count,
             top: columns.top,

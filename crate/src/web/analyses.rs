@@ -66,7 +66,7 @@ struct OutlineView<'a> {
 }
 
 /// The open trace `id`, or an error the page can show.
-fn open_trace(id: u32) -> Result<Rc<Indexed>, WebError> {
+pub(super) fn open_trace(id: u32) -> Result<Rc<Indexed>, WebError> {
     indexed::lookup(id)
         .ok_or_else(|| js_error(format!("trace {id} is not open (closed or replaced)")))
 }

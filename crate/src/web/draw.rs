@@ -15,22 +15,69 @@ use crate::report::charts;
 use crate::timeline::TimelineView;
 
 /// Draws a `TimelineView` (JSON from `Analysis.timeline`) onto `canvas`; `arrowJson`
-/// (`{"from_lane", "from_ns", "to_lane", "to_ns"}`, optional): a launch → kernel arrow on top.
+/// (`{"from_lane", "from_ns", "to_lane", "to_ns"}`, optional): a launch → kernel arrow on top;
+/// `pathJson` (a step's critical path from `stepPath`, optional): its stretches along the lanes
+/// they ran on. Returns how many stretches found a lane in the view.
 #[wasm_bindgen(js_name = drawTimeline)]
 pub fn draw_timeline(
     canvas: HtmlCanvasElement,
     #[wasm_bindgen(js_name = viewJson)] view_json: &str,
     #[wasm_bindgen(js_name = arrowJson)] arrow_json: Option<String>,
-) -> Result<(), WebError> {
+    #[wasm_bindgen(js_name = pathJson)] path_json: Option<String>,
+) -> Result<u32, WebError> {
     init();
     let view: TimelineView = from_json("timeline view", view_json)?;
     let arrow: Option<plot::Arrow> = match arrow_json {
         Some(json) => Some(from_json("launch arrow", &json)?),
         None => None,
     };
+    let marks = match path_json {
+        Some(json) => path_marks(&view, &from_json("critical path", &json)?),
+        None => Vec::new(),
+    };
     let root = backend(canvas)?.into_drawing_area();
-    plot::draw_timeline_with(&root, &view, arrow.as_ref()).map_err(js_error)?;
-    root.present().map_err(js_error)
+    plot::draw_timeline_with(&root, &view, arrow.as_ref(), &marks).map_err(js_error)?;
+    root.present().map_err(js_error)?;
+    Ok(marks.len() as u32)
+}
+
+/// A step's critical path as `stepPath` gives it (`whatif::StepPath`): what drawing reads.
+#[derive(Deserialize)]
+struct StepPathIn {
+    segments: Vec<SegmentIn>,
+}
+
+#[derive(Deserialize)]
+struct SegmentIn {
+    start_ns: i64,
+    end_ns: i64,
+    place: PlaceIn,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum PlaceIn {
+    Thread { tid: String },
+    Stream { device: u32, stream: u32 },
+}
+
+/// Each stretch on the lane that shows where it ran (its thread's, its stream's), dropped when
+/// the view has none.
+fn path_marks(view: &TimelineView, path: &StepPathIn) -> Vec<plot::PathMark> {
+    path.segments
+        .iter()
+        .filter_map(|s| {
+            let lane = match &s.place {
+                PlaceIn::Thread { tid } => view.thread_lane(tid.parse().ok()?),
+                PlaceIn::Stream { device, stream } => view.stream_lane(*device, *stream),
+            }?;
+            Some(plot::PathMark {
+                lane,
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+            })
+        })
+        .collect()
 }
 
 /// Draws a `GapHistogram` (JSON from `Analysis.gaps`) onto `canvas`.

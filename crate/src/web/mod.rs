@@ -17,6 +17,7 @@ mod format;
 mod indexed;
 mod lprof;
 pub mod vfs;
+mod whatif;
 
 pub use analyses::{analyze_traces, drill_traces, report_file};
 pub use analysis::{Analysis, HostSide, scan_kernels};
@@ -28,6 +29,7 @@ pub use format::{
     format_signed_duration, format_signed_percent,
 };
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
+pub use whatif::{step_path, whatif_traces};
 
 use std::fmt::Display;
 use std::sync::Once;

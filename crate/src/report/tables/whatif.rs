@@ -2,6 +2,7 @@
 //! most time on it, and the predicted wall time per step of each change.
 
 use super::{Cell, Kind, Table, col, csv_only};
+use crate::whatif::compare::PathRegression;
 use crate::whatif::graph::Part;
 use crate::whatif::{CriticalPath, WhatIf};
 
@@ -88,6 +89,65 @@ pub fn whatif_predicted(w: &WhatIf) -> Table {
             p.window_us.into(),
             p.gain_pct.map(|g| g / 100.0).into(),
             bound(p.bound),
+        ]);
+    }
+    t
+}
+
+/// The critical path per step of the baseline and the target, by part, and each part's share
+/// of the change (parts without time in either left out).
+pub fn regression_parts(r: &PathRegression) -> Table {
+    use Kind::*;
+    let mut t = Table::new(
+        "whatif_regression_parts",
+        "The change of the critical path per step, by part",
+        &[
+            csv_only("part", Key),
+            col("label", "Part", Text),
+            col("baseline_us", "Baseline", Duration),
+            col("target_us", "Target", Duration),
+            col("delta_us", "Change", Duration),
+            col("share_of_delta", "Of the change", Share),
+        ],
+    );
+    for p in r
+        .parts
+        .iter()
+        .filter(|p| p.baseline_us != 0.0 || p.target_us != 0.0)
+    {
+        t.row(vec![
+            key(&p.part),
+            p.label.into(),
+            p.baseline_us.into(),
+            p.target_us.into(),
+            p.delta_us.into(),
+            p.share_of_delta.into(),
+        ]);
+    }
+    t
+}
+
+/// The names whose time on the critical path per step changed most.
+pub fn regression_names(r: &PathRegression) -> Table {
+    use Kind::*;
+    let mut t = Table::new(
+        "whatif_regression_names",
+        "Changed most on the critical path, per step",
+        &[
+            col("name", "Name", Text),
+            col("part", "Part", Key),
+            col("baseline_us", "Baseline", Duration),
+            col("target_us", "Target", Duration),
+            col("delta_us", "Change", Duration),
+        ],
+    );
+    for n in &r.names {
+        t.row(vec![
+            n.name.clone().into(),
+            key(&n.part),
+            n.baseline_us.into(),
+            n.target_us.into(),
+            n.delta_us.into(),
         ]);
     }
     t
