@@ -15,7 +15,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
 
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
@@ -29,17 +28,27 @@ use super::load::{
 use super::nvtx_names::name_row_again;
 use super::open::sqlite_error;
 use super::packed_rows::Packable;
-use super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
+use super::row_cache::{Budget, Cached, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };
 use crate::model::{
-    CoverageNote, NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Strings, Trace, Work,
+    CoverageNote, NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Trace, Work,
 };
+
+mod kernel_part;
+mod latched;
+#[cfg(not(target_arch = "wasm32"))]
+mod read_ahead;
+
+pub use kernel_part::KernelPart;
+use kernel_part::{KernelReader, KernelScan};
+use latched::Latched;
+pub use latched::{HEARTBEAT_ROWS, heartbeat};
 
 /// More sorted runs than this in one table and it is read in slices of its keys instead
 /// (`runs::Slices`): the runs' bounds are held (about 36 bytes each). nsys has written a handful;
@@ -101,167 +110,6 @@ pub struct FileScan {
     syncs: Table<Ns>,
     /// Bytes the tables' caches may still take.
     cache_budget: Budget,
-}
-
-/// Where the scan reads the kernel table (the largest): on its own connection after the host
-/// side, or natively on a second connection to the file, in a thread of its own meanwhile.
-#[derive(Clone, Copy)]
-enum KernelReader<'p> {
-    After,
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    Thread(&'p std::path::Path),
-}
-
-/// The scan of the kernel table: where its sorted runs lie and, if `keep`, its rows as far as
-/// the budget goes.
-#[derive(Debug, Clone, Copy)]
-struct KernelScan {
-    columns: [&'static str; 11],
-    keep: bool,
-}
-
-impl KernelScan {
-    /// The columns read: every column a pass reads when the rows are kept, else the scan's.
-    fn new(opts: LoadOptions, meta: &Trace, keep: bool) -> KernelScan {
-        let columns = match keep {
-            true => kernel_read_columns(opts.event_details, meta),
-            false => only(kernel_columns(false, false), &SCAN_COLUMNS),
-        };
-        KernelScan { columns, keep }
-    }
-
-    /// Reads the table into a [`KernelPart`], its processes numbered after `listed` (those
-    /// `ThreadNames` lists: every reader numbers them alike).
-    fn read(
-        &self,
-        ctx: &mut Loader<'_, '_>,
-        (schema, strings): (&Schema, &Strings),
-        listed: Processes,
-        max_runs: usize,
-        budget: &Budget,
-    ) -> Result<KernelPart> {
-        let mut part = Trace {
-            processes: listed,
-            ..Trace::default()
-        };
-        let mut runs = SortedRuns::new(max_runs);
-        let mut cache = TableCache::default();
-        let mut fill = ScanFill::new(&mut cache, budget, self.keep);
-        ctx.read_kernels(schema, strings, &mut part, &self.columns, &mut |k| {
-            runs.push(k.row, k.key());
-            fill.push(&k);
-        })?;
-        fill.finish(runs.count() == 1);
-        Ok(KernelPart {
-            processes: part.processes,
-            present: part.present.kernels,
-            coverage: part.coverage,
-            runs,
-            cache,
-            own_budget: false,
-        })
-    }
-}
-
-/// The kernel table as a reader of its own scanned it: natively a thread, in the page a
-/// worker of its own (its wasm instance apart, so the part crosses as bytes:
-/// [`KernelPart::into_bytes`]). The scan joins it to the host side ([`HostScan::finish`]).
-#[derive(Debug)]
-pub struct KernelPart {
-    /// The listed processes, then those the kernels met, in their order.
-    processes: Processes,
-    present: bool,
-    coverage: Vec<CoverageNote>,
-    runs: SortedRuns<(Ns, Ns)>,
-    cache: TableCache,
-    /// The kept rows were counted against a budget of the reader's own (another instance's):
-    /// the join takes them from the scan's, as far as it goes.
-    own_budget: bool,
-}
-
-/// What of a [`KernelPart`] is not its kept rows' blocks, as it crosses between instances.
-#[derive(Serialize, Deserialize)]
-struct PartShape {
-    /// `globalPid` and name of each process, in the part's numbering.
-    processes: Vec<(i64, String)>,
-    present: bool,
-    coverage: Vec<CoverageNote>,
-    runs: SortedRuns<(Ns, Ns)>,
-    cache: CacheShape,
-}
-
-impl KernelPart {
-    /// Scans the kernel table of the export open in `conn` under `opts`, keeping its rows up
-    /// to `bytes`, as [`FileScan::keeping_rows`] would: what the page's reader worker does
-    /// while its analysis worker reads the host side ([`FileScan::host_side`]).
-    pub fn read(
-        conn: &Connection,
-        path: &str,
-        opts: LoadOptions,
-        bytes: usize,
-    ) -> Result<KernelPart> {
-        let mut ctx = Loader {
-            conn,
-            path,
-            progress: &mut |_| true,
-        };
-        let (schema, meta) = ctx.begin()?;
-        let budget = Budget::new(bytes);
-        let kernels = KernelScan::new(opts, &meta, bytes > 0);
-        let part = kernels.read(
-            &mut ctx,
-            (&schema, &meta.strings),
-            meta.processes,
-            MAX_FILE_RUNS,
-            &budget,
-        )?;
-        Ok(KernelPart {
-            own_budget: true,
-            ..part
-        })
-    }
-
-    /// The part as bytes: its shape (postcard) and its kept rows' blocks, each as it is.
-    pub fn into_bytes(self) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
-        let (cache, blocks) = self.cache.into_parts();
-        let p = &self.processes;
-        let shape = PartShape {
-            processes: (0..p.len())
-                .map(|i| (p.global_pid[i], p.name[i].clone()))
-                .collect(),
-            present: self.present,
-            coverage: self.coverage,
-            runs: self.runs,
-            cache,
-        };
-        let bytes = postcard::to_allocvec(&shape).map_err(|e| crate::error::Error::Internal {
-            detail: format!("the kernel table's scan could not be written: {e}"),
-        })?;
-        Ok((bytes, blocks))
-    }
-
-    /// The part [`KernelPart::into_bytes`] wrote. Its kept rows are checked as every kept row
-    /// is, when a pass reads them back.
-    pub fn from_bytes(shape: &[u8], blocks: Vec<Vec<u8>>) -> Result<KernelPart> {
-        let shape: PartShape =
-            postcard::from_bytes(shape).map_err(|e| crate::error::Error::Internal {
-                detail: format!("the kernel table's scan came back unreadable: {e}"),
-            })?;
-        let mut processes = Processes::default();
-        for (gpid, name) in shape.processes {
-            let p = processes.intern(gpid) as usize;
-            processes.name[p] = name;
-        }
-        Ok(KernelPart {
-            processes,
-            present: shape.present,
-            coverage: shape.coverage,
-            runs: shape.runs,
-            // Charged to the scan's budget on join.
-            cache: TableCache::from_parts(shape.cache, blocks)?,
-            own_budget: true,
-        })
-    }
 }
 
 /// A scan whose host side is read ([`FileScan::host_side`]), waiting for its kernel table:
@@ -926,277 +774,6 @@ impl Decode for SyncRow {
             Ok(sync)
         }
     }
-}
-
-/// A table's rows read ahead on threads of their own, natively: SQLite's stepping and the
-/// decoding, most of a pass over rows not kept, run beside the fold. A table in one sorted run
-/// (every export nsys writes) is read by two threads taking turns over `rowid` ranges, in
-/// order; one in several is merged on one thread.
-#[cfg(not(target_arch = "wasm32"))]
-mod read_ahead {
-    use std::collections::VecDeque;
-    use std::path::PathBuf;
-    use std::sync::{Arc, mpsc};
-
-    use super::super::open::{open_path, sqlite_error};
-    use super::super::runs::{SortedRuns, read_chunk};
-    use super::Decode;
-    use crate::error::{Error, Result};
-    use crate::model::Trace;
-
-    /// Rows handed over at a time by the merging reader; `rowid`s per range of the others.
-    const BATCH: usize = 4096;
-    const RANGE: i64 = 8192;
-    /// Threads reading a table in one run, and the batches each may have waiting.
-    const LANES: usize = 2;
-    const WAITING: usize = 2;
-
-    /// What reader threads read: `table`'s rows in start order from `from` on (a `rowid` when
-    /// the table is in one run, as `SortedRuns::merge_from` takes it).
-    pub(super) struct Read<T: Decode> {
-        pub file: PathBuf,
-        pub label: String,
-        pub table: &'static str,
-        pub sql: String,
-        pub runs: SortedRuns<T::Key>,
-        pub from: i64,
-        pub meta: Arc<Trace>,
-    }
-
-    enum Message<T> {
-        Rows(Vec<T>),
-        Failed(Error),
-        Done,
-    }
-
-    /// The rows reader threads read, as the caller takes them: a batch from each lane in turn.
-    /// A thread that stops without saying it is done (it panicked) is an internal error, never
-    /// the table's end.
-    pub(super) struct ReadAhead<T> {
-        lanes: Vec<mpsc::Receiver<Message<T>>>,
-        turn: usize,
-        batch: std::vec::IntoIter<T>,
-        label: String,
-        ended: bool,
-    }
-
-    pub(super) fn spawn<T: Decode>(read: Read<T>) -> ReadAhead<T> {
-        let label = read.label.clone();
-        let read = Arc::new(read);
-        let lanes = match read.runs.one_run() {
-            Some((first, last)) => {
-                let first = first.max(read.from);
-                (0..LANES)
-                    .map(|lane| {
-                        start(&read, move |read, send| {
-                            ranges(read, (first, last), lane, send)
-                        })
-                    })
-                    .collect()
-            }
-            None => vec![start(&read, merged)],
-        };
-        ReadAhead {
-            lanes,
-            turn: 0,
-            batch: Vec::new().into_iter(),
-            label,
-            ended: false,
-        }
-    }
-
-    /// A thread running `body` with its end of a channel (dropped at once if no thread starts:
-    /// the caller reads that as an error).
-    fn start<T: Decode>(
-        read: &Arc<Read<T>>,
-        body: impl FnOnce(&Read<T>, &mpsc::SyncSender<Message<T>>) + Send + 'static,
-    ) -> mpsc::Receiver<Message<T>> {
-        let (send, receive) = mpsc::sync_channel(WAITING);
-        let read = Arc::clone(read);
-        let _ = std::thread::Builder::new()
-            .name(format!("read {}", read.table))
-            .spawn(move || body(&read, &send));
-        receive
-    }
-
-    /// Reads `rowid` ranges `lane`, `lane + LANES`, … of `[first, last]`, one message each.
-    fn ranges<T: Decode>(
-        read: &Read<T>,
-        (first, last): (i64, i64),
-        lane: usize,
-        send: &mpsc::SyncSender<Message<T>>,
-    ) {
-        let Some(conn) = connect(read, send) else {
-            return;
-        };
-        let mut decode = T::decoder(&read.meta);
-        let mut low = first.saturating_add(lane as i64 * RANGE);
-        while low <= last {
-            let high = low.saturating_add(RANGE - 1).min(last);
-            let mut rows = VecDeque::new();
-            let range = (low, high, usize::MAX);
-            if let Err(e) = read_chunk(&conn, &read.sql, range, &mut rows, &mut decode) {
-                let _ = send.send(Message::Failed(sqlite_error(&read.label, read.table, &e)));
-                return;
-            }
-            if send.send(Message::Rows(rows.into())).is_err() {
-                return;
-            }
-            match low.checked_add(RANGE * LANES as i64) {
-                Some(next) => low = next,
-                None => break,
-            }
-        }
-        let _ = send.send(Message::Done);
-    }
-
-    /// Merges the table's sorted runs, sending the rows in batches.
-    fn merged<T: Decode>(read: &Read<T>, send: &mpsc::SyncSender<Message<T>>) {
-        let Some(conn) = connect(read, send) else {
-            return;
-        };
-        let mut decode = T::decoder(&read.meta);
-        let chunk = |first: i64, last: i64, limit: usize, out: &mut VecDeque<T>| {
-            read_chunk(&conn, &read.sql, (first, last, limit), out, &mut decode)
-                .map_err(|e| sqlite_error(&read.label, read.table, &e))
-        };
-        let mut batch = Vec::with_capacity(BATCH);
-        for row in read.runs.merge_from(read.from, chunk) {
-            match row {
-                Ok(row) => batch.push(row),
-                Err(e) => {
-                    let _ = send.send(Message::Rows(batch));
-                    let _ = send.send(Message::Failed(e));
-                    return;
-                }
-            }
-            if batch.len() == BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                if send.send(Message::Rows(full)).is_err() {
-                    return;
-                }
-            }
-        }
-        let _ = send.send(Message::Rows(batch));
-        let _ = send.send(Message::Done);
-    }
-
-    /// The thread's own connection to the file, or the error sent.
-    fn connect<T: Decode>(
-        read: &Read<T>,
-        send: &mpsc::SyncSender<Message<T>>,
-    ) -> Option<rusqlite::Connection> {
-        open_path(&read.file)
-            .map_err(|e| send.send(Message::Failed(e)))
-            .ok()
-    }
-
-    impl<T> Iterator for ReadAhead<T> {
-        type Item = Result<T>;
-
-        fn next(&mut self) -> Option<Result<T>> {
-            loop {
-                if let Some(row) = self.batch.next() {
-                    return Some(Ok(row));
-                }
-                if self.ended {
-                    return None;
-                }
-                let lane = self.lanes.get(self.turn)?;
-                // A thread that died (a bug, never an answer) is an internal error.
-                let message = lane.recv().unwrap_or(Message::Failed(Error::Internal {
-                    detail: format!("a thread reading the rows of {} stopped", self.label),
-                }));
-                match message {
-                    Message::Rows(rows) => {
-                        self.batch = rows.into_iter();
-                        self.turn = (self.turn + 1) % self.lanes.len();
-                    }
-                    Message::Failed(e) => {
-                        self.ended = true;
-                        return Some(Err(e));
-                    }
-                    Message::Done => self.ended = true,
-                }
-            }
-        }
-    }
-}
-
-/// Ends at the first error, keeping it in the latch; a pass that would hand out more rows than
-/// the scan counted in its table ends with an error too, so no pass runs for ever whatever the
-/// file holds. Every [`HEARTBEAT_ROWS`] rows it beats the [`heartbeat`] (the page's watchdog).
-struct Latched<'e, I> {
-    rows: I,
-    errors: &'e ErrorLatch,
-    failed: bool,
-    /// Rows the pass may still hand out: the table's rows as the scan counted them.
-    left: u64,
-    table: &'static str,
-    path: &'e str,
-}
-
-impl<T, I: Iterator<Item = Result<T>>> Iterator for Latched<'_, I> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        if self.failed {
-            return None;
-        }
-        let next = self.rows.next()?;
-        let next = match self.left.checked_sub(1) {
-            Some(left) => {
-                self.left = left;
-                beat();
-                next
-            }
-            None => Err(Error::Corrupt {
-                path: self.path.into(),
-                detail: format!(
-                    "reading {} again gave more rows than its scan counted",
-                    self.table
-                ),
-            }),
-        };
-        match next {
-            Ok(row) => Some(row),
-            Err(e) => {
-                self.errors.set(e);
-                self.failed = true;
-                None
-            }
-        }
-    }
-}
-
-/// Rows handed out by passes between two beats of the [`heartbeat`].
-pub const HEARTBEAT_ROWS: u64 = 1 << 16;
-
-/// Rows handed out by passes on this thread, and the heartbeat, if one is set.
-type Beats = (u64, Option<fn(u64)>);
-
-thread_local! {
-    static BEATS: std::cell::Cell<Beats> = const { std::cell::Cell::new((0, None)) };
-}
-
-/// Sets `beat` to be called with the rows handed out so far on this thread every
-/// [`HEARTBEAT_ROWS`] rows any pass hands out: the page's worker tells the page it is alive
-/// while a view folds (a synchronous call, during which it can send but not receive).
-pub fn heartbeat(beat: fn(u64)) {
-    BEATS.with(|b| b.set((b.get().0, Some(beat))));
-}
-
-fn beat() {
-    BEATS.with(|b| {
-        let (rows, f) = b.get();
-        let rows = rows.wrapping_add(1);
-        b.set((rows, f));
-        if rows.is_multiple_of(HEARTBEAT_ROWS)
-            && let Some(f) = f
-        {
-            f(rows);
-        }
-    });
 }
 
 /// The process of a `globalPid` as the scan interned it (0 if it did not).

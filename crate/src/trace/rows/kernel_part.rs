@@ -1,0 +1,176 @@
+//! The kernel table read apart: natively on a thread while the host side is read, in the page on
+//! a reader worker whose part crosses as bytes.
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+use super::super::decode::{kernel_columns, only};
+use super::super::load::LoadOptions;
+use super::super::row_cache::{Budget, CacheShape, ScanFill, TableCache};
+use super::super::runs::{Keyed, SortedRuns};
+use super::super::schema::Schema;
+use super::super::tables::Loader;
+use super::{MAX_FILE_RUNS, SCAN_COLUMNS, kernel_read_columns};
+use crate::error::Result;
+use crate::model::{CoverageNote, Ns, Processes, Strings, Trace};
+
+/// Where the scan reads the kernel table (the largest): on its own connection after the host
+/// side, or natively on a second connection to the file, in a thread of its own meanwhile.
+#[derive(Clone, Copy)]
+pub(super) enum KernelReader<'p> {
+    After,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    Thread(&'p std::path::Path),
+}
+
+/// The scan of the kernel table: where its sorted runs lie and, if `keep`, its rows as far as
+/// the budget goes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct KernelScan {
+    pub(super) columns: [&'static str; 11],
+    pub(super) keep: bool,
+}
+
+impl KernelScan {
+    /// The columns read: every column a pass reads when the rows are kept, else the scan's.
+    pub(super) fn new(opts: LoadOptions, meta: &Trace, keep: bool) -> KernelScan {
+        let columns = match keep {
+            true => kernel_read_columns(opts.event_details, meta),
+            false => only(kernel_columns(false, false), &SCAN_COLUMNS),
+        };
+        KernelScan { columns, keep }
+    }
+
+    /// Reads the table into a [`KernelPart`], its processes numbered after `listed` (those
+    /// `ThreadNames` lists: every reader numbers them alike).
+    pub(super) fn read(
+        &self,
+        ctx: &mut Loader<'_, '_>,
+        (schema, strings): (&Schema, &Strings),
+        listed: Processes,
+        max_runs: usize,
+        budget: &Budget,
+    ) -> Result<KernelPart> {
+        let mut part = Trace {
+            processes: listed,
+            ..Trace::default()
+        };
+        let mut runs = SortedRuns::new(max_runs);
+        let mut cache = TableCache::default();
+        let mut fill = ScanFill::new(&mut cache, budget, self.keep);
+        ctx.read_kernels(schema, strings, &mut part, &self.columns, &mut |k| {
+            runs.push(k.row, k.key());
+            fill.push(&k);
+        })?;
+        fill.finish(runs.count() == 1);
+        Ok(KernelPart {
+            processes: part.processes,
+            present: part.present.kernels,
+            coverage: part.coverage,
+            runs,
+            cache,
+            own_budget: false,
+        })
+    }
+}
+
+/// The kernel table as a reader of its own scanned it: natively a thread, in the page a
+/// worker of its own (its wasm instance apart, so the part crosses as bytes:
+/// [`KernelPart::into_bytes`]). The scan joins it to the host side ([`HostScan::finish`]).
+#[derive(Debug)]
+pub struct KernelPart {
+    /// The listed processes, then those the kernels met, in their order.
+    pub(super) processes: Processes,
+    pub(super) present: bool,
+    pub(super) coverage: Vec<CoverageNote>,
+    pub(super) runs: SortedRuns<(Ns, Ns)>,
+    pub(super) cache: TableCache,
+    /// The kept rows were counted against a budget of the reader's own (another instance's):
+    /// the join takes them from the scan's, as far as it goes.
+    pub(super) own_budget: bool,
+}
+
+/// What of a [`KernelPart`] is not its kept rows' blocks, as it crosses between instances.
+#[derive(Serialize, Deserialize)]
+struct PartShape {
+    /// `globalPid` and name of each process, in the part's numbering.
+    processes: Vec<(i64, String)>,
+    present: bool,
+    coverage: Vec<CoverageNote>,
+    runs: SortedRuns<(Ns, Ns)>,
+    cache: CacheShape,
+}
+
+impl KernelPart {
+    /// Scans the kernel table of the export open in `conn` under `opts`, keeping its rows up
+    /// to `bytes`, as [`FileScan::keeping_rows`] would: what the page's reader worker does
+    /// while its analysis worker reads the host side ([`FileScan::host_side`]).
+    pub fn read(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        bytes: usize,
+    ) -> Result<KernelPart> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress: &mut |_| true,
+        };
+        let (schema, meta) = ctx.begin()?;
+        let budget = Budget::new(bytes);
+        let kernels = KernelScan::new(opts, &meta, bytes > 0);
+        let part = kernels.read(
+            &mut ctx,
+            (&schema, &meta.strings),
+            meta.processes,
+            MAX_FILE_RUNS,
+            &budget,
+        )?;
+        Ok(KernelPart {
+            own_budget: true,
+            ..part
+        })
+    }
+
+    /// The part as bytes: its shape (postcard) and its kept rows' blocks, each as it is.
+    pub fn into_bytes(self) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
+        let (cache, blocks) = self.cache.into_parts();
+        let p = &self.processes;
+        let shape = PartShape {
+            processes: (0..p.len())
+                .map(|i| (p.global_pid[i], p.name[i].clone()))
+                .collect(),
+            present: self.present,
+            coverage: self.coverage,
+            runs: self.runs,
+            cache,
+        };
+        let bytes = postcard::to_allocvec(&shape).map_err(|e| crate::error::Error::Internal {
+            detail: format!("the kernel table's scan could not be written: {e}"),
+        })?;
+        Ok((bytes, blocks))
+    }
+
+    /// The part [`KernelPart::into_bytes`] wrote. Its kept rows are checked as every kept row
+    /// is, when a pass reads them back.
+    pub fn from_bytes(shape: &[u8], blocks: Vec<Vec<u8>>) -> Result<KernelPart> {
+        let shape: PartShape =
+            postcard::from_bytes(shape).map_err(|e| crate::error::Error::Internal {
+                detail: format!("the kernel table's scan came back unreadable: {e}"),
+            })?;
+        let mut processes = Processes::default();
+        for (gpid, name) in shape.processes {
+            let p = processes.intern(gpid) as usize;
+            processes.name[p] = name;
+        }
+        Ok(KernelPart {
+            processes,
+            present: shape.present,
+            coverage: shape.coverage,
+            runs: shape.runs,
+            // Charged to the scan's budget on join.
+            cache: TableCache::from_parts(shape.cache, blocks)?,
+            own_budget: true,
+        })
+    }
+}
