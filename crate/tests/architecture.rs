@@ -259,3 +259,24 @@ fn every_spec_section_the_code_cites_exists() {
         "cited but not in docs/spec.md: {missing:?}"
     );
 }
+
+/// Files small enough to read: one job each, no source file of the library or of `xtask` over
+/// this many lines (a module that grows past it is split by job, as `trace/rows/` was).
+const MAX_LINES: usize = 900;
+
+#[test]
+fn no_source_file_is_over_900_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    sources(&root.join("../xtask/src"), &mut files);
+    assert!(files.len() > 100, "{} files", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = fs::read_to_string(f).expect("read").lines().count();
+            (n > MAX_LINES).then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split by job: {long:?}");
+}
