@@ -1997,14 +1997,7 @@ fn per_rank_files_with_clock_errors_give_the_one_file_answer() {
     };
     let whole = straggler(&[&one]);
     let rank = |device: i64, shift_ns: i64, name: &str| {
-        let path = common::writable_copy(&one, &dir.path().join(name));
-        let conn = rusqlite::Connection::open(&path).expect("open");
-        conn.execute_batch(&format!(
-            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId != {device};
-             UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + {shift_ns}, end = end + {shift_ns};"
-        ))
-        .expect("edit");
-        path
+        common::rank_file(&one, dir.path(), device, shift_ns, name)
     };
     let r0 = rank(0, 0, "rank0.sqlite");
     for shift in [137_000, -420_000] {

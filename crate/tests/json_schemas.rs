@@ -32,8 +32,15 @@ use nsys_lens::report::{SCHEMA_VERSION, Versioned, document};
 use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
 use nsys_lens::whatif::{self, Costs};
 
-const SCHEMAS: [&str; 7] = [
-    "detect", "analyze", "drill", "report", "lprof", "whatif", "ranks",
+const SCHEMAS: [&str; 8] = [
+    "detect",
+    "analyze",
+    "drill",
+    "report",
+    "lprof",
+    "whatif",
+    "ranks",
+    "ranks-summary",
 ];
 
 fn schema_dir() -> PathBuf {
@@ -159,6 +166,7 @@ fn check_trace(check: &mut Check, path: &Path) {
     }];
     let ranks = nsys_lens::ranks::ranks(&one).expect("ranks");
     check.versioned("ranks", &what, &ranks);
+    check_summaries(check, &what, &one);
     let skill = DetectConfig {
         profile: Profile::TrtllmSkill,
         file_label: what.clone(),
@@ -244,6 +252,16 @@ fn check_ranks(check: &mut Check, paths: &[&Path]) {
     check.versioned("drill", &labels.join(" "), &drill);
     let ranks = nsys_lens::ranks::ranks(&inputs).expect("ranks");
     check.versioned("ranks", &labels.join(" "), &ranks);
+    check_summaries(check, &labels.join(" "), &inputs);
+}
+
+/// `ranks --summary` of each input (the map of `ranks` over many files).
+fn check_summaries(check: &mut Check, what: &str, inputs: &[DrillInput<'_>]) {
+    let indexed = nsys_lens::drill::index_inputs(inputs).expect("indexed");
+    for ix in &indexed {
+        let summary = nsys_lens::ranks::summarize(ix).expect("summary");
+        check.versioned("ranks-summary", &format!("{what}: {}", ix.label), &summary);
+    }
 }
 
 fn check_lprof(check: &mut Check) {
@@ -323,6 +341,7 @@ fn every_json_output_of_every_public_export_and_scenario_validates_against_its_s
     assert_eq!(n("detect"), 2 * with_kernels);
     assert_eq!(n("drill"), with_kernels + 1);
     assert_eq!(n("ranks"), with_kernels + 1);
+    assert_eq!(n("ranks-summary"), with_kernels + 2);
     assert_eq!(n("analyze"), 2 * with_kernels + 8);
     assert_eq!(n("lprof"), 5);
     assert!(check.step_paths > 2 * 10, "{} step paths", check.step_paths);
@@ -400,6 +419,30 @@ fn the_schemas_reject_what_the_cli_never_writes() {
         change(&mut bad);
         let before = check.errors.len();
         check.json("ranks", what, &bad);
+        assert!(check.errors.len() > before, "{what} should fail the schema");
+    }
+    // Its summary (`ranks --summary`): another kind, a kernel without its name, a name place
+    // below 0.
+    check.errors.clear();
+    let indexed = nsys_lens::drill::index_inputs(&one).expect("indexed");
+    let summary = nsys_lens::ranks::summarize(&indexed[0]).expect("summary");
+    let good = serde_json::to_value(Versioned(&summary)).expect("json");
+    check.json("ranks-summary", "as written", &good);
+    assert!(check.errors.is_empty(), "{:?}", check.errors);
+    let broken: [(&str, Change); 3] = [
+        ("another kind", |v| v["kind"] = "ranks".into()),
+        ("a kernel without its name", |v| {
+            v["ranks"][0]["kernels"][0] = serde_json::json!([1, 2])
+        }),
+        ("a name place below 0", |v| {
+            v["ranks"][0]["kernels"][0][2] = (-1).into()
+        }),
+    ];
+    for (what, change) in broken {
+        let mut bad = good.clone();
+        change(&mut bad);
+        let before = check.errors.len();
+        check.json("ranks-summary", what, &bad);
         assert!(check.errors.len() > before, "{what} should fail the schema");
     }
     // A step's critical path (`whatif --step`): a place that is neither a thread nor a stream,
@@ -487,26 +530,7 @@ fn every_schema_is_self_contained_and_its_copies_equal_their_source() {
 /// A Python with `jsonschema`: the one `cargo xtask setup` makes (`target/tools/py`, found from
 /// this test binary's place in the target folder), else `python3` if it has the package.
 fn python_with_jsonschema() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary");
-    let venv = exe
-        .ancestors()
-        .map(|dir| dir.join("tools/py/bin/python"))
-        .find(|p| p.is_file());
-    let has = |python: &Path| {
-        std::process::Command::new(python)
-            .args(["-c", "import jsonschema"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    venv.into_iter()
-        .chain([PathBuf::from("python3")])
-        .find(|p| has(p))
-        .unwrap_or_else(|| {
-            panic!(
-                "no Python with the jsonschema package: run `cargo xtask setup` (it installs \
-                 jsonschema in target/tools/py)"
-            )
-        })
+    common::python_with("jsonschema")
 }
 
 /// The CLI's JSON on real exports, as a user would check it: each document and its schema file
@@ -549,6 +573,10 @@ fn the_clis_json_validates_with_pythons_jsonschema_offline() {
         );
         run("drill", &["drill".as_ref(), t]);
         run("ranks", &["ranks".as_ref(), t]);
+        run(
+            "ranks-summary",
+            &["ranks".as_ref(), "--summary".as_ref(), t],
+        );
         run("analyze", &["analyze".as_ref(), t]);
         run("whatif", &["whatif".as_ref(), t]);
     }

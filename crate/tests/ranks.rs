@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use common::{describe, nsys_lens, public_trace, writable_copy};
+use common::{describe, nsys_lens, public_trace, rank_file, writable_copy};
 use nsys_lens::synth::{self, GenOptions};
 
 /// `nsys-lens ranks PATHS… --json`.
@@ -29,19 +29,6 @@ fn tp2(dir: &Path) -> PathBuf {
     let one = dir.join("tp2.sqlite");
     synth::generate("tp2-straggler", &one, &GenOptions { scale: 1, seed: 42 }).expect("gen");
     one
-}
-
-/// A copy of `one` keeping the kernels of `device` only, their times moved by `shift_ns` (the
-/// rank's host clock off by that much beyond its session start).
-fn rank_file(one: &Path, dir: &Path, device: i64, shift_ns: i64, name: &str) -> PathBuf {
-    let path = writable_copy(one, &dir.join(name));
-    let conn = rusqlite::Connection::open(&path).expect("open");
-    conn.execute_batch(&format!(
-        "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId != {device};
-         UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + {shift_ns}, end = end + {shift_ns};"
-    ))
-    .expect("edit");
-    path
 }
 
 /// The figures that must not depend on how the ranks were captured: every rank's but its file

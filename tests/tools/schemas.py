@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-SCHEMAS = ("detect", "analyze", "drill", "report", "lprof", "whatif", "ranks")
+SCHEMAS = ("detect", "analyze", "drill", "report", "lprof", "whatif", "ranks", "ranks-summary")
 DIR = Path(__file__).resolve().parent.parent.parent / "schemas"
 REF = re.compile(r"(?:([a-z]+)\.schema\.json)?#/\$defs/([^/]+)")
 

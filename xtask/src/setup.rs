@@ -4,7 +4,7 @@
 //! run by hand when that fails: clang and the wasm32 target for the core; wasm-bindgen-cli
 //! (pinned, via `cargo install`) and npm's binaryen for the page; maturin (in a virtual
 //! environment under `target/tools`) for the pip wheel, and Python's jsonschema beside it for the
-//! schema test; Debian's chromium and
+//! schema test and dask[distributed] for the Dask example's test; Debian's chromium and
 //! chromedriver and npm's playwright-core, Debian's firefox-esr and npm's puppeteer-core for the
 //! browser tests.
 
@@ -82,6 +82,14 @@ pub const TOOLS: &[Tool] = &[
         check: crate::wheel::jsonschema_present,
         install: crate::wheel::install_jsonschema,
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'jsonschema>=4.18,<5'",
+        builds_page: false,
+    },
+    Tool {
+        name: "dask[distributed] (pip, in target/tools/py)",
+        why: "runs examples/ranks_dask.py (the map of `ranks` over many exports) on a local cluster (crate/tests/ranks_merge.rs)",
+        check: crate::wheel::dask_present,
+        install: crate::wheel::install_dask,
+        manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'dask[distributed]>=2024.1'",
         builds_page: false,
     },
     Tool {

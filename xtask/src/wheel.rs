@@ -46,6 +46,21 @@ pub fn install_jsonschema() -> Result<()> {
     pip_install("jsonschema>=4.18,<5")
 }
 
+/// Whether the tools' environment has Dask's `distributed`, with which
+/// `crate/tests/ranks_merge.rs` runs `examples/ranks_dask.py` on a local cluster.
+pub fn dask_present() -> bool {
+    let python = tools_venv().join("bin/python");
+    crate::succeeds(
+        &python.to_string_lossy(),
+        &["-c", "import dask.distributed"],
+    )
+}
+
+/// `pip install dask[distributed]` into the tools' environment.
+pub fn install_dask() -> Result<()> {
+    pip_install("dask[distributed]>=2024.1")
+}
+
 /// `pip install SPEC` into `target/tools/py`, made first if missing (`python3 -m venv`; on Debian
 /// without `ensurepip`, after installing `python3-venv`).
 fn pip_install(spec: &str) -> Result<()> {

@@ -13,7 +13,9 @@ use crate::model::Ns;
 /// A kind of work holding at least this share of the busy time bounds the run.
 pub const DOMINANT_SHARE: f64 = 0.5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 pub enum BoundKind {
     #[serde(rename = "host-bound")]
     Host,

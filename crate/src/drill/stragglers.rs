@@ -319,13 +319,18 @@ fn median(v: &mut [Ns]) -> Option<Ns> {
 
 /// Shift of each input onto the first input's clock.
 pub(crate) fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>) {
-    if inputs.len() < 2 {
-        return (vec![0; inputs.len()], None);
-    }
     let starts: Vec<Option<i64>> = inputs
         .iter()
         .map(|ix| ix.meta().meta.session_start_utc_ns)
         .collect();
+    clock_offsets_of(&starts)
+}
+
+/// [`clock_offsets`] from each input's session start (`utcEpochNs`, when it has one).
+pub(crate) fn clock_offsets_of(starts: &[Option<i64>]) -> (Vec<Ns>, Option<String>) {
+    if starts.len() < 2 {
+        return (vec![0; starts.len()], None);
+    }
     match (
         starts.iter().copied().collect::<Option<Vec<i64>>>(),
         starts.first(),
@@ -335,7 +340,7 @@ pub(crate) fn clock_offsets(inputs: &[RowIndex<'_>]) -> (Vec<Ns>, Option<String>
             Some("files aligned on TARGET_INFO_SESSION_START_TIME.utcEpochNs".into()),
         ),
         _ => (
-            vec![0; inputs.len()],
+            vec![0; starts.len()],
             Some("a file has no session start time: the files' clocks are assumed equal".into()),
         ),
     }

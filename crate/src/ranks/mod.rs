@@ -16,10 +16,16 @@
 //! − the transfer time) and transferring, the share of its collectives it arrived last in, and
 //! its mean and worst lateness over those.
 //!
+//! The answer is a map and a reduce ([`summary`]): each file [`summarize`]d (its ranks'
+//! collective kernels, names, bounds and session start), then the summaries [`merge`]d. Read in
+//! one process, [`ranks`] runs both; over hundreds of ranks the map runs where the files lie
+//! (`nsys-lens ranks --summary`, `examples/ranks_dask.py`) and the reduce reads the summaries.
+//!
 //! State: each rank's collective kernels (as the straggler view keeps them), a bounded list of
 //! the worst collectives and one skew per collective for the statistics.
 
 pub mod names;
+pub mod summary;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -38,6 +44,7 @@ use crate::index::units::{ratio, us};
 use crate::model::Ns;
 
 pub use names::NamedBy;
+pub use summary::{FileSummary, NcclName, RankKernels, SUMMARY_KIND, SUMMARY_VERSION};
 
 /// How many of the worst collectives (largest skew) are listed.
 pub const WORST_LISTED: usize = 10;
@@ -168,55 +175,112 @@ pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
     ranks_indexed(&indexed)
 }
 
-/// [`ranks`] over traces already indexed: per trace one pass over its kernels and `detect`'s.
+/// [`ranks`] over traces already indexed: each trace summarized ([`summarize`], the map), then
+/// the summaries merged ([`merge`], the reduce) — the one path of the answer, in one process or
+/// over many.
 pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
-    let (starts, said) = stragglers::clock_offsets(indexed);
-    let mut all: Vec<Rank> = Vec::new();
-    let mut gpu: Vec<BTreeMap<u32, BoundKind>> = Vec::new();
-    let mut bounds: Vec<Option<BoundKind>> = Vec::new();
-    for (input, ix) in indexed.iter().enumerate() {
-        let mut fold = RankFold::new(ix, input, starts.get(input).copied().unwrap_or(0));
-        let mut work = WorkFold::new(ix, None);
-        kernel_pass(ix, &mut [&mut fold as &mut dyn Fold, &mut work]);
-        all.extend(fold.finish());
-        let len = ix.extent.1 - ix.extent.0;
-        let devices = work.0.finish().devices;
-        gpu.push(
-            devices
-                .into_iter()
-                .map(|d| {
-                    let device = d.device;
-                    let one = WorkSummary { devices: vec![d] };
-                    (
-                        device,
-                        crate::detect::bound::classify(false, &one, len).kind,
-                    )
+    let summaries = indexed
+        .iter()
+        .map(summarize)
+        .collect::<Result<Vec<FileSummary>>>()?;
+    merge(&summaries)
+}
+
+/// The map: what the ranks of one indexed trace need from it — per rank its collective kernels
+/// on the file's own clock (one pass over its kernels, with its devices' GPU work), what NCCL
+/// named it, and what bounds the file's run (`detect`'s pass). Fails when a read failed.
+pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
+    let mut fold = RankFold::new(ix, 0, 0);
+    let mut work = WorkFold::new(ix, None);
+    kernel_pass(ix, &mut [&mut fold as &mut dyn Fold, &mut work]);
+    let len = ix.extent.1 - ix.extent.0;
+    let gpu: BTreeMap<u32, BoundKind> = work
+        .0
+        .finish()
+        .devices
+        .into_iter()
+        .map(|d| {
+            let device = d.device;
+            let one = WorkSummary { devices: vec![d] };
+            (
+                device,
+                crate::detect::bound::classify(false, &one, len).kind,
+            )
+        })
+        .collect();
+    let cfg = DetectConfig {
+        file_label: ix.label.clone(),
+        step_marker: ix.step_marker.clone(),
+        ..DetectConfig::default()
+    };
+    let bound = detect_rows(ix.rows, &cfg)
+        .ok()
+        .and_then(|d| d.bound.map(|b| b.kind));
+    ix.rows.check()?;
+    let said = &ix.meta().meta.nccl_ranks;
+    let ranks = fold
+        .finish()
+        .map(|r| RankKernels {
+            pid: r.id.pid,
+            device: r.id.device,
+            nccl: names::by_nccl(said, r.id.pid, r.id.device).and_then(|n| {
+                Some(NcclName {
+                    rank: n.number?,
+                    nranks: n.nranks?,
                 })
+            }),
+            gpu_bound: gpu.get(&r.id.device).copied(),
+            kernels: r
+                .kernels
+                .iter()
+                .zip(&r.names)
+                .map(|(&(start, end), &name)| (start, end, name))
                 .collect(),
-        );
-        let cfg = DetectConfig {
-            file_label: ix.label.clone(),
-            step_marker: ix.step_marker.clone(),
-            ..DetectConfig::default()
-        };
-        bounds.push(
-            detect_rows(ix.rows, &cfg)
-                .ok()
-                .and_then(|d| d.bound.map(|b| b.kind)),
-        );
-        ix.rows.check()?;
+            names: r.name_list,
+        })
+        .collect();
+    Ok(FileSummary {
+        kind: SUMMARY_KIND.to_string(),
+        summary_version: SUMMARY_VERSION,
+        file: ix.label.clone(),
+        session_start_utc_ns: ix.meta().meta.session_start_utc_ns,
+        bound,
+        ranks,
+    })
+}
+
+/// The reduce: the ranks of the files `summaries` summarize, in their order — the same answer
+/// as [`ranks`] over the files themselves. Fails when there is no summary.
+pub fn merge(summaries: &[FileSummary]) -> Result<RanksReport> {
+    if summaries.is_empty() {
+        return Err(crate::error::Error::Usage(
+            "ranks needs at least one export or summary".into(),
+        ));
     }
+    let session: Vec<Option<Ns>> = summaries.iter().map(|f| f.session_start_utc_ns).collect();
+    let (starts, said) = stragglers::clock_offsets_of(&session);
+    let kept: Vec<(usize, &RankKernels)> = summaries
+        .iter()
+        .enumerate()
+        .flat_map(|(input, f)| f.ranks.iter().map(move |r| (input, r)))
+        .collect();
+    let mut all: Vec<Rank> = kept
+        .iter()
+        .map(|&(input, r)| {
+            let file = summaries.get(input).map_or("", |f| f.file.as_str());
+            r.rank(file, input, starts.get(input).copied().unwrap_or(0))
+        })
+        .collect();
     let shifts = stragglers::align_by_collectives(&mut all);
-    let clock = clock_of(&starts, &shifts, said, indexed.len());
+    let clock = clock_of(&starts, &shifts, said, summaries.len());
     let mut report = report_of(&all, clock);
-    report.files = indexed.iter().map(|ix| ix.label.clone()).collect();
-    let named = name_ranks(indexed, &all);
-    for ((summary, rank), named) in report.ranks.iter_mut().zip(&all).zip(named) {
-        summary.bound = bounds.get(rank.input).copied().flatten();
-        summary.gpu_bound = gpu
-            .get(rank.input)
-            .and_then(|g| g.get(&rank.id.device))
-            .copied();
+    report.files = summaries.iter().map(|f| f.file.clone()).collect();
+    let named = name_ranks(&kept, &all);
+    for (((summary, rank), (_, kept)), named) in
+        report.ranks.iter_mut().zip(&all).zip(&kept).zip(named)
+    {
+        summary.bound = summaries.get(rank.input).and_then(|f| f.bound);
+        summary.gpu_bound = kept.gpu_bound;
         summary.rank = named.name;
         summary.rank_number = named.number;
         summary.nranks = named.nranks;
@@ -270,7 +334,7 @@ fn clock_of(
 
 /// Each rank's name: NCCL's payload in its process, else a rank number in its file's name (the
 /// file holding it alone, the number used by no other file), else its process and device.
-fn name_ranks(indexed: &[RowIndex<'_>], ranks: &[Rank]) -> Vec<names::Named> {
+fn name_ranks(kept: &[(usize, &RankKernels)], ranks: &[Rank]) -> Vec<names::Named> {
     let alone = |input: usize| ranks.iter().filter(|r| r.input == input).count() == 1;
     let from_file: Vec<Option<u32>> = ranks
         .iter()
@@ -284,11 +348,8 @@ fn name_ranks(indexed: &[RowIndex<'_>], ranks: &[Rank]) -> Vec<names::Named> {
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let said = indexed
-                .get(r.input)
-                .map_or(&[][..], |ix| &ix.meta().meta.nccl_ranks[..]);
-            if let Some(n) = names::by_nccl(said, r.id.pid, r.id.device) {
-                return n;
+            if let Some(n) = kept.get(i).and_then(|(_, k)| k.nccl) {
+                return names::by_nccl_name(n.rank, n.nranks);
             }
             let n = from_file.get(i).copied().flatten();
             let unique = n.is_some() && from_file.iter().filter(|m| **m == n).count() == 1;

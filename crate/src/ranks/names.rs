@@ -43,12 +43,17 @@ pub fn by_nccl(said: &[NcclRank], pid: u32, device: u32) -> Option<Named> {
         .iter()
         .filter(|r| devices < 2 || r.cuda_device == device)
         .max_by_key(|r| (r.nranks, std::cmp::Reverse(r.rank)))?;
-    Some(Named {
-        name: format!("rank {}", best.rank),
-        number: Some(best.rank),
-        nranks: Some(best.nranks),
+    Some(by_nccl_name(best.rank, best.nranks))
+}
+
+/// The name of rank `rank` of a communicator of `nranks`, as NCCL said.
+pub fn by_nccl_name(rank: u32, nranks: u32) -> Named {
+    Named {
+        name: format!("rank {rank}"),
+        number: Some(rank),
+        nranks: Some(nranks),
         by: NamedBy::Nccl,
-    })
+    }
 }
 
 /// A rank number in a file's name, as `nsys profile -o trace_%q{RANK}` and the like write it:

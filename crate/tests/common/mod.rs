@@ -427,6 +427,46 @@ pub fn writable_copy(src: &Path, dst: &Path) -> PathBuf {
     dst.to_path_buf()
 }
 
+/// A copy of `one` at `dir/name` keeping the kernels of `device` only, their times moved by
+/// `shift_ns` (the rank's host clock off by that much beyond its session start): one rank of a
+/// run written as one file per rank.
+pub fn rank_file(one: &Path, dir: &Path, device: i64, shift_ns: i64, name: &str) -> PathBuf {
+    let path = writable_copy(one, &dir.join(name));
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute_batch(&format!(
+        "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId != {device};
+         UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + {shift_ns}, end = end + {shift_ns};"
+    ))
+    .expect("edit");
+    path
+}
+
+/// A Python that imports `module`: `target/tools/py`'s (`cargo xtask setup` installs the
+/// tests' Python packages there), else `python3`. Panics saying how to get one, so a test
+/// that needs it never passes without running.
+pub fn python_with(module: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary");
+    let venv = exe
+        .ancestors()
+        .map(|dir| dir.join("tools/py/bin/python"))
+        .find(|p| p.is_file());
+    let has = |python: &Path| {
+        Command::new(python)
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    venv.into_iter()
+        .chain([PathBuf::from("python3")])
+        .find(|p| has(p))
+        .unwrap_or_else(|| {
+            panic!(
+                "no Python with the {module} package: run `cargo xtask setup` (it installs it in \
+                 target/tools/py)"
+            )
+        })
+}
+
 /// A copy of `src` in `dir` with every kernel named `kernel` lasting `extra_ns` longer (the
 /// rest of the trace untouched), written with SQL.
 #[allow(dead_code)] // not every test binary reads it
