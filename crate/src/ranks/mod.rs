@@ -24,6 +24,7 @@
 //! State: each rank's collective kernels (as the straggler view keeps them), a bounded list of
 //! the worst collectives and one skew per collective for the statistics.
 
+pub mod cause;
 pub mod names;
 pub mod summary;
 pub mod text;
@@ -60,6 +61,8 @@ pub struct RanksReport {
     /// collectives, if one is.
     pub straggler: Option<usize>,
     pub threshold: f64,
+    /// Why the rank arriving last most often was late ([`cause`]); `null` when none was last.
+    pub cause: Option<cause::StragglerCause>,
     /// What could not be matched or named, in words.
     pub notes: Vec<String>,
 }
@@ -183,7 +186,9 @@ pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
         .iter()
         .map(summarize)
         .collect::<Result<Vec<FileSummary>>>()?;
-    merge(&summaries)
+    let mut report = merge(&summaries)?;
+    report.cause = cause::explain(indexed, &report);
+    Ok(report)
 }
 
 /// The map: what the ranks of one indexed trace need from it — per rank its collective kernels
@@ -540,6 +545,7 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
         clock,
         straggler,
         threshold: stragglers::STRAGGLER_SHARE,
+        cause: None,
         notes,
     }
 }

@@ -135,6 +135,9 @@ pub fn text(r: &RanksReport) -> String {
             );
         }
     }
+    if let Some(cause) = &r.cause {
+        super::cause::text(&mut out, cause);
+    }
     for n in &r.notes {
         let _ = writeln!(out, "Note: {n}");
     }

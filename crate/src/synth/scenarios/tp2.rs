@@ -4,7 +4,9 @@
 //! The ranks' Python loops run in lockstep (same host durations, realigned after each layer, as
 //! the collectives force in practice); before a collective the designated straggler loses
 //! 30–80 µs on the host, so its allreduce kernel starts that much later while the other rank's
-//! kernel waits inside NCCL. Both kernels end together, when the last rank has arrived.
+//! kernel waits inside NCCL. Both kernels end together, when the last rank has arrived. In
+//! `tp2-straggler` and `tp4-straggler` that host time is an NVTX range, [`PLANTED_OP`] (the
+//! planted cause `ranks` finds: answers `straggler_cause`); in `tp2-phases` it is unnamed.
 //!
 //! `tp2-phases` runs the same steps in three phases separated by idle pauses (warm-up,
 //! benchmark, teardown), for iteration isolation. `tp4-straggler` is the same run on four ranks
@@ -22,6 +24,9 @@ use crate::synth::timeline::{MS, Ns, Timeline, US};
 
 const LAYERS: usize = 4;
 
+/// The NVTX range the straggler's late host time lies in (`tp2-straggler`, `tp4-straggler`).
+pub const PLANTED_OP: &str = "_prepare_inputs";
+
 /// Builds the scenario; `scale` multiplies the number of steps.
 pub fn tp2_straggler(seed: u64, scale: u32, costs: &Costs) -> Built {
     straggler_run(seed, scale, costs, 2, 33)
@@ -31,6 +36,7 @@ pub fn tp2_straggler(seed: u64, scale: u32, costs: &Costs) -> Built {
 /// rank 1 the straggler.
 fn straggler_run(seed: u64, scale: u32, costs: &Costs, ranks: usize, steps: u64) -> Built {
     let mut run = Tp2::new(seed, costs, ranks);
+    run.planted = Some(PLANTED_OP);
     let n_ctx = 3 * scale as u64;
     for i in 0..steps * scale as u64 {
         let reqs = if i < n_ctx { (4, 28) } else { (0, 32) };
@@ -76,6 +82,10 @@ struct Tp2 {
     collective: u64,
     phase: usize,
     placement: Placement,
+    /// The NVTX range naming the straggler's late host time, if any.
+    planted: Option<&'static str>,
+    /// Per collective: the rank made late and its late host time (ns).
+    late: Vec<(usize, Ns)>,
 }
 
 impl Tp2 {
@@ -94,12 +104,19 @@ impl Tp2 {
             collective: 0,
             phase: 0,
             placement: Placement::default(),
+            planted: None,
+            late: Vec::new(),
         }
     }
 
     fn step(&mut self, reqs: (u32, u32)) {
         let number = self.placement.steps.len() as u64 + 1;
-        let (ranks, allreduce) = run_step(&mut self.sim, number, reqs, &mut self.collective);
+        let mut layers = Layers {
+            collective: &mut self.collective,
+            planted: self.planted,
+            late: &mut self.late,
+        };
+        let (ranks, allreduce) = run_step(&mut self.sim, number, reqs, &mut layers);
         self.placement.steps.push(PlacedStep {
             ctx: reqs.0,
             generation: reqs.1,
@@ -126,11 +143,42 @@ impl Tp2 {
             "analyze".into(),
             answers::analyze_answers(&self.sim.tl, &placement),
         );
+        if let Some(op) = self.planted {
+            extras.insert("straggler_cause".into(), planted_cause(op, &self.late));
+        }
         Built {
             tl: self.sim.tl,
             extras,
         }
     }
+}
+
+/// The planted cause of the straggler's lateness: over the collectives rank 1 was made late at,
+/// but the first (no collective before it), its host time in `op` (its kernel starts that much
+/// later than it would have; the other ranks' hosts spend none there).
+fn planted_cause(op: &str, late: &[(usize, Ns)]) -> serde_json::Value {
+    let ns: Vec<Ns> = late
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, (rank, _))| *rank == 1)
+        .map(|(_, &(_, ns))| ns)
+        .collect();
+    let total: Ns = ns.iter().sum();
+    serde_json::json!({
+        "rank_device": 1,
+        "op": op,
+        "collectives": ns.len(),
+        "total_ns": total,
+        "mean_us": total as f64 / 1000.0 / ns.len().max(1) as f64,
+    })
+}
+
+/// A step's collectives: their count so far, and where the straggler's late host time goes.
+struct Layers<'a> {
+    collective: &'a mut u64,
+    planted: Option<&'static str>,
+    late: &'a mut Vec<(usize, Ns)>,
 }
 
 /// The ranks: one process each.
@@ -150,7 +198,7 @@ fn run_step(
     sim: &mut Sim,
     number: u64,
     (ctx, generation): (u32, u32),
-    collective: &mut u64,
+    layers: &mut Layers<'_>,
 ) -> (Vec<(Ns, Ns)>, (Ns, Ns, u32)) {
     realign(sim, 0);
     let offset = sim.uniform(5 * US, 20 * US);
@@ -171,7 +219,7 @@ fn run_step(
     }
     let mut allreduce: Option<(Ns, Ns, u32)> = None;
     for _ in 0..LAYERS {
-        let (s, e) = layer(sim, ctx > 0, collective);
+        let (s, e) = layer(sim, ctx > 0, layers);
         let n_ranks = ranks(sim) as u32;
         allreduce = Some(allreduce.map_or((s, e, n_ranks), |(a, b, n)| {
             (a.min(s), b.max(e), n + n_ranks)
@@ -208,9 +256,9 @@ fn compute(sim: &mut Sim, p: usize, ks: &[(KernelKind, Ns)]) {
     }
 }
 
-/// One decoder layer on both ranks, then the allreduce with a straggler; returns the
-/// allreduce kernels' first start and end.
-fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) -> (Ns, Ns) {
+/// One decoder layer on both ranks, then the allreduce with a straggler (its late host time in
+/// the planted range, when there is one); returns the allreduce kernels' first start and end.
+fn layer(sim: &mut Sim, is_ctx: bool, layers: &mut Layers<'_>) -> (Ns, Ns) {
     let (lo, hi) = if is_ctx {
         (6 * US, 8 * US)
     } else {
@@ -223,10 +271,16 @@ fn layer(sim: &mut Sim, is_ctx: bool, collective: &mut u64) -> (Ns, Ns) {
     for p in 0..ranks(sim) {
         compute(sim, p, &ks);
     }
-    let straggler = if *collective % 10 == 9 { 0 } else { 1 };
-    *collective += 1;
+    let straggler = if *layers.collective % 10 == 9 { 0 } else { 1 };
+    *layers.collective += 1;
     let late = sim.uniform(30 * US, 80 * US);
-    sim.advance(straggler, late);
+    match layers.planted {
+        Some(op) => {
+            let (s, e) = sim.range(straggler, op, late);
+            layers.late.push((straggler, e - s));
+        }
+        None => sim.advance(straggler, late),
+    }
     let span = allreduce(sim);
     realign(sim, 30 * US);
     span
