@@ -31,11 +31,12 @@ import tempfile
 from pathlib import Path
 
 
-def summarize(nsys_lens, export, summaries=None):
+def summarize(nsys_lens, export, summaries=None, index=0):
     """The map, on a worker: `nsys-lens ranks --summary EXPORT -o FILE`; returns the summary's
-    text. Written into `summaries` (a folder the worker sees) when given, else a temporary file."""
+    text. Written into `summaries` (a folder the worker sees) when given, else a temporary file;
+    named by the export's place and name."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(summaries or tmp) / (Path(export).name + ".ranks.json")
+        out = Path(summaries or tmp) / f"{index:06d}_{Path(export).name}.ranks.json"
         done = subprocess.run(
             [nsys_lens, "ranks", "--summary", export, "-o", str(out)],
             capture_output=True,
@@ -82,8 +83,9 @@ def main():
         cluster, client = None, Client(args.scheduler)
     try:
         # One task per export, pure=False: a file may change between runs under the same path.
-        futures = client.map(summarize, [binary] * len(args.exports), args.exports,
-                             [args.summaries] * len(args.exports), pure=False)
+        n = len(args.exports)
+        futures = client.map(summarize, [binary] * n, args.exports, [args.summaries] * n,
+                             range(n), pure=False)
         texts = client.gather(futures)
     finally:
         client.close()

@@ -25,7 +25,8 @@ pub struct RanksArgs {
     #[arg(long, conflicts_with = "merge")]
     pub summary: bool,
     /// The reduce: the files are summaries written by --summary; the answer is the same as
-    /// `ranks` over the exports they summarize, in the same order.
+    /// `ranks` over the exports they summarize, in the same order (but `cause`, which reads the
+    /// exports: null).
     #[arg(long)]
     pub merge: bool,
     #[command(flatten)]
