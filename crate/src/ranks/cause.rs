@@ -325,7 +325,7 @@ fn top_ops(straggler: &Measured, others: &Measured) -> Vec<OpRow> {
     ops
 }
 
-/// The sentence: "rank 1 arrives 57.9 µs late in 90.2% of its collectives (119 of 132); over
+/// The sentence: "rank 1 arrives 58.1 µs late in 90.2% of its collectives (119 of 132); over
 /// those spans its host spent 54.6 µs more in `_prepare_inputs` than the other ranks' hosts".
 fn sentence(c: &StragglerCause) -> String {
     use crate::format::{duration_us, percent};

@@ -5,8 +5,9 @@
 //! the collectives force in practice); before a collective the designated straggler loses
 //! 30–80 µs on the host, so its allreduce kernel starts that much later while the other rank's
 //! kernel waits inside NCCL. Both kernels end together, when the last rank has arrived. In
-//! `tp2-straggler` and `tp4-straggler` that host time is an NVTX range, [`PLANTED_OP`] (the
-//! planted cause `ranks` finds: answers `straggler_cause`); in `tp2-phases` it is unnamed.
+//! `tp2-straggler` and `tp4-straggler` that host time lies in an NVTX range, [`PLANTED_OP`],
+//! which every rank runs before each all-reduce (the planted cause `ranks` finds: answers
+//! `straggler_cause`); in `tp2-phases` it is unnamed.
 //!
 //! `tp2-phases` runs the same steps in three phases separated by idle pauses (warm-up,
 //! benchmark, teardown), for iteration isolation. `tp4-straggler` is the same run on four ranks
@@ -24,8 +25,13 @@ use crate::synth::timeline::{MS, Ns, Timeline, US};
 
 const LAYERS: usize = 4;
 
-/// The NVTX range the straggler's late host time lies in (`tp2-straggler`, `tp4-straggler`).
+/// The NVTX range the straggler's late host time lies in (`tp2-straggler`, `tp4-straggler`):
+/// every rank runs it before each all-reduce for [`PLANTED_BASE`], the straggler that much plus
+/// its late time (so the ranks' copies of the op pair up collective by collective).
 pub const PLANTED_OP: &str = "_prepare_inputs";
+
+/// Every rank's time in [`PLANTED_OP`] before each all-reduce, beyond the straggler's late time.
+pub const PLANTED_BASE: Ns = 5 * US;
 
 /// Builds the scenario; `scale` multiplies the number of steps.
 pub fn tp2_straggler(seed: u64, scale: u32, costs: &Costs) -> Built {
@@ -84,8 +90,8 @@ struct Tp2 {
     placement: Placement,
     /// The NVTX range naming the straggler's late host time, if any.
     planted: Option<&'static str>,
-    /// Per collective: the rank made late and its late host time (ns).
-    late: Vec<(usize, Ns)>,
+    /// Per collective: the rank made late, its time in the planted range and another rank's.
+    late: Vec<(usize, Ns, Ns)>,
 }
 
 impl Tp2 {
@@ -154,23 +160,25 @@ impl Tp2 {
 }
 
 /// The planted cause of the straggler's lateness: over the collectives rank 1 was made late at,
-/// but the first (no collective before it), its host time in `op` (its kernel starts that much
-/// later than it would have; the other ranks' hosts spend none there).
-fn planted_cause(op: &str, late: &[(usize, Ns)]) -> serde_json::Value {
-    let ns: Vec<Ns> = late
+/// but the first (no collective before it), its host time in `op` per collective
+/// (`straggler_us`), the other ranks' (`others_us`) and the difference (`mean_us`: its kernel
+/// starts that much later than it would have).
+fn planted_cause(op: &str, late: &[(usize, Ns, Ns)]) -> serde_json::Value {
+    let mine: Vec<(Ns, Ns)> = late
         .iter()
-        .enumerate()
         .skip(1)
-        .filter(|(_, (rank, _))| *rank == 1)
-        .map(|(_, &(_, ns))| ns)
+        .filter(|l| l.0 == 1)
+        .map(|l| (l.1, l.2))
         .collect();
-    let total: Ns = ns.iter().sum();
+    let n = mine.len().max(1) as f64;
+    let (straggler, others): (Ns, Ns) = mine.iter().fold((0, 0), |(a, b), &(s, o)| (a + s, b + o));
     serde_json::json!({
         "rank_device": 1,
         "op": op,
-        "collectives": ns.len(),
-        "total_ns": total,
-        "mean_us": total as f64 / 1000.0 / ns.len().max(1) as f64,
+        "collectives": mine.len(),
+        "straggler_us": straggler as f64 / 1000.0 / n,
+        "others_us": others as f64 / 1000.0 / n,
+        "mean_us": (straggler - others) as f64 / 1000.0 / n,
     })
 }
 
@@ -178,7 +186,7 @@ fn planted_cause(op: &str, late: &[(usize, Ns)]) -> serde_json::Value {
 struct Layers<'a> {
     collective: &'a mut u64,
     planted: Option<&'static str>,
-    late: &'a mut Vec<(usize, Ns)>,
+    late: &'a mut Vec<(usize, Ns, Ns)>,
 }
 
 /// The ranks: one process each.
@@ -276,8 +284,16 @@ fn layer(sim: &mut Sim, is_ctx: bool, layers: &mut Layers<'_>) -> (Ns, Ns) {
     let late = sim.uniform(30 * US, 80 * US);
     match layers.planted {
         Some(op) => {
-            let (s, e) = sim.range(straggler, op, late);
-            layers.late.push((straggler, e - s));
+            // Every rank prepares its inputs; the straggler's take `late` longer.
+            let mut took = vec![0; ranks(sim)];
+            for (p, t) in took.iter_mut().enumerate() {
+                let extra = if p == straggler { late } else { 0 };
+                let (s, e) = sim.range(p, op, PLANTED_BASE + extra);
+                *t = e - s;
+            }
+            let other = took.get(1 - straggler).copied().unwrap_or(0);
+            let mine = took.get(straggler).copied().unwrap_or(0);
+            layers.late.push((straggler, mine, other));
         }
         None => sim.advance(straggler, late),
     }
