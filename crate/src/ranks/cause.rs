@@ -135,7 +135,7 @@ impl Measured {
         }
     }
 
-    /// Host time of `kind`, and of `kind` under `label`.
+    /// Host time of `kind`, over every label.
     fn kind_ns(&self, kind: CauseKind) -> Ns {
         let of = self.host.iter().filter(|((k, _), _)| *k == kind);
         of.map(|(_, &ns)| ns).sum()
@@ -587,6 +587,36 @@ pub fn text(out: &mut String, c: &StragglerCause) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rank on `device` whose collective kernels `(start, end)` are all named `a`.
+    fn rank(device: u32, kernels: &[(Ns, Ns)]) -> Rank {
+        Rank {
+            id: crate::drill::stragglers::RankId {
+                device,
+                pid: 1,
+                file: String::new(),
+            },
+            input: 0,
+            arrivals: kernels.iter().map(|k| k.0).collect(),
+            ends: kernels.iter().map(|k| k.1).collect(),
+            kernels: kernels.to_vec(),
+            names: vec![0; kernels.len()],
+            name_list: vec!["a".into()],
+        }
+    }
+
+    #[test]
+    fn spans_are_taken_where_the_rank_was_last_ties_to_the_first() {
+        let ranks = [
+            rank(0, &[(0, 10), (20, 30), (40, 50)]),
+            rank(1, &[(0, 10), (25, 30), (40, 50)]),
+        ];
+        // Collective 0: a tie (rank 0's); 1: rank 1 last; 2: a tie again.
+        let spans = late_spans(&ranks, 1);
+        assert_eq!(spans, vec![vec![(10, 20)], vec![(10, 25)]]);
+        // Rank 0 is last at the ties: the first has no collective before it.
+        assert_eq!(late_spans(&ranks, 0), vec![vec![(30, 40)], vec![(30, 40)]]);
+    }
 
     #[test]
     fn busy_time_inside_spans_counts_each_ns_once() {
