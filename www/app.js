@@ -5,7 +5,7 @@
 // docs/offline-file.md.
 
 import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawKernelClasses, kernelClassColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
-import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign, panel, outlineTable } from './ui/format.js';
+import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign, panel, outlineTable, fitCanvas } from './ui/format.js';
 import { STALL_MS, WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -671,6 +671,35 @@ async function computeDrill() {
     onShow: (item) => showOnTimeline(item, slotOfFile(item.file)),
     exportReport: (format) => exportReport(appState.engine.focus, format),
   });
+  await renderRanks(drillSlots);
+}
+
+// Every rank, one answer (the core's `ranksTraces`, as `nsys-lens ranks FILE…`): each rank's
+// record at the collectives, the skew chart and, over several files, the clock each was put on.
+async function renderRanks(slots) {
+  const holder = el('div', { 'data-testid': 'drill-ranks' });
+  $('drill').append(holder);
+  try {
+    const { view } = await appState.engine.ranks(slots);
+    const parsed = JSON.parse(view);
+    holder.ranksView = parsed; // test hook: what the panel shows, as the core returned it
+    if (!parsed.ranks.ranks.length) return;
+    const s = parsed.section;
+    const canvas = el('canvas', { 'data-testid': 'drill-skew-plot', height: '120' });
+    holder.append(panel(s.title, 'drill-ranks-panel', ...s.text.map((t) => el('p', { class: 'small', text: t })), el('div', { class: 'canvas-wrap' }, canvas), ...s.tables.map(outlineTable)));
+    requestAnimationFrame(() => {
+      const chart = JSON.stringify(parsed.chart);
+      fitCanvas(canvas, 120);
+      const needed = drawBarChart(canvas, chart);
+      if (needed && needed !== canvas.height) {
+        fitCanvas(canvas, needed);
+        drawBarChart(canvas, chart);
+      }
+      canvas.dataset.drawn = '1';
+    });
+  } catch (e) {
+    holder.append(el('div', { class: 'error', role: 'alert', text: `Ranks not computed: ${e.message || e}` }));
+  }
 }
 
 // The slot of the open file named `file` (a rank file), if any.

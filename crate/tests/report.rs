@@ -346,6 +346,12 @@ fn every_public_export_is_reported() {
                 json["whatif"].is_null()
             ));
         }
+        if (kernels == 0) != json["ranks"].is_null() {
+            problems.push(format!(
+                "{file}: ranks is null: {}",
+                json["ranks"].is_null()
+            ));
+        }
         let page = std::fs::read_to_string(out.join("report.html")).expect("report.html");
         if let Err(e) = check_self_contained(&page) {
             problems.push(format!("{file}: report.html: {e}"));
@@ -387,16 +393,7 @@ fn the_reports_what_would_it_buy_equals_whatif_json() {
     ];
     for (i, trace) in traces.iter().enumerate() {
         let out = dir.path().join(format!("out{i}"));
-        let run = report(trace, &out);
-        assert_eq!(
-            run.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let json: Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("json"))
-                .expect("report.json parses");
+        let json = report_json(trace, &out);
         let args = [
             OsStr::new("whatif"),
             trace.as_os_str(),
@@ -992,4 +989,83 @@ fn a_median_launch_latency_of_hundreds_of_ms_is_reported_as_queued_launches() {
     assert!(doc.explain.launch_latency.distribution.count > 0);
     assert!(!doc.explain.launch_latency.queued);
     assert!(!markdown::render(&doc).contains("Launches are queued"));
+}
+
+/// Every rank, one answer, in the report: `report.json`'s `ranks` is `nsys-lens ranks --json` of
+/// the same export (its schema_version and the file's name aside), and with two ranks or more
+/// the Markdown and the CSV tables show them: a row per rank with its share of last arrivals,
+/// the worst collectives. One rank only (host-bound): no section.
+#[test]
+fn the_reports_ranks_equal_ranks_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let traces = [
+        (
+            common::public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite"),
+            true,
+        ),
+        (common::generate_in(dir.path(), "tp2-straggler"), true),
+        (common::generate_in(dir.path(), "host-bound"), false),
+    ];
+    for (i, (trace, shown)) in traces.iter().enumerate() {
+        let out = dir.path().join(format!("out{i}"));
+        let json = report_json(trace, &out);
+        let args = [OsStr::new("ranks"), trace.as_os_str(), OsStr::new("--json")];
+        let cli = nsys_lens(args);
+        assert!(cli.status.success(), "{}", describe(&args, &cli));
+        let mut want: Value = serde_json::from_slice(&cli.stdout).expect("ranks JSON");
+        want.as_object_mut().map(|o| o.remove("schema_version"));
+        // The report names its file by its label; the CLI by the path it was given.
+        let label = json["file"].clone();
+        want["files"] = serde_json::json!([label.clone()]);
+        for r in want["ranks"].as_array_mut().into_iter().flatten() {
+            r["file"] = label.clone();
+        }
+        assert_eq!(
+            json["ranks"],
+            want,
+            "{}: report.json's ranks",
+            trace.display()
+        );
+        let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+        assert_eq!(
+            md.contains("Ranks at the collectives"),
+            *shown,
+            "{}",
+            trace.display()
+        );
+        let tables = check_csv(&out.join("tables"));
+        match shown {
+            true => {
+                let csv = &tables["ranks.csv"];
+                let ranks = want["ranks"].as_array().expect("ranks");
+                assert_eq!(csv.len(), ranks.len(), "{csv:?}");
+                // Columns: rank, named_by, file, pid, device, collectives, last_share, ….
+                for (row, r) in csv.iter().zip(ranks) {
+                    assert_eq!(&row[0], r["rank"].as_str().expect("rank"));
+                    assert!(
+                        csv_holds(&row[6], r["last_share"].as_f64(), 4),
+                        "{row:?} {r}"
+                    );
+                    assert!(
+                        csv_holds(&row[7], r["mean_lateness_us"].as_f64(), 3),
+                        "{row:?} {r}"
+                    );
+                }
+            }
+            false => assert!(!tables.contains_key("ranks.csv")),
+        }
+    }
+}
+
+/// `nsys-lens report TRACE --out OUT` run to success, and its `report.json`.
+fn report_json(trace: &Path, out: &Path) -> Value {
+    let run = report(trace, out);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("json"))
+        .expect("report.json parses")
 }

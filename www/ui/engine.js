@@ -315,6 +315,11 @@ export class WorkerEngine {
     return this.request('stepPath', { slot, step, options: JSON.stringify(options || {}) });
   }
 
+  // The ranks at their collectives over `slots` (`{ranks, section, chart}` JSON).
+  ranks(slots) {
+    return this.request('ranks', { slots });
+  }
+
   // DrillReport JSON over `slots` (one trace, or the rank files of one run).
   drill(slots, options) {
     return this.request('drill', { slots, options: JSON.stringify(options || {}) });

@@ -286,3 +286,25 @@ pub fn kernel_class_bars(
         bars,
     }
 }
+
+/// The collectives whose ranks arrived furthest apart: a bar per collective, its skew, the rank
+/// that arrived last (flagged when it is the straggler).
+pub fn skew_bars(r: &crate::ranks::RanksReport) -> BarChart {
+    let rank = |i: usize| r.ranks.get(i).map_or("?", |k| k.rank.as_str());
+    BarChart {
+        title: "Skew of the collectives whose ranks arrived furthest apart (µs)".into(),
+        bars: r
+            .collectives
+            .worst
+            .iter()
+            .map(|c| {
+                bar(
+                    format!("{} #{}", c.name, c.index),
+                    c.skew_us,
+                    format!("{:.1} µs · last: {}", c.skew_us, rank(c.last_rank)),
+                    r.straggler == Some(c.last_rank),
+                )
+            })
+            .collect(),
+    }
+}

@@ -15,6 +15,7 @@ use crate::findings::{self, DrillFindings, Finding};
 use crate::index::rows::RowIndex;
 use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, KernelAbsence, Trace};
+use crate::ranks::RanksReport;
 use crate::whatif::{self, WhatIf};
 
 /// Everything the report shows, derived results only (no event rows).
@@ -46,6 +47,10 @@ pub struct Document {
     /// predictions ([`whatif_config`]); `null` without kernel records, and in a report
     /// assembled from parts ([`with_drill_down`]) until its caller sets it ([`add_whatif`]).
     pub whatif: Option<WhatIf>,
+    /// The ranks at their collectives, as `nsys-lens ranks --json` gives it for this one export
+    /// (without its schema_version); `null` without kernel records, and in a report assembled
+    /// from parts until its caller sets it ([`add_ranks`]).
+    pub ranks: Option<RanksReport>,
 }
 
 /// Why a report has no verdict and no drill-down, and how to capture what they need.
@@ -93,7 +98,20 @@ pub fn build_rows(
     let classes = window_classes(rows)?;
     let mut doc = with_drill_down(label, detect, explain, drill, classes);
     add_whatif(&mut doc, rows)?;
+    doc.ranks = Some(crate::ranks::ranks_indexed(std::slice::from_ref(&ix))?);
     Ok(doc)
+}
+
+/// Sets the report's `ranks` from the trace's rows (what [`build_rows`] does with the index it
+/// built; a report assembled from parts gets it this way).
+pub fn add_ranks(doc: &mut Document, rows: &dyn EventRows) -> Result<()> {
+    let input = crate::drill::DrillInput {
+        rows,
+        label: &doc.file,
+        step_marker: None,
+    };
+    doc.ranks = Some(crate::ranks::ranks(std::slice::from_ref(&input))?);
+    Ok(())
 }
 
 /// Sets the report's `whatif` from the trace's rows: the standard set's predictions and the
@@ -175,6 +193,7 @@ fn assemble(
         coverage,
         kernel_classes: None,
         whatif: None,
+        ranks: None,
     }
 }
 

@@ -78,6 +78,13 @@ pub fn outline(doc: &Document) -> Vec<Section> {
                 stragglers(doc, d),
                 kernels(doc),
             ]);
+            // Two ranks or more: who waits for whom at the collectives.
+            out.extend(
+                doc.ranks
+                    .as_ref()
+                    .filter(|r| r.ranks.len() > 1)
+                    .map(ranks_section),
+            );
             out.extend(kernel_classes(doc));
         }
         _ => out.push(section(
@@ -511,6 +518,51 @@ pub fn regression_section(r: &crate::whatif::compare::PathRegression) -> Section
         text,
         vec![t::regression_parts(r), t::regression_names(r)],
     )
+}
+
+/// Every rank, one answer (`nsys-lens ranks`): who arrives last at the collectives and by how
+/// much, how long the ranks wait for each other vs transfer, and the clock each file was put on.
+pub fn ranks_section(r: &crate::ranks::RanksReport) -> Section {
+    let c = &r.collectives;
+    let mut text = vec![format!(
+        "{} over {}, {} matched collectives: skew (last arrival − first) mean {}, median {}, p90 {}, largest {}; transfer (the shortest duration across ranks) mean {}.",
+        plural(r.ranks.len() as u64, "rank", "ranks"),
+        plural(r.files.len() as u64, "file", "files"),
+        count(c.count),
+        dur(c.skew_us.mean),
+        dur(c.skew_us.median),
+        dur(c.skew_us.p90),
+        dur(c.skew_us.max),
+        dur(c.transfer_us.mean),
+    )];
+    text.push(match r.straggler.and_then(|i| r.ranks.get(i)) {
+        Some(k) => format!(
+            "{} arrives last in {} of its {} collectives, {} late on average (worst {}).",
+            k.rank,
+            percent(k.last_share),
+            count(k.collectives),
+            dur(k.mean_lateness_us),
+            dur(k.worst_lateness_us)
+        ),
+        None => format!(
+            "No straggler: no rank is last in more than {} of its collectives.",
+            percent(r.threshold)
+        ),
+    });
+    text.extend(r.cause.iter().map(|c| c.sentence.clone()));
+    if r.files.len() > 1 {
+        text.push(format!("Clock: {}.", r.clock.method));
+    }
+    text.extend(r.notes.iter().map(|n| format!("Note: {n}.")));
+    let mut tables = vec![t::ranks_table(r)];
+    tables.extend(r.cause.as_ref().map(t::straggler_causes));
+    tables.push(t::worst_collectives(r));
+    let mut s = section("Ranks at the collectives", text, tables);
+    if r.files.len() > 1 {
+        s.tables.push(t::clock_table(r));
+    }
+    s.charts.push(Chart::Bars(charts::skew_bars(r)));
+    s
 }
 
 fn signed_dur(us: f64) -> String {

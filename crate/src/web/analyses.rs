@@ -121,6 +121,82 @@ pub fn drill_traces(
         window: page.window,
     };
     let step_marker = step_source(&page.step_marker)?;
+    over_inputs(&ids, step_marker.as_ref(), |traces, inputs| {
+        drill_inputs(traces, inputs, &opts, &page.step_marker)
+    })
+}
+
+/// The drill-down of `inputs` (the open `traces`), keeping what the next views reuse.
+fn drill_inputs(
+    traces: &[Rc<Indexed>],
+    inputs: &[DrillInput<'_>],
+    opts: &DrillOptions,
+    marker: &str,
+) -> Result<String, WebError> {
+    let (kept, swept) = match (traces, inputs) {
+        // One trace under its built-in marker: Root cause or the last drill-down indexed it
+        // (and Root cause swept its gaps).
+        ([trace], [input]) if input.step_marker.is_none() => (trace.take_index(), trace.swept()),
+        _ => (None, None),
+    };
+    let swept = swept.filter(|_| kept.is_some());
+    let indexed = match (kept, inputs.first()) {
+        (Some(facts), Some(input)) => {
+            let indexed = vec![RowIndex::with_facts(input.rows, input.label, facts)];
+            crate::drill::require_kernels(&indexed).map_err(WebError::from)?;
+            indexed
+        }
+        _ => crate::drill::index_inputs(inputs).map_err(WebError::from)?,
+    };
+    let drilled = DrillFindings::explained_after(&indexed, opts, swept.as_ref());
+    if let [trace] = traces {
+        // Kept only when read under the built-in marker.
+        indexed
+            .into_iter()
+            .for_each(|ix| trace.keep_index(ix.into_facts()));
+    }
+    let (drill, explains) = drilled.map_err(WebError::from)?;
+    let json = to_json(&drill)?;
+    if let ([trace], [explain]) = (traces, &explains[..]) {
+        trace.keep_drilled(Drilled {
+            key: (opts.top, opts.window, marker.to_string()),
+            explain: explain.clone(),
+            drill,
+        });
+    }
+    Ok(json)
+}
+
+/// What the page's Ranks panel shows: the answer as `nsys-lens ranks FILE… --json` gives it, its
+/// report section (sentences and tables) and its skew chart, as the core writes them.
+#[derive(serde::Serialize)]
+struct RanksView<'a> {
+    ranks: crate::report::Versioned<'a, crate::ranks::RanksReport>,
+    section: outline::Section,
+    chart: crate::report::charts::BarChart,
+}
+
+/// `{"ranks", "section", "chart"}` over the traces `ids` (one export, or one file per rank):
+/// the ranks at their collectives on one clock, as `nsys-lens ranks FILE… --json`.
+#[wasm_bindgen(js_name = ranksTraces)]
+pub fn ranks_traces(ids: Vec<u32>) -> Result<String, WebError> {
+    init();
+    over_inputs(&ids, None, |_, inputs| {
+        let report = crate::ranks::ranks(inputs).map_err(WebError::from)?;
+        to_json(&RanksView {
+            section: outline::ranks_section(&report),
+            chart: crate::report::charts::skew_bars(&report),
+            ranks: crate::report::Versioned(&report),
+        })
+    })
+}
+
+/// `f` over the open traces `ids` and their rows as drill inputs under `step_marker`.
+fn over_inputs<T>(
+    ids: &[u32],
+    step_marker: Option<&StepSource>,
+    f: impl FnOnce(&[Rc<Indexed>], &[DrillInput<'_>]) -> Result<T, WebError>,
+) -> Result<T, WebError> {
     let traces = ids
         .iter()
         .map(|&id| open_trace(id))
@@ -136,41 +212,10 @@ pub fn drill_traces(
         .map(|(t, rows)| DrillInput {
             rows: &**rows,
             label: t.label(),
-            step_marker: step_marker.as_ref(),
+            step_marker,
         })
         .collect();
-    let (kept, swept) = match (&traces[..], &inputs[..]) {
-        // One trace under its built-in marker: Root cause or the last drill-down indexed it
-        // (and Root cause swept its gaps).
-        ([trace], [input]) if input.step_marker.is_none() => (trace.take_index(), trace.swept()),
-        _ => (None, None),
-    };
-    let swept = swept.filter(|_| kept.is_some());
-    let indexed = match (kept, inputs.first()) {
-        (Some(facts), Some(input)) => {
-            let indexed = vec![RowIndex::with_facts(input.rows, input.label, facts)];
-            crate::drill::require_kernels(&indexed).map_err(WebError::from)?;
-            indexed
-        }
-        _ => crate::drill::index_inputs(&inputs).map_err(WebError::from)?,
-    };
-    let drilled = DrillFindings::explained_after(&indexed, &opts, swept.as_ref());
-    if let [trace] = &traces[..] {
-        // Kept only when read under the built-in marker.
-        indexed
-            .into_iter()
-            .for_each(|ix| trace.keep_index(ix.into_facts()));
-    }
-    let (drill, explains) = drilled.map_err(WebError::from)?;
-    let json = to_json(&drill)?;
-    if let ([trace], [explain]) = (&traces[..], &explains[..]) {
-        trace.keep_drilled(Drilled {
-            key: (opts.top, opts.window, page.step_marker.clone()),
-            explain: explain.clone(),
-            drill,
-        });
-    }
-    Ok(json)
+    f(&traces, &inputs)
 }
 
 /// The explainer report of trace `id` as `format`: `"md"`, `"json"`, `"html"` (one
@@ -233,6 +278,7 @@ fn report_document(
             classes,
         );
         document::add_whatif(&mut doc, &*rows)?;
+        document::add_ranks(&mut doc, &*rows)?;
         return Ok(doc);
     }
     let rows = trace.rows()?;

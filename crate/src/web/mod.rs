@@ -19,7 +19,7 @@ mod lprof;
 pub mod vfs;
 mod whatif;
 
-pub use analyses::{analyze_traces, drill_traces, report_file};
+pub use analyses::{analyze_traces, drill_traces, ranks_traces, report_file};
 pub use analysis::{Analysis, HostSide, scan_kernels};
 pub use draw::{
     draw_bar_chart, draw_gap_histogram, draw_step_times, draw_timeline, timeline_layout,

@@ -4,10 +4,12 @@
 //! `whatif` (what a fix would buy).
 
 mod drill;
+mod ranks;
 mod trace;
 mod whatif;
 
 pub use drill::*;
+pub use ranks::*;
 pub use trace::*;
 pub use whatif::*;
 
