@@ -4,7 +4,7 @@
 //! run by hand when that fails: clang and the wasm32 target for the core; wasm-bindgen-cli
 //! (pinned, via `cargo install`) and npm's binaryen for the page; maturin (in a virtual
 //! environment under `target/tools`) for the pip wheel, and Python's jsonschema beside it for the
-//! schema test and dask[distributed] for the Dask example's test; Debian's chromium and
+//! schema test and `dask[distributed]` for the Dask example's test; Debian's chromium and
 //! chromedriver and npm's playwright-core, Debian's firefox-esr and npm's puppeteer-core for the
 //! browser tests.
 

@@ -76,7 +76,7 @@ impl KernelScan {
 
 /// The kernel table as a reader of its own scanned it: natively a thread, in the page a
 /// worker of its own (its wasm instance apart, so the part crosses as bytes:
-/// [`KernelPart::into_bytes`]). The scan joins it to the host side ([`HostScan::finish`]).
+/// [`KernelPart::into_bytes`]). The scan joins it to the host side ([`HostScan::finish`](super::HostScan::finish)).
 #[derive(Debug)]
 pub struct KernelPart {
     /// The listed processes, then those the kernels met, in their order.
@@ -103,8 +103,8 @@ struct PartShape {
 
 impl KernelPart {
     /// Scans the kernel table of the export open in `conn` under `opts`, keeping its rows up
-    /// to `bytes`, as [`FileScan::keeping_rows`] would: what the page's reader worker does
-    /// while its analysis worker reads the host side ([`FileScan::host_side`]).
+    /// to `bytes`, as [`FileScan::keeping_rows`](super::FileScan::keeping_rows) would: what the page's reader worker does
+    /// while its analysis worker reads the host side ([`FileScan::host_side`](super::FileScan::host_side)).
     pub fn read(
         conn: &Connection,
         path: &str,
