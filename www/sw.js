@@ -22,6 +22,7 @@ const ASSETS = [
   './ui/hostside.js',
   './ui/lprof.js',
   './ui/capture.js',
+  './ui/whatif.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',

@@ -226,6 +226,7 @@ fn version_service_worker(dist: &Path) -> Result<()> {
     let mut files = Vec::new();
     list_files(dist, &mut files)?;
     files.sort();
+    uncached_scripts(dist, &files, &text)?;
     let mut all = Vec::new();
     for f in files.iter().filter(|f| **f != sw) {
         all.extend_from_slice(
@@ -242,6 +243,25 @@ fn version_service_worker(dist: &Path) -> Result<()> {
         .collect();
     let versioned = text.replace(CACHE_LINE, &format!("const CACHE = 'nsys-lens-{digest}';"));
     fs::write(&sw, versioned).map_err(|e| format!("cannot write {}: {e}", sw.display()))
+}
+
+/// Fails when a script of the site is missing from the service worker's `ASSETS`: offline, the
+/// page would then load without it and never start.
+fn uncached_scripts(dist: &Path, files: &[PathBuf], sw_text: &str) -> Result<()> {
+    let missing: Vec<String> = files
+        .iter()
+        .filter_map(|f| f.strip_prefix(dist).ok())
+        .map(|f| f.to_string_lossy().replace('\\', "/"))
+        .filter(|f| f.ends_with(".js") && f != "sw.js" && !f.starts_with("pkg/snippets/"))
+        .filter(|f| !sw_text.contains(&format!("'./{f}'")))
+        .collect();
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "www/sw.js does not cache {} (add each to its ASSETS): the page would not start offline",
+            missing.join(", ")
+        )),
+    }
 }
 
 fn list_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
