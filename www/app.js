@@ -5,7 +5,7 @@
 // docs/offline-file.md.
 
 import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawKernelClasses, kernelClassColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
-import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign, panel, outlineTable, fitCanvas } from './ui/format.js';
+import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign, panel, outlineTable, drawFitted } from './ui/format.js';
 import { STALL_MS, WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -688,13 +688,7 @@ async function renderRanks(slots) {
     const canvas = el('canvas', { 'data-testid': 'drill-skew-plot', height: '120' });
     holder.append(panel(s.title, 'drill-ranks-panel', ...s.text.map((t) => el('p', { class: 'small', text: t })), el('div', { class: 'canvas-wrap' }, canvas), ...s.tables.map(outlineTable)));
     requestAnimationFrame(() => {
-      const chart = JSON.stringify(parsed.chart);
-      fitCanvas(canvas, 120);
-      const needed = drawBarChart(canvas, chart);
-      if (needed && needed !== canvas.height) {
-        fitCanvas(canvas, needed);
-        drawBarChart(canvas, chart);
-      }
+      drawFitted(canvas, drawBarChart, JSON.stringify(parsed.chart));
       canvas.dataset.drawn = '1';
     });
   } catch (e) {

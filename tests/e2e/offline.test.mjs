@@ -19,6 +19,7 @@ import {
   timelineDrawn,
   assertMatchesCli,
   readerOpens,
+  cliJson,
 } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
@@ -81,6 +82,10 @@ test('offline single file from file:// analyses real traces like the CLI, with t
     await openTrace(page, file, { timeout: TIMEOUT });
     await assertMatchesCli(page, file);
     assert.ok((await timelineDrawn(page)).ink > 500, `timeline drawn for ${path.basename(file)}`);
+    // What would it buy: the card's answer is the CLI's, from file:// too.
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.whatifState), null, { timeout: TIMEOUT });
+    const shown = await page.evaluate(() => document.getElementById('whatif').whatifView?.whatif);
+    assert.deepEqual(shown, cliJson(['whatif', file]), `what-if card of ${path.basename(file)}`);
     if (file.includes('NVIDIA_Fuser')) await page.screenshot({ path: artifact('offline-chromium-NVIDIA_Fuser.png'), fullPage: true });
   }
   await page.screenshot({ path: artifact('offline-file-url.png') });

@@ -3,7 +3,7 @@
 // to see it on the timeline), CUDA-graph coverage, the per-layer pattern, stragglers across
 // ranks, findings, and the explainer report's exports, all built in this tab.
 
-import { el, clear, us, ns, int, pct, rawValue, fitCanvas, panel, dataTable, durationColumn, breakable, timelineLink } from './format.js';
+import { el, clear, us, ns, int, pct, rawValue, fitCanvas, drawFitted, panel, dataTable, durationColumn, breakable, timelineLink } from './format.js';
 import { renderGapTable } from './gaps.js';
 
 export function renderDrill(container, report, deps) {
@@ -72,14 +72,7 @@ function drIdle(idle, { drawIdleCauses, idleCauseColours, onGap }) {
   const devices = (idle && idle.per_device) || [];
   if (!devices.length) return null;
   const canvas = el('canvas', { 'data-testid': 'drill-idle-chart', height: '120' });
-  requestAnimationFrame(() => {
-    fitCanvas(canvas, 120);
-    const needed = drawIdleCauses(canvas, JSON.stringify(idle));
-    if (needed && needed !== canvas.height) {
-      fitCanvas(canvas, needed);
-      drawIdleCauses(canvas, JSON.stringify(idle));
-    }
-  });
+  requestAnimationFrame(() => drawFitted(canvas, drawIdleCauses, JSON.stringify(idle)));
   const colours = idleCauseColours;
   const gapList = el('div', { class: 'idle-gaps', 'data-testid': 'drill-idle-gaps' });
   const several = devices.some((d) => d.file !== devices[0].file);
@@ -357,14 +350,7 @@ function drStragglers(s, { drawBarChart, onShow }) {
       flagged: !!s.rank && r.device === s.rank.device && r.pid === s.rank.pid && (r.file || '') === (s.rank.file || ''),
     })),
   };
-  requestAnimationFrame(() => {
-    fitCanvas(canvas, 120);
-    const needed = drawBarChart(canvas, JSON.stringify(chart));
-    if (needed && needed !== canvas.height) {
-      fitCanvas(canvas, needed);
-      drawBarChart(canvas, JSON.stringify(chart));
-    }
-  });
+  requestAnimationFrame(() => drawFitted(canvas, drawBarChart, JSON.stringify(chart)));
   const verdict = s.rank
     ? `${drRankName(s.rank, oneFile)} arrives last in ${pct(s.share)} of ${int(s.collectives)} collectives, ${us(s.mean_lateness_us)} late on average.`
     : `No straggler: no rank is last in more than ${pct(s.threshold, 0)} of ${int(s.collectives)} collectives.`;

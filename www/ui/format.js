@@ -120,6 +120,17 @@ export function clear(node) {
 
 // Size a canvas to its container's width and the given height. The core draws in canvas pixels
 // with fixed font sizes, so the backing store is 1:1 with CSS pixels.
+// Draws `json` with the core's `draw` (which returns the height it needs) on `canvas` sized to
+// its container: at `cssHeight` first, again at the height the chart asked for.
+export function drawFitted(canvas, draw, json, cssHeight = 120) {
+  fitCanvas(canvas, cssHeight);
+  const needed = draw(canvas, json);
+  if (needed && needed !== canvas.height) {
+    fitCanvas(canvas, needed);
+    draw(canvas, json);
+  }
+}
+
 export function fitCanvas(canvas, cssHeight) {
   const dpr = 1;
   const cssWidth = Math.max(320, Math.floor(canvas.parentElement.clientWidth || canvas.clientWidth || 800));

@@ -2,7 +2,7 @@
 // the core's AnalyzeReport JSON (the same JSON as `nsys-lens analyze … --json`). The per-step
 // wall-time plot is drawn by the core. Every figure carries its unrounded value in data-*.
 
-import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, panel, dataTable, durationColumn, signedPct, signedUs, breakable, copyButton, counted, timelineLink } from './format.js';
+import { el, clear, us, ns, int, num, isNum, rawValue, fitCanvas, drawFitted, panel, dataTable, durationColumn, signedPct, signedUs, breakable, copyButton, counted, timelineLink } from './format.js';
 
 const STATUS_ORDER = { REGRESSION: 0, NEW: 1, IMPROVED: 2, REMOVED: 3, unchanged: 4 };
 
@@ -294,12 +294,7 @@ function rcClasses(traces, comparison, draw, colours) {
     const json = JSON.stringify(withClasses.map((t) => ({ label: t.label, classes: t.kernel_classes })));
     requestAnimationFrame(() => {
       try {
-        fitCanvas(canvas, 120);
-        const needed = draw(canvas, json);
-        if (needed && needed !== canvas.height) {
-          fitCanvas(canvas, needed);
-          draw(canvas, json);
-        }
+        drawFitted(canvas, draw, json);
         canvas.dataset.drawn = '1';
       } catch (e) {
         wrap.append(el('p', { class: 'muted', text: `The chart could not be drawn: ${e.message || e}` }));
