@@ -5,7 +5,7 @@
 //! the command line it gets, and with the real CLI on a public export and the generated
 //! regression pair.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

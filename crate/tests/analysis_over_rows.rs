@@ -2,7 +2,7 @@
 //! rows behind a `meta` that holds no event table equals the analysis of the loaded trace, for
 //! every way of finding steps.
 
-mod common;
+use crate::common;
 
 use nsys_lens::analyze::{AnalyzeConfig, TraceBreakdown, analyze_rows, analyze_trace};
 use nsys_lens::profile::Profile;

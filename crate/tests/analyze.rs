@@ -4,7 +4,7 @@
 //! The answers come from `synth::answers::analyze`, which derives them from where the scenario
 //! placed its steps (it never runs the analysis).
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

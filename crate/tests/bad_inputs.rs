@@ -1,7 +1,7 @@
 //! Inputs that cannot be analysed: `nsys-lens detect` must exit 3 with exactly one line on
 //! stderr saying what is wrong and what to do, and never panic. Usage errors exit 2.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -2,7 +2,7 @@
 //! captures they must flag, and on every public export against what its rows say, read here
 //! with plain SQL (joins and all) and brute force, independently of the loader and the sweep.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

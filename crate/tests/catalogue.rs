@@ -2,7 +2,7 @@
 //! metric is a key of the report's metrics and evidence, every editable threshold moves the
 //! threshold the catalogue says it does, and the summary names the scopes that crossed.
 
-mod common;
+use crate::common;
 
 use nsys_lens::detect::catalogue::{CATALOGUE, Direction, METRICS, THRESHOLDS};
 use nsys_lens::detect::{DetectConfig, ThresholdOverrides, detect};

@@ -3,7 +3,7 @@
 //! KIND` exits 1 when the run is bounded by KIND. Thresholds come from the generator's planted
 //! answers, on both sides of the planted regression.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::path::Path;

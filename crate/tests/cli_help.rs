@@ -1,7 +1,7 @@
 //! Every subcommand's `--help` ends with its exit codes and a one-line example, and names no
 //! internal document.
 
-mod common;
+use crate::common;
 
 use common::nsys_lens;
 

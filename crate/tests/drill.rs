@@ -2,7 +2,7 @@
 //! NVTX ranges and API calls), CUDA-graph coverage, the per-layer pattern and its block ranking,
 //! stragglers, and the explainer's figures; then the CLI's JSON shape, exit codes and bad input.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::path::Path;

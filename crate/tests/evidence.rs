@@ -5,7 +5,7 @@
 //! its `parts`, each its own numerator ÷ denominator. M5's parts are checked against plain SQL
 //! over the public exports: per device, the union of its NCCL kernels and of its GPU work.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

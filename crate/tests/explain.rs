@@ -1,7 +1,7 @@
 //! The explainer as a fold over rows (`explain::explain_rows`): it holds no state per kernel,
 //! call or range, and its percentiles are exact.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

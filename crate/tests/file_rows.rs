@@ -4,7 +4,7 @@
 //! every public export and on generated scenarios whose runtime table is in several sorted
 //! runs. A read error ends the rows and is returned by `check`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

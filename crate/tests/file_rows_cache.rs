@@ -5,7 +5,7 @@
 //! that keeps the rows it reads (`FileScan::keeping_rows`) gives the same rows and the same
 //! trace facts, on every public export.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! drill-down's idle time over one window, against plain SQL over every public export and
 //! scenario.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! blaming a host call for time the GPU spent copying; the generated graph scenarios agree
 //! between graph-level and node-level tracing.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

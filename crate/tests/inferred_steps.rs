@@ -10,7 +10,7 @@
 //! kernel's 119 places earlier all along. A step starts at the place in the 119 where the GPU
 //! idles longest on average (idle = start − the previous kernel's end).
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 

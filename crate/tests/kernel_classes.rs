@@ -4,7 +4,7 @@
 //! the comparison's deltas and conclusion on a real export against a copy with one kernel
 //! slowed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

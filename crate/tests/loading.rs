@@ -1,7 +1,7 @@
 //! The two loading paths (sequential with progress, used in wasm; parallel, used natively) give
 //! the same trace, progress is reported, and a progress callback can cancel.
 
-mod common;
+use crate::common;
 
 use nsys_lens::detect::{DetectConfig, detect};
 use nsys_lens::profile::Profile;

@@ -6,7 +6,7 @@
 //! plain SQL over the public `mfu_2gpu_before` export with the tests' own name rule
 //! (`common::nvtx_op_shape`) and nesting.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;

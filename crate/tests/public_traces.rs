@@ -3,7 +3,7 @@
 //! facts match the manifest; exports without kernels are refused with one clear line; what
 //! could not be computed is stated in `coverage`; and the files are never written to.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;

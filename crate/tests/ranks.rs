@@ -3,7 +3,7 @@
 //! within 5 µs of the errors); the real `mfu_2gpu_before` (two ranks in one export) against
 //! plain SQL over its NCCL kernels; ranks named by NCCL's payloads and by file names.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

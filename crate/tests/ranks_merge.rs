@@ -6,7 +6,7 @@
 //! usage errors; `examples/ranks_dask.py` on a local Dask cluster of two workers gives the
 //! one-process answer.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! being self-contained and well-formed, the CSV tables parsing, the zip export, every public
 //! export reported (or refused with one line), and bad output directories.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

@@ -264,7 +264,7 @@ fn scenario_specific_answers() {
     );
 }
 
-/// Benchmark: `cargo test --release --test scenarios -- --ignored --nocapture big_host_bound`
+/// Benchmark: `cargo test --release --test integration -- --ignored --nocapture big_host_bound`
 /// (scale 4000 = 5.12 M kernels unless `SYNTH_SCALE` says otherwise).
 #[test]
 #[ignore]

@@ -8,7 +8,7 @@
 //! "always", in at least one otherwise (the inputs are chosen so that each condition holds in
 //! one of them).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Configurable step markers (spec §2 "phase maps"): a custom regex re-classifies the steps of
 //! a generated trace; counts come from the generator's answers, not from detect.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-mod common;
+use crate::common;
 
 use nsys_lens::model::{KernelRow, Trace};
 use nsys_lens::synth::{GenOptions, generate};

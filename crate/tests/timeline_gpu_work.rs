@@ -4,7 +4,7 @@
 //! stream, a device's idle shading leaves out every column a copy covers, and a hovered replay
 //! or copy is named (graph id, direction, bytes) and linked to the API call that launched it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

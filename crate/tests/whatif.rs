@@ -4,7 +4,7 @@
 //! time, on generated runs and on every public export; the critical path's parts sum to the
 //! steps' time to the nanosecond.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

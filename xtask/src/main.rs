@@ -5,7 +5,7 @@
 //!
 //! - `setup`: install the tools the build needs but cargo cannot fetch (see [`setup::TOOLS`]).
 //! - `test`:  setup, lint, every test of the workspace, the pip wheel, the wasm tests, `dist` and
-//!   the page's tests.
+//!   the page's tests; `--full` adds the exhaustive sweeps.
 //! - `lint`:  rustfmt check and clippy with warnings denied.
 //! - `bench`: the large-trace benchmark (figures for the README; not a pass/fail test).
 //! - `fuzz`:  long runs of the native fuzz test (damaged exports; see [`fuzz`]).
@@ -38,10 +38,12 @@ tasks:
                         maturin, chromium + chromedriver, playwright-core, firefox-esr,
                         puppeteer-core);
                         report what could not be installed
-  test                  setup, lint, `cargo test --workspace`, the pip wheel (built, installed in a
-                        fresh venv, run), the wasm tests in headless Chromium, `dist`, and the
-                        page's end-to-end tests (tests/e2e/, when present) in headless Chromium
-                        and Firefox
+  test [--full]         setup, lint, the workspace's tests (cargo-nextest when installed, else
+                        `cargo test --workspace`), the pip wheel (built, installed in a fresh venv,
+                        run), the wasm tests in headless Chromium, `dist`, and the page's
+                        end-to-end tests (tests/e2e/, when present) in headless Chromium and
+                        Firefox; --full: the exhaustive sweeps too (every public export in every
+                        row order and view, 2,000 fuzz cases), run before a release
   wheel                 build the pip wheel (pyproject.toml, maturin), install it in a fresh venv and
                         check its `nsys-lens detect --json` against cargo's (also part of `test`)
   web                   build the page into dist/ (wasm32 release build, wasm-bindgen, wasm-opt, www/ + static/)
@@ -67,16 +69,18 @@ fn main() -> ExitCode {
         return usage_error("no task given");
     };
     let rest = &args[1..];
-    if matches!(
-        task.as_str(),
-        "setup" | "test" | "lint" | "web" | "dist" | "wheel"
-    ) && let Some(arg) = rest.first()
+    if matches!(task.as_str(), "setup" | "lint" | "web" | "dist" | "wheel")
+        && let Some(arg) = rest.first()
     {
         return usage_error(&format!("`{task}` takes no options (got `{arg}`)"));
     }
     let outcome = match task.as_str() {
         "setup" => setup::setup(),
-        "test" => test(),
+        "test" => match rest {
+            [] => test(Sweep::Ci),
+            [full] if full == "--full" => test(Sweep::Full),
+            [arg, ..] => return usage_error(&format!("`test` takes only --full (got `{arg}`)")),
+        },
         "lint" => lint(),
         "wheel" => wheel::test(),
         "web" => web::web(),
@@ -124,19 +128,32 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `cargo xtask test`: what CI runs (`.ci/run`). Stops at the first failing step.
+/// How much a test run sweeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// One representative per behaviour: what CI runs.
+    Ci,
+    /// Every export × every row order × every view, every fuzz case (before a release):
+    /// `NSYS_LENS_FULL=1` in the tests' environment (`crate/tests/common`'s `full`).
+    Full,
+}
+
+/// `cargo xtask test [--full]`: what CI runs (`.ci/run`). Stops at the first failing step.
 ///
 /// The wasm32 builds (clippy, the wasm tests, `dist`) are part of the test because the analysis
 /// core must stay portable to the browser: a native-only dependency or API in the library fails
 /// here, not months later. The lint checks run first ([`lint_steps`]): CI holds the tree to them.
-fn test() -> Result<()> {
+fn test(sweep: Sweep) -> Result<()> {
+    if sweep == Sweep::Full {
+        // SAFETY: set before any thread of this process starts; the children inherit it.
+        unsafe { env::set_var("NSYS_LENS_FULL", "1") };
+    }
     let mut summary = Summary::default();
     let result = (|| {
         summary.step("setup", setup::setup)?;
         lint_steps(&mut summary)?;
-        summary.step("cargo test --workspace", || {
-            run(cargo().args(["test", "--workspace"]))
-        })?;
+        let native = native_tests();
+        summary.step(&show(&native), || run(&mut native_tests()))?;
         summary.step(
             "pip wheel: build, install in a fresh venv, run",
             wheel::test,
@@ -157,6 +174,18 @@ fn test() -> Result<()> {
     })();
     summary.print();
     result
+}
+
+/// The workspace's tests: by cargo-nextest when it is installed (every test binary's tests on
+/// both cores at once, where `cargo test` runs one binary after another), else `cargo test`.
+/// The crates hold no doctests, which nextest would not run.
+fn native_tests() -> Command {
+    let mut cmd = cargo();
+    match succeeds("cargo", &["nextest", "--version"]) {
+        true => cmd.args(["nextest", "run", "--workspace", "--no-fail-fast"]),
+        false => cmd.args(["test", "--workspace"]),
+    };
+    cmd
 }
 
 /// `cargo xtask lint`: formatting, clippy (native and wasm32) and the docs, warnings denied.

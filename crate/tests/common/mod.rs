@@ -72,6 +72,33 @@ pub fn public_exports() -> Vec<PathBuf> {
     paths
 }
 
+/// Whether the exhaustive sweeps run: `cargo xtask test --full` sets `NSYS_LENS_FULL=1` (run
+/// before a release). Without it a sweep over exports, row orders or cases reads
+/// representatives of each behaviour ([`sweep_exports`]), so CI stays short.
+pub fn full() -> bool {
+    std::env::var_os("NSYS_LENS_FULL").is_some_and(|v| v != "0" && !v.is_empty())
+}
+
+/// The public exports a sweep reads: every one under [`full`], else one of each shape the
+/// readers meet — the newest schema with two GPUs, NCCL, NVTX and copies
+/// (`mfu_2gpu_before`), the oldest schema (2.9.1, DLProf), schema 3.0.0 with copies on four
+/// GPUs, a run of thousands of kernels with syncs (`power_iteration`) and one without kernels
+/// (`qcu`: runtime calls and syncs only). Tests that every export opens and reads right
+/// (`public_traces`, `fuzz`, the oracles) keep reading all of them.
+pub fn sweep_exports() -> Vec<PathBuf> {
+    const SHAPES: [&str; 5] = [
+        "GindaChen_nsys-ai__mfu_2gpu_before.sqlite",
+        "MohanadOdema_DLProf__w_Relu_nsys_profile.sqlite",
+        "Lianhang666_gpu4__report2.sqlite",
+        "brycelelbach_nsightful__power_iteration__baseline.sqlite",
+        "ZhangXin8069_qcu__test_report1.e5c172f.sqlite",
+    ];
+    match full() {
+        true => public_exports(),
+        false => SHAPES.iter().map(|name| public_trace(name)).collect(),
+    }
+}
+
 /// Every public export whose manifest entry counts kernels, by path.
 pub fn public_exports_with_kernels() -> Vec<PathBuf> {
     let dir = public_traces_dir();
@@ -339,10 +366,11 @@ pub fn reordered(src: &Path, dir: &Path, order: &str) -> PathBuf {
     dst
 }
 
-/// Every public export and a few scenarios with several ranks, CUDA graphs, copies and planted
-/// idle causes (their temp dirs kept alive with them): the inputs rewritten in every row order.
+/// The exports of a sweep ([`sweep_exports`]) and a few scenarios with several ranks, CUDA
+/// graphs, copies and planted idle causes (their temp dirs kept alive with them): the inputs
+/// rewritten in every row order.
 pub fn row_order_inputs() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
-    let mut paths = public_exports();
+    let mut paths = sweep_exports();
     let mut dirs = Vec::new();
     for scenario in [
         "tp2-phases",
