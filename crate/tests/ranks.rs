@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use common::{describe, nsys_lens, public_trace, rank_file, writable_copy};
+use common::{describe, nsys_lens, public_trace, rank_file, whole_rank_file, writable_copy};
 use nsys_lens::synth::{self, GenOptions};
 
 /// `nsys-lens ranks PATHS… --json`.
@@ -361,34 +361,6 @@ fn an_export_without_collectives_has_no_ranks_and_says_why() {
     let out = nsys_lens([OsStr::new("ranks"), path.as_os_str()]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("Straggler: none"));
-}
-
-/// A copy of `one` holding rank `device`'s process (pid `50001 + device`) alone, every time of it
-/// moved by `shift_ns`: one file per rank as its own node captures it, its clock off by
-/// `shift_ns` beyond its session start (host and GPU rows alike, as one clock is off).
-fn whole_rank_file(one: &Path, dir: &Path, device: i64, shift_ns: i64, name: &str) -> PathBuf {
-    let path = writable_copy(one, &dir.join(name));
-    let conn = rusqlite::Connection::open(&path).expect("open");
-    let pid = 50001 + device;
-    let mut sql = String::new();
-    for t in ["KERNEL", "MEMCPY", "MEMSET", "SYNCHRONIZATION"] {
-        sql += &format!("DELETE FROM CUPTI_ACTIVITY_KIND_{t} WHERE deviceId != {device};\n");
-    }
-    for t in ["CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"] {
-        sql += &format!("DELETE FROM {t} WHERE ((globalTid >> 24) & 16777215) != {pid};\n");
-    }
-    for t in [
-        "CUPTI_ACTIVITY_KIND_KERNEL",
-        "CUPTI_ACTIVITY_KIND_MEMCPY",
-        "CUPTI_ACTIVITY_KIND_MEMSET",
-        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-        "CUPTI_ACTIVITY_KIND_RUNTIME",
-        "NVTX_EVENTS",
-    ] {
-        sql += &format!("UPDATE {t} SET start = start + {shift_ns}, end = end + {shift_ns};\n");
-    }
-    conn.execute_batch(&sql).expect("edit");
-    path
 }
 
 /// The cause's figures that do not depend on how the ranks were captured (all but the name and

@@ -26,6 +26,7 @@
 
 pub mod cause;
 pub mod names;
+pub mod spans;
 pub mod summary;
 pub mod text;
 
@@ -186,14 +187,14 @@ pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
         .iter()
         .map(summarize)
         .collect::<Result<Vec<FileSummary>>>()?;
-    let mut report = merge(&summaries)?;
-    report.cause = cause::explain(indexed, &report);
-    Ok(report)
+    merge(&summaries)
 }
 
 /// The map: what the ranks of one indexed trace need from it — per rank its collective kernels
-/// on the file's own clock (one pass over its kernels, with its devices' GPU work), what NCCL
-/// named it, and what bounds the file's run (`detect`'s pass). Fails when a read failed.
+/// on the file's own clock (one pass over its kernels, with its devices' GPU work), what the
+/// span before each holds ([`spans`]: a pass over its GPU work, a sweep of its host intervals),
+/// what NCCL named it, and what bounds the file's run (`detect`'s pass). Fails when a read
+/// failed.
 pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
     let mut fold = RankFold::new(ix, 0, 0);
     let mut work = WorkFold::new(ix, None);
@@ -221,11 +222,14 @@ pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
     let bound = detect_rows(ix.rows, &cfg)
         .ok()
         .and_then(|d| d.bound.map(|b| b.kind));
+    let found: Vec<Rank> = fold.finish().collect();
+    let spans = spans::measure(ix, &found);
     ix.rows.check()?;
     let said = &ix.meta().meta.nccl_ranks;
-    let ranks = fold
-        .finish()
-        .map(|r| RankKernels {
+    let ranks = found
+        .into_iter()
+        .zip(spans)
+        .map(|(r, s)| RankKernels {
             pid: r.id.pid,
             device: r.id.device,
             nccl: names::by_nccl(said, r.id.pid, r.id.device).and_then(|n| {
@@ -242,6 +246,8 @@ pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
                 .map(|(&(start, end), &name)| (start, end, name))
                 .collect(),
             names: r.name_list,
+            causes: s.causes,
+            spans: s.spans,
         })
         .collect();
     Ok(FileSummary {
@@ -254,8 +260,9 @@ pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
     })
 }
 
-/// The reduce: the ranks of the files `summaries` summarize, in their order — the same answer
-/// as [`ranks`] over the files themselves. Fails when there is no summary.
+/// The reduce: the ranks of the files `summaries` summarize, in their order, and why the rank
+/// arriving last most often was late ([`cause`], from the spans the summaries measured) — the
+/// same answer as [`ranks`] over the files themselves. Fails when there is no summary.
 pub fn merge(summaries: &[FileSummary]) -> Result<RanksReport> {
     if summaries.is_empty() {
         return Err(crate::error::Error::Usage(
@@ -291,6 +298,8 @@ pub fn merge(summaries: &[FileSummary]) -> Result<RanksReport> {
         summary.nranks = named.nranks;
         summary.named_by = named.by;
     }
+    let measured: Vec<&RankKernels> = kept.iter().map(|&(_, r)| r).collect();
+    report.cause = cause::explain(&report, &all, &measured);
     Ok(report)
 }
 
