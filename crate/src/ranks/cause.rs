@@ -513,6 +513,8 @@ mod tests {
             device: 0,
             nccl: None,
             gpu_bound: None,
+            gpu_idle_ratio: None,
+            verdict: None,
             names: vec!["a".into()],
             kernels: vec![(0, 10, 0), (20, 30, 0), (25, 50, 0), (60, 70, 0)],
             causes: vec![

@@ -4,11 +4,11 @@
 //!
 //! A summary holds the file's name and session start, what bounds its run and, per rank
 //! (process, device that ran collective kernels, in the order the one-shot read finds them):
-//! its identity, what NCCL named it, its device's bound and its collective kernels' start, end
-//! and name on the file's own clock, in start order, and what the span before each holds
-//! ([`super::spans`]: the host's time per cause and label, the device's busy time). Its size is
-//! bounded by the collectives and the distinct (cause, label) pairs in their spans, never a row
-//! per ordinary kernel.
+//! its identity, what NCCL named it, what detect says of its device (bound, idle share,
+//! verdict), and its collective kernels' start, end and name on the file's own clock, in start
+//! order, with what the span before each holds ([`super::spans`]: the host's time per cause and
+//! label, the device's busy time). Its size is bounded by the collectives and the distinct
+//! (cause, label) pairs in their spans, never a row per ordinary kernel.
 //!
 //! Read back ([`read`]), a summary is checked before it is used: JSON, of this kind and
 //! version, every time within 2^53 ns (as the export reader refuses), every name and cause place
@@ -62,6 +62,10 @@ pub struct RankKernels {
     pub nccl: Option<NcclName>,
     /// What fills its device's time over the file's window.
     pub gpu_bound: Option<BoundKind>,
+    /// Its device's idle share of the file's window (detect's).
+    pub gpu_idle_ratio: Option<f64>,
+    /// Its verdict in detect's words ([`super::device`]).
+    pub verdict: Option<String>,
     /// The distinct names of its collective kernels, in order of first use.
     pub names: Vec<String>,
     /// Its collective kernels in start order: `[start, end, name]`, times in ns on the file's
@@ -205,6 +209,8 @@ mod tests {
                 device: 0,
                 nccl: None,
                 gpu_bound: None,
+                gpu_idle_ratio: Some(0.25),
+                verdict: Some("mixed — …".into()),
                 names: vec!["ncclDevKernel_AllReduce".into()],
                 kernels: vec![(1_000, 1_500, 0), (2_000, 2_500, 0)],
                 causes: vec![(CauseKind::Nvtx, "_prepare_inputs".into())],
