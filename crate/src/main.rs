@@ -53,7 +53,10 @@ enum Command {
     /// the ranks wait for each other (one export with several ranks, or one file per rank).
     #[command(after_help = concat!(
         "Exit codes: 0 done, 2 usage error, 3 input that cannot be analysed (one line on stderr says what to do).\n\n",
-        "Example: nsys-lens ranks trace_rank0.sqlite trace_rank1.sqlite --json"
+        "Example: nsys-lens ranks trace_rank0.sqlite trace_rank1.sqlite --json\n\n",
+        "Over many files, the map where each export lies, then the reduce (the same JSON):\n",
+        "  nsys-lens ranks --summary trace_rank0.sqlite -o trace_rank0.ranks.json\n",
+        "  nsys-lens ranks --merge trace_rank0.ranks.json trace_rank1.ranks.json --json"
     ))]
     Ranks(cli::ranks::RanksArgs),
     /// Write the explainer report of one trace: Markdown, JSON, CSV tables, HTML.

@@ -5,7 +5,9 @@ use crate::common;
 
 use common::nsys_lens;
 
-const SUBCOMMANDS: [&str; 6] = ["detect", "analyze", "drill", "report", "lprof", "gen"];
+const SUBCOMMANDS: [&str; 7] = [
+    "detect", "analyze", "drill", "ranks", "report", "lprof", "gen",
+];
 
 #[test]
 fn every_subcommand_help_has_an_example_and_its_exit_codes_and_no_internal_reference() {
@@ -31,6 +33,12 @@ fn every_subcommand_help_has_an_example_and_its_exit_codes_and_no_internal_refer
                 "{command} --help names {internal:?}:\n{help}"
             );
         }
+    }
+    // `ranks` shows its map and reduce too.
+    let help = nsys_lens(["ranks", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for step in ["  nsys-lens ranks --summary ", "  nsys-lens ranks --merge "] {
+        assert!(help.contains(step), "ranks: {step:?} in\n{help}");
     }
     let gates = [
         ("detect", "1 the run is bounded by a --fail-on kind"),

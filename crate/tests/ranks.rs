@@ -1,7 +1,9 @@
 //! `nsys-lens ranks`: the generated TP=2 run with a planted straggler as one export and as one
 //! file per rank with planted clock errors (every figure the one-file answer, the offsets
 //! within 5 µs of the errors); the real `mfu_2gpu_before` (two ranks in one export) against
-//! plain SQL over its NCCL kernels; ranks named by NCCL's payloads and by file names.
+//! plain SQL over its NCCL kernels; ranks named by NCCL's payloads and by file names; each
+//! rank's GPU idle share over its file's window equal to plain SQL over its device's work, and
+//! its verdict its file's, worded over its own device.
 
 use crate::common;
 
@@ -11,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use common::{describe, nsys_lens, public_trace, rank_file, writable_copy};
+use common::{describe, nsys_lens, public_trace, rank_file, whole_rank_file, writable_copy};
 use nsys_lens::synth::{self, GenOptions};
 
 /// `nsys-lens ranks PATHS… --json`.
@@ -31,12 +33,17 @@ fn tp2(dir: &Path) -> PathBuf {
     one
 }
 
-/// The figures that must not depend on how the ranks were captured: every rank's but its file
-/// and name, and every collective's but the late kernel's start in its own file.
+/// The figures that must not depend on how the ranks were captured: every rank's but its file,
+/// its name and what is measured over its file's window (its file's bound, its GPU's idle
+/// share and its verdict), and every collective's but the late kernel's start in its own file.
 fn figures(v: &Value) -> Value {
     let mut v = v.clone();
     for r in v["ranks"].as_array_mut().into_iter().flatten() {
-        for k in ["file", "rank", "rank_number", "nranks", "named_by", "bound"] {
+        let by_file = ["bound", "gpu_idle_ratio", "verdict"];
+        for k in ["file", "rank", "rank_number", "nranks", "named_by"]
+            .into_iter()
+            .chain(by_file)
+        {
             r.as_object_mut().map(|o| o.remove(k));
         }
     }
@@ -182,6 +189,41 @@ fn tp4_as_four_files_with_four_clock_errors_gives_the_one_file_answer() {
         .map(|r| r["rank"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["rank 0", "rank 1", "rank 2", "rank 3"]);
+    // Each rank's GPU idle is over its own file's window: plain SQL over that file.
+    for (i, file) in files.iter().enumerate() {
+        let idle = idle_by_sql(file);
+        let got = &split["ranks"][i];
+        let device = got["device"].as_i64().unwrap();
+        assert_close(got["gpu_idle_ratio"].as_f64().unwrap(), idle[&device]);
+    }
+    let idle = idle_by_sql(&one);
+    for r in whole["ranks"].as_array().unwrap() {
+        let device = r["device"].as_i64().unwrap();
+        assert_close(r["gpu_idle_ratio"].as_f64().unwrap(), idle[&device]);
+    }
+}
+
+/// Per device of the export at `path`, by plain SQL over its kernels, copies, memsets and graph
+/// replays: 1 − the union of its work over the window from the first operation's start to the
+/// last one's end (every device's).
+fn idle_by_sql(path: &Path) -> BTreeMap<i64, f64> {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    let (rows, (first, last)) = common::gpu_work_rows(&conn, "");
+    let mut by: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    for (d, s, e) in rows {
+        by.entry(d).or_default().push((s, e));
+    }
+    by.into_iter()
+        .map(|(d, work)| {
+            let busy = covered(&work, &[(first, last)]);
+            (d, 1.0 - busy as f64 / (last - first) as f64)
+        })
+        .collect()
+}
+
+/// Asserts two shares agree but for float rounding.
+fn assert_close(got: f64, want: f64) {
+    assert!((got - want).abs() < 1e-9, "{got} vs {want}");
 }
 
 /// NCCL's kernels of `mfu_2gpu_before` by device (start, end), in start order, read by SQL.
@@ -361,34 +403,6 @@ fn an_export_without_collectives_has_no_ranks_and_says_why() {
     let out = nsys_lens([OsStr::new("ranks"), path.as_os_str()]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("Straggler: none"));
-}
-
-/// A copy of `one` holding rank `device`'s process (pid `50001 + device`) alone, every time of it
-/// moved by `shift_ns`: one file per rank as its own node captures it, its clock off by
-/// `shift_ns` beyond its session start (host and GPU rows alike, as one clock is off).
-fn whole_rank_file(one: &Path, dir: &Path, device: i64, shift_ns: i64, name: &str) -> PathBuf {
-    let path = writable_copy(one, &dir.join(name));
-    let conn = rusqlite::Connection::open(&path).expect("open");
-    let pid = 50001 + device;
-    let mut sql = String::new();
-    for t in ["KERNEL", "MEMCPY", "MEMSET", "SYNCHRONIZATION"] {
-        sql += &format!("DELETE FROM CUPTI_ACTIVITY_KIND_{t} WHERE deviceId != {device};\n");
-    }
-    for t in ["CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"] {
-        sql += &format!("DELETE FROM {t} WHERE ((globalTid >> 24) & 16777215) != {pid};\n");
-    }
-    for t in [
-        "CUPTI_ACTIVITY_KIND_KERNEL",
-        "CUPTI_ACTIVITY_KIND_MEMCPY",
-        "CUPTI_ACTIVITY_KIND_MEMSET",
-        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-        "CUPTI_ACTIVITY_KIND_RUNTIME",
-        "NVTX_EVENTS",
-    ] {
-        sql += &format!("UPDATE {t} SET start = start + {shift_ns}, end = end + {shift_ns};\n");
-    }
-    conn.execute_batch(&sql).expect("edit");
-    path
 }
 
 /// The cause's figures that do not depend on how the ranks were captured (all but the name and
@@ -626,4 +640,75 @@ fn mfu_2gpu_before_s_late_rank_cause_equals_plain_sql() {
         .map(|r| r["straggler_us"].as_f64().unwrap())
         .sum();
     assert!((host - c["span_us"].as_f64().unwrap()).abs() < 1e-6, "{c}");
+}
+
+#[test]
+fn each_rank_s_gpu_idle_and_verdict_on_mfu_2gpu_before_equal_plain_sql() {
+    let path = public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite");
+    let v = ranks(&[&path]);
+    let idle = idle_by_sql(&path);
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    let (_, hull) = common::gpu_work_rows(&conn, "");
+    let work = gpu_work(&path);
+    // detect's verdict is per file: the ranks' verdicts say it, with their own GPU's shares.
+    let out = nsys_lens([OsStr::new("detect"), path.as_os_str(), OsStr::new("--json")]);
+    let detect: Value = serde_json::from_slice(&out.stdout).expect("detect JSON");
+    for r in v["ranks"].as_array().unwrap() {
+        let device = r["device"].as_i64().unwrap();
+        let share = idle[&device];
+        assert_close(r["gpu_idle_ratio"].as_f64().unwrap(), share);
+        // Compute (kernels but NCCL's) holding half the busy time makes it compute-bound.
+        let compute = covered(&work[&(device, "compute")], &[hull]) as f64;
+        let busy = (1.0 - share) * (hull.1 - hull.0) as f64;
+        let lead = match (detect["verdict"].as_str(), compute / busy >= 0.5) {
+            (Some("YES"), _) => "host-bound — the host-overhead verdict is YES",
+            (_, true) => "GPU-compute-bound — kernels and graph replays fill most",
+            (_, false) => "",
+        };
+        let verdict = r["verdict"].as_str().unwrap();
+        assert!(!lead.is_empty() && verdict.starts_with(lead), "{verdict}");
+        let idle_said = format!("idle {:.1}%", share * 100.0);
+        assert!(verdict.ends_with(&idle_said), "{verdict} vs {idle_said}");
+    }
+    // The text shows each rank's idle share and verdict.
+    let out = nsys_lens([OsStr::new("ranks"), path.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Verdict per rank"), "{text}");
+    for r in v["ranks"].as_array().unwrap() {
+        let line = format!(
+            "  {}: {}",
+            r["rank"].as_str().unwrap(),
+            r["verdict"].as_str().unwrap()
+        );
+        assert!(text.contains(&line), "{line}");
+    }
+}
+
+#[test]
+fn each_rank_s_verdict_in_a_host_bound_run_is_its_file_s_planted_verdict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = tp2(dir.path());
+    let answers: Value = serde_json::from_str(
+        &std::fs::read_to_string(one.with_extension("answers.json")).expect("answers"),
+    )
+    .expect("json");
+    let planted = &answers["profiles"]["standard"];
+    assert_eq!(planted["verdict"], "YES");
+    let v = ranks(&[&one]);
+    let idle = idle_by_sql(&one);
+    for r in v["ranks"].as_array().unwrap() {
+        let verdict = r["verdict"].as_str().unwrap();
+        let share = idle[&r["device"].as_i64().unwrap()];
+        assert!(
+            verdict.starts_with(
+                "host-bound — the host-overhead verdict is YES: the GPU waits on the host;"
+            ),
+            "{verdict}"
+        );
+        assert!(
+            verdict.ends_with(&format!("idle {:.1}%", share * 100.0)),
+            "{verdict}"
+        );
+        assert_close(r["gpu_idle_ratio"].as_f64().unwrap(), share);
+    }
 }

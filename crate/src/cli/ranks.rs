@@ -20,13 +20,13 @@ pub struct RanksArgs {
     /// summaries --summary wrote.
     #[arg(required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,
-    /// The map: write what `ranks` needs from this one export (its ranks' collective kernels,
-    /// names, bounds, session start) as a JSON summary, to -o FILE or stdout.
+    /// The map: write what `ranks` needs from this one export (its ranks' collective kernels and
+    /// what the span before each holds, names, bounds, session start) as a JSON summary, to -o
+    /// FILE or stdout.
     #[arg(long, conflicts_with = "merge")]
     pub summary: bool,
     /// The reduce: the files are summaries written by --summary; the answer is the same as
-    /// `ranks` over the exports they summarize, in the same order (but `cause`, which reads the
-    /// exports: null).
+    /// `ranks` over the exports they summarize, in the same order.
     #[arg(long)]
     pub merge: bool,
     #[command(flatten)]

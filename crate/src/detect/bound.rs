@@ -166,6 +166,12 @@ pub fn classify(host_bound: bool, work: &WorkSummary, window_len: Ns) -> Bound {
 }
 
 impl Bound {
+    /// The bound in one phrase, as the reports lead with it: `GPU-compute-bound — kernels and
+    /// graph replays fill most of the busy time; of the window's device time, …`.
+    pub fn sentence(&self) -> String {
+        format!("{} — {}", self.kind.label(), self.evidence)
+    }
+
     /// The busy time split by kind, in words: `compute 2.2%, communication 0.0%, transfers
     /// (copies, memsets) 97.8% of busy time; busy 99.5% of device time`.
     pub fn busy_split(&self) -> String {

@@ -4,8 +4,10 @@
 //! the same spans on the other ranks (their previous collective's end → their arrival at the
 //! same collective).
 //!
-//! Host side: each rank's spans are swept by the idle attribution's sweep
-//! ([`HostCauses`], [`crate::drill::idle::PRECEDENCE`]) as if they were gaps: every ns of a span
+//! What a span holds is measured by the map ([`super::spans`], every span of every rank, written
+//! into the summaries); this reduce picks the spans and sums them, in one process or over
+//! summaries alike. Host side: each rank's spans are swept by the idle attribution's sweep
+//! ([`crate::drill::idle::HostCauses`], [`crate::drill::idle::PRECEDENCE`]) as if they were gaps: every ns of a span
 //! goes to the first cause with a host interval open over it (a call, an NVTX range, an
 //! overhead record or an OS call of the processes launching on the rank's device), labelled by
 //! its innermost interval (for `nvtx`, the host's own time in its innermost range: the NVTX op),
@@ -19,23 +21,19 @@
 //! them; the previous collectives end together on every rank, so the host causes' differences
 //! add up to the straggler's mean span minus the others' ≈ its lateness.
 //!
-//! State: the spans (one per rank per late collective), a sweep per rank, and per rank its time
-//! per (cause, label).
+//! State: per rank the kernels whose spans count, and its time per (cause, label).
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::RanksReport;
-use crate::drill::idle::{CauseKind, HostCauses, Tally};
-use crate::drill::stragglers::{Rank, RankFold};
-use crate::index::Fold;
-use crate::index::kernel_pass::kernel_pass;
-use crate::index::rows::RowIndex;
+use super::spans::GPU;
+use super::{RankKernels, RanksReport};
+use crate::drill::idle::CauseKind;
+use crate::drill::stragglers::Rank;
 use crate::index::units::{ratio, us};
-use crate::model::rows::{CallRow, KernelRow};
-use crate::model::{Ns, Work};
+use crate::model::Ns;
 
 /// How many NVTX ops are listed, largest excess first.
 pub const TOP_OPS: usize = 5;
@@ -108,9 +106,6 @@ pub struct OpRow {
     pub excess_us: f64,
 }
 
-/// The GPU causes, in their order.
-const GPU: [&str; 3] = ["compute", "copies", "collectives"];
-
 /// What one rank's spans hold.
 #[derive(Debug, Default)]
 struct Measured {
@@ -179,50 +174,27 @@ impl Measured {
     }
 }
 
-/// The cause of the lateness of the rank arriving last most often in `report` (the ranks of
-/// `indexed`), when one arrived last at all. Each trace's collective kernels are read again
-/// (one pass, as `ranks` reads them, put on `report`'s clock), then its spans measured (a pass
-/// over its GPU work and a sweep of its host intervals per rank).
-pub(crate) fn explain(indexed: &[RowIndex<'_>], report: &RanksReport) -> Option<StragglerCause> {
+/// The cause of the lateness of the rank arriving last most often in `report`, when one
+/// arrived last at all: `ranks` on `report`'s clock, each with what its summary measured of its
+/// spans (`kept`, in the same order).
+pub(crate) fn explain(
+    report: &RanksReport,
+    ranks: &[Rank],
+    kept: &[&RankKernels],
+) -> Option<StragglerCause> {
     let (s, summary) = report
         .ranks
         .iter()
         .enumerate()
         .max_by_key(|(i, r)| (r.last, Reverse(*i)))
         .filter(|(_, r)| r.last > 0)?;
-    let mut ranks: Vec<Rank> = Vec::new();
-    for (input, ix) in indexed.iter().enumerate() {
-        let offset = report.clock.offset_ns.get(input).copied().unwrap_or(0);
-        let mut fold = RankFold::new(ix, input, offset);
-        kernel_pass(ix, &mut [&mut fold]);
-        ranks.extend(fold.finish());
-    }
-    // The same ranks in the same order as the report's, or no answer.
-    let same = ranks.len() == report.ranks.len()
-        && ranks
-            .iter()
-            .zip(&report.ranks)
-            .all(|(a, b)| a.id.pid == b.pid && a.id.device == b.device);
-    if !same {
-        return None;
-    }
-    let ranks = &ranks[..];
-    let spans = late_spans(ranks, s);
-    let mut measured: Vec<Measured> = (0..ranks.len()).map(|_| Measured::default()).collect();
-    for (input, ix) in indexed.iter().enumerate() {
-        let mine: Vec<usize> = (0..ranks.len())
-            .filter(|&r| ranks.get(r).is_some_and(|k| k.input == input))
-            .filter(|&r| spans.get(r).is_some_and(|v| !v.is_empty()))
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
-        for (r, m) in measure(ix, ranks, &spans, &mine) {
-            if let Some(slot) = measured.get_mut(r) {
-                *slot = m;
-            }
-        }
-    }
+    let late = late_kernels(ranks, s);
+    let measured: Vec<Measured> = ranks
+        .iter()
+        .zip(kept)
+        .zip(&late)
+        .map(|((rank, kept), at)| measured(rank, kept, at))
+        .collect();
     let straggler = measured.get(s)?;
     let mut others = Measured::default();
     for (r, m) in measured.iter().enumerate() {
@@ -365,12 +337,13 @@ fn sentence(c: &StragglerCause) -> String {
     format!("{head}; over those spans {what} than the other ranks' {whose}")
 }
 
-/// Per rank: its spans at the collectives rank `s` arrived last in (matched by name and place as
-/// `ranks` matches them; the first of a tie is last), on its own clock, sorted and disjoint.
-fn late_spans(ranks: &[Rank], s: usize) -> Vec<Vec<(Ns, Ns)>> {
-    let mut spans: Vec<Vec<(Ns, Ns)>> = vec![Vec::new(); ranks.len()];
+/// Per rank: the kernels whose spans count at the collectives rank `s` arrived last in
+/// (matched by name and place as `ranks` matches them; the first of a tie is last), each with a
+/// collective before it on its rank, in its order.
+fn late_kernels(ranks: &[Rank], s: usize) -> Vec<Vec<usize>> {
+    let mut late: Vec<Vec<usize>> = vec![Vec::new(); ranks.len()];
     let Some(me) = ranks.get(s) else {
-        return spans;
+        return late;
     };
     // Per rank and name: the places of its kernels of that name.
     let places: Vec<BTreeMap<&str, Vec<usize>>> = ranks
@@ -409,126 +382,40 @@ fn late_spans(ranks: &[Rank], s: usize) -> Vec<Vec<(Ns, Ns)>> {
             continue;
         }
         for &(r, j) in &ran {
-            let span = j.filter(|&j| j > 0).and_then(|j| {
-                let k = &ranks.get(r)?.kernels;
-                Some((k.get(j - 1)?.1, k.get(j)?.0))
-            });
-            if let (Some(span), Some(v)) = (span, spans.get_mut(r)) {
-                v.push(span);
+            if let (Some(j), Some(v)) = (j.filter(|&j| j > 0), late.get_mut(r)) {
+                v.push(j);
             }
         }
     }
-    for v in &mut spans {
-        v.sort_unstable();
-        let mut until = Ns::MIN;
-        for span in v.iter_mut() {
-            let start = span.0.max(until);
-            *span = (start, span.1.max(start));
-            until = span.1;
-        }
-    }
-    spans
+    late
 }
 
-/// What the spans of ranks `mine` (of `ix`) hold: one pass over its kernels for the devices'
-/// busy time, one sweep per rank over its host intervals.
-fn measure(
-    ix: &RowIndex<'_>,
-    ranks: &[Rank],
-    spans: &[Vec<(Ns, Ns)>],
-    mine: &[usize],
-) -> Vec<(usize, Measured)> {
-    let mut fold = GpuFold {
-        ix,
-        lanes: mine
-            .iter()
-            .filter_map(|&r| {
-                Some(Lane {
-                    rank: r,
-                    device: ranks.get(r)?.id.device,
-                    spans: spans.get(r)?,
-                    busy: [(Ns::MIN, 0); 3],
-                    ns: [0; 3],
-                })
-            })
-            .collect(),
-    };
-    kernel_pass(ix, &mut [&mut fold]);
-    let host = HostCauses::new(ix);
-    let mut out = Vec::with_capacity(mine.len());
-    for lane in &fold.lanes {
-        let mut m = Measured {
-            spans: lane.spans.len() as u64,
-            span_ns: lane.spans.iter().map(|s| s.1 - s.0).sum(),
-            gpu: lane.ns,
-            ..Measured::default()
+/// What the spans before kernels `at` of `rank` hold, as its summary measured them
+/// ([`super::spans`]): each span's length (0 when the previous kernel still ran), host time
+/// per (cause, label) and GPU time, summed.
+fn measured(rank: &Rank, kept: &RankKernels, at: &[usize]) -> Measured {
+    let mut m = Measured::default();
+    for &j in at {
+        m.spans += 1;
+        let prev = j.checked_sub(1).and_then(|p| rank.kernels.get(p));
+        let next = rank.kernels.get(j);
+        if let (Some(prev), Some(next)) = (prev, next) {
+            m.span_ns = m.span_ns.saturating_add((next.0 - prev.1).max(0));
+        }
+        let Some(span) = kept.spans.get(j) else {
+            continue;
         };
-        if let Some(facts) = ix.devices.iter().find(|d| d.device == lane.device) {
-            let mut sweep = host.device(facts);
-            let mut tally = Tally::default();
-            for &span in lane.spans {
-                tally.merge(sweep.gap(span));
-            }
-            for (kind, label, ns) in tally.iter() {
-                let e = m.host.entry((kind, label.to_string())).or_default();
+        for (a, &b) in m.gpu.iter_mut().zip(&span.gpu) {
+            *a = a.saturating_add(b);
+        }
+        for &(place, ns) in &span.host {
+            if let Some(key) = kept.causes.get(place as usize) {
+                let e = m.host.entry(key.clone()).or_default();
                 *e = e.saturating_add(ns);
             }
         }
-        out.push((lane.rank, m));
     }
-    out
-}
-
-/// Each rank's device's busy time inside its spans, per [`GPU`] cause.
-struct GpuFold<'a, 't> {
-    ix: &'a RowIndex<'t>,
-    lanes: Vec<Lane<'a>>,
-}
-
-struct Lane<'a> {
-    /// Its place in the ranks.
-    rank: usize,
-    device: u32,
-    spans: &'a [(Ns, Ns)],
-    /// Per GPU cause: the end of its work so far, and the first span not yet passed.
-    busy: [(Ns, usize); 3],
-    ns: [Ns; 3],
-}
-
-impl Lane<'_> {
-    /// Work of cause `c` over `[start, end)`: its part not counted yet, inside the spans.
-    fn add(&mut self, c: usize, (start, end): (Ns, Ns)) {
-        let (Some((until, cursor)), Some(ns)) = (self.busy.get_mut(c), self.ns.get_mut(c)) else {
-            return;
-        };
-        let from = start.max(*until);
-        *until = (*until).max(end);
-        if end <= from {
-            return;
-        }
-        while self.spans.get(*cursor).is_some_and(|s| s.1 <= from) {
-            *cursor += 1;
-        }
-        for &(s, e) in self.spans.iter().skip(*cursor) {
-            if s >= end {
-                break;
-            }
-            *ns = ns.saturating_add((end.min(e) - from.max(s)).max(0));
-        }
-    }
-}
-
-impl Fold for GpuFold<'_, '_> {
-    fn kernel(&mut self, k: &KernelRow, _: Option<&CallRow>) {
-        let c = match k.work {
-            Work::Copy { .. } | Work::Memset => 1,
-            _ if self.ix.names.is_collective(k.short_name) => 2,
-            _ => 0,
-        };
-        for lane in self.lanes.iter_mut().filter(|l| l.device == k.device) {
-            lane.add(c, (k.start, k.end));
-        }
-    }
+    m
 }
 
 /// The cause as text (the `ranks` view's last section).
@@ -587,6 +474,7 @@ pub fn text(out: &mut String, c: &StragglerCause) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ranks::spans::SpanCauses;
 
     /// A rank on `device` whose collective kernels `(start, end)` are all named `a`.
     fn rank(device: u32, kernels: &[(Ns, Ns)]) -> Rank {
@@ -612,28 +500,45 @@ mod tests {
             rank(1, &[(0, 10), (25, 30), (40, 50)]),
         ];
         // Collective 0: a tie (rank 0's); 1: rank 1 last; 2: a tie again.
-        let spans = late_spans(&ranks, 1);
-        assert_eq!(spans, vec![vec![(10, 20)], vec![(10, 25)]]);
+        assert_eq!(late_kernels(&ranks, 1), vec![vec![1], vec![1]]);
         // Rank 0 is last at the ties: the first has no collective before it.
-        assert_eq!(late_spans(&ranks, 0), vec![vec![(30, 40)], vec![(30, 40)]]);
+        assert_eq!(late_kernels(&ranks, 0), vec![vec![2], vec![2]]);
     }
 
     #[test]
-    fn busy_time_inside_spans_counts_each_ns_once() {
-        let spans = [(100, 200), (300, 400)];
-        let mut lane = Lane {
-            rank: 0,
+    fn the_chosen_spans_sum_what_the_summary_measured() {
+        let r = rank(0, &[(0, 10), (20, 30), (25, 50), (60, 70)]);
+        let kept = RankKernels {
+            pid: 1,
             device: 0,
-            spans: &spans,
-            busy: [(Ns::MIN, 0); 3],
-            ns: [0; 3],
+            nccl: None,
+            gpu_bound: None,
+            gpu_idle_ratio: None,
+            verdict: None,
+            names: vec!["a".into()],
+            kernels: vec![(0, 10, 0), (20, 30, 0), (25, 50, 0), (60, 70, 0)],
+            causes: vec![
+                (CauseKind::Nvtx, "prep".into()),
+                (CauseKind::Sync, "s".into()),
+            ],
+            spans: vec![
+                SpanCauses::default(),
+                SpanCauses {
+                    gpu: [4, 0, 0],
+                    host: vec![(0, 7), (1, 3)],
+                },
+                SpanCauses::default(),
+                SpanCauses {
+                    gpu: [1, 2, 0],
+                    host: vec![(0, 10)],
+                },
+            ],
         };
-        // 50..150 → 50 in the first span; 120..320 overlaps: 150..200 and 300..320.
-        lane.add(0, (50, 150));
-        lane.add(0, (120, 320));
-        // A copy inside the second span, and one after every span.
-        lane.add(1, (350, 360));
-        lane.add(1, (500, 600));
-        assert_eq!(lane.ns, [50 + 50 + 20, 10, 0]);
+        // Kernel 2 started before kernel 1 ended: its span is empty, but counted.
+        let m = measured(&r, &kept, &[1, 2, 3]);
+        assert_eq!((m.spans, m.span_ns), (3, 10 + 10));
+        assert_eq!(m.gpu, [5, 2, 0]);
+        assert_eq!(m.host[&(CauseKind::Nvtx, "prep".to_string())], 17);
+        assert_eq!(m.host[&(CauseKind::Sync, "s".to_string())], 3);
     }
 }

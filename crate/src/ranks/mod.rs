@@ -25,21 +25,19 @@
 //! the worst collectives and one skew per collective for the statistics.
 
 pub mod cause;
+pub mod device;
 pub mod names;
+pub mod spans;
 pub mod summary;
 pub mod text;
-
-use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::detect::bound::BoundKind;
-use crate::detect::sweep::work::WorkSummary;
 use crate::detect::{DetectConfig, detect_rows};
 use crate::drill::stragglers::{self, FileShift, Rank, RankFold};
-use crate::drill::{DrillInput, RowIndex, WorkFold, index_inputs};
+use crate::drill::{DrillInput, RowIndex, index_inputs};
 use crate::error::Result;
-use crate::index::Fold;
 use crate::index::kernel_pass::kernel_pass;
 use crate::index::units::{ratio, us};
 use crate::model::Ns;
@@ -100,8 +98,18 @@ pub struct RankSummary {
     /// device of the file); `null` when detect could not tell.
     pub bound: Option<BoundKind>,
     /// What fills its own device's time (compute, communication, transfers, mixed; never
-    /// host-bound): its device's GPU work over its file's window.
+    /// host-bound): detect's bound rule over its device's GPU work in its file's window.
     pub gpu_bound: Option<BoundKind>,
+    /// Its device's idle share of its file's window: `detect`'s `per_device[].gpu_idle_ratio`
+    /// (the window less the union of the device's kernels, copies and memsets); `null` when
+    /// detect could not tell.
+    pub gpu_idle_ratio: Option<f64>,
+    /// Its verdict in detect's words ([`device`]): detect's verdict is per file, so it is its
+    /// file's host-overhead verdict (`host-bound` when YES), else its `gpu_bound`, with its
+    /// device's shares of the window (`GPU-compute-bound — kernels and graph replays fill most
+    /// of the busy time; of the window's device time, …, idle 8.7%`); `null` when detect could
+    /// not tell.
+    pub verdict: Option<String>,
 }
 
 /// The matched collectives.
@@ -186,62 +194,57 @@ pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
         .iter()
         .map(summarize)
         .collect::<Result<Vec<FileSummary>>>()?;
-    let mut report = merge(&summaries)?;
-    report.cause = cause::explain(indexed, &report);
-    Ok(report)
+    merge(&summaries)
 }
 
 /// The map: what the ranks of one indexed trace need from it — per rank its collective kernels
-/// on the file's own clock (one pass over its kernels, with its devices' GPU work), what NCCL
-/// named it, and what bounds the file's run (`detect`'s pass). Fails when a read failed.
+/// on the file's own clock (one pass over its kernels), what the span before each holds ([`spans`]: a pass over its GPU work, a sweep of its host intervals),
+/// what NCCL named it, and what `detect` says of the file's run and of its device ([`device`]).
+/// Fails when a read failed.
 pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
     let mut fold = RankFold::new(ix, 0, 0);
-    let mut work = WorkFold::new(ix, None);
-    kernel_pass(ix, &mut [&mut fold as &mut dyn Fold, &mut work]);
-    let len = ix.extent.1 - ix.extent.0;
-    let gpu: BTreeMap<u32, BoundKind> = work
-        .0
-        .finish()
-        .devices
-        .into_iter()
-        .map(|d| {
-            let device = d.device;
-            let one = WorkSummary { devices: vec![d] };
-            (
-                device,
-                crate::detect::bound::classify(false, &one, len).kind,
-            )
-        })
-        .collect();
+    kernel_pass(ix, &mut [&mut fold]);
     let cfg = DetectConfig {
         file_label: ix.label.clone(),
         step_marker: ix.step_marker.clone(),
         ..DetectConfig::default()
     };
-    let bound = detect_rows(ix.rows, &cfg)
-        .ok()
-        .and_then(|d| d.bound.map(|b| b.kind));
+    let detect = detect_rows(ix.rows, &cfg).ok();
+    let bound = detect
+        .as_ref()
+        .and_then(|d| d.bound.as_ref())
+        .map(|b| b.kind);
+    let found: Vec<Rank> = fold.finish().collect();
+    let spans = spans::measure(ix, &found);
     ix.rows.check()?;
     let said = &ix.meta().meta.nccl_ranks;
-    let ranks = fold
-        .finish()
-        .map(|r| RankKernels {
-            pid: r.id.pid,
-            device: r.id.device,
-            nccl: names::by_nccl(said, r.id.pid, r.id.device).and_then(|n| {
-                Some(NcclName {
-                    rank: n.number?,
-                    nranks: n.nranks?,
-                })
-            }),
-            gpu_bound: gpu.get(&r.id.device).copied(),
-            kernels: r
-                .kernels
-                .iter()
-                .zip(&r.names)
-                .map(|(&(start, end), &name)| (start, end, name))
-                .collect(),
-            names: r.name_list,
+    let ranks = found
+        .into_iter()
+        .zip(spans)
+        .map(|(r, s)| {
+            let device = device::figures(detect.as_ref(), r.id.device);
+            RankKernels {
+                pid: r.id.pid,
+                device: r.id.device,
+                nccl: names::by_nccl(said, r.id.pid, r.id.device).and_then(|n| {
+                    Some(NcclName {
+                        rank: n.number?,
+                        nranks: n.nranks?,
+                    })
+                }),
+                gpu_bound: device.gpu_bound,
+                gpu_idle_ratio: device.gpu_idle_ratio,
+                verdict: device.verdict,
+                kernels: r
+                    .kernels
+                    .iter()
+                    .zip(&r.names)
+                    .map(|(&(start, end), &name)| (start, end, name))
+                    .collect(),
+                names: r.name_list,
+                causes: s.causes,
+                spans: s.spans,
+            }
         })
         .collect();
     Ok(FileSummary {
@@ -254,8 +257,9 @@ pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
     })
 }
 
-/// The reduce: the ranks of the files `summaries` summarize, in their order — the same answer
-/// as [`ranks`] over the files themselves. Fails when there is no summary.
+/// The reduce: the ranks of the files `summaries` summarize, in their order, and why the rank
+/// arriving last most often was late ([`cause`], from the spans the summaries measured) — the
+/// same answer as [`ranks`] over the files themselves. Fails when there is no summary.
 pub fn merge(summaries: &[FileSummary]) -> Result<RanksReport> {
     if summaries.is_empty() {
         return Err(crate::error::Error::Usage(
@@ -286,11 +290,15 @@ pub fn merge(summaries: &[FileSummary]) -> Result<RanksReport> {
     {
         summary.bound = summaries.get(rank.input).and_then(|f| f.bound);
         summary.gpu_bound = kept.gpu_bound;
+        summary.gpu_idle_ratio = kept.gpu_idle_ratio;
+        summary.verdict = kept.verdict.clone();
         summary.rank = named.name;
         summary.rank_number = named.number;
         summary.nranks = named.nranks;
         summary.named_by = named.by;
     }
+    let measured: Vec<&RankKernels> = kept.iter().map(|&(_, r)| r).collect();
+    report.cause = cause::explain(&report, &all, &measured);
     Ok(report)
 }
 
@@ -513,6 +521,8 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
                 transferring_us: us(t.transfer_ns),
                 bound: None,
                 gpu_bound: None,
+                gpu_idle_ratio: None,
+                verdict: None,
             }
         })
         .collect();

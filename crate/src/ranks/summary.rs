@@ -4,17 +4,21 @@
 //!
 //! A summary holds the file's name and session start, what bounds its run and, per rank
 //! (process, device that ran collective kernels, in the order the one-shot read finds them):
-//! its identity, what NCCL named it, its device's bound and its collective kernels' start, end
-//! and name on the file's own clock, in start order. Its size is bounded by the collectives,
-//! never a row per ordinary kernel.
+//! its identity, what NCCL named it, what detect says of its device (bound, idle share,
+//! verdict), and its collective kernels' start, end and name on the file's own clock, in start
+//! order, with what the span before each holds ([`super::spans`]: the host's time per cause and
+//! label, the device's busy time). Its size is bounded by the collectives and the distinct
+//! (cause, label) pairs in their spans, never a row per ordinary kernel.
 //!
 //! Read back ([`read`]), a summary is checked before it is used: JSON, of this kind and
-//! version, every time within 2^53 ns (as the export reader refuses) and every name place in
-//! its list; anything else is a usage error saying what to do.
+//! version, every time within 2^53 ns (as the export reader refuses), every name and cause place
+//! in its list and one span per kernel; anything else is a usage error saying what to do.
 
 use serde::{Deserialize, Serialize};
 
+use super::spans::SpanCauses;
 use crate::detect::bound::BoundKind;
+use crate::drill::idle::CauseKind;
 use crate::drill::stragglers::{Rank, RankId};
 use crate::error::{Error, Result};
 use crate::model::Ns;
@@ -25,7 +29,7 @@ pub const SUMMARY_KIND: &str = "ranks-summary";
 /// The version of the summary's content: raised when a field is removed, renamed, given
 /// another type or another meaning. A summary of another version is refused (written again by
 /// the same nsys-lens that merges it).
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 
 /// Times further than this from the session start are damage (as `trace::decode::time` says).
 const MAX_TIME: Ns = 1 << 53;
@@ -58,11 +62,20 @@ pub struct RankKernels {
     pub nccl: Option<NcclName>,
     /// What fills its device's time over the file's window.
     pub gpu_bound: Option<BoundKind>,
+    /// Its device's idle share of the file's window (detect's).
+    pub gpu_idle_ratio: Option<f64>,
+    /// Its verdict in detect's words ([`super::device`]).
+    pub verdict: Option<String>,
     /// The distinct names of its collective kernels, in order of first use.
     pub names: Vec<String>,
     /// Its collective kernels in start order: `[start, end, name]`, times in ns on the file's
     /// own clock, `name` a place in `names`.
     pub kernels: Vec<(Ns, Ns, u32)>,
+    /// The (host cause, label) pairs its spans' host time falls in ([`super::spans`]).
+    pub causes: Vec<(CauseKind, String)>,
+    /// One per kernel: what the span from the previous collective kernel's end to its start
+    /// holds (the first's is empty), for why the rank arriving last was late.
+    pub spans: Vec<SpanCauses>,
 }
 
 /// A rank as NCCL named it: its rank in its largest communicator, and that communicator's size.
@@ -136,6 +149,7 @@ pub fn read(text: &str, path: &str) -> Result<FileSummary> {
         return Err(damaged(format!("session start {s} ns")));
     }
     for (r, rank) in summary.ranks.iter().enumerate() {
+        check_spans(rank).map_err(|what| damaged(format!("rank {r}: {what}")))?;
         for &(start, end, name) in &rank.kernels {
             if start.unsigned_abs() > MAX_TIME as u64 || end.unsigned_abs() > MAX_TIME as u64 {
                 return Err(damaged(format!(
@@ -151,6 +165,32 @@ pub fn read(text: &str, path: &str) -> Result<FileSummary> {
         }
     }
     Ok(summary)
+}
+
+/// Whether `rank`'s spans fit its kernels and causes: one per kernel, every time within
+/// 2^53 ns and not negative, every cause a place in its list. Says what does not.
+fn check_spans(rank: &RankKernels) -> std::result::Result<(), String> {
+    if rank.spans.len() != rank.kernels.len() {
+        return Err(format!(
+            "{} spans for {} kernels",
+            rank.spans.len(),
+            rank.kernels.len()
+        ));
+    }
+    let fits = |ns: Ns| (0..=MAX_TIME).contains(&ns);
+    for (j, span) in rank.spans.iter().enumerate() {
+        let host = span.host.iter().map(|h| h.1);
+        if !span.gpu.iter().copied().chain(host).all(fits) {
+            return Err(format!("span {j} holds a time outside 0..2^53 ns"));
+        }
+        if let Some(&(place, _)) = span.host.iter().find(|h| h.0 as usize >= rank.causes.len()) {
+            return Err(format!(
+                "span {j}'s cause {place} is not among its {} causes",
+                rank.causes.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -169,8 +209,18 @@ mod tests {
                 device: 0,
                 nccl: None,
                 gpu_bound: None,
+                gpu_idle_ratio: Some(0.25),
+                verdict: Some("mixed — …".into()),
                 names: vec!["ncclDevKernel_AllReduce".into()],
-                kernels: vec![(1_000, 1_500, 0)],
+                kernels: vec![(1_000, 1_500, 0), (2_000, 2_500, 0)],
+                causes: vec![(CauseKind::Nvtx, "_prepare_inputs".into())],
+                spans: vec![
+                    SpanCauses::default(),
+                    SpanCauses {
+                        gpu: [100, 0, 0],
+                        host: vec![(0, 500)],
+                    },
+                ],
             }],
         }
     }
@@ -206,5 +256,14 @@ mod tests {
         let mut v = serde_json::to_value(one()).expect("json");
         v["ranks"] = "none".into();
         assert!(err(&v.to_string()).contains("damaged"));
+        let mut v = serde_json::to_value(one()).expect("json");
+        v["ranks"][0]["spans"][1][1][0][0] = 3.into();
+        assert!(err(&v.to_string()).contains("not among its 1 causes"));
+        let mut v = serde_json::to_value(one()).expect("json");
+        v["ranks"][0]["spans"][1][0][0] = (-1).into();
+        assert!(err(&v.to_string()).contains("outside 0..2^53"));
+        let mut v = serde_json::to_value(one()).expect("json");
+        v["ranks"][0]["spans"] = serde_json::json!([]);
+        assert!(err(&v.to_string()).contains("0 spans for 2 kernels"));
     }
 }

@@ -55,7 +55,7 @@ pub fn text(r: &RanksReport) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<16} {:<14} {:>8} {:>4} {:>7} {:>11} {:>11} {:>11} {:>11}  {:<40} file",
+        "{:<16} {:<14} {:>8} {:>4} {:>7} {:>11} {:>11} {:>11} {:>11} {:>7}  {:<40} file",
         "rank",
         "named by",
         "pid",
@@ -65,6 +65,7 @@ pub fn text(r: &RanksReport) -> String {
         "worst late",
         "waiting",
         "transfer",
+        "idle",
         "bound"
     );
     for (i, s) in r.ranks.iter().enumerate() {
@@ -81,7 +82,7 @@ pub fn text(r: &RanksReport) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<16} {:<14} {:>8} {:>4} {:>7} {:>11} {:>11} {:>11} {:>11}  {:<40} {}{mark}",
+            "{:<16} {:<14} {:>8} {:>4} {:>7} {:>11} {:>11} {:>11} {:>11} {:>7}  {:<40} {}{mark}",
             s.rank,
             named_by,
             s.pid,
@@ -91,10 +92,12 @@ pub fn text(r: &RanksReport) -> String {
             duration_us(s.worst_lateness_us),
             duration_us(s.waiting_us),
             duration_us(s.transferring_us),
+            s.gpu_idle_ratio.map_or("-".to_string(), percent),
             bound,
             s.file,
         );
     }
+    verdicts(&mut out, r);
     let c = &r.collectives;
     let _ = writeln!(out);
     let _ = writeln!(
@@ -142,4 +145,23 @@ pub fn text(r: &RanksReport) -> String {
         let _ = writeln!(out, "Note: {n}");
     }
     out
+}
+
+/// Each rank's verdict, one line each: detect's wording over its own device.
+fn verdicts(out: &mut String, r: &RanksReport) {
+    let said: Vec<(&str, &str)> = r
+        .ranks
+        .iter()
+        .filter_map(|s| Some((s.rank.as_str(), s.verdict.as_deref()?)))
+        .collect();
+    if said.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Verdict per rank (its file's host-overhead verdict, its own GPU's shares):"
+    );
+    for (rank, verdict) in said {
+        let _ = writeln!(out, "  {rank}: {verdict}");
+    }
 }

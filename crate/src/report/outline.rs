@@ -147,7 +147,7 @@ fn host_sections(doc: &Document) -> Vec<Section> {
 
 /// What bounds the run, first in the summary: the kind and the shares that decide it.
 fn bound_line(b: &crate::detect::bound::Bound) -> String {
-    format!("What bounds the run: {} — {}.", b.kind.label(), b.evidence)
+    format!("What bounds the run: {}.", b.sentence())
 }
 
 fn verdict_line(doc: &Document) -> String {

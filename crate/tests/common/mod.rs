@@ -469,6 +469,34 @@ pub fn rank_file(one: &Path, dir: &Path, device: i64, shift_ns: i64, name: &str)
     path
 }
 
+/// A copy of `one` holding rank `device`'s process (pid `50001 + device`) alone, every time of it
+/// moved by `shift_ns`: one file per rank as its own node captures it, its clock off by
+/// `shift_ns` beyond its session start (host and GPU rows alike, as one clock is off).
+pub fn whole_rank_file(one: &Path, dir: &Path, device: i64, shift_ns: i64, name: &str) -> PathBuf {
+    let path = writable_copy(one, &dir.join(name));
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    let pid = 50001 + device;
+    let mut sql = String::new();
+    for t in ["KERNEL", "MEMCPY", "MEMSET", "SYNCHRONIZATION"] {
+        sql += &format!("DELETE FROM CUPTI_ACTIVITY_KIND_{t} WHERE deviceId != {device};\n");
+    }
+    for t in ["CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"] {
+        sql += &format!("DELETE FROM {t} WHERE ((globalTid >> 24) & 16777215) != {pid};\n");
+    }
+    for t in [
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "NVTX_EVENTS",
+    ] {
+        sql += &format!("UPDATE {t} SET start = start + {shift_ns}, end = end + {shift_ns};\n");
+    }
+    conn.execute_batch(&sql).expect("edit");
+    path
+}
+
 /// A Python that imports `module`: `target/tools/py`'s (`cargo xtask setup` installs the
 /// tests' Python packages there), else `python3`. Panics saying how to get one, so a test
 /// that needs it never passes without running.

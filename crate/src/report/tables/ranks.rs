@@ -6,7 +6,8 @@ use crate::ranks::RanksReport;
 use crate::ranks::cause::StragglerCause;
 
 /// One row per rank: its name and where it comes from, its record at the collectives, the
-/// time its collective kernels waited vs transferred, and what bounds its file and its GPU.
+/// time its collective kernels waited vs transferred, what bounds its file and its GPU, its
+/// GPU's idle share and its verdict.
 pub fn ranks_table(r: &RanksReport) -> Table {
     use Kind::*;
     let mut t = Table::new(
@@ -26,6 +27,8 @@ pub fn ranks_table(r: &RanksReport) -> Table {
             col("transferring_us", "Transferring", Duration),
             col("bound", "File bound", Key),
             col("gpu_bound", "GPU bound", Key),
+            col("gpu_idle_ratio", "GPU idle", Share),
+            col("verdict", "Verdict", Text),
             csv_only("straggler", Key),
         ],
     );
@@ -44,6 +47,8 @@ pub fn ranks_table(r: &RanksReport) -> Table {
             k.transferring_us.into(),
             k.bound.map(|b| b.label()).into(),
             k.gpu_bound.map(|b| b.label()).into(),
+            k.gpu_idle_ratio.into(),
+            k.verdict.clone().into(),
             (if r.straggler == Some(i) { "yes" } else { "" }).into(),
         ]);
     }
