@@ -10,6 +10,10 @@ import { execFileSync } from 'node:child_process';
 import { before, after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+// `cargo xtask test --full` (before a release) sets NSYS_LENS_FULL=1: the exhaustive sweeps run;
+// without it a sweep keeps one representative per behaviour.
+export const FULL = !!process.env.NSYS_LENS_FULL && process.env.NSYS_LENS_FULL !== '0';
+
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DIST = process.env.NSYS_LENS_DIST ? path.resolve(process.env.NSYS_LENS_DIST) : path.join(ROOT, 'dist');
 export const ARTIFACTS = path.join(ROOT, 'tests', 'artifacts');

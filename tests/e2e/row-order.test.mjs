@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { showView as showViewOf, cliJson, generate, publicTrace, openTrace, assertMatchesCli, timelineDrawn, useSite, ROOT } from './helpers.mjs';
+import { showView as showViewOf, cliJson, generate, publicTrace, openTrace, assertMatchesCli, timelineDrawn, useSite, ROOT, FULL } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 const ORDERS = ['grouped', 'chunks', 'reversed'];
@@ -62,13 +62,16 @@ function cliViews(file) {
   };
 }
 
+// One generated run of several ranks and one real export in CI; every input under --full.
 const INPUTS = [
   ['tp2-phases', () => generate('tp2-phases', path.join(tmp, 'tp2-phases.sqlite'))],
-  ['copy-bound', () => generate('copy-bound', path.join(tmp, 'copy-bound.sqlite'))],
-  ['serving-graphs', () => generate('serving-graphs', path.join(tmp, 'serving-graphs.sqlite'))],
   ['mfu_2gpu_before', () => publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite')],
-  ['h100_2gpu_1s', () => publicTrace('GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite')],
-  ['power_iteration', () => publicTrace('brycelelbach_nsightful__power_iteration__baseline.sqlite')],
+  ...(FULL ? [
+    ['copy-bound', () => generate('copy-bound', path.join(tmp, 'copy-bound.sqlite'))],
+    ['serving-graphs', () => generate('serving-graphs', path.join(tmp, 'serving-graphs.sqlite'))],
+    ['h100_2gpu_1s', () => publicTrace('GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite')],
+    ['power_iteration', () => publicTrace('brycelelbach_nsightful__power_iteration__baseline.sqlite')],
+  ] : []),
 ];
 
 for (const [name, input] of INPUTS) {
