@@ -898,49 +898,6 @@ fn device0_gap_cause(name: &str, window: (i64, i64)) -> drill::idle::GapCause {
     gap.cause.clone().expect("a cause")
 }
 
-/// Runs `tests/reference/idle_attribution_oracle.py` over the export at `path` with its idle
-/// gaps in the GPU work: the script finds a device's gaps between the rows of the table
-/// `CUPTI_ACTIVITY_KIND_KERNEL` (and the processes it attributes to from them), so it is handed
-/// a connection holding a temporary view of that name over every GPU work row
-/// ([`common::gpu_work_select`]: kernels, graph replays, copies, memsets), which SQLite resolves
-/// before the file's own table. The oracle's rules are otherwise the script's own.
-fn idle_attribution_oracle(path: &Path) -> Value {
-    const RUN_OVER_WORK: &str = r#"
-import importlib.util, json, sqlite3, sys
-script, trace, view = sys.argv[1:4]
-spec = importlib.util.spec_from_file_location("idle_attribution_oracle", script)
-oracle = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(oracle)
-connect = sqlite3.connect
-def over_gpu_work(*args, **kwargs):
-    db = connect(*args, **kwargs)
-    db.execute(view)
-    return db
-sqlite3.connect = over_gpu_work
-print(json.dumps(oracle.attribute(trace), indent=1, sort_keys=True))
-"#;
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reference/idle_attribution_oracle.py");
-    let view = format!(
-        "CREATE TEMP VIEW CUPTI_ACTIVITY_KIND_KERNEL AS {}",
-        common::gpu_work_select(&common::open_export(path)).expect("GPU work tables")
-    );
-    let out = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(RUN_OVER_WORK)
-        .arg(&script)
-        .arg(path)
-        .arg(&view)
-        .output()
-        .expect("python3 must be installed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("oracle JSON")
-}
-
 /// The verdict's gap table shows what was measured, no guess: each device-idle bucket's causes
 /// (every device's gaps of that size) are, kind by kind, the time the oracle gives them in the
 /// gaps of that size; they add up to the bucket's gap time, the first is the bucket's dominant
@@ -1030,7 +987,7 @@ fn idle_causes_add_up_and_match_the_oracle_on_every_public_export() {
                 assert!((0.0..=1.0).contains(&c.share), "{name}: {g:?}");
             }
         }
-        let oracle = idle_attribution_oracle(&path);
+        let oracle = common::idle_attribution_oracle(&path, None);
         assert_eq!(
             oracle.as_object().map(|o| o.len()),
             Some(idle.len()),

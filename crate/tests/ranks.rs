@@ -1,7 +1,9 @@
 //! `nsys-lens ranks`: the generated TP=2 run with a planted straggler as one export and as one
 //! file per rank with planted clock errors (every figure the one-file answer, the offsets
 //! within 5 µs of the errors); the real `mfu_2gpu_before` (two ranks in one export) against
-//! plain SQL over its NCCL kernels; ranks named by NCCL's payloads and by file names; each
+//! plain SQL over its NCCL kernels, its late rank's cause against SQL over its GPU work and the
+//! idle attribution's SQL oracle (`tests/reference/idle_attribution_oracle.py`) swept over the
+//! same spans; ranks named by NCCL's payloads and by file names; each
 //! rank's GPU idle share over its file's window equal to plain SQL over its device's work, and
 //! its verdict its file's, worded over its own device.
 
@@ -640,6 +642,58 @@ fn mfu_2gpu_before_s_late_rank_cause_equals_plain_sql() {
         .map(|r| r["straggler_us"].as_f64().unwrap())
         .sum();
     assert!((host - c["span_us"].as_f64().unwrap()).abs() < 1e-6, "{c}");
+    // The host causes, kind by kind and the straggler's largest label of each: the SQL oracle
+    // of the drill-down's idle attribution swept over the same spans of each rank.
+    let by_device: BTreeMap<i64, Vec<(i64, i64)>> =
+        [(0, spans[0].clone()), (1, spans[1].clone())].into();
+    let oracle = common::idle_attribution_oracle(&path, Some(&by_device));
+    let held = |d: usize, kind: &str| oracle[d.to_string()]["causes"][kind].clone();
+    let ns = |d: usize, kind: &str| held(d, kind)[0].as_i64().unwrap_or(0);
+    let rows: Vec<&Value> = c["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["side"] == "host")
+        .collect();
+    for row in &rows {
+        let kind = row["cause"].as_str().unwrap();
+        assert_close(row["straggler_us"].as_f64().unwrap(), per(ns(1, kind), n));
+        assert_close(
+            row["others_us"].as_f64().unwrap(),
+            per(ns(0, kind), spans[0].len()),
+        );
+        // Its label: the one the straggler spends most more time in per span than the other
+        // rank (ties: the first name), else its largest.
+        let labels = |d: usize| oracle[d.to_string()]["label_ns"][kind].clone();
+        let (mine, theirs) = (labels(1), labels(0));
+        let excess = mine
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(l, ns)| {
+                let other = theirs[l].as_i64().unwrap_or(0);
+                let diff = per(ns.as_i64().unwrap(), n) - per(other, spans[0].len());
+                (l.clone(), diff)
+            })
+            .filter(|(_, d)| *d > 0.0)
+            .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+            .map(|(l, _)| Value::from(l));
+        if let Some(label) = excess.or_else(|| (ns(1, kind) > 0).then(|| held(1, kind)[1].clone()))
+        {
+            assert_eq!(row["label"], label, "{row}");
+        }
+    }
+    // Every kind the oracle finds on either rank is a row.
+    for d in 0..2 {
+        let kinds = oracle[d.to_string()]["causes"].as_object().unwrap();
+        for kind in kinds.keys() {
+            assert!(
+                rows.iter().any(|r| r["cause"] == kind.as_str()),
+                "{kind}: {c}"
+            );
+        }
+    }
+    assert!(rows.len() >= 5, "{c}");
 }
 
 #[test]

@@ -30,7 +30,7 @@ Standard library only; prints JSON: {device: {"idle_ns": n, "causes": {kind: [ns
 and every sample in it; `meanwhile` only with host_ahead time, its work largest first, ties by
 device then kind).
 
-Usage: idle_attribution_oracle.py TRACE
+Usage: idle_attribution_oracle.py TRACE [SPANS_JSON]
 """
 import bisect
 import json
@@ -289,7 +289,10 @@ def process(global_id):
     return (global_id or 0) >> 24
 
 
-def attribute(path):
+def attribute(path, spans=None):
+    """Per device, its idle gaps swept; with `spans` ({device: [[start, end], …]}, device keys
+    as JSON writes them), those spans of those devices instead (the ranks' spans before their
+    collectives, `ranks --json` `cause`), with every label's time (`label_ns`)."""
     db = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     kernel_pid = "globalPid" if "globalPid" in columns(db, "CUPTI_ACTIVITY_KIND_KERNEL") else "0"
@@ -334,7 +337,10 @@ def attribute(path):
     launchers = {c[6] for c in calls if c[3] == "launch"}
     out = {}
     window = (min((k[1] for k in kernels), default=0), max((k[2] for k in kernels), default=0))
+    swept = {int(d): [tuple(x) for x in v] for d, v in spans.items()} if spans is not None else None
     for device in sorted({k[0] for k in kernels}):
+        if swept is not None and device not in swept:
+            continue
         pids = {process(k[3]) for k in kernels if k[0] == device}
         threads = {t for t in launchers if process(t) in pids}
         mine = [e for e in sched if e[1] in threads]
@@ -353,6 +359,8 @@ def attribute(path):
             gaps.append((busy, window[1]))
         elif busy is None and window[1] > window[0]:
             gaps.append(window)
+        if swept is not None:
+            gaps = [(a, b) for a, b in swept[device] if b > a]
         mine_os = [c for c in os_calls if c[6] in threads]
         spans = sorted((s[:6] for s in calls + records + mine_os + ranges
                         if s[1] > s[0] and s[2] in pids),
@@ -396,10 +404,13 @@ def attribute(path):
         out[device] = {"idle_ns": sum(e - s for s, e in gaps), "causes": causes, "labels": held,
                        "buckets": {b: dict(kinds) for b, kinds in per_bucket.items()},
                        "frames": sampled_frames, "samples": totals}
+        if swept is not None:
+            out[device]["label_ns"] = {k: dict(labels) for k, labels in per_kind.items()}
         if ahead:
             out[device]["meanwhile"] = meanwhile(db, tables, device, ahead)
     return out
 
 
 if __name__ == "__main__":
-    print(json.dumps(attribute(sys.argv[1]), indent=1, sort_keys=True))
+    spans = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    print(json.dumps(attribute(sys.argv[1], spans), indent=1, sort_keys=True))

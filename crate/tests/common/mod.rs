@@ -543,3 +543,54 @@ pub fn slowed_copy(src: &Path, dir: &Path, kernel: &str, extra_ns: i64) -> PathB
     assert!(changed > 0, "no `{kernel}` kernel in {}", src.display());
     dst
 }
+
+/// Runs `tests/reference/idle_attribution_oracle.py` over the export at `path` with its idle
+/// gaps in the GPU work: the script finds a device's gaps between the rows of the table
+/// `CUPTI_ACTIVITY_KIND_KERNEL` (and the processes it attributes to from them), so it is handed
+/// a connection holding a temporary view of that name over every GPU work row
+/// ([`gpu_work_select`]: kernels, graph replays, copies, memsets), which SQLite resolves
+/// before the file's own table. The oracle's rules are otherwise the script's own. With `spans`
+/// (per device, `[start, end)` in ns) it sweeps those spans instead of the idle gaps, and only
+/// their devices.
+pub fn idle_attribution_oracle(
+    path: &Path,
+    spans: Option<&std::collections::BTreeMap<i64, Vec<(i64, i64)>>>,
+) -> serde_json::Value {
+    const RUN_OVER_WORK: &str = r#"
+import importlib.util, json, sqlite3, sys
+script, trace, view = sys.argv[1:4]
+spec = importlib.util.spec_from_file_location("idle_attribution_oracle", script)
+oracle = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(oracle)
+connect = sqlite3.connect
+def over_gpu_work(*args, **kwargs):
+    db = connect(*args, **kwargs)
+    db.execute(view)
+    return db
+sqlite3.connect = over_gpu_work
+spans = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+print(json.dumps(oracle.attribute(trace, spans), indent=1, sort_keys=True))
+"#;
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reference/idle_attribution_oracle.py");
+    let view = format!(
+        "CREATE TEMP VIEW CUPTI_ACTIVITY_KIND_KERNEL AS {}",
+        gpu_work_select(&open_export(path)).expect("GPU work tables")
+    );
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
+        .arg(RUN_OVER_WORK)
+        .arg(&script)
+        .arg(path)
+        .arg(&view);
+    if let Some(spans) = spans {
+        cmd.arg(serde_json::to_string(spans).expect("spans as JSON"));
+    }
+    let out = cmd.output().expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("oracle JSON")
+}
