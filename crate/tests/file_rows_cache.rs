@@ -130,8 +130,11 @@ fn a_table_cached_whole_is_read_without_the_file() {
 
 /// The page's scan on two workers: the host side here, the kernel table by a reader on a
 /// connection of its own, its part crossing as bytes (as between two wasm instances), joined.
-fn scan_by_two_readers(conn: &rusqlite::Connection, path: &Path, budget: usize) -> FileScan {
-    let opts = LoadOptions::page();
+fn scan_by_two_readers(
+    conn: &rusqlite::Connection,
+    path: &Path,
+    (opts, budget): (LoadOptions, usize),
+) -> FileScan {
     let host = FileScan::host_side(conn, "s", opts, &mut |_| true, budget).expect("host side");
     let reader = trace::open_path(path).expect("open");
     let part = KernelPart::read(&reader, "s", opts, budget).expect("kernel part");
@@ -148,17 +151,17 @@ fn read_every_table(rows: &dyn EventRows) -> (Tables, Vec<nsys_lens::model::rows
 /// A scan keeping up to `budget` bytes gives the rows and facts of one keeping none, twice; so
 /// does the CLI's, whose kernel table is read on a thread of its own (`FileScan::of_file`: its
 /// processes numbered after the host side's, its kept rows rewritten when that renumbers them),
-/// and, keeping none, whose passes read every table on threads of their own. Returns the bytes
-/// the first kept.
-fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
+/// and, keeping none, whose passes read every table on threads of their own. Under `detect`'s
+/// options the scan keeps the launch calls it selects, as a pass selects them. Returns the
+/// bytes the first kept.
+fn assert_kept_scan_equals_plain(path: &Path, opts: LoadOptions, budget: usize) -> usize {
     let conn = trace::open_path(path).expect("open");
-    let opts = LoadOptions::page();
     let plain = FileScan::new(&conn, "s", opts, &mut |_| true).expect("scan");
     let expected = read_every_table(&FileRows::over(&conn, &plain));
     let kept = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, budget).expect("scan");
     let threaded = FileScan::of_file(&conn, path, opts, budget).expect("scan");
     let read_ahead = FileScan::of_file(&conn, path, opts, 0).expect("scan");
-    let two_readers = scan_by_two_readers(&conn, path, budget);
+    let two_readers = scan_by_two_readers(&conn, path, (opts, budget));
     let scans = [
         (&kept, "kept"),
         (&threaded, "kernels on a thread"),
@@ -191,19 +194,24 @@ fn assert_kept_scan_equals_plain(path: &Path, budget: usize) -> usize {
 #[test]
 fn a_scan_keeping_the_rows_gives_the_files_rows_on_every_public_export() {
     let mut kept = 0;
+    let (page, detect) = (LoadOptions::page(), LoadOptions::detect());
     for path in common::public_exports() {
-        kept += usize::from(assert_kept_scan_equals_plain(&path, 1 << 30) > 0);
+        kept += usize::from(assert_kept_scan_equals_plain(&path, page, 1 << 30) > 0);
+        assert_kept_scan_equals_plain(&path, detect, 1 << 30);
     }
     assert!(kept >= 10, "{kept} exports kept rows from their scan");
     for scenario in ["tp2-phases", "cuda-graphs", "idle-causes"] {
         let (_dir, path, _) = common::generated(scenario, 2, 5);
-        assert!(
-            assert_kept_scan_equals_plain(&path, 1 << 30) > 0,
-            "{scenario}"
-        );
+        for opts in [page, detect] {
+            let kept = assert_kept_scan_equals_plain(&path, opts, 1 << 30);
+            assert!(kept > 0, "{scenario}");
+        }
     }
     let (_dir, path, _) = common::generated("host-bound", 8, 5);
-    assert_eq!(assert_kept_scan_equals_plain(&path, MIB), MIB, "a prefix");
+    for opts in [page, detect] {
+        let kept = assert_kept_scan_equals_plain(&path, opts, MIB);
+        assert_eq!(kept, MIB, "a prefix");
+    }
 }
 
 /// The rows a scan kept are read without the file, from the first pass.
@@ -260,7 +268,7 @@ fn kernels_scanned_on_a_thread_take_the_process_ids_of_the_scan_on_one() {
     );
     let expected = read_every_table(&FileRows::over(&conn, &plain));
     let kernels = expected.0.0.len() as u64;
-    let two_readers = scan_by_two_readers(&conn, &path, 1 << 30);
+    let two_readers = scan_by_two_readers(&conn, &path, (LoadOptions::page(), 1 << 30));
     for (scan, how) in [(&threaded, "a thread"), (&two_readers, "another worker")] {
         assert_eq!(processes, &scan.meta().processes.global_pid, "{how}");
         assert!(
@@ -291,7 +299,7 @@ fn kernel_rows_kept_by_another_reader_are_taken_as_far_as_the_budget_goes() {
     // Room for every table but the kernels' last block (here their only one: the prefix of
     // several blocks is `row_cache`'s own test).
     let budget = whole.cached_bytes() - MIB;
-    let joined = scan_by_two_readers(&conn, &path, budget);
+    let joined = scan_by_two_readers(&conn, &path, (LoadOptions::page(), budget));
     let kept = joined.cached_rows();
     let (_, rows, whole) = kept
         .iter()

@@ -111,7 +111,7 @@ pub fn run(args: &DetectArgs) -> Result<Gate> {
         }
     }
     let label = args.trace.display().to_string();
-    let export = super::OpenExport::open(&args.trace, LoadOptions::detect())?;
+    let export = super::OpenExport::read_once(&args.trace, LoadOptions::detect())?;
     let cfg = DetectConfig {
         profile: args.profile.into(),
         thresholds: ThresholdOverrides {

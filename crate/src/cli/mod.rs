@@ -264,6 +264,12 @@ fn phase_map(arg: &str) -> Result<StepSource> {
         .map_err(|e| Error::Usage(format!("{arg}: {e}")))
 }
 
+/// The rows an export's scan may keep: `trace::row_budget` of its size.
+fn budget_of(path: &Path) -> usize {
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    trace::row_budget(bytes, 0)
+}
+
 /// An export opened the way every command and the page read it: its tables scanned once
 /// (`trace::FileScan`, the kernel table on a thread of its own, as many of their rows kept as `trace::row_budget` allows the file under
 /// 512 MiB, the page's bound), each pass a fold over the rows read
@@ -275,17 +281,82 @@ pub struct OpenExport {
 }
 
 impl OpenExport {
-    /// Scans `path` for the tables `opts` reads.
+    /// Scans `path` for the tables `opts` reads, keeping as many rows as `trace::row_budget`
+    /// allows, and lets the passes keep the rows they read from the file within what is left:
+    /// for commands whose passes read a table more than once (Root cause, the drill-down, the
+    /// report), where a row unpacked from memory costs a tenth of one read again through SQLite.
     pub fn open(path: &Path, opts: LoadOptions) -> Result<OpenExport> {
+        OpenExport::scan(path, opts, budget_of(path))
+    }
+
+    /// [`OpenExport::open`] for a command whose passes read each table once (`detect`): the
+    /// scan, which reads every row anyway, keeps those the passes will read (within the same
+    /// budget), and the passes keep nothing — no pass follows them, so a row they packed
+    /// would never be unpacked. Rows past the budget are read from the file again, decoded
+    /// ahead on threads of their own while the pass folds (`trace::FileRows`).
+    pub fn read_once(path: &Path, opts: LoadOptions) -> Result<OpenExport> {
+        let mut export = OpenExport::scan(path, opts, budget_of(path))?;
+        export.scan.cache_rows_up_to(0);
+        Ok(export)
+    }
+
+    fn scan(path: &Path, opts: LoadOptions, budget: usize) -> Result<OpenExport> {
         let conn = trace::open_path(path)?;
-        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-        let budget = trace::row_budget(bytes, 0);
         let scan = FileScan::of_file(&conn, path, opts, budget)?;
         Ok(OpenExport { conn, scan })
+    }
+
+    /// Bytes of rows kept: by the scan, and by the passes so far.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn kept_bytes(&self) -> usize {
+        self.scan.cached_bytes()
     }
 
     /// The export's rows in start order.
     pub fn rows(&self) -> FileRows<'_> {
         FileRows::over(&self.conn, &self.scan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsys_lens::detect::{DetectConfig, detect_rows};
+    use nsys_lens::synth::{GenOptions, generate};
+
+    /// `detect`'s one read: the scan keeps the launch calls it selects as a pass would (the
+    /// same rows), so every table is read from the file once; a table the scan could not keep
+    /// (in several sorted runs, as multi-rank exports write) is read by its pass from the file
+    /// and kept by none, where a command that reads rows again keeps it; the verdicts agree.
+    #[test]
+    fn a_one_shot_detect_keeps_no_row_past_the_scan() {
+        let dir = std::env::temp_dir().join(format!("nsys-lens-once-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let path = dir.join("host-bound.sqlite");
+        generate("host-bound", &path, &GenOptions::default()).expect("an export");
+        let cfg = DetectConfig::default();
+        let once = OpenExport::read_once(&path, LoadOptions::detect()).expect("scanned");
+        let kept = once.scan.cached_rows();
+        assert!(kept.iter().all(|&(_, n, all)| all || n == 0), "{kept:?}");
+        assert!(
+            kept.iter().any(|&(t, n, _)| t == "calls" && n > 0),
+            "{kept:?}"
+        );
+        detect_rows(&once.rows(), &cfg).expect("a verdict");
+        let path = dir.join("tp2.sqlite");
+        generate("tp2-straggler", &path, &GenOptions::default()).expect("an export");
+        let [once, open] = [OpenExport::read_once, OpenExport::open]
+            .map(|how| how(&path, LoadOptions::detect()).expect("scanned"));
+        let scanned = [once.kept_bytes(), open.kept_bytes()];
+        let [a, b] = [&once, &open].map(|e| detect_rows(&e.rows(), &cfg).expect("a verdict"));
+        assert_eq!(once.kept_bytes(), scanned[0]);
+        assert!(
+            open.kept_bytes() > scanned[1],
+            "{:?}",
+            open.scan.cached_rows()
+        );
+        let json = |r| serde_json::to_string(r).expect("json");
+        assert_eq!(json(&a), json(&b));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

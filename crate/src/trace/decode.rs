@@ -159,29 +159,64 @@ pub(super) const REPLAY_COLUMNS: [&str; 11] = [
     "graphId",
 ];
 
+/// Which columns of a `SELECT` hold a value: those selected as the literal `NULL` (a column
+/// not read, `only` and `read_if`) are never asked of SQLite. Why: through rusqlite a column
+/// costs about 150 instructions whether it holds a value or not, as much per row as SQLite's
+/// stepping; a scan that keeps no rows reads 4 of the kernel table's 11 columns.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Selected<const N: usize>([bool; N]);
+
+impl<const N: usize> Selected<N> {
+    /// Every column asked for (what a caller whose `SELECT` varies per row source uses).
+    pub(super) const ALL: Selected<N> = Selected([true; N]);
+
+    /// The columns of `r`'s statement not selected as `NULL` (the literal's column name).
+    pub(super) fn of(r: &rusqlite::Row<'_>) -> Selected<N> {
+        let stmt: &rusqlite::Statement<'_> = r.as_ref();
+        Selected(std::array::from_fn(|i| {
+            !matches!(stmt.column_name(i), Ok("NULL"))
+        }))
+    }
+
+    /// The statement's columns, learnt from its first row and kept by `memo`.
+    pub(super) fn remembered(memo: &mut Option<Selected<N>>, r: &rusqlite::Row<'_>) -> Self {
+        *memo.get_or_insert_with(|| Selected::of(r))
+    }
+
+    /// Column `i` of `r`, NULL without asking when it was selected as `NULL`.
+    fn get<'r>(&self, r: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<ValueRef<'r>> {
+        match self.0.get(i) {
+            Some(false) => Ok(ValueRef::Null),
+            _ => r.get_ref(i),
+        }
+    }
+}
+
 /// A kernel selected as [`kernel_columns`], and its `globalPid` (`process` is the caller's to
-/// set).
+/// set); the columns `selected` as `NULL` read as NULL.
 pub(super) fn kernel_row(
     r: &rusqlite::Row<'_>,
     strings: &Strings,
+    selected: &Selected<11>,
 ) -> rusqlite::Result<(KernelRow, i64)> {
     let name = |v: ValueRef<'_>| opt_int(v).map_or(NO_NAME, |id| strings.resolve(id));
+    let get = |i: usize| selected.get(r, i);
     let row = KernelRow {
-        row: int(r.get_ref(0)?, 0),
-        start: time(r.get_ref(1)?)?,
-        end: time(r.get_ref(2)?)?,
-        device: small(r.get_ref(3)?),
+        row: int(get(0)?, 0),
+        start: time(get(1)?)?,
+        end: time(get(2)?)?,
+        device: small(get(3)?),
         process: 0,
-        short_name: name(r.get_ref(5)?),
-        stream: small(r.get_ref(6)?),
-        correlation: small(r.get_ref(7)?),
-        demangled_name: name(r.get_ref(8)?),
-        graph_node: opt_int(r.get_ref(9)?).map_or(0, |g| g as u64),
-        graph_id: opt_int(r.get_ref(10)?).map_or(0, |g| g as u32),
+        short_name: name(get(5)?),
+        stream: small(get(6)?),
+        correlation: small(get(7)?),
+        demangled_name: name(get(8)?),
+        graph_node: opt_int(get(9)?).map_or(0, |g| g as u64),
+        graph_id: opt_int(get(10)?).map_or(0, |g| g as u32),
         work: crate::model::Work::Kernel,
         bytes: 0,
     };
-    Ok((row, int(r.get_ref(4)?, 0)))
+    Ok((row, int(get(4)?, 0)))
 }
 
 /// The columns [`call_row`] decodes (`correlationId` only with `details`).
@@ -201,17 +236,19 @@ pub(super) fn call_columns(details: bool) -> [&'static str; 6] {
 pub(super) fn call_row(
     r: &rusqlite::Row<'_>,
     strings: &Strings,
+    selected: &Selected<6>,
 ) -> rusqlite::Result<(CallRow, i64)> {
+    let get = |i: usize| selected.get(r, i);
     let row = CallRow {
-        row: int(r.get_ref(0)?, 0),
-        start: time(r.get_ref(1)?)?,
-        end: time(r.get_ref(2)?)?,
+        row: int(get(0)?, 0),
+        start: time(get(1)?)?,
+        end: time(get(2)?)?,
         thread: 0,
         process: 0,
-        correlation: small(r.get_ref(5)?),
-        name: opt_int(r.get_ref(4)?).map_or(NO_NAME, |id| strings.resolve(id)),
+        correlation: small(get(5)?),
+        name: opt_int(get(4)?).map_or(NO_NAME, |id| strings.resolve(id)),
     };
-    Ok((row, int(r.get_ref(3)?, 0)))
+    Ok((row, int(get(3)?, 0)))
 }
 
 /// The columns [`nvtx_row`] decodes (`domainId` only with `details`); the names are read from

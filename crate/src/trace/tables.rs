@@ -7,7 +7,7 @@ use rusqlite::types::ValueRef;
 use super::capture::{MarkedRanges, WarmupCalls};
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered,
-    SYNC_COLUMNS, call_columns, call_row, inline_text, int, kernel_columns, kernel_row,
+    SYNC_COLUMNS, Selected, call_columns, call_row, inline_text, int, kernel_columns, kernel_row,
     memop_columns, memop_row, nvtx_columns, nvtx_row, opt_int, opt_time, sync_row, time,
 };
 use super::load::{
@@ -272,8 +272,10 @@ impl Loader<'_, '_> {
         let sql = Self::select(schema, KERNEL_TABLE, columns, "");
         let processes = &mut trace.processes;
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
+        let mut selected = None;
         self.read_rows("loading kernels", KERNEL_TABLE, &sql, |r| {
-            let (mut row, gpid) = kernel_row(r, strings)?;
+            let selected = Selected::remembered(&mut selected, r);
+            let (mut row, gpid) = kernel_row(r, strings, &selected)?;
             row.process = process.get(gpid);
             sink(row);
             Ok(())
@@ -332,8 +334,10 @@ impl Loader<'_, '_> {
             let t = threads.intern(gtid, processes);
             (t, threads.process.get(t as usize).copied().unwrap_or(0))
         });
+        let mut selected = None;
         self.read_rows("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
-            let (mut call, gtid) = call_row(r, strings)?;
+            let selected = Selected::remembered(&mut selected, r);
+            let (mut call, gtid) = call_row(r, strings, &selected)?;
             if let Some(warmup) = &mut warmup {
                 warmup.observe(strings, call.start, call.end, call.name);
             }
@@ -452,8 +456,10 @@ impl Loader<'_, '_> {
         let sql = Self::select(schema, GRAPH_TRACE_TABLE, columns, "");
         let (processes, strings) = (&mut trace.processes, &trace.strings);
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
+        let mut selected = None;
         self.read_rows("loading graph replays", GRAPH_TRACE_TABLE, &sql, |r| {
-            let (mut row, gpid) = kernel_row(r, strings)?;
+            let selected = Selected::remembered(&mut selected, r);
+            let (mut row, gpid) = kernel_row(r, strings, &selected)?;
             row.process = process.get(gpid);
             row.work = crate::model::Work::Replay;
             sink(row);

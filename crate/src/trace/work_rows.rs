@@ -4,7 +4,9 @@
 
 use rusqlite::Connection;
 
-use super::decode::{REPLAY_COLUMNS, kernel_columns, kernel_row, memop_columns, memop_row};
+use super::decode::{
+    REPLAY_COLUMNS, Selected, kernel_columns, kernel_row, memop_columns, memop_row,
+};
 use super::load::{GRAPH_TRACE_TABLE, KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE};
 use super::open::sqlite_error;
 use super::schema::Schema;
@@ -69,13 +71,15 @@ impl WorkRows {
         let replay_name = strings.find_text(REPLAY_NAME).unwrap_or(NO_NAME);
         while let Some(r) = rows.next().map_err(fail)? {
             let row = match table {
-                WorkTable::Kernels => kernel_row(r, strings).map(|(k, _)| k),
-                WorkTable::Replays => kernel_row(r, strings).map(|(k, _)| KernelRow {
-                    short_name: replay_name,
-                    demangled_name: replay_name,
-                    work: crate::model::Work::Replay,
-                    ..k
-                }),
+                WorkTable::Kernels => kernel_row(r, strings, &Selected::ALL).map(|(k, _)| k),
+                WorkTable::Replays => {
+                    kernel_row(r, strings, &Selected::ALL).map(|(k, _)| KernelRow {
+                        short_name: replay_name,
+                        demangled_name: replay_name,
+                        work: crate::model::Work::Replay,
+                        ..k
+                    })
+                }
                 WorkTable::Memcpy => memop_row(r).map(|(op, _)| KernelRow::of_copy(&op, strings)),
                 WorkTable::Memset => memop_row(r).map(|(op, _)| KernelRow::of_memset(&op, strings)),
             }

@@ -18,8 +18,8 @@ use rusqlite::Connection;
 
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, REPLAY_COLUMNS, Remembered, SYNC_COLUMNS,
-    call_columns, call_row, inline_text, int, kernel_columns, kernel_row, memop_columns, memop_row,
-    nvtx_columns, nvtx_row, only, opt_int, sync_row, time,
+    Selected, call_columns, call_row, inline_text, int, kernel_columns, kernel_row, memop_columns,
+    memop_row, nvtx_columns, nvtx_row, only, opt_int, sync_row, time,
 };
 use super::load::{
     GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE,
@@ -446,9 +446,9 @@ impl FileScan {
         meta.nvtx.omitted.count += seen.count;
         meta.nvtx.omitted.inline_text |= seen.inline_text;
         let strings = std::mem::take(&mut meta.strings);
-        // Launch calls only are filtered by name in SQL when passes read them: kept from the
-        // scan only when every call is read.
-        let keep_calls = keep && !opts.launch_calls_only;
+        // With launch calls only, the scan hands on (and keeps) the launch calls alone, as a
+        // pass selects them in SQL: the same rows, runs and columns.
+        let keep_calls = keep;
         let Table { runs, cache, .. } = &mut self.calls;
         let mut fill = ScanFill::new(cache.get_mut(), budget, keep_calls);
         let scan_opts = LoadOptions {
@@ -723,8 +723,10 @@ trait Decode: Keyed<Key: Send + Sync + 'static> + Packable + Send + 'static {
 impl Decode for KernelRow {
     fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
         let mut process = process_of(&meta.processes);
+        let mut selected = None;
         move |r| {
-            let (mut row, gpid) = kernel_row(r, &meta.strings)?;
+            let selected = Selected::remembered(&mut selected, r);
+            let (mut row, gpid) = kernel_row(r, &meta.strings, &selected)?;
             row.process = process.get(gpid);
             Ok(row)
         }
@@ -733,8 +735,10 @@ impl Decode for KernelRow {
 
 impl Decode for CallRow {
     fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
+        let mut selected = None;
         move |r| {
-            let (mut call, gtid) = call_row(r, &meta.strings)?;
+            let selected = Selected::remembered(&mut selected, r);
+            let (mut call, gtid) = call_row(r, &meta.strings, &selected)?;
             (call.thread, call.process) = thread_of(&meta.threads, gtid);
             Ok(call)
         }
