@@ -18,13 +18,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use super::packed_rows::{Base, Packable};
+use super::packed_rows::{Base, Fields, Out, Packable};
 use crate::error::{Error, Result};
 
 /// The cache's bytes are allocated in blocks of this size (a growing buffer would be copied).
 const BLOCK_BYTES: usize = 1 << 20;
-/// Room for any packed row (postcard varints: at most 10 bytes a 64-bit field).
-const MAX_PACKED: usize = 256;
 /// Rows unpacked at a time by a pass reading the cache back.
 const REPLAY_ROWS: u64 = 512;
 
@@ -105,8 +103,9 @@ impl TableCache {
     /// Adds `row`, packed against `base` (then moved to it); `false` when the budget is spent
     /// (or the row does not pack), the row not added.
     fn push<T: Packable>(&mut self, row: &T, base: &mut Base, budget: &Budget) -> bool {
-        let mut scratch = [0u8; MAX_PACKED];
-        let Ok(bytes) = postcard::to_slice(&row.pack(*base), &mut scratch) else {
+        let mut out = Out::default();
+        row.pack(*base).put(&mut out);
+        let Some(bytes) = out.bytes() else {
             return false;
         };
         let fits = self
@@ -148,9 +147,7 @@ impl TableCache {
             budget.give(BLOCK_BYTES);
             let mut rest = &block[..];
             while !rest.is_empty() {
-                let (packed, left) =
-                    postcard::take_from_bytes::<T::Packed>(rest).map_err(unreadable)?;
-                rest = left;
+                let packed = T::Packed::take(&mut rest).ok_or_else(unreadable)?;
                 let mut row = T::unpack(packed, read);
                 read = row.base();
                 fix(&mut row);
@@ -357,8 +354,8 @@ where
                     None => break,
                 }
             }
-            let (packed, rest) =
-                postcard::take_from_bytes::<T::Packed>(&block[self.at..]).map_err(unreadable)?;
+            let mut rest = block.get(self.at..).unwrap_or_default();
+            let packed = T::Packed::take(&mut rest).ok_or_else(unreadable)?;
             self.at = block.len() - rest.len();
             let row = T::unpack(packed, self.base);
             self.base = row.base();
@@ -413,9 +410,9 @@ where
     }
 }
 
-fn unreadable(e: postcard::Error) -> Error {
+fn unreadable() -> Error {
     Error::Internal {
-        detail: format!("a cached row does not read back: {e}"),
+        detail: "a cached row does not read back".into(),
     }
 }
 
