@@ -53,30 +53,37 @@ pub fn run(args: &RanksArgs) -> Result<()> {
                 args.traces.len()
             )));
         };
-        let summary = super::drill::with_inputs(
-            std::slice::from_ref(trace),
-            LoadOptions::all(),
-            step_marker.as_ref(),
-            |inputs| {
-                let indexed = nsys_lens::drill::index_inputs(inputs)?;
-                let [ix] = &indexed[..] else {
-                    return Err(Error::Usage("ranks --summary takes one export".into()));
-                };
-                ranks::summarize(ix)
-            },
-        )?;
+        let summary = summary_of(trace, step_marker.as_ref())?;
         let json = serde_json::to_string(&nsys_lens::report::Versioned(&summary))
             .map_err(|e| Error::Usage(format!("cannot serialize the summary: {e}")))?
             + "\n";
         return super::emit(&json, args.out.output.as_deref());
     }
-    let result = super::drill::with_inputs(
-        &args.traces,
-        LoadOptions::all(),
-        step_marker.as_ref(),
-        ranks::ranks,
-    )?;
+    // The map over each file in turn (each opened, summarized and closed before the next), then
+    // the reduce: memory holds one open file and the summaries.
+    let summaries = args
+        .traces
+        .iter()
+        .map(|trace| summary_of(trace, step_marker.as_ref()))
+        .collect::<Result<Vec<ranks::FileSummary>>>()?;
+    let result = ranks::merge(&summaries)?;
     args.out.write(&result, ranks::text::text)
+}
+
+/// The map over one export: opened, indexed and summarized.
+fn summary_of(
+    trace: &PathBuf,
+    step_marker: Option<&nsys_lens::names::steps::StepSource>,
+) -> Result<ranks::FileSummary> {
+    super::drill::with_inputs(
+        std::slice::from_ref(trace),
+        LoadOptions::all(),
+        step_marker,
+        |inputs| match inputs {
+            [input] => ranks::summarize_input(input),
+            _ => Err(Error::Usage("ranks --summary takes one export".into())),
+        },
+    )
 }
 
 /// The summary at `path`; a file that cannot be read is an input error, one that is not a

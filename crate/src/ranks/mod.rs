@@ -179,11 +179,33 @@ pub struct Clock {
     pub method: String,
 }
 
-/// The ranks of `inputs` (one export, or one per rank or node). Fails when there is no input,
-/// an input has no kernels or a read failed.
+/// The ranks of `inputs` (one export, or one per rank or node): each input indexed and
+/// summarized in turn ([`summarize_input`]), its index dropped before the next is built, so
+/// memory holds one file's index and the summaries, not every file's index at once. Fails when
+/// there is no input, an input has no kernels or a read failed.
 pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
-    let indexed = index_inputs(inputs)?;
-    ranks_indexed(&indexed)
+    if inputs.is_empty() {
+        return Err(crate::error::Error::Usage(
+            "ranks needs at least one trace".into(),
+        ));
+    }
+    let summaries = inputs
+        .iter()
+        .map(summarize_input)
+        .collect::<Result<Vec<FileSummary>>>()?;
+    merge(&summaries)
+}
+
+/// The map over one input: indexed, then [`summarize`]d. Fails when it has no kernels or a read
+/// failed.
+pub fn summarize_input(input: &DrillInput<'_>) -> Result<FileSummary> {
+    let indexed = index_inputs(std::slice::from_ref(input))?;
+    match indexed.first() {
+        Some(ix) => summarize(ix),
+        None => Err(crate::error::Error::Usage(
+            "ranks needs at least one trace".into(),
+        )),
+    }
 }
 
 /// [`ranks`] over traces already indexed: each trace summarized ([`summarize`], the map), then
