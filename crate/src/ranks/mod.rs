@@ -122,6 +122,20 @@ pub struct Collectives {
     pub by_name: Vec<NameSummary>,
     /// The [`WORST_LISTED`] largest skews, largest first (ties: the earlier first).
     pub worst: Vec<CollectiveRow>,
+    /// Every collective in order of its first arrival: what the skew chart draws (one entry a
+    /// collective, so left out of the JSON).
+    #[serde(skip)]
+    pub sequence: Vec<CollectiveSkew>,
+}
+
+/// One collective as the skew chart draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectiveSkew {
+    /// Its first arrival, on the first file's clock.
+    pub first_arrival_ns: Ns,
+    pub skew_ns: Ns,
+    /// The rank that arrived last (a place in `ranks`).
+    pub last_rank: usize,
 }
 
 /// Mean, median, 90th percentile (nearest rank) and largest; all 0 without collectives.
@@ -190,11 +204,18 @@ pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
 /// the summaries merged ([`merge`], the reduce) — the one path of the answer, in one process or
 /// over many.
 pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
+    ranks_with_summaries(indexed).map(|(report, _)| report)
+}
+
+/// [`ranks_indexed`] with the summaries it merged: their ranks, file by file, are the report's
+/// `ranks` in order, with their collective kernels (the page's ranks timeline draws them).
+pub fn ranks_with_summaries(indexed: &[RowIndex<'_>]) -> Result<(RanksReport, Vec<FileSummary>)> {
     let summaries = indexed
         .iter()
         .map(summarize)
         .collect::<Result<Vec<FileSummary>>>()?;
-    merge(&summaries)
+    let report = merge(&summaries)?;
+    Ok((report, summaries))
 }
 
 /// The map: what the ranks of one indexed trace need from it — per rank its collective kernels
@@ -404,6 +425,7 @@ struct NameTally {
 fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
     let mut tally = vec![Tally::default(); ranks.len()];
     let mut skews: Vec<Ns> = Vec::new();
+    let mut sequence: Vec<CollectiveSkew> = Vec::new();
     let mut transfers: Vec<Ns> = Vec::new();
     let mut worst: Vec<CollectiveRow> = Vec::new();
     let mut by_name: Vec<(String, NameTally)> = Vec::new();
@@ -471,6 +493,11 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
                 t.worst_ns = t.worst_ns.max(skew);
             }
             skews.push(skew);
+            sequence.push(CollectiveSkew {
+                first_arrival_ns: early,
+                skew_ns: skew,
+                last_rank: who,
+            });
             transfers.push(transfer);
             nt.count += 1;
             nt.skew_ns = nt.skew_ns.saturating_add(skew);
@@ -532,6 +559,7 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
         .max_by_key(|(i, s)| (s.last, std::cmp::Reverse(*i)))
         .filter(|(_, s)| s.last_share > stragglers::STRAGGLER_SHARE)
         .map(|(i, _)| i);
+    sequence.sort_by_key(|c| c.first_arrival_ns);
     RanksReport {
         files: Vec::new(),
         ranks: summaries,
@@ -551,6 +579,7 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
                 })
                 .collect(),
             worst,
+            sequence,
         },
         clock,
         straggler,

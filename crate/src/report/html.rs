@@ -20,7 +20,7 @@ th{background:#f5f6f8;font-weight:600}td.text{max-width:520px;overflow-wrap:anyw
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.key{white-space:nowrap}th.num{white-space:normal}
 ol.findings li{margin:0 0 10px;overflow-wrap:anywhere}p{overflow-wrap:anywhere}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
 .sev-high{background:#dc2626}.sev-medium{background:#d97706}.sev-low{background:#2563eb}.sev-info{background:#6b7280}
-.fix{color:#3b4048}figure{margin:8px 0 16px}svg{max-width:100%;height:auto}
+.fix{color:#3b4048}tr.em td{background:#fef2f2;font-weight:600}tr.em td:first-child{box-shadow:inset 3px 0 #dc2626}figure{margin:8px 0 16px}svg{max-width:100%;height:auto}
 ";
 
 /// Escapes text and attribute values.
@@ -82,8 +82,11 @@ fn table(out: &mut String, t: &Table) {
         out.push_str(&format!("<th class=\"{}\">{}</th>", class(k), escape(h)));
     }
     out.push_str("</tr></thead><tbody>");
-    for row in &shown.rows {
-        out.push_str("<tr>");
+    for (i, row) in shown.rows.iter().enumerate() {
+        match t.emphasis(i) {
+            Some(why) => out.push_str(&format!("<tr class=\"em\" title=\"{}\">", escape(why))),
+            None => out.push_str("<tr>"),
+        }
         for (c, &k) in row.iter().zip(&shown.kinds) {
             out.push_str(&format!("<td class=\"{}\">{}</td>", class(k), cell(c, k)));
         }
@@ -113,6 +116,9 @@ fn chart(out: &mut String, c: &Chart) {
             (760, crate::plot::kernel_classes::class_bars_height(c, 760)),
             |root| crate::plot::kernel_classes::draw_class_bars(root, c),
         ),
+        Chart::Skew(s) => svg((760, crate::plot::skew::SKEW_CHART_HEIGHT), |root| {
+            crate::plot::skew::draw_skew_chart(root, s)
+        }),
     };
     match drawn {
         Ok(svg) => out.push_str(&format!("<figure>{svg}</figure>\n")),
