@@ -85,7 +85,7 @@ async function checkPanel(page, shown, cli) {
 
 // Zooms the ranks timeline on the worst collective: each rank's collective kernel there starts
 // at its arrival, so the first and last of them are the CLI's first and last arrival.
-async function checkArrivals(page, cli) {
+async function checkArrivals(page, cli, shot) {
   const worst = cli.collectives.worst[0];
   const pad = 20_000;
   const { drawn } = await ranksTimeline(page);
@@ -103,7 +103,20 @@ async function checkArrivals(page, cli) {
   });
   assert.equal(Math.min(...starts), worst.first_arrival_ns, 'first arrival');
   assert.equal(Math.max(...starts), worst.last_arrival_ns, 'last arrival');
-  assert.equal(view.groups[starts.indexOf(worst.last_arrival_ns)].label, cli.ranks[worst.last_rank].rank, 'the last rank');
+  const last = view.groups[starts.indexOf(worst.last_arrival_ns)];
+  assert.equal(last.label, cli.ranks[worst.last_rank].rank, 'the last rank');
+  // Hovered, the last rank's kernel says its name and its start on the common clock.
+  const t = worst.last_arrival_ns + (worst.transfer_us * 1000) / 2;
+  const box = await page.locator('[data-testid=ranks-timeline]').boundingBox();
+  const labelPx = await page.evaluate(() => document.querySelector('[data-testid=ranks-timeline]').timelinePanel.layout.label_width_px);
+  const x = labelPx + ((t - view.start_ns) / (view.end_ns - view.start_ns)) * view.columns;
+  const y = view.layout.lanes[last.first_lane].top_px + 6;
+  await page.mouse.move(box.x + x, box.y + y);
+  const tip = page.locator('.ranks-timeline-box [data-testid=tooltip-name]');
+  await tip.waitFor({ timeout: TIMEOUT });
+  assert.equal(await tip.textContent(), worst.name);
+  await page.locator('.ranks-timeline-box').screenshot({ path: artifact(shot) });
+  await page.mouse.move(0, 0);
 }
 
 test('one export with two ranks: the Ranks panel is `ranks --json`', { timeout: TIMEOUT }, async () => {
@@ -118,8 +131,7 @@ test('one export with two ranks: the Ranks panel is `ranks --json`', { timeout: 
   await checkPanel(page, shown, cli);
   assert.ok(cli.clock.offset_ns.every((o) => o === 0), 'one export: one clock');
   await page.locator('[data-testid=ranks-timeline]').screenshot({ path: artifact('ranks-timeline-mfu.png') });
-  await checkArrivals(page, cli);
-  await page.locator('[data-testid=ranks-timeline]').screenshot({ path: artifact('ranks-timeline-mfu-zoomed.png') });
+  await checkArrivals(page, cli, 'ranks-timeline-mfu-zoomed.png');
   assert.deepEqual(s.problems, [], 'no page error');
 });
 
@@ -155,7 +167,6 @@ test('four rank files with clock errors: the Ranks panel is `ranks FILE… --jso
   await page.locator('[data-testid=drill-ranks-panel]').screenshot({ path: artifact('ranks-panel-tp4.png') });
   await page.setViewportSize(viewport);
   await settled(page);
-  await checkArrivals(page, cli);
-  await page.locator('[data-testid=ranks-timeline]').screenshot({ path: artifact('ranks-timeline-tp4-zoomed.png') });
+  await checkArrivals(page, cli, 'ranks-timeline-tp4-zoomed.png');
   assert.deepEqual(s.problems, [], 'no page error');
 });

@@ -326,6 +326,11 @@ export class WorkerEngine {
     return this.request('ranksTimeline', { slots, start, end, columns, open });
   }
 
+  // What lies under the pointer on `lane` of the last ranks timeline drawn (Hit JSON or null).
+  ranksHover(slots, lane, t, slack, open = []) {
+    return this.request('ranksHover', { slots, lane, t, slack, open });
+  }
+
   // DrillReport JSON over `slots` (one trace, or the rank files of one run).
   drill(slots, options) {
     return this.request('drill', { slots, options: JSON.stringify(options || {}) });

@@ -43,7 +43,7 @@ function timelineBox() {
     el('div', { class: 'panel-head' }, el('h3', { text: 'Ranks on one clock' }), el('div', { class: 'timeline-meta' }, range, reset)),
     el('p', {
       class: 'muted small',
-      text: "One group per rank, each file moved by its clock offset so the collectives line up: the rank's collective kernels (red), then its GPU's work (a click on a ▸ label shows its streams). Wheel or W/S to zoom, drag or A/D to pan, double-click to reset. The straggler's group is marked red at the left.",
+      text: "One group per rank, each file moved by its clock offset so the collectives line up: the rank's collective kernels (red), then its GPU's work (a click on a ▸ label shows its streams). Wheel or W/S to zoom, drag or A/D to pan, double-click to reset, hover for the kernel under the pointer. The straggler's group is marked red at the left.",
     }),
     el('div', { class: 'canvas-wrap' }, canvas, tooltip),
   );
@@ -56,7 +56,7 @@ function showTimeline(t, extent, slots, engine, wasm) {
   shown?.clearTrace();
   const source = {
     timeline: (start, end, columns, open) => engine.ranksTimeline(slots, start, end, columns, open),
-    hover: async () => ({ hit: 'null' }),
+    hover: (lane, t, slack, open) => engine.ranksHover(slots, lane, t, slack, open),
   };
   shown = new TimelinePanel({
     canvas: t.canvas,

@@ -5,7 +5,9 @@
 
 use super::columns::{self, Grid, NameIndex, mark_idle};
 use super::summary::Label;
-use super::{Detail, KernelSource, LaneView, Timeline, TimelineView, fold, items_of, row_count};
+use super::{
+    Detail, Hit, KernelSource, LaneView, Timeline, TimelineView, fold, items_of, row_count,
+};
 use crate::model::Ns;
 
 /// What [`Timeline::device_view`] shows of a trace.
@@ -92,4 +94,68 @@ fn marked_lane(
             columns::exact(events(), grid, names),
         )
     }
+}
+
+impl Timeline {
+    /// What lies under the pointer on lane `lane` of [`Timeline::device_view`]'s view of `what`
+    /// at `t` (within `slack`): on the marked lane, its event; on a device lane, the GPU work
+    /// [`Timeline::hit`] finds there (on a folded lane, the first stream that has one), without
+    /// its launch (the view has no host lane to link to).
+    pub fn device_hit(
+        &self,
+        source: &dyn KernelSource,
+        what: &DeviceLanes<'_>,
+        lane: u32,
+        (t, slack): (Ns, Ns),
+    ) -> crate::error::Result<Option<Hit>> {
+        let mut row = lane as usize;
+        if let Some(marked) = &what.marked {
+            if row == 0 {
+                return Ok(marked_hit(marked, what.device, (t, slack)));
+            }
+            row -= 1;
+        }
+        let own: Vec<usize> = (0..self.lanes.len())
+            .filter(|&i| self.lanes[i].device == what.device)
+            .collect();
+        let group = fold::device_group(what.device);
+        let folded = if what.streams {
+            Vec::new()
+        } else {
+            vec![group.clone()]
+        };
+        let layout = fold::Layout::new(&vec![group; own.len()], &folded);
+        // The full list's lanes: the step lane, the host lanes (once scanned), then these.
+        let before =
+            usize::from(self.steps.is_some()) + self.host.get().map_or(0, |h| h.lane_count());
+        for member in layout.lanes_of(row) {
+            let Some(&k) = own.get(member) else {
+                continue;
+            };
+            if let Some(mut hit) = self.full_hit(source, ((before + k) as u32, None, t, slack))? {
+                hit.lane = lane;
+                hit.link = None;
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The marked event nearest `t` (within `slack`), as a hit on lane 0.
+fn marked_hit(marked: &MarkedLane<'_>, device: u32, (t, slack): (Ns, Ns)) -> Option<Hit> {
+    let events = marked.events.iter().map(|&(s, e, name)| (s, e, name));
+    let (start_ns, end_ns, name) = super::closest(events, t, slack.max(0))?;
+    Some(Hit {
+        lane: 0,
+        name: marked.names.get(name as usize).cloned().unwrap_or_default(),
+        start_ns,
+        end_ns,
+        duration_us: (end_ns - start_ns) as f64 / 1000.0,
+        device: Some(device),
+        stream: None,
+        work: Some("kernel".into()),
+        track: None,
+        link: None,
+    })
 }

@@ -266,4 +266,19 @@ fn a_device_view_shows_one_device_folded_or_per_stream_under_its_marked_lane() {
     let column = 45; // [1450, 1460)
     assert!(open.lanes.iter().all(|l| l.idle[column]));
     assert!(open.lanes.iter().all(|l| !l.idle[10]));
+    // Hovers: the marked event; on the folded lane, the stream that ran something there.
+    let hit = |streams, lane, t| {
+        tl.device_hit(&trace, &what(streams), lane, (t, 0))
+            .expect("hit")
+            .map(|h| (h.lane, h.name, h.start_ns, h.stream))
+    };
+    let nccl = "ncclDevKernel_AllReduce".to_string();
+    assert_eq!(hit(false, 0, 1_600), Some((0, nccl.clone(), 1_500, None)));
+    assert_eq!(hit(false, 1, 1_600), Some((1, nccl, 1_500, Some(8))));
+    assert_eq!(
+        hit(true, 1, 1_200),
+        Some((1, "gemm".into(), 1_000, Some(7)))
+    );
+    assert_eq!(hit(true, 2, 1_200), None);
+    assert_eq!(hit(true, 9, 1_200), None);
 }

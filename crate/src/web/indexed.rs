@@ -226,6 +226,16 @@ impl Indexed {
         self.with_timeline(|t, source| t.device_view(source, window, columns, what))
     }
 
+    /// What lies under the pointer on lane `lane` of [`Indexed::device_view`]'s view.
+    pub(crate) fn device_hit(
+        &self,
+        what: &DeviceLanes<'_>,
+        lane: u32,
+        at: (Ns, Ns),
+    ) -> Result<Option<Hit>> {
+        self.with_timeline(|t, source| t.device_hit(source, what, lane, at))
+    }
+
     /// The kernel, step, call or range of view lane `lane` (its depth row `row` on an NVTX
     /// lane) under the pointer.
     pub(crate) fn hit(

@@ -31,7 +31,7 @@ pub use format::{
     format_signed_duration, format_signed_percent,
 };
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
-pub use ranks::{ranks_timeline, ranks_traces};
+pub use ranks::{ranks_hover, ranks_timeline, ranks_traces};
 pub use whatif::{step_path, whatif_traces};
 
 use std::fmt::Display;

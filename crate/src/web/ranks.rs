@@ -46,6 +46,8 @@ struct RankLanes {
     /// Every file's kernel window, moved onto the common clock: their union.
     extent: Extent,
     ranks: Vec<RankLane>,
+    /// The groups of the last view drawn: where `ranksHover` finds a lane's rank.
+    drawn: Vec<LaneGroup>,
 }
 
 /// One rank: its trace, its group (name, device, offset) and its collective kernels.
@@ -130,6 +132,7 @@ fn rank_lanes(
             end_ns: end,
         },
         ranks,
+        drawn: Vec::new(),
     }
 }
 
@@ -166,12 +169,8 @@ pub fn ranks_timeline(
     }
     let columns = columns.clamp(1, crate::timeline::MAX_COLUMNS);
     LAID.with(|laid| {
-        let laid = laid.borrow();
-        let Some(laid) = laid.as_ref().filter(|l| l.ids == ids) else {
-            return Err(js_error(
-                "the ranks of these traces are not computed: show the Drill-down first",
-            ));
-        };
+        let mut laid = laid.borrow_mut();
+        let laid = computed(&mut laid, &ids)?;
         let members = laid
             .ranks
             .iter()
@@ -185,11 +184,66 @@ pub fn ranks_timeline(
             f64::from(view.columns),
             crate::plot::RULER_FONT_PX,
         );
+        laid.drawn.clone_from(&groups);
         to_json(&RanksTimeline {
             layout: crate::plot::lane_layout(&view),
             view: &view,
             groups,
         })
+    })
+}
+
+/// The ranks timeline of the traces `ids`, when it is the last one computed.
+fn computed<'a>(
+    laid: &'a mut Option<RankLanes>,
+    ids: &[u32],
+) -> Result<&'a mut RankLanes, WebError> {
+    laid.as_mut().filter(|l| l.ids == ids).ok_or_else(|| {
+        js_error("the ranks of these traces are not computed: show the Drill-down first")
+    })
+}
+
+/// The collective kernel or GPU work under the pointer on lane `lane` of the last ranks
+/// timeline drawn over `ids` (with the same `open` groups) at `tNs` of the common clock, as
+/// `Hit` JSON with times on that clock, or `null`.
+#[wasm_bindgen(js_name = ranksHover)]
+pub fn ranks_hover(
+    ids: Vec<u32>,
+    lane: u32,
+    #[wasm_bindgen(js_name = tNs)] t_ns: f64,
+    #[wasm_bindgen(js_name = slackNs)] slack_ns: f64,
+    open: Vec<String>,
+) -> Result<String, WebError> {
+    init();
+    let t = ns_arg("tNs", t_ns)?;
+    let slack = ns_arg("slackNs", slack_ns)?.max(0);
+    LAID.with(|laid| {
+        let mut laid = laid.borrow_mut();
+        let laid = computed(&mut laid, &ids)?;
+        let Some((i, g)) = laid
+            .drawn
+            .iter()
+            .enumerate()
+            .find(|(_, g)| (g.first_lane..g.first_lane + g.lanes).contains(&lane))
+        else {
+            return to_json(&None::<crate::timeline::Hit>);
+        };
+        let Some(r) = laid.ranks.get(i) else {
+            return to_json(&None::<crate::timeline::Hit>);
+        };
+        let what = device_lanes(r, open.contains(&group_key(i)));
+        let offset = g.offset_ns;
+        let at = (t.saturating_sub(offset), slack);
+        let hit = open_trace(r.trace)?
+            .device_hit(&what, lane - g.first_lane, at)
+            .map_err(WebError::from)?
+            .map(|mut h| {
+                h.lane = lane;
+                h.start_ns = h.start_ns.saturating_add(offset);
+                h.end_ns = h.end_ns.saturating_add(offset);
+                h
+            });
+        to_json(&hit)
     })
 }
 
@@ -203,7 +257,20 @@ fn member(
     let trace = open_trace(r.trace)?;
     let offset = r.group.offset_ns;
     let window = (start.saturating_sub(offset), end.saturating_sub(offset));
-    let what = DeviceLanes {
+    let what = device_lanes(r, streams);
+    let view = trace
+        .device_view(window, columns, &what)
+        .map_err(WebError::from)?;
+    Ok(Member {
+        group: r.group.clone(),
+        view,
+    })
+}
+
+/// What rank `r`'s group shows of its file: its NCCL kernels' lane, then its device's lanes
+/// (one per stream when `streams`).
+fn device_lanes(r: &RankLane, streams: bool) -> DeviceLanes<'_> {
+    DeviceLanes {
         device: r.group.device,
         streams,
         marked: Some(MarkedLane {
@@ -212,12 +279,5 @@ fn member(
             events: &r.kernels,
             names: &r.names,
         }),
-    };
-    let view = trace
-        .device_view(window, columns, &what)
-        .map_err(WebError::from)?;
-    Ok(Member {
-        group: r.group.clone(),
-        view,
-    })
+    }
 }
