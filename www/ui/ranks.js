@@ -7,7 +7,7 @@
 import { el, panel, outlineTable, drawFitted } from './format.js';
 import { TimelinePanel } from './timeline.js';
 
-let shown = null; // the ranks timeline on screen (one answer at a time)
+let ranksOnScreen = null; // the ranks timeline on screen (one answer at a time)
 
 // The ranks panel of `parsed` (`{ranks, section, chart, timeline}`) over the traces in `slots`.
 // wasm: {drawSkewChart, drawRanksTimeline, timelineLayout}.
@@ -53,12 +53,12 @@ function timelineBox() {
 // Shows the ranks timeline over `extent` ({start_ns, end_ns} of the common clock); the one
 // shown before stops answering (its canvas is gone).
 function showTimeline(t, extent, slots, engine, wasm) {
-  shown?.clearTrace();
+  ranksOnScreen?.clearTrace();
   const source = {
     timeline: (start, end, columns, open) => engine.ranksTimeline(slots, start, end, columns, open),
     hover: (lane, t, slack, open) => engine.ranksHover(slots, lane, t, slack, open),
   };
-  shown = new TimelinePanel({
+  ranksOnScreen = new TimelinePanel({
     canvas: t.canvas,
     tooltip: t.tooltip,
     rangeLabel: t.range,
@@ -66,6 +66,6 @@ function showTimeline(t, extent, slots, engine, wasm) {
     engine: source,
     wasm: { drawTimeline: (canvas, view) => wasm.drawRanksTimeline(canvas, view), timelineLayout: wasm.timelineLayout },
   });
-  t.canvas.timelinePanel = shown; // test hook: zoom it as a user would
-  shown.setTrace(extent);
+  t.canvas.timelinePanel = ranksOnScreen; // test hook: zoom it as a user would
+  ranksOnScreen.setTrace(extent);
 }

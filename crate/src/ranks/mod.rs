@@ -22,7 +22,8 @@
 //! (`nsys-lens ranks --summary`, `examples/ranks_dask.py`) and the reduce reads the summaries.
 //!
 //! State: each rank's collective kernels (as the straggler view keeps them), a bounded list of
-//! the worst collectives and one skew per collective for the statistics.
+//! the worst collectives and per collective its skew (the statistics), first arrival and last rank
+//! (the skew chart).
 
 pub mod cause;
 pub mod device;
