@@ -4,8 +4,8 @@
 // (one-line relative imports, unique top-level names, the worker's classic form) is in
 // docs/offline-file.md.
 
-import __wbg_init, { drawTimeline, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawKernelClasses, kernelClassColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
-import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign, panel, outlineTable, drawFitted } from './ui/format.js';
+import __wbg_init, { drawTimeline, drawRanksTimeline, drawSkewChart, drawGapHistogram, drawStepTimes, drawBarChart, drawIdleCauses, idleCauseColours, drawKernelClasses, kernelClassColours, drawLprofRounds, lprofAnalyze, metricCatalogue, timelineLayout, version, formatDuration, formatSignedDuration, durationColumnUnit, formatDurationIn, formatPercent, formatSignedPercent, formatCount, formatCounted } from './pkg/nsys_lens.js';
+import { el, clear, counted, ns as nsText, METRICS, THRESHOLDS, useCatalogue, useFormatter, directionSign, panel, outlineTable } from './ui/format.js';
 import { STALL_MS, WorkerEngine } from './ui/engine.js';
 import { renderCards, renderCallouts } from './ui/cards.js';
 import { renderPhases } from './ui/phases.js';
@@ -19,6 +19,7 @@ import { renderHostSide } from './ui/hostside.js';
 import { LprofPanel, splitLineProfilerFiles } from './ui/lprof.js';
 import { renderCapture } from './ui/capture.js';
 import { renderWhatif } from './ui/whatif.js';
+import { ranksPanel } from './ui/ranks.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -675,7 +676,8 @@ async function computeDrill() {
 }
 
 // Every rank, one answer (the core's `ranksTraces`, as `nsys-lens ranks FILE…`): each rank's
-// record at the collectives, the skew chart and, over several files, the clock each was put on.
+// record at the collectives, the skew chart, the ranks timeline and, over several files, the
+// clock each was put on (`ui/ranks.js`).
 async function renderRanks(slots) {
   const holder = el('div', { 'data-testid': 'drill-ranks' });
   $('drill').append(holder);
@@ -684,13 +686,7 @@ async function renderRanks(slots) {
     const parsed = JSON.parse(view);
     holder.ranksView = parsed; // test hook: what the panel shows, as the core returned it
     if (!parsed.ranks.ranks.length) return;
-    const s = parsed.section;
-    const canvas = el('canvas', { 'data-testid': 'drill-skew-plot', height: '120' });
-    holder.append(panel(s.title, 'drill-ranks-panel', ...s.text.map((t) => el('p', { class: 'small', text: t })), el('div', { class: 'canvas-wrap' }, canvas), ...s.tables.map(outlineTable)));
-    requestAnimationFrame(() => {
-      drawFitted(canvas, drawBarChart, JSON.stringify(parsed.chart));
-      canvas.dataset.drawn = '1';
-    });
+    holder.append(ranksPanel(parsed, slots, appState.engine, { drawSkewChart, drawRanksTimeline, timelineLayout }));
   } catch (e) {
     holder.append(el('div', { class: 'error', role: 'alert', text: `Ranks not computed: ${e.message || e}` }));
   }

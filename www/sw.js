@@ -23,6 +23,7 @@ const ASSETS = [
   './ui/lprof.js',
   './ui/capture.js',
   './ui/whatif.js',
+  './ui/ranks.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',

@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksTraces, reportFile, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, reportFile, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -250,6 +250,15 @@ async function handle(msg) {
     case 'ranks': {
       const ids = new Uint32Array((msg.slots || ['main']).map((s) => analysisIn(s).id));
       return { view: ranksTraces(ids) };
+    }
+    case 'ranksTimeline': {
+      // The ranks timeline of the last 'ranks' over the same slots.
+      const ids = new Uint32Array((msg.slots || ['main']).map((s) => analysisIn(s).id));
+      return { view: withNs((ns) => ranksTimeline(ids, ns(msg.start), ns(msg.end), msg.columns, msg.open || [])) };
+    }
+    case 'ranksHover': {
+      const ids = new Uint32Array((msg.slots || ['main']).map((s) => analysisIn(s).id));
+      return { hit: withNs((ns) => ranksHover(ids, msg.lane, ns(msg.t), ns(msg.slack), msg.open || [])) };
     }
     case 'report': {
       const bytes = reportFile(analysisIn(msg.slot).id, msg.format, msg.top || 10);

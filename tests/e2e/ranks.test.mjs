@@ -1,14 +1,16 @@
 // Every rank, one answer, in the page: the Drill-down's Ranks panel shows what `nsys-lens ranks
 // --json` says of the same files — one export holding two ranks (the real mfu_2gpu_before), and
 // the generated TP=4 straggler run written as one file per rank with clocks off by up to 1 ms,
-// dropped together (three or more files are the ranks of one run) — with the skew chart drawn.
+// dropped together (three or more files are the ranks of one run) — with the skew of every
+// collective drawn, the straggler's row emphasized, and the ranks timeline: a lane group per
+// rank, moved by its file's clock offset, so a collective's arrivals read as the CLI's.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { useSite, publicTrace, openTrace, dropFiles, cliJson, showView, generate } from './helpers.mjs';
+import { useSite, publicTrace, openTrace, dropFiles, cliJson, showView, generate, artifact } from './helpers.mjs';
 
 const BEFORE = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
 const TIMEOUT = 240_000;
@@ -30,6 +32,93 @@ async function ranksShown(page) {
   return page.evaluate(() => document.querySelector('[data-testid=drill-ranks]').ranksView);
 }
 
+// The ranks timeline as the core laid it out (its view, `layout` and `groups`), once drawn past
+// draw number `after`.
+async function ranksTimeline(page, after = 0) {
+  await page.waitForFunction((n) => Number(document.querySelector('[data-testid=ranks-timeline]')?.dataset.drawn || 0) > n, after, { timeout: TIMEOUT });
+  return page.evaluate(() => {
+    const c = document.querySelector('[data-testid=ranks-timeline]');
+    return { view: c.timelineView, drawn: Number(c.dataset.drawn) };
+  });
+}
+
+// Waits until the ranks timeline has drawn its last view at its canvas's size.
+async function settled(page) {
+  await page.waitForFunction(
+    () => {
+      const c = document.querySelector('[data-testid=ranks-timeline]');
+      const p = c?.timelinePanel;
+      return p && !p.inFlight && !p.dirty && !p.frame && p.drawnSeq === p.seq && c.width === Math.max(320, Math.floor(c.parentElement.clientWidth));
+    },
+    null,
+    { timeout: TIMEOUT },
+  );
+}
+
+// What the panel shows beside the answer: the chart over every collective, the straggler's row
+// emphasized, a lane group per rank named as `ranks` names it and moved by its file's offset.
+async function checkPanel(page, shown, cli) {
+  assert.equal(shown.chart.collectives, cli.collectives.count, 'the chart draws every collective');
+  assert.equal(shown.chart.skew_ns.length, cli.collectives.count);
+  assert.equal(Math.max(0, ...shown.chart.skew_ns) / 1000, cli.collectives.skew_us.max, 'its largest bar is the largest skew');
+  await page.waitForFunction(() => document.querySelector('[data-testid=drill-skew-plot]')?.dataset.drawn === '1', null, { timeout: TIMEOUT });
+  const emphasized = await page.$$eval('[data-table=ranks] tbody tr.emphasized', (trs) => trs.map((tr) => tr.cells[0].textContent));
+  assert.deepEqual(emphasized, cli.straggler === null ? [] : [cli.ranks[cli.straggler].rank], 'the straggler, and only it, emphasized');
+  const { view } = await ranksTimeline(page);
+  const files = cli.files.map((f) => path.basename(f));
+  assert.deepEqual(
+    view.groups.map((g) => [g.label, g.offset_ns, g.flagged]),
+    cli.ranks.map((r, i) => [r.rank, cli.clock.offset_ns[files.indexOf(path.basename(r.file))], cli.straggler === i]),
+    'a group per rank, on its file\'s offset',
+  );
+  let next = 0;
+  for (const g of view.groups) {
+    assert.equal(g.first_lane, next, 'groups in order, lanes contiguous');
+    assert.ok(g.lanes >= 2, `${g.label}: its collectives and its GPU`);
+    assert.equal(view.lanes[g.first_lane].kind, 'collectives');
+    next += g.lanes;
+  }
+  assert.equal(view.lanes.length, next);
+  assert.equal(view.layout.lanes.length, view.lanes.length, 'a place per lane');
+  return view;
+}
+
+// Zooms the ranks timeline on the worst collective: each rank's collective kernel there starts
+// at its arrival, so the first and last of them are the CLI's first and last arrival.
+async function checkArrivals(page, cli, shot) {
+  const worst = cli.collectives.worst[0];
+  const pad = 20_000;
+  const { drawn } = await ranksTimeline(page);
+  await page.evaluate(
+    ([a, b]) => document.querySelector('[data-testid=ranks-timeline]').timelinePanel.zoomTo(a, b),
+    [worst.first_arrival_ns - pad, worst.last_arrival_ns + worst.transfer_us * 1000 + pad],
+  );
+  const { view } = await ranksTimeline(page, drawn);
+  const starts = view.groups.map((g) => {
+    const items = view.lanes[g.first_lane].items || [];
+    const at = items.find((it) => it.start_ns <= worst.last_arrival_ns && it.end_ns > worst.first_arrival_ns);
+    assert.ok(at, `${g.label}: its kernel of the worst collective is drawn`);
+    assert.equal(view.names[at.name], worst.name);
+    return at.start_ns;
+  });
+  assert.equal(Math.min(...starts), worst.first_arrival_ns, 'first arrival');
+  assert.equal(Math.max(...starts), worst.last_arrival_ns, 'last arrival');
+  const last = view.groups[starts.indexOf(worst.last_arrival_ns)];
+  assert.equal(last.label, cli.ranks[worst.last_rank].rank, 'the last rank');
+  // Hovered, the last rank's kernel says its name and its start on the common clock.
+  const t = worst.last_arrival_ns + (worst.transfer_us * 1000) / 2;
+  const box = await page.locator('[data-testid=ranks-timeline]').boundingBox();
+  const labelPx = await page.evaluate(() => document.querySelector('[data-testid=ranks-timeline]').timelinePanel.layout.label_width_px);
+  const x = labelPx + ((t - view.start_ns) / (view.end_ns - view.start_ns)) * view.columns;
+  const y = view.layout.lanes[last.first_lane].top_px + 6;
+  await page.mouse.move(box.x + x, box.y + y);
+  const tip = page.locator('.ranks-timeline-box [data-testid=tooltip-name]');
+  await tip.waitFor({ timeout: TIMEOUT });
+  assert.equal(await tip.textContent(), worst.name);
+  await page.locator('.ranks-timeline-box').screenshot({ path: artifact(shot) });
+  await page.mouse.move(0, 0);
+}
+
 test('one export with two ranks: the Ranks panel is `ranks --json`', { timeout: TIMEOUT }, async () => {
   const { page } = s;
   await openTrace(page, BEFORE, { timeout: TIMEOUT });
@@ -39,7 +128,10 @@ test('one export with two ranks: the Ranks panel is `ranks --json`', { timeout: 
   assert.equal(cli.ranks.length, 2);
   const rows = await page.$$eval('[data-table=ranks] tbody tr', (trs) => trs.length);
   assert.equal(rows, cli.ranks.length, 'a row per rank');
-  await page.waitForFunction(() => document.querySelector('[data-testid=drill-skew-plot]')?.dataset.drawn === '1', null, { timeout: TIMEOUT });
+  await checkPanel(page, shown, cli);
+  assert.ok(cli.clock.offset_ns.every((o) => o === 0), 'one export: one clock');
+  await page.locator('[data-testid=ranks-timeline]').screenshot({ path: artifact('ranks-timeline-mfu.png') });
+  await checkArrivals(page, cli, 'ranks-timeline-mfu-zoomed.png');
   assert.deepEqual(s.problems, [], 'no page error');
 });
 
@@ -66,5 +158,18 @@ test('four rank files with clock errors: the Ranks panel is `ranks FILE… --jso
   );
   const clockRows = await page.$$eval('[data-table=ranks_clock] tbody tr', (trs) => trs.length);
   assert.equal(clockRows, 4, 'a clock row per file');
+  await checkPanel(page, shown, cli);
+  assert.ok(cli.straggler !== null, 'the planted straggler is found');
+  // The whole panel in the viewport, for review (drawn again if the canvas's width changed).
+  const viewport = page.viewportSize();
+  const panel = page.locator('[data-testid=drill-ranks-panel]');
+  const { height } = await panel.boundingBox();
+  await page.setViewportSize({ width: viewport.width, height: Math.ceil(height) + 100 });
+  await panel.scrollIntoViewIfNeeded();
+  await settled(page);
+  await panel.screenshot({ path: artifact('ranks-panel-tp4.png') });
+  await page.setViewportSize(viewport);
+  await settled(page);
+  await checkArrivals(page, cli, 'ranks-timeline-tp4-zoomed.png');
   assert.deepEqual(s.problems, [], 'no page error');
 });

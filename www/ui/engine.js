@@ -315,9 +315,20 @@ export class WorkerEngine {
     return this.request('stepPath', { slot, step, options: JSON.stringify(options || {}) });
   }
 
-  // The ranks at their collectives over `slots` (`{ranks, section, chart}` JSON).
+  // The ranks at their collectives over `slots` (`{ranks, section, chart, timeline}` JSON).
   ranks(slots) {
     return this.request('ranks', { slots });
+  }
+
+  // The ranks timeline of the last `ranks(slots)` over [start, end) of its common clock in
+  // `columns` columns; `open`: the rank groups (`rank:<i>`) shown one lane per stream.
+  ranksTimeline(slots, start, end, columns, open = []) {
+    return this.request('ranksTimeline', { slots, start, end, columns, open });
+  }
+
+  // What lies under the pointer on `lane` of the last ranks timeline drawn (Hit JSON or null).
+  ranksHover(slots, lane, t, slack, open = []) {
+    return this.request('ranksHover', { slots, lane, t, slack, open });
   }
 
   // DrillReport JSON over `slots` (one trace, or the rank files of one run).

@@ -181,10 +181,19 @@ export function dataTable(headers, rows, attrs = {}) {
   return el('div', { class: 'table-wrap' }, el('table', { class: 'table', ...attrs }, el('thead', {}, head), body));
 }
 
-// A table of the core's report outline (`{name, title, headers, rows}`, cells as the report
-// writes them) under its title; "None." when it has no rows.
+// A table of the core's report outline (`{name, title, headers, rows, emphasized}`, cells as
+// the report writes them) under its title; "None." when it has no rows.
+// Rows the core emphasizes (`emphasized`: [{row, why}], the straggler among the ranks) are
+// styled and say why on hover.
 export function outlineTable(t) {
-  const rows = t.rows.map((r) => el('tr', {}, r.map((c) => el('td', { class: 'mono small', text: c }))));
+  const why = new Map((t.emphasized || []).map((e) => [e.row, e.why]));
+  const rows = t.rows.map((r, i) =>
+    el(
+      'tr',
+      why.has(i) ? { class: 'emphasized', title: why.get(i), 'data-emphasized': why.get(i) } : {},
+      r.map((c) => el('td', { class: 'mono small', text: c })),
+    ),
+  );
   return el(
     'div',
     { class: 'host-table' },

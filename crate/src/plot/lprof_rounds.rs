@@ -114,15 +114,9 @@ pub fn draw_round_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &RoundChart,
 ) -> DrawResult {
-    root.fill(&WHITE).map_err(err)?;
-    let (w, h) = root.dim_in_pixel();
+    let title = "Profiled time per round, by function";
+    let (w, h) = super::start_chart(root, title, MARGIN.0 as i32)?;
     let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
-    root.draw(&Text::new(
-        "Profiled time per round, by function",
-        (MARGIN.0 as i32, 6),
-        font(13),
-    ))
-    .map_err(err)?;
     let rows = legend_rows(chart, f64::from(w));
     for (r, row) in rows.iter().enumerate() {
         let y = (MARGIN.2 + r as f64 * LEGEND_ROW) as i32;

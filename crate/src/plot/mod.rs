@@ -4,9 +4,11 @@
 //! Inputs are already aggregated ([`TimelineView`], [`GapHistogram`]), so drawing costs one
 //! rectangle per run of equal pixel columns, never one per kernel.
 
+pub mod groups;
 pub mod idle_causes;
 pub mod kernel_classes;
 pub mod lprof_rounds;
+pub mod skew;
 pub mod stacked;
 pub mod step_times;
 pub mod ticks;
@@ -371,6 +373,8 @@ fn draw_lane<DB: DrawingBackend>(
     let base = match lane.kind.as_str() {
         "steps" => STEP,
         "nvtx" | "api" => NVTX,
+        // A rank's collective kernels (the ranks timeline), in the collective class's colour.
+        "collectives" => class_color("collective"),
         _ => KERNEL,
     };
     root.draw(&Rectangle::new(
@@ -579,13 +583,49 @@ fn draw_ruler<DB: DrawingBackend>(
 
 use ticks::text_width;
 
+/// Fills `root` white and writes `title` at its top, from `x`: how every chart starts. Returns
+/// the area's size in pixels.
+fn start_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    x: i32,
+) -> Result<(u32, u32), String> {
+    root.fill(&WHITE).map_err(err)?;
+    let font = ("sans-serif", 13).into_font().color(&INK);
+    root.draw(&Text::new(title, (x, 6), font)).map_err(err)?;
+    Ok(root.dim_in_pixel())
+}
+
+/// A value axis' ticks: a grid line across the plot (`left`, `width`) at each and its label
+/// left of the plot, `y_of` placing a value.
+fn draw_value_axis<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    ticks: &[ticks::Tick],
+    (left, width): (f64, f64),
+    y_of: &dyn Fn(f64) -> i32,
+) -> DrawResult {
+    let font = ("sans-serif", 11).into_font().color(&INK);
+    for t in ticks {
+        let y = y_of(t.at);
+        root.draw(&PathElement::new(
+            vec![(left as i32, y), ((left + width) as i32, y)],
+            GRID,
+        ))
+        .map_err(err)?;
+        let x = (left - 6.0 - text_width(&t.label, 11.0)) as i32;
+        root.draw(&Text::new(t.label.clone(), (x, y - 6), font.clone()))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
 /// Bars of idle time per bucket, labelled with their gap counts; axes drawn by hand.
 pub fn draw_gap_histogram<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     hist: &GapHistogram,
 ) -> DrawResult {
-    root.fill(&WHITE).map_err(err)?;
-    let (w, h) = root.dim_in_pixel();
+    let title = "GPU idle time by gap size (number of gaps above each bar)";
+    let (w, h) = start_chart(root, title, 64)?;
     let (left, right, top, bottom) = (64.0, 10.0, 44.0, 56.0);
     let plot_w = (f64::from(w) - left - right).max(10.0);
     let plot_h = (f64::from(h) - top - bottom).max(10.0);
@@ -598,29 +638,13 @@ pub fn draw_gap_histogram<DB: DrawingBackend>(
     let axis_top = ticks.last().map_or(1.0, |t| t.at).max(1.0);
     let y_of = |ns: f64| (top + plot_h - ns / axis_top * (plot_h - 14.0)) as i32;
     let font = |px: u32| ("sans-serif", px).into_font().color(&INK);
-    root.draw(&Text::new(
-        "GPU idle time by gap size (number of gaps above each bar)",
-        (left as i32, 6),
-        font(13),
-    ))
-    .map_err(err)?;
     root.draw(&Text::new("idle time", (4, 24), font(11)))
         .map_err(err)?;
     let x_title = "gap size";
     let tx = (left + (plot_w - text_width(x_title, 11.0)) / 2.0) as i32;
     root.draw(&Text::new(x_title, (tx, h as i32 - 16), font(11)))
         .map_err(err)?;
-    for t in &ticks {
-        let y = y_of(t.at);
-        root.draw(&PathElement::new(
-            vec![(left as i32, y), ((left + plot_w) as i32, y)],
-            GRID,
-        ))
-        .map_err(err)?;
-        let x = (left - 6.0 - text_width(&t.label, 11.0)) as i32;
-        root.draw(&Text::new(t.label.clone(), (x, y - 6), font(11)))
-            .map_err(err)?;
-    }
+    draw_value_axis(root, &ticks, (left, plot_w), &y_of)?;
     if hist.buckets.iter().all(|b| b.count == 0) {
         let note = "no GPU-idle gaps in this trace";
         let nx = (left + (plot_w - text_width(note, 13.0)) / 2.0) as i32;

@@ -22,7 +22,8 @@
 //! (`nsys-lens ranks --summary`, `examples/ranks_dask.py`) and the reduce reads the summaries.
 //!
 //! State: each rank's collective kernels (as the straggler view keeps them), a bounded list of
-//! the worst collectives and one skew per collective for the statistics.
+//! the worst collectives and per collective its skew (the statistics), first arrival and last rank
+//! (the skew chart).
 
 pub mod cause;
 pub mod device;
@@ -122,6 +123,20 @@ pub struct Collectives {
     pub by_name: Vec<NameSummary>,
     /// The [`WORST_LISTED`] largest skews, largest first (ties: the earlier first).
     pub worst: Vec<CollectiveRow>,
+    /// Every collective in order of its first arrival: what the skew chart draws (one entry a
+    /// collective, so left out of the JSON).
+    #[serde(skip)]
+    pub sequence: Vec<CollectiveSkew>,
+}
+
+/// One collective as the skew chart draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectiveSkew {
+    /// Its first arrival, on the first file's clock.
+    pub first_arrival_ns: Ns,
+    pub skew_ns: Ns,
+    /// The rank that arrived last (a place in `ranks`).
+    pub last_rank: usize,
 }
 
 /// Mean, median, 90th percentile (nearest rank) and largest; all 0 without collectives.
@@ -426,6 +441,7 @@ struct NameTally {
 fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
     let mut tally = vec![Tally::default(); ranks.len()];
     let mut skews: Vec<Ns> = Vec::new();
+    let mut sequence: Vec<CollectiveSkew> = Vec::new();
     let mut transfers: Vec<Ns> = Vec::new();
     let mut worst: Vec<CollectiveRow> = Vec::new();
     let mut by_name: Vec<(String, NameTally)> = Vec::new();
@@ -493,6 +509,11 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
                 t.worst_ns = t.worst_ns.max(skew);
             }
             skews.push(skew);
+            sequence.push(CollectiveSkew {
+                first_arrival_ns: early,
+                skew_ns: skew,
+                last_rank: who,
+            });
             transfers.push(transfer);
             nt.count += 1;
             nt.skew_ns = nt.skew_ns.saturating_add(skew);
@@ -554,6 +575,7 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
         .max_by_key(|(i, s)| (s.last, std::cmp::Reverse(*i)))
         .filter(|(_, s)| s.last_share > stragglers::STRAGGLER_SHARE)
         .map(|(i, _)| i);
+    sequence.sort_by_key(|c| c.first_arrival_ns);
     RanksReport {
         files: Vec::new(),
         ranks: summaries,
@@ -573,6 +595,7 @@ fn report_of(ranks: &[Rank], clock: Clock) -> RanksReport {
                 })
                 .collect(),
             worst,
+            sequence,
         },
         clock,
         straggler,

@@ -287,24 +287,63 @@ pub fn kernel_class_bars(
     }
 }
 
-/// The collectives whose ranks arrived furthest apart: a bar per collective, its skew, the rank
-/// that arrived last (flagged when it is the straggler).
-pub fn skew_bars(r: &crate::ranks::RanksReport) -> BarChart {
-    let rank = |i: usize| r.ranks.get(i).map_or("?", |k| k.rank.as_str());
-    BarChart {
-        title: "Skew of the collectives whose ranks arrived furthest apart (µs)".into(),
-        bars: r
-            .collectives
-            .worst
-            .iter()
-            .map(|c| {
-                bar(
-                    format!("{} #{}", c.name, c.index),
-                    c.skew_us,
-                    format!("{:.1} µs · last: {}", c.skew_us, rank(c.last_rank)),
-                    r.straggler == Some(c.last_rank),
-                )
-            })
-            .collect(),
+/// Every collective's skew in order of first arrival, coloured by the rank that arrived last
+/// (the straggler in the alert colour): what [`crate::plot::skew`] draws.
+pub fn skew_series(r: &crate::ranks::RanksReport) -> crate::plot::skew::SkewSeries {
+    let seq = &r.collectives.sequence;
+    crate::plot::skew::SkewSeries {
+        title: "Skew per collective (last arrival − first), coloured by the rank that arrived last"
+            .into(),
+        collectives: seq.len() as u64,
+        skew_ns: seq.iter().map(|c| c.skew_ns).collect(),
+        last_rank: seq.iter().map(|c| c.last_rank as u32).collect(),
+        ranks: r.ranks.iter().map(|k| k.rank.clone()).collect(),
+        straggler: r.straggler.map(|i| i as u32),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drill::RowIndex;
+    use crate::index::testing::TraceBuilder;
+
+    /// A rank's file: collective kernels `(name, start, end)` on `device`.
+    fn rank_file(device: u32, kernels: &[(&str, i64, i64)]) -> crate::model::Trace {
+        let mut b = TraceBuilder::new();
+        for &(name, start, end) in kernels {
+            b.kernel_on((device, 7), name, (start, end), 0);
+        }
+        b.trace.meta.session_start_utc_ns = Some(0);
+        b.trace
+    }
+
+    #[test]
+    fn the_skew_series_is_every_collective_in_order_of_first_arrival() {
+        // Two names interleaved in time: all-reduce #0 (skew 300, rank 1 last), all-gather #0
+        // (skew 50, rank 0 last), all-reduce #1 (skew 200, rank 1 last).
+        let (ar, ag) = (
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+            "ncclDevKernel_AllGather_RING_LL",
+        );
+        let a = rank_file(
+            0,
+            &[(ar, 1_000, 2_000), (ag, 3_050, 4_000), (ar, 5_000, 6_000)],
+        );
+        let b = rank_file(
+            1,
+            &[(ar, 1_300, 2_000), (ag, 3_000, 4_000), (ar, 5_200, 6_000)],
+        );
+        let ix = [
+            RowIndex::loaded(&a, "trace_rank0.sqlite", None),
+            RowIndex::loaded(&b, "trace_rank1.sqlite", None),
+        ];
+        let r = crate::ranks::ranks_indexed(&ix).expect("ranks");
+        let s = skew_series(&r);
+        assert_eq!(s.collectives, r.collectives.count);
+        assert_eq!(s.skew_ns, vec![300, 50, 200]);
+        assert_eq!(s.last_rank, vec![1, 0, 1]);
+        assert_eq!(s.ranks, vec!["rank 0", "rank 1"]);
+        assert_eq!(s.straggler, r.straggler.map(|i| i as u32));
     }
 }

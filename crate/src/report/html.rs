@@ -20,7 +20,7 @@ th{background:#f5f6f8;font-weight:600}td.text{max-width:520px;overflow-wrap:anyw
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.key{white-space:nowrap}th.num{white-space:normal}
 ol.findings li{margin:0 0 10px;overflow-wrap:anywhere}p{overflow-wrap:anywhere}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
 .sev-high{background:#dc2626}.sev-medium{background:#d97706}.sev-low{background:#2563eb}.sev-info{background:#6b7280}
-.fix{color:#3b4048}figure{margin:8px 0 16px}svg{max-width:100%;height:auto}
+.fix{color:#3b4048}tr.em td{background:#fef2f2}tr.em td:first-child{box-shadow:inset 3px 0 #dc2626}figure{margin:8px 0 16px}svg{max-width:100%;height:auto}
 ";
 
 /// Escapes text and attribute values.
@@ -82,8 +82,11 @@ fn table(out: &mut String, t: &Table) {
         out.push_str(&format!("<th class=\"{}\">{}</th>", class(k), escape(h)));
     }
     out.push_str("</tr></thead><tbody>");
-    for row in &shown.rows {
-        out.push_str("<tr>");
+    for (i, row) in shown.rows.iter().enumerate() {
+        match t.emphasis(i) {
+            Some(why) => out.push_str(&format!("<tr class=\"em\" title=\"{}\">", escape(why))),
+            None => out.push_str("<tr>"),
+        }
         for (c, &k) in row.iter().zip(&shown.kinds) {
             out.push_str(&format!("<td class=\"{}\">{}</td>", class(k), cell(c, k)));
         }
@@ -113,6 +116,9 @@ fn chart(out: &mut String, c: &Chart) {
             (760, crate::plot::kernel_classes::class_bars_height(c, 760)),
             |root| crate::plot::kernel_classes::draw_class_bars(root, c),
         ),
+        Chart::Skew(s) => svg((760, crate::plot::skew::SKEW_CHART_HEIGHT), |root| {
+            crate::plot::skew::draw_skew_chart(root, s)
+        }),
     };
     match drawn {
         Ok(svg) => out.push_str(&format!("<figure>{svg}</figure>\n")),
@@ -169,4 +175,30 @@ pub fn render(doc: &Document) -> String {
     }
     out.push_str("</body></html>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tables::{Kind, col};
+
+    #[test]
+    fn an_emphasized_row_is_marked_and_says_why_in_the_markup_and_the_json() {
+        let mut t = Table::new("t", "T", &[col("name", "Name", Kind::Text)]);
+        t.row(vec!["a".into()]);
+        t.row(vec!["b".into()]);
+        t.emphasize_last("the straggler");
+        let mut out = String::new();
+        table(&mut out, &t);
+        assert!(out.contains("<tr><td class=\"text\">a</td></tr>"), "{out}");
+        assert!(
+            out.contains("<tr class=\"em\" title=\"the straggler\"><td class=\"text\">b</td></tr>"),
+            "{out}"
+        );
+        let json = serde_json::to_value(&t).expect("json");
+        assert_eq!(
+            json["emphasized"],
+            serde_json::json!([{"row": 1, "why": "the straggler"}])
+        );
+    }
 }

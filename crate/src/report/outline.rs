@@ -20,6 +20,7 @@ pub enum Chart {
     Bars(BarChart),
     Gaps(GapHistogram),
     Classes(crate::plot::kernel_classes::ClassBars),
+    Skew(crate::plot::skew::SkewSeries),
 }
 
 /// One section of the report (as JSON, the page's host-side view renders it: charts left out,
@@ -561,7 +562,7 @@ pub fn ranks_section(r: &crate::ranks::RanksReport) -> Section {
     if r.files.len() > 1 {
         s.tables.push(t::clock_table(r));
     }
-    s.charts.push(Chart::Bars(charts::skew_bars(r)));
+    s.charts.push(Chart::Skew(charts::skew_series(r)));
     s
 }
 

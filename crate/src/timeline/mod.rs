@@ -17,9 +17,11 @@
 
 mod build;
 pub mod columns;
+mod device;
 pub mod fold;
 pub mod host;
 mod source;
+pub mod stack;
 mod step_lane;
 pub mod summary;
 mod view;
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use build::TimelineBuilder;
 use columns::{Columns, Grid, NameIndex, mark_idle};
+pub use device::{DeviceLanes, MarkedLane};
 pub use host::HostIndex;
 pub use source::{KernelSource, lane_steps_of};
 pub use step_lane::{StepLane, StepLaneBuilder};
@@ -289,31 +292,20 @@ impl Timeline {
         if let Some(host) = host {
             lanes.extend(host.views(source, &grid, &mut names)?);
         }
-        if exact {
-            let events = self.read_lanes(source, &rows, grid.start, grid.end)?;
-            for (lane, evs) in self.lanes.iter().zip(events) {
-                let evs = || {
-                    evs.iter()
-                        .map(|ev| (ev.start, ev.end, Label::from(ev.label)))
-                };
-                let items = items_of(evs(), &grid, &mut names);
-                let mut view = lane.view(columns::exact(evs(), &grid, &mut names));
-                view.items = items;
-                lanes.push(view);
-            }
-        } else {
-            for lane in &self.lanes {
-                let cols = columns::from_bins(&lane.bins.bins, &self.grid, &grid, &mut names);
-                lanes.push(lane.view(cols));
-            }
-        }
+        let read = exact.then_some(&rows);
+        lanes.extend(self.kernel_lanes(source, &grid, read, &mut names, &|_| true)?);
         mark_idle(&mut lanes);
+        Ok(self.view_of(&grid, lanes, names))
+    }
+
+    /// The view of `lanes` over `grid`, naming what `names` indexed.
+    fn view_of(&self, grid: &Grid, lanes: Vec<LaneView>, names: NameIndex) -> TimelineView {
         let classes = names
             .names
             .iter()
             .map(|n| class_of(n).to_string())
             .collect();
-        Ok(TimelineView {
+        TimelineView {
             start_ns: grid.start,
             end_ns: grid.end,
             columns: grid.columns,
@@ -322,7 +314,39 @@ impl Timeline {
             classes,
             origin_ns: self.extent.0,
             range_label: String::new(),
-        })
+        }
+    }
+
+    /// The device lanes `keep` keeps, over `grid`: exact from the rows `read` (every GPU-work
+    /// row overlapping the view) when given, else from the summary bins.
+    fn kernel_lanes(
+        &self,
+        source: &dyn KernelSource,
+        grid: &Grid,
+        read: Option<&TableRows>,
+        names: &mut NameIndex,
+        keep: &dyn Fn(&KernelLane) -> bool,
+    ) -> crate::error::Result<Vec<LaneView>> {
+        let mut lanes = Vec::new();
+        let Some(rows) = read else {
+            for lane in self.lanes.iter().filter(|l| keep(l)) {
+                let cols = columns::from_bins(&lane.bins.bins, &self.grid, grid, names);
+                lanes.push(lane.view(cols));
+            }
+            return Ok(lanes);
+        };
+        let events = self.read_lanes(source, rows, grid.start, grid.end)?;
+        for (lane, evs) in self.lanes.iter().zip(events).filter(|(l, _)| keep(l)) {
+            let evs = || {
+                evs.iter()
+                    .map(|ev| (ev.start, ev.end, Label::from(ev.label)))
+            };
+            let items = items_of(evs(), grid, names);
+            let mut view = lane.view(columns::exact(evs(), grid, names));
+            view.items = items;
+            lanes.push(view);
+        }
+        Ok(lanes)
     }
 
     /// The host tracks' index, scanned from `source` the first time (views read it once they

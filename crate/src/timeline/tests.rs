@@ -196,3 +196,89 @@ fn the_step_lane_keeps_its_size_and_reads_its_steps_back() {
         (5_000_000, trace.strings.get(5000))
     );
 }
+
+#[test]
+fn a_device_view_shows_one_device_folded_or_per_stream_under_its_marked_lane() {
+    let mut trace = Trace {
+        strings: Strings::from_rows(vec![
+            (0, "gemm".to_string()),
+            (1, "ncclDevKernel_AllReduce".to_string()),
+        ]),
+        ..Trace::default()
+    };
+    let k: &mut Kernels = &mut trace.kernels;
+    for (device, stream, name, start, end) in [
+        (0, 7, 0, 1_000, 1_500),
+        (1, 7, 0, 1_000, 1_400),
+        (1, 8, 1, 1_500, 1_900),
+    ] {
+        k.start.push(start);
+        k.end.push(end);
+        k.device.push(device);
+        k.stream.push(stream);
+        k.process.push(0);
+        k.short_name.push(name);
+    }
+    let tl = Timeline::new(&trace);
+    let names = vec!["ncclDevKernel_AllReduce".to_string()];
+    let events = [(1_500, 1_900, 0)];
+    let what = |streams| DeviceLanes {
+        device: 1,
+        streams,
+        marked: Some(MarkedLane {
+            label: "rank 1 · collectives".into(),
+            kind: "collectives",
+            events: &events,
+            names: &names,
+        }),
+    };
+    let labels =
+        |v: &TimelineView| -> Vec<String> { v.lanes.iter().map(|l| l.label.clone()).collect() };
+    let folded = tl
+        .device_view(&trace, (1_000, 2_000), 100, &what(false))
+        .expect("view");
+    assert_eq!(
+        labels(&folded),
+        vec!["rank 1 · collectives", "▸ GPU 1 · 2 streams"]
+    );
+    let open = tl
+        .device_view(&trace, (1_000, 2_000), 100, &what(true))
+        .expect("view");
+    assert_eq!(
+        labels(&open),
+        vec![
+            "rank 1 · collectives",
+            "▾ GPU 1 · stream 7",
+            "GPU 1 · stream 8"
+        ]
+    );
+    assert!(
+        open.lanes.iter().all(|l| l.device == Some(1)),
+        "device 0 is not shown"
+    );
+    // The marked lane: its one event drawn on its own, named and classed as a collective.
+    let item = open.lanes[0].items[0];
+    assert_eq!((item.start_ns, item.end_ns), (1_500, 1_900));
+    let name = usize::try_from(item.name).expect("named");
+    assert_eq!(open.names[name], "ncclDevKernel_AllReduce");
+    assert_eq!(open.classes[name], "collective");
+    // Device 1 ran nothing in [1400, 1500): idle there, on its lanes and the marked one.
+    let column = 45; // [1450, 1460)
+    assert!(open.lanes.iter().all(|l| l.idle[column]));
+    assert!(open.lanes.iter().all(|l| !l.idle[10]));
+    // Hovers: the marked event; on the folded lane, the stream that ran something there.
+    let hit = |streams, lane, t| {
+        tl.device_hit(&trace, &what(streams), lane, (t, 0))
+            .expect("hit")
+            .map(|h| (h.lane, h.name, h.start_ns, h.stream))
+    };
+    let nccl = "ncclDevKernel_AllReduce".to_string();
+    assert_eq!(hit(false, 0, 1_600), Some((0, nccl.clone(), 1_500, None)));
+    assert_eq!(hit(false, 1, 1_600), Some((1, nccl, 1_500, Some(8))));
+    assert_eq!(
+        hit(true, 1, 1_200),
+        Some((1, "gemm".into(), 1_000, Some(7)))
+    );
+    assert_eq!(hit(true, 2, 1_200), None);
+    assert_eq!(hit(true, 9, 1_200), None);
+}

@@ -1,5 +1,6 @@
 //! The page's deeper views over open traces: root cause (`analyze`, spec §3), drill-down
-//! (spec §4) and the explainer report's exports (spec §5). The same core calls as the CLI's
+//! (spec §4) and the explainer report's exports (spec §5); the ranks panel's views are in
+//! `ranks`. The same core calls as the CLI's
 //! `analyze`, `drill` and `report`; traces are named by their `Analysis.id` so one call can read
 //! several (a baseline and a target, or the rank files of one run).
 
@@ -167,32 +168,8 @@ fn drill_inputs(
     Ok(json)
 }
 
-/// What the page's Ranks panel shows: the answer as `nsys-lens ranks FILE… --json` gives it, its
-/// report section (sentences and tables) and its skew chart, as the core writes them.
-#[derive(serde::Serialize)]
-struct RanksView<'a> {
-    ranks: crate::report::Versioned<'a, crate::ranks::RanksReport>,
-    section: outline::Section,
-    chart: crate::report::charts::BarChart,
-}
-
-/// `{"ranks", "section", "chart"}` over the traces `ids` (one export, or one file per rank):
-/// the ranks at their collectives on one clock, as `nsys-lens ranks FILE… --json`.
-#[wasm_bindgen(js_name = ranksTraces)]
-pub fn ranks_traces(ids: Vec<u32>) -> Result<String, WebError> {
-    init();
-    over_inputs(&ids, None, |_, inputs| {
-        let report = crate::ranks::ranks(inputs).map_err(WebError::from)?;
-        to_json(&RanksView {
-            section: outline::ranks_section(&report),
-            chart: crate::report::charts::skew_bars(&report),
-            ranks: crate::report::Versioned(&report),
-        })
-    })
-}
-
 /// `f` over the open traces `ids` and their rows as drill inputs under `step_marker`.
-fn over_inputs<T>(
+pub(super) fn over_inputs<T>(
     ids: &[u32],
     step_marker: Option<&StepSource>,
     f: impl FnOnce(&[Rc<Indexed>], &[DrillInput<'_>]) -> Result<T, WebError>,

@@ -364,7 +364,7 @@ pub(super) fn report_progress(callback: &js_sys::Function, p: Progress) -> bool 
 }
 
 /// A time argument in ns: finite, clamped to ±2^61.
-fn ns_arg(what: &str, value: f64) -> Result<Ns, WebError> {
+pub(super) fn ns_arg(what: &str, value: f64) -> Result<Ns, WebError> {
     if !value.is_finite() {
         return Err(js_error(format!(
             "{what} must be a finite number of nanoseconds (got {value})"

@@ -41,6 +41,43 @@ pub fn draw_timeline(
     Ok(marks.len() as u32)
 }
 
+/// The groups of a ranks timeline (`ranksTimeline`'s JSON).
+#[derive(Deserialize)]
+struct Grouped {
+    groups: Vec<crate::timeline::stack::LaneGroup>,
+}
+
+/// Draws the ranks timeline (JSON from `ranksTimeline`: a `TimelineView` with its `groups`)
+/// onto `canvas`: its lanes as `drawTimeline` draws them, a rule between the ranks' groups and
+/// the straggler's marked.
+#[wasm_bindgen(js_name = drawRanksTimeline)]
+pub fn draw_ranks_timeline(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = viewJson)] view_json: &str,
+) -> Result<(), WebError> {
+    init();
+    let view: TimelineView = from_json("ranks timeline", view_json)?;
+    let grouped: Grouped = from_json("ranks timeline groups", view_json)?;
+    let root = backend(canvas)?.into_drawing_area();
+    plot::groups::draw_grouped_timeline(&root, &view, &grouped.groups).map_err(js_error)?;
+    root.present().map_err(js_error)
+}
+
+/// Draws the skew per collective (the `chart` of `ranksTraces`: `plot::skew::SkewSeries`)
+/// onto `canvas`, binned to its width; returns the height in CSS pixels the chart needs.
+#[wasm_bindgen(js_name = drawSkewChart)]
+pub fn draw_skew_chart(
+    canvas: HtmlCanvasElement,
+    #[wasm_bindgen(js_name = chartJson)] chart_json: &str,
+) -> Result<u32, WebError> {
+    init();
+    let series: plot::skew::SkewSeries = from_json("skew chart", chart_json)?;
+    let root = backend(canvas)?.into_drawing_area();
+    plot::skew::draw_skew_chart(&root, &series).map_err(js_error)?;
+    root.present().map_err(js_error)?;
+    Ok(plot::skew::SKEW_CHART_HEIGHT)
+}
+
 /// A step's critical path as `stepPath` gives it (`whatif::StepPath`): what drawing reads.
 #[derive(Deserialize)]
 struct StepPathIn {

@@ -19,7 +19,7 @@ use crate::index::rows::IndexFacts;
 use crate::model::Ns;
 use crate::model::rows::EventRows;
 use crate::reread::FileReads;
-use crate::timeline::{Detail, Hit, KernelSource, Timeline, TimelineView};
+use crate::timeline::{Detail, DeviceLanes, Hit, KernelSource, Timeline, TimelineView};
 use crate::trace::{FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, Schema};
 
 /// What a trace opened now may keep of the rows its views read (`trace::row_budget`), counting
@@ -213,6 +213,27 @@ impl Indexed {
         self.with_timeline(|t, source| {
             t.view_folded(source, (start, end), columns, Detail::Auto, folded)
         })
+    }
+
+    /// One device's lanes over `[start, end)` (`Timeline::device_view`): a rank of the ranks
+    /// timeline.
+    pub(crate) fn device_view(
+        &self,
+        window: (Ns, Ns),
+        columns: u32,
+        what: &DeviceLanes<'_>,
+    ) -> Result<TimelineView> {
+        self.with_timeline(|t, source| t.device_view(source, window, columns, what))
+    }
+
+    /// What lies under the pointer on lane `lane` of [`Indexed::device_view`]'s view.
+    pub(crate) fn device_hit(
+        &self,
+        what: &DeviceLanes<'_>,
+        lane: u32,
+        at: (Ns, Ns),
+    ) -> Result<Option<Hit>> {
+        self.with_timeline(|t, source| t.device_hit(source, what, lane, at))
     }
 
     /// The kernel, step, call or range of view lane `lane` (its depth row `row` on an NVTX

@@ -16,19 +16,22 @@ mod draw;
 mod format;
 mod indexed;
 mod lprof;
+mod ranks;
 pub mod vfs;
 mod whatif;
 
-pub use analyses::{analyze_traces, drill_traces, ranks_traces, report_file};
+pub use analyses::{analyze_traces, drill_traces, report_file};
 pub use analysis::{Analysis, HostSide, scan_kernels};
 pub use draw::{
-    draw_bar_chart, draw_gap_histogram, draw_step_times, draw_timeline, timeline_layout,
+    draw_bar_chart, draw_gap_histogram, draw_ranks_timeline, draw_skew_chart, draw_step_times,
+    draw_timeline, timeline_layout,
 };
 pub use format::{
     duration_column_unit, format_count, format_duration, format_duration_in, format_percent,
     format_signed_duration, format_signed_percent,
 };
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
+pub use ranks::{ranks_hover, ranks_timeline, ranks_traces};
 pub use whatif::{step_path, whatif_traces};
 
 use std::fmt::Display;

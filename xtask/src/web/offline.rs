@@ -139,6 +139,7 @@ impl<'a> Inliner<'a> {
     fn bundle(&self, entry: &str) -> Result<String> {
         let mut order = Vec::new();
         self.visit(&normalize(entry)?, &mut HashSet::new(), &mut order)?;
+        no_name_twice(&order)?;
         let mut glue_placed = false;
         let mut out = String::new();
         for (path, text) in order {
@@ -278,6 +279,44 @@ fn attr(tag: &str, name: &str) -> Option<String> {
 /// A URL of a file of the page (not `data:`, `blob:`, absolute or scheme-qualified).
 fn is_local(url: &str) -> bool {
     !url.is_empty() && !url.starts_with('/') && !url.starts_with('#') && !url.contains(':')
+}
+
+/// Fails when two of the modules joined into one declare the same name at their top level: each
+/// was a scope of its own, joined they are one, where a second `const`/`let` of a name is a
+/// syntax error and the whole offline page fails to start.
+fn no_name_twice(modules: &[(String, String)]) -> Result<()> {
+    let mut first: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for (path, text) in modules {
+        for name in text.lines().filter_map(top_level_name) {
+            if let Some(other) = first.insert(name.to_string(), path) {
+                return Err(format!(
+                    "{other} and {path} both declare `{name}` at their top level: the offline page joins them into one module, where that is an error; rename one"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The name a line declares at a module's top level (`const x`, `export function f`, `class C`
+/// at the line's start), if it does.
+fn top_level_name(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("export ").unwrap_or(line);
+    let rest = [
+        "const ",
+        "let ",
+        "var ",
+        "function ",
+        "async function ",
+        "class ",
+    ]
+    .iter()
+    .find_map(|k| rest.strip_prefix(k))?;
+    let rest = rest.strip_prefix('*').unwrap_or(rest).trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
 }
 
 /// The module a line imports, when it is a relative import (`import … from './x.js';` or
@@ -586,6 +625,39 @@ mod tests {
             "the worker is a classic script with the glue inlined: {data}"
         );
         assert!(!data.contains("import.meta") && !data.contains("export "));
+    }
+
+    #[test]
+    fn a_name_declared_by_two_modules_is_refused() {
+        let module = |path: &str, text: &str| (path.to_string(), text.to_string());
+        assert_eq!(
+            top_level_name("export async function open(x) {"),
+            Some("open")
+        );
+        assert_eq!(top_level_name("let shown = null;"), Some("shown"));
+        assert_eq!(
+            top_level_name("  const inner = 1;"),
+            None,
+            "not at the top level"
+        );
+        assert_eq!(top_level_name("const { a } = b;"), None);
+        let apart = [
+            module("ui/a.js", "const shown = 1;\nexport function f() {}"),
+            module(
+                "ui/b.js",
+                "let ranksOnScreen = null;\nfunction g() { const shown = 2; }",
+            ),
+        ];
+        assert!(no_name_twice(&apart).is_ok());
+        let clash = [
+            module("ui/a.js", "const shown = 1;"),
+            module("ui/b.js", "let shown = null;"),
+        ];
+        let e = no_name_twice(&clash).expect_err("refused").to_string();
+        assert!(
+            e.contains("ui/a.js and ui/b.js both declare `shown`"),
+            "{e}"
+        );
     }
 
     #[test]

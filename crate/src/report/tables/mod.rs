@@ -146,19 +146,34 @@ pub struct Table {
     pub title: &'static str,
     pub columns: Vec<Column>,
     pub rows: Vec<Vec<Cell>>,
+    /// Rows drawn emphasized, with why (the straggler among the ranks): `(row, why)`, rows in
+    /// ascending order. The renderers style them; the CSV says it in a column of its own.
+    pub emphasized: Vec<(usize, &'static str)>,
 }
 
 impl serde::Serialize for Table {
-    /// As people read it (the page's host side renders it): `{name, title, headers, rows}`
-    /// with the display headers and cells of [`Table::shown`].
+    /// As people read it (the page's host side renders it): `{name, title, headers, rows,
+    /// emphasized}` with the display headers and cells of [`Table::shown`], and the rows to
+    /// emphasize as `[{row, why}]`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        struct Emphasis<'a> {
+            row: usize,
+            why: &'a str,
+        }
         let shown = self.shown();
-        let mut out = s.serialize_struct("Table", 4)?;
+        let emphasized: Vec<Emphasis<'_>> = self
+            .emphasized
+            .iter()
+            .map(|&(row, why)| Emphasis { row, why })
+            .collect();
+        let mut out = s.serialize_struct("Table", 5)?;
         out.serialize_field("name", self.name)?;
         out.serialize_field("title", self.title)?;
         out.serialize_field("headers", &shown.headers)?;
         out.serialize_field("rows", &shown.rows)?;
+        out.serialize_field("emphasized", &emphasized)?;
         out.end()
     }
 }
@@ -216,11 +231,28 @@ impl Table {
             title,
             columns: columns.to_vec(),
             rows: Vec::new(),
+            emphasized: Vec::new(),
         }
     }
 
     pub(crate) fn row(&mut self, cells: Vec<Cell>) {
         self.rows.push(cells);
+    }
+
+    /// Emphasizes the row added last, saying `why` (a mark the reader's eye should find first,
+    /// as the straggler among the ranks).
+    pub(crate) fn emphasize_last(&mut self, why: &'static str) {
+        if let Some(row) = self.rows.len().checked_sub(1) {
+            self.emphasized.push((row, why));
+        }
+    }
+
+    /// `why` row `row` is emphasized, if it is.
+    pub fn emphasis(&self, row: usize) -> Option<&'static str> {
+        self.emphasized
+            .iter()
+            .find(|(r, _)| *r == row)
+            .map(|&(_, why)| why)
     }
 
     /// The CSV header: the columns' keys.

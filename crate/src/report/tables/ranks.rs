@@ -51,6 +51,9 @@ pub fn ranks_table(r: &RanksReport) -> Table {
             k.verdict.clone().into(),
             (if r.straggler == Some(i) { "yes" } else { "" }).into(),
         ]);
+        if r.straggler == Some(i) {
+            t.emphasize_last("the straggler: last at most of its collectives");
+        }
     }
     t
 }
