@@ -6,7 +6,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { before, after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -372,4 +372,15 @@ export async function showView(page, name, timeout = 240_000) {
   const state = await page.evaluate((n) => document.body.dataset[`${n}State`], name);
   const why = state === 'done' ? '' : await page.textContent(`[data-testid=${name}-error]`).catch(() => '');
   assert.equal(state, 'done', `${name} view failed: ${why}`);
+}
+
+// The native command's wall time and peak resident set (GNU time's `-v` report).
+export function nativeRun(cli, args) {
+  const t0 = process.hrtime.bigint();
+  const run = spawnSync('/usr/bin/time', ['-v', cli, ...args], { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const out = run.stderr.toString();
+  if (run.status !== 0) throw new Error(`${path.basename(cli)} ${args.join(' ')} failed: ${out.slice(-2000)}`);
+  const kib = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(out)?.[1] ?? 0);
+  return { seconds, rssBytes: kib * 1024 };
 }

@@ -555,7 +555,7 @@ pub fn ranks_section(r: &crate::ranks::RanksReport) -> Section {
         text.push(format!("Clock: {}.", r.clock.method));
     }
     text.extend(r.notes.iter().map(|n| format!("Note: {n}.")));
-    let mut tables = vec![t::ranks_table(r)];
+    let mut tables = vec![t::ranks_table(r), t::verdicts_table(r)];
     tables.extend(r.cause.as_ref().map(t::straggler_causes));
     tables.push(t::worst_collectives(r));
     let mut s = section("Ranks at the collectives", text, tables);

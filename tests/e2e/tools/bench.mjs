@@ -11,9 +11,9 @@
 // [--file PATH] [--cli PATH] [--profile standard|trtllm-skill] [--page-only (no native runs)]   (needs dist/: cargo xtask dist, or NSYS_LENS_DIST=another build)
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 
-import { ARTIFACTS, ROOT, launch, openTrace, requireDist, serve } from '../helpers.mjs';
+import { ARTIFACTS, ROOT, launch, nativeRun, openTrace, requireDist, serve } from '../helpers.mjs';
 
 const scaleArg = process.argv.indexOf('--scale');
 const SCALE = scaleArg > 0 ? Number(process.argv[scaleArg + 1]) : 6000;
@@ -46,16 +46,6 @@ function trace(cli) {
   return file;
 }
 
-// The native command's wall time and peak resident set (GNU time's `-v` report).
-function nativeRun(cli, args) {
-  const t0 = process.hrtime.bigint();
-  const run = spawnSync('/usr/bin/time', ['-v', cli, ...args], { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  const out = run.stderr.toString();
-  if (run.status !== 0) throw new Error(`${path.basename(cli)} ${args.join(' ')} failed: ${out.slice(-2000)}`);
-  const kib = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(out)?.[1] ?? 0);
-  return { seconds, rssBytes: kib * 1024 };
-}
 
 // The deeper views' native commands, as the page computes them.
 function nativeViews(cli, file) {

@@ -28,7 +28,8 @@ pub fn ranks_table(r: &RanksReport) -> Table {
             col("bound", "File bound", Key),
             col("gpu_bound", "GPU bound", Key),
             col("gpu_idle_ratio", "GPU idle", Share),
-            col("verdict", "Verdict", Text),
+            // In its own table on the page and in the reports (a sentence needs the width).
+            csv_only("verdict", Text),
             csv_only("straggler", Key),
         ],
     );
@@ -51,6 +52,24 @@ pub fn ranks_table(r: &RanksReport) -> Table {
             k.verdict.clone().into(),
             (if r.straggler == Some(i) { "yes" } else { "" }).into(),
         ]);
+        if r.straggler == Some(i) {
+            t.emphasize_last("the straggler: last at most of its collectives");
+        }
+    }
+    t
+}
+
+/// One row per rank: its verdict, the sentence detect words (its file's verdict, else its GPU's
+/// bound, with its own GPU's shares of the window).
+pub fn verdicts_table(r: &RanksReport) -> Table {
+    use Kind::*;
+    let mut t = Table::new(
+        "ranks_verdicts",
+        "Each rank's verdict",
+        &[col("rank", "Rank", Key), col("verdict", "Verdict", Text)],
+    );
+    for (i, k) in r.ranks.iter().enumerate() {
+        t.row(vec![k.rank.clone().into(), k.verdict.clone().into()]);
         if r.straggler == Some(i) {
             t.emphasize_last("the straggler: last at most of its collectives");
         }
