@@ -65,6 +65,7 @@ function showTimeline(t, extent, slots, engine, wasm) {
     resetButton: t.reset,
     engine: source,
     wasm: { drawTimeline: (canvas, view) => wasm.drawRanksTimeline(canvas, view), timelineLayout: wasm.timelineLayout },
+    testid: 'ranks-timeline',
   });
   t.canvas.timelinePanel = ranksOnScreen; // test hook: zoom it as a user would
   ranksOnScreen.setTrace(extent);

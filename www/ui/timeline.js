@@ -23,8 +23,9 @@ function typesText(el) {
 export class TimelinePanel {
   // engine: the worker client; wasm: {drawTimeline, timelineLayout}
   // selectionBar: {box, label, analyse, clear} of the selected range; onWindow({start, end}):
-  // analyse the selected range as a window.
-  constructor({ canvas, tooltip, rangeLabel, resetButton, engine, wasm, selectionBar = null, onWindow = null }) {
+  // analyse the selected range as a window. testid: what its overlays' data-testid start with
+  // (a second panel on the page, the ranks timeline, names its own).
+  constructor({ canvas, tooltip, rangeLabel, resetButton, engine, wasm, selectionBar = null, onWindow = null, testid = 'timeline' }) {
     this.canvas = canvas;
     this.tooltip = tooltip;
     this.rangeLabel = rangeLabel;
@@ -51,10 +52,10 @@ export class TimelinePanel {
     this.pointerX = null; // canvas px of the pointer over the plot, for W/S
     this.selectionBar = selectionBar;
     this.onWindow = onWindow;
-    this.selectionBox = this.overlay('tl-selection', 'timeline-selection-box');
-    this.highlightBox = this.overlay('tl-highlight', 'timeline-highlight');
+    this.selectionBox = this.overlay('tl-selection', `${testid}-selection-box`);
+    this.highlightBox = this.overlay('tl-highlight', `${testid}-highlight`);
     // What the highlighted range is (a step, an op, a collective), beside the range label.
-    this.highlightNote = el('span', { class: 'highlight-note', 'data-testid': 'timeline-highlight-note' });
+    this.highlightNote = el('span', { class: 'highlight-note', 'data-testid': `${testid}-highlight-note` });
     rangeLabel.after(this.highlightNote);
 
     canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
