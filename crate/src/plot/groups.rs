@@ -6,12 +6,9 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{DrawResult, INK, LaneLayout, err, lane_layout};
+use super::{DrawResult, INK, LaneLayout, STRAGGLER, err, lane_layout};
 use crate::timeline::TimelineView;
 use crate::timeline::stack::LaneGroup;
-
-/// The straggler's mark (the alert colour of the report's charts).
-const FLAG: RGBColor = RGBColor(220, 38, 38);
 
 /// Draws `view`'s lanes and ruler ([`super::draw_timeline`]), then its groups' rules and marks.
 pub fn draw_grouped_timeline<DB: DrawingBackend>(
@@ -32,7 +29,7 @@ pub fn draw_grouped_timeline<DB: DrawingBackend>(
                 .map_err(err)?;
         }
         if g.flagged {
-            root.draw(&Rectangle::new([(0, top), (3, bottom)], FLAG.filled()))
+            root.draw(&Rectangle::new([(0, top), (3, bottom)], STRAGGLER.filled()))
                 .map_err(err)?;
         }
     }

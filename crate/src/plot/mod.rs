@@ -150,6 +150,8 @@ fn lane_rows(lane: &LaneView, top: u32) -> Vec<RowBox> {
 pub const RULER_FONT_PX: f64 = 11.0;
 
 const INK: RGBColor = RGBColor(40, 44, 52);
+/// The straggler's colour on the ranks' drawings (the alert red of the report's charts).
+const STRAGGLER: RGBColor = RGBColor(220, 38, 38);
 const GRID: RGBColor = RGBColor(225, 228, 234);
 const IDLE: RGBColor = RGBColor(253, 226, 222);
 const KERNEL: RGBColor = RGBColor(37, 99, 235);

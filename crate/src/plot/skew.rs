@@ -11,12 +11,9 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::ticks::{self, text_width};
-use super::{DrawResult, err};
+use super::{DrawResult, INK, STRAGGLER, err};
 use crate::model::Ns;
 
-const INK: RGBColor = RGBColor(40, 44, 52);
-/// The straggler's colour (the alert colour of the report's charts).
-const STRAGGLER: RGBColor = RGBColor(220, 38, 38);
 /// The other ranks' colours, in rank order (cycling): none of them red.
 const PALETTE: [RGBColor; 8] = [
     RGBColor(37, 99, 235),
