@@ -1972,3 +1972,44 @@ fn per_rank_files_with_clock_errors_give_the_one_file_answer() {
     // One export holding both ranks: nothing to correct.
     assert!(whole["alignment"].is_null(), "{whole}");
 }
+
+/// A rank file that kept every rank's launch calls but only its own kernels: the launches of
+/// the processes that ran no kernel in it are not held for a join (they would all be, to the
+/// end), so the join holds no more than over the whole run, and the rank's kernels still find
+/// their launches.
+#[test]
+fn launches_of_processes_without_kernels_are_not_held() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = dir.path().join("tp4.sqlite");
+    synth::generate("tp4-straggler", &one, &GenOptions { scale: 1, seed: 7 }).expect("gen");
+    let rank = common::rank_file(&one, dir.path(), 2, 0, "rank2.sqlite");
+    let held = |path: &Path| {
+        let trace = load_path(path, LoadOptions::all()).expect("load");
+        let ix = RowIndex::loaded(&trace, "t", None);
+        let (mut joined, mut kernels) = (0usize, 0usize);
+        let mut join = ix.launch_join();
+        for k in nsys_lens::model::rows::EventRows::kernels(&trace) {
+            kernels += 1;
+            joined += usize::from(join.find(k.start, k.process, k.correlation).is_some());
+        }
+        (join.peak(), joined, kernels)
+    };
+    let (whole_peak, whole_joined, whole_kernels) = held(&one);
+    let (rank_peak, rank_joined, rank_kernels) = held(&rank);
+    assert_eq!(
+        whole_joined, whole_kernels,
+        "every kernel of the run finds its launch"
+    );
+    assert_eq!(
+        rank_joined, rank_kernels,
+        "every kernel of the rank finds its launch"
+    );
+    assert!(
+        rank_kernels * 4 == whole_kernels,
+        "{rank_kernels} of {whole_kernels}"
+    );
+    assert!(
+        rank_peak <= whole_peak,
+        "held {rank_peak} calls at once in the rank file, {whole_peak} over the whole run"
+    );
+}

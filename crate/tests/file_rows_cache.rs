@@ -128,6 +128,48 @@ fn a_table_cached_whole_is_read_without_the_file() {
     assert!(rows.check().is_err(), "the cut file fails");
 }
 
+/// Scans sharing one `RowBudget` (the page's open traces) keep together no more than it, every
+/// pass still giving the file's rows; a scan dropped gives what it kept back.
+#[test]
+fn scans_sharing_a_budget_keep_no_more_together_and_give_it_back_when_dropped() {
+    let (_dir, path, _) = common::generated("host-bound", 2, 5);
+    let conn = trace::open_path(&path).expect("open");
+    let opts = LoadOptions::page();
+    let plain = FileScan::new(&conn, "s", opts, &mut |_| true).expect("scan");
+    let expected = read_every_table(&FileRows::over(&conn, &plain));
+    let alone = FileScan::keeping_rows(&conn, "s", opts, &mut |_| true, 1 << 30).expect("scan");
+    read_every_table(&FileRows::over(&conn, &alone));
+    let whole = alone.cached_bytes();
+    assert!(whole >= 2 * MIB, "{whole} bytes kept alone");
+    // Room for one file's rows and a half.
+    let budget = trace::RowBudget::new(whole + whole / 2);
+    let open = |budget: &trace::RowBudget| {
+        let scan =
+            FileScan::keeping_rows_within(&conn, "s", opts, &mut |_| true, budget).expect("scan");
+        assert_eq!(read_every_table(&FileRows::over(&conn, &scan)), expected);
+        scan
+    };
+    let first = open(&budget);
+    let second = open(&budget);
+    let (a, b) = (first.cached_bytes(), second.cached_bytes());
+    assert!(
+        a + b <= whole + whole / 2,
+        "{a} + {b} kept of {}",
+        whole + whole / 2
+    );
+    assert!(
+        b < whole,
+        "the second file keeps what the first left: {b} of {whole}"
+    );
+    let left = budget.left();
+    drop(first);
+    assert!(
+        budget.left() >= left + a,
+        "{a} bytes given back: {left} → {}",
+        budget.left()
+    );
+}
+
 /// The page's scan on two workers: the host side here, the kernel table by a reader on a
 /// connection of its own, its part crossing as bytes (as between two wasm instances), joined.
 fn scan_by_two_readers(
@@ -135,7 +177,14 @@ fn scan_by_two_readers(
     path: &Path,
     (opts, budget): (LoadOptions, usize),
 ) -> FileScan {
-    let host = FileScan::host_side(conn, "s", opts, &mut |_| true, budget).expect("host side");
+    let host = FileScan::host_side(
+        conn,
+        "s",
+        opts,
+        &mut |_| true,
+        &nsys_lens::trace::RowBudget::new(budget),
+    )
+    .expect("host side");
     let reader = trace::open_path(path).expect("open");
     let part = KernelPart::read(&reader, "s", opts, budget).expect("kernel part");
     let (shape, blocks) = part.into_bytes().expect("as bytes");

@@ -64,6 +64,9 @@ async function checkPanel(page, shown, cli) {
   await page.waitForFunction(() => document.querySelector('[data-testid=drill-skew-plot]')?.dataset.drawn === '1', null, { timeout: TIMEOUT });
   const emphasized = await page.$$eval('[data-table=ranks] tbody tr.emphasized', (trs) => trs.map((tr) => tr.cells[0].textContent));
   assert.deepEqual(emphasized, cli.straggler === null ? [] : [cli.ranks[cli.straggler].rank], 'the straggler, and only it, emphasized');
+  // The NVTX ops the cause's sentence cites, in a table of their own.
+  const ops = await page.$$eval('[data-table=ranks_straggler_ops] tbody tr', (trs) => trs.map((tr) => tr.cells[0].textContent));
+  assert.deepEqual(ops, (cli.cause?.ops || []).map((o) => o.op), 'the cause\'s NVTX ops, as the CLI lists them');
   const { view } = await ranksTimeline(page);
   const files = cli.files.map((f) => path.basename(f));
   assert.deepEqual(

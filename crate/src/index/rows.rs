@@ -11,7 +11,7 @@ use std::cell::Cell;
 use hashbrown::HashMap;
 
 use super::call_facts::CallFacts;
-use super::call_join::{CallJoin, launch_hold};
+use super::call_join::{CallJoin, Hold, launch_hold};
 use super::{Fold, StepInfo};
 use crate::model::intervals::push_gently;
 use crate::model::rows::{CallRow, EventRows};
@@ -30,8 +30,10 @@ use crate::steps::names::{AnyBuiltin, ParserOn, StepParser};
 pub struct DeviceFacts {
     pub device: u32,
     pub kernels: u64,
-    /// Per process index (as `Trace::processes`): whether it launched a kernel on the device.
+    /// Per process index (as `Trace::processes`): whether it ran GPU work on the device.
     pub processes: Vec<bool>,
+    /// Per process index: whether it ran a kernel on the device.
+    pub kernel_processes: Vec<bool>,
     /// Every kernel of the device ran on the same stream.
     pub one_stream: bool,
     first_stream: Option<u32>,
@@ -295,12 +297,28 @@ impl<'r> RowIndex<'r> {
         'r: 'v,
     {
         let api = self.names.api_kinds();
+        let launched = self.kernel_processes();
         let hold = move |c: &CallRow| {
             let noted = note(c);
             let kind = api.get(&c.name).copied().unwrap_or(ApiKind::Other);
-            (launch_hold(kind), noted)
+            // A process that ran no kernel in the trace (its kernels not captured, or another
+            // rank's file kept its calls) issues nothing a kernel could be joined to: holding
+            // its launches would keep every one of them to the end.
+            let ran = launched.get(c.process as usize).copied().unwrap_or(false);
+            (if ran { launch_hold(kind) } else { Hold::No }, noted)
         };
         CallJoin::with_payload(self.rows.calls(), hold)
+    }
+
+    /// Per process index: whether it ran a kernel on some device.
+    pub fn kernel_processes(&self) -> Vec<bool> {
+        let mut ran = vec![false; self.meta().processes.len()];
+        for d in &self.devices {
+            ran.iter_mut()
+                .zip(&d.kernel_processes)
+                .for_each(|(r, &p)| *r |= p);
+        }
+        ran
     }
 
     /// The phases' step windows (context, generation) as sorted disjoint spans.
@@ -355,6 +373,7 @@ fn kernel_facts(
                     device: k.device,
                     kernels: 0,
                     processes: vec![false; processes],
+                    kernel_processes: vec![false; processes],
                     one_stream: true,
                     first_stream: None,
                 };
@@ -373,6 +392,9 @@ fn kernel_facts(
         }
         if !kernel {
             continue;
+        }
+        if let Some(f) = d.kernel_processes.get_mut(k.process as usize) {
+            *f = true;
         }
         let name = names.kernels.entry(k.short_name).or_insert_with(|| {
             let s = strings.get(k.short_name);

@@ -557,6 +557,12 @@ pub fn ranks_section(r: &crate::ranks::RanksReport) -> Section {
     text.extend(r.notes.iter().map(|n| format!("Note: {n}.")));
     let mut tables = vec![t::ranks_table(r), t::verdicts_table(r)];
     tables.extend(r.cause.as_ref().map(t::straggler_causes));
+    tables.extend(
+        r.cause
+            .as_ref()
+            .filter(|c| !c.ops.is_empty())
+            .map(t::straggler_ops),
+    );
     tables.push(t::worst_collectives(r));
     let mut s = section("Ranks at the collectives", text, tables);
     if r.files.len() > 1 {

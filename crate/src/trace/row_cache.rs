@@ -14,6 +14,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,18 @@ impl Budget {
         self.0.load(Ordering::Relaxed)
     }
 
+    /// Takes up to `bytes`, as many as are left: how many it took.
+    pub(crate) fn take_up_to(&self, bytes: usize) -> usize {
+        let mut took = 0;
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                took = left.min(bytes);
+                Some(left - took)
+            });
+        took
+    }
+
     /// Takes `bytes` if that many are left.
     fn take(&self, bytes: usize) -> bool {
         self.0
@@ -49,7 +62,7 @@ impl Budget {
             .is_ok()
     }
 
-    fn give(&self, bytes: usize) {
+    pub(crate) fn give(&self, bytes: usize) {
         self.0.fetch_add(bytes, Ordering::Relaxed);
     }
 }
@@ -57,6 +70,28 @@ impl Budget {
 impl Clone for Budget {
     fn clone(&self) -> Budget {
         Budget::new(self.left())
+    }
+}
+
+/// The bytes every scan holding this budget may keep of its rows, all of them together: the
+/// page opens the rank files of one run against one budget, so eight exports keep what one
+/// may, not eight times that. A scan gives back what it kept when it is dropped.
+#[derive(Debug, Clone)]
+pub struct RowBudget(pub(crate) Arc<Budget>);
+
+impl RowBudget {
+    pub fn new(bytes: usize) -> RowBudget {
+        RowBudget(Arc::new(Budget::new(bytes)))
+    }
+
+    /// Bytes left to keep.
+    pub fn left(&self) -> usize {
+        self.0.left()
+    }
+
+    /// Takes up to `bytes` from what is left (room another file's views need).
+    pub fn withhold(&self, bytes: usize) {
+        self.0.take_up_to(bytes);
     }
 }
 
@@ -77,7 +112,7 @@ pub(crate) struct TableCache {
 
 impl TableCache {
     /// Forgets the rows, giving their bytes back to `budget`.
-    fn clear(&mut self, budget: &Budget) {
+    pub(crate) fn clear(&mut self, budget: &Budget) {
         budget.give(self.blocks.len() * BLOCK_BYTES);
         self.blocks = Vec::new();
         self.starts = Vec::new();
@@ -478,10 +513,15 @@ const MAX_KEPT: usize = 256 << 20;
 /// what is already `used` and the views' room for a file of `file_bytes`, 256 MiB at most. A
 /// 1 GB export keeps 256 MiB (all its tables fit); from about 2 GB the views' room leaves none.
 pub fn row_budget(file_bytes: u64, used: usize) -> usize {
-    let file = usize::try_from(file_bytes / 6).unwrap_or(usize::MAX);
     READ_MEMORY
-        .saturating_sub(used.saturating_add(VIEW_ROOM.max(file)))
+        .saturating_sub(used.saturating_add(view_room(file_bytes)))
         .min(MAX_KEPT)
+}
+
+/// The room the views over an export of `file_bytes` need besides its kept rows: at least
+/// 160 MiB, and a sixth of the file.
+pub fn view_room(file_bytes: u64) -> usize {
+    VIEW_ROOM.max(usize::try_from(file_bytes / 6).unwrap_or(usize::MAX))
 }
 
 #[cfg(test)]

@@ -64,8 +64,8 @@ keyed_by_start!(CallRow, NvtxRow, MemOpRow, SyncRow);
 /// A sorted run: inclusive `rowid` range and its first row's key.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct Run<K> {
+    /// Its first `rowid`: it ends before the next run's first (or at the table's last row).
     first: i64,
-    last: i64,
     first_key: K,
 }
 
@@ -183,9 +183,6 @@ impl<K: Ord + Copy> SortedRuns<K> {
         self.span = Some(self.span.map_or((row, row), |(first, _)| (first, row)));
         self.sample.push(key);
         if continues {
-            if let Some(run) = self.runs.last_mut() {
-                run.last = row;
-            }
             return;
         }
         self.count += 1;
@@ -196,9 +193,21 @@ impl<K: Ord + Copy> SortedRuns<K> {
         }
         self.runs.push(Run {
             first: row,
-            last: row,
             first_key: key,
         });
+    }
+
+    /// Gives back the room the runs' list grew past its length (the scan is over: no run
+    /// comes after).
+    pub fn shrink(&mut self) {
+        self.runs.shrink_to_fit();
+    }
+
+    /// Bytes the runs hold: their bounds, the order a merge reads them in (built on the first
+    /// merge) and the key sample.
+    pub fn held_bytes(&self) -> usize {
+        let run = std::mem::size_of::<Run<K>>() + std::mem::size_of::<u32>();
+        self.runs.capacity() * run + self.sample.keys.capacity() * std::mem::size_of::<K>()
     }
 
     /// The first `rowid` fed that was not above the one before it (`(before, row)`): rows
@@ -217,7 +226,7 @@ impl<K: Ord + Copy> SortedRuns<K> {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn one_run(&self) -> Option<(i64, i64)> {
         match self.runs.as_slice() {
-            [run] if self.count == 1 => Some((run.first, run.last)),
+            [run] if self.count == 1 => self.span.map(|(_, last)| (run.first, last)),
             _ => None,
         }
     }
@@ -280,6 +289,7 @@ impl<K: Ord + Copy> SortedRuns<K> {
         };
         Merge {
             runs: &self.runs,
+            end: self.span.map_or(i64::MIN, |(_, last)| last),
             order,
             activated: 0,
             heap: BinaryHeap::new(),
@@ -393,6 +403,8 @@ impl<T: Keyed> Ord for Live<T> {
 /// is a failed read.
 pub struct Merge<'r, T: Keyed, F> {
     runs: &'r [Run<T::Key>],
+    /// The table's last `rowid` fed: where the last run ends.
+    end: i64,
     /// Runs by first key (table order among equal ones); `activated` of them are live or done.
     order: &'r [u32],
     activated: usize,
@@ -414,17 +426,18 @@ where
     fn activate_due(&mut self) -> Result<()> {
         while let Some(&i) = self.order.get(self.activated) {
             let (i, run) = (i as usize, self.runs[i as usize]);
+            let last = self.runs.get(i + 1).map_or(self.end, |next| next.first - 1);
             if self.heap.peek().is_some_and(|top| run.first_key > top.key) {
                 break;
             }
             self.activated += 1;
             // A refill reads at most `refill` rows into an emptied buffer: it never grows.
-            let span = usize::try_from(run.last.saturating_sub(run.first)).unwrap_or(usize::MAX);
+            let span = usize::try_from(last.saturating_sub(run.first)).unwrap_or(usize::MAX);
             let live = Live {
                 key: run.first_key,
                 run: i,
                 next: Some(run.first.max(self.from)),
-                last: run.last,
+                last,
                 buffer: VecDeque::with_capacity(self.refill.min(span.saturating_add(1))),
             };
             self.refill_and_push(live)?;

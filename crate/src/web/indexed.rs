@@ -20,14 +20,42 @@ use crate::model::Ns;
 use crate::model::rows::EventRows;
 use crate::reread::FileReads;
 use crate::timeline::{Detail, DeviceLanes, Hit, KernelSource, Timeline, TimelineView};
-use crate::trace::{FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, Schema};
+use crate::trace::{
+    FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, RowBudget, Schema,
+};
 
-/// What a trace opened now may keep of the rows its views read (`trace::row_budget`), counting
-/// the wasm memory grown so far as used (it never shrinks), so a second trace gets what the first
-/// left.
+/// What a scan in this instance may keep of the rows its views read (`trace::row_budget`),
+/// counting the wasm memory grown so far as used (it never shrinks): the reader worker's.
 pub(crate) fn row_cache_budget(conn: &Connection) -> usize {
     let grown = core::arch::wasm32::memory_size(0) * 65536;
     crate::trace::row_budget(file_bytes(conn) as u64, grown)
+}
+
+thread_local! {
+    /// The budget the open traces' kept rows share, and the views' room it was set under.
+    static SHARED: RefCell<Option<(RowBudget, usize)>> = const { RefCell::new(None) };
+}
+
+/// What a trace opened now may keep of its rows, together with every trace open: the first
+/// of a batch sets the budget as [`row_cache_budget`] does; a trace opened while others are
+/// open shares theirs (eight rank files keep what one may), less the extra room its views need
+/// when it is the larger file. A closed trace gives its rows back.
+pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
+    let bytes = file_bytes(conn) as u64;
+    let room = crate::trace::view_room(bytes);
+    let others_open = any_open();
+    SHARED.with_borrow_mut(|shared| match shared {
+        Some((budget, kept_room)) if others_open => {
+            budget.withhold(room.saturating_sub(*kept_room));
+            *kept_room = room.max(*kept_room);
+            budget.clone()
+        }
+        _ => {
+            let budget = RowBudget::new(row_cache_budget(conn));
+            *shared = Some((budget.clone(), room));
+            budget
+        }
+    })
 }
 
 /// The size of the open export (0 if SQLite cannot say).
@@ -78,8 +106,9 @@ pub(crate) struct Drilled {
 impl Indexed {
     /// Scans the export open in `conn` (`progress` returning `false` cancels).
     pub(crate) fn open(conn: Connection, label: &str, progress: ProgressFn<'_>) -> Result<Indexed> {
-        let budget = row_cache_budget(&conn);
-        let scan = FileScan::keeping_rows(&conn, label, LoadOptions::page(), progress, budget)?;
+        let budget = shared_row_budget(&conn);
+        let scan =
+            FileScan::keeping_rows_within(&conn, label, LoadOptions::page(), progress, &budget)?;
         Indexed::of_scan(conn, label, scan)
     }
 
@@ -90,8 +119,8 @@ impl Indexed {
         label: &str,
         progress: ProgressFn<'_>,
     ) -> Result<HostScan> {
-        let budget = row_cache_budget(conn);
-        FileScan::host_side(conn, label, LoadOptions::page(), progress, budget)
+        let budget = shared_row_budget(conn);
+        FileScan::host_side(conn, label, LoadOptions::page(), progress, &budget)
     }
 
     /// [`Indexed::open`] from its host side and the reader worker's kernel part (`None`: the
@@ -287,6 +316,11 @@ pub(crate) fn register(trace: &Rc<Indexed>) -> u32 {
         open.insert(*next, Rc::downgrade(trace));
         *next
     })
+}
+
+/// Whether a trace is open.
+fn any_open() -> bool {
+    OPEN.with_borrow(|(_, open)| open.values().any(|w| w.strong_count() > 0))
 }
 
 /// The open trace with this id, if it is still open.

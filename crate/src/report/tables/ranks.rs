@@ -170,6 +170,31 @@ pub fn straggler_causes(c: &StragglerCause) -> Table {
     t
 }
 
+/// The NVTX ops holding the last rank's host time in those spans (the host's own time in each
+/// op, not its children's), largest excess first: where the cause table's `nvtx` row went.
+pub fn straggler_ops(c: &StragglerCause) -> Table {
+    use Kind::*;
+    let mut t = Table::new(
+        "ranks_straggler_ops",
+        "Why the last rank was late: NVTX ops (host's own time) per span",
+        &[
+            col("op", "NVTX op", Text),
+            col("straggler_us", "Last rank", Duration),
+            col("others_us", "Others", Duration),
+            col("excess_us", "Excess", Duration),
+        ],
+    );
+    for row in &c.ops {
+        t.row(vec![
+            row.op.clone().into(),
+            row.straggler_us.into(),
+            row.others_us.into(),
+            row.excess_us.into(),
+        ]);
+    }
+    t
+}
+
 /// A unit enum's value as its JSON says it (`file-name`, `host`).
 fn json_key(v: impl serde::Serialize) -> String {
     serde_json::to_value(v)

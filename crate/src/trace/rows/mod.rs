@@ -28,7 +28,7 @@ use super::load::{
 use super::nvtx_names::name_row_again;
 use super::open::sqlite_error;
 use super::packed_rows::Packable;
-use super::row_cache::{Budget, Cached, ScanFill, TableCache};
+use super::row_cache::{Budget, Cached, RowBudget, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select};
@@ -91,7 +91,7 @@ impl<K: Ord + Copy> Table<K> {
 
 /// What one scan of an export found: everything a whole load holds but the event rows, and
 /// where each event table's runs sorted by start lie. Built once per open file.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct FileScan {
     path: String,
     /// The export's file when the scan may open it again (`of_file`): natively each pass then
@@ -108,8 +108,22 @@ pub struct FileScan {
     memcpy: Table<Ns>,
     memset: Table<Ns>,
     syncs: Table<Ns>,
-    /// Bytes the tables' caches may still take.
-    cache_budget: Budget,
+    /// Bytes the tables' caches may still take (shared with the scans of other files when the
+    /// budget was: [`FileScan::keeping_rows_within`]).
+    cache_budget: Arc<Budget>,
+    /// What the tables' runs hold, taken from the budget as far as it went: a file whose
+    /// tables come in many runs keeps fewer rows, and eight such files no more than one may.
+    runs_charged: usize,
+}
+
+impl Drop for FileScan {
+    /// Gives what the tables' caches keep back to the budget other scans may share.
+    fn drop(&mut self) {
+        for (_, cache) in self.caches() {
+            cache.borrow_mut().clear(&self.cache_budget);
+        }
+        self.cache_budget.give(self.runs_charged);
+    }
 }
 
 /// A scan whose host side is read ([`FileScan::host_side`]), waiting for its kernel table:
@@ -134,7 +148,7 @@ impl HostScan {
     fn begin(
         ctx: &mut Loader<'_, '_>,
         opts: LoadOptions,
-        (max_runs, cache_bytes): (usize, usize),
+        (max_runs, budget): (usize, &RowBudget),
     ) -> Result<HostScan> {
         let (schema, meta) = ctx.begin()?;
         let strings_note = meta
@@ -154,9 +168,10 @@ impl HostScan {
             memcpy: Table::new(MEMCPY_TABLE, max_runs),
             memset: Table::new(MEMSET_TABLE, max_runs),
             syncs: Table::new(SYNC_TABLE, max_runs),
-            cache_budget: Budget::default(),
+            cache_budget: Arc::clone(&budget.0),
+            runs_charged: 0,
         };
-        let kernels = KernelScan::new(opts, &meta, cache_bytes > 0);
+        let kernels = KernelScan::new(opts, &meta, budget.left() > 0);
         Ok(HostScan {
             scan,
             schema,
@@ -165,7 +180,7 @@ impl HostScan {
             max_runs,
             kernels,
             strings_note,
-            budget: Arc::new(Budget::new(cache_bytes)),
+            budget: Arc::clone(&budget.0),
         })
     }
 
@@ -217,7 +232,9 @@ impl HostScan {
             budget,
             ..
         } = self;
-        scan.cache_budget = Budget::new(budget.left());
+        scan.shrink_runs();
+        scan.runs_charged = budget.take_up_to(scan.runs_bytes());
+        scan.cache_budget = budget;
         ctx.load_process_names(&schema, &mut meta.processes)?;
         scan.chunk_queries(&schema, &meta, opts);
         scan.meta = Arc::new(meta);
@@ -274,7 +291,7 @@ impl FileScan {
             path,
             opts,
             progress,
-            (MAX_FILE_RUNS, 0),
+            (MAX_FILE_RUNS, &RowBudget::new(0)),
             KernelReader::After,
         )
     }
@@ -289,12 +306,24 @@ impl FileScan {
         progress: ProgressFn<'_>,
         bytes: usize,
     ) -> Result<FileScan> {
+        FileScan::keeping_rows_within(conn, path, opts, progress, &RowBudget::new(bytes))
+    }
+
+    /// [`FileScan::keeping_rows`] on a budget other scans may share: what every scan holding
+    /// it keeps, together, stays within it.
+    pub fn keeping_rows_within(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        progress: ProgressFn<'_>,
+        budget: &RowBudget,
+    ) -> Result<FileScan> {
         FileScan::scan(
             conn,
             path,
             opts,
             progress,
-            (MAX_FILE_RUNS, bytes),
+            (MAX_FILE_RUNS, budget),
             KernelReader::After,
         )
     }
@@ -313,7 +342,7 @@ impl FileScan {
             path,
             opts,
             progress,
-            (max_runs, 0),
+            (max_runs, &RowBudget::new(0)),
             KernelReader::After,
         )
     }
@@ -329,7 +358,8 @@ impl FileScan {
         bytes: usize,
     ) -> Result<FileScan> {
         let label = file.display().to_string();
-        let limits = (MAX_FILE_RUNS, bytes);
+        let budget = RowBudget::new(bytes);
+        let limits = (MAX_FILE_RUNS, &budget);
         let reader = KernelReader::Thread(file);
         let mut scan = FileScan::scan(conn, &label, opts, &mut |_| true, limits, reader)?;
         scan.file = Some(file.to_path_buf());
@@ -343,14 +373,14 @@ impl FileScan {
         path: &str,
         opts: LoadOptions,
         progress: ProgressFn<'_>,
-        bytes: usize,
+        budget: &RowBudget,
     ) -> Result<HostScan> {
         let mut ctx = Loader {
             conn,
             path,
             progress,
         };
-        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, bytes))?;
+        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, budget))?;
         host.read(&mut ctx)?;
         Ok(host)
     }
@@ -360,7 +390,7 @@ impl FileScan {
         path: &str,
         opts: LoadOptions,
         progress: ProgressFn<'_>,
-        limits: (usize, usize),
+        limits: (usize, &RowBudget),
         reader: KernelReader<'_>,
     ) -> Result<FileScan> {
         let mut ctx = Loader {
@@ -543,10 +573,34 @@ impl FileScan {
         }
     }
 
+    /// Gives back the room each table's runs grew past their count.
+    fn shrink_runs(&mut self) {
+        self.kernels.runs.shrink();
+        self.replays.runs.shrink();
+        self.calls.runs.shrink();
+        self.ranges.runs.shrink();
+        self.memcpy.runs.shrink();
+        self.memset.runs.shrink();
+        self.syncs.runs.shrink();
+    }
+
+    /// Bytes every table's runs hold.
+    fn runs_bytes(&self) -> usize {
+        self.kernels.runs.held_bytes()
+            + self.replays.runs.held_bytes()
+            + self.calls.runs.held_bytes()
+            + self.ranges.runs.held_bytes()
+            + self.memcpy.runs.held_bytes()
+            + self.memset.runs.held_bytes()
+            + self.syncs.runs.held_bytes()
+    }
+
     /// Lets the rows read from the file be kept, `bytes` at most over every table (none
     /// before), so later passes read them from memory (`row_cache`).
     pub fn cache_rows_up_to(&mut self, bytes: usize) {
-        self.cache_budget = Budget::new(bytes);
+        self.cache_budget
+            .give(std::mem::take(&mut self.runs_charged));
+        self.cache_budget = Arc::new(Budget::new(bytes));
     }
 
     /// Bytes the tables' caches hold.
@@ -632,8 +686,25 @@ fn kernel_read_columns(details: bool, meta: &Trace) -> [&'static str; 11] {
 /// failed read ends the iterator and is returned by [`EventRows::check`].
 pub struct FileRows<'a> {
     conn: &'a Connection,
-    scan: std::borrow::Cow<'a, FileScan>,
+    scan: ScanOf<'a>,
     errors: ErrorLatch,
+}
+
+/// The scan [`FileRows`] reads by: its own, or one the caller holds.
+enum ScanOf<'a> {
+    Owned(Box<FileScan>),
+    Borrowed(&'a FileScan),
+}
+
+impl std::ops::Deref for ScanOf<'_> {
+    type Target = FileScan;
+
+    fn deref(&self) -> &FileScan {
+        match self {
+            ScanOf::Owned(scan) => scan,
+            ScanOf::Borrowed(scan) => scan,
+        }
+    }
 }
 
 impl<'a> FileRows<'a> {
@@ -647,7 +718,7 @@ impl<'a> FileRows<'a> {
         let scan = FileScan::new(conn, path, opts, progress)?;
         Ok(FileRows {
             conn,
-            scan: std::borrow::Cow::Owned(scan),
+            scan: ScanOf::Owned(Box::new(scan)),
             errors: ErrorLatch::default(),
         })
     }
@@ -656,7 +727,7 @@ impl<'a> FileRows<'a> {
     pub fn over(conn: &'a Connection, scan: &'a FileScan) -> FileRows<'a> {
         FileRows {
             conn,
-            scan: std::borrow::Cow::Borrowed(scan),
+            scan: ScanOf::Borrowed(scan),
             errors: ErrorLatch::default(),
         }
     }

@@ -1,0 +1,123 @@
+//! Replays the page's flow over many rank files natively and prints heap high-water marks after
+//! each step (the wasm worker runs the same code, and its memory only grows, so a step's peak is
+//! what the page must hold): each file opened as the page opens it (a scan keeping rows on the
+//! budget every open file shares, `trace::RowBudget`) and its verdict, then the
+//! Drill-down over every file, then the ranks answer (one file indexed at a time). Not a test;
+//! prints figures.
+//! Usage: cargo run --release -p nsys-lens --example ranks_memory -- RANK.sqlite…
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+#[path = "../tests/common/counting.rs"]
+mod counting;
+use counting::{LIVE, PEAK};
+
+fn mib(b: usize) -> String {
+    format!("{:.0} MiB", b as f64 / 1048576.0)
+}
+
+/// Prints the live heap, the step's high-water mark and the time; the most any step reached
+/// is the wasm memory the page grows to.
+fn mark(step: &str, t: Instant, most: &mut usize) {
+    let live = LIVE.load(Relaxed);
+    let peak = PEAK.swap(live, Relaxed);
+    *most = (*most).max(peak);
+    println!(
+        "{step:<36} live {:>9}  step peak {:>9}  {:.2} s",
+        mib(live),
+        mib(peak),
+        t.elapsed().as_secs_f64()
+    );
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    if paths.is_empty() {
+        return Err("usage: ranks_memory RANK.sqlite…".into());
+    }
+    let t = Instant::now();
+    let mut most = 0usize;
+    let mut conns = Vec::new();
+    let mut scans = Vec::new();
+    // As the page: the first file sets the budget every file's kept rows share, the views'
+    // room of the largest file withheld from it (`web::indexed::shared_row_budget`).
+    let mut shared: Option<(nsys_lens::trace::RowBudget, usize)> = None;
+    for path in &paths {
+        let conn = nsys_lens::trace::open_path(std::path::Path::new(path))?;
+        nsys_lens::trace::configure(&conn, path)?;
+        let bytes = std::fs::metadata(path)?.len();
+        let room = nsys_lens::trace::view_room(bytes);
+        let budget = match &mut shared {
+            Some((budget, kept_room)) => {
+                budget.withhold(room.saturating_sub(*kept_room));
+                *kept_room = room.max(*kept_room);
+                budget.clone()
+            }
+            None => {
+                let used = LIVE.load(Relaxed);
+                let budget =
+                    nsys_lens::trace::RowBudget::new(nsys_lens::trace::row_budget(bytes, used));
+                shared = Some((budget.clone(), room));
+                budget
+            }
+        };
+        let scan = nsys_lens::trace::FileScan::keeping_rows_within(
+            &conn,
+            path,
+            nsys_lens::trace::LoadOptions::page(),
+            &mut |_| true,
+            &budget,
+        )?;
+        let kept = mib(scan.cached_bytes());
+        conns.push(conn);
+        scans.push(scan);
+        mark(
+            &format!("open {} (keeps {kept})", short(path)),
+            t,
+            &mut most,
+        );
+    }
+    let rows: Vec<nsys_lens::trace::FileRows<'_>> = conns
+        .iter()
+        .zip(&scans)
+        .map(|(c, s)| nsys_lens::trace::FileRows::over(c, s))
+        .collect();
+    for (path, r) in paths.iter().zip(&rows) {
+        let cfg = nsys_lens::detect::DetectConfig::default();
+        std::hint::black_box(nsys_lens::detect::detect_rows(r, &cfg)?);
+        mark(
+            &format!(
+                "verdict {} (keeps {})",
+                short(path),
+                mib(r.scan().cached_bytes())
+            ),
+            t,
+            &mut most,
+        );
+    }
+    let inputs: Vec<nsys_lens::drill::DrillInput<'_>> = paths
+        .iter()
+        .zip(&rows)
+        .map(|(p, r)| nsys_lens::drill::DrillInput {
+            rows: r,
+            label: p,
+            step_marker: None,
+        })
+        .collect();
+    let opts = nsys_lens::drill::DrillOptions::default();
+    let indexed = nsys_lens::drill::index_inputs(&inputs)?;
+    mark("index every file", t, &mut most);
+    std::hint::black_box(nsys_lens::findings::DrillFindings::explained_after(
+        &indexed, &opts, None,
+    )?);
+    drop(indexed);
+    mark("drill-down over every file", t, &mut most);
+    std::hint::black_box(nsys_lens::ranks::ranks(&inputs)?);
+    mark("ranks", t, &mut most);
+    println!("most held: {}", mib(most));
+    Ok(())
+}
+
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
