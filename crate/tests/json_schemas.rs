@@ -239,15 +239,7 @@ fn check_ranks(check: &mut Check, paths: &[&Path]) {
         .map(|e| FileRows::over(&e.conn, &e.scan))
         .collect();
     let labels: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    let inputs: Vec<DrillInput<'_>> = rows
-        .iter()
-        .zip(&labels)
-        .map(|(rows, label)| DrillInput {
-            rows,
-            label,
-            step_marker: None,
-        })
-        .collect();
+    let inputs = crate::common::drill_inputs(&rows, &labels);
     let drill = DrillFindings::drill(&inputs, &DrillOptions::default()).expect("drill");
     check.versioned("drill", &labels.join(" "), &drill);
     let ranks = nsys_lens::ranks::ranks(&inputs).expect("ranks");

@@ -766,3 +766,66 @@ fn each_rank_s_verdict_in_a_host_bound_run_is_its_file_s_planted_verdict() {
         assert_close(r["gpu_idle_ratio"].as_f64().unwrap(), share);
     }
 }
+
+/// The answer in two reads of each file (`ranks::ranks`, as the page runs it: the ranks'
+/// kernels first, then only the spans the cause counts) equals the reduce over summaries that
+/// measured every span (`ranks --summary` then `--merge`, the CLI's path), byte for byte: on the
+/// real `mfu_2gpu_before` and on the TP=4 run written as four rank files with clock errors.
+#[test]
+fn two_reads_give_the_answer_of_summaries_with_every_span() {
+    use nsys_lens::trace::{FileRows, LoadOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = dir.path().join("tp4.sqlite");
+    synth::generate("tp4-straggler", &one, &GenOptions { scale: 1, seed: 7 }).expect("gen");
+    let shifts = [0, 137_000, -420_000, 1_000_000];
+    let split: Vec<PathBuf> = (0..4)
+        .map(|d| {
+            whole_rank_file(
+                &one,
+                dir.path(),
+                d,
+                shifts[d as usize],
+                &format!("r{d}.sqlite"),
+            )
+        })
+        .collect();
+    let runs: Vec<Vec<PathBuf>> = vec![
+        vec![public_trace("GindaChen_nsys-ai__mfu_2gpu_before.sqlite")],
+        split,
+    ];
+    for paths in runs {
+        let conns: Vec<rusqlite::Connection> = paths
+            .iter()
+            .map(|p| nsys_lens::trace::open_path(p).expect("open"))
+            .collect();
+        let rows: Vec<FileRows<'_>> = conns
+            .iter()
+            .zip(&paths)
+            .map(|(c, p)| {
+                FileRows::open(
+                    c,
+                    &p.display().to_string(),
+                    LoadOptions::page(),
+                    &mut |_| true,
+                )
+                .expect("rows")
+            })
+            .collect();
+        let labels: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        let inputs = common::drill_inputs(&rows, &labels);
+        let summaries: Vec<_> = inputs
+            .iter()
+            .map(|i| nsys_lens::ranks::summarize_input(i).expect("summary"))
+            .collect();
+        let merged = serde_json::to_string(&nsys_lens::ranks::merge(&summaries).expect("merge"))
+            .expect("json");
+        let two =
+            serde_json::to_string(&nsys_lens::ranks::ranks(&inputs).expect("ranks")).expect("json");
+        let v: Value = serde_json::from_str(&two).expect("json");
+        assert!(
+            v["cause"]["spans"].as_u64().unwrap_or(0) > 0,
+            "{paths:?}: a cause measured"
+        );
+        assert_eq!(two, merged, "{paths:?}");
+    }
+}

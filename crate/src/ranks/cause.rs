@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::spans::GPU;
+use super::spans::{GPU, SpanCauses};
 use super::{RankKernels, RanksReport};
 use crate::drill::idle::CauseKind;
 use crate::drill::stragglers::Rank;
@@ -108,7 +108,7 @@ pub struct OpRow {
 
 /// What one rank's spans hold.
 #[derive(Debug, Default)]
-struct Measured {
+pub(crate) struct Measured {
     spans: u64,
     span_ns: Ns,
     /// Host time per (cause, label).
@@ -182,19 +182,36 @@ pub(crate) fn explain(
     ranks: &[Rank],
     kept: &[&RankKernels],
 ) -> Option<StragglerCause> {
-    let (s, summary) = report
+    let (s, late) = late_spans(report, ranks)?;
+    let measured: Vec<Measured> = ranks
+        .iter()
+        .zip(kept)
+        .zip(&late)
+        .map(|((rank, kept), at)| measured(rank, (&kept.causes, &kept.spans), at))
+        .collect();
+    explain_measured(report, s, &measured)
+}
+
+/// The rank arriving last most often in `report` (when one arrived last at all) and, per rank
+/// of `ranks`, the kernels whose spans count ([`late_kernels`]).
+pub(crate) fn late_spans(report: &RanksReport, ranks: &[Rank]) -> Option<(usize, Vec<Vec<usize>>)> {
+    let (s, _) = report
         .ranks
         .iter()
         .enumerate()
         .max_by_key(|(i, r)| (r.last, Reverse(*i)))
         .filter(|(_, r)| r.last > 0)?;
-    let late = late_kernels(ranks, s);
-    let measured: Vec<Measured> = ranks
-        .iter()
-        .zip(kept)
-        .zip(&late)
-        .map(|((rank, kept), at)| measured(rank, kept, at))
-        .collect();
+    Some((s, late_kernels(ranks, s)))
+}
+
+/// [`explain`] from what each rank's spans at [`late_spans`] hold, measured (`s`: the rank
+/// arriving last most often).
+pub(crate) fn explain_measured(
+    report: &RanksReport,
+    s: usize,
+    measured: &[Measured],
+) -> Option<StragglerCause> {
+    let summary = report.ranks.get(s)?;
     let straggler = measured.get(s)?;
     let mut others = Measured::default();
     for (r, m) in measured.iter().enumerate() {
@@ -393,7 +410,11 @@ fn late_kernels(ranks: &[Rank], s: usize) -> Vec<Vec<usize>> {
 /// What the spans before kernels `at` of `rank` hold, as its summary measured them
 /// ([`super::spans`]): each span's length (0 when the previous kernel still ran), host time
 /// per (cause, label) and GPU time, summed.
-fn measured(rank: &Rank, kept: &RankKernels, at: &[usize]) -> Measured {
+pub(crate) fn measured(
+    rank: &Rank,
+    (causes, spans): (&[(CauseKind, String)], &[SpanCauses]),
+    at: &[usize],
+) -> Measured {
     let mut m = Measured::default();
     for &j in at {
         m.spans += 1;
@@ -402,14 +423,14 @@ fn measured(rank: &Rank, kept: &RankKernels, at: &[usize]) -> Measured {
         if let (Some(prev), Some(next)) = (prev, next) {
             m.span_ns = m.span_ns.saturating_add((next.0 - prev.1).max(0));
         }
-        let Some(span) = kept.spans.get(j) else {
+        let Some(span) = spans.get(j) else {
             continue;
         };
         for (a, &b) in m.gpu.iter_mut().zip(&span.gpu) {
             *a = a.saturating_add(b);
         }
         for &(place, ns) in &span.host {
-            if let Some(key) = kept.causes.get(place as usize) {
+            if let Some(key) = causes.get(place as usize) {
                 let e = m.host.entry(key.clone()).or_default();
                 *e = e.saturating_add(ns);
             }
@@ -535,7 +556,7 @@ mod tests {
             ],
         };
         // Kernel 2 started before kernel 1 ended: its span is empty, but counted.
-        let m = measured(&r, &kept, &[1, 2, 3]);
+        let m = measured(&r, (&kept.causes, &kept.spans), &[1, 2, 3]);
         assert_eq!((m.spans, m.span_ns), (3, 10 + 10));
         assert_eq!(m.gpu, [5, 2, 0]);
         assert_eq!(m.host[&(CauseKind::Nvtx, "prep".to_string())], 17);

@@ -17,9 +17,12 @@
 //! its mean and worst lateness over those.
 //!
 //! The answer is a map and a reduce ([`summary`]): each file [`summarize`]d (its ranks'
-//! collective kernels, names, bounds and session start), then the summaries [`merge`]d. Read in
-//! one process, [`ranks`] runs both; over hundreds of ranks the map runs where the files lie
-//! (`nsys-lens ranks --summary`, `examples/ranks_dask.py`) and the reduce reads the summaries.
+//! collective kernels, names, bounds and session start, and what the span before each kernel
+//! holds), then the summaries [`merge`]d. Over hundreds of ranks the map runs where the files
+//! lie (`nsys-lens ranks --summary`, `examples/ranks_dask.py`) and the reduce reads the
+//! summaries; the CLI's one-shot `ranks` runs both. With every file at hand (the page),
+//! [`ranks`] reads each file twice instead, to the same answer: the kernels first, then only
+//! the spans the cause counts, so no rank's spans are held.
 //!
 //! State: each rank's collective kernels (as the straggler view keeps them), a bounded list of
 //! the worst collectives and per collective its skew (the statistics), first arrival and last rank
@@ -194,11 +197,18 @@ pub struct Clock {
     pub method: String,
 }
 
-/// The ranks of `inputs` (one export, or one per rank or node): each input indexed and
-/// summarized in turn ([`summarize_input`]), its index dropped before the next is built, so
-/// memory holds one file's index and the summaries, not every file's index at once. Fails when
-/// there is no input, an input has no kernels or a read failed.
-pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
+/// The ranks of `inputs` (one export, or one per rank or node), the same answer as [`merge`]
+/// over their summaries, in two reads of each input that hold one input's index at a time:
+/// the first summarizes its ranks without their spans ([`summarize_kernels`]), which settles
+/// every figure but the cause and which rank was late where; the second measures only the
+/// spans the cause counts (`cause::late_spans`), each rank's folded into its sums at once.
+/// Memory is then the ranks' collective kernels and one input's spans, not every rank's spans
+/// (about 120 bytes per collective kernel). `each` sees every input's index of the first read.
+/// Fails when there is no input, an input has no kernels or a read failed.
+pub fn ranks_seeing(
+    inputs: &[DrillInput<'_>],
+    mut each: impl FnMut(&RowIndex<'_>),
+) -> Result<(RanksReport, Vec<FileSummary>)> {
     if inputs.is_empty() {
         return Err(crate::error::Error::Usage(
             "ranks needs at least one trace".into(),
@@ -206,21 +216,90 @@ pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
     }
     let summaries = inputs
         .iter()
-        .map(summarize_input)
+        .map(|input| {
+            let ix = index_one(input)?;
+            each(&ix);
+            summarize_kernels(&ix)
+        })
         .collect::<Result<Vec<FileSummary>>>()?;
-    merge(&summaries)
+    let (mut report, all) = reduce(&summaries)?;
+    if let Some((s, late)) = cause::late_spans(&report, &all) {
+        let mut measured = Vec::with_capacity(all.len());
+        let mut first = 0;
+        for (input, summary) in inputs.iter().zip(&summaries) {
+            let n = summary.ranks.len();
+            let (ranks, at) = (&all[first..first + n], &late[first..first + n]);
+            measured.extend(measure_late(input, summary, ranks, at)?);
+            first += n;
+        }
+        report.cause = cause::explain_measured(&report, s, &measured);
+    }
+    Ok((report, summaries))
+}
+
+/// [`ranks_seeing`], the answer alone.
+pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
+    Ok(ranks_seeing(inputs, |_| {})?.0)
+}
+
+/// One input indexed. Fails when it has no kernels or a read failed.
+fn index_one<'t>(input: &DrillInput<'t>) -> Result<RowIndex<'t>> {
+    index_inputs(std::slice::from_ref(input))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| crate::error::Error::Usage("ranks needs at least one trace".into()))
+}
+
+/// What the spans before `at` hold on each rank of one input (its `summary`, its `ranks` on the
+/// common clock), summed per rank: the input read again when a rank has such a span.
+fn measure_late(
+    input: &DrillInput<'_>,
+    summary: &FileSummary,
+    ranks: &[Rank],
+    at: &[Vec<usize>],
+) -> Result<Vec<cause::Measured>> {
+    if at.iter().all(Vec::is_empty) {
+        return Ok(ranks.iter().map(|_| cause::Measured::default()).collect());
+    }
+    let kernels: Vec<Vec<(Ns, Ns)>> = summary
+        .ranks
+        .iter()
+        .map(|r| r.kernels.iter().map(|&(s, e, _)| (s, e)).collect())
+        .collect();
+    let sorted: Vec<Vec<usize>> = at
+        .iter()
+        .map(|v| {
+            let mut v = v.clone();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let asks: Vec<spans::SpanAsk<'_>> = summary
+        .ranks
+        .iter()
+        .zip(&kernels)
+        .zip(&sorted)
+        .map(|((r, k), only)| spans::SpanAsk {
+            device: r.device,
+            kernels: k,
+            only: Some(only),
+        })
+        .collect();
+    let ix = index_one(input)?;
+    let measured = spans::measure(&ix, &asks);
+    ix.rows.check()?;
+    Ok(ranks
+        .iter()
+        .zip(&measured)
+        .zip(at)
+        .map(|((rank, m), at)| cause::measured(rank, (&m.causes, &m.spans), at))
+        .collect())
 }
 
 /// The map over one input: indexed, then [`summarize`]d. Fails when it has no kernels or a read
 /// failed.
 pub fn summarize_input(input: &DrillInput<'_>) -> Result<FileSummary> {
-    let indexed = index_inputs(std::slice::from_ref(input))?;
-    match indexed.first() {
-        Some(ix) => summarize(ix),
-        None => Err(crate::error::Error::Usage(
-            "ranks needs at least one trace".into(),
-        )),
-    }
+    summarize(&index_one(input)?)
 }
 
 /// [`ranks`] over traces already indexed: each trace summarized ([`summarize`], the map), then
@@ -239,6 +318,16 @@ pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
 /// what NCCL named it, and what `detect` says of the file's run and of its device ([`device`]).
 /// Fails when a read failed.
 pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
+    summarize_with(ix, true)
+}
+
+/// [`summarize`] without the spans (`causes` and `spans` empty): what the first read of
+/// [`ranks_seeing`] keeps.
+pub fn summarize_kernels(ix: &RowIndex<'_>) -> Result<FileSummary> {
+    summarize_with(ix, false)
+}
+
+fn summarize_with(ix: &RowIndex<'_>, with_spans: bool) -> Result<FileSummary> {
     let mut fold = RankFold::new(ix, 0, 0);
     kernel_pass(ix, &mut [&mut fold]);
     let cfg = DetectConfig {
@@ -252,7 +341,13 @@ pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
         .and_then(|d| d.bound.as_ref())
         .map(|b| b.kind);
     let found: Vec<Rank> = fold.finish().collect();
-    let spans = spans::measure(ix, &found);
+    let spans = match with_spans {
+        true => {
+            let asks: Vec<spans::SpanAsk<'_>> = found.iter().map(spans::SpanAsk::every).collect();
+            spans::measure(ix, &asks)
+        }
+        false => found.iter().map(|_| spans::RankSpans::default()).collect(),
+    };
     ix.rows.check()?;
     let said = &ix.meta().meta.nccl_ranks;
     let ranks = found
@@ -298,6 +393,15 @@ pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
 /// arriving last most often was late ([`cause`], from the spans the summaries measured) — the
 /// same answer as [`ranks`] over the files themselves. Fails when there is no summary.
 pub fn merge(summaries: &[FileSummary]) -> Result<RanksReport> {
+    let (mut report, all) = reduce(summaries)?;
+    let measured: Vec<&RankKernels> = summaries.iter().flat_map(|f| &f.ranks).collect();
+    report.cause = cause::explain(&report, &all, &measured);
+    Ok(report)
+}
+
+/// [`merge`] but the cause: the answer and its ranks on the common clock, in the summaries'
+/// order.
+fn reduce(summaries: &[FileSummary]) -> Result<(RanksReport, Vec<Rank>)> {
     if summaries.is_empty() {
         return Err(crate::error::Error::Usage(
             "ranks needs at least one export or summary".into(),
@@ -334,9 +438,7 @@ pub fn merge(summaries: &[FileSummary]) -> Result<RanksReport> {
         summary.nranks = named.nranks;
         summary.named_by = named.by;
     }
-    let measured: Vec<&RankKernels> = kept.iter().map(|&(_, r)| r).collect();
-    report.cause = cause::explain(&report, &all, &measured);
-    Ok(report)
+    Ok((report, all))
 }
 
 /// The clock section from the session-start shifts and the collectives' corrections.

@@ -85,25 +85,53 @@ fn open_spans(kernels: &[(Ns, Ns)]) -> Vec<(usize, (Ns, Ns))> {
         .collect()
 }
 
-/// What every span of `ranks` (all of `ix`) holds: one pass over its kernels for the devices'
-/// busy time, one sweep of its host intervals per rank.
-pub(crate) fn measure(ix: &RowIndex<'_>, ranks: &[Rank]) -> Vec<RankSpans> {
+/// Which spans of one rank of a trace to measure: its device, its collective kernels'
+/// `(start, end)` in start order, and the places of the kernels whose spans are asked for
+/// (ascending; `None`: every one).
+pub(crate) struct SpanAsk<'a> {
+    pub device: u32,
+    pub kernels: &'a [(Ns, Ns)],
+    pub only: Option<&'a [usize]>,
+}
+
+impl<'a> SpanAsk<'a> {
+    /// Every span of `rank`.
+    pub(crate) fn every(rank: &'a Rank) -> SpanAsk<'a> {
+        SpanAsk {
+            device: rank.id.device,
+            kernels: &rank.kernels,
+            only: None,
+        }
+    }
+
+    /// Its non-empty spans asked for, as `(kernel, (from, to))`: sorted and disjoint.
+    fn spans(&self) -> Vec<(usize, (Ns, Ns))> {
+        let mut spans = open_spans(self.kernels);
+        if let Some(only) = self.only {
+            spans.retain(|(j, _)| only.binary_search(j).is_ok());
+        }
+        spans
+    }
+}
+
+/// What the spans `asks` name (ranks of `ix`) hold: one pass over its kernels for the devices'
+/// busy time, one sweep of its host intervals per rank. A span not asked for is left empty.
+pub(crate) fn measure(ix: &RowIndex<'_>, asks: &[SpanAsk<'_>]) -> Vec<RankSpans> {
     let mut fold = GpuFold {
         ix,
-        lanes: ranks
+        lanes: asks
             .iter()
-            .map(|r| Lane::new(r.id.device, open_spans(&r.kernels)))
+            .map(|a| Lane::new(a.device, a.spans()))
             .collect(),
     };
     kernel_pass(ix, &mut [&mut fold]);
     let host = HostCauses::new(ix);
-    ranks
-        .iter()
+    asks.iter()
         .zip(&fold.lanes)
-        .map(|(rank, lane)| {
+        .map(|(ask, lane)| {
             let mut out = RankSpans {
                 causes: Vec::new(),
-                spans: vec![SpanCauses::default(); rank.kernels.len()],
+                spans: vec![SpanCauses::default(); ask.kernels.len()],
             };
             for (&(j, _), gpu) in lane.spans.iter().zip(&lane.ns) {
                 if let Some(s) = out.spans.get_mut(j) {

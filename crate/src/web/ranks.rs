@@ -15,7 +15,6 @@ use wasm_bindgen::prelude::*;
 use super::analyses::{open_trace, over_inputs};
 use super::analysis::ns_arg;
 use super::{WebError, init, js_error, to_json};
-use crate::drill::index_inputs;
 use crate::model::Ns;
 use crate::ranks::{FileSummary, RanksReport};
 use crate::report::outline;
@@ -71,18 +70,12 @@ thread_local! {
 pub fn ranks_traces(ids: Vec<u32>) -> Result<String, WebError> {
     init();
     over_inputs(&ids, None, |_, inputs| {
-        // One input indexed at a time (its index dropped before the next is built): memory
-        // holds one file's index and the summaries, whatever the number of files.
-        let mut summaries = Vec::with_capacity(inputs.len());
+        // One input indexed at a time, its spans measured in a second read for the cause
+        // alone: memory holds one file's index and the ranks' collective kernels, whatever
+        // the number of files.
         let mut windows: Vec<(Ns, Ns)> = Vec::with_capacity(inputs.len());
-        for input in inputs {
-            let indexed = index_inputs(std::slice::from_ref(input)).map_err(WebError::from)?;
-            for ix in &indexed {
-                windows.push(ix.extent);
-                summaries.push(crate::ranks::summarize(ix).map_err(WebError::from)?);
-            }
-        }
-        let report = crate::ranks::merge(&summaries).map_err(WebError::from)?;
+        let (report, summaries) = crate::ranks::ranks_seeing(inputs, |ix| windows.push(ix.extent))
+            .map_err(WebError::from)?;
         let lanes = rank_lanes(&ids, &report, summaries, &windows);
         let extent = lanes.extent;
         LAID.with(|l| l.replace(Some(lanes)));

@@ -594,3 +594,18 @@ print(json.dumps(oracle.attribute(trace, spans), indent=1, sort_keys=True))
     );
     serde_json::from_slice(&out.stdout).expect("oracle JSON")
 }
+
+/// Drill inputs over `rows`, each labeled as `labels` says, under the built-in step markers.
+pub fn drill_inputs<'a>(
+    rows: &'a [nsys_lens::trace::FileRows<'a>],
+    labels: &'a [String],
+) -> Vec<nsys_lens::drill::DrillInput<'a>> {
+    rows.iter()
+        .zip(labels)
+        .map(|(rows, label)| nsys_lens::drill::DrillInput {
+            rows,
+            label,
+            step_marker: None,
+        })
+        .collect()
+}
