@@ -49,7 +49,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let room = nsys_lens::trace::view_room(bytes);
         let budget = match &mut shared {
             Some((budget, kept_room)) => {
-                budget.withhold(room.saturating_sub(*kept_room) + room / 4);
+                let state = usize::try_from(bytes / 16).unwrap_or(usize::MAX);
+                budget.withhold(room.saturating_sub(*kept_room).saturating_add(state));
                 *kept_room = room.max(*kept_room);
                 budget.clone()
             }
@@ -82,9 +83,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .zip(&scans)
         .map(|(c, s)| nsys_lens::trace::FileRows::over(c, s))
         .collect();
+    // The verdicts the page keeps (by their options' text), which `ranks` reads again.
+    let mut verdicts = Vec::new();
     for (path, r) in paths.iter().zip(&rows) {
-        let cfg = nsys_lens::detect::DetectConfig::default();
-        std::hint::black_box(nsys_lens::detect::detect_rows(r, &cfg)?);
+        let cfg = nsys_lens::detect::DetectConfig {
+            file_label: path.clone(),
+            ..Default::default()
+        };
+        verdicts.push((format!("{cfg:?}"), nsys_lens::detect::detect_rows(r, &cfg)?));
         mark(
             &format!(
                 "verdict {} (keeps {})",
@@ -108,7 +114,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::var_os("RANKS_ONLY").is_none() {
         drill_down(&inputs, t, &mut most)?;
     }
-    std::hint::black_box(nsys_lens::ranks::ranks(&inputs)?);
+    let kept = |i: usize, cfg: &nsys_lens::detect::DetectConfig| {
+        let (key, report) = verdicts.get(i)?;
+        (*key == format!("{cfg:?}")).then(|| report.clone())
+    };
+    std::hint::black_box(nsys_lens::ranks::ranks_seeing(&inputs, |_| {}, kept)?);
     mark("ranks", t, &mut most);
     println!("most held: {}", mib(most));
     Ok(())

@@ -135,8 +135,25 @@ test('one export with two ranks: the Ranks panel is `ranks --json`', { timeout: 
   assert.ok(cli.clock.offset_ns.every((o) => o === 0), 'one export: one clock');
   await page.locator('[data-testid=ranks-timeline]').screenshot({ path: artifact('ranks-timeline-mfu.png') });
   await checkArrivals(page, cli, 'ranks-timeline-mfu-zoomed.png');
+  await keysZoomTheTimelineUnderThePointer(page);
   assert.deepEqual(s.problems, [], 'no page error');
 });
+
+// W zooms the timeline the pointer is on: the ranks timeline, not the page's other one.
+async function keysZoomTheTimelineUnderThePointer(page) {
+  const spanOf = (id) => page.$eval(`[data-testid=${id}]`, (c) => ({ shown: c.offsetParent !== null, span: Number(c.dataset.end) - Number(c.dataset.start), drawn: c.dataset.drawn }));
+  const other = await spanOf('timeline');
+  assert.ok(other.shown && other.span > 0, 'the page\'s timeline is on screen too');
+  const before = await spanOf('ranks-timeline');
+  const box = await page.locator('[data-testid=ranks-timeline]').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const { drawn } = await ranksTimeline(page);
+  await page.keyboard.press('w');
+  await ranksTimeline(page, drawn);
+  assert.ok((await spanOf('ranks-timeline')).span < before.span, 'the ranks timeline zoomed in');
+  assert.deepEqual(await spanOf('timeline'), other, 'the page\'s timeline did not move');
+  await page.mouse.move(0, 0);
+}
 
 test('four rank files with clock errors: the Ranks panel is `ranks FILE… --json`, on one clock', { timeout: TIMEOUT }, async () => {
   const { page, tmp } = s;

@@ -38,7 +38,7 @@ pub mod text;
 use serde::Serialize;
 
 use crate::detect::bound::BoundKind;
-use crate::detect::{DetectConfig, detect_rows};
+use crate::detect::{DetectConfig, DetectReport, detect_rows};
 use crate::drill::stragglers::{self, FileShift, Rank, RankFold};
 use crate::drill::{DrillInput, RowIndex, index_inputs};
 use crate::error::Result;
@@ -205,9 +205,13 @@ pub struct Clock {
 /// Memory is then the ranks' collective kernels and one input's spans, not every rank's spans
 /// (about 120 bytes per collective kernel). `each` sees every input's index of the first read.
 /// Fails when there is no input, an input has no kernels or a read failed.
+///
+/// `verdict(i, cfg)`: input `i`'s verdict under `cfg` when the caller holds it (the page keeps
+/// the verdict it shows), else `None` and it is computed here.
 pub fn ranks_seeing(
     inputs: &[DrillInput<'_>],
     mut each: impl FnMut(&RowIndex<'_>),
+    mut verdict: impl FnMut(usize, &DetectConfig) -> Option<DetectReport>,
 ) -> Result<(RanksReport, Vec<FileSummary>)> {
     if inputs.is_empty() {
         return Err(crate::error::Error::Usage(
@@ -216,10 +220,12 @@ pub fn ranks_seeing(
     }
     let summaries = inputs
         .iter()
-        .map(|input| {
+        .enumerate()
+        .map(|(i, input)| {
             let ix = index_one(input)?;
             each(&ix);
-            summarize_kernels(&ix)
+            let held = verdict(i, &detect_config(&ix));
+            summarize_with(&ix, false, held)
         })
         .collect::<Result<Vec<FileSummary>>>()?;
     let (mut report, all) = reduce(&summaries)?;
@@ -239,7 +245,7 @@ pub fn ranks_seeing(
 
 /// [`ranks_seeing`], the answer alone.
 pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
-    Ok(ranks_seeing(inputs, |_| {})?.0)
+    Ok(ranks_seeing(inputs, |_| {}, |_, _| None)?.0)
 }
 
 /// One input indexed. Fails when it has no kernels or a read failed.
@@ -318,24 +324,35 @@ pub fn ranks_indexed(indexed: &[RowIndex<'_>]) -> Result<RanksReport> {
 /// what NCCL named it, and what `detect` says of the file's run and of its device ([`device`]).
 /// Fails when a read failed.
 pub fn summarize(ix: &RowIndex<'_>) -> Result<FileSummary> {
-    summarize_with(ix, true)
+    summarize_with(ix, true, None)
 }
 
 /// [`summarize`] without the spans (`causes` and `spans` empty): what the first read of
 /// [`ranks_seeing`] keeps.
 pub fn summarize_kernels(ix: &RowIndex<'_>) -> Result<FileSummary> {
-    summarize_with(ix, false)
+    summarize_with(ix, false, None)
 }
 
-fn summarize_with(ix: &RowIndex<'_>, with_spans: bool) -> Result<FileSummary> {
-    let mut fold = RankFold::new(ix, 0, 0);
-    kernel_pass(ix, &mut [&mut fold]);
-    let cfg = DetectConfig {
+/// The verdict a summary reports of its file and devices: `detect`'s defaults under the
+/// index's step marker.
+fn detect_config(ix: &RowIndex<'_>) -> DetectConfig {
+    DetectConfig {
         file_label: ix.label.clone(),
         step_marker: ix.step_marker.clone(),
         ..DetectConfig::default()
-    };
-    let detect = detect_rows(ix.rows, &cfg).ok();
+    }
+}
+
+/// [`summarize`], with or without the spans; `held`: the file's verdict under
+/// [`detect_config`] when the caller has it.
+fn summarize_with(
+    ix: &RowIndex<'_>,
+    with_spans: bool,
+    held: Option<DetectReport>,
+) -> Result<FileSummary> {
+    let mut fold = RankFold::new(ix, 0, 0);
+    kernel_pass(ix, &mut [&mut fold]);
+    let detect = held.or_else(|| detect_rows(ix.rows, &detect_config(ix)).ok());
     let bound = detect
         .as_ref()
         .and_then(|d| d.bound.as_ref())

@@ -39,16 +39,17 @@ thread_local! {
 /// What a trace opened now may keep of its rows, together with every trace open: the first
 /// of a batch sets the budget as [`row_cache_budget`] does; a trace opened while others are
 /// open shares theirs (eight rank files keep what one may), less the extra room its views need
-/// when it is the larger file, and less a quarter of its views' room: a view over several
-/// traces (the Drill-down over every rank file) holds each one's state at once, 16 MiB per
-/// 445 MiB rank file measured (`--example ranks_memory`). A closed trace gives its rows back.
+/// when it is the larger file, and less a sixteenth of its size: a view over several traces
+/// (the Drill-down over every rank file) holds each one's state at once, 16 MiB per 445 MiB
+/// rank file measured (`--example ranks_memory`). A closed trace gives its rows back.
 pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
     let bytes = file_bytes(conn) as u64;
     let room = crate::trace::view_room(bytes);
     let others_open = any_open();
     SHARED.with_borrow_mut(|shared| match shared {
         Some((budget, kept_room)) if others_open => {
-            budget.withhold(room.saturating_sub(*kept_room) + room / 4);
+            let state = usize::try_from(bytes / 16).unwrap_or(usize::MAX);
+            budget.withhold(room.saturating_sub(*kept_room).saturating_add(state));
             *kept_room = room.max(*kept_room);
             budget.clone()
         }
@@ -207,6 +208,15 @@ impl Indexed {
 
     fn file_rows(&self) -> FileRows<'_> {
         FileRows::over(&self.conn, &self.scan)
+    }
+
+    /// The verdict kept from the last [`Indexed::detect`], if it was asked under `cfg`.
+    pub(crate) fn kept_verdict(&self, cfg: &DetectConfig) -> Option<DetectReport> {
+        let key = format!("{cfg:?}");
+        let kept = self.verdict.borrow();
+        kept.as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, report)| report.clone())
     }
 
     pub(crate) fn detect(&self, cfg: &DetectConfig) -> Result<DetectReport> {

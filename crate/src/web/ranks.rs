@@ -69,13 +69,19 @@ thread_local! {
 #[wasm_bindgen(js_name = ranksTraces)]
 pub fn ranks_traces(ids: Vec<u32>) -> Result<String, WebError> {
     init();
-    over_inputs(&ids, None, |_, inputs| {
+    over_inputs(&ids, None, |traces, inputs| {
         // One input indexed at a time, its spans measured in a second read for the cause
         // alone: memory holds one file's index and the ranks' collective kernels, whatever
         // the number of files.
         let mut windows: Vec<(Ns, Ns)> = Vec::with_capacity(inputs.len());
-        let (report, summaries) = crate::ranks::ranks_seeing(inputs, |ix| windows.push(ix.extent))
-            .map_err(WebError::from)?;
+        // Each file's verdict as the page keeps it (when it was asked under the same
+        // options), not computed again.
+        let verdict = |i: usize, cfg: &crate::detect::DetectConfig| {
+            traces.get(i).and_then(|t| t.kept_verdict(cfg))
+        };
+        let (report, summaries) =
+            crate::ranks::ranks_seeing(inputs, |ix| windows.push(ix.extent), verdict)
+                .map_err(WebError::from)?;
         let lanes = rank_lanes(&ids, &report, summaries, &windows);
         let extent = lanes.extent;
         LAID.with(|l| l.replace(Some(lanes)));

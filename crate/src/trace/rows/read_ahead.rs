@@ -9,7 +9,7 @@ use std::sync::{Arc, mpsc};
 
 use super::super::open::{open_path, sqlite_error};
 use super::super::runs::{SortedRuns, read_chunk};
-use super::Decode;
+use super::file_rows::Decode;
 use crate::error::{Error, Result};
 use crate::model::Trace;
 
