@@ -20,9 +20,6 @@ function typesText(el) {
   return el.tagName === 'INPUT' && !['file', 'checkbox', 'radio', 'button', 'submit', 'reset', 'range'].includes(el.type);
 }
 
-// The shown timeline the pointer was last on: it alone takes the keys (none yet: every shown one).
-let keyTarget = null;
-
 export class TimelinePanel {
   // engine: the worker client; wasm: {drawTimeline, timelineLayout}
   // selectionBar: {box, label, analyse, clear} of the selected range; onWindow({start, end}):
@@ -63,8 +60,6 @@ export class TimelinePanel {
 
     canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
     canvas.addEventListener('pointerdown', (e) => this.onPointerDown(e));
-    // The keys act on the timeline the pointer was last on (the page's and the ranks').
-    canvas.addEventListener('pointerenter', () => (keyTarget = this));
     canvas.addEventListener('pointermove', (e) => this.onPointerMove(e));
     canvas.addEventListener('pointerup', (e) => this.onPointerUp(e));
     canvas.addEventListener('pointercancel', (e) => this.onPointerUp(e));
@@ -218,7 +213,6 @@ export class TimelinePanel {
     const target = e.target;
     if (target && (target.isContentEditable || /^(TEXTAREA|SELECT)$/.test(target.tagName) || typesText(target))) return;
     if (this.canvas.offsetParent === null) return; // the timeline is not shown
-    if (keyTarget && keyTarget !== this && keyTarget.canvas.offsetParent !== null) return; // another shown one has them
     const key = e.key.toLowerCase();
     const { start, end } = this.view;
     const span = end - start;
