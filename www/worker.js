@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, reportFile, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, keptRowsRoom, reportFile, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -188,16 +188,23 @@ async function handle(msg) {
       analyses.set(slot, analysis);
       self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
       // The verdict first: the page shows it while the overview is computed.
-      return { detect: analysis.detect(msg.options), fileName: analysis.fileName() };
+      const detect = analysis.detect(msg.options);
+      return { detect, fileName: analysis.fileName(), wasmBytes: self.nsysLensWasmMemoryBytes() };
     }
     case 'kernels':
       // The reader worker's part for the open `openId`, relayed by the page.
       kernelPartCame(msg.openId, msg.part);
       return {};
+    case 'keptRowsRoom': {
+      // What a trace opened into `slot` could keep of its rows (`only`: it closes the others).
+      await initWasm();
+      const alone = msg.only || [...analyses.keys()].every((s) => s === (msg.slot || 'main'));
+      return { room: keptRowsRoom(msg.bytes, alone) };
+    }
     case 'scanKernels': {
       // This worker is a reader: the kernel table of `file`, for the analysis worker.
       await initWasm(); // after the engine's 'init'
-      const part = scanKernels(msg.file);
+      const part = scanKernels(msg.file, msg.room ?? undefined);
       return { part, wasmBytes: self.nsysLensWasmMemoryBytes() };
     }
     case 'openHostSide': {

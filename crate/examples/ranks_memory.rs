@@ -39,26 +39,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut most = 0usize;
     let mut conns = Vec::new();
     let mut scans = Vec::new();
-    // As the page: the first file sets the budget every file's kept rows share, the views'
-    // room of the largest file withheld from it (`web::indexed::shared_row_budget`).
-    let mut shared: Option<(nsys_lens::trace::RowBudget, usize)> = None;
+    // As the page: the first file sets the budget every file's kept rows share
+    // (`web::indexed::shared_row_budget`).
+    let mut shared: Option<nsys_lens::trace::SharedBudget> = None;
     for path in &paths {
         let conn = nsys_lens::trace::open_path(std::path::Path::new(path))?;
         nsys_lens::trace::configure(&conn, path)?;
         let bytes = std::fs::metadata(path)?.len();
-        let room = nsys_lens::trace::view_room(bytes);
         let budget = match &mut shared {
-            Some((budget, kept_room)) => {
-                let state = usize::try_from(bytes / 16).unwrap_or(usize::MAX);
-                budget.withhold(room.saturating_sub(*kept_room).saturating_add(state));
-                *kept_room = room.max(*kept_room);
-                budget.clone()
-            }
+            Some(shared) => shared.open_beside(bytes),
             None => {
-                let used = LIVE.load(Relaxed);
-                let budget =
-                    nsys_lens::trace::RowBudget::new(nsys_lens::trace::row_budget(bytes, used));
-                shared = Some((budget.clone(), room));
+                let first = nsys_lens::trace::SharedBudget::first(bytes, LIVE.load(Relaxed));
+                let budget = first.budget();
+                shared = Some(first);
                 budget
             }
         };

@@ -170,8 +170,10 @@ fn scans_sharing_a_budget_keep_no_more_together_and_give_it_back_when_dropped() 
     );
 }
 
-/// The page's scan on two workers: the host side here, the kernel table by a reader on a
-/// connection of its own, its part crossing as bytes (as between two wasm instances), joined.
+/// The page's scan on two workers: the host side here on `budget`, the kernel table by a
+/// reader on a connection and a budget of its own (a fresh wasm instance keeps what it may),
+/// its part crossing as bytes (as between two wasm instances), of which the join copies only
+/// the blocks its budget keeps.
 fn scan_by_two_readers(
     conn: &rusqlite::Connection,
     path: &Path,
@@ -186,8 +188,9 @@ fn scan_by_two_readers(
     )
     .expect("host side");
     let reader = trace::open_path(path).expect("open");
-    let part = KernelPart::read(&reader, "s", opts, budget).expect("kernel part");
-    let (shape, blocks) = part.into_bytes().expect("as bytes");
+    let part = KernelPart::read(&reader, "s", opts, 1 << 30).expect("kernel part");
+    let (shape, mut blocks) = part.into_bytes().expect("as bytes");
+    blocks.truncate(host.kernel_blocks_kept());
     let part = KernelPart::from_bytes(&shape, blocks).expect("from bytes");
     host.finish(conn, &mut |_| true, Some(part)).expect("join")
 }

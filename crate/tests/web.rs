@@ -10,7 +10,7 @@ mod corrupted;
 
 use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
-use nsys_lens::web::{Analysis, WebError, scan_kernels};
+use nsys_lens::web::{Analysis, WebError, kept_rows_room, scan_kernels};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
@@ -219,6 +219,56 @@ fn opening_reads_lazily() {
     assert!(bytes <= size, "read {bytes} of {size}");
 }
 
+/// A database whose table `t` holds `i * tag` for `i` in `1..=rows`, each row padded to 1 kB
+/// (`rows` of them span `rows` kB: several cache blocks).
+fn numbers(tag: i64, rows: i64) -> Vec<u8> {
+    let mut conn = Connection::open_in_memory().expect("in memory");
+    conn.execute_batch(&format!(
+        "CREATE TABLE t(x INTEGER, pad BLOB);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
+         INSERT INTO t SELECT i * {tag}, zeroblob(1000) FROM n;"
+    ))
+    .expect("rows");
+    conn.serialize(rusqlite::MAIN_DB)
+        .expect("serialize")
+        .to_vec()
+}
+
+#[wasm_bindgen_test]
+fn files_open_together_read_their_own_bytes_through_one_block_cache() {
+    let rows = 6000; // 6 MB a file: three together overflow one file's cache
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let regs: Vec<_> = [1, 7, 13]
+        .iter()
+        .map(|&tag| vfs::register(&file(&numbers(tag, rows), "n.sqlite")).expect("register"))
+        .collect();
+    let conns: Vec<_> = regs
+        .iter()
+        .map(|r| Connection::open_with_flags_and_vfs(r.uri(), flags, vfs::VFS_NAME).expect("open"))
+        .collect();
+    // Each file's scan evicts the others' blocks; every read still gets its own file's bytes.
+    for _ in 0..3 {
+        for (conn, tag) in conns.iter().zip([1, 7, 13]) {
+            let sum: i64 = conn
+                .query_row("SELECT sum(x) FROM t", [], |r| r.get(0))
+                .expect("sum");
+            assert_eq!(sum, tag * rows * (rows + 1) / 2, "file of tag {tag}");
+        }
+    }
+    let cached = vfs::cached_blocks();
+    assert!(cached <= vfs::CACHE_BLOCKS, "{cached} blocks for 3 files");
+    let last = regs.last().expect("three").cached_blocks();
+    assert!(last > 0, "the last file read has blocks cached");
+    let ours: usize = regs.iter().map(|r| r.cached_blocks()).sum();
+    drop(conns);
+    drop(regs);
+    assert_eq!(
+        vfs::cached_blocks(),
+        cached - ours,
+        "unregistered files' blocks dropped"
+    );
+}
+
 #[wasm_bindgen_test]
 fn freeing_unregisters_the_file() {
     let reg = vfs::register(&file(FIXTURE, "x.sqlite")).expect("register");
@@ -381,7 +431,9 @@ type Refused = Result<String, String>;
 fn open_beside(bytes: &[u8], label: &str, on_progress: Function) -> Result<Analysis, Refused> {
     let host = Analysis::open_host(file(bytes, label), on_progress.clone())
         .map_err(|e| clear_error(e, label))?;
-    let part = match scan_kernels(file(bytes, label)) {
+    // As the page: the reader keeps no more rows than this instance would copy in.
+    let room = kept_rows_room(bytes.len() as f64, true);
+    let part = match scan_kernels(file(bytes, label), Some(room)) {
         Ok(part) => Some(part),
         Err(e) => {
             clear_error(e, label).map_err(|e| Err(format!("the reader worker: {e}")))?;

@@ -193,36 +193,42 @@ export class WorkerEngine {
     } else {
       this.cancelFlag = null;
     }
-    const id = this.nextId;
-    this.openId = id;
     // With a core to spare, a reader worker scans the kernel table meanwhile, on a wasm
     // instance of its own; its part goes to the analysis worker, which reads the table itself
-    // if none comes.
+    // if none comes. The reader keeps no more of its rows than that worker would copy in.
     const reader = (navigator.hardwareConcurrency || 1) > 1;
+    const room = reader
+      ? await this.request('keptRowsRoom', { bytes: file.size, slot, only }).then((r) => r.room, () => undefined)
+      : undefined;
+    const id = this.nextId;
+    this.openId = id;
     if (reader) {
-      this.readKernels(file).then((part) => {
+      this.readKernels(file, room).then((part) => {
         if (this.openId !== id) return;
         this.request('kernels', { openId: id, part }, null, {}, part ? part.map((a) => a.buffer) : []).catch(() => {});
       });
     }
     try {
       // The worker scans the file once; every view then folds over its rows.
-      return await this.request('open', { file, options, cancelFlag, slot, only, reader }, onProgress);
+      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader }, onProgress);
+      // The analysis worker's wasm memory once this trace is open (benchmarks read it).
+      performance.mark('nsys-lens:open', { detail: { wasmBytes: opened.wasmBytes ?? 0 } });
+      return opened;
     } finally {
       if (this.openId === id) this.openId = 0;
       this.stopReader();
     }
   }
 
-  // The kernel table of `file` as a reader worker scans it (null if it cannot), the worker
-  // ended once it has answered: its wasm memory goes with it.
-  async readKernels(file) {
+  // The kernel table of `file` as a reader worker scans it (null if it cannot), its kept rows
+  // within `room` bytes, the worker ended once it has answered: its wasm memory goes with it.
+  async readKernels(file, room) {
     this.stopReader();
     // While the analysis worker waits for the part, the reader's messages are its life signs.
     const reader = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, onHeard: () => this.heard() });
     this.reader = reader;
     try {
-      const { part, wasmBytes } = await reader.request('scanKernels', { file });
+      const { part, wasmBytes } = await reader.request('scanKernels', { file, room });
       performance.mark('nsys-lens:reader', { detail: { wasmBytes } });
       return part;
     } catch {

@@ -471,12 +471,14 @@ pub fn whatif_section(w: &crate::whatif::WhatIf) -> Section {
         .filter_map(|x| x.gain_pct.map(|g| (g, x)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
     {
-        text.push(format!(
-            "Of the changes below, {} buys most: {:+.1} % of the {}.",
-            best.1.change,
-            best.0,
-            if w.steps == 0 { "window" } else { "step" }
-        ));
+        let span = if w.steps == 0 { "window" } else { "step" };
+        text.push(match best.0 < 0.0 {
+            true => format!(
+                "Of the changes below, {} buys most: the {span} {:.1} % shorter.",
+                best.1.change, -best.0
+            ),
+            false => format!("None of the changes below shortens the {span}."),
+        });
     }
     text.extend(w.notes.iter().map(|n| format!("Note: {n}.")));
     let mut tables = vec![t::whatif_predicted(w)];

@@ -15,7 +15,7 @@ mod nvtx_names;
 mod open;
 mod packed_rows;
 mod row_cache;
-pub use row_cache::{READ_MEMORY, RowBudget, row_budget, view_room};
+pub use row_cache::{READ_MEMORY, RowBudget, SharedBudget, row_budget, view_room};
 mod nvtx_rows;
 mod rows;
 mod runs;

@@ -95,6 +95,52 @@ impl RowBudget {
     }
 }
 
+/// The row budget of the traces open together in one instance (the page's rank files), and
+/// the views' room it was set under: the first trace of a batch sets it ([`row_budget`]); each
+/// trace opened beside others shares it, less the extra room its views need when it is the
+/// larger file, and less a sixteenth of its size: a view over several traces (the Drill-down
+/// over every rank file) holds each one's state at once, 16 MiB per 445 MiB rank file measured
+/// (`--example ranks_memory`).
+#[derive(Debug, Clone)]
+pub struct SharedBudget {
+    budget: RowBudget,
+    room: usize,
+}
+
+impl SharedBudget {
+    /// The budget a batch's first trace, of `file_bytes`, sets with `used` bytes already taken.
+    pub fn first(file_bytes: u64, used: usize) -> SharedBudget {
+        SharedBudget {
+            budget: RowBudget::new(row_budget(file_bytes, used)),
+            room: view_room(file_bytes),
+        }
+    }
+
+    /// The budget of a trace of `file_bytes` opened beside the others, its withheld room taken.
+    pub fn open_beside(&mut self, file_bytes: u64) -> RowBudget {
+        self.budget.withhold(self.withheld(file_bytes));
+        self.room = self.room.max(view_room(file_bytes));
+        self.budget.clone()
+    }
+
+    /// What a trace of `file_bytes` opened beside the others could keep (nothing withheld).
+    pub fn room_beside(&self, file_bytes: u64) -> usize {
+        self.budget.left().saturating_sub(self.withheld(file_bytes))
+    }
+
+    fn withheld(&self, file_bytes: u64) -> usize {
+        let state = usize::try_from(file_bytes / 16).unwrap_or(usize::MAX);
+        view_room(file_bytes)
+            .saturating_sub(self.room)
+            .saturating_add(state)
+    }
+
+    /// The budget itself (the first trace's).
+    pub fn budget(&self) -> RowBudget {
+        self.budget.clone()
+    }
+}
+
 /// One table's cached rows: its first `rows` in start order.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TableCache {
@@ -219,15 +265,18 @@ impl TableCache {
         (shape, self.blocks)
     }
 
-    /// The cache [`TableCache::into_parts`] split, whole again.
+    /// The cache [`TableCache::into_parts`] split, whole again from `blocks`, its first
+    /// blocks or all of them: a receiver takes only what its budget keeps
+    /// ([`TableCache::blocks_within`]) and leaves the rest uncopied (a prefix of the table, as
+    /// when the budget runs out while a scan fills it).
     pub(crate) fn from_parts(shape: CacheShape, blocks: Vec<Vec<u8>>) -> Result<TableCache> {
         let CacheShape {
-            starts,
-            rows,
-            complete,
-            closed,
+            mut starts,
+            mut rows,
+            mut complete,
+            mut closed,
         } = shape;
-        let whole = starts.len() == blocks.len()
+        let whole = blocks.len() <= starts.len()
             && starts.windows(2).all(|w| w[0] <= w[1])
             && starts.last().is_none_or(|&s| s <= rows)
             && blocks.iter().all(|b| b.len() <= BLOCK_BYTES);
@@ -240,6 +289,12 @@ impl TableCache {
                 ),
             });
         }
+        if let Some(&prefix) = starts.get(blocks.len()) {
+            rows = prefix;
+            starts.truncate(blocks.len());
+            complete = false;
+            closed = true;
+        }
         Ok(TableCache {
             blocks,
             starts,
@@ -248,6 +303,11 @@ impl TableCache {
             closed,
             filling: false,
         })
+    }
+
+    /// How many blocks of kept rows `bytes` of budget take.
+    pub(crate) fn blocks_within(bytes: usize) -> usize {
+        bytes / BLOCK_BYTES
     }
 
     /// Takes the blocks, filled against another budget, from `budget` as far as it allows: a
@@ -527,6 +587,27 @@ pub fn view_room(file_bytes: u64) -> usize {
 #[cfg(test)]
 mod budget_tests {
     use super::*;
+
+    #[test]
+    fn a_trace_opened_beside_others_shares_their_budget_less_its_views_room() {
+        const MIB: u64 = 1 << 20;
+        let mut shared = SharedBudget::first(445 * MIB, 0);
+        let first = shared.budget();
+        assert_eq!(first.left(), 256 << 20);
+        // Same size: no extra room, a sixteenth of the file withheld.
+        let room = shared.room_beside(445 * MIB);
+        assert_eq!(room, (256 << 20) - (445 << 20) / 16);
+        let second = shared.open_beside(445 * MIB);
+        assert_eq!(second.left(), room, "the room said is what the open gets");
+        assert_eq!(first.left(), room, "one budget");
+        // A larger file: its views' extra room (a sixth of 1.2 GiB over 160 MiB) too.
+        let big = 1229 * MIB;
+        let extra = usize::try_from(big / 6).unwrap() - (160 << 20);
+        assert_eq!(
+            shared.room_beside(big),
+            room - extra - usize::try_from(big / 16).unwrap()
+        );
+    }
 
     #[test]
     fn the_row_budget_leaves_the_views_their_room() {

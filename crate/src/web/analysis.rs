@@ -239,8 +239,9 @@ impl HostSide {
         part: Option<js_sys::Array>,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
     ) -> Result<Analysis, WebError> {
+        let kept = self.host.kernel_blocks_kept();
         let part = part
-            .map(|p| kernel_part_of(&p))
+            .map(|p| kernel_part_of(&p, kept))
             .transpose()
             .map_err(WebError::from)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
@@ -260,10 +261,13 @@ impl HostSide {
 /// wasm instance of its own, keeping its rows as the budget of this instance allows. Returns
 /// the part as `[shape, block…]`, `Uint8Array`s whose buffers the worker transfers to the
 /// analysis worker ([`HostSide::join`]).
+/// `room`: what the analysis worker would keep of the rows ([`kept_rows_room`]), a cap on the
+/// rows kept here, which that worker would not copy in.
 #[wasm_bindgen(js_name = scanKernels)]
-pub fn scan_kernels(file: File) -> Result<js_sys::Array, WebError> {
+pub fn scan_kernels(file: File, room: Option<f64>) -> Result<js_sys::Array, WebError> {
     let (name, registration, conn) = open_file(&file)?;
-    let budget = super::indexed::row_cache_budget(&conn);
+    let room = room.map_or(usize::MAX, |r| r.max(0.0) as usize);
+    let budget = super::indexed::row_cache_budget(&conn).min(room);
     let part = trace::KernelPart::read(&conn, &name, crate::trace::LoadOptions::page(), budget)
         .map_err(WebError::from)?;
     drop(conn);
@@ -277,10 +281,19 @@ pub fn scan_kernels(file: File) -> Result<js_sys::Array, WebError> {
     Ok(out)
 }
 
-/// The part [`scan_kernels`] returned, back in this instance.
-fn kernel_part_of(part: &js_sys::Array) -> Result<trace::KernelPart, Error> {
+/// What a trace of `fileBytes` opened now could keep of its rows in this instance: beside the
+/// traces open, or `alone`, replacing them. The page caps the reader worker's part with it.
+#[wasm_bindgen(js_name = keptRowsRoom)]
+pub fn kept_rows_room(#[wasm_bindgen(js_name = fileBytes)] file_bytes: f64, alone: bool) -> f64 {
+    super::indexed::kept_rows_room(file_bytes.max(0.0) as u64, alone) as f64
+}
+
+/// The part [`scan_kernels`] returned, back in this instance with its first `kept` blocks of
+/// rows: those past what the budget keeps are not copied in (the reader kept them on a budget
+/// of its own, and this instance's memory never shrinks).
+fn kernel_part_of(part: &js_sys::Array, kept: usize) -> Result<trace::KernelPart, Error> {
     let bytes = |v: JsValue| v.dyn_into::<js_sys::Uint8Array>().map(|a| a.to_vec());
-    let mut items = part.iter().map(bytes);
+    let mut items = part.iter().take(kept.saturating_add(1)).map(bytes);
     let malformed = || Error::Internal {
         detail: "the reader worker's scan of the kernel table came back malformed".into(),
     };

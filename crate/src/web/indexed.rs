@@ -22,43 +22,51 @@ use crate::reread::FileReads;
 use crate::timeline::{Detail, DeviceLanes, Hit, KernelSource, Timeline, TimelineView};
 use crate::trace::{
     FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, RowBudget, Schema,
+    SharedBudget,
 };
 
 /// What a scan in this instance may keep of the rows its views read (`trace::row_budget`),
 /// counting the wasm memory grown so far as used (it never shrinks): the reader worker's.
 pub(crate) fn row_cache_budget(conn: &Connection) -> usize {
-    let grown = core::arch::wasm32::memory_size(0) * 65536;
-    crate::trace::row_budget(file_bytes(conn) as u64, grown)
+    crate::trace::row_budget(file_bytes(conn) as u64, wasm_memory_bytes())
 }
 
 thread_local! {
-    /// The budget the open traces' kept rows share, and the views' room it was set under.
-    static SHARED: RefCell<Option<(RowBudget, usize)>> = const { RefCell::new(None) };
+    /// The budget the open traces' kept rows share.
+    static SHARED: RefCell<Option<SharedBudget>> = const { RefCell::new(None) };
 }
 
 /// What a trace opened now may keep of its rows, together with every trace open: the first
 /// of a batch sets the budget as [`row_cache_budget`] does; a trace opened while others are
-/// open shares theirs (eight rank files keep what one may), less the extra room its views need
-/// when it is the larger file, and less a sixteenth of its size: a view over several traces
-/// (the Drill-down over every rank file) holds each one's state at once, 16 MiB per 445 MiB
-/// rank file measured (`--example ranks_memory`). A closed trace gives its rows back.
+/// open shares theirs (`trace::SharedBudget`: eight rank files keep what one may). A closed
+/// trace gives its rows back.
 pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
     let bytes = file_bytes(conn) as u64;
-    let room = crate::trace::view_room(bytes);
     let others_open = any_open();
     SHARED.with_borrow_mut(|shared| match shared {
-        Some((budget, kept_room)) if others_open => {
-            let state = usize::try_from(bytes / 16).unwrap_or(usize::MAX);
-            budget.withhold(room.saturating_sub(*kept_room).saturating_add(state));
-            *kept_room = room.max(*kept_room);
-            budget.clone()
-        }
+        Some(shared) if others_open => shared.open_beside(bytes),
         _ => {
-            let budget = RowBudget::new(row_cache_budget(conn));
-            *shared = Some((budget.clone(), room));
+            let first = SharedBudget::first(bytes, wasm_memory_bytes());
+            let budget = first.budget();
+            *shared = Some(first);
             budget
         }
     })
+}
+
+/// What a trace of `file_bytes` opened now could keep of its rows ([`shared_row_budget`]),
+/// `alone` if it is to replace every trace open: what the reader worker, on a budget of its
+/// own, keeps at most of its kernel table for this instance.
+pub(crate) fn kept_rows_room(file_bytes: u64, alone: bool) -> usize {
+    SHARED.with_borrow(|shared| match shared {
+        Some(shared) if !alone && any_open() => shared.room_beside(file_bytes),
+        _ => crate::trace::row_budget(file_bytes, wasm_memory_bytes()),
+    })
+}
+
+/// This instance's memory, grown so far (it never shrinks).
+fn wasm_memory_bytes() -> usize {
+    core::arch::wasm32::memory_size(0) * 65536
 }
 
 /// The size of the open export (0 if SQLite cannot say).

@@ -3,7 +3,8 @@
 //! Why: a multi-GB export must not be copied into wasm memory (a 32-bit address space, and the
 //! browser's patience). SQLite asks for pages; this VFS serves them from 1 MiB slices of the
 //! `File`, read synchronously (`FileReaderSync` exists only in dedicated Web Workers) and kept in
-//! a small LRU, so wasm memory stays flat whatever the file size.
+//! a small LRU that every open file shares, so wasm memory stays flat whatever the size and the
+//! number of files.
 //!
 //! Files are registered under generated names ([`register`]) and opened with
 //! `file:NAME?immutable=1` (read-only, URI): SQLite then takes no locks and opens no journal.
@@ -33,7 +34,9 @@ pub const BLOCK_SIZE: u64 = 1 << 20;
 /// file thread and back, so a 1 GB scan in 4 MiB reads spends about a quarter less time
 /// reading than in 1 MiB ones, more when both workers read at once.
 pub const READ_AHEAD_BLOCKS: u64 = 4;
-/// Blocks kept per open file (16 MiB): SQLite's own page cache sits above this.
+/// Blocks kept for every open file together (16 MiB): SQLite's own page cache sits above this.
+/// One cache, not one per file: eight rank files open at once kept 8 × 16 MiB, and the
+/// instance reads one file at a time.
 pub const CACHE_BLOCKS: usize = 16;
 /// Chunk size of memory-backed temporary files.
 const TEMP_CHUNK: usize = 64 * 1024;
@@ -53,6 +56,8 @@ pub struct ReadStats {
 
 /// A registered blob and its counters.
 struct Entry {
+    /// Names its blocks in the cache.
+    id: u64,
     blob: Blob,
     size: u64,
     stats: Cell<ReadStats>,
@@ -68,11 +73,65 @@ impl Entry {
     }
 }
 
-/// The VFS's state: registered blobs by name, and the last error (SQLite asks for it).
+/// The VFS's state: registered blobs by name, the blocks read of them, and the last error
+/// (SQLite asks for it).
 #[derive(Default)]
 pub struct AppData {
     files: RefCell<HashMap<String, Rc<Entry>>>,
+    cache: RefCell<BlockCache>,
     error: RefCell<Option<VfsError>>,
+}
+
+/// The blocks read of every registered file, most recent last, at most [`CACHE_BLOCKS`]; a
+/// block pushed out lends its buffer to the next one read (the allocator sees no churn).
+#[derive(Default)]
+struct BlockCache {
+    /// (file, block index, bytes).
+    blocks: Vec<(u64, u64, Vec<u8>)>,
+    spare: Option<Vec<u8>>,
+}
+
+impl BlockCache {
+    /// Moves block `idx` of `file` to the end if it is cached.
+    fn touch(&mut self, file: u64, idx: u64) -> bool {
+        let Some(pos) = self.blocks.iter().position(|b| (b.0, b.1) == (file, idx)) else {
+            return false;
+        };
+        let hit = self.blocks.remove(pos);
+        self.blocks.push(hit);
+        true
+    }
+
+    /// The bytes of block `idx` of `file` if it is the most recent.
+    fn last(&self, file: u64, idx: u64) -> Option<&[u8]> {
+        self.blocks
+            .last()
+            .filter(|b| (b.0, b.1) == (file, idx))
+            .map(|b| b.2.as_slice())
+    }
+
+    /// A buffer for a block about to be read: the one pushed out last, or a new one.
+    fn buffer(&mut self) -> Vec<u8> {
+        let mut buf = self.spare.take().unwrap_or_default();
+        buf.clear();
+        buf
+    }
+
+    /// Adds block `idx` of `file` as the most recent, pushing out the least recent if full.
+    fn push(&mut self, file: u64, idx: u64, bytes: Vec<u8>) {
+        if let Some(pos) = self.blocks.iter().position(|b| (b.0, b.1) == (file, idx)) {
+            self.spare = Some(self.blocks.remove(pos).2);
+        }
+        if self.blocks.len() >= CACHE_BLOCKS {
+            self.spare = Some(self.blocks.remove(0).2);
+        }
+        self.blocks.push((file, idx, bytes));
+    }
+
+    /// Drops the blocks of `file` (unregistered).
+    fn forget(&mut self, file: u64) {
+        self.blocks.retain(|b| b.0 != file);
+    }
 }
 
 thread_local! {
@@ -94,6 +153,14 @@ impl Registration {
         format!("file:{}?immutable=1", self.name)
     }
 
+    /// Blocks of this file in the cache every file shares.
+    pub fn cached_blocks(&self) -> usize {
+        let id = app()
+            .ok()
+            .and_then(|d| d.files.borrow().get(&self.name).map(|e| e.id));
+        id.map_or(0, |id| cached(|b| b.0 == id))
+    }
+
     /// Read counters so far.
     pub fn stats(&self) -> ReadStats {
         app()
@@ -103,10 +170,24 @@ impl Registration {
     }
 }
 
+/// Blocks in the cache every registered file shares (at most [`CACHE_BLOCKS`]).
+pub fn cached_blocks() -> usize {
+    cached(|_| true)
+}
+
+fn cached(which: impl Fn(&(u64, u64, Vec<u8>)) -> bool) -> usize {
+    app().map_or(0, |d| {
+        d.cache.borrow().blocks.iter().filter(|b| which(b)).count()
+    })
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         if let Ok(d) = app() {
-            d.files.borrow_mut().remove(&self.name);
+            let entry = d.files.borrow_mut().remove(&self.name);
+            if let Some(entry) = entry {
+                d.cache.borrow_mut().forget(entry.id);
+            }
         }
     }
 }
@@ -122,6 +203,7 @@ pub fn register(blob: &Blob) -> Result<Registration, String> {
     let name = format!("nsys-lens-{id}.sqlite");
     let size = blob_size(blob);
     let entry = Entry {
+        id,
         blob: blob.clone(),
         size,
         stats: Cell::new(ReadStats {
@@ -211,33 +293,26 @@ fn io_read(msg: String) -> VfsError {
     VfsError::new(VfsErrorCode::IoRead, msg.into())
 }
 
-/// An open registered blob: its entry, a reader and the LRU of blocks (most recent last).
+/// An open registered blob: its entry and a reader (its blocks are in the VFS's cache).
 pub struct BlobFile {
     entry: Rc<Entry>,
     reader: FileReaderSync,
-    cache: Vec<(u64, Vec<u8>)>,
     /// The block after the last one read from the file: a miss there continues a scan.
     next_in_scan: Option<u64>,
 }
 
 impl BlobFile {
-    /// Block `idx`, from the cache or the file.
-    fn block(&mut self, idx: u64) -> VfsResult<&[u8]> {
-        if let Some(pos) = self.cache.iter().position(|(i, _)| *i == idx) {
-            let hit = self.cache.remove(pos);
-            self.cache.push(hit);
-        } else {
-            self.read_blocks(idx)?;
+    /// Makes block `idx` the cache's most recent, reading it from the file on a miss.
+    fn block(&mut self, cache: &RefCell<BlockCache>, idx: u64) -> VfsResult<()> {
+        if cache.borrow_mut().touch(self.entry.id, idx) {
+            return Ok(());
         }
-        self.cache
-            .last()
-            .map(|(_, b)| b.as_slice())
-            .ok_or_else(|| io_read("block cache is empty".into()))
+        self.read_blocks(cache, idx)
     }
 
     /// Reads block `idx` from the file into the cache (most recent last), with the blocks after
     /// it when the reads follow each other.
-    fn read_blocks(&mut self, idx: u64) -> VfsResult<()> {
+    fn read_blocks(&mut self, cache: &RefCell<BlockCache>, idx: u64) -> VfsResult<()> {
         let count = if self.next_in_scan == Some(idx) {
             READ_AHEAD_BLOCKS
         } else {
@@ -251,23 +326,18 @@ impl BlobFile {
         let array = read_array(&self.reader, &self.entry.blob, start, end).map_err(io_read)?;
         let len = array.length();
         self.entry.record(len as usize, js_sys::Date::now() - t0);
-        // Each block copied once, straight from the JS array into its own buffer.
-        let blocks: Vec<(u64, Vec<u8>)> = (0..len)
-            .step_by(BLOCK_SIZE as usize)
-            .enumerate()
-            .map(|(i, at)| {
-                let to = at.saturating_add(BLOCK_SIZE as u32).min(len);
-                (idx + i as u64, array.subarray(at, to).to_vec())
-            })
-            .collect();
-        self.next_in_scan = Some(idx + blocks.len() as u64);
-        // The requested block goes last (most recent): the caller reads it from there.
-        for block in blocks.into_iter().rev() {
-            self.cache.retain(|(i, _)| *i != block.0);
-            if self.cache.len() >= CACHE_BLOCKS {
-                self.cache.remove(0);
-            }
-            self.cache.push(block);
+        let starts: Vec<u32> = (0..len).step_by(BLOCK_SIZE as usize).collect();
+        self.next_in_scan = Some(idx + starts.len() as u64);
+        // Each block copied once, straight from the JS array into its buffer; the requested
+        // block goes last (most recent): the caller reads it from there.
+        let mut cache = cache.borrow_mut();
+        for (i, &at) in starts.iter().enumerate().rev() {
+            let to = at.saturating_add(BLOCK_SIZE as u32).min(len);
+            let part = array.subarray(at, to);
+            let mut bytes = cache.buffer();
+            bytes.resize(part.length() as usize, 0);
+            part.copy_to(&mut bytes);
+            cache.push(self.entry.id, idx + i as u64, bytes);
         }
         Ok(())
     }
@@ -275,6 +345,7 @@ impl BlobFile {
     /// Copies `[offset, offset + buf.len())` into `buf`; returns the bytes copied (short at EOF,
     /// or if the file shrank since it was chosen).
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> VfsResult<usize> {
+        let cache = &app().map_err(io_read)?.cache;
         let end = offset.saturating_add(buf.len() as u64).min(self.entry.size);
         let mut pos = offset;
         while pos < end {
@@ -282,8 +353,13 @@ impl BlobFile {
             let in_block = (pos - idx * BLOCK_SIZE) as usize;
             let want = (end - pos) as usize;
             let dst_at = (pos - offset) as usize;
-            let block = self.block(idx)?;
-            let src = block.get(in_block..).unwrap_or_default();
+            self.block(cache, idx)?;
+            let cache = cache.borrow();
+            // None: the file is shorter than it said (it changed since it was chosen).
+            let src = cache
+                .last(self.entry.id, idx)
+                .and_then(|block| block.get(in_block..))
+                .unwrap_or_default();
             let n = want.min(src.len());
             if n == 0 {
                 break;
@@ -400,7 +476,6 @@ impl VfsStore for Store {
             file: File::Blob(BlobFile {
                 entry,
                 reader,
-                cache: Vec::with_capacity(CACHE_BLOCKS),
                 next_in_scan: None,
             }),
             access: OpenAccess::ReadOnly,

@@ -7,6 +7,7 @@
 // panel, and the analysis and reader workers' wasm memory, next to the native
 // `nsys-lens ranks FILE…` (wall time, peak resident memory). Prints figures; not a test.
 // Usage: node tests/e2e/tools/bench_ranks.mjs [--scale N] [--files N] [--cli PATH] [--page-only]
+//        [--site DIR]
 // (needs dist/: cargo xtask dist)
 import fs from 'node:fs';
 import path from 'node:path';
@@ -65,8 +66,9 @@ async function browserRun(origin, files) {
     const ranksSeconds = (Date.now() - t0) / 1000;
     const analysisBytes = await workerBytes();
     const readers = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').map((e) => e.detail?.wasmBytes ?? 0));
+    const opens = await page.evaluate(() => performance.getEntriesByName('nsys-lens:open').map((e) => e.detail?.wasmBytes ?? 0));
     const shown = await page.evaluate(() => document.querySelector('[data-testid=drill-ranks]').ranksView);
-    return { verdictSeconds, ranksSeconds, analysisBytes, verdictBytes, readerBytes: Math.max(0, ...readers), ranks: shown.ranks?.ranks?.length ?? 0 };
+    return { verdictSeconds, ranksSeconds, analysisBytes, verdictBytes, readerBytes: Math.max(0, ...readers), opens, ranks: shown.ranks?.ranks?.length ?? 0 };
   } finally {
     await browser.close();
   }
@@ -78,7 +80,8 @@ const files = rankFiles(cli);
 const sizes = files.map((f) => fs.statSync(f).size);
 // `--page-only`: the page alone (the native figures are printed as not measured).
 const native = process.argv.includes('--page-only') ? null : nativeRun(cli, ['ranks', ...files, '--json', '-o', '/dev/null']);
-const { origin, close } = await serve();
+// `--site DIR`: serve a copy of dist/ (a build may go on meanwhile).
+const { origin, close } = await serve(path.resolve(arg('--site', path.join(ROOT, 'dist'))));
 let run;
 try {
   run = await browserRun(origin, files);
@@ -96,4 +99,5 @@ console.log(`| native \`ranks FILE… --json\` | ${native ? `${native.seconds.to
 console.log(`| wasm memory of the analysis worker, every file open and its verdict shown | ${mib(run.verdictBytes)} | < 512 MiB |`);
 console.log(`| wasm memory of the analysis worker, the Ranks panel shown | ${mib(run.analysisBytes)} | < 512 MiB |`);
 console.log(`| largest wasm memory of a reader worker (each ends after its scan) | ${mib(run.readerBytes)} | < 512 MiB |`);
+console.log(`| wasm memory of the analysis worker after each file's open and verdict | ${run.opens.map(mib).join(', ')} | |`);
 console.log(`| native peak RSS | ${native ? mib(native.rssBytes) : 'not measured'} | |`);

@@ -87,6 +87,10 @@ try {
         await page.close();
         continue;
       }
+      // The verdict view once its timeline is drawn and its replay done.
+      await page
+        .waitForFunction(() => document.querySelector('canvas[data-testid=timeline]')?.dataset.lanes && ['done', 'error', 'waiting'].includes(document.body.dataset.whatifState), null, { timeout: TIMEOUT })
+        .catch(() => console.log(`${stem}: the timeline or the replay did not finish`));
       for (const v of ['verdict', 'rootcause', 'drill']) {
         if (v !== 'verdict') await view(page, v);
         await shoot(page, `${stem}-${width}-${v}`);

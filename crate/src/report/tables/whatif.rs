@@ -66,7 +66,8 @@ pub fn whatif_predicted(w: &WhatIf) -> Table {
             col("change", "Change", Text),
             col("wall_time_per_step_us", "Per step", Duration),
             col("window_us", "GPU window", Duration),
-            col("gain", "Gain", Share),
+            // Negative: shorter than the replay.
+            col("gain", "Time vs the replay", Share),
             col("bound", "Bound by the path", Key),
         ],
     );

@@ -151,8 +151,10 @@ impl KernelPart {
         Ok((bytes, blocks))
     }
 
-    /// The part [`KernelPart::into_bytes`] wrote. Its kept rows are checked as every kept row
-    /// is, when a pass reads them back.
+    /// The part [`KernelPart::into_bytes`] wrote, from its shape and its first `blocks` or all
+    /// of them: the receiver copies only the blocks its budget keeps
+    /// ([`HostScan::kernel_blocks_kept`](super::HostScan::kernel_blocks_kept)). Its kept rows
+    /// are checked as every kept row is, when a pass reads them back.
     pub fn from_bytes(shape: &[u8], blocks: Vec<Vec<u8>>) -> Result<KernelPart> {
         let shape: PartShape =
             postcard::from_bytes(shape).map_err(|e| crate::error::Error::Internal {

@@ -201,6 +201,13 @@ impl HostScan {
         Ok(())
     }
 
+    /// How many blocks of a [`KernelPart`]'s kept rows the join would keep, as the budget
+    /// stands: the page copies no more of the reader worker's blocks into this instance (its
+    /// memory never shrinks, and a reader keeps rows on a budget of its own).
+    pub fn kernel_blocks_kept(&self) -> usize {
+        TableCache::blocks_within(self.budget.left())
+    }
+
     /// The scan, its kernel table joined from `part` (read by another reader) or, without
     /// one, read here on `conn` (`progress` returning `false` cancels).
     pub fn finish(
