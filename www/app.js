@@ -19,6 +19,7 @@ import { renderHostSide } from './ui/hostside.js';
 import { LprofPanel, splitLineProfilerFiles } from './ui/lprof.js';
 import { renderCapture } from './ui/capture.js';
 import { renderWhatif } from './ui/whatif.js';
+import { formatSize } from './ui/progress.js';
 import { ranksPanel } from './ui/ranks.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
@@ -451,12 +452,13 @@ async function openLineProfiles(profiles, withTraces) {
   setState('done');
 }
 
-function showProgress(step, done, total) {
-  $('progress-step').textContent = total > 0 ? `${step} (${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')})` : step;
+// The progress line and bar (`share` 0–1, null while unknown).
+function showProgress(text, share) {
+  $('progress-step').textContent = text;
   const bar = $('progress-bar');
-  if (total > 0) {
+  if (share !== null && share !== undefined) {
     bar.classList.remove('indeterminate');
-    bar.style.width = `${Math.max(2, Math.min(100, (done / total) * 100))}%`;
+    bar.style.width = `${Math.max(2, Math.min(100, share * 100))}%`;
   }
 }
 
@@ -784,14 +786,6 @@ async function exportReport(slot, format) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
   return bytes.length;
-}
-
-function formatSize(bytes) {
-  if (!Number.isFinite(bytes)) return '';
-  if (bytes >= 1 << 30) return `${(bytes / (1 << 30)).toFixed(2)} GiB`;
-  if (bytes >= 1 << 20) return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
-  if (bytes >= 1 << 10) return `${(bytes / (1 << 10)).toFixed(0)} KiB`;
-  return `${bytes} B`;
 }
 
 function wireLoading() {

@@ -24,6 +24,7 @@ const ASSETS = [
   './ui/capture.js',
   './ui/whatif.js',
   './ui/ranks.js',
+  './ui/progress.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',

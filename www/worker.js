@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, keptRowsRoom, reportFile, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, reportFile, rowsHandedOut, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -116,8 +116,8 @@ function analysisIn(slot) {
 // A progress callback for the core that posts each step to the page; `carryOn()` says whether
 // to continue (false cancels).
 function progressTo(id, carryOn) {
-  return (step, done, total) => {
-    self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total) });
+  return (step, done, total, bytes) => {
+    self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total), bytes: Number(bytes) });
     return carryOn();
   };
 }
@@ -172,6 +172,8 @@ async function handle(msg) {
         if (cancelFlag && Atomics.load(cancelFlag, 0) !== 0) cancelled = true;
         return !cancelled;
       });
+      // The bytes read before this file: the page counts the scan's from here.
+      self.postMessage({ id, type: 'progress', step: 'opening', done: 0, total: 0, bytes: bytesRead() });
       // The file is scanned once; every view then folds over its rows read again in start
       // order, as the CLI reads them (memory does not grow with the file). With a reader
       // worker, this one reads the host side while that one reads the kernel table.
@@ -186,7 +188,8 @@ async function handle(msg) {
       }
       const analysis = opened;
       analyses.set(slot, analysis);
-      self.postMessage({ id, type: 'progress', step: 'detecting', done: 0, total: 0 });
+      // The verdict's rows, counted by the heartbeat from here.
+      self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(), base: rowsHandedOut() });
       // The verdict first: the page shows it while the overview is computed.
       const detect = analysis.detect(msg.options);
       return { detect, fileName: analysis.fileName(), wasmBytes: self.nsysLensWasmMemoryBytes() };
@@ -204,7 +207,7 @@ async function handle(msg) {
     case 'scanKernels': {
       // This worker is a reader: the kernel table of `file`, for the analysis worker.
       await initWasm(); // after the engine's 'init'
-      const part = scanKernels(msg.file, msg.room ?? undefined);
+      const part = scanKernels(msg.file, msg.room ?? undefined, progressTo(id, () => true));
       return { part, wasmBytes: self.nsysLensWasmMemoryBytes() };
     }
     case 'openHostSide': {

@@ -188,7 +188,7 @@ fn scan_by_two_readers(
     )
     .expect("host side");
     let reader = trace::open_path(path).expect("open");
-    let part = KernelPart::read(&reader, "s", opts, 1 << 30).expect("kernel part");
+    let part = KernelPart::read(&reader, "s", opts, 1 << 30, &mut |_| true).expect("kernel part");
     let (shape, mut blocks) = part.into_bytes().expect("as bytes");
     blocks.truncate(host.kernel_blocks_kept());
     let part = KernelPart::from_bytes(&shape, blocks).expect("from bytes");

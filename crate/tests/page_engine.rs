@@ -116,3 +116,38 @@ fn the_page_timeline_and_gaps_equal_the_loaded_traces_in_any_row_order() {
     );
     assert!(hits > 100, "{hits} hovers hit");
 }
+
+/// The rows the verdict's passes hand out are what `detect::rows_read` says from the scan's
+/// counts (the page's progress bar while the verdict is computed), with rows kept or not, on
+/// every public export with kernels and on scenarios with graph replays and copies.
+#[test]
+fn the_verdict_reads_the_rows_detect_says_it_reads() {
+    let mut paths = common::public_exports_with_kernels();
+    let mut dirs = Vec::new();
+    for scenario in ["host-bound", "cuda-graphs", "tp2-phases"] {
+        let (dir, path, _) = common::generated(scenario, 2, 5);
+        dirs.push(dir);
+        paths.push(path);
+    }
+    for path in paths {
+        let conn = trace::open_path(&path).expect("open");
+        for budget in [0usize, 1 << 30] {
+            let scan =
+                FileScan::keeping_rows(&conn, "x", LoadOptions::page(), &mut |_| true, budget)
+                    .expect("scan");
+            let rows = FileRows::over(&conn, &scan);
+            let before = trace::rows_handed_out();
+            let cfg = nsys_lens::detect::DetectConfig::default();
+            let _ = nsys_lens::detect::detect_rows(&rows, &cfg);
+            let handed = trace::rows_handed_out() - before;
+            assert_eq!(
+                handed,
+                nsys_lens::detect::rows_read(&scan.table_rows()),
+                "{} keeping {budget} bytes: {:?}",
+                path.display(),
+                scan.table_rows()
+            );
+            assert!(handed > 0, "{}", path.display());
+        }
+    }
+}

@@ -433,7 +433,7 @@ fn open_beside(bytes: &[u8], label: &str, on_progress: Function) -> Result<Analy
         .map_err(|e| clear_error(e, label))?;
     // As the page: the reader keeps no more rows than this instance would copy in.
     let room = kept_rows_room(bytes.len() as f64, true);
-    let part = match scan_kernels(file(bytes, label), Some(room)) {
+    let part = match scan_kernels(file(bytes, label), Some(room), None) {
         Ok(part) => Some(part),
         Err(e) => {
             clear_error(e, label).map_err(|e| Err(format!("the reader worker: {e}")))?;

@@ -1,3 +1,4 @@
+import { OpenProgress } from './progress.js';
 // The page's side of the analysis worker: request/response by id, progress, cancel; a worker
 // that cannot start or dies is reported (onDead) and a fresh one starts on the next request; one
 // that does not answer a cancel or traps is replaced at once.
@@ -132,7 +133,10 @@ export class WorkerEngine {
 
   onMessage(msg) {
     this.heard();
-    if (msg.type === 'heartbeat') return;
+    if (msg.type === 'heartbeat') {
+      this.onBeat?.(msg.rows);
+      return;
+    }
     if (msg.type === 'alive') {
       clearTimeout(this.startTimer);
       this.alive = true;
@@ -142,7 +146,7 @@ export class WorkerEngine {
     const p = this.pending.get(msg.id);
     if (!p) return;
     if (msg.type === 'progress') {
-      p.onProgress?.(msg.step, msg.done, msg.total);
+      p.onProgress?.(msg.step, msg.done, msg.total, msg);
     } else if (p.on?.[msg.type]) {
       p.on[msg.type](msg);
     } else if (msg.type === 'cancel-ack') {
@@ -178,8 +182,9 @@ export class WorkerEngine {
   }
 
   // Opens `file` into `slot` ('main', 'baseline', 'target', 'rank0' …); `only` closes every
-  // other slot first.
-  async open(file, options, onProgress, { slot = 'main', only = true } = {}) {
+  // other slot first. `show(text, share)` hears the progress (`OpenProgress`).
+  async open(file, options, show, { slot = 'main', only = true } = {}) {
+    const progress = new OpenProgress(file.size, show);
     if (!this.worker) this.start(); // the last one died: the open below talks to this one
     await this.initPromise.catch((e) => {
       // A failed init (wasm missing) is fatal for this worker; try once more with a fresh one.
@@ -203,32 +208,34 @@ export class WorkerEngine {
     const id = this.nextId;
     this.openId = id;
     if (reader) {
-      this.readKernels(file, room).then((part) => {
+      this.readKernels(file, room, (step, done, total, msg) => progress.reader(msg)).then((part) => {
         if (this.openId !== id) return;
         this.request('kernels', { openId: id, part }, null, {}, part ? part.map((a) => a.buffer) : []).catch(() => {});
       });
     }
     try {
       // The worker scans the file once; every view then folds over its rows.
-      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader }, onProgress);
+      this.onBeat = (rows) => progress.beat(rows);
+      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader }, (step, done, total, msg) => progress.analysis(msg));
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).
-      performance.mark('nsys-lens:open', { detail: { wasmBytes: opened.wasmBytes ?? 0 } });
+      performance.mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0 } });
       return opened;
     } finally {
       if (this.openId === id) this.openId = 0;
+      this.onBeat = null;
       this.stopReader();
     }
   }
 
   // The kernel table of `file` as a reader worker scans it (null if it cannot), its kept rows
   // within `room` bytes, the worker ended once it has answered: its wasm memory goes with it.
-  async readKernels(file, room) {
+  async readKernels(file, room, onProgress) {
     this.stopReader();
     // While the analysis worker waits for the part, the reader's messages are its life signs.
     const reader = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, onHeard: () => this.heard() });
     this.reader = reader;
     try {
-      const { part, wasmBytes } = await reader.request('scanKernels', { file, room });
+      const { part, wasmBytes } = await reader.request('scanKernels', { file, room }, onProgress);
       performance.mark('nsys-lens:reader', { detail: { wasmBytes } });
       return part;
     } catch {
@@ -344,7 +351,8 @@ export class WorkerEngine {
 
   // A file without GPU work opened into `slot` (its verdict refused with `no-kernels`):
   // `{fileName, outline}`, the report's sections as JSON.
-  openHostSide(file, onProgress, slot = 'main', top = 10) {
+  openHostSide(file, show, slot = 'main', top = 10) {
+    const onProgress = (step, done, total) => show(total > 0 ? `${step} (${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')})` : step, total > 0 ? done / total : null);
     return this.request('openHostSide', { file, slot, top }, onProgress);
   }
 

@@ -61,6 +61,25 @@ pub fn detect_rows(rows: &dyn EventRows, cfg: &DetectConfig) -> Result<DetectRep
     detect_over(rows, builder.finish(host.processes.len(), &mut ()), cfg)
 }
 
+/// The rows [`detect_rows`] reads, from each table's count (`FileScan::table_rows`): every
+/// kernel, graph replay, CUDA API call, NVTX range, copy and memset once; no sync. The page's
+/// progress while the verdict is computed counts against it.
+pub fn rows_read(table_rows: &[(&str, u64)]) -> u64 {
+    const READ: [&str; 6] = [
+        crate::model::KERNEL_TABLE,
+        crate::trace::GRAPH_TRACE_TABLE,
+        crate::trace::RUNTIME_TABLE,
+        crate::trace::NVTX_TABLE,
+        crate::trace::MEMCPY_TABLE,
+        crate::trace::MEMSET_TABLE,
+    ];
+    table_rows
+        .iter()
+        .filter(|(table, _)| READ.contains(table))
+        .map(|(_, rows)| rows)
+        .sum()
+}
+
 /// One kernel pass over `rows` for `host_facts`, then the report (M2 swept from the rows' launch
 /// calls in the aggregate window).
 fn detect_over(

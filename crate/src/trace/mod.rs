@@ -36,6 +36,7 @@ pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use rows::{
     FileRows, FileScan, HEARTBEAT_ROWS, HostScan, KernelPart, MAX_FILE_RUNS, heartbeat,
+    rows_handed_out,
 };
 pub use schema::{Schema, read_meta};
 pub use work_rows::{WorkRows, work_table_name};

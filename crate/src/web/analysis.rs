@@ -207,6 +207,13 @@ impl Analysis {
         to_json(&self.trace.gaps().map_err(WebError::from)?)
     }
 
+    /// The rows computing the verdict reads (`detect::rows_read`): the page's progress counts
+    /// [`rows_handed_out`] against it.
+    #[wasm_bindgen(js_name = verdictRows)]
+    pub fn verdict_rows(&self) -> f64 {
+        self.trace.verdict_rows() as f64
+    }
+
     /// The file's name as the user chose it.
     #[wasm_bindgen(js_name = fileName)]
     pub fn file_name(&self) -> String {
@@ -262,13 +269,20 @@ impl HostSide {
 /// the part as `[shape, block…]`, `Uint8Array`s whose buffers the worker transfers to the
 /// analysis worker ([`HostSide::join`]).
 /// `room`: what the analysis worker would keep of the rows ([`kept_rows_room`]), a cap on the
-/// rows kept here, which that worker would not copy in.
+/// rows kept here, which that worker would not copy in. `onProgress` hears the scan as
+/// [`Analysis::open`]'s does.
 #[wasm_bindgen(js_name = scanKernels)]
-pub fn scan_kernels(file: File, room: Option<f64>) -> Result<js_sys::Array, WebError> {
+pub fn scan_kernels(
+    file: File,
+    room: Option<f64>,
+    #[wasm_bindgen(js_name = onProgress)] on_progress: Option<js_sys::Function>,
+) -> Result<js_sys::Array, WebError> {
     let (name, registration, conn) = open_file(&file)?;
     let room = room.map_or(usize::MAX, |r| r.max(0.0) as usize);
     let budget = super::indexed::row_cache_budget(&conn).min(room);
-    let part = trace::KernelPart::read(&conn, &name, crate::trace::LoadOptions::page(), budget)
+    let mut progress = |p: Progress| on_progress.as_ref().is_none_or(|f| report_progress(f, p));
+    let opts = crate::trace::LoadOptions::page();
+    let part = trace::KernelPart::read(&conn, &name, opts, budget, &mut progress)
         .map_err(WebError::from)?;
     drop(conn);
     drop(registration);
@@ -279,6 +293,20 @@ pub fn scan_kernels(file: File, room: Option<f64>) -> Result<js_sys::Array, WebE
         out.push(&js_sys::Uint8Array::from(&block[..]));
     }
     Ok(out)
+}
+
+/// Rows handed out by the views' passes in this instance so far (`trace::rows_handed_out`):
+/// a view's progress is the difference over it.
+#[wasm_bindgen(js_name = rowsHandedOut)]
+pub fn rows_handed_out() -> f64 {
+    crate::trace::rows_handed_out() as f64
+}
+
+/// Bytes this instance has read from files so far (`web::vfs::bytes_read`): the page's
+/// progress counts a scan's from what it was when the scan began.
+#[wasm_bindgen(js_name = bytesRead)]
+pub fn bytes_read() -> f64 {
+    vfs::bytes_read() as f64
 }
 
 /// What a trace of `fileBytes` opened now could keep of its rows in this instance: beside the
@@ -356,13 +384,15 @@ pub(super) fn open_connection(
     Ok(conn)
 }
 
-/// Calls the page's progress callback; `false` from it (or a throw) cancels the load.
+/// Calls the page's progress callback with the step, its rows done and in all, and the bytes
+/// this instance has read from files so far; `false` from it (or a throw) cancels the load.
 pub(super) fn report_progress(callback: &js_sys::Function, p: Progress) -> bool {
-    let result = callback.call3(
+    let result = callback.call4(
         &JsValue::NULL,
         &JsValue::from_str(p.step),
         &JsValue::from_f64(p.done as f64),
         &JsValue::from_f64(p.total as f64),
+        &JsValue::from_f64(vfs::bytes_read() as f64),
     );
     match result {
         Ok(v) => v.as_bool() != Some(false),

@@ -239,6 +239,11 @@ impl Indexed {
         Ok(report)
     }
 
+    /// The rows [`Indexed::detect`] reads (`detect::rows_read`).
+    pub(crate) fn verdict_rows(&self) -> u64 {
+        detect::rows_read(&self.scan.table_rows())
+    }
+
     /// The GPU-idle gap histogram: gaps in every GPU operation.
     pub(crate) fn gaps(&self) -> Result<GapHistogram> {
         let rows = self.file_rows();

@@ -63,8 +63,20 @@ struct Entry {
     stats: Cell<ReadStats>,
 }
 
+thread_local! {
+    /// Bytes read from every registered file in this instance.
+    static READ: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Bytes read from every registered file in this instance so far: the page's progress while
+/// a file is scanned (the analysis and reader workers read it together).
+pub fn bytes_read() -> u64 {
+    READ.get()
+}
+
 impl Entry {
     fn record(&self, bytes: usize, ms: f64) {
+        READ.set(READ.get().saturating_add(bytes as u64));
         let mut s = self.stats.get();
         s.reads += 1;
         s.bytes += bytes as u64;

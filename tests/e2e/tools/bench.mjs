@@ -132,11 +132,16 @@ async function browserRun(origin, file) {
       const timeline = performance.getEntriesByName('nsys-lens:timeline').find((m) => m.startTime >= verdict);
       return { verdictSeconds: (verdict - open) / 1000, paint: (timeline.startTime - verdict) / 1000, painted: (timeline.startTime - open) / 1000 };
     });
+    const progress = await page.evaluate(() => ({
+      samples: performance.getEntriesByName('nsys-lens:progress').map((m) => m.detail),
+      verdictAt: performance.getEntriesByName('nsys-lens:verdict-stage').at(-1)?.startTime,
+      endAt: performance.getEntriesByName('nsys-lens:opened').at(-1)?.startTime,
+    }));
     const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
     // The reader worker's, as it answered (it ends then): 0 if no reader read the kernels.
     const readerBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.wasmBytes ?? 0);
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views };
+    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views, progress };
   } finally {
     await browser.close();
   }
@@ -195,5 +200,23 @@ if (VIEWS) {
     const ratio = p.error || !n ? '' : `${(p.seconds / n.seconds).toFixed(2)}×`;
     const wasm = p.wasmBytes === null ? 'worker gone' : mib(p.wasmBytes);
     console.log(`| ${label} (native \`${cmd}\`) | ${shown} | ${n ? `${n.seconds.toFixed(2)} s` : '—'} | ${ratio} | ${wasm} | ${n ? mib(n.rssBytes) : '—'} |`);
+  }
+}
+// The page's time estimates while the file opened (`ui/progress.js`), against when each stage
+// really ended: at a few shares of the stage, the time left it said and the time it took.
+{
+  const { samples, verdictAt, endAt } = run.progress;
+  console.log('');
+  console.log('| stage (the median run) | at | time left said | time it took | error |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const [stage, end] of [['read', verdictAt], ['verdict', endAt]]) {
+    const said = samples.filter((s) => s.stage === stage && s.eta !== null);
+    for (const share of [0.1, 0.25, 0.5, 0.75, 0.9]) {
+      const s = said.find((x) => x.share >= share);
+      if (!s || end === undefined) continue;
+      const took = (end - s.at) / 1000;
+      const err = took > 0 ? `${(((s.eta - took) / took) * 100).toFixed(0)} %` : '';
+      console.log(`| ${stage === 'read' ? 'reading the file' : 'computing the verdict'} | ${(s.share * 100).toFixed(0)} % | ${s.eta.toFixed(1)} s | ${took.toFixed(1)} s | ${err} |`);
+    }
   }
 }

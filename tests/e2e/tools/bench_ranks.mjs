@@ -66,7 +66,7 @@ async function browserRun(origin, files) {
     const ranksSeconds = (Date.now() - t0) / 1000;
     const analysisBytes = await workerBytes();
     const readers = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').map((e) => e.detail?.wasmBytes ?? 0));
-    const opens = await page.evaluate(() => performance.getEntriesByName('nsys-lens:open').map((e) => e.detail?.wasmBytes ?? 0));
+    const opens = await page.evaluate(() => performance.getEntriesByName('nsys-lens:opened').map((e) => e.detail?.wasmBytes ?? 0));
     const shown = await page.evaluate(() => document.querySelector('[data-testid=drill-ranks]').ranksView);
     return { verdictSeconds, ranksSeconds, analysisBytes, verdictBytes, readerBytes: Math.max(0, ...readers), opens, ranks: shown.ranks?.ranks?.length ?? 0 };
   } finally {

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use super::super::decode::{kernel_columns, only};
-use super::super::load::LoadOptions;
+use super::super::load::{LoadOptions, ProgressFn};
 use super::super::row_cache::{Budget, CacheShape, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
 use super::super::schema::Schema;
@@ -110,11 +110,12 @@ impl KernelPart {
         path: &str,
         opts: LoadOptions,
         bytes: usize,
+        progress: ProgressFn<'_>,
     ) -> Result<KernelPart> {
         let mut ctx = Loader {
             conn,
             path,
-            progress: &mut |_| true,
+            progress,
         };
         let (schema, meta) = ctx.begin()?;
         let budget = Budget::new(bytes);

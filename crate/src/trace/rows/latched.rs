@@ -67,6 +67,12 @@ pub fn heartbeat(beat: fn(u64)) {
     BEATS.with(|b| b.set((b.get().0, Some(beat))));
 }
 
+/// Rows handed out by passes on this thread so far (what the [`heartbeat`] counts): a view's
+/// progress is the difference over it.
+pub fn rows_handed_out() -> u64 {
+    BEATS.with(|b| b.get().0)
+}
+
 fn beat() {
     BEATS.with(|b| {
         let (rows, f) = b.get();

@@ -50,7 +50,7 @@ pub use file_rows::FileRows;
 pub use kernel_part::KernelPart;
 use kernel_part::{KernelReader, KernelScan};
 use latched::Latched;
-pub use latched::{HEARTBEAT_ROWS, heartbeat};
+pub use latched::{HEARTBEAT_ROWS, heartbeat, rows_handed_out};
 
 /// More sorted runs than this in one table and it is read in slices of its keys instead
 /// (`runs::Slices`): the runs' bounds are held (about 36 bytes each). nsys has written a handful;
@@ -669,6 +669,20 @@ impl FileScan {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Rows the scan found per table (kernels, graph replays, calls, ranges, memcpy, memset,
+    /// syncs): what a pass reading a table whole hands out.
+    pub fn table_rows(&self) -> [(&'static str, u64); 7] {
+        [
+            (self.kernels.name, self.kernels.rows()),
+            (self.replays.name, self.replays.rows()),
+            (self.calls.name, self.calls.rows()),
+            (self.ranges.name, self.ranges.rows()),
+            (self.memcpy.name, self.memcpy.rows()),
+            (self.memset.name, self.memset.rows()),
+            (self.syncs.name, self.syncs.rows()),
+        ]
     }
 
     /// Sorted runs per table (kernels, calls, ranges, memcpy, memset, syncs), for figures.

@@ -1,0 +1,104 @@
+// What the page says while a file opens, in two stages, each with the time it has left at its
+// pace so far:
+// - reading: the bytes of the file both workers have read (the analysis worker the host side,
+//   the reader worker the kernel table), of the file's size;
+// - the verdict: the rows its passes have read (the core's heartbeat), of the rows the core says
+//   they read (`Analysis.verdictRows`).
+// The estimates are samples the benchmark compares with the stage's real end
+// (`performance` marks `nsys-lens:progress`).
+
+const SAMPLE_MS = 1000;
+// No estimate before this much of a stage, nor this soon: the first reads (the catalog, SQLite's
+// pages) are not the pace of the rest.
+const MIN_SHARE = 0.02;
+const MIN_MS = 2000;
+
+export function formatSize(bytes) {
+  if (!Number.isFinite(bytes)) return '';
+  if (bytes >= 1 << 30) return `${(bytes / (1 << 30)).toFixed(2)} GiB`;
+  if (bytes >= 1 << 20) return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
+  if (bytes >= 1 << 10) return `${(bytes / (1 << 10)).toFixed(0)} KiB`;
+  return `${bytes} B`;
+}
+
+// Seconds as "about 1 min 20 s".
+function timeLeft(seconds) {
+  const s = Math.max(1, Math.round(seconds));
+  if (s < 60) return `about ${s} s left`;
+  const m = Math.floor(s / 60);
+  return `about ${m} min ${String(s % 60).padStart(2, '0')} s left`;
+}
+
+// The time a stage begun at `t0` has left when `share` of it is done at `now`, or null.
+function secondsLeft(t0, now, share) {
+  const spent = now - t0;
+  if (!(share >= MIN_SHARE) || spent < MIN_MS || share >= 1) return null;
+  return (spent * (1 - share)) / share / 1000;
+}
+
+export class OpenProgress {
+  // `show(text, share)`: the line and the bar (share 0–1, or null when unknown).
+  constructor(fileBytes, show, now = () => performance.now()) {
+    this.fileBytes = fileBytes;
+    this.show = show;
+    this.now = now;
+    this.t0 = now();
+    this.bytes = { analysis: 0, reader: 0 };
+    this.base = null; // the analysis worker's bytes read before this file
+    this.verdict = null;
+    this.step = '';
+    this.sampledAt = -Infinity;
+  }
+
+  // A progress message of the analysis worker (`bytes`: read by its instance so far; `base`: the
+  // verdict begins, its rows counted from the heartbeat's `base`).
+  analysis(msg) {
+    if (msg.base !== undefined) {
+      this.verdict = { t0: this.now(), total: msg.total, base: msg.base, done: 0 };
+      performance.mark('nsys-lens:verdict-stage');
+    } else if (msg.bytes !== undefined) {
+      this.base ??= msg.bytes;
+      this.bytes.analysis = msg.bytes - this.base;
+    }
+    this.step = msg.step;
+    this.render();
+  }
+
+  // A progress message of the reader worker (a fresh instance: its bytes are this file's).
+  reader(msg) {
+    if (msg.bytes !== undefined) this.bytes.reader = msg.bytes;
+    this.render();
+  }
+
+  // The analysis worker's heartbeat: `rows` handed out by its passes so far.
+  beat(rows) {
+    if (!this.verdict) return;
+    this.verdict.done = Math.max(0, rows - this.verdict.base);
+    this.render();
+  }
+
+  render() {
+    const now = this.now();
+    const v = this.verdict;
+    let text;
+    let share;
+    let eta;
+    if (v) {
+      share = v.total > 0 ? Math.min(1, v.done / v.total) : null;
+      eta = secondsLeft(v.t0, now, share);
+      const rows = `${v.done.toLocaleString('en-US')} of ${v.total.toLocaleString('en-US')} rows`;
+      text = `Computing the verdict: ${rows}${share === null ? '' : ` (${Math.round(share * 100)} %)`}`;
+    } else {
+      const read = this.bytes.analysis + this.bytes.reader;
+      share = this.fileBytes > 0 ? Math.min(1, read / this.fileBytes) : null;
+      eta = secondsLeft(this.t0, now, share);
+      text = `Reading the file: ${formatSize(Math.min(read, this.fileBytes))} of ${formatSize(this.fileBytes)}${share === null ? '' : ` (${Math.round(share * 100)} %)`} · ${this.step}`;
+    }
+    if (eta !== null) text += ` · ${timeLeft(eta)}${v ? '' : ' to read it, then the verdict'}`;
+    this.show(text, share);
+    if (now - this.sampledAt >= SAMPLE_MS) {
+      this.sampledAt = now;
+      performance.mark('nsys-lens:progress', { detail: { stage: v ? 'verdict' : 'read', share, eta, at: now } });
+    }
+  }
+}
