@@ -352,7 +352,7 @@ async function analyse(files) {
       const of = session.slots.length > 1 ? ` (${i + 1} of ${session.slots.length}, ${entry.slot})` : '';
       $('progress-file').textContent = `${entry.file.name} · ${formatSize(entry.file.size)}${of}`;
       $('progress-step').textContent = 'Opening…';
-      const res = await appState.engine.open(entry.file, detectOptions(), showProgress, { slot: entry.slot, only: i === 0 });
+      const res = await appState.engine.open(entry.file, detectOptions(), showProgress, { slot: entry.slot, only: i === 0, batch: session.slots.length });
       entry.name = res.fileName || entry.file.name;
       if (entry.slot === focusSlot(session)) focused = res;
     }

@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, reportFile, rowsHandedOut, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, reportFile, rowsHandedOut, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -165,6 +165,8 @@ async function handle(msg) {
       const slot = msg.slot || 'main';
       if (msg.only) for (const other of [...analyses.keys()]) freeAnalysis(other);
       freeAnalysis(slot);
+      // The first of the files of one drop: its kept rows leave the others room.
+      if (analyses.size === 0) openBatch(msg.batch || 1);
       cancelled = false;
       kernelParts.clear(); // parts of opens that ended before theirs came
       cancelFlag = msg.cancelFlag ? new Int32Array(msg.cancelFlag) : null;
@@ -202,6 +204,7 @@ async function handle(msg) {
       // What a trace opened into `slot` could keep of its rows (`only`: it closes the others).
       await initWasm();
       const alone = msg.only || [...analyses.keys()].every((s) => s === (msg.slot || 'main'));
+      if (alone) openBatch(msg.batch || 1);
       return { room: keptRowsRoom(msg.bytes, alone) };
     }
     case 'scanKernels': {

@@ -49,7 +49,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let budget = match &mut shared {
             Some(shared) => shared.open_beside(bytes),
             None => {
-                let first = nsys_lens::trace::SharedBudget::first(bytes, LIVE.load(Relaxed));
+                let first =
+                    nsys_lens::trace::SharedBudget::first(bytes, LIVE.load(Relaxed), paths.len());
                 let budget = first.budget();
                 shared = Some(first);
                 budget

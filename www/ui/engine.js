@@ -182,8 +182,9 @@ export class WorkerEngine {
   }
 
   // Opens `file` into `slot` ('main', 'baseline', 'target', 'rank0' …); `only` closes every
-  // other slot first. `show(text, share)` hears the progress (`OpenProgress`).
-  async open(file, options, show, { slot = 'main', only = true } = {}) {
+  // other slot first; `batch`: the files of one drop it is the first of. `show(text, share)` hears
+  // the progress (`OpenProgress`).
+  async open(file, options, show, { slot = 'main', only = true, batch = 1 } = {}) {
     const progress = new OpenProgress(file.size, show);
     if (!this.worker) this.start(); // the last one died: the open below talks to this one
     await this.initPromise.catch((e) => {
@@ -203,7 +204,7 @@ export class WorkerEngine {
     // if none comes. The reader keeps no more of its rows than that worker would copy in.
     const reader = (navigator.hardwareConcurrency || 1) > 1;
     const room = reader
-      ? await this.request('keptRowsRoom', { bytes: file.size, slot, only }).then((r) => r.room, () => undefined)
+      ? await this.request('keptRowsRoom', { bytes: file.size, slot, only, batch }).then((r) => r.room, () => undefined)
       : undefined;
     const id = this.nextId;
     this.openId = id;
@@ -216,7 +217,7 @@ export class WorkerEngine {
     try {
       // The worker scans the file once; every view then folds over its rows.
       this.onBeat = (rows) => progress.beat(rows);
-      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader }, (step, done, total, msg) => progress.analysis(msg));
+      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch }, (step, done, total, msg) => progress.analysis(msg));
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).
       performance.mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0 } });
       return opened;

@@ -98,21 +98,30 @@ impl RowBudget {
 /// The row budget of the traces open together in one instance (the page's rank files), and
 /// the views' room it was set under: the first trace of a batch sets it ([`row_budget`]); each
 /// trace opened beside others shares it, less the extra room its views need when it is the
-/// larger file, and less a sixteenth of its size: a view over several traces (the Drill-down
-/// over every rank file) holds each one's state at once, 16 MiB per 445 MiB rank file measured
-/// (`--example ranks_memory`).
+/// larger file, and less its own state, a sixteenth of its size: its tables' runs (charged to
+/// the budget, but held whatever is left of it) and what a view over several traces (the
+/// Drill-down over every rank file) holds of each at once, 28 MiB per 445 MiB rank file
+/// measured in the page. The first trace of a batch of several, dropped together, withholds
+/// the others' state up front, so that its rows leave them room.
 #[derive(Debug, Clone)]
 pub struct SharedBudget {
     budget: RowBudget,
     room: usize,
+    /// Traces of the batch still to open whose state is withheld already.
+    reserved: usize,
 }
 
 impl SharedBudget {
-    /// The budget a batch's first trace, of `file_bytes`, sets with `used` bytes already taken.
-    pub fn first(file_bytes: u64, used: usize) -> SharedBudget {
+    /// The budget the first of a batch of `traces`, of `file_bytes` (the others taken as
+    /// large), sets with `used` bytes already taken.
+    pub fn first(file_bytes: u64, used: usize, traces: usize) -> SharedBudget {
+        let reserved = traces.saturating_sub(1);
+        let budget = RowBudget::new(row_budget(file_bytes, used));
+        budget.withhold(state(file_bytes).saturating_mul(reserved));
         SharedBudget {
-            budget: RowBudget::new(row_budget(file_bytes, used)),
+            budget,
             room: view_room(file_bytes),
+            reserved,
         }
     }
 
@@ -120,6 +129,7 @@ impl SharedBudget {
     pub fn open_beside(&mut self, file_bytes: u64) -> RowBudget {
         self.budget.withhold(self.withheld(file_bytes));
         self.room = self.room.max(view_room(file_bytes));
+        self.reserved = self.reserved.saturating_sub(1);
         self.budget.clone()
     }
 
@@ -129,16 +139,25 @@ impl SharedBudget {
     }
 
     fn withheld(&self, file_bytes: u64) -> usize {
-        let state = usize::try_from(file_bytes / 16).unwrap_or(usize::MAX);
+        let own = match self.reserved {
+            0 => state(file_bytes),
+            _ => 0,
+        };
         view_room(file_bytes)
             .saturating_sub(self.room)
-            .saturating_add(state)
+            .saturating_add(own)
     }
 
     /// The budget itself (the first trace's).
     pub fn budget(&self) -> RowBudget {
         self.budget.clone()
     }
+}
+
+/// What a trace of `file_bytes` holds besides its kept rows while others are open
+/// ([`SharedBudget`]).
+fn state(file_bytes: u64) -> usize {
+    usize::try_from(file_bytes / 16).unwrap_or(usize::MAX)
 }
 
 /// One table's cached rows: its first `rows` in start order.
@@ -591,7 +610,7 @@ mod budget_tests {
     #[test]
     fn a_trace_opened_beside_others_shares_their_budget_less_its_views_room() {
         const MIB: u64 = 1 << 20;
-        let mut shared = SharedBudget::first(445 * MIB, 0);
+        let mut shared = SharedBudget::first(445 * MIB, 0, 1);
         let first = shared.budget();
         assert_eq!(first.left(), 256 << 20);
         // Same size: no extra room, a sixteenth of the file withheld.
@@ -607,6 +626,26 @@ mod budget_tests {
             shared.room_beside(big),
             room - extra - usize::try_from(big / 16).unwrap()
         );
+    }
+
+    #[test]
+    fn the_first_of_a_batch_leaves_the_others_their_state() {
+        const MIB: u64 = 1 << 20;
+        let state = usize::try_from(445 * MIB / 16).unwrap();
+        let mut shared = SharedBudget::first(445 * MIB, 0, 8);
+        let first = shared.budget();
+        assert_eq!(
+            first.left(),
+            (256 << 20) - 7 * state,
+            "seven others' state withheld"
+        );
+        // The seven withhold nothing more; an eighth opened beside them its own state.
+        for _ in 0..7 {
+            assert_eq!(shared.room_beside(445 * MIB), first.left());
+            shared.open_beside(445 * MIB);
+        }
+        assert_eq!(first.left(), (256 << 20) - 7 * state);
+        assert_eq!(shared.room_beside(445 * MIB), first.left() - state);
     }
 
     #[test]

@@ -309,6 +309,13 @@ pub fn bytes_read() -> f64 {
     vfs::bytes_read() as f64
 }
 
+/// The next trace opened alone is the first of `traces` the page opens together (the files of
+/// one drop): its kept rows leave the others room for their state.
+#[wasm_bindgen(js_name = openBatch)]
+pub fn open_batch(traces: u32) {
+    super::indexed::open_batch(traces as usize);
+}
+
 /// What a trace of `fileBytes` opened now could keep of its rows in this instance: beside the
 /// traces open, or `alone`, replacing them. The page caps the reader worker's part with it.
 #[wasm_bindgen(js_name = keptRowsRoom)]

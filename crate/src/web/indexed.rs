@@ -34,6 +34,14 @@ pub(crate) fn row_cache_budget(conn: &Connection) -> usize {
 thread_local! {
     /// The budget the open traces' kept rows share.
     static SHARED: RefCell<Option<SharedBudget>> = const { RefCell::new(None) };
+    /// How many traces the next one opened alone is the first of.
+    static BATCH: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+/// The next trace opened alone is the first of `traces` opened together (the rank files of one
+/// drop): its budget leaves the others their state (`trace::SharedBudget::first`).
+pub(crate) fn open_batch(traces: usize) {
+    BATCH.set(traces.max(1));
 }
 
 /// What a trace opened now may keep of its rows, together with every trace open: the first
@@ -46,7 +54,7 @@ pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
     SHARED.with_borrow_mut(|shared| match shared {
         Some(shared) if others_open => shared.open_beside(bytes),
         _ => {
-            let first = SharedBudget::first(bytes, wasm_memory_bytes());
+            let first = SharedBudget::first(bytes, wasm_memory_bytes(), BATCH.get());
             let budget = first.budget();
             *shared = Some(first);
             budget
@@ -60,7 +68,9 @@ pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
 pub(crate) fn kept_rows_room(file_bytes: u64, alone: bool) -> usize {
     SHARED.with_borrow(|shared| match shared {
         Some(shared) if !alone && any_open() => shared.room_beside(file_bytes),
-        _ => crate::trace::row_budget(file_bytes, wasm_memory_bytes()),
+        _ => SharedBudget::first(file_bytes, wasm_memory_bytes(), BATCH.get())
+            .budget()
+            .left(),
     })
 }
 
