@@ -14,6 +14,8 @@ import { useSite, publicTrace, openTrace, dropFiles, cliJson, showView, generate
 
 const BEFORE = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
 const TIMEOUT = 240_000;
+// One wait of the page (a draw, a tooltip): shorter than a test, so a stuck one names itself.
+const WAIT = 60_000;
 
 const s = {};
 useSite('nsys-lens-ranks-', (opened) => Object.assign(s, opened));
@@ -28,14 +30,14 @@ function byName(report) {
 
 async function ranksShown(page) {
   await showView(page, 'drill');
-  await page.waitForFunction(() => document.querySelector('[data-testid=drill-ranks]')?.ranksView, null, { timeout: TIMEOUT });
+  await page.waitForFunction(() => document.querySelector('[data-testid=drill-ranks]')?.ranksView, null, { timeout: WAIT });
   return page.evaluate(() => document.querySelector('[data-testid=drill-ranks]').ranksView);
 }
 
 // The ranks timeline as the core laid it out (its view, `layout` and `groups`), once drawn past
 // draw number `after`.
 async function ranksTimeline(page, after = 0) {
-  await page.waitForFunction((n) => Number(document.querySelector('[data-testid=ranks-timeline]')?.dataset.drawn || 0) > n, after, { timeout: TIMEOUT });
+  await page.waitForFunction((n) => Number(document.querySelector('[data-testid=ranks-timeline]')?.dataset.drawn || 0) > n, after, { timeout: WAIT });
   return page.evaluate(() => {
     const c = document.querySelector('[data-testid=ranks-timeline]');
     return { view: c.timelineView, drawn: Number(c.dataset.drawn) };
@@ -51,7 +53,7 @@ async function settled(page) {
       return p && !p.inFlight && !p.dirty && !p.frame && p.drawnSeq === p.seq && c.width === Math.max(320, Math.floor(c.parentElement.clientWidth));
     },
     null,
-    { timeout: TIMEOUT },
+    { timeout: WAIT },
   );
 }
 
@@ -61,7 +63,7 @@ async function checkPanel(page, shown, cli) {
   assert.equal(shown.chart.collectives, cli.collectives.count, 'the chart draws every collective');
   assert.equal(shown.chart.skew_ns.length, cli.collectives.count);
   assert.equal(Math.max(0, ...shown.chart.skew_ns) / 1000, cli.collectives.skew_us.max, 'its largest bar is the largest skew');
-  await page.waitForFunction(() => document.querySelector('[data-testid=drill-skew-plot]')?.dataset.drawn === '1', null, { timeout: TIMEOUT });
+  await page.waitForFunction(() => document.querySelector('[data-testid=drill-skew-plot]')?.dataset.drawn === '1', null, { timeout: WAIT });
   const emphasized = await page.$$eval('[data-table=ranks] tbody tr.emphasized', (trs) => trs.map((tr) => tr.cells[0].textContent));
   assert.deepEqual(emphasized, cli.straggler === null ? [] : [cli.ranks[cli.straggler].rank], 'the straggler, and only it, emphasized');
   // The NVTX ops the cause's sentence cites, in a table of their own.
@@ -110,13 +112,20 @@ async function checkArrivals(page, cli, shot) {
   assert.equal(last.label, cli.ranks[worst.last_rank].rank, 'the last rank');
   // Hovered, the last rank's kernel says its name and its start on the common clock.
   const t = worst.last_arrival_ns + (worst.transfer_us * 1000) / 2;
-  const box = await page.locator('[data-testid=ranks-timeline]').boundingBox();
   const labelPx = await page.evaluate(() => document.querySelector('[data-testid=ranks-timeline]').timelinePanel.layout.label_width_px);
   const x = labelPx + ((t - view.start_ns) / (view.end_ns - view.start_ns)) * view.columns;
   const y = view.layout.lanes[last.first_lane].top_px + 6;
+  // The lane in the middle of the viewport first, as a user scrolls to what they hover: the
+  // mouse cannot reach a lane below it (after the panel's screenshot the page may be scrolled
+  // anywhere).
+  await page.evaluate((laneY) => {
+    const top = document.querySelector('[data-testid=ranks-timeline]').getBoundingClientRect().top;
+    window.scrollBy(0, top + laneY - innerHeight / 2);
+  }, y);
+  const box = await page.locator('[data-testid=ranks-timeline]').boundingBox();
   await page.mouse.move(box.x + x, box.y + y);
   const tip = page.locator('.ranks-timeline-box [data-testid=tooltip-name]');
-  await tip.waitFor({ timeout: TIMEOUT });
+  await tip.waitFor({ timeout: WAIT });
   assert.equal(await tip.textContent(), worst.name);
   await page.locator('.ranks-timeline-box').screenshot({ path: artifact(shot) });
   await page.mouse.move(0, 0);

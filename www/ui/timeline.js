@@ -75,9 +75,16 @@ export class TimelinePanel {
     canvas.addEventListener('click', (e) => this.onLabelClick(e));
     canvas.addEventListener('dblclick', () => this.reset());
     resetButton?.addEventListener('click', () => this.reset());
-    window.addEventListener('resize', () => {
+    // Its box, not the window: a scrollbar that comes with content added below narrows the box
+    // without resizing the window.
+    // Only a new width redraws: the box's height follows the canvas's own.
+    let boxWidth = -1;
+    new ResizeObserver(([entry]) => {
+      const width = Math.floor(entry.contentRect.width);
+      if (width === boxWidth) return;
+      boxWidth = width;
       if (this.extent) this.schedule();
-    });
+    }).observe(canvas.parentElement);
   }
 
   // A new trace: extent = {start_ns, end_ns}
