@@ -5,6 +5,8 @@
 //! Drill-down over every file, then the ranks answer (one file indexed at a time). Not a test;
 //! prints figures.
 //! Usage: cargo run --release -p nsys-lens --example ranks_memory -- RANK.sqlite…
+//! Set `KEEP_NONE` to keep no row (as the page opens a 10 GB export), `VERDICT_ONLY` to stop
+//! after the verdicts, `RANKS_ONLY` to skip the Drill-down.
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
@@ -46,7 +48,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let conn = nsys_lens::trace::open_path(std::path::Path::new(path))?;
         nsys_lens::trace::configure(&conn, path)?;
         let bytes = std::fs::metadata(path)?.len();
+        // `KEEP_NONE` set: no row kept, as the page opens a file too large for any (10 GB).
         let budget = match &mut shared {
+            _ if std::env::var_os("KEEP_NONE").is_some() => nsys_lens::trace::RowBudget::new(0),
             Some(shared) => shared.open_beside(bytes),
             None => {
                 let first =
@@ -94,6 +98,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             t,
             &mut most,
         );
+    }
+    // `VERDICT_ONLY` set: what the page holds to give its verdict, and no more.
+    if std::env::var_os("VERDICT_ONLY").is_some() {
+        println!("most held: {}", mib(most));
+        return Ok(());
     }
     let inputs: Vec<nsys_lens::drill::DrillInput<'_>> = paths
         .iter()

@@ -118,10 +118,11 @@ fn the_page_timeline_and_gaps_equal_the_loaded_traces_in_any_row_order() {
 }
 
 /// The rows the verdict's passes hand out are what `detect::rows_read` says from the scan's
-/// counts (the page's progress bar while the verdict is computed), with rows kept or not, on
-/// every public export with kernels and on scenarios with graph replays and copies.
+/// counts (the page's progress bar while the verdict is computed), and each pass's what
+/// `detect::verdict_passes` says (its time estimate), with rows kept or not, on every public
+/// export with kernels and on scenarios with graph replays and copies.
 #[test]
-fn the_verdict_reads_the_rows_detect_says_it_reads() {
+fn the_verdict_reads_the_rows_detect_says_it_reads_pass_by_pass() {
     let mut paths = common::public_exports_with_kernels();
     let mut dirs = Vec::new();
     for scenario in ["host-bound", "cuda-graphs", "tp2-phases"] {
@@ -148,6 +149,26 @@ fn the_verdict_reads_the_rows_detect_says_it_reads() {
                 scan.table_rows()
             );
             assert!(handed > 0, "{}", path.display());
+            // Pass by pass, as the page's estimate weighs them.
+            let passes = nsys_lens::detect::verdict_passes(&scan.table_rows(), 0.0);
+            let counted = [
+                handed_by(|| rows.ranges().count()),
+                handed_by(|| rows.gpu_work().count()),
+                handed_by(|| rows.calls().count()),
+            ];
+            assert_eq!(
+                counted,
+                passes.map(|p| p.rows),
+                "{} keeping {budget} bytes",
+                path.display()
+            );
         }
     }
+}
+
+/// The rows handed out while `read` runs.
+fn handed_by(read: impl FnOnce() -> usize) -> u64 {
+    let before = trace::rows_handed_out();
+    std::hint::black_box(read());
+    trace::rows_handed_out() - before
 }

@@ -3,7 +3,9 @@
 // - reading: the bytes of the file both workers have read (the analysis worker the host side,
 //   the reader worker the kernel table), of the file's size;
 // - the verdict: the rows its passes have read (the core's heartbeat), of the rows the core says
-//   they read (`Analysis.verdictRows`).
+//   they read (`Analysis.verdictRows`); its time left weighs the rows of each pass by the pass's
+//   time per row (`Analysis.verdictPasses`), so a fast pass ahead does not read as slow as the
+//   one under way.
 // The estimates are samples the benchmark compares with the stage's real end
 // (`performance` marks `nsys-lens:progress`).
 
@@ -29,11 +31,35 @@ function timeLeft(seconds) {
   return `about ${m} min ${String(s % 60).padStart(2, '0')} s left`;
 }
 
-// The time a stage begun at `t0` has left when `share` of it is done at `now`, or null.
+// The time a stage begun at `t0` has left when `share` of it is done at `now`, at its pace so
+// far, or null.
 function secondsLeft(t0, now, share) {
   const spent = now - t0;
   if (!(share >= MIN_SHARE) || spent < MIN_MS || share >= 1) return null;
   return (spent * (1 - share)) / share / 1000;
+}
+
+// [rows, weight, rows, weight …] as [{rows, weight}], or null.
+function passesOf(flat) {
+  if (!Array.isArray(flat) || flat.length < 2) return null;
+  const passes = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) passes.push({ rows: flat[i], weight: flat[i + 1] });
+  return passes;
+}
+
+// The share of the verdict's time `done` rows stand for, the passes read in turn, or null.
+export function weighed(passes, done) {
+  if (!passes) return null;
+  const whole = passes.reduce((t, p) => t + p.rows * p.weight, 0);
+  if (!(whole > 0)) return null;
+  let left = done;
+  let part = 0;
+  for (const p of passes) {
+    const read = Math.min(Math.max(left, 0), p.rows);
+    part += read * p.weight;
+    left -= read;
+  }
+  return Math.min(1, part / whole);
 }
 
 export class OpenProgress {
@@ -54,7 +80,7 @@ export class OpenProgress {
   // verdict begins, its rows counted from the heartbeat's `base`).
   analysis(msg) {
     if (msg.base !== undefined) {
-      this.verdict = { t0: this.now(), total: msg.total, base: msg.base, done: 0 };
+      this.verdict = { t0: this.now(), total: msg.total, base: msg.base, done: 0, passes: passesOf(msg.passes) };
       performance.mark('nsys-lens:verdict-stage');
     } else if (msg.bytes !== undefined) {
       this.base ??= msg.bytes;
@@ -85,7 +111,7 @@ export class OpenProgress {
     let eta;
     if (v) {
       share = v.total > 0 ? Math.min(1, v.done / v.total) : null;
-      eta = secondsLeft(v.t0, now, share);
+      eta = secondsLeft(v.t0, now, weighed(v.passes, v.done) ?? share);
       const rows = `${v.done.toLocaleString('en-US')} of ${v.total.toLocaleString('en-US')} rows`;
       text = `Computing the verdict: ${rows}${share === null ? '' : ` (${Math.round(share * 100)} %)`}`;
     } else {

@@ -40,15 +40,16 @@ impl HostFacts {
     }
 
     /// What a [`KernelSweep`](super::KernelSweep) needs of these facts under `cfg` (built with the
-    /// same `cfg`).
-    pub fn sweep_inputs(&self, cfg: &DetectConfig) -> SweepInputs {
+    /// same `cfg`). The host-prep ranges move to it (the assembly reads only what the sweep
+    /// measured of them): a range per forward step is not held twice.
+    pub fn sweep_inputs(&mut self, cfg: &DetectConfig) -> SweepInputs {
         SweepInputs {
             sw: self.sw,
             skip_m3: cfg.skip_m3,
             window: cfg.window,
             context: self.context.as_ref().map(|p| p.window.clone()),
             generation: self.generation.as_ref().map(|p| p.window.clone()),
-            prep: self.prep.clone(),
+            prep: std::mem::take(&mut self.prep),
             nccl: self.names.nccl.clone(),
         }
     }

@@ -231,6 +231,11 @@ impl IntervalSet {
         &self.spans
     }
 
+    /// The disjoint spans, ascending, without a copy.
+    pub fn into_spans(self) -> Vec<(Ns, Ns)> {
+        self.spans
+    }
+
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }

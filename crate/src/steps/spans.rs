@@ -88,8 +88,20 @@ impl Spans for SpanQueue {
 impl SpanQueue {
     /// A queue holding `spans` whole (ascending).
     pub fn of(spans: &[(Ns, Ns)]) -> SpanQueue {
+        SpanQueue::from_vec(spans.to_vec())
+    }
+
+    /// A complete queue holding `spans` (ascending starts) in their own allocation: a window of
+    /// a span per forward step is held once, not copied.
+    pub fn from_vec(spans: Vec<(Ns, Ns)>) -> SpanQueue {
         let mut q = SpanQueue::default();
-        spans.iter().for_each(|&s| q.push(s));
+        for &(s, e) in &spans {
+            let f = &mut q.facts;
+            f.measure += e - s;
+            f.pieces += 1;
+            f.hull = Some(f.hull.map_or((s, e), |(first, last)| (first, last.max(e))));
+        }
+        q.spans = spans;
         q.complete = true;
         q
     }

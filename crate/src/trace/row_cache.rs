@@ -115,14 +115,17 @@ impl SharedBudget {
     /// The budget the first of a batch of `traces`, of `file_bytes` (the others taken as
     /// large), sets with `used` bytes already taken.
     pub fn first(file_bytes: u64, used: usize, traces: usize) -> SharedBudget {
-        let reserved = traces.saturating_sub(1);
-        let budget = RowBudget::new(row_budget(file_bytes, used));
-        budget.withhold(state(file_bytes).saturating_mul(reserved));
         SharedBudget {
-            budget,
+            budget: RowBudget::new(SharedBudget::first_room(file_bytes, used, traces)),
             room: view_room(file_bytes),
-            reserved,
+            reserved: traces.saturating_sub(1),
         }
+    }
+
+    /// What the first of a batch of `traces` could keep: [`row_budget`] less the others' state.
+    pub fn first_room(file_bytes: u64, used: usize, traces: usize) -> usize {
+        let others = state(file_bytes).saturating_mul(traces.saturating_sub(1));
+        row_budget(file_bytes, used).saturating_sub(others)
     }
 
     /// The budget of a trace of `file_bytes` opened beside the others, its withheld room taken.
@@ -639,6 +642,7 @@ mod budget_tests {
             (256 << 20) - 7 * state,
             "seven others' state withheld"
         );
+        assert_eq!(SharedBudget::first_room(445 * MIB, 0, 8), first.left());
         // The seven withhold nothing more; an eighth opened beside them its own state.
         for _ in 0..7 {
             assert_eq!(shared.room_beside(445 * MIB), first.left());

@@ -214,6 +214,17 @@ impl Analysis {
         self.trace.verdict_rows() as f64
     }
 
+    /// The verdict's passes in the order they run (`detect::verdict_passes`), as rows and
+    /// weight of each in turn: the page weighs the rows still to read by them.
+    #[wasm_bindgen(js_name = verdictPasses)]
+    pub fn verdict_passes(&self) -> Vec<f64> {
+        self.trace
+            .verdict_passes()
+            .iter()
+            .flat_map(|p| [p.rows as f64, p.weight])
+            .collect()
+    }
+
     /// The file's name as the user chose it.
     #[wasm_bindgen(js_name = fileName)]
     pub fn file_name(&self) -> String {

@@ -68,9 +68,7 @@ pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
 pub(crate) fn kept_rows_room(file_bytes: u64, alone: bool) -> usize {
     SHARED.with_borrow(|shared| match shared {
         Some(shared) if !alone && any_open() => shared.room_beside(file_bytes),
-        _ => SharedBudget::first(file_bytes, wasm_memory_bytes(), BATCH.get())
-            .budget()
-            .left(),
+        _ => SharedBudget::first_room(file_bytes, wasm_memory_bytes(), BATCH.get()),
     })
 }
 
@@ -252,6 +250,11 @@ impl Indexed {
     /// The rows [`Indexed::detect`] reads (`detect::rows_read`).
     pub(crate) fn verdict_rows(&self) -> u64 {
         detect::rows_read(&self.scan.table_rows())
+    }
+
+    /// The passes of [`Indexed::detect`], in order (`detect::verdict_passes`).
+    pub(crate) fn verdict_passes(&self) -> [detect::VerdictPass; 3] {
+        detect::verdict_passes(&self.scan.table_rows(), self.scan.kernels_kept_share())
     }
 
     /// The GPU-idle gap histogram: gaps in every GPU operation.

@@ -206,6 +206,10 @@ if (VIEWS) {
 // really ended: at a few shares of the stage, the time left it said and the time it took.
 {
   const { samples, verdictAt, endAt } = run.progress;
+  // Every sample, to weigh other estimators against the same run.
+  const dump = path.join(ROOT, 'target', 'bench', `progress-${path.basename(file, '.sqlite')}.json`);
+  fs.mkdirSync(path.dirname(dump), { recursive: true });
+  fs.writeFileSync(dump, JSON.stringify(run.progress));
   console.log('');
   console.log('| stage (the median run) | at | time left said | time it took | error |');
   console.log('|---|---:|---:|---:|---:|');

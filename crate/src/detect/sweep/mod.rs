@@ -110,11 +110,16 @@ impl KernelSweep {
                 .into_iter()
                 .enumerate()
                 .filter(|(i, w)| *i == 0 || w.is_some())
-                .map(|(i, w)| (i.checked_sub(1), w.map(|w| SpanQueue::of(w.spans()))))
+                .map(|(i, w)| {
+                    (
+                        i.checked_sub(1),
+                        w.map(|w| SpanQueue::from_vec(w.into_spans())),
+                    )
+                })
                 .collect();
         let phases: Vec<Option<usize>> = windows.iter().map(|w| w.0).collect();
         let windows = windows.into_iter().map(|w| w.1).collect();
-        let queues = queues_of(windows, &std::mem::take(&mut inputs.prep), &sw);
+        let queues = queues_of(windows, std::mem::take(&mut inputs.prep), &sw);
         let needs_masks = queues.prep.iter().flatten().any(|q| q.end_index() > 0);
         let mut sweep = KernelSweep::with(inputs, queues, &phases, needs_masks);
         sweep.has_context = has_context;

@@ -48,16 +48,18 @@ impl Queues {
 /// (standard) or pooled lists in table order (`trtllm-skill`).
 pub(super) fn queues_of(
     windows: Vec<Option<SpanQueue>>,
-    prep: &[PrepRanges],
+    prep: Vec<PrepRanges>,
     sw: &Switches,
 ) -> Queues {
     if sw.prep_per_process {
+        // Each pattern's ranges are dropped once their union is built: a range per forward
+        // step is held twice at most, never three times.
         let prep = prep
-            .iter()
+            .into_iter()
             .map(|r| {
-                r.by_pattern
-                    .each_ref()
-                    .map(|ranges| SpanQueue::of(IntervalSet::from_ranges(ranges).spans()))
+                r.by_pattern.map(|ranges| {
+                    SpanQueue::from_vec(IntervalSet::from_ranges(&ranges).into_spans())
+                })
             })
             .collect();
         return Queues {
@@ -67,12 +69,13 @@ pub(super) fn queues_of(
             ..Queues::default()
         };
     }
-    let pooled = prep
-        .first()
-        .map(|r| r.by_pattern.each_ref().map(|l| SpanQueue::of(l)));
     let pooled_sorted = prep
         .first()
         .is_none_or(|r| r.by_pattern.iter().all(|l| l.is_sorted_by_key(|r| r.0)));
+    let pooled = prep
+        .into_iter()
+        .next()
+        .map(|r| r.by_pattern.map(SpanQueue::from_vec));
     Queues {
         windows,
         prep: Vec::new(),

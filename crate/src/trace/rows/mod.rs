@@ -617,6 +617,15 @@ impl FileScan {
         self.caches().iter().map(|(_, c)| c.borrow().bytes()).sum()
     }
 
+    /// The share of the kernel rows the scan kept (0 for a table without rows): the passes
+    /// over the others read them from the file.
+    pub fn kernels_kept_share(&self) -> f64 {
+        match self.kernels.rows() {
+            0 => 0.0,
+            all => self.kernels.cache.borrow().rows() as f64 / all as f64,
+        }
+    }
+
     /// Per table: its name, the rows its cache holds and whether they are all its rows (for
     /// the benchmarks).
     pub fn cached_rows(&self) -> Vec<(&'static str, u64, bool)> {
