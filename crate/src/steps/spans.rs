@@ -77,6 +77,16 @@ impl WindowFacts {
             pieces: set.spans().len(),
         }
     }
+
+    /// Counts a span pushed after the others (at or after the previous one's start).
+    fn add(&mut self, (s, e): (Ns, Ns)) {
+        self.measure += e - s;
+        self.pieces += 1;
+        self.hull = Some(match self.hull {
+            Some((first, last)) => (first, last.max(e)),
+            None => (s, e),
+        });
+    }
 }
 
 impl Spans for SpanQueue {
@@ -95,12 +105,7 @@ impl SpanQueue {
     /// a span per forward step is held once, not copied.
     pub fn from_vec(spans: Vec<(Ns, Ns)>) -> SpanQueue {
         let mut q = SpanQueue::default();
-        for &(s, e) in &spans {
-            let f = &mut q.facts;
-            f.measure += e - s;
-            f.pieces += 1;
-            f.hull = Some(f.hull.map_or((s, e), |(first, last)| (first, last.max(e))));
-        }
+        spans.iter().for_each(|&span| q.facts.add(span));
         q.spans = spans;
         q.complete = true;
         q
@@ -117,15 +122,9 @@ impl SpanQueue {
     }
 
     /// Appends a span (at or after the previous one's start).
-    pub fn push(&mut self, (s, e): (Ns, Ns)) {
-        let f = &mut self.facts;
-        f.measure += e - s;
-        f.pieces += 1;
-        f.hull = Some(match f.hull {
-            Some((first, last)) => (first, last.max(e)),
-            None => (s, e),
-        });
-        self.spans.push((s, e));
+    pub fn push(&mut self, span: (Ns, Ns)) {
+        self.facts.add(span);
+        self.spans.push(span);
     }
 
     /// Adds `[s, e)` to the union the queue holds (zero-length and inverted ranges add
