@@ -149,6 +149,14 @@ fn the_verdict_reads_the_rows_detect_says_it_reads_pass_by_pass() {
                 scan.table_rows()
             );
             assert!(handed > 0, "{}", path.display());
+            // Nothing kept, or every kernel: the GPU pass's weight reads from the file or not.
+            let kept = scan.kernels_kept_share();
+            assert_eq!(
+                kept,
+                if budget == 0 { 0.0 } else { 1.0 },
+                "{}",
+                path.display()
+            );
             // Pass by pass, as the page's estimate weighs them.
             let passes = nsys_lens::detect::verdict_passes(&scan.table_rows(), 0.0);
             let counted = [
