@@ -100,6 +100,14 @@ fn main() -> ExitCode {
         // Internal: the bench runs the bare scan in a child so that its time and memory are
         // measured the same way as `nsys-lens detect`.
         bench::SCAN_CHILD => bench::scan_child(rest),
+        // Internal: a group of `test`'s steps run beside the others (`Beside`).
+        BESIDE => match Group::ALL
+            .iter()
+            .find(|g| rest.first().is_some_and(|r| r == g.name()))
+        {
+            Some(group) => group.run(),
+            None => return usage_error("__beside takes a group: wasm-lint or wasm-build"),
+        },
         "help" | "-h" | "--help" => {
             println!("{}", usage());
             return ExitCode::SUCCESS;
@@ -138,30 +146,37 @@ enum Sweep {
     Full,
 }
 
-/// `cargo xtask test [--full]`: what CI runs (`.ci/run`). Stops at the first failing step.
+/// `cargo xtask test [--full]`: what CI runs (`.ci/run`). Stops after the first failing stage.
 ///
 /// The wasm32 builds (clippy, the wasm tests, `dist`) are part of the test because the analysis
 /// core must stay portable to the browser: a native-only dependency or API in the library fails
-/// here, not months later. The lint checks run first ([`lint_steps`]): CI holds the tree to them.
+/// here, not months later. The lint checks run first: CI holds the tree to them. The wasm32
+/// builds run beside the native steps ([`Beside`]): each leaves a core idle for long stretches
+/// (SQLite's C compiled alone, one crate's front end, one browser), and the two fill each other's.
 fn test(sweep: Sweep) -> Result<()> {
     if sweep == Sweep::Full {
         // SAFETY: set before any thread of this process starts; the children inherit it.
         unsafe { env::set_var("NSYS_LENS_FULL", "1") };
     }
+    let started = Instant::now();
     let mut summary = Summary::default();
     let result = (|| {
         summary.step("setup", setup::setup)?;
-        lint_steps(&mut summary)?;
+        let wasm_lint = Beside::spawn(Group::WasmLint)?;
+        let native = checks(&mut summary, &native_checks());
+        let wasm = summary.join(wasm_lint);
+        native.and(wasm)?;
         let native = native_tests();
         summary.step(&show(&native), || run(&mut native_tests()))?;
-        summary.step(
+        // The wasm tests embed a generated export: written by the CLI the native tests built.
+        web::test::write_fixture(&target_dir().join("debug/nsys-lens"))?;
+        let wasm_build = Beside::spawn(Group::WasmBuild)?;
+        let wheel = summary.step(
             "pip wheel: build, install in a fresh venv, run",
             wheel::test,
-        )?;
-        summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;
-        summary.step("cargo xtask dist (thin LTO)", || {
-            web::dist_built(web::Build::Test)
-        })?;
+        );
+        let wasm = summary.join(wasm_build);
+        wheel.and(wasm)?;
         if web::test::e2e_present() {
             summary.step(
                 "page end-to-end tests (node --test tests/e2e/)",
@@ -173,6 +188,10 @@ fn test(sweep: Sweep) -> Result<()> {
         Ok(())
     })();
     summary.print();
+    println!(
+        "  wall time {:.1} s (steps run beside each other overlap)",
+        started.elapsed().as_secs_f64()
+    );
     result
 }
 
@@ -188,71 +207,163 @@ fn native_tests() -> Command {
     cmd
 }
 
+/// The steps `cargo xtask test` runs in a child of its own beside the native ones.
+#[derive(Clone, Copy)]
+enum Group {
+    /// clippy and the docs for wasm32.
+    WasmLint,
+    /// The wasm tests in headless Chromium, then `dist` (the module the page's tests load).
+    WasmBuild,
+}
+
+impl Group {
+    const ALL: [Group; 2] = [Group::WasmLint, Group::WasmBuild];
+
+    fn name(self) -> &'static str {
+        match self {
+            Group::WasmLint => "wasm-lint",
+            Group::WasmBuild => "wasm-build",
+        }
+    }
+
+    /// Runs the group's steps in this process (the child's side of [`Beside`]).
+    fn run(self) -> Result<()> {
+        let mut summary = Summary::default();
+        match self {
+            Group::WasmLint => checks(&mut summary, &wasm_checks()),
+            Group::WasmBuild => (|| {
+                summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;
+                summary.step("cargo xtask dist (test build)", || {
+                    web::dist_built(web::Build::Test)
+                })
+            })(),
+        }
+    }
+}
+
+/// The hidden task a [`Beside`] child runs: `xtask __beside GROUP`.
+const BESIDE: &str = "__beside";
+
+/// A [`Group`] of steps running in a child `xtask` while this process runs others. Its output
+/// goes to a log, printed whole when it ends, so the two never interleave; its steps' result
+/// lines join the summary. Its cargo builds use a target directory of their own
+/// ([`web::wasm_target_dir`]), so neither waits on the other's lock.
+struct Beside {
+    group: Group,
+    child: std::process::Child,
+    log: PathBuf,
+}
+
+impl Beside {
+    fn spawn(group: Group) -> Result<Beside> {
+        let dir = target_dir().join("ci-logs");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let log = dir.join(format!("{}.log", group.name()));
+        let out = std::fs::File::create(&log)
+            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let exe = env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
+        let child = Command::new(exe)
+            .args([BESIDE, group.name()])
+            .current_dir(root())
+            .stdin(std::process::Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start the {} steps: {e}", group.name()))?;
+        println!(
+            "\n==> {} steps started beside (log: {})",
+            group.name(),
+            log.display()
+        );
+        Ok(Beside { group, child, log })
+    }
+}
+
 /// `cargo xtask lint`: formatting, clippy (native and wasm32) and the docs, warnings denied.
 /// Every check runs even if an earlier one fails, so one pass shows everything to fix.
 fn lint() -> Result<()> {
     let mut summary = Summary::default();
-    let result = lint_steps(&mut summary);
+    let native = checks(&mut summary, &native_checks());
+    let wasm = checks(&mut summary, &wasm_checks());
     summary.print();
-    result
+    native.and(wasm)
 }
 
-/// The lint checks as steps of `summary` (also part of `cargo xtask test`, as CI runs it).
-fn lint_steps(summary: &mut Summary) -> Result<()> {
-    // The wasm32 checks share `target/` with the wasm tests' build: the dependencies' build
-    // scripts (SQLite's C, compiled by clang) run once.
-    let wasm = ["--target", WASM_TARGET];
-    let checks: [(&str, Vec<&str>, bool); 5] = [
+/// One lint check: its name, cargo's arguments, and whether it builds docs (warnings denied
+/// through `RUSTDOCFLAGS`).
+type Check = (&'static str, Vec<String>, bool);
+
+fn args(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// The native checks: formatting, clippy over every target, the docs.
+fn native_checks() -> Vec<Check> {
+    vec![
         (
             "cargo fmt --check",
-            vec!["fmt", "--all", "--", "--check"],
+            args(&["fmt", "--all", "--", "--check"]),
             false,
         ),
         (
             "cargo clippy -D warnings",
-            vec![
+            args(&[
                 "clippy",
                 "--workspace",
                 "--all-targets",
                 "--",
                 "-D",
                 "warnings",
-            ],
+            ]),
             false,
         ),
         (
+            "cargo doc (warnings denied)",
+            args(&["doc", "--workspace", "--no-deps"]),
+            true,
+        ),
+    ]
+}
+
+/// The library's checks for wasm32, in the wasm32 builds' target directory.
+fn wasm_checks() -> Vec<Check> {
+    let dir = web::wasm_target_dir().to_string_lossy().into_owned();
+    let wasm = ["--target", WASM_TARGET, "--target-dir", &dir];
+    vec![
+        (
             "cargo clippy -D warnings (wasm32)",
             [
-                &["clippy", "-p", "nsys-lens", "--lib"][..],
-                &wasm,
-                &["--", "-D", "warnings"],
+                args(&["clippy", "-p", "nsys-lens", "--lib"]),
+                args(&wasm),
+                args(&["--", "-D", "warnings"]),
             ]
             .concat(),
             false,
         ),
         (
-            "cargo doc (warnings denied)",
-            vec!["doc", "--workspace", "--no-deps"],
-            true,
-        ),
-        (
             "cargo doc (wasm32, warnings denied)",
-            [&["doc", "-p", "nsys-lens", "--no-deps"][..], &wasm].concat(),
+            [args(&["doc", "-p", "nsys-lens", "--no-deps"]), args(&wasm)].concat(),
             true,
         ),
-    ];
+    ]
+}
+
+/// Runs every check as a step of `summary`, even after one fails; fails naming those that did.
+fn checks(summary: &mut Summary, checks: &[Check]) -> Result<()> {
     let mut failed = Vec::new();
     for (name, args, docs) in checks {
         let outcome = summary.step(name, || {
             let mut cmd = cargo();
-            cmd.args(&args);
-            if docs {
+            cmd.args(args);
+            if *docs {
                 cmd.env("RUSTDOCFLAGS", "-D warnings");
             }
             run(&mut cmd)
         });
         if outcome.is_err() {
-            failed.push(name);
+            failed.push(*name);
         }
     }
     match failed.is_empty() {
@@ -281,6 +392,28 @@ impl Summary {
         println!("<== {line}");
         self.lines.push(line);
         result
+    }
+
+    /// Waits for `beside` to end, prints its log, and adds its steps' result lines.
+    fn join(&mut self, mut beside: Beside) -> Result<()> {
+        let name = beside.group.name();
+        let status = beside.child.wait();
+        let log = std::fs::read_to_string(&beside.log).unwrap_or_default();
+        println!(
+            "\n==> {name} steps, run beside (log: {})",
+            beside.log.display()
+        );
+        print!("{log}");
+        self.lines.extend(
+            log.lines()
+                .filter_map(|l| l.strip_prefix("<== "))
+                .map(|l| format!("{l} (beside)")),
+        );
+        match status {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!("the {name} steps failed ({s}); their log is above")),
+            Err(e) => Err(format!("cannot wait for the {name} steps: {e}")),
+        }
     }
 
     fn print(&self) {

@@ -41,11 +41,10 @@ const CHROMEDRIVER_SWITCHES_REMOVED: &[&str] = &[
     "disable-prompt-on-repost",
 ];
 
-/// Writes the fixture, then `cargo test -p nsys-lens --target wasm32-unknown-unknown --test web`
-/// with the capabilities of [`CHROMEDRIVER_SWITCHES_REMOVED`] (`webdriver.json`, which
-/// wasm-bindgen-test-runner reads).
+/// `cargo test -p nsys-lens --target wasm32-unknown-unknown --test web` over the fixture
+/// [`write_fixture`] wrote, with the capabilities of [`CHROMEDRIVER_SWITCHES_REMOVED`]
+/// (`webdriver.json`, which wasm-bindgen-test-runner reads).
 pub fn wasm_tests() -> Result<()> {
-    write_fixture()?;
     let capabilities = root().join("target/web-fixtures/webdriver.json");
     let excluded: Vec<String> = CHROMEDRIVER_SWITCHES_REMOVED
         .iter()
@@ -69,6 +68,8 @@ pub fn wasm_tests() -> Result<()> {
             "--test",
             "web",
         ])
+        .arg("--target-dir")
+        .arg(super::wasm_target_dir())
         .env("CHROMEDRIVER", chromedriver())
         // The whole suite's time limit (the runner's default, 20 s, is the fuzz test's order
         // of magnitude on a 2-core machine); a hang fails after it, naming its case.
@@ -77,25 +78,19 @@ pub fn wasm_tests() -> Result<()> {
         .env("PATH", path_with_cargo_bin()))
 }
 
-/// The generator's output for the wasm tests (regenerated so it always matches the generator),
-/// and the public exports they damage.
-pub fn write_fixture() -> Result<()> {
+/// The generator's output for the wasm tests, which embed it (regenerated so it always matches
+/// the generator), and the public exports they damage. `cli` is the native `nsys-lens` of this
+/// tree (`cargo xtask test` has just built it for the native tests).
+pub fn write_fixture(cli: &std::path::Path) -> Result<()> {
     let out = root().join(FIXTURE);
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         copy_public_fixtures(dir)?;
     }
-    run(cargo()
-        .args([
-            "run",
-            "--quiet",
-            "-p",
-            "nsys-lens",
-            "--",
-            "gen",
-            "host-bound",
-        ])
+    run(Command::new(cli)
+        .current_dir(root())
+        .args(["gen", "host-bound"])
         .arg(&out)
         .args(["--scale", FIXTURE_SCALE]))
 }
@@ -134,13 +129,25 @@ pub fn e2e_present() -> bool {
     })
 }
 
-/// `node --test tests/e2e/` against the assembled `dist/` (one file at a time: each starts a browser).
+/// `node --test tests/e2e/` against the assembled `dist/`: as many test files at once as
+/// [`e2e_jobs`] says, each with a browser, a server and a temporary folder of its own.
 pub fn e2e() -> Result<()> {
     run(Command::new("node").current_dir(root()).args([
         "--test",
-        "--test-concurrency=1",
+        &format!("--test-concurrency={}", e2e_jobs()),
         "tests/e2e/",
     ]))
+}
+
+/// Test files run at once: `NSYS_LENS_E2E_JOBS`, else one per core up to two. A page's analysis
+/// runs on one worker at a time, so two files keep two cores busy where one left a core idle
+/// for most of the run; more than two on two cores only stretch each test's waits.
+fn e2e_jobs() -> usize {
+    std::env::var("NSYS_LENS_E2E_JOBS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(2)))
 }
 
 fn chromedriver() -> OsString {
