@@ -191,7 +191,7 @@ async function handle(msg) {
       const analysis = opened;
       analyses.set(slot, analysis);
       // The verdict's rows, counted by the heartbeat from here.
-      self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(), passes: Array.from(analysis.verdictPasses()), base: rowsHandedOut() });
+      self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(msg.options), passes: Array.from(analysis.verdictPasses(msg.options)), base: rowsHandedOut() });
       // The verdict first: the page shows it while the overview is computed.
       const detect = analysis.detect(msg.options);
       return { detect, fileName: analysis.fileName(), wasmBytes: self.nsysLensWasmMemoryBytes() };

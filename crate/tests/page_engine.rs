@@ -12,6 +12,7 @@ use std::path::Path;
 use nsys_lens::drill::gaps::idle_gap_histogram;
 use nsys_lens::model::rows::EventRows;
 use nsys_lens::model::{HostTable, Trace};
+use nsys_lens::profile::Profile;
 use nsys_lens::reread::{FileReads, SqliteKernels};
 use nsys_lens::timeline::{Detail, Timeline};
 use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
@@ -119,8 +120,9 @@ fn the_page_timeline_and_gaps_equal_the_loaded_traces_in_any_row_order() {
 
 /// The rows the verdict's passes hand out are what `detect::rows_read` says from the scan's
 /// counts (the page's progress bar while the verdict is computed), and each pass's what
-/// `detect::verdict_passes` says (its time estimate), with rows kept or not, on every public
-/// export with kernels and on scenarios with graph replays and copies.
+/// `detect::verdict_passes` says (its time estimate), in both profiles (`trtllm-skill`'s busy
+/// time is kernels only), with rows kept or not, on every public export with kernels and on
+/// scenarios with graph replays and copies.
 #[test]
 fn the_verdict_reads_the_rows_detect_says_it_reads_pass_by_pass() {
     let mut paths = common::public_exports_with_kernels();
@@ -137,37 +139,46 @@ fn the_verdict_reads_the_rows_detect_says_it_reads_pass_by_pass() {
                 FileScan::keeping_rows(&conn, "x", LoadOptions::page(), &mut |_| true, budget)
                     .expect("scan");
             let rows = FileRows::over(&conn, &scan);
-            let before = trace::rows_handed_out();
-            let cfg = nsys_lens::detect::DetectConfig::default();
-            let _ = nsys_lens::detect::detect_rows(&rows, &cfg);
-            let handed = trace::rows_handed_out() - before;
-            assert_eq!(
-                handed,
-                nsys_lens::detect::rows_read(&scan.table_rows()),
-                "{} keeping {budget} bytes: {:?}",
-                path.display(),
-                scan.table_rows()
-            );
-            assert!(handed > 0, "{}", path.display());
+            for profile in [Profile::Standard, Profile::TrtllmSkill] {
+                let before = trace::rows_handed_out();
+                let cfg = nsys_lens::detect::DetectConfig {
+                    profile,
+                    ..Default::default()
+                };
+                let _ = nsys_lens::detect::detect_rows(&rows, &cfg);
+                let handed = trace::rows_handed_out() - before;
+                assert_eq!(
+                    handed,
+                    nsys_lens::detect::rows_read(&scan.table_rows(), profile),
+                    "{} under {profile:?} keeping {budget} bytes: {:?}",
+                    path.display(),
+                    scan.table_rows()
+                );
+                assert!(handed > 0, "{}", path.display());
+                // Pass by pass, as the page's estimate weighs them.
+                let passes = nsys_lens::detect::verdict_passes(&scan.table_rows(), 0.0, profile);
+                let busy = || match profile {
+                    Profile::Standard => rows.gpu_work().count(),
+                    Profile::TrtllmSkill => rows.kernels().count(),
+                };
+                let counted = [
+                    handed_by(|| rows.ranges().count()),
+                    handed_by(busy),
+                    handed_by(|| rows.calls().count()),
+                ];
+                assert_eq!(
+                    counted,
+                    passes.map(|p| p.rows),
+                    "{} under {profile:?} keeping {budget} bytes",
+                    path.display()
+                );
+            }
             // Nothing kept, or every kernel: the GPU pass's weight reads from the file or not.
             let kept = scan.kernels_kept_share();
             assert_eq!(
                 kept,
                 if budget == 0 { 0.0 } else { 1.0 },
                 "{}",
-                path.display()
-            );
-            // Pass by pass, as the page's estimate weighs them.
-            let passes = nsys_lens::detect::verdict_passes(&scan.table_rows(), 0.0);
-            let counted = [
-                handed_by(|| rows.ranges().count()),
-                handed_by(|| rows.gpu_work().count()),
-                handed_by(|| rows.calls().count()),
-            ];
-            assert_eq!(
-                counted,
-                passes.map(|p| p.rows),
-                "{} keeping {budget} bytes",
                 path.display()
             );
         }

@@ -335,27 +335,38 @@ test('no request left 127.0.0.1 and the page logged no errors', () => {
   assert.deepEqual(problems, [], 'page errors / console errors');
 });
 
-test('the progress line counts the file both workers read, then the verdict rows against the rows SQL counts', { timeout: TIMEOUT }, async () => {
-  const file = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
-  const count = `import sqlite3, sys
+// The tables the verdict reads under each profile: `trtllm-skill`'s busy time is kernels only.
+const VERDICT_TABLES = {
+  standard: ['CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'NVTX_EVENTS', 'CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_MEMSET'],
+  'trtllm-skill': ['CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'NVTX_EVENTS'],
+};
+
+for (const [profile, expected] of [['standard', 31883], ['trtllm-skill', 30594]]) {
+  test(`${profile}: the progress line counts the file both workers read, then the verdict rows against the rows SQL counts`, { timeout: TIMEOUT }, async () => {
+    const file = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
+    const count = `import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-tables = ['CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', 'NVTX_EVENTS', 'CUPTI_ACTIVITY_KIND_MEMCPY', 'CUPTI_ACTIVITY_KIND_MEMSET']
-print(sum(c.execute(f'SELECT count(*) FROM {t}').fetchone()[0] for t in tables))`;
-  const rows = Number(execFileSync('python3', ['-c', count, file]).toString().trim());
-  assert.equal(rows, 31883, 'mfu_2gpu_before: 4,010 kernels, 7,466 calls, 19,118 ranges, 1,020 copies, 269 memsets');
-  await page.evaluate(() => {
-    const line = document.getElementById('progress-step');
-    window.progressSeen = [];
-    new MutationObserver(() => window.progressSeen.push(line.textContent)).observe(line, { childList: true, characterData: true, subtree: true });
+print(sum(c.execute(f'SELECT count(*) FROM {t}').fetchone()[0] for t in sys.argv[2:]))`;
+    const rows = Number(execFileSync('python3', ['-c', count, file, ...VERDICT_TABLES[profile]]).toString().trim());
+    assert.equal(rows, expected, 'mfu_2gpu_before: 4,010 kernels, 7,466 calls, 19,118 ranges (and 1,020 copies, 269 memsets)');
+    await page.check(`[data-testid=profile-${profile}]`);
+    await page.evaluate(() => {
+      const line = document.getElementById('progress-step');
+      window.progressSeen = [];
+      new MutationObserver(() => window.progressSeen.push(line.textContent)).observe(line, { childList: true, characterData: true, subtree: true });
+    });
+    await openTrace(page, file, { timeout: TIMEOUT });
+    assert.equal(await page.evaluate(() => document.body.dataset.profile), profile);
+    const seen = await page.evaluate(() => window.progressSeen);
+    const size = `${(fs.statSync(file).size / (1 << 20)).toFixed(1)} MiB`;
+    const reading = seen.filter((t) => t.startsWith('Reading the file: '));
+    assert.ok(reading.length > 0 && reading.every((t) => t.includes(` of ${size}`)), seen.join('\n'));
+    const shares = reading.map((t) => Number(/\((\d+) %\)/.exec(t)?.[1] ?? 0));
+    assert.ok(Math.max(...shares) >= 90, `the file read reached ${Math.max(...shares)} %`);
+    const verdict = seen.filter((t) => t.startsWith('Computing the verdict: '));
+    assert.ok(verdict.length > 0, seen.join('\n'));
+    assert.ok(verdict.every((t) => t.includes(` of ${rows.toLocaleString('en-US')} rows`)), verdict.join('\n'));
+    await page.check('[data-testid=profile-standard]');
+    await page.waitForSelector('body[data-profile="standard"][data-state="done"]', { timeout: 60_000 });
   });
-  await openTrace(page, file, { timeout: TIMEOUT });
-  const seen = await page.evaluate(() => window.progressSeen);
-  const size = `${(fs.statSync(file).size / (1 << 20)).toFixed(1)} MiB`;
-  const reading = seen.filter((t) => t.startsWith('Reading the file: '));
-  assert.ok(reading.length > 0 && reading.every((t) => t.includes(` of ${size}`)), seen.join('\n'));
-  const shares = reading.map((t) => Number(/\((\d+) %\)/.exec(t)?.[1] ?? 0));
-  assert.ok(Math.max(...shares) >= 90, `the file read reached ${Math.max(...shares)} %`);
-  const verdict = seen.filter((t) => t.startsWith('Computing the verdict: '));
-  assert.ok(verdict.length > 0, seen.join('\n'));
-  assert.ok(verdict.every((t) => t.includes(` of ${rows.toLocaleString('en-US')} rows`)), verdict.join('\n'));
-});
+}

@@ -35,7 +35,7 @@ use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 use crate::error::{Error, Result};
 use crate::model::rows::EventRows;
 use crate::model::{CoverageNote, KernelAbsence, Trace};
-use crate::profile::Switches;
+use crate::profile::{Profile, Switches};
 use crate::pyfmt;
 
 /// Runs detection on a loaded trace. Fails only when there are no kernels to measure.
@@ -61,11 +61,15 @@ pub fn detect_rows(rows: &dyn EventRows, cfg: &DetectConfig) -> Result<DetectRep
     detect_over(rows, builder.finish(host.processes.len(), &mut ()), cfg)
 }
 
-/// The rows [`detect_rows`] reads, from each table's count (`FileScan::table_rows`): every
-/// kernel, graph replay, CUDA API call, NVTX range, copy and memset once; no sync. The page's
-/// progress while the verdict is computed counts against it.
-pub fn rows_read(table_rows: &[(&str, u64)]) -> u64 {
-    verdict_passes(table_rows, 0.0).iter().map(|p| p.rows).sum()
+/// The rows [`detect_rows`] reads under `profile`, from each table's count
+/// (`FileScan::table_rows`): every CUDA API call and NVTX range once, and the GPU work its busy
+/// time is made of (every kernel, graph replay, copy and memset; `trtllm-skill`: kernels only);
+/// no sync. The page's progress while the verdict is computed counts against it.
+pub fn rows_read(table_rows: &[(&str, u64)], profile: Profile) -> u64 {
+    verdict_passes(table_rows, 0.0, profile)
+        .iter()
+        .map(|p| p.rows)
+        .sum()
 }
 
 /// A pass of [`detect_rows`]: the rows it reads and its time per row against the API-call
@@ -76,15 +80,20 @@ pub struct VerdictPass {
     pub weight: f64,
 }
 
-/// The passes of [`detect_rows`] in the order they run: the NVTX ranges (the steps), the GPU
-/// work (kernels, graph replays, copies, memsets: the kernel sweep), the CUDA API calls (the
-/// launch sweep); `kernels_kept`: the share of the kernel rows the scan kept. The page's time
+/// The passes of [`detect_rows`] under `profile` in the order they run: the NVTX ranges (the
+/// steps), the GPU work (the kernel sweep over the rows `profile` counts as busy: kernels, graph
+/// replays, copies, memsets; `trtllm-skill` kernels only), the CUDA API calls (the launch
+/// sweep); `kernels_kept`: the share of the kernel rows the scan kept. The page's time
 /// estimate weighs the rows still to read by the weights, so a fast pass ahead does not read as
 /// slow as the one under way. Measured in the page, against the API-call pass: an NVTX range
 /// takes 1.45 of its time per row on the 10 GB generated export and 1.43 on a 445 MiB TP=4 rank
 /// file; a GPU operation 2.0 read from the file (the 10 GB export keeps none) and 0.35 read
 /// from the kept rows (the rank file keeps every kernel).
-pub fn verdict_passes(table_rows: &[(&str, u64)], kernels_kept: f64) -> [VerdictPass; 3] {
+pub fn verdict_passes(
+    table_rows: &[(&str, u64)],
+    kernels_kept: f64,
+    profile: Profile,
+) -> [VerdictPass; 3] {
     const READ: f64 = 2.0;
     const KEPT: f64 = 0.35;
     let kept = kernels_kept.clamp(0.0, 1.0);
@@ -95,19 +104,22 @@ pub fn verdict_passes(table_rows: &[(&str, u64)], kernels_kept: f64) -> [Verdict
             .map(|(_, rows)| rows)
             .sum()
     };
-    let gpu_work = [
-        crate::model::KERNEL_TABLE,
-        crate::trace::GRAPH_TRACE_TABLE,
-        crate::trace::MEMCPY_TABLE,
-        crate::trace::MEMSET_TABLE,
-    ];
+    let busy: &[&str] = match profile.switches().gpu_work {
+        true => &[
+            crate::model::KERNEL_TABLE,
+            crate::trace::GRAPH_TRACE_TABLE,
+            crate::trace::MEMCPY_TABLE,
+            crate::trace::MEMSET_TABLE,
+        ],
+        false => &[crate::model::KERNEL_TABLE],
+    };
     [
         VerdictPass {
             rows: rows(&[crate::trace::NVTX_TABLE]),
             weight: 1.45,
         },
         VerdictPass {
-            rows: rows(&gpu_work),
+            rows: rows(busy),
             weight: READ + (KEPT - READ) * kept,
         },
         VerdictPass {

@@ -207,22 +207,33 @@ impl Analysis {
         to_json(&self.trace.gaps().map_err(WebError::from)?)
     }
 
-    /// The rows computing the verdict reads (`detect::rows_read`): the page's progress counts
+    /// The rows computing the verdict with [`Analysis::detect`]'s `optionsJson` reads
+    /// (`detect::rows_read`, which its profile decides): the page's progress counts
     /// [`rows_handed_out`] against it.
     #[wasm_bindgen(js_name = verdictRows)]
-    pub fn verdict_rows(&self) -> f64 {
-        self.trace.verdict_rows() as f64
+    pub fn verdict_rows(
+        &self,
+        #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
+    ) -> Result<f64, WebError> {
+        let opts: DetectOptions = from_json("detect options", options_json)?;
+        Ok(self.trace.verdict_rows(opts.profile) as f64)
     }
 
-    /// The verdict's passes in the order they run (`detect::verdict_passes`), as rows and
-    /// weight of each in turn: the page weighs the rows still to read by them.
+    /// The verdict's passes with [`Analysis::detect`]'s `optionsJson`, in the order they run
+    /// (`detect::verdict_passes`), as rows and weight of each in turn: the page weighs the rows
+    /// still to read by them.
     #[wasm_bindgen(js_name = verdictPasses)]
-    pub fn verdict_passes(&self) -> Vec<f64> {
-        self.trace
-            .verdict_passes()
+    pub fn verdict_passes(
+        &self,
+        #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
+    ) -> Result<Vec<f64>, WebError> {
+        let opts: DetectOptions = from_json("detect options", options_json)?;
+        Ok(self
+            .trace
+            .verdict_passes(opts.profile)
             .iter()
             .flat_map(|p| [p.rows as f64, p.weight])
-            .collect()
+            .collect())
     }
 
     /// The file's name as the user chose it.

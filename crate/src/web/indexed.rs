@@ -18,6 +18,7 @@ use crate::error::Result;
 use crate::index::rows::IndexFacts;
 use crate::model::Ns;
 use crate::model::rows::EventRows;
+use crate::profile::Profile;
 use crate::reread::FileReads;
 use crate::timeline::{Detail, DeviceLanes, Hit, KernelSource, Timeline, TimelineView};
 use crate::trace::{
@@ -247,14 +248,18 @@ impl Indexed {
         Ok(report)
     }
 
-    /// The rows [`Indexed::detect`] reads (`detect::rows_read`).
-    pub(crate) fn verdict_rows(&self) -> u64 {
-        detect::rows_read(&self.scan.table_rows())
+    /// The rows [`Indexed::detect`] reads under `profile` (`detect::rows_read`).
+    pub(crate) fn verdict_rows(&self, profile: Profile) -> u64 {
+        detect::rows_read(&self.scan.table_rows(), profile)
     }
 
-    /// The passes of [`Indexed::detect`], in order (`detect::verdict_passes`).
-    pub(crate) fn verdict_passes(&self) -> [detect::VerdictPass; 3] {
-        detect::verdict_passes(&self.scan.table_rows(), self.scan.kernels_kept_share())
+    /// The passes of [`Indexed::detect`] under `profile`, in order (`detect::verdict_passes`).
+    pub(crate) fn verdict_passes(&self, profile: Profile) -> [detect::VerdictPass; 3] {
+        detect::verdict_passes(
+            &self.scan.table_rows(),
+            self.scan.kernels_kept_share(),
+            profile,
+        )
     }
 
     /// The GPU-idle gap histogram: gaps in every GPU operation.
