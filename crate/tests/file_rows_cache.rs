@@ -264,6 +264,24 @@ fn a_scan_keeping_the_rows_gives_the_files_rows_on_every_public_export() {
         let kept = assert_kept_scan_equals_plain(&path, opts, MIB);
         assert_eq!(kept, MIB, "a prefix");
     }
+    // A whole-graph capture that launches graphs and whose kernels carry graph node ids: every
+    // scan reads that column (`trace::reads_graph_nodes`), the page's reader worker too, which
+    // keeps only the string values that decide it.
+    let (dir, path, _) = common::generated("capture-graph-level", 2, 5);
+    let marked = dir.path().join("marked.sqlite");
+    std::fs::copy(&path, &marked).expect("copy");
+    let nodes = rusqlite::Connection::open(&marked)
+        .and_then(|c| {
+            c.execute(
+                "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = rowid WHERE rowid % 4 = 0",
+                [],
+            )
+        })
+        .expect("mark kernels");
+    assert!(nodes > 0, "kernels with a graph node");
+    for opts in [page, detect] {
+        assert_kept_scan_equals_plain(&marked, opts, 1 << 30);
+    }
 }
 
 /// The rows a scan kept are read without the file, from the first pass.

@@ -218,8 +218,11 @@ pub fn probe_export(conn: &Connection, path: &str) -> Result<Schema> {
 /// Whether a load reads kernels' `graphNodeId` for the verdict: only its warning about a whole-graph
 /// capture of a trace that launches graphs asks whether any kernel has one.
 pub fn reads_graph_nodes(meta: &TraceMeta, strings: &Strings) -> bool {
-    meta.traces_whole_graphs()
-        && !strings
-            .sqlite_ids_where(|s| s.starts_with(GRAPH_LAUNCH))
-            .is_empty()
+    meta.traces_whole_graphs() && !strings.sqlite_ids_where(names_a_graph_launch).is_empty()
+}
+
+/// Whether a `StringIds` value names a CUDA graph launch call: the only values a kernel
+/// table's reader needs ([`reads_graph_nodes`]).
+pub(super) fn names_a_graph_launch(value: &str) -> bool {
+    value.starts_with(GRAPH_LAUNCH)
 }

@@ -100,13 +100,22 @@ pub(super) fn id_list(ids: &[i64]) -> String {
 impl Loader<'_, '_> {
     /// Schema, metadata and strings: what every table loader needs first.
     pub(super) fn begin(&mut self) -> Result<(Schema, Trace)> {
+        self.begin_keeping(|_| true)
+    }
+
+    /// [`Loader::begin`] keeping only the `StringIds` values `keep` accepts: every id is read,
+    /// so names resolve to the [`NameId`](crate::model::NameId)s any load gives them, but a
+    /// value not kept reads empty. For a reader that shows no name (the page's reader worker
+    /// names its kernels by id): a long trace's strings, one per forward step, are most of a
+    /// load's memory before its rows.
+    pub(super) fn begin_keeping(&mut self, keep: fn(&str) -> bool) -> Result<(Schema, Trace)> {
         self.report("probing schema", 0, 0)?;
         let schema = probe_export(self.conn, self.path)?;
         let mut trace = Trace {
             meta: read_meta(self.conn, &schema, self.path)?,
             ..Trace::default()
         };
-        self.load_strings(&schema, &mut trace)?;
+        self.load_strings(&schema, &mut trace, keep)?;
         self.number_threads(&schema, &mut trace)?;
         // Non-kernel GPU work is named by these (`EventRows::gpu_work`), interned before any
         // inline NVTX text so every load of a file numbers them alike.
@@ -211,7 +220,12 @@ impl Loader<'_, '_> {
         self.report(step, done, total).map(|()| true)
     }
 
-    pub(super) fn load_strings(&mut self, schema: &Schema, trace: &mut Trace) -> Result<()> {
+    pub(super) fn load_strings(
+        &mut self,
+        schema: &Schema,
+        trace: &mut Trace,
+        keep: fn(&str) -> bool,
+    ) -> Result<()> {
         if !(schema.has_column("StringIds", "id") && schema.has_column("StringIds", "value")) {
             trace.note(
                 "StringIds",
@@ -226,7 +240,8 @@ impl Loader<'_, '_> {
             "SELECT id, value FROM StringIds",
             |r| {
                 let id = int(r.get_ref(0)?, -1);
-                strings.push_row(id, &text_ref(r.get_ref(1)?));
+                let value = text_ref(r.get_ref(1)?);
+                strings.push_row(id, if keep(&value) { &value } else { "" });
                 Ok(())
             },
         )?;

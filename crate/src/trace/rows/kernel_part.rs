@@ -117,7 +117,8 @@ impl KernelPart {
             path,
             progress,
         };
-        let (schema, meta) = ctx.begin()?;
+        // Only the values that decide its columns: it names kernels by id.
+        let (schema, meta) = ctx.begin_keeping(crate::trace::load::names_a_graph_launch)?;
         let budget = Budget::new(bytes);
         let kernels = KernelScan::new(opts, &meta, bytes > 0);
         let part = kernels.read(
