@@ -110,6 +110,14 @@ pub struct Switches {
 }
 
 impl Switches {
+    /// The GPU-work tables whose rows [`Switches::busy_rows`] gives.
+    pub fn busy_tables(&self) -> &'static [crate::model::WorkTable] {
+        match self.gpu_work {
+            true => &crate::model::WorkTable::ALL,
+            false => &[crate::model::WorkTable::Kernels],
+        }
+    }
+
     /// The rows whose union is GPU busy time under this profile, in start order.
     pub fn busy_rows<'a>(
         &self,

@@ -104,22 +104,19 @@ pub fn verdict_passes(
             .map(|(_, rows)| rows)
             .sum()
     };
-    let busy: &[&str] = match profile.switches().gpu_work {
-        true => &[
-            crate::model::KERNEL_TABLE,
-            crate::trace::GRAPH_TRACE_TABLE,
-            crate::trace::MEMCPY_TABLE,
-            crate::trace::MEMSET_TABLE,
-        ],
-        false => &[crate::model::KERNEL_TABLE],
-    };
+    let busy: Vec<&str> = profile
+        .switches()
+        .busy_tables()
+        .iter()
+        .map(|&table| crate::trace::work_table_name(table))
+        .collect();
     [
         VerdictPass {
             rows: rows(&[crate::trace::NVTX_TABLE]),
             weight: 1.45,
         },
         VerdictPass {
-            rows: rows(busy),
+            rows: rows(&busy),
             weight: READ + (KEPT - READ) * kept,
         },
         VerdictPass {
