@@ -151,8 +151,9 @@ enum Sweep {
 /// The wasm32 builds (clippy, the wasm tests, `dist`) are part of the test because the analysis
 /// core must stay portable to the browser: a native-only dependency or API in the library fails
 /// here, not months later. The lint checks run first: CI holds the tree to them. The wasm32
-/// builds run beside the native steps ([`Beside`]): each leaves a core idle for long stretches
-/// (SQLite's C compiled alone, one crate's front end, one browser), and the two fill each other's.
+/// builds run beside the native steps ([`Beside`]): the wasm tests and `dist` leave a core idle
+/// for long stretches (one browser, SQLite's C compiled alone) that the wheel's build fills;
+/// the two lints each keep both cores busy, so side by side they take as long as in turn.
 fn test(sweep: Sweep) -> Result<()> {
     if sweep == Sweep::Full {
         // SAFETY: set before any thread of this process starts; the children inherit it.
