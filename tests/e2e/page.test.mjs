@@ -307,7 +307,7 @@ test('cancel stops a running analysis and the page stays usable', { timeout: TIM
   const big = path.join(tmp, 'big.sqlite');
   const { execFileSync } = await import('node:child_process');
   const { cli } = await import('./helpers.mjs');
-  execFileSync(cli(), ['gen', 'host-bound', big, '--scale', '1000'], { stdio: 'ignore' });
+  execFileSync(cli(), ['gen', 'host-bound', big, '--scale', '250'], { stdio: 'ignore' });
   await page.setInputFiles('#file-input', big);
   await page.waitForSelector('body[data-state="loading"]', { timeout: 30_000 });
   await page.click('[data-testid=cancel]');
@@ -317,7 +317,7 @@ test('cancel stops a running analysis and the page stays usable', { timeout: TIM
   await assertMatchesCli(file);
 });
 
-test('a 1.28 M-kernel trace: the verdict equals the CLI\'s in both profiles', { timeout: TIMEOUT }, async () => {
+test('a 320,000-kernel trace (the reader worker\'s part in several blocks): the verdict equals the CLI\'s in both profiles', { timeout: TIMEOUT }, async () => {
   // The cancel test's trace.
   const big = path.join(tmp, 'big.sqlite');
   await load(big);

@@ -345,6 +345,16 @@ pub fn gpu_work_rows(conn: &rusqlite::Connection, where_: &str) -> (Vec<WorkRow>
 /// The row orders `tests/tools/reorder.py` writes (nsys promises no order, 2025.6 release notes).
 pub const ROW_ORDERS: [&str; 3] = ["grouped", "chunks", "reversed"];
 
+/// The row orders a sweep rewrites its `i`-th input in: every one of [`ROW_ORDERS`] under
+/// [`full`], else one, taken in turn, so that a sweep of three inputs or more still reads every
+/// order and every input.
+pub fn row_orders_of(i: usize) -> Vec<&'static str> {
+    match full() {
+        true => ROW_ORDERS.to_vec(),
+        false => vec![ROW_ORDERS[i % ROW_ORDERS.len()]],
+    }
+}
+
 /// A copy of `src` in `dir` whose event tables are stored in `order` ([`ROW_ORDERS`]).
 pub fn reordered(src: &Path, dir: &Path, order: &str) -> PathBuf {
     let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");

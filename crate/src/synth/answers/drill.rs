@@ -293,6 +293,13 @@ fn phase_windows(tl: &Timeline) -> [(usize, Vec<(Ns, Ns)>); 2] {
     out
 }
 
+/// Whether `at` lies in one of `spans` (sorted, disjoint: a union), found by bisection so that
+/// the answers of a scaled run stay linear in its kernels.
+fn covers(spans: &[(Ns, Ns)], at: Ns) -> bool {
+    let after = spans.partition_point(|&(s, _)| s <= at);
+    after > 0 && at < spans[after - 1].1
+}
+
 fn is_graph_kernel(tl: &Timeline, k: &Kernel, launch: Option<usize>) -> bool {
     k.graph_node != 0
         || launch.is_some_and(|a| {
@@ -326,7 +333,7 @@ fn graphs(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
         }
         let at = launch.map_or(k.start, |a| tl.apis[a].start);
         for (p, (_, spans)) in per_phase.iter_mut().zip(&phases) {
-            if spans.iter().any(|&(s, e)| s <= at && at < e) {
+            if covers(spans, at) {
                 p.0 += 1;
                 p.1 += u64::from(is_graph);
             }
@@ -437,6 +444,11 @@ fn nvtx_gpu(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
     }
     let step = regex::Regex::new(r"^\[Executor\] _forward_step \d+: \d+ ctx reqs, \d+ gen reqs$")
         .expect("constant regex");
+    // In (start, longest first) order: walking back from the last range started by `t`, the
+    // first one still open at `t` has the latest start, then the shortest.
+    for ranges in per_thread.values_mut() {
+        ranges.sort_by_key(|r| (r.0, std::cmp::Reverse(r.1)));
+    }
     let mut gpu: BTreeMap<&str, Ns> = BTreeMap::new();
     let (mut attributed, mut total) = (0 as Ns, 0 as Ns);
     for k in &tl.kernels {
@@ -446,9 +458,10 @@ fn nvtx_gpu(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
         };
         let (t, key) = (tl.apis[a].start, (tl.apis[a].proc, tl.apis[a].tid));
         let inner = per_thread.get(&key).and_then(|v| {
-            v.iter()
-                .filter(|r| r.0 <= t && t < r.1)
-                .max_by_key(|r| (r.0, std::cmp::Reverse(r.1)))
+            v[..v.partition_point(|r| r.0 <= t)]
+                .iter()
+                .rev()
+                .find(|r| t < r.1)
         });
         if let Some(r) = inner {
             attributed += k.end - k.start;
