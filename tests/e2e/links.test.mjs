@@ -102,14 +102,15 @@ async function opensTimelineAt(row, what) {
   return { ...d, note };
 }
 
-// Zooms in (W around the middle) until the host lanes are read (they show from a narrow view).
+// Zooms in (W around the middle, three presses between looks) until the host lanes are read
+// (they show from a narrow view).
 async function zoomToHostLanes() {
   await page.locator(CANVAS).scrollIntoViewIfNeeded();
   let d = await drawn();
   const canvasWidth = await page.evaluate((sel) => document.querySelector(sel).width, CANVAS);
   await page.mouse.move(d.box.x + 150 + (canvasWidth - 150) / 2, d.box.y + 30);
-  for (let i = 0; i < 30 && !d.view.lanes.some((l) => l.kind === 'api'); i++) {
-    await page.keyboard.press('w');
+  for (let i = 0; i < 10 && !d.view.lanes.some((l) => l.kind === 'api'); i++) {
+    for (let w = 0; w < 3; w++) await page.keyboard.press('w');
     d = await drawnAfter(d.seq);
   }
   return d;
