@@ -229,6 +229,39 @@ fn every_public_export_replays_to_its_measured_step_time() {
     }
 }
 
+/// The replays of several changes read the rows once, side by side (natively on threads of
+/// their own): each change predicts what replaying it alone predicts, and the unchanged replay
+/// is the same, whatever is replayed beside them.
+#[test]
+fn a_change_replayed_beside_others_predicts_what_it_predicts_alone() {
+    fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+        serde_json::to_value(v).expect("json")
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for scenario in ["host-bound", "tp2-straggler"] {
+        let path = write(dir.path(), scenario, &Costs::default());
+        let mut changes = nsys_lens::whatif::standard_set();
+        changes.push(costs(|c| c.kernel_classes = vec![("gemm".into(), 0.5)]));
+        let together = whatif(&path, None, &changes).expect("whatif");
+        assert_eq!(together.predicted.len(), changes.len());
+        for (i, change) in changes.iter().enumerate() {
+            let alone = whatif(&path, None, std::slice::from_ref(change)).expect("whatif");
+            let what = format!("{scenario}: {}", change.label());
+            assert_eq!(
+                json(&together.predicted[i]),
+                json(&alone.predicted[0]),
+                "{what}"
+            );
+            assert_eq!(json(&together.replayed), json(&alone.replayed), "{what}");
+            assert_eq!(
+                json(&together.critical_path),
+                json(&alone.critical_path),
+                "{what}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_bad_factor_or_class_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,9 @@
 //! the current one are dropped, and a predecessor that was dropped ends the walk (it lies before
 //! the cycle's start, where the walk stops anyway).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use hashbrown::HashMap;
 
 use serde::Serialize;
 

@@ -63,12 +63,14 @@ fn check(costs: &Costs) -> Result<()> {
     Ok(())
 }
 
-/// One steady cycle, measured and replayed, with its critical path.
+/// One steady cycle, measured and replayed, with what bounds its critical path.
 #[derive(Debug, Clone, Default)]
 pub struct Cycle {
     pub measured: (Ns, Ns),
     pub replayed: Option<(Ns, Ns)>,
-    pub path: PathSplit,
+    /// What bounds its critical path ([`bound_of`]); its split is summed into the replay's, not
+    /// kept (tens of thousands of cycles, a replay per change held at once).
+    pub bound: Option<BoundKind>,
 }
 
 /// The wall time per step, as Root cause defines it, and the GPU window.
@@ -203,7 +205,12 @@ fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) 
     let b = analyze_rows(rows, cfg)?;
     let cycles = &b.steady_cycles;
     let strings = &rows.meta().strings;
-    let base = replay::replay(rows, cycles, &Costs::default())?;
+    // The unchanged costs first, then each change: one read of the rows for all.
+    let mut all: Vec<Costs> = Vec::with_capacity(1 + changes.len());
+    all.push(Costs::default());
+    all.extend(changes.iter().cloned());
+    let mut replays = replay::replay_all(rows, cycles, &all, None)?.into_iter();
+    let base = replays.next().unwrap_or_default();
     let measured = StepTime {
         wall_time_per_step_us: b.wall_time_per_step_us,
         window_us: us(base.measured_window.map_or(0, |(a, e)| e - a)),
@@ -222,8 +229,7 @@ fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) 
     let bound = bounds(rows, cfg, critical_path.bound, !cycles.is_empty())?;
     let mut predicted = Vec::with_capacity(changes.len());
     let mut peak_points = base.peak_points;
-    for costs in changes {
-        let r = replay::replay(rows, cycles, costs)?;
+    for (costs, r) in changes.iter().zip(replays) {
         peak_points = peak_points.max(r.peak_points);
         let t = step_time(&r);
         let gain_pct = match (t.wall_time_per_step_us, replayed.wall_time_per_step_us) {
@@ -472,8 +478,13 @@ fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
             .collect::<Vec<_>>()
     };
     let mut by_bound: HashMap<BoundKind, usize> = HashMap::new();
-    for c in r.cycles.iter().filter(|c| c.replayed.is_some()) {
-        *by_bound.entry(bound_of(&c.path)).or_default() += 1;
+    for bound in r
+        .cycles
+        .iter()
+        .filter(|c| c.replayed.is_some())
+        .filter_map(|c| c.bound)
+    {
+        *by_bound.entry(bound).or_default() += 1;
     }
     let mut steps_by_bound: Vec<(BoundKind, usize)> = by_bound.into_iter().collect();
     steps_by_bound.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

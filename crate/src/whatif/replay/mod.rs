@@ -9,7 +9,10 @@
 //! measured time, and a changed cost moves only what depends on it.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
+
+// foldhash, not SipHash: the replay inserts and removes an entry per call and GPU operation.
+use hashbrown::HashMap;
 
 use super::graph::{
     NONE, Part, PathSplit, Place, Point, PointId, Points, Segment, segments_back, walk_back,
@@ -41,40 +44,124 @@ pub struct Replayed {
     pub segments: Vec<Segment>,
 }
 
-/// Replays `rows` under `costs`; `cycles` are the steady cycles Root cause measured.
-pub fn replay(rows: &dyn EventRows, cycles: &[CycleBounds], costs: &Costs) -> Result<Replayed> {
-    replay_keeping(rows, cycles, costs, None)
-}
-
-/// [`replay`], keeping the critical path's segments of cycle `keep`.
+/// Replays `rows` under `costs`, keeping the critical path's segments of cycle `keep`;
+/// `cycles` are the steady cycles Root cause measured.
 pub fn replay_keeping(
     rows: &dyn EventRows,
     cycles: &[CycleBounds],
     costs: &Costs,
     keep: Option<usize>,
 ) -> Result<Replayed> {
+    let mut all = replay_all(rows, cycles, std::slice::from_ref(costs), keep)?;
+    Ok(all.pop().unwrap_or_default())
+}
+
+/// [`replay_keeping`] under each of `costs`, reading the rows once: each replay takes the same
+/// rows in the same order, and orders its own ends among them, so it gives what a replay of its
+/// own gives. Natively the replays run on threads beside the one reading the rows.
+pub fn replay_all(
+    rows: &dyn EventRows,
+    cycles: &[CycleBounds],
+    costs: &[Costs],
+    keep: Option<usize>,
+) -> Result<Vec<Replayed>> {
     let strings = &rows.meta().strings;
-    let mut fold = Replay::new(strings, costs, cycles);
-    fold.keep = keep;
+    let folds: Vec<Replay<'_>> = costs
+        .iter()
+        .map(|c| {
+            let mut fold = Replay::new(strings, c, cycles);
+            fold.keep = keep;
+            fold
+        })
+        .collect();
     let mut sources = Sources {
         calls: rows.calls().peekable(),
         ranges: rows.ranges().peekable(),
         work: rows.gpu_work().peekable(),
         syncs: rows.syncs().peekable(),
     };
-    loop {
-        let start = sources.next_start();
-        let end = fold.ends.peek().map(|Reverse(e)| (e.0, e.1));
-        match (start, end) {
-            (None, None) => break,
-            (Some(s), Some(e)) if e <= s => fold.end_next(),
-            (None, Some(_)) => fold.end_next(),
-            (Some(_), _) => sources.start_next(&mut fold),
-        }
-        fold.trim();
-    }
+    let replayed = fan_out(folds, &mut || sources.next_batch());
     rows.check()?;
-    Ok(fold.finish())
+    Ok(replayed)
+}
+
+/// Rows handed to the replays at a time.
+const BATCH: usize = 4096;
+
+/// Feeds every batch `next` gives to each fold, then ends them: in turn in the page (wasm32 has
+/// no threads), on up to as many threads as the machine has cores natively.
+#[cfg(target_arch = "wasm32")]
+fn fan_out(folds: Vec<Replay<'_>>, next: &mut dyn FnMut() -> Vec<Start>) -> Vec<Replayed> {
+    in_turn(folds, next)
+}
+
+/// Each batch to each fold in turn, on this thread.
+fn in_turn(mut folds: Vec<Replay<'_>>, next: &mut dyn FnMut() -> Vec<Start>) -> Vec<Replayed> {
+    loop {
+        let batch = next();
+        if batch.is_empty() {
+            break;
+        }
+        for fold in &mut folds {
+            fold.take_all(&batch);
+        }
+    }
+    folds.into_iter().map(Replay::finish).collect()
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn fan_out(folds: Vec<Replay<'_>>, next: &mut dyn FnMut() -> Vec<Start>) -> Vec<Replayed> {
+    use std::sync::{Arc, mpsc};
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if folds.len() < 2 || cores < 2 {
+        return in_turn(folds, next);
+    }
+    // The folds dealt out to the threads in turn, each thread keeping their places.
+    let threads = cores.min(folds.len());
+    let mut groups: Vec<Vec<(usize, Replay<'_>)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, fold) in folds.into_iter().enumerate() {
+        groups[i % threads].push((i, fold));
+    }
+    std::thread::scope(|scope| {
+        let mut senders = Vec::with_capacity(threads);
+        let mut handles = Vec::with_capacity(threads);
+        for mut group in groups {
+            // A few batches in flight: the reader never runs far ahead of the slowest fold.
+            let (send, recv) = mpsc::sync_channel::<Arc<Vec<Start>>>(4);
+            senders.push(send);
+            handles.push(scope.spawn(move || {
+                for batch in recv {
+                    for (_, fold) in &mut group {
+                        fold.take_all(&batch);
+                    }
+                }
+                group
+                    .into_iter()
+                    .map(|(i, fold)| (i, fold.finish()))
+                    .collect::<Vec<_>>()
+            }));
+        }
+        loop {
+            let batch = Arc::new(next());
+            if batch.is_empty() {
+                break;
+            }
+            for send in &senders {
+                // A thread that stopped has panicked; its join below says so.
+                let _ = send.send(Arc::clone(&batch));
+            }
+        }
+        drop(senders);
+        let mut replayed: Vec<(usize, Replayed)> = handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(group) => group,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect();
+        replayed.sort_by_key(|(i, _)| *i);
+        replayed.into_iter().map(|(_, r)| r).collect()
+    })
 }
 
 /// Order of points at one time: ends before starts (a kernel ends before the sync waiting on
@@ -86,6 +173,26 @@ const SYNC_ROW: u8 = 3;
 const NVTX_START: u8 = 4;
 const CALL_START: u8 = 5;
 const GPU_START: u8 = 6;
+
+/// A row that starts a point, in the order the replays take them.
+enum Start {
+    Sync(SyncRow),
+    Nvtx(NvtxRow),
+    Call(CallRow),
+    Work(KernelRow),
+}
+
+impl Start {
+    /// Its place among the points: (time, class), as an end's in the replay's heap.
+    fn key(&self) -> (Ns, u8) {
+        match self {
+            Start::Sync(r) => (r.start, SYNC_ROW),
+            Start::Nvtx(r) => (r.start, NVTX_START),
+            Start::Call(r) => (r.start, CALL_START),
+            Start::Work(r) => (r.start, GPU_START),
+        }
+    }
+}
 
 struct Sources<'a> {
     calls: std::iter::Peekable<Rows<'a, CallRow>>,
@@ -107,29 +214,25 @@ impl Sources<'_> {
         .min()
     }
 
-    fn start_next(&mut self, fold: &mut Replay<'_>) {
-        match self.next_start().map(|(_, class)| class) {
-            Some(SYNC_ROW) => {
-                if let Some(r) = self.syncs.next() {
-                    fold.sync_row(&r);
-                }
-            }
-            Some(NVTX_START) => {
-                if let Some(r) = self.ranges.next() {
-                    fold.nvtx_start(&r);
-                }
-            }
-            Some(CALL_START) => {
-                if let Some(r) = self.calls.next() {
-                    fold.call_start(&r);
-                }
-            }
-            _ => {
-                if let Some(r) = self.work.next() {
-                    fold.work_start(&r);
-                }
-            }
+    /// The next row of the four tables merged by (start, class).
+    fn next(&mut self) -> Option<Start> {
+        match self.next_start()?.1 {
+            SYNC_ROW => self.syncs.next().map(Start::Sync),
+            NVTX_START => self.ranges.next().map(Start::Nvtx),
+            CALL_START => self.calls.next().map(Start::Call),
+            _ => self.work.next().map(Start::Work),
         }
+    }
+
+    /// Up to [`BATCH`] next rows (none: the tables are read).
+    fn next_batch(&mut self) -> Vec<Start> {
+        let mut batch = Vec::with_capacity(BATCH);
+        while batch.len() < BATCH
+            && let Some(row) = self.next()
+        {
+            batch.push(row);
+        }
+        batch
     }
 }
 
@@ -359,7 +462,7 @@ impl<'a> Replay<'a> {
                 .map(|c| Cycle {
                     measured: (c.start, c.next),
                     replayed: None,
-                    path: PathSplit::default(),
+                    bound: None,
                 })
                 .collect(),
             done_cycles: 0,
@@ -678,7 +781,7 @@ impl<'a> Replay<'a> {
             self.path.add(&path);
             if let Some(c) = self.cycles.get_mut(i) {
                 c.replayed = Some((start.replayed, next.replayed));
-                c.path = path;
+                c.bound = Some(super::bound_of(&path));
             }
             self.done_cycles += 1;
             self.open.remove(&start.point);
@@ -713,7 +816,30 @@ impl<'a> Replay<'a> {
         }
     }
 
-    fn finish(self) -> Replayed {
+    /// Takes `batch` (the next rows in start order): before each row, the ends due by its
+    /// start; after the last batch, [`Replay::finish`] takes the ends left.
+    fn take_all(&mut self, batch: &[Start]) {
+        for row in batch {
+            let key = row.key();
+            while self.ends.peek().is_some_and(|Reverse(e)| (e.0, e.1) <= key) {
+                self.end_next();
+                self.trim();
+            }
+            match row {
+                Start::Sync(r) => self.sync_row(r),
+                Start::Nvtx(r) => self.nvtx_start(r),
+                Start::Call(r) => self.call_start(r),
+                Start::Work(r) => self.work_start(r),
+            }
+            self.trim();
+        }
+    }
+
+    fn finish(mut self) -> Replayed {
+        while !self.ends.is_empty() {
+            self.end_next();
+            self.trim();
+        }
         Replayed {
             cycles: self.cycles,
             window: self.window,
