@@ -478,12 +478,8 @@ fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
             .collect::<Vec<_>>()
     };
     let mut by_bound: HashMap<BoundKind, usize> = HashMap::new();
-    for bound in r
-        .cycles
-        .iter()
-        .filter(|c| c.replayed.is_some())
-        .filter_map(|c| c.bound)
-    {
+    // A cycle's bound is set when it is replayed.
+    for bound in r.cycles.iter().filter_map(|c| c.bound) {
         *by_bound.entry(bound).or_default() += 1;
     }
     let mut steps_by_bound: Vec<(BoundKind, usize)> = by_bound.into_iter().collect();

@@ -293,13 +293,6 @@ fn phase_windows(tl: &Timeline) -> [(usize, Vec<(Ns, Ns)>); 2] {
     out
 }
 
-/// Whether `at` lies in one of `spans` (sorted, disjoint: a union), found by bisection so that
-/// the answers of a scaled run stay linear in its kernels.
-fn covers(spans: &[(Ns, Ns)], at: Ns) -> bool {
-    let after = spans.partition_point(|&(s, _)| s <= at);
-    after > 0 && at < spans[after - 1].1
-}
-
 fn is_graph_kernel(tl: &Timeline, k: &Kernel, launch: Option<usize>) -> bool {
     k.graph_node != 0
         || launch.is_some_and(|a| {
@@ -333,7 +326,7 @@ fn graphs(tl: &Timeline, calls: &HashMap<(u8, u32), usize>) -> Value {
         }
         let at = launch.map_or(k.start, |a| tl.apis[a].start);
         for (p, (_, spans)) in per_phase.iter_mut().zip(&phases) {
-            if covers(spans, at) {
+            if super::ivl::covers(spans, at) {
                 p.0 += 1;
                 p.1 += u64::from(is_graph);
             }

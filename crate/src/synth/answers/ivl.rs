@@ -21,6 +21,13 @@ pub fn union(mut v: Vec<Iv>) -> Vec<Iv> {
     out
 }
 
+/// Whether `at` lies in `v` (a [`union`]), by bisection: the answers of a scaled run stay
+/// linear in its kernels.
+pub fn covers(v: &[Iv], at: Ns) -> bool {
+    let after = v.partition_point(|&(s, _)| s <= at);
+    after > 0 && at < v[after - 1].1
+}
+
 /// Intersection of two sorted disjoint lists.
 pub fn intersect(a: &[Iv], b: &[Iv]) -> Vec<Iv> {
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
