@@ -34,6 +34,7 @@ mod ranks;
 mod ranks_merge;
 mod reference_oracle;
 mod report;
+mod scan_fold;
 mod scenarios;
 mod skill;
 mod step_markers;

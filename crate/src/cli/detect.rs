@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use nsys_lens::detect::bound::BoundKind;
-use nsys_lens::detect::{self, DetectConfig, DetectReport, ThresholdOverrides};
+use nsys_lens::detect::folded::{VerdictFold, detect_folded};
+use nsys_lens::detect::{DetectConfig, DetectReport, ThresholdOverrides};
 use nsys_lens::error::{Error, Result};
 use nsys_lens::report;
 use nsys_lens::trace::LoadOptions;
@@ -111,7 +112,6 @@ pub fn run(args: &DetectArgs) -> Result<Gate> {
         }
     }
     let label = args.trace.display().to_string();
-    let export = super::OpenExport::read_once(&args.trace, LoadOptions::detect())?;
     let cfg = DetectConfig {
         profile: args.profile.into(),
         thresholds: ThresholdOverrides {
@@ -130,7 +130,10 @@ pub fn run(args: &DetectArgs) -> Result<Gate> {
         file_label: label,
         step_marker: args.marker.source()?,
     };
-    let result = detect::detect_rows(&export.rows(), &cfg)?;
+    let mut fold = VerdictFold::new(&cfg);
+    let (export, gpu) =
+        super::OpenExport::read_once_folding(&args.trace, LoadOptions::detect(), &mut fold)?;
+    let result = detect_folded(&export.rows(), fold, gpu, &cfg)?;
     args.out.write(&result, report::text::detect_report)?;
     Ok(gate(&result, &args.fail_on))
 }

@@ -21,7 +21,7 @@ use nsys_lens::names::phase_map::PhaseMap;
 use nsys_lens::names::steps::{StepMarker, StepSource, StepStyle, StepsPhase};
 use nsys_lens::profile::Profile;
 use nsys_lens::report::Versioned;
-use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
+use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions, ScanFold};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProfileArg {
@@ -294,10 +294,25 @@ impl OpenExport {
     /// budget), and the passes keep nothing — no pass follows them, so a row they packed
     /// would never be unpacked. Rows past the budget are read from the file again, decoded
     /// ahead on threads of their own while the pass folds (`trace::FileRows`).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn read_once(path: &Path, opts: LoadOptions) -> Result<OpenExport> {
         let mut export = OpenExport::scan(path, opts, budget_of(path))?;
         export.scan.cache_rows_up_to(0);
         Ok(export)
+    }
+
+    /// [`OpenExport::read_once`] folding `fold` while the scan reads
+    /// (`trace::FileScan::of_file_folding`): the export, and the fold's GPU side if it came
+    /// through.
+    pub fn read_once_folding<F: ScanFold>(
+        path: &Path,
+        opts: LoadOptions,
+        fold: &mut F,
+    ) -> Result<(OpenExport, Option<F::Gpu>)> {
+        let conn = trace::open_path(path)?;
+        let (mut scan, gpu) = FileScan::of_file_folding(&conn, path, opts, budget_of(path), fold)?;
+        scan.cache_rows_up_to(0);
+        Ok((OpenExport { conn, scan }, gpu))
     }
 
     fn scan(path: &Path, opts: LoadOptions, budget: usize) -> Result<OpenExport> {

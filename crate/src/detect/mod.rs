@@ -12,6 +12,8 @@ pub mod capture;
 pub mod catalogue;
 pub mod config;
 mod evidence;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod folded;
 pub mod host_facts;
 pub mod launch_sweep;
 pub mod measure;
@@ -147,7 +149,16 @@ fn detect_over(
         })?;
     }
     rows.check()?;
-    let kernels = sweep.finish();
+    detect_summarized(rows, host_facts, sweep.finish(), cfg)
+}
+
+/// [`detect_over`] once the kernels are swept.
+fn detect_summarized(
+    rows: &dyn EventRows,
+    host_facts: HostFacts,
+    kernels: KernelSummary,
+    cfg: &DetectConfig,
+) -> Result<DetectReport> {
     if kernels.facts.gpu_ops == 0 {
         let launches = Prepared::new(rows, &host_facts, &kernels).launch_api_calls();
         rows.check()?;

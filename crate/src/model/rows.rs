@@ -183,10 +183,16 @@ pub trait EventRows {
 
 /// The interned name of a non-kernel row of `work` (`NO_NAME` for a kernel, or when the
 /// strings lack it).
-fn work_name(strings: &super::Strings, work: Work) -> NameId {
+pub fn work_name(strings: &super::Strings, work: Work) -> NameId {
     work.name()
         .and_then(|n| strings.find_text(n))
         .unwrap_or(NO_NAME)
+}
+
+/// Row sources each in start order merged into one, by `(start, end)`, ties by source order
+/// (what [`EventRows::gpu_work`] gives).
+pub fn merged_in_start_order(sources: Vec<Rows<'_, KernelRow>>) -> Rows<'_, KernelRow> {
+    Box::new(StartMerge::new(sources))
 }
 
 /// Row sources each in start order merged into one, by `(start, end)`, ties by source order.

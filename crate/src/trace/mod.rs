@@ -38,6 +38,8 @@ pub use rows::{
     FileRows, FileScan, HEARTBEAT_ROWS, HostScan, KernelPart, MAX_FILE_RUNS, heartbeat,
     rows_handed_out,
 };
+#[cfg(not(target_arch = "wasm32"))]
+pub use rows::{GpuFold, ScanFold};
 pub use schema::{Schema, read_meta};
 pub use work_rows::{WorkRows, work_table_name};
 

@@ -12,6 +12,7 @@ use super::super::schema::Schema;
 use super::super::tables::Loader;
 use super::{MAX_FILE_RUNS, SCAN_COLUMNS, kernel_read_columns};
 use crate::error::Result;
+use crate::model::rows::KernelRow;
 use crate::model::{CoverageNote, Ns, Processes, Strings, Trace};
 
 /// Where the scan reads the kernel table (the largest): on its own connection after the host
@@ -41,15 +42,25 @@ impl KernelScan {
         KernelScan { columns, keep }
     }
 
+    /// [`KernelScan::new`] for a scan that folds the kernels as it reads them: every column a
+    /// pass reads.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(super) fn folding(opts: LoadOptions, meta: &Trace, keep: bool) -> KernelScan {
+        KernelScan {
+            columns: kernel_read_columns(opts.event_details, meta),
+            keep,
+        }
+    }
+
     /// Reads the table into a [`KernelPart`], its processes numbered after `listed` (those
-    /// `ThreadNames` lists: every reader numbers them alike).
+    /// `ThreadNames` lists: every reader numbers them alike), each row handed to `fold` too.
     pub(super) fn read(
         &self,
         ctx: &mut Loader<'_, '_>,
         (schema, strings): (&Schema, &Strings),
         listed: Processes,
-        max_runs: usize,
-        budget: &Budget,
+        (max_runs, budget): (usize, &Budget),
+        fold: &mut dyn FnMut(&KernelRow),
     ) -> Result<KernelPart> {
         let mut part = Trace {
             processes: listed,
@@ -61,6 +72,7 @@ impl KernelScan {
         ctx.read_kernels(schema, strings, &mut part, &self.columns, &mut |k| {
             runs.push(k.row, k.key());
             fill.push(&k);
+            fold(&k);
         })?;
         fill.finish(runs.count() == 1);
         Ok(KernelPart {
@@ -125,8 +137,8 @@ impl KernelPart {
             &mut ctx,
             (&schema, &meta.strings),
             meta.processes,
-            MAX_FILE_RUNS,
-            &budget,
+            (MAX_FILE_RUNS, &budget),
+            &mut |_| {},
         )?;
         Ok(KernelPart {
             own_budget: true,

@@ -37,16 +37,21 @@ use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };
 use crate::model::{
-    CoverageNote, NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Trace, Work,
+    CoverageNote, NO_NAME, Ns, NvtxRow, ProcessIdx, Processes, REPLAY_NAME, Strings, Threads,
+    Trace, Work,
 };
 
 mod file_rows;
+#[cfg(not(target_arch = "wasm32"))]
+mod fold;
 mod kernel_part;
 mod latched;
 #[cfg(not(target_arch = "wasm32"))]
 mod read_ahead;
 
 pub use file_rows::FileRows;
+#[cfg(not(target_arch = "wasm32"))]
+pub use fold::{GpuFold, ScanFold};
 pub use kernel_part::KernelPart;
 use kernel_part::{KernelReader, KernelScan};
 use latched::Latched;
@@ -186,8 +191,12 @@ impl HostScan {
         })
     }
 
-    /// Reads the host side.
-    fn read(&mut self, ctx: &mut Loader<'_, '_>) -> Result<()> {
+    /// Reads the host side, telling `hook` of the ranges.
+    fn read(
+        &mut self,
+        ctx: &mut Loader<'_, '_>,
+        hook: Option<Box<dyn RangeHook + '_>>,
+    ) -> Result<()> {
         let HostScan {
             scan,
             schema,
@@ -196,7 +205,7 @@ impl HostScan {
             budget,
             ..
         } = self;
-        scan.scan_host(ctx, schema, meta, *opts, budget)?;
+        scan.scan_host(ctx, (schema, meta), *opts, budget, hook)?;
         meta.coverage.extend(self.strings_note.take());
         Ok(())
     }
@@ -228,8 +237,8 @@ impl HostScan {
                 &mut ctx,
                 (&self.schema, &self.meta.strings),
                 std::mem::take(&mut self.meta.processes),
-                self.max_runs,
-                &self.budget,
+                (self.max_runs, &self.budget),
+                &mut |_| {},
             )?,
         };
         self.join(part)?;
@@ -375,6 +384,34 @@ impl FileScan {
         Ok(scan)
     }
 
+    /// [`FileScan::of_file`] folding `fold` while it reads: its host side over the NVTX
+    /// ranges as the host side reads them, then its GPU side over the GPU work as the kernel
+    /// table's thread reads it. The GPU side comes back when every row it and the ranges met
+    /// came as a pass would hand it out (`fold`'s module says when not); else the caller
+    /// runs its passes.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn of_file_folding<F: ScanFold>(
+        conn: &Connection,
+        file: &std::path::Path,
+        opts: LoadOptions,
+        bytes: usize,
+        fold: &mut F,
+    ) -> Result<(FileScan, Option<F::Gpu>)> {
+        let path = file.display().to_string();
+        let budget = RowBudget::new(bytes);
+        let mut ctx = Loader {
+            conn,
+            path: &path,
+            progress: &mut |_| true,
+        };
+        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, &budget))?;
+        host.kernels = KernelScan::folding(opts, &host.meta, false);
+        let (part, gpu) = host.read_beside_kernels_folding(&mut ctx, file, fold)?;
+        let mut scan = host.finish(conn, ctx.progress, Some(part))?;
+        scan.file = Some(file.to_path_buf());
+        Ok((scan, gpu))
+    }
+
     /// The host side of [`FileScan::keeping_rows`], its kernel table left to another reader
     /// ([`KernelPart::read`], the page's reader worker), joined by [`HostScan::finish`].
     pub fn host_side(
@@ -390,7 +427,7 @@ impl FileScan {
             progress,
         };
         let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, budget))?;
-        host.read(&mut ctx)?;
+        host.read(&mut ctx, None)?;
         Ok(host)
     }
 
@@ -412,7 +449,7 @@ impl FileScan {
             #[cfg(not(target_arch = "wasm32"))]
             KernelReader::Thread(file) => Some(host.read_beside_kernels(&mut ctx, file)?),
             _ => {
-                host.read(&mut ctx)?;
+                host.read(&mut ctx, None)?;
                 None
             }
         };
@@ -429,30 +466,119 @@ impl HostScan {
         ctx: &mut Loader<'_, '_>,
         file: &std::path::Path,
     ) -> Result<KernelPart> {
+        self.read_beside(ctx, file, None, |ctx, job| {
+            let KernelJob { input, listed, .. } = job;
+            let (schema, strings) = (&input.0, &input.1);
+            let limits = (job.max_runs, &*job.budget);
+            job.kernels
+                .read(ctx, (schema, strings), listed, limits, &mut |_| {})
+        })
+    }
+
+    /// [`HostScan::read_beside_kernels`] folding `fold`: its host side here as the ranges are
+    /// read, its GPU side sent to the kernel table's thread once they are.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn read_beside_kernels_folding<F: ScanFold>(
+        &mut self,
+        ctx: &mut Loader<'_, '_>,
+        file: &std::path::Path,
+        fold: &mut F,
+    ) -> Result<(KernelPart, Option<F::Gpu>)> {
+        let (to_gpu, gpu_side) = std::sync::mpsc::sync_channel(1);
+        let hook = FoldHook {
+            feed: Some(fold::RangeFeed::new(fold)),
+            to_gpu,
+        };
+        self.read_beside(ctx, file, Some(Box::new(hook)), |ctx, job| {
+            fold::read_kernels(ctx, job, gpu_side)
+        })
+    }
+
+    /// Reads the host side (telling `hook` of its ranges) while `kernel_side` reads the kernel
+    /// table on a thread and a connection of its own.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn read_beside<T: Send>(
+        &mut self,
+        ctx: &mut Loader<'_, '_>,
+        file: &std::path::Path,
+        hook: Option<Box<dyn RangeHook + '_>>,
+        kernel_side: impl FnOnce(&mut Loader<'_, '_>, KernelJob) -> Result<T> + Send,
+    ) -> Result<T> {
         let path = ctx.path;
-        let job = (self.kernels, self.max_runs, Arc::clone(&self.budget));
-        let strings = self.meta.strings.clone();
-        let listed = self.meta.processes.clone();
-        let schema = self.schema.clone();
+        let job = KernelJob {
+            kernels: self.kernels,
+            max_runs: self.max_runs,
+            budget: Arc::clone(&self.budget),
+            input: (self.schema.clone(), self.meta.strings.clone()),
+            listed: self.meta.processes.clone(),
+            opts: self.opts,
+        };
         let (host, part) = std::thread::scope(|threads| {
-            let worker = threads.spawn(move || -> Result<KernelPart> {
+            let worker = threads.spawn(move || -> Result<T> {
                 let conn = super::open::open_path(file)?;
                 let mut ctx = Loader {
                     conn: &conn,
                     path,
                     progress: &mut |_| true,
                 };
-                let (kernels, max_runs, budget) = job;
-                kernels.read(&mut ctx, (&schema, &strings), listed, max_runs, &budget)
+                kernel_side(&mut ctx, job)
             });
-            let host = self.read(ctx);
+            // The hook (and a sender it holds) ends in the read, before the join: a reader
+            // waiting for what it sends hears that nothing comes.
+            let host = self.read(ctx, hook);
             (host, worker.join())
         });
         host?;
-        // A reader that died is a bug, never an answer: an internal error.
-        part.map_err(|_| crate::error::Error::Internal {
-            detail: format!("the thread reading the kernels of {path} stopped"),
-        })?
+        part.map_err(|_| reader_stopped(path))?
+    }
+}
+
+/// What the kernel table's thread is given: the scan's set-up and a copy of the catalog it
+/// reads with.
+#[cfg(not(target_arch = "wasm32"))]
+struct KernelJob {
+    kernels: KernelScan,
+    max_runs: usize,
+    budget: Arc<Budget>,
+    input: (Schema, Strings),
+    /// The processes `ThreadNames` lists, numbered alike on every reader.
+    listed: Processes,
+    opts: LoadOptions,
+}
+
+/// A reader that died is a bug, never an answer: an internal error.
+#[cfg(not(target_arch = "wasm32"))]
+fn reader_stopped(path: &str) -> crate::error::Error {
+    crate::error::Error::Internal {
+        detail: format!("the thread reading the kernels of {path} stopped"),
+    }
+}
+
+/// What the host side's scan tells a fold: each range, then the end of the ranges.
+trait RangeHook {
+    fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads);
+    fn ranges_read(&mut self, meta: &Trace);
+}
+
+/// A fold's host side, and where its GPU side goes once the ranges are read.
+#[cfg(not(target_arch = "wasm32"))]
+struct FoldHook<'f, F: ScanFold> {
+    feed: Option<fold::RangeFeed<'f, F>>,
+    to_gpu: std::sync::mpsc::SyncSender<Option<F::Gpu>>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl<F: ScanFold> RangeHook for FoldHook<'_, F> {
+    fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) {
+        if let Some(feed) = &mut self.feed {
+            feed.push(row, strings, threads);
+        }
+    }
+
+    fn ranges_read(&mut self, meta: &Trace) {
+        let gpu = self.feed.take().and_then(|f| f.gpu(meta));
+        // A reader that stopped wants no GPU side: nothing to do.
+        let _ = self.to_gpu.send(gpu);
     }
 }
 
@@ -462,19 +588,23 @@ impl FileScan {
     fn scan_host(
         &mut self,
         ctx: &mut Loader<'_, '_>,
-        schema: &Schema,
-        meta: &mut Trace,
+        (schema, meta): (&Schema, &mut Trace),
         opts: LoadOptions,
         budget: &Budget,
+        mut hook: Option<Box<dyn RangeHook + '_>>,
     ) -> Result<()> {
         let keep = budget.left() > 0;
         let Table { runs, cache, .. } = &mut self.ranges;
-        let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
+        // A fold of the ranges read them: a pass reads them from the file if it gives up.
+        let mut fill = ScanFill::new(cache.get_mut(), budget, keep && hook.is_none());
         // The ranges are counted as a load that forgot them counts them (`forget_ranges`):
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
         let details = keep && opts.event_details;
-        ctx.read_nvtx(schema, meta, details, &mut |row, _, _| {
+        ctx.read_nvtx(schema, meta, details, &mut |row, strings, threads| {
+            if let Some(hook) = &mut hook {
+                hook.range(row, strings, threads);
+            }
             runs.push(row.row, row.key());
             fill.push(row);
             seen.count += 1;
@@ -484,6 +614,9 @@ impl FileScan {
         fill.finish(runs.count() == 1);
         meta.nvtx.omitted.count += seen.count;
         meta.nvtx.omitted.inline_text |= seen.inline_text;
+        if let Some(mut hook) = hook {
+            hook.ranges_read(meta);
+        }
         let strings = std::mem::take(&mut meta.strings);
         // With launch calls only, the scan hands on (and keeps) the launch calls alone, as a
         // pass selects them in SQL: the same rows, runs and columns.

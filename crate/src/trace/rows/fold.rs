@@ -1,0 +1,266 @@
+//! A one-shot view folded while the scan reads ([`FileScan::of_file_folding`]): the NVTX
+//! ranges on the host side as they are read, then the GPU work on the thread that reads the
+//! kernel table, so a command whose passes read each table once (`detect`) reads the largest
+//! table once, not once for the scan and once for its pass.
+//!
+//! The rows a fold gets are those a pass would hand out, in the pass's order: a table's rows
+//! in table order when that is start order (ties in table order, as merged runs give them),
+//! the GPU work merged as [`EventRows::gpu_work`](crate::model::rows::EventRows::gpu_work)
+//! merges it. When the file's rows come otherwise (out of start order, a process no
+//! `ThreadNames` row lists, whose number the join would change), the fold is dropped and the
+//! caller runs its passes instead: the scan keeps what they read, as without a fold.
+//!
+//! [`FileScan::of_file_folding`]: super::FileScan::of_file_folding
+
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use super::super::decode::{REPLAY_COLUMNS, memop_columns};
+use super::super::load::{MEMCPY_TABLE, MEMSET_TABLE};
+use super::super::runs::Keyed;
+use super::super::schema::Schema;
+use super::super::tables::Loader;
+use super::KernelJob;
+use super::kernel_part::KernelPart;
+use crate::error::Result;
+use crate::model::rows::{KernelRow, MemOpRow, merged_in_start_order, work_name};
+use crate::model::{NO_NAME, Ns, NvtxRow, Processes, REPLAY_NAME, Strings, Threads, Trace, Work};
+
+/// A view folded while the scan reads: its host side.
+pub trait ScanFold {
+    /// Its GPU side, folded on the thread that reads the kernel table.
+    type Gpu: GpuFold + Send;
+    /// An NVTX range, in start order (ties in table order), as a pass over the ranges hands
+    /// it out; `strings` and `threads` as the scan has them so far. `false`: the fold gives
+    /// up (the caller's passes will run).
+    fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) -> bool;
+    /// After the last range: the GPU side, set up from what the ranges gave (`None`: the
+    /// fold gives up).
+    fn gpu(&mut self, meta: &Trace) -> Option<Self::Gpu>;
+}
+
+/// The GPU side of a [`ScanFold`].
+pub trait GpuFold {
+    /// Whether it folds all GPU work (kernels, graph replays, copies and memsets, as
+    /// `EventRows::gpu_work`) or the kernels alone (`EventRows::kernels`).
+    fn all_work(&self) -> bool;
+    /// A row, in start order; `false`: the fold gives up.
+    fn push(&mut self, row: &KernelRow) -> bool;
+}
+
+/// Kernel rows handed from the reader to the GPU side's thread at a time, and the batches
+/// in flight: the reader waits when that many are (while the host side reads its ranges).
+const BATCH_ROWS: usize = 4096;
+const BATCHES: usize = 64;
+
+/// The host side of a fold as the scan reads the ranges: the fold, while the rows come in
+/// start order.
+pub(super) struct RangeFeed<'f, F: ScanFold> {
+    fold: &'f mut F,
+    last: Ns,
+    alive: bool,
+}
+
+impl<'f, F: ScanFold> RangeFeed<'f, F> {
+    pub(super) fn new(fold: &'f mut F) -> Self {
+        RangeFeed {
+            fold,
+            last: Ns::MIN,
+            alive: true,
+        }
+    }
+
+    pub(super) fn push(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) {
+        if !self.alive {
+            return;
+        }
+        self.alive = row.key() >= self.last && self.fold.range(row, strings, threads);
+        self.last = row.key();
+    }
+
+    /// The GPU side, if the ranges all came in order and the fold set one up.
+    pub(super) fn gpu(self, meta: &Trace) -> Option<F::Gpu> {
+        match self.alive {
+            true => self.fold.gpu(meta),
+            false => None,
+        }
+    }
+}
+
+/// The GPU side of a fold on the kernel table's reader: the kernels in table order, handed in
+/// batches to the thread that folds them ([`fold_gpu`]) while they come in start order.
+pub(super) struct GpuFeed {
+    batch: Vec<KernelRow>,
+    to_fold: Option<SyncSender<Vec<KernelRow>>>,
+    last: (Ns, Ns),
+    /// Processes numbered alike on every reader (those `ThreadNames` lists).
+    listed: usize,
+}
+
+impl GpuFeed {
+    /// The feed and the batches it hands on.
+    pub(super) fn new(listed: usize) -> (GpuFeed, Receiver<Vec<KernelRow>>) {
+        let (to_fold, batches) = sync_channel(BATCHES);
+        let feed = GpuFeed {
+            batch: Vec::with_capacity(BATCH_ROWS),
+            to_fold: Some(to_fold),
+            last: (Ns::MIN, Ns::MIN),
+            listed,
+        };
+        (feed, batches)
+    }
+
+    /// A kernel, in table order.
+    pub(super) fn push(&mut self, k: &KernelRow) {
+        if self.to_fold.is_none() {
+            return;
+        }
+        if k.key() < self.last || k.process as usize >= self.listed {
+            self.to_fold = None;
+            return;
+        }
+        self.last = k.key();
+        self.batch.push(*k);
+        if self.batch.len() == BATCH_ROWS {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_ROWS));
+        // The GPU side gave up, or never came: nothing more to hand on.
+        if let Some(to_fold) = &self.to_fold
+            && to_fold.send(batch).is_err()
+        {
+            self.to_fold = None;
+        }
+    }
+
+    /// Whether every kernel came in order and was handed on.
+    pub(super) fn finish(mut self) -> bool {
+        self.send();
+        self.to_fold.is_some()
+    }
+}
+
+/// Folds the GPU work on a thread of its own: waits for the GPU side from the host side, then
+/// hands it the other GPU work and the kernels' batches merged as `EventRows::gpu_work` merges
+/// them (or the kernels alone). `None` when no GPU side came or it gave up.
+pub(super) fn fold_gpu<G: GpuFold>(
+    gpu_side: Receiver<Option<G>>,
+    others: Vec<KernelRow>,
+    batches: Receiver<Vec<KernelRow>>,
+) -> Option<G> {
+    let mut fold = gpu_side.recv().ok().flatten()?;
+    let others = match fold.all_work() {
+        true => others,
+        false => Vec::new(),
+    };
+    let mut others = others.iter().peekable();
+    for batch in batches {
+        for k in &batch {
+            // The kernels' source comes first in the merge: another row goes before a kernel
+            // only when it sorts strictly before it.
+            while let Some(o) = others.next_if(|o| o.key() < k.key()) {
+                if !fold.push(o) {
+                    return None;
+                }
+            }
+            if !fold.push(k) {
+                return None;
+            }
+        }
+    }
+    others.all(|o| fold.push(o)).then_some(fold)
+}
+
+/// The kernel table's reader of a folding scan: reads the other GPU work, then the kernel
+/// table, each kernel handed to the GPU side's thread as well as kept as the scan keeps it.
+/// The part, and the GPU side if every row came as a pass would hand it out.
+pub(super) fn read_kernels<G: GpuFold + Send>(
+    ctx: &mut Loader<'_, '_>,
+    job: KernelJob,
+    gpu_side: Receiver<Option<G>>,
+) -> Result<(KernelPart, Option<G>)> {
+    let KernelJob {
+        kernels,
+        max_runs,
+        budget,
+        input: (schema, strings),
+        listed,
+        opts,
+    } = job;
+    let limits = (max_runs, &*budget);
+    let others = match opts.memory_ops {
+        true => other_work(ctx, (&schema, &strings), &listed)?,
+        false => Vec::new(),
+    };
+    let n = listed.len();
+    if others.iter().any(|r| r.process as usize >= n) {
+        // No GPU side: the host side's send fails, and nothing waits on it.
+        drop(gpu_side);
+        let part = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |_| {})?;
+        return Ok((part, None));
+    }
+    std::thread::scope(|threads| {
+        let (mut feed, batches) = GpuFeed::new(n);
+        let folder = threads.spawn(|| fold_gpu(gpu_side, others, batches));
+        let read = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |k| {
+            feed.push(k)
+        });
+        let ordered = feed.finish();
+        // The fold's thread ends once the feed has: it gets no more batches.
+        let folded = folder.join().map_err(|_| crate::error::Error::Internal {
+            detail: "the thread folding the GPU work stopped".into(),
+        })?;
+        Ok((read?, folded.filter(|_| ordered)))
+    })
+}
+
+/// Graph replays, copies and memsets as GPU work, each table in start order as a pass reads
+/// it (sorted by its key, ties in table order), merged as `EventRows::gpu_work` merges them.
+fn other_work(
+    ctx: &mut Loader<'_, '_>,
+    (schema, strings): (&Schema, &Strings),
+    listed: &Processes,
+) -> Result<Vec<KernelRow>> {
+    // Read into a trace of their own (the host side reads the same tables and notes them),
+    // its processes numbered after the listed ones, as every reader numbers them.
+    let mut apart = Trace {
+        strings: strings.clone(),
+        processes: listed.clone(),
+        ..Trace::default()
+    };
+    let mut replays = Vec::new();
+    ctx.read_replays(schema, &mut apart, &REPLAY_COLUMNS, &mut |r| {
+        replays.push(r)
+    })?;
+    let replay_name = apart.strings.find_text(REPLAY_NAME).unwrap_or(NO_NAME);
+    for r in &mut replays {
+        r.work = Work::Replay;
+        r.short_name = replay_name;
+        r.demangled_name = replay_name;
+    }
+    replays.sort_by_key(|r| r.key());
+    let mut memops = |table: &'static str| -> Result<Vec<MemOpRow>> {
+        let mut ops = Vec::new();
+        let columns = memop_columns(table);
+        ctx.read_memops(schema, &mut apart, table, &columns, &mut |op| ops.push(op))?;
+        ops.sort_by_key(|op| op.key());
+        Ok(ops)
+    };
+    let copies = memops(MEMCPY_TABLE)?;
+    let memsets = memops(MEMSET_TABLE)?;
+    let strings = &apart.strings;
+    let memset_name = work_name(strings, Work::Memset);
+    let merged = merged_in_start_order(vec![
+        Box::new(replays.into_iter()),
+        Box::new(copies.iter().map(|op| KernelRow::of_copy(op, strings))),
+        Box::new(
+            memsets
+                .iter()
+                .map(|op| KernelRow::of_memop(op, Work::Memset, memset_name)),
+        ),
+    ])
+    .collect();
+    Ok(merged)
+}

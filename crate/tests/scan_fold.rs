@@ -1,0 +1,216 @@
+//! `detect` folded while the scan reads (`FileScan::of_file_folding`, what the CLI's one-shot
+//! `detect` runs): the host facts from the NVTX ranges as the host side reads them, the kernel
+//! sweep beside the kernel table's reader. It gives the verdict of the passes over the same
+//! file, output for output, and gives way to the passes when the rows do not come as a pass
+//! hands them out (out of start order, or a process `ThreadNames` does not list).
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use nsys_lens::detect::folded::{VerdictFold, came_through, detect_folded};
+use nsys_lens::detect::{self, DetectConfig};
+use nsys_lens::names::steps::parse_marker_spec;
+use nsys_lens::profile::Profile;
+use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
+
+type Json = Result<serde_json::Value, String>;
+
+fn json<T: serde::Serialize>(r: nsys_lens::error::Result<T>) -> Json {
+    r.map(|v| serde_json::to_value(v).expect("json"))
+        .map_err(|e| e.to_string())
+}
+
+/// The verdict folded while scanning, keeping rows up to `budget` as the CLI does, and
+/// whether the fold came through (else its passes ran).
+fn folded(path: &Path, cfg: &DetectConfig, budget: usize) -> (Json, bool) {
+    let conn = trace::open_path(path).expect("open");
+    let mut fold = VerdictFold::new(cfg);
+    let scanned = FileScan::of_file_folding(&conn, path, LoadOptions::detect(), budget, &mut fold);
+    let (mut scan, gpu) = match scanned {
+        Ok(scanned) => scanned,
+        Err(e) => return (Err(e.to_string()), false),
+    };
+    scan.cache_rows_up_to(0);
+    let through = came_through(&fold, &gpu, scan.meta());
+    let rows = FileRows::over(&conn, &scan);
+    (json(detect_folded(&rows, fold, gpu, cfg)), through)
+}
+
+/// The verdict of the passes over the same file, read the same way.
+fn passes(path: &Path, cfg: &DetectConfig) -> Json {
+    let conn = trace::open_path(path).expect("open");
+    let budget = budget_of(path);
+    let scan =
+        FileScan::of_file(&conn, path, LoadOptions::detect(), budget).map_err(|e| e.to_string())?;
+    json(detect::detect_rows(&FileRows::over(&conn, &scan), cfg))
+}
+
+fn budget_of(path: &Path) -> usize {
+    trace::row_budget(std::fs::metadata(path).expect("metadata").len(), 0)
+}
+
+fn assert_same(got: &Json, want: &Json, what: &str) {
+    match (got, want) {
+        (Ok(g), Ok(w)) => assert!(g == w, "{what}: {}", common::json_diff(g, w)),
+        (g, w) => assert_eq!(g, w, "{what}"),
+    }
+}
+
+fn configs() -> Vec<DetectConfig> {
+    vec![
+        DetectConfig::default(),
+        DetectConfig {
+            profile: Profile::TrtllmSkill,
+            ..DetectConfig::default()
+        },
+        DetectConfig {
+            step_marker: parse_marker_spec("vllm").expect("marker"),
+            ..DetectConfig::default()
+        },
+        DetectConfig {
+            window: Some((0, i64::MAX / 4)),
+            ..DetectConfig::default()
+        },
+    ]
+}
+
+/// Whether a fold can come through on `path`, from plain SQL: every table it reads in start
+/// order by `rowid` (the kernels by start and end), and every process that ran GPU work listed
+/// in `ThreadNames` (an export without GPU work folds: its verdict says there is none).
+fn foldable(path: &Path) -> bool {
+    let conn = common::open_export(path);
+    let has = |t: &str| {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [t],
+            |r| r.get::<_, i64>(0),
+        )
+        .expect("sqlite_master")
+            > 0
+    };
+    let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql);
+    let out_of_order = |table: &str, key: &[&str], filter: &str| {
+        let before: Vec<String> = key.iter().map(|c| format!("LAG({c}) OVER w")).collect();
+        has(table)
+            && count(&format!(
+                "SELECT count(*) FROM (SELECT ({}) < ({}) AS back FROM {table} {filter} \
+                 WINDOW w AS (ORDER BY rowid)) WHERE back",
+                key.join(", "),
+                before.join(", ")
+            )) > 0
+    };
+    let gpu = ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"];
+    let in_order = !out_of_order("CUPTI_ACTIVITY_KIND_KERNEL", &["start", "\"end\""], "")
+        && !out_of_order("NVTX_EVENTS", &["start"], "WHERE \"end\" IS NOT NULL")
+        && !gpu.iter().any(|t| out_of_order(t, &["start"], ""));
+    let listed = |table: &str| {
+        let processes = match has("ThreadNames") {
+            true => "SELECT DISTINCT (globalTid >> 24) << 24 FROM ThreadNames",
+            false => "SELECT NULL WHERE 0",
+        };
+        let with_pid = count(&format!(
+            "SELECT count(*) FROM pragma_table_info('{table}') WHERE name = 'globalPid'"
+        )) > 0;
+        // Without the column every row's process is the one of `globalPid` 0, listed by none.
+        let unlisted = match with_pid {
+            true => format!(
+                "SELECT count(*) FROM (SELECT DISTINCT globalPid FROM {table}) \
+                 WHERE globalPid NOT IN ({processes})"
+            ),
+            false => format!("SELECT count(*) FROM {table}"),
+        };
+        !has(table) || count(&unlisted) == 0
+    };
+    let all_listed = ["CUPTI_ACTIVITY_KIND_KERNEL", gpu[0], gpu[1]]
+        .iter()
+        .all(|t| listed(t));
+    in_order && all_listed
+}
+
+fn scenarios() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
+    let mut dirs = Vec::new();
+    let mut paths = Vec::new();
+    for scenario in [
+        "tp2-phases",
+        "cuda-graphs",
+        "copy-bound",
+        "idle-causes",
+        "host-bound",
+    ] {
+        let (dir, path, _) = common::generated(scenario, 1, 3);
+        dirs.push(dir);
+        paths.push(path);
+    }
+    (dirs, paths)
+}
+
+#[test]
+fn a_verdict_folded_while_scanning_equals_the_verdict_of_its_passes() {
+    let (_dirs, generated) = scenarios();
+    let inputs: Vec<PathBuf> = common::sweep_exports()
+        .into_iter()
+        .chain(generated.iter().cloned())
+        .collect();
+    let mut folds = Vec::new();
+    for path in &inputs {
+        let expect = foldable(path);
+        for cfg in configs() {
+            let what = format!("{}: {:?} {:?}", path.display(), cfg.profile, cfg.window);
+            let (got, through) = folded(path, &cfg, budget_of(path));
+            assert_same(&got, &passes(path, &cfg), &what);
+            assert_eq!(through, expect, "{what}: folded");
+        }
+        folds.push(expect);
+    }
+    // The single-rank scenarios are written in start order (a multi-rank one a run per rank),
+    // and most real exports are: the fold is what the CLI mostly runs.
+    let single_rank = &folds[folds.len() - 3..];
+    assert_eq!(single_rank, [true; 3], "the single-rank scenarios fold");
+    assert!(
+        folds.iter().filter(|&&f| f).count() > folds.len() / 2,
+        "{folds:?}"
+    );
+    // Nothing kept: the passes after the fold read the launch calls from the file.
+    let path = &generated[4];
+    let cfg = DetectConfig::default();
+    let (got, through) = folded(path, &cfg, 0);
+    assert!(through, "{}: folded with nothing kept", path.display());
+    assert_same(&got, &passes(path, &cfg), "nothing kept");
+}
+
+#[test]
+fn an_export_out_of_start_order_gives_way_to_the_passes() {
+    let (_dir, path, _) = common::generated("tp2-phases", 1, 3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for order in common::ROW_ORDERS {
+        let copy = common::reordered(&path, tmp.path(), order);
+        assert!(!foldable(&copy), "{order}: the copy is out of start order");
+        for cfg in configs() {
+            let what = format!("{order} order: {:?}", cfg.profile);
+            let (got, through) = folded(&copy, &cfg, budget_of(&copy));
+            assert!(!through, "{what}: folded rows out of start order");
+            assert_same(&got, &passes(&copy, &cfg), &what);
+        }
+    }
+}
+
+#[test]
+fn gpu_work_of_a_process_thread_names_does_not_list_gives_way_to_the_passes() {
+    let (_dir, path, _) = common::generated("copy-bound", 1, 3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let copy = common::writable_copy(&path, &tmp.path().join("unlisted.sqlite"));
+    let conn = rusqlite::Connection::open(&copy).expect("open copy");
+    conn.execute("DELETE FROM ThreadNames", []).expect("delete");
+    drop(conn);
+    assert!(!foldable(&copy));
+    for cfg in configs() {
+        let (got, through) = folded(&copy, &cfg, budget_of(&copy));
+        assert!(
+            !through,
+            "{:?}: folded an unlisted process's work",
+            cfg.profile
+        );
+        assert_same(&got, &passes(&copy, &cfg), "unlisted");
+    }
+}
