@@ -21,20 +21,25 @@ fn json<T: serde::Serialize>(r: nsys_lens::error::Result<T>) -> Json {
         .map_err(|e| e.to_string())
 }
 
-/// The verdict folded while scanning, keeping rows up to `budget` as the CLI does, and
-/// whether the fold came through (else its passes ran).
-fn folded(path: &Path, cfg: &DetectConfig, budget: usize) -> (Json, bool) {
+/// The verdict folded while scanning, keeping rows up to `budget` as the CLI does, whether
+/// the fold came through (else its passes ran), and whether it swept the launch calls.
+fn folded(path: &Path, cfg: &DetectConfig, budget: usize) -> (Json, bool, bool) {
     let conn = trace::open_path(path).expect("open");
     let mut fold = VerdictFold::new(cfg);
     let scanned = FileScan::of_file_folding(&conn, path, LoadOptions::detect(), budget, &mut fold);
     let (mut scan, gpu) = match scanned {
         Ok(scanned) => scanned,
-        Err(e) => return (Err(e.to_string()), false),
+        Err(e) => return (Err(e.to_string()), false, false),
     };
     scan.cache_rows_up_to(0);
     let through = came_through(&fold, &gpu, scan.meta());
+    let launches = fold.swept_launches();
     let rows = FileRows::over(&conn, &scan);
-    (json(detect_folded(&rows, fold, gpu, cfg)), through)
+    (
+        json(detect_folded(&rows, fold, gpu, cfg)),
+        through,
+        launches,
+    )
 }
 
 /// The verdict of the passes over the same file, read the same way.
@@ -153,16 +158,21 @@ fn a_verdict_folded_while_scanning_equals_the_verdict_of_its_passes() {
         .chain(generated.iter().cloned())
         .collect();
     let mut folds = Vec::new();
+    let mut swept = Vec::new();
     for path in &inputs {
         let expect = foldable(path);
         for cfg in configs() {
             let what = format!("{}: {:?} {:?}", path.display(), cfg.profile, cfg.window);
-            let (got, through) = folded(path, &cfg, budget_of(path));
+            let (got, through, launches) = folded(path, &cfg, budget_of(path));
             assert_same(&got, &passes(path, &cfg), &what);
             assert_eq!(through, expect, "{what}: folded");
+            swept.push(launches);
         }
         folds.push(expect);
     }
+    // The single-rank scenarios' launch calls are swept as the scan reads them, in every
+    // configuration.
+    assert_eq!(swept[swept.len() - 12..], [true; 12], "launch calls swept");
     // The single-rank scenarios are written in start order (a multi-rank one a run per rank),
     // and most real exports are: the fold is what the CLI mostly runs.
     let single_rank = &folds[folds.len() - 3..];
@@ -174,7 +184,7 @@ fn a_verdict_folded_while_scanning_equals_the_verdict_of_its_passes() {
     // Nothing kept: the passes after the fold read the launch calls from the file.
     let path = &generated[4];
     let cfg = DetectConfig::default();
-    let (got, through) = folded(path, &cfg, 0);
+    let (got, through, _) = folded(path, &cfg, 0);
     assert!(through, "{}: folded with nothing kept", path.display());
     assert_same(&got, &passes(path, &cfg), "nothing kept");
 }
@@ -188,7 +198,7 @@ fn an_export_out_of_start_order_gives_way_to_the_passes() {
         assert!(!foldable(&copy), "{order}: the copy is out of start order");
         for cfg in configs() {
             let what = format!("{order} order: {:?}", cfg.profile);
-            let (got, through) = folded(&copy, &cfg, budget_of(&copy));
+            let (got, through, _) = folded(&copy, &cfg, budget_of(&copy));
             assert!(!through, "{what}: folded rows out of start order");
             assert_same(&got, &passes(&copy, &cfg), &what);
         }
@@ -205,7 +215,7 @@ fn gpu_work_of_a_process_thread_names_does_not_list_gives_way_to_the_passes() {
     drop(conn);
     assert!(!foldable(&copy));
     for cfg in configs() {
-        let (got, through) = folded(&copy, &cfg, budget_of(&copy));
+        let (got, through, _) = folded(&copy, &cfg, budget_of(&copy));
         assert!(
             !through,
             "{:?}: folded an unlisted process's work",

@@ -1,15 +1,17 @@
 //! The verdict folded while the scan reads ([`crate::trace::FileScan::of_file_folding`]): the
 //! host facts from the NVTX ranges as the host side reads them, the kernel sweep on the thread
 //! that reads the kernel table. A one-shot `detect` then reads the kernel table once, where
-//! [`detect_rows`](super::detect_rows) reads it again after the scan. The launch calls are
-//! still a pass: the window they are counted in is the kernels' hull, known once every
-//! kernel is read.
+//! [`detect_rows`](super::detect_rows) reads it again after the scan. The launch sweep takes
+//! the calls as the host side reads them too: its window starts at the first GPU work (or the
+//! user's window), which it waits for the kernel table's reader to read, and ends no earlier
+//! than the latest kernel end read so far; the calls past that are held until the scan ends.
 
+use super::launch_sweep::{LaunchSweep, LaunchSweepResult, swept_calls};
 use super::{DetectConfig, DetectReport, HostFacts, HostFactsBuilder, KernelSweep};
 use crate::error::Result;
-use crate::model::rows::{EventRows, KernelRow};
-use crate::model::{NvtxRow, Strings, Threads, Trace};
-use crate::trace::{GpuFold, ScanFold};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{NameFlags, NvtxRow, Strings, Threads, Trace, flag};
+use crate::trace::{GpuFold, GpuProgress, ScanFold};
 
 /// The verdict's host side, folded over the ranges as the scan reads them.
 pub struct VerdictFold<'c> {
@@ -18,7 +20,23 @@ pub struct VerdictFold<'c> {
     facts: Option<HostFacts>,
     /// Processes the facts were sized for: the scan's, once its ranges were read.
     processes: usize,
+    /// The names of the calls the launch sweep takes, once the facts are known.
+    swept: NameFlags,
+    launches: Launches,
 }
+
+/// The launch sweep over the calls as they are read.
+enum Launches {
+    /// No launch call yet.
+    Waiting,
+    Sweeping(Box<LaunchSweep>, u64),
+    Done(LaunchSweepResult),
+    /// A call came out of order, or the GPU work's start was not to be had: the pass sweeps.
+    Void,
+}
+
+/// Launch calls between two looks at how far the kernel table's reader has come.
+const SETTLE_EVERY: u64 = 1 << 12;
 
 /// The verdict's kernel sweep, folded over the GPU work as the kernel table is read.
 pub struct SweepFold {
@@ -33,6 +51,8 @@ impl<'c> VerdictFold<'c> {
             builder: None,
             facts: None,
             processes: 0,
+            swept: NameFlags::default(),
+            launches: Launches::Waiting,
         }
     }
 }
@@ -58,8 +78,63 @@ impl ScanFold for VerdictFold<'_> {
         let mut facts = builder.finish(self.processes, &mut ());
         let sweep = KernelSweep::of(facts.sweep_inputs(cfg));
         let all_work = facts.sw.gpu_work;
+        self.swept = swept_calls(&facts, &meta.strings);
         self.facts = Some(facts);
         Some(SweepFold { sweep, all_work })
+    }
+
+    fn call(&mut self, row: &CallRow, gpu: &GpuProgress) -> bool {
+        if !flag(&self.swept, row.name) {
+            return true;
+        }
+        if matches!(self.launches, Launches::Waiting) {
+            self.launches = self.launch_sweep(gpu);
+        }
+        let Launches::Sweeping(sweep, calls) = &mut self.launches else {
+            return false;
+        };
+        *calls += 1;
+        if self.cfg.window.is_none() && calls.is_multiple_of(SETTLE_EVERY) {
+            sweep.settle_until(gpu.ends_at_least());
+        }
+        sweep.push(*row);
+        true
+    }
+
+    fn calls_read(&mut self, complete: bool) {
+        let launches = std::mem::replace(&mut self.launches, Launches::Void);
+        self.launches = match (launches, complete) {
+            (Launches::Sweeping(sweep, _), true) => Launches::Done(sweep.finish()),
+            _ => Launches::Void,
+        };
+    }
+}
+
+impl VerdictFold<'_> {
+    /// Whether the launch calls were swept as the scan read them: every one in start order,
+    /// the GPU work's start to be had.
+    pub fn swept_launches(&self) -> bool {
+        matches!(self.launches, Launches::Done(_))
+    }
+
+    /// The launch sweep over the aggregate window the kernel sweep will find: the user's, or
+    /// from the first GPU work on ([`detect_folded`] checks that it did).
+    fn launch_sweep(&self, gpu: &GpuProgress) -> Launches {
+        let Some(facts) = &self.facts else {
+            return Launches::Void;
+        };
+        let window = match self.cfg.window {
+            Some((start, end)) if start < end => Some((start, end)),
+            _ => gpu
+                .first_start(facts.sw.gpu_work)
+                .map(|start| (start, gpu.ends_at_least())),
+        };
+        match window {
+            Some((start, until)) => {
+                Launches::Sweeping(Box::new(LaunchSweep::new(facts, start, until)), 0)
+            }
+            None => Launches::Void,
+        }
     }
 }
 
@@ -90,8 +165,14 @@ pub fn detect_folded(
     if !came_through(&fold, &gpu, rows.meta()) {
         return super::detect_rows(rows, cfg);
     }
+    let launches = match fold.launches {
+        Launches::Done(swept) => Some(swept),
+        _ => None,
+    };
     match (fold.facts, gpu) {
-        (Some(facts), Some(gpu)) => super::detect_summarized(rows, facts, gpu.sweep.finish(), cfg),
+        (Some(facts), Some(gpu)) => {
+            super::detect_summarized(rows, facts, (gpu.sweep.finish(), launches), cfg)
+        }
         _ => super::detect_rows(rows, cfg),
     }
 }

@@ -11,7 +11,7 @@ use crate::detect::host_facts::HostFacts;
 use crate::detect::name_tables::NameTables;
 use crate::iterations::inferred::{GraphLaunchTape, UnitFound};
 use crate::model::rows::{CallRow, EventRows};
-use crate::model::{NameFlags, NameId, Ns, ProcessIdx, flag};
+use crate::model::{NameFlags, NameId, Ns, ProcessIdx, Strings, flag};
 use crate::names::launch::{LaunchApis, is_launch_api};
 use crate::profile::{PhaseWindow, Switches};
 use crate::steps::spans::{SpanQueue, Spans, overlap_at, seek};
@@ -34,10 +34,10 @@ impl Scope {
 /// name table in place, and the phase windows through queues copied from the facts, trimmed as
 /// the calls pass them.
 #[derive(Debug, Clone)]
-pub struct LaunchSweep<'p> {
+pub struct LaunchSweep {
     sw: Switches,
-    launch: &'p NameFlags,
-    graph_launch: &'p NameFlags,
+    launch: NameFlags,
+    graph_launch: NameFlags,
     /// Context and generation windows.
     phases: [SpanQueue; 2],
     counts: LaunchCounts,
@@ -119,15 +119,11 @@ pub struct LaunchTotals {
     pub graph_steps: Option<UnitFound>,
 }
 
-impl<'p> LaunchSweep<'p> {
+impl LaunchSweep {
     /// A sweep for the profile and phase windows of `host_facts`; the aggregate window starts at
     /// `aggregate_start` (the first kernel's start, or the user window's) and ends no earlier
     /// than `settled_until` (the last kernel row's end, or the window's end when known).
-    pub fn new(
-        host_facts: &'p HostFacts,
-        aggregate_start: Ns,
-        settled_until: Ns,
-    ) -> LaunchSweep<'p> {
+    pub fn new(host_facts: &HostFacts, aggregate_start: Ns, settled_until: Ns) -> LaunchSweep {
         let whole = |p: &Option<crate::steps::PhaseCounts>| {
             let spans = p.as_ref().map(|p| &p.window);
             SpanQueue::of(spans.map_or(&[][..], |w| w.spans()))
@@ -135,8 +131,8 @@ impl<'p> LaunchSweep<'p> {
         let names: &NameTables = &host_facts.names;
         LaunchSweep {
             sw: host_facts.sw,
-            launch: &names.launch,
-            graph_launch: &names.graph_launch,
+            launch: names.launch.clone(),
+            graph_launch: names.graph_launch.clone(),
             phases: [whole(&host_facts.context), whole(&host_facts.generation)],
             counts: LaunchCounts {
                 aggregate_start,
@@ -159,10 +155,10 @@ impl<'p> LaunchSweep<'p> {
         if !counts.names_seen.contains(&call.name) {
             counts.names_seen.push(call.name);
         }
-        if flag(self.graph_launch, call.name) {
+        if flag(&self.graph_launch, call.name) {
             counts.graphs.push(call.process, call.start);
         }
-        if !flag(self.launch, call.name) {
+        if !flag(&self.launch, call.name) {
             return;
         }
         if self.sw.launch_union_per_process {
@@ -197,6 +193,13 @@ impl<'p> LaunchSweep<'p> {
             }
             None => acc.current = Some((s, e)),
         }
+    }
+
+    /// Lets the aggregate window end no earlier than `t` (a sweep beside the GPU work's reader
+    /// learns it as the kernels are read): pieces ending by then are counted as they close.
+    pub fn settle_until(&mut self, t: Ns) {
+        let c = &mut self.counts;
+        c.settled_until = c.settled_until.max(t);
     }
 
     /// Drops the window spans every process's union and call has passed (`now`: no call
@@ -244,6 +247,12 @@ impl<'p> LaunchSweep<'p> {
 }
 
 impl LaunchSweepResult {
+    /// Whether the sweep assumed what `[start, end)`, the aggregate window, holds: its start,
+    /// and an end no earlier than the one it counted pieces up to as they closed.
+    pub fn fits(&self, (start, end): (Ns, Ns)) -> bool {
+        self.sweep.aggregate_start == start && self.sweep.settled_until <= end
+    }
+
     /// Launch calls swept (whole trace).
     pub fn calls(&self) -> u64 {
         self.sweep.calls
@@ -319,14 +328,19 @@ fn launch_calls<'t>(
     rows: &'t dyn EventRows,
     host_facts: &HostFacts,
 ) -> impl Iterator<Item = CallRow> + 't {
-    let any_launch: NameFlags = match host_facts.sw.launch_apis {
-        LaunchApis::AllVersioned => host_facts.names.launch.clone(),
-        LaunchApis::ExactCudaLaunchKernel => rows
-            .meta()
-            .strings
-            .classify(|s| is_launch_api(s, LaunchApis::AllVersioned)),
-    };
+    let any_launch = swept_calls(host_facts, &rows.meta().strings);
     rows.calls().filter(move |c| flag(&any_launch, c.name))
+}
+
+/// The names of the CUDA API calls [`sweep_loaded`] hands the sweep: kernel-launch APIs under
+/// any profile's rule.
+pub fn swept_calls(host_facts: &HostFacts, strings: &Strings) -> NameFlags {
+    match host_facts.sw.launch_apis {
+        LaunchApis::AllVersioned => host_facts.names.launch.clone(),
+        LaunchApis::ExactCudaLaunchKernel => {
+            strings.classify(|s| is_launch_api(s, LaunchApis::AllVersioned))
+        }
+    }
 }
 
 /// Credits a closed union piece to each scope.

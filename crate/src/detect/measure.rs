@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::detect::host_facts::HostFacts;
-use crate::detect::launch_sweep::{LaunchTotals, Scope, sweep_loaded};
+use crate::detect::launch_sweep::{LaunchSweepResult, LaunchTotals, Scope, sweep_loaded};
 use crate::detect::name_tables::NameTables;
 use crate::detect::result::Metrics;
 use crate::detect::sweep::{GroupSummary, KernelSummary, ScopeSummary};
@@ -137,10 +137,24 @@ impl<'t> Prepared<'t> {
         host_facts: &'t HostFacts,
         kernels: &'t KernelSummary,
     ) -> Prepared<'t> {
+        Prepared::with_launches(rows, host_facts, kernels, None)
+    }
+
+    /// [`Prepared::new`] from the launch calls swept already (while the scan read them), when
+    /// that sweep assumed what the aggregate window holds; else swept here.
+    pub(super) fn with_launches(
+        rows: &'t dyn EventRows,
+        host_facts: &'t HostFacts,
+        kernels: &'t KernelSummary,
+        swept: Option<LaunchSweepResult>,
+    ) -> Prepared<'t> {
         let trace = rows.meta();
         let hull = kernels.facts.hull;
         let window = kernels.aggregate.window.hull.or(hull).unwrap_or_default();
-        let launches = sweep_loaded(rows, host_facts, window).totals(window);
+        let swept = swept
+            .filter(|s| s.fits(window))
+            .unwrap_or_else(|| sweep_loaded(rows, host_facts, window));
+        let launches = swept.totals(window);
         Prepared {
             trace,
             sw: host_facts.sw,

@@ -30,7 +30,7 @@ pub use sweep::{KernelSummary, KernelSweep, SweepInputs};
 
 use crate::steps::PhaseCounts;
 use crate::steps::spans::WindowFacts;
-use launch_sweep::Scope;
+use launch_sweep::{LaunchSweepResult, Scope};
 use measure::{Prepared, ScopeMeasure};
 use result::{Metrics, PhaseResult, Phases, TraceFacts, WindowInfo};
 
@@ -149,14 +149,15 @@ fn detect_over(
         })?;
     }
     rows.check()?;
-    detect_summarized(rows, host_facts, sweep.finish(), cfg)
+    detect_summarized(rows, host_facts, (sweep.finish(), None), cfg)
 }
 
-/// [`detect_over`] once the kernels are swept.
+/// [`detect_over`] once the kernels are swept (and the launch calls, if they were as they were
+/// read: else the launch sweep is a pass).
 fn detect_summarized(
     rows: &dyn EventRows,
     host_facts: HostFacts,
-    kernels: KernelSummary,
+    (kernels, launches): (KernelSummary, Option<LaunchSweepResult>),
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
     if kernels.facts.gpu_ops == 0 {
@@ -164,7 +165,7 @@ fn detect_summarized(
         rows.check()?;
         return Err(KernelAbsence::of(&rows.meta().present, launches).error(&cfg.file_label));
     }
-    let report = assemble(rows, &host_facts, &kernels, cfg);
+    let report = assemble(rows, &host_facts, (&kernels, launches), cfg);
     rows.check()?;
     report
 }
@@ -181,13 +182,13 @@ fn corrupt(cfg: &DetectConfig, detail: &str) -> Error {
 fn assemble(
     rows: &dyn EventRows,
     host_facts: &HostFacts,
-    kernels: &KernelSummary,
+    (kernels, launches): (&KernelSummary, Option<LaunchSweepResult>),
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
     let host = rows.meta();
     let sw = host_facts.sw;
     let thresholds = cfg.thresholds.resolve(&sw);
-    let prepared = Prepared::new(rows, host_facts, kernels);
+    let prepared = Prepared::with_launches(rows, host_facts, kernels, launches);
     let window_source = match (cfg.window.is_some(), sw.gpu_work) {
         (true, _) => "user",
         (false, true) => "gpu-work",

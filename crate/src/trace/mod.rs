@@ -39,7 +39,7 @@ pub use rows::{
     rows_handed_out,
 };
 #[cfg(not(target_arch = "wasm32"))]
-pub use rows::{GpuFold, ScanFold};
+pub use rows::{GpuFold, GpuProgress, ScanFold};
 pub use schema::{Schema, read_meta};
 pub use work_rows::{WorkRows, work_table_name};
 

@@ -12,7 +12,9 @@
 //!
 //! [`FileScan::of_file_folding`]: super::FileScan::of_file_folding
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
 
 use super::super::decode::{REPLAY_COLUMNS, memop_columns};
 use super::super::load::{MEMCPY_TABLE, MEMSET_TABLE};
@@ -22,7 +24,7 @@ use super::super::tables::Loader;
 use super::KernelJob;
 use super::kernel_part::KernelPart;
 use crate::error::Result;
-use crate::model::rows::{KernelRow, MemOpRow, merged_in_start_order, work_name};
+use crate::model::rows::{CallRow, KernelRow, MemOpRow, merged_in_start_order, work_name};
 use crate::model::{NO_NAME, Ns, NvtxRow, Processes, REPLAY_NAME, Strings, Threads, Trace, Work};
 
 /// A view folded while the scan reads: its host side.
@@ -36,6 +38,13 @@ pub trait ScanFold {
     /// After the last range: the GPU side, set up from what the ranges gave (`None`: the
     /// fold gives up).
     fn gpu(&mut self, meta: &Trace) -> Option<Self::Gpu>;
+    /// A CUDA API call as the scan hands it on (the rows a pass over the calls hands out), in
+    /// start order, after the GPU side was set up; `gpu` says how far the kernel table's
+    /// reader has come. `false`: the fold of the calls gives up.
+    fn call(&mut self, row: &CallRow, gpu: &GpuProgress) -> bool;
+    /// After the last call: whether every call was handed on in start order (else the fold
+    /// of the calls is void: the caller's pass over them will run).
+    fn calls_read(&mut self, complete: bool);
 }
 
 /// The GPU side of a [`ScanFold`].
@@ -52,65 +61,201 @@ pub trait GpuFold {
 const BATCH_ROWS: usize = 4096;
 const BATCHES: usize = 64;
 
-/// The host side of a fold as the scan reads the ranges: the fold, while the rows come in
-/// start order.
-pub(super) struct RangeFeed<'f, F: ScanFold> {
-    fold: &'f mut F,
+/// Rows handed on while they come in start order.
+struct InOrder {
     last: Ns,
     alive: bool,
 }
 
-impl<'f, F: ScanFold> RangeFeed<'f, F> {
-    pub(super) fn new(fold: &'f mut F) -> Self {
-        RangeFeed {
-            fold,
+impl InOrder {
+    fn new() -> InOrder {
+        InOrder {
             last: Ns::MIN,
             alive: true,
         }
     }
 
-    pub(super) fn push(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) {
-        if !self.alive {
-            return;
+    /// Whether a row starting at `start` may be handed on: every row so far came in order.
+    fn admits(&mut self, start: Ns) -> bool {
+        self.alive &= start >= self.last;
+        self.last = start;
+        self.alive
+    }
+}
+
+/// The host side of a fold as the scan reads: the ranges while they come in start order, then
+/// the GPU side sent to the kernel table's thread, then the calls while they come in order.
+pub(super) struct FoldHook<'f, F: ScanFold> {
+    fold: &'f mut F,
+    ranges: InOrder,
+    calls: InOrder,
+    /// Until the ranges are read; dropped then (or with the hook), so a thread waiting on it
+    /// hears that nothing comes.
+    to_gpu: Option<SyncSender<Option<F::Gpu>>>,
+    progress: Arc<GpuProgress>,
+}
+
+impl<'f, F: ScanFold> FoldHook<'f, F> {
+    /// The hook, what the GPU side's thread waits on, and the reader's progress both share.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn new(
+        fold: &'f mut F,
+    ) -> (FoldHook<'f, F>, Receiver<Option<F::Gpu>>, Arc<GpuProgress>) {
+        let (to_gpu, gpu_side) = sync_channel(1);
+        let progress = Arc::new(GpuProgress::default());
+        let hook = FoldHook {
+            fold,
+            ranges: InOrder::new(),
+            calls: InOrder::new(),
+            to_gpu: Some(to_gpu),
+            progress: Arc::clone(&progress),
+        };
+        (hook, gpu_side, progress)
+    }
+}
+
+impl<F: ScanFold> super::ScanHook for FoldHook<'_, F> {
+    fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) {
+        if self.ranges.admits(row.key()) {
+            self.ranges.alive = self.fold.range(row, strings, threads);
         }
-        self.alive = row.key() >= self.last && self.fold.range(row, strings, threads);
-        self.last = row.key();
     }
 
-    /// The GPU side, if the ranges all came in order and the fold set one up.
-    pub(super) fn gpu(self, meta: &Trace) -> Option<F::Gpu> {
-        match self.alive {
+    fn ranges_read(&mut self, meta: &Trace) {
+        let gpu = match self.ranges.alive {
             true => self.fold.gpu(meta),
             false => None,
+        };
+        self.calls.alive = gpu.is_some();
+        // A reader that stopped wants no GPU side: nothing to do.
+        if let Some(to_gpu) = self.to_gpu.take() {
+            let _ = to_gpu.send(gpu);
         }
+    }
+
+    fn call(&mut self, row: &CallRow) {
+        if self.calls.admits(row.key()) {
+            self.calls.alive = self.fold.call(row, &self.progress);
+        }
+    }
+
+    fn calls_read(&mut self) {
+        self.fold.calls_read(self.calls.alive);
+    }
+}
+
+/// How far the kernel table's reader has come, for a fold of the calls beside it: where the
+/// GPU work starts, and an end it reaches at least.
+#[derive(Debug)]
+pub struct GpuProgress {
+    first: Mutex<Firsts>,
+    published: Condvar,
+    /// The latest end of a kernel read so far.
+    end: AtomicI64,
+}
+
+/// The first start of the kernels and of the other GPU work, once known.
+#[derive(Debug, Clone, Copy)]
+enum Firsts {
+    Waiting,
+    Read {
+        kernel: Option<Ns>,
+        other: Option<Ns>,
+    },
+    /// The reader stopped, or folds nothing.
+    Stopped,
+}
+
+impl Default for GpuProgress {
+    fn default() -> GpuProgress {
+        GpuProgress {
+            first: Mutex::new(Firsts::Waiting),
+            published: Condvar::new(),
+            end: AtomicI64::new(Ns::MIN),
+        }
+    }
+}
+
+impl GpuProgress {
+    /// The first start of the GPU work (every kind, or the kernels alone), waiting for the
+    /// reader's first kernel (or its end); `None` when there is none, or it stopped.
+    pub fn first_start(&self, all_work: bool) -> Option<Ns> {
+        let Ok(mut first) = self.first.lock() else {
+            return None;
+        };
+        while matches!(*first, Firsts::Waiting) {
+            first = self.published.wait(first).ok()?;
+        }
+        match *first {
+            Firsts::Read { kernel, other } if all_work => match (kernel, other) {
+                (Some(k), Some(o)) => Some(k.min(o)),
+                (k, o) => k.or(o),
+            },
+            Firsts::Read { kernel, .. } => kernel,
+            _ => None,
+        }
+    }
+
+    /// An end the GPU work reaches at least: the latest end of a kernel read so far.
+    pub fn ends_at_least(&self) -> Ns {
+        self.end.load(Ordering::Relaxed)
+    }
+
+    fn publish(&self, firsts: Firsts) {
+        if let Ok(mut first) = self.first.lock()
+            && matches!(*first, Firsts::Waiting)
+        {
+            *first = firsts;
+            self.published.notify_all();
+        }
+    }
+
+    fn reach(&self, end: Ns) {
+        self.end.fetch_max(end, Ordering::Relaxed);
     }
 }
 
 /// The GPU side of a fold on the kernel table's reader: the kernels in table order, handed in
 /// batches to the thread that folds them ([`fold_gpu`]) while they come in start order.
-pub(super) struct GpuFeed {
+pub(super) struct GpuFeed<'p> {
     batch: Vec<KernelRow>,
     to_fold: Option<SyncSender<Vec<KernelRow>>>,
     last: (Ns, Ns),
     /// Processes numbered alike on every reader (those `ThreadNames` lists).
     listed: usize,
+    progress: &'p GpuProgress,
+    /// The first start of the other GPU work, for the progress.
+    other: Option<Ns>,
+    latest_end: Ns,
 }
 
-impl GpuFeed {
+impl<'p> GpuFeed<'p> {
     /// The feed and the batches it hands on.
-    pub(super) fn new(listed: usize) -> (GpuFeed, Receiver<Vec<KernelRow>>) {
+    fn new(
+        listed: usize,
+        progress: &'p GpuProgress,
+        other: Option<Ns>,
+    ) -> (GpuFeed<'p>, Receiver<Vec<KernelRow>>) {
         let (to_fold, batches) = sync_channel(BATCHES);
         let feed = GpuFeed {
             batch: Vec::with_capacity(BATCH_ROWS),
             to_fold: Some(to_fold),
             last: (Ns::MIN, Ns::MIN),
             listed,
+            progress,
+            other,
+            latest_end: Ns::MIN,
         };
         (feed, batches)
     }
 
     /// A kernel, in table order.
     pub(super) fn push(&mut self, k: &KernelRow) {
+        if self.latest_end == Ns::MIN {
+            let (kernel, other) = (Some(k.start), self.other);
+            self.progress.publish(Firsts::Read { kernel, other });
+        }
+        self.latest_end = self.latest_end.max(k.end);
         if self.to_fold.is_none() {
             return;
         }
@@ -126,6 +271,7 @@ impl GpuFeed {
     }
 
     fn send(&mut self) {
+        self.progress.reach(self.latest_end);
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_ROWS));
         // The GPU side gave up, or never came: nothing more to hand on.
         if let Some(to_fold) = &self.to_fold
@@ -138,7 +284,19 @@ impl GpuFeed {
     /// Whether every kernel came in order and was handed on.
     pub(super) fn finish(mut self) -> bool {
         self.send();
+        let other = self.other;
+        self.progress.publish(Firsts::Read {
+            kernel: None,
+            other,
+        });
         self.to_fold.is_some()
+    }
+}
+
+impl Drop for GpuFeed<'_> {
+    /// A reader that stopped tells a fold of the calls waiting on its first kernel.
+    fn drop(&mut self) {
+        self.progress.publish(Firsts::Stopped);
     }
 }
 
@@ -180,6 +338,7 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
     ctx: &mut Loader<'_, '_>,
     job: KernelJob,
     gpu_side: Receiver<Option<G>>,
+    progress: &GpuProgress,
 ) -> Result<(KernelPart, Option<G>)> {
     let KernelJob {
         kernels,
@@ -191,18 +350,24 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
     } = job;
     let limits = (max_runs, &*budget);
     let others = match opts.memory_ops {
-        true => other_work(ctx, (&schema, &strings), &listed)?,
-        false => Vec::new(),
+        true => other_work(ctx, (&schema, &strings), &listed),
+        false => Ok(Vec::new()),
     };
     let n = listed.len();
-    if others.iter().any(|r| r.process as usize >= n) {
-        // No GPU side: the host side's send fails, and nothing waits on it.
-        drop(gpu_side);
-        let part = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |_| {})?;
-        return Ok((part, None));
-    }
+    let others = match others {
+        Ok(others) if others.iter().all(|r| (r.process as usize) < n) => others,
+        others => {
+            // No GPU side: the host side's send fails, and nothing waits on it.
+            progress.publish(Firsts::Stopped);
+            drop(gpu_side);
+            others?;
+            let part = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |_| {})?;
+            return Ok((part, None));
+        }
+    };
     std::thread::scope(|threads| {
-        let (mut feed, batches) = GpuFeed::new(n);
+        let first_other = others.first().map(|o| o.start);
+        let (mut feed, batches) = GpuFeed::new(n, progress, first_other);
         let folder = threads.spawn(|| fold_gpu(gpu_side, others, batches));
         let read = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |k| {
             feed.push(k)

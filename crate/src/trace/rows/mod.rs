@@ -51,7 +51,7 @@ mod read_ahead;
 
 pub use file_rows::FileRows;
 #[cfg(not(target_arch = "wasm32"))]
-pub use fold::{GpuFold, ScanFold};
+pub use fold::{GpuFold, GpuProgress, ScanFold};
 pub use kernel_part::KernelPart;
 use kernel_part::{KernelReader, KernelScan};
 use latched::Latched;
@@ -195,7 +195,7 @@ impl HostScan {
     fn read(
         &mut self,
         ctx: &mut Loader<'_, '_>,
-        hook: Option<Box<dyn RangeHook + '_>>,
+        hook: Option<Box<dyn ScanHook + '_>>,
     ) -> Result<()> {
         let HostScan {
             scan,
@@ -484,13 +484,9 @@ impl HostScan {
         file: &std::path::Path,
         fold: &mut F,
     ) -> Result<(KernelPart, Option<F::Gpu>)> {
-        let (to_gpu, gpu_side) = std::sync::mpsc::sync_channel(1);
-        let hook = FoldHook {
-            feed: Some(fold::RangeFeed::new(fold)),
-            to_gpu,
-        };
+        let (hook, gpu_side, progress) = fold::FoldHook::new(fold);
         self.read_beside(ctx, file, Some(Box::new(hook)), |ctx, job| {
-            fold::read_kernels(ctx, job, gpu_side)
+            fold::read_kernels(ctx, job, gpu_side, &progress)
         })
     }
 
@@ -501,7 +497,7 @@ impl HostScan {
         &mut self,
         ctx: &mut Loader<'_, '_>,
         file: &std::path::Path,
-        hook: Option<Box<dyn RangeHook + '_>>,
+        hook: Option<Box<dyn ScanHook + '_>>,
         kernel_side: impl FnOnce(&mut Loader<'_, '_>, KernelJob) -> Result<T> + Send,
     ) -> Result<T> {
         let path = ctx.path;
@@ -554,32 +550,13 @@ fn reader_stopped(path: &str) -> crate::error::Error {
     }
 }
 
-/// What the host side's scan tells a fold: each range, then the end of the ranges.
-trait RangeHook {
+/// What the host side's scan tells a fold (`fold.rs`): each range and the end of the ranges,
+/// then each call the scan hands on and the end of the calls.
+trait ScanHook {
     fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads);
     fn ranges_read(&mut self, meta: &Trace);
-}
-
-/// A fold's host side, and where its GPU side goes once the ranges are read.
-#[cfg(not(target_arch = "wasm32"))]
-struct FoldHook<'f, F: ScanFold> {
-    feed: Option<fold::RangeFeed<'f, F>>,
-    to_gpu: std::sync::mpsc::SyncSender<Option<F::Gpu>>,
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-impl<F: ScanFold> RangeHook for FoldHook<'_, F> {
-    fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) {
-        if let Some(feed) = &mut self.feed {
-            feed.push(row, strings, threads);
-        }
-    }
-
-    fn ranges_read(&mut self, meta: &Trace) {
-        let gpu = self.feed.take().and_then(|f| f.gpu(meta));
-        // A reader that stopped wants no GPU side: nothing to do.
-        let _ = self.to_gpu.send(gpu);
-    }
+    fn call(&mut self, row: &CallRow);
+    fn calls_read(&mut self);
 }
 
 impl FileScan {
@@ -591,7 +568,7 @@ impl FileScan {
         (schema, meta): (&Schema, &mut Trace),
         opts: LoadOptions,
         budget: &Budget,
-        mut hook: Option<Box<dyn RangeHook + '_>>,
+        mut hook: Option<Box<dyn ScanHook + '_>>,
     ) -> Result<()> {
         let keep = budget.left() > 0;
         let Table { runs, cache, .. } = &mut self.ranges;
@@ -614,13 +591,14 @@ impl FileScan {
         fill.finish(runs.count() == 1);
         meta.nvtx.omitted.count += seen.count;
         meta.nvtx.omitted.inline_text |= seen.inline_text;
-        if let Some(mut hook) = hook {
+        if let Some(hook) = &mut hook {
             hook.ranges_read(meta);
         }
         let strings = std::mem::take(&mut meta.strings);
         // With launch calls only, the scan hands on (and keeps) the launch calls alone, as a
-        // pass selects them in SQL: the same rows, runs and columns.
-        let keep_calls = keep;
+        // pass selects them in SQL: the same rows, runs and columns. A fold takes them as they
+        // are read, as it takes the ranges.
+        let keep_calls = keep && hook.is_none();
         let Table { runs, cache, .. } = &mut self.calls;
         let mut fill = ScanFill::new(cache.get_mut(), budget, keep_calls);
         let scan_opts = LoadOptions {
@@ -628,12 +606,18 @@ impl FileScan {
             ..opts
         };
         let scanned = ctx.read_runtime(schema, &strings, meta, scan_opts, &mut |call| {
+            if let Some(hook) = &mut hook {
+                hook.call(&call);
+            }
             runs.push(call.row, call.key());
             fill.push(&call);
         });
         fill.finish(runs.count() == 1);
         meta.strings = strings;
         scanned?;
+        if let Some(hook) = &mut hook {
+            hook.calls_read();
+        }
         if opts.memory_ops {
             for table in [&mut self.memcpy, &mut self.memset] {
                 let Table {
