@@ -230,6 +230,16 @@ fn check_error(e: &Error, label: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `detect` as the CLI runs it: the verdict folded while the scan reads.
+fn detect_folding(path: &Path, cfg: &DetectConfig) -> Result<detect::DetectReport, Error> {
+    use nsys_lens::detect::folded::{VerdictFold, detect_folded};
+    let conn = trace::open_path(path)?;
+    let mut fold = VerdictFold::new(cfg);
+    let opts = LoadOptions::detect();
+    let (scan, gpu) = FileScan::of_file_folding(&conn, path, opts, ROW_CACHE, &mut fold)?;
+    detect_folded(&FileRows::over(&conn, &scan), fold, gpu, cfg)
+}
+
 /// Reads the damaged copy at `path` as the CLI does; an answer, a clear refusal, or what is
 /// wrong.
 fn read_as_the_cli_does(path: &Path, deep: bool) -> Result<Outcome, String> {
@@ -279,6 +289,13 @@ fn read_as_the_cli_does(path: &Path, deep: bool) -> Result<Outcome, String> {
             report::text::detect_report(&r);
             serde_json::to_string(&r).expect("the verdict as JSON");
         }))?;
+        if !deep && profile == Profile::Standard {
+            // The CLI's `detect` folds while it scans, with threads of its own (the same
+            // machinery in either profile).
+            note(detect_folding(path, &cfg).map(|r| {
+                serde_json::to_string(&r).expect("the verdict as JSON");
+            }))?;
+        }
     }
     if deep {
         for profile in [Profile::Standard, Profile::TrtllmSkill] {

@@ -293,10 +293,13 @@ impl<'p> GpuFeed<'p> {
     }
 }
 
-impl Drop for GpuFeed<'_> {
-    /// A reader that stopped tells a fold of the calls waiting on its first kernel.
+/// The kernel table's reader's end, whatever ends it: a fold of the calls waiting on its first
+/// kernel hears that none comes (if it was not told already).
+pub(super) struct ReaderGone(pub(super) Arc<GpuProgress>);
+
+impl Drop for ReaderGone {
     fn drop(&mut self) {
-        self.progress.publish(Firsts::Stopped);
+        self.0.publish(Firsts::Stopped);
     }
 }
 
@@ -428,4 +431,36 @@ fn other_work(
     ])
     .collect();
     Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fold of the calls waits for the kernel reader's first kernel; a reader that ends
+    /// before it read one (an error, a panic) ends the wait with nothing.
+    #[test]
+    fn a_wait_for_the_first_kernel_ends_when_the_reader_does() {
+        let progress = Arc::new(GpuProgress::default());
+        let (told, answer) = sync_channel(1);
+        let waiting = Arc::clone(&progress);
+        std::thread::spawn(move || told.send(waiting.first_start(true)));
+        drop(ReaderGone(Arc::clone(&progress)));
+        let waited = answer.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(waited, Ok(None), "the wait ended with nothing");
+
+        let progress = Arc::new(GpuProgress::default());
+        let (mut feed, _batches) = GpuFeed::new(1, &progress, Some(5));
+        let kernel = KernelRow {
+            start: 7,
+            end: 9,
+            ..KernelRow::default()
+        };
+        feed.push(&kernel);
+        drop(ReaderGone(Arc::clone(&progress)));
+        assert_eq!(progress.first_start(true), Some(5));
+        assert_eq!(progress.first_start(false), Some(7));
+        feed.finish();
+        assert_eq!(progress.ends_at_least(), 9);
+    }
 }

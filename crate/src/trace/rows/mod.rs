@@ -485,8 +485,11 @@ impl HostScan {
         fold: &mut F,
     ) -> Result<(KernelPart, Option<F::Gpu>)> {
         let (hook, gpu_side, progress) = fold::FoldHook::new(fold);
-        self.read_beside(ctx, file, Some(Box::new(hook)), |ctx, job| {
-            fold::read_kernels(ctx, job, gpu_side, &progress)
+        // Whatever ends the reader's thread (an error before it reads, a panic) ends a wait
+        // for its first kernel.
+        let gone = fold::ReaderGone(progress);
+        self.read_beside(ctx, file, Some(Box::new(hook)), move |ctx, job| {
+            fold::read_kernels(ctx, job, gpu_side, &gone.0)
         })
     }
 
