@@ -205,22 +205,85 @@ fn an_export_out_of_start_order_gives_way_to_the_passes() {
     }
 }
 
-#[test]
-fn gpu_work_of_a_process_thread_names_does_not_list_gives_way_to_the_passes() {
+/// `copy-bound` (one rank, in start order) copied and altered by `alter`.
+fn altered_copy_bound(
+    name: &str,
+    alter: impl FnOnce(&rusqlite::Connection),
+) -> (tempfile::TempDir, PathBuf) {
     let (_dir, path, _) = common::generated("copy-bound", 1, 3);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let copy = common::writable_copy(&path, &tmp.path().join("unlisted.sqlite"));
-    let conn = rusqlite::Connection::open(&copy).expect("open copy");
-    conn.execute("DELETE FROM ThreadNames", []).expect("delete");
-    drop(conn);
-    assert!(!foldable(&copy));
-    for cfg in configs() {
-        let (got, through, _) = folded(&copy, &cfg, budget_of(&copy));
-        assert!(
-            !through,
-            "{:?}: folded an unlisted process's work",
-            cfg.profile
-        );
-        assert_same(&got, &passes(&copy, &cfg), "unlisted");
+    let copy = common::writable_copy(&path, &tmp.path().join(name));
+    alter(&rusqlite::Connection::open(&copy).expect("open copy"));
+    (tmp, copy)
+}
+
+/// The fold gives way on `copy` under `cfgs`, and the passes answer.
+fn assert_gives_way(copy: &Path, cfgs: &[DetectConfig], what: &str) {
+    for cfg in cfgs {
+        let (got, through, _) = folded(copy, cfg, budget_of(copy));
+        assert!(!through, "{what}: {:?}: folded", cfg.profile);
+        assert_same(&got, &passes(copy, cfg), what);
     }
+}
+
+#[test]
+fn gpu_work_of_a_process_thread_names_does_not_list_gives_way_to_the_passes() {
+    let (_tmp, copy) = altered_copy_bound("unlisted.sqlite", |conn| {
+        conn.execute("DELETE FROM ThreadNames", []).expect("delete");
+    });
+    assert!(!foldable(&copy));
+    assert_gives_way(&copy, &configs(), "an unlisted process's work");
+}
+
+/// A fold holds the copies, memsets and graph replays beside the kernels; an export with more
+/// than it holds (2^18) gives way to the passes, with the same verdict.
+#[test]
+fn an_export_with_more_copies_than_a_fold_holds_gives_way_to_the_passes() {
+    let (_tmp, copy) = altered_copy_bound("copies.sqlite", add_copies);
+    assert!(
+        foldable(&copy),
+        "in start order and listed: only the count stops the fold"
+    );
+    assert_gives_way(&copy, &[DetectConfig::default()], "many copies");
+}
+
+/// 300,000 one-nanosecond copies of the first copy, after every copy and kernel of the run.
+fn add_copies(conn: &rusqlite::Connection) {
+    let table = "CUPTI_ACTIVITY_KIND_MEMCPY";
+    let columns: Vec<String> = conn
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .expect("table info")
+        .query_map([], |r| r.get(0))
+        .expect("columns")
+        .collect::<Result<_, _>>()
+        .expect("names");
+    let after: i64 = conn
+        .query_row(
+            &format!(
+                "SELECT max((SELECT max(\"end\") FROM {table}), \
+                 (SELECT max(\"end\") FROM CUPTI_ACTIVITY_KIND_KERNEL))"
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .expect("the run's end");
+    let shifted: Vec<String> = columns
+        .iter()
+        .map(|c| match c.as_str() {
+            "start" => format!("{after} + 2 * n"),
+            "end" => format!("{after} + 2 * n + 1"),
+            c => format!("\"{c}\""),
+        })
+        .collect();
+    let sql = format!(
+        "WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 300000) \
+         INSERT INTO {table} ({}) SELECT {} FROM k, (SELECT * FROM {table} LIMIT 1)",
+        columns
+            .iter()
+            .map(|c| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(", "),
+        shifted.join(", ")
+    );
+    conn.execute(&sql, []).expect("insert copies");
 }

@@ -56,6 +56,10 @@ pub trait GpuFold {
     fn push(&mut self, row: &KernelRow) -> bool;
 }
 
+/// Copies, memsets and graph replays a fold holds in start order beside the kernels (about
+/// 80 bytes each); a file with more gives way to the passes.
+const MAX_OTHER_ROWS: usize = 1 << 18;
+
 /// Kernel rows handed from the reader to the GPU side's thread at a time, and the batches
 /// in flight: the reader waits when that many are (while the host side reads its ranges).
 const BATCH_ROWS: usize = 4096;
@@ -347,18 +351,18 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
         kernels,
         max_runs,
         budget,
-        input: (schema, strings),
+        input: (schema, mut strings),
         listed,
         opts,
     } = job;
     let limits = (max_runs, &*budget);
     let others = match opts.memory_ops {
-        true => other_work(ctx, (&schema, &strings), &listed),
-        false => Ok(Vec::new()),
+        true => other_work(ctx, (&schema, &mut strings), &listed),
+        false => Ok(Some(Vec::new())),
     };
     let n = listed.len();
     let others = match others {
-        Ok(others) if others.iter().all(|r| (r.process as usize) < n) => others,
+        Ok(Some(others)) if others.iter().all(|r| (r.process as usize) < n) => others,
         others => {
             // No GPU side: the host side's send fails, and nothing waits on it.
             progress.publish(Firsts::Stopped);
@@ -385,22 +389,41 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
 }
 
 /// Graph replays, copies and memsets as GPU work, each table in start order as a pass reads
-/// it (sorted by its key, ties in table order), merged as `EventRows::gpu_work` merges them.
+/// it (sorted by its key, ties in table order), merged as `EventRows::gpu_work` merges them;
+/// `None` when there are more than [`MAX_OTHER_ROWS`].
 fn other_work(
     ctx: &mut Loader<'_, '_>,
-    (schema, strings): (&Schema, &Strings),
+    (schema, strings): (&Schema, &mut Strings),
     listed: &Processes,
-) -> Result<Vec<KernelRow>> {
+) -> Result<Option<Vec<KernelRow>>> {
     // Read into a trace of their own (the host side reads the same tables and notes them),
-    // its processes numbered after the listed ones, as every reader numbers them.
+    // its processes numbered after the listed ones, as every reader numbers them; the
+    // strings lent to it, not copied (at 10 GB they are 200 MB).
     let mut apart = Trace {
-        strings: strings.clone(),
+        strings: std::mem::take(strings),
         processes: listed.clone(),
         ..Trace::default()
     };
+    let read = read_other_work(ctx, schema, &mut apart);
+    *strings = std::mem::take(&mut apart.strings);
+    read
+}
+
+fn read_other_work(
+    ctx: &mut Loader<'_, '_>,
+    schema: &Schema,
+    apart: &mut Trace,
+) -> Result<Option<Vec<KernelRow>>> {
+    let mut rows = 0usize;
+    let held = |rows: &mut usize| {
+        *rows += 1;
+        *rows <= MAX_OTHER_ROWS
+    };
     let mut replays = Vec::new();
-    ctx.read_replays(schema, &mut apart, &REPLAY_COLUMNS, &mut |r| {
-        replays.push(r)
+    ctx.read_replays(schema, apart, &REPLAY_COLUMNS, &mut |r| {
+        if held(&mut rows) {
+            replays.push(r);
+        }
     })?;
     let replay_name = apart.strings.find_text(REPLAY_NAME).unwrap_or(NO_NAME);
     for r in &mut replays {
@@ -412,12 +435,19 @@ fn other_work(
     let mut memops = |table: &'static str| -> Result<Vec<MemOpRow>> {
         let mut ops = Vec::new();
         let columns = memop_columns(table);
-        ctx.read_memops(schema, &mut apart, table, &columns, &mut |op| ops.push(op))?;
+        ctx.read_memops(schema, apart, table, &columns, &mut |op| {
+            if held(&mut rows) {
+                ops.push(op);
+            }
+        })?;
         ops.sort_by_key(|op| op.key());
         Ok(ops)
     };
     let copies = memops(MEMCPY_TABLE)?;
     let memsets = memops(MEMSET_TABLE)?;
+    if rows > MAX_OTHER_ROWS {
+        return Ok(None);
+    }
     let strings = &apart.strings;
     let memset_name = work_name(strings, Work::Memset);
     let merged = merged_in_start_order(vec![
@@ -430,7 +460,7 @@ fn other_work(
         ),
     ])
     .collect();
-    Ok(merged)
+    Ok(Some(merged))
 }
 
 #[cfg(test)]
