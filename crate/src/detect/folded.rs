@@ -163,6 +163,9 @@ pub fn detect_folded(
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
     if !came_through(&fold, &gpu, rows.meta()) {
+        // What the fold holds (a span per step, at 10 GB hundreds of MB) goes before the
+        // passes build it again.
+        drop((fold, gpu));
         return super::detect_rows(rows, cfg);
     }
     let launches = match fold.launches {

@@ -343,17 +343,17 @@ pub(super) fn fold_gpu<G: GpuFold>(
 /// The part, and the GPU side if every row came as a pass would hand it out.
 pub(super) fn read_kernels<G: GpuFold + Send>(
     ctx: &mut Loader<'_, '_>,
-    job: KernelJob,
+    mut job: KernelJob,
     gpu_side: Receiver<Option<G>>,
     progress: &GpuProgress,
 ) -> Result<(KernelPart, Option<G>)> {
+    let (schema, mut strings, listed) = job.catalog(ctx)?;
     let KernelJob {
         kernels,
         max_runs,
         budget,
-        input: (schema, mut strings),
-        listed,
         opts,
+        ..
     } = job;
     let limits = (max_runs, &*budget);
     let others = match opts.memory_ops {

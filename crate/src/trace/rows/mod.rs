@@ -466,9 +466,9 @@ impl HostScan {
         ctx: &mut Loader<'_, '_>,
         file: &std::path::Path,
     ) -> Result<KernelPart> {
-        self.read_beside(ctx, file, None, |ctx, job| {
-            let KernelJob { input, listed, .. } = job;
-            let (schema, strings) = (&input.0, &input.1);
+        self.read_beside(ctx, file, (None, true), |ctx, mut job| {
+            let (schema, strings, listed) = job.catalog(ctx)?;
+            let (schema, strings) = (&schema, &strings);
             let limits = (job.max_runs, &*job.budget);
             job.kernels
                 .read(ctx, (schema, strings), listed, limits, &mut |_| {})
@@ -488,7 +488,7 @@ impl HostScan {
         // Whatever ends the reader's thread (an error before it reads, a panic) ends a wait
         // for its first kernel.
         let gone = fold::ReaderGone(progress);
-        self.read_beside(ctx, file, Some(Box::new(hook)), move |ctx, job| {
+        self.read_beside(ctx, file, (Some(Box::new(hook)), false), move |ctx, job| {
             fold::read_kernels(ctx, job, gpu_side, &gone.0)
         })
     }
@@ -500,7 +500,7 @@ impl HostScan {
         &mut self,
         ctx: &mut Loader<'_, '_>,
         file: &std::path::Path,
-        hook: Option<Box<dyn ScanHook + '_>>,
+        (hook, copy_catalog): (Option<Box<dyn ScanHook + '_>>, bool),
         kernel_side: impl FnOnce(&mut Loader<'_, '_>, KernelJob) -> Result<T> + Send,
     ) -> Result<T> {
         let path = ctx.path;
@@ -508,8 +508,10 @@ impl HostScan {
             kernels: self.kernels,
             max_runs: self.max_runs,
             budget: Arc::clone(&self.budget),
-            input: (self.schema.clone(), self.meta.strings.clone()),
-            listed: self.meta.processes.clone(),
+            input: copy_catalog.then(|| {
+                let listed = self.meta.processes.clone();
+                (self.schema.clone(), self.meta.strings.clone(), listed)
+            }),
             opts: self.opts,
         };
         let (host, part) = std::thread::scope(|threads| {
@@ -539,10 +541,25 @@ struct KernelJob {
     kernels: KernelScan,
     max_runs: usize,
     budget: Arc<Budget>,
-    input: (Schema, Strings),
-    /// The processes `ThreadNames` lists, numbered alike on every reader.
-    listed: Processes,
+    /// A copy of the catalog (schema, strings, the processes `ThreadNames` lists, numbered
+    /// alike on every reader); `None`: the reader reads its own, keeping no string's text but
+    /// those that decide its columns, as the page's reader worker does (at 10 GB the strings
+    /// are 200 MB).
+    input: Option<(Schema, Strings, Processes)>,
     opts: LoadOptions,
+}
+#[cfg(not(target_arch = "wasm32"))]
+impl KernelJob {
+    /// The catalog the reader reads with: its copy, or read here.
+    fn catalog(&mut self, ctx: &mut Loader<'_, '_>) -> Result<(Schema, Strings, Processes)> {
+        match self.input.take() {
+            Some(catalog) => Ok(catalog),
+            None => {
+                let (schema, meta) = ctx.begin_keeping(super::load::names_a_graph_launch)?;
+                Ok((schema, meta.strings, meta.processes))
+            }
+        }
+    }
 }
 
 /// A reader that died is a bug, never an answer: an internal error.
