@@ -193,7 +193,7 @@ impl Loader<'_, '_> {
             .map(|_| ())
     }
 
-    /// [`Loader::stream`] until `each` returns `false`: `Ok(false)` then.
+    /// [`Loader::read_rows`] until `each` returns `false`: `Ok(false)` then.
     pub(super) fn read_while(
         &mut self,
         step: &'static str,

@@ -1,14 +1,15 @@
 //! A one-shot view folded while the scan reads ([`FileScan::of_file_folding`]): the NVTX
-//! ranges on the host side as they are read, then the GPU work on the thread that reads the
-//! kernel table, so a command whose passes read each table once (`detect`) reads the largest
-//! table once, not once for the scan and once for its pass.
+//! ranges and then the CUDA API calls on the host side as they are read, the GPU work on a
+//! thread beside the one that reads the kernel table, so a command whose passes read each
+//! table once (`detect`) reads every table once, and keeps no event row.
 //!
 //! The rows a fold gets are those a pass would hand out, in the pass's order: a table's rows
 //! in table order when that is start order (ties in table order, as merged runs give them),
 //! the GPU work merged as [`EventRows::gpu_work`](crate::model::rows::EventRows::gpu_work)
 //! merges it. When the file's rows come otherwise (out of start order, a process no
-//! `ThreadNames` row lists, whose number the join would change), the fold is dropped and the
-//! caller runs its passes instead: the scan keeps what they read, as without a fold.
+//! `ThreadNames` row lists, whose number the join would change, more copies, memsets and graph
+//! replays than [`MAX_OTHER_ROWS`]), the fold is dropped and the caller runs its passes
+//! instead, which read the rows from the file.
 //!
 //! [`FileScan::of_file_folding`]: super::FileScan::of_file_folding
 
