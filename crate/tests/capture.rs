@@ -2,7 +2,7 @@
 //! captures they must flag, and on every public export against what its rows say, read here
 //! with plain SQL (joins and all) and brute force, independently of the loader and the sweep.
 
-use crate::common;
+use crate::common::{self, has_table};
 
 use std::path::Path;
 
@@ -179,16 +179,6 @@ fn launch_calls_traced_without_kernel_records_get_the_flush_fix_not_cuda_tracing
 
 fn open(path: &Path) -> Connection {
     Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open")
-}
-
-fn has_table(conn: &Connection, table: &str) -> bool {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-        [table],
-        |r| r.get::<_, i64>(0),
-    )
-    .expect("sqlite_master")
-        > 0
 }
 
 /// Rows of `sql` as `(start, end, name)`.

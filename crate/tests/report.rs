@@ -866,15 +866,7 @@ fn each_missing_table_or_call_kind_is_one_coverage_note() {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
         )
         .expect("open");
-        let has = |table: &str| {
-            conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                [table],
-                |r| r.get::<_, i64>(0),
-            )
-            .expect("sqlite_master")
-                > 0
-        };
+        let has = |table: &str| common::has_table(&conn, table);
         // (fact, the text every note on it holds)
         let mut facts: Vec<(&str, &str)> = [
             ("NVTX_EVENTS", "NVTX_EVENTS"),

@@ -85,15 +85,7 @@ fn configs() -> Vec<DetectConfig> {
 /// in `ThreadNames` (an export without GPU work folds: its verdict says there is none).
 fn foldable(path: &Path) -> bool {
     let conn = common::open_export(path);
-    let has = |t: &str| {
-        conn.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-            [t],
-            |r| r.get::<_, i64>(0),
-        )
-        .expect("sqlite_master")
-            > 0
-    };
+    let has = |t: &str| common::has_table(&conn, t);
     let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql);
     let out_of_order = |table: &str, key: &[&str], filter: &str| {
         let before: Vec<String> = key.iter().map(|c| format!("LAG({c}) OVER w")).collect();
@@ -134,20 +126,14 @@ fn foldable(path: &Path) -> bool {
 }
 
 fn scenarios() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
-    let mut dirs = Vec::new();
-    let mut paths = Vec::new();
-    for scenario in [
+    // Two multi-rank scenarios, then three of one rank.
+    common::generated_each(&[
         "tp2-phases",
         "cuda-graphs",
         "copy-bound",
         "idle-causes",
         "host-bound",
-    ] {
-        let (dir, path, _) = common::generated(scenario, 1, 3);
-        dirs.push(dir);
-        paths.push(path);
-    }
-    (dirs, paths)
+    ])
 }
 
 #[test]

@@ -17,19 +17,15 @@ use nsys_lens::trace::{self, FileRows, LoadOptions};
 /// The exports of a sweep (every one under `--full`), and scenarios with several ranks, CUDA
 /// graphs, inline NVTX names and planted idle causes (their temp dirs kept alive with them).
 fn traces() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
-    let mut paths = common::sweep_exports();
-    let mut dirs = Vec::new();
-    for scenario in [
+    let (dirs, generated) = common::generated_each(&[
         "tp2-phases",
         "cuda-graphs",
         "gpu-bound",
         "idle-causes",
         "layers",
-    ] {
-        let (dir, path, _) = common::generated(scenario, 1, 3);
-        dirs.push(dir);
-        paths.push(path);
-    }
+    ]);
+    let mut paths = common::sweep_exports();
+    paths.extend(generated);
     (dirs, paths)
 }
 

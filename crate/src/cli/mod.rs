@@ -289,21 +289,12 @@ impl OpenExport {
         OpenExport::scan(path, opts, budget_of(path))
     }
 
-    /// [`OpenExport::open`] for a command whose passes read each table once (`detect`): the
-    /// scan, which reads every row anyway, keeps those the passes will read (within the same
-    /// budget), and the passes keep nothing — no pass follows them, so a row they packed
-    /// would never be unpacked. Rows past the budget are read from the file again, decoded
-    /// ahead on threads of their own while the pass folds (`trace::FileRows`).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn read_once(path: &Path, opts: LoadOptions) -> Result<OpenExport> {
-        let mut export = OpenExport::scan(path, opts, budget_of(path))?;
-        export.scan.cache_rows_up_to(0);
-        Ok(export)
-    }
-
-    /// [`OpenExport::read_once`] folding `fold` while the scan reads
-    /// (`trace::FileScan::of_file_folding`): the export, and the fold's GPU side if it came
-    /// through.
+    /// [`OpenExport::open`] for a command whose passes read each table once (`detect`),
+    /// folding `fold` while the scan reads (`trace::FileScan::of_file_folding`): the event
+    /// rows are folded, not kept, and the passes keep nothing — no pass follows them, so a
+    /// row they packed would never be unpacked. The export, and the fold's GPU side if it came
+    /// through (else the passes read the rows from the file, decoded ahead on threads of their
+    /// own: `trace::FileRows`).
     pub fn read_once_folding<F: ScanFold>(
         path: &Path,
         opts: LoadOptions,
@@ -339,39 +330,46 @@ mod tests {
     use nsys_lens::detect::{DetectConfig, detect_rows};
     use nsys_lens::synth::{GenOptions, generate};
 
-    /// `detect`'s one read: the scan keeps the launch calls it selects as a pass would (the
-    /// same rows), so every table is read from the file once; a table the scan could not keep
-    /// (in several sorted runs, as multi-rank exports write) is read by its pass from the file
-    /// and kept by none, where a command that reads rows again keeps it; the verdicts agree.
+    /// `detect`'s one read: the scan folds the event rows and keeps none of them, whether the
+    /// fold came through (one rank, in start order) or gave way to the passes (a multi-rank
+    /// file, a run per rank), which keep nothing either; the verdicts agree with those over an
+    /// export opened the way commands that read rows again open it.
     #[test]
-    fn a_one_shot_detect_keeps_no_row_past_the_scan() {
+    fn a_one_shot_detect_keeps_no_event_row_and_agrees_with_an_open_export() {
+        use nsys_lens::detect::folded::{VerdictFold, came_through, detect_folded};
         let dir = std::env::temp_dir().join(format!("nsys-lens-once-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let path = dir.join("host-bound.sqlite");
-        generate("host-bound", &path, &GenOptions::default()).expect("an export");
         let cfg = DetectConfig::default();
-        let once = OpenExport::read_once(&path, LoadOptions::detect()).expect("scanned");
-        let kept = once.scan.cached_rows();
-        assert!(kept.iter().all(|&(_, n, all)| all || n == 0), "{kept:?}");
-        assert!(
-            kept.iter().any(|&(t, n, _)| t == "calls" && n > 0),
-            "{kept:?}"
-        );
-        detect_rows(&once.rows(), &cfg).expect("a verdict");
-        let path = dir.join("tp2.sqlite");
-        generate("tp2-straggler", &path, &GenOptions::default()).expect("an export");
-        let [once, open] = [OpenExport::read_once, OpenExport::open]
-            .map(|how| how(&path, LoadOptions::detect()).expect("scanned"));
-        let scanned = [once.kept_bytes(), open.kept_bytes()];
-        let [a, b] = [&once, &open].map(|e| detect_rows(&e.rows(), &cfg).expect("a verdict"));
-        assert_eq!(once.kept_bytes(), scanned[0]);
-        assert!(
-            open.kept_bytes() > scanned[1],
-            "{:?}",
-            open.scan.cached_rows()
-        );
-        let json = |r| serde_json::to_string(r).expect("json");
-        assert_eq!(json(&a), json(&b));
+        let events = ["kernels", "calls", "ranges"];
+        for (scenario, folds) in [("host-bound", true), ("tp2-straggler", false)] {
+            let path = dir.join(format!("{scenario}.sqlite"));
+            generate(scenario, &path, &GenOptions::default()).expect("an export");
+            let mut fold = VerdictFold::new(&cfg);
+            let (once, gpu) =
+                OpenExport::read_once_folding(&path, LoadOptions::detect(), &mut fold)
+                    .expect("scanned");
+            assert_eq!(
+                came_through(&fold, &gpu, once.scan.meta()),
+                folds,
+                "{scenario}"
+            );
+            let kept = once.scan.cached_rows();
+            assert!(
+                kept.iter().all(|&(t, n, _)| n == 0 || !events.contains(&t)),
+                "{scenario}: {kept:?}"
+            );
+            let scanned = once.kept_bytes();
+            let a = detect_folded(&once.rows(), fold, gpu, &cfg).expect("a verdict");
+            assert_eq!(
+                once.kept_bytes(),
+                scanned,
+                "{scenario}: the passes kept rows"
+            );
+            let open = OpenExport::open(&path, LoadOptions::detect()).expect("scanned");
+            let b = detect_rows(&open.rows(), &cfg).expect("a verdict");
+            let json = |r| serde_json::to_string(r).expect("json");
+            assert_eq!(json(&a), json(&b), "{scenario}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

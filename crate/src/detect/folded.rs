@@ -162,20 +162,19 @@ pub fn detect_folded(
     gpu: Option<SweepFold>,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
-    if !came_through(&fold, &gpu, rows.meta()) {
-        // What the fold holds (a span per step, at 10 GB hundreds of MB) goes before the
-        // passes build it again.
-        drop((fold, gpu));
+    let through = came_through(&fold, &gpu, rows.meta());
+    let folded = match (fold.facts, gpu) {
+        (Some(facts), Some(gpu)) if through => Some((facts, gpu)),
+        // What the fold held (a span per step: at 10 GB hundreds of MB) is dropped here,
+        // before the passes build it again.
+        _ => None,
+    };
+    let Some((facts, gpu)) = folded else {
         return super::detect_rows(rows, cfg);
-    }
+    };
     let launches = match fold.launches {
         Launches::Done(swept) => Some(swept),
         _ => None,
     };
-    match (fold.facts, gpu) {
-        (Some(facts), Some(gpu)) => {
-            super::detect_summarized(rows, facts, (gpu.sweep.finish(), launches), cfg)
-        }
-        _ => super::detect_rows(rows, cfg),
-    }
+    super::detect_summarized(rows, facts, (gpu.sweep.finish(), launches), cfg)
 }

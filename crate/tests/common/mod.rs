@@ -200,6 +200,29 @@ pub fn generated(
     (dir, path, answers)
 }
 
+/// Each of `scenarios` generated at scale 1, seed 3 ([`generated`]), their temp dirs kept
+/// alive with them.
+pub fn generated_each(scenarios: &[&str]) -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
+    scenarios
+        .iter()
+        .map(|s| {
+            let (dir, path, _) = generated(s, 1, 3);
+            (dir, path)
+        })
+        .unzip()
+}
+
+/// Whether the export open in `conn` has `table`.
+pub fn has_table(conn: &rusqlite::Connection, table: &str) -> bool {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .expect("sqlite_master")
+        > 0
+}
+
 /// Generates `scenario` (scale 1, seed 42) as `DIR/SCENARIO.sqlite`.
 pub fn generate_in(dir: &Path, scenario: &str) -> PathBuf {
     let path = dir.join(format!("{scenario}.sqlite"));
@@ -380,19 +403,15 @@ pub fn reordered(src: &Path, dir: &Path, order: &str) -> PathBuf {
 /// graphs, copies and planted idle causes (their temp dirs kept alive with them): the inputs
 /// rewritten in every row order.
 pub fn row_order_inputs() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
-    let mut paths = sweep_exports();
-    let mut dirs = Vec::new();
-    for scenario in [
+    let (dirs, generated) = generated_each(&[
         "tp2-phases",
         "serving-graphs",
         "copy-bound",
         "idle-causes",
         "host-records",
-    ] {
-        let (dir, path, _) = generated(scenario, 1, 3);
-        dirs.push(dir);
-        paths.push(path);
-    }
+    ]);
+    let mut paths = sweep_exports();
+    paths.extend(generated);
     (dirs, paths)
 }
 
