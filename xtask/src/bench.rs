@@ -2,8 +2,9 @@
 //!
 //! Figures, not a pass/fail test (timings on shared 2-core machines are too noisy to gate on).
 //! Two yardsticks make the figures meaningful on any machine:
-//! - the **bare scan**: the cheapest possible read of the same rows (`SELECT start, "end"` from
-//!   the kernel, runtime and NVTX tables, values discarded) — the I/O and SQLite-decoding floor.
+//! - the **bare scan** (`crate/examples/bare_scan.rs`, the product's own SQLite): the cheapest
+//!   possible read of the same rows (`SELECT start, "end"` from the kernel, runtime and NVTX
+//!   tables, values discarded) — the I/O and SQLite-decoding floor.
 //!   `detect` should stay within 1.5× of it (issue 51's goal; `detect` reads every column it
 //!   needs, the bare scan two);
 //! - **bytes per loaded event**: detect's peak RSS minus SQLite's page cache and the binary's
@@ -22,18 +23,12 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags};
-
 use crate::{Result, cargo, run, show, target_dir};
 
 /// `--scale` of `nsys-lens gen host-bound` that writes at least 5 million kernels
 /// (measured: 1,280 kernels per unit, so 4000 gives 5,120,000).
 pub const DEFAULT_SCALE: u32 = 4000;
 const DEFAULT_RUNS: usize = 3;
-
-/// The hidden subcommand the bench re-invokes itself with to run the bare scan in a child.
-pub const SCAN_CHILD: &str = "__bench-scan";
 
 /// The tables whose rows `detect` loads for a verdict, i.e. what "loaded events" counts.
 const TABLES: [&str; 3] = [
@@ -88,13 +83,25 @@ fn positive(name: &str, value: &str) -> std::result::Result<u32, String> {
 
 /// Builds the release binary, makes (or reuses) the trace, measures, prints a Markdown table.
 pub fn bench(opts: &Options) -> Result<()> {
-    run(cargo().args(["build", "--release", "-p", "nsys-lens"]))?;
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "nsys-lens",
+        "--bin",
+        "nsys-lens",
+        "--example",
+        "bare_scan",
+    ]))?;
     let bin = target_dir().join("release").join("nsys-lens");
+    let bare_scan = target_dir().join("release/examples/bare_scan");
     let trace = ensure_trace(&bin, opts.scale)?;
     let size = fs::metadata(&trace)
         .map_err(|e| format!("{}: {e}", trace.display()))?
         .len();
-    let counts = count_rows(&trace)?;
+    let counts = table_rows(&measure(
+        Command::new(&bare_scan).arg("--count").arg(&trace),
+    )?)?;
     let events: u64 = counts.iter().sum();
     println!(
         "trace: {} ({}), rows: {}",
@@ -109,16 +116,10 @@ pub fn bench(opts: &Options) -> Result<()> {
         );
     }
 
-    let self_exe =
-        std::env::current_exe().map_err(|e| format!("cannot locate the xtask binary: {e}"))?;
     let baseline = repeat(opts.runs, || measure(Command::new(&bin).arg("--version")))?;
     let scan = repeat(opts.runs, || {
-        let out = measure(Command::new(&self_exe).arg(SCAN_CHILD).arg(&trace))?;
-        let read: u64 = out
-            .stdout
-            .split_whitespace()
-            .filter_map(|w| w.parse::<u64>().ok())
-            .sum();
+        let out = measure(Command::new(&bare_scan).arg(&trace))?;
+        let read: u64 = table_rows(&out)?.iter().sum();
         if read != events {
             return Err(format!(
                 "the bare scan read {read} rows, count(*) says {events}"
@@ -252,79 +253,17 @@ fn ensure_trace(bin: &Path, scale: u32) -> Result<PathBuf> {
     Ok(trace)
 }
 
-/// Opens a trace the way nsys-lens does: read-only, immutable, 2000 KiB page cache.
-fn open(path: &Path) -> Result<Connection> {
-    let uri = format!(
-        "file:{}?immutable=1",
-        path.display()
-            .to_string()
-            .replace('%', "%25")
-            .replace('?', "%3f")
-            .replace('#', "%23")
-    );
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_URI
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn =
-        Connection::open_with_flags(uri, flags).map_err(|e| format!("{}: {e}", path.display()))?;
-    conn.execute_batch("PRAGMA cache_size=-2000;")
-        .map_err(|e| e.to_string())?;
-    Ok(conn)
-}
-
-fn has_table(conn: &Connection, table: &str) -> Result<bool> {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1",
-        [table],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|n| n > 0)
-    .map_err(|e| e.to_string())
-}
-
-/// `SELECT count(*)` of each of [`TABLES`] (0 when a table is absent).
-fn count_rows(path: &Path) -> Result<[u64; 3]> {
-    let conn = open(path)?;
-    let mut counts = [0; 3];
-    for (count, table) in counts.iter_mut().zip(TABLES) {
-        if has_table(&conn, table)? {
-            let n: i64 = conn
-                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-                .map_err(|e| e.to_string())?;
-            *count = n as u64;
-        }
+/// The rows of each of [`TABLES`] the bare scan's child printed (`TABLE ROWS` a line).
+fn table_rows(out: &Measured) -> Result<[u64; 3]> {
+    let mut rows = [0; 3];
+    for (n, table) in rows.iter_mut().zip(TABLES) {
+        *n = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(table)?.strip_prefix(' ')?.parse().ok())
+            .ok_or(format!("the bare scan printed no row count for {table}"))?;
     }
-    Ok(counts)
-}
-
-/// The bare scan, run in a child process: every row's `start` and `end`, read and discarded.
-/// Prints `TABLE ROWS` per table for the parent to check.
-pub fn scan_child(args: &[String]) -> Result<()> {
-    let [path] = args else {
-        return Err(format!("usage: xtask {SCAN_CHILD} TRACE"));
-    };
-    let conn = open(Path::new(path))?;
-    let mut checksum = 0i64;
-    for table in TABLES {
-        let mut rows_read = 0u64;
-        if has_table(&conn, table)? {
-            let mut stmt = conn
-                .prepare(&format!("SELECT start, \"end\" FROM {table}"))
-                .map_err(|e| e.to_string())?;
-            let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
-            while let Some(row) = rows.next().map_err(|e| e.to_string())? {
-                for col in 0..2 {
-                    if let ValueRef::Integer(v) = row.get_ref(col).map_err(|e| e.to_string())? {
-                        checksum = checksum.wrapping_add(v);
-                    }
-                }
-                rows_read += 1;
-            }
-        }
-        println!("{table} {rows_read}");
-    }
-    std::hint::black_box(checksum);
-    Ok(())
+    Ok(rows)
 }
 
 /// One child run: wall time from spawn to exit, and peak RSS in bytes.

@@ -97,9 +97,6 @@ fn main() -> ExitCode {
             Ok(opts) => fuzz::fuzz(&opts),
             Err(msg) => return usage_error(&msg),
         },
-        // Internal: the bench runs the bare scan in a child so that its time and memory are
-        // measured the same way as `nsys-lens detect`.
-        bench::SCAN_CHILD => bench::scan_child(rest),
         // Internal: a group of `test`'s steps run beside the others (`Beside`).
         BESIDE => match Group::ALL
             .iter()
@@ -164,11 +161,16 @@ fn test(sweep: Sweep) -> Result<()> {
     let result = (|| {
         summary.step("setup", setup::setup)?;
         let wasm_lint = Beside::spawn(Group::WasmLint)?;
-        let native = checks(&mut summary, &native_checks());
+        let native = checks(&mut summary, &native_checks(Lint::InTestBuild));
         let wasm = summary.join(wasm_lint);
         native.and(wasm)?;
-        let native = native_tests();
-        summary.step(&show(&native), || run(&mut native_tests()))?;
+        summary.step(
+            &format!(
+                "clippy -D warnings, as the compiler of: {}",
+                show(&native_tests())
+            ),
+            || run(clippy_compiles(&mut native_tests())),
+        )?;
         // The wasm tests embed a generated export: written by the CLI the native tests built.
         web::test::write_fixture(&target_dir().join("debug/nsys-lens"))?;
         let wasm_build = Beside::spawn(Group::WasmBuild)?;
@@ -206,6 +208,27 @@ fn native_tests() -> Command {
         false => cmd.args(["test", "--workspace"]),
     };
     cmd
+}
+
+/// Makes clippy the compiler of the workspace's crates in `cmd`'s build, its lints denied as
+/// `cargo clippy -- -D warnings` denies them: one build of the workspace both lints and tests it,
+/// where `cargo clippy` then the tests built every dependency twice (checked, then compiled).
+/// `cargo clippy` runs clippy the same way (`RUSTC_WORKSPACE_WRAPPER`, `CLIPPY_ARGS`); the
+/// dependencies are compiled by rustc alone, as they are for `cargo clippy`.
+fn clippy_compiles(cmd: &mut Command) -> &mut Command {
+    cmd.env("RUSTC_WORKSPACE_WRAPPER", clippy_driver()).env(
+        "CLIPPY_ARGS",
+        "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+    )
+}
+
+/// The toolchain's `clippy-driver`: beside the cargo that started us, else on `PATH`.
+fn clippy_driver() -> PathBuf {
+    env::var_os("CARGO")
+        .map(PathBuf::from)
+        .and_then(|cargo| Some(cargo.parent()?.join("clippy-driver")))
+        .filter(|driver| driver.is_file())
+        .unwrap_or_else(|| PathBuf::from("clippy-driver"))
 }
 
 /// The steps `cargo xtask test` runs in a child of its own beside the native ones.
@@ -286,7 +309,7 @@ impl Beside {
 /// Every check runs even if an earlier one fails, so one pass shows everything to fix.
 fn lint() -> Result<()> {
     let mut summary = Summary::default();
-    let native = checks(&mut summary, &native_checks());
+    let native = checks(&mut summary, &native_checks(Lint::Alone));
     let wasm = checks(&mut summary, &wasm_checks());
     summary.print();
     native.and(wasm)
@@ -300,15 +323,25 @@ fn args(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|s| s.to_string()).collect()
 }
 
-/// The native checks: formatting, clippy over every target, the docs.
-fn native_checks() -> Vec<Check> {
-    vec![
-        (
-            "cargo fmt --check",
-            args(&["fmt", "--all", "--", "--check"]),
-            false,
-        ),
-        (
+/// Where the native clippy runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lint {
+    /// `cargo clippy` of its own (`cargo xtask lint`).
+    Alone,
+    /// As the compiler of the tests' build ([`clippy_compiles`]; `cargo xtask test`).
+    InTestBuild,
+}
+
+/// The native checks: formatting, clippy over every target (unless the tests' build runs it),
+/// the docs.
+fn native_checks(lint: Lint) -> Vec<Check> {
+    let mut checks = vec![(
+        "cargo fmt --check",
+        args(&["fmt", "--all", "--", "--check"]),
+        false,
+    )];
+    if lint == Lint::Alone {
+        checks.push((
             "cargo clippy -D warnings",
             args(&[
                 "clippy",
@@ -319,13 +352,14 @@ fn native_checks() -> Vec<Check> {
                 "warnings",
             ]),
             false,
-        ),
-        (
-            "cargo doc (warnings denied)",
-            args(&["doc", "--workspace", "--no-deps"]),
-            true,
-        ),
-    ]
+        ));
+    }
+    checks.push((
+        "cargo doc (warnings denied)",
+        args(&["doc", "--workspace", "--no-deps"]),
+        true,
+    ));
+    checks
 }
 
 /// The library's checks for wasm32, in the wasm32 builds' target directory.

@@ -74,27 +74,39 @@ pub fn dist_built(build: Build) -> Result<()> {
     Ok(())
 }
 
-/// Release build of the library for wasm32. Fat LTO and one codegen unit make the module
-/// smaller and faster; set through the environment so the native release profile is untouched.
+impl Build {
+    /// Sets the release profile of a wasm32 build of this kind through the environment, so the
+    /// native release profile is untouched. The wasm tests run under [`Build::Test`]'s too
+    /// (`cargo test --release`, whose test harness takes the bench profile): their build of the
+    /// library and its dependencies is then the one `dist` links, compiled once.
+    pub fn profile(self, cmd: &mut Command) -> &mut Command {
+        let (lto, units) = match self {
+            Build::Deploy => ("fat", "1"),
+            Build::Test => ("off", "16"),
+        };
+        cmd.env("CARGO_PROFILE_RELEASE_LTO", lto)
+            .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", units)
+            .env("CARGO_PROFILE_BENCH_LTO", lto)
+            .env("CARGO_PROFILE_BENCH_CODEGEN_UNITS", units)
+    }
+}
+
+/// Release build of the library for wasm32, as `build` says.
 fn build_wasm(build: Build) -> Result<PathBuf> {
-    let (lto, units) = match build {
-        Build::Deploy => ("fat", "1"),
-        Build::Test => ("off", "16"),
-    };
-    run(cargo()
-        .args([
-            "build",
-            "-p",
-            "nsys-lens",
-            "--lib",
-            "--release",
-            "--target",
-            WASM_TARGET,
-        ])
-        .arg("--target-dir")
-        .arg(wasm_target_dir())
-        .env("CARGO_PROFILE_RELEASE_LTO", lto)
-        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", units))?;
+    run(build.profile(
+        cargo()
+            .args([
+                "build",
+                "-p",
+                "nsys-lens",
+                "--lib",
+                "--release",
+                "--target",
+                WASM_TARGET,
+            ])
+            .arg("--target-dir")
+            .arg(wasm_target_dir()),
+    ))?;
     let wasm = wasm_target_dir()
         .join(WASM_TARGET)
         .join("release")

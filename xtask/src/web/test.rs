@@ -41,7 +41,8 @@ const CHROMEDRIVER_SWITCHES_REMOVED: &[&str] = &[
     "disable-prompt-on-repost",
 ];
 
-/// `cargo test -p nsys-lens --target wasm32-unknown-unknown --test web` over the fixture
+/// `cargo test -p nsys-lens --release --target wasm32-unknown-unknown --test web` (built as
+/// `dist`'s test build, see [`super::Build::profile`]) over the fixture
 /// [`write_fixture`] wrote, with the capabilities of [`CHROMEDRIVER_SWITCHES_REMOVED`]
 /// (`webdriver.json`, which wasm-bindgen-test-runner reads).
 pub fn wasm_tests() -> Result<()> {
@@ -58,11 +59,13 @@ pub fn wasm_tests() -> Result<()> {
         ),
     )
     .map_err(|e| format!("cannot write {}: {e}", capabilities.display()))?;
-    run(cargo()
+    run(super::Build::Test
+        .profile(&mut cargo())
         .args([
             "test",
             "-p",
             "nsys-lens",
+            "--release",
             "--target",
             crate::WASM_TARGET,
             "--test",
