@@ -1,9 +1,11 @@
 //! Every `--json` output validates against its JSON Schema in `schemas/` (draft 2020-12): `detect`
 //! (both profiles), `analyze` (one trace and a pair, both profiles), `drill`, `whatif` (the
 //! standard set, every cost flag, a baseline), `report.json` and `lprof`, over the exports of a
-//! sweep (every public export under `cargo xtask test --full`) and every generator scenario. The results are computed in-process as the CLI computes them
-//! (the export scanned once, its rows read in start order) and versioned as the CLI writes them
-//! (`report::Versioned`).
+//! sweep (every public export under `cargo xtask test --full`) and every generator scenario. The
+//! results are computed in-process as the CLI computes them (the export scanned once, its rows
+//! read in start order) and versioned as the CLI writes them (`report::Versioned`), then
+//! validated all at once by Python's `jsonschema` (`tests/tools/schemas.py validate`), as a
+//! user would check them; no validator is compiled into the tests.
 //!
 //! Every schema is self-contained: a definition used from another file is copied in
 //! (`#/$defs/detect.bound`, by `tests/tools/schemas.py bundle`), each copy equal to its source,
@@ -17,7 +19,6 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use jsonschema::Validator;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -47,18 +48,13 @@ fn schema_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas")
 }
 
-/// One validator per command, each schema on its own: no registry, no retrieval (the crate is
-/// built without it), so a `$ref` to another file would fail the build.
-fn validators() -> BTreeMap<&'static str, Validator> {
-    let docs: Vec<(&str, Value)> = SCHEMAS
-        .iter()
-        .map(|&name| {
-            let path = schema_dir().join(format!("{name}.schema.json"));
-            let text = std::fs::read_to_string(&path).expect("schema file");
-            (name, serde_json::from_str(&text).expect("schema JSON"))
-        })
-        .collect();
-    for (name, doc) in &docs {
+/// The schemas are named as the CLI's documents say: draft 2020-12, an `$id` of their own file,
+/// the `schema_version` the CLI writes.
+fn schemas_are_named_as_written() {
+    for name in SCHEMAS {
+        let path = schema_dir().join(format!("{name}.schema.json"));
+        let text = std::fs::read_to_string(&path).expect("schema file");
+        let doc: Value = serde_json::from_str(&text).expect("schema JSON");
         assert_eq!(
             doc["$schema"], "https://json-schema.org/draft/2020-12/schema",
             "{name}"
@@ -73,20 +69,22 @@ fn validators() -> BTreeMap<&'static str, Validator> {
             "{name}: the schema names the version the CLI writes"
         );
     }
-    docs.iter()
-        .map(|(name, doc)| {
-            let v = jsonschema::options()
-                .build(doc)
-                .unwrap_or_else(|e| panic!("{name}.schema.json is not a valid schema: {e}"));
-            (*name, v)
-        })
-        .collect()
 }
 
-/// Collects every validation error of `result` (as `--json` writes it) against `schema`.
+/// A document written for validation: its schema, its file, what it is, and whether the schema
+/// must reject it.
+struct Doc {
+    schema: &'static str,
+    path: PathBuf,
+    what: String,
+    reject: bool,
+}
+
+/// Documents as `--json` writes them, each validated against its schema file by Python's
+/// `jsonschema` (`tests/tools/schemas.py validate`, the network cut), all in one process.
 struct Check {
-    validators: BTreeMap<&'static str, Validator>,
-    errors: Vec<String>,
+    dir: tempfile::TempDir,
+    docs: Vec<Doc>,
     validated: BTreeMap<&'static str, usize>,
     /// `whatif --step` outputs among the `whatif` ones.
     step_paths: usize,
@@ -94,26 +92,79 @@ struct Check {
 
 impl Check {
     fn new() -> Check {
+        schemas_are_named_as_written();
         Check {
-            validators: validators(),
-            errors: Vec::new(),
+            dir: tempfile::tempdir().expect("tempdir"),
+            docs: Vec::new(),
             validated: BTreeMap::new(),
             step_paths: 0,
         }
     }
 
+    fn write(&mut self, schema: &'static str, what: &str, json: &Value, reject: bool) {
+        let path = self
+            .dir
+            .path()
+            .join(format!("{}.{schema}.json", self.docs.len()));
+        std::fs::write(&path, json.to_string()).expect("write the document");
+        self.docs.push(Doc {
+            schema,
+            path,
+            what: what.to_string(),
+            reject,
+        });
+    }
+
+    /// A document the schema must accept.
     fn json(&mut self, schema: &'static str, what: &str, json: &Value) {
-        let v = &self.validators[schema];
-        for e in v.iter_errors(json).take(5) {
-            self.errors
-                .push(format!("{schema} of {what}: at {}: {e}", e.instance_path()));
-        }
+        self.write(schema, what, json, false);
         *self.validated.entry(schema).or_default() += 1;
     }
 
     fn versioned<T: Serialize>(&mut self, schema: &'static str, what: &str, result: &T) {
         let json = serde_json::to_value(Versioned(result)).expect("serializes");
         self.json(schema, what, &json);
+    }
+
+    /// A document the schema must reject.
+    fn rejects(&mut self, schema: &'static str, what: &str, json: &Value) {
+        self.write(schema, what, json, true);
+    }
+
+    /// Validates every document written so far: one line per document that its schema judged
+    /// otherwise than expected (accepted where it must reject, or rejected and why).
+    fn errors(&self) -> Vec<String> {
+        let python = python_with_jsonschema();
+        let mut cmd = std::process::Command::new(&python);
+        cmd.arg(schemas_py()).arg("validate");
+        for doc in &self.docs {
+            cmd.arg(schema_dir().join(format!("{}.schema.json", doc.schema)));
+            if doc.reject {
+                cmd.arg("--reject");
+            }
+            cmd.arg(&doc.path);
+        }
+        let out = cmd.output().expect("python runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let want = format!("validated {} documents;", self.docs.len());
+        assert!(
+            stdout.contains(&want),
+            "{} validate:\n{stdout}{}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let name = |line: &str| {
+            let doc = self
+                .docs
+                .iter()
+                .find(|d| line.starts_with(&*d.path.to_string_lossy()));
+            doc.map_or_else(String::new, |d| format!("{} of {}: ", d.schema, d.what))
+        };
+        stdout
+            .lines()
+            .filter(|l| !l.starts_with("validated "))
+            .map(|l| format!("{}{l}", name(l)))
+            .collect()
     }
 }
 
@@ -320,11 +371,12 @@ fn every_json_output_of_the_swept_exports_and_every_scenario_validates_against_i
     check_ranks(&mut check, &[p("tp2-straggler"), p("host-bound")]);
     check_lprof(&mut check);
 
+    let errors = check.errors();
     assert!(
-        check.errors.is_empty(),
+        errors.is_empty(),
         "{} outputs do not match their schema:\n{}",
-        check.errors.len(),
-        check.errors.join("\n")
+        errors.len(),
+        errors.join("\n")
     );
     // Every command checked, on every trace with kernels.
     let exports_with_kernels = common::public_exports_with_kernels();
@@ -364,7 +416,6 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     let verdict = detect::detect_rows(&rows, &DetectConfig::default()).expect("detect");
     let good = serde_json::to_value(Versioned(&verdict)).expect("json");
     check.json("detect", "as written", &good);
-    assert!(check.errors.is_empty(), "{:?}", check.errors);
     let broken: [(&str, Change); 6] = [
         ("verdict MAYBE", |v| v["verdict"] = "MAYBE".into()),
         ("bound kind", |v| v["bound"]["kind"] = "cpu-bound".into()),
@@ -382,12 +433,9 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     for (what, change) in broken {
         let mut bad = good.clone();
         change(&mut bad);
-        let before = check.errors.len();
-        check.json("detect", what, &bad);
-        assert!(check.errors.len() > before, "{what} should fail the schema");
+        check.rejects("detect", what, &bad);
     }
     // The ranks of tp2-straggler: a source that never names a rank, a share above 1.
-    check.errors.clear();
     let (_dir, path, _) = common::generated("tp2-straggler", 1, 42);
     let export = open(&path).expect("open");
     let rows = FileRows::over(&export.conn, &export.scan);
@@ -399,7 +447,6 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     let ranks = nsys_lens::ranks::ranks(&one).expect("ranks");
     let good = serde_json::to_value(Versioned(&ranks)).expect("json");
     check.json("ranks", "as written", &good);
-    assert!(check.errors.is_empty(), "{:?}", check.errors);
     let broken: [(&str, Change); 3] = [
         ("named by a guess", |v| {
             v["ranks"][0]["named_by"] = "guess".into()
@@ -414,18 +461,14 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     for (what, change) in broken {
         let mut bad = good.clone();
         change(&mut bad);
-        let before = check.errors.len();
-        check.json("ranks", what, &bad);
-        assert!(check.errors.len() > before, "{what} should fail the schema");
+        check.rejects("ranks", what, &bad);
     }
     // Its summary (`ranks --summary`): another kind, a kernel without its name, a name place
     // below 0.
-    check.errors.clear();
     let indexed = nsys_lens::drill::index_inputs(&one).expect("indexed");
     let summary = nsys_lens::ranks::summarize(&indexed[0]).expect("summary");
     let good = serde_json::to_value(Versioned(&summary)).expect("json");
     check.json("ranks-summary", "as written", &good);
-    assert!(check.errors.is_empty(), "{:?}", check.errors);
     let broken: [(&str, Change); 3] = [
         ("another kind", |v| v["kind"] = "ranks".into()),
         ("a kernel without its name", |v| {
@@ -438,13 +481,10 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     for (what, change) in broken {
         let mut bad = good.clone();
         change(&mut bad);
-        let before = check.errors.len();
-        check.json("ranks-summary", what, &bad);
-        assert!(check.errors.len() > before, "{what} should fail the schema");
+        check.rejects("ranks-summary", what, &bad);
     }
     // A step's critical path (`whatif --step`): a place that is neither a thread nor a stream,
     // a tid as a number (it exceeds 2^53), a stretch without its part.
-    check.errors.clear();
     let (_dir, path, _) = common::generated("host-bound", 1, 42);
     let export = open(&path).expect("open");
     let rows = FileRows::over(&export.conn, &export.scan);
@@ -452,7 +492,6 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     let step = whatif::step_path(&rows, &cfg, 1).expect("step path");
     let good = serde_json::to_value(Versioned(&step)).expect("json");
     check.json("whatif", "a step's path as written", &good);
-    assert!(check.errors.is_empty(), "{:?}", check.errors);
     let broken: [(&str, Change); 3] = [
         ("a place on a host", |v| {
             v["segments"][0]["place"]["kind"] = "host".into()
@@ -467,10 +506,10 @@ fn the_schemas_reject_what_the_cli_never_writes() {
     for (what, change) in broken {
         let mut bad = good.clone();
         change(&mut bad);
-        let before = check.errors.len();
-        check.json("whatif", what, &bad);
-        assert!(check.errors.len() > before, "{what} should fail the schema");
+        check.rejects("whatif", what, &bad);
     }
+    let errors = check.errors();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
 /// `tests/tools/schemas.py`, which bundles the schemas and validates with Python's `jsonschema`.

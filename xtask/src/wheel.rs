@@ -96,11 +96,17 @@ fn public_export() -> Result<PathBuf> {
 /// Builds the wheel, installs it into a fresh virtual environment and compares its
 /// `nsys-lens detect --json` with cargo's binary's.
 pub fn test() -> Result<()> {
+    test_built(|cmd| cmd)
+}
+
+/// [`test`], maturin's cargo set up by `build` (`cargo xtask test` makes it compile the
+/// workspace as its tests' build did, so the binary is that build's, not compiled again).
+pub fn test_built(build: fn(&mut Command) -> &mut Command) -> Result<()> {
     let maturin = maturin_path().ok_or("maturin not found; run `cargo xtask setup`")?;
     let work = target_dir().join("wheel-test");
     let wheels = work.join("wheels");
     let _ = std::fs::remove_dir_all(&work);
-    run(Command::new(&maturin)
+    run(build(&mut Command::new(&maturin))
         .current_dir(root())
         .args([
             "build",
