@@ -213,8 +213,11 @@ fn class_of(name: &str) -> &'static str {
     CLASS_RULE
         .iter()
         .find(|(_, p)| {
+            // ASCII case only, as kernel names are and as the product's own matchers fold
+            // case (it builds `regex` without Unicode case tables).
             regex::RegexBuilder::new(p)
                 .case_insensitive(true)
+                .unicode(false)
                 .build()
                 .expect("pattern")
                 .is_match(name)

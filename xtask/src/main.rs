@@ -103,7 +103,7 @@ fn main() -> ExitCode {
             .find(|g| rest.first().is_some_and(|r| r == g.name()))
         {
             Some(group) => group.run(),
-            None => return usage_error("__beside takes a group: wasm-lint or wasm-build"),
+            None => return usage_error("__beside takes a group: tools, wasm-lint or wasm-build"),
         },
         "help" | "-h" | "--help" => {
             println!("{}", usage());
@@ -150,7 +150,8 @@ enum Sweep {
 /// here, not months later. The lint checks run first: CI holds the tree to them. The wasm32
 /// builds run beside the native steps ([`Beside`]): the wasm tests and `dist` leave a core idle
 /// for long stretches (one browser, SQLite's C compiled alone) that the wheel's build fills;
-/// the two lints each keep both cores busy, so side by side they take as long as in turn.
+/// the two lints each keep both cores busy, so side by side they take as long as in turn. Only
+/// the compilers are installed before them; the rest of `setup` (downloads, mostly) runs beside.
 fn test(sweep: Sweep) -> Result<()> {
     if sweep == Sweep::Full {
         // SAFETY: set before any thread of this process starts; the children inherit it.
@@ -159,11 +160,13 @@ fn test(sweep: Sweep) -> Result<()> {
     let started = Instant::now();
     let mut summary = Summary::default();
     let result = (|| {
-        summary.step("setup", setup::setup)?;
+        summary.step("setup: what compiles the core", setup::setup_compilers)?;
+        let tools = Beside::spawn(Group::Tools)?;
         let wasm_lint = Beside::spawn(Group::WasmLint)?;
         let native = checks(&mut summary, &native_checks(Lint::InTestBuild));
         let wasm = summary.join(wasm_lint);
-        native.and(wasm)?;
+        let tools = summary.join(tools);
+        native.and(wasm).and(tools)?;
         summary.step(
             &format!(
                 "clippy -D warnings, as the compiler of: {}",
@@ -233,6 +236,9 @@ fn clippy_driver() -> PathBuf {
 /// The steps `cargo xtask test` runs in a child of its own beside the native ones.
 #[derive(Clone, Copy)]
 enum Group {
+    /// The rest of `setup` (the page's and the tests' tools: downloads mostly, where the lint
+    /// keeps both cores busy compiling).
+    Tools,
     /// clippy and the docs for wasm32.
     WasmLint,
     /// The wasm tests in headless Chromium, then `dist` (the module the page's tests load).
@@ -240,10 +246,11 @@ enum Group {
 }
 
 impl Group {
-    const ALL: [Group; 2] = [Group::WasmLint, Group::WasmBuild];
+    const ALL: [Group; 3] = [Group::Tools, Group::WasmLint, Group::WasmBuild];
 
     fn name(self) -> &'static str {
         match self {
+            Group::Tools => "tools",
             Group::WasmLint => "wasm-lint",
             Group::WasmBuild => "wasm-build",
         }
@@ -253,6 +260,7 @@ impl Group {
     fn run(self) -> Result<()> {
         let mut summary = Summary::default();
         match self {
+            Group::Tools => summary.step("setup: the page's and the tests' tools", setup::setup),
             Group::WasmLint => checks(&mut summary, &wasm_checks()),
             Group::WasmBuild => (|| {
                 summary.step("wasm tests in headless Chromium", web::test::wasm_tests)?;

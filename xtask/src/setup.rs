@@ -26,6 +26,9 @@ pub struct Tool {
     pub manual: &'static str,
     /// Needed to build the page (`web`, `dist`, `serve`); the others only run tests.
     pub builds_page: bool,
+    /// Needed to compile the core at all, natively and for wasm32 (lint included): what
+    /// `cargo xtask test` installs before anything else, the rest beside its lint.
+    pub compiles_core: bool,
 }
 
 pub const TOOLS: &[Tool] = &[
@@ -36,6 +39,7 @@ pub const TOOLS: &[Tool] = &[
         install: || apt_install(&["clang"]),
         manual: "sudo apt-get install -y clang",
         builds_page: true,
+        compiles_core: true,
     },
     Tool {
         name: "rust target wasm32-unknown-unknown",
@@ -44,6 +48,7 @@ pub const TOOLS: &[Tool] = &[
         install: || run(Command::new("rustup").args(["target", "add", WASM_TARGET])),
         manual: "rustup target add wasm32-unknown-unknown",
         builds_page: true,
+        compiles_core: true,
     },
     Tool {
         name: "wasm-bindgen-cli 0.2.130",
@@ -64,6 +69,7 @@ pub const TOOLS: &[Tool] = &[
         },
         manual: "cargo install wasm-bindgen-cli --version 0.2.130   (not --locked: it fails)",
         builds_page: true,
+        compiles_core: false,
     },
     Tool {
         name: "wasm-opt (npm binaryen)",
@@ -72,6 +78,7 @@ pub const TOOLS: &[Tool] = &[
         install: install_binaryen,
         manual: "npm install --prefix target/tools --no-save binaryen",
         builds_page: true,
+        compiles_core: false,
     },
     Tool {
         name: "maturin (pip, in target/tools/py)",
@@ -80,6 +87,7 @@ pub const TOOLS: &[Tool] = &[
         install: crate::wheel::install_maturin,
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'maturin>=1.5,<2'   (or any maturin on PATH)",
         builds_page: false,
+        compiles_core: false,
     },
     Tool {
         name: "jsonschema (pip, in target/tools/py)",
@@ -88,6 +96,7 @@ pub const TOOLS: &[Tool] = &[
         install: crate::wheel::install_jsonschema,
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'jsonschema>=4.18,<5'",
         builds_page: false,
+        compiles_core: false,
     },
     Tool {
         name: "dask[distributed] (pip, in target/tools/py)",
@@ -96,6 +105,7 @@ pub const TOOLS: &[Tool] = &[
         install: crate::wheel::install_dask,
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'dask[distributed]>=2024.1'",
         builds_page: false,
+        compiles_core: false,
     },
     Tool {
         name: "chromium",
@@ -104,6 +114,7 @@ pub const TOOLS: &[Tool] = &[
         install: || apt_install(&["chromium"]),
         manual: "sudo apt-get install -y chromium",
         builds_page: false,
+        compiles_core: false,
     },
     Tool {
         name: "chromedriver",
@@ -112,6 +123,7 @@ pub const TOOLS: &[Tool] = &[
         install: || apt_install(&["chromium-driver"]),
         manual: "sudo apt-get install -y chromium-driver",
         builds_page: false,
+        compiles_core: false,
     },
     Tool {
         name: "playwright-core (npm)",
@@ -124,6 +136,7 @@ pub const TOOLS: &[Tool] = &[
         install: || install_npm_dev("playwright-core"),
         manual: "npm install --save-dev playwright-core   (in the repository root)",
         builds_page: false,
+        compiles_core: false,
     },
     Tool {
         name: "firefox-esr",
@@ -132,6 +145,7 @@ pub const TOOLS: &[Tool] = &[
         install: || apt_install(&["firefox-esr"]),
         manual: "sudo apt-get install -y firefox-esr",
         builds_page: false,
+        compiles_core: false,
     },
     Tool {
         name: "puppeteer-core (npm)",
@@ -144,12 +158,18 @@ pub const TOOLS: &[Tool] = &[
         install: || install_npm_dev("puppeteer-core"),
         manual: "npm install --save-dev puppeteer-core   (in the repository root)",
         builds_page: false,
+        compiles_core: false,
     },
 ];
 
 /// Checks every tool, installs the missing ones, and fails listing those still missing.
 pub fn setup() -> Result<()> {
     install(TOOLS.iter())
+}
+
+/// Only the tools that compiling the core needs (clang, the wasm32 target).
+pub fn setup_compilers() -> Result<()> {
+    install(TOOLS.iter().filter(|t| t.compiles_core))
 }
 
 /// Only the tools that building the page needs (what `serve` must install on a fresh machine).

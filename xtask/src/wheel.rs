@@ -99,7 +99,7 @@ pub fn test() -> Result<()> {
     test_built(|cmd| cmd)
 }
 
-/// [`test`], maturin's cargo set up by `build` (`cargo xtask test` makes it compile the
+/// [`test()`], maturin's cargo set up by `build` (`cargo xtask test` makes it compile the
 /// workspace as its tests' build did, so the binary is that build's, not compiled again).
 pub fn test_built(build: fn(&mut Command) -> &mut Command) -> Result<()> {
     let maturin = maturin_path().ok_or("maturin not found; run `cargo xtask setup`")?;
