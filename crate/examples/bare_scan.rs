@@ -3,8 +3,8 @@
 //! discarded. The floor of reading those rows at all. Prints `TABLE ROWS` per table.
 //! `--count` prints each table's `count(*)` instead, for the bench to check the scan against.
 //! Usage: cargo run --release -p nsys-lens --example bare_scan -- [--count] TRACE.sqlite
+use rusqlite::Connection;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -14,22 +14,6 @@ const TABLES: [&str; 3] = [
     "CUPTI_ACTIVITY_KIND_RUNTIME",
     "NVTX_EVENTS",
 ];
-
-/// Opened read-only and immutable, with SQLite's page cache as nsys-lens sets it.
-fn open(path: &str) -> Res<Connection> {
-    let uri = format!(
-        "file:{}?immutable=1",
-        path.replace('%', "%25")
-            .replace('?', "%3f")
-            .replace('#', "%23")
-    );
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_URI
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(uri, flags)?;
-    conn.execute_batch("PRAGMA cache_size=-2000;")?;
-    Ok(conn)
-}
 
 fn has_table(conn: &Connection, table: &str) -> Res<bool> {
     let n: i64 = conn.query_row(
@@ -69,7 +53,8 @@ fn main() -> Res<()> {
         [flag, path] if flag == "--count" => (true, path),
         _ => return Err("usage: bare_scan [--count] TRACE.sqlite".into()),
     };
-    let conn = open(path)?;
+    // Opened as nsys-lens opens an export: read-only, immutable, its page cache.
+    let conn = nsys_lens::trace::open_path(std::path::Path::new(path))?;
     for table in TABLES {
         let rows = match (has_table(&conn, table)?, counting) {
             (false, _) => 0,
