@@ -143,52 +143,77 @@ impl Points {
     }
 }
 
+/// Time per part of a critical path: an array, not a map (every point of every walk adds to
+/// it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartTimes([Ns; Part::ALL.len()]);
+
+impl PartTimes {
+    pub fn get(&self, part: Part) -> Ns {
+        self.0[part as usize]
+    }
+
+    fn add(&mut self, part: Part, time: Ns) {
+        self.0[part as usize] += time;
+    }
+
+    /// The path's length: every part's time summed.
+    pub fn total(&self) -> Ns {
+        self.0.iter().sum()
+    }
+}
+
 /// The critical path over a span, split by part and by name.
 #[derive(Debug, Clone, Default)]
 pub struct PathSplit {
-    pub parts: HashMap<Part, Ns>,
+    pub parts: PartTimes,
     pub names: HashMap<(Part, NameId), Ns>,
     pub total: Ns,
 }
 
 impl PathSplit {
-    pub fn add(&mut self, other: &PathSplit) {
-        for (&p, &t) in &other.parts {
-            *self.parts.entry(p).or_default() += t;
-        }
-        for (&k, &t) in &other.names {
-            *self.names.entry(k).or_default() += t;
-        }
-        self.total += other.total;
-    }
-
     fn take(&mut self, point: &Point, time: Ns) {
-        *self.parts.entry(point.part).or_default() += time;
+        self.parts.add(point.part, time);
         *self.names.entry((point.part, point.name)).or_default() += time;
         self.total += time;
     }
 }
 
-/// The critical path that ends at point `end`, walked back to time `from`: each point's time
-/// since its predecessor, the last segment cut at `from`. Its parts sum to `end`'s time − `from`
-/// (when `end` lies after `from`).
-pub fn walk_back(points: &Points, end: PointId, from: Ns) -> PathSplit {
-    walk(points, end, from, |_| {})
+/// The critical path that ends at point `end`, walked back to time `from`, added to `path`:
+/// each point's time since its predecessor, the last segment cut at `from`. The walk's own
+/// time per part, which sums to `end`'s time − `from` (when `end` lies after `from`).
+pub fn walk_back(points: &Points, end: PointId, from: Ns, path: &mut PathSplit) -> PartTimes {
+    walk(points, end, from, path, |_| {})
 }
 
 /// [`walk_back`], also giving the path's segments, latest first.
-pub fn segments_back(points: &Points, end: PointId, from: Ns) -> (PathSplit, Vec<Segment>) {
+pub fn segments_back(
+    points: &Points,
+    end: PointId,
+    from: Ns,
+    path: &mut PathSplit,
+) -> (PartTimes, Vec<Segment>) {
     let mut segments = Vec::new();
-    let split = walk(points, end, from, |s| {
+    let own = walk(points, end, from, path, |s| {
         if s.end > s.start {
             segments.push(s);
         }
     });
-    (split, segments)
+    (own, segments)
 }
 
-fn walk(points: &Points, end: PointId, from: Ns, mut seg: impl FnMut(Segment)) -> PathSplit {
-    let mut split = PathSplit::default();
+fn walk(
+    points: &Points,
+    end: PointId,
+    from: Ns,
+    path: &mut PathSplit,
+    mut seg: impl FnMut(Segment),
+) -> PartTimes {
+    let mut own = PartTimes::default();
+    let mut take = |point: &Point, time: Ns| {
+        own.add(point.part, time);
+        path.take(point, time);
+    };
     let mut at = end;
     // A chain is at most as long as the points kept: a bound, whatever the predecessors say.
     for _ in 0..=points.points.len() {
@@ -198,16 +223,16 @@ fn walk(points: &Points, end: PointId, from: Ns, mut seg: impl FnMut(Segment)) -
         }
         match points.get(point.pred) {
             Some(pred) if pred.time > from => {
-                split.take(point, point.time - pred.time);
+                take(point, point.time - pred.time);
                 seg(point.segment(pred.time));
                 at = point.pred;
             }
             _ => {
-                split.take(point, point.time - from);
+                take(point, point.time - from);
                 seg(point.segment(from));
                 break;
             }
         }
     }
-    split
+    own
 }

@@ -28,7 +28,7 @@ use crate::model::rows::EventRows;
 use crate::model::{NO_NAME, Ns, Strings};
 use crate::names::kernels::KernelCategory;
 use crate::names::shape::op_shape;
-use graph::{Part, PathSplit, Place};
+use graph::{Part, PartTimes, Place};
 
 pub use crate::costs::Costs;
 
@@ -427,7 +427,7 @@ fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
     let parts = Part::ALL
         .iter()
         .map(|&p| {
-            let t = path.parts.get(&p).copied().unwrap_or(0);
+            let t = path.parts.get(p);
             PathPart {
                 part: p,
                 label: p.label(),
@@ -491,19 +491,16 @@ fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
         parts,
         top_ops: top(true),
         top_kernels: top(false),
-        bound: bound_of(path),
+        bound: bound_of(&path.parts),
         steps_by_bound,
         names: all,
     }
 }
 
 /// What bounds a path: the group of parts holding at least half of it, else mixed.
-pub fn bound_of(path: &PathSplit) -> BoundKind {
-    let t = |ps: &[Part]| -> Ns {
-        ps.iter()
-            .map(|p| path.parts.get(p).copied().unwrap_or(0))
-            .sum()
-    };
+pub fn bound_of(parts: &PartTimes) -> BoundKind {
+    let t = |ps: &[Part]| -> Ns { ps.iter().map(|&p| parts.get(p)).sum() };
+    let total = parts.total();
     let groups = [
         (BoundKind::Host, t(&[Part::Host, Part::Launch, Part::Calls])),
         (BoundKind::Compute, t(&[Part::Compute])),
@@ -512,6 +509,6 @@ pub fn bound_of(path: &PathSplit) -> BoundKind {
     ];
     groups
         .into_iter()
-        .find(|&(_, g)| path.total > 0 && 2 * g >= path.total)
+        .find(|&(_, g)| total > 0 && 2 * g >= total)
         .map_or(BoundKind::Mixed, |(k, _)| k)
 }

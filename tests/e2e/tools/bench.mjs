@@ -49,7 +49,9 @@ function trace(cli) {
 
 // The deeper views' native commands, as the page computes them.
 function nativeViews(cli, file) {
-  const out = fs.mkdtempSync(path.join(ROOT, 'target', 'bench', 'report-'));
+  const dir = path.join(ROOT, 'target', 'bench');
+  fs.mkdirSync(dir, { recursive: true });
+  const out = fs.mkdtempSync(path.join(dir, 'report-'));
   try {
     return {
       rootcause: nativeRun(cli, ['analyze', file, '--profile', PROFILE, '--json', '-o', '/dev/null']),

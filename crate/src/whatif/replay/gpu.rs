@@ -2,12 +2,10 @@
 //! its stream, its duration under the changed costs, and a collective's end after the last
 //! device arrives.
 
-use std::cmp::Reverse;
-
 use super::super::graph::{NONE, Part, Place, Point, PointId};
 use super::{
-    Anchor, DEFAULT_GAP, DEFAULT_LATENCY, Ended, GPU_END, MAX_LAUNCHES, Member, OpenWork, Replay,
-    UNEXPLAINED, widen,
+    Anchor, DEFAULT_GAP, DEFAULT_LATENCY, Ended, GPU_END, Launch, MAX_LAUNCHES, Member, OpenWork,
+    Replay, UNEXPLAINED, widen,
 };
 use crate::costs::scale;
 use crate::model::rows::KernelRow;
@@ -18,7 +16,7 @@ impl Replay<'_> {
     pub(super) fn work_start(&mut self, k: &KernelRow) {
         let s = k.start;
         let launch = (k.correlation != 0)
-            .then(|| self.launches.get(&(k.process, k.correlation)))
+            .then(|| self.launch_of(k))
             .flatten()
             .map(|l| match l.end {
                 Some(end) if s >= end.measured => (end, l.graph),
@@ -96,21 +94,27 @@ impl Replay<'_> {
         self.time_bounds(start);
         let (duration, part) = self.duration(k);
         let collective = (part == Part::Communication).then(|| self.join(k, start));
-        let id = self.id();
-        self.work.insert(
-            id,
-            OpenWork {
-                device: k.device,
-                stream: k.stream,
-                process: k.process,
-                start,
-                duration,
-                part,
-                name: k.short_name,
-                collective,
-            },
-        );
-        self.ends.push(Reverse((k.end.max(s), GPU_END, id)));
+        let slot = self.work.insert(OpenWork {
+            device: k.device,
+            stream: k.stream,
+            process: k.process,
+            start,
+            duration,
+            part,
+            name: k.short_name,
+            collective,
+        });
+        self.due(k.end.max(s), GPU_END, slot);
+    }
+
+    /// The call that launched `k`, given up if it launched only `k`.
+    fn launch_of(&mut self, k: &KernelRow) -> Option<Launch> {
+        let key = (k.process, k.correlation);
+        let launch = self.launches.get(&key).copied();
+        if launch.is_some_and(|l| l.once) {
+            self.launches.remove(&key);
+        }
+        launch
     }
 
     /// A GPU operation's replayed duration and what it is on a path.
@@ -181,8 +185,8 @@ impl Replay<'_> {
             .unwrap_or(own)
     }
 
-    pub(super) fn work_end(&mut self, id: u64, e: Ns) {
-        let Some(w) = self.work.remove(&id) else {
+    pub(super) fn work_end(&mut self, slot: usize, e: Ns) {
+        let Some(w) = self.work.try_remove(slot) else {
             return;
         };
         let (time, pred) = match w.collective {

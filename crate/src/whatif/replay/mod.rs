@@ -13,6 +13,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 // foldhash, not SipHash: the replay inserts and removes an entry per call and GPU operation.
 use hashbrown::HashMap;
+use slab::Slab;
 
 use super::graph::{
     NONE, Part, PathSplit, Place, Point, PointId, Points, Segment, segments_back, walk_back,
@@ -27,6 +28,9 @@ use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::KernelCategory;
 
 mod gpu;
+mod typical;
+
+use typical::Typical;
 
 /// What one replay gives: the replayed cycles with their critical paths, and the window.
 #[derive(Debug, Clone, Default)]
@@ -174,6 +178,10 @@ const NVTX_START: u8 = 4;
 const CALL_START: u8 = 5;
 const GPU_START: u8 = 6;
 
+/// An end due: its time and class (the order of points at one time), the order it was opened
+/// in, and its slot among the open calls, operations or ranges of its class.
+type End = (Ns, u8, u64, usize);
+
 /// A row that starts a point, in the order the replays take them.
 enum Start {
     Sync(SyncRow),
@@ -263,6 +271,9 @@ struct Launch {
     /// launch's end, which its kernel follows by the typical latency whenever the eager call
     /// was made.
     graph: Option<Anchor>,
+    /// It launches one operation (a kernel launch, a copy, a memset; a graph launch launches
+    /// many): held until that operation comes, not for every launch after it.
+    once: bool,
 }
 
 /// Under `--graphs`, what a kernel-launch call in a steady step becomes: the step's graph
@@ -313,35 +324,6 @@ struct Ended {
     process: ProcessIdx,
 }
 
-/// Delays measured on a device: the last few, whose median is the typical one.
-#[derive(Debug, Default)]
-struct Typical {
-    samples: VecDeque<Ns>,
-}
-
-const TYPICAL_SAMPLES: usize = 31;
-
-impl Typical {
-    fn push(&mut self, d: Ns) {
-        if d < 0 {
-            return;
-        }
-        if self.samples.len() == TYPICAL_SAMPLES {
-            self.samples.pop_front();
-        }
-        self.samples.push_back(d);
-    }
-
-    fn median(&self, default: Ns) -> Ns {
-        if self.samples.is_empty() {
-            return default;
-        }
-        let mut v: Vec<Ns> = self.samples.iter().copied().collect();
-        v.sort_unstable();
-        v[v.len() / 2]
-    }
-}
-
 #[derive(Debug, Default)]
 struct Device {
     latency: Typical,
@@ -384,12 +366,12 @@ struct Replay<'a> {
     launches: HashMap<(ProcessIdx, u32), Launch>,
     launch_order: VecDeque<(ProcessIdx, u32)>,
     scopes: HashMap<(ProcessIdx, u32), Scope>,
-    calls: HashMap<u64, OpenCall>,
-    work: HashMap<u64, OpenWork>,
+    calls: Slab<OpenCall>,
+    work: Slab<OpenWork>,
     next_id: u64,
-    ends: BinaryHeap<Reverse<(Ns, u8, u64)>>,
+    ends: BinaryHeap<Reverse<End>>,
     /// NVTX ends: (end, thread, name).
-    nvtx_ends: HashMap<u64, (ThreadIdx, NameId)>,
+    nvtx_ends: Slab<(ThreadIdx, NameId)>,
     kinds: HashMap<NameId, ApiKind>,
     op_factors: HashMap<NameId, f64>,
     classes: HashMap<NameId, KernelCategory>,
@@ -445,11 +427,11 @@ impl<'a> Replay<'a> {
             launches: HashMap::new(),
             launch_order: VecDeque::new(),
             scopes: HashMap::new(),
-            calls: HashMap::new(),
-            work: HashMap::new(),
+            calls: Slab::new(),
+            work: Slab::new(),
             next_id: 0,
             ends: BinaryHeap::new(),
-            nvtx_ends: HashMap::new(),
+            nvtx_ends: Slab::new(),
             kinds: HashMap::new(),
             op_factors: HashMap::new(),
             classes: HashMap::new(),
@@ -480,9 +462,11 @@ impl<'a> Replay<'a> {
         }
     }
 
-    fn id(&mut self) -> u64 {
+    /// An end due at `at`, of `class`, for the open call, operation or range in `slot`; ends
+    /// at one time and of one class come in the order they were opened.
+    fn due(&mut self, at: Ns, class: u8, slot: usize) {
         self.next_id += 1;
-        self.next_id
+        self.ends.push(Reverse((at, class, self.next_id, slot)));
     }
 
     fn kind(&mut self, name: NameId) -> ApiKind {
@@ -572,13 +556,12 @@ impl<'a> Replay<'a> {
                 self.bound(b, at);
             }
         }
-        let id = self.id();
-        self.nvtx_ends.insert(id, (r.thread, r.name));
-        self.ends.push(Reverse((r.end, NVTX_END, id)));
+        let slot = self.nvtx_ends.insert((r.thread, r.name));
+        self.due(r.end, NVTX_END, slot);
     }
 
-    fn nvtx_end(&mut self, id: u64, t: Ns) {
-        let Some((thread, name)) = self.nvtx_ends.remove(&id) else {
+    fn nvtx_end(&mut self, slot: usize, t: Ns) {
+        let Some((thread, name)) = self.nvtx_ends.try_remove(slot) else {
             return;
         };
         self.host_point(thread, t);
@@ -616,25 +599,22 @@ impl<'a> Replay<'a> {
                     start,
                     end: None,
                     graph: None,
+                    once: kind != ApiKind::GraphLaunch,
                 },
             );
             self.launch_order.push_back(key);
         }
         let graph = self.graph_role(r, kind);
-        let id = self.id();
-        self.calls.insert(
-            id,
-            OpenCall {
-                graph,
-                thread: r.thread,
-                process: r.process,
-                correlation: r.correlation,
-                name: r.name,
-                kind,
-                start,
-            },
-        );
-        self.ends.push(Reverse((r.end.max(r.start), CALL_END, id)));
+        let slot = self.calls.insert(OpenCall {
+            graph,
+            thread: r.thread,
+            process: r.process,
+            correlation: r.correlation,
+            name: r.name,
+            kind,
+            start,
+        });
+        self.due(r.end.max(r.start), CALL_END, slot);
     }
 
     /// Under `--graphs`, a kernel-launch call's role: in a steady step, the thread's first
@@ -659,8 +639,8 @@ impl<'a> Replay<'a> {
         GraphRole::First(i)
     }
 
-    fn call_end(&mut self, id: u64, e: Ns) {
-        let Some(c) = self.calls.remove(&id) else {
+    fn call_end(&mut self, slot: usize, e: Ns) {
+        let Some(c) = self.calls.try_remove(slot) else {
             return;
         };
         let s = c.start.measured;
@@ -770,18 +750,18 @@ impl<'a> Replay<'a> {
             (self.bounds.get(2 * i), self.bounds.get(2 * i + 1))
         {
             let (start, next) = (*start, *next);
-            let path = match self.keep == Some(i) {
+            let (points, path) = (&self.points, &mut self.path);
+            let own = match self.keep == Some(i) {
                 true => {
-                    let (path, segments) = segments_back(&self.points, next.point, start.replayed);
+                    let (own, segments) = segments_back(points, next.point, start.replayed, path);
                     self.segments = segments;
-                    path
+                    own
                 }
-                false => walk_back(&self.points, next.point, start.replayed),
+                false => walk_back(points, next.point, start.replayed, path),
             };
-            self.path.add(&path);
             if let Some(c) = self.cycles.get_mut(i) {
                 c.replayed = Some((start.replayed, next.replayed));
-                c.bound = Some(super::bound_of(&path));
+                c.bound = Some(super::bound_of(&own));
             }
             self.done_cycles += 1;
             self.open.remove(&start.point);
@@ -806,13 +786,13 @@ impl<'a> Replay<'a> {
     }
 
     fn end_next(&mut self) {
-        let Some(Reverse((t, class, id))) = self.ends.pop() else {
+        let Some(Reverse((t, class, _, slot))) = self.ends.pop() else {
             return;
         };
         match class {
-            GPU_END => self.work_end(id, t),
-            CALL_END => self.call_end(id, t),
-            _ => self.nvtx_end(id, t),
+            GPU_END => self.work_end(slot, t),
+            CALL_END => self.call_end(slot, t),
+            _ => self.nvtx_end(slot, t),
         }
     }
 
