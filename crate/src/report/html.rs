@@ -39,12 +39,13 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// The class of a cell of `kind`: numbers right-aligned and unbroken, keys unbroken, text
-/// wrapped (long kernel names anywhere).
+/// The class of a cell of `kind`: numbers right-aligned and unbroken, keys unbroken, labels
+/// wrapped between words, text wrapped (long kernel names anywhere).
 fn class(kind: Kind) -> &'static str {
     match kind {
         Kind::Text => "text",
         Kind::Key => "key",
+        Kind::Label => "label",
         _ => "num",
     }
 }

@@ -23,6 +23,9 @@ pub enum Kind {
     Text,
     /// A key, label or id that must not be split (metric keys, buckets, pids, devices).
     Key,
+    /// A label of a few words (what bounds a rank, how it was named): it wraps between its
+    /// words and after a hyphen, never inside a word.
+    Label,
     /// A duration in µs: one unit per column, named once in the header.
     Duration,
     /// A session timestamp in ns, shown in ms from the session start.
@@ -38,7 +41,7 @@ pub enum Kind {
 impl Kind {
     /// Numbers are right-aligned and never wrap.
     pub fn is_number(self) -> bool {
-        !matches!(self, Kind::Text | Kind::Key)
+        !matches!(self, Kind::Text | Kind::Key | Kind::Label)
     }
 }
 

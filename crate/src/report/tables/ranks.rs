@@ -15,7 +15,7 @@ pub fn ranks_table(r: &RanksReport) -> Table {
         "Each rank at the collectives",
         &[
             col("rank", "Rank", Key),
-            col("named_by", "Named by", Key),
+            col("named_by", "Named by", Label),
             col("file", "File", Text),
             col("pid", "Process", Key),
             col("device", "GPU", Key),
@@ -25,8 +25,8 @@ pub fn ranks_table(r: &RanksReport) -> Table {
             col("worst_lateness_us", "Worst lateness", Duration),
             col("waiting_us", "Waiting", Duration),
             col("transferring_us", "Transferring", Duration),
-            col("bound", "File bound", Key),
-            col("gpu_bound", "GPU bound", Key),
+            col("bound", "File bound", Label),
+            col("gpu_bound", "GPU bound", Label),
             col("gpu_idle_ratio", "GPU idle", Share),
             // In its own table on the page and in the reports (a sentence needs the width).
             csv_only("verdict", Text),
