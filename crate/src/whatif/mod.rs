@@ -63,10 +63,10 @@ fn check(costs: &Costs) -> Result<()> {
     Ok(())
 }
 
-/// One steady cycle, measured and replayed, with what bounds its critical path.
+/// One steady cycle (in the order Root cause measured them) replayed, with what bounds its
+/// critical path.
 #[derive(Debug, Clone, Default)]
 pub struct Cycle {
-    pub measured: (Ns, Ns),
     pub replayed: Option<(Ns, Ns)>,
     /// What bounds its critical path ([`bound_of`]); its split is summed into the replay's, not
     /// kept (tens of thousands of cycles, a replay per change held at once).

@@ -27,8 +27,11 @@ use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, ThreadIdx,
 use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::KernelCategory;
 
+mod bounds;
 mod gpu;
 mod typical;
+
+use bounds::{BoundId, CycleIndex};
 
 use typical::Typical;
 
@@ -70,10 +73,11 @@ pub fn replay_all(
     keep: Option<usize>,
 ) -> Result<Vec<Replayed>> {
     let strings = &rows.meta().strings;
+    let index = CycleIndex::new(cycles);
     let folds: Vec<Replay<'_>> = costs
         .iter()
         .map(|c| {
-            let mut fold = Replay::new(strings, c, cycles);
+            let mut fold = Replay::new(strings, c, &index);
             fold.keep = keep;
             fold
         })
@@ -375,12 +379,12 @@ struct Replay<'a> {
     kinds: HashMap<NameId, ApiKind>,
     op_factors: HashMap<NameId, f64>,
     classes: HashMap<NameId, KernelCategory>,
-    /// Cycle bounds by NVTX row, and those met at a GPU operation's start, in time order.
-    bound_rows: HashMap<i64, Vec<usize>>,
-    bound_times: Vec<(Ns, usize)>,
+    /// Where the cycles' bounds lie (every replay's), and how far the bounds met at a GPU
+    /// operation's start have come.
+    index: &'a CycleIndex,
     next_time_bound: usize,
-    /// Per bound (cycle `i` starts at bound `2i` and ends at `2i + 1`): its anchor.
-    bounds: Vec<Option<Anchor>>,
+    /// The bounds met whose cycle is not done: their anchors.
+    bounds: HashMap<BoundId, Anchor>,
     cycles: Vec<Cycle>,
     done_cycles: usize,
     /// Start points of the cycles started and not yet done.
@@ -395,28 +399,12 @@ struct Replay<'a> {
     collective_order: VecDeque<(NameId, u64)>,
     /// Per (device, name): the collectives of that name the device started.
     ordinals: HashMap<(u32, NameId), u64>,
-    /// Under `--graphs`: the steady cycles' measured spans, and each (thread, cycle)'s graph
-    /// launch.
-    cycle_spans: Vec<(Ns, Ns)>,
+    /// Under `--graphs`: each (thread, cycle)'s graph launch.
     graph_launches: HashMap<(ThreadIdx, usize), Launch>,
 }
 
 impl<'a> Replay<'a> {
-    fn new(strings: &'a Strings, costs: &'a Costs, cycles: &[CycleBounds]) -> Replay<'a> {
-        let mut bound_rows: HashMap<i64, Vec<usize>> = HashMap::new();
-        let mut bound_times = Vec::new();
-        for (i, c) in cycles.iter().enumerate() {
-            for (j, (row, t)) in [(c.start_row, c.start), (c.next_row, c.next)]
-                .into_iter()
-                .enumerate()
-            {
-                match row {
-                    Some(row) => bound_rows.entry(row).or_default().push(2 * i + j),
-                    None => bound_times.push((t, 2 * i + j)),
-                }
-            }
-        }
-        bound_times.sort_unstable();
+    fn new(strings: &'a Strings, costs: &'a Costs, index: &'a CycleIndex) -> Replay<'a> {
         Replay {
             strings,
             costs,
@@ -435,18 +423,10 @@ impl<'a> Replay<'a> {
             kinds: HashMap::new(),
             op_factors: HashMap::new(),
             classes: HashMap::new(),
-            bound_rows,
-            bound_times,
+            index,
             next_time_bound: 0,
-            bounds: vec![None; 2 * cycles.len()],
-            cycles: cycles
-                .iter()
-                .map(|c| Cycle {
-                    measured: (c.start, c.next),
-                    replayed: None,
-                    bound: None,
-                })
-                .collect(),
+            bounds: HashMap::new(),
+            cycles: vec![Cycle::default(); index.spans.len()],
             done_cycles: 0,
             open: std::collections::BTreeSet::new(),
             path: PathSplit::default(),
@@ -457,7 +437,6 @@ impl<'a> Replay<'a> {
             collectives: HashMap::new(),
             collective_order: VecDeque::new(),
             ordinals: HashMap::new(),
-            cycle_spans: cycles.iter().map(|c| (c.start, c.next)).collect(),
             graph_launches: HashMap::new(),
         }
     }
@@ -551,10 +530,9 @@ impl<'a> Replay<'a> {
         if let Some(th) = self.threads.get_mut(&r.thread) {
             th.ranges.push((r.name, r.end));
         }
-        if let Some(bounds) = self.bound_rows.remove(&r.row) {
-            for b in bounds {
-                self.bound(b, at);
-            }
+        let index = self.index;
+        for b in index.at_row(r.row) {
+            self.bound(b, at);
         }
         let slot = self.nvtx_ends.insert((r.thread, r.name));
         self.due(r.end, NVTX_END, slot);
@@ -623,11 +601,9 @@ impl<'a> Replay<'a> {
         if !self.costs.graphs || kind != ApiKind::Launch {
             return GraphRole::Eager;
         }
-        let i = self.cycle_spans.partition_point(|&(s, _)| s <= r.start);
-        let Some(i) = i
-            .checked_sub(1)
-            .filter(|&i| r.start < self.cycle_spans[i].1)
-        else {
+        let spans = &self.index.spans;
+        let i = spans.partition_point(|&(s, _)| s <= r.start);
+        let Some(i) = i.checked_sub(1).filter(|&i| r.start < spans[i].1) else {
             return GraphRole::Eager;
         };
         if self.graph_launches.contains_key(&(r.thread, i)) {
@@ -730,7 +706,7 @@ impl<'a> Replay<'a> {
     /// Cycle bounds that are GPU iterations' starts: at the first operation starting at or after
     /// them.
     fn time_bounds(&mut self, start: Anchor) {
-        while let Some(&(t, b)) = self.bound_times.get(self.next_time_bound) {
+        while let Some(&(t, b)) = self.index.by_time.get(self.next_time_bound) {
             if t > start.measured {
                 break;
             }
@@ -741,15 +717,14 @@ impl<'a> Replay<'a> {
 
     /// Bound `b` reached at `at`: a cycle whose both bounds are known is replayed, its
     /// critical path walked back, and points older than it dropped.
-    fn bound(&mut self, b: usize, at: Anchor) {
-        if let Some(slot) = self.bounds.get_mut(b) {
-            *slot = Some(at);
-        }
+    fn bound(&mut self, b: BoundId, at: Anchor) {
+        self.bounds.insert(b, at);
         let i = b / 2;
-        if let (Some(Some(start)), Some(Some(next))) =
-            (self.bounds.get(2 * i), self.bounds.get(2 * i + 1))
+        if let (Some(&start), Some(&next)) =
+            (self.bounds.get(&(2 * i)), self.bounds.get(&(2 * i + 1)))
         {
-            let (start, next) = (*start, *next);
+            self.bounds.remove(&(2 * i));
+            self.bounds.remove(&(2 * i + 1));
             let (points, path) = (&self.points, &mut self.path);
             let own = match self.keep == Some(i) {
                 true => {
