@@ -63,14 +63,41 @@ fn check(costs: &Costs) -> Result<()> {
     Ok(())
 }
 
-/// One steady cycle (in the order Root cause measured them) replayed, with what bounds its
-/// critical path.
+/// The steady cycles a replay replayed, summed as they are (a run has a cycle per step, and a
+/// replay per change is held at once): how many, their lengths, their union, and how many each
+/// bound holds.
 #[derive(Debug, Clone, Default)]
-pub struct Cycle {
-    pub replayed: Option<(Ns, Ns)>,
-    /// What bounds its critical path ([`bound_of`]); its split is summed into the replay's, not
-    /// kept (tens of thousands of cycles, a replay per change held at once).
-    pub bound: Option<BoundKind>,
+pub struct Cycles {
+    pub replayed: usize,
+    /// Their replayed lengths summed, ns.
+    pub length_ns: Ns,
+    /// Their replayed spans, each merged into the last when they overlap or touch (steady
+    /// cycles follow one another: a few spans).
+    spans: Vec<(Ns, Ns)>,
+    /// How many cycles each kind of bound holds ([`bound_of`] of each cycle's path).
+    pub by_bound: HashMap<BoundKind, usize>,
+}
+
+impl Cycles {
+    pub fn add(&mut self, (start, end): (Ns, Ns), bound: BoundKind) {
+        self.replayed += 1;
+        self.length_ns += end - start;
+        *self.by_bound.entry(bound).or_default() += 1;
+        if end <= start {
+            return;
+        }
+        match self.spans.last_mut() {
+            Some(last) if start <= last.1 && last.0 <= end => {
+                *last = (last.0.min(start), last.1.max(end));
+            }
+            _ => self.spans.push((start, end)),
+        }
+    }
+
+    /// The union of the replayed spans, ns.
+    pub fn union_ns(&self) -> Ns {
+        IntervalSet::from_unsorted(self.spans.clone()).measure()
+    }
 }
 
 /// The wall time per step, as Root cause defines it, and the GPU window.
@@ -398,25 +425,17 @@ fn us(ns: Ns) -> f64 {
 
 /// The replayed wall time per step (Root cause's rule: the union of the cycles ÷ their number).
 fn step_time(r: &replay::Replayed) -> StepTime {
-    let spans: Vec<(Ns, Ns)> = r.cycles.iter().filter_map(|c| c.replayed).collect();
-    let per_step = (!spans.is_empty()).then(|| {
-        let n = spans.len() as f64;
-        us(IntervalSet::from_unsorted(spans).measure()) / n
-    });
+    let cycles = &r.cycles;
+    let per_step = (cycles.replayed > 0).then(|| us(cycles.union_ns()) / cycles.replayed as f64);
     StepTime {
         wall_time_per_step_us: per_step,
         window_us: us(r.window.map_or(0, |(a, e)| e - a)),
-        steps_ns: r
-            .cycles
-            .iter()
-            .filter_map(|c| c.replayed)
-            .map(|(s, e)| e - s)
-            .sum(),
+        steps_ns: cycles.length_ns,
     }
 }
 
 fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
-    let steps = r.cycles.iter().filter(|c| c.replayed.is_some()).count();
+    let steps = r.cycles.replayed;
     let path = &r.path;
     let steps_n = steps.max(1) as f64;
     let n = steps_n;
@@ -477,12 +496,8 @@ fn critical_path_of(r: &replay::Replayed, strings: &Strings) -> CriticalPath {
             })
             .collect::<Vec<_>>()
     };
-    let mut by_bound: HashMap<BoundKind, usize> = HashMap::new();
-    // A cycle's bound is set when it is replayed.
-    for bound in r.cycles.iter().filter_map(|c| c.bound) {
-        *by_bound.entry(bound).or_default() += 1;
-    }
-    let mut steps_by_bound: Vec<(BoundKind, usize)> = by_bound.into_iter().collect();
+    let mut steps_by_bound: Vec<(BoundKind, usize)> =
+        r.cycles.by_bound.iter().map(|(&k, &n)| (k, n)).collect();
     steps_by_bound.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     CriticalPath {
         steps,
@@ -511,4 +526,38 @@ pub fn bound_of(parts: &PartTimes) -> BoundKind {
         .into_iter()
         .find(|&(_, g)| total > 0 && 2 * g >= total)
         .map_or(BoundKind::Mixed, |(k, _)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cycles summed as they come give the count, the lengths and the union the whole list
+    /// of spans gives, whatever their order (overlapping, touching, apart, empty, out of order).
+    #[test]
+    fn cycles_summed_as_they_come_give_the_union_of_every_span() {
+        let spans = [
+            (0, 10),
+            (10, 25),
+            (20, 30),
+            (40, 50),
+            (35, 41),
+            (60, 60),
+            (70, 65),
+            (5, 12),
+            (100, 130),
+        ];
+        let mut cycles = Cycles::default();
+        for (i, &span) in spans.iter().enumerate() {
+            let bound = [BoundKind::Host, BoundKind::Compute][i % 2];
+            cycles.add(span, bound);
+        }
+        assert_eq!(cycles.replayed, spans.len());
+        assert_eq!(cycles.length_ns, spans.iter().map(|(s, e)| e - s).sum::<Ns>());
+        let union = IntervalSet::from_unsorted(spans.to_vec()).measure();
+        assert_eq!(cycles.union_ns(), union);
+        assert_eq!(union, 30 + 15 + 30, "the oracle: [0,30) [35,50) [100,130)");
+        assert_eq!(cycles.by_bound.get(&BoundKind::Host), Some(&5));
+        assert_eq!(cycles.by_bound.get(&BoundKind::Compute), Some(&4));
+    }
 }

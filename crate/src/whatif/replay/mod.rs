@@ -18,7 +18,7 @@ use slab::Slab;
 use super::graph::{
     NONE, Part, PathSplit, Place, Point, PointId, Points, Segment, segments_back, walk_back,
 };
-use super::{Costs, Cycle};
+use super::{Costs, Cycles};
 use crate::analyze::breakdown::CycleBounds;
 use crate::costs::scale;
 use crate::error::Result;
@@ -35,10 +35,10 @@ use bounds::{BoundId, CycleIndex};
 
 use typical::Typical;
 
-/// What one replay gives: the replayed cycles with their critical paths, and the window.
+/// What one replay gives: the replayed cycles summed, their critical path, and the window.
 #[derive(Debug, Clone, Default)]
 pub struct Replayed {
-    pub cycles: Vec<Cycle>,
+    pub cycles: Cycles,
     /// First GPU operation's start to the last one's end, replayed.
     pub window: Option<(Ns, Ns)>,
     /// The same, measured.
@@ -385,8 +385,7 @@ struct Replay<'a> {
     next_time_bound: usize,
     /// The bounds met whose cycle is not done: their anchors.
     bounds: HashMap<BoundId, Anchor>,
-    cycles: Vec<Cycle>,
-    done_cycles: usize,
+    cycles: Cycles,
     /// Start points of the cycles started and not yet done.
     open: std::collections::BTreeSet<PointId>,
     path: PathSplit,
@@ -426,8 +425,7 @@ impl<'a> Replay<'a> {
             index,
             next_time_bound: 0,
             bounds: HashMap::new(),
-            cycles: vec![Cycle::default(); index.spans.len()],
-            done_cycles: 0,
+            cycles: Cycles::default(),
             open: std::collections::BTreeSet::new(),
             path: PathSplit::default(),
             window: None,
@@ -734,11 +732,8 @@ impl<'a> Replay<'a> {
                 }
                 false => walk_back(points, next.point, start.replayed, path),
             };
-            if let Some(c) = self.cycles.get_mut(i) {
-                c.replayed = Some((start.replayed, next.replayed));
-                c.bound = Some(super::bound_of(&own));
-            }
-            self.done_cycles += 1;
+            let span = (start.replayed, next.replayed);
+            self.cycles.add(span, super::bound_of(&own));
             self.open.remove(&start.point);
         } else if b.is_multiple_of(2) {
             self.open.insert(at.point);
