@@ -553,7 +553,10 @@ mod tests {
             cycles.add(span, bound);
         }
         assert_eq!(cycles.replayed, spans.len());
-        assert_eq!(cycles.length_ns, spans.iter().map(|(s, e)| e - s).sum::<Ns>());
+        assert_eq!(
+            cycles.length_ns,
+            spans.iter().map(|(s, e)| e - s).sum::<Ns>()
+        );
         let union = IntervalSet::from_unsorted(spans.to_vec()).measure();
         assert_eq!(cycles.union_ns(), union);
         assert_eq!(union, 30 + 15 + 30, "the oracle: [0,30) [35,50) [100,130)");

@@ -19,6 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use super::super::decode::{REPLAY_COLUMNS, memop_columns};
 use super::super::load::{MEMCPY_TABLE, MEMSET_TABLE};
+use super::super::row_cache::Budget;
 use super::super::runs::Keyed;
 use super::super::schema::Schema;
 use super::super::tables::Loader;
@@ -58,8 +59,18 @@ pub trait GpuFold {
 }
 
 /// Copies, memsets and graph replays a fold holds in start order beside the kernels (about
-/// 80 bytes each); a file with more gives way to the passes.
+/// 80 bytes each) at least; more as the scan's budget allows ([`other_rows_room`]). A file with
+/// more gives way to the passes.
 const MAX_OTHER_ROWS: usize = 1 << 18;
+
+/// The bytes of `budget` the other GPU work may take (half of what is left: the scan that folds
+/// keeps no event row, but the host side may keep copies), and how many rows that holds: their
+/// merge holds them twice at its peak.
+fn other_rows_room(budget: &Budget) -> (usize, usize) {
+    let room = budget.take_up_to(budget.left() / 2);
+    let rows = room / (2 * std::mem::size_of::<KernelRow>());
+    (room, rows.max(MAX_OTHER_ROWS))
+}
 
 /// Kernel rows handed from the reader to the GPU side's thread at a time, and the batches
 /// in flight: the reader waits when that many are (while the host side reads its ranges).
@@ -357,8 +368,9 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
         ..
     } = job;
     let limits = (max_runs, &*budget);
+    let (room, most) = other_rows_room(&budget);
     let others = match opts.memory_ops {
-        true => other_work(ctx, (&schema, &mut strings), &listed),
+        true => other_work(ctx, (&schema, &mut strings), &listed, most),
         false => Ok(Some(Vec::new())),
     };
     let n = listed.len();
@@ -368,12 +380,13 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
             // No GPU side: the host side's send fails, and nothing waits on it.
             progress.publish(Firsts::Stopped);
             drop(gpu_side);
+            budget.give(room);
             others?;
             let part = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |_| {})?;
             return Ok((part, None));
         }
     };
-    std::thread::scope(|threads| {
+    let folded = std::thread::scope(|threads| {
         let first_other = others.first().map(|o| o.start);
         let (mut feed, batches) = GpuFeed::new(n, progress, first_other);
         let folder = threads.spawn(|| fold_gpu(gpu_side, others, batches));
@@ -386,16 +399,19 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
             detail: "the thread folding the GPU work stopped".into(),
         })?;
         Ok((read?, folded.filter(|_| ordered)))
-    })
+    });
+    budget.give(room);
+    folded
 }
 
 /// Graph replays, copies and memsets as GPU work, each table in start order as a pass reads
 /// it (sorted by its key, ties in table order), merged as `EventRows::gpu_work` merges them;
-/// `None` when there are more than [`MAX_OTHER_ROWS`].
+/// `None` when there are more than `most`.
 fn other_work(
     ctx: &mut Loader<'_, '_>,
     (schema, strings): (&Schema, &mut Strings),
     listed: &Processes,
+    most: usize,
 ) -> Result<Option<Vec<KernelRow>>> {
     // Read into a trace of their own (the host side reads the same tables and notes them),
     // its processes numbered after the listed ones, as every reader numbers them; the
@@ -405,7 +421,7 @@ fn other_work(
         processes: listed.clone(),
         ..Trace::default()
     };
-    let read = read_other_work(ctx, schema, &mut apart);
+    let read = read_other_work(ctx, schema, &mut apart, most);
     *strings = std::mem::take(&mut apart.strings);
     read
 }
@@ -414,11 +430,12 @@ fn read_other_work(
     ctx: &mut Loader<'_, '_>,
     schema: &Schema,
     apart: &mut Trace,
+    most: usize,
 ) -> Result<Option<Vec<KernelRow>>> {
     let mut rows = 0usize;
     let held = |rows: &mut usize| {
         *rows += 1;
-        *rows <= MAX_OTHER_ROWS
+        *rows <= most
     };
     let mut replays = Vec::new();
     ctx.read_replays(schema, apart, &REPLAY_COLUMNS, &mut |r| {
@@ -446,7 +463,7 @@ fn read_other_work(
     };
     let copies = memops(MEMCPY_TABLE)?;
     let memsets = memops(MEMSET_TABLE)?;
-    if rows > MAX_OTHER_ROWS {
+    if rows > most {
         return Ok(None);
     }
     let strings = &apart.strings;
