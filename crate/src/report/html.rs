@@ -15,7 +15,7 @@ body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:#282c34;mar
 h1{font-size:1.5em;margin:24px 0 4px;overflow-wrap:anywhere}h2{font-size:1.2em;margin:32px 0 8px;border-bottom:1px solid #e1e4ea;padding-bottom:4px}
 .meta{color:#5c6370;margin:0 0 16px}nav ul{padding-left:18px;columns:3}
 div.scroll{overflow-x:auto;margin:8px 0 18px}table{border-collapse:collapse;font-size:.8em}
-caption{text-align:left;font-weight:600;padding:4px 0}th,td{border:1px solid #e1e4ea;padding:3px 6px;text-align:left;vertical-align:top}
+caption{text-align:left;font-weight:600;padding:4px 0}th,td{border:1px solid #e1e4ea;padding:3px 5px;text-align:left;vertical-align:top}
 th{background:#f5f6f8;font-weight:600}td.text{max-width:520px;overflow-wrap:anywhere}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.key{white-space:nowrap}th.num{white-space:normal}
 ol.findings li{margin:0 0 10px;overflow-wrap:anywhere}p{overflow-wrap:anywhere}.sev{font-weight:700;text-transform:uppercase;font-size:.8em;padding:1px 5px;border-radius:3px;color:#fff}
