@@ -86,6 +86,8 @@ export class OpenProgress {
       this.base ??= msg.bytes;
       this.bytes.analysis = msg.bytes - this.base;
     }
+    // The host side read, the kernel table awaited from the reader worker (benchmarks read it).
+    if (msg.step === 'loading kernels' && this.step !== msg.step) performance.mark('nsys-lens:host-side');
     this.step = msg.step;
     this.render();
   }

@@ -134,6 +134,16 @@ async function browserRun(origin, file) {
       const timeline = performance.getEntriesByName('nsys-lens:timeline').find((m) => m.startTime >= verdict);
       return { verdictSeconds: (verdict - open) / 1000, paint: (timeline.startTime - verdict) / 1000, painted: (timeline.startTime - open) / 1000 };
     });
+    // When each stage of the open ended, in seconds from the file taken: the analysis worker's
+    // host side, the reader worker's kernel table, the join (the verdict's passes begin).
+    const stages = await page.evaluate(() => {
+      const open = performance.getEntriesByName('nsys-lens:open').at(-1).startTime;
+      const at = (name) => {
+        const m = performance.getEntriesByName(name).filter((e) => e.startTime >= open).at(0);
+        return m ? (m.startTime - open) / 1000 : null;
+      };
+      return { host: at('nsys-lens:host-side'), reader: at('nsys-lens:reader'), passes: at('nsys-lens:verdict-stage'), verdict: at('nsys-lens:verdict') };
+    });
     const progress = await page.evaluate(() => ({
       samples: performance.getEntriesByName('nsys-lens:progress').map((m) => m.detail),
       verdictAt: performance.getEntriesByName('nsys-lens:verdict-stage').at(-1)?.startTime,
@@ -143,7 +153,7 @@ async function browserRun(origin, file) {
     // The reader worker's, as it answered (it ends then): 0 if no reader read the kernels.
     const readerBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.wasmBytes ?? 0);
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views, progress };
+    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views, progress, stages };
   } finally {
     await browser.close();
   }
@@ -190,6 +200,12 @@ console.log(`| first timeline paint after the verdict (the verdict is shown firs
 console.log(`| file taken → first timeline paint | ${run.painted.toFixed(2)} s | |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
 console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${run.readerBytes ? mib(run.readerBytes) : 'no reader'} | < 512 MB |`);
+{
+  // The open's stages in the median run: where the verdict's time goes.
+  const s = run.stages;
+  const t = (x) => (x === null ? '—' : `${x.toFixed(2)} s`);
+  console.log(`| the median run's stages, from the file taken: host side read (analysis worker), kernel table read (reader worker), verdict's passes begin, verdict shown | ${t(s.host)}, ${t(s.reader)}, ${t(s.passes)}, ${t(s.verdict)} | |`);
+}
 if (VIEWS) {
   const names = { rootcause: ['Root cause', 'analyze --json'], drill: ['Drill-down', 'drill --json'], report: ['report (Markdown export)', 'report --out DIR'] };
   console.log('');
