@@ -66,6 +66,16 @@ async function checkPanel(page, shown, cli) {
   await page.waitForFunction(() => document.querySelector('[data-testid=drill-skew-plot]')?.dataset.drawn === '1', null, { timeout: WAIT });
   const emphasized = await page.$$eval('[data-table=ranks] tbody tr.emphasized', (trs) => trs.map((tr) => tr.cells[0].textContent));
   assert.deepEqual(emphasized, cli.straggler === null ? [] : [cli.ranks[cli.straggler].rank], 'the straggler, and only it, emphasized');
+  // Each column's cells take the class the core gives them: the figures right-aligned, on one line.
+  const figures = await page.$$eval('[data-table=ranks] tbody tr', (trs) =>
+    trs.map((tr) => [...tr.cells].filter((td) => td.classList.contains('cell-num')).map((td) => {
+      const range = document.createRange();
+      range.selectNodeContents(td);
+      return { text: td.textContent, lines: new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size };
+    })),
+  );
+  assert.ok(figures.every((row) => row.length >= 6), `a rank's figures classed as numbers: ${JSON.stringify(figures)}`);
+  assert.deepEqual(figures.flat().filter((f) => f.lines > 1), [], 'no figure breaks over lines');
   // The NVTX ops the cause's sentence cites, in a table of their own.
   const ops = await page.$$eval('[data-table=ranks_straggler_ops] tbody tr', (trs) => trs.map((tr) => tr.cells[0].textContent));
   assert.deepEqual(ops, (cli.cause?.ops || []).map((o) => o.op), 'the cause\'s NVTX ops, as the CLI lists them');

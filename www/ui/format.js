@@ -181,24 +181,28 @@ export function dataTable(headers, rows, attrs = {}) {
   return el('div', { class: 'table-wrap' }, el('table', { class: 'table', ...attrs }, el('thead', {}, head), body));
 }
 
-// A table of the core's report outline (`{name, title, headers, rows, emphasized}`, cells as
-// the report writes them) under its title; "None." when it has no rows.
+// A table of the core's report outline (`{name, title, headers, classes, rows, emphasized}`,
+// cells as the report writes them) under its title; "None." when it has no rows. Each column's
+// cells take the class the core gives them (`classes`: `num` right-aligned and unbroken, `key`
+// unbroken, `label` wrapped between words, `text` wrapped anywhere), as in the HTML report.
 // Rows the core emphasizes (`emphasized`: [{row, why}], the straggler among the ranks) are
 // styled and say why on hover.
 export function outlineTable(t) {
   const why = new Map((t.emphasized || []).map((e) => [e.row, e.why]));
+  const classes = t.classes || [];
   const rows = t.rows.map((r, i) =>
     el(
       'tr',
       why.has(i) ? { class: 'emphasized', title: why.get(i), 'data-emphasized': why.get(i) } : {},
-      r.map((c) => el('td', { class: 'mono small', text: c })),
+      r.map((c, j) => el('td', { class: `cell-${classes[j] || 'text'} small`, text: c })),
     ),
   );
+  const headers = t.headers.map((label, j) => ({ label, num: classes[j] === 'num' }));
   return el(
     'div',
     { class: 'host-table' },
     el('h3', { text: t.title }),
-    rows.length ? dataTable(t.headers, rows, { 'data-table': t.name }) : el('p', { class: 'muted small', 'data-table': t.name, text: 'None.' }),
+    rows.length ? dataTable(headers, rows, { 'data-table': t.name }) : el('p', { class: 'muted small', 'data-table': t.name, text: 'None.' }),
   );
 }
 

@@ -39,17 +39,6 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// The class of a cell of `kind`: numbers right-aligned and unbroken, keys unbroken, labels
-/// wrapped between words, text wrapped (long kernel names anywhere).
-fn class(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Text => "text",
-        Kind::Key => "key",
-        Kind::Label => "label",
-        _ => "num",
-    }
-}
-
 /// A cell's markup: its lines (a list cell's items) on lines of their own, and in text a break
 /// opportunity after each `_` and `::`, so a long kernel name wraps between its words rather
 /// than anywhere.
@@ -80,7 +69,7 @@ fn table(out: &mut String, t: &Table) {
     let shown = t.shown();
     out.push_str("<thead><tr>");
     for (h, &k) in shown.headers.iter().zip(&shown.kinds) {
-        out.push_str(&format!("<th class=\"{}\">{}</th>", class(k), escape(h)));
+        out.push_str(&format!("<th class=\"{}\">{}</th>", k.class(), escape(h)));
     }
     out.push_str("</tr></thead><tbody>");
     for (i, row) in shown.rows.iter().enumerate() {
@@ -89,7 +78,7 @@ fn table(out: &mut String, t: &Table) {
             None => out.push_str("<tr>"),
         }
         for (c, &k) in row.iter().zip(&shown.kinds) {
-            out.push_str(&format!("<td class=\"{}\">{}</td>", class(k), cell(c, k)));
+            out.push_str(&format!("<td class=\"{}\">{}</td>", k.class(), cell(c, k)));
         }
         out.push_str("</tr>");
     }
@@ -201,5 +190,36 @@ mod tests {
             json["emphasized"],
             serde_json::json!([{"row": 1, "why": "the straggler"}])
         );
+    }
+
+    /// The page classes a table's cells as the report does: the JSON names each column's class.
+    #[test]
+    fn each_columns_cell_class_is_the_same_in_the_markup_and_the_json() {
+        let columns = [
+            col("name", "Name", Kind::Text),
+            col("rank", "Rank", Kind::Key),
+            col("bound", "Bound", Kind::Label),
+            col("calls", "Calls", Kind::Count),
+        ];
+        let mut t = Table::new("t", "T", &columns);
+        t.row(vec![
+            "a".into(),
+            "pid 1".into(),
+            "host-bound".into(),
+            3u64.into(),
+        ]);
+        let mut out = String::new();
+        table(&mut out, &t);
+        let json = serde_json::to_value(&t).expect("json");
+        assert_eq!(
+            json["classes"],
+            serde_json::json!(["text", "key", "label", "num"])
+        );
+        for class in ["text", "key", "label", "num"] {
+            assert!(
+                out.contains(&format!("<td class=\"{class}\">")),
+                "{class}: {out}"
+            );
+        }
     }
 }

@@ -43,6 +43,18 @@ impl Kind {
     pub fn is_number(self) -> bool {
         !matches!(self, Kind::Text | Kind::Key | Kind::Label)
     }
+
+    /// The class of a cell of this kind in the HTML report and the page: numbers right-aligned
+    /// and unbroken, keys unbroken, labels wrapped between words, text wrapped (long kernel and
+    /// file names anywhere).
+    pub fn class(self) -> &'static str {
+        match self {
+            Kind::Text => "text",
+            Kind::Key => "key",
+            Kind::Label => "label",
+            _ => "num",
+        }
+    }
 }
 
 /// A column: its CSV key, its header for people and what it holds.
@@ -155,9 +167,9 @@ pub struct Table {
 }
 
 impl serde::Serialize for Table {
-    /// As people read it (the page's host side renders it): `{name, title, headers, rows,
-    /// emphasized}` with the display headers and cells of [`Table::shown`], and the rows to
-    /// emphasize as `[{row, why}]`.
+    /// As people read it (the page's host side renders it): `{name, title, headers, classes,
+    /// rows, emphasized}` with the display headers and cells of [`Table::shown`], each column's
+    /// cell class ([`Kind::class`]), and the rows to emphasize as `[{row, why}]`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         #[derive(serde::Serialize)]
@@ -171,10 +183,12 @@ impl serde::Serialize for Table {
             .iter()
             .map(|&(row, why)| Emphasis { row, why })
             .collect();
-        let mut out = s.serialize_struct("Table", 5)?;
+        let classes: Vec<&str> = shown.kinds.iter().map(|k| k.class()).collect();
+        let mut out = s.serialize_struct("Table", 6)?;
         out.serialize_field("name", self.name)?;
         out.serialize_field("title", self.title)?;
         out.serialize_field("headers", &shown.headers)?;
+        out.serialize_field("classes", &classes)?;
         out.serialize_field("rows", &shown.rows)?;
         out.serialize_field("emphasized", &emphasized)?;
         out.end()
