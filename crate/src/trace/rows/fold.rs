@@ -368,10 +368,16 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
         ..
     } = job;
     let limits = (max_runs, &*budget);
-    let (room, most) = other_rows_room(&budget);
-    let others = match opts.memory_ops {
-        true => other_work(ctx, (&schema, &mut strings), &listed, most),
-        false => Ok(Some(Vec::new())),
+    // Room for the other GPU work only when the scan reads it.
+    let (room, others) = match opts.memory_ops {
+        true => {
+            let (room, most) = other_rows_room(&budget);
+            (
+                room,
+                other_work(ctx, (&schema, &mut strings), &listed, most),
+            )
+        }
+        false => (0, Ok(Some(Vec::new()))),
     };
     let n = listed.len();
     let others = match others {
