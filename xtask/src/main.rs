@@ -177,8 +177,7 @@ fn test(sweep: Sweep) -> Result<()> {
         let wasm = summary.join(wasm_lint);
         let tools = summary.join(tools);
         native.and(wasm).and(tools)?;
-        let mut build = native_tests();
-        build.arg("--no-run");
+        let mut build = native_tests(Stage::Build);
         summary.step(
             &format!("clippy -D warnings, as the compiler of: {}", show(&build)),
             || run(clippy_compiles(&mut build)),
@@ -187,8 +186,8 @@ fn test(sweep: Sweep) -> Result<()> {
         // Their build then runs beside the native tests, filling the core a test binary leaves.
         web::test::write_fixture(&target_dir().join("debug/nsys-lens"))?;
         let wasm_build = Beside::spawn(Group::WasmBuild)?;
-        let tests = summary.step(&show(&native_tests()), || {
-            run(clippy_compiles(&mut native_tests()))
+        let tests = summary.step(&show(&native_tests(Stage::Run)), || {
+            run(clippy_compiles(&mut native_tests(Stage::Run)))
         });
         let wheel = summary.step("pip wheel: build, install in a fresh venv, run", || {
             wheel::test_built(clippy_compiles)
@@ -216,13 +215,24 @@ fn test(sweep: Sweep) -> Result<()> {
 /// The workspace's tests: by cargo-nextest when it is installed (every test binary's tests on
 /// both cores at once, where `cargo test` runs one binary after another), else `cargo test`.
 /// The crates hold no doctests, which nextest would not run.
-fn native_tests() -> Command {
+fn native_tests(stage: Stage) -> Command {
     let mut cmd = cargo();
     match succeeds("cargo", &["nextest", "--version"]) {
-        true => cmd.args(["nextest", "run", "--workspace", "--no-fail-fast"]),
+        true => cmd.args(["nextest", "run", "--workspace"]),
         false => cmd.args(["test", "--workspace"]),
     };
+    match stage {
+        Stage::Build => cmd.arg("--no-run"),
+        Stage::Run => cmd.arg("--no-fail-fast"),
+    };
     cmd
+}
+
+/// What a [`native_tests`] command does: build the tests, or run them (built already).
+#[derive(Clone, Copy)]
+enum Stage {
+    Build,
+    Run,
 }
 
 /// Makes clippy the compiler of the workspace's crates in `cmd`'s build, its lints denied as
