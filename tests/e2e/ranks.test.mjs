@@ -151,12 +151,38 @@ test('one export with two ranks: the Ranks panel is `ranks --json`', { timeout: 
   const rows = await page.$$eval('[data-table=ranks] tbody tr', (trs) => trs.length);
   assert.equal(rows, cli.ranks.length, 'a row per rank');
   await checkPanel(page, shown, cli);
+  await keyColumnStaysInView(page);
   assert.ok(cli.clock.offset_ns.every((o) => o === 0), 'one export: one clock');
   await page.locator('[data-testid=ranks-timeline]').screenshot({ path: artifact('ranks-timeline-mfu.png') });
   await checkArrivals(page, cli, 'ranks-timeline-mfu-zoomed.png');
   await keysZoomTheTimelineUnderThePointer(page);
   assert.deepEqual(s.problems, [], 'no page error');
 });
+
+// At 1024 px the ranks table is wider than its box and scrolls there: scrolled to its last
+// column, each row's rank is still in view at the box's left edge, over the cells scrolled under it.
+async function keyColumnStaysInView(page) {
+  const viewport = page.viewportSize();
+  await page.setViewportSize({ width: 1024, height: viewport.height });
+  const table = page.locator('[data-table=ranks]');
+  await table.scrollIntoViewIfNeeded();
+  const seen = await table.evaluate((t) => {
+    const wrap = t.closest('.table-wrap');
+    wrap.scrollLeft = wrap.scrollWidth;
+    const left = wrap.getBoundingClientRect().left;
+    return {
+      scrolled: wrap.scrollLeft,
+      keys: [...t.tBodies[0].rows].map((tr) => {
+        const r = tr.cells[0].getBoundingClientRect();
+        const top = document.elementFromPoint(r.left + 4, r.top + r.height / 2);
+        return { at: Math.round(r.left - left), shown: tr.cells[0].contains(top) };
+      }),
+    };
+  });
+  await page.setViewportSize(viewport);
+  assert.ok(seen.scrolled > 0, 'at 1024 px the ranks table scrolls in its box');
+  assert.deepEqual(seen.keys, seen.keys.map(() => ({ at: 0, shown: true })), 'each rank stays in view at the left edge');
+}
 
 // W zooms the ranks timeline, not the page's timeline hidden behind the Drill-down (both
 // listen on the document; a timeline not shown takes no keys).
