@@ -1,4 +1,5 @@
-// Screenshots of every view (Verdict, Root cause, Drill-down, the report HTML) for each trace at
+// Screenshots of every view (Verdict, Root cause, Drill-down, the report HTML; the host side of a
+// file without kernel records) for each trace at
 // 1440 and 1024 px, saved under tests/artifacts/views/, and an audit of what a reader would trip
 // on, printed per view (development aid, not a test):
 //   node tests/e2e/tools/views.mjs [--widths 1440,1024] TRACE.sqlite…
@@ -26,7 +27,8 @@ function audit() {
     if (box.scrollWidth > box.clientWidth + 1) out.push(`${name}: ${box.scrollWidth} px wide in ${box.clientWidth} px`);
     for (const th of t.querySelectorAll('th')) if (th.innerText.includes('\u039c')) out.push(`${name}: header "${th.innerText}" has Greek Mu`);
     const nc = (t.innerText.match(/not computed/gi) || []).length;
-    if (nc > 1 && !/^Not computed/.test(name)) out.push(`${name}: "not computed" ${nc} times`);
+    const title = t.closest('.host-table')?.querySelector('h3')?.textContent || name;
+    if (nc > 1 && !/^Not computed/.test(title)) out.push(`${name}: "not computed" ${nc} times`);
     // A number that breaks over lines: one of its text nodes has boxes on more than one line.
     for (const td of t.querySelectorAll('td.num')) {
       for (const node of td.childNodes) {
@@ -87,12 +89,16 @@ try {
         await page.close();
         continue;
       }
-      // The verdict view once its timeline is drawn and its replay done.
-      await page
-        .waitForFunction(() => document.querySelector('canvas[data-testid=timeline]')?.dataset.lanes && ['done', 'error', 'waiting'].includes(document.body.dataset.whatifState), null, { timeout: TIMEOUT })
-        .catch(() => console.log(`${stem}: the timeline or the replay did not finish`));
-      for (const v of ['verdict', 'rootcause', 'drill']) {
-        if (v !== 'verdict') await view(page, v);
+      // A file without kernel records shows its host side, and no view to switch between.
+      const hostSide = await page.locator('#hostside').isVisible();
+      if (!hostSide) {
+        // The verdict view once its timeline is drawn and its replay done.
+        await page
+          .waitForFunction(() => document.querySelector('canvas[data-testid=timeline]')?.dataset.lanes && ['done', 'error', 'waiting'].includes(document.body.dataset.whatifState), null, { timeout: TIMEOUT })
+          .catch(() => console.log(`${stem}: the timeline or the replay did not finish`));
+      }
+      for (const v of hostSide ? ['hostside'] : ['verdict', 'rootcause', 'drill']) {
+        if (v !== 'verdict' && v !== 'hostside') await view(page, v);
         await shoot(page, `${stem}-${width}-${v}`);
         const problems = await page.evaluate(audit);
         console.log(`${stem} @${width} ${v}: ${problems.length ? problems.join(' | ') : 'ok'}`);
