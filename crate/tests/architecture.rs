@@ -280,3 +280,40 @@ fn no_source_file_is_over_900_lines() {
         .collect();
     assert!(long.is_empty(), "split by job: {long:?}");
 }
+
+/// Where the library may hold `unsafe` code, as ARCHITECTURE.md's invariants list it.
+const UNSAFE_ALLOWED: [&str; 2] = ["trace/cells.rs", "web/vfs.rs"];
+
+#[test]
+fn unsafe_code_is_only_where_architecture_md_allows_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let holding: BTreeSet<String> = files
+        .iter()
+        .filter(|f| code_of(&fs::read_to_string(f).expect("read")).contains("unsafe"))
+        .filter_map(|f| {
+            Some(
+                f.strip_prefix(&root)
+                    .ok()?
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+            )
+        })
+        .collect();
+    let allowed: BTreeSet<String> = UNSAFE_ALLOWED.iter().map(|s| s.to_string()).collect();
+    let outside: Vec<&String> = holding.difference(&allowed).collect();
+    assert!(outside.is_empty(), "unsafe code in {outside:?}");
+    assert!(
+        holding.contains("trace/cells.rs"),
+        "the reader of the scan: {holding:?}"
+    );
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md"))
+        .expect("ARCHITECTURE.md");
+    for file in UNSAFE_ALLOWED {
+        assert!(
+            text.contains(file),
+            "ARCHITECTURE.md names {file} among the unsafe code"
+        );
+    }
+}

@@ -5,12 +5,23 @@
 
 use rusqlite::types::ValueRef;
 
+use super::cells::Cells;
 use super::load::MEMCPY_TABLE;
 use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
 use crate::model::{NO_NAME, Ns, NvtxRow, Strings, ThreadIdx};
 
 /// An integer column value; NULL, text and blobs read as `default` (odd columns never panic).
+#[inline]
 pub(super) fn int(v: ValueRef<'_>, default: i64) -> i64 {
+    match v {
+        ValueRef::Integer(i) => i,
+        other => not_int(other, default),
+    }
+}
+
+/// [`int`] of a value that is not an integer (rare: kept out of the row decoders' loops).
+#[cold]
+fn not_int(v: ValueRef<'_>, default: i64) -> i64 {
     match v {
         ValueRef::Integer(i) => i,
         ValueRef::Real(f) if f.is_finite() => f as i64,
@@ -52,6 +63,7 @@ impl std::error::Error for DamagedTime {}
 
 /// A time column's value (ns, read as [`int`]): an error when further than [`MAX_TIME_NS`] from
 /// the session start.
+#[inline]
 pub(super) fn time(v: ValueRef<'_>) -> rusqlite::Result<Ns> {
     let t = int(v, 0);
     match (-MAX_TIME_NS..=MAX_TIME_NS).contains(&t) {
@@ -72,6 +84,7 @@ pub(super) fn opt_time(v: ValueRef<'_>) -> rusqlite::Result<Option<Ns>> {
     }
 }
 
+#[inline]
 pub(super) fn opt_int(v: ValueRef<'_>) -> Option<i64> {
     match v {
         ValueRef::Null => None,
@@ -111,6 +124,7 @@ impl<V: Copy, F: FnMut(i64) -> V> Remembered<V, F> {
     }
 }
 
+#[inline]
 pub(super) fn small(v: ValueRef<'_>) -> u32 {
     u32::try_from(int(v, 0)).unwrap_or(u32::MAX)
 }
@@ -160,9 +174,9 @@ pub(super) const REPLAY_COLUMNS: [&str; 11] = [
 ];
 
 /// Which columns of a `SELECT` hold a value: those selected as the literal `NULL` (a column
-/// not read, `only` and `read_if`) are never asked of SQLite. Why: through rusqlite a column
-/// costs about 150 instructions whether it holds a value or not, as much per row as SQLite's
-/// stepping; a scan that keeps no rows reads 4 of the kernel table's 11 columns.
+/// not read, `only` and `read_if`) are never asked of SQLite. Why: a column asked costs a call
+/// into SQLite whether it holds a value or not (three through rusqlite, one through
+/// [`super::cells::Cursor`]); a scan that keeps no rows reads 4 of the kernel table's 11 columns.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Selected<const N: usize>([bool; N]);
 
@@ -171,20 +185,18 @@ impl<const N: usize> Selected<N> {
     pub(super) const ALL: Selected<N> = Selected([true; N]);
 
     /// The columns of `r`'s statement not selected as `NULL` (the literal's column name).
-    pub(super) fn of(r: &rusqlite::Row<'_>) -> Selected<N> {
-        let stmt: &rusqlite::Statement<'_> = r.as_ref();
-        Selected(std::array::from_fn(|i| {
-            !matches!(stmt.column_name(i), Ok("NULL"))
-        }))
+    pub(super) fn of(r: &impl Cells) -> Selected<N> {
+        Selected(std::array::from_fn(|i| r.column_name(i) != Some("NULL")))
     }
 
     /// The statement's columns, learnt from its first row and kept by `memo`.
-    pub(super) fn remembered(memo: &mut Option<Selected<N>>, r: &rusqlite::Row<'_>) -> Self {
+    pub(super) fn remembered(memo: &mut Option<Selected<N>>, r: &impl Cells) -> Self {
         *memo.get_or_insert_with(|| Selected::of(r))
     }
 
     /// Column `i` of `r`, NULL without asking when it was selected as `NULL`.
-    fn get<'r>(&self, r: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<ValueRef<'r>> {
+    #[inline]
+    fn get<'r>(&self, r: &'r impl Cells, i: usize) -> rusqlite::Result<ValueRef<'r>> {
         match self.0.get(i) {
             Some(false) => Ok(ValueRef::Null),
             _ => r.get_ref(i),
@@ -195,7 +207,7 @@ impl<const N: usize> Selected<N> {
 /// A kernel selected as [`kernel_columns`], and its `globalPid` (`process` is the caller's to
 /// set); the columns `selected` as `NULL` read as NULL.
 pub(super) fn kernel_row(
-    r: &rusqlite::Row<'_>,
+    r: &impl Cells,
     strings: &Strings,
     selected: &Selected<11>,
 ) -> rusqlite::Result<(KernelRow, i64)> {
@@ -234,7 +246,7 @@ pub(super) fn call_columns(details: bool) -> [&'static str; 6] {
 /// A CUDA API call selected as [`call_columns`], and its `globalTid` (`thread` and `process`
 /// are the caller's to set).
 pub(super) fn call_row(
-    r: &rusqlite::Row<'_>,
+    r: &impl Cells,
     strings: &Strings,
     selected: &Selected<6>,
 ) -> rusqlite::Result<(CallRow, i64)> {
@@ -274,11 +286,7 @@ pub(super) const NVTX_TEXT_ID: usize = 7;
 
 /// An NVTX range selected as [`nvtx_columns`] that ends at `end` on `thread`, not named yet
 /// (`nvtx_names` names it).
-pub(super) fn nvtx_row(
-    r: &rusqlite::Row<'_>,
-    end: Ns,
-    thread: ThreadIdx,
-) -> rusqlite::Result<NvtxRow> {
+pub(super) fn nvtx_row(r: &impl Cells, end: Ns, thread: ThreadIdx) -> rusqlite::Result<NvtxRow> {
     Ok(NvtxRow {
         row: int(r.get_ref(0)?, 0),
         start: time(r.get_ref(1)?)?,
@@ -315,7 +323,7 @@ pub(super) fn memop_columns(table: &str) -> [&'static str; 11] {
 }
 
 /// A copy or memset selected as [`memop_columns`], and its `globalPid`.
-pub(super) fn memop_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(MemOpRow, i64)> {
+pub(super) fn memop_row(r: &impl Cells) -> rusqlite::Result<(MemOpRow, i64)> {
     let kind = |v: ValueRef<'_>| opt_int(v).map_or(255, |k| u8::try_from(k).unwrap_or(255));
     let op = device_op(r)?;
     let row = MemOpRow {
@@ -349,7 +357,7 @@ struct DeviceOp {
     correlation: u32,
 }
 
-fn device_op(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceOp> {
+fn device_op(r: &impl Cells) -> rusqlite::Result<DeviceOp> {
     Ok(DeviceOp {
         row: int(r.get_ref(0)?, 0),
         start: time(r.get_ref(1)?)?,
@@ -374,7 +382,7 @@ pub(super) const SYNC_COLUMNS: [&str; 8] = [
 ];
 
 /// A synchronization selected as [`SYNC_COLUMNS`], and its `globalPid`.
-pub(super) fn sync_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SyncRow, i64)> {
+pub(super) fn sync_row(r: &impl Cells) -> rusqlite::Result<(SyncRow, i64)> {
     let op = device_op(r)?;
     let row = SyncRow {
         row: op.row,

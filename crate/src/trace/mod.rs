@@ -5,6 +5,7 @@
 //! for tests); analyses never see a connection.
 
 mod capture;
+mod cells;
 mod decode;
 mod host_records;
 mod host_rows;

@@ -5,6 +5,7 @@ use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
 use super::capture::{MarkedRanges, WarmupCalls};
+use super::cells::{Cursor, Row};
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered,
     SYNC_COLUMNS, Selected, call_columns, call_row, inline_text, int, kernel_columns, kernel_row,
@@ -187,7 +188,7 @@ impl Loader<'_, '_> {
         step: &'static str,
         table: &str,
         sql: &str,
-        mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
+        mut each: impl FnMut(&Row<'_>) -> rusqlite::Result<()>,
     ) -> Result<()> {
         self.read_while(step, table, sql, |r| each(r).map(|()| true))
             .map(|_| ())
@@ -199,17 +200,16 @@ impl Loader<'_, '_> {
         step: &'static str,
         table: &str,
         sql: &str,
-        mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<bool>,
+        mut each: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
     ) -> Result<bool> {
         let total = self.estimate_rows(table);
         self.report(step, 0, total)?;
         let (conn, path) = (self.conn, self.path);
         let fail = |e: rusqlite::Error| sqlite_error(path, table, &e);
-        let mut stmt = conn.prepare(sql).map_err(fail)?;
-        let mut rows = stmt.query([]).map_err(fail)?;
+        let mut rows = Cursor::prepare(conn, sql).map_err(fail)?;
         let mut done = 0u64;
         while let Some(row) = rows.next().map_err(fail)? {
-            if !each(row).map_err(fail)? {
+            if !each(&row).map_err(fail)? {
                 return Ok(false);
             }
             done += 1;
