@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, reportFile, rowsHandedOut, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -131,6 +131,13 @@ function gapsOf(analysis) {
   }
 }
 
+// What this instance read from files since `before` (a `readsSoFar`; null: since it began):
+// reads, bytes and the milliseconds spent in FileReaderSync, which the benchmarks print.
+function readsSince(before) {
+  const now = JSON.parse(readsSoFar());
+  return before ? { reads: now.reads - before.reads, bytes: now.bytes - before.bytes, ms: now.ms - before.ms } : now;
+}
+
 // What the verdict view shows of one open trace.
 function verdictView(analysis, options) {
   return { detect: analysis.detect(options), extent: analysis.timelineExtent(), ...gapsOf(analysis), fileName: analysis.fileName() };
@@ -176,6 +183,7 @@ async function handle(msg) {
       });
       // The bytes read before this file: the page counts the scan's from here.
       self.postMessage({ id, type: 'progress', step: 'opening', done: 0, total: 0, bytes: bytesRead() });
+      const readBefore = JSON.parse(readsSoFar());
       // The file is scanned once; every view then folds over its rows read again in start
       // order, as the CLI reads them (memory does not grow with the file). With a reader
       // worker, this one reads the host side while that one reads the kernel table.
@@ -194,7 +202,7 @@ async function handle(msg) {
       self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(msg.options), passes: Array.from(analysis.verdictPasses(msg.options)), base: rowsHandedOut() });
       // The verdict first: the page shows it while the overview is computed.
       const detect = analysis.detect(msg.options);
-      return { detect, fileName: analysis.fileName(), wasmBytes: self.nsysLensWasmMemoryBytes() };
+      return { detect, fileName: analysis.fileName(), wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(readBefore) };
     }
     case 'kernels':
       // The reader worker's part for the open `openId`, relayed by the page.
@@ -211,7 +219,7 @@ async function handle(msg) {
       // This worker is a reader: the kernel table of `file`, for the analysis worker.
       await initWasm(); // after the engine's 'init'
       const part = scanKernels(msg.file, msg.room ?? undefined, progressTo(id, () => true));
-      return { part, wasmBytes: self.nsysLensWasmMemoryBytes() };
+      return { part, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };
     }
     case 'openHostSide': {
       // A file without GPU work (its verdict refused with `no-kernels`): its report's sections

@@ -219,7 +219,7 @@ export class WorkerEngine {
       this.onBeat = (rows) => progress.beat(rows);
       const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch }, (step, done, total, msg) => progress.analysis(msg));
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).
-      performance.mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0 } });
+      performance.mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0, reads: opened.reads } });
       return opened;
     } finally {
       if (this.openId === id) this.openId = 0;
@@ -236,8 +236,8 @@ export class WorkerEngine {
     const reader = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, onHeard: () => this.heard() });
     this.reader = reader;
     try {
-      const { part, wasmBytes } = await reader.request('scanKernels', { file, room }, onProgress);
-      performance.mark('nsys-lens:reader', { detail: { wasmBytes } });
+      const { part, wasmBytes, reads } = await reader.request('scanKernels', { file, room }, onProgress);
+      performance.mark('nsys-lens:reader', { detail: { wasmBytes, reads } });
       return part;
     } catch {
       return null;

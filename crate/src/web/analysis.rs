@@ -331,6 +331,14 @@ pub fn bytes_read() -> f64 {
     vfs::bytes_read() as f64
 }
 
+/// `{"size": 0, "reads", "bytes", "ms"}`: what this instance has read from files so far, and
+/// the milliseconds it waited in `FileReaderSync` (`web::vfs::reads_so_far`; the benchmarks
+/// print each worker's).
+#[wasm_bindgen(js_name = readsSoFar)]
+pub fn reads_so_far() -> Result<String, WebError> {
+    to_json(&vfs::reads_so_far())
+}
+
 /// The next trace opened alone is the first of `traces` the page opens together (the files of
 /// one drop): its kept rows leave the others room for their state.
 #[wasm_bindgen(js_name = openBatch)]

@@ -64,24 +64,35 @@ struct Entry {
 }
 
 thread_local! {
-    /// Bytes read from every registered file in this instance.
-    static READ: Cell<u64> = const { Cell::new(0) };
+    /// What was read of every registered file in this instance (`size`: unused).
+    static READ: Cell<ReadStats> = const { Cell::new(ReadStats { size: 0, reads: 0, bytes: 0, ms: 0.0 }) };
 }
 
 /// Bytes read from every registered file in this instance so far: the page's progress while
 /// a file is scanned (the analysis and reader workers read it together).
 pub fn bytes_read() -> u64 {
+    READ.get().bytes
+}
+
+/// Reads, bytes and milliseconds in `FileReaderSync` of every registered file in this instance
+/// so far (`size` 0): what the benchmarks print per worker.
+pub fn reads_so_far() -> ReadStats {
     READ.get()
+}
+
+impl ReadStats {
+    fn add(mut self, bytes: usize, ms: f64) -> ReadStats {
+        self.reads += 1;
+        self.bytes = self.bytes.saturating_add(bytes as u64);
+        self.ms += ms;
+        self
+    }
 }
 
 impl Entry {
     fn record(&self, bytes: usize, ms: f64) {
-        READ.set(READ.get().saturating_add(bytes as u64));
-        let mut s = self.stats.get();
-        s.reads += 1;
-        s.bytes += bytes as u64;
-        s.ms += ms;
-        self.stats.set(s);
+        READ.set(READ.get().add(bytes, ms));
+        self.stats.set(self.stats.get().add(bytes, ms));
     }
 }
 

@@ -152,8 +152,14 @@ async function browserRun(origin, file) {
     const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
     // The reader worker's, as it answered (it ends then): 0 if no reader read the kernels.
     const readerBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.wasmBytes ?? 0);
+    // What each worker read of the file (reads, bytes, ms in FileReaderSync): the analysis
+    // worker's from the open to the verdict, the reader worker's for the kernel table.
+    const reads = await page.evaluate(() => ({
+      analysis: performance.getEntriesByName('nsys-lens:opened').at(-1)?.detail?.reads ?? null,
+      reader: performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.reads ?? null,
+    }));
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views, progress, stages };
+    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views, progress, stages, reads };
   } finally {
     await browser.close();
   }
@@ -205,6 +211,8 @@ console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${
   const s = run.stages;
   const t = (x) => (x === null ? '—' : `${x.toFixed(2)} s`);
   console.log(`| the median run's stages, from the file taken: host side read (analysis worker), kernel table read (reader worker), verdict's passes begin, verdict shown | ${t(s.host)}, ${t(s.reader)}, ${t(s.passes)}, ${t(s.verdict)} | |`);
+  const r = (x) => (x ? `${x.reads} reads, ${mib(x.bytes)}, ${(x.ms / 1000).toFixed(2)} s` : '—');
+  console.log(`| the median run's file reads (\`FileReaderSync\`): analysis worker to the verdict; reader worker | ${r(run.reads.analysis)}; ${r(run.reads.reader)} | |`);
 }
 if (VIEWS) {
   const names = { rootcause: ['Root cause', 'analyze --json'], drill: ['Drill-down', 'drill --json'], report: ['report (Markdown export)', 'report --out DIR'] };

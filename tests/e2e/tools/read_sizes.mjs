@@ -25,7 +25,7 @@ const WORKER = `onmessage = (e) => {
   const upTo = Math.min(file.size, 256 << 20);
   const out = [];
   for (const mib of sizes) {
-    const step = mib << 20;
+    const step = Math.round(mib * 1048576);
     const into = new Uint8Array(step);
     const t0 = performance.now();
     for (let at = 0; at < upTo; at += step) {
