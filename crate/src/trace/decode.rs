@@ -15,6 +15,8 @@ use crate::model::{NO_NAME, Ns, NvtxRow, Strings, ThreadIdx};
 pub(super) fn int(v: ValueRef<'_>, default: i64) -> i64 {
     match v {
         ValueRef::Integer(i) => i,
+        // Every row of a column selected as `NULL` (`Selected`): kept out of the cold path.
+        ValueRef::Null => default,
         other => not_int(other, default),
     }
 }
