@@ -27,25 +27,45 @@ pub(super) struct MaskAcc {
 }
 
 impl MaskAcc {
-    fn add(&mut self, q: &Queues, a: Ns, b: Ns, mask_id: usize) {
-        let ns = match (self.spans, self.within) {
-            (Some(s), Some(w)) => match (q.get(s), q.get(w)) {
-                (Some(s), Some(w)) => {
-                    overlap_within((s, &mut self.cursor), (w, &mut self.within_cursor), a, b)
+    /// Credits each stretch `(start, end, mask id)`, in time order, with the time it lies in
+    /// this accumulator's spans (none when a queue it names does not exist).
+    fn add_all(&mut self, q: &Queues, stretches: &[Stretch]) {
+        let (cursor, within_cursor, by_mask) =
+            (&mut self.cursor, &mut self.within_cursor, &mut self.by_mask);
+        match (self.spans.map(|s| q.get(s)), self.within.map(|w| q.get(w))) {
+            (Some(Some(s)), Some(Some(w))) => {
+                for &(a, b, id) in stretches {
+                    let ns = overlap_within((s, &mut *cursor), (w, &mut *within_cursor), a, b);
+                    credit(by_mask, id, ns);
                 }
-                _ => 0,
-            },
-            (Some(s), None) => q
-                .get(s)
-                .map_or(0, |s| overlap_at(s, &mut self.cursor, a, b)),
-            (None, _) => b - a,
-        };
-        if ns > 0 {
-            if self.by_mask.len() <= mask_id {
-                self.by_mask.resize(mask_id + 1, 0);
             }
-            self.by_mask[mask_id] = self.by_mask[mask_id].saturating_add(ns);
+            (Some(Some(s)), None) => {
+                for &(a, b, id) in stretches {
+                    credit(by_mask, id, overlap_at(s, &mut *cursor, a, b));
+                }
+            }
+            (None, _) => {
+                for &(a, b, id) in stretches {
+                    credit(by_mask, id, b - a);
+                }
+            }
+            _ => {}
         }
+    }
+}
+
+/// A stretch of constant busy-device mask: start, end, mask id.
+type Stretch = (Ns, Ns, usize);
+
+/// Stretches held before they are credited: each accumulator then takes them in one loop.
+const STRETCHES: usize = 64;
+
+fn credit(by_mask: &mut Vec<Ns>, mask_id: usize, ns: Ns) {
+    if ns > 0 {
+        if by_mask.len() <= mask_id {
+            by_mask.resize(mask_id + 1, 0);
+        }
+        by_mask[mask_id] = by_mask[mask_id].saturating_add(ns);
     }
 }
 
@@ -117,6 +137,8 @@ pub(super) struct MaskSweep {
     mask_ids: HashMap<u64, usize>,
     /// The last mask looked up: the busy set changes far less often than stretches end.
     last_mask: Option<(u64, usize)>,
+    /// Stretches not credited yet (at most [`STRETCHES`]; none after [`MaskSweep::credit`]).
+    stretches: Vec<Stretch>,
     pub(super) overflow: bool,
 }
 
@@ -129,6 +151,7 @@ impl MaskSweep {
             masks: Vec::new(),
             mask_ids: HashMap::new(),
             last_mask: None,
+            stretches: Vec::with_capacity(STRETCHES),
             overflow: false,
         }
     }
@@ -153,6 +176,22 @@ impl MaskSweep {
         }
         let end = self.busy_until.iter().copied().max().unwrap_or(Ns::MIN);
         self.advance(end, scopes, q);
+        self.credit(scopes, q);
+    }
+
+    /// Credits the stretches held to every window and prep accumulator: before the queues are
+    /// trimmed to the clock, and at the end.
+    pub(super) fn credit(&mut self, scopes: &mut [ScopeAcc], q: &Queues) {
+        if self.stretches.is_empty() {
+            return;
+        }
+        for s in scopes.iter_mut() {
+            s.busy_masks.add_all(q, &self.stretches);
+            for m in &mut s.prep_masks {
+                m.busy.add_all(q, &self.stretches);
+            }
+        }
+        self.stretches.clear();
     }
 
     /// The device's bit; `None` past [`MAX_MASK_DEVICES`] devices.
@@ -168,8 +207,8 @@ impl MaskSweep {
         Some(self.bits.len() - 1)
     }
 
-    /// Moves the clock to `to` (no kernel starts before it any more), crediting each stretch
-    /// of constant busy-device mask to every window and prep accumulator.
+    /// Moves the clock to `to` (no kernel starts before it any more), holding each stretch of
+    /// constant busy-device mask for every window and prep accumulator.
     fn advance(&mut self, to: Ns, scopes: &mut [ScopeAcc], q: &Queues) {
         while self.clock < to {
             let mut next = to;
@@ -182,11 +221,9 @@ impl MaskSweep {
             }
             if mask != 0 {
                 let id = self.mask_id(mask);
-                for s in scopes.iter_mut() {
-                    s.busy_masks.add(q, self.clock, next, id);
-                    for m in &mut s.prep_masks {
-                        m.busy.add(q, self.clock, next, id);
-                    }
+                self.stretches.push((self.clock, next, id));
+                if self.stretches.len() >= STRETCHES {
+                    self.credit(scopes, q);
                 }
             }
             self.clock = next;

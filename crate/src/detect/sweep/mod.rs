@@ -356,6 +356,10 @@ impl KernelSweep {
     /// Measures what waits on the spans behind `now` (no kernel starts before it any more),
     /// then drops every span all readers have passed.
     fn trim(&mut self, now: Ns) {
+        // The stretches the mask sweep holds read the spans from before its clock.
+        if let Some(m) = &mut self.masks {
+            m.credit(&mut self.scopes, &self.queues);
+        }
         let hull_start = self.hull.map_or(now, |h| h.0);
         let last_end = self.hull.map_or(now, |h| h.1);
         let q = &self.queues;
