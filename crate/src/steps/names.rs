@@ -3,7 +3,7 @@
 //! (in table order, so every reader of the trace chooses the same), with `trtllm-skill` reading
 //! TensorRT-LLM's marker only, through its `LIKE` prefilter.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use super::StepLookup;
 use crate::model::{NameId, Strings};
@@ -58,6 +58,9 @@ pub struct StepParser {
     source: Option<StepSource>,
     /// The built-in marker met first, when no source was given.
     chosen: Cell<Option<StepStyle>>,
+    /// One bit per name id that parsed as no step: it never will (the chosen marker does not
+    /// change once set), and most ranges repeat a handful of names that are not steps.
+    not_steps: RefCell<Vec<u64>>,
 }
 
 impl StepParser {
@@ -72,12 +75,30 @@ impl StepParser {
             prefilter: skill.then(|| Like::new(EXECUTOR_STEP)),
             source,
             chosen: Cell::new(None),
+            not_steps: RefCell::new(Vec::new()),
         }
     }
 
     /// The step string `id` names.
     pub fn parse_id(&self, strings: &Strings, id: NameId) -> Option<StepName> {
-        self.parse(strings.get(id))
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        if self
+            .not_steps
+            .borrow()
+            .get(word)
+            .is_some_and(|w| w & bit != 0)
+        {
+            return None;
+        }
+        let step = self.parse(strings.get(id));
+        if step.is_none() {
+            let mut seen = self.not_steps.borrow_mut();
+            if seen.len() <= word {
+                seen.resize(word + 1, 0);
+            }
+            seen[word] |= bit;
+        }
+        step
     }
 
     pub fn parse(&self, name: &str) -> Option<StepName> {
@@ -158,5 +179,34 @@ impl StepLookup for AnyBuiltin<'_> {
         let (style, step) = parse_builtin(self.strings.get(id))?;
         self.last.set(Some(style));
         Some(step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    #[test]
+    fn a_name_read_again_parses_as_it_did_the_first_time() {
+        let strings = Strings::from_rows(vec![
+            (1, "_schedule".into()),
+            (2, "[Executor] _forward_step 7: 1 ctx reqs, 3 gen reqs".into()),
+            (3, "execute_context_1(5)_generation_2(2)".into()),
+            (4, "[Executor] _forward_step 8: 0 ctx reqs, 4 gen reqs".into()),
+        ]);
+        let sw = Profile::Standard.switches();
+        let parser = StepParser::new(&sw, None);
+        let id = |sqlite_id: i64| strings.resolve(sqlite_id);
+        for _ in 0..2 {
+            assert_eq!(parser.parse_id(&strings, id(1)), None);
+            let seven = parser.parse_id(&strings, id(2)).map(|s| s.step);
+            assert_eq!(seven, Some(7), "a step parses every time");
+            // vLLM's marker parses this name, but TensorRT-LLM's was met first.
+            assert_eq!(parser.parse_id(&strings, id(3)), None);
+            let eight = parser.parse_id(&strings, id(4)).map(|s| s.step);
+            assert_eq!(eight, Some(8));
+        }
+        assert_eq!(parser.parse(strings.get(id(3))), None);
     }
 }
