@@ -163,7 +163,7 @@ fn the_verdict_reads_the_rows_detect_says_it_reads_pass_by_pass() {
                 );
                 assert!(handed > 0, "{}", path.display());
                 // Pass by pass, as the page's estimate weighs them.
-                let passes = nsys_lens::detect::verdict_passes(&scan.table_rows(), 0.0, profile);
+                let passes = nsys_lens::detect::verdict_passes(&scan.table_rows(), &[], profile);
                 let busy = || match profile {
                     Profile::Standard => rows.gpu_work().count(),
                     Profile::TrtllmSkill => rows.kernels().count(),
@@ -180,14 +180,30 @@ fn the_verdict_reads_the_rows_detect_says_it_reads_pass_by_pass() {
                     path.display()
                 );
             }
-            // Nothing kept, or every kernel: the GPU pass's weight reads from the file or not.
-            let kept = scan.kernels_kept_share();
-            assert_eq!(
-                kept,
-                if budget == 0 { 0.0 } else { 1.0 },
-                "{}",
-                path.display()
-            );
+            // Nothing kept, or every row: each pass's weight is that of rows read from the file
+            // or kept.
+            let kept = scan.kept_rows();
+            let expected = scan
+                .table_rows()
+                .map(|(t, n)| (t, if budget == 0 { 0 } else { n }));
+            assert_eq!(kept, expected, "{}", path.display());
+            let passes =
+                nsys_lens::detect::verdict_passes(&scan.table_rows(), &kept, Profile::Standard);
+            // An NVTX range, a GPU operation and an API call, read from the file or kept; a
+            // pass without rows keeps none.
+            let (read, unpacked) = ([1.45, 2.0, 1.0], [0.20, 0.35, 0.076]);
+            for (k, pass) in passes.iter().enumerate() {
+                let whole = if budget > 0 && pass.rows > 0 {
+                    unpacked[k]
+                } else {
+                    read[k]
+                };
+                assert!(
+                    (pass.weight - whole).abs() < 1e-9,
+                    "{}: pass {k} {pass:?}",
+                    path.display()
+                );
+            }
         }
     }
 }

@@ -3,9 +3,11 @@
 // - reading: the bytes of the file both workers have read (the analysis worker the host side,
 //   the reader worker the kernel table), of the file's size;
 // - the verdict: the rows its passes have read (the core's heartbeat), of the rows the core says
-//   they read (`Analysis.verdictRows`); its time left weighs the rows of each pass by the pass's
-//   time per row (`Analysis.verdictPasses`), so a fast pass ahead does not read as slow as the
-//   one under way.
+//   they read (`Analysis.verdictRows`). Its time left is the pass under way's rows left at that
+//   pass's own pace, and the passes after it at the pace of those done, each pass's rows weighed
+//   by its time per row (`Analysis.verdictPasses`, for rows read from the file or kept). A pass's
+//   time per row depends on the export too (what its folds do per row), so the weights only place
+//   the passes not yet begun.
 // The estimates are samples the benchmark compares with the stage's real end
 // (`performance` marks `nsys-lens:progress`).
 
@@ -47,19 +49,25 @@ function passesOf(flat) {
   return passes;
 }
 
-// The share of the verdict's time `done` rows stand for, the passes read in turn, or null.
-export function weighed(passes, done) {
+// The seconds the verdict has left after `done` rows at `now`, or null: the pass under way's rows
+// left at its own pace (once it has read a twentieth of them, for a quarter of a second), the
+// passes after it at the time per weighed row of the passes done (of the pass under way while it
+// is the first). `at[k]`: when pass k began (ms).
+export function passesLeft(passes, at, done, now) {
   if (!passes) return null;
-  const whole = passes.reduce((t, p) => t + p.rows * p.weight, 0);
-  if (!(whole > 0)) return null;
-  let left = done;
-  let part = 0;
-  for (const p of passes) {
-    const read = Math.min(Math.max(left, 0), p.rows);
-    part += read * p.weight;
-    left -= read;
-  }
-  return Math.min(1, part / whole);
+  let begun = 0;
+  let k = 0;
+  while (k < passes.length - 1 && done >= begun + passes[k].rows) begun += passes[k++].rows;
+  const pass = passes[k];
+  const read = Math.min(Math.max(done - begun, 0), pass.rows);
+  const t0 = at[0];
+  const tk = at[k] ?? now;
+  const weighedBefore = passes.slice(0, k).reduce((t, p) => t + p.rows * p.weight, 0);
+  const unit = k > 0 && weighedBefore > 0 ? (tk - t0) / weighedBefore : read > 0 ? (now - tk) / (read * pass.weight) : null;
+  if (unit === null || !(unit >= 0)) return null;
+  const ownPace = read >= pass.rows / 20 && now - tk >= 250 ? (now - tk) / read : pass.weight * unit;
+  const after = passes.slice(k + 1).reduce((t, p) => t + p.rows * p.weight, 0);
+  return ((pass.rows - read) * ownPace + after * unit) / 1000;
 }
 
 export class OpenProgress {
@@ -80,7 +88,8 @@ export class OpenProgress {
   // verdict begins, its rows counted from the heartbeat's `base`).
   analysis(msg) {
     if (msg.base !== undefined) {
-      this.verdict = { t0: this.now(), total: msg.total, base: msg.base, done: 0, passes: passesOf(msg.passes) };
+      const t0 = this.now();
+      this.verdict = { t0, total: msg.total, base: msg.base, done: 0, passes: passesOf(msg.passes), at: [t0], last: { done: 0, at: t0 } };
       performance.mark('nsys-lens:verdict-stage');
     } else if (msg.bytes !== undefined) {
       this.base ??= msg.bytes;
@@ -100,9 +109,27 @@ export class OpenProgress {
 
   // The analysis worker's heartbeat: `rows` handed out by its passes so far.
   beat(rows) {
-    if (!this.verdict) return;
-    this.verdict.done = Math.max(0, rows - this.verdict.base);
+    const v = this.verdict;
+    if (!v) return;
+    v.done = Math.max(0, rows - v.base);
+    this.passBegun(v, this.now());
     this.render();
+  }
+
+  // When each pass the rows read since the last beat crossed into began, between that beat and
+  // this one in proportion to the rows.
+  passBegun(v, now) {
+    if (v.passes) {
+      let begun = 0;
+      for (let k = 0; k + 1 < v.passes.length; k++) {
+        begun += v.passes[k].rows;
+        if (v.at[k + 1] === undefined && v.done >= begun) {
+          const span = v.done - v.last.done;
+          v.at[k + 1] = span > 0 ? v.last.at + ((now - v.last.at) * (begun - v.last.done)) / span : now;
+        }
+      }
+    }
+    v.last = { done: v.done, at: now };
   }
 
   render() {
@@ -113,7 +140,8 @@ export class OpenProgress {
     let eta;
     if (v) {
       share = v.total > 0 ? Math.min(1, v.done / v.total) : null;
-      eta = secondsLeft(v.t0, now, weighed(v.passes, v.done) ?? share);
+      const spent = now - v.t0;
+      eta = v.passes ? (spent >= MIN_MS && share < 1 ? passesLeft(v.passes, v.at, v.done, now) : null) : secondsLeft(v.t0, now, share);
       const rows = `${v.done.toLocaleString('en-US')} of ${v.total.toLocaleString('en-US')} rows`;
       text = `Computing the verdict: ${rows}${share === null ? '' : ` (${Math.round(share * 100)} %)`}`;
     } else {

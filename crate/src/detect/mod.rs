@@ -68,43 +68,73 @@ pub fn detect_rows(rows: &dyn EventRows, cfg: &DetectConfig) -> Result<DetectRep
 /// time is made of (every kernel, graph replay, copy and memset; `trtllm-skill`: kernels only);
 /// no sync. The page's progress while the verdict is computed counts against it.
 pub fn rows_read(table_rows: &[(&str, u64)], profile: Profile) -> u64 {
-    verdict_passes(table_rows, 0.0, profile)
+    verdict_passes(table_rows, &[], profile)
         .iter()
         .map(|p| p.rows)
         .sum()
 }
 
-/// A pass of [`detect_rows`]: the rows it reads and its time per row against the API-call
-/// pass's.
+/// A pass of [`detect_rows`]: the rows it reads and its time per row against an API call read
+/// from the file.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VerdictPass {
     pub rows: u64,
     pub weight: f64,
 }
 
+/// A pass's time per row against an API call read from the file: read from the file, and
+/// unpacked from the rows the scan kept.
+struct PassCost {
+    read: f64,
+    kept: f64,
+}
+
+/// Measured in the page (`docs/performance.md`): read from the file, on the 10 GB generated
+/// export, which keeps no row; an NVTX range 1.45, a GPU operation 2.0. A GPU operation kept,
+/// on a 445 MiB TP=4 rank file that keeps its kernels: 0.35. Kept NVTX ranges and calls, on
+/// the 1 GB generated export, which keeps every row: 0.57 and 0.22 of a kept GPU operation's
+/// time (0.182, 0.319 and 0.069 µs a row).
+const RANGE: PassCost = PassCost {
+    read: 1.45,
+    kept: 0.20,
+};
+const GPU_WORK: PassCost = PassCost {
+    read: 2.0,
+    kept: 0.35,
+};
+const CALL: PassCost = PassCost {
+    read: 1.0,
+    kept: 0.076,
+};
+
 /// The passes of [`detect_rows`] under `profile` in the order they run: the NVTX ranges (the
 /// steps), the GPU work (the kernel sweep over the rows `profile` counts as busy: kernels, graph
 /// replays, copies, memsets; `trtllm-skill` kernels only), the CUDA API calls (the launch
-/// sweep); `kernels_kept`: the share of the kernel rows the scan kept. The page's time
-/// estimate weighs the rows still to read by the weights, so a fast pass ahead does not read as
-/// slow as the one under way. Measured in the page, against the API-call pass: an NVTX range
-/// takes 1.45 of its time per row on the 10 GB generated export and 1.43 on a 445 MiB TP=4 rank
-/// file; a GPU operation 2.0 read from the file (the 10 GB export keeps none) and 0.35 read
-/// from the kept rows (the rank file keeps every kernel).
+/// sweep); `kept_rows`: the rows of each table the scan kept (`FileScan::kept_rows`; none when
+/// empty). The page's time estimate places the passes not yet begun by their weights; a pass's
+/// cost per row depends on the export too (its folds), which only its own pace shows.
 pub fn verdict_passes(
     table_rows: &[(&str, u64)],
-    kernels_kept: f64,
+    kept_rows: &[(&str, u64)],
     profile: Profile,
 ) -> [VerdictPass; 3] {
-    const READ: f64 = 2.0;
-    const KEPT: f64 = 0.35;
-    let kept = kernels_kept.clamp(0.0, 1.0);
-    let rows = |tables: &[&str]| -> u64 {
-        table_rows
+    let sum = |counts: &[(&str, u64)], tables: &[&str]| -> u64 {
+        counts
             .iter()
             .filter(|(table, _)| tables.contains(table))
             .map(|(_, rows)| rows)
             .sum()
+    };
+    let pass = |tables: &[&str], cost: PassCost| {
+        let rows = sum(table_rows, tables);
+        let kept = match rows {
+            0 => 0.0,
+            _ => (sum(kept_rows, tables) as f64 / rows as f64).clamp(0.0, 1.0),
+        };
+        VerdictPass {
+            rows,
+            weight: cost.read + (cost.kept - cost.read) * kept,
+        }
     };
     let busy: Vec<&str> = profile
         .switches()
@@ -113,18 +143,9 @@ pub fn verdict_passes(
         .map(|&table| crate::trace::work_table_name(table))
         .collect();
     [
-        VerdictPass {
-            rows: rows(&[crate::trace::NVTX_TABLE]),
-            weight: 1.45,
-        },
-        VerdictPass {
-            rows: rows(&busy),
-            weight: READ + (KEPT - READ) * kept,
-        },
-        VerdictPass {
-            rows: rows(&[crate::trace::RUNTIME_TABLE]),
-            weight: 1.0,
-        },
+        pass(&[crate::trace::NVTX_TABLE], RANGE),
+        pass(&busy, GPU_WORK),
+        pass(&[crate::trace::RUNTIME_TABLE], CALL),
     ]
 }
 

@@ -191,9 +191,15 @@ mod tests {
     fn a_name_read_again_parses_as_it_did_the_first_time() {
         let strings = Strings::from_rows(vec![
             (1, "_schedule".into()),
-            (2, "[Executor] _forward_step 7: 1 ctx reqs, 3 gen reqs".into()),
+            (
+                2,
+                "[Executor] _forward_step 7: 1 ctx reqs, 3 gen reqs".into(),
+            ),
             (3, "execute_context_1(5)_generation_2(2)".into()),
-            (4, "[Executor] _forward_step 8: 0 ctx reqs, 4 gen reqs".into()),
+            (
+                4,
+                "[Executor] _forward_step 8: 0 ctx reqs, 4 gen reqs".into(),
+            ),
         ]);
         let sw = Profile::Standard.switches();
         let parser = StepParser::new(&sw, None);

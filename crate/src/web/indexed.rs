@@ -255,11 +255,7 @@ impl Indexed {
 
     /// The passes of [`Indexed::detect`] under `profile`, in order (`detect::verdict_passes`).
     pub(crate) fn verdict_passes(&self, profile: Profile) -> [detect::VerdictPass; 3] {
-        detect::verdict_passes(
-            &self.scan.table_rows(),
-            self.scan.kernels_kept_share(),
-            profile,
-        )
+        detect::verdict_passes(&self.scan.table_rows(), &self.scan.kept_rows(), profile)
     }
 
     /// The GPU-idle gap histogram: gaps in every GPU operation.

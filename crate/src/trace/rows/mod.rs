@@ -81,6 +81,11 @@ struct Table<K> {
 }
 
 impl<K: Ord + Copy> Table<K> {
+    /// Its name and the rows its cache holds.
+    fn kept(&self) -> (&'static str, u64) {
+        (self.name, self.cache.borrow().rows())
+    }
+
     fn new(name: &'static str, max_runs: usize) -> Table<K> {
         Table {
             name,
@@ -754,13 +759,18 @@ impl FileScan {
         self.caches().iter().map(|(_, c)| c.borrow().bytes()).sum()
     }
 
-    /// The share of the kernel rows the scan kept (0 for a table without rows): the passes
-    /// over the others read them from the file.
-    pub fn kernels_kept_share(&self) -> f64 {
-        match self.kernels.rows() {
-            0 => 0.0,
-            all => self.kernels.cache.borrow().rows() as f64 / all as f64,
-        }
+    /// Per table, as [`FileScan::table_rows`] names them: the rows the scan kept (the passes
+    /// read the others from the file).
+    pub fn kept_rows(&self) -> [(&'static str, u64); 7] {
+        [
+            self.kernels.kept(),
+            self.replays.kept(),
+            self.calls.kept(),
+            self.ranges.kept(),
+            self.memcpy.kept(),
+            self.memset.kept(),
+            self.syncs.kept(),
+        ]
     }
 
     /// Per table: its name, the rows its cache holds and whether they are all its rows (for
