@@ -91,7 +91,8 @@ impl StepParser {
             return None;
         }
         let step = self.parse(strings.get(id));
-        if step.is_none() {
+        // Only the table's ids are remembered (`NO_NAME` would take half a GiB of bits).
+        if step.is_none() && (id as usize) < strings.len() {
             let mut seen = self.not_steps.borrow_mut();
             if seen.len() <= word {
                 seen.resize(word + 1, 0);
@@ -214,5 +215,10 @@ mod tests {
             assert_eq!(eight, Some(8));
         }
         assert_eq!(parser.parse(strings.get(id(3))), None);
+        assert_eq!(parser.parse_id(&strings, crate::model::NO_NAME), None);
+        assert!(
+            parser.not_steps.borrow().len() <= 1,
+            "a name outside the table is not remembered"
+        );
     }
 }
