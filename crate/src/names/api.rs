@@ -68,10 +68,17 @@ const BLOCKING_SYNCS: [&str; 7] = [
     "cuEventSynchronize",
 ];
 
+/// Whether `name` is of [`ApiKind::GraphLaunch`]: its base name starts `cudaGraphLaunch` or
+/// `cuGraphLaunch`, as the name itself then does (the suffixes stripped all begin with `_`).
+/// Cheaper than [`api_kind`] where only this kind is asked of every string.
+pub fn launches_graph(name: &str) -> bool {
+    name.starts_with("cudaGraphLaunch") || name.starts_with("cuGraphLaunch")
+}
+
 /// Classifies one API name.
 pub fn api_kind(name: &str) -> ApiKind {
     let base = api_base_name(name);
-    if base.starts_with("cudaGraphLaunch") || base.starts_with("cuGraphLaunch") {
+    if launches_graph(base) {
         return ApiKind::GraphLaunch;
     }
     if is_launch_api(name, LaunchApis::AllVersioned) {
@@ -146,6 +153,28 @@ mod tests {
         );
         assert_eq!(api_base_name("cuCtxSynchronize"), "cuCtxSynchronize");
         assert_eq!(api_base_name("_v12"), "_v12");
+    }
+
+    #[test]
+    fn a_graph_launch_is_told_by_its_name_as_by_its_kind() {
+        for name in [
+            "cudaGraphLaunch",
+            "cudaGraphLaunch_v10000",
+            "cudaGraphLaunch_ptsz_v10000",
+            "cuGraphLaunch",
+            "cuGraphLaunch_ptsz",
+            "cudaGraphLaunchExtra_v2",
+            "cudaGraphInstantiate_v10000",
+            "cudaLaunchKernel_v7000",
+            "cudaGraph_v2",
+            "_v12",
+            "",
+        ] {
+            let kind = api_kind(name) == ApiKind::GraphLaunch;
+            assert_eq!(launches_graph(name), kind, "{name}");
+        }
+        assert!(launches_graph("cuGraphLaunch_ptsz"));
+        assert!(!launches_graph("cudaGraphInstantiate_v10000"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::result::Metrics;
 use super::sweep::KernelSummary;
 use crate::format::counted;
 use crate::model::Trace;
-use crate::names::api::{ApiKind, api_kind};
+use crate::names::api::launches_graph;
 pub use idle::{IdleProfile, IdleSweep};
 pub use warmup::{SteadyWindow, WarmupFigures};
 
@@ -220,11 +220,7 @@ fn graph_trace(inp: &CaptureInputs<'_>) -> CaptureCheck {
         .host
         .meta
         .capture_option("CUDA_GRAPH_TRACE_OPTIONS:MODE");
-    let graph_calls = !inp
-        .host
-        .strings
-        .sqlite_ids_where(|s| api_kind(s) == ApiKind::GraphLaunch)
-        .is_empty();
+    let graph_calls = !inp.host.strings.sqlite_ids_where(launches_graph).is_empty();
     let node_kernels = inp.kernels.facts.any_graph_node;
     let (status, evidence) = match (mode, graph_calls || node_kernels) {
         (Some("Graph"), true) => (
