@@ -1,7 +1,7 @@
 //! What a CUDA runtime or driver API call does, by its base name: version suffixes such as
 //! `_v3020` and the per-thread-stream `_ptsz`/`_ptds` stripped.
 
-use super::launch::{LaunchApis, is_launch_api};
+use super::launch::{LaunchApis, is_launch_api, launches_graph};
 
 /// What a CUDA runtime/driver API call does, as far as the analyses care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,13 +67,6 @@ const BLOCKING_SYNCS: [&str; 7] = [
     "cuStreamSynchronize",
     "cuEventSynchronize",
 ];
-
-/// Whether `name` is of [`ApiKind::GraphLaunch`]: its base name starts `cudaGraphLaunch` or
-/// `cuGraphLaunch`, as the name itself then does (the suffixes stripped all begin with `_`).
-/// Cheaper than [`api_kind`] where only this kind is asked of every string.
-pub fn launches_graph(name: &str) -> bool {
-    name.starts_with("cudaGraphLaunch") || name.starts_with("cuGraphLaunch")
-}
 
 /// Classifies one API name.
 pub fn api_kind(name: &str) -> ApiKind {

@@ -27,11 +27,17 @@ pub fn is_launch_api(name: &str, apis: LaunchApis) -> bool {
     }
 }
 
+/// Whether an API name starts `cudaGraphLaunch` or `cuGraphLaunch`: `api_kind`'s graph
+/// launches (whose base name starts so, as the name then does: the suffixes stripped all begin
+/// with `_`), and the prefix [`is_graph_launch`] asks first.
+pub fn launches_graph(name: &str) -> bool {
+    name.starts_with(GRAPH_LAUNCH) || name.starts_with("cuGraphLaunch")
+}
+
 /// Whether an API name launches a CUDA graph (`cudaGraphLaunch*`, `cuGraphLaunch*`, a launch API
 /// under [`LaunchApis::AllVersioned`]).
 pub fn is_graph_launch(name: &str) -> bool {
-    (name.starts_with(GRAPH_LAUNCH) || name.starts_with("cuGraphLaunch"))
-        && is_launch_api(name, LaunchApis::AllVersioned)
+    launches_graph(name) && is_launch_api(name, LaunchApis::AllVersioned)
 }
 
 fn launch_regex() -> &'static Regex {

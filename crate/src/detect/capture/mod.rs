@@ -18,7 +18,7 @@ use super::result::Metrics;
 use super::sweep::KernelSummary;
 use crate::format::counted;
 use crate::model::Trace;
-use crate::names::api::launches_graph;
+use crate::names::launch::launches_graph;
 pub use idle::{IdleProfile, IdleSweep};
 pub use warmup::{SteadyWindow, WarmupFigures};
 
