@@ -8,16 +8,22 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, kernelPart as readerPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
 let cancelFlag = null; // Int32Array over a SharedArrayBuffer when the page is cross-origin isolated
 let cancelled = false; // set by a 'cancel' message (only seen when the core yields between steps)
 // The kernel table of an open in progress, scanned by the page's reader worker: open id ->
-// {part} once it came (an Array of Uint8Array, or null: the reader failed), or {resolve} while
-// the open waits for it.
+// {part} once it came ({part: an Array of Uint8Array, sweep: its sweep of the GPU work or
+// null}, or null: the reader failed), or {resolve} while the open waits for it.
 const kernelParts = new Map();
+
+// A reader worker's: the kernel sweep's inputs from the analysis worker (null: it sweeps none).
+let sweepInputsCame;
+const sweepInputs = new Promise((resolve) => {
+  sweepInputsCame = resolve;
+});
 
 // The reader worker's part for open `id` (null: read the kernel table here).
 function kernelPart(id) {
@@ -145,19 +151,22 @@ function verdictView(analysis, options) {
 
 // Opens `file` with its kernel table read by the reader worker meanwhile (`kernels` message),
 // or here if the reader failed. A cancel while waiting ends the wait.
-async function openBeside(id, file, onProgress) {
-  const host = Analysis.openHost(file, onProgress);
+// The verdict under `options` is folded beside: the host side hands the kernel sweep's inputs
+// (or null) to the page as soon as its ranges are read, which relays them to the reader.
+async function openBeside(id, file, options, onProgress) {
+  const onSweep = (inputs) => self.postMessage({ id, type: 'sweep', inputs }, inputs ? [inputs.buffer] : []);
+  const host = Analysis.openHost(file, options, onProgress, onSweep);
   if (cancelled) {
     freeQuietly(host);
     throw coded('the analysis was cancelled', 'cancelled');
   }
   onProgress('loading kernels', 0, 0);
-  const part = await kernelPart(id);
+  const came = await kernelPart(id);
   if (cancelled) {
     freeQuietly(host);
     throw coded('the analysis was cancelled', 'cancelled');
   }
-  return host.join(part ?? undefined, onProgress);
+  return host.join(came?.part ?? undefined, came?.sweep ?? undefined, onProgress);
 }
 
 async function handle(msg) {
@@ -187,7 +196,7 @@ async function handle(msg) {
       // The file is scanned once; every view then folds over its rows read again in start
       // order, as the CLI reads them (memory does not grow with the file). With a reader
       // worker, this one reads the host side while that one reads the kernel table.
-      const opened = msg.reader ? await openBeside(id, msg.file, onProgress) : Analysis.open(msg.file, onProgress);
+      const opened = msg.reader ? await openBeside(id, msg.file, msg.options, onProgress) : Analysis.open(msg.file, onProgress);
       if (cancelled) {
         try {
           opened.free();
@@ -206,7 +215,11 @@ async function handle(msg) {
     }
     case 'kernels':
       // The reader worker's part for the open `openId`, relayed by the page.
-      kernelPartCame(msg.openId, msg.part);
+      kernelPartCame(msg.openId, msg.part ? { part: msg.part, sweep: msg.sweep ?? null } : null);
+      return {};
+    case 'sweep':
+      // The kernel sweep's inputs for this reader's scan, relayed from the analysis worker.
+      sweepInputsCame(msg.inputs ?? null);
       return {};
     case 'keptRowsRoom': {
       // What a trace opened into `slot` could keep of its rows (`only`: it closes the others).
@@ -218,8 +231,14 @@ async function handle(msg) {
     case 'scanKernels': {
       // This worker is a reader: the kernel table of `file`, for the analysis worker.
       await initWasm(); // after the engine's 'init'
-      const part = scanKernels(msg.file, msg.room ?? undefined, progressTo(id, () => true));
-      return { part, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };
+      scanKernels(msg.file, msg.room ?? undefined, progressTo(id, () => true));
+      // Then the GPU work swept from the rows kept, once the analysis worker's ranges are read
+      // (the page ends this worker if they never are); the heartbeat says it is waiting.
+      const beat = setInterval(() => self.postMessage({ type: 'heartbeat', rows: 0 }), 1000);
+      const inputs = await sweepInputs.finally(() => clearInterval(beat));
+      const [swept, ...part] = readerPart(inputs ?? undefined);
+      const sweep = swept.length > 0 ? swept : null;
+      return { part, sweep, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };
     }
     case 'openHostSide': {
       // A file without GPU work (its verdict refused with `no-kernels`): its report's sections
@@ -303,7 +322,7 @@ self.onmessage = async (ev) => {
   }
   try {
     const result = await handle(msg);
-    const transfer = result?.bytes ? [result.bytes.buffer] : result?.part ? result.part.map((a) => a.buffer) : [];
+    const transfer = result?.bytes ? [result.bytes.buffer] : result?.part ? [...result.part, ...(result.sweep ? [result.sweep] : [])].map((a) => a.buffer) : [];
     self.postMessage({ id: msg.id, type: 'result', ok: true, result }, transfer);
   } catch (e) {
     const fatal = typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;

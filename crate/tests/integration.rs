@@ -29,6 +29,7 @@ mod loading;
 mod lprof;
 mod op_shapes;
 mod page_engine;
+mod page_verdict;
 mod public_traces;
 mod ranks;
 mod ranks_merge;

@@ -14,9 +14,9 @@ use nsys_lens::names::steps::parse_marker_spec;
 use nsys_lens::profile::Profile;
 use nsys_lens::trace::{self, FileRows, FileScan, LoadOptions};
 
-type Json = Result<serde_json::Value, String>;
+pub(crate) type Json = Result<serde_json::Value, String>;
 
-fn json<T: serde::Serialize>(r: nsys_lens::error::Result<T>) -> Json {
+pub(crate) fn json<T: serde::Serialize>(r: nsys_lens::error::Result<T>) -> Json {
     r.map(|v| serde_json::to_value(v).expect("json"))
         .map_err(|e| e.to_string())
 }
@@ -43,7 +43,7 @@ fn folded(path: &Path, cfg: &DetectConfig, budget: usize) -> (Json, bool, bool) 
 }
 
 /// The verdict of the passes over the same file, read the same way.
-fn passes(path: &Path, cfg: &DetectConfig) -> Json {
+pub(crate) fn passes(path: &Path, cfg: &DetectConfig) -> Json {
     let conn = trace::open_path(path).expect("open");
     let budget = budget_of(path);
     let scan =
@@ -55,14 +55,14 @@ fn budget_of(path: &Path) -> usize {
     trace::row_budget(std::fs::metadata(path).expect("metadata").len(), 0)
 }
 
-fn assert_same(got: &Json, want: &Json, what: &str) {
+pub(crate) fn assert_same(got: &Json, want: &Json, what: &str) {
     match (got, want) {
         (Ok(g), Ok(w)) => assert!(g == w, "{what}: {}", common::json_diff(g, w)),
         (g, w) => assert_eq!(g, w, "{what}"),
     }
 }
 
-fn configs() -> Vec<DetectConfig> {
+pub(crate) fn configs() -> Vec<DetectConfig> {
     vec![
         DetectConfig::default(),
         DetectConfig {
@@ -83,7 +83,7 @@ fn configs() -> Vec<DetectConfig> {
 /// Whether a fold can come through on `path`, from plain SQL: every table it reads in start
 /// order by `rowid` (the kernels by start and end), and every process that ran GPU work listed
 /// in `ThreadNames` (an export without GPU work folds: its verdict says there is none).
-fn foldable(path: &Path) -> bool {
+pub(crate) fn foldable(path: &Path) -> bool {
     let conn = common::open_export(path);
     let has = |t: &str| common::has_table(&conn, t);
     let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql);
@@ -125,7 +125,7 @@ fn foldable(path: &Path) -> bool {
     in_order && all_listed
 }
 
-fn scenarios() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
+pub(crate) fn scenarios() -> (Vec<tempfile::TempDir>, Vec<PathBuf>) {
     // Two multi-rank scenarios, then three of one rank.
     common::generated_each(&[
         "tp2-phases",

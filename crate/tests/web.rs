@@ -10,7 +10,7 @@ mod corrupted;
 
 use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
-use nsys_lens::web::{Analysis, WebError, kept_rows_room, scan_kernels};
+use nsys_lens::web::{Analysis, WebError, kept_rows_room, kernel_part, scan_kernels};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
@@ -432,22 +432,32 @@ fn clear_error(e: WebError, label: &str) -> Result<String, String> {
 /// Why an open gave no analysis: `Ok(code)` a clear refusal, `Err` what is wrong.
 type Refused = Result<String, String>;
 
-/// Opens `bytes` as the page does with a core to spare: the host side here, the kernel table
-/// by the reader worker's call, joined. A clear error of the reader's leaves the table to the
-/// host side, as in the page.
+/// Opens `bytes` as the page does with a core to spare: the host side here, folding the
+/// verdict under `{}` as it reads the ranges; the kernel table by the reader worker's calls,
+/// which sweep the GPU work with the inputs the host side handed on; joined. A clear error of
+/// the reader's leaves the table to the host side, as in the page.
 fn open_beside(bytes: &[u8], label: &str, on_progress: Function) -> Result<Analysis, Refused> {
-    let host = Analysis::open_host(file(bytes, label), on_progress.clone())
+    let on_sweep = Function::new_with_args("inputs", "globalThis.nsysLensSweep = inputs;");
+    let host = Analysis::open_host(file(bytes, label), "{}", on_progress.clone(), on_sweep)
         .map_err(|e| clear_error(e, label))?;
+    let inputs = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("nsysLensSweep"))
+        .ok()
+        .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok());
     // As the page: the reader keeps no more rows than this instance would copy in.
     let room = kept_rows_room(bytes.len() as f64, true);
-    let part = match scan_kernels(file(bytes, label), Some(room), None) {
-        Ok(part) => Some(part),
+    let read =
+        scan_kernels(file(bytes, label), Some(room), None).and_then(|()| kernel_part(inputs));
+    let (part, sweep) = match read {
+        Ok(read) => {
+            let sweep = read.shift().dyn_into::<js_sys::Uint8Array>().ok();
+            (Some(read), sweep.filter(|s| s.length() > 0))
+        }
         Err(e) => {
             clear_error(e, label).map_err(|e| Err(format!("the reader worker: {e}")))?;
-            None
+            (None, None)
         }
     };
-    host.join(part, on_progress)
+    host.join(part, sweep, on_progress)
         .map_err(|e| clear_error(e, label))
 }
 

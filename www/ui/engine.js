@@ -209,15 +209,20 @@ export class WorkerEngine {
     const id = this.nextId;
     this.openId = id;
     if (reader) {
-      this.readKernels(file, room, (step, done, total, msg) => progress.reader(msg)).then((part) => {
+      this.readKernels(file, room, (step, done, total, msg) => progress.reader(msg)).then((came) => {
         if (this.openId !== id) return;
-        this.request('kernels', { openId: id, part }, null, {}, part ? part.map((a) => a.buffer) : []).catch(() => {});
+        const part = came?.part ?? null;
+        const sweep = came?.sweep ?? null;
+        const transfer = part ? [...part, ...(sweep ? [sweep] : [])].map((a) => a.buffer) : [];
+        this.request('kernels', { openId: id, part, sweep }, null, {}, transfer).catch(() => {});
       });
     }
     try {
       // The worker scans the file once; every view then folds over its rows.
       this.onBeat = (rows) => progress.beat(rows);
-      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch }, (step, done, total, msg) => progress.analysis(msg));
+      // The analysis worker's kernel sweep inputs go to the reader, which sweeps its rows.
+      const relay = { sweep: (msg) => this.reader?.request('sweep', { inputs: msg.inputs }, null, {}, msg.inputs ? [msg.inputs.buffer] : []).catch(() => {}) };
+      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch }, (step, done, total, msg) => progress.analysis(msg), relay);
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).
       performance.mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0, reads: opened.reads } });
       return opened;
@@ -228,17 +233,18 @@ export class WorkerEngine {
     }
   }
 
-  // The kernel table of `file` as a reader worker scans it (null if it cannot), its kept rows
-  // within `room` bytes, the worker ended once it has answered: its wasm memory goes with it.
+  // The kernel table of `file` as a reader worker scans it, `{part, sweep}` (null if it cannot),
+  // its kept rows within `room` bytes, and its sweep of the GPU work when the analysis worker
+  // sent the inputs; the worker ended once it has answered: its wasm memory goes with it.
   async readKernels(file, room, onProgress) {
     this.stopReader();
     // While the analysis worker waits for the part, the reader's messages are its life signs.
     const reader = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, onHeard: () => this.heard() });
     this.reader = reader;
     try {
-      const { part, wasmBytes, reads } = await reader.request('scanKernels', { file, room }, onProgress);
-      performance.mark('nsys-lens:reader', { detail: { wasmBytes, reads } });
-      return part;
+      const { part, sweep, wasmBytes, reads } = await reader.request('scanKernels', { file, room }, onProgress);
+      performance.mark('nsys-lens:reader', { detail: { wasmBytes, reads, swept: Boolean(sweep) } });
+      return { part, sweep };
     } catch {
       return null;
     } finally {

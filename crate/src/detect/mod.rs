@@ -7,6 +7,7 @@
 //!
 //! Thresholds act only in assembly: a summary can be re-assembled under edited thresholds.
 
+pub mod beside;
 pub mod bound;
 pub mod capture;
 pub mod catalogue;

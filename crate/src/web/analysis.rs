@@ -10,11 +10,12 @@ use std::rc::Rc;
 use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
 use super::{WebError, from_json, init, js_error, to_json};
-use crate::detect::{DetectConfig, ThresholdOverrides};
+use crate::detect::beside::{self, FactsFold, Folded};
+use crate::detect::{DetectConfig, KernelSummary, ThresholdOverrides};
 use crate::error::Error;
 use crate::model::Ns;
 use crate::profile::Profile;
-use crate::trace::{self, HEADER_LEN, Progress};
+use crate::trace::{self, HEADER_LEN, Progress, RangeFold};
 
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
 #[wasm_bindgen]
@@ -93,20 +94,33 @@ impl Analysis {
     }
 
     /// [`Analysis::open`]'s host side: the kernel table is left to the reader worker
-    /// ([`scan_kernels`]) meanwhile, and joined by [`HostSide::join`].
+    /// ([`scan_kernels`]) meanwhile, and joined by [`HostSide::join`]. The verdict under
+    /// `optionsJson` ([`Analysis::detect`]'s) is folded beside: once the NVTX ranges are read,
+    /// `onSweep` gets the kernel sweep's inputs as bytes for the reader worker
+    /// ([`kernel_part`]), or `null` when the fold gave up.
     #[wasm_bindgen(js_name = openHost)]
     pub fn open_host(
         file: File,
+        #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
+        #[wasm_bindgen(js_name = onSweep)] on_sweep: js_sys::Function,
     ) -> Result<HostSide, WebError> {
         let (name, registration, conn) = open_file(&file)?;
+        let cfg = detect_config(&name, options_json)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
-        let host = Indexed::open_host(&conn, &name, &mut progress).map_err(WebError::from)?;
+        let mut fold = Relayed {
+            fold: FactsFold::new(&cfg),
+            on_sweep: &on_sweep,
+        };
+        let host =
+            Indexed::open_host(&conn, &name, &mut progress, &mut fold).map_err(WebError::from)?;
+        let folded = fold.fold.into_folded().map(|f| (format!("{cfg:?}"), f));
         Ok(HostSide {
             name,
             conn,
             host,
             registration,
+            folded,
         })
     }
 
@@ -117,22 +131,7 @@ impl Analysis {
         &self,
         #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
     ) -> Result<String, WebError> {
-        let opts: DetectOptions = from_json("detect options", options_json)?;
-        if let Some((a, b)) = opts.window
-            && b <= a
-        {
-            return Err(js_error(format!(
-                "empty window: its end ({b} ns) must be after its start ({a} ns)"
-            )));
-        }
-        let cfg = DetectConfig {
-            window: opts.window,
-            profile: opts.profile,
-            thresholds: opts.thresholds,
-            skip_m3: opts.no_m3,
-            file_label: self.name.clone(),
-            step_marker: super::analyses::step_source(&opts.step_marker)?,
-        };
+        let cfg = detect_config(&self.name, options_json)?;
         let report = self.trace.detect(&cfg).map_err(WebError::from)?;
         to_json(&report)
     }
@@ -257,15 +256,20 @@ pub struct HostSide {
     conn: Connection,
     host: trace::HostScan,
     registration: Registration,
+    /// The verdict's host facts folded as the ranges were read, under the options' key.
+    folded: Option<(String, Folded)>,
 }
 
 #[wasm_bindgen]
 impl HostSide {
     /// The open trace, its kernel table joined from the reader worker's `part` (what
-    /// [`scan_kernels`] returned), or read here when `part` is `undefined` (the reader failed).
+    /// [`kernel_part`] returned after the sweep's bytes), or read here when `part` is
+    /// `undefined` (the reader failed); `sweep`: the reader's sweep of the GPU work, if it
+    /// swept (the verdict then reads only the launch calls).
     pub fn join(
         self,
         part: Option<js_sys::Array>,
+        sweep: Option<js_sys::Uint8Array>,
         #[wasm_bindgen(js_name = onProgress)] on_progress: js_sys::Function,
     ) -> Result<Analysis, WebError> {
         let kept = self.host.kernel_blocks_kept();
@@ -279,17 +283,22 @@ impl HostSide {
             conn,
             host,
             registration,
+            folded,
         } = self;
+        let swept = part.is_some();
         let trace =
             Indexed::join(conn, &name, host, part, &mut progress).map_err(WebError::from)?;
+        if let (Some((key, folded)), Some(sweep), true) = (folded, sweep, swept) {
+            let kernels: KernelSummary = beside::from_bytes(&sweep.to_vec())?;
+            trace.keep_beside(key, folded, kernels);
+        }
         Ok(Analysis::of(name, trace, registration))
     }
 }
 
 /// The reader worker's side of an open: scans the kernel table of `file` on a connection and a
-/// wasm instance of its own, keeping its rows as the budget of this instance allows. Returns
-/// the part as `[shape, block…]`, `Uint8Array`s whose buffers the worker transfers to the
-/// analysis worker ([`HostSide::join`]).
+/// wasm instance of its own, keeping its rows as the budget of this instance allows, and holds
+/// the scan for [`kernel_part`].
 /// `room`: what the analysis worker would keep of the rows ([`kept_rows_room`]), a cap on the
 /// rows kept here, which that worker would not copy in. `onProgress` hears the scan as
 /// [`Analysis::open`]'s does.
@@ -298,23 +307,116 @@ pub fn scan_kernels(
     file: File,
     room: Option<f64>,
     #[wasm_bindgen(js_name = onProgress)] on_progress: Option<js_sys::Function>,
-) -> Result<js_sys::Array, WebError> {
+) -> Result<(), WebError> {
     let (name, registration, conn) = open_file(&file)?;
     let room = room.map_or(usize::MAX, |r| r.max(0.0) as usize);
     let budget = super::indexed::row_cache_budget(&conn).min(room);
     let mut progress = |p: Progress| on_progress.as_ref().is_none_or(|f| report_progress(f, p));
     let opts = crate::trace::LoadOptions::page();
-    let part = trace::KernelPart::read(&conn, &name, opts, budget, &mut progress)
+    let scan = trace::ReaderScan::read(&conn, &name, opts, budget, &mut progress)
         .map_err(WebError::from)?;
+    READER.replace(Some(Reader {
+        name,
+        conn,
+        scan,
+        _registration: registration,
+    }));
+    Ok(())
+}
+
+/// The kernel table [`scan_kernels`] read: when the analysis worker sent the kernel sweep's
+/// `inputs` ([`Analysis::open_host`]'s `onSweep`), the GPU work swept here first from the rows
+/// kept. Returns `[sweep, shape, block…]`, `Uint8Array`s whose buffers the worker transfers to
+/// the analysis worker ([`HostSide::join`]): the sweep's summary (empty when it did not sweep),
+/// then the part.
+#[wasm_bindgen(js_name = kernelPart)]
+pub fn kernel_part(inputs: Option<js_sys::Uint8Array>) -> Result<js_sys::Array, WebError> {
+    let Some(mut reader) = READER.take() else {
+        return Err(js_error("no kernel table was scanned in this worker"));
+    };
+    let swept = match inputs {
+        Some(bytes) => {
+            let inputs = beside::from_bytes(&bytes.to_vec())?;
+            let at = (&reader.conn, reader.name.as_str());
+            beside::sweep_beside(&mut reader.scan, at, inputs)?
+        }
+        None => None,
+    };
+    let sweep = swept.map(|s| beside::to_bytes(&s)).transpose()?;
+    let Reader { conn, scan, .. } = reader;
     drop(conn);
-    drop(registration);
-    let (shape, blocks) = part.into_bytes().map_err(WebError::from)?;
+    let (shape, blocks) = scan.into_part().into_bytes().map_err(WebError::from)?;
     let out = js_sys::Array::new();
+    out.push(&js_sys::Uint8Array::from(
+        sweep.as_deref().unwrap_or_default(),
+    ));
     out.push(&js_sys::Uint8Array::from(&shape[..]));
     for block in blocks {
         out.push(&js_sys::Uint8Array::from(&block[..]));
     }
     Ok(out)
+}
+
+/// What a reader worker holds between [`scan_kernels`] and [`kernel_part`].
+struct Reader {
+    name: String,
+    conn: Connection,
+    scan: trace::ReaderScan,
+    /// Keeps the file registered while the connection reads it.
+    _registration: Registration,
+}
+
+thread_local! {
+    static READER: std::cell::RefCell<Option<Reader>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A [`FactsFold`] that hands the kernel sweep's inputs to the page once the ranges are read.
+struct Relayed<'a> {
+    fold: FactsFold<'a>,
+    on_sweep: &'a js_sys::Function,
+}
+
+impl RangeFold for Relayed<'_> {
+    fn range(
+        &mut self,
+        row: &crate::model::NvtxRow,
+        strings: &crate::model::Strings,
+        threads: &crate::model::Threads,
+    ) -> bool {
+        self.fold.range(row, strings, threads)
+    }
+
+    fn ranges_read(&mut self, meta: &crate::model::Trace, in_order: bool) {
+        self.fold.ranges_read(meta, in_order);
+        let inputs = self.fold.sweep_inputs();
+        let bytes = inputs.and_then(|i| beside::to_bytes(&i).ok());
+        let arg: JsValue = match bytes {
+            Some(b) => js_sys::Uint8Array::from(&b[..]).into(),
+            None => JsValue::NULL,
+        };
+        // The page relays it; a page that could not leaves the sweep to the passes.
+        let _ = self.on_sweep.call1(&JsValue::NULL, &arg);
+    }
+}
+
+/// `detect`'s configuration from the page's options (`optionsJson`) for the trace `label`.
+fn detect_config(label: &str, options_json: &str) -> Result<DetectConfig, WebError> {
+    let opts: DetectOptions = from_json("detect options", options_json)?;
+    if let Some((a, b)) = opts.window
+        && b <= a
+    {
+        return Err(js_error(format!(
+            "empty window: its end ({b} ns) must be after its start ({a} ns)"
+        )));
+    }
+    Ok(DetectConfig {
+        window: opts.window,
+        profile: opts.profile,
+        thresholds: opts.thresholds,
+        skip_m3: opts.no_m3,
+        file_label: label.to_string(),
+        step_marker: super::analyses::step_source(&opts.step_marker)?,
+    })
 }
 
 /// Rows handed out by the views' passes in this instance so far (`trace::rows_handed_out`):

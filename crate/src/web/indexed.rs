@@ -11,7 +11,8 @@ use std::rc::{Rc, Weak};
 use rusqlite::Connection;
 
 use crate::analyze::DrillRead;
-use crate::detect::{self, DetectConfig, DetectReport};
+use crate::detect::beside::Folded;
+use crate::detect::{self, DetectConfig, DetectReport, KernelSummary};
 use crate::drill::gap_report::SweptGaps;
 use crate::drill::gaps::{GapHistogram, idle_gap_histogram};
 use crate::error::Result;
@@ -22,8 +23,8 @@ use crate::profile::Profile;
 use crate::reread::FileReads;
 use crate::timeline::{Detail, DeviceLanes, Hit, KernelSource, Timeline, TimelineView};
 use crate::trace::{
-    FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, RowBudget, Schema,
-    SharedBudget,
+    FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, RangeFold, RowBudget,
+    Schema, SharedBudget,
 };
 
 /// What a scan in this instance may keep of the rows its views read (`trace::row_budget`),
@@ -113,6 +114,10 @@ pub(crate) struct Indexed {
     /// which has no equality): the report's export after the Drill-down asks for the verdict
     /// the page already shows, and should not read every row again for it.
     verdict: RefCell<Option<(String, DetectReport)>>,
+    /// The verdict's host facts folded as the host side read its ranges and the reader
+    /// worker's sweep of the GPU work, under the options (`DetectConfig`'s debug form) of the
+    /// open: the first verdict under them reads only the launch calls again.
+    beside: RefCell<Option<(String, Folded, KernelSummary)>>,
 }
 
 /// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
@@ -138,9 +143,11 @@ impl Indexed {
         conn: &Connection,
         label: &str,
         progress: ProgressFn<'_>,
+        fold: &mut dyn RangeFold,
     ) -> Result<HostScan> {
         let budget = shared_row_budget(conn);
-        FileScan::host_side(conn, label, LoadOptions::page(), progress, &budget)
+        let opts = LoadOptions::page();
+        FileScan::host_side_folding(conn, label, (opts, &budget), progress, fold)
     }
 
     /// [`Indexed::open`] from its host side and the reader worker's kernel part (`None`: the
@@ -168,6 +175,7 @@ impl Indexed {
             index: RefCell::new(None),
             swept: RefCell::new(None),
             verdict: RefCell::new(None),
+            beside: RefCell::new(None),
         })
     }
 
@@ -243,19 +251,38 @@ impl Indexed {
         {
             return Ok(report.clone());
         }
-        let report = detect::detect_rows(&self.file_rows(), cfg)?;
+        let beside = self.beside.take().filter(|b| b.0 == key);
+        let report = match beside {
+            Some((_, folded, kernels)) => {
+                detect::beside::detect_joined(&self.file_rows(), folded, kernels, cfg)?
+            }
+            None => detect::detect_rows(&self.file_rows(), cfg)?,
+        };
         self.verdict.replace(Some((key, report.clone())));
         Ok(report)
     }
 
     /// The rows [`Indexed::detect`] reads under `profile` (`detect::rows_read`).
     pub(crate) fn verdict_rows(&self, profile: Profile) -> u64 {
-        detect::rows_read(&self.scan.table_rows(), profile)
+        self.verdict_passes(profile).iter().map(|p| p.rows).sum()
     }
 
     /// The passes of [`Indexed::detect`] under `profile`, in order (`detect::verdict_passes`).
     pub(crate) fn verdict_passes(&self, profile: Profile) -> [detect::VerdictPass; 3] {
-        detect::verdict_passes(&self.scan.table_rows(), &self.scan.kept_rows(), profile)
+        let mut passes =
+            detect::verdict_passes(&self.scan.table_rows(), &self.scan.kept_rows(), profile);
+        // The ranges and the GPU work were folded beside the scan: the launch calls are left.
+        if self.beside.borrow().is_some() {
+            for pass in &mut passes[..2] {
+                pass.rows = 0;
+            }
+        }
+        passes
+    }
+
+    /// Keeps what the open folded of the verdict under `key` (`DetectConfig`'s debug form).
+    pub(crate) fn keep_beside(&self, key: String, folded: Folded, kernels: KernelSummary) {
+        self.beside.replace(Some((key, folded, kernels)));
     }
 
     /// The GPU-idle gap histogram: gaps in every GPU operation.

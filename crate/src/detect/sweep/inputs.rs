@@ -1,13 +1,16 @@
 //! What a [`KernelSweep`](super::KernelSweep) is given of the host side ([`SweepInputs`]).
 
+use serde::{Deserialize, Serialize};
+
 use crate::detect::measure::PrepRanges;
 use crate::model::intervals::IntervalSet;
 use crate::model::{NameFlags, Ns};
 use crate::profile::Switches;
 
 /// The part of a [`HostFacts`](crate::detect::HostFacts) a [`KernelSweep`](super::KernelSweep)
-/// reads: the windows, the host-prep ranges and which kernels are NCCL's.
-#[derive(Debug, Clone, PartialEq)]
+/// reads: the windows, the host-prep ranges and which kernels are NCCL's. The page's analysis
+/// worker hands them to its reader worker as bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepInputs {
     pub(in crate::detect) sw: Switches,
     pub(in crate::detect) skip_m3: bool,
@@ -18,4 +21,12 @@ pub struct SweepInputs {
     pub(in crate::detect) prep: Vec<PrepRanges>,
     /// Which names are NCCL kernels, by [`crate::model::NameId`].
     pub(in crate::detect) nccl: NameFlags,
+}
+
+impl SweepInputs {
+    /// Whether the sweep folds every kind of GPU work (kernels, graph replays, copies and
+    /// memsets, as `EventRows::gpu_work`) or the kernels alone (`EventRows::kernels`).
+    pub fn all_work(&self) -> bool {
+        self.sw.gpu_work
+    }
 }

@@ -17,17 +17,14 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::super::decode::{REPLAY_COLUMNS, memop_columns};
-use super::super::load::{MEMCPY_TABLE, MEMSET_TABLE};
-use super::super::row_cache::Budget;
 use super::super::runs::Keyed;
-use super::super::schema::Schema;
 use super::super::tables::Loader;
 use super::KernelJob;
+use super::gpu_work::{Merged, other_rows_room, other_work};
 use super::kernel_part::KernelPart;
 use crate::error::Result;
-use crate::model::rows::{CallRow, KernelRow, MemOpRow, merged_in_start_order, work_name};
-use crate::model::{NO_NAME, Ns, NvtxRow, Processes, REPLAY_NAME, Strings, Threads, Trace, Work};
+use crate::model::rows::{CallRow, KernelRow};
+use crate::model::{Ns, NvtxRow, Strings, Threads, Trace};
 
 /// A view folded while the scan reads: its host side.
 pub trait ScanFold {
@@ -56,20 +53,6 @@ pub trait GpuFold {
     fn all_work(&self) -> bool;
     /// A row, in start order; `false`: the fold gives up.
     fn push(&mut self, row: &KernelRow) -> bool;
-}
-
-/// Copies, memsets and graph replays a fold holds in start order beside the kernels (about
-/// 80 bytes each) at least; more as the scan's budget allows ([`other_rows_room`]). A file with
-/// more gives way to the passes.
-const MAX_OTHER_ROWS: usize = 1 << 18;
-
-/// The bytes of `budget` the other GPU work may take (half of what is left: the scan that folds
-/// keeps no event row, but the host side may keep copies), and how many rows that holds: their
-/// merge holds them twice at its peak.
-fn other_rows_room(budget: &Budget) -> (usize, usize) {
-    let room = budget.take_up_to(budget.left() / 2);
-    let rows = room / (2 * std::mem::size_of::<KernelRow>());
-    (room, rows.max(MAX_OTHER_ROWS))
 }
 
 /// Kernel rows handed from the reader to the GPU side's thread at a time, and the batches
@@ -332,22 +315,16 @@ pub(super) fn fold_gpu<G: GpuFold>(
         true => others,
         false => Vec::new(),
     };
-    let mut others = others.iter().peekable();
+    let mut merged = Merged::new(others);
+    let mut push = |k: &KernelRow| fold.push(k);
     for batch in batches {
         for k in &batch {
-            // The kernels' source comes first in the merge: another row goes before a kernel
-            // only when it sorts strictly before it.
-            while let Some(o) = others.next_if(|o| o.key() < k.key()) {
-                if !fold.push(o) {
-                    return None;
-                }
-            }
-            if !fold.push(k) {
+            if !merged.kernel(k, &mut push) {
                 return None;
             }
         }
     }
-    others.all(|o| fold.push(o)).then_some(fold)
+    merged.finish(&mut push).then_some(fold)
 }
 
 /// The kernel table's reader of a folding scan: reads the other GPU work, then the kernel
@@ -408,83 +385,6 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
     });
     budget.give(room);
     folded
-}
-
-/// Graph replays, copies and memsets as GPU work, each table in start order as a pass reads
-/// it (sorted by its key, ties in table order), merged as `EventRows::gpu_work` merges them;
-/// `None` when there are more than `most`.
-fn other_work(
-    ctx: &mut Loader<'_, '_>,
-    (schema, strings): (&Schema, &mut Strings),
-    listed: &Processes,
-    most: usize,
-) -> Result<Option<Vec<KernelRow>>> {
-    // Read into a trace of their own (the host side reads the same tables and notes them),
-    // its processes numbered after the listed ones, as every reader numbers them; the
-    // strings lent to it, not copied (at 10 GB they are 200 MB).
-    let mut apart = Trace {
-        strings: std::mem::take(strings),
-        processes: listed.clone(),
-        ..Trace::default()
-    };
-    let read = read_other_work(ctx, schema, &mut apart, most);
-    *strings = std::mem::take(&mut apart.strings);
-    read
-}
-
-fn read_other_work(
-    ctx: &mut Loader<'_, '_>,
-    schema: &Schema,
-    apart: &mut Trace,
-    most: usize,
-) -> Result<Option<Vec<KernelRow>>> {
-    let mut rows = 0usize;
-    let held = |rows: &mut usize| {
-        *rows += 1;
-        *rows <= most
-    };
-    let mut replays = Vec::new();
-    ctx.read_replays(schema, apart, &REPLAY_COLUMNS, &mut |r| {
-        if held(&mut rows) {
-            replays.push(r);
-        }
-    })?;
-    let replay_name = apart.strings.find_text(REPLAY_NAME).unwrap_or(NO_NAME);
-    for r in &mut replays {
-        r.work = Work::Replay;
-        r.short_name = replay_name;
-        r.demangled_name = replay_name;
-    }
-    replays.sort_by_key(|r| r.key());
-    let mut memops = |table: &'static str| -> Result<Vec<MemOpRow>> {
-        let mut ops = Vec::new();
-        let columns = memop_columns(table);
-        ctx.read_memops(schema, apart, table, &columns, &mut |op| {
-            if held(&mut rows) {
-                ops.push(op);
-            }
-        })?;
-        ops.sort_by_key(|op| op.key());
-        Ok(ops)
-    };
-    let copies = memops(MEMCPY_TABLE)?;
-    let memsets = memops(MEMSET_TABLE)?;
-    if rows > most {
-        return Ok(None);
-    }
-    let strings = &apart.strings;
-    let memset_name = work_name(strings, Work::Memset);
-    let merged = merged_in_start_order(vec![
-        Box::new(replays.into_iter()),
-        Box::new(copies.iter().map(|op| KernelRow::of_copy(op, strings))),
-        Box::new(
-            memsets
-                .iter()
-                .map(|op| KernelRow::of_memop(op, Work::Memset, memset_name)),
-        ),
-    ])
-    .collect();
-    Ok(Some(merged))
 }
 
 #[cfg(test)]

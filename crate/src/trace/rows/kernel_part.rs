@@ -1,15 +1,18 @@
 //! The kernel table read apart: natively on a thread while the host side is read, in the page on
 //! a reader worker whose part crosses as bytes.
 
+use std::cell::RefCell;
+
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use super::super::decode::{kernel_columns, only};
 use super::super::load::{LoadOptions, ProgressFn};
-use super::super::row_cache::{Budget, CacheShape, ScanFill, TableCache};
+use super::super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
 use super::super::schema::Schema;
 use super::super::tables::Loader;
+use super::gpu_work::{Merged, other_rows_room, other_work};
 use super::{MAX_FILE_RUNS, SCAN_COLUMNS, kernel_read_columns};
 use crate::error::Result;
 use crate::model::rows::KernelRow;
@@ -124,26 +127,7 @@ impl KernelPart {
         bytes: usize,
         progress: ProgressFn<'_>,
     ) -> Result<KernelPart> {
-        let mut ctx = Loader {
-            conn,
-            path,
-            progress,
-        };
-        // Only the values that decide its columns: it names kernels by id.
-        let (schema, meta) = ctx.begin_keeping(crate::trace::load::names_a_graph_launch)?;
-        let budget = Budget::new(bytes);
-        let kernels = KernelScan::new(opts, &meta, bytes > 0);
-        let part = kernels.read(
-            &mut ctx,
-            (&schema, &meta.strings),
-            meta.processes,
-            (MAX_FILE_RUNS, &budget),
-            &mut |_| {},
-        )?;
-        Ok(KernelPart {
-            own_budget: true,
-            ..part
-        })
+        Ok(ReaderScan::read(conn, path, opts, bytes, progress)?.into_part())
     }
 
     /// The part as bytes: its shape (postcard) and its kept rows' blocks, each as it is.
@@ -188,5 +172,118 @@ impl KernelPart {
             cache: TableCache::from_parts(shape.cache, blocks)?,
             own_budget: true,
         })
+    }
+}
+
+/// The page's reader worker's scan of the kernel table ([`KernelPart::read`]), held until the
+/// host side's ranges are read: then it may fold the GPU work from the rows it kept
+/// ([`ReaderScan::fold_gpu_work`]) while the analysis worker still reads its calls.
+pub struct ReaderScan {
+    part: KernelPart,
+    /// The catalog it read with: its strings keep no text but those that decide its columns.
+    schema: Schema,
+    strings: Strings,
+    /// The processes `ThreadNames` lists, numbered alike on every reader.
+    listed: Processes,
+    budget: Budget,
+}
+
+impl ReaderScan {
+    /// [`KernelPart::read`], the catalog kept beside the part.
+    pub fn read(
+        conn: &Connection,
+        path: &str,
+        opts: LoadOptions,
+        bytes: usize,
+        progress: ProgressFn<'_>,
+    ) -> Result<ReaderScan> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        // Only the values that decide its columns: it names kernels by id.
+        let (schema, meta) = ctx.begin_keeping(crate::trace::load::names_a_graph_launch)?;
+        let budget = Budget::new(bytes);
+        let kernels = KernelScan::new(opts, &meta, bytes > 0);
+        let listed = meta.processes.clone();
+        let part = kernels.read(
+            &mut ctx,
+            (&schema, &meta.strings),
+            meta.processes,
+            (MAX_FILE_RUNS, &budget),
+            &mut |_| {},
+        )?;
+        let part = KernelPart {
+            own_budget: true,
+            ..part
+        };
+        Ok(ReaderScan {
+            part,
+            schema,
+            strings: meta.strings,
+            listed,
+            budget,
+        })
+    }
+
+    /// Hands `fold` the GPU work in start order, as `EventRows::gpu_work` does (`all_work`;
+    /// else the kernels alone, as `EventRows::kernels`), the kernels from the rows this scan
+    /// kept and the other work read from the file on `conn`. `Ok(false)` when the kept rows
+    /// cannot give it as a pass would (not every kernel kept, or not in start order; a row of
+    /// a process `ThreadNames` does not list, which the join would number otherwise; more other
+    /// rows than fit) or `fold` refused: the analysis worker's pass then reads them.
+    pub fn fold_gpu_work(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        all_work: bool,
+        fold: &mut dyn FnMut(&KernelRow) -> bool,
+    ) -> Result<bool> {
+        let part = &mut self.part;
+        if !(part.cache.complete() && part.runs.count() == 1) {
+            return Ok(false);
+        }
+        let listed = self.listed.len();
+        let others = match all_work {
+            true => {
+                let mut ctx = Loader {
+                    conn,
+                    path,
+                    progress: &mut |_| true,
+                };
+                let (room, most) = other_rows_room(&self.budget);
+                let catalog = (&self.schema, &mut self.strings);
+                let others = other_work(&mut ctx, catalog, &self.listed, most);
+                self.budget.give(room);
+                match others? {
+                    Some(others) if others.iter().all(|r| (r.process as usize) < listed) => others,
+                    _ => return Ok(false),
+                }
+            }
+            false => Vec::new(),
+        };
+        let mut merged = Merged::new(others);
+        let mut push = |k: &KernelRow| (k.process as usize) < listed && fold(k);
+        let cache = RefCell::new(std::mem::take(&mut part.cache));
+        let none = |_| std::iter::empty::<Result<KernelRow>>();
+        let kept = Cached::new(&cache, &self.budget, true, none);
+        let mut last = (Ns::MIN, Ns::MIN);
+        let mut folded = true;
+        for k in kept {
+            let k = k?;
+            folded = k.key() >= last && merged.kernel(&k, &mut push);
+            if !folded {
+                break;
+            }
+            last = k.key();
+        }
+        part.cache = cache.into_inner();
+        Ok(folded && merged.finish(&mut push))
+    }
+
+    /// The part, for the analysis worker.
+    pub fn into_part(self) -> KernelPart {
+        self.part
     }
 }

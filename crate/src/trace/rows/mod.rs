@@ -44,18 +44,21 @@ use crate::model::{
 mod file_rows;
 #[cfg(not(target_arch = "wasm32"))]
 mod fold;
+mod gpu_work;
 mod kernel_part;
 mod latched;
+mod range_fold;
 #[cfg(not(target_arch = "wasm32"))]
 mod read_ahead;
 
 pub use file_rows::FileRows;
 #[cfg(not(target_arch = "wasm32"))]
 pub use fold::{GpuFold, GpuProgress, ScanFold};
-pub use kernel_part::KernelPart;
+pub use kernel_part::{KernelPart, ReaderScan};
 use kernel_part::{KernelReader, KernelScan};
 use latched::Latched;
 pub use latched::{HEARTBEAT_ROWS, heartbeat, rows_handed_out};
+pub use range_fold::RangeFold;
 
 /// More sorted runs than this in one table and it is read in slices of its keys instead
 /// (`runs::Slices`): the runs' bounds are held (about 36 bytes each). nsys has written a handful;
@@ -436,6 +439,25 @@ impl FileScan {
         Ok(host)
     }
 
+    /// [`FileScan::host_side`] telling `fold` of the NVTX ranges as it reads them (and keeps
+    /// them): the page's verdict knows its host facts before the calls are read.
+    pub fn host_side_folding(
+        conn: &Connection,
+        path: &str,
+        (opts, budget): (LoadOptions, &RowBudget),
+        progress: ProgressFn<'_>,
+        fold: &mut dyn RangeFold,
+    ) -> Result<HostScan> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, budget))?;
+        host.read(&mut ctx, Some(Box::new(range_fold::RangeHook::new(fold))))?;
+        Ok(host)
+    }
+
     fn scan(
         conn: &Connection,
         path: &str,
@@ -578,6 +600,11 @@ fn reader_stopped(path: &str) -> crate::error::Error {
 /// What the host side's scan tells a fold (`fold.rs`): each range and the end of the ranges,
 /// then each call the scan hands on and the end of the calls.
 trait ScanHook {
+    /// Whether the scan keeps the rows it tells the hook of, as a scan without hook would (a
+    /// one-shot view's fold: no pass follows, so it keeps none).
+    fn keeps_rows(&self) -> bool {
+        false
+    }
     fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads);
     fn ranges_read(&mut self, meta: &Trace);
     fn call(&mut self, row: &CallRow);
@@ -596,9 +623,10 @@ impl FileScan {
         mut hook: Option<Box<dyn ScanHook + '_>>,
     ) -> Result<()> {
         let keep = budget.left() > 0;
+        // A one-shot fold read them: a pass reads them from the file if it gives up.
+        let keep_folded = keep && hook.as_ref().is_none_or(|h| h.keeps_rows());
         let Table { runs, cache, .. } = &mut self.ranges;
-        // A fold of the ranges read them: a pass reads them from the file if it gives up.
-        let mut fill = ScanFill::new(cache.get_mut(), budget, keep && hook.is_none());
+        let mut fill = ScanFill::new(cache.get_mut(), budget, keep_folded);
         // The ranges are counted as a load that forgot them counts them (`forget_ranges`):
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
@@ -623,7 +651,7 @@ impl FileScan {
         // With launch calls only, the scan hands on (and keeps) the launch calls alone, as a
         // pass selects them in SQL: the same rows, runs and columns. A fold takes them as they
         // are read, as it takes the ranges.
-        let keep_calls = keep && hook.is_none();
+        let keep_calls = keep_folded;
         let Table { runs, cache, .. } = &mut self.calls;
         let mut fill = ScanFill::new(cache.get_mut(), budget, keep_calls);
         let scan_opts = LoadOptions {

@@ -1,0 +1,127 @@
+//! The page's verdict on two workers: the analysis worker folds the host facts from the NVTX
+//! ranges as its host side reads them ([`FactsFold`], a [`RangeFold`]) and hands the kernel
+//! sweep its inputs; the reader worker, which read the kernel table meanwhile, sweeps the GPU
+//! work from the rows it kept while the analysis worker still reads the calls; the join then
+//! assembles the verdict from both ([`detect_joined`]), reading only the launch calls again.
+//! What [`detect_rows`](super::detect_rows) would do in three passes after the scan, less two.
+
+use rusqlite::Connection;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{
+    DetectConfig, DetectReport, HostFacts, HostFactsBuilder, KernelSummary, KernelSweep,
+    SweepInputs,
+};
+use crate::error::{Error, Result};
+use crate::model::rows::EventRows;
+use crate::model::{NvtxRow, Strings, Threads, Trace};
+use crate::trace::{RangeFold, ReaderScan};
+
+/// The verdict's host facts, folded over the ranges as the host side reads them.
+pub struct FactsFold<'c> {
+    cfg: &'c DetectConfig,
+    builder: Option<HostFactsBuilder>,
+    /// Once the ranges are read in start order: the facts, the processes they were sized for,
+    /// and the kernel sweep's inputs (until taken).
+    folded: Option<Folded>,
+}
+
+/// The host facts as the ranges left them.
+pub struct Folded {
+    facts: HostFacts,
+    processes: usize,
+    inputs: Option<SweepInputs>,
+}
+
+impl<'c> FactsFold<'c> {
+    pub fn new(cfg: &'c DetectConfig) -> FactsFold<'c> {
+        FactsFold {
+            cfg,
+            builder: None,
+            folded: None,
+        }
+    }
+
+    /// The kernel sweep's inputs, once the ranges were read (the reader worker sweeps with
+    /// them); `None` when the fold gave up or they were taken.
+    pub fn sweep_inputs(&mut self) -> Option<SweepInputs> {
+        self.folded.as_mut().and_then(|f| f.inputs.take())
+    }
+
+    /// What the fold left, for [`detect_joined`].
+    pub fn into_folded(self) -> Option<Folded> {
+        self.folded
+    }
+}
+
+impl RangeFold for FactsFold<'_> {
+    fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) -> bool {
+        let cfg = self.cfg;
+        let builder = self
+            .builder
+            .get_or_insert_with(|| HostFactsBuilder::new(strings, cfg));
+        builder.push(row, strings, threads, &mut ()).is_ok()
+    }
+
+    fn ranges_read(&mut self, meta: &Trace, in_order: bool) {
+        let cfg = self.cfg;
+        let builder = self.builder.take();
+        if !in_order {
+            return;
+        }
+        let builder = builder.unwrap_or_else(|| HostFactsBuilder::new(&meta.strings, cfg));
+        let processes = meta.processes.len();
+        let mut facts = builder.finish(processes, &mut ());
+        let inputs = Some(facts.sweep_inputs(cfg));
+        self.folded = Some(Folded {
+            facts,
+            processes,
+            inputs,
+        });
+    }
+}
+
+/// The verdict over `rows` (the joined scan's) from the host facts folded and the reader's
+/// sweep of the GPU work, under the `cfg` both were made for; [`detect_rows`](super::detect_rows)'s
+/// passes when the facts were not sized for every process the scan met (a process the host
+/// side met after its ranges).
+pub fn detect_joined(
+    rows: &dyn EventRows,
+    folded: Folded,
+    kernels: KernelSummary,
+    cfg: &DetectConfig,
+) -> Result<DetectReport> {
+    if folded.processes != rows.meta().processes.len() {
+        return super::detect_rows(rows, cfg);
+    }
+    super::detect_summarized(rows, folded.facts, (kernels, None), cfg)
+}
+
+/// The reader worker's sweep of the GPU work, from the rows its scan kept (and the other GPU
+/// work read again on `conn`); `None` when they cannot give it as a pass would
+/// ([`ReaderScan::fold_gpu_work`]).
+pub fn sweep_beside(
+    reader: &mut ReaderScan,
+    (conn, path): (&Connection, &str),
+    inputs: SweepInputs,
+) -> Result<Option<KernelSummary>> {
+    let all_work = inputs.all_work();
+    let mut sweep = KernelSweep::of(inputs);
+    let swept = reader.fold_gpu_work(conn, path, all_work, &mut |k| sweep.push(*k).is_ok())?;
+    Ok(swept.then(|| sweep.finish()))
+}
+
+/// The sweep's inputs or its summary as they cross between the page's workers (postcard).
+pub fn to_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    postcard::to_allocvec(value).map_err(|e| Error::Internal {
+        detail: format!("the kernel sweep could not be written: {e}"),
+    })
+}
+
+/// [`to_bytes`] read back.
+pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    postcard::from_bytes(bytes).map_err(|e| Error::Internal {
+        detail: format!("the kernel sweep came back unreadable: {e}"),
+    })
+}
