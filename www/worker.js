@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, kernelPart as readerPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelTable, kernelPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -19,14 +19,18 @@ let cancelled = false; // set by a 'cancel' message (only seen when the core yie
 // null}, or null: the reader failed), or {resolve} while the open waits for it.
 const kernelParts = new Map();
 
-// A reader worker's: the kernel sweep's inputs from the analysis worker (null: it sweeps none).
+// A reader worker's: the kernel sweep's inputs from the analysis worker (null: it sweeps none),
+// and how long it waits for them before it reads the kernel table without (`LATE`): only
+// for those already sent.
+const SWEEP_WAIT_MS = 0;
+const LATE = Symbol('late');
 let sweepInputsCame;
 const sweepInputs = new Promise((resolve) => {
   sweepInputsCame = resolve;
 });
 
 // The reader worker's part for open `id` (null: read the kernel table here).
-function kernelPart(id) {
+function partOfOpen(id) {
   const came = kernelParts.get(id);
   if (came && 'part' in came) {
     kernelParts.delete(id);
@@ -161,7 +165,7 @@ async function openBeside(id, file, options, onProgress) {
     throw coded('the analysis was cancelled', 'cancelled');
   }
   onProgress('loading kernels', 0, 0);
-  const came = await kernelPart(id);
+  const came = await partOfOpen(id);
   if (cancelled) {
     freeQuietly(host);
     throw coded('the analysis was cancelled', 'cancelled');
@@ -231,14 +235,23 @@ async function handle(msg) {
     case 'scanKernels': {
       // This worker is a reader: the kernel table of `file`, for the analysis worker.
       await initWasm(); // after the engine's 'init'
-      scanKernels(msg.file, msg.room ?? undefined, progressTo(id, () => true));
-      // Then the GPU work swept from the rows kept, once the analysis worker's ranges are read
-      // (the page ends this worker if they never are); the heartbeat says it is waiting.
-      const beat = setInterval(() => self.postMessage({ type: 'heartbeat', rows: 0 }), 1000);
-      const inputs = await sweepInputs.finally(() => clearInterval(beat));
-      const [swept, ...part] = readerPart(inputs ?? undefined);
+      const progress = progressTo(id, () => true);
+      // The catalog and the GPU work besides the kernels first; then the kernel table, the GPU
+      // work swept as it is read if the analysis worker's ranges were read by then, else swept
+      // from the rows kept once they are (the page ends this worker if they never are). It
+      // does not wait for them: on a host-bound export a second's wait cost more than the
+      // sweep from the rows kept (docs/performance.md).
+      scanKernels(msg.file, msg.room ?? undefined, progress);
+      const early = await Promise.race([sweepInputs, new Promise((r) => setTimeout(() => r(LATE), SWEEP_WAIT_MS))]);
+      readKernelTable(early === LATE ? undefined : (early ?? undefined), progress);
+      let late;
+      if (early === LATE) {
+        const beat = setInterval(() => self.postMessage({ type: 'heartbeat', rows: 0 }), 1000);
+        late = await sweepInputs.finally(() => clearInterval(beat));
+      }
+      const [swept, ...part] = kernelPart(late ?? undefined);
       const sweep = swept.length > 0 ? swept : null;
-      return { part, sweep, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };
+      return { part, sweep, early: early !== LATE, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };
     }
     case 'openHostSide': {
       // A file without GPU work (its verdict refused with `no-kernels`): its report's sections

@@ -3,20 +3,30 @@
 //! worker sweeps the GPU work from the kernel rows it kept, the inputs and the summary crossing
 //! as bytes, and the join assembles the verdict. It equals the verdict of the passes over the
 //! same file, output for output, and comes through exactly where plain SQL says a fold can
-//! (`scan_fold::foldable`) and the reader kept every kernel.
+//! (`scan_fold::foldable_with`, the copies and memsets in any order) and the reader kept every kernel.
 
 use std::path::{Path, PathBuf};
 
 use crate::common;
-use crate::scan_fold::{Json, assert_same, configs, foldable, json, passes, scenarios};
+use crate::scan_fold::{Json, assert_same, configs, foldable_with, json, passes, scenarios};
 
-use nsys_lens::detect::beside::{FactsFold, detect_joined, from_bytes, sweep_beside, to_bytes};
+use nsys_lens::detect::beside::{
+    FactsFold, detect_joined, from_bytes, read_sweeping, sweep_beside, to_bytes,
+};
 use nsys_lens::detect::{DetectConfig, KernelSummary, SweepInputs, detect_rows};
 use nsys_lens::trace::{self, FileRows, FileScan, KernelPart, LoadOptions, ReaderScan, RowBudget};
 
+/// When the kernel sweep's inputs reach the reader worker: before it reads the kernel table
+/// (it sweeps as it reads), or after (it sweeps the rows it kept).
+#[derive(Debug, Clone, Copy)]
+enum Inputs {
+    BeforeKernels,
+    AfterKernels,
+}
+
 /// The page's open and verdict of `path`, the reader keeping up to `reader_bytes` of its rows:
 /// the verdict, and whether the reader's sweep came through.
-fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize) -> (Json, bool) {
+fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: Inputs) -> (Json, bool) {
     let label = "s";
     let opts = LoadOptions::page();
     let conn = trace::open_path(path).expect("open");
@@ -31,14 +41,25 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize) -> (Json, bool) 
         .sweep_inputs()
         .map(|i| to_bytes(&i).expect("inputs as bytes"));
     // The reader worker: its own connection, the inputs as the page relays them.
-    let reader_conn = trace::open_path(path).expect("open");
+    let inputs = || -> Option<SweepInputs> {
+        let bytes = inputs.as_ref()?;
+        Some(from_bytes(bytes).expect("inputs read back"))
+    };
+    let rc = trace::open_path(path).expect("open");
     let mut reader =
-        ReaderScan::read(&reader_conn, label, opts, reader_bytes, &mut |_| true).expect("reader");
-    let summary = inputs.and_then(|bytes| {
-        let inputs: SweepInputs = from_bytes(&bytes).expect("inputs read back");
-        let swept = sweep_beside(&mut reader, (&reader_conn, label), inputs).expect("sweep");
-        swept.map(|s| to_bytes(&s).expect("summary as bytes"))
-    });
+        ReaderScan::begin(&rc, label, (opts, reader_bytes), &mut |_| true, true).expect("reader");
+    let swept = match (when, inputs()) {
+        (Inputs::BeforeKernels, Some(inputs)) => {
+            read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
+        }
+        (_, inputs) => {
+            reader
+                .read_kernels(&rc, label, &mut |_| true, None)
+                .expect("read");
+            inputs.and_then(|i| sweep_beside(&mut reader, i).expect("sweep"))
+        }
+    };
+    let summary = swept.map(|s| to_bytes(&s).expect("summary as bytes"));
     let (shape, blocks) = reader.into_part().into_bytes().expect("part as bytes");
     let part = KernelPart::from_bytes(&shape, blocks).expect("part read back");
     let scan = host.finish(&conn, &mut |_| true, Some(part)).expect("join");
@@ -54,6 +75,8 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize) -> (Json, bool) 
     (json(verdict), through)
 }
 
+const WHEN: [Inputs; 2] = [Inputs::BeforeKernels, Inputs::AfterKernels];
+
 #[test]
 fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
     let (_dirs, generated) = scenarios();
@@ -63,14 +86,21 @@ fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
         .collect();
     let mut swept = Vec::new();
     for path in &inputs {
-        let expect = foldable(path);
-        for cfg in configs() {
-            let what = format!("{}: {:?} {:?}", path.display(), cfg.profile, cfg.window);
-            let (got, through) = beside(path, &cfg, 1 << 30);
+        // The reader sorts the copies and memsets it merges in.
+        let expect = foldable_with(path, false);
+        for (cfg, when) in configs().into_iter().zip(WHEN.iter().cycle()) {
+            let what = format!(
+                "{}: {:?} {:?} {when:?}",
+                path.display(),
+                cfg.profile,
+                cfg.window
+            );
+            let (got, through) = beside(path, &cfg, 1 << 30, *when);
             assert_same(&got, &passes(path, &cfg), &what);
-            // A file without GPU work has nothing to sweep: its verdict says so.
-            let has_work = got.is_ok();
-            assert_eq!(through, expect && has_work, "{what}: swept beside");
+            // A file without GPU work has nothing to sweep: its verdict says so, swept or not.
+            if got.is_ok() {
+                assert_eq!(through, expect, "{what}: swept beside");
+            }
         }
         swept.push(expect);
     }
@@ -79,16 +109,15 @@ fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
         single_rank, [true; 3],
         "the single-rank scenarios sweep beside"
     );
-    // A reader that could not keep every kernel leaves the sweep to the analysis worker.
+    // A reader that could not keep every kernel sweeps as it reads, or leaves the sweep to the
+    // analysis worker.
     let path = &generated[4];
     let cfg = DetectConfig::default();
-    let (got, through) = beside(path, &cfg, 1 << 16);
-    assert!(
-        !through,
-        "{}: swept from a part of the kernels",
-        path.display()
-    );
-    assert_same(&got, &passes(path, &cfg), "a part kept");
+    for (when, sweeps) in [(Inputs::BeforeKernels, true), (Inputs::AfterKernels, false)] {
+        let (got, through) = beside(path, &cfg, 1 << 16, when);
+        assert_eq!(through, sweeps, "{}: {when:?}, a part kept", path.display());
+        assert_same(&got, &passes(path, &cfg), "a part kept");
+    }
 }
 
 #[test]
@@ -98,8 +127,13 @@ fn an_export_out_of_start_order_is_swept_by_the_passes() {
     for order in common::ROW_ORDERS {
         let copy = common::reordered(&path, tmp.path(), order);
         let cfg = DetectConfig::default();
-        let (got, through) = beside(&copy, &cfg, 1 << 30);
-        assert!(!through, "{order} order: swept rows out of start order");
-        assert_same(&got, &passes(&copy, &cfg), order);
+        for when in WHEN {
+            let (got, through) = beside(&copy, &cfg, 1 << 30, when);
+            assert!(
+                !through,
+                "{order} order, {when:?}: swept rows out of start order"
+            );
+            assert_same(&got, &passes(&copy, &cfg), order);
+        }
     }
 }

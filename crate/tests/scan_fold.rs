@@ -83,7 +83,13 @@ pub(crate) fn configs() -> Vec<DetectConfig> {
 /// Whether a fold can come through on `path`, from plain SQL: every table it reads in start
 /// order by `rowid` (the kernels by start and end), and every process that ran GPU work listed
 /// in `ThreadNames` (an export without GPU work folds: its verdict says there is none).
-pub(crate) fn foldable(path: &Path) -> bool {
+fn foldable(path: &Path) -> bool {
+    foldable_with(path, true)
+}
+
+/// [`foldable`], the copies and memsets in start order too when `other_work_in_order` (the
+/// page's reader sorts them).
+pub(crate) fn foldable_with(path: &Path, other_work_in_order: bool) -> bool {
     let conn = common::open_export(path);
     let has = |t: &str| common::has_table(&conn, t);
     let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql);
@@ -98,9 +104,11 @@ pub(crate) fn foldable(path: &Path) -> bool {
             )) > 0
     };
     let gpu = ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"];
+    let other_work_out_of_order =
+        other_work_in_order && gpu.iter().any(|t| out_of_order(t, &["start"], ""));
     let in_order = !out_of_order("CUPTI_ACTIVITY_KIND_KERNEL", &["start", "\"end\""], "")
         && !out_of_order("NVTX_EVENTS", &["start"], "WHERE \"end\" IS NOT NULL")
-        && !gpu.iter().any(|t| out_of_order(t, &["start"], ""));
+        && !other_work_out_of_order;
     let listed = |table: &str| {
         let processes = match has("ThreadNames") {
             true => "SELECT DISTINCT (globalTid >> 24) << 24 FROM ThreadNames",

@@ -432,21 +432,38 @@ fn clear_error(e: WebError, label: &str) -> Result<String, String> {
 /// Why an open gave no analysis: `Ok(code)` a clear refusal, `Err` what is wrong.
 type Refused = Result<String, String>;
 
+/// How a trace is opened: on one worker, or beside a reader worker that gets the kernel sweep's
+/// inputs before it reads the kernel table (`early`) or after.
+#[derive(Clone, Copy)]
+enum Opened {
+    Alone,
+    Beside { early: bool },
+}
+
 /// Opens `bytes` as the page does with a core to spare: the host side here, folding the
 /// verdict under `{}` as it reads the ranges; the kernel table by the reader worker's calls,
-/// which sweep the GPU work with the inputs the host side handed on; joined. A clear error of
-/// the reader's leaves the table to the host side, as in the page.
-fn open_beside(bytes: &[u8], label: &str, on_progress: Function) -> Result<Analysis, Refused> {
+/// which sweep the GPU work with the inputs the host side handed on (as it reads the table if
+/// `early`, else from the rows it kept); joined. A clear error of the reader's leaves the table
+/// to the host side, as in the page.
+fn open_beside(
+    bytes: &[u8],
+    label: &str,
+    on_progress: Function,
+    early: bool,
+) -> Result<Analysis, Refused> {
     let on_sweep = Function::new_with_args("inputs", "globalThis.nsysLensSweep = inputs;");
     let host = Analysis::open_host(file(bytes, label), "{}", on_progress.clone(), on_sweep)
         .map_err(|e| clear_error(e, label))?;
-    let inputs = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("nsysLensSweep"))
-        .ok()
-        .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok());
+    let inputs = || {
+        js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("nsysLensSweep"))
+            .ok()
+            .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok())
+    };
     // As the page: the reader keeps no more rows than this instance would copy in.
     let room = kept_rows_room(bytes.len() as f64, true);
-    let read =
-        scan_kernels(file(bytes, label), Some(room), None).and_then(|()| kernel_part(inputs));
+    let read = scan_kernels(file(bytes, label), Some(room), None)
+        .and_then(|()| read_kernel_table(inputs().filter(|_| early), None))
+        .and_then(|()| kernel_part(inputs().filter(|_| !early)));
     let (part, sweep) = match read {
         Ok(read) => {
             let sweep = read.shift().dyn_into::<js_sys::Uint8Array>().ok();
@@ -461,20 +478,22 @@ fn open_beside(bytes: &[u8], label: &str, on_progress: Function) -> Result<Analy
         .map_err(|e| clear_error(e, label))
 }
 
-/// Opens `bytes` as `label` (on one worker, or `beside` a reader) and asks for the verdict in
+/// Opens `bytes` as `label` (`opened`: on one worker, or beside a reader) and asks for the verdict in
 /// both profiles: `Ok(None)` for an answer, `Ok(Some(code))` for a clear refusal, else what is
 /// wrong.
-fn answer_or_refusal(bytes: &[u8], label: &str, beside: bool) -> Result<Option<String>, String> {
+fn answer_or_refusal(bytes: &[u8], label: &str, opened: Opened) -> Result<Option<String>, String> {
     let deadline = js_sys::Date::now() + CASE_BUDGET_MS;
     let on_progress = Function::new_with_args(
         "step, done, total",
         &format!("return Date.now() < {deadline};"),
     );
-    let opened = match beside {
-        true => open_beside(bytes, label, on_progress),
-        false => Analysis::open(file(bytes, label), on_progress).map_err(|e| clear_error(e, label)),
+    let answered = match opened {
+        Opened::Beside { early } => open_beside(bytes, label, on_progress, early),
+        Opened::Alone => {
+            Analysis::open(file(bytes, label), on_progress).map_err(|e| clear_error(e, label))
+        }
     };
-    let a = match opened {
+    let a = match answered {
         Ok(a) => a,
         Err(refused) => return refused.map(Some),
     };
@@ -510,7 +529,12 @@ fn corrupted_public_exports_end_in_an_answer_or_a_clear_error_and_the_instance_s
         let label = format!("case{case}.{name}");
         console_log!("case {case}: {label}: {kind:?}, {what}");
         // Every other case opened as the page does on two workers.
-        match answer_or_refusal(&bytes, &label, case % 2 == 1) {
+        let opened = match case % 4 {
+            1 => Opened::Beside { early: true },
+            3 => Opened::Beside { early: false },
+            _ => Opened::Alone,
+        };
+        match answer_or_refusal(&bytes, &label, opened) {
             Ok(None) => answers += 1,
             Ok(Some(code)) => *refusals.entry(code).or_default() += 1,
             Err(e) => failures.push(format!("case {case} ({label}: {kind:?}, {what}): {e}")),

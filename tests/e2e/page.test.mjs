@@ -342,7 +342,7 @@ const VERDICT_TABLES = {
 };
 
 for (const [profile, expected] of [['standard', 31883], ['trtllm-skill', 30594]]) {
-  test(`${profile}: the progress line counts the file both workers read, then the verdict rows against the rows SQL counts`, { timeout: TIMEOUT }, async () => {
+  test(`${profile}: the progress line counts the file both workers read, then the verdict's rows (the calls: the ranges and GPU work swept beside the scan) against the rows SQL counts`, { timeout: TIMEOUT }, async () => {
     const file = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
     const count = `import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
@@ -363,9 +363,14 @@ print(sum(c.execute(f'SELECT count(*) FROM {t}').fetchone()[0] for t in sys.argv
     assert.ok(reading.length > 0 && reading.every((t) => t.includes(` of ${size}`)), seen.join('\n'));
     const shares = reading.map((t) => Number(/\((\d+) %\)/.exec(t)?.[1] ?? 0));
     assert.ok(Math.max(...shares) >= 90, `the file read reached ${Math.max(...shares)} %`);
+    // The export is in start order: the analysis worker folded its ranges and the reader worker
+    // swept the GPU work beside the scan, so the verdict's passes read only the calls.
+    const reader = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail);
+    assert.equal(reader?.swept, true, 'the reader worker swept the GPU work');
+    const calls = Number(execFileSync('python3', ['-c', count, file, 'CUPTI_ACTIVITY_KIND_RUNTIME']).toString().trim());
     const verdict = seen.filter((t) => t.startsWith('Computing the verdict: '));
     assert.ok(verdict.length > 0, seen.join('\n'));
-    assert.ok(verdict.every((t) => t.includes(` of ${rows.toLocaleString('en-US')} rows`)), verdict.join('\n'));
+    assert.ok(verdict.every((t) => t.includes(` of ${calls.toLocaleString('en-US')} rows`)), verdict.join('\n'));
     await page.check('[data-testid=profile-standard]');
     await page.waitForSelector('body[data-profile="standard"][data-state="done"]', { timeout: 60_000 });
   });

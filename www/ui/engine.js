@@ -221,7 +221,12 @@ export class WorkerEngine {
       // The worker scans the file once; every view then folds over its rows.
       this.onBeat = (rows) => progress.beat(rows);
       // The analysis worker's kernel sweep inputs go to the reader, which sweeps its rows.
-      const relay = { sweep: (msg) => this.reader?.request('sweep', { inputs: msg.inputs }, null, {}, msg.inputs ? [msg.inputs.buffer] : []).catch(() => {}) };
+      const relay = {
+        sweep: (msg) => {
+          performance.mark('nsys-lens:sweep-inputs');
+          this.reader?.request('sweep', { inputs: msg.inputs }, null, {}, msg.inputs ? [msg.inputs.buffer] : []).catch(() => {});
+        },
+      };
       const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch }, (step, done, total, msg) => progress.analysis(msg), relay);
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).
       performance.mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0, reads: opened.reads } });
@@ -242,8 +247,9 @@ export class WorkerEngine {
     const reader = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, onHeard: () => this.heard() });
     this.reader = reader;
     try {
-      const { part, sweep, wasmBytes, reads } = await reader.request('scanKernels', { file, room }, onProgress);
-      performance.mark('nsys-lens:reader', { detail: { wasmBytes, reads, swept: Boolean(sweep) } });
+      const { part, sweep, early, wasmBytes, reads } = await reader.request('scanKernels', { file, room }, onProgress);
+      // `swept`: the reader swept the GPU work, `early`: as it read the kernel table.
+      performance.mark('nsys-lens:reader', { detail: { wasmBytes, reads, swept: Boolean(sweep), early } });
       return { part, sweep };
     } catch {
       return null;

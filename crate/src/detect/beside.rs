@@ -14,9 +14,9 @@ use super::{
     SweepInputs,
 };
 use crate::error::{Error, Result};
-use crate::model::rows::EventRows;
+use crate::model::rows::{EventRows, KernelRow};
 use crate::model::{NvtxRow, Strings, Threads, Trace};
-use crate::trace::{RangeFold, ReaderScan};
+use crate::trace::{ProgressFn, RangeFold, ReaderScan};
 
 /// The verdict's host facts, folded over the ranges as the host side reads them.
 pub struct FactsFold<'c> {
@@ -98,17 +98,29 @@ pub fn detect_joined(
     super::detect_summarized(rows, folded.facts, (kernels, None), cfg)
 }
 
-/// The reader worker's sweep of the GPU work, from the rows its scan kept (and the other GPU
-/// work read again on `conn`); `None` when they cannot give it as a pass would
-/// ([`ReaderScan::fold_gpu_work`]).
-pub fn sweep_beside(
+/// The reader worker's kernel table read with the GPU work swept as it reads (the inputs came
+/// before it began): the summary, or `None` when the rows did not come as a pass hands them out
+/// ([`ReaderScan::read_kernels`]).
+pub fn read_sweeping(
     reader: &mut ReaderScan,
     (conn, path): (&Connection, &str),
+    progress: ProgressFn<'_>,
     inputs: SweepInputs,
 ) -> Result<Option<KernelSummary>> {
     let all_work = inputs.all_work();
     let mut sweep = KernelSweep::of(inputs);
-    let swept = reader.fold_gpu_work(conn, path, all_work, &mut |k| sweep.push(*k).is_ok())?;
+    let mut push = |k: &KernelRow| sweep.push(*k).is_ok();
+    let swept = reader.read_kernels(conn, path, progress, Some((all_work, &mut push)))?;
+    Ok(swept.then(|| sweep.finish()))
+}
+
+/// The reader worker's sweep of the GPU work from the kernels its scan kept (the inputs came
+/// after it began reading them); `None` when they cannot give it as a pass would
+/// ([`ReaderScan::fold_gpu_work`]).
+pub fn sweep_beside(reader: &mut ReaderScan, inputs: SweepInputs) -> Result<Option<KernelSummary>> {
+    let all_work = inputs.all_work();
+    let mut sweep = KernelSweep::of(inputs);
+    let swept = reader.fold_gpu_work(all_work, &mut |k: &KernelRow| sweep.push(*k).is_ok())?;
     Ok(swept.then(|| sweep.finish()))
 }
 

@@ -296,9 +296,9 @@ impl HostSide {
     }
 }
 
-/// The reader worker's side of an open: scans the kernel table of `file` on a connection and a
-/// wasm instance of its own, keeping its rows as the budget of this instance allows, and holds
-/// the scan for [`kernel_part`].
+/// The reader worker's side of an open, first step: opens `file` on a connection and a wasm
+/// instance of its own and reads its catalog and the GPU work besides the kernels; the kernel
+/// table is [`read_kernel_table`]'s, keeping its rows as the budget of this instance allows.
 /// `room`: what the analysis worker would keep of the rows ([`kept_rows_room`]), a cap on the
 /// rows kept here, which that worker would not copy in. `onProgress` hears the scan as
 /// [`Analysis::open`]'s does.
@@ -313,34 +313,63 @@ pub fn scan_kernels(
     let budget = super::indexed::row_cache_budget(&conn).min(room);
     let mut progress = |p: Progress| on_progress.as_ref().is_none_or(|f| report_progress(f, p));
     let opts = crate::trace::LoadOptions::page();
-    let scan = trace::ReaderScan::read(&conn, &name, opts, budget, &mut progress)
+    let scan = trace::ReaderScan::begin(&conn, &name, (opts, budget), &mut progress, true)
         .map_err(WebError::from)?;
     READER.replace(Some(Reader {
         name,
         conn,
         scan,
+        swept: None,
         _registration: registration,
     }));
     Ok(())
 }
 
-/// The kernel table [`scan_kernels`] read: when the analysis worker sent the kernel sweep's
-/// `inputs` ([`Analysis::open_host`]'s `onSweep`), the GPU work swept here first from the rows
-/// kept. Returns `[sweep, shape, block…]`, `Uint8Array`s whose buffers the worker transfers to
-/// the analysis worker ([`HostSide::join`]): the sweep's summary (empty when it did not sweep),
+/// The reader worker's second step: reads the kernel table [`scan_kernels`] began, sweeping
+/// the GPU work as it reads when the analysis worker's kernel sweep `inputs` came already
+/// ([`Analysis::open_host`]'s `onSweep`).
+#[wasm_bindgen(js_name = readKernelTable)]
+pub fn read_kernel_table(
+    inputs: Option<js_sys::Uint8Array>,
+    #[wasm_bindgen(js_name = onProgress)] on_progress: Option<js_sys::Function>,
+) -> Result<(), WebError> {
+    let mut progress = |p: Progress| on_progress.as_ref().is_none_or(|f| report_progress(f, p));
+    READER.with_borrow_mut(|reader| {
+        let Some(reader) = reader else {
+            return Err(js_error("no kernel table was begun in this worker"));
+        };
+        let at = (&reader.conn, reader.name.as_str());
+        match inputs {
+            Some(bytes) => {
+                let inputs = beside::from_bytes(&bytes.to_vec())?;
+                reader.swept = beside::read_sweeping(&mut reader.scan, at, &mut progress, inputs)?;
+            }
+            None => {
+                let scan = &mut reader.scan;
+                scan.read_kernels(at.0, at.1, &mut progress, None)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The kernel table [`read_kernel_table`] read: when it did not sweep the GPU work and the
+/// analysis worker's kernel sweep `inputs` came since, swept here first from the rows kept.
+/// Returns `[sweep, shape, block…]`, `Uint8Array`s whose buffers the worker transfers to the
+/// analysis worker ([`HostSide::join`]): the sweep's summary (empty when it did not sweep),
 /// then the part.
 #[wasm_bindgen(js_name = kernelPart)]
 pub fn kernel_part(inputs: Option<js_sys::Uint8Array>) -> Result<js_sys::Array, WebError> {
     let Some(mut reader) = READER.take() else {
         return Err(js_error("no kernel table was scanned in this worker"));
     };
-    let swept = match inputs {
-        Some(bytes) => {
+    let swept = match (reader.swept.take(), inputs) {
+        (Some(swept), _) => Some(swept),
+        (None, Some(bytes)) => {
             let inputs = beside::from_bytes(&bytes.to_vec())?;
-            let at = (&reader.conn, reader.name.as_str());
-            beside::sweep_beside(&mut reader.scan, at, inputs)?
+            beside::sweep_beside(&mut reader.scan, inputs)?
         }
-        None => None,
+        (None, None) => None,
     };
     let sweep = swept.map(|s| beside::to_bytes(&s)).transpose()?;
     let Reader { conn, scan, .. } = reader;
@@ -362,6 +391,8 @@ struct Reader {
     name: String,
     conn: Connection,
     scan: trace::ReaderScan,
+    /// The GPU work swept as the kernel table was read.
+    swept: Option<KernelSummary>,
     /// Keeps the file registered while the connection reads it.
     _registration: Registration,
 }

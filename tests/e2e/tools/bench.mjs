@@ -142,7 +142,8 @@ async function browserRun(origin, file) {
         const m = performance.getEntriesByName(name).filter((e) => e.startTime >= open).at(0);
         return m ? (m.startTime - open) / 1000 : null;
       };
-      return { host: at('nsys-lens:host-side'), reader: at('nsys-lens:reader'), passes: at('nsys-lens:verdict-stage'), verdict: at('nsys-lens:verdict') };
+      const reader = performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail;
+      return { inputs: at('nsys-lens:sweep-inputs'), host: at('nsys-lens:host-side'), reader: at('nsys-lens:reader'), swept: reader ? (reader.swept ? (reader.early ? 'as read' : 'after the read') : 'no') : '—', passes: at('nsys-lens:verdict-stage'), verdict: at('nsys-lens:verdict') };
     });
     const progress = await page.evaluate(() => ({
       samples: performance.getEntriesByName('nsys-lens:progress').map((m) => m.detail),
@@ -210,7 +211,8 @@ console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${
   // The open's stages in the median run: where the verdict's time goes.
   const s = run.stages;
   const t = (x) => (x === null ? '—' : `${x.toFixed(2)} s`);
-  console.log(`| the median run's stages, from the file taken: host side read (analysis worker), kernel table read (reader worker), verdict's passes begin, verdict shown | ${t(s.host)}, ${t(s.reader)}, ${t(s.passes)}, ${t(s.verdict)} | |`);
+  console.log(`| the median run's stages, from the file taken: the kernel sweep's inputs sent (analysis worker's ranges read), host side read, kernel table read and its GPU work swept (reader worker), verdict's passes begin, verdict shown | ${t(s.inputs)}, ${t(s.host)}, ${t(s.reader)}, ${t(s.passes)}, ${t(s.verdict)} | |`);
+  console.log(`| the reader worker swept the GPU work | ${s.swept} | |`);
   const r = (x) => (x ? `${x.reads} reads, ${mib(x.bytes)}, ${(x.ms / 1000).toFixed(2)} s` : '—');
   console.log(`| the median run's file reads (\`FileReaderSync\`): analysis worker to the verdict; reader worker | ${r(run.reads.analysis)}; ${r(run.reads.reader)} | |`);
 }

@@ -12,7 +12,7 @@ use super::super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
 use super::super::schema::Schema;
 use super::super::tables::Loader;
-use super::gpu_work::{Merged, other_rows_room, other_work};
+use super::gpu_work::{Merged, other_rows_room};
 use super::{MAX_FILE_RUNS, SCAN_COLUMNS, kernel_read_columns};
 use crate::error::Result;
 use crate::model::rows::KernelRow;
@@ -127,7 +127,9 @@ impl KernelPart {
         bytes: usize,
         progress: ProgressFn<'_>,
     ) -> Result<KernelPart> {
-        Ok(ReaderScan::read(conn, path, opts, bytes, progress)?.into_part())
+        let mut scan = ReaderScan::begin(conn, path, (opts, bytes), &mut *progress, false)?;
+        scan.read_kernels(conn, path, progress, None)?;
+        Ok(scan.into_part())
     }
 
     /// The part as bytes: its shape (postcard) and its kept rows' blocks, each as it is.
@@ -175,27 +177,37 @@ impl KernelPart {
     }
 }
 
-/// The page's reader worker's scan of the kernel table ([`KernelPart::read`]), held until the
-/// host side's ranges are read: then it may fold the GPU work from the rows it kept
-/// ([`ReaderScan::fold_gpu_work`]) while the analysis worker still reads its calls.
+/// The page's reader worker's scan of the kernel table ([`KernelPart::read`]) in steps, so that
+/// it may sweep the GPU work for the verdict with the inputs the analysis worker hands on once
+/// its NVTX ranges are read: its catalog and the other GPU work first ([`ReaderScan::begin`]),
+/// then the kernel table, folding the GPU work as it reads if the inputs came by then
+/// ([`ReaderScan::read_kernels`]), else from the rows it kept once they come
+/// ([`ReaderScan::fold_gpu_work`]).
 pub struct ReaderScan {
-    part: KernelPart,
-    /// The catalog it read with: its strings keep no text but those that decide its columns.
+    kernels: KernelScan,
+    /// The catalog it reads with: its strings keep no text but those that decide its columns.
     schema: Schema,
     strings: Strings,
     /// The processes `ThreadNames` lists, numbered alike on every reader.
     listed: Processes,
     budget: Budget,
+    /// Graph replays, copies and memsets merged in start order, while they fit (`None`: not
+    /// read, or more than fit), and the budget's bytes they hold.
+    others: Option<Vec<KernelRow>>,
+    room: usize,
+    /// Once the kernel table is read.
+    part: Option<KernelPart>,
 }
 
 impl ReaderScan {
-    /// [`KernelPart::read`], the catalog kept beside the part.
-    pub fn read(
+    /// Reads the catalog and, with `other_work`, the other GPU work; the kernel table is
+    /// [`ReaderScan::read_kernels`]'s.
+    pub fn begin(
         conn: &Connection,
         path: &str,
-        opts: LoadOptions,
-        bytes: usize,
+        (opts, bytes): (LoadOptions, usize),
         progress: ProgressFn<'_>,
+        other_work: bool,
     ) -> Result<ReaderScan> {
         let mut ctx = Loader {
             conn,
@@ -205,85 +217,164 @@ impl ReaderScan {
         // Only the values that decide its columns: it names kernels by id.
         let (schema, meta) = ctx.begin_keeping(crate::trace::load::names_a_graph_launch)?;
         let budget = Budget::new(bytes);
-        let kernels = KernelScan::new(opts, &meta, bytes > 0);
-        let listed = meta.processes.clone();
-        let part = kernels.read(
-            &mut ctx,
-            (&schema, &meta.strings),
-            meta.processes,
-            (MAX_FILE_RUNS, &budget),
-            &mut |_| {},
-        )?;
-        let part = KernelPart {
-            own_budget: true,
-            ..part
-        };
-        Ok(ReaderScan {
-            part,
+        let mut scan = ReaderScan {
+            kernels: KernelScan::new(opts, &meta, bytes > 0),
             schema,
             strings: meta.strings,
-            listed,
+            listed: meta.processes,
             budget,
-        })
+            others: None,
+            room: 0,
+            part: None,
+        };
+        if other_work && opts.memory_ops {
+            let (room, most) = other_rows_room(&scan.budget);
+            let catalog = (&scan.schema, &mut scan.strings);
+            let others = super::gpu_work::other_work(&mut ctx, catalog, &scan.listed, most)?;
+            let listed = scan.listed.len();
+            scan.others = others.filter(|o| o.iter().all(|r| (r.process as usize) < listed));
+            scan.room = room;
+        }
+        Ok(scan)
     }
 
-    /// Hands `fold` the GPU work in start order, as `EventRows::gpu_work` does (`all_work`;
-    /// else the kernels alone, as `EventRows::kernels`), the kernels from the rows this scan
-    /// kept and the other work read from the file on `conn`. `Ok(false)` when the kept rows
-    /// cannot give it as a pass would (not every kernel kept, or not in start order; a row of
-    /// a process `ThreadNames` does not list, which the join would number otherwise; more other
-    /// rows than fit) or `fold` refused: the analysis worker's pass then reads them.
-    pub fn fold_gpu_work(
+    /// Reads the kernel table, handing `fold` the GPU work in start order as it reads, as
+    /// [`ReaderScan::fold_gpu_work`] does from the kept rows: `Ok(true)` when it took every row.
+    pub fn read_kernels(
         &mut self,
         conn: &Connection,
         path: &str,
+        progress: ProgressFn<'_>,
+        fold: Option<(bool, WorkFold<'_>)>,
+    ) -> Result<bool> {
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
+        let mut feed = fold.and_then(|(all_work, fold)| self.feed(all_work, fold));
+        let part = self.kernels.read(
+            &mut ctx,
+            (&self.schema, &self.strings),
+            self.listed.clone(),
+            (MAX_FILE_RUNS, &self.budget),
+            &mut |k| {
+                if let Some(f) = &mut feed {
+                    f.push(k);
+                }
+            },
+        )?;
+        self.part = Some(KernelPart {
+            own_budget: true,
+            ..part
+        });
+        Ok(feed.is_some_and(Feed::finish))
+    }
+
+    /// Hands `fold` the GPU work in start order, as `EventRows::gpu_work` does (`all_work`;
+    /// else the kernels alone, as `EventRows::kernels`), the kernels from the rows
+    /// [`ReaderScan::read_kernels`] kept. `Ok(false)` when they cannot give it as a pass would
+    /// (not every kernel kept, or not in start order; a row of a process `ThreadNames` does not
+    /// list, which the join would number otherwise; more other rows than fit) or `fold`
+    /// refused: the analysis worker's pass then reads them.
+    pub fn fold_gpu_work(
+        &mut self,
         all_work: bool,
         fold: &mut dyn FnMut(&KernelRow) -> bool,
     ) -> Result<bool> {
-        let part = &mut self.part;
-        if !(part.cache.complete() && part.runs.count() == 1) {
+        let Some(mut part) = self.part.take() else {
             return Ok(false);
-        }
-        let listed = self.listed.len();
-        let others = match all_work {
-            true => {
-                let mut ctx = Loader {
-                    conn,
-                    path,
-                    progress: &mut |_| true,
-                };
-                let (room, most) = other_rows_room(&self.budget);
-                let catalog = (&self.schema, &mut self.strings);
-                let others = other_work(&mut ctx, catalog, &self.listed, most);
-                self.budget.give(room);
-                match others? {
-                    Some(others) if others.iter().all(|r| (r.process as usize) < listed) => others,
-                    _ => return Ok(false),
-                }
-            }
-            false => Vec::new(),
         };
-        let mut merged = Merged::new(others);
-        let mut push = |k: &KernelRow| (k.process as usize) < listed && fold(k);
+        let complete = part.cache.complete() && part.runs.count() == 1;
+        let feed = complete.then(|| self.feed(all_work, fold)).flatten();
+        let Some(mut feed) = feed else {
+            self.part = Some(part);
+            return Ok(false);
+        };
         let cache = RefCell::new(std::mem::take(&mut part.cache));
         let none = |_| std::iter::empty::<Result<KernelRow>>();
         let kept = Cached::new(&cache, &self.budget, true, none);
-        let mut last = (Ns::MIN, Ns::MIN);
-        let mut folded = true;
+        let mut read = Ok(());
         for k in kept {
-            let k = k?;
-            folded = k.key() >= last && merged.kernel(&k, &mut push);
-            if !folded {
-                break;
+            match k {
+                Ok(k) if feed.push(&k) => {}
+                Ok(_) => break,
+                Err(e) => {
+                    read = Err(e);
+                    break;
+                }
             }
-            last = k.key();
         }
+        let folded = feed.finish();
         part.cache = cache.into_inner();
-        Ok(folded && merged.finish(&mut push))
+        self.part = Some(part);
+        read.map(|()| folded)
     }
 
-    /// The part, for the analysis worker.
-    pub fn into_part(self) -> KernelPart {
-        self.part
+    /// The merge of the other work (if `all_work`) with the kernels, into `fold`; `None` when
+    /// the other work was not to be had.
+    fn feed<'f>(
+        &self,
+        all_work: bool,
+        fold: &'f mut dyn FnMut(&KernelRow) -> bool,
+    ) -> Option<Feed<'f>> {
+        let others = match all_work {
+            true => self.others.clone()?,
+            false => Vec::new(),
+        };
+        Some(Feed {
+            merged: Merged::new(others),
+            fold,
+            listed: self.listed.len(),
+            last: (Ns::MIN, Ns::MIN),
+            alive: true,
+        })
+    }
+
+    /// The part, for the analysis worker (empty if the kernel table was not read).
+    pub fn into_part(mut self) -> KernelPart {
+        self.budget.give(self.room);
+        self.part.take().unwrap_or_else(|| KernelPart {
+            processes: self.listed,
+            present: false,
+            coverage: Vec::new(),
+            runs: SortedRuns::new(MAX_FILE_RUNS),
+            cache: TableCache::default(),
+            own_budget: true,
+        })
+    }
+}
+
+/// A fold of the GPU work in start order: `false` when it gives up.
+pub type WorkFold<'f> = &'f mut dyn FnMut(&KernelRow) -> bool;
+
+/// The kernels as they come, merged with the other work, into a fold while every row comes in
+/// start order from a process every reader numbers alike.
+struct Feed<'f> {
+    merged: Merged,
+    fold: &'f mut dyn FnMut(&KernelRow) -> bool,
+    listed: usize,
+    last: (Ns, Ns),
+    alive: bool,
+}
+
+impl Feed<'_> {
+    /// A kernel in table order; `false` once the fold is void.
+    fn push(&mut self, k: &KernelRow) -> bool {
+        let listed = self.listed;
+        let fold = &mut *self.fold;
+        let mut take = |r: &KernelRow| (r.process as usize) < listed && fold(r);
+        self.alive = self.alive && k.key() >= self.last && self.merged.kernel(k, &mut take);
+        self.last = k.key();
+        self.alive
+    }
+
+    /// Whether every row was folded.
+    fn finish(self) -> bool {
+        let (listed, fold) = (self.listed, self.fold);
+        self.alive
+            && self
+                .merged
+                .finish(&mut |r: &KernelRow| (r.process as usize) < listed && fold(r))
     }
 }
