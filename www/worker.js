@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelTable, kernelPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, kernelPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -19,15 +19,21 @@ let cancelled = false; // set by a 'cancel' message (only seen when the core yie
 // null}, or null: the reader failed), or {resolve} while the open waits for it.
 const kernelParts = new Map();
 
-// A reader worker's: the kernel sweep's inputs from the analysis worker (null: it sweeps none),
-// and how long it waits for them before it reads the kernel table without (`LATE`): only
-// for those already sent.
-const SWEEP_WAIT_MS = 0;
-const LATE = Symbol('late');
+// A reader worker's: the kernel sweep's inputs from the analysis worker (null: it sweeps none).
 let sweepInputsCame;
 const sweepInputs = new Promise((resolve) => {
   sweepInputsCame = resolve;
 });
+
+// Resolves after the messages already queued were heard (a MessageChannel's task: a timer's
+// would wait 4 ms once nested).
+const tasks = new MessageChannel();
+function nextTask() {
+  return new Promise((resolve) => {
+    tasks.port1.onmessage = () => resolve();
+    tasks.port2.postMessage(0);
+  });
+}
 
 // The reader worker's part for open `id` (null: read the kernel table here).
 function partOfOpen(id) {
@@ -236,22 +242,28 @@ async function handle(msg) {
       // This worker is a reader: the kernel table of `file`, for the analysis worker.
       await initWasm(); // after the engine's 'init'
       const progress = progressTo(id, () => true);
-      // The catalog and the GPU work besides the kernels first; then the kernel table, the GPU
-      // work swept as it is read if the analysis worker's ranges were read by then, else swept
-      // from the rows kept once they are (the page ends this worker if they never are). It
-      // does not wait for them: on a host-bound export a second's wait cost more than the
-      // sweep from the rows kept (docs/performance.md).
+      // The catalog and the GPU work besides the kernels first; then the kernel table in
+      // slices, hearing the messages between two: once the analysis worker's ranges are read,
+      // its kernel sweep's inputs come, and the GPU work is swept (the kernels kept so far, then
+      // each slice as it is read). Inputs that come after the last slice sweep the kernels
+      // kept (the page ends this worker if none ever come).
       scanKernels(msg.file, msg.room ?? undefined, progress);
-      const early = await Promise.race([sweepInputs, new Promise((r) => setTimeout(() => r(LATE), SWEEP_WAIT_MS))]);
-      readKernelTable(early === LATE ? undefined : (early ?? undefined), progress);
+      let early;
+      sweepInputs.then((inputs) => {
+        early = inputs;
+      });
+      for (let done = false; !done; ) {
+        await nextTask();
+        done = readKernelSlice(early ?? undefined, progress);
+      }
       let late;
-      if (early === LATE) {
+      if (early === undefined) {
         const beat = setInterval(() => self.postMessage({ type: 'heartbeat', rows: 0 }), 1000);
         late = await sweepInputs.finally(() => clearInterval(beat));
       }
       const [swept, ...part] = kernelPart(late ?? undefined);
       const sweep = swept.length > 0 ? swept : null;
-      return { part, sweep, early: early !== LATE, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };
+      return { part, sweep, early: early !== undefined, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };
     }
     case 'openHostSide': {
       // A file without GPU work (its verdict refused with `no-kernels`): its report's sections

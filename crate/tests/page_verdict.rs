@@ -17,16 +17,22 @@ use nsys_lens::detect::{DetectConfig, KernelSummary, SweepInputs, detect_rows};
 use nsys_lens::trace::{self, FileRows, FileScan, KernelPart, LoadOptions, ReaderScan, RowBudget};
 
 /// When the kernel sweep's inputs reach the reader worker: before it reads the kernel table
-/// (it sweeps as it reads), or after (it sweeps the rows it kept).
+/// (it sweeps as it reads), between two slices of it (the rows kept so far, then as it reads),
+/// or after (it sweeps the rows it kept).
 #[derive(Debug, Clone, Copy)]
-enum Inputs {
-    BeforeKernels,
-    AfterKernels,
+enum InputsCome {
+    Before,
+    Between,
+    After,
 }
+
+/// Kernels a slice of the reader's scan reads here: small, so that the scenarios' tables take
+/// several.
+const SLICE: u64 = 97;
 
 /// The page's open and verdict of `path`, the reader keeping up to `reader_bytes` of its rows:
 /// the verdict, and whether the reader's sweep came through.
-fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: Inputs) -> (Json, bool) {
+fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome) -> (Json, bool) {
     let label = "s";
     let opts = LoadOptions::page();
     let conn = trace::open_path(path).expect("open");
@@ -46,10 +52,19 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: Inputs) ->
         Some(from_bytes(bytes).expect("inputs read back"))
     };
     let rc = trace::open_path(path).expect("open");
-    let mut reader =
-        ReaderScan::begin(&rc, label, (opts, reader_bytes), &mut |_| true, true).expect("reader");
+    let mut reader = ReaderScan::begin(&rc, label, (opts, reader_bytes), &mut |_| true, true)
+        .expect("reader")
+        .with_slice_rows(SLICE);
     let swept = match (when, inputs()) {
-        (Inputs::BeforeKernels, Some(inputs)) => {
+        (InputsCome::Before, Some(inputs)) => {
+            read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
+        }
+        (InputsCome::Between, Some(inputs)) => {
+            for _ in 0..3 {
+                reader
+                    .read_slice(&rc, label, &mut |_| true, None)
+                    .expect("slice");
+            }
             read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
         }
         (_, inputs) => {
@@ -75,7 +90,7 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: Inputs) ->
     (json(verdict), through)
 }
 
-const WHEN: [Inputs; 2] = [Inputs::BeforeKernels, Inputs::AfterKernels];
+const WHEN: [InputsCome; 3] = [InputsCome::Before, InputsCome::Between, InputsCome::After];
 
 #[test]
 fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
@@ -113,7 +128,8 @@ fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
     // analysis worker.
     let path = &generated[4];
     let cfg = DetectConfig::default();
-    for (when, sweeps) in [(Inputs::BeforeKernels, true), (Inputs::AfterKernels, false)] {
+    let kept = [(InputsCome::Before, true), (InputsCome::Between, false)];
+    for (when, sweeps) in kept.into_iter().chain([(InputsCome::After, false)]) {
         let (got, through) = beside(path, &cfg, 1 << 16, when);
         assert_eq!(through, sweeps, "{}: {when:?}, a part kept", path.display());
         assert_same(&got, &passes(path, &cfg), "a part kept");

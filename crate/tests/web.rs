@@ -462,7 +462,7 @@ fn open_beside(
     // As the page: the reader keeps no more rows than this instance would copy in.
     let room = kept_rows_room(bytes.len() as f64, true);
     let read = scan_kernels(file(bytes, label), Some(room), None)
-        .and_then(|()| read_kernel_table(inputs().filter(|_| early), None))
+        .and_then(|()| while !read_kernel_slice(inputs().filter(|_| early), None)? {})
         .and_then(|()| kernel_part(inputs().filter(|_| !early)));
     let (part, sweep) = match read {
         Ok(read) => {

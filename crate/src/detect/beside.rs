@@ -98,30 +98,60 @@ pub fn detect_joined(
     super::detect_summarized(rows, folded.facts, (kernels, None), cfg)
 }
 
+/// The reader worker's kernel sweep beside its scan of the kernel table: begun once the inputs
+/// come ([`SweepBeside::start`]: the kernels kept so far), fed each slice read after
+/// ([`SweepBeside::slice`]), finished after the last ([`SweepBeside::finish`]).
+pub struct SweepBeside {
+    sweep: KernelSweep,
+}
+
+impl SweepBeside {
+    /// Begins the sweep with the kernels `reader` kept so far.
+    pub fn start(reader: &mut ReaderScan, inputs: SweepInputs) -> Result<SweepBeside> {
+        let all_work = inputs.all_work();
+        let mut sweep = KernelSweep::of(inputs);
+        reader.start_sweep(all_work, &mut |k: &KernelRow| sweep.push(*k).is_ok())?;
+        Ok(SweepBeside { sweep })
+    }
+
+    /// Reads `reader`'s next slice into the sweep; `Ok(true)` once the table is read.
+    pub fn slice(
+        &mut self,
+        reader: &mut ReaderScan,
+        (conn, path): (&Connection, &str),
+        progress: ProgressFn<'_>,
+    ) -> Result<bool> {
+        let sweep = &mut self.sweep;
+        reader.read_slice(conn, path, progress, Some(&mut |k| sweep.push(*k).is_ok()))
+    }
+
+    /// The summary, when the sweep took every row as a pass hands them out.
+    pub fn finish(mut self, reader: &mut ReaderScan) -> Option<KernelSummary> {
+        let sweep = &mut self.sweep;
+        let swept = reader.finish(Some(&mut |k: &KernelRow| sweep.push(*k).is_ok()));
+        swept.then(|| self.sweep.finish())
+    }
+}
+
 /// The reader worker's kernel table read with the GPU work swept as it reads (the inputs came
-/// before it began): the summary, or `None` when the rows did not come as a pass hands them out
-/// ([`ReaderScan::read_kernels`]).
+/// before it read on, the kernels kept so far swept first): the summary, or `None` when the
+/// rows did not come as a pass hands them out.
 pub fn read_sweeping(
     reader: &mut ReaderScan,
-    (conn, path): (&Connection, &str),
+    at: (&Connection, &str),
     progress: ProgressFn<'_>,
     inputs: SweepInputs,
 ) -> Result<Option<KernelSummary>> {
-    let all_work = inputs.all_work();
-    let mut sweep = KernelSweep::of(inputs);
-    let mut push = |k: &KernelRow| sweep.push(*k).is_ok();
-    let swept = reader.read_kernels(conn, path, progress, Some((all_work, &mut push)))?;
-    Ok(swept.then(|| sweep.finish()))
+    let mut sweep = SweepBeside::start(reader, inputs)?;
+    while !sweep.slice(reader, at, &mut *progress)? {}
+    Ok(sweep.finish(reader))
 }
 
-/// The reader worker's sweep of the GPU work from the kernels its scan kept (the inputs came
-/// after it began reading them); `None` when they cannot give it as a pass would
-/// ([`ReaderScan::fold_gpu_work`]).
+/// The reader worker's sweep of the GPU work from the kernels its scan kept, once it read them
+/// all (the inputs came after); `None` when they cannot give it as a pass would
+/// ([`ReaderScan::start_sweep`]).
 pub fn sweep_beside(reader: &mut ReaderScan, inputs: SweepInputs) -> Result<Option<KernelSummary>> {
-    let all_work = inputs.all_work();
-    let mut sweep = KernelSweep::of(inputs);
-    let swept = reader.fold_gpu_work(all_work, &mut |k: &KernelRow| sweep.push(*k).is_ok())?;
-    Ok(swept.then(|| sweep.finish()))
+    Ok(SweepBeside::start(reader, inputs)?.finish(reader))
 }
 
 /// The sweep's inputs or its summary as they cross between the page's workers (postcard).

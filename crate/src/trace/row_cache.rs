@@ -203,6 +203,11 @@ impl TableCache {
         self.complete
     }
 
+    /// Whether the budget ran out while rows were added: a row was not kept.
+    pub(crate) fn closed(&self) -> bool {
+        self.closed
+    }
+
     /// Adds `row`, packed against `base` (then moved to it); `false` when the budget is spent
     /// (or the row does not pack), the row not added.
     fn push<T: Packable>(&mut self, row: &T, base: &mut Base, budget: &Budget) -> bool {
@@ -368,6 +373,25 @@ impl<'c> ScanFill<'c> {
             base: Base::default(),
             on,
         }
+    }
+
+    /// [`ScanFill::new`] going on from where [`ScanFill::pause`] left `cache`.
+    pub(crate) fn resume(
+        cache: &'c mut TableCache,
+        budget: &'c Budget,
+        (base, on): (Base, bool),
+    ) -> Self {
+        ScanFill {
+            cache,
+            budget,
+            base,
+            on,
+        }
+    }
+
+    /// Where the fill stands, for [`ScanFill::resume`].
+    pub(crate) fn pause(self) -> (Base, bool) {
+        (self.base, self.on)
     }
 
     /// The next row in table order.

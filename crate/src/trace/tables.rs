@@ -284,7 +284,42 @@ impl Loader<'_, '_> {
         if !trace.present.kernels {
             return Ok(());
         }
-        let sql = Self::select(schema, KERNEL_TABLE, columns, "");
+        self.read_kernels_where(schema, strings, trace, columns, "", sink)
+    }
+
+    /// [`Loader::read_kernels`] of at most `limit` rows after `rowid` `after` (from the first
+    /// with `None`), in `rowid` order: a slice of the table (the page's reader worker hears its
+    /// messages between two). The first slice notes an absent table or column.
+    pub(super) fn read_kernel_slice(
+        &mut self,
+        (schema, strings): (&Schema, &Strings),
+        trace: &mut Trace,
+        columns: &[&str],
+        (after, limit): (Option<i64>, u64),
+        sink: &mut dyn FnMut(KernelRow),
+    ) -> Result<()> {
+        if after.is_none() {
+            trace.present.kernels = schema.has_table(KERNEL_TABLE);
+            trace.coverage.extend(kernel_table_notes(schema));
+        }
+        if !trace.present.kernels {
+            return Ok(());
+        }
+        let from = after.map_or(String::new(), |row| format!("WHERE rowid > {row} "));
+        let filter = format!("{from}ORDER BY rowid LIMIT {limit}");
+        self.read_kernels_where(schema, strings, trace, columns, &filter, sink)
+    }
+
+    fn read_kernels_where(
+        &mut self,
+        schema: &Schema,
+        strings: &Strings,
+        trace: &mut Trace,
+        columns: &[&str],
+        filter: &str,
+        sink: &mut dyn FnMut(KernelRow),
+    ) -> Result<()> {
+        let sql = Self::select(schema, KERNEL_TABLE, columns, filter);
         let processes = &mut trace.processes;
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
         let mut selected = None;

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
 use super::{WebError, from_json, init, js_error, to_json};
-use crate::detect::beside::{self, FactsFold, Folded};
+use crate::detect::beside::{self, FactsFold, Folded, SweepBeside};
 use crate::detect::{DetectConfig, KernelSummary, ThresholdOverrides};
 use crate::error::Error;
 use crate::model::Ns;
@@ -298,7 +298,7 @@ impl HostSide {
 
 /// The reader worker's side of an open, first step: opens `file` on a connection and a wasm
 /// instance of its own and reads its catalog and the GPU work besides the kernels; the kernel
-/// table is [`read_kernel_table`]'s, keeping its rows as the budget of this instance allows.
+/// table is [`read_kernel_slice`]'s, keeping its rows as the budget of this instance allows.
 /// `room`: what the analysis worker would keep of the rows ([`kept_rows_room`]), a cap on the
 /// rows kept here, which that worker would not copy in. `onProgress` hears the scan as
 /// [`Analysis::open`]'s does.
@@ -319,42 +319,41 @@ pub fn scan_kernels(
         name,
         conn,
         scan,
-        swept: None,
+        sweep: None,
         _registration: registration,
     }));
     Ok(())
 }
 
-/// The reader worker's second step: reads the kernel table [`scan_kernels`] began, sweeping
-/// the GPU work as it reads when the analysis worker's kernel sweep `inputs` came already
-/// ([`Analysis::open_host`]'s `onSweep`).
-#[wasm_bindgen(js_name = readKernelTable)]
-pub fn read_kernel_table(
+/// The reader worker's second step, repeated until it returns `true`: reads the next slice of
+/// the kernel table [`scan_kernels`] began (between two, the worker hears its messages). Once
+/// the analysis worker's kernel sweep `inputs` came ([`Analysis::open_host`]'s `onSweep`), the
+/// GPU work is swept: the kernels kept so far, then each slice as it is read.
+#[wasm_bindgen(js_name = readKernelSlice)]
+pub fn read_kernel_slice(
     inputs: Option<js_sys::Uint8Array>,
     #[wasm_bindgen(js_name = onProgress)] on_progress: Option<js_sys::Function>,
-) -> Result<(), WebError> {
+) -> Result<bool, WebError> {
     let mut progress = |p: Progress| on_progress.as_ref().is_none_or(|f| report_progress(f, p));
     READER.with_borrow_mut(|reader| {
         let Some(reader) = reader else {
             return Err(js_error("no kernel table was begun in this worker"));
         };
-        let at = (&reader.conn, reader.name.as_str());
-        match inputs {
-            Some(bytes) => {
-                let inputs = beside::from_bytes(&bytes.to_vec())?;
-                reader.swept = beside::read_sweeping(&mut reader.scan, at, &mut progress, inputs)?;
-            }
-            None => {
-                let scan = &mut reader.scan;
-                scan.read_kernels(at.0, at.1, &mut progress, None)?;
-            }
+        if let (None, Some(bytes)) = (&reader.sweep, inputs) {
+            let inputs = beside::from_bytes(&bytes.to_vec())?;
+            reader.sweep = Some(SweepBeside::start(&mut reader.scan, inputs)?);
         }
-        Ok(())
+        let at = (&reader.conn, reader.name.as_str());
+        let done = match &mut reader.sweep {
+            Some(sweep) => sweep.slice(&mut reader.scan, at, &mut progress)?,
+            None => reader.scan.read_slice(at.0, at.1, &mut progress, None)?,
+        };
+        Ok(done)
     })
 }
 
-/// The kernel table [`read_kernel_table`] read: when it did not sweep the GPU work and the
-/// analysis worker's kernel sweep `inputs` came since, swept here first from the rows kept.
+/// The kernel table [`read_kernel_slice`] read: when the GPU work's sweep did not begin and
+/// the analysis worker's kernel sweep `inputs` came since, swept here first from the rows kept.
 /// Returns `[sweep, shape, block…]`, `Uint8Array`s whose buffers the worker transfers to the
 /// analysis worker ([`HostSide::join`]): the sweep's summary (empty when it did not sweep),
 /// then the part.
@@ -363,8 +362,8 @@ pub fn kernel_part(inputs: Option<js_sys::Uint8Array>) -> Result<js_sys::Array, 
     let Some(mut reader) = READER.take() else {
         return Err(js_error("no kernel table was scanned in this worker"));
     };
-    let swept = match (reader.swept.take(), inputs) {
-        (Some(swept), _) => Some(swept),
+    let swept = match (reader.sweep.take(), inputs) {
+        (Some(sweep), _) => sweep.finish(&mut reader.scan),
         (None, Some(bytes)) => {
             let inputs = beside::from_bytes(&bytes.to_vec())?;
             beside::sweep_beside(&mut reader.scan, inputs)?
@@ -391,8 +390,8 @@ struct Reader {
     name: String,
     conn: Connection,
     scan: trace::ReaderScan,
-    /// The GPU work swept as the kernel table was read.
-    swept: Option<KernelSummary>,
+    /// The GPU work's sweep, once the analysis worker's inputs came.
+    sweep: Option<SweepBeside>,
     /// Keeps the file registered while the connection reads it.
     _registration: Registration,
 }

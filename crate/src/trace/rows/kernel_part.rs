@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::decode::{kernel_columns, only};
 use super::super::load::{LoadOptions, ProgressFn};
+use super::super::packed_rows::Base;
 use super::super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
 use super::super::schema::Schema;
@@ -177,12 +178,17 @@ impl KernelPart {
     }
 }
 
+/// Kernel rows a slice of [`ReaderScan::read_slice`] reads: between two, the page's reader
+/// worker hears its messages (the kernel sweep's inputs among them).
+pub const SLICE_ROWS: u64 = 1 << 18;
+
 /// The page's reader worker's scan of the kernel table ([`KernelPart::read`]) in steps, so that
 /// it may sweep the GPU work for the verdict with the inputs the analysis worker hands on once
 /// its NVTX ranges are read: its catalog and the other GPU work first ([`ReaderScan::begin`]),
-/// then the kernel table, folding the GPU work as it reads if the inputs came by then
-/// ([`ReaderScan::read_kernels`]), else from the rows it kept once they come
-/// ([`ReaderScan::fold_gpu_work`]).
+/// then the kernel table in slices ([`ReaderScan::read_slice`]). Once the inputs come, the
+/// sweep takes the kernels kept so far and then each as it is read
+/// ([`ReaderScan::start_sweep`]); after the last slice it takes the rest of the other work
+/// ([`ReaderScan::finish`]).
 pub struct ReaderScan {
     kernels: KernelScan,
     /// The catalog it reads with: its strings keep no text but those that decide its columns.
@@ -195,13 +201,27 @@ pub struct ReaderScan {
     /// read, or more than fit), and the budget's bytes they hold.
     others: Option<Vec<KernelRow>>,
     room: usize,
-    /// Once the kernel table is read.
-    part: Option<KernelPart>,
+    /// The kernel table as read so far.
+    read: Slices,
+    /// The sweep's merge, once it began; `None` inside: it gave up.
+    feed: Option<Option<Feed>>,
+    slice_rows: u64,
+}
+
+/// What the slices of the kernel table read so far left.
+struct Slices {
+    part: Trace,
+    runs: SortedRuns<(Ns, Ns)>,
+    cache: TableCache,
+    fill: (Base, bool),
+    /// The last `rowid` read; `None` before the first slice.
+    after: Option<i64>,
+    done: bool,
 }
 
 impl ReaderScan {
     /// Reads the catalog and, with `other_work`, the other GPU work; the kernel table is
-    /// [`ReaderScan::read_kernels`]'s.
+    /// [`ReaderScan::read_slice`]'s.
     pub fn begin(
         conn: &Connection,
         path: &str,
@@ -217,15 +237,29 @@ impl ReaderScan {
         // Only the values that decide its columns: it names kernels by id.
         let (schema, meta) = ctx.begin_keeping(crate::trace::load::names_a_graph_launch)?;
         let budget = Budget::new(bytes);
+        let kernels = KernelScan::new(opts, &meta, bytes > 0);
+        let read = Slices {
+            part: Trace {
+                processes: meta.processes.clone(),
+                ..Trace::default()
+            },
+            runs: SortedRuns::new(MAX_FILE_RUNS),
+            cache: TableCache::default(),
+            fill: (Base::default(), kernels.keep),
+            after: None,
+            done: false,
+        };
         let mut scan = ReaderScan {
-            kernels: KernelScan::new(opts, &meta, bytes > 0),
+            kernels,
             schema,
             strings: meta.strings,
             listed: meta.processes,
             budget,
             others: None,
             room: 0,
-            part: None,
+            read,
+            feed: None,
+            slice_rows: SLICE_ROWS,
         };
         if other_work && opts.memory_ops {
             let (room, most) = other_rows_room(&scan.budget);
@@ -238,110 +272,151 @@ impl ReaderScan {
         Ok(scan)
     }
 
-    /// Reads the kernel table, handing `fold` the GPU work in start order as it reads, as
-    /// [`ReaderScan::fold_gpu_work`] does from the kept rows: `Ok(true)` when it took every row.
-    pub fn read_kernels(
+    /// The scan reading `rows` kernels a slice instead of `SLICE_ROWS` (tests).
+    pub fn with_slice_rows(mut self, rows: u64) -> ReaderScan {
+        self.slice_rows = rows.max(1);
+        self
+    }
+
+    /// Reads the next `SLICE_ROWS` kernels, each handed to `fold` once the sweep began
+    /// ([`ReaderScan::start_sweep`], the same fold); `Ok(true)` once the table is read.
+    pub fn read_slice(
         &mut self,
         conn: &Connection,
         path: &str,
         progress: ProgressFn<'_>,
-        fold: Option<(bool, WorkFold<'_>)>,
+        fold: Option<WorkFold<'_>>,
     ) -> Result<bool> {
+        let Slices {
+            part,
+            runs,
+            cache,
+            fill,
+            after,
+            done,
+        } = &mut self.read;
+        if *done {
+            return Ok(true);
+        }
         let mut ctx = Loader {
             conn,
             path,
             progress,
         };
-        let mut feed = fold.and_then(|(all_work, fold)| self.feed(all_work, fold));
-        let part = self.kernels.read(
-            &mut ctx,
-            (&self.schema, &self.strings),
-            self.listed.clone(),
-            (MAX_FILE_RUNS, &self.budget),
-            &mut |k| {
-                if let Some(f) = &mut feed {
-                    f.push(k);
-                }
-            },
-        )?;
-        self.part = Some(KernelPart {
-            own_budget: true,
-            ..part
+        let mut feed = match (&mut self.feed, fold) {
+            (Some(Some(feed)), Some(fold)) => Some((feed, fold)),
+            _ => None,
+        };
+        let mut filler = ScanFill::resume(cache, &self.budget, *fill);
+        let (mut rows, mut last) = (0u64, *after);
+        let catalog = (&self.schema, &self.strings);
+        let slice = (*after, self.slice_rows);
+        let read = ctx.read_kernel_slice(catalog, part, &self.kernels.columns, slice, &mut |k| {
+            runs.push(k.row, k.key());
+            filler.push(&k);
+            if let Some((feed, fold)) = &mut feed {
+                feed.push(&k, &mut **fold);
+            }
+            (rows, last) = (rows + 1, Some(k.row));
         });
-        Ok(feed.is_some_and(Feed::finish))
+        *fill = filler.pause();
+        read?;
+        *after = last;
+        *done = rows < self.slice_rows;
+        Ok(*done)
     }
 
-    /// Hands `fold` the GPU work in start order, as `EventRows::gpu_work` does (`all_work`;
-    /// else the kernels alone, as `EventRows::kernels`), the kernels from the rows
-    /// [`ReaderScan::read_kernels`] kept. `Ok(false)` when they cannot give it as a pass would
-    /// (not every kernel kept, or not in start order; a row of a process `ThreadNames` does not
-    /// list, which the join would number otherwise; more other rows than fit) or `fold`
-    /// refused: the analysis worker's pass then reads them.
-    pub fn fold_gpu_work(
-        &mut self,
-        all_work: bool,
-        fold: &mut dyn FnMut(&KernelRow) -> bool,
-    ) -> Result<bool> {
-        let Some(mut part) = self.part.take() else {
+    /// Begins the sweep of the GPU work in start order, as `EventRows::gpu_work` hands it out
+    /// (`all_work`; else the kernels alone, as `EventRows::kernels`): `fold` takes the kernels
+    /// kept so far, merged with the other work; the slices after hand it theirs. `Ok(false)`
+    /// when the rows cannot give it as a pass would (a kernel read so far not kept, the other
+    /// work not to be had) or `fold` refused.
+    pub fn start_sweep(&mut self, all_work: bool, fold: WorkFold<'_>) -> Result<bool> {
+        let others = match all_work {
+            true => self.others.clone(),
+            false => Some(Vec::new()),
+        };
+        let read = &self.read;
+        let kept_so_far = read.cache.rows() == read.runs.rows() && !read.cache.closed();
+        let Some(others) = others.filter(|_| kept_so_far) else {
+            self.feed = Some(None);
             return Ok(false);
         };
-        let complete = part.cache.complete() && part.runs.count() == 1;
-        let feed = complete.then(|| self.feed(all_work, fold)).flatten();
-        let Some(mut feed) = feed else {
-            self.part = Some(part);
-            return Ok(false);
-        };
-        let cache = RefCell::new(std::mem::take(&mut part.cache));
+        let mut feed = Feed::new(others, self.listed.len());
+        let cache = RefCell::new(std::mem::take(&mut self.read.cache));
         let none = |_| std::iter::empty::<Result<KernelRow>>();
-        let kept = Cached::new(&cache, &self.budget, true, none);
-        let mut read = Ok(());
-        for k in kept {
+        let mut replayed = Ok(());
+        for k in Cached::new(&cache, &self.budget, true, none) {
             match k {
-                Ok(k) if feed.push(&k) => {}
+                Ok(k) if feed.push(&k, &mut *fold) => {}
                 Ok(_) => break,
                 Err(e) => {
-                    read = Err(e);
+                    replayed = Err(e);
                     break;
                 }
             }
         }
-        let folded = feed.finish();
-        part.cache = cache.into_inner();
-        self.part = Some(part);
-        read.map(|()| folded)
+        self.read.cache = cache.into_inner();
+        replayed?;
+        let alive = feed.alive;
+        self.feed = Some(alive.then_some(feed));
+        Ok(alive)
     }
 
-    /// The merge of the other work (if `all_work`) with the kernels, into `fold`; `None` when
-    /// the other work was not to be had.
-    fn feed<'f>(
-        &self,
-        all_work: bool,
-        fold: &'f mut dyn FnMut(&KernelRow) -> bool,
-    ) -> Option<Feed<'f>> {
-        let others = match all_work {
-            true => self.others.clone()?,
-            false => Vec::new(),
-        };
-        Some(Feed {
-            merged: Merged::new(others),
-            fold,
-            listed: self.listed.len(),
-            last: (Ns::MIN, Ns::MIN),
-            alive: true,
-        })
+    /// After the last slice: whether the sweep took every row (the rest of the other work
+    /// handed to `fold`).
+    pub fn finish(&mut self, fold: Option<WorkFold<'_>>) -> bool {
+        let feed = self.feed.take().flatten();
+        match (feed, fold) {
+            (Some(feed), Some(fold)) => self.read.done && feed.finish(fold),
+            _ => false,
+        }
     }
 
-    /// The part, for the analysis worker (empty if the kernel table was not read).
-    pub fn into_part(mut self) -> KernelPart {
+    /// Reads the whole kernel table (the slices at once), `fold` sweeping it from the first
+    /// row if given: `Ok(true)` when it took every row.
+    pub fn read_kernels(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        progress: ProgressFn<'_>,
+        mut fold: Option<(bool, WorkFold<'_>)>,
+    ) -> Result<bool> {
+        if let Some((all_work, fold)) = &mut fold {
+            self.start_sweep(*all_work, &mut **fold)?;
+        }
+        let mut sweep = fold.map(|(_, f)| f);
+        loop {
+            let f: Option<WorkFold<'_>> = match &mut sweep {
+                Some(f) => Some(&mut **f),
+                None => None,
+            };
+            if self.read_slice(conn, path, &mut *progress, f)? {
+                break;
+            }
+        }
+        Ok(self.finish(sweep))
+    }
+
+    /// The part, for the analysis worker (its rows as read so far).
+    pub fn into_part(self) -> KernelPart {
         self.budget.give(self.room);
-        self.part.take().unwrap_or_else(|| KernelPart {
-            processes: self.listed,
-            present: false,
-            coverage: Vec::new(),
-            runs: SortedRuns::new(MAX_FILE_RUNS),
-            cache: TableCache::default(),
+        let Slices {
+            part,
+            runs,
+            mut cache,
+            fill,
+            ..
+        } = self.read;
+        ScanFill::resume(&mut cache, &self.budget, fill).finish(runs.count() == 1);
+        KernelPart {
+            processes: part.processes,
+            present: part.present.kernels,
+            coverage: part.coverage,
+            runs,
+            cache,
             own_budget: true,
-        })
+        }
     }
 }
 
@@ -350,19 +425,26 @@ pub type WorkFold<'f> = &'f mut dyn FnMut(&KernelRow) -> bool;
 
 /// The kernels as they come, merged with the other work, into a fold while every row comes in
 /// start order from a process every reader numbers alike.
-struct Feed<'f> {
+struct Feed {
     merged: Merged,
-    fold: &'f mut dyn FnMut(&KernelRow) -> bool,
     listed: usize,
     last: (Ns, Ns),
     alive: bool,
 }
 
-impl Feed<'_> {
+impl Feed {
+    fn new(others: Vec<KernelRow>, listed: usize) -> Feed {
+        Feed {
+            merged: Merged::new(others),
+            listed,
+            last: (Ns::MIN, Ns::MIN),
+            alive: true,
+        }
+    }
+
     /// A kernel in table order; `false` once the fold is void.
-    fn push(&mut self, k: &KernelRow) -> bool {
+    fn push(&mut self, k: &KernelRow, fold: WorkFold<'_>) -> bool {
         let listed = self.listed;
-        let fold = &mut *self.fold;
         let mut take = |r: &KernelRow| (r.process as usize) < listed && fold(r);
         self.alive = self.alive && k.key() >= self.last && self.merged.kernel(k, &mut take);
         self.last = k.key();
@@ -370,8 +452,8 @@ impl Feed<'_> {
     }
 
     /// Whether every row was folded.
-    fn finish(self) -> bool {
-        let (listed, fold) = (self.listed, self.fold);
+    fn finish(self, fold: WorkFold<'_>) -> bool {
+        let listed = self.listed;
         self.alive
             && self
                 .merged
