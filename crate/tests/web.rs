@@ -10,7 +10,9 @@ mod corrupted;
 
 use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
-use nsys_lens::web::{Analysis, WebError, kept_rows_room, kernel_part, scan_kernels};
+use nsys_lens::web::{
+    Analysis, WebError, kept_rows_room, kernel_part, read_kernel_slice, scan_kernels,
+};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
@@ -462,7 +464,10 @@ fn open_beside(
     // As the page: the reader keeps no more rows than this instance would copy in.
     let room = kept_rows_room(bytes.len() as f64, true);
     let read = scan_kernels(file(bytes, label), Some(room), None)
-        .and_then(|()| while !read_kernel_slice(inputs().filter(|_| early), None)? {})
+        .and_then(|()| {
+            while !read_kernel_slice(inputs().filter(|_| early), None)? {}
+            Ok(())
+        })
         .and_then(|()| kernel_part(inputs().filter(|_| !early)));
     let (part, sweep) = match read {
         Ok(read) => {

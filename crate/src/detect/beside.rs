@@ -34,6 +34,14 @@ pub struct Folded {
     inputs: Option<SweepInputs>,
 }
 
+impl Folded {
+    /// Whether the facts were sized for every process of `meta` (the joined scan's catalog):
+    /// a process the host side met after its ranges leaves the verdict to the passes.
+    pub fn fits(&self, meta: &Trace) -> bool {
+        self.processes == meta.processes.len()
+    }
+}
+
 impl<'c> FactsFold<'c> {
     pub fn new(cfg: &'c DetectConfig) -> FactsFold<'c> {
         FactsFold {
@@ -92,7 +100,7 @@ pub fn detect_joined(
     kernels: KernelSummary,
     cfg: &DetectConfig,
 ) -> Result<DetectReport> {
-    if folded.processes != rows.meta().processes.len() {
+    if !folded.fits(rows.meta()) {
         return super::detect_rows(rows, cfg);
     }
     super::detect_summarized(rows, folded.facts, (kernels, None), cfg)

@@ -280,9 +280,12 @@ impl Indexed {
         passes
     }
 
-    /// Keeps what the open folded of the verdict under `key` (`DetectConfig`'s debug form).
+    /// Keeps what the open folded of the verdict under `key` (`DetectConfig`'s debug form),
+    /// if the facts fit the scan's processes (else the verdict's passes run, and are counted).
     pub(crate) fn keep_beside(&self, key: String, folded: Folded, kernels: KernelSummary) {
-        self.beside.replace(Some((key, folded, kernels)));
+        if folded.fits(self.scan.meta()) {
+            self.beside.replace(Some((key, folded, kernels)));
+        }
     }
 
     /// The GPU-idle gap histogram: gaps in every GPU operation.
