@@ -65,11 +65,7 @@ impl<'c> FactsFold<'c> {
 
 impl RangeFold for FactsFold<'_> {
     fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) -> bool {
-        let cfg = self.cfg;
-        let builder = self
-            .builder
-            .get_or_insert_with(|| HostFactsBuilder::new(strings, cfg));
-        builder.push(row, strings, threads, &mut ()).is_ok()
+        super::host_facts::fold_range(&mut self.builder, self.cfg, (row, strings, threads))
     }
 
     fn ranges_read(&mut self, meta: &Trace, in_order: bool) {

@@ -61,11 +61,7 @@ impl ScanFold for VerdictFold<'_> {
     type Gpu = SweepFold;
 
     fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) -> bool {
-        let cfg = self.cfg;
-        let builder = self
-            .builder
-            .get_or_insert_with(|| HostFactsBuilder::new(strings, cfg));
-        builder.push(row, strings, threads, &mut ()).is_ok()
+        super::host_facts::fold_range(&mut self.builder, self.cfg, (row, strings, threads))
     }
 
     fn gpu(&mut self, meta: &Trace) -> Option<SweepFold> {

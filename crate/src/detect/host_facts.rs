@@ -143,3 +143,15 @@ impl HostFactsBuilder {
         }
     }
 }
+
+/// A range folded into the facts' builder made on the first (a fold of the ranges as a scan
+/// reads them: the CLI's `folded::VerdictFold`, the page's `beside::FactsFold`); `false` when
+/// it came out of start order.
+pub fn fold_range(
+    builder: &mut Option<HostFactsBuilder>,
+    cfg: &DetectConfig,
+    (row, strings, threads): (&NvtxRow, &Strings, &Threads),
+) -> bool {
+    let builder = builder.get_or_insert_with(|| HostFactsBuilder::new(strings, cfg));
+    builder.push(row, strings, threads, &mut ()).is_ok()
+}

@@ -434,9 +434,7 @@ impl FileScan {
             path,
             progress,
         };
-        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, budget))?;
-        host.read(&mut ctx, None)?;
-        Ok(host)
+        FileScan::host_side_with(&mut ctx, (opts, budget), None)
     }
 
     /// [`FileScan::host_side`] telling `fold` of the NVTX ranges as it reads them (and keeps
@@ -453,8 +451,17 @@ impl FileScan {
             path,
             progress,
         };
-        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, budget))?;
-        host.read(&mut ctx, Some(Box::new(range_fold::RangeHook::new(fold))))?;
+        let hook = Box::new(range_fold::RangeHook::new(fold));
+        FileScan::host_side_with(&mut ctx, (opts, budget), Some(hook))
+    }
+
+    fn host_side_with(
+        ctx: &mut Loader<'_, '_>,
+        (opts, budget): (LoadOptions, &RowBudget),
+        hook: Option<Box<dyn ScanHook + '_>>,
+    ) -> Result<HostScan> {
+        let mut host = HostScan::begin(ctx, opts, (MAX_FILE_RUNS, budget))?;
+        host.read(ctx, hook)?;
         Ok(host)
     }
 
