@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Direction, KernelRow, Ns, Work};
-use crate::steps::spans::{Spans, overlap_at};
+use crate::steps::spans::{SpanQueue, overlap_at};
 
 /// The class a row's time counts under, in precedence order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +132,7 @@ impl WorkTally {
     /// One row, after every row starting earlier, its time measured only within `spans`
     /// (ascending, disjoint; those before the row's start still held). Its copy counts and
     /// durations are the whole row's.
-    pub fn push_within(&mut self, ev: &KernelRow, nccl: bool, spans: &dyn Spans) {
+    pub fn push_within(&mut self, ev: &KernelRow, nccl: bool, spans: &SpanQueue) {
         self.push_clipped(ev, nccl, Some(spans));
     }
 
@@ -148,7 +148,7 @@ impl WorkTally {
             .min()
     }
 
-    fn push_clipped(&mut self, ev: &KernelRow, nccl: bool, clip: Option<&dyn Spans>) {
+    fn push_clipped(&mut self, ev: &KernelRow, nccl: bool, clip: Option<&SpanQueue>) {
         let (mut start, mut end) = (ev.start, ev.end.max(ev.start));
         if let Some((ws, we)) = self.window {
             start = start.max(ws);
@@ -159,9 +159,11 @@ impl WorkTally {
         }
         let dev = self.device(ev.device);
         dev.count(ev, end - start);
-        dev.settle(start, clip);
         let class = Class::of(ev.work, nccl) as usize;
-        merge_into(&mut dev.open[class], start, end);
+        if !dev.add_alone(class, (start, end), clip) {
+            dev.settle(start, clip);
+            merge_into(&mut dev.open[class], start, end);
+        }
         if ev.work == Work::Replay {
             dev.replay(start, end);
         }
@@ -172,11 +174,11 @@ impl WorkTally {
     }
 
     /// The summary of rows pushed by [`WorkTally::push_within`] the same `spans`.
-    pub fn finish_within(self, spans: &dyn Spans) -> WorkSummary {
+    pub fn finish_within(self, spans: &SpanQueue) -> WorkSummary {
         self.finish_clipped(Some(spans))
     }
 
-    fn finish_clipped(mut self, clip: Option<&dyn Spans>) -> WorkSummary {
+    fn finish_clipped(mut self, clip: Option<&SpanQueue>) -> WorkSummary {
         self.devices.sort_by_key(|d| d.out.device);
         let devices = self
             .devices
@@ -278,7 +280,7 @@ impl DeviceAcc {
 
     /// Tallies the time before `t` (within `clip` when given): no row starting later can
     /// cover it.
-    fn settle(&mut self, t: Ns, clip: Option<&dyn Spans>) {
+    fn settle(&mut self, t: Ns, clip: Option<&SpanQueue>) {
         if !self.started {
             self.started = true;
             self.settled = self.open.iter().flatten().map(|iv| iv.0).min().unwrap_or(t);
@@ -355,7 +357,7 @@ impl DeviceAcc {
     /// [`DeviceAcc::settle`] while only `class` has work open (the common case: kernels one
     /// after another). Its intervals are merged, so each one clipped to `[lo, t)` is one of
     /// the pieces the general case would cut.
-    fn settle_one(&mut self, class: usize, (lo, t): (Ns, Ns), clip: Option<&dyn Spans>) {
+    fn settle_one(&mut self, class: usize, (lo, t): (Ns, Ns), clip: Option<&SpanQueue>) {
         let mut total: Ns = 0;
         for &(start, end) in &self.open[class] {
             let (a, b) = (start.max(lo), end.min(t));
@@ -366,17 +368,58 @@ impl DeviceAcc {
                 });
             }
         }
-        let out = &mut self.out;
-        out.busy_ns = out.busy_ns.saturating_add(total);
-        match class {
-            0 => out.compute_ns = out.compute_ns.saturating_add(total),
-            1 => out.communication_ns = out.communication_ns.saturating_add(total),
-            _ => {
-                out.transfer_ns = out.transfer_ns.saturating_add(total);
-                out.transfer_union_ns = out.transfer_union_ns.saturating_add(total);
+        self.credit(class, total);
+        self.settled_to(t);
+    }
+
+    /// [`DeviceAcc::settle`] to `start`, then the row's merge, while `class` alone has work
+    /// open, in one merged interval at most (kernels one after another: nearly every row).
+    /// What lies before `start` is tallied at once, so the spans behind it can go. `false`:
+    /// not that case, nothing done.
+    fn add_alone(
+        &mut self,
+        class: usize,
+        (start, end): (Ns, Ns),
+        clip: Option<&SpanQueue>,
+    ) -> bool {
+        let others_idle = (0..3).all(|c| c == class || self.open[c].is_empty());
+        if !self.started || !others_idle || self.open[class].len() > 1 || start < self.settled {
+            return false;
+        }
+        if let Some(&(s, e)) = self.open[class].first() {
+            let (a, b) = (s.max(self.settled), e.min(start));
+            if a < b {
+                let ns = match clip {
+                    Some(spans) => overlap_at(spans, &mut self.clip_cursor, a, b),
+                    None => b - a,
+                };
+                self.credit(class, ns);
             }
         }
-        self.settled_to(t);
+        let list = &mut self.open[class];
+        match list.first_mut() {
+            Some(open) if start <= open.1 => open.1 = open.1.max(end),
+            _ => {
+                list.clear();
+                list.push((start, end));
+            }
+        }
+        self.settled = start;
+        true
+    }
+
+    /// `ns` of busy time while only `class` was busy.
+    fn credit(&mut self, class: usize, ns: Ns) {
+        let out = &mut self.out;
+        out.busy_ns = out.busy_ns.saturating_add(ns);
+        match class {
+            0 => out.compute_ns = out.compute_ns.saturating_add(ns),
+            1 => out.communication_ns = out.communication_ns.saturating_add(ns),
+            _ => {
+                out.transfer_ns = out.transfer_ns.saturating_add(ns);
+                out.transfer_union_ns = out.transfer_union_ns.saturating_add(ns);
+            }
+        }
     }
 
     /// Forgets the work that ended by `t`.
@@ -461,5 +504,64 @@ mod tests {
         t.push(&ev(90, 200, Work::Kernel), false);
         let d = &t.finish().devices[0];
         assert_eq!((d.compute_ns, d.transfer_ns, d.busy_ns), (30, 40, 70));
+    }
+
+    /// Busy, compute, communication and transfer nanoseconds of `rows` inside `spans` (all time
+    /// when `None`), each instant classed one by one.
+    fn counted(rows: &[(KernelRow, bool)], spans: Option<&[(Ns, Ns)]>) -> [Ns; 4] {
+        let mut out = [0; 4];
+        for t in 0..1_000 {
+            if spans.is_some_and(|s| !s.iter().any(|&(a, b)| a <= t && t < b)) {
+                continue;
+            }
+            let on = |c: Class| {
+                rows.iter()
+                    .any(|(r, nccl)| r.start <= t && t < r.end && Class::of(r.work, *nccl) == c)
+            };
+            let [compute, comm, transfer] =
+                [Class::Compute, Class::Communication, Class::Transfer].map(on);
+            out[0] += Ns::from(compute || comm || transfer);
+            out[1] += Ns::from(compute);
+            out[2] += Ns::from(comm && !compute);
+            out[3] += Ns::from(transfer && !compute && !comm);
+        }
+        out
+    }
+
+    #[test]
+    fn busy_time_by_class_equals_each_instant_classed() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(51);
+        let spans = [(50, 200), (260, 300), (300, 420), (600, 900)];
+        let queue = SpanQueue::of(&spans);
+        for case in 0..300 {
+            // Mostly kernels one after another, now and then a copy, an NCCL kernel or a replay.
+            let mut rows = Vec::new();
+            let mut start: Ns = rng.random_range(0..20);
+            while start < 900 {
+                let end = start + rng.random_range(0..40);
+                let (work, nccl) = match rng.random_range(0..10) {
+                    0 => (H2D, false),
+                    1 => (Work::Kernel, true),
+                    2 => (Work::Replay, false),
+                    _ => (Work::Kernel, false),
+                };
+                rows.push((ev(start, end, work), nccl));
+                start += rng.random_range(0..30);
+            }
+            let (mut whole, mut within) = (WorkTally::new(None), WorkTally::new(None));
+            for (r, nccl) in &rows {
+                whole.push(r, *nccl);
+                within.push_within(r, *nccl, &queue);
+            }
+            for (tally, spans) in [
+                (whole.finish(), None),
+                (within.finish_within(&queue), Some(&spans[..])),
+            ] {
+                let d = &tally.devices[0];
+                let got = [d.busy_ns, d.compute_ns, d.communication_ns, d.transfer_ns];
+                assert_eq!(got, counted(&rows, spans), "case {case}, within {spans:?}");
+            }
+        }
     }
 }
