@@ -200,9 +200,20 @@ impl Loader<'_, '_> {
         step: &'static str,
         table: &str,
         sql: &str,
-        mut each: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
+        each: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
     ) -> Result<bool> {
         let total = self.estimate_rows(table);
+        self.read_counted(step, (table, total), sql, each)
+    }
+
+    /// [`Loader::read_while`] of a table whose rows were estimated at `total` already.
+    fn read_counted(
+        &mut self,
+        step: &'static str,
+        (table, total): (&str, u64),
+        sql: &str,
+        mut each: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
+    ) -> Result<bool> {
         self.report(step, 0, total)?;
         let (conn, path) = (self.conn, self.path);
         let fail = |e: rusqlite::Error| sqlite_error(path, table, &e);
@@ -284,7 +295,7 @@ impl Loader<'_, '_> {
         if !trace.present.kernels {
             return Ok(());
         }
-        self.read_kernels_where(schema, strings, trace, columns, "", sink)
+        self.read_kernels_where(schema, strings, trace, (columns, "", None), sink)
     }
 
     /// [`Loader::read_kernels`] of at most `limit` rows after `rowid` `after` (from the first
@@ -295,7 +306,7 @@ impl Loader<'_, '_> {
         (schema, strings): (&Schema, &Strings),
         trace: &mut Trace,
         columns: &[&str],
-        (after, limit): (Option<i64>, u64),
+        (after, limit, total): (Option<i64>, u64, u64),
         sink: &mut dyn FnMut(KernelRow),
     ) -> Result<()> {
         if after.is_none() {
@@ -307,29 +318,39 @@ impl Loader<'_, '_> {
         }
         let from = after.map_or(String::new(), |row| format!("WHERE rowid > {row} "));
         let filter = format!("{from}ORDER BY rowid LIMIT {limit}");
-        self.read_kernels_where(schema, strings, trace, columns, &filter, sink)
+        self.read_kernels_where(
+            schema,
+            strings,
+            trace,
+            (columns, &filter, Some(total)),
+            sink,
+        )
     }
 
+    /// The kernels `filter` selects, their progress counted against `total` rows (`None`:
+    /// estimated here).
     fn read_kernels_where(
         &mut self,
         schema: &Schema,
         strings: &Strings,
         trace: &mut Trace,
-        columns: &[&str],
-        filter: &str,
+        (columns, filter, total): (&[&str], &str, Option<u64>),
         sink: &mut dyn FnMut(KernelRow),
     ) -> Result<()> {
         let sql = Self::select(schema, KERNEL_TABLE, columns, filter);
         let processes = &mut trace.processes;
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
         let mut selected = None;
-        self.read_rows("loading kernels", KERNEL_TABLE, &sql, |r| {
+        let total = total.unwrap_or_else(|| self.estimate_rows(KERNEL_TABLE));
+        let counted = (KERNEL_TABLE, total);
+        self.read_counted("loading kernels", counted, &sql, |r| {
             let selected = Selected::remembered(&mut selected, r);
             let (mut row, gpid) = kernel_row(r, strings, &selected)?;
             row.process = process.get(gpid);
             sink(row);
-            Ok(())
+            Ok(true)
         })
+        .map(|_| ())
     }
 
     pub(super) fn load_runtime(

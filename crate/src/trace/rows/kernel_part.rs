@@ -17,7 +17,7 @@ use super::gpu_work::{Merged, other_rows_room};
 use super::{MAX_FILE_RUNS, SCAN_COLUMNS, kernel_read_columns};
 use crate::error::Result;
 use crate::model::rows::KernelRow;
-use crate::model::{CoverageNote, Ns, Processes, Strings, Trace};
+use crate::model::{CoverageNote, KERNEL_TABLE, Ns, Processes, Strings, Trace};
 
 /// Where the scan reads the kernel table (the largest): on its own connection after the host
 /// side, or natively on a second connection to the file, in a thread of its own meanwhile.
@@ -216,6 +216,10 @@ struct Slices {
     fill: (Base, bool),
     /// The last `rowid` read; `None` before the first slice.
     after: Option<i64>,
+    /// The table's rows as the first slice estimated them, for every slice's progress: asking
+    /// again descends the table's b-tree to its last row each slice, and in the page each page
+    /// that descent reads costs a random read of the file.
+    estimate: Option<u64>,
     done: bool,
 }
 
@@ -247,6 +251,7 @@ impl ReaderScan {
             cache: TableCache::default(),
             fill: (Base::default(), kernels.keep),
             after: None,
+            estimate: None,
             done: false,
         };
         let mut scan = ReaderScan {
@@ -293,6 +298,7 @@ impl ReaderScan {
             cache,
             fill,
             after,
+            estimate,
             done,
         } = &mut self.read;
         if *done {
@@ -310,7 +316,8 @@ impl ReaderScan {
         let mut filler = ScanFill::resume(cache, &self.budget, *fill);
         let (mut rows, mut last) = (0u64, *after);
         let catalog = (&self.schema, &self.strings);
-        let slice = (*after, self.slice_rows);
+        let total = *estimate.get_or_insert_with(|| ctx.estimate_rows(KERNEL_TABLE));
+        let slice = (*after, self.slice_rows, total);
         let read = ctx.read_kernel_slice(catalog, part, &self.kernels.columns, slice, &mut |k| {
             runs.push(k.row, k.key());
             filler.push(&k);
