@@ -108,14 +108,15 @@ fn read_other_work(
 /// The other GPU work merged with the kernels as they come: the kernels' source comes first in
 /// the merge, so another row goes before a kernel only when it sorts strictly before it.
 pub(super) struct Merged {
-    others: std::iter::Peekable<std::vec::IntoIter<KernelRow>>,
+    others: Vec<KernelRow>,
+    /// The first of `others` not handed out yet (read in place: a kernel that sorts first
+    /// moves no row).
+    next: usize,
 }
 
 impl Merged {
     pub(super) fn new(others: Vec<KernelRow>) -> Merged {
-        Merged {
-            others: others.into_iter().peekable(),
-        }
+        Merged { others, next: 0 }
     }
 
     /// Hands `fold` the other rows sorting before `k`, then `k`; `false` once `fold` refuses.
@@ -124,8 +125,10 @@ impl Merged {
         k: &KernelRow,
         fold: &mut impl FnMut(&KernelRow) -> bool,
     ) -> bool {
-        while let Some(o) = self.others.next_if(|o| o.key() < k.key()) {
-            if !fold(&o) {
+        let key = k.key();
+        while let Some(o) = self.others.get(self.next).filter(|o| o.key() < key) {
+            self.next += 1;
+            if !fold(o) {
                 return false;
             }
         }
@@ -133,7 +136,8 @@ impl Merged {
     }
 
     /// Hands `fold` the other rows after the last kernel.
-    pub(super) fn finish(mut self, fold: &mut impl FnMut(&KernelRow) -> bool) -> bool {
-        self.others.all(|o| fold(&o))
+    pub(super) fn finish(self, fold: &mut impl FnMut(&KernelRow) -> bool) -> bool {
+        let rest = self.others.get(self.next..).unwrap_or_default();
+        rest.iter().all(fold)
     }
 }
