@@ -270,12 +270,18 @@ impl Loader<'_, '_> {
     ) -> Result<()> {
         let graph_nodes = details || reads_graph_nodes(&trace.meta, strings);
         let columns = kernel_columns(details, graph_nodes);
-        let reserve = self.estimate_rows(KERNEL_TABLE) as usize;
+        let total = self.estimate_rows(KERNEL_TABLE);
         let mut k = std::mem::take(&mut trace.kernels);
-        k.reserve_exact(reserve, details);
-        let streamed = self.read_kernels(schema, strings, trace, &columns, &mut |row| {
-            k.push(&row, details);
-        });
+        k.reserve_exact(total as usize, details);
+        let streamed = match note_kernel_table(schema, trace) {
+            true => {
+                let select = (&columns[..], "", Some(total));
+                self.read_kernels_where(schema, strings, trace, select, &mut |row| {
+                    k.push(&row, details);
+                })
+            }
+            false => Ok(()),
+        };
         trace.kernels = k;
         streamed
     }
@@ -290,9 +296,7 @@ impl Loader<'_, '_> {
         columns: &[&str],
         sink: &mut dyn FnMut(KernelRow),
     ) -> Result<()> {
-        trace.present.kernels = schema.has_table(KERNEL_TABLE);
-        trace.coverage.extend(kernel_table_notes(schema));
-        if !trace.present.kernels {
+        if !note_kernel_table(schema, trace) {
             return Ok(());
         }
         self.read_kernels_where(schema, strings, trace, (columns, "", None), sink)
@@ -309,11 +313,11 @@ impl Loader<'_, '_> {
         (after, limit, total): (Option<i64>, u64, u64),
         sink: &mut dyn FnMut(KernelRow),
     ) -> Result<()> {
-        if after.is_none() {
-            trace.present.kernels = schema.has_table(KERNEL_TABLE);
-            trace.coverage.extend(kernel_table_notes(schema));
-        }
-        if !trace.present.kernels {
+        let present = match after {
+            None => note_kernel_table(schema, trace),
+            Some(_) => trace.present.kernels,
+        };
+        if !present {
             return Ok(());
         }
         let from = after.map_or(String::new(), |row| format!("WHERE rowid > {row} "));
@@ -738,4 +742,12 @@ impl Loader<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// Notes in `trace` whether the kernel table is there, and what of it is missing; `false`:
+/// there is nothing to read.
+fn note_kernel_table(schema: &Schema, trace: &mut Trace) -> bool {
+    trace.present.kernels = schema.has_table(KERNEL_TABLE);
+    trace.coverage.extend(kernel_table_notes(schema));
+    trace.present.kernels
 }
