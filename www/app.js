@@ -533,11 +533,13 @@ async function loadWhatif({ asked = false } = {}) {
   }
   status.textContent = 'Replaying the steady steps…';
   document.body.dataset.whatifState = 'loading';
+  performance.mark('nsys-lens:whatif-asked'); // benchmarks time the card from here
   try {
     const { view } = await appState.engine.whatif(slot, null, { step_marker: markerOption() });
     if (appState.whatif?.token !== token) return;
     renderWhatif(box, JSON.parse(view), { onStep: (step) => showStepPath(slot, step) });
     status.textContent = '';
+    performance.mark('nsys-lens:whatif');
     document.body.dataset.whatifState = 'done';
   } catch (e) {
     if (appState.whatif?.token !== token) return;

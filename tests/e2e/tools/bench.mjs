@@ -2,8 +2,9 @@
 // the page taking the file (its workers started, as they are once the page has loaded) to the
 // verdict, first timeline paint after the verdict, peak wasm
 // memory of the analysis worker — next to the native CLI on the same file. With `--views`, the
-// Root cause, Drill-down and report export are then opened in turn (time to each shown, and the
-// analysis worker's wasm memory after it), next to the native `analyze`, `drill` and `report`
+// what-if card, Root cause, Drill-down and report export are then timed in turn (time to each
+// shown, and the analysis worker's wasm memory after it), next to the native `whatif`,
+// `analyze`, `drill` and `report`
 // (time and peak resident memory, from /usr/bin/time -v). Prints figures; not a test.
 // The reader worker's wasm memory (it scans the kernel table while the analysis worker reads the
 // host side, and ends then) is printed beside.
@@ -54,6 +55,7 @@ function nativeViews(cli, file) {
   const out = fs.mkdtempSync(path.join(dir, 'report-'));
   try {
     return {
+      whatif: nativeRun(cli, ['whatif', file, '--json', '-o', '/dev/null']),
       rootcause: nativeRun(cli, ['analyze', file, '--profile', PROFILE, '--json', '-o', '/dev/null']),
       drill: nativeRun(cli, ['drill', file, '--json', '-o', '/dev/null']),
       report: nativeRun(cli, ['report', file, '--out', out]),
@@ -83,13 +85,17 @@ async function pageWarm(page) {
   }
 }
 
-// Opens Root cause, Drill-down, then exports the Markdown report; per step its time and the
-// analysis worker's wasm memory after it (a wasm memory only grows: the peak so far), and a
-// screenshot of each view in tests/artifacts/bench-VIEW.png.
+// Waits for the what-if card (it replays the steady steps after the verdict, the timeline and
+// the gaps, on the analysis worker; above 512 MiB once asked: the bench clicks) and times it
+// from the replay asked to the card shown. Then opens Root cause, Drill-down, then exports the
+// Markdown report, each once the worker is free: a view asked while the card computes waits for
+// it. Per step its time and the analysis worker's wasm memory after it (a wasm memory only grows:
+// the peak so far), and a screenshot of each view in tests/artifacts/bench-VIEW.png.
 async function openViews(page, analysis) {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   // null once the worker is gone (an instance that aborted, e.g. out of memory, is replaced).
   const memory = () => analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0).catch(() => null);
+  const whatif = await whatifCard(page, memory);
   const view = async (name) => {
     const t0 = Date.now();
     await page.click(`[data-testid=tab-${name}]`);
@@ -112,7 +118,24 @@ async function openViews(page, analysis) {
       report = { seconds: (Date.now() - t0) / 1000, wasmBytes: await memory(), error: e.message };
     }
   }
-  return { rootcause, drill, report };
+  return { whatif, rootcause, drill, report };
+}
+
+// The what-if card's time from the replay asked to the card shown, as a view's.
+async function whatifCard(page, memory) {
+  const state = () => page.evaluate(() => document.body.dataset.whatifState);
+  await page.waitForFunction(() => ['waiting', 'done', 'error'].includes(document.body.dataset.whatifState), null, { timeout: 1_800_000 });
+  if ((await state()) === 'waiting') {
+    await page.click('[data-testid=whatif-compute]');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.whatifState), null, { timeout: 1_800_000 });
+  }
+  const error = (await state()) === 'error' ? await page.textContent('[data-testid=whatif-error]') : null;
+  const seconds = await page.evaluate(() => {
+    const asked = performance.getEntriesByName('nsys-lens:whatif-asked').at(-1)?.startTime;
+    const shown = performance.getEntriesByName('nsys-lens:whatif').at(-1)?.startTime ?? performance.now();
+    return asked === undefined ? 0 : (shown - asked) / 1000;
+  });
+  return { seconds, wasmBytes: await memory(), error };
 }
 
 async function browserRun(origin, file) {
@@ -217,7 +240,7 @@ console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${
   console.log(`| the median run's file reads (\`FileReaderSync\`): analysis worker to the verdict; reader worker | ${r(run.reads.analysis)}; ${r(run.reads.reader)} | |`);
 }
 if (VIEWS) {
-  const names = { rootcause: ['Root cause', 'analyze --json'], drill: ['Drill-down', 'drill --json'], report: ['report (Markdown export)', 'report --out DIR'] };
+  const names = { whatif: ['what-if card', 'whatif --json'], rootcause: ['Root cause', 'analyze --json'], drill: ['Drill-down', 'drill --json'], report: ['report (Markdown export)', 'report --out DIR'] };
   console.log('');
   console.log('| view, after the verdict (median of the runs) | page time | native time | page / native | wasm memory of the analysis worker after it (largest run) | native peak RSS |');
   console.log('|---|---:|---:|---:|---:|---:|');
