@@ -11,7 +11,8 @@ mod corrupted;
 use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
 use nsys_lens::web::{
-    Analysis, WebError, kept_rows_room, kernel_part, read_kernel_slice, scan_kernels,
+    Analysis, WebError, analyze_traces, kept_rows_room, kernel_part, read_kernel_slice,
+    rows_handed_out, scan_kernels, whatif_traces,
 };
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
@@ -107,6 +108,35 @@ fn detects_the_generated_trace_like_the_answers_say() {
             .expect("detect trtllm-skill"),
     );
     assert_matches_answers(&skill, &ans["profiles"]["trtllm-skill"]);
+}
+
+/// The what-if card finds the steady steps with Root cause's analysis and the trace keeps it:
+/// Root cause asked after the card reads no row again and answers as on a trace opened afresh,
+/// under its own label.
+#[wasm_bindgen_test]
+fn root_cause_after_the_whatif_card_reads_no_row_and_answers_as_afresh() {
+    let options = r#"{"baseline_label":"before the fix"}"#;
+    let fresh = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let want = json(&analyze_traces(fresh.id(), None, options).expect("Root cause"));
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let whatif = json(&whatif_traces(a.id(), None, "{}").expect("the what-if card"));
+    assert!(whatif["whatif"]["steps"].as_u64() > Some(0), "{whatif}");
+    let before = rows_handed_out();
+    let got = json(&analyze_traces(a.id(), None, options).expect("Root cause after the card"));
+    assert_eq!(rows_handed_out(), before, "Root cause read rows again");
+    assert_eq!(got["baseline"]["label"], "before the fix");
+    assert_eq!(got, want);
+    // Another profile is another analysis.
+    let skill = r#"{"profile":"trtllm-skill","baseline_label":"before the fix"}"#;
+    let want = json(&analyze_traces(fresh.id(), None, skill).expect("trtllm-skill"));
+    assert_eq!(
+        json(&analyze_traces(a.id(), None, skill).expect("trtllm-skill")),
+        want
+    );
+    assert!(
+        rows_handed_out() > before,
+        "trtllm-skill's analysis read the rows"
+    );
 }
 
 #[wasm_bindgen_test]

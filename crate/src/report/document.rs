@@ -118,7 +118,18 @@ pub fn add_ranks(doc: &mut Document, rows: &dyn EventRows) -> Result<()> {
 /// critical path under [`whatif_config`] (what [`build_rows`] does; a report assembled from
 /// parts by [`with_drill_down`] gets it this way).
 pub fn add_whatif(doc: &mut Document, rows: &dyn EventRows) -> Result<()> {
-    doc.whatif = Some(whatif::whatif_rows(rows, &whatif_config(&doc.file), &[])?);
+    add_whatif_known(doc, rows, &whatif::Computed(rows))
+}
+
+/// [`add_whatif`] with the replay's analysis and verdict taken from `known` (the page's open
+/// trace keeps them).
+pub fn add_whatif_known(
+    doc: &mut Document,
+    rows: &dyn EventRows,
+    known: &dyn whatif::Known,
+) -> Result<()> {
+    let cfg = whatif_config(&doc.file);
+    doc.whatif = Some(whatif::whatif_known(rows, &cfg, &[], known)?);
     Ok(())
 }
 

@@ -93,13 +93,7 @@ pub fn analyze_traces(
             source: label.to_string(),
             step_marker: step_marker.clone(),
         };
-        let rows = trace.rows().map_err(WebError::from)?;
-        let (breakdown, read) =
-            analyze::analyze_rows_indexed(&*rows, &cfg).map_err(WebError::from)?;
-        if let Some(read) = read {
-            trace.keep_drill_read(read);
-        }
-        Ok(breakdown)
+        trace.analysis_labelled(&cfg).map_err(WebError::from)
     };
     let baseline = breakdown(baseline_id, &opts.baseline_label)?;
     let target = target_id
@@ -254,7 +248,7 @@ fn report_document(
             kept.drill.clone(),
             classes,
         );
-        document::add_whatif(&mut doc, &*rows)?;
+        document::add_whatif_known(&mut doc, &*rows, trace)?;
         document::add_ranks(&mut doc, &*rows)?;
         return Ok(doc);
     }

@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 
 use rusqlite::Connection;
 
-use crate::analyze::DrillRead;
+use crate::analyze::{self, AnalyzeConfig, DrillRead, TraceBreakdown};
 use crate::detect::beside::Folded;
 use crate::detect::{self, DetectConfig, DetectReport, KernelSummary};
 use crate::drill::gap_report::SweptGaps;
@@ -114,6 +114,10 @@ pub(crate) struct Indexed {
     /// which has no equality): the report's export after the Drill-down asks for the verdict
     /// the page already shows, and should not read every row again for it.
     verdict: RefCell<Option<(String, DetectReport)>>,
+    /// The last Root cause analysis and its options but the label (their `Debug` text): the
+    /// what-if card finds the steady steps with it, then the Root cause view shows it, and the
+    /// report's replay asks for it again.
+    analysis: RefCell<Option<(String, Rc<TraceBreakdown>)>>,
     /// The verdict's host facts folded as the host side read its ranges and the reader
     /// worker's sweep of the GPU work, under the options (`DetectConfig`'s debug form) of the
     /// open: the first verdict under them reads only the launch calls again.
@@ -175,6 +179,7 @@ impl Indexed {
             index: RefCell::new(None),
             swept: RefCell::new(None),
             verdict: RefCell::new(None),
+            analysis: RefCell::new(None),
             beside: RefCell::new(None),
         })
     }
@@ -260,6 +265,35 @@ impl Indexed {
         };
         self.verdict.replace(Some((key, report.clone())));
         Ok(report)
+    }
+
+    /// Root cause's analysis of this trace under `cfg`, kept for the next view that asks for it
+    /// under the same options but the label: computed as the Root cause view computes it, with
+    /// what a drill-down would read again kept ([`Indexed::keep_drill_read`]). Its `label` is
+    /// the one it was computed under; [`Indexed::analysis_labelled`] gives `cfg`'s.
+    pub(crate) fn analysis(&self, cfg: &AnalyzeConfig) -> Result<Rc<TraceBreakdown>> {
+        let key = format!("{:?}", (cfg.profile, cfg.tp_size, &cfg.step_marker));
+        if let Some((kept, b)) = &*self.analysis.borrow()
+            && *kept == key
+        {
+            return Ok(Rc::clone(b));
+        }
+        let (b, read) = analyze::analyze_rows_indexed(&self.file_rows(), cfg)?;
+        if let Some(read) = read {
+            self.keep_drill_read(read);
+        }
+        let b = Rc::new(b);
+        self.analysis.replace(Some((key, Rc::clone(&b))));
+        Ok(b)
+    }
+
+    /// [`Indexed::analysis`] under `cfg`'s label, as Root cause shows it.
+    pub(crate) fn analysis_labelled(&self, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
+        let b = self.analysis(cfg)?;
+        Ok(TraceBreakdown {
+            label: cfg.label.clone(),
+            ..(*b).clone()
+        })
     }
 
     /// The rows [`Indexed::detect`] reads under `profile` (`detect::rows_read`).
@@ -395,4 +429,15 @@ fn any_open() -> bool {
 /// The open trace with this id, if it is still open.
 pub(crate) fn lookup(id: u32) -> Option<Rc<Indexed>> {
     OPEN.with_borrow(|(_, open)| open.get(&id).and_then(Weak::upgrade))
+}
+
+/// The what-if replay's analysis and verdict of an open trace: the ones it keeps.
+impl crate::whatif::Known for Indexed {
+    fn analysis(&self, cfg: &AnalyzeConfig) -> Result<Rc<TraceBreakdown>> {
+        Indexed::analysis(self, cfg)
+    }
+
+    fn verdict(&self, cfg: &DetectConfig) -> Result<DetectReport> {
+        self.detect(cfg)
+    }
 }

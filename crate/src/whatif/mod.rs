@@ -16,12 +16,13 @@ pub mod graph;
 mod replay;
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde::Serialize;
 
-use crate::analyze::{AnalyzeConfig, analyze_rows};
+use crate::analyze::{AnalyzeConfig, TraceBreakdown, analyze_rows};
 use crate::detect::bound::BoundKind;
-use crate::detect::{DetectConfig, detect_rows};
+use crate::detect::{DetectConfig, DetectReport, detect_rows};
 use crate::error::{Error, Result};
 use crate::model::intervals::IntervalSet;
 use crate::model::rows::EventRows;
@@ -209,27 +210,70 @@ pub struct WhatIf {
 /// Names listed per table.
 const TOP_NAMES: usize = 8;
 
+/// Where the replay takes Root cause's analysis (its steady steps) and the verdict of its trace
+/// from: computed over the rows ([`Computed`]), or kept by the caller (the page's open trace,
+/// whose Root cause view and verdict ask for the same).
+pub trait Known {
+    /// Root cause's analysis under `cfg`; its `label` may be another view's (the replay reads
+    /// the steps and figures, not the label), so that a kept one is not copied.
+    fn analysis(&self, cfg: &AnalyzeConfig) -> Result<Rc<TraceBreakdown>>;
+    fn verdict(&self, cfg: &DetectConfig) -> Result<DetectReport>;
+}
+
+/// Both computed over the rows.
+pub struct Computed<'r>(pub &'r dyn EventRows);
+
+impl Known for Computed<'_> {
+    fn analysis(&self, cfg: &AnalyzeConfig) -> Result<Rc<TraceBreakdown>> {
+        analyze_rows(self.0, cfg).map(Rc::new)
+    }
+
+    fn verdict(&self, cfg: &DetectConfig) -> Result<DetectReport> {
+        detect_rows(self.0, cfg)
+    }
+}
+
 /// The critical path and the predictions of `changes` (the standard set when empty) for the
 /// trace `rows`, whose steady steps Root cause finds under `cfg`.
 pub fn whatif_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) -> Result<WhatIf> {
+    whatif_known(rows, cfg, changes, &Computed(rows))
+}
+
+/// [`whatif_rows`] with the analysis and the verdict taken from `known`.
+pub fn whatif_known(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    changes: &[Costs],
+    known: &dyn Known,
+) -> Result<WhatIf> {
     let standard = standard_set();
     match changes.is_empty() {
-        true => replayed_under(rows, cfg, &standard),
-        false => replayed_under(rows, cfg, changes),
+        true => replayed_under(rows, cfg, &standard, known),
+        false => replayed_under(rows, cfg, changes, known),
     }
 }
 
 /// The measured and replayed step time and the critical path, without predictions: what a
 /// comparison of two traces reads ([`compare::regression`]).
 pub fn path_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> Result<WhatIf> {
-    replayed_under(rows, cfg, &[])
+    path_known(rows, cfg, &Computed(rows))
 }
 
-fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) -> Result<WhatIf> {
+/// [`path_rows`] with the analysis and the verdict taken from `known`.
+pub fn path_known(rows: &dyn EventRows, cfg: &AnalyzeConfig, known: &dyn Known) -> Result<WhatIf> {
+    replayed_under(rows, cfg, &[], known)
+}
+
+fn replayed_under(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    changes: &[Costs],
+    known: &dyn Known,
+) -> Result<WhatIf> {
     for c in changes {
         check(c)?;
     }
-    let b = analyze_rows(rows, cfg)?;
+    let b = known.analysis(cfg)?;
     let cycles = &b.steady_cycles;
     let strings = &rows.meta().strings;
     // The unchanged costs first, then each change: one read of the rows for all.
@@ -253,7 +297,7 @@ fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) 
         _ => error(replayed.window_us, measured.window_us),
     };
     let critical_path = critical_path_of(&base, strings);
-    let bound = bounds(rows, cfg, critical_path.bound, !cycles.is_empty())?;
+    let bound = bounds(known, cfg, critical_path.bound, !cycles.is_empty())?;
     let mut predicted = Vec::with_capacity(changes.len());
     let mut peak_points = base.peak_points;
     for (costs, r) in changes.iter().zip(replays) {
@@ -298,19 +342,12 @@ fn replayed_under(rows: &dyn EventRows, cfg: &AnalyzeConfig, changes: &[Costs]) 
 
 /// The path's bound next to the threshold verdict's; without steady steps there is no path to
 /// compare (its bound reads mixed) and no note.
-fn bounds(
-    rows: &dyn EventRows,
-    cfg: &AnalyzeConfig,
-    path: BoundKind,
-    steps: bool,
-) -> Result<Bounds> {
-    let report = detect_rows(
-        rows,
-        &DetectConfig {
-            step_marker: cfg.step_marker.clone(),
-            ..DetectConfig::default()
-        },
-    )?;
+fn bounds(known: &dyn Known, cfg: &AnalyzeConfig, path: BoundKind, steps: bool) -> Result<Bounds> {
+    let report = known.verdict(&DetectConfig {
+        file_label: cfg.label.clone(),
+        step_marker: cfg.step_marker.clone(),
+        ..DetectConfig::default()
+    })?;
     let verdict = report.bound.as_ref().map(|b| b.kind);
     let host_verdict = report.verdict;
     let path_host = path == BoundKind::Host;
