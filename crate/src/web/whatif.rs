@@ -58,17 +58,15 @@ pub fn whatif_traces(
     let target = open_trace(target_id)?;
     let rows = target.rows().map_err(WebError::from)?;
     let cfg = config(&target, &opts)?;
-    let known: &Indexed = &target;
     let mut result = match opts.path_only {
-        true => whatif::path_known(&*rows, &cfg, known),
-        false => whatif::whatif_known(&*rows, &cfg, &opts.changes, known),
+        true => whatif::path_known(&*rows, &cfg, &*target),
+        false => whatif::whatif_known(&*rows, &cfg, &opts.changes, &*target),
     }
     .map_err(WebError::from)?;
     if let Some(id) = baseline_id {
         let baseline = open_trace(id)?;
         let rows = baseline.rows().map_err(WebError::from)?;
-        let known: &Indexed = &baseline;
-        let path = whatif::path_known(&*rows, &config(&baseline, &opts)?, known)
+        let path = whatif::path_known(&*rows, &config(&baseline, &opts)?, &*baseline)
             .map_err(WebError::from)?;
         result.regression = Some(whatif::compare::regression(&path, &result));
     }

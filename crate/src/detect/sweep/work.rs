@@ -334,10 +334,7 @@ impl DeviceAcc {
             if !(compute || comm || transfer) {
                 continue;
             }
-            let len = match clip {
-                Some(spans) => overlap_at(spans, &mut self.clip_cursor, a, b),
-                None => b - a,
-            };
+            let len = clipped(clip, &mut self.clip_cursor, a, b);
             let out = &mut self.out;
             out.busy_ns = out.busy_ns.saturating_add(len);
             if transfer {
@@ -362,10 +359,7 @@ impl DeviceAcc {
         for &(start, end) in &self.open[class] {
             let (a, b) = (start.max(lo), end.min(t));
             if a < b {
-                total = total.saturating_add(match clip {
-                    Some(spans) => overlap_at(spans, &mut self.clip_cursor, a, b),
-                    None => b - a,
-                });
+                total = total.saturating_add(clipped(clip, &mut self.clip_cursor, a, b));
             }
         }
         self.credit(class, total);
@@ -389,10 +383,7 @@ impl DeviceAcc {
         if let Some(&(s, e)) = self.open[class].first() {
             let (a, b) = (s.max(self.settled), e.min(start));
             if a < b {
-                let ns = match clip {
-                    Some(spans) => overlap_at(spans, &mut self.clip_cursor, a, b),
-                    None => b - a,
-                };
+                let ns = clipped(clip, &mut self.clip_cursor, a, b);
                 self.credit(class, ns);
             }
         }
@@ -428,6 +419,15 @@ impl DeviceAcc {
             list.retain(|iv| iv.1 > t);
         }
         self.settled = t;
+    }
+}
+
+/// The nanoseconds of `[a, b)` within `clip` (all of them without), from the forward `cursor`.
+#[inline(always)]
+fn clipped(clip: Option<&SpanQueue>, cursor: &mut usize, a: Ns, b: Ns) -> Ns {
+    match clip {
+        Some(spans) => overlap_at(spans, cursor, a, b),
+        None => b - a,
     }
 }
 
