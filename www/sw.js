@@ -1,6 +1,11 @@
 // nsys-lens service worker: cache-first for the site's own assets so the hosted page works offline
 // after the first visit. It never caches or answers anything else (and the page sends nothing
 // else: the trace is read from the local File, never fetched).
+//
+// It serves those assets cross-origin isolated (COOP same-origin, COEP require-corp), which
+// GitHub Pages cannot send: a page loaded through it may share memory between its workers
+// (`SharedArrayBuffer`, `Atomics.wait`). The first visit, before the worker controls the page,
+// and the offline single file run without.
 
 const CACHE = 'nsys-lens-v1';
 const ASSETS = [
@@ -62,10 +67,19 @@ self.addEventListener('fetch', (event) => {
   event.respondWith(
     caches.open(CACHE).then(async (cache) => {
       const hit = (await cache.match(key)) || (await cache.match(url.href));
-      if (hit) return hit;
+      if (hit) return isolated(hit);
       const res = await fetch(req);
       if (res.ok && res.type === 'basic') cache.put(key, res.clone());
-      return res;
+      return isolated(res);
     }),
   );
 });
+
+// `res` with the headers that make a document (and the workers it starts) cross-origin isolated.
+function isolated(res) {
+  if (res.type !== 'basic' && res.type !== 'default') return res;
+  const headers = new Headers(res.headers);
+  headers.set('Cross-Origin-Opener-Policy', 'same-origin');
+  headers.set('Cross-Origin-Embedder-Policy', 'require-corp');
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+}

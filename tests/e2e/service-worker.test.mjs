@@ -23,18 +23,22 @@ after(async () => {
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-test('the hosted page works offline after the first visit', { timeout: TIMEOUT }, async () => {
+test('the hosted page works offline after the first visit, cross-origin isolated', { timeout: TIMEOUT }, async () => {
   const srv = await serve();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   await page.goto(`${srv.origin}/`);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  assert.equal(await page.evaluate(() => self.crossOriginIsolated), false, 'the first visit, before the service worker, is not isolated');
   // Installed and controlling (reload once so the first page is controlled too).
   await page.evaluate(async () => {
     await navigator.serviceWorker.ready;
   });
   await page.reload();
   await page.waitForFunction(() => !!navigator.serviceWorker.controller, null, { timeout: 30_000 });
+  // Served through the worker, the page is cross-origin isolated (the server sends no COOP/COEP,
+  // as GitHub Pages sends none): its workers may share memory.
+  assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, 'the page loaded through the service worker is cross-origin isolated');
   const cached = await page.evaluate(async () => {
     const keys = await caches.keys();
     const cache = await caches.open(keys.find((k) => k.startsWith('nsys-lens-')));

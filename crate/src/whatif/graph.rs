@@ -13,7 +13,8 @@ use hashbrown::HashMap;
 
 use serde::Serialize;
 
-use crate::model::{NameId, Ns, ThreadIdx};
+use crate::model::{NO_NAME, NameId, Ns, Strings, ThreadIdx};
+use crate::names::shape::op_shape;
 
 /// A point's id: its place in the order points were made.
 pub type PointId = u64;
@@ -163,38 +164,86 @@ impl PartTimes {
     }
 }
 
-/// The critical path over a span, split by part and by name.
+/// The critical path over a span, split by part and by name: the host's time by the op's
+/// shape ([`op_shape`], as Root cause groups ops), under the first name of that shape met.
 #[derive(Debug, Clone, Default)]
 pub struct PathSplit {
     pub parts: PartTimes,
     pub names: HashMap<(Part, NameId), Ns>,
     pub total: Ns,
+    shapes: Shapes,
 }
 
 impl PathSplit {
-    fn take(&mut self, point: &Point, time: Ns) {
+    fn take(&mut self, point: &Point, time: Ns, strings: &Strings) {
         self.parts.add(point.part, time);
-        *self.names.entry((point.part, point.name)).or_default() += time;
+        let name = match point.part {
+            Part::Host => self.shapes.of(point.name, strings),
+            _ => point.name,
+        };
+        *self.names.entry((point.part, name)).or_default() += time;
         self.total += time;
+    }
+}
+
+/// Names met lately, remembered with the name their shape goes under.
+const REMEMBERED_NAMES: usize = 1 << 14;
+
+/// Each host name's shape, as the first name of that shape met. Why: a trace that names a range
+/// per step (TensorRT-LLM's `[Executor] _forward_step N`) would otherwise add an entry per step
+/// to every replay's split; this holds one per shape, and forgets names past
+/// [`REMEMBERED_NAMES`] (a name per step is never met again).
+#[derive(Debug, Clone, Default)]
+struct Shapes {
+    names: HashMap<NameId, NameId>,
+    first: HashMap<String, NameId>,
+}
+
+impl Shapes {
+    fn of(&mut self, name: NameId, strings: &Strings) -> NameId {
+        if name == NO_NAME {
+            return name;
+        }
+        if let Some(&first) = self.names.get(&name) {
+            return first;
+        }
+        if self.names.len() >= REMEMBERED_NAMES {
+            self.names.clear();
+        }
+        let shape = op_shape(strings.get(name));
+        let first = match self.first.get(shape.as_ref()) {
+            Some(&first) => first,
+            None => {
+                self.first.insert(shape.into_owned(), name);
+                name
+            }
+        };
+        self.names.insert(name, first);
+        first
     }
 }
 
 /// The critical path that ends at point `end`, walked back to time `from`, added to `path`:
 /// each point's time since its predecessor, the last segment cut at `from`. The walk's own
 /// time per part, which sums to `end`'s time − `from` (when `end` lies after `from`).
-pub fn walk_back(points: &Points, end: PointId, from: Ns, path: &mut PathSplit) -> PartTimes {
-    walk(points, end, from, path, |_| {})
+pub fn walk_back(
+    (points, strings): (&Points, &Strings),
+    end: PointId,
+    from: Ns,
+    path: &mut PathSplit,
+) -> PartTimes {
+    walk((points, strings), end, from, path, |_| {})
 }
 
 /// [`walk_back`], also giving the path's segments, latest first.
 pub fn segments_back(
-    points: &Points,
+    (points, strings): (&Points, &Strings),
     end: PointId,
     from: Ns,
     path: &mut PathSplit,
 ) -> (PartTimes, Vec<Segment>) {
     let mut segments = Vec::new();
-    let own = walk(points, end, from, path, |s| {
+    let own = walk((points, strings), end, from, path, |s| {
         if s.end > s.start {
             segments.push(s);
         }
@@ -203,7 +252,7 @@ pub fn segments_back(
 }
 
 fn walk(
-    points: &Points,
+    (points, strings): (&Points, &Strings),
     end: PointId,
     from: Ns,
     path: &mut PathSplit,
@@ -212,7 +261,7 @@ fn walk(
     let mut own = PartTimes::default();
     let mut take = |point: &Point, time: Ns| {
         own.add(point.part, time);
-        path.take(point, time);
+        path.take(point, time, strings);
     };
     let mut at = end;
     // A chain is at most as long as the points kept: a bound, whatever the predecessors say.
@@ -235,4 +284,59 @@ fn walk(
         }
     }
     own
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host range named per step (`[Executor] _forward_step N`) is one entry of the split,
+    /// under one step's name, with every step's time: past the names remembered too.
+    #[test]
+    fn a_range_named_per_step_is_one_entry_of_the_split() {
+        let mut strings = Strings::default();
+        let steps = 3 * REMEMBERED_NAMES + 7;
+        let names: Vec<NameId> = (0..steps)
+            .map(|i| strings.intern(&format!("[Executor] _forward_step {i}: 1 ctx reqs")))
+            .collect();
+        let kernel = strings.intern("gemm_kernel");
+        let (mut points, mut path) = (Points::default(), PathSplit::default());
+        let (mut last, mut time) = (NONE, 0);
+        for &name in &names {
+            time += 10;
+            let host = points.push(Point {
+                time,
+                pred: last,
+                part: Part::Host,
+                name,
+                place: Place::Thread(0),
+            });
+            time += 5;
+            last = points.push(Point {
+                time,
+                pred: host,
+                part: Part::Compute,
+                name: kernel,
+                place: Place::Stream {
+                    device: 0,
+                    stream: 7,
+                },
+            });
+        }
+        let own = walk_back((&points, &strings), last, 0, &mut path);
+        let steps = steps as Ns;
+        assert_eq!(path.names.len(), 2, "{:?}", path.names.keys().take(4));
+        let (&(_, host), &host_ns) = path
+            .names
+            .iter()
+            .find(|((part, _), _)| *part == Part::Host)
+            .expect("the host's entry");
+        assert_eq!(
+            (op_shape(strings.get(host)).as_ref(), host_ns),
+            ("[Executor] _forward_step *: * ctx reqs", 10 * steps)
+        );
+        assert_eq!(path.names[&(Part::Compute, kernel)], 5 * steps);
+        assert_eq!((path.total, own.total()), (15 * steps, 15 * steps));
+        assert!(path.shapes.names.len() <= REMEMBERED_NAMES);
+    }
 }

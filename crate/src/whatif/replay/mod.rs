@@ -23,7 +23,9 @@ use crate::analyze::breakdown::CycleBounds;
 use crate::costs::scale;
 use crate::error::Result;
 use crate::model::rows::{CallRow, EventRows, KernelRow, Rows, SyncRow};
-use crate::model::{NO_NAME, NameId, Ns, NvtxRow, ProcessIdx, Strings, ThreadIdx, Work};
+use crate::model::{
+    NO_NAME, NameFlags, NameId, Ns, NvtxRow, ProcessIdx, Strings, ThreadIdx, Work, flag,
+};
 use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::KernelCategory;
 
@@ -377,7 +379,10 @@ struct Replay<'a> {
     /// NVTX ends: (end, thread, name).
     nvtx_ends: Slab<(ThreadIdx, NameId)>,
     kinds: HashMap<NameId, ApiKind>,
-    op_factors: HashMap<NameId, f64>,
+    /// The names of the ranges whose self time the costs scale (`Costs::ops`), a bit per name
+    /// id; `None` when they scale none. Not a factor cached per name: a trace that names a range
+    /// per step (TensorRT-LLM's `[Executor] _forward_step N`) would add an entry per step.
+    scaled_ops: Option<NameFlags>,
     classes: HashMap<NameId, KernelCategory>,
     /// Where the cycles' bounds lie (every replay's), and how far the bounds met at a GPU
     /// operation's start have come.
@@ -420,7 +425,8 @@ impl<'a> Replay<'a> {
             ends: BinaryHeap::new(),
             nvtx_ends: Slab::new(),
             kinds: HashMap::new(),
-            op_factors: HashMap::new(),
+            scaled_ops: (!costs.ops.is_empty())
+                .then(|| strings.classify(|name| costs.op_factor(name) != 1.0)),
             classes: HashMap::new(),
             index,
             next_time_bound: 0,
@@ -463,12 +469,13 @@ impl<'a> Replay<'a> {
     }
 
     /// The factor on the host's own time inside NVTX op `name` (innermost).
-    fn host_factor(&mut self, name: NameId) -> f64 {
-        let (strings, costs) = (self.strings, self.costs);
-        let op = *self.op_factors.entry(name).or_insert_with(|| match name {
-            NO_NAME => 1.0,
-            _ => costs.op_factor(strings.get(name)),
-        });
+    fn host_factor(&self, name: NameId) -> f64 {
+        let op = match &self.scaled_ops {
+            Some(scaled) if name != NO_NAME && flag(scaled, name) => {
+                self.costs.op_factor(self.strings.get(name))
+            }
+            _ => 1.0,
+        };
         self.costs.host * op
     }
 
@@ -723,7 +730,7 @@ impl<'a> Replay<'a> {
         {
             self.bounds.remove(&(2 * i));
             self.bounds.remove(&(2 * i + 1));
-            let (points, path) = (&self.points, &mut self.path);
+            let (points, path) = ((&self.points, self.strings), &mut self.path);
             let own = match self.keep == Some(i) {
                 true => {
                     let (own, segments) = segments_back(points, next.point, start.replayed, path);
