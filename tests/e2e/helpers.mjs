@@ -157,8 +157,9 @@ export function detectJson(file, profile = 'standard') {
   return JSON.parse(out.toString('utf8'));
 }
 
-export function generate(scenario, out) {
-  execFileSync(cli(), ['gen', scenario, out], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+export function generate(scenario, out, scale = null) {
+  const args = ['gen', scenario, out, ...(scale ? ['--scale', String(scale)] : [])];
+  execFileSync(cli(), args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   return out;
 }
 

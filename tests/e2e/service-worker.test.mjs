@@ -48,6 +48,14 @@ test('the hosted page works offline after the first visit, cross-origin isolated
     assert.ok(cached.includes(asset), `${asset} is cached (${cached.join(', ')})`);
   }
 
+  // Isolated, a cancel reaches the analysis worker through shared memory as well: the open
+  // stops and the page stays usable.
+  const big = generate('host-bound', path.join(tmp, 'big.sqlite'), 250);
+  await page.setInputFiles('#file-input', big);
+  await page.waitForSelector('body[data-state="loading"]', { timeout: 30_000 });
+  await page.click('[data-testid=cancel]');
+  await page.waitForSelector('body[data-state="idle"]', { timeout: 30_000 });
+
   // The server is gone and the browser is offline: the page still loads and analyses.
   await srv.close();
   await context.setOffline(true);
