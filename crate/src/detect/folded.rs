@@ -37,6 +37,9 @@ enum Launches {
 
 /// Launch calls between two looks at how far the kernel table's reader has come.
 const SETTLE_EVERY: u64 = 1 << 12;
+/// Calls (16 bytes each) the launch sweep holds past the kernel reader's progress before the
+/// host side waits for the reader.
+const MAX_HELD: usize = 1 << 18;
 
 /// The verdict's kernel sweep, folded over the GPU work as the kernel table is read.
 pub struct SweepFold {
@@ -92,6 +95,10 @@ impl ScanFold for VerdictFold<'_> {
         *calls += 1;
         if self.cfg.window.is_none() && calls.is_multiple_of(SETTLE_EVERY) {
             sweep.settle_until(gpu.ends_at_least());
+            if sweep.held() > MAX_HELD {
+                gpu.wait_past(row.start);
+                sweep.settle_until(gpu.ends_at_least());
+            }
         }
         sweep.push(*row);
         true

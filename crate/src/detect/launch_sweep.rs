@@ -197,9 +197,36 @@ impl LaunchSweep {
 
     /// Lets the aggregate window end no earlier than `t` (a sweep beside the GPU work's reader
     /// learns it as the kernels are read): pieces ending by then are counted as they close.
+    /// The pieces and calls held past the old end that `t` settles are counted now, as
+    /// [`LaunchSweepResult::totals`] would count them.
     pub fn settle_until(&mut self, t: Ns) {
         let c = &mut self.counts;
         c.settled_until = c.settled_until.max(t);
+        let (start, until) = (c.aggregate_start, c.settled_until);
+        for acc in &mut c.processes {
+            // A union's pieces close in time order.
+            let n = acc.tail.partition_point(|&(_, e)| e <= until);
+            let settled: Ns = acc
+                .tail
+                .drain(..n)
+                .map(|(s, e)| (e - s.max(start)).max(0))
+                .sum();
+            acc.covered[0] += settled;
+        }
+        let pooled = &mut c.pooled;
+        let n = pooled.tail.partition_point(|&(s, _)| s < until);
+        for (s, duration) in pooled.tail.drain(..n) {
+            if s >= start {
+                pooled.count[0] += 1;
+                pooled.sum[0] += duration;
+            }
+        }
+    }
+
+    /// Pieces and calls held until the aggregate window's end is known to lie past them.
+    pub fn held(&self) -> usize {
+        let c = &self.counts;
+        c.pooled.tail.len() + c.processes.iter().map(|a| a.tail.len()).sum::<usize>()
     }
 
     /// Drops the window spans every process's union and call has passed (`now`: no call
@@ -373,4 +400,69 @@ fn measure_phases(acc: &mut ProcessAcc, (s, e): (Ns, Ns), phases: &[SpanQueue; 2
 /// Whether `t` lies in the window, for `t` non-decreasing across calls (forward-only cursor).
 fn starts_in<S: Spans + ?Sized>(window: &S, cursor: &mut usize, t: Ns) -> bool {
     seek(window, cursor, t).is_some_and(|(s, _)| s <= t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::DetectConfig;
+    use crate::model::Trace;
+    use crate::profile::Profile;
+
+    /// Settling the window's end as the kernels come counts the calls held past the old end at
+    /// once, and the totals are those of a sweep that held every call to the end.
+    #[test]
+    fn calls_held_past_the_settled_end_count_as_they_settle() {
+        let mut trace = Trace::default();
+        let launch = trace.strings.intern("cudaLaunchKernel");
+        // Two processes' launch calls, some overlapping, some apart.
+        let calls: Vec<CallRow> = (0..5000i64)
+            .map(|i| CallRow {
+                row: i,
+                start: i * 10,
+                end: i * 10 + if i % 3 == 0 { 15 } else { 4 },
+                thread: (i % 2) as u32,
+                process: (i % 2) as u32,
+                correlation: i as u32,
+                name: launch,
+            })
+            .collect();
+        let window = (95, 49_000);
+        for profile in [Profile::Standard, Profile::TrtllmSkill] {
+            let cfg = DetectConfig {
+                profile,
+                ..DetectConfig::default()
+            };
+            let facts = HostFacts::new(&trace, &cfg);
+            let mut held_all = LaunchSweep::new(&facts, window.0, Ns::MIN);
+            calls.iter().for_each(|&c| held_all.push(c));
+            assert!(held_all.held() > 4000, "{profile:?}: {}", held_all.held());
+            let mut settling = LaunchSweep::new(&facts, window.0, Ns::MIN);
+            for (i, &c) in calls.iter().enumerate() {
+                if i % 100 == 0 {
+                    settling.settle_until((c.start - 30).min(window.1));
+                }
+                settling.push(c);
+            }
+            assert!(settling.held() < 200, "{profile:?}: {}", settling.held());
+            let (all, settled) = (held_all.finish(), settling.finish());
+            assert!(settled.fits(window));
+            let (all, settled) = (all.totals(window), settled.totals(window));
+            for scope in [Scope::Aggregate, Scope::Context, Scope::Generation] {
+                assert_eq!(settled.pooled(scope), all.pooled(scope), "{profile:?}");
+                for p in 0..2 {
+                    assert_eq!(
+                        settled.covered(p, scope),
+                        all.covered(p, scope),
+                        "{profile:?}"
+                    );
+                }
+            }
+            let counted = match profile {
+                Profile::Standard => all.covered(0, Scope::Aggregate) > 0,
+                _ => all.pooled(Scope::Aggregate).0 > 0,
+            };
+            assert!(counted, "{profile:?}: nothing counted");
+        }
+    }
 }

@@ -13,14 +13,15 @@
 //!
 //! [`FileScan::of_file_folding`]: super::FileScan::of_file_folding
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use super::super::runs::Keyed;
 use super::super::tables::Loader;
 use super::KernelJob;
-use super::gpu_work::{Merged, other_rows_room, other_work};
+use super::gpu_work::{Merged, OtherWork, other_rows_room, other_work};
 use super::kernel_part::KernelPart;
 use crate::error::Result;
 use crate::model::rows::{CallRow, KernelRow};
@@ -151,7 +152,13 @@ pub struct GpuProgress {
     published: Condvar,
     /// The latest end of a kernel read so far.
     end: AtomicI64,
+    /// The reader read its last kernel, or stopped.
+    ended: AtomicBool,
 }
+
+/// How long a fold of the calls waits at most, at a time, for the kernel table's reader to come
+/// past a call ([`GpuProgress::wait_past`]): a reader that does not come never hangs it.
+const PATIENCE: Duration = Duration::from_secs(1);
 
 /// The first start of the kernels and of the other GPU work, once known.
 #[derive(Debug, Clone, Copy)]
@@ -171,6 +178,7 @@ impl Default for GpuProgress {
             first: Mutex::new(Firsts::Waiting),
             published: Condvar::new(),
             end: AtomicI64::new(Ns::MIN),
+            ended: AtomicBool::new(false),
         }
     }
 }
@@ -198,6 +206,23 @@ impl GpuProgress {
     /// An end the GPU work reaches at least: the latest end of a kernel read so far.
     pub fn ends_at_least(&self) -> Ns {
         self.end.load(Ordering::Relaxed)
+    }
+
+    /// Waits, at most a second at a time, until the reader has read a kernel ending past `t` or has
+    /// ended: a fold of the calls that runs ahead of the kernels waits for them rather than
+    /// hold every call it cannot settle yet.
+    pub fn wait_past(&self, t: Ns) {
+        let since = Instant::now();
+        while self.ends_at_least() <= t
+            && !self.ended.load(Ordering::Relaxed)
+            && since.elapsed() < PATIENCE
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn end_reading(&self) {
+        self.ended.store(true, Ordering::Relaxed);
     }
 
     fn publish(&self, firsts: Firsts) {
@@ -283,6 +308,7 @@ impl<'p> GpuFeed<'p> {
     /// Whether every kernel came in order and was handed on.
     pub(super) fn finish(mut self) -> bool {
         self.send();
+        self.progress.end_reading();
         let other = self.other;
         self.progress.publish(Firsts::Read {
             kernel: None,
@@ -298,6 +324,7 @@ pub(super) struct ReaderGone(pub(super) Arc<GpuProgress>);
 
 impl Drop for ReaderGone {
     fn drop(&mut self) {
+        self.0.end_reading();
         self.0.publish(Firsts::Stopped);
     }
 }
@@ -307,13 +334,13 @@ impl Drop for ReaderGone {
 /// them (or the kernels alone). `None` when no GPU side came or it gave up.
 pub(super) fn fold_gpu<G: GpuFold>(
     gpu_side: Receiver<Option<G>>,
-    others: Vec<KernelRow>,
+    others: OtherWork,
     batches: Receiver<Vec<KernelRow>>,
 ) -> Option<G> {
     let mut fold = gpu_side.recv().ok().flatten()?;
     let others = match fold.all_work() {
         true => others,
-        false => Vec::new(),
+        false => OtherWork::none(),
     };
     let mut merged = Merged::new(others);
     let mut push = |k: &KernelRow| fold.push(k);
@@ -354,11 +381,11 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
                 other_work(ctx, (&schema, &mut strings), &listed, most),
             )
         }
-        false => (0, Ok(Some(Vec::new()))),
+        false => (0, Ok(Some(OtherWork::none()))),
     };
     let n = listed.len();
     let others = match others {
-        Ok(Some(others)) if others.iter().all(|r| (r.process as usize) < n) => others,
+        Ok(Some(others)) if others.processes_below(n) => others,
         others => {
             // No GPU side: the host side's send fails, and nothing waits on it.
             progress.publish(Firsts::Stopped);
@@ -370,7 +397,7 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
         }
     };
     let folded = std::thread::scope(|threads| {
-        let first_other = others.first().map(|o| o.start);
+        let first_other = others.first_start();
         let (mut feed, batches) = GpuFeed::new(n, progress, first_other);
         let folder = threads.spawn(|| fold_gpu(gpu_side, others, batches));
         let read = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |k| {

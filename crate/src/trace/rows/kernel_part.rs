@@ -13,7 +13,7 @@ use super::super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
 use super::super::schema::Schema;
 use super::super::tables::Loader;
-use super::gpu_work::{Merged, other_rows_room};
+use super::gpu_work::{Merged, OtherWork, other_rows_room};
 use super::{MAX_FILE_RUNS, SCAN_COLUMNS, kernel_read_columns};
 use crate::error::Result;
 use crate::model::rows::KernelRow;
@@ -199,7 +199,7 @@ pub struct ReaderScan {
     budget: Budget,
     /// Graph replays, copies and memsets merged in start order, while they fit (`None`: not
     /// read, or more than fit), and the budget's bytes they hold.
-    others: Option<Vec<KernelRow>>,
+    others: Option<OtherWork>,
     room: usize,
     /// The kernel table as read so far.
     read: Slices,
@@ -271,7 +271,7 @@ impl ReaderScan {
             let catalog = (&scan.schema, &mut scan.strings);
             let others = super::gpu_work::other_work(&mut ctx, catalog, &scan.listed, most)?;
             let listed = scan.listed.len();
-            scan.others = others.filter(|o| o.iter().all(|r| (r.process as usize) < listed));
+            scan.others = others.filter(|o| o.processes_below(listed));
             scan.room = room;
         }
         Ok(scan)
@@ -340,8 +340,8 @@ impl ReaderScan {
     /// work not to be had) or `fold` refused.
     pub fn start_sweep(&mut self, all_work: bool, fold: WorkFold<'_>) -> Result<bool> {
         let others = match all_work {
-            true => self.others.clone(),
-            false => Some(Vec::new()),
+            true => self.others.take(),
+            false => Some(OtherWork::none()),
         };
         let read = &self.read;
         let kept_so_far = read.cache.rows() == read.runs.rows() && !read.cache.closed();
@@ -440,7 +440,7 @@ struct Feed {
 }
 
 impl Feed {
-    fn new(others: Vec<KernelRow>, listed: usize) -> Feed {
+    fn new(others: OtherWork, listed: usize) -> Feed {
         Feed {
             merged: Merged::new(others),
             listed,
