@@ -152,7 +152,8 @@ pub struct GpuProgress {
     published: Condvar,
     /// The latest end of a kernel read so far.
     end: AtomicI64,
-    /// The reader read its last kernel, or stopped.
+    /// The reader read its last kernel, stopped, or came no further through a whole wait:
+    /// nothing more to wait for.
     ended: AtomicBool,
 }
 
@@ -211,12 +212,17 @@ impl GpuProgress {
     /// Waits, at most a second at a time, until the reader has read a kernel ending past `t` or has
     /// ended: a fold of the calls that runs ahead of the kernels waits for them rather than
     /// hold every call it cannot settle yet.
+    /// A wait in which the reader came no further ends every later one at once (it is
+    /// stalled, not slow: waiting again would only slow the calls' fold).
     pub fn wait_past(&self, t: Ns) {
-        let since = Instant::now();
-        while self.ends_at_least() <= t
-            && !self.ended.load(Ordering::Relaxed)
-            && since.elapsed() < PATIENCE
-        {
+        let (since, from) = (Instant::now(), self.ends_at_least());
+        while self.ends_at_least() <= t && !self.ended.load(Ordering::Relaxed) {
+            if since.elapsed() >= PATIENCE {
+                if self.ends_at_least() == from {
+                    self.end_reading();
+                }
+                return;
+            }
             std::thread::sleep(Duration::from_micros(200));
         }
     }
@@ -417,6 +423,28 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wait past a call ends when the reader comes past it; one in which the reader came no
+    /// further ends the later ones at once.
+    #[test]
+    fn a_reader_that_stalls_is_waited_for_once() {
+        let progress = GpuProgress::default();
+        progress.reach(50);
+        let at = Instant::now();
+        progress.wait_past(40);
+        assert!(at.elapsed() < PATIENCE, "the reader was past it");
+        progress.wait_past(60);
+        assert!(
+            at.elapsed() >= PATIENCE,
+            "a wait for a reader that does not come"
+        );
+        let again = Instant::now();
+        progress.wait_past(60);
+        assert!(
+            again.elapsed() < PATIENCE / 2,
+            "waited again for a stalled reader"
+        );
+    }
 
     /// A fold of the calls waits for the kernel reader's first kernel; a reader that ends
     /// before it read one (an error, a panic) ends the wait with nothing.
