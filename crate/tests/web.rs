@@ -11,8 +11,8 @@ mod corrupted;
 use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
 use nsys_lens::web::{
-    Analysis, WebError, analyze_traces, kept_rows_room, kernel_part, read_kernel_slice,
-    rows_handed_out, scan_kernels, whatif_traces,
+    Analysis, WebError, analyze_traces, drill_traces, kept_rows_room, kernel_part,
+    read_kernel_slice, report_file, rows_handed_out, scan_kernels, whatif_traces,
 };
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
@@ -137,6 +137,46 @@ fn root_cause_after_the_whatif_card_reads_no_row_and_answers_as_afresh() {
         rows_handed_out() > before,
         "trtllm-skill's analysis read the rows"
     );
+}
+
+/// The report's export after the what-if card holds the card's answer and does not replay the
+/// rows for it again (a replay as long as the card's): of two traces shown the same views, the
+/// one whose card was asked reads for its report exactly the rows the card's replay read fewer,
+/// and both reports say what the card said.
+#[wasm_bindgen_test]
+fn the_report_after_the_whatif_card_holds_its_answer_without_a_second_replay() {
+    let views = |card: bool| -> (f64, f64, Value, Value) {
+        let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+        a.detect("{}").expect("the verdict");
+        analyze_traces(a.id(), None, "{}").expect("Root cause");
+        let before = rows_handed_out();
+        let answer = match card {
+            true => json(&whatif_traces(a.id(), None, "{}").expect("the what-if card")),
+            false => Value::Null,
+        };
+        let card_rows = rows_handed_out() - before;
+        drill_traces(vec![a.id()], "{}").expect("the drill-down");
+        let before = rows_handed_out();
+        let bytes = report_file(a.id(), "json", 10)
+            .expect("the report")
+            .to_vec();
+        let doc: Value = serde_json::from_slice(&bytes).expect("the report is JSON");
+        (card_rows, rows_handed_out() - before, answer, doc)
+    };
+    let (_, report_alone, _, alone) = views(false);
+    let (card_rows, report_after, card, doc) = views(true);
+    assert!(card_rows > 0.0, "the card read no row");
+    assert_eq!(
+        report_after,
+        report_alone - card_rows,
+        "rows the report read"
+    );
+    assert_eq!(doc["whatif"]["predicted"], card["whatif"]["predicted"]);
+    assert_eq!(
+        doc["whatif"]["critical_path"],
+        card["whatif"]["critical_path"]
+    );
+    assert_eq!(doc["whatif"], alone["whatif"]);
 }
 
 #[wasm_bindgen_test]

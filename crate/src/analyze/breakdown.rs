@@ -1,6 +1,8 @@
 //! The per-trace breakdown (`T` of the JSON): the keys first, then what the
 //! text reports, the comparability check and the page need.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -221,8 +223,9 @@ pub struct TraceBreakdown {
     pub kernel_ops: Vec<OpRow>,
     pub api_ops: Vec<OpRow>,
     /// Wall time of each steady step cycle (its start to the next step's start), µs, in order:
-    /// the per-step plot's series.
-    pub step_wall_times_us: Vec<f64>,
+    /// the per-step plot's series. Shared: a row per step, which a relabelled copy (the page's
+    /// Root cause view of its kept analysis) does not copy.
+    pub step_wall_times_us: Arc<[f64]>,
     /// The slowest step cycles (at most [`SLOWEST_STEPS`], slowest first; the earlier of a
     /// tie): the steps worth a look on the timeline (`standard`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -242,7 +245,7 @@ pub struct TraceBreakdown {
     /// The steady cycles' bounds, in order (`standard`; not serialized): what the what-if
     /// replay re-times to predict the wall time per step.
     #[serde(skip)]
-    pub steady_cycles: Vec<CycleBounds>,
+    pub steady_cycles: Arc<[CycleBounds]>,
 }
 
 /// One steady cycle: a steady step's start to the next step's start, each bound with the NVTX
@@ -272,7 +275,7 @@ impl TraceBreakdown {
             benchmark_window: None,
             steady_steps: None,
             wall_time_per_step_us: None,
-            steady_cycles: Vec::new(),
+            steady_cycles: Arc::default(),
             inter_step_gap_us: None,
             kernels_per_step: None,
             nvtx_per_step_us: PerName::default(),
@@ -290,7 +293,7 @@ impl TraceBreakdown {
             nvtx_ops: Vec::new(),
             kernel_ops: Vec::new(),
             api_ops: Vec::new(),
-            step_wall_times_us: Vec::new(),
+            step_wall_times_us: Arc::default(),
             slowest_steps: Vec::new(),
             workload,
             nvtx_note: None,

@@ -258,7 +258,8 @@ fn per_step(rows: &dyn EventRows, cfg: &AnalyzeConfig, b: &mut TraceBreakdown, s
     b.step_wall_times_us = unique
         .windows(2)
         .map(|w| (w[1].start - w[0].start) as f64 / 1000.0)
-        .collect();
+        .collect::<Vec<f64>>()
+        .into();
     let tp = f64::from(cfg.tp_size);
     b.nvtx_ops = nvtx_rows(rows, ss_start, ss_end, |v| v / tp / n);
     let (strings, span) = (&rows.meta().strings, (ss_start, ss_end));

@@ -341,7 +341,7 @@ fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet>
     });
     b.wall_time_per_step_us = Some(us(set.measure()) / n);
     b.inter_step_gap_us = Some(gap_stats.percentiles());
-    b.step_wall_times_us = exactly(n_cycles, cycles().map(|(s, e, _)| us(e - s)));
+    b.step_wall_times_us = exactly(n_cycles, cycles().map(|(s, e, _)| us(e - s))).into();
     b.slowest_steps = slowest(cycles());
     let row = |s: &Step| (s.name_id != NO_NAME).then_some(s.row);
     b.steady_cycles = exactly(
@@ -355,7 +355,8 @@ fn steady_state(b: &mut TraceBreakdown, window: &Steady<'_>) -> Option<CycleSet>
                 next: w[1].start,
                 next_row: row(&w[1]),
             }),
-    );
+    )
+    .into();
     Some(CycleSet {
         set,
         cycles: n_cycles,

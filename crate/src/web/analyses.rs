@@ -248,7 +248,7 @@ fn report_document(
             kept.drill.clone(),
             classes,
         );
-        document::add_whatif_known(&mut doc, &*rows, trace)?;
+        doc.whatif = Some(trace.whatif(&document::whatif_config(label), &[])?);
         document::add_ranks(&mut doc, &*rows)?;
         return Ok(doc);
     }

@@ -11,6 +11,7 @@ use std::rc::{Rc, Weak};
 use rusqlite::Connection;
 
 use crate::analyze::{self, AnalyzeConfig, DrillRead, TraceBreakdown};
+use crate::costs::Costs;
 use crate::detect::beside::Folded;
 use crate::detect::{self, DetectConfig, DetectReport, KernelSummary};
 use crate::drill::gap_report::SweptGaps;
@@ -26,6 +27,7 @@ use crate::trace::{
     FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, RangeFold, RowBudget,
     Schema, SharedBudget,
 };
+use crate::whatif::{self, WhatIf};
 
 /// What a scan in this instance may keep of the rows its views read (`trace::row_budget`),
 /// counting the wasm memory grown so far as used (it never shrinks): the reader worker's.
@@ -122,6 +124,10 @@ pub(crate) struct Indexed {
     /// worker's sweep of the GPU work, under the options (`DetectConfig`'s debug form) of the
     /// open: the first verdict under them reads only the launch calls again.
     beside: RefCell<Option<(String, Folded, KernelSummary)>>,
+    /// The last what-if answer and its options (`AnalyzeConfig` and the changes, their `Debug`
+    /// text): the report's export asks for the card's answer again, a replay that takes as long
+    /// as the card and as much memory.
+    whatif: RefCell<Option<(String, WhatIf)>>,
 }
 
 /// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
@@ -181,6 +187,7 @@ impl Indexed {
             verdict: RefCell::new(None),
             analysis: RefCell::new(None),
             beside: RefCell::new(None),
+            whatif: RefCell::new(None),
         })
     }
 
@@ -285,6 +292,21 @@ impl Indexed {
         let b = Rc::new(b);
         self.analysis.replace(Some((key, Rc::clone(&b))));
         Ok(b)
+    }
+
+    /// The what-if answer of `changes` (the standard set when empty) under `cfg`
+    /// (`whatif::whatif_known` over this trace's rows), kept for the next view that asks for it
+    /// under the same options: the card's answer, which the report's export holds too.
+    pub(crate) fn whatif(&self, cfg: &AnalyzeConfig, changes: &[Costs]) -> Result<WhatIf> {
+        let key = format!("{:?}", (cfg, changes));
+        if let Some((kept, answer)) = &*self.whatif.borrow()
+            && *kept == key
+        {
+            return Ok(answer.clone());
+        }
+        let answer = whatif::whatif_known(&self.file_rows(), cfg, changes, self)?;
+        self.whatif.replace(Some((key, answer.clone())));
+        Ok(answer)
     }
 
     /// [`Indexed::analysis`] under `cfg`'s label, as Root cause shows it.

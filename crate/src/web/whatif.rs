@@ -60,7 +60,7 @@ pub fn whatif_traces(
     let cfg = config(&target, &opts)?;
     let mut result = match opts.path_only {
         true => whatif::path_known(&*rows, &cfg, &*target),
-        false => whatif::whatif_known(&*rows, &cfg, &opts.changes, &*target),
+        false => target.whatif(&cfg, &opts.changes),
     }
     .map_err(WebError::from)?;
     if let Some(id) = baseline_id {
