@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, kernelPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, readerWaitsForSweep, kernelPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -252,15 +252,19 @@ async function handle(msg) {
       sweepInputs.then((inputs) => {
         early = inputs;
       });
+      // Past what this worker keeps, kernels read before the inputs came could not be swept:
+      // it waits for them (`null` when the analysis worker will not sweep) before reading on.
+      const inputsCame = () => {
+        const beat = setInterval(() => self.postMessage({ type: 'heartbeat', rows: 0 }), 1000);
+        return sweepInputs.finally(() => clearInterval(beat));
+      };
       for (let done = false; !done; ) {
         await nextTask();
+        if (early === undefined && readerWaitsForSweep()) early = await inputsCame();
         done = readKernelSlice(early ?? undefined, progress);
       }
       let late;
-      if (early === undefined) {
-        const beat = setInterval(() => self.postMessage({ type: 'heartbeat', rows: 0 }), 1000);
-        late = await sweepInputs.finally(() => clearInterval(beat));
-      }
+      if (early === undefined) late = await inputsCame();
       const [swept, ...part] = kernelPart(late ?? undefined);
       const sweep = swept.length > 0 ? swept : null;
       return { part, sweep, early: early !== undefined, wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(null) };

@@ -14,16 +14,19 @@ use nsys_lens::detect::beside::{
     FactsFold, detect_joined, from_bytes, read_sweeping, sweep_beside, to_bytes,
 };
 use nsys_lens::detect::{DetectConfig, KernelSummary, SweepInputs, detect_rows};
+use nsys_lens::model::rows::EventRows;
 use nsys_lens::trace::{self, FileRows, FileScan, KernelPart, LoadOptions, ReaderScan, RowBudget};
 
 /// When the kernel sweep's inputs reach the reader worker: before it reads the kernel table
 /// (it sweeps as it reads), between two slices of it (the rows kept so far, then as it reads),
-/// or after (it sweeps the rows it kept).
+/// or after (it sweeps the rows it kept); or when it waits for them, as the page's reader does
+/// once the next slice would not be kept (`ReaderScan::waits_for_sweep`).
 #[derive(Debug, Clone, Copy)]
 enum InputsCome {
     Before,
     Between,
     After,
+    WhenWaited,
 }
 
 /// Kernels a slice of the reader's scan reads here: small, so that the scenarios' tables take
@@ -67,6 +70,15 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome
             }
             read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
         }
+        (InputsCome::WhenWaited, Some(inputs)) => {
+            let mut done = false;
+            while !done && !reader.waits_for_sweep() {
+                done = reader
+                    .read_slice(&rc, label, &mut |_| true, None)
+                    .expect("slice");
+            }
+            read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
+        }
         (_, inputs) => {
             reader
                 .read_kernels(&rc, label, &mut |_| true, None)
@@ -79,6 +91,12 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome
     let part = KernelPart::from_bytes(&shape, blocks).expect("part read back");
     let scan = host.finish(&conn, &mut |_| true, Some(part)).expect("join");
     let rows = FileRows::over(&conn, &scan);
+    assert_eq!(
+        rows.kernels().count() as u64,
+        kernels_in(&conn),
+        "{}: the joined scan's kernels ({when:?}, {reader_bytes} B kept)",
+        path.display()
+    );
     let through = summary.is_some();
     let verdict = match (fold.into_folded(), summary) {
         (Some(folded), Some(bytes)) => {
@@ -88,6 +106,16 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome
         _ => detect_rows(&rows, cfg),
     };
     (json(verdict), through)
+}
+
+/// The kernels plain SQL counts (none without the table).
+fn kernels_in(conn: &rusqlite::Connection) -> u64 {
+    conn.query_row(
+        &format!("SELECT count(*) FROM {}", trace::KERNEL_TABLE),
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map_or(0, |n| n as u64)
 }
 
 const WHEN: [InputsCome; 3] = [InputsCome::Before, InputsCome::Between, InputsCome::After];
@@ -125,14 +153,23 @@ fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
         "the single-rank scenarios sweep beside"
     );
     // A reader that could not keep every kernel sweeps as it reads, or leaves the sweep to the
-    // analysis worker.
+    // analysis worker; waiting for the inputs once the next slice would not be kept, it sweeps
+    // (keeping a part, or none).
     let path = &generated[4];
     let cfg = DetectConfig::default();
-    let kept = [(InputsCome::Before, true), (InputsCome::Between, false)];
-    for (when, sweeps) in kept.into_iter().chain([(InputsCome::After, false)]) {
-        let (got, through) = beside(path, &cfg, 1 << 16, when);
-        assert_eq!(through, sweeps, "{}: {when:?}, a part kept", path.display());
-        assert_same(&got, &passes(path, &cfg), "a part kept");
+    let kept = [
+        (1 << 16, InputsCome::Before, true),
+        (1 << 16, InputsCome::Between, false),
+        (1 << 16, InputsCome::After, false),
+        (1 << 16, InputsCome::WhenWaited, true),
+        (0, InputsCome::WhenWaited, true),
+        (0, InputsCome::Between, false),
+    ];
+    for (bytes, when, sweeps) in kept {
+        let (got, through) = beside(path, &cfg, bytes, when);
+        let what = format!("{}: {when:?}, {bytes} B kept", path.display());
+        assert_eq!(through, sweeps, "{what}");
+        assert_same(&got, &passes(path, &cfg), &what);
     }
 }
 

@@ -23,7 +23,7 @@ use super::packed_rows::{Base, Fields, Out, Packable};
 use crate::error::{Error, Result};
 
 /// The cache's bytes are allocated in blocks of this size (a growing buffer would be copied).
-const BLOCK_BYTES: usize = 1 << 20;
+pub(crate) const BLOCK_BYTES: usize = 1 << 20;
 /// Rows unpacked at a time by a pass reading the cache back.
 const REPLAY_ROWS: u64 = 512;
 
@@ -463,6 +463,14 @@ where
             filling: false,
             fill_base: Base::default(),
         }
+    }
+
+    /// This pass reads back the rows kept and stops there: it neither reads the file nor adds
+    /// to the cache, which more rows may still fill (the page's reader sweeps the kernels it kept
+    /// before it reads on). A pass that met the file's end would mark the cache whole.
+    pub(crate) fn kept_only(mut self) -> Self {
+        self.open = None;
+        self
     }
 
     /// The next cached row, if this pass may read the cache and has not read all of it.

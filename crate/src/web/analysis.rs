@@ -352,6 +352,18 @@ pub fn read_kernel_slice(
     })
 }
 
+/// Whether the reader worker should wait for the kernel sweep's inputs before its next slice
+/// ([`read_kernel_slice`]): the slice would hold kernels its memory does not keep, which the
+/// sweep, begun later, could not take (`trace::ReaderScan::waits_for_sweep`).
+#[wasm_bindgen(js_name = readerWaitsForSweep)]
+pub fn reader_waits_for_sweep() -> bool {
+    READER.with_borrow(|reader| {
+        reader
+            .as_ref()
+            .is_some_and(|r| r.sweep.is_none() && r.scan.waits_for_sweep())
+    })
+}
+
 /// The kernel table [`read_kernel_slice`] read: when the GPU work's sweep did not begin and
 /// the analysis worker's kernel sweep `inputs` came since, swept here first from the rows kept.
 /// Returns `[sweep, shape, block…]`, `Uint8Array`s whose buffers the worker transfers to the

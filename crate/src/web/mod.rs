@@ -23,7 +23,7 @@ mod whatif;
 pub use analyses::{analyze_traces, drill_traces, report_file};
 pub use analysis::{
     Analysis, HostSide, bytes_read, kept_rows_room, kernel_part, open_batch, read_kernel_slice,
-    reads_so_far, rows_handed_out, scan_kernels,
+    reader_waits_for_sweep, reads_so_far, rows_handed_out, scan_kernels,
 };
 pub use draw::{
     draw_bar_chart, draw_gap_histogram, draw_ranks_timeline, draw_skew_chart, draw_step_times,

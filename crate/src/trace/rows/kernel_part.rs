@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::super::decode::{kernel_columns, only};
 use super::super::load::{LoadOptions, ProgressFn};
 use super::super::packed_rows::Base;
-use super::super::row_cache::{Budget, CacheShape, Cached, ScanFill, TableCache};
+use super::super::row_cache::{BLOCK_BYTES, Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
 use super::super::schema::Schema;
 use super::super::tables::Loader;
@@ -182,6 +182,14 @@ impl KernelPart {
 /// worker hears its messages (the kernel sweep's inputs among them).
 pub const SLICE_ROWS: u64 = 1 << 18;
 
+/// How much more than the pace so far the next slice's rows may take of the budget
+/// ([`ReaderScan::waits_for_sweep`]): the rows' packed size varies with their names and gaps.
+const KEEP_MARGIN: f64 = 1.5;
+
+/// What a kept kernel takes before any is kept (`packed_rows`: 12 to 16 bytes a row of a real
+/// export).
+const PACKED_KERNEL_BYTES: f64 = 16.0;
+
 /// The page's reader worker's scan of the kernel table ([`KernelPart::read`]) in steps, so that
 /// it may sweep the GPU work for the verdict with the inputs the analysis worker hands on once
 /// its NVTX ranges are read: its catalog and the other GPU work first ([`ReaderScan::begin`]),
@@ -333,6 +341,33 @@ impl ReaderScan {
         Ok(*done)
     }
 
+    /// Whether the next slice, read before the sweep began, would hold kernels the sweep could
+    /// not take later: the rows read so far are all kept and in start order, and the budget
+    /// would not keep the next slice's at their pace so far (`KEEP_MARGIN` over it), or keeps
+    /// none. The page's reader then waits for the sweep's inputs: reading on would cost a
+    /// verdict pass over the kernels after the join, or reading them twice.
+    pub fn waits_for_sweep(&self) -> bool {
+        let read = &self.read;
+        let sweepable = self.feed.is_none()
+            && !read.done
+            && self.others.is_some()
+            && read.runs.count() <= 1
+            && read.cache.rows() == read.runs.rows()
+            && !read.cache.closed();
+        if !sweepable {
+            return false;
+        }
+        if !read.fill.1 {
+            return true;
+        }
+        let per_row = match read.cache.rows() {
+            0 => PACKED_KERNEL_BYTES,
+            rows => read.cache.bytes() as f64 / rows as f64,
+        };
+        let next = (per_row * self.slice_rows as f64 * KEEP_MARGIN).max(BLOCK_BYTES as f64);
+        (self.budget.left() as f64) < next
+    }
+
     /// Begins the sweep of the GPU work in start order, as `EventRows::gpu_work` hands it out
     /// (`all_work`; else the kernels alone, as `EventRows::kernels`): `fold` takes the kernels
     /// kept so far, merged with the other work; the slices after hand it theirs. `Ok(false)`
@@ -353,7 +388,7 @@ impl ReaderScan {
         let cache = RefCell::new(std::mem::take(&mut self.read.cache));
         let none = |_| std::iter::empty::<Result<KernelRow>>();
         let mut replayed = Ok(());
-        for k in Cached::new(&cache, &self.budget, true, none) {
+        for k in Cached::new(&cache, &self.budget, true, none).kept_only() {
             match k {
                 Ok(k) if feed.push(&k, &mut *fold) => {}
                 Ok(_) => break,
