@@ -12,7 +12,8 @@ use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
 use nsys_lens::web::{
     Analysis, WebError, analyze_traces, drill_traces, kept_rows_room, kernel_part,
-    read_kernel_slice, report_file, rows_handed_out, scan_kernels, whatif_traces,
+    read_kernel_slice, reader_waits_for_sweep, report_file, rows_handed_out, scan_kernels,
+    whatif_traces,
 };
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
@@ -177,6 +178,49 @@ fn the_report_after_the_whatif_card_holds_its_answer_without_a_second_replay() {
         card["whatif"]["critical_path"]
     );
     assert_eq!(doc["whatif"], alone["whatif"]);
+}
+
+/// A reader worker that may keep no kernel (a file too large for its memory) waits for the
+/// kernel sweep's inputs before it reads the table, then sweeps as it reads; the joined trace's
+/// verdict and Root cause are those of the trace opened on one worker: no kernel went missing.
+#[wasm_bindgen_test]
+fn a_reader_keeping_no_kernel_waits_for_the_sweep_and_the_views_see_every_kernel() {
+    let label = "host-bound.sqlite";
+    let alone = open(FIXTURE, label).expect("the fixture opens");
+    let on_sweep = Function::new_with_args("inputs", "globalThis.nsysLensSweepNone = inputs;");
+    let host = Analysis::open_host(file(FIXTURE, label), "{}", progress(true), on_sweep)
+        .expect("the host side");
+    scan_kernels(file(FIXTURE, label), Some(0.0), None).expect("the reader begins");
+    assert!(reader_waits_for_sweep(), "a reader keeping nothing read on");
+    let inputs = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("nsysLensSweepNone"))
+        .ok()
+        .and_then(|v| v.dyn_into::<Uint8Array>().ok());
+    assert!(inputs.is_some(), "the host side sent no sweep inputs");
+    let mut slices = 0;
+    while !read_kernel_slice(inputs.clone(), None).expect("a slice") {
+        slices += 1;
+        assert!(
+            !reader_waits_for_sweep(),
+            "waited again after {slices} slices"
+        );
+    }
+    let part = kernel_part(None).expect("the part");
+    let sweep = part.shift().dyn_into::<Uint8Array>().ok();
+    assert!(
+        sweep.as_ref().is_some_and(|s| s.length() > 0),
+        "the reader did not sweep"
+    );
+    let joined = host
+        .join(Some(part), sweep, progress(true))
+        .expect("the join");
+    assert_eq!(
+        json(&joined.detect("{}").expect("the verdict")),
+        json(&alone.detect("{}").expect("the verdict alone"))
+    );
+    assert_eq!(
+        json(&analyze_traces(joined.id(), None, "{}").expect("Root cause")),
+        json(&analyze_traces(alone.id(), None, "{}").expect("Root cause alone"))
+    );
 }
 
 #[wasm_bindgen_test]
