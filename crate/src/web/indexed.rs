@@ -32,7 +32,7 @@ use crate::whatif::{self, WhatIf};
 /// What a scan in this instance may keep of the rows its views read (`trace::row_budget`),
 /// counting the wasm memory grown so far as used (it never shrinks): the reader worker's.
 pub(crate) fn row_cache_budget(conn: &Connection) -> usize {
-    crate::trace::row_budget(file_bytes(conn) as u64, wasm_memory_bytes())
+    crate::trace::row_budget(file_bytes(conn), wasm_memory_bytes())
 }
 
 thread_local! {
@@ -53,7 +53,7 @@ pub(crate) fn open_batch(traces: usize) {
 /// open shares theirs (`trace::SharedBudget`: eight rank files keep what one may). A closed
 /// trace gives its rows back.
 pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
-    let bytes = file_bytes(conn) as u64;
+    let bytes = file_bytes(conn);
     let others_open = any_open();
     SHARED.with_borrow_mut(|shared| match shared {
         Some(shared) if others_open => shared.open_beside(bytes),
@@ -82,10 +82,11 @@ fn wasm_memory_bytes() -> usize {
 }
 
 /// The size of the open export (0 if SQLite cannot say).
-fn file_bytes(conn: &Connection) -> usize {
-    let pragma = |name: &str| -> usize {
+/// In `u64`: a wasm32 `usize` stops at 4 GiB.
+pub(crate) fn file_bytes(conn: &Connection) -> u64 {
+    let pragma = |name: &str| -> u64 {
         conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
-            .map_or(0, |v| usize::try_from(v).unwrap_or(0))
+            .map_or(0, |v| u64::try_from(v).unwrap_or(0))
     };
     pragma("page_count").saturating_mul(pragma("page_size"))
 }
