@@ -166,6 +166,8 @@ function verdictView(analysis, options) {
 async function openBeside(id, file, options, onProgress) {
   const onSweep = (inputs) => self.postMessage({ id, type: 'sweep', inputs }, inputs ? [inputs.buffer] : []);
   const host = Analysis.openHost(file, options, onProgress, onSweep);
+  // This worker's memory once its host side is read: the most it held while the reader ran.
+  self.postMessage({ id, type: 'host-read', wasmBytes: self.nsysLensWasmMemoryBytes() });
   if (cancelled) {
     freeQuietly(host);
     throw coded('the analysis was cancelled', 'cancelled');

@@ -11,7 +11,7 @@ use crate::common;
 use crate::scan_fold::{Json, assert_same, configs, foldable_with, json, passes, scenarios};
 
 use nsys_lens::detect::beside::{
-    FactsFold, detect_joined, from_bytes, read_sweeping, sweep_beside, to_bytes,
+    FactsFold, SWEEP_RANGES_MOST, detect_joined, from_bytes, read_sweeping, sweep_beside, to_bytes,
 };
 use nsys_lens::detect::{DetectConfig, KernelSummary, SweepInputs, detect_rows};
 use nsys_lens::model::rows::EventRows;
@@ -36,10 +36,20 @@ const SLICE: u64 = 97;
 /// The page's open and verdict of `path`, the reader keeping up to `reader_bytes` of its rows:
 /// the verdict, and whether the reader's sweep came through.
 fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome) -> (Json, bool) {
+    beside_within(path, cfg, (reader_bytes, SWEEP_RANGES_MOST), when)
+}
+
+/// [`beside`] with the host facts' fold holding at most `most_ranges` ranges.
+fn beside_within(
+    path: &Path,
+    cfg: &DetectConfig,
+    (reader_bytes, most_ranges): (usize, usize),
+    when: InputsCome,
+) -> (Json, bool) {
     let label = "s";
     let opts = LoadOptions::page();
     let conn = trace::open_path(path).expect("open");
-    let mut fold = FactsFold::new(cfg);
+    let mut fold = FactsFold::new(cfg, most_ranges);
     let budget = RowBudget::new(1 << 30);
     let host = FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold);
     let host = match host {
@@ -55,7 +65,8 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome
         Some(from_bytes(bytes).expect("inputs read back"))
     };
     let rc = trace::open_path(path).expect("open");
-    let mut reader = ReaderScan::begin(&rc, label, (opts, reader_bytes), &mut |_| true, true)
+    // As the page's reader: the other GPU work read once the inputs come.
+    let mut reader = ReaderScan::begin(&rc, label, (opts, reader_bytes), &mut |_| true, false)
         .expect("reader")
         .with_slice_rows(SLICE);
     let swept = match (when, inputs()) {
@@ -83,7 +94,8 @@ fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome
             reader
                 .read_kernels(&rc, label, &mut |_| true, None)
                 .expect("read");
-            inputs.and_then(|i| sweep_beside(&mut reader, i).expect("sweep"))
+            let at = (&rc, label);
+            inputs.and_then(|i| sweep_beside(&mut reader, at, &mut |_| true, i).expect("sweep"))
         }
     };
     let summary = swept.map(|s| to_bytes(&s).expect("summary as bytes"));
@@ -170,6 +182,31 @@ fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
         let what = format!("{}: {when:?}, {bytes} B kept", path.display());
         assert_eq!(through, sweeps, "{what}");
         assert_same(&got, &passes(path, &cfg), &what);
+    }
+}
+
+/// The ranges the kernel sweep's inputs of `path` hold under `cfg`, folded without a cap.
+fn sweep_ranges(path: &Path, cfg: &DetectConfig) -> usize {
+    let conn = trace::open_path(path).expect("open");
+    let mut fold = FactsFold::new(cfg, usize::MAX);
+    let budget = RowBudget::new(0);
+    let opts = (LoadOptions::page(), &budget);
+    FileScan::host_side_folding(&conn, "s", opts, &mut |_| true, &mut fold).expect("host side");
+    fold.sweep_inputs().expect("inputs").ranges()
+}
+
+#[test]
+fn a_fold_holding_more_ranges_than_its_cap_leaves_the_verdict_to_the_passes() {
+    let (_dir, path, _) = common::generated("host-bound", 120, 40);
+    let cfg = DetectConfig::default();
+    let ranges = sweep_ranges(&path, &cfg);
+    // Over `COUNT_EVERY` (4,096): the fold counts while it reads, not only at the end.
+    assert!(ranges > 3 * 4096, "{ranges} ranges");
+    let expect = passes(&path, &cfg);
+    for (most, sweeps) in [(ranges, true), (ranges - 1, false), (ranges / 3, false)] {
+        let (got, through) = beside_within(&path, &cfg, (0, most), InputsCome::WhenWaited);
+        assert_eq!(through, sweeps, "{ranges} ranges, at most {most}");
+        assert_same(&got, &expect, &format!("at most {most} of {ranges} ranges"));
     }
 }
 

@@ -226,6 +226,7 @@ export class WorkerEngine {
           performance.mark('nsys-lens:sweep-inputs');
           this.reader?.request('sweep', { inputs: msg.inputs }, null, {}, msg.inputs ? [msg.inputs.buffer] : []).catch(() => {});
         },
+        'host-read': (msg) => performance.mark('nsys-lens:host-read', { detail: { wasmBytes: msg.wasmBytes } }),
       };
       const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch }, (step, done, total, msg) => progress.analysis(msg), relay);
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).

@@ -18,10 +18,26 @@ use crate::model::rows::{EventRows, KernelRow};
 use crate::model::{NvtxRow, Strings, Threads, Trace};
 use crate::trace::{ProgressFn, RangeFold, ReaderScan};
 
+/// The most ranges (host-prep ranges and phase windows' spans, [`SweepInputs::ranges`]) the
+/// page folds its verdict beside the scan with. Each is held by both workers while the reader
+/// sweeps: by the analysis worker as facts and the inputs it hands on, by the reader decoded
+/// beside the bytes that brought them and its sweep's queues. At 10 GB (`gen host-bound --scale
+/// 57000`: 3.6 M forward steps, 7.9 M ranges) that took the two workers to 569 + 357 MiB, where
+/// the memory goal is 512 MiB for both; at 4.2 GiB (3.3 M ranges) 239 + 175 MiB
+/// (`docs/performance.md`). Past it the fold gives up as soon as it holds that many, and the
+/// verdict's passes run after the join, the reader having ended.
+pub const SWEEP_RANGES_MOST: usize = 4 << 20;
+
+/// Ranges folded between two counts of what the fold holds ([`SWEEP_RANGES_MOST`]).
+const COUNT_EVERY: u32 = 1 << 12;
+
 /// The verdict's host facts, folded over the ranges as the host side reads them.
 pub struct FactsFold<'c> {
     cfg: &'c DetectConfig,
     builder: Option<HostFactsBuilder>,
+    /// The most ranges the fold may hold, and the ranges folded until it counts them again.
+    most: usize,
+    until_count: u32,
     /// Once the ranges are read in start order: the facts, the processes they were sized for,
     /// and the kernel sweep's inputs (until taken).
     folded: Option<Folded>,
@@ -43,12 +59,29 @@ impl Folded {
 }
 
 impl<'c> FactsFold<'c> {
-    pub fn new(cfg: &'c DetectConfig) -> FactsFold<'c> {
+    /// A fold that gives up once it holds more than `most` ranges
+    /// ([`SWEEP_RANGES_MOST`] in the page).
+    pub fn new(cfg: &'c DetectConfig, most: usize) -> FactsFold<'c> {
         FactsFold {
             cfg,
             builder: None,
+            most,
+            until_count: COUNT_EVERY,
             folded: None,
         }
+    }
+
+    /// Whether the builder holds more ranges than the fold may; counted every
+    /// [`COUNT_EVERY`] ranges.
+    fn holds_too_many(&mut self) -> bool {
+        self.until_count -= 1;
+        if self.until_count > 0 {
+            return false;
+        }
+        self.until_count = COUNT_EVERY;
+        self.builder
+            .as_ref()
+            .is_some_and(|b| b.sweep_ranges() > self.most)
     }
 
     /// The kernel sweep's inputs, once the ranges were read (the reader worker sweeps with
@@ -65,7 +98,14 @@ impl<'c> FactsFold<'c> {
 
 impl RangeFold for FactsFold<'_> {
     fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) -> bool {
-        super::host_facts::fold_range(&mut self.builder, self.cfg, (row, strings, threads))
+        let taken =
+            super::host_facts::fold_range(&mut self.builder, self.cfg, (row, strings, threads));
+        if taken && !self.holds_too_many() {
+            return true;
+        }
+        // Given up: what the builder held goes back now, not after the scan.
+        self.builder = None;
+        false
     }
 
     fn ranges_read(&mut self, meta: &Trace, in_order: bool) {
@@ -77,7 +117,11 @@ impl RangeFold for FactsFold<'_> {
         let builder = builder.unwrap_or_else(|| HostFactsBuilder::new(&meta.strings, cfg));
         let processes = meta.processes.len();
         let mut facts = builder.finish(processes, &mut ());
-        let inputs = Some(facts.sweep_inputs(cfg));
+        let inputs = facts.sweep_inputs(cfg);
+        if inputs.ranges() > self.most {
+            return;
+        }
+        let inputs = Some(inputs);
         self.folded = Some(Folded {
             facts,
             processes,
@@ -110,9 +154,19 @@ pub struct SweepBeside {
 }
 
 impl SweepBeside {
-    /// Begins the sweep with the kernels `reader` kept so far.
-    pub fn start(reader: &mut ReaderScan, inputs: SweepInputs) -> Result<SweepBeside> {
+    /// Begins the sweep with the kernels `reader` kept so far, reading the other GPU work it
+    /// merges with them first if the reader left it for now
+    /// ([`ReaderScan::read_other_work`]).
+    pub fn start(
+        reader: &mut ReaderScan,
+        (conn, path): (&Connection, &str),
+        progress: ProgressFn<'_>,
+        inputs: SweepInputs,
+    ) -> Result<SweepBeside> {
         let all_work = inputs.all_work();
+        if all_work {
+            reader.read_other_work(conn, path, progress)?;
+        }
         let mut sweep = KernelSweep::of(inputs);
         reader.start_sweep(all_work, &mut |k: &KernelRow| sweep.push(*k).is_ok())?;
         Ok(SweepBeside { sweep })
@@ -146,7 +200,7 @@ pub fn read_sweeping(
     progress: ProgressFn<'_>,
     inputs: SweepInputs,
 ) -> Result<Option<KernelSummary>> {
-    let mut sweep = SweepBeside::start(reader, inputs)?;
+    let mut sweep = SweepBeside::start(reader, at, &mut *progress, inputs)?;
     while !sweep.slice(reader, at, &mut *progress)? {}
     Ok(sweep.finish(reader))
 }
@@ -154,15 +208,23 @@ pub fn read_sweeping(
 /// The reader worker's sweep of the GPU work from the kernels its scan kept, once it read them
 /// all (the inputs came after); `None` when they cannot give it as a pass would
 /// ([`ReaderScan::start_sweep`]).
-pub fn sweep_beside(reader: &mut ReaderScan, inputs: SweepInputs) -> Result<Option<KernelSummary>> {
-    Ok(SweepBeside::start(reader, inputs)?.finish(reader))
+pub fn sweep_beside(
+    reader: &mut ReaderScan,
+    at: (&Connection, &str),
+    progress: ProgressFn<'_>,
+    inputs: SweepInputs,
+) -> Result<Option<KernelSummary>> {
+    Ok(SweepBeside::start(reader, at, progress, inputs)?.finish(reader))
 }
 
-/// The sweep's inputs or its summary as they cross between the page's workers (postcard).
+/// The sweep's inputs or its summary as they cross between the page's workers (postcard),
+/// sized first: a vector doubled as it fills would hold up to twice a range per forward step.
 pub fn to_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>> {
-    postcard::to_allocvec(value).map_err(|e| Error::Internal {
+    let unwritable = |e: postcard::Error| Error::Internal {
         detail: format!("the kernel sweep could not be written: {e}"),
-    })
+    };
+    let size = postcard::experimental::serialized_size(value).map_err(unwritable)?;
+    postcard::to_extend(value, Vec::with_capacity(size)).map_err(unwritable)
 }
 
 /// [`to_bytes`] read back.

@@ -121,6 +121,12 @@ impl HostFactsBuilder {
         }
     }
 
+    /// The ranges the kernel sweep's inputs would hold so far: the host-prep ranges and the
+    /// phase windows' spans, each about a forward step's.
+    pub fn sweep_ranges(&self) -> usize {
+        self.prep.as_ref().map_or(0, PrepCollector::held) + self.steps.window_spans()
+    }
+
     /// The facts of a trace with `processes` processes once every range was pushed.
     pub fn finish(mut self, processes: usize, sink: &mut impl StepSink) -> HostFacts {
         let steps = std::mem::replace(&mut self.steps, StepSummarizer::new(&self.sw));

@@ -567,6 +567,15 @@ impl PrepCollector {
         });
     }
 
+    /// The ranges held so far.
+    pub(super) fn held(&self) -> usize {
+        self.slots
+            .iter()
+            .flat_map(|s| &s.by_pattern)
+            .map(Vec::len)
+            .sum()
+    }
+
     /// The ranges per slot: one per process of a trace with `processes` (standard), or one.
     pub(super) fn finish(mut self, processes: usize, sw: &Switches) -> Vec<PrepRanges> {
         let slots = if sw.prep_per_process { processes } else { 1 };

@@ -43,6 +43,11 @@ impl UnionBuilder {
         }
     }
 
+    /// The spans held so far.
+    pub fn spans_held(&self) -> usize {
+        self.spans.len()
+    }
+
     pub fn finish(self) -> IntervalSet {
         if self.in_order {
             IntervalSet { spans: self.spans }

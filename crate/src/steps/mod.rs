@@ -314,6 +314,15 @@ impl StepSummarizer {
             phases: [PhaseAcc::new(sw), PhaseAcc::new(sw)],
         }
     }
+
+    /// The spans the phases' windows hold so far (a span per step where steps do not touch).
+    pub fn window_spans(&self) -> usize {
+        self.phases
+            .iter()
+            .filter_map(|p| p.union.as_ref())
+            .map(UnionBuilder::spans_held)
+            .sum()
+    }
 }
 
 impl StepFold for StepSummarizer {

@@ -11,7 +11,7 @@ use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
 use super::{WebError, from_json, init, js_error, to_json};
 use crate::detect::beside::{self, FactsFold, Folded, SweepBeside};
-use crate::detect::{DetectConfig, KernelSummary, ThresholdOverrides};
+use crate::detect::{DetectConfig, KernelSummary, SweepInputs, ThresholdOverrides};
 use crate::error::Error;
 use crate::model::Ns;
 use crate::profile::Profile;
@@ -109,8 +109,9 @@ impl Analysis {
         let cfg = detect_config(&name, options_json)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         let mut fold = Relayed {
-            fold: FactsFold::new(&cfg),
+            fold: FactsFold::new(&cfg, beside::SWEEP_RANGES_MOST),
             on_sweep: &on_sweep,
+            relayed: false,
         };
         let host =
             Indexed::open_host(&conn, &name, &mut progress, &mut fold).map_err(WebError::from)?;
@@ -297,8 +298,7 @@ impl HostSide {
 }
 
 /// The reader worker's side of an open, first step: opens `file` on a connection and a wasm
-/// instance of its own and reads its catalog and the GPU work besides the kernels; the kernel
-/// table is [`read_kernel_slice`]'s, keeping its rows as the budget of this instance allows.
+/// instance of its own and reads its catalog; the kernel table is [`read_kernel_slice`]'s, keeping its rows as the budget of this instance allows.
 /// `room`: what the analysis worker would keep of the rows ([`kept_rows_room`]), a cap on the
 /// rows kept here, which that worker would not copy in. `onProgress` hears the scan as
 /// [`Analysis::open`]'s does.
@@ -313,7 +313,10 @@ pub fn scan_kernels(
     let budget = super::indexed::row_cache_budget(&conn).min(room);
     let mut progress = |p: Progress| on_progress.as_ref().is_none_or(|f| report_progress(f, p));
     let opts = crate::trace::LoadOptions::page();
-    let scan = trace::ReaderScan::begin(&conn, &name, (opts, budget), &mut progress, true)
+    // The other GPU work is read once the sweep's inputs come (`SweepBeside::start`): the
+    // analysis worker gives the sweep up on exports with millions of forward steps, and the
+    // copies held for it would take room both workers need then.
+    let scan = trace::ReaderScan::begin(&conn, &name, (opts, budget), &mut progress, false)
         .map_err(WebError::from)?;
     READER.replace(Some(Reader {
         name,
@@ -341,7 +344,13 @@ pub fn read_kernel_slice(
         };
         if let (None, Some(bytes)) = (&reader.sweep, inputs) {
             let inputs = beside::from_bytes(&bytes.to_vec())?;
-            reader.sweep = Some(SweepBeside::start(&mut reader.scan, inputs)?);
+            let at = (&reader.conn, reader.name.as_str());
+            reader.sweep = Some(SweepBeside::start(
+                &mut reader.scan,
+                at,
+                &mut progress,
+                inputs,
+            )?);
         }
         let at = (&reader.conn, reader.name.as_str());
         let done = match &mut reader.sweep {
@@ -378,7 +387,8 @@ pub fn kernel_part(inputs: Option<js_sys::Uint8Array>) -> Result<js_sys::Array, 
         (Some(sweep), _) => sweep.finish(&mut reader.scan),
         (None, Some(bytes)) => {
             let inputs = beside::from_bytes(&bytes.to_vec())?;
-            beside::sweep_beside(&mut reader.scan, inputs)?
+            let at = (&reader.conn, reader.name.as_str());
+            beside::sweep_beside(&mut reader.scan, at, &mut |_| true, inputs)?
         }
         (None, None) => None,
     };
@@ -412,10 +422,27 @@ thread_local! {
     static READER: std::cell::RefCell<Option<Reader>> = const { std::cell::RefCell::new(None) };
 }
 
-/// A [`FactsFold`] that hands the kernel sweep's inputs to the page once the ranges are read.
+/// A [`FactsFold`] that hands the kernel sweep's inputs to the page once the ranges are read,
+/// or `null` as soon as the fold gives up: the reader worker, waiting for them, reads on.
 struct Relayed<'a> {
     fold: FactsFold<'a>,
     on_sweep: &'a js_sys::Function,
+    relayed: bool,
+}
+
+impl Relayed<'_> {
+    fn relay(&mut self, inputs: Option<SweepInputs>) {
+        if std::mem::replace(&mut self.relayed, true) {
+            return;
+        }
+        let bytes = inputs.and_then(|i| beside::to_bytes(&i).ok());
+        let arg: JsValue = match bytes {
+            Some(b) => js_sys::Uint8Array::from(&b[..]).into(),
+            None => JsValue::NULL,
+        };
+        // The page relays it; a page that could not leaves the sweep to the passes.
+        let _ = self.on_sweep.call1(&JsValue::NULL, &arg);
+    }
 }
 
 impl RangeFold for Relayed<'_> {
@@ -425,19 +452,17 @@ impl RangeFold for Relayed<'_> {
         strings: &crate::model::Strings,
         threads: &crate::model::Threads,
     ) -> bool {
-        self.fold.range(row, strings, threads)
+        let taken = self.fold.range(row, strings, threads);
+        if !taken {
+            self.relay(None);
+        }
+        taken
     }
 
     fn ranges_read(&mut self, meta: &crate::model::Trace, in_order: bool) {
         self.fold.ranges_read(meta, in_order);
         let inputs = self.fold.sweep_inputs();
-        let bytes = inputs.and_then(|i| beside::to_bytes(&i).ok());
-        let arg: JsValue = match bytes {
-            Some(b) => js_sys::Uint8Array::from(&b[..]).into(),
-            None => JsValue::NULL,
-        };
-        // The page relays it; a page that could not leaves the sweep to the passes.
-        let _ = self.on_sweep.call1(&JsValue::NULL, &arg);
+        self.relay(inputs);
     }
 }
 

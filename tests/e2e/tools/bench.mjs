@@ -176,6 +176,10 @@ async function browserRun(origin, file) {
     const wasmBytes = await analysis.evaluate(() => self.nsysLensWasmMemoryBytes?.() ?? 0);
     // The reader worker's, as it answered (it ends then): 0 if no reader read the kernels.
     const readerBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.wasmBytes ?? 0);
+    // The analysis worker's once its host side was read: the most it held while the reader ran.
+    const hostReadBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:host-read').at(-1)?.detail?.wasmBytes ?? 0);
+    // And once the verdict was computed, before the timeline's first paint.
+    const verdictBytes = await page.evaluate(() => performance.getEntriesByName('nsys-lens:opened').at(-1)?.detail?.wasmBytes ?? 0);
     // What each worker read of the file (reads, bytes, ms in FileReaderSync): the analysis
     // worker's from the open to the verdict, the reader worker's for the kernel table.
     const reads = await page.evaluate(() => ({
@@ -183,7 +187,7 @@ async function browserRun(origin, file) {
       reader: performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.reads ?? null,
     }));
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, views, progress, stages, reads };
+    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, hostReadBytes, verdictBytes, views, progress, stages, reads };
   } finally {
     await browser.close();
   }
@@ -229,7 +233,14 @@ if (!PAGE_ONLY) console.log(`| page / native | ${(run.verdictSeconds / native).t
 console.log(`| first timeline paint after the verdict (the verdict is shown first) | ${run.paint.toFixed(2)} s | < 1 s |`);
 console.log(`| file taken → first timeline paint | ${run.painted.toFixed(2)} s | |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
+if (run.verdictBytes) console.log(`| wasm memory of the analysis worker once the verdict was computed (before the timeline) | ${mib(run.verdictBytes)} | |`);
 console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${run.readerBytes ? mib(run.readerBytes) : 'no reader'} | < 512 MB |`);
+if (run.readerBytes && run.hostReadBytes) {
+  // Both workers' memory while both ran: the analysis worker's once its host side was read
+  // (its memory only grows, and it waits for the reader's part after that) and the reader's.
+  const both = run.hostReadBytes + run.readerBytes;
+  console.log(`| wasm memory of both workers while the reader ran (the analysis worker's at its host side's end + the reader's) | ${mib(run.hostReadBytes)} + ${mib(run.readerBytes)} = ${mib(both)} | ≤ 512 MiB |`);
+}
 {
   // The open's stages in the median run: where the verdict's time goes.
   const s = run.stages;

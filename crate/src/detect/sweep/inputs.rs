@@ -29,4 +29,14 @@ impl SweepInputs {
     pub fn all_work(&self) -> bool {
         self.sw.gpu_work
     }
+
+    /// The ranges held: host-prep ranges and the phase windows' spans.
+    pub fn ranges(&self) -> usize {
+        let windows = [&self.context, &self.generation]
+            .into_iter()
+            .flatten()
+            .map(|w| w.spans().len());
+        let prep = self.prep.iter().flat_map(|p| &p.by_pattern).map(Vec::len);
+        windows.chain(prep).sum()
+    }
 }

@@ -192,9 +192,10 @@ const PACKED_KERNEL_BYTES: f64 = 16.0;
 
 /// The page's reader worker's scan of the kernel table ([`KernelPart::read`]) in steps, so that
 /// it may sweep the GPU work for the verdict with the inputs the analysis worker hands on once
-/// its NVTX ranges are read: its catalog and the other GPU work first ([`ReaderScan::begin`]),
-/// then the kernel table in slices ([`ReaderScan::read_slice`]). Once the inputs come, the
-/// sweep takes the kernels kept so far and then each as it is read
+/// its NVTX ranges are read: its catalog (and the other GPU work, or once the inputs came:
+/// [`ReaderScan::read_other_work`]) first ([`ReaderScan::begin`]), then the kernel table in
+/// slices ([`ReaderScan::read_slice`]). Once the inputs come, the sweep takes the kernels kept
+/// so far and then each as it is read
 /// ([`ReaderScan::start_sweep`]); after the last slice it takes the rest of the other work
 /// ([`ReaderScan::finish`]).
 pub struct ReaderScan {
@@ -209,6 +210,10 @@ pub struct ReaderScan {
     /// read, or more than fit), and the budget's bytes they hold.
     others: Option<OtherWork>,
     room: usize,
+    /// The other GPU work is still to read ([`ReaderScan::read_other_work`]): the most rows it
+    /// may hold whole, its room (`room`) taken from the budget at the start, as when it is read
+    /// then, so that the kernels kept meanwhile leave it.
+    others_to_read: Option<usize>,
     /// The kernel table as read so far.
     read: Slices,
     /// The sweep's merge, once it began; `None` inside: it gave up.
@@ -270,19 +275,47 @@ impl ReaderScan {
             budget,
             others: None,
             room: 0,
+            others_to_read: None,
             read,
             feed: None,
             slice_rows: SLICE_ROWS,
         };
-        if other_work && opts.memory_ops {
+        if opts.memory_ops {
             let (room, most) = other_rows_room(&scan.budget);
-            let catalog = (&scan.schema, &mut scan.strings);
-            let others = super::gpu_work::other_work(&mut ctx, catalog, &scan.listed, most)?;
-            let listed = scan.listed.len();
-            scan.others = others.filter(|o| o.processes_below(listed));
             scan.room = room;
+            scan.others_to_read = Some(most);
+            if other_work {
+                scan.read_other_work_with(&mut ctx)?;
+            }
         }
         Ok(scan)
+    }
+
+    /// Reads the other GPU work [`ReaderScan::begin`] was not asked for, which the sweep merges
+    /// with the kernels (none if its options read no copies or memsets): the page's reader reads
+    /// it once the sweep's inputs came, not holding it for a sweep that may not come.
+    pub fn read_other_work(
+        &mut self,
+        conn: &Connection,
+        path: &str,
+        progress: ProgressFn<'_>,
+    ) -> Result<()> {
+        self.read_other_work_with(&mut Loader {
+            conn,
+            path,
+            progress,
+        })
+    }
+
+    fn read_other_work_with(&mut self, ctx: &mut Loader<'_, '_>) -> Result<()> {
+        let Some(most) = self.others_to_read.take() else {
+            return Ok(());
+        };
+        let catalog = (&self.schema, &mut self.strings);
+        let others = super::gpu_work::other_work(ctx, catalog, &self.listed, most)?;
+        let listed = self.listed.len();
+        self.others = others.filter(|o| o.processes_below(listed));
+        Ok(())
     }
 
     /// The scan reading `rows` kernels a slice instead of `SLICE_ROWS` (tests).
@@ -350,7 +383,7 @@ impl ReaderScan {
         let read = &self.read;
         let sweepable = self.feed.is_none()
             && !read.done
-            && self.others.is_some()
+            && (self.others.is_some() || self.others_to_read.is_some())
             && read.runs.count() <= 1
             && read.cache.rows() == read.runs.rows()
             && !read.cache.closed();
