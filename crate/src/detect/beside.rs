@@ -22,8 +22,8 @@ use crate::trace::{ProgressFn, RangeFold, ReaderScan};
 /// page folds its verdict beside the scan with. Each is held by both workers while the reader
 /// sweeps: by the analysis worker as facts and the inputs it hands on, by the reader decoded
 /// beside the bytes that brought them and its sweep's queues. At 10 GB (`gen host-bound --scale
-/// 57000`: 3.6 M forward steps, 7.9 M ranges) that took the two workers to 569 + 357 MiB, where
-/// the memory goal is 512 MiB for both; at 4.2 GiB (3.3 M ranges) 239 + 175 MiB
+/// 57000`: 3.6 M forward steps, 7.3 M ranges) that took the two workers to 569 + 357 MiB, where
+/// the memory goal is 512 MiB for both; at 4.2 GiB (3.07 M ranges) 239 + 175 MiB
 /// (`docs/performance.md`). Past it the fold gives up as soon as it holds that many, and the
 /// verdict's passes run after the join, the reader having ended.
 pub const SWEEP_RANGES_MOST: usize = 4 << 20;
