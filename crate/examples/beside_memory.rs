@@ -2,7 +2,8 @@
 //! heap's high-water mark of each (the wasm workers run the same code, and a worker's memory only
 //! grows): the analysis worker's host side folding the host facts, the reader worker's kernel
 //! table swept as it is read (its own heap: the step's peak less what the host side holds), the
-//! bytes that cross, the join and the verdict's passes. Not a test; prints figures.
+//! bytes that cross, the join, the verdict's passes and the timeline's summary. Not a test;
+//! prints figures.
 //! Usage: cargo run --release -p nsys-lens --example beside_memory -- TRACE.sqlite
 //! Set `KEEP_BYTES` to the rows each side may keep (default none, as the page opens a file of
 //! several GB), `MOST_RANGES` to cap the host facts' fold (the page's cap by default), `STOP` to
@@ -123,5 +124,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     mark("analysis: verdict", t);
     println!("  bound: {:?}", verdict.bound.map(|b| b.kind));
+    // The page's next view: the timeline's summary, over the file's rows.
+    let timeline = nsys_lens::timeline::Timeline::of_rows_with_steps(&rows, label)?;
+    mark("analysis: timeline summary", t);
+    println!(
+        "  summary {} KiB, row-block index {} KiB",
+        timeline.summary_bytes() / 1024,
+        timeline.index_bytes() / 1024
+    );
     Ok(())
 }

@@ -149,3 +149,58 @@ fn dedup_merges_same_step_within_100us_only() {
     assert_eq!(d[2].name.step, 2);
     assert_eq!(d[3].name.step, 3);
 }
+
+/// Steps read as rows in start order come out as the collected reading gives them: ties at one
+/// start folded by end, whatever their table order; rows out of start order say so.
+#[test]
+fn steps_read_in_start_order_match_the_collected_reading() {
+    let sw = crate::profile::Profile::Standard.switches();
+    let mut rows: Vec<(Ns, Ns, u64)> = Vec::new();
+    for n in 0..40u64 {
+        // Two ranks' copies of step n/2 start together; the longer one comes first in the table.
+        let start = (n / 2) as Ns * 1_000_000;
+        let end = start + 600_000 - (n % 2) as Ns * 50_000;
+        rows.push((start, end, n / 2));
+        // A third copy 20 µs later, and every seventh step one 150 µs later (no TP copy).
+        let lag = if n % 7 == 0 { 150_000 } else { 20_000 };
+        rows.push((start + lag, end + lag, n / 2));
+    }
+    rows.sort_by_key(|r| r.0); // by start only: ties keep the longer range first
+    let mut nvtx = NvtxRanges::default();
+    let mut names = Vec::new();
+    for &(start, end, n) in &rows {
+        nvtx.push_range((start, end), 0, names.len() as NameId);
+        names.push(StepName {
+            step: n,
+            ctx: 0,
+            gen_reqs: 8,
+        });
+    }
+    let name = |id: NameId| names.get(id as usize).copied();
+    let row_steps = || (0..nvtx.len()).map(|i| nvtx.row(i));
+    // Expected, from the rows: sorted by (start, end), then merged.
+    let mut raw: Vec<Step> = row_steps()
+        .filter_map(|r| step_of_row(&r, &sw, &name))
+        .collect();
+    assert!(
+        !raw.is_sorted_by_key(|s| (s.start, s.end)),
+        "ties out of end order"
+    );
+    raw.sort_by_key(|s| (s.start, s.end));
+    let expected = dedup_tp_steps(&raw);
+    assert!(expected.len() < raw.len(), "the scenario has TP copies");
+    let mut seen = Vec::new();
+    assert!(steps_of_rows_in_order(row_steps(), name, &sw, &mut |s| {
+        seen.push(s)
+    }));
+    assert_eq!(seen, expected);
+    // Out of start order: refused, for the caller to read them collected.
+    let mut reversed: Vec<NvtxRow> = row_steps().collect();
+    reversed.reverse();
+    assert!(!steps_of_rows_in_order(
+        reversed.into_iter(),
+        name,
+        &sw,
+        &mut |_| {}
+    ));
+}

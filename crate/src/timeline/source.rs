@@ -97,6 +97,20 @@ pub fn lane_steps_of(
     crate::steps::steps_of_rows(rows, names, &sw, visit);
 }
 
+/// [`lane_steps_of`] over rows in start order, holding no step: `false`, some steps visited
+/// already, when they were not in start order (`steps::steps_of_rows_in_order`).
+pub fn lane_steps_in_order(
+    rows: impl Iterator<Item = crate::model::NvtxRow>,
+    strings: &crate::model::Strings,
+    visit: &mut dyn FnMut(Step),
+) -> bool {
+    use crate::profile::Profile;
+    use crate::steps::names::StepNames;
+    let sw = Profile::Standard.switches();
+    let names = StepNames::parser(strings, &sw, None);
+    crate::steps::steps_of_rows_in_order(rows, names, &sw, visit)
+}
+
 /// A loaded trace reads rows straight from its GPU-work tables.
 impl KernelSource for Trace {
     fn name(&self, id: NameId) -> String {
