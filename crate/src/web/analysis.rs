@@ -298,7 +298,8 @@ impl HostSide {
 }
 
 /// The reader worker's side of an open, first step: opens `file` on a connection and a wasm
-/// instance of its own and reads its catalog; the kernel table is [`read_kernel_slice`]'s, keeping its rows as the budget of this instance allows.
+/// instance of its own and reads its catalog; the kernel table is [`read_kernel_slice`]'s,
+/// keeping its rows as the budget of this instance allows.
 /// `room`: what the analysis worker would keep of the rows ([`kept_rows_room`]), a cap on the
 /// rows kept here, which that worker would not copy in. `onProgress` hears the scan as
 /// [`Analysis::open`]'s does.
