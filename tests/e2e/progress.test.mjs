@@ -61,28 +61,3 @@ test('the time left is null before the pass under way has a pace or passes to we
   // Ten NVTX ranges in 150 ms: too few to time the pass by, so the weights place the rest.
   assert.equal(passesLeft(PASSES, [0], 10, 150), (90 * 15 + 800 * 10 + 500 * 10) / 1000);
 });
-
-// The seconds the file's read says it has left at `seconds`, a 1,000 MB file read by the
-// analysis worker at 10 MB/s from the start and by the reader worker at 10 MB/s from
-// `readerFrom` s (it waited for the verdict's inputs), one progress message a second each.
-function readSaidAt(seconds, readerFrom) {
-  let clock = 0;
-  const lines = [];
-  const progress = new OpenProgress(1000e6, (text) => lines.push(text), () => clock);
-  progress.analysis({ step: 'loading NVTX', bytes: 0 }); // its instance's count at the start
-  for (let s = 1; s <= seconds; s++) {
-    clock = s * 1000;
-    progress.analysis({ step: 'loading NVTX', bytes: s * 10e6 });
-    progress.reader({ bytes: Math.max(0, s - readerFrom) * 10e6 });
-  }
-  const m = lines.at(-1).match(/about (?:(\d+) min )?(\d+) s left/);
-  return m ? Number(m[1] ?? 0) * 60 + Number(m[2]) : null;
-}
-
-test('the file read is timed at the pace of its last seconds, the reader worker having begun late', () => {
-  // 30 s in: 300 MB by the analysis worker, 150 MB by the reader since 15 s; 550 MB left at
-  // 20 MB/s is 27.5 s. The average pace since the start (15 MB/s) would say 36.7 s.
-  assert.equal(readSaidAt(30, 15), 28);
-  // Before the reader began, one worker's pace: 100 MB read, 900 MB left at 10 MB/s.
-  assert.equal(readSaidAt(10, 15), 90);
-});

@@ -1,9 +1,7 @@
 // What the page says while a file opens, in two stages, each with the time it has left at its
 // pace so far:
 // - reading: the bytes of the file both workers have read (the analysis worker the host side,
-//   the reader worker the kernel table), of the file's size; its time left is at the pace of the
-//   last `READ_WINDOW_MS` (the reader may begin late, waiting for the verdict's inputs, or end
-//   first, so the pace since the start would be one worker's for part of the read);
+//   the reader worker the kernel table), of the file's size;
 // - the verdict: the rows its passes have read (the core's heartbeat), of the rows the core says
 //   they read (`Analysis.verdictRows`). Its time left is the pass under way's rows left at that
 //   pass's own pace, and the passes after it at the pace of those done, each pass's rows weighed
@@ -18,8 +16,6 @@ const SAMPLE_MS = 1000;
 // pages) are not the pace of the rest.
 const MIN_SHARE = 0.02;
 const MIN_MS = 2000;
-// The window of the file read's pace.
-const READ_WINDOW_MS = 10000;
 
 export function formatSize(bytes) {
   if (!Number.isFinite(bytes)) return '';
@@ -83,7 +79,6 @@ export class OpenProgress {
     this.t0 = now();
     this.bytes = { analysis: 0, reader: 0 };
     this.base = null; // the analysis worker's bytes read before this file
-    this.reads = [{ at: this.t0, read: 0 }]; // bytes read by then, for the read's pace
     this.verdict = null;
     this.step = '';
     this.sampledAt = -Infinity;
@@ -137,18 +132,6 @@ export class OpenProgress {
     v.last = { done: v.done, at: now };
   }
 
-  // The seconds the file's read has left when `read` bytes of it are read at `now`, at the pace
-  // of the last `READ_WINDOW_MS` (or since the start), or null.
-  readLeft(now, read, share) {
-    const r = this.reads;
-    if (now > r.at(-1).at) r.push({ at: now, read });
-    else r.at(-1).read = read; // both workers' messages of one moment
-    while (r.length > 2 && r[1].at <= now - READ_WINDOW_MS) r.shift();
-    if (!(share >= MIN_SHARE) || now - this.t0 < MIN_MS || share >= 1) return null;
-    const pace = (read - r[0].read) / (now - r[0].at);
-    return pace > 0 ? (this.fileBytes - read) / pace / 1000 : null;
-  }
-
   render() {
     const now = this.now();
     const v = this.verdict;
@@ -164,7 +147,7 @@ export class OpenProgress {
     } else {
       const read = this.bytes.analysis + this.bytes.reader;
       share = this.fileBytes > 0 ? Math.min(1, read / this.fileBytes) : null;
-      eta = this.readLeft(now, read, share);
+      eta = secondsLeft(this.t0, now, share);
       text = `Reading the file: ${formatSize(Math.min(read, this.fileBytes))} of ${formatSize(this.fileBytes)}${share === null ? '' : ` (${Math.round(share * 100)} %)`} · ${this.step}`;
     }
     if (eta !== null) text += ` · ${timeLeft(eta)}${v ? '' : ' to read it, then the verdict'}`;
