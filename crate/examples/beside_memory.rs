@@ -86,7 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let rc = trace::open_path(path)?;
     trace::configure(&rc, label)?;
-    let mut reader = ReaderScan::begin(&rc, label, (opts, keep), &mut |_| true, false)?;
+    let mut reader = ReaderScan::begin(&rc, label, (opts, keep), &mut |_| true, true)?;
     let inputs: Option<SweepInputs> = inputs.as_deref().map(from_bytes).transpose()?;
     let summary = match inputs {
         Some(inputs) => read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs)?,

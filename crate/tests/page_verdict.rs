@@ -65,8 +65,8 @@ fn beside_within(
         Some(from_bytes(bytes).expect("inputs read back"))
     };
     let rc = trace::open_path(path).expect("open");
-    // As the page's reader: the other GPU work read once the inputs come.
-    let mut reader = ReaderScan::begin(&rc, label, (opts, reader_bytes), &mut |_| true, false)
+    // As the page's reader: room for the other GPU work, read once the inputs come.
+    let mut reader = ReaderScan::begin(&rc, label, (opts, reader_bytes), &mut |_| true, true)
         .expect("reader")
         .with_slice_rows(SLICE);
     let swept = match (when, inputs()) {

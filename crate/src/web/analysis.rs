@@ -317,7 +317,7 @@ pub fn scan_kernels(
     // The other GPU work is read once the sweep's inputs come (`SweepBeside::start`): the
     // analysis worker gives the sweep up on exports with millions of forward steps, and the
     // copies held for it would take room both workers need then.
-    let scan = trace::ReaderScan::begin(&conn, &name, (opts, budget), &mut progress, false)
+    let scan = trace::ReaderScan::begin(&conn, &name, (opts, budget), &mut progress, true)
         .map_err(WebError::from)?;
     READER.replace(Some(Reader {
         name,

@@ -237,14 +237,15 @@ struct Slices {
 }
 
 impl ReaderScan {
-    /// Reads the catalog and, with `other_work`, the other GPU work; the kernel table is
-    /// [`ReaderScan::read_slice`]'s.
+    /// Reads the catalog; the kernel table is [`ReaderScan::read_slice`]'s. With `may_sweep`,
+    /// the room of the other GPU work a sweep merges with the kernels is taken from the budget
+    /// now, the work read when the sweep begins ([`ReaderScan::read_other_work`]).
     pub fn begin(
         conn: &Connection,
         path: &str,
         (opts, bytes): (LoadOptions, usize),
         progress: ProgressFn<'_>,
-        other_work: bool,
+        may_sweep: bool,
     ) -> Result<ReaderScan> {
         let mut ctx = Loader {
             conn,
@@ -280,18 +281,15 @@ impl ReaderScan {
             feed: None,
             slice_rows: SLICE_ROWS,
         };
-        if opts.memory_ops {
+        if may_sweep && opts.memory_ops {
             let (room, most) = other_rows_room(&scan.budget);
             scan.room = room;
             scan.others_to_read = Some(most);
-            if other_work {
-                scan.read_other_work_with(&mut ctx)?;
-            }
         }
         Ok(scan)
     }
 
-    /// Reads the other GPU work [`ReaderScan::begin`] was not asked for, which the sweep merges
+    /// Reads the other GPU work [`ReaderScan::begin`] made room for, which the sweep merges
     /// with the kernels (none if its options read no copies or memsets): the page's reader reads
     /// it once the sweep's inputs came, not holding it for a sweep that may not come.
     pub fn read_other_work(
@@ -300,19 +298,16 @@ impl ReaderScan {
         path: &str,
         progress: ProgressFn<'_>,
     ) -> Result<()> {
-        self.read_other_work_with(&mut Loader {
-            conn,
-            path,
-            progress,
-        })
-    }
-
-    fn read_other_work_with(&mut self, ctx: &mut Loader<'_, '_>) -> Result<()> {
         let Some(most) = self.others_to_read.take() else {
             return Ok(());
         };
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress,
+        };
         let catalog = (&self.schema, &mut self.strings);
-        let others = super::gpu_work::other_work(ctx, catalog, &self.listed, most)?;
+        let others = super::gpu_work::other_work(&mut ctx, catalog, &self.listed, most)?;
         let listed = self.listed.len();
         self.others = others.filter(|o| o.processes_below(listed));
         Ok(())
