@@ -132,7 +132,7 @@ function analysisIn(slot) {
 // A progress callback for the core that posts each step to the page; `carryOn()` says whether
 // to continue (false cancels).
 function progressTo(id, carryOn) {
-  return (step, done, total, bytes) => {
+  return (step, done, total, bytes = bytesRead()) => {
     self.postMessage({ id, type: 'progress', step: String(step), done: Number(done), total: Number(total), bytes: Number(bytes) });
     return carryOn();
   };
@@ -256,9 +256,14 @@ async function handle(msg) {
       });
       // Past what this worker keeps, kernels read before the inputs came could not be swept:
       // it waits for them (`null` when the analysis worker will not sweep) before reading on.
+      // The page's time left counts a waiting reader as one that will read on.
       const inputsCame = () => {
+        self.postMessage({ id, type: 'progress', step: "waiting for the verdict's inputs", done: 0, total: 0, bytes: bytesRead(), waits: true });
         const beat = setInterval(() => self.postMessage({ type: 'heartbeat', rows: 0 }), 1000);
-        return sweepInputs.finally(() => clearInterval(beat));
+        return sweepInputs.finally(() => {
+          clearInterval(beat);
+          progress('loading kernels', 0, 0);
+        });
       };
       for (let done = false; !done; ) {
         await nextTask();

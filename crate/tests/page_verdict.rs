@@ -227,3 +227,37 @@ fn an_export_out_of_start_order_is_swept_by_the_passes() {
         }
     }
 }
+
+#[test]
+fn the_readers_slices_count_the_kernels_read_on_from_the_slices_before() {
+    let (_dir, path, _) = common::generated("host-bound", 2, 3);
+    let conn = trace::open_path(&path).expect("open");
+    let kernels = kernels_in(&conn);
+    let mut reader = ReaderScan::begin(&conn, "s", (LoadOptions::page(), 0), &mut |_| true, true)
+        .expect("reader")
+        .with_slice_rows(SLICE);
+    let (mut slices, mut said) = (0, Vec::new());
+    let mut heard = |p: trace::Progress| {
+        if p.step == "loading kernels" {
+            said.push((p.done, p.total));
+        }
+        true
+    };
+    while !reader
+        .read_slice(&conn, "s", &mut heard, None)
+        .expect("slice")
+    {
+        slices += 1;
+    }
+    assert!(slices > 3, "{kernels} kernels in {slices} slices");
+    let (done, total) = *said.last().expect("progress");
+    assert_eq!(
+        (done, total),
+        (kernels, kernels),
+        "the last slice's progress"
+    );
+    assert!(
+        said.windows(2).all(|w| w[0].0 <= w[1].0),
+        "never counts back"
+    );
+}

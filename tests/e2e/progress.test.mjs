@@ -22,7 +22,7 @@ const SLOW_GPU = [15, 100, 10];
 function saidAfter(done, passes, paces) {
   let clock = 0;
   const lines = [];
-  const progress = new OpenProgress(1, (text) => lines.push(text), () => clock);
+  const progress = new OpenProgress(1, (text) => lines.push(text), { now: () => clock });
   progress.analysis({ step: 'computing the verdict', total: 1000, base: 0, passes: passes?.flatMap((p) => [p.rows, p.weight]) });
   const pace = paces.flatMap((ms, k) => Array(PASSES[k].rows).fill(ms));
   for (let row = 0; row < done; row++) {
@@ -60,4 +60,53 @@ test('the time left is null before the pass under way has a pace or passes to we
   assert.equal(passesLeft(PASSES, [0], 0, 1000), null, 'no row read');
   // Ten NVTX ranges in 150 ms: too few to time the pass by, so the weights place the rest.
   assert.equal(passesLeft(PASSES, [0], 10, 150), (90 * 15 + 800 * 10 + 500 * 10) / 1000);
+});
+
+// A read as the 10 GB export's goes (MB, s): the analysis worker reads its 480 MB at 8 MB/s
+// from the start; the reader worker reads its catalog (20 MB in the first second), waits for the
+// verdict's inputs until 15 s, then reads its 500 MB at 9 MB/s, ending last, at 70.6 s. Each
+// worker says its bytes every half second. `said(share)`: the time left the page said once
+// `share` of the file was read, and the time the read really had left then (s).
+function readOf10GB() {
+  const MB = 1e6;
+  const end = { analysis: 60, reader: 15 + 500 / 9 };
+  const bytes = {
+    analysis: (t) => Math.min(t, end.analysis) * 8 * MB,
+    reader: (t) => (t < 1 ? t * 20 : t < 15 ? 20 : 20 + Math.min(t - 15, end.reader - 15) * 9) * MB,
+  };
+  let clock = 0;
+  const lines = [];
+  const progress = new OpenProgress(1000 * MB, (text, share) => lines.push({ text, share, at: clock }), { reader: true, now: () => clock });
+  progress.analysis({ step: 'opening', bytes: 0 });
+  for (let ms = 500; ms <= end.reader * 1000; ms += 500) {
+    clock = ms;
+    const t = ms / 1000;
+    if (t <= end.analysis) progress.analysis({ step: t === end.analysis ? 'loading kernels' : 'loading NVTX ranges', total: t === end.analysis ? 0 : 1, bytes: bytes.analysis(t) });
+    // Its kernel table: a row a byte, counted against the table's rows.
+    const rows = Math.max(0, bytes.reader(t) - 20 * MB);
+    progress.reader({ step: t < 1 ? 'loading strings' : 'loading kernels', done: rows, total: t < 1 ? 1 : 500 * MB, bytes: bytes.reader(t), waits: t >= 1 && t < 15 });
+  }
+  return (share) => {
+    const line = lines.find((l) => l.share >= share);
+    const m = line.text.match(/about (?:(\d+) min )?(\d+) s left/);
+    return { said: m ? Number(m[1] ?? 0) * 60 + Number(m[2]) : null, left: end.reader - line.at / 1000 };
+  };
+}
+
+test('reading the file, the time left counts the worker that waits as one that will read, and a worker done as none', () => {
+  const said = readOf10GB();
+  // While the reader waits, and once the analysis worker is done: within a sixth.
+  for (const share of [0.1, 0.9]) {
+    const { said: s, left } = said(share);
+    assert.ok(Math.abs(s - left) <= Math.max(2, left / 6), `at ${share * 100} %: said ${s} s, ${left.toFixed(1)} s left`);
+  }
+  // While both read, the analysis worker's part ends first, which the bytes cannot tell: within
+  // a quarter.
+  for (const share of [0.25, 0.5, 0.75]) {
+    const { said: s, left } = said(share);
+    assert.ok(Math.abs(s - left) <= left / 4, `at ${share * 100} %: said ${s} s, ${left.toFixed(1)} s left`);
+  }
+  // The pace of both together so far said nearly twice the time at 10 %: 10 s for 10 %.
+  const { left } = said(0.1);
+  assert.ok((10 * 0.9) / 0.1 > 1.4 * left);
 });

@@ -185,7 +185,6 @@ export class WorkerEngine {
   // other slot first; `batch`: the files of one drop it is the first of. `show(text, share)` hears
   // the progress (`OpenProgress`).
   async open(file, options, show, { slot = 'main', only = true, batch = 1 } = {}) {
-    const progress = new OpenProgress(file.size, show);
     if (!this.worker) this.start(); // the last one died: the open below talks to this one
     await this.initPromise.catch((e) => {
       // A failed init (wasm missing) is fatal for this worker; try once more with a fresh one.
@@ -203,6 +202,7 @@ export class WorkerEngine {
     // instance of its own; its part goes to the analysis worker, which reads the table itself
     // if none comes. The reader keeps no more of its rows than that worker would copy in.
     const reader = (navigator.hardwareConcurrency || 1) > 1;
+    const progress = new OpenProgress(file.size, show, { reader });
     const room = reader
       ? await this.request('keptRowsRoom', { bytes: file.size, slot, only, batch }).then((r) => r.room, () => undefined)
       : undefined;
@@ -210,6 +210,7 @@ export class WorkerEngine {
     this.openId = id;
     if (reader) {
       this.readKernels(file, room, (step, done, total, msg) => progress.reader(msg)).then((came) => {
+        progress.readerDone();
         if (this.openId !== id) return;
         const part = came?.part ?? null;
         const sweep = came?.sweep ?? null;

@@ -1,7 +1,12 @@
 // What the page says while a file opens, in two stages, each with the time it has left at its
 // pace so far:
 // - reading: the bytes of the file both workers have read (the analysis worker the host side,
-//   the reader worker the kernel table), of the file's size;
+//   the reader worker the kernel table), of the file's size. Its time left is the bytes left at
+//   the pace of the workers still to read, each at its own pace (its bytes over the time it
+//   spent reading them): a worker that waits, or has not begun, at the others' pace, one that is
+//   done not at all. The reader waits for the verdict's inputs on large files and the worker
+//   with the smaller tables ends first, so the pace of both together so far is one worker's
+//   early on and two workers' at the end (the 10 GB export: +90 % early, -40 % late);
 // - the verdict: the rows its passes have read (the core's heartbeat), of the rows the core says
 //   they read (`Analysis.verdictRows`). Its time left is the pass under way's rows left at that
 //   pass's own pace, and the passes after it at the pace of those done, each pass's rows weighed
@@ -16,6 +21,8 @@ const SAMPLE_MS = 1000;
 // pages) are not the pace of the rest.
 const MIN_SHARE = 0.02;
 const MIN_MS = 2000;
+// A worker's pace once it has read for this long.
+const MIN_PACE_MS = 500;
 
 export function formatSize(bytes) {
   if (!Number.isFinite(bytes)) return '';
@@ -33,12 +40,54 @@ function timeLeft(seconds) {
   return `about ${m} min ${String(s % 60).padStart(2, '0')} s left`;
 }
 
+// Whether a stage begun at `t0` with `share` of it done at `now` has a pace to tell.
+function paced(t0, now, share) {
+  return share >= MIN_SHARE && now - t0 >= MIN_MS && share < 1;
+}
+
 // The time a stage begun at `t0` has left when `share` of it is done at `now`, at its pace so
 // far, or null.
 function secondsLeft(t0, now, share) {
-  const spent = now - t0;
-  if (!(share >= MIN_SHARE) || spent < MIN_MS || share >= 1) return null;
-  return (spent * (1 - share)) / share / 1000;
+  return paced(t0, now, share) ? ((now - t0) * (1 - share)) / share / 1000 : null;
+}
+
+// A worker's part of the file's read: `state` 'idle' (not begun), 'reading', 'waiting' (it will
+// read on) or 'done'; `ms` the time it spent reading. Its pace is of what it read since `from`,
+// when it last began to read again after a wait (before a wait the reader read its catalog, not
+// the kernel table).
+function worker() {
+  return { bytes: 0, ms: 0, state: 'idle', at: 0, from: { bytes: 0, ms: 0 }, base: null, step: null };
+}
+
+// A worker's message `msg` at `now` (its `bytes` so far, its step), after which it is in
+// `state`: the time since its last message counts as reading if it was reading then.
+function heard(w, msg, state, now) {
+  if (w.state === 'reading') w.ms += now - w.at;
+  else if (state === 'reading' && w.state !== 'idle') w.from = { bytes: w.bytes, ms: w.ms };
+  w.bytes = msg.bytes - (w.base ?? 0);
+  w.at = now;
+  w.state = state;
+  w.step = { step: msg.step, done: msg.done, total: msg.total };
+}
+
+// A reading worker's bytes per ms since it last began, or null before it read for a while.
+function paceOf(w, now) {
+  if (w.state !== 'reading') return null;
+  const ms = w.ms + now - w.at - w.from.ms;
+  const pace = (w.bytes - w.from.bytes) / ms;
+  return ms >= MIN_PACE_MS && pace > 0 ? pace : null;
+}
+
+// The seconds the read has left with `left` bytes to read by `workers`, or null while no worker
+// reading has a pace: the bytes left at the pace of the workers still to read, each reading at
+// its own, one that waits, has not begun or has no pace yet at the mean pace of those that have
+// one, a worker done at none.
+export function readLeft(workers, left, now) {
+  const known = workers.map((w) => paceOf(w, now)).filter((p) => p !== null);
+  if (known.length === 0) return null;
+  const mean = known.reduce((a, b) => a + b, 0) / known.length;
+  const perMs = workers.filter((w) => w.state !== 'done').reduce((sum, w) => sum + (paceOf(w, now) ?? mean), 0);
+  return Math.max(0, left) / perMs / 1000;
 }
 
 // [rows, weight, rows, weight …] as [{rows, weight}], or null.
@@ -71,14 +120,15 @@ export function passesLeft(passes, at, done, now) {
 }
 
 export class OpenProgress {
-  // `show(text, share)`: the line and the bar (share 0–1, or null when unknown).
-  constructor(fileBytes, show, now = () => performance.now()) {
+  // `show(text, share)`: the line and the bar (share 0–1, or null when unknown). `reader`: a
+  // reader worker reads the kernel table beside the analysis worker.
+  constructor(fileBytes, show, { reader = false, now = () => performance.now() } = {}) {
     this.fileBytes = fileBytes;
     this.show = show;
     this.now = now;
     this.t0 = now();
-    this.bytes = { analysis: 0, reader: 0 };
-    this.base = null; // the analysis worker's bytes read before this file
+    this.workers = { analysis: worker(), reader: reader ? worker() : null };
+    this.workers.analysis.at = this.t0;
     this.verdict = null;
     this.step = '';
     this.sampledAt = -Infinity;
@@ -92,8 +142,11 @@ export class OpenProgress {
       this.verdict = { t0, total: msg.total, base: msg.base, done: 0, passes: passesOf(msg.passes), at: [t0], last: { done: 0, at: t0 } };
       performance.mark('nsys-lens:verdict-stage');
     } else if (msg.bytes !== undefined) {
-      this.base ??= msg.bytes;
-      this.bytes.analysis = msg.bytes - this.base;
+      this.workers.analysis.base ??= msg.bytes; // read before this file
+      // With a reader, 'loading kernels' of no rows: the host side read, the kernel table
+      // awaited from it (read here after all if the reader fails).
+      const awaits = msg.step === 'loading kernels' && !(msg.total > 0) && this.workers.reader !== null;
+      heard(this.workers.analysis, msg, awaits ? 'done' : 'reading', this.now());
     }
     // The host side read, the kernel table awaited from the reader worker (benchmarks read it).
     if (msg.step === 'loading kernels' && this.step !== msg.step) performance.mark('nsys-lens:host-side');
@@ -101,10 +154,18 @@ export class OpenProgress {
     this.render();
   }
 
-  // A progress message of the reader worker (a fresh instance: its bytes are this file's).
+  // A progress message of the reader worker (a fresh instance: its bytes are this file's); it
+  // waits for the verdict's inputs after a message marked `waits`.
   reader(msg) {
-    if (msg.bytes !== undefined) this.bytes.reader = msg.bytes;
+    const w = this.workers.reader;
+    if (w && msg.bytes !== undefined) heard(w, msg, msg.waits ? 'waiting' : 'reading', this.now());
     this.render();
+  }
+
+  // The reader worker answered, or failed (the analysis worker then reads the kernel table).
+  readerDone() {
+    const w = this.workers.reader;
+    if (w) heard(w, { ...w.step, bytes: w.bytes }, 'done', this.now());
   }
 
   // The analysis worker's heartbeat: `rows` handed out by its passes so far.
@@ -145,16 +206,19 @@ export class OpenProgress {
       const rows = `${v.done.toLocaleString('en-US')} of ${v.total.toLocaleString('en-US')} rows`;
       text = `Computing the verdict: ${rows}${share === null ? '' : ` (${Math.round(share * 100)} %)`}`;
     } else {
-      const read = this.bytes.analysis + this.bytes.reader;
+      const workers = [this.workers.analysis, this.workers.reader].filter((w) => w !== null);
+      const read = workers.reduce((sum, w) => sum + w.bytes, 0);
       share = this.fileBytes > 0 ? Math.min(1, read / this.fileBytes) : null;
-      eta = secondsLeft(this.t0, now, share);
+      eta = paced(this.t0, now, share) ? readLeft(workers, this.fileBytes - read, now) : null;
       text = `Reading the file: ${formatSize(Math.min(read, this.fileBytes))} of ${formatSize(this.fileBytes)}${share === null ? '' : ` (${Math.round(share * 100)} %)`} · ${this.step}`;
     }
     if (eta !== null) text += ` · ${timeLeft(eta)}${v ? '' : ' to read it, then the verdict'}`;
     this.show(text, share);
     if (now - this.sampledAt >= SAMPLE_MS) {
       this.sampledAt = now;
-      performance.mark('nsys-lens:progress', { detail: { stage: v ? 'verdict' : 'read', share, eta, at: now } });
+      // Each worker's bytes and state too, to weigh other estimators against the same run.
+      const parts = Object.fromEntries(Object.entries(this.workers).map(([k, w]) => [k, w && { bytes: w.bytes, ms: w.ms, state: w.state, ...w.step }]));
+      performance.mark('nsys-lens:progress', { detail: { stage: v ? 'verdict' : 'read', share, eta, at: now, ...parts } });
     }
   }
 }

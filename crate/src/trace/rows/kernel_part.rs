@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use super::super::decode::{kernel_columns, only};
-use super::super::load::{LoadOptions, ProgressFn};
+use super::super::load::{LoadOptions, Progress, ProgressFn};
 use super::super::packed_rows::Base;
 use super::super::row_cache::{BLOCK_BYTES, Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
@@ -233,6 +233,9 @@ struct Slices {
     /// again descends the table's b-tree to its last row each slice, and in the page each page
     /// that descent reads costs a random read of the file.
     estimate: Option<u64>,
+    /// The rows read by the slices before: each slice's progress counts on from them, so the
+    /// page times the rest of the table by its own rows.
+    read: u64,
     done: bool,
 }
 
@@ -266,6 +269,7 @@ impl ReaderScan {
             fill: (Base::default(), kernels.keep),
             after: None,
             estimate: None,
+            read: 0,
             done: false,
         };
         let mut scan = ReaderScan {
@@ -335,15 +339,23 @@ impl ReaderScan {
             fill,
             after,
             estimate,
+            read: before,
             done,
         } = &mut self.read;
         if *done {
             return Ok(true);
         }
+        let read_before = *before;
+        let mut counted = |p: Progress| {
+            progress(Progress {
+                done: p.done + read_before,
+                ..p
+            })
+        };
         let mut ctx = Loader {
             conn,
             path,
-            progress,
+            progress: &mut counted,
         };
         let mut feed = match (&mut self.feed, fold) {
             (Some(Some(feed)), Some(fold)) => Some((feed, fold)),
@@ -365,6 +377,7 @@ impl ReaderScan {
         *fill = filler.pause();
         read?;
         *after = last;
+        *before += rows;
         *done = rows < self.slice_rows;
         Ok(*done)
     }
