@@ -13,30 +13,13 @@ use std::time::Instant;
 
 #[path = "../tests/common/counting.rs"]
 mod counting;
-use counting::{LIVE, PEAK};
+use counting::{LIVE, mark, mib};
 
 use nsys_lens::detect::beside::{
     FactsFold, SWEEP_RANGES_MOST, detect_joined, from_bytes, read_sweeping, to_bytes,
 };
 use nsys_lens::detect::{DetectConfig, KernelSummary, SweepInputs};
 use nsys_lens::trace::{self, FileRows, FileScan, KernelPart, LoadOptions, ReaderScan, RowBudget};
-
-fn mib(b: usize) -> String {
-    format!("{:.0} MiB", b as f64 / 1048576.0)
-}
-
-/// Prints the live heap, the step's high-water mark and the time; starts the next step's mark.
-fn mark(step: &str, t: Instant) -> usize {
-    let live = LIVE.load(Relaxed);
-    let peak = PEAK.swap(live, Relaxed);
-    println!(
-        "{step:<40} live {:>9}  step peak {:>9}  {:.2} s",
-        mib(live),
-        mib(peak),
-        t.elapsed().as_secs_f64()
-    );
-    peak
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()

@@ -10,29 +10,11 @@
 //! `trtllm-skill` Root cause, then the drill-down over the index it kept. Not a test; prints
 //! figures.
 //! Usage: cargo run --release -p nsys-lens --example page_memory -- TRACE.sqlite [detect|views]
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 #[path = "../tests/common/counting.rs"]
 mod counting;
-use counting::{LIVE, PEAK};
-
-fn mib(b: usize) -> String {
-    format!("{:.0} MiB", b as f64 / 1048576.0)
-}
-
-/// Prints the live heap, the high-water mark since the previous step (the step's own peak:
-/// what the wasm worker's memory must hold while it runs) and the time; then starts the next
-/// step's high-water mark from the live heap.
-fn mark(step: &str, t: Instant) {
-    let live = LIVE.load(Relaxed);
-    println!(
-        "{step:<28} live {:>9}  step peak {:>9}  {:.2} s",
-        mib(live),
-        mib(PEAK.swap(live, Relaxed)),
-        t.elapsed().as_secs_f64()
-    );
-}
+use counting::mark;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()

@@ -12,24 +12,11 @@ use std::time::Instant;
 
 #[path = "../tests/common/counting.rs"]
 mod counting;
-use counting::{LIVE, PEAK};
+use counting::{LIVE, mib};
 
-fn mib(b: usize) -> String {
-    format!("{:.0} MiB", b as f64 / 1048576.0)
-}
-
-/// Prints the live heap, the step's high-water mark and the time; the most any step reached
-/// is the wasm memory the page grows to.
+/// [`counting::mark`]; the most any step reached is the wasm memory the page grows to.
 fn mark(step: &str, t: Instant, most: &mut usize) {
-    let live = LIVE.load(Relaxed);
-    let peak = PEAK.swap(live, Relaxed);
-    *most = (*most).max(peak);
-    println!(
-        "{step:<36} live {:>9}  step peak {:>9}  {:.2} s",
-        mib(live),
-        mib(peak),
-        t.elapsed().as_secs_f64()
-    );
+    *most = (*most).max(counting::mark(step, t));
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -121,7 +108,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (key, report) = verdicts.get(i)?;
         (*key == format!("{cfg:?}")).then(|| report.clone())
     };
-    std::hint::black_box(nsys_lens::ranks::ranks_seeing(&inputs, |_| {}, kept)?);
+    let ranks = nsys_lens::ranks::ranks_seeing(&inputs, |_, _| None, |_, _| {}, kept)?;
+    std::hint::black_box(ranks);
     mark("ranks", t, &mut most);
     println!("most held: {}", mib(most));
     Ok(())

@@ -11,7 +11,7 @@ mod corrupted;
 use js_sys::{Array, Function, Uint8Array};
 use nsys_lens::web::vfs;
 use nsys_lens::web::{
-    Analysis, WebError, analyze_traces, drill_traces, kept_rows_room, kernel_part,
+    Analysis, WebError, analyze_traces, drill_traces, kept_rows_room, kernel_part, ranks_traces,
     read_kernel_slice, reader_waits_for_sweep, report_file, rows_handed_out, scan_kernels,
     whatif_traces,
 };
@@ -673,4 +673,35 @@ fn corrupted_public_exports_end_in_an_answer_or_a_clear_error_and_the_instance_s
         answers > 0 && !refusals.is_empty(),
         "{answers} answers, {refusals:?}"
     );
+}
+
+/// The Drill-down view's ranks panel after Root cause reads no index of its own: it takes the
+/// one Root cause kept (a second beside it held every step twice) and gives it back, so the
+/// Drill-down after it reads no index either; its answer is the one of a trace opened afresh.
+#[wasm_bindgen_test]
+fn the_ranks_panel_after_root_cause_reuses_its_index_and_gives_it_back() {
+    let fresh = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let before = rows_handed_out();
+    let want = json(&ranks_traces(vec![fresh.id()]).expect("ranks"));
+    let fresh_rows = rows_handed_out() - before;
+    let drill_rows = |a: &Analysis| {
+        let before = rows_handed_out();
+        drill_traces(vec![a.id()], "{}").expect("the drill-down");
+        rows_handed_out() - before
+    };
+    let only_drill = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    analyze_traces(only_drill.id(), None, "{}").expect("Root cause");
+    let want_drill = drill_rows(&only_drill);
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    analyze_traces(a.id(), None, "{}").expect("Root cause");
+    let before = rows_handed_out();
+    let got = json(&ranks_traces(vec![a.id()]).expect("ranks after Root cause"));
+    let after_rows = rows_handed_out() - before;
+    assert!(
+        after_rows < fresh_rows,
+        "{after_rows} rows read after Root cause, {fresh_rows} afresh"
+    );
+    assert_eq!(got["ranks"], want["ranks"]);
+    assert_eq!(got["section"], want["section"]);
+    assert_eq!(drill_rows(&a), want_drill, "the Drill-down after the ranks");
 }

@@ -203,14 +203,19 @@ pub struct Clock {
 /// every figure but the cause and which rank was late where; the second measures only the
 /// spans the cause counts (`cause::late_spans`), each rank's folded into its sums at once.
 /// Memory is then the ranks' collective kernels and one input's spans, not every rank's spans
-/// (about 120 bytes per collective kernel). `each` sees every input's index of the first read.
-/// Fails when there is no input, an input has no kernels or a read failed.
+/// (about 120 bytes per collective kernel). Fails when there is no input, an input has no
+/// kernels or a read failed.
 ///
-/// `verdict(i, cfg)`: input `i`'s verdict under `cfg` when the caller holds it (the page keeps
-/// the verdict it shows), else `None` and it is computed here.
-pub fn ranks_seeing(
-    inputs: &[DrillInput<'_>],
-    mut each: impl FnMut(&RowIndex<'_>),
+/// The hooks let a caller that holds state reuse it (the page's open traces):
+/// - `kept(i, input)`: input `i`'s index under its built-in step marker when the caller holds it
+///   (the page keeps Root cause's), else `None` and it is read here;
+/// - `each(i, index)`: input `i`'s index once its first read is summarized, to keep or drop;
+/// - `verdict(i, cfg)`: input `i`'s verdict under `cfg` when the caller holds it (the page keeps
+///   the verdict it shows), else `None` and it is computed here.
+pub fn ranks_seeing<'t>(
+    inputs: &[DrillInput<'t>],
+    mut kept: impl FnMut(usize, &DrillInput<'t>) -> Option<RowIndex<'t>>,
+    mut each: impl FnMut(usize, RowIndex<'t>),
     mut verdict: impl FnMut(usize, &DetectConfig) -> Option<DetectReport>,
 ) -> Result<(RanksReport, Vec<FileSummary>)> {
     if inputs.is_empty() {
@@ -222,10 +227,14 @@ pub fn ranks_seeing(
         .iter()
         .enumerate()
         .map(|(i, input)| {
-            let ix = index_one(input)?;
-            each(&ix);
+            let ix = match kept(i, input) {
+                Some(ix) => ix,
+                None => index_one(input)?,
+            };
             let held = verdict(i, &detect_config(&ix));
-            summarize_with(&ix, false, held)
+            let summary = summarize_with(&ix, false, held);
+            each(i, ix);
+            summary
         })
         .collect::<Result<Vec<FileSummary>>>()?;
     let (mut report, all) = reduce(&summaries)?;
@@ -245,7 +254,7 @@ pub fn ranks_seeing(
 
 /// [`ranks_seeing`], the answer alone.
 pub fn ranks(inputs: &[DrillInput<'_>]) -> Result<RanksReport> {
-    Ok(ranks_seeing(inputs, |_| {}, |_, _| None)?.0)
+    Ok(ranks_seeing(inputs, |_, _| None, |_, _| {}, |_, _| None)?.0)
 }
 
 /// One input indexed. Fails when it has no kernels or a read failed.

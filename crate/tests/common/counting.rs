@@ -36,3 +36,25 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static A: Counting = Counting;
+
+/// `b` bytes in MiB, as the examples print them.
+#[allow(dead_code)] // not every includer prints
+pub fn mib(b: usize) -> String {
+    format!("{:.0} MiB", b as f64 / 1048576.0)
+}
+
+/// Prints the live heap, the high-water mark since the last mark (the step's own peak: what
+/// the wasm worker's memory must hold while it runs) and the step's time; starts the next
+/// step's mark at the live heap. Returns the step's peak.
+#[allow(dead_code)]
+pub fn mark(step: &str, t: std::time::Instant) -> usize {
+    let live = LIVE.load(Relaxed);
+    let peak = PEAK.swap(live, Relaxed);
+    println!(
+        "{step:<40} live {:>9}  step peak {:>9}  {:.2} s",
+        mib(live),
+        mib(peak),
+        t.elapsed().as_secs_f64()
+    );
+    peak
+}
