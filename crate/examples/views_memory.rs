@@ -120,17 +120,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         step_marker: None,
     };
     let afresh = std::env::var_os("RANKS_AFRESH").is_some();
-    let mut kept_index = Some(index);
-    let mut given_back = None;
-    let (ranks, _) = nsys_lens::ranks::ranks_seeing(
-        std::slice::from_ref(&input),
-        |_, _| kept_index.take().filter(|_| !afresh),
-        |_, ix| given_back = Some(ix),
-        |_, _| Some(kept.verdict.clone()),
-    )?;
+    let mut index = Some(index);
+    let ranks = ranks_over(&input, &mut index, afresh, &kept.verdict)?;
     let ranks_json = serde_json::to_string(&ranks)?;
-    drop(kept_index);
-    let index = given_back.ok_or("no index")?.into_facts();
     mark("ranks panel", t);
     let t = Instant::now();
     let classes = analyze::classes::window_classes(rows)?;
@@ -142,7 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         classes,
     );
     doc.whatif = Some(card.clone());
-    document::add_ranks(&mut doc, rows)?;
+    doc.ranks = Some(ranks_over(&input, &mut index, afresh, &kept.verdict)?);
     let md = markdown::render(&doc);
     mark("report (Markdown)", t);
     println!(
@@ -155,4 +147,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     std::hint::black_box((timeline, gaps, index, read.gaps, drill, explain, doc, md));
     Ok(())
+}
+
+/// The ranks of `input` as the page computes them: over the `index` it kept, taken and given
+/// back; with `afresh`, over an index of their own beside it (as before 2026-12-02).
+fn ranks_over<'r>(
+    input: &nsys_lens::drill::DrillInput<'r>,
+    index: &mut Option<RowIndex<'r>>,
+    afresh: bool,
+    verdict: &DetectReport,
+) -> Result<nsys_lens::ranks::RanksReport, Box<dyn std::error::Error>> {
+    let mut taken = if afresh { None } else { index.take() };
+    let mut given_back = None;
+    let (ranks, _) = nsys_lens::ranks::ranks_seeing(
+        std::slice::from_ref(input),
+        |_, _| taken.take(),
+        |_, ix| given_back = Some(ix).filter(|_| !afresh),
+        |_, _| Some(verdict.clone()),
+    )?;
+    if given_back.is_some() {
+        *index = given_back;
+    }
+    Ok(ranks)
 }

@@ -677,7 +677,8 @@ fn corrupted_public_exports_end_in_an_answer_or_a_clear_error_and_the_instance_s
 
 /// The Drill-down view's ranks panel after Root cause reads no index of its own: it takes the
 /// one Root cause kept (a second beside it held every step twice) and gives it back, so the
-/// Drill-down after it reads no index either; its answer is the one of a trace opened afresh.
+/// Drill-down after it reads no index either, nor the report's ranks; the answer is the one of
+/// a trace opened afresh.
 #[wasm_bindgen_test]
 fn the_ranks_panel_after_root_cause_reuses_its_index_and_gives_it_back() {
     let fresh = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
@@ -704,4 +705,19 @@ fn the_ranks_panel_after_root_cause_reuses_its_index_and_gives_it_back() {
     assert_eq!(got["ranks"], want["ranks"]);
     assert_eq!(got["section"], want["section"]);
     assert_eq!(drill_rows(&a), want_drill, "the Drill-down after the ranks");
+    // The report after the Drill-down and the what-if card, the verdict shown: a pass for the
+    // kernel classes, then the ranks over the kept index too, fewer rows than ranks afresh.
+    a.detect("{}").expect("the verdict");
+    whatif_traces(a.id(), None, "{}").expect("the what-if card");
+    let before = rows_handed_out();
+    let bytes = report_file(a.id(), "json", 10)
+        .expect("the report")
+        .to_vec();
+    let report_rows = rows_handed_out() - before;
+    assert!(
+        report_rows < fresh_rows,
+        "the report read {report_rows} rows, ranks afresh {fresh_rows}"
+    );
+    let doc: Value = serde_json::from_slice(&bytes).expect("the report is JSON");
+    assert_eq!(doc["ranks"]["ranks"], want["ranks"]["ranks"]);
 }

@@ -49,7 +49,7 @@ pub struct Document {
     pub whatif: Option<WhatIf>,
     /// The ranks at their collectives, as `nsys-lens ranks --json` gives it for this one export
     /// (without its schema_version); `null` without kernel records, and in a report assembled
-    /// from parts until its caller sets it ([`add_ranks`]).
+    /// from parts until its caller sets it (the page's, over the index its trace kept).
     pub ranks: Option<RanksReport>,
 }
 
@@ -100,18 +100,6 @@ pub fn build_rows(
     add_whatif(&mut doc, rows)?;
     doc.ranks = Some(crate::ranks::ranks_indexed(std::slice::from_ref(&ix))?);
     Ok(doc)
-}
-
-/// Sets the report's `ranks` from the trace's rows (what [`build_rows`] does with the index it
-/// built; a report assembled from parts gets it this way).
-pub fn add_ranks(doc: &mut Document, rows: &dyn EventRows) -> Result<()> {
-    let input = crate::drill::DrillInput {
-        rows,
-        label: &doc.file,
-        step_marker: None,
-    };
-    doc.ranks = Some(crate::ranks::ranks(std::slice::from_ref(&input))?);
-    Ok(())
 }
 
 /// Sets the report's `whatif` from the trace's rows: the standard set's predictions and the

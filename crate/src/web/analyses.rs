@@ -202,7 +202,7 @@ pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebErr
         top: top.max(1) as usize,
         window: None,
     };
-    let doc = report_document(&trace, &opts).map_err(WebError::from)?;
+    let doc = report_document(&trace, &opts)?;
     let bytes: Vec<u8> = match format {
         "md" => markdown::render(&doc).into_bytes(),
         "json" => serde_json::to_vec_pretty(&doc).map_err(js_error)?,
@@ -229,30 +229,34 @@ pub fn report_file(id: u32, format: &str, top: u32) -> Result<Uint8Array, WebErr
 }
 
 /// The report of `trace`: from the drill-down the page already computed under the same options
-/// when it did (the Drill-down view, then its export), else from the trace's rows; the verdict
-/// is the one the page shows.
+/// when it did (the Drill-down view, then its export), its ranks over the index the trace kept,
+/// else from the trace's rows; the verdict is the one the page shows.
 fn report_document(
-    trace: &Indexed,
+    trace: &Rc<Indexed>,
     opts: &DrillOptions,
-) -> crate::error::Result<document::Document> {
+) -> Result<document::Document, WebError> {
     let label = trace.label();
     let key = (opts.top, opts.window, String::new());
-    if let Some(kept) = trace.drilled(&key) {
+    let drilled = trace
+        .drilled(&key)
+        .map(|kept| (kept.explain.clone(), kept.drill.clone()));
+    if let Some((explain, drill)) = drilled {
         let detect = trace.detect(&document::verdict_config(label))?;
         let rows = trace.rows()?;
         let classes = crate::analyze::classes::window_classes(&*rows)?;
-        let mut doc = document::with_drill_down(
-            label,
-            detect,
-            kept.explain.clone(),
-            kept.drill.clone(),
-            classes,
-        );
+        let mut doc = document::with_drill_down(label, detect, explain, drill, classes);
         doc.whatif = Some(trace.whatif(&document::whatif_config(label), &[])?);
-        document::add_ranks(&mut doc, &*rows)?;
+        let input = DrillInput {
+            rows: &*rows,
+            label,
+            step_marker: None,
+        };
+        let traces = std::slice::from_ref(trace);
+        let (ranks, _) = super::ranks::ranks_reusing(traces, std::slice::from_ref(&input), |_| {})?;
+        doc.ranks = Some(ranks);
         return Ok(doc);
     }
     let rows = trace.rows()?;
     let verdict = |cfg: &crate::detect::DetectConfig| trace.detect(cfg);
-    document::build_rows(&*rows, label, opts, &verdict)
+    Ok(document::build_rows(&*rows, label, opts, &verdict)?)
 }

@@ -73,31 +73,8 @@ thread_local! {
 pub fn ranks_traces(ids: Vec<u32>) -> Result<String, WebError> {
     init();
     over_inputs(&ids, None, |traces, inputs| {
-        // One input indexed at a time, its spans measured in a second read for the cause
-        // alone: memory holds one file's index and the ranks' collective kernels, whatever
-        // the number of files. A file whose index Root cause or the Drill-down kept is not
-        // indexed again (a second index beside the kept one: at 1.5 M steps the Drill-down
-        // view's memory went 454 → 619 MiB), and keeps it; one indexed here is dropped.
         let mut windows: Vec<(Ns, Ns)> = Vec::with_capacity(inputs.len());
-        let taken: Vec<Cell<bool>> = vec![Cell::new(false); inputs.len()];
-        let each = |i: usize, ix: RowIndex<'_>| {
-            windows.push(ix.extent);
-            if let (true, Some(trace)) = (taken[i].get(), traces.get(i)) {
-                trace.keep_index(ix.into_facts());
-            }
-        };
-        // Each file's verdict as the page keeps it (when it was asked under the same
-        // options), not computed again.
-        let verdict = |i: usize, cfg: &crate::detect::DetectConfig| {
-            traces.get(i).and_then(|t| t.kept_verdict(cfg))
-        };
-        let kept = |i: usize, input: &_| {
-            let ix = kept_index(traces.get(i), input)?;
-            taken[i].set(true);
-            Some(ix)
-        };
-        let (report, summaries) =
-            crate::ranks::ranks_seeing(inputs, kept, each, verdict).map_err(WebError::from)?;
+        let (report, summaries) = ranks_reusing(traces, inputs, |ix| windows.push(ix.extent))?;
         let lanes = rank_lanes(&ids, &report, summaries, &windows);
         let extent = lanes.extent;
         LAID.with(|l| l.replace(Some(lanes)));
@@ -108,6 +85,35 @@ pub fn ranks_traces(ids: Vec<u32>) -> Result<String, WebError> {
             timeline: extent,
         })
     })
+}
+
+/// The ranks of the open `traces` (their rows as `inputs`), with what each keeps: the index Root
+/// cause or the Drill-down kept, taken and given back (a second index beside it held every step
+/// twice: at 1.5 M steps the Drill-down view's memory went 454 → 619 MiB), and the verdict the
+/// page shows. A file without a kept index is indexed and dropped: memory holds one file's
+/// index and the ranks' collective kernels, whatever the number of files. `seen`: each input's
+/// index once summarized.
+pub(super) fn ranks_reusing(
+    traces: &[Rc<Indexed>],
+    inputs: &[DrillInput<'_>],
+    mut seen: impl FnMut(&RowIndex<'_>),
+) -> Result<(RanksReport, Vec<FileSummary>), WebError> {
+    let taken: Vec<Cell<bool>> = vec![Cell::new(false); inputs.len()];
+    let each = |i: usize, ix: RowIndex<'_>| {
+        seen(&ix);
+        if let (true, Some(trace)) = (taken[i].get(), traces.get(i)) {
+            trace.keep_index(ix.into_facts());
+        }
+    };
+    let verdict = |i: usize, cfg: &crate::detect::DetectConfig| {
+        traces.get(i).and_then(|t| t.kept_verdict(cfg))
+    };
+    let kept = |i: usize, input: &_| {
+        let ix = kept_index(traces.get(i), input)?;
+        taken[i].set(true);
+        Some(ix)
+    };
+    crate::ranks::ranks_seeing(inputs, kept, each, verdict).map_err(WebError::from)
 }
 
 /// The index `trace` kept of `input` (taken: give it back with `Indexed::keep_index`), if it
