@@ -21,6 +21,8 @@ import { renderCapture } from './ui/capture.js';
 import { renderWhatif } from './ui/whatif.js';
 import { formatSize } from './ui/progress.js';
 import { ranksPanel } from './ui/ranks.js';
+import { saveReport } from './ui/exports.js';
+import { inlineData, base64Bytes } from './ui/offline.js';
 
 // A threshold input's label: the metric's title and id, the scope when not the aggregate, and
 // the side it crosses on (all from the core's catalogue).
@@ -64,26 +66,6 @@ const engineReady = new Promise((resolve) => {
 
 function setState(s) {
   document.body.dataset.state = s;
-}
-
-function inlineData() {
-  if (window.NSYS_LENS_INLINE) return window.NSYS_LENS_INLINE;
-  const block = document.getElementById('nsys-lens-inline');
-  if (block) {
-    try {
-      return JSON.parse(block.textContent);
-    } catch {
-      return null;
-    }
-  }
-  return null;
-}
-
-function base64Bytes(b64) {
-  const bin = atob(b64);
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return bytes;
 }
 
 // The served site starts worker.js as a module; the offline file its classic-script form from a
@@ -769,24 +751,11 @@ async function analyseWindow({ start, end }) {
 // Largest gaps and eager kernel names listed (the CLI's default `--top`).
 const DRILL_TOP = 10;
 
-const EXPORTS = {
-  md: { ext: 'md', type: 'text/markdown' },
-  json: { ext: 'json', type: 'application/json' },
-  html: { ext: 'html', type: 'text/html' },
-  'csv-zip': { ext: 'csv.zip', type: 'application/zip' },
-};
-
-// Builds the report in the worker and saves it through a Blob URL: nothing leaves the machine.
+// Builds the report in the worker and saves it: nothing leaves the machine.
 async function exportReport(slot, format) {
   const { bytes } = await appState.engine.report(slot, format, DRILL_TOP);
-  const spec = EXPORTS[format];
-  const base = (appState.session.slots.find((e) => e.slot === slot)?.name || 'trace').replace(/\.sqlite$/i, '');
-  const url = URL.createObjectURL(new Blob([bytes], { type: spec.type }));
-  const a = el('a', { href: url, download: `${base}.report.${spec.ext}` });
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  const name = appState.session.slots.find((e) => e.slot === slot)?.name || 'trace';
+  saveReport(bytes, format, name);
   return bytes.length;
 }
 

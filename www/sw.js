@@ -30,6 +30,8 @@ const ASSETS = [
   './ui/whatif.js',
   './ui/ranks.js',
   './ui/progress.js',
+  './ui/exports.js',
+  './ui/offline.js',
   './pkg/nsys_lens.js',
   './pkg/nsys_lens_bg.wasm',
   './favicon.svg',
