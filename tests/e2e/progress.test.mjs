@@ -82,9 +82,7 @@ function readOf10GB() {
     clock = ms;
     const t = ms / 1000;
     if (t <= end.analysis) progress.analysis({ step: t === end.analysis ? 'loading kernels' : 'loading NVTX ranges', total: t === end.analysis ? 0 : 1, bytes: bytes.analysis(t) });
-    // Its kernel table: a row a byte, counted against the table's rows.
-    const rows = Math.max(0, bytes.reader(t) - 20 * MB);
-    progress.reader({ step: t < 1 ? 'loading strings' : 'loading kernels', done: rows, total: t < 1 ? 1 : 500 * MB, bytes: bytes.reader(t), waits: t >= 1 && t < 15 });
+    progress.reader({ step: 'loading kernels', bytes: bytes.reader(t), waits: t >= 1 && t < 15 });
   }
   return (share) => {
     const line = lines.find((l) => l.share >= share);

@@ -233,8 +233,8 @@ struct Slices {
     /// again descends the table's b-tree to its last row each slice, and in the page each page
     /// that descent reads costs a random read of the file.
     estimate: Option<u64>,
-    /// The rows read by the slices before: each slice's progress counts on from them, so the
-    /// page times the rest of the table by its own rows.
+    /// The rows read by the slices before: each slice's progress counts on from them, so it
+    /// says the rows read of the whole table, as the estimate it is counted against does.
     read: u64,
     done: bool,
 }
