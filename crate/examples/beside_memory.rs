@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(SWEEP_RANGES_MOST);
-    let mut fold = FactsFold::new(&cfg, most);
+    let mut fold = FactsFold::new(&cfg, most, trace::WorkEnds::read(&conn));
     let budget = RowBudget::new(keep);
     let host =
         FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold)?;
@@ -72,7 +72,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut reader = ReaderScan::begin(&rc, label, (opts, keep), &mut |_| true, true)?;
     let inputs: Option<SweepInputs> = inputs.as_deref().map(from_bytes).transpose()?;
     let summary = match inputs {
-        Some(inputs) => read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs)?,
+        Some(inputs) => read_sweeping(&mut reader, (&rc, label), &mut |_| true, (inputs, &mut ()))?,
         None => {
             reader.read_kernels(&rc, label, &mut |_| true, None)?;
             None

@@ -30,6 +30,7 @@ pub mod pyfmt;
 pub mod ranks;
 pub mod report;
 pub mod reread;
+pub mod riders;
 pub mod sqlike;
 pub mod steps;
 pub mod synth;

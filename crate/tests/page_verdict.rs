@@ -14,7 +14,10 @@ use nsys_lens::detect::beside::{
     FactsFold, SWEEP_RANGES_MOST, detect_joined, from_bytes, read_sweeping, sweep_beside, to_bytes,
 };
 use nsys_lens::detect::{DetectConfig, KernelSummary, SweepInputs, detect_rows};
+use nsys_lens::drill::gaps::idle_gap_histogram;
 use nsys_lens::model::rows::EventRows;
+use nsys_lens::riders::{ReaderSweep, Riders};
+use nsys_lens::timeline::Timeline;
 use nsys_lens::trace::{self, FileRows, FileScan, KernelPart, LoadOptions, ReaderScan, RowBudget};
 
 /// When the kernel sweep's inputs reach the reader worker: before it reads the kernel table
@@ -36,7 +39,19 @@ const SLICE: u64 = 97;
 /// The page's open and verdict of `path`, the reader keeping up to `reader_bytes` of its rows:
 /// the verdict, and whether the reader's sweep came through.
 fn beside(path: &Path, cfg: &DetectConfig, reader_bytes: usize, when: InputsCome) -> (Json, bool) {
-    beside_within(path, cfg, (reader_bytes, SWEEP_RANGES_MOST), when)
+    let open = beside_within(path, cfg, (reader_bytes, SWEEP_RANGES_MOST), when);
+    (open.verdict, open.swept)
+}
+
+/// What the page's open and verdict of a file gave.
+struct Beside {
+    verdict: Json,
+    /// The reader's sweep of the GPU work came through.
+    swept: bool,
+    /// The analysis worker swept the launch calls as its host side read them.
+    launches_folded: bool,
+    /// Rows the verdict read after the join.
+    rows_after_join: u64,
 }
 
 /// [`beside`] with the host facts' fold holding at most `most_ranges` ranges.
@@ -45,17 +60,25 @@ fn beside_within(
     cfg: &DetectConfig,
     (reader_bytes, most_ranges): (usize, usize),
     when: InputsCome,
-) -> (Json, bool) {
+) -> Beside {
     let label = "s";
     let opts = LoadOptions::page();
     let conn = trace::open_path(path).expect("open");
-    let mut fold = FactsFold::new(cfg, most_ranges);
+    let mut fold = FactsFold::new(cfg, most_ranges, trace::WorkEnds::read(&conn));
     let budget = RowBudget::new(1 << 30);
     let host = FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold);
     let host = match host {
         Ok(host) => host,
-        Err(e) => return (Err(e.to_string()), false),
+        Err(e) => {
+            return Beside {
+                verdict: Err(e.to_string()),
+                swept: false,
+                launches_folded: false,
+                rows_after_join: 0,
+            };
+        }
     };
+    let launches_folded = fold.swept_launches();
     let inputs = fold
         .sweep_inputs()
         .map(|i| to_bytes(&i).expect("inputs as bytes"));
@@ -71,7 +94,8 @@ fn beside_within(
         .with_slice_rows(SLICE);
     let swept = match (when, inputs()) {
         (InputsCome::Before, Some(inputs)) => {
-            read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
+            read_sweeping(&mut reader, (&rc, label), &mut |_| true, (inputs, &mut ()))
+                .expect("read")
         }
         (InputsCome::Between, Some(inputs)) => {
             for _ in 0..3 {
@@ -79,7 +103,8 @@ fn beside_within(
                     .read_slice(&rc, label, &mut |_| true, None)
                     .expect("slice");
             }
-            read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
+            read_sweeping(&mut reader, (&rc, label), &mut |_| true, (inputs, &mut ()))
+                .expect("read")
         }
         (InputsCome::WhenWaited, Some(inputs)) => {
             let mut done = false;
@@ -88,14 +113,17 @@ fn beside_within(
                     .read_slice(&rc, label, &mut |_| true, None)
                     .expect("slice");
             }
-            read_sweeping(&mut reader, (&rc, label), &mut |_| true, inputs).expect("read")
+            read_sweeping(&mut reader, (&rc, label), &mut |_| true, (inputs, &mut ()))
+                .expect("read")
         }
         (_, inputs) => {
             reader
                 .read_kernels(&rc, label, &mut |_| true, None)
                 .expect("read");
             let at = (&rc, label);
-            inputs.and_then(|i| sweep_beside(&mut reader, at, &mut |_| true, i).expect("sweep"))
+            inputs.and_then(|i| {
+                sweep_beside(&mut reader, at, &mut |_| true, (i, &mut ())).expect("sweep")
+            })
         }
     };
     let summary = swept.map(|s| to_bytes(&s).expect("summary as bytes"));
@@ -109,7 +137,8 @@ fn beside_within(
         "{}: the joined scan's kernels ({when:?}, {reader_bytes} B kept)",
         path.display()
     );
-    let through = summary.is_some();
+    let swept = summary.is_some();
+    let before = trace::rows_handed_out();
     let verdict = match (fold.into_folded(), summary) {
         (Some(folded), Some(bytes)) => {
             let summary: KernelSummary = from_bytes(&bytes).expect("summary read back");
@@ -117,7 +146,12 @@ fn beside_within(
         }
         _ => detect_rows(&rows, cfg),
     };
-    (json(verdict), through)
+    Beside {
+        verdict: json(verdict),
+        swept,
+        launches_folded,
+        rows_after_join: trace::rows_handed_out() - before,
+    }
 }
 
 /// The kernels plain SQL counts (none without the table).
@@ -188,7 +222,7 @@ fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
 /// The ranges the kernel sweep's inputs of `path` hold under `cfg`, folded without a cap.
 fn sweep_ranges(path: &Path, cfg: &DetectConfig) -> usize {
     let conn = trace::open_path(path).expect("open");
-    let mut fold = FactsFold::new(cfg, usize::MAX);
+    let mut fold = FactsFold::new(cfg, usize::MAX, trace::WorkEnds::default());
     let budget = RowBudget::new(0);
     let opts = (LoadOptions::page(), &budget);
     FileScan::host_side_folding(&conn, "s", opts, &mut |_| true, &mut fold).expect("host side");
@@ -204,9 +238,13 @@ fn a_fold_holding_more_ranges_than_its_cap_leaves_the_verdict_to_the_passes() {
     assert!(ranges > 3 * 4096, "{ranges} ranges");
     let expect = passes(&path, &cfg);
     for (most, sweeps) in [(ranges, true), (ranges - 1, false), (ranges / 3, false)] {
-        let (got, through) = beside_within(&path, &cfg, (0, most), InputsCome::WhenWaited);
-        assert_eq!(through, sweeps, "{ranges} ranges, at most {most}");
-        assert_same(&got, &expect, &format!("at most {most} of {ranges} ranges"));
+        let open = beside_within(&path, &cfg, (0, most), InputsCome::WhenWaited);
+        assert_eq!(open.swept, sweeps, "{ranges} ranges, at most {most}");
+        assert_same(
+            &open.verdict,
+            &expect,
+            &format!("at most {most} of {ranges} ranges"),
+        );
     }
 }
 
@@ -259,5 +297,138 @@ fn the_readers_slices_count_the_kernels_read_on_from_the_slices_before() {
     assert!(
         said.windows(2).all(|w| w[0].0 <= w[1].0),
         "never counts back"
+    );
+}
+
+/// The analysis worker sweeps the launch calls as its host side reads them, over the window
+/// the GPU-work tables' first and last rows give (`trace::WorkEnds`, or the user's); the join
+/// keeps that sweep where the reader's sweep found the same start, and the verdict then reads
+/// no row again.
+#[test]
+fn the_launch_calls_swept_as_the_host_side_reads_them_spare_the_verdict_a_pass() {
+    let (_dirs, generated) = scenarios();
+    let mut joined = 0;
+    for path in &generated {
+        for cfg in configs() {
+            let what = format!("{}: {:?} {:?}", path.display(), cfg.profile, cfg.window);
+            let open = beside_within(path, &cfg, (1 << 30, SWEEP_RANGES_MOST), InputsCome::Before);
+            assert_same(&open.verdict, &passes(path, &cfg), &what);
+            if !open.swept {
+                continue;
+            }
+            assert!(open.launches_folded, "{what}: launch calls not folded");
+            assert_eq!(open.rows_after_join, 0, "{what}: rows read after the join");
+            joined += 1;
+        }
+    }
+    // The three single-rank scenarios under every configuration, at least.
+    assert!(joined >= 12, "{joined} verdicts joined");
+}
+
+/// Where a GPU-work table's first row is not its earliest (a copy moved before every other GPU
+/// work, last in its table), the launch sweep's window began too late: the join reads the
+/// launch calls again, and the verdict is the passes'. The kernels alone (`trtllm-skill`) still
+/// begin at their first row.
+#[test]
+fn a_launch_sweep_over_a_window_the_gpu_work_did_not_have_is_read_again() {
+    let (_tmp, copy) = crate::scan_fold::altered_copy_bound("early-copy.sqlite", |conn| {
+        let sql = "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY \
+             SET start = (SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY) - 2000, \
+                 \"end\" = (SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY) - 1000 \
+             WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)";
+        conn.execute(sql, []).expect("move a copy");
+    });
+    for (cfg, reads_again) in configs().into_iter().zip([true, false, true, false]) {
+        let what = format!("{:?} {:?}", cfg.profile, cfg.window);
+        let open = beside_within(
+            &copy,
+            &cfg,
+            (1 << 30, SWEEP_RANGES_MOST),
+            InputsCome::Before,
+        );
+        assert!(open.swept && open.launches_folded, "{what}");
+        assert_eq!(open.rows_after_join > 0, reads_again, "{what}: read again");
+        assert_same(&open.verdict, &passes(&copy, &cfg), &what);
+    }
+}
+
+/// Above about 2 GB the page's reader keeps no kernel: it sweeps each as it reads it, so it reads
+/// the columns a pass reads (the device, the stream, the name), not only the scan's. Reading
+/// the scan's alone, `mfu_2gpu_before`'s two GPUs swept as one: GPU idle 4.4 % against 9.8 %.
+#[test]
+fn a_reader_keeping_no_kernel_sweeps_them_as_a_pass_reads_them() {
+    for path in common::sweep_exports() {
+        let cfg = DetectConfig::default();
+        let (got, through) = beside(&path, &cfg, 0, InputsCome::WhenWaited);
+        let what = path.display().to_string();
+        assert_same(&got, &passes(&path, &cfg), &what);
+        if got.is_ok() {
+            assert_eq!(through, foldable_with(&path, false), "{what}: swept beside");
+        }
+    }
+}
+
+/// A reader that keeps no kernel folds the timeline's GPU lanes and the gap histogram beside
+/// its sweep, taking every row the passes over the joined scan hand out, in their order: the
+/// same lanes, bins, row blocks and names (the copies' and memsets' too, which each worker
+/// names in its own catalog) and the same histogram.
+#[test]
+fn the_views_folded_beside_the_readers_sweep_equal_their_passes() {
+    let (_dirs, generated) = scenarios();
+    let inputs: Vec<PathBuf> = common::sweep_exports()
+        .into_iter()
+        .chain(generated.iter().cloned())
+        .collect();
+    let mut rode = 0;
+    for path in &inputs {
+        let what = path.display().to_string();
+        let (label, opts) = ("s", LoadOptions::page());
+        let conn = trace::open_path(path).expect("open");
+        let cfg = DetectConfig::default();
+        let mut fold = FactsFold::new(&cfg, usize::MAX, trace::WorkEnds::read(&conn));
+        let budget = RowBudget::new(1 << 30);
+        let Ok(host) =
+            FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold)
+        else {
+            continue;
+        };
+        let Some(inputs) = fold.sweep_inputs() else {
+            continue;
+        };
+        let rc = trace::open_path(path).expect("open");
+        let mut reader = ReaderScan::begin(&rc, label, (opts, 0), &mut |_| true, true)
+            .expect("reader")
+            .with_slice_rows(SLICE);
+        let mut riders = Riders::new(opts.event_details);
+        let swept = read_sweeping(
+            &mut reader,
+            (&rc, label),
+            &mut |_| true,
+            (inputs, &mut riders),
+        )
+        .expect("read");
+        let Some(swept) = swept else {
+            continue;
+        };
+        let part = reader.into_part();
+        let scan = host.finish(&conn, &mut |_| true, Some(part)).expect("join");
+        let rows = FileRows::over(&conn, &scan);
+        // As the summary and the views cross to the analysis worker.
+        let crossed = to_bytes(&riders.finish(swept)).expect("as bytes");
+        let crossed: ReaderSweep = from_bytes(&crossed).expect("read back");
+        let passed = Timeline::of_rows(&rows, label).expect("timeline");
+        let bytes = |t: &Timeline| postcard::to_allocvec(t).expect("timeline as bytes");
+        let timeline = crossed.timeline.as_ref().expect(&what);
+        assert!(
+            bytes(timeline) == bytes(&passed),
+            "{what}: the timeline's lanes"
+        );
+        let gaps = crossed.gaps().expect(&what);
+        assert_eq!(gaps, idle_gap_histogram(&rows, None), "{what}: the gaps");
+        rode += 1;
+    }
+    assert!(
+        rode >= 8,
+        "{rode} exports folded the views beside the sweep"
     );
 }

@@ -200,7 +200,7 @@ fn an_export_out_of_start_order_gives_way_to_the_passes() {
 }
 
 /// `copy-bound` (one rank, in start order) copied and altered by `alter`.
-fn altered_copy_bound(
+pub(crate) fn altered_copy_bound(
     name: &str,
     alter: impl FnOnce(&rusqlite::Connection),
 ) -> (tempfile::TempDir, PathBuf) {

@@ -217,10 +217,33 @@ fn a_reader_keeping_no_kernel_waits_for_the_sweep_and_the_views_see_every_kernel
         json(&joined.detect("{}").expect("the verdict")),
         json(&alone.detect("{}").expect("the verdict alone"))
     );
+    // The timeline's GPU lanes and the gaps rode on the reader's sweep, its step lane on the
+    // host side's ranges: the joined trace reads no row for them, and shows what the trace
+    // opened on one worker shows.
+    let (lanes_joined, read_joined) = timeline_and_gaps(&joined);
+    let (lanes_alone, read_alone) = timeline_and_gaps(&alone);
+    assert_eq!(lanes_joined, lanes_alone);
+    assert_eq!(
+        read_joined, 0.0,
+        "rows read after the join ({read_alone} alone)"
+    );
+    assert!(read_alone > 0.0, "the trace opened alone read no row");
     assert_eq!(
         json(&analyze_traces(joined.id(), None, "{}").expect("Root cause")),
         json(&analyze_traces(alone.id(), None, "{}").expect("Root cause alone"))
     );
+}
+
+/// The timeline's extent, its whole view and the gaps as JSON, and the rows they read.
+fn timeline_and_gaps(a: &Analysis) -> (Vec<Value>, f64) {
+    let before = rows_handed_out();
+    let extent = json(&a.timeline_extent().expect("extent"));
+    let (start, end) = (extent["start_ns"].as_f64(), extent["end_ns"].as_f64());
+    let (start, end) = (start.expect("start"), end.expect("end"));
+    let gaps = json(&a.gaps().expect("gaps"));
+    let read = rows_handed_out() - before;
+    let view = json(&a.timeline(start, end, 300, Vec::new()).expect("view"));
+    (vec![extent, view, gaps], read)
 }
 
 #[wasm_bindgen_test]

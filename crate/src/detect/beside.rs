@@ -1,22 +1,29 @@
 //! The page's verdict on two workers: the analysis worker folds the host facts from the NVTX
 //! ranges as its host side reads them ([`FactsFold`], a [`RangeFold`]) and hands the kernel
 //! sweep its inputs; the reader worker, which read the kernel table meanwhile, sweeps the GPU
-//! work from the rows it kept while the analysis worker still reads the calls; the join then
-//! assembles the verdict from both ([`detect_joined`]), reading only the launch calls again.
-//! What [`detect_rows`](super::detect_rows) would do in three passes after the scan, less two.
+//! work from the rows it kept while the analysis worker still reads the calls, sweeping the
+//! launch calls among them; the join then assembles the verdict from both ([`detect_joined`]).
+//! What [`detect_rows`](super::detect_rows) would do in three passes after the scan.
+//!
+//! The launch sweep's window starts at the first GPU work, which the analysis worker cannot
+//! hear of from the reader while it reads: it takes the GPU-work tables' first and last rows
+//! ([`WorkEnds`]), and the join keeps the sweep only when the reader's sweep found that start
+//! and an end no earlier (`LaunchSweepResult::fits`); else the verdict reads the launch calls
+//! again, as it did before.
 
 use rusqlite::Connection;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::launch_sweep::{Launches, MOST_HELD, swept_calls};
 use super::{
     DetectConfig, DetectReport, HostFacts, HostFactsBuilder, KernelSummary, KernelSweep,
     SweepInputs,
 };
 use crate::error::{Error, Result};
-use crate::model::rows::{EventRows, KernelRow};
-use crate::model::{NvtxRow, Strings, Threads, Trace};
-use crate::trace::{ProgressFn, RangeFold, ReaderScan};
+use crate::model::rows::{CallRow, EventRows, KernelRow};
+use crate::model::{NameFlags, NvtxRow, Strings, Threads, Trace, flag};
+use crate::trace::{ProgressFn, RangeFold, ReaderScan, WorkEnds};
 
 /// The most ranges (host-prep ranges and phase windows' spans, [`SweepInputs::ranges`]) the
 /// page folds its verdict beside the scan with. Each is held by both workers while the reader
@@ -28,7 +35,8 @@ use crate::trace::{ProgressFn, RangeFold, ReaderScan};
 /// verdict's passes run after the join, the reader having ended.
 pub const SWEEP_RANGES_MOST: usize = 4 << 20;
 
-/// Ranges folded between two counts of what the fold holds ([`SWEEP_RANGES_MOST`]).
+/// Ranges folded between two counts of what the fold holds ([`SWEEP_RANGES_MOST`]), and launch
+/// calls between two counts of what the launch sweep holds ([`MOST_HELD`]).
 const COUNT_EVERY: u32 = 1 << 12;
 
 /// The verdict's host facts, folded over the ranges as the host side reads them.
@@ -38,16 +46,21 @@ pub struct FactsFold<'c> {
     /// The most ranges the fold may hold, and the ranges folded until it counts them again.
     most: usize,
     until_count: u32,
+    /// The GPU-work tables' first and last rows: the launch sweep's window.
+    work: WorkEnds,
     /// Once the ranges are read in start order: the facts, the processes they were sized for,
     /// and the kernel sweep's inputs (until taken).
     folded: Option<Folded>,
 }
 
-/// The host facts as the ranges left them.
+/// The host facts as the ranges left them, and the launch sweep over the calls after them.
 pub struct Folded {
     facts: HostFacts,
     processes: usize,
     inputs: Option<SweepInputs>,
+    /// The names of the calls the launch sweep takes.
+    swept: NameFlags,
+    launches: Launches,
 }
 
 impl Folded {
@@ -56,17 +69,28 @@ impl Folded {
     pub fn fits(&self, meta: &Trace) -> bool {
         self.processes == meta.processes.len()
     }
+
+    /// Whether the launch calls swept as the host side read them fit the aggregate window the
+    /// reader's sweep found (`kernels`): the verdict then reads no row again.
+    pub fn launches_fit(&self, kernels: &KernelSummary) -> bool {
+        match &self.launches {
+            Launches::Done(swept) => swept.fits(kernels.aggregate_window()),
+            _ => false,
+        }
+    }
 }
 
 impl<'c> FactsFold<'c> {
     /// A fold that gives up once it holds more than `most` ranges
-    /// ([`SWEEP_RANGES_MOST`] in the page).
-    pub fn new(cfg: &'c DetectConfig, most: usize) -> FactsFold<'c> {
+    /// ([`SWEEP_RANGES_MOST`] in the page), its launch sweep over the window `work` gives
+    /// (the user's, when `cfg` has one).
+    pub fn new(cfg: &'c DetectConfig, most: usize, work: WorkEnds) -> FactsFold<'c> {
         FactsFold {
             cfg,
             builder: None,
             most,
             until_count: COUNT_EVERY,
+            work,
             folded: None,
         }
     }
@@ -93,6 +117,14 @@ impl<'c> FactsFold<'c> {
     /// What the fold left, for [`detect_joined`].
     pub fn into_folded(self) -> Option<Folded> {
         self.folded
+    }
+
+    /// Whether the launch calls were swept as the host side read them (every one in start
+    /// order, within what the sweep may hold); the join still checks its window.
+    pub fn swept_launches(&self) -> bool {
+        self.folded
+            .as_ref()
+            .is_some_and(|f| matches!(f.launches, Launches::Done(_)))
     }
 }
 
@@ -121,12 +153,43 @@ impl RangeFold for FactsFold<'_> {
         if inputs.ranges() > self.most {
             return;
         }
-        let inputs = Some(inputs);
+        let window = cfg
+            .user_window()
+            .or_else(|| self.work.bounds(facts.sw.gpu_work));
         self.folded = Some(Folded {
+            swept: swept_calls(&facts, &meta.strings),
+            launches: Launches::over(&facts, window),
             facts,
             processes,
-            inputs,
+            inputs: Some(inputs),
         });
+    }
+
+    fn call(&mut self, row: &CallRow) -> bool {
+        let Some(folded) = &mut self.folded else {
+            return false;
+        };
+        if !flag(&folded.swept, row.name) {
+            return true;
+        }
+        let Launches::Sweeping(sweep, calls) = &mut folded.launches else {
+            return false;
+        };
+        *calls += 1;
+        // Nothing tells this sweep how far the GPU work reaches past its window's end: what
+        // it holds past it waits for the join, within a bound.
+        if calls.is_multiple_of(u64::from(COUNT_EVERY)) && sweep.held() > MOST_HELD {
+            folded.launches = Launches::Void;
+            return false;
+        }
+        sweep.push(*row);
+        true
+    }
+
+    fn calls_read(&mut self, complete: bool) {
+        if let Some(folded) = &mut self.folded {
+            folded.launches.calls_read(complete);
+        }
     }
 }
 
@@ -143,14 +206,29 @@ pub fn detect_joined(
     if !folded.fits(rows.meta()) {
         return super::detect_rows(rows, cfg);
     }
-    super::detect_summarized(rows, folded.facts, (kernels, None), cfg)
+    let launches = folded.launches.result();
+    super::detect_summarized(rows, folded.facts, (kernels, launches), cfg)
+}
+
+/// A fold of the GPU work the reader worker runs beside its sweep, for the views after the
+/// verdict (in the page, the timeline's summary and the idle-gap histogram): each row the sweep
+/// took, in start order. It keeps its own state, giving up on its own.
+pub trait Rider {
+    fn push(&mut self, row: &KernelRow);
+}
+
+/// No fold beside the sweep.
+impl Rider for () {
+    fn push(&mut self, _: &KernelRow) {}
 }
 
 /// The reader worker's kernel sweep beside its scan of the kernel table: begun once the inputs
 /// come ([`SweepBeside::start`]: the kernels kept so far), fed each slice read after
-/// ([`SweepBeside::slice`]), finished after the last ([`SweepBeside::finish`]).
+/// ([`SweepBeside::slice`]), finished after the last ([`SweepBeside::finish`]); a [`Rider`]
+/// takes every row the sweep takes.
 pub struct SweepBeside {
     sweep: KernelSweep,
+    all_work: bool,
 }
 
 impl SweepBeside {
@@ -161,15 +239,23 @@ impl SweepBeside {
         reader: &mut ReaderScan,
         (conn, path): (&Connection, &str),
         progress: ProgressFn<'_>,
-        inputs: SweepInputs,
+        (inputs, rider): (SweepInputs, &mut dyn Rider),
     ) -> Result<SweepBeside> {
         let all_work = inputs.all_work();
         if all_work {
             reader.read_other_work(conn, path, progress)?;
         }
-        let mut sweep = KernelSweep::of(inputs);
-        reader.start_sweep(all_work, &mut |k: &KernelRow| sweep.push(*k).is_ok())?;
-        Ok(SweepBeside { sweep })
+        let sweep = KernelSweep::of(inputs);
+        let mut beside = SweepBeside { sweep, all_work };
+        let take = &mut |k: &KernelRow| beside.take(k, rider);
+        reader.start_sweep(all_work, take)?;
+        Ok(beside)
+    }
+
+    /// Whether the sweep takes every kind of GPU work (kernels, graph replays, copies,
+    /// memsets, as `EventRows::gpu_work`), not the kernels alone: what a rider needs.
+    pub fn all_work(&self) -> bool {
+        self.all_work
     }
 
     /// Reads `reader`'s next slice into the sweep; `Ok(true)` once the table is read.
@@ -178,31 +264,43 @@ impl SweepBeside {
         reader: &mut ReaderScan,
         (conn, path): (&Connection, &str),
         progress: ProgressFn<'_>,
+        rider: &mut dyn Rider,
     ) -> Result<bool> {
-        let sweep = &mut self.sweep;
-        reader.read_slice(conn, path, progress, Some(&mut |k| sweep.push(*k).is_ok()))
+        reader.read_slice(conn, path, progress, Some(&mut |k| self.take(k, rider)))
     }
 
     /// The summary, when the sweep took every row as a pass hands them out.
-    pub fn finish(mut self, reader: &mut ReaderScan) -> Option<KernelSummary> {
-        let sweep = &mut self.sweep;
-        let swept = reader.finish(Some(&mut |k: &KernelRow| sweep.push(*k).is_ok()));
+    pub fn finish(
+        mut self,
+        reader: &mut ReaderScan,
+        rider: &mut dyn Rider,
+    ) -> Option<KernelSummary> {
+        let swept = reader.finish(Some(&mut |k: &KernelRow| self.take(k, rider)));
         swept.then(|| self.sweep.finish())
+    }
+
+    /// A row for the sweep, and the rider once the sweep took it.
+    fn take(&mut self, k: &KernelRow, rider: &mut dyn Rider) -> bool {
+        let taken = self.sweep.push(*k).is_ok();
+        if taken {
+            rider.push(k);
+        }
+        taken
     }
 }
 
 /// The reader worker's kernel table read with the GPU work swept as it reads (the inputs came
-/// before it read on, the kernels kept so far swept first): the summary, or `None` when the
-/// rows did not come as a pass hands them out.
+/// before it read on, the kernels kept so far swept first), `rider` beside the sweep: the
+/// summary, or `None` when the rows did not come as a pass hands them out.
 pub fn read_sweeping(
     reader: &mut ReaderScan,
     at: (&Connection, &str),
     progress: ProgressFn<'_>,
-    inputs: SweepInputs,
+    (inputs, rider): (SweepInputs, &mut dyn Rider),
 ) -> Result<Option<KernelSummary>> {
-    let mut sweep = SweepBeside::start(reader, at, &mut *progress, inputs)?;
-    while !sweep.slice(reader, at, &mut *progress)? {}
-    Ok(sweep.finish(reader))
+    let mut sweep = SweepBeside::start(reader, at, &mut *progress, (inputs, &mut *rider))?;
+    while !sweep.slice(reader, at, &mut *progress, &mut *rider)? {}
+    Ok(sweep.finish(reader, rider))
 }
 
 /// The reader worker's sweep of the GPU work from the kernels its scan kept, once it read them
@@ -212,9 +310,9 @@ pub fn sweep_beside(
     reader: &mut ReaderScan,
     at: (&Connection, &str),
     progress: ProgressFn<'_>,
-    inputs: SweepInputs,
+    (inputs, rider): (SweepInputs, &mut dyn Rider),
 ) -> Result<Option<KernelSummary>> {
-    Ok(SweepBeside::start(reader, at, progress, inputs)?.finish(reader))
+    Ok(SweepBeside::start(reader, at, progress, (inputs, &mut *rider))?.finish(reader, rider))
 }
 
 /// The sweep's inputs or its summary as they cross between the page's workers (postcard),

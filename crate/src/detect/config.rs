@@ -129,6 +129,13 @@ pub struct DetectConfig {
     pub step_marker: Option<crate::names::steps::StepSource>,
 }
 
+impl DetectConfig {
+    /// The user's aggregate window, when it holds time.
+    pub fn user_window(&self) -> Option<(Ns, Ns)> {
+        self.window.filter(|(start, end)| start < end)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

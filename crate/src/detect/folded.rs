@@ -6,7 +6,7 @@
 //! user's window), which it waits for the kernel table's reader to read, and ends no earlier
 //! than the latest kernel end read so far; the calls past that are held until the scan ends.
 
-use super::launch_sweep::{LaunchSweep, LaunchSweepResult, swept_calls};
+use super::launch_sweep::{Launches, MOST_HELD, swept_calls};
 use super::{DetectConfig, DetectReport, HostFacts, HostFactsBuilder, KernelSweep};
 use crate::error::Result;
 use crate::model::rows::{CallRow, EventRows, KernelRow};
@@ -25,21 +25,8 @@ pub struct VerdictFold<'c> {
     launches: Launches,
 }
 
-/// The launch sweep over the calls as they are read.
-enum Launches {
-    /// No launch call yet.
-    Waiting,
-    Sweeping(Box<LaunchSweep>, u64),
-    Done(LaunchSweepResult),
-    /// A call came out of order, or the GPU work's start was not to be had: the pass sweeps.
-    Void,
-}
-
 /// Launch calls between two looks at how far the kernel table's reader has come.
 const SETTLE_EVERY: u64 = 1 << 12;
-/// Calls (16 bytes each) the launch sweep holds past the kernel reader's progress before the
-/// host side waits for the reader.
-const MAX_HELD: usize = 1 << 18;
 
 /// The verdict's kernel sweep, folded over the GPU work as the kernel table is read.
 pub struct SweepFold {
@@ -95,7 +82,7 @@ impl ScanFold for VerdictFold<'_> {
         *calls += 1;
         if self.cfg.window.is_none() && calls.is_multiple_of(SETTLE_EVERY) {
             sweep.settle_until(gpu.ends_at_least());
-            if sweep.held() > MAX_HELD {
+            if sweep.held() > MOST_HELD {
                 gpu.wait_past(row.start);
                 sweep.settle_until(gpu.ends_at_least());
             }
@@ -105,11 +92,7 @@ impl ScanFold for VerdictFold<'_> {
     }
 
     fn calls_read(&mut self, complete: bool) {
-        let launches = std::mem::replace(&mut self.launches, Launches::Void);
-        self.launches = match (launches, complete) {
-            (Launches::Sweeping(sweep, _), true) => Launches::Done(sweep.finish()),
-            _ => Launches::Void,
-        };
+        self.launches.calls_read(complete);
     }
 }
 
@@ -126,18 +109,11 @@ impl VerdictFold<'_> {
         let Some(facts) = &self.facts else {
             return Launches::Void;
         };
-        let window = match self.cfg.window {
-            Some((start, end)) if start < end => Some((start, end)),
-            _ => gpu
-                .first_start(facts.sw.gpu_work)
-                .map(|start| (start, gpu.ends_at_least())),
-        };
-        match window {
-            Some((start, until)) => {
-                Launches::Sweeping(Box::new(LaunchSweep::new(facts, start, until)), 0)
-            }
-            None => Launches::Void,
-        }
+        let window = self.cfg.user_window().or_else(|| {
+            gpu.first_start(facts.sw.gpu_work)
+                .map(|start| (start, gpu.ends_at_least()))
+        });
+        Launches::over(facts, window)
     }
 }
 
@@ -175,9 +151,6 @@ pub fn detect_folded(
     let Some((facts, gpu)) = folded else {
         return super::detect_rows(rows, cfg);
     };
-    let launches = match fold.launches {
-        Launches::Done(swept) => Some(swept),
-        _ => None,
-    };
+    let launches = fold.launches.result();
     super::detect_summarized(rows, facts, (gpu.sweep.finish(), launches), cfg)
 }

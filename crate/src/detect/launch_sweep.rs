@@ -335,6 +335,55 @@ impl LaunchTotals {
     }
 }
 
+/// Calls (16 bytes each) a launch sweep folded while a scan reads may hold past the end it
+/// knows the GPU work reaches, before it waits (the CLI's, for the kernel table's reader) or
+/// gives up (the page's, which hears of no reader).
+pub const MOST_HELD: usize = 1 << 18;
+
+/// A launch sweep over the calls as a scan reads them: the CLI's `detect`, beside the kernel
+/// table's reader (`folded.rs`), and the page's host side, before the reader worker's kernels
+/// (`beside.rs`).
+#[derive(Debug)]
+pub enum Launches {
+    /// No launch call yet.
+    Waiting,
+    /// The sweep, and the calls it took.
+    Sweeping(Box<LaunchSweep>, u64),
+    Done(LaunchSweepResult),
+    /// A call came out of order, the sweep held too many, or its window was not to be had:
+    /// the verdict's pass sweeps the calls.
+    Void,
+}
+
+impl Launches {
+    /// A sweep over the window `[start, until…)` ([`LaunchSweep::new`]), or void without one.
+    pub fn over(host_facts: &HostFacts, window: Option<(Ns, Ns)>) -> Launches {
+        match window {
+            Some((start, until)) => {
+                Launches::Sweeping(Box::new(LaunchSweep::new(host_facts, start, until)), 0)
+            }
+            None => Launches::Void,
+        }
+    }
+
+    /// After the last call: done when `complete` (every call came in start order and was
+    /// taken), else void.
+    pub fn calls_read(&mut self, complete: bool) {
+        *self = match (std::mem::replace(self, Launches::Void), complete) {
+            (Launches::Sweeping(sweep, _), true) => Launches::Done(sweep.finish()),
+            _ => Launches::Void,
+        };
+    }
+
+    /// What the sweep found, when it came through.
+    pub fn result(self) -> Option<LaunchSweepResult> {
+        match self {
+            Launches::Done(swept) => Some(swept),
+            _ => None,
+        }
+    }
+}
+
 /// Sweeps the launch calls of `rows` for `host_facts` (built on its trace), the aggregate window
 /// starting at `aggregate_start` and ending no earlier than `settled_until`
 /// ([`LaunchSweep::new`]).

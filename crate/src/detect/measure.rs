@@ -149,8 +149,7 @@ impl<'t> Prepared<'t> {
         swept: Option<LaunchSweepResult>,
     ) -> Prepared<'t> {
         let trace = rows.meta();
-        let hull = kernels.facts.hull;
-        let window = kernels.aggregate.window.hull.or(hull).unwrap_or_default();
+        let window = kernels.aggregate_window();
         let swept = swept
             .filter(|s| s.fits(window))
             .unwrap_or_else(|| sweep_loaded(rows, host_facts, window));

@@ -107,22 +107,61 @@ pub fn steps_of_rows_in_order(
     sw: &Switches,
     visit: &mut dyn FnMut(Step),
 ) -> bool {
-    let mut folder = TpFolder::new(sw);
-    let mut each = |s: &Step| visit(*s);
-    let mut same_start: Vec<Step> = Vec::new();
-    for s in rows.filter_map(|r| step_of_row(&r, sw, &names)) {
-        match same_start.first() {
+    let mut steps = StepsInOrder::new(sw);
+    for row in rows {
+        if !steps.push(&row, (&names, sw), visit) {
+            return false;
+        }
+    }
+    steps.finish(visit);
+    true
+}
+
+/// [`steps_of_rows_in_order`] a row at a time, for a fold that is handed the rows (the page's
+/// host side, as it reads the ranges).
+pub struct StepsInOrder {
+    folder: TpFolder,
+    /// The raw steps of the start being read.
+    same_start: Vec<Step>,
+}
+
+impl StepsInOrder {
+    pub fn new(sw: &Switches) -> StepsInOrder {
+        StepsInOrder {
+            folder: TpFolder::new(sw),
+            same_start: Vec::new(),
+        }
+    }
+
+    /// The next row; `false` when its step starts before the one before it (the caller forgets
+    /// the steps visited and reads the rows again with [`steps_of_rows`]).
+    pub fn push(
+        &mut self,
+        row: &NvtxRow,
+        (names, sw): (&impl StepLookup, &Switches),
+        visit: &mut dyn FnMut(Step),
+    ) -> bool {
+        let Some(s) = step_of_row(row, sw, names) else {
+            return true;
+        };
+        match self.same_start.first() {
             Some(first) if s.start < first.start => return false,
             Some(first) if s.start > first.start => {
-                fold_same_start(&mut same_start, &mut folder, &mut each)
+                let each = &mut |s: &Step| visit(*s);
+                fold_same_start(&mut self.same_start, &mut self.folder, each);
             }
             _ => {}
         }
-        same_start.push(s);
+        self.same_start.push(s);
+        true
     }
-    fold_same_start(&mut same_start, &mut folder, &mut each);
-    folder.finish(&mut each);
-    true
+
+    /// Hands out the steps still held.
+    pub fn finish(mut self, visit: &mut dyn FnMut(Step)) {
+        let each = &mut |s: &Step| visit(*s);
+        fold_same_start(&mut self.same_start, &mut self.folder, each);
+        self.folder.finish(each);
+    }
 }
 
 /// Hands `folder` the steps of one start, by end (ties in table order).

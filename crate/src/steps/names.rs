@@ -50,6 +50,14 @@ impl StepLookup for ParsedNames<'_> {
     }
 }
 
+/// A parser over the string table as a scan has it so far: a fold handed the ranges one at a
+/// time (the page's host side) holds the parser, not the strings.
+impl StepLookup for (&StepParser, &Strings) {
+    fn step_name(&self, id: NameId) -> Option<StepName> {
+        self.0.parse_id(self.1, id)
+    }
+}
+
 /// A profile's step name parser: the user's source, else the built-in markers, the first one met
 /// chosen for the rest of the trace (under `LIKE` matching, TensorRT-LLM's only, and only names
 /// `LIKE '%[Executor] _forward_step%'`).

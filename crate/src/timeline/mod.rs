@@ -34,7 +34,7 @@ use columns::{Columns, Grid, NameIndex, mark_idle};
 pub use device::{DeviceLanes, MarkedLane};
 pub use host::HostIndex;
 pub use source::{KernelSource, lane_steps_in_order, lane_steps_of};
-pub use step_lane::{StepLane, StepLaneBuilder};
+pub use step_lane::{StepLane, StepLaneBuilder, StepLaneFold};
 use summary::{BinGrid, Blocks, Label, LaneBins};
 pub use view::{
     DEPTH_ROWS, Hit, ITEM_MIN_PX, Item, LaneView, Link, NAMED_DEPTHS, TimelineView, busy_digits,
@@ -153,16 +153,7 @@ impl Timeline {
     /// error of `rows` is returned, not a short timeline.
     pub fn of_rows_with_steps(rows: &dyn EventRows, label: &str) -> crate::error::Result<Timeline> {
         let timeline = Timeline::of_rows(rows, label)?;
-        use crate::steps::StepSink;
-        let mut lane = StepLane::builder();
-        let strings = &rows.meta().strings;
-        // The rows come in start order; steps that do not are read again and sorted whole.
-        if !lane_steps_in_order(rows.ranges(), strings, &mut |s| lane.step(&s)) {
-            lane.restart();
-            lane_steps_of(rows.ranges(), strings, &mut |s| lane.step(&s));
-        }
-        rows.check()?;
-        Ok(timeline.with_step_lane(lane.finish()))
+        Ok(timeline.with_step_lane(StepLane::of_rows(rows)?))
     }
 
     /// Indexes the GPU work of `rows`, without the step lane. A read error of `rows` is

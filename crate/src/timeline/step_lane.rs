@@ -2,9 +2,15 @@
 
 use super::columns::{self, Grid, NameIndex};
 use super::summary::{self, Blocks, Label, LaneBins, Summary};
-use super::{Detail, KernelSource, LaneStep, LaneView, items_of, step_label};
-use crate::model::{Ns, Trace};
-use crate::steps::{Step, StepSink};
+use super::{
+    Detail, KernelSource, LaneStep, LaneView, items_of, lane_steps_in_order, lane_steps_of,
+    step_label,
+};
+use crate::model::rows::EventRows;
+use crate::model::{Ns, NvtxRow, Strings, Trace};
+use crate::profile::{Profile, Switches};
+use crate::steps::names::StepParser;
+use crate::steps::{Step, StepSink, StepsInOrder};
 
 /// The forward-step lane: steps as the standard profile sees them (TP copies merged), from the
 /// host part of the trace. Like a kernel lane it keeps summary bins and a row-block index (of
@@ -53,6 +59,51 @@ impl StepLaneBuilder {
     }
 }
 
+/// The forward-step lane folded over the NVTX ranges as a scan hands them out (the page's host
+/// side, as it reads them): the lane [`StepLane::of_rows`] would read, without reading the
+/// ranges again. Rows out of start order void it (the pass then reads them).
+pub struct StepLaneFold {
+    sw: Switches,
+    parser: StepParser,
+    steps: Option<StepsInOrder>,
+    lane: StepLaneBuilder,
+}
+
+impl Default for StepLaneFold {
+    fn default() -> StepLaneFold {
+        let sw = Profile::Standard.switches();
+        StepLaneFold {
+            parser: StepParser::new(&sw, None),
+            steps: Some(StepsInOrder::new(&sw)),
+            sw,
+            lane: StepLane::builder(),
+        }
+    }
+}
+
+impl StepLaneFold {
+    /// The next range, in start order (ties in table order); `strings` as the scan has them
+    /// so far. `false` once the fold is void.
+    pub fn range(&mut self, row: &NvtxRow, strings: &Strings) -> bool {
+        let Some(steps) = &mut self.steps else {
+            return false;
+        };
+        let lane = &mut self.lane;
+        let names = (&self.parser, strings);
+        if !steps.push(row, (&names, &self.sw), &mut |s| lane.step(&s)) {
+            self.steps = None;
+        }
+        self.steps.is_some()
+    }
+
+    /// The lane (`Some(None)`: no steps), unless the fold was void.
+    pub fn finish(self) -> Option<Option<StepLane>> {
+        let mut lane = self.lane;
+        self.steps?.finish(&mut |s| lane.step(&s));
+        Some(lane.finish())
+    }
+}
+
 impl StepLane {
     pub(super) fn of(trace: &Trace) -> Option<StepLane> {
         use crate::profile::Profile;
@@ -63,6 +114,21 @@ impl StepLane {
         let mut lane = StepLane::builder();
         steps::StepReader::new(&trace.nvtx, names, &sw).for_each_step(&mut lane);
         lane.finish()
+    }
+
+    /// The lane of the forward steps of `rows`' NVTX ranges, read in one pass (again, sorted
+    /// whole, when they do not come in start order). A read error of `rows` is returned, not a
+    /// short lane.
+    pub fn of_rows(rows: &dyn EventRows) -> crate::error::Result<Option<StepLane>> {
+        use crate::steps::StepSink;
+        let mut lane = StepLane::builder();
+        let strings = &rows.meta().strings;
+        if !lane_steps_in_order(rows.ranges(), strings, &mut |s| lane.step(&s)) {
+            lane.restart();
+            lane_steps_of(rows.ranges(), strings, &mut |s| lane.step(&s));
+        }
+        rows.check()?;
+        Ok(lane.finish())
     }
 
     fn empty() -> StepLane {

@@ -197,6 +197,39 @@ fn the_step_lane_keeps_its_size_and_reads_its_steps_back() {
     );
 }
 
+/// The step lane folded over the ranges a row at a time, as the page's host side reads them,
+/// draws and reads back what the lane of the pass over the same ranges does; ranges out of
+/// start order void the fold.
+#[test]
+fn the_step_lane_folded_over_the_ranges_is_the_lane_of_their_pass() {
+    let trace = stepped(20_000);
+    let mut fold = StepLaneFold::default();
+    for row in trace.ranges() {
+        assert!(fold.range(&row, &trace.strings), "in start order");
+    }
+    let folded = fold.finish().expect("not void").expect("steps");
+    let passed = Timeline::new(&trace);
+    let tl = Timeline::new(&trace).with_step_lane(Some(folded));
+    let (s, e) = tl.extent();
+    let (s, e) = (s.min(0), e.max(25_000_000));
+    for (a, b, detail) in [
+        (s, e, Detail::Summary),
+        (5_000_000, 5_600_000, Detail::Exact),
+    ] {
+        let view = |t: &Timeline| t.view_with(&trace, a, b, 700, detail).expect("view");
+        assert_eq!(view(&tl), view(&passed), "{detail:?}");
+    }
+    let mut fold = StepLaneFold::default();
+    let rows: Vec<_> = trace.ranges().collect();
+    let taken: Vec<bool> = rows
+        .iter()
+        .rev()
+        .map(|r| fold.range(r, &trace.strings))
+        .collect();
+    assert!(taken.contains(&false), "ranges in reverse taken");
+    assert!(fold.finish().is_none(), "void");
+}
+
 #[test]
 fn a_device_view_shows_one_device_folded_or_per_stream_under_its_marked_lane() {
     let mut trace = Trace {

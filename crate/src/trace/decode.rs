@@ -144,6 +144,15 @@ fn read_if(column: &'static str, read: bool) -> &'static str {
 /// The columns [`kernel_row`] decodes, `NULL` for those not read: stream, correlation,
 /// demangled name and graph ids without `details` (the graph node with `graph_nodes` too).
 pub(super) fn kernel_columns(details: bool, graph_nodes: bool) -> [&'static str; 11] {
+    kernel_columns_with_stream(details, details, graph_nodes)
+}
+
+/// [`kernel_columns`], the stream read whether or not the other details are (`stream`).
+pub(super) fn kernel_columns_with_stream(
+    stream: bool,
+    details: bool,
+    graph_nodes: bool,
+) -> [&'static str; 11] {
     [
         "rowid",
         "start",
@@ -151,7 +160,7 @@ pub(super) fn kernel_columns(details: bool, graph_nodes: bool) -> [&'static str;
         "deviceId",
         "globalPid",
         "shortName",
-        read_if("streamId", details),
+        read_if("streamId", stream),
         read_if("correlationId", details),
         read_if("demangledName", details),
         read_if("graphNodeId", details || graph_nodes),

@@ -42,7 +42,7 @@ pub use rows::{
 #[cfg(not(target_arch = "wasm32"))]
 pub use rows::{GpuFold, GpuProgress, ScanFold};
 pub use schema::{Schema, read_meta};
-pub use work_rows::{WorkRows, work_table_name};
+pub use work_rows::{WorkEnds, WorkRows, work_table_name};
 
 /// Opens and loads a file on disk in one call (CLI, tests, benchmarks).
 #[cfg(not(target_arch = "wasm32"))]

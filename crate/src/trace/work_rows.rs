@@ -89,3 +89,48 @@ impl WorkRows {
         Ok(())
     }
 }
+
+/// Each GPU-work table's first row's start and last row's end in `rowid` order, read in two
+/// descents of its b-tree (no scan). A table written in start order, as nsys writes them,
+/// begins with its earliest row, and any row's end is one the table's work reaches at least: a
+/// fold of the launch calls read before the kernel table (the page's host side) takes its
+/// window from these, and the join checks them against what the sweep of the GPU work found
+/// (`detect::launch_sweep::LaunchSweepResult::fits`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkEnds {
+    /// By [`WorkTable::index`]; `None` for a table absent, empty or unreadable.
+    ends: [Option<(crate::model::Ns, crate::model::Ns)>; 4],
+}
+
+impl WorkEnds {
+    /// Reads every GPU-work table's ends; a table it cannot read counts as empty (what it gives
+    /// is checked before it is used).
+    pub fn read(conn: &Connection) -> WorkEnds {
+        let end_of = |table: WorkTable| {
+            let name = work_table_name(table);
+            let first = format!("SELECT start FROM {name} ORDER BY rowid LIMIT 1");
+            let last = format!("SELECT \"end\" FROM {name} ORDER BY rowid DESC LIMIT 1");
+            let one = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).ok();
+            Some((one(&first)?, one(&last)?))
+        };
+        WorkEnds {
+            ends: WorkTable::ALL.map(end_of),
+        }
+    }
+
+    /// The GPU work's start and an end it reaches at least, over every GPU-work table
+    /// (`all_work`) or the kernels alone: the first rows' earliest start, the last rows'
+    /// latest end. `None` without such work.
+    pub fn bounds(&self, all_work: bool) -> Option<(crate::model::Ns, crate::model::Ns)> {
+        let tables = if all_work {
+            &self.ends[..]
+        } else {
+            &self.ends[..1]
+        };
+        tables
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(|(s, e), (s2, e2)| (s.min(s2), e.max(e2)))
+    }
+}

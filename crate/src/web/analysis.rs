@@ -10,12 +10,14 @@ use std::rc::Rc;
 use super::indexed::{self, Indexed};
 use super::vfs::{self, Registration};
 use super::{WebError, from_json, init, js_error, to_json};
-use crate::detect::beside::{self, FactsFold, Folded, SweepBeside};
-use crate::detect::{DetectConfig, KernelSummary, SweepInputs, ThresholdOverrides};
+use crate::detect::beside::{self, FactsFold, Folded, Rider, SweepBeside};
+use crate::detect::{DetectConfig, SweepInputs, ThresholdOverrides};
 use crate::error::Error;
 use crate::model::Ns;
 use crate::profile::Profile;
-use crate::trace::{self, HEADER_LEN, Progress, RangeFold};
+use crate::riders::{ReaderSweep, Riders};
+use crate::timeline::{StepLane, StepLaneFold};
+use crate::trace::{self, HEADER_LEN, Progress, RangeFold, WorkEnds};
 
 /// A loaded trace and the registration of its `File` (dropped, i.e. unregistered, on `free()`).
 #[wasm_bindgen]
@@ -109,12 +111,16 @@ impl Analysis {
         let cfg = detect_config(&name, options_json)?;
         let mut progress = |p: Progress| report_progress(&on_progress, p);
         let mut fold = Relayed {
-            fold: FactsFold::new(&cfg, beside::SWEEP_RANGES_MOST),
+            fold: FactsFold::new(&cfg, beside::SWEEP_RANGES_MOST, WorkEnds::read(&conn)),
+            facts: true,
             on_sweep: &on_sweep,
             relayed: false,
+            lane: Some(StepLaneFold::default()),
+            steps: None,
         };
         let host =
             Indexed::open_host(&conn, &name, &mut progress, &mut fold).map_err(WebError::from)?;
+        let steps = fold.steps;
         let folded = fold.fold.into_folded().map(|f| (format!("{cfg:?}"), f));
         Ok(HostSide {
             name,
@@ -122,6 +128,7 @@ impl Analysis {
             host,
             registration,
             folded,
+            steps,
         })
     }
 
@@ -259,6 +266,8 @@ pub struct HostSide {
     registration: Registration,
     /// The verdict's host facts folded as the ranges were read, under the options' key.
     folded: Option<(String, Folded)>,
+    /// The timeline's forward-step lane folded over the same ranges, if they came in order.
+    steps: Option<Option<StepLane>>,
 }
 
 #[wasm_bindgen]
@@ -285,13 +294,19 @@ impl HostSide {
             host,
             registration,
             folded,
+            steps,
         } = self;
         let swept = part.is_some();
         let trace =
             Indexed::join(conn, &name, host, part, &mut progress).map_err(WebError::from)?;
-        if let (Some((key, folded)), Some(sweep), true) = (folded, sweep, swept) {
-            let kernels: KernelSummary = beside::from_bytes(&sweep.to_vec())?;
-            trace.keep_beside(key, folded, kernels);
+        trace.keep_step_lane(steps);
+        if let (Some(sweep), true) = (sweep, swept) {
+            let sweep: ReaderSweep = beside::from_bytes(&sweep.to_vec())?;
+            let gaps = sweep.gaps();
+            trace.keep_ridden(sweep.timeline, gaps);
+            if let Some((key, folded)) = folded {
+                trace.keep_beside(key, folded, sweep.kernels);
+            }
         }
         Ok(Analysis::of(name, trace, registration))
     }
@@ -324,6 +339,7 @@ pub fn scan_kernels(
         conn,
         scan,
         sweep: None,
+        riders: None,
         _registration: registration,
     }));
     Ok(())
@@ -344,18 +360,34 @@ pub fn read_kernel_slice(
             return Err(js_error("no kernel table was begun in this worker"));
         };
         if let (None, Some(bytes)) = (&reader.sweep, inputs) {
-            let inputs = beside::from_bytes(&bytes.to_vec())?;
+            let inputs: SweepInputs = beside::from_bytes(&bytes.to_vec())?;
+            // The views after the verdict ride on the sweep when their passes would read the
+            // kernels from the file again; they need every kind of GPU work.
+            let streams = trace::LoadOptions::page().event_details;
+            let riders = (inputs.all_work() && !reader.scan.keeps_every_kernel())
+                .then(|| Riders::new(streams));
+            reader.riders = riders;
+            let rider: &mut dyn Rider = match &mut reader.riders {
+                Some(riders) => riders,
+                None => &mut (),
+            };
             let at = (&reader.conn, reader.name.as_str());
             reader.sweep = Some(SweepBeside::start(
                 &mut reader.scan,
                 at,
                 &mut progress,
-                inputs,
+                (inputs, rider),
             )?);
         }
         let at = (&reader.conn, reader.name.as_str());
         let done = match &mut reader.sweep {
-            Some(sweep) => sweep.slice(&mut reader.scan, at, &mut progress)?,
+            Some(sweep) => {
+                let rider: &mut dyn Rider = match &mut reader.riders {
+                    Some(riders) => riders,
+                    None => &mut (),
+                };
+                sweep.slice(&mut reader.scan, at, &mut progress, rider)?
+            }
             None => reader.scan.read_slice(at.0, at.1, &mut progress, None)?,
         };
         Ok(done)
@@ -385,11 +417,20 @@ pub fn kernel_part(inputs: Option<js_sys::Uint8Array>) -> Result<js_sys::Array, 
         return Err(js_error("no kernel table was scanned in this worker"));
     };
     let swept = match (reader.sweep.take(), inputs) {
-        (Some(sweep), _) => sweep.finish(&mut reader.scan),
+        (Some(sweep), _) => match reader.riders.take() {
+            Some(mut riders) => sweep
+                .finish(&mut reader.scan, &mut riders)
+                .map(|kernels| riders.finish(kernels)),
+            None => sweep
+                .finish(&mut reader.scan, &mut ())
+                .map(ReaderSweep::alone),
+        },
         (None, Some(bytes)) => {
+            // Only the kernels kept can be swept now: every one read, so no rider is needed.
             let inputs = beside::from_bytes(&bytes.to_vec())?;
             let at = (&reader.conn, reader.name.as_str());
-            beside::sweep_beside(&mut reader.scan, at, &mut |_| true, inputs)?
+            beside::sweep_beside(&mut reader.scan, at, &mut |_| true, (inputs, &mut ()))?
+                .map(ReaderSweep::alone)
         }
         (None, None) => None,
     };
@@ -415,6 +456,8 @@ struct Reader {
     scan: trace::ReaderScan,
     /// The GPU work's sweep, once the analysis worker's inputs came.
     sweep: Option<SweepBeside>,
+    /// The views folded beside that sweep, if they ride.
+    riders: Option<Riders>,
     /// Keeps the file registered while the connection reads it.
     _registration: Registration,
 }
@@ -425,10 +468,16 @@ thread_local! {
 
 /// A [`FactsFold`] that hands the kernel sweep's inputs to the page once the ranges are read,
 /// or `null` as soon as the fold gives up: the reader worker, waiting for them, reads on.
+/// The timeline's forward-step lane is folded over the same ranges.
 struct Relayed<'a> {
     fold: FactsFold<'a>,
+    /// Until the facts' fold gives up (it would begin again if handed more ranges).
+    facts: bool,
     on_sweep: &'a js_sys::Function,
     relayed: bool,
+    /// The step lane's fold, until it is void; its lane once the ranges are read.
+    lane: Option<StepLaneFold>,
+    steps: Option<Option<StepLane>>,
 }
 
 impl Relayed<'_> {
@@ -453,17 +502,30 @@ impl RangeFold for Relayed<'_> {
         strings: &crate::model::Strings,
         threads: &crate::model::Threads,
     ) -> bool {
-        let taken = self.fold.range(row, strings, threads);
-        if !taken {
+        if self.facts && !self.fold.range(row, strings, threads) {
+            self.facts = false;
             self.relay(None);
         }
-        taken
+        if self.lane.as_mut().is_some_and(|l| !l.range(row, strings)) {
+            self.lane = None;
+        }
+        self.facts || self.lane.is_some()
     }
 
     fn ranges_read(&mut self, meta: &crate::model::Trace, in_order: bool) {
-        self.fold.ranges_read(meta, in_order);
+        self.fold.ranges_read(meta, in_order && self.facts);
         let inputs = self.fold.sweep_inputs();
         self.relay(inputs);
+        let lane = self.lane.take().filter(|_| in_order);
+        self.steps = lane.and_then(StepLaneFold::finish);
+    }
+
+    fn call(&mut self, row: &crate::model::rows::CallRow) -> bool {
+        self.fold.call(row)
+    }
+
+    fn calls_read(&mut self, complete: bool) {
+        self.fold.calls_read(complete);
     }
 }
 

@@ -22,7 +22,7 @@ use crate::model::Ns;
 use crate::model::rows::EventRows;
 use crate::profile::Profile;
 use crate::reread::FileReads;
-use crate::timeline::{Detail, DeviceLanes, Hit, KernelSource, Timeline, TimelineView};
+use crate::timeline::{Detail, DeviceLanes, Hit, KernelSource, StepLane, Timeline, TimelineView};
 use crate::trace::{
     FileRows, FileScan, HostScan, KernelPart, LoadOptions, ProgressFn, RangeFold, RowBudget,
     Schema, SharedBudget,
@@ -103,6 +103,9 @@ pub(crate) struct Indexed {
     reads: FileReads,
     /// The timeline summary, built on first use.
     timeline: OnceCell<Box<Timeline>>,
+    /// What the reader worker folded beside its sweep of the GPU work
+    /// ([`Indexed::keep_ridden`]), until the first timeline and gaps take it.
+    ridden: RefCell<Ridden>,
     /// The last drill-down of this trace alone, with its explainer report, under the options
     /// it was asked for: the report's export reads it rather than every table again.
     drilled: RefCell<Option<Drilled>>,
@@ -129,6 +132,15 @@ pub(crate) struct Indexed {
     /// text): the report's export asks for the card's answer again, a replay that takes as long
     /// as the card and as much memory.
     whatif: RefCell<Option<(String, WhatIf)>>,
+}
+
+/// The timeline's GPU lanes and the gap histogram the reader worker folded beside its sweep
+/// (`web::riders`), and the forward-step lane the host side folded over its ranges.
+#[derive(Default)]
+struct Ridden {
+    timeline: Option<Timeline>,
+    gaps: Option<GapHistogram>,
+    steps: Option<Option<StepLane>>,
 }
 
 /// A drill-down of one trace kept for its report ([`Indexed::keep_drilled`]).
@@ -182,6 +194,7 @@ impl Indexed {
             scan: Box::new(scan),
             reads,
             timeline: OnceCell::new(),
+            ridden: RefCell::new(Ridden::default()),
             drilled: RefCell::new(None),
             index: RefCell::new(None),
             swept: RefCell::new(None),
@@ -328,11 +341,14 @@ impl Indexed {
     pub(crate) fn verdict_passes(&self, profile: Profile) -> [detect::VerdictPass; 3] {
         let mut passes =
             detect::verdict_passes(&self.scan.table_rows(), &self.scan.kept_rows(), profile);
-        // The ranges and the GPU work were folded beside the scan: the launch calls are left.
-        if self.beside.borrow().is_some() {
-            for pass in &mut passes[..2] {
-                pass.rows = 0;
-            }
+        // The ranges and the GPU work were folded beside the scan, and the launch calls too
+        // when their sweep fits the GPU work's window.
+        if let Some((_, folded, kernels)) = &*self.beside.borrow() {
+            let folded = match folded.launches_fit(kernels) {
+                true => &mut passes[..],
+                false => &mut passes[..2],
+            };
+            folded.iter_mut().for_each(|pass| pass.rows = 0);
         }
         passes
     }
@@ -345,8 +361,24 @@ impl Indexed {
         }
     }
 
+    /// Keeps the timeline's GPU lanes and the gap histogram the reader worker folded beside
+    /// its sweep: the first timeline and gaps take them rather than read the GPU work again.
+    pub(crate) fn keep_ridden(&self, timeline: Option<Timeline>, gaps: Option<GapHistogram>) {
+        let mut ridden = self.ridden.borrow_mut();
+        (ridden.timeline, ridden.gaps) = (timeline, gaps);
+    }
+
+    /// Keeps the timeline's forward-step lane the host side folded over its ranges (`None`:
+    /// they came out of order): the timeline then reads no range again for it.
+    pub(crate) fn keep_step_lane(&self, lane: Option<Option<StepLane>>) {
+        self.ridden.borrow_mut().steps = lane;
+    }
+
     /// The GPU-idle gap histogram: gaps in every GPU operation.
     pub(crate) fn gaps(&self) -> Result<GapHistogram> {
+        if let Some(gaps) = &self.ridden.borrow().gaps {
+            return Ok(gaps.clone());
+        }
         let rows = self.file_rows();
         let hist = idle_gap_histogram(&rows, None);
         rows.check()?;
@@ -423,7 +455,20 @@ impl Indexed {
         if let Some(t) = self.timeline.get() {
             return Ok(t);
         }
-        let built = Timeline::of_rows_with_steps(&self.file_rows(), &self.label)?;
+        let rows = self.file_rows();
+        let (lanes, steps) = {
+            let mut ridden = self.ridden.borrow_mut();
+            (ridden.timeline.take(), ridden.steps.take())
+        };
+        let lanes = match lanes {
+            Some(lanes) => lanes,
+            None => Timeline::of_rows(&rows, &self.label)?,
+        };
+        let steps = match steps {
+            Some(lane) => lane,
+            None => StepLane::of_rows(&rows)?,
+        };
+        let built = lanes.with_step_lane(steps);
         Ok(self.timeline.get_or_init(|| Box::new(built)))
     }
 }

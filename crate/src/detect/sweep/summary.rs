@@ -123,6 +123,16 @@ pub struct KernelSummary {
 }
 
 impl KernelSummary {
+    /// The aggregate window the sweep found: the user's, else the GPU work's hull (empty
+    /// without GPU work).
+    pub fn aggregate_window(&self) -> (Ns, Ns) {
+        self.aggregate
+            .window
+            .hull
+            .or(self.facts.hull)
+            .unwrap_or_default()
+    }
+
     /// Renumbers processes (`map` from the sweep's ids to another table's): the page's kernel
     /// pass numbers the processes it meets itself, the analysis worker numbers them its way.
     pub fn remap_processes(&mut self, map: impl Fn(ProcessIdx) -> ProcessIdx) {

@@ -23,6 +23,7 @@ use super::super::tables::Loader;
 use super::KernelJob;
 use super::gpu_work::{Merged, OtherWork, other_rows_room, other_work};
 use super::kernel_part::KernelPart;
+use super::range_fold::InOrder;
 use crate::error::Result;
 use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{Ns, NvtxRow, Strings, Threads, Trace};
@@ -60,28 +61,6 @@ pub trait GpuFold {
 /// in flight: the reader waits when that many are (while the host side reads its ranges).
 const BATCH_ROWS: usize = 4096;
 const BATCHES: usize = 64;
-
-/// Rows handed on while they come in start order.
-struct InOrder {
-    last: Ns,
-    alive: bool,
-}
-
-impl InOrder {
-    fn new() -> InOrder {
-        InOrder {
-            last: Ns::MIN,
-            alive: true,
-        }
-    }
-
-    /// Whether a row starting at `start` may be handed on: every row so far came in order.
-    fn admits(&mut self, start: Ns) -> bool {
-        self.alive &= start >= self.last;
-        self.last = start;
-        self.alive
-    }
-}
 
 /// The host side of a fold as the scan reads: the ranges while they come in start order, then
 /// the GPU side sent to the kernel table's thread, then the calls while they come in order.

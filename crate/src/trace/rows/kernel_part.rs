@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use super::super::decode::{kernel_columns, only};
-use super::super::load::{LoadOptions, Progress, ProgressFn};
+use super::super::decode::{kernel_columns, kernel_columns_with_stream, only};
+use super::super::load::{LoadOptions, Progress, ProgressFn, reads_graph_nodes};
 use super::super::packed_rows::Base;
 use super::super::row_cache::{BLOCK_BYTES, Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
@@ -53,6 +53,18 @@ impl KernelScan {
         KernelScan {
             columns: kernel_read_columns(opts.event_details, meta),
             keep,
+        }
+    }
+
+    /// The scan of a reader that keeps no kernel and sweeps each as it reads it: what the
+    /// verdict's sweep reads of a row (the device, the process, the name, the graph node where
+    /// the trace names a graph launch) and the stream, which the timeline's lanes riding on
+    /// that sweep need (`crate::riders`); not only the scan's columns.
+    pub(super) fn sweeping(meta: &Trace) -> KernelScan {
+        let graph_nodes = reads_graph_nodes(&meta.meta, &meta.strings);
+        KernelScan {
+            columns: kernel_columns_with_stream(true, false, graph_nodes),
+            keep: false,
         }
     }
 
@@ -258,7 +270,10 @@ impl ReaderScan {
         // Only the values that decide its columns: it names kernels by id.
         let (schema, meta) = ctx.begin_keeping(crate::trace::load::names_a_graph_launch)?;
         let budget = Budget::new(bytes);
-        let kernels = KernelScan::new(opts, &meta, bytes > 0);
+        let kernels = match (may_sweep, bytes > 0) {
+            (true, false) => KernelScan::sweeping(&meta),
+            (_, keep) => KernelScan::new(opts, &meta, keep),
+        };
         let read = Slices {
             part: Trace {
                 processes: meta.processes.clone(),
@@ -407,6 +422,25 @@ impl ReaderScan {
         };
         let next = (per_row * self.slice_rows as f64 * KEEP_MARGIN).max(BLOCK_BYTES as f64);
         (self.budget.left() as f64) < next
+    }
+
+    /// Whether the reader keeps every kernel it read and, at the pace it kept them, has room
+    /// for the rest of the table (as the first slice's estimate counts it): a pass after the
+    /// join then reads the kernels from memory, not from the file.
+    pub fn keeps_every_kernel(&self) -> bool {
+        let read = &self.read;
+        if !read.fill.1 || read.cache.closed() || read.cache.rows() != read.runs.rows() {
+            return false;
+        }
+        let Some(estimate) = read.estimate else {
+            return true;
+        };
+        let per_row = match read.cache.rows() {
+            0 => PACKED_KERNEL_BYTES,
+            rows => read.cache.bytes() as f64 / rows as f64,
+        };
+        let rest = estimate.saturating_sub(read.read) as f64 * per_row;
+        rest <= self.budget.left() as f64
     }
 
     /// Begins the sweep of the GPU work in start order, as `EventRows::gpu_work` hands it out

@@ -1,9 +1,11 @@
-//! A view folded over the NVTX ranges as the page's host side reads them, the rows kept as
-//! well ([`FileScan::host_side_folding`](super::FileScan::host_side_folding)): the verdict's
-//! host facts are known once the ranges are read, while the calls are still to come, so the
-//! page's reader worker can sweep the GPU work meanwhile.
+//! A view folded over the NVTX ranges and then the CUDA API calls as the page's host side reads
+//! them, the rows kept as well ([`FileScan::host_side_folding`](super::FileScan::host_side_folding)):
+//! the verdict's host facts are known once the ranges are read, while the calls are still to
+//! come, so the page's reader worker can sweep the GPU work meanwhile; the launch calls are
+//! swept as they are read, so the verdict need not read them again after the join.
 
 use super::super::runs::Keyed;
+use crate::model::rows::CallRow;
 use crate::model::{Ns, NvtxRow, Strings, Threads, Trace};
 
 /// What the host side tells a view of its NVTX ranges.
@@ -14,21 +16,50 @@ pub trait RangeFold {
     /// After the last range: `in_order` when every range came in start order (ties in table
     /// order, as a pass hands them out) and the fold took each; else the fold is void.
     fn ranges_read(&mut self, meta: &Trace, in_order: bool);
+    /// A CUDA API call as a pass over the calls hands it out, in start order (ties in table
+    /// order), after the ranges. `false`: the fold of the calls gives up.
+    fn call(&mut self, row: &CallRow) -> bool;
+    /// After the last call: `complete` when every call came in start order and the fold took
+    /// each; else the fold of the calls is void.
+    fn calls_read(&mut self, complete: bool);
 }
 
 /// A [`RangeFold`] as the scan's hook: the rows kept as a scan without hook keeps them.
 pub(super) struct RangeHook<'f> {
     fold: &'f mut dyn RangeFold,
+    ranges: InOrder,
+    calls: InOrder,
+}
+
+/// Rows told to the fold while they come in start order (ties in table order) and it takes
+/// them.
+pub(super) struct InOrder {
     last: Ns,
-    alive: bool,
+    pub(super) alive: bool,
+}
+
+impl InOrder {
+    pub(super) fn new() -> InOrder {
+        InOrder {
+            last: Ns::MIN,
+            alive: true,
+        }
+    }
+
+    /// Whether a row keyed `key` goes to the fold: every row before it came in order.
+    pub(super) fn admits(&mut self, key: Ns) -> bool {
+        self.alive &= key >= self.last;
+        self.last = key;
+        self.alive
+    }
 }
 
 impl<'f> RangeHook<'f> {
     pub(super) fn new(fold: &'f mut dyn RangeFold) -> RangeHook<'f> {
         RangeHook {
             fold,
-            last: Ns::MIN,
-            alive: true,
+            ranges: InOrder::new(),
+            calls: InOrder::new(),
         }
     }
 }
@@ -39,18 +70,22 @@ impl super::ScanHook for RangeHook<'_> {
     }
 
     fn range(&mut self, row: &NvtxRow, strings: &Strings, threads: &Threads) {
-        self.alive &= row.key() >= self.last;
-        self.last = row.key();
-        if self.alive {
-            self.alive = self.fold.range(row, strings, threads);
+        if self.ranges.admits(row.key()) {
+            self.ranges.alive = self.fold.range(row, strings, threads);
         }
     }
 
     fn ranges_read(&mut self, meta: &Trace) {
-        self.fold.ranges_read(meta, self.alive);
+        self.fold.ranges_read(meta, self.ranges.alive);
     }
 
-    fn call(&mut self, _: &crate::model::rows::CallRow) {}
+    fn call(&mut self, row: &CallRow) {
+        if self.calls.admits(row.key()) {
+            self.calls.alive = self.fold.call(row);
+        }
+    }
 
-    fn calls_read(&mut self) {}
+    fn calls_read(&mut self) {
+        self.fold.calls_read(self.calls.alive);
+    }
 }
