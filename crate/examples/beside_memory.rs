@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(SWEEP_RANGES_MOST);
-    let mut fold = FactsFold::new(&cfg, most, trace::WorkEnds::read(&conn));
+    let mut fold = FactsFold::new(&cfg, most, Some(trace::WorkEnds::read(&conn)));
     let budget = RowBudget::new(keep);
     let host =
         FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold)?;

@@ -64,7 +64,7 @@ fn beside_within(
     let label = "s";
     let opts = LoadOptions::page();
     let conn = trace::open_path(path).expect("open");
-    let mut fold = FactsFold::new(cfg, most_ranges, trace::WorkEnds::read(&conn));
+    let mut fold = FactsFold::new(cfg, most_ranges, Some(trace::WorkEnds::read(&conn)));
     let budget = RowBudget::new(1 << 30);
     let host = FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold);
     let host = match host {
@@ -222,7 +222,7 @@ fn the_pages_verdict_on_two_workers_equals_the_verdict_of_its_passes() {
 /// The ranges the kernel sweep's inputs of `path` hold under `cfg`, folded without a cap.
 fn sweep_ranges(path: &Path, cfg: &DetectConfig) -> usize {
     let conn = trace::open_path(path).expect("open");
-    let mut fold = FactsFold::new(cfg, usize::MAX, trace::WorkEnds::default());
+    let mut fold = FactsFold::new(cfg, usize::MAX, None);
     let budget = RowBudget::new(0);
     let opts = (LoadOptions::page(), &budget);
     FileScan::host_side_folding(&conn, "s", opts, &mut |_| true, &mut fold).expect("host side");
@@ -385,7 +385,7 @@ fn the_views_folded_beside_the_readers_sweep_equal_their_passes() {
         let (label, opts) = ("s", LoadOptions::page());
         let conn = trace::open_path(path).expect("open");
         let cfg = DetectConfig::default();
-        let mut fold = FactsFold::new(&cfg, usize::MAX, trace::WorkEnds::read(&conn));
+        let mut fold = FactsFold::new(&cfg, usize::MAX, Some(trace::WorkEnds::read(&conn)));
         let budget = RowBudget::new(1 << 30);
         let Ok(host) =
             FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold)

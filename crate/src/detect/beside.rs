@@ -46,8 +46,9 @@ pub struct FactsFold<'c> {
     /// The most ranges the fold may hold, and the ranges folded until it counts them again.
     most: usize,
     until_count: u32,
-    /// The GPU-work tables' first and last rows: the launch sweep's window.
-    work: WorkEnds,
+    /// The GPU-work tables' first and last rows, the launch sweep's window; `None`: the calls
+    /// are left to the verdict's pass after the join.
+    work: Option<WorkEnds>,
     /// Once the ranges are read in start order: the facts, the processes they were sized for,
     /// and the kernel sweep's inputs (until taken).
     folded: Option<Folded>,
@@ -83,8 +84,8 @@ impl Folded {
 impl<'c> FactsFold<'c> {
     /// A fold that gives up once it holds more than `most` ranges
     /// ([`SWEEP_RANGES_MOST`] in the page), its launch sweep over the window `work` gives
-    /// (the user's, when `cfg` has one).
-    pub fn new(cfg: &'c DetectConfig, most: usize, work: WorkEnds) -> FactsFold<'c> {
+    /// (the user's, when `cfg` has one), or none without `work`.
+    pub fn new(cfg: &'c DetectConfig, most: usize, work: Option<WorkEnds>) -> FactsFold<'c> {
         FactsFold {
             cfg,
             builder: None,
@@ -153,9 +154,10 @@ impl RangeFold for FactsFold<'_> {
         if inputs.ranges() > self.most {
             return;
         }
-        let window = cfg
-            .user_window()
-            .or_else(|| self.work.bounds(facts.sw.gpu_work));
+        let all_work = facts.sw.gpu_work;
+        let window = self
+            .work
+            .and_then(|w| cfg.user_window().or_else(|| w.bounds(all_work)));
         self.folded = Some(Folded {
             swept: swept_calls(&facts, &meta.strings),
             launches: Launches::over(&facts, window),
