@@ -212,6 +212,9 @@ const PACKED_KERNEL_BYTES: f64 = 16.0;
 /// ([`ReaderScan::finish`]).
 pub struct ReaderScan {
     kernels: KernelScan,
+    /// What it reads once a sweep began if it keeps no kernel ([`KernelScan::sweeping`]):
+    /// until then, only the scan's columns (at 10 GB the sweep never comes).
+    sweeping: KernelScan,
     /// The catalog it reads with: its strings keep no text but those that decide its columns.
     schema: Schema,
     strings: Strings,
@@ -270,10 +273,8 @@ impl ReaderScan {
         // Only the values that decide its columns: it names kernels by id.
         let (schema, meta) = ctx.begin_keeping(crate::trace::load::names_a_graph_launch)?;
         let budget = Budget::new(bytes);
-        let kernels = match (may_sweep, bytes > 0) {
-            (true, false) => KernelScan::sweeping(&meta),
-            (_, keep) => KernelScan::new(opts, &meta, keep),
-        };
+        let kernels = KernelScan::new(opts, &meta, bytes > 0);
+        let sweeping = KernelScan::sweeping(&meta);
         let read = Slices {
             part: Trace {
                 processes: meta.processes.clone(),
@@ -289,6 +290,7 @@ impl ReaderScan {
         };
         let mut scan = ReaderScan {
             kernels,
+            sweeping,
             schema,
             strings: meta.strings,
             listed: meta.processes,
@@ -459,6 +461,10 @@ impl ReaderScan {
             self.feed = Some(None);
             return Ok(false);
         };
+        // Every kernel read so far is kept, with a pass's columns: the rest are swept as read.
+        if !self.kernels.keep {
+            self.kernels = self.sweeping;
+        }
         let mut feed = Feed::new(others, self.listed.len());
         let cache = RefCell::new(std::mem::take(&mut self.read.cache));
         let none = |_| std::iter::empty::<Result<KernelRow>>();
