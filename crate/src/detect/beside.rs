@@ -230,7 +230,6 @@ impl Rider for () {
 /// takes every row the sweep takes.
 pub struct SweepBeside {
     sweep: KernelSweep,
-    all_work: bool,
 }
 
 impl SweepBeside {
@@ -248,16 +247,10 @@ impl SweepBeside {
             reader.read_other_work(conn, path, progress)?;
         }
         let sweep = KernelSweep::of(inputs);
-        let mut beside = SweepBeside { sweep, all_work };
+        let mut beside = SweepBeside { sweep };
         let take = &mut |k: &KernelRow| beside.take(k, rider);
         reader.start_sweep(all_work, take)?;
         Ok(beside)
-    }
-
-    /// Whether the sweep takes every kind of GPU work (kernels, graph replays, copies,
-    /// memsets, as `EventRows::gpu_work`), not the kernels alone: what a rider needs.
-    pub fn all_work(&self) -> bool {
-        self.all_work
     }
 
     /// Reads `reader`'s next slice into the sweep; `Ok(true)` once the table is read.
