@@ -201,7 +201,8 @@ fn read_every_table(rows: &dyn EventRows) -> (Tables, Vec<nsys_lens::model::rows
 }
 
 /// A scan keeping up to `budget` bytes gives the rows and facts of one keeping none, twice; so
-/// does the CLI's, whose kernel table is read on a thread of its own (`FileScan::of_file`: its
+/// does the CLI's, whose kernel table and CUDA API calls are read on threads of their own
+/// (`FileScan::of_file`, the calls handed back in table order; the kernels'
 /// processes numbered after the host side's, its kept rows rewritten when that renumbers them),
 /// and, keeping none, whose passes read every table on threads of their own. Under `detect`'s
 /// options the scan keeps the launch calls it selects, as a pass selects them. Returns the

@@ -18,12 +18,14 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::super::load::LoadOptions;
 use super::super::runs::Keyed;
 use super::super::tables::Loader;
-use super::KernelJob;
 use super::gpu_work::{Merged, OtherWork, other_rows_room, other_work};
 use super::kernel_part::KernelPart;
+use super::kernel_part::KernelScan;
 use super::range_fold::InOrder;
+use super::{FileScan, HostScan, KernelJob, MAX_FILE_RUNS, RowBudget};
 use crate::error::Result;
 use crate::model::rows::{CallRow, KernelRow};
 use crate::model::{Ns, NvtxRow, Strings, Threads, Trace};
@@ -58,9 +60,12 @@ pub trait GpuFold {
 }
 
 /// Kernel rows handed from the reader to the GPU side's thread at a time, and the batches
-/// in flight: the reader waits when that many are (while the host side reads its ranges).
+/// in flight: the reader waits when that many are. Until the host side has read its ranges the
+/// GPU side cannot start, and a reader waiting leaves a core idle: at `--scale 1600` (2 M
+/// kernels) the ranges take about a third of the reader's time, some 700,000 kernels. 2^20
+/// rows (80 MiB at most) cover that; 2^18 left the reader waiting 0.1 s there.
 const BATCH_ROWS: usize = 4096;
-const BATCHES: usize = 64;
+const BATCHES: usize = 256;
 
 /// The host side of a fold as the scan reads: the ranges while they come in start order, then
 /// the GPU side sent to the kernel table's thread, then the calls while they come in order.
@@ -397,6 +402,63 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
     });
     budget.give(room);
     folded
+}
+
+/// [`FileScan::of_file_folding`](super::FileScan::of_file_folding): the kernel table's reader
+/// starts at once, reading its own catalog while the host side reads the scan's (one core
+/// would otherwise wait through it), and takes its set-up once the host side has it.
+pub(super) fn scan_folding<F: ScanFold>(
+    conn: &rusqlite::Connection,
+    file: &std::path::Path,
+    (opts, budget): (LoadOptions, &RowBudget),
+    fold: &mut F,
+) -> Result<(FileScan, Option<F::Gpu>)> {
+    let path = file.display().to_string();
+    let (hook, gpu_side, progress) = FoldHook::new(fold);
+    // Whatever ends the reader's thread (an error before it reads, a panic) ends a wait for
+    // its first kernel.
+    let gone = ReaderGone(progress);
+    let (to_reader, job) = sync_channel::<KernelJob>(1);
+    let (host, part) = std::thread::scope(|threads| {
+        let path = path.as_str();
+        let reader = threads.spawn(move || -> Result<(KernelPart, Option<F::Gpu>)> {
+            let conn = super::super::open::open_path(file)?;
+            let mut ctx = Loader {
+                conn: &conn,
+                path,
+                progress: &mut |_| true,
+            };
+            let catalog = KernelJob::own_catalog(&mut ctx)?;
+            // No set-up: the host side ended before it had one, with the error returned.
+            let Ok(mut job) = job.recv() else {
+                return Err(super::reader_stopped(path));
+            };
+            job.input = Some(catalog);
+            read_kernels(&mut ctx, job, gpu_side, &gone.0)
+        });
+        let mut ctx = Loader {
+            conn,
+            path,
+            progress: &mut |_| true,
+        };
+        // Dropped here whatever comes: a reader still waiting for its set-up hears none comes.
+        let to_reader = to_reader;
+        let begun = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, budget));
+        let host = begun.and_then(|mut host| {
+            host.kernels = KernelScan::folding(opts, &host.meta, false);
+            // A reader that stopped wants no set-up: its error comes with the join.
+            let _ = to_reader.send(host.kernel_job(false));
+            drop(to_reader);
+            host.read(&mut ctx, Some(Box::new(hook)), Some(file))?;
+            Ok(host)
+        });
+        (host, reader.join())
+    });
+    let host = host?;
+    let (part, gpu) = part.map_err(|_| super::reader_stopped(&path))??;
+    let mut scan = host.finish(conn, &mut |_| true, Some(part))?;
+    scan.file = Some(file.to_path_buf());
+    Ok((scan, gpu))
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ use crate::model::{
     Trace, Work,
 };
 
+mod calls_apart;
 mod file_rows;
 #[cfg(not(target_arch = "wasm32"))]
 mod fold;
@@ -204,6 +205,7 @@ impl HostScan {
         &mut self,
         ctx: &mut Loader<'_, '_>,
         hook: Option<Box<dyn ScanHook + '_>>,
+        calls_apart: Option<&std::path::Path>,
     ) -> Result<()> {
         let HostScan {
             scan,
@@ -213,7 +215,7 @@ impl HostScan {
             budget,
             ..
         } = self;
-        scan.scan_host(ctx, (schema, meta), *opts, budget, hook)?;
+        scan.scan_host(ctx, (schema, meta), (*opts, calls_apart), budget, hook)?;
         meta.coverage.extend(self.strings_note.take());
         Ok(())
     }
@@ -405,19 +407,7 @@ impl FileScan {
         bytes: usize,
         fold: &mut F,
     ) -> Result<(FileScan, Option<F::Gpu>)> {
-        let path = file.display().to_string();
-        let budget = RowBudget::new(bytes);
-        let mut ctx = Loader {
-            conn,
-            path: &path,
-            progress: &mut |_| true,
-        };
-        let mut host = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, &budget))?;
-        host.kernels = KernelScan::folding(opts, &host.meta, false);
-        let (part, gpu) = host.read_beside_kernels_folding(&mut ctx, file, fold)?;
-        let mut scan = host.finish(conn, ctx.progress, Some(part))?;
-        scan.file = Some(file.to_path_buf());
-        Ok((scan, gpu))
+        fold::scan_folding(conn, file, (opts, &RowBudget::new(bytes)), fold)
     }
 
     /// The host side of [`FileScan::keeping_rows`], its kernel table left to another reader
@@ -461,7 +451,7 @@ impl FileScan {
         hook: Option<Box<dyn ScanHook + '_>>,
     ) -> Result<HostScan> {
         let mut host = HostScan::begin(ctx, opts, (MAX_FILE_RUNS, budget))?;
-        host.read(ctx, hook)?;
+        host.read(ctx, hook, None)?;
         Ok(host)
     }
 
@@ -483,7 +473,7 @@ impl FileScan {
             #[cfg(not(target_arch = "wasm32"))]
             KernelReader::Thread(file) => Some(host.read_beside_kernels(&mut ctx, file)?),
             _ => {
-                host.read(&mut ctx, None)?;
+                host.read(&mut ctx, None, None)?;
                 None
             }
         };
@@ -509,24 +499,6 @@ impl HostScan {
         })
     }
 
-    /// [`HostScan::read_beside_kernels`] folding `fold`: its host side here as the ranges are
-    /// read, its GPU side sent to the kernel table's thread once they are.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn read_beside_kernels_folding<F: ScanFold>(
-        &mut self,
-        ctx: &mut Loader<'_, '_>,
-        file: &std::path::Path,
-        fold: &mut F,
-    ) -> Result<(KernelPart, Option<F::Gpu>)> {
-        let (hook, gpu_side, progress) = fold::FoldHook::new(fold);
-        // Whatever ends the reader's thread (an error before it reads, a panic) ends a wait
-        // for its first kernel.
-        let gone = fold::ReaderGone(progress);
-        self.read_beside(ctx, file, (Some(Box::new(hook)), false), move |ctx, job| {
-            fold::read_kernels(ctx, job, gpu_side, &gone.0)
-        })
-    }
-
     /// Reads the host side (telling `hook` of its ranges) while `kernel_side` reads the kernel
     /// table on a thread and a connection of its own.
     #[cfg(not(target_arch = "wasm32"))]
@@ -538,16 +510,7 @@ impl HostScan {
         kernel_side: impl FnOnce(&mut Loader<'_, '_>, KernelJob) -> Result<T> + Send,
     ) -> Result<T> {
         let path = ctx.path;
-        let job = KernelJob {
-            kernels: self.kernels,
-            max_runs: self.max_runs,
-            budget: Arc::clone(&self.budget),
-            input: copy_catalog.then(|| {
-                let listed = self.meta.processes.clone();
-                (self.schema.clone(), self.meta.strings.clone(), listed)
-            }),
-            opts: self.opts,
-        };
+        let job = self.kernel_job(copy_catalog);
         let (host, part) = std::thread::scope(|threads| {
             let worker = threads.spawn(move || -> Result<T> {
                 let conn = super::open::open_path(file)?;
@@ -560,11 +523,26 @@ impl HostScan {
             });
             // The hook (and a sender it holds) ends in the read, before the join: a reader
             // waiting for what it sends hears that nothing comes.
-            let host = self.read(ctx, hook);
+            let host = self.read(ctx, hook, Some(file));
             (host, worker.join())
         });
         host?;
         part.map_err(|_| reader_stopped(path))?
+    }
+
+    /// What the kernel table's thread is given, a copy of the catalog with it if `copy_catalog`.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn kernel_job(&self, copy_catalog: bool) -> KernelJob {
+        KernelJob {
+            kernels: self.kernels,
+            max_runs: self.max_runs,
+            budget: Arc::clone(&self.budget),
+            input: copy_catalog.then(|| {
+                let listed = self.meta.processes.clone();
+                (self.schema.clone(), self.meta.strings.clone(), listed)
+            }),
+            opts: self.opts,
+        }
     }
 }
 
@@ -588,11 +566,15 @@ impl KernelJob {
     fn catalog(&mut self, ctx: &mut Loader<'_, '_>) -> Result<(Schema, Strings, Processes)> {
         match self.input.take() {
             Some(catalog) => Ok(catalog),
-            None => {
-                let (schema, meta) = ctx.begin_keeping(super::load::names_a_graph_launch)?;
-                Ok((schema, meta.strings, meta.processes))
-            }
+            None => KernelJob::own_catalog(ctx),
         }
+    }
+
+    /// The catalog read by the reader itself, keeping no string's text but those that decide
+    /// its columns.
+    fn own_catalog(ctx: &mut Loader<'_, '_>) -> Result<(Schema, Strings, Processes)> {
+        let (schema, meta) = ctx.begin_keeping(super::load::names_a_graph_launch)?;
+        Ok((schema, meta.strings, meta.processes))
     }
 }
 
@@ -625,15 +607,15 @@ impl FileScan {
         &mut self,
         ctx: &mut Loader<'_, '_>,
         (schema, meta): (&Schema, &mut Trace),
-        opts: LoadOptions,
+        (opts, calls_apart): (LoadOptions, Option<&std::path::Path>),
         budget: &Budget,
         mut hook: Option<Box<dyn ScanHook + '_>>,
     ) -> Result<()> {
-        let keep = budget.left() > 0;
-        // A one-shot fold read them: a pass reads them from the file if it gives up.
-        let keep_folded = keep && hook.as_ref().is_none_or(|h| h.keeps_rows());
+        // A one-shot view's fold keeps no row of any table: it reads none again unless it gives
+        // up, and then its passes read them from the file.
+        let keep = budget.left() > 0 && hook.as_ref().is_none_or(|h| h.keeps_rows());
         let Table { runs, cache, .. } = &mut self.ranges;
-        let mut fill = ScanFill::new(cache.get_mut(), budget, keep_folded);
+        let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
         // The ranges are counted as a load that forgot them counts them (`forget_ranges`):
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
@@ -658,14 +640,14 @@ impl FileScan {
         // With launch calls only, the scan hands on (and keeps) the launch calls alone, as a
         // pass selects them in SQL: the same rows, runs and columns. A fold takes them as they
         // are read, as it takes the ranges.
-        let keep_calls = keep_folded;
         let Table { runs, cache, .. } = &mut self.calls;
-        let mut fill = ScanFill::new(cache.get_mut(), budget, keep_calls);
+        let mut fill = ScanFill::new(cache.get_mut(), budget, keep);
         let scan_opts = LoadOptions {
-            event_details: keep_calls && opts.event_details,
+            event_details: keep && opts.event_details,
             ..opts
         };
-        let scanned = ctx.read_runtime(schema, &strings, meta, scan_opts, &mut |call| {
+        let read = (schema, &strings, &mut *meta, scan_opts);
+        let scanned = calls_apart::read(ctx, calls_apart, read, &mut |call| {
             if let Some(hook) = &mut hook {
                 hook.call(&call);
             }
