@@ -48,23 +48,19 @@ fn read_apart(
     let (to_host, batches) = std::sync::mpsc::sync_channel::<Vec<CallRow>>(BATCHES);
     std::thread::scope(|threads| {
         let reader = threads.spawn(move || -> Result<()> {
-            let conn = super::super::open::open_path(file)?;
-            let mut ctx = Loader {
-                conn: &conn,
-                path,
-                progress: &mut |_| true,
-            };
-            let mut batch = Vec::with_capacity(BATCH_ROWS);
-            // A send fails only when the host side's thread is gone (a panic): nothing to do.
-            ctx.read_runtime(schema, strings, trace, opts, &mut |call| {
-                batch.push(call);
-                if batch.len() == BATCH_ROWS {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_ROWS));
-                    let _ = to_host.send(full);
-                }
-            })?;
-            let _ = to_host.send(batch);
-            Ok(())
+            super::own_connection(file, path, |ctx| {
+                let mut batch = Vec::with_capacity(BATCH_ROWS);
+                // A send fails only when the host side's thread is gone (a panic): nothing to do.
+                ctx.read_runtime(schema, strings, trace, opts, &mut |call| {
+                    batch.push(call);
+                    if batch.len() == BATCH_ROWS {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_ROWS));
+                        let _ = to_host.send(full);
+                    }
+                })?;
+                let _ = to_host.send(batch);
+                Ok(())
+            })
         });
         // The loop ends when the reader does, whatever ends it (its sender is dropped then).
         for batch in batches {

@@ -421,19 +421,15 @@ pub(super) fn scan_folding<F: ScanFold>(
     let (host, part) = std::thread::scope(|threads| {
         let path = path.as_str();
         let reader = threads.spawn(move || -> Result<(KernelPart, Option<F::Gpu>)> {
-            let conn = super::super::open::open_path(file)?;
-            let mut ctx = Loader {
-                conn: &conn,
-                path,
-                progress: &mut |_| true,
-            };
-            let catalog = KernelJob::own_catalog(&mut ctx)?;
-            // No set-up: the host side ended before it had one, with the error returned.
-            let Ok(mut job) = job.recv() else {
-                return Err(super::reader_stopped(path));
-            };
-            job.input = Some(catalog);
-            read_kernels(&mut ctx, job, gpu_side, &gone.0)
+            super::own_connection(file, path, |ctx| {
+                let catalog = KernelJob::own_catalog(ctx)?;
+                // No set-up: the host side ended before it had one, with the error returned.
+                let Ok(mut job) = job.recv() else {
+                    return Err(super::reader_stopped(path));
+                };
+                job.input = Some(catalog);
+                read_kernels(ctx, job, gpu_side, &gone.0)
+            })
         });
         let mut ctx = Loader {
             conn,

@@ -513,13 +513,7 @@ impl HostScan {
         let job = self.kernel_job(copy_catalog);
         let (host, part) = std::thread::scope(|threads| {
             let worker = threads.spawn(move || -> Result<T> {
-                let conn = super::open::open_path(file)?;
-                let mut ctx = Loader {
-                    conn: &conn,
-                    path,
-                    progress: &mut |_| true,
-                };
-                kernel_side(&mut ctx, job)
+                own_connection(file, path, |ctx| kernel_side(ctx, job))
             });
             // The hook (and a sender it holds) ends in the read, before the join: a reader
             // waiting for what it sends hears that nothing comes.
@@ -576,6 +570,23 @@ impl KernelJob {
         let (schema, meta) = ctx.begin_keeping(super::load::names_a_graph_launch)?;
         Ok((schema, meta.strings, meta.processes))
     }
+}
+
+/// `read` over a connection of its own to `file` (`path` as the scan shows it), reporting no
+/// progress: what a thread reading beside the scan's reads with.
+#[cfg(not(target_arch = "wasm32"))]
+fn own_connection<T>(
+    file: &std::path::Path,
+    path: &str,
+    read: impl FnOnce(&mut Loader<'_, '_>) -> Result<T>,
+) -> Result<T> {
+    let conn = super::open::open_path(file)?;
+    let mut ctx = Loader {
+        conn: &conn,
+        path,
+        progress: &mut |_| true,
+    };
+    read(&mut ctx)
 }
 
 /// A reader that died is a bug, never an answer: an internal error.
