@@ -172,6 +172,8 @@ async function openBeside(id, file, options, onProgress) {
     freeQuietly(host);
     throw coded('the analysis was cancelled', 'cancelled');
   }
+  // Its launch calls are swept while the reader still reads (a pass after the join else).
+  host.sweepLaunches();
   onProgress('loading kernels', 0, 0);
   const came = await partOfOpen(id);
   if (cancelled) {

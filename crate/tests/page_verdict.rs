@@ -54,17 +54,36 @@ struct Beside {
     rows_after_join: u64,
 }
 
+/// When the analysis worker sweeps the launch calls: as its host side reads them (the page
+/// keeping no row), or from the calls it kept once it read them, while the reader reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum LaunchesSwept {
+    AsRead,
+    FromKept,
+}
+
 /// [`beside`] with the host facts' fold holding at most `most_ranges` ranges.
 fn beside_within(
     path: &Path,
     cfg: &DetectConfig,
-    (reader_bytes, most_ranges): (usize, usize),
+    limits: (usize, usize),
     when: InputsCome,
+) -> Beside {
+    beside_sweeping(path, cfg, limits, (when, LaunchesSwept::AsRead))
+}
+
+/// [`beside_within`], the launch calls swept as `launches` says.
+fn beside_sweeping(
+    path: &Path,
+    cfg: &DetectConfig,
+    (reader_bytes, most_ranges): (usize, usize),
+    (when, launches): (InputsCome, LaunchesSwept),
 ) -> Beside {
     let label = "s";
     let opts = LoadOptions::page();
     let conn = trace::open_path(path).expect("open");
-    let mut fold = FactsFold::new(cfg, most_ranges, Some(trace::WorkEnds::read(&conn)));
+    let work = (launches == LaunchesSwept::AsRead).then(|| trace::WorkEnds::read(&conn));
+    let mut fold = FactsFold::new(cfg, most_ranges, work);
     let budget = RowBudget::new(1 << 30);
     let host = FileScan::host_side_folding(&conn, label, (opts, &budget), &mut |_| true, &mut fold);
     let host = match host {
@@ -78,10 +97,24 @@ fn beside_within(
             };
         }
     };
-    let launches_folded = fold.swept_launches();
+    let fold_swept = fold.swept_launches();
     let inputs = fold
         .sweep_inputs()
         .map(|i| to_bytes(&i).expect("inputs as bytes"));
+    let mut folded = fold.into_folded();
+    let launches_folded = match (&mut folded, launches) {
+        (Some(folded), LaunchesSwept::FromKept) => {
+            let work = trace::WorkEnds::read(&conn);
+            let complete = folded.begin_launches(cfg, work)
+                && host
+                    .fold_kept_calls(&mut |call| folded.launch_call(call))
+                    .expect("kept calls");
+            folded.launches_read(complete);
+            complete
+        }
+        (Some(_), LaunchesSwept::AsRead) => fold_swept,
+        (None, _) => false,
+    };
     // The reader worker: its own connection, the inputs as the page relays them.
     let inputs = || -> Option<SweepInputs> {
         let bytes = inputs.as_ref()?;
@@ -139,7 +172,7 @@ fn beside_within(
     );
     let swept = summary.is_some();
     let before = trace::rows_handed_out();
-    let verdict = match (fold.into_folded(), summary) {
+    let verdict = match (folded, summary) {
         (Some(folded), Some(bytes)) => {
             let summary: KernelSummary = from_bytes(&bytes).expect("summary read back");
             detect_joined(&rows, folded, summary, cfg)
@@ -263,6 +296,10 @@ fn an_export_out_of_start_order_is_swept_by_the_passes() {
             );
             assert_same(&got, &passes(&copy, &cfg), order);
         }
+        // The calls kept in several runs are left to the pass after the join.
+        let at = (InputsCome::Before, LaunchesSwept::FromKept);
+        let open = beside_sweeping(&copy, &cfg, (1 << 30, SWEEP_RANGES_MOST), at);
+        assert_same(&open.verdict, &passes(&copy, &cfg), order);
     }
 }
 
@@ -306,17 +343,37 @@ fn the_readers_slices_count_the_kernels_read_on_from_the_slices_before() {
 /// no row again.
 #[test]
 fn the_launch_calls_swept_as_the_host_side_reads_them_spare_the_verdict_a_pass() {
+    assert_launches_spare_a_pass((InputsCome::Before, LaunchesSwept::AsRead));
+}
+
+/// The page's analysis worker keeps its rows, so it sweeps the launch calls it kept once its
+/// host side is read, while the reader worker reads on (`HostScan::fold_kept_calls`), not as it
+/// reads them: the verdict is the passes', and where the reader's sweep came through it reads
+/// no row after the join.
+#[test]
+fn the_launch_calls_kept_are_swept_before_the_join_and_spare_the_verdict_a_pass() {
+    assert_launches_spare_a_pass((InputsCome::Between, LaunchesSwept::FromKept));
+}
+
+/// Every scenario under every configuration opened as `at` says gives the passes' verdict, and
+/// reads no row after the join where the reader's sweep came through.
+fn assert_launches_spare_a_pass(at: (InputsCome, LaunchesSwept)) {
     let (_dirs, generated) = scenarios();
     let mut joined = 0;
     for path in &generated {
         for cfg in configs() {
-            let what = format!("{}: {:?} {:?}", path.display(), cfg.profile, cfg.window);
-            let open = beside_within(path, &cfg, (1 << 30, SWEEP_RANGES_MOST), InputsCome::Before);
+            let what = format!(
+                "{}: {:?} {:?} {at:?}",
+                path.display(),
+                cfg.profile,
+                cfg.window
+            );
+            let open = beside_sweeping(path, &cfg, (1 << 30, SWEEP_RANGES_MOST), at);
             assert_same(&open.verdict, &passes(path, &cfg), &what);
             if !open.swept {
                 continue;
             }
-            assert!(open.launches_folded, "{what}: launch calls not folded");
+            assert!(open.launches_folded, "{what}: launch calls not swept");
             assert_eq!(open.rows_after_join, 0, "{what}: rows read after the join");
             joined += 1;
         }

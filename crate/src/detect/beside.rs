@@ -2,7 +2,9 @@
 //! ranges as its host side reads them ([`FactsFold`], a [`RangeFold`]) and hands the kernel
 //! sweep its inputs; the reader worker, which read the kernel table meanwhile, sweeps the GPU
 //! work from the rows it kept while the analysis worker still reads the calls, sweeping the
-//! launch calls among them; the join then assembles the verdict from both ([`detect_joined`]).
+//! launch calls among them (or, when it keeps the calls, sweeping those it kept once they are
+//! read: [`Folded::begin_launches`]); the join then assembles the verdict from both
+//! ([`detect_joined`]).
 //! What [`detect_rows`](super::detect_rows) would do in three passes after the scan.
 //!
 //! The launch sweep's window starts at the first GPU work, which the analysis worker cannot
@@ -168,30 +170,57 @@ impl RangeFold for FactsFold<'_> {
     }
 
     fn call(&mut self, row: &CallRow) -> bool {
-        let Some(folded) = &mut self.folded else {
-            return false;
-        };
-        if !flag(&folded.swept, row.name) {
-            return true;
-        }
-        let Launches::Sweeping(sweep, calls) = &mut folded.launches else {
-            return false;
-        };
-        *calls += 1;
-        // Nothing tells this sweep how far the GPU work reaches past its window's end: what
-        // it holds past it waits for the join, within a bound.
-        if calls.is_multiple_of(u64::from(COUNT_EVERY)) && sweep.held() > MOST_HELD {
-            folded.launches = Launches::Void;
-            return false;
-        }
-        sweep.push(*row);
-        true
+        self.folded.as_mut().is_some_and(|f| f.launch_call(row))
     }
 
     fn calls_read(&mut self, complete: bool) {
         if let Some(folded) = &mut self.folded {
             folded.launches.calls_read(complete);
         }
+    }
+}
+
+impl Folded {
+    /// Begins the launch sweep the scan did not run (its fold had no window: the page's host
+    /// side keeps its rows, and sweeping while SQLite reads cost it more than a pass over the
+    /// kept calls), over the window `work` gives (the user's, when `cfg` has one): the calls
+    /// are then handed to [`Folded::launch_call`] while the reader worker still reads, not in a
+    /// pass after the join. `false` when there is nothing to sweep over, or it was swept.
+    pub fn begin_launches(&mut self, cfg: &DetectConfig, work: WorkEnds) -> bool {
+        if !matches!(self.launches, Launches::Void) {
+            return false;
+        }
+        let window = cfg
+            .user_window()
+            .or_else(|| work.bounds(self.facts.sw.gpu_work));
+        self.launches = Launches::over(&self.facts, window);
+        matches!(self.launches, Launches::Sweeping(..))
+    }
+
+    /// Takes the next call in start order into the launch sweep; `false` once it takes no
+    /// more (no sweep, or it held too many).
+    pub fn launch_call(&mut self, row: &CallRow) -> bool {
+        if !flag(&self.swept, row.name) {
+            return true;
+        }
+        let Launches::Sweeping(sweep, calls) = &mut self.launches else {
+            return false;
+        };
+        *calls += 1;
+        // Nothing tells this sweep how far the GPU work reaches past its window's end: what
+        // it holds past it waits for the join, within a bound.
+        if calls.is_multiple_of(u64::from(COUNT_EVERY)) && sweep.held() > MOST_HELD {
+            self.launches = Launches::Void;
+            return false;
+        }
+        sweep.push(*row);
+        true
+    }
+
+    /// After the last call handed to [`Folded::launch_call`]: the sweep is done when every
+    /// call was (`complete`), else the verdict's pass sweeps them.
+    pub fn launches_read(&mut self, complete: bool) {
+        self.launches.calls_read(complete);
     }
 }
 

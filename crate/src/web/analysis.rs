@@ -133,6 +133,7 @@ impl Analysis {
             host,
             registration,
             folded,
+            launches_left: (!folds).then_some(cfg),
             steps,
         })
     }
@@ -271,12 +272,34 @@ pub struct HostSide {
     registration: Registration,
     /// The verdict's host facts folded as the ranges were read, under the options' key.
     folded: Option<(String, Folded)>,
+    /// The verdict's configuration while its launch sweep waits for the calls the host side
+    /// kept ([`HostSide::sweep_launches`]).
+    launches_left: Option<DetectConfig>,
     /// The timeline's forward-step lane folded over the same ranges, if they came in order.
     steps: Option<Option<StepLane>>,
 }
 
 #[wasm_bindgen]
 impl HostSide {
+    /// Sweeps the launch calls the host side kept for the verdict folded beside (it kept them
+    /// rather than sweep them as it read): the worker runs this while the reader worker still
+    /// reads the kernel table, so the verdict has no pass left after the join.
+    #[wasm_bindgen(js_name = sweepLaunches)]
+    pub fn sweep_launches(&mut self) -> Result<(), WebError> {
+        let (Some(cfg), Some((_, folded))) = (self.launches_left.take(), &mut self.folded) else {
+            return Ok(());
+        };
+        if !folded.begin_launches(&cfg, WorkEnds::read(&self.conn)) {
+            return Ok(());
+        }
+        let complete = self
+            .host
+            .fold_kept_calls(&mut |call| folded.launch_call(call))
+            .map_err(WebError::from)?;
+        folded.launches_read(complete);
+        Ok(())
+    }
+
     /// The open trace, its kernel table joined from the reader worker's `part` (what
     /// [`kernel_part`] returned after the sweep's bytes), or read here when `part` is
     /// `undefined` (the reader failed); `sweep`: the reader's sweep of the GPU work, if it
@@ -300,6 +323,7 @@ impl HostSide {
             registration,
             folded,
             steps,
+            ..
         } = self;
         let swept = part.is_some();
         let trace =

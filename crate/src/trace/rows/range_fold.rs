@@ -4,8 +4,12 @@
 //! come, so the page's reader worker can sweep the GPU work meanwhile; the launch calls are
 //! swept as they are read, so the verdict need not read them again after the join.
 
+use super::super::load::RUNTIME_TABLE;
+use super::super::row_cache::Cached;
 use super::super::runs::Keyed;
-use crate::model::rows::CallRow;
+use super::{HostScan, Latched};
+use crate::error::Result;
+use crate::model::rows::{CallRow, ErrorLatch};
 use crate::model::{Ns, NvtxRow, Strings, Threads, Trace};
 
 /// What the host side tells a view of its NVTX ranges.
@@ -87,5 +91,42 @@ impl super::ScanHook for RangeHook<'_> {
 
     fn calls_read(&mut self) {
         self.fold.calls_read(self.calls.alive);
+    }
+}
+
+impl HostScan {
+    /// Hands `fold` the CUDA API calls the host side kept, in start order (ties in table
+    /// order), when it kept every one in one sorted run; `Ok(false)` otherwise, nothing handed.
+    /// The page's analysis worker sweeps the launch calls among them while the reader worker
+    /// still reads the kernel table, rather than in a pass after the join. `fold` returning
+    /// `false` stops it.
+    pub fn fold_kept_calls(&self, fold: &mut dyn FnMut(&CallRow) -> bool) -> Result<bool> {
+        let table = &self.scan.calls;
+        let whole = {
+            let cache = table.cache.borrow();
+            let rows = table.runs.rows();
+            table.runs.count() <= 1 && cache.complete() && !cache.closed() && cache.rows() == rows
+        };
+        if !whole {
+            return Ok(false);
+        }
+        let errors = ErrorLatch::default();
+        let none = |_| std::iter::empty::<Result<CallRow>>();
+        let kept = Cached::new(&table.cache, &self.scan.cache_budget, true, none).kept_only();
+        let calls = Latched {
+            rows: kept,
+            errors: &errors,
+            failed: false,
+            left: table.runs.rows(),
+            table: RUNTIME_TABLE,
+            path: &self.scan.path,
+        };
+        for call in calls {
+            if !fold(&call) {
+                break;
+            }
+        }
+        errors.take()?;
+        Ok(true)
     }
 }
