@@ -436,9 +436,9 @@ pub(super) fn scan_folding<F: ScanFold>(
             path,
             progress: &mut |_| true,
         };
-        // Dropped here whatever comes: a reader still waiting for its set-up hears none comes.
-        let to_reader = to_reader;
         let begun = HostScan::begin(&mut ctx, opts, (MAX_FILE_RUNS, budget));
+        // The set-up's sender goes with this closure, run or not, before the join: a reader
+        // still waiting for its set-up hears none comes.
         let host = begun.and_then(|mut host| {
             host.kernels = KernelScan::folding(opts, &host.meta, false);
             // A reader that stopped wants no set-up: its error comes with the join.
