@@ -74,20 +74,30 @@ function readOf10GB() {
     analysis: (t) => Math.min(t, end.analysis) * 8 * MB,
     reader: (t) => (t < 1 ? t * 20 : t < 15 ? 20 : 20 + Math.min(t - 15, end.reader - 15) * 9) * MB,
   };
+  const analysisAt = (t) => (t <= end.analysis ? { step: t === end.analysis ? 'loading kernels' : 'loading NVTX ranges', total: t === end.analysis ? 0 : 1, bytes: bytes.analysis(t) } : null);
+  const readerAt = (t) => ({ step: 'loading kernels', bytes: bytes.reader(t), waits: t >= 1 && t < 15 });
+  return simulatedRead(1000 * MB, end.reader, analysisAt, readerAt);
+}
+
+// A read of a file of `fileBytes` that ends at `endS` s, each worker saying its bytes every half
+// second (`analysisAt(t)`, `readerAt(t)`: the worker's message at `t` s, or null). `said(share)`:
+// the time left the page said once `share` of the file was read, the time the read really had
+// left then (s), and that share.
+function simulatedRead(fileBytes, endS, analysisAt, readerAt) {
   let clock = 0;
   const lines = [];
-  const progress = new OpenProgress(1000 * MB, (text, share) => lines.push({ text, share, at: clock }), { reader: true, now: () => clock });
+  const progress = new OpenProgress(fileBytes, (text, share) => lines.push({ text, share, at: clock }), { reader: true, now: () => clock });
   progress.analysis({ step: 'opening', bytes: 0 });
-  for (let ms = 500; ms <= end.reader * 1000; ms += 500) {
+  for (let ms = 500; ms <= endS * 1000; ms += 500) {
     clock = ms;
-    const t = ms / 1000;
-    if (t <= end.analysis) progress.analysis({ step: t === end.analysis ? 'loading kernels' : 'loading NVTX ranges', total: t === end.analysis ? 0 : 1, bytes: bytes.analysis(t) });
-    progress.reader({ step: 'loading kernels', bytes: bytes.reader(t), waits: t >= 1 && t < 15 });
+    const analysis = analysisAt(ms / 1000);
+    if (analysis) progress.analysis(analysis);
+    progress.reader(readerAt(ms / 1000));
   }
   return (share) => {
     const line = lines.find((l) => l.share >= share);
     const m = line.text.match(/about (?:(\d+) min )?(\d+) s left/);
-    return { said: m ? Number(m[1] ?? 0) * 60 + Number(m[2]) : null, left: end.reader - line.at / 1000 };
+    return { said: m ? Number(m[1] ?? 0) * 60 + Number(m[2]) : null, left: endS - line.at / 1000, share: line.share };
   };
 }
 
@@ -107,4 +117,41 @@ test('reading the file, the time left counts the worker that waits as one that w
   // The pace of both together so far said nearly twice the time at 10 %: 10 s for 10 %.
   const { left } = said(0.1);
   assert.ok((10 * 0.9) / 0.1 > 1.4 * left);
+});
+
+// A read as the 1 GB export's goes (MB, s): the analysis worker reads its 330 MB at 40 MB/s,
+// done at 8.25 s; the reader worker reads its catalog (30 MB in the first second), then its table
+// of 4 M rows (100 bytes each) at 30 MB/s, ending last, at 14.3 s. The two read 730 MB of a
+// 600 MB file (pages both read, SQLite's catalog among them), so their bytes reach the file's
+// size at 11.3 s. `said(share)` as in `readOf10GB`.
+function readOf1GB() {
+  const MB = 1e6;
+  const end = { analysis: 330 / 40, reader: 1 + 400 / 30 };
+  const bytes = {
+    analysis: (t) => Math.min(t, end.analysis) * 40 * MB,
+    reader: (t) => (t < 1 ? t * 30 : 30 + Math.min(t - 1, end.reader - 1) * 30) * MB,
+  };
+  const rows = (t) => Math.max(0, Math.round(((bytes.reader(t) - 30 * MB) / (400 * MB)) * 4e6));
+  const analysisAt = (t) => {
+    const hostRead = t >= end.analysis;
+    if (t > end.analysis + 0.5) return null;
+    return { step: hostRead ? 'loading kernels' : 'loading CUDA API calls', total: hostRead ? 0 : 1, bytes: bytes.analysis(t) };
+  };
+  const readerAt = (t) => {
+    const step = t < 1 ? { step: 'loading strings', done: 1, total: 2 } : { step: 'loading kernels', done: rows(t), total: 4e6 };
+    return { ...step, bytes: bytes.reader(t) };
+  };
+  return simulatedRead(600 * MB, end.reader, analysisAt, readerAt);
+}
+
+test('reading the file, the reader worker\'s rows tell the bytes it has left, past the file\'s size', () => {
+  const said = readOf1GB();
+  for (const share of [0.25, 0.5, 0.75, 0.9]) {
+    const { said: s, left } = said(share);
+    assert.ok(Math.abs(s - left) <= Math.max(1, left / 6), `at ${share * 100} %: said ${s} s, ${left.toFixed(1)} s left`);
+  }
+  // At 90 % of the read, with the two workers' bytes past the file's size, 1.4 s left: the
+  // file's bytes alone said none (the bar full, no time left) for the last 3 s.
+  const { left, share } = said(0.9);
+  assert.ok(share < 1 && left > 1, `${share} of the read at ${left} s before its end`);
 });

@@ -1,12 +1,14 @@
 // What the page says while a file opens, in two stages, each with the time it has left at its
 // pace so far:
 // - reading: the bytes of the file both workers have read (the analysis worker the host side,
-//   the reader worker the kernel table), of the file's size. Its time left is the bytes left at
-//   the pace of the workers still to read, each at its own pace (its bytes over the time it
-//   spent reading them): a worker that waits, or has not begun, at the others' pace, one that is
-//   done not at all. The reader waits for the verdict's inputs on large files and the worker
-//   with the smaller tables ends first, so the pace of both together so far is one worker's
-//   early on and two workers' at the end (the 10 GB export: +90 % early, -40 % late);
+//   the reader worker the kernel table), of those and the bytes left. Once the reader reads its
+//   table, its bytes left are its rows left at its bytes per row so far, read at its own pace
+//   (its bytes over the time it spent reading them), the rest of the file's bytes at the other
+//   worker's, and the read ends when the later of the two does. Before, the bytes left are read
+//   at the pace of the workers still to read together, each at its own: a worker that waits,
+//   or has not begun, at the others' pace, one that is done not at all. (The reader waits for
+//   the verdict's inputs on large files; the worker with the smaller tables ends first; the two
+//   read some pages both, so their bytes reach the file's size before the reader is done.)
 // - the verdict: the rows its passes have read (the core's heartbeat), of the rows the core says
 //   they read (`Analysis.verdictRows`). Its time left is the pass under way's rows left at that
 //   pass's own pace, and the passes after it at the pace of those done, each pass's rows weighed
@@ -56,8 +58,12 @@ function secondsLeft(t0, now, share) {
 // when it last began to read again after a wait (before a wait the reader read its catalog, not
 // the kernel table).
 function worker() {
-  return { bytes: 0, ms: 0, state: 'idle', at: 0, from: { bytes: 0, ms: 0 }, base: null, step: null };
+  return { bytes: 0, ms: 0, state: 'idle', at: 0, from: { bytes: 0, ms: 0 }, base: null, step: null, table: null };
 }
+
+// The step in which the reader worker reads its one table, whose rows it counts against the
+// table's (`done` of `total`).
+const TABLE_STEP = 'loading kernels';
 
 // A worker's message `msg` at `now` (its `bytes` so far, its step), after which it is in
 // `state`: the time since its last message counts as reading if it was reading then.
@@ -68,6 +74,22 @@ function heard(w, msg, state, now) {
   w.at = now;
   w.state = state;
   w.step = { step: msg.step, done: msg.done, total: msg.total };
+  if (msg.step === TABLE_STEP && msg.done > 0 && msg.total >= msg.done) {
+    w.table ??= { bytes: w.bytes, done: msg.done };
+    w.table.latest = { done: msg.done, total: msg.total };
+  }
+}
+
+// The bytes a worker reading its one table still has to read, at its bytes per row of the table
+// so far; 0 once done, null before it has read rows of it twice. Why not the file's bytes left:
+// both workers read some pages (SQLite's catalog, pages two tables share), so their bytes add
+// up past the file's size before the reader is done (at 1 GB 2 s before it), and the file
+// holds tables neither reads.
+export function tableLeft(w) {
+  if (w.state === 'done') return 0;
+  const t = w.table;
+  if (t === null || t.latest.done <= t.done) return null;
+  return ((w.bytes - t.bytes) / (t.latest.done - t.done)) * (t.latest.total - t.latest.done);
 }
 
 // A reading worker's bytes per ms since it last began, or null before it read for a while.
@@ -78,11 +100,30 @@ function paceOf(w, now) {
   return ms >= MIN_PACE_MS && pace > 0 ? pace : null;
 }
 
-// The seconds the read has left with `left` bytes to read by `workers`, or null while no worker
-// reading has a pace: the bytes left at the pace of the workers still to read, each reading at
-// its own, one that waits, has not begun or has no pace yet at the mean pace of those that have
-// one, a worker done at none.
-export function readLeft(workers, left, now) {
+// The seconds the read has left with `left` bytes of the file to read by `workers`, or null
+// while no worker reading has a pace. Once the reader worker's rows tell its bytes left
+// (`tableLeft`), it reads those at its pace and the other workers the rest of `left` at theirs,
+// and the read ends when the last of them does. Before, the bytes left are read at the pace of
+// the workers still to read together (`sharedLeft`).
+export function readLeft(workers, left, now, reader = null) {
+  const own = reader === null ? null : tableLeft(reader);
+  const ownPace = reader === null ? null : paceOf(reader, now);
+  if (own === null || (own > 0 && ownPace === null)) return sharedLeft(workers, left, now);
+  const others = workers.filter((w) => w !== reader && w.state !== 'done');
+  const rest = Math.max(0, left - own);
+  let restMs = 0;
+  if (rest > 0 && others.length > 0) {
+    const perMs = others.reduce((sum, w) => sum + (paceOf(w, now) ?? NaN), 0);
+    if (!(perMs > 0)) return sharedLeft(workers, left, now);
+    restMs = rest / perMs;
+  }
+  return Math.max(own > 0 ? own / ownPace : 0, restMs) / 1000;
+}
+
+// The bytes left at the pace of the workers still to read, each reading at its own, one that
+// waits, has not begun or has no pace yet at the mean pace of those that have one, a worker done
+// at none.
+function sharedLeft(workers, left, now) {
   const known = workers.map((w) => paceOf(w, now)).filter((p) => p !== null);
   if (known.length === 0) return null;
   const mean = known.reduce((a, b) => a + b, 0) / known.length;
@@ -206,10 +247,14 @@ export class OpenProgress {
       const rows = `${v.done.toLocaleString('en-US')} of ${v.total.toLocaleString('en-US')} rows`;
       text = `Computing the verdict: ${rows}${share === null ? '' : ` (${Math.round(share * 100)} %)`}`;
     } else {
-      const workers = [this.workers.analysis, this.workers.reader].filter((w) => w !== null);
+      const { reader } = this.workers;
+      const workers = [this.workers.analysis, reader].filter((w) => w !== null);
       const read = workers.reduce((sum, w) => sum + w.bytes, 0);
-      share = this.fileBytes > 0 ? Math.min(1, read / this.fileBytes) : null;
-      eta = paced(this.t0, now, share) ? readLeft(workers, this.fileBytes - read, now) : null;
+      // The bytes the reader's rows say it has left are left, though the two workers' bytes
+      // add up to the file's size.
+      const left = Math.max(this.fileBytes - read, (reader && tableLeft(reader)) ?? 0);
+      share = this.fileBytes > 0 ? Math.min(1, read / (read + left)) : null;
+      eta = paced(this.t0, now, share) ? readLeft(workers, left, now, reader) : null;
       text = `Reading the file: ${formatSize(Math.min(read, this.fileBytes))} of ${formatSize(this.fileBytes)}${share === null ? '' : ` (${Math.round(share * 100)} %)`} · ${this.step}`;
     }
     if (eta !== null) text += ` · ${timeLeft(eta)}${v ? '' : ' to read it, then the verdict'}`;

@@ -25,7 +25,7 @@ pub fn is_nccl_name(name: &str, like: bool) -> bool {
     static LIKE: OnceLock<Like> = OnceLock::new();
     match like {
         true => LIKE.get_or_init(|| Like::new("%nccl%")).matches(name),
-        false => name.to_ascii_lowercase().contains("nccl"),
+        false => crate::sqlike::contains_folded(name.as_bytes(), b"nccl"),
     }
 }
 
