@@ -155,3 +155,25 @@ test('reading the file, the reader worker\'s rows tell the bytes it has left, pa
   const { left, share } = said(0.9);
   assert.ok(share < 1 && left > 1, `${share} of the read at ${left} s before its end`);
 });
+
+test('reading the file, the line says the share of the file read, in bytes and in percent alike, and the step under way', () => {
+  const MB = 1e6;
+  const lines = [];
+  let clock = 0;
+  const progress = new OpenProgress(600 * MB, (text) => lines.push(text), { reader: true, now: () => clock });
+  progress.analysis({ step: 'opening', bytes: 0 });
+  // The two workers have read 660 MB of the 600 MB file; the reader's rows say 84 MB are left
+  // (600,000 rows at 140 bytes a row): 660 of 744 MB, 89 %.
+  for (const [ms, analysis, reader, done] of [[500, 100, 50, 1e6], [1000, 330, 230, 2e6], [1500, 330, 330, 3e6]]) {
+    clock = ms;
+    progress.analysis({ step: 'loading CUDA API calls', total: 1, bytes: analysis * MB });
+    progress.reader({ step: 'loading kernels', done, total: 3.6e6, bytes: reader * MB });
+  }
+  // Its host side read, the analysis worker says `done`: the step under way is the reader's.
+  progress.analysis({ step: 'done', total: 1, done: 1, bytes: 330 * MB });
+  const line = lines.at(-1);
+  assert.ok(line.endsWith('· loading kernels'), line);
+  const [, shown, percent] = /Reading the file: ([\d.]+) MiB of 572\.2 MiB \((\d+) %\)/.exec(line) ?? [];
+  assert.equal(Number(percent), 89, line);
+  assert.ok(Math.abs(Number(shown) / 572.2 - 660 / 744) < 0.001, line);
+});

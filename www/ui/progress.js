@@ -255,7 +255,11 @@ export class OpenProgress {
       const left = Math.max(this.fileBytes - read, (reader && tableLeft(reader)) ?? 0);
       share = this.fileBytes > 0 ? Math.min(1, read / (read + left)) : null;
       eta = paced(this.t0, now, share) ? readLeft(workers, left, now, reader) : null;
-      text = `Reading the file: ${formatSize(Math.min(read, this.fileBytes))} of ${formatSize(this.fileBytes)}${share === null ? '' : ` (${Math.round(share * 100)} %)`} · ${this.step}`;
+      // The file's share read, not the bytes read, which count the pages both workers read.
+      const shown = share === null ? Math.min(read, this.fileBytes) : this.fileBytes * share;
+      // Once the analysis worker's host side is read, the step under way is the reader's.
+      const step = this.step === 'done' && reader?.state === 'reading' ? (reader.step?.step ?? this.step) : this.step;
+      text = `Reading the file: ${formatSize(shown)} of ${formatSize(this.fileBytes)}${share === null ? '' : ` (${Math.round(share * 100)} %)`} · ${step}`;
     }
     if (eta !== null) text += ` · ${timeLeft(eta)}${v ? '' : ' to read it, then the verdict'}`;
     this.show(text, share);
