@@ -10,6 +10,12 @@
 //! - **bytes per loaded event**: detect's peak RSS minus SQLite's page cache and the binary's
 //!   baseline, divided by the rows loaded — the columnar model should stay under 64 bytes.
 //!
+//! - the **scan of the columns `detect` decodes** (`bare_scan --columns`, the same rows): how
+//!   much of `detect`'s time is SQLite reading what it asks for, and how much its folds;
+//! - `detect`'s **CPU time over the cores**: its threads cannot end sooner than their work spread
+//!   over the machine's cores, so that floor, over the bare scan, says how far from the goal the
+//!   work itself is, whatever the threads wait on.
+//!
 //! `analyze`, `drill` and `report` (each a one-shot command over the same file) are timed too,
 //! for their ratio to the same scan.
 //!
@@ -142,6 +148,10 @@ pub fn bench(opts: &Options) -> Result<()> {
         },
     )?;
 
+    // The same rows, the columns `detect` decodes: SQLite's share of `detect`'s work.
+    let columns = repeat(opts.runs, || {
+        measure(Command::new(&bare_scan).arg("--columns").arg(&trace))
+    })?;
     let views = views(&bin, &trace, opts.runs)?;
 
     let model_bytes = detect
@@ -149,6 +159,7 @@ pub fn bench(opts: &Options) -> Result<()> {
         .saturating_sub(SQLITE_CACHE_BYTES + baseline.max_rss);
     let per_event = model_bytes as f64 / events.max(1) as f64;
     let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
 
     println!();
     println!(
@@ -170,7 +181,22 @@ pub fn bench(opts: &Options) -> Result<()> {
         "| bare scan (`SELECT start, end` of the 3 tables) | {} | |",
         secs(scan.wall)
     );
+    println!(
+        "| scan of the columns `detect` decodes (the same rows), / bare scan | {}, {:.2}× | |",
+        secs(columns.wall),
+        columns.wall.as_secs_f64() / scan.wall.as_secs_f64()
+    );
     println!("| `detect --json` wall time | {} | |", secs(detect.wall));
+    println!(
+        "| CPU time: bare scan, `detect` (cores busy) | {}, {} ({:.2}) | |",
+        secs(scan.cpu),
+        secs(detect.cpu),
+        detect.cpu.as_secs_f64() / detect.wall.as_secs_f64()
+    );
+    println!(
+        "| `detect`'s floor on {cores} cores (its CPU time ÷ cores) / bare scan | {:.2}× | |",
+        detect.cpu.as_secs_f64() / cores as f64 / scan.wall.as_secs_f64()
+    );
     println!(
         "| detect / bare scan (median of the pairs' ratios) | {ratio:.2}× | ≤ {GOAL}× (issue 51: {}) |",
         verdict(ratio <= GOAL)
@@ -274,6 +300,8 @@ fn table_rows(out: &Measured) -> Result<[u64; 3]> {
 /// One child run: wall time from spawn to exit, and peak RSS in bytes.
 struct Measured {
     wall: Duration,
+    /// User and system CPU time, of every thread.
+    cpu: Duration,
     max_rss: u64,
     stdout: String,
 }
@@ -379,8 +407,12 @@ fn measure(cmd: &mut Command) -> Result<Measured> {
         };
         return Err(format!("`{shown}` failed ({how}): {}", stderr.trim()));
     }
+    let cpu = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
     Ok(Measured {
         wall,
+        cpu: cpu(usage.ru_utime) + cpu(usage.ru_stime),
         max_rss: usage.ru_maxrss as u64 * 1024,
         stdout,
     })
