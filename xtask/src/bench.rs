@@ -129,16 +129,7 @@ pub fn bench(opts: &Options) -> Result<()> {
     // slows both alike; the ratio is the median of each pair's.
     let (scan, detect, ratio) = alternated(
         opts.runs,
-        || {
-            let out = measure(Command::new(&bare_scan).arg(&trace))?;
-            let read: u64 = table_rows(&out)?.iter().sum();
-            if read != events {
-                return Err(format!(
-                    "the bare scan read {read} rows, count(*) says {events}"
-                ));
-            }
-            Ok(out)
-        },
+        || read_all(measure(Command::new(&bare_scan).arg(&trace))?, events),
         || {
             measure(Command::new(&bin).arg("detect").arg(&trace).args([
                 "--json",
@@ -150,7 +141,10 @@ pub fn bench(opts: &Options) -> Result<()> {
 
     // The same rows, the columns `detect` decodes: SQLite's share of `detect`'s work.
     let columns = repeat(opts.runs, || {
-        measure(Command::new(&bare_scan).arg("--columns").arg(&trace))
+        read_all(
+            measure(Command::new(&bare_scan).arg("--columns").arg(&trace))?,
+            events,
+        )
     })?;
     let views = views(&bin, &trace, opts.runs)?;
 
@@ -282,6 +276,15 @@ fn ensure_trace(bin: &Path, scale: u32) -> Result<PathBuf> {
     }
     fs::rename(&partial, &trace).map_err(|e| format!("rename to {}: {e}", trace.display()))?;
     Ok(trace)
+}
+
+/// A scan's run, if it read as many rows as `count(*)` says the tables hold.
+fn read_all(out: Measured, events: u64) -> Result<Measured> {
+    let read: u64 = table_rows(&out)?.iter().sum();
+    match read == events {
+        true => Ok(out),
+        false => Err(format!("a scan read {read} rows, count(*) says {events}")),
+    }
 }
 
 /// The rows of each of [`TABLES`] the bare scan's child printed (`TABLE ROWS` a line).
