@@ -195,13 +195,9 @@ impl<const N: usize> Selected<N> {
     /// Every column asked for (what a caller whose `SELECT` varies per row source uses).
     pub(super) const ALL: Selected<N> = Selected([true; N]);
 
-    /// The columns of `r`'s statement not selected as `NULL` (the literal's column name); a
-    /// column past its last is not selected either (`tables::select_decoded` leaves out the
-    /// `NULL`s that end a list).
+    /// The columns of `r`'s statement not selected as `NULL` (the literal's column name).
     pub(super) fn of(r: &impl Cells) -> Selected<N> {
-        Selected(std::array::from_fn(|i| {
-            r.column_name(i).is_some_and(|name| name != "NULL")
-        }))
+        Selected(std::array::from_fn(|i| r.column_name(i) != Some("NULL")))
     }
 
     /// The statement's columns, learnt from its first row and kept by `memo`.

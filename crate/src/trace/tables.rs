@@ -28,36 +28,17 @@ use crate::model::{
 
 /// `SELECT` list with `NULL` standing in for absent columns.
 pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
-    let cols = select_list(schema, table, columns);
-    format!("SELECT {} FROM {table} {filter}", cols.join(", "))
-}
-
-/// [`select`] without the `NULL`s that end the list, for the rows decoded through
-/// [`Selected`], which reads a column past the statement's last as one selected as `NULL`.
-/// Why: SQLite fills every `NULL` of the list for every row, about 35 instructions each; the
-/// kernel table's scan selects five of them (`docs/performance.md`).
-pub(super) fn select_decoded(
-    schema: &Schema,
-    table: &str,
-    columns: &[&str],
-    filter: &str,
-) -> String {
-    let mut cols = select_list(schema, table, columns);
-    while cols.len() > 1 && cols.last().is_some_and(|c| c == "NULL") {
-        cols.pop();
-    }
-    format!("SELECT {} FROM {table} {filter}", cols.join(", "))
-}
-
-/// `columns` quoted, `NULL` for each one `table` lacks.
-fn select_list(schema: &Schema, table: &str, columns: &[&str]) -> Vec<String> {
-    columns
+    let cols: Vec<String> = columns
         .iter()
-        .map(|c| match *c == "rowid" || schema.has_column(table, c) {
-            true => format!("\"{c}\""),
-            false => "NULL".to_string(),
+        .map(|c| {
+            if *c == "rowid" || schema.has_column(table, c) {
+                format!("\"{c}\"")
+            } else {
+                "NULL".to_string()
+            }
         })
-        .collect()
+        .collect();
+    format!("SELECT {} FROM {table} {filter}", cols.join(", "))
 }
 
 pub(super) struct Loader<'c, 'p> {
@@ -103,10 +84,7 @@ fn runtime_query(
         (None, _) => String::new(),
     };
     let columns = call_columns(opts.event_details);
-    (
-        select_decoded(schema, RUNTIME_TABLE, &columns, &filter),
-        launches,
-    )
+    (select(schema, RUNTIME_TABLE, &columns, &filter), launches)
 }
 
 /// A kernel-launch API of any profile.
@@ -363,7 +341,7 @@ impl Loader<'_, '_> {
         (columns, filter, total): (&[&str], &str, Option<u64>),
         sink: &mut dyn FnMut(KernelRow),
     ) -> Result<()> {
-        let sql = select_decoded(schema, KERNEL_TABLE, columns, filter);
+        let sql = Self::select(schema, KERNEL_TABLE, columns, filter);
         let processes = &mut trace.processes;
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
         let mut selected = None;
@@ -550,7 +528,7 @@ impl Loader<'_, '_> {
         if !trace.present.replays {
             return Ok(());
         }
-        let sql = select_decoded(schema, GRAPH_TRACE_TABLE, columns, "");
+        let sql = Self::select(schema, GRAPH_TRACE_TABLE, columns, "");
         let (processes, strings) = (&mut trace.processes, &trace.strings);
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
         let mut selected = None;
@@ -772,55 +750,4 @@ fn note_kernel_table(schema: &Schema, trace: &mut Trace) -> bool {
     trace.present.kernels = schema.has_table(KERNEL_TABLE);
     trace.coverage.extend(kernel_table_notes(schema));
     trace.present.kernels
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A kernel table without the columns a scan leaves out, one row.
-    fn kernels() -> (Connection, Schema) {
-        let conn = Connection::open_in_memory().expect("in-memory database");
-        conn.execute_batch(
-            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start, \"end\", deviceId, globalPid, shortName); \
-             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 250, 3, 77, 9);",
-        )
-        .expect("rows");
-        let schema = Schema::probe(&conn, ":memory:").expect("schema");
-        (conn, schema)
-    }
-
-    fn decoded(conn: &Connection, sql: &str) -> (KernelRow, i64) {
-        let mut cursor = Cursor::prepare(conn, sql).expect("prepared");
-        let row = cursor.next().expect("a step").expect("a row");
-        let selected: Selected<11> = Selected::of(&row);
-        kernel_row(&row, &Strings::default(), &selected).expect("decoded")
-    }
-
-    #[test]
-    fn a_decoded_select_leaves_out_the_nulls_that_end_it_and_reads_the_same_row() {
-        let (conn, schema) = kernels();
-        let columns = kernel_columns(false, false);
-        let full = select(&schema, KERNEL_TABLE, &columns, "");
-        let trimmed = select_decoded(&schema, KERNEL_TABLE, &columns, "");
-        assert_eq!(full.matches("NULL").count(), 5, "{full}");
-        assert_eq!(
-            trimmed,
-            "SELECT \"rowid\", \"start\", \"end\", \"deviceId\", \"globalPid\", \"shortName\" \
-             FROM CUPTI_ACTIVITY_KIND_KERNEL "
-        );
-        let (ours, theirs) = (decoded(&conn, &trimmed), decoded(&conn, &full));
-        assert_eq!(ours, theirs);
-        assert_eq!(
-            (ours.0.start, ours.0.end, ours.0.device, ours.1),
-            (100, 250, 3, 77)
-        );
-    }
-
-    #[test]
-    fn a_decoded_select_of_no_column_the_table_has_still_selects_one() {
-        let (_, schema) = kernels();
-        let sql = select_decoded(&schema, KERNEL_TABLE, &["streamId", "graphId"], "");
-        assert_eq!(sql, "SELECT NULL FROM CUPTI_ACTIVITY_KIND_KERNEL ");
-    }
 }
