@@ -2,8 +2,9 @@
 //! and `end` of the kernel, runtime and NVTX tables, read through the product's own SQLite and
 //! discarded. The floor of reading those rows at all. Prints `TABLE ROWS` per table.
 //! `--count` prints each table's `count(*)` instead, for the bench to check the scan against.
-//! `--columns` reads, of the same rows, the columns `detect` decodes ([`DETECT_COLUMNS`]): the
-//! floor of SQLite's own work for what `detect` asks of it, without any fold.
+//! `--columns` reads, of the same rows, the columns `detect` decodes ([`DETECT_COLUMNS`]),
+//! without any fold: SQLite's work for what `detect` asks of it, read through rusqlite (three
+//! calls a column), so more than `detect`'s own reads (`trace::cells::Cursor`, one call) cost.
 //! Usage: cargo run --release -p nsys-lens --example bare_scan -- [--count|--columns] TRACE.sqlite
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;

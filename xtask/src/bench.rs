@@ -11,7 +11,8 @@
 //!   baseline, divided by the rows loaded — the columnar model should stay under 64 bytes.
 //!
 //! - the **scan of the columns `detect` decodes** (`bare_scan --columns`, the same rows): how
-//!   much of `detect`'s time is SQLite reading what it asks for, and how much its folds;
+//!   much of `detect`'s time at most is SQLite reading what it asks for (the scan reads through
+//!   rusqlite, three calls a column, where `detect` makes one), and how much its folds;
 //! - `detect`'s **CPU time over the cores**: its threads cannot end sooner than their work spread
 //!   over the machine's cores, so that floor, over the bare scan, says how far from the goal the
 //!   work itself is, whatever the threads wait on.
