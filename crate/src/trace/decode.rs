@@ -97,7 +97,7 @@ pub(super) fn opt_int(v: ValueRef<'_>) -> Option<i64> {
 /// An NVTX range's inline `text`: `None` unless the column holds text.
 pub(super) fn inline_text(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> {
     match v {
-        ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+        ValueRef::Text(t) => Some(super::schema::lossy(t)),
         _ => None,
     }
 }
@@ -195,14 +195,22 @@ impl<const N: usize> Selected<N> {
     /// Every column asked for (what a caller whose `SELECT` varies per row source uses).
     pub(super) const ALL: Selected<N> = Selected([true; N]);
 
-    /// The columns of `r`'s statement not selected as `NULL` (the literal's column name).
+    /// The columns of `r`'s statement not selected as `NULL` (the literal's column name); a
+    /// column past its last is not selected either (`tables::select_decoded` leaves out the
+    /// `NULL`s that end a list).
     pub(super) fn of(r: &impl Cells) -> Selected<N> {
-        Selected(std::array::from_fn(|i| r.column_name(i) != Some("NULL")))
+        Selected(std::array::from_fn(|i| {
+            r.column_name(i).is_some_and(|name| name != "NULL")
+        }))
     }
 
     /// The statement's columns, learnt from its first row and kept by `memo`.
-    pub(super) fn remembered(memo: &mut Option<Selected<N>>, r: &impl Cells) -> Self {
-        *memo.get_or_insert_with(|| Selected::of(r))
+    #[inline]
+    pub(super) fn remembered<'m>(memo: &'m mut Option<Selected<N>>, r: &impl Cells) -> &'m Self {
+        match memo {
+            Some(selected) => selected,
+            None => memo.insert(Selected::of(r)),
+        }
     }
 
     /// Column `i` of `r`, NULL without asking when it was selected as `NULL`.
@@ -288,23 +296,39 @@ pub(super) fn nvtx_columns(details: bool) -> [&'static str; 8] {
         "textId",
     ]
 }
-/// Where [`nvtx_columns`] puts `end`, `globalTid`, `eventType`, `text` and `textId`.
+/// Where [`nvtx_columns`] puts `end`, `globalTid`, `eventType`, `domainId`, `text` and `textId`.
 pub(super) const NVTX_END: usize = 2;
 pub(super) const NVTX_THREAD: usize = 3;
 pub(super) const NVTX_TYPE: usize = 4;
+pub(super) const NVTX_DOMAIN: usize = 5;
 pub(super) const NVTX_TEXT: usize = 6;
 pub(super) const NVTX_TEXT_ID: usize = 7;
 
 /// An NVTX range selected as [`nvtx_columns`] that ends at `end` on `thread`, not named yet
 /// (`nvtx_names` names it).
 pub(super) fn nvtx_row(r: &impl Cells, end: Ns, thread: ThreadIdx) -> rusqlite::Result<NvtxRow> {
+    let (start, event_type) = (time(r.get_ref(1)?)?, int(r.get_ref(NVTX_TYPE)?, 0));
+    nvtx_row_read(r, ((start, end), event_type, true), thread)
+}
+
+/// [`nvtx_row`] of a row whose times and `eventType` were read already; `domainId` is asked of
+/// SQLite only when `domain` says it was selected.
+#[inline]
+pub(super) fn nvtx_row_read(
+    r: &impl Cells,
+    ((start, end), event_type, domain): ((Ns, Ns), i64, bool),
+    thread: ThreadIdx,
+) -> rusqlite::Result<NvtxRow> {
     Ok(NvtxRow {
         row: int(r.get_ref(0)?, 0),
-        start: time(r.get_ref(1)?)?,
+        start,
         end,
         thread,
-        event_type: u8::try_from(int(r.get_ref(NVTX_TYPE)?, 0)).unwrap_or(0),
-        domain: small(r.get_ref(5)?),
+        event_type: u8::try_from(event_type).unwrap_or(0),
+        domain: match domain {
+            true => small(r.get_ref(NVTX_DOMAIN)?),
+            false => 0,
+        },
         name: NO_NAME,
         text_id_name: NO_NAME,
     })

@@ -9,7 +9,7 @@ use super::cells::{Cursor, Row};
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered,
     SYNC_COLUMNS, Selected, call_columns, call_row, inline_text, int, kernel_columns, kernel_row,
-    memop_columns, memop_row, nvtx_columns, nvtx_row, opt_int, opt_time, sync_row, time,
+    memop_columns, memop_row, nvtx_columns, nvtx_row_read, opt_int, opt_time, sync_row, time,
 };
 use super::load::{
     GRAPH_TRACE_TABLE, KERNEL_TABLE, LoadOptions, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, NvtxSink,
@@ -28,17 +28,41 @@ use crate::model::{
 
 /// `SELECT` list with `NULL` standing in for absent columns.
 pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
-    let cols: Vec<String> = columns
-        .iter()
-        .map(|c| {
-            if *c == "rowid" || schema.has_column(table, c) {
-                format!("\"{c}\"")
-            } else {
-                "NULL".to_string()
-            }
-        })
-        .collect();
+    let cols = select_list(schema, table, columns);
     format!("SELECT {} FROM {table} {filter}", cols.join(", "))
+}
+
+/// [`select`] without the `NULL`s that end the list, natively, for the rows decoded through
+/// [`Selected`], which reads a column past the statement's last as one selected as `NULL`.
+/// Why: SQLite fills every `NULL` of the list for every row, about 35 instructions each; the
+/// kernel table's scan selects five of them. Not in the page: there the same trim raised the
+/// analysis worker's peak on a 10 GB export from 492 to 543 MiB, over its 512 MiB, for a
+/// reason not found (`docs/performance.md`).
+pub(super) fn select_decoded(
+    schema: &Schema,
+    table: &str,
+    columns: &[&str],
+    filter: &str,
+) -> String {
+    let mut cols = select_list(schema, table, columns);
+    while cfg!(not(target_arch = "wasm32"))
+        && cols.len() > 1
+        && cols.last().is_some_and(|c| c == "NULL")
+    {
+        cols.pop();
+    }
+    format!("SELECT {} FROM {table} {filter}", cols.join(", "))
+}
+
+/// `columns` quoted, `NULL` for each one `table` lacks.
+fn select_list(schema: &Schema, table: &str, columns: &[&str]) -> Vec<String> {
+    columns
+        .iter()
+        .map(|c| match *c == "rowid" || schema.has_column(table, c) {
+            true => format!("\"{c}\""),
+            false => "NULL".to_string(),
+        })
+        .collect()
 }
 
 pub(super) struct Loader<'c, 'p> {
@@ -84,7 +108,10 @@ fn runtime_query(
         (None, _) => String::new(),
     };
     let columns = call_columns(opts.event_details);
-    (select(schema, RUNTIME_TABLE, &columns, &filter), launches)
+    (
+        select_decoded(schema, RUNTIME_TABLE, &columns, &filter),
+        launches,
+    )
 }
 
 /// A kernel-launch API of any profile.
@@ -341,7 +368,7 @@ impl Loader<'_, '_> {
         (columns, filter, total): (&[&str], &str, Option<u64>),
         sink: &mut dyn FnMut(KernelRow),
     ) -> Result<()> {
-        let sql = Self::select(schema, KERNEL_TABLE, columns, filter);
+        let sql = select_decoded(schema, KERNEL_TABLE, columns, filter);
         let processes = &mut trace.processes;
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
         let mut selected = None;
@@ -349,7 +376,7 @@ impl Loader<'_, '_> {
         let counted = (KERNEL_TABLE, total);
         self.read_counted("loading kernels", counted, &sql, |r| {
             let selected = Selected::remembered(&mut selected, r);
-            let (mut row, gpid) = kernel_row(r, strings, &selected)?;
+            let (mut row, gpid) = kernel_row(r, strings, selected)?;
             row.process = process.get(gpid);
             sink(row);
             Ok(true)
@@ -412,7 +439,7 @@ impl Loader<'_, '_> {
         let mut selected = None;
         self.read_rows("loading CUDA API calls", RUNTIME_TABLE, &sql, |r| {
             let selected = Selected::remembered(&mut selected, r);
-            let (mut call, gtid) = call_row(r, strings, &selected)?;
+            let (mut call, gtid) = call_row(r, strings, selected)?;
             if let Some(warmup) = &mut warmup {
                 warmup.observe(strings, call.start, call.end, call.name);
             }
@@ -479,18 +506,18 @@ impl Loader<'_, '_> {
         let mut marked = MarkedRanges::new(schema, strings);
         let mut last_tid = i64::MIN;
         let mut last_thread = 0;
+        // Each column is asked of SQLite once a row (a column asked costs about 60
+        // instructions, and the scan reads every range).
         let done = self.read_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
             let end = opt_time(r.get_ref(NVTX_END)?)?;
+            if end.is_none() && marked.is_none() {
+                return Ok(true);
+            }
             let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
+            let text = r.get_ref(NVTX_TEXT)?;
+            let (start, event_type) = (time(r.get_ref(1)?)?, int(r.get_ref(NVTX_TYPE)?, -1));
             if let Some(marked) = &mut marked {
-                let (start, event_type) = (time(r.get_ref(1)?)?, int(r.get_ref(NVTX_TYPE)?, -1));
-                marked.observe(
-                    strings,
-                    (start, end),
-                    event_type,
-                    r.get_ref(NVTX_TEXT)?,
-                    text_id,
-                );
+                marked.observe(strings, (start, end), event_type, text, text_id);
             }
             let Some(end) = end else {
                 return Ok(true);
@@ -502,9 +529,9 @@ impl Loader<'_, '_> {
                 last_tid = gtid;
                 last_thread = threads.intern(gtid, processes);
             }
-            let text = inline_text(r.get_ref(NVTX_TEXT)?);
-            let mut row = nvtx_row(r, end, last_thread)?;
-            name_row(&mut row, strings, text.as_deref(), text_id);
+            let read = ((start, end), event_type, details);
+            let mut row = nvtx_row_read(r, read, last_thread)?;
+            name_row(&mut row, strings, inline_text(text).as_deref(), text_id);
             Ok(sink(&row, strings, threads))
         })?;
         strings.shrink_to_fit();
@@ -528,13 +555,13 @@ impl Loader<'_, '_> {
         if !trace.present.replays {
             return Ok(());
         }
-        let sql = Self::select(schema, GRAPH_TRACE_TABLE, columns, "");
+        let sql = select_decoded(schema, GRAPH_TRACE_TABLE, columns, "");
         let (processes, strings) = (&mut trace.processes, &trace.strings);
         let mut process = Remembered::new(|gpid| processes.intern(gpid));
         let mut selected = None;
         self.read_rows("loading graph replays", GRAPH_TRACE_TABLE, &sql, |r| {
             let selected = Selected::remembered(&mut selected, r);
-            let (mut row, gpid) = kernel_row(r, strings, &selected)?;
+            let (mut row, gpid) = kernel_row(r, strings, selected)?;
             row.process = process.get(gpid);
             row.work = crate::model::Work::Replay;
             sink(row);
@@ -750,4 +777,56 @@ fn note_kernel_table(schema: &Schema, trace: &mut Trace) -> bool {
     trace.present.kernels = schema.has_table(KERNEL_TABLE);
     trace.coverage.extend(kernel_table_notes(schema));
     trace.present.kernels
+}
+
+/// Native only: the page's `SELECT`s keep their `NULL`s ([`select_decoded`]).
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    /// A kernel table without the columns a scan leaves out, one row.
+    fn kernels() -> (Connection, Schema) {
+        let conn = Connection::open_in_memory().expect("in-memory database");
+        conn.execute_batch(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start, \"end\", deviceId, globalPid, shortName); \
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 250, 3, 77, 9);",
+        )
+        .expect("rows");
+        let schema = Schema::probe(&conn, ":memory:").expect("schema");
+        (conn, schema)
+    }
+
+    fn decoded(conn: &Connection, sql: &str) -> (KernelRow, i64) {
+        let mut cursor = Cursor::prepare(conn, sql).expect("prepared");
+        let row = cursor.next().expect("a step").expect("a row");
+        let selected: Selected<11> = Selected::of(&row);
+        kernel_row(&row, &Strings::default(), &selected).expect("decoded")
+    }
+
+    #[test]
+    fn a_decoded_select_leaves_out_the_nulls_that_end_it_and_reads_the_same_row() {
+        let (conn, schema) = kernels();
+        let columns = kernel_columns(false, false);
+        let full = select(&schema, KERNEL_TABLE, &columns, "");
+        let trimmed = select_decoded(&schema, KERNEL_TABLE, &columns, "");
+        assert_eq!(full.matches("NULL").count(), 5, "{full}");
+        assert_eq!(
+            trimmed,
+            "SELECT \"rowid\", \"start\", \"end\", \"deviceId\", \"globalPid\", \"shortName\" \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        );
+        let (ours, theirs) = (decoded(&conn, &trimmed), decoded(&conn, &full));
+        assert_eq!(ours, theirs);
+        assert_eq!(
+            (ours.0.start, ours.0.end, ours.0.device, ours.1),
+            (100, 250, 3, 77)
+        );
+    }
+
+    #[test]
+    fn a_decoded_select_of_no_column_the_table_has_still_selects_one() {
+        let (_, schema) = kernels();
+        let sql = select_decoded(&schema, KERNEL_TABLE, &["streamId", "graphId"], "");
+        assert_eq!(sql, "SELECT NULL FROM CUPTI_ACTIVITY_KIND_KERNEL ");
+    }
 }

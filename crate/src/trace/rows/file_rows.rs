@@ -121,7 +121,7 @@ impl Decode for KernelRow {
         let mut selected = None;
         move |r| {
             let selected = Selected::remembered(&mut selected, r);
-            let (mut row, gpid) = kernel_row(r, &meta.strings, &selected)?;
+            let (mut row, gpid) = kernel_row(r, &meta.strings, selected)?;
             row.process = process.get(gpid);
             Ok(row)
         }
@@ -133,7 +133,7 @@ impl Decode for CallRow {
         let mut selected = None;
         move |r| {
             let selected = Selected::remembered(&mut selected, r);
-            let (mut call, gtid) = call_row(r, &meta.strings, &selected)?;
+            let (mut call, gtid) = call_row(r, &meta.strings, selected)?;
             (call.thread, call.process) = thread_of(&meta.threads, gtid);
             Ok(call)
         }

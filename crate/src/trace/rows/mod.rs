@@ -31,7 +31,7 @@ use super::packed_rows::Packable;
 use super::row_cache::{Budget, Cached, RowBudget, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
-use super::tables::{Loader, launch_filter, select};
+use super::tables::{Loader, launch_filter, select, select_decoded};
 use crate::error::Result;
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
@@ -718,9 +718,14 @@ impl FileScan {
             let filter = format!("WHERE {CHUNK}{filter} {CHUNK_ORDER}");
             Some(select(schema, table, columns, &filter))
         };
+        // Kernels and calls are decoded through `Selected`: the `NULL`s ending their lists left out.
+        let decoded = |table: &str, columns: &[&str], filter: &str| {
+            let filter = format!("WHERE {CHUNK}{filter} {CHUNK_ORDER}");
+            Some(select_decoded(schema, table, columns, &filter))
+        };
         if meta.present.kernels {
             let columns = kernel_read_columns(details, meta);
-            self.kernels.sql = chunk(KERNEL_TABLE, &columns, "");
+            self.kernels.sql = decoded(KERNEL_TABLE, &columns, "");
         }
         if meta.present.runtime {
             let launches = opts.launch_calls_only && schema.has_column(RUNTIME_TABLE, "nameId");
@@ -728,7 +733,7 @@ impl FileScan {
                 true => format!(" AND {}", launch_filter(&meta.strings)),
                 false => String::new(),
             };
-            self.calls.sql = chunk(RUNTIME_TABLE, &call_columns(details), &filter);
+            self.calls.sql = decoded(RUNTIME_TABLE, &call_columns(details), &filter);
         }
         if meta.present.nvtx {
             let filter = " AND \"end\" IS NOT NULL";
@@ -745,7 +750,7 @@ impl FileScan {
             }
         }
         if meta.present.replays {
-            self.replays.sql = chunk(GRAPH_TRACE_TABLE, &REPLAY_COLUMNS, "");
+            self.replays.sql = decoded(GRAPH_TRACE_TABLE, &REPLAY_COLUMNS, "");
         }
         if opts.syncs && meta.present.syncs {
             self.syncs.sql = chunk(SYNC_TABLE, &SYNC_COLUMNS, "");
