@@ -181,3 +181,19 @@ pub fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
         Err(_) => String::from_utf8_lossy(bytes),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Valid text is borrowed as it is; invalid bytes read as `String::from_utf8_lossy` reads
+    /// them, each replaced by U+FFFD.
+    #[test]
+    fn lossy_text_reads_as_the_standard_library_reads_it() {
+        let valid = "ncclKernel_AllReduce · 第1步".as_bytes();
+        assert!(matches!(lossy(valid), std::borrow::Cow::Borrowed(t) if t.as_bytes() == valid));
+        let invalid: &[u8] = b"step \xff\xfe 7";
+        assert_eq!(lossy(invalid), "step \u{fffd}\u{fffd} 7");
+        assert_eq!(lossy(invalid), String::from_utf8_lossy(invalid));
+    }
+}
