@@ -18,61 +18,65 @@ use std::borrow::Cow;
 /// The grouping rule in one sentence, for the notes of the tables that group by it.
 pub const SHAPE_RULE: &str = "NVTX names that differ only in their numbers are one op: a run of digits that does not follow a letter reads as * (blocks.21. → blocks.*., layer_3 → layer_*), a 0x… hex id as 0x*; digits after a letter stay (v2, fp16, conv2d), and a name that is only a number is kept whole";
 
-/// The shape of `name` ([the rule](self)): borrowed when nothing changes.
+/// The shape of `name` ([the rule](self)): borrowed when nothing changes. Copies the text
+/// between digit runs a slice at a time: a replay asks it of every step's range name.
 pub fn op_shape(name: &str) -> Cow<'_, str> {
     let bytes = name.as_bytes();
-    if !bytes.iter().any(u8::is_ascii_digit)
-        || bytes.iter().all(|b| b.is_ascii_digit() || *b == b' ')
-    {
+    let Some(mut i) = next_digit(bytes, 0) else {
+        return Cow::Borrowed(name);
+    };
+    if bytes.iter().all(|b| b.is_ascii_digit() || *b == b' ') {
         return Cow::Borrowed(name);
     }
-    let mut out = String::with_capacity(name.len());
-    let mut i = 0;
-    let mut changed = false;
-    while i < bytes.len() {
-        let b = bytes[i];
+    let mut out = String::new();
+    // `name[..copied]` is in `out`, its instance numbers replaced.
+    let mut copied = 0;
+    loop {
+        // `i` is at a digit, which begins a run (the scan skips whole runs).
+        let digits = i + run(&bytes[i..], u8::is_ascii_digit);
         let after_letter = i > 0 && bytes[i - 1].is_ascii_alphabetic();
-        if b == b'0'
-            && !after_letter
-            && matches!(bytes.get(i + 1), Some(b'x' | b'X'))
-            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
-        {
-            let end = i
-                + 2
-                + bytes[i + 2..]
-                    .iter()
-                    .take_while(|c| c.is_ascii_hexdigit())
-                    .count();
-            out.push_str(&name[i..i + 2]);
-            out.push('*');
-            i = end;
-            changed = true;
-            continue;
-        }
-        if b.is_ascii_digit() && !after_letter {
-            let end = i + bytes[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-            out.push('*');
-            i = end;
-            changed = true;
-            continue;
-        }
-        if b.is_ascii_digit() {
+        let star = match after_letter {
             // A word's digits (`fp16`): kept whole.
-            let end = i + bytes[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-            out.push_str(&name[i..end]);
-            i = end;
-            continue;
+            true => None,
+            false
+                if bytes[i] == b'0'
+                    && matches!(bytes.get(i + 1), Some(b'x' | b'X'))
+                    && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit) =>
+            {
+                Some((i + 2, i + 2 + run(&bytes[i + 2..], u8::is_ascii_hexdigit)))
+            }
+            false => Some((i, digits)),
+        };
+        let resume = match star {
+            Some((at, end)) => {
+                out.push_str(&name[copied..at]);
+                out.push('*');
+                copied = end;
+                end
+            }
+            None => digits,
+        };
+        match next_digit(bytes, resume) {
+            Some(next) => i = next,
+            None => break,
         }
-        // Copies one character (ASCII or the whole UTF-8 sequence).
-        let len = name[i..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&name[i..i + len]);
-        i += len;
     }
-    if changed {
-        Cow::Owned(out)
-    } else {
-        Cow::Borrowed(name)
+    if out.is_empty() {
+        return Cow::Borrowed(name);
     }
+    out.push_str(&name[copied..]);
+    Cow::Owned(out)
+}
+
+/// The first ASCII digit at or after `from`.
+fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
+    let at = bytes.get(from..)?.iter().position(u8::is_ascii_digit)?;
+    Some(from + at)
+}
+
+/// How many bytes at the start of `bytes` are `kind`.
+fn run(bytes: &[u8], kind: impl Fn(&u8) -> bool) -> usize {
+    bytes.iter().take_while(|b| kind(b)).count()
 }
 
 #[cfg(test)]
@@ -117,5 +121,82 @@ mod tests {
         assert!(matches!(op_shape("aten::to"), Cow::Borrowed(_)));
         assert!(matches!(op_shape("fp16"), Cow::Borrowed(_)));
         assert!(matches!(op_shape("blocks.1"), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn the_shape_is_the_rule_read_a_character_at_a_time() {
+        use rand::{Rng, SeedableRng};
+        let alphabet: Vec<char> = "09817x X0a.b_#層 -:()fF".chars().collect();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(51);
+        for _ in 0..20_000 {
+            let len = rng.random_range(0..14);
+            let name: String = (0..len)
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect();
+            let (fast, plain) = (op_shape(&name), shape_by_character(&name));
+            assert_eq!(fast, plain, "{name:?}");
+            assert_eq!(
+                matches!(fast, Cow::Borrowed(_)),
+                matches!(plain, Cow::Borrowed(_)),
+                "{name:?}"
+            );
+        }
+    }
+
+    /// The rule read a character at a time, as it is stated: what [`op_shape`] must give.
+    fn shape_by_character(name: &str) -> Cow<'_, str> {
+        let bytes = name.as_bytes();
+        if !bytes.iter().any(u8::is_ascii_digit)
+            || bytes.iter().all(|b| b.is_ascii_digit() || *b == b' ')
+        {
+            return Cow::Borrowed(name);
+        }
+        let mut out = String::with_capacity(name.len());
+        let mut i = 0;
+        let mut changed = false;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let after_letter = i > 0 && bytes[i - 1].is_ascii_alphabetic();
+            if b == b'0'
+                && !after_letter
+                && matches!(bytes.get(i + 1), Some(b'x' | b'X'))
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+            {
+                let end = i
+                    + 2
+                    + bytes[i + 2..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_hexdigit())
+                        .count();
+                out.push_str(&name[i..i + 2]);
+                out.push('*');
+                i = end;
+                changed = true;
+                continue;
+            }
+            if b.is_ascii_digit() && !after_letter {
+                let end = i + bytes[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                out.push('*');
+                i = end;
+                changed = true;
+                continue;
+            }
+            if b.is_ascii_digit() {
+                // A word's digits (`fp16`): kept whole.
+                let end = i + bytes[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                out.push_str(&name[i..end]);
+                i = end;
+                continue;
+            }
+            // Copies one character (ASCII or the whole UTF-8 sequence).
+            let len = name[i..].chars().next().map_or(1, char::len_utf8);
+            out.push_str(&name[i..i + len]);
+            i += len;
+        }
+        if changed {
+            Cow::Owned(out)
+        } else {
+            Cow::Borrowed(name)
+        }
     }
 }
