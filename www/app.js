@@ -492,6 +492,16 @@ async function focusOn(slot) {
 // Above this size the replay (several more reads of the file) waits for a click.
 const WHATIF_AUTO_BYTES = 512 * 1024 * 1024;
 
+// The page's wasm memory, all workers added up, that a what-if helper worker may take the
+// analysis worker's to (it holds about as much once it opened the same file).
+const WHATIF_HELPER_BYTES = 448 * 1024 * 1024;
+
+// Whether a helper worker holding about what the analysis worker holds fits beside it.
+function helperFits() {
+  const opened = performance.getEntriesByName('nsys-lens:opened').at(-1)?.detail?.wasmBytes ?? Infinity;
+  return 2 * opened <= WHATIF_HELPER_BYTES;
+}
+
 // The what-if card of the trace shown, once per trace and step marker; it loads after the
 // verdict, the timeline and the gaps, and the page is usable meanwhile.
 async function loadWhatif({ asked = false } = {}) {
@@ -517,7 +527,8 @@ async function loadWhatif({ asked = false } = {}) {
   document.body.dataset.whatifState = 'loading';
   performance.mark('nsys-lens:whatif-asked'); // benchmarks time the card from here
   try {
-    const { view } = await appState.engine.whatif(slot, null, { step_marker: markerOption() });
+    const file = appState.session.slots.find((e) => e.slot === slot)?.file;
+    const { view } = await appState.engine.whatifShared(slot, file, detectOptions(), { step_marker: markerOption() }, helperFits());
     if (appState.whatif?.token !== token) return;
     renderWhatif(box, JSON.parse(view), { onStep: (step) => showStepPath(slot, step) });
     status.textContent = '';

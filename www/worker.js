@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, readerWaitsForSweep, kernelPart, stepPath, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, readerWaitsForSweep, kernelPart, stepPath, whatifApart, whatifPlan, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -223,8 +223,9 @@ async function handle(msg) {
       analyses.set(slot, analysis);
       // The verdict's rows, counted by the heartbeat from here.
       self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(msg.options), passes: Array.from(analysis.verdictPasses(msg.options)), base: rowsHandedOut() });
-      // The verdict first: the page shows it while the overview is computed.
-      const detect = analysis.detect(msg.options);
+      // The verdict first: the page shows it while the overview is computed (a what-if
+      // helper's open asks for none).
+      const detect = msg.verdict === false ? null : analysis.detect(msg.options);
       return { detect, fileName: analysis.fileName(), wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(readBefore) };
     }
     case 'kernels':
@@ -317,8 +318,14 @@ async function handle(msg) {
     case 'whatif': {
       const target = analysisIn(msg.slot).id;
       const baseline = msg.baseline ? analysisIn(msg.baseline).id : undefined;
-      return { view: whatifTraces(target, baseline, msg.options || '{}') };
+      return { view: whatifTraces(target, baseline, msg.options || '{}', msg.elsewhere ?? undefined) };
     }
+    case 'whatifPlan':
+      // The steady cycles and the changes a helper worker replays (null: none to share).
+      return { plan: whatifPlan(analysisIn(msg.slot).id, msg.options || '{}') ?? null };
+    case 'whatifApart':
+      // This worker is a helper: the plan's changes replayed over its own open of the file.
+      return { elsewhere: whatifApart(analysisIn(msg.slot).id, msg.plan), wasmBytes: self.nsysLensWasmMemoryBytes() };
     case 'stepPath':
       return { path: stepPath(analysisIn(msg.slot).id, msg.step, msg.options || '{}') };
     case 'drill': {

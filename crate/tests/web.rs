@@ -13,7 +13,7 @@ use nsys_lens::web::vfs;
 use nsys_lens::web::{
     Analysis, WebError, analyze_traces, drill_traces, kept_rows_room, kernel_part, ranks_traces,
     read_kernel_slice, reader_waits_for_sweep, report_file, rows_handed_out, scan_kernels,
-    whatif_traces,
+    whatif_apart, whatif_plan, whatif_traces,
 };
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
@@ -111,6 +111,32 @@ fn detects_the_generated_trace_like_the_answers_say() {
     assert_matches_answers(&skill, &ans["profiles"]["trtllm-skill"]);
 }
 
+/// The what-if card on two workers: the plan's steady cycles and changes go to a second open of
+/// the same file (the helper worker's), whose predictions the first joins to its own share;
+/// the card is the one worker's, byte for byte.
+#[wasm_bindgen_test]
+fn the_whatif_card_replayed_on_two_opens_is_the_card_of_one() {
+    let one = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let want = whatif_traces(one.id(), None, "{}", None).expect("the what-if card");
+    let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let helper = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
+    let plan = whatif_plan(a.id(), "{}")
+        .expect("the plan")
+        .expect("the standard set is shared");
+    let split = r#"{"split":true}"#;
+    let here = json(&whatif_traces(a.id(), None, split, None).expect("this worker's share"));
+    assert!(
+        here["whatif"]["predicted"].as_array().map(Vec::len) < Some(4),
+        "{here}"
+    );
+    let elsewhere = whatif_apart(helper.id(), &plan).expect("the helper's share");
+    let joined = whatif_traces(a.id(), None, split, Some(elsewhere)).expect("joined");
+    assert_eq!(joined, want);
+    // One change is not shared.
+    let single = r#"{"changes":[{"kernels":0.5}]}"#;
+    assert_eq!(whatif_plan(a.id(), single).expect("no plan"), None);
+}
+
 /// The what-if card finds the steady steps with Root cause's analysis and the trace keeps it:
 /// Root cause asked after the card reads no row again and answers as on a trace opened afresh,
 /// under its own label.
@@ -120,7 +146,7 @@ fn root_cause_after_the_whatif_card_reads_no_row_and_answers_as_afresh() {
     let fresh = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
     let want = json(&analyze_traces(fresh.id(), None, options).expect("Root cause"));
     let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
-    let whatif = json(&whatif_traces(a.id(), None, "{}").expect("the what-if card"));
+    let whatif = json(&whatif_traces(a.id(), None, "{}", None).expect("the what-if card"));
     assert!(whatif["whatif"]["steps"].as_u64() > Some(0), "{whatif}");
     let before = rows_handed_out();
     let got = json(&analyze_traces(a.id(), None, options).expect("Root cause after the card"));
@@ -152,7 +178,7 @@ fn the_report_after_the_whatif_card_holds_its_answer_without_a_second_replay() {
         analyze_traces(a.id(), None, "{}").expect("Root cause");
         let before = rows_handed_out();
         let answer = match card {
-            true => json(&whatif_traces(a.id(), None, "{}").expect("the what-if card")),
+            true => json(&whatif_traces(a.id(), None, "{}", None).expect("the what-if card")),
             false => Value::Null,
         };
         let card_rows = rows_handed_out() - before;
@@ -741,7 +767,7 @@ fn the_ranks_panel_after_root_cause_reuses_its_index_and_gives_it_back() {
     // The report after the Drill-down and the what-if card, the verdict shown: a pass for the
     // kernel classes, then the ranks over the kept index too, fewer rows than ranks afresh.
     a.detect("{}").expect("the verdict");
-    whatif_traces(a.id(), None, "{}").expect("the what-if card");
+    whatif_traces(a.id(), None, "{}", None).expect("the what-if card");
     let before = rows_handed_out();
     let bytes = report_file(a.id(), "json", 10)
         .expect("the report")

@@ -262,6 +262,67 @@ fn a_change_replayed_beside_others_predicts_what_it_predicts_alone() {
     }
 }
 
+/// The page's split: the analysis worker replays the unchanged costs and the first changes, a
+/// helper that opened the file anew replays the rest with the analysis worker's steady cycles,
+/// its predictions crossing as JSON; joined, the answer is the one replay's, byte for byte.
+#[test]
+fn changes_replayed_apart_and_joined_give_the_answer_of_one_replay() {
+    use nsys_lens::whatif::apart::{self, Elsewhere, Plan};
+    let dir = tempfile::tempdir().expect("tempdir");
+    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs"] {
+        let path = write(dir.path(), scenario, &Costs::default());
+        for changes in [
+            vec![],
+            vec![
+                costs(|c| c.kernels = 0.25),
+                costs(|c| c.host = 0.75),
+                costs(|c| c.launch = 0.0),
+            ],
+        ] {
+            let what = format!("{scenario}, {} changes", changes.len());
+            let one = whatif(&path, None, &changes).expect("whatif");
+            let (here, away) = apart::shared(&changes);
+            let mut joined = whatif(&path, None, &here).expect("whatif");
+            if !away.is_empty() {
+                let conn = trace::open_path(&path).expect("open");
+                let scan =
+                    FileScan::of_file(&conn, &path, LoadOptions::all(), 1 << 30).expect("scan");
+                let rows = FileRows::over(&conn, &scan);
+                let cycles = nsys_lens::analyze::analyze_rows(&rows, &AnalyzeConfig::default())
+                    .expect("analyze")
+                    .steady_cycles;
+                let plan: Plan = serde_json::from_str(
+                    &serde_json::to_string(&Plan {
+                        cycles: cycles.to_vec(),
+                        changes: away.clone(),
+                    })
+                    .expect("json"),
+                )
+                .expect("plan");
+                let sent =
+                    serde_json::to_string(&apart::replay_apart(&rows, &plan).expect("apart"))
+                        .expect("json");
+                let came: Elsewhere = serde_json::from_str(&sent).expect("elsewhere");
+                joined = apart::join(joined, &away, came).expect("join");
+            }
+            assert_eq!(
+                serde_json::to_string(&joined).expect("json"),
+                serde_json::to_string(&one).expect("json"),
+                "{what}"
+            );
+        }
+    }
+    // A helper that replayed other changes than asked is refused, not joined.
+    let (here, away) = apart::shared(&[]);
+    let path = write(dir.path(), "host-bound", &Costs::default());
+    let local = whatif(&path, None, &here).expect("whatif");
+    let other = Elsewhere {
+        predicted: local.predicted.clone(),
+        peak_points: 0,
+    };
+    assert!(apart::join(local, &away, other).is_err());
+}
+
 #[test]
 fn a_bad_factor_or_class_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();

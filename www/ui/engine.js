@@ -184,7 +184,10 @@ export class WorkerEngine {
   // Opens `file` into `slot` ('main', 'baseline', 'target', 'rank0' …); `only` closes every
   // other slot first; `batch`: the files of one drop it is the first of. `show(text, share)` hears
   // the progress (`OpenProgress`).
-  async open(file, options, show, { slot = 'main', only = true, batch = 1 } = {}) {
+  // A what-if helper's open (`helper`) has no reader worker (this worker reads the kernel table
+  // itself), no verdict and no performance marks (the benchmarks read the page's own).
+  async open(file, options, show, { slot = 'main', only = true, batch = 1, helper = false } = {}) {
+    const mark = helper ? () => {} : (name, detail) => performance.mark(name, detail);
     if (!this.worker) this.start(); // the last one died: the open below talks to this one
     await this.initPromise.catch((e) => {
       // A failed init (wasm missing) is fatal for this worker; try once more with a fresh one.
@@ -201,8 +204,8 @@ export class WorkerEngine {
     // With a core to spare, a reader worker scans the kernel table meanwhile, on a wasm
     // instance of its own; its part goes to the analysis worker, which reads the table itself
     // if none comes. The reader keeps no more of its rows than that worker would copy in.
-    const reader = (navigator.hardwareConcurrency || 1) > 1;
-    const progress = new OpenProgress(file.size, show, { reader });
+    const reader = !helper && (navigator.hardwareConcurrency || 1) > 1;
+    const progress = new OpenProgress(file.size, show, { reader, mark });
     const room = reader
       ? await this.request('keptRowsRoom', { bytes: file.size, slot, only, batch }).then((r) => r.room, () => undefined)
       : undefined;
@@ -224,14 +227,14 @@ export class WorkerEngine {
       // The analysis worker's kernel sweep inputs go to the reader, which sweeps its rows.
       const relay = {
         sweep: (msg) => {
-          performance.mark('nsys-lens:sweep-inputs');
+          mark('nsys-lens:sweep-inputs');
           this.reader?.request('sweep', { inputs: msg.inputs }, null, {}, msg.inputs ? [msg.inputs.buffer] : []).catch(() => {});
         },
-        'host-read': (msg) => performance.mark('nsys-lens:host-read', { detail: { wasmBytes: msg.wasmBytes } }),
+        'host-read': (msg) => mark('nsys-lens:host-read', { detail: { wasmBytes: msg.wasmBytes } }),
       };
-      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch }, (step, done, total, msg) => progress.analysis(msg), relay);
+      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch, verdict: !helper }, (step, done, total, msg) => progress.analysis(msg), relay);
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).
-      performance.mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0, reads: opened.reads } });
+      mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0, reads: opened.reads } });
       return opened;
     } finally {
       if (this.openId === id) this.openId = 0;
@@ -334,8 +337,34 @@ export class WorkerEngine {
 
   // What a fix would buy for the trace in `slot` (`{whatif, section, regression}` JSON),
   // against the trace in `baseline` when given.
-  whatif(slot, baseline, options) {
-    return this.request('whatif', { slot, baseline, options: JSON.stringify(options || {}) });
+  whatif(slot, baseline, options, elsewhere = null) {
+    return this.request('whatif', { slot, baseline, options: JSON.stringify(options || {}), elsewhere });
+  }
+
+  // The what-if card of `slot` (`whatif`'s answer) with its replays on two workers when the
+  // machine has a core to spare and both fit the page's memory (`fits`): a helper worker opens
+  // `file` with `openOptions` while this one finds the steady steps (the plan), then each
+  // replays its share of the changes and this one joins the helper's predictions. Any failure
+  // of the helper: this worker replays them all.
+  async whatifShared(slot, file, openOptions, options, fits) {
+    if (!file || !fits || (navigator.hardwareConcurrency || 1) < 2) return this.whatif(slot, null, options);
+    const helper = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs });
+    try {
+      const opened = helper.open(file, openOptions, () => {}, { helper: true });
+      opened.catch(() => {});
+      const { plan } = await this.request('whatifPlan', { slot, options: JSON.stringify(options || {}) });
+      if (!plan) return await this.whatif(slot, null, options);
+      const away = opened.then(() => helper.request('whatifApart', { slot: 'main', plan }));
+      away.catch(() => {});
+      await this.whatif(slot, null, { ...options, split: true });
+      const came = await away.catch(() => null);
+      if (!came) return await this.whatif(slot, null, options);
+      // The benchmarks read the helper's wasm memory (it ends with the card).
+      performance.mark('nsys-lens:whatif-helper', { detail: { wasmBytes: came.wasmBytes } });
+      return await this.whatif(slot, null, { ...options, split: true }, came.elsewhere);
+    } finally {
+      helper.terminate();
+    }
   }
 
   // The critical path of steady step `step` of the trace in `slot` (StepPath JSON).

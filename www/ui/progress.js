@@ -163,8 +163,11 @@ export function passesLeft(passes, at, done, now) {
 export class OpenProgress {
   // `show(text, share)`: the line and the bar (share 0–1, or null when unknown). `reader`: a
   // reader worker reads the kernel table beside the analysis worker.
-  constructor(fileBytes, show, { reader = false, now = () => performance.now() } = {}) {
+  // `mark(name, detail)`: the performance marks the benchmarks read (none for a what-if
+  // helper's open).
+  constructor(fileBytes, show, { reader = false, now = () => performance.now(), mark = (name, detail) => performance.mark(name, detail) } = {}) {
     this.fileBytes = fileBytes;
+    this.mark = mark;
     this.show = show;
     this.now = now;
     this.t0 = now();
@@ -181,7 +184,7 @@ export class OpenProgress {
     if (msg.base !== undefined) {
       const t0 = this.now();
       this.verdict = { t0, total: msg.total, base: msg.base, done: 0, passes: passesOf(msg.passes), at: [t0], last: { done: 0, at: t0 } };
-      performance.mark('nsys-lens:verdict-stage');
+      this.mark('nsys-lens:verdict-stage');
     } else if (msg.bytes !== undefined) {
       this.workers.analysis.base ??= msg.bytes; // read before this file
       // With a reader, 'loading kernels' of no rows: the host side read, the kernel table
@@ -190,7 +193,7 @@ export class OpenProgress {
       heard(this.workers.analysis, msg, awaits ? 'done' : 'reading', this.now());
     }
     // The host side read, the kernel table awaited from the reader worker (benchmarks read it).
-    if (msg.step === 'loading kernels' && this.step !== msg.step) performance.mark('nsys-lens:host-side');
+    if (msg.step === 'loading kernels' && this.step !== msg.step) this.mark('nsys-lens:host-side');
     this.step = msg.step;
     this.render();
   }
@@ -267,7 +270,7 @@ export class OpenProgress {
       this.sampledAt = now;
       // Each worker's bytes and state too, to weigh other estimators against the same run.
       const parts = Object.fromEntries(Object.entries(this.workers).map(([k, w]) => [k, w && { bytes: w.bytes, ms: w.ms, state: w.state, ...w.step }]));
-      performance.mark('nsys-lens:progress', { detail: { stage: v ? 'verdict' : 'read', share, eta, at: now, ...parts } });
+      this.mark('nsys-lens:progress', { detail: { stage: v ? 'verdict' : 'read', share, eta, at: now, ...parts } });
     }
   }
 }

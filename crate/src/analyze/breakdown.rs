@@ -250,7 +250,7 @@ pub struct TraceBreakdown {
 
 /// One steady cycle: a steady step's start to the next step's start, each bound with the NVTX
 /// row of its step range (`None` when the steps are iterations of GPU work, not NVTX ranges).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CycleBounds {
     pub start: Ns,
     pub start_row: Option<i64>,

@@ -35,7 +35,7 @@ pub use format::{
 };
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
 pub use ranks::{ranks_hover, ranks_timeline, ranks_traces};
-pub use whatif::{step_path, whatif_traces};
+pub use whatif::{step_path, whatif_apart, whatif_plan, whatif_traces};
 
 use std::fmt::Display;
 use std::sync::Once;

@@ -23,7 +23,9 @@ pub type PointId = u64;
 pub const NONE: PointId = u64::MAX;
 
 /// What the time between a point and its predecessor was spent on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Part {
     /// The host's own time between CUDA calls (named by the innermost NVTX range).

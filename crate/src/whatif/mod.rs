@@ -11,6 +11,7 @@
 //! deciding predecessors (`graph.rs`) give the critical path per steady cycle. The steady
 //! cycles are Root cause's, so "wall time per step" means what it means there.
 
+pub mod apart;
 pub mod compare;
 pub mod graph;
 mod replay;
@@ -18,7 +19,7 @@ mod replay;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::analyze::{AnalyzeConfig, TraceBreakdown, analyze_rows};
 use crate::detect::bound::BoundKind;
@@ -112,17 +113,19 @@ pub struct StepTime {
     pub steps_ns: Ns,
 }
 
-/// A part of the critical path: its time per step and share.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A part of the critical path: its time per step and share. Read back from JSON (a prediction
+/// replayed apart, [`apart`]) without its label, which [`apart::join`] gives again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathPart {
     pub part: Part,
+    #[serde(skip_deserializing)]
     pub label: &'static str,
     pub per_step_us: f64,
     pub share: f64,
 }
 
 /// A name on the critical path (an NVTX op for host time, a kernel for GPU time).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathName {
     pub name: String,
     pub part: Part,
@@ -132,7 +135,7 @@ pub struct PathName {
 
 /// The critical path of the steady steps: per step, split by part; the names with most time
 /// on it; what bounds the steps by the path.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CriticalPath {
     pub steps: usize,
     /// Its length per step, µs: the parts sum to it (to the ns over all steps).
@@ -162,7 +165,7 @@ pub struct NameTime {
 }
 
 /// One prediction: a change of costs and the step time the replay gives under it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
     pub change: String,
     pub costs: Costs,
@@ -302,22 +305,9 @@ fn replayed_under(
     let mut peak_points = base.peak_points;
     for (costs, r) in changes.iter().zip(replays) {
         peak_points = peak_points.max(r.peak_points);
-        let t = step_time(&r);
-        let gain_pct = match (t.wall_time_per_step_us, replayed.wall_time_per_step_us) {
-            (Some(p), Some(r)) => Some(error(p, r)),
-            (None, None) => Some(error(t.window_us, replayed.window_us)),
-            _ => None,
-        };
-        let path = critical_path_of(&r, strings);
-        predicted.push(Prediction {
-            change: costs.label(),
-            costs: costs.clone(),
-            wall_time_per_step_us: t.wall_time_per_step_us,
-            window_us: t.window_us,
-            gain_pct,
-            bound: path.bound,
-            critical_path: path,
-        });
+        let mut p = prediction(costs, &r, strings);
+        p.gain_pct = gain_pct(&p, &replayed);
+        predicted.push(p);
     }
     let mut notes = Vec::new();
     if cycles.is_empty() {
@@ -461,6 +451,33 @@ fn us(ns: Ns) -> f64 {
 }
 
 /// The replayed wall time per step (Root cause's rule: the union of the cycles ÷ their number).
+/// The prediction of a replay under `costs`, its gain not yet known (it is of the replay of
+/// the unchanged costs: [`gain_pct`]).
+fn prediction(costs: &Costs, r: &replay::Replayed, strings: &Strings) -> Prediction {
+    let t = step_time(r);
+    let path = critical_path_of(r, strings);
+    Prediction {
+        change: costs.label(),
+        costs: costs.clone(),
+        wall_time_per_step_us: t.wall_time_per_step_us,
+        window_us: t.window_us,
+        gain_pct: None,
+        bound: path.bound,
+        critical_path: path,
+    }
+}
+
+/// `p`'s step time against the replay of the unchanged costs, percent (of the window when
+/// neither has steady steps).
+fn gain_pct(p: &Prediction, replayed: &StepTime) -> Option<f64> {
+    let error = |r: f64, m: f64| if m == 0.0 { 0.0 } else { 100.0 * (r - m) / m };
+    match (p.wall_time_per_step_us, replayed.wall_time_per_step_us) {
+        (Some(p), Some(r)) => Some(error(p, r)),
+        (None, None) => Some(error(p.window_us, replayed.window_us)),
+        _ => None,
+    }
+}
+
 fn step_time(r: &replay::Replayed) -> StepTime {
     let cycles = &r.cycles;
     let per_step = (cycles.replayed > 0).then(|| us(cycles.union_ns()) / cycles.replayed as f64);
