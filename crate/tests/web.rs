@@ -132,6 +132,14 @@ fn the_whatif_card_replayed_on_two_opens_is_the_card_of_one() {
     let elsewhere = whatif_apart(helper.id(), &plan).expect("the helper's share");
     let joined = whatif_traces(a.id(), None, split, Some(elsewhere)).expect("joined");
     assert_eq!(joined, want);
+    // The report then shows the joined answer without replaying: the card asked again reads
+    // no row.
+    let before = rows_handed_out();
+    assert_eq!(
+        whatif_traces(a.id(), None, "{}", None).expect("the card again"),
+        want
+    );
+    assert_eq!(rows_handed_out(), before, "the joined answer was kept");
     // One change is not shared.
     let single = r#"{"changes":[{"kernels":0.5}]}"#;
     assert_eq!(whatif_plan(a.id(), single).expect("no plan"), None);

@@ -323,6 +323,13 @@ impl Indexed {
         Ok(answer)
     }
 
+    /// Keeps `answer` as [`Indexed::whatif`]'s under `cfg` and `changes`: the card's answer
+    /// joined from two workers' replays (`whatif::apart`), which the report then shows.
+    pub(crate) fn keep_whatif(&self, cfg: &AnalyzeConfig, changes: &[Costs], answer: &WhatIf) {
+        let key = format!("{:?}", (cfg, changes));
+        self.whatif.replace(Some((key, answer.clone())));
+    }
+
     /// [`Indexed::analysis`] under `cfg`'s label, as Root cause shows it.
     pub(crate) fn analysis_labelled(&self, cfg: &AnalyzeConfig) -> Result<TraceBreakdown> {
         let b = self.analysis(cfg)?;

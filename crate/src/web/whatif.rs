@@ -75,7 +75,11 @@ pub fn whatif_traces(
             let (here, away) = apart::shared(&opts.changes);
             let mine = target.whatif(&cfg, &here);
             match elsewhere {
-                Some(came) => mine.and_then(|m| apart::join(m, &away, came)),
+                Some(came) => mine
+                    .and_then(|m| apart::join(m, &away, came))
+                    .inspect(|joined| {
+                        target.keep_whatif(&cfg, &opts.changes, joined);
+                    }),
                 None => mine,
             }
         }
