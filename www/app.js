@@ -336,6 +336,7 @@ async function analyse(files) {
       $('progress-step').textContent = 'Opening…';
       const res = await appState.engine.open(entry.file, detectOptions(), showProgress, { slot: entry.slot, only: i === 0, batch: session.slots.length });
       entry.name = res.fileName || entry.file.name;
+      entry.wasmBytes = res.wasmBytes ?? Infinity; // the analysis worker's, once this file is open
       if (entry.slot === focusSlot(session)) focused = res;
     }
     appState.session = session;
@@ -496,10 +497,10 @@ const WHATIF_AUTO_BYTES = 512 * 1024 * 1024;
 // analysis worker's to (it holds about as much once it opened the same file).
 const WHATIF_HELPER_BYTES = 448 * 1024 * 1024;
 
-// Whether a helper worker holding about what the analysis worker holds fits beside it.
-function helperFits() {
-  const opened = performance.getEntriesByName('nsys-lens:opened').at(-1)?.detail?.wasmBytes ?? Infinity;
-  return 2 * opened <= WHATIF_HELPER_BYTES;
+// Whether a helper worker holding about what the analysis worker held once `entry` was open
+// fits beside it.
+function helperFits(entry) {
+  return 2 * (entry?.wasmBytes ?? Infinity) <= WHATIF_HELPER_BYTES;
 }
 
 // The what-if card of the trace shown, once per trace and step marker; it loads after the
@@ -527,8 +528,8 @@ async function loadWhatif({ asked = false } = {}) {
   document.body.dataset.whatifState = 'loading';
   performance.mark('nsys-lens:whatif-asked'); // benchmarks time the card from here
   try {
-    const file = appState.session.slots.find((e) => e.slot === slot)?.file;
-    const { view } = await appState.engine.whatifShared(slot, file, detectOptions(), { step_marker: markerOption() }, helperFits());
+    const entry = appState.session.slots.find((e) => e.slot === slot);
+    const { view } = await appState.engine.whatifShared(slot, entry?.file, detectOptions(), { step_marker: markerOption() }, helperFits(entry));
     if (appState.whatif?.token !== token) return;
     renderWhatif(box, JSON.parse(view), { onStep: (step) => showStepPath(slot, step) });
     status.textContent = '';
