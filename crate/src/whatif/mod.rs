@@ -291,13 +291,12 @@ fn replayed_under(
         steps_ns: cycles.iter().map(|c| c.next - c.start).sum(),
     };
     let replayed = step_time(&base);
-    let error = |r: f64, m: f64| if m == 0.0 { 0.0 } else { 100.0 * (r - m) / m };
     let replay_error_pct = match (
         replayed.wall_time_per_step_us,
         measured.wall_time_per_step_us,
     ) {
-        (Some(r), Some(m)) => error(r, m),
-        _ => error(replayed.window_us, measured.window_us),
+        (Some(r), Some(m)) => change_pct(r, m),
+        _ => change_pct(replayed.window_us, measured.window_us),
     };
     let critical_path = critical_path_of(&base, strings);
     let bound = bounds(known, cfg, critical_path.bound, !cycles.is_empty())?;
@@ -470,11 +469,19 @@ fn prediction(costs: &Costs, r: &replay::Replayed, strings: &Strings) -> Predict
 /// `p`'s step time against the replay of the unchanged costs, percent (of the window when
 /// neither has steady steps).
 fn gain_pct(p: &Prediction, replayed: &StepTime) -> Option<f64> {
-    let error = |r: f64, m: f64| if m == 0.0 { 0.0 } else { 100.0 * (r - m) / m };
     match (p.wall_time_per_step_us, replayed.wall_time_per_step_us) {
-        (Some(p), Some(r)) => Some(error(p, r)),
-        (None, None) => Some(error(p.window_us, replayed.window_us)),
+        (Some(p), Some(r)) => Some(change_pct(p, r)),
+        (None, None) => Some(change_pct(p.window_us, replayed.window_us)),
         _ => None,
+    }
+}
+
+/// How much `now` differs from `was`, in percent of `was` (0 when `was` is 0).
+fn change_pct(now: f64, was: f64) -> f64 {
+    if was == 0.0 {
+        0.0
+    } else {
+        100.0 * (now - was) / was
     }
 }
 
