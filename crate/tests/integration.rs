@@ -25,6 +25,7 @@ mod gpu_work;
 mod inferred_steps;
 mod json_schemas;
 mod kernel_classes;
+mod lanes;
 mod loading;
 mod lprof;
 mod op_shapes;

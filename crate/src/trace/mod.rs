@@ -36,8 +36,8 @@ pub use nvtx_rows::NvtxRows;
 pub use open::open_path;
 pub use open::{HEADER_LEN, check_header, configure, sqlite_error};
 pub use rows::{
-    FileRows, FileScan, HEARTBEAT_ROWS, HostScan, KernelPart, MAX_FILE_RUNS, RangeFold, ReaderScan,
-    heartbeat, rows_handed_out,
+    FileRows, FileScan, HEARTBEAT_ROWS, HostScan, KernelPart, Lane, MAX_FILE_RUNS, RANGE_ROWIDS,
+    RangeAsk, RangeFold, RangeReader, ReaderScan, RowKind, heartbeat, rows_handed_out,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use rows::{GpuFold, GpuProgress, ScanFold};

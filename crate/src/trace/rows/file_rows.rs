@@ -1,6 +1,7 @@
 //! [`FileRows`]: the event tables of a scanned export read in start order, each row decoded by
 //! its table's decoder ([`Decode`]) and kept or read back through the scan's row cache.
 
+use super::lanes::{Lanes, RangeReader, Ranged, RowKind};
 use super::*;
 
 /// The event tables of an open export, each read in start order from the file as often as an
@@ -10,6 +11,9 @@ pub struct FileRows<'a> {
     conn: &'a Connection,
     scan: ScanOf<'a>,
     errors: ErrorLatch,
+    /// Other readers of the file that decode the kernels and calls not kept (the page's lane
+    /// workers, `lanes`).
+    lanes: Option<Lanes<'a>>,
 }
 
 /// The scan [`FileRows`] reads by: its own, or one the caller holds.
@@ -42,6 +46,7 @@ impl<'a> FileRows<'a> {
             conn,
             scan: ScanOf::Owned(Box::new(scan)),
             errors: ErrorLatch::default(),
+            lanes: None,
         })
     }
 
@@ -51,7 +56,17 @@ impl<'a> FileRows<'a> {
             conn,
             scan: ScanOf::Borrowed(scan),
             errors: ErrorLatch::default(),
+            lanes: None,
         }
+    }
+
+    /// The kernels and calls not kept read by `lanes` in `rowid` ranges, while the caller
+    /// folds them, when their catalog numbers the processes and threads as the scan's does.
+    pub fn reading_ranges(self, lanes: &'a dyn RangeReader) -> FileRows<'a> {
+        let meta = &self.scan.meta;
+        let numbered = (meta.processes.len(), meta.threads.len());
+        let lanes = (lanes.numbered() == Some(numbered)).then(|| Lanes::new(lanes));
+        FileRows { lanes, ..self }
     }
 
     pub fn scan(&self) -> &FileScan {
@@ -69,8 +84,14 @@ impl<'a> FileRows<'a> {
         let scan: &'a FileScan = &self.scan;
         let conn = self.conn;
         let runs = &table.runs;
+        let lanes = self.lanes.as_ref().filter(|l| l.usable());
         let from_file = move |after: Option<i64>| -> FileRowsIter<'a, T> {
             let from = after.map_or(i64::MIN, |row| row.saturating_add(1));
+            if let (Some(lanes), Some(kind), Some((first, last))) = (lanes, T::LANE, runs.one_run())
+            {
+                let ask = (kind, table.name, sql.clone());
+                return Box::new(Ranged::<T>::new(lanes, ask, (first.max(from), last)));
+            }
             #[cfg(not(target_arch = "wasm32"))]
             if let Some(file) = &scan.file {
                 return Box::new(read_ahead::spawn(read_ahead::Read {
@@ -112,10 +133,13 @@ type FileRowsIter<'a, T> = Box<dyn Iterator<Item = Result<T>> + 'a>;
 pub(super) trait Decode:
     Keyed<Key: Send + Sync + 'static> + Packable + Send + 'static
 {
+    /// What lanes read it as (`lanes`); `None`: only the pass's own reader.
+    const LANE: Option<RowKind> = None;
     fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_;
 }
 
 impl Decode for KernelRow {
+    const LANE: Option<RowKind> = Some(RowKind::Kernel);
     fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
         let mut process = process_of(&meta.processes);
         let mut selected = None;
@@ -129,6 +153,7 @@ impl Decode for KernelRow {
 }
 
 impl Decode for CallRow {
+    const LANE: Option<RowKind> = Some(RowKind::Call);
     fn decoder(meta: &Trace) -> impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Self> + '_ {
         let mut selected = None;
         move |r| {

@@ -47,6 +47,7 @@ mod file_rows;
 mod fold;
 mod gpu_work;
 mod kernel_part;
+mod lanes;
 mod latched;
 mod range_fold;
 #[cfg(not(target_arch = "wasm32"))]
@@ -57,6 +58,7 @@ pub use file_rows::FileRows;
 pub use fold::{GpuFold, GpuProgress, ScanFold};
 pub use kernel_part::{KernelPart, ReaderScan};
 use kernel_part::{KernelReader, KernelScan};
+pub use lanes::{Lane, RANGE_ROWIDS, RangeAsk, RangeReader, RowKind};
 use latched::Latched;
 pub use latched::{HEARTBEAT_ROWS, heartbeat, rows_handed_out};
 pub use range_fold::RangeFold;
