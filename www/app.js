@@ -131,6 +131,12 @@ function stallMs() {
   return Number.isFinite(s) && s > 0 ? s * 1000 : STALL_MS;
 }
 
+// `?rows=file` in the page's address: every open keeps no row, each view reading the file, as
+// on an export too large to keep any (a check of that path on a small file).
+function keepNoRows() {
+  return new URLSearchParams(location.search).get('rows') === 'file';
+}
+
 // The analysis worker could not start or died: nothing can be analysed until a new one runs.
 function engineDead(error, { started }) {
   const reason = error?.detail || error?.message || String(error);
@@ -866,7 +872,7 @@ async function main() {
     count: formatCount,
     counted: formatCounted,
   });
-  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead, stallMs: stallMs() });
+  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead, stallMs: stallMs(), keepNoRows: keepNoRows() });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),
     tooltip: $('tooltip'),

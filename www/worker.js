@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, analyzeTraces, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, readerWaitsForSweep, kernelPart, stepPath, whatifApart, whatifPlan, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, LaneReader, analyzeTraces, keepNoRows, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, readerWaitsForSweep, kernelPart, stepPath, whatifApart, whatifPlan, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -113,6 +113,7 @@ function freeQuietly(object) {
 }
 
 function freeAnalysis(slot) {
+  endLanes(slot);
   const analysis = analyses.get(slot);
   analyses.delete(slot);
   try {
@@ -183,6 +184,181 @@ async function openBeside(id, file, options, onProgress) {
   return host.join(came?.part ?? undefined, came?.sweep ?? undefined, onProgress);
 }
 
+// Lane workers (cross-origin isolated pages only): once a trace is open whose kernels or calls
+// the scan did not keep, this worker starts lane workers on the same File; every pass then asks
+// them for `rowid` ranges of those tables, which they decode while the pass folds (the core's
+// `trace::Lane`, `web::lanes`). A pass is one synchronous call into wasm and hears no message,
+// so a lane writes each answer into a SharedArrayBuffer the pass waits on with `Atomics.wait`.
+// Each lane's buffer: a header of Int32s (answers written, answers taken, then each slot's
+// length and status) and LANE_SLOTS slots, each room for a range's packed rows (8192 rows of
+// at most 128 bytes).
+const LANE_SLOTS = 2;
+const LANE_SLOT_BYTES = 8192 * 128;
+const LANE_HEADER_INTS = 2 + 2 * LANE_SLOTS;
+const LANE_HEADER_BYTES = 64;
+const [WRITTEN, TAKEN] = [0, 1];
+// Lanes start for this many rows a pass would ask them (16 ranges) and at most this many
+// lanes, one per core the analysis worker leaves.
+const LANE_MIN_ROWS = 16 * 8192;
+const LANES_MOST = 3;
+// A lane that writes nothing for this long is taken for dead (a range takes milliseconds).
+const LANE_STALL_MS = 20_000;
+const laneSets = new Map(); // slot -> LaneSet
+// Read by the tests and benchmarks: each open trace's lanes, what they were asked and answered.
+self.nsysLensLanes = () => [...laneSets.values()].map((s) => ({ lanes: s.lanes.length, ready: Boolean(s.numberedAs), asked: s.asked, taken: s.taken, failed: s.failed }));
+
+class LaneSet {
+  constructor(count, file) {
+    this.lanes = [];
+    this.asked = 0;
+    this.taken = 0;
+    this.failed = null;
+    this.numberedAs = null;
+    const readies = [];
+    for (let i = 0; i < count; i++) {
+      const sab = new SharedArrayBuffer(LANE_HEADER_BYTES + LANE_SLOTS * LANE_SLOT_BYTES);
+      const worker = new Worker(self.location.href, { type: 'module', name: `nsys-lens lane ${i}` });
+      const lane = { worker, header: new Int32Array(sab, 0, LANE_HEADER_INTS), bytes: new Uint8Array(sab), taken: 0 };
+      readies.push(
+        new Promise((resolve, reject) => {
+          worker.onmessage = (ev) => {
+            const m = ev.data || {};
+            if (m.type === 'lane-ready') resolve(m.numbered);
+            else if (m.type === 'lane-failed') reject(new Error(m.error));
+          };
+          worker.onerror = (e) => {
+            this.failed = this.failed || `a lane worker stopped: ${e.message || 'no reason given'}`;
+            reject(new Error(this.failed));
+          };
+        }),
+      );
+      worker.postMessage({ type: 'lane', file, sab });
+      this.lanes.push(lane);
+    }
+    this.ready = Promise.all(readies).then((all) => {
+      const same = all.every((n) => n.length === 2 && n[0] === all[0][0] && n[1] === all[0][1]);
+      if (!same) throw new Error('the lanes numbered the threads otherwise');
+      this.numberedAs = all[0];
+      return all[0];
+    });
+  }
+
+  // Called by the core (`web::lanes::JsLanes`) during a pass.
+  depth() {
+    return LANE_SLOTS * this.lanes.length;
+  }
+
+  numbered() {
+    return this.failed || !this.numberedAs ? null : new Uint32Array(this.numberedAs);
+  }
+
+  ask(kind, sql, low, high) {
+    if (this.failed) throw new Error(this.failed);
+    const lane = this.lanes[this.asked % this.lanes.length];
+    lane.worker.postMessage({ type: 'ask', kind, sql, low, high });
+    this.asked += 1;
+  }
+
+  take() {
+    if (this.failed) throw new Error(this.failed);
+    const lane = this.lanes[this.taken % this.lanes.length];
+    const n = lane.taken;
+    let waited = 0;
+    while (Atomics.load(lane.header, WRITTEN) === n) {
+      if (Atomics.wait(lane.header, WRITTEN, n, 1000) !== 'timed-out') continue;
+      waited += 1000;
+      self.postMessage({ type: 'heartbeat', rows: 0 });
+      if (waited >= LANE_STALL_MS) {
+        this.failed = `a lane worker answered nothing for ${LANE_STALL_MS / 1000} s`;
+        throw new Error(this.failed);
+      }
+    }
+    const slot = n % LANE_SLOTS;
+    const len = lane.header[2 + 2 * slot];
+    const status = lane.header[3 + 2 * slot];
+    const start = LANE_HEADER_BYTES + slot * LANE_SLOT_BYTES;
+    const bytes = lane.bytes.slice(start, start + len);
+    lane.taken = n + 1;
+    this.taken += 1;
+    Atomics.store(lane.header, TAKEN, n + 1);
+    Atomics.notify(lane.header, TAKEN);
+    if (status !== 0) {
+      this.failed = new TextDecoder().decode(bytes);
+      throw new Error(this.failed);
+    }
+    return bytes;
+  }
+
+  end() {
+    this.failed = this.failed || 'the lanes ended';
+    for (const lane of this.lanes) lane.worker.terminate();
+  }
+}
+
+// Starts lanes for the one trace open, when the page may share memory and the passes would
+// ask them enough rows; the passes ask them once every lane has read its catalog.
+function startLanes(slot, analysis, file) {
+  // A worker may start workers of its own where the browser has `Worker` in workers.
+  if (!self.crossOriginIsolated || typeof SharedArrayBuffer !== 'function' || typeof Worker !== 'function') return;
+  const spare = (navigator.hardwareConcurrency || 1) - 1;
+  if (spare < 1 || analyses.size !== 1 || analysis.rowsForLanes() < LANE_MIN_ROWS) return;
+  const set = new LaneSet(Math.min(LANES_MOST, spare), file);
+  laneSets.set(slot, set);
+  set.ready.then(
+    () => {
+      if (laneSets.get(slot) === set && analyses.get(slot) === analysis) {
+        analysis.setLanes(set);
+        self.postMessage({ type: 'lanes', lanes: set.lanes.length });
+      }
+    },
+    () => endLanes(slot),
+  );
+}
+
+function endLanes(slot) {
+  laneSets.get(slot)?.end();
+  laneSets.delete(slot);
+}
+
+// A lane worker's side: its reader of the file and its buffer.
+let laneServer = null;
+
+function laneMessage(msg) {
+  if (msg.type === 'lane') {
+    initWasm()
+      .then(() => {
+        const reader = LaneReader.open(msg.file);
+        laneServer = { reader, header: new Int32Array(msg.sab, 0, LANE_HEADER_INTS), bytes: new Uint8Array(msg.sab), written: 0 };
+        self.postMessage({ type: 'lane-ready', numbered: Array.from(reader.numbered()) });
+      })
+      .catch((e) => self.postMessage({ type: 'lane-failed', error: errorMessage(e) }));
+    return;
+  }
+  // 'ask': the range's packed rows (or the failure's text) into the next slot, once the
+  // analysis worker took what that slot held.
+  const lane = laneServer;
+  let bytes;
+  let status = 0;
+  try {
+    bytes = lane.reader.answer(msg.kind, msg.sql, msg.low, msg.high);
+    if (bytes.length > LANE_SLOT_BYTES) throw new Error(`a range's rows took ${bytes.length} bytes, more than a lane's slot`);
+  } catch (e) {
+    bytes = new TextEncoder().encode(errorMessage(e)).slice(0, LANE_SLOT_BYTES);
+    status = 1;
+  }
+  const n = lane.written;
+  for (let taken = Atomics.load(lane.header, TAKEN); n - taken >= LANE_SLOTS; taken = Atomics.load(lane.header, TAKEN)) {
+    Atomics.wait(lane.header, TAKEN, taken, 1000);
+  }
+  const slot = n % LANE_SLOTS;
+  lane.bytes.set(bytes, LANE_HEADER_BYTES + slot * LANE_SLOT_BYTES);
+  lane.header[2 + 2 * slot] = bytes.length;
+  lane.header[3 + 2 * slot] = status;
+  lane.written = n + 1;
+  Atomics.store(lane.header, WRITTEN, n + 1);
+  Atomics.notify(lane.header, WRITTEN);
+}
+
 async function handle(msg) {
   const { id, type } = msg;
   switch (type) {
@@ -193,6 +369,7 @@ async function handle(msg) {
     case 'open': {
       await initWasm();
       const slot = msg.slot || 'main';
+      keepNoRows(msg.keepNoRows === true);
       if (msg.only) for (const other of [...analyses.keys()]) freeAnalysis(other);
       freeAnalysis(slot);
       // The first of the files of one drop: its kept rows leave the others room.
@@ -221,6 +398,9 @@ async function handle(msg) {
       }
       const analysis = opened;
       analyses.set(slot, analysis);
+      // Lanes serve one trace open at a time: rank files opened together read themselves.
+      for (const other of [...laneSets.keys()]) if (other !== slot) endLanes(other);
+      startLanes(slot, analysis, msg.file);
       // The verdict's rows, counted by the heartbeat from here.
       self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(msg.options), passes: Array.from(analysis.verdictPasses(msg.options)), base: rowsHandedOut() });
       // The verdict first: the page shows it while the overview is computed (a what-if
@@ -239,6 +419,7 @@ async function handle(msg) {
     case 'keptRowsRoom': {
       // What a trace opened into `slot` could keep of its rows (`only`: it closes the others).
       await initWasm();
+      keepNoRows(msg.keepNoRows === true);
       const alone = msg.only || [...analyses.keys()].every((s) => s === (msg.slot || 'main'));
       if (alone) openBatch(msg.batch || 1);
       return { room: keptRowsRoom(msg.bytes, alone) };
@@ -359,6 +540,10 @@ async function handle(msg) {
 
 self.onmessage = async (ev) => {
   const msg = ev.data || {};
+  if (msg.type === 'lane' || msg.type === 'ask') {
+    laneMessage(msg);
+    return;
+  }
   if (msg.type === 'cancel') {
     cancelled = true;
     for (const id of [...kernelParts.keys()]) kernelPartCame(id, null);

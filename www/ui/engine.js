@@ -22,8 +22,10 @@ export class WorkerEngine {
   // onDead(error, {started}): the worker could not start (started false: its script failed, it
   // did not answer in time, or the wasm did not instantiate) or died after starting (true).
   // stallMs: the watchdog's time (STALL_MS); onHeard: called on every message of the worker.
-  constructor(makeWorker, wasm, { onDead = null, stallMs = STALL_MS, onHeard = null } = {}) {
+  // keepNoRows: every open keeps no row, each pass reading the file (the page's `?rows=file`).
+  constructor(makeWorker, wasm, { onDead = null, stallMs = STALL_MS, onHeard = null, keepNoRows = false } = {}) {
     this.makeWorker = makeWorker;
+    this.keepNoRows = keepNoRows;
     this.wasm = wasm;
     this.onDead = onDead;
     this.stallMs = stallMs;
@@ -137,6 +139,11 @@ export class WorkerEngine {
       this.onBeat?.(msg.rows);
       return;
     }
+    if (msg.type === 'lanes') {
+      // The analysis worker's lane workers began reading for its passes (`worker.js`).
+      performance.mark('nsys-lens:lanes', { detail: { lanes: msg.lanes } });
+      return;
+    }
     if (msg.type === 'alive') {
       clearTimeout(this.startTimer);
       this.alive = true;
@@ -207,7 +214,7 @@ export class WorkerEngine {
     const reader = !helper && (navigator.hardwareConcurrency || 1) > 1;
     const progress = new OpenProgress(file.size, show, { reader, mark });
     const room = reader
-      ? await this.request('keptRowsRoom', { bytes: file.size, slot, only, batch }).then((r) => r.room, () => undefined)
+      ? await this.request('keptRowsRoom', { bytes: file.size, slot, only, batch, keepNoRows: this.keepNoRows }).then((r) => r.room, () => undefined)
       : undefined;
     const id = this.nextId;
     this.openId = id;
@@ -232,7 +239,7 @@ export class WorkerEngine {
         },
         'host-read': (msg) => mark('nsys-lens:host-read', { detail: { wasmBytes: msg.wasmBytes } }),
       };
-      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch, verdict: !helper }, (step, done, total, msg) => progress.analysis(msg), relay);
+      const opened = await this.request('open', { file, options, cancelFlag, slot, only, reader, batch, verdict: !helper, keepNoRows: this.keepNoRows }, (step, done, total, msg) => progress.analysis(msg), relay);
       // The analysis worker's wasm memory once this trace is open (benchmarks read it).
       mark('nsys-lens:opened', { detail: { wasmBytes: opened.wasmBytes ?? 0, reads: opened.reads } });
       return opened;
@@ -348,7 +355,7 @@ export class WorkerEngine {
   // of the helper: this worker replays them all.
   async whatifShared(slot, file, openOptions, options, fits) {
     if (!file || !fits || (navigator.hardwareConcurrency || 1) < 2) return this.whatif(slot, null, options);
-    const helper = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs });
+    const helper = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, keepNoRows: this.keepNoRows });
     try {
       const opened = helper.open(file, openOptions, () => {}, { helper: true });
       opened.catch(() => {});

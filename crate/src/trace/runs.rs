@@ -229,7 +229,6 @@ impl<K: Ord + Copy> SortedRuns<K> {
 
     /// The `rowid`s of the first and last row of a table in one sorted run: its rows in start
     /// order are those of any `rowid` ranges that cover it, in order.
-    #[cfg(not(target_arch = "wasm32"))]
     pub fn one_run(&self) -> Option<(i64, i64)> {
         match self.runs.as_slice() {
             [run] if self.count == 1 => self.span.map(|(_, last)| (run.first, last)),

@@ -614,6 +614,13 @@ pub fn kept_rows_room(#[wasm_bindgen(js_name = fileBytes)] file_bytes: f64, alon
     super::indexed::kept_rows_room(file_bytes.max(0.0) as u64, alone) as f64
 }
 
+/// Whether the traces opened next keep no row, every pass reading the file (the page's
+/// `?rows=file`).
+#[wasm_bindgen(js_name = keepNoRows)]
+pub fn keep_no_rows(on: bool) {
+    super::indexed::keep_no_rows(on);
+}
+
 /// The part [`scan_kernels`] returned, back in this instance with its first `kept` blocks of
 /// rows: those past what the budget keeps are not copied in (the reader kept them on a budget
 /// of its own, and this instance's memory never shrinks).

@@ -10,6 +10,7 @@ use std::rc::{Rc, Weak};
 
 use rusqlite::Connection;
 
+use super::lanes::JsLanes;
 use crate::analyze::{self, AnalyzeConfig, DrillRead, TraceBreakdown};
 use crate::costs::Costs;
 use crate::detect::beside::Folded;
@@ -32,7 +33,16 @@ use crate::whatif::{self, WhatIf};
 /// What a scan in this instance may keep of the rows its views read (`trace::row_budget`),
 /// counting the wasm memory grown so far as used (it never shrinks): the reader worker's.
 pub(crate) fn row_cache_budget(conn: &Connection) -> usize {
-    crate::trace::row_budget(file_bytes(conn), wasm_memory_bytes())
+    match KEEP_NONE.get() {
+        true => 0,
+        false => crate::trace::row_budget(file_bytes(conn), wasm_memory_bytes()),
+    }
+}
+
+/// The next opens keep no row, every pass reading the file (the page's `?rows=file`): how a
+/// trace too large to keep any row is read, on a small one.
+pub(crate) fn keep_no_rows(on: bool) {
+    KEEP_NONE.set(on);
 }
 
 thread_local! {
@@ -40,6 +50,8 @@ thread_local! {
     static SHARED: RefCell<Option<SharedBudget>> = const { RefCell::new(None) };
     /// How many traces the next one opened alone is the first of.
     static BATCH: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+    /// [`keep_no_rows`].
+    static KEEP_NONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The next trace opened alone is the first of `traces` opened together (the rank files of one
@@ -53,6 +65,9 @@ pub(crate) fn open_batch(traces: usize) {
 /// open shares theirs (`trace::SharedBudget`: eight rank files keep what one may). A closed
 /// trace gives its rows back.
 pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
+    if KEEP_NONE.get() {
+        return RowBudget::new(0);
+    }
     let bytes = file_bytes(conn);
     let others_open = any_open();
     SHARED.with_borrow_mut(|shared| match shared {
@@ -70,6 +85,9 @@ pub(crate) fn shared_row_budget(conn: &Connection) -> RowBudget {
 /// `alone` if it is to replace every trace open: what the reader worker, on a budget of its
 /// own, keeps at most of its kernel table for this instance.
 pub(crate) fn kept_rows_room(file_bytes: u64, alone: bool) -> usize {
+    if KEEP_NONE.get() {
+        return 0;
+    }
     SHARED.with_borrow(|shared| match shared {
         Some(shared) if !alone && any_open() => shared.room_beside(file_bytes),
         _ => SharedBudget::first_room(file_bytes, wasm_memory_bytes(), BATCH.get()),
@@ -132,6 +150,9 @@ pub(crate) struct Indexed {
     /// text): the report's export asks for the card's answer again, a replay that takes as long
     /// as the card and as much memory.
     whatif: RefCell<Option<(String, WhatIf)>>,
+    /// The lane workers that read the kernels and calls not kept for every pass
+    /// (`web::lanes`), once they began.
+    lanes: OnceCell<JsLanes>,
 }
 
 /// The timeline's GPU lanes and the gap histogram the reader worker folded beside its sweep
@@ -202,6 +223,7 @@ impl Indexed {
             analysis: RefCell::new(None),
             beside: RefCell::new(None),
             whatif: RefCell::new(None),
+            lanes: OnceCell::new(),
         })
     }
 
@@ -258,7 +280,21 @@ impl Indexed {
     }
 
     fn file_rows(&self) -> FileRows<'_> {
-        FileRows::over(&self.conn, &self.scan)
+        let rows = FileRows::over(&self.conn, &self.scan);
+        match self.lanes.get() {
+            Some(lanes) => rows.reading_ranges(lanes),
+            None => rows,
+        }
+    }
+
+    /// See [`FileScan::rows_for_lanes`].
+    pub(crate) fn rows_for_lanes(&self) -> u64 {
+        self.scan.rows_for_lanes()
+    }
+
+    /// The lanes every pass asks from now on (the first ones set stay).
+    pub(crate) fn set_lanes(&self, lanes: JsLanes) {
+        let _ = self.lanes.set(lanes);
     }
 
     /// The verdict kept from the last [`Indexed::detect`], if it was asked under `cfg`.

@@ -15,6 +15,7 @@ mod analysis;
 mod draw;
 mod format;
 mod indexed;
+mod lanes;
 mod lprof;
 mod ranks;
 pub mod vfs;
@@ -22,8 +23,8 @@ mod whatif;
 
 pub use analyses::{analyze_traces, drill_traces, report_file};
 pub use analysis::{
-    Analysis, HostSide, bytes_read, kept_rows_room, kernel_part, open_batch, read_kernel_slice,
-    reader_waits_for_sweep, reads_so_far, rows_handed_out, scan_kernels,
+    Analysis, HostSide, bytes_read, keep_no_rows, kept_rows_room, kernel_part, open_batch,
+    read_kernel_slice, reader_waits_for_sweep, reads_so_far, rows_handed_out, scan_kernels,
 };
 pub use draw::{
     draw_bar_chart, draw_gap_histogram, draw_ranks_timeline, draw_skew_chart, draw_step_times,
@@ -33,6 +34,7 @@ pub use format::{
     duration_column_unit, format_count, format_duration, format_duration_in, format_percent,
     format_signed_duration, format_signed_percent,
 };
+pub use lanes::{JsLanes, LaneReader};
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
 pub use ranks::{ranks_hover, ranks_timeline, ranks_traces};
 pub use whatif::{step_path, whatif_apart, whatif_plan, whatif_traces};

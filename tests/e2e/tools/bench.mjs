@@ -25,6 +25,11 @@ const SCENARIO = scenarioArg > 0 ? process.argv[scenarioArg + 1] : 'host-bound';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
 const VIEWS = process.argv.includes('--views');
+// `--isolated`: the page loaded again through its service worker (cross-origin isolated, as a
+// second visit is), so that lane workers read the rows an open did not keep; `--rows-file`:
+// with `?rows=file`, every open keeping no row.
+const ISOLATED = process.argv.includes('--isolated');
+const ROWS_FILE = process.argv.includes('--rows-file');
 const fileArg = process.argv.indexOf('--file');
 const FILE = fileArg > 0 ? path.resolve(process.argv[fileArg + 1]) : null;
 
@@ -144,7 +149,13 @@ async function browserRun(origin, file) {
   const browser = await launch();
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(`${origin}/`);
+    const address = `${origin}/${ROWS_FILE ? '?rows=file' : ''}`;
+    await page.goto(address);
+    if (ISOLATED) {
+      await page.evaluate(() => navigator.serviceWorker.ready.then(() => true));
+      await page.goto(address);
+      await page.waitForFunction(() => !!navigator.serviceWorker.controller && self.crossOriginIsolated, null, { timeout: 30_000 });
+    }
     await pageWarm(page);
     const analysis = page.workers()[0];
     await page.evaluate((p) => {
@@ -189,7 +200,9 @@ async function browserRun(origin, file) {
       reader: performance.getEntriesByName('nsys-lens:reader').at(-1)?.detail?.reads ?? null,
     }));
     const views = VIEWS ? await openViews(page, analysis) : null;
-    return { verdictSeconds, paint, painted, wasmBytes, readerBytes, hostReadBytes, verdictBytes, views, progress, stages, reads };
+    // The lane workers the analysis worker started, and the ranges they answered.
+    const lanes = await analysis.evaluate(() => self.nsysLensLanes?.() ?? []).catch(() => []);
+    return { lanes, verdictSeconds, paint, painted, wasmBytes, readerBytes, hostReadBytes, verdictBytes, views, progress, stages, reads };
   } finally {
     await browser.close();
   }
@@ -236,6 +249,10 @@ if (!PAGE_ONLY) console.log(`| page / native | ${(run.verdictSeconds / native).t
 console.log(`| first timeline paint after the verdict (the verdict is shown first) | ${run.paint.toFixed(2)} s | < 1 s |`);
 console.log(`| file taken → first timeline paint | ${run.painted.toFixed(2)} s | |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
+if (ISOLATED) {
+  const l = run.lanes?.[0];
+  console.log(`| lane workers (isolated page): lanes, ranges asked and taken, failure | ${l ? `${l.lanes}, ${l.asked}, ${l.taken}, ${l.failed ?? 'none'}` : 'none started'} | |`);
+}
 if (run.verdictBytes) console.log(`| wasm memory of the analysis worker once the verdict was computed (before the timeline) | ${mib(run.verdictBytes)} | |`);
 console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${run.readerBytes ? mib(run.readerBytes) : 'no reader'} | < 512 MB |`);
 if (run.readerBytes && run.hostReadBytes) {
