@@ -189,14 +189,14 @@ async function openBeside(id, file, options, onProgress) {
 // them for `rowid` ranges of those tables, which they decode while the pass folds (the core's
 // `trace::Lane`, `web::lanes`). A pass is one synchronous call into wasm and hears no message,
 // so a lane writes each answer into a SharedArrayBuffer the pass waits on with `Atomics.wait`.
-// Each lane's buffer: a header of Int32s (answers written, answers taken, then each slot's
-// length and status) and LANE_SLOTS slots, each room for a range's packed rows (8192 rows of
+// Each lane's buffer: a header of Int32s (answers written, answers taken, the lane's wasm
+// memory in MiB, then each slot's length and status) and LANE_SLOTS slots, each room for a range's packed rows (8192 rows of
 // at most 128 bytes).
 const LANE_SLOTS = 2;
 const LANE_SLOT_BYTES = 8192 * 128;
-const LANE_HEADER_INTS = 2 + 2 * LANE_SLOTS;
+const [WRITTEN, TAKEN, MEMORY, SLOTS_AT] = [0, 1, 2, 3];
+const LANE_HEADER_INTS = SLOTS_AT + 2 * LANE_SLOTS;
 const LANE_HEADER_BYTES = 64;
-const [WRITTEN, TAKEN] = [0, 1];
 // Lanes start for this many rows a pass would ask them (16 ranges) and at most this many
 // lanes, one per core the analysis worker leaves.
 const LANE_MIN_ROWS = 16 * 8192;
@@ -205,7 +205,8 @@ const LANES_MOST = 3;
 const LANE_STALL_MS = 20_000;
 const laneSets = new Map(); // slot -> LaneSet
 // Read by the tests and benchmarks: each open trace's lanes, what they were asked and answered.
-self.nsysLensLanes = () => [...laneSets.values()].map((s) => ({ lanes: s.lanes.length, ready: Boolean(s.numberedAs), asked: s.asked, taken: s.taken, failed: s.failed }));
+self.nsysLensLanes = () =>
+  [...laneSets.values()].map((s) => ({ lanes: s.lanes.length, ready: Boolean(s.numberedAs), asked: s.asked, taken: s.taken, failed: s.failed, memoryMiB: s.lanes.map((l) => Atomics.load(l.header, MEMORY)) }));
 
 class LaneSet {
   constructor(count, file) {
@@ -235,7 +236,7 @@ class LaneSet {
       worker.postMessage({ type: 'lane', file, sab });
       this.lanes.push(lane);
     }
-    this.ready = Promise.all(readies).then((all) => {
+    this.started = Promise.all(readies).then((all) => {
       const same = all.every((n) => n.length === 2 && n[0] === all[0][0] && n[1] === all[0][1]);
       if (!same) throw new Error('the lanes numbered the threads otherwise');
       this.numberedAs = all[0];
@@ -259,6 +260,13 @@ class LaneSet {
     this.asked += 1;
   }
 
+  // Whether the oldest answer is written (a failure is: `take` throws it at once).
+  ready() {
+    if (this.failed) return true;
+    const lane = this.lanes[this.taken % this.lanes.length];
+    return Atomics.load(lane.header, WRITTEN) > lane.taken;
+  }
+
   take() {
     if (this.failed) throw new Error(this.failed);
     const lane = this.lanes[this.taken % this.lanes.length];
@@ -274,8 +282,8 @@ class LaneSet {
       }
     }
     const slot = n % LANE_SLOTS;
-    const len = lane.header[2 + 2 * slot];
-    const status = lane.header[3 + 2 * slot];
+    const len = lane.header[SLOTS_AT + 2 * slot];
+    const status = lane.header[SLOTS_AT + 1 + 2 * slot];
     const start = LANE_HEADER_BYTES + slot * LANE_SLOT_BYTES;
     const bytes = lane.bytes.slice(start, start + len);
     lane.taken = n + 1;
@@ -304,7 +312,7 @@ function startLanes(slot, analysis, file) {
   if (spare < 1 || analyses.size !== 1 || analysis.rowsForLanes() < LANE_MIN_ROWS) return;
   const set = new LaneSet(Math.min(LANES_MOST, spare), file);
   laneSets.set(slot, set);
-  set.ready.then(
+  set.started.then(
     () => {
       if (laneSets.get(slot) === set && analyses.get(slot) === analysis) {
         analysis.setLanes(set);
@@ -352,8 +360,9 @@ function laneMessage(msg) {
   }
   const slot = n % LANE_SLOTS;
   lane.bytes.set(bytes, LANE_HEADER_BYTES + slot * LANE_SLOT_BYTES);
-  lane.header[2 + 2 * slot] = bytes.length;
-  lane.header[3 + 2 * slot] = status;
+  lane.header[SLOTS_AT + 2 * slot] = bytes.length;
+  lane.header[SLOTS_AT + 1 + 2 * slot] = status;
+  Atomics.store(lane.header, MEMORY, Math.ceil(self.nsysLensWasmMemoryBytes() / 2 ** 20));
   lane.written = n + 1;
   Atomics.store(lane.header, WRITTEN, n + 1);
   Atomics.notify(lane.header, WRITTEN);
@@ -398,9 +407,10 @@ async function handle(msg) {
       }
       const analysis = opened;
       analyses.set(slot, analysis);
-      // Lanes serve one trace open at a time: rank files opened together read themselves.
+      // Lanes serve one trace open at a time: rank files opened together read themselves, and
+      // a what-if helper's open (no verdict) leaves the cores to the analysis worker's lanes.
       for (const other of [...laneSets.keys()]) if (other !== slot) endLanes(other);
-      startLanes(slot, analysis, msg.file);
+      if (msg.verdict !== false) startLanes(slot, analysis, msg.file);
       // The verdict's rows, counted by the heartbeat from here.
       self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(msg.options), passes: Array.from(analysis.verdictPasses(msg.options)), base: rowsHandedOut() });
       // The verdict first: the page shows it while the overview is computed (a what-if

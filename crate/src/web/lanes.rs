@@ -67,7 +67,7 @@ fn table_of(kind: RowKind) -> &'static str {
 extern "C" {
     /// `worker.js`'s lanes of an open trace: `ask` posts a range to the next lane in turn,
     /// `take` waits for the oldest answer (throwing when a lane failed or stopped answering),
-    /// `numbered` is `null` once one failed.
+    /// `ready` says whether it is written, `numbered` is `null` once one failed.
     pub type JsLanes;
 
     #[wasm_bindgen(method)]
@@ -81,6 +81,9 @@ extern "C" {
 
     #[wasm_bindgen(method, catch)]
     fn take(this: &JsLanes) -> Result<Vec<u8>, JsValue>;
+
+    #[wasm_bindgen(method)]
+    fn ready(this: &JsLanes) -> bool;
 }
 
 impl RangeReader for JsLanes {
@@ -108,6 +111,10 @@ impl RangeReader for JsLanes {
 
     fn take(&self) -> crate::error::Result<Vec<u8>> {
         JsLanes::take(self).map_err(lane_error)
+    }
+
+    fn ready(&self) -> bool {
+        JsLanes::ready(self)
     }
 }
 

@@ -251,7 +251,7 @@ console.log(`| file taken → first timeline paint | ${run.painted.toFixed(2)} s
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
 if (ISOLATED) {
   const l = run.lanes?.[0];
-  console.log(`| lane workers (isolated page): lanes, ranges asked and taken, failure | ${l ? `${l.lanes}, ${l.asked}, ${l.taken}, ${l.failed ?? 'none'}` : 'none started'} | |`);
+  console.log(`| lane workers (isolated page): lanes, ranges asked and taken, failure, each lane's wasm memory | ${l ? `${l.lanes}, ${l.asked}, ${l.taken}, ${l.failed ?? 'none'}, ${l.memoryMiB.map((m) => `${m} MiB`).join(' + ')}` : 'none started'} | |`);
 }
 if (run.verdictBytes) console.log(`| wasm memory of the analysis worker once the verdict was computed (before the timeline) | ${mib(run.verdictBytes)} | |`);
 console.log(`| peak wasm memory of the reader worker (ended after the scan) | ${run.readerBytes ? mib(run.readerBytes) : 'no reader'} | < 512 MB |`);

@@ -1,7 +1,7 @@
 //! [`FileRows`]: the event tables of a scanned export read in start order, each row decoded by
 //! its table's decoder ([`Decode`]) and kept or read back through the scan's row cache.
 
-use super::lanes::{Lanes, RangeReader, Ranged, RowKind};
+use super::lanes::{Lanes, RangeReader, Ranged, ReadHere, RowKind};
 use super::*;
 
 /// The event tables of an open export, each read in start order from the file as often as an
@@ -87,11 +87,6 @@ impl<'a> FileRows<'a> {
         let lanes = self.lanes.as_ref().filter(|l| l.usable());
         let from_file = move |after: Option<i64>| -> FileRowsIter<'a, T> {
             let from = after.map_or(i64::MIN, |row| row.saturating_add(1));
-            if let (Some(lanes), Some(kind), Some((first, last))) = (lanes, T::LANE, runs.one_run())
-            {
-                let ask = (kind, table.name, sql.clone());
-                return Box::new(Ranged::<T>::new(lanes, ask, (first.max(from), last)));
-            }
             #[cfg(not(target_arch = "wasm32"))]
             if let Some(file) = &scan.file {
                 return Box::new(read_ahead::spawn(read_ahead::Read {
@@ -110,6 +105,15 @@ impl<'a> FileRows<'a> {
                 read_chunk(conn, sql, (first, last, limit), out, &mut decode)
                     .map_err(|e| sqlite_error(path, table.name, &e))
             };
+            if let (Some(lanes), Some(kind), Some((first, last))) = (lanes, T::LANE, runs.one_run())
+            {
+                let ask = (kind, table.name, sql.clone());
+                let mut read = read;
+                let here: ReadHere<'a, T> =
+                    Box::new(move |low, high, out| read(low, high, usize::MAX, out));
+                let range = (first.max(from), last);
+                return Box::new(Ranged::<T>::new(lanes, ask, range, here));
+            }
             Box::new(runs.merge_from(from, read))
         };
         let budget = &scan.cache_budget;

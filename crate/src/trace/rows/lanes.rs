@@ -71,6 +71,8 @@ pub trait RangeReader {
     fn ask(&self, ask: &RangeAsk) -> Result<()>;
     /// The packed rows of the oldest range asked and not taken, whichever pass asked it.
     fn take(&self) -> Result<Vec<u8>>;
+    /// Whether that answer is there to take without waiting.
+    fn ready(&self) -> bool;
 }
 
 /// A lane: one reader of a file, answering [`RangeAsk`]s with packed rows.
@@ -226,6 +228,12 @@ impl<'r> Lanes<'r> {
         }
     }
 
+    /// Whether the oldest answer owed to `pass` may be taken without waiting.
+    fn ready(&self, pass: u32) -> bool {
+        self.held.borrow().iter().any(|(p, _)| *p == pass)
+            || (self.owed.borrow().front() == Some(&pass) && self.reader.ready())
+    }
+
     /// Drops what is owed to `pass`, `owed` ranges.
     fn forget(&self, pass: u32, owed: usize) {
         for _ in 0..owed {
@@ -242,16 +250,30 @@ fn lanes_failed() -> Error {
     }
 }
 
+/// Ranges read by the pass itself, ahead of an answer it waits for, at most: a few megabytes
+/// of rows.
+const LOCAL_MOST: usize = 4;
+
+/// Reads `rowid`s `low..=high` of the table into the queue, the pass's own way.
+pub(super) type ReadHere<'r, T> = Box<dyn FnMut(i64, i64, &mut VecDeque<T>) -> Result<()> + 'r>;
+
 /// A table in one sorted run, `rowid`s `first..=last`, read by lanes in start order: ranges
-/// asked ahead up to the readers' depth, each unpacked as the fold reaches it.
+/// asked ahead up to the readers' depth, each unpacked as the fold reaches it. When the next
+/// answer is not there yet, the pass reads the next range itself rather than wait (up to
+/// [`LOCAL_MOST`] ahead): where the lanes decode slower than the pass folds (one lane on two
+/// cores), both cores read.
 pub(super) struct Ranged<'r, T> {
     lanes: &'r Lanes<'r>,
     pass: u32,
     ask: RangeAsk,
     last: i64,
-    /// The next range's first `rowid`; `None` once the last was asked.
+    /// The next range's first `rowid`; `None` once the last was asked or read.
     next: Option<i64>,
+    /// The ranges asked or read, in `rowid` order: `None` for an answer still owed, else the
+    /// rows read here.
+    order: VecDeque<Option<VecDeque<T>>>,
     asked: usize,
+    here: ReadHere<'r, T>,
     batch: VecDeque<T>,
     ended: bool,
 }
@@ -261,6 +283,7 @@ impl<'r, T: Packable> Ranged<'r, T> {
         lanes: &'r Lanes<'r>,
         (kind, table, sql): (RowKind, &'static str, String),
         (first, last): (i64, i64),
+        here: ReadHere<'r, T>,
     ) -> Ranged<'r, T> {
         Ranged {
             lanes,
@@ -274,37 +297,67 @@ impl<'r, T: Packable> Ranged<'r, T> {
             },
             last,
             next: (first <= last).then_some(first),
+            order: VecDeque::new(),
             asked: 0,
+            here,
             batch: VecDeque::new(),
             ended: false,
         }
     }
 
+    /// The next range's bounds, moving past it.
+    fn next_range(&mut self) -> Option<(i64, i64)> {
+        let low = self.next?;
+        let high = low.saturating_add(RANGE_ROWIDS - 1).min(self.last);
+        self.next = high.checked_add(1).filter(|n| *n <= self.last);
+        Some((low, high))
+    }
+
     /// Asks ranges until the readers hold as many of this pass's as they may.
     fn ask_ahead(&mut self) -> Result<()> {
         while self.asked < self.lanes.reader.depth().max(1) {
-            let Some(low) = self.next else {
+            let Some((low, high)) = self.next_range() else {
                 return Ok(());
             };
-            let high = low.saturating_add(RANGE_ROWIDS - 1).min(self.last);
             (self.ask.low, self.ask.high) = (low, high);
             self.lanes.ask(self.pass, &self.ask)?;
             self.asked += 1;
-            self.next = high.checked_add(1).filter(|n| *n <= self.last);
+            self.order.push_back(None);
         }
         Ok(())
     }
 
     fn refill(&mut self) -> Result<()> {
-        self.ask_ahead()?;
-        if self.asked == 0 {
-            self.ended = true;
+        loop {
+            self.ask_ahead()?;
+            match self.order.front_mut() {
+                None => {
+                    self.ended = true;
+                    return Ok(());
+                }
+                Some(Some(rows)) => {
+                    self.batch = std::mem::take(rows);
+                    self.order.pop_front();
+                    return Ok(());
+                }
+                Some(None) => {}
+            }
+            let local = self.order.iter().filter(|o| o.is_some()).count();
+            if self.next.is_some() && local < LOCAL_MOST && !self.lanes.ready(self.pass) {
+                let Some((low, high)) = self.next_range() else {
+                    continue;
+                };
+                let mut rows = VecDeque::new();
+                (self.here)(low, high, &mut rows)?;
+                self.order.push_back(Some(rows));
+                continue;
+            }
+            let bytes = self.lanes.take(self.pass)?;
+            self.asked -= 1;
+            self.order.pop_front();
+            unpack(&bytes, &mut self.batch, self.ask.table)?;
             return Ok(());
         }
-        let bytes = self.lanes.take(self.pass)?;
-        self.asked -= 1;
-        unpack(&bytes, &mut self.batch, self.ask.table)?;
-        self.ask_ahead()
     }
 }
 
