@@ -131,12 +131,6 @@ function stallMs() {
   return Number.isFinite(s) && s > 0 ? s * 1000 : STALL_MS;
 }
 
-// `?rows=file` in the page's address: every open keeps no row, each view reading the file, as
-// on an export too large to keep any (a check of that path on a small file).
-function keepNoRows() {
-  return new URLSearchParams(location.search).get('rows') === 'file';
-}
-
 // The analysis worker could not start or died: nothing can be analysed until a new one runs.
 function engineDead(error, { started }) {
   const reason = error?.detail || error?.message || String(error);
@@ -872,7 +866,9 @@ async function main() {
     count: formatCount,
     counted: formatCounted,
   });
-  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead, stallMs: stallMs(), keepNoRows: keepNoRows() });
+  // `?rows=file`: every open keeps no row, as on an export too large to keep any (that path on a small file).
+  const keepNoRows = new URLSearchParams(location.search).get('rows') === 'file';
+  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead, stallMs: stallMs(), keepNoRows });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),
     tooltip: $('tooltip'),

@@ -192,7 +192,7 @@ async function openBeside(id, file, options, onProgress) {
 // Each lane's buffer: a header of Int32s (answers written, answers taken, the lane's wasm
 // memory in MiB, then each slot's length and status) and LANE_SLOTS slots, each room for a range's packed rows (8192 rows of
 // at most 128 bytes).
-const LANE_SLOTS = 2;
+const LANE_SLOTS = 6;
 const LANE_SLOT_BYTES = 8192 * 128;
 const [WRITTEN, TAKEN, MEMORY, SLOTS_AT] = [0, 1, 2, 3];
 const LANE_HEADER_INTS = SLOTS_AT + 2 * LANE_SLOTS;
@@ -407,15 +407,16 @@ async function handle(msg) {
       }
       const analysis = opened;
       analyses.set(slot, analysis);
-      // Lanes serve one trace open at a time: rank files opened together read themselves, and
-      // a what-if helper's open (no verdict) leaves the cores to the analysis worker's lanes.
+      // Lanes serve one trace open at a time: rank files opened together read themselves.
       for (const other of [...laneSets.keys()]) if (other !== slot) endLanes(other);
-      if (msg.verdict !== false) startLanes(slot, analysis, msg.file);
       // The verdict's rows, counted by the heartbeat from here.
       self.postMessage({ id, type: 'progress', step: 'computing the verdict', done: 0, total: analysis.verdictRows(msg.options), passes: Array.from(analysis.verdictPasses(msg.options)), base: rowsHandedOut() });
       // The verdict first: the page shows it while the overview is computed (a what-if
       // helper's open asks for none).
       const detect = msg.verdict === false ? null : analysis.detect(msg.options);
+      // The lanes read their catalogs once the verdict is computed, not during its passes (none
+      // for a what-if helper's open: the cores are the analysis worker's lanes').
+      if (msg.verdict !== false) startLanes(slot, analysis, msg.file);
       return { detect, fileName: analysis.fileName(), wasmBytes: self.nsysLensWasmMemoryBytes(), reads: readsSince(readBefore) };
     }
     case 'kernels':

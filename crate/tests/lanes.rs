@@ -69,7 +69,7 @@ impl RangeReader for InProcess {
 
     fn ready(&self) -> bool {
         self.readies.set(self.readies.get() + 1);
-        self.readies.get() % self.ready_every == 0
+        self.readies.get().is_multiple_of(self.ready_every)
     }
 
     fn take(&self) -> Result<Vec<u8>> {

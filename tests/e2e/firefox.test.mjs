@@ -20,6 +20,7 @@ import {
   timelineDrawn,
   assertMatchesCli,
   readerOpens,
+  cliJson,
 } from './helpers.mjs';
 import { firefoxMissing, launchFirefox, asPage } from './firefox.mjs';
 
@@ -93,6 +94,35 @@ test('Firefox: the served page analyses real traces like the CLI, both profiles'
     assert.ok((await timelineDrawn(page)).ink > 500, 'timeline drawn');
     const outside = requests.filter((u) => !(u.startsWith(`${srv.origin}/`) || u.startsWith('blob:') || u.startsWith('data:')));
     assert.deepEqual([...new Set(outside)], [], 'requests outside the local site');
+    assert.deepEqual(problems, [], 'page errors / console errors');
+    await raw.close();
+  } finally {
+    await srv.close();
+  }
+});
+
+test('Firefox: served through its service worker the page is cross-origin isolated, and a trace whose rows are not kept is read by lane workers: its verdict and Drill-down equal the CLI', { skip, timeout: TIMEOUT }, async () => {
+  const srv = await serve();
+  try {
+    const { page, raw, problems } = await newTab();
+    await page.goto(`${srv.origin}/`);
+    await waitReady(page);
+    await page.evaluate(() => navigator.serviceWorker.ready.then(() => true));
+    await page.goto(`${srv.origin}/?rows=file`);
+    await waitReady(page);
+    await page.waitForFunction(() => !!navigator.serviceWorker.controller && self.crossOriginIsolated, null, { timeout: 30_000 });
+    // 128,000 kernels and as many launch calls, none kept: past the 16 ranges lanes start for.
+    const file = generate('host-bound', path.join(tmp, 'host-bound-lanes.sqlite'), 100);
+    await openTrace(page, file, { timeout: TIMEOUT });
+    await assertMatchesCli(page, file);
+    await page.waitForFunction(() => performance.getEntriesByName('nsys-lens:lanes').length > 0, null, { timeout: 60_000 });
+    await raw.click('[data-testid=tab-drill]');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.drillState), null, { timeout: TIMEOUT });
+    assert.equal(await page.evaluate(() => document.body.dataset.drillState), 'done');
+    const want = cliJson(['drill', file, '--top', '10']);
+    const summary = await page.evaluate(() => ({ ...document.querySelector('[data-testid=drill-gap-summary]').dataset }));
+    assert.equal(Number(summary.gaps), want.gaps.gaps);
+    assert.equal(Number.parseFloat(summary.totalUs), want.gaps.total_us);
     assert.deepEqual(problems, [], 'page errors / console errors');
     await raw.close();
   } finally {

@@ -128,6 +128,23 @@ impl Lane {
     }
 }
 
+impl super::FileScan {
+    /// The kernels and calls lanes would read for each pass (`lanes`): those not kept, of a
+    /// table in one sorted run.
+    pub fn rows_for_lanes(&self) -> u64 {
+        let left = |rows: u64, (_, kept): (&str, u64), one_run: bool| match one_run {
+            true => rows.saturating_sub(kept),
+            false => 0,
+        };
+        let (kernels, calls) = (&self.kernels, &self.calls);
+        left(
+            kernels.rows(),
+            kernels.kept(),
+            kernels.runs.one_run().is_some(),
+        ) + left(calls.rows(), calls.kept(), calls.runs.one_run().is_some())
+    }
+}
+
 /// Rows as differences from the one before, the first from [`Base::default`].
 fn pack<T: Packable>(rows: impl IntoIterator<Item = T>) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();

@@ -808,21 +808,6 @@ impl FileScan {
         ]
     }
 
-    /// The kernels and calls lanes would read for each pass (`lanes`): those not kept, of a
-    /// table in one sorted run.
-    pub fn rows_for_lanes(&self) -> u64 {
-        let left = |rows: u64, (_, kept): (&str, u64), one_run: bool| match one_run {
-            true => rows.saturating_sub(kept),
-            false => 0,
-        };
-        let (kernels, calls) = (&self.kernels, &self.calls);
-        left(
-            kernels.rows(),
-            kernels.kept(),
-            kernels.runs.one_run().is_some(),
-        ) + left(calls.rows(), calls.kept(), calls.runs.one_run().is_some())
-    }
-
     /// Per table: its name, the rows its cache holds and whether they are all its rows (for
     /// the benchmarks).
     pub fn cached_rows(&self) -> Vec<(&'static str, u64, bool)> {
