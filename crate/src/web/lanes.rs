@@ -13,7 +13,7 @@ use super::analysis::{Analysis, open_connection, register};
 use super::vfs::Registration;
 use super::{WebError, js_error};
 use crate::error::Error;
-use crate::trace::{self, Lane, RangeAsk, RangeReader, RowKind};
+use crate::trace::{Lane, RangeAsk, RangeReader, RowKind};
 
 /// A lane worker's reader of the open file.
 #[wasm_bindgen]
@@ -47,19 +47,12 @@ impl LaneReader {
             RowKind::from_code(kind).ok_or_else(|| js_error(format!("no row kind {kind}")))?;
         let ask = RangeAsk {
             kind,
-            table: table_of(kind),
+            table: kind.table(),
             sql,
             low: low as i64,
             high: high as i64,
         };
         self.lane.answer(&ask).map_err(WebError::from)
-    }
-}
-
-fn table_of(kind: RowKind) -> &'static str {
-    match kind {
-        RowKind::Kernel => trace::KERNEL_TABLE,
-        RowKind::Call => trace::RUNTIME_TABLE,
     }
 }
 

@@ -40,6 +40,14 @@ impl RowKind {
         }
     }
 
+    /// The table rows of this kind are read from.
+    pub fn table(self) -> &'static str {
+        match self {
+            RowKind::Kernel => super::KERNEL_TABLE,
+            RowKind::Call => super::RUNTIME_TABLE,
+        }
+    }
+
     pub fn from_code(code: u8) -> Option<RowKind> {
         match code {
             0 => Some(RowKind::Kernel),
