@@ -8,7 +8,7 @@
 // inliner replaces this whole line with the glue's source text (which declares `__wbg_init`,
 // `Analysis` and the functions below at its top level, so the names below keep working) and
 // makes the result a classic script (no import or export left; see the top of app.js).
-import __wbg_init, { Analysis, LaneReader, analyzeTraces, keepNoRows, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, readerWaitsForSweep, kernelPart, stepPath, whatifApart, whatifPlan, whatifTraces } from './pkg/nsys_lens.js';
+import __wbg_init, { Analysis, LaneReader, analyzeTraces, keepNoRows, drillTraces, ranksHover, ranksTimeline, ranksTraces, bytesRead, keptRowsRoom, openBatch, readsSoFar, reportFile, rowsHandedOut, scanKernels, readKernelSlice, readerWaitsForSweep, kernelPart, stepPath, whatifApart, whatifFed, whatifNameCount, whatifNames, whatifPlan, whatifTraces } from './pkg/nsys_lens.js';
 
 let ready = null; // Promise of the wasm init
 const analyses = new Map(); // slot ('main', 'baseline', 'target', 'rank0' …) -> open Analysis
@@ -328,6 +328,95 @@ function endLanes(slot) {
   laneSets.delete(slot);
 }
 
+// The what-if card's rows handed to a helper worker that opened no file (cross-origin isolated
+// pages only; `whatif::Feed` in the core): the analysis worker's replay writes each batch of
+// rows, packed, into a SharedArrayBuffer the page made (`engine.js`'s `whatifFed`), and the
+// helper's replay takes them, each side a synchronous call into wasm waiting with
+// `Atomics.wait`. The buffer: a header of Int32s (batches written, batches taken, who stopped,
+// the slots, each slot's room, then each slot's length) and the slots.
+const [FED_WRITTEN, FED_TAKEN, FED_STOPPED, FED_SLOTS, FED_ROOM, FED_LENGTHS] = [0, 1, 2, 3, 4, 5];
+const FED_HEADER_BYTES = 64;
+// Four slots, each room for a batch of 4096 rows at up to 256 bytes (packed, they take 12 to 20).
+const FED_SLOT_COUNT = 4;
+const FED_SLOT_BYTES = 4096 * 256;
+const [HELPER_STOPPED, WRITER_STOPPED] = [1, 2];
+// Names a piece of the analysis worker's names holds (`whatifNames`).
+const NAMES_PIECE = 16_384;
+// A side that waits this long for the other takes it for dead (a batch takes milliseconds).
+const FED_STALL_MS = 20_000;
+
+// A new buffer, its header written (the helper makes it: `feedBuffer`).
+function newFeedBuffer() {
+  const sab = new SharedArrayBuffer(FED_HEADER_BYTES + FED_SLOT_COUNT * FED_SLOT_BYTES);
+  const header = new Int32Array(sab, 0, FED_HEADER_BYTES / 4);
+  header[FED_SLOTS] = FED_SLOT_COUNT;
+  header[FED_ROOM] = FED_SLOT_BYTES;
+  return sab;
+}
+
+function fedBuffer(sab) {
+  const header = new Int32Array(sab, 0, FED_HEADER_BYTES / 4);
+  return { header, bytes: new Uint8Array(sab, FED_HEADER_BYTES), slots: header[FED_SLOTS], room: header[FED_ROOM], done: 0 };
+}
+
+// Waits while `header[at]` holds `value` (what the other side moves on), posting heartbeats;
+// throws when the other side stopped or did nothing for FED_STALL_MS.
+function fedWait(feed, at, value, stoppedBy, who) {
+  for (let waited = 0; Atomics.load(feed.header, at) === value; ) {
+    if (Atomics.load(feed.header, FED_STOPPED) === stoppedBy) throw new Error(`the ${who} stopped`);
+    if (Atomics.wait(feed.header, at, value, 1000) !== 'timed-out') continue;
+    waited += 1000;
+    self.postMessage({ type: 'heartbeat', rows: 0 });
+    if (waited >= FED_STALL_MS) throw new Error(`the ${who} did nothing for ${FED_STALL_MS / 1000} s`);
+  }
+}
+
+// The analysis worker's end (`web::whatif::JsFeed`).
+function feedOut(sab) {
+  const feed = fedBuffer(sab);
+  return {
+    send(batch) {
+      if (batch.length > feed.room) throw new Error(`a batch of rows took ${batch.length} bytes, more than a slot`);
+      for (let taken = Atomics.load(feed.header, FED_TAKEN); feed.done - taken >= feed.slots; taken = Atomics.load(feed.header, FED_TAKEN)) {
+        fedWait(feed, FED_TAKEN, taken, HELPER_STOPPED, 'what-if helper worker');
+      }
+      if (Atomics.load(feed.header, FED_STOPPED) === HELPER_STOPPED) throw new Error('the what-if helper worker stopped');
+      const slot = feed.done % feed.slots;
+      feed.bytes.set(batch, slot * feed.room);
+      Atomics.store(feed.header, FED_LENGTHS + slot, batch.length);
+      feed.done += 1;
+      Atomics.store(feed.header, FED_WRITTEN, feed.done);
+      Atomics.notify(feed.header, FED_WRITTEN);
+    },
+    stop: () => fedStop(feed, WRITER_STOPPED),
+  };
+}
+
+// The helper's end (`web::whatif::JsFeedIn`).
+function feedIn(sab) {
+  const feed = fedBuffer(sab);
+  return {
+    take() {
+      fedWait(feed, FED_WRITTEN, feed.done, WRITER_STOPPED, 'analysis worker');
+      const slot = feed.done % feed.slots;
+      const start = slot * feed.room;
+      const batch = feed.bytes.slice(start, start + Atomics.load(feed.header, FED_LENGTHS + slot));
+      feed.done += 1;
+      Atomics.store(feed.header, FED_TAKEN, feed.done);
+      Atomics.notify(feed.header, FED_TAKEN);
+      if (feed.done % 16 === 0) self.postMessage({ type: 'heartbeat', rows: 0 });
+      return batch;
+    },
+    stop: () => fedStop(feed, HELPER_STOPPED),
+  };
+}
+
+function fedStop(feed, who) {
+  Atomics.compareExchange(feed.header, FED_STOPPED, 0, who);
+  Atomics.notify(feed.header, FED_WRITTEN);
+  Atomics.notify(feed.header, FED_TAKEN);
+}
+
 // A lane worker's side: its reader of the file and its buffer.
 let laneServer = null;
 
@@ -510,11 +599,42 @@ async function handle(msg) {
     case 'whatif': {
       const target = analysisIn(msg.slot).id;
       const baseline = msg.baseline ? analysisIn(msg.baseline).id : undefined;
-      return { view: whatifTraces(target, baseline, msg.options || '{}', msg.elsewhere ?? undefined) };
+      // `feed`: each batch of rows replayed also goes to a helper that opened no file.
+      const feed = msg.feed ? feedOut(msg.feed) : undefined;
+      try {
+        return { view: whatifTraces(target, baseline, msg.options || '{}', msg.elsewhere ?? undefined, feed) };
+      } catch (e) {
+        feed?.stop();
+        throw e;
+      }
     }
-    case 'whatifPlan':
-      // The steady cycles and the changes a helper worker replays (null: none to share).
-      return { plan: whatifPlan(analysisIn(msg.slot).id, msg.options || '{}') ?? null };
+    case 'whatifPlan': {
+      // The steady cycles and the changes a helper worker replays (null: none to share), and
+      // with `names` the names a helper that opens no file replays with.
+      const id = analysisIn(msg.slot).id;
+      const plan = whatifPlan(id, msg.options || '{}') ?? null;
+      const names = [];
+      if (plan && msg.names) {
+        // In pieces, each copied out of wasm memory before the next is made.
+        for (let from = 0, count = whatifNameCount(id); from < count; from += NAMES_PIECE) names.push(whatifNames(id, from, NAMES_PIECE));
+      }
+      return { plan, names };
+    }
+    case 'feedBuffer':
+      // The buffer this helper takes the analysis worker's rows from (`whatifFed`).
+      return { feed: newFeedBuffer() };
+    case 'whatifFed': {
+      // This worker is a helper that opened no file: the plan's changes replayed over the rows
+      // the analysis worker's replay hands it through `msg.feed`.
+      await initWasm();
+      const feed = feedIn(msg.feed);
+      try {
+        return { elsewhere: whatifFed(msg.names, msg.plan, feed), wasmBytes: self.nsysLensWasmMemoryBytes() };
+      } catch (e) {
+        feed.stop();
+        throw e;
+      }
+    }
     case 'whatifApart':
       // This worker is a helper: the plan's changes replayed over its own open of the file.
       return { elsewhere: whatifApart(analysisIn(msg.slot).id, msg.plan), wasmBytes: self.nsysLensWasmMemoryBytes() };
@@ -563,7 +683,7 @@ self.onmessage = async (ev) => {
   }
   try {
     const result = await handle(msg);
-    const transfer = result?.bytes ? [result.bytes.buffer] : result?.part ? [...result.part, ...(result.sweep ? [result.sweep] : [])].map((a) => a.buffer) : [];
+    const transfer = result?.bytes ? [result.bytes.buffer] : result?.part ? [...result.part, ...(result.sweep ? [result.sweep] : [])].map((a) => a.buffer) : result?.names ? result.names.map((a) => a.buffer) : [];
     self.postMessage({ id: msg.id, type: 'result', ok: true, result }, transfer);
   } catch (e) {
     const fatal = typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;

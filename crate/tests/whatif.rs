@@ -291,14 +291,15 @@ fn changes_replayed_apart_and_joined_give_the_answer_of_one_replay() {
                 let cycles = nsys_lens::analyze::analyze_rows(&rows, &AnalyzeConfig::default())
                     .expect("analyze")
                     .steady_cycles;
-                let plan: Plan = serde_json::from_str(
-                    &serde_json::to_string(&Plan {
-                        cycles: cycles.to_vec(),
-                        changes: away.clone(),
-                    })
-                    .expect("json"),
-                )
-                .expect("plan");
+                let sent = Plan {
+                    cycles: cycles.to_vec(),
+                    changes: away.clone(),
+                };
+                let plan = Plan::from_bytes(&sent.to_bytes().expect("bytes")).expect("plan");
+                assert_eq!(plan, sent, "{what}: the plan crosses as bytes");
+                let mut cut = sent.to_bytes().expect("bytes");
+                cut.truncate(cut.len() - 1);
+                assert!(Plan::from_bytes(&cut).is_err(), "{what}: a plan cut short");
                 let sent =
                     serde_json::to_string(&apart::replay_apart(&rows, &plan).expect("apart"))
                         .expect("json");
@@ -321,6 +322,104 @@ fn changes_replayed_apart_and_joined_give_the_answer_of_one_replay() {
         peak_points: 0,
     };
     assert!(apart::join(local, &away, other).is_err());
+}
+
+/// The page's split when the helper reads no file: the analysis worker replays its share and
+/// hands each batch of rows, packed, to the helper (`whatif::Feed`), which replays the rest with
+/// the analysis worker's names; joined, the answer is the one replay's, byte for byte. A helper
+/// that stops taking batches ends the analysis worker's replays with an error, and a damaged or
+/// cut stream of batches ends the helper's with one.
+#[test]
+fn a_helper_fed_the_analysis_workers_rows_gives_the_answer_of_one_replay() {
+    use nsys_lens::error::{Error, Result};
+    use nsys_lens::model::rows::EventRows;
+    use nsys_lens::whatif::apart::{self, Names, Plan};
+    use nsys_lens::whatif::{Computed, Feed, whatif_feeding};
+    struct Queue(Vec<Vec<u8>>);
+    impl Feed for Queue {
+        fn send(&mut self, batch: &[u8]) -> Result<()> {
+            self.0.push(batch.to_vec());
+            Ok(())
+        }
+    }
+    struct Refusing;
+    impl Feed for Refusing {
+        fn send(&mut self, _: &[u8]) -> Result<()> {
+            Err(Error::Usage("the helper stopped".into()))
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs"] {
+        let path = write(dir.path(), scenario, &Costs::default());
+        let one = whatif(&path, None, &[]).expect("whatif");
+        let (here, away) = apart::shared(&[]);
+        let conn = trace::open_path(&path).expect("open");
+        let scan = FileScan::of_file(&conn, &path, LoadOptions::all(), 1 << 30).expect("scan");
+        let rows = FileRows::over(&conn, &scan);
+        let cfg = AnalyzeConfig::default();
+        let mut queue = Queue(Vec::new());
+        let mine = whatif_feeding(&rows, &cfg, &here, &Computed(&rows), &mut queue).expect("feed");
+        assert!(queue.0.len() > 1, "{scenario}: the rows crossed in batches");
+        assert_eq!(
+            queue.0.last().map(Vec::len),
+            Some(0),
+            "{scenario}: an empty batch ends them"
+        );
+        let cycles = nsys_lens::analyze::analyze_rows(&rows, &cfg)
+            .expect("analyze")
+            .steady_cycles;
+        let plan = Plan {
+            cycles: cycles.to_vec(),
+            changes: away.clone(),
+        };
+        // The names cross in pieces of 7.
+        let strings = &rows.meta().strings;
+        let mut names = Names::default();
+        for from in (0..strings.len()).step_by(7) {
+            names
+                .take_piece(&apart::names_piece(strings, from, 7))
+                .expect("a piece of names");
+        }
+        let ids = 0..strings.len() as u32;
+        assert!(
+            ids.clone()
+                .all(|id| names.strings().get(id) == strings.get(id))
+        );
+        assert!(Names::default().take_piece(&[9, 0, 0, 0, b'a']).is_err());
+        assert!(
+            Names::default()
+                .take_piece(&[2, 0, 0, 0, 0xff, 0xfe])
+                .is_err()
+        );
+        let mut batches = queue.0.clone().into_iter();
+        let mut next = || -> Result<Vec<u8>> { Ok(batches.next().unwrap_or_default()) };
+        let fed = apart::replay_fed_apart(&names, &plan, &mut next).expect("fed");
+        assert_eq!(
+            fed,
+            apart::replay_apart(&rows, &plan).expect("apart"),
+            "{scenario}"
+        );
+        let joined = apart::join(mine, &away, fed).expect("join");
+        assert_eq!(
+            serde_json::to_string(&joined).expect("json"),
+            serde_json::to_string(&one).expect("json"),
+            "{scenario}"
+        );
+        assert!(whatif_feeding(&rows, &cfg, &here, &Computed(&rows), &mut Refusing).is_err());
+        // A batch cut short, a row of no kind, and a stream that fails before its end.
+        let mut cut = queue.0[0].clone();
+        cut.truncate(cut.len() - 1);
+        for damaged in [cut, vec![9, 1, 2, 3]] {
+            let mut once = Some(damaged);
+            let mut next = || -> Result<Vec<u8>> { Ok(once.take().unwrap_or_default()) };
+            assert!(
+                apart::replay_fed_apart(&names, &plan, &mut next).is_err(),
+                "{scenario}"
+            );
+        }
+        let mut failing = || -> Result<Vec<u8>> { Err(Error::Usage("no batch came".into())) };
+        assert!(apart::replay_fed_apart(&names, &plan, &mut failing).is_err());
+    }
 }
 
 #[test]

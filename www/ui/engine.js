@@ -344,8 +344,9 @@ export class WorkerEngine {
 
   // What a fix would buy for the trace in `slot` (`{whatif, section, regression}` JSON),
   // against the trace in `baseline` when given.
-  whatif(slot, baseline, options, elsewhere = null) {
-    return this.request('whatif', { slot, baseline, options: JSON.stringify(options || {}), elsewhere });
+  // `feed`: a helper's buffer each batch of the rows replayed also goes to (`whatifFed`).
+  whatif(slot, baseline, options, elsewhere = null, feed = null) {
+    return this.request('whatif', { slot, baseline, options: JSON.stringify(options || {}), elsewhere, feed });
   }
 
   // The what-if card of `slot` (`whatif`'s answer) with its replays on two workers when the
@@ -353,8 +354,11 @@ export class WorkerEngine {
   // `file` with `openOptions` while this one finds the steady steps (the plan), then each
   // replays its share of the changes and this one joins the helper's predictions. Any failure
   // of the helper: this worker replays them all.
+  // On a cross-origin isolated page the helper opens no file: `whatifFed`.
   async whatifShared(slot, file, openOptions, options, fits) {
-    if (!file || !fits || (navigator.hardwareConcurrency || 1) < 2) return this.whatif(slot, null, options);
+    if ((navigator.hardwareConcurrency || 1) < 2) return this.whatif(slot, null, options);
+    if (globalThis.crossOriginIsolated && typeof SharedArrayBuffer === 'function') return this.whatifFed(slot, options);
+    if (!file || !fits) return this.whatif(slot, null, options);
     const helper = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, keepNoRows: this.keepNoRows });
     try {
       const opened = helper.open(file, openOptions, () => {}, { helper: true });
@@ -369,6 +373,38 @@ export class WorkerEngine {
       // The benchmarks read the helper's wasm memory (it ends with the card).
       performance.mark('nsys-lens:whatif-helper', { detail: { wasmBytes: came.wasmBytes } });
       return await this.whatif(slot, null, { ...options, split: true }, came.elsewhere);
+    } finally {
+      helper.terminate();
+    }
+  }
+
+  // The what-if card of `slot` with its replays on two workers, the helper opening no file:
+  // this worker finds the steady steps (the plan), then replays its share of the changes and
+  // hands each batch of the rows it reads to the helper through a SharedArrayBuffer
+  // (`worker.js`' feed), which replays the rest over them with this worker's names; this one
+  // joins the helper's predictions. It holds the names and its replays' state, not the rows.
+  // Any failure of the helper: this worker replays them all.
+  async whatifFed(slot, options) {
+    const helper = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs });
+    const alone = () => this.whatif(slot, null, options);
+    try {
+      const { plan, names } = await this.request('whatifPlan', { slot, options: JSON.stringify(options || {}), names: true });
+      if (!plan) return await alone();
+      const made = await helper.request('feedBuffer', {}).catch(() => null);
+      if (!made) return await alone();
+      const away = helper.request('whatifFed', { feed: made.feed, plan, names }, null, {}, names.map((a) => a.buffer));
+      away.catch(() => {});
+      const split = { ...options, split: true };
+      try {
+        await this.whatif(slot, null, split, null, made.feed);
+      } catch (e) {
+        if (!this.worker) throw e; // this worker died: the page says so
+        return await alone();
+      }
+      const came = await away.catch(() => null);
+      if (!came) return await alone();
+      performance.mark('nsys-lens:whatif-helper', { detail: { wasmBytes: came.wasmBytes, fed: true } });
+      return await this.whatif(slot, null, split, came.elsewhere);
     } finally {
       helper.terminate();
     }

@@ -9,6 +9,7 @@ pub mod capture;
 pub mod chunked;
 pub mod host_records;
 pub mod intervals;
+pub(crate) mod packed;
 pub mod rows;
 
 mod events;

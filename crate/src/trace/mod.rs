@@ -14,7 +14,6 @@ mod load;
 mod nccl;
 mod nvtx_names;
 mod open;
-mod packed_rows;
 mod row_cache;
 pub use row_cache::{READ_MEMORY, RowBudget, SharedBudget, row_budget, view_room};
 mod nvtx_rows;

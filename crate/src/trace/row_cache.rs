@@ -10,7 +10,7 @@
 //!
 //! One pass at a time fills a table's cache (the one that reaches its end first); others
 //! read what is there and go on from the file. Each row is packed against the previous one
-//! ([`super::packed_rows`]), so a pass always reads the cache from its first row.
+//! ([`crate::model::packed`]), so a pass always reads the cache from its first row.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use super::packed_rows::{Base, Fields, Out, Packable};
 use crate::error::{Error, Result};
+use crate::model::packed::{Base, Fields, Out, Packable};
 
 /// The cache's bytes are allocated in blocks of this size (a growing buffer would be copied).
 pub(crate) const BLOCK_BYTES: usize = 1 << 20;

@@ -359,6 +359,19 @@ impl Indexed {
         Ok(answer)
     }
 
+    /// [`Indexed::whatif`] replayed anew, each batch of rows handed to `feed` too (a helper
+    /// worker waits for them whether or not an answer is kept), the answer kept.
+    pub(crate) fn whatif_feeding(
+        &self,
+        cfg: &AnalyzeConfig,
+        changes: &[Costs],
+        feed: &mut dyn whatif::Feed,
+    ) -> Result<WhatIf> {
+        let answer = whatif::whatif_feeding(&self.file_rows(), cfg, changes, self, feed)?;
+        self.keep_whatif(cfg, changes, &answer);
+        Ok(answer)
+    }
+
     /// Keeps `answer` as [`Indexed::whatif`]'s under `cfg` and `changes`: the card's answer
     /// joined from two workers' replays (`whatif::apart`), which the report then shows.
     pub(crate) fn keep_whatif(&self, cfg: &AnalyzeConfig, changes: &[Costs], answer: &WhatIf) {

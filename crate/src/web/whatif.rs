@@ -4,14 +4,15 @@
 //! draws.
 
 use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
 use super::analyses::open_trace;
 use super::indexed::Indexed;
-use super::{WebError, from_json, init, to_json};
+use super::{WebError, from_json, init, js_error, to_json};
 use crate::analyze::AnalyzeConfig;
 use crate::report::{Versioned, outline};
-use crate::whatif::apart::{self, Elsewhere, Plan};
+use crate::whatif::apart::{self, Elsewhere, Names, Plan};
 use crate::whatif::{self, Costs, WhatIf};
 
 /// `whatifTraces`, `whatifPlan` and `stepPath` options: `{"step_marker", "changes": [Costs…],
@@ -52,13 +53,15 @@ struct WhatifView<'a> {
 /// `nsys-lens whatif TARGET --json`), with where the step time's change from `baselineId` lies
 /// on the critical path when given (`--baseline`), and their report sections. Under `split`,
 /// this worker's share of the changes, kept for the call that brings the helper's
-/// `elsewhereJson` ([`whatif_apart`]'s answer) to join.
+/// `elsewhereJson` ([`whatif_apart`]'s or [`whatif_fed`]'s answer) to join; with `feed`, each
+/// batch of the rows it replays also goes to a helper that reads no file ([`whatif_fed`]).
 #[wasm_bindgen(js_name = whatifTraces)]
 pub fn whatif_traces(
     #[wasm_bindgen(js_name = targetId)] target_id: u32,
     #[wasm_bindgen(js_name = baselineId)] baseline_id: Option<u32>,
     #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
     #[wasm_bindgen(js_name = elsewhereJson)] elsewhere_json: Option<String>,
+    feed: Option<JsFeed>,
 ) -> Result<String, WebError> {
     init();
     let opts: WhatifOptions = from_json("what-if options", options_json)?;
@@ -73,7 +76,10 @@ pub fn whatif_traces(
         (false, false) => target.whatif(&cfg, &opts.changes),
         (false, true) => {
             let (here, away) = apart::shared(&opts.changes);
-            let mine = target.whatif(&cfg, &here);
+            let mine = match &feed {
+                Some(feed) => target.whatif_feeding(&cfg, &here, &mut PageFeed(feed)),
+                None => target.whatif(&cfg, &here),
+            };
             match elsewhere {
                 Some(came) => mine
                     .and_then(|m| apart::join(m, &away, came))
@@ -116,14 +122,14 @@ pub fn step_path(
     to_json(&Versioned(&path))
 }
 
-/// `Plan` JSON for trace `id`: the steady cycles of Root cause's analysis (computed and kept,
-/// as the card then reads it) and the changes a helper worker replays ([`whatif_apart`]);
-/// `undefined` when the changes are too few to share.
+/// The plan for trace `id` (`apart::Plan::to_bytes`): the steady cycles of Root cause's analysis
+/// (computed and kept, as the card then reads it) and the changes a helper worker replays
+/// ([`whatif_apart`], [`whatif_fed`]); `undefined` when the changes are too few to share.
 #[wasm_bindgen(js_name = whatifPlan)]
 pub fn whatif_plan(
     id: u32,
     #[wasm_bindgen(js_name = optionsJson)] options_json: &str,
-) -> Result<Option<String>, WebError> {
+) -> Result<Option<Vec<u8>>, WebError> {
     init();
     let opts: WhatifOptions = from_json("what-if options", options_json)?;
     let trace = open_trace(id)?;
@@ -134,24 +140,98 @@ pub fn whatif_plan(
     let b = trace
         .analysis(&config(&trace, &opts)?)
         .map_err(WebError::from)?;
-    let plan = Plan {
-        cycles: b.steady_cycles.to_vec(),
-        changes: away,
-    };
-    to_json(&plan).map(Some)
+    Plan::write(&b.steady_cycles, &away)
+        .map(Some)
+        .map_err(WebError::from)
 }
 
 /// `Elsewhere` JSON: a helper worker's replays of `plan`'s changes over trace `id` (the same
 /// file as the analysis worker's), for that worker's `whatifTraces` to join.
 #[wasm_bindgen(js_name = whatifApart)]
-pub fn whatif_apart(
-    id: u32,
-    #[wasm_bindgen(js_name = planJson)] plan_json: &str,
-) -> Result<String, WebError> {
+pub fn whatif_apart(id: u32, plan: &[u8]) -> Result<String, WebError> {
     init();
-    let plan: Plan = from_json("what-if plan", plan_json)?;
+    let plan = Plan::from_bytes(plan).map_err(WebError::from)?;
     let trace = open_trace(id)?;
     let rows = trace.rows().map_err(WebError::from)?;
     let answer = apart::replay_apart(&*rows, &plan).map_err(WebError::from)?;
+    to_json(&answer)
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `worker.js`'s end of the `SharedArrayBuffer` a helper worker takes the replays' rows
+    /// from: `send` copies a batch in, waiting (with a limit) for a free slot, and throws when
+    /// the helper stopped or took none for that long.
+    pub type JsFeed;
+
+    #[wasm_bindgen(method, catch)]
+    fn send(this: &JsFeed, batch: &[u8]) -> Result<(), JsValue>;
+
+    /// The helper's end: `take` waits (with a limit) for the next batch and throws when the
+    /// analysis worker stopped or sent none for that long.
+    pub type JsFeedIn;
+
+    #[wasm_bindgen(method, catch)]
+    fn take(this: &JsFeedIn) -> Result<Vec<u8>, JsValue>;
+}
+
+struct PageFeed<'a>(&'a JsFeed);
+
+impl whatif::Feed for PageFeed<'_> {
+    fn send(&mut self, batch: &[u8]) -> crate::error::Result<()> {
+        self.0.send(batch).map_err(feed_error)
+    }
+}
+
+fn feed_error(e: JsValue) -> crate::error::Error {
+    let detail = e
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "the what-if helper worker failed".into());
+    crate::error::Error::Internal { detail }
+}
+
+/// How many names trace `id` has: [`whatif_names`] gives them in pieces.
+#[wasm_bindgen(js_name = whatifNameCount)]
+pub fn whatif_name_count(id: u32) -> Result<u32, WebError> {
+    init();
+    let trace = open_trace(id)?;
+    let rows = trace.rows().map_err(WebError::from)?;
+    Ok(rows.meta().strings.len() as u32)
+}
+
+/// Names `from..from + count` of trace `id` (`apart::names_piece`): what a helper that reads no
+/// file replays with ([`whatif_fed`]).
+#[wasm_bindgen(js_name = whatifNames)]
+pub fn whatif_names(id: u32, from: u32, count: u32) -> Result<Vec<u8>, WebError> {
+    init();
+    let trace = open_trace(id)?;
+    let rows = trace.rows().map_err(WebError::from)?;
+    Ok(apart::names_piece(
+        &rows.meta().strings,
+        from as usize,
+        count as usize,
+    ))
+}
+
+/// `Elsewhere` JSON: a helper worker that opened no file replays `plan`'s changes
+/// ([`whatif_plan`]'s bytes) over the
+/// batches of rows the analysis worker's `whatifTraces` hands it through `feed`, named by the
+/// pieces of [`whatif_names`] in `names` (an array of `Uint8Array`s), for that worker's
+/// `whatifTraces` to join.
+#[wasm_bindgen(js_name = whatifFed)]
+pub fn whatif_fed(names: js_sys::Array, plan: &[u8], feed: JsFeedIn) -> Result<String, WebError> {
+    init();
+    let mut known = Names::default();
+    for piece in names.iter() {
+        let piece = piece
+            .dyn_into::<js_sys::Uint8Array>()
+            .map_err(|_| js_error("a piece of the names is not bytes"))?;
+        known.take_piece(&piece.to_vec()).map_err(WebError::from)?;
+    }
+    let plan = Plan::from_bytes(plan).map_err(WebError::from)?;
+    let mut next = || feed.take().map_err(feed_error);
+    let answer = apart::replay_fed_apart(&known, &plan, &mut next).map_err(WebError::from)?;
     to_json(&answer)
 }

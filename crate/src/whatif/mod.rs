@@ -33,6 +33,7 @@ use crate::names::shape::op_shape;
 use graph::{Part, PartTimes, Place};
 
 pub use crate::costs::Costs;
+pub use replay::Feed;
 
 /// The changes predicted when none is asked for: halve the host's own time, the launch calls,
 /// the kernels; and no host time at all.
@@ -251,9 +252,21 @@ pub fn whatif_known(
 ) -> Result<WhatIf> {
     let standard = standard_set();
     match changes.is_empty() {
-        true => replayed_under(rows, cfg, &standard, known),
-        false => replayed_under(rows, cfg, changes, known),
+        true => replayed_under(rows, cfg, &standard, known, None),
+        false => replayed_under(rows, cfg, changes, known, None),
     }
+}
+
+/// [`whatif_known`] of `changes` (at least one), the rows also handed to `feed`: a helper
+/// worker replaying other changes ([`apart::replay_fed_apart`]).
+pub fn whatif_feeding(
+    rows: &dyn EventRows,
+    cfg: &AnalyzeConfig,
+    changes: &[Costs],
+    known: &dyn Known,
+    feed: &mut dyn replay::Feed,
+) -> Result<WhatIf> {
+    replayed_under(rows, cfg, changes, known, Some(feed))
 }
 
 /// The measured and replayed step time and the critical path, without predictions: what a
@@ -264,7 +277,7 @@ pub fn path_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> Result<WhatIf> {
 
 /// [`path_rows`] with the analysis and the verdict taken from `known`.
 pub fn path_known(rows: &dyn EventRows, cfg: &AnalyzeConfig, known: &dyn Known) -> Result<WhatIf> {
-    replayed_under(rows, cfg, &[], known)
+    replayed_under(rows, cfg, &[], known, None)
 }
 
 fn replayed_under(
@@ -272,6 +285,7 @@ fn replayed_under(
     cfg: &AnalyzeConfig,
     changes: &[Costs],
     known: &dyn Known,
+    feed: Option<&mut dyn replay::Feed>,
 ) -> Result<WhatIf> {
     for c in changes {
         check(c)?;
@@ -283,7 +297,7 @@ fn replayed_under(
     let mut all: Vec<Costs> = Vec::with_capacity(1 + changes.len());
     all.push(Costs::default());
     all.extend(changes.iter().cloned());
-    let mut replays = replay::replay_all(rows, cycles, &all, None)?.into_iter();
+    let mut replays = replay::replay_feeding(rows, cycles, &all, None, feed)?.into_iter();
     let base = replays.next().unwrap_or_default();
     let measured = StepTime {
         wall_time_per_step_us: b.wall_time_per_step_us,

@@ -268,6 +268,12 @@ impl Strings {
         self.len() == 0
     }
 
+    /// Adds `value` under the next id: another table's names copied in id order, for a page
+    /// worker that reads no file (without the `StringIds` index or interning).
+    pub fn append(&mut self, value: &str) -> NameId {
+        self.push(value)
+    }
+
     /// Every value, in [`NameId`] order.
     fn values(&self) -> impl Iterator<Item = &str> {
         (0..self.len() as NameId).map(|id| self.get(id))

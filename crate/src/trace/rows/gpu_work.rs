@@ -6,12 +6,12 @@
 
 use super::super::decode::{REPLAY_COLUMNS, memop_columns};
 use super::super::load::{MEMCPY_TABLE, MEMSET_TABLE};
-use super::super::packed_rows::{Base, Fields, Out, Packable};
 use super::super::row_cache::Budget;
 use super::super::runs::Keyed;
 use super::super::schema::Schema;
 use super::super::tables::Loader;
 use crate::error::Result;
+use crate::model::packed::{Base, Fields, Out, Packable};
 use crate::model::rows::{KernelRow, MemOpRow, work_name};
 use crate::model::{NO_NAME, NameId, Processes, REPLAY_NAME, Strings, Trace, Work};
 

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use super::super::decode::{kernel_columns, kernel_columns_with_stream, only};
 use super::super::load::{LoadOptions, Progress, ProgressFn, reads_graph_nodes};
-use super::super::packed_rows::Base;
 use super::super::row_cache::{BLOCK_BYTES, Budget, CacheShape, Cached, ScanFill, TableCache};
 use super::super::runs::{Keyed, SortedRuns};
 use super::super::schema::Schema;
@@ -16,6 +15,7 @@ use super::super::tables::Loader;
 use super::gpu_work::{Merged, OtherWork, other_rows_room};
 use super::{MAX_FILE_RUNS, SCAN_COLUMNS, kernel_read_columns};
 use crate::error::Result;
+use crate::model::packed::Base;
 use crate::model::rows::KernelRow;
 use crate::model::{CoverageNote, KERNEL_TABLE, Ns, Processes, Strings, Trace};
 
@@ -198,7 +198,7 @@ pub const SLICE_ROWS: u64 = 1 << 18;
 /// ([`ReaderScan::waits_for_sweep`]): the rows' packed size varies with their names and gaps.
 const KEEP_MARGIN: f64 = 1.5;
 
-/// What a kept kernel takes before any is kept (`packed_rows`: 12 to 16 bytes a row of a real
+/// What a kept kernel takes before any is kept (`model::packed`: 12 to 16 bytes a row of a real
 /// export).
 const PACKED_KERNEL_BYTES: f64 = 16.0;
 

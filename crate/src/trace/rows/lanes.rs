@@ -3,7 +3,7 @@
 //! ([`Lane::answer`]), which a pass unpacks and folds while the lanes read on ([`Ranged`];
 //! passes reading at once share them, [`Lanes`]).
 //! `read_ahead`'s threads share the process's memory; workers share bytes, so the rows cross
-//! packed as the row cache holds them (`packed_rows`).
+//! packed as the row cache holds them (`model::packed`).
 //!
 //! Only the kernel and runtime tables are read so (the two largest of a serving capture): their
 //! rows name strings by the file's ids and owners by the processes and threads `ThreadNames`
@@ -16,12 +16,12 @@ use std::collections::VecDeque;
 use rusqlite::Connection;
 
 use super::super::open::sqlite_error;
-use super::super::packed_rows::{Base, Fields, Out, Packable};
 use super::super::runs::read_chunk;
 use super::super::tables::Loader;
 use super::file_rows::Decode;
 use crate::error::{Error, Result};
 use crate::model::Trace;
+use crate::model::packed::{Base, Fields, Out, Packable};
 use crate::model::rows::{CallRow, KernelRow};
 
 /// The row types lanes read.

@@ -27,12 +27,12 @@ use super::load::{
 };
 use super::nvtx_names::name_row_again;
 use super::open::sqlite_error;
-use super::packed_rows::Packable;
 use super::row_cache::{Budget, Cached, RowBudget, ScanFill, TableCache};
 use super::runs::{Keyed, SortedRuns, read_chunk, thread_of};
 use super::schema::Schema;
 use super::tables::{Loader, launch_filter, select, select_decoded};
 use crate::error::Result;
+use crate::model::packed::Packable;
 use crate::model::rows::{
     CallRow, Columns, ErrorLatch, EventRows, KernelRow, MemOpRow, Rows, SyncRow,
 };

@@ -30,8 +30,11 @@ use crate::names::api::{ApiKind, api_kind};
 use crate::names::kernels::KernelCategory;
 
 mod bounds;
+mod feed;
 mod gpu;
 mod typical;
+
+pub use feed::{Feed, replay_fed};
 
 use bounds::{BoundId, CycleIndex};
 
@@ -74,6 +77,19 @@ pub fn replay_all(
     costs: &[Costs],
     keep: Option<usize>,
 ) -> Result<Vec<Replayed>> {
+    replay_feeding(rows, cycles, costs, keep, None)
+}
+
+/// [`replay_all`], each batch of rows also handed to `feed` (another worker's replays,
+/// [`replay_fed`]); the empty batch after the last ends them. A batch `feed` refuses ends
+/// these replays too.
+pub fn replay_feeding(
+    rows: &dyn EventRows,
+    cycles: &[CycleBounds],
+    costs: &[Costs],
+    keep: Option<usize>,
+    mut feed: Option<&mut dyn Feed>,
+) -> Result<Vec<Replayed>> {
     let strings = &rows.meta().strings;
     let index = CycleIndex::new(cycles);
     let folds: Vec<Replay<'_>> = costs
@@ -90,7 +106,23 @@ pub fn replay_all(
         work: rows.gpu_work().peekable(),
         syncs: rows.syncs().peekable(),
     };
-    let replayed = fan_out(folds, &mut || sources.next_batch());
+    let mut refused = None;
+    let replayed = fan_out(folds, &mut || {
+        if refused.is_some() {
+            return Vec::new();
+        }
+        let batch = sources.next_batch();
+        if let Some(feed) = feed.as_mut()
+            && let Err(e) = feed::pack(&batch).and_then(|bytes| feed.send(&bytes))
+        {
+            refused = Some(e);
+            return Vec::new();
+        }
+        batch
+    });
+    if let Some(e) = refused {
+        return Err(e);
+    }
     rows.check()?;
     Ok(replayed)
 }

@@ -1,12 +1,12 @@
-//! Event rows as bytes, for [`super::row_cache`]: each row as differences from the previous
+//! Event rows as bytes, for the trace's row cache and lanes and the what-if replay's batches: each row as differences from the previous
 //! one (`rowid`, start, correlation) and its duration, as postcard's varints ([`Fields`]) — about 12 to 16
 //! bytes a row of a real export against 40 to 64 for the row itself. Every difference wraps,
 //! so any row comes back exactly.
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
-use crate::model::{Ns, NvtxRow};
+use super::rows::{CallRow, KernelRow, MemOpRow, SyncRow};
+use super::{Ns, NvtxRow};
 
 /// What the next row is packed against: the previous row's `rowid`, start and correlation.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +154,49 @@ impl Packable for KernelRow {
             work: crate::model::Work::Kernel,
             bytes: 0,
         }
+    }
+}
+
+packed!(PackedWork {
+    kind: u8,
+    copy: u8,
+    bytes: u64,
+});
+
+/// What [`PackedKernel`] leaves out of a row of GPU work of any kind (a copy, a memset, a graph
+/// replay; the row cache keeps only kernels as kernel rows): its [`crate::model::Work`] and
+/// bytes, packed after it by whoever hands every kind on.
+impl PackedWork {
+    pub(crate) fn of(row: &KernelRow) -> PackedWork {
+        use crate::model::Work;
+        let (kind, copy) = match row.work {
+            Work::Kernel => (0, 0),
+            Work::Replay => (1, 0),
+            Work::Memset => (2, 0),
+            Work::Copy { kind, pageable } => (3 + u8::from(pageable), kind),
+        };
+        PackedWork {
+            kind,
+            copy,
+            bytes: row.bytes,
+        }
+    }
+
+    /// `row` as this says; `None` for a kind no row has.
+    pub(crate) fn apply(&self, row: &mut KernelRow) -> Option<()> {
+        use crate::model::Work;
+        row.work = match self.kind {
+            0 => Work::Kernel,
+            1 => Work::Replay,
+            2 => Work::Memset,
+            3 | 4 => Work::Copy {
+                kind: self.copy,
+                pageable: self.kind == 4,
+            },
+            _ => return None,
+        };
+        row.bytes = self.bytes;
+        Some(())
     }
 }
 

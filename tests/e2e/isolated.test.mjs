@@ -1,14 +1,15 @@
-// End-to-end: the page served through its service worker is cross-origin isolated, and an open
-// whose kernels and calls are not kept (`?rows=file`: as on an export too large to keep any)
-// starts lane workers that read those tables' rowid ranges for every pass. The views read
-// through them give the CLI's answers.
+// End-to-end: the page served through its service worker is cross-origin isolated, so its
+// workers share memory. An open whose kernels and calls are not kept (`?rows=file`: as on an
+// export too large to keep any) starts lane workers that read those tables' rowid ranges for
+// every pass, and the what-if card's helper opens no file but replays the rows the analysis
+// worker hands it. The views read so give the CLI's answers.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { requireDist, serve, launch, cliJson, generate, openTrace, showView, artifact } from './helpers.mjs';
+import { requireDist, serve, launch, cliJson, generate, openTrace, showView, artifact, publicTrace } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let browser;
@@ -35,7 +36,8 @@ async function lanesOf(page) {
   return [];
 }
 
-test('isolated, a trace whose kernels and calls are not kept is read by lane workers: Root cause and the Drill-down equal the CLI', { timeout: TIMEOUT }, async () => {
+// The page loaded a second time, through its service worker (cross-origin isolated), at `query`.
+async function isolatedPage(query) {
   const srv = await serve();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
@@ -46,9 +48,14 @@ test('isolated, a trace whose kernels and calls are not kept is read by lane wor
   await page.evaluate(async () => {
     await navigator.serviceWorker.ready;
   });
-  await page.goto(`${srv.origin}/?rows=file`);
+  await page.goto(`${srv.origin}/${query}`);
   await page.waitForFunction(() => !!navigator.serviceWorker.controller, null, { timeout: 30_000 });
   assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, 'served through the service worker');
+  return { srv, context, page, problems };
+}
+
+test('isolated, a trace whose kernels and calls are not kept is read by lane workers: Root cause and the Drill-down equal the CLI', { timeout: TIMEOUT }, async () => {
+  const { srv, context, page, problems } = await isolatedPage('?rows=file');
 
   // 128,000 kernels and as many launch calls: past the 16 ranges lanes start for.
   const file = generate('host-bound', path.join(tmp, 'host-bound.sqlite'), 100);
@@ -80,6 +87,25 @@ test('isolated, a trace whose kernels and calls are not kept is read by lane wor
   assert.ok(after.taken > before.taken, `ranges taken: ${before.taken} before the views, ${after.taken} after`);
   assert.equal(after.asked, after.taken, 'every range asked was taken');
   await page.screenshot({ path: artifact('lanes-drill.png') });
+  assert.deepEqual(problems, []);
+  await context.close();
+  await srv.close();
+});
+
+test("isolated, the what-if card's helper opens no file and replays the analysis worker's rows: the card equals `whatif --json`", { timeout: TIMEOUT }, async () => {
+  const { srv, context, page, problems } = await isolatedPage('');
+  const file = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
+  await openTrace(page, file, { timeout: TIMEOUT });
+  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.whatifState), null, { timeout: TIMEOUT });
+  assert.equal(await page.evaluate(() => document.body.dataset.whatifState), 'done');
+  const shown = await page.evaluate(() => document.getElementById('whatif').whatifView);
+  assert.deepEqual(shown.whatif, cliJson(['whatif', file]), 'the card answers as the CLI does');
+  const helpers = await page.evaluate(() => performance.getEntriesByName('nsys-lens:whatif-helper').map((m) => m.detail));
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  if (cores > 1) {
+    assert.equal(helpers.length, 1, 'a helper replayed some of the changes');
+    assert.equal(helpers[0].fed, true, 'over the rows the analysis worker handed it');
+  }
   assert.deepEqual(problems, []);
   await context.close();
   await srv.close();
