@@ -494,11 +494,12 @@ async function focusOn(slot) {
 const WHATIF_AUTO_BYTES = 512 * 1024 * 1024;
 
 // The page's wasm memory, all workers added up, that a what-if helper worker may take the
-// analysis worker's to (it holds about as much once it opened the same file).
-const WHATIF_HELPER_BYTES = 448 * 1024 * 1024;
+// analysis worker's to: one that opens the same file holds about as much; one that opens none
+// (isolated pages) is bounded from above, so it may take it to the page's memory goal.
+const [WHATIF_HELPER_BYTES, WHATIF_FED_BYTES] = [448 * 1024 * 1024, 512 * 1024 * 1024];
 
-// Whether a helper worker holding about what the analysis worker held once `entry` was open
-// fits beside it.
+// Whether a helper worker that opens the file, holding what the analysis worker held once
+// `entry` was open, fits beside it.
 function helperFits(entry) {
   return 2 * (entry?.wasmBytes ?? Infinity) <= WHATIF_HELPER_BYTES;
 }
@@ -529,7 +530,7 @@ async function loadWhatif({ asked = false } = {}) {
   performance.mark('nsys-lens:whatif-asked'); // benchmarks time the card from here
   try {
     const entry = appState.session.slots.find((e) => e.slot === slot);
-    const { view } = await appState.engine.whatifShared(slot, entry?.file, detectOptions(), { step_marker: markerOption() }, helperFits(entry));
+    const { view } = await appState.engine.whatifShared(slot, entry?.file, detectOptions(), { step_marker: markerOption() }, { fits: helperFits(entry), budget: WHATIF_FED_BYTES });
     if (appState.whatif?.token !== token) return;
     renderWhatif(box, JSON.parse(view), { onStep: (step) => showStepPath(slot, step) });
     status.textContent = '';

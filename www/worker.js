@@ -618,7 +618,9 @@ async function handle(msg) {
         // In pieces, each copied out of wasm memory before the next is made.
         for (let from = 0, count = whatifNameCount(id); from < count; from += NAMES_PIECE) names.push(whatifNames(id, from, NAMES_PIECE));
       }
-      return { plan, names };
+      // The memory the page weighs a helper against: this worker's and its lanes'.
+      const lanes = [...laneSets.values()].flatMap((set) => set.lanes.map((l) => Atomics.load(l.header, MEMORY) * 2 ** 20));
+      return { plan, names, wasmBytes: lanes.reduce((a, b) => a + b, self.nsysLensWasmMemoryBytes()) };
     }
     case 'feedBuffer':
       // The buffer this helper takes the analysis worker's rows from (`whatifFed`).

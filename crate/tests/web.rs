@@ -117,26 +117,26 @@ fn detects_the_generated_trace_like_the_answers_say() {
 #[wasm_bindgen_test]
 fn the_whatif_card_replayed_on_two_opens_is_the_card_of_one() {
     let one = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
-    let want = whatif_traces(one.id(), None, "{}", None).expect("the what-if card");
+    let want = whatif_traces(one.id(), None, "{}", None, None).expect("the what-if card");
     let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
     let helper = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
     let plan = whatif_plan(a.id(), "{}")
         .expect("the plan")
         .expect("the standard set is shared");
     let split = r#"{"split":true}"#;
-    let here = json(&whatif_traces(a.id(), None, split, None).expect("this worker's share"));
+    let here = json(&whatif_traces(a.id(), None, split, None, None).expect("this worker's share"));
     assert!(
         here["whatif"]["predicted"].as_array().map(Vec::len) < Some(4),
         "{here}"
     );
     let elsewhere = whatif_apart(helper.id(), &plan).expect("the helper's share");
-    let joined = whatif_traces(a.id(), None, split, Some(elsewhere)).expect("joined");
+    let joined = whatif_traces(a.id(), None, split, Some(elsewhere), None).expect("joined");
     assert_eq!(joined, want);
     // The report then shows the joined answer without replaying: the card asked again reads
     // no row.
     let before = rows_handed_out();
     assert_eq!(
-        whatif_traces(a.id(), None, "{}", None).expect("the card again"),
+        whatif_traces(a.id(), None, "{}", None, None).expect("the card again"),
         want
     );
     assert_eq!(rows_handed_out(), before, "the joined answer was kept");
@@ -154,7 +154,7 @@ fn root_cause_after_the_whatif_card_reads_no_row_and_answers_as_afresh() {
     let fresh = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
     let want = json(&analyze_traces(fresh.id(), None, options).expect("Root cause"));
     let a = open(FIXTURE, "host-bound.sqlite").expect("the fixture opens");
-    let whatif = json(&whatif_traces(a.id(), None, "{}", None).expect("the what-if card"));
+    let whatif = json(&whatif_traces(a.id(), None, "{}", None, None).expect("the what-if card"));
     assert!(whatif["whatif"]["steps"].as_u64() > Some(0), "{whatif}");
     let before = rows_handed_out();
     let got = json(&analyze_traces(a.id(), None, options).expect("Root cause after the card"));
@@ -186,7 +186,7 @@ fn the_report_after_the_whatif_card_holds_its_answer_without_a_second_replay() {
         analyze_traces(a.id(), None, "{}").expect("Root cause");
         let before = rows_handed_out();
         let answer = match card {
-            true => json(&whatif_traces(a.id(), None, "{}", None).expect("the what-if card")),
+            true => json(&whatif_traces(a.id(), None, "{}", None, None).expect("the what-if card")),
             false => Value::Null,
         };
         let card_rows = rows_handed_out() - before;
@@ -775,7 +775,7 @@ fn the_ranks_panel_after_root_cause_reuses_its_index_and_gives_it_back() {
     // The report after the Drill-down and the what-if card, the verdict shown: a pass for the
     // kernel classes, then the ranks over the kept index too, fewer rows than ranks afresh.
     a.detect("{}").expect("the verdict");
-    whatif_traces(a.id(), None, "{}", None).expect("the what-if card");
+    whatif_traces(a.id(), None, "{}", None, None).expect("the what-if card");
     let before = rows_handed_out();
     let bytes = report_file(a.id(), "json", 10)
         .expect("the report")

@@ -4,6 +4,9 @@ import { OpenProgress } from './progress.js';
 // that does not answer a cancel or traps is replaced at once.
 
 const CANCEL_GRACE_MS = 400;
+// A what-if helper that opens no file holds this much besides the names and the plan: a fresh
+// wasm instance (about 20 MiB) and its replays' state.
+const HELPER_BASE_BYTES = 32 * 1024 * 1024;
 // A worker that has not evaluated its script by then is reported as unable to start.
 const START_TIMEOUT_MS = 60_000;
 // A worker that works on a request and sends nothing (no progress, no heartbeat: the core beats
@@ -354,10 +357,10 @@ export class WorkerEngine {
   // `file` with `openOptions` while this one finds the steady steps (the plan), then each
   // replays its share of the changes and this one joins the helper's predictions. Any failure
   // of the helper: this worker replays them all.
-  // On a cross-origin isolated page the helper opens no file: `whatifFed`.
-  async whatifShared(slot, file, openOptions, options, fits) {
+  // On a cross-origin isolated page the helper opens no file (`whatifFed`, within `budget`).
+  async whatifShared(slot, file, openOptions, options, { fits, budget }) {
     if ((navigator.hardwareConcurrency || 1) < 2) return this.whatif(slot, null, options);
-    if (globalThis.crossOriginIsolated && typeof SharedArrayBuffer === 'function') return this.whatifFed(slot, options);
+    if (globalThis.crossOriginIsolated && typeof SharedArrayBuffer === 'function') return this.whatifFed(slot, options, budget);
     if (!file || !fits) return this.whatif(slot, null, options);
     const helper = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs, keepNoRows: this.keepNoRows });
     try {
@@ -382,14 +385,18 @@ export class WorkerEngine {
   // this worker finds the steady steps (the plan), then replays its share of the changes and
   // hands each batch of the rows it reads to the helper through a SharedArrayBuffer
   // (`worker.js`' feed), which replays the rest over them with this worker's names; this one
-  // joins the helper's predictions. It holds the names and its replays' state, not the rows.
-  // Any failure of the helper: this worker replays them all.
-  async whatifFed(slot, options) {
+  // joins the helper's predictions. It holds the names, the plan and its replays' state, not
+  // the rows: about HELPER_BASE_BYTES and 2.5 times the names' and the plan's bytes (measured:
+  // 90 MiB at 1 GB for 26 MB of them), which must fit in `budget` with this worker's wasm
+  // memory and its lanes'. Any failure of the helper: this worker replays them all.
+  async whatifFed(slot, options, budget) {
     const helper = new WorkerEngine(this.makeWorker, this.wasm, { stallMs: this.stallMs });
     const alone = () => this.whatif(slot, null, options);
     try {
-      const { plan, names } = await this.request('whatifPlan', { slot, options: JSON.stringify(options || {}), names: true });
+      const { plan, names, wasmBytes } = await this.request('whatifPlan', { slot, options: JSON.stringify(options || {}), names: true });
       if (!plan) return await alone();
+      const sent = names.reduce((n, a) => n + a.byteLength, plan.byteLength);
+      if (wasmBytes + HELPER_BASE_BYTES + 2.5 * sent > budget) return await alone();
       const made = await helper.request('feedBuffer', {}).catch(() => null);
       if (!made) return await alone();
       const away = helper.request('whatifFed', { feed: made.feed, plan, names }, null, {}, names.map((a) => a.buffer));

@@ -37,7 +37,10 @@ pub use format::{
 pub use lanes::{JsLanes, LaneReader};
 pub use lprof::{draw_lprof_rounds, lprof_analyze};
 pub use ranks::{ranks_hover, ranks_timeline, ranks_traces};
-pub use whatif::{step_path, whatif_apart, whatif_plan, whatif_traces};
+pub use whatif::{
+    step_path, whatif_apart, whatif_fed, whatif_name_count, whatif_names, whatif_plan,
+    whatif_traces,
+};
 
 use std::fmt::Display;
 use std::sync::Once;

@@ -13,8 +13,8 @@ use crate::model::packed::{Base, Fields, Out, Packable, PackedWork};
 use crate::model::rows::KernelRow;
 use crate::whatif::Costs;
 
-/// Where the analysis worker's batches go: each batch packed ([`pack`]), then an empty one once
-/// the rows are read. An error ends the replays of both sides.
+/// Where the analysis worker's batches go: each batch packed (one byte per row kind, then its
+/// fields), then an empty one once the rows are read. An error ends the replays of both sides.
 pub trait Feed {
     fn send(&mut self, batch: &[u8]) -> Result<()>;
 }
