@@ -950,15 +950,15 @@ fn check_bucket_mix(report: &DrillReport, oracle: &Value, name: &str) {
     }
 }
 
-/// Every public export with kernels: each device's causes add up to its idle time to the ns
+/// The swept exports with kernels (every public one under `--full`): each device's causes add up to its idle time to the ns
 /// (and the devices' idle times to the gap report's device-idle total), no share is above 1,
 /// and per device the idle time and every cause's time and label are those of an independent
 /// oracle that cuts each gap between GPU work rows (kernels, graph replays, copies, memsets) at
 /// every call and range boundary with SQL and brute force ([`idle_attribution_oracle`]), as
 /// is what the other devices ran during its `host_ahead` time.
 #[test]
-fn idle_causes_add_up_and_match_the_oracle_on_every_public_export() {
-    for path in common::public_exports_with_kernels() {
+fn idle_causes_add_up_and_match_the_oracle_on_the_swept_exports() {
+    for path in common::sweep_exports_with_kernels() {
         let name = path.file_name().and_then(OsStr::to_str).expect("file name");
         let trace = load_path(&path, LoadOptions::all()).expect("load");
         let report = drill_one(&trace, name, &DrillOptions::default());

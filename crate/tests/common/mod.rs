@@ -83,8 +83,9 @@ pub fn full() -> bool {
 /// readers meet — the newest schema with two GPUs, NCCL, NVTX and copies
 /// (`mfu_2gpu_before`), the oldest schema (2.9.1, DLProf), schema 3.0.0 with copies on four
 /// GPUs, a run of thousands of kernels with syncs (`power_iteration`) and one without kernels
-/// (`qcu`: runtime calls and syncs only). Tests that every export opens and reads right
-/// (`public_traces`, `fuzz`, the oracles) keep reading all of them.
+/// (`qcu`: runtime calls and syncs only). The tests that every export opens and reads right
+/// keep reading all of them: `public_traces` (the manifest's counts), `fuzz` (their damaged
+/// copies) and `reference_oracle` (the reference script's numbers on every export it runs on).
 pub fn sweep_exports() -> Vec<PathBuf> {
     const SHAPES: [&str; 5] = [
         "GindaChen_nsys-ai__mfu_2gpu_before.sqlite",
@@ -97,6 +98,16 @@ pub fn sweep_exports() -> Vec<PathBuf> {
         true => public_exports(),
         false => SHAPES.iter().map(|name| public_trace(name)).collect(),
     }
+}
+
+/// The exports of [`sweep_exports`] whose manifest entry counts kernels: every such public
+/// export under [`full`], else the representatives that have kernels (all but `qcu`).
+pub fn sweep_exports_with_kernels() -> Vec<PathBuf> {
+    let with_kernels = public_exports_with_kernels();
+    sweep_exports()
+        .into_iter()
+        .filter(|p| with_kernels.contains(p))
+        .collect()
 }
 
 /// Every public export whose manifest entry counts kernels, by path.
