@@ -1,7 +1,7 @@
-//! Event rows as bytes, for the trace's row cache and lanes and the what-if replay's batches: each row as differences from the previous
-//! one (`rowid`, start, correlation) and its duration, as postcard's varints ([`Fields`]) — about 12 to 16
-//! bytes a row of a real export against 40 to 64 for the row itself. Every difference wraps,
-//! so any row comes back exactly.
+//! Event rows as bytes, for the trace's row cache and lanes and the what-if replay's batches:
+//! each row as differences from the previous one (`rowid`, start, correlation) and its
+//! duration, as postcard's varints ([`Fields`]) — about 12 to 16 bytes a row of a real export
+//! against 40 to 64 for the row itself. Every difference wraps, so any row comes back exactly.
 
 use serde::{Deserialize, Serialize};
 
