@@ -54,6 +54,7 @@ const appState = {
   // shows, which the field then displays), and the marker the trace showed.
   marker: '',
   foundMarker: '',
+  taken: false, // a file was taken
 };
 
 let resolveReady;
@@ -295,6 +296,7 @@ function focusSlot(session) {
 async function analyse(files) {
   const { profiles, traces: list } = splitLineProfilerFiles([...files].filter(Boolean));
   if (!list.length && !profiles.length) return;
+  appState.taken = true; // the page no longer reloads itself for isolation
   if (!(await engineReady)) return;
   await openLineProfiles(profiles, list.length > 0);
   if (!list.length) return;
@@ -824,12 +826,49 @@ function wireControls() {
   });
 }
 
-function registerServiceWorker(inline) {
-  if (inline || !('serviceWorker' in navigator)) return;
-  if (location.protocol !== 'http:' && location.protocol !== 'https:') return;
-  navigator.serviceWorker.register('./sw.js', { scope: './' }).catch(() => {
-    /* offline support is optional */
-  });
+// How long the first visit waits for its service worker to install before it goes on without
+// cross-origin isolation.
+const ISOLATION_WAIT_MS = 15_000;
+// Set in this tab's sessionStorage before the page reloads itself, so it reloads at most once.
+const RELOADED = 'nsys-lens-reloaded-for-isolation';
+
+// Registers the service worker (offline use, cross-origin isolation). Resolves true when the
+// page reloads itself: a page the worker did not serve is not cross-origin isolated, so the
+// first visit reloads once the worker is active, through it, unless a file was taken meanwhile
+// (coi-serviceworker's way, for hosts that cannot send COOP/COEP: docs/page.md).
+async function registerServiceWorker(inline) {
+  if (inline || !('serviceWorker' in navigator)) return false;
+  if (location.protocol !== 'http:' && location.protocol !== 'https:') return false;
+  const registered = navigator.serviceWorker.register('./sw.js', { scope: './' }).catch(() => null);
+  // Isolated already, or a browser without the notion, or reloaded once in this tab already.
+  if (self.crossOriginIsolated !== false || reloadedOnce()) return false;
+  if (!(await registered)) return false; // offline support and isolation are optional
+  let timer = 0;
+  const active = await Promise.race([
+    navigator.serviceWorker.ready.then(() => true),
+    new Promise((resolve) => {
+      timer = setTimeout(() => resolve(false), ISOLATION_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!active || appState.taken) return false;
+  try {
+    sessionStorage.setItem(RELOADED, '1');
+  } catch {
+    return false; // no way to tell the reloaded page: never risk a loop
+  }
+  // Not `location.reload()`: after it, Chromium's next reload (the user's) brought back the
+  // first, unisolated document, which never became ready.
+  location.replace(location.href);
+  return true;
+}
+
+function reloadedOnce() {
+  try {
+    return sessionStorage.getItem(RELOADED) !== null;
+  } catch {
+    return true;
+  }
 }
 
 async function main() {
@@ -885,14 +924,16 @@ async function main() {
     },
     onWindow: analyseWindow,
   });
-  registerServiceWorker(inline);
-  // Ready means the analysis worker answered: its script ran and its wasm instantiated.
+  const reloading = registerServiceWorker(inline);
+  // Ready means the analysis worker answered: its script ran and its wasm instantiated; and the
+  // page is not about to reload itself.
   try {
     await appState.engine.initPromise;
   } catch {
     resolveReady(false); // engineDead has shown why
     return;
   }
+  if (await reloading) return;
   document.body.dataset.ready = '1';
   resolveReady(true);
 }

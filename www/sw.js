@@ -4,8 +4,9 @@
 //
 // It serves those assets cross-origin isolated (COOP same-origin, COEP require-corp), which
 // GitHub Pages cannot send: a page loaded through it may share memory between its workers
-// (`SharedArrayBuffer`, `Atomics.wait`). The first visit, before the worker controls the page,
-// and the offline single file run without.
+// (`SharedArrayBuffer`, `Atomics.wait`). The first visit reloads itself once this worker is
+// active (app.js, `registerServiceWorker`); a browser that refuses it and the offline single
+// file run without.
 
 const CACHE = 'nsys-lens-v1';
 const ASSETS = [

@@ -318,12 +318,12 @@ export async function canvasStats(page, selector) {
 // before its own scripts (to pose as another machine). `close()` ends it all.
 // One served site and browser page for a test file, with a temporary directory named by `prefix`:
 // opened before its tests (handed to `opened` as { site, page, problems, tmp }), closed after.
-export function useSite(prefix, opened) {
+export function useSite(prefix, opened, contextOptions = {}) {
   const s = { site: null, page: null, problems: null, tmp: null };
   before(async () => {
     requireDist();
     s.tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-    s.site = await openSite();
+    s.site = await openSite(contextOptions);
     ({ page: s.page, problems: s.problems } = s.site);
     opened(s);
   });

@@ -1,8 +1,9 @@
-// End-to-end: the page served through its service worker is cross-origin isolated, so its
-// workers share memory. An open whose kernels and calls are not kept (`?rows=file`: as on an
-// export too large to keep any) starts lane workers that read those tables' rowid ranges for
-// every pass, and the what-if card's helper opens no file but replays the rows the analysis
-// worker hands it. The views read so give the CLI's answers.
+// End-to-end: the page served through its service worker (it reloads itself through it on the
+// first visit) is cross-origin isolated, so its workers share memory. An open whose kernels and
+// calls are not kept (`?rows=file`: as on an export too large to keep any) starts lane workers
+// that read those tables' rowid ranges for every pass, and the what-if card's helper opens no
+// file but replays the rows the analysis worker hands it. The views read so give the CLI's
+// answers.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,21 +37,17 @@ async function lanesOf(page) {
   return [];
 }
 
-// The page loaded a second time, through its service worker (cross-origin isolated), at `query`.
+// The page at `query`, once it reloaded itself through its service worker (cross-origin isolated).
 async function isolatedPage(query) {
   const srv = await serve();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  await page.goto(`${srv.origin}/`);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
-  await page.evaluate(async () => {
-    await navigator.serviceWorker.ready;
-  });
   await page.goto(`${srv.origin}/${query}`);
-  await page.waitForFunction(() => !!navigator.serviceWorker.controller, null, { timeout: 30_000 });
-  assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, 'served through the service worker');
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  assert.equal(await page.evaluate(() => !!navigator.serviceWorker.controller && self.crossOriginIsolated), true, 'served through the service worker');
+  assert.equal(await page.evaluate(() => location.search), query, 'the reload kept the address');
   return { srv, context, page, problems };
 }
 

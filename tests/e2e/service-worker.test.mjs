@@ -1,5 +1,6 @@
-// End-to-end: after one visit over http, the service worker serves the site's own assets, so the
-// page loads and analyses a trace with the server gone.
+// End-to-end: the first visit over http reloads itself once through the service worker, which
+// serves the site's own assets cross-origin isolated, so the page loads and analyses a trace
+// with the server gone; a file taken before the worker is active is kept, not reloaded away.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,22 +24,26 @@ after(async () => {
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-test('the hosted page works offline after the first visit, cross-origin isolated', { timeout: TIMEOUT }, async () => {
+// How many times the page's document was loaded (the main frame navigated) since this call.
+function countLoads(page) {
+  const seen = { loads: 0 };
+  page.on('framenavigated', (frame) => {
+    if (frame === page.mainFrame()) seen.loads += 1;
+  });
+  return seen;
+}
+
+test('the hosted page reloads itself once on the first visit to come back cross-origin isolated, and works offline after it', { timeout: TIMEOUT }, async () => {
   const srv = await serve();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
+  const seen = countLoads(page);
   await page.goto(`${srv.origin}/`);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
-  assert.equal(await page.evaluate(() => self.crossOriginIsolated), false, 'the first visit, before the service worker, is not isolated');
-  // Installed and controlling (reload once so the first page is controlled too).
-  await page.evaluate(async () => {
-    await navigator.serviceWorker.ready;
-  });
-  await page.reload();
-  await page.waitForFunction(() => !!navigator.serviceWorker.controller, null, { timeout: 30_000 });
   // Served through the worker, the page is cross-origin isolated (the server sends no COOP/COEP,
   // as GitHub Pages sends none): its workers may share memory.
-  assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, 'the page loaded through the service worker is cross-origin isolated');
+  assert.equal(seen.loads, 2, 'loaded, then reloaded once by the page itself');
+  assert.equal(await page.evaluate(() => !!navigator.serviceWorker.controller && self.crossOriginIsolated), true, 'the reloaded page is served by the worker, cross-origin isolated');
   const cached = await page.evaluate(async () => {
     const keys = await caches.keys();
     const cache = await caches.open(keys.find((k) => k.startsWith('nsys-lens-')));
@@ -56,14 +61,49 @@ test('the hosted page works offline after the first visit, cross-origin isolated
   await page.click('[data-testid=cancel]');
   await page.waitForSelector('body[data-state="idle"]', { timeout: 30_000 });
 
-  // The server is gone and the browser is offline: the page still loads and analyses.
+  // The server is gone and the browser is offline: the page still loads and analyses, with no
+  // reload of its own (isolated already).
   await srv.close();
   await context.setOffline(true);
   await page.reload();
   await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+  assert.equal(seen.loads, 3, 'the reload asked, and none of its own');
   const file = generate('host-bound', path.join(tmp, 'host-bound.sqlite'));
   await openTrace(page, file, { timeout: TIMEOUT });
   assert.equal(await page.textContent('[data-testid=verdict]'), detectJson(file).verdict);
   await page.screenshot({ path: artifact('service-worker-offline.png') });
   await context.close();
+});
+
+test('a file taken before the service worker is active is opened, not reloaded away', { timeout: TIMEOUT }, async () => {
+  const srv = await serve();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // The worker's registration waits for the test's word, so the file is surely taken first.
+  await context.addInitScript(() => {
+    const container = navigator.serviceWorker;
+    const register = container.register.bind(container);
+    let release;
+    const released = new Promise((resolve) => {
+      release = resolve;
+    });
+    window.releaseServiceWorker = release;
+    container.register = (...args) => released.then(() => register(...args));
+  });
+  const page = await context.newPage();
+  const seen = countLoads(page);
+  try {
+    await page.goto(`${srv.origin}/`);
+    const file = generate('host-bound', path.join(tmp, 'taken-first.sqlite'));
+    await page.setInputFiles('#file-input', file);
+    await page.evaluate(() => window.releaseServiceWorker());
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: TIMEOUT });
+    assert.equal(await page.textContent('[data-testid=verdict]'), detectJson(file).verdict);
+    // The worker is active now, and the page kept its file.
+    await page.evaluate(() => navigator.serviceWorker.ready.then(() => new Promise((resolve) => setTimeout(resolve, 500))));
+    assert.equal(seen.loads, 1, 'no reload once a file was taken');
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), false, 'not isolated until the next visit');
+  } finally {
+    await context.close();
+    await srv.close();
+  }
 });

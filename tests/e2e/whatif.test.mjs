@@ -13,7 +13,10 @@ const AFTER = publicTrace('GindaChen_nsys-ai__mfu_2gpu_after.sqlite');
 const TIMEOUT = 240_000;
 
 const s = {};
-useSite('nsys-lens-whatif-', (opened) => Object.assign(s, opened));
+// Service workers refused (as in Firefox's private windows): the page stays as first loaded, not
+// cross-origin isolated, and the card's helper opens the file itself (the isolated page's fed
+// helper: isolated.test.mjs).
+useSite('nsys-lens-whatif-', (opened) => Object.assign(s, opened), { serviceWorkers: 'block' });
 
 async function whatifShown(page) {
   await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.whatifState), null, { timeout: TIMEOUT });
@@ -25,6 +28,7 @@ async function whatifShown(page) {
 
 test('the what-if card shows what `whatif --json` says of the same file', { timeout: TIMEOUT }, async () => {
   const { page } = s;
+  assert.equal(await page.evaluate(() => self.crossOriginIsolated), false, 'no service worker, no isolation');
   await openTrace(page, BEFORE, { timeout: TIMEOUT });
   const shown = await whatifShown(page);
   const cli = cliJson(['whatif', BEFORE]);

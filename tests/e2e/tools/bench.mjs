@@ -9,7 +9,7 @@
 // The reader worker's wasm memory (it scans the kernel table while the analysis worker reads the
 // host side, and ends then) is printed beside.
 // Usage: node tests/e2e/tools/bench.mjs [--scenario NAME] [--scale N] [--runs N] [--views]
-// [--file PATH] [--cli PATH] [--profile standard|trtllm-skill] [--page-only (no native runs)]   (needs dist/: cargo xtask dist, or NSYS_LENS_DIST=another build)
+// [--file PATH] [--cli PATH] [--profile standard|trtllm-skill] [--page-only (no native runs)] [--no-service-worker] [--rows-file]   (needs dist/: cargo xtask dist, or NSYS_LENS_DIST=another build)
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -25,10 +25,12 @@ const SCENARIO = scenarioArg > 0 ? process.argv[scenarioArg + 1] : 'host-bound';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
 const VIEWS = process.argv.includes('--views');
-// `--isolated`: the page loaded again through its service worker (cross-origin isolated, as a
-// second visit is), so that lane workers read the rows an open did not keep; `--rows-file`:
-// with `?rows=file`, every open keeping no row.
-const ISOLATED = process.argv.includes('--isolated');
+// The page reloads itself through its service worker on a first visit, cross-origin isolated,
+// so that lane workers read the rows an open did not keep and the what-if helper is fed the
+// analysis worker's rows. `--no-service-worker`: the browser refuses the worker (as Firefox's
+// private windows do), so the page stays as first loaded, not isolated. `--rows-file`: with
+// `?rows=file`, every open keeping no row.
+const NO_SERVICE_WORKER = process.argv.includes('--no-service-worker');
 const ROWS_FILE = process.argv.includes('--rows-file');
 const fileArg = process.argv.indexOf('--file');
 const FILE = fileArg > 0 ? path.resolve(process.argv[fileArg + 1]) : null;
@@ -145,18 +147,16 @@ async function whatifCard(page, memory) {
   return { seconds, wasmBytes: await memory(), helperBytes, error };
 }
 
+// Whether the page the runs measured was cross-origin isolated.
+let isolated = false;
+
 async function browserRun(origin, file) {
   const browser = await launch();
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const address = `${origin}/${ROWS_FILE ? '?rows=file' : ''}`;
-    await page.goto(address);
-    if (ISOLATED) {
-      await page.evaluate(() => navigator.serviceWorker.ready.then(() => true));
-      await page.goto(address);
-      await page.waitForFunction(() => !!navigator.serviceWorker.controller && self.crossOriginIsolated, null, { timeout: 30_000 });
-    }
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, serviceWorkers: NO_SERVICE_WORKER ? 'block' : 'allow' });
+    await page.goto(`${origin}/${ROWS_FILE ? '?rows=file' : ''}`);
     await pageWarm(page);
+    isolated = await page.evaluate(() => self.crossOriginIsolated);
     const analysis = page.workers()[0];
     await page.evaluate((p) => {
       document.querySelector(`input[name=profile][value=${p}]`).checked = true;
@@ -249,7 +249,8 @@ if (!PAGE_ONLY) console.log(`| page / native | ${(run.verdictSeconds / native).t
 console.log(`| first timeline paint after the verdict (the verdict is shown first) | ${run.paint.toFixed(2)} s | < 1 s |`);
 console.log(`| file taken → first timeline paint | ${run.painted.toFixed(2)} s | |`);
 console.log(`| peak wasm memory of the analysis worker | ${mib(run.wasmBytes)} | < 512 MB |`);
-if (ISOLATED) {
+console.log(`| page cross-origin isolated (lane workers, the what-if helper fed) | ${isolated ? 'yes' : 'no'} | |`);
+if (isolated) {
   const l = run.lanes?.[0];
   console.log(`| lane workers (isolated page): lanes, ranges asked and taken, failure, each lane's wasm memory | ${l ? `${l.lanes}, ${l.asked}, ${l.taken}, ${l.failed ?? 'none'}, ${l.memoryMiB.map((m) => `${m} MiB`).join(' + ')}` : 'none started'} | |`);
 }
