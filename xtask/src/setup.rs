@@ -6,10 +6,10 @@
 //! environment under `target/tools`) for the pip wheel, and Python's jsonschema beside it for the
 //! schema test and `dask[distributed]` for the Dask example's test; Debian's chromium and
 //! chromedriver and npm's playwright-core, Debian's firefox-esr and npm's puppeteer-core for the
-//! browser tests.
+//! browser tests. Tools from different sources ([`Source`]) install at once.
 
-use std::cell::Cell;
 use std::process::Command;
+use std::sync::Mutex;
 
 use crate::{Result, WASM_TARGET, run, succeeds};
 
@@ -29,6 +29,36 @@ pub struct Tool {
     /// Needed to compile the core at all, natively and for wasm32 (lint included): what
     /// `cargo xtask test` installs before anything else, the rest beside its lint.
     pub compiles_core: bool,
+    /// Where it comes from: tools from different sources install at once.
+    pub source: Source,
+}
+
+/// Where a tool comes from. A fresh machine's set-up is downloads for the most part (Debian's
+/// packages, PyPI, npm) beside one compile (wasm-bindgen-cli): each source installs on a thread
+/// of its own, its tools in turn, and Debian's packages of every missing tool in one `apt-get`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Debian's packages (the tool's `install` is this one call).
+    Apt(&'static [&'static str]),
+    Rustup,
+    Cargo,
+    Npm,
+    Pip,
+}
+
+impl Source {
+    /// The sources, each installed on a thread of its own.
+    const ALL: [Source; 5] = [
+        Source::Apt(&[]),
+        Source::Rustup,
+        Source::Cargo,
+        Source::Npm,
+        Source::Pip,
+    ];
+
+    fn same_kind(self, other: Source) -> bool {
+        std::mem::discriminant(&self) == std::mem::discriminant(&other)
+    }
 }
 
 pub const TOOLS: &[Tool] = &[
@@ -40,6 +70,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y clang",
         builds_page: true,
         compiles_core: true,
+        source: Source::Apt(&["clang"]),
     },
     Tool {
         name: "rust target wasm32-unknown-unknown",
@@ -49,6 +80,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "rustup target add wasm32-unknown-unknown",
         builds_page: true,
         compiles_core: true,
+        source: Source::Rustup,
     },
     Tool {
         name: "wasm-bindgen-cli 0.2.130",
@@ -70,6 +102,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "cargo install wasm-bindgen-cli --version 0.2.130   (not --locked: it fails)",
         builds_page: true,
         compiles_core: false,
+        source: Source::Cargo,
     },
     Tool {
         name: "wasm-opt (npm binaryen)",
@@ -79,6 +112,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "npm install --prefix target/tools --no-save binaryen",
         builds_page: true,
         compiles_core: false,
+        source: Source::Npm,
     },
     Tool {
         name: "maturin (pip, in target/tools/py)",
@@ -88,6 +122,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'maturin>=1.5,<2'   (or any maturin on PATH)",
         builds_page: false,
         compiles_core: false,
+        source: Source::Pip,
     },
     Tool {
         name: "jsonschema (pip, in target/tools/py)",
@@ -97,6 +132,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'jsonschema>=4.18,<5'",
         builds_page: false,
         compiles_core: false,
+        source: Source::Pip,
     },
     Tool {
         name: "dask[distributed] (pip, in target/tools/py)",
@@ -106,6 +142,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "python3 -m venv target/tools/py && target/tools/py/bin/pip install 'dask[distributed]>=2024.1'",
         builds_page: false,
         compiles_core: false,
+        source: Source::Pip,
     },
     Tool {
         name: "chromium",
@@ -115,6 +152,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y chromium",
         builds_page: false,
         compiles_core: false,
+        source: Source::Apt(&["chromium"]),
     },
     Tool {
         name: "chromedriver",
@@ -124,6 +162,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y chromium-driver",
         builds_page: false,
         compiles_core: false,
+        source: Source::Apt(&["chromium-driver"]),
     },
     Tool {
         name: "playwright-core (npm)",
@@ -137,6 +176,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "npm install --save-dev playwright-core   (in the repository root)",
         builds_page: false,
         compiles_core: false,
+        source: Source::Npm,
     },
     Tool {
         name: "firefox-esr",
@@ -146,6 +186,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y firefox-esr",
         builds_page: false,
         compiles_core: false,
+        source: Source::Apt(&["firefox-esr"]),
     },
     Tool {
         name: "puppeteer-core (npm)",
@@ -159,6 +200,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "npm install --save-dev puppeteer-core   (in the repository root)",
         builds_page: false,
         compiles_core: false,
+        source: Source::Npm,
     },
 ];
 
@@ -178,20 +220,42 @@ pub fn setup_page_build() -> Result<()> {
 }
 
 fn install<'a>(tools: impl Iterator<Item = &'a Tool>) -> Result<()> {
-    let mut missing = Vec::new();
+    let mut wanted = Vec::new();
     for tool in tools {
         if (tool.check)() {
             println!("  present    {}", tool.name);
-            continue;
+        } else {
+            wanted.push(tool);
         }
-        println!("  installing {} ({})", tool.name, tool.why);
-        let outcome = (tool.install)().and_then(|()| {
-            if (tool.check)() {
-                Ok(())
-            } else {
-                Err("installed, but the check still fails".into())
-            }
-        });
+    }
+    let outcomes: Vec<(&Tool, Result<()>)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = Source::ALL
+            .iter()
+            .map(|&source| {
+                let of_source: Vec<&Tool> = wanted
+                    .iter()
+                    .copied()
+                    .filter(|t| t.source.same_kind(source))
+                    .collect();
+                let thread = scope.spawn({
+                    let of_source = of_source.clone();
+                    move || install_in_turn(&of_source)
+                });
+                (of_source, thread)
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|(of_source, thread)| {
+                thread.join().unwrap_or_else(|_| {
+                    let failed = || Err("its install panicked".to_string());
+                    of_source.into_iter().map(|t| (t, failed())).collect()
+                })
+            })
+            .collect()
+    });
+    let mut missing = Vec::new();
+    for (tool, outcome) in outcomes {
         match outcome {
             Ok(()) => println!("  installed  {}", tool.name),
             Err(e) => {
@@ -213,6 +277,38 @@ fn install<'a>(tools: impl Iterator<Item = &'a Tool>) -> Result<()> {
             missing.join(", ")
         ))
     }
+}
+
+/// Installs `tools` (of one source) one after another; Debian's packages of all of them in one
+/// `apt-get install` first, each tool's own install only where that did not give it.
+fn install_in_turn<'a>(tools: &[&'a Tool]) -> Vec<(&'a Tool, Result<()>)> {
+    let packages: Vec<&str> = tools
+        .iter()
+        .flat_map(|t| match t.source {
+            Source::Apt(packages) => packages.to_vec(),
+            _ => Vec::new(),
+        })
+        .collect();
+    if !packages.is_empty() {
+        println!("  installing Debian's {}", packages.join(", "));
+        if let Err(e) = apt_install(&packages) {
+            println!("  apt-get install of them all failed ({e}); one at a time");
+        }
+    }
+    tools
+        .iter()
+        .map(|&tool| {
+            if (tool.check)() {
+                return (tool, Ok(()));
+            }
+            println!("  installing {} ({})", tool.name, tool.why);
+            let outcome = (tool.install)().and_then(|()| match (tool.check)() {
+                true => Ok(()),
+                false => Err("installed, but the check still fails".into()),
+            });
+            (tool, outcome)
+        })
+        .collect()
 }
 
 /// `rustup target list --installed` for the active toolchain. Without rustup (a distribution's
@@ -238,10 +334,9 @@ fn wasm32_target_installed() -> bool {
     }
 }
 
-thread_local! {
-    /// `apt-get update` runs at most once per xtask run (a fresh machine has no package lists).
-    static APT_UPDATED: Cell<bool> = const { Cell::new(false) };
-}
+/// One `apt-get` at a time (it holds dpkg's lock), and `apt-get update` at most once per xtask
+/// run (a fresh machine has no package lists): whether it ran.
+static APT: Mutex<bool> = Mutex::new(false);
 
 /// `apt-get install -y PACKAGES`, as root or through sudo (only when not root and sudo exists).
 pub fn apt_install(packages: &[&str]) -> Result<()> {
@@ -264,8 +359,9 @@ pub fn apt_install(packages: &[&str]) -> Result<()> {
     if !root && !succeeds("sudo", &["--version"]) {
         return Err("not root and sudo is not installed".into());
     }
-    if !APT_UPDATED.get() {
-        APT_UPDATED.set(true);
+    let mut updated = APT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !*updated {
+        *updated = true;
         run(apt().args(["update", "-q"]))?;
     }
     run(apt().args(["install", "-y", "-q"]).args(packages))
