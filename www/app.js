@@ -842,10 +842,18 @@ async function registerServiceWorker(inline) {
   const registered = navigator.serviceWorker.register('./sw.js', { scope: './' }).catch(() => null);
   // Isolated already, or a browser without the notion, or reloaded once in this tab already.
   if (self.crossOriginIsolated !== false || reloadedOnce()) return false;
-  if (!(await registered)) return false; // offline support and isolation are optional
+  const registration = await registered;
+  if (!registration) return false; // offline support and isolation are optional
   let timer = 0;
+  const installing = registration.installing || registration.waiting;
   const active = await Promise.race([
     navigator.serviceWorker.ready.then(() => true),
+    // An install that fails (an asset it caches is missing) makes the worker redundant.
+    new Promise((resolve) => {
+      installing?.addEventListener('statechange', () => {
+        if (installing.state === 'redundant') resolve(false);
+      });
+    }),
     new Promise((resolve) => {
       timer = setTimeout(() => resolve(false), ISOLATION_WAIT_MS);
     }),

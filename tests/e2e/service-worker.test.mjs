@@ -1,13 +1,14 @@
 // End-to-end: the first visit over http reloads itself once through the service worker, which
 // serves the site's own assets cross-origin isolated, so the page loads and analyses a trace
-// with the server gone; a file taken before the worker is active is kept, not reloaded away.
+// with the server gone; a file taken before the worker is active is kept, not reloaded away; a
+// worker whose install fails is not waited for.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { requireDist, serve, launch, detectJson, generate, openTrace, artifact } from './helpers.mjs';
+import { requireDist, serve, launch, detectJson, generate, openTrace, artifact, DIST } from './helpers.mjs';
 
 const TIMEOUT = 240_000;
 let browser;
@@ -102,6 +103,30 @@ test('a file taken before the service worker is active is opened, not reloaded a
     await page.evaluate(() => navigator.serviceWorker.ready.then(() => new Promise((resolve) => setTimeout(resolve, 500))));
     assert.equal(seen.loads, 1, 'no reload once a file was taken');
     assert.equal(await page.evaluate(() => self.crossOriginIsolated), false, 'not isolated until the next visit');
+  } finally {
+    await context.close();
+    await srv.close();
+  }
+});
+
+test('a service worker whose install fails: the page is ready without waiting out its limit, unisolated', { timeout: TIMEOUT }, async () => {
+  // A copy of the site missing one asset the worker caches: its install fails.
+  const site = path.join(tmp, 'site-missing-an-asset');
+  fs.cpSync(DIST, site, { recursive: true });
+  fs.rmSync(path.join(site, 'favicon.svg'));
+  const srv = await serve(site);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const seen = countLoads(page);
+  try {
+    await page.goto(`${srv.origin}/`);
+    // Well within the 15 s the page would wait for a worker that installs.
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 10_000 });
+    assert.equal(seen.loads, 1, 'no reload');
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
+    const file = generate('host-bound', path.join(tmp, 'install-failed.sqlite'));
+    await openTrace(page, file, { timeout: TIMEOUT });
+    assert.equal(await page.textContent('[data-testid=verdict]'), detectJson(file).verdict);
   } finally {
     await context.close();
     await srv.close();
