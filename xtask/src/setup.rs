@@ -35,11 +35,10 @@ pub struct Tool {
 
 /// Where a tool comes from. A fresh machine's set-up is downloads for the most part (Debian's
 /// packages, PyPI, npm) beside one compile (wasm-bindgen-cli): each source installs on a thread
-/// of its own, its tools in turn, and Debian's packages of every missing tool in one `apt-get`.
+/// of its own, its tools in turn.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Source {
-    /// Debian's packages (the tool's `install` is this one call).
-    Apt(&'static [&'static str]),
+    Apt,
     Rustup,
     Cargo,
     Npm,
@@ -49,16 +48,12 @@ pub enum Source {
 impl Source {
     /// The sources, each installed on a thread of its own.
     const ALL: [Source; 5] = [
-        Source::Apt(&[]),
+        Source::Apt,
         Source::Rustup,
         Source::Cargo,
         Source::Npm,
         Source::Pip,
     ];
-
-    fn same_kind(self, other: Source) -> bool {
-        std::mem::discriminant(&self) == std::mem::discriminant(&other)
-    }
 }
 
 pub const TOOLS: &[Tool] = &[
@@ -70,7 +65,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y clang",
         builds_page: true,
         compiles_core: true,
-        source: Source::Apt(&["clang"]),
+        source: Source::Apt,
     },
     Tool {
         name: "rust target wasm32-unknown-unknown",
@@ -152,7 +147,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y chromium",
         builds_page: false,
         compiles_core: false,
-        source: Source::Apt(&["chromium"]),
+        source: Source::Apt,
     },
     Tool {
         name: "chromedriver",
@@ -162,7 +157,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y chromium-driver",
         builds_page: false,
         compiles_core: false,
-        source: Source::Apt(&["chromium-driver"]),
+        source: Source::Apt,
     },
     Tool {
         name: "playwright-core (npm)",
@@ -186,7 +181,7 @@ pub const TOOLS: &[Tool] = &[
         manual: "sudo apt-get install -y firefox-esr",
         builds_page: false,
         compiles_core: false,
-        source: Source::Apt(&["firefox-esr"]),
+        source: Source::Apt,
     },
     Tool {
         name: "puppeteer-core (npm)",
@@ -235,7 +230,7 @@ fn install<'a>(tools: impl Iterator<Item = &'a Tool>) -> Result<()> {
                 let of_source: Vec<&Tool> = wanted
                     .iter()
                     .copied()
-                    .filter(|t| t.source.same_kind(source))
+                    .filter(|t| t.source == source)
                     .collect();
                 let thread = scope.spawn({
                     let of_source = of_source.clone();
@@ -279,28 +274,11 @@ fn install<'a>(tools: impl Iterator<Item = &'a Tool>) -> Result<()> {
     }
 }
 
-/// Installs `tools` (of one source) one after another; Debian's packages of all of them in one
-/// `apt-get install` first, each tool's own install only where that did not give it.
+/// Installs `tools` (of one source) one after another.
 fn install_in_turn<'a>(tools: &[&'a Tool]) -> Vec<(&'a Tool, Result<()>)> {
-    let packages: Vec<&str> = tools
-        .iter()
-        .flat_map(|t| match t.source {
-            Source::Apt(packages) => packages.to_vec(),
-            _ => Vec::new(),
-        })
-        .collect();
-    if !packages.is_empty() {
-        println!("  installing Debian's {}", packages.join(", "));
-        if let Err(e) = apt_install(&packages) {
-            println!("  apt-get install of them all failed ({e}); one at a time");
-        }
-    }
     tools
         .iter()
         .map(|&tool| {
-            if (tool.check)() {
-                return (tool, Ok(()));
-            }
             println!("  installing {} ({})", tool.name, tool.why);
             let outcome = (tool.install)().and_then(|()| match (tool.check)() {
                 true => Ok(()),
