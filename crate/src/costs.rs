@@ -17,6 +17,10 @@ pub struct Costs {
     pub launch: f64,
     /// Every kernel, CUDA-graph replay and graph node.
     pub kernels: f64,
+    /// Every copy (memcpy) and memset on the GPU: their GPU durations, as pinned host memory or
+    /// fewer bytes would shorten them. What waits on one (a synchronous `cudaMemcpy`, a stream
+    /// synchronization) follows its replayed end.
+    pub copies: f64,
     /// `(class, F)`: kernels of one class (a `KernelCategory` key), on top of `kernels` (the
     /// first pair naming a class counts).
     pub kernel_classes: Vec<(String, f64)>,
@@ -35,6 +39,7 @@ impl Default for Costs {
             host: 1.0,
             launch: 1.0,
             kernels: 1.0,
+            copies: 1.0,
             kernel_classes: Vec::new(),
             ops: Vec::new(),
             graphs: false,
@@ -77,6 +82,7 @@ impl Costs {
             ("host", self.host),
             ("launch", self.launch),
             ("kernels", self.kernels),
+            ("copies", self.copies),
         ] {
             if f != 1.0 {
                 parts.push(format!("{what} ×{f}"));
@@ -99,7 +105,7 @@ impl Costs {
 
     /// Refuses a factor that is not a finite number in [0, 1000], or an empty op name.
     pub fn check_factors(&self) -> Result<()> {
-        let factors = [self.host, self.launch, self.kernels]
+        let factors = [self.host, self.launch, self.kernels, self.copies]
             .into_iter()
             .chain(self.kernel_classes.iter().map(|c| c.1))
             .chain(self.ops.iter().map(|o| o.1));

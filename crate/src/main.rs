@@ -78,9 +78,10 @@ enum Command {
     ))]
     Gen(cli::generate::GenArgs),
     /// What a fix would buy: the critical path of the steady steps and the step time after a
-    /// change of costs (host time, launches, kernels, one NVTX op), by replaying the export.
+    /// change of costs (host time, launches, kernels, copies, one NVTX op), by replaying the
+    /// export.
     #[command(after_help = concat!(
-        "Without a change, predicts the standard set: host ×0.5, launches ×0.5, kernels ×0.5, host ×0.\n\n",
+        "Without a change, predicts the standard set: host ×0.5, launches ×0.5, kernels ×0.5, host ×0; copies ×0.5 too when copies and memsets fill at least 5 % of the window's device time.\n\n",
         "Exit codes: 0 done, 2 usage error, 3 input that cannot be analysed.\n\n",
         "Example: nsys-lens whatif trace.sqlite --host 0.5 --json"
     ))]

@@ -37,6 +37,15 @@ fn whatif(
     whatif_rows(&rows, &cfg, changes)
 }
 
+/// `changes`, or the standard set for the trace at `path` when none (`whatif::asked`).
+fn asked(path: &Path, changes: &[Costs]) -> Vec<Costs> {
+    let conn = trace::open_path(path).expect("open");
+    let scan = FileScan::of_file(&conn, path, LoadOptions::all(), 1 << 30).expect("scan");
+    let rows = FileRows::over(&conn, &scan);
+    let known = nsys_lens::whatif::Computed(&rows);
+    nsys_lens::whatif::asked(&known, &AnalyzeConfig::default(), changes).expect("asked")
+}
+
 fn write(dir: &Path, scenario: &str, costs: &Costs) -> std::path::PathBuf {
     let path = dir.join(format!(
         "{scenario}-{}.sqlite",
@@ -177,13 +186,42 @@ fn cuda_graphs_at_graph_and_node_level_are_predicted() {
     }
 }
 
+/// A loop whose GPU mostly copies: halving its copies (as the generator writes the run with
+/// them halved) buys most of what halving anything buys, its kernels almost nothing; the
+/// standard set predicts halving them there, and not on a loop that copies nothing.
 #[test]
-fn a_copy_bound_loop_gains_little_from_kernels() {
-    predicts(
-        "copy-bound",
-        None,
-        &[costs(|c| c.kernels = 0.5), costs(|c| c.host = 0.0)],
+fn a_copy_bound_loop_gains_from_copies_not_kernels() {
+    let changes = [
+        costs(|c| c.copies = 0.5),
+        costs(|c| c.kernels = 0.5),
+        costs(|c| c.host = 0.0),
+    ];
+    predicts("copy-bound", None, &changes);
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write(dir.path(), "copy-bound", &Costs::default());
+    let w = whatif(&plain, None, &changes).unwrap();
+    let gain = |i: usize| w.predicted[i].gain_pct.unwrap();
+    assert!(
+        gain(0) < -20.0 && gain(1) > -2.0,
+        "copies {} kernels {}",
+        gain(0),
+        gain(1)
     );
+    let halved = costs(|c| c.copies = 0.5);
+    let standard = whatif(&plain, None, &[]).unwrap();
+    let labels: Vec<&str> = standard
+        .predicted
+        .iter()
+        .map(|p| p.change.as_str())
+        .collect();
+    assert_eq!(labels.last(), Some(&halved.label().as_str()), "{labels:?}");
+    assert_eq!(
+        standard.predicted.last().map(|p| p.gain_pct),
+        Some(Some(gain(0)))
+    );
+    let host_bound = write(dir.path(), "host-bound", &Costs::default());
+    let standard = whatif(&host_bound, None, &[]).unwrap();
+    assert_eq!(standard.predicted.len(), 4, "no copies in host-bound");
 }
 
 #[test]
@@ -193,6 +231,46 @@ fn one_kernel_class_is_predicted() {
         None,
         &[costs(|c| c.kernel_classes = vec![("gemm".into(), 0.5)])],
     );
+}
+
+/// A change of the copies on an export whose copies stage through pageable host memory says
+/// that the replay does not scale their calls (plain SQL counts those copies); an export whose
+/// copies are pinned has no such note.
+#[test]
+fn halving_pageable_copies_says_their_calls_are_not_scaled() {
+    let note = |w: &WhatIf| {
+        w.notes
+            .iter()
+            .find(|n| n.contains("pageable host side"))
+            .cloned()
+    };
+    let pageable = common::public_trace("RajaATAli_SC23-OpenMP__report3.sqlite");
+    let conn = rusqlite::Connection::open(&pageable).expect("open");
+    let (some, all): (i64, i64) = conn
+        .query_row(
+            "SELECT sum(srcKind = 0 OR dstKind = 0), count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count");
+    assert!(some > 0);
+    let w = whatif(&pageable, None, &[]).expect("whatif");
+    assert_eq!(
+        w.predicted.last().map(|p| p.change.as_str()),
+        Some("copies ×0.5")
+    );
+    let said = note(&w).expect("the pageable copies' note");
+    assert!(
+        said.starts_with(&format!("{some} of the {all} copies")),
+        "{said}"
+    );
+    let pinned = common::public_trace("Lianhang666_gpu4__report2.sqlite");
+    let w = whatif(&pinned, None, &[]).expect("whatif");
+    assert_eq!(
+        w.predicted.last().map(|p| p.change.as_str()),
+        Some("copies ×0.5")
+    );
+    assert_eq!(note(&w), None);
 }
 
 /// Every public export with kernels replays to its measured step time (or window), and its
@@ -240,8 +318,14 @@ fn a_change_replayed_beside_others_predicts_what_it_predicts_alone() {
     let dir = tempfile::tempdir().expect("tempdir");
     for scenario in ["host-bound", "tp2-straggler"] {
         let path = write(dir.path(), scenario, &Costs::default());
-        let mut changes = nsys_lens::whatif::standard_set();
-        changes.push(costs(|c| c.kernel_classes = vec![("gemm".into(), 0.5)]));
+        let changes = [
+            costs(|c| c.host = 0.5),
+            costs(|c| c.launch = 0.5),
+            costs(|c| c.kernels = 0.5),
+            costs(|c| c.copies = 0.5),
+            costs(|c| c.host = 0.0),
+            costs(|c| c.kernel_classes = vec![("gemm".into(), 0.5)]),
+        ];
         let together = whatif(&path, None, &changes).expect("whatif");
         assert_eq!(together.predicted.len(), changes.len());
         for (i, change) in changes.iter().enumerate() {
@@ -269,7 +353,7 @@ fn a_change_replayed_beside_others_predicts_what_it_predicts_alone() {
 fn changes_replayed_apart_and_joined_give_the_answer_of_one_replay() {
     use nsys_lens::whatif::apart::{self, Elsewhere, Plan};
     let dir = tempfile::tempdir().expect("tempdir");
-    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs"] {
+    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs", "copy-bound"] {
         let path = write(dir.path(), scenario, &Costs::default());
         for changes in [
             vec![],
@@ -281,7 +365,7 @@ fn changes_replayed_apart_and_joined_give_the_answer_of_one_replay() {
         ] {
             let what = format!("{scenario}, {} changes", changes.len());
             let one = whatif(&path, None, &changes).expect("whatif");
-            let (here, away) = apart::shared(&changes);
+            let (here, away) = apart::shared(&asked(&path, &changes));
             let mut joined = whatif(&path, None, &here).expect("whatif");
             if !away.is_empty() {
                 let conn = trace::open_path(&path).expect("open");
@@ -314,8 +398,8 @@ fn changes_replayed_apart_and_joined_give_the_answer_of_one_replay() {
         }
     }
     // A helper that replayed other changes than asked is refused, not joined.
-    let (here, away) = apart::shared(&[]);
     let path = write(dir.path(), "host-bound", &Costs::default());
+    let (here, away) = apart::shared(&asked(&path, &[]));
     let local = whatif(&path, None, &here).expect("whatif");
     let other = Elsewhere {
         predicted: local.predicted.clone(),
@@ -349,10 +433,10 @@ fn a_helper_fed_the_analysis_workers_rows_gives_the_answer_of_one_replay() {
         }
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs"] {
+    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs", "copy-bound"] {
         let path = write(dir.path(), scenario, &Costs::default());
         let one = whatif(&path, None, &[]).expect("whatif");
-        let (here, away) = apart::shared(&[]);
+        let (here, away) = apart::shared(&asked(&path, &[]));
         let conn = trace::open_path(&path).expect("open");
         let scan = FileScan::of_file(&conn, &path, LoadOptions::all(), 1 << 30).expect("scan");
         let rows = FileRows::over(&conn, &scan);

@@ -85,3 +85,16 @@ test('Root cause of the real pair says where the regression lies on the critical
   assert.equal(parts, cli.parts.filter((p) => p.baseline_us !== 0 || p.target_us !== 0).length);
   assert.deepEqual(s.problems, [], 'no page error');
 });
+
+test('a transfer-bound export: the card predicts halving its copies too, as `whatif --json` does', { timeout: TIMEOUT }, async () => {
+  const { page } = s;
+  const file = publicTrace('Lianhang666_gpu4__report2.sqlite');
+  await openTrace(page, file, { timeout: TIMEOUT });
+  const shown = await whatifShown(page);
+  const cli = cliJson(['whatif', file]);
+  assert.deepEqual(shown.whatif, cli, 'the card answers as the CLI does');
+  assert.equal(cli.predicted.at(-1).change, 'copies ×0.5', 'copies fill most of its device time');
+  const changes = await page.$$eval('[data-table=whatif_predicted] tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
+  assert.deepEqual(changes.slice(1), cli.predicted.map((p) => p.change));
+  assert.deepEqual(s.problems, [], 'no page error');
+});

@@ -158,6 +158,9 @@ pub struct CostArgs {
     /// Every kernel's, CUDA-graph replay's and graph node's GPU duration × F.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub kernels: f64,
+    /// Every copy's (memcpy) and memset's GPU duration × F (pinned host memory, fewer bytes).
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub copies: f64,
     /// The kernels of one class (gemm, attention, collective, norm, elementwise, reduction,
     /// sampling, memory, other, …) × F, on top of --kernels; repeatable.
     #[arg(long, value_name = "CLASS=F", value_parser = named_factor)]
@@ -173,6 +176,7 @@ impl CostArgs {
             host: self.host,
             launch: self.launch,
             kernels: self.kernels,
+            copies: self.copies,
             kernel_classes: self.kernel_class.clone(),
             ops: self.op.clone(),
             graphs: false,

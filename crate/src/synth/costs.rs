@@ -11,12 +11,14 @@ use crate::error::{Error, Result};
 use super::timeline::Ns;
 use crate::costs::scale;
 
-/// What a scenario lets be scaled: `host` (with `ops`), `launch`, `kernels` (with `kernel_classes`).
+/// What a scenario lets be scaled: `host` (with `ops`), `launch`, `kernels` (with
+/// `kernel_classes`), `copies`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Knobs {
     pub host: bool,
     pub launch: bool,
     pub kernels: bool,
+    pub copies: bool,
 }
 
 impl Knobs {
@@ -24,18 +26,22 @@ impl Knobs {
         host: true,
         launch: true,
         kernels: true,
+        copies: true,
     };
-    /// Launch calls and kernels only: the scenario's answers are planned from its host durations.
+    /// Launch calls and GPU work only: the scenario's answers are planned from its host
+    /// durations.
     pub const DEVICE: Knobs = Knobs {
         host: false,
         launch: true,
         kernels: true,
+        copies: true,
     };
     /// None: the scenario places its rows explicitly, or its answers are planned statuses.
     pub const NONE: Knobs = Knobs {
         host: false,
         launch: false,
         kernels: false,
+        copies: false,
     };
 
     /// The knobs of `used` these do not support.
@@ -44,6 +50,7 @@ impl Knobs {
             host: used.host && !self.host,
             launch: used.launch && !self.launch,
             kernels: used.kernels && !self.kernels,
+            copies: used.copies && !self.copies,
         }
     }
 
@@ -58,6 +65,9 @@ impl Knobs {
         }
         if self.kernels {
             out.extend(["--kernels", "--kernel-class"]);
+        }
+        if self.copies {
+            out.push("--copies");
         }
         out
     }
@@ -79,7 +89,8 @@ pub const KERNEL_CLASSES: [&str; 9] = [
 
 /// Multipliers of one run's costs (`crate::costs::Costs`): 1 (the default) leaves a cost as
 /// drawn. `host` scales every `Sim::advance` and `Sim::range`, `launch` the launch calls'
-/// durations, `kernels` every kernel's and graph node's GPU duration.
+/// durations, `kernels` every kernel's and graph node's GPU duration, `copies` every copy's and
+/// memset's.
 pub use crate::costs::Costs;
 
 impl Costs {
@@ -95,6 +106,7 @@ impl Costs {
             host: self.host != 1.0 || set(&self.ops),
             launch: self.launch != 1.0,
             kernels: self.kernels != 1.0 || set(&self.kernel_classes),
+            copies: self.copies != 1.0,
         }
     }
 
@@ -128,6 +140,11 @@ impl Costs {
     /// A kernel-launch call's duration `ns`.
     pub fn launch_ns(&self, ns: Ns) -> Ns {
         scale(ns, self.launch)
+    }
+
+    /// GPU duration `ns` of a copy or a memset.
+    pub fn copy_ns(&self, ns: Ns) -> Ns {
+        scale(ns, self.copies)
     }
 
     /// GPU duration `ns` of a kernel (or graph node) named `short`.

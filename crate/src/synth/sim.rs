@@ -373,6 +373,7 @@ impl Sim {
         api_dur: Ns,
         dur: Ns,
     ) -> MemOp {
+        let dur = self.costs.copy_ns(dur);
         let s = self.host[p];
         let corr = self.api_row(p, api, s, s + api_dur);
         self.host[p] = s + api_dur;

@@ -75,7 +75,8 @@ pub fn whatif_traces(
         (true, _) => whatif::path_known(&*rows, &cfg, &*target),
         (false, false) => target.whatif(&cfg, &opts.changes),
         (false, true) => {
-            let (here, away) = apart::shared(&opts.changes);
+            let asked = whatif::asked(&*target, &cfg, &opts.changes)?;
+            let (here, away) = apart::shared(&asked);
             let mine = match &feed {
                 Some(feed) => target.whatif_feeding(&cfg, &here, &mut PageFeed(feed)),
                 None => target.whatif(&cfg, &here),
@@ -132,14 +133,17 @@ pub fn whatif_plan(
 ) -> Result<Option<Vec<u8>>, WebError> {
     init();
     let opts: WhatifOptions = from_json("what-if options", options_json)?;
-    let trace = open_trace(id)?;
-    let (_, away) = apart::shared(&opts.changes);
-    if away.is_empty() || opts.path_only {
+    if opts.path_only {
         return Ok(None);
     }
-    let b = trace
-        .analysis(&config(&trace, &opts)?)
-        .map_err(WebError::from)?;
+    let trace = open_trace(id)?;
+    let cfg = config(&trace, &opts)?;
+    let asked = whatif::asked(&*trace, &cfg, &opts.changes).map_err(WebError::from)?;
+    let (_, away) = apart::shared(&asked);
+    if away.is_empty() {
+        return Ok(None);
+    }
+    let b = trace.analysis(&cfg).map_err(WebError::from)?;
     Plan::write(&b.steady_cycles, &away)
         .map(Some)
         .map_err(WebError::from)

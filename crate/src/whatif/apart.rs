@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Costs, Prediction, WhatIf, check, gain_pct, prediction, replay, standard_set};
+use super::{Costs, Prediction, WhatIf, check, gain_pct, prediction, replay};
 use crate::analyze::breakdown::CycleBounds;
 use crate::error::{Error, Result};
 use crate::model::rows::EventRows;
@@ -99,16 +99,13 @@ pub struct Elsewhere {
     pub peak_points: usize,
 }
 
-/// `changes` (the standard set when empty) split in two: those the analysis worker replays
+/// `changes` (at least one: [`super::asked`]) split in two: those the analysis worker replays
 /// beside the unchanged costs, and those a helper replays (none of fewer than two). The
 /// replays, the unchanged costs' included, are shared as evenly as they go, the odd one to the
 /// helper (the analysis worker finds the steady steps first); the first share is never empty,
 /// which would read as the standard set.
 pub fn shared(changes: &[Costs]) -> (Vec<Costs>, Vec<Costs>) {
-    let mut here = match changes.is_empty() {
-        true => standard_set(),
-        false => changes.to_vec(),
-    };
+    let mut here = changes.to_vec();
     let apart = match here.len() {
         0 | 1 => Vec::new(),
         n => here.split_off((n.div_ceil(2) - 1).max(1)),

@@ -35,20 +35,48 @@ use graph::{Part, PartTimes, Place};
 pub use crate::costs::Costs;
 pub use replay::Feed;
 
+/// The share of the window's device time that copies and memsets fill beyond what compute
+/// hid (the verdict's `bound.shares.transfer`) from which the standard set halves them too:
+/// below it, halving them buys under 2.5 % of the window, not worth a replay of every row.
+pub const COPIES_SHARE: f64 = 0.05;
+
 /// The changes predicted when none is asked for: halve the host's own time, the launch calls,
-/// the kernels; and no host time at all.
-pub fn standard_set() -> Vec<Costs> {
+/// the kernels; no host time at all; and, when copies and memsets fill at least
+/// [`COPIES_SHARE`] of the window's device time by `verdict`, halve them.
+pub fn standard_set(verdict: &DetectReport) -> Vec<Costs> {
     let with = |f: fn(&mut Costs)| {
         let mut c = Costs::default();
         f(&mut c);
         c
     };
-    vec![
+    let mut set = vec![
         with(|c| c.host = 0.5),
         with(|c| c.launch = 0.5),
         with(|c| c.kernels = 0.5),
         with(|c| c.host = 0.0),
-    ]
+    ];
+    let transfers = verdict.bound.as_ref().map_or(0.0, |b| b.shares.transfer);
+    if transfers >= COPIES_SHARE {
+        set.push(with(|c| c.copies = 0.5));
+    }
+    set
+}
+
+/// `changes`, or the standard set for the trace `known` answers for when none is asked.
+pub fn asked(known: &dyn Known, cfg: &AnalyzeConfig, changes: &[Costs]) -> Result<Vec<Costs>> {
+    match changes.is_empty() {
+        true => Ok(standard_set(&verdict_of(known, cfg)?)),
+        false => Ok(changes.to_vec()),
+    }
+}
+
+/// The verdict the replay's bound is set beside, and the standard set chosen by.
+fn verdict_of(known: &dyn Known, cfg: &AnalyzeConfig) -> Result<DetectReport> {
+    known.verdict(&DetectConfig {
+        file_label: cfg.label.clone(),
+        step_marker: cfg.step_marker.clone(),
+        ..DetectConfig::default()
+    })
 }
 
 /// Refuses a factor out of range, an empty op name and a class no kernel rule names.
@@ -250,11 +278,16 @@ pub fn whatif_known(
     changes: &[Costs],
     known: &dyn Known,
 ) -> Result<WhatIf> {
-    let standard = standard_set();
-    match changes.is_empty() {
-        true => replayed_under(rows, cfg, &standard, known, None),
-        false => replayed_under(rows, cfg, changes, known, None),
-    }
+    let verdict = verdict_of(known, cfg)?;
+    let standard;
+    let changes = match changes.is_empty() {
+        true => {
+            standard = standard_set(&verdict);
+            &standard[..]
+        }
+        false => changes,
+    };
+    replayed_under(rows, cfg, changes, (known, &verdict), None)
 }
 
 /// [`whatif_known`] of `changes` (at least one), the rows also handed to `feed`: a helper
@@ -266,7 +299,8 @@ pub fn whatif_feeding(
     known: &dyn Known,
     feed: &mut dyn replay::Feed,
 ) -> Result<WhatIf> {
-    replayed_under(rows, cfg, changes, known, Some(feed))
+    let verdict = verdict_of(known, cfg)?;
+    replayed_under(rows, cfg, changes, (known, &verdict), Some(feed))
 }
 
 /// The measured and replayed step time and the critical path, without predictions: what a
@@ -277,14 +311,15 @@ pub fn path_rows(rows: &dyn EventRows, cfg: &AnalyzeConfig) -> Result<WhatIf> {
 
 /// [`path_rows`] with the analysis and the verdict taken from `known`.
 pub fn path_known(rows: &dyn EventRows, cfg: &AnalyzeConfig, known: &dyn Known) -> Result<WhatIf> {
-    replayed_under(rows, cfg, &[], known, None)
+    let verdict = verdict_of(known, cfg)?;
+    replayed_under(rows, cfg, &[], (known, &verdict), None)
 }
 
 fn replayed_under(
     rows: &dyn EventRows,
     cfg: &AnalyzeConfig,
     changes: &[Costs],
-    known: &dyn Known,
+    (known, verdict): (&dyn Known, &DetectReport),
     feed: Option<&mut dyn replay::Feed>,
 ) -> Result<WhatIf> {
     for c in changes {
@@ -313,7 +348,7 @@ fn replayed_under(
         _ => change_pct(replayed.window_us, measured.window_us),
     };
     let critical_path = critical_path_of(&base, strings);
-    let bound = bounds(known, cfg, critical_path.bound, !cycles.is_empty())?;
+    let bound = bounds(verdict, critical_path.bound, !cycles.is_empty());
     let mut predicted = Vec::with_capacity(changes.len());
     let mut peak_points = base.peak_points;
     for (costs, r) in changes.iter().zip(replays) {
@@ -323,6 +358,9 @@ fn replayed_under(
         predicted.push(p);
     }
     let mut notes = Vec::new();
+    if let Some(note) = pageable_note(verdict, changes) {
+        notes.push(note);
+    }
     if cycles.is_empty() {
         notes.push(format!(
             "no steady steps ({}): the window from the first GPU operation to the last is replayed, and the critical path is not split by step",
@@ -343,14 +381,24 @@ fn replayed_under(
     })
 }
 
+/// When a change scales copies and some copies have a pageable host side: their calls stage the
+/// transfer through pinned memory on the host and return only once it is staged or done
+/// (NVIDIA's "API synchronization behavior", docs/whatif.md), which the replay does not scale.
+fn pageable_note(verdict: &DetectReport, changes: &[Costs]) -> Option<String> {
+    if changes.iter().all(|c| c.copies == 1.0) {
+        return None;
+    }
+    let copies = &verdict.bound.as_ref()?.copies;
+    let pageable: u64 = copies.iter().map(|c| c.pageable).sum();
+    let all: u64 = copies.iter().map(|c| c.count).sum();
+    (pageable > 0).then(|| format!(
+        "{pageable} of the {all} copies have a pageable host side: their CUDA calls stage the transfer on the host and return once it is staged or done, and the replay scales the copies' GPU time, not those calls, so a copies change understates what pinned memory would buy"
+    ))
+}
+
 /// The path's bound next to the threshold verdict's; without steady steps there is no path to
 /// compare (its bound reads mixed) and no note.
-fn bounds(known: &dyn Known, cfg: &AnalyzeConfig, path: BoundKind, steps: bool) -> Result<Bounds> {
-    let report = known.verdict(&DetectConfig {
-        file_label: cfg.label.clone(),
-        step_marker: cfg.step_marker.clone(),
-        ..DetectConfig::default()
-    })?;
+fn bounds(report: &DetectReport, path: BoundKind, steps: bool) -> Bounds {
     let verdict = report.bound.as_ref().map(|b| b.kind);
     let host_verdict = report.verdict;
     let path_host = path == BoundKind::Host;
@@ -370,12 +418,12 @@ fn bounds(known: &dyn Known, cfg: &AnalyzeConfig, path: BoundKind, steps: bool) 
         ),
         _ => None,
     };
-    Ok(Bounds {
+    Bounds {
         path,
         verdict,
         host_verdict,
         note,
-    })
+    }
 }
 
 /// Where a stretch of the critical path lies: a host thread (`tid`, the `globalTid` as a string:

@@ -69,6 +69,25 @@ fn is_launch(name: &str) -> bool {
     name.starts_with("cudaLaunchKernel") || name.starts_with("cudaGraphLaunch")
 }
 
+/// Each row of `scaled` is its row of `base`, its duration halved.
+fn assert_halved(base: &[(String, i64)], scaled: &[(String, i64)]) {
+    assert_eq!(base.len(), scaled.len());
+    for (b, s) in base.iter().zip(scaled) {
+        assert_eq!((&b.0, half(b.1)), (&s.0, s.1));
+    }
+}
+
+/// Every CUDA call of `scaled` but the stream syncs (which wait for the GPU) lasts as in `base`.
+fn assert_calls_kept(base: &Path, scaled: &Path) {
+    let (bc, sc) = (calls(base), calls(scaled));
+    assert_eq!(bc.len(), sc.len());
+    for (b, s) in bc.iter().zip(&sc) {
+        if !b.0.starts_with("cudaStreamSynchronize") {
+            assert_eq!(b, s);
+        }
+    }
+}
+
 /// Host-work ranges of the decode loop: leaves, so their self time is their duration.
 const HOST_OPS: [&str; 5] = [
     "_schedule",
@@ -142,17 +161,9 @@ fn kernels_half_halves_every_kernel_and_keeps_the_host() {
         ..Costs::default()
     };
     let (scaled, answers) = write(dir.path(), "host-bound", &costs);
-    let (bk, sk) = (kernels(&base), kernels(&scaled));
-    assert_eq!(bk.len(), sk.len());
-    for (b, s) in bk.iter().zip(&sk) {
-        assert_eq!((&b.0, half(b.1)), (&s.0, s.1));
-    }
-    let (bc, sc) = (calls(&base), calls(&scaled));
-    for (b, s) in bc.iter().zip(&sc) {
-        if !b.0.starts_with("cudaStreamSynchronize") {
-            assert_eq!(b, s);
-        }
-    }
+    let sk = kernels(&scaled);
+    assert_halved(&kernels(&base), &sk);
+    assert_calls_kept(&base, &scaled);
     assert_eq!(ranges(&base).len(), ranges(&scaled).len());
     for (b, s) in ranges(&base).iter().zip(&ranges(&scaled)) {
         if HOST_OPS.contains(&b.0.as_str()) {
@@ -192,6 +203,40 @@ fn launch_and_class_factors_scale_only_their_rows() {
         }
     }
     assert!(launches > 0);
+}
+
+/// `copies`: every copy's and memset's GPU duration halved, every kernel and every call's
+/// duration as drawn (the copies are async from pinned memory: their calls do not wait).
+#[test]
+fn copies_half_halves_every_copy_and_memset_and_keeps_kernels_and_calls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (base, _) = write(dir.path(), "copy-bound", &Costs::default());
+    let costs = Costs {
+        copies: 0.5,
+        ..Costs::default()
+    };
+    let (scaled, answers) = write(dir.path(), "copy-bound", &costs);
+    let memory = |path: &Path| {
+        let mut rows = durations(
+            path,
+            "SELECT 'copy', start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY rowid",
+        );
+        rows.extend(durations(
+            path,
+            "SELECT 'memset', start, end FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY rowid",
+        ));
+        rows
+    };
+    let base_memory = memory(&base);
+    assert!(
+        base_memory.len() > 4,
+        "{} copies and memsets",
+        base_memory.len()
+    );
+    assert_halved(&base_memory, &memory(&scaled));
+    assert_eq!(kernels(&base), kernels(&scaled));
+    assert_calls_kept(&base, &scaled);
+    assert_eq!(answers["costs"]["copies"].as_f64(), Some(0.5));
 }
 
 #[test]

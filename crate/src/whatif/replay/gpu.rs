@@ -133,7 +133,7 @@ impl Replay<'_> {
                 scale(took, self.costs.class_factor(KernelCategory::Replay.key())),
                 Part::Compute,
             ),
-            Work::Copy { .. } | Work::Memset => (took, Part::Transfers),
+            Work::Copy { .. } | Work::Memset => (scale(took, self.costs.copies), Part::Transfers),
         }
     }
 
