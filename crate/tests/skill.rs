@@ -282,6 +282,14 @@ fn every_command_of_the_skill_runs_and_every_field_it_names_exists() {
             &base,
             &target,
         ),
+        // Copies staged through pageable memory: the thresholds call the host a bottleneck,
+        // the critical path says transfers (what-if's `bound.note`).
+        trace_set(
+            "pageable",
+            generate_in(dir, "copy-bound-pageable"),
+            &base,
+            &target,
+        ),
     ];
     sets[1].runs_the_rest = true;
     // A real export without kernel records: only its report's host side.

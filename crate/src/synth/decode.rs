@@ -25,8 +25,9 @@ pub enum Launch {
         nodes: Vec<(KernelKind, Ns, u32)>,
         ids: Option<GraphIds>,
     },
-    /// A `cudaMemcpyAsync` host-to-device copy of `bytes` from pinned memory, running `dur`.
-    CopyHtoD { bytes: i64, dur: Ns },
+    /// A `cudaMemcpyAsync` host-to-device copy of `bytes` from pinned memory, running `dur`; from
+    /// pageable memory when `pageable` (its call then lasts until the copy ends).
+    CopyHtoD { bytes: i64, dur: Ns, pageable: bool },
 }
 
 /// One forward step and the host work around it.
@@ -140,8 +141,19 @@ fn submit(sim: &mut Sim, p: usize, launch: &Launch, pacing: Pacing) {
         Launch::Graph { nodes, ids } => {
             sim.graph_launch(p, 2 * pacing.api, nodes, pacing.gpu_gap, *ids);
         }
-        Launch::CopyHtoD { bytes, dur } => {
+        Launch::CopyHtoD {
+            bytes,
+            dur,
+            pageable: false,
+        } => {
             sim.memcpy_htod(p, *bytes, pacing.api, *dur);
+        }
+        Launch::CopyHtoD {
+            bytes,
+            dur,
+            pageable: true,
+        } => {
+            sim.memcpy_htod_pageable(p, *bytes, pacing.api, *dur);
         }
     }
 }

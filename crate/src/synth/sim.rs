@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use super::costs::Costs;
 use super::kinds::{self, KernelKind};
 use super::timeline::{
-    Api, COPY_DTOH, COPY_HTOD, GraphReplay, Kernel, MEM_DEVICE, MEM_PINNED, MemOp,
+    Api, COPY_DTOH, COPY_HTOD, GraphReplay, Kernel, MEM_DEVICE, MEM_PAGEABLE, MEM_PINNED, MemOp,
     NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, Ns, Nvtx, SyncOp, Timeline, US,
 };
 
@@ -355,6 +355,34 @@ impl Sim {
         (op.src_kind, op.dst_kind) = (MEM_PINNED, MEM_DEVICE);
         self.tl.memcpy.push(op);
         (op.start, op.end)
+    }
+
+    /// `cudaMemcpyAsync` host-to-device of `bytes` from pageable memory: the call stages the
+    /// buffer through pinned memory and returns `api_dur` after the copy has ended (NVIDIA's
+    /// "API synchronization behavior": an async copy from pageable memory is synchronous with
+    /// the host), so the host waits out the copy; returns the copy's `(start, end)` on the GPU.
+    pub fn memcpy_htod_pageable(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) -> (Ns, Ns) {
+        let dur = self.costs.copy_ns(dur);
+        let s = self.host[p];
+        let d = self.tl.procs[p].device;
+        let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
+        let e = ms + dur + api_dur;
+        let corr = self.api_row(p, kinds::MEMCPY_ASYNC, s, e);
+        self.host[p] = e;
+        self.set_gpu_free(d, ms + dur);
+        self.tl.memcpy.push(MemOp {
+            start: ms,
+            end: ms + dur,
+            corr,
+            bytes,
+            kind: COPY_HTOD,
+            src_kind: MEM_PAGEABLE,
+            dst_kind: MEM_DEVICE,
+            proc: p as u8,
+            device: d as u8,
+            stream: STREAM,
+        });
+        (ms, ms + dur)
     }
 
     /// `cudaMemsetAsync` of `bytes` of device memory, queued on the compute stream.

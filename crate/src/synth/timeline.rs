@@ -145,6 +145,8 @@ pub struct Nvtx {
 pub const COPY_HTOD: u8 = 1;
 /// `ENUM_CUDA_MEMCPY_OPER`: device to host.
 pub const COPY_DTOH: u8 = 2;
+/// `ENUM_CUDA_MEM_KIND`: pageable host memory.
+pub const MEM_PAGEABLE: u8 = 0;
 /// `ENUM_CUDA_MEM_KIND`: page-locked (pinned) host memory.
 pub const MEM_PINNED: u8 = 1;
 /// `ENUM_CUDA_MEM_KIND`: device memory.

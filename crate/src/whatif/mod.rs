@@ -382,8 +382,9 @@ fn replayed_under(
 }
 
 /// When a change scales copies and some copies have a pageable host side: their calls stage the
-/// transfer through pinned memory on the host and return only once it is staged or done
-/// (NVIDIA's "API synchronization behavior", docs/whatif.md), which the replay does not scale.
+/// transfer through pinned memory and return once it is staged or done (NVIDIA's "API
+/// synchronization behavior", docs/whatif.md). The replay ends each such call as its copy ends,
+/// so a faster copy shortens it; pinned memory would also let the call return at once.
 fn pageable_note(verdict: &DetectReport, changes: &[Costs]) -> Option<String> {
     if changes.iter().all(|c| c.copies == 1.0) {
         return None;
@@ -392,7 +393,7 @@ fn pageable_note(verdict: &DetectReport, changes: &[Costs]) -> Option<String> {
     let pageable: u64 = copies.iter().map(|c| c.pageable).sum();
     let all: u64 = copies.iter().map(|c| c.count).sum();
     (pageable > 0).then(|| format!(
-        "{pageable} of the {all} copies have a pageable host side: their CUDA calls stage the transfer on the host and return once it is staged or done, and the replay scales the copies' GPU time, not those calls, so a copies change understates what pinned memory would buy"
+        "{pageable} of the {all} copies have a pageable host side: their CUDA calls stage the transfer on the host and end as their copies end, which the replay keeps (a faster copy ends its call sooner); pinned memory would also let those calls return at once, which no factor here replays"
     ))
 }
 

@@ -239,6 +239,43 @@ fn copies_half_halves_every_copy_and_memset_and_keeps_kernels_and_calls() {
     assert_eq!(answers["costs"]["copies"].as_f64(), Some(0.5));
 }
 
+/// A copy from pageable memory: its call stages it and returns once it ends, so a halved copy
+/// ends its call as much sooner (a call returns as long after its copy's end in both runs).
+#[test]
+fn copies_half_halves_a_pageable_copy_and_its_call_still_ends_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = "copy-bound-pageable";
+    let (base, _) = write(dir.path(), scenario, &Costs::default());
+    let costs = Costs {
+        copies: 0.5,
+        ..Costs::default()
+    };
+    let (scaled, _) = write(dir.path(), scenario, &costs);
+    // (copy, its call's start, its call's end - the copy's end)
+    let staged = |path: &Path| {
+        durations(
+            path,
+            "SELECT 'copy', m.start, m.end FROM CUPTI_ACTIVITY_KIND_MEMCPY m \
+             WHERE m.srcKind = 0 ORDER BY m.rowid",
+        )
+    };
+    let returns = |path: &Path| {
+        durations(
+            path,
+            "SELECT 'return', m.end, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r \
+             JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId \
+             WHERE m.srcKind = 0 AND r.start < m.start ORDER BY m.rowid",
+        )
+    };
+    let (bm, sm) = (staged(&base), staged(&scaled));
+    assert!(bm.len() > 4, "{} pageable copies", bm.len());
+    assert_halved(&bm, &sm);
+    let (br, sr) = (returns(&base), returns(&scaled));
+    assert_eq!(br.len(), bm.len(), "each call starts before its copy");
+    assert_eq!(br, sr);
+    assert!(br.iter().all(|r| r.1 > 0 && r.1 == br[0].1), "{br:?}");
+}
+
 #[test]
 fn an_op_factor_scales_that_op_alone() {
     let dir = tempfile::tempdir().expect("tempdir");

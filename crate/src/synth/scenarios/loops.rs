@@ -321,6 +321,7 @@ fn class_launches(context: bool) -> Vec<Launch> {
     launches.push(Launch::CopyHtoD {
         bytes: 4 << 20,
         dur: 60 * US,
+        pageable: false,
     });
     launches
 }

@@ -29,7 +29,7 @@ type Builder = fn(u64, u32, &Costs) -> Built;
 
 /// `(name, one-line description, builder, the cost knobs it supports)`; `--scale N` multiplies
 /// the steps (or gaps).
-pub const SCENARIOS: [(&str, &str, Builder, Knobs); 24] = [
+pub const SCENARIOS: [(&str, &str, Builder, Knobs); 25] = [
     (
         "host-bound",
         "TP=1 decode loop, eager cudaLaunchKernel, exposed _prepare_tp_inputs, short kernels: YES, host prep confirmed (1280 kernels per scale unit)",
@@ -118,6 +118,12 @@ pub const SCENARIOS: [(&str, &str, Builder, Knobs); 24] = [
         "copy-bound",
         "TP=1 decode loop streaming each layer's 64 MiB of weights host to device (pinned cudaMemcpyAsync, ~2.8 ms) before its short kernels, host a step ahead: NO, transfer-bound",
         copies::copy_bound,
+        Knobs::ALL,
+    ),
+    (
+        "copy-bound-pageable",
+        "copy-bound with the weights in pageable host memory: each cudaMemcpyAsync stages its copy and returns once it ends, so the host waits out every copy: YES by the thresholds (the host sits in its copy calls), transfer-bound by the critical path",
+        copies::copy_bound_pageable,
         Knobs::ALL,
     ),
     (

@@ -5,7 +5,7 @@
 use super::super::graph::{NONE, Part, Place, Point, PointId};
 use super::{
     Anchor, DEFAULT_GAP, DEFAULT_LATENCY, Ended, GPU_END, Launch, MAX_LAUNCHES, Member, OpenWork,
-    Replay, UNEXPLAINED, widen,
+    Replay, Staged, UNEXPLAINED, widen,
 };
 use crate::costs::scale;
 use crate::model::rows::KernelRow;
@@ -15,13 +15,13 @@ use crate::names::kernels::KernelCategory;
 impl Replay<'_> {
     pub(super) fn work_start(&mut self, k: &KernelRow) {
         let s = k.start;
-        let launch = (k.correlation != 0)
-            .then(|| self.launch_of(k))
-            .flatten()
-            .map(|l| match l.end {
-                Some(end) if s >= end.measured => (end, l.graph),
-                _ => (l.start, l.graph),
-            });
+        let launched = (k.correlation != 0).then(|| self.launch_of(k)).flatten();
+        let staging = matches!(k.work, Work::Copy { pageable: true, .. })
+            && launched.is_some_and(|l| l.end.is_none());
+        let launch = launched.map(|l| match l.end {
+            Some(end) if s >= end.measured => (end, l.graph),
+            _ => (l.start, l.graph),
+        });
         let graphed = launch.and_then(|(_, graph)| graph);
         let stream = self.streams.get(&(k.device, k.stream)).map(|e| e.at);
         let device = self.devices.entry(k.device).or_default();
@@ -93,6 +93,14 @@ impl Replay<'_> {
         };
         self.time_bounds(start);
         let (duration, part) = self.duration(k);
+        if staging {
+            let staged = Staged {
+                copy_start: start,
+                measured_end: k.end.max(s),
+                replayed_end: time + duration,
+            };
+            self.staged.insert((k.process, k.correlation), staged);
+        }
         let collective = (part == Part::Communication).then(|| self.join(k, start));
         let slot = self.work.insert(OpenWork {
             device: k.device,

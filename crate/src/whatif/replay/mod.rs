@@ -314,6 +314,16 @@ struct Launch {
     once: bool,
 }
 
+/// A copy with a pageable host side whose call was still open when it started: the call stages
+/// the transfer through pinned memory and returns once it is staged or done (NVIDIA's "API
+/// synchronization behavior"), so its end follows the copy's, offset as measured.
+#[derive(Debug, Clone, Copy)]
+struct Staged {
+    copy_start: Anchor,
+    measured_end: Ns,
+    replayed_end: Ns,
+}
+
 /// Under `--graphs`, what a kernel-launch call in a steady step becomes: the step's graph
 /// launch (the thread's first launch in the step), or a launch it absorbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -432,6 +442,8 @@ struct Replay<'a> {
     segments: Vec<Segment>,
     /// Collectives by (name, place in each device's sequence): the devices' instances so far.
     collectives: HashMap<(NameId, u64), Vec<Member>>,
+    /// Copies with a pageable side, by the call staging them, until that call ends.
+    staged: HashMap<(ProcessIdx, u32), Staged>,
     collective_order: VecDeque<(NameId, u64)>,
     /// Per (device, name): the collectives of that name the device started.
     ordinals: HashMap<(u32, NameId), u64>,
@@ -471,6 +483,7 @@ impl<'a> Replay<'a> {
             keep: None,
             segments: Vec::new(),
             collectives: HashMap::new(),
+            staged: HashMap::new(),
             collective_order: VecDeque::new(),
             ordinals: HashMap::new(),
             graph_launches: HashMap::new(),
@@ -658,18 +671,29 @@ impl<'a> Replay<'a> {
         };
         let s = c.start.measured;
         let took = e - s;
-        let (time, pred, part) = match c.kind {
-            ApiKind::Launch if matches!(c.graph, GraphRole::Absorbed(_)) => {
+        let staged = matches!(c.kind, ApiKind::Memcpy { .. })
+            .then(|| self.staged.remove(&(c.process, c.correlation)))
+            .flatten();
+        let (time, pred, part) = match (staged, c.kind) {
+            (Some(st), _) => (
+                (st.replayed_end + (e - st.measured_end)).max(c.start.replayed),
+                st.copy_start.point,
+                Part::Transfers,
+            ),
+            (None, ApiKind::Launch) if matches!(c.graph, GraphRole::Absorbed(_)) => {
                 (c.start.replayed, c.start.point, Part::Launch)
             }
-            ApiKind::Launch | ApiKind::GraphLaunch => (
+            (None, ApiKind::Launch | ApiKind::GraphLaunch) => (
                 c.start.replayed + scale(took, self.costs.launch),
                 c.start.point,
                 Part::Launch,
             ),
-            ApiKind::BlockingSync
-            | ApiKind::Memcpy { is_async: false }
-            | ApiKind::Memset { is_async: false } => self.sync_end(&c, e),
+            (
+                None,
+                ApiKind::BlockingSync
+                | ApiKind::Memcpy { is_async: false }
+                | ApiKind::Memset { is_async: false },
+            ) => self.sync_end(&c, e),
             _ => (c.start.replayed + took, c.start.point, Part::Calls),
         };
         let point = self.points.push(Point {
