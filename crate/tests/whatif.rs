@@ -360,7 +360,12 @@ fn a_change_replayed_beside_others_predicts_what_it_predicts_alone() {
 fn changes_replayed_apart_and_joined_give_the_answer_of_one_replay() {
     use nsys_lens::whatif::apart::{self, Elsewhere, Plan};
     let dir = tempfile::tempdir().expect("tempdir");
-    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs", "copy-bound"] {
+    for scenario in [
+        "host-bound",
+        "tp2-straggler",
+        "cuda-graphs",
+        "copy-bound-pageable",
+    ] {
         let path = write(dir.path(), scenario, &Costs::default());
         for changes in [
             vec![],
@@ -440,7 +445,12 @@ fn a_helper_fed_the_analysis_workers_rows_gives_the_answer_of_one_replay() {
         }
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    for scenario in ["host-bound", "tp2-straggler", "cuda-graphs", "copy-bound"] {
+    for scenario in [
+        "host-bound",
+        "tp2-straggler",
+        "cuda-graphs",
+        "copy-bound-pageable",
+    ] {
         let path = write(dir.path(), scenario, &Costs::default());
         let one = whatif(&path, None, &[]).expect("whatif");
         let (here, away) = apart::shared(&asked(&path, &[]));

@@ -358,7 +358,7 @@ fn replayed_under(
         predicted.push(p);
     }
     let mut notes = Vec::new();
-    if let Some(note) = pageable_note(verdict, changes) {
+    if let Some(note) = pageable_note(verdict) {
         notes.push(note);
     }
     if cycles.is_empty() {
@@ -381,14 +381,12 @@ fn replayed_under(
     })
 }
 
-/// When a change scales copies and some copies have a pageable host side: their calls stage the
-/// transfer through pinned memory and return once it is staged or done (NVIDIA's "API
-/// synchronization behavior", docs/whatif.md). The replay ends each such call as its copy ends,
-/// so a faster copy shortens it; pinned memory would also let the call return at once.
-fn pageable_note(verdict: &DetectReport, changes: &[Costs]) -> Option<String> {
-    if changes.iter().all(|c| c.copies == 1.0) {
-        return None;
-    }
+/// When the verdict counts copies with a pageable host side: their calls stage the transfer
+/// through pinned memory and return once it is staged or done (NVIDIA's "API synchronization
+/// behavior", docs/whatif.md). The replay ends each such call as its copy ends; pinned memory
+/// would also let the call return at once, which no factor replays. Whatever the changes: the
+/// page's two workers each replay some of them and join the first one's notes.
+fn pageable_note(verdict: &DetectReport) -> Option<String> {
     let copies = &verdict.bound.as_ref()?.copies;
     let pageable: u64 = copies.iter().map(|c| c.pageable).sum();
     let all: u64 = copies.iter().map(|c| c.count).sum();
