@@ -252,6 +252,20 @@ fn calls_staging_pageable_copies_end_as_their_copies_end() {
         None,
         &[halved.clone(), costs(|c| c.host = 0.5)],
     );
+    // Its host waits out the copies: the thresholds say YES, the path says transfers.
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write(dir.path(), "copy-bound-pageable", &Costs::default());
+    let w = whatif(&plain, None, &[]).expect("whatif");
+    use nsys_lens::detect::bound::BoundKind;
+    assert_eq!(
+        (w.bound.path, w.bound.host_verdict),
+        (BoundKind::Transfer, "YES")
+    );
+    let said = w.bound.note.as_deref().unwrap_or_default();
+    assert!(
+        said.starts_with("the thresholds call the host a bottleneck, yet the steady steps' critical path is transfer-bound"),
+        "{said}"
+    );
     let pageable = common::public_trace("RajaATAli_SC23-OpenMP__report3.sqlite");
     let conn = rusqlite::Connection::open(&pageable).expect("open");
     let (some, all, copies_ns): (i64, i64, i64) = conn

@@ -401,15 +401,17 @@ fn bounds(report: &DetectReport, path: BoundKind, steps: bool) -> Bounds {
     let verdict = report.bound.as_ref().map(|b| b.kind);
     let host_verdict = report.verdict;
     let path_host = path == BoundKind::Host;
+    // A YES makes the verdict's bound host-bound whatever its busy shares: the thresholds,
+    // not the shares, then disagree with the path.
     let note = match (verdict, host_verdict == "YES") {
         _ if !steps => None,
+        (_, true) if !path_host => Some(format!(
+            "the thresholds call the host a bottleneck, yet the steady steps' critical path is {}: shortening host time buys less than the metrics suggest",
+            path.label()
+        )),
         (Some(v), _) if v != path => Some(format!(
             "the verdict's busy shares say {} over the whole window, the critical path of the steady steps says {}: a fix pays where the path lies",
             v.label(),
-            path.label()
-        )),
-        (_, true) if !path_host => Some(format!(
-            "the thresholds call the host a bottleneck, yet the steady steps' critical path is {}: shortening host time buys less than the metrics suggest",
             path.label()
         )),
         (_, false) if path_host => Some(
