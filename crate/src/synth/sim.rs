@@ -362,27 +362,20 @@ impl Sim {
     /// "API synchronization behavior": an async copy from pageable memory is synchronous with
     /// the host), so the host waits out the copy; returns the copy's `(start, end)` on the GPU.
     pub fn memcpy_htod_pageable(&mut self, p: usize, bytes: i64, api_dur: Ns, dur: Ns) -> (Ns, Ns) {
-        let dur = self.costs.copy_ns(dur);
-        let s = self.host[p];
-        let d = self.tl.procs[p].device;
-        let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
-        let e = ms + dur + api_dur;
-        let corr = self.api_row(p, kinds::MEMCPY_ASYNC, s, e);
-        self.host[p] = e;
-        self.set_gpu_free(d, ms + dur);
-        self.tl.memcpy.push(MemOp {
-            start: ms,
-            end: ms + dur,
-            corr,
-            bytes,
-            kind: COPY_HTOD,
+        let op = self.mem_op_of(
+            p,
+            (kinds::MEMCPY_ASYNC, COPY_HTOD, bytes),
+            api_dur,
+            dur,
+            true,
+        );
+        let op = MemOp {
             src_kind: MEM_PAGEABLE,
             dst_kind: MEM_DEVICE,
-            proc: p as u8,
-            device: d as u8,
-            stream: STREAM,
-        });
-        (ms, ms + dur)
+            ..op
+        };
+        self.tl.memcpy.push(op);
+        (op.start, op.end)
     }
 
     /// `cudaMemsetAsync` of `bytes` of device memory, queued on the compute stream.
@@ -401,12 +394,29 @@ impl Sim {
         api_dur: Ns,
         dur: Ns,
     ) -> MemOp {
+        self.mem_op_of(p, (api, kind, bytes), api_dur, dur, false)
+    }
+
+    /// [`Sim::mem_op`]; when `waits`, the call returns `api_dur` after the operation ends
+    /// instead of after `api_dur`.
+    fn mem_op_of(
+        &mut self,
+        p: usize,
+        (api, kind, bytes): (&'static str, u8, i64),
+        api_dur: Ns,
+        dur: Ns,
+        waits: bool,
+    ) -> MemOp {
         let dur = self.costs.copy_ns(dur);
         let s = self.host[p];
-        let corr = self.api_row(p, api, s, s + api_dur);
-        self.host[p] = s + api_dur;
         let d = self.tl.procs[p].device;
         let ms = (s + api_dur + LAUNCH_LATENCY).max(self.gpu_free(d) + US);
+        let e = match waits {
+            true => ms + dur + api_dur,
+            false => s + api_dur,
+        };
+        let corr = self.api_row(p, api, s, e);
+        self.host[p] = e;
         self.set_gpu_free(d, ms + dur);
         MemOp {
             start: ms,

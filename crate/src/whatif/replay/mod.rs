@@ -671,25 +671,27 @@ impl<'a> Replay<'a> {
         };
         let s = c.start.measured;
         let took = e - s;
-        let staged = matches!(c.kind, ApiKind::Memcpy { .. })
-            .then(|| self.staged.remove(&(c.process, c.correlation)))
-            .flatten();
+        // Whatever the call's kind, so that the map holds only copies whose call is open.
+        let staged = match self.staged.is_empty() {
+            true => None,
+            false => self.staged.remove(&(c.process, c.correlation)),
+        };
         let (time, pred, part) = match (staged, c.kind) {
-            (Some(st), _) => (
+            (Some(st), ApiKind::Memcpy { .. }) => (
                 (st.replayed_end + (e - st.measured_end)).max(c.start.replayed),
                 st.copy_start.point,
                 Part::Transfers,
             ),
-            (None, ApiKind::Launch) if matches!(c.graph, GraphRole::Absorbed(_)) => {
+            (_, ApiKind::Launch) if matches!(c.graph, GraphRole::Absorbed(_)) => {
                 (c.start.replayed, c.start.point, Part::Launch)
             }
-            (None, ApiKind::Launch | ApiKind::GraphLaunch) => (
+            (_, ApiKind::Launch | ApiKind::GraphLaunch) => (
                 c.start.replayed + scale(took, self.costs.launch),
                 c.start.point,
                 Part::Launch,
             ),
             (
-                None,
+                _,
                 ApiKind::BlockingSync
                 | ApiKind::Memcpy { is_async: false }
                 | ApiKind::Memset { is_async: false },
