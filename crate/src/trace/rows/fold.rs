@@ -58,13 +58,23 @@ pub trait GpuFold {
     fn push(&mut self, row: &KernelRow) -> bool;
 }
 
-/// Kernel rows handed from the reader to the GPU side's thread at a time, and the batches
-/// in flight: the reader waits when that many are. Until the host side has read its ranges the
-/// GPU side cannot start, and a reader waiting leaves a core idle: at `--scale 1600` (2 M
-/// kernels) the ranges take about a third of the reader's time, some 700,000 kernels. 2^20
-/// rows (80 MiB at most) cover that; 2^18 left the reader waiting 0.1 s there.
+/// Kernel rows handed from the reader to the GPU side's thread at a time, and the fewest
+/// batches in flight: the reader waits when that many are. Until the host side has read its
+/// ranges the GPU side cannot start, and a reader waiting leaves a core idle: at `--scale 1600`
+/// (2 M kernels) the ranges take about a third of the reader's time, some 700,000 kernels.
+/// 2^20 rows (80 MiB) cover that; 2^18 left the reader waiting 0.1 s there. At `--scale 4000`
+/// the ranges take 0.4 s, some 1.4 M kernels: more batches wait, as the budget allows
+/// ([`batches_in_flight`]).
 const BATCH_ROWS: usize = 4096;
 const BATCHES: usize = 256;
+
+/// The batches in flight: [`BATCHES`], or as many as `room` bytes of the row budget hold. A
+/// scan that folds keeps no event row, so the budget other scans keep rows in holds the
+/// kernels waiting for the ranges instead: the same memory, not more.
+fn batches_in_flight(room: usize) -> usize {
+    let batch = BATCH_ROWS * std::mem::size_of::<KernelRow>();
+    BATCHES.max(room / batch)
+}
 
 /// The host side of a fold as the scan reads: the ranges while they come in start order, then
 /// the GPU side sent to the kernel table's thread, then the calls while they come in order.
@@ -245,11 +255,11 @@ pub(super) struct GpuFeed<'p> {
 impl<'p> GpuFeed<'p> {
     /// The feed and the batches it hands on.
     fn new(
-        listed: usize,
+        (listed, in_flight): (usize, usize),
         progress: &'p GpuProgress,
         other: Option<Ns>,
     ) -> (GpuFeed<'p>, Receiver<Vec<KernelRow>>) {
-        let (to_fold, batches) = sync_channel(BATCHES);
+        let (to_fold, batches) = sync_channel(in_flight);
         let feed = GpuFeed {
             batch: Vec::with_capacity(BATCH_ROWS),
             to_fold: Some(to_fold),
@@ -385,9 +395,12 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
             return Ok((part, None));
         }
     };
+    // What the other GPU work left of the budget: the scan that folds keeps no kernel.
+    let waiting = budget.take_up_to(budget.left());
     let folded = std::thread::scope(|threads| {
         let first_other = others.first_start();
-        let (mut feed, batches) = GpuFeed::new(n, progress, first_other);
+        let in_flight = batches_in_flight(waiting);
+        let (mut feed, batches) = GpuFeed::new((n, in_flight), progress, first_other);
         let folder = threads.spawn(|| fold_gpu(gpu_side, others, batches));
         let read = kernels.read(ctx, (&schema, &strings), listed, limits, &mut |k| {
             feed.push(k)
@@ -399,7 +412,7 @@ pub(super) fn read_kernels<G: GpuFold + Send>(
         })?;
         Ok((read?, folded.filter(|_| ordered)))
     });
-    budget.give(room);
+    budget.give(room + waiting);
     folded
 }
 
@@ -495,7 +508,7 @@ mod tests {
         assert_eq!(waited, Ok(None), "the wait ended with nothing");
 
         let progress = Arc::new(GpuProgress::default());
-        let (mut feed, _batches) = GpuFeed::new(1, &progress, Some(5));
+        let (mut feed, _batches) = GpuFeed::new((1, BATCHES), &progress, Some(5));
         let kernel = KernelRow {
             start: 7,
             end: 9,
