@@ -145,13 +145,28 @@ impl Cells for Row<'_> {
     }
 
     fn column_name(&self, i: usize) -> Option<&str> {
-        if i >= self.cursor.columns {
+        self.cursor.column_name(i)
+    }
+}
+
+impl Cursor<'_> {
+    /// Column `i`'s name (`None` past the last, or when SQLite gives none).
+    fn column_name(&self, i: usize) -> Option<&str> {
+        if i >= self.columns {
             return None;
         }
         // SAFETY: `i` is a column of the prepared statement; the name lives as long as it.
-        let name = unsafe { ffi::sqlite3_column_name(self.cursor.stmt.as_ptr(), i as c_int) };
+        let name = unsafe { ffi::sqlite3_column_name(self.stmt.as_ptr(), i as c_int) };
         // SAFETY: SQLite's column names are NUL-terminated (a null pointer when out of memory).
         (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_str().ok())?
+    }
+
+    /// Every column's name, owned (`None` where SQLite gives none).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(super) fn column_names(&self) -> Vec<Option<String>> {
+        (0..self.columns)
+            .map(|i| self.column_name(i).map(str::to_owned))
+            .collect()
     }
 }
 

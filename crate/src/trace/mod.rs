@@ -5,6 +5,8 @@
 //! for tests); analyses never see a connection.
 
 mod capture;
+#[cfg(not(target_arch = "wasm32"))]
+mod cell_batch;
 mod cells;
 mod decode;
 mod host_records;

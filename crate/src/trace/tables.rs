@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
 use super::capture::{MarkedRanges, WarmupCalls};
-use super::cells::{Cursor, Row};
+use super::cells::{Cells, Cursor, Row};
 use super::decode::{
     NVTX_END, NVTX_TEXT, NVTX_TEXT_ID, NVTX_THREAD, NVTX_TYPE, REPLAY_COLUMNS, Remembered,
     SYNC_COLUMNS, Selected, call_columns, call_row, inline_text, int, kernel_columns, kernel_row,
@@ -25,6 +25,54 @@ use crate::model::{
     GLOBAL_PID_MASK, GpuInfo, Kernels, MemOps, NVTX_RANGE_TYPES, NameFlags, NvtxRanges, Processes,
     Strings, Trace,
 };
+
+/// What [`Loader::read_nvtx`] does with each range read: its thread interned, its name looked
+/// up or its inline text interned, the capture's marks observed, then handed to `sink`.
+struct NvtxNaming<'t, 's> {
+    strings: &'t mut Strings,
+    processes: &'t mut Processes,
+    threads: &'t mut crate::model::Threads,
+    marked: Option<MarkedRanges>,
+    /// The last row's `globalTid` and its thread.
+    last: (i64, crate::model::ThreadIdx),
+    details: bool,
+    sink: NvtxSink<'s>,
+}
+
+impl NvtxNaming<'_, '_> {
+    /// Each column is asked of SQLite once a row (a column asked costs about 60 instructions,
+    /// and the scan reads every range). `false`: the sink stops the read.
+    fn row(&mut self, r: &impl Cells) -> rusqlite::Result<bool> {
+        let end = opt_time(r.get_ref(NVTX_END)?)?;
+        if end.is_none() && self.marked.is_none() {
+            return Ok(true);
+        }
+        let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
+        let text = r.get_ref(NVTX_TEXT)?;
+        let (start, event_type) = (time(r.get_ref(1)?)?, int(r.get_ref(NVTX_TYPE)?, -1));
+        if let Some(marked) = &mut self.marked {
+            marked.observe(self.strings, (start, end), event_type, text, text_id);
+        }
+        let Some(end) = end else {
+            return Ok(true);
+        };
+        // Every row's thread is interned, kept or not: process and thread ids then come
+        // out as in a whole load (they order per-process results).
+        let gtid = int(r.get_ref(NVTX_THREAD)?, 0);
+        if gtid != self.last.0 {
+            self.last = (gtid, self.threads.intern(gtid, self.processes));
+        }
+        let read = ((start, end), event_type, self.details);
+        let mut row = nvtx_row_read(r, read, self.last.1)?;
+        name_row(
+            &mut row,
+            self.strings,
+            inline_text(text).as_deref(),
+            text_id,
+        );
+        Ok((self.sink)(&row, self.strings, self.threads))
+    }
+}
 
 /// `SELECT` list with `NULL` standing in for absent columns.
 pub(super) fn select(schema: &Schema, table: &str, columns: &[&str], filter: &str) -> String {
@@ -462,7 +510,7 @@ impl Loader<'_, '_> {
         details: bool,
     ) -> Result<()> {
         let mut kept = NvtxRanges::default();
-        self.read_nvtx(schema, trace, details, &mut |row, _, _| {
+        self.read_nvtx(schema, trace, (details, None), &mut |row, _, _| {
             kept.push(row, details);
             true
         })?;
@@ -473,12 +521,14 @@ impl Loader<'_, '_> {
     }
 
     /// Hands NVTX ranges to `sink` in table order instead of keeping them. `sink` returning
-    /// `false` stops the read: `Ok(false)`.
+    /// `false` stops the read: `Ok(false)`. With `apart` (natively: the file again), SQLite
+    /// steps the table on a thread and connection of its own (`cell_batch`) while the ranges
+    /// are named and handed on here, reporting no progress.
     pub(super) fn read_nvtx(
         &mut self,
         schema: &Schema,
         trace: &mut Trace,
-        details: bool,
+        (details, apart): (bool, Option<&std::path::Path>),
         sink: NvtxSink<'_>,
     ) -> Result<bool> {
         if !schema.has_table(NVTX_TABLE) {
@@ -503,37 +553,28 @@ impl Loader<'_, '_> {
             ..
         } = trace;
         capture_fold.nvtx = None;
-        let mut marked = MarkedRanges::new(schema, strings);
-        let mut last_tid = i64::MIN;
-        let mut last_thread = 0;
-        // Each column is asked of SQLite once a row (a column asked costs about 60
-        // instructions, and the scan reads every range).
-        let done = self.read_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| {
-            let end = opt_time(r.get_ref(NVTX_END)?)?;
-            if end.is_none() && marked.is_none() {
-                return Ok(true);
+        let marked = MarkedRanges::new(schema, strings);
+        let mut ranges = NvtxNaming {
+            strings,
+            processes,
+            threads,
+            marked,
+            last: (i64::MIN, 0),
+            details,
+            sink,
+        };
+        let done = match apart {
+            #[cfg(not(target_arch = "wasm32"))]
+            Some(file) => {
+                super::cell_batch::read_apart((file, self.path), (NVTX_TABLE, &sql), &mut |r| {
+                    ranges.row(r)
+                })?
             }
-            let text_id = opt_int(r.get_ref(NVTX_TEXT_ID)?);
-            let text = r.get_ref(NVTX_TEXT)?;
-            let (start, event_type) = (time(r.get_ref(1)?)?, int(r.get_ref(NVTX_TYPE)?, -1));
-            if let Some(marked) = &mut marked {
-                marked.observe(strings, (start, end), event_type, text, text_id);
-            }
-            let Some(end) = end else {
-                return Ok(true);
-            };
-            // Every row's thread is interned, kept or not: process and thread ids then come
-            // out as in a whole load (they order per-process results).
-            let gtid = int(r.get_ref(NVTX_THREAD)?, 0);
-            if gtid != last_tid {
-                last_tid = gtid;
-                last_thread = threads.intern(gtid, processes);
-            }
-            let read = ((start, end), event_type, details);
-            let mut row = nvtx_row_read(r, read, last_thread)?;
-            name_row(&mut row, strings, inline_text(text).as_deref(), text_id);
-            Ok(sink(&row, strings, threads))
-        })?;
+            _ => self.read_while("loading NVTX ranges", NVTX_TABLE, &sql, |r| ranges.row(r))?,
+        };
+        let NvtxNaming {
+            strings, marked, ..
+        } = ranges;
         strings.shrink_to_fit();
         if done {
             capture_fold.nvtx = marked.map(MarkedRanges::finish);

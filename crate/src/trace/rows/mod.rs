@@ -633,7 +633,11 @@ impl FileScan {
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
         let details = keep && opts.event_details;
-        ctx.read_nvtx(schema, meta, details, &mut |row, strings, threads| {
+        // A fold's GPU side waits for the ranges (`fold.rs`): SQLite steps them beside the
+        // naming and the fold, as it steps the calls.
+        let nvtx_apart = calls_apart.filter(|_| hook.is_some());
+        let read = (details, nvtx_apart);
+        ctx.read_nvtx(schema, meta, read, &mut |row, strings, threads| {
             if let Some(hook) = &mut hook {
                 hook.range(row, strings, threads);
             }
