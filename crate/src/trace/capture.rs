@@ -132,9 +132,12 @@ impl WarmupCalls {
 }
 
 /// Compile ranges (kept as warm-up) and GC / GIL ranges (counted) from NVTX rows, each
-/// `StringIds` name classified once, inline text by row.
+/// `StringIds` name classified once, when a row first names it (a trace's strings are mostly
+/// kernel and call names no range names: classifying them all took 36 ms of the host side's
+/// thread at `--scale 4000`, before its first range), inline text by row.
 pub(super) struct MarkedRanges {
-    classes: Vec<Option<RangeClass>>,
+    /// Per name: `None` until a row names it, then its class.
+    classes: Vec<Option<Option<RangeClass>>>,
     marks: CaptureMarks,
 }
 
@@ -143,9 +146,7 @@ impl MarkedRanges {
     pub(super) fn new(schema: &Schema, strings: &Strings) -> Option<MarkedRanges> {
         let has = |c: &str| schema.has_column(NVTX_TABLE, c);
         (has("start") && has("end")).then(|| MarkedRanges {
-            classes: (0..strings.len())
-                .map(|id| marked_class(strings.get(id as NameId)))
-                .collect(),
+            classes: vec![None; strings.len()],
             marks: CaptureMarks::default(),
         })
     }
@@ -165,7 +166,7 @@ impl MarkedRanges {
         let (class, name) = match text {
             ValueRef::Null => {
                 let id = text_id.map_or(NO_NAME, |id| strings.resolve(id));
-                let class = self.classes.get(id as usize).copied().flatten();
+                let class = self.class_of(strings, id);
                 // Most rows name nothing marked: their name is not looked up.
                 let name = class.map(|_| Cow::Borrowed(strings.get(id)));
                 (class, name)
@@ -198,10 +199,16 @@ impl MarkedRanges {
         }
     }
 
+    /// The class of the name `id` (`None` past the names there were when the read began).
+    fn class_of(&mut self, strings: &Strings, id: NameId) -> Option<RangeClass> {
+        let slot = self.classes.get_mut(id as usize)?;
+        *slot.get_or_insert_with(|| marked_class(strings.get(id)))
+    }
+
     /// The `StringIds.id`s of marked names.
     fn sqlite_ids(&self, strings: &Strings) -> Vec<i64> {
         sqlite_ids(strings, |id| {
-            self.classes.get(id as usize).copied().flatten().is_some()
+            (id as usize) < self.classes.len() && marked_class(strings.get(id)).is_some()
         })
     }
 
