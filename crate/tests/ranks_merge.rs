@@ -35,13 +35,15 @@ fn one_shot(paths: &[PathBuf]) -> Vec<u8> {
     run(&a)
 }
 
-/// The map (`ranks --summary P -o P.ranks.json` per file), then the reduce
-/// (`ranks --merge SUMMARIES… --json`); also returns the summaries.
-fn map_reduce(paths: &[PathBuf]) -> (Vec<u8>, Vec<Value>) {
+/// The map (`ranks --summary P -o OUT/N.ranks.json` per file, in `out`: never beside an
+/// input, which may be a shared export), then the reduce (`ranks --merge SUMMARIES… --json`);
+/// also returns the summaries.
+fn map_reduce(paths: &[PathBuf], out: &Path) -> (Vec<u8>, Vec<Value>) {
     let summaries: Vec<PathBuf> = paths
         .iter()
-        .map(|p| {
-            let s = p.with_extension("ranks.json");
+        .enumerate()
+        .map(|(i, p)| {
+            let s = out.join(format!("{i}.ranks.json"));
             run(&[
                 "ranks".as_ref(),
                 "--summary".as_ref(),
@@ -168,7 +170,8 @@ fn map_then_merge_writes_the_one_shot_json() {
         ("mfu_2gpu_before", vec![mfu], None),
     ] {
         let one = one_shot(&files);
-        let (merged, summaries) = map_reduce(&files);
+        let maps = tempfile::tempdir().expect("tempdir");
+        let (merged, summaries) = map_reduce(&files, maps.path());
         assert_same(what, &one, &merged);
         let v: Value = serde_json::from_slice(&merged).expect("json");
         assert!(v["cause"].is_object(), "{what}: no cause");
