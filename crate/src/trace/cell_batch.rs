@@ -38,12 +38,14 @@ pub(super) struct CellBatch {
 }
 
 impl CellBatch {
-    fn new(names: Arc<[Option<String>]>) -> CellBatch {
+    /// A batch with room for [`BATCH_ROWS`] rows and `bytes` of their text and blobs (the last
+    /// batch's: rows of one table hold texts alike).
+    fn new(names: Arc<[Option<String>]>, bytes: usize) -> CellBatch {
         let cells = Vec::with_capacity(BATCH_ROWS * names.len());
         CellBatch {
             names,
             cells,
-            bytes: Vec::new(),
+            bytes: Vec::with_capacity(bytes),
         }
     }
 
@@ -125,11 +127,12 @@ pub(super) fn read_apart(
             let conn = open_path(file)?;
             let mut rows = Cursor::prepare(&conn, sql).map_err(fail)?;
             let names: Arc<[Option<String>]> = rows.column_names().into();
-            let mut batch = CellBatch::new(Arc::clone(&names));
+            let mut batch = CellBatch::new(Arc::clone(&names), 0);
             while let Some(row) = rows.next().map_err(fail)? {
                 batch.push(&row).map_err(fail)?;
                 if batch.len() == BATCH_ROWS {
-                    let full = std::mem::replace(&mut batch, CellBatch::new(Arc::clone(&names)));
+                    let next = CellBatch::new(Arc::clone(&names), batch.bytes.len());
+                    let full = std::mem::replace(&mut batch, next);
                     // Nobody listens: the read stopped or failed, which it reports.
                     if to_reader.send(full).is_err() {
                         return Ok(());

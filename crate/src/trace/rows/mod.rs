@@ -202,12 +202,13 @@ impl HostScan {
         })
     }
 
-    /// Reads the host side, telling `hook` of the ranges.
+    /// Reads the host side, telling `hook` of the ranges; `apart`: the file again, for the
+    /// tables SQLite steps on threads and connections of their own (natively).
     fn read(
         &mut self,
         ctx: &mut Loader<'_, '_>,
         hook: Option<Box<dyn ScanHook + '_>>,
-        calls_apart: Option<&std::path::Path>,
+        apart: Option<&std::path::Path>,
     ) -> Result<()> {
         let HostScan {
             scan,
@@ -217,7 +218,7 @@ impl HostScan {
             budget,
             ..
         } = self;
-        scan.scan_host(ctx, (schema, meta), (*opts, calls_apart), budget, hook)?;
+        scan.scan_host(ctx, (schema, meta), (*opts, apart), budget, hook)?;
         meta.coverage.extend(self.strings_note.take());
         Ok(())
     }
@@ -620,7 +621,7 @@ impl FileScan {
         &mut self,
         ctx: &mut Loader<'_, '_>,
         (schema, meta): (&Schema, &mut Trace),
-        (opts, calls_apart): (LoadOptions, Option<&std::path::Path>),
+        (opts, apart): (LoadOptions, Option<&std::path::Path>),
         budget: &Budget,
         mut hook: Option<Box<dyn ScanHook + '_>>,
     ) -> Result<()> {
@@ -635,7 +636,7 @@ impl FileScan {
         let details = keep && opts.event_details;
         // A fold's GPU side waits for the ranges (`fold.rs`): SQLite steps them beside the
         // naming and the fold, as it steps the calls.
-        let nvtx_apart = calls_apart.filter(|_| hook.is_some());
+        let nvtx_apart = apart.filter(|_| hook.is_some());
         let read = (details, nvtx_apart);
         ctx.read_nvtx(schema, meta, read, &mut |row, strings, threads| {
             if let Some(hook) = &mut hook {
@@ -664,7 +665,7 @@ impl FileScan {
             ..opts
         };
         let read = (schema, &strings, &mut *meta, scan_opts);
-        let scanned = calls_apart::read(ctx, calls_apart, read, &mut |call| {
+        let scanned = calls_apart::read(ctx, apart, read, &mut |call| {
             if let Some(hook) = &mut hook {
                 hook.call(&call);
             }
