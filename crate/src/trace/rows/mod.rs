@@ -634,8 +634,7 @@ impl FileScan {
         // the verdict reports how many there are, and whether any is named by inline text.
         let mut seen = crate::model::OmittedRanges::default();
         let details = keep && opts.event_details;
-        // A fold's GPU side waits for the ranges (`fold.rs`): SQLite steps them beside the
-        // naming and the fold, as it steps the calls.
+        // A fold's GPU side waits for the ranges (`fold.rs`): SQLite steps them apart.
         let nvtx_apart = apart.filter(|_| hook.is_some());
         let read = (details, nvtx_apart);
         ctx.read_nvtx(schema, meta, read, &mut |row, strings, threads| {
