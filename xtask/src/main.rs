@@ -209,8 +209,9 @@ fn test(sweep: Sweep) -> Result<()> {
     })();
     summary.print();
     println!(
-        "  wall time {:.1} s (steps run beside each other overlap)",
-        started.elapsed().as_secs_f64()
+        "  wall time {:.1} s (steps run beside each other overlap), CPU {:.1} s",
+        started.elapsed().as_secs_f64(),
+        children_cpu()
     );
     result
 }
@@ -451,11 +452,13 @@ impl Summary {
     fn step(&mut self, name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
         println!("\n==> {name}");
         let started = Instant::now();
+        let cpu_before = children_cpu();
         let result = f();
         let secs = started.elapsed().as_secs_f64();
+        let cpu = children_cpu() - cpu_before;
         let line = match &result {
-            Ok(()) => format!("ok      {name} ({secs:.1} s)"),
-            Err(e) => format!("FAILED  {name} ({secs:.1} s): {e}"),
+            Ok(()) => format!("ok      {name} ({secs:.1} s, CPU {cpu:.1} s)"),
+            Err(e) => format!("FAILED  {name} ({secs:.1} s, CPU {cpu:.1} s): {e}"),
         };
         println!("<== {line}");
         self.lines.push(line);
@@ -490,6 +493,18 @@ impl Summary {
             println!("  {line}");
         }
     }
+}
+
+/// User and system CPU seconds of this process's children that ended and were waited for (and of
+/// theirs): what a step's commands cost, where its wall time hides what ran beside it.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes the struct it is given, which is zeroed plain data.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// The repository root (xtask lives one level below it).
