@@ -77,6 +77,18 @@ function workerFactory(inline) {
   return () => new Worker(url, { type: 'classic', name: 'nsys-lens' });
 }
 
+// The engine compiled once, for this page and every worker it starts (each is sent the compiled
+// module, which the browser shares: a worker neither fetches nor compiles it again, and code
+// optimised in one is there for all). The served module streams from its file as it downloads;
+// a server that names it otherwise than application/wasm gets it read whole first.
+async function compileEngine(inline) {
+  if (inline) return WebAssembly.compile(base64Bytes(inline.wasmBase64));
+  const response = await fetch(new URL('./pkg/nsys_lens_bg.wasm', import.meta.url));
+  if (!response.ok) throw new Error(`the module could not be fetched (HTTP ${response.status})`);
+  if (response.headers.get('Content-Type')?.startsWith('application/wasm')) return WebAssembly.compileStreaming(response);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
 function detectOptions() {
   const profile = document.querySelector('input[name=profile]:checked')?.value || 'standard';
   return JSON.stringify({ profile, no_m3: false, thresholds: { ...appState.overrides }, step_marker: markerOption() });
@@ -881,16 +893,12 @@ function reloadedOnce() {
 
 async function main() {
   const inline = inlineData();
-  let wasmBytes = null;
+  let engineModule = null;
   wireLoading();
   wireControls();
   try {
-    if (inline) {
-      wasmBytes = base64Bytes(inline.wasmBase64);
-      await __wbg_init({ module_or_path: wasmBytes });
-    } else {
-      await __wbg_init();
-    }
+    engineModule = await compileEngine(inline);
+    await __wbg_init({ module_or_path: engineModule });
   } catch (e) {
     showError(`The analysis engine (WebAssembly) could not start: ${e.message || e}`);
     setState('error');
@@ -916,7 +924,7 @@ async function main() {
   });
   // `?rows=file`: every open keeps no row, as on an export too large to keep any (that path on a small file).
   const keepNoRows = new URLSearchParams(location.search).get('rows') === 'file';
-  appState.engine = new WorkerEngine(workerFactory(inline), wasmBytes, { onDead: engineDead, stallMs: stallMs(), keepNoRows });
+  appState.engine = new WorkerEngine(workerFactory(inline), engineModule, { onDead: engineDead, stallMs: stallMs(), keepNoRows });
   appState.timeline = new TimelinePanel({
     canvas: $('timeline'),
     tooltip: $('tooltip'),

@@ -56,8 +56,12 @@ function kernelPartCame(id, part) {
 // worker is alive while a synchronous call runs (it can send, not receive, meanwhile).
 self.nsysLensHeartbeat = (rows) => self.postMessage({ type: 'heartbeat', rows: Number(rows) });
 
+// The compiled module this worker was sent (the page's), handed on to its lanes.
+let engineModule = null;
+
 function initWasm(wasm) {
   if (!ready) {
+    if (wasm instanceof WebAssembly.Module) engineModule = wasm;
     ready = (wasm ? __wbg_init({ module_or_path: wasm }) : __wbg_init()).then((exports) => {
       // Read by the benchmark: wasm memory only grows, so its size after a run is the peak.
       self.nsysLensWasmMemoryBytes = () => exports.memory.buffer.byteLength;
@@ -233,7 +237,7 @@ class LaneSet {
           };
         }),
       );
-      worker.postMessage({ type: 'lane', file, sab });
+      worker.postMessage({ type: 'lane', file, sab, wasm: engineModule });
       this.lanes.push(lane);
     }
     this.started = Promise.all(readies).then((all) => {
@@ -422,7 +426,7 @@ let laneServer = null;
 
 function laneMessage(msg) {
   if (msg.type === 'lane') {
-    initWasm()
+    initWasm(msg.wasm)
       .then(() => {
         const reader = LaneReader.open(msg.file);
         laneServer = { reader, header: new Int32Array(msg.sab, 0, LANE_HEADER_INTS), bytes: new Uint8Array(msg.sab), written: 0 };

@@ -43,13 +43,9 @@ async function drawn() {
 // Waits until the timeline has drawn after sequence `seq` and no request is pending.
 async function drawnAfter(seq) {
   await page.waitForFunction(([sel, s]) => Number(document.querySelector(sel).dataset.drawn) > s, [CANVAS, seq], { timeout: TIMEOUT });
-  let last = -1;
-  for (;;) {
-    await page.waitForTimeout(250);
-    const d = await drawn();
-    if (d.seq === last) return d;
-    last = d.seq;
-  }
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.waitForFunction((sel) => document.querySelector(sel).dataset.busy === '0', CANVAS, { timeout: TIMEOUT });
+  return drawn();
 }
 
 // Clicks the label of lane `i` of the drawn view, where the core's layout places it.

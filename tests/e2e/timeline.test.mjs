@@ -41,15 +41,11 @@ async function drawnView() {
   }, CANVAS);
 }
 
-// Waits until no view request is pending: the drawn sequence stops changing.
+// Waits until no view request is pending (the panel's `data-busy`), two frames on: a resize's
+// observer, which asks for a view at the new width, has run by then.
 async function settled() {
-  let last = -1;
-  for (;;) {
-    await page.waitForTimeout(250);
-    const { drawn } = await drawnView();
-    if (drawn === last) return;
-    last = drawn;
-  }
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.waitForFunction((sel) => document.querySelector(sel).dataset.busy === '0', CANVAS, { timeout: TIMEOUT });
 }
 
 // The timeline panel as it is on screen (no full-page capture: that resizes the viewport, and the

@@ -21,7 +21,7 @@ function workerError(detail) {
 
 
 export class WorkerEngine {
-  // makeWorker: () => Worker; wasm: bytes to pass to the worker's init (offline build) or null;
+  // makeWorker: () => Worker; wasm: the page's compiled WebAssembly.Module each worker instantiates;
   // onDead(error, {started}): the worker could not start (started false: its script failed, it
   // did not answer in time, or the wasm did not instantiate) or died after starting (true).
   // stallMs: the watchdog's time (STALL_MS); onHeard: called on every message of the worker.

@@ -270,14 +270,20 @@ export class TimelinePanel {
     this.pump();
   }
 
+  // Test hook: `data-busy` is 1 from a view's request until the last one asked for is drawn.
   schedule() {
     this.dirty = true;
+    this.canvas.dataset.busy = '1';
     if (!this.frame) this.frame = requestAnimationFrame(() => this.pump());
   }
 
   async pump() {
     this.frame = 0;
-    if (!this.dirty || this.inFlight || !this.view) return;
+    if (this.inFlight) return;
+    if (!this.dirty || !this.view) {
+      this.canvas.dataset.busy = '0';
+      return;
+    }
     this.dirty = false;
     this.inFlight = true;
     const gen = this.generation;
@@ -314,6 +320,7 @@ export class TimelinePanel {
     } finally {
       this.inFlight = false;
       if (this.dirty) this.schedule();
+      else this.canvas.dataset.busy = '0';
     }
   }
 
