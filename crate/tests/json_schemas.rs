@@ -1,7 +1,8 @@
 //! Every `--json` output validates against its JSON Schema in `schemas/` (draft 2020-12): `detect`
 //! (both profiles), `analyze` (one trace and a pair, both profiles), `drill`, `whatif` (the
 //! standard set, every cost flag, a baseline), `report.json` and `lprof`, over the exports of a
-//! sweep (every public export under `cargo xtask test --full`) and every generator scenario. The
+//! sweep (every public export under `cargo xtask test --full`) and the generator's scenarios
+//! (every one under `--full`, which checks that CI's few show every path and kind of value). The
 //! results are computed in-process as the CLI computes them (the export scanned once, its rows
 //! read in start order) and versioned as the CLI writes them (`report::Versioned`), then
 //! validated all at once by Python's `jsonschema` (`tests/tools/schemas.py validate`), as a
@@ -16,7 +17,7 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -88,6 +89,11 @@ struct Check {
     validated: BTreeMap<&'static str, usize>,
     /// `whatif --step` outputs among the `whatif` ones.
     step_paths: usize,
+    /// The trace the documents now written come from, and each trace's [`shapes`].
+    from: String,
+    shapes: BTreeMap<String, BTreeSet<String>>,
+    /// Each schema's [`maps_of`].
+    maps: BTreeMap<&'static str, BTreeSet<String>>,
 }
 
 impl Check {
@@ -98,6 +104,9 @@ impl Check {
             docs: Vec::new(),
             validated: BTreeMap::new(),
             step_paths: 0,
+            from: String::new(),
+            shapes: BTreeMap::new(),
+            maps: BTreeMap::new(),
         }
     }
 
@@ -117,6 +126,13 @@ impl Check {
 
     /// A document the schema must accept.
     fn json(&mut self, schema: &'static str, what: &str, json: &Value) {
+        let maps = self.maps.entry(schema).or_insert_with(|| maps_of(schema));
+        shapes(
+            schema,
+            json,
+            maps,
+            self.shapes.entry(self.from.clone()).or_default(),
+        );
         self.write(schema, what, json, false);
         *self.validated.entry(schema).or_default() += 1;
     }
@@ -172,6 +188,93 @@ impl Check {
 struct Open {
     conn: rusqlite::Connection,
     scan: FileScan,
+}
+
+/// The paths (as [`shapes`] writes them) where `schema` holds a map, an object whose keys are
+/// the trace's (kernels, calls, classes): `additionalProperties` with a schema of its own. Its
+/// `$ref`s are followed within the file (each schema is self-contained), to a depth of 24.
+fn maps_of(schema: &str) -> BTreeSet<String> {
+    fn walk(
+        node: &Value,
+        root: &Value,
+        path: &mut String,
+        depth: usize,
+        out: &mut BTreeSet<String>,
+    ) {
+        if depth > 24 {
+            return;
+        }
+        if node["additionalProperties"].is_object() {
+            out.insert(path.clone());
+        }
+        let mut at = |sub: &Value, suffix: &str, out: &mut BTreeSet<String>| {
+            let len = path.len();
+            path.push_str(suffix);
+            walk(sub, root, path, depth + 1, out);
+            path.truncate(len);
+        };
+        if let Some(target) = node["$ref"]
+            .as_str()
+            .and_then(|r| root.pointer(r.strip_prefix('#')?))
+        {
+            at(target, "", out);
+        }
+        for branches in ["oneOf", "anyOf", "allOf"] {
+            for branch in node[branches].as_array().into_iter().flatten() {
+                at(branch, "", out);
+            }
+        }
+        for (key, sub) in node["properties"].as_object().into_iter().flatten() {
+            at(sub, &format!(".{key}"), out);
+        }
+        if node["additionalProperties"].is_object() {
+            at(&node["additionalProperties"], ".{}", out);
+        }
+        if node["items"].is_object() {
+            at(&node["items"], "[]", out);
+        }
+    }
+    let text = std::fs::read_to_string(schema_dir().join(format!("{schema}.schema.json")))
+        .expect("schema file");
+    let root: Value = serde_json::from_str(&text).expect("schema JSON");
+    let mut out = BTreeSet::new();
+    walk(&root, &root, &mut schema.to_string(), 0, &mut out);
+    out
+}
+
+/// What a document shows a schema: each key's path (arrays' items as `[]`, a map's keys as
+/// `{}`: [`maps_of`]) with the kind of value there (`null`, `bool:true`, `number`, `string` …),
+/// added to `into`. A scenario whose outputs show a path and kind no other's show is one a sweep
+/// must keep.
+fn shapes(schema: &str, json: &Value, maps: &BTreeSet<String>, into: &mut BTreeSet<String>) {
+    fn walk(path: &mut String, v: &Value, maps: &BTreeSet<String>, into: &mut BTreeSet<String>) {
+        let kind = match v {
+            Value::Null => "null".to_string(),
+            Value::Bool(b) => format!("bool:{b}"),
+            Value::Number(_) => "number".into(),
+            Value::String(_) => "string".into(),
+            Value::Array(items) => {
+                let len = path.len();
+                path.push_str("[]");
+                items.iter().for_each(|item| walk(path, item, maps, into));
+                path.truncate(len);
+                "array".into()
+            }
+            Value::Object(map) => {
+                let keyed = maps.contains(path.as_str());
+                for (key, item) in map {
+                    let len = path.len();
+                    path.push('.');
+                    path.push_str(if keyed { "{}" } else { key });
+                    walk(path, item, maps, into);
+                    path.truncate(len);
+                }
+                "object".into()
+            }
+        };
+        into.insert(format!("{path} {kind}"));
+    }
+    walk(&mut schema.to_string(), json, maps, into);
 }
 
 fn open(path: &Path) -> Result<Open> {
@@ -335,30 +438,105 @@ fn check_lprof(check: &mut Check) {
     }
 }
 
+/// The scenarios whose outputs CI validates: between them, and with the pairs, ranks and lprof
+/// runs, their outputs show every path and kind of value that every scenario's outputs show
+/// ([`shapes`]; `cargo xtask test --full` validates every scenario and checks it).
+const SCENARIOS_IN_CI: [&str; 8] = [
+    "copy-bound-pageable",
+    "tp4-straggler",
+    "host-records",
+    "indexed-layers-target",
+    "capture-gpu-metrics",
+    "capture-graph-level",
+    "copy-bound",
+    "serving-graphs-node",
+];
+
+/// Under `--full`: every path and kind of value some scenario's outputs show, the outputs of
+/// [`SCENARIOS_IN_CI`] (and the pairs, ranks and lprof runs) show too; else the scenarios that
+/// would show the rest, picked greedily.
+fn shown_by_the_scenarios_in_ci(shapes: &BTreeMap<String, BTreeSet<String>>) {
+    let scenario_names: BTreeSet<&str> =
+        nsys_lens::synth::scenarios().iter().map(|s| s.0).collect();
+    let mut shown: BTreeSet<&String> = BTreeSet::new();
+    let mut every: BTreeSet<&String> = BTreeSet::new();
+    for (from, set) in shapes {
+        let scenario = scenario_names.contains(from.as_str());
+        if !scenario || SCENARIOS_IN_CI.contains(&from.as_str()) {
+            shown.extend(set);
+        }
+        if scenario {
+            every.extend(set);
+        }
+    }
+    let mut missing: BTreeSet<&String> = every.difference(&shown).copied().collect();
+    let unshown = missing.len();
+    let mut add: Vec<&str> = Vec::new();
+    while !missing.is_empty() {
+        let Some((name, set)) = shapes
+            .iter()
+            .filter(|(from, _)| scenario_names.contains(from.as_str()))
+            .max_by_key(|(_, set)| set.iter().filter(|s| missing.contains(s)).count())
+        else {
+            break;
+        };
+        add.push(name);
+        missing.retain(|s| !set.contains(*s));
+    }
+    assert!(
+        add.is_empty(),
+        "{unshown} paths and kinds some scenario's outputs show are not shown by SCENARIOS_IN_CI's; add {add:?}:\n{}",
+        every
+            .difference(&shown)
+            .take(40)
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 #[test]
-fn every_json_output_of_the_swept_exports_and_every_scenario_validates_against_its_schema() {
+fn every_json_output_of_the_swept_exports_and_scenarios_validates_against_its_schema() {
     let started = std::time::Instant::now();
     let mut check = Check::new();
     let exports = common::sweep_exports();
     for path in &exports {
+        check.from = path.display().to_string();
         check_trace(&mut check, path);
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = nsys_lens::synth::GenOptions::default();
     let scenario = |name: &str, seed: u64| {
         let path = dir.path().join(format!("{name}-{seed}.sqlite"));
-        let opts = nsys_lens::synth::GenOptions { seed, ..opts };
-        nsys_lens::synth::generate(name, &path, &opts).expect("generate");
+        if !path.exists() {
+            let opts = nsys_lens::synth::GenOptions { seed, ..opts };
+            nsys_lens::synth::generate(name, &path, &opts).expect("generate");
+        }
         path
     };
-    let scenarios = nsys_lens::synth::scenarios();
-    let mut paths: BTreeMap<&str, PathBuf> = BTreeMap::new();
-    for &(name, _) in scenarios {
-        let path = scenario(name, 42);
-        check_trace(&mut check, &path);
-        paths.insert(name, path);
+    let every: Vec<&str> = nsys_lens::synth::scenarios().iter().map(|s| s.0).collect();
+    let scenarios: &[&str] = if common::full() {
+        &every
+    } else {
+        &SCENARIOS_IN_CI
+    };
+    for &name in scenarios {
+        check.from = name.to_string();
+        check_trace(&mut check, &scenario(name, 42));
     }
+    check.from = "pairs, ranks and lprof".into();
     // The regression pair both ways; steps in neither trace (the window comparison); ranks.
+    let paths: BTreeMap<&str, PathBuf> = [
+        "regression-baseline",
+        "regression-target",
+        "capture-no-nvtx",
+        "tp2-phases",
+        "tp2-straggler",
+        "host-bound",
+    ]
+    .into_iter()
+    .map(|name| (name, scenario(name, 42)))
+    .collect();
     let p = |name: &str| paths[name].as_path();
     check_pair(&mut check, p("regression-baseline"), p("regression-target"));
     check_pair(&mut check, p("regression-target"), p("regression-baseline"));
@@ -385,6 +563,9 @@ fn every_json_output_of_the_swept_exports_and_every_scenario_validates_against_i
         .filter(|p| exports_with_kernels.contains(p))
         .count();
     let with_kernels = read + scenarios.len();
+    if common::full() {
+        shown_by_the_scenarios_in_ci(&check.shapes);
+    }
     let n = |s: &str| check.validated.get(s).copied().unwrap_or(0);
     assert_eq!(n("report"), exports.len() + scenarios.len());
     assert_eq!(n("detect"), 2 * with_kernels);
@@ -393,7 +574,11 @@ fn every_json_output_of_the_swept_exports_and_every_scenario_validates_against_i
     assert_eq!(n("ranks-summary"), with_kernels + 2);
     assert_eq!(n("analyze"), 2 * with_kernels + 8);
     assert_eq!(n("lprof"), 5);
-    assert!(check.step_paths > 2 * 10, "{} step paths", check.step_paths);
+    assert!(
+        check.step_paths > scenarios.len(),
+        "{} step paths",
+        check.step_paths
+    );
     assert_eq!(n("whatif"), 2 * with_kernels + 4 + check.step_paths);
     eprintln!(
         "validated {:?} in {:.1} s",
