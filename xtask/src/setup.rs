@@ -82,12 +82,13 @@ pub const TOOLS: &[Tool] = &[
         why: "turns the wasm32 build into the page's ES module (must equal the wasm-bindgen crate's version); its wasm-bindgen-test-runner runs the browser tests",
         check: || crate::web::wasm_bindgen_path().is_some(),
         install: || {
-            // Optimised at level 1, not 3: its build was 4 of setup's 5 minutes on a fresh
-            // 2-core machine, level 1 takes half the CPU, and it turns the page's wasm into
-            // its module as fast (1.4 s either way).
+            // Not optimised: its build is most of a fresh machine's set-up. Built at level 0 it
+            // took 78 s of CPU against 188 s at level 1 (and twice that at 3), and turns the
+            // test build's 7.8 MB wasm into the page's module in 2.2 s against 0.7 s: CI runs it
+            // twice (`dist`, the wasm tests' runner).
             run(crate::cargo().args([
                 "--config",
-                "profile.release.opt-level=1",
+                "profile.release.opt-level=0",
                 "install",
                 "wasm-bindgen-cli",
                 "--version",
