@@ -142,7 +142,7 @@ fn every_relative_link_of_the_documents_names_a_file_and_heading_that_exist() {
 }
 
 /// What a newcomer reads first: the picture of the verdict (taken by
-/// `tests/e2e/verdict-picture.test.mjs`) and the two commands, in the first screen of the README.
+/// `tests/e2e/views/verdict-picture.mjs`) and the two commands, in the first screen of the README.
 #[test]
 fn the_readme_opens_with_the_verdict_picture_and_the_two_commands() {
     let text = read(&root().join("README.md"));
@@ -159,7 +159,7 @@ fn the_readme_opens_with_the_verdict_picture_and_the_two_commands() {
     }
     let picture = read_bytes(&root().join("docs/img/verdict.png"));
     assert_eq!(&picture[1..4], b"PNG", "docs/img/verdict.png is a PNG");
-    let script = read(&root().join("tests/e2e/verdict-picture.test.mjs"));
+    let script = read(&root().join("tests/e2e/views/verdict-picture.mjs"));
     assert!(script.contains("'docs', 'img', 'verdict.png'"));
     assert!(
         text.lines().count() < 150,

@@ -304,10 +304,7 @@ test('two files: baseline and target, the verdict view shows the target and swit
 });
 
 test('cancel stops a running analysis and the page stays usable', { timeout: TIMEOUT }, async () => {
-  const big = path.join(tmp, 'big.sqlite');
-  const { execFileSync } = await import('node:child_process');
-  const { cli } = await import('./helpers.mjs');
-  execFileSync(cli(), ['gen', 'host-bound', big, '--scale', '250'], { stdio: 'ignore' });
+  const big = generate('host-bound', path.join(tmp, 'big.sqlite'), 250);
   await page.setInputFiles('#file-input', big);
   await page.waitForSelector('body[data-state="loading"]', { timeout: 30_000 });
   await page.click('[data-testid=cancel]');

@@ -1,6 +1,6 @@
 // Browser benchmark of many rank files (issue 50: "8 exports of 500 MB in the page within
 // 512 MiB"): the generated TP=4 straggler run at `--scale`, written as one file per rank the
-// way tests/e2e/ranks.test.mjs writes it (each file keeps one device's kernels and every host
+// way tests/e2e/views/ranks.mjs writes it (each file keeps one device's kernels and every host
 // row, its kernels shifted by a planted clock error), the four written twice over as `--files`
 // files (ranks 4–7 are copies of ranks 0–3 under other clock errors). All dropped on the page
 // at once, as a user drops a run's rank files: the time from the drop to the Drill-down's Ranks

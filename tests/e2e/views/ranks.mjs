@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { useSite, publicTrace, openTrace, dropFiles, cliJson, showView, generate, artifact } from './helpers.mjs';
+import { useSite, publicTrace, openTrace, dropFiles, cliJson, showView, generate, artifact } from '../helpers.mjs';
 
 const BEFORE = publicTrace('GindaChen_nsys-ai__mfu_2gpu_before.sqlite');
 const TIMEOUT = 240_000;

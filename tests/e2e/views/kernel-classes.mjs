@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { artifact, cliJson, dropFiles, generate, showView, useSite } from './helpers.mjs';
+import { artifact, cliJson, dropFiles, generate, showView, useSite } from '../helpers.mjs';
 
 const TIMEOUT = 240_000;
 let page;

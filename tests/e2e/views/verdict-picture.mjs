@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, useSite, publicTrace, openTrace, assertMatchesCli } from './helpers.mjs';
+import { ROOT, useSite, publicTrace, openTrace, assertMatchesCli } from '../helpers.mjs';
 
 const TRACE = 'GindaChen_nsys-ai__mfu_2gpu_before.sqlite';
 const PICTURE = path.join(ROOT, 'docs', 'img', 'verdict.png');

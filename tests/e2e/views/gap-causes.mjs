@@ -6,7 +6,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useSite, publicTrace, openTrace, cliJson, detectJson, showView, artifact } from './helpers.mjs';
+import { useSite, publicTrace, openTrace, cliJson, detectJson, showView, artifact } from '../helpers.mjs';
 
 const TRACE = 'GindaChen_nsys-ai__h100_2gpu_1s.v2.sqlite';
 const TIMEOUT = 240_000;

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { showView as showViewOf, cliJson, generate, publicTrace, openTrace, assertMatchesCli, timelineDrawn, useSite, ROOT, FULL } from './helpers.mjs';
+import { showView as showViewOf, cliJson, generate, publicTrace, openTrace, assertMatchesCli, timelineDrawn, useSite, ROOT, FULL } from '../helpers.mjs';
 
 const TIMEOUT = 240_000;
 const ORDERS = ['grouped', 'chunks', 'reversed'];
