@@ -9,3 +9,7 @@ import './views/kernel-classes.mjs';
 import './views/rootcause-shapes.mjs';
 import './views/ranks.mjs';
 import './views/row-order.mjs';
+import './views/capture.mjs';
+import './views/hostside.mjs';
+import './views/markers.mjs';
+import './views/rootcause-window.mjs';

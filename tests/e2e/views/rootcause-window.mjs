@@ -3,10 +3,10 @@
 // mfu_2gpu_before (the method shown), and two nvFuser exports without any step compared over
 // their whole kernel windows (said plainly, the same top regression and conclusion).
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, artifact, publicTrace } from './helpers.mjs';
+import { useSite, cli, artifact, publicTrace } from '../helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
@@ -18,15 +18,8 @@ function cliJson(args) {
   return JSON.parse(out.toString('utf8'));
 }
 
-before(async () => {
-  requireDist();
-  site = await openSite();
-  ({ page, problems } = site);
-});
+useSite('nsys-lens-rootcause-window-', (s) => ({ site, page, problems } = s));
 
-after(async () => {
-  await site?.close();
-});
 
 async function openFiles(files) {
   const run = await page.evaluate(() => Number(document.body.dataset.run || 0));

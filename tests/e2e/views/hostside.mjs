@@ -2,13 +2,12 @@
 // (CUDA API calls by name, syncs, allocations, processes) with the verdict marked not computed
 // and the capture advice that fits — the numbers equal to the CLI's `report` of the same file.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, publicTrace, artifact, cli, ROOT } from './helpers.mjs';
+import { useSite, publicTrace, artifact, cli, ROOT } from '../helpers.mjs';
 
 // A count as the page shows it (thousands separated by the core's formatter).
 const count = (text) => Number(String(text).replace(/[,\u00a0 ]/g, ''));
@@ -17,16 +16,8 @@ const TIMEOUT = 240_000;
 let site;
 let tmp;
 
-before(async () => {
-  requireDist();
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-hostside-'));
-  site = await openSite();
-});
+useSite('nsys-lens-hostside-', (s) => ({ site, tmp } = s));
 
-after(async () => {
-  await site?.close();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-});
 
 // The CLI's report.json of `file`.
 function reportJson(file) {

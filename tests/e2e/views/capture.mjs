@@ -2,29 +2,18 @@
 // generated captures the checks must flag and real exports: every check's status, evidence and
 // fix, and the steady window after a warm-up. The card is screenshotted for review.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { requireDist, openSite, detectJson, generate, publicTrace, artifact, openTrace } from './helpers.mjs';
+import { useSite, detectJson, generate, publicTrace, artifact, openTrace } from '../helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
 let page;
 let tmp;
 
-before(async () => {
-  requireDist();
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-capture-'));
-  site = await openSite();
-  ({ page } = site);
-});
+useSite('nsys-lens-capture-', (s) => ({ site, page, tmp } = s));
 
-after(async () => {
-  await site?.close();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-});
 
 // The card as the page shows it: per check its status, evidence and fix; the steady block.
 async function readCapture() {

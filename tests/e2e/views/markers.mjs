@@ -4,13 +4,12 @@
 // with the field to fix it; two files show the Verdict side by side, baseline → target, every
 // metric equal to `detect --json` of each file.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, artifact, openTrace, publicTrace, METRIC_KEYS } from './helpers.mjs';
+import { useSite, cli, artifact, openTrace, publicTrace, METRIC_KEYS } from '../helpers.mjs';
 
 const TIMEOUT = 240_000;
 let site;
@@ -28,17 +27,8 @@ function gen(scenario, markers) {
   return out;
 }
 
-before(async () => {
-  requireDist();
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nsys-lens-markers-'));
-  site = await openSite();
-  ({ page } = site);
-});
+useSite('nsys-lens-markers-', (s) => ({ site, page, tmp } = s));
 
-after(async () => {
-  await site?.close();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-});
 
 const num = (s) => (s === '' || s === undefined ? null : Number.parseFloat(s));
 
