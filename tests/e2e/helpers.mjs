@@ -170,7 +170,14 @@ export function generate(scenario, out, scale = null) {
   const kept = path.join(dir, `${key}.sqlite`);
   const answers = (file) => file.replace(/\.sqlite$/, '.answers.json');
   if (!fs.existsSync(kept)) {
-    fs.mkdirSync(dir, { recursive: true });
+    if (!fs.existsSync(dir)) {
+      // A new build of the CLI: what earlier builds generated is not read again.
+      const root = path.dirname(dir);
+      for (const old of fs.existsSync(root) ? fs.readdirSync(root) : []) {
+        if (old !== path.basename(dir)) removeDir(path.join(root, old));
+      }
+      fs.mkdirSync(dir, { recursive: true });
+    }
     const fresh = path.join(dir, `${key}.${process.pid}.sqlite`);
     const args = ['gen', scenario, fresh, ...(scale ? ['--scale', String(scale)] : [])];
     execFileSync(exe, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
