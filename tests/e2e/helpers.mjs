@@ -323,6 +323,13 @@ export async function timelineDrawn(page, canvas = '[data-testid=timeline]') {
   return canvasStats(page, canvas);
 }
 
+// Waits until the timeline asks for no view (its `data-busy`), two frames on: a resize's
+// observer, which asks for a view at the new width, has run by then.
+export async function timelineSettled(page, canvas = '[data-testid=timeline]', timeout = 300_000) {
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.waitForFunction((sel) => document.querySelector(sel).dataset.busy === '0', canvas, { timeout });
+}
+
 // Pixels of a canvas that differ from white, and a hash of its content.
 export async function canvasStats(page, selector) {
   return page.evaluate((sel) => {

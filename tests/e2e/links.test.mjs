@@ -8,7 +8,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { requireDist, openSite, publicTrace, artifact, openTrace, timelineDrawn, generate } from './helpers.mjs';
+import { requireDist, openSite, publicTrace, artifact, openTrace, timelineDrawn, timelineSettled, generate } from './helpers.mjs';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,8 +43,7 @@ async function drawn() {
 // Waits until the timeline has drawn after sequence `seq` and no request is pending.
 async function drawnAfter(seq) {
   await page.waitForFunction(([sel, s]) => Number(document.querySelector(sel).dataset.drawn) > s, [CANVAS, seq], { timeout: TIMEOUT });
-  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-  await page.waitForFunction((sel) => document.querySelector(sel).dataset.busy === '0', CANVAS, { timeout: TIMEOUT });
+  await timelineSettled(page, CANVAS, TIMEOUT);
   return drawn();
 }
 

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { requireDist, openSite, cli, generate, publicTrace, artifact, openTrace, timelineDrawn, canvasStats, detectJson, assertMatchesCli } from './helpers.mjs';
+import { requireDist, openSite, cli, generate, publicTrace, artifact, openTrace, timelineDrawn, timelineSettled, canvasStats, detectJson, assertMatchesCli } from './helpers.mjs';
 
 const TIMEOUT = 300_000;
 const CANVAS = '[data-testid=timeline]';
@@ -41,12 +41,7 @@ async function drawnView() {
   }, CANVAS);
 }
 
-// Waits until no view request is pending (the panel's `data-busy`), two frames on: a resize's
-// observer, which asks for a view at the new width, has run by then.
-async function settled() {
-  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-  await page.waitForFunction((sel) => document.querySelector(sel).dataset.busy === '0', CANVAS, { timeout: TIMEOUT });
-}
+const settled = () => timelineSettled(page, CANVAS, TIMEOUT);
 
 // The timeline panel as it is on screen (no full-page capture: that resizes the viewport, and the
 // page redraws the canvas at the new width).
